@@ -1,0 +1,46 @@
+"""Errors sm-locust raises on purpose, and the exit codes they map to.
+
+Every error a user can cause (a bad option, an unreadable file, an unknown serializer name) is a
+subclass of `SmLocustError`, carries a one-line message that says what is wrong and how to fix it,
+and knows its process exit code: 2 for usage errors, 1 for a run that failed. The CLI prints
+`sm-locust: error: <message>` and exits with that code; it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class SmLocustError(Exception):
+    """Base error: one line of text for the user plus an exit code."""
+
+    exit_code = 1
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(SmLocustError):
+    """The user asked for something impossible or malformed (exit code 2)."""
+
+    exit_code = 2
+
+
+class RunError(SmLocustError):
+    """The run could not be started or did not complete (exit code 1)."""
+
+    exit_code = 1
+
+
+class UnknownNameError(UsageError):
+    """A registry was asked for a name it does not hold; the message lists the valid names."""
+
+    def __init__(self, kind: str, name: str, valid: Iterable[str]):
+        self.kind = kind
+        self.name = name
+        self.valid = sorted(valid)
+        super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")

@@ -1,0 +1,108 @@
+"""What one invocation is and how its failure is named: the contract every transport shares.
+
+Both transports (boto3 and the fast signed HTTP path) report through Locust's `request` event in
+the same way, so the failure table reads the same whichever is used:
+
+- `request_type` is the API operation (`InvokeEndpoint`, `InvokeEndpointWithResponseStream`, ...);
+- `name` is the endpoint name, or `endpoint/variant`, `endpoint/model` when a target is set;
+- a failure is an `InvocationError` whose text starts with the error code botocore would give
+  (`ThrottlingException: Rate exceeded`, `ModelError: ...`, `EndpointConnectionError: ...`), so
+  Locust's failure table groups failures by code. Its repr is that same text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+INVOKE_ENDPOINT = "InvokeEndpoint"
+INVOKE_ENDPOINT_STREAM = "InvokeEndpointWithResponseStream"
+INVOKE_ENDPOINT_ASYNC = "InvokeEndpointAsync"
+
+_VOLATILE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+MAX_MESSAGE = 200
+
+
+class InvocationError(Exception):
+    """A failed invocation, named by its error code; reported to Locust, never raised to a User."""
+
+    def __init__(self, code: str, message: str = "", status: int | None = None):
+        message = _VOLATILE.sub("<id>", " ".join(str(message).split()))[:MAX_MESSAGE]
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+        self.status = status
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def error_code(error: object) -> str:
+    """The code a failure is counted under in summary.json (`ThrottlingException`, ...)."""
+    if isinstance(error, InvocationError):
+        return error.code
+    text = str(error)
+    head = text.split(":", 1)[0].strip()
+    if head and " " not in head and len(head) < 80:
+        return head
+    return type(error).__name__ if not isinstance(error, str) else "Error"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One prepared request: the body is already encoded, headers already chosen.
+
+    Payload sources build these once before a test; the request path only sends them.
+    """
+
+    body: bytes
+    content_type: str | None = "application/json"
+    accept: str | None = None
+    custom_attributes: str | None = None
+    target_model: str | None = None
+    target_variant: str | None = None
+    target_container_hostname: str | None = None
+    inference_component: str | None = None
+    inference_id: str | None = None
+    enable_explanations: str | None = None
+    session_id: str | None = None
+    rows: int | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def request_name(self, endpoint_name: str) -> str:
+        """The Locust entry name: the endpoint, refined by the target when one is set."""
+        target = self.target_variant or self.target_model or self.inference_component
+        return f"{endpoint_name}/{target}" if target else endpoint_name
+
+    def boto3_kwargs(self) -> dict:
+        """Keyword arguments for `sagemaker-runtime` `invoke_endpoint`, minus EndpointName."""
+        pairs = {
+            "Body": self.body,
+            "ContentType": self.content_type,
+            "Accept": self.accept,
+            "CustomAttributes": self.custom_attributes,
+            "TargetModel": self.target_model,
+            "TargetVariant": self.target_variant,
+            "TargetContainerHostname": self.target_container_hostname,
+            "InferenceComponentName": self.inference_component,
+            "InferenceId": self.inference_id,
+            "EnableExplanations": self.enable_explanations,
+            "SessionId": self.session_id,
+        }
+        return {k: v for k, v in pairs.items() if v is not None}
+
+    def http_headers(self) -> dict[str, str]:
+        """The wire headers InvokeEndpoint sends for these fields (see REFERENCE.md)."""
+        pairs = {
+            "Content-Type": self.content_type,
+            "Accept": self.accept,
+            "X-Amzn-SageMaker-Custom-Attributes": self.custom_attributes,
+            "X-Amzn-SageMaker-Target-Model": self.target_model,
+            "X-Amzn-SageMaker-Target-Variant": self.target_variant,
+            "X-Amzn-SageMaker-Target-Container-Hostname": self.target_container_hostname,
+            "X-Amzn-SageMaker-Inference-Component": self.inference_component,
+            "X-Amzn-SageMaker-Inference-Id": self.inference_id,
+            "X-Amzn-SageMaker-Enable-Explanations": self.enable_explanations,
+            "X-Amzn-SageMaker-Session-Id": self.session_id,
+        }
+        return {k: v for k, v in pairs.items() if v is not None}
