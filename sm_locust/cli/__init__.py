@@ -1,0 +1,67 @@
+"""The `sm-locust` command.
+
+Each sub-command lives in its own module under `sm_locust.cli` and provides two functions:
+`add_parser(subparsers)` (registers its argparse sub-parser) and `run(args) -> int` (does the work,
+returns the exit code). Modules are imported lazily, so `sm-locust report` never imports Locust and
+`sm-locust serve` never imports pandas. Errors derived from `SmLocustError` print as one line
+(`sm-locust: error: ...`) and exit with their code; argparse usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from sm_locust.errors import SmLocustError
+
+# name -> module under sm_locust.cli; the order is the order `sm-locust --help` lists them.
+COMMANDS: dict[str, str] = {
+    "serve": "serve",
+    "run": "run",
+    "demo": "demo",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog="sm-locust", description="Load-test Amazon SageMaker inference endpoints with Locust.")
+    from sm_locust import __version__
+
+    parser.add_argument("--version", action="version", version=f"sm-locust {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, module in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=f"(see sm-locust {name} --help)", add_help=False)
+            continue
+        importlib.import_module(f"sm_locust.cli.{module}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    only = command if command in COMMANDS else None
+    parser = build_parser(only)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "accepts_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
+    module = importlib.import_module(f"sm_locust.cli.{COMMANDS[args.command]}")
+    try:
+        return int(module.run(args) or 0)
+    except SmLocustError as exc:
+        print(f"sm-locust: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("sm-locust: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Per-second samples of a running test, taken from Locust's cumulative statistics.
+
+Locust keeps cumulative counters and a response-time histogram (`StatsEntry.response_times`,
+bucketed to ~2 significant digits) per entry, on the local runner and on the master (where worker
+reports are merged every 3 s). Sampling the total entry once a second and keeping the difference
+gives a timeline that works the same in local and distributed runs, from which per-step figures
+are computed over exactly the step's own requests (not Locust's cumulative or 10-s windows).
+
+`Second` is plain data; `TimelineSampler` is the thin Locust adapter that fills a list of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Second:
+    """What happened during one sampling interval (normally one second)."""
+
+    t: float  # epoch seconds at the end of the interval
+    users: int  # user count at the end of the interval
+    spawning: bool  # the runner was ramping users during the interval
+    requests: int  # requests completed in the interval (successes + failures)
+    failures: int
+    hist: dict[int, int] = field(default_factory=dict)  # response time (ms bucket) -> count
+    interval: float = 1.0
+    client_cpu_pct: float | None = None  # load-generator CPU, when measured
+    target_rate: float | None = None  # open-loop target arrival rate, when used
+
+    def as_dict(self) -> dict:
+        return {
+            "t": self.t,
+            "users": self.users,
+            "spawning": self.spawning,
+            "requests": self.requests,
+            "failures": self.failures,
+            "hist": {str(k): v for k, v in self.hist.items()},
+            "interval": self.interval,
+            "client_cpu_pct": self.client_cpu_pct,
+            "target_rate": self.target_rate,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Second:
+        return cls(
+            t=float(data["t"]),
+            users=int(data["users"]),
+            spawning=bool(data["spawning"]),
+            requests=int(data["requests"]),
+            failures=int(data["failures"]),
+            hist={int(k): int(v) for k, v in data.get("hist", {}).items()},
+            interval=float(data.get("interval", 1.0)),
+            client_cpu_pct=data.get("client_cpu_pct"),
+            target_rate=data.get("target_rate"),
+        )
