@@ -1,0 +1,275 @@
+"""Stop conditions for a load search: small strategy objects that return a reason when they fire.
+
+A search asks every condition after each step; a condition answers None (carry on) or a one-line
+reason such as "p95 48 ms > SLO 40 ms" that ends up in the verdict and in summary.json. All are
+optional and combine freely. Each has a `kind`, because the search treats them differently:
+
+- `constraint`: a step that violates it is not acceptable (latency SLO, error rate). The plateau
+  is never a violating step, and the adaptive search bisects below the first violation.
+- `saturation`: throughput stopped growing (Triton model_analyzer's rule: the gain over the last
+  `DEFAULT_GAIN_WINDOW` steps is under `DEFAULT_MIN_GAIN`).
+- `limit`: a budget ran out (max users or rate, max duration, max invocations). The search stops
+  and reports the best step so far; if throughput was still growing it says no plateau was reached.
+
+Conditions look at a history of `StepMeasurement`s, oldest first; the saturation rule expects it
+in increasing load (the searches pass it that way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sm_locust.errors import UsageError
+from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
+
+KIND_CONSTRAINT = "constraint"
+KIND_SATURATION = "saturation"
+KIND_LIMIT = "limit"
+
+DEFAULT_MIN_GAIN = 0.05  # Triton model_analyzer THROUGHPUT_MINIMUM_GAIN
+DEFAULT_GAIN_WINDOW = 4  # Triton model_analyzer THROUGHPUT_MINIMUM_CONSECUTIVE_PARAMETER_TRIES
+DEFAULT_MAX_ERROR_RATE = 0.05
+
+
+def fmt_pct(fraction: float) -> str:
+    """0.075 -> '7.5', 0.05 -> '5' (percent, no trailing zeros)."""
+    return f"{round(fraction * 100, 2):g}"
+
+
+def fmt_ms(value: float) -> str:
+    """48.0 -> '48', 12.345 -> '12.3'."""
+    return f"{value:.0f}" if value >= 100 or float(value).is_integer() else f"{value:.3g}"
+
+
+class Condition:
+    """Base stop condition: `check(history)` returns a reason string when it fires, else None."""
+
+    kind = KIND_LIMIT
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.describe()}>"
+
+
+class ThroughputGain(Condition):
+    """Fires when the best rps of the last `window - 1` steps beats every earlier step by < `min_gain`.
+
+    Comparing against the best earlier step (not only the one `window` steps back) keeps a noisy
+    dip from looking like growth. Needs at least `window` steps.
+    """
+
+    kind = KIND_SATURATION
+
+    def __init__(self, min_gain: float = DEFAULT_MIN_GAIN, window: int = DEFAULT_GAIN_WINDOW):
+        if not 0.0 < min_gain < 10.0:
+            raise UsageError(f"throughput gain threshold {min_gain!r} must be a fraction > 0, e.g. 0.05 for 5 %")
+        if int(window) != window or window < 2:
+            raise UsageError(f"throughput gain window {window!r} must be a whole number of steps >= 2")
+        self.min_gain = float(min_gain)
+        self.window = int(window)
+
+    def gain(self, history: Sequence[StepMeasurement]) -> float | None:
+        if len(history) < self.window:
+            return None
+        cut = len(history) - (self.window - 1)
+        baseline = max(m.rps for m in history[:cut])
+        recent = max(m.rps for m in history[cut:])
+        if baseline <= 0:
+            return None if recent <= 0 else float("inf")
+        return recent / baseline - 1.0
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        gain = self.gain(history)
+        if gain is not None and gain < self.min_gain:
+            return f"throughput gain < {fmt_pct(self.min_gain)} % over {self.window} steps"
+        return None
+
+    def describe(self) -> str:
+        return f"stop when throughput gains < {fmt_pct(self.min_gain)} % over {self.window} steps"
+
+
+class LatencySLO(Condition):
+    """Fires when the latest step's percentile latency exceeds `max_ms` (any percentile in (0, 100))."""
+
+    kind = KIND_CONSTRAINT
+
+    def __init__(self, percentile: float | str, max_ms: float):
+        self.percentile = parse_percentile(percentile)
+        try:
+            self.max_ms = float(max_ms)
+        except (TypeError, ValueError):
+            raise UsageError(f"latency SLO {max_ms!r} is not a number of milliseconds") from None
+        if not self.max_ms > 0:
+            raise UsageError(f"latency SLO {max_ms!r} ms must be > 0")
+
+    @property
+    def label(self) -> str:
+        return percentile_label(self.percentile)
+
+    def violation(self, step: StepMeasurement) -> str | None:
+        value = step.percentile(self.percentile)
+        if value is not None and value > self.max_ms:
+            return f"{self.label} {fmt_ms(value)} ms > SLO {fmt_ms(self.max_ms)} ms"
+        return None
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        return self.violation(history[-1]) if history else None
+
+    def describe(self) -> str:
+        return f"{self.label} <= {fmt_ms(self.max_ms)} ms"
+
+
+class ErrorRate(Condition):
+    """Fires when the latest step's failures / requests exceed `max_rate` (a fraction)."""
+
+    kind = KIND_CONSTRAINT
+
+    def __init__(self, max_rate: float = DEFAULT_MAX_ERROR_RATE):
+        if not 0.0 <= max_rate < 1.0:
+            raise UsageError(f"error-rate threshold {max_rate!r} must be a fraction in [0, 1), e.g. 0.05 for 5 %")
+        self.max_rate = float(max_rate)
+
+    def violation(self, step: StepMeasurement) -> str | None:
+        if step.requests and step.error_rate > self.max_rate:
+            return f"error rate {fmt_pct(step.error_rate)} % > {fmt_pct(self.max_rate)} %"
+        return None
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        return self.violation(history[-1]) if history else None
+
+    def describe(self) -> str:
+        return f"error rate <= {fmt_pct(self.max_rate)} %"
+
+
+class MaxLoad(Condition):
+    """Fires once a step ran at (or above) the maximum users, or maximum target rate in open loop."""
+
+    kind = KIND_LIMIT
+
+    def __init__(self, max_load: float, mode: str = MODE_USERS):
+        if mode not in MODES:
+            raise UsageError(f"unknown load mode {mode!r}; choose one of: {', '.join(MODES)}")
+        if not max_load > 0:
+            raise UsageError(f"maximum {'users' if mode == MODE_USERS else 'rate'} {max_load!r} must be > 0")
+        self.max_load = float(max_load)
+        self.mode = mode
+
+    def _label(self) -> str:
+        return f"max users {self.max_load:g}" if self.mode == MODE_USERS else f"max rate {self.max_load:g} req/s"
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        if history and history[-1].load >= self.max_load - 1e-9:
+            return f"reached {self._label()}"
+        return None
+
+    def describe(self) -> str:
+        return self._label()
+
+
+def MaxUsers(max_users: int) -> MaxLoad:  # noqa: N802 - reads as a condition class at call sites
+    return MaxLoad(max_users, MODE_USERS)
+
+
+def MaxRate(max_rate: float) -> MaxLoad:  # noqa: N802
+    return MaxLoad(max_rate, MODE_RATE)
+
+
+class MaxDuration(Condition):
+    """Fires once the steps so far span `seconds` of wall time (first step start to last step end)."""
+
+    kind = KIND_LIMIT
+
+    def __init__(self, seconds: float):
+        if not seconds > 0:
+            raise UsageError(f"maximum duration {seconds!r} s must be > 0")
+        self.seconds = float(seconds)
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        if history and history[-1].t_end - history[0].t_start >= self.seconds - 1e-9:
+            return f"max duration {self.seconds:g} s reached"
+        return None
+
+    def describe(self) -> str:
+        return f"max duration {self.seconds:g} s"
+
+
+class MaxInvocations(Condition):
+    """Fires once all steps together sent `count` requests (a total budget, warm-up included)."""
+
+    kind = KIND_LIMIT
+
+    def __init__(self, count: int):
+        if int(count) != count or count <= 0:
+            raise UsageError(f"maximum invocations {count!r} must be a whole number > 0")
+        self.count = int(count)
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        sent = sum(m.total_requests for m in history)
+        if sent >= self.count:
+            return f"max invocations {self.count} reached ({sent} requests)"
+        return None
+
+    def describe(self) -> str:
+        return f"max invocations {self.count}"
+
+
+class MaxInvocationsPerMinute(Condition):
+    """Inference Recommender's `MaxInvocations`: the expected peak, in requests per MINUTE.
+
+    IR documents MaxInvocations as "the maximum number of requests per minute expected for the
+    endpoint", not a total: once a step sustains that rate the endpoint is known to carry the
+    expected traffic and the test can stop.
+    """
+
+    kind = KIND_LIMIT
+
+    def __init__(self, per_minute: int):
+        if int(per_minute) != per_minute or per_minute <= 0:
+            raise UsageError(f"MaxInvocations {per_minute!r} must be a whole number of requests per minute > 0")
+        self.per_minute = int(per_minute)
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        if history and history[-1].rps * 60.0 >= self.per_minute:
+            return f"invocations {history[-1].rps * 60:.0f}/min >= MaxInvocations {self.per_minute}/min"
+        return None
+
+    def describe(self) -> str:
+        return f"MaxInvocations {self.per_minute}/min"
+
+
+@dataclass(frozen=True)
+class Fired:
+    """A condition that fired, with its reason."""
+
+    condition: Condition
+    reason: str
+
+    @property
+    def kind(self) -> str:
+        return self.condition.kind
+
+
+def check_all(conditions: Iterable[Condition], history: Sequence[StepMeasurement]) -> list[Fired]:
+    """Every condition that fires on `history`, in the order given."""
+    fired = []
+    for condition in conditions:
+        reason = condition.check(history)
+        if reason:
+            fired.append(Fired(condition, reason))
+    return fired
+
+
+def constraint_violation(conditions: Iterable[Condition], step: StepMeasurement) -> str | None:
+    """The first constraint (SLO, error rate) this one step violates, or None."""
+    for condition in conditions:
+        if condition.kind == KIND_CONSTRAINT:
+            reason = condition.check([step])
+            if reason:
+                return reason
+    return None

@@ -1,0 +1,425 @@
+"""Which load to run next, and when to stop: the plateau searches as pure objects fed one step at a time.
+
+Modelled on Triton model_analyzer's parameter_search: the search never touches Locust. A shape asks
+`first()` for the first load, runs it for a step, summarises the step with `measure_step`, hands
+it to `feed()` and gets the next `Decision` (run this load, or stop and why). `verdict()` then
+names the plateau. Both searches step users (closed loop) or target req/s (open loop).
+
+- `StepSearch`: linear steps start, start + step, ... up to max; stops at the knee (throughput
+  gain under 5 % over the last 4 steps) unless told to keep going, at a constraint violation
+  (latency SLO, error rate) or when a budget runs out.
+- `PlateauSearch`: adaptive. Doubles the load until the last doubling gained < 5 % or a
+  constraint is violated, then bisects between the last load below the boundary and the first
+  one past it until the boundary is known to +-5 % (or to the 1-user / 1-req/s granularity).
+
+The plateau (see docs/plateau.md) is the lowest acceptable load whose throughput is within
+`PLATEAU_TOLERANCE` of the best acceptable throughput, where acceptable means: no constraint
+violated, and not client-bound. A client-bound step (load generator saturated) stops the search
+and is never reported as the endpoint's plateau; the verdict says "client-bound, add workers".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sm_locust.errors import UsageError
+from sm_locust.plateau.conditions import (
+    KIND_CONSTRAINT,
+    KIND_LIMIT,
+    Condition,
+    ErrorRate,
+    LatencySLO,
+    MaxLoad,
+    ThroughputGain,
+    check_all,
+    constraint_violation,
+    fmt_ms,
+)
+from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
+
+PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
+GROWTH_FACTOR = 2.0  # PlateauSearch doubles the load while throughput keeps growing
+GEOMETRIC_GAIN_WINDOW = 2  # one doubling that gains < 5 % is as telling as 3 flat linear steps
+REFINE_TOLERANCE = 0.05  # bisection ends when the boundary is bracketed to within 5 % ...
+LOAD_GRANULARITY = 1.0  # ... or to 1 user / 1 req/s
+MAX_REFINE_STEPS = 12  # safety net: bisection of any sane range ends well before this
+MAX_EXTENSIONS = 1  # an unstable step is re-run once at the same load, then kept as "unstable"
+
+BOUND_THROUGHPUT = "throughput"
+BOUND_LATENCY = "latency"
+BOUND_ERRORS = "errors"
+BOUND_LIMIT = "limit"
+BOUND_CLIENT = "client"
+BOUND_NONE = "none"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The search's answer after a step: run `load` next, or stop (`load` is None) and why."""
+
+    load: float | None
+    reason: str
+    mode: str = MODE_USERS
+    extend: bool = False  # the same load again: the last step was unstable
+
+    @property
+    def stop(self) -> bool:
+        return self.load is None
+
+    @property
+    def users(self) -> int | None:
+        """Closed loop: the user count to run (None when stopping or in open loop)."""
+        return int(round(self.load)) if self.load is not None and self.mode == MODE_USERS else None
+
+    @property
+    def rate(self) -> float | None:
+        """Open loop: the target req/s to offer (None when stopping or in closed loop)."""
+        return self.load if self.load is not None and self.mode == MODE_RATE else None
+
+
+@dataclass
+class Verdict:
+    """Where the plateau is, how sure we are, and why the search stopped."""
+
+    plateau: StepMeasurement | None
+    reached: bool
+    bound: str
+    reason: str
+    stop_reason: str
+    client_bound: bool = False
+    client_reason: str | None = None
+    mode: str = MODE_USERS
+    steps: list[StepMeasurement] = field(default_factory=list)
+
+    def text(self) -> str:
+        """One line for the console and the report."""
+        best = _describe_step(self.plateau) if self.plateau else None
+        if self.client_bound:
+            tail = f"; best endpoint-bound step {best}" if best else ""
+            return f"client-bound, add workers: {self.client_reason}{tail}"
+        if self.plateau is None:
+            return f"no acceptable step: {self.reason}"
+        if self.reached:
+            return f"plateau: {best} \u2014 {self.reason}"
+        return f"no plateau reached ({self.reason}): best {best}"
+
+    def as_dict(self) -> dict:
+        """The `plateau` object of summary.json."""
+        step = self.plateau
+        return {
+            "users": step.users if step else None,
+            "rps": round(step.rps, 3) if step else None,
+            "p50_ms": step.p50_ms if step else None,
+            "p95_ms": step.p95_ms if step else None,
+            "p99_ms": step.p99_ms if step else None,
+            "reason": self.reason,
+            "stable": step.stable if step else None,
+            "reached": self.reached,
+            "bound": self.bound,
+            "client_bound": self.client_bound,
+            "client_reason": self.client_reason,
+            "stop_reason": self.stop_reason,
+            "mode": self.mode,
+            "load": step.load if step else None,
+            "rate": step.intended_rps if step else None,
+            "error_rate": round(step.error_rate, 6) if step else None,
+            "steps": len(self.steps),
+            "text": self.text(),
+        }
+
+
+def _describe_step(step: StepMeasurement) -> str:
+    text = f"{step.rps:.0f} req/s at {step.load_label()}"
+    if step.p95_ms is not None:
+        text += f", p95 {fmt_ms(step.p95_ms)} ms"
+    if not step.stable:
+        text += " (unstable)"
+    return text
+
+
+class _Search:
+    """What both searches share: bookkeeping, constraints, client-bound rule, limits, the verdict."""
+
+    default_gain_window = 4
+
+    def __init__(
+        self,
+        *,
+        mode: str,
+        max_load: float,
+        conditions: Iterable[Condition] | None,
+        extend_unstable: bool,
+    ):
+        if mode not in MODES:
+            raise UsageError(f"unknown load mode {mode!r}; choose one of: {', '.join(MODES)}")
+        self.mode = mode
+        self.max_load = self._check_load(max_load, "maximum")
+        conditions = list(conditions or [])
+        gains = [c for c in conditions if isinstance(c, ThroughputGain)]
+        self.gain = gains[0] if gains else ThroughputGain(window=self.default_gain_window)
+        self.conditions = [c for c in conditions if not isinstance(c, ThroughputGain)]
+        self.extend_unstable = extend_unstable
+        self.steps: list[StepMeasurement] = []  # every step fed, in time order
+        self._by_load: dict[float, StepMeasurement] = {}  # latest measurement per load
+        self._extensions: dict[float, int] = {}
+        self._pending: float | None = None
+        self._stop: Decision | None = None
+        self._stop_kind: str | None = None
+        self._client: str | None = None
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _check_load(self, value: float, what: str) -> float:
+        try:
+            load = float(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"{what} load {value!r} is not a number") from None
+        if not load > 0 or math.isinf(load):
+            raise UsageError(f"{what} {'users' if self.mode == MODE_USERS else 'rate'} {value!r} must be > 0")
+        if self.mode == MODE_USERS and load != int(load):
+            raise UsageError(f"{what} users {value!r} must be a whole number")
+        return load
+
+    def _run(self, load: float, reason: str, extend: bool = False) -> Decision:
+        self._pending = load
+        return Decision(load, reason, self.mode, extend)
+
+    def _halt(self, reason: str, kind: str) -> Decision:
+        self._pending = None
+        self._stop = Decision(None, reason, self.mode)
+        self._stop_kind = kind
+        return self._stop
+
+    def _violation(self, step: StepMeasurement) -> str | None:
+        return constraint_violation(self.conditions, step)
+
+    def _acceptable(self) -> list[StepMeasurement]:
+        steps = [m for m in self._by_load.values() if not m.client_bound and self._violation(m) is None]
+        return sorted(steps, key=lambda m: m.load)
+
+    def _violating(self) -> list[StepMeasurement]:
+        steps = [m for m in self._by_load.values() if not m.client_bound and self._violation(m) is not None]
+        return sorted(steps, key=lambda m: m.load)
+
+    def _saturation(self) -> str | None:
+        return self.gain.check(self._acceptable())
+
+    @staticmethod
+    def plateau_of(steps: Sequence[StepMeasurement]) -> StepMeasurement | None:
+        """The lowest-load step whose rps is within PLATEAU_TOLERANCE of the best rps in `steps`."""
+        if not steps:
+            return None
+        best = max(m.rps for m in steps)
+        floor = (1.0 - PLATEAU_TOLERANCE) * best
+        return min((m for m in steps if m.rps >= floor), key=lambda m: m.load)
+
+    # -- the protocol ----------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._stop is not None
+
+    def first(self) -> Decision:  # pragma: no cover - each search defines it
+        raise NotImplementedError
+
+    def _next(self, step: StepMeasurement) -> Decision:  # pragma: no cover
+        raise NotImplementedError
+
+    def feed(self, step: StepMeasurement) -> Decision:
+        """Record the step just run (at the load last decided) and decide what comes next."""
+        if self._stop is not None:
+            return self._stop
+        if self._pending is None:
+            raise UsageError("feed() called before first(): ask the search for a load first")
+        if step.mode != self.mode:
+            raise UsageError(f"a {step.mode!r} step was fed to a search stepping {self.mode!r}")
+        load = self._pending
+        step.load = load
+        self.steps.append(step)
+        self._by_load[load] = step
+        if step.client_bound:
+            self._client = f"{step.client_bound_reason} at {step.load_label()}"
+            return self._halt(self._client, "client")
+        if not step.stable and self.extend_unstable and self._extensions.get(load, 0) < MAX_EXTENSIONS:
+            self._extensions[load] = self._extensions.get(load, 0) + 1
+            return self._run(load, f"step at {step.load_label()} unstable ({step.unstable_reason}): extending", True)
+        decision = self._next(step)
+        if decision.stop:
+            return decision
+        budget = [f for f in check_all(self.conditions, self.steps) if f.kind == KIND_LIMIT]
+        budget = [f for f in budget if not isinstance(f.condition, MaxLoad)]
+        if budget:
+            return self._halt(budget[0].reason, KIND_LIMIT)
+        return decision
+
+    def verdict(self) -> Verdict:
+        """Name the plateau from everything measured so far (callable at any time)."""
+        acceptable = self._acceptable()
+        plateau = self.plateau_of(acceptable)
+        saturated = self._saturation()
+        violating = [m for m in self._violating() if plateau is None or m.load > plateau.load]
+        stop_reason = self._stop.reason if self._stop else "search not finished"
+        if self._client is not None:
+            return Verdict(plateau, False, BOUND_CLIENT, self._client, stop_reason, True, self._client,
+                           self.mode, list(self.steps))
+        if plateau is None:
+            first_bad = self._violating()
+            reason = (f"{self._violation(first_bad[0])} at {first_bad[0].load_label()}" if first_bad
+                      else stop_reason)
+            return Verdict(None, False, BOUND_NONE, reason, stop_reason, mode=self.mode, steps=list(self.steps))
+        if saturated:
+            return Verdict(plateau, True, BOUND_THROUGHPUT, saturated, stop_reason, mode=self.mode,
+                           steps=list(self.steps))
+        if violating:
+            bad = violating[0]
+            reason = f"{self._violation(bad)} at {bad.load_label()}"
+            bound = BOUND_ERRORS if self._violation_kind(bad) is ErrorRate else BOUND_LATENCY
+            return Verdict(plateau, True, bound, reason, stop_reason, mode=self.mode, steps=list(self.steps))
+        reason = stop_reason
+        if len(acceptable) >= 2 and acceptable[-2].rps > 0:
+            growth = acceptable[-1].rps / acceptable[-2].rps - 1.0
+            reason += f"; throughput still growing ({growth * 100:+.0f} % over the last step)"
+        return Verdict(plateau, False, BOUND_LIMIT, reason, stop_reason, mode=self.mode, steps=list(self.steps))
+
+    def _violation_kind(self, step: StepMeasurement) -> type | None:
+        for condition in self.conditions:
+            if condition.kind == KIND_CONSTRAINT and condition.check([step]):
+                return type(condition)
+        return None
+
+
+class StepSearch(_Search):
+    """Linear steps: start, start + step, ... up to `max_load`; optionally stop at the knee."""
+
+    default_gain_window = 4
+
+    def __init__(
+        self,
+        start: float = 1,
+        step: float = 1,
+        max_load: float = 64,
+        *,
+        mode: str = MODE_USERS,
+        conditions: Iterable[Condition] | None = None,
+        stop_at_knee: bool = True,
+        extend_unstable: bool = True,
+    ):
+        super().__init__(mode=mode, max_load=max_load, conditions=conditions, extend_unstable=extend_unstable)
+        self.start = self._check_load(start, "start")
+        self.step = self._check_load(step, "step")
+        if self.start > self.max_load:
+            raise UsageError(f"start load {start!r} is above the maximum {max_load!r}")
+        self.stop_at_knee = stop_at_knee
+
+    def first(self) -> Decision:
+        return self._run(self.start, "first step")
+
+    def _next(self, step: StepMeasurement) -> Decision:
+        violation = self._violation(step)
+        if violation:
+            return self._halt(f"{violation} at {step.load_label()}", KIND_CONSTRAINT)
+        saturated = self._saturation()
+        if saturated and self.stop_at_knee:
+            return self._halt(saturated, "saturation")
+        if step.load >= self.max_load:
+            return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
+        return self._run(min(step.load + self.step, self.max_load), "next step")
+
+
+class PlateauSearch(_Search):
+    """Adaptive: grow x`factor` until saturation or a violation, then bisect the boundary."""
+
+    default_gain_window = GEOMETRIC_GAIN_WINDOW
+
+    def __init__(
+        self,
+        start: float = 1,
+        max_load: float = 256,
+        *,
+        mode: str = MODE_USERS,
+        conditions: Iterable[Condition] | None = None,
+        factor: float = GROWTH_FACTOR,
+        tolerance: float = REFINE_TOLERANCE,
+        granularity: float = LOAD_GRANULARITY,
+        extend_unstable: bool = True,
+    ):
+        super().__init__(mode=mode, max_load=max_load, conditions=conditions, extend_unstable=extend_unstable)
+        self.start = self._check_load(start, "start")
+        if self.start > self.max_load:
+            raise UsageError(f"start load {start!r} is above the maximum {max_load!r}")
+        if not factor > 1.0:
+            raise UsageError(f"growth factor {factor!r} must be > 1 (2 doubles the load each step)")
+        if not 0.0 < tolerance < 1.0:
+            raise UsageError(f"refinement tolerance {tolerance!r} must be a fraction in (0, 1), e.g. 0.05")
+        if not granularity > 0:
+            raise UsageError(f"load granularity {granularity!r} must be > 0")
+        self.factor = float(factor)
+        self.tolerance = float(tolerance)
+        self.granularity = max(float(granularity), 1.0) if mode == MODE_USERS else float(granularity)
+        self.phase = "grow"
+        self._refine_steps = 0
+
+    def first(self) -> Decision:
+        return self._run(self.start, "first step")
+
+    def _grow_to(self, load: float) -> float:
+        nxt = load * self.factor
+        if self.mode == MODE_USERS:
+            nxt = math.ceil(nxt)
+        return min(nxt, self.max_load)
+
+    def _next(self, step: StepMeasurement) -> Decision:
+        if self.phase == "grow":
+            violation = self._violation(step)
+            if not violation and not self._saturation():
+                if step.load >= self.max_load:
+                    return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
+                return self._run(self._grow_to(step.load), "throughput still growing: doubling")
+            self.phase = "refine"
+        return self._refine()
+
+    def bracket(self) -> tuple[float | None, float | None, str]:
+        """(lo, hi, why): the last load below the boundary, the first load past it, and the boundary's reason."""
+        acceptable = self._acceptable()
+        saturated = self._saturation()
+        if saturated:
+            plateau = self.plateau_of(acceptable)
+            below = [m.load for m in acceptable if m.load < plateau.load]
+            return (max(below) if below else None), plateau.load, saturated
+        violating = self._violating()
+        if violating:
+            hi = violating[0]
+            below = [m.load for m in acceptable if m.load < hi.load]
+            return (max(below) if below else None), hi.load, f"{self._violation(hi)} at {hi.load_label()}"
+        return None, None, "no boundary"
+
+    def _refine(self) -> Decision:
+        lo, hi, why = self.bracket()
+        if hi is None:  # nothing to refine (cannot happen after a boundary was seen, but be safe)
+            return self._halt(why, KIND_LIMIT)
+        kind = "saturation" if self._saturation() else KIND_CONSTRAINT
+        if lo is None:
+            return self._halt(why, kind)
+        narrow = (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance
+        if narrow or self._refine_steps >= MAX_REFINE_STEPS:
+            return self._halt(why, kind)
+        mid = (lo + hi) / 2.0
+        if self.mode == MODE_USERS:
+            mid = float(round(mid))
+            if mid <= lo or mid >= hi:
+                return self._halt(why, kind)
+        self._refine_steps += 1
+        return self._run(mid, f"bisecting between {lo:g} and {hi:g}")
+
+
+def default_conditions(
+    slo: tuple[float | str, float] | None = None,
+    max_error_rate: float | None = None,
+) -> list[Condition]:
+    """Convenience: the constraint list from an optional (percentile, ms) SLO and error-rate cap."""
+    conditions: list[Condition] = []
+    if slo is not None:
+        conditions.append(LatencySLO(*slo))
+    if max_error_rate is not None:
+        conditions.append(ErrorRate(max_error_rate))
+    return conditions

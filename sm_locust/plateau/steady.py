@@ -1,0 +1,364 @@
+"""Steady-state figures of one load step, computed from the step's own per-second samples.
+
+A plateau search compares steps, so each step must be summarised the same way and only from its
+own requests: Locust's live `current_rps` averages a sliding t-12..t-3 s window and its live
+percentiles cover ~10 s, so both mix the previous step into the current one. Here a step is a run
+of `Second`s (see `sm_locust.timeline`); the warm-up part and ramping seconds are dropped, the
+rest is the steady window, and its figures come from the window's merged histogram.
+
+Stability follows perf_analyzer: the steady window is cut into `STABILITY_WINDOWS` sub-windows and
+the step is stable when every sub-window's throughput is within `STABILITY_TOLERANCE` of their
+mean. Sub-windows shorter than `MIN_SUBWINDOW_S` cannot be judged (Locust workers report every
+3 s, so per-second counts on a master are lumpy) and make the step unstable ("too short").
+
+A step is client-bound when the load generator, not the endpoint, was the bottleneck: client CPU
+at or above `CLIENT_CPU_LIMIT_PCT`, or (open loop) the generator did not offer the intended rate:
+more than 1 - `MIN_ACHIEVED_RATIO` of sends late (`late_fraction`), else a sent rate (`sent_rps`)
+under `MIN_ACHIEVED_RATIO` of the intended rate, else - when the caller knows neither - a
+completed rate under that ratio. The last fallback cannot tell a generator that fell behind from
+a saturated endpoint, so open-loop callers should pass send timing (`arrival.count_late`). Such a
+step says nothing about the endpoint's capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sm_locust.errors import UsageError
+from sm_locust.timeline import Second
+
+DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
+DEFAULT_WARMUP_FRACTION = 0.2  # drop the first 20 % of a step (new users, cold connections)
+DEFAULT_WARMUP_S = 0.0
+STABILITY_WINDOWS = 3  # perf_analyzer: 3 measurement windows ...
+STABILITY_TOLERANCE = 0.10  # ... each within 10 % of their mean
+MIN_SUBWINDOW_S = 3.0  # one Locust worker report period
+CLIENT_CPU_LIMIT_PCT = 90.0
+MIN_ACHIEVED_RATIO = 0.90
+
+MODE_USERS = "users"
+MODE_RATE = "rate"
+MODES = (MODE_USERS, MODE_RATE)
+
+
+def parse_percentile(value: float | int | str) -> float:
+    """`95`, `"95"`, `"p95"`, `"P99.9"` -> percent in (0, 100); anything else is a UsageError."""
+    text = str(value).strip()
+    number = text[1:] if text[:1] in ("p", "P") else text
+    try:
+        pct = float(number)
+    except ValueError:
+        raise UsageError(f"percentile {value!r} is not a number; write it like 95, p95 or p99.9") from None
+    if not 0.0 < pct < 100.0:
+        raise UsageError(f"percentile {value!r} is out of range; it must be between 0 and 100 (exclusive), e.g. p95")
+    return pct
+
+
+def percentile_label(pct: float) -> str:
+    """95.0 -> 'p95', 99.9 -> 'p99.9'."""
+    return f"p{pct:g}"
+
+
+def histogram_percentile(hist: Mapping[int, int], pct: float) -> float | None:
+    """Percentile (percent) of a Locust-bucketed histogram, by Locust's own rule, or None if empty.
+
+    Same rule as `locust.stats.calculate_response_time_percentile`, so the numbers match Locust's
+    reports for the same requests: walk buckets from the slowest down until the requests left
+    are no more than `int(total * pct / 100)`.
+    """
+    total = sum(hist.values())
+    if total <= 0:
+        return None
+    wanted = int(total * pct / 100.0)
+    processed = 0
+    for bucket in sorted(hist, reverse=True):
+        processed += hist[bucket]
+        if total - processed <= wanted:
+            return float(bucket)
+    return float(min(hist))
+
+
+def merge_histograms(hists: Iterable[Mapping[int, int]]) -> dict[int, int]:
+    merged: dict[int, int] = {}
+    for hist in hists:
+        for bucket, count in hist.items():
+            merged[bucket] = merged.get(bucket, 0) + count
+    return merged
+
+
+@dataclass
+class StepMeasurement:
+    """What one load step achieved in its steady window.
+
+    `load` is what the search set: users (closed loop) or target req/s (open loop), per `mode`.
+    `requests`, `failures`, `rps`, `error_rate` and percentiles cover the steady window only;
+    `total_requests` and `t_start`/`t_end` cover the whole step (for budgets such as max
+    invocations or max duration).
+    """
+
+    load: float
+    rps: float
+    requests: int
+    failures: int
+    duration_s: float
+    hist: dict[int, int] = field(default_factory=dict)
+    mode: str = MODE_USERS
+    users: int = 0
+    stable: bool = True
+    spread: float = 0.0  # largest relative distance of a sub-window's rps from their mean
+    unstable_reason: str | None = None
+    client_cpu_pct: float | None = None  # average over the steady window
+    client_cpu_max: float | None = None
+    intended_rps: float | None = None  # open loop: mean target rate over the steady window
+    sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
+    late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
+    total_requests: int = 0
+    t_start: float = 0.0
+    t_end: float = 0.0
+    percentiles: dict[float, float | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError(f"unknown step mode {self.mode!r}; choose one of: {', '.join(MODES)}")
+        if not self.percentiles and self.hist:
+            self.percentiles = {p: histogram_percentile(self.hist, p) for p in DEFAULT_PERCENTILES}
+        if not self.total_requests:
+            self.total_requests = self.requests
+
+    @property
+    def error_rate(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+    def percentile(self, pct: float) -> float | None:
+        """Any percentile (percent) of the steady window, in ms."""
+        if pct in self.percentiles:
+            return self.percentiles[pct]
+        if self.hist:
+            return histogram_percentile(self.hist, pct)
+        return None
+
+    @property
+    def p50_ms(self) -> float | None:
+        return self.percentile(50.0)
+
+    @property
+    def p95_ms(self) -> float | None:
+        return self.percentile(95.0)
+
+    @property
+    def p99_ms(self) -> float | None:
+        return self.percentile(99.0)
+
+    @property
+    def achieved_ratio(self) -> float | None:
+        """Open loop: achieved / intended rate (None in closed loop)."""
+        if not self.intended_rps:
+            return None
+        return self.rps / self.intended_rps
+
+    @property
+    def client_bound_reason(self) -> str | None:
+        """Why the load generator (not the endpoint) limited this step, or None."""
+        if self.client_cpu_pct is not None and self.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
+            return f"client CPU {self.client_cpu_pct:.0f} % >= {CLIENT_CPU_LIMIT_PCT:g} %"
+        if not self.intended_rps:
+            return None
+        if self.late_fraction is not None:
+            if self.late_fraction > 1.0 - MIN_ACHIEVED_RATIO:
+                return (
+                    f"{self.late_fraction * 100:.0f} % of sends were late"
+                    f" (> {(1.0 - MIN_ACHIEVED_RATIO) * 100:g} %)"
+                )
+            return None
+        # Without send timing, fall back on what was sent, else on what completed (see module doc).
+        achieved, what = (self.sent_rps, "sent") if self.sent_rps is not None else (self.rps, "achieved")
+        ratio = achieved / self.intended_rps
+        if ratio < MIN_ACHIEVED_RATIO:
+            return (
+                f"{what} {achieved:.1f} req/s is {ratio * 100:.0f} % of the intended {self.intended_rps:.1f} req/s"
+                f" (< {MIN_ACHIEVED_RATIO * 100:g} %)"
+            )
+        return None
+
+    @property
+    def client_bound(self) -> bool:
+        return self.client_bound_reason is not None
+
+    def load_label(self) -> str:
+        if self.mode == MODE_RATE:
+            return f"{self.load:g} req/s offered"
+        users = int(self.users or self.load)
+        return f"{users} user{'s' if users != 1 else ''}"
+
+    def as_dict(self) -> dict:
+        return {
+            "mode": self.mode,
+            "load": self.load,
+            "users": self.users,
+            "rps": round(self.rps, 3),
+            "requests": self.requests,
+            "failures": self.failures,
+            "error_rate": round(self.error_rate, 6),
+            "duration_s": self.duration_s,
+            "percentiles_ms": {percentile_label(p): v for p, v in sorted(self.percentiles.items())},
+            "stable": self.stable,
+            "spread": round(self.spread, 4),
+            "unstable_reason": self.unstable_reason,
+            "client_cpu_pct": self.client_cpu_pct,
+            "client_cpu_max": self.client_cpu_max,
+            "intended_rps": self.intended_rps,
+            "sent_rps": self.sent_rps,
+            "late_fraction": self.late_fraction,
+            "client_bound": self.client_bound,
+            "client_bound_reason": self.client_bound_reason,
+            "total_requests": self.total_requests,
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+        }
+
+
+def _stability(window: Sequence[Second]) -> tuple[bool, float, str | None]:
+    """(stable, spread, reason): split into sub-windows of equal duration and compare their rps."""
+    total_s = sum(s.interval for s in window)
+    if total_s < STABILITY_WINDOWS * MIN_SUBWINDOW_S:
+        return False, 0.0, (
+            f"steady window {total_s:g} s is too short to judge stability"
+            f" (needs {STABILITY_WINDOWS} x {MIN_SUBWINDOW_S:g} s)"
+        )
+    bounds = [total_s * (i + 1) / STABILITY_WINDOWS for i in range(STABILITY_WINDOWS)]
+    counts = [0.0] * STABILITY_WINDOWS
+    durations = [0.0] * STABILITY_WINDOWS
+    elapsed = 0.0
+    index = 0
+    for second in window:
+        # A sample belongs to the sub-window in which it ends (Locust samples end on the tick).
+        elapsed += second.interval
+        while index < STABILITY_WINDOWS - 1 and elapsed > bounds[index] + 1e-9:
+            index += 1
+        counts[index] += second.requests
+        durations[index] += second.interval
+    rates = [c / d for c, d in zip(counts, durations) if d > 0]
+    mean = sum(rates) / len(rates)
+    if mean <= 0:
+        return False, 0.0, "no requests completed in the steady window"
+    spread = max(abs(r - mean) / mean for r in rates)
+    if spread > STABILITY_TOLERANCE:
+        return False, spread, (
+            f"throughput varies {spread * 100:.0f} % between sub-windows (> {STABILITY_TOLERANCE * 100:g} %)"
+        )
+    return True, spread, None
+
+
+def steady_window(
+    seconds: Sequence[Second],
+    warmup_s: float = DEFAULT_WARMUP_S,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+) -> list[Second]:
+    """The step without ramping seconds and without its warm-up (the larger of the two limits)."""
+    if warmup_s < 0 or not 0.0 <= warmup_fraction < 1.0:
+        raise UsageError(
+            f"warm-up must be >= 0 s and a fraction in [0, 1); got {warmup_s!r} s and {warmup_fraction!r}"
+        )
+    settled = [s for s in seconds if not s.spawning]
+    total_s = sum(s.interval for s in settled)
+    drop_s = max(warmup_s, warmup_fraction * total_s)
+    window: list[Second] = []
+    elapsed = 0.0
+    for second in settled:
+        elapsed += second.interval
+        if elapsed > drop_s + 1e-9:
+            window.append(second)
+    return window
+
+
+def measure_step(
+    seconds: Sequence[Second],
+    *,
+    mode: str = MODE_USERS,
+    load: float | None = None,
+    warmup_s: float = DEFAULT_WARMUP_S,
+    warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
+    percentiles: Iterable[float] = DEFAULT_PERCENTILES,
+    sent_rps: float | None = None,
+    late_fraction: float | None = None,
+) -> StepMeasurement:
+    """Summarise one step (the `Second`s recorded while one load was applied).
+
+    Open loop: pass `sent_rps` or `late_fraction` (from `arrival.count_late`) when known, so a
+    saturated endpoint is not mistaken for a generator that fell behind.
+    """
+    if mode not in MODES:
+        raise UsageError(f"unknown step mode {mode!r}; choose one of: {', '.join(MODES)}")
+    if not seconds:
+        raise UsageError("cannot measure an empty step: no samples were recorded")
+    window = steady_window(seconds, warmup_s, warmup_fraction)
+    if not window:  # all ramping or all warm-up: use what there is and call it unstable
+        window = [s for s in seconds if not s.spawning] or list(seconds)
+    duration = sum(s.interval for s in window)
+    requests = sum(s.requests for s in window)
+    failures = sum(s.failures for s in window)
+    hist = merge_histograms(s.hist for s in window)
+    stable, spread, why = _stability(window)
+    cpus = [s.client_cpu_pct for s in window if s.client_cpu_pct is not None]
+    targets = [s.target_rate for s in window if s.target_rate is not None]
+    users = window[-1].users
+    intended = sum(targets) / len(targets) if targets else None
+    if load is None:
+        load = float(intended if mode == MODE_RATE and intended is not None else users)
+    first = seconds[0]
+    return StepMeasurement(
+        load=float(load),
+        rps=requests / duration if duration > 0 else 0.0,
+        requests=requests,
+        failures=failures,
+        duration_s=duration,
+        hist=hist,
+        mode=mode,
+        users=users,
+        stable=stable,
+        spread=spread,
+        unstable_reason=why,
+        client_cpu_pct=sum(cpus) / len(cpus) if cpus else None,
+        client_cpu_max=max(cpus) if cpus else None,
+        intended_rps=intended if mode == MODE_RATE else None,
+        sent_rps=sent_rps,
+        late_fraction=late_fraction,
+        total_requests=sum(s.requests for s in seconds),
+        t_start=first.t - first.interval,
+        t_end=seconds[-1].t,
+        percentiles={float(p): histogram_percentile(hist, float(p)) for p in percentiles},
+    )
+
+
+def split_steps(seconds: Sequence[Second], mode: str = MODE_USERS) -> list[list[Second]]:
+    """Cut a whole timeline into steps: maximal runs of one user count (or target rate).
+
+    Ramping seconds (`spawning`) separate steps and belong to none; so do seconds without a
+    target rate in rate mode.
+    """
+    if mode not in MODES:
+        raise UsageError(f"unknown step mode {mode!r}; choose one of: {', '.join(MODES)}")
+    steps: list[list[Second]] = []
+    current: list[Second] = []
+    key: object = None
+    for second in seconds:
+        this = second.users if mode == MODE_USERS else second.target_rate
+        if second.spawning or this is None or (mode == MODE_USERS and this <= 0):
+            if current:
+                steps.append(current)
+            current, key = [], None
+            continue
+        if current and this != key:
+            steps.append(current)
+            current = []
+        current.append(second)
+        key = this
+    if current:
+        steps.append(current)
+    return steps
+
+
+def measure_timeline(seconds: Sequence[Second], mode: str = MODE_USERS, **kwargs) -> list[StepMeasurement]:
+    """`split_steps` then `measure_step` on each: the per-step records of a finished run."""
+    return [measure_step(step, mode=mode, **kwargs) for step in split_steps(seconds, mode)]

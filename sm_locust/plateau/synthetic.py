@@ -1,0 +1,96 @@
+"""A closed-form endpoint model that produces `Second`s, to exercise the searches without Locust.
+
+The model is the textbook one: an endpoint with `concurrency` parallel slots and a fixed
+`service_ms` per request has capacity C = concurrency / service time. With `users` closed-loop
+users, throughput is min(users / service time, C) and, past the knee, Little's law puts latency at
+users / C (requests queue). Open loop offers `rate` req/s and completes min(rate, C). Optional
+noise, error rate and client CPU let tests build the awkward cases (noisy plateau, error burst,
+client-bound generator). Deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sm_locust.timeline import Second
+
+# Shape of the per-second latency distribution around its centre (fraction of requests, factor).
+LATENCY_SHAPE: tuple[tuple[float, float], ...] = ((0.5, 0.9), (0.3, 1.0), (0.15, 1.3), (0.04, 1.8), (0.01, 3.0))
+
+
+def locust_bucket(ms: float) -> int:
+    """Round a response time the way Locust buckets it (~2 significant digits)."""
+    if ms < 100:
+        return int(round(ms))
+    if ms < 1000:
+        return int(round(ms, -1))
+    if ms < 10000:
+        return int(round(ms, -2))
+    return int(round(ms, -3))
+
+
+@dataclass
+class SyntheticEndpoint:
+    concurrency: int = 8
+    service_ms: float = 40.0
+    noise: float = 0.0  # +- relative noise on each second's throughput
+    seed: int = 1
+    error_rate: Callable[[float], float] = field(default=lambda load: 0.0)  # load -> failure fraction
+    client_cpu: Callable[[float], float | None] = field(default=lambda rps: None)  # rps -> client CPU %
+    clock: float = 1_700_000_000.0
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    @property
+    def capacity(self) -> float:
+        return self.concurrency / (self.service_ms / 1000.0)
+
+    def knee_users(self) -> float:
+        return float(self.concurrency)
+
+    def _seconds(self, load: float, rps: float, latency_ms: float, seconds: int, users: int,
+                 target_rate: float | None) -> list[Second]:
+        out = []
+        for _ in range(seconds):
+            jitter = 1.0 + (self._rng.uniform(-self.noise, self.noise) if self.noise else 0.0)
+            count = max(0, int(round(rps * jitter)))
+            hist: dict[int, int] = {}
+            left = count
+            for share, factor in LATENCY_SHAPE:
+                n = min(left, int(round(count * share)))
+                if n:
+                    bucket = locust_bucket(latency_ms * factor)
+                    hist[bucket] = hist.get(bucket, 0) + n
+                    left -= n
+            if left:
+                bucket = locust_bucket(latency_ms)
+                hist[bucket] = hist.get(bucket, 0) + left
+            self.clock += 1.0
+            out.append(Second(
+                t=self.clock, users=users, spawning=False, requests=count,
+                failures=int(round(count * self.error_rate(load))), hist=hist,
+                client_cpu_pct=self.client_cpu(rps), target_rate=target_rate,
+            ))
+        return out
+
+    def users_step(self, users: int, seconds: int = 30, ramp_s: int = 1) -> list[Second]:
+        """`seconds` of `users` closed-loop users, preceded by `ramp_s` spawning seconds."""
+        service_s = self.service_ms / 1000.0
+        rps = min(users / service_s, self.capacity)
+        latency = max(self.service_ms, users / self.capacity * 1000.0)
+        ramp = [Second(t=self.clock + i + 1, users=users, spawning=True, requests=0, failures=0)
+                for i in range(ramp_s)]
+        self.clock += ramp_s
+        return ramp + self._seconds(users, rps, latency, seconds, users, None)
+
+    def rate_step(self, rate: float, seconds: int = 30, users: int = 100,
+                  generator_limit: float | None = None) -> list[Second]:
+        """`seconds` of an open-loop offer of `rate` req/s (the generator can send at most `generator_limit`)."""
+        offered = min(rate, generator_limit) if generator_limit else rate
+        rps = min(offered, self.capacity)
+        utilisation = min(offered / self.capacity, 0.99)
+        latency = self.service_ms / (1.0 - utilisation) if offered < self.capacity else self.service_ms * 20
+        return self._seconds(rate, rps, latency, seconds, users, rate)
