@@ -3,12 +3,27 @@
 The model takes, per row, 39 feature ids and 39 feature values (the TF-Serving ranking case in the
 seeds). Requests name their format by Content-Type; responses follow Accept. Anything that does not
 decode into that schema raises `CodecError`, which the endpoint answers as a ValidationError (400).
+Nothing here unpickles: `.npy` bodies are read with `allow_pickle=False`.
 
-JSON request schema (`application/json`), either row-wise (TF-Serving REST "instances"):
-    {"instances": [{"feat_ids": [39 ints], "feat_vals": [39 floats]}, ...]}
-or column-wise ("inputs"):
-    {"inputs": {"feat_ids": [[39 ints], ...], "feat_vals": [[39 floats], ...]}}
-JSON response: {"predictions": [p0, p1, ...]} with one probability per row.
+Requests (Content-Type):
+- `application/json` (also `text/json`, `application/jsonlines`), row-wise (TF-Serving "instances"):
+      {"instances": [{"feat_ids": [39 ints], "feat_vals": [39 floats]}, ...]}
+  or column-wise ("inputs"):
+      {"inputs": {"feat_ids": [[39 ints], ...], "feat_vals": [[39 floats], ...]}}
+  or packed rows: {"instances": [[78 numbers], ...]}.
+- `application/x-protobuf` (also `application/protobuf`, `x-protobuf` as in the seed's
+  `X-protobuf`): a TF-Serving PredictRequest with inputs `feat_ids` int64 [N,39] and `feat_vals`
+  float32 [N,39], or one input holding the packed [N,78] array.
+- `application/x-npy`: np.save bytes of the packed [N,78] array (columns 0..38 ids, 39..77 values).
+- `application/octet-stream`: a bare little-endian buffer of the packed array, float32 [N,78]
+  unless the `X-Amzn-SageMaker-Custom-Attributes` header says otherwise:
+  `shape=N,78;dtype=float32` (other `key=value` pairs in the header are ignored; dtype one of
+  float16, float32, float64, int32, int64).
+- `text/csv`: 78 columns per line (an optional non-numeric header line is skipped).
+
+Responses (Accept): `application/json` (default, `{"predictions": [p0, ...]}`), `application/x-npy`
+(float32 [N]), `application/octet-stream` (float32 [N] bytes), `text/csv` (one line per row),
+`application/x-protobuf` (a PredictResponse with output `prob`, float32 [N]).
 """
 
 from __future__ import annotations
@@ -17,6 +32,10 @@ import numpy as np
 import orjson
 
 from sm_locust.endpoint.model import NUM_FIELDS
+from sm_locust.serializers import ranking, tfs_proto
+from sm_locust.serializers.base import SerializationError
+from sm_locust.serializers.csv_format import read_csv
+from sm_locust.serializers.numpy_formats import dump_npy, frombuffer, load_npy, parse_shape
 
 
 class CodecError(ValueError):
@@ -24,6 +43,14 @@ class CodecError(ValueError):
 
 
 JSON_TYPES = ("application/json", "application/jsonlines", "text/json")
+PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf", "application/vnd.google.protobuf", "x-protobuf")
+NPY_TYPES = ("application/x-npy", "application/npy")
+RAW_TYPES = ("application/octet-stream", "application/x-numpy-raw")
+CSV_TYPES = ("text/csv",)
+RAW_DTYPES = ("float16", "float32", "float64", "int32", "int64")
+OUTPUT_NAME = "prob"
+REQUEST_TYPES = JSON_TYPES[:1] + PROTOBUF_TYPES[:1] + NPY_TYPES[:1] + RAW_TYPES[:1] + CSV_TYPES
+RESPONSE_TYPES = REQUEST_TYPES
 
 
 def _base(content_type: str | None) -> str:
@@ -48,9 +75,13 @@ def _decode_json(body: bytes) -> tuple[np.ndarray, np.ndarray]:
     try:
         if isinstance(doc, dict) and "instances" in doc:
             rows = doc["instances"]
+            if rows and isinstance(rows, list) and not isinstance(rows[0], dict):
+                return ranking.unpack(rows)
             ids = np.asarray([r["feat_ids"] for r in rows], dtype=np.int64)
             vals = np.asarray([r["feat_vals"] for r in rows], dtype=np.float32)
         elif isinstance(doc, dict) and "inputs" in doc:
+            if not isinstance(doc["inputs"], dict):
+                return ranking.unpack(doc["inputs"])
             ids = np.asarray(doc["inputs"]["feat_ids"], dtype=np.int64)
             vals = np.asarray(doc["inputs"]["feat_vals"], dtype=np.float32)
         else:
@@ -64,19 +95,69 @@ def _decode_json(body: bytes) -> tuple[np.ndarray, np.ndarray]:
     return _check(ids, vals)
 
 
+def _decode_protobuf(body: bytes) -> tuple[np.ndarray, np.ndarray]:
+    tensors = tfs_proto.decode_predict_request(body).tensors
+    if ranking.FEAT_IDS in tensors and ranking.FEAT_VALS in tensors:
+        return ranking.ranking_arrays(tensors)
+    if len(tensors) == 1:
+        return ranking.unpack(next(iter(tensors.values())))
+    raise CodecError(
+        f"PredictRequest inputs {sorted(tensors)} do not match the ranking model: send "
+        f"{ranking.FEAT_IDS!r} int64 [N,{NUM_FIELDS}] and {ranking.FEAT_VALS!r} float32 [N,{NUM_FIELDS}]"
+    )
+
+
+def parse_custom_attributes(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]]:
+    """(dtype, shape) for a raw buffer from `shape=N,78;dtype=float32` (defaults float32, [N,78])."""
+    dtype, shape = np.dtype(np.float32), (-1, ranking.PACKED_COLUMNS)
+    for part in (custom_attributes or "").split(";"):
+        key, sep, value = part.partition("=")
+        key, value = key.strip().lower(), value.strip()
+        if not sep:
+            continue
+        if key == "dtype":
+            if value.lower() not in RAW_DTYPES:
+                raise CodecError(f"custom attribute dtype={value!r} is not supported; use one of: {', '.join(RAW_DTYPES)}")
+            dtype = np.dtype(value.lower())
+        elif key == "shape":
+            shape = parse_shape(value)
+    return dtype.newbyteorder("<"), shape
+
+
 def decode_request(
     body: bytes, content_type: str | None, custom_attributes: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decode a request body into (feat_ids int64 [N,39], feat_vals float32 [N,39])."""
     kind = _base(content_type)
-    if kind in JSON_TYPES:
-        return _decode_json(body)
-    raise CodecError(f"unsupported Content-Type {kind!r}; send application/json")
+    try:
+        if kind in JSON_TYPES:
+            return _decode_json(body)
+        if kind in PROTOBUF_TYPES:
+            return _decode_protobuf(body)
+        if kind in NPY_TYPES:
+            return ranking.unpack(load_npy(body))
+        if kind in RAW_TYPES:
+            dtype, shape = parse_custom_attributes(custom_attributes)
+            return ranking.unpack(frombuffer(body, dtype, shape, "body"))
+        if kind in CSV_TYPES:
+            return ranking.unpack(read_csv(body))
+    except SerializationError as exc:
+        raise CodecError(str(exc)) from None
+    raise CodecError(f"unsupported Content-Type {kind!r}; send one of: {', '.join(REQUEST_TYPES)}")
 
 
 def encode_response(probabilities: np.ndarray, accept: str | None) -> tuple[bytes, str]:
     """Encode the model output as Accept asks; returns (body, content type)."""
-    kind = _base(accept) if accept and accept != "*/*" else "application/json"
+    kind = _base(accept) if accept and accept.strip() != "*/*" else "application/json"
+    probs = np.asarray(probabilities, dtype=np.float32).reshape(-1)
     if kind in JSON_TYPES:
-        return orjson.dumps({"predictions": probabilities.tolist()}), "application/json"
-    raise CodecError(f"unsupported Accept {kind!r}; ask for application/json")
+        return orjson.dumps({"predictions": probs.tolist()}), "application/json"
+    if kind in NPY_TYPES:
+        return dump_npy(probs), "application/x-npy"
+    if kind in RAW_TYPES:
+        return probs.astype("<f4").tobytes(), "application/octet-stream"
+    if kind in CSV_TYPES:
+        return "".join(f"{p:.9g}\n" for p in probs.tolist()).encode(), "text/csv"
+    if kind in PROTOBUF_TYPES:
+        return tfs_proto.encode_predict_response({OUTPUT_NAME: probs}), "application/x-protobuf"
+    raise CodecError(f"unsupported Accept {kind!r}; ask for one of: {', '.join(RESPONSE_TYPES)}")
