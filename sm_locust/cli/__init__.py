@@ -45,13 +45,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     only = command if command in COMMANDS else None
     parser = build_parser(only)
     args, extra = parser.parse_known_args(argv)
-    if extra and not getattr(args, "accepts_extra", False):
+    if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.extra = extra
+    if passthrough and not getattr(args, "accepts_passthrough", False):
+        parser.error(f"'sm-locust {args.command}' takes no arguments after --")
+    args.passthrough = passthrough
     module = importlib.import_module(f"sm_locust.cli.{COMMANDS[args.command]}")
     try:
         return int(module.run(args) or 0)

@@ -1,0 +1,60 @@
+"""`sm-locust serve`: run the local SageMaker-compatible endpoint in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+
+from sm_locust.errors import UsageError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="run the local SageMaker-compatible endpoint (runtime API + container contract)",
+        description="Serve a real ranking model behind the SageMaker Runtime API (POST /endpoints/NAME/invocations) "
+        "and the container contract (GET /ping, POST /invocations), with capacity knobs and fault injection.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to your network)")
+    p.add_argument("--port", type=int, default=None, help="port (default $SAGEMAKER_BIND_TO_PORT or 8080)")
+    g = p.add_argument_group("capacity")
+    g.add_argument("--workers", type=int, default=None,
+                   help="worker processes (default $SAGEMAKER_MODEL_SERVER_WORKERS, $SAGEMAKER_GUNICORN_WORKERS or 1)")
+    g.add_argument("--threads", type=int, default=None, help="threads per worker (>1 switches to gthread workers; default 1 = gevent)")
+    g.add_argument("--max-concurrency", type=int, default=None,
+                   help="requests served at once across workers; the excess queues (default 0 = unlimited)")
+    g.add_argument("--service-time-ms", type=float, default=None,
+                   help="fixed time each request holds a slot: capacity = max-concurrency / service time")
+    f = p.add_argument_group("fault injection")
+    f.add_argument("--latency-ms", type=float, default=None, help="added latency per request")
+    f.add_argument("--jitter-ms", type=float, default=None, help="uniform random extra latency up to this")
+    f.add_argument("--throttle-ratio", type=float, default=None, help="share of requests answered ThrottlingException (0-1)")
+    f.add_argument("--model-error-ratio", type=float, default=None, help="share answered ModelError 424 (0-1)")
+    f.add_argument("--error-ratio", type=float, default=None, help="share answered InternalFailure 500 / ServiceUnavailable 503 (0-1)")
+    f.add_argument("--drop-ratio", type=float, default=None, help="share of connections closed without an answer (0-1)")
+    f.add_argument("--cold-start-ms", type=float, default=None, help="extra latency on each worker's first invocation")
+    f.add_argument("--not-ready-s", type=float, default=None, help="answer ModelNotReadyException for this long after start")
+    f.add_argument("--seed", type=int, default=None, help="seed for fault draws (repeatable runs)")
+    e = p.add_argument_group("identity and metrics")
+    e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
+    e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
+    e.add_argument("--cloudwatch-url", default=None, help="publish CloudWatch-style metrics to this CloudWatch API URL")
+
+
+def config_from_args(args: argparse.Namespace):
+    from sm_locust.endpoint.faults import EndpointConfig
+
+    keys = ("host", "port", "workers", "threads", "max_concurrency", "service_time_ms", "latency_ms", "jitter_ms",
+            "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
+            "seed", "endpoint_name", "variant_name", "cloudwatch_url")
+    try:
+        config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
+        config.validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    from sm_locust.endpoint.server import serve_forever
+
+    return serve_forever(config_from_args(args))

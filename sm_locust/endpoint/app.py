@@ -1,0 +1,184 @@
+"""The local endpoint's WSGI application: SageMaker Runtime API and container contract in one.
+
+Routes (all on one server):
+- `POST /endpoints/{EndpointName}/invocations`: InvokeEndpoint exactly as boto3 calls it; the
+  answer carries `x-Amzn-Invoked-Production-Variant`.
+- `GET /ping`, `POST /invocations`: the SageMaker inference container contract.
+- `GET /_sm_locust/stats`: the server-side counters (what the server saw), for tests and demos.
+
+Errors use the exact form botocore parses (REFERENCE.md): status code, `x-amzn-ErrorType` header
+with the code before `:`, and a JSON body with `message` (ModelError adds OriginalStatusCode,
+OriginalMessage and LogStreamArn), so real boto3 clients see real error codes.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from urllib.parse import unquote
+
+import orjson
+
+from sm_locust.endpoint import codecs
+from sm_locust.endpoint.counters import SharedCounters
+from sm_locust.endpoint.faults import DROP, ERRORS, EndpointConfig, FaultPlan, parse_custom_attributes
+from sm_locust.endpoint.model import RankingModel
+
+MAX_BODY_BYTES = 6_291_456
+ACCOUNT = "000000000000"
+STATS_PATH = "/_sm_locust/stats"
+
+
+def _status_line(code: int) -> str:
+    reasons = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 424: "Failed Dependency",
+               429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+    return f"{code} {reasons.get(code, 'Error')}"
+
+
+class EndpointApp:
+    """One instance per worker process (built after gunicorn forks and gevent patches)."""
+
+    def __init__(self, config: EndpointConfig, counters: SharedCounters | None = None, started_at: float | None = None):
+        self.config = config
+        self.counters = counters or SharedCounters()
+        self.started_at = started_at or time.time()
+        self.model = RankingModel()
+        self.plan = FaultPlan(config)
+        slots = config.per_worker_concurrency
+        self.slots = threading.BoundedSemaphore(slots) if slots else None
+        self._cold = config.cold_start_ms > 0
+        self._cold_lock = threading.Lock()
+
+    # -- WSGI entry point -------------------------------------------------------------------
+    def __call__(self, environ, start_response):
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO", "/")
+        if path == "/ping":
+            return self._respond(start_response, 200, b"", "text/plain") if method == "GET" else self._not_allowed(start_response)
+        if path == STATS_PATH:
+            return self._respond(start_response, 200, orjson.dumps(self.counters.snapshot()), "application/json")
+        if path == "/invocations":
+            return self._invoke(environ, start_response, None) if method == "POST" else self._not_allowed(start_response)
+        parts = path.split("/")
+        if len(parts) == 4 and parts[1] == "endpoints" and parts[3] == "invocations":
+            if method != "POST":
+                return self._not_allowed(start_response)
+            return self._invoke(environ, start_response, unquote(parts[2]))
+        return self._error(start_response, "UnknownOperationException", f"no route for {method} {path}", status=404)
+
+    # -- invocation ---------------------------------------------------------------------------
+    def _invoke(self, environ, start_response, endpoint_name: str | None):
+        arrived = time.perf_counter()
+        self.counters.add(requests=1)
+        cfg = self.config
+        if endpoint_name is not None and cfg.endpoint_name and endpoint_name != cfg.endpoint_name:
+            return self._error(start_response, "ValidationError",
+                               f"Endpoint {endpoint_name} of account {ACCOUNT} not found.")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > MAX_BODY_BYTES:
+            return self._error(start_response, "ValidationError",
+                               f"Request body is {length} bytes; the maximum is {MAX_BODY_BYTES}.")
+        body = environ["wsgi.input"].read(length) if length else b""
+        content_type = environ.get("CONTENT_TYPE")
+        accept = environ.get("HTTP_ACCEPT")
+        attributes_header = environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES")
+        attributes = parse_custom_attributes(attributes_header)
+        variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or cfg.variant_name
+
+        not_ready = cfg.not_ready_s > 0 and time.time() - self.started_at < cfg.not_ready_s
+        decision = self.plan.decide(attributes, not_ready)
+        if decision.added_latency_ms:
+            time.sleep(decision.added_latency_ms / 1000.0)
+        if decision.error == DROP:
+            self.counters.add(dropped=1, DropConnection=1)
+            return self._drop(environ, start_response)
+        if decision.error:
+            if decision.error != "ValidationError":
+                self.counters.add(invocations=1)
+            return self._error(start_response, decision.error, decision.message)
+        if not body:
+            return self._error(start_response, "ValidationError", "Request body is empty.")
+        try:
+            feat_ids, feat_vals = codecs.decode_request(body, content_type, attributes_header)
+        except codecs.CodecError as exc:
+            return self._error(start_response, "ValidationError", str(exc))
+
+        if self.slots is not None:
+            self.slots.acquire()
+        try:
+            model_start = time.perf_counter()
+            if self._cold:
+                with self._cold_lock:
+                    if self._cold:
+                        time.sleep(cfg.cold_start_ms / 1000.0)
+                        self._cold = False
+            if cfg.service_time_ms:
+                time.sleep(cfg.service_time_ms / 1000.0)
+            probabilities = self.model.predict(feat_ids, feat_vals)
+            model_us = (time.perf_counter() - model_start) * 1e6
+        finally:
+            if self.slots is not None:
+                self.slots.release()
+        try:
+            out, out_type = codecs.encode_response(probabilities, accept)
+        except codecs.CodecError as exc:
+            return self._error(start_response, "ValidationError", str(exc))
+        total_us = (time.perf_counter() - arrived) * 1e6
+        overhead_us = max(0.0, total_us - model_us - decision.added_latency_ms * 1000.0)
+        self.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us + decision.added_latency_ms * 1000.0,
+                          overhead_latency_us_sum=overhead_us)
+        self.counters.record_max("model_latency_us_max", model_us + decision.added_latency_ms * 1000.0)
+        headers = [("x-Amzn-Invoked-Production-Variant", variant)]
+        if attributes_header:
+            headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
+        return self._respond(start_response, 200, out, out_type, headers)
+
+    # -- responses ----------------------------------------------------------------------------
+    @staticmethod
+    def _respond(start_response, status: int, body: bytes, content_type: str, headers=None):
+        start_response(_status_line(status), [("Content-Type", content_type), ("Content-Length", str(len(body))),
+                                              ("x-amzn-RequestId", str(uuid.uuid4())), *(headers or [])])
+        return [body]
+
+    def _not_allowed(self, start_response):
+        return self._error(start_response, "MethodNotAllowed", "method not allowed", status=405)
+
+    def _error(self, start_response, code: str, message: str | None = None, status: int | None = None):
+        default_status, default_message = ERRORS.get(code, (status or 400, code))
+        status = status or default_status
+        message = message or default_message
+        doc: dict = {"message": message}
+        if code == "ModelError":
+            doc.update({
+                "ErrorCode": "CLIENT_ERROR_FROM_MODEL",
+                "OriginalStatusCode": 500,
+                "OriginalMessage": "model failure injected",
+                "LogStreamArn": f"arn:aws:logs:local:{ACCOUNT}:log-group:/aws/sagemaker/Endpoints/local",
+            })
+        if code in ERRORS:
+            self.counters.add(**{code: 1})
+            self.counters.add(**({"errors_5xx": 1} if status >= 500 else {"errors_4xx": 1}))
+        body = orjson.dumps(doc)
+        start_response(_status_line(status), [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("x-amzn-ErrorType", f"{code}:http://internal.amazon.com/coral/com.amazon.sagemaker/"),
+            ("x-amzn-RequestId", str(uuid.uuid4())),
+        ])
+        return [body]
+
+    @staticmethod
+    def _drop(environ, start_response):
+        sock = environ.get("gunicorn.socket")
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        start_response("500 Internal Server Error", [("Content-Length", "0"), ("Connection", "close")])
+        return [b""]

@@ -1,0 +1,167 @@
+"""Fault injection and capacity settings for the local endpoint, and the per-request decision.
+
+`EndpointConfig` holds every knob `sm-locust serve` exposes (capacity and faults); `FaultPlan`
+turns it into one decision per request: answer normally, or with which SageMaker error, after how
+much added latency. It is pure (a seeded RNG, no I/O), so it is tested directly.
+
+A request can force a fault with the custom attribute `sm-locust-fault=<Code>` (e.g.
+`X-Amzn-SageMaker-Custom-Attributes: sm-locust-fault=ModelError`): a hook of the local endpoint
+only, so tests and demos can provoke each error deterministically.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field, fields
+
+# code -> (HTTP status, default message); the shapes botocore parses (see REFERENCE.md).
+ERRORS: dict[str, tuple[int, str]] = {
+    "ValidationError": (400, "Request is invalid"),
+    "ModelError": (424, "Received server error (500) from primary with message \"model failure injected\"."),
+    "ModelNotReadyException": (429, "Model is not ready to serve requests yet"),
+    "ThrottlingException": (429, "Rate exceeded"),
+    "InternalFailure": (500, "An internal failure occurred"),
+    "ServiceUnavailable": (503, "The service is unavailable"),
+}
+
+FORCE_ATTRIBUTE = "sm-locust-fault"
+DROP = "DropConnection"
+
+
+def _env_int(*names: str) -> int | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError(f"{name}={value!r} is not a whole number") from None
+    return None
+
+
+@dataclass
+class EndpointConfig:
+    """Everything `sm-locust serve` can be told. Ratios are in [0, 1]; times in milliseconds."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = 1
+    threads: int = 1
+    max_concurrency: int = 0  # 0 = unlimited; otherwise the total across workers, excess queues
+    service_time_ms: float = 0.0  # fixed time each request holds a concurrency slot
+    latency_ms: float = 0.0  # added latency per request (outside the slot)
+    jitter_ms: float = 0.0  # uniform extra latency in [0, jitter_ms]
+    throttle_ratio: float = 0.0
+    model_error_ratio: float = 0.0
+    error_ratio: float = 0.0  # 5xx: InternalFailure and ServiceUnavailable, half each
+    drop_ratio: float = 0.0  # close the connection without an answer
+    cold_start_ms: float = 0.0  # extra latency on each worker's first invocation
+    not_ready_s: float = 0.0  # answer ModelNotReadyException for this long after start
+    endpoint_name: str | None = None  # when set, other names answer ValidationError
+    variant_name: str = "AllTraffic"
+    seed: int | None = None
+    cloudwatch_url: str | None = None  # publish CloudWatch-style metrics there (see metrics.py)
+    extra: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        for f in ("throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio"):
+            value = getattr(self, f)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"--{f.replace('_', '-')} must be between 0 and 1, got {value}")
+        total = self.throttle_ratio + self.model_error_ratio + self.error_ratio + self.drop_ratio
+        if total > 1.0:
+            raise ValueError(f"fault ratios add up to {total:g}; their sum must not exceed 1")
+        for f in ("service_time_ms", "latency_ms", "jitter_ms", "cold_start_ms", "not_ready_s"):
+            if getattr(self, f) < 0:
+                raise ValueError(f"--{f.replace('_', '-')} must not be negative")
+        if self.workers < 1 or self.threads < 1:
+            raise ValueError("--workers and --threads must be at least 1")
+        if self.max_concurrency < 0:
+            raise ValueError("--max-concurrency must be 0 (unlimited) or more")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"--port {self.port} is not a TCP port")
+
+    @property
+    def per_worker_concurrency(self) -> int:
+        """The concurrency slots each worker process holds (the total split evenly, at least 1)."""
+        if not self.max_concurrency:
+            return 0
+        return max(1, -(-self.max_concurrency // self.workers))
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_environment(cls, **overrides) -> EndpointConfig:
+        """Defaults from the SageMaker container environment, then explicit overrides."""
+        config = cls()
+        port = _env_int("SAGEMAKER_BIND_TO_PORT")
+        workers = _env_int("SAGEMAKER_MODEL_SERVER_WORKERS", "SAGEMAKER_GUNICORN_WORKERS")
+        if port is not None:
+            config.port = port
+        if workers is not None:
+            config.workers = workers
+        for key, value in overrides.items():
+            if value is not None:
+                setattr(config, key, value)
+        return config
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with one request."""
+
+    error: str | None = None  # an ERRORS code, DROP, or None to answer normally
+    added_latency_ms: float = 0.0
+    message: str | None = None  # overrides the code's default message
+
+
+def parse_custom_attributes(value: str | None) -> dict[str, str]:
+    """`a=1;b=2` (or comma-separated) -> {'a': '1', 'b': '2'}; bare words map to ''."""
+    result: dict[str, str] = {}
+    if not value:
+        return result
+    for part in value.replace(",", ";").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        key, _, val = part.partition("=")
+        result[key.strip()] = val.strip()
+    return result
+
+
+class FaultPlan:
+    """Decides, per request, the fault (if any) and the added latency, from a seeded RNG."""
+
+    def __init__(self, config: EndpointConfig, rng: random.Random | None = None):
+        self.config = config
+        self.rng = rng or random.Random(config.seed)
+        c = config
+        # cumulative thresholds on one uniform draw
+        self._bands = [
+            (c.throttle_ratio, "ThrottlingException"),
+            (c.model_error_ratio, "ModelError"),
+            (c.error_ratio / 2, "InternalFailure"),
+            (c.error_ratio / 2, "ServiceUnavailable"),
+            (c.drop_ratio, DROP),
+        ]
+
+    def decide(self, attributes: dict[str, str] | None = None, not_ready: bool = False) -> Decision:
+        c = self.config
+        latency = c.latency_ms + (self.rng.uniform(0.0, c.jitter_ms) if c.jitter_ms else 0.0)
+        forced = (attributes or {}).get(FORCE_ATTRIBUTE)
+        if forced:
+            if forced not in ERRORS and forced != DROP:
+                valid = ", ".join(sorted([*ERRORS, DROP]))
+                return Decision("ValidationError", 0.0, f"unknown {FORCE_ATTRIBUTE} {forced!r}; use one of: {valid}")
+            return Decision(forced, latency)
+        if not_ready:
+            return Decision("ModelNotReadyException", latency)
+        draw = self.rng.random()
+        edge = 0.0
+        for ratio, code in self._bands:
+            edge += ratio
+            if ratio and draw < edge:
+                return Decision(code, latency)
+        return Decision(None, latency)

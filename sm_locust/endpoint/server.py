@@ -1,0 +1,181 @@
+"""Running the local endpoint: gunicorn in the foreground (`sm-locust serve`), or as a child
+process managed by `LocalEndpoint` (tests, `sm-locust demo`).
+
+SageMaker's framework containers run gunicorn with gevent workers behind nginx; the local endpoint
+runs gunicorn with gevent workers (gthread when --threads > 1), binds 127.0.0.1 unless told
+otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from sm_locust.endpoint.faults import EndpointConfig
+from sm_locust.errors import RunError
+
+READY_TIMEOUT_S = 15.0
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise a one-line RunError when host:port cannot be bound."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise RunError(f"port {port} on {host} is already in use; choose another with --port") from None
+            raise RunError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on host right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def serve_forever(config: EndpointConfig) -> int:
+    """Run gunicorn in this process until SIGINT/SIGTERM; returns its exit code."""
+    from gunicorn.app.base import BaseApplication
+
+    from sm_locust.endpoint.app import EndpointApp
+    from sm_locust.endpoint.counters import SharedCounters
+
+    config.validate()
+    check_port_free(config.host, config.port)
+    counters = SharedCounters()
+    started_at = time.time()
+    capacity = ""
+    if config.max_concurrency and config.service_time_ms:
+        capacity = f", capacity ~{config.max_concurrency / (config.service_time_ms / 1000):.0f} req/s"
+
+    def when_ready(server) -> None:
+        host, port = server.LISTENERS[0].sock.getsockname()[:2]
+        print(f"sm-locust endpoint ready on http://{host}:{port} (workers={config.workers}, threads={config.threads}"
+              f"{capacity}); Ctrl+C stops it", flush=True)
+
+    settings = {
+        "bind": f"[{config.host}]:{config.port}" if ":" in config.host else f"{config.host}:{config.port}",
+        "workers": config.workers,
+        "worker_class": "gthread" if config.threads > 1 else "gevent",
+        "threads": config.threads,
+        "worker_connections": 2000,
+        "keepalive": 75,
+        "timeout": 120,
+        "graceful_timeout": 3,
+        "accesslog": None,
+        "loglevel": "warning",
+        "when_ready": when_ready,
+        "proc_name": "sm-locust-endpoint",
+    }
+
+    class _Gunicorn(BaseApplication):
+        def load_config(self):
+            for key, value in settings.items():
+                self.cfg.set(key, value)
+
+        def load(self):
+            return EndpointApp(config, counters, started_at)
+
+    _Gunicorn().run()
+    return 0
+
+
+class LocalEndpoint:
+    """A local endpoint in a child process: `with LocalEndpoint(service_time_ms=10) as ep: ep.url`."""
+
+    def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None, **overrides):
+        self.config = config or EndpointConfig()
+        for key, value in overrides.items():
+            if not hasattr(self.config, key):
+                raise TypeError(f"unknown endpoint setting {key!r}")
+            setattr(self.config, key, value)
+        if not self.config.port:
+            self.config.port = free_port(self.config.host)
+        self.log_path = Path(log_path) if log_path else None
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.config.port}"
+
+    def command(self) -> list[str]:
+        c = self.config
+        args = [sys.executable, "-m", "sm_locust", "serve", "--host", c.host, "--port", str(c.port),
+                "--workers", str(c.workers), "--threads", str(c.threads)]
+        flags = {
+            "--max-concurrency": c.max_concurrency, "--service-time-ms": c.service_time_ms,
+            "--latency-ms": c.latency_ms, "--jitter-ms": c.jitter_ms, "--throttle-ratio": c.throttle_ratio,
+            "--model-error-ratio": c.model_error_ratio, "--error-ratio": c.error_ratio,
+            "--drop-ratio": c.drop_ratio, "--cold-start-ms": c.cold_start_ms, "--not-ready-s": c.not_ready_s,
+        }
+        for flag, value in flags.items():
+            if value:
+                args += [flag, str(value)]
+        if c.endpoint_name:
+            args += ["--endpoint-name", c.endpoint_name]
+        if c.variant_name != "AllTraffic":
+            args += ["--variant-name", c.variant_name]
+        if c.seed is not None:
+            args += ["--seed", str(c.seed)]
+        if c.cloudwatch_url:
+            args += ["--cloudwatch-url", c.cloudwatch_url]
+        return args
+
+    def start(self) -> LocalEndpoint:
+        self.config.validate()
+        check_port_free(self.config.host, self.config.port)
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
+        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
+                                        env=env, start_new_session=True)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RunError(f"the local endpoint exited with code {self.process.returncode} before it was ready"
+                               + (f"; see {self.log_path}" if self.log_path else ""))
+            if self.ping():
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise RunError(f"the local endpoint did not answer /ping within {READY_TIMEOUT_S:.0f} s")
+
+    def ping(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/ping", timeout=1) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(self.url + "/_sm_locust/stats", timeout=5) as resp:
+            return json.loads(resp.read())
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            return self.process.wait()
+
+    def __enter__(self) -> LocalEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

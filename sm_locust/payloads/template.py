@@ -1,0 +1,51 @@
+"""The fields every invocation of one test shares, and how a source's own fields override them.
+
+Options given for the whole run (`--content-type`, `--accept`, `--custom-attributes`, targets)
+are defaults; a source that carries its own (a JSONL line's `ContentType`, a file's extension, a
+serializer's Content-Type) fills what the user left unset, and a JSONL line wins over both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.invocation import Invocation
+from sm_locust.serializers import Serializer, request_rows
+from sm_locust.serializers.rows import body_rows
+
+DEFAULT_CONTENT_TYPE = "application/json"
+
+
+@dataclass
+class InvocationTemplate:
+    """Run-wide defaults: `content_type` (None = decided per source), `accept`, other headers."""
+
+    content_type: str | None = None
+    accept: str | None = None
+    headers: dict[str, Any] = field(default_factory=dict)
+
+    def make(self, body: bytes, *, content_type: str | None = None, where: str = "", rows: int | None = None, **fields: Any) -> Invocation:
+        """An Invocation for `body`; `content_type` is the source's guess, used when the user set none."""
+        if not body:
+            raise UsageError(f"{where or 'payload'}: the body is empty; SageMaker rejects empty bodies")
+        merged = {k: v for k, v in self.headers.items() if v is not None}
+        merged.update({k: v for k, v in fields.items() if v is not None})
+        merged.setdefault("accept", self.accept)
+        ctype = merged.pop("content_type", None) or self.content_type or content_type or DEFAULT_CONTENT_TYPE
+        if rows is None:
+            rows = body_rows(body, ctype)
+        return Invocation(body=body, content_type=ctype, rows=rows, **merged)
+
+    def encode(self, obj: Any, serializer: Serializer, *, where: str = "") -> Invocation:
+        """Encode one request object with `serializer` (bytes are sent as they are)."""
+        body = serializer.serialize(obj)
+        attributes = self.headers.get("custom_attributes") or serializer.custom_attributes(obj)
+        return self.make(
+            body,
+            content_type=serializer.content_type,
+            where=where,
+            rows=request_rows(obj),
+            custom_attributes=attributes,
+        )

@@ -1,0 +1,170 @@
+"""`RunRecorder`: the Locust listener that samples the timeline and writes the run folder files.
+
+It runs where the whole picture is: on the local runner, or on the master in distributed runs
+(workers report every 3 s; the master's totals are the merged view). Once a second it samples
+`runner.stats.total` (a `Second` of deltas); when the test stops and when Locust quits it writes
+`summary.json` and `timeline.json` into the run folder (`--sm-out`). Totals come from the
+in-memory stats at that moment, not from the CSVs, which can miss the last second (REFERENCE.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import gevent
+import psutil
+from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
+
+from sm_locust.invocation import error_code
+from sm_locust.summary import build_summary, write_json
+from sm_locust.timeline import Second
+
+log = logging.getLogger(__name__)
+SAMPLE_INTERVAL_S = 1.0
+
+
+class RunRecorder:
+    """Registers its own listeners on `environment.events` (locust-plugins listener style)."""
+
+    def __init__(self, environment, out_dir: str | Path | None, endpoint: str = "", extra: dict | None = None,
+                 progress_every_s: float = 0.0):
+        self.environment = environment
+        self.progress_every_s = progress_every_s
+        self.out_dir = Path(out_dir) if out_dir else None
+        self.endpoint = endpoint
+        self.extra = dict(extra or {})
+        self.seconds: list[Second] = []
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self.plateau: dict | None = None
+        self.current_target_rate: float | None = None
+        self._greenlet = None
+        self._process = None
+        self._last = (0, 0, {})
+        self._last_t = 0.0
+        events = environment.events
+        events.test_start.add_listener(self.on_test_start)
+        events.test_stop.add_listener(self.on_test_stop)
+        events.quitting.add_listener(self.on_quitting)
+
+    # -- listeners --------------------------------------------------------------------------
+    def on_test_start(self, environment, **_kw) -> None:
+        if isinstance(environment.runner, WorkerRunner):
+            return
+        self.seconds = []
+        self.started_at = time.time()
+        self.ended_at = None
+        total = environment.runner.stats.total
+        self._last = (total.num_requests, total.num_failures, dict(total.response_times))
+        self._last_t = self.started_at
+        self._greenlet = gevent.spawn(self._sample_forever)
+
+    def on_test_stop(self, environment, **_kw) -> None:
+        if isinstance(environment.runner, WorkerRunner) or self.started_at is None:
+            return
+        if self._greenlet is not None:
+            self._greenlet.kill(block=False)
+            self._greenlet = None
+        self.sample()
+        self.ended_at = time.time()
+        self.write()
+
+    def on_quitting(self, environment, **_kw) -> None:
+        if isinstance(environment.runner, WorkerRunner) or self.started_at is None:
+            return
+        self.ended_at = self.ended_at or time.time()
+        self.write()
+
+    # -- sampling ---------------------------------------------------------------------------
+    def _sample_forever(self) -> None:
+        while True:
+            gevent.sleep(SAMPLE_INTERVAL_S - (time.time() - self._last_t) % SAMPLE_INTERVAL_S)
+            try:
+                self.sample()
+            except Exception:  # never let sampling kill the test
+                log.exception("sm-locust: timeline sampling failed")
+
+    def sample(self) -> Second:
+        runner = self.environment.runner
+        total = runner.stats.total
+        requests, failures, hist = total.num_requests, total.num_failures, dict(total.response_times)
+        last_requests, last_failures, last_hist = self._last
+        now = time.time()
+        delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
+        second = Second(
+            t=now,
+            users=runner.user_count,
+            spawning=runner.state == STATE_SPAWNING,
+            requests=requests - last_requests,
+            failures=failures - last_failures,
+            hist=delta,
+            interval=max(1e-6, now - self._last_t),
+            client_cpu_pct=self._client_cpu(runner),
+            target_rate=self.current_target_rate,
+        )
+        self._last = (requests, failures, hist)
+        self._last_t = now
+        self.seconds.append(second)
+        if self.progress_every_s and len(self.seconds) % max(1, round(self.progress_every_s)) == 0:
+            self._print_progress()
+        return second
+
+    def _print_progress(self) -> None:
+        window = self.seconds[-max(1, round(self.progress_every_s)):]
+        duration = sum(s.interval for s in window) or 1.0
+        from sm_locust.steps import merge_histograms, percentile
+
+        p95 = percentile(merge_histograms(s.hist for s in window), 0.95)
+        elapsed = self.seconds[-1].t - (self.started_at or self.seconds[0].t)
+        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} rps={sum(s.requests for s in window) / duration:8.1f}  "
+              f"p95={'-' if p95 is None else f'{p95:.0f}'} ms  failures={sum(s.failures for s in window)}", flush=True)
+
+    def _client_cpu(self, runner) -> float | None:
+        """Load-generator CPU %: the busiest worker on a master (every 3-5 s), this process otherwise."""
+        if isinstance(runner, MasterRunner):
+            usages = [w.cpu_usage for w in runner.clients.values() if getattr(w, "cpu_usage", None) is not None]
+            return float(max(usages)) if usages else None
+        if self._process is None:
+            self._process = psutil.Process()
+            self._process.cpu_percent(None)
+            return None
+        return self._process.cpu_percent(None)
+
+    # -- output -----------------------------------------------------------------------------
+    def totals(self) -> tuple[dict, dict[str, int]]:
+        stats = self.environment.runner.stats
+        total = stats.total
+        pct = total.get_response_time_percentile
+        totals = {
+            "requests": total.num_requests,
+            "failures": total.num_failures,
+            "p50_ms": pct(0.5) if total.num_requests else None,
+            "p95_ms": pct(0.95) if total.num_requests else None,
+            "p99_ms": pct(0.99) if total.num_requests else None,
+        }
+        errors: dict[str, int] = {}
+        for err in stats.errors.values():
+            code = error_code(err.error)
+            errors[code] = errors.get(code, 0) + err.occurrences
+        return totals, errors
+
+    def summary(self) -> dict:
+        totals, errors = self.totals()
+        return build_summary(
+            endpoint=self.endpoint,
+            started_at=self.started_at or time.time(),
+            ended_at=self.ended_at or time.time(),
+            totals=totals,
+            errors=errors,
+            seconds=self.seconds,
+            plateau=self.plateau,
+            extra=self.extra,
+        )
+
+    def write(self) -> None:
+        if self.out_dir is None:
+            return
+        write_json(self.out_dir / "summary.json", self.summary())
+        write_json(self.out_dir / "timeline.json", [s.as_dict() for s in self.seconds])

@@ -1,0 +1,192 @@
+"""Pure cost arithmetic: what the measured throughput means in dollars and instances.
+
+The figures users compare instance types by (see the ResNet50 benchmark: "$0.30 per 1 million
+inferences", "1.1 million transactions per hour") and the ones they configure autoscaling with:
+
+    $ per 1M inferences   = price per hour x instances / (rps x 3600) x 1,000,000
+    transactions per hour = rps x 3600
+    per-instance rps      = rps / instances
+    instances needed      = ceil(target rps / (per-instance rps x safety factor))
+    autoscaling target    = per-instance rps x safety factor x 60
+                            (SageMakerVariantInvocationsPerInstance is per minute)
+    serverless $/request  = memory GB x billed seconds x $ per GB-second
+                            (billed seconds = duration rounded up to the ms; memory GB = MB / 1024)
+
+Prices come from the bundled `prices.json` (approximate us-east-1 on-demand, dated; always check
+https://aws.amazon.com/sagemaker/pricing/), a user JSON file of the same shape overriding it
+entry by entry, or `--price-per-hour` overriding both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sm_locust.errors import UsageError
+
+DEFAULT_SAFETY_FACTOR = 0.5  # AWS's suggested starting point for InvocationsPerInstance targets
+
+
+@dataclass(frozen=True)
+class InstancePrice:
+    instance_type: str
+    usd_per_hour: float
+    vcpus: int | None = None
+    gpus: int | None = None
+    memory_gib: float | None = None
+    source: str = "bundled"
+
+
+@dataclass
+class PriceTable:
+    instances: dict[str, InstancePrice] = field(default_factory=dict)
+    serverless_usd_per_gb_second: float | None = None
+    as_of: str = ""
+    region: str = ""
+    sources: list[str] = field(default_factory=list)
+
+    def lookup(self, instance_type: str | None) -> InstancePrice | None:
+        if not instance_type:
+            return None
+        key = instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
+        return self.instances.get(key)
+
+
+def _merge(table: PriceTable, data: dict[str, Any], source: str) -> None:
+    for name, entry in (data.get("instances") or {}).items():
+        if isinstance(entry, (int, float)):
+            entry = {"usd_per_hour": entry}
+        if not isinstance(entry, dict) or not isinstance(entry.get("usd_per_hour"), (int, float)):
+            raise UsageError(f"{source}: instance {name!r} needs a numeric usd_per_hour")
+        old = table.instances.get(name)
+        table.instances[name] = InstancePrice(
+            name, float(entry["usd_per_hour"]),
+            entry.get("vcpus", old.vcpus if old else None),
+            entry.get("gpus", old.gpus if old else None),
+            entry.get("memory_gib", old.memory_gib if old else None),
+            source,
+        )
+    serverless = data.get("serverless") or {}
+    if isinstance(serverless.get("usd_per_gb_second"), (int, float)):
+        table.serverless_usd_per_gb_second = float(serverless["usd_per_gb_second"])
+    table.as_of = str(data.get("as_of", table.as_of))
+    table.region = str(data.get("region", table.region))
+    table.sources.append(source)
+
+
+def load_prices(user_file: str | Path | None = None) -> PriceTable:
+    """The bundled table, overridden entry by entry by `user_file` when given."""
+    table = PriceTable()
+    bundled = resources.files("sm_locust.report").joinpath("prices.json").read_text(encoding="utf-8")
+    _merge(table, json.loads(bundled), "bundled prices.json")
+    if user_file:
+        path = Path(user_file)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UsageError(f"price file {path} does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"price file {path} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"price file {path} must hold a JSON object like the bundled prices.json")
+        _merge(table, data, str(path))
+    return table
+
+
+def cost_per_million(price_per_hour: float, instances: int, rps: float) -> float | None:
+    if not rps or rps <= 0 or price_per_hour is None:
+        return None
+    return price_per_hour * instances / (rps * 3600.0) * 1e6
+
+
+def transactions_per_hour(rps: float) -> float:
+    return rps * 3600.0
+
+
+def instances_needed(target_rps: float, rps_per_instance: float, safety_factor: float = 1.0) -> int | None:
+    if not rps_per_instance or rps_per_instance <= 0 or safety_factor <= 0:
+        return None
+    return max(1, math.ceil(target_rps / (rps_per_instance * safety_factor) - 1e-9))
+
+
+def autoscaling_target(rps_per_instance: float, safety_factor: float = DEFAULT_SAFETY_FACTOR) -> float:
+    """Target value for SageMakerVariantInvocationsPerInstance (invocations per instance per minute)."""
+    return rps_per_instance * safety_factor * 60.0
+
+
+def serverless_cost_per_inference(memory_mb: int, duration_ms: float, usd_per_gb_second: float) -> float:
+    billed_s = math.ceil(duration_ms) / 1000.0
+    return memory_mb / 1024.0 * billed_s * usd_per_gb_second
+
+
+def cost_summary(
+    point: dict[str, Any] | None,
+    *,
+    prices: PriceTable,
+    instance_type: str | None = None,
+    instance_count: int = 1,
+    price_per_hour: float | None = None,
+    target_rps: float | None = None,
+    safety_factor: float = DEFAULT_SAFETY_FACTOR,
+    serverless_memory_mb: int | None = None,
+    serverless_duration_ms: float | None = None,
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The `cost` key of summary.json for the sustainable point; returns (cost, gaps, notes)."""
+    gaps: list[str] = []
+    notes: list[str] = []
+    rps = (point or {}).get("rps")
+    instance_count = instance_count or 1
+    priced = prices.lookup(instance_type)
+    if price_per_hour is not None:
+        source = "--price-per-hour"
+    elif priced is not None:
+        price_per_hour, source = priced.usd_per_hour, f"{priced.source} ({prices.region} on-demand, {prices.as_of}; check the SageMaker pricing page)"
+    else:
+        source = None
+        if instance_type:
+            gaps.append(f"cost: no price for {instance_type}; pass --price-per-hour or --prices FILE")
+        else:
+            notes.append("cost: no instance type known; pass --instance-type or --price-per-hour for $ per 1M inferences")
+    cost: dict[str, Any] = {
+        "instance_type": instance_type,
+        "instance_count": instance_count,
+        "price_per_hour_usd": price_per_hour,
+        "price_source": source,
+        "rps": rps,
+        "safety_factor": safety_factor,
+    }
+    if rps:
+        per_instance = rps / instance_count
+        cost["rps_per_instance"] = per_instance
+        cost["transactions_per_hour"] = transactions_per_hour(rps)
+        cost["autoscaling_target_invocations_per_instance"] = autoscaling_target(per_instance, safety_factor)
+        if price_per_hour is not None:
+            cost["usd_per_million"] = cost_per_million(price_per_hour, instance_count, rps)
+            cost["usd_per_hour_total"] = price_per_hour * instance_count
+        if target_rps:
+            cost["target_rps"] = target_rps
+            cost["instances_needed"] = instances_needed(target_rps, per_instance, safety_factor)
+            cost["instances_needed_no_headroom"] = instances_needed(target_rps, per_instance, 1.0)
+            if price_per_hour is not None:
+                cost["usd_per_hour_at_target"] = price_per_hour * cost["instances_needed"]
+    else:
+        gaps.append("cost: no sustainable throughput found, so no $ per 1M inferences")
+    if serverless_memory_mb:
+        rate = prices.serverless_usd_per_gb_second
+        if serverless_duration_ms is None or rate is None:
+            gaps.append("cost: serverless estimate needs a duration (ModelLatency or client latency)")
+        else:
+            per_call = serverless_cost_per_inference(serverless_memory_mb, serverless_duration_ms, rate)
+            cost["serverless"] = {
+                "memory_mb": serverless_memory_mb,
+                "duration_ms": serverless_duration_ms,
+                "usd_per_gb_second": rate,
+                "usd_per_inference": per_call,
+                "usd_per_million": per_call * 1e6,
+                "formula": "memory_mb/1024 x ceil(duration_ms)/1000 x usd_per_gb_second",
+            }
+    return cost, gaps, notes

@@ -1,0 +1,93 @@
+"""CloudWatch metric definitions for a SageMaker endpoint, as data.
+
+Which metrics to fetch, in which namespace, with which statistics, and how to turn CloudWatch's
+unit into the one the report shows (ModelLatency arrives in MICROseconds) are facts, not code: they
+live in `METRICS` so that the fetcher, the merge and the renderer agree on one column name per
+series, `cw_<Metric>_<stat>_<unit>` (e.g. `cw_ModelLatency_avg_ms`, `cw_CPUUtilization_max_pct`,
+`cw_Invocations_sum_count`). Each metric also knows whether higher or lower is better (for
+comparisons) and whether its absence is worth reporting as a gap (GPU metrics on a CPU instance,
+or ModelSetupTime on a real-time endpoint, are normally absent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SAGEMAKER_NS = "AWS/SageMaker"
+ENDPOINTS_NS = "/aws/sagemaker/Endpoints"
+INFERENCE_COMPONENTS_NS = "/aws/sagemaker/InferenceComponents"
+
+# CloudWatch statistic -> the short name used in column names.
+STAT_ABBREV = {"Average": "avg", "Maximum": "max", "Minimum": "min", "Sum": "sum", "SampleCount": "samples"}
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """One CloudWatch metric and how the report shows it."""
+
+    name: str
+    namespace: str
+    stats: tuple[str, ...]
+    unit: str  # unit of the report column: "ms", "pct", "count"
+    scale: float = 1.0  # CloudWatch value x scale = report value (µs -> ms: 0.001)
+    direction: str = "lower"  # "lower" or "higher" is better
+    expected: bool = True  # absent data is a gap (True) or normal (False, e.g. GPU on CPU)
+    gpu: bool = False  # only meaningful on GPU instances
+    per_unit: str | None = None  # "vcpu"/"gpu": also report value / count (summed over cores)
+    ic_name: str | None = None  # metric name under an inference component, if different
+    description: str = ""
+
+    def column(self, stat: str) -> str:
+        return column_name(self.name, stat, self.unit)
+
+    def columns(self) -> list[str]:
+        return [self.column(s) for s in self.stats]
+
+
+def column_name(metric: str, stat: str, unit: str) -> str:
+    """`cw_<Metric>_<stat>_<unit>`; stat is a CloudWatch statistic or its abbreviation."""
+    return f"cw_{metric}_{STAT_ABBREV.get(stat, stat)}_{unit}"
+
+
+def per_unit_column(metric: MetricDef, stat: str) -> str:
+    """Column for a summed-over-cores percentage divided by the core (or GPU) count."""
+    suffix = "PerVCPU" if metric.per_unit == "vcpu" else "PerGPU"
+    return column_name(metric.name + suffix, stat, metric.unit)
+
+
+_AVG_MAX = ("Average", "Maximum")
+
+METRICS: tuple[MetricDef, ...] = (
+    MetricDef("Invocations", SAGEMAKER_NS, ("Sum",), "count", direction="higher",
+              description="requests the endpoint served (all variants' instances)"),
+    MetricDef("InvocationsPerInstance", SAGEMAKER_NS, ("Sum",), "count", direction="higher",
+              description="Invocations divided by the instance count (the autoscaling metric)"),
+    MetricDef("ModelLatency", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001,
+              description="time the model container took, as seen by SageMaker (CloudWatch: µs)"),
+    MetricDef("OverheadLatency", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001,
+              description="SageMaker's own time on top of ModelLatency (CloudWatch: µs)"),
+    MetricDef("Invocation4XXErrors", SAGEMAKER_NS, ("Sum",), "count", expected=False,
+              description="requests answered 4xx by SageMaker or the model"),
+    MetricDef("Invocation5XXErrors", SAGEMAKER_NS, ("Sum",), "count", expected=False,
+              description="requests answered 5xx by SageMaker or the model"),
+    MetricDef("ModelSetupTime", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001, expected=False,
+              description="serverless cold-start time (CloudWatch: µs)"),
+    MetricDef("CPUUtilization", ENDPOINTS_NS, _AVG_MAX, "pct", per_unit="vcpu",
+              ic_name="CPUUtilizationNormalized",
+              description="CPU percent summed over vCPUs (4 vCPUs: 0-400%)"),
+    MetricDef("MemoryUtilization", ENDPOINTS_NS, _AVG_MAX, "pct", ic_name="CPUMemoryUtilizationNormalized",
+              description="memory percent of the instance"),
+    MetricDef("GPUUtilization", ENDPOINTS_NS, _AVG_MAX, "pct", expected=False, gpu=True, per_unit="gpu",
+              ic_name="GPUUtilizationNormalized", description="GPU percent summed over GPUs"),
+    MetricDef("GPUMemoryUtilization", ENDPOINTS_NS, _AVG_MAX, "pct", expected=False, gpu=True,
+              per_unit="gpu", ic_name="GPUMemoryUtilizationNormalized",
+              description="GPU memory percent summed over GPUs"),
+    MetricDef("DiskUtilization", ENDPOINTS_NS, _AVG_MAX, "pct", expected=False,
+              description="disk space used, percent"),
+)
+
+METRICS_BY_NAME = {m.name: m for m in METRICS}
+
+
+def all_columns(metrics: tuple[MetricDef, ...] = METRICS) -> list[str]:
+    return [c for m in metrics for c in m.columns()]

@@ -1,0 +1,350 @@
+"""The report pipeline: read -> compute -> render/write, for `sm-locust report`.
+
+`build_report(run_dir, ReportOptions(...))` reads the run folder, fetches endpoint metrics from
+the chosen metric source, merges them on UTC time, computes the per-step records, the sustainable
+point and its cost, and writes next to the run (or into `out_dir`):
+
+    merged_timeseries.csv   one row per second: Locust columns + cw_<Metric>_<stat>_<unit>
+    steps.csv               one row per step (user count held)
+    report.html             one self-contained page (plotly inline, works offline)
+    summary.json            gains `cloudwatch`, `cost` and `report` keys; other keys untouched
+
+It never stops at missing data: every gap becomes a line in the report and in `ReportResult.gaps`,
+and the exit code says whether anything was missing (0 all present, 1 something missing).
+
+Which options a run implies (endpoint, variant, region, instance type) and whether CloudWatch is
+on by default are decided by the pure functions `resolve_defaults` and `cloudwatch_default`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from sm_locust.report import cost as cost_mod
+from sm_locust.report import merge
+from sm_locust.report.readers import RunData, read_run
+from sm_locust.report.sources import MetricRequest, MetricResult, create_source
+
+Progress = Callable[[str], None]
+
+OUTPUT_FILES = {"timeseries": "merged_timeseries.csv", "steps": "steps.csv", "html": "report.html"}
+
+
+@dataclass
+class ReportOptions:
+    """What `sm-locust report` was asked; None means "take it from the run folder"."""
+
+    cloudwatch: bool | None = None  # None: decide with cloudwatch_default
+    endpoint_name: str | None = None
+    variant_name: str | None = None
+    inference_component: str | None = None
+    region: str | None = None
+    profile: str | None = None
+    instance_type: str | None = None
+    instance_count: int | None = None
+    price_per_hour: float | None = None
+    prices_file: str | None = None
+    target_rps: float | None = None
+    safety_factor: float = cost_mod.DEFAULT_SAFETY_FACTOR
+    serverless_memory_mb: int | None = None
+    wait: bool = False
+    wait_timeout: float = 900.0
+    period: int = 60
+    out_dir: str | None = None
+    write_summary: bool = True
+
+
+@dataclass
+class ReportResult:
+    outputs: dict[str, Path]
+    gaps: list[str]
+    notes: list[str]
+    steps: Any  # DataFrame
+    point: dict[str, Any] | None
+    cost: dict[str, Any]
+    cloudwatch: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.gaps else 0
+
+
+# ------------------------------------------------------------------------------------ defaults
+
+_KEYS = {
+    "endpoint_name": ("endpoint_name", "endpoint"),
+    "variant_name": ("variant_name", "variant"),
+    "inference_component": ("inference_component", "inference_component_name"),
+    "region": ("region", "region_name", "aws_region"),
+    "instance_type": ("instance_type",),
+    "instance_count": ("instance_count", "initial_instance_count"),
+    "serverless_memory_mb": ("serverless_memory_mb", "memory_size_mb"),
+}
+
+
+def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
+    for src in sources:
+        for name in names:
+            value = src.get(name)
+            if isinstance(value, dict):  # e.g. summary["variant"] = {"name": ..., "instance_type": ...}
+                value = value.get("name")
+            if value not in (None, ""):
+                return value
+    return None
+
+
+def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> ReportOptions:
+    """Fill the options the user left out from summary.json, then options.json."""
+    variant = summary.get("variant") if isinstance(summary.get("variant"), dict) else {}
+    sources = [summary, variant, run_options]
+    resolved = ReportOptions(**{**options.__dict__})
+    for attr, names in _KEYS.items():
+        if getattr(resolved, attr) is None:
+            setattr(resolved, attr, _lookup(sources, names))
+    if resolved.instance_count is not None:
+        resolved.instance_count = int(resolved.instance_count)
+    if resolved.variant_name is None:
+        resolved.variant_name = "AllTraffic"
+    return resolved
+
+
+def _is_loopback(url: Any) -> bool:
+    if not isinstance(url, str) or "://" not in url:
+        return False
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.startswith("127.")
+
+
+def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> bool:
+    """The run targeted the local endpoint: a loopback URL among its options, or `local: true`."""
+    for src in (summary, run_options):
+        if src.get("local") is True or str(src.get("target", "")).lower() == "local":
+            return True
+        for key, value in src.items():
+            if "url" in key.lower() and "cloudwatch" not in key.lower() and _is_loopback(value):
+                return True
+    return False
+
+
+def cloudwatch_url(run_options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    return env.get("AWS_ENDPOINT_URL_CLOUDWATCH") or env.get("AWS_ENDPOINT_URL") or run_options.get("cloudwatch_url")
+
+
+def has_aws_config(env: Mapping[str, str]) -> bool:
+    """AWS configuration visible without any network call (no instance-metadata probing)."""
+    if any(env.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI")):
+        return True
+    home = Path(env.get("HOME", "~")).expanduser()
+    files = [env.get("AWS_SHARED_CREDENTIALS_FILE") or home / ".aws" / "credentials",
+             env.get("AWS_CONFIG_FILE") or home / ".aws" / "config"]
+    return any(Path(f).is_file() for f in files)
+
+
+def cloudwatch_default(
+    options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any], env: Mapping[str, str]
+) -> tuple[bool, str, bool]:
+    """(on?, why, is_gap). The rule, in order:
+
+    1. --cloudwatch / --no-cloudwatch win;
+    2. no endpoint name: off;
+    3. the local endpoint with no CloudWatch URL (AWS_ENDPOINT_URL_CLOUDWATCH): off, always;
+    4. a CloudWatch URL or AWS configuration (env vars, ~/.aws files) present: on;
+    5. otherwise off, and that is a gap (a real endpoint's metrics are missing).
+    """
+    if options.cloudwatch is True:
+        return True, "--cloudwatch", False
+    if options.cloudwatch is False:
+        return False, "CloudWatch off (--no-cloudwatch)", False
+    url = cloudwatch_url(run_options, env)
+    if not options.endpoint_name:
+        return False, "CloudWatch off: no endpoint name in summary.json/options.json (pass --endpoint-name)", False
+    if is_local_run(summary, run_options) and not url:
+        return False, "CloudWatch off: the run used the local endpoint and no CloudWatch URL is set", False
+    if url:
+        return True, f"CloudWatch on: {url}", False
+    if has_aws_config(env):
+        return True, "CloudWatch on: AWS configuration found", False
+    return False, ("CloudWatch off: no AWS configuration found (environment or ~/.aws); the endpoint's metrics "
+                   "are missing (configure AWS and rerun, or pass --cloudwatch / --no-cloudwatch)"), True
+
+
+# ---------------------------------------------------------------------------------- the pipeline
+
+
+def run_span(data: RunData) -> tuple[float | None, float | None]:
+    start = merge.parse_time(data.summary.get("started_at"))
+    end = merge.parse_time(data.summary.get("ended_at"))
+    if data.history is not None and not data.history.empty:
+        h0, h1 = float(data.history["epoch_s"].iloc[0]), float(data.history["epoch_s"].iloc[-1])
+        start = h0 if start is None else start
+        end = h1 if end is None else end
+    return start, end
+
+
+def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progress: Progress | None = None,
+                  env: Mapping[str, str] | None = None, prices: cost_mod.PriceTable | None = None) -> MetricResult:
+    env = os.environ if env is None else env
+    on, why, is_gap = cloudwatch_default(opts, data.summary, data.options, env)
+    start, end = run_span(data)
+    if not on or start is None or end is None or not opts.endpoint_name:
+        result = create_source("none", reason=why).fetch(
+            MetricRequest(opts.endpoint_name or "", start or 0, end or 0, period=opts.period))
+        if on and (start is None or end is None):
+            result.gaps.append("CloudWatch: the run's start and end times are unknown (no summary.json times, no history)")
+        elif on:
+            result.gaps.append("CloudWatch: no endpoint name; pass --endpoint-name")
+        if is_gap:
+            result.gaps.append(why)
+            result.notes.clear()
+        return result
+    priced = prices.lookup(opts.instance_type) if prices else None
+    request = MetricRequest(
+        opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
+        inference_component=opts.inference_component, period=opts.period,
+        vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
+    )
+    if progress:
+        progress(f"fetching CloudWatch metrics for {request.describe()} "
+                 f"{merge.iso(start)} .. {merge.iso(end)} (period {opts.period} s)")
+    source = create_source("cloudwatch", cloudwatch=cloudwatch, region=opts.region, profile=opts.profile,
+                           wait=opts.wait, wait_timeout=opts.wait_timeout, progress=progress)
+    result = source.fetch(request)
+    result.notes.insert(0, why)
+    return result
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) or math.isinf(value) else float(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def update_summary(path: Path, updates: dict[str, Any]) -> bool:
+    """Add/replace `updates` keys in summary.json, keeping every other key; atomic replace.
+
+    Returns False (and leaves the file alone) when it is missing or not a JSON object.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    data.update(_json_safe(updates))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
+    """Billed duration estimate: ModelLatency avg at the sustainable step, else client p50."""
+    if point is None:
+        return None
+    row = steps[steps["step"] == point.get("step")] if point.get("step") is not None and not steps.empty else None
+    if row is not None and len(row):
+        value = row.iloc[0].get("cw_ModelLatency_avg_ms")
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return float(value)
+    return point.get("p50_ms")
+
+
+def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: cost_mod.PriceTable):
+    """Pure part: (merged seconds, steps, point, cost, errors, gaps, notes)."""
+    start, end = run_span(data)
+    seconds = merge.per_second(data.history, start, end)
+    seconds = merge.attach_metrics(seconds, metrics.frame, metrics.period)
+    spans = merge.step_spans(data.summary, seconds)
+    steps = merge.step_records(seconds, spans, metrics.period)
+    gaps: list[str] = []
+    if steps.empty:
+        gaps.append("steps: no steps in summary.json and none could be derived from the Locust history")
+    point = merge.sustainable_point(data.summary, steps)
+    cost, cost_gaps, cost_notes = cost_mod.cost_summary(
+        point, prices=prices, instance_type=opts.instance_type, instance_count=opts.instance_count or 1,
+        price_per_hour=opts.price_per_hour, target_rps=opts.target_rps, safety_factor=opts.safety_factor,
+        serverless_memory_mb=opts.serverless_memory_mb, serverless_duration_ms=serverless_duration(point, steps),
+    )
+    errors = merge.errors_by_code(data.summary, data.failures)
+    return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
+
+
+def build_report(
+    run_dir: str | os.PathLike[str],
+    options: ReportOptions | None = None,
+    *,
+    cloudwatch=None,
+    progress: Progress | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ReportResult:
+    """Read the run folder, fetch metrics, compute, write the outputs. Raises UsageError only for
+    a folder that is not a run (or a CSV that is not Locust's)."""
+    from sm_locust.report.render import ReportModel, render_html
+
+    say = progress or (lambda _msg: None)
+    t0 = time.perf_counter()
+    say(f"reading {run_dir}")
+    data = read_run(run_dir)
+    opts = resolve_defaults(options or ReportOptions(), data.summary, data.options)
+    prices = cost_mod.load_prices(opts.prices_file)
+    metrics = fetch_metrics(data, opts, cloudwatch=cloudwatch, progress=say, env=env, prices=prices)
+    say("merging and computing steps")
+    seconds, steps, point, cost, errors, gaps, notes = compute(data, opts, metrics, prices)
+    gaps = data.gaps + metrics.gaps + gaps
+    notes = data.notes + metrics.notes + notes
+
+    out = Path(opts.out_dir) if opts.out_dir else data.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    outputs = {key: out / name for key, name in OUTPUT_FILES.items()}
+    say(f"writing {outputs['timeseries']} ({len(seconds):,} rows)")
+    merge.with_time(seconds).to_csv(outputs["timeseries"], index=False, float_format="%.6g")
+    steps.to_csv(outputs["steps"], index=False, float_format="%.6g")
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    start, end = run_span(data)
+    run_info = {
+        "endpoint": opts.endpoint_name, "variant": opts.variant_name, "region": opts.region,
+        "instances": f"{opts.instance_count or 1} x {opts.instance_type}" if opts.instance_type else None,
+        "started": merge.iso(start) if start else None, "ended": merge.iso(end) if end else None,
+        "run folder": str(data.run_dir),
+    }
+    model = ReportModel(
+        title=f"sm-locust report: {opts.endpoint_name or data.run_dir.name}", run=run_info, steps=steps,
+        seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
+    )
+    say(f"rendering {outputs['html']}")
+    outputs["html"].write_text(render_html(model), encoding="utf-8")
+    summary_path = data.run_dir / "summary.json"
+    cw = metrics.as_summary()
+    if opts.write_summary:
+        updated = update_summary(summary_path, {
+            "cloudwatch": cw,
+            "cost": cost,
+            "report": {"generated_at": generated, "outputs": {k: str(v) for k, v in outputs.items()},
+                       "gaps": gaps, "sustainable": point},
+        })
+        if updated:
+            outputs["summary"] = summary_path
+        else:
+            notes.append("summary.json not updated (missing or unreadable)")
+    say(f"report done in {time.perf_counter() - t0:.1f} s")
+    return ReportResult(outputs, gaps, notes, steps, point, cost, cw)

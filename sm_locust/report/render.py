@@ -1,0 +1,333 @@
+"""Render a report model as ONE self-contained HTML file.
+
+The report is often opened later, on a laptop on a plane, or attached to a ticket: so plotly.js is
+inlined once (about 4.8 MB) and nothing is fetched from the network. Each chart is a plotly div
+with a stable id (`fig-throughput`, `fig-latency-users`, `fig-latency-time`, `fig-endpoint-load`,
+`fig-errors`, `fig-decomposition`) so tests and users can find it. Charts whose data is missing
+are replaced by a sentence saying what is missing, and the "Gaps and warnings" section lists
+every gap the readers, CloudWatch and cost steps wrote down.
+
+Per-second series longer than MAX_POINTS are averaged into coarser buckets for drawing only (the
+CSV keeps every second).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+MAX_POINTS = 3000
+FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
+           "fig-endpoint-load", "fig-errors", "fig-decomposition")
+
+
+@dataclass
+class ReportModel:
+    """Everything the page shows; built by the pipeline, plain data only."""
+
+    title: str
+    run: dict[str, Any]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
+    steps: pd.DataFrame
+    seconds: pd.DataFrame  # merged per-second frame
+    point: dict[str, Any] | None
+    cost: dict[str, Any]
+    errors: dict[str, int]
+    gaps: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    generated_at: str = ""
+
+
+# -------------------------------------------------------------------------------------- helpers
+
+
+def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return f"{value:,}{unit}"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:,.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def _downsample(seconds: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    cols = [c for c in columns if c in seconds.columns]
+    frame = seconds[["epoch_s", *cols]]
+    if len(frame) > MAX_POINTS:
+        k = math.ceil(len(frame) / MAX_POINTS)
+        frame = frame.groupby(frame["epoch_s"] // k * k).mean(numeric_only=True).reset_index(drop=True)
+        frame["epoch_s"] = frame["epoch_s"].round()
+    out = frame.copy()
+    out["time"] = pd.to_datetime(out["epoch_s"], unit="s", utc=True).dt.tz_localize(None)
+    return out
+
+
+def _has(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame.columns and frame[column].notna().any()
+
+
+def _div(fig, div_id: str) -> str:
+    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=420,
+                      legend={"orientation": "h", "y": -0.2})
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                       config={"displaylogo": False, "responsive": True})
+
+
+def _missing(div_id: str, title: str, why: str) -> str:
+    return (f'<div id="{div_id}" class="missing"><h3>{html.escape(title)}</h3>'
+            f"<p>Not drawn: {html.escape(why)}</p></div>")
+
+
+# -------------------------------------------------------------------------------------- figures
+
+
+def fig_throughput(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+
+    s = m.steps
+    if s.empty or not _has(s, "rps"):
+        return _missing("fig-throughput", "Throughput vs users", "no per-step data (summary.json steps or Locust history)")
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (Locust)"))
+    if _has(s, "cw_invocations_per_s"):
+        fig.add_trace(go.Scatter(x=s["users"], y=s["cw_invocations_per_s"], mode="lines+markers",
+                                 name="Invocations/s (CloudWatch)", line={"dash": "dot"}))
+    if m.point and m.point.get("users") is not None and m.point.get("rps"):
+        fig.add_trace(go.Scatter(x=[m.point["users"]], y=[m.point["rps"]], mode="markers+text", name="plateau (knee)",
+                                 marker={"size": 16, "symbol": "star", "color": "crimson"},
+                                 text=[f"plateau: {m.point['rps']:.1f} rps @ {m.point['users']} users"],
+                                 textposition="top left"))
+        fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
+    fig.update_layout(title="Throughput vs users", xaxis_title="users", yaxis_title="requests/s")
+    return _div(fig, "fig-throughput")
+
+
+def fig_throughput_time(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    if not _has(m.seconds, "rps"):
+        return _missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
+    d = _downsample(m.seconds, ["rps", "failures_per_s", "users"])
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=d["time"], y=d["rps"], name="requests/s"), secondary_y=False)
+    if _has(d, "failures_per_s"):
+        fig.add_trace(go.Scatter(x=d["time"], y=d["failures_per_s"], name="failures/s"), secondary_y=False)
+    if _has(d, "users"):
+        fig.add_trace(go.Scatter(x=d["time"], y=d["users"], name="users", line={"shape": "hv", "dash": "dot"}),
+                      secondary_y=True)
+    fig.update_layout(title="Throughput and users vs time (UTC)")
+    fig.update_yaxes(title_text="per second", secondary_y=False)
+    fig.update_yaxes(title_text="users", secondary_y=True)
+    return _div(fig, "fig-throughput-time")
+
+
+def fig_latency_users(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+
+    s = m.steps
+    cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
+    if s.empty or not cols:
+        return _missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
+    fig = go.Figure()
+    for c in cols:
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c.replace("_ms", "").replace("client_", "")))
+    if m.point and m.point.get("users") is not None:
+        fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
+    fig.update_layout(title="Client latency vs users", xaxis_title="users", yaxis_title="ms")
+    return _div(fig, "fig-latency-users")
+
+
+def fig_latency_time(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+
+    cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
+            if _has(m.seconds, c)]
+    if not cols:
+        return _missing("fig-latency-time", "Latency vs time", "no Locust history")
+    d = _downsample(m.seconds, cols)
+    fig = go.Figure()
+    for c in cols:
+        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=c, line={"dash": "dot"} if c.startswith("cw_") else {}))
+    fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
+    return _div(fig, "fig-latency-time")
+
+
+def fig_endpoint_load(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    s = m.steps
+    pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
+                       "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
+           if _has(s, c)]
+    ms = [c for c in ("cw_ModelLatency_avg_ms", "cw_ModelLatency_max_ms") if _has(s, c)]
+    if s.empty or not (pct or ms):
+        return _missing("fig-endpoint-load", "CPU, memory and ModelLatency vs load",
+                        "no CloudWatch data for this run (see Gaps and warnings)")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for c in pct:
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c), secondary_y=False)
+    for c in ms:
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c, line={"dash": "dot"}),
+                      secondary_y=True)
+    fig.update_layout(title="Endpoint CPU / memory (% summed over cores) and ModelLatency vs users")
+    fig.update_xaxes(title_text="users")
+    fig.update_yaxes(title_text="percent", secondary_y=False)
+    fig.update_yaxes(title_text="ms", secondary_y=True)
+    return _div(fig, "fig-endpoint-load")
+
+
+def fig_errors(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+
+    if not m.errors:
+        return _missing("fig-errors", "Errors by code", "no failed requests were recorded")
+    codes = list(m.errors)
+    fig = go.Figure(go.Bar(x=[c[:60] for c in codes], y=[m.errors[c] for c in codes], name="failures"))
+    fig.update_layout(title="Errors by code", yaxis_title="requests")
+    return _div(fig, "fig-errors")
+
+
+def fig_decomposition(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+
+    s = m.steps
+    if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
+        return _missing("fig-decomposition", "Latency decomposition",
+                        "needs CloudWatch ModelLatency and OverheadLatency next to Locust's latency")
+    x = [str(u) for u in s["users"]]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=x, y=s["model_latency_ms"], name="ModelLatency (model container)"))
+    fig.add_trace(go.Bar(x=x, y=s["overhead_latency_ms"], name="OverheadLatency (SageMaker)"))
+    fig.add_trace(go.Bar(x=x, y=s["network_client_ms"], name="network + client"))
+    fig.add_trace(go.Scatter(x=x, y=s["client_avg_ms"], mode="markers", name="client average (Locust)",
+                             marker={"symbol": "diamond", "size": 10, "color": "black"}))
+    fig.update_layout(barmode="relative", title="Where the average latency goes, per step",
+                      xaxis_title="users", yaxis_title="ms")
+    return _div(fig, "fig-decomposition")
+
+
+# ---------------------------------------------------------------------------------------- tables
+
+
+def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
+    p = m.point or {}
+    c = m.cost or {}
+    rows = [
+        ("Max sustainable throughput", f"{fmt(p.get('rps'))} req/s at {fmt(p.get('users'), 0)} users" if p else "n/a"),
+        ("How it was found", p.get("source", "no plateau and no clean step")),
+        ("Latency there (p50 / p95 / p99)",
+         " / ".join(fmt(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else "n/a"),
+    ]
+    step = _point_step(m)
+    if step is not None:
+        rows.append(("Error rate there", fmt(step.get("error_rate", float("nan")) * 100, 2, " %")))
+        if "cw_CPUUtilization_avg_pct" in step:
+            rows.append(("Endpoint CPU there (avg / max, summed over vCPUs)",
+                         f"{fmt(step.get('cw_CPUUtilization_avg_pct'))} / {fmt(step.get('cw_CPUUtilization_max_pct'))} %"))
+        if "cw_MemoryUtilization_avg_pct" in step:
+            rows.append(("Endpoint memory there (avg / max)",
+                         f"{fmt(step.get('cw_MemoryUtilization_avg_pct'))} / {fmt(step.get('cw_MemoryUtilization_max_pct'))} %"))
+        if "model_latency_ms" in step:
+            rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
+                         f"{fmt(step.get('client_avg_ms'))} = {fmt(step.get('model_latency_ms'))} + "
+                         f"{fmt(step.get('overhead_latency_ms'))} + {fmt(step.get('network_client_ms'))} ms"))
+    instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
+    rows += [
+        ("$ per 1M inferences", f"${fmt(c.get('usd_per_million'), 2)} ({instance} at "
+                                f"${fmt(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
+        ("Transactions per hour", fmt(c.get("transactions_per_hour"), 0)),
+        ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
+         f"{fmt(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
+         f"(= {fmt(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)"),
+    ]
+    if c.get("target_rps"):
+        rows.append((f"Instances needed for {fmt(c['target_rps'], 0)} rps",
+                     f"{fmt(c.get('instances_needed'), 0)} with safety factor {c.get('safety_factor')} "
+                     f"({fmt(c.get('instances_needed_no_headroom'), 0)} with no headroom)"))
+    if c.get("serverless"):
+        sv = c["serverless"]
+        rows.append(("Serverless estimate", f"${fmt(sv['usd_per_million'], 2)} per 1M ({sv['memory_mb']} MB, "
+                                            f"{fmt(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
+    return rows
+
+
+def _point_step(m: ReportModel) -> dict[str, Any] | None:
+    if not m.point or m.steps.empty or m.point.get("step") is None:
+        return None
+    match = m.steps[m.steps["step"] == m.point["step"]]
+    return match.iloc[0].to_dict() if len(match) else None
+
+
+STEP_TABLE_COLUMNS = [
+    ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("error_rate", 4), ("p50_ms", 1),
+    ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
+    ("cw_OverheadLatency_avg_ms", 1), ("network_client_ms", 1), ("cw_CPUUtilization_avg_pct", 1),
+    ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
+]
+
+
+def steps_table(steps: pd.DataFrame) -> str:
+    if steps.empty:
+        return "<p>No steps.</p>"
+    cols = [(c, d) for c, d in STEP_TABLE_COLUMNS if c in steps.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
+    body = []
+    for _, row in steps.iterrows():
+        body.append("<tr>" + "".join(f"<td>{fmt(row[c], d)}</td>" for c, d in cols) + "</tr>")
+    return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+# ------------------------------------------------------------------------------------------ page
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+#summary td:first-child{text-align:left;font-weight:600}#summary td{text-align:left}
+.missing{border:1px dashed #999;padding:1em;margin:1em 0;color:#555}
+#gaps{background:#fff6e0;border:1px solid #e0b040;padding:.5em 1.5em}#gaps.none{background:#eef8ee;border-color:#6a6}
+small{color:#666}
+"""
+
+
+def render_html(model: ReportModel) -> str:
+    """The complete page as a string (plotly.js inline)."""
+    from plotly.offline import get_plotlyjs
+
+    run = model.run
+    info = " &middot; ".join(html.escape(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
+    gaps_items = "".join(f"<li>{html.escape(g)}</li>" for g in model.gaps)
+    notes_items = "".join(f"<li>{html.escape(n)}</li>" for n in model.notes)
+    if model.gaps:
+        gaps_html = f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps_items}</ul>'
+    else:
+        gaps_html = '<section id="gaps" class="none"><h2>Gaps and warnings</h2><p>None: all data present.</p>'
+    if notes_items:
+        gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
+    gaps_html += "</section>"
+    summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in summary_rows(model))
+    figures = [fig_throughput(model), fig_throughput_time(model), fig_latency_users(model), fig_latency_time(model),
+               fig_endpoint_load(model), fig_decomposition(model), fig_errors(model)]
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(model.title)}</title>",
+        f"<style>{CSS}</style>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        "</head><body>",
+        f"<h1>{html.escape(model.title)}</h1>",
+        f"<p><small>{info}<br>generated {html.escape(model.generated_at)} by sm-locust report</small></p>",
+        gaps_html,
+        f'<h2>Summary</h2><table id="summary">{summary}</table>',
+        "<h2>Charts</h2>",
+        *figures,
+        "<h2>Steps</h2>",
+        steps_table(model.steps),
+        "</body></html>",
+    ])
