@@ -1,68 +1,102 @@
 """Payload sources: turn what the user points `--payload` at into a pool of prepared invocations.
 
 Every body is encoded once, before the test starts; the request path only picks the next
-`Invocation` from the pool. The walking skeleton knows one source: a single file sent verbatim.
+`Invocation` from the pool (`PayloadPool.next()`). `load_payloads(source)` dispatches on the
+source:
+
+| source | read by | bodies |
+|---|---|---|
+| a folder | `files.load_folder` | one per file (sorted; Content-Type from the extension) |
+| `*.jsonl` | `jsonl.load_jsonl` | one per line, sm-serverless-benchmarking invoke args |
+| `*.npy` / `*.npz` | `arrays.load_arrays` | `batch_size` rows per body, encoded by a serializer |
+| `module:function`, `file.py:function` | `callables.load_callable` | what the function returns/yields |
+| any other file | `files.load_file` | the file, verbatim |
+
+Selection (`selection=`): `round-robin` (default), `random` (seeded), `weighted` (JSONL `Weight`
+keys or `weights=`; chosen automatically when weights exist). See docs/payloads.md.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.invocation import Invocation
+from sm_locust.payloads.arrays import DEFAULT_MAX_BODIES, load_arrays
+from sm_locust.payloads.callables import CALLABLE_LIMIT, load_callable, looks_like_callable
+from sm_locust.payloads.files import folder_weights, guess_content_type, load_file, load_folder, read_payload_file
+from sm_locust.payloads.jsonl import load_jsonl
+from sm_locust.payloads.pool import SELECTIONS, PayloadPool
+from sm_locust.payloads.template import InvocationTemplate
+from sm_locust.serializers import Serializer, create_serializer
+
+DEFAULT_SERIALIZER = "json"
 
 
-class PayloadPool:
-    """A fixed set of invocations, handed out round-robin."""
-
-    def __init__(self, invocations: Sequence[Invocation], description: str = ""):
-        if not invocations:
-            raise UsageError(f"no payloads found in {description or 'the payload source'}; point --payload at a non-empty source")
-        self.invocations = list(invocations)
-        self.description = description
-        self._cycle = itertools.cycle(self.invocations)
-
-    def next(self) -> Invocation:
-        return next(self._cycle)
-
-    def __len__(self) -> int:
-        return len(self.invocations)
-
-    def sizes(self) -> dict:
-        """Body sizes in bytes, as summary.json reports them."""
-        lengths = [len(i.body) for i in self.invocations]
-        return {
-            "count": len(lengths),
-            "min_bytes": min(lengths),
-            "avg_bytes": round(sum(lengths) / len(lengths), 1),
-            "max_bytes": max(lengths),
-        }
-
-
-def read_payload_file(path: str | Path) -> bytes:
-    """The bytes of a payload file, or a one-line UsageError saying why it cannot be read."""
-    p = Path(path)
-    try:
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"payload file {str(p)!r} does not exist; pass --payload PATH to a readable file") from None
-    except IsADirectoryError:
-        raise UsageError(f"payload {str(p)!r} is a folder; pass --payload PATH to a file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read payload file {str(p)!r}: {exc.strerror}") from None
+def _serializer(serializer: str | Serializer | None, options: Mapping[str, Any] | None) -> Serializer:
+    if isinstance(serializer, Serializer):
+        return serializer
+    return create_serializer(serializer or DEFAULT_SERIALIZER, **dict(options or {}))
 
 
 def load_payloads(
     source: str | Path,
     *,
-    content_type: str | None = "application/json",
+    content_type: str | None = None,
     accept: str | None = None,
+    serializer: str | Serializer | None = None,
+    serializer_options: Mapping[str, Any] | None = None,
+    selection: str | None = None,
+    weights: Sequence[float] | Mapping[str, float] | None = None,
+    seed: int | None = None,
+    batch_size: int = 1,
+    max_bodies: int = DEFAULT_MAX_BODIES,
+    base64: bool = False,
     **headers: str | None,
 ) -> PayloadPool:
-    """Build the pool for `--payload SOURCE` (the skeleton: one file, sent verbatim)."""
-    body = read_payload_file(source)
-    if not body:
-        raise UsageError(f"payload file {str(source)!r} is empty; SageMaker rejects empty bodies")
-    return PayloadPool([Invocation(body=body, content_type=content_type, accept=accept, **headers)], str(source))
+    """Build the pool for `--payload SOURCE`.
+
+    - `content_type`: override for every body (None: per source, see the table in docs/payloads.md);
+    - `accept` and `**headers` (`custom_attributes`, `target_model`, `target_variant`,
+      `inference_component`, ...): defaults for every invocation; a JSONL line's own keys win;
+    - `serializer` (+ `serializer_options`): encodes array and callable sources (default json);
+    - `selection`, `weights` (a list in payload order, or {file name: weight} for a folder), `seed`;
+    - `batch_size`, `max_bodies`: rows per body and distinct bodies for `.npy`/`.npz` sources;
+    - `base64`: every JSONL `Body` is base64 (same as `"BodyEncoding": "base64"` on each line).
+    """
+    template = InvocationTemplate(content_type, accept, dict(headers))
+    text = str(source)
+    path = Path(source)
+    found_weights: Sequence[float] | None = None
+    if not path.exists() and looks_like_callable(text):
+        invocations, found_weights = load_callable(text, template, _serializer(serializer, serializer_options))
+    elif path.is_dir():
+        invocations = load_folder(path, template)
+        if isinstance(weights, Mapping):
+            weights = folder_weights(path, weights)
+    elif path.suffix.lower() == ".jsonl":
+        invocations, found_weights = load_jsonl(path, template, force_base64=base64)
+    elif path.suffix.lower() in (".npy", ".npz"):
+        ser = _serializer(serializer, serializer_options)
+        invocations = load_arrays(path, template, ser, batch_size, max_bodies, seed)
+    else:
+        invocations = load_file(path, template)
+    if isinstance(weights, Mapping):
+        raise UsageError("weights by file name only apply to a folder source; give a list in payload order")
+    chosen = weights if weights is not None else found_weights
+    if chosen is not None and selection is not None and SELECTIONS.canonical(selection) != "weighted":
+        chosen = None  # weights present in the source, but the user asked for another mode
+    return PayloadPool(invocations, text, selection=selection, weights=chosen, seed=seed)
+
+
+__all__ = [
+    "CALLABLE_LIMIT",
+    "DEFAULT_MAX_BODIES",
+    "SELECTIONS",
+    "InvocationTemplate",
+    "PayloadPool",
+    "guess_content_type",
+    "load_payloads",
+    "read_payload_file",
+]

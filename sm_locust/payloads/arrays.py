@@ -1,0 +1,99 @@
+"""Array payloads: rows sampled from a `.npy` / `.npz` file into batches, encoded once.
+
+A `.npy` holds one array (rows on axis 0); a `.npz` holds named arrays with the same number of
+rows (e.g. `feat_ids` [N,39] and `feat_vals` [N,39]), sampled together into a dict. Rows are taken
+from a seeded permutation (seed 0 unless given), `batch_size` per body, wrapping around when the
+file has fewer rows than needed; at most `max_bodies` distinct bodies are pre-encoded (64 by
+default). Files are opened with `allow_pickle=False`: object arrays are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sm_locust.errors import UsageError
+from sm_locust.invocation import Invocation
+from sm_locust.payloads.template import InvocationTemplate
+from sm_locust.serializers import SerializationError, Serializer
+from sm_locust.serializers.numpy_formats import PICKLE_REFUSED
+
+DEFAULT_MAX_BODIES = 64
+
+
+def _load(path: Path) -> np.ndarray | dict[str, np.ndarray]:
+    try:
+        if path.suffix.lower() == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+            if not arrays:
+                raise UsageError(f"{str(path)!r} holds no arrays")
+            return arrays
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise UsageError(f"payload file {str(path)!r} does not exist; pass --payload PATH to a readable file") from None
+    except ValueError as exc:
+        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
+            raise UsageError(f"{str(path)!r}: {PICKLE_REFUSED}") from None
+        raise UsageError(f"{str(path)!r} is not a readable numpy array file: {exc}") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"{str(path)!r} is not a readable numpy array file: {exc}") from None
+
+
+def _rows(data: np.ndarray | dict[str, np.ndarray], path: Path) -> int:
+    arrays = data if isinstance(data, dict) else {"array": data}
+    counts = {}
+    for name, arr in arrays.items():
+        if arr.dtype.hasobject:
+            raise UsageError(f"{str(path)!r}: {PICKLE_REFUSED}")
+        if arr.ndim == 0:
+            raise UsageError(f"{str(path)!r}: {name} is a scalar; payload arrays need rows on axis 0")
+        counts[name] = arr.shape[0]
+    if len(set(counts.values())) > 1:
+        listed = ", ".join(f"{k}={v}" for k, v in counts.items())
+        raise UsageError(f"{str(path)!r}: arrays must have the same number of rows to be sampled together; got {listed}")
+    n = next(iter(counts.values()))
+    if n == 0:
+        raise UsageError(f"{str(path)!r} holds no rows")
+    return n
+
+
+def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> list[Any]:
+    """The request objects (arrays or dicts of arrays) sampled from the file."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise UsageError(f"batch size must be a whole number >= 1; got {batch_size!r}")
+    if not isinstance(max_bodies, int) or max_bodies < 1:
+        raise UsageError(f"max bodies must be a whole number >= 1; got {max_bodies!r}")
+    data = _load(path)
+    n = _rows(data, path)
+    count = min(max_bodies, max(1, math.ceil(n / batch_size)))
+    order = np.random.default_rng(0 if seed is None else seed).permutation(n)
+    out = []
+    for k in range(count):
+        idx = order[(k * batch_size + np.arange(batch_size)) % n]
+        if isinstance(data, dict):
+            out.append({name: np.asarray(arr[idx]) for name, arr in data.items()})
+        else:
+            out.append(np.asarray(data[idx]))
+    return out
+
+
+def load_arrays(
+    path: Path,
+    template: InvocationTemplate,
+    serializer: Serializer,
+    batch_size: int = 1,
+    max_bodies: int = DEFAULT_MAX_BODIES,
+    seed: int | None = None,
+) -> list[Invocation]:
+    out = []
+    for k, obj in enumerate(batches(path, batch_size, max_bodies, seed)):
+        try:
+            out.append(template.encode(obj, serializer, where=f"{path} batch {k + 1}"))
+        except SerializationError as exc:
+            raise UsageError(f"cannot send rows of {str(path)!r} with serializer {serializer.name!r}: {exc}") from None
+    return out
