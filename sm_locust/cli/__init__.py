@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "serve": "serve",
     "run": "run",
     "demo": "demo",
+    "report": "report",
+    "compare": "compare",
 }
 
 

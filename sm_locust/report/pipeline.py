@@ -84,7 +84,8 @@ class ReportResult:
 
 _KEYS = {
     "endpoint_name": ("endpoint_name", "endpoint"),
-    "variant_name": ("variant_name", "variant"),
+    "variant_name": ("variant_name", "variant", "target_variant"),
+    "profile": ("aws_profile", "profile"),
     "inference_component": ("inference_component", "inference_component_name"),
     "region": ("region", "region_name", "aws_region"),
     "instance_type": ("instance_type",),
@@ -104,10 +105,17 @@ def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
     return None
 
 
+def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Where run facts may sit: summary.json, its `variant` object, options.json's `sm_locust`
+    section (written by `sm-locust run`), options.json's top level."""
+    variant = summary.get("variant") if isinstance(summary.get("variant"), dict) else {}
+    nested = run_options.get("sm_locust") if isinstance(run_options.get("sm_locust"), dict) else {}
+    return [summary, variant, nested, run_options]
+
+
 def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> ReportOptions:
     """Fill the options the user left out from summary.json, then options.json."""
-    variant = summary.get("variant") if isinstance(summary.get("variant"), dict) else {}
-    sources = [summary, variant, run_options]
+    sources = _sources(summary, run_options)
     resolved = ReportOptions(**{**options.__dict__})
     for attr, names in _KEYS.items():
         if getattr(resolved, attr) is None:
@@ -128,7 +136,7 @@ def _is_loopback(url: Any) -> bool:
 
 def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> bool:
     """The run targeted the local endpoint: a loopback URL among its options, or `local: true`."""
-    for src in (summary, run_options):
+    for src in _sources(summary, run_options):
         if src.get("local") is True or str(src.get("target", "")).lower() == "local":
             return True
         for key, value in src.items():
@@ -138,7 +146,9 @@ def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> 
 
 
 def cloudwatch_url(run_options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    return env.get("AWS_ENDPOINT_URL_CLOUDWATCH") or env.get("AWS_ENDPOINT_URL") or run_options.get("cloudwatch_url")
+    nested = run_options.get("sm_locust") if isinstance(run_options.get("sm_locust"), dict) else {}
+    return (env.get("AWS_ENDPOINT_URL_CLOUDWATCH") or env.get("AWS_ENDPOINT_URL") or run_options.get("cloudwatch_url")
+            or nested.get("cloudwatch_url"))
 
 
 def has_aws_config(env: Mapping[str, str]) -> bool:

@@ -1,0 +1,43 @@
+"""`sm-locust compare RUN_DIR... [--out DIR]`: several runs side by side, one HTML + one CSV.
+
+Thin adapter over `sm_locust.report.compare.compare_runs`. No CloudWatch calls: endpoint-side
+columns come from each run's steps.csv when `sm-locust report` already wrote one. Exit codes:
+0 every run complete, 1 written but some run has gaps (printed), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sm_locust.errors import UsageError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "compare", help="compare run folders side by side (compare.html + compare.csv)",
+        description="Compare run folders: max sustainable throughput, latency there, $ per 1M inferences, "
+        "transactions per hour. Writes compare.csv and compare.html (self-contained).",
+    )
+    p.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="run folders written by `sm-locust run`")
+    p.add_argument("--out", default="sm-locust-compare", metavar="DIR",
+                   help="output folder (default ./sm-locust-compare)")
+    p.add_argument("--prices", dest="prices_file", metavar="FILE", help="JSON price table overriding the bundled one")
+    p.add_argument("--target-rps", type=float, help="traffic to size for")
+    p.add_argument("--safety-factor", type=float, default=0.5, help="headroom for the autoscaling target (default 0.5)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from sm_locust.report.compare import compare_runs
+
+    if not 0 < args.safety_factor <= 1:
+        raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    outputs, gaps = compare_runs(args.run_dirs, args.out, prices_file=args.prices_file,
+                                 safety_factor=args.safety_factor, target_rps=args.target_rps,
+                                 progress=lambda m: print(f"sm-locust compare: {m}", flush=True))
+    for gap in gaps:
+        print(f"sm-locust compare: missing: {gap}", file=sys.stderr)
+    for key, path in outputs.items():
+        print(f"sm-locust compare: {key}: {path}")
+    return 1 if gaps else 0
