@@ -422,7 +422,8 @@ def _read_event_stream(
         for message in messages:
             kind = message.headers.get(":message-type")
             if kind == "event":
-                if message.headers.get(":event-type") == eventstream.PAYLOAD_PART:
+                # after an error botocore stops yielding; the bytes are still read, not counted
+                if error is None and message.headers.get(":event-type") == eventstream.PAYLOAD_PART:
                     on_chunk(message.payload, now)
             elif error is None:
                 error = error_from_stream_message(message.headers, message.payload)
