@@ -46,7 +46,7 @@ def _whole_ids(ids: np.ndarray, what: str) -> np.ndarray:
         bad = ~np.isfinite(ids) | (ids != np.rint(ids))
         if bad.any():
             r, c = (int(i) for i in np.argwhere(bad)[0])
-            raise SerializationError(f"{what} must be whole numbers; got {ids[r, c]!r} at row {r}, column {c}")
+            raise SerializationError(f"{what} must be whole numbers; got {ids[r, c].item()!r} at row {r}, column {c}")
         if np.abs(ids).max(initial=0) >= 2**63:
             raise SerializationError(f"{what} do not fit int64")
     return ids.astype(np.int64, copy=False)
