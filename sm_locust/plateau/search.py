@@ -21,6 +21,7 @@ and is never reported as the endpoint's plateau; the verdict says "client-bound,
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -207,11 +208,17 @@ class _Search:
 
     @staticmethod
     def plateau_of(steps: Sequence[StepMeasurement]) -> StepMeasurement | None:
-        """The lowest-load step whose rps is within PLATEAU_TOLERANCE of the best rps in `steps`."""
+        """The lowest-load step whose rps is within PLATEAU_TOLERANCE of the plateau level.
+
+        The level is the median rps of the steps within PLATEAU_TOLERANCE of the best one, not the
+        best one alone: on a noisy plateau the single best step is an outlier, and measuring
+        against it would push the plateau to a needlessly high load.
+        """
         if not steps:
             return None
         best = max(m.rps for m in steps)
-        floor = (1.0 - PLATEAU_TOLERANCE) * best
+        level = statistics.median(m.rps for m in steps if m.rps >= (1.0 - PLATEAU_TOLERANCE) * best)
+        floor = (1.0 - PLATEAU_TOLERANCE) * level
         return min((m for m in steps if m.rps >= floor), key=lambda m: m.load)
 
     # -- the protocol ----------------------------------------------------------------------------

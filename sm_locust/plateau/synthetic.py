@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, StepMeasurement
 from sm_locust.timeline import Second
 
 # Shape of the per-second latency distribution around its centre (fraction of requests, factor).
@@ -94,3 +95,33 @@ class SyntheticEndpoint:
         utilisation = min(offered / self.capacity, 0.99)
         latency = self.service_ms / (1.0 - utilisation) if offered < self.capacity else self.service_ms * 20
         return self._seconds(rate, rps, latency, seconds, users, rate)
+
+
+def synthetic_step(
+    load: float,
+    rps: float,
+    *,
+    p50_ms: float = 10.0,
+    p95_ms: float = 20.0,
+    p99_ms: float | None = None,
+    error_rate: float = 0.0,
+    duration_s: float = 20.0,
+    mode: str = MODE_USERS,
+    client_cpu_pct: float | None = None,
+    intended_rps: float | None = None,
+    sent_rps: float | None = None,
+    stable: bool = True,
+    t_start: float = 0.0,
+) -> StepMeasurement:
+    """A ready-made `StepMeasurement` with the given figures (for series like [100, 200, 400, ...])."""
+    requests = int(round(rps * duration_s))
+    p99 = p99_ms if p99_ms is not None else p95_ms * 1.5
+    return StepMeasurement(
+        load=float(load), rps=float(rps), requests=requests, failures=int(round(requests * error_rate)),
+        duration_s=duration_s, mode=mode, users=int(load) if mode == MODE_USERS else 0, stable=stable,
+        unstable_reason=None if stable else "synthetic: marked unstable",
+        client_cpu_pct=client_cpu_pct, client_cpu_max=client_cpu_pct,
+        intended_rps=intended_rps if intended_rps is not None else (float(load) if mode == MODE_RATE else None),
+        sent_rps=sent_rps, total_requests=requests, t_start=t_start, t_end=t_start + duration_s,
+        percentiles={50.0: p50_ms, 90.0: p95_ms, 95.0: p95_ms, 99.0: p99, 99.9: p99},
+    )
