@@ -139,7 +139,11 @@ class FastSageMakerClient:
     :param credentials: botocore credentials object; None = botocore's provider chain
     :param token_counter: `f(stream body bytes) -> int` for streams (see `tokens.py`)
     :param inter_chunk: `mean` (one InterChunk entry per stream), `each` (one per gap), `none`
-    :param insecure: skip TLS certificate verification
+    :param insecure: geventhttpclient's `insecure`: no TLS host name check
+    :param ca_bundle: CA certificates file for TLS; defaults to AWS_CA_BUNDLE (as botocore),
+        then certifi's bundle
+    :param ssl_context_factory: geventhttpclient's, to build the TLS context yourself
+    :param user: the Locust User owning the client (kept for listeners, like FastHttpSession)
     """
 
     def __init__(
@@ -157,6 +161,7 @@ class FastSageMakerClient:
         token_counter: Callable[[bytes], int] | None = None,
         inter_chunk: str = "mean",
         insecure: bool = False,
+        ca_bundle: str | None = None,
         ssl_context_factory: Callable | None = None,
         user: Any = None,
     ):
@@ -190,11 +195,8 @@ class FastSageMakerClient:
             INVOKE_ENDPOINT_STREAM: f"{self._prefix}/endpoints/{quoted}/invocations-response-stream",
             INVOKE_ENDPOINT_ASYNC: f"{self._prefix}/endpoints/{quoted}/async-invocations",
         }
-        ssl_options = {}
-        if parts.scheme == "https" and ssl_context_factory is None:
-            import gevent.ssl
-
-            ssl_context_factory = gevent.ssl.create_default_context
+        https = parts.scheme == "https"
+        ca_bundle = ca_bundle or os.environ.get("AWS_CA_BUNDLE") or None
         self._http = HTTPClient(
             parts.hostname,
             port=parts.port,
@@ -202,8 +204,8 @@ class FastSageMakerClient:
             concurrency=concurrency,
             connection_timeout=connection_timeout,
             network_timeout=network_timeout,
-            ssl=parts.scheme == "https",
-            ssl_options=ssl_options if parts.scheme == "https" else None,
+            ssl=https,
+            ssl_options={"ca_certs": ca_bundle} if https and ca_bundle else None,
             ssl_context_factory=ssl_context_factory,
             insecure=insecure,
         )

@@ -67,7 +67,7 @@ class FastSageMakerUser(User):
     """InterChunk entries per stream: `mean` (one), `each` (one per gap) or `none`."""
 
     insecure: bool = False
-    """Skip TLS certificate verification."""
+    """No TLS host name check (geventhttpclient's `insecure`)."""
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
