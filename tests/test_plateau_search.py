@@ -207,3 +207,26 @@ def test_feed_after_stop_repeats_the_stop():
     search.first()
     stop = search.feed(synthetic_step(1, 100))
     assert stop.stop and search.done and search.feed(synthetic_step(1, 100)) is stop
+
+
+def test_driver_runs_a_search_once_per_tick():
+    from sm_locust.plateau.driver import SearchDriver
+
+    endpoint = SyntheticEndpoint(concurrency=6, service_ms=50)  # 120 req/s, knee at 6 users
+    driver = SearchDriver(PlateauSearch(1, 64), step_s=20)
+    timeline = []
+    now = endpoint.clock
+    decision = driver.tick(now, timeline)
+    ticks = 0
+    while not decision.stop:
+        ticks += 1
+        assert ticks < 2000
+        users = decision.users
+        decision = driver.tick(now, timeline)
+        if decision.users != users and not decision.stop:
+            timeline += endpoint.users_step(decision.users, 0, ramp_s=1)  # a ramp second on change
+        timeline += endpoint.users_step(decision.users or users, 1, ramp_s=0)
+        now = endpoint.clock
+    verdict = driver.search.verdict()
+    assert verdict.reached and verdict.plateau.load == 6 and verdict.plateau.rps == pytest.approx(120)
+    assert len(driver.measurements) == len(driver.search.steps)

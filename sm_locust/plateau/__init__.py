@@ -4,3 +4,27 @@ Nothing here imports Locust, boto3, gevent or psutil, or does I/O: the Locust sh
 (`sm_locust.shapes`, `sm_locust.cli`) are thin adapters that feed these objects with `Second`s from
 `sm_locust.timeline` and act on their answers. See docs/plateau.md.
 """
+
+from sm_locust.plateau.arrival import constant_arrivals, count_late, latency_from_intended_ms, poisson_arrivals
+from sm_locust.plateau.conditions import (
+    ErrorRate,
+    LatencySLO,
+    MaxDuration,
+    MaxInvocations,
+    MaxInvocationsPerMinute,
+    MaxLoad,
+    MaxRate,
+    MaxUsers,
+    ThroughputGain,
+)
+from sm_locust.plateau.driver import SearchDriver
+from sm_locust.plateau.search import Decision, PlateauSearch, StepSearch, Verdict
+from sm_locust.plateau.steady import StepMeasurement, measure_step, measure_timeline, split_steps
+from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
+
+__all__ = [
+    "Decision", "ErrorRate", "LatencySLO", "MaxDuration", "MaxInvocations", "MaxInvocationsPerMinute",
+    "MaxLoad", "MaxRate", "MaxUsers", "PlateauSearch", "Schedule", "SearchDriver", "StepMeasurement",
+    "StepSearch", "ThroughputGain", "Verdict", "constant_arrivals", "count_late", "latency_from_intended_ms",
+    "measure_step", "measure_timeline", "parse_traffic_pattern", "poisson_arrivals", "split_steps",
+]

@@ -12,7 +12,8 @@ What the IR API reference documents, and how it is read here:
 - Phase: `InitialNumberOfUsers` (min 1; "should be between 1 and 3"), `SpawnRate` ("how many new
   users to spawn in a minute", min 0), `DurationInSeconds` (min 1; "for custom load tests ...
   between 120 and 3600", not above `JobDurationInSeconds`). `Phases` has at least one item; phases
-  run one after another and each starts at its own InitialNumberOfUsers.
+  run one after another and each starts at its own InitialNumberOfUsers (IR does not say how
+  phases chain; this is the literal reading).
   SpawnRate is read PER MINUTE (the API reference) and spread evenly: users(t) = initial +
   floor(SpawnRate * t / 60), t seconds into the phase, i.e. one new user every 60 / SpawnRate s.
   This matches IR's own example (1 user, SpawnRate 1, 600 s: "1 concurrent user at the beginning
