@@ -87,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     load = load_from_args(args)
-    extra_env = preflight(settings)
+    settings.validate()
     load_payloads(settings.payload, content_type=settings.content_type or None, **settings.headers())
+    extra_env = preflight(settings)
     out = choose_out_dir(args.out, settings.endpoint_name)
     summary = execute(settings, load, out, extra_env)
     print(f"sm-locust: {verdict_line(summary)}")

@@ -167,7 +167,7 @@ class LocalEndpoint:
     def stop(self, timeout: float = 10.0) -> int | None:
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None
-        self.process.send_signal(signal.SIGTERM)
+        self.process.send_signal(signal.SIGINT)  # gunicorn: quick shutdown (SIGTERM waits for workers)
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:

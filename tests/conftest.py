@@ -1,0 +1,60 @@
+"""Shared fixtures. Locust is imported first: it monkey-patches gevent, which must happen before
+boto3/urllib3 are imported (REFERENCE.md)."""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (import order matters: gevent patching before boto3)
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sm_locust.endpoint.server import LocalEndpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_PAYLOAD = ROOT / "sm_locust" / "data" / "ranking_10rows.json"
+
+
+@pytest.fixture(autouse=True)
+def _aws_sandbox(monkeypatch, tmp_path):
+    """No real AWS config or credentials leak into tests; placeholders only."""
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws_config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws_credentials"))
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME",
+                 "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+@pytest.fixture
+def endpoint_factory(tmp_path):
+    """Start local endpoints on 127.0.0.1 with free ports; all are stopped after the test."""
+    started: list[LocalEndpoint] = []
+
+    def start(**settings) -> LocalEndpoint:
+        ep = LocalEndpoint(log_path=tmp_path / f"endpoint{len(started)}.log", **settings)
+        started.append(ep)
+        return ep.start()
+
+    yield start
+    for ep in started:
+        ep.stop()
+
+
+@pytest.fixture
+def endpoint(endpoint_factory) -> LocalEndpoint:
+    return endpoint_factory()
+
+
+def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m sm_locust ARGS` and capture its output."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "sm_locust", *args], capture_output=True, text=True, timeout=timeout,
+                          env=full_env, cwd=cwd)

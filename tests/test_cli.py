@@ -1,0 +1,126 @@
+"""The `sm-locust` command as a user meets it: runs, run folders, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from sm_locust.endpoint.server import free_port
+from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+
+def assert_one_line_error(result, code: int, *needles: str) -> None:
+    assert result.returncode == code, result.stderr + result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_run_writes_the_run_folder(endpoint, tmp_path):
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+                     "-u", "2", "-r", "10", "-t", "4s", "--out", str(out), "-q")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"results in {out}" in result.stdout
+    for name in ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv"):
+        assert (out / name).exists(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["endpoint"] == "ep"
+    assert summary["totals"]["requests"] > 20
+    assert summary["totals"]["failures"] == 0
+    assert summary["steps"][0]["users"] == 2
+    assert summary["payload"]["max_bytes"] == SAMPLE_PAYLOAD.stat().st_size
+    options = json.loads((out / "options.json").read_text())
+    assert options["sm_locust"]["endpoint_url"] == endpoint.url
+    header = (out / "locust_stats_history.csv").read_text().splitlines()[0]
+    assert header.startswith("Timestamp,User Count,Type,Name,Requests/s")
+    server = endpoint.stats()
+    assert server["requests"] >= summary["totals"]["requests"]
+
+
+def test_run_counts_errors_by_code_in_summary(endpoint_factory, tmp_path):
+    ep = endpoint_factory(throttle_ratio=0.3, seed=3)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                     "-u", "2", "-r", "10", "-t", "3s", "--out", str(out), "-q")
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    errors = summary["totals"]["errors"]
+    assert set(errors) == {"ThrottlingException"}
+    assert errors["ThrottlingException"] == summary["totals"]["failures"] > 0
+    assert "ThrottlingException" in result.stdout
+
+
+def test_step_shape_holds_each_user_count(endpoint, tmp_path):
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+                     "--shape", "step", "--start-users", "1", "--step-users", "2", "--step-seconds", "2.5",
+                     "--max-users", "5", "--out", str(out), "-q")
+    assert result.returncode == 0, result.stdout + result.stderr
+    steps = json.loads((out / "summary.json").read_text())["steps"]
+    assert [s["users"] for s in steps] == [1, 3, 5]
+
+
+def test_missing_endpoint_name(tmp_path):
+    result = run_cli("run", "--payload", str(SAMPLE_PAYLOAD), "--out", str(tmp_path / "r"))
+    assert_one_line_error(result, 2, "--endpoint-name")
+    assert not (tmp_path / "r").exists()  # nothing half-started
+
+
+def test_unreadable_payload(tmp_path):
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--payload",
+                     str(tmp_path / "missing.json"))
+    assert_one_line_error(result, 2, "missing.json", "--payload")
+
+
+def test_unknown_option():
+    result = run_cli("run", "--endpoint-name", "ep", "--bogus-flag", "1")
+    assert_one_line_error(result, 2, "--bogus-flag")
+
+
+def test_unknown_shape_lists_valid_ones():
+    result = run_cli("run", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), "--shape", "stairz")
+    assert_one_line_error(result, 2, "stairz", "step")
+
+
+def test_endpoint_url_that_refuses_connections(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
+                     "--out", str(tmp_path / "r"))
+    assert_one_line_error(result, 1, url, "connection refused")
+
+
+def test_no_region_for_real_aws(monkeypatch):
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    result = run_cli("run", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD))
+    assert_one_line_error(result, 2, "--region")
+
+
+def test_serve_port_in_use():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("serve", "--port", str(port), timeout=30)
+    assert_one_line_error(result, 1, str(port), "--port")
+
+
+def test_serve_rejects_impossible_fault_ratios():
+    result = run_cli("serve", "--throttle-ratio", "0.8", "--error-ratio", "0.5", timeout=30)
+    assert_one_line_error(result, 2, "ratios")
+
+
+@pytest.mark.timeout(120)
+def test_demo_end_to_end(tmp_path):
+    out = tmp_path / "demo"
+    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--max-users", "4", timeout=110)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"results in {out}" in result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert [s["users"] for s in summary["steps"]] == [1, 4]
+    assert summary["totals"]["requests"] > 0 and summary["totals"]["failures"] == 0
+    assert summary["steps"][1]["rps"] > summary["steps"][0]["rps"]
