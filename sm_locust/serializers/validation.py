@@ -9,7 +9,6 @@ returned as `InvocationError("InvalidResponse", why)`, so Locust's failure table
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 
