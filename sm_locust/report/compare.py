@@ -53,7 +53,7 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
     _, steps, point, cost, _, gaps, _ = compute(data, opts, none, prices)
     gaps = data.gaps + gaps
     saved = data.run_dir / "steps.csv"
-    if saved.is_file():  # endpoint-side columns from an earlier `sm-locust report`
+    if saved.is_file() and not steps.empty:  # endpoint-side columns from an earlier `sm-locust report`
         try:
             saved_steps = pd.read_csv(saved)
             if len(saved_steps) == len(steps):
