@@ -251,3 +251,11 @@ def test_cli_report_with_moto_is_complete(moto_url, tmp_path, monkeypatch, capsy
     summary = json.loads((run / "summary.json").read_text())
     assert summary["cloudwatch"]["complete"] is True and summary["cloudwatch"]["fetched"]["cw_ModelLatency_avg_ms"] == 2
     assert summary["cost"]["instances_needed"] == 10 and summary["plateau"]["users"] == 2
+
+
+def test_no_region_is_a_gap(monkeypatch, tmp_path):
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    result = create_source("cloudwatch").fetch(MetricRequest("ep", BASE, BASE + 60))
+    assert result.gaps == ["CloudWatch: no AWS region; pass --region or set AWS_REGION"]
