@@ -107,10 +107,10 @@ def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
 
 def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Where run facts may sit: summary.json, its `variant` object, options.json's `sm_locust`
-    section (written by `sm-locust run`), options.json's top level."""
+    and `options` sections (written by `sm-locust run` / `demo`), options.json's top level."""
     variant = summary.get("variant") if isinstance(summary.get("variant"), dict) else {}
-    nested = run_options.get("sm_locust") if isinstance(run_options.get("sm_locust"), dict) else {}
-    return [summary, variant, nested, run_options]
+    nested = [run_options[k] for k in ("sm_locust", "options") if isinstance(run_options.get(k), dict)]
+    return [summary, variant, *nested, run_options]
 
 
 def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> ReportOptions:
