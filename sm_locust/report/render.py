@@ -234,7 +234,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         if "cw_MemoryUtilization_avg_pct" in step:
             rows.append(("Endpoint memory there (avg / max)",
                          f"{fmt(step.get('cw_MemoryUtilization_avg_pct'))} / {fmt(step.get('cw_MemoryUtilization_max_pct'))} %"))
-        if "model_latency_ms" in step:
+        if not _is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
                          f"{fmt(step.get('client_avg_ms'))} = {fmt(step.get('model_latency_ms'))} + "
                          f"{fmt(step.get('overhead_latency_ms'))} + {fmt(step.get('network_client_ms'))} ms"))
@@ -256,6 +256,10 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Serverless estimate", f"${fmt(sv['usd_per_million'], 2)} per 1M ({sv['memory_mb']} MB, "
                                             f"{fmt(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
     return rows
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
 def _point_step(m: ReportModel) -> dict[str, Any] | None:
