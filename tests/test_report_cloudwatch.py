@@ -251,6 +251,11 @@ def test_cli_report_with_moto_is_complete(moto_url, tmp_path, monkeypatch, capsy
     summary = json.loads((run / "summary.json").read_text())
     assert summary["cloudwatch"]["complete"] is True and summary["cloudwatch"]["fetched"]["cw_ModelLatency_avg_ms"] == 2
     assert summary["cost"]["instances_needed"] == 10 and summary["plateau"]["users"] == 2
+    page = (run / "report.html").read_text()
+    for div in ("fig-endpoint-load", "fig-decomposition"):
+        assert f'Plotly.newPlot(                        "{div}"' in page or f'"{div}",' in page
+    assert "None: all data present." in page and "= 84.0 +" not in page  # plateau is step 2
+    assert "130.8 = 100.0 + 6.0 + 24.8 ms" in page
 
 
 def test_no_region_is_a_gap(monkeypatch, tmp_path):
