@@ -1,66 +1,152 @@
-"""The sm-locust options, registered on Locust's own parser.
+"""The sm-locust options: declared once, registered on Locust's parser and on `sm-locust run`.
 
 Registering through `events.init_command_line_parser` means one set of options works everywhere
 Locust reads options: the command line, `SM_LOCUST_*` environment variables, `locust.conf`, and the
 web UI (where they show and can be edited before each swarm); in distributed runs the master
-forwards them to the workers. `SageMakerSettings` is the validated, typed view the users read.
+forwards them to the workers. `sm-locust run` declares the same options on its own parser and
+forwards the ones given to the Locust process unchanged.
+
+Each feature declares its options as a list of `OptionSpec` in its own module, listed in
+`OPTION_PROVIDERS`; `SageMakerSettings` is the validated, typed view of the endpoint options.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from dataclasses import dataclass, fields
 from typing import Any
 
 from sm_locust.errors import UsageError
 
-GROUP_TITLE = "sm-locust: SageMaker endpoint"
 
-# (flag, env var, default, help, extra argparse kwargs)
-_OPTIONS: list[tuple[str, str, Any, str, dict]] = [
-    ("--endpoint-name", "SM_LOCUST_ENDPOINT_NAME", "", "SageMaker endpoint name to invoke (required)", {}),
-    ("--endpoint-url", "SM_LOCUST_ENDPOINT_URL", "",
-     "runtime API URL, e.g. http://127.0.0.1:8080 for the local endpoint (default: AWS, or $AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME)", {}),
-    ("--region", "SM_LOCUST_REGION", "", "AWS region (default: the boto3 chain, $AWS_REGION / profile)", {}),
-    ("--aws-profile", "SM_LOCUST_AWS_PROFILE", "", "AWS profile name (default: $AWS_PROFILE / default chain)", {}),
-    ("--payload", "SM_LOCUST_PAYLOAD", "", "request body source: a file sent verbatim (see docs/payloads.md for more)", {}),
-    ("--content-type", "SM_LOCUST_CONTENT_TYPE", "application/json", "Content-Type of the request body", {}),
-    ("--accept", "SM_LOCUST_ACCEPT", "", "Accept header: the response format to ask for", {}),
-    ("--custom-attributes", "SM_LOCUST_CUSTOM_ATTRIBUTES", "", "X-Amzn-SageMaker-Custom-Attributes", {}),
-    ("--target-model", "SM_LOCUST_TARGET_MODEL", "", "TargetModel (multi-model endpoints)", {}),
-    ("--target-variant", "SM_LOCUST_TARGET_VARIANT", "", "TargetVariant (production variant)", {}),
-    ("--inference-component", "SM_LOCUST_INFERENCE_COMPONENT", "", "InferenceComponentName", {}),
-    ("--inference-id", "SM_LOCUST_INFERENCE_ID", "", "InferenceId sent with every request", {}),
-    ("--think-time", "SM_LOCUST_THINK_TIME", 0.0,
-     "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)", {"type": float}),
-    ("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", {"type": float}),
-    ("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", {"type": float}),
-    ("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.json into", {"include_in_web_ui": False}),
-    ("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
-     {"type": float, "include_in_web_ui": False}),
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option, as Locust and `sm-locust run` both declare it."""
+
+    flag: str
+    env_var: str
+    default: Any
+    help: str
+    type: Any = None  # None = str
+    web_ui: bool = True
+    choices: tuple | None = None
+    forward: bool = True  # `sm-locust run` passes it on to the Locust process
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def argparse_kwargs(self) -> dict:
+        kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
+        if self.type is bool:
+            kwargs["type"] = _parse_bool
+        elif self.type is not None:
+            kwargs["type"] = self.type
+        if self.choices:
+            kwargs["choices"] = list(self.choices)
+        return kwargs
+
+
+def _parse_bool(value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"not a true/false value: {value!r}")
+
+
+ENDPOINT_OPTIONS: list[OptionSpec] = [
+    OptionSpec("--endpoint-name", "SM_LOCUST_ENDPOINT_NAME", "", "SageMaker endpoint name to invoke (required)"),
+    OptionSpec("--endpoint-url", "SM_LOCUST_ENDPOINT_URL", "",
+               "runtime API URL, e.g. http://127.0.0.1:8080 for the local endpoint (default: AWS, or $AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME)"),
+    OptionSpec("--region", "SM_LOCUST_REGION", "", "AWS region (default: the boto3 chain, $AWS_REGION / profile)"),
+    OptionSpec("--aws-profile", "SM_LOCUST_AWS_PROFILE", "", "AWS profile name (default: $AWS_PROFILE / default chain)"),
+    OptionSpec("--payload", "SM_LOCUST_PAYLOAD", "", "request body source: a file sent verbatim, .jsonl, folder, .npy/.npz, module:function (docs/payloads.md)"),
+    OptionSpec("--content-type", "SM_LOCUST_CONTENT_TYPE", "",
+               "Content-Type of the request body (default: from the payload source; application/json for a plain file)"),
+    OptionSpec("--accept", "SM_LOCUST_ACCEPT", "", "Accept header: the response format to ask for"),
+    OptionSpec("--custom-attributes", "SM_LOCUST_CUSTOM_ATTRIBUTES", "", "X-Amzn-SageMaker-Custom-Attributes"),
+    OptionSpec("--target-model", "SM_LOCUST_TARGET_MODEL", "", "TargetModel (multi-model endpoints)"),
+    OptionSpec("--target-variant", "SM_LOCUST_TARGET_VARIANT", "", "TargetVariant (production variant)"),
+    OptionSpec("--inference-component", "SM_LOCUST_INFERENCE_COMPONENT", "", "InferenceComponentName"),
+    OptionSpec("--inference-id", "SM_LOCUST_INFERENCE_ID", "", "InferenceId sent with every request"),
+    OptionSpec("--think-time", "SM_LOCUST_THINK_TIME", 0.0,
+               "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)", float),
+    OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float),
+    OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float),
+    OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.json into", web_ui=False, forward=False),
+    OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
+               float, web_ui=False, forward=False),
 ]
+
+# "module:attribute" of every list of OptionSpec; a feature adds its own line here.
+OPTION_PROVIDERS: tuple[str, ...] = (
+    "sm_locust.options:ENDPOINT_OPTIONS",
+    "sm_locust.shapes.options:OPTIONS",
+)
+
+
+def all_option_specs() -> list[OptionSpec]:
+    specs: list[OptionSpec] = []
+    for provider in OPTION_PROVIDERS:
+        module, _, attribute = provider.partition(":")
+        specs.extend(getattr(importlib.import_module(module), attribute))
+    return specs
 
 
 def register_options(parser) -> None:
-    """Add the sm-locust options to Locust's parser (call from init_command_line_parser)."""
-    # Locust's parser (not an argument group) knows include_in_web_ui; its groups do not.
-    for flag, env_var, default, help_text, extra in _OPTIONS:
-        parser.add_argument(flag, env_var=env_var, default=default, help=f"[{GROUP_TITLE}] {help_text}", **extra)
+    """Add every sm-locust option to Locust's parser (call from init_command_line_parser).
+
+    Locust's parser itself (not an argument group) knows env_var and include_in_web_ui.
+    """
+    for spec in all_option_specs():
+        parser.add_argument(spec.flag, env_var=spec.env_var, include_in_web_ui=spec.web_ui, **spec.argparse_kwargs())
 
 
-def option_flags() -> list[str]:
-    return [flag for flag, *_ in _OPTIONS]
+def add_cli_options(parser, title: str = "sm-locust options (also SM_LOCUST_* env vars)") -> None:
+    """Declare the same options on an argparse parser (defaults from the same env vars)."""
+    group = parser.add_argument_group(title)
+    for spec in all_option_specs():
+        if not spec.forward:
+            continue
+        kwargs = spec.argparse_kwargs()
+        env_value = os.environ.get(spec.env_var)
+        if env_value is not None:
+            try:
+                kwargs["default"] = kwargs.get("type", str)(env_value)
+            except ValueError:
+                raise UsageError(f"{spec.env_var}={env_value!r} is not valid for {spec.flag}") from None
+        kwargs["help"] = f"{spec.help} [{spec.env_var}]"
+        group.add_argument(spec.flag, **kwargs)
+
+
+def forwarded_arguments(values: Any) -> list[str]:
+    """The command-line flags for the options in `values` that differ from their defaults."""
+    args: list[str] = []
+    for spec in all_option_specs():
+        if not spec.forward or not hasattr(values, spec.dest):
+            continue
+        value = getattr(values, spec.dest)
+        if value is None or value == spec.default:
+            continue
+        args += [spec.flag, str(value)]
+    return args
 
 
 @dataclass
 class SageMakerSettings:
-    """Validated settings for one run (from Locust's parsed options or keyword arguments)."""
+    """Validated endpoint settings for one run (from Locust's parsed options or keyword arguments)."""
 
     endpoint_name: str = ""
     endpoint_url: str = ""
     region: str = ""
     aws_profile: str = ""
     payload: str = ""
-    content_type: str = "application/json"
+    content_type: str = ""
     accept: str = ""
     custom_attributes: str = ""
     target_model: str = ""

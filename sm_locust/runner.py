@@ -16,10 +16,11 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sm_locust.errors import RunError
 from sm_locust.locustfiles import path as locustfile_path
-from sm_locust.options import SageMakerSettings
+from sm_locust.options import SageMakerSettings, forwarded_arguments
 from sm_locust.summary import write_json
 
 DEFAULT_REPORTS_DIR = "reports"
@@ -33,7 +34,6 @@ class LoadSettings:
     spawn_rate: float | None = None
     run_time: str | None = None
     shape: str | None = None
-    shape_options: dict = field(default_factory=dict)
     processes: int | None = None
     quiet: bool = False
     progress_every_s: float = 0.0
@@ -57,7 +57,8 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
     return candidate
 
 
-def locust_command(settings: SageMakerSettings, load: LoadSettings, out: Path) -> list[str]:
+def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[str]:
+    """The Locust command line; `forwarded` are sm-locust option flags (see options.forwarded_arguments)."""
     files = [locustfile_path("sagemaker")]
     if load.shape:
         from sm_locust.shapes import SHAPES
@@ -78,25 +79,24 @@ def locust_command(settings: SageMakerSettings, load: LoadSettings, out: Path) -
         cmd += ["--only-summary"]
     if load.progress_every_s:
         cmd += ["--sm-progress", str(load.progress_every_s)]
-    for key, value in asdict(settings).items():
-        if key in ("sm_out", "sm_progress") or value in ("", None):
-            continue
-        if key in ("think_time", "connect_timeout", "read_timeout") and value == getattr(SageMakerSettings, key):
-            continue
-        cmd += [f"--{key.replace('_', '-')}", str(value)]
-    for key, value in load.shape_options.items():
-        if value is not None:
-            cmd += [f"--{key.replace('_', '-')}", str(value)]
+    cmd += forwarded
     return cmd + list(load.locust_args)
 
 
-def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None) -> dict:
-    """Run Locust headless into `out`; return summary.json's content."""
+def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None,
+            options: Any = None) -> dict:
+    """Run Locust headless into `out`; return summary.json's content.
+
+    `options` holds every sm-locust option by dest name (argparse namespace or any object); the
+    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    cmd = locust_command(settings, load, out)
-    options = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
-               "load": asdict(load), "locust_command": cmd[1:]}
-    write_json(out / "options.json", options)
+    options = settings if options is None else options
+    cmd = locust_command(forwarded_arguments(options), load, out)
+    recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
+                "options": {k: v for k, v in vars(options).items() if not k.startswith("_") and not callable(v)},
+                "load": asdict(load), "locust_command": cmd[1:]}
+    write_json(out / "options.json", recorded)
     env = dict(os.environ)
     env.update(extra_env or {})
     env.setdefault("PYTHONUNBUFFERED", "1")

@@ -51,12 +51,12 @@ def run(args: argparse.Namespace) -> int:
     with LocalEndpoint(config, log_path=out / "endpoint.log") as endpoint:
         settings = SageMakerSettings(endpoint_name=DEMO_ENDPOINT, endpoint_url=endpoint.url, payload=payload)
         extra_env = preflight(settings)
-        load = LoadSettings(shape="step", spawn_rate=100.0, quiet=not args.verbose, progress_every_s=5.0,
-                            shape_options={"start_users": 1, "step_users": schedule.step_users,
-                                           "step_seconds": schedule.step_seconds, "max_users": schedule.max_users})
+        options = argparse.Namespace(**vars(settings), start_users=1, step_users=schedule.step_users,
+                                     step_seconds=schedule.step_seconds, max_users=schedule.max_users)
+        load = LoadSettings(shape="step", spawn_rate=100.0, quiet=not args.verbose, progress_every_s=5.0)
         print(f"sm-locust demo: step load {schedule.start_users} -> {schedule.max_users} users, "
               f"+{schedule.step_users} every {schedule.step_seconds:g} s (~{schedule.duration:.0f} s)", flush=True)
-        summary = execute(settings, load, out, extra_env)
+        summary = execute(settings, load, out, extra_env, options=options)
         server = endpoint.stats()
     print(f"sm-locust demo: {verdict_line(summary)}")
     print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")

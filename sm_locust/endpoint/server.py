@@ -98,7 +98,7 @@ class LocalEndpoint:
     """A local endpoint in a child process: `with LocalEndpoint(service_time_ms=10) as ep: ep.url`."""
 
     def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None, **overrides):
-        self.config = config or EndpointConfig()
+        self.config = config or EndpointConfig(port=0)  # tests and demos: a free port, never 8080
         for key, value in overrides.items():
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown endpoint setting {key!r}")

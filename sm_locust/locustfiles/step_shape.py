@@ -1,12 +1,6 @@
-"""Step-load shape locustfile: add it to the default one, `-f locustfiles/sagemaker.py,locustfiles/step.py`."""
+"""Step-load shape locustfile: add it to the default one, `-f locustfiles/sagemaker.py,locustfiles/step.py`.
+Its options (--start-users, --step-users, --step-seconds, --max-users) are registered by the default locustfile."""
 
-from locust import events
-
-from sm_locust.shapes.step import StepLoadShape, register_step_options
+from sm_locust.shapes.step import StepLoadShape
 
 __all__ = ["StepLoadShape"]
-
-
-@events.init_command_line_parser.add_listener
-def _register(parser, **_kw) -> None:
-    register_step_options(parser)

@@ -51,14 +51,6 @@ class StepSchedule:
         return self.start_users + index * self.step_users
 
 
-def register_step_options(parser) -> None:
-    group = parser  # Locust's parser knows env_var/include_in_web_ui; its argument groups do not
-    group.add_argument("--start-users", type=int, default=1, env_var="SM_LOCUST_START_USERS", help="users in the first step")
-    group.add_argument("--step-users", type=int, default=1, env_var="SM_LOCUST_STEP_USERS", help="users added each step")
-    group.add_argument("--step-seconds", type=float, default=30.0, env_var="SM_LOCUST_STEP_SECONDS", help="seconds each step is held")
-    group.add_argument("--max-users", type=int, default=10, env_var="SM_LOCUST_MAX_USERS", help="users in the last step")
-
-
 def schedule_from_options(options) -> StepSchedule:
     return StepSchedule(
         start_users=int(getattr(options, "start_users", 1)),
