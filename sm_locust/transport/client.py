@@ -190,10 +190,11 @@ class FastSageMakerClient:
         self._prefix = parts.path.rstrip("/")
         self._host = host_header(self.base_url)
         quoted = quote(endpoint_name, safe="-_.~")
+        base = f"{self._prefix}/endpoints/{quoted}"
         self.paths = {
-            INVOKE_ENDPOINT: f"{self._prefix}/endpoints/{quoted}/invocations",
-            INVOKE_ENDPOINT_STREAM: f"{self._prefix}/endpoints/{quoted}/invocations-response-stream",
-            INVOKE_ENDPOINT_ASYNC: f"{self._prefix}/endpoints/{quoted}/async-invocations",
+            INVOKE_ENDPOINT: f"{base}/invocations",
+            INVOKE_ENDPOINT_STREAM: f"{base}/invocations-response-stream",
+            INVOKE_ENDPOINT_ASYNC: f"{base}/async-invocations",
         }
         https = parts.scheme == "https"
         ca_bundle = ca_bundle or os.environ.get("AWS_CA_BUNDLE") or None
@@ -331,7 +332,7 @@ class FastSageMakerClient:
                 self._fire_ms(INTER_CHUNK, name, gap * 1000, start_time, 1, None, path, context)
         stream_context = {**(context or {}), **stats}
         self._fire(
-            INVOKE_ENDPOINT_STREAM, name, t0, start_time, length, error, path, stream_context, end=end
+            INVOKE_ENDPOINT_STREAM, name, t0, start_time, length, error, path, stream_context, end
         )
         if error is not None:
             return None

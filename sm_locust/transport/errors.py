@@ -104,7 +104,8 @@ def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: by
     if status >= 500 and (body is None or not body.strip() or body.strip().startswith(b"<html>")):
         return {"Error": {"Code": str(status), "Message": http.client.responses.get(status, "")}}
     parsed = _json_body(body or b"")
-    error: dict[str, Any] = {"Message": parsed.get("message", parsed.get("Message", "")), "Code": ""}
+    message = parsed.get("message", parsed.get("Message", ""))
+    error: dict[str, Any] = {"Message": message, "Code": ""}
     code = parsed.get("__type", str(status))
     if code is not None:
         code = _strip_code(str(code))
@@ -144,7 +145,9 @@ def error_from_parsed(parsed: Mapping[str, Any], status: int | None = None) -> I
     return InvocationError(str(code), message, status)
 
 
-def error_from_response(status: int, headers: Mapping[str, str] | Any, body: bytes | None) -> InvocationError:
+def error_from_response(
+    status: int, headers: Mapping[str, str] | Any, body: bytes | None
+) -> InvocationError:
     """`InvocationError` for an HTTP error response, as botocore would name it."""
     return error_from_parsed(parse_error_response(status, headers, body), status)
 

@@ -43,7 +43,7 @@ class FastSageMakerUser(User):
     """Signing region and default host; None: AWS_REGION / AWS_DEFAULT_REGION / the profile."""
 
     endpoint_url: str | None = None
-    """Base URL override; None: `host` (--host), then AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME, then AWS."""
+    """Base URL; None: `host` (--host), else AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME, else AWS."""
 
     concurrency: int = 10
     """Connections in this user's keep-alive pool."""
@@ -76,14 +76,8 @@ class FastSageMakerUser(User):
                 f"{type(self).__name__} has no endpoint_name: set the `endpoint_name` class "
                 "attribute to the SageMaker endpoint to invoke."
             )
-        token_counter = type(self).__dict__.get("token_counter", None)
-        if token_counter is None:  # a plain function attribute would be bound: look it up raw
-            for klass in type(self).__mro__:
-                if "token_counter" in klass.__dict__:
-                    token_counter = klass.__dict__["token_counter"]
-                    break
-        if isinstance(token_counter, staticmethod):
-            token_counter = token_counter.__func__
+        # a plain function set as class attribute would come back bound: read it unbound
+        token_counter = _unbound(type(self), "token_counter")
         self.client: FastSageMakerClient = self.client_cls(
             self.endpoint_name,
             environment=self.environment,
@@ -100,3 +94,11 @@ class FastSageMakerUser(User):
             user=self,
         )
         """The FastSageMakerClient this user calls."""
+
+
+def _unbound(cls: type, attribute: str) -> Any:
+    for klass in cls.__mro__:
+        if attribute in klass.__dict__:
+            value = klass.__dict__[attribute]
+            return value.__func__ if isinstance(value, staticmethod) else value
+    return None
