@@ -27,10 +27,9 @@ Two kinds of failure reach Locust's failure table as an `InvocationError`:
 from __future__ import annotations
 
 import errno
-import http.client
 import json
 import socket
-import ssl
+from http import HTTPStatus
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +56,8 @@ _MESSAGES = {
     SSL_ERROR: "SSL validation failed for {url} {error}",
     NO_CREDENTIALS_ERROR: "Unable to locate credentials",
 }
+
+_REASONS = {s.value: s.phrase for s in HTTPStatus}  # == http.client.responses, without ssl
 
 # functions of geventhttpclient / gevent that only run while a connection is being opened
 _CONNECT_FRAMES = frozenset(
@@ -102,7 +103,7 @@ def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: by
         # botocore parses a 300 as a success; the client then raises with no Error
         return {}
     if status >= 500 and (body is None or not body.strip() or body.strip().startswith(b"<html>")):
-        return {"Error": {"Code": str(status), "Message": http.client.responses.get(status, "")}}
+        return {"Error": {"Code": str(status), "Message": _REASONS.get(status, "")}}
     parsed = _json_body(body or b"")
     message = parsed.get("message", parsed.get("Message", ""))
     error: dict[str, Any] = {"Message": message, "Code": ""}
@@ -176,6 +177,8 @@ def network_error(exc: BaseException, url: str) -> InvocationError:
     - TLS failure -> SSLError; no credentials -> NoCredentialsError
     Anything else is named by its class, so it still shows up as a failure, never raised.
     """
+    import ssl  # not at import time: gevent must patch it first
+
     from gevent import Timeout
     from geventhttpclient.response import HTTPParseError
 
