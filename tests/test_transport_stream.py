@@ -149,6 +149,9 @@ def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
     if endpoint != "http-error":
         assert isinstance(caught.value, EventStreamError)
     assert str(total["exception"]) == str(error_from_client_error(caught.value))
+    from sm_locust.client import name_error
+
+    assert str(total["exception"]) == str(name_error(caught.value))
     if endpoint == "mid-error":  # the chunk before the error was timed, the rest still read
         assert [e["request_type"] for e in seen] == ["TTFT", "InvokeEndpointWithResponseStream"]
         assert str(total["exception"]) == "ModelStreamError: model crashed"

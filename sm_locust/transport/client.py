@@ -12,10 +12,12 @@ Locust's `request` event, like `locust.contrib.fasthttp.FastHttpSession` does fo
 | `invoke_async` | `InvokeEndpointAsync` | same |
 
 `response_time` is milliseconds from `time.perf_counter()`, taken before signing (the boto3 user
-times the whole call the same way). A failure is an `InvocationError` named as botocore names it
-(`ThrottlingException: Rate exceeded`, `ModelError: ...`, `ReadTimeoutError: ...`); it is fired,
-never raised, and the method returns None. No call is retried; every response body is read to its
-end so the connection goes back to the pool.
+times the whole call the same way). `context` is `{"endpoint", "variant"}` (the invoked production
+variant, as the boto3 client reports it) updated with the caller's `context=`. A failure is an
+`InvocationError` named as botocore names it (`ThrottlingException: Rate exceeded`,
+`ModelError: ...`, `ReadTimeoutError: ...`); it is fired, never raised, and the method returns
+None. No call is retried; every response body is read to its end so the connection goes back to
+the pool.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ INTER_CHUNK = "InterChunk"
 INTER_CHUNK_MODES = ("mean", "each", "none")
 ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
+INVOKED_VARIANT = "x-amzn-invoked-production-variant"
 
 # headers each operation models (botocore service model); others are not sent
 _STREAM_HEADERS = {
@@ -231,6 +234,8 @@ class FastSageMakerClient:
             error = None
         except Exception as exc:  # noqa: BLE001 - every failure becomes an event
             error = network_error(exc, self.base_url + path)
+        variant = result.headers.get(INVOKED_VARIANT) if result is not None else None
+        context = {"endpoint": self.endpoint_name, "variant": variant, **(context or {})}
         self._fire(INVOKE_ENDPOINT, name, t0, start_time, length, error, path, context)
         return result
 
@@ -275,6 +280,7 @@ class FastSageMakerClient:
             error = None
         except Exception as exc:  # noqa: BLE001
             error = network_error(exc, self.base_url + path)
+        context = {"endpoint": self.endpoint_name, **(context or {})}
         self._fire(INVOKE_ENDPOINT_ASYNC, name, t0, start_time, length, error, path, context)
         return result
 
@@ -330,7 +336,9 @@ class FastSageMakerClient:
         elif gaps and self.inter_chunk == "each":
             for gap in gaps:
                 self._fire_ms(INTER_CHUNK, name, gap * 1000, start_time, 1, None, path, context)
-        stream_context = {**(context or {}), **stats}
+        variant = rheaders.get(INVOKED_VARIANT)
+        stream_context = {"endpoint": self.endpoint_name, "variant": variant, **(context or {})}
+        stream_context.update(stats)
         self._fire(
             INVOKE_ENDPOINT_STREAM, name, t0, start_time, length, error, path, stream_context, end
         )

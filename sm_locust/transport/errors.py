@@ -16,12 +16,14 @@ Two kinds of failure reach Locust's failure table as an `InvocationError`:
 
   `error_from_parsed` turns that (or a botocore `ClientError.response`, via
   `error_from_client_error`) into the `InvocationError`; a ModelError keeps the model's status in
-  the message, first so truncation cannot cut it: `ModelError: [OriginalStatusCode=400] ...`.
-  Both transports therefore produce the same failure text for the same response.
+  the message, first so truncation cannot cut it: `ModelError: (original status 400) ...`, the
+  text the boto3 client (`sm_locust.client.name_error`) gives, so both transports report the same
+  failure text for the same response.
 
 - a network failure: `network_error` maps the exception to botocore's error names and texts:
   `EndpointConnectionError`, `ConnectTimeoutError`, `ReadTimeoutError`, `ConnectionClosedError`,
-  `SSLError`, `NoCredentialsError`.
+  `SSLError`, `NoCredentialsError`. As on the boto3 path, a text naming the endpoint URL is cut
+  before the URL (`ReadTimeoutError: Read timeout on endpoint URL`), so failures group by kind.
 """
 
 from __future__ import annotations
@@ -135,15 +137,19 @@ def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: by
 
 
 def error_from_parsed(parsed: Mapping[str, Any], status: int | None = None) -> InvocationError:
-    """The InvocationError for a parsed error response (ours or a `ClientError.response`)."""
+    """The InvocationError for a parsed error response (ours or a `ClientError.response`).
+
+    Same text as the boto3 path (`sm_locust.client.name_error`): code, else the status; a
+    ModelError's message starts with `(original status N)`.
+    """
     info = parsed.get("Error", {}) or {}
-    code = info.get("QueryErrorCode") or info.get("Code") or "Unknown"
-    message = info.get("Message", "Unknown") if info else "Unknown"
-    if code == MODEL_ERROR and parsed.get("OriginalStatusCode") is not None:
-        message = f"[OriginalStatusCode={parsed['OriginalStatusCode']}] {message}"
     if status is None:
         status = (parsed.get("ResponseMetadata") or {}).get("HTTPStatusCode")
-    return InvocationError(str(code), message, status)
+    code = str(info.get("QueryErrorCode") or info.get("Code") or status or "Unknown")
+    message = str(info.get("Message") or "")
+    if code == MODEL_ERROR and parsed.get("OriginalStatusCode"):
+        message = f"(original status {parsed['OriginalStatusCode']}) {message}"
+    return InvocationError(code, message, status)
 
 
 def error_from_response(
@@ -204,7 +210,10 @@ def network_error(exc: BaseException, url: str) -> InvocationError:
         code = ENDPOINT_CONNECTION_ERROR if _in_connect_phase(exc) else CONNECTION_CLOSED_ERROR
     else:
         return InvocationError(type(exc).__name__, str(exc))
-    return InvocationError(code, _MESSAGES[code].format(url=url, error=exc))
+    text = _MESSAGES[code].format(url=url, error=exc)
+    if "endpoint URL" in text:  # as sm_locust.client.name_error: the URL is the same every time
+        text = text.split(":", 1)[0]
+    return InvocationError(code, text)
 
 
 # modeled exceptions of the ResponseStream event stream and their members (service model)
