@@ -1,0 +1,89 @@
+"""`sm-locust smoke`: a short load test followed by pass/fail gates, for CI.
+
+Two ways in, one set of gates (sm_locust.gates):
+
+- `sm-locust smoke --endpoint-name NAME --payload FILE [run options] [gates]` runs a short headless
+  test exactly as `sm-locust run` does (default 2 users for 5 s) into a run folder, then gates it;
+- `sm-locust smoke --run-dir DIR [gates]` gates a run folder that already exists (e.g. from a
+  longer `sm-locust run`), without sending anything.
+
+Exit codes: 0 every gate passed, 1 a gate failed (or the run did not complete), 2 bad input
+(unmeetable or contradictory limits, a baseline that is not a run, workers that never connected).
+Every gate and every bad input is checked before any traffic is sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from sm_locust.errors import RunError, UsageError
+
+SMOKE_USERS = 2
+SMOKE_RUN_TIME = "5s"
+
+
+def add_parser(subparsers) -> None:
+    from sm_locust.cli.run import add_load_arguments
+    from sm_locust.gates.cli import add_gate_arguments
+    from sm_locust.options import add_cli_options
+
+    p = subparsers.add_parser(
+        "smoke", help="a short load test (or an existing run folder) checked against pass/fail gates, for CI",
+        description="Run a short headless load test (default 2 users, 5 s) and check it against gates: "
+        "--max-p95-ms, --max-p99-ms, --max-error-rate, --min-rps (optionally per request name), --baseline. "
+        "With --run-dir, check an existing run folder instead. Exit 0 pass, 1 a gate failed, 2 bad input. "
+        "Arguments after -- go to Locust as they are.",
+    )
+    p.add_argument("--run-dir", default=None, metavar="DIR", help="gate this existing run folder instead of running a test")
+    add_gate_arguments(p)
+    add_cli_options(p)
+    add_load_arguments(p)
+    p.add_argument("-v", "--verbose", dest="quiet", action="store_false", help="show Locust's periodic tables")
+    p.set_defaults(accepts_passthrough=True, quiet=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sm_locust.gates.cli import gates_from_args, report
+    from sm_locust.gates.runfolder import load_run
+
+    gates = gates_from_args(args)  # every usage error before anything runs
+    if args.run_dir:
+        if args.endpoint_name or getattr(args, "passthrough", None):
+            raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or drop --run-dir")
+        run_data = load_run(args.run_dir)
+        summary_duration = 0.0
+        out = args.run_dir
+    else:
+        out, summary_duration = _short_run(args)
+        run_data = load_run(out)
+    _, code = report(gates, run_data, junit=args.junit, prefix="sm-locust smoke", duration_s=summary_duration,
+                     properties={"run_dir": str(out)})
+    return code
+
+
+def _short_run(args: argparse.Namespace):
+    from sm_locust.cli.run import load_from_args, settings_from_args
+    from sm_locust.payloads import load_payloads
+    from sm_locust.preflight import preflight
+    from sm_locust.runner import choose_out_dir, execute, verdict_line
+
+    if args.users is None and not args.shape:
+        args.users = SMOKE_USERS
+    if args.run_time is None and not args.shape:
+        args.run_time = SMOKE_RUN_TIME
+    settings = settings_from_args(args).validate()
+    load = load_from_args(args)
+    load_payloads(settings.payload, content_type=settings.content_type or None, **settings.headers())
+    extra_env = preflight(settings)
+    out = choose_out_dir(args.out, settings.endpoint_name)
+    try:
+        summary = execute(settings, load, out, extra_env, options=args)
+    except RunError as exc:
+        # Locust exits 2 for bad input found inside it (e.g. workers that never connected, see
+        # sm_locust.workers): keep the usage exit code.
+        if "exited with code 2" in exc.message:
+            raise UsageError(exc.message) from None
+        raise
+    print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
+    print(f"sm-locust smoke: results in {out}/")
+    return out, float(summary.get("duration_s") or 0.0)

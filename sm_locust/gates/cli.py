@@ -1,0 +1,66 @@
+"""Gate flags for an argparse parser and the steps every gate-running command shares.
+
+`sm-locust smoke` uses these; `sm-locust run` can gain the same flags with three calls
+(`add_gate_arguments(parser)`, `gates_from_args(args)` before the run, `report(...)` after).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
+from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
+from sm_locust.gates.junit import to_junit_xml
+from sm_locust.gates.metrics import RunData
+from sm_locust.gates.runfolder import load_run
+from sm_locust.gates.spec import GateSpec
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("gates (VALUE for the whole run, NAME=VALUE for one request name; repeatable)")
+    g.add_argument("--max-p95-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p95 latency is above MS")
+    g.add_argument("--max-p99-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p99 latency is above MS")
+    g.add_argument("--max-error-rate", action="append", default=[], metavar="[NAME=]FRACTION",
+                   help="fail if failures/requests is above FRACTION (0.01 = 1%%)")
+    g.add_argument("--min-rps", action="append", default=[], metavar="[NAME=]RPS", help="fail if throughput is under RPS")
+    g.add_argument("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
+    g.add_argument("--baseline", default=None, metavar="RUN_DIR",
+                   help="fail when p95, p99, throughput or error rate regressed against this earlier run folder")
+    g.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                   help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
+                   f"{DEFAULT_TOLERANCE * 100:g}%%)")
+    g.add_argument("--junit", default=None, metavar="PATH", help="write a JUnit XML report, one testcase per gate")
+
+
+def gates_from_args(args: argparse.Namespace) -> list[Gate]:
+    """Validated gates (UsageError on bad or contradictory limits, or a baseline that is not a run).
+
+    With no limit and no baseline, the default smoke gate applies: no failed requests.
+    """
+    spec = GateSpec(max_p95_ms=args.max_p95_ms, max_p99_ms=args.max_p99_ms, max_error_rate=args.max_error_rate,
+                    min_rps=args.min_rps, min_requests=args.min_requests)
+    gates = spec.build()
+    if args.baseline:
+        gates += regression_gates(load_run(args.baseline, role="baseline"), args.tolerance)
+    elif spec.is_empty():
+        gates.append(MaxErrorRate(0.0))
+    return gates
+
+
+def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, prefix: str = "sm-locust",
+           duration_s: float = 0.0, properties: dict | None = None) -> tuple[list[Verdict], int]:
+    """Evaluate, print one line per gate and a closing line, write JUnit; return (verdicts, exit code)."""
+    verdicts = evaluate(gates, run)
+    for verdict in verdicts:
+        print(f"{prefix}: {verdict.line()}")
+    failed = sum(not v.passed for v in verdicts)
+    print(f"{prefix}: {len(verdicts) - failed} of {len(verdicts)} gates passed" + (" - FAILED" if failed else ""))
+    if junit:
+        path = Path(junit)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_junit_xml(verdicts, time_s=duration_s, properties=properties,
+                                     timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())))
+    return verdicts, (1 if failed else 0)

@@ -1,0 +1,38 @@
+"""JUnit XML for CI systems: one <testsuite>, one <testcase> per gate, <failure> on a failed gate.
+
+The subset every JUnit consumer reads (GitHub, GitLab, Jenkins): testsuites/testsuite with name,
+tests, failures, errors, skipped, time, timestamp; testcase with classname, name, time; failure
+with message and type, and the observed value in <system-out>.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from sm_locust.gates.gates import Verdict
+
+
+def to_junit_xml(verdicts: Sequence[Verdict], *, suite: str = "sm-locust smoke", time_s: float = 0.0,
+                 timestamp: str = "", properties: dict[str, str] | None = None) -> str:
+    failures = sum(not v.passed for v in verdicts)
+    root = ET.Element("testsuites", name=suite, tests=str(len(verdicts)), failures=str(failures), errors="0",
+                      time=f"{time_s:.3f}")
+    attrs = {"name": suite, "tests": str(len(verdicts)), "failures": str(failures), "errors": "0", "skipped": "0",
+             "time": f"{time_s:.3f}"}
+    if timestamp:
+        attrs["timestamp"] = timestamp
+    suite_el = ET.SubElement(root, "testsuite", attrs)
+    if properties:
+        props = ET.SubElement(suite_el, "properties")
+        for key, value in properties.items():
+            ET.SubElement(props, "property", name=key, value=str(value))
+    for verdict in verdicts:
+        case = ET.SubElement(suite_el, "testcase", classname="sm_locust.gates", name=verdict.gate, time="0")
+        if not verdict.passed:
+            failure = ET.SubElement(case, "failure", message=verdict.message, type="GateFailed")
+            failure.text = verdict.message
+        out = ET.SubElement(case, "system-out")
+        out.text = f"observed {verdict.observed}"
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

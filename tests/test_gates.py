@@ -1,0 +1,201 @@
+"""Gates as pure logic (synthetic summary.json data), their one-line usage errors, and JUnit XML
+parsed back. The runs against a local endpoint made fast or slow are in test_smoke.py."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from sm_locust.errors import UsageError
+from sm_locust.gates import MaxErrorRate, MaxLatency, MinRequests, MinRps, NoRegression, RunData, evaluate
+from sm_locust.gates.baseline import regression_gates
+from sm_locust.gates.junit import to_junit_xml
+from sm_locust.gates.runfolder import load_run
+from sm_locust.gates.spec import GateSpec, parse_limit
+from tests.conftest import run_cli
+from tests.test_cli import assert_one_line_error
+
+SUMMARY = {"schema": 1, "totals": {"requests": 1000, "failures": 20, "rps": 50.0, "p50_ms": 20.0, "p95_ms": 45.0,
+                                   "p99_ms": 80.0, "errors": {"ThrottlingException": 20}}}
+STATS_ROWS = [
+    {"Type": "sagemaker", "Name": "fast", "Request Count": "600", "Failure Count": "0", "Requests/s": "30",
+     "50%": "10", "95%": "20", "99%": "30"},
+    {"Type": "sagemaker", "Name": "slow", "Request Count": "400", "Failure Count": "20", "Requests/s": "20",
+     "50%": "60", "95%": "90", "99%": "150"},
+    {"Type": "", "Name": "Aggregated", "Request Count": "1000", "Failure Count": "20", "Requests/s": "50",
+     "50%": "20", "95%": "45", "99%": "80"},
+]
+RUN = RunData.from_summary(SUMMARY, STATS_ROWS)
+
+
+def write_run(folder, summary=SUMMARY, rows=STATS_ROWS):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    if rows:
+        header = list(rows[0])
+        lines = [",".join(header)] + [",".join(f'"{r.get(h, "")}"' for h in header) for r in rows]
+        (folder / "locust_stats.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("gate, passed", [
+    (MaxLatency(95, 50), True), (MaxLatency(95, 44), False), (MaxLatency(99, 80), True), (MaxLatency(99, 79.9), False),
+    (MaxErrorRate(0.02), True), (MaxErrorRate(0.019), False), (MinRps(50), True), (MinRps(50.1), False),
+    (MinRequests(1000), True), (MinRequests(1001), False),
+    (MaxLatency(95, 25, "fast"), True), (MaxLatency(95, 25, "slow"), False), (MaxErrorRate(0.0, "fast"), True),
+    (MaxErrorRate(0.0, "slow"), False), (MinRps(25, "fast"), True), (MinRps(25, "slow"), False),
+])
+def test_each_gate_passes_and_fails(gate, passed):
+    verdict = evaluate([gate], RUN)[0]
+    assert verdict.passed is passed
+    assert verdict.line().startswith("PASS" if passed else "FAIL")
+    assert "\n" not in verdict.line()
+    if not passed:
+        assert "limit" in verdict.message or "minimum" in verdict.message or "fewer" in verdict.message
+
+
+def test_failure_messages_name_observed_and_limit():
+    assert MaxLatency(95, 30).check(RUN) == "p95 was 45 ms, over the limit of 30 ms"
+    assert "2.00%" in MaxErrorRate(0.01).check(RUN) and "1.00%" in MaxErrorRate(0.01).check(RUN)
+    assert MinRps(60).check(RUN) == "throughput was 50.0 req/s, under the minimum of 60 req/s"
+
+
+def test_unknown_request_name_fails_and_lists_names():
+    message = MaxLatency(95, 100, "nope").check(RUN)
+    assert "nope" in message and "fast, slow" in message
+
+
+def test_run_without_requests_fails_the_smoke_gate():
+    empty = RunData.from_summary({"totals": {"requests": 0, "failures": 0, "rps": 0, "p95_ms": None}})
+    verdicts = evaluate([MinRequests(1), MaxLatency(95, 100)], empty)
+    assert [v.passed for v in verdicts] == [False, False]
+
+
+def test_regression_gates_with_tolerance():
+    baseline = RunData.from_summary({"totals": {"requests": 1000, "failures": 0, "rps": 50, "p95_ms": 40, "p99_ms": 80}})
+    gates = regression_gates(baseline, tolerance=0.2)
+    assert [g.metric for g in gates] == ["p95", "p99", "rps", "error_rate"]
+    same = evaluate(gates, baseline)
+    assert all(v.passed for v in same)
+    worse = RunData.from_summary({"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
+    by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse))}
+    assert by_metric["p95"].passed is False and "48 ms" in by_metric["p95"].message  # 40 * 1.2
+    assert by_metric["p99"].passed is True  # 95 <= 96
+    assert by_metric["rps"].passed is False  # 30 < 40
+    assert by_metric["error_rate"].passed is False  # 5% > 0% + 1 point
+    assert NoRegression("error_rate", 0.0, 0.1, slack=0.01).check(
+        RunData.from_summary({"totals": {"requests": 100, "failures": 1}})) is None
+
+
+@pytest.mark.parametrize("spec, needle", [
+    (GateSpec(max_p95_ms=["-5"]), "more than 0 ms"),
+    (GateSpec(max_p99_ms=["0"]), "more than 0 ms"),
+    (GateSpec(max_error_rate=["1.5"]), "between 0 and 1"),
+    (GateSpec(max_error_rate=["-0.1"]), "between 0 and 1"),
+    (GateSpec(min_rps=["-1"]), "negative"),
+    (GateSpec(max_p95_ms=["300"], max_p99_ms=["200"]), "contradictory"),
+    (GateSpec(max_p95_ms=["ep=300"], max_p99_ms=["ep=200"]), "contradictory"),
+    (GateSpec(max_p95_ms=["fast"]), "not a number"),
+    (GateSpec(max_p95_ms=["=5"]), "empty"),
+    (GateSpec(max_p95_ms=["100", "200"]), "twice"),
+])
+def test_unmeetable_or_contradictory_limits_are_usage_errors(spec, needle):
+    with pytest.raises(UsageError) as info:
+        spec.build()
+    assert needle in info.value.message
+    assert info.value.exit_code == 2
+
+
+def test_limits_per_name_do_not_contradict_other_scopes():
+    gates = GateSpec(max_p95_ms=["300", "ep=100"], max_p99_ms=["ep=200"]).build()
+    assert [g.name for g in gates][1:] == ["p95 <= 300 ms (all requests)", "p95 <= 100 ms (name 'ep')",
+                                           "p99 <= 200 ms (name 'ep')"]
+    assert parse_limit("--min-rps", "a=b=3").scope == "a=b"
+
+
+def test_junit_xml_parses_back_one_testcase_per_gate():
+    verdicts = evaluate([MaxLatency(95, 50), MaxLatency(99, 10), MinRps(1)], RUN)
+    root = ET.fromstring(to_junit_xml(verdicts, time_s=5.0, timestamp="2026-01-01T00:00:00", properties={"run_dir": "r"}))
+    suite = root.find("testsuite")
+    assert suite.get("tests") == "3" and suite.get("failures") == "1" and suite.get("errors") == "0"
+    cases = suite.findall("testcase")
+    assert [c.get("name") for c in cases] == [v.gate for v in verdicts]
+    failed = [c for c in cases if c.find("failure") is not None]
+    assert len(failed) == 1 and failed[0].get("name").startswith("p99")
+    assert "80 ms" in failed[0].find("failure").get("message")
+    assert suite.find("properties/property").get("value") == "r"
+
+
+def test_load_run_reads_per_name_rows(tmp_path):
+    run = load_run(write_run(tmp_path / "run"))
+    assert run.totals.requests == 1000 and run.by_name["slow"].p99_ms == 150
+    assert "Aggregated" not in run.by_name
+
+
+def test_load_run_rejects_folders_that_are_not_runs(tmp_path):
+    with pytest.raises(UsageError, match="not a directory"):
+        load_run(tmp_path / "missing")
+    with pytest.raises(UsageError, match="no summary.json"):
+        load_run(tmp_path)
+    (tmp_path / "summary.json").write_text("{not json")
+    with pytest.raises(UsageError, match="not readable JSON"):
+        load_run(tmp_path)
+    (tmp_path / "summary.json").write_text("[]")
+    with pytest.raises(UsageError, match="no 'totals'"):
+        load_run(tmp_path)
+
+
+# -- the command over existing run folders (no traffic) ---------------------------------------
+
+def test_smoke_run_dir_pass_and_fail_with_junit(tmp_path):
+    run = write_run(tmp_path / "run")
+    ok = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "50", "--max-p95-ms", "fast=25", "--min-rps", "40",
+                 "--junit", str(tmp_path / "ok.xml"))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.count("sm-locust smoke: PASS") == 4
+    bad = run_cli("smoke", "--run-dir", str(run), "--max-p99-ms", "slow=100", "--max-error-rate", "0.01",
+                  "--junit", str(tmp_path / "bad.xml"))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL p99 <= 100 ms (name 'slow'): p99 was 150 ms" in bad.stdout
+    assert "FAIL error rate <= 1.00% (all requests)" in bad.stdout
+    suite = ET.parse(tmp_path / "bad.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "2" and suite.get("tests") == "3"
+
+
+def test_smoke_default_gate_is_no_failures(tmp_path):
+    result = run_cli("smoke", "--run-dir", str(write_run(tmp_path / "run")))
+    assert result.returncode == 1
+    assert "FAIL error rate <= 0.00%" in result.stdout
+
+
+def test_smoke_baseline_regression(tmp_path):
+    base = write_run(tmp_path / "base", {"totals": {"requests": 1000, "failures": 20, "rps": 80, "p95_ms": 30, "p99_ms": 70}})
+    run = write_run(tmp_path / "run")
+    result = run_cli("smoke", "--run-dir", str(run), "--baseline", str(base), "--tolerance", "0.25")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL p95 no worse than baseline 30 ms" in result.stdout  # 45 > 37.5
+    assert "PASS p99 no worse than baseline 70 ms" in result.stdout  # 80 <= 87.5
+    assert "FAIL rps" in result.stdout  # 50 < 60
+    same = run_cli("smoke", "--run-dir", str(run), "--baseline", str(run))
+    assert same.returncode == 0, same.stdout
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--max-p95-ms", "-1"], ["--max-p95-ms", "more than 0"]),
+    (["--max-p95-ms", "300", "--max-p99-ms", "200"], ["contradictory"]),
+    (["--max-error-rate", "2"], ["between 0 and 1"]),
+    (["--baseline", "{tmp}"], ["baseline", "not a run"]),
+    (["--baseline", "{tmp}/nope"], ["baseline", "not a directory"]),
+    (["--tolerance", "1.5", "--baseline", "{run}"], ["--tolerance"]),
+])
+def test_smoke_bad_input_is_one_line_exit_2(tmp_path, args, needles):
+    run = write_run(tmp_path / "run")
+    args = [a.format(tmp=tmp_path, run=run) for a in args]
+    result = run_cli("smoke", "--run-dir", str(run), *args)
+    assert_one_line_error(result, 2, *needles)
+
+
+def test_smoke_run_dir_that_is_not_a_run(tmp_path):
+    assert_one_line_error(run_cli("smoke", "--run-dir", str(tmp_path)), 2, "not a run")
