@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "demo": "demo",
     "report": "report",
     "compare": "compare",
+    "smoke": "smoke",
 }
 
 
