@@ -16,8 +16,9 @@ from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.errors import SmLocustError
+from sm_locust.fanout import PARTS, invoke_split
 from sm_locust.options import SageMakerSettings, register_options
-from sm_locust.payloads import load_payloads
+from sm_locust.payloads.options import prepare_payloads
 from sm_locust.recorder import RunRecorder
 from sm_locust.users import SageMakerUser
 
