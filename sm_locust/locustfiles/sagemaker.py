@@ -16,9 +16,8 @@ from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.errors import SmLocustError
-from sm_locust.fanout import PARTS, invoke_split
 from sm_locust.options import SageMakerSettings, register_options
-from sm_locust.payloads.options import prepare_payloads
+from sm_locust.payloads import load_payloads
 from sm_locust.recorder import RunRecorder
 from sm_locust.users import SageMakerUser
 
@@ -69,3 +68,11 @@ class InvokeEndpointUser(SageMakerUser):
         pool = self.environment.sm_locust_payloads
         if pool is not None:
             self.client.invoke(pool.next())
+
+
+@events.init.add_listener
+def _attach_worker_tracker(environment, **_kw) -> None:
+    """Distributed runs: record connected and lost workers in summary.json (sm_locust.workers)."""
+    from sm_locust.workers import attach
+
+    attach(environment)
