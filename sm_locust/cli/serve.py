@@ -37,7 +37,13 @@ def add_parser(subparsers) -> None:
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
-    e.add_argument("--cloudwatch-url", default=None, help="publish CloudWatch-style metrics to this CloudWatch API URL")
+    e.add_argument("--cloudwatch-url", default=None,
+                   help="publish the metrics a SageMaker endpoint has (Invocations, ModelLatency, CPUUtilization, ...) "
+                   "to this CloudWatch API URL, e.g. a moto server (docs/endpoint.md)")
+    e.add_argument("--metrics-interval", dest="metrics_interval_s", type=float, default=None,
+                   help="seconds between two publications with --cloudwatch-url (default 10)")
+    e.add_argument("--metrics-endpoint-name", default=None,
+                   help="EndpointName dimension of the metrics (default: --endpoint-name, else sm-locust-local)")
 
 
 def config_from_args(args: argparse.Namespace):
@@ -45,7 +51,7 @@ def config_from_args(args: argparse.Namespace):
 
     keys = ("host", "port", "workers", "threads", "max_concurrency", "service_time_ms", "latency_ms", "jitter_ms",
             "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
-            "seed", "endpoint_name", "variant_name", "cloudwatch_url")
+            "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name")
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.validate()

@@ -28,7 +28,17 @@ FIELDS = (
     "ServiceUnavailable",
     "DropConnection",
 )
+
+# Latency statistics per publishing window (count, sum, min, max of each request's value), kept by
+# `add` whenever a `<base>_sum` below is added to (one add = one request) and read-and-reset by
+# `take_window`: the StatisticValues the CloudWatch publisher sends (sm_locust/endpoint/metrics.py).
+WINDOWED = ("model_latency_us", "overhead_latency_us")
+WINDOW_STATS = ("count", "sum", "min", "max")
+WINDOW_FIELDS = tuple(f"{base}_window_{stat}" for base in WINDOWED for stat in WINDOW_STATS)
+FIELDS = FIELDS + WINDOW_FIELDS
 _INDEX = {name: i for i, name in enumerate(FIELDS)}
+_WINDOW_OF = {f"{base}_sum": tuple(_INDEX[f"{base}_window_{stat}"] for stat in WINDOW_STATS) for base in WINDOWED}
+_FLOAT_SUFFIXES = ("_sum", "_max", "_min")
 
 
 class SharedCounters:
@@ -41,6 +51,18 @@ class SharedCounters:
         with self._array.get_lock():
             for name, amount in amounts.items():
                 self._array[_INDEX[name]] += amount
+                if name in _WINDOW_OF:
+                    self._observe(_WINDOW_OF[name], amount)
+
+    def _observe(self, indexes: tuple[int, int, int, int], value: float) -> None:
+        count, total, low, high = indexes
+        a = self._array
+        if a[count] == 0 or value < a[low]:
+            a[low] = value
+        if a[count] == 0 or value > a[high]:
+            a[high] = value
+        a[count] += 1
+        a[total] += value
 
     def record_max(self, name: str, value: float) -> None:
         with self._array.get_lock():
@@ -51,4 +73,17 @@ class SharedCounters:
     def snapshot(self) -> dict[str, float]:
         with self._array.get_lock():
             values = list(self._array)
-        return {name: (int(v) if not name.endswith(("_sum", "_max")) else v) for name, v in zip(FIELDS, values)}
+        return _named(values)
+
+    def take_window(self) -> dict[str, float]:
+        """A snapshot, and the `*_window_*` fields reset to zero in the same locked step, so no
+        request falls between two windows (only the one CloudWatch publisher calls this)."""
+        with self._array.get_lock():
+            values = list(self._array)
+            for name in WINDOW_FIELDS:
+                self._array[_INDEX[name]] = 0.0
+        return _named(values)
+
+
+def _named(values: list[float]) -> dict[str, float]:
+    return {name: (v if name.endswith(_FLOAT_SUFFIXES) else int(v)) for name, v in zip(FIELDS, values)}

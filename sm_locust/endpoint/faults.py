@@ -62,6 +62,8 @@ class EndpointConfig:
     variant_name: str = "AllTraffic"
     seed: int | None = None
     cloudwatch_url: str | None = None  # publish CloudWatch-style metrics there (see metrics.py)
+    metrics_interval_s: float = 10.0  # seconds between two publications to cloudwatch_url
+    metrics_endpoint_name: str | None = None  # EndpointName dimension (default: endpoint_name, else "sm-locust-local")
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -79,6 +81,8 @@ class EndpointConfig:
             raise ValueError("--workers and --threads must be at least 1")
         if self.max_concurrency < 0:
             raise ValueError("--max-concurrency must be 0 (unlimited) or more")
+        if not self.metrics_interval_s >= 1:
+            raise ValueError(f"--metrics-interval must be at least 1 second, got {self.metrics_interval_s}")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

@@ -53,10 +53,12 @@ def serve_forever(config: EndpointConfig) -> int:
 
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
+    from sm_locust.endpoint.metrics import publisher_for
 
     config.validate()
     check_port_free(config.host, config.port)
     counters = SharedCounters()
+    publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
     if config.max_concurrency and config.service_time_ms:
@@ -66,6 +68,15 @@ def serve_forever(config: EndpointConfig) -> int:
         host, port = server.LISTENERS[0].sock.getsockname()[:2]
         print(f"sm-locust endpoint ready on http://{host}:{port} (workers={config.workers}, threads={config.threads}"
               f"{capacity}); Ctrl+C stops it", flush=True)
+        if publisher is not None:  # a thread in the master; workers are forked without it
+            print(f"sm-locust endpoint: publishing CloudWatch metrics to {config.cloudwatch_url} every "
+                  f"{config.metrics_interval_s:g} s (EndpointName={publisher.endpoint_name}, "
+                  f"VariantName={publisher.variant_name})", flush=True)
+            publisher.start()
+
+    def on_exit(server) -> None:  # master only: the last partial window
+        if publisher is not None:
+            publisher.stop()
 
     settings = {
         "bind": f"[{config.host}]:{config.port}" if ":" in config.host else f"{config.host}:{config.port}",
@@ -79,6 +90,7 @@ def serve_forever(config: EndpointConfig) -> int:
         "accesslog": None,
         "loglevel": "warning",
         "when_ready": when_ready,
+        "on_exit": on_exit,
         "proc_name": "sm-locust-endpoint",
     }
 
@@ -132,7 +144,9 @@ class LocalEndpoint:
         if c.seed is not None:
             args += ["--seed", str(c.seed)]
         if c.cloudwatch_url:
-            args += ["--cloudwatch-url", c.cloudwatch_url]
+            args += ["--cloudwatch-url", c.cloudwatch_url, "--metrics-interval", str(c.metrics_interval_s)]
+        if c.metrics_endpoint_name:
+            args += ["--metrics-endpoint-name", c.metrics_endpoint_name]
         return args
 
     def start(self) -> LocalEndpoint:

@@ -1,0 +1,383 @@
+"""The local endpoint's CloudWatch metrics: the same series a real SageMaker endpoint publishes.
+
+`sm-locust report` reads an endpoint's CloudWatch metrics (Invocations, ModelLatency, CPU, ...)
+and lines them up with Locust's view. Against the local endpoint there was nothing to read, so the
+report's endpoint charts and latency decomposition could not be exercised offline. With
+`sm-locust serve --cloudwatch-url URL` (a moto server, or any CloudWatch API) the gunicorn master
+publishes the series SageMaker documents, under the names, namespaces, units and dimensions
+(EndpointName + VariantName) that `sm_locust/report/metrics.py` asks for:
+
+    AWS/SageMaker             Invocations, InvocationsPerInstance (each request counts 1),
+                              Invocation4XXErrors, Invocation5XXErrors (1 per error, 0 otherwise:
+                              Sum = errors, Average = error rate), ModelLatency, OverheadLatency
+                              (MICROseconds)
+    /aws/sagemaker/Endpoints  CPUUtilization (percent summed over cores, master + workers),
+                              MemoryUtilization (their memory as a percent of the machine's),
+                              DiskUtilization (the working directory's file system), read about
+                              once a second
+
+Every datum is a statistic set (SampleCount/Sum/Minimum/Maximum), so Sum, Average, Minimum,
+Maximum and SampleCount all answer as they do for SageMaker. Like SageMaker, request metrics are
+sent only for windows that had requests; utilization every window. Windows end on multiples of
+the interval and never straddle a minute, and each datum is stamped with its window's start, so
+every request lands in the CloudWatch minute it was served in (what the report's merge needs).
+
+Two layers. Pure: `build_datums` turns two counter snapshots (sm_locust/endpoint/counters.py) and
+the window's `ResourceUsage` readings into PutMetricData datums; `cpu_percent`, `next_boundary`
+and `batches` (1,000 metrics per PutMetricData) are small helpers. I/O: `ProcessSampler` (psutil)
+and `MetricsPublisher`, a daemon thread in the gunicorn master that publishes at each window's end
+and once more on `stop()` (the final flush). Publishing failures never reach the endpoint: the
+first failure of a streak is logged as one warning line, and serving goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from sm_locust.report.metrics import METRICS_BY_NAME
+
+DEFAULT_INTERVAL_S = 10.0
+SAMPLE_EVERY_S = 1.0  # resource readings: about one a second
+MINUTE_S = 60  # CloudWatch's standard resolution: a window never straddles a minute
+DEFAULT_ENDPOINT_NAME = "sm-locust-local"  # EndpointName when neither name flag is given
+MAX_METRICS_PER_CALL = 1000  # PutMetricData: at most 1,000 metrics (and 1 MB) per request
+MICROSECONDS = "Microseconds"
+PERCENT = "Percent"
+NONE = "None"
+PLACEHOLDER_KEY = "sm-locust-local"  # credentials for a local CloudWatch stand-in that checks none
+DEFAULT_REGION = "us-east-1"
+
+log = logging.getLogger(__name__)
+
+
+def endpoint_name_for(config) -> str:
+    """The EndpointName dimension: --metrics-endpoint-name, else --endpoint-name, else the default."""
+    return config.metrics_endpoint_name or config.endpoint_name or DEFAULT_ENDPOINT_NAME
+
+
+# ------------------------------------------------------------------------------------------ pure
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """One reading of the endpoint's resources, in percent (CPU summed over cores: 2 cores -> 0-200)."""
+
+    cpu_pct: float | None = None
+    memory_pct: float | None = None
+    disk_pct: float | None = None
+
+
+def dimensions(endpoint_name: str, variant_name: str) -> list[dict[str, str]]:
+    return [{"Name": "EndpointName", "Value": endpoint_name}, {"Name": "VariantName", "Value": variant_name}]
+
+
+def _statistic_set(name: str, dims, timestamp, unit: str, count: float, total: float, low: float, high: float) -> dict:
+    return {"MetricName": name, "Dimensions": dims, "Timestamp": timestamp, "Unit": unit,
+            "StatisticValues": {"SampleCount": float(count), "Sum": float(total),
+                                "Minimum": float(low), "Maximum": float(high)}}
+
+
+def _delta(previous: Mapping[str, float], current: Mapping[str, float], name: str) -> float:
+    return max(0.0, float(current.get(name, 0)) - float(previous.get(name, 0)))
+
+
+def build_datums(
+    previous: Mapping[str, float],
+    current: Mapping[str, float],
+    *,
+    endpoint_name: str,
+    variant_name: str = "AllTraffic",
+    timestamp: datetime,
+    usage: Sequence[ResourceUsage] = (),
+    instance_count: int = 1,
+) -> dict[str, list[dict]]:
+    """Counter snapshots and resource readings -> {namespace: [PutMetricData datum, ...]}.
+
+    `previous`/`current` are `SharedCounters` snapshots; `current` carries the window fields
+    (`model_latency_us_window_*`, from `take_window`) for the requests since `previous`.
+    Cumulative counters give this window's invocations, answers and errors as differences.
+    `usage` holds the window's resource readings (each metric's None values are left out).
+    """
+    dims = dimensions(endpoint_name, variant_name)
+    out: dict[str, list[dict]] = {}
+
+    def put(name: str, count: float, total: float, low: float, high: float, unit: str) -> None:
+        datum = _statistic_set(name, dims, timestamp, unit, count, total, low, high)
+        out.setdefault(METRICS_BY_NAME[name].namespace, []).append(datum)
+
+    invocations = _delta(previous, current, "invocations")
+    if invocations:
+        put("Invocations", invocations, invocations, 1, 1, NONE)
+        per = 1.0 / max(1, instance_count)
+        put("InvocationsPerInstance", invocations, invocations * per, per, per, NONE)
+    errors = {"Invocation4XXErrors": _delta(previous, current, "errors_4xx"),
+              "Invocation5XXErrors": _delta(previous, current, "errors_5xx")}
+    answered = max(_delta(previous, current, "requests"), sum(errors.values()))
+    if answered:
+        for name, count in errors.items():
+            put(name, answered, count, 0 if count < answered else 1, 1 if count else 0, NONE)
+    for name, base in (("ModelLatency", "model_latency_us"), ("OverheadLatency", "overhead_latency_us")):
+        samples = float(current.get(f"{base}_window_count", 0))
+        if samples:
+            put(name, samples, current[f"{base}_window_sum"], current[f"{base}_window_min"],
+                current[f"{base}_window_max"], MICROSECONDS)
+    for name, attr in (("CPUUtilization", "cpu_pct"), ("MemoryUtilization", "memory_pct"),
+                       ("DiskUtilization", "disk_pct")):
+        values = [v for v in (getattr(r, attr) for r in usage) if v is not None]
+        if values:
+            put(name, len(values), sum(values), min(values), max(values), PERCENT)
+    return out
+
+
+def next_boundary(now: float, interval_s: float) -> float:
+    """When the window open at `now` closes: the next multiple of the interval, or the next
+    minute if that comes first (so a window never straddles two CloudWatch minutes)."""
+    grid = (math.floor(now / interval_s) + 1) * interval_s
+    minute = (math.floor(now / MINUTE_S) + 1) * MINUTE_S
+    return min(grid, minute)
+
+
+def batches(datums: list[dict], size: int = MAX_METRICS_PER_CALL) -> Iterator[list[dict]]:
+    """Split one namespace's datums into PutMetricData-sized calls."""
+    for i in range(0, len(datums), size):
+        yield datums[i : i + size]
+
+
+def cpu_percent(previous: tuple[float, float] | None, current: tuple[float, float]) -> float | None:
+    """CPU percent summed over cores between two readings of (time, cumulative CPU seconds).
+
+    The CPU seconds are those of the process tree including its reaped children (see
+    `ProcessSampler`), so a worker that exits or restarts between readings is still counted.
+    None for the first reading or when no time passed; never negative (a zombie not yet reaped
+    can make the total dip for a moment).
+    """
+    if previous is None:
+        return None
+    elapsed = current[0] - previous[0]
+    if elapsed <= 0:
+        return None
+    return max(0.0, 100.0 * (current[1] - previous[1]) / elapsed)
+
+
+# ------------------------------------------------------------------------------------------- I/O
+
+
+class ProcessSampler:
+    """Reads CPU and memory of a process and its descendants (gunicorn master + workers) and the
+    disk usage of a directory, with psutil.
+
+    CPU: the tree's cumulative CPU seconds, each process's own plus its reaped children's
+    (`children_user`/`children_system`). When the master reaps a worker, that worker's time moves
+    into the master's children fields, so the total stays continuous across worker exits and
+    restarts, and at shutdown (workers gone) the last window still shows their work.
+    Memory: proportional set size (shared pages split among the forked workers; RSS if PSS is
+    unreadable) as a percent of the machine's memory.
+    """
+
+    def __init__(self, pid: int | None = None, disk_path: str | os.PathLike[str] = ".",
+                 clock: Callable[[], float] = time.time):
+        import psutil
+
+        self._psutil = psutil
+        self.root = psutil.Process(pid or os.getpid())
+        self.disk_path = str(Path(disk_path).resolve())
+        self.clock = clock
+        self._last: tuple[float, float] | None = (clock(), self._cpu_seconds(self._processes()))
+
+    def _processes(self) -> list:
+        try:
+            return [self.root, *self.root.children(recursive=True)]
+        except self._psutil.Error:
+            return [self.root]
+
+    def _cpu_seconds(self, processes: list) -> float:
+        total = 0.0
+        for proc in processes:
+            try:
+                t = proc.cpu_times()
+            except self._psutil.Error:  # exited between listing and reading
+                continue
+            total += t.user + t.system + t.children_user + t.children_system
+        return total
+
+    def _memory_pct(self, processes: list) -> float:
+        used = 0.0
+        for proc in processes:
+            try:
+                info = proc.memory_full_info()
+                used += getattr(info, "pss", None) or info.rss
+            except self._psutil.AccessDenied:
+                with contextlib.suppress(self._psutil.Error):
+                    used += proc.memory_info().rss
+            except self._psutil.Error:
+                continue
+        return 100.0 * used / self._psutil.virtual_memory().total
+
+    def sample(self, cpu_only: bool = False) -> ResourceUsage:
+        """CPU since the previous call; memory and disk now (skipped with cpu_only: at shutdown the
+        workers are already gone and memory would read too low)."""
+        processes = self._processes()
+        reading = (self.clock(), self._cpu_seconds(processes))
+        cpu = cpu_percent(self._last, reading)
+        self._last = reading
+        if cpu_only:
+            return ResourceUsage(cpu_pct=cpu)
+        try:
+            disk = self._psutil.disk_usage(self.disk_path).percent
+        except OSError:
+            disk = None
+        return ResourceUsage(cpu_pct=cpu, memory_pct=self._memory_pct(processes), disk_pct=disk)
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def make_client(url: str):
+    """A boto3 CloudWatch client aimed at `url`. A loopback URL is a stand-in (moto and the like
+    check no credentials): it gets placeholder credentials, never the user's. Any other URL gets the
+    usual credential chain (placeholders when it finds none, so the failure is CloudWatch's answer).
+    Short timeouts and one attempt: a slow stand-in never holds the publisher or shutdown for long."""
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.session.Session()
+    kwargs: dict[str, Any] = {}
+    if is_loopback(url) or session.get_credentials() is None:
+        kwargs.update(aws_access_key_id=PLACEHOLDER_KEY, aws_secret_access_key=PLACEHOLDER_KEY)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2, read_timeout=5)
+    return session.client("cloudwatch", endpoint_url=url, region_name=session.region_name or DEFAULT_REGION,
+                          config=config, **kwargs)
+
+
+class MetricsPublisher:
+    """Publishes the endpoint's metrics from a daemon thread: a resource reading about once a
+    second, a publication at each window's end (`next_boundary`).
+
+    `publish_once()` closes the open window and publishes it (tests call it directly); `start()`
+    runs the timer; `stop()` ends it and publishes the last partial window (the final flush), so
+    the totals in CloudWatch equal what the endpoint served. Never raises out of a publication.
+    """
+
+    def __init__(self, counters, *, endpoint_name: str, variant_name: str = "AllTraffic",
+                 url: str | None = None, cloudwatch=None, interval_s: float = DEFAULT_INTERVAL_S,
+                 sampler: ProcessSampler | None = None, sample_every_s: float = SAMPLE_EVERY_S,
+                 clock: Callable[[], float] = time.time, logger: logging.Logger = log):
+        if cloudwatch is None and not url:
+            raise ValueError("MetricsPublisher needs a CloudWatch url or client")
+        self.counters = counters
+        self.endpoint_name = endpoint_name
+        self.variant_name = variant_name
+        self.url = url
+        self._client = cloudwatch
+        self.interval_s = interval_s
+        self.sampler = sampler
+        self.sample_every_s = min(sample_every_s, interval_s)
+        self.clock = clock
+        self.log = logger
+        self._previous = counters.take_window()  # start clean: earlier requests are not this run's
+        self._window_start = clock()
+        self._readings: list[ResourceUsage] = []
+        self._lock = threading.Lock()  # one publication at a time (timer vs final flush)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failing = False
+        self.published = 0  # datums sent so far
+        self.failures = 0
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = make_client(self.url)
+        return self._client
+
+    def sample(self, cpu_only: bool = False) -> None:
+        """Add one resource reading to the open window."""
+        if self.sampler is None:
+            return
+        try:
+            reading = self.sampler.sample(cpu_only=cpu_only)
+        except Exception:  # noqa: BLE001 - a failed reading only costs one sample
+            return
+        with self._lock:
+            self._readings.append(reading)
+
+    def publish_once(self) -> int:
+        """Close the open window and publish it; returns the datums sent (0 on failure)."""
+        with self._lock:
+            current = self.counters.take_window()
+            previous, self._previous = self._previous, current
+            readings, self._readings = self._readings, []
+            start, self._window_start = self._window_start, self.clock()
+            sent = 0
+            try:
+                stamp = datetime.fromtimestamp(start, timezone.utc)
+                by_namespace = build_datums(previous, current, endpoint_name=self.endpoint_name,
+                                            variant_name=self.variant_name, timestamp=stamp, usage=readings)
+                for namespace, datums in by_namespace.items():
+                    for batch in batches(datums):
+                        self.client.put_metric_data(Namespace=namespace, MetricData=batch)
+                        sent += len(batch)
+            except Exception as exc:  # noqa: BLE001 - a metrics failure must never stop the endpoint
+                self.failures += 1
+                if not self._failing:
+                    self._failing = True
+                    detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+                    self.log.warning("sm-locust endpoint: CloudWatch metrics not published to %s (%s: %s); "
+                                     "serving goes on, later failures are not logged until it works again",
+                                     self.url or "the CloudWatch client", type(exc).__name__, detail)
+                return 0
+            if self._failing:
+                self._failing = False
+                self.log.warning("sm-locust endpoint: CloudWatch metrics published again")
+            self.published += sent
+            return sent
+
+    def _loop(self) -> None:
+        closes = next_boundary(self.clock(), self.interval_s)
+        while True:
+            wait = max(0.0, min(self.sample_every_s, closes - self.clock()))
+            if self._stop.wait(wait):
+                return
+            self.sample()
+            if self.clock() >= closes:
+                self.publish_once()
+                closes = next_boundary(self.clock(), self.interval_s)
+
+    def start(self) -> MetricsPublisher:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="sm-locust-metrics", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, flush: bool = True) -> None:
+        """Stop the timer and (by default) publish the last partial window. Idempotent."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if flush:
+            self.sample(cpu_only=True)
+            self.publish_once()
+
+
+def publisher_for(config, counters) -> MetricsPublisher | None:
+    """The publisher `serve_forever` starts when `config.cloudwatch_url` is set, else None."""
+    if not config.cloudwatch_url:
+        return None
+    return MetricsPublisher(counters, endpoint_name=endpoint_name_for(config), variant_name=config.variant_name,
+                            url=config.cloudwatch_url, interval_s=config.metrics_interval_s,
+                            sampler=ProcessSampler(os.getpid(), disk_path="."))
