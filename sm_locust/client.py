@@ -5,7 +5,8 @@ The client owns the boto3 `sagemaker-runtime` client and turns every call into e
 (REFERENCE.md): retries are really off (`total_max_attempts=1`: a throttle is counted, not hidden
 behind a silent retry), the connection pool is sized for the users sharing the client, and the
 response body is always read inside the timed block. Failures are reported, never raised, named by
-their botocore error code (`ThrottlingException: Rate exceeded`).
+their botocore error code (`ThrottlingException: Rate exceeded`). With a `validator` set, a
+response it rejects is reported as `InvalidResponse` (sm_locust/validation_hook.py).
 
 Region, credentials and endpoint follow the boto3 chain (`AWS_PROFILE`, `AWS_REGION`,
 `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`, ...) unless given explicitly.
@@ -17,6 +18,7 @@ import time
 from typing import Any
 
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation, InvocationError
+from sm_locust.validation_hook import check_response
 
 DEFAULT_POOL_SIZE = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -70,6 +72,9 @@ def name_error(exc: BaseException) -> InvocationError:
 class SageMakerClient:
     """Invokes one endpoint and fires one Locust `request` event per call."""
 
+    validator: Any = None
+    """Optional response check (sm_locust.validation_hook); a response it rejects is a failure."""
+
     def __init__(
         self,
         environment,
@@ -93,6 +98,10 @@ class SageMakerClient:
 
     def invoke(self, invocation: Invocation, name: str | None = None) -> dict | None:
         """Call InvokeEndpoint; returns {'body', 'content_type', 'variant'} or None on failure."""
+        return self.send(invocation, name)[0]
+
+    def send(self, invocation: Invocation, name: str | None = None) -> tuple[dict | None, InvocationError | None]:
+        """`invoke`, also returning the failure (None on success); fires one request event either way."""
         name = name or invocation.request_name(self.endpoint_name)
         kwargs = invocation.boto3_kwargs()
         start_time = time.time()
@@ -110,14 +119,19 @@ class SageMakerClient:
             }
         except Exception as exc:  # reported as a failure event, never raised into the User
             exception = name_error(exc)
+        response_time = (time.perf_counter() - started) * 1000.0
+        context = {"endpoint": self.endpoint_name, "variant": result and result["variant"]}
+        if result is not None and self.validator is not None:
+            exception = check_response(self.validator, body, result["content_type"], invocation)
+            result = None if exception is not None else result
         self._request.fire(
             request_type=INVOKE_ENDPOINT,
             name=name,
-            response_time=(time.perf_counter() - started) * 1000.0,
+            response_time=response_time,
             response_length=len(body),
             exception=exception,
-            context={"endpoint": self.endpoint_name, "variant": result and result["variant"]},
+            context=context,
             start_time=start_time,
             url=None,
         )
-        return result
+        return result, exception

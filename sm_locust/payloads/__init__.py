@@ -13,7 +13,9 @@ source:
 | any other file | `files.load_file` | the file, verbatim |
 
 Selection (`selection=`): `round-robin` (default), `random` (seeded), `weighted` (JSONL `Weight`
-keys or `weights=`; chosen automatically when weights exist). See docs/payloads.md.
+keys or `weights=`; chosen automatically when weights exist). With `split=K` every body also
+carries its rows pre-encoded as K parts (`sm_locust.fanout`). The command-line options and the
+wiring from them to this function live in `payloads/options.py`. See docs/payloads.md.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.fanout import check_split, split_invocations
 from sm_locust.payloads.arrays import DEFAULT_MAX_BODIES, load_arrays
 from sm_locust.payloads.callables import CALLABLE_LIMIT, load_callable, looks_like_callable
 from sm_locust.payloads.files import folder_weights, guess_content_type, load_file, load_folder, read_payload_file
@@ -53,6 +56,7 @@ def load_payloads(
     batch_size: int = 1,
     max_bodies: int = DEFAULT_MAX_BODIES,
     base64: bool = False,
+    split: int = 1,
     **headers: str | None,
 ) -> PayloadPool:
     """Build the pool for `--payload SOURCE`.
@@ -63,9 +67,11 @@ def load_payloads(
     - `serializer` (+ `serializer_options`): encodes array and callable sources (default json);
     - `selection`, `weights` (a list in payload order, or {file name: weight} for a folder), `seed`;
     - `batch_size`, `max_bodies`: rows per body and distinct bodies for `.npy`/`.npz` sources;
-    - `base64`: every JSONL `Body` is base64 (same as `"BodyEncoding": "base64"` on each line).
+    - `base64`: every JSONL `Body` is base64 (same as `"BodyEncoding": "base64"` on each line);
+    - `split`: K > 1 pre-encodes each body's rows as K parts too (`sm_locust.fanout`, `--split K`).
     """
-    template = InvocationTemplate(content_type, accept, dict(headers))
+    split = check_split(split)
+    template = InvocationTemplate(content_type, accept, dict(headers), keep_source=split > 1)
     text = str(source)
     path = Path(source)
     found_weights: Sequence[float] | None = None
@@ -87,6 +93,8 @@ def load_payloads(
     chosen = weights if weights is not None else found_weights
     if chosen is not None and selection is not None and SELECTIONS.canonical(selection) != "weighted":
         chosen = None  # weights present in the source, but the user asked for another mode
+    if split > 1:
+        invocations = split_invocations(invocations, split, text)
     return PayloadPool(invocations, text, selection=selection, weights=chosen, seed=seed)
 
 

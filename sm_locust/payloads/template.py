@@ -16,6 +16,7 @@ from sm_locust.serializers import Serializer, request_rows
 from sm_locust.serializers.rows import body_rows
 
 DEFAULT_CONTENT_TYPE = "application/json"
+SOURCE = "encoded_from"  # Invocation.extra key holding an EncodedFrom (only with keep_source)
 
 
 @dataclass
@@ -25,6 +26,8 @@ class InvocationTemplate:
     content_type: str | None = None
     accept: str | None = None
     headers: dict[str, Any] = field(default_factory=dict)
+    keep_source: bool = False
+    """Keep each encoded object on its Invocation (`extra[SOURCE]`) so fan-out can split its rows."""
 
     def make(self, body: bytes, *, content_type: str | None = None, where: str = "", rows: int | None = None, **fields: Any) -> Invocation:
         """An Invocation for `body`; `content_type` is the source's guess, used when the user set none."""
@@ -42,10 +45,23 @@ class InvocationTemplate:
         """Encode one request object with `serializer` (bytes are sent as they are)."""
         body = serializer.serialize(obj)
         attributes = self.headers.get("custom_attributes") or serializer.custom_attributes(obj)
-        return self.make(
+        invocation = self.make(
             body,
             content_type=serializer.content_type,
             where=where,
             rows=request_rows(obj),
             custom_attributes=attributes,
         )
+        if self.keep_source and not isinstance(obj, (bytes, bytearray, memoryview)):
+            invocation.extra[SOURCE] = EncodedFrom(obj, serializer, self, where)
+        return invocation
+
+
+@dataclass(frozen=True)
+class EncodedFrom:
+    """How a body was built from a request object: fan-out re-encodes row slices of `obj` this way."""
+
+    obj: Any
+    serializer: Serializer
+    template: InvocationTemplate
+    where: str = ""
