@@ -1,0 +1,117 @@
+"""The local endpoint publishing to a CloudWatch API (a moto server on 127.0.0.1): what it served
+is what CloudWatch holds (within one publishing interval while running, exactly after the final
+flush), ModelLatency arrives in µs and reads back in ms through the report's fetcher, and a
+CloudWatch that cannot be reached costs one warning line, never the endpoint."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timedelta, timezone
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from sm_locust.endpoint.server import free_port
+from sm_locust.report import cloudwatch as cwmod
+from sm_locust.report.sources import MetricRequest
+
+from tests.conftest import SAMPLE_PAYLOAD
+
+INTERVAL_S = 1.0
+SERVICE_MS = 30.0
+
+
+@pytest.fixture(scope="module")
+def moto_url():
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def cloudwatch(url):
+    return boto3.client("cloudwatch", region_name="us-east-1", endpoint_url=url,
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def invoke(ep, name: str, fault: str | None = None) -> int:
+    headers = {"Content-Type": "application/json"}
+    if fault:
+        headers["X-Amzn-SageMaker-Custom-Attributes"] = f"sm-locust-fault={fault}"
+    req = urllib.request.Request(f"{ep.url}/endpoints/{name}/invocations", data=SAMPLE_PAYLOAD.read_bytes(),
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def statistic(cw, name: str, stat: str, namespace: str = "AWS/SageMaker", endpoint: str = "cw-ep") -> float | None:
+    now = datetime.now(timezone.utc)
+    points = cw.get_metric_statistics(
+        Namespace=namespace, MetricName=name, Statistics=[stat], Period=3600,
+        Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
+        StartTime=now - timedelta(hours=1), EndTime=now + timedelta(minutes=1))["Datapoints"]
+    return sum(p[stat] for p in points) if points else None
+
+
+def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_factory, moto_url):
+    cw = cloudwatch(moto_url)
+    start = time.time()
+    ep = endpoint_factory(cloudwatch_url=moto_url, metrics_interval_s=INTERVAL_S, endpoint_name="cw-ep",
+                          workers=2, service_time_ms=SERVICE_MS)
+    statuses = [invoke(ep, "cw-ep") for _ in range(40)]
+    statuses += [invoke(ep, "cw-ep", "ModelError") for _ in range(3)]
+    statuses += [invoke(ep, "cw-ep", "InternalFailure") for _ in range(2)]
+    assert statuses == [200] * 40 + [424] * 3 + [500] * 2
+    served = ep.stats()["invocations"]
+    assert served == 45
+
+    # while running: everything served is in CloudWatch within one publishing interval (+ slack)
+    deadline = time.monotonic() + INTERVAL_S + 3
+    while statistic(cw, "Invocations", "Sum") != served and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert statistic(cw, "Invocations", "Sum") == served
+    assert statistic(cw, "Invocations", "SampleCount") == served
+    assert statistic(cw, "ModelLatency", "SampleCount") == 40
+    model_us = statistic(cw, "ModelLatency", "Sum") / 40
+    assert SERVICE_MS * 1000 <= model_us < SERVICE_MS * 1000 * 3  # microseconds, as SageMaker sends them
+    assert statistic(cw, "Invocation4XXErrors", "Sum") == 3 and statistic(cw, "Invocation5XXErrors", "Sum") == 2
+
+    assert ep.stop() == 0
+    end = time.time()
+    # after the final flush, the report's fetcher reads it back in report units (ms, pct, count)
+    result = cwmod.fetch_endpoint_metrics(MetricRequest("cw-ep", start, end), cloudwatch=cw)
+    frame = result.frame
+    assert frame["cw_Invocations_sum_count"].sum() == served
+    assert frame["cw_InvocationsPerInstance_sum_count"].sum() == served
+    latency_ms = frame["cw_ModelLatency_avg_ms"].dropna()
+    assert len(latency_ms) and all(SERVICE_MS <= v < SERVICE_MS * 3 for v in latency_ms)
+    assert (frame["cw_ModelLatency_max_ms"].dropna() >= SERVICE_MS).all()
+    assert (frame["cw_OverheadLatency_avg_ms"].dropna() < SERVICE_MS).all()
+    assert frame["cw_Invocation4XXErrors_sum_count"].sum() == 3
+    assert frame["cw_CPUUtilization_avg_pct"].max() > 0
+    assert 0 < frame["cw_MemoryUtilization_avg_pct"].max() < 100
+    assert 0 < frame["cw_DiskUtilization_avg_pct"].max() <= 100
+    assert not [g for g in result.gaps if "Invocations" in g or "ModelLatency" in g], result.gaps
+
+
+def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoint_factory, tmp_path):
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    ep = endpoint_factory(cloudwatch_url=dead, metrics_interval_s=INTERVAL_S)
+    deadline = time.monotonic() + 3 * INTERVAL_S + 0.5
+    statuses = []
+    while time.monotonic() < deadline:
+        statuses.append(invoke(ep, "any"))
+        time.sleep(0.05)
+    assert set(statuses) == {200} and ep.process.poll() is None
+    assert ep.stop() == 0
+    log = (tmp_path / "endpoint0.log").read_text()
+    warnings = [line for line in log.splitlines() if "CloudWatch metrics not published" in line]
+    assert len(warnings) == 1, log
+    assert dead in warnings[0] and "Traceback" not in log
