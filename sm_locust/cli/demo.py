@@ -1,23 +1,33 @@
 """`sm-locust demo`: the whole workflow on this machine, no AWS account needed.
 
-Starts the local endpoint with a known capacity (max concurrency / service time), runs a step load
-of about a minute against it, writes the run folder, prints where the results are, and stops the
-endpoint, also on Ctrl+C or failure.
+Starts a CloudWatch stand-in (moto's server on 127.0.0.1, when moto is installed) and the local
+endpoint with a known capacity (max concurrency / service time), publishing the metrics a real
+SageMaker endpoint has to that stand-in; runs a step load of about a minute against it; writes the
+run folder; then runs `sm-locust report` on it with the stand-in's metrics, so report.html,
+merged_timeseries.csv and steps.csv hold the endpoint's side (cw_* columns) as they would for a real
+endpoint. Everything started is stopped, also on Ctrl+C or failure.
+
+moto is only in the `demo`/`test` extras: without it (or with --no-cloudwatch) the demo says so in
+one line and the report is drawn from Locust's data alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from importlib import resources
 
 DEMO_ENDPOINT = "sm-locust-demo"
+STAND_IN_REGION = "us-east-1"
+STAND_IN_KEY = "sm-locust-demo"  # placeholder credentials: moto checks none
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
-        "demo", help="start the local endpoint, run a ~1 minute step load against it, write the run folder",
-        description="A complete sm-locust run offline: local endpoint (capacity = max-concurrency / service time), "
-        "step load 1 -> 13 users, run folder with summary.json.",
+        "demo", help="start the local endpoint, run a ~1 minute step load against it, write the run folder and report",
+        description="A complete sm-locust run offline: local endpoint (capacity = max-concurrency / service time) "
+        "publishing its CloudWatch metrics to a local moto server, step load 1 -> 13 users, run folder with "
+        "summary.json, report.html, merged_timeseries.csv and steps.csv.",
     )
     p.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     p.add_argument("--port", type=int, default=0, help="local endpoint port (default: a free port)")
@@ -26,7 +36,50 @@ def add_parser(subparsers) -> None:
     p.add_argument("--max-users", type=int, default=13, help="users in the last step (default 13)")
     p.add_argument("--max-concurrency", type=int, default=4, help="local endpoint concurrency (default 4)")
     p.add_argument("--service-time-ms", type=float, default=20.0, help="local endpoint service time (default 20 ms)")
+    p.add_argument("--no-cloudwatch", dest="cloudwatch", action="store_false",
+                   help="no CloudWatch stand-in: the report shows Locust's data only")
     p.add_argument("-v", "--verbose", action="store_true", help="show Locust's own periodic tables")
+
+
+class CloudWatchStandIn:
+    """moto's CloudWatch API on 127.0.0.1 (a free port), in a thread of this process."""
+
+    def __init__(self) -> None:
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access-log line per request
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.url = ""
+
+    def __enter__(self) -> CloudWatchStandIn:
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.url = f"http://{host}:{port}"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.stop()
+
+    def client(self):
+        import boto3
+
+        return boto3.client("cloudwatch", endpoint_url=self.url, region_name=STAND_IN_REGION,
+                            aws_access_key_id=STAND_IN_KEY, aws_secret_access_key=STAND_IN_KEY)
+
+
+def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
+    """The stand-in, or None (with one line saying why) when not wanted or moto is missing."""
+    if not wanted:
+        print("sm-locust demo: CloudWatch metrics skipped (--no-cloudwatch)", flush=True)
+        return None
+    try:
+        return CloudWatchStandIn()
+    except ImportError:
+        print("sm-locust demo: CloudWatch metrics skipped: moto is not installed "
+              "(pip install 'sm-locust[demo]' or 'sm-locust[test]')", flush=True)
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,9 +99,15 @@ def run(args: argparse.Namespace) -> int:
     out = choose_out_dir(args.out, DEMO_ENDPOINT)
     out.mkdir(parents=True, exist_ok=True)
     capacity = args.max_concurrency / (args.service_time_ms / 1000.0)
-    print(f"sm-locust demo: starting the local endpoint (max concurrency {args.max_concurrency}, service time "
-          f"{args.service_time_ms:g} ms: capacity ~{capacity:.0f} req/s)", flush=True)
-    with LocalEndpoint(config, log_path=out / "endpoint.log") as endpoint:
+    with contextlib.ExitStack() as stack:
+        stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))
+        if stand_in is not None:
+            stack.enter_context(stand_in)
+            config.cloudwatch_url = stand_in.url
+            print(f"sm-locust demo: CloudWatch stand-in (moto) on {stand_in.url}", flush=True)
+        print(f"sm-locust demo: starting the local endpoint (max concurrency {args.max_concurrency}, service time "
+              f"{args.service_time_ms:g} ms: capacity ~{capacity:.0f} req/s)", flush=True)
+        endpoint = stack.enter_context(LocalEndpoint(config, log_path=out / "endpoint.log"))
         settings = SageMakerSettings(endpoint_name=DEMO_ENDPOINT, endpoint_url=endpoint.url, payload=payload)
         extra_env = preflight(settings)
         options = argparse.Namespace(**vars(settings), start_users=1, step_users=schedule.step_users,
@@ -58,12 +117,38 @@ def run(args: argparse.Namespace) -> int:
               f"+{schedule.step_users} every {schedule.step_seconds:g} s (~{schedule.duration:.0f} s)", flush=True)
         summary = execute(settings, load, out, extra_env, options=options)
         server = endpoint.stats()
-    print(f"sm-locust demo: {verdict_line(summary)}")
-    print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
-    for step in summary["steps"]:
-        print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 {step['p95_ms']} ms")
+        endpoint.stop()  # the endpoint publishes its last metrics window as it stops
+        print(f"sm-locust demo: {verdict_line(summary)}")
+        print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
+        for step in summary["steps"]:
+            print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 {step['p95_ms']} ms")
+        report = _report(out, stand_in)
     print(f"sm-locust demo: results in {out}/ (summary.json, locust_stats_history.csv, locust_report.html)")
+    outputs = report.outputs
+    print(f"sm-locust demo: report in {outputs['html']} (with {outputs['timeseries'].name}, {outputs['steps'].name})")
     return 0
+
+
+def _report(out, stand_in: CloudWatchStandIn | None):
+    """`sm-locust report` on the run folder, with the stand-in's metrics; prints the endpoint's view
+    per step and every gap. Returns the ReportResult."""
+    from sm_locust.report.pipeline import ReportOptions, build_report
+
+    options = ReportOptions(cloudwatch=stand_in is not None, region=STAND_IN_REGION)
+    result = build_report(out, options, cloudwatch=stand_in.client() if stand_in else None, env={})
+    if stand_in is not None and not result.steps.empty:
+        print("sm-locust demo: the endpoint's side, from its CloudWatch metrics (per-minute values over each step):")
+        for _, step in result.steps.iterrows():
+            print(f"  {int(step['users']):>3} users: ModelLatency {_fmt(step.get('cw_ModelLatency_avg_ms'), 'ms')}  "
+                  f"OverheadLatency {_fmt(step.get('cw_OverheadLatency_avg_ms'), 'ms')}  "
+                  f"CPU {_fmt(step.get('cw_CPUUtilization_avg_pct'), '%')} (summed over cores)")
+    for gap in result.gaps:
+        print(f"sm-locust demo: report: missing: {gap}")
+    return result
+
+
+def _fmt(value, unit: str) -> str:
+    return "  n/a" if value is None or value != value else f"{float(value):5.1f} {unit}"  # NaN != NaN
 
 
 def _valid(config) -> bool:
