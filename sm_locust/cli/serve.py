@@ -40,7 +40,7 @@ def add_parser(subparsers) -> None:
     e.add_argument("--cloudwatch-url", default=None,
                    help="publish the metrics a SageMaker endpoint has (Invocations, ModelLatency, CPUUtilization, ...) "
                    "to this CloudWatch API URL, e.g. a moto server (docs/endpoint.md)")
-    e.add_argument("--metrics-interval", dest="metrics_interval_s", type=float, default=None,
+    e.add_argument("--metrics-interval", dest="metrics_interval_s", metavar="SECONDS", type=float, default=None,
                    help="seconds between two publications with --cloudwatch-url (default 10)")
     e.add_argument("--metrics-endpoint-name", default=None,
                    help="EndpointName dimension of the metrics (default: --endpoint-name, else sm-locust-local)")
