@@ -87,6 +87,7 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
 OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.options:ENDPOINT_OPTIONS",
     "sm_locust.shapes.options:OPTIONS",
+    "sm_locust.payloads.options:OPTIONS",
 )
 
 

@@ -70,13 +70,13 @@ def load_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.payloads import load_payloads
+    from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
     from sm_locust.runner import choose_out_dir, execute, verdict_line
 
     settings = settings_from_args(args).validate()
     load = load_from_args(args)
-    load_payloads(settings.payload, content_type=settings.content_type or None, **settings.headers())
+    prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = preflight(settings)
     out = choose_out_dir(args.out, settings.endpoint_name)
     summary = execute(settings, load, out, extra_env, options=args)

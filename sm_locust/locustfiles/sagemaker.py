@@ -16,8 +16,9 @@ from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.errors import SmLocustError
+from sm_locust.fanout import PARTS, invoke_split
 from sm_locust.options import SageMakerSettings, register_options
-from sm_locust.payloads import load_payloads
+from sm_locust.payloads.options import prepare_payloads
 from sm_locust.recorder import RunRecorder
 from sm_locust.users import SageMakerUser
 
@@ -41,33 +42,52 @@ def _attach_recorder(environment, **_kw) -> None:
 
 @events.test_start.add_listener
 def _load_payloads(environment, **_kw) -> None:
-    """Encode the payloads once per process, before any user sends (re-read on each swarm)."""
+    """Encode the payloads once per process, before any user sends (re-read on each swarm).
+
+    The payload options (`--serializer`, `--selection`, `--batch-size`, `--split`,
+    `--validate-response`, ...) are applied here; with `--split K` each body's K parts are
+    pre-encoded too, so the request path only picks and sends.
+    """
     settings = SageMakerSettings.from_options(environment.parsed_options)
     try:
         settings.validate()
-        environment.sm_locust_payloads = load_payloads(settings.payload, content_type=settings.content_type or None,
-                                                       **settings.headers())
+        prepared = prepare_payloads(settings, environment.parsed_options)
     except SmLocustError as exc:
         log.error("sm-locust: %s", exc)
         environment.sm_locust_payloads = None
+        environment.sm_locust_validator = None
         if environment.runner is not None:
             environment.process_exit_code = exc.exit_code
             environment.runner.quit()
         return
+    environment.sm_locust_payloads = prepared.pool
+    environment.sm_locust_validator = prepared.validator
     recorder = getattr(environment, "sm_locust_recorder", None)
     if recorder is not None:
         recorder.endpoint = settings.endpoint_name
-        recorder.extra["payload"] = {"source": settings.payload, **environment.sm_locust_payloads.sizes()}
+        recorder.extra["payload"] = {**prepared.describe(), "source": settings.payload}
 
 
 class InvokeEndpointUser(SageMakerUser):
-    """Sends the payload pool's invocations to `--endpoint-name`, one after another."""
+    """Sends the payload pool's invocations to `--endpoint-name`, one after another.
+
+    A split invocation (`--split K`) goes out as its K parts at once (`sm_locust.fanout`); with
+    `--validate-response` the shared client checks every response body.
+    """
+
+    def on_start(self) -> None:
+        self.client.validator = getattr(self.environment, "sm_locust_validator", None)
 
     @task
     def invoke_endpoint(self) -> None:
         pool = self.environment.sm_locust_payloads
-        if pool is not None:
-            self.client.invoke(pool.next())
+        if pool is None:
+            return
+        invocation = pool.next()
+        if PARTS in invocation.extra:
+            invoke_split(self.client, invocation)
+        else:
+            self.client.invoke(invocation)
 
 
 @events.init.add_listener

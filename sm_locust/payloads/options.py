@@ -1,0 +1,194 @@
+"""The payload options (`--serializer`, `--selection`, `--split`, `--validate-response`, ...) and
+the one function that turns them into what a test sends.
+
+Why here: the same options are read in two places that must agree, `sm-locust run` (which checks
+them before anything starts, so a typo is a one-line error and no half-made run folder) and the
+default locustfile (which builds the pool once per process at test start, also from the web UI).
+Both call `prepare_payloads`; the options themselves are declared once, as `OptionSpec`s listed in
+`sm_locust.options.OPTION_PROVIDERS`, so they show in the web UI and `sm-locust run` forwards them.
+
+Serializer options are explicit flags rather than one repeated `KEY=VALUE` flag, because Locust's
+web UI edits one value per option. Each applies to the serializers that take it; giving one to a
+serializer that does not is an error that names the flag and the serializers it belongs to.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, fields
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.options import OptionSpec
+
+OPTIONS: list[OptionSpec] = [
+    OptionSpec("--serializer", "SM_LOCUST_SERIALIZER", "",
+               "payloads: how .npy/.npz and module:function payloads are encoded, and responses decoded: "
+               "json, protobuf, npy, numpy-raw, csv, raw (default json)"),
+    OptionSpec("--json-layout", "SM_LOCUST_JSON_LAYOUT", "", "json serializer: inputs (columns, default) or instances (rows)"),
+    OptionSpec("--model-name", "SM_LOCUST_MODEL_NAME", "", "protobuf serializer: PredictRequest model_spec.name (default model)"),
+    OptionSpec("--signature-name", "SM_LOCUST_SIGNATURE_NAME", "",
+               "protobuf serializer: PredictRequest signature_name (default serving_default)"),
+    OptionSpec("--input-names", "SM_LOCUST_INPUT_NAMES", "",
+               "protobuf serializer: tensor names for the payload's keys, e.g. feat_ids=ids,feat_vals=vals"),
+    OptionSpec("--array-dtype", "SM_LOCUST_ARRAY_DTYPE", "",
+               "npy / numpy-raw serializers: dtype of the array sent, e.g. float32, float64 (numpy-raw default float32)"),
+    OptionSpec("--array-shape", "SM_LOCUST_ARRAY_SHAPE", "", "numpy-raw serializer: shape to send, e.g. N,78 (N = any rows)"),
+    OptionSpec("--selection", "SM_LOCUST_SELECTION", "",
+               "payloads: round-robin (default), random or weighted (default when the source has Weight keys)"),
+    OptionSpec("--payload-seed", "SM_LOCUST_PAYLOAD_SEED", 0, "payloads: seed for random/weighted selection and .npy/.npz row sampling", int),
+    OptionSpec("--batch-size", "SM_LOCUST_BATCH_SIZE", 1, "payloads: rows per request body for .npy/.npz sources", int),
+    OptionSpec("--max-bodies", "SM_LOCUST_MAX_BODIES", 64, "payloads: distinct bodies pre-encoded from a .npy/.npz source", int),
+    OptionSpec("--payload-base64", "SM_LOCUST_PAYLOAD_BASE64", False,
+               "payloads: every JSONL Body is base64 (as \"BodyEncoding\": \"base64\" on each line)", bool),
+    OptionSpec("--split", "SM_LOCUST_SPLIT", 1,
+               "fan-out: send each request's rows as K concurrent sub-requests, recorded as one InvokeEndpointSplit "
+               "request plus K '<name>/part' requests (default 1: no fan-out)", int),
+    OptionSpec("--validate-response", "SM_LOCUST_VALIDATE_RESPONSE", False,
+               "decode every response and count a bad one as an InvalidResponse failure (rows must match the request)", bool),
+    OptionSpec("--expect-outputs", "SM_LOCUST_EXPECT_OUTPUTS", "",
+               "with --validate-response: output names the response must hold, comma-separated, e.g. prob"),
+    OptionSpec("--expect-shape", "SM_LOCUST_EXPECT_SHAPE", "",
+               "with --validate-response: shape of every output, e.g. N or N,1 (N = any size)"),
+]
+
+# option dest -> serializer constructor parameter
+SERIALIZER_OPTIONS = {
+    "json_layout": "layout",
+    "model_name": "model_name",
+    "signature_name": "signature_name",
+    "input_names": "input_names",
+    "array_dtype": "dtype",
+    "array_shape": "shape",
+}
+DEFAULT_SERIALIZER = "json"
+
+
+@dataclass
+class PayloadSettings:
+    """The payload options of one run, by their dest names (see OPTIONS)."""
+
+    serializer: str = ""
+    json_layout: str = ""
+    model_name: str = ""
+    signature_name: str = ""
+    input_names: str = ""
+    array_dtype: str = ""
+    array_shape: str = ""
+    selection: str = ""
+    payload_seed: int = 0
+    batch_size: int = 1
+    max_bodies: int = 64
+    payload_base64: bool = False
+    split: int = 1
+    validate_response: bool = False
+    expect_outputs: str = ""
+    expect_shape: str = ""
+
+    @classmethod
+    def from_options(cls, options: Any) -> PayloadSettings:
+        values = {}
+        for f in fields(cls):
+            value = getattr(options, f.name, None)
+            if value is not None:
+                values[f.name] = value
+        return cls(**values)
+
+    def serializer_options(self) -> dict[str, str]:
+        """The serializer options given (non-empty), checked against the chosen serializer."""
+        from sm_locust.serializers import SERIALIZERS
+
+        name = SERIALIZERS.canonical(self.serializer or DEFAULT_SERIALIZER)
+        out = {}
+        for dest, param in SERIALIZER_OPTIONS.items():
+            value = getattr(self, dest)
+            if value in ("", None):
+                continue
+            takes = [n for n in SERIALIZERS.names() if param in inspect.signature(SERIALIZERS.get(n).__init__).parameters]
+            if name not in takes:
+                flag = "--" + dest.replace("_", "-")
+                raise UsageError(f"{flag} applies to the {' / '.join(takes)} serializer{'s' if len(takes) > 1 else ''}, "
+                                 f"not {name!r}; pass --serializer {takes[0]} or drop {flag}")
+            out[param] = value
+        return out
+
+    def build_serializer(self):
+        from sm_locust.serializers import create_serializer
+
+        return create_serializer(self.serializer or DEFAULT_SERIALIZER, **self.serializer_options())
+
+    def build_validator(self, serializer):
+        """A ResponseValidator when --validate-response is on, else None."""
+        expected_keys = [k.strip() for k in self.expect_outputs.split(",") if k.strip()]
+        expected_shape = parse_expected_shape(self.expect_shape)
+        if not self.validate_response:
+            if expected_keys or expected_shape is not None:
+                raise UsageError("--expect-outputs / --expect-shape only apply with --validate-response on")
+            return None
+        from sm_locust.serializers import ResponseValidator
+
+        return ResponseValidator(serializer, expected_keys=expected_keys, expected_shape=expected_shape)
+
+
+def parse_expected_shape(text: str) -> tuple[int | None, ...] | None:
+    """`"N,1"` -> (None, 1); empty -> None (any shape)."""
+    if not text or not text.strip():
+        return None
+    dims: list[int | None] = []
+    for part in text.strip("()[] ").split(","):
+        part = part.strip()
+        if part.upper() in ("N", "*", "?", "-1"):
+            dims.append(None)
+        elif part.isdigit():
+            dims.append(int(part))
+        else:
+            raise UsageError(f"--expect-shape {text!r} is not a shape such as N or N,1 (whole numbers, N = any size)")
+    return tuple(dims)
+
+
+@dataclass
+class PreparedPayloads:
+    """What a test sends: the pool (bodies already encoded), the validator (or None), the fan-out."""
+
+    pool: Any
+    validator: Any
+    split: int
+    serializer: str
+
+    def describe(self) -> dict:
+        """summary.json's `payload` entry: source and body sizes, plus the options that shaped them."""
+        out = {"source": self.pool.description, **self.pool.sizes(), "selection": self.pool.selection}
+        if self.split > 1:
+            from sm_locust.fanout import parts_of
+
+            lengths = [len(p.body) for inv in self.pool.invocations for p in parts_of(inv)]
+            out["split"] = self.split
+            out["part_avg_bytes"] = round(sum(lengths) / len(lengths), 1)
+        out["validate_response"] = self.validator is not None
+        return out
+
+
+def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
+    """Build and check everything the payload options ask for (UsageError, one line, when wrong).
+
+    `settings` is the run's `SageMakerSettings` (payload source, Content-Type, headers); `options`
+    anything holding the payload options by dest name (Locust's parsed options, argparse args).
+    """
+    from sm_locust.payloads import load_payloads
+
+    ps = PayloadSettings.from_options(options)
+    serializer = ps.build_serializer()
+    validator = ps.build_validator(serializer)
+    pool = load_payloads(
+        settings.payload,
+        content_type=settings.content_type or None,
+        serializer=serializer,
+        selection=ps.selection or None,
+        seed=ps.payload_seed,
+        batch_size=ps.batch_size,
+        max_bodies=ps.max_bodies,
+        base64=ps.payload_base64,
+        split=ps.split,
+        **settings.headers(),
+    )
+    return PreparedPayloads(pool, validator, ps.split, serializer.name)
