@@ -35,9 +35,9 @@ def add_parser(subparsers) -> None:
         "Arguments after -- go to Locust as they are.",
     )
     p.add_argument("--run-dir", default=None, metavar="DIR", help="gate this existing run folder instead of running a test")
-    add_gate_arguments(p)
     add_cli_options(p)
     add_load_arguments(p)
+    add_gate_arguments(p)  # last: a flag the options above already declare keeps its declaration
     p.add_argument("-v", "--verbose", dest="quiet", action="store_false", help="show Locust's periodic tables")
     p.set_defaults(accepts_passthrough=True, quiet=True)
 

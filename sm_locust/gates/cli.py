@@ -20,19 +20,37 @@ from sm_locust.gates.spec import GateSpec
 
 
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the gate flags. A flag the parser already has (e.g. a shape's `--max-error-rate` stop
+    condition, declared by the sm-locust options) is left to it: its value becomes the whole-run gate."""
     g = parser.add_argument_group("gates (VALUE for the whole run, NAME=VALUE for one request name; repeatable)")
-    g.add_argument("--max-p95-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p95 latency is above MS")
-    g.add_argument("--max-p99-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p99 latency is above MS")
-    g.add_argument("--max-error-rate", action="append", default=[], metavar="[NAME=]FRACTION",
-                   help="fail if failures/requests is above FRACTION (0.01 = 1%%)")
-    g.add_argument("--min-rps", action="append", default=[], metavar="[NAME=]RPS", help="fail if throughput is under RPS")
-    g.add_argument("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
-    g.add_argument("--baseline", default=None, metavar="RUN_DIR",
-                   help="fail when p95, p99, throughput or error rate regressed against this earlier run folder")
-    g.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
-                   help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
-                   f"{DEFAULT_TOLERANCE * 100:g}%%)")
-    g.add_argument("--junit", default=None, metavar="PATH", help="write a JUnit XML report, one testcase per gate")
+    taken = set(getattr(parser, "_option_string_actions", {}))
+
+    def add(flag: str, **kwargs) -> None:
+        if flag not in taken:
+            g.add_argument(flag, **kwargs)
+
+    add("--max-p95-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p95 latency is above MS")
+    add("--max-p99-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p99 latency is above MS")
+    add("--max-error-rate", action="append", default=[], metavar="[NAME=]FRACTION",
+        help="fail if failures/requests is above FRACTION (0.01 = 1%%)")
+    add("--min-rps", action="append", default=[], metavar="[NAME=]RPS", help="fail if throughput is under RPS")
+    add("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
+    add("--baseline", default=None, metavar="RUN_DIR",
+        help="fail when p95, p99, throughput or error rate regressed against this earlier run folder")
+    add("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+        help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
+        f"{DEFAULT_TOLERANCE * 100:g}%%)")
+    add("--junit", default=None, metavar="PATH", help="write a JUnit XML report, one testcase per gate")
+
+
+def _values(args: argparse.Namespace, dest: str) -> list[str]:
+    """A gate flag's values as a list of strings, whoever declared the flag (a list, one value or None)."""
+    value = getattr(args, dest, None)
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
 
 
 def gates_from_args(args: argparse.Namespace) -> list[Gate]:
@@ -40,8 +58,9 @@ def gates_from_args(args: argparse.Namespace) -> list[Gate]:
 
     With no limit and no baseline, the default smoke gate applies: no failed requests.
     """
-    spec = GateSpec(max_p95_ms=args.max_p95_ms, max_p99_ms=args.max_p99_ms, max_error_rate=args.max_error_rate,
-                    min_rps=args.min_rps, min_requests=args.min_requests)
+    spec = GateSpec(max_p95_ms=_values(args, "max_p95_ms"), max_p99_ms=_values(args, "max_p99_ms"),
+                    max_error_rate=_values(args, "max_error_rate"), min_rps=_values(args, "min_rps"),
+                    min_requests=args.min_requests)
     gates = spec.build()
     if args.baseline:
         gates += regression_gates(load_run(args.baseline, role="baseline"), args.tolerance)
