@@ -1,0 +1,192 @@
+"""The Locust web UI with sm-locust: every option shown and editable, the step shape pickable
+(--class-picker), a run driven through the UI's HTTP API (POST /swarm, GET /stats/requests,
+GET /stop), and a headless Chromium check that the options are rendered (screenshot kept in
+test-artifacts/)."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sm_locust.endpoint.server import free_port
+from sm_locust.options import all_option_specs
+from tests.conftest import ROOT, SAMPLE_PAYLOAD
+from tests.test_compose import wait_exit
+
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def web_options() -> list:
+    return [spec for spec in all_option_specs() if spec.web_ui]
+
+
+class WebLocust:
+    """`locust -f sagemaker.py,step.py --class-picker` with its web UI on 127.0.0.1:FREE."""
+
+    def __init__(self, tmp_path: Path, *extra: str, env: dict | None = None, more_files: tuple[str, ...] = ()):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp_path / "locust-web.log"
+        files = ",".join([str(ROOT / "locustfiles" / "sagemaker.py"), str(ROOT / "locustfiles" / "step.py"), *more_files])
+        cmd = [sys.executable, "-m", "locust", "-f", files, "--class-picker", "--web-host", "127.0.0.1",
+               "--web-port", str(self.port), *extra]
+        full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
+        self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT, env=full_env,
+                                     cwd=tmp_path, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/login", timeout=1).close()
+                break
+            except (urllib.error.URLError, OSError):
+                assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
+                assert time.monotonic() < deadline, "web UI did not come up"
+                time.sleep(0.1)
+
+    def get(self, path: str, opener=None):
+        with (opener or urllib.request.build_opener()).open(self.url + path, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+
+    def post(self, path: str, form: list[tuple[str, str]], opener=None):
+        data = urllib.parse.urlencode(form).encode()
+        with (opener or urllib.request.build_opener()).open(self.url + path, data=data, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                wait_exit(self.proc, 15)
+            except AssertionError:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                wait_exit(self.proc, 10)
+
+
+def template_args(page: str) -> dict:
+    match = re.search(r"window\.templateArgs\s*=\s*(\{.*?\})\s*;?\s*\n", page, re.S) or \
+        re.search(r"templateArgs\s*=\s*(\{.*\})", page)
+    assert match, page[:2000]
+    return json.loads(match.group(1))
+
+
+@pytest.fixture
+def web_locust(tmp_path, endpoint):
+    started = []
+
+    def start(*extra: str, env: dict | None = None) -> WebLocust:
+        web = WebLocust(tmp_path, "--endpoint-name", "set-on-the-command-line", "--endpoint-url", endpoint.url,
+                        "--payload", str(SAMPLE_PAYLOAD), *extra, env=env)
+        started.append(web)
+        return web
+
+    yield start
+    for web in started:
+        web.stop()
+
+
+def test_web_ui_shows_every_option_and_the_shape_picker(web_locust):
+    web = web_locust()
+    status, page = web.get("/")
+    assert status == 200
+    args = template_args(page)
+    shown = set(args["extra_options"])
+    missing = [spec.flag for spec in web_options() if spec.dest not in shown]
+    assert not missing, f"sm-locust options missing from the web UI: {missing}"
+    assert not any(spec.dest in shown for spec in all_option_specs() if not spec.web_ui)  # --sm-out stays off it
+    assert args["extra_options"]["endpoint_name"]["default_value"] == "set-on-the-command-line"
+    assert "StepLoadShape" in args["available_shape_classes"]
+    assert "InvokeEndpointUser" in args["available_user_classes"]
+
+
+def test_a_run_driven_through_the_web_ui_http_api(web_locust, endpoint):
+    web = web_locust()
+    form = [("user_count", "3"), ("spawn_rate", "10"), ("host", ""), ("user_classes", "InvokeEndpointUser"),
+            ("shape_class", "Default"), ("endpoint_name", "edited-in-the-ui"), ("think_time", "0.01")]
+    status, body = web.post("/swarm", form)
+    assert status == 200 and json.loads(body)["success"] is True, body
+    time.sleep(3.5)
+    _, stats_text = web.get("/stats/requests")
+    stats = json.loads(stats_text)
+    assert stats["state"] in ("running", "spawning") and stats["user_count"] == 3
+    entries = {entry["name"]: entry for entry in stats["stats"]}
+    assert "edited-in-the-ui" in entries, list(entries)  # the option edited in the form was used
+    assert entries["edited-in-the-ui"]["num_requests"] > 20
+    assert entries["edited-in-the-ui"]["num_failures"] == 0
+    status, _ = web.post("/stop", [])  # POST in Locust 2.47 (GET answers 405)
+    assert status == 200
+    deadline = time.monotonic() + 15
+    while True:
+        stopped = json.loads(web.get("/stats/requests")[1])
+        if stopped["state"] == "stopped":
+            break
+        assert time.monotonic() < deadline, stopped["state"]
+        time.sleep(0.2)
+    total = next(e for e in stopped["stats"] if e["name"] == "Aggregated")["num_requests"]
+    served = endpoint.stats()["requests"]
+    assert 0 <= served - total <= 3, (served, total)  # only requests in flight at the stop
+
+
+def test_web_login_protects_the_ui(tmp_path):
+    login = str(ROOT / "examples" / "distributed" / "web_login.py")
+    web = WebLocust(tmp_path, "--web-login", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), more_files=(login,),
+                    env={"SM_LOCUST_WEB_USERNAME": "ops", "SM_LOCUST_WEB_PASSWORD": "s3cret-test-only"})
+    try:
+        import http.cookiejar
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None
+
+        anonymous = urllib.request.build_opener(NoRedirect)
+        with pytest.raises(urllib.error.HTTPError) as info:
+            web.get("/stats/requests", anonymous)
+        assert info.value.code == 302 and "/login" in info.value.headers["Location"]
+        jar = http.cookiejar.CookieJar()
+        wrong = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        web.post("/login_submit", [("username", "ops"), ("password", "nope")], wrong)
+        with pytest.raises(urllib.error.HTTPError):
+            web.get("/stats/requests", urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect))
+        jar = http.cookiejar.CookieJar()
+        user = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        web.post("/login_submit", [("username", "ops"), ("password", "s3cret-test-only")], user)
+        status, body = web.get("/stats/requests", user)
+        assert status == 200 and "stats" in json.loads(body)
+    finally:
+        web.stop()
+    assert "s3cret-test-only" not in web.log_path.read_text()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run tries it)")
+def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
+    web = web_locust()
+    ARTIFACTS.mkdir(exist_ok=True)
+    screenshot = ARTIFACTS / "webui.png"
+    screenshot.unlink(missing_ok=True)
+    base = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1280,2400",
+            "--virtual-time-budget=8000"]
+    dom = subprocess.run(base + ["--dump-dom", web.url + "/"], capture_output=True, text=True, timeout=90)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # rendered elements only: the page also embeds the options as JSON in a <script>
+    text = html.unescape(re.sub(r"<script\b.*?</script>", "", dom.stdout, flags=re.S))
+    missing = [spec.flag for spec in web_options() if f"({spec.help})" not in text]
+    assert not missing, f"options not rendered as form fields: {missing}"
+    assert "Custom parameters" in text and "StepLoadShape" in text
+    shot = subprocess.run(base + [f"--screenshot={screenshot}", web.url + "/"], capture_output=True, text=True, timeout=90)
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.stat().st_size > 10_000
