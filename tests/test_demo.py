@@ -24,6 +24,7 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     assert "CloudWatch stand-in (moto) on http://127.0.0.1:" in result.stdout
     assert f"report in {out / 'report.html'}" in result.stdout
     assert "missing:" not in result.stdout, result.stdout  # every expected metric arrived, no minute left out
+    assert re.search(r"UTC: Invocations +\d+  ModelLatency +\d+\.\d ms", result.stdout), result.stdout
     for name in ("report.html", "merged_timeseries.csv", "steps.csv", "summary.json"):
         assert (out / name).is_file(), name
 

@@ -136,19 +136,36 @@ def _report(out, stand_in: CloudWatchStandIn | None):
 
     options = ReportOptions(cloudwatch=stand_in is not None, region=STAND_IN_REGION)
     result = build_report(out, options, cloudwatch=stand_in.client() if stand_in else None, env={})
-    if stand_in is not None and not result.steps.empty:
-        print("sm-locust demo: the endpoint's side, from its CloudWatch metrics (per-minute values over each step):")
-        for _, step in result.steps.iterrows():
-            print(f"  {int(step['users']):>3} users: ModelLatency {_fmt(step.get('cw_ModelLatency_avg_ms'), 'ms')}  "
-                  f"OverheadLatency {_fmt(step.get('cw_OverheadLatency_avg_ms'), 'ms')}  "
-                  f"CPU {_fmt(step.get('cw_CPUUtilization_avg_pct'), '%')} (summed over cores)")
+    if stand_in is not None:
+        print("sm-locust demo: the endpoint's CloudWatch metrics, per minute as on AWS (CPU summed over cores):")
+        for line in minute_lines(result.outputs["timeseries"]):
+            print(line)
     for gap in result.gaps:
         print(f"sm-locust demo: report: missing: {gap}")
     return result
 
 
-def _fmt(value, unit: str) -> str:
-    return "  n/a" if value is None or value != value else f"{float(value):5.1f} {unit}"  # NaN != NaN
+MINUTE_COLUMNS = (("cw_Invocations_sum_count", "Invocations", "{:6.0f}"), ("cw_ModelLatency_avg_ms", "ModelLatency", "{:5.1f} ms"),
+                  ("cw_OverheadLatency_avg_ms", "OverheadLatency", "{:5.1f} ms"),
+                  ("cw_CPUUtilization_avg_pct", "CPU", "{:5.1f} %"), ("cw_MemoryUtilization_avg_pct", "memory", "{:4.1f} %"))
+
+
+def minute_lines(timeseries_csv) -> list[str]:
+    """One line per CloudWatch minute of the run, from merged_timeseries.csv (each minute's value
+    sits on every second of that minute)."""
+    import pandas as pd
+
+    seconds = pd.read_csv(timeseries_csv)
+    present = [c for c in MINUTE_COLUMNS if c[0] in seconds.columns]
+    if not present:
+        return ["  (no CloudWatch columns)"]
+    minutes = seconds.groupby(seconds["epoch_s"] // 60 * 60)[[c for c, _, _ in present]].first()
+    lines = []
+    for start, row in minutes.iterrows():
+        label = pd.Timestamp(int(start), unit="s").strftime("%H:%M")
+        cells = [f"{name} {'n/a' if pd.isna(row[col]) else fmt.format(row[col])}" for col, name, fmt in present]
+        lines.append(f"  {label} UTC: " + "  ".join(cells))
+    return lines
 
 
 def _valid(config) -> bool:
