@@ -88,6 +88,7 @@ OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.options:ENDPOINT_OPTIONS",
     "sm_locust.shapes.options:OPTIONS",
     "sm_locust.payloads.options:OPTIONS",
+    "sm_locust.transport.options:OPTIONS",
 )
 
 
@@ -159,6 +160,7 @@ class SageMakerSettings:
     read_timeout: float = 60.0
     sm_out: str = ""
     sm_progress: float = 0.0
+    transport: str = "fast"  # = sm_locust.transport.options.DEFAULT_TRANSPORT
 
     @classmethod
     def from_options(cls, options: Any) -> SageMakerSettings:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from locust import User
 
-from sm_locust.client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_SIZE, DEFAULT_READ_TIMEOUT_S, SageMakerClient
+from sm_locust.client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_POOL_SIZE, DEFAULT_READ_TIMEOUT_S
 from sm_locust.invocation import Invocation
 from sm_locust.options import SageMakerSettings
+from sm_locust.transport.options import client_class
 
 
 class SageMakerUser(User):
@@ -36,8 +37,11 @@ class SageMakerUser(User):
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
 
-    client_cls: type = SageMakerClient
-    """The client class; swap it to change the transport."""
+    transport: str = SageMakerSettings.transport
+    """`fast` or `boto3` (sm_locust.transport.options); `--transport` overrides it."""
+
+    client_cls: type | None = None
+    """The client class; None = the one `transport` names (a subclass may set its own)."""
 
     def __init__(self, environment):
         super().__init__(environment)
@@ -51,14 +55,14 @@ class SageMakerUser(User):
         from_class = SageMakerSettings(
             endpoint_name=self.endpoint_name, endpoint_url=self.endpoint_url, region=self.region,
             aws_profile=self.aws_profile, think_time=self.think_time, connect_timeout=self.connect_timeout,
-            read_timeout=self.read_timeout,
+            read_timeout=self.read_timeout, transport=self.transport,
         )
         options = self.environment.parsed_options
         if options is None:
             return from_class
         from_options = SageMakerSettings.from_options(options)
         for name, value in vars(from_options).items():
-            if value not in ("", None) and not (name in ("think_time", "connect_timeout", "read_timeout")
+            if value not in ("", None) and not (name in ("think_time", "connect_timeout", "read_timeout", "transport")
                                                  and value == getattr(SageMakerSettings, name)):
                 setattr(from_class, name, value)
         return from_class
@@ -67,11 +71,12 @@ class SageMakerUser(User):
         s = self.settings
         if not s.endpoint_name:
             raise ValueError(f"{type(self).__name__} has no endpoint name: set endpoint_name or pass --endpoint-name")
-        key = (self.client_cls, s.endpoint_name, s.endpoint_url, s.region, s.aws_profile, s.connect_timeout, s.read_timeout)
+        client_cls = self.client_cls or client_class(s.transport)
+        key = (client_cls, s.endpoint_name, s.endpoint_url, s.region, s.aws_profile, s.connect_timeout, s.read_timeout)
         cache = self.environment.__dict__.setdefault("_sm_locust_clients", {})
         client = cache.get(key)
         if client is None:
-            client = cache[key] = self.client_cls(
+            client = cache[key] = client_cls(
                 self.environment, s.endpoint_name, region=s.region or None, endpoint_url=s.endpoint_url or None,
                 profile=s.aws_profile or None, pool_size=self.pool_size, connect_timeout=s.connect_timeout,
                 read_timeout=s.read_timeout,

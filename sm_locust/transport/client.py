@@ -45,6 +45,7 @@ from sm_locust.transport.errors import (
     network_error,
 )
 from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, create_signer, host_header
+from sm_locust.validation_hook import check_response
 
 TTFT = "TTFT"
 INTER_CHUNK = "InterChunk"
@@ -149,6 +150,9 @@ class FastSageMakerClient:
     :param user: the Locust User owning the client (kept for listeners, like FastHttpSession)
     """
 
+    validator: Any = None
+    """Optional response check (sm_locust.validation_hook) for `invoke`; None = off."""
+
     def __init__(
         self,
         endpoint_name: str,
@@ -220,6 +224,16 @@ class FastSageMakerClient:
         self, invocation: Invocation, name: str | None = None, *, context: dict | None = None
     ) -> Response | None:
         """InvokeEndpoint; returns the response, or None after reporting the failure."""
+        return self.send(invocation, name, context=context)[0]
+
+    def send(
+        self, invocation: Invocation, name: str | None = None, *, context: dict | None = None
+    ) -> tuple[Response | None, InvocationError | None]:
+        """`invoke`, also returning the failure (None on success); fires one event either way.
+
+        With a `validator` set, a response it rejects is the failure (`InvalidResponse: ...`),
+        checked after the response time is taken, as the boto3 client does.
+        """
         name = name or invocation.request_name(self.endpoint_name)
         path = self.paths[INVOKE_ENDPOINT]
         start_time, t0 = time.time(), time.perf_counter()
@@ -227,17 +241,23 @@ class FastSageMakerClient:
         length = 0
         try:
             status, headers, body = self._send(path, invocation.http_headers(), invocation.body)
-            length = len(body)
-            if status >= 300:
+            if status >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
                 raise error_from_response(status, headers, body)
+            length = len(body)
             result = Response(status, headers, body)
             error = None
         except Exception as exc:  # noqa: BLE001 - every failure becomes an event
             error = network_error(exc, self.base_url + path)
+        end = time.perf_counter()
         variant = result.headers.get(INVOKED_VARIANT) if result is not None else None
         context = {"endpoint": self.endpoint_name, "variant": variant, **(context or {})}
-        self._fire(INVOKE_ENDPOINT, name, t0, start_time, length, error, path, context)
-        return result
+        if result is not None and self.validator is not None:
+            error = check_response(
+                self.validator, result.body, result.headers.get("content-type"), invocation
+            )
+            result = None if error is not None else result
+        self._fire(INVOKE_ENDPOINT, name, t0, start_time, length, error, path, context, end)
+        return result, error
 
     def invoke_async(
         self,
@@ -262,9 +282,9 @@ class FastSageMakerClient:
         length = 0
         try:
             status, rheaders, body = self._send(path, headers, invocation.body)
-            length = len(body)
             if status >= 300:
                 raise error_from_response(status, rheaders, body)
+            # length stays 0: the result goes to S3 (boto3 does not expose the 202 body's size)
             try:
                 inference_id = json.loads(body).get("InferenceId") if body else None
             except (ValueError, AttributeError):
@@ -301,7 +321,8 @@ class FastSageMakerClient:
         start_time, t0 = time.time(), time.perf_counter()
         chunks: list[bytes] = []
         arrivals: list[float] = []
-        status, rheaders, length = 0, {}, 0
+        status, rheaders = 0, {}
+        context = {"endpoint": self.endpoint_name, **(context or {})}  # TTFT and InterChunk
 
         def on_chunk(payload: bytes, now: float) -> None:
             chunks.append(payload)
@@ -313,13 +334,11 @@ class FastSageMakerClient:
             response = self._start(path, headers, invocation.body)
             status, rheaders = response.status_code, _headers(response)
             if status >= 300:
-                body = response.read()
-                length = len(body)
-                raise error_from_response(status, rheaders, body)
+                raise error_from_response(status, rheaders, response.read())
             error = _read_event_stream(response, on_chunk, self.base_url + path)
         except Exception as exc:  # noqa: BLE001
             error = network_error(exc, self.base_url + path)
-        length = length or sum(len(c) for c in chunks)
+        length = sum(len(c) for c in chunks)
         end = time.perf_counter()
         gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
         body = b"".join(chunks)
