@@ -135,3 +135,112 @@ class SageMakerClient:
             url=None,
         )
         return result, exception
+
+    # -- InvokeEndpointWithResponseStream and InvokeEndpointAsync (same entries as sm_locust.transport) --
+
+    token_counter: Any = None
+    """Optional `f(stream body) -> int` (sm_locust.transport.tokens) for `invoke_stream`."""
+
+    def invoke_stream(self, invocation: Invocation, name: str | None = None) -> dict | None:
+        """Call InvokeEndpointWithResponseStream, reading its EventStream to the end.
+
+        Fires `TTFT` (call start -> first PayloadPart), `InterChunk` (mean gap, streams of 2+
+        chunks) and `InvokeEndpointWithResponseStream` (whole stream, carries the failure: HTTP
+        error, mid-stream ModelStreamError / InternalStreamFailure, network error), as
+        `FastSageMakerClient.invoke_stream` does. Returns {'body', 'content_type', 'variant',
+        'chunks', 'ttft_ms', 'inter_chunk_ms', 'tokens'} or None on failure.
+        """
+        from sm_locust.invocation import INVOKE_ENDPOINT_STREAM
+
+        name = name or invocation.request_name(self.endpoint_name)
+        kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _STREAM_KWARGS}
+        start_time = time.time()
+        started = time.perf_counter()
+        chunks: list[bytes] = []
+        arrivals: list[float] = []
+        response: dict = {}
+        exception = None
+        try:
+            response = self.runtime.invoke_endpoint_with_response_stream(EndpointName=self.endpoint_name, **kwargs)
+            stream = response["Body"]
+            try:
+                for event in stream:
+                    part = event.get("PayloadPart")
+                    if part is None:
+                        continue
+                    now = time.perf_counter()
+                    chunks.append(part.get("Bytes", b""))
+                    arrivals.append(now)
+                    if len(chunks) == 1:
+                        self._request.fire(request_type="TTFT", name=name, response_time=(now - started) * 1000.0,
+                                           response_length=len(chunks[0]), exception=None,
+                                           context={"endpoint": self.endpoint_name}, start_time=start_time, url=None)
+            finally:
+                _drain(stream)
+        except Exception as exc:  # reported as a failure event, never raised into the User
+            exception = name_error(exc)
+        end = time.perf_counter()
+        gaps = [(b - a) * 1000.0 for a, b in zip(arrivals, arrivals[1:])]
+        if gaps:
+            self._request.fire(request_type="InterChunk", name=name, response_time=sum(gaps) / len(gaps),
+                               response_length=len(gaps), exception=None, context={"endpoint": self.endpoint_name},
+                               start_time=start_time, url=None)
+        body = b"".join(chunks)
+        tokens = self.token_counter(body) if self.token_counter is not None and chunks else None
+        variant = response.get("InvokedProductionVariant")
+        ttft_ms = (arrivals[0] - started) * 1000.0 if arrivals else None
+        self._request.fire(
+            request_type=INVOKE_ENDPOINT_STREAM, name=name, response_time=(end - started) * 1000.0,
+            response_length=len(body), exception=exception,
+            context={"endpoint": self.endpoint_name, "variant": variant, "chunks": len(chunks), "tokens": tokens,
+                     "ttft_ms": ttft_ms, "inter_chunk_ms": gaps},
+            start_time=start_time, url=None,
+        )
+        if exception is not None:
+            return None
+        return {"body": body, "content_type": response.get("ContentType"), "variant": variant, "chunks": chunks,
+                "ttft_ms": ttft_ms, "inter_chunk_ms": gaps, "tokens": tokens}
+
+    def invoke_async(self, invocation: Invocation, input_location: str | None = None,
+                     name: str | None = None) -> dict | None:
+        """Call InvokeEndpointAsync for the S3 object at `input_location`; fires one
+        `InvokeEndpointAsync` event (the time to be accepted, not to the result). Returns
+        {'inference_id', 'output_location', 'failure_location'} or None on failure."""
+        from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC
+
+        name = name or invocation.request_name(self.endpoint_name)
+        kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _ASYNC_KWARGS}
+        start_time = time.time()
+        started = time.perf_counter()
+        result = None
+        exception = None
+        try:
+            response = self.runtime.invoke_endpoint_async(EndpointName=self.endpoint_name,
+                                                          InputLocation=input_location or "", **kwargs)
+            result = {"inference_id": response.get("InferenceId"), "output_location": response.get("OutputLocation"),
+                      "failure_location": response.get("FailureLocation")}
+        except Exception as exc:  # reported as a failure event, never raised into the User
+            exception = name_error(exc)
+        self._request.fire(request_type=INVOKE_ENDPOINT_ASYNC, name=name,
+                           response_time=(time.perf_counter() - started) * 1000.0, response_length=0,
+                           exception=exception, context={"endpoint": self.endpoint_name}, start_time=start_time,
+                           url=None)
+        return result
+
+
+# the members each operation models (botocore's sagemaker-runtime service model)
+_STREAM_KWARGS = frozenset({"Body", "ContentType", "Accept", "CustomAttributes", "TargetVariant",
+                            "TargetContainerHostname", "InferenceId", "InferenceComponentName", "SessionId"})
+_ASYNC_KWARGS = frozenset({"ContentType", "Accept", "CustomAttributes", "InferenceId"})
+
+
+def _drain(stream: Any) -> None:
+    """Read what is left of an event stream's body (after an error botocore stops reading), so the
+    connection goes back to the pool clean."""
+    raw = getattr(stream, "_raw_stream", None)
+    try:
+        if raw is not None:
+            for _ in raw.stream():
+                pass
+    except Exception:  # a broken connection: urllib3 discards it
+        stream.close()

@@ -34,6 +34,13 @@ def add_parser(subparsers) -> None:
     f.add_argument("--cold-start-ms", type=float, default=None, help="extra latency on each worker's first invocation")
     f.add_argument("--not-ready-s", type=float, default=None, help="answer ModelNotReadyException for this long after start")
     f.add_argument("--seed", type=int, default=None, help="seed for fault draws (repeatable runs)")
+    s = p.add_argument_group("response streams (POST /endpoints/NAME/invocations-response-stream)")
+    s.add_argument("--first-token-ms", type=float, default=None, help="delay before the first PayloadPart (default 0)")
+    s.add_argument("--token-ms", type=float, default=None, help="delay between two PayloadParts (default 0)")
+    s.add_argument("--stream-tokens", type=int, default=None,
+                   help="PayloadParts per streamed response (default 0: one per row's prediction)")
+    s.add_argument("--stream-error-ratio", type=float, default=None,
+                   help="share of streams that fail half-way with a ModelStreamError event (0-1)")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -51,7 +58,8 @@ def config_from_args(args: argparse.Namespace):
 
     keys = ("host", "port", "workers", "threads", "max_concurrency", "service_time_ms", "latency_ms", "jitter_ms",
             "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
-            "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name")
+            "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
+            "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio")
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.validate()

@@ -3,6 +3,8 @@
 Routes (all on one server):
 - `POST /endpoints/{EndpointName}/invocations`: InvokeEndpoint exactly as boto3 calls it; the
   answer carries `x-Amzn-Invoked-Production-Variant`.
+- `POST /endpoints/{EndpointName}/invocations-response-stream` and `/async-invocations`:
+  InvokeEndpointWithResponseStream and InvokeEndpointAsync (sm_locust/endpoint/streaming.py).
 - `GET /ping`, `POST /invocations`: the SageMaker inference container contract.
 - `GET /_sm_locust/stats`: the server-side counters (what the server saw), for tests and demos.
 
@@ -21,7 +23,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from sm_locust.endpoint import codecs
+from sm_locust.endpoint import codecs, streaming
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import DROP, ERRORS, EndpointConfig, FaultPlan, parse_custom_attributes
 from sm_locust.endpoint.model import RankingModel
@@ -66,6 +68,10 @@ class EndpointApp:
             if method != "POST":
                 return self._not_allowed(start_response)
             return self._invoke(environ, start_response, unquote(parts[2]))
+        if len(parts) == 4 and parts[1] == "endpoints" and parts[3] in streaming.ROUTES:  # stream, async
+            if method != "POST":
+                return self._not_allowed(start_response)
+            return streaming.ROUTES[parts[3]](self, environ, start_response, unquote(parts[2]))
         return self._error(start_response, "UnknownOperationException", f"no route for {method} {path}", status=404)
 
     # -- invocation ---------------------------------------------------------------------------

@@ -64,6 +64,10 @@ class EndpointConfig:
     cloudwatch_url: str | None = None  # publish CloudWatch-style metrics there (see metrics.py)
     metrics_interval_s: float = 10.0  # seconds between two publications to cloudwatch_url
     metrics_endpoint_name: str | None = None  # EndpointName dimension (default: endpoint_name, else "sm-locust-local")
+    first_token_ms: float = 0.0  # streams: delay before the first PayloadPart (sm_locust/endpoint/streaming.py)
+    token_ms: float = 0.0  # streams: delay between two PayloadParts
+    stream_tokens: int = 0  # streams: PayloadParts per response; 0 = one per row's prediction
+    stream_error_ratio: float = 0.0  # streams: share failing mid-stream with ModelStreamError
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -83,6 +87,10 @@ class EndpointConfig:
             raise ValueError("--max-concurrency must be 0 (unlimited) or more")
         if not self.metrics_interval_s >= 1:
             raise ValueError(f"--metrics-interval must be at least 1 second, got {self.metrics_interval_s}")
+        if not 0.0 <= self.stream_error_ratio <= 1.0:
+            raise ValueError(f"--stream-error-ratio must be between 0 and 1, got {self.stream_error_ratio}")
+        if self.first_token_ms < 0 or self.token_ms < 0 or self.stream_tokens < 0:
+            raise ValueError("--first-token-ms, --token-ms and --stream-tokens must not be negative")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

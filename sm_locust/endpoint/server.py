@@ -133,6 +133,8 @@ class LocalEndpoint:
             "--latency-ms": c.latency_ms, "--jitter-ms": c.jitter_ms, "--throttle-ratio": c.throttle_ratio,
             "--model-error-ratio": c.model_error_ratio, "--error-ratio": c.error_ratio,
             "--drop-ratio": c.drop_ratio, "--cold-start-ms": c.cold_start_ms, "--not-ready-s": c.not_ready_s,
+            "--first-token-ms": c.first_token_ms, "--token-ms": c.token_ms, "--stream-tokens": c.stream_tokens,
+            "--stream-error-ratio": c.stream_error_ratio,
         }
         for flag, value in flags.items():
             if value:

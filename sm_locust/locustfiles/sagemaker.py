@@ -20,6 +20,7 @@ from sm_locust.fanout import PARTS, invoke_split
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.recorder import RunRecorder
+from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
 
 __all__ = ["InvokeEndpointUser"]
@@ -77,6 +78,7 @@ class InvokeEndpointUser(SageMakerUser):
 
     def on_start(self) -> None:
         self.client.validator = getattr(self.environment, "sm_locust_validator", None)
+        self.call = operation(self.client, self.environment.parsed_options)  # invoke, --stream or async
 
     @task
     def invoke_endpoint(self) -> None:
@@ -87,7 +89,7 @@ class InvokeEndpointUser(SageMakerUser):
         if PARTS in invocation.extra:
             invoke_split(self.client, invocation)
         else:
-            self.client.invoke(invocation)
+            self.call(invocation)
 
 
 @events.init.add_listener

@@ -1,0 +1,180 @@
+"""The local endpoint's InvokeEndpointWithResponseStream and InvokeEndpointAsync handlers.
+
+`POST /endpoints/{name}/invocations-response-stream`: the request is checked, fault-injected and
+decoded exactly as for InvokeEndpoint (same HTTP errors before the stream starts: throttles,
+ModelError, 5xx, dropped connections), the ranking model scores its rows, then the answer streams
+in the AWS event-stream framing (`application/vnd.amazon.eventstream`, written by
+`sm_locust.transport.eventstream`), one `PayloadPart` per token, each token a JSON line in the
+TGI / LMI style that `sm_locust.transport.tokens.json_lines_with_token` counts::
+
+    {"token": {"id": 0, "text": "0.734521"}}
+
+- tokens: one per row's prediction (its probability as text), or `--stream-tokens N` tokens
+  (the predictions repeated);
+- timing: `--first-token-ms` before the first token, `--token-ms` between tokens (a model that
+  generates at 1000/token-ms tokens/s after a prefill of first-token-ms);
+- mid-stream failures: with `--stream-error-ratio R` a share R of the streams (seeded by `--seed`)
+  send half their tokens and then a `ModelStreamError` exception event; the custom attribute
+  `sm-locust-fault=ModelStreamError` (or `InternalStreamFailure`) forces one. The status is 200
+  and the failure is in the stream, as SageMaker sends it; botocore raises `EventStreamError`.
+- `X-Amzn-SageMaker-Content-Type` is `application/jsonlines`; `x-Amzn-Invoked-Production-Variant`
+  as for InvokeEndpoint.
+
+`POST /endpoints/{name}/async-invocations`: InvokeEndpointAsync. `X-Amzn-SageMaker-InputLocation`
+is required (ValidationError otherwise, as SageMaker); the fault plan applies (throttles, 5xx...).
+The answer is 202 with `{"InferenceId": ...}` and fake `X-Amzn-SageMaker-OutputLocation` /
+`-FailureLocation` URIs under `s3://sm-locust-local/`: the local endpoint neither reads the input
+nor runs the model nor stores an output; it measures the acceptance path only.
+
+Server counters: a stream counts as a request and an invocation, and as a success unless it
+failed mid-stream; an accepted async call counts as a request.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import orjson
+
+from sm_locust.endpoint import codecs
+from sm_locust.endpoint.faults import DROP, FORCE_ATTRIBUTE, parse_custom_attributes
+from sm_locust.transport import eventstream as es
+
+STREAM_FAULTS = (es.MODEL_STREAM_ERROR, es.INTERNAL_STREAM_FAILURE)
+STREAM_ERROR_MESSAGE = "model stream failure injected"
+STREAM_CONTENT_TYPE = "application/jsonlines"
+ASYNC_BUCKET = "s3://sm-locust-local"
+ACCOUNT = "000000000000"
+
+
+def _read_request(app, environ, start_response, endpoint_name: str):
+    """Shared checks; returns (body, attributes header, attributes) or an error response (list)."""
+    from sm_locust.endpoint.app import MAX_BODY_BYTES
+
+    cfg = app.config
+    app.counters.add(requests=1)
+    if cfg.endpoint_name and endpoint_name != cfg.endpoint_name:
+        return app._error(start_response, "ValidationError", f"Endpoint {endpoint_name} of account {ACCOUNT} not found.")
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > MAX_BODY_BYTES:
+        return app._error(start_response, "ValidationError", f"Request body is {length} bytes; the maximum is {MAX_BODY_BYTES}.")
+    body = environ["wsgi.input"].read(length) if length else b""
+    header = environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES")
+    return body, header, parse_custom_attributes(header)
+
+
+def _decide(app, start_response, environ, attributes):
+    """The fault plan's decision applied: None to go on, else the error response to return."""
+    cfg = app.config
+    not_ready = cfg.not_ready_s > 0 and time.time() - app.started_at < cfg.not_ready_s
+    decision = app.plan.decide(attributes, not_ready)
+    if decision.added_latency_ms:
+        time.sleep(decision.added_latency_ms / 1000.0)
+    if decision.error == DROP:
+        app.counters.add(dropped=1, DropConnection=1)
+        return app._drop(environ, start_response)
+    if decision.error:
+        if decision.error != "ValidationError":
+            app.counters.add(invocations=1)
+        return app._error(start_response, decision.error, decision.message)
+    return None
+
+
+def tokens_for(probabilities, count: int = 0) -> list[bytes]:
+    """The streamed tokens: one JSON line per prediction, or `count` of them (predictions repeated)."""
+    values = [float(p) for p in probabilities] or [0.0]
+    n = count or len(values)
+    return [orjson.dumps({"token": {"id": i, "text": f"{values[i % len(values)]:.6f}"}}) + b"\n" for i in range(n)]
+
+
+def invoke_stream(app, environ, start_response, endpoint_name: str):
+    """POST /endpoints/{name}/invocations-response-stream."""
+    arrived = time.perf_counter()
+    read = _read_request(app, environ, start_response, endpoint_name)
+    if isinstance(read, list):
+        return read
+    body, attributes_header, attributes = read
+    forced = attributes.get(FORCE_ATTRIBUTE)
+    if forced in STREAM_FAULTS:  # a stream fault is decided here, not by the fault plan
+        del attributes[FORCE_ATTRIBUTE]
+    else:
+        forced = None
+    refused = _decide(app, start_response, environ, attributes)
+    if refused is not None:
+        return refused
+    if not body:
+        return app._error(start_response, "ValidationError", "Request body is empty.")
+    try:
+        feat_ids, feat_vals = codecs.decode_request(body, environ.get("CONTENT_TYPE"), attributes_header)
+    except codecs.CodecError as exc:
+        return app._error(start_response, "ValidationError", str(exc))
+    cfg = app.config
+    if app.slots is not None:
+        app.slots.acquire()
+    try:
+        model_start = time.perf_counter()
+        if cfg.service_time_ms:
+            time.sleep(cfg.service_time_ms / 1000.0)
+        probabilities = app.model.predict(feat_ids, feat_vals)
+        model_us = (time.perf_counter() - model_start) * 1e6
+    finally:
+        if app.slots is not None:
+            app.slots.release()
+    tokens = tokens_for(probabilities, cfg.stream_tokens)
+    fails = forced or (es.MODEL_STREAM_ERROR if cfg.stream_error_ratio and app.plan.rng.random() < cfg.stream_error_ratio else None)
+    fail_at = len(tokens) // 2 if fails else None
+    overhead_us = max(0.0, (time.perf_counter() - arrived) * 1e6 - model_us)
+    app.counters.add(invocations=1, successes=0 if fails else 1, model_latency_us_sum=model_us,
+                     overhead_latency_us_sum=overhead_us)
+    variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or cfg.variant_name
+    headers = [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", STREAM_CONTENT_TYPE),
+               ("x-Amzn-Invoked-Production-Variant", variant), ("x-amzn-RequestId", str(uuid.uuid4()))]
+    if attributes_header:
+        headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
+    start_response("200 OK", headers)  # no Content-Length: chunked, each frame flushed as written
+    return _frames(tokens, cfg.first_token_ms / 1000.0, cfg.token_ms / 1000.0, fail_at, fails)
+
+
+def _frames(tokens: list[bytes], first_s: float, gap_s: float, fail_at: int | None, fault: str | None):
+    for i, token in enumerate(tokens):
+        if i == fail_at:
+            yield es.encode_exception(fault, STREAM_ERROR_MESSAGE, "sm-locust-injected")
+            return
+        delay = first_s if i == 0 else gap_s
+        if delay:
+            time.sleep(delay)  # gevent-patched in the gunicorn worker: other requests go on
+        yield es.encode_payload_part(token)
+    if fail_at is not None:  # a one-token stream fails after its token
+        yield es.encode_exception(fault, STREAM_ERROR_MESSAGE, "sm-locust-injected")
+
+
+def invoke_async(app, environ, start_response, endpoint_name: str):
+    """POST /endpoints/{name}/async-invocations: 202 with an InferenceId and fake S3 locations."""
+    read = _read_request(app, environ, start_response, endpoint_name)
+    if isinstance(read, list):
+        return read
+    _, _, attributes = read
+    if not environ.get("HTTP_X_AMZN_SAGEMAKER_INPUTLOCATION"):
+        return app._error(start_response, "ValidationError", "InputLocation is required for InvokeEndpointAsync.")
+    refused = _decide(app, start_response, environ, attributes)
+    if refused is not None:
+        return refused
+    inference_id = environ.get("HTTP_X_AMZN_SAGEMAKER_INFERENCE_ID") or str(uuid.uuid4())
+    body = orjson.dumps({"InferenceId": inference_id})
+    start_response("202 Accepted", [
+        ("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+        ("X-Amzn-SageMaker-OutputLocation", f"{ASYNC_BUCKET}/async-output/{inference_id}.out"),
+        ("X-Amzn-SageMaker-FailureLocation", f"{ASYNC_BUCKET}/async-failures/{inference_id}-error.out"),
+        ("x-amzn-RequestId", str(uuid.uuid4())),
+    ])
+    return [body]
+
+
+ROUTES = {
+    "invocations-response-stream": invoke_stream,
+    "async-invocations": invoke_async,
+}
