@@ -64,3 +64,11 @@ def test_user_picks_the_client_from_transport(endpoint, transport, cls):
 
     Invoker.transport = transport
     assert type(Invoker(Environment()).client) is cls
+
+
+def test_started_charges_the_wait_before_sending(endpoint):
+    import time
+
+    client, seen = _client(FastClient, endpoint.url)
+    client.invoke(Invocation(body=BODY), started=time.perf_counter() - 0.5)  # intended 500 ms ago
+    assert seen[-1]["response_time"] >= 500 and seen[-1]["start_time"] <= time.time() - 0.5

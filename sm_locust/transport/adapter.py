@@ -93,13 +93,18 @@ class FastClient:
     def validator(self, value: Any) -> None:
         self.fast.validator = value
 
-    def invoke(self, invocation: Invocation, name: str | None = None) -> dict | None:
+    def invoke(self, invocation: Invocation, name: str | None = None, *, started: float | None = None) -> dict | None:
         """Call InvokeEndpoint; returns {'body', 'content_type', 'variant'} or None on failure."""
-        return self.send(invocation, name)[0]
+        return self.send(invocation, name, started=started)[0]
 
-    def send(self, invocation: Invocation, name: str | None = None) -> tuple[dict | None, InvocationError | None]:
-        """`invoke`, also returning the failure (None on success); fires one request event either way."""
-        response, error = self.fast.send(invocation, name)
+    def send(self, invocation: Invocation, name: str | None = None, *,
+             started: float | None = None) -> tuple[dict | None, InvocationError | None]:
+        """`invoke`, also returning the failure (None on success); fires one request event either way.
+
+        `started`: the `time.perf_counter()` time the response time counts from (default: now), e.g.
+        an open-loop sender's intended send time (the boto3 client has no such argument).
+        """
+        response, error = self.fast.send(invocation, name, started=started)
         if response is None:
             return None, error
         headers = response.headers

@@ -221,22 +221,36 @@ class FastSageMakerClient:
     # ---------------------------------------------------------------- public calls
 
     def invoke(
-        self, invocation: Invocation, name: str | None = None, *, context: dict | None = None
+        self,
+        invocation: Invocation,
+        name: str | None = None,
+        *,
+        context: dict | None = None,
+        started: float | None = None,
     ) -> Response | None:
         """InvokeEndpoint; returns the response, or None after reporting the failure."""
-        return self.send(invocation, name, context=context)[0]
+        return self.send(invocation, name, context=context, started=started)[0]
 
     def send(
-        self, invocation: Invocation, name: str | None = None, *, context: dict | None = None
+        self,
+        invocation: Invocation,
+        name: str | None = None,
+        *,
+        context: dict | None = None,
+        started: float | None = None,
     ) -> tuple[Response | None, InvocationError | None]:
         """`invoke`, also returning the failure (None on success); fires one event either way.
 
         With a `validator` set, a response it rejects is the failure (`InvalidResponse: ...`),
-        checked after the response time is taken, as the boto3 client does.
+        checked after the response time is taken, as the boto3 client does. `started` is the
+        `time.perf_counter()` time the response time counts from (default: now), e.g. an
+        open-loop sender's intended send time, so waiting to send is charged to the endpoint.
         """
         name = name or invocation.request_name(self.endpoint_name)
         path = self.paths[INVOKE_ENDPOINT]
         start_time, t0 = time.time(), time.perf_counter()
+        if started is not None:
+            start_time, t0 = start_time - (t0 - started), started
         result: Response | None = None
         length = 0
         try:
