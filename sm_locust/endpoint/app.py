@@ -109,6 +109,9 @@ class EndpointApp:
             return self._error(start_response, decision.error, decision.message)
         if not body:
             return self._error(start_response, "ValidationError", "Request body is empty.")
+        # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
+        # for a concurrency slot, inference and encoding. OverheadLatency is the rest.
+        model_start = time.perf_counter()
         try:
             feat_ids, feat_vals = codecs.decode_request(body, content_type, attributes_header)
         except codecs.CodecError as exc:
@@ -117,7 +120,6 @@ class EndpointApp:
         if self.slots is not None:
             self.slots.acquire()
         try:
-            model_start = time.perf_counter()
             if self._cold:
                 with self._cold_lock:
                     if self._cold:
@@ -126,7 +128,6 @@ class EndpointApp:
             if cfg.service_time_ms:
                 time.sleep(cfg.service_time_ms / 1000.0)
             probabilities = self.model.predict(feat_ids, feat_vals)
-            model_us = (time.perf_counter() - model_start) * 1e6
         finally:
             if self.slots is not None:
                 self.slots.release()
@@ -134,6 +135,7 @@ class EndpointApp:
             out, out_type = codecs.encode_response(probabilities, accept)
         except codecs.CodecError as exc:
             return self._error(start_response, "ValidationError", str(exc))
+        model_us = (time.perf_counter() - model_start) * 1e6
         total_us = (time.perf_counter() - arrived) * 1e6
         overhead_us = max(0.0, total_us - model_us - decision.added_latency_ms * 1000.0)
         self.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us + decision.added_latency_ms * 1000.0,
