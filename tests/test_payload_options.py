@@ -175,3 +175,16 @@ def test_sm_locust_run_with_payload_options_end_to_end(endpoint, bad_inputs, tmp
     assert summary["payload"]["split"] == 2 and summary["payload"]["validate_response"] is True
     stats = (out / "locust_stats.csv").read_text()
     assert "InvokeEndpointSplit,ep," in stats and "InvokeEndpoint,ep/part," in stats
+
+
+def test_every_flag_documented_in_payloads_md_exists():
+    import re
+
+    from sm_locust.cli import build_parser
+    from tests.conftest import ROOT
+
+    run = build_parser("run")._subparsers._group_actions[0].choices["run"]
+    known = {flag for action in run._actions for flag in action.option_strings}
+    text = (ROOT / "docs" / "payloads.md").read_text()
+    documented = set(re.findall(r"(?<![\w#-])--[a-z][a-z0-9-]*", text)) - {"--quick"}  # --quick: bench/serializers.py
+    assert documented and documented <= known, sorted(documented - known)

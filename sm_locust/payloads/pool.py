@@ -86,7 +86,7 @@ class PayloadPool:
             raise UsageError(
                 "weighted selection needs weights: add a \"Weight\" key to the JSONL lines or pass weights"
             )
-        self._pick = _PICKERS[self.selection](self.invocations, self.weights, random.Random(seed))
+        self._pick = _PICKERS[self.selection](self.invocations, self.weights, random.Random(0 if seed is None else seed))
 
     def next(self) -> Invocation:
         """The next invocation to send (cheap: called once per request)."""
