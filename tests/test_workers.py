@@ -52,7 +52,7 @@ def test_a_worker_killed_mid_run_is_recorded_and_the_run_continues(tmp_path):
     # the run went on to its end with the remaining worker's users
     assert summary["duration_s"] >= 7.5
     timeline = json.loads((tmp_path / "reports" / "run" / "timeline.json").read_text())
-    assert sum(s["requests"] for s in timeline[-2:]) > 0
+    assert sum(s["requests"] for s in timeline[-4:]) > 0  # workers report every 3 s
     assert summary["totals"]["requests"] <= served["requests"]
 
 
