@@ -41,3 +41,19 @@ def test_async_faults_named_the_same(endpoint):
     assert texts[0] == texts[1] == "ThrottlingException: Rate exceeded"
     stats = endpoint.stats()
     assert stats["requests"] == stats["ThrottlingException"] == 2
+
+
+def test_default_locustfile_operation_follows_the_options():
+    from argparse import Namespace
+
+    from sm_locust.transport.options import operation
+
+    class Recorder:
+        def __getattr__(self, method):
+            return lambda *args: (method, args)
+
+    client, inv = Recorder(), Invocation(body=b"{}")
+    assert operation(client, Namespace(stream=False, async_input_location=""))(inv) == ("invoke", (inv,))
+    assert operation(client, Namespace(stream=True, async_input_location=INPUT))(inv) == ("invoke_stream", (inv,))
+    assert operation(client, Namespace(stream=False, async_input_location=INPUT))(inv) == ("invoke_async", (inv, INPUT, None))
+    assert operation(client, None)(inv) == ("invoke", (inv,))
