@@ -1,19 +1,34 @@
-"""Per-step figures from the per-second timeline: pure code, no Locust.
+"""summary.json's per-step entries, from the per-second timeline: pure code, no Locust.
 
-A step is a maximal run of seconds with the same user count (or open-loop target rate), not
-counting seconds spent ramping. Its figures come from its own requests only: throughput over the
-step's duration, percentiles from the merged per-second histograms of that step. Locust's
-cumulative and 10-second percentiles would blur neighbouring steps (REFERENCE.md).
+There is ONE implementation of per-step figures: `sm_locust.plateau.steady` (`split_steps` +
+`measure_step`), the same code the plateau searches judge steps with, so a step's rps and p95 in
+summary.json are exactly the figures the verdict was based on. This module only turns a
+`StepMeasurement` into the summary.json record (schema 1 keys plus the added ones, docs/summary.md).
+
+A step is a maximal run of seconds with one user count (or, in open loop, one target rate), not
+counting seconds spent ramping. Its figures come from its steady window (the step minus its
+warm-up, 20 % by default) and only from its own requests: percentiles from the merged per-second
+histograms with Locust's percentile rule; Locust's cumulative and 10-second percentiles would blur
+neighbouring steps (REFERENCE.md).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
+from sm_locust.plateau.steady import (
+    MODE_RATE,
+    MODE_USERS,
+    StepMeasurement,
+    histogram_percentile,
+    measure_step,
+    merge_histograms,
+    split_steps,
+)
 from sm_locust.timeline import Second
+
+__all__ = ["iso", "merge_histograms", "percentile", "step_records", "step_record", "timeline_mode"]
 
 
 def iso(epoch: float) -> str:
@@ -21,83 +36,55 @@ def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def merge_histograms(hists: Iterable[dict[int, int]]) -> dict[int, int]:
-    merged: dict[int, int] = {}
-    for hist in hists:
-        for bucket, count in hist.items():
-            merged[bucket] = merged.get(bucket, 0) + count
-    return merged
-
-
 def percentile(hist: dict[int, int], fraction: float) -> float | None:
-    """The smallest bucket at or below which `fraction` of the samples lie (nearest rank)."""
-    total = sum(hist.values())
-    if total == 0:
-        return None
-    rank = max(1, math.ceil(fraction * total))
-    seen = 0
-    for bucket in sorted(hist):
-        seen += hist[bucket]
-        if seen >= rank:
-            return float(bucket)
-    return float(max(hist))
+    """A percentile (as a fraction, 0.95) of a Locust-bucketed histogram, by Locust's rule."""
+    return histogram_percentile(hist, fraction * 100.0)
 
 
-@dataclass
-class Step:
-    """The seconds of one held load level."""
-
-    users: int
-    seconds: list[Second] = field(default_factory=list)
-    target_rate: float | None = None
-
-    @property
-    def start(self) -> float:
-        return self.seconds[0].t - self.seconds[0].interval
-
-    @property
-    def end(self) -> float:
-        return self.seconds[-1].t
+def timeline_mode(seconds: Sequence[Second]) -> str:
+    """Open-loop timelines (a target rate recorded) are cut by target rate, others by user count."""
+    return MODE_RATE if any(s.target_rate is not None for s in seconds) else MODE_USERS
 
 
-def split_steps(seconds: Sequence[Second]) -> list[Step]:
-    """Group the held (non-ramping, users > 0) seconds into steps of constant users / target rate."""
-    steps: list[Step] = []
-    previous_held = False
-    for second in seconds:
-        if second.spawning or second.users <= 0:
-            previous_held = False
-            continue
-        current = steps[-1] if steps else None
-        if previous_held and current.users == second.users and current.target_rate == second.target_rate:
-            current.seconds.append(second)
-        else:
-            steps.append(Step(second.users, [second], second.target_rate))
-        previous_held = True
-    return steps
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
 
 
-def step_record(step: Step) -> dict:
-    """summary.json's per-step entry."""
-    requests = sum(s.requests for s in step.seconds)
-    failures = sum(s.failures for s in step.seconds)
-    duration = max(1e-9, step.end - step.start)
-    hist = merge_histograms(s.hist for s in step.seconds)
+def step_record(step: StepMeasurement) -> dict:
+    """summary.json's entry for one measured step."""
     record = {
         "users": step.users,
-        "start": iso(step.start),
-        "end": iso(step.end),
-        "duration_s": round(duration, 3),
-        "requests": requests,
-        "failures": failures,
-        "rps": round(requests / duration, 3),
-        "p50_ms": percentile(hist, 0.50),
-        "p95_ms": percentile(hist, 0.95),
-        "p99_ms": percentile(hist, 0.99),
+        "start": iso(step.t_start),
+        "end": iso(step.t_end),
+        "duration_s": round(step.t_end - step.t_start, 3),
+        "requests": step.requests,
+        "failures": step.failures,
+        "rps": round(step.rps, 3),
+        "p50_ms": step.p50_ms,
+        "p95_ms": step.p95_ms,
+        "p99_ms": step.p99_ms,
+        "p90_ms": step.percentile(90.0),
+        "p99_9_ms": step.percentile(99.9),
+        "steady_s": round(step.duration_s, 3),
+        "total_requests": step.total_requests,
+        "error_rate": round(step.error_rate, 6),
+        "stable": step.stable,
+        "unstable_reason": step.unstable_reason,
+        "client_cpu_pct": _round(step.client_cpu_pct, 1),
+        "client_bound": step.client_bound,
+        "client_bound_reason": step.client_bound_reason,
     }
-    if step.target_rate is not None:
-        record["target_rate"] = step.target_rate
-    cpu = [s.client_cpu_pct for s in step.seconds if s.client_cpu_pct is not None]
-    if cpu:
-        record["client_cpu_pct"] = round(sum(cpu) / len(cpu), 1)
+    if step.mode == MODE_RATE:
+        record.update({
+            "target_rate": step.intended_rps,
+            "sent_rps": _round(step.sent_rps),
+            "late_fraction": _round(step.late_fraction, 6),
+            "dropped_fraction": _round(step.dropped_fraction, 6),
+        })
     return record
+
+
+def step_records(seconds: Sequence[Second]) -> list[dict]:
+    """Every step of a timeline as summary.json records, in time order."""
+    mode = timeline_mode(seconds)
+    return [step_record(measure_step(step, mode=mode)) for step in split_steps(seconds, mode)]

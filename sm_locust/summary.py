@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sm_locust.steps import iso, split_steps, step_record
+from sm_locust.steps import iso, step_records
 from sm_locust.timeline import Second
 
 SCHEMA_VERSION = 1
@@ -29,6 +29,7 @@ def build_summary(
     seconds: Sequence[Second],
     plateau: Mapping | None = None,
     extra: Mapping | None = None,
+    open_loop: Mapping | None = None,
 ) -> dict:
     """Assemble summary.json from totals (requests, failures, p50_ms, p95_ms, p99_ms) and the timeline."""
     duration = max(1e-9, ended_at - started_at)
@@ -48,9 +49,11 @@ def build_summary(
             "p99_ms": totals.get("p99_ms"),
             "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
         },
-        "steps": [step_record(step) for step in split_steps(seconds)],
+        "steps": step_records(seconds),
         "plateau": dict(plateau) if plateau else None,
     }
+    if open_loop:
+        summary["totals"]["open_loop"] = dict(open_loop)
     if extra:
         for key, value in extra.items():
             summary.setdefault(key, value)

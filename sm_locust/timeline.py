@@ -6,7 +6,12 @@ reports are merged every 3 s). Sampling the total entry once a second and keepin
 gives a timeline that works the same in local and distributed runs, from which per-step figures
 are computed over exactly the step's own requests (not Locust's cumulative or 10-s windows).
 
-`Second` is plain data; `TimelineSampler` is the thin Locust adapter that fills a list of them.
+`Second` is plain data; `sm_locust.recorder.RunRecorder` is the thin Locust adapter that fills a
+list of them. In open loop (`sm_locust.openloop`) a second also counts the sends the generator
+made (`sent`), made more than 10 ms after their intended time (`late`), or skipped because
+`--max-in-flight` requests were outstanding (`dropped`): a generator that fell behind (late) is
+then told apart from a saturated endpoint (completions flat, sends on time). They are None in
+closed loop.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ class Second:
     interval: float = 1.0
     client_cpu_pct: float | None = None  # load-generator CPU, when measured
     target_rate: float | None = None  # open-loop target arrival rate, when used
+    sent: int | None = None  # open loop: sends made in the interval
+    late: int | None = None  # open loop: of those, sent more than the late tolerance after their intended time
+    dropped: int | None = None  # open loop: intended sends skipped (max in-flight requests outstanding)
 
     def as_dict(self) -> dict:
         return {
@@ -39,6 +47,9 @@ class Second:
             "interval": self.interval,
             "client_cpu_pct": self.client_cpu_pct,
             "target_rate": self.target_rate,
+            "sent": self.sent,
+            "late": self.late,
+            "dropped": self.dropped,
         }
 
     @classmethod
@@ -53,4 +64,7 @@ class Second:
             interval=float(data.get("interval", 1.0)),
             client_cpu_pct=data.get("client_cpu_pct"),
             target_rate=data.get("target_rate"),
+            sent=data.get("sent"),
+            late=data.get("late"),
+            dropped=data.get("dropped"),
         )

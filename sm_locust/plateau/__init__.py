@@ -17,14 +17,14 @@ from sm_locust.plateau.conditions import (
     MaxUsers,
     ThroughputGain,
 )
-from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import Decision, PlateauSearch, StepSearch, Verdict
+from sm_locust.plateau.driver import ScheduleDriver, SearchDriver
+from sm_locust.plateau.search import Decision, PlateauSearch, ScheduleSearch, StepSearch, Verdict
 from sm_locust.plateau.steady import StepMeasurement, measure_step, measure_timeline, split_steps
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 
 __all__ = [
     "Decision", "ErrorRate", "LatencySLO", "MaxDuration", "MaxInvocations", "MaxInvocationsPerMinute",
-    "MaxLoad", "MaxRate", "MaxUsers", "PlateauSearch", "Schedule", "SearchDriver", "StepMeasurement",
+    "MaxLoad", "MaxRate", "MaxUsers", "PlateauSearch", "Schedule", "ScheduleDriver", "ScheduleSearch", "SearchDriver", "StepMeasurement",
     "StepSearch", "ThroughputGain", "Verdict", "constant_arrivals", "count_late", "latency_from_intended_ms",
     "measure_step", "measure_timeline", "parse_traffic_pattern", "poisson_arrivals", "split_steps",
 ]

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
+from sm_locust.registry import Registry
 
 LATE_TOLERANCE_S = 0.010  # a send more than 10 ms after its intended time is late
 
@@ -117,3 +118,17 @@ def count_late(
         max_lag_s=max(lags) if lags else 0.0,
         mean_lag_s=sum(lags) / len(lags) if lags else 0.0,
     )
+
+
+def _constant_stream(rate: float, start: float) -> Iterator[float]:
+    return iter_constant_arrivals(rate, start)
+
+
+def _poisson_stream(rate: float, start: float) -> Iterator[float]:
+    return iter_poisson_arrivals(rate, random.getrandbits(32), start)
+
+
+# `--arrival` name -> (rate, start) -> endless intended send times (a fresh random seed per stream)
+ARRIVALS: Registry = Registry("arrival process")
+ARRIVALS.add("constant", _constant_stream, "uniform", "fixed")
+ARRIVALS.add("poisson", _poisson_stream, "exponential")

@@ -8,6 +8,9 @@ names the plateau. Both searches step users (closed loop) or target req/s (open 
 - `StepSearch`: linear steps start, start + step, ... up to max; stops at the knee (throughput
   gain under 5 % over the last 4 steps) unless told to keep going, at a constraint violation
   (latency SLO, error rate) or when a budget runs out.
+- `ScheduleSearch`: the loads come from outside (an Inference Recommender traffic pattern played
+  by `driver.ScheduleDriver`); the search only judges each level, stops on the pattern's stopping
+  conditions and names the plateau like the others.
 - `PlateauSearch`: adaptive. Doubles the load until the last doubling gained < 5 % or a
   constraint is violated, then bisects between the last load below the boundary and the first
   one past it until the boundary is known to +-5 % (or to the 1-user / 1-req/s granularity).
@@ -206,6 +209,32 @@ class _Search:
     def _saturation(self) -> str | None:
         return self.gain.check(self._acceptable())
 
+    def _served(self) -> list[StepMeasurement]:
+        """Open loop: acceptable steps whose offered rate was (nearly) all completed."""
+        return [m for m in self._acceptable()
+                if m.achieved_ratio is not None and m.achieved_ratio >= 1.0 - PLATEAU_TOLERANCE]
+
+    def _unserved_above(self, plateau: StepMeasurement | None) -> str | None:
+        """Open loop: why the offered rate above the plateau was not served, if one was tried."""
+        if self.mode != MODE_RATE or plateau is None:
+            return None
+        above = [m for m in self._acceptable() if m.load > plateau.load and m.achieved_ratio is not None
+                 and m.achieved_ratio < 1.0 - PLATEAU_TOLERANCE]
+        if not above:
+            return None
+        m = above[0]
+        return f"{m.load_label()} not served: {m.rps:.0f} req/s completed ({m.achieved_ratio * 100:.0f} %)"
+
+    def _plateau(self) -> StepMeasurement | None:
+        """Closed loop: `plateau_of` the acceptable steps. Open loop: the highest offered rate the
+        endpoint still served (completed >= 95 % of it): past it completions stop following the offer
+        and the queue, hence latency, grows without bound."""
+        if self.mode == MODE_RATE:
+            served = self._served()
+            if served:
+                return max(served, key=lambda m: m.load)
+        return self.plateau_of(self._acceptable())
+
     @staticmethod
     def plateau_of(steps: Sequence[StepMeasurement]) -> StepMeasurement | None:
         """The lowest-load step whose rps is within PLATEAU_TOLERANCE of the plateau level.
@@ -262,7 +291,7 @@ class _Search:
     def verdict(self) -> Verdict:
         """Name the plateau from everything measured so far (callable at any time)."""
         acceptable = self._acceptable()
-        plateau = self.plateau_of(acceptable)
+        plateau = self._plateau()
         saturated = self._saturation()
         violating = [m for m in self._violating() if plateau is None or m.load > plateau.load]
         stop_reason = self._stop.reason if self._stop else "search not finished"
@@ -276,6 +305,10 @@ class _Search:
             return Verdict(None, False, BOUND_NONE, reason, stop_reason, mode=self.mode, steps=list(self.steps))
         if saturated:
             return Verdict(plateau, True, BOUND_THROUGHPUT, saturated, stop_reason, mode=self.mode,
+                           steps=list(self.steps))
+        unserved = self._unserved_above(plateau)
+        if unserved is not None:
+            return Verdict(plateau, True, BOUND_THROUGHPUT, unserved, stop_reason, mode=self.mode,
                            steps=list(self.steps))
         if violating:
             bad = violating[0]
@@ -378,7 +411,9 @@ class PlateauSearch(_Search):
     def _next(self, step: StepMeasurement) -> Decision:
         if self.phase == "grow":
             violation = self._violation(step)
-            if not violation and not self._saturation():
+            unserved = (self.mode == MODE_RATE and step.achieved_ratio is not None
+                        and step.achieved_ratio < 1.0 - PLATEAU_TOLERANCE)
+            if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
                     return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
                 return self._run(self._grow_to(step.load), "throughput still growing: doubling")
@@ -389,6 +424,16 @@ class PlateauSearch(_Search):
         """(lo, hi, why): the last load below the boundary, the first load past it, and the boundary's reason."""
         acceptable = self._acceptable()
         saturated = self._saturation()
+        if self.mode == MODE_RATE and self._served():
+            # Open loop: between the highest rate served and the lowest one above it that was not
+            # (saturated, or breaking a constraint).
+            lo = self._plateau()
+            above = [m for m in self._by_load.values() if not m.client_bound and m.load > lo.load]
+            if above:
+                hi = min(above, key=lambda m: m.load)
+                why = saturated or (f"{self._violation(hi)} at {hi.load_label()}" if self._violation(hi)
+                                    else f"{hi.load_label()} not served ({hi.rps:.0f} req/s completed)")
+                return lo.load, hi.load, why
         if saturated:
             plateau = self.plateau_of(acceptable)
             below = [m.load for m in acceptable if m.load < plateau.load]
@@ -404,7 +449,7 @@ class PlateauSearch(_Search):
         lo, hi, why = self.bracket()
         if hi is None:  # nothing to refine (cannot happen after a boundary was seen, but be safe)
             return self._halt(why, KIND_LIMIT)
-        kind = "saturation" if self._saturation() else KIND_CONSTRAINT
+        kind = "saturation" if self._saturation() or self._unserved_above(self._plateau()) else KIND_CONSTRAINT
         if lo is None:
             return self._halt(why, kind)
         narrow = (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance
@@ -417,6 +462,56 @@ class PlateauSearch(_Search):
                 return self._halt(why, kind)
         self._refine_steps += 1
         return self._run(mid, f"bisecting between {lo:g} and {hi:g}")
+
+
+class ScheduleSearch(_Search):
+    """Judges loads decided elsewhere (a traffic pattern): stop conditions and verdict only.
+
+    The caller sets the load that follows each step with `follow(step, next_load)`; `next_load`
+    None means the schedule is over. Saturation stops the run only when a `ThroughputGain` is among
+    the conditions (IR's `FlatInvocations: Stop`); without one it only informs the verdict.
+    Unstable steps are never extended: the schedule owns the clock.
+    """
+
+    default_gain_window = 4
+
+    def __init__(
+        self,
+        first_load: float,
+        max_load: float,
+        *,
+        mode: str = MODE_USERS,
+        conditions: Iterable[Condition] | None = None,
+    ):
+        conditions = list(conditions or [])
+        self.stop_when_flat = any(isinstance(c, ThroughputGain) for c in conditions)
+        super().__init__(mode=mode, max_load=max_load, conditions=conditions, extend_unstable=False)
+        self.first_load = self._check_load(first_load, "first")
+        self.upcoming: float | None = None
+
+    def first(self) -> Decision:
+        return self._run(self.first_load, "traffic pattern")
+
+    def retarget(self, load: float) -> None:
+        """The schedule moved on before the step could be measured: the next step is at `load`."""
+        if self._stop is None:
+            self._pending = float(load)
+
+    def follow(self, step: StepMeasurement, next_load: float | None) -> Decision:
+        """Feed the step just run; the schedule's next load is `next_load` (None: the schedule is over)."""
+        self.upcoming = None if next_load is None else float(next_load)
+        return self.feed(step)
+
+    def _next(self, step: StepMeasurement) -> Decision:
+        violation = self._violation(step)
+        if violation:
+            return self._halt(f"{violation} at {step.load_label()}", KIND_CONSTRAINT)
+        saturated = self._saturation()
+        if saturated and self.stop_when_flat:
+            return self._halt(saturated, "saturation")
+        if self.upcoming is None:
+            return self._halt("traffic pattern finished", KIND_LIMIT)
+        return self._run(self.upcoming, "traffic pattern")
 
 
 def default_conditions(

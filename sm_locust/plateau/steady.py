@@ -16,8 +16,11 @@ at or above `CLIENT_CPU_LIMIT_PCT`, or (open loop) the generator did not offer t
 more than 1 - `MIN_ACHIEVED_RATIO` of sends late (`late_fraction`), else a sent rate (`sent_rps`)
 under `MIN_ACHIEVED_RATIO` of the intended rate, else - when the caller knows neither - a
 completed rate under that ratio. The last fallback cannot tell a generator that fell behind from
-a saturated endpoint, so open-loop callers should pass send timing (`arrival.count_late`). Such a
-step says nothing about the endpoint's capacity.
+a saturated endpoint, so open-loop callers should pass send timing (`arrival.count_late`), or
+record it in the `Second`s (`sent`, `late`, `dropped`, filled by `sm_locust.openloop`), from which
+`measure_step` derives it. Such a step says nothing about the endpoint's capacity. Sends DROPPED
+because the in-flight cap was reached are not the generator's fault (the endpoint queues past
+capacity) and do not make a step client-bound; they are reported as `dropped_fraction`.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ DEFAULT_WARMUP_FRACTION = 0.2  # drop the first 20 % of a step (new users, cold 
 DEFAULT_WARMUP_S = 0.0
 STABILITY_WINDOWS = 3  # perf_analyzer: 3 measurement windows ...
 STABILITY_TOLERANCE = 0.10  # ... each within 10 % of their mean
-MIN_SUBWINDOW_S = 3.0  # one Locust worker report period
+MIN_SUBWINDOW_S = 3.0  # one Locust worker report period (a local runner's samples are exact per second: 1 s)
 CLIENT_CPU_LIMIT_PCT = 90.0
 MIN_ACHIEVED_RATIO = 0.90
 
@@ -113,6 +116,7 @@ class StepMeasurement:
     intended_rps: float | None = None  # open loop: mean target rate over the steady window
     sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
+    dropped_fraction: float | None = None  # open loop: share of intended sends skipped (in-flight cap)
     total_requests: int = 0
     t_start: float = 0.0
     t_end: float = 0.0
@@ -210,6 +214,7 @@ class StepMeasurement:
             "intended_rps": self.intended_rps,
             "sent_rps": self.sent_rps,
             "late_fraction": self.late_fraction,
+            "dropped_fraction": self.dropped_fraction,
             "client_bound": self.client_bound,
             "client_bound_reason": self.client_bound_reason,
             "total_requests": self.total_requests,
@@ -218,13 +223,13 @@ class StepMeasurement:
         }
 
 
-def _stability(window: Sequence[Second]) -> tuple[bool, float, str | None]:
+def _stability(window: Sequence[Second], min_subwindow_s: float = MIN_SUBWINDOW_S) -> tuple[bool, float, str | None]:
     """(stable, spread, reason): split into sub-windows of equal duration and compare their rps."""
     total_s = sum(s.interval for s in window)
-    if total_s < STABILITY_WINDOWS * MIN_SUBWINDOW_S:
+    if total_s < STABILITY_WINDOWS * min_subwindow_s - 1e-9:
         return False, 0.0, (
-            f"steady window {total_s:g} s is too short to judge stability"
-            f" (needs {STABILITY_WINDOWS} x {MIN_SUBWINDOW_S:g} s)"
+            f"steady window {total_s:.3g} s is too short to judge stability"
+            f" (needs {STABILITY_WINDOWS} x {min_subwindow_s:g} s)"
         )
     bounds = [total_s * (i + 1) / STABILITY_WINDOWS for i in range(STABILITY_WINDOWS)]
     counts = [0.0] * STABILITY_WINDOWS
@@ -282,11 +287,14 @@ def measure_step(
     percentiles: Iterable[float] = DEFAULT_PERCENTILES,
     sent_rps: float | None = None,
     late_fraction: float | None = None,
+    min_subwindow_s: float = MIN_SUBWINDOW_S,
 ) -> StepMeasurement:
     """Summarise one step (the `Second`s recorded while one load was applied).
 
     Open loop: pass `sent_rps` or `late_fraction` (from `arrival.count_late`) when known, so a
     saturated endpoint is not mistaken for a generator that fell behind.
+    `min_subwindow_s`: the shortest stability sub-window that can be judged: one worker report
+    period (3 s) on a master, 1 s on a local runner whose samples are exact per second.
     """
     if mode not in MODES:
         raise UsageError(f"unknown step mode {mode!r}; choose one of: {', '.join(MODES)}")
@@ -299,11 +307,21 @@ def measure_step(
     requests = sum(s.requests for s in window)
     failures = sum(s.failures for s in window)
     hist = merge_histograms(s.hist for s in window)
-    stable, spread, why = _stability(window)
+    stable, spread, why = _stability(window, min_subwindow_s)
     cpus = [s.client_cpu_pct for s in window if s.client_cpu_pct is not None]
     targets = [s.target_rate for s in window if s.target_rate is not None]
     users = window[-1].users
     intended = sum(targets) / len(targets) if targets else None
+    dropped_fraction = None
+    sends = [s for s in window if s.sent is not None]
+    if sends and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.openloop)
+        sent = sum(s.sent for s in sends)
+        scheduled = sent + sum(s.dropped or 0 for s in sends)
+        if sent_rps is None:
+            sent_rps = sent / duration
+        if late_fraction is None and scheduled:
+            late_fraction = sum(s.late or 0 for s in sends) / scheduled
+        dropped_fraction = (scheduled - sent) / scheduled if scheduled else 0.0
     if load is None:
         load = float(intended if mode == MODE_RATE and intended is not None else users)
     first = seconds[0]
@@ -324,6 +342,7 @@ def measure_step(
         intended_rps=intended if mode == MODE_RATE else None,
         sent_rps=sent_rps,
         late_fraction=late_fraction,
+        dropped_fraction=dropped_fraction,
         total_requests=sum(s.requests for s in seconds),
         t_start=first.t - first.interval,
         t_end=seconds[-1].t,
@@ -334,8 +353,8 @@ def measure_step(
 def split_steps(seconds: Sequence[Second], mode: str = MODE_USERS) -> list[list[Second]]:
     """Cut a whole timeline into steps: maximal runs of one user count (or target rate).
 
-    Ramping seconds (`spawning`) separate steps and belong to none; so do seconds without a
-    target rate in rate mode.
+    Ramping seconds (`spawning`) separate steps and belong to none; so do seconds without users
+    (the test stopping, an open-loop drain pause) and seconds without a target rate in rate mode.
     """
     if mode not in MODES:
         raise UsageError(f"unknown step mode {mode!r}; choose one of: {', '.join(MODES)}")
@@ -344,7 +363,7 @@ def split_steps(seconds: Sequence[Second], mode: str = MODE_USERS) -> list[list[
     key: object = None
     for second in seconds:
         this = second.users if mode == MODE_USERS else second.target_rate
-        if second.spawning or this is None or (mode == MODE_USERS and this <= 0):
+        if second.spawning or this is None or second.users <= 0 or (mode == MODE_USERS and this <= 0):
             if current:
                 steps.append(current)
             current, key = [], None
