@@ -5,6 +5,12 @@ It runs where the whole picture is: on the local runner, or on the master in dis
 `runner.stats.total` (a `Second` of deltas); when the test stops and when Locust quits it writes
 `summary.json` and `timeline.json` into the run folder (`--sm-out`). Totals come from the
 in-memory stats at that moment, not from the CSVs, which can miss the last second (REFERENCE.md).
+
+Each `Second` also carries what a plateau search needs to judge the client: load-generator CPU
+(this process, or the busiest worker on a master) and, in open loop, the target rate (set by the
+shape in `current_target_rate`, else derived from the running `OpenLoopUser`s) and the send counts
+(`sent`/`late`/`dropped`, from `openloop.OpenLoopCounters`, which also gathers workers' counts).
+Shapes read `seconds` live and store their verdict in `plateau` (summary.json's `plateau`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 
 from sm_locust.invocation import error_code
+from sm_locust.openloop import OpenLoopCounters, offered_rate
 from sm_locust.summary import build_summary, write_json
 from sm_locust.timeline import Second
 
@@ -44,6 +51,8 @@ class RunRecorder:
         self._process = None
         self._last = (0, 0, {})
         self._last_t = 0.0
+        self._last_sends = (0, 0, 0)
+        self.open_loop = OpenLoopCounters.for_environment(environment)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -59,6 +68,7 @@ class RunRecorder:
         total = environment.runner.stats.total
         self._last = (total.num_requests, total.num_failures, dict(total.response_times))
         self._last_t = self.started_at
+        self._last_sends = (0, 0, 0)
         self._greenlet = gevent.spawn(self._sample_forever)
 
     def on_test_stop(self, environment, **_kw) -> None:
@@ -68,6 +78,7 @@ class RunRecorder:
             self._greenlet.kill(block=False)
             self._greenlet = None
         self.sample()
+        self.current_target_rate = None
         self.ended_at = time.time()
         self.write()
 
@@ -93,6 +104,12 @@ class RunRecorder:
         last_requests, last_failures, last_hist = self._last
         now = time.time()
         delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
+        sends = self.open_loop.snapshot()
+        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends))
+        open_loop = self.open_loop.active
+        target = self.current_target_rate
+        if target is None and open_loop:
+            target = offered_rate(runner)
         second = Second(
             t=now,
             users=runner.user_count,
@@ -102,9 +119,13 @@ class RunRecorder:
             hist=delta,
             interval=max(1e-6, now - self._last_t),
             client_cpu_pct=self._client_cpu(runner),
-            target_rate=self.current_target_rate,
+            target_rate=target,
+            sent=sent if open_loop else None,
+            late=late if open_loop else None,
+            dropped=dropped if open_loop else None,
         )
         self._last = (requests, failures, hist)
+        self._last_sends = sends
         self._last_t = now
         self.seconds.append(second)
         if self.progress_every_s and len(self.seconds) % max(1, round(self.progress_every_s)) == 0:
@@ -161,6 +182,7 @@ class RunRecorder:
             seconds=self.seconds,
             plateau=self.plateau,
             extra=self.extra,
+            open_loop=self.open_loop.as_dict() if self.open_loop.active else None,
         )
 
     def write(self) -> None:

@@ -1,0 +1,287 @@
+"""Open-loop load in Locust terms: send at a target arrival rate, whatever the response times.
+
+Why: closed-loop users wait for each response before sending again, so a slow endpoint quietly
+lowers the load it is offered and its queueing never shows in the latency (coordinated omission).
+Open loop fixes the send times in advance from the target rate alone and measures latency from the
+INTENDED send time (`sm_locust.plateau.arrival` holds the pure part).
+
+How it maps onto Locust, so that distributed runs, the web UI and shapes work unchanged:
+
+- `OpenLoopUser` is a rate token: each running user adds `--rate-per-user` req/s (default 1) to
+  its process's arrival stream and does nothing else (it sleeps, so stopping it is instant).
+  Locust's user dispatcher therefore splits the rate across worker processes for free, the web UI
+  "number of users" is the rate in req/s, and a shape offers R req/s by asking for R / rate-per-user
+  users of this class.
+- One `OpenLoopScheduler` per Locust process (local runner or worker) turns the process's rate into
+  intended send times (`--arrival constant`: evenly spaced; `poisson`: exponential gaps) and, at
+  each, hands the invocation to a greenlet from a pool of `--max-in-flight` (default 1000). The
+  request event's response time runs from the intended send time, so waiting to send is charged to
+  the endpoint, as a real client would feel it.
+- Every intended send is counted: `sent`, `late` (sent more than `SEND_LATE_TOLERANCE_S`, 25 ms, after its
+  intended time: the generator fell behind: CPU, event loop) and `dropped` (skipped because
+  max-in-flight requests were outstanding: the endpoint queues far past capacity). Counts travel to
+  the master with Locust's own worker reports (`report_to_master` / `worker_report`), land in
+  `OpenLoopCounters` on the master or local runner, and the recorder puts them in each
+  `timeline.Second`. They are NOT Locust request entries (that would add to the request totals):
+  summary.json has them under `totals.open_loop` and per step (`sent_rps`, `late_fraction`,
+  `dropped_fraction`). A step with more than 10 % late sends is client-bound.
+
+Only the boto3 client (`SageMakerClient`, which exposes `.runtime`) is timed from the intended send
+time; another client class falls back to its own `invoke` timing (documented in docs/plateau.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import gevent
+from gevent.event import Event
+from gevent.pool import Pool
+from locust import task
+
+from sm_locust.client import name_error
+from sm_locust.errors import UsageError
+from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
+from sm_locust.plateau.arrival import ARRIVALS
+from sm_locust.users import SageMakerUser
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RATE_PER_USER = 1.0
+DEFAULT_MAX_IN_FLIGHT = 1000
+REPORT_KEY = "sm_locust_open_loop"
+# A send is late when it leaves more than this after its intended time. Wider than the pure
+# module's 10 ms default (arrival.LATE_TOLERANCE_S): on a busy host the OS alone delays a runnable
+# process by ~10 ms now and then; 25 ms still catches a generator that is really behind.
+SEND_LATE_TOLERANCE_S = 0.025
+IDLE_WAIT_S = 3600.0  # a rate token sleeps; Locust kills a waiting user at once when it stops it
+
+
+def _number(value, cast, default):
+    """Locust options may come as typed values (command line) or strings (web UI form)."""
+    if value is None or value == "":
+        return default
+    return cast(value)
+
+
+def open_loop_settings(options) -> tuple[str, float, int]:
+    """(arrival, rate per user, max in flight) from Locust's parsed options, validated."""
+    arrival = ARRIVALS.canonical(str(getattr(options, "arrival", None) or "constant"))
+    try:
+        per_user = _number(getattr(options, "rate_per_user", None), float, DEFAULT_RATE_PER_USER)
+        in_flight = _number(getattr(options, "max_in_flight", None), int, DEFAULT_MAX_IN_FLIGHT)
+    except ValueError as exc:
+        raise UsageError(f"open-loop option is not a number: {exc}") from None
+    if not per_user > 0:
+        raise UsageError(f"--rate-per-user must be more than 0 req/s, got {per_user:g}")
+    if in_flight < 1:
+        raise UsageError(f"--max-in-flight must be at least 1, got {in_flight}")
+    return arrival, per_user, in_flight
+
+
+class OpenLoopCounters:
+    """Cumulative open-loop send counts of this process, plus what workers reported to the master.
+
+    One per environment (`for_environment`). On a worker, each Locust report carries the counts not
+    yet reported; on the master they are added up; on a local runner the scheduler adds directly.
+    """
+
+    def __init__(self):
+        self.sent = 0
+        self.late = 0
+        self.dropped = 0
+        self.active = False  # any open-loop send scheduled (here or on a worker)
+        self._reported = (0, 0, 0)
+        self._pools: list[Pool] = []  # this process's in-flight pools
+        self._worker_in_flight: dict[str, int] = {}  # master: latest in-flight count per worker
+
+    @classmethod
+    def for_environment(cls, environment) -> OpenLoopCounters:
+        counters = getattr(environment, "sm_locust_open_loop", None)
+        if counters is None:
+            counters = environment.sm_locust_open_loop = cls()
+            environment.events.report_to_master.add_listener(counters._on_report_to_master)
+            environment.events.worker_report.add_listener(counters._on_worker_report)
+            environment.events.test_start.add_listener(counters._on_test_start)
+        return counters
+
+    def add(self, sent: int = 0, late: int = 0, dropped: int = 0) -> None:
+        self.sent += sent
+        self.late += late
+        self.dropped += dropped
+        self.active = True
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered: this process's, plus each worker's at its last report."""
+        return sum(len(p) for p in self._pools) + sum(self._worker_in_flight.values())
+
+    def snapshot(self) -> tuple[int, int, int]:
+        return self.sent, self.late, self.dropped
+
+    def as_dict(self) -> dict:
+        scheduled = self.sent + self.dropped
+        return {
+            "scheduled": scheduled, "sent": self.sent, "late": self.late, "dropped": self.dropped,
+            "late_fraction": round(self.late / scheduled, 6) if scheduled else 0.0,
+            "dropped_fraction": round(self.dropped / scheduled, 6) if scheduled else 0.0,
+        }
+
+    def _on_test_start(self, **_kw) -> None:
+        self.sent = self.late = self.dropped = 0
+        self._reported = (0, 0, 0)
+        self.active = False
+
+    def _on_report_to_master(self, client_id, data, **_kw) -> None:  # worker side
+        now = self.snapshot()
+        delta = tuple(a - b for a, b in zip(now, self._reported))
+        if any(delta) or self._pools:
+            data[REPORT_KEY] = (*delta, sum(len(p) for p in self._pools))
+        self._reported = now
+
+    def _on_worker_report(self, client_id, data, **_kw) -> None:  # master side
+        report = data.get(REPORT_KEY)
+        if report:
+            if any(report[:3]):
+                self.add(*report[:3])
+            if len(report) > 3:
+                self._worker_in_flight[client_id] = int(report[3])
+
+
+def invoke_from_intended(client, invocation: Invocation, intended: float, lag_s: float) -> None:
+    """One InvokeEndpoint whose response time runs from `intended` (a perf_counter time)."""
+    runtime = getattr(client, "runtime", None)
+    if runtime is None:  # another transport: its own timing (from the actual send)
+        client.invoke(invocation)
+        return
+    name = invocation.request_name(client.endpoint_name)
+    body = b""
+    exception = None
+    try:
+        response = runtime.invoke_endpoint(EndpointName=client.endpoint_name, **invocation.boto3_kwargs())
+        body = response["Body"].read()
+    except Exception as exc:  # reported as a failure event, never raised
+        exception = name_error(exc)
+    elapsed_s = time.perf_counter() - intended
+    client.environment.events.request.fire(
+        request_type=INVOKE_ENDPOINT,
+        name=name,
+        response_time=max(0.0, elapsed_s * 1000.0),
+        response_length=len(body),
+        exception=exception,
+        context={"endpoint": client.endpoint_name, "open_loop": True, "send_lag_ms": round(lag_s * 1000.0, 3)},
+        start_time=time.time() - elapsed_s,
+        url=None,
+    )
+
+
+class OpenLoopScheduler:
+    """Sends this process's share of the target rate at intended times, through a greenlet pool."""
+
+    def __init__(self, environment, client, *, arrival: str = "constant", rate_per_user: float = DEFAULT_RATE_PER_USER,
+                 max_in_flight: int = DEFAULT_MAX_IN_FLIGHT):
+        self.environment = environment
+        self.client = client
+        self.arrivals = ARRIVALS.get(arrival)
+        self.arrival = ARRIVALS.canonical(arrival)
+        self.rate_per_user = float(rate_per_user)
+        self.pool = Pool(max_in_flight)
+        self.counters = OpenLoopCounters.for_environment(environment)
+        self.counters._pools.append(self.pool)
+        self.users: set[int] = set()
+        self._wake = Event()
+        self._generation = 0
+        self._greenlet = gevent.spawn(self._loop)
+        environment.events.test_stop.add_listener(self._on_test_stop)
+
+    @classmethod
+    def for_user(cls, user) -> OpenLoopScheduler:
+        env = user.environment
+        scheduler = getattr(env, "sm_locust_open_loop_scheduler", None)
+        if scheduler is None:
+            arrival, per_user, in_flight = open_loop_settings(env.parsed_options)
+            scheduler = env.sm_locust_open_loop_scheduler = cls(
+                env, user.client, arrival=arrival, rate_per_user=per_user, max_in_flight=in_flight)
+        return scheduler
+
+    @property
+    def rate(self) -> float:
+        return len(self.users) * self.rate_per_user
+
+    def add_user(self, user) -> None:
+        self.users.add(id(user))
+        self._changed()
+
+    def remove_user(self, user) -> None:
+        self.users.discard(id(user))
+        self._changed()
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._wake.set()
+
+    def _on_test_stop(self, **_kw) -> None:
+        self.users.clear()
+        self._changed()
+        self.pool.kill(block=False)
+
+    def _send(self, intended: float, lag_s: float) -> None:
+        pool = getattr(self.environment, "sm_locust_payloads", None)
+        if pool is not None:
+            invoke_from_intended(self.client, pool.next(), intended, lag_s)
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.clear()
+            rate, generation = self.rate, self._generation
+            if rate <= 0:
+                self._wake.wait()
+                continue
+            for intended in self.arrivals(rate, time.perf_counter()):
+                delay = intended - time.perf_counter()
+                if delay > 0:
+                    self._wake.wait(timeout=delay)
+                if self._generation != generation:
+                    break  # the rate changed: a new stream from now
+                if self.pool.full():
+                    self.counters.add(dropped=1)
+                    continue
+                lag = max(0.0, time.perf_counter() - intended)
+                self.counters.add(sent=1, late=int(lag > SEND_LATE_TOLERANCE_S))
+                self.pool.spawn(self._send, intended, lag)
+
+
+class OpenLoopUser(SageMakerUser):
+    """A rate token: adds `--rate-per-user` req/s to this process's open-loop arrival stream."""
+
+    def wait_time(self) -> float:
+        return IDLE_WAIT_S
+
+    def on_start(self) -> None:
+        self._scheduler = OpenLoopScheduler.for_user(self)
+        self._scheduler.add_user(self)
+
+    def on_stop(self) -> None:
+        scheduler = getattr(self, "_scheduler", None)
+        if scheduler is not None:
+            scheduler.remove_user(self)
+
+    @task
+    def hold(self) -> None:
+        """Nothing to do: the process's scheduler sends; this user only counts towards the rate."""
+
+
+def offered_rate(runner) -> float | None:
+    """The open-loop rate the running OpenLoopUsers offer (req/s), or None without any."""
+    env = runner.environment
+    by_name = env.user_classes_by_name
+    count = sum(n for name, n in (runner.user_classes_count or {}).items()
+                if name in by_name and issubclass(by_name[name], OpenLoopUser))
+    if not count:
+        return None
+    try:
+        _, per_user, _ = open_loop_settings(env.parsed_options)
+    except UsageError:
+        return None
+    return count * per_user
