@@ -1,7 +1,15 @@
-"""Load shapes: thin LoadTestShape adapters over pure schedules (see sm_locust.plateau).
+"""Load shapes: thin LoadTestShape adapters over the pure search logic (see sm_locust.plateau).
 
 Shapes live in their own locustfiles (`sm_locust/locustfiles/<name>_shape.py`) because Locust uses
-the first shape class it finds in a locustfile: `sm-locust run --shape NAME` adds the right file.
+the first shape class it finds in a locustfile: `sm-locust run --shape NAME` adds the right file,
+and in the web UI several can be loaded at once and picked with `--class-picker`.
+
+| name | class | what it does |
+|---|---|---|
+| `step` | `StepLoadShape` | linear steps of users; optional stop at the knee / SLO / error rate |
+| `plateau` | `PlateauShape` | adaptive search (double, then bisect) over users or arrival rate |
+| `phases` | `PhasesShape` | an Inference Recommender TrafficPattern (PHASES / STAIRS) + StoppingConditions |
+| `open` | `OpenLoopShape` | a constant open-loop arrival rate |
 """
 
 from __future__ import annotations
@@ -10,4 +18,7 @@ from sm_locust.registry import Registry
 
 # shape name -> shipped locustfile holding it
 SHAPES: Registry[str] = Registry("shape")
-SHAPES.add("step", "step_shape")
+SHAPES.add("step", "step_shape", "steps")
+SHAPES.add("plateau", "plateau_shape", "search", "adaptive")
+SHAPES.add("phases", "phases_shape", "stairs", "traffic-pattern", "ir")
+SHAPES.add("open", "open_shape", "open-loop", "rate")

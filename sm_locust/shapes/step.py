@@ -1,17 +1,22 @@
 """`StepLoadShape`: hold `start` users, add `step` users every `step_seconds`, up to `max_users`.
 
 The classic ramp of the seeds, done in steps so each load level is held long enough to measure.
-The schedule is a pure function of elapsed time (`step_users_at`); the shape only adapts it to
-Locust's `tick()`.
+`StepSchedule` is the plain arithmetic of the ramp (also used by `sm-locust demo`); the shape runs
+it as a `StepSearch` through a `SearchDriver`, so every step is measured like the plateau search
+measures its steps, the verdict (knee) lands in summary.json's `plateau`, and the ramp can stop
+early: at the knee (`--stop-at-knee true`: throughput gain < 5 % over 4 steps), at a constraint
+(`--latency-slo-ms`, `--max-error-rate`) or a budget (`--max-duration`, `--max-invocations`).
+Without those options it runs every step up to `--max-users`, as it always did.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from locust import LoadTestShape
-
 from sm_locust.errors import UsageError
+from sm_locust.plateau.driver import SearchDriver
+from sm_locust.shapes.base import SmLocustShape
+from sm_locust.shapes.settings import ShapeSettings
 
 
 @dataclass(frozen=True)
@@ -52,23 +57,23 @@ class StepSchedule:
 
 
 def schedule_from_options(options) -> StepSchedule:
-    return StepSchedule(
-        start_users=int(getattr(options, "start_users", 1)),
-        step_users=int(getattr(options, "step_users", 1)),
-        step_seconds=float(getattr(options, "step_seconds", 30.0)),
-        max_users=int(getattr(options, "max_users", 10)),
-        spawn_rate=float(getattr(options, "spawn_rate", None) or 100.0),
-    ).validate()
+    return ShapeSettings.from_options(options).step_schedule()
 
 
-class StepLoadShape(LoadTestShape):
-    """Step load from the `--start-users/--step-users/--step-seconds/--max-users` options."""
+class StepLoadShape(SmLocustShape):
+    """Step load from `--start-users/--step-users/--step-seconds/--max-users`, optionally stopping at the knee."""
 
     use_common_options = True
 
-    def tick(self):
-        schedule = schedule_from_options(self.runner.environment.parsed_options)
-        users = schedule.users_at(self.get_run_time())
-        if users is None:
+    def start(self, settings: ShapeSettings) -> None:
+        self.schedule = settings.step_schedule()
+        self.search = settings.step_search()
+        self.driver = SearchDriver(self.search, step_s=self.schedule.step_seconds,
+                                   min_subwindow_s=self.report_period_s)
+        self.measurements = self.driver.measurements
+
+    def decide(self, now, seconds):
+        decision = self.driver.tick(now, seconds)
+        if decision.stop:
             return None
-        return users, schedule.spawn_rate
+        return self.closed_loop(decision.users, self.schedule.spawn_rate)

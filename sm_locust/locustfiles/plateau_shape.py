@@ -1,0 +1,9 @@
+"""Plateau search shape locustfile: add it to the default one,
+`-f locustfiles/sagemaker.py,locustfiles/plateau.py`. It also holds `OpenLoopUser` for
+`--search-mode rate` (in users mode the shape never spawns it). Its options are registered by the
+default locustfile."""
+
+from sm_locust.openloop import OpenLoopUser
+from sm_locust.shapes.plateau import PlateauShape
+
+__all__ = ["OpenLoopUser", "PlateauShape"]

@@ -1,0 +1,280 @@
+"""`ShapeSettings`: the shape options, parsed and checked once, for the shapes and for `sm-locust run`.
+
+The same options arrive typed from the command line and as strings from the web UI form (Locust
+keeps a None default's form value as text), so every value is parsed here, and every impossible or
+contradictory setting becomes a one-line `UsageError` naming the flag and saying why. `sm-locust
+run` calls `ShapeSettings.from_options(args).check(shape)` before anything starts; the shapes call
+the same code on their first tick (web UI runs), and build their searches from it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sm_locust.errors import UsageError
+from sm_locust.plateau.conditions import (
+    DEFAULT_MAX_ERROR_RATE,
+    Condition,
+    ErrorRate,
+    LatencySLO,
+    MaxDuration,
+    MaxInvocations,
+)
+from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
+
+DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
+DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
+DEFAULT_START_RPS = 10.0
+DEFAULT_MAX_RPS = 5000.0
+MAX_SPAWN_RATE = 100.0  # Locust warns above 100 users/s
+
+_TIMESPAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?!s))?\s*(?:(\d+(?:\.\d+)?)s?)?\s*$")
+
+
+def parse_seconds(value, flag: str) -> float | None:
+    """600, "600", "90s", "10m", "1h30m" -> seconds; "" / None -> None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        match = _TIMESPAN.match(str(value))
+        if not match or not any(match.groups()):
+            raise UsageError(f"{flag} {value!r} is not a duration; write it like 600, 90s, 10m or 1h30m")
+        h, m, s = (float(g) if g else 0.0 for g in match.groups())
+        seconds = h * 3600 + m * 60 + s
+    if not seconds > 0:
+        raise UsageError(f"{flag} must be more than 0 seconds, got {value!r}")
+    return seconds
+
+
+def _get(options, name: str):
+    value = getattr(options, name, None)
+    return None if value == "" else value
+
+
+def _num(options, name: str, cast, default=None):
+    value = _get(options, name)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise UsageError(f"--{name.replace('_', '-')} must be a number, got {value!r}")
+    try:
+        return cast(value)
+    except (TypeError, ValueError):
+        kind = "a whole number" if cast is int else "a number"
+        raise UsageError(f"--{name.replace('_', '-')} must be {kind}, got {value!r}") from None
+
+
+def _bool(options, name: str) -> bool:
+    value = _get(options, name)
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def load_traffic_pattern(value: str) -> str:
+    """`--traffic-pattern` is JSON text (starts with `{`) or a path to a JSON file: return the JSON text."""
+    text = str(value).strip()
+    if text.startswith("{"):
+        return text
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--traffic-pattern {value!r} is neither JSON text nor a readable file")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--traffic-pattern {value!r} cannot be read: {exc}") from None
+
+
+@dataclass
+class ShapeSettings:
+    start_users: int = 1
+    step_users: int = 1
+    step_seconds: float = 30.0
+    max_users: int | None = None
+    stop_at_knee: bool = False
+    latency_slo_ms: float | None = None
+    slo_percentile: float = 95.0
+    max_error_rate: float | None = None
+    max_duration_s: float | None = None
+    max_invocations: int | None = None
+    search_mode: str = MODE_USERS
+    start_rps: float = DEFAULT_START_RPS
+    max_rps: float = DEFAULT_MAX_RPS
+    target_rps: float | None = None
+    arrival: str | None = None
+    rate_per_user: float | None = None
+    max_in_flight: int | None = None
+    traffic_pattern: str | None = None
+    spawn_rate: float | None = None
+
+    @classmethod
+    def from_options(cls, options) -> ShapeSettings:
+        percentile = _get(options, "slo_percentile")
+        try:
+            pct = parse_percentile(95 if percentile is None else percentile)
+        except UsageError as exc:
+            raise UsageError(f"--slo-percentile: {exc}") from None
+        mode = str(_get(options, "search_mode") or MODE_USERS).lower()
+        if mode not in MODES:
+            raise UsageError(f"--search-mode {mode!r} is unknown; choose one of: {', '.join(MODES)}")
+        arrival = _get(options, "arrival")
+        if arrival is not None:
+            from sm_locust.plateau.arrival import ARRIVALS  # registry: the error lists the valid names
+
+            try:
+                arrival = ARRIVALS.canonical(str(arrival))
+            except UsageError as exc:
+                raise UsageError(f"--arrival: {exc}") from None
+        settings = cls(
+            start_users=_num(options, "start_users", int, 1),
+            step_users=_num(options, "step_users", int, 1),
+            step_seconds=_num(options, "step_seconds", float, 30.0),
+            max_users=_num(options, "max_users", int),
+            stop_at_knee=_bool(options, "stop_at_knee"),
+            latency_slo_ms=_num(options, "latency_slo_ms", float),
+            slo_percentile=pct,
+            max_error_rate=_num(options, "max_error_rate", float),
+            max_duration_s=parse_seconds(_get(options, "max_duration"), "--max-duration"),
+            max_invocations=_num(options, "max_invocations", int),
+            search_mode=mode,
+            start_rps=_num(options, "start_rps", float, DEFAULT_START_RPS),
+            max_rps=_num(options, "max_rps", float, DEFAULT_MAX_RPS),
+            target_rps=_num(options, "target_rps", float),
+            arrival=arrival,
+            rate_per_user=_num(options, "rate_per_user", float),
+            max_in_flight=_num(options, "max_in_flight", int),
+            traffic_pattern=_get(options, "traffic_pattern"),
+            spawn_rate=_num(options, "spawn_rate", float),
+        )
+        return settings.validate()
+
+    # -- checks that hold whatever the shape ------------------------------------------------------
+    def validate(self) -> ShapeSettings:
+        if self.start_users < 1:
+            raise UsageError(f"--start-users must be at least 1, got {self.start_users}")
+        if self.step_users < 1:
+            raise UsageError(f"--step-users must be at least 1, got {self.step_users}")
+        if not self.step_seconds > 0:
+            raise UsageError(f"--step-seconds must be more than 0, got {self.step_seconds:g}")
+        if self.max_users is not None and self.max_users < self.start_users:
+            raise UsageError(f"--max-users ({self.max_users}) is below --start-users ({self.start_users})")
+        if self.latency_slo_ms is not None and not self.latency_slo_ms > 0:
+            raise UsageError(f"--latency-slo-ms must be more than 0 ms, got {self.latency_slo_ms:g}")
+        if self.max_error_rate is not None and not 0.0 <= self.max_error_rate < 1.0:
+            hint = f" (write {self.max_error_rate / 100:g} for {self.max_error_rate:g} %)" if 1 <= self.max_error_rate <= 100 else ""
+            raise UsageError(f"--max-error-rate is a fraction in [0, 1), got {self.max_error_rate:g}{hint}")
+        if self.max_invocations is not None and self.max_invocations < 1:
+            raise UsageError(f"--max-invocations must be at least 1, got {self.max_invocations}")
+        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps), ("--target-rps", self.target_rps),
+                            ("--rate-per-user", self.rate_per_user)):
+            if value is not None and not value > 0:
+                raise UsageError(f"{flag} must be more than 0 req/s, got {value:g}")
+        if self.start_rps > self.max_rps:
+            raise UsageError(f"--start-rps ({self.start_rps:g}) is above --max-rps ({self.max_rps:g})")
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            raise UsageError(f"--max-in-flight must be at least 1, got {self.max_in_flight}")
+        if self.spawn_rate is not None and not self.spawn_rate > 0:
+            raise UsageError(f"--spawn-rate must be more than 0, got {self.spawn_rate:g}")
+        return self
+
+    def check(self, shape: str | None) -> ShapeSettings:
+        """Contradictions between the options and the chosen shape (None = constant users)."""
+        open_loop = shape == "open" or (shape == "plateau" and self.search_mode == MODE_RATE)
+        if self.traffic_pattern is not None and shape != "phases":
+            raise UsageError("--traffic-pattern describes the load itself: use it with --shape phases")
+        if self.target_rps is not None and shape != "open":
+            raise UsageError("--target-rps is a constant open-loop rate (--shape open); a rate search takes "
+                             "--search-mode rate --start-rps/--max-rps")
+        if self.search_mode == MODE_RATE and shape != "plateau":
+            raise UsageError("--search-mode rate steps the arrival rate of the plateau search: use it with --shape plateau")
+        if not open_loop:
+            for flag, value in (("--arrival", self.arrival), ("--rate-per-user", self.rate_per_user),
+                                ("--max-in-flight", self.max_in_flight)):
+                if value is not None:
+                    raise UsageError(f"{flag} applies to open loop: --shape open --target-rps R, "
+                                     "or --shape plateau --search-mode rate")
+        if shape == "open" and self.target_rps is None:
+            raise UsageError("--shape open needs --target-rps R (requests per second to send)")
+        if shape == "phases":
+            self.schedule()
+        if shape in ("step", "plateau") and self.max_users is not None and self.max_users < self.start_users:
+            raise UsageError(f"--max-users ({self.max_users}) is below --start-users ({self.start_users})")
+        if shape == "step":
+            self.step_schedule()
+        if shape == "plateau":
+            self.plateau_search()
+        return self
+
+    # -- what the shapes build -------------------------------------------------------------------
+    def constraints(self, default_error_rate: float | None) -> list[Condition]:
+        """Latency SLO and error-rate cap (the cap defaults to `default_error_rate`; None = off)."""
+        conditions: list[Condition] = []
+        if self.latency_slo_ms is not None:
+            conditions.append(LatencySLO(self.slo_percentile, self.latency_slo_ms))
+        rate = self.max_error_rate if self.max_error_rate is not None else default_error_rate
+        if rate is not None:
+            conditions.append(ErrorRate(rate))
+        return conditions
+
+    def budgets(self) -> list[Condition]:
+        conditions: list[Condition] = []
+        if self.max_duration_s is not None:
+            conditions.append(MaxDuration(self.max_duration_s))
+        if self.max_invocations is not None:
+            conditions.append(MaxInvocations(self.max_invocations))
+        return conditions
+
+    def step_schedule(self):
+        from sm_locust.shapes.step import StepSchedule
+
+        return StepSchedule(start_users=self.start_users, step_users=self.step_users, step_seconds=self.step_seconds,
+                            max_users=self.max_users if self.max_users is not None else DEFAULT_STEP_MAX_USERS,
+                            spawn_rate=self.spawn_rate or 100.0).validate()
+
+    def step_search(self):
+        from sm_locust.plateau.search import StepSearch
+
+        schedule = self.step_schedule()
+        # The step shape stops on an error rate only when asked (it used to run to the end).
+        return StepSearch(schedule.start_users, schedule.step_users, schedule.max_users,
+                          conditions=self.constraints(None) + self.budgets(), stop_at_knee=self.stop_at_knee,
+                          extend_unstable=False)
+
+    def plateau_search(self):
+        from sm_locust.plateau.search import PlateauSearch
+
+        conditions = self.constraints(DEFAULT_MAX_ERROR_RATE) + self.budgets()
+        if self.search_mode == MODE_RATE:
+            quantum = self.rate_per_user or _default_rate_per_user()
+            return PlateauSearch(self.start_rps, self.max_rps, mode=MODE_RATE, conditions=conditions,
+                                 granularity=quantum)
+        max_users = self.max_users if self.max_users is not None else max(DEFAULT_SEARCH_MAX_USERS, self.start_users)
+        return PlateauSearch(self.start_users, max_users, conditions=conditions)
+
+    def schedule(self):
+        from sm_locust.plateau.traffic import parse_traffic_pattern
+
+        if self.traffic_pattern is None:
+            raise UsageError("--shape phases needs --traffic-pattern FILE_OR_JSON (an Inference Recommender TrafficPattern)")
+        try:
+            return parse_traffic_pattern(load_traffic_pattern(self.traffic_pattern))
+        except UsageError as exc:
+            raise UsageError(f"--traffic-pattern: {exc}") from None
+
+    def schedule_search(self, schedule):
+        from sm_locust.plateau.search import ScheduleSearch
+
+        conditions = schedule.stopping.conditions() + self.constraints(None) + self.budgets()
+        first = schedule.at(0.0)
+        return ScheduleSearch(first[0], max(schedule.max_users, first[0]), conditions=conditions)
+
+
+def _default_rate_per_user() -> float:
+    from sm_locust.openloop import DEFAULT_RATE_PER_USER
+
+    return DEFAULT_RATE_PER_USER
+
