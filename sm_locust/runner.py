@@ -132,6 +132,10 @@ def verdict_line(summary: dict) -> str:
     p95 = t.get("p95_ms")
     line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s, p95 {'-' if p95 is None else f'{p95:.0f}'} ms, "
             f"{t.get('failures', 0)} failures" + (f" ({errors})" if errors else ""))
+    open_loop = t.get("open_loop")
+    if open_loop:
+        line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
+                 f"{open_loop.get('dropped', 0)} dropped")
     plateau = summary.get("plateau")
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"

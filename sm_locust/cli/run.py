@@ -16,7 +16,9 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
     group.add_argument("-r", "--spawn-rate", type=float, default=None, help="users started per second (default 1; with a shape 100)")
     group.add_argument("-t", "--run-time", default=None, help="stop after this long, e.g. 90s, 5m (no shape: default 1m)")
-    group.add_argument("--shape", default=None, help="load shape, e.g. step (default: constant users)")
+    group.add_argument("--shape", default=None,
+                       help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
+                       "arrival rate; implied by --target-rps) (default: constant users)")
     group.add_argument("--processes", type=int, default=None, help="Locust worker processes on this machine (-1 = one per core)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
@@ -39,16 +41,14 @@ def settings_from_args(args: argparse.Namespace) -> SageMakerSettings:
 
 
 def validate_shape(args: argparse.Namespace) -> str | None:
-    """The canonical shape name (or None); validates the shape's own options."""
+    """The canonical shape name (or None); checks every shape option against the shape, before anything starts."""
     from sm_locust.shapes import SHAPES
+    from sm_locust.shapes.settings import ShapeSettings
 
-    if not args.shape:
-        return None
-    shape = SHAPES.canonical(args.shape)
-    if shape == "step":
-        from sm_locust.shapes.step import schedule_from_options
-
-        schedule_from_options(args)
+    shape = SHAPES.canonical(args.shape) if args.shape else None
+    if shape is None and getattr(args, "target_rps", None) is not None:
+        shape = "open"  # --target-rps alone means a constant open-loop rate
+    ShapeSettings.from_options(args).check(shape)
     return shape
 
 
@@ -57,13 +57,24 @@ def load_from_args(args: argparse.Namespace):
     from sm_locust.runner import LoadSettings
 
     shape = validate_shape(args)
+    if args.users is not None and shape in ("plateau", "phases", "open"):
+        raise UsageError(f"--users conflicts with --shape {shape}: the shape decides the load")
     users = args.users if args.users is not None else (None if shape else 1)
     if users is not None and users < 1:
         raise UsageError(f"--users must be at least 1, got {users}")
+    if args.processes is not None and args.processes == 0:
+        raise UsageError("--processes must be a number of worker processes (N >= 1, or -1 for one per core), got 0")
+    run_time = args.run_time if args.run_time is not None else (None if shape not in (None, "open") else "1m")
+    if shape == "open" and args.run_time is None and getattr(args, "max_duration", None):
+        run_time = None  # the shape stops at --max-duration
+    if run_time is not None:
+        from sm_locust.shapes.settings import parse_seconds
+
+        parse_seconds(run_time, "--run-time")
     return LoadSettings(
         users=users,
         spawn_rate=args.spawn_rate if args.spawn_rate is not None else (100.0 if shape else 1.0),
-        run_time=args.run_time if args.run_time is not None else (None if shape else "1m"),
+        run_time=run_time,
         shape=shape, processes=args.processes, quiet=args.quiet, progress_every_s=5.0 if args.quiet else 0.0,
         locust_args=list(getattr(args, "passthrough", []) or []),
     )
