@@ -300,10 +300,11 @@ def drive(args) -> int:
     load = os.getloadavg()
     print()
     print(table(results, f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"))
-    raw = next((r["rps"] for r in results if r["client"] == "raw" and not r.get("label")), None)
-    fast = next((r["rps"] for r in results if r["client"] == "fast" and not r.get("label")), None)
-    if raw and fast:
-        print(f"\nsigned fast / raw unsigned = {fast / raw:.2f} (target >= 0.80)")
+    raw = [r["rps"] for r in results if r["client"] == "raw" and not r.get("label")]
+    fast = [r["rps"] for r in results if r["client"] == "fast" and not r.get("label")]
+    if raw and fast:  # means, when a client was measured more than once (--clients raw,fast,raw,fast)
+        ratio = (sum(fast) / len(fast)) / (sum(raw) / len(raw))
+        print(f"\nsigned fast / raw unsigned = {ratio:.2f} (target >= 0.80)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

@@ -144,3 +144,23 @@ def test_missing_credentials_are_a_reported_failure(monkeypatch, tmp_path):
     client = FastSageMakerClient("e", environment=env, region=REGION, endpoint_url="http://127.0.0.1:9")
     assert client.invoke(Invocation(body=b"{}")) is None
     assert str(seen[0]["exception"]) == "NoCredentialsError: Unable to locate credentials"
+
+
+def test_lean_memo_gives_the_fresh_signature_and_follows_time_body_and_headers():
+    """A repeated request in the same second reuses its signature; anything that changes it misses."""
+    lean, reference = create_signer("lean", REGION, credentials(TOKEN)), create_signer("botocore", REGION, credentials(TOKEN))
+    url = f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/e/invocations"
+    body, headers = b'{"a": 1}', {"Content-Type": "application/json"}
+    first = lean.sign("POST", url, headers, body, amz_date=AMZ_DATE)
+    first["mutated"] = "by the caller"  # a copy: the memo is not touched
+    again = lean.sign("POST", url, headers, body, amz_date=AMZ_DATE)
+    assert again == reference.sign("POST", url, headers, body, amz_date=AMZ_DATE)
+    for change in ({"amz_date": "20250315T000000Z"}, {"body": b'{"a": 2}'}, {"headers": {"Content-Type": "text/csv"}}):
+        args = {"body": body, "headers": headers, "amz_date": AMZ_DATE, **change}
+        signed = lean.sign("POST", url, args["headers"], args["body"], amz_date=args["amz_date"])
+        assert signed == reference.sign("POST", url, args["headers"], args["body"], amz_date=args["amz_date"])
+        assert signed["Authorization"] != again["Authorization"]
+    mutable = bytearray(body)
+    before = lean.sign("POST", url, headers, mutable, amz_date=AMZ_DATE)
+    mutable[-2:-1] = b"9"  # a mutable body is never memoized
+    assert lean.sign("POST", url, headers, mutable, amz_date=AMZ_DATE) != before

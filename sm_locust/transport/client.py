@@ -217,6 +217,7 @@ class FastSageMakerClient:
             ssl_context_factory=ssl_context_factory,
             insecure=insecure,
         )
+        self._host_is_implied = self._host == _gevent_host(self._http.host, self._http.port)
 
     # ---------------------------------------------------------------- public calls
 
@@ -396,6 +397,8 @@ class FastSageMakerClient:
 
     def _start(self, path: str, headers: dict[str, str], body: bytes) -> Any:
         signed = self.signer.sign("POST", self.base_url + path, headers, body)
+        if self._host_is_implied:  # geventhttpclient writes this very Host header itself
+            signed.pop("Host", None)
         return self._http.request("POST", path, body=body, headers=signed)
 
     def _send(self, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict, bytes]:
@@ -421,6 +424,13 @@ class FastSageMakerClient:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.endpoint_name!r}, endpoint_url={self.base_url!r})"
+
+
+def _gevent_host(host: str, port: int) -> str:
+    """The Host header geventhttpclient's HTTPClient writes when none is given (its own rule)."""
+    if ":" in host and host[0] != "[" and host[-1] != "]":
+        host = f"[{host}]"
+    return host if port in (80, 443) else f"{host}:{port}"
 
 
 def _select(headers: dict[str, str], allowed: dict[str, str]) -> dict[str, str]:
