@@ -30,6 +30,7 @@ from sm_locust.timeline import Second
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
+MASTER_LAG_S = 4  # workers report every 3 s: on a master, second S is complete ~4 s later
 
 
 class RunRecorder:
@@ -52,6 +53,9 @@ class RunRecorder:
         self._last = (0, 0, {})
         self._last_t = 0.0
         self._last_sends = (0, 0, 0)
+        self._states: dict[int, Second] = {}  # master: the real-time sample of each second
+        self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
+        self._next_second: int | None = None
         self.open_loop = OpenLoopCounters.for_environment(environment)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
@@ -69,6 +73,9 @@ class RunRecorder:
         self._last = (total.num_requests, total.num_failures, dict(total.response_times))
         self._last_t = self.started_at
         self._last_sends = (0, 0, 0)
+        self._states = {}
+        self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
+        self._next_second = None
         self._greenlet = gevent.spawn(self._sample_forever)
 
     def on_test_stop(self, environment, **_kw) -> None:
@@ -77,7 +84,7 @@ class RunRecorder:
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
-        self.sample()
+        self.sample(final=True)
         self.current_target_rate = None
         self.ended_at = time.time()
         self.write()
@@ -97,7 +104,7 @@ class RunRecorder:
             except Exception:  # never let sampling kill the test
                 log.exception("sm-locust: timeline sampling failed")
 
-    def sample(self) -> Second:
+    def sample(self, final: bool = False) -> Second:
         runner = self.environment.runner
         total = runner.stats.total
         requests, failures, hist = total.num_requests, total.num_failures, dict(total.response_times)
@@ -127,13 +134,61 @@ class RunRecorder:
         self._last = (requests, failures, hist)
         self._last_sends = sends
         self._last_t = now
-        self.seconds.append(second)
+        if isinstance(runner, MasterRunner):
+            self._emit_master_seconds(second, total, final)
+        else:
+            self.seconds.append(second)
         if self.progress_every_s and len(self.seconds) % max(1, round(self.progress_every_s)) == 0:
             self._print_progress()
         return second
 
+    def _emit_master_seconds(self, now: Second, total, final: bool) -> None:
+        """On a master, count each second's requests by when they COMPLETED on the workers.
+
+        Workers report every 3 s, so the master's totals move in 3-s lumps: a 24-s window would hold
+        8 or 9 reports per worker (+-12 % on its rps) and every stability sub-window would look
+        uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
+        completion second) into the master's total entry, so second S is complete about
+        `MASTER_LAG_S` later; it is then appended with the load that was running at S. Histograms
+        and open-loop send counts have no per-second breakdown: what arrived is attached to the
+        second appended then (their ratios and percentiles, not their rates, are used).
+        """
+        second = int(now.t)
+        self._states[second] = now
+        pending = self._pending
+        pending.hist = {b: pending.hist.get(b, 0) + now.hist.get(b, 0) for b in set(pending.hist) | set(now.hist)}
+        if now.sent is not None:
+            pending.sent = (pending.sent or 0) + now.sent
+            pending.late = (pending.late or 0) + (now.late or 0)
+            pending.dropped = (pending.dropped or 0) + (now.dropped or 0)
+        upto = second if final else second - MASTER_LAG_S
+        if self._next_second is None:
+            self._next_second = int(self.started_at or now.t)
+        while self._next_second <= upto:
+            s = self._next_second
+            self._next_second += 1
+            state = next((self._states[k] for k in range(s, s - 10, -1) if k in self._states), now)
+            emitted = Second(
+                t=float(s + 1), users=state.users, spawning=state.spawning,
+                requests=total.num_reqs_per_sec.get(s, 0), failures=total.num_fail_per_sec.get(s, 0),
+                hist={}, interval=1.0, client_cpu_pct=state.client_cpu_pct, target_rate=state.target_rate,
+                sent=None if state.sent is None and pending.sent is None else 0,
+                late=None if state.sent is None and pending.sent is None else 0,
+                dropped=None if state.sent is None and pending.sent is None else 0,
+            )
+            if self._next_second > upto:  # the last second emitted now carries what arrived
+                emitted.hist = {b: c for b, c in pending.hist.items() if c}
+                if pending.sent is not None:
+                    emitted.sent, emitted.late, emitted.dropped = pending.sent, pending.late, pending.dropped
+                self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
+            self.seconds.append(emitted)
+        for old in [k for k in self._states if k < second - 30]:
+            del self._states[old]
+
     def _print_progress(self) -> None:
         window = self.seconds[-max(1, round(self.progress_every_s)):]
+        if not window:
+            return
         duration = sum(s.interval for s in window) or 1.0
         from sm_locust.steps import merge_histograms, percentile
 

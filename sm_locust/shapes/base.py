@@ -92,12 +92,10 @@ class SmLocustShape(LoadTestShape):
 
     @property
     def report_period_s(self) -> float:
-        """How lumpy the timeline is: workers report every 3 s to a master; a local runner is exact per second."""
-        from locust.runners import MasterRunner
-
-        from sm_locust.plateau.steady import MIN_SUBWINDOW_S
-
-        return MIN_SUBWINDOW_S if isinstance(self.runner, MasterRunner) else 1.0
+        """The shortest stability sub-window: 1 s, because the recorder's seconds are exact per
+        second on a local runner and on a master alike (there it counts requests by the second they
+        completed on the workers, not by when the 3-s worker reports arrived)."""
+        return 1.0
 
     @property
     def recorder(self):
