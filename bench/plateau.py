@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     reference_s = args.reference_s or (8.0 if args.quick else 20.0)
     modes = (args.modes or ("users" if args.quick else "users,rate")).split(",")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sm-locust-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
     rows = []
     print(f"plateau bench: {len(profiles)} profile(s), modes {', '.join(modes)}, {step_s:g}-s steps, "
           f"budget {args.max_duration:g} s, {os.cpu_count()} CPUs (shared: figures are noisy)", flush=True)
