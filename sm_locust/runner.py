@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm_locust.errors import RunError
+from sm_locust.errors import RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
 from sm_locust.summary import write_json
@@ -106,6 +106,9 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         tail = _pump(proc, log, echo_all=not load.quiet)
     summary_path = out / "summary.json"
+    if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
+        hint = tail.strip().splitlines()[-1] if tail.strip() else "no output"
+        raise UsageError(f"Locust rejected the run ({hint}); full log in {out / 'locust.log'}")
     if proc.returncode != 0 or not summary_path.exists():
         hint = tail.strip().splitlines()[-1] if tail.strip() else "no output"
         raise RunError(f"Locust exited with code {proc.returncode} ({hint}); full log in {out / 'locust.log'}")

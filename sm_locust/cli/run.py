@@ -80,17 +80,27 @@ def load_from_args(args: argparse.Namespace):
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def start_run(args: argparse.Namespace):
+    """Check every option, then run Locust into the run folder; returns (out_dir, summary).
+
+    Shared by `run` and `smoke`: nothing starts (no folder, no traffic) until all input is valid.
+    """
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.runner import choose_out_dir, execute, verdict_line
+    from sm_locust.runner import choose_out_dir, execute
 
     settings = settings_from_args(args).validate()
     load = load_from_args(args)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = preflight(settings)
     out = choose_out_dir(args.out, settings.endpoint_name)
-    summary = execute(settings, load, out, extra_env, options=args)
+    return out, execute(settings, load, out, extra_env, options=args)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sm_locust.runner import verdict_line
+
+    out, summary = start_run(args)
     print(f"sm-locust: {verdict_line(summary)}")
     print(f"sm-locust: results in {out}/ (summary.json, locust_stats.csv, locust_stats_history.csv)")
     return 0

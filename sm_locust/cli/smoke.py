@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from sm_locust.errors import RunError, UsageError
+from sm_locust.errors import UsageError
 
 SMOKE_USERS = 2
 SMOKE_RUN_TIME = "5s"
@@ -62,28 +62,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _short_run(args: argparse.Namespace):
-    from sm_locust.cli.run import load_from_args, settings_from_args
-    from sm_locust.payloads import load_payloads
-    from sm_locust.preflight import preflight
-    from sm_locust.runner import choose_out_dir, execute, verdict_line
+    from sm_locust.cli.run import start_run
+    from sm_locust.runner import verdict_line
 
     if args.users is None and not args.shape:
         args.users = SMOKE_USERS
     if args.run_time is None and not args.shape:
         args.run_time = SMOKE_RUN_TIME
-    settings = settings_from_args(args).validate()
-    load = load_from_args(args)
-    load_payloads(settings.payload, content_type=settings.content_type or None, **settings.headers())
-    extra_env = preflight(settings)
-    out = choose_out_dir(args.out, settings.endpoint_name)
-    try:
-        summary = execute(settings, load, out, extra_env, options=args)
-    except RunError as exc:
-        # Locust exits 2 for bad input found inside it (e.g. workers that never connected, see
-        # sm_locust.workers): keep the usage exit code.
-        if "exited with code 2" in exc.message:
-            raise UsageError(exc.message) from None
-        raise
+    out, summary = start_run(args)
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")
     return out, float(summary.get("duration_s") or 0.0)
