@@ -161,7 +161,9 @@ class RunRecorder:
             pending.sent = (pending.sent or 0) + now.sent
             pending.late = (pending.late or 0) + (now.late or 0)
             pending.dropped = (pending.dropped or 0) + (now.dropped or 0)
-        upto = second if final else second - MASTER_LAG_S
+        upto = second - MASTER_LAG_S
+        if final:  # up to the last second a request completed in: later ones are after the users stopped
+            upto = min(second, max(total.num_reqs_per_sec, default=upto))
         if self._next_second is None:
             self._next_second = int(self.started_at or now.t)
         while self._next_second <= upto:

@@ -28,6 +28,10 @@ from sm_locust.plateau.steady import (
 )
 from sm_locust.timeline import Second
 
+# The recorder's seconds are exact per second on a local runner and on a master (see recorder.py),
+# so stability sub-windows of 1 s can be judged, as the shapes judge them.
+RECORDER_SUBWINDOW_S = 1.0
+
 __all__ = ["iso", "merge_histograms", "percentile", "step_records", "step_record", "timeline_mode"]
 
 
@@ -87,4 +91,5 @@ def step_record(step: StepMeasurement) -> dict:
 def step_records(seconds: Sequence[Second]) -> list[dict]:
     """Every step of a timeline as summary.json records, in time order."""
     mode = timeline_mode(seconds)
-    return [step_record(measure_step(step, mode=mode)) for step in split_steps(seconds, mode)]
+    return [step_record(measure_step(step, mode=mode, min_subwindow_s=RECORDER_SUBWINDOW_S))
+            for step in split_steps(seconds, mode)]

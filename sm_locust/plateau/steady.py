@@ -314,14 +314,14 @@ def measure_step(
     intended = sum(targets) / len(targets) if targets else None
     dropped_fraction = None
     sends = [s for s in window if s.sent is not None]
-    if sends and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.openloop)
+    scheduled = sum(s.sent + (s.dropped or 0) for s in sends)
+    if scheduled and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.openloop)
         sent = sum(s.sent for s in sends)
-        scheduled = sent + sum(s.dropped or 0 for s in sends)
         if sent_rps is None:
             sent_rps = sent / duration
         if late_fraction is None and scheduled:
             late_fraction = sum(s.late or 0 for s in sends) / scheduled
-        dropped_fraction = (scheduled - sent) / scheduled if scheduled else 0.0
+        dropped_fraction = (scheduled - sent) / scheduled
     if load is None:
         load = float(intended if mode == MODE_RATE and intended is not None else users)
     first = seconds[0]
