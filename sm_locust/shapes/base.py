@@ -166,7 +166,9 @@ class SmLocustShape(LoadTestShape):
         _, per_user, _ = open_loop_settings(self.environment.parsed_options)
         users = max(1, round(rate / per_user))
         self.recorder.current_target_rate = users * per_user
-        return users, min(MAX_SPAWN_RATE, max(1.0, float(users))), classes[:1]
+        # Rate tokens cost nothing to start: reach the new rate within a second (Locust may warn
+        # about a spawn rate above 100; a ramp of several seconds would eat the step instead).
+        return users, max(1.0, float(users)), classes[:1]
 
     def open_loop_pause(self):
         """No open-loop sends (0 users) while the endpoint drains; these seconds belong to no step."""
