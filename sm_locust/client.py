@@ -96,16 +96,22 @@ class SageMakerClient:
         )
         self._request = environment.events.request
 
-    def invoke(self, invocation: Invocation, name: str | None = None) -> dict | None:
+    def invoke(self, invocation: Invocation, name: str | None = None, *, started: float | None = None) -> dict | None:
         """Call InvokeEndpoint; returns {'body', 'content_type', 'variant'} or None on failure."""
-        return self.send(invocation, name)[0]
+        return self.send(invocation, name, started=started)[0]
 
-    def send(self, invocation: Invocation, name: str | None = None) -> tuple[dict | None, InvocationError | None]:
-        """`invoke`, also returning the failure (None on success); fires one request event either way."""
+    def send(self, invocation: Invocation, name: str | None = None, *,
+             started: float | None = None) -> tuple[dict | None, InvocationError | None]:
+        """`invoke`, also returning the failure (None on success); fires one request event either way.
+
+        `started` is the `time.perf_counter()` time the response time counts from (default: now);
+        open-loop senders pass the intended send time, so a late send is not hidden.
+        """
         name = name or invocation.request_name(self.endpoint_name)
         kwargs = invocation.boto3_kwargs()
-        start_time = time.time()
-        started = time.perf_counter()
+        now = time.perf_counter()
+        started = now if started is None else started
+        start_time = time.time() - (now - started)
         body = b""
         result = None
         exception = None

@@ -26,8 +26,7 @@ How it maps onto Locust, so that distributed runs, the web UI and shapes work un
   summary.json has them under `totals.open_loop` and per step (`sent_rps`, `late_fraction`,
   `dropped_fraction`). A step with more than 10 % late sends is client-bound.
 
-Only the boto3 client (`SageMakerClient`, which exposes `.runtime`) is timed from the intended send
-time; another client class falls back to its own `invoke` timing (documented in docs/plateau.md).
+Both transports time a request from its intended send time (`client.invoke(..., started=intended)`).
 """
 
 from __future__ import annotations
@@ -40,9 +39,8 @@ from gevent.event import Event
 from gevent.pool import Pool
 from locust import task
 
-from sm_locust.client import name_error
 from sm_locust.errors import UsageError
-from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
+from sm_locust.invocation import Invocation
 from sm_locust.plateau.arrival import ARRIVALS
 from sm_locust.users import SageMakerUser
 
@@ -150,30 +148,12 @@ class OpenLoopCounters:
 
 
 def invoke_from_intended(client, invocation: Invocation, intended: float, lag_s: float) -> None:
-    """One InvokeEndpoint whose response time runs from `intended` (a perf_counter time)."""
-    runtime = getattr(client, "runtime", None)
-    if runtime is None:  # another transport: its own timing (from the actual send)
-        client.invoke(invocation)
-        return
-    name = invocation.request_name(client.endpoint_name)
-    body = b""
-    exception = None
-    try:
-        response = runtime.invoke_endpoint(EndpointName=client.endpoint_name, **invocation.boto3_kwargs())
-        body = response["Body"].read()
-    except Exception as exc:  # reported as a failure event, never raised
-        exception = name_error(exc)
-    elapsed_s = time.perf_counter() - intended
-    client.environment.events.request.fire(
-        request_type=INVOKE_ENDPOINT,
-        name=name,
-        response_time=max(0.0, elapsed_s * 1000.0),
-        response_length=len(body),
-        exception=exception,
-        context={"endpoint": client.endpoint_name, "open_loop": True, "send_lag_ms": round(lag_s * 1000.0, 3)},
-        start_time=time.time() - elapsed_s,
-        url=None,
-    )
+    """One InvokeEndpoint whose response time runs from `intended` (a perf_counter time).
+
+    Both transports' clients take `started=`; `lag_s` (how late the send was) is counted by the
+    scheduler, not here.
+    """
+    client.invoke(invocation, started=intended)
 
 
 class OpenLoopScheduler:

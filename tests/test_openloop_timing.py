@@ -1,0 +1,31 @@
+"""Open-loop sends are timed from their intended send time with either transport (no coordinated omission)."""
+
+from __future__ import annotations
+
+import locust  # noqa: F401
+
+import time
+
+import pytest
+from locust.env import Environment
+
+from sm_locust.client import SageMakerClient
+from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
+from sm_locust.openloop import invoke_from_intended
+from sm_locust.transport.adapter import FastClient
+from tests.conftest import SAMPLE_PAYLOAD
+
+
+@pytest.mark.parametrize("client_cls", [SageMakerClient, FastClient], ids=["boto3", "fast"])
+def test_a_late_send_counts_its_delay_in_the_response_time(endpoint, client_cls):
+    env = Environment()
+    env.create_local_runner()  # the runner is what records request events into env.stats
+    client = client_cls(env, "ep", endpoint_url=endpoint.url, region="us-east-1")
+    invocation = Invocation(body=SAMPLE_PAYLOAD.read_bytes())
+    client.invoke(invocation)  # warm the connection
+    intended = time.perf_counter() - 0.4  # this send should have left 400 ms ago
+    invoke_from_intended(client, invocation, intended, lag_s=0.4)
+    entry = env.stats.entries[("ep", INVOKE_ENDPOINT)]
+    assert entry.num_requests == 2 and entry.num_failures == 0
+    assert entry.max_response_time >= 400  # the delay before sending is part of the latency
+    assert entry.min_response_time < 200  # the on-time call is not
