@@ -117,7 +117,7 @@ def test_serve_rejects_impossible_fault_ratios():
 @pytest.mark.timeout(120)
 def test_demo_end_to_end(tmp_path):
     out = tmp_path / "demo"
-    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--max-users", "4", timeout=110)
+    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4", timeout=110)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"results in {out}" in result.stdout
     summary = json.loads((out / "summary.json").read_text())

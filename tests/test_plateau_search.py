@@ -230,3 +230,13 @@ def test_driver_runs_a_search_once_per_tick():
     verdict = driver.search.verdict()
     assert verdict.reached and verdict.plateau.load == 6 and verdict.plateau.rps == pytest.approx(120)
     assert len(driver.measurements) == len(driver.search.steps)
+
+
+def test_flat_last_steps_short_of_the_window_are_not_called_growing():
+    """Three flat steps after the knee do not confirm a plateau under a 4-step rule, but the verdict
+    must not claim throughput is still growing."""
+    loads, decision, verdict = drive(StepSearch(1, 3, 13), from_series([45, 168, 180, 181, 180]))
+    assert loads == [1, 4, 7, 10, 13] and not verdict.reached
+    text = verdict.text()
+    assert "still growing" not in text
+    assert "flat over the last step" in text

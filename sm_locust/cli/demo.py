@@ -26,14 +26,14 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "demo", help="start the local endpoint, run a ~1 minute step load against it, write the run folder and report",
         description="A complete sm-locust run offline: local endpoint (capacity = max-concurrency / service time) "
-        "publishing its CloudWatch metrics to a local moto server, step load 1 -> 13 users, run folder with "
+        "publishing its CloudWatch metrics to a local moto server, step load 1 -> 11 users, run folder with "
         "summary.json, report.html, merged_timeseries.csv and steps.csv.",
     )
     p.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     p.add_argument("--port", type=int, default=0, help="local endpoint port (default: a free port)")
-    p.add_argument("--step-seconds", type=float, default=12.0, help="seconds per load step (default 12; 5 steps)")
-    p.add_argument("--step-users", type=int, default=3, help="users added per step (default 3)")
-    p.add_argument("--max-users", type=int, default=13, help="users in the last step (default 13)")
+    p.add_argument("--step-seconds", type=float, default=10.0, help="seconds per load step (default 10; 6 steps)")
+    p.add_argument("--step-users", type=int, default=2, help="users added per step (default 2)")
+    p.add_argument("--max-users", type=int, default=11, help="users in the last step (default 11)")
     p.add_argument("--max-concurrency", type=int, default=4, help="local endpoint concurrency (default 4)")
     p.add_argument("--service-time-ms", type=float, default=20.0, help="local endpoint service time (default 20 ms)")
     p.add_argument("--no-cloudwatch", dest="cloudwatch", action="store_false",
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         summary = execute(settings, load, out, extra_env, options=options)
         server = endpoint.stats()
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
-        print(f"sm-locust demo: {verdict_line(summary)}")
+        print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
         for step in summary["steps"]:
             print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 {step['p95_ms']} ms")

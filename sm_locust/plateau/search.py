@@ -318,7 +318,11 @@ class _Search:
         reason = stop_reason
         if len(acceptable) >= 2 and acceptable[-2].rps > 0:
             growth = acceptable[-1].rps / acceptable[-2].rps - 1.0
-            reason += f"; throughput still growing ({growth * 100:+.0f} % over the last step)"
+            if growth < PLATEAU_TOLERANCE:
+                reason += (f"; throughput flat over the last step ({growth * 100:+.0f} %) but not yet over enough "
+                           "steps to call it a plateau: raise the maximum or step finer")
+            else:
+                reason += f"; throughput still growing ({growth * 100:+.0f} % over the last step)"
         return Verdict(plateau, False, BOUND_LIMIT, reason, stop_reason, mode=self.mode, steps=list(self.steps))
 
     def _violation_kind(self, step: StepMeasurement) -> type | None:
