@@ -18,6 +18,7 @@ import contextlib
 from importlib import resources
 
 DEMO_ENDPOINT = "sm-locust-demo"
+DEMO_PRICED_AS = "ml.c5.xlarge"
 STAND_IN_REGION = "us-east-1"
 STAND_IN_KEY = "sm-locust-demo"  # placeholder credentials: moto checks none
 
@@ -134,7 +135,10 @@ def _report(out, stand_in: CloudWatchStandIn | None):
     per step and every gap. Returns the ReportResult."""
     from sm_locust.report.pipeline import ReportOptions, build_report
 
-    options = ReportOptions(cloudwatch=stand_in is not None, region=STAND_IN_REGION)
+    # The local endpoint is no instance; the demo prices it as if it ran on one (say so) so the
+    # cost lines of the report show what they show on a real run.
+    options = ReportOptions(cloudwatch=stand_in is not None, region=STAND_IN_REGION, instance_type=DEMO_PRICED_AS)
+    print(f"sm-locust demo: costs in the report are priced as if the endpoint ran on one {DEMO_PRICED_AS}")
     result = build_report(out, options, cloudwatch=stand_in.client() if stand_in else None, env={})
     if stand_in is not None:
         print("sm-locust demo: the endpoint's CloudWatch metrics, per minute as on AWS (CPU summed over cores):")
