@@ -22,7 +22,9 @@ from pathlib import Path
 import gevent
 import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
+from locust.stats import StatsEntry
 
+from sm_locust.fanout import PART_SUFFIX
 from sm_locust.invocation import error_code
 from sm_locust.openloop import OpenLoopCounters, offered_rate
 from sm_locust.summary import build_summary, write_json
@@ -31,6 +33,19 @@ from sm_locust.timeline import Second
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
 MASTER_LAG_S = 4  # workers report every 3 s: on a master, second S is complete ~4 s later
+
+
+def counted_entry(stats):
+    """Locust's total, less `--split` part entries: a part is already inside its logical request,
+    so counting both would multiply requests and rps by K + 1. Without parts: `stats.total` itself."""
+    entries = list(stats.entries.values())
+    if not any(e.name.endswith(PART_SUFFIX) for e in entries):
+        return stats.total
+    counted = StatsEntry(stats, "Counted", "")
+    for entry in entries:
+        if not entry.name.endswith(PART_SUFFIX):
+            counted.extend(entry)
+    return counted
 
 
 class RunRecorder:
@@ -69,7 +84,7 @@ class RunRecorder:
         self.seconds = []
         self.started_at = time.time()
         self.ended_at = None
-        total = environment.runner.stats.total
+        total = counted_entry(environment.runner.stats)
         self._last = (total.num_requests, total.num_failures, dict(total.response_times))
         self._last_t = self.started_at
         self._last_sends = (0, 0, 0)
@@ -106,7 +121,7 @@ class RunRecorder:
 
     def sample(self, final: bool = False) -> Second:
         runner = self.environment.runner
-        total = runner.stats.total
+        total = counted_entry(runner.stats)
         requests, failures, hist = total.num_requests, total.num_failures, dict(total.response_times)
         last_requests, last_failures, last_hist = self._last
         now = time.time()
@@ -213,7 +228,7 @@ class RunRecorder:
     # -- output -----------------------------------------------------------------------------
     def totals(self) -> tuple[dict, dict[str, int]]:
         stats = self.environment.runner.stats
-        total = stats.total
+        total = counted_entry(stats)
         pct = total.get_response_time_percentile
         totals = {
             "requests": total.num_requests,
@@ -224,6 +239,8 @@ class RunRecorder:
         }
         errors: dict[str, int] = {}
         for err in stats.errors.values():
+            if str(err.name).endswith(PART_SUFFIX):  # counted once, in the logical request's failure
+                continue
             code = error_code(err.error)
             errors[code] = errors.get(code, 0) + err.occurrences
         return totals, errors

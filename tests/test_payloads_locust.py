@@ -121,7 +121,11 @@ def test_split_through_the_locustfile_and_summary(endpoint, arrays, tmp_path):
     logical = env.stats.entries[("ep", INVOKE_ENDPOINT_SPLIT)].num_requests
     # a user stopped mid-call leaves parts without their logical request (as any in-flight call)
     assert 4 * logical <= env.stats.entries[("ep/part", INVOKE_ENDPOINT)].num_requests <= 4 * (logical + 2)
-    payload = json.loads((tmp_path / "summary.json").read_text())["payload"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    # totals count logical requests: the parts are inside them (else requests and rps x (K + 1))
+    assert summary["totals"]["requests"] == logical
+    assert sum(step["requests"] for step in summary["steps"]) <= logical
+    payload = summary["payload"]
     assert payload["source"] == str(arrays / "rows.npz") and payload["count"] == 2
     assert payload["split"] == 4 and payload["part_avg_bytes"] < payload["avg_bytes"]
     assert payload["min_bytes"] <= payload["avg_bytes"] <= payload["max_bytes"] and payload["validate_response"] is True
