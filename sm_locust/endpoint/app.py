@@ -75,8 +75,9 @@ class EndpointApp:
         return self._error(start_response, "UnknownOperationException", f"no route for {method} {path}", status=404)
 
     # -- invocation ---------------------------------------------------------------------------
-    def _invoke(self, environ, start_response, endpoint_name: str | None):
-        arrived = time.perf_counter()
+    def read_request(self, environ, start_response, endpoint_name: str | None):
+        """Checks every invocation route shares: (body, attributes header, attributes), or the
+        error response (a list) to return. Counts the request."""
         self.counters.add(requests=1)
         cfg = self.config
         if endpoint_name is not None and cfg.endpoint_name and endpoint_name != cfg.endpoint_name:
@@ -90,23 +91,39 @@ class EndpointApp:
             return self._error(start_response, "ValidationError",
                                f"Request body is {length} bytes; the maximum is {MAX_BODY_BYTES}.")
         body = environ["wsgi.input"].read(length) if length else b""
-        content_type = environ.get("CONTENT_TYPE")
-        accept = environ.get("HTTP_ACCEPT")
-        attributes_header = environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES")
-        attributes = parse_custom_attributes(attributes_header)
-        variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or cfg.variant_name
+        header = environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES")
+        return body, header, parse_custom_attributes(header)
 
+    def apply_faults(self, environ, start_response, attributes: dict):
+        """The fault plan's decision applied (its added latency slept): (None, added latency in ms)
+        to go on, else (the error response to return, added latency)."""
+        cfg = self.config
         not_ready = cfg.not_ready_s > 0 and time.time() - self.started_at < cfg.not_ready_s
         decision = self.plan.decide(attributes, not_ready)
         if decision.added_latency_ms:
             time.sleep(decision.added_latency_ms / 1000.0)
         if decision.error == DROP:
             self.counters.add(dropped=1, DropConnection=1)
-            return self._drop(environ, start_response)
+            return self._drop(environ, start_response), decision.added_latency_ms
         if decision.error:
             if decision.error != "ValidationError":
                 self.counters.add(invocations=1)
-            return self._error(start_response, decision.error, decision.message)
+            return self._error(start_response, decision.error, decision.message), decision.added_latency_ms
+        return None, decision.added_latency_ms
+
+    def _invoke(self, environ, start_response, endpoint_name: str | None):
+        arrived = time.perf_counter()
+        read = self.read_request(environ, start_response, endpoint_name)
+        if isinstance(read, list):
+            return read
+        body, attributes_header, attributes = read
+        content_type = environ.get("CONTENT_TYPE")
+        accept = environ.get("HTTP_ACCEPT")
+        variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or self.config.variant_name
+        refused, added_latency_ms = self.apply_faults(environ, start_response, attributes)
+        if refused is not None:
+            return refused
+        cfg = self.config
         if not body:
             return self._error(start_response, "ValidationError", "Request body is empty.")
         # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
@@ -137,10 +154,10 @@ class EndpointApp:
             return self._error(start_response, "ValidationError", str(exc))
         model_us = (time.perf_counter() - model_start) * 1e6
         total_us = (time.perf_counter() - arrived) * 1e6
-        overhead_us = max(0.0, total_us - model_us - decision.added_latency_ms * 1000.0)
-        self.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us + decision.added_latency_ms * 1000.0,
+        overhead_us = max(0.0, total_us - model_us - added_latency_ms * 1000.0)
+        self.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us + added_latency_ms * 1000.0,
                           overhead_latency_us_sum=overhead_us)
-        self.counters.record_max("model_latency_us_max", model_us + decision.added_latency_ms * 1000.0)
+        self.counters.record_max("model_latency_us_max", model_us + added_latency_ms * 1000.0)
         headers = [("x-Amzn-Invoked-Production-Variant", variant)]
         if attributes_header:
             headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))

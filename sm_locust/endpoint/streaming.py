@@ -38,50 +38,13 @@ import uuid
 import orjson
 
 from sm_locust.endpoint import codecs
-from sm_locust.endpoint.faults import DROP, FORCE_ATTRIBUTE, parse_custom_attributes
+from sm_locust.endpoint.faults import FORCE_ATTRIBUTE
 from sm_locust.transport import eventstream as es
 
 STREAM_FAULTS = (es.MODEL_STREAM_ERROR, es.INTERNAL_STREAM_FAILURE)
 STREAM_ERROR_MESSAGE = "model stream failure injected"
 STREAM_CONTENT_TYPE = "application/jsonlines"
 ASYNC_BUCKET = "s3://sm-locust-local"
-ACCOUNT = "000000000000"
-
-
-def _read_request(app, environ, start_response, endpoint_name: str):
-    """Shared checks; returns (body, attributes header, attributes) or an error response (list)."""
-    from sm_locust.endpoint.app import MAX_BODY_BYTES
-
-    cfg = app.config
-    app.counters.add(requests=1)
-    if cfg.endpoint_name and endpoint_name != cfg.endpoint_name:
-        return app._error(start_response, "ValidationError", f"Endpoint {endpoint_name} of account {ACCOUNT} not found.")
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length > MAX_BODY_BYTES:
-        return app._error(start_response, "ValidationError", f"Request body is {length} bytes; the maximum is {MAX_BODY_BYTES}.")
-    body = environ["wsgi.input"].read(length) if length else b""
-    header = environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES")
-    return body, header, parse_custom_attributes(header)
-
-
-def _decide(app, start_response, environ, attributes):
-    """The fault plan's decision applied: None to go on, else the error response to return."""
-    cfg = app.config
-    not_ready = cfg.not_ready_s > 0 and time.time() - app.started_at < cfg.not_ready_s
-    decision = app.plan.decide(attributes, not_ready)
-    if decision.added_latency_ms:
-        time.sleep(decision.added_latency_ms / 1000.0)
-    if decision.error == DROP:
-        app.counters.add(dropped=1, DropConnection=1)
-        return app._drop(environ, start_response)
-    if decision.error:
-        if decision.error != "ValidationError":
-            app.counters.add(invocations=1)
-        return app._error(start_response, decision.error, decision.message)
-    return None
 
 
 def tokens_for(probabilities, count: int = 0) -> list[bytes]:
@@ -94,7 +57,7 @@ def tokens_for(probabilities, count: int = 0) -> list[bytes]:
 def invoke_stream(app, environ, start_response, endpoint_name: str):
     """POST /endpoints/{name}/invocations-response-stream."""
     arrived = time.perf_counter()
-    read = _read_request(app, environ, start_response, endpoint_name)
+    read = app.read_request(environ, start_response, endpoint_name)
     if isinstance(read, list):
         return read
     body, attributes_header, attributes = read
@@ -103,7 +66,7 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
         del attributes[FORCE_ATTRIBUTE]
     else:
         forced = None
-    refused = _decide(app, start_response, environ, attributes)
+    refused, _ = app.apply_faults(environ, start_response, attributes)
     if refused is not None:
         return refused
     if not body:
@@ -154,13 +117,13 @@ def _frames(tokens: list[bytes], first_s: float, gap_s: float, fail_at: int | No
 
 def invoke_async(app, environ, start_response, endpoint_name: str):
     """POST /endpoints/{name}/async-invocations: 202 with an InferenceId and fake S3 locations."""
-    read = _read_request(app, environ, start_response, endpoint_name)
+    read = app.read_request(environ, start_response, endpoint_name)
     if isinstance(read, list):
         return read
     _, _, attributes = read
     if not environ.get("HTTP_X_AMZN_SAGEMAKER_INPUTLOCATION"):
         return app._error(start_response, "ValidationError", "InputLocation is required for InvokeEndpointAsync.")
-    refused = _decide(app, start_response, environ, attributes)
+    refused, _ = app.apply_faults(environ, start_response, attributes)
     if refused is not None:
         return refused
     inference_id = environ.get("HTTP_X_AMZN_SAGEMAKER_INFERENCE_ID") or str(uuid.uuid4())
