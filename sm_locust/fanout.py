@@ -39,6 +39,7 @@ import orjson
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation, InvocationError
+from sm_locust.serializers.csv_format import is_number
 
 INVOKE_ENDPOINT_SPLIT = "InvokeEndpointSplit"
 PART_SUFFIX = "/part"
@@ -125,17 +126,9 @@ def _split_json(body: bytes, k: int, where: str) -> list[tuple[bytes, int]]:
     raise UsageError(f"{where}: cannot split this JSON body: it needs an \"instances\" list or \"inputs\" with rows")
 
 
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
-
-
 def _split_csv(body: bytes, k: int, where: str) -> list[tuple[bytes, int]]:
     lines = [ln for ln in body.decode("utf-8", errors="replace").splitlines() if ln.strip()]
-    header = lines[:1] if lines and not all(_is_number(c) for c in lines[0].split(",")) else []
+    header = lines[:1] if lines and not all(is_number(c) for c in lines[0].split(",")) else []
     rows = lines[len(header):]
     return [("\n".join(header + rows[s]).encode() + b"\n", s.stop - s.start) for s in part_slices(len(rows), k, where)]
 

@@ -23,7 +23,8 @@ def _fmt(dtype: np.dtype) -> str:
     return "%.17g" if dtype.itemsize >= 8 else "%.9g"
 
 
-def _is_number(cell: str) -> bool:
+def is_number(cell: str) -> bool:
+    """True for a CSV cell that parses as a number (a header row has none)."""
     try:
         float(cell)
     except ValueError:
@@ -38,7 +39,7 @@ def read_csv(data: bytes, what: str = "body", delimiter: str = ",") -> np.ndarra
     except UnicodeDecodeError:
         raise SerializationError(f"{what} is not UTF-8 text, so not CSV") from None
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    if lines and not all(_is_number(c) for c in lines[0].split(delimiter)):
+    if lines and not all(is_number(c) for c in lines[0].split(delimiter)):
         lines = lines[1:]
     if not lines:
         raise SerializationError(f"{what} holds no CSV rows")
