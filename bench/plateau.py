@@ -14,7 +14,7 @@ capacity C = slots / service time, knee at about C x round-trip users), then:
 
 Targets: found within +-5 % of the effective capacity in <= 3 minutes per profile. Figures are
 printed, not asserted. One boto3 Locust process tops out near 450 req/s on a 2-core machine
-(REFERENCE.md), so the 400 req/s profile runs Locust with `--processes 2`; on 2 cores the endpoint,
+(docs/facts.md), so the 400 req/s profile runs Locust with `--processes 2`; on 2 cores the endpoint,
 the master and two workers then share the CPU: read that row with this in mind.
 
     /work/venv/bin/python bench/plateau.py            # full: 50, 150, 400 req/s; users and rate mode

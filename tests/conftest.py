@@ -1,5 +1,5 @@
 """Shared fixtures. Locust is imported first: it monkey-patches gevent, which must happen before
-boto3/urllib3 are imported (REFERENCE.md)."""
+boto3/urllib3 are imported (docs/facts.md)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,164 @@
+"""The package's import graph has no cycles, between modules or between packages.
+
+Read from the source with `ast` (every import statement, including those inside functions, which
+only postpone a cycle to run time), not by importing anything. A cycle means two concerns that
+cannot be understood, tested or moved apart; the fix is to move the shared thing down a layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sm_locust"
+ROOT = "sm_locust"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The sm_locust modules `name` imports, resolved to modules that exist."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+
+    def resolve(target: str) -> str | None:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        return target or None
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == ROOT:
+                    found.add(resolve(alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != ROOT:
+                return
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                candidate = f"{module}.{alias.name}"
+                found.add(candidate if candidate in known else resolve(module))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    found.discard(None)
+    found.discard(name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def strongconnect(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    return out
+
+
+def _package_of(module: str) -> str:
+    """`sm_locust.transport.fast` -> `transport`; a root module (`sm_locust.errors`) is its own unit."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if module == ROOT:  # the package's lazy __init__ re-exports, it is nobody's dependency
+            continue
+        source = _package_of(module)
+        for target in targets:
+            if target != ROOT and _package_of(target) != source:
+                out.setdefault(source, set()).add(_package_of(target))
+    return out
+
+
+def test_the_graph_reader_sees_a_known_import():
+    graph = _graph()
+    assert "sm_locust.errors" in graph["sm_locust.registry"]
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_between_modules():
+    cycles = _cycles(_graph())
+    assert not cycles, "import cycles between modules: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_import_cycles_between_packages():
+    cycles = _cycles(_package_graph(_graph()))
+    assert not cycles, "import cycles between packages: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_every_module_has_a_docstring(module):
+    path = _modules()[module]
+    if path.name == "__init__.py" and not path.read_text().strip():
+        pytest.skip("empty package marker")
+    assert ast.get_docstring(ast.parse(path.read_text())), f"{path} has no module docstring saying why it exists"
