@@ -16,6 +16,7 @@ from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UnknownNameError, UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.payloads import CALLABLE_LIMIT, PayloadPool, load_payloads
+from sm_locust.payloads.split import PARTS
 from sm_locust.serializers import create_serializer
 
 DATA = Path(__file__).parent / "data" / "payloads"
@@ -290,3 +291,22 @@ def test_next_stays_cheap():
             pool.next()
         per_call = (time.perf_counter() - start) / 20_000
         assert per_call < 20e-6, (selection, per_call)  # generous: ~0.1-1 us on this machine
+
+
+def test_json_lines_bodies_count_and_split_one_row_per_line(tmp_path):
+    ids, vals = sample_rows(5, seed=2)
+    lines = [orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) for i, v in zip(ids, vals)]
+    (tmp_path / "rows.jsonl.txt").write_bytes(b"\n".join(lines) + b"\n")
+    pool = load_payloads(tmp_path / "rows.jsonl.txt", content_type="application/jsonlines", split=2)
+    (whole,) = pool.invocations
+    assert whole.rows == 5
+    parts = whole.extra[PARTS]
+    assert [p.rows for p in parts] == [3, 2]
+    assert [p.body.count(b"\n") for p in parts] == [3, 2]
+    decoded = [codecs.decode_request(p.body, p.content_type) for p in parts]
+    np.testing.assert_array_equal(np.vstack([d[0] for d in decoded]), ids)
+    # one line is one JSON document: counted and split by its instances, as application/json
+    one = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(ids, vals)]})
+    (tmp_path / "one.txt").write_bytes(one + b"\n")
+    (whole,) = load_payloads(tmp_path / "one.txt", content_type="application/jsonlines", split=5).invocations
+    assert whole.rows == 5 and [p.rows for p in whole.extra[PARTS]] == [1] * 5

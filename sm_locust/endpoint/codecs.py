@@ -6,11 +6,14 @@ decode into that schema raises `CodecError`, which the endpoint answers as a Val
 Nothing here unpickles: `.npy` bodies are read with `allow_pickle=False`.
 
 Requests (Content-Type):
-- `application/json` (also `text/json`, `application/jsonlines`), row-wise (TF-Serving "instances"):
+- `application/json` (also `text/json`), row-wise (TF-Serving "instances"):
       {"instances": [{"feat_ids": [39 ints], "feat_vals": [39 floats]}, ...]}
   or column-wise ("inputs"):
       {"inputs": {"feat_ids": [[39 ints], ...], "feat_vals": [[39 floats], ...]}}
   or packed rows: {"instances": [[78 numbers], ...]}.
+- `application/jsonlines`: one row per line, `{"feat_ids": [39 ints], "feat_vals": [39 floats]}`
+  or `[78 numbers]` (a line may also be a whole JSON request as above); a one-line body is read
+  as `application/json`.
 - `application/x-protobuf` (also `application/protobuf`, `x-protobuf` as in the seed's
   `X-protobuf`): a TF-Serving PredictRequest with inputs `feat_ids` int64 [N,39] and `feat_vals`
   float32 [N,39], or one input holding the packed [N,78] array.
@@ -24,6 +27,8 @@ Requests (Content-Type):
 Responses (Accept): `application/json` (default, `{"predictions": [p0, ...]}`), `application/x-npy`
 (float32 [N]), `application/octet-stream` (float32 [N] bytes), `text/csv` (one line per row),
 `application/x-protobuf` (a PredictResponse with output `prob`, float32 [N]).
+Which Content-Type names which format is `sm_locust.serializers.content_types` (one table for
+the client and the endpoint); a request without one is JSON.
 """
 
 from __future__ import annotations
@@ -31,30 +36,23 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
-from sm_locust.endpoint.model import NUM_FIELDS
 from sm_locust.serializers import ranking, tfs_proto
 from sm_locust.serializers.base import SerializationError
+from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, base_content_type, canonical, format_of
 from sm_locust.serializers.csv_format import read_csv
-from sm_locust.serializers.numpy_formats import dump_npy, frombuffer, load_npy, parse_shape
+from sm_locust.serializers.json_format import json_lines
+from sm_locust.serializers.numpy_formats import attribute_values, dump_npy, frombuffer, load_npy, parse_shape
+from sm_locust.serializers.ranking import NUM_FIELDS
 
 
 class CodecError(ValueError):
     """The body cannot be decoded into the model's input schema."""
 
 
-JSON_TYPES = ("application/json", "application/jsonlines", "text/json")
-PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf", "application/vnd.google.protobuf", "x-protobuf")
-NPY_TYPES = ("application/x-npy", "application/npy")
-RAW_TYPES = ("application/octet-stream", "application/x-numpy-raw")
-CSV_TYPES = ("text/csv",)
 RAW_DTYPES = ("float16", "float32", "float64", "int32", "int64")
 OUTPUT_NAME = "prob"
-REQUEST_TYPES = JSON_TYPES[:1] + PROTOBUF_TYPES[:1] + NPY_TYPES[:1] + RAW_TYPES[:1] + CSV_TYPES
+REQUEST_TYPES = tuple(canonical(f) for f in (JSON, PROTOBUF, NPY, NUMPY_RAW, CSV))
 RESPONSE_TYPES = REQUEST_TYPES
-
-
-def _base(content_type: str | None) -> str:
-    return (content_type or "application/json").split(";", 1)[0].strip().lower()
 
 
 def _check(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +93,25 @@ def _decode_json(body: bytes) -> tuple[np.ndarray, np.ndarray]:
     return _check(ids, vals)
 
 
+def _decode_json_lines(body: bytes) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        lines = json_lines(body)
+    except SerializationError as exc:
+        raise CodecError(str(exc)) from None
+    if len(lines) <= 1:
+        return _decode_json(body)
+    rows = []
+    for line in lines:
+        doc = orjson.loads(line)
+        if isinstance(doc, dict) and ranking.is_ranking(doc):
+            rows.append(ranking.ranking_arrays(doc))
+        elif isinstance(doc, list):
+            rows.append(ranking.unpack(doc))
+        else:
+            rows.append(_decode_json(line))
+    return _check(np.vstack([ids for ids, _ in rows]), np.vstack([vals for _, vals in rows]))
+
+
 def _decode_protobuf(body: bytes) -> tuple[np.ndarray, np.ndarray]:
     tensors = tfs_proto.decode_predict_request(body).tensors
     if ranking.FEAT_IDS in tensors and ranking.FEAT_VALS in tensors:
@@ -110,11 +127,7 @@ def _decode_protobuf(body: bytes) -> tuple[np.ndarray, np.ndarray]:
 def parse_custom_attributes(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]]:
     """(dtype, shape) for a raw buffer from `shape=N,78;dtype=float32` (defaults float32, [N,78])."""
     dtype, shape = np.dtype(np.float32), (-1, ranking.PACKED_COLUMNS)
-    for part in (custom_attributes or "").split(";"):
-        key, sep, value = part.partition("=")
-        key, value = key.strip().lower(), value.strip()
-        if not sep:
-            continue
+    for key, value in attribute_values(custom_attributes).items():
         if key == "dtype":
             if value.lower() not in RAW_DTYPES:
                 raise CodecError(f"custom attribute dtype={value!r} is not supported; use one of: {', '.join(RAW_DTYPES)}")
@@ -128,36 +141,40 @@ def decode_request(
     body: bytes, content_type: str | None, custom_attributes: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decode a request body into (feat_ids int64 [N,39], feat_vals float32 [N,39])."""
-    kind = _base(content_type)
+    content_type = content_type or canonical(JSON)
+    fmt = format_of(content_type)
     try:
-        if kind in JSON_TYPES:
+        if fmt == JSON:
             return _decode_json(body)
-        if kind in PROTOBUF_TYPES:
+        if fmt == JSON_LINES:
+            return _decode_json_lines(body)
+        if fmt == PROTOBUF:
             return _decode_protobuf(body)
-        if kind in NPY_TYPES:
+        if fmt == NPY:
             return ranking.unpack(load_npy(body))
-        if kind in RAW_TYPES:
+        if fmt == NUMPY_RAW:
             dtype, shape = parse_custom_attributes(custom_attributes)
             return ranking.unpack(frombuffer(body, dtype, shape, "body"))
-        if kind in CSV_TYPES:
+        if fmt == CSV:
             return ranking.unpack(read_csv(body))
     except SerializationError as exc:
         raise CodecError(str(exc)) from None
-    raise CodecError(f"unsupported Content-Type {kind!r}; send one of: {', '.join(REQUEST_TYPES)}")
+    raise CodecError(f"unsupported Content-Type {base_content_type(content_type)!r}; send one of: {', '.join(REQUEST_TYPES)}")
 
 
 def encode_response(probabilities: np.ndarray, accept: str | None) -> tuple[bytes, str]:
     """Encode the model output as Accept asks; returns (body, content type)."""
-    kind = _base(accept) if accept and accept.strip() != "*/*" else "application/json"
+    accept = accept if accept and accept.strip() != "*/*" else canonical(JSON)
+    fmt = format_of(accept)
     probs = np.asarray(probabilities, dtype=np.float32).reshape(-1)
-    if kind in JSON_TYPES:
-        return orjson.dumps({"predictions": probs.tolist()}), "application/json"
-    if kind in NPY_TYPES:
-        return dump_npy(probs), "application/x-npy"
-    if kind in RAW_TYPES:
-        return probs.astype("<f4").tobytes(), "application/octet-stream"
-    if kind in CSV_TYPES:
-        return "".join(f"{p:.9g}\n" for p in probs.tolist()).encode(), "text/csv"
-    if kind in PROTOBUF_TYPES:
-        return tfs_proto.encode_predict_response({OUTPUT_NAME: probs}), "application/x-protobuf"
-    raise CodecError(f"unsupported Accept {kind!r}; ask for one of: {', '.join(RESPONSE_TYPES)}")
+    if fmt in (JSON, JSON_LINES):
+        return orjson.dumps({"predictions": probs.tolist()}), canonical(JSON)
+    if fmt == NPY:
+        return dump_npy(probs), canonical(NPY)
+    if fmt == NUMPY_RAW:
+        return probs.astype("<f4").tobytes(), canonical(NUMPY_RAW)
+    if fmt == CSV:
+        return "".join(f"{p:.9g}\n" for p in probs.tolist()).encode(), canonical(CSV)
+    if fmt == PROTOBUF:
+        return tfs_proto.encode_predict_response({OUTPUT_NAME: probs}), canonical(PROTOBUF)
+    raise CodecError(f"unsupported Accept {base_content_type(accept)!r}; ask for one of: {', '.join(RESPONSE_TYPES)}")

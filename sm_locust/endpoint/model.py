@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-NUM_FIELDS = 39
+from sm_locust.serializers.ranking import NUM_FIELDS
+
 VOCAB_SIZE = 100_000
 EMBEDDING_DIM = 16
 SEED = 20240401

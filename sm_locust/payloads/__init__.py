@@ -14,7 +14,7 @@ source:
 
 Selection (`selection=`): `round-robin` (default), `random` (seeded), `weighted` (JSONL `Weight`
 keys or `weights=`; chosen automatically when weights exist). With `split=K` every body also
-carries its rows pre-encoded as K parts (`sm_locust.fanout`). The command-line options and the
+carries its rows pre-encoded as K parts (`split.py`; sent by `sm_locust.fanout`). The command-line options and the
 wiring from them to this function live in `payloads/options.py`. See docs/payloads.md.
 """
 
@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.fanout import check_split, split_invocations
 from sm_locust.payloads.arrays import DEFAULT_MAX_BODIES, load_arrays
 from sm_locust.payloads.callables import CALLABLE_LIMIT, load_callable, looks_like_callable
 from sm_locust.payloads.files import folder_weights, guess_content_type, load_file, load_folder, read_payload_file
 from sm_locust.payloads.jsonl import load_jsonl
 from sm_locust.payloads.pool import SELECTIONS, PayloadPool
+from sm_locust.payloads.split import check_split, split_invocations
 from sm_locust.payloads.template import InvocationTemplate
 from sm_locust.serializers import Serializer, create_serializer
 
@@ -68,7 +68,7 @@ def load_payloads(
     - `selection`, `weights` (a list in payload order, or {file name: weight} for a folder), `seed`;
     - `batch_size`, `max_bodies`: rows per body and distinct bodies for `.npy`/`.npz` sources;
     - `base64`: every JSONL `Body` is base64 (same as `"BodyEncoding": "base64"` on each line);
-    - `split`: K > 1 pre-encodes each body's rows as K parts too (`sm_locust.fanout`, `--split K`).
+    - `split`: K > 1 pre-encodes each body's rows as K parts too (`split.py`, `--split K`).
     """
     split = check_split(split)
     template = InvocationTemplate(content_type, accept, dict(headers), keep_source=split > 1)

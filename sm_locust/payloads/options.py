@@ -20,6 +20,9 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.options import OptionSpec
+from sm_locust.payloads import load_payloads
+from sm_locust.payloads.split import parts_of
+from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--serializer", "SM_LOCUST_SERIALIZER", "",
@@ -96,8 +99,6 @@ class PayloadSettings:
 
     def serializer_options(self) -> dict[str, str]:
         """The serializer options given (non-empty), checked against the chosen serializer."""
-        from sm_locust.serializers import SERIALIZERS
-
         name = SERIALIZERS.canonical(self.serializer or DEFAULT_SERIALIZER)
         out = {}
         for dest, param in SERIALIZER_OPTIONS.items():
@@ -113,8 +114,6 @@ class PayloadSettings:
         return out
 
     def build_serializer(self):
-        from sm_locust.serializers import create_serializer
-
         return create_serializer(self.serializer or DEFAULT_SERIALIZER, **self.serializer_options())
 
     def build_validator(self, serializer):
@@ -125,8 +124,6 @@ class PayloadSettings:
             if expected_keys or expected_shape is not None:
                 raise UsageError("--expect-outputs / --expect-shape only apply with --validate-response on")
             return None
-        from sm_locust.serializers import ResponseValidator
-
         return ResponseValidator(serializer, expected_keys=expected_keys, expected_shape=expected_shape)
 
 
@@ -159,8 +156,6 @@ class PreparedPayloads:
         """summary.json's `payload` entry: source and body sizes, plus the options that shaped them."""
         out = {"source": self.pool.description, **self.pool.sizes(), "selection": self.pool.selection}
         if self.split > 1:
-            from sm_locust.fanout import parts_of
-
             lengths = [len(p.body) for inv in self.pool.invocations for p in parts_of(inv)]
             out["split"] = self.split
             out["part_avg_bytes"] = round(sum(lengths) / len(lengths), 1)
@@ -174,8 +169,6 @@ def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
     `settings` is the run's `SageMakerSettings` (payload source, Content-Type, headers); `options`
     anything holding the payload options by dest name (Locust's parsed options, argparse args).
     """
-    from sm_locust.payloads import load_payloads
-
     ps = PayloadSettings.from_options(options)
     serializer = ps.build_serializer()
     validator = ps.build_validator(serializer)

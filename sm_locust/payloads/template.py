@@ -12,8 +12,7 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.serializers import Serializer, request_rows
-from sm_locust.serializers.rows import body_rows
+from sm_locust.serializers import Serializer, body_rows, request_rows
 
 DEFAULT_CONTENT_TYPE = "application/json"
 SOURCE = "encoded_from"  # Invocation.extra key holding an EncodedFrom (only with keep_source)

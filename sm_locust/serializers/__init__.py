@@ -14,22 +14,28 @@ builds one with its options and names the valid serializers or options on a typo
 
 Ranking requests are `{"feat_ids": int64 [N,39], "feat_vals": float32 [N,39]}`; the single-array
 formats pack them into [N, 78] (see `ranking.py`). Response checks live in `validation.py`.
+
+Formats are named by Content-Type in ONE table, `content_types.py` (`format_of`,
+`base_content_type`); rows of a request and fan-out's splitting of encoded bodies, each in its
+own format, are in `rows.py`.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.registry import Registry
-from sm_locust.serializers.base import SerializationError, Serializer, base_content_type
+from sm_locust.serializers.base import Part, SerializationError, Serializer, decoder_for
+from sm_locust.serializers.content_types import CONTENT_TYPES, base_content_type, format_of
 from sm_locust.serializers.csv_format import CsvSerializer
 from sm_locust.serializers.json_format import JsonSerializer
 from sm_locust.serializers.numpy_formats import NpySerializer, NumpyRawSerializer
 from sm_locust.serializers.protobuf_format import ProtobufSerializer
 from sm_locust.serializers.raw import RawSerializer
+from sm_locust.serializers.rows import SPLITTABLE, body_rows, part_slices, request_rows, split_body, split_rows
+from sm_locust.serializers.validation import ResponseValidator
 
 SERIALIZERS: Registry[type[Serializer]] = Registry("serializer")
 SERIALIZERS.add("json", JsonSerializer)
@@ -38,20 +44,6 @@ SERIALIZERS.add("npy", NpySerializer, "numpy")
 SERIALIZERS.add("numpy-raw", NumpyRawSerializer, "numpy-string", "numpy-bytes")
 SERIALIZERS.add("csv", CsvSerializer)
 SERIALIZERS.add("raw", RawSerializer, "bytes")
-
-# Response Content-Type -> the serializer that decodes it.
-CONTENT_TYPES: dict[str, str] = {
-    "application/json": "json",
-    "text/json": "json",
-    "application/x-npy": "npy",
-    "application/npy": "npy",
-    "application/x-protobuf": "protobuf",
-    "application/protobuf": "protobuf",
-    "application/vnd.google.protobuf": "protobuf",
-    "x-protobuf": "protobuf",
-    "text/csv": "csv",
-    "application/octet-stream": "numpy-raw",
-}
 
 
 def create_serializer(name: str, **options: Any) -> Serializer:
@@ -68,62 +60,27 @@ def create_serializer(name: str, **options: Any) -> Serializer:
     return cls(**options)
 
 
-@functools.cache
-def _default(name: str) -> Serializer:
-    return SERIALIZERS.get(name)()
-
-
-def decoder_for(content_type: str | None, fallback: Serializer) -> Serializer:
-    """The serializer that decodes a response of `content_type`; `fallback` when it is the
-    fallback's own type, unknown or absent. A bare buffer stays with raw/numpy-raw fallbacks."""
-    kind = base_content_type(content_type)
-    if not kind or kind == base_content_type(fallback.content_type):
-        return fallback
-    name = CONTENT_TYPES.get(kind)
-    if name is None or name == fallback.name:
-        return fallback
-    if name == "numpy-raw" and fallback.name == "raw":
-        return fallback
-    return _default(name)
-
-
-def request_rows(obj: Any) -> int | None:
-    """Rows in a request object (a ranking dict, a dict of tensors, or an array); None if unknown."""
-    import numpy as np
-
-    from sm_locust.serializers.ranking import FEAT_IDS, is_ranking
-
-    try:
-        if is_ranking(obj):
-            arr = np.asarray(obj[FEAT_IDS])
-            return 1 if arr.ndim == 1 else int(arr.shape[0])
-        if isinstance(obj, dict):
-            first = next(iter(obj.values()), None)
-            arr = np.asarray(first)
-        elif isinstance(obj, (np.ndarray, list)):
-            arr = np.asarray(obj)
-        else:
-            return None
-        return int(arr.shape[0]) if arr.ndim >= 1 else None
-    except (ValueError, TypeError):
-        return None
-
-
-from sm_locust.serializers.validation import ResponseValidator  # noqa: E402  (uses decoder_for)
-
 __all__ = [
     "CONTENT_TYPES",
     "SERIALIZERS",
+    "SPLITTABLE",
     "CsvSerializer",
     "JsonSerializer",
     "NpySerializer",
     "NumpyRawSerializer",
+    "Part",
     "ProtobufSerializer",
     "RawSerializer",
     "ResponseValidator",
     "SerializationError",
     "Serializer",
+    "base_content_type",
+    "body_rows",
     "create_serializer",
     "decoder_for",
+    "format_of",
+    "part_slices",
     "request_rows",
+    "split_body",
+    "split_rows",
 ]

@@ -4,23 +4,50 @@ A serializer is chosen by name before a test (`create_serializer("protobuf", mod
 encodes every static body once, and may decode responses on the hot path for validation. The
 format of a *response* is named by its Content-Type, not by the serializer that built the request
 (a TF-Serving `inference.py` often answers a protobuf request with JSON), so `deserialize` hands a
-body whose Content-Type names another known format to that format's decoder.
+body whose Content-Type names another known format to that format's decoder: each serializer
+class names the wire format it reads (`format`, a key of `content_types.FORMATS`), and the base
+class keeps format -> class as subclasses are defined, so this module needs none of them.
+
+Fan-out splits an encoded body into K parts of consecutive rows in the body's own format; the
+parts' shape (`Part`) and the row ranges (`part_slices`) are part of this contract, and each
+format module implements its own splitting (see `rows.py`).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import functools
+from typing import Any, ClassVar, NamedTuple
 
 from sm_locust.errors import UsageError
+from sm_locust.serializers.content_types import NUMPY_RAW, base_content_type, canonical, format_of
 
 
 class SerializationError(UsageError):
     """An object cannot be encoded, or a body cannot be decoded, in the chosen format."""
 
 
-def base_content_type(content_type: str | None) -> str:
-    """`Application/JSON; charset=utf-8` -> `application/json` (empty string for None)."""
-    return (content_type or "").split(";", 1)[0].strip().lower()
+class Part(NamedTuple):
+    """One part of a split body: its bytes, its rows and the CustomAttributes that describe it."""
+
+    body: bytes
+    rows: int
+    custom_attributes: str | None = None
+
+
+def part_slices(n: int, k: int, where: str) -> list[slice]:
+    """K consecutive row ranges covering n rows, sizes differing by at most one."""
+    if n < k:
+        raise UsageError(
+            f"{where}: {n} row{'s' if n != 1 else ''} cannot be split into {k} parts; "
+            "--split needs at least K rows per request (raise --batch-size or lower --split)"
+        )
+    q, r = divmod(n, k)
+    out, start = [], 0
+    for i in range(k):
+        size = q + (1 if i < r else 0)
+        out.append(slice(start, start + size))
+        start += size
+    return out
 
 
 class Serializer:
@@ -33,7 +60,15 @@ class Serializer:
     """
 
     name: ClassVar[str] = ""
-    default_content_type: ClassVar[str] = "application/octet-stream"
+    format: ClassVar[str | None] = None
+    """The wire format this serializer reads (`content_types.FORMATS` key); None: bytes as they are."""
+    default_content_type: ClassVar[str] = canonical(NUMPY_RAW)
+    _readers: ClassVar[dict[str, type[Serializer]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        if cls.format is not None:
+            Serializer._readers.setdefault(cls.format, cls)  # the first class for a format reads it
 
     def __init__(self, content_type: str | None = None):
         self.content_type = content_type or self.default_content_type
@@ -55,8 +90,6 @@ class Serializer:
     # -- responses --------------------------------------------------------------------------
     def deserialize(self, data: bytes, content_type: str | None = None) -> Any:
         """Decode a response body; a Content-Type naming another known format is honoured."""
-        from sm_locust.serializers import decoder_for
-
         return decoder_for(content_type, self)._deserialize(bytes(data))
 
     # -- for subclasses ---------------------------------------------------------------------
@@ -65,3 +98,22 @@ class Serializer:
 
     def _deserialize(self, data: bytes) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+@functools.cache
+def _reader(format_name: str) -> Serializer:
+    return Serializer._readers[format_name]()
+
+
+def decoder_for(content_type: str | None, fallback: Serializer) -> Serializer:
+    """The serializer that decodes a response of `content_type`; `fallback` when it is the
+    fallback's own type, unknown or absent. A bare buffer stays with raw/numpy-raw fallbacks."""
+    kind = base_content_type(content_type)
+    if not kind or kind == base_content_type(fallback.content_type):
+        return fallback
+    fmt = format_of(kind)
+    if fmt is None or fmt == fallback.format or fmt not in Serializer._readers:
+        return fallback
+    if fmt == NUMPY_RAW and fallback.name == "raw":  # raw keeps a bare buffer as bytes
+        return fallback
+    return _reader(fmt)

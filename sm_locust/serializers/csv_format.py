@@ -4,6 +4,8 @@ A ranking dict is written as 78 columns (39 ids as integers, then 39 values); an
 rows (a 1-D array is one row). Floats are written with enough digits to read back the same
 float32/float64. An optional header line (`header=True`) names the columns. Decoding skips a
 header line when the first line is not numeric, and returns float64 [N, K] ([N] for one column).
+A CSV body read as bytes has one row per line (`body_rows`) and splits between lines, its
+header line kept on every part (`split_body`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from sm_locust.serializers.base import SerializationError, Serializer
+from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
+from sm_locust.serializers.content_types import CSV, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, NUM_FIELDS, as_single_array, is_ranking
 
 
@@ -54,7 +57,8 @@ class CsvSerializer(Serializer):
     """`csv`: comma-separated numbers, `text/csv`; `header=True` adds a column-name line."""
 
     name = "csv"
-    default_content_type = "text/csv"
+    format = CSV
+    default_content_type = canonical(CSV)
 
     def __init__(self, header: bool = False, delimiter: str = ",", content_type: str | None = None):
         super().__init__(content_type)
@@ -92,3 +96,17 @@ def _truthy(value: Any) -> bool:
             return False
         raise SerializationError(f"header must be on or off (true/false); got {value!r}")
     return bool(value)
+
+
+def csv_rows(body: bytes) -> int:
+    """Rows in a CSV request body (a non-numeric header line is not a row)."""
+    return int(read_csv(body).shape[0])
+
+
+def split_csv(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
+    """K CSV bodies of consecutive lines; a header line is kept on every part."""
+    lines = [ln for ln in body.decode("utf-8", errors="replace").splitlines() if ln.strip()]
+    header = lines[:1] if lines and not all(is_number(c) for c in lines[0].split(",")) else []
+    rows = lines[len(header):]
+    return [Part("\n".join(header + rows[s]).encode() + b"\n", s.stop - s.start, custom_attributes)
+            for s in part_slices(len(rows), k, where)]

@@ -8,6 +8,11 @@ array or list becomes `{"instances": [...]}`. numpy arrays and scalars are writt
 Responses: `{"predictions": [...]}` or `{"outputs": [...]}` -> one numpy array; `{"outputs":
 {name: [...]}}` or any other object of lists (the seed's `{"prob": [...]}`) -> dict of arrays;
 a bare list -> array.
+
+Bodies read as bytes: `body_rows` counts a request's rows (`instances`, or the first dimension of
+`inputs`) and `split_body` cuts it into parts of consecutive rows, other keys kept. JSON Lines
+(`application/jsonlines`) holds one record per line: a body of several lines has one row per
+line and splits between lines; a body of one line is one JSON document, read as above.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from sm_locust.serializers.base import SerializationError, Serializer
+from sm_locust.errors import UsageError
+from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
+from sm_locust.serializers.content_types import JSON, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, is_ranking, ranking_arrays
 
 REQUEST_KEYS = frozenset({"instances", "inputs", "signature_name", "examples", "context"})
@@ -60,7 +67,8 @@ class JsonSerializer(Serializer):
     """`json`: orjson bodies, `application/json`."""
 
     name = "json"
-    default_content_type = "application/json"
+    format = JSON
+    default_content_type = canonical(JSON)
 
     def __init__(self, layout: str = "inputs", content_type: str | None = None):
         super().__init__(content_type)
@@ -101,3 +109,72 @@ class JsonSerializer(Serializer):
                     return _arrays(inner)
             return {k: _arrays(v) for k, v in doc.items()}
         return doc
+
+
+# -- bodies read as bytes (row counts for validation, parts for fan-out) ----------------------
+
+
+def _first_dim(value: object) -> int | None:
+    return len(value) if isinstance(value, list) else None
+
+
+def json_rows(body: bytes) -> int | None:
+    """Rows in a JSON request body (`instances`, or the first dimension of `inputs`), or None."""
+    doc = orjson.loads(body)
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("instances"), list):
+        return len(doc["instances"])
+    inputs = doc.get("inputs")
+    if isinstance(inputs, dict) and inputs:
+        return _first_dim(next(iter(inputs.values())))
+    return _first_dim(inputs)
+
+
+def split_json(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
+    """K JSON bodies holding consecutive rows of `instances` or `inputs` (other keys kept)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("instances"), list):
+        rows = doc["instances"]
+        return [Part(orjson.dumps({**doc, "instances": rows[s]}), s.stop - s.start, custom_attributes)
+                for s in part_slices(len(rows), k, where)]
+    inputs = doc.get("inputs") if isinstance(doc, dict) else None
+    if isinstance(inputs, list):
+        return [Part(orjson.dumps({**doc, "inputs": inputs[s]}), s.stop - s.start, custom_attributes)
+                for s in part_slices(len(inputs), k, where)]
+    if isinstance(inputs, dict) and inputs and all(isinstance(v, list) for v in inputs.values()):
+        lengths = {len(v) for v in inputs.values()}
+        if len(lengths) == 1:
+            return [Part(orjson.dumps({**doc, "inputs": {n: v[s] for n, v in inputs.items()}}), s.stop - s.start,
+                         custom_attributes)
+                    for s in part_slices(lengths.pop(), k, where)]
+    raise UsageError(f"{where}: cannot split this JSON body: it needs an \"instances\" list or \"inputs\" with rows")
+
+
+def json_lines(body: bytes) -> list[bytes]:
+    """The non-blank lines of a JSON Lines body, each one JSON document (checked)."""
+    lines = [line.strip() for line in body.split(b"\n") if line.strip()]
+    for i, line in enumerate(lines, start=1):
+        try:
+            orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise SerializationError(f"line {i} of the JSON Lines body is not JSON: {exc}") from None
+    return lines
+
+
+def jsonlines_rows(body: bytes) -> int | None:
+    """Rows in a JSON Lines body: one per line; a one-line body is read as a JSON document."""
+    lines = json_lines(body)
+    return json_rows(lines[0]) if len(lines) == 1 else len(lines)
+
+
+def split_jsonlines(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
+    """K JSON Lines bodies of consecutive lines; a one-line body is split as a JSON document."""
+    lines = json_lines(body)
+    if len(lines) == 1:
+        return split_json(lines[0], k, where, custom_attributes)
+    return [Part(b"\n".join(lines[s]) + b"\n", s.stop - s.start, custom_attributes)
+            for s in part_slices(len(lines), k, where)]

@@ -8,6 +8,10 @@ told otherwise. A ranking dict is sent as the packed [N, 78] array (see `ranking
 
 Safety: `.npy` bytes are loaded with `allow_pickle=False`; an object array (which needs pickle) is
 refused, never unpickled.
+
+Bodies read as bytes: a `.npy` has the rows of its first dimension and splits into `.npy` parts;
+a bare buffer has rows only when its `CustomAttributes` say `shape=` (`raw_layout`), and its
+parts carry their own `shape=`.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from sm_locust.serializers.base import SerializationError, Serializer
+from sm_locust.errors import UsageError
+from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
+from sm_locust.serializers.content_types import NPY, NUMPY_RAW, canonical
 from sm_locust.serializers.ranking import as_single_array
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -88,7 +94,8 @@ class NpySerializer(Serializer):
     """`npy`: `np.save` bytes, `application/x-npy`; dtype and shape travel in the header."""
 
     name = "npy"
-    default_content_type = "application/x-npy"
+    format = NPY
+    default_content_type = canonical(NPY)
 
     def __init__(self, dtype: Any = None, content_type: str | None = None):
         super().__init__(content_type)
@@ -118,7 +125,8 @@ class NumpyRawSerializer(Serializer):
     """
 
     name = "numpy-raw"
-    default_content_type = "application/octet-stream"
+    format = NUMPY_RAW
+    default_content_type = canonical(NUMPY_RAW)
 
     def __init__(self, dtype: Any = "float32", shape: Sequence[int] | str | None = None, content_type: str | None = None):
         super().__init__(content_type)
@@ -152,3 +160,55 @@ def frombuffer(data: bytes, dtype: np.dtype, shape: tuple[int, ...] | None, what
         )
     arr = np.frombuffer(data, dtype=dtype)
     return fit_shape(arr, shape, what)
+
+
+# -- bodies read as bytes (row counts for validation, parts for fan-out) ----------------------
+
+
+def npy_rows(body: bytes) -> int | None:
+    """Rows in a `.npy` body: its first dimension (None for a scalar)."""
+    arr = load_npy(body)
+    return int(arr.shape[0]) if arr.ndim else None
+
+
+def split_npy(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
+    """K `.npy` bodies of consecutive rows."""
+    arr = load_npy(body, where)
+    if arr.ndim == 0:
+        raise UsageError(f"{where}: cannot split a scalar .npy body into rows")
+    return [Part(dump_npy(arr[s]), s.stop - s.start, custom_attributes) for s in part_slices(arr.shape[0], k, where)]
+
+
+def attribute_values(custom_attributes: str | None) -> dict[str, str]:
+    """`shape=N,78;dtype=float32;trace=x` -> {"shape": "N,78", "dtype": "float32", "trace": "x"} (keys lower case)."""
+    values = {}
+    for part in (custom_attributes or "").split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            values[key.strip().lower()] = value.strip()
+    return values
+
+
+def raw_layout(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]] | None:
+    """(dtype, shape) of a bare buffer from its CustomAttributes (dtype float32 unless given);
+    None when they give no `shape=`, so its rows are unknown."""
+    values = attribute_values(custom_attributes)
+    if "shape" not in values:
+        return None
+    return parse_dtype(values.get("dtype", "float32")).newbyteorder("<"), parse_shape(values["shape"])
+
+
+def with_shape(custom_attributes: str, shape: Sequence[int]) -> str:
+    """`custom_attributes` with its `shape=` value replaced by `shape`."""
+    text = ",".join(str(d) for d in shape)
+    return ";".join(f"shape={text}" if p.strip().lower().startswith("shape=") else p for p in custom_attributes.split(";"))
+
+
+def split_raw(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
+    """K bare buffers of consecutive rows, each described by its own `shape=` custom attribute."""
+    layout = raw_layout(custom_attributes)
+    if layout is None:
+        raise UsageError(f"{where}: a bare buffer has rows only when its custom attributes say shape=")
+    arr = frombuffer(body, layout[0], layout[1], where)
+    return [Part(arr[s].tobytes(), s.stop - s.start, with_shape(custom_attributes, arr[s].shape))
+            for s in part_slices(arr.shape[0], k, where)]

@@ -5,6 +5,8 @@ The seed's client builds `predict_pb2.PredictRequest` (model name, `serving_defa
 `inference.py` checks `context.request_content_type == 'X-protobuf'`. With a custom
 `inference.py` the Content-Type is whatever that handler tests for, so it is an option here:
 the default is `application/x-protobuf`; pass `content_type="X-protobuf"` to match the seed.
+A PredictRequest read as bytes has the rows of its first input (`body_rows`) and splits into
+PredictRequests of consecutive rows with the same model spec (`split_body`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from sm_locust.serializers import tfs_proto
-from sm_locust.serializers.base import SerializationError, Serializer
+from sm_locust.errors import UsageError
+from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
+from sm_locust.serializers.content_types import PROTOBUF, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, is_ranking, ranking_arrays
 
 
@@ -45,7 +49,8 @@ class ProtobufSerializer(Serializer):
     """`protobuf` (aliases `tfs-protobuf`, `protobuf-string`): TF-Serving PredictRequest bytes."""
 
     name = "protobuf"
-    default_content_type = "application/x-protobuf"
+    format = PROTOBUF
+    default_content_type = canonical(PROTOBUF)
 
     def __init__(
         self,
@@ -91,3 +96,23 @@ class ProtobufSerializer(Serializer):
 
     def _deserialize(self, data: bytes) -> dict[str, np.ndarray]:
         return tfs_proto.decode_predict_response(data).tensors
+
+
+def protobuf_rows(body: bytes) -> int | None:
+    """Rows in a PredictRequest: the first dimension of its first input."""
+    first = next(iter(tfs_proto.decode_predict_request(body).tensors.values()))
+    return int(first.shape[0]) if first.ndim else None
+
+
+def split_protobuf(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
+    """K PredictRequests holding consecutive rows of every input (model spec kept)."""
+    req = tfs_proto.decode_predict_request(body)
+    rows = {a.shape[0] if a.ndim else None for a in req.tensors.values()}
+    if len(rows) != 1 or None in rows:
+        raise UsageError(f"{where}: cannot split this PredictRequest: its inputs do not all have the same number of rows")
+    return [
+        Part(tfs_proto.encode_predict_request({name: a[s] for name, a in req.tensors.items()}, model_name=req.model_name,
+                                              signature_name=req.signature_name, version=req.version,
+                                              output_filter=req.output_filter), s.stop - s.start, custom_attributes)
+        for s in part_slices(rows.pop(), k, where)
+    ]

@@ -1,4 +1,8 @@
-"""The ranking model's request schema, shared by the serializers and the local endpoint's codecs.
+"""The ranking model's request schema, shared by the serializers and the local endpoint.
+
+The one home of its constants (field count, tensor names, packed width): the local endpoint's
+model and codecs import them from here, so the endpoint depends on the serializers and never the
+other way round.
 
 A ranking request holds, per row, 39 feature ids and 39 feature values (the DeepFM case of the
 TF-Serving seed). Formats with named inputs (JSON, protobuf) carry them as two tensors:
@@ -17,12 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from sm_locust.endpoint.model import NUM_FIELDS
 from sm_locust.serializers.base import SerializationError
 
+NUM_FIELDS = 39
+"""Feature fields per row: 39 ids and 39 values (the TF-Serving DeepFM case)."""
 FEAT_IDS = "feat_ids"
 FEAT_VALS = "feat_vals"
 PACKED_COLUMNS = 2 * NUM_FIELDS
+"""A packed row: ids in columns 0..38, values in 39..77."""
 FLOAT32_EXACT_MAX = 2**24
 
 

@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 
 from sm_locust.serializers.base import SerializationError, Serializer
+from sm_locust.serializers.content_types import NUMPY_RAW, canonical
 
 
 class RawSerializer(Serializer):
     """`raw`: pass-through, `application/octet-stream` unless `content_type` says otherwise."""
 
     name = "raw"
-    default_content_type = "application/octet-stream"
+    default_content_type = canonical(NUMPY_RAW)  # a bare buffer; responses stay bytes (format None)
 
     def _serialize(self, obj: Any) -> bytes:
         if isinstance(obj, str):

@@ -1,59 +1,121 @@
-"""How many rows an encoded request body carries, so responses can be checked against it.
+"""Rows: how many a request carries, and how to cut it into K parts of consecutive rows.
 
-Best effort and format-generic (TF-Serving request shapes, CSV lines, the first dimension of a
-.npy or of the first protobuf input); None when it cannot tell. Runs once per static body,
-before the test, never on the request path.
+Responses are checked against the rows their request sent (`--validate-response`), and fan-out
+(`--split K`) sends a request's rows as K parts; both need to know a request's rows. A request
+object (a ranking dict, a dict of tensors, an array) is counted and sliced before it is encoded
+(`request_rows`, `split_rows`); a body read as bytes is counted and split in its own format, by
+the format module the Content-Type names (`content_types.format_of`):
+
+| format | rows | parts |
+|---|---|---|
+| json | `instances`, or the first dimension of `inputs` | the same document, other keys kept |
+| jsonlines | one per line (a one-line body: as json) | consecutive lines |
+| csv | one per line, a header line excepted | consecutive lines, header on every part |
+| npy | first dimension | `.npy` parts |
+| protobuf | first dimension of the first input | PredictRequests, model spec kept |
+| numpy-raw | (not counted) | only with `shape=` custom attributes; each part gets its own |
+
+Counting is best effort (None when it cannot tell); splitting what cannot be split is a one-line
+UsageError. Both run once per static body, before the test, never on the request path.
 """
 
 from __future__ import annotations
 
-import orjson
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from sm_locust.serializers.base import SerializationError, base_content_type
+import numpy as np
 
-_JSON = ("application/json", "text/json")
-_CSV = ("text/csv",)
-_NPY = ("application/x-npy", "application/npy")
-_PROTOBUF = ("application/x-protobuf", "application/protobuf", "application/vnd.google.protobuf", "x-protobuf")
+from sm_locust.errors import UsageError
+from sm_locust.serializers.base import Part, SerializationError, part_slices
+from sm_locust.serializers.csv_format import csv_rows, split_csv
+from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_json, split_jsonlines
+from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
+from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
+from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, base_content_type, format_of
+from sm_locust.serializers.ranking import FEAT_IDS, is_ranking
+
+_ROWS: dict[str, Callable[[bytes], int | None]] = {
+    JSON: json_rows,
+    JSON_LINES: jsonlines_rows,
+    CSV: csv_rows,
+    NPY: npy_rows,
+    PROTOBUF: protobuf_rows,
+}
+_SPLITTERS: dict[str, Callable[[bytes, int, str, str | None], list[Part]]] = {
+    JSON: split_json,
+    JSON_LINES: split_jsonlines,
+    CSV: split_csv,
+    NPY: split_npy,
+    PROTOBUF: split_protobuf,
+    NUMPY_RAW: split_raw,
+}
+SPLITTABLE = "JSON (instances/inputs), JSON Lines, CSV, npy, protobuf PredictRequest, numpy-raw with shape= custom attributes"
 
 
-def _first_dim(value: object) -> int | None:
-    if isinstance(value, list):
-        return len(value)
-    return None
+def request_rows(obj: Any) -> int | None:
+    """Rows in a request object (a ranking dict, a dict of tensors, or an array); None if unknown."""
+    try:
+        if is_ranking(obj):
+            arr = np.asarray(obj[FEAT_IDS])
+            return 1 if arr.ndim == 1 else int(arr.shape[0])
+        if isinstance(obj, dict):
+            first = next(iter(obj.values()), None)
+            arr = np.asarray(first)
+        elif isinstance(obj, (np.ndarray, list)):
+            arr = np.asarray(obj)
+        else:
+            return None
+        return int(arr.shape[0]) if arr.ndim >= 1 else None
+    except (ValueError, TypeError):
+        return None
 
 
 def body_rows(body: bytes, content_type: str | None) -> int | None:
     """Rows in an encoded request body, or None when the format or shape does not say."""
-    kind = base_content_type(content_type)
-    try:
-        if kind in _JSON:
-            doc = orjson.loads(body)
-            if not isinstance(doc, dict):
-                return None
-            if isinstance(doc.get("instances"), list):
-                return len(doc["instances"])
-            inputs = doc.get("inputs")
-            if isinstance(inputs, dict) and inputs:
-                return _first_dim(next(iter(inputs.values())))
-            return _first_dim(inputs)
-        if kind in _CSV:
-            from sm_locust.serializers.csv_format import read_csv
-
-            return int(read_csv(body).shape[0])
-        if kind in _NPY:
-            from sm_locust.serializers.numpy_formats import load_npy
-
-            arr = load_npy(body)
-            return int(arr.shape[0]) if arr.ndim else None
-        if kind in _PROTOBUF:
-            from sm_locust.serializers.tfs_proto import decode_predict_request
-
-            first = next(iter(decode_predict_request(body).tensors.values()))
-            return int(first.shape[0]) if first.ndim else None
-    except (orjson.JSONDecodeError, SerializationError, ValueError, TypeError):
+    count = _ROWS.get(format_of(content_type))
+    if count is None:
         return None
-    return None
+    try:
+        return count(body)
+    except (SerializationError, ValueError, TypeError, StopIteration):
+        return None
 
 
-__all__ = ["body_rows"]
+def split_rows(obj: Any, k: int, where: str) -> list[Any]:
+    """K request objects holding consecutive rows of `obj` (an array, or a dict of arrays)."""
+    if isinstance(obj, Mapping):
+        arrays = {key: np.asarray(value) for key, value in obj.items()}
+        if FEAT_IDS in arrays and arrays[FEAT_IDS].ndim == 1:
+            arrays = {key: a.reshape(1, -1) for key, a in arrays.items()}  # one ranking row
+        rows = {a.shape[0] if a.ndim else None for a in arrays.values()}
+        if len(rows) != 1 or None in rows:
+            raise UsageError(f"{where}: cannot split: the inputs do not all have the same number of rows")
+        n = rows.pop()
+        return [{key: a[s] for key, a in arrays.items()} for s in part_slices(n, k, where)]
+    if isinstance(obj, (np.ndarray, list, tuple)):
+        arr = np.asarray(obj)
+        if arr.ndim == 0:
+            raise UsageError(f"{where}: cannot split a scalar payload into rows")
+        return [arr[s] for s in part_slices(arr.shape[0], k, where)]
+    raise UsageError(f"{where}: cannot split a {type(obj).__name__} payload into rows; give arrays or a dict of arrays")
+
+
+def split_body(body: bytes, content_type: str | None, k: int, where: str,
+               custom_attributes: str | None = None) -> list[Part]:
+    """K parts holding consecutive rows of an encoded body, each in the body's own format."""
+    fmt = format_of(content_type)
+    try:
+        splitter = _SPLITTERS.get(fmt)
+        if fmt == NUMPY_RAW and raw_layout(custom_attributes) is None:
+            splitter = None  # a bare buffer without shape= has no rows to split
+        if splitter is None:
+            raise UsageError(f"{where}: cannot split a {base_content_type(content_type) or 'untyped'} body into rows; "
+                             f"--split works with {SPLITTABLE} bodies, and with .npy/.npz or function sources "
+                             "encoded by --serializer")
+        return splitter(body, k, where, custom_attributes)
+    except SerializationError as exc:
+        raise UsageError(f"{where}: cannot split: {exc}") from None
+
+
+__all__ = ["SPLITTABLE", "Part", "body_rows", "part_slices", "request_rows", "split_body", "split_rows"]

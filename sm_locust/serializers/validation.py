@@ -14,6 +14,7 @@ import numpy as np
 
 from sm_locust.invocation import Invocation, InvocationError
 from sm_locust.serializers.base import SerializationError, Serializer
+from sm_locust.serializers.json_format import JsonSerializer
 
 INVALID_RESPONSE = "InvalidResponse"
 
@@ -40,11 +41,7 @@ class ResponseValidator:
         expected_shape: Sequence[int | None] | None = None,
         rows_match_request: bool = True,
     ):
-        if serializer is None:
-            from sm_locust.serializers import create_serializer
-
-            serializer = create_serializer("json")
-        self.serializer = serializer
+        self.serializer = serializer if serializer is not None else JsonSerializer()
         self.expected_keys = tuple(expected_keys)
         self.expected_shape = None if expected_shape is None else tuple(expected_shape)
         self.rows_match_request = rows_match_request
