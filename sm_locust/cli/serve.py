@@ -24,6 +24,13 @@ def add_parser(subparsers) -> None:
                    help="requests served at once across workers; the excess queues (default 0 = unlimited)")
     g.add_argument("--service-time-ms", type=float, default=None,
                    help="fixed time each request holds a slot: capacity = max-concurrency / service time")
+    b = p.add_argument_group("dynamic batching (as TF-Serving / Triton; docs/endpoint.md)")
+    b.add_argument("--max-batch-size", type=int, default=None,
+                   help="requests run together as one batch, at most (default 0 = no batching)")
+    b.add_argument("--max-batch-delay-ms", type=float, default=None,
+                   help="how long a batch's first request waits for others to join (default 0: only those already waiting)")
+    b.add_argument("--batch-item-cost", type=float, default=None,
+                   help="share of --service-time-ms each request after the first adds to a batch (0-1, default 0.2)")
     f = p.add_argument_group("fault injection")
     f.add_argument("--latency-ms", type=float, default=None, help="added latency per request")
     f.add_argument("--jitter-ms", type=float, default=None, help="uniform random extra latency up to this")
@@ -59,7 +66,8 @@ def config_from_args(args: argparse.Namespace):
     keys = ("host", "port", "workers", "threads", "max_concurrency", "service_time_ms", "latency_ms", "jitter_ms",
             "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
             "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
-            "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio")
+            "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio", "max_batch_size", "max_batch_delay_ms",
+            "batch_item_cost")
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.validate()

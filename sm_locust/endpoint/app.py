@@ -23,7 +23,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from sm_locust.endpoint import codecs, streaming
+from sm_locust.endpoint import batching, codecs, streaming
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import DROP, ERRORS, EndpointConfig, FaultPlan, parse_custom_attributes
 from sm_locust.endpoint.model import RankingModel
@@ -50,6 +50,12 @@ class EndpointApp:
         self.plan = FaultPlan(config)
         slots = config.per_worker_concurrency
         self.slots = threading.BoundedSemaphore(slots) if slots else None
+        self.batcher = None  # dynamic batching (--max-batch-size > 1): the batcher holds the slot per batch
+        if config.max_batch_size > 1:
+            self.batcher = batching.Batcher(
+                config.max_batch_size, config.max_batch_delay_ms / 1000.0,
+                batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost),
+                self.slots, on_batch=lambda n: self.counters.add(batches=1))
         self._cold = config.cold_start_ms > 0
         self._cold_lock = threading.Lock()
 
@@ -134,20 +140,11 @@ class EndpointApp:
         except codecs.CodecError as exc:
             return self._error(start_response, "ValidationError", str(exc))
 
-        if self.slots is not None:
-            self.slots.acquire()
-        try:
-            if self._cold:
-                with self._cold_lock:
-                    if self._cold:
-                        time.sleep(cfg.cold_start_ms / 1000.0)
-                        self._cold = False
-            if cfg.service_time_ms:
-                time.sleep(cfg.service_time_ms / 1000.0)
-            probabilities = self.model.predict(feat_ids, feat_vals)
-        finally:
-            if self.slots is not None:
-                self.slots.release()
+        if self.batcher is not None:
+            self._cold_start()
+            probabilities = self.batcher.submit((feat_ids, feat_vals))
+        else:
+            probabilities = self._predict(feat_ids, feat_vals)
         try:
             out, out_type = codecs.encode_response(probabilities, accept)
         except codecs.CodecError as exc:
@@ -162,6 +159,26 @@ class EndpointApp:
         if attributes_header:
             headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
         return self._respond(start_response, 200, out, out_type, headers)
+
+    def _cold_start(self) -> None:
+        if self._cold:
+            with self._cold_lock:
+                if self._cold:
+                    time.sleep(self.config.cold_start_ms / 1000.0)
+                    self._cold = False
+
+    def _predict(self, feat_ids, feat_vals):
+        """One request, unbatched: hold a slot for the service time and the model's compute."""
+        if self.slots is not None:
+            self.slots.acquire()
+        try:
+            self._cold_start()
+            if self.config.service_time_ms:
+                time.sleep(self.config.service_time_ms / 1000.0)
+            return self.model.predict(feat_ids, feat_vals)
+        finally:
+            if self.slots is not None:
+                self.slots.release()
 
     # -- responses ----------------------------------------------------------------------------
     @staticmethod

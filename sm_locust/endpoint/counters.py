@@ -27,6 +27,7 @@ FIELDS = (
     "InternalFailure",
     "ServiceUnavailable",
     "DropConnection",
+    "batches",  # batches run by the dynamic batcher (--max-batch-size > 1)
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by

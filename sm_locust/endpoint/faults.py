@@ -68,6 +68,9 @@ class EndpointConfig:
     token_ms: float = 0.0  # streams: delay between two PayloadParts
     stream_tokens: int = 0  # streams: PayloadParts per response; 0 = one per row's prediction
     stream_error_ratio: float = 0.0  # streams: share failing mid-stream with ModelStreamError
+    max_batch_size: int = 0  # dynamic batching (sm_locust/endpoint/batching.py): 0 or 1 = off
+    max_batch_delay_ms: float = 0.0  # how long a batch's first request waits for others to join
+    batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -91,6 +94,9 @@ class EndpointConfig:
             raise ValueError(f"--stream-error-ratio must be between 0 and 1, got {self.stream_error_ratio}")
         if self.first_token_ms < 0 or self.token_ms < 0 or self.stream_tokens < 0:
             raise ValueError("--first-token-ms, --token-ms and --stream-tokens must not be negative")
+        if self.max_batch_size < 0 or self.max_batch_delay_ms < 0 or not 0 <= self.batch_item_cost <= 1:
+            raise ValueError("--max-batch-size and --max-batch-delay-ms must not be negative; --batch-item-cost is "
+                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, {self.batch_item_cost})")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

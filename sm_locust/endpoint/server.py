@@ -63,6 +63,12 @@ def serve_forever(config: EndpointConfig) -> int:
     capacity = ""
     if config.max_concurrency and config.service_time_ms:
         capacity = f", capacity ~{config.max_concurrency / (config.service_time_ms / 1000):.0f} req/s"
+        if config.max_batch_size > 1:
+            from sm_locust.endpoint.batching import batch_service_s
+
+            full = batch_service_s(config.service_time_ms, config.batch_item_cost, config.max_batch_size)
+            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full batches of "
+                        f"{config.max_batch_size}")
 
     def when_ready(server) -> None:
         host, port = server.LISTENERS[0].sock.getsockname()[:2]
@@ -135,6 +141,7 @@ class LocalEndpoint:
             "--drop-ratio": c.drop_ratio, "--cold-start-ms": c.cold_start_ms, "--not-ready-s": c.not_ready_s,
             "--first-token-ms": c.first_token_ms, "--token-ms": c.token_ms, "--stream-tokens": c.stream_tokens,
             "--stream-error-ratio": c.stream_error_ratio,
+            "--max-batch-size": c.max_batch_size, "--max-batch-delay-ms": c.max_batch_delay_ms,
         }
         for flag, value in flags.items():
             if value:
@@ -143,6 +150,8 @@ class LocalEndpoint:
             args += ["--endpoint-name", c.endpoint_name]
         if c.variant_name != "AllTraffic":
             args += ["--variant-name", c.variant_name]
+        if c.max_batch_size > 1 and c.batch_item_cost != EndpointConfig.batch_item_cost:
+            args += ["--batch-item-cost", str(c.batch_item_cost)]
         if c.seed is not None:
             args += ["--seed", str(c.seed)]
         if c.cloudwatch_url:
