@@ -21,7 +21,7 @@ from typing import Any
 from sm_locust.errors import RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
-from sm_locust.summary import write_json
+from sm_locust.record.summary import write_json
 
 DEFAULT_REPORTS_DIR = "reports"
 

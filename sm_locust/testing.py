@@ -128,7 +128,7 @@ def run_load_test(user_classes: Sequence[type], *, users: int = 2, spawn_rate: f
     import gevent
     from locust.env import Environment
 
-    from sm_locust.recorder import RunRecorder
+    from sm_locust.record.recorder import RunRecorder
 
     if users < 1 or spawn_rate <= 0 or run_time_s <= 0:
         raise ValueError(f"users must be >= 1, spawn_rate and run_time_s > 0 (got {users}, {spawn_rate}, {run_time_s})")

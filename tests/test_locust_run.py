@@ -14,7 +14,7 @@ from locust.exception import StopUser
 
 from sm_locust import SageMakerUser
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
-from sm_locust.recorder import RunRecorder
+from sm_locust.record.recorder import RunRecorder
 from tests.conftest import SAMPLE_PAYLOAD
 
 BODY = SAMPLE_PAYLOAD.read_bytes()

@@ -23,7 +23,7 @@ from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.fanout import INVOKE_ENDPOINT_SPLIT
 from sm_locust.invocation import INVOKE_ENDPOINT
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser, _load_payloads
-from sm_locust.recorder import RunRecorder
+from sm_locust.record.recorder import RunRecorder
 from sm_locust.serializers import create_serializer
 from tests.conftest import ROOT
 

@@ -15,7 +15,7 @@ from sm_locust.plateau.arrival import (
     poisson_arrivals,
 )
 from sm_locust.plateau.steady import measure_step
-from sm_locust.timeline import Second
+from sm_locust.plateau.timeline import Second
 
 
 def test_constant_arrivals():

@@ -14,7 +14,7 @@ from sm_locust.plateau.steady import (
     split_steps,
     steady_window,
 )
-from sm_locust.timeline import Second
+from sm_locust.plateau.timeline import Second
 
 
 def sec(t, users=4, requests=100, failures=0, hist=None, spawning=False, cpu=None, rate=None):

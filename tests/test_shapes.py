@@ -18,7 +18,7 @@ from sm_locust.openloop import OpenLoopUser
 from sm_locust.options import all_option_specs
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.synthetic import SyntheticEndpoint
-from sm_locust.recorder import RunRecorder
+from sm_locust.record.recorder import RunRecorder
 from sm_locust.shapes.open import OpenLoopShape
 from sm_locust.shapes.phases import PhasesShape
 from sm_locust.shapes.plateau import PlateauShape

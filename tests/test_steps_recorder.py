@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from locust.env import Environment
 
 from sm_locust.plateau.steady import measure_step
-from sm_locust.recorder import MASTER_LAG_S, RunRecorder
-from sm_locust.steps import step_record, step_records
-from sm_locust.timeline import Second
+from sm_locust.plateau.timeline import Second
+from sm_locust.record.recorder import MASTER_LAG_S, RunRecorder
+from sm_locust.record.summary import step_record, step_records
 
 
 def seconds(n, users=4, rps=100, target=None, sent=None, t0=1000.0):

@@ -11,7 +11,7 @@ import sys
 import time
 
 from sm_locust.endpoint.server import free_port
-from sm_locust.workers import WorkerLedger, timeout_message
+from sm_locust.record.workers import WorkerLedger, timeout_message
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, run_cli
 from tests.test_cli import assert_one_line_error
 from tests.test_compose import demo_topology, endpoint_stats, start_cluster, wait_exit

@@ -19,7 +19,7 @@ from sm_locust.errors import SmLocustError
 from sm_locust.fanout import PARTS, invoke_split
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.payloads.options import prepare_payloads
-from sm_locust.recorder import RunRecorder
+from sm_locust.record.recorder import RunRecorder
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
 
@@ -94,7 +94,7 @@ class InvokeEndpointUser(SageMakerUser):
 
 @events.init.add_listener
 def _attach_worker_tracker(environment, **_kw) -> None:
-    """Distributed runs: record connected and lost workers in summary.json (sm_locust.workers)."""
-    from sm_locust.workers import attach
+    """Distributed runs: record connected and lost workers in summary.json (sm_locust.record.workers)."""
+    from sm_locust.record.workers import attach
 
     attach(environment)

@@ -25,7 +25,7 @@ from sm_locust.plateau.steady import (
     StepMeasurement,
     measure_step,
 )
-from sm_locust.timeline import Second
+from sm_locust.plateau.timeline import Second
 
 DEFAULT_STEP_S = 30.0  # 20 % warm-up leaves 24 s: 3 stability sub-windows of 8 s (>= 2 worker reports each)
 MIN_LEVEL_S = 5.0  # ScheduleDriver: a level is judged on its own only if it lasted this long

@@ -3,7 +3,7 @@
 A plateau search compares steps, so each step must be summarised the same way and only from its
 own requests: Locust's live `current_rps` averages a sliding t-12..t-3 s window and its live
 percentiles cover ~10 s, so both mix the previous step into the current one. Here a step is a run
-of `Second`s (see `sm_locust.timeline`); the warm-up part and ramping seconds are dropped, the
+of `Second`s (see `timeline.py`); the warm-up part and ramping seconds are dropped, the
 rest is the steady window, and its figures come from the window's merged histogram.
 
 Stability follows perf_analyzer: the steady window is cut into `STABILITY_WINDOWS` sub-windows and
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.timeline import Second
+from sm_locust.plateau.timeline import Second
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
 DEFAULT_WARMUP_FRACTION = 0.2  # drop the first 20 % of a step (new users, cold connections)
@@ -376,6 +376,12 @@ def split_steps(seconds: Sequence[Second], mode: str = MODE_USERS) -> list[list[
     if current:
         steps.append(current)
     return steps
+
+
+def timeline_mode(seconds: Sequence[Second]) -> str:
+    """How a recorded timeline is cut into steps: by target rate when one was recorded (open
+    loop), else by user count."""
+    return MODE_RATE if any(s.target_rate is not None for s in seconds) else MODE_USERS
 
 
 def measure_timeline(seconds: Sequence[Second], mode: str = MODE_USERS, **kwargs) -> list[StepMeasurement]:

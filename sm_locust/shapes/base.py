@@ -28,7 +28,7 @@ def ensure_recorder(environment):
     """The run's recorder; a shape used without the default locustfile starts one (no run folder)."""
     recorder = getattr(environment, "sm_locust_recorder", None)
     if recorder is None:
-        from sm_locust.recorder import RunRecorder
+        from sm_locust.record.recorder import RunRecorder
 
         recorder = environment.sm_locust_recorder = RunRecorder(environment, None)
         recorder.on_test_start(environment)

@@ -6,12 +6,14 @@ reports are merged every 3 s). Sampling the total entry once a second and keepin
 gives a timeline that works the same in local and distributed runs, from which per-step figures
 are computed over exactly the step's own requests (not Locust's cumulative or 10-s windows).
 
-`Second` is plain data; `sm_locust.recorder.RunRecorder` is the thin Locust adapter that fills a
-list of them. In open loop (`sm_locust.openloop`) a second also counts the sends the generator
-made (`sent`), made more than 10 ms after their intended time (`late`), or skipped because
-`--max-in-flight` requests were outstanding (`dropped`): a generator that fell behind (late) is
-then told apart from a saturated endpoint (completions flat, sends on time). They are None in
-closed loop.
+`Second` is plain data and lives here, beside the pure code that measures steps from it
+(`steady.py`, the searches, `synthetic.py`), so that `sm_locust.plateau` depends on nothing above
+it; `sm_locust.record.recorder.RunRecorder` is the thin Locust adapter that fills a list of them
+and writes it to `timeline.json`. In open loop (`sm_locust.openloop`) a second also counts the
+sends the generator made (`sent`), made more than 10 ms after their intended time (`late`), or
+skipped because `--max-in-flight` requests were outstanding (`dropped`): a generator that fell
+behind (late) is then told apart from a saturated endpoint (completions flat, sends on time). They
+are None in closed loop.
 """
 
 from __future__ import annotations

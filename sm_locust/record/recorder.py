@@ -4,7 +4,8 @@ It runs where the whole picture is: on the local runner, or on the master in dis
 (workers report every 3 s; the master's totals are the merged view). Once a second it samples
 `runner.stats.total` (a `Second` of deltas); when the test stops and when Locust quits it writes
 `summary.json` and `timeline.json` into the run folder (`--sm-out`). Totals come from the
-in-memory stats at that moment, not from the CSVs, which can miss the last second (REFERENCE.md).
+in-memory stats at that moment, not from the CSVs, which can miss the last second (docs/facts.md,
+Locust).
 
 Each `Second` also carries what a plateau search needs to judge the client: load-generator CPU
 (this process, or the busiest worker on a master) and, in open loop, the target rate (set by the
@@ -27,8 +28,9 @@ from locust.stats import StatsEntry
 from sm_locust.fanout import PART_SUFFIX
 from sm_locust.invocation import error_code
 from sm_locust.openloop import OpenLoopCounters, offered_rate
-from sm_locust.summary import build_summary, write_json
-from sm_locust.timeline import Second
+from sm_locust.plateau.steady import histogram_percentile, merge_histograms
+from sm_locust.plateau.timeline import Second
+from sm_locust.record.summary import build_summary, write_json
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
@@ -207,9 +209,7 @@ class RunRecorder:
         if not window:
             return
         duration = sum(s.interval for s in window) or 1.0
-        from sm_locust.steps import merge_histograms, percentile
-
-        p95 = percentile(merge_histograms(s.hist for s in window), 0.95)
+        p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
         elapsed = self.seconds[-1].t - (self.started_at or self.seconds[0].t)
         print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} rps={sum(s.requests for s in window) / duration:8.1f}  "
               f"p95={'-' if p95 is None else f'{p95:.0f}'} ms  failures={sum(s.failures for s in window)}", flush=True)

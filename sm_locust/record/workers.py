@@ -25,6 +25,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import gevent
+from locust.runners import MasterRunner
+
 log = logging.getLogger(__name__)
 POLL_INTERVAL_S = 0.5
 LOST_STATES = ("missing",)
@@ -94,8 +97,6 @@ class WorkerTracker:
         max_wait = float(getattr(options, "expect_workers_max_wait", 0) or 0)
         if max_wait > 0 and (getattr(options, "headless", False) or getattr(options, "autostart", False)):
             options.expect_workers_max_wait = 0  # we own the wait now (see the module docstring)
-            import gevent
-
             self._watchdog = gevent.spawn(self._expect_workers, max_wait)
 
     def snapshot(self) -> dict[str, str]:
@@ -108,8 +109,6 @@ class WorkerTracker:
             self._publish()
 
     def on_test_start(self, environment, **_kw) -> None:
-        import gevent
-
         if self._watchdog is not None:
             self._watchdog.kill(block=False)
             self._watchdog = None
@@ -136,8 +135,6 @@ class WorkerTracker:
         self._publish()
 
     def _poll_forever(self) -> None:
-        import gevent
-
         while True:
             gevent.sleep(self.poll_interval_s)
             try:
@@ -153,8 +150,6 @@ class WorkerTracker:
             recorder.extra["workers"] = self.entry
 
     def _expect_workers(self, max_wait: float) -> None:
-        import gevent
-
         deadline = time.monotonic() + max_wait
         runner = self.environment.runner
         while time.monotonic() < deadline:
@@ -171,8 +166,6 @@ class WorkerTracker:
 
 def attach(environment) -> WorkerTracker | None:
     """Attach a tracker on a master (no-op for local runners and workers)."""
-    from locust.runners import MasterRunner
-
     if not isinstance(environment.runner, MasterRunner) or environment.parsed_options is None:
         return None
     tracker = WorkerTracker(environment)

@@ -1,0 +1,143 @@
+"""`summary.json`: the public, versioned result of a run (documented in docs/summary.md).
+
+Schema 1 keys are a contract: later versions add keys, never rename or remove these.
+`build_summary` is pure (fed plain data); `write_json` writes atomically so a reader never sees a
+half-written file; `iso` is the run folder's one time format (summary.json, the report's CSVs).
+
+Per-step entries come from the per-second timeline, and there is ONE implementation of per-step
+figures: `sm_locust.plateau.steady` (`measure_timeline`: `split_steps` + `measure_step`), the same
+code the plateau searches judge steps with, so a step's rps and p95 here are exactly the figures
+the verdict was based on. This module only turns each `StepMeasurement` into its summary.json
+record (schema 1 keys plus the added ones). A step is a maximal run of seconds with one user count
+(or, in open loop, one target rate), not counting ramping seconds; its figures cover its steady
+window (the step minus its warm-up) and only its own requests, since Locust's cumulative and
+10-second percentiles blur neighbouring steps (docs/facts.md, Locust).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, measure_timeline, timeline_mode
+from sm_locust.plateau.timeline import Second
+
+SCHEMA_VERSION = 1
+
+# The recorder's seconds are exact per second on a local runner and on a master (see recorder.py),
+# so stability sub-windows of 1 s can be judged, as the shapes judge them.
+RECORDER_SUBWINDOW_S = 1.0
+
+
+def iso(epoch: float, timespec: str = "milliseconds") -> str:
+    """Epoch seconds -> ISO-8601 UTC with a Z suffix: `2026-11-21T14:34:23.629Z`.
+
+    summary.json keeps milliseconds; the report's CSVs and pages pass `timespec="seconds"`
+    (`2026-11-21T14:34:23Z`). Both truncate, never round.
+    """
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def step_record(step: StepMeasurement) -> dict:
+    """summary.json's entry for one measured step."""
+    record = {
+        "users": step.users,
+        "start": iso(step.t_start),
+        "end": iso(step.t_end),
+        "duration_s": round(step.t_end - step.t_start, 3),
+        "requests": step.requests,
+        "failures": step.failures,
+        "rps": round(step.rps, 3),
+        "p50_ms": step.p50_ms,
+        "p95_ms": step.p95_ms,
+        "p99_ms": step.p99_ms,
+        "p90_ms": step.percentile(90.0),
+        "p99_9_ms": step.percentile(99.9),
+        "steady_s": round(step.duration_s, 3),
+        "total_requests": step.total_requests,
+        "error_rate": round(step.error_rate, 6),
+        "stable": step.stable,
+        "unstable_reason": step.unstable_reason,
+        "client_cpu_pct": _round(step.client_cpu_pct, 1),
+        "client_bound": step.client_bound,
+        "client_bound_reason": step.client_bound_reason,
+    }
+    if step.mode == MODE_RATE:
+        record.update({
+            "target_rate": step.intended_rps,
+            "sent_rps": _round(step.sent_rps),
+            "late_fraction": _round(step.late_fraction, 6),
+            "dropped_fraction": _round(step.dropped_fraction, 6),
+        })
+    return record
+
+
+def step_records(seconds: Sequence[Second]) -> list[dict]:
+    """Every step of a timeline as summary.json records, in time order."""
+    steps = measure_timeline(seconds, timeline_mode(seconds), min_subwindow_s=RECORDER_SUBWINDOW_S)
+    return [step_record(step) for step in steps]
+
+
+def build_summary(
+    *,
+    endpoint: str,
+    started_at: float,
+    ended_at: float,
+    totals: Mapping,
+    errors: Mapping[str, int],
+    seconds: Sequence[Second],
+    plateau: Mapping | None = None,
+    extra: Mapping | None = None,
+    open_loop: Mapping | None = None,
+) -> dict:
+    """Assemble summary.json from totals (requests, failures, p50_ms, p95_ms, p99_ms) and the timeline."""
+    duration = max(1e-9, ended_at - started_at)
+    requests = int(totals.get("requests", 0))
+    summary = {
+        "schema": SCHEMA_VERSION,
+        "endpoint": endpoint,
+        "started_at": iso(started_at),
+        "ended_at": iso(ended_at),
+        "duration_s": round(duration, 3),
+        "totals": {
+            "requests": requests,
+            "failures": int(totals.get("failures", 0)),
+            "rps": round(requests / duration, 3),
+            "p50_ms": totals.get("p50_ms"),
+            "p95_ms": totals.get("p95_ms"),
+            "p99_ms": totals.get("p99_ms"),
+            "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        },
+        "steps": step_records(seconds),
+        "plateau": dict(plateau) if plateau else None,
+    }
+    if open_loop:
+        summary["totals"]["open_loop"] = dict(open_loop)
+    if extra:
+        for key, value in extra.items():
+            summary.setdefault(key, value)
+    return summary
+
+
+def write_json(path: str | Path, data) -> Path:
+    """Write JSON atomically (temp file + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
