@@ -23,12 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sm_locust.record.summary import iso
+
 BASE = 1704067200  # 2024-01-01T00:00:00Z
 PCTS = ["50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%"]
-
-
-def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def synthesize(run: Path, hours: int) -> None:
@@ -59,11 +57,11 @@ def synthesize(run: Path, hours: int) -> None:
     for h in range(hours):
         a, b = h * 3600, (h + 1) * 3600
         req = int(per_s[a:b].sum())
-        steps.append({"users": h + 1, "start": iso(BASE + a), "end": iso(BASE + b), "requests": req,
+        steps.append({"users": h + 1, "start": iso(BASE + a, "seconds"), "end": iso(BASE + b, "seconds"), "requests": req,
                       "failures": int(fails[b - 1] - (fails[a - 1] if a else 0)), "rps": req / 3600,
                       "p50_ms": float(np.median(p50[a:b])), "p95_ms": float(np.median(p50[a:b]) * 1.75),
                       "p99_ms": float(np.median(p50[a:b]) * 2.05)})
-    summary = {"schema": 1, "endpoint": "bench-ep", "started_at": iso(BASE), "ended_at": iso(BASE + n),
+    summary = {"schema": 1, "endpoint": "bench-ep", "started_at": iso(BASE, "seconds"), "ended_at": iso(BASE + n, "seconds"),
                "totals": {"requests": int(total[-1]), "failures": int(fails[-1]), "rps": float(total[-1] / n),
                           "p50_ms": 25, "p95_ms": 45, "p99_ms": 60, "errors": {"ModelError": int(fails[-1])}},
                "steps": steps, "plateau": {"users": 10, "rps": steps[9]["rps"], "p50_ms": steps[9]["p50_ms"],

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.record.summary import iso
 from sm_locust.report.metrics import STAT_ABBREV
 
 LOCUST_SECOND_COLUMNS = [
@@ -48,10 +49,6 @@ def parse_time(value: Any) -> float | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
-
-
-def iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def per_second(history: pd.DataFrame | None, start: float | None = None, end: float | None = None) -> pd.DataFrame:
@@ -183,8 +180,8 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
         row: dict[str, Any] = {
             "step": i,
             "users": span["users"],
-            "start": iso(span["start_s"]),
-            "end": iso(span["end_s"]),
+            "start": iso(span["start_s"], "seconds"),
+            "end": iso(span["end_s"], "seconds"),
             "duration_s": round(duration, 3),
             "seconds_with_data": int(np.count_nonzero(~np.isnan(col("requests")))) if len(col("requests")) else 0,
             "requests": requests,

@@ -24,13 +24,13 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
 
+from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
 from sm_locust.report.readers import RunData, read_run
@@ -227,7 +227,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
-                 f"{merge.iso(start)} .. {merge.iso(end)} (period {opts.period} s)")
+                 f"{iso(start, 'seconds')} .. {iso(end, 'seconds')} (period {opts.period} s)")
     source = create_source("cloudwatch", cloudwatch=cloudwatch, region=opts.region, profile=opts.profile,
                            wait=opts.wait, wait_timeout=opts.wait_timeout, progress=progress)
     result = source.fetch(request)
@@ -329,12 +329,12 @@ def build_report(
     say(f"writing {outputs['timeseries']} ({len(seconds):,} rows)")
     merge.with_time(seconds).to_csv(outputs["timeseries"], index=False, float_format="%.6g")
     steps.to_csv(outputs["steps"], index=False, float_format="%.6g")
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    generated = iso(time.time(), "seconds")
     start, end = run_span(data)
     run_info = {
         "endpoint": opts.endpoint_name, "variant": opts.variant_name, "region": opts.region,
         "instances": f"{opts.instance_count or 1} x {opts.instance_type}" if opts.instance_type else None,
-        "started": merge.iso(start) if start else None, "ended": merge.iso(end) if end else None,
+        "started": iso(start, "seconds") if start else None, "ended": iso(end, "seconds") if end else None,
         "run folder": str(data.run_dir),
     }
     model = ReportModel(
