@@ -57,11 +57,13 @@ def synthesize(run: Path, hours: int) -> None:
     for h in range(hours):
         a, b = h * 3600, (h + 1) * 3600
         req = int(per_s[a:b].sum())
-        steps.append({"users": h + 1, "start": iso(BASE + a, "seconds"), "end": iso(BASE + b, "seconds"), "requests": req,
+        steps.append({"users": h + 1, "start": iso(BASE + a, "seconds"), "end": iso(BASE + b, "seconds"),
+                      "requests": req,
                       "failures": int(fails[b - 1] - (fails[a - 1] if a else 0)), "rps": req / 3600,
                       "p50_ms": float(np.median(p50[a:b])), "p95_ms": float(np.median(p50[a:b]) * 1.75),
                       "p99_ms": float(np.median(p50[a:b]) * 2.05)})
-    summary = {"schema": 1, "endpoint": "bench-ep", "started_at": iso(BASE, "seconds"), "ended_at": iso(BASE + n, "seconds"),
+    summary = {"schema": 1, "endpoint": "bench-ep", "started_at": iso(BASE, "seconds"),
+               "ended_at": iso(BASE + n, "seconds"),
                "totals": {"requests": int(total[-1]), "failures": int(fails[-1]), "rps": float(total[-1] / n),
                           "p50_ms": 25, "p95_ms": 45, "p99_ms": 60, "errors": {"ModelError": int(fails[-1])}},
                "steps": steps, "plateau": {"users": 10, "rps": steps[9]["rps"], "p50_ms": steps[9]["p50_ms"],
