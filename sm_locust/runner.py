@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -104,7 +106,11 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
           f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/", flush=True)
     with open(out / "locust.log", "wb") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        tail = _pump(proc, log, echo_all=not load.quiet)
+        restore = _forward_sigterm(proc)
+        try:
+            tail = _pump(proc, log, echo_all=not load.quiet)
+        finally:
+            restore()
     summary_path = out / "summary.json"
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
         hint = tail.strip().splitlines()[-1] if tail.strip() else "no output"
@@ -113,6 +119,20 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
         hint = tail.strip().splitlines()[-1] if tail.strip() else "no output"
         raise RunError(f"Locust exited with code {proc.returncode} ({hint}); full log in {out / 'locust.log'}")
     return json.loads(summary_path.read_text())
+
+
+def _forward_sigterm(proc: subprocess.Popen):
+    """Pass SIGTERM on to Locust, which then stops the test and writes its results; returns a function
+    that puts the previous handler back.
+
+    In a container sm-locust is PID 1, and `kubectl delete` or a Job's deadline sends SIGTERM to it
+    alone: without this Locust would be killed at the end of the grace period with nothing written
+    (and nothing uploaded). Only the main thread may set handlers; elsewhere this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: proc.poll() is None and proc.send_signal(signal.SIGTERM))
+    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _pump(proc: subprocess.Popen, log, echo_all: bool) -> str:

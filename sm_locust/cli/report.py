@@ -5,7 +5,8 @@ user leaves out come from the run's summary.json / options.json. CloudWatch is o
 the run has an endpoint name and AWS configuration (or a CloudWatch URL) is present, and always
 off for a run against the local endpoint unless AWS_ENDPOINT_URL_CLOUDWATCH is set (see
 `cloudwatch_default`). Exit codes: 0 all data present, 1 report written but something missing
-(each gap printed), 2 usage error (not a run folder, bad option).
+(each gap printed), 2 usage error (not a run folder, bad option). An s3:// RUN_DIR (a run uploaded
+with `sm-locust run --upload`) is downloaded first (`sm_locust.report.s3`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "a run folder; merge the endpoint's CloudWatch metrics and price the sustainable throughput. "
         "Exit 0: all data present; 1: report written, something missing; 2: usage error.",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="run folder written by `sm-locust run`")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="run folder written by `sm-locust run`, or s3://BUCKET/PREFIX/RUN-ID uploaded by `sm-locust run "
+                   "--upload` (downloaded to reports/RUN-ID/, or --out, and reported there)")
     cw = p.add_mutually_exclusive_group()
     cw.add_argument("--cloudwatch", dest="cloudwatch", action="store_true", default=None,
                     help="fetch CloudWatch metrics (default: on when the run has an endpoint and AWS configuration; "
@@ -76,15 +79,22 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--period {args.period} must be a multiple of 60 (CloudWatch standard resolution)")
     if args.safety_factor > 1:
         raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    run_dir, out_dir = args.run_dir, args.out_dir
+    if run_dir.startswith("s3://"):
+        from sm_locust.report.s3 import fetch_run, s3_client
+
+        local, transfer = fetch_run(run_dir, out=out_dir, s3=s3_client(args.profile, args.region))
+        print(f"sm-locust report: downloaded {transfer.describe()} from {run_dir.rstrip('/')}/ to {local}/", flush=True)
+        run_dir, out_dir = str(local), None  # the report goes next to the downloaded run
     options = ReportOptions(
         cloudwatch=args.cloudwatch, endpoint_name=args.endpoint_name, variant_name=args.variant_name,
         inference_component=args.inference_component, region=args.region, profile=args.profile,
         instance_type=args.instance_type, instance_count=args.instance_count, price_per_hour=args.price_per_hour,
         prices_file=args.prices_file, target_rps=args.target_rps, safety_factor=args.safety_factor,
         serverless_memory_mb=args.serverless_memory_mb, wait=args.wait, wait_timeout=args.wait_timeout,
-        period=args.period, out_dir=args.out_dir, write_summary=args.write_summary,
+        period=args.period, out_dir=out_dir, write_summary=args.write_summary,
     )
-    result = build_report(args.run_dir, options, progress=lambda msg: print(f"sm-locust report: {msg}", flush=True))
+    result = build_report(run_dir, options, progress=lambda msg: print(f"sm-locust report: {msg}", flush=True))
     for note in result.notes:
         print(f"sm-locust report: note: {note}")
     for gap in result.gaps:

@@ -7,6 +7,8 @@ starts (one-line errors, nothing half-started), then runs Locust with the option
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from sm_locust.options import SageMakerSettings, add_cli_options
 
@@ -33,6 +35,10 @@ def add_parser(subparsers) -> None:
     )
     add_cli_options(p)
     add_load_arguments(p)
+    p.add_argument("--upload", metavar="S3_URL", default=os.environ.get("SM_LOCUST_UPLOAD") or None,
+                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write access "
+                   "is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
+                   "[SM_LOCUST_UPLOAD]")
     p.set_defaults(accepts_passthrough=True)
 
 
@@ -89,12 +95,51 @@ def start_run(args: argparse.Namespace):
     from sm_locust.preflight import preflight
     from sm_locust.runner import choose_out_dir, execute
 
+    upload = getattr(args, "upload", None)
+    if upload is not None:
+        from sm_locust.report.s3 import S3Location
+
+        upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
     load = load_from_args(args)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = preflight(settings)
     out = choose_out_dir(args.out, settings.endpoint_name)
-    return out, execute(settings, load, out, extra_env, options=args)
+    if upload is None:
+        return out, execute(settings, load, out, extra_env, options=args)
+    from sm_locust.report.s3 import check_writable, s3_client
+
+    s3 = s3_client(settings.aws_profile, settings.region)
+    destination = upload.child(out.resolve().name)
+    check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
+    print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
+    try:
+        summary = execute(settings, load, out, extra_env, options=args)
+    except BaseException:
+        _upload_after_failure(out, destination, s3)
+        raise
+    _upload(out, destination, s3)
+    return out, summary
+
+
+def _upload(out, destination, s3) -> None:
+    from sm_locust.report.s3 import upload_folder
+
+    transfer = upload_folder(out, destination, s3)
+    print(f"sm-locust: uploaded {transfer.describe()} to {destination}/; read it back with "
+          f"`sm-locust report {destination}`", flush=True)
+
+
+def _upload_after_failure(out, destination, s3) -> None:
+    """The run failed (or was interrupted): upload what it wrote, without hiding the run's own error."""
+    from sm_locust.errors import SmLocustError
+
+    if not out.is_dir():
+        return
+    try:
+        _upload(out, destination, s3)
+    except SmLocustError as exc:
+        print(f"sm-locust: the failed run's folder was not uploaded: {exc.message}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
