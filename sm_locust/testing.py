@@ -55,7 +55,7 @@ class LoadTestResult:
 
     def run_data(self):
         """The gates' view: totals from the summary, one entry per request name from Locust's stats."""
-        from sm_locust.gates.metrics import Metrics, RunData
+        from sm_locust.record.runfolder import Metrics, RunData
 
         by_name = {}
         for (name, _method), entry in self.environment.stats.entries.items():
@@ -65,7 +65,7 @@ class LoadTestResult:
                                     rps=count / max(1e-9, self.summary.get("duration_s") or 0.0),
                                     p50_ms=pct(0.5) if count else None, p95_ms=pct(0.95) if count else None,
                                     p99_ms=pct(0.99) if count else None)
-        return RunData(totals=RunData.from_summary(self.summary).totals, by_name=by_name, source="in-process run")
+        return RunData(run_dir=self.out_dir, summary=self.summary, by_name=by_name, source="in-process run")
 
     def check(self, *, max_p95_ms=None, max_p99_ms=None, max_error_rate=None, min_rps=None, min_requests: int = 1):
         """Verdicts for the limits given; each limit is a number or {request name: number}."""

@@ -9,11 +9,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from sm_locust.errors import UsageError
-from sm_locust.gates import MaxErrorRate, MaxLatency, MinRequests, MinRps, NoRegression, RunData, evaluate
+from sm_locust.gates import MaxErrorRate, MaxLatency, MinRequests, MinRps, NoRegression, evaluate
 from sm_locust.gates.baseline import regression_gates
 from sm_locust.gates.junit import to_junit_xml
-from sm_locust.gates.runfolder import load_run
 from sm_locust.gates.spec import GateSpec, parse_limit
+from sm_locust.record.runfolder import Metrics, RunData, load_run
 from tests.conftest import run_cli
 from tests.test_cli import assert_one_line_error
 
@@ -27,7 +27,9 @@ STATS_ROWS = [
     {"Type": "", "Name": "Aggregated", "Request Count": "1000", "Failure Count": "20", "Requests/s": "50",
      "50%": "20", "95%": "45", "99%": "80"},
 ]
-RUN = RunData.from_summary(SUMMARY, STATS_ROWS)
+BY_NAME = {"fast": Metrics(requests=600, failures=0, rps=30.0, p50_ms=10.0, p95_ms=20.0, p99_ms=30.0),
+           "slow": Metrics(requests=400, failures=20, rps=20.0, p50_ms=60.0, p95_ms=90.0, p99_ms=150.0)}
+RUN = RunData(summary=SUMMARY, by_name=BY_NAME)  # what load_run reads from write_run's folder
 
 
 def write_run(folder, summary=SUMMARY, rows=STATS_ROWS):
@@ -68,25 +70,25 @@ def test_unknown_request_name_fails_and_lists_names():
 
 
 def test_run_without_requests_fails_the_smoke_gate():
-    empty = RunData.from_summary({"totals": {"requests": 0, "failures": 0, "rps": 0, "p95_ms": None}})
+    empty = RunData(summary={"totals": {"requests": 0, "failures": 0, "rps": 0, "p95_ms": None}})
     verdicts = evaluate([MinRequests(1), MaxLatency(95, 100)], empty)
     assert [v.passed for v in verdicts] == [False, False]
 
 
 def test_regression_gates_with_tolerance():
-    baseline = RunData.from_summary({"totals": {"requests": 1000, "failures": 0, "rps": 50, "p95_ms": 40, "p99_ms": 80}})
+    baseline = RunData(summary={"totals": {"requests": 1000, "failures": 0, "rps": 50, "p95_ms": 40, "p99_ms": 80}})
     gates = regression_gates(baseline, tolerance=0.2)
     assert [g.metric for g in gates] == ["p95", "p99", "rps", "error_rate"]
     same = evaluate(gates, baseline)
     assert all(v.passed for v in same)
-    worse = RunData.from_summary({"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
+    worse = RunData(summary={"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
     by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse))}
     assert by_metric["p95"].passed is False and "48 ms" in by_metric["p95"].message  # 40 * 1.2
     assert by_metric["p99"].passed is True  # 95 <= 96
     assert by_metric["rps"].passed is False  # 30 < 40
     assert by_metric["error_rate"].passed is False  # 5% > 0% + 1 point
     assert NoRegression("error_rate", 0.0, 0.1, slack=0.01).check(
-        RunData.from_summary({"totals": {"requests": 100, "failures": 1}})) is None
+        RunData(summary={"totals": {"requests": 100, "failures": 1}})) is None
 
 
 @pytest.mark.parametrize("spec, needle", [
@@ -131,7 +133,7 @@ def test_junit_xml_parses_back_one_testcase_per_gate():
 def test_load_run_reads_per_name_rows(tmp_path):
     run = load_run(write_run(tmp_path / "run"))
     assert run.totals.requests == 1000 and run.by_name["slow"].p99_ms == 150
-    assert "Aggregated" not in run.by_name
+    assert run.by_name == BY_NAME and run.totals == RUN.totals  # "Aggregated" is not a name
 
 
 def test_load_run_rejects_folders_that_are_not_runs(tmp_path):

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sm_locust.report import merge, readers
+from sm_locust.record.runfolder import read_run
+from sm_locust.report import merge
 from sm_locust.report.metrics import METRICS_BY_NAME, column_name, per_unit_column
 from sm_locust.report.sources import MetricRequest
 from sm_locust.report.cloudwatch import to_frame, build_queries, select_metrics
@@ -36,7 +37,7 @@ def cw_points() -> dict[str, dict[int, float]]:
 
 @pytest.fixture
 def merged():
-    data = readers.read_run(GOLDEN)
+    data = read_run(GOLDEN)
     request = MetricRequest("golden-ep", BASE + 56, BASE + 66, vcpus=4, gpus=0)
     specs = build_queries(request, select_metrics(request))
     raw = cw_points()

@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sm_locust.gates.cli import gates_from_args, report
-    from sm_locust.gates.runfolder import load_run
+    from sm_locust.record.runfolder import load_run
 
     gates = gates_from_args(args)  # every usage error before anything runs
     if args.run_dir:

@@ -4,18 +4,15 @@ Why a package of its own: a gate is pure decision logic (fed summary.json data, 
 it is tested with synthetic numbers and reused wherever a run folder exists (a smoke run, an
 existing run folder, a baseline comparison). Layers, as elsewhere in sm-locust:
 
-- `metrics`: `RunData` / `Metrics`, the numbers a gate reads (from summary.json, per request name
-  from locust_stats.csv);
+- the numbers a gate reads are `RunData` / `Metrics` from `sm_locust.record.runfolder`, the one
+  run-folder reader (totals from summary.json, per request name from locust_stats.csv);
 - `gates`: the strategy objects (`MaxLatency`, `MaxErrorRate`, `MinRps`, `MinRequests`,
   `NoRegression`); each `check()` returns a failure message or None;
 - `spec`: command-line values -> validated gates (contradictory limits are usage errors);
 - `baseline`: regression gates against an earlier run;
-- `junit`: JUnit XML, one testcase per gate;
-- `runfolder`: the only I/O (read a run folder).
+- `junit`: JUnit XML, one testcase per gate.
 """
 
 from sm_locust.gates.gates import Gate, MaxErrorRate, MaxLatency, MinRequests, MinRps, NoRegression, Verdict, evaluate
-from sm_locust.gates.metrics import Metrics, RunData
 
-__all__ = ["Gate", "MaxErrorRate", "MaxLatency", "MinRequests", "MinRps", "NoRegression", "Verdict", "evaluate",
-           "Metrics", "RunData"]
+__all__ = ["Gate", "MaxErrorRate", "MaxLatency", "MinRequests", "MinRps", "NoRegression", "Verdict", "evaluate"]

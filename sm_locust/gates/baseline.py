@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sm_locust.errors import UsageError
 from sm_locust.gates.gates import NoRegression
-from sm_locust.gates.metrics import RunData
+from sm_locust.record.runfolder import RunData
 
 DEFAULT_TOLERANCE = 0.10
 ERROR_RATE_SLACK = 0.01  # one percentage point

@@ -14,9 +14,8 @@ from pathlib import Path
 from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
-from sm_locust.gates.metrics import RunData
-from sm_locust.gates.runfolder import load_run
 from sm_locust.gates.spec import GateSpec
+from sm_locust.record.runfolder import RunData, load_run
 
 
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:

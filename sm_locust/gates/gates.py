@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sm_locust.gates.metrics import Metrics, RunData
+from sm_locust.record.runfolder import Metrics, RunData
 
 
 def _scope_label(name: str | None) -> str:

@@ -4,8 +4,9 @@ A finished run folder holds Locust's CSVs and `summary.json`; what the user want
 answer per step (throughput, latency, errors, what the endpoint's CPU and ModelLatency did, what it
 costs) and one file to look at. This package does that in three layers (docs/STYLE.md):
 
-- read: `readers` (Locust CSVs, summary.json, options.json) and `cloudwatch` (GetMetricData),
-  behind the metric-source registry in `sources`; every gap found is written down, not raised;
+- read: `sm_locust.record.runfolder` (Locust CSVs, summary.json, options.json; shared with the
+  gates) and `cloudwatch` (GetMetricData), behind the metric-source registry in `sources`; every
+  gap found is written down, not raised;
 - compute: `merge` (per-second timeline and per-step records), `cost` (prices, $ per 1M,
   autoscaling target) - pure functions over plain data and DataFrames;
 - render: `render` (one self-contained HTML file) and `pipeline` (writes the CSVs, the HTML and

@@ -20,9 +20,9 @@ from typing import Any
 
 import pandas as pd
 
+from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
-from sm_locust.report.readers import read_run
 from sm_locust.report.sources import MetricRequest, create_source
 
 ROW_COLUMNS = [

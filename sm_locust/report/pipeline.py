@@ -30,10 +30,10 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
-from sm_locust.report.readers import RunData, read_run
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 
 Progress = Callable[[str], None]

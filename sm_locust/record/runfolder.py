@@ -1,0 +1,334 @@
+"""The one reader of a finished run folder: `RunData`, for `sm_locust.report` and `sm_locust.gates`.
+
+A run folder is what `sm-locust run` / `smoke` / `demo` write: `summary.json` (the recorder's
+totals and steps, docs/summary.md), `options.json`, and Locust's CSVs (`locust_stats.csv`,
+`locust_stats_history.csv`, `locust_failures.csv`). Two readers, one type:
+
+- `read_run` (the report): tolerant. A report is most useful exactly when a run went wrong, so it
+  accepts what a killed or crashed run leaves behind: `N/A` cells, a last line cut mid-write, a
+  missing file, even a missing summary.json (the report then works from the CSVs alone). Each of
+  those becomes a line in `gaps`, not an exception.
+- `load_run` (the gates, `--baseline`): strict about summary.json. A gate judges the run's totals,
+  which come only from summary.json (the CSVs are rewritten on an interval and can miss the last
+  second, docs/facts.md, Locust), so a folder without a readable summary.json with a `totals`
+  object is a usage error naming the folder.
+
+Both refuse a CSV that is not Locust's at all (another tool's export): a `UsageError` naming the
+columns that are missing, since nothing drawn from it would mean anything. Columns are renamed to
+short snake_case names with units (`p95_ms`, `rps`) at the edge, so no consumer sees Locust's
+spelling. A gate sees a run as `Metrics` per scope: `RunData.totals` (from summary.json) and
+`RunData.by_name` (one entry per request name, from `locust_stats.csv`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sm_locust.errors import UsageError
+
+PREFIX = "locust"
+SUMMARY_JSON = "summary.json"
+OPTIONS_JSON = "options.json"
+STATS_CSV = f"{PREFIX}_stats.csv"
+HISTORY_CSV = f"{PREFIX}_stats_history.csv"
+FAILURES_CSV = f"{PREFIX}_failures.csv"
+AGGREGATED = "Aggregated"  # Locust's name for the total row of its CSVs
+NA_VALUES = ["N/A", "n/a", "NaN", ""]
+
+# Locust percentile column -> our column.
+PERCENTILES = {
+    "50%": "p50_ms", "66%": "p66_ms", "75%": "p75_ms", "80%": "p80_ms", "90%": "p90_ms",
+    "95%": "p95_ms", "98%": "p98_ms", "99%": "p99_ms", "99.9%": "p999_ms", "99.99%": "p9999_ms",
+    "100%": "p100_ms",
+}
+
+HISTORY_COLUMNS = {
+    "Timestamp": "epoch_s", "User Count": "users", "Type": "type", "Name": "name",
+    "Requests/s": "rps", "Failures/s": "failures_per_s", **PERCENTILES,
+    "Total Request Count": "total_requests", "Total Failure Count": "total_failures",
+    "Total Median Response Time": "total_median_ms", "Total Average Response Time": "total_avg_ms",
+    "Total Min Response Time": "total_min_ms", "Total Max Response Time": "total_max_ms",
+    "Total Average Content Size": "total_avg_bytes",
+}
+HISTORY_REQUIRED = ("Timestamp", "User Count", "Name", "Requests/s", "Failures/s",
+                    "Total Request Count", "Total Failure Count")
+
+STATS_COLUMNS = {
+    "Type": "type", "Name": "name", "Request Count": "requests", "Failure Count": "failures",
+    "Median Response Time": "median_ms", "Average Response Time": "avg_ms",
+    "Min Response Time": "min_ms", "Max Response Time": "max_ms",
+    "Average Content Size": "avg_bytes", "Requests/s": "rps", "Failures/s": "failures_per_s",
+    **PERCENTILES,
+}
+# What a consumer reads from it (the gates' per-name figures); the percentiles may be absent or N/A.
+STATS_REQUIRED = ("Name", "Request Count", "Failure Count", "Requests/s")
+
+FAILURES_COLUMNS = {"Method": "method", "Name": "name", "Error": "error", "Occurrences": "occurrences"}
+FAILURES_REQUIRED = ("Error", "Occurrences")
+
+
+def _number(value: Any) -> float | None:
+    """A number, or None for a missing, `N/A`, NaN or non-numeric value."""
+    if value is None or value == "" or value == "N/A":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Requests, failures, throughput and latency percentiles of one scope (the run or one name)."""
+
+    requests: int = 0
+    failures: int = 0
+    rps: float = 0.0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+
+    @property
+    def error_rate(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+    def percentile(self, pct: int) -> float | None:
+        return {50: self.p50_ms, 95: self.p95_ms, 99: self.p99_ms}[pct]
+
+    @classmethod
+    def from_totals(cls, totals: Mapping[str, Any]) -> Metrics:
+        """summary.json's `totals` object (docs/summary.md)."""
+        return cls(requests=int(_number(totals.get("requests")) or 0),
+                   failures=int(_number(totals.get("failures")) or 0),
+                   rps=float(_number(totals.get("rps")) or 0.0), p50_ms=_number(totals.get("p50_ms")),
+                   p95_ms=_number(totals.get("p95_ms")), p99_ms=_number(totals.get("p99_ms")))
+
+
+def per_name_metrics(stats: pd.DataFrame | None) -> dict[str, Metrics]:
+    """`read_stats`' frame -> {request name: Metrics}, without the Aggregated row."""
+    out: dict[str, Metrics] = {}
+    if stats is None:
+        return out
+    for row in stats.to_dict("records"):
+        name = row.get("name")
+        if not isinstance(name, str) or not name or name == AGGREGATED:
+            continue
+        requests = int(_number(row.get("requests")) or 0)
+        out[name] = Metrics(requests=requests, failures=int(_number(row.get("failures")) or 0),
+                            rps=float(_number(row.get("rps")) or 0.0),
+                            p50_ms=_number(row.get("p50_ms")) if requests else None,
+                            p95_ms=_number(row.get("p95_ms")) if requests else None,
+                            p99_ms=_number(row.get("p99_ms")) if requests else None)
+    return out
+
+
+@dataclass
+class RunData:
+    """A finished run: what its folder holds. Absent parts are None (frames) or {} (JSON), named in `gaps`.
+
+    `by_name` defaults to the per-name figures of `stats`; an in-process run without a folder
+    (`sm_locust.testing`) passes its own from Locust's in-memory stats.
+    """
+
+    run_dir: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    history: pd.DataFrame | None = None  # Aggregated rows of locust_stats_history.csv, one per second
+    stats: pd.DataFrame | None = None  # locust_stats.csv: one row per request name plus Aggregated
+    failures: pd.DataFrame | None = None
+    gaps: list[str] = field(default_factory=list)  # missing or damaged data (the report's exit code 1)
+    notes: list[str] = field(default_factory=list)  # informational
+    by_name: dict[str, Metrics] | None = None
+    source: str = ""  # where it came from, for messages (the folder by default)
+
+    def __post_init__(self) -> None:
+        if self.by_name is None:
+            self.by_name = per_name_metrics(self.stats)
+        if not self.source and self.run_dir is not None:
+            self.source = str(self.run_dir)
+
+    @property
+    def totals(self) -> Metrics:
+        """The whole run, from summary.json (zeros when it has none)."""
+        totals = self.summary.get("totals")
+        return Metrics.from_totals(totals if isinstance(totals, Mapping) else {})
+
+    def scope(self, name: str | None) -> Metrics | None:
+        """Totals for None, else the named entry (None when the run has no such name)."""
+        return self.totals if name is None else self.by_name.get(name)
+
+
+# ---------------------------------------------------------------------------------- the files
+
+def _read_text_tolerant(path: Path, what: str, gaps: list[str]) -> str | None:
+    """File text with a cut-off last line removed (a run killed mid-write leaves one).
+
+    A last line with no newline and fewer fields than the header was cut mid-write; it is
+    dropped and named. One with all its fields is kept (a file saved without a final newline).
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        gaps.append(f"{what}: {path.name} is missing")
+        return None
+    if text and not text.endswith("\n"):
+        head, sep, last = text.rpartition("\n")
+        header = head.split("\n", 1)[0]
+        if sep and last.count(",") < header.count(","):
+            gaps.append(f"{what}: the last line of {path.name} was cut off mid-write and was skipped")
+            text = head + "\n"
+    return text
+
+
+def _check_columns(df: pd.DataFrame, required: tuple[str, ...], path: Path) -> None:
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        found = ", ".join(repr(c) for c in list(df.columns)[:8]) + ("..." if len(df.columns) > 8 else "")
+        raise UsageError(
+            f"{path} is not a Locust CSV: missing column(s) {', '.join(repr(c) for c in missing)} "
+            f"(found {found})"
+        )
+
+
+_TEXT_DTYPES = {"Name": str, "Type": str, "Error": str, "Method": str}
+
+
+def _read_csv(path: Path, what: str, gaps: list[str], required: tuple[str, ...]) -> pd.DataFrame | None:
+    text = _read_text_tolerant(path, what, gaps)
+    if text is None:
+        return None
+    if not text.strip():
+        gaps.append(f"{what}: {path.name} is empty")
+        return None
+    bad: list[list[str]] = []
+    try:  # the fast C engine first; the python engine only to skip over-long lines
+        df = pd.read_csv(io.StringIO(text), na_values=NA_VALUES, keep_default_na=False, dtype=_TEXT_DTYPES)
+    except pd.errors.ParserError:
+        df = pd.read_csv(io.StringIO(text), na_values=NA_VALUES, keep_default_na=False, dtype=_TEXT_DTYPES,
+                         engine="python", on_bad_lines=lambda line: bad.append(line))
+    _check_columns(df, required, path)
+    if bad:
+        gaps.append(f"{what}: skipped {len(bad)} malformed line(s) in {path.name}")
+    return df
+
+
+def _numeric(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    for col in columns:
+        if col in df.columns:
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
+def read_stats_history(path: Path, gaps: list[str]) -> pd.DataFrame | None:
+    """Aggregated rows of `_stats_history.csv`: one row per second, sorted, our column names.
+
+    Rows for individual request names are dropped (the Aggregated row is their total). Duplicate
+    timestamps keep the last row written.
+    """
+    df = _read_csv(path, "Locust history", gaps, HISTORY_REQUIRED)
+    if df is None:
+        return None
+    df = df.rename(columns=HISTORY_COLUMNS)
+    df = df[df["name"].fillna("") == AGGREGATED].copy()
+    df = _numeric(df, [c for c in df.columns if c not in ("type", "name")])
+    df = df.dropna(subset=["epoch_s"])
+    if df.empty:
+        gaps.append(f"Locust history: {path.name} has no Aggregated rows")
+        return None
+    df["epoch_s"] = df["epoch_s"].astype("int64")
+    df = df.drop(columns=[c for c in ("type", "name") if c in df.columns])
+    df = df.drop_duplicates(subset="epoch_s", keep="last").sort_values("epoch_s").reset_index(drop=True)
+    return df
+
+
+def read_stats(path: Path, gaps: list[str]) -> pd.DataFrame | None:
+    """`_stats.csv` with our column names (one row per request name plus `Aggregated`)."""
+    df = _read_csv(path, "Locust stats", gaps, STATS_REQUIRED)
+    if df is None:
+        return None
+    df = df.rename(columns=STATS_COLUMNS)
+    return _numeric(df, [c for c in df.columns if c not in ("type", "name")])
+
+
+def read_failures(path: Path, gaps: list[str]) -> pd.DataFrame | None:
+    """`_failures.csv` (method, name, error, occurrences); a missing file is a gap, an empty table is not."""
+    df = _read_csv(path, "Locust failures", gaps, FAILURES_REQUIRED)
+    if df is None:
+        return None
+    df = df.rename(columns=FAILURES_COLUMNS)
+    df["occurrences"] = pd.to_numeric(df["occurrences"], errors="coerce").fillna(0).astype("int64")
+    return df
+
+
+def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
+    """A JSON object from `path`; missing or unreadable -> {} and a gap."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        gaps.append(f"{what}: {path.name} is missing")
+        return {}
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        gaps.append(f"{what}: {path.name} is not valid JSON ({exc})")
+        return {}
+    if not isinstance(data, dict):
+        gaps.append(f"{what}: {path.name} does not hold a JSON object")
+        return {}
+    return data
+
+
+# --------------------------------------------------------------------------------- the folder
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (
+        (path / SUMMARY_JSON).is_file() or (path / HISTORY_CSV).is_file() or (path / STATS_CSV).is_file()
+    )
+
+
+def _read_folder(path: Path, summary: dict[str, Any], gaps: list[str]) -> RunData:
+    options = read_json(path / OPTIONS_JSON, "options", gaps)
+    history = read_stats_history(path / HISTORY_CSV, gaps)
+    stats = read_stats(path / STATS_CSV, gaps)
+    failures = read_failures(path / FAILURES_CSV, gaps)
+    return RunData(path, summary, options, history, stats, failures, gaps)
+
+
+def read_run(run_dir: str | os.PathLike[str]) -> RunData:
+    """Everything a report needs from a run folder; what is missing or damaged is named in `gaps`."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise UsageError(f"{path} is not a folder; pass the run folder written by `sm-locust run`")
+    if not is_run_dir(path):
+        raise UsageError(
+            f"{path} is not a run folder: it holds neither {SUMMARY_JSON} nor {PREFIX}_stats*.csv"
+        )
+    gaps: list[str] = []
+    summary = read_json(path / SUMMARY_JSON, "summary", gaps)
+    return _read_folder(path, summary, gaps)
+
+
+def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> RunData:
+    """A run folder the gates can judge: summary.json with a `totals` object is required (UsageError
+    naming the folder and `role` otherwise, so `--baseline some/dir` fails in one line)."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise UsageError(f"{role} {str(path)!r} is not a directory")
+    summary_path = path / SUMMARY_JSON
+    if not summary_path.is_file():
+        raise UsageError(f"{role} {str(path)!r} is not a run: it has no {SUMMARY_JSON}")
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} is not readable JSON ({exc})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("totals"), dict):
+        raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} has no 'totals' object; is it an sm-locust run folder?")
+    return _read_folder(path, summary, [])
