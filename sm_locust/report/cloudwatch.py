@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sm_locust.report.metrics import INFERENCE_COMPONENTS_NS, METRICS, MetricDef, per_unit_column
-from sm_locust.report.sources import MetricRequest, MetricResult, empty_frame
+from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 
 MAX_QUERIES_PER_CALL = 500
 LAG_WINDOW_S = 20 * 60  # data missing at the end of a run that ended this recently may still come

@@ -12,58 +12,11 @@ and an unknown name lists the valid ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sm_locust.registry import Registry
-
-
-@dataclass(frozen=True)
-class MetricRequest:
-    """Which endpoint, over which span (epoch seconds, UTC), at which period."""
-
-    endpoint_name: str
-    start: float
-    end: float
-    variant_name: str = "AllTraffic"
-    inference_component: str | None = None
-    period: int = 60
-    vcpus: int | None = None  # known vCPU count: adds per-vCPU CPU columns
-    gpus: int | None = None  # known GPU count: 0 skips GPU metrics, n adds per-GPU columns
-
-    def dimensions(self) -> list[dict[str, str]]:
-        if self.inference_component:
-            return [{"Name": "InferenceComponentName", "Value": self.inference_component}]
-        return [{"Name": "EndpointName", "Value": self.endpoint_name},
-                {"Name": "VariantName", "Value": self.variant_name}]
-
-    def describe(self) -> str:
-        return ", ".join(f"{d['Name']}={d['Value']}" for d in self.dimensions())
-
-
-@dataclass
-class MetricResult:
-    """Endpoint metrics in period buckets: `frame` index = bucket start (epoch s), columns cw_*."""
-
-    source: str
-    frame: Any  # pandas.DataFrame
-    period: int = 60
-    fetched: dict[str, int] = field(default_factory=dict)  # column -> datapoints
-    gaps: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    complete: bool = False
-    data_until: float | None = None  # end of the last bucket any expected metric has
-
-    def as_summary(self) -> dict[str, Any]:
-        """The `cloudwatch` key of summary.json."""
-        return {
-            "source": self.source,
-            "period_s": self.period,
-            "fetched": dict(self.fetched),
-            "complete": self.complete,
-            "gaps": list(self.gaps),
-            "notes": list(self.notes),
-        }
+from sm_locust.report.cloudwatch import fetch_endpoint_metrics
+from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 
 
 class MetricSource(Protocol):
@@ -73,12 +26,6 @@ class MetricSource(Protocol):
 
 
 METRIC_SOURCES: Registry[type] = Registry("metric source")
-
-
-def empty_frame():
-    import pandas as pd
-
-    return pd.DataFrame(index=pd.Index([], dtype="int64", name="bucket_s"))
 
 
 @METRIC_SOURCES.register("none", "off")
@@ -104,10 +51,13 @@ class CloudWatchSource:
         self.options = options
 
     def fetch(self, request: MetricRequest) -> MetricResult:
-        from sm_locust.report.cloudwatch import fetch_endpoint_metrics
-
         return fetch_endpoint_metrics(request, **self.options)
 
 
 def create_source(name: str, **options: Any) -> MetricSource:
+    """A metric source by name (or alias) with its options; an unknown name lists the valid ones."""
     return METRIC_SOURCES.get(name)(**options)
+
+
+__all__ = ["METRIC_SOURCES", "CloudWatchSource", "MetricRequest", "MetricResult", "MetricSource", "NoMetricSource",
+           "create_source"]
