@@ -41,41 +41,18 @@ from locust import task
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
+from sm_locust.options import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, open_loop_settings
 from sm_locust.plateau.arrival import ARRIVALS
 from sm_locust.users import SageMakerUser
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RATE_PER_USER = 1.0
-DEFAULT_MAX_IN_FLIGHT = 1000
 REPORT_KEY = "sm_locust_open_loop"
 # A send is late when it leaves more than this after its intended time. Wider than the pure
 # module's 10 ms default (arrival.LATE_TOLERANCE_S): on a busy host the OS alone delays a runnable
 # process by ~10 ms now and then; 25 ms still catches a generator that is really behind.
 SEND_LATE_TOLERANCE_S = 0.025
 IDLE_WAIT_S = 3600.0  # a rate token sleeps; Locust kills a waiting user at once when it stops it
-
-
-def _number(value, cast, default):
-    """Locust options may come as typed values (command line) or strings (web UI form)."""
-    if value is None or value == "":
-        return default
-    return cast(value)
-
-
-def open_loop_settings(options) -> tuple[str, float, int]:
-    """(arrival, rate per user, max in flight) from Locust's parsed options, validated."""
-    arrival = ARRIVALS.canonical(str(getattr(options, "arrival", None) or "constant"))
-    try:
-        per_user = _number(getattr(options, "rate_per_user", None), float, DEFAULT_RATE_PER_USER)
-        in_flight = _number(getattr(options, "max_in_flight", None), int, DEFAULT_MAX_IN_FLIGHT)
-    except ValueError as exc:
-        raise UsageError(f"open-loop option is not a number: {exc}") from None
-    if not per_user > 0:
-        raise UsageError(f"--rate-per-user must be more than 0 req/s, got {per_user:g}")
-    if in_flight < 1:
-        raise UsageError(f"--max-in-flight must be at least 1, got {in_flight}")
-    return arrival, per_user, in_flight
 
 
 class OpenLoopCounters:

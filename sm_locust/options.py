@@ -8,16 +8,73 @@ forwards the ones given to the Locust process unchanged.
 
 Each feature declares its options as a list of `OptionSpec` in its own module, listed in
 `OPTION_PROVIDERS`; `SageMakerSettings` is the validated, typed view of the endpoint options.
+
+One path from options to settings: the same option arrives typed from the command line and as text
+from the web UI form (Locust keeps a None default's form value as a string) or an env var, so every
+settings object reads it with `option_value` and parses it with `parse_bool` / `parse_number`;
+garbage is a one-line `UsageError` naming the flag and the value, wherever it came from.
+`open_loop_settings` reads the open-loop options (`--arrival`, `--rate-per-user`,
+`--max-in-flight`) for the open-loop users and for `ShapeSettings` alike; it lives here, below
+both, because the shapes import the users (a users -> shapes import would close a cycle).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from sm_locust.errors import UsageError
+from sm_locust.plateau.arrival import ARRIVALS
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off", "")
+
+
+def option_value(options: Any, name: str) -> Any:
+    """The option `name` (dest) from parsed options, argparse args or settings; None when unset or empty."""
+    value = getattr(options, name, None)
+    return None if value == "" else value
+
+
+def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bool:
+    """true/false, on/off, yes/no, 1/0 (any case) or a bool; None -> `default`; else a UsageError."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE_WORDS:
+        return True
+    if text in FALSE_WORDS:
+        return False
+    raise UsageError(f"{flag + ' ' if flag else ''}must be true or false (or on/off, yes/no, 1/0), got {value!r}")
+
+
+def parse_number(value: Any, flag: str, cast: type = float, default: Any = None) -> Any:
+    """`value` as a float (or an int with `cast=int`); None or "" -> `default`; else a UsageError."""
+    if value is None or value == "":
+        return default
+    kind = "a whole number" if cast is int else "a number"
+    if isinstance(value, bool) or (cast is int and isinstance(value, float) and not value.is_integer()):
+        raise UsageError(f"{flag} must be {kind}, got {value!r}")
+    try:
+        return cast(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{flag} must be {kind}, got {value!r}") from None
+
+
+class _BadArgument(argparse.ArgumentTypeError, ValueError):
+    """argparse prints its text after the flag; an env-var default catches it as a ValueError."""
+
+
+def _bool_argument(value: str | bool) -> bool:
+    try:
+        return parse_bool(value)
+    except UsageError as exc:
+        raise _BadArgument(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -40,23 +97,12 @@ class OptionSpec:
     def argparse_kwargs(self) -> dict:
         kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
         if self.type is bool:
-            kwargs["type"] = _parse_bool
+            kwargs["type"] = _bool_argument
         elif self.type is not None:
             kwargs["type"] = self.type
         if self.choices:
             kwargs["choices"] = list(self.choices)
         return kwargs
-
-
-def _parse_bool(value: str | bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"not a true/false value: {value!r}")
 
 
 ENDPOINT_OPTIONS: list[OptionSpec] = [
@@ -194,3 +240,45 @@ class SageMakerSettings:
             "inference_component": self.inference_component or None,
             "inference_id": self.inference_id or None,
         }
+
+
+# -- open loop: read by the open-loop users and by ShapeSettings ----------------------------------
+
+DEFAULT_ARRIVAL = "constant"
+DEFAULT_RATE_PER_USER = 1.0
+DEFAULT_MAX_IN_FLIGHT = 1000
+
+
+class OpenLoopSettings(NamedTuple):
+    """The open-loop options with their defaults applied: what an open-loop process runs with."""
+
+    arrival: str = DEFAULT_ARRIVAL
+    rate_per_user: float = DEFAULT_RATE_PER_USER
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+
+
+def check_open_loop(rate_per_user: float | None, max_in_flight: int | None) -> None:
+    """The open-loop values that cannot work (None = not given)."""
+    if rate_per_user is not None and not rate_per_user > 0:
+        raise UsageError(f"--rate-per-user must be more than 0 req/s, got {rate_per_user:g}")
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UsageError(f"--max-in-flight must be at least 1, got {max_in_flight}")
+
+
+def open_loop_options(options: Any) -> dict[str, Any]:
+    """The open-loop options as given (None = not given), parsed and checked."""
+    arrival = option_value(options, "arrival")
+    if arrival is not None:
+        try:
+            arrival = ARRIVALS.canonical(str(arrival))  # the registry's error lists the valid names
+        except UsageError as exc:
+            raise UsageError(f"--arrival: {exc}") from None
+    rate_per_user = parse_number(option_value(options, "rate_per_user"), "--rate-per-user", float)
+    max_in_flight = parse_number(option_value(options, "max_in_flight"), "--max-in-flight", int)
+    check_open_loop(rate_per_user, max_in_flight)
+    return {"arrival": arrival, "rate_per_user": rate_per_user, "max_in_flight": max_in_flight}
+
+
+def open_loop_settings(options: Any) -> OpenLoopSettings:
+    """(arrival, rate per user, max in flight) from parsed options, defaults filled, validated."""
+    return OpenLoopSettings(**{k: v for k, v in open_loop_options(options).items() if v is not None})

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from sm_locust.options import SageMakerSettings
     from sm_locust.preflight import preflight
     from sm_locust.runner import LoadSettings, choose_out_dir, execute, verdict_line
-    from sm_locust.shapes.step import StepSchedule
+    from sm_locust.shapes.settings import StepSchedule
 
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,
                             max_users=args.max_users).validate()

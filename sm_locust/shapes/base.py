@@ -19,6 +19,8 @@ import time
 from locust import LoadTestShape
 
 from sm_locust.errors import SmLocustError, UsageError
+from sm_locust.openloop import OpenLoopUser
+from sm_locust.record.recorder import RunRecorder
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings
 
 log = logging.getLogger("sm_locust")
@@ -28,8 +30,6 @@ def ensure_recorder(environment):
     """The run's recorder; a shape used without the default locustfile starts one (no run folder)."""
     recorder = getattr(environment, "sm_locust_recorder", None)
     if recorder is None:
-        from sm_locust.record.recorder import RunRecorder
-
         recorder = environment.sm_locust_recorder = RunRecorder(environment, None)
         recorder.on_test_start(environment)
     return recorder
@@ -144,8 +144,6 @@ class SmLocustShape(LoadTestShape):
     # -- user classes ----------------------------------------------------------------------------
     def closed_loop(self, users: int, spawn_rate: float | None = None):
         """(users, spawn_rate[, classes]): every loaded user class except the open-loop rate tokens."""
-        from sm_locust.openloop import OpenLoopUser
-
         rate = spawn_rate or min(MAX_SPAWN_RATE, max(1.0, float(users)))
         classes = self.runner.user_classes
         closed = [c for c in classes if not issubclass(c, OpenLoopUser)]
@@ -157,13 +155,11 @@ class SmLocustShape(LoadTestShape):
 
     def open_loop(self, rate: float):
         """(users, spawn_rate, [OpenLoopUser]) offering `rate` req/s; records the exact offered rate."""
-        from sm_locust.openloop import OpenLoopUser, open_loop_settings
-
         classes = [c for c in self.runner.user_classes if issubclass(c, OpenLoopUser)]
         if not classes:
             raise UsageError("open loop needs OpenLoopUser among the user classes: add the open or plateau shape "
                              "locustfile (sm_locust/locustfiles/open_shape.py)")
-        _, per_user, _ = open_loop_settings(self.environment.parsed_options)
+        per_user = self.settings.open_loop().rate_per_user
         users = max(1, round(rate / per_user))
         self.recorder.current_target_rate = users * per_user
         # Rate tokens cost nothing to start: reach the new rate within a second (Locust may warn
@@ -172,8 +168,6 @@ class SmLocustShape(LoadTestShape):
 
     def open_loop_pause(self):
         """No open-loop sends (0 users) while the endpoint drains; these seconds belong to no step."""
-        from sm_locust.openloop import OpenLoopUser
-
         self.recorder.current_target_rate = None
         classes = [c for c in self.runner.user_classes if issubclass(c, OpenLoopUser)]
         return 0, MAX_SPAWN_RATE, classes[:1]

@@ -8,6 +8,7 @@ response times, and latency runs from the intended send time. It finds no platea
 
 from __future__ import annotations
 
+from sm_locust.errors import UsageError
 from sm_locust.shapes.base import SmLocustShape, say
 from sm_locust.shapes.settings import ShapeSettings
 
@@ -17,13 +18,11 @@ class OpenLoopShape(SmLocustShape):
 
     def start(self, settings: ShapeSettings) -> None:
         if settings.target_rps is None:
-            from sm_locust.errors import UsageError
-
             raise UsageError("the open shape needs --target-rps R (requests per second to send)")
         self.rate = settings.target_rps
         self.max_duration_s = settings.max_duration_s
         self.started = None
-        say(f"open loop: {self.rate:g} req/s, {settings.arrival or 'constant'} arrivals")
+        say(f"open loop: {self.rate:g} req/s, {settings.open_loop().arrival} arrivals")
 
     def decide(self, now, seconds):
         if self.started is None:

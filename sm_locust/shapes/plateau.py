@@ -13,11 +13,11 @@ default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `
 
 from __future__ import annotations
 
+from sm_locust.openloop import OpenLoopCounters
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.shapes.settings import ShapeSettings
-
 
 DRAIN_TIMEOUT_S = 60.0  # longest pause for the endpoint to work off a backlog between open-loop steps
 DRAINED_IN_FLIGHT = 1  # ... it is drained when at most this many requests are still outstanding
@@ -44,8 +44,6 @@ class PlateauShape(SmLocustShape):
         Otherwise a lower rate tried next would be measured while the endpoint still completes the
         previous step's backlog (completions above the offer, latencies of the overload).
         """
-        from sm_locust.openloop import OpenLoopCounters
-
         counters = OpenLoopCounters.for_environment(self.environment)
         if self._drain_until is not None:
             if counters.in_flight > DRAINED_IN_FLIGHT and now < self._drain_until:

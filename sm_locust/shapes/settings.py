@@ -14,6 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sm_locust.errors import UsageError
+from sm_locust.options import (
+    DEFAULT_RATE_PER_USER,
+    OpenLoopSettings,
+    check_open_loop,
+    open_loop_options,
+    option_value,
+    parse_bool,
+    parse_number,
+)
 from sm_locust.plateau.conditions import (
     DEFAULT_MAX_ERROR_RATE,
     Condition,
@@ -22,7 +31,9 @@ from sm_locust.plateau.conditions import (
     MaxDuration,
     MaxInvocations,
 )
+from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
+from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
 DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
@@ -50,29 +61,16 @@ def parse_seconds(value, flag: str) -> float | None:
     return seconds
 
 
-def _get(options, name: str):
-    value = getattr(options, name, None)
-    return None if value == "" else value
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _num(options, name: str, cast, default=None):
-    value = _get(options, name)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise UsageError(f"--{name.replace('_', '-')} must be a number, got {value!r}")
-    try:
-        return cast(value)
-    except (TypeError, ValueError):
-        kind = "a whole number" if cast is int else "a number"
-        raise UsageError(f"--{name.replace('_', '-')} must be {kind}, got {value!r}") from None
+    return parse_number(option_value(options, name), _flag(name), cast, default)
 
 
 def _bool(options, name: str) -> bool:
-    value = _get(options, name)
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+    return parse_bool(option_value(options, name), _flag(name))
 
 
 def load_traffic_pattern(value: str) -> str:
@@ -87,6 +85,45 @@ def load_traffic_pattern(value: str) -> str:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--traffic-pattern {value!r} cannot be read: {exc}") from None
+
+
+@dataclass(frozen=True)
+class StepSchedule:
+    """The step shape's ramp: `start_users`, plus `step_users` every `step_seconds`, up to `max_users`."""
+
+    start_users: int = 1
+    step_users: int = 1
+    step_seconds: float = 30.0
+    max_users: int = 10
+    spawn_rate: float = 100.0
+
+    def validate(self) -> StepSchedule:
+        if self.start_users < 1:
+            raise UsageError(f"--start-users must be at least 1, got {self.start_users}")
+        if self.step_users < 1:
+            raise UsageError(f"--step-users must be at least 1, got {self.step_users}")
+        if self.step_seconds <= 0:
+            raise UsageError(f"--step-seconds must be more than 0, got {self.step_seconds}")
+        if self.max_users < self.start_users:
+            raise UsageError(f"--max-users ({self.max_users}) is below --start-users ({self.start_users})")
+        if self.spawn_rate <= 0:
+            raise UsageError(f"the spawn rate must be more than 0, got {self.spawn_rate}")
+        return self
+
+    @property
+    def steps(self) -> int:
+        return (self.max_users - self.start_users) // self.step_users + 1
+
+    @property
+    def duration(self) -> float:
+        return self.steps * self.step_seconds
+
+    def users_at(self, elapsed: float) -> int | None:
+        """Users to hold at `elapsed` seconds, or None when the schedule is over."""
+        index = int(elapsed // self.step_seconds)
+        if index >= self.steps:
+            return None
+        return self.start_users + index * self.step_users
 
 
 @dataclass
@@ -113,22 +150,14 @@ class ShapeSettings:
 
     @classmethod
     def from_options(cls, options) -> ShapeSettings:
-        percentile = _get(options, "slo_percentile")
+        percentile = option_value(options, "slo_percentile")
         try:
             pct = parse_percentile(95 if percentile is None else percentile)
         except UsageError as exc:
             raise UsageError(f"--slo-percentile: {exc}") from None
-        mode = str(_get(options, "search_mode") or MODE_USERS).lower()
+        mode = str(option_value(options, "search_mode") or MODE_USERS).lower()
         if mode not in MODES:
             raise UsageError(f"--search-mode {mode!r} is unknown; choose one of: {', '.join(MODES)}")
-        arrival = _get(options, "arrival")
-        if arrival is not None:
-            from sm_locust.plateau.arrival import ARRIVALS  # registry: the error lists the valid names
-
-            try:
-                arrival = ARRIVALS.canonical(str(arrival))
-            except UsageError as exc:
-                raise UsageError(f"--arrival: {exc}") from None
         settings = cls(
             start_users=_num(options, "start_users", int, 1),
             step_users=_num(options, "step_users", int, 1),
@@ -138,16 +167,14 @@ class ShapeSettings:
             latency_slo_ms=_num(options, "latency_slo_ms", float),
             slo_percentile=pct,
             max_error_rate=_num(options, "max_error_rate", float),
-            max_duration_s=parse_seconds(_get(options, "max_duration"), "--max-duration"),
+            max_duration_s=parse_seconds(option_value(options, "max_duration"), "--max-duration"),
             max_invocations=_num(options, "max_invocations", int),
             search_mode=mode,
             start_rps=_num(options, "start_rps", float, DEFAULT_START_RPS),
             max_rps=_num(options, "max_rps", float, DEFAULT_MAX_RPS),
             target_rps=_num(options, "target_rps", float),
-            arrival=arrival,
-            rate_per_user=_num(options, "rate_per_user", float),
-            max_in_flight=_num(options, "max_in_flight", int),
-            traffic_pattern=_get(options, "traffic_pattern"),
+            **open_loop_options(options),
+            traffic_pattern=option_value(options, "traffic_pattern"),
             spawn_rate=_num(options, "spawn_rate", float),
         )
         return settings.validate()
@@ -169,14 +196,12 @@ class ShapeSettings:
             raise UsageError(f"--max-error-rate is a fraction in [0, 1), got {self.max_error_rate:g}{hint}")
         if self.max_invocations is not None and self.max_invocations < 1:
             raise UsageError(f"--max-invocations must be at least 1, got {self.max_invocations}")
-        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps), ("--target-rps", self.target_rps),
-                            ("--rate-per-user", self.rate_per_user)):
+        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps), ("--target-rps", self.target_rps)):
             if value is not None and not value > 0:
                 raise UsageError(f"{flag} must be more than 0 req/s, got {value:g}")
         if self.start_rps > self.max_rps:
             raise UsageError(f"--start-rps ({self.start_rps:g}) is above --max-rps ({self.max_rps:g})")
-        if self.max_in_flight is not None and self.max_in_flight < 1:
-            raise UsageError(f"--max-in-flight must be at least 1, got {self.max_in_flight}")
+        check_open_loop(self.rate_per_user, self.max_in_flight)
         if self.spawn_rate is not None and not self.spawn_rate > 0:
             raise UsageError(f"--spawn-rate must be more than 0, got {self.spawn_rate:g}")
         return self
@@ -228,36 +253,33 @@ class ShapeSettings:
             conditions.append(MaxInvocations(self.max_invocations))
         return conditions
 
-    def step_schedule(self):
-        from sm_locust.shapes.step import StepSchedule
-
+    def step_schedule(self) -> StepSchedule:
         return StepSchedule(start_users=self.start_users, step_users=self.step_users, step_seconds=self.step_seconds,
                             max_users=self.max_users if self.max_users is not None else DEFAULT_STEP_MAX_USERS,
                             spawn_rate=self.spawn_rate or 100.0).validate()
 
-    def step_search(self):
-        from sm_locust.plateau.search import StepSearch
+    def open_loop(self) -> OpenLoopSettings:
+        """The open-loop settings with defaults applied (what the open-loop users run with)."""
+        given = {"arrival": self.arrival, "rate_per_user": self.rate_per_user, "max_in_flight": self.max_in_flight}
+        return OpenLoopSettings(**{k: v for k, v in given.items() if v is not None})
 
+    def step_search(self) -> StepSearch:
         schedule = self.step_schedule()
         # The step shape stops on an error rate only when asked (it used to run to the end).
         return StepSearch(schedule.start_users, schedule.step_users, schedule.max_users,
                           conditions=self.constraints(None) + self.budgets(), stop_at_knee=self.stop_at_knee,
                           extend_unstable=False)
 
-    def plateau_search(self):
-        from sm_locust.plateau.search import PlateauSearch
-
+    def plateau_search(self) -> PlateauSearch:
         conditions = self.constraints(DEFAULT_MAX_ERROR_RATE) + self.budgets()
         if self.search_mode == MODE_RATE:
-            quantum = self.rate_per_user or _default_rate_per_user()
+            quantum = self.rate_per_user or DEFAULT_RATE_PER_USER
             return PlateauSearch(self.start_rps, self.max_rps, mode=MODE_RATE, conditions=conditions,
                                  granularity=quantum)
         max_users = self.max_users if self.max_users is not None else max(DEFAULT_SEARCH_MAX_USERS, self.start_users)
         return PlateauSearch(self.start_users, max_users, conditions=conditions)
 
-    def schedule(self):
-        from sm_locust.plateau.traffic import parse_traffic_pattern
-
+    def schedule(self) -> Schedule:
         if self.traffic_pattern is None:
             raise UsageError("--shape phases needs --traffic-pattern FILE_OR_JSON (an Inference Recommender TrafficPattern)")
         try:
@@ -265,16 +287,9 @@ class ShapeSettings:
         except UsageError as exc:
             raise UsageError(f"--traffic-pattern: {exc}") from None
 
-    def schedule_search(self, schedule):
-        from sm_locust.plateau.search import ScheduleSearch
-
+    def schedule_search(self, schedule: Schedule) -> ScheduleSearch:
         conditions = schedule.stopping.conditions() + self.constraints(None) + self.budgets()
         first = schedule.at(0.0)
         return ScheduleSearch(first[0], max(schedule.max_users, first[0]), conditions=conditions)
 
-
-def _default_rate_per_user() -> float:
-    from sm_locust.openloop import DEFAULT_RATE_PER_USER
-
-    return DEFAULT_RATE_PER_USER
 
