@@ -3,6 +3,9 @@
 Each check raises a `UsageError` (exit 2) or `RunError` (exit 1) naming what is wrong and how to
 fix it: no endpoint, unreadable payload, unknown profile, no region, no credentials, an endpoint
 URL that refuses connections. Credentials are looked up, never printed.
+
+`is_loopback` is the one test of "this URL is this machine" (placeholder credentials for the local
+endpoint and for CloudWatch stand-ins, a report that knows the run was local).
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from sm_locust.options import SageMakerSettings
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
 
 
-def is_loopback_url(url: str) -> bool:
-    host = urlparse(url).hostname or ""
-    if host == "localhost":
+def is_loopback(url: object) -> bool:
+    """True for a URL whose host is this machine: localhost, 127.0.0.0/8, ::1, or 0.0.0.0 (the
+    any-address a local server listens on); False for anything that is not a URL."""
+    if not isinstance(url, str) or "://" not in url:
+        return False
+    host = (urlparse(url).hostname or "").lower()
+    if host in ("localhost", "0.0.0.0"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -59,7 +66,7 @@ def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
         region = settings.region or session.get_config_variable("region")
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and ~/.aws/config") from None
-    local = bool(settings.endpoint_url) and is_loopback_url(settings.endpoint_url)
+    local = is_loopback(settings.endpoint_url)
     if credentials is None:
         if local:
             extra.update(LOCAL_CREDENTIALS)

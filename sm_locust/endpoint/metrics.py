@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
+from sm_locust.preflight import is_loopback
 from sm_locust.report.metrics import METRICS_BY_NAME
 
 DEFAULT_INTERVAL_S = 10.0
@@ -238,11 +238,6 @@ class ProcessSampler:
         except OSError:
             disk = None
         return ResourceUsage(cpu_pct=cpu, memory_pct=self._memory_pct(processes), disk_pct=disk)
-
-
-def is_loopback(url: str) -> bool:
-    host = (urlparse(url).hostname or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def make_client(url: str):

@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
+from sm_locust.preflight import is_loopback
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
@@ -127,20 +127,13 @@ def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any], run_opt
     return resolved
 
 
-def _is_loopback(url: Any) -> bool:
-    if not isinstance(url, str) or "://" not in url:
-        return False
-    host = (urlparse(url).hostname or "").lower()
-    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.startswith("127.")
-
-
 def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> bool:
     """The run targeted the local endpoint: a loopback URL among its options, or `local: true`."""
     for src in _sources(summary, run_options):
         if src.get("local") is True or str(src.get("target", "")).lower() == "local":
             return True
         for key, value in src.items():
-            if "url" in key.lower() and "cloudwatch" not in key.lower() and _is_loopback(value):
+            if "url" in key.lower() and "cloudwatch" not in key.lower() and is_loopback(value):
                 return True
     return False
 
