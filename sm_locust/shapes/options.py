@@ -2,7 +2,9 @@
 
 Defaults that depend on the shape are None here ("the shape's default"): `--max-users` is 10 for
 the step shape and 1000 for the plateau search; `--max-error-rate` is 0.05 for the plateau and
-phases shapes and off for the step shape. `sm_locust.shapes.settings` parses and checks them all.
+phases shapes and off for the step shape. `--max-error-rate` is the run's one error-rate limit:
+the shapes judge each step by it and gates (`sm-locust smoke`) the whole run (docs/plateau.md).
+`sm_locust.shapes.settings` parses and checks them all.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ OPTIONS: list[OptionSpec] = [
                float),
     OptionSpec("--slo-percentile", "SM_LOCUST_SLO_PERCENTILE", "95", "percentile the SLO applies to: 95, p99, 99.9"),
     OptionSpec("--max-error-rate", "SM_LOCUST_MAX_ERROR_RATE", None,
-               "highest acceptable failure fraction per step, e.g. 0.05 (plateau/phases default 0.05; step: off)", float),
+               "the run's error-rate limit, a fraction, e.g. 0.05: a step above it is not acceptable (plateau/phases "
+               "default 0.05; step: off); gates (sm-locust smoke) fail a run above it", float),
     OptionSpec("--max-duration", "SM_LOCUST_MAX_DURATION", None, "stop the search after this long: 600, 90s, 10m"),
     OptionSpec("--max-invocations", "SM_LOCUST_MAX_INVOCATIONS", None, "stop the search after this many requests", int),
     OptionSpec("--search-mode", "SM_LOCUST_SEARCH_MODE", "users",
