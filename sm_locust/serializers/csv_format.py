@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sm_locust.options import parse_bool
 from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
 from sm_locust.serializers.content_types import CSV, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, NUM_FIELDS, as_single_array, is_ranking
@@ -62,7 +63,7 @@ class CsvSerializer(Serializer):
 
     def __init__(self, header: bool = False, delimiter: str = ",", content_type: str | None = None):
         super().__init__(content_type)
-        self.header = _truthy(header)
+        self.header = parse_bool(header, "header")
         self.delimiter = delimiter
 
     def _serialize(self, obj: Any) -> bytes:
@@ -86,16 +87,6 @@ class CsvSerializer(Serializer):
     def _deserialize(self, data: bytes) -> np.ndarray:
         arr = read_csv(data, "response", self.delimiter)
         return arr.ravel() if arr.shape[1] == 1 else arr
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        if value.strip().lower() in ("1", "true", "yes", "on"):
-            return True
-        if value.strip().lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise SerializationError(f"header must be on or off (true/false); got {value!r}")
-    return bool(value)
 
 
 def csv_rows(body: bytes) -> int:
