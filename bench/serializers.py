@@ -8,7 +8,7 @@ float32 buffer), and whether one 500-row request is better sent as 10 x 50 rows 
 costs client CPU (encode, decode, bytes on the wire) and server time (decode, model, encode).
 
 Each scenario sends the same 500 ranking rows, one request after another, through sm-locust's
-boto3 client (`SageMakerClient`, the code a test runs; `sm_locust.fanout.invoke_split` for the
+boto3 client (`Boto3SageMakerClient`, the code a test runs; `sm_locust.users.fanout.invoke_split` for the
 fan-out), to a local endpoint it starts on a free 127.0.0.1 port (2 gevent workers by default:
 this machine has 2 cores, shared with the client). Per request the client encodes the rows with
 the scenario's serializer, invokes, and decodes the response into an array, as an application
@@ -37,12 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from locust.env import Environment  # noqa: E402
 
-from sm_locust.client import SageMakerClient  # noqa: E402
 from sm_locust.endpoint.model import sample_rows  # noqa: E402
 from sm_locust.endpoint.server import LocalEndpoint  # noqa: E402
-from sm_locust.fanout import PARTS, invoke_split  # noqa: E402
 from sm_locust.invocation import Invocation  # noqa: E402
+from sm_locust.payloads.split import PARTS  # noqa: E402
 from sm_locust.serializers import create_serializer  # noqa: E402
+from sm_locust.transport.boto3 import Boto3SageMakerClient  # noqa: E402
+from sm_locust.users.fanout import invoke_split  # noqa: E402
 
 ROWS = 500
 ENDPOINT = "bench"
@@ -87,7 +88,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def one_request(client: SageMakerClient, scenario: Scenario, ranking: dict, decoder) -> tuple[int, int, bool]:
+def one_request(client: Boto3SageMakerClient, scenario: Scenario, ranking: dict, decoder) -> tuple[int, int, bool]:
     """Encode, send, decode one logical request; (request bytes, response bytes, ok)."""
     serializer = create_serializer(scenario.serializer)
     if scenario.parts == 1:
@@ -103,13 +104,13 @@ def one_request(client: SageMakerClient, scenario: Scenario, ranking: dict, deco
         results, sent = invoke_split(client, whole), sum(len(p.body) for p in parts)
     if any(r is None for r in results):
         return sent, 0, False
-    rows = sum(np.asarray(decoder.deserialize(r["body"], r["content_type"])["prob"]
+    rows = sum(np.asarray(decoder.deserialize(r.body, r.content_type)["prob"]
                           if scenario.accept == "application/x-protobuf" else
-                          decoder.deserialize(r["body"], r["content_type"])).shape[0] for r in results)
-    return sent, sum(len(r["body"]) for r in results), rows == ROWS
+                          decoder.deserialize(r.body, r.content_type)).shape[0] for r in results)
+    return sent, sum(len(r.body) for r in results), rows == ROWS
 
 
-def measure_all(client: SageMakerClient, ranking: dict, requests: int, warmup: int, block: int,
+def measure_all(client: Boto3SageMakerClient, ranking: dict, requests: int, warmup: int, block: int,
                 codec_seconds: float) -> list[Result]:
     """Every scenario, interleaved in blocks of `block` requests so background load hits all alike."""
     decoders = [create_serializer(s.serializer) for s in SCENARIOS]
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ranking = {"feat_ids": ids, "feat_vals": vals}
     env = Environment()
     with LocalEndpoint(workers=args.workers) as endpoint:
-        client = SageMakerClient(env, ENDPOINT, boto3_client=local_boto3_client(endpoint.url))
+        client = Boto3SageMakerClient(env, ENDPOINT, boto3_client=local_boto3_client(endpoint.url))
         results = measure_all(client, ranking, requests, warmup, block=min(10, requests),
                               codec_seconds=0.02 if args.quick else 0.3)
     print(table(results, args.workers, requests))

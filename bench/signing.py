@@ -4,7 +4,7 @@
 
 Each signer signs the same InvokeEndpoint request (session token, custom attributes, target
 variant) with a 1 KB and a 1 MB body; the body hash dominates at 1 MB. A boto3 `invoke_endpoint`
-call costs ~1.5 ms CPU in total on the reference machine (REFERENCE.md), for comparison.
+call costs ~1.5 ms CPU in total on the development machine (docs/facts.md), for comparison.
 Credentials are fixed test values: no network, no credential lookup.
 """
 

@@ -12,10 +12,12 @@ import importlib
 __version__ = "0.1.0"
 
 _LAZY = {
-    "SageMakerClient": "sm_locust.client",
-    "SageMakerUser": "sm_locust.users",
-    "FastSageMakerUser": "sm_locust.transport.users",
-    "FastSageMakerClient": "sm_locust.transport.client",
+    "SageMakerUser": "sm_locust.users.sagemaker",
+    "FastSageMakerUser": "sm_locust.users.sagemaker",
+    "create_client": "sm_locust.transport",
+    "SageMakerClient": "sm_locust.transport.contract",
+    "FastSageMakerClient": "sm_locust.transport.fast",
+    "Boto3SageMakerClient": "sm_locust.transport.boto3",
     "Invocation": "sm_locust.invocation",
     "InvocationError": "sm_locust.invocation",
 }

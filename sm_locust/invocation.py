@@ -92,7 +92,7 @@ class Invocation:
         return {k: v for k, v in pairs.items() if v is not None}
 
     def http_headers(self) -> dict[str, str]:
-        """The wire headers InvokeEndpoint sends for these fields (see REFERENCE.md)."""
+        """The wire headers InvokeEndpoint sends for these fields (docs/facts.md)."""
         pairs = {
             "Content-Type": self.content_type,
             "Accept": self.accept,

@@ -7,26 +7,26 @@ import locust  # noqa: F401  (gevent monkey-patching before botocore)
 import pytest
 from locust.env import Environment
 
-from sm_locust.client import SageMakerClient
 from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
-from sm_locust.transport.adapter import FastClient
+from sm_locust.transport import TRANSPORTS, create_client
+from sm_locust.transport.contract import AsyncResult
 from tests.conftest import SAMPLE_PAYLOAD
 
 INPUT = "s3://my-bucket/inputs/request.json"
 
 
-def _call(cls, url, invocation, location=INPUT):
+def _call(transport, url, invocation, location=INPUT):
     env = Environment()
     seen: list[dict] = []
     env.events.request.add_listener(lambda **kw: seen.append(kw))
-    return cls(env, "ep", endpoint_url=url).invoke_async(invocation, location), seen
+    return create_client(transport, env, "ep", endpoint_url=url).invoke_async(invocation, location), seen
 
 
-@pytest.mark.parametrize("cls", [SageMakerClient, FastClient])
-def test_async_accepted_with_fake_s3_locations(endpoint, cls):
-    result, seen = _call(cls, endpoint.url, Invocation(body=SAMPLE_PAYLOAD.read_bytes(), inference_id="abc-1"))
-    assert result == {"inference_id": "abc-1", "output_location": "s3://sm-locust-local/async-output/abc-1.out",
-                      "failure_location": "s3://sm-locust-local/async-failures/abc-1-error.out"}
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_async_accepted_with_fake_s3_locations(endpoint, transport):
+    result, seen = _call(transport, endpoint.url, Invocation(body=SAMPLE_PAYLOAD.read_bytes(), inference_id="abc-1"))
+    assert result == AsyncResult("abc-1", "s3://sm-locust-local/async-output/abc-1.out",
+                                 "s3://sm-locust-local/async-failures/abc-1-error.out")
     [event] = seen
     assert (event["request_type"], event["name"], event["exception"], event["response_length"]) == (
         INVOKE_ENDPOINT_ASYNC, "ep", None, 0)
@@ -34,8 +34,8 @@ def test_async_accepted_with_fake_s3_locations(endpoint, cls):
 
 def test_async_faults_named_the_same(endpoint):
     texts = []
-    for cls in (SageMakerClient, FastClient):
-        result, seen = _call(cls, endpoint.url, Invocation(body=b"", custom_attributes="sm-locust-fault=ThrottlingException"))
+    for transport in TRANSPORTS:
+        result, seen = _call(transport, endpoint.url, Invocation(body=b"", custom_attributes="sm-locust-fault=ThrottlingException"))
         assert result is None
         texts.append(str(seen[-1]["exception"]))
     assert texts[0] == texts[1] == "ThrottlingException: Rate exceeded"

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from sm_locust.endpoint.server import free_port
+from tests.fakes import wait_exit
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -165,16 +166,6 @@ def start_cluster(topo: LocalTopology, workers: int = 2, endpoint: bool = True) 
     topo.start("master")
     for i in range(workers):
         topo.start("worker", f"worker{i + 1}")
-
-
-def wait_exit(proc: subprocess.Popen, timeout: float) -> int:
-    """Poll for the exit code (gevent's patched Popen.wait can miss a child's exit under pytest)."""
-    deadline = time.monotonic() + timeout
-    while proc.poll() is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{proc.args[:4]} still running after {timeout} s")
-        time.sleep(0.1)
-    return proc.returncode
 
 
 def endpoint_stats(topo: LocalTopology) -> dict:

@@ -19,11 +19,11 @@ from sm_locust import SageMakerUser
 from sm_locust.endpoint import codecs
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UsageError
-from sm_locust.fanout import INVOKE_ENDPOINT_SPLIT, invoke_split
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.split import PARTS, check_split, split_invocations
 from sm_locust.serializers import create_serializer, part_slices
+from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT, invoke_split
 
 IDS, VALS = sample_rows(10, seed=7)
 RANKING = {"feat_ids": IDS, "feat_vals": VALS}

@@ -9,18 +9,17 @@ import time
 import pytest
 from locust.env import Environment
 
-from sm_locust.client import SageMakerClient
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
 from sm_locust.openloop import invoke_from_intended
-from sm_locust.transport.adapter import FastClient
+from sm_locust.transport import TRANSPORTS, create_client
 from tests.conftest import SAMPLE_PAYLOAD
 
 
-@pytest.mark.parametrize("client_cls", [SageMakerClient, FastClient], ids=["boto3", "fast"])
-def test_a_late_send_counts_its_delay_in_the_response_time(endpoint, client_cls):
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_a_late_send_counts_its_delay_in_the_response_time(endpoint, transport):
     env = Environment()
     env.create_local_runner()  # the runner is what records request events into env.stats
-    client = client_cls(env, "ep", endpoint_url=endpoint.url, region="us-east-1")
+    client = create_client(transport, env, "ep", endpoint_url=endpoint.url, region="us-east-1")
     invocation = Invocation(body=SAMPLE_PAYLOAD.read_bytes())
     client.invoke(invocation)  # warm the connection
     intended = time.perf_counter() - 0.4  # this send should have left 400 ms ago

@@ -20,7 +20,7 @@ from locust.env import Environment
 
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.endpoint.server import LocalEndpoint
-from sm_locust.fanout import INVOKE_ENDPOINT_SPLIT
+from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT
 from sm_locust.invocation import INVOKE_ENDPOINT
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser, _load_payloads
 from sm_locust.record.recorder import RunRecorder

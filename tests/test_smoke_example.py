@@ -13,7 +13,7 @@ import yaml
 
 from sm_locust.endpoint.server import free_port
 from tests.conftest import ROOT
-from tests.test_compose import wait_exit
+from tests.fakes import wait_exit
 
 WORKFLOW = ROOT / "examples" / "github-actions" / "smoke.yml"
 

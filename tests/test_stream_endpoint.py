@@ -10,12 +10,12 @@ import pytest
 from botocore.exceptions import ClientError, EventStreamError
 from locust.env import Environment
 
-from sm_locust.client import SageMakerClient, make_boto3_client, name_error
 from sm_locust.endpoint.model import RankingModel
 from sm_locust.endpoint.codecs import decode_request
 from sm_locust.endpoint.streaming import tokens_for
 from sm_locust.invocation import INVOKE_ENDPOINT_STREAM, Invocation
-from sm_locust.transport.adapter import FastClient
+from sm_locust.transport import TRANSPORTS, create_client
+from sm_locust.transport.boto3 import make_boto3_client, name_error
 from sm_locust.transport.tokens import json_lines_with_token
 from tests.conftest import SAMPLE_PAYLOAD
 
@@ -44,11 +44,11 @@ def _botocore_chunks(url: str, **kwargs) -> list[bytes]:
     return [event["PayloadPart"]["Bytes"] for event in answer["Body"] if "PayloadPart" in event]
 
 
-def _recorded(cls, url: str, invocation: Invocation):
+def _recorded(transport: str, url: str, invocation: Invocation):
     env = Environment()
     seen: list[dict] = []
     env.events.request.add_listener(lambda **kw: seen.append(kw))
-    client = cls(env, "ep", endpoint_url=url)
+    client = create_client(transport, env, "ep", endpoint_url=url)
     return client.invoke_stream(invocation), seen
 
 
@@ -62,20 +62,20 @@ def test_stream_parsed_identically_by_botocore_and_the_fast_path(streaming):
     expected = tokens_for(RankingModel().predict(*decode_request(BODY, "application/json", None)))
     assert _botocore_chunks(streaming.url) == expected  # botocore's own EventStream parser
     results = {}
-    for cls in (SageMakerClient, FastClient):
-        result, seen = _recorded(cls, streaming.url, Invocation(body=BODY))
+    for transport in TRANSPORTS:
+        result, seen = _recorded(transport, streaming.url, Invocation(body=BODY))
         assert result is not None, seen
-        assert result["chunks"] == expected and result["body"] == b"".join(expected)
-        assert result["content_type"] == "application/jsonlines" and result["variant"] == "AllTraffic"
-        assert json_lines_with_token(result["body"]) == len(expected) == 10
-        assert result["ttft_ms"] >= FIRST_TOKEN_MS * 0.9
-        assert len(result["inter_chunk_ms"]) == len(expected) - 1
+        assert result.chunks == expected and result.body == b"".join(expected)
+        assert result.content_type == "application/jsonlines" and result.variant == "AllTraffic"
+        assert json_lines_with_token(result.body) == len(expected) == 10
+        assert result.ttft_ms >= FIRST_TOKEN_MS * 0.9
+        assert len(result.inter_chunk_ms) == len(expected) - 1
         ttft, gaps, total = seen
         assert ttft["response_time"] >= FIRST_TOKEN_MS * 0.9
         assert TOKEN_MS * 0.5 <= gaps["response_time"] <= TOKEN_MS * 10
         assert total["context"]["chunks"] == 10 and total["response_time"] >= ttft["response_time"]
-        results[cls.__name__] = _shape(seen)
-    assert results["SageMakerClient"] == results["FastClient"] == [
+        results[transport] = _shape(seen)
+    assert results["boto3"] == results["fast"] == [
         ("TTFT", "ep", len(expected[0]), None), ("InterChunk", "ep", 9, None),
         (INVOKE_ENDPOINT_STREAM, "ep", len(b"".join(expected)), None)]
 
@@ -88,8 +88,8 @@ def test_stream_failures_identical_in_both_clients_and_botocore(streaming, fault
     if fault.endswith(("StreamError", "StreamFailure")):
         assert isinstance(caught.value, EventStreamError)  # a 200 whose stream carries the error
     shapes = []
-    for cls in (SageMakerClient, FastClient):
-        result, seen = _recorded(cls, streaming.url, Invocation(body=BODY, custom_attributes=attributes))
+    for transport in TRANSPORTS:
+        result, seen = _recorded(transport, streaming.url, Invocation(body=BODY, custom_attributes=attributes))
         assert result is None
         assert seen[-1]["exception"].code == fault
         assert str(seen[-1]["exception"]) == str(name_error(caught.value))
@@ -101,8 +101,8 @@ def test_stream_failures_identical_in_both_clients_and_botocore(streaming, fault
 
 def test_stream_error_ratio_and_token_count(endpoint_factory):
     ep = endpoint_factory(stream_tokens=25, stream_error_ratio=1.0)
-    for cls in (SageMakerClient, FastClient):
-        result, seen = _recorded(cls, ep.url, Invocation(body=BODY))
+    for transport in TRANSPORTS:
+        result, seen = _recorded(transport, ep.url, Invocation(body=BODY))
         assert result is None and seen[-1]["exception"].code == "ModelStreamError"
         assert seen[-1]["context"]["chunks"] == 12  # half of 25, then the error
     stats = ep.stats()
@@ -111,5 +111,5 @@ def test_stream_error_ratio_and_token_count(endpoint_factory):
 
 def test_stream_tokens_option(endpoint_factory):
     ep = endpoint_factory(stream_tokens=3)
-    result, _ = _recorded(FastClient, ep.url, Invocation(body=BODY))
-    assert [orjson.loads(c)["token"]["id"] for c in result["chunks"]] == [0, 1, 2]
+    result, _ = _recorded("fast", ep.url, Invocation(body=BODY))
+    assert [orjson.loads(c)["token"]["id"] for c in result.chunks] == [0, 1, 2]

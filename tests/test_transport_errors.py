@@ -2,7 +2,7 @@
 
 Each case is served by the fake runtime to a botocore client (retries off) and to
 FastSageMakerClient; botocore's `ClientError.response` and our `parse_error_response` must agree,
-and the failure text must equal the boto3 path's (`sm_locust.client.name_error`).
+and the failure text must equal the boto3 path's (`sm_locust.transport.boto3.name_error`).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from locust.env import Environment
 
 from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError, ClientError
-from sm_locust.client import name_error
 from sm_locust.invocation import Invocation
-from sm_locust.transport.client import FastSageMakerClient
+from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.errors import error_from_client_error, parse_error_response
-from test_transport_server import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client, free_port
+from sm_locust.transport.fast import FastSageMakerClient
+from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client, free_port
 
 ERRORTYPE = "x-amzn-ErrorType"
 MODEL_ERROR_BODY = {
@@ -72,7 +72,7 @@ def runtime():
 
 def _fast(url, env, endpoint="x", **kw):
     return FastSageMakerClient(
-        endpoint, environment=env, region=REGION, endpoint_url=url,
+        env, endpoint, region=REGION, endpoint_url=url,
         credentials=Credentials(ACCESS_KEY, SECRET_KEY, TOKEN), **kw,
     )
 
@@ -154,7 +154,7 @@ def test_read_timeout_is_read_timeout_error(runtime):
 
     runtime.routes["x"] = slow
     try:
-        fast = _fast_failure(runtime.url, network_timeout=0.2)
+        fast = _fast_failure(runtime.url, read_timeout=0.2)
         boto = _botocore_failure(runtime.url, read_timeout=0.2)
     finally:
         del runtime.routes["x"]
@@ -175,7 +175,7 @@ def test_connect_timeout_is_connect_timeout_error():
             s.connect_ex(listener.getsockname())
             fillers.append(s)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        code, message = _fast_failure(url, connection_timeout=0.2)
+        code, message = _fast_failure(url, connect_timeout=0.2)
     finally:
         for s in fillers:
             s.close()

@@ -15,8 +15,8 @@ import pytest
 
 from sm_locust.errors import UnknownNameError
 from sm_locust.options import SageMakerSettings
-from sm_locust.transport.adapter import FastClient
-from sm_locust.transport.options import DEFAULT_TRANSPORT, TRANSPORTS, client_class
+from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS, create_client
+from sm_locust.transport.fast import FastSageMakerClient
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 FAULTS = {"throttle_ratio": 0.15, "error_ratio": 0.15, "model_error_ratio": 0.1}
@@ -25,7 +25,7 @@ CODES = {"ThrottlingException", "InternalFailure", "ServiceUnavailable", "ModelE
 
 def _run(url: str, out, *extra: str) -> tuple[dict, dict]:
     """summary.json and {(request type, name): requests} from Locust's final table in locust.log
-    (the CSV can miss the last second of a short run, REFERENCE.md)."""
+    (the CSV can miss the last second of a short run, docs/facts.md)."""
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
                      "-u", "3", "-r", "30", "-t", "4s", "--out", str(out), "-q", *extra)
     assert result.returncode in (0, 1), result.stdout + result.stderr  # 1: the run had failures
@@ -37,7 +37,7 @@ def _run(url: str, out, *extra: str) -> tuple[dict, dict]:
     return summary, rows
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_same_error_codes_with_either_transport(endpoint_factory, tmp_path, transport):
     ep = endpoint_factory(seed=5, **FAULTS)
     summary, rows = _run(ep.url, tmp_path / transport, "--transport", transport)
@@ -51,7 +51,7 @@ def test_same_error_codes_with_either_transport(endpoint_factory, tmp_path, tran
     assert options["sm_locust"].get("transport", DEFAULT_TRANSPORT) == transport
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_stream_option_calls_the_streaming_route(endpoint_factory, tmp_path, transport):
     ep = endpoint_factory(first_token_ms=5, token_ms=1, stream_error_ratio=0.2, seed=2)
     summary, rows = _run(ep.url, tmp_path / transport, "--transport", transport, "--stream", "true")
@@ -63,6 +63,6 @@ def test_stream_option_calls_the_streaming_route(endpoint_factory, tmp_path, tra
 
 def test_default_transport_is_declared_once():
     assert SageMakerSettings().transport == DEFAULT_TRANSPORT
-    assert client_class("fast") is FastClient
-    with pytest.raises(UnknownNameError, match="choose one of: boto3, fast"):
-        client_class("http2")
+    assert TRANSPORTS.get("fast") is FastSageMakerClient
+    with pytest.raises(UnknownNameError, match="unknown transport 'http2'; choose one of: boto3, fast"):
+        create_client("http2", None, "ep")

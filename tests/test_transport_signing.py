@@ -15,9 +15,9 @@ from locust.env import Environment
 from botocore.credentials import Credentials, RefreshableCredentials
 from sm_locust.errors import UnknownNameError
 from sm_locust.invocation import Invocation
-from sm_locust.transport.client import FastSageMakerClient
+from sm_locust.transport.fast import FastSageMakerClient
 from sm_locust.transport.signing import SIGNERS, LeanSigner, create_signer
-from test_transport_server import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client
+from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client
 
 AMZ_DATE = "20250314T235959Z"
 NAMES = ["plain-endpoint", "my endpoint", "a/b", "ü-model", "x+y=z", "tilde~dot.under_score"]
@@ -108,7 +108,7 @@ def test_fast_client_signatures_pass_the_independent_verifier(signer):
     with FakeRuntime() as server:
         for token in (TOKEN, None):
             client = FastSageMakerClient(
-                "my endpoint/ü", environment=env, region=REGION, endpoint_url=server.url,
+                env, "my endpoint/ü", region=REGION, endpoint_url=server.url,
                 signer=signer, credentials=credentials(token),
             )
             for body, headers in itertools.product(BODIES, [{}, OPTIONAL]):
@@ -141,7 +141,7 @@ def test_missing_credentials_are_a_reported_failure(monkeypatch, tmp_path):
     env = Environment()
     seen = []
     env.events.request.add_listener(lambda **kw: seen.append(kw))
-    client = FastSageMakerClient("e", environment=env, region=REGION, endpoint_url="http://127.0.0.1:9")
+    client = FastSageMakerClient(env, "e", region=REGION, endpoint_url="http://127.0.0.1:9")
     assert client.invoke(Invocation(body=b"{}")) is None
     assert str(seen[0]["exception"]) == "NoCredentialsError: Unable to locate credentials"
 

@@ -17,13 +17,15 @@ from locust.env import Environment
 
 from botocore.credentials import Credentials
 from botocore.eventstream import EventStreamBuffer
-from botocore.exceptions import EventStreamError
+from botocore.exceptions import ClientError, EventStreamError
 from sm_locust.invocation import Invocation
 from sm_locust.transport import eventstream as es
-from sm_locust.transport.client import FastSageMakerClient
+from sm_locust.transport.boto3 import name_error
+from sm_locust.transport.contract import AsyncResult
 from sm_locust.transport.errors import error_from_client_error
+from sm_locust.transport.fast import FastSageMakerClient
 from sm_locust.transport.tokens import json_lines_with_token, whitespace_words
-from test_transport_server import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client, json_error
+from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client, json_error
 
 TOKENS = [json.dumps({"token": {"text": w}}).encode() + b"\n" for w in ("Hello", " wor", "ld", "!")]
 
@@ -84,7 +86,7 @@ def runtime():
 
 def _fast(url, env, endpoint, **kw):
     return FastSageMakerClient(
-        endpoint, environment=env, region=REGION, endpoint_url=url,
+        env, endpoint, region=REGION, endpoint_url=url,
         credentials=Credentials(ACCESS_KEY, SECRET_KEY, TOKEN), **kw,
     )
 
@@ -122,7 +124,7 @@ def test_stream_parsed_identically(runtime, endpoint):
         assert seen[1]["response_length"] == 3  # gaps averaged
         assert 15 <= seen[1]["response_time"] <= 200
         assert seen[0]["response_time"] >= 15  # the first chunk waited for its delay
-        assert len(response.gaps) == 3 and response.time_to_first_chunk <= response.total_time
+        assert len(response.inter_chunk_ms) == 3 and response.ttft_ms <= total["response_time"]
     # the accept header travels as X-Amzn-SageMaker-Accept, as botocore sends it
     assert runtime.seen[-1]["HTTP_X_AMZN_SAGEMAKER_ACCEPT"] == runtime.seen[-2]["HTTP_X_AMZN_SAGEMAKER_ACCEPT"]
 
@@ -142,15 +144,11 @@ def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
     total = seen[-1]
     assert total["request_type"] == "InvokeEndpointWithResponseStream"
     assert total["exception"].code == code
-    from botocore.exceptions import ClientError
-
     with pytest.raises(ClientError) as caught:  # EventStreamError is a ClientError
         _botocore_stream(runtime.url, endpoint)
     if endpoint != "http-error":
         assert isinstance(caught.value, EventStreamError)
     assert str(total["exception"]) == str(error_from_client_error(caught.value))
-    from sm_locust.client import name_error
-
     assert str(total["exception"]) == str(name_error(caught.value))
     if endpoint == "mid-error":  # the chunk before the error was timed, the rest still read
         assert [e["request_type"] for e in seen] == ["TTFT", "InvokeEndpointWithResponseStream"]
@@ -159,7 +157,7 @@ def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
 
 def test_connection_is_reused_after_streams(runtime):
     env = Environment()
-    client = _fast(runtime.url, env, "mid-error", concurrency=1)
+    client = _fast(runtime.url, env, "mid-error", pool_size=1)
     for _ in range(3):
         client.invoke_stream(Invocation(body=b"{}"))
     client.invoke(Invocation(body=b"ping"))  # the pool's one connection is clean again
@@ -181,7 +179,7 @@ def test_async_invocation(runtime):
     seen = _events(env)
     client = _fast(runtime.url, env, "async")
     response = client.invoke_async(Invocation(body=b"", content_type="text/csv", accept="application/json", target_model="ignored"), "s3://bucket/in/x.csv")
-    assert (response.status, response.inference_id, response.output_location, response.failure_location) == (202, "abc", "s3://bucket/out/abc.out", "s3://bucket/fail/abc.out")
+    assert response == AsyncResult("abc", "s3://bucket/out/abc.out", "s3://bucket/fail/abc.out")
     assert seen[-1]["request_type"] == "InvokeEndpointAsync" and seen[-1]["exception"] is None
     fast_request = runtime.seen[-1]
     boto = botocore_client(runtime.url).invoke_endpoint_async(EndpointName="async", InputLocation="s3://bucket/in/x.csv", ContentType="text/csv", Accept="application/json")

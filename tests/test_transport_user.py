@@ -1,4 +1,5 @@
-"""FastSageMakerUser in an in-process Locust run against the fake runtime: entries and errors.
+"""SageMakerUser (and its alias FastSageMakerUser) in an in-process Locust run against the fake
+runtime: entries and errors.
 
 Credentials come from the environment through botocore's provider chain, as in a real run.
 """
@@ -16,8 +17,8 @@ from locust.exception import StopTest
 from sm_locust.invocation import Invocation
 from sm_locust.transport import eventstream as es
 from sm_locust.transport.tokens import whitespace_words
-from sm_locust.transport.users import FastSageMakerUser
-from test_transport_server import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, echo, json_error
+from sm_locust.users import FastSageMakerUser, SageMakerUser
+from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, echo, json_error
 
 
 def endpoint(environ, body):
@@ -52,7 +53,7 @@ def test_locust_run_reports_entries_and_throttles(aws_env):
             endpoint_name = "ok"
             region = REGION
             endpoint_url = server.url
-            concurrency = 2
+            pool_size = 2
             token_counter = whitespace_words
             wait_time = constant(0.01)
 
@@ -95,8 +96,27 @@ def test_locust_run_reports_entries_and_throttles(aws_env):
 
 
 def test_user_without_endpoint_name_stops_with_a_hint():
-    class Nameless(FastSageMakerUser):
+    class Nameless(SageMakerUser):
         region = REGION
 
     with pytest.raises(StopTest, match="endpoint_name"):
         Nameless(Environment())
+
+
+def test_the_alias_is_a_sagemaker_user_on_the_fast_transport(aws_env):
+    class Ranker(FastSageMakerUser):
+        endpoint_name = "ok"
+        endpoint_url = "http://127.0.0.1:9"
+
+    user = Ranker(Environment())
+    assert isinstance(user, SageMakerUser) and user.client.transport == "fast"
+    assert (user.pool_size, user.connect_timeout, user.read_timeout) == (
+        SageMakerUser.pool_size, SageMakerUser.connect_timeout, SageMakerUser.read_timeout)
+
+
+def test_locust_host_is_the_endpoint_url_when_none_is_set(aws_env):
+    class Hosted(SageMakerUser):
+        endpoint_name = "ok"
+        host = "http://127.0.0.1:9"
+
+    assert Hosted(Environment()).client.urls["InvokeEndpoint"] == "http://127.0.0.1:9/endpoints/ok/invocations"

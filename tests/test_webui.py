@@ -24,7 +24,7 @@ import pytest
 from sm_locust.endpoint.server import free_port
 from sm_locust.options import all_option_specs
 from tests.conftest import ROOT, SAMPLE_PAYLOAD
-from tests.test_compose import wait_exit
+from tests.fakes import wait_exit
 
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)

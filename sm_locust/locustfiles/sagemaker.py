@@ -16,12 +16,13 @@ from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.errors import SmLocustError
-from sm_locust.fanout import PARTS, invoke_split
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.payloads.options import prepare_payloads
+from sm_locust.payloads.split import PARTS
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
+from sm_locust.users.fanout import invoke_split
 
 __all__ = ["InvokeEndpointUser"]
 log = logging.getLogger("sm_locust")
@@ -72,7 +73,7 @@ def _load_payloads(environment, **_kw) -> None:
 class InvokeEndpointUser(SageMakerUser):
     """Sends the payload pool's invocations to `--endpoint-name`, one after another.
 
-    A split invocation (`--split K`) goes out as its K parts at once (`sm_locust.fanout`); with
+    A split invocation (`--split K`) goes out as its K parts at once (`sm_locust.users.fanout`); with
     `--validate-response` the shared client checks every response body.
     """
 

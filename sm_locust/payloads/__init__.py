@@ -14,7 +14,7 @@ source:
 
 Selection (`selection=`): `round-robin` (default), `random` (seeded), `weighted` (JSONL `Weight`
 keys or `weights=`; chosen automatically when weights exist). With `split=K` every body also
-carries its rows pre-encoded as K parts (`split.py`; sent by `sm_locust.fanout`). The command-line options and the
+carries its rows pre-encoded as K parts (`split.py`; sent by `sm_locust.users.fanout`). The command-line options and the
 wiring from them to this function live in `payloads/options.py`. See docs/payloads.md.
 """
 

@@ -1,7 +1,7 @@
 """Fan-out preparation (`--split K`): each invocation's rows pre-encoded as K parts, before the test.
 
 Why here: the parts are built once, with the rest of the payload pool, never on the request
-path; sending them (`sm_locust.fanout.invoke_split`) only reads `extra[PARTS]`. A body a
+path; sending them (`sm_locust.users.fanout.invoke_split`) only reads `extra[PARTS]`. A body a
 serializer built (.npy/.npz and function sources, which keep their request object as
 `extra[template.SOURCE]`) is split by slicing the object's rows and encoding each slice with the
 same serializer and headers; a body read as bytes is split in its own format by the serializers

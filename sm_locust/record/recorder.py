@@ -25,7 +25,7 @@ import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
 
-from sm_locust.fanout import PART_SUFFIX
+from sm_locust.users.fanout import PART_SUFFIX
 from sm_locust.invocation import error_code
 from sm_locust.openloop import OpenLoopCounters, offered_rate
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms

@@ -1,0 +1,166 @@
+"""`Boto3SageMakerClient` (transport `boto3`): botocore's `sagemaker-runtime` end to end, the reference.
+
+It implements the three transport primitives of `sm_locust.transport.contract` (the contract
+times, validates and reports them) on a boto3 client built for load tests: the botocore defaults
+that distort them are fixed (docs/facts.md): retries are really off (`total_max_attempts=1`: a
+throttle is counted, not hidden behind a silent retry), the connection pool is sized for the users
+sharing the client, and the response body is always read inside the timed block. Failures are
+named by their botocore error code (`name_error`: `ThrottlingException: Rate exceeded`).
+
+Region, credentials and endpoint follow the boto3 chain (`AWS_PROFILE`, `AWS_REGION`,
+`AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`, ...) unless given. boto3 itself is imported when a client is
+made, never at import time (Locust must patch gevent first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+from sm_locust.invocation import Invocation, InvocationError
+from sm_locust.transport.contract import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_READ_TIMEOUT_S,
+    LOCAL_DEFAULT_REGION,
+    AsyncResult,
+    InvokeResult,
+    SageMakerClient,
+    StreamMeasurement,
+)
+
+# the members each operation models (botocore's sagemaker-runtime service model)
+_STREAM_KWARGS = frozenset({"Body", "ContentType", "Accept", "CustomAttributes", "TargetVariant",
+                            "TargetContainerHostname", "InferenceId", "InferenceComponentName", "SessionId"})
+_ASYNC_KWARGS = frozenset({"ContentType", "Accept", "CustomAttributes", "InferenceId"})
+
+
+def make_boto3_client(
+    *,
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    profile: str | None = None,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+    credentials: Any = None,
+):
+    """A `sagemaker-runtime` client with retries off and a pool sized for its users.
+
+    `credentials` (a botocore credentials object) is used as a static copy of its current keys.
+    """
+    import boto3
+    from botocore.config import Config
+
+    keys = {}
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key,
+                "aws_session_token": frozen.token}
+    session = boto3.session.Session(profile_name=profile or None, **keys)
+    if not (region or session.region_name) and endpoint_url:
+        region = LOCAL_DEFAULT_REGION  # a local endpoint does not care, botocore still needs one
+    config = Config(
+        retries={"mode": "standard", "total_max_attempts": 1},
+        max_pool_connections=pool_size,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        tcp_keepalive=True,
+    )
+    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=endpoint_url or None, config=config)
+
+
+def name_error(exc: BaseException) -> InvocationError:
+    """The botocore error code (or exception class) a failure is counted under."""
+    if isinstance(exc, InvocationError):
+        return exc
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and "Error" in response:
+        err = response.get("Error") or {}
+        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+        code = str(err.get("Code") or status or type(exc).__name__)
+        message = str(err.get("Message") or "")
+        if code == "ModelError" and response.get("OriginalStatusCode"):
+            message = f"(original status {response['OriginalStatusCode']}) {message}"
+        return InvocationError(code, message, status)
+    text = str(exc)
+    if type(exc).__module__.startswith("botocore") or type(exc).__module__.startswith("urllib3"):
+        return InvocationError(type(exc).__name__, text.split(":", 1)[0] if "endpoint URL" in text else text)
+    return InvocationError(type(exc).__name__, text)
+
+
+class Boto3SageMakerClient(SageMakerClient):
+    """The `boto3` transport: the contract's constructor, plus `boto3_client=` (an injected
+    `sagemaker-runtime` client, e.g. one a test or bench built; the settings are then its own)."""
+
+    transport = "boto3"
+
+    def __init__(
+        self,
+        environment: Any,
+        endpoint_name: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        profile: str | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        credentials: Any = None,
+        token_counter: Callable[[bytes], int] | None = None,
+        inter_chunk: str = "mean",
+        boto3_client: Any = None,
+    ):
+        super().__init__(environment, endpoint_name, token_counter=token_counter, inter_chunk=inter_chunk)
+        self.runtime = boto3_client or make_boto3_client(
+            region=region, endpoint_url=endpoint_url, profile=profile, pool_size=pool_size,
+            connect_timeout=connect_timeout, read_timeout=read_timeout, credentials=credentials,
+        )
+
+    def _invoke(self, invocation: Invocation) -> InvokeResult:
+        response = self.runtime.invoke_endpoint(EndpointName=self.endpoint_name, **invocation.boto3_kwargs())
+        return InvokeResult(response["Body"].read(), response.get("ContentType"), response.get("InvokedProductionVariant"))
+
+    def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
+        kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _STREAM_KWARGS}
+        response = self.runtime.invoke_endpoint_with_response_stream(EndpointName=self.endpoint_name, **kwargs)
+        stream.opened(response.get("ContentType"), response.get("InvokedProductionVariant"))
+        body = response["Body"]
+        try:
+            for event in body:
+                part = event.get("PayloadPart")
+                if part is not None:
+                    stream.chunk(part.get("Bytes", b""), perf_counter())
+        finally:
+            _drain(body)
+
+    def _async(self, invocation: Invocation, input_location: str | None) -> AsyncResult:
+        kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _ASYNC_KWARGS}
+        response = self.runtime.invoke_endpoint_async(EndpointName=self.endpoint_name,
+                                                      InputLocation=input_location or "", **kwargs)
+        return AsyncResult(response.get("InferenceId"), response.get("OutputLocation"), response.get("FailureLocation"))
+
+    def error(self, exc: BaseException, url: str | None = None) -> InvocationError:
+        return name_error(exc)
+
+    def close(self) -> None:
+        close = getattr(self.runtime, "close", None)
+        if close is not None:
+            close()
+
+    def __repr__(self) -> str:
+        url = getattr(getattr(self.runtime, "meta", None), "endpoint_url", None)
+        return f"{type(self).__name__}({self.endpoint_name!r}, endpoint_url={url!r})"
+
+
+def _drain(stream: Any) -> None:
+    """Read what is left of an event stream's body (after an error botocore stops reading), so the
+    connection goes back to the pool clean."""
+    raw = getattr(stream, "_raw_stream", None)
+    try:
+        if raw is not None:
+            for _ in raw.stream():
+                pass
+    except Exception:  # a broken connection: urllib3 discards it
+        stream.close()

@@ -1,0 +1,378 @@
+"""The transport contract: what every SageMaker Runtime client takes, returns and reports.
+
+Why one module: a test must read the same whichever client sends it (`--transport fast|boto3`), so
+everything but the wire lives here, once:
+
+- **one constructor** (`SageMakerClient.__init__`): environment, endpoint name, then keyword-only
+  region, endpoint_url, profile, pool_size, connect_timeout, read_timeout, credentials,
+  token_counter, inter_chunk (a transport may add its own extras, e.g. the fast client's `signer`);
+- **one result family**: `InvokeResult` (InvokeEndpoint), `StreamResult` (the same plus chunks and
+  their timings), `AsyncResult` (InvokeEndpointAsync); None after a reported failure;
+- **one timing/event helper**, `Measurement` (`measure(...)`), in the spirit of Locust's
+  `EventHook.measure()`: response time in milliseconds from `time.perf_counter()` (from `started`,
+  an open-loop sender's intended send time, when given), an exception raised inside the block
+  becomes the failure (named by the transport's `error()`), and the block fires exactly one
+  `request` event on exit. `StreamMeasurement` adds the `TTFT` and `InterChunk` entries;
+- **the operations**, written once here on top of three transport primitives: `send` / `invoke`
+  (InvokeEndpoint, then the validation hook), `invoke_stream`, `invoke_async`. A transport only
+  implements `_invoke`, `_stream`, `_async` (do the call, raise on failure) and `error` (name a
+  failure as botocore names it).
+- **the response-validation hook** (`check_response`): with a `validator` set (None = off, one
+  attribute test on the hot path), each successful InvokeEndpoint body is checked after the
+  response time is taken (decoding does not inflate latency) and before the event fires; a
+  rejected body is reported as the failure the validator returns (`InvalidResponse: ...`). A
+  validator is anything with `validate(body, content_type, invocation) -> InvocationError | None`
+  (e.g. `sm_locust.serializers.ResponseValidator`); one that raises counts as InvalidResponse.
+
+Entries (docs/transport.md): `InvokeEndpoint`, `InvokeEndpointWithResponseStream` (+ `TTFT`,
+`InterChunk`), `InvokeEndpointAsync`; name `invocation.request_name(endpoint)` or `name=`;
+`response_length` the body bytes of a success (0 for a failure, 0 for async; a stream counts the
+payload bytes received, also when it fails); `context` `{"endpoint", "variant"}` (streams add
+`chunks`, `tokens`, `ttft_ms`, `inter_chunk_ms`), updated with the caller's `context=`. Failures
+are reported, never raised into a User.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sm_locust.errors import UsageError
+from sm_locust.invocation import (
+    INVOKE_ENDPOINT,
+    INVOKE_ENDPOINT_ASYNC,
+    INVOKE_ENDPOINT_STREAM,
+    Invocation,
+    InvocationError,
+)
+
+DEFAULT_POOL_SIZE = 1024
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_READ_TIMEOUT_S = 60.0
+LOCAL_DEFAULT_REGION = "us-east-1"  # a local endpoint does not care; signing still needs a region
+
+TTFT = "TTFT"
+INTER_CHUNK = "InterChunk"
+INTER_CHUNK_MODES = ("mean", "each", "none")
+INVALID_RESPONSE = "InvalidResponse"
+
+_perf_counter = time.perf_counter
+_time = time.time
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class InvokeResult:
+    """A successful InvokeEndpoint: the whole body, its content type, the invoked variant."""
+
+    body: bytes
+    content_type: str | None = None
+    variant: str | None = None
+
+
+@dataclass(slots=True)
+class StreamResult(InvokeResult):
+    """A completed InvokeEndpointWithResponseStream: `body` is the PayloadPart bytes joined, in order.
+
+    `ttft_ms`: call start -> first PayloadPart; `inter_chunk_ms`: the gaps between consecutive
+    PayloadParts; `tokens`: the client's `token_counter` on the body (None without one).
+    """
+
+    chunks: list[bytes] = field(default_factory=list)
+    ttft_ms: float | None = None
+    inter_chunk_ms: list[float] = field(default_factory=list)
+    tokens: int | None = None
+
+
+@dataclass(slots=True)
+class AsyncResult:
+    """An accepted InvokeEndpointAsync (HTTP 202): where the result and a failure will be written."""
+
+    inference_id: str | None = None
+    output_location: str | None = None
+    failure_location: str | None = None
+
+
+# -- the validation hook ----------------------------------------------------------------------
+
+
+class Validator(Protocol):
+    def validate(self, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None: ...
+
+
+def check_response(validator: Any, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None:
+    """The validator's verdict on one response; a validator that raises counts as InvalidResponse."""
+    try:
+        return validator.validate(body, content_type, invocation)
+    except Exception as exc:  # never raised into the User
+        return InvocationError(INVALID_RESPONSE, f"validator raised {type(exc).__name__}: {exc}")
+
+
+# -- timing and reporting ---------------------------------------------------------------------
+
+
+def name_exception(exc: BaseException, url: str | None = None) -> InvocationError:
+    """The default failure name: an InvocationError as is, anything else by its class."""
+    if isinstance(exc, InvocationError):
+        return exc
+    return InvocationError(type(exc).__name__, str(exc))
+
+
+class Measurement:
+    """One timed request; fires one Locust `request` event when its `with` block ends.
+
+    Like `EventHook.measure()`: an `Exception` raised in the block is the failure (named by
+    `to_error(exc, url)`, never re-raised); a `BaseException` (GreenletExit when Locust stops the
+    User, KeyboardInterrupt) passes through without an event. Inside the block set
+    `response_length`, `exception` (a failure that was not raised, e.g. a rejected body) and
+    `context`; `stop()` ends the response time early (work after it is not timed).
+    """
+
+    __slots__ = ("_event", "request_type", "name", "context", "url", "started", "start_time", "end",
+                 "response_length", "exception", "_to_error")
+
+    def __init__(self, event: Any, request_type: str, name: str, context: dict | None = None, *,
+                 url: str | None = None, started: float | None = None,
+                 to_error: Callable[[BaseException, str | None], InvocationError] = name_exception):
+        now = _perf_counter()
+        if started is None:
+            self.started, self.start_time = now, _time()
+        else:  # an intended send time: the wait before sending is part of the response time
+            self.started, self.start_time = started, _time() - (now - started)
+        self._event = event
+        self.request_type = request_type
+        self.name = name
+        self.context = context
+        self.url = url
+        self.end: float | None = None
+        self.response_length = 0
+        self.exception: InvocationError | None = None
+        self._to_error = to_error
+
+    def stop(self) -> None:
+        """The response time ends now (the event still fires at the end of the block)."""
+        self.end = _perf_counter()
+
+    def fire(self, request_type: str, response_time: float, response_length: int,
+             exception: BaseException | None, context: dict | None) -> None:
+        """The one place a Locust `request` event is fired (same name, start time and URL)."""
+        self._event.fire(request_type=request_type, name=self.name, response_time=response_time,
+                         response_length=response_length, exception=exception,
+                         context=context if context is not None else {}, start_time=self.start_time, url=self.url)
+
+    def __enter__(self) -> Measurement:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        end = self.end if self.end is not None else _perf_counter()
+        if exc is not None:
+            if not isinstance(exc, Exception):
+                return False  # the User is being stopped: no event, as before
+            self.exception = self._to_error(exc, self.url)
+        self.finish(end)
+        return True
+
+    def finish(self, end: float) -> None:
+        self.fire(self.request_type, (end - self.started) * 1000.0, self.response_length, self.exception, self.context)
+
+
+def measure(event: Any, request_type: str, name: str, context: dict | None = None, *, url: str | None = None,
+            started: float | None = None) -> Measurement:
+    """`with measure(environment.events.request, "InvokeEndpointSplit", name) as request: ...`"""
+    return Measurement(event, request_type, name, context, url=url, started=started)
+
+
+class StreamMeasurement(Measurement):
+    """A response stream: `opened()` when the answer starts, `chunk()` per PayloadPart.
+
+    Fires `TTFT` as soon as the first chunk is in (call start -> that chunk), then at the end
+    `InterChunk` (`mean`: one entry per stream of 2+ chunks, the mean gap, length = gaps; `each`:
+    one per gap; `none`) and the stream entry (whole call, payload bytes, the failure if any, the
+    stream's statistics in `context`). `result` is the StreamResult after a success, else None.
+    """
+
+    __slots__ = ("chunks", "arrivals", "content_type", "variant", "extra", "inter_chunk", "token_counter",
+                 "endpoint", "result")
+
+    def __init__(self, client: SageMakerClient, name: str, *, url: str | None, started: float | None,
+                 context: dict | None):
+        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name, {"endpoint": client.endpoint_name, **(context or {})},
+                         url=url, started=started, to_error=client.error)
+        self.endpoint = client.endpoint_name
+        self.extra = context
+        self.inter_chunk = client.inter_chunk
+        self.token_counter = client.token_counter
+        self.chunks: list[bytes] = []
+        self.arrivals: list[float] = []
+        self.content_type: str | None = None
+        self.variant: str | None = None
+        self.result: StreamResult | None = None
+
+    def opened(self, content_type: str | None, variant: str | None) -> None:
+        self.content_type, self.variant = content_type, variant
+
+    def chunk(self, payload: bytes, now: float) -> None:
+        """A PayloadPart whose last byte arrived at `now` (perf_counter)."""
+        self.chunks.append(payload)
+        self.arrivals.append(now)
+        if len(self.chunks) == 1:
+            self.fire(TTFT, (now - self.started) * 1000.0, len(payload), None, self.context)
+
+    def finish(self, end: float) -> None:
+        arrivals = self.arrivals
+        gaps = [(b - a) * 1000.0 for a, b in zip(arrivals, arrivals[1:])]
+        if gaps and self.inter_chunk == "mean":
+            self.fire(INTER_CHUNK, sum(gaps) / len(gaps), len(gaps), None, self.context)
+        elif gaps and self.inter_chunk == "each":
+            for gap in gaps:
+                self.fire(INTER_CHUNK, gap, 1, None, self.context)
+        body = b"".join(self.chunks)
+        tokens = self.token_counter(body) if self.token_counter is not None else None
+        ttft_ms = (arrivals[0] - self.started) * 1000.0 if arrivals else None
+        context = {"endpoint": self.endpoint, "variant": self.variant, **(self.extra or {}),
+                   "chunks": len(self.chunks), "tokens": tokens, "ttft_ms": ttft_ms, "inter_chunk_ms": gaps}
+        self.fire(INVOKE_ENDPOINT_STREAM, (end - self.started) * 1000.0, len(body), self.exception, context)
+        if self.exception is None:
+            self.result = StreamResult(body, self.content_type, self.variant, self.chunks, ttft_ms, gaps, tokens)
+
+
+# -- the client -------------------------------------------------------------------------------
+
+
+class SageMakerClient(ABC):
+    """Invokes one endpoint and reports every call as Locust `request` events (never raises).
+
+    Build one with `sm_locust.transport.create_client(transport, environment, endpoint_name, ...)`
+    or a transport's class (`FastSageMakerClient`, `Boto3SageMakerClient`): both take this
+    constructor. A subclass implements `_invoke`, `_stream`, `_async` and `error`.
+
+    :param environment: the Locust Environment whose `events.request` gets every call
+    :param endpoint_name: the SageMaker endpoint
+    :param region: signing region; None = the AWS chain (AWS_REGION, the profile), `us-east-1`
+        for an `endpoint_url` when the chain has none
+    :param endpoint_url: runtime URL (local endpoint, VPC endpoint); None = the AWS chain
+        (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME, AWS_ENDPOINT_URL), then the regional AWS host
+    :param profile: AWS profile for credentials and region; None = the default chain
+    :param pool_size: keep-alive connections (size it to the users sharing the client)
+    :param connect_timeout: seconds to open a connection (ConnectTimeoutError)
+    :param read_timeout: seconds of socket silence tolerated (ReadTimeoutError; between chunks too)
+    :param credentials: a botocore credentials object; None = the profile / default chain
+    :param token_counter: `f(stream body) -> int` for streams (sm_locust.transport.tokens)
+    :param inter_chunk: InterChunk entries per stream: `mean`, `each` or `none`
+    """
+
+    transport: str = ""
+    """The registry name (`fast`, `boto3`)."""
+
+    validator: Any = None
+    """Optional response check (see `check_response`); None = off."""
+
+    def __init__(
+        self,
+        environment: Any,
+        endpoint_name: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        profile: str | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        credentials: Any = None,
+        token_counter: Callable[[bytes], int] | None = None,
+        inter_chunk: str = "mean",
+    ):
+        if not endpoint_name:
+            raise UsageError(f"{type(self).__name__} needs an endpoint name")
+        if environment is None:
+            raise UsageError(f"{type(self).__name__} needs the Locust environment (for its events)")
+        if inter_chunk not in INTER_CHUNK_MODES:
+            raise UsageError(f"inter_chunk {inter_chunk!r} is not one of {', '.join(INTER_CHUNK_MODES)}")
+        self.environment = environment
+        self.request_event = environment.events.request
+        self.endpoint_name = endpoint_name
+        self.token_counter = token_counter
+        self.inter_chunk = inter_chunk
+        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM, INVOKE_ENDPOINT_ASYNC))
+        """The URL each operation's events carry (None when the transport does not know it)."""
+
+    # -- what a transport implements --
+
+    @abstractmethod
+    def _invoke(self, invocation: Invocation) -> InvokeResult:
+        """InvokeEndpoint: the whole answer, or raise (an InvocationError, or anything `error` names)."""
+
+    @abstractmethod
+    def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
+        """InvokeEndpointWithResponseStream: `stream.opened(...)`, then `stream.chunk(payload, now)`
+        per PayloadPart, reading the body to its end; raise on failure (also mid-stream)."""
+
+    @abstractmethod
+    def _async(self, invocation: Invocation, input_location: str | None) -> AsyncResult:
+        """InvokeEndpointAsync for the S3 input at `input_location` (no body sent), or raise."""
+
+    @abstractmethod
+    def error(self, exc: BaseException, url: str | None = None) -> InvocationError:
+        """A raised failure named as botocore names it (`ThrottlingException: Rate exceeded`)."""
+
+    def close(self) -> None:
+        """Release the connections."""
+
+    # -- the operations, reported once for every transport --
+
+    def invoke(self, invocation: Invocation, name: str | None = None, *, started: float | None = None,
+               context: dict | None = None) -> InvokeResult | None:
+        """InvokeEndpoint; the result, or None after reporting the failure."""
+        return self.send(invocation, name, started=started, context=context)[0]
+
+    def send(self, invocation: Invocation, name: str | None = None, *, started: float | None = None,
+             context: dict | None = None) -> tuple[InvokeResult | None, InvocationError | None]:
+        """`invoke`, also returning the failure (None on success); one event either way (fan-out uses it).
+
+        `started` is the `time.perf_counter()` time the response time counts from (default: now);
+        open-loop senders pass the intended send time, so a late send is not hidden.
+        """
+        ctx = {"endpoint": self.endpoint_name, "variant": None}
+        if context:
+            ctx.update(context)
+        request = Measurement(self.request_event, INVOKE_ENDPOINT, name or invocation.request_name(self.endpoint_name),
+                              ctx, url=self.urls[INVOKE_ENDPOINT], started=started, to_error=self.error)
+        result = None
+        with request:
+            result = self._invoke(invocation)
+            request.stop()
+            request.response_length = len(result.body)
+            ctx["variant"] = result.variant
+            if self.validator is not None:
+                request.exception = check_response(self.validator, result.body, result.content_type, invocation)
+        if request.exception is not None:
+            return None, request.exception
+        return result, None
+
+    def invoke_stream(self, invocation: Invocation, name: str | None = None, *, started: float | None = None,
+                      context: dict | None = None) -> StreamResult | None:
+        """InvokeEndpointWithResponseStream, read to its end: `TTFT`, `InterChunk` and the stream entry."""
+        stream = StreamMeasurement(self, name or invocation.request_name(self.endpoint_name),
+                                   url=self.urls[INVOKE_ENDPOINT_STREAM], started=started, context=context)
+        with stream:
+            self._stream(invocation, stream)
+        return stream.result
+
+    def invoke_async(self, invocation: Invocation, input_location: str | None = None, name: str | None = None, *,
+                     started: float | None = None, context: dict | None = None) -> AsyncResult | None:
+        """InvokeEndpointAsync for the S3 object at `input_location` (the body is not sent: the input is
+        the S3 object); one `InvokeEndpointAsync` event timing the acceptance, not the result."""
+        result = None
+        with Measurement(self.request_event, INVOKE_ENDPOINT_ASYNC, name or invocation.request_name(self.endpoint_name),
+                         {"endpoint": self.endpoint_name, **(context or {})}, url=self.urls[INVOKE_ENDPOINT_ASYNC],
+                         started=started, to_error=self.error):
+            result = self._async(invocation, input_location)
+        return result
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.endpoint_name!r}, endpoint_url={self.urls[INVOKE_ENDPOINT]!r})"

@@ -1,0 +1,281 @@
+"""`FastSageMakerClient` (transport `fast`): SageMaker Runtime over geventhttpclient, SigV4-signed, no boto3.
+
+One client owns one keep-alive connection pool to the runtime host, like
+`locust.contrib.fasthttp.FastHttpSession` does for plain HTTP. It implements the three transport
+primitives of `sm_locust.transport.contract` (the contract times, validates and reports them):
+
+| operation | path | request headers |
+|---|---|---|
+| InvokeEndpoint | `/endpoints/{name}/invocations` | `Invocation.http_headers()` |
+| InvokeEndpointWithResponseStream | `.../invocations-response-stream` | the modeled ones, `Accept` as `X-Amzn-SageMaker-Accept` |
+| InvokeEndpointAsync | `/endpoints/{name}/async-invocations` | content type / accept as `X-Amzn-SageMaker-*`, `InputLocation`; no body |
+
+The endpoint name is percent-encoded in the path as botocore encodes it. Response times start before
+signing (the boto3 client times its signing too). Failures are named as botocore names them
+(`sm_locust.transport.errors`). No call is retried (geventhttpclient does not re-send a POST); every
+response body is read to its end so the connection goes back to the pool. Credentials and region
+are resolved when the client is built, as boto3 resolves them (docs/transport.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from sm_locust.errors import UsageError
+from sm_locust.invocation import INVOKE_ENDPOINT, INVOKE_ENDPOINT_ASYNC, INVOKE_ENDPOINT_STREAM, Invocation, InvocationError
+from sm_locust.transport import eventstream
+from sm_locust.transport.contract import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_READ_TIMEOUT_S,
+    LOCAL_DEFAULT_REGION,
+    AsyncResult,
+    InvokeResult,
+    SageMakerClient,
+    StreamMeasurement,
+)
+from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
+from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, create_signer, host_header
+
+ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
+USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
+INVOKED_VARIANT = "x-amzn-invoked-production-variant"
+STREAM_CONTENT_TYPE = "x-amzn-sagemaker-content-type"
+
+# headers each operation models (botocore service model); others are not sent
+_STREAM_HEADERS = {
+    "Content-Type": "Content-Type",
+    "Accept": "X-Amzn-SageMaker-Accept",
+    "X-Amzn-SageMaker-Custom-Attributes": "X-Amzn-SageMaker-Custom-Attributes",
+    "X-Amzn-SageMaker-Target-Variant": "X-Amzn-SageMaker-Target-Variant",
+    "X-Amzn-SageMaker-Target-Container-Hostname": "X-Amzn-SageMaker-Target-Container-Hostname",
+    "X-Amzn-SageMaker-Inference-Id": "X-Amzn-SageMaker-Inference-Id",
+    "X-Amzn-SageMaker-Inference-Component": "X-Amzn-SageMaker-Inference-Component",
+    "X-Amzn-SageMaker-Session-Id": "X-Amzn-SageMaker-Session-Id",
+}
+_ASYNC_HEADERS = {
+    "Content-Type": "X-Amzn-SageMaker-Content-Type",
+    "Accept": "X-Amzn-SageMaker-Accept",
+    "X-Amzn-SageMaker-Custom-Attributes": "X-Amzn-SageMaker-Custom-Attributes",
+    "X-Amzn-SageMaker-Inference-Id": "X-Amzn-SageMaker-Inference-Id",
+}
+
+
+def endpoint_url_for(region: str, endpoint_url: str | None = None) -> str:
+    """`endpoint_url`, else `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` / `AWS_ENDPOINT_URL`, else AWS."""
+    for candidate in (endpoint_url, *(os.environ.get(name) for name in ENDPOINT_URL_ENV)):
+        if candidate:
+            return candidate.rstrip("/")
+    return f"https://runtime.sagemaker.{region}.amazonaws.com"
+
+
+def _region(region: str | None, session: Any, endpoint_url: str | None) -> str:
+    """`region`, else AWS_REGION / AWS_DEFAULT_REGION, else the profile's, else (local endpoint) us-east-1."""
+    if region:
+        return region
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        if os.environ.get(name):
+            return os.environ[name]
+    found = session().get_config_variable("region")  # profile / config file, no network
+    if found:
+        return found
+    if endpoint_url:
+        return LOCAL_DEFAULT_REGION  # as the boto3 client: a local endpoint does not care
+    raise UsageError("no AWS region: pass region=..., or set AWS_REGION / AWS_DEFAULT_REGION")
+
+
+class FastSageMakerClient(SageMakerClient):
+    """The `fast` transport: the contract's constructor, plus its own extras.
+
+    :param signer: `lean` (default), `botocore`, `crt`, or a `BaseSigner` instance
+    :param insecure: geventhttpclient's `insecure`: no TLS host name check
+    :param ca_bundle: CA certificates file for TLS; defaults to AWS_CA_BUNDLE (as botocore),
+        then certifi's bundle
+    :param ssl_context_factory: geventhttpclient's, to build the TLS context yourself
+    """
+
+    transport = "fast"
+
+    def __init__(
+        self,
+        environment: Any,
+        endpoint_name: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        profile: str | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        credentials: Any = None,
+        token_counter: Callable[[bytes], int] | None = None,
+        inter_chunk: str = "mean",
+        signer: str | BaseSigner = DEFAULT_SIGNER,
+        insecure: bool = False,
+        ca_bundle: str | None = None,
+        ssl_context_factory: Callable | None = None,
+    ):
+        super().__init__(environment, endpoint_name, token_counter=token_counter, inter_chunk=inter_chunk)
+        from geventhttpclient import HTTPClient
+
+        sessions: list[Any] = []
+
+        def session() -> Any:  # botocore's, made once and only when needed (no network)
+            if not sessions:
+                import botocore.session
+
+                sessions.append(botocore.session.Session(profile=profile or None))
+            return sessions[0]
+
+        # resolved now, as boto3 resolves them when its client is made: not inside the first timed call
+        if credentials is None:
+            credentials = session().get_credentials()  # None: every call fails NoCredentialsError
+        self.region = _region(region, session, endpoint_url)
+        self.base_url = endpoint_url_for(self.region, endpoint_url)
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"endpoint URL {self.base_url!r} is not an http(s)://host[:port] URL")
+        self.signer = create_signer(signer, self.region, credentials)
+        self._host = host_header(self.base_url)
+        base = f"{parts.path.rstrip('/')}/endpoints/{quote(endpoint_name, safe='-_.~')}"
+        self.paths = {
+            INVOKE_ENDPOINT: f"{base}/invocations",
+            INVOKE_ENDPOINT_STREAM: f"{base}/invocations-response-stream",
+            INVOKE_ENDPOINT_ASYNC: f"{base}/async-invocations",
+        }
+        self.urls = {operation: self.base_url + path for operation, path in self.paths.items()}
+        self._invoke_path = self.paths[INVOKE_ENDPOINT]
+        self._invoke_url = self.urls[INVOKE_ENDPOINT]
+        https = parts.scheme == "https"
+        ca_bundle = ca_bundle or os.environ.get("AWS_CA_BUNDLE") or None
+        self._http = HTTPClient(
+            parts.hostname,
+            port=parts.port,
+            headers={"User-Agent": USER_AGENT},
+            concurrency=pool_size,
+            connection_timeout=connect_timeout,
+            network_timeout=read_timeout,
+            ssl=https,
+            ssl_options={"ca_certs": ca_bundle} if https and ca_bundle else None,
+            ssl_context_factory=ssl_context_factory,
+            insecure=insecure,
+        )
+        self._host_is_implied = self._host == _gevent_host(self._http.host, self._http.port)
+
+    # ---------------------------------------------------------------- the contract's primitives
+
+    def _invoke(self, invocation: Invocation) -> InvokeResult:
+        body = invocation.body
+        signed = self.signer.sign("POST", self._invoke_url, invocation.http_headers(), body)
+        if self._host_is_implied:  # geventhttpclient writes this very Host header itself
+            signed.pop("Host", None)
+        response = self._http.request("POST", self._invoke_path, body=body, headers=signed)
+        data = response.read()
+        headers = _headers(response)
+        if response.status_code >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
+            raise error_from_response(response.status_code, headers, data)
+        return InvokeResult(data, headers.get("content-type"), headers.get(INVOKED_VARIANT))
+
+    def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
+        headers = _select(invocation.http_headers(), _STREAM_HEADERS)
+        response = self._start(INVOKE_ENDPOINT_STREAM, headers, invocation.body)
+        headers = _headers(response)
+        if response.status_code >= 300:
+            raise error_from_response(response.status_code, headers, response.read())
+        stream.opened(headers.get(STREAM_CONTENT_TYPE), headers.get(INVOKED_VARIANT))
+        error = _read_event_stream(response, stream.chunk, self.urls[INVOKE_ENDPOINT_STREAM])
+        if error is not None:  # the body has been read to its end: the connection is clean
+            raise error
+
+    def _async(self, invocation: Invocation, input_location: str | None) -> AsyncResult:
+        headers = _select(invocation.http_headers(), _ASYNC_HEADERS)
+        if input_location:
+            headers["X-Amzn-SageMaker-InputLocation"] = input_location
+        response = self._start(INVOKE_ENDPOINT_ASYNC, headers, b"")  # the input is the S3 object
+        body = response.read()
+        rheaders = _headers(response)
+        if response.status_code >= 300:
+            raise error_from_response(response.status_code, rheaders, body)
+        try:
+            inference_id = json.loads(body).get("InferenceId") if body else None
+        except (ValueError, AttributeError):
+            inference_id = None
+        return AsyncResult(inference_id, rheaders.get("x-amzn-sagemaker-outputlocation"),
+                           rheaders.get("x-amzn-sagemaker-failurelocation"))
+
+    def error(self, exc: BaseException, url: str | None = None) -> InvocationError:
+        return network_error(exc, url or self._invoke_url)
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.close()
+
+    # ---------------------------------------------------------------- internals
+
+    def _start(self, operation: str, headers: dict[str, str], body: bytes) -> Any:
+        signed = self.signer.sign("POST", self.urls[operation], headers, body)
+        if self._host_is_implied:
+            signed.pop("Host", None)
+        return self._http.request("POST", self.paths[operation], body=body, headers=signed)
+
+
+def _gevent_host(host: str, port: int) -> str:
+    """The Host header geventhttpclient's HTTPClient writes when none is given (its own rule)."""
+    if ":" in host and host[0] != "[" and host[-1] != "]":
+        host = f"[{host}]"
+    return host if port in (80, 443) else f"{host}:{port}"
+
+
+def _select(headers: dict[str, str], allowed: dict[str, str]) -> dict[str, str]:
+    return {allowed[k]: v for k, v in headers.items() if k in allowed}
+
+
+def _headers(response: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in response.items():
+        key = key.lower()
+        out[key] = f"{out[key]},{value}" if key in out else value
+    return out
+
+
+def _read_event_stream(
+    response: Any, on_chunk: Callable[[bytes, float], None], url: str
+) -> InvocationError | None:
+    """Read an event-stream body frame by frame to its end; the first stream error, if any.
+
+    Each frame is read whole (its length is in the prelude) and timed when its last byte is in,
+    then decoded by botocore's `EventStreamBuffer` (which checks both CRCs). PayloadPart payloads
+    go to `on_chunk(payload, perf_counter time)`; other events are skipped, as botocore does. After
+    an exception message the rest of the body is still read, so the connection stays reusable.
+    """
+    from botocore.eventstream import EventStreamBuffer, ParserError
+
+    buffer = EventStreamBuffer()
+    error: InvocationError | None = None
+    while True:
+        prelude = response.read(4)
+        if len(prelude) < 4:
+            if prelude:  # the body ended inside a frame
+                return network_error(ConnectionResetError("truncated event stream"), url)
+            return error
+        frame = prelude + response.read(eventstream.frame_length(prelude) - 4)
+        now = time.perf_counter()
+        buffer.add_data(frame)
+        try:
+            messages = list(buffer)
+        except ParserError as exc:  # bad CRC or length: nothing after it can be trusted
+            response.read()
+            return InvocationError(type(exc).__name__, str(exc))
+        for message in messages:
+            kind = message.headers.get(":message-type")
+            if kind == "event":
+                # after an error botocore stops yielding; the bytes are still read, not counted
+                if error is None and message.headers.get(":event-type") == eventstream.PAYLOAD_PART:
+                    on_chunk(message.payload, now)
+            elif error is None:
+                error = error_from_stream_message(message.headers, message.payload)

@@ -1,0 +1,142 @@
+"""`SageMakerUser`: the one public Locust User for SageMaker endpoints, a thin shell over a client.
+
+Subclass it in your own locustfile and call `self.client.invoke(...)` (or `self.invoke(body)`) in
+your tasks. Settings are typed class attributes, with the same names and defaults whichever
+transport sends; the sm-locust options override them when given (command line, `SM_LOCUST_*` env
+vars, locust.conf, web UI). The client comes from `sm_locust.transport.create_client` (the
+`transport` attribute / `--transport`), or from `client_cls` when a subclass sets one. One client
+(and one connection pool) is shared by the users of a process with the same settings, created on
+first use, i.e. after `--processes` forks. By default a user invokes as fast as it can, one call
+after another; `think_time` / `--think-time` adds a pause.
+
+`FastSageMakerUser` is `SageMakerUser` with `transport = "fast"` (README: what was renamed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from locust import User
+from locust.exception import StopTest
+
+from sm_locust.invocation import Invocation
+from sm_locust.options import SageMakerSettings
+from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
+from sm_locust.transport.contract import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_READ_TIMEOUT_S,
+    InvokeResult,
+    SageMakerClient,
+)
+
+# settings whose option value is used only when it differs from the option's default
+_DEFAULTED = ("think_time", "connect_timeout", "read_timeout", "transport")
+
+
+class SageMakerUser(User):
+    """Abstract user invoking one SageMaker endpoint; define tasks in a subclass."""
+
+    abstract = True
+
+    endpoint_name: str = ""
+    """Endpoint to invoke (required); `--endpoint-name` overrides it."""
+    endpoint_url: str = ""
+    """Runtime API URL (local endpoint, VPC endpoint); `--endpoint-url` overrides it; empty = Locust's
+    `host` (`--host`) if set, else $AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME, else AWS."""
+    region: str = ""
+    """AWS region; `--region` overrides it; empty = the AWS chain."""
+    profile: str = ""
+    """AWS profile; `--aws-profile` overrides it; empty = the AWS chain."""
+    transport: str = DEFAULT_TRANSPORT
+    """`fast` (default) or `boto3` (sm_locust.transport.TRANSPORTS); `--transport` overrides it."""
+    pool_size: int = DEFAULT_POOL_SIZE
+    """Connections the shared client may keep open (size it to the users of one process)."""
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
+    """Seconds to open a connection (ConnectTimeoutError); `--connect-timeout` overrides it."""
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    """Seconds of socket silence (ReadTimeoutError, also between stream chunks); `--read-timeout`."""
+    think_time: float = 0.0
+    """Seconds between calls; 0 = as fast as possible; `--think-time` overrides it."""
+
+    token_counter: Callable[[bytes], int] | None = None
+    """Counts tokens in a stream body (sm_locust.transport.tokens); None = not counted."""
+    inter_chunk: str = "mean"
+    """InterChunk entries per stream: `mean` (one), `each` (one per gap) or `none`."""
+    client_options: Mapping[str, Any] = MappingProxyType({})
+    """The transport's own extra keyword arguments (fast: `signer`, `insecure`, `ca_bundle`, ...)."""
+    client_cls: type[SageMakerClient] | None = None
+    """The client class; None = the one `transport` names (a subclass may set its own)."""
+
+    def __init__(self, environment):
+        super().__init__(environment)
+        self.settings = self._settings()
+        self.client: SageMakerClient = self._shared_client()
+        """The client this user calls (shared with the process's other users of the same settings)."""
+
+    def wait_time(self) -> float:
+        return self.settings.think_time
+
+    def _settings(self) -> SageMakerSettings:
+        from_class = SageMakerSettings(
+            endpoint_name=self.endpoint_name, endpoint_url=self.endpoint_url, region=self.region,
+            aws_profile=self.profile, think_time=self.think_time, connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout, transport=self.transport,
+        )
+        options = self.environment.parsed_options
+        if options is not None:
+            from_options = SageMakerSettings.from_options(options)
+            for name, value in vars(from_options).items():
+                if value not in ("", None) and not (name in _DEFAULTED and value == getattr(SageMakerSettings, name)):
+                    setattr(from_class, name, value)
+        if not from_class.endpoint_url and self.host:
+            from_class.endpoint_url = self.host
+        return from_class
+
+    def _shared_client(self) -> SageMakerClient:
+        s = self.settings
+        if not s.endpoint_name:
+            raise StopTest(f"{type(self).__name__} has no endpoint name: set the endpoint_name class attribute "
+                           "or pass --endpoint-name")
+        client_cls = self.client_cls or TRANSPORTS.get(s.transport)
+        token_counter = _unbound(type(self), "token_counter")  # a plain function would come back bound
+        key = (client_cls, s.endpoint_name, s.endpoint_url, s.region, s.aws_profile, self.pool_size, s.connect_timeout,
+               s.read_timeout, token_counter, self.inter_chunk, id(self.client_options))
+        cache = self.environment.__dict__.setdefault("_sm_locust_clients", {})
+        client = cache.get(key)
+        if client is None:
+            client = cache[key] = client_cls(
+                self.environment, s.endpoint_name, region=s.region or None, endpoint_url=s.endpoint_url or None,
+                profile=s.aws_profile or None, pool_size=self.pool_size, connect_timeout=s.connect_timeout,
+                read_timeout=s.read_timeout, token_counter=token_counter, inter_chunk=self.inter_chunk,
+                **self.client_options,
+            )
+        return client
+
+    def invoke(self, body: bytes | str | Invocation, **fields) -> InvokeResult | None:
+        """Invoke with a body (or a prepared Invocation); failures are reported, not raised."""
+        if not isinstance(body, Invocation):
+            body = Invocation(body=body.encode() if isinstance(body, str) else body, **fields)
+        return self.client.invoke(body)
+
+
+class FastSageMakerUser(SageMakerUser):
+    """`SageMakerUser` with `transport = "fast"` (kept for locustfiles written against it).
+
+    Same attributes and defaults as `SageMakerUser`; the old names map as `concurrency` ->
+    `pool_size`, `connection_timeout` -> `connect_timeout`, `network_timeout` -> `read_timeout`,
+    `signer` / `credentials` / `insecure` -> `client_options`; the client is shared per process.
+    """
+
+    abstract = True
+    transport = "fast"
+
+
+def _unbound(cls: type, attribute: str) -> Any:
+    for klass in cls.__mro__:
+        if attribute in klass.__dict__:
+            value = klass.__dict__[attribute]
+            return value.__func__ if isinstance(value, staticmethod) else value
+    return None

@@ -1,0 +1,158 @@
+"""Test doubles shared by test modules (no test module imports another).
+
+- `FakeRuntime`: a SageMaker Runtime stand-in on 127.0.0.1, a gevent WSGI server on a free port.
+  Every request's SigV4 signature is recomputed independently with botocore's `SigV4Auth` from
+  what was received (raw path, signed headers, body); a mismatch answers 403
+  `InvalidSignatureException`, like AWS. Behaviour is chosen per endpoint name via
+  `server.routes[name] = handler(environ, body) -> (status, headers, body)`; `body` may be an
+  iterable (streamed with chunked encoding). Handlers: `echo`, `json_error`.
+- `ACCESS_KEY`, `SECRET_KEY`, `TOKEN`, `REGION`: the placeholder credentials it accepts;
+  `botocore_client(url)`: a botocore `sagemaker-runtime` client using them, retries off.
+- `wait_exit(proc, timeout)`: poll a child process for its exit code.
+"""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
+
+import json
+import socket
+import subprocess
+import time
+from collections import Counter
+from urllib.parse import unquote
+
+from gevent.pywsgi import WSGIHandler, WSGIServer
+
+import botocore.session
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.config import Config
+from botocore.credentials import Credentials
+
+ACCESS_KEY = "AKIDTESTONLY0000"
+SECRET_KEY = "test/secret+key=not-real"
+TOKEN = "test-session-token/with+chars=="
+REGION = "us-west-2"
+
+
+class _RawHandler(WSGIHandler):
+    def get_environ(self):
+        env = super().get_environ()
+        env["RAW_URI"] = self.path  # the path as sent, before unquoting
+        return env
+
+
+def verify_sigv4(environ: dict, body: bytes, secrets: dict[str, str]) -> str | None:
+    """None if the request's signature is valid, else why not (recomputed with botocore)."""
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    if not auth.startswith("AWS4-HMAC-SHA256 "):
+        return "no SigV4 Authorization header"
+    fields = dict(part.strip().split("=", 1) for part in auth[len("AWS4-HMAC-SHA256 ") :].split(","))
+    access, day, region, service, terminator = fields["Credential"].split("/")
+    if access not in secrets or service != "sagemaker" or terminator != "aws4_request":
+        return f"bad credential scope {fields['Credential']}"
+    signed = fields["SignedHeaders"].split(";")
+    if "host" not in signed or "x-amz-date" not in signed:
+        return "host and x-amz-date must be signed"
+    token = environ.get("HTTP_X_AMZ_SECURITY_TOKEN")
+    if token is not None and "x-amz-security-token" not in signed:
+        return "session token sent unsigned"
+    headers = {}
+    for name in signed:
+        key = "CONTENT_TYPE" if name == "content-type" else "HTTP_" + name.upper().replace("-", "_")
+        if name == "content-length":
+            key = "CONTENT_LENGTH"
+        if key not in environ:
+            return f"signed header {name} missing"
+        headers[name] = environ[key]
+    amz_date = headers["x-amz-date"]
+    if amz_date[:8] != day:
+        return "date of scope and x-amz-date differ"
+    url = f"http://{headers['host']}{environ['RAW_URI']}"
+    request = AWSRequest(method=environ["REQUEST_METHOD"], url=url, headers=headers, data=body)
+    request.context["timestamp"] = amz_date
+    signer = SigV4Auth(Credentials(access, secrets[access], token), service, region)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    if expected != fields["Signature"]:
+        return "signature mismatch"
+    return None
+
+
+def json_error(status: int, code: str, message: str, **extra) -> tuple:
+    body = json.dumps({"message": message, **extra}).encode()
+    return status, [("x-amzn-ErrorType", f"{code}:http://internal.amazon.com/coral/"), ("Content-Type", "application/json")], body
+
+
+def echo(environ, body):
+    return 200, [("Content-Type", environ.get("CONTENT_TYPE") or "application/json")], body
+
+
+class FakeRuntime:
+    """SageMaker Runtime stand-in; counts requests per path in `hits`."""
+
+    def __init__(self, secrets: dict[str, str] | None = None):
+        self.secrets = secrets or {ACCESS_KEY: SECRET_KEY}
+        self.routes: dict[str, object] = {}
+        self.hits: Counter = Counter()
+        self.seen: list[dict] = []
+        self.server = WSGIServer(("127.0.0.1", 0), self.app, handler_class=_RawHandler, log=None)
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop(timeout=1)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def app(self, environ, start_response):
+        body = environ["wsgi.input"].read()
+        path = environ["RAW_URI"]
+        self.hits[path] += 1
+        self.seen.append({k: v for k, v in environ.items() if k.startswith(("HTTP_", "CONTENT_"))} | {"RAW_URI": path})
+        problem = verify_sigv4(environ, body, self.secrets)
+        if problem:
+            status, headers, out = json_error(403, "InvalidSignatureException", problem)
+        else:
+            parts = path.split("/")  # '', 'endpoints', name, operation
+            if len(parts) != 4 or parts[1] != "endpoints":
+                status, headers, out = json_error(404, "UnknownOperationException", path)
+            else:
+                handler = self.routes.get(unquote(parts[2]), echo)
+                status, headers, out = handler(environ, body)
+        reason = {200: "OK", 202: "Accepted"}.get(status, "Error")
+        start_response(f"{status} {reason}", list(headers))
+        return [out] if isinstance(out, bytes) else out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def botocore_client(url: str, token: str | None = TOKEN, **config):
+    session = botocore.session.Session()
+    return session.create_client(
+        "sagemaker-runtime",
+        region_name=REGION,
+        endpoint_url=url,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        aws_session_token=token,
+        config=Config(retries={"total_max_attempts": 1}, **config),
+    )
+
+
+def wait_exit(proc: subprocess.Popen, timeout: float) -> int:
+    """Poll for the exit code (gevent's patched Popen.wait can miss a child's exit under pytest)."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{proc.args[:4]} still running after {timeout} s")
+        time.sleep(0.1)
+    return proc.returncode
