@@ -38,7 +38,17 @@ import orjson
 
 from sm_locust.serializers import ranking, tfs_proto
 from sm_locust.serializers.base import SerializationError
-from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, base_content_type, canonical, format_of
+from sm_locust.serializers.content_types import (
+    CSV,
+    JSON,
+    JSON_LINES,
+    NPY,
+    NUMPY_RAW,
+    PROTOBUF,
+    base_content_type,
+    canonical,
+    format_of,
+)
 from sm_locust.serializers.csv_format import read_csv
 from sm_locust.serializers.json_format import json_lines
 from sm_locust.serializers.numpy_formats import attribute_values, dump_npy, frombuffer, load_npy, parse_shape
@@ -159,7 +169,8 @@ def decode_request(
             return ranking.unpack(read_csv(body))
     except SerializationError as exc:
         raise CodecError(str(exc)) from None
-    raise CodecError(f"unsupported Content-Type {base_content_type(content_type)!r}; send one of: {', '.join(REQUEST_TYPES)}")
+    kind = base_content_type(content_type)
+    raise CodecError(f"unsupported Content-Type {kind!r}; send one of: {', '.join(REQUEST_TYPES)}")
 
 
 def encode_response(probabilities: np.ndarray, accept: str | None) -> tuple[bytes, str]:
@@ -177,4 +188,5 @@ def encode_response(probabilities: np.ndarray, accept: str | None) -> tuple[byte
         return "".join(f"{p:.9g}\n" for p in probs.tolist()).encode(), canonical(CSV)
     if fmt == PROTOBUF:
         return tfs_proto.encode_predict_response({OUTPUT_NAME: probs}), canonical(PROTOBUF)
-    raise CodecError(f"unsupported Accept {base_content_type(accept)!r}; ask for one of: {', '.join(RESPONSE_TYPES)}")
+    kind = base_content_type(accept)
+    raise CodecError(f"unsupported Accept {kind!r}; ask for one of: {', '.join(RESPONSE_TYPES)}")

@@ -1,8 +1,8 @@
 """Payloads read from files: one file sent verbatim, or every file of a folder.
 
 A body's Content-Type comes from the user's override, else from the file extension
-(`EXTENSION_TYPES`, then the system MIME table), else application/json for a single file and
-application/octet-stream in a folder.
+(`EXTENSION_TYPES`, whose formats are the serializers' Content-Type table, then the system MIME
+table), else application/json for a single file and application/octet-stream in a folder.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from pathlib import Path
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.payloads.template import InvocationTemplate
+from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, canonical
 
 EXTENSION_TYPES = {
-    ".json": "application/json",
-    ".jsonl": "application/jsonlines",
-    ".csv": "text/csv",
+    ".json": canonical(JSON),
+    ".jsonl": canonical(JSON_LINES),
+    ".csv": canonical(CSV),
     ".txt": "text/plain",
-    ".npy": "application/x-npy",
-    ".pb": "application/x-protobuf",
-    ".protobuf": "application/x-protobuf",
-    ".bin": "application/octet-stream",
-    ".raw": "application/octet-stream",
+    ".npy": canonical(NPY),
+    ".pb": canonical(PROTOBUF),
+    ".protobuf": canonical(PROTOBUF),
+    ".bin": canonical(NUMPY_RAW),
+    ".raw": canonical(NUMPY_RAW),
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
     ".png": "image/png",
@@ -32,7 +33,7 @@ EXTENSION_TYPES = {
 }
 
 
-def guess_content_type(path: Path, default: str | None = "application/json") -> str | None:
+def guess_content_type(path: Path, default: str | None = canonical(JSON)) -> str | None:
     """The Content-Type a file's extension implies, or `default`."""
     suffix = path.suffix.lower()
     if suffix in EXTENSION_TYPES:
@@ -74,7 +75,7 @@ def load_folder(folder: Path, template: InvocationTemplate) -> list[Invocation]:
         body = read_payload_file(path)
         if not body:
             raise UsageError(f"payload file {str(path)!r} (in folder {str(folder)!r}) is empty; SageMaker rejects empty bodies")
-        out.append(template.make(body, content_type=guess_content_type(path, "application/octet-stream"), where=str(path)))
+        out.append(template.make(body, content_type=guess_content_type(path, canonical(NUMPY_RAW)), where=str(path)))
     return out
 
 

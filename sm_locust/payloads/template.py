@@ -13,8 +13,9 @@ from typing import Any
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.serializers import Serializer, body_rows, request_rows
+from sm_locust.serializers.content_types import JSON, canonical
 
-DEFAULT_CONTENT_TYPE = "application/json"
+DEFAULT_CONTENT_TYPE = canonical(JSON)
 SOURCE = "encoded_from"  # Invocation.extra key holding an EncodedFrom (only with keep_source)
 
 

@@ -32,7 +32,16 @@ from sm_locust.serializers.csv_format import csv_rows, split_csv
 from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_json, split_jsonlines
 from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
 from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
-from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, base_content_type, format_of
+from sm_locust.serializers.content_types import (
+    CSV,
+    JSON,
+    JSON_LINES,
+    NPY,
+    NUMPY_RAW,
+    PROTOBUF,
+    base_content_type,
+    format_of,
+)
 from sm_locust.serializers.ranking import FEAT_IDS, is_ranking
 
 _ROWS: dict[str, Callable[[bytes], int | None]] = {
@@ -50,7 +59,8 @@ _SPLITTERS: dict[str, Callable[[bytes, int, str, str | None], list[Part]]] = {
     PROTOBUF: split_protobuf,
     NUMPY_RAW: split_raw,
 }
-SPLITTABLE = "JSON (instances/inputs), JSON Lines, CSV, npy, protobuf PredictRequest, numpy-raw with shape= custom attributes"
+SPLITTABLE = ("JSON (instances/inputs), JSON Lines, CSV, npy, protobuf PredictRequest, "
+              "numpy-raw with shape= custom attributes")
 
 
 def request_rows(obj: Any) -> int | None:
