@@ -115,3 +115,14 @@ def test_every_response_format_reads_back_to_the_probabilities(accept, content_t
 def test_unknown_accept_is_a_codec_error():
     with pytest.raises(CodecError, match="unsupported Accept 'image/png'; ask for one of"):
         encode_response(np.zeros(2, np.float32), "image/png")
+
+
+def test_json_lines_requests_carry_one_row_per_line():
+    rows = b"".join(orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) + b"\n" for i, v in zip(IDS, VALS))
+    _same(decode_request(rows, "application/jsonlines"))
+    packed = create_serializer("npy").deserialize(create_serializer("npy").serialize(REQUEST))
+    _same(decode_request(b"\n".join(orjson.dumps(r) for r in packed.tolist()), "application/jsonlines"))
+    one_line = create_serializer("json").serialize(REQUEST)  # a one-line body is a JSON document
+    _same(decode_request(one_line + b"\n", "application/jsonlines"))
+    with pytest.raises(CodecError, match="line 2 of the JSON Lines body is not JSON"):
+        decode_request(rows.splitlines()[0] + b"\n{oops\n", "application/jsonlines")

@@ -8,10 +8,13 @@ import numpy as np
 import orjson
 import pytest
 
-from sm_locust.endpoint.model import NUM_FIELDS, sample_rows
+from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UnknownNameError, UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, SerializationError, create_serializer, ranking, tfs_proto
+from sm_locust.serializers.content_types import FORMATS, base_content_type, format_of
+from sm_locust.serializers.ranking import NUM_FIELDS
+from sm_locust.serializers.rows import body_rows, split_body
 
 
 @pytest.fixture
@@ -202,3 +205,38 @@ def test_validator_checks_keys_and_shapes():
     assert str(v.validate(wrong_name, "application/x-protobuf")) == "InvalidResponse: missing output 'prob'; got ['scores']"
     flat = tfs_proto.encode_predict_response({"prob": np.zeros(2, np.float32)})
     assert "shape [2] does not match expected [*, 1]" in str(v.validate(flat, "application/x-protobuf"))
+
+
+def test_one_content_type_table_names_every_format():
+    assert format_of("Application/JSON; charset=utf-8") == "json"
+    assert format_of("X-protobuf") == "protobuf"  # the seed's custom header
+    assert format_of("application/jsonlines") == "jsonlines"
+    assert format_of("image/png") is None and format_of(None) is None
+    assert base_content_type(" Text/CSV ; header=present") == "text/csv"
+    # every serializer's own Content-Type is in the table, under the format it reads
+    for name in SERIALIZERS.names():
+        s = create_serializer(name)
+        assert format_of(s.content_type) in FORMATS
+        if s.format is not None:
+            assert format_of(s.content_type) == s.format
+
+
+@pytest.mark.parametrize("name,content_type", [("json", "application/json"), ("csv", "text/csv"),
+                                               ("npy", "application/x-npy"), ("protobuf", "X-protobuf")])
+def test_every_format_counts_and_splits_its_own_rows(ranking_request, name, content_type):
+    body = create_serializer(name).serialize(ranking_request)
+    rows = int(np.asarray(ranking_request["feat_ids"]).shape[0])
+    assert body_rows(body, content_type) == rows
+    parts = split_body(body, content_type, 2, "body 1")
+    assert sum(p.rows for p in parts) == rows
+    assert [body_rows(p.body, content_type) for p in parts] == [p.rows for p in parts]
+
+
+def test_json_lines_rows_are_lines():
+    body = b'{"a": 1}\n{"a": 2}\n\n{"a": 3}\n'
+    assert body_rows(body, "application/jsonlines") == 3
+    assert [p.body for p in split_body(body, "application/jsonlines", 2, "x")] == [b'{"a": 1}\n{"a": 2}\n', b'{"a": 3}\n']
+    assert body_rows(b'{"instances": [1, 2]}\n', "application/jsonlines") == 2  # one line: a JSON document
+    assert body_rows(b'{"a": 1}\nnot json\n', "application/jsonlines") is None
+    with pytest.raises(UsageError, match="x: cannot split: line 2 of the JSON Lines body is not JSON"):
+        split_body(b'{"a": 1}\nnot json\n', "application/jsonlines", 2, "x")

@@ -4,9 +4,13 @@ and a short plateau search that prints its verdict and writes it into summary.js
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
+from sm_locust.errors import UsageError
+from sm_locust.options import OpenLoopSettings, open_loop_settings, parse_bool, parse_number
+from sm_locust.shapes.settings import ShapeSettings
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 from tests.test_cli import assert_one_line_error
 
@@ -40,6 +44,35 @@ def test_bad_shape_settings_are_one_line_usage_errors(tmp_path, args, needles):
     result = run_cli(*BASE, *args, "--out", str(out), timeout=60)
     assert_one_line_error(result, 2, *needles)
     assert not out.exists()  # nothing started
+
+
+@pytest.mark.parametrize("options,needle", [
+    ({"stop_at_knee": "maybe"}, "--stop-at-knee must be true or false (or on/off, yes/no, 1/0), got 'maybe'"),
+    ({"max_users": "lots"}, "--max-users must be a whole number, got 'lots'"),
+    ({"max_users": 2.5}, "--max-users must be a whole number, got 2.5"),
+    ({"step_seconds": True}, "--step-seconds must be a number, got True"),
+    ({"rate_per_user": "fast"}, "--rate-per-user must be a number, got 'fast'"),
+    ({"max_in_flight": "0"}, "--max-in-flight must be at least 1, got 0"),
+])
+def test_garbage_from_the_web_ui_form_is_one_line_naming_the_option(options, needle):
+    """The web UI hands a None-default option over as text: every value goes through one parser."""
+    with pytest.raises(UsageError) as caught:
+        ShapeSettings.from_options(SimpleNamespace(**options))
+    assert str(caught.value) == needle
+
+
+def test_one_bool_and_one_number_parser():
+    assert [parse_bool(v) for v in (True, "on", "YES", "1", None, "", "off", "false", False)] == [True] * 4 + [False] * 5
+    assert parse_number("2", "--n", int) == 2 and parse_number(3.0, "--n", int) == 3 and parse_number("", "--n", float, 7) == 7
+    with pytest.raises(UsageError, match="--n must be a number, got 'x'"):
+        parse_number("x", "--n")
+
+
+def test_open_loop_settings_come_from_the_shape_settings_parser():
+    options = SimpleNamespace(arrival="Poisson", rate_per_user="2", max_in_flight="")
+    assert open_loop_settings(options) == OpenLoopSettings("poisson", 2.0, 1000)
+    assert ShapeSettings.from_options(options).open_loop() == open_loop_settings(options)
+    assert open_loop_settings(SimpleNamespace()) == OpenLoopSettings("constant", 1.0, 1000)
 
 
 @pytest.mark.timeout(120)
