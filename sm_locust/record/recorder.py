@@ -25,12 +25,12 @@ import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
 
-from sm_locust.users.fanout import PART_SUFFIX
 from sm_locust.invocation import error_code
 from sm_locust.openloop import OpenLoopCounters, offered_rate
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.summary import build_summary, write_json
+from sm_locust.users.fanout import PART_SUFFIX
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
