@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "compare": "compare",
     "smoke": "smoke",
+    "sweep": "sweep",
 }
 
 

@@ -1,0 +1,69 @@
+"""`sm-locust sweep SWEEP.yaml`: deploy each configuration, find its plateau, recommend one.
+
+A thin adapter over `sm_locust.sweep.api`: check the file (one-line errors, exit 2, nothing
+deployed), `--plan` prints what would be deployed and what it would cost, a SageMaker sweep asks
+for `--yes` (or a confirmation on a terminal) before creating anything, `--cleanup SWEEP_ID`
+deletes what a killed sweep left behind. Exit codes: 0 every configuration measured and one
+recommended; 1 a configuration failed or none meets the objective; 2 bad input; 130 interrupted
+(after cleanup). docs/sweep.md documents the file and the outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sm_locust.errors import UsageError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "sweep", help="deploy and load-test every configuration of a sweep file; recommend the cheapest that meets the SLO",
+        description="Deploy each configuration of SWEEP (YAML or JSON: grid or list of serving settings; deploy: local "
+        "or sagemaker), find its plateau with a normal run, and write sweep.json, sweep.csv and sweep.html with the "
+        "recommendation. Everything deployed is deleted, also on failure and Ctrl-C. Exit 0: all measured and one "
+        "recommended; 1: a configuration failed or none meets the objective; 2: bad input; 130: interrupted.",
+    )
+    p.add_argument("sweep_file", metavar="SWEEP", nargs="?", help="the sweep file (docs/sweep.md)")
+    p.add_argument("--out", default=None, help="sweep folder (default sweeps/<sweep id>/); rerunning resumes in it")
+    p.add_argument("--plan", action="store_true", help="list the configurations, what each would deploy, the estimated "
+                   "time, instance-hours and $; deploy nothing")
+    p.add_argument("--yes", action="store_true", help="create SageMaker endpoints without asking")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key of the file for this run, e.g. --set load.step_seconds=10 (repeatable)")
+    p.add_argument("--cleanup", metavar="SWEEP_ID", default=None,
+                   help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID")
+    p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: boto3 chain)")
+    return p
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        raise UsageError(f"this sweep would {question[:-1]}: review it with --plan, then pass --yes")
+    answer = input(f"sm-locust sweep: {question} [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(args: argparse.Namespace) -> int:
+    from sm_locust.sweep import api
+    from sm_locust.sweep.schema import load_spec
+
+    if args.cleanup:
+        deploy, region, profile = "sagemaker", args.region, None
+        if args.sweep_file:
+            spec = load_spec(args.sweep_file, args.overrides)
+            deploy, region, profile = spec.deploy, region or spec.region, spec.aws_profile
+        deleted, left = api.cleanup(args.cleanup, deploy=deploy, region=region, profile=profile)
+        print(f"sm-locust sweep: cleanup {args.cleanup}: deleted {len(deleted)}"
+              + (f" ({', '.join(deleted)})" if deleted else "") + (f"; NOT deleted: {'; '.join(left)}" if left else ""))
+        return 1 if left else 0
+    if not args.sweep_file:
+        raise UsageError("give a sweep file (sm-locust sweep SWEEP.yaml), or --cleanup SWEEP_ID")
+    sweep = api.load_sweep(args.sweep_file, out=args.out, overrides=args.overrides)
+    if args.plan:
+        print("\n".join(api.plan_lines(sweep)))
+        return 0
+    result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm)
+    if result.interrupted:
+        print("sm-locust: interrupted", file=sys.stderr)
+    return result.exit_code

@@ -1,0 +1,105 @@
+"""Where a sweep's configurations run: deployers behind a registry (`local`, `sagemaker`).
+
+A deployer knows which settings exist where it deploys (`check` names an unknown key with its
+path), says what a configuration would deploy (`describe`, for `--plan`), creates it (`deploy`,
+returning the endpoint to load-test) and deletes it (`teardown`, always: after the test, after a
+failed creation, on Ctrl-C or SIGTERM). `cleanup(sweep_id)` deletes what a crashed sweep left.
+
+The runner gives each configuration a `Deployment` handle before creating anything; the handle
+names every resource the configuration may create, so teardown deletes by name whatever exists,
+even when creation failed half-way or was interrupted.
+
+The registry maps names to "module:Class" so `sm-locust sweep` with the local deployer never
+imports boto3's SageMaker model, and an unknown `deploy:` lists the valid names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.registry import Registry
+
+Progress = Callable[[str], None]
+
+DEPLOYERS: Registry[str] = Registry("deployer")
+DEPLOYERS.add("local", "sm_locust.sweep.deployers.local:LocalDeployer")
+DEPLOYERS.add("sagemaker", "sm_locust.sweep.deployers.sagemaker:SageMakerDeployer")
+
+TAG_KEY = "sm-locust:sweep"  # on every resource a sweep creates; value: the sweep id
+
+
+class DeployError(Exception):
+    """A configuration could not be deployed (its reason goes into sweep.json, the sweep goes on)."""
+
+
+class Cancelled(DeployError):
+    """Creation was stopped by the sweep (Ctrl-C, SIGTERM)."""
+
+
+@dataclass
+class Deployment:
+    """One configuration's endpoint, from before its creation until after its deletion."""
+
+    index: int
+    key: str
+    settings: dict[str, Any]
+    run_dir: Any  # Path: logs and samples of the deployment go there
+    endpoint_name: str = ""
+    endpoint_url: str = ""  # empty: the usual boto3 runtime endpoint (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME works)
+    region: str | None = None
+    resources: dict[str, str] = field(default_factory=dict)  # kind -> name, for teardown and sweep.json
+    info: dict[str, Any] = field(default_factory=dict)  # what was deployed, for sweep.json
+    handle: Any = None  # the deployer's own object (a LocalEndpoint, ...)
+    created_at: float | None = None  # when creation started (billing starts no later)
+    deleted_at: float | None = None
+
+
+class Deployer:
+    """Base class; subclasses set `name` and implement the methods below."""
+
+    name = ""
+    needs_confirmation = False  # True: creating costs money; ask --yes before deploying
+    expected_deploy_s = 0.0  # plan estimate of one creation
+    expected_delete_s = 0.0
+
+    def known_keys(self) -> list[str]:
+        """Settings this deployer understands ("environment.*" style prefixes end with '*')."""
+        raise NotImplementedError
+
+    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+        """UsageError for an unknown or impossible setting; `where(key)` gives the key's path."""
+        raise NotImplementedError
+
+    def describe(self, settings: Mapping[str, Any]) -> str:
+        raise NotImplementedError
+
+    def prepare(self, deployment: Deployment, sweep_id: str) -> None:
+        """Name the resources (nothing is created)."""
+
+    def deploy(self, deployment: Deployment, cancel: threading.Event, progress: Progress) -> None:
+        raise NotImplementedError
+
+    def teardown(self, deployment: Deployment, progress: Progress) -> list[str]:
+        """Delete everything the deployment may have created; returns what could not be deleted."""
+        raise NotImplementedError
+
+    def cleanup(self, sweep_id: str, progress: Progress) -> tuple[list[str], list[str]]:
+        """Delete what a sweep left behind: (deleted, left)."""
+        return [], []
+
+    def check_key(self, key: str, where: Callable[[str], str], valid: list[str]) -> None:
+        for name in valid:
+            if key == name or (name.endswith("*") and key.startswith(name[:-1]) and len(key) > len(name) - 1):
+                return
+        raise UsageError(f"{where(key)}: the {self.name} deployer has no setting {key!r}; valid: {', '.join(valid)}")
+
+
+def create_deployer(name: str, **kwargs) -> Deployer:
+    """The deployer registered as `name` (UnknownNameError lists the valid ones)."""
+    module, _, cls = DEPLOYERS.get(name).partition(":")
+    return getattr(importlib.import_module(module), cls)(**kwargs)

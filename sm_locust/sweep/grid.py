@@ -1,0 +1,115 @@
+"""Grid and explicit list -> the configurations of a sweep (pure).
+
+Settings are flat dicts with dotted keys (`environment.SAGEMAKER_MODEL_SERVER_WORKERS`), so a grid
+key, a shared `endpoint:` setting and an explicit configuration's nested `environment:` all mean
+the same thing. Every combination of the grid's values is one configuration (in file order, the
+last key varying fastest); `configurations:` adds explicit ones after the grid's; identical
+settings are kept once. A configuration's label names what varies between configurations
+(`max_concurrency 5`), and its key is a hash of everything that decides its result, so a rerun
+finds the run folder of a configuration it already measured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LABEL_KEY = "name"  # an explicit configuration may name itself
+
+
+@dataclass(frozen=True)
+class Configuration:
+    index: int  # 1-based, in sweep order
+    settings: dict[str, Any]  # shared settings overlaid with this configuration's, flat
+    varying: dict[str, Any]  # the settings that differ between the sweep's configurations
+    label: str
+
+    def slug(self, key: str) -> str:
+        """The run folder's name: what varies, then the key (stable across reorderings)."""
+        text = "_".join(f"{short_key(k)}-{_text(v)}" for k, v in self.varying.items()) or self.label
+        text = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")[:60] or "config"
+        return f"{text}-{key[:6]}"
+
+
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'environment': {'A': 1}} -> {'environment.A': 1}."""
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def short_key(key: str) -> str:
+    """`environment.SAGEMAKER_MODEL_SERVER_WORKERS` -> `SAGEMAKER_MODEL_SERVER_WORKERS`."""
+    return key.rsplit(".", 1)[-1]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def label_for(varying: Mapping[str, Any]) -> str:
+    return ", ".join(f"{short_key(k)} {_text(v)}" for k, v in varying.items())
+
+
+def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
+           explicit: Sequence[Mapping[str, Any]] = ()) -> list[Configuration]:
+    """Every combination of the grid, then the explicit configurations, each over `shared`."""
+    rows: list[tuple[dict[str, Any], str | None]] = []
+    if grid:
+        keys = list(grid)
+        for values in itertools.product(*(grid[k] for k in keys)):
+            rows.append((dict(zip(keys, values)), None))
+    for item in explicit:
+        item = dict(item)
+        name = item.pop(LABEL_KEY, None)
+        rows.append((flatten(item), None if name is None else str(name)))
+    merged: list[tuple[dict[str, Any], dict[str, Any], str | None]] = []
+    seen: set[str] = set()
+    for own, name in rows:
+        settings = {**shared, **own}
+        fingerprint = canonical(settings)
+        if fingerprint in seen:
+            continue
+        seen.add(fingerprint)
+        merged.append((settings, own, name))
+    varying_keys = _varying_keys([s for s, _, _ in merged], [o for _, o, _ in merged])
+    configurations = []
+    for i, (settings, own, name) in enumerate(merged, start=1):
+        varying = {k: settings.get(k) for k in varying_keys if k in settings}
+        label = name or label_for(varying) or f"configuration {i}"
+        configurations.append(Configuration(i, settings, varying, label))
+    return configurations
+
+
+def _varying_keys(all_settings: list[dict[str, Any]], owns: list[dict[str, Any]]) -> list[str]:
+    """Keys whose value differs between configurations, in first-seen order; with one
+    configuration, the keys it set itself."""
+    order: list[str] = []
+    for own in owns:
+        for k in own:
+            if k not in order:
+                order.append(k)
+    if len(all_settings) <= 1:
+        return order
+    return [k for k in order if len({canonical({"v": s.get(k)}) for s in all_settings}) > 1]
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def configuration_key(*parts: Any) -> str:
+    """A short stable hash of everything that decides a configuration's result."""
+    return hashlib.sha1(canonical(list(parts)).encode()).hexdigest()[:12]

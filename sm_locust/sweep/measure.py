@@ -1,0 +1,175 @@
+"""A configuration's run folder -> the figures a sweep compares (pure: fed the parsed files).
+
+The source is the run's `summary.json` (docs/summary.md), the public contract of a run folder, so
+the sweep reads what every other command reads:
+
+- **capacity** is the `plateau` object's rps and users when the search found one (the least load
+  that already gets the plateau's throughput within the SLO); with constant users or an open-loop
+  rate (no search) it is the best step within the error budget, labelled as measured at that load;
+- the **latency at the knee** is the plateau's own p50/p95/p99 (the figures its verdict printed);
+  p90 and p99.9 come from the knee step (the summary step at the plateau's users), whose start and
+  end are also the window for endpoint CPU and memory;
+- the **curve** is one point per load held (the last measurement of a load re-run as unstable),
+  for the throughput-vs-latency chart.
+
+Endpoint CPU and memory come from the local deployer's samples (`endpoint_usage.csv`) or from the
+report's `steps.csv` CloudWatch columns, whichever the run folder has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sm_locust.sweep.objective import PERCENTILE_KEYS
+
+
+@dataclass
+class Measurement:
+    capacity_rps: float | None = None
+    knee_users: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    latency_ms: float | None = None  # at the objective's percentile
+    error_rate: float | None = None
+    basis: str = ""  # 'plateau' (searched), 'best step' (constant load), 'totals'
+    text: str = ""  # the run's own verdict line, or what the figure is
+    no_capacity_reason: str | None = None
+    knee_start: float | None = None  # epoch seconds of the knee step
+    knee_end: float | None = None
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    requests: int | None = None
+    failures: int | None = None
+
+
+def epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except ValueError:
+        return None
+
+
+def _load_of(step: Mapping[str, Any]) -> float:
+    rate = step.get("target_rate")
+    return float(rate) if rate is not None else float(step.get("users") or 0)
+
+
+def curve(steps: Sequence[Mapping[str, Any]], percentile: float) -> list[dict[str, Any]]:
+    """One point per load held, lowest load first; a load measured twice keeps its last measurement."""
+    key = PERCENTILE_KEYS[percentile]
+    by_load: dict[float, Mapping[str, Any]] = {}
+    for step in steps:
+        by_load[_load_of(step)] = step
+    points = []
+    for load in sorted(by_load):
+        s = by_load[load]
+        points.append({"users": s.get("users"), "load": load, "rps": s.get("rps"), "latency_ms": s.get(key),
+                       "p50_ms": s.get("p50_ms"), "p95_ms": s.get("p95_ms"), "p99_ms": s.get("p99_ms"),
+                       "error_rate": s.get("error_rate")})
+    return points
+
+
+def _knee_step(steps: Sequence[Mapping[str, Any]], users: Any, rps: float) -> Mapping[str, Any] | None:
+    same = [s for s in steps if s.get("users") == users]
+    if not same:
+        return None
+    return min(same, key=lambda s: abs((s.get("rps") or 0.0) - rps))
+
+
+def measure(summary: Mapping[str, Any], percentile: float = 95.0, max_error_rate: float = 0.01) -> Measurement:
+    """The figures of one run (summary.json's content) at its sustainable point."""
+    key = PERCENTILE_KEYS[percentile]
+    steps = list(summary.get("steps") or [])
+    totals = summary.get("totals") or {}
+    m = Measurement(curve=curve(steps, percentile), requests=totals.get("requests"), failures=totals.get("failures"))
+    plateau = summary.get("plateau")
+    if plateau is not None:
+        if not plateau.get("rps"):
+            m.basis = "plateau"
+            m.text = plateau.get("text") or ""
+            m.no_capacity_reason = plateau.get("text") or "the search found no acceptable load"
+            return m
+        step = _knee_step(steps, plateau.get("users"), plateau["rps"])
+        m.basis = "plateau"
+        m.text = plateau.get("text") or ""
+        m.capacity_rps = float(plateau["rps"])
+        m.knee_users = plateau.get("users")
+        m.p50_ms, m.p95_ms, m.p99_ms = plateau.get("p50_ms"), plateau.get("p95_ms"), plateau.get("p99_ms")
+        m.error_rate = plateau.get("error_rate")
+        m.latency_ms = plateau.get(key)  # the verdict's own figure (p50, p95, p99)
+        if step is not None:
+            m.knee_start, m.knee_end = epoch(step.get("start")), epoch(step.get("end"))
+            if m.latency_ms is None:  # p90, p99.9: the knee step's
+                m.latency_ms = step.get(key)
+            if m.error_rate is None:
+                m.error_rate = step.get("error_rate")
+        return m
+    within = [s for s in steps if s.get("rps") and (s.get("error_rate") or 0.0) <= max_error_rate]
+    if within:
+        best = max(within, key=lambda s: s["rps"])
+        m.basis = "best step"
+        m.capacity_rps = float(best["rps"])
+        m.knee_users = best.get("users")
+        m.p50_ms, m.p95_ms, m.p99_ms = best.get("p50_ms"), best.get("p95_ms"), best.get("p99_ms")
+        m.latency_ms = best.get(key)
+        m.error_rate = best.get("error_rate")
+        m.knee_start, m.knee_end = epoch(best.get("start")), epoch(best.get("end"))
+        load = f"{best['target_rate']:g} req/s offered" if best.get("target_rate") is not None else \
+            f"{best.get('users')} user{'s' if best.get('users') != 1 else ''}"
+        m.text = f"measured at {load} (no plateau search): {best['rps']:.1f} req/s"
+        return m
+    if steps:
+        worst = max(steps, key=lambda s: s.get("error_rate") or 0.0)
+        m.basis = "best step"
+        m.error_rate = worst.get("error_rate")
+        m.no_capacity_reason = (f"no step within the error budget (error rate {100 * (worst.get('error_rate') or 0):.1f} % "
+                                f"> {100 * max_error_rate:g} %)")
+        return m
+    if totals.get("rps"):
+        requests = totals.get("requests") or 0
+        m.basis = "totals"
+        m.capacity_rps = float(totals["rps"])
+        m.p50_ms, m.p95_ms, m.p99_ms = totals.get("p50_ms"), totals.get("p95_ms"), totals.get("p99_ms")
+        m.latency_ms = totals.get(key)
+        m.error_rate = (totals.get("failures") or 0) / requests if requests else None
+        m.text = "whole-run totals (no steps recorded)"
+        return m
+    m.no_capacity_reason = "the run recorded no requests"
+    return m
+
+
+def usage_in_window(samples: Iterable[Mapping[str, Any]], start: float | None, end: float | None) -> tuple[float | None, float | None]:
+    """Mean CPU % and memory % of the samples (t, cpu_pct, memory_pct) taken in [start, end]."""
+    if start is None or end is None:
+        return None, None
+    cpu: list[float] = []
+    memory: list[float] = []
+    for s in samples:
+        t = float(s["t"])
+        if start <= t <= end:
+            if s.get("cpu_pct") not in (None, ""):
+                cpu.append(float(s["cpu_pct"]))
+            if s.get("memory_pct") not in (None, ""):
+                memory.append(float(s["memory_pct"]))
+    return (sum(cpu) / len(cpu) if cpu else None), (sum(memory) / len(memory) if memory else None)
+
+
+def usage_from_steps_csv(rows: Iterable[Mapping[str, Any]], users: Any) -> tuple[float | None, float | None]:
+    """CPU % and memory % of the knee's row in the report's steps.csv (CloudWatch averages)."""
+
+    def number(value: Any) -> float | None:
+        try:
+            return float(value) if value not in (None, "") else None
+        except ValueError:
+            return None
+
+    found: tuple[float | None, float | None] = (None, None)
+    for row in rows:
+        if users is not None and number(row.get("users")) == float(users):
+            found = (number(row.get("cw_CPUUtilization_avg_pct")), number(row.get("cw_MemoryUtilization_avg_pct")))
+    return found

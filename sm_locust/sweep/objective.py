@@ -1,0 +1,213 @@
+"""What "best" means, and which configuration wins: pure functions over measured figures.
+
+A configuration is *eligible* when it ran, found a sustainable throughput, and at that point meets
+the SLO (the objective's percentile at or under `slo_ms`) and the error budget. Eligible
+configurations are ranked by the objective's `optimize`:
+
+- `cost` (default): the $ per hour of the fleet that serves `target_rps` (instances needed x price),
+  then $ per 1M inferences (more headroom for the same fleet), then latency. Without a target, $
+  per 1M first. Without prices it falls back to throughput.
+- `throughput`: capacity (req/s), then latency.
+- `latency`: the percentile at the knee, then cost.
+
+`recommend` returns the winner, a one-sentence reason with the figure that decided against the
+runner-up, and for every other configuration why it lost. `pareto_front` marks the configurations
+no other one beats on both cost and latency (the cost-vs-latency chart draws them as a line).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+OPTIMIZE = ("cost", "throughput", "latency")
+# the percentiles summary.json records per step (docs/summary.md) -> their keys
+PERCENTILE_KEYS = {50.0: "p50_ms", 90.0: "p90_ms", 95.0: "p95_ms", 99.0: "p99_ms", 99.9: "p99_9_ms"}
+DEFAULT_MAX_ERROR_RATE = 0.01  # the report's rule for a sustainable step (docs/report.md, Cost)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The sweep file's `objective:` section."""
+
+    target_rps: float | None = None
+    slo_ms: float | None = None
+    percentile: float = 95.0
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    safety_factor: float = 1.0  # instances for the target at this share of the measured capacity
+    optimize: str = "cost"
+
+    @property
+    def percentile_label(self) -> str:
+        return f"p{self.percentile:g}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"target_rps": self.target_rps, "slo_ms": self.slo_ms, "percentile": self.percentile,
+                "max_error_rate": self.max_error_rate, "safety_factor": self.safety_factor, "optimize": self.optimize}
+
+
+@dataclass
+class Candidate:
+    """One configuration's figures, as ranking needs them (plain data, filled by the runner)."""
+
+    index: int
+    label: str
+    status: str = "ok"  # ok | failed | skipped | interrupted
+    reason: str | None = None  # why it failed or was skipped
+    capacity_rps: float | None = None
+    knee_users: float | None = None
+    latency_ms: float | None = None  # the objective's percentile at the knee
+    error_rate: float | None = None
+    cost_per_1m: float | None = None
+    instances_needed: int | None = None
+    cost_per_hour_at_target: float | None = None
+    no_capacity_reason: str | None = None  # the run's own words when no load was acceptable
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Recommendation:
+    winner: Candidate | None
+    reason: str
+    lost: dict[int, str]  # index -> why it lost
+    ranked: list[Candidate]  # eligible, best first
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f} %".replace(".0 %", " %")
+
+
+def disqualification(c: Candidate, objective: Objective) -> str | None:
+    """Why `c` cannot be recommended, or None when it meets the objective."""
+    if c.status != "ok":
+        return f"{c.status}: {c.reason}" if c.reason else c.status
+    if not c.capacity_rps:
+        return c.no_capacity_reason or "no sustainable throughput found"
+    p = objective.percentile_label
+    if objective.slo_ms is not None:
+        if c.latency_ms is None:
+            return f"no {p} measured at the knee"
+        if c.latency_ms > objective.slo_ms:
+            return f"{p} {c.latency_ms:.0f} ms at the knee > SLO {objective.slo_ms:g} ms"
+    if c.error_rate is not None and c.error_rate > objective.max_error_rate:
+        return f"error rate {_pct(c.error_rate)} at the knee > {_pct(objective.max_error_rate)}"
+    return None
+
+
+def _big(value: float | None) -> float:
+    return math.inf if value is None else value
+
+
+def ranking_mode(candidates: Iterable[Candidate], objective: Objective) -> str:
+    """The ranking actually used: `cost` needs prices; without them it is `throughput`."""
+    if objective.optimize == "cost" and not any(c.cost_per_1m is not None for c in candidates):
+        return "throughput"
+    return objective.optimize
+
+
+def sort_key(c: Candidate, mode: str, objective: Objective) -> tuple:
+    latency = _big(c.latency_ms)
+    capacity = -(c.capacity_rps or 0.0)
+    if mode == "throughput":
+        return (capacity, latency, c.index)
+    if mode == "latency":
+        return (latency, _big(c.cost_per_1m), capacity, c.index)
+    fleet = _big(c.cost_per_hour_at_target) if objective.target_rps else 0.0
+    return (fleet, _big(c.cost_per_1m), latency, c.index)
+
+
+def rank(candidates: Sequence[Candidate], objective: Objective) -> list[Candidate]:
+    """Eligible candidates, best first."""
+    mode = ranking_mode(candidates, objective)
+    eligible = [c for c in candidates if disqualification(c, objective) is None]
+    return sorted(eligible, key=lambda c: sort_key(c, mode, objective))
+
+
+def _less(a: float, b: float) -> str:
+    """'52 % cheaper' style: how much lower a is than b, in % of b."""
+    return f"{(1 - a / b) * 100:.0f} %" if b else "0 %"
+
+
+def headline(c: Candidate, objective: Objective) -> str:
+    """'max_concurrency 5: 121 req/s at p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M'."""
+    parts = [f"{c.label}: {c.capacity_rps:.0f} req/s"
+             + (f" at {objective.percentile_label} {c.latency_ms:.0f} ms" if c.latency_ms is not None else "")]
+    if objective.target_rps and c.instances_needed:
+        plural = "instance" if c.instances_needed == 1 else "instances"
+        parts.append(f"{c.instances_needed} {plural} for {objective.target_rps:g} req/s")
+    if c.cost_per_1m is not None:
+        parts.append(f"${c.cost_per_1m:.2f} per 1M")
+    return "; ".join(parts)
+
+
+def _versus(winner: Candidate, other: Candidate, mode: str, objective: Objective) -> str:
+    """Why `other` ranks below `winner`, in the figure that decided it."""
+    p = objective.percentile_label
+    if mode == "throughput":
+        if (other.capacity_rps or 0) < (winner.capacity_rps or 0):
+            return f"{other.capacity_rps:.0f} req/s vs {winner.capacity_rps:.0f}"
+        return f"same throughput, {p} {_big(other.latency_ms):.0f} ms vs {_big(winner.latency_ms):.0f}"
+    if mode == "latency":
+        if _big(other.latency_ms) > _big(winner.latency_ms):
+            return f"{p} {other.latency_ms:.0f} ms vs {winner.latency_ms:.0f}"
+        return f"same latency, ${_big(other.cost_per_1m):.2f} per 1M vs ${_big(winner.cost_per_1m):.2f}"
+    if objective.target_rps and _big(other.cost_per_hour_at_target) > _big(winner.cost_per_hour_at_target):
+        n = other.instances_needed
+        return (f"needs {n} instance{'s' if n != 1 else ''} for {objective.target_rps:g} req/s "
+                f"(${other.cost_per_hour_at_target:.2f}/h vs ${winner.cost_per_hour_at_target:.2f}/h)")
+    if _big(other.cost_per_1m) > _big(winner.cost_per_1m):
+        return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
+    return f"as cheap, {p} {_big(other.latency_ms):.0f} ms vs {_big(winner.latency_ms):.0f}"
+
+
+def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: Objective) -> str:
+    if mode == "throughput":
+        gain = (winner.capacity_rps or 0) / (runner_up.capacity_rps or 1) - 1
+        return f"{gain * 100:.0f} % more throughput than {runner_up.label}"
+    if mode == "latency":
+        return f"{objective.percentile_label} {_less(winner.latency_ms, runner_up.latency_ms)} lower than {runner_up.label}"
+    if (objective.target_rps and winner.cost_per_hour_at_target is not None and runner_up.cost_per_hour_at_target
+            and winner.cost_per_hour_at_target < runner_up.cost_per_hour_at_target):
+        return (f"{_less(winner.cost_per_hour_at_target, runner_up.cost_per_hour_at_target)} cheaper at "
+                f"{objective.target_rps:g} req/s than {runner_up.label}")
+    if winner.cost_per_1m is not None and runner_up.cost_per_1m and winner.cost_per_1m < runner_up.cost_per_1m:
+        return f"{_less(winner.cost_per_1m, runner_up.cost_per_1m)} cheaper than {runner_up.label}"
+    return f"as cheap as {runner_up.label}, with lower latency"
+
+
+def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommendation:
+    """The winner, its one-sentence reason, and why each other configuration lost."""
+    mode = ranking_mode(candidates, objective)
+    ranked = rank(candidates, objective)
+    lost: dict[int, str] = {}
+    for c in candidates:
+        why = disqualification(c, objective)
+        if why is not None:
+            lost[c.index] = why
+    if not ranked:
+        reasons = "; ".join(f"{c.label}: {lost[c.index]}" for c in candidates) or "no configurations"
+        return Recommendation(None, f"no configuration meets the objective ({reasons})", lost, [])
+    winner = ranked[0]
+    for other in ranked[1:]:
+        lost[other.index] = _versus(winner, other, mode, objective)
+    sentence = headline(winner, objective)
+    if len(ranked) > 1:
+        sentence += f" — {_comparison(winner, ranked[1], mode, objective)}"
+    elif len(candidates) > 1:
+        sentence += " — the only configuration that meets the objective"
+    if mode != objective.optimize:
+        sentence += " (no prices known: ranked by throughput)"
+    return Recommendation(winner, sentence, lost, ranked)
+
+
+def pareto_front(points: Sequence[tuple[Any, float, float]]) -> list[Any]:
+    """Ids of the points (id, cost, latency) no other point beats on both (lower is better),
+    sorted by cost. A point equal to another on both counts stays on the front."""
+    front = []
+    for pid, cost, latency in points:
+        dominated = any(c <= cost and lat <= latency and (c < cost or lat < latency) for _, c, lat in points)
+        if not dominated:
+            front.append((cost, latency, pid))
+    return [pid for _, _, pid in sorted(front, key=lambda t: (t[0], t[1]))]

@@ -1,0 +1,413 @@
+"""Runs a checked sweep: deploy, test, delete every configuration; always clean up.
+
+The main thread runs the tests one at a time (one load generator) with the normal run machinery
+(`sm_locust.preflight` + `sm_locust.runner.execute`, exactly what `sm-locust run` does), so each
+configuration leaves a normal run folder. Creations and deletions run in worker threads, driven by
+the `Pipeline` (at most `max_parallel_endpoints` alive). Each configuration's figures are read back
+from its run folder's `summary.json` (and the report's `steps.csv` or the local deployer's
+`endpoint_usage.csv` for CPU and memory).
+
+Guarantees:
+- **cleanup**: every deployment is torn down after its test, after a failed creation, and on
+  Ctrl-C or SIGTERM (creations in flight are cancelled, the running Locust process is stopped,
+  then everything created is deleted; further signals during that cleanup are refused with a note
+  on `sm-locust sweep --cleanup`);
+- **resume**: a configuration whose run folder holds `summary.json` and a `sweep_configuration.json`
+  with the same key and status ok is not run again;
+- **budget**: with `max_cost_usd`, a configuration is not deployed when what was spent plus the
+  estimates of the ones alive and of this one would pass the sum;
+- **failure is local**: a configuration that fails (control-plane error, FailureReason, a run
+  that did not complete) is recorded with its reason and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import queue
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sm_locust.errors import SmLocustError
+from sm_locust.preflight import preflight
+from sm_locust.runner import execute
+from sm_locust.sweep.deployers import Cancelled, Deployment, DeployError
+from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
+from sm_locust.sweep.pipeline import DELETING, DEPLOYING, READY, TESTING, Pipeline
+from sm_locust.sweep.progress import Printer, configuration_line, eta_s, progress_line
+
+MARKER = "sweep_configuration.json"
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """SIGTERM, turned into the same unwinding as Ctrl-C."""
+
+
+@dataclass
+class RunOutcome:
+    rows: dict[int, dict[str, Any]]
+    interrupted: bool = False
+    wall_s: float = 0.0
+    peak_alive: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def is_complete(run_dir: Path, key: str) -> bool:
+    """A configuration measured before: summary.json plus our marker with the same key, status ok."""
+    try:
+        marker = json.loads((run_dir / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return marker.get("key") == key and marker.get("status") == "ok" and (run_dir / "summary.json").exists()
+
+
+class _StepEcho(io.TextIOBase):
+    """stdout of a run (redirected): forwards the per-step lines, indented under the configuration."""
+
+    def __init__(self, printer: Printer, prefix: str):
+        self.printer = printer
+        self.prefix = prefix
+        self._buffer = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        while "\n" in self._buffer:
+            line, self._buffer = self._buffer.split("\n", 1)
+            if line.startswith("sm-locust: step "):
+                self.printer(f"{self.prefix}{line[len('sm-locust: '):]}")
+        return len(text)
+
+
+def _locust_children() -> list:
+    """Locust processes this sweep started (a run interrupted in the middle)."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "locust" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+def stop_locust_children(timeout: float = 5.0) -> None:
+    import psutil
+
+    children = _locust_children()
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=timeout)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
+class SweepRunner:
+    """One sweep run; `sweep` is an `api.Sweep` (checked file, deployer, configurations, plan)."""
+
+    def __init__(self, sweep, printer: Printer | None = None, *, handle_signals: bool = True):
+        self.sweep = sweep
+        self.spec = sweep.spec
+        self.deployer = sweep.deployer
+        self.printer = printer or Printer()
+        self.handle_signals = handle_signals
+        self.total = len(sweep.configurations)
+        self.cancel = threading.Event()
+        self.events: queue.Queue = queue.Queue()
+        self.deployments: dict[int, Deployment] = {}
+        self.torn_down: set[int] = set()
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.timing: dict[int, dict[str, float]] = {}
+        self.measured = 0
+        self.started = time.monotonic()
+        self._previous_handlers: dict[int, Any] = {}
+
+    # -- signals ----------------------------------------------------------------------------------
+    def _raise_interrupt(self, signum, frame) -> None:
+        raise SweepInterrupted()
+
+    def _refuse(self, signum, frame) -> None:
+        self.printer.say(f"still cleaning up, please wait; if you stop it now, `sm-locust sweep --cleanup "
+                         f"{self.spec.sweep_id}` deletes what is left")
+
+    def _install(self, handler_int, handler_term) -> None:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            return
+        for signum, handler in ((signal.SIGINT, handler_int), (signal.SIGTERM, handler_term)):
+            previous = signal.signal(signum, handler)
+            self._previous_handlers.setdefault(signum, previous)
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous_handlers.items():
+            signal.signal(signum, handler)
+        self._previous_handlers.clear()
+
+    # -- the run ----------------------------------------------------------------------------------
+    def run(self) -> RunOutcome:
+        sweep = self.sweep
+        outcome = RunOutcome(self.rows)
+        sweep.out_dir.mkdir(parents=True, exist_ok=True)
+        pipeline = Pipeline([c.index for c in sweep.configurations], self.spec.max_parallel_endpoints)
+        self.pipeline = pipeline
+        for c in sweep.configurations:
+            self.rows[c.index] = sweep.base_row(c)
+            if is_complete(sweep.run_dir(c), sweep.keys[c.index]):
+                pipeline.skip(c.index)
+                self._finish_row(c.index, resumed=True)
+            elif c.index not in sweep.allowed:
+                pipeline.skip(c.index)
+                self.rows[c.index].update(status="skipped", reason=sweep.skip_reason(c.index))
+                self._line(c.index)
+        self._install(signal.default_int_handler, self._raise_interrupt)
+        executor = ThreadPoolExecutor(max_workers=2 * self.spec.max_parallel_endpoints, thread_name_prefix="sm-locust-sweep")
+        self.executor = executor
+        try:
+            self._loop(pipeline, executor)
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            self._install(self._refuse, self._refuse)
+            self.printer.say("interrupted: stopping the test and deleting what this sweep created")
+            self.cancel.set()
+            stop_locust_children()
+        finally:
+            self.cancel.set()
+            self._install(self._refuse, self._refuse)
+            executor.shutdown(wait=True)
+            self._drain()
+            for i, d in self.deployments.items():
+                if i not in self.torn_down:
+                    self._teardown(i)
+            for i, row in self.rows.items():
+                if row["status"] in ("pending", "running"):
+                    row.update(status="interrupted" if outcome.interrupted else "failed",
+                               reason=row.get("reason") or "the sweep stopped before this configuration finished")
+            self._restore()
+        outcome.wall_s = time.monotonic() - self.started
+        outcome.peak_alive = pipeline.peak_alive
+        return outcome
+
+    def _loop(self, pipeline: Pipeline, executor: ThreadPoolExecutor) -> None:
+        sweep = self.sweep
+        while not pipeline.finished:
+            for i in pipeline.deploys_to_start():
+                if not sweep.budget_allows(i, self.rows, self._in_flight()):
+                    for j in pipeline.in_state("waiting"):
+                        pipeline.skip(j)
+                        self.rows[j].update(status="skipped", reason=f"max_cost_usd {self.spec.max_cost_usd:g} would be passed")
+                        self._line(j)
+                    break
+                pipeline.start_deploy(i)
+                self.rows[i]["status"] = "running"
+                self.deployments[i] = sweep.new_deployment(i)
+                self.timing[i] = {"start": time.monotonic()}
+                executor.submit(self._deploy_job, i)
+            i = pipeline.next_test()
+            if i is not None:
+                pipeline.start_test(i)
+                self._test(i)
+                pipeline.tested(i)
+                executor.submit(self._teardown_job, i)
+                continue
+            if pipeline.finished:
+                break
+            try:
+                event = self.events.get(timeout=0.5)  # a timeout keeps Ctrl-C responsive everywhere
+            except queue.Empty:
+                continue
+            self._handle(event)
+
+    def _in_flight(self) -> list[int]:
+        return self.pipeline.in_state(DEPLOYING, READY, TESTING, DELETING)
+
+    def _handle(self, event: tuple[str, int, Any]) -> None:
+        kind, i, payload = event
+        if kind == "deployed":
+            self.timing[i]["deploy_s"] = payload
+            self.pipeline.deployed(i)
+        elif kind == "deploy_failed":
+            status, reason = payload
+            self.rows[i].update(status=status, reason=reason)
+            self.pipeline.deploy_failed(i)
+            self.executor.submit(self._teardown_job, i)  # whatever was created before the failure
+        elif kind == "deleted":
+            self._deleted(i, payload)
+            self.pipeline.deleted(i)
+            self._finish_row(i)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                kind, i, payload = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "deleted":
+                self._deleted(i, payload)
+            elif kind == "deploy_failed" and self.rows[i]["status"] == "running":
+                self.rows[i].update(status=payload[0], reason=payload[1])
+
+    def _progress(self, i: int):
+        return lambda text: self.printer.say(f"[{i}/{self.total}] {text}")
+
+    def _deploy_job(self, i: int) -> None:
+        d = self.deployments[i]
+        t0 = time.monotonic()
+        try:
+            self.deployer.deploy(d, self.cancel, self._progress(i))
+            self.events.put(("deployed", i, time.monotonic() - t0))
+        except Cancelled as exc:
+            self.events.put(("deploy_failed", i, ("interrupted", str(exc))))
+        except DeployError as exc:
+            self.events.put(("deploy_failed", i, ("failed", str(exc))))
+        except Exception as exc:  # a deployer bug or an unexpected client error: the sweep goes on
+            self.events.put(("deploy_failed", i, ("failed", f"{type(exc).__name__}: {exc}")))
+
+    def _teardown_job(self, i: int) -> None:
+        try:
+            left = self.deployer.teardown(self.deployments[i], self._progress(i))
+        except Exception as exc:
+            left = [f"teardown failed: {type(exc).__name__}: {exc}"]
+        self.events.put(("deleted", i, left))
+
+    def _teardown(self, i: int) -> None:
+        """Synchronous teardown (the cleanup after an interruption)."""
+        try:
+            left = self.deployer.teardown(self.deployments[i], self._progress(i))
+        except Exception as exc:
+            left = [f"teardown failed: {type(exc).__name__}: {exc}"]
+        self._deleted(i, left)
+
+    def _deleted(self, i: int, left: list[str]) -> None:
+        if i in self.torn_down:
+            return
+        self.torn_down.add(i)
+        d = self.deployments[i]
+        row = self.rows[i]
+        row["deployed"] = {"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
+                           **{k: v for k, v in d.info.items() if k != "sweep_id"}}
+        if d.created_at is not None:
+            billed = (d.deleted_at or time.time()) - d.created_at
+            row["billed_s"] = round(billed, 1)
+            price = self.sweep.prices[i]
+            if price.usd_per_hour is not None:
+                row["cost_usd"] = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
+        if left:
+            row["left_behind"] = left
+            self.printer.say(f"[{i}/{self.total}] NOT deleted: {'; '.join(left)} "
+                             f"(sm-locust sweep --cleanup {self.spec.sweep_id})")
+
+    # -- one test ---------------------------------------------------------------------------------
+    def _test(self, i: int) -> None:
+        sweep = self.sweep
+        d = self.deployments[i]
+        configuration = sweep.configuration(i)
+        run_dir = sweep.run_dir(configuration)
+        row = self.rows[i]
+        t0 = time.monotonic()
+        try:
+            self.run_configuration(i, d, run_dir)
+        except SmLocustError as exc:
+            row.update(status="failed", reason=exc.message)
+        self.timing[i]["test_s"] = time.monotonic() - t0
+        if row["status"] == "running":
+            if sweep.spec.report:
+                self._report(i, run_dir, d)
+            row["status"] = "ok"
+            self._write_marker(i, run_dir, d)
+
+    def run_configuration(self, i: int, d: Deployment, run_dir: Path) -> None:
+        """One normal run into `run_dir` (what `sm-locust run` does); SmLocustError when it fails."""
+        plan = self.sweep.plan
+        region = d.region or self.spec.region
+        namespace = plan.namespace(d.endpoint_name, d.endpoint_url, region)
+        settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
+        with contextlib.redirect_stdout(_StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
+            extra_env = preflight(settings)
+            execute(settings, plan.load, run_dir, extra_env, options=namespace)
+
+    def _report(self, i: int, run_dir: Path, d: Deployment) -> None:
+        """The run's report (report.html, steps.csv; CloudWatch when on AWS); gaps are noted, never fatal."""
+        from sm_locust.report.pipeline import ReportOptions, build_report
+
+        price = self.sweep.prices[i]
+        objective = self.spec.objective
+        options = ReportOptions(
+            endpoint_name=d.endpoint_name, region=d.region or self.spec.region, profile=self.spec.aws_profile,
+            instance_type=price.instance_type, instance_count=price.instance_count, price_per_hour=price.usd_per_hour,
+            prices_file=self.spec.prices, target_rps=objective.target_rps, safety_factor=objective.safety_factor)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = build_report(run_dir, options)
+            self.rows[i]["report_gaps"] = list(result.gaps)
+        except Exception as exc:  # the run is measured; a report that cannot be drawn is only noted
+            self.rows[i]["report_gaps"] = [f"report not written: {exc}"]
+
+    def _write_marker(self, i: int, run_dir: Path, d: Deployment) -> None:
+        c = self.sweep.configuration(i)
+        marker = {"sweep_id": self.spec.sweep_id, "key": self.sweep.keys[i], "index": i, "label": c.label,
+                  "settings": c.settings, "deploy": self.spec.deploy, "endpoint_name": d.endpoint_name,
+                  "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        (run_dir / MARKER).write_text(json.dumps(marker, indent=1, default=str))
+
+    # -- results ----------------------------------------------------------------------------------
+    def _finish_row(self, i: int, resumed: bool = False) -> None:
+        sweep = self.sweep
+        row = self.rows[i]
+        timing = self.timing.get(i, {})
+        if "start" in timing:
+            row["wall_s"] = round(time.monotonic() - timing["start"], 1)
+            row["deploy_s"] = round(timing["deploy_s"], 1) if "deploy_s" in timing else None
+            row["test_s"] = round(timing["test_s"], 1) if "test_s" in timing else None
+        if resumed:
+            row.update(status="ok", resumed=True)
+        if row["status"] == "ok":
+            self._measure(i, sweep.run_dir(sweep.configuration(i)))
+            if not resumed:
+                self.measured += 1
+        self._line(i)
+        sweep.write_progress(self.rows)
+        done = sum(1 for r in self.rows.values() if r["status"] not in ("pending", "running"))
+        remaining = sum(1 for r in self.rows.values() if r["status"] in ("pending", "running"))
+        elapsed = time.monotonic() - self.started
+        self.printer(progress_line(done, self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
+
+    def _measure(self, i: int, run_dir: Path) -> None:
+        sweep = self.sweep
+        row = self.rows[i]
+        objective = self.spec.objective
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text())
+        except (OSError, ValueError) as exc:
+            row.update(status="failed", reason=f"cannot read {run_dir / 'summary.json'}: {exc}")
+            return
+        m = measure(summary, objective.percentile, objective.max_error_rate)
+        row.update(capacity_rps=m.capacity_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
+                   p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
+                   no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures)
+        cpu, memory = None, None
+        usage_file = run_dir / "endpoint_usage.csv"
+        steps_file = run_dir / "steps.csv"
+        if usage_file.exists():
+            with open(usage_file, newline="") as f:
+                cpu, memory = usage_in_window(csv.DictReader(f), m.knee_start, m.knee_end)
+        if cpu is None and steps_file.exists():
+            with open(steps_file, newline="") as f:
+                cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
+        row.update(cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2))
+        row.update(sweep.cost_figures(i, m.capacity_rps))
+
+    def _line(self, i: int) -> None:
+        c = self.sweep.configuration(i)
+        self.printer(configuration_line(i, self.total, c.label, self.rows[i], self.spec.objective.percentile_label))

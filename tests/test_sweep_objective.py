@@ -1,0 +1,110 @@
+"""Objective, ranking, recommendation and Pareto front as pure functions over synthetic figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from sm_locust.sweep.costing import Price, estimate, figures
+from sm_locust.sweep.objective import Candidate, Objective, disqualification, pareto_front, rank, recommend
+
+OBJECTIVE = Objective(target_rps=100, slo_ms=400, percentile=95)
+
+
+def priced(index, label, capacity, latency, price=0.2, error_rate=0.0, count=1, objective=OBJECTIVE, **kw):
+    f = figures(capacity, Price(price, "test", None, count), objective)
+    return Candidate(index, label, capacity_rps=capacity, latency_ms=latency, error_rate=error_rate, **f, **kw)
+
+
+def test_cost_figures_follow_the_report_formulas():
+    f = figures(121.0, Price(0.2, "x", None, 1), OBJECTIVE)
+    assert f["cost_per_1m"] == pytest.approx(0.2 / (121 * 3600) * 1e6)
+    assert f["instances_needed"] == 1 and f["cost_per_hour_at_target"] == pytest.approx(0.2)
+    two = figures(48.0, Price(0.2, "x", None, 1), OBJECTIVE)
+    assert two["instances_needed"] == 3 and two["cost_per_hour_at_target"] == pytest.approx(0.6)
+    fleet = figures(200.0, Price(0.4, "x", None, 2), OBJECTIVE)  # measured on 2 instances: 100 req/s each
+    assert fleet["instances_needed"] == 1 and fleet["cost_per_1m"] == pytest.approx(0.8 / (200 * 3600) * 1e6)
+    half = figures(121.0, Price(0.2, "x", None, 1), Objective(target_rps=100, safety_factor=0.5))
+    assert half["instances_needed"] == 2
+
+
+def test_disqualification_names_the_figure():
+    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms at the knee > SLO 400 ms"
+    assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at the knee > 1 %"
+    assert disqualification(Candidate(1, "a", status="failed", reason="CreateEndpoint: ResourceLimitExceeded: quota"),
+                            OBJECTIVE) == "failed: CreateEndpoint: ResourceLimitExceeded: quota"
+    assert "no acceptable step" in disqualification(Candidate(1, "a", no_capacity_reason="no acceptable step: p95 500 ms"),
+                                                    OBJECTIVE)
+    assert disqualification(priced(1, "a", 100, 40), OBJECTIVE) is None
+
+
+def test_the_cheapest_fleet_for_the_target_wins_and_the_sentence_says_by_how_much():
+    low = priced(1, "max_concurrency 2", 48.0, 45.0)
+    high = priced(2, "max_concurrency 5", 121.0, 44.0)
+    rec = recommend([low, high], OBJECTIVE)
+    assert rec.winner is high
+    assert rec.reason == ("max_concurrency 5: 121 req/s at p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
+                          "67 % cheaper at 100 req/s than max_concurrency 2")
+    assert rec.lost[1] == "needs 3 instances for 100 req/s ($0.60/h vs $0.20/h)"
+
+
+def test_same_fleet_cost_is_decided_by_cost_per_million_then_latency():
+    a = priced(1, "a", 110.0, 60.0)
+    b = priced(2, "b", 150.0, 80.0)
+    rec = recommend([a, b], OBJECTIVE)
+    assert rec.winner is b  # one instance each; b has more headroom
+    assert "cheaper than a" in rec.reason
+    assert rec.lost[1].startswith("$0.51 per 1M vs $0.37")
+
+
+def test_a_cheaper_instance_type_beats_a_faster_one():
+    small = priced(1, "instance_type ml.c5.xlarge", 120.0, 50.0, price=0.204)
+    big = priced(2, "instance_type ml.c5.2xlarge", 200.0, 30.0, price=0.408)
+    assert rank([big, small], OBJECTIVE)[0] is small
+
+
+def test_slo_violators_and_failures_lose_with_their_reason():
+    fast_cheap = priced(1, "a", 300.0, 450.0)
+    ok = priced(2, "b", 120.0, 100.0)
+    failed = Candidate(3, "c", status="failed", reason="endpoint x Failed: image not found")
+    rec = recommend([fast_cheap, ok, failed], OBJECTIVE)
+    assert rec.winner is ok
+    assert rec.reason.endswith("— the only configuration that meets the objective")
+    assert rec.lost == {1: "p95 450 ms at the knee > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
+
+
+def test_no_configuration_meets_the_objective():
+    rec = recommend([priced(1, "a", 50.0, 900.0)], OBJECTIVE)
+    assert rec.winner is None
+    assert rec.reason.startswith("no configuration meets the objective (a: p95 900 ms")
+
+
+def test_without_prices_the_ranking_is_by_throughput():
+    objective = Objective(slo_ms=400)
+    a = Candidate(1, "a", capacity_rps=80.0, latency_ms=30.0, error_rate=0.0)
+    b = Candidate(2, "b", capacity_rps=100.0, latency_ms=60.0, error_rate=0.0)
+    rec = recommend([a, b], objective)
+    assert rec.winner is b
+    assert "25 % more throughput than a" in rec.reason and "no prices known" in rec.reason
+
+
+def test_optimize_latency():
+    objective = Objective(slo_ms=400, optimize="latency")
+    a = priced(1, "a", 80.0, 30.0, objective=objective)
+    b = priced(2, "b", 100.0, 60.0, objective=objective)
+    rec = recommend([a, b], objective)
+    assert rec.winner is a and "p95 50 % lower than b" in rec.reason
+    assert rec.lost[2] == "p95 60 ms vs 30"
+
+
+def test_pareto_front():
+    points = [(1, 0.5, 40.0), (2, 0.3, 60.0), (3, 0.6, 50.0), (4, 0.2, 90.0), (5, 0.3, 60.0)]
+    assert pareto_front(points) == [4, 2, 5, 1]  # 3 costs more and is slower than 1
+    assert pareto_front([]) == []
+
+
+def test_plan_estimate_arithmetic():
+    e = estimate(Price(0.204, "t", "ml.c5.xlarge", 2), deploy_s=480, test_s=300, delete_s=60, wait_s=60)
+    assert e.billed_s == 900
+    assert e.instance_hours == pytest.approx(2 * 900 / 3600)
+    assert e.usd == pytest.approx(0.204 * 0.5)
+    assert estimate(Price(None, None, None), deploy_s=1, test_s=1, delete_s=1).usd is None

@@ -1,0 +1,135 @@
+"""Overlapped deployments: the pure scheduler never has more than max_parallel_endpoints alive,
+overlap brings the wall time near the sum of the tests, and the real runner (threads, a fake
+deployer) keeps the same bound."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from sm_locust.sweep.api import load_sweep
+from sm_locust.sweep.deployers import Deployer, DeployError
+from sm_locust.sweep.pipeline import Durations, Pipeline, simulate
+from sm_locust.sweep.runner import SweepRunner
+
+from tests.conftest import SAMPLE_PAYLOAD
+
+
+def test_sequential_is_the_sum_of_everything():
+    sim = simulate({i: Durations(600, 120, 60) for i in (1, 2, 3)}, max_alive=1)
+    assert sim.wall_s == pytest.approx(3 * 780)
+    assert sim.peak_alive == 1
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_overlap_never_exceeds_n_alive(n):
+    sim = simulate({i: Durations(600, 120, 60) for i in range(1, 9)}, max_alive=n)
+    assert sim.peak_alive == n
+    alive = 0
+    for _, what, _ in sim.events:  # replay: +1 when creation starts, -1 when deletion ends
+        alive += {"deploy": 1, "deleted": -1}.get(what, 0)
+        assert alive <= n
+
+
+def test_enough_overlap_approaches_the_sum_of_the_tests():
+    tests = 8 * 120
+    slow = simulate({i: Durations(600, 120, 60) for i in range(1, 9)}, max_alive=1).wall_s
+    fast = simulate({i: Durations(600, 120, 60) for i in range(1, 9)}, max_alive=7).wall_s
+    assert fast < 0.3 * slow
+    assert fast <= 600 + tests + 60 + 1  # one creation, the tests back to back, one deletion
+
+
+def test_tests_run_one_at_a_time_and_failed_creations_are_deleted_without_a_test():
+    durations = {1: Durations(10, 5, 1), 2: Durations(3, 5, 1, fails=True), 3: Durations(4, 5, 1)}
+    sim = simulate(durations, max_alive=3)
+    tests = [(t, i) for t, what, i in sim.events if what == "test"]
+    assert [i for _, i in tests] == [3, 1]  # the first ready is tested first; 2 never
+    assert ("deleted" in [w for _, w, i in sim.events if i == 2])
+    starts = [t for t, _ in tests]
+    assert starts[1] >= starts[0] + 5
+
+
+def test_misuse_raises():
+    p = Pipeline([1, 2], max_alive=1)
+    assert p.deploys_to_start() == [1]
+    p.start_deploy(1)
+    assert p.deploys_to_start() == []
+    with pytest.raises(RuntimeError):
+        p.start_deploy(2)  # would be 2 alive
+    with pytest.raises(RuntimeError):
+        p.tested(1)  # not testing
+
+
+def fake_summary(rps: float) -> dict:
+    step = {"users": 2, "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:00:10Z", "rps": rps, "p50_ms": 20.0,
+            "p90_ms": 25.0, "p95_ms": 30.0, "p99_ms": 40.0, "p99_9_ms": 45.0, "error_rate": 0.0}
+    return {"schema": 1, "totals": {"requests": 100, "failures": 0, "rps": rps}, "steps": [step],
+            "plateau": {"users": 2, "rps": rps, "p50_ms": 20.0, "p95_ms": 30.0, "p99_ms": 40.0, "error_rate": 0.0,
+                        "text": f"plateau: {rps:.0f} req/s at 2 users"}}
+
+
+class FakeDeployer(Deployer):
+    """Counts endpoints alive (creation started, deletion not finished)."""
+
+    name = "fake"
+
+    def __init__(self, deploy_s=0.15, fail=()):
+        self.alive = 0
+        self.peak = 0
+        self.lock = threading.Lock()
+        self.deploy_s = deploy_s
+        self.fail = set(fail)
+
+    def describe(self, settings):
+        return "fake"
+
+    def deploy(self, d, cancel, progress):
+        with self.lock:
+            self.alive += 1
+            self.peak = max(self.peak, self.alive)
+        d.created_at = time.time()
+        time.sleep(self.deploy_s)
+        if d.index in self.fail:
+            raise DeployError("CreateEndpoint: ResourceLimitExceeded: account quota")
+
+    def teardown(self, d, progress):
+        time.sleep(0.05)
+        with self.lock:
+            self.alive -= 1
+        d.deleted_at = time.time()
+        return []
+
+
+class FakeRunner(SweepRunner):
+    tested: list[int]
+
+    def run_configuration(self, i, d, run_dir):
+        self.tested.append(i)
+        time.sleep(0.05)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "summary.json").write_text(json.dumps(fake_summary(10.0 * i)))
+
+
+def fake_sweep(tmp_path, count, max_parallel, **deployer_kw):
+    sweep = load_sweep({"name": "fake", "grid": {"max_concurrency": list(range(1, count + 1))},
+                        "max_parallel_endpoints": max_parallel, "price_per_hour": 0.2, "report": False,
+                        "load": {"payload": str(SAMPLE_PAYLOAD)}}, out=tmp_path / "sweep")
+    sweep.deployer = FakeDeployer(**deployer_kw)
+    return sweep
+
+
+def test_the_runner_keeps_the_bound_with_threads(tmp_path):
+    sweep = fake_sweep(tmp_path, 6, 2, fail={3})
+    runner = FakeRunner(sweep, printer=lambda line: None, handle_signals=False)
+    runner.tested = []
+    outcome = runner.run()
+    assert sweep.deployer.peak == 2 and outcome.peak_alive == 2
+    assert sweep.deployer.alive == 0
+    assert [r["status"] for r in outcome.rows.values()] == ["ok", "ok", "failed", "ok", "ok", "ok"]
+    assert outcome.rows[3]["reason"] == "CreateEndpoint: ResourceLimitExceeded: account quota"
+    assert sorted(runner.tested) == [1, 2, 4, 5, 6]
+    doc = sweep.document(outcome.rows, outcome)
+    assert doc["recommendation"]["index"] == 6  # most headroom for the same price
