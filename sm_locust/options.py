@@ -39,6 +39,16 @@ def option_value(options: Any, name: str) -> Any:
     return None if value == "" else value
 
 
+def given_fields(settings_class: type, options: Any) -> dict[str, Any]:
+    """The fields of a settings dataclass that `options` sets (by dest name; None = not given)."""
+    values = {}
+    for f in fields(settings_class):
+        value = getattr(options, f.name, None)
+        if value is not None:
+            values[f.name] = value
+    return values
+
+
 def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bool:
     """true/false, on/off, yes/no, 1/0 (any case) or a bool; None -> `default`; else a UsageError."""
     if value is None:
@@ -210,12 +220,7 @@ class SageMakerSettings:
 
     @classmethod
     def from_options(cls, options: Any) -> SageMakerSettings:
-        values = {}
-        for f in fields(cls):
-            value = getattr(options, f.name, None)
-            if value is not None:
-                values[f.name] = value
-        return cls(**values)
+        return cls(**given_fields(cls, options))
 
     def validate(self, *, need_payload: bool = True) -> SageMakerSettings:
         if not self.endpoint_name:

@@ -15,11 +15,11 @@ serializer that does not is an error that names the flag and the serializers it 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.options import OptionSpec
+from sm_locust.options import OptionSpec, given_fields
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.split import parts_of
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
@@ -90,12 +90,7 @@ class PayloadSettings:
 
     @classmethod
     def from_options(cls, options: Any) -> PayloadSettings:
-        values = {}
-        for f in fields(cls):
-            value = getattr(options, f.name, None)
-            if value is not None:
-                values[f.name] = value
-        return cls(**values)
+        return cls(**given_fields(cls, options))
 
     def serializer_options(self) -> dict[str, str]:
         """The serializer options given (non-empty), checked against the chosen serializer."""
