@@ -10,8 +10,8 @@ import pytest
 from locust.env import Environment
 
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
-from sm_locust.openloop import invoke_from_intended
 from sm_locust.transport import TRANSPORTS, create_client
+from sm_locust.users.openloop import invoke_from_intended
 from tests.conftest import SAMPLE_PAYLOAD
 
 

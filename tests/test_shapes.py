@@ -14,7 +14,7 @@ import pytest
 from locust.env import Environment
 
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
-from sm_locust.openloop import OpenLoopUser
+from sm_locust.users.openloop import OpenLoopUser
 from sm_locust.options import all_option_specs
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.synthetic import SyntheticEndpoint

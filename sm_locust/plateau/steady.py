@@ -17,7 +17,7 @@ more than 1 - `MIN_ACHIEVED_RATIO` of sends late (`late_fraction`), else a sent 
 under `MIN_ACHIEVED_RATIO` of the intended rate, else - when the caller knows neither - a
 completed rate under that ratio. The last fallback cannot tell a generator that fell behind from
 a saturated endpoint, so open-loop callers should pass send timing (`arrival.count_late`), or
-record it in the `Second`s (`sent`, `late`, `dropped`, filled by `sm_locust.openloop`), from which
+record it in the `Second`s (`sent`, `late`, `dropped`, filled by `sm_locust.users.openloop`), from which
 `measure_step` derives it. Such a step says nothing about the endpoint's capacity. Sends DROPPED
 because the in-flight cap was reached are not the generator's fault (the endpoint queues past
 capacity) and do not make a step client-bound; they are reported as `dropped_fraction`.
@@ -315,7 +315,7 @@ def measure_step(
     dropped_fraction = None
     sends = [s for s in window if s.sent is not None]
     scheduled = sum(s.sent + (s.dropped or 0) for s in sends)
-    if scheduled and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.openloop)
+    if scheduled and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.users.openloop)
         sent = sum(s.sent for s in sends)
         if sent_rps is None:
             sent_rps = sent / duration

@@ -9,7 +9,7 @@ are computed over exactly the step's own requests (not Locust's cumulative or 10
 `Second` is plain data and lives here, beside the pure code that measures steps from it
 (`steady.py`, the searches, `synthetic.py`), so that `sm_locust.plateau` depends on nothing above
 it; `sm_locust.record.recorder.RunRecorder` is the thin Locust adapter that fills a list of them
-and writes it to `timeline.json`. In open loop (`sm_locust.openloop`) a second also counts the
+and writes it to `timeline.json`. In open loop (`sm_locust.users.openloop`) a second also counts the
 sends the generator made (`sent`), made more than 10 ms after their intended time (`late`), or
 skipped because `--max-in-flight` requests were outstanding (`dropped`): a generator that fell
 behind (late) is then told apart from a saturated endpoint (completions flat, sends on time). They

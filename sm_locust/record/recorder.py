@@ -26,7 +26,7 @@ from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
 
 from sm_locust.invocation import error_code
-from sm_locust.openloop import OpenLoopCounters, offered_rate
+from sm_locust.users.openloop import OpenLoopCounters, offered_rate
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.summary import build_summary, write_json

@@ -19,7 +19,7 @@ import time
 from locust import LoadTestShape
 
 from sm_locust.errors import SmLocustError, UsageError
-from sm_locust.openloop import OpenLoopUser
+from sm_locust.users.openloop import OpenLoopUser
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings
 

@@ -1,6 +1,6 @@
 """`OpenLoopShape`: a constant open-loop arrival rate (`--target-rps`) for `--run-time` or `--max-duration`.
 
-It asks for `--target-rps / --rate-per-user` `OpenLoopUser`s (rate tokens; see sm_locust.openloop):
+It asks for `--target-rps / --rate-per-user` `OpenLoopUser`s (rate tokens; see sm_locust.users.openloop):
 each Locust process sends its share at intended times (`--arrival constant|poisson`) whatever the
 response times, and latency runs from the intended send time. It finds no plateau (summary.json
 `plateau` stays null); each step still records client CPU, sent rate, late and dropped sends.

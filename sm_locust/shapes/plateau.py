@@ -3,7 +3,7 @@
 Doubles the load while throughput grows, then bisects the boundary until it is known to +-5 % (or
 one user / one rate quantum): about 2 log2(k) steps of `--step-seconds` instead of k linear ones.
 `--search-mode users` (default) steps closed-loop users; `--search-mode rate` steps the open-loop
-arrival rate (`--start-rps` .. `--max-rps`, sent by `OpenLoopUser`s, see sm_locust.openloop), which
+arrival rate (`--start-rps` .. `--max-rps`, sent by `OpenLoopUser`s, see sm_locust.users.openloop), which
 measures latency without coordinated omission and tells a generator that fell behind (late sends)
 from a saturated endpoint. Constraints (`--latency-slo-ms` at `--slo-percentile`, `--max-error-rate`,
 default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `--max-duration`,
@@ -13,7 +13,7 @@ default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `
 
 from __future__ import annotations
 
-from sm_locust.openloop import OpenLoopCounters
+from sm_locust.users.openloop import OpenLoopCounters
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.shapes.base import SmLocustShape
