@@ -16,8 +16,7 @@ is printed so you can see it is not the bottleneck. Clients, all sending the sam
 | raw | a Locust User over a bare geventhttpclient `HTTPClient`, unsigned, one event per call (the floor) |
 | fasthttp | Locust's `FastHttpUser`, unsigned |
 | boto3 | `SageMakerUser`, `transport = "boto3"` (botocore `invoke_endpoint`, retries off) |
-| fast | `SageMakerUser`, `transport = "fast"`: what the default locustfile runs (`FastClient` adapter) |
-| fast-user | `FastSageMakerUser` (its own pool per user) |
+| fast | `SageMakerUser`, `transport = "fast"`: what the default locustfile runs (`FastSageMakerClient`) |
 
 Printed per client: requests/s, client CPU µs per request (process CPU time / requests over the
 measured window, after a warm-up), the client's and the server's CPU use, and req/s relative to
@@ -38,7 +37,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLIENTS = ("raw", "fasthttp", "boto3", "fast", "fast-user")
+CLIENTS = ("raw", "fasthttp", "boto3", "fast")
 ENDPOINT = "bench"
 PATH = f"/endpoints/{ENDPOINT}/invocations"
 BODY = (b'{"inputs": {"feat_ids": [[' + b", ".join(b"%d" % (i * 7919 % 100000) for i in range(39)) + b"]], "
@@ -94,7 +93,6 @@ def user_class(kind: str, url: str):
     from locust.contrib.fasthttp import FastHttpUser
 
     from sm_locust.invocation import Invocation
-    from sm_locust.transport.users import FastSageMakerUser
     from sm_locust.users import SageMakerUser
 
     invocation = Invocation(body=BODY, content_type="application/json")
@@ -141,18 +139,6 @@ def user_class(kind: str, url: str):
                 self.client.invoke(invocation)
 
         return Signed
-    if kind == "fast-user":
-        class FastUser(FastSageMakerUser):
-            endpoint_name = ENDPOINT
-            endpoint_url = url
-            region = "us-east-1"
-            concurrency = 1
-
-            @task
-            def post(self):
-                self.client.invoke(invocation)
-
-        return FastUser
     raise SystemExit(f"unknown client {kind!r}; choose one of: {', '.join(CLIENTS)}")
 
 

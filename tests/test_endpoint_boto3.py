@@ -5,6 +5,7 @@ from __future__ import annotations
 import locust  # noqa: F401
 
 import json
+import urllib.request
 
 import boto3
 import pytest
@@ -12,6 +13,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
 
 from sm_locust.endpoint.model import RankingModel, sample_rows
+from sm_locust.transport.boto3 import make_boto3_client
 
 
 def runtime(url: str):
@@ -82,8 +84,6 @@ def test_dropped_connection_is_a_connection_error(endpoint):
 
 
 def test_container_contract_ping_and_invocations(endpoint):
-    import urllib.request
-
     with urllib.request.urlopen(endpoint.url + "/ping") as resp:
         assert resp.status == 200
     body, expected = ranking_body(2)
@@ -94,8 +94,6 @@ def test_container_contract_ping_and_invocations(endpoint):
 
 def test_retries_are_off_even_for_throttles(endpoint_factory):
     """One call, one server-side request: botocore's default would retry this throttle twice more."""
-    from sm_locust.client import make_boto3_client
-
     ep = endpoint_factory(throttle_ratio=1.0)
     client = make_boto3_client(endpoint_url=ep.url, region="us-east-1")
     body, _ = ranking_body()

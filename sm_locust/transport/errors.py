@@ -17,7 +17,7 @@ Two kinds of failure reach Locust's failure table as an `InvocationError`:
   `error_from_parsed` turns that (or a botocore `ClientError.response`, via
   `error_from_client_error`) into the `InvocationError`; a ModelError keeps the model's status in
   the message, first so truncation cannot cut it: `ModelError: (original status 400) ...`, the
-  text the boto3 client (`sm_locust.client.name_error`) gives, so both transports report the same
+  text the boto3 client (`sm_locust.transport.boto3.name_error`) gives, so both transports report the same
   failure text for the same response.
 
 - a network failure: `network_error` maps the exception to botocore's error names and texts:
@@ -139,7 +139,7 @@ def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: by
 def error_from_parsed(parsed: Mapping[str, Any], status: int | None = None) -> InvocationError:
     """The InvocationError for a parsed error response (ours or a `ClientError.response`).
 
-    Same text as the boto3 path (`sm_locust.client.name_error`): code, else the status; a
+    Same text as the boto3 path (`sm_locust.transport.boto3.name_error`): code, else the status; a
     ModelError's message starts with `(original status N)`.
     """
     info = parsed.get("Error", {}) or {}
@@ -211,7 +211,7 @@ def network_error(exc: BaseException, url: str) -> InvocationError:
     else:
         return InvocationError(type(exc).__name__, str(exc))
     text = _MESSAGES[code].format(url=url, error=exc)
-    if "endpoint URL" in text:  # as sm_locust.client.name_error: the URL is the same every time
+    if "endpoint URL" in text:  # as sm_locust.transport.boto3.name_error: the URL is the same every time
         text = text.split(":", 1)[0]
     return InvocationError(code, text)
 
