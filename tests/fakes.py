@@ -7,7 +7,9 @@
   `server.routes[name] = handler(environ, body) -> (status, headers, body)`; `body` may be an
   iterable (streamed with chunked encoding). Handlers: `echo`, `json_error`.
 - `ACCESS_KEY`, `SECRET_KEY`, `TOKEN`, `REGION`: the placeholder credentials it accepts;
-  `botocore_client(url)`: a botocore `sagemaker-runtime` client using them, retries off.
+  `botocore_client(url)`: a botocore `sagemaker-runtime` client using them, retries off;
+  `signed_client(transport, environment, url)`: an sm-locust client of either transport using them;
+  `recorded(environment)`: the request events a test's clients fire, as keyword dicts.
 - `wait_exit(proc, timeout)`: poll a child process for its exit code.
 """
 
@@ -29,6 +31,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
+from sm_locust.transport import create_client
+from sm_locust.transport.contract import SageMakerClient
 
 ACCESS_KEY = "AKIDTESTONLY0000"
 SECRET_KEY = "test/secret+key=not-real"
@@ -146,6 +150,19 @@ def botocore_client(url: str, token: str | None = TOKEN, **config):
         aws_session_token=token,
         config=Config(retries={"total_max_attempts": 1}, **config),
     )
+
+
+def signed_client(transport: str, environment, url: str, endpoint: str = "ep", **settings) -> SageMakerClient:
+    """A client of `transport` for `url`, signing with the placeholder credentials the fake accepts."""
+    return create_client(transport, environment, endpoint, region=REGION, endpoint_url=url,
+                         credentials=Credentials(ACCESS_KEY, SECRET_KEY, TOKEN), **settings)
+
+
+def recorded(environment) -> list[dict]:
+    """The Locust request events fired on `environment` from now on, each as its keyword arguments."""
+    seen: list[dict] = []
+    environment.events.request.add_listener(lambda **kw: seen.append(kw))
+    return seen
 
 
 def wait_exit(proc: subprocess.Popen, timeout: float) -> int:

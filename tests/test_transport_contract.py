@@ -19,15 +19,14 @@ import gevent
 import pytest
 from locust.env import Environment
 
-from botocore.credentials import Credentials
 from sm_locust.invocation import INVOKE_ENDPOINT, InvocationError, Invocation, error_code
 from sm_locust.payloads.split import PARTS
-from sm_locust.transport import TRANSPORTS, create_client
+from sm_locust.transport import TRANSPORTS
 from sm_locust.transport import eventstream as es
 from sm_locust.transport.contract import AsyncResult, InvokeResult, Measurement, SageMakerClient, StreamResult
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT, invoke_split
-from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, free_port, json_error
+from tests.fakes import ACCESS_KEY, SECRET_KEY, FakeRuntime, free_port, json_error, recorded, signed_client
 
 VARIANT = ("x-Amzn-Invoked-Production-Variant", "AllTraffic")
 WORDS = (b"one ", b"two ", b"three")
@@ -63,22 +62,17 @@ def runtime():
         yield server
 
 
-def _client(transport: str, env: Environment, url: str, **settings) -> SageMakerClient:
-    return create_client(transport, env, "ep", endpoint_url=url, region=REGION,
-                         credentials=Credentials(ACCESS_KEY, SECRET_KEY, TOKEN), **settings)
-
-
 def _scenario(transport: str, url: str) -> tuple[dict, dict, list]:
     env = Environment()
     env.create_local_runner()  # the runner records request events into env.stats
-    client = _client(transport, env, url)
+    client = signed_client(transport, env, url)
     body = Invocation(body=b'{"instances": [[1, 2]]}')
     results = [client.invoke(body) for _ in range(3)]
     results += [client.invoke(Invocation(body=b"{}", target_variant="throttled")) for _ in range(2)]
     results.append(client.invoke(Invocation(body=b"{}", target_variant="broken")))
     results += [client.invoke_stream(Invocation(body=b"{}", accept="text/plain")) for _ in range(2)]
     results.append(client.invoke_async(Invocation(body=b"{}"), "s3://b/in/x.json"))
-    refused = _client(transport, env, f"http://127.0.0.1:{free_port()}", connect_timeout=2.0)
+    refused = signed_client(transport, env, f"http://127.0.0.1:{free_port()}", connect_timeout=2.0)
     results.append(refused.invoke(body, name="refused"))
     entries = {key: (e.num_requests, e.num_failures, e.total_content_length) for key, e in env.stats.entries.items()}
     errors = {(e.method, e.name, str(e.error)): e.occurrences for e in env.stats.errors.values()}
@@ -131,9 +125,8 @@ class RejectAll:
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_validation_hook_runs_after_timing_in_either_transport(runtime, transport):
     env = Environment()
-    seen: list[dict] = []
-    env.events.request.add_listener(lambda **kw: seen.append(kw))
-    client = _client(transport, env, runtime.url)
+    seen = recorded(env)
+    client = signed_client(transport, env, runtime.url)
     client.validator = RejectAll()
     result, error = client.send(Invocation(body=b"{}", target_variant="blue"))
     assert result is None and str(error) == "InvalidResponse: 2 bytes of application/json"
@@ -146,9 +139,8 @@ def test_validation_hook_runs_after_timing_in_either_transport(runtime, transpor
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_fanout_sends_parts_through_either_client(runtime, transport):
     env = Environment()
-    seen: list[dict] = []
-    env.events.request.add_listener(lambda **kw: seen.append(kw))
-    client = _client(transport, env, runtime.url)
+    seen = recorded(env)
+    client = signed_client(transport, env, runtime.url)
     parts = (Invocation(body=b"[1]"), Invocation(body=b"{}", target_variant="throttled"))
     results = invoke_split(client, Invocation(body=b"[1]{}", extra={PARTS: parts}))
     assert results[0] == InvokeResult(b"[1]", "application/json", "AllTraffic") and results[1] is None

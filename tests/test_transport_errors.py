@@ -17,13 +17,11 @@ import pytest
 from gevent.server import StreamServer
 from locust.env import Environment
 
-from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError, ClientError
 from sm_locust.invocation import Invocation
 from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.errors import error_from_client_error, parse_error_response
-from sm_locust.transport.fast import FastSageMakerClient
-from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client, free_port
+from tests.fakes import FakeRuntime, botocore_client, free_port, recorded, signed_client
 
 ERRORTYPE = "x-amzn-ErrorType"
 MODEL_ERROR_BODY = {
@@ -70,19 +68,6 @@ def runtime():
         yield server
 
 
-def _fast(url, env, endpoint="x", **kw):
-    return FastSageMakerClient(
-        env, endpoint, region=REGION, endpoint_url=url,
-        credentials=Credentials(ACCESS_KEY, SECRET_KEY, TOKEN), **kw,
-    )
-
-
-def _reported(env):
-    seen = []
-    env.events.request.add_listener(lambda **kw: seen.append(kw))
-    return seen
-
-
 @pytest.mark.parametrize("case", list(CASES))
 def test_same_code_and_message_as_botocore(runtime, case):
     status, headers, body = CASES[case]
@@ -97,8 +82,8 @@ def test_same_code_and_message_as_botocore(runtime, case):
         assert ours.get(field) == boto.get(field)
 
     env = Environment()
-    seen = _reported(env)
-    assert _fast(runtime.url, env, case).invoke(Invocation(body=b"{}")) is None
+    seen = recorded(env)
+    assert signed_client("fast", env, runtime.url, case).invoke(Invocation(body=b"{}")) is None
     (event,) = seen
     assert event["request_type"] == "InvokeEndpoint" and event["name"] == case
     error = event["exception"]
@@ -110,8 +95,8 @@ def test_same_code_and_message_as_botocore(runtime, case):
 
 def test_model_error_keeps_the_original_status(runtime):
     env = Environment()
-    seen = _reported(env)
-    _fast(runtime.url, env, "model-error-424").invoke(Invocation(body=b"{}"), name="renamed")
+    seen = recorded(env)
+    signed_client("fast", env, runtime.url, "model-error-424").invoke(Invocation(body=b"{}"), name="renamed")
     assert seen[-1]["name"] == "renamed"
     assert str(seen[-1]["exception"]).startswith("ModelError: (original status 400) Received client error (400)")
     assert seen[-1]["exception"].status == 424
@@ -135,8 +120,8 @@ def _botocore_failure(url, **config):
 
 def _fast_failure(url, **kw):
     env = Environment()
-    seen = _reported(env)
-    assert _fast(url, env, **kw).invoke(Invocation(body=b"{}")) is None
+    seen = recorded(env)
+    assert signed_client("fast", env, url, "x", **kw).invoke(Invocation(body=b"{}")) is None
     error = seen[0]["exception"]
     return error.code, error.message
 

@@ -15,7 +15,6 @@ import gevent
 import pytest
 from locust.env import Environment
 
-from botocore.credentials import Credentials
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError, EventStreamError
 from sm_locust.invocation import Invocation
@@ -23,9 +22,8 @@ from sm_locust.transport import eventstream as es
 from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.contract import AsyncResult
 from sm_locust.transport.errors import error_from_client_error
-from sm_locust.transport.fast import FastSageMakerClient
 from sm_locust.transport.tokens import json_lines_with_token, whitespace_words
-from tests.fakes import ACCESS_KEY, REGION, SECRET_KEY, TOKEN, FakeRuntime, botocore_client, json_error
+from tests.fakes import FakeRuntime, botocore_client, json_error, recorded, signed_client
 
 TOKENS = [json.dumps({"token": {"text": w}}).encode() + b"\n" for w in ("Hello", " wor", "ld", "!")]
 
@@ -84,19 +82,6 @@ def runtime():
         yield server
 
 
-def _fast(url, env, endpoint, **kw):
-    return FastSageMakerClient(
-        env, endpoint, region=REGION, endpoint_url=url,
-        credentials=Credentials(ACCESS_KEY, SECRET_KEY, TOKEN), **kw,
-    )
-
-
-def _events(env):
-    seen = []
-    env.events.request.add_listener(lambda **kw: seen.append(kw))
-    return seen
-
-
 def _botocore_stream(url, endpoint):
     answer = botocore_client(url).invoke_endpoint_with_response_stream(EndpointName=endpoint, Body=b"{}", Accept="application/jsonlines")
     return [event["PayloadPart"]["Bytes"] for event in answer["Body"] if "PayloadPart" in event]
@@ -105,8 +90,8 @@ def _botocore_stream(url, endpoint):
 @pytest.mark.parametrize("endpoint", ["tokens", "split", "other-events"])
 def test_stream_parsed_identically(runtime, endpoint):
     env = Environment()
-    seen = _events(env)
-    client = _fast(runtime.url, env, endpoint, token_counter=json_lines_with_token)
+    seen = recorded(env)
+    client = signed_client("fast", env, runtime.url, endpoint, token_counter=json_lines_with_token)
     response = client.invoke_stream(Invocation(body=b"{}", accept="application/jsonlines"))
     assert response is not None, seen
     assert response.chunks == _botocore_stream(runtime.url, endpoint)
@@ -131,16 +116,16 @@ def test_stream_parsed_identically(runtime, endpoint):
 
 def test_each_mode_fires_one_entry_per_gap(runtime):
     env = Environment()
-    seen = _events(env)
-    _fast(runtime.url, env, "tokens", inter_chunk="each").invoke_stream(Invocation(body=b"{}"))
+    seen = recorded(env)
+    signed_client("fast", env, runtime.url, "tokens", inter_chunk="each").invoke_stream(Invocation(body=b"{}"))
     assert [e["request_type"] for e in seen].count("InterChunk") == 3
 
 
 @pytest.mark.parametrize("endpoint, code", [("mid-error", "ModelStreamError"), ("internal", "InternalStreamFailure"), ("unmodeled", "SomethingElse"), ("http-error", "ModelError")])
 def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
     env = Environment()
-    seen = _events(env)
-    assert _fast(runtime.url, env, endpoint).invoke_stream(Invocation(body=b"{}")) is None
+    seen = recorded(env)
+    assert signed_client("fast", env, runtime.url, endpoint).invoke_stream(Invocation(body=b"{}")) is None
     total = seen[-1]
     assert total["request_type"] == "InvokeEndpointWithResponseStream"
     assert total["exception"].code == code
@@ -157,7 +142,7 @@ def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
 
 def test_connection_is_reused_after_streams(runtime):
     env = Environment()
-    client = _fast(runtime.url, env, "mid-error", pool_size=1)
+    client = signed_client("fast", env, runtime.url, "mid-error", pool_size=1)
     for _ in range(3):
         client.invoke_stream(Invocation(body=b"{}"))
     client.invoke(Invocation(body=b"ping"))  # the pool's one connection is clean again
@@ -176,8 +161,8 @@ def test_async_invocation(runtime):
 
     runtime.routes["async"] = accepted
     env = Environment()
-    seen = _events(env)
-    client = _fast(runtime.url, env, "async")
+    seen = recorded(env)
+    client = signed_client("fast", env, runtime.url, "async")
     response = client.invoke_async(Invocation(body=b"", content_type="text/csv", accept="application/json", target_model="ignored"), "s3://bucket/in/x.csv")
     assert response == AsyncResult("abc", "s3://bucket/out/abc.out", "s3://bucket/fail/abc.out")
     assert seen[-1]["request_type"] == "InvokeEndpointAsync" and seen[-1]["exception"] is None

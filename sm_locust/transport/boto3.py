@@ -14,17 +14,14 @@ made, never at import time (Locust must patch gevent first).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
 from sm_locust.invocation import Invocation, InvocationError
 from sm_locust.transport.contract import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_READ_TIMEOUT_S,
     LOCAL_DEFAULT_REGION,
     AsyncResult,
+    ClientSettings,
     InvokeResult,
     SageMakerClient,
     StreamMeasurement,
@@ -36,39 +33,34 @@ _STREAM_KWARGS = frozenset({"Body", "ContentType", "Accept", "CustomAttributes",
 _ASYNC_KWARGS = frozenset({"ContentType", "Accept", "CustomAttributes", "InferenceId"})
 
 
-def make_boto3_client(
-    *,
-    region: str | None = None,
-    endpoint_url: str | None = None,
-    profile: str | None = None,
-    pool_size: int = DEFAULT_POOL_SIZE,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
-    read_timeout: float = DEFAULT_READ_TIMEOUT_S,
-    credentials: Any = None,
-):
+def make_boto3_client(**settings: Any):
     """A `sagemaker-runtime` client with retries off and a pool sized for its users.
 
-    `credentials` (a botocore credentials object) is used as a static copy of its current keys.
+    `settings` are `ClientSettings` fields (region, endpoint_url, profile, pool_size,
+    connect_timeout, read_timeout, credentials); `credentials` (a botocore credentials object) is
+    used as a static copy of its current keys.
     """
     import boto3
     from botocore.config import Config
 
+    s = ClientSettings(**settings)
     keys = {}
-    if credentials is not None:
-        frozen = credentials.get_frozen_credentials()
+    if s.credentials is not None:
+        frozen = s.credentials.get_frozen_credentials()
         keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key,
                 "aws_session_token": frozen.token}
-    session = boto3.session.Session(profile_name=profile or None, **keys)
-    if not (region or session.region_name) and endpoint_url:
+    session = boto3.session.Session(profile_name=s.profile or None, **keys)
+    region = s.region
+    if not (region or session.region_name) and s.endpoint_url:
         region = LOCAL_DEFAULT_REGION  # a local endpoint does not care, botocore still needs one
     config = Config(
         retries={"mode": "standard", "total_max_attempts": 1},
-        max_pool_connections=pool_size,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
+        max_pool_connections=s.pool_size,
+        connect_timeout=s.connect_timeout,
+        read_timeout=s.read_timeout,
         tcp_keepalive=True,
     )
-    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=endpoint_url or None, config=config)
+    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None, config=config)
 
 
 def name_error(exc: BaseException) -> InvocationError:
@@ -91,32 +83,14 @@ def name_error(exc: BaseException) -> InvocationError:
 
 
 class Boto3SageMakerClient(SageMakerClient):
-    """The `boto3` transport: the contract's constructor, plus `boto3_client=` (an injected
+    """The `boto3` transport: the contract's constructor (`SageMakerClient`), plus `boto3_client=` (an injected
     `sagemaker-runtime` client, e.g. one a test or bench built; the settings are then its own)."""
 
     transport = "boto3"
 
-    def __init__(
-        self,
-        environment: Any,
-        endpoint_name: str,
-        *,
-        region: str | None = None,
-        endpoint_url: str | None = None,
-        profile: str | None = None,
-        pool_size: int = DEFAULT_POOL_SIZE,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
-        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
-        credentials: Any = None,
-        token_counter: Callable[[bytes], int] | None = None,
-        inter_chunk: str = "mean",
-        boto3_client: Any = None,
-    ):
-        super().__init__(environment, endpoint_name, token_counter=token_counter, inter_chunk=inter_chunk)
-        self.runtime = boto3_client or make_boto3_client(
-            region=region, endpoint_url=endpoint_url, profile=profile, pool_size=pool_size,
-            connect_timeout=connect_timeout, read_timeout=read_timeout, credentials=credentials,
-        )
+    def __init__(self, environment: Any, endpoint_name: str, *, boto3_client: Any = None, **contract: Any):
+        super().__init__(environment, endpoint_name, **contract)
+        self.runtime = boto3_client or make_boto3_client(**vars(self.settings))
 
     def _invoke(self, invocation: Invocation) -> InvokeResult:
         response = self.runtime.invoke_endpoint(EndpointName=self.endpoint_name, **invocation.boto3_kwargs())

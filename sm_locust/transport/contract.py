@@ -244,12 +244,26 @@ class StreamMeasurement(Measurement):
 # -- the client -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ClientSettings:
+    """Where and how a client connects: the contract's connection keyword arguments, in one object."""
+
+    region: str | None = None
+    endpoint_url: str | None = None
+    profile: str | None = None
+    pool_size: int = DEFAULT_POOL_SIZE
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    credentials: Any = field(default=None, repr=False)
+
+
 class SageMakerClient(ABC):
     """Invokes one endpoint and reports every call as Locust `request` events (never raises).
 
     Build one with `sm_locust.transport.create_client(transport, environment, endpoint_name, ...)`
     or a transport's class (`FastSageMakerClient`, `Boto3SageMakerClient`): both take this
-    constructor. A subclass implements `_invoke`, `_stream`, `_async` and `error`.
+    constructor (plus their own keyword extras, passing the rest here) and read `self.settings`.
+    A subclass implements `_invoke`, `_stream`, `_async` and `error`.
 
     :param environment: the Locust Environment whose `events.request` gets every call
     :param endpoint_name: the SageMaker endpoint
@@ -296,6 +310,8 @@ class SageMakerClient(ABC):
         self.environment = environment
         self.request_event = environment.events.request
         self.endpoint_name = endpoint_name
+        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout, credentials)
+        """Where and how to connect; the transport reads it after this constructor."""
         self.token_counter = token_counter
         self.inter_chunk = inter_chunk
         self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM, INVOKE_ENDPOINT_ASYNC))

@@ -30,9 +30,6 @@ from sm_locust.errors import UsageError
 from sm_locust.invocation import INVOKE_ENDPOINT, INVOKE_ENDPOINT_ASYNC, INVOKE_ENDPOINT_STREAM, Invocation, InvocationError
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_READ_TIMEOUT_S,
     LOCAL_DEFAULT_REGION,
     AsyncResult,
     InvokeResult,
@@ -81,7 +78,7 @@ def _region(region: str | None, session: Any, endpoint_url: str | None) -> str:
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
         if os.environ.get(name):
             return os.environ[name]
-    found = session().get_config_variable("region")  # profile / config file, no network
+    found = session.get_config_variable("region")  # profile / config file, no network
     if found:
         return found
     if endpoint_url:
@@ -90,7 +87,7 @@ def _region(region: str | None, session: Any, endpoint_url: str | None) -> str:
 
 
 class FastSageMakerClient(SageMakerClient):
-    """The `fast` transport: the contract's constructor, plus its own extras.
+    """The `fast` transport: the contract's constructor (`SageMakerClient`), plus its own extras.
 
     :param signer: `lean` (default), `botocore`, `crt`, or a `BaseSigner` instance
     :param insecure: geventhttpclient's `insecure`: no TLS host name check
@@ -106,37 +103,22 @@ class FastSageMakerClient(SageMakerClient):
         environment: Any,
         endpoint_name: str,
         *,
-        region: str | None = None,
-        endpoint_url: str | None = None,
-        profile: str | None = None,
-        pool_size: int = DEFAULT_POOL_SIZE,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
-        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
-        credentials: Any = None,
-        token_counter: Callable[[bytes], int] | None = None,
-        inter_chunk: str = "mean",
         signer: str | BaseSigner = DEFAULT_SIGNER,
         insecure: bool = False,
         ca_bundle: str | None = None,
         ssl_context_factory: Callable | None = None,
+        **contract: Any,
     ):
-        super().__init__(environment, endpoint_name, token_counter=token_counter, inter_chunk=inter_chunk)
+        super().__init__(environment, endpoint_name, **contract)
+        import botocore.session  # not at import time: Locust must patch gevent first
         from geventhttpclient import HTTPClient
 
-        sessions: list[Any] = []
-
-        def session() -> Any:  # botocore's, made once and only when needed (no network)
-            if not sessions:
-                import botocore.session
-
-                sessions.append(botocore.session.Session(profile=profile or None))
-            return sessions[0]
-
+        settings = self.settings
+        session = botocore.session.Session(profile=settings.profile or None)  # no network
         # resolved now, as boto3 resolves them when its client is made: not inside the first timed call
-        if credentials is None:
-            credentials = session().get_credentials()  # None: every call fails NoCredentialsError
-        self.region = _region(region, session, endpoint_url)
-        self.base_url = endpoint_url_for(self.region, endpoint_url)
+        credentials = settings.credentials or session.get_credentials()  # None: every call fails NoCredentialsError
+        self.region = _region(settings.region, session, settings.endpoint_url)
+        self.base_url = endpoint_url_for(self.region, settings.endpoint_url)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"endpoint URL {self.base_url!r} is not an http(s)://host[:port] URL")
@@ -157,9 +139,9 @@ class FastSageMakerClient(SageMakerClient):
             parts.hostname,
             port=parts.port,
             headers={"User-Agent": USER_AGENT},
-            concurrency=pool_size,
-            connection_timeout=connect_timeout,
-            network_timeout=read_timeout,
+            concurrency=settings.pool_size,
+            connection_timeout=settings.connect_timeout,
+            network_timeout=settings.read_timeout,
             ssl=https,
             ssl_options={"ca_certs": ca_bundle} if https and ca_bundle else None,
             ssl_context_factory=ssl_context_factory,
