@@ -136,7 +136,7 @@ class Measurement:
     __slots__ = ("_event", "request_type", "name", "context", "url", "started", "start_time", "end",
                  "response_length", "exception", "_to_error")
 
-    def __init__(self, event: Any, request_type: str, name: str, context: dict | None = None, *,
+    def __init__(self, event: Any, request_type: str, name: str, context: dict | None = None,
                  url: str | None = None, started: float | None = None,
                  to_error: Callable[[BaseException, str | None], InvocationError] = name_exception):
         now = _perf_counter()
@@ -357,7 +357,7 @@ class SageMakerClient(ABC):
         if context:
             ctx.update(context)
         request = Measurement(self.request_event, INVOKE_ENDPOINT, name or invocation.request_name(self.endpoint_name),
-                              ctx, url=self.urls[INVOKE_ENDPOINT], started=started, to_error=self.error)
+                              ctx, self.urls[INVOKE_ENDPOINT], started, self.error)  # positional: the hot path
         result = None
         with request:
             result = self._invoke(invocation)
