@@ -33,6 +33,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -177,8 +178,6 @@ def test_there_are_headless_and_webui_overlays():
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_validates_against_the_pinned_kubernetes_schemas(rendered, overlay):
-    import kubernetes_validate
-
     kinds = set()
     for doc in rendered[overlay].docs:
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)  # raises with the path of the first error
@@ -187,8 +186,6 @@ def test_overlay_validates_against_the_pinned_kubernetes_schemas(rendered, overl
 
 
 def test_the_schema_validation_is_not_a_no_op(rendered):
-    import kubernetes_validate
-
     broken = copy.deepcopy(rendered["headless"].worker())
     broken["spec"]["replicas"] = "two"
     with pytest.raises(kubernetes_validate.ValidationError):
