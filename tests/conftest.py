@@ -58,3 +58,13 @@ def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str 
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "sm_locust", *args], capture_output=True, text=True, timeout=timeout,
                           env=full_env, cwd=cwd)
+
+
+def assert_one_line_error(result, code: int, *needles: str) -> None:
+    """A finished command failed with `code` and exactly one stderr line holding every needle, no traceback."""
+    assert result.returncode == code, result.stderr + result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for needle in needles:
+        assert needle in lines[0], lines[0]

@@ -8,16 +8,7 @@ import socket
 import pytest
 
 from sm_locust.endpoint.server import free_port
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
-
-
-def assert_one_line_error(result, code: int, *needles: str) -> None:
-    assert result.returncode == code, result.stderr + result.stdout
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 
 def test_run_writes_the_run_folder(endpoint, tmp_path):

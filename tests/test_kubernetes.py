@@ -40,8 +40,7 @@ import yaml
 import sm_locust
 from sm_locust.endpoint.server import free_port
 from tests.conftest import ROOT
-from tests.test_compose import wait_exit
-from tests.test_upload import MotoServer
+from tests.fakes import MotoServer, wait_exit
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed: it ships kustomize, which renders "

@@ -7,7 +7,6 @@ import locust  # noqa: F401
 import json
 
 import gevent
-import pytest
 from locust import task
 from locust.env import Environment
 from locust.exception import StopUser

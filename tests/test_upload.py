@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,56 +26,13 @@ from sm_locust.endpoint.server import free_port
 from sm_locust.errors import RunError, UsageError
 from sm_locust.report.s3 import MARKER_NAME, S3Location, check_writable, download_folder, fetch_run, upload_folder
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.test_cli import assert_one_line_error
+from tests.fakes import MotoServer
+from tests.conftest import assert_one_line_error
 
 BIN = Path(sys.executable).parent
 BUCKET = "sm-locust-results"
 
 
-class MotoServer:
-    """`moto_server` as a process on a free 127.0.0.1 port (the S3 stand-in for process tests)."""
-
-    def __init__(self, log_path: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._log = open(log_path, "wb")
-        self.process = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
-                                        stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                assert self.process.poll() is None and time.monotonic() < deadline, f"moto_server did not start: {log_path}"
-                time.sleep(0.1)
-
-    def client(self):
-        return boto3.client("s3", endpoint_url=self.url, region_name="us-east-1",
-                            aws_access_key_id="testing", aws_secret_access_key="testing")
-
-    def env(self) -> dict[str, str]:
-        """What a process needs to use this server as S3 (fake keys, as the conftest sandbox sets)."""
-        return {"AWS_ENDPOINT_URL_S3": self.url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                "AWS_DEFAULT_REGION": "us-east-1"}
-
-    def keys(self, bucket: str, prefix: str = "") -> dict[str, bytes]:
-        s3 = self.client()
-        found = {}
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for item in page.get("Contents", []):
-                found[item["Key"]] = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-        return found
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self._log.close()
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,9 @@ import time
 from sm_locust.endpoint.server import free_port
 from sm_locust.record.workers import WorkerLedger, timeout_message
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, run_cli
-from tests.test_cli import assert_one_line_error
-from tests.test_compose import demo_topology, endpoint_stats, start_cluster, wait_exit
+from tests.conftest import assert_one_line_error
+from tests.fakes import wait_exit
+from tests.topology import demo_topology, endpoint_stats, start_cluster
 
 
 def test_ledger_records_missing_and_quit_workers():
