@@ -2,7 +2,7 @@
 botocore's Stubber for the exact response shapes moto does not produce (NextToken pages, access
 denied), and small fakes for batching, lag and --wait polling.
 
-moto 5.2.5 notes (REFERENCE.md): GetMetricData ignores MaxDatapoints (never pages), answers
+moto 5.2.5 notes (docs/facts.md): GetMetricData ignores MaxDatapoints (never pages), answers
 `Stat="p99"` with a 500 (so the report asks only Average/Maximum/Sum), and starts buckets at the
 StartTime given (the fetcher aligns StartTime to the period, as CloudWatch does).
 """

@@ -8,7 +8,7 @@ Routes (all on one server):
 - `GET /ping`, `POST /invocations`: the SageMaker inference container contract.
 - `GET /_sm_locust/stats`: the server-side counters (what the server saw), for tests and demos.
 
-Errors use the exact form botocore parses (REFERENCE.md): status code, `x-amzn-ErrorType` header
+Errors use the exact form botocore parses (docs/facts.md): status code, `x-amzn-ErrorType` header
 with the code before `:`, and a JSON body with `message` (ModelError adds OriginalStatusCode,
 OriginalMessage and LogStreamArn), so real boto3 clients see real error codes.
 """

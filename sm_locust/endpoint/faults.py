@@ -15,7 +15,7 @@ import os
 import random
 from dataclasses import dataclass, field, fields
 
-# code -> (HTTP status, default message); the shapes botocore parses (see REFERENCE.md).
+# code -> (HTTP status, default message); the shapes botocore parses (see docs/facts.md).
 ERRORS: dict[str, tuple[int, str]] = {
     "ValidationError": (400, "Request is invalid"),
     "ModelError": (424, "Received server error (500) from primary with message \"model failure injected\"."),

@@ -4,7 +4,7 @@ The "protobuf string" payload of the TF-Serving seed is `predict_pb2.PredictRequ
 to bytes. Pulling in `tensorflow-serving-api` (and TensorFlow) for four small messages is not
 worth it: the wire format only depends on field numbers and types, so this module describes the
 messages itself (field numbers from tensorflow/core/framework/{types,tensor_shape,tensor}.proto
-and tensorflow_serving/apis/{model,predict}.proto, see docs/REFERENCE.md) with
+and tensorflow_serving/apis/{model,predict}.proto, see docs/facts.md) with
 `descriptor_pb2.FileDescriptorProto`, adds them to a *private* descriptor pool (so a real
 TensorFlow in the same process never clashes) and gets classes from `message_factory`. Nothing is
 built at import; the first call builds and caches the classes.
