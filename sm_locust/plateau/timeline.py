@@ -28,7 +28,7 @@ class Second:
     t: float  # epoch seconds at the end of the interval
     users: int  # user count at the end of the interval
     spawning: bool  # the runner was ramping users during the interval
-    requests: int  # requests completed in the interval (successes + failures)
+    requests: int  # invocations completed in the interval (successes + failures; sm_locust.invocation.is_invocation)
     failures: int
     hist: dict[int, int] = field(default_factory=dict)  # response time (ms bucket) -> count
     interval: float = 1.0
@@ -37,6 +37,12 @@ class Second:
     sent: int | None = None  # open loop: sends made in the interval
     late: int | None = None  # open loop: of those, sent more than the late tolerance after their intended time
     dropped: int | None = None  # open loop: intended sends skipped (max in-flight requests outstanding)
+    backoffs: int | None = None  # closed loop: back-offs users took after connection errors (users/backoff.py)
+
+    @property
+    def successes(self) -> int:
+        """Invocations that succeeded in the interval (requests and failures count logical invocations)."""
+        return self.requests - self.failures
 
     def as_dict(self) -> dict:
         return {
@@ -52,6 +58,7 @@ class Second:
             "sent": self.sent,
             "late": self.late,
             "dropped": self.dropped,
+            "backoffs": self.backoffs,
         }
 
     @classmethod
@@ -69,4 +76,5 @@ class Second:
             sent=data.get("sent"),
             late=data.get("late"),
             dropped=data.get("dropped"),
+            backoffs=data.get("backoffs"),
         )
