@@ -1,0 +1,80 @@
+"""Token-length distributions, written as one short text so they fit one option value.
+
+Used for synthetic prompts (`--prompts synthetic:512~64`) and for the local endpoint's answer
+lengths (`sm-locust serve --llm --llm-output-tokens 64-256`):
+
+| text | distribution |
+|---|---|
+| `128` | always 128 |
+| `64-256` | uniform whole numbers from 64 to 256, both included |
+| `128~32` | normal, mean 128, standard deviation 32, rounded, at least 1 |
+
+Draws take a `random.Random`, so a seeded run repeats.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from sm_locust.errors import UsageError
+
+FIXED, UNIFORM, NORMAL = "fixed", "uniform", "normal"
+EXAMPLES = "128, 64-256 (uniform) or 128~32 (normal: mean~sd)"
+
+
+@dataclass(frozen=True)
+class LengthDistribution:
+    """A distribution of token counts (whole numbers >= 1)."""
+
+    kind: str
+    a: float
+    b: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str | int, flag: str = "token length") -> LengthDistribution:
+        """`"128"`, `"64-256"`, `"128~32"` (see the module doc); anything else is a one-line UsageError."""
+        raw = str(text).strip()
+        try:
+            if "~" in raw:
+                mean, sd = (float(x) for x in raw.split("~", 1))
+                dist = cls(NORMAL, mean, sd)
+            elif "-" in raw.lstrip("-"):
+                low, high = (int(x) for x in raw.split("-", 1))
+                dist = cls(UNIFORM, low, high)
+            else:
+                dist = cls(FIXED, int(raw))
+        except ValueError:
+            raise UsageError(f"{flag} {raw!r} is not a token length; write {EXAMPLES}") from None
+        dist.check(flag)
+        return dist
+
+    def check(self, flag: str) -> None:
+        if self.kind == NORMAL and not (self.a >= 1 and self.b >= 0):
+            raise UsageError(f"{flag} {self.text()!r}: the mean must be at least 1 token and the sd 0 or more")
+        if self.kind == UNIFORM and not 1 <= self.a <= self.b:
+            raise UsageError(f"{flag} {self.text()!r}: write LOW-HIGH with 1 <= LOW <= HIGH")
+        if self.kind == FIXED and self.a < 1:
+            raise UsageError(f"{flag} {self.text()!r}: a length is at least 1 token")
+
+    def sample(self, rng: random.Random) -> int:
+        """One draw (at least 1)."""
+        if self.kind == FIXED:
+            return int(self.a)
+        if self.kind == UNIFORM:
+            return rng.randint(int(self.a), int(self.b))
+        return max(1, round(rng.gauss(self.a, self.b)))
+
+    @property
+    def mean(self) -> float:
+        """The mean (the normal's, before rounding and the floor at 1)."""
+        if self.kind == UNIFORM:
+            return (self.a + self.b) / 2.0
+        return float(self.a)
+
+    def text(self) -> str:
+        if self.kind == UNIFORM:
+            return f"{self.a:g}-{self.b:g}"
+        if self.kind == NORMAL:
+            return f"{self.a:g}~{self.b:g}"
+        return f"{self.a:g}"

@@ -1,0 +1,341 @@
+"""Token accounting for LLM answers: how many tokens came back, when each arrived, who counted them.
+
+LLM containers on SageMaker stream in one of two shapes (each PayloadPart holds some bytes of it;
+a line may be split across parts, or a part may hold several lines):
+
+| format | lines | server's counts |
+|---|---|---|
+| `tgi` (TGI, LMI / DJL, JSON lines, optionally behind SSE `data:`) | `{"token": {"id": 5, "text": " the", ...}, ...}`, one per token (LMI may send `"id": [..]`: that many tokens) | the last line's `details.generated_tokens` (also a top-level `generated_tokens`); input: `details.prompt_tokens` / `input_tokens`, else `len(details.prefill)` |
+| `openai` (vLLM, LMI's chat completions, SSE) | `data: {"choices": [{"delta": {"content": " the"}}]}`, one per non-empty delta (or `text`); `data: [DONE]` ends it | a chunk's `usage`: `completion_tokens`, `prompt_tokens` (sent with `stream_options.include_usage`) |
+
+Non-streaming answers: OpenAI `usage`; TGI / LMI `[{"generated_text": ..., "details": {...}}]`
+or the same object without the list; without server counts the generated text is estimated with
+`estimate_tokens`.
+
+**The server's count wins** when it gives one (`source: "server"`), else the tokens seen are
+counted (`source: "counted"`); a stream in which nothing is recognised has `source: None`, and the
+caller says so once and keeps timing it. Per-token timing (`stream_figures`):
+
+- TTFT: call start -> the first PayloadPart that carries a token (an OpenAI role-only first
+  chunk is not a token, so it can be later than the stream's first-chunk TTFT);
+- ITL (inter-token latency): for each later part carrying k tokens, k values of
+  (its arrival - the previous token-carrying part's arrival) / k: one value per token, summing to
+  the time between the first and the last token;
+- time per output token (TPOT): (e2e - TTFT) / (output tokens - 1), with the output count the
+  server's when it gave one; output tokens/s of a request: output tokens / e2e.
+
+Pure (bytes in, numbers out): the recorder, the local endpoint and the tests all use it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TGI = "tgi"
+OPENAI = "openai"
+FORMATS = (TGI, OPENAI)
+SERVER = "server"
+COUNTED = "counted"
+
+_WORD_PIECE = re.compile(r"\w+|[^\w\s]")
+_DECODER = json.JSONDecoder()
+_SSE_FIELDS = (b"event:", b"id:", b"retry:")
+
+
+def estimate_tokens(text: str) -> int:
+    """A tokenizer-free estimate: words and punctuation marks (`"Hi, there!"` -> 4).
+
+    Used where no server counts exist and no tokens are streamed: prompt lengths, non-streaming
+    answers without `usage`. Real BPE tokenizers give 1-1.5x this for English prose.
+    """
+    return len(_WORD_PIECE.findall(text))
+
+
+@dataclass
+class TokenCount:
+    """What one answer says about its tokens."""
+
+    counted: int = 0
+    """Tokens recognised in the answer (stream events, or the estimate of a non-streamed text)."""
+    server_output: int | None = None
+    """The server's own output count (usage.completion_tokens, details.generated_tokens), if sent."""
+    server_input: int | None = None
+    """The server's input (prompt) count, if sent."""
+    format: str | None = None
+    """`tgi` or `openai` when recognised, else None."""
+    per_part: list[int] = field(default_factory=list)
+    """Streams: tokens completed in each PayloadPart (a line counts in the part that ends it)."""
+
+    @property
+    def recognised(self) -> bool:
+        return self.format is not None
+
+    @property
+    def output_tokens(self) -> int | None:
+        """The server's count when given, else the counted tokens; None when nothing was recognised."""
+        if self.server_output is not None:
+            return self.server_output
+        return self.counted if self.recognised else None
+
+    @property
+    def source(self) -> str | None:
+        if self.server_output is not None:
+            return SERVER
+        return COUNTED if self.recognised else None
+
+
+class _Reader:
+    """Counts tokens and collects server counts, one decoded JSON object at a time."""
+
+    def __init__(self) -> None:
+        self.result = TokenCount()
+
+    def take(self, obj: Any) -> int:
+        """Tokens `obj` carries (a dict, or a list of them); notes the server's counts."""
+        if isinstance(obj, list):
+            return sum(self.take(item) for item in obj if isinstance(item, dict))
+        if not isinstance(obj, dict):
+            return 0
+        result = self.result
+        tokens = 0
+        if "token" in obj:
+            result.format = result.format or TGI
+            token = obj["token"]
+            ids = token.get("id") if isinstance(token, dict) else None
+            tokens += len(ids) if isinstance(ids, list) else 1
+        choices = obj.get("choices")
+        if isinstance(choices, list):
+            result.format = result.format or OPENAI
+            for choice in choices:
+                if isinstance(choice, dict):
+                    tokens += _choice_tokens(choice)
+        if "usage" in obj:
+            result.format = result.format or OPENAI
+            usage = obj["usage"]
+            if isinstance(usage, dict):
+                result.server_output = _int(usage.get("completion_tokens"), result.server_output)
+                result.server_input = _int(usage.get("prompt_tokens"), result.server_input)
+        details = obj.get("details")
+        if isinstance(details, dict):
+            result.server_output = _int(details.get("generated_tokens"), result.server_output)
+            prefill = details.get("prefill")
+            prompt = details.get("prompt_tokens", details.get("input_tokens"))
+            if prompt is None and isinstance(prefill, list) and prefill:
+                prompt = len(prefill)
+            result.server_input = _int(prompt, result.server_input)
+        if "generated_tokens" in obj:
+            result.server_output = _int(obj.get("generated_tokens"), result.server_output)
+        if "generated_text" in obj or "details" in obj:
+            result.format = result.format or TGI
+        return tokens
+
+
+def _choice_tokens(choice: dict) -> int:
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        content = delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls")
+        return 1 if content else 0
+    return 1 if choice.get("text") else 0
+
+
+def _int(value: Any, default: int | None) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return default
+    return int(value)
+
+
+class StreamTokens:
+    """Incremental parser of a streamed answer: `feed(part)` per PayloadPart, then `finish()`.
+
+    Lines are buffered across parts; a complete JSON object not yet followed by a newline is
+    taken at once (some containers end a part without one), so a token counts in the part it
+    arrived in.
+    """
+
+    def __init__(self) -> None:
+        self._reader = _Reader()
+        self._buffer = b""
+
+    def feed(self, part: bytes) -> int:
+        """Tokens completed by this part."""
+        buffer = self._buffer + bytes(part)
+        tokens = 0
+        *lines, rest = buffer.split(b"\n")
+        for line in lines:
+            tokens += self._line(line)
+        if rest.strip():
+            taken, rest = self._complete(rest)
+            tokens += taken
+        self._buffer = rest
+        self._reader.result.per_part.append(tokens)
+        return tokens
+
+    def finish(self) -> TokenCount:
+        """The count, after the last part (a final line without a newline is taken too)."""
+        if self._buffer.strip():
+            tokens = self._line(self._buffer)
+            self._buffer = b""
+            per_part = self._reader.result.per_part
+            if per_part:
+                per_part[-1] += tokens
+            else:
+                per_part.append(tokens)
+        result = self._reader.result
+        result.counted = sum(result.per_part)
+        return result
+
+    def _line(self, line: bytes) -> int:
+        payload = _payload(line)
+        if payload is None:
+            return 0
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            return self._objects(payload)[0]
+        return self._reader.take(obj)
+
+    def _complete(self, rest: bytes) -> tuple[int, bytes]:
+        """(tokens, what is left) for a line with no newline yet: taken only when it is complete JSON."""
+        payload = _payload(rest)
+        if payload is None or not payload.startswith(b"{"):
+            return 0, rest  # framing or a partial line: wait for its newline (or the end)
+        tokens, complete = self._objects(payload)
+        return (tokens, b"") if complete else (0, rest)
+
+    def _objects(self, payload: bytes) -> tuple[int, bool]:
+        """Concatenated JSON objects (`{...}{...}`): (their tokens, whether all of it decoded)."""
+        text = payload.decode("utf-8", errors="replace")
+        tokens, index, objects = 0, 0, []
+        while index < len(text):
+            while index < len(text) and text[index].isspace():
+                index += 1
+            if index >= len(text):
+                break
+            try:
+                obj, index = _DECODER.raw_decode(text, index)
+            except ValueError:
+                return 0, False
+            objects.append(obj)
+        for obj in objects:
+            tokens += self._reader.take(obj)
+        return tokens, True
+
+
+def _payload(line: bytes) -> bytes | None:
+    """The JSON text of one line (SSE `data:` prefix removed), or None for framing and `[DONE]`."""
+    line = line.strip()
+    if not line or line.startswith(b":") or line.startswith(_SSE_FIELDS):
+        return None
+    if line.startswith(b"data:"):
+        line = line[5:].strip()
+    if not line or line == b"[DONE]":
+        return None
+    return line
+
+
+def count_stream(parts: Iterable[bytes]) -> TokenCount:
+    """Token accounting of a whole stream, given its PayloadPart payloads in order."""
+    parser = StreamTokens()
+    for part in parts:
+        parser.feed(part)
+    return parser.finish()
+
+
+def count_response(body: bytes) -> TokenCount:
+    """Token accounting of a non-streamed answer (OpenAI completion, TGI / LMI generated_text).
+
+    Without server counts the generated text is estimated (`estimate_tokens`); a body that is
+    not a recognised LLM answer gives `source` None.
+    """
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return TokenCount()
+    reader = _Reader()
+    reader.take(obj)
+    result = reader.result
+    texts = list(_generated_texts(obj))
+    if texts:
+        result.format = result.format or TGI
+    result.counted = sum(estimate_tokens(t) for t in texts)
+    return result
+
+
+def _generated_texts(obj: Any) -> Iterable[str]:
+    items = obj if isinstance(obj, list) else [obj]
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("generated_text"), str):
+            yield item["generated_text"]
+        for choice in item.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            message = choice.get("message")
+            if isinstance(message, dict) and isinstance(message.get("content"), str):
+                yield message["content"]
+            elif isinstance(choice.get("text"), str):
+                yield choice["text"]
+
+
+# -- per-request figures ------------------------------------------------------------------------
+
+
+@dataclass
+class RequestTokens:
+    """One LLM request's figures (milliseconds; tokens)."""
+
+    e2e_ms: float
+    ttft_ms: float | None
+    itl_ms: list[float]
+    output_tokens: int | None
+    input_tokens: int | None
+    source: str | None
+
+    @property
+    def tpot_ms(self) -> float | None:
+        """Time per output token after the first: (e2e - TTFT) / (output tokens - 1)."""
+        if self.ttft_ms is None or not self.output_tokens or self.output_tokens < 2:
+            return None
+        return max(0.0, self.e2e_ms - self.ttft_ms) / (self.output_tokens - 1)
+
+    @property
+    def output_tokens_per_s(self) -> float | None:
+        if not self.output_tokens or self.e2e_ms <= 0:
+            return None
+        return self.output_tokens / (self.e2e_ms / 1000.0)
+
+
+def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Sequence[float], e2e_ms: float,
+                   input_tokens: int | None = None) -> RequestTokens:
+    """A stream's figures from its token count and chunk timing (the contract's StreamResult:
+    `ttft_ms` to the first part, `inter_chunk_ms` between parts); `input_tokens` is the sender's
+    own prompt count, used when the server gave none."""
+    inputs = count.server_input if count.server_input is not None else input_tokens
+    if first_chunk_ms is None or not count.recognised:
+        return RequestTokens(e2e_ms, None, [], count.output_tokens, inputs, count.source)
+    arrivals = [first_chunk_ms]
+    for gap in gaps_ms:
+        arrivals.append(arrivals[-1] + gap)
+    ttft = None
+    previous = None
+    itl: list[float] = []
+    for arrival, tokens in zip(arrivals, count.per_part):
+        if not tokens:
+            continue
+        if previous is None:
+            ttft = arrival
+        else:
+            itl.extend([(arrival - previous) / tokens] * tokens)
+        previous = arrival
+    return RequestTokens(e2e_ms, ttft, itl, count.output_tokens, inputs, count.source)
+
+
+def response_figures(count: TokenCount, e2e_ms: float, input_tokens: int | None = None) -> RequestTokens:
+    """A non-streamed answer's figures: no TTFT or ITL (the whole answer arrives at once)."""
+    inputs = count.server_input if count.server_input is not None else input_tokens
+    return RequestTokens(e2e_ms, None, [], count.output_tokens, inputs, count.source)
