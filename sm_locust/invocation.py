@@ -8,6 +8,12 @@ the same way, so the failure table reads the same whichever is used:
 - a failure is an `InvocationError` whose text starts with the error code botocore would give
   (`ThrottlingException: Rate exceeded`, `ModelError: ...`, `EndpointConnectionError: ...`), so
   Locust's failure table groups failures by code. Its repr is that same text.
+
+What counts (`is_invocation`, the one rule the recorder, summary.json, gates, compare and report
+apply): every entry is a logical invocation except the latency series timed inside one (`TTFT`,
+`InterChunk`: a stream fires them beside its `InvokeEndpointWithResponseStream` entry) and the
+parts of a fan-out request (`<name>/part`: each part is inside its `InvokeEndpointSplit` entry).
+Counting those as requests would count one stream three times and dilute its error rate.
 """
 
 from __future__ import annotations
@@ -18,6 +24,13 @@ from dataclasses import dataclass, field
 INVOKE_ENDPOINT = "InvokeEndpoint"
 INVOKE_ENDPOINT_STREAM = "InvokeEndpointWithResponseStream"
 INVOKE_ENDPOINT_ASYNC = "InvokeEndpointAsync"
+
+TTFT = "TTFT"  # a stream's time to first token (call start -> first PayloadPart)
+INTER_CHUNK = "InterChunk"  # the gaps between a stream's PayloadParts
+LATENCY_SERIES = frozenset((TTFT, INTER_CHUNK))
+"""Request types that time part of an invocation: latency series beside the invocations, never requests."""
+PART_SUFFIX = "/part"
+"""Name suffix of a fan-out part (`--split K`): the endpoint's view, already inside its logical request."""
 
 _VOLATILE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 MAX_MESSAGE = 200
@@ -35,6 +48,16 @@ class InvocationError(Exception):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+def is_latency_series(request_type: str) -> bool:
+    """A TTFT / InterChunk entry: a latency measured inside an invocation, not a request."""
+    return request_type in LATENCY_SERIES
+
+
+def is_invocation(request_type: str, name: str) -> bool:
+    """A Locust entry (or failure) counted as logical invocations: not a latency series, not a fan-out part."""
+    return request_type not in LATENCY_SERIES and not name.endswith(PART_SUFFIX)
 
 
 def error_code(error: object) -> str:

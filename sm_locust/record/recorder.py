@@ -3,9 +3,15 @@
 It runs where the whole picture is: on the local runner, or on the master in distributed runs
 (workers report every 3 s; the master's totals are the merged view). Once a second it samples
 `runner.stats.total` (a `Second` of deltas); when the test stops and when Locust quits it writes
-`summary.json` and `timeline.json` into the run folder (`--sm-out`). Totals come from the
-in-memory stats at that moment, not from the CSVs, which can miss the last second (docs/facts.md,
-Locust).
+`summary.json` and `timeline.json` into the run folder (`--sm-out`). Totals and per-name figures
+(`by_name`) come from the in-memory stats at that moment, not from the CSVs, which can miss the
+last second (docs/facts.md, Locust).
+
+What is counted: logical invocations (`sm_locust.invocation.is_invocation`). A stream's `TTFT` and
+`InterChunk` entries are latency series beside it (summary.json `latency_series`, and per name),
+and a fan-out request's `/part` entries are inside it; neither is a request, in the totals, the
+per-second timeline, the error counts or the per-name figures. Goodput is the successful ones.
+Back-offs after connection errors (`sm_locust.users.backoff`) are counted per second and in total.
 
 Each `Second` also carries what a plateau search needs to judge the client: load-generator CPU
 (this process, or the busiest worker on a master) and, in open loop, the target rate (set by the
@@ -25,12 +31,12 @@ import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
 
-from sm_locust.invocation import error_code
-from sm_locust.users.openloop import OpenLoopCounters, offered_rate
+from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.summary import build_summary, write_json
-from sm_locust.users.fanout import PART_SUFFIX
+from sm_locust.users.backoff import ConnectionBackoff
+from sm_locust.users.openloop import OpenLoopCounters, offered_rate
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
@@ -38,16 +44,89 @@ MASTER_LAG_S = 4  # workers report every 3 s: on a master, second S is complete 
 
 
 def counted_entry(stats):
-    """Locust's total, less `--split` part entries: a part is already inside its logical request,
-    so counting both would multiply requests and rps by K + 1. Without parts: `stats.total` itself."""
+    """Locust's total over logical invocations only (`is_invocation`): without TTFT / InterChunk
+    entries (a stream would count three times) and `--split` parts (K + 1 times). When every entry
+    is an invocation: `stats.total` itself."""
     entries = list(stats.entries.values())
-    if not any(e.name.endswith(PART_SUFFIX) for e in entries):
+    if all(is_invocation(e.method, e.name) for e in entries):
         return stats.total
     counted = StatsEntry(stats, "Counted", "")
     for entry in entries:
-        if not entry.name.endswith(PART_SUFFIX):
+        if is_invocation(entry.method, entry.name):
             counted.extend(entry)
     return counted
+
+
+def _percentiles(entry) -> dict:
+    pct = entry.get_response_time_percentile
+    count = entry.num_requests
+    return {"p50_ms": pct(0.5) if count else None, "p95_ms": pct(0.95) if count else None,
+            "p99_ms": pct(0.99) if count else None}
+
+
+def latency_series_record(entry) -> dict:
+    """summary.json's figures of one latency series (TTFT, InterChunk): a count of measurements, not requests."""
+    count = entry.num_requests
+    return {"count": count, **_percentiles(entry),
+            "avg_ms": round(entry.total_response_time / count, 3) if count else None}
+
+
+def per_name(stats, duration_s: float) -> dict[str, dict]:
+    """Exact per-name figures from the in-memory stats (summary.json `by_name`, docs/summary.md).
+
+    A name's invocation entries (whatever their request type) are merged into `requests`,
+    `failures`, `successes`, `rps`, `goodput_rps`, percentiles and `errors`; its latency series
+    (TTFT, InterChunk) sit apart in `latency_series`. Fan-out parts keep their own name
+    (`ep/part`), so the endpoint's view can be gated too.
+    """
+    duration_s = max(1e-9, duration_s)
+    invocations: dict[str, StatsEntry] = {}
+    types: dict[str, list[str]] = {}
+    series: dict[str, dict[str, StatsEntry]] = {}
+    for entry in stats.entries.values():
+        if is_latency_series(entry.method):
+            series.setdefault(entry.name, {})[entry.method] = entry
+            continue
+        merged = invocations.get(entry.name)
+        if merged is None:
+            merged = invocations[entry.name] = StatsEntry(stats, entry.name, "", use_response_times_cache=False)
+        merged.extend(entry)
+        types.setdefault(entry.name, []).append(entry.method)
+    errors: dict[str, dict[str, int]] = {}
+    for err in stats.errors.values():
+        if is_latency_series(err.method):
+            continue
+        by_code = errors.setdefault(err.name, {})
+        code = error_code(err.error)
+        by_code[code] = by_code.get(code, 0) + err.occurrences
+    out: dict[str, dict] = {}
+    for name in sorted(set(invocations) | set(series)):
+        entry = invocations.get(name)
+        requests = entry.num_requests if entry else 0
+        failures = entry.num_failures if entry else 0
+        record = {
+            "requests": requests, "failures": failures, "successes": requests - failures,
+            "rps": round(requests / duration_s, 3), "goodput_rps": round((requests - failures) / duration_s, 3),
+            **(_percentiles(entry) if entry else {"p50_ms": None, "p95_ms": None, "p99_ms": None}),
+            "request_types": sorted(types.get(name, [])),
+            "errors": dict(sorted(errors.get(name, {}).items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+        if name in series:
+            record["latency_series"] = {kind: latency_series_record(e) for kind, e in sorted(series[name].items())}
+        out[name] = record
+    return out
+
+
+def latency_series(stats) -> dict[str, dict]:
+    """Each latency series (TTFT, InterChunk) over every name: summary.json `latency_series`."""
+    merged: dict[str, StatsEntry] = {}
+    for entry in stats.entries.values():
+        if is_latency_series(entry.method):
+            total = merged.get(entry.method)
+            if total is None:
+                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method, use_response_times_cache=False)
+            total.extend(entry)
+    return {kind: latency_series_record(entry) for kind, entry in sorted(merged.items())}
 
 
 class RunRecorder:
@@ -70,10 +149,12 @@ class RunRecorder:
         self._last = (0, 0, {})
         self._last_t = 0.0
         self._last_sends = (0, 0, 0)
+        self._last_backoffs = 0
         self._states: dict[int, Second] = {}  # master: the real-time sample of each second
         self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
         self._next_second: int | None = None
         self.open_loop = OpenLoopCounters.for_environment(environment)
+        self.backoff = ConnectionBackoff.for_environment(environment)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -90,6 +171,7 @@ class RunRecorder:
         self._last = (total.num_requests, total.num_failures, dict(total.response_times))
         self._last_t = self.started_at
         self._last_sends = (0, 0, 0)
+        self._last_backoffs = 0
         self._states = {}
         self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
         self._next_second = None
@@ -130,6 +212,7 @@ class RunRecorder:
         delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
         sends = self.open_loop.snapshot()
         sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends))
+        backoffs = self.backoff.count
         open_loop = self.open_loop.active
         target = self.current_target_rate
         if target is None and open_loop:
@@ -147,9 +230,11 @@ class RunRecorder:
             sent=sent if open_loop else None,
             late=late if open_loop else None,
             dropped=dropped if open_loop else None,
+            backoffs=backoffs - self._last_backoffs,
         )
         self._last = (requests, failures, hist)
         self._last_sends = sends
+        self._last_backoffs = backoffs
         self._last_t = now
         if isinstance(runner, MasterRunner):
             self._emit_master_seconds(second, total, final)
@@ -174,6 +259,7 @@ class RunRecorder:
         self._states[second] = now
         pending = self._pending
         pending.hist = {b: pending.hist.get(b, 0) + now.hist.get(b, 0) for b in set(pending.hist) | set(now.hist)}
+        pending.backoffs = (pending.backoffs or 0) + (now.backoffs or 0)
         if now.sent is not None:
             pending.sent = (pending.sent or 0) + now.sent
             pending.late = (pending.late or 0) + (now.late or 0)
@@ -194,9 +280,11 @@ class RunRecorder:
                 sent=None if state.sent is None and pending.sent is None else 0,
                 late=None if state.sent is None and pending.sent is None else 0,
                 dropped=None if state.sent is None and pending.sent is None else 0,
+                backoffs=0,
             )
             if self._next_second > upto:  # the last second emitted now carries what arrived
                 emitted.hist = {b: c for b, c in pending.hist.items() if c}
+                emitted.backoffs = pending.backoffs or 0
                 if pending.sent is not None:
                     emitted.sent, emitted.late, emitted.dropped = pending.sent, pending.late, pending.dropped
                 self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
@@ -211,8 +299,11 @@ class RunRecorder:
         duration = sum(s.interval for s in window) or 1.0
         p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
         elapsed = self.seconds[-1].t - (self.started_at or self.seconds[0].t)
+        backoffs = sum(s.backoffs or 0 for s in window)
         print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} rps={sum(s.requests for s in window) / duration:8.1f}  "
-              f"p95={'-' if p95 is None else f'{p95:.0f}'} ms  failures={sum(s.failures for s in window)}", flush=True)
+              f"goodput={sum(s.successes for s in window) / duration:8.1f}  "
+              f"p95={'-' if p95 is None else f'{p95:.0f}'} ms  failures={sum(s.failures for s in window)}"
+              + (f"  backoffs={backoffs} (connection errors)" if backoffs else ""), flush=True)
 
     def _client_cpu(self, runner) -> float | None:
         """Load-generator CPU %: the busiest worker on a master (every 3-5 s), this process otherwise."""
@@ -227,19 +318,13 @@ class RunRecorder:
 
     # -- output -----------------------------------------------------------------------------
     def totals(self) -> tuple[dict, dict[str, int]]:
+        """Logical invocations over the whole run (requests, failures, percentiles) and failures by code."""
         stats = self.environment.runner.stats
         total = counted_entry(stats)
-        pct = total.get_response_time_percentile
-        totals = {
-            "requests": total.num_requests,
-            "failures": total.num_failures,
-            "p50_ms": pct(0.5) if total.num_requests else None,
-            "p95_ms": pct(0.95) if total.num_requests else None,
-            "p99_ms": pct(0.99) if total.num_requests else None,
-        }
+        totals = {"requests": total.num_requests, "failures": total.num_failures, **_percentiles(total)}
         errors: dict[str, int] = {}
         for err in stats.errors.values():
-            if str(err.name).endswith(PART_SUFFIX):  # counted once, in the logical request's failure
+            if not is_invocation(err.method, str(err.name)):  # a part's failure is its logical request's
                 continue
             code = error_code(err.error)
             errors[code] = errors.get(code, 0) + err.occurrences
@@ -247,16 +332,22 @@ class RunRecorder:
 
     def summary(self) -> dict:
         totals, errors = self.totals()
+        started_at = self.started_at or time.time()
+        ended_at = self.ended_at or time.time()
+        stats = self.environment.runner.stats
         return build_summary(
             endpoint=self.endpoint,
-            started_at=self.started_at or time.time(),
-            ended_at=self.ended_at or time.time(),
+            started_at=started_at,
+            ended_at=ended_at,
             totals=totals,
             errors=errors,
             seconds=self.seconds,
             plateau=self.plateau,
             extra=self.extra,
             open_loop=self.open_loop.as_dict() if self.open_loop.active else None,
+            by_name=per_name(stats, ended_at - started_at),
+            latency_series=latency_series(stats),
+            backoff=self.backoff.as_dict(),
         )
 
     def write(self) -> None:

@@ -12,6 +12,11 @@ record (schema 1 keys plus the added ones). A step is a maximal run of seconds w
 (or, in open loop, one target rate), not counting ramping seconds; its figures cover its steady
 window (the step minus its warm-up) and only its own requests, since Locust's cumulative and
 10-second percentiles blur neighbouring steps (docs/facts.md, Locust).
+
+Requests are logical invocations (`sm_locust.invocation.is_invocation`: a stream's TTFT and
+InterChunk entries and fan-out parts are not requests), error rates are per invocation, and
+beside every attempt rate (`rps`) stands the goodput (`goodput_rps`: successful invocations per
+second), totals and per step.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ def step_record(step: StepMeasurement) -> dict:
         "requests": step.requests,
         "failures": step.failures,
         "rps": round(step.rps, 3),
+        "successes": step.requests - step.failures,
+        "goodput_rps": round(goodput(step.rps, step.requests, step.failures), 3),
         "p50_ms": step.p50_ms,
         "p95_ms": step.p95_ms,
         "p99_ms": step.p99_ms,
@@ -80,6 +87,11 @@ def step_record(step: StepMeasurement) -> dict:
     return record
 
 
+def goodput(rps: float, requests: int, failures: int) -> float:
+    """Successful invocations per second, from an attempt rate and its counts."""
+    return rps * (requests - failures) / requests if requests else 0.0
+
+
 def step_records(seconds: Sequence[Second]) -> list[dict]:
     """Every step of a timeline as summary.json records, in time order."""
     steps = measure_timeline(seconds, timeline_mode(seconds), min_subwindow_s=RECORDER_SUBWINDOW_S)
@@ -97,10 +109,15 @@ def build_summary(
     plateau: Mapping | None = None,
     extra: Mapping | None = None,
     open_loop: Mapping | None = None,
+    by_name: Mapping[str, Mapping] | None = None,
+    latency_series: Mapping[str, Mapping] | None = None,
+    backoff: Mapping | None = None,
 ) -> dict:
-    """Assemble summary.json from totals (requests, failures, p50_ms, p95_ms, p99_ms) and the timeline."""
+    """Assemble summary.json from totals (invocations: requests, failures, p50_ms, p95_ms, p99_ms),
+    the timeline, and the exact per-name figures and latency series when given."""
     duration = max(1e-9, ended_at - started_at)
     requests = int(totals.get("requests", 0))
+    failures = int(totals.get("failures", 0))
     summary = {
         "schema": SCHEMA_VERSION,
         "endpoint": endpoint,
@@ -109,18 +126,27 @@ def build_summary(
         "duration_s": round(duration, 3),
         "totals": {
             "requests": requests,
-            "failures": int(totals.get("failures", 0)),
+            "failures": failures,
             "rps": round(requests / duration, 3),
             "p50_ms": totals.get("p50_ms"),
             "p95_ms": totals.get("p95_ms"),
             "p99_ms": totals.get("p99_ms"),
             "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "successes": requests - failures,
+            "goodput_rps": round((requests - failures) / duration, 3),
+            "error_rate": round(failures / requests, 6) if requests else 0.0,
         },
         "steps": step_records(seconds),
         "plateau": dict(plateau) if plateau else None,
     }
     if open_loop:
         summary["totals"]["open_loop"] = dict(open_loop)
+    if backoff is not None:
+        summary["totals"]["backoff"] = dict(backoff)
+    if by_name is not None:
+        summary["by_name"] = {name: dict(record) for name, record in by_name.items()}
+    if latency_series is not None:
+        summary["latency_series"] = {kind: dict(record) for kind, record in latency_series.items()}
     if extra:
         for key, value in extra.items():
             summary.setdefault(key, value)

@@ -42,9 +42,11 @@ from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import (
+    INTER_CHUNK,
     INVOKE_ENDPOINT,
     INVOKE_ENDPOINT_ASYNC,
     INVOKE_ENDPOINT_STREAM,
+    TTFT,
     Invocation,
     InvocationError,
 )
@@ -54,8 +56,6 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 60.0
 LOCAL_DEFAULT_REGION = "us-east-1"  # a local endpoint does not care; signing still needs a region
 
-TTFT = "TTFT"
-INTER_CHUNK = "InterChunk"
 INTER_CHUNK_MODES = ("mean", "each", "none")
 INVALID_RESPONSE = "InvalidResponse"
 

@@ -14,8 +14,9 @@ the endpoint sees is K smaller requests, so one split call is recorded both ways
   as the client reports any call (`SageMakerClient.send`).
 
 Locust's `total` row adds up every entry: with `--split` it counts the logical requests *and*
-their parts (summary.json leaves the `/part` entries out). Read the `InvokeEndpointSplit` entry
-for the caller's view and the `/part` entry for the endpoint's.
+their parts (summary.json's totals leave the `/part` entries out, by the one counting rule,
+`sm_locust.invocation.is_invocation`). Read the `InvokeEndpointSplit` entry for the caller's
+view and the `/part` entry for the endpoint's.
 
 The parts run in gevent greenlets sharing the User's client (both transports' clients may be used
 concurrently; the connection pool gives each in-flight part its own connection). Parts are
@@ -27,12 +28,11 @@ from __future__ import annotations
 
 from gevent import joinall, killall, spawn
 
-from sm_locust.invocation import Invocation, InvocationError
+from sm_locust.invocation import PART_SUFFIX, Invocation, InvocationError
 from sm_locust.payloads.split import PARTS
 from sm_locust.transport.contract import InvokeResult, SageMakerClient, measure
 
 INVOKE_ENDPOINT_SPLIT = "InvokeEndpointSplit"
-PART_SUFFIX = "/part"
 
 
 def invoke_split(client: SageMakerClient, invocation: Invocation, name: str | None = None) -> list[InvokeResult | None]:

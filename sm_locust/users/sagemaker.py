@@ -7,7 +7,9 @@ vars, locust.conf, web UI). The client comes from `sm_locust.transport.create_cl
 `transport` attribute / `--transport`), or from `client_cls` when a subclass sets one. One client
 (and one connection pool) is shared by the users of a process with the same settings, created on
 first use, i.e. after `--processes` forks. By default a user invokes as fast as it can, one call
-after another; `think_time` / `--think-time` adds a pause.
+after another; `think_time` / `--think-time` adds a pause. After a task that could not reach the
+endpoint (refused, reset, connect timeout) the user backs off, 50 ms doubling to 1 s and reset by
+a task that reached it, whatever `wait_time` a subclass sets (`sm_locust.users.backoff`).
 
 `FastSageMakerUser` is `SageMakerUser` with `transport = "fast"` (README: what was renamed).
 """
@@ -31,6 +33,7 @@ from sm_locust.transport.contract import (
     InvokeResult,
     SageMakerClient,
 )
+from sm_locust.users.backoff import Backoff, ConnectionBackoff
 
 # settings whose option value is used only when it differs from the option's default
 _DEFAULTED = ("think_time", "connect_timeout", "read_timeout", "transport")
@@ -75,9 +78,20 @@ class SageMakerUser(User):
         self.settings = self._settings()
         self.client: SageMakerClient = self._shared_client()
         """The client this user calls (shared with the process's other users of the same settings)."""
+        self.backoff = Backoff()
+        """This user's back-off after connection errors (its current delay in `backoff.delay_s`)."""
+        self._connection_backoff = ConnectionBackoff.for_environment(environment)
+        self._think = self.wait_time  # the class's wait_time, whichever subclass set it
+        self.wait_time = self._wait_or_back_off
 
     def wait_time(self) -> float:
         return self.settings.think_time
+
+    def _wait_or_back_off(self) -> float:
+        """Locust's wait between tasks: the think time, or the back-off after a connection error if longer."""
+        think = self._think()
+        back_off = self._connection_backoff.after_task(self.backoff)
+        return back_off if back_off > think else think
 
     def _settings(self) -> SageMakerSettings:
         from_class = SageMakerSettings(
