@@ -145,6 +145,7 @@ OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.shapes.options:OPTIONS",
     "sm_locust.payloads.options:OPTIONS",
     "sm_locust.transport.options:OPTIONS",
+    "sm_locust.payloads.llm:OPTIONS",
 )
 
 
@@ -217,6 +218,7 @@ class SageMakerSettings:
     sm_out: str = ""
     sm_progress: float = 0.0
     transport: str = "fast"  # = sm_locust.transport.options.DEFAULT_TRANSPORT
+    prompts: str = ""  # LLM prompts instead of a payload (sm_locust.payloads.llm)
 
     @classmethod
     def from_options(cls, options: Any) -> SageMakerSettings:
@@ -225,8 +227,9 @@ class SageMakerSettings:
     def validate(self, *, need_payload: bool = True) -> SageMakerSettings:
         if not self.endpoint_name:
             raise UsageError("no endpoint name: pass --endpoint-name NAME (or set SM_LOCUST_ENDPOINT_NAME)")
-        if need_payload and not self.payload:
-            raise UsageError("no payload: pass --payload PATH to a request body file (or set SM_LOCUST_PAYLOAD)")
+        if need_payload and not (self.payload or self.prompts):
+            raise UsageError("no payload: pass --payload PATH to a request body file (or set SM_LOCUST_PAYLOAD), "
+                             "or --prompts for an LLM endpoint")
         if self.endpoint_url and not self.endpoint_url.startswith(("http://", "https://")):
             raise UsageError(f"--endpoint-url {self.endpoint_url!r} must start with http:// or https://")
         if self.think_time < 0:

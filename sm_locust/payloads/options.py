@@ -21,6 +21,7 @@ from typing import Any
 from sm_locust.errors import UsageError
 from sm_locust.options import OptionSpec, given_fields
 from sm_locust.payloads import load_payloads
+from sm_locust.payloads.llm import llm_pool
 from sm_locust.payloads.split import parts_of
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
 
@@ -167,7 +168,7 @@ def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
     ps = PayloadSettings.from_options(options)
     serializer = ps.build_serializer()
     validator = ps.build_validator(serializer)
-    pool = load_payloads(
+    pool = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
         settings.payload,
         content_type=settings.content_type or None,
         serializer=serializer,

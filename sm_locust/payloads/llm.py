@@ -1,0 +1,230 @@
+"""LLM request templates: prompts in, request bodies for the common LLM containers out.
+
+`--prompts` names the prompts, `--llm-template` the request schema, `--max-new-tokens` the answer
+length asked for; they replace `--payload` (the pool is built here, before the test, like any
+other payload source):
+
+| `--llm-template` | body (`--stream` adds `"stream": true`) | containers |
+|---|---|---|
+| `tgi` (default) | `{"inputs": PROMPT, "parameters": {"max_new_tokens": N}}` | TGI, LMI / DJL (rolling batch) |
+| `messages` | `{"messages": [{"role": "user", "content": PROMPT}], "max_tokens": N}`; streams also ask for `"stream_options": {"include_usage": true}` (the server's token counts) | LMI and vLLM chat completions, OpenAI-compatible servers |
+
+`--prompts`:
+
+- a JSONL file, one prompt per line: `{"prompt": "...", "max_new_tokens": 64}` (the length is
+  optional; `output_tokens` or `expected_output_tokens` also read). A line may instead carry its
+  own `messages` list (messages template only); a line holding a TGI request (`inputs`) or
+  messages under the other template is refused, naming the line and the template to use;
+- `synthetic:DIST`: `SYNTHETIC_PROMPTS` prompts whose lengths follow a token-length
+  distribution (`synthetic:512`, `synthetic:256-1024`, `synthetic:512~64`, sm_locust.llm.lengths),
+  made of words that count one token each, seeded by `--payload-seed`.
+
+Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`: the dataset's estimate,
+exact for synthetic prompts), used for `input_tokens` when the server does not count them.
+Bad input is one line, exit 2: a line that is not JSON or has no prompt, a template that does not
+match the line, `--llm-template` or `--max-new-tokens` without `--prompts`, `--prompts` with
+`--payload`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sm_locust.errors import UsageError
+from sm_locust.invocation import Invocation
+from sm_locust.llm.lengths import LengthDistribution
+from sm_locust.llm.tokens import estimate_tokens
+from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
+from sm_locust.payloads.pool import PayloadPool
+from sm_locust.registry import Registry
+
+TGI, MESSAGES = "tgi", "messages"
+TEMPLATES: Registry[str] = Registry("LLM template")
+TEMPLATES.add(TGI, TGI, "lmi", "inputs")
+TEMPLATES.add(MESSAGES, MESSAGES, "openai", "chat")
+SYNTHETIC = "synthetic:"
+SYNTHETIC_PROMPTS = 64
+INPUT_TOKENS = "llm_input_tokens"
+"""Invocation.extra key: the prompt's token count as the sender knows it."""
+LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
+# one-token words (each one token in common BPE vocabularies, with its leading space)
+_WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "
+          "one all their there been has have when who will more no if out so said what up its about into than "
+          "them can only other new some time could these two may first then do any like my now over such our "
+          "man me even most made after also did many before must through back years where much your way well "
+          "down should because each just those people how too little state good very make world still own see "
+          "men work long get here between both life being under never day same another know while last might us "
+          "great old year off come since against go came right used take three").split()
+
+OPTIONS: list[OptionSpec] = [
+    OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
+               "LLM endpoints: prompts instead of --payload: a JSONL file ({\"prompt\": ..., \"max_new_tokens\": N} per line) "
+               "or synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)"),
+    OptionSpec("--llm-template", "SM_LOCUST_LLM_TEMPLATE", "",
+               "LLM endpoints: request schema for --prompts: tgi ({\"inputs\", \"parameters\"}: TGI, LMI; the default) "
+               "or messages (OpenAI-style chat: LMI, vLLM)"),
+    OptionSpec("--max-new-tokens", "SM_LOCUST_MAX_NEW_TOKENS", 0,
+               "LLM endpoints: answer length asked for (max_new_tokens / max_tokens); a prompt line's own length wins; "
+               "0 = not sent (the server's default)", int),
+]
+
+
+@dataclass
+class LlmSettings:
+    """The LLM payload options of one run (None / "" = not given)."""
+
+    prompts: str = ""
+    template: str = ""
+    max_new_tokens: int = 0
+
+    @classmethod
+    def from_options(cls, options: Any) -> LlmSettings:
+        return cls(
+            prompts=str(option_value(options, "prompts") or ""),
+            template=str(option_value(options, "llm_template") or ""),
+            max_new_tokens=parse_number(option_value(options, "max_new_tokens"), "--max-new-tokens", int, 0),
+        )
+
+    @property
+    def active(self) -> bool:
+        """LLM requests are built (`--prompts` given)."""
+        return bool(self.prompts)
+
+    def check(self, payload: str = "") -> LlmSettings:
+        """The combinations that cannot work (one line each)."""
+        if self.max_new_tokens < 0:
+            raise UsageError(f"--max-new-tokens must be 0 (not sent) or more tokens, got {self.max_new_tokens}")
+        if not self.prompts:
+            given = [flag for flag, value in (("--llm-template", self.template), ("--max-new-tokens", self.max_new_tokens)) if value]
+            if given:
+                raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from --prompts; "
+                                 "pass --prompts FILE.jsonl or --prompts synthetic:512")
+            return self
+        if payload:
+            raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the prompts: "
+                             "drop --payload")
+        if self.template:
+            self.template = TEMPLATES.canonical(self.template)  # the registry's error lists the valid names
+        else:
+            self.template = TGI
+        return self
+
+
+def request_body(template: str, prompt: str | list, max_new_tokens: int, stream: bool) -> dict:
+    """The request object for one prompt (a list of messages is sent as it is, messages template only)."""
+    if template == TGI:
+        body: dict[str, Any] = {"inputs": prompt}
+        if max_new_tokens:
+            body["parameters"] = {"max_new_tokens": max_new_tokens}
+        if stream:
+            body["stream"] = True
+        return body
+    messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+    body = {"messages": messages}
+    if max_new_tokens:
+        body["max_tokens"] = max_new_tokens
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int | None]]:
+    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
+    prompts = []
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        if not raw.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            line = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise UsageError(f"{where}: not a JSON object; write one {{\"prompt\": ...}} per line") from None
+        if not isinstance(line, dict):
+            raise UsageError(f"{where}: not a JSON object; write one {{\"prompt\": ...}} per line")
+        prompts.append((_prompt_of(line, where, template), _length_of(line, where)))
+    if not prompts:
+        raise UsageError(f"--prompts {str(path)!r} holds no prompts; write one {{\"prompt\": ...}} per line")
+    return prompts
+
+
+def _prompt_of(line: dict, where: str, template: str) -> str | list:
+    if "messages" in line and "prompt" not in line:
+        if template != MESSAGES:
+            raise UsageError(f"{where}: holds \"messages\" (a chat request) but --llm-template is {template}; "
+                             "pass --llm-template messages, or give the line a \"prompt\"")
+        messages = line["messages"]
+        if not (isinstance(messages, list) and messages and all(isinstance(m, dict) and "content" in m for m in messages)):
+            raise UsageError(f"{where}: \"messages\" must be a list of {{\"role\", \"content\"}} objects")
+        return messages
+    if "inputs" in line and "prompt" not in line:
+        hint = "pass --llm-template tgi" if template != TGI else "name the text \"prompt\""
+        raise UsageError(f"{where}: holds \"inputs\" (a whole TGI request) but --llm-template is {template}; "
+                         f"{hint}, or give the line a \"prompt\"")
+    prompt = line.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise UsageError(f"{where}: no prompt; each line needs a non-empty \"prompt\" string")
+    return prompt
+
+
+def _length_of(line: dict, where: str) -> int | None:
+    for key in LENGTH_KEYS:
+        if key in line and line[key] is not None:
+            value = line[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"{where}: {key} must be a whole number of tokens >= 1, got {value!r}")
+            return value
+    return None
+
+
+def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0) -> list[tuple[str, None]]:
+    """`count` prompts whose token lengths follow `spec` (each word counts one token)."""
+    lengths = LengthDistribution.parse(spec, f"--prompts {SYNTHETIC}{spec}")
+    rng = random.Random(seed)
+    return [(" ".join(rng.choice(_WORDS) for _ in range(lengths.sample(rng))), None) for _ in range(count)]
+
+
+def prompt_tokens(prompt: str | list) -> int:
+    """The prompt's token estimate (messages: their contents summed)."""
+    if isinstance(prompt, list):
+        return sum(estimate_tokens(str(m.get("content", ""))) for m in prompt)
+    return estimate_tokens(prompt)
+
+
+def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = None, selection: str | None = None,
+               seed: int = 0) -> PayloadPool:
+    """The pool of LLM invocations for a run (`settings` already checked)."""
+    if settings.prompts.startswith(SYNTHETIC):
+        prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed)
+    else:
+        prompts = read_prompts(settings.prompts, settings.template)
+    fields = {k: v for k, v in (headers or {}).items() if v is not None}
+    invocations = []
+    for prompt, length in prompts:
+        body = orjson.dumps(request_body(settings.template, prompt, length or settings.max_new_tokens, stream))
+        invocation = Invocation(body=body, content_type="application/json", rows=1, **fields)
+        invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt)
+        invocations.append(invocation)
+    return PayloadPool(invocations, settings.prompts, selection=selection, seed=seed)
+
+
+def llm_pool(settings: Any, options: Any) -> PayloadPool | None:
+    """The LLM pool when `--prompts` is given, else None (then `--payload` is read as usual).
+
+    `settings` is the run's `SageMakerSettings`; `options` holds the rest by dest name.
+    """
+    llm = LlmSettings.from_options(options).check(getattr(settings, "payload", "") or "")
+    if not llm.active:
+        return None
+    stream = parse_bool(option_value(options, "stream"), "--stream")
+    seed = parse_number(option_value(options, "payload_seed"), "--payload-seed", int, 0)
+    selection = option_value(options, "selection")
+    return build_pool(llm, stream=stream, headers=settings.headers(), selection=selection, seed=seed)
