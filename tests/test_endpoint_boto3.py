@@ -11,9 +11,12 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
+from locust.env import Environment
 
 from sm_locust.endpoint.model import RankingModel, sample_rows
-from sm_locust.transport.boto3 import make_boto3_client
+from sm_locust.invocation import Invocation
+from sm_locust.transport.boto3 import make_boto3_client, name_error
+from tests.fakes import recorded, signed_client
 
 
 def runtime(url: str):
@@ -61,11 +64,46 @@ def test_each_error_surfaces_as_its_botocore_code(endpoint, code, status):
         assert error["LogStreamArn"].startswith("arn:aws:logs:")
 
 
-def test_malformed_body_is_a_validation_error_naming_the_problem(endpoint):
+@pytest.mark.parametrize("kwargs, original_status, needle", [
+    ({"Body": b'{"instances": [{"feat_ids": [1, 2]}]}'}, 400, "feat_vals"),
+    ({"Body": b"a,b", "ContentType": "image/png"}, 415, "unsupported Content-Type 'image/png'"),
+    ({"Body": ranking_body()[0], "Accept": "image/png"}, 406, "unsupported Accept 'image/png'"),
+])
+def test_a_request_the_model_rejects_is_a_model_error_as_on_sagemaker(endpoint, kwargs, original_status, needle):
+    """A container's 4xx reaches the caller as ModelError 424 with the container's status and message,
+    parsed by botocore into the modeled fields (ValidationError is the API's own checks, below)."""
+    with pytest.raises(ClientError) as info:
+        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", **kwargs)
+    error = info.value.response
+    assert error["Error"]["Code"] == "ModelError"
+    assert error["ResponseMetadata"]["HTTPStatusCode"] == 424
+    assert error["OriginalStatusCode"] == original_status
+    assert needle in error["OriginalMessage"]
+    assert error["Error"]["Message"].startswith(f"Received client error ({original_status}) from primary with message")
+    assert error["LogStreamArn"].startswith("arn:aws:logs:")
+    stats = endpoint.stats()
+    assert stats["ModelError"] == 1 and stats["invocations"] == 1 and stats["ValidationError"] == 0
+
+
+def test_the_fast_transport_names_a_model_rejection_as_boto3_does(endpoint):
+    environment = Environment()
+    events = recorded(environment)
+    client = signed_client("fast", environment, endpoint.url)
+    assert client.invoke(Invocation(body=b'{"instances": [{"feat_ids": [1, 2]}]}')) is None
     with pytest.raises(ClientError) as info:
         runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=b'{"instances": [{"feat_ids": [1, 2]}]}')
+    assert str(events[-1]["exception"]) == str(name_error(info.value))
+    assert str(events[-1]["exception"]).startswith("ModelError: (original status 400) Received client error (400)")
+
+
+def test_api_level_checks_stay_validation_errors(endpoint):
+    with pytest.raises(ClientError) as info:
+        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=b"x" * (6_291_456 + 1))
     assert info.value.response["Error"]["Code"] == "ValidationError"
-    assert "feat_vals" in info.value.response["Error"]["Message"]
+    assert "maximum is 6291456" in info.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as info:
+        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=ranking_body()[0], CustomAttributes="sm-locust-fault=Nope")
+    assert info.value.response["Error"]["Code"] == "ValidationError"
 
 
 def test_wrong_endpoint_name_is_rejected_when_the_server_has_one(endpoint_factory):

@@ -10,7 +10,11 @@ Routes (all on one server):
 
 Errors use the exact form botocore parses (docs/facts.md): status code, `x-amzn-ErrorType` header
 with the code before `:`, and a JSON body with `message` (ModelError adds OriginalStatusCode,
-OriginalMessage and LogStreamArn), so real boto3 clients see real error codes.
+OriginalMessage and LogStreamArn), so real boto3 clients see real error codes. As on SageMaker,
+ValidationError (400) is what the API itself refuses (a body over 6 MB, a bad header value, an
+unknown endpoint name); a request the model rejects (a body that does not fit its schema, an
+unsupported Content-Type or Accept, an empty body) is a `ModelError` (424) carrying the
+container's own status and message (`reject`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ import orjson
 
 from sm_locust.endpoint import batching, codecs, streaming
 from sm_locust.endpoint.counters import SharedCounters
-from sm_locust.endpoint.faults import DROP, ERRORS, EndpointConfig, FaultPlan, parse_custom_attributes
+from sm_locust.endpoint.faults import (
+    DROP,
+    ERRORS,
+    INJECTED_MODEL_FAILURE,
+    EndpointConfig,
+    FaultPlan,
+    model_error_message,
+    parse_custom_attributes,
+)
 from sm_locust.endpoint.model import RankingModel
 
 MAX_BODY_BYTES = 6_291_456
@@ -129,16 +141,13 @@ class EndpointApp:
         refused, added_latency_ms = self.apply_faults(environ, start_response, attributes)
         if refused is not None:
             return refused
-        cfg = self.config
-        if not body:
-            return self._error(start_response, "ValidationError", "Request body is empty.")
         # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
         # for a concurrency slot, inference and encoding. OverheadLatency is the rest.
         model_start = time.perf_counter()
         try:
-            feat_ids, feat_vals = codecs.decode_request(body, content_type, attributes_header)
+            feat_ids, feat_vals = self.decode(body, content_type, attributes_header)
         except codecs.CodecError as exc:
-            return self._error(start_response, "ValidationError", str(exc))
+            return self.reject(start_response, exc)
 
         if self.batcher is not None:
             self._cold_start()
@@ -148,7 +157,7 @@ class EndpointApp:
         try:
             out, out_type = codecs.encode_response(probabilities, accept)
         except codecs.CodecError as exc:
-            return self._error(start_response, "ValidationError", str(exc))
+            return self.reject(start_response, exc)
         model_us = (time.perf_counter() - model_start) * 1e6
         total_us = (time.perf_counter() - arrived) * 1e6
         overhead_us = max(0.0, total_us - model_us - added_latency_ms * 1000.0)
@@ -159,6 +168,20 @@ class EndpointApp:
         if attributes_header:
             headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
         return self._respond(start_response, 200, out, out_type, headers)
+
+    @staticmethod
+    def decode(body: bytes, content_type: str | None, attributes_header: str | None):
+        """The model's input from a request body; CodecError (with the container's status) when it does not fit."""
+        if not body:
+            raise codecs.CodecError("Request body is empty.")
+        return codecs.decode_request(body, content_type, attributes_header)
+
+    def reject(self, start_response, exc: codecs.CodecError):
+        """The model refused the request: the caller gets ModelError 424 carrying the container's answer
+        (OriginalStatusCode, OriginalMessage), as on SageMaker. It reached the model: an invocation."""
+        self.counters.add(invocations=1)
+        return self._error(start_response, "ModelError", model_error_message(exc.status, str(exc)),
+                           original=(exc.status, str(exc)))
 
     def _cold_start(self) -> None:
         if self._cold:
@@ -190,16 +213,20 @@ class EndpointApp:
     def _not_allowed(self, start_response):
         return self._error(start_response, "MethodNotAllowed", "method not allowed", status=405)
 
-    def _error(self, start_response, code: str, message: str | None = None, status: int | None = None):
+    def _error(self, start_response, code: str, message: str | None = None, status: int | None = None,
+               original: tuple[int, str] | None = None):
+        """An error answer in botocore's form; a ModelError carries `original` (the container's status
+        and message; default: an injected 500)."""
         default_status, default_message = ERRORS.get(code, (status or 400, code))
         status = status or default_status
         message = message or default_message
         doc: dict = {"message": message}
         if code == "ModelError":
+            original_status, original_message = original or INJECTED_MODEL_FAILURE
             doc.update({
-                "ErrorCode": "CLIENT_ERROR_FROM_MODEL",
-                "OriginalStatusCode": 500,
-                "OriginalMessage": "model failure injected",
+                "ErrorCode": "CLIENT_ERROR_FROM_MODEL" if original_status < 500 else "SERVER_ERROR_FROM_MODEL",
+                "OriginalStatusCode": original_status,
+                "OriginalMessage": original_message,
                 "LogStreamArn": f"arn:aws:logs:local:{ACCOUNT}:log-group:/aws/sagemaker/Endpoints/local",
             })
         if code in ERRORS:

@@ -2,7 +2,10 @@
 
 The model takes, per row, 39 feature ids and 39 feature values (the TF-Serving ranking case in the
 seeds). Requests name their format by Content-Type; responses follow Accept. Anything that does not
-decode into that schema raises `CodecError`, which the endpoint answers as a ValidationError (400).
+decode into that schema raises `CodecError` with the status the container answers (400 a body
+that does not fit, 415 an unsupported Content-Type, 406 an unsupported Accept), which reaches the
+caller as on SageMaker: `ModelError` (424) carrying that status and message
+(OriginalStatusCode, OriginalMessage).
 Nothing here unpickles: `.npy` bodies are read with `allow_pickle=False`.
 
 Requests (Content-Type):
@@ -56,7 +59,14 @@ from sm_locust.serializers.ranking import NUM_FIELDS
 
 
 class CodecError(ValueError):
-    """The body cannot be decoded into the model's input schema."""
+    """The model rejects the request: its body, Content-Type or Accept does not fit the model's schema.
+
+    `status` is what the inference container answers (400 bad body, 415 Content-Type, 406 Accept).
+    """
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
 
 
 RAW_DTYPES = ("float16", "float32", "float64", "int32", "int64")
@@ -170,7 +180,7 @@ def decode_request(
     except SerializationError as exc:
         raise CodecError(str(exc)) from None
     kind = base_content_type(content_type)
-    raise CodecError(f"unsupported Content-Type {kind!r}; send one of: {', '.join(REQUEST_TYPES)}")
+    raise CodecError(f"unsupported Content-Type {kind!r}; send one of: {', '.join(REQUEST_TYPES)}", 415)
 
 
 def encode_response(probabilities: np.ndarray, accept: str | None) -> tuple[bytes, str]:
@@ -189,4 +199,4 @@ def encode_response(probabilities: np.ndarray, accept: str | None) -> tuple[byte
     if fmt == PROTOBUF:
         return tfs_proto.encode_predict_response({OUTPUT_NAME: probs}), canonical(PROTOBUF)
     kind = base_content_type(accept)
-    raise CodecError(f"unsupported Accept {kind!r}; ask for one of: {', '.join(RESPONSE_TYPES)}")
+    raise CodecError(f"unsupported Accept {kind!r}; ask for one of: {', '.join(RESPONSE_TYPES)}", 406)

@@ -15,10 +15,21 @@ import os
 import random
 from dataclasses import dataclass, field, fields
 
-# code -> (HTTP status, default message); the shapes botocore parses (see docs/facts.md).
+INJECTED_MODEL_FAILURE = (500, "model failure injected")  # what an injected ModelError's container answered
+
+
+def model_error_message(status: int, original: str) -> str:
+    """SageMaker's ModelError text for a container that answered `status` with `original`."""
+    kind = "server" if status >= 500 else "client"
+    return f'Received {kind} error ({status}) from primary with message "{original}".'
+
+
+# code -> (HTTP status, default message); the shapes botocore parses (see docs/facts.md). ValidationError
+# is for what the API itself checks (body size, header values, endpoint name); a request the model
+# rejects is a ModelError, as on SageMaker.
 ERRORS: dict[str, tuple[int, str]] = {
     "ValidationError": (400, "Request is invalid"),
-    "ModelError": (424, "Received server error (500) from primary with message \"model failure injected\"."),
+    "ModelError": (424, model_error_message(*INJECTED_MODEL_FAILURE)),
     "ModelNotReadyException": (429, "Model is not ready to serve requests yet"),
     "ThrottlingException": (429, "Rate exceeded"),
     "InternalFailure": (500, "An internal failure occurred"),

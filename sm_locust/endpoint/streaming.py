@@ -69,12 +69,10 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
     refused, _ = app.apply_faults(environ, start_response, attributes)
     if refused is not None:
         return refused
-    if not body:
-        return app._error(start_response, "ValidationError", "Request body is empty.")
     try:
-        feat_ids, feat_vals = codecs.decode_request(body, environ.get("CONTENT_TYPE"), attributes_header)
+        feat_ids, feat_vals = app.decode(body, environ.get("CONTENT_TYPE"), attributes_header)
     except codecs.CodecError as exc:
-        return app._error(start_response, "ValidationError", str(exc))
+        return app.reject(start_response, exc)  # ModelError 424, before the stream starts
     cfg = app.config
     if app.slots is not None:
         app.slots.acquire()
