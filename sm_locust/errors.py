@@ -2,7 +2,8 @@
 
 Every error a user can cause (a bad option, an unreadable file, an unknown serializer name) is a
 subclass of `SmLocustError`, carries a one-line message that says what is wrong and how to fix it,
-and knows its process exit code: 2 for usage errors, 1 for a run that failed. The CLI prints
+and knows its process exit code: 2 for usage errors, 1 for a run that failed, 128 + the signal's
+number for a command stopped by SIGINT (130) or SIGTERM (143). The CLI prints
 `sm-locust: error: <message>` and exits with that code; it never shows a traceback for these.
 """
 
@@ -44,3 +45,13 @@ class UnknownNameError(UsageError):
         self.name = name
         self.valid = sorted(valid)
         super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
+
+
+class Interrupted(SmLocustError):
+    """A signal stopped the command after its children were stopped and its results written
+    (exit code 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM)."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = 128 + signum

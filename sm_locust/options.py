@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
@@ -71,9 +72,12 @@ def parse_number(value: Any, flag: str, cast: type = float, default: Any = None)
     if isinstance(value, bool) or (cast is int and isinstance(value, float) and not value.is_integer()):
         raise UsageError(f"{flag} must be {kind}, got {value!r}")
     try:
-        return cast(value)
-    except (TypeError, ValueError):
+        number = cast(value)
+    except (TypeError, ValueError, OverflowError):
         raise UsageError(f"{flag} must be {kind}, got {value!r}") from None
+    if isinstance(number, float) and not math.isfinite(number):
+        raise UsageError(f"{flag} must be a finite number, got {value!r}")
+    return number
 
 
 class _BadArgument(argparse.ArgumentTypeError, ValueError):
@@ -85,6 +89,20 @@ def _bool_argument(value: str | bool) -> bool:
         return parse_bool(value)
     except UsageError as exc:
         raise _BadArgument(str(exc)) from None
+
+
+def _number_argument(cast: type):
+    """argparse `type=` for a number option: the one number parser (finite numbers only, so `nan` and
+    `inf` are refused like `abc`), its message after argparse's "argument --flag:"."""
+
+    def parse(value: str) -> Any:
+        try:
+            return parse_number(value, "value", cast)
+        except UsageError as exc:
+            raise _BadArgument(str(exc).removeprefix("value ")) from None
+
+    parse.__name__ = cast.__name__  # argparse names the type in some messages
+    return parse
 
 
 @dataclass(frozen=True)
@@ -108,11 +126,25 @@ class OptionSpec:
         kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
         if self.type is bool:
             kwargs["type"] = _bool_argument
+        elif self.type in (int, float):
+            kwargs["type"] = _number_argument(self.type)
         elif self.type is not None:
             kwargs["type"] = self.type
         if self.choices:
             kwargs["choices"] = list(self.choices)
         return kwargs
+
+    def from_env(self, text: str) -> Any:
+        """The value of `SM_LOCUST_*` text for this option, or a one-line UsageError naming the variable
+        (argparse does not check a default, so garbage would otherwise surface mid-run as a traceback)."""
+        kwargs = self.argparse_kwargs()
+        try:
+            value = kwargs.get("type", str)(text)
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
+            raise UsageError(f"{self.env_var}={text!r} is not valid for {self.flag}: {exc}") from None
+        if self.choices and value not in self.choices:
+            raise UsageError(f"{self.env_var}={text!r} is not valid for {self.flag}: choose one of {', '.join(self.choices)}")
+        return value
 
 
 ENDPOINT_OPTIONS: list[OptionSpec] = [
@@ -174,11 +206,8 @@ def add_cli_options(parser, title: str = "sm-locust options (also SM_LOCUST_* en
             continue
         kwargs = spec.argparse_kwargs()
         env_value = os.environ.get(spec.env_var)
-        if env_value is not None:
-            try:
-                kwargs["default"] = kwargs.get("type", str)(env_value)
-            except ValueError:
-                raise UsageError(f"{spec.env_var}={env_value!r} is not valid for {spec.flag}") from None
+        if env_value is not None and env_value.strip():
+            kwargs["default"] = spec.from_env(env_value)
         kwargs["help"] = f"{spec.help} [{spec.env_var}]"
         group.add_argument(spec.flag, **kwargs)
 

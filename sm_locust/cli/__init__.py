@@ -5,15 +5,22 @@ Each sub-command lives in its own module under `sm_locust.cli` and provides two 
 returns the exit code). Modules are imported lazily, so `sm-locust report` never imports Locust and
 `sm-locust serve` never imports pandas. Errors derived from `SmLocustError` print as one line
 (`sm-locust: error: ...`) and exit with their code; argparse usage errors exit 2.
+
+Signals: Ctrl+C (SIGINT) raises KeyboardInterrupt and SIGTERM raises `Terminated`, its subclass, so
+every `with` / `finally` on the way out stops what the command started (the local endpoint, moto);
+while Locust runs as a child, `sm_locust.runner` forwards either signal to it instead and raises
+`Interrupted` once Locust has stopped and written its results. Exit 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
-from sm_locust.errors import SmLocustError
+from sm_locust.errors import Interrupted, SmLocustError
 
 # name -> module under sm_locust.cli; the order is the order `sm-locust --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -47,8 +54,43 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl+C's KeyboardInterrupt (see the module docstring)."""
+
+
+def _raise_terminated(_signum, _frame) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    try:
+        return _main(argv)
+    except Interrupted as exc:  # Locust stopped and wrote what it measured
+        print(f"sm-locust: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except SmLocustError as exc:
+        print(f"sm-locust: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except Terminated:
+        print("sm-locust: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print("sm-locust: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except SystemExit as exc:  # argparse (usage error, --help), a server that exits
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            return 1
+        return exc.code or 0
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _main(argv: list[str]) -> int:
     passthrough: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
@@ -63,14 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"'sm-locust {args.command}' takes no arguments after --")
     args.passthrough = passthrough
     module = importlib.import_module(f"sm_locust.cli.{COMMANDS[args.command]}")
-    try:
-        return int(module.run(args) or 0)
-    except SmLocustError as exc:
-        print(f"sm-locust: error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("sm-locust: interrupted", file=sys.stderr)
-        return 130
+    return int(module.run(args) or 0)
 
 
 if __name__ == "__main__":
