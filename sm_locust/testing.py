@@ -54,18 +54,10 @@ class LoadTestResult:
         return dict(self.totals.get("errors") or {})
 
     def run_data(self):
-        """The gates' view: totals from the summary, one entry per request name from Locust's stats."""
-        from sm_locust.record.runfolder import Metrics, RunData
+        """The gates' view: totals and exact per-name figures from the summary (as `sm-locust smoke` reads them)."""
+        from sm_locust.record.runfolder import RunData
 
-        by_name = {}
-        for (name, _method), entry in self.environment.stats.entries.items():
-            count = entry.num_requests
-            pct = entry.get_response_time_percentile
-            by_name[name] = Metrics(requests=count, failures=entry.num_failures,
-                                    rps=count / max(1e-9, self.summary.get("duration_s") or 0.0),
-                                    p50_ms=pct(0.5) if count else None, p95_ms=pct(0.95) if count else None,
-                                    p99_ms=pct(0.99) if count else None)
-        return RunData(run_dir=self.out_dir, summary=self.summary, by_name=by_name, source="in-process run")
+        return RunData(run_dir=self.out_dir, summary=self.summary, source="in-process run")
 
     def check(self, *, max_p95_ms=None, max_p99_ms=None, max_error_rate=None, min_rps=None, min_requests: int = 1):
         """Verdicts for the limits given; each limit is a number or {request name: number}."""

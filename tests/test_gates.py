@@ -44,7 +44,7 @@ def write_run(folder, summary=SUMMARY, rows=STATS_ROWS):
 
 @pytest.mark.parametrize("gate, passed", [
     (MaxLatency(95, 50), True), (MaxLatency(95, 44), False), (MaxLatency(99, 80), True), (MaxLatency(99, 79.9), False),
-    (MaxErrorRate(0.02), True), (MaxErrorRate(0.019), False), (MinRps(50), True), (MinRps(50.1), False),
+    (MaxErrorRate(0.02), True), (MaxErrorRate(0.019), False), (MinRps(49), True), (MinRps(49.1), False),
     (MinRequests(1000), True), (MinRequests(1001), False),
     (MaxLatency(95, 25, "fast"), True), (MaxLatency(95, 25, "slow"), False), (MaxErrorRate(0.0, "fast"), True),
     (MaxErrorRate(0.0, "slow"), False), (MinRps(25, "fast"), True), (MinRps(25, "slow"), False),
@@ -61,7 +61,8 @@ def test_each_gate_passes_and_fails(gate, passed):
 def test_failure_messages_name_observed_and_limit():
     assert MaxLatency(95, 30).check(RUN) == "p95 was 45 ms, over the limit of 30 ms"
     assert "2.00%" in MaxErrorRate(0.01).check(RUN) and "1.00%" in MaxErrorRate(0.01).check(RUN)
-    assert MinRps(60).check(RUN) == "throughput was 50.0 req/s, under the minimum of 60 req/s"
+    assert MinRps(60).check(RUN) == ("goodput was 49.0 req/s (successful invocations; 50.0 attempted), "
+                                     "under the minimum of 60 req/s")
 
 
 def test_unknown_request_name_fails_and_lists_names():
@@ -78,14 +79,14 @@ def test_run_without_requests_fails_the_smoke_gate():
 def test_regression_gates_with_tolerance():
     baseline = RunData(summary={"totals": {"requests": 1000, "failures": 0, "rps": 50, "p95_ms": 40, "p99_ms": 80}})
     gates = regression_gates(baseline, tolerance=0.2)
-    assert [g.metric for g in gates] == ["p95", "p99", "rps", "error_rate"]
+    assert [g.metric for g in gates] == ["p95", "p99", "goodput", "error_rate"]
     same = evaluate(gates, baseline)
     assert all(v.passed for v in same)
     worse = RunData(summary={"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
     by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse))}
     assert by_metric["p95"].passed is False and "48 ms" in by_metric["p95"].message  # 40 * 1.2
     assert by_metric["p99"].passed is True  # 95 <= 96
-    assert by_metric["rps"].passed is False  # 30 < 40
+    assert by_metric["goodput"].passed is False  # 30 x 0.95 < 40
     assert by_metric["error_rate"].passed is False  # 5% > 0% + 1 point
     assert NoRegression("error_rate", 0.0, 0.1, slack=0.01).check(
         RunData(summary={"totals": {"requests": 100, "failures": 1}})) is None
@@ -179,7 +180,7 @@ def test_smoke_baseline_regression(tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAIL p95 no worse than baseline 30 ms" in result.stdout  # 45 > 37.5
     assert "PASS p99 no worse than baseline 70 ms" in result.stdout  # 80 <= 87.5
-    assert "FAIL rps" in result.stdout  # 50 < 60
+    assert "FAIL goodput" in result.stdout  # 49 < 78.4 x 0.75
     same = run_cli("smoke", "--run-dir", str(run), "--baseline", str(run))
     assert same.returncode == 0, same.stdout
 

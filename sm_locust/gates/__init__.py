@@ -5,7 +5,8 @@ it is tested with synthetic numbers and reused wherever a run folder exists (a s
 existing run folder, a baseline comparison). Layers, as elsewhere in sm-locust:
 
 - the numbers a gate reads are `RunData` / `Metrics` from `sm_locust.record.runfolder`, the one
-  run-folder reader (totals from summary.json, per request name from locust_stats.csv);
+  run-folder reader (totals and exact per-name figures from summary.json, counted in logical
+  invocations; goodput beside attempts);
 - `gates`: the strategy objects (`MaxLatency`, `MaxErrorRate`, `MinRps`, `MinRequests`,
   `NoRegression`); each `check()` returns a failure message or None;
 - `spec`: command-line values -> validated gates (contradictory limits are usage errors);

@@ -1,7 +1,7 @@
 """Regression gates: compare this run with an earlier run (the baseline) within a tolerance.
 
-p95 and p99 may grow to baseline x (1 + tolerance), throughput may fall to baseline x
-(1 - tolerance), and the error rate may grow to baseline x (1 + tolerance) + ERROR_RATE_SLACK
+p95 and p99 may grow to baseline x (1 + tolerance), goodput (successful invocations per second)
+may fall to baseline x (1 - tolerance), and the error rate may grow to baseline x (1 + tolerance) + ERROR_RATE_SLACK
 (absolute), so a clean baseline still tolerates a stray failure. Metrics the baseline lacks (no
 requests, no percentile) are skipped: there is nothing to regress from.
 """
@@ -24,7 +24,7 @@ def regression_gates(baseline: RunData, tolerance: float = DEFAULT_TOLERANCE,
     if totals.requests <= 0:
         raise UsageError(f"baseline {baseline.source or 'run'} has no requests: nothing to compare against")
     gates = []
-    for metric, value in (("p95", totals.p95_ms), ("p99", totals.p99_ms), ("rps", totals.rps)):
+    for metric, value in (("p95", totals.p95_ms), ("p99", totals.p99_ms), ("goodput", totals.goodput_rps)):
         if value:
             gates.append(NoRegression(metric, float(value), tolerance))
     gates.append(NoRegression("error_rate", totals.error_rate, tolerance, slack=slack))

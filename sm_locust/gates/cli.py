@@ -31,11 +31,12 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     add("--max-p95-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p95 latency is above MS")
     add("--max-p99-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p99 latency is above MS")
     add("--max-error-rate", action="append", default=[], metavar="[NAME=]FRACTION",
-        help="fail if failures/requests is above FRACTION (0.01 = 1%%)")
-    add("--min-rps", action="append", default=[], metavar="[NAME=]RPS", help="fail if throughput is under RPS")
+        help="fail if failed/attempted invocations is above FRACTION (0.01 = 1%%)")
+    add("--min-rps", action="append", default=[], metavar="[NAME=]RPS",
+        help="fail if goodput (successful invocations per second) is under RPS")
     add("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
     add("--baseline", default=None, metavar="RUN_DIR",
-        help="fail when p95, p99, throughput or error rate regressed against this earlier run folder")
+        help="fail when p95, p99, goodput or error rate regressed against this earlier run folder")
     add("--tolerance", type=float, default=DEFAULT_TOLERANCE,
         help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
         f"{DEFAULT_TOLERANCE * 100:g}%%)")

@@ -3,6 +3,11 @@
 The shape follows pytest-benchmark's regression checks: small objects, one public method, a
 message that names the observed value and the limit. A gate never sees Locust, only `RunData`.
 `evaluate` runs a list of gates and returns one `Verdict` per gate, in order.
+
+What they count: logical invocations (a stream is one request, whatever TTFT / InterChunk entries
+it fired), error rates per invocation, and throughput as goodput, successful invocations per
+second: an endpoint answering errors fast, or a client retrying a dead one, does not pass a
+throughput gate on its attempts.
 """
 
 from __future__ import annotations
@@ -118,25 +123,26 @@ class MaxErrorRate(Gate):
 
 @dataclass(frozen=True)
 class MinRps(Gate):
-    """Throughput (requests / run duration) must be at least `limit`."""
+    """Goodput (successful invocations / run duration) must be at least `limit`."""
 
     limit: float
     scope: str | None = None
 
     @property
     def name(self) -> str:
-        return f"throughput >= {self.limit:g} req/s ({_scope_label(self.scope)})"
+        return f"goodput >= {self.limit:g} req/s ({_scope_label(self.scope)})"
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.rps:.1f} req/s" if metrics else "-"
+        return f"{metrics.goodput_rps:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else "-"
 
     def check(self, run: RunData) -> str | None:
         metrics, missing = self._metrics(run)
         if missing:
             return missing
-        if metrics.rps < self.limit:
-            return f"throughput was {metrics.rps:.1f} req/s, under the minimum of {self.limit:g} req/s"
+        if metrics.goodput_rps < self.limit:
+            return (f"goodput was {metrics.goodput_rps:.1f} req/s (successful invocations; {metrics.rps:.1f} attempted), "
+                    f"under the minimum of {self.limit:g} req/s")
         return None
 
 
@@ -168,7 +174,7 @@ class MinRequests(Gate):
 REGRESSION_METRICS: dict[str, tuple[str, bool, str]] = {
     "p95": ("p95_ms", False, "ms"),
     "p99": ("p99_ms", False, "ms"),
-    "rps": ("rps", True, "req/s"),
+    "goodput": ("goodput_rps", True, "req/s"),
     "error_rate": ("error_rate", False, ""),
 }
 

@@ -17,7 +17,10 @@ Both refuse a CSV that is not Locust's at all (another tool's export): a `UsageE
 columns that are missing, since nothing drawn from it would mean anything. Columns are renamed to
 short snake_case names with units (`p95_ms`, `rps`) at the edge, so no consumer sees Locust's
 spelling. A gate sees a run as `Metrics` per scope: `RunData.totals` (from summary.json) and
-`RunData.by_name` (one entry per request name, from `locust_stats.csv`).
+`RunData.by_name` (one entry per request name: summary.json's exact `by_name`, written from
+Locust's in-memory stats; only a folder from an older sm-locust without it falls back to
+`locust_stats.csv`, which lags, and then TTFT / InterChunk rows are left out as they are from
+the totals: `sm_locust.invocation.is_invocation`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from sm_locust.errors import UsageError
+from sm_locust.invocation import is_latency_series
 
 PREFIX = "locust"
 SUMMARY_JSON = "summary.json"
@@ -89,7 +93,11 @@ def _number(value: Any) -> float | None:
 
 @dataclass(frozen=True)
 class Metrics:
-    """Requests, failures, throughput and latency percentiles of one scope (the run or one name)."""
+    """Invocations, failures, attempt rate, goodput and latency percentiles of one scope (the run or one name).
+
+    `rps` counts every invocation attempted; `goodput_rps` only the successful ones (derived from
+    `rps` and the error rate when the source has no goodput: runs from before it was recorded).
+    """
 
     requests: int = 0
     failures: int = 0
@@ -97,6 +105,15 @@ class Metrics:
     p50_ms: float | None = None
     p95_ms: float | None = None
     p99_ms: float | None = None
+    goodput_rps: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.goodput_rps is None:
+            object.__setattr__(self, "goodput_rps", self.rps * (1.0 - self.error_rate))
+
+    @property
+    def successes(self) -> int:
+        return self.requests - self.failures
 
     @property
     def error_rate(self) -> float:
@@ -107,15 +124,26 @@ class Metrics:
 
     @classmethod
     def from_totals(cls, totals: Mapping[str, Any]) -> Metrics:
-        """summary.json's `totals` object (docs/summary.md)."""
+        """summary.json's `totals` object, or one of its `by_name` records (docs/summary.md)."""
         return cls(requests=int(_number(totals.get("requests")) or 0),
                    failures=int(_number(totals.get("failures")) or 0),
                    rps=float(_number(totals.get("rps")) or 0.0), p50_ms=_number(totals.get("p50_ms")),
-                   p95_ms=_number(totals.get("p95_ms")), p99_ms=_number(totals.get("p99_ms")))
+                   p95_ms=_number(totals.get("p95_ms")), p99_ms=_number(totals.get("p99_ms")),
+                   goodput_rps=_number(totals.get("goodput_rps")))
+
+
+def summary_by_name(summary: Mapping[str, Any]) -> dict[str, Metrics] | None:
+    """summary.json's exact per-name figures (`by_name`), None when the run has none (older runs)."""
+    records = summary.get("by_name")
+    if not isinstance(records, Mapping):
+        return None
+    return {str(name): Metrics.from_totals(record) for name, record in records.items() if isinstance(record, Mapping)}
 
 
 def per_name_metrics(stats: pd.DataFrame | None) -> dict[str, Metrics]:
-    """`read_stats`' frame -> {request name: Metrics}, without the Aggregated row."""
+    """`read_stats`' frame -> {request name: Metrics}, without the Aggregated row and the latency
+    series (TTFT, InterChunk: not requests); a name's rows of several request types are added up
+    (percentiles: the busiest row's, the CSV holds no histogram)."""
     out: dict[str, Metrics] = {}
     if stats is None:
         return out
@@ -123,12 +151,22 @@ def per_name_metrics(stats: pd.DataFrame | None) -> dict[str, Metrics]:
         name = row.get("name")
         if not isinstance(name, str) or not name or name == AGGREGATED:
             continue
+        kind = row.get("type")
+        if isinstance(kind, str) and is_latency_series(kind):
+            continue
         requests = int(_number(row.get("requests")) or 0)
-        out[name] = Metrics(requests=requests, failures=int(_number(row.get("failures")) or 0),
-                            rps=float(_number(row.get("rps")) or 0.0),
-                            p50_ms=_number(row.get("p50_ms")) if requests else None,
-                            p95_ms=_number(row.get("p95_ms")) if requests else None,
-                            p99_ms=_number(row.get("p99_ms")) if requests else None)
+        metrics = Metrics(requests=requests, failures=int(_number(row.get("failures")) or 0),
+                          rps=float(_number(row.get("rps")) or 0.0),
+                          p50_ms=_number(row.get("p50_ms")) if requests else None,
+                          p95_ms=_number(row.get("p95_ms")) if requests else None,
+                          p99_ms=_number(row.get("p99_ms")) if requests else None)
+        seen = out.get(name)
+        if seen is not None:
+            busiest = seen if seen.requests >= metrics.requests else metrics
+            metrics = Metrics(requests=seen.requests + metrics.requests, failures=seen.failures + metrics.failures,
+                              rps=seen.rps + metrics.rps, p50_ms=busiest.p50_ms, p95_ms=busiest.p95_ms,
+                              p99_ms=busiest.p99_ms)
+        out[name] = metrics
     return out
 
 
@@ -136,8 +174,8 @@ def per_name_metrics(stats: pd.DataFrame | None) -> dict[str, Metrics]:
 class RunData:
     """A finished run: what its folder holds. Absent parts are None (frames) or {} (JSON), named in `gaps`.
 
-    `by_name` defaults to the per-name figures of `stats`; an in-process run without a folder
-    (`sm_locust.testing`) passes its own from Locust's in-memory stats.
+    `by_name` defaults to summary.json's exact per-name figures, else (an older run) those of
+    `stats`, the lagging CSV.
     """
 
     run_dir: Path | None = None
@@ -152,6 +190,8 @@ class RunData:
     source: str = ""  # where it came from, for messages (the folder by default)
 
     def __post_init__(self) -> None:
+        if self.by_name is None:
+            self.by_name = summary_by_name(self.summary)
         if self.by_name is None:
             self.by_name = per_name_metrics(self.stats)
         if not self.source and self.run_dir is not None:
