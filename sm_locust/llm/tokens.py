@@ -40,6 +40,8 @@ OPENAI = "openai"
 FORMATS = (TGI, OPENAI)
 SERVER = "server"
 COUNTED = "counted"
+INPUT_TOKENS = "llm_input_tokens"
+"""`Invocation.extra` key: the prompt's token count as the sender knows it (sm_locust.payloads.llm)."""
 
 _WORD_PIECE = re.compile(r"\w+|[^\w\s]")
 _DECODER = json.JSONDecoder()

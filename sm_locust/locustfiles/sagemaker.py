@@ -19,6 +19,7 @@ from sm_locust.errors import SmLocustError
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
+from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
@@ -79,7 +80,8 @@ class InvokeEndpointUser(SageMakerUser):
 
     def on_start(self) -> None:
         self.client.validator = getattr(self.environment, "sm_locust_validator", None)
-        self.call = operation(self.client, self.environment.parsed_options)  # invoke, --stream or async
+        options = self.environment.parsed_options
+        self.call = accounting_for(operation(self.client, options), self.environment, options)  # invoke, --stream or async; tokens counted
 
     @task
     def invoke_endpoint(self) -> None:

@@ -38,7 +38,7 @@ import orjson
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
-from sm_locust.llm.tokens import estimate_tokens
+from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
 from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.registry import Registry
@@ -49,8 +49,6 @@ TEMPLATES.add(TGI, TGI, "lmi", "inputs")
 TEMPLATES.add(MESSAGES, MESSAGES, "openai", "chat")
 SYNTHETIC = "synthetic:"
 SYNTHETIC_PROMPTS = 64
-INPUT_TOKENS = "llm_input_tokens"
-"""Invocation.extra key: the prompt's token count as the sender knows it."""
 LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
 # one-token words (each one token in common BPE vocabularies, with its leading space)
 _WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "

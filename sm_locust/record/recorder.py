@@ -34,6 +34,7 @@ from locust.stats import StatsEntry
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
+from sm_locust.record.llm import LlmStats
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
@@ -155,6 +156,7 @@ class RunRecorder:
         self._next_second: int | None = None
         self.open_loop = OpenLoopCounters.for_environment(environment)
         self.backoff = ConnectionBackoff.for_environment(environment)
+        self.llm = LlmStats.for_environment(environment)  # tokens, TTFT, ITL (record/llm.py)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -335,7 +337,7 @@ class RunRecorder:
         started_at = self.started_at or time.time()
         ended_at = self.ended_at or time.time()
         stats = self.environment.runner.stats
-        return build_summary(
+        return self.llm.annotate(build_summary(
             endpoint=self.endpoint,
             started_at=started_at,
             ended_at=ended_at,
@@ -348,7 +350,7 @@ class RunRecorder:
             by_name=per_name(stats, ended_at - started_at),
             latency_series=latency_series(stats),
             backoff=self.backoff.as_dict(),
-        )
+        ), self.seconds, started_at, ended_at)
 
     def write(self) -> None:
         if self.out_dir is None:

@@ -1,0 +1,171 @@
+"""LLM figures (sm_locust.record.llm): TTFT, ITL and tokens/s measured on an in-process stream with
+known timing, through both transports; buckets per second, per step and for the run; worker reports;
+an unrecognised stream said once and still timed."""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
+
+import json
+import logging
+
+import gevent
+import pytest
+from locust.env import Environment
+
+from sm_locust.invocation import Invocation
+from sm_locust.llm.tokens import COUNTED, INPUT_TOKENS, SERVER, RequestTokens
+from sm_locust.plateau.timeline import Second
+from sm_locust.record.llm import Bucket, LlmStats, step_windows, token_accounting
+from sm_locust.record.summary import step_records
+from sm_locust.transport import eventstream as es
+from tests.fakes import FakeRuntime, signed_client
+
+FIRST_MS, GAP_MS, TOKENS = 120.0, 25.0, 8
+
+
+def openai_parts(n: int, usage: bool) -> list[bytes]:
+    parts = [b'data: {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}\n\n']
+    parts += [b'data: {"choices": [{"index": 0, "delta": {"content": " w%d"}}]}\n\n' % i for i in range(n)]
+    if usage:
+        parts.append(b'data: {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": %d}}\n\n' % n)
+    return parts + [b"data: [DONE]\n\n"]
+
+
+def timed_stream(parts, first_s: float, gap_s: float, token_parts: range):
+    """A route that sends the role chunk at once, the token parts FIRST then GAP apart, the rest at once."""
+
+    def handler(environ, body):
+        def generate():
+            for i, part in enumerate(parts):
+                if i in token_parts:
+                    gevent.sleep(first_s if i == token_parts.start else gap_s)
+                yield es.encode_payload_part(part)
+
+        return 200, [("Content-Type", es.CONTENT_TYPE)], generate()
+
+    return handler
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    with FakeRuntime() as server:
+        for name, usage in (("usage", True), ("counted", False)):
+            server.routes[name] = timed_stream(openai_parts(TOKENS, usage), FIRST_MS / 1000, GAP_MS / 1000, range(1, TOKENS + 1))
+        server.routes["plain"] = timed_stream([b"0.1", b"0.2", b"0.3"], 0.01, 0.01, range(0, 3))
+        yield server
+
+
+@pytest.mark.parametrize("transport", ["fast", "boto3"])
+@pytest.mark.parametrize("route, source", [("usage", SERVER), ("counted", COUNTED)])
+def test_ttft_itl_and_tokens_per_s_of_a_stream_with_known_timing(runtime, transport, route, source):
+    env = Environment()
+    client = signed_client(transport, env, runtime.url, route)
+    call = token_accounting(client.invoke_stream, env)
+    invocation = Invocation(body=b"{}")
+    invocation.extra[INPUT_TOKENS] = 30
+    for _ in range(3):
+        assert call(invocation) is not None
+    stats = env.sm_locust_llm
+    figures = stats.window(0, 4e9).figures(1.0)
+    assert figures["requests"] == 3 and figures["output_tokens"] == 3 * TOKENS and figures["tokens_source"] == source
+    assert figures["input_tokens"] == (27 if source == SERVER else 90)  # the server's 9 per answer win over our 30
+    assert FIRST_MS <= figures["ttft_p50_ms"] < FIRST_MS + 40
+    assert GAP_MS - 3 <= figures["itl_p50_ms"] < GAP_MS + 12
+    assert figures["itl_p99_ms"] < GAP_MS + 40
+    expected_e2e = FIRST_MS + (TOKENS - 1) * GAP_MS
+    assert expected_e2e <= figures["e2e_p50_ms"] < expected_e2e + 60
+    assert GAP_MS - 3 <= figures["tpot_p50_ms"] < GAP_MS + 12
+    rate = figures["request_output_tokens_per_s_p50"]
+    assert TOKENS / ((expected_e2e + 60) / 1000) < rate <= TOKENS / (expected_e2e / 1000) * 1.01
+    assert figures["output_tokens_per_s"] == 3 * TOKENS  # over the 1-s window asked for
+
+
+def test_an_unrecognised_stream_is_timed_and_said_once(runtime, caplog):
+    env = Environment()
+    call = token_accounting(signed_client("fast", env, runtime.url, "plain").invoke_stream, env)
+    with caplog.at_level(logging.WARNING):
+        results = [call(Invocation(body=b"{}")) for _ in range(2)]
+    assert all(r is not None and len(r.chunks) == 3 for r in results)
+    warnings = [r for r in caplog.records if "no recognisable tokens" in r.getMessage()]
+    assert len(warnings) == 1
+    bucket = env.sm_locust_llm.window(0, 4e9)
+    assert bucket.unrecognised == 2 and bucket.figures(1.0) is None
+
+
+def test_failed_calls_and_non_llm_answers_are_not_counted():
+    env = Environment()
+    call = token_accounting(lambda invocation: None, env)
+    call(Invocation(body=b"{}"))
+    answers = token_accounting(lambda invocation: type("R", (), {"body": b'{"generated_text": "a b c"}'})(), env, responses=True)
+    answers(Invocation(body=b"{}"))
+    bucket = env.sm_locust_llm.window(0, 4e9)
+    assert bucket.requests == 1 and bucket.output_tokens == 3 and bucket.source == COUNTED
+
+
+def sample(ttft, itl, out, e2e, source=SERVER, inputs=10):
+    return RequestTokens(e2e_ms=e2e, ttft_ms=ttft, itl_ms=itl, output_tokens=out, input_tokens=inputs, source=source)
+
+
+def test_bucket_figures_and_mixed_sources():
+    bucket = Bucket()
+    for i in range(100):
+        bucket.add(sample(100.0 + i, [20.0] * 9 + [40.0], 11, 400.0))
+    figures = bucket.figures(10.0)
+    assert figures["ttft_p50_ms"] in (149.0, 150.0) and figures["ttft_p99_ms"] in (198.0, 199.0)
+    assert figures["itl_p50_ms"] == 20.0 and figures["itl_p95_ms"] == 40.0
+    assert figures["output_tokens"] == 1100 and figures["output_tokens_per_s"] == 110.0 and figures["input_tokens"] == 1000
+    assert figures["tokens_source"] == SERVER
+    bucket.add(sample(100.0, [], 1, 100.0, COUNTED, None))
+    assert bucket.figures(1.0)["tokens_source"] == "mixed"
+    assert Bucket().figures(1.0) is None
+
+
+def test_worker_buckets_reach_the_master_once():
+    worker, master = LlmStats(), LlmStats()
+    worker.add(sample(100.0, [20.0], 2, 120.0), now=1000.2)
+    worker.add(sample(200.0, [30.0], 2, 230.0), now=1001.7)
+    data: dict = {}
+    worker._on_report_to_master("w1", data)
+    assert worker.buckets == {}
+    wire = json.loads(json.dumps(data))  # keys become text on some wires
+    master._on_worker_report("w1", wire)
+    master._on_worker_report("w2", data)
+    assert master.window(999, 1002).requests == 4
+    assert master.window(1000, 1001).requests == 2  # the second 1000 only
+    empty: dict = {}
+    worker._on_report_to_master("w1", empty)
+    assert empty == {}
+
+
+def steady_timeline(t0: float, users_per_step=(2, 4), step_s=10):
+    seconds, t = [], t0
+    for users in users_per_step:
+        for _ in range(step_s):
+            t += 1.0
+            seconds.append(Second(t=t, users=users, spawning=False, requests=10, failures=0, hist={50: 10}))
+    return seconds
+
+
+def test_step_figures_cover_each_steps_steady_window():
+    t0 = 1_000_000.0
+    seconds = steady_timeline(t0)
+    stats = LlmStats()
+    for second in range(int(t0), int(t0) + 20):  # 10 answers of 5 tokens every second; step 2 answers twice as fast
+        for _ in range(10):
+            fast = second >= t0 + 10
+            stats.add(sample(50.0, [10.0 if fast else 20.0] * 4, 5, 100.0), now=second + 0.5)
+    windows = step_windows(seconds)
+    assert len(windows) == len(step_records(seconds)) == 2
+    assert windows[0] == (t0 + 2, t0 + 10, 8.0)  # 20 % warm-up dropped
+    summary = {"steps": step_records(seconds)}
+    stats.annotate(summary, seconds, t0, t0 + 20)
+    first, second = (s["llm"] for s in summary["steps"])
+    assert first["output_tokens"] == 8 * 50 and first["output_tokens_per_s"] == 50.0 and first["itl_p50_ms"] == 20.0
+    assert second["itl_p50_ms"] == 10.0
+    assert summary["llm"]["output_tokens"] == 20 * 50 and summary["llm"]["output_tokens_per_s"] == 50.0
+
+
+def test_no_tokens_no_llm_object():
+    summary = {"steps": []}
+    assert "llm" not in LlmStats().annotate(summary, [], 0.0, 1.0)
