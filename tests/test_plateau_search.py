@@ -41,7 +41,9 @@ def test_clean_plateau_linear_steps():
     assert decision.reason == "throughput gain < 5 % over 4 steps"
     assert verdict.reached and verdict.bound == "throughput"
     assert verdict.plateau.load == 5 and verdict.plateau.rps == 1000
-    assert verdict.text() == "plateau: 1000 req/s at 5 users, p95 20 ms \u2014 throughput gain < 5 % over 4 steps"
+    assert verdict.text() == ("plateau: capacity 1005 req/s; knee 1000 req/s at 5 users, p95 20 ms \u2014 "
+                              "throughput gain < 5 % over 4 steps")
+    assert verdict.capacity.load == 7  # the best stable goodput at or beyond the knee
     plateau = verdict.as_dict()
     assert {k: plateau[k] for k in ("users", "rps", "p50_ms", "p95_ms", "p99_ms", "reason", "stable")} == {
         "users": 5, "rps": 1000.0, "p50_ms": 10.0, "p95_ms": 20.0, "p99_ms": 30.0,
@@ -75,7 +77,8 @@ def test_latency_explodes_before_throughput_plateaus():
     assert loads == [1, 2, 3, 4, 5, 6, 7]
     assert decision.reason == "p95 45 ms > SLO 40 ms at 7 users"
     assert verdict.reached and verdict.bound == "latency" and verdict.plateau.load == 6
-    assert verdict.text() == "plateau: 600 req/s at 6 users, p95 35 ms \u2014 p95 45 ms > SLO 40 ms at 7 users"
+    assert verdict.text() == ("plateau: capacity 600 req/s; knee 600 req/s at 6 users, p95 35 ms \u2014 "
+                              "p95 45 ms > SLO 40 ms at 7 users")  # beyond the knee every step breaks the SLO
 
     def growing(load, i):  # throughput linear up to 64 users, p95 = 20 + 3 u^2 ms
         return synthetic_step(load, 100 * load, p95_ms=20 + 3 * load * load, t_start=20.0 * i)

@@ -58,10 +58,11 @@ class Condition:
 
 
 class ThroughputGain(Condition):
-    """Fires when the best rps of the last `window - 1` steps beats every earlier step by < `min_gain`.
+    """Fires when the best goodput of the last `window - 1` steps beats every earlier step by < `min_gain`.
 
-    Comparing against the best earlier step (not only the one `window` steps back) keeps a noisy
-    dip from looking like growth. Needs at least `window` steps.
+    Goodput (successful invocations/s), not completions: an endpoint that fails fast under load
+    must not look like one that still grows. Comparing against the best earlier step (not only the
+    one `window` steps back) keeps a noisy dip from looking like growth. Needs at least `window` steps.
     """
 
     kind = KIND_SATURATION
@@ -78,8 +79,8 @@ class ThroughputGain(Condition):
         if len(history) < self.window:
             return None
         cut = len(history) - (self.window - 1)
-        baseline = max(m.rps for m in history[:cut])
-        recent = max(m.rps for m in history[cut:])
+        baseline = max(m.goodput_rps for m in history[:cut])
+        recent = max(m.goodput_rps for m in history[cut:])
         if baseline <= 0:
             return None if recent <= 0 else float("inf")
         return recent / baseline - 1.0

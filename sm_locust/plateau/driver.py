@@ -2,14 +2,27 @@
 
 A Locust `LoadTestShape.tick()` is called about once a second and must answer the load to run
 now. `SearchDriver.tick(now, timeline)` does the bookkeeping every shape would otherwise repeat:
-hold each decided load for `step_s` seconds, then measure that step from the timeline's `Second`s
+hold each decided load until it is measured, then measure that step from the timeline's `Second`s
 (ramping and warm-up dropped by `measure_step`), feed it to the search and return the next
 `Decision`. The shape only translates a Decision into `(users, spawn_rate)` or a target rate.
+
+A step is held only until it is stable, as perf_analyzer does: from `min_step_s` on (default
+`DEFAULT_MIN_STEP_S`, 10 s: a 2-s warm-up and three sub-windows of ~2.7 s) the step so far is
+measured every tick, and it ends as soon as its three sub-windows agree within 10 %; an unstable
+step is held to `step_s` (`--step-seconds`, the maximum) and judged as it is. `min_step_s` equal
+to `step_s` gives fixed-length steps.
 
 `ScheduleDriver` is the same for a load that follows a clock instead of a search (an Inference
 Recommender traffic pattern, `traffic.Schedule.at`): every user level is a step, judged by a
 `ScheduleSearch` when the level ends; levels shorter than `MIN_LEVEL_S` are folded into the next
 one (a ramp of one user per second is judged in `MIN_LEVEL_S` windows, not second by second).
+Budgets (IR's MaxInvocations per minute, max duration, max invocations) are also checked while a
+long level runs, every `MIN_LEVEL_S` once it has lasted `BUDGET_CHECK_AFTER_S`, so a pattern stops
+when its stopping condition fires, not when the level ends.
+
+Both drivers take an outside stop (`finish(now, timeline, reason)`: a run-time limit, a stop from
+the web UI): the step under way is judged if it lasted long enough, and `reason` becomes the
+verdict's stop reason.
 """
 
 from __future__ import annotations
@@ -27,26 +40,37 @@ from sm_locust.plateau.steady import (
 )
 from sm_locust.plateau.timeline import Second
 
-DEFAULT_STEP_S = 30.0  # 20 % warm-up leaves 24 s: 3 stability sub-windows of 8 s (>= 2 worker reports each)
+DEFAULT_STEP_S = 30.0  # the longest a step is held (--step-seconds): 24 s after warm-up, 3 sub-windows of 8 s
+DEFAULT_MIN_STEP_S = 10.0  # the shortest: 2 s warm-up, then 3 sub-windows of ~2.7 s (1-s samples)
 MIN_LEVEL_S = 5.0  # ScheduleDriver: a level is judged on its own only if it lasted this long
+BUDGET_CHECK_AFTER_S = 10.0  # ScheduleDriver: a running level is checked against budgets from then on
+
+
+def _window(timeline: Sequence[Second], start: float, now: float) -> list[Second]:
+    return [s for s in timeline if start < s.t <= now + 1e-9]
 
 
 class SearchDriver:
-    """Runs `search` in steps of `step_s` seconds of wall time; `now` is the timeline's clock (epoch s)."""
+    """Runs `search` in steps of `min_step_s` to `step_s` seconds of wall time (until stable); `now` is
+    the timeline's clock (epoch s). `min_step_s` None: fixed steps of `step_s`."""
 
     def __init__(
         self,
         search: _Search,
         step_s: float = DEFAULT_STEP_S,
         *,
+        min_step_s: float | None = None,
         warmup_s: float = DEFAULT_WARMUP_S,
         warmup_fraction: float = DEFAULT_WARMUP_FRACTION,
         min_subwindow_s: float = MIN_SUBWINDOW_S,
     ):
         if not step_s > 0:
             raise UsageError(f"step duration {step_s!r} s must be > 0")
+        if min_step_s is not None and not min_step_s > 0:
+            raise UsageError(f"minimum step duration {min_step_s!r} s must be > 0")
         self.search = search
         self.step_s = float(step_s)
+        self.min_step_s = self.step_s if min_step_s is None else min(float(min_step_s), self.step_s)
         self.warmup_s = warmup_s
         self.warmup_fraction = warmup_fraction
         self.min_subwindow_s = min_subwindow_s
@@ -58,24 +82,45 @@ class SearchDriver:
         """The current load only really starts now (e.g. after the endpoint drained a backlog)."""
         self.step_start = now
 
+    def _measure(self, seconds: Sequence[Second]) -> StepMeasurement:
+        return measure_step(
+            seconds, mode=self.search.mode, load=self.decision.load,
+            warmup_s=self.warmup_s, warmup_fraction=self.warmup_fraction, min_subwindow_s=self.min_subwindow_s,
+        )
+
     def tick(self, now: float, timeline: Sequence[Second]) -> Decision:
-        """The decision in force at `now`; moves to the next step once the current one has lasted `step_s`."""
+        """The decision in force at `now`; moves to the next step once the current one is stable (after
+        `min_step_s`) or has lasted `step_s`."""
         if self.decision is None:
             self.decision = self.search.first()
             self.step_start = now
             return self.decision
-        if self.decision.stop or now - self.step_start < self.step_s:
+        elapsed = now - self.step_start
+        if self.decision.stop or elapsed < self.min_step_s - 1e-9:
             return self.decision
-        seconds = [s for s in timeline if self.step_start < s.t <= now + 1e-9]
+        seconds = _window(timeline, self.step_start, now)
         if not seconds:  # the sampler has not caught up yet: hold the load a little longer
             return self.decision
-        step = measure_step(
-            seconds, mode=self.search.mode, load=self.decision.load,
-            warmup_s=self.warmup_s, warmup_fraction=self.warmup_fraction, min_subwindow_s=self.min_subwindow_s,
-        )
+        step = self._measure(seconds)
+        if not step.stable and elapsed < self.step_s - 1e-9:
+            return self.decision  # not settled yet: hold on, up to step_s
         self.measurements.append(step)
         self.decision = self.search.feed(step)
         self.step_start = now
+        return self.decision
+
+    def finish(self, now: float, timeline: Sequence[Second], reason: str) -> Decision:
+        """Stop from outside: judge the step under way if it lasted `min_step_s`, and stop with `reason`."""
+        if self.decision is None:
+            self.decision = self.search.first()
+        if not self.decision.stop and self.step_start is not None and now - self.step_start >= self.min_step_s - 1e-9:
+            seconds = _window(timeline, self.step_start, now)
+            if seconds:
+                step = self._measure(seconds)
+                self.measurements.append(step)
+                self.decision = self.search.feed_final(step, reason)
+        if not self.decision.stop:
+            self.decision = self.search.halt(reason)
         return self.decision
 
 
@@ -103,6 +148,43 @@ class ScheduleDriver:
         self.current: tuple[int, float] | None = None
         self.measurements: list[StepMeasurement] = []
         self.stop_reason: str | None = None
+        self._checked = 0.0
+
+    def _measure(self, seconds: Sequence[Second]) -> StepMeasurement:
+        return measure_step(seconds, mode=self.search.mode, load=self.current[0],
+                            warmup_s=self.warmup_s, warmup_fraction=self.warmup_fraction,
+                            min_subwindow_s=self.min_subwindow_s)
+
+    def _budget_check(self, now: float, timeline: Sequence[Second]) -> str | None:
+        """A budget that fires on the level still running (checked every `min_level_s` after
+        `BUDGET_CHECK_AFTER_S`); the level is then judged as it is and the pattern stops."""
+        if now - self.step_start < BUDGET_CHECK_AFTER_S or now - self._checked < self.min_level_s:
+            return None
+        self._checked = now
+        seconds = _window(timeline, self.step_start, now)
+        if not seconds:
+            return None
+        step = self._measure(seconds)
+        fired = self.search.budget_fired(step)
+        if fired:
+            self.measurements.append(step)
+            self.search.feed_final(step, fired)
+        return fired
+
+    def finish(self, now: float, timeline: Sequence[Second], reason: str) -> None:
+        """Stop from outside: judge the level under way if it lasted `min_level_s`, and stop with `reason`."""
+        if self.stop_reason is not None:
+            return
+        self.stop_reason = reason
+        if self.start is None or self.current is None:
+            return
+        seconds = _window(timeline, self.step_start, now) if now - self.step_start >= self.min_level_s else []
+        if seconds:
+            step = self._measure(seconds)
+            self.measurements.append(step)
+            self.search.feed_final(step, reason)
+        else:
+            self.search.halt(reason)
 
     def tick(self, now: float, timeline: Sequence[Second]) -> tuple[int, float] | None:
         """The (users, spawn_rate) to run at `now`, or None once the schedule or a stop condition ended it."""
@@ -118,17 +200,19 @@ class ScheduleDriver:
             return None
         level = self.schedule_at(now - self.start)
         if level is not None and level[0] == self.current[0]:
+            fired = self._budget_check(now, timeline)
+            if fired:
+                self.stop_reason = fired
+                return None
             return self.current
         if level is not None and now - self.step_start < self.min_level_s:
             self.current = level  # too short to judge alone: fold it into the next level
             self.search.retarget(level[0])
             return level
-        seconds = [s for s in timeline if self.step_start < s.t <= now + 1e-9]
+        seconds = _window(timeline, self.step_start, now)
         next_load = None if level is None else level[0]
         if seconds:
-            step = measure_step(seconds, mode=self.search.mode, load=self.current[0],
-                                warmup_s=self.warmup_s, warmup_fraction=self.warmup_fraction,
-                                min_subwindow_s=self.min_subwindow_s)
+            step = self._measure(seconds)
             self.measurements.append(step)
             decision = self.search.follow(step, next_load)
             if decision.stop or level is None:
@@ -141,4 +225,5 @@ class ScheduleDriver:
             self.search.retarget(level[0])
         self.current = level
         self.step_start = now
+        self._checked = now
         return level

@@ -12,13 +12,19 @@ names the plateau. Both searches step users (closed loop) or target req/s (open 
   by `driver.ScheduleDriver`); the search only judges each level, stops on the pattern's stopping
   conditions and names the plateau like the others.
 - `PlateauSearch`: adaptive. Doubles the load until the last doubling gained < 5 % or a
-  constraint is violated, then bisects between the last load below the boundary and the first
-  one past it until the boundary is known to +-5 % (or to the 1-user / 1-req/s granularity).
+  constraint is violated. Past saturation it uses what was measured: closed-loop theory
+  (`model.py`, Little's law: knee users = capacity x unqueued cycle time) says where the knee is,
+  the search runs that load and the one just below it to confirm (in open loop: the measured
+  capacity and the rate just above it), and only bisects when the model is contradicted or the
+  boundary is a constraint (latency SLO, errors), until it is known to +-5 % (or to the
+  1-user / 1-req/s granularity).
 
-The plateau (see docs/plateau.md) is the lowest acceptable load whose throughput is within
-`PLATEAU_TOLERANCE` of the best acceptable throughput, where acceptable means: no constraint
-violated, and not client-bound. A client-bound step (load generator saturated) stops the search
-and is never reported as the endpoint's plateau; the verdict says "client-bound, add workers".
+Throughput is judged as goodput (successful invocations/s). The plateau (see docs/plateau.md) is
+the lowest acceptable load whose goodput is within `PLATEAU_TOLERANCE` of the best acceptable
+goodput (the knee), where acceptable means: no constraint violated, and not client-bound. The
+capacity is the best stable goodput at or beyond the knee: what the endpoint sustains. A
+client-bound step (load generator saturated) stops the search and is never reported as the
+endpoint's plateau; the verdict says "client-bound, add workers".
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from sm_locust.plateau.conditions import (
     constraint_violation,
     fmt_ms,
 )
+from sm_locust.plateau.model import ClosedLoopModel
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
@@ -50,6 +57,8 @@ REFINE_TOLERANCE = 0.05  # bisection ends when the boundary is bracketed to with
 LOAD_GRANULARITY = 1.0  # ... or to 1 user / 1 req/s
 MAX_REFINE_STEPS = 12  # safety net: bisection of any sane range ends well before this
 MAX_EXTENSIONS = 1  # an unstable step is re-run once at the same load, then kept as "unstable"
+MODEL_TARGET = 1.0 - PLATEAU_TOLERANCE  # the model's knee: the fewest users it says reach the plateau
+MAX_MODEL_PROBES = 3  # loads placed by the model before the search falls back on bisection
 
 BOUND_THROUGHPUT = "throughput"
 BOUND_LATENCY = "latency"
@@ -96,6 +105,12 @@ class Verdict:
     client_reason: str | None = None
     mode: str = MODE_USERS
     steps: list[StepMeasurement] = field(default_factory=list)
+    capacity: StepMeasurement | None = None  # the best stable goodput at or beyond the knee
+    model_knee: float | None = None  # closed loop: Little's law knee (capacity x unqueued cycle), users
+
+    @property
+    def capacity_rps(self) -> float | None:
+        return self.capacity.goodput_rps if self.capacity else None
 
     def text(self) -> str:
         """One line for the console and the report."""
@@ -106,15 +121,20 @@ class Verdict:
         if self.plateau is None:
             return f"no acceptable step: {self.reason}"
         if self.reached:
-            return f"plateau: {best} \u2014 {self.reason}"
+            return f"plateau: capacity {self.capacity_rps:.0f} req/s; knee {best} \u2014 {self.reason}"
         return f"no plateau reached ({self.reason}): best {best}"
 
     def as_dict(self) -> dict:
         """The `plateau` object of summary.json."""
         step = self.plateau
+        capacity = self.capacity
         return {
+            "capacity_rps": round(capacity.goodput_rps, 3) if capacity else None,
+            "capacity_load": capacity.load if capacity else None,
+            "capacity_stable": capacity.stable if capacity else None,
             "users": step.users if step else None,
             "rps": round(step.rps, 3) if step else None,
+            "goodput_rps": round(step.goodput_rps, 3) if step else None,
             "p50_ms": step.p50_ms if step else None,
             "p95_ms": step.p95_ms if step else None,
             "p99_ms": step.p99_ms if step else None,
@@ -129,13 +149,14 @@ class Verdict:
             "load": step.load if step else None,
             "rate": step.intended_rps if step else None,
             "error_rate": round(step.error_rate, 6) if step else None,
+            "model_knee_users": round(self.model_knee, 2) if self.model_knee is not None else None,
             "steps": len(self.steps),
             "text": self.text(),
         }
 
 
 def _describe_step(step: StepMeasurement) -> str:
-    text = f"{step.rps:.0f} req/s at {step.load_label()}"
+    text = f"{step.goodput_rps:.0f} req/s at {step.load_label()}"
     if step.p95_ms is not None:
         text += f", p95 {fmt_ms(step.p95_ms)} ms"
     if not step.stable:
@@ -209,21 +230,29 @@ class _Search:
     def _saturation(self) -> str | None:
         return self.gain.check(self._acceptable())
 
+    @staticmethod
+    def served_ratio(step: StepMeasurement) -> float | None:
+        """Open loop: goodput / offered rate (None in closed loop)."""
+        return step.goodput_rps / step.intended_rps if step.intended_rps else None
+
+    def _is_served(self, step: StepMeasurement) -> bool:
+        ratio = self.served_ratio(step)
+        return ratio is not None and ratio >= 1.0 - PLATEAU_TOLERANCE
+
     def _served(self) -> list[StepMeasurement]:
-        """Open loop: acceptable steps whose offered rate was (nearly) all completed."""
-        return [m for m in self._acceptable()
-                if m.achieved_ratio is not None and m.achieved_ratio >= 1.0 - PLATEAU_TOLERANCE]
+        """Open loop: acceptable steps whose offered rate was (nearly) all completed successfully."""
+        return [m for m in self._acceptable() if self._is_served(m)]
 
     def _unserved_above(self, plateau: StepMeasurement | None) -> str | None:
         """Open loop: why the offered rate above the plateau was not served, if one was tried."""
         if self.mode != MODE_RATE or plateau is None:
             return None
-        above = [m for m in self._acceptable() if m.load > plateau.load and m.achieved_ratio is not None
-                 and m.achieved_ratio < 1.0 - PLATEAU_TOLERANCE]
+        above = [m for m in self._acceptable() if m.load > plateau.load and self.served_ratio(m) is not None
+                 and not self._is_served(m)]
         if not above:
             return None
         m = above[0]
-        return f"{m.load_label()} not served: {m.rps:.0f} req/s completed ({m.achieved_ratio * 100:.0f} %)"
+        return f"{m.load_label()} not served: {m.goodput_rps:.0f} req/s completed ({self.served_ratio(m) * 100:.0f} %)"
 
     def _plateau(self) -> StepMeasurement | None:
         """Closed loop: `plateau_of` the acceptable steps. Open loop: the highest offered rate the
@@ -236,19 +265,45 @@ class _Search:
         return self.plateau_of(self._acceptable())
 
     @staticmethod
-    def plateau_of(steps: Sequence[StepMeasurement]) -> StepMeasurement | None:
-        """The lowest-load step whose rps is within PLATEAU_TOLERANCE of the plateau level.
-
-        The level is the median rps of the steps within PLATEAU_TOLERANCE of the best one, not the
-        best one alone: on a noisy plateau the single best step is an outlier, and measuring
-        against it would push the plateau to a needlessly high load.
-        """
+    def level_of(steps: Sequence[StepMeasurement]) -> float | None:
+        """The plateau level: the median goodput of the steps within PLATEAU_TOLERANCE of the best one."""
         if not steps:
             return None
-        best = max(m.rps for m in steps)
-        level = statistics.median(m.rps for m in steps if m.rps >= (1.0 - PLATEAU_TOLERANCE) * best)
+        best = max(m.goodput_rps for m in steps)
+        return statistics.median(m.goodput_rps for m in steps if m.goodput_rps >= (1.0 - PLATEAU_TOLERANCE) * best)
+
+    @classmethod
+    def plateau_of(cls, steps: Sequence[StepMeasurement]) -> StepMeasurement | None:
+        """The lowest-load step whose goodput is within PLATEAU_TOLERANCE of the plateau level.
+
+        The level is the median goodput of the steps within PLATEAU_TOLERANCE of the best one, not
+        the best one alone: on a noisy plateau the single best step is an outlier, and measuring
+        against it would push the plateau to a needlessly high load.
+        """
+        level = cls.level_of(steps)
+        if level is None:
+            return None
         floor = (1.0 - PLATEAU_TOLERANCE) * level
-        return min((m for m in steps if m.rps >= floor), key=lambda m: m.load)
+        return min((m for m in steps if m.goodput_rps >= floor), key=lambda m: m.load)
+
+    def _capacity(self, plateau: StepMeasurement | None) -> StepMeasurement | None:
+        """The best stable goodput at or beyond the knee (any such step when none was stable).
+
+        The knee is the least load that already gets (nearly) all the throughput; the capacity is
+        what the endpoint sustains once saturated, measured beyond the knee where it is not
+        diluted by users that still wait on the client side.
+        """
+        if plateau is None:
+            return None
+        beyond = [m for m in self._acceptable() if m.load >= plateau.load]
+        stable = [m for m in beyond if m.stable]
+        return max(stable or beyond, key=lambda m: m.goodput_rps)
+
+    def _model_knee(self, capacity: StepMeasurement | None) -> float | None:
+        if self.mode != MODE_USERS or capacity is None:
+            return None
+        model = ClosedLoopModel.from_steps(self._acceptable(), capacity.goodput_rps)
+        return model.knee if model else None
 
     # -- the protocol ----------------------------------------------------------------------------
     @property
@@ -280,16 +335,46 @@ class _Search:
             self._extensions[load] = self._extensions.get(load, 0) + 1
             return self._run(load, f"step at {step.load_label()} unstable ({step.unstable_reason}): extending", True)
         decision = self._next(step)
-        if decision.stop:
-            return decision
-        budget = [f for f in check_all(self.conditions, self.steps) if f.kind == KIND_LIMIT]
-        budget = [f for f in budget if not isinstance(f.condition, MaxLoad)]
-        if budget:
-            return self._halt(budget[0].reason, KIND_LIMIT)
+        if decision.stop and self._stop_kind != KIND_LIMIT:
+            return decision  # a constraint or saturation: the plateau's own reason
+        budget = self.budget_fired()
+        if budget:  # a budget that fired is the condition that stopped the run, not the end of the schedule
+            return self._halt(budget, KIND_LIMIT)
         return decision
+
+    def budget_fired(self, step: StepMeasurement | None = None) -> str | None:
+        """The first budget (max duration, invocations, IR's MaxInvocations per minute) that fires on
+        the steps so far, plus `step` when given (a step still running), or None."""
+        history = self.steps + ([step] if step is not None else [])
+        fired = [f for f in check_all(self.conditions, history) if f.kind == KIND_LIMIT
+                 and not isinstance(f.condition, MaxLoad)]
+        return fired[0].reason if fired else None
+
+    def halt(self, reason: str) -> Decision:
+        """Stop from outside (a run-time limit, the user): `reason` becomes the stop reason, unless the
+        search had already stopped on its own."""
+        if self._stop is not None:
+            return self._stop
+        return self._halt(reason, KIND_LIMIT)
+
+    def feed_final(self, step: StepMeasurement, reason: str) -> Decision:
+        """Record the step cut short by an outside stop (it counts in the verdict), then `halt(reason)`."""
+        if self._stop is None and self._pending is not None and step.mode == self.mode:
+            step.load = self._pending
+            self.steps.append(step)
+            self._by_load[step.load] = step
+            if step.client_bound:
+                self._client = f"{step.client_bound_reason} at {step.load_label()}"
+        return self.halt(reason)
 
     def verdict(self) -> Verdict:
         """Name the plateau from everything measured so far (callable at any time)."""
+        verdict = self._verdict()
+        verdict.capacity = self._capacity(verdict.plateau)
+        verdict.model_knee = self._model_knee(verdict.capacity)
+        return verdict
+
+    def _verdict(self) -> Verdict:
         acceptable = self._acceptable()
         plateau = self._plateau()
         saturated = self._saturation()
@@ -316,8 +401,8 @@ class _Search:
             bound = BOUND_ERRORS if self._violation_kind(bad) is ErrorRate else BOUND_LATENCY
             return Verdict(plateau, True, bound, reason, stop_reason, mode=self.mode, steps=list(self.steps))
         reason = stop_reason
-        if len(acceptable) >= 2 and acceptable[-2].rps > 0:
-            growth = acceptable[-1].rps / acceptable[-2].rps - 1.0
+        if len(acceptable) >= 2 and acceptable[-2].goodput_rps > 0:
+            growth = acceptable[-1].goodput_rps / acceptable[-2].goodput_rps - 1.0
             if growth < PLATEAU_TOLERANCE:
                 reason += (f"; throughput flat over the last step ({growth * 100:+.0f} %) but not yet over enough "
                            "steps to call it a plateau: raise the maximum or step finer")
@@ -371,7 +456,8 @@ class StepSearch(_Search):
 
 
 class PlateauSearch(_Search):
-    """Adaptive: grow x`factor` until saturation or a violation, then bisect the boundary."""
+    """Adaptive: grow x`factor` until saturation or a violation, then place the knee with closed-loop
+    theory and confirm it (bisecting only where the model has nothing to say or is contradicted)."""
 
     default_gain_window = GEOMETRIC_GAIN_WINDOW
 
@@ -386,6 +472,7 @@ class PlateauSearch(_Search):
         tolerance: float = REFINE_TOLERANCE,
         granularity: float = LOAD_GRANULARITY,
         extend_unstable: bool = True,
+        use_model: bool = True,
     ):
         super().__init__(mode=mode, max_load=max_load, conditions=conditions, extend_unstable=extend_unstable)
         self.start = self._check_load(start, "start")
@@ -400,8 +487,11 @@ class PlateauSearch(_Search):
         self.factor = float(factor)
         self.tolerance = float(tolerance)
         self.granularity = max(float(granularity), 1.0) if mode == MODE_USERS else float(granularity)
+        self.use_model = use_model
         self.phase = "grow"
         self._refine_steps = 0
+        self._model_probes = 0
+        self._model_loads: set[float] = set()
 
     def first(self) -> Decision:
         return self._run(self.start, "first step")
@@ -415,8 +505,7 @@ class PlateauSearch(_Search):
     def _next(self, step: StepMeasurement) -> Decision:
         if self.phase == "grow":
             violation = self._violation(step)
-            unserved = (self.mode == MODE_RATE and step.achieved_ratio is not None
-                        and step.achieved_ratio < 1.0 - PLATEAU_TOLERANCE)
+            unserved = self.mode == MODE_RATE and self.served_ratio(step) is not None and not self._is_served(step)
             if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
                     return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
@@ -436,7 +525,7 @@ class PlateauSearch(_Search):
             if above:
                 hi = min(above, key=lambda m: m.load)
                 why = saturated or (f"{self._violation(hi)} at {hi.load_label()}" if self._violation(hi)
-                                    else f"{hi.load_label()} not served ({hi.rps:.0f} req/s completed)")
+                                    else f"{hi.load_label()} not served ({hi.goodput_rps:.0f} req/s completed)")
                 return lo.load, hi.load, why
         if saturated:
             plateau = self.plateau_of(acceptable)
@@ -449,6 +538,9 @@ class PlateauSearch(_Search):
             return (max(below) if below else None), hi.load, f"{self._violation(hi)} at {hi.load_label()}"
         return None, None, "no boundary"
 
+    def _narrow(self, lo: float, hi: float) -> bool:
+        return (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance + 1e-9
+
     def _refine(self) -> Decision:
         lo, hi, why = self.bracket()
         if hi is None:  # nothing to refine (cannot happen after a boundary was seen, but be safe)
@@ -456,9 +548,16 @@ class PlateauSearch(_Search):
         kind = "saturation" if self._saturation() or self._unserved_above(self._plateau()) else KIND_CONSTRAINT
         if lo is None:
             return self._halt(why, kind)
-        narrow = (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance
-        if narrow or self._refine_steps >= MAX_REFINE_STEPS:
+        if self._narrow(lo, hi) or self._refine_steps >= MAX_REFINE_STEPS:
             return self._halt(why, kind)
+        guided = None
+        if self.use_model and kind == "saturation" and self._model_probes < MAX_MODEL_PROBES:
+            guided = self._guided(lo, hi)
+        if guided is not None:
+            self._model_probes += 1
+            self._model_loads.add(guided[0])
+            self._refine_steps += 1
+            return self._run(*guided)
         mid = (lo + hi) / 2.0
         if self.mode == MODE_USERS:
             mid = float(round(mid))
@@ -466,6 +565,71 @@ class PlateauSearch(_Search):
                 return self._halt(why, kind)
         self._refine_steps += 1
         return self._run(mid, f"bisecting between {lo:g} and {hi:g}")
+
+    # -- model-guided refinement --------------------------------------------------------------------
+    def _untried(self, load: float, lo: float, hi: float) -> bool:
+        return lo < load < hi and load not in self._by_load
+
+    def _guided(self, lo: float, hi: float) -> tuple[float, str] | None:
+        """(load, reason) placed by what was measured, or None to bisect."""
+        return self._guided_users(lo, hi) if self.mode == MODE_USERS else self._guided_rate(lo, hi)
+
+    def _below(self, hi: float) -> float:
+        """The load just below `hi` that closes the bracket (within the tolerance or one granule)."""
+        width = max(self.granularity, self.tolerance * hi)
+        return hi - (math.floor(width) if self.mode == MODE_USERS else width)
+
+    def _above(self, lo: float) -> float:
+        """The load just above `lo` that closes the bracket."""
+        width = max(self.granularity, self.tolerance * lo)
+        return lo + (math.floor(width) if self.mode == MODE_USERS else self._quantum(width))
+
+    def _guided_users(self, lo: float, hi: float) -> tuple[float, str] | None:
+        """Closed loop: Little's law puts the knee at capacity x unqueued cycle. Run the fewest users the
+        model says reach the plateau (95 % of its level), then close the bracket next to it: from below
+        when it was on the plateau, from above when it fell just short. A model contradicted by more
+        than that (a knee that bends early) leaves the rest to bisection."""
+        level = self.level_of(self._acceptable())
+        model = ClosedLoopModel.from_steps(self._acceptable(), level or 0.0)
+        if model is None:
+            return None
+        target = float(model.users_reaching(MODEL_TARGET))
+        if self._untried(target, lo, hi):
+            return target, (f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x "
+                            f"{model.cycle_s * 1000:.0f} ms cycle): trying {target:g}")
+        if target >= hi:  # the plateau starts at hi, as the model says: confirm from just below
+            below = self._below(hi)
+            if self._untried(below, lo, hi):
+                return below, f"confirming the knee at {hi:g} users from below: {below:g}"
+        elif target == lo and lo in self._model_loads:  # the model's own load fell just short: the knee is just above
+            above = self._above(lo)
+            if self._untried(above, lo, hi):
+                return above, f"{lo:g} users fell just short of the plateau: trying {above:g}"
+        return None
+
+    def _quantum(self, rate: float) -> float:
+        """`rate` rounded down to the load granularity (the open-loop rate step)."""
+        return max(self.granularity, math.floor(rate / self.granularity + 1e-9) * self.granularity)
+
+    def _guided_rate(self, lo: float, hi: float) -> tuple[float, str] | None:
+        """Open loop: a step that was not served completed the endpoint's capacity C. Offer C, then
+        close the bracket next to it (from above when served, from below when not)."""
+        unserved = [m for m in self._acceptable() if m.load > lo and not self._is_served(m)]
+        if not unserved:
+            return None
+        capacity = max(m.goodput_rps for m in unserved)
+        target = self._quantum(capacity)
+        if self._untried(target, lo, hi):
+            return target, f"capacity {capacity:.0f} req/s measured when offered more: trying {target:g} req/s"
+        if target <= lo:  # served, as the model says: confirm from just above
+            above = self._quantum(self._above(lo))
+            if self._untried(above, lo, hi):
+                return above, f"confirming {lo:g} req/s from above: {above:g} req/s"
+        elif target == hi:
+            below = self._quantum(self._below(hi))
+            if self._untried(below, lo, hi):
+                return below, f"{hi:g} req/s not served: trying {below:g} req/s"
+        return None
 
 
 class ScheduleSearch(_Search):

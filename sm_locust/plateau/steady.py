@@ -134,6 +134,16 @@ class StepMeasurement:
     def error_rate(self) -> float:
         return self.failures / self.requests if self.requests else 0.0
 
+    @property
+    def successes(self) -> int:
+        return self.requests - self.failures
+
+    @property
+    def goodput_rps(self) -> float:
+        """Successful invocations per second over the steady window: what the searches judge
+        (failures completed fast would otherwise read as throughput)."""
+        return self.rps * (self.successes / self.requests) if self.requests else 0.0
+
     def percentile(self, pct: float) -> float | None:
         """Any percentile (percent) of the steady window, in ms."""
         if pct in self.percentiles:
@@ -201,6 +211,7 @@ class StepMeasurement:
             "load": self.load,
             "users": self.users,
             "rps": round(self.rps, 3),
+            "goodput_rps": round(self.goodput_rps, 3),
             "requests": self.requests,
             "failures": self.failures,
             "error_rate": round(self.error_rate, 6),

@@ -2,10 +2,13 @@
 
 The model is the textbook one: an endpoint with `concurrency` parallel slots and a fixed
 `service_ms` per request has capacity C = concurrency / service time. With `users` closed-loop
-users, throughput is min(users / service time, C) and, past the knee, Little's law puts latency at
-users / C (requests queue). Open loop offers `rate` req/s and completes min(rate, C). Optional
-noise, error rate and client CPU let tests build the awkward cases (noisy plateau, error burst,
-client-bound generator). Deterministic for a given seed.
+users, each spending `overhead_ms` outside the slot per request (network, client), throughput is
+min(users / (service + overhead), C) and Little's law puts the latency at users / throughput
+(past the knee requests queue). `smoothness` k bends the corner into
+linear / (1 + (linear / C)^k)^(1/k): throughput falls short of the bound before the knee, as on an
+endpoint whose service times vary. Open loop offers `rate` req/s and completes min(rate, C).
+Optional noise, error rate and client CPU let tests build the awkward cases (noisy plateau, error
+burst, client-bound generator). Deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ class SyntheticEndpoint:
     error_rate: Callable[[float], float] = field(default=lambda load: 0.0)  # load -> failure fraction
     client_cpu: Callable[[float], float | None] = field(default=lambda rps: None)  # rps -> client CPU %
     clock: float = 1_700_000_000.0
+    overhead_ms: float = 0.0  # per request, outside the slot: the unqueued cycle is service + overhead
+    smoothness: float | None = None  # None: a sharp knee; k: a bend that starts below it (smaller k, softer)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -50,7 +55,16 @@ class SyntheticEndpoint:
         return self.concurrency / (self.service_ms / 1000.0)
 
     def knee_users(self) -> float:
-        return float(self.concurrency)
+        """Where the bounds meet: capacity x unqueued cycle (the slot count without overhead)."""
+        return self.capacity * (self.service_ms + self.overhead_ms) / 1000.0
+
+    def throughput(self, users: float) -> float:
+        """Closed-loop throughput at `users` (no noise)."""
+        linear = users / ((self.service_ms + self.overhead_ms) / 1000.0)
+        if self.smoothness is None:
+            return min(linear, self.capacity)
+        k = self.smoothness
+        return linear / (1.0 + (linear / self.capacity) ** k) ** (1.0 / k)
 
     def _seconds(self, load: float, rps: float, latency_ms: float, seconds: int, users: int,
                  target_rate: float | None) -> list[Second]:
@@ -79,9 +93,8 @@ class SyntheticEndpoint:
 
     def users_step(self, users: int, seconds: int = 30, ramp_s: int = 1) -> list[Second]:
         """`seconds` of `users` closed-loop users, preceded by `ramp_s` spawning seconds."""
-        service_s = self.service_ms / 1000.0
-        rps = min(users / service_s, self.capacity)
-        latency = max(self.service_ms, users / self.capacity * 1000.0)
+        rps = self.throughput(users)
+        latency = users / rps * 1000.0  # Little's law over the whole cycle
         ramp = [Second(t=self.clock + i + 1, users=users, spawning=True, requests=0, failures=0)
                 for i in range(ramp_s)]
         self.clock += ramp_s
