@@ -5,7 +5,14 @@ load to run, fed with the recorder's per-second timeline (`environment.sm_locust
 attached on the master or local runner by the default locustfile; a shape started without one
 attaches its own). This base class turns the answer into Locust's `(users, spawn_rate, classes)`,
 prints one line per judged step, stores the verdict in `recorder.plateau` after every step (so a
-run stopped early by `-t` or the web UI still has one) and prints the one-line verdict at the end.
+run stopped from the web UI still has one) and prints the one-line verdict at the end.
+
+Every shape honours `-t/--run-time`: Locust ignores it once a shape runs (its run-time timer only
+starts after the shape has finished), so the base class stops the shape at T itself, judging the
+step under way (`stop()`). Whatever ended the run (`-t`, `--max-duration`, a budget, the knee, the
+end of a traffic pattern) is printed (`sm-locust: stopped: ...`) and written to summary.json
+(`stop_reason`). Spawn rates the shapes choose stay at or under Locust's 100 users/s warning
+threshold (`MAX_SPAWN_RATE`).
 
 Bad options (possible from the web UI, where nothing was checked before the swarm) stop the run at
 the first tick with a one-line error and exit code 2.
@@ -19,9 +26,10 @@ import time
 from locust import LoadTestShape
 
 from sm_locust.errors import SmLocustError, UsageError
-from sm_locust.users.openloop import OpenLoopUser
+from sm_locust.options import option_value
 from sm_locust.record.recorder import RunRecorder
-from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings
+from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings, parse_seconds
+from sm_locust.users.openloop import OpenLoopUser
 
 log = logging.getLogger("sm_locust")
 
@@ -56,11 +64,19 @@ def describe_step(index: int, step) -> str:
     return text
 
 
+def run_time_s(options) -> float | None:
+    """`-t/--run-time` in seconds (Locust hands it over parsed; the web UI form too), or None."""
+    return parse_seconds(option_value(options, "run_time"), "--run-time")
+
+
 class SmLocustShape(LoadTestShape):
-    """Base of the sm-locust shapes: subclasses implement `start(settings)` and `decide(now, seconds)`."""
+    """Base of the sm-locust shapes: subclasses implement `start(settings)` and `decide(now, seconds)`,
+    set `stop_reason` when `decide` ends the run, and `stop(now, seconds, reason)` when a search runs."""
 
     abstract = True
-    use_common_options = False
+    # The shapes read --run-time (and the step shape --spawn-rate): Locust should neither warn that
+    # they are ignored nor hide them in the web UI.
+    use_common_options = True
 
     def __init__(self):
         super().__init__()
@@ -70,8 +86,11 @@ class SmLocustShape(LoadTestShape):
         self.settings: ShapeSettings | None = None
         self.search = None
         self.measurements: list = []
+        self.stop_reason: str | None = None
         self._reported = 0
         self._finished = False
+        self._started: float | None = None
+        self._run_time_s: float | None = None
 
     def reset_time(self):
         """Locust calls this when a shape test starts: a new swarm is a new search."""
@@ -84,6 +103,10 @@ class SmLocustShape(LoadTestShape):
 
     def decide(self, now: float, seconds: list) -> tuple[int, float, list | None] | None:  # pragma: no cover
         raise NotImplementedError
+
+    def stop(self, now: float, seconds: list, reason: str) -> None:
+        """The run ends from outside (`-t`): searches judge the step under way (their driver's `finish`)."""
+        self.stop_reason = reason
 
     # -- Locust's entry point --------------------------------------------------------------------
     @property
@@ -104,11 +127,19 @@ class SmLocustShape(LoadTestShape):
     def tick(self):
         if self._finished:
             return None
+        now = time.time()
         try:
             if self.settings is None:
-                self.settings = ShapeSettings.from_options(self.environment.parsed_options)
+                options = self.environment.parsed_options
+                self.settings = ShapeSettings.from_options(options)
+                self._run_time_s = run_time_s(options)
+                self._started = now
                 self.start(self.settings)
-            load = self.decide(time.time(), self.recorder.seconds)
+            if self._run_time_s is not None and now - self._started >= self._run_time_s - 1e-6:
+                self.stop(now, self.recorder.seconds, f"run time {self._run_time_s:g} s reached (-t)")
+                load = None
+            else:
+                load = self.decide(now, self.recorder.seconds)
         except SmLocustError as exc:
             return self._fail(exc)
         self._report_steps()
@@ -140,11 +171,19 @@ class SmLocustShape(LoadTestShape):
         self._store_verdict()
         if self.search is not None and self.search.steps:
             say(self.search.verdict().text())
+        reason = self.stop_reason
+        if reason is None and self.search is not None and self.search.done:
+            reason = self.search.verdict().stop_reason
+        if reason:
+            say(f"stopped: {reason}")
+            extra = getattr(self.recorder, "extra", None)
+            if isinstance(extra, dict):
+                extra["stop_reason"] = reason
 
     # -- user classes ----------------------------------------------------------------------------
     def closed_loop(self, users: int, spawn_rate: float | None = None):
         """(users, spawn_rate[, classes]): every loaded user class except the open-loop rate tokens."""
-        rate = spawn_rate or min(MAX_SPAWN_RATE, max(1.0, float(users)))
+        rate = min(MAX_SPAWN_RATE, spawn_rate or max(1.0, float(users)))
         classes = self.runner.user_classes
         closed = [c for c in classes if not issubclass(c, OpenLoopUser)]
         if not closed:
@@ -162,9 +201,9 @@ class SmLocustShape(LoadTestShape):
         per_user = self.settings.open_loop().rate_per_user
         users = max(1, round(rate / per_user))
         self.recorder.current_target_rate = users * per_user
-        # Rate tokens cost nothing to start: reach the new rate within a second (Locust may warn
-        # about a spawn rate above 100; a ramp of several seconds would eat the step instead).
-        return users, max(1.0, float(users)), classes[:1]
+        # Rate tokens cost nothing to start, but Locust warns above 100 users/s: a change of more
+        # than 100 tokens takes a few seconds, marked as spawning and left out of the step.
+        return users, min(MAX_SPAWN_RATE, max(1.0, float(users))), classes[:1]
 
     def open_loop_pause(self):
         """No open-loop sends (0 users) while the endpoint drains; these seconds belong to no step."""

@@ -1,4 +1,4 @@
-"""`OpenLoopShape`: a constant open-loop arrival rate (`--target-rps`) for `--run-time` or `--max-duration`.
+"""`OpenLoopShape`: a constant open-loop arrival rate (`--target-rps`) until `-t/--run-time` or `--max-duration`.
 
 It asks for `--target-rps / --rate-per-user` `OpenLoopUser`s (rate tokens; see sm_locust.users.openloop):
 each Locust process sends its share at intended times (`--arrival constant|poisson`) whatever the
@@ -28,5 +28,6 @@ class OpenLoopShape(SmLocustShape):
         if self.started is None:
             self.started = now
         if self.max_duration_s is not None and now - self.started >= self.max_duration_s:
+            self.stop_reason = f"max duration {self.max_duration_s:g} s reached (--max-duration)"
             return None
         return self.open_loop(self.rate)

@@ -14,7 +14,12 @@ from sm_locust.options import OptionSpec
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--start-users", "SM_LOCUST_START_USERS", 1, "step/plateau shape: users in the first step", int),
     OptionSpec("--step-users", "SM_LOCUST_STEP_USERS", 1, "step shape: users added each step", int),
-    OptionSpec("--step-seconds", "SM_LOCUST_STEP_SECONDS", 30.0, "step/plateau shape: seconds each step is held", float),
+    OptionSpec("--step-seconds", "SM_LOCUST_STEP_SECONDS", 30.0,
+               "step shape: seconds each step is held; plateau shape: the longest a step is held (it ends once stable)",
+               float),
+    OptionSpec("--min-step-seconds", "SM_LOCUST_MIN_STEP_SECONDS", 10.0,
+               "plateau shape: the shortest a step is held; it ends at the first tick after this where its throughput "
+               "is stable (3 sub-windows within 10 %%), else at --step-seconds", float),
     OptionSpec("--max-users", "SM_LOCUST_MAX_USERS", None,
                "step shape: users in the last step (default 10); plateau: most users to try (default 1000)", int),
     OptionSpec("--stop-at-knee", "SM_LOCUST_STOP_AT_KNEE", False,

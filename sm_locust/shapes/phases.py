@@ -6,7 +6,10 @@ against IR's rules by `sm_locust.plateau.traffic` (SpawnRate is users per MINUTE
 reference says). The shape follows `Schedule.at(elapsed)`; every user level is judged when it ends
 (`ScheduleDriver` + `ScheduleSearch`) against the pattern's StoppingConditions (MaxInvocations per
 minute, ModelLatencyThresholds, FlatInvocations) plus `--latency-slo-ms`, `--max-error-rate`,
-`--max-duration` and `--max-invocations` if given; the verdict names the plateau like the other shapes.
+`--max-duration` and `--max-invocations` if given; budgets are also checked while a long level runs,
+so `MaxInvocations` stops the pattern once a level sustains that rate. The verdict names the plateau
+like the other shapes, and its stop reason the condition that fired (not "traffic pattern finished"
+when a budget fired first).
 """
 
 from __future__ import annotations
@@ -28,9 +31,14 @@ class PhasesShape(SmLocustShape):
         for warning in self.schedule.warnings:
             say(f"traffic pattern note: {warning}")
 
+    def stop(self, now, seconds, reason):
+        self.driver.finish(now, seconds, reason)
+        super().stop(now, seconds, self.driver.stop_reason)
+
     def decide(self, now, seconds):
         level = self.driver.tick(now, seconds)
         if level is None:
+            self.stop_reason = self.driver.stop_reason
             return None
         users, spawn_rate = level
         return self.closed_loop(users, spawn_rate)

@@ -1,7 +1,10 @@
 """`PlateauShape`: find the plateau in as few steps as possible (adaptive `PlateauSearch`).
 
-Doubles the load while throughput grows, then bisects the boundary until it is known to +-5 % (or
-one user / one rate quantum): about 2 log2(k) steps of `--step-seconds` instead of k linear ones.
+Doubles the load while throughput grows; once it saturates, closed-loop theory (Little's law:
+knee = capacity x unqueued cycle) places the knee and two steps confirm it, bisecting only when
+the model is contradicted. Each step is held from `--min-step-seconds` (10) until its throughput is
+stable, at most `--step-seconds` (30). The verdict names the knee and the capacity (best stable
+goodput at or beyond it).
 `--search-mode users` (default) steps closed-loop users; `--search-mode rate` steps the open-loop
 arrival rate (`--start-rps` .. `--max-rps`, sent by `OpenLoopUser`s, see sm_locust.users.openloop), which
 measures latency without coordinated omission and tells a generator that fell behind (late sends)
@@ -13,11 +16,10 @@ default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `
 
 from __future__ import annotations
 
-from sm_locust.users.openloop import OpenLoopCounters
-from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.shapes.settings import ShapeSettings
+from sm_locust.users.openloop import OpenLoopCounters
 
 DRAIN_TIMEOUT_S = 60.0  # longest pause for the endpoint to work off a backlog between open-loop steps
 DRAINED_IN_FLIGHT = 1  # ... it is drained when at most this many requests are still outstanding
@@ -28,15 +30,21 @@ class PlateauShape(SmLocustShape):
 
     def start(self, settings: ShapeSettings) -> None:
         self.search = settings.plateau_search()
-        self.driver = SearchDriver(self.search, step_s=settings.step_seconds, min_subwindow_s=self.report_period_s)
+        self.driver = settings.plateau_driver(self.search, self.report_period_s)
         self.measurements = self.driver.measurements
         self._drain_until: float | None = None
+
+    def stop(self, now, seconds, reason):
+        super().stop(now, seconds, self.driver.finish(now, seconds, reason).reason)
 
     def decide(self, now, seconds):
         if self.search.mode == MODE_RATE:
             return self._decide_rate(now, seconds)
         decision = self.driver.tick(now, seconds)
-        return None if decision.stop else self.closed_loop(decision.users)
+        if decision.stop:
+            self.stop_reason = decision.reason
+            return None
+        return self.closed_loop(decision.users)
 
     def _decide_rate(self, now, seconds):
         """Open loop: an overloaded step leaves a queue behind; the next step starts once it is gone.
@@ -53,10 +61,12 @@ class PlateauShape(SmLocustShape):
         measured = len(self.driver.measurements)
         decision = self.driver.tick(now, seconds)
         if decision.stop:
+            self.stop_reason = decision.reason
             return None
         if len(self.driver.measurements) > measured and counters.in_flight > DRAINED_IN_FLIGHT:
             last = self.driver.measurements[-1]
-            if last.achieved_ratio is not None and last.achieved_ratio < 0.95:
+            ratio = self.search.served_ratio(last)
+            if ratio is not None and ratio < 0.95:
                 self._drain_until = now + DRAIN_TIMEOUT_S
                 return self.open_loop_pause()
         return self.open_loop(decision.rate)

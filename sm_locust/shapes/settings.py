@@ -31,6 +31,7 @@ from sm_locust.plateau.conditions import (
     MaxDuration,
     MaxInvocations,
 )
+from sm_locust.plateau.driver import DEFAULT_MIN_STEP_S, SearchDriver
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
@@ -131,6 +132,7 @@ class ShapeSettings:
     start_users: int = 1
     step_users: int = 1
     step_seconds: float = 30.0
+    min_step_seconds: float = DEFAULT_MIN_STEP_S
     max_users: int | None = None
     stop_at_knee: bool = False
     latency_slo_ms: float | None = None
@@ -162,6 +164,7 @@ class ShapeSettings:
             start_users=_num(options, "start_users", int, 1),
             step_users=_num(options, "step_users", int, 1),
             step_seconds=_num(options, "step_seconds", float, 30.0),
+            min_step_seconds=_num(options, "min_step_seconds", float, DEFAULT_MIN_STEP_S),
             max_users=_num(options, "max_users", int),
             stop_at_knee=_bool(options, "stop_at_knee"),
             latency_slo_ms=_num(options, "latency_slo_ms", float),
@@ -187,6 +190,8 @@ class ShapeSettings:
             raise UsageError(f"--step-users must be at least 1, got {self.step_users}")
         if not self.step_seconds > 0:
             raise UsageError(f"--step-seconds must be more than 0, got {self.step_seconds:g}")
+        if not self.min_step_seconds > 0:
+            raise UsageError(f"--min-step-seconds must be more than 0, got {self.min_step_seconds:g}")
         if self.max_users is not None and self.max_users < self.start_users:
             raise UsageError(f"--max-users ({self.max_users}) is below --start-users ({self.start_users})")
         if self.latency_slo_ms is not None and not self.latency_slo_ms > 0:
@@ -271,13 +276,20 @@ class ShapeSettings:
                           extend_unstable=False)
 
     def plateau_search(self) -> PlateauSearch:
+        """The adaptive search. Unstable steps are not re-run: the driver already held them up to
+        --step-seconds waiting for stability (`plateau_driver`)."""
         conditions = self.constraints(DEFAULT_MAX_ERROR_RATE) + self.budgets()
         if self.search_mode == MODE_RATE:
             quantum = self.rate_per_user or DEFAULT_RATE_PER_USER
             return PlateauSearch(self.start_rps, self.max_rps, mode=MODE_RATE, conditions=conditions,
-                                 granularity=quantum)
+                                 granularity=quantum, extend_unstable=False)
         max_users = self.max_users if self.max_users is not None else max(DEFAULT_SEARCH_MAX_USERS, self.start_users)
-        return PlateauSearch(self.start_users, max_users, conditions=conditions)
+        return PlateauSearch(self.start_users, max_users, conditions=conditions, extend_unstable=False)
+
+    def plateau_driver(self, search: PlateauSearch, min_subwindow_s: float) -> SearchDriver:
+        """Each step held from --min-step-seconds until stable, at most --step-seconds."""
+        return SearchDriver(search, step_s=self.step_seconds, min_step_s=self.min_step_seconds,
+                            min_subwindow_s=min_subwindow_s)
 
     def schedule(self) -> Schedule:
         if self.traffic_pattern is None:

@@ -23,8 +23,6 @@ def schedule_from_options(options) -> StepSchedule:
 class StepLoadShape(SmLocustShape):
     """Step load from `--start-users/--step-users/--step-seconds/--max-users`, optionally stopping at the knee."""
 
-    use_common_options = True
-
     def start(self, settings: ShapeSettings) -> None:
         self.schedule = settings.step_schedule()
         self.search = settings.step_search()
@@ -32,8 +30,12 @@ class StepLoadShape(SmLocustShape):
                                    min_subwindow_s=self.report_period_s)
         self.measurements = self.driver.measurements
 
+    def stop(self, now, seconds, reason):
+        super().stop(now, seconds, self.driver.finish(now, seconds, reason).reason)
+
     def decide(self, now, seconds):
         decision = self.driver.tick(now, seconds)
         if decision.stop:
+            self.stop_reason = decision.reason
             return None
         return self.closed_loop(decision.users, self.schedule.spawn_rate)
