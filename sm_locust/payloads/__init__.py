@@ -8,6 +8,7 @@ source:
 |---|---|---|
 | a folder | `files.load_folder` | one per file (sorted; Content-Type from the extension) |
 | `*.jsonl` | `jsonl.load_jsonl` | one per line, sm-serverless-benchmarking invoke args |
+| `*.pkl` / `*.pickle` | `pickles.load_pickle` | the same invoke args pickled (plain data only, never code) |
 | `*.npy` / `*.npz` | `arrays.load_arrays` | `batch_size` rows per body, encoded by a serializer |
 | `module:function`, `file.py:function` | `callables.load_callable` | what the function returns/yields |
 | any other file | `files.load_file` | the file, verbatim |
@@ -29,6 +30,7 @@ from sm_locust.payloads.arrays import DEFAULT_MAX_BODIES, load_arrays
 from sm_locust.payloads.callables import CALLABLE_LIMIT, load_callable, looks_like_callable
 from sm_locust.payloads.files import folder_weights, guess_content_type, load_file, load_folder, read_payload_file
 from sm_locust.payloads.jsonl import load_jsonl
+from sm_locust.payloads.pickles import PICKLE_SUFFIXES, load_pickle
 from sm_locust.payloads.pool import SELECTIONS, PayloadPool
 from sm_locust.payloads.split import check_split, split_invocations
 from sm_locust.payloads.template import InvocationTemplate
@@ -41,6 +43,15 @@ def _serializer(serializer: str | Serializer | None, options: Mapping[str, Any] 
     if isinstance(serializer, Serializer):
         return serializer
     return create_serializer(serializer or DEFAULT_SERIALIZER, **dict(options or {}))
+
+
+def encoded_by_serializer(source: str | Path) -> bool:
+    """True when the serializer builds the bodies of `source` (.npy/.npz arrays, module:function);
+    False for sources sent as they are (a file, a folder, invoke args in .jsonl / .pkl)."""
+    path = Path(source)
+    if not path.exists():
+        return looks_like_callable(str(source))
+    return path.is_file() and path.suffix.lower() in (".npy", ".npz")
 
 
 def load_payloads(
@@ -83,6 +94,8 @@ def load_payloads(
             weights = folder_weights(path, weights)
     elif path.suffix.lower() == ".jsonl":
         invocations, found_weights = load_jsonl(path, template, force_base64=base64)
+    elif path.suffix.lower() in PICKLE_SUFFIXES:
+        invocations, found_weights = load_pickle(path, template)
     elif path.suffix.lower() in (".npy", ".npz"):
         ser = _serializer(serializer, serializer_options)
         invocations = load_arrays(path, template, ser, batch_size, max_bodies, seed)
@@ -104,6 +117,7 @@ __all__ = [
     "SELECTIONS",
     "InvocationTemplate",
     "PayloadPool",
+    "encoded_by_serializer",
     "guess_content_type",
     "load_payloads",
     "read_payload_file",

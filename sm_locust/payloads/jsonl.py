@@ -7,8 +7,9 @@
 `"BodyEncoding": "base64"` (or every line at once with `--payload-base64`, i.e.
 `load_payloads(..., base64=True)`). A JSON object or array as `Body` is sent as compact JSON.
 The other keys are the boto3 `invoke_endpoint` argument names; `Weight` (>= 0) feeds weighted
-selection. sm-serverless-benchmarking stores binary bodies in a pickle file instead; sm-locust
-never unpickles, hence the base64 marker. Every error names file:line and why.
+selection. sm-serverless-benchmarking stores binary bodies in a pickle file instead: `pickles.py`
+reads those with a plain-data unpickler (bytes bodies); here, the base64 marker carries them.
+Every error names file:line and why.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def _body(args: dict, where: str, force_base64: bool) -> bytes:
     if encoding is not None and (not isinstance(encoding, str) or encoding.lower() not in BODY_ENCODINGS):
         raise UsageError(f"{where}: BodyEncoding {encoding!r} is not one of: {', '.join(BODY_ENCODINGS)}")
     is_base64 = encoding.lower() == "base64" if isinstance(encoding, str) else force_base64
+    if isinstance(body, (bytes, bytearray)):  # from a .pkl (pickles.py): already the bytes to send
+        return bytes(body)
     if isinstance(body, (dict, list)):
         if is_base64:
             raise UsageError(f"{where}: a base64 Body must be a string, not a JSON {type(body).__name__}")

@@ -20,7 +20,7 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.options import OptionSpec, given_fields
-from sm_locust.payloads import load_payloads
+from sm_locust.payloads import encoded_by_serializer, load_payloads
 from sm_locust.payloads.llm import llm_pool
 from sm_locust.payloads.split import parts_of
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
@@ -139,6 +139,19 @@ def parse_expected_shape(text: str) -> tuple[int | None, ...] | None:
     return tuple(dims)
 
 
+def check_serializer_applies(ps: PayloadSettings, settings: Any, validates: bool) -> None:
+    """`--serializer` encodes .npy/.npz and module:function payloads and decodes responses with
+    `--validate-response`; given for a payload sent as it is (a file, folder, .jsonl, .pkl) and no
+    validation, it would do nothing, silently (random bytes sent with `--serializer json`): refused."""
+    source = getattr(settings, "payload", "") or ""
+    if not ps.serializer or validates or not source or encoded_by_serializer(source):
+        return
+    raise UsageError(f"--serializer {ps.serializer} does not apply to payload {source!r}: a file, folder, .jsonl or .pkl "
+                     "payload is sent as it is (the serializer encodes .npy/.npz and module:function payloads, and "
+                     "decodes responses with --validate-response on); drop --serializer, or set --content-type for "
+                     "the file's format")
+
+
 @dataclass
 class PreparedPayloads:
     """What a test sends: the pool (bodies already encoded), the validator (or None), the fan-out."""
@@ -168,6 +181,7 @@ def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
     ps = PayloadSettings.from_options(options)
     serializer = ps.build_serializer()
     validator = ps.build_validator(serializer)
+    check_serializer_applies(ps, settings, validator is not None)
     pool = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
         settings.payload,
         content_type=settings.content_type or None,
