@@ -1,0 +1,82 @@
+"""Closed-loop back-off after connection errors: a dead endpoint is not a client busy loop (attempts
+per second stay bounded, goodput reads 0, the back-offs are counted), while an endpoint that
+answers, even with errors, is driven as hard as before."""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (gevent patching first)
+
+import json
+
+import pytest
+from locust import constant
+
+from sm_locust.invocation import InvocationError
+from sm_locust.testing import invoke_user, run_load_test
+from sm_locust.users.backoff import FIRST_BACKOFF_S, MAX_BACKOFF_S, Backoff, connection_error_code
+from tests.conftest import SAMPLE_PAYLOAD
+from tests.fakes import free_port
+
+BODY = SAMPLE_PAYLOAD.read_bytes()
+
+
+def test_back_off_doubles_to_its_cap_and_resets_after_a_task_that_reached_the_endpoint():
+    backoff = Backoff()
+    assert [backoff.after(True) for _ in range(7)] == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert backoff.after(False) == 0.0
+    assert backoff.after(True) == FIRST_BACKOFF_S and MAX_BACKOFF_S == 1.0
+
+
+@pytest.mark.parametrize("error, code", [
+    (InvocationError("EndpointConnectionError", "Could not connect to the endpoint URL"), "EndpointConnectionError"),
+    (InvocationError("ConnectTimeoutError", "Connect timeout on endpoint URL"), "ConnectTimeoutError"),
+    (InvocationError("ConnectionClosedError", "Connection was closed"), "ConnectionClosedError"),
+    (ConnectionRefusedError(111, "refused"), "ConnectionRefusedError"),
+    (InvocationError("ModelError", "(original status 500)"), None),
+    (InvocationError("ThrottlingException", "Rate exceeded"), None),
+    (InvocationError("ReadTimeoutError", "Read timeout on endpoint URL"), None),
+    (None, None),
+])
+def test_only_failures_to_reach_the_endpoint_back_off(error, code):
+    assert connection_error_code(error) == code
+
+
+class NoWait(invoke_user(BODY)):
+    """A user with its own wait_time: the back-off still applies."""
+
+    abstract = False
+    wait_time = constant(0)
+
+
+@pytest.mark.parametrize("transport", ["fast", "boto3"])
+@pytest.mark.parametrize("user", [invoke_user(BODY), NoWait], ids=["think-time", "own-wait-time"])
+def test_a_dead_endpoint_is_not_a_busy_loop(transport, user):
+    users, seconds = 2, 3.0
+    result = run_load_test([user], users=users, run_time_s=seconds,
+                           options={"endpoint_name": "ep", "endpoint_url": f"http://127.0.0.1:{free_port()}",
+                                    "transport": transport})
+    totals = result.totals
+    attempts_per_user_s = totals["requests"] / users / result.summary["duration_s"]
+    assert 0 < attempts_per_user_s < 10, totals  # without the back-off: 400 (boto3) to 1,800 (fast) per user here
+    assert totals["failures"] == totals["requests"] and set(totals["errors"]) == {"EndpointConnectionError"}
+    assert totals["successes"] == 0 and totals["goodput_rps"] == 0.0
+    backoff = totals["backoff"]
+    assert backoff["count"] >= totals["requests"] - users and backoff["seconds"] > 1.0
+
+
+def test_an_endpoint_answering_errors_is_not_backed_off(endpoint_factory):
+    ep = endpoint_factory(model_error_ratio=1.0, seed=1)
+    result = run_load_test([invoke_user(BODY)], users=2, run_time_s=2.0,
+                           options={"endpoint_name": "ep", "endpoint_url": ep.url})
+    totals = result.totals
+    assert totals["backoff"]["count"] == 0
+    assert totals["requests"] > 50 and set(totals["errors"]) == {"ModelError"}
+
+
+def test_back_offs_show_in_the_timeline_and_summary(tmp_path):
+    result = run_load_test([invoke_user(BODY)], users=1, run_time_s=2.5, out_dir=tmp_path,
+                           options={"endpoint_name": "ep", "endpoint_url": f"http://127.0.0.1:{free_port()}"})
+    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    assert sum(s["backoffs"] for s in timeline) == result.totals["backoff"]["count"] > 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["totals"]["backoff"]["count"] == result.totals["backoff"]["count"]
