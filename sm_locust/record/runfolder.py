@@ -1,8 +1,9 @@
 """The one reader of a finished run folder: `RunData`, for `sm_locust.report` and `sm_locust.gates`.
 
 A run folder is what `sm-locust run` / `smoke` / `demo` write: `summary.json` (the recorder's
-totals and steps, docs/summary.md), `options.json`, and Locust's CSVs (`locust_stats.csv`,
-`locust_stats_history.csv`, `locust_failures.csv`). Two readers, one type:
+totals and steps, docs/summary.md), `timeline.json` (its per-second invocation counts),
+`options.json`, and Locust's CSVs (`locust_stats.csv`, `locust_stats_history.csv`,
+`locust_failures.csv`). Two readers, one type:
 
 - `read_run` (the report): tolerant. A report is most useful exactly when a run went wrong, so it
   accepts what a killed or crashed run leaves behind: `N/A` cells, a last line cut mid-write, a
@@ -37,10 +38,13 @@ from typing import Any
 import pandas as pd
 
 from sm_locust.errors import UsageError
+from sm_locust.record.schema import check_summary, drop_malformed_rows
 from sm_locust.invocation import is_latency_series
+from sm_locust.plateau.timeline import Second
 
 PREFIX = "locust"
 SUMMARY_JSON = "summary.json"
+TIMELINE_JSON = "timeline.json"
 OPTIONS_JSON = "options.json"
 STATS_CSV = f"{PREFIX}_stats.csv"
 HISTORY_CSV = f"{PREFIX}_stats_history.csv"
@@ -188,6 +192,7 @@ class RunData:
     notes: list[str] = field(default_factory=list)  # informational
     by_name: dict[str, Metrics] | None = None
     source: str = ""  # where it came from, for messages (the folder by default)
+    timeline: list[Second] | None = None  # timeline.json: per-second invocations (None: an older run)
 
     def __post_init__(self) -> None:
         if self.by_name is None:
@@ -243,10 +248,13 @@ def _check_columns(df: pd.DataFrame, required: tuple[str, ...], path: Path) -> N
 _TEXT_DTYPES = {"Name": str, "Type": str, "Error": str, "Method": str}
 
 
-def _read_csv(path: Path, what: str, gaps: list[str], required: tuple[str, ...]) -> pd.DataFrame | None:
+def _read_csv(path: Path, what: str, gaps: list[str], required: tuple[str, ...], *,
+              check_rows: bool = False) -> pd.DataFrame | None:
     text = _read_text_tolerant(path, what, gaps)
     if text is None:
         return None
+    if check_rows:  # malformed rows counted in gaps, or the file refused (record/schema.py)
+        text = drop_malformed_rows(text, path, what, gaps)
     if not text.strip():
         gaps.append(f"{what}: {path.name} is empty")
         return None
@@ -275,7 +283,7 @@ def read_stats_history(path: Path, gaps: list[str]) -> pd.DataFrame | None:
     Rows for individual request names are dropped (the Aggregated row is their total). Duplicate
     timestamps keep the last row written.
     """
-    df = _read_csv(path, "Locust history", gaps, HISTORY_REQUIRED)
+    df = _read_csv(path, "Locust history", gaps, HISTORY_REQUIRED, check_rows=True)
     if df is None:
         return None
     df = df.rename(columns=HISTORY_COLUMNS)
@@ -310,6 +318,20 @@ def read_failures(path: Path, gaps: list[str]) -> pd.DataFrame | None:
     return df
 
 
+def read_timeline(path: Path, gaps: list[str]) -> list[Second] | None:
+    """timeline.json's seconds; None when it is absent (runs from before it existed: not a gap) or damaged (a gap)."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise ValueError("not a list of seconds")
+        return [Second.from_dict(item) for item in data]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        gaps.append(f"timeline: {path.name} is not readable ({exc}); per-second figures come from the Locust history")
+        return None
+
+
 def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
     """A JSON object from `path`; missing or unreadable -> {} and a gap."""
     try:
@@ -339,7 +361,8 @@ def _read_folder(path: Path, summary: dict[str, Any], gaps: list[str]) -> RunDat
     history = read_stats_history(path / HISTORY_CSV, gaps)
     stats = read_stats(path / STATS_CSV, gaps)
     failures = read_failures(path / FAILURES_CSV, gaps)
-    return RunData(path, summary, options, history, stats, failures, gaps)
+    timeline = read_timeline(path / TIMELINE_JSON, gaps)
+    return RunData(path, summary, options, history, stats, failures, gaps, timeline=timeline)
 
 
 def read_run(run_dir: str | os.PathLike[str]) -> RunData:
@@ -352,7 +375,7 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunData:
             f"{path} is not a run folder: it holds neither {SUMMARY_JSON} nor {PREFIX}_stats*.csv"
         )
     gaps: list[str] = []
-    summary = read_json(path / SUMMARY_JSON, "summary", gaps)
+    summary = check_summary(read_json(path / SUMMARY_JSON, "summary", gaps), path / SUMMARY_JSON)
     return _read_folder(path, summary, gaps)
 
 
@@ -371,4 +394,5 @@ def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> Run
         raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} is not readable JSON ({exc})") from None
     if not isinstance(summary, dict) or not isinstance(summary.get("totals"), dict):
         raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} has no 'totals' object; is it an sm-locust run folder?")
+    check_summary(summary, summary_path)
     return _read_folder(path, summary, [])

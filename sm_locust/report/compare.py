@@ -7,6 +7,11 @@ cheap and repeatable. The endpoint-side columns come from each run's `steps.csv`
 `sm-locust report` wrote one, and the price from the run's summary.json `cost` key (or the
 instance type found in the run).
 
+Counting is the one rule (`sm_locust.invocation.is_invocation`): requests are logical
+invocations, read from each run's summary.json (exact, from Locust's in-memory stats; never the
+lagging locust_stats.csv), and goodput (successful invocations per second) stands beside the
+attempt rate, at the sustainable point and over the whole run.
+
 Outputs: `compare.csv` (one row per run) and `compare.html` (one self-contained page).
 """
 
@@ -26,9 +31,10 @@ from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.sources import MetricRequest, create_source
 
 ROW_COLUMNS = [
-    "run", "endpoint", "instance_type", "instance_count", "users", "max_sustainable_rps", "p50_ms", "p95_ms",
-    "p99_ms", "error_rate", "usd_per_million", "transactions_per_hour", "autoscaling_target_invocations_per_instance",
-    "cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct", "cw_ModelLatency_avg_ms", "gaps",
+    "run", "endpoint", "instance_type", "instance_count", "users", "max_sustainable_rps", "goodput_rps", "p50_ms",
+    "p95_ms", "p99_ms", "error_rate", "usd_per_million", "transactions_per_hour",
+    "autoscaling_target_invocations_per_instance", "cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct",
+    "cw_ModelLatency_avg_ms", "run_requests", "run_failures", "run_goodput_rps", "gaps",
 ]
 
 
@@ -66,6 +72,7 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         "run": data.run_dir.name, "endpoint": opts.endpoint_name, "instance_type": opts.instance_type,
         "instance_count": opts.instance_count or 1,
         "users": (point or {}).get("users"), "max_sustainable_rps": (point or {}).get("rps"),
+        "goodput_rps": (point or {}).get("goodput_rps"),
         "p50_ms": (point or {}).get("p50_ms"), "p95_ms": (point or {}).get("p95_ms"), "p99_ms": (point or {}).get("p99_ms"),
         "usd_per_million": cost.get("usd_per_million"), "transactions_per_hour": cost.get("transactions_per_hour"),
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
@@ -75,6 +82,9 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         row["error_rate"] = at.get("error_rate")
         for col in ("cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct", "cw_ModelLatency_avg_ms"):
             row[col] = at.get(col, float("nan"))
+    if isinstance(data.summary.get("totals"), dict):  # the whole run, exact (summary.json)
+        totals = data.totals
+        row.update(run_requests=totals.requests, run_failures=totals.failures, run_goodput_rps=totals.goodput_rps)
     row["gaps"] = len(gaps)
     return RunComparison(data.run_dir.name, {c: row.get(c) for c in ROW_COLUMNS}, steps, gaps)
 
@@ -102,9 +112,10 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     thr, lat = go.Figure(), go.Figure()
     for r in runs:
         if not r.steps.empty:
-            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps["rps"], mode="lines+markers", name=r.name))
+            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps.get("goodput_rps", r.steps["rps"]), mode="lines+markers",
+                                     name=r.name))
             lat.add_trace(go.Scatter(x=r.steps["users"], y=r.steps["p95_ms"], mode="lines+markers", name=r.name))
-    figs = [div(thr, "cmp-throughput", "Throughput vs users", "requests/s"),
+    figs = [div(thr, "cmp-throughput", "Goodput vs users", "successful invocations/s"),
             div(lat, "cmp-latency", "p95 latency vs users", "ms")]
     priced = table.dropna(subset=["usd_per_million"])
     if len(priced):
@@ -146,10 +157,11 @@ def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices
 
 
 def best(table: pd.DataFrame) -> dict[str, Any]:
-    """Which run wins on throughput and on cost (for a one-line verdict)."""
+    """Which run wins on throughput (goodput at the sustainable point) and on cost (for a one-line verdict)."""
     out: dict[str, Any] = {}
-    if table["max_sustainable_rps"].notna().any():
-        out["highest_rps"] = table.loc[table["max_sustainable_rps"].idxmax(), "run"]
+    rank = "goodput_rps" if table["goodput_rps"].notna().any() else "max_sustainable_rps"
+    if table[rank].notna().any():
+        out["highest_rps"] = table.loc[table[rank].astype(float).idxmax(), "run"]
     if table["usd_per_million"].notna().any():
         out["cheapest"] = table.loc[table["usd_per_million"].idxmin(), "run"]
     return out

@@ -134,8 +134,13 @@ def cost_summary(
     safety_factor: float = DEFAULT_SAFETY_FACTOR,
     serverless_memory_mb: int | None = None,
     serverless_duration_ms: float | None = None,
+    region: str | None = None,
 ) -> tuple[dict[str, Any], list[str], list[str]]:
-    """The `cost` key of summary.json for the sustainable point; returns (cost, gaps, notes)."""
+    """The `cost` key of summary.json for the sustainable point; returns (cost, gaps, notes).
+
+    A price from the table for a run in another `region` than the table's adds a one-line warning
+    to the notes: the table holds one region's approximate prices.
+    """
     gaps: list[str] = []
     notes: list[str] = []
     rps = (point or {}).get("rps")
@@ -144,7 +149,12 @@ def cost_summary(
     if price_per_hour is not None:
         source = "--price-per-hour"
     elif priced is not None:
-        price_per_hour, source = priced.usd_per_hour, f"{priced.source} ({prices.region} on-demand, {prices.as_of}; check the SageMaker pricing page)"
+        price_per_hour, source = priced.usd_per_hour, (f"{priced.source} (approximate {prices.region} on-demand price "
+                                                       f"as of {prices.as_of}; check the SageMaker pricing page)")
+        if region and prices.region and region != prices.region:
+            notes.append(f"warning: the price for {instance_type} is the table's approximate {prices.region} price "
+                         f"(as of {prices.as_of}), but this run is in {region}, where prices differ; pass "
+                         "--price-per-hour or --prices FILE")
     else:
         source = None
         if instance_type:

@@ -225,7 +225,8 @@ def _isnan(x: Any) -> bool:
 
 def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame, max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
-    with the highest rps among steps with error rate <= max_error_rate."""
+    with the highest goodput (successful invocations/s; rps without that column) among steps with
+    error rate <= max_error_rate."""
     plateau = summary.get("plateau")
     if isinstance(plateau, dict) and plateau.get("rps"):
         point = {k: plateau.get(k) for k in ("users", "rps", "p50_ms", "p95_ms", "p99_ms")}
@@ -234,14 +235,15 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame, max_error_ra
         match = steps[steps["users"] == plateau.get("users")] if not steps.empty else steps
         if len(match):
             point["step"] = int(match.iloc[-1]["step"])
+            point["goodput_rps"] = _plain(match.iloc[-1].get("goodput_rps"))
         return point
     if steps.empty or "rps" not in steps.columns:
         return None
     ok = steps[(steps["error_rate"].fillna(0) <= max_error_rate) & steps["rps"].notna()]
     if ok.empty:
         return None
-    best = ok.loc[ok["rps"].idxmax()]
-    point = {k: _plain(best.get(k)) for k in ("users", "rps", "p50_ms", "p95_ms", "p99_ms")}
+    best = ok.loc[ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"].idxmax()]
+    point = {k: _plain(best.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None
     point["step"] = int(best["step"])

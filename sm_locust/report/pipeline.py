@@ -14,6 +14,13 @@ and the exit code says whether anything was missing (0 all present, 1 something 
 
 Which options a run implies (endpoint, variant, region, instance type) and whether CloudWatch is
 on by default are decided by the pure functions `resolve_defaults` and `cloudwatch_default`.
+
+What is counted: logical invocations, as everywhere (`sm_locust.invocation.is_invocation`). Per
+step the figures are summary.json's; per second they come from timeline.json (the recorder's
+invocation counts) when the run has one, since Locust's Aggregated history row adds a stream's
+TTFT / InterChunk entries and fan-out parts to the requests. Beside each attempt rate stands the
+goodput (`goodput_rps`: successful invocations per second), and the sustainable point is the
+step with the best goodput when no plateau was found during the run.
 """
 
 from __future__ import annotations
@@ -272,13 +279,56 @@ def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
     return point.get("p50_ms")
 
 
+def invocation_seconds(seconds, timeline) -> Any:
+    """Per-second `requests`, `failures`, `rps`, `failures_per_s` and `goodput_rps` from the recorder's
+    timeline (logical invocations) instead of Locust's Aggregated history row; seconds the timeline
+    does not cover are NaN. Without a timeline: only `goodput_rps`, from the history's counts."""
+    out = seconds.copy()
+    if not timeline or out.empty:
+        if "requests" in out.columns and "failures" in out.columns:
+            out["goodput_rps"] = out["requests"] - out["failures"]
+        return out
+    counts: dict[int, list[int]] = {}
+    for second in timeline:
+        key = int(second.t)  # the second its interval ends in, as Locust stamps a history row
+        pair = counts.setdefault(key, [0, 0])
+        pair[0] += second.requests
+        pair[1] += second.failures
+    first, last = min(counts), max(counts)
+    epochs = out["epoch_s"].to_numpy()
+    inside = (epochs >= first) & (epochs <= last)
+    requests = np.array([counts.get(int(e), [0, 0])[0] for e in epochs], dtype="float64")
+    failures = np.array([counts.get(int(e), [0, 0])[1] for e in epochs], dtype="float64")
+    requests[~inside] = np.nan
+    failures[~inside] = np.nan
+    out["requests"], out["failures"] = requests, failures
+    out["rps"], out["failures_per_s"] = requests, failures
+    out["goodput_rps"] = requests - failures
+    return out
+
+
+def with_goodput(steps) -> Any:
+    """Steps with `successes` and `goodput_rps`: summary.json's when it has them, else from rps and the error rate."""
+    if steps.empty or "rps" not in steps.columns:
+        return steps
+    out = steps.copy()
+    derived = out["rps"] * (1.0 - out["error_rate"].fillna(0.0))
+    if "goodput_rps" in out.columns:
+        out["goodput_rps"] = out["goodput_rps"].fillna(derived)
+    else:
+        out["goodput_rps"] = derived
+    out["successes"] = out["requests"] - out["failures"]
+    return out
+
+
 def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: cost_mod.PriceTable):
     """Pure part: (merged seconds, steps, point, cost, errors, gaps, notes)."""
     start, end = run_span(data)
     seconds = merge.per_second(data.history, start, end)
+    seconds = invocation_seconds(seconds, data.timeline)
     seconds = merge.attach_metrics(seconds, metrics.frame, metrics.period)
     spans = merge.step_spans(data.summary, seconds)
-    steps = merge.step_records(seconds, spans, metrics.period)
+    steps = with_goodput(merge.step_records(seconds, spans, metrics.period))
     gaps: list[str] = []
     if steps.empty:
         gaps.append("steps: no steps in summary.json and none could be derived from the Locust history")
@@ -287,6 +337,7 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
         point, prices=prices, instance_type=opts.instance_type, instance_count=opts.instance_count or 1,
         price_per_hour=opts.price_per_hour, target_rps=opts.target_rps, safety_factor=opts.safety_factor,
         serverless_memory_mb=opts.serverless_memory_mb, serverless_duration_ms=serverless_duration(point, steps),
+        region=opts.region,
     )
     errors = merge.errors_by_code(data.summary, data.failures)
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
@@ -333,6 +384,7 @@ def build_report(
     model = ReportModel(
         title=f"sm-locust report: {opts.endpoint_name or data.run_dir.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
+        totals=data.summary.get("totals") if isinstance(data.summary.get("totals"), dict) else {},
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")

@@ -8,7 +8,8 @@ are replaced by a sentence saying what is missing, and the "Gaps and warnings" s
 every gap the readers, CloudWatch and cost steps wrote down.
 
 Per-second series longer than MAX_POINTS are averaged into coarser buckets for drawing only (the
-CSV keeps every second).
+CSV keeps every second). Requests are logical invocations; goodput (successful invocations per
+second) is drawn and tabled beside every attempt rate.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class ReportModel:
     gaps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
+    totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -93,7 +95,9 @@ def fig_throughput(m: ReportModel) -> str:
     if s.empty or not _has(s, "rps"):
         return _missing("fig-throughput", "Throughput vs users", "no per-step data (summary.json steps or Locust history)")
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (Locust)"))
+    fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (attempted)"))
+    if _has(s, "goodput_rps"):
+        fig.add_trace(go.Scatter(x=s["users"], y=s["goodput_rps"], mode="lines+markers", name="goodput (successful/s)"))
     if _has(s, "cw_invocations_per_s"):
         fig.add_trace(go.Scatter(x=s["users"], y=s["cw_invocations_per_s"], mode="lines+markers",
                                  name="Invocations/s (CloudWatch)", line={"dash": "dot"}))
@@ -113,9 +117,11 @@ def fig_throughput_time(m: ReportModel) -> str:
 
     if not _has(m.seconds, "rps"):
         return _missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
-    d = _downsample(m.seconds, ["rps", "failures_per_s", "users"])
+    d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"])
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_trace(go.Scatter(x=d["time"], y=d["rps"], name="requests/s"), secondary_y=False)
+    if _has(d, "goodput_rps"):
+        fig.add_trace(go.Scatter(x=d["time"], y=d["goodput_rps"], name="goodput/s"), secondary_y=False)
     if _has(d, "failures_per_s"):
         fig.add_trace(go.Scatter(x=d["time"], y=d["failures_per_s"], name="failures/s"), secondary_y=False)
     if _has(d, "users"):
@@ -220,7 +226,8 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
     rows = [
-        ("Max sustainable throughput", f"{fmt(p.get('rps'))} req/s at {fmt(p.get('users'), 0)} users" if p else "n/a"),
+        ("Max sustainable throughput", f"{fmt(p.get('rps'))} req/s at {fmt(p.get('users'), 0)} users"
+         + (f" (goodput {fmt(p.get('goodput_rps'))} req/s)" if not _is_missing(p.get("goodput_rps")) else "") if p else "n/a"),
         ("How it was found", p.get("source", "no plateau and no clean step")),
         ("Latency there (p50 / p95 / p99)",
          " / ".join(fmt(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else "n/a"),
@@ -238,6 +245,14 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
                          f"{fmt(step.get('client_avg_ms'))} = {fmt(step.get('model_latency_ms'))} + "
                          f"{fmt(step.get('overhead_latency_ms'))} + {fmt(step.get('network_client_ms'))} ms"))
+    t = m.totals or {}
+    if t.get("requests") is not None:
+        backoff = t.get("backoff") or {}
+        rows.append(("Whole run (invocations)",
+                     f"{fmt(t.get('requests'), 0)} attempted, {fmt(t.get('failures'), 0)} failed; "
+                     f"{fmt(t.get('rps'))} req/s attempted, goodput {fmt(t.get('goodput_rps'))} req/s"
+                     + (f"; {backoff['count']:,} back-offs after connection errors ({fmt(backoff.get('seconds'))} s)"
+                        if backoff.get("count") else "")))
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
         ("$ per 1M inferences", f"${fmt(c.get('usd_per_million'), 2)} ({instance} at "
@@ -270,7 +285,7 @@ def _point_step(m: ReportModel) -> dict[str, Any] | None:
 
 
 STEP_TABLE_COLUMNS = [
-    ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("error_rate", 4), ("p50_ms", 1),
+    ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4), ("p50_ms", 1),
     ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
     ("cw_OverheadLatency_avg_ms", 1), ("network_client_ms", 1), ("cw_CPUUtilization_avg_pct", 1),
     ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
