@@ -153,8 +153,14 @@ def verdict_line(summary: dict) -> str:
     t = summary.get("totals", {})
     errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
     p95 = t.get("p95_ms")
-    line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s, p95 {'-' if p95 is None else f'{p95:.0f}'} ms, "
-            f"{t.get('failures', 0)} failures" + (f" ({errors})" if errors else ""))
+    goodput = t.get("goodput_rps")
+    line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
+            + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
+            + f", p95 {'-' if p95 is None else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
+            + (f" ({errors})" if errors else ""))
+    backoff = t.get("backoff") or {}
+    if backoff.get("count"):  # sm_locust.users.backoff: the endpoint could not be reached
+        line += f"; {backoff['count']} back-offs after connection errors ({backoff.get('seconds', 0):.1f} s)"
     open_loop = t.get("open_loop")
     if open_loop:
         line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
