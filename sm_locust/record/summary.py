@@ -61,8 +61,8 @@ def step_record(step: StepMeasurement) -> dict:
         "requests": step.requests,
         "failures": step.failures,
         "rps": round(step.rps, 3),
-        "successes": step.requests - step.failures,
-        "goodput_rps": round(goodput(step.rps, step.requests, step.failures), 3),
+        "successes": step.successes,
+        "goodput_rps": round(step.goodput_rps, 3),
         "p50_ms": step.p50_ms,
         "p95_ms": step.p95_ms,
         "p99_ms": step.p99_ms,
@@ -85,11 +85,6 @@ def step_record(step: StepMeasurement) -> dict:
             "dropped_fraction": _round(step.dropped_fraction, 6),
         })
     return record
-
-
-def goodput(rps: float, requests: int, failures: int) -> float:
-    """Successful invocations per second, from an attempt rate and its counts."""
-    return rps * (requests - failures) / requests if requests else 0.0
 
 
 def step_records(seconds: Sequence[Second]) -> list[dict]:
