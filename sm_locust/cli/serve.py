@@ -48,6 +48,24 @@ def add_parser(subparsers) -> None:
                    help="PayloadParts per streamed response (default 0: one per row's prediction)")
     s.add_argument("--stream-error-ratio", type=float, default=None,
                    help="share of streams that fail half-way with a ModelStreamError event (0-1)")
+    m = p.add_argument_group("LLM emulation (continuous batching, docs/llm.md)")
+    m.add_argument("--llm", action="store_true",
+                   help="serve an emulated LLM instead of the ranking model: TGI / LMI {\"inputs\": ...} and OpenAI-style "
+                   "{\"messages\": [...]} requests, tokens streamed as a continuous batch makes them")
+    m.add_argument("--llm-max-sequences", type=int, default=None,
+                   help="sequences decoded at once per worker; more wait in a queue (default 16)")
+    m.add_argument("--llm-step-ms", type=float, default=None, help="a decode step's fixed time (default 25)")
+    m.add_argument("--llm-step-ms-per-seq", type=float, default=None,
+                   help="what each sequence in the batch adds to a step (default 0.6)")
+    m.add_argument("--llm-prefill-ms-per-token", type=float, default=None,
+                   help="what each prompt token admitted adds to its step (default 0.1)")
+    m.add_argument("--llm-output-tokens", default=None,
+                   help="answer lengths: 128, 64-256 (uniform) or 128~32 (normal), capped by the request's max_new_tokens "
+                   "(default: the request's max_new_tokens, else 128)")
+    m.add_argument("--llm-format", default=None, choices=("auto", "tgi", "openai"),
+                   help="stream format: auto (from the request: inputs -> TGI JSON lines, messages -> OpenAI SSE), tgi, openai")
+    m.add_argument("--llm-server-counts", default=None,
+                   help="answers carry the server's token counts (details.generated_tokens, usage): true (default) or false")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -70,13 +88,47 @@ def config_from_args(args: argparse.Namespace):
             "batch_item_cost")
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
+        config.llm = llm_config_from_args(args)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return config
 
 
+LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format", "server_counts")
+
+
+def llm_config_from_args(args: argparse.Namespace):
+    """The LlmConfig of `--llm` (None without it); an --llm-* flag without --llm is a usage error."""
+    from sm_locust.endpoint.llm import LlmConfig
+    from sm_locust.options import parse_bool
+
+    given = {k: getattr(args, f"llm_{k}", None) for k in LLM_KEYS}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not getattr(args, "llm", False):
+        if given:
+            flags = ", ".join(f"--llm-{k.replace('_', '-')}" for k in given)
+            raise UsageError(f"{flags} shape{'s' if len(given) == 1 else ''} the LLM emulation; add --llm")
+        return None
+    if "server_counts" in given:
+        given["server_counts"] = parse_bool(given["server_counts"], "--llm-server-counts")
+    return LlmConfig(**given)
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import serve_forever
 
-    return serve_forever(config_from_args(args))
+    config = config_from_args(args)
+    if config.llm is not None:
+        print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
+    return serve_forever(config)
+
+
+def describe_llm(config) -> str:
+    """One line: the LLM's batching model and where its throughput stops growing (docs/llm.md)."""
+    llm = config.llm
+    model = llm.model()
+    return (f"LLM emulation: up to {llm.max_sequences} sequences per worker ({config.workers} worker"
+            f"{'s' if config.workers != 1 else ''}), decode step {llm.step_ms:g} ms + {llm.step_ms_per_seq:g} ms per "
+            f"sequence + {llm.prefill_ms_per_token:g} ms per prompt token admitted; throughput stops growing at "
+            f"{model.knee_users * config.workers} concurrent requests")

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from sm_locust.endpoint import batching, codecs, streaming
+from sm_locust.endpoint import batching, codecs, llm, streaming
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -68,6 +68,7 @@ class EndpointApp:
                 config.max_batch_size, config.max_batch_delay_ms / 1000.0,
                 batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost),
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
+        self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
         self._cold = config.cold_start_ms > 0
         self._cold_lock = threading.Lock()
 
@@ -141,6 +142,8 @@ class EndpointApp:
         refused, added_latency_ms = self.apply_faults(environ, start_response, attributes)
         if refused is not None:
             return refused
+        if self.llm is not None:  # sm-locust serve --llm (endpoint/llm.py)
+            return llm.invoke(self, self.llm, start_response, body, [("x-Amzn-Invoked-Production-Variant", variant)])
         # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
         # for a concurrency slot, inference and encoding. OverheadLatency is the rest.
         model_start = time.perf_counter()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 INJECTED_MODEL_FAILURE = (500, "model failure injected")  # what an injected ModelError's container answered
 
@@ -82,6 +83,7 @@ class EndpointConfig:
     max_batch_size: int = 0  # dynamic batching (sm_locust/endpoint/batching.py): 0 or 1 = off
     max_batch_delay_ms: float = 0.0  # how long a batch's first request waits for others to join
     batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
+    llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -108,6 +110,8 @@ class EndpointConfig:
         if self.max_batch_size < 0 or self.max_batch_delay_ms < 0 or not 0 <= self.batch_item_cost <= 1:
             raise ValueError("--max-batch-size and --max-batch-delay-ms must not be negative; --batch-item-cost is "
                              f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, {self.batch_item_cost})")
+        if self.llm is not None:
+            self.llm.validate()
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

@@ -158,6 +158,8 @@ class LocalEndpoint:
             args += ["--cloudwatch-url", c.cloudwatch_url, "--metrics-interval", str(c.metrics_interval_s)]
         if c.metrics_endpoint_name:
             args += ["--metrics-endpoint-name", c.metrics_endpoint_name]
+        if c.llm is not None:
+            args += c.llm.flags()
         return args
 
     def start(self) -> LocalEndpoint:

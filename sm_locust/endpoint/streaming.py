@@ -37,7 +37,7 @@ import uuid
 
 import orjson
 
-from sm_locust.endpoint import codecs
+from sm_locust.endpoint import codecs, llm
 from sm_locust.endpoint.faults import FORCE_ATTRIBUTE
 from sm_locust.transport import eventstream as es
 
@@ -69,6 +69,9 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
     refused, _ = app.apply_faults(environ, start_response, attributes)
     if refused is not None:
         return refused
+    if app.llm is not None:  # sm-locust serve --llm: tokens as the batch makes them (endpoint/llm.py)
+        variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or app.config.variant_name
+        return llm.invoke_stream(app, app.llm, start_response, body, variant, attributes_header)
     try:
         feat_ids, feat_vals = app.decode(body, environ.get("CONTENT_TYPE"), attributes_header)
     except codecs.CodecError as exc:

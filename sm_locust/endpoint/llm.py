@@ -1,0 +1,571 @@
+"""A local LLM for the local endpoint (`sm-locust serve --llm`): continuous batching with real dynamics.
+
+LLM servers (vLLM, TGI, LMI) generate with *continuous batching*: one loop runs decode steps; each
+step produces one token for every sequence in the batch, and takes longer the more sequences there
+are; a new request joins at the next step (its prompt is prefilled in that step, which also makes
+that step longer); at most `max_sequences` run at once and the rest wait in a queue, which is what
+raises time to first token under load. This module emulates exactly that, with a clock instead of
+a GPU:
+
+    step time  = step_ms + step_ms_per_seq x (sequences in the step) + prefill_ms_per_token x (prompt tokens admitted in it)
+
+- `BatchModel` is the cost model and its closed-form predictions (docs/llm.md): a pure object.
+- `ContinuousBatcher` is the scheduler, pure: `submit` a `Sequence`; `plan()` admits waiting
+  sequences (FIFO, up to the cap) and returns the next step; `finish(step)` gives each of its
+  sequences one token and retires the finished ones. `simulate()` runs it on a virtual clock with
+  closed-loop users, which the tests compare with the model's predictions.
+- `LlmEngine` runs the same scheduler in real time, one loop per worker process (each gunicorn
+  worker is one model replica), and streams each sequence's tokens as they are produced, in the
+  format the request asks for: TGI / LMI JSON lines for `{"inputs": ...}`, OpenAI-style SSE chat
+  chunks for `{"messages": [...]}` (`--llm-format` forces one). The answer length is the request's
+  `max_new_tokens` / `max_tokens`, or a draw from `--llm-output-tokens` (capped by the request's),
+  else `DEFAULT_OUTPUT_TOKENS`; the prompt length is `sm_locust.llm.tokens.estimate_tokens` of the
+  prompt. With `--llm-server-counts` (default on) answers carry the server's counts (TGI
+  `details.generated_tokens`, OpenAI `usage` when `stream_options.include_usage` asks for it).
+
+The hooks: `EndpointApp` builds the engine when `config.llm` is set and hands it InvokeEndpoint
+bodies; the stream route hands it InvokeEndpointWithResponseStream bodies, after the same request
+checks and fault plan as any request. A body that is not an LLM request is refused as the model's
+400, which SageMaker turns into ModelError 424.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import queue
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import orjson
+
+from sm_locust.endpoint import codecs
+from sm_locust.llm.lengths import LengthDistribution
+from sm_locust.llm.tokens import estimate_tokens
+from sm_locust.transport import eventstream as es
+
+AUTO, TGI, OPENAI = "auto", "tgi", "openai"
+FORMATS = (AUTO, TGI, OPENAI)
+DEFAULT_OUTPUT_TOKENS = 128
+JSONLINES = "application/jsonlines"
+EVENT_STREAM = "text/event-stream"
+MODEL_NAME = "sm-locust-llm"
+_VOCABULARY = (" the", " a", " model", " token", " of", " and", " to", " is", " load", " test", " end", " point",
+               " in", " that", " it", " for", " on", " with", " as", " at")
+
+
+# -- the configuration --------------------------------------------------------------------------
+
+
+@dataclass
+class LlmConfig:
+    """`sm-locust serve --llm` settings (times in ms)."""
+
+    max_sequences: int = 16
+    """Sequences decoded at once (vLLM's max_num_seqs, TGI's max batch); more wait in a queue."""
+    step_ms: float = 25.0
+    """A decode step's fixed time (weights read once per step)."""
+    step_ms_per_seq: float = 0.6
+    """What each sequence in the step adds."""
+    prefill_ms_per_token: float = 0.1
+    """What each prompt token admitted in the step adds (prefill)."""
+    output_tokens: str = ""
+    """Answer lengths as a distribution (`128`, `64-256`, `128~32`); empty = the request's max_new_tokens."""
+    format: str = AUTO
+    """Stream format: `auto` (from the request schema), `tgi` (JSON lines) or `openai` (SSE)."""
+    server_counts: bool = True
+    """Answers carry the server's token counts."""
+
+    def validate(self) -> None:
+        if self.max_sequences < 1:
+            raise ValueError(f"--llm-max-sequences must be at least 1, got {self.max_sequences}")
+        if min(self.step_ms, self.step_ms_per_seq, self.prefill_ms_per_token) < 0:
+            raise ValueError("--llm-step-ms, --llm-step-ms-per-seq and --llm-prefill-ms-per-token must not be negative")
+        if self.step_ms + self.step_ms_per_seq <= 0:
+            raise ValueError("a decode step must take some time: give --llm-step-ms or --llm-step-ms-per-seq")
+        if self.format not in FORMATS:
+            raise ValueError(f"--llm-format {self.format!r} is not one of: {', '.join(FORMATS)}")
+        if self.output_tokens:
+            try:
+                LengthDistribution.parse(self.output_tokens, "--llm-output-tokens")
+            except Exception as exc:  # a UsageError: the serve command reports ValueErrors
+                raise ValueError(str(exc)) from None
+
+    def model(self) -> BatchModel:
+        return BatchModel(self.max_sequences, self.step_ms, self.step_ms_per_seq, self.prefill_ms_per_token)
+
+    def flags(self) -> list[str]:
+        """The `sm-locust serve` flags that give this configuration (LocalEndpoint's command line)."""
+        args = ["--llm"]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                args += [f"--llm-{f.name.replace('_', '-')}", str(value).lower() if isinstance(value, bool) else str(value)]
+        return args
+
+
+# -- the cost model (pure) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchModel:
+    """Decode-step cost and what it predicts for closed-loop users (docs/llm.md, "The model")."""
+
+    max_sequences: int
+    step_ms: float
+    step_ms_per_seq: float
+    prefill_ms_per_token: float = 0.0
+
+    def step_s(self, sequences: int, prefill_tokens: int = 0) -> float:
+        """Seconds one decode step takes with `sequences` in the batch and `prefill_tokens` admitted."""
+        return (self.step_ms + self.step_ms_per_seq * sequences + self.prefill_ms_per_token * prefill_tokens) / 1000.0
+
+    def mean_step_s(self, active: float, prompt_tokens: float, output_tokens: float) -> float:
+        """A step's mean time with `active` sequences of `output_tokens` each (each admits its prompt once)."""
+        return self.step_s(0) + active * (self.step_ms_per_seq + self.prefill_ms_per_token * prompt_tokens / output_tokens) / 1000.0
+
+    def tokens_per_s(self, users: int, prompt_tokens: float, output_tokens: float) -> float:
+        """Output tokens/s of `users` closed-loop users (no think time): min(users, cap) sequences decode."""
+        active = min(users, self.max_sequences)
+        return active / self.mean_step_s(active, prompt_tokens, output_tokens)
+
+    def capacity(self, prompt_tokens: float, output_tokens: float) -> float:
+        """The most output tokens/s: the batch full."""
+        return self.tokens_per_s(self.max_sequences, prompt_tokens, output_tokens)
+
+    @property
+    def knee_users(self) -> int:
+        """Users at which throughput stops growing: the sequence cap (per replica)."""
+        return self.max_sequences
+
+    def itl_ms(self, users: int, prompt_tokens: float, output_tokens: float) -> float:
+        """Mean inter-token latency: one mean step."""
+        active = min(users, self.max_sequences)
+        return self.mean_step_s(active, prompt_tokens, output_tokens) * 1000.0
+
+    def ttft_bounds_ms(self, users: int, prompt_tokens: float, output_tokens: float) -> tuple[float, float]:
+        """Time to first token, (least, most): the queue for a slot (past the cap: a slot frees every
+        output_tokens / cap steps), then up to one running step (none for a lone user: the loop is
+        idle), then the step that prefills the prompt and makes the first token."""
+        active = min(users, self.max_sequences)
+        step = self.mean_step_s(active, prompt_tokens, output_tokens)
+        queued = max(0, users - self.max_sequences)
+        queue_s = queued / self.max_sequences * output_tokens * step
+        prefill = self.step_s(active, prompt_tokens)
+        running = step if users > 1 else 0.0
+        return (queue_s + prefill) * 1000.0, (queue_s + running + prefill) * 1000.0
+
+    def ttft_ms(self, users: int, prompt_tokens: float, output_tokens: float) -> float:
+        """Mean time to first token for requests arriving at random times: the middle of the bounds."""
+        low, high = self.ttft_bounds_ms(users, prompt_tokens, output_tokens)
+        return (low + high) / 2.0
+
+
+# -- the scheduler (pure) -----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One request being generated."""
+
+    prompt_tokens: int
+    output_tokens: int
+    arrived: float = 0.0
+    generated: int = 0
+    first_token_at: float | None = None
+    token_times: list[float] = field(default_factory=list)
+    cancelled: bool = False
+    tokens: Any = None  # the live engine's queue of produced tokens
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.output_tokens or self.cancelled
+
+
+@dataclass
+class Step:
+    """One planned decode step."""
+
+    duration_s: float
+    sequences: list[Sequence]
+    admitted: list[Sequence]
+
+
+class ContinuousBatcher:
+    """The continuous-batching scheduler: a FIFO queue in front of a batch capped at `max_sequences`."""
+
+    def __init__(self, model: BatchModel):
+        self.model = model
+        self.waiting: collections.deque[Sequence] = collections.deque()
+        self.active: list[Sequence] = []
+
+    def submit(self, sequence: Sequence) -> None:
+        self.waiting.append(sequence)
+
+    def cancel(self, sequence: Sequence) -> None:
+        """A client that went away: its sequence leaves the queue now, the batch after this step."""
+        sequence.cancelled = True
+        try:
+            self.waiting.remove(sequence)
+        except ValueError:
+            pass
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and not self.active
+
+    def plan(self) -> Step | None:
+        """Admit waiting sequences up to the cap and return the next step (None when there is no work)."""
+        self.active = [s for s in self.active if not s.done]
+        admitted = []
+        while self.waiting and len(self.active) < self.model.max_sequences:
+            sequence = self.waiting.popleft()
+            if not sequence.cancelled:
+                self.active.append(sequence)
+                admitted.append(sequence)
+        if not self.active:
+            return None
+        prefill = sum(s.prompt_tokens for s in admitted)
+        return Step(self.model.step_s(len(self.active), prefill), list(self.active), admitted)
+
+    def finish(self, step: Step, now: float) -> list[Sequence]:
+        """The step ran until `now`: one token for each of its sequences; returns those now complete."""
+        complete = []
+        for sequence in step.sequences:
+            if sequence.cancelled:
+                continue
+            sequence.generated += 1
+            sequence.token_times.append(now)
+            if sequence.first_token_at is None:
+                sequence.first_token_at = now
+            if sequence.done:
+                complete.append(sequence)
+        self.active = [s for s in self.active if not s.done]
+        return complete
+
+
+@dataclass
+class Simulation:
+    """What `simulate` measured (seconds; tokens)."""
+
+    duration_s: float
+    output_tokens: int
+    ttft_s: list[float]
+    itl_s: list[float]
+    completed: int
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.output_tokens / self.duration_s
+
+    @staticmethod
+    def _mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else 0.0
+
+    @property
+    def mean_ttft_ms(self) -> float:
+        return self._mean(self.ttft_s) * 1000.0
+
+    @property
+    def mean_itl_ms(self) -> float:
+        return self._mean(self.itl_s) * 1000.0
+
+
+def simulate(model: BatchModel, users: int, prompt_tokens: int, output_tokens: int, duration_s: float,
+             warmup_s: float = 0.0, client_gap_s: float = 0.0) -> Simulation:
+    """Closed-loop users on a virtual clock: each sends its next request `client_gap_s` after its answer ends.
+
+    The users start spread over one request's time (as Locust spawns them over time), so their
+    prefills do not all land in the same step. Counts what completes after `warmup_s` (tokens
+    produced, TTFT and ITL of the requests that arrived after it).
+    """
+    batcher = ContinuousBatcher(model)
+    now = 0.0
+    request_s = output_tokens * model.step_s(min(users, model.max_sequences))
+    arrivals: list[tuple[float, int]] = [(u / users * request_s, u) for u in range(users)]  # (time, user)
+    tokens = 0
+    ttft: list[float] = []
+    itl: list[float] = []
+    completed = 0
+    while now < duration_s:
+        for when, _user in [a for a in arrivals if a[0] <= now]:
+            batcher.submit(Sequence(prompt_tokens, output_tokens, arrived=when))
+        arrivals = [a for a in arrivals if a[0] > now]
+        step = batcher.plan()
+        if step is None:
+            now = min(a[0] for a in arrivals)
+            continue
+        now += step.duration_s
+        if now > warmup_s:
+            tokens += len([s for s in step.sequences if not s.cancelled])
+        for sequence in batcher.finish(step, now):
+            if sequence.arrived >= warmup_s:
+                ttft.append(sequence.first_token_at - sequence.arrived)
+                itl.extend(b - a for a, b in zip(sequence.token_times, sequence.token_times[1:]))
+                completed += 1
+            arrivals.append((now + client_gap_s, 0))
+    return Simulation(duration_s - warmup_s, tokens, ttft, itl, completed)
+
+
+# -- requests and answers -----------------------------------------------------------------------
+
+
+@dataclass
+class LlmRequest:
+    """What the emulator reads from a request body."""
+
+    format: str
+    prompt_tokens: int
+    max_new_tokens: int | None
+    stream_usage: bool
+
+
+class BadLlmRequest(codecs.CodecError):
+    """A body the LLM cannot take: the container answers 400, the caller sees ModelError 424."""
+
+
+def parse_request(body: bytes) -> LlmRequest:
+    """TGI / LMI `{"inputs": ..., "parameters": {"max_new_tokens": N}}` or OpenAI-style
+    `{"messages": [...], "max_tokens": N}` (also `prompt` for completions)."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise BadLlmRequest("the LLM expects a JSON body") from None
+    if not isinstance(doc, dict):
+        raise BadLlmRequest("the LLM expects a JSON object")
+    if "inputs" in doc:
+        parameters = doc.get("parameters") or {}
+        length = parameters.get("max_new_tokens") if isinstance(parameters, dict) else None
+        return LlmRequest(TGI, estimate_tokens(str(doc["inputs"])), _length(length, "max_new_tokens"), False)
+    if "messages" in doc or "prompt" in doc:
+        messages = doc.get("messages")
+        if messages is not None:
+            if not isinstance(messages, list):
+                raise BadLlmRequest("\"messages\" must be a list of {\"role\", \"content\"} objects")
+            text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+        else:
+            text = str(doc["prompt"])
+        length = doc.get("max_tokens", doc.get("max_completion_tokens"))
+        options = doc.get("stream_options")
+        usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        return LlmRequest(OPENAI, estimate_tokens(text), _length(length, "max_tokens"), usage)
+    raise BadLlmRequest("the LLM expects {\"inputs\": ...} (TGI, LMI) or {\"messages\": [...]} (OpenAI-style chat)")
+
+
+def _length(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadLlmRequest(f"{name} must be a whole number >= 1, got {value!r}")
+    return value
+
+
+class Formatter:
+    """Writes one answer's stream events and its non-streamed body in one format."""
+
+    def __init__(self, fmt: str, request: LlmRequest, output_tokens: int, server_counts: bool):
+        self.fmt = fmt
+        self.request = request
+        self.output_tokens = output_tokens
+        self.server_counts = server_counts
+        self.id = f"cmpl-{uuid.uuid4().hex[:16]}"
+        self.created = int(time.time())
+        self.words: list[str] = []
+
+    @property
+    def content_type(self) -> str:
+        return JSONLINES if self.fmt == TGI else EVENT_STREAM
+
+    def token(self, index: int) -> bytes:
+        """The stream bytes of token `index` (0-based)."""
+        word = _VOCABULARY[index % len(_VOCABULARY)]
+        self.words.append(word)
+        last = index == self.output_tokens - 1
+        if self.fmt == TGI:
+            event: dict[str, Any] = {"token": {"id": 1000 + index % len(_VOCABULARY), "text": word, "logprob": -0.5,
+                                               "special": False}, "generated_text": None, "details": None}
+            if last:
+                event["generated_text"] = "".join(self.words)
+                if self.server_counts:
+                    event["details"] = {"finish_reason": "length", "generated_tokens": self.output_tokens,
+                                        "prompt_tokens": self.request.prompt_tokens}
+            return orjson.dumps(event) + b"\n"
+        out = b""
+        if index == 0:
+            out += self._sse({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None})
+        out += self._sse({"index": 0, "delta": {"content": word}, "finish_reason": "length" if last else None})
+        if last:
+            if self.server_counts and self.request.stream_usage:
+                out += self._sse(None, usage=self.usage())
+            out += b"data: [DONE]\n\n"
+        return out
+
+    def usage(self) -> dict:
+        p, n = self.request.prompt_tokens, self.output_tokens
+        return {"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n}
+
+    def _sse(self, choice: dict | None, usage: dict | None = None) -> bytes:
+        chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                                 "model": MODEL_NAME, "choices": [choice] if choice else []}
+        if usage is not None:
+            chunk["usage"] = usage
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+    def body(self) -> bytes:
+        """The whole answer (InvokeEndpoint), after every token."""
+        text = "".join(_VOCABULARY[i % len(_VOCABULARY)] for i in range(self.output_tokens))
+        if self.fmt == TGI:
+            answer: dict[str, Any] = {"generated_text": text}
+            if self.server_counts:
+                answer["details"] = {"finish_reason": "length", "generated_tokens": self.output_tokens,
+                                     "prompt_tokens": self.request.prompt_tokens}
+            return orjson.dumps([answer])
+        completion: dict[str, Any] = {"id": self.id, "object": "chat.completion", "created": self.created, "model": MODEL_NAME,
+                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                   "finish_reason": "length"}]}
+        if self.server_counts:
+            completion["usage"] = self.usage()
+        return orjson.dumps(completion)
+
+
+# -- the live engine ----------------------------------------------------------------------------
+
+
+class LlmEngine:
+    """The scheduler in real time: one loop per worker process, started on the first request.
+
+    Uses `threading` primitives, which gevent's monkey-patching makes cooperative in gevent
+    workers (the loop is a greenlet) and which are real threads in gthread workers.
+    """
+
+    def __init__(self, config: LlmConfig, seed: int | None = None, sleep: Callable[[float], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        config.validate()
+        self.config = config
+        self.model = config.model()
+        self.batcher = ContinuousBatcher(self.model)
+        self.lengths = LengthDistribution.parse(config.output_tokens, "--llm-output-tokens") if config.output_tokens else None
+        self.rng = random.Random(seed)
+        self._sleep = sleep or _sleep
+        self._clock = clock
+        self._work = threading.Condition()
+        self._loop: threading.Thread | None = None
+        self.steps = itertools.count()
+
+    # -- requests --
+    def start(self, body: bytes) -> tuple[Formatter, Sequence]:
+        """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence."""
+        request = parse_request(body)
+        fmt = request.format if self.config.format == AUTO else self.config.format
+        length = self.output_length(request.max_new_tokens)
+        sequence = Sequence(request.prompt_tokens, length, arrived=self._clock(), tokens=queue.SimpleQueue())
+        formatter = Formatter(fmt, request, length, self.config.server_counts)
+        with self._work:
+            self.batcher.submit(sequence)
+            self._work.notify()
+        self._ensure_loop()
+        return formatter, sequence
+
+    def output_length(self, asked: int | None) -> int:
+        if self.lengths is not None:
+            drawn = self.lengths.sample(self.rng)
+            return min(drawn, asked) if asked else drawn
+        return asked or DEFAULT_OUTPUT_TOKENS
+
+    def cancel(self, sequence: Sequence) -> None:
+        with self._work:
+            self.batcher.cancel(sequence)
+
+    def tokens(self, formatter: Formatter, sequence: Sequence) -> Iterator[bytes]:
+        """Each token's stream bytes as the loop produces it; the sequence is cancelled if not read to the end."""
+        try:
+            for index in range(sequence.output_tokens):
+                sequence.tokens.get()
+                yield formatter.token(index)
+        finally:
+            if not sequence.done:
+                self.cancel(sequence)
+
+    # -- the loop --
+    def _ensure_loop(self) -> None:
+        if self._loop is None:
+            with self._work:
+                if self._loop is None:
+                    self._loop = threading.Thread(target=self._run, name="sm-locust-llm", daemon=True)
+                    self._loop.start()
+
+    def _run(self) -> None:
+        deadline = self._clock()
+        while True:
+            with self._work:
+                step = self.batcher.plan()
+                while step is None:
+                    self._work.wait()
+                    step = self.batcher.plan()
+            now = self._clock()
+            deadline = max(deadline, now) + step.duration_s  # an overslept step delays the next, as a slow GPU
+            if deadline > now:
+                self._sleep(deadline - now)
+            with self._work:
+                self.batcher.finish(step, self._clock())
+            next(self.steps)
+            for sequence in step.sequences:
+                if not sequence.cancelled:
+                    sequence.tokens.put(True)
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)  # looked up per call: gevent-patched in the worker (the module is imported before the patch)
+
+
+def engine_for(config: Any) -> LlmEngine | None:
+    """The engine an endpoint worker runs when `config.llm` (an LlmConfig) is set, else None."""
+    llm = getattr(config, "llm", None)
+    return LlmEngine(llm, getattr(config, "seed", None)) if llm is not None else None
+
+
+# -- the endpoint's handlers --------------------------------------------------------------------
+
+
+def invoke_stream(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, variant: str,
+                  attributes_header: str | None):
+    """InvokeEndpointWithResponseStream on the LLM: one PayloadPart per token as the batch makes it."""
+    try:
+        formatter, sequence = engine.start(body)
+    except BadLlmRequest as exc:
+        return app.reject(start_response, exc)  # ModelError 424, before the stream starts
+    headers = [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", formatter.content_type),
+               ("x-Amzn-Invoked-Production-Variant", variant), ("x-amzn-RequestId", str(uuid.uuid4()))]
+    if attributes_header:
+        headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
+    start_response("200 OK", headers)
+    return _frames(app, engine, formatter, sequence)
+
+
+def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequence):
+    started = time.perf_counter()
+    tokens = engine.tokens(formatter, sequence)
+    try:
+        for part in tokens:
+            yield es.encode_payload_part(part)
+    finally:  # a client that went away: its sequence leaves the batch
+        tokens.close()
+    app.counters.add(invocations=1, successes=1, model_latency_us_sum=(time.perf_counter() - started) * 1e6)
+
+
+def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, headers: list):
+    """InvokeEndpoint on the LLM: the whole answer once every token is made."""
+    started = time.perf_counter()
+    try:
+        formatter, sequence = engine.start(body)
+    except BadLlmRequest as exc:
+        return app.reject(start_response, exc)
+    for _ in engine.tokens(formatter, sequence):
+        pass
+    app.counters.add(invocations=1, successes=1, model_latency_us_sum=(time.perf_counter() - started) * 1e6)
+    return app._respond(start_response, 200, formatter.body(), "application/json", headers)

@@ -1,0 +1,188 @@
+"""The local endpoint's LLM emulation (sm_locust.endpoint.llm): the batching model and its predictions
+(pure, on a virtual clock), the request / answer formats, and the served endpoint streaming tokens
+as the batch makes them in both formats."""
+
+from __future__ import annotations
+
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
+
+import json
+
+import orjson
+import pytest
+from locust.env import Environment
+
+from sm_locust.cli import main
+from sm_locust.endpoint.llm import (
+    OPENAI,
+    TGI,
+    BadLlmRequest,
+    BatchModel,
+    ContinuousBatcher,
+    Formatter,
+    LlmConfig,
+    Sequence,
+    parse_request,
+    simulate,
+)
+from sm_locust.endpoint.server import LocalEndpoint
+from sm_locust.invocation import Invocation
+from sm_locust.llm.tokens import SERVER, count_response, count_stream, stream_figures
+from sm_locust.transport import create_client
+
+MODEL = BatchModel(max_sequences=8, step_ms=20.0, step_ms_per_seq=1.0, prefill_ms_per_token=0.05)
+
+
+def test_step_time_grows_with_sequences_and_prefill():
+    assert MODEL.step_s(1) == pytest.approx(0.021)
+    assert MODEL.step_s(8) == pytest.approx(0.028)
+    assert MODEL.step_s(8, prefill_tokens=200) == pytest.approx(0.038)
+
+
+def test_throughput_grows_to_the_cap_then_flattens():
+    rates = [MODEL.tokens_per_s(u, 100, 50) for u in (1, 2, 4, 8, 16, 32)]
+    assert rates == sorted(rates) and rates[3] == rates[4] == rates[5] == MODEL.capacity(100, 50)
+    assert MODEL.knee_users == 8
+    assert MODEL.capacity(100, 50) == pytest.approx(8 / (0.020 + 8 * (0.001 + 0.05e-3 * 100 / 50)))
+
+
+@pytest.mark.parametrize("users", [1, 4, 8, 12, 24])
+def test_simulation_matches_the_model(users):
+    sim = simulate(MODEL, users, prompt_tokens=100, output_tokens=50, duration_s=120.0, warmup_s=10.0)
+    assert sim.tokens_per_s == pytest.approx(MODEL.tokens_per_s(users, 100, 50), rel=0.03)
+    assert sim.mean_itl_ms == pytest.approx(MODEL.itl_ms(users, 100, 50), rel=0.05)
+    low, high = MODEL.ttft_bounds_ms(users, 100, 50)
+    assert low * 0.95 - 1 <= sim.mean_ttft_ms <= high * 1.05 + 1
+    gapped = simulate(MODEL, users, 100, 50, duration_s=120.0, warmup_s=10.0, client_gap_s=0.003)  # the client's turnaround
+    assert low * 0.95 - 1 <= gapped.mean_ttft_ms <= high * 1.05 + 1
+
+
+def test_queueing_beyond_the_cap_raises_ttft_not_itl():
+    at_cap = simulate(MODEL, 8, 100, 50, 60.0, 5.0)
+    over = simulate(MODEL, 16, 100, 50, 60.0, 5.0)
+    assert over.mean_ttft_ms > 10 * at_cap.mean_ttft_ms  # waiting for a slot
+    assert over.mean_itl_ms == pytest.approx(at_cap.mean_itl_ms, rel=0.02)
+    assert over.tokens_per_s == pytest.approx(at_cap.tokens_per_s, rel=0.02)
+
+
+def test_scheduler_admits_fifo_up_to_the_cap_and_drops_cancelled():
+    batcher = ContinuousBatcher(BatchModel(2, 10.0, 1.0, 0.0))
+    seqs = [Sequence(10, 2, arrived=i) for i in range(4)]
+    for s in seqs:
+        batcher.submit(s)
+    step = batcher.plan()
+    assert step.sequences == seqs[:2] and step.admitted == seqs[:2] and step.duration_s == pytest.approx(0.012)
+    batcher.cancel(seqs[2])
+    assert batcher.finish(step, 1.0) == []
+    step = batcher.plan()
+    assert step.admitted == [] and batcher.finish(step, 2.0) == seqs[:2]
+    step = batcher.plan()
+    assert step.sequences == [seqs[3]] and seqs[3].first_token_at is None
+    batcher.finish(step, 3.0)
+    assert seqs[3].first_token_at == 3.0
+
+
+def test_requests_of_both_schemas():
+    tgi = parse_request(b'{"inputs": "one two three", "parameters": {"max_new_tokens": 7}}')
+    assert (tgi.format, tgi.prompt_tokens, tgi.max_new_tokens, tgi.stream_usage) == (TGI, 3, 7, False)
+    chat = parse_request(json.dumps({"messages": [{"role": "user", "content": "a b"}], "max_tokens": 5, "stream": True,
+                                     "stream_options": {"include_usage": True}}).encode())
+    assert (chat.format, chat.prompt_tokens, chat.max_new_tokens, chat.stream_usage) == (OPENAI, 2, 5, True)
+    for bad in (b"", b"[1]", b'{"instances": []}', b'{"inputs": "x", "parameters": {"max_new_tokens": 0}}'):
+        with pytest.raises(BadLlmRequest):
+            parse_request(bad)
+
+
+@pytest.mark.parametrize("body, fmt", [(b'{"inputs": "hi there", "parameters": {"max_new_tokens": 5}}', TGI),
+                                       (b'{"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 5, '
+                                        b'"stream_options": {"include_usage": true}}', OPENAI)])
+@pytest.mark.parametrize("server_counts", [True, False])
+def test_answers_read_back_by_the_token_accounting(body, fmt, server_counts):
+    request = parse_request(body)
+    stream = Formatter(fmt, request, 5, server_counts)
+    count = count_stream([stream.token(i) for i in range(5)])
+    assert count.format == fmt and count.counted == 5 and count.output_tokens == 5
+    assert count.source == ("server" if server_counts else "counted")
+    assert count.server_input == (2 if server_counts else None)
+    whole = count_response(Formatter(fmt, request, 5, server_counts).body())
+    assert whole.output_tokens == 5
+
+
+def test_config_flags_round_trip_and_bad_values_are_one_line(capsys):
+    config = LlmConfig(max_sequences=4, step_ms=5.0, output_tokens="8-16", format="openai", server_counts=False)
+    flags = config.flags()
+    assert flags[0] == "--llm" and "--llm-max-sequences" in flags and "--llm-server-counts" in flags
+    from sm_locust.cli.serve import config_from_args
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    from sm_locust.cli.serve import add_parser
+
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["serve", *flags])
+    assert config_from_args(args).llm == config
+    assert main(["serve", "--llm", "--llm-max-sequences", "0"]) == 2
+    assert "--llm-max-sequences must be at least 1" in capsys.readouterr().err
+    assert main(["serve", "--llm-step-ms", "3"]) == 2
+    assert "add --llm" in capsys.readouterr().err
+
+
+STEP_MS, PER_SEQ_MS, CAP = 15.0, 1.0, 2
+
+
+@pytest.fixture(scope="module")
+def llm_endpoint(tmp_path_factory):
+    log = tmp_path_factory.mktemp("llm") / "endpoint.log"
+    config = LlmConfig(max_sequences=CAP, step_ms=STEP_MS, step_ms_per_seq=PER_SEQ_MS, prefill_ms_per_token=0.0)
+    with LocalEndpoint(llm=config, log_path=log) as ep:
+        yield ep
+
+
+@pytest.fixture(autouse=True)
+def _credentials(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.mark.parametrize("transport", ["fast", "boto3"])
+@pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12}, "stream": True},
+                                  {"messages": [{"role": "user", "content": "one two"}], "max_tokens": 12, "stream": True,
+                                   "stream_options": {"include_usage": True}}])
+def test_the_endpoint_streams_tokens_one_step_apart(llm_endpoint, transport, body):
+    client = create_client(transport, Environment(), "llm", endpoint_url=llm_endpoint.url)
+    result = client.invoke_stream(Invocation(body=orjson.dumps(body)))
+    assert result is not None
+    count = count_stream(result.chunks)
+    assert count.output_tokens == 12 and count.counted == 12 and count.source == SERVER and count.server_input == 2
+    figures = stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms=1000.0)
+    one_step = STEP_MS + PER_SEQ_MS
+    itl = sorted(figures.itl_ms)
+    assert len(itl) == 11 and one_step * 0.8 <= itl[len(itl) // 2] <= one_step + 8  # each token one decode step later
+
+
+def test_queued_requests_wait_for_a_slot(llm_endpoint):
+    import gevent
+
+    client = create_client("fast", Environment(), "llm", endpoint_url=llm_endpoint.url)
+    body = orjson.dumps({"inputs": "x", "parameters": {"max_new_tokens": 10}})
+    results = [None] * (2 * CAP)
+
+    def one(i):
+        results[i] = client.invoke_stream(Invocation(body=body))
+
+    gevent.joinall([gevent.spawn(one, i) for i in range(2 * CAP)])
+    ttfts = sorted(r.ttft_ms for r in results)
+    request_ms = 10 * (STEP_MS + CAP * PER_SEQ_MS)
+    assert ttfts[CAP - 1] < request_ms * 0.6 and ttfts[CAP] > request_ms * 0.8  # the second wave waited a whole request
+
+
+def test_invoke_endpoint_and_bad_bodies(llm_endpoint):
+    client = create_client("fast", Environment(), "llm", endpoint_url=llm_endpoint.url)
+    answer = client.invoke(Invocation(body=b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}'))
+    assert count_response(answer.body).output_tokens == 4 and orjson.loads(answer.body)["usage"]["completion_tokens"] == 4
+    env = Environment()
+    seen = []
+    env.events.request.add_listener(lambda **kw: seen.append(kw))
+    assert create_client("fast", env, "llm", endpoint_url=llm_endpoint.url).invoke_stream(Invocation(body=b'{"instances": [1]}')) is None
+    assert str(seen[-1]["exception"]).startswith("ModelError")
