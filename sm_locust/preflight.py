@@ -1,8 +1,12 @@
 """Checks made before a run starts, so bad input fails in one line instead of mid-run.
 
 Each check raises a `UsageError` (exit 2) or `RunError` (exit 1) naming what is wrong and how to
-fix it: no endpoint, unreadable payload, unknown profile, no region, no credentials, an endpoint
-URL that refuses connections. Credentials are looked up, never printed.
+fix it: no endpoint, unreadable payload, unknown profile, no region or a malformed one (checked
+here for both transports, since botocore would raise it inside a greenlet mid-run), no
+credentials, an endpoint URL that refuses connections, or an AWS runtime host that cannot be
+reached (no network: one line before the test, not a run of EndpointConnectionErrors).
+Credentials are looked up, never printed; `plain_http_warning` names the one case where they
+would travel unencrypted (a signed request over http:// to another machine).
 
 `is_loopback` is the one test of "this URL is this machine" (placeholder credentials for the local
 endpoint and for CloudWatch stand-ins, a report that knows the run was local).
@@ -12,13 +16,18 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
+import urllib.request
 from urllib.parse import urlparse
 
 from sm_locust.errors import RunError, UsageError
 from sm_locust.options import SageMakerSettings
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
+# botocore's own rule for a region name (a host-name label); AWS's regions also read like us-east-1.
+REGION_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
+AWS_REGION_NAME = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
 
 
 def is_loopback(url: object) -> bool:
@@ -35,7 +44,7 @@ def is_loopback(url: object) -> bool:
         return False
 
 
-def check_reachable(url: str, timeout: float = 3.0) -> None:
+def check_reachable(url: str, timeout: float = 3.0, hint: str = "check --endpoint-url") -> None:
     """Raise RunError when nothing accepts TCP connections at url's host:port."""
     parsed = urlparse(url)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -43,11 +52,44 @@ def check_reachable(url: str, timeout: float = 3.0) -> None:
         with socket.create_connection((parsed.hostname, port), timeout=timeout):
             pass
     except ConnectionRefusedError:
-        raise RunError(f"cannot connect to {url}: connection refused; is the endpoint running? (check --endpoint-url)") from None
+        raise RunError(f"cannot connect to {url}: connection refused; is the endpoint running? ({hint})") from None
     except socket.timeout:
-        raise RunError(f"cannot connect to {url}: no answer within {timeout:.0f} s (check --endpoint-url)") from None
+        raise RunError(f"cannot connect to {url}: no answer within {timeout:.0f} s ({hint})") from None
     except OSError as exc:
-        raise RunError(f"cannot connect to {url}: {exc.strerror or exc} (check --endpoint-url)") from None
+        raise RunError(f"cannot connect to {url}: {exc.strerror or exc} ({hint})") from None
+
+
+def check_region(region: str | None, *, aws: bool) -> None:
+    """A UsageError for a region name botocore would refuse (for both transports), and, against AWS
+    (`aws`: no endpoint URL), for one that is not shaped like an AWS region (us-east-1)."""
+    if not region:
+        return
+    if not REGION_NAME.match(region):
+        raise UsageError(f"--region {region!r} is not a valid region name (letters, digits and '-', e.g. us-east-1)")
+    if aws and not AWS_REGION_NAME.match(region):
+        raise UsageError(f"--region {region!r} is not an AWS region name (e.g. us-east-1, eu-west-2); "
+                         "check --region / AWS_REGION / the profile's region")
+
+
+def check_aws_reachable(region: str, timeout: float = 3.0) -> None:
+    """Against AWS: the regional runtime host resolves and accepts connections (skipped behind a proxy,
+    which boto3 would use)."""
+    from sm_locust.transport.fast import endpoint_url_for
+
+    url = endpoint_url_for(region)
+    host = urlparse(url).hostname or ""
+    if "https" in urllib.request.getproxies() and not urllib.request.proxy_bypass(host):
+        return
+    check_reachable(url, timeout, hint=f"no network, or no SageMaker in region {region}? check --region and the connection")
+
+
+def plain_http_warning(url: str | None) -> str | None:
+    """A one-line warning when signed requests (and a session token) would go over plain http to
+    another machine; None for https, a loopback address, or no URL."""
+    if not url or not url.lower().startswith("http://") or is_loopback(url):
+        return None
+    return (f"--endpoint-url {url} is plain http to another machine: the signed requests and any session token "
+            "travel unencrypted; use https:// (or a loopback address for a local endpoint)")
 
 
 def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
@@ -78,14 +120,29 @@ def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
             extra["AWS_DEFAULT_REGION"] = "us-east-1"
         else:
             raise UsageError("no AWS region: pass --region (or set AWS_REGION / a profile region)")
+    check_region(region, aws=not runtime_url(settings))
     return extra
+
+
+def runtime_url(settings: SageMakerSettings) -> str:
+    """The runtime URL the run will call when it is not AWS's regional one ("" = AWS)."""
+    return settings.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") or ""
+
+
+def aws_region(settings: SageMakerSettings) -> str:
+    """The region a run against AWS signs for: --region, else the AWS chain ("" when none)."""
+    import botocore.session
+
+    return settings.region or botocore.session.Session(profile=settings.aws_profile or None).get_config_variable("region") or ""
 
 
 def preflight(settings: SageMakerSettings, *, need_payload: bool = True) -> dict[str, str]:
     """All checks for a run; returns extra environment variables for the Locust process."""
     settings.validate(need_payload=need_payload)
     env = aws_environment(settings)
-    url = settings.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") or ""
+    url = runtime_url(settings)
     if url:
         check_reachable(url)
+    else:
+        check_aws_reachable(aws_region(settings))
     return env

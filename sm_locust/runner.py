@@ -4,23 +4,33 @@
 own CLI, so `--processes`, master/worker and every Locust flag behave as documented); the run
 folder gets Locust's CSVs with full history, `options.json` (what was asked, no credentials) and
 `summary.json` (written by the recorder inside the Locust process).
+
+The run folder: `check_out_dir` refuses, before anything starts, a `--out` that cannot be created
+or that already holds a run (unless `--overwrite`, which removes that run's files first, so no
+stale report.html or steps.csv sits beside the new data); a run Locust rejects as a usage error
+leaves no folder behind. Signals: Locust runs in its own session, so a Ctrl+C or a SIGTERM reaches
+it once, from here: the first SIGINT / SIGTERM is forwarded (Locust stops, writes its CSVs and
+summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm_locust.errors import RunError, UsageError
+from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
 from sm_locust.record.summary import write_json
@@ -59,6 +69,79 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
     return candidate
 
 
+# What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
+# marks of a folder that already holds a run. Nothing else in the folder is touched.
+RUN_FILES = ("summary.json", "timeline.json", "options.json", "locust.log", "locust_report.html", "locust_*.csv",
+             "endpoint.log", "report.html", "steps.csv", "merged_timeseries.csv")
+RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
+
+
+def holds_run(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in RUN_MARKS)
+
+
+def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> None:
+    """Refuse, before anything starts, a run folder that cannot be created or already holds a run
+    (unless `overwrite`). Creates nothing."""
+    if out.is_dir() and holds_run(out) and not overwrite:
+        raise UsageError(f"{flag} {out} already holds a run (summary.json, locust_*.csv); pass --overwrite to "
+                         "replace it, or another folder")
+    check_output_dir(out, flag)
+
+
+def check_output_dir(folder: Path, flag: str = "--out") -> None:
+    """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
+    the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
+    Leaves nothing behind."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"{flag} {folder}: the folder is not writable")
+        return
+    parent = folder.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {folder} cannot be created: {parent} is a file, not a folder")
+    try:  # the only sure test (root passes os.access on /proc, which refuses every mkdir)
+        os.rmdir(tempfile.mkdtemp(prefix=".sm-locust-", dir=parent))
+    except OSError as exc:
+        raise UsageError(f"{flag} {folder} cannot be created: {exc.strerror or exc} in {parent}") from None
+
+
+def make_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> bool:
+    """Create the run folder (a one-line UsageError when the system refuses, e.g. under /proc); with
+    `overwrite`, remove an earlier run's files from it. Returns True when this call created it."""
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag} {out} cannot be created: {exc.strerror or exc}") from None
+    if overwrite and not created:
+        remove_run_files(out)
+    return created
+
+
+def remove_run_files(folder: Path) -> list[Path]:
+    """Delete the files a run wrote into `folder` (RUN_FILES); returns them."""
+    removed = []
+    for pattern in RUN_FILES:
+        for path in folder.glob(pattern):
+            if path.is_file():
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def discard_out_dir(out: Path, created: bool) -> None:
+    """Undo a run folder after a usage error: the folder if this run created it, else the run's files."""
+    if created:
+        shutil.rmtree(out, ignore_errors=True)
+    elif out.is_dir():
+        remove_run_files(out)
+
+
 def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[str]:
     """The Locust command line; `forwarded` are sm-locust option flags (see options.forwarded_arguments)."""
     files = [locustfile_path("sagemaker")]
@@ -90,9 +173,11 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
     """Run Locust headless into `out`; return summary.json's content.
 
     `options` holds every sm-locust option by dest name (argparse namespace or any object); the
-    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`.
+    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`. Raises
+    UsageError when Locust rejects its arguments (the folder is then removed if this call made it),
+    RunError when Locust fails, Interrupted after a forwarded SIGINT / SIGTERM.
     """
-    out.mkdir(parents=True, exist_ok=True)
+    created = make_out_dir(out)
     options = settings if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
@@ -105,34 +190,84 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
     print(f"sm-locust: running Locust against {settings.endpoint_name!r}"
           f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/", flush=True)
     with open(out / "locust.log", "wb") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        restore = _forward_sigterm(proc)
-        try:
+        # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        with SignalForwarder(proc) as forwarder:
             tail = _pump(proc, log, echo_all=not load.quiet)
-        finally:
-            restore()
     summary_path = out / "summary.json"
+    if forwarder.received is not None:
+        name = signal.Signals(forwarder.received).name
+        if summary_path.exists():
+            raise Interrupted(f"interrupted by {name}: Locust stopped; what it measured is in {out}/ (summary.json, "
+                              "locust_stats.csv)", forwarder.received)
+        raise Interrupted(f"interrupted by {name}: Locust stopped before writing summary.json; see {out / 'locust.log'}",
+                          forwarder.received)
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
-        hint = tail.strip().splitlines()[-1] if tail.strip() else "no output"
-        raise UsageError(f"Locust rejected the run ({hint}); full log in {out / 'locust.log'}")
+        if _LOCUST_USAGE.search(tail):  # its parser refused an argument: nothing ran, nothing to keep
+            discard_out_dir(out, created)
+            raise UsageError(f"Locust rejected the run: {_hint(tail)}")
+        raise UsageError(f"Locust rejected the run: {_hint(tail)}; full log in {out / 'locust.log'}")
     if proc.returncode != 0 or not summary_path.exists():
-        hint = tail.strip().splitlines()[-1] if tail.strip() else "no output"
-        raise RunError(f"Locust exited with code {proc.returncode} ({hint}); full log in {out / 'locust.log'}")
+        raise RunError(f"Locust exited with code {proc.returncode} ({_hint(tail)}); full log in {out / 'locust.log'}")
     return json.loads(summary_path.read_text())
 
 
-def _forward_sigterm(proc: subprocess.Popen):
-    """Pass SIGTERM on to Locust, which then stops the test and writes its results; returns a function
-    that puts the previous handler back.
+class SignalForwarder:
+    """While Locust runs: pass SIGINT / SIGTERM (and SIGHUP, as SIGTERM) on to it, once; a second
+    signal kills its whole session (Locust and its --processes workers). `received` is the first
+    signal's number, or None.
 
     In a container sm-locust is PID 1, and `kubectl delete` or a Job's deadline sends SIGTERM to it
     alone: without this Locust would be killed at the end of the grace period with nothing written
     (and nothing uploaded). Only the main thread may set handlers; elsewhere this does nothing.
     """
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: proc.poll() is None and proc.send_signal(signal.SIGTERM))
-    return lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> SignalForwarder:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+    def _handle(self, signum: int, _frame) -> None:
+        if self.proc.poll() is not None:
+            return
+        if self.received is None:
+            self.received = signum
+            self.proc.send_signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
+            return
+        try:  # asked twice: stop now
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+_LOCUST_USAGE = re.compile(r"^(?:usage: locust|locust: error: )", re.M)
+_LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
+_ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.I)
+
+
+def _hint(tail: str) -> str:
+    """The line of Locust's output that says what went wrong: the last one with an error word,
+    skipping stats-table rules and shutdown notices."""
+    lines = [_LOG_PREFIX.sub("", line.strip()) for line in tail.splitlines()]
+    useful = [line for line in lines if line and not set(line) <= set("-|=+ ") and "|" not in line
+              and not line.startswith(("Shutting down", "Type ", "Response time percentiles", "Aggregated"))]
+    for line in reversed(useful):
+        if _ERROR_WORDS.search(line):
+            return line
+    return useful[-1] if useful else "no output"
 
 
 def _pump(proc: subprocess.Popen, log, echo_all: bool) -> str:
@@ -169,3 +304,28 @@ def verdict_line(summary: dict) -> str:
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"
     return line
+
+
+def every_request_failed(summary: dict, out: Path) -> str | None:
+    """`every request failed: ValidationError x2625 (first: ...)` when the run sent requests and none
+    succeeded (the endpoint, the payload or the credentials are wrong, not the load); else None."""
+    totals = summary.get("totals") or {}
+    requests, failures = totals.get("requests") or 0, totals.get("failures") or 0
+    if not requests or failures < requests:
+        return None
+    errors = ", ".join(f"{code} x{n}" for code, n in (totals.get("errors") or {}).items()) or f"x{failures}"
+    first = first_failure(out / "locust_failures.csv")
+    return f"every request failed: {errors}" + (f" (first: {first})" if first else "")
+
+
+def first_failure(path: Path, limit: int = 200) -> str | None:
+    """The error text of the most frequent failure in Locust's failures CSV, shortened to `limit`."""
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            rows = [row for row in csv.DictReader(fh) if row.get("Error")]
+    except OSError:
+        return None
+    if not rows:
+        return None
+    text = " ".join(max(rows, key=lambda r: int(r.get("Occurrences") or 0) if str(r.get("Occurrences")).isdigit() else 0)["Error"].split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -80,11 +80,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sm-locust: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-    except SystemExit as exc:  # argparse (usage error, --help), a server that exits
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-            return 1
-        return exc.code or 0
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

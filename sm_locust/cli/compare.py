@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from sm_locust.errors import UsageError
+from sm_locust.runner import check_output_dir
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -33,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.safety_factor <= 1:
         raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_output_dir(Path(args.out))
     outputs, gaps = compare_runs(args.run_dirs, args.out, prices_file=args.prices_file,
                                  safety_factor=args.safety_factor, target_rps=args.target_rps,
                                  progress=lambda m: print(f"sm-locust compare: {m}", flush=True))

@@ -31,6 +31,8 @@ def add_parser(subparsers) -> None:
         "summary.json, report.html, merged_timeseries.csv and steps.csv.",
     )
     p.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="--out may name a folder that holds an earlier run: its files are removed first")
     p.add_argument("--port", type=int, default=0, help="local endpoint port (default: a free port)")
     p.add_argument("--step-seconds", type=float, default=10.0, help="seconds per load step (default 10; 6 steps)")
     p.add_argument("--step-users", type=int, default=2, help="users added per step (default 2)")
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import LocalEndpoint
     from sm_locust.options import SageMakerSettings
     from sm_locust.preflight import preflight
-    from sm_locust.runner import LoadSettings, choose_out_dir, execute, verdict_line
+    from sm_locust.runner import LoadSettings, check_out_dir, choose_out_dir, execute, make_out_dir, verdict_line
     from sm_locust.shapes.settings import StepSchedule
 
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,
@@ -98,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     _valid(config)
     payload = str(resources.files("sm_locust") / "data" / "ranking_10rows.json")
     out = choose_out_dir(args.out, DEMO_ENDPOINT)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out, overwrite=args.overwrite)
+    make_out_dir(out, overwrite=args.overwrite)  # the endpoint's log goes there from the start
     capacity = args.max_concurrency / (args.service_time_ms / 1000.0)
     with contextlib.ExitStack() as stack:
         stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))

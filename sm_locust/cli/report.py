@@ -80,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
     if args.safety_factor > 1:
         raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
     run_dir, out_dir = args.run_dir, args.out_dir
+    if out_dir:
+        from pathlib import Path
+
+        from sm_locust.runner import check_output_dir
+
+        check_output_dir(Path(out_dir))
     if run_dir.startswith("s3://"):
         from sm_locust.report.s3 import fetch_run, s3_client
 

@@ -7,8 +7,10 @@ starts (one-line errors, nothing half-started), then runs Locust with the option
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
+from pathlib import Path
 
 from sm_locust.options import SageMakerSettings, add_cli_options
 
@@ -24,6 +26,8 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--processes", type=int, default=None, help="Locust worker processes on this machine (-1 = one per core)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
+    out.add_argument("--overwrite", action="store_true",
+                     help="--out may name a folder that holds an earlier run: its files are removed first")
     out.add_argument("-q", "--quiet", action="store_true", help="no periodic Locust tables; one progress line every 5 s")
 
 
@@ -68,8 +72,11 @@ def load_from_args(args: argparse.Namespace):
     users = args.users if args.users is not None else (None if shape else 1)
     if users is not None and users < 1:
         raise UsageError(f"--users must be at least 1, got {users}")
-    if args.processes is not None and args.processes == 0:
-        raise UsageError("--processes must be a number of worker processes (N >= 1, or -1 for one per core), got 0")
+    if args.spawn_rate is not None and not (math.isfinite(args.spawn_rate) and args.spawn_rate > 0):
+        raise UsageError(f"--spawn-rate must be a number of users per second above 0, got {args.spawn_rate:g}")
+    if args.processes is not None and (args.processes == 0 or args.processes < -1):
+        raise UsageError(f"--processes must be a number of worker processes (N >= 1, or -1 for one per core), "
+                         f"got {args.processes}")
     run_time = args.run_time if args.run_time is not None else (None if shape not in (None, "open") else "1m")
     if shape == "open" and args.run_time is None and getattr(args, "max_duration", None):
         run_time = None  # the shape stops at --max-duration
@@ -93,7 +100,7 @@ def start_run(args: argparse.Namespace):
     """
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.runner import choose_out_dir, execute
+    from sm_locust.runner import check_out_dir, choose_out_dir, execute, make_out_dir
 
     upload = getattr(args, "upload", None)
     if upload is not None:
@@ -102,9 +109,13 @@ def start_run(args: argparse.Namespace):
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
     load = load_from_args(args)
+    if args.out:
+        check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = preflight(settings)
     out = choose_out_dir(args.out, settings.endpoint_name)
+    if args.overwrite:
+        make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
     if upload is None:
         return out, execute(settings, load, out, extra_env, options=args)
     from sm_locust.report.s3 import check_writable, s3_client
@@ -143,9 +154,14 @@ def _upload_after_failure(out, destination, s3) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.runner import verdict_line
+    """Exit 0 when the run completed (partial failures are measurements), 1 when every request failed."""
+    from sm_locust.errors import RunError
+    from sm_locust.runner import every_request_failed, verdict_line
 
     out, summary = start_run(args)
     print(f"sm-locust: {verdict_line(summary)}")
     print(f"sm-locust: results in {out}/ (summary.json, locust_stats.csv, locust_stats_history.csv)")
+    failed = every_request_failed(summary, out)
+    if failed:
+        raise RunError(failed)
     return 0
