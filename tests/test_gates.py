@@ -155,9 +155,9 @@ def test_load_run_rejects_folders_that_are_not_runs(tmp_path):
 def test_smoke_run_dir_pass_and_fail_with_junit(tmp_path):
     run = write_run(tmp_path / "run")
     ok = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "50", "--max-p95-ms", "fast=25", "--min-rps", "40",
-                 "--junit", str(tmp_path / "ok.xml"))
+                 "--max-error-rate", "0.05", "--junit", str(tmp_path / "ok.xml"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert ok.stdout.count("sm-locust smoke: PASS") == 4
+    assert ok.stdout.count("sm-locust smoke: PASS") == 5
     bad = run_cli("smoke", "--run-dir", str(run), "--max-p99-ms", "slow=100", "--max-error-rate", "0.01",
                   "--junit", str(tmp_path / "bad.xml"))
     assert bad.returncode == 1, bad.stdout + bad.stderr

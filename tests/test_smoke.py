@@ -57,7 +57,7 @@ def test_latency_and_throughput_gates_fail_on_a_slow_endpoint(runs):
     assert len(lines) == 4, result.stdout
     assert any(line.startswith("sm-locust smoke: FAIL p95 <= 100 ms (all requests): p95 was") for line in lines)
     assert any("FAIL p99 <= 150 ms" in line for line in lines)
-    assert any("FAIL throughput >= 20 req/s" in line for line in lines)
+    assert any("FAIL goodput >= 20 req/s" in line for line in lines)
     assert any("FAIL p95 <= 100 ms (name 'ep')" in line for line in lines)
     assert "PASS error rate <= 0.00%" in result.stdout
     cases = junit_cases(base / "slow" / "junit.xml")
@@ -81,7 +81,7 @@ def test_a_slow_run_regresses_against_a_fast_baseline(runs):
     base, _ = runs
     result = run_cli("smoke", "--run-dir", str(base / "slow"), "--baseline", str(base / "fast"), "--tolerance", "0.5")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL p95 no worse than baseline" in result.stdout and "FAIL rps no worse than baseline" in result.stdout
+    assert "FAIL p95 no worse than baseline" in result.stdout and "FAIL goodput no worse than baseline" in result.stdout
     same = run_cli("smoke", "--run-dir", str(base / "fast"), "--baseline", str(base / "fast"))
     assert same.returncode == 0, same.stdout
 
@@ -93,3 +93,18 @@ def test_bad_gates_fail_before_any_traffic(endpoint, tmp_path):
         "sm-locust: error: --max-p95-ms 500 is above --max-p99-ms 100: contradictory limits (p95 is never above p99)"]
     assert not (tmp_path / "run").exists()
     assert endpoint.stats()["requests"] == 0
+
+
+def test_failures_count_when_other_gates_are_given(tmp_path):
+    """smoke --max-p95-ms 500 used to pass at 18.7 % failures: the default error-rate gate stays."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"schema": 1, "totals": {
+        "requests": 1000, "failures": 187, "rps": 50.0, "p95_ms": 100.0, "p99_ms": 150.0, "errors": {"ModelError": 187}}}))
+    result = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "500")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL error rate <= 0.00% (all requests, default: --max-error-rate to change): error rate was 18.70%" in result.stdout
+    assert "PASS p95 <= 500 ms" in result.stdout
+    relaxed = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "500", "--max-error-rate", "0.2")
+    assert relaxed.returncode == 0, relaxed.stdout + relaxed.stderr
+    assert "default" not in relaxed.stdout and "PASS error rate <= 20.00% (all requests)" in relaxed.stdout

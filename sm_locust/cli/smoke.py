@@ -9,7 +9,9 @@ Two ways in, one set of gates (sm_locust.gates):
 
 Exit codes: 0 every gate passed, 1 a gate failed (or the run did not complete), 2 bad input
 (unmeetable or contradictory limits, a baseline that is not a run, workers that never connected).
-Every gate and every bad input is checked before any traffic is sent.
+Every gate and every bad input is checked before any traffic is sent. Failures always count:
+without a whole-run `--max-error-rate` or a `--baseline`, the default gate allows none
+(`sm_locust.gates.spec.with_default_error_gate`), printed as a gate line.
 """
 
 from __future__ import annotations
@@ -44,9 +46,12 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sm_locust.gates.cli import gates_from_args, report
+    from sm_locust.gates.spec import with_default_error_gate
     from sm_locust.record.runfolder import load_run
 
-    gates = gates_from_args(args)  # every usage error before anything runs
+    gates = with_default_error_gate(gates_from_args(args),  # every usage error before anything runs
+                                    error_rate_given=_whole_run_limit(getattr(args, "max_error_rate", None)),
+                                    baseline=bool(args.baseline))
     if args.run_dir:
         if args.endpoint_name or getattr(args, "passthrough", None):
             raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or drop --run-dir")
@@ -59,6 +64,13 @@ def run(args: argparse.Namespace) -> int:
     _, code = report(gates, run_data, junit=args.junit, prefix="sm-locust smoke", duration_s=summary_duration,
                      properties={"run_dir": str(out)})
     return code
+
+
+def _whole_run_limit(value) -> bool:
+    """True when `--max-error-rate` was given for the whole run (a value without NAME=); the flag is
+    the shapes' float option or the gates' repeatable `[NAME=]VALUE`, whichever declared it."""
+    values = value if isinstance(value, (list, tuple)) else ([] if value is None else [value])
+    return any("=" not in str(v) for v in values)
 
 
 def _short_run(args: argparse.Namespace):

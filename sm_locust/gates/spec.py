@@ -6,6 +6,11 @@ Limits that cannot be met by construction, or that contradict each other, are us
 2) naming the flag and the value: a negative or zero latency, an error rate outside 0..1, a
 negative throughput, or a p95 limit above the p99 limit of the same scope (p95 <= p99 always, so
 the pair says two different things about the same tail).
+
+`sm-locust smoke` keeps failures counting whatever else is gated: unless a whole-run
+`--max-error-rate` or a `--baseline` (whose regression check covers errors) is given, it adds
+`DefaultMaxErrorRate` (no failed requests; `--max-error-rate 0.05` or `1` relaxes it), printed as a
+gate line like the others (`with_default_error_gate`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,27 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.gates.gates import Gate, MaxErrorRate, MaxLatency, MinRequests, MinRps
+
+
+DEFAULT_MAX_ERROR_RATE = 0.0
+
+
+@dataclass(frozen=True)
+class DefaultMaxErrorRate(MaxErrorRate):
+    """The error-rate gate smoke applies when none is given; its title says so and how to change it."""
+
+    @property
+    def name(self) -> str:
+        return super().name.replace(")", ", default: --max-error-rate to change)", 1)
+
+
+def with_default_error_gate(gates: Sequence[Gate], *, error_rate_given: bool, baseline: bool) -> list[Gate]:
+    """`gates` plus `DefaultMaxErrorRate` when neither a whole-run error-rate limit nor a baseline was
+    given (replacing the plain no-failure gate the gates add when nothing at all is asked)."""
+    if error_rate_given or baseline:
+        return list(gates)
+    kept = [g for g in gates if not (type(g) is MaxErrorRate and g.scope is None)]
+    return [*kept, DefaultMaxErrorRate(DEFAULT_MAX_ERROR_RATE)]
 
 
 @dataclass(frozen=True)
