@@ -5,10 +5,15 @@ A signer turns the headers of one request into the headers to send: it adds `Hos
 header it was given plus those. All three produce the same signature for the same request and time
 (the tests check it), so the choice is only about CPU per request:
 
-- `lean` (default): SigV4 written out for this one job. The signing key is derived once per
-  (secret key, day) and cached, canonical URIs are cached per path, and the timestamp string once
-  per second, so a signature costs one SHA-256 of the body, one of the canonical request and one
-  HMAC. Differential-tested against botocore's `SigV4Auth` on every header SageMaker uses.
+- `lean` (default): SigV4 written out for this one job. Everything but the date and the body is
+  computed once per request shape (`SigningTemplate`: method, URL, header values, credentials),
+  the scope, signing key and date string once per second, so a signature costs one SHA-256 of the
+  body, one of the canonical request and one HMAC (a body sent again within the second: none).
+  Differential-tested against botocore's `SigV4Auth` on every header SageMaker uses.
+
+The payload is always hashed into the signature, as botocore does for this service (its model
+marks no sagemaker-runtime operation `unsignedPayload` / `v4-unsigned-body`, so botocore never
+sends `X-Amz-Content-SHA256: UNSIGNED-PAYLOAD` here; docs/transport.md).
 - `botocore`: `botocore.auth.SigV4Auth`, the reference (what boto3 does).
 - `crt`: the C signer of `awscrt` (`pip install 'sm-locust[crt]'`).
 
@@ -36,11 +41,14 @@ SIGNING_NAME = "sagemaker"
 ALGORITHM = "AWS4-HMAC-SHA256"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 CREDENTIAL_CHECK_SECONDS = 1.0
-# lean signer memory bounds: signatures kept for the current second, body hashes by identity
+# lean signer memory bounds: signatures kept for the current second, large bodies' hashes by identity,
+# templates (one per request shape)
 MEMO_ENTRIES = 256
 MEMO_MAX_BODY = 256 * 1024
 HASH_ENTRIES = 512
+HASH_MIN_BYTES = 16 * 1024
 HASH_MAX_BYTES = 64 * 1024 * 1024
+TEMPLATE_ENTRIES = 256
 CRT_INSTALL_HINT = "pip install 'sm-locust[crt]'"
 
 # botocore.auth.SIGNED_HEADERS_BLACKLIST: headers botocore never signs (proxies may change them).
@@ -184,9 +192,37 @@ class BaseSigner:
         return f"{type(self).__name__}(region={self.region!r}, service={self.service!r})"
 
 
+class SigningTemplate:
+    """What SigV4 computes once per request shape: one method, URL, set of header values and credentials.
+
+    `headers` are the headers to send before `X-Amz-Date` and `Authorization` (the caller's, minus
+    those the signer owns, plus `Host` and, with temporary credentials, `X-Amz-Security-Token`).
+    A signature then needs only the date, the payload hash and two SHA-256s:
+    canonical request = `canonical_head + amz_date + canonical_tail + payload_hash`.
+    Templates compare by identity (a transport may key its own per-shape data on them).
+    """
+
+    __slots__ = ("headers", "canonical_head", "canonical_tail", "signed_headers", "credentials")
+
+    def __init__(self, headers: dict[str, str], canonical_head: str, canonical_tail: str, signed_headers: str,
+                 credentials: Any):
+        self.headers = headers
+        self.canonical_head = canonical_head
+        self.canonical_tail = canonical_tail
+        self.signed_headers = signed_headers
+        self.credentials = credentials
+
+    def __repr__(self) -> str:  # never show the keys
+        return f"SigningTemplate(headers={sorted(self.headers)}, signed={self.signed_headers!r})"
+
+
 @SIGNERS.register("lean", "fast", "python")
 class LeanSigner(BaseSigner):
-    """SigV4 in plain Python with the signing key cached per (secret, day)."""
+    """SigV4 in plain Python: per request shape a `SigningTemplate`, per second the scope and key.
+
+    `sign_parts(method, url, headers, body)` is the hot path (the fast transport writes its own
+    request head from it); `sign()` builds the same headers as a dict.
+    """
 
     name = "lean"
 
@@ -195,11 +231,12 @@ class LeanSigner(BaseSigner):
         self._key_for: tuple[str, str] | None = None
         self._key = b""
         self._paths: dict[str, str] = {}
-        self._layouts: dict[tuple, tuple] = {}
+        self._templates: dict[tuple, SigningTemplate] = {}
         self._hashes: dict[int, tuple[bytes, str]] = {}
         self._hashed_bytes = 0
-        self._memo: dict[tuple, tuple[bytes, dict]] = {}
-        self._memo_date = ""
+        self._memo: dict[tuple, tuple[bytes, str]] = {}
+        # the current second's parts: (amz_date, credentials, string-to-sign head, key, Authorization head)
+        self._second: tuple = ("", None, "", b"", "")
 
     def _signing_key(self, secret: str, day: str) -> bytes:
         if self._key_for != (secret, day):
@@ -221,81 +258,99 @@ class LeanSigner(BaseSigner):
         return uri
 
     def sign(self, method, url, headers, body=b"", *, amz_date=None):
-        creds = self.credentials.get()
-        amz_date = amz_date or self._clock.amz_date()
-        # The same request signed in the same second gets the same signature: a pooled payload
-        # sent thousands of times a second is signed once per second (SigV4 has no nonce).
-        if type(body) is not bytes or len(body) > MEMO_MAX_BODY:
-            return self._sign(method, url, headers, body, amz_date, creds)
-        if amz_date != self._memo_date:
-            self._memo.clear()
-            self._memo_date = amz_date
-        key = (method, url, id(body), tuple(headers.items()), creds)
-        hit = self._memo.get(key)
-        if hit is not None and hit[0] is body:
-            return dict(hit[1])
-        out = self._sign(method, url, headers, body, amz_date, creds)
-        if len(self._memo) < MEMO_ENTRIES:
-            self._memo[key] = (body, dict(out))  # holds the body: its id cannot be reused meanwhile
+        template, amz_date, authorization = self.sign_parts(method, url, headers, body, amz_date=amz_date)
+        out = dict(template.headers)
+        out["X-Amz-Date"] = amz_date
+        out["Authorization"] = authorization
         return out
 
-    def _sign(self, method, url, headers, body, amz_date, creds):
-        token = creds.token
-        layout = self._layouts.get((tuple(headers), bool(token)))
-        if layout is None:
-            layout = self._layout(headers, token)
-        kept, names, signed_headers = layout
-        out = {k: headers[k] for k in kept}
-        out["Host"] = host_header(url)
-        out["X-Amz-Date"] = amz_date
-        if token:
-            out["X-Amz-Security-Token"] = token
-        canonical_headers = "".join(
-            f"{name}:{','.join([' '.join(str(out[k]).split()) for k in keys])}\n" for name, keys in names
-        )
-        parts = _split(url)
-        query = _canonical_query(parts.query) if parts.query else ""
-        canonical = (
-            f"{method.upper()}\n{self._canonical_uri(parts.path or '/')}\n{query}\n"
-            f"{canonical_headers}\n{signed_headers}\n{self._payload_hash(body)}"
-        )
+    def sign_parts(self, method: str, url: str, headers: Mapping[str, str], body: bytes = b"", *,
+                   amz_date: str | None = None) -> tuple[SigningTemplate, str, str]:
+        """`(template, X-Amz-Date, Authorization)`: the headers to send are `template.headers` plus those two.
+
+        The same request signed in the same second gets the same signature (SigV4 has no nonce), so
+        a pooled payload sent thousands of times a second is signed about once a second: the
+        signature is remembered per (template, body object) for the rest of the second.
+        """
+        creds = self.credentials.get()
+        if amz_date is None:
+            amz_date = self._clock.amz_date()
+        key = (method, url, tuple(headers.items()), creds)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._template(method, url, headers, creds, key)
+        second = self._second
+        if second[0] != amz_date or second[1] is not creds:
+            second = self._new_second(amz_date, creds)
+        if type(body) is bytes and len(body) <= MEMO_MAX_BODY:
+            memo_key = (template, id(body))
+            hit = self._memo.get(memo_key)
+            if hit is not None and hit[0] is body:
+                return template, amz_date, hit[1]
+            authorization = self._authorization(template, body, amz_date, second)
+            if len(self._memo) < MEMO_ENTRIES:
+                self._memo[memo_key] = (body, authorization)  # holds the body: its id cannot be reused meanwhile
+            return template, amz_date, authorization
+        return template, amz_date, self._authorization(template, body, amz_date, second)
+
+    def _authorization(self, template: SigningTemplate, body, amz_date: str, second: tuple) -> str:
+        canonical = f"{template.canonical_head}{amz_date}{template.canonical_tail}{self._payload_hash(body)}"
+        string_to_sign = second[2] + hashlib.sha256(canonical.encode()).hexdigest()
+        signature = hmac.digest(second[3], string_to_sign.encode(), "sha256").hex()
+        return f"{second[4]}{template.signed_headers}, Signature={signature}"
+
+    def _new_second(self, amz_date: str, creds: Any) -> tuple:
+        """Scope, string-to-sign head, signing key and Authorization head for this second; the memo restarts."""
         day = amz_date[:8]
         scope = f"{day}/{self.region}/{self.service}/aws4_request"
-        string_to_sign = (
-            f"{ALGORITHM}\n{amz_date}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"
-        )
-        signature = hmac.digest(
-            self._signing_key(creds.secret_key, day), string_to_sign.encode(), "sha256"
-        ).hex()
-        out["Authorization"] = (
-            f"{ALGORITHM} Credential={creds.access_key}/{scope}, "
-            f"SignedHeaders={signed_headers}, Signature={signature}"
-        )
-        return out
+        second = (amz_date, creds, f"{ALGORITHM}\n{amz_date}\n{scope}\n", self._signing_key(creds.secret_key, day),
+                  f"{ALGORITHM} Credential={creds.access_key}/{scope}, SignedHeaders=")
+        self._memo.clear()
+        self._second = second
+        return second
 
-    def _layout(self, headers: Mapping[str, str], token: str | None) -> tuple:
-        """What does not change between requests with the same header names: the headers kept
-        (`_base_headers`' rule), each signed name with its source keys, in order, and the
-        SignedHeaders value."""
-        kept = [k for k in headers if k.lower() not in _SIGNER_OWNED]
-        keys = [*kept, "Host", "X-Amz-Date", *(["X-Amz-Security-Token"] if token else [])]
-        signed: dict[str, list[str]] = {}
-        for k in keys:
+    def _template(self, method: str, url: str, headers: Mapping[str, str], creds: Any, key: tuple) -> SigningTemplate:
+        """The headers kept (`_base_headers`' rule) and the canonical request around the date and the
+        payload hash; headers botocore never signs (`UNSIGNED_HEADERS`) are sent but not signed."""
+        token = creds.token
+        out = {k: v for k, v in headers.items() if k.lower() not in _SIGNER_OWNED}
+        out["Host"] = host_header(url)
+        if token:
+            out["X-Amz-Security-Token"] = token
+        signed: dict[str, list[str]] = {"x-amz-date": []}
+        for k in out:
             lk = k.lower()
             if lk not in UNSIGNED_HEADERS:
                 signed.setdefault(lk, []).append(k)
-        names = tuple((n, tuple(signed[n])) for n in sorted(signed))
-        layout = (tuple(kept), names, ";".join(n for n, _ in names))
-        if len(self._layouts) < 256:
-            self._layouts[(tuple(headers), bool(token))] = layout
-        return layout
+        before, after = [], []
+        for name in sorted(signed):
+            if name == "x-amz-date":
+                before, after = after, before  # everything so far sorts before the date
+                continue
+            after.append(f"{name}:{','.join([' '.join(str(out[k]).split()) for k in signed[name]])}\n")
+        signed_headers = ";".join(sorted(signed))
+        parts = _split(url)
+        query = _canonical_query(parts.query) if parts.query else ""
+        template = SigningTemplate(
+            out,
+            f"{method.upper()}\n{self._canonical_uri(parts.path or '/')}\n{query}\n{''.join(before)}x-amz-date:",
+            f"\n{''.join(after)}\n{signed_headers}\n",
+            signed_headers,
+            creds,
+        )
+        if len(self._templates) >= TEMPLATE_ENTRIES:
+            self._templates.clear()
+            self._memo.clear()
+        self._templates[key] = template
+        return template
 
     def _payload_hash(self, body: bytes) -> str:
-        """SHA-256 of the body, remembered for the bodies last seen (pools resend the same
-        objects; a 1 MB body costs ~600 µs to hash). Keyed by identity, so never a wrong hit."""
+        """SHA-256 of the body, remembered for the large bodies last seen (pools resend the same
+        objects; a 1 MB body costs ~600 µs to hash, a 1 KB one ~1 µs, less than remembering it).
+        Keyed by identity, so never a wrong hit."""
         if not body:
             return EMPTY_SHA256
-        if type(body) is not bytes:  # mutable buffers: hashed every time
+        if type(body) is not bytes or len(body) < HASH_MIN_BYTES:  # mutable buffers: hashed every time
             return hashlib.sha256(body).hexdigest()
         hit = self._hashes.get(id(body))
         if hit is not None and hit[0] is body:
