@@ -12,15 +12,25 @@ primitives of `sm_locust.transport.contract` (the contract times, validates and 
 
 The endpoint name is percent-encoded in the path as botocore encodes it. Response times start before
 signing (the boto3 client times its signing too). Failures are named as botocore names them
-(`sm_locust.transport.errors`). No call is retried (geventhttpclient does not re-send a POST); every
-response body is read to its end so the connection goes back to the pool. Credentials and region
-are resolved when the client is built, as boto3 resolves them (docs/transport.md).
+(`sm_locust.transport.errors`). Credentials and region are resolved when the client is built, as
+boto3 resolves them (docs/transport.md).
+
+**One request, sent once.** The request is written here, not by `HTTPClient.request`: the head
+(request line and headers) is built once per request shape and signature-only parts are added per
+call (`_head`), then head and body go out in one write on a pooled connection and the answer is
+parsed by geventhttpclient's response parser. Nothing is re-sent: `HTTPClient.request` retries a
+request whose connection closed before the answer (every method before geventhttpclient 2.6, the
+idempotent ones since), which would hide POSTs from the counts; here a connection that breaks or
+closes is the call's failure (`ConnectionClosedError`), counted once. Every response body is read
+to its end so the connection goes back to the pool.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,12 +47,18 @@ from sm_locust.transport.contract import (
     StreamMeasurement,
 )
 from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
-from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, create_signer, host_header
+from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, SigningTemplate, create_signer
 
 ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
 STREAM_CONTENT_TYPE = "x-amzn-sagemaker-content-type"
+HEAD_ENTRIES = 256  # request heads remembered, one per request shape (= the lean signer's templates)
+
+# RFC 9110 (geventhttpclient 2.6's own checks): a header name is a token, a value has no CR/LF/NUL
+_TOKEN = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_FIELD_VALUE = re.compile(r"\A[\t\x20-\x7e\x80-\xff]*\Z")
+_RESEND_ERRNOS = (errno.ECONNRESET, errno.EPIPE)
 
 # headers each operation models (botocore service model); others are not sent
 _STREAM_HEADERS = {
@@ -112,6 +128,7 @@ class FastSageMakerClient(SageMakerClient):
         super().__init__(environment, endpoint_name, **contract)
         import botocore.session  # not at import time: Locust must patch gevent first
         from geventhttpclient import HTTPClient
+        from geventhttpclient.response import HTTPSocketPoolResponse
 
         settings = self.settings
         session = botocore.session.Session(profile=settings.profile or None)  # no network
@@ -123,7 +140,8 @@ class FastSageMakerClient(SageMakerClient):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"endpoint URL {self.base_url!r} is not an http(s)://host[:port] URL")
         self.signer = create_signer(signer, self.region, credentials)
-        self._host = host_header(self.base_url)
+        self._lean = isinstance(self.signer, LeanSigner)  # its templates let the request head be kept
+        self._heads: dict[SigningTemplate, str] = {}
         base = f"{parts.path.rstrip('/')}/endpoints/{quote(endpoint_name, safe='-_.~')}"
         self.paths = {
             INVOKE_ENDPOINT: f"{base}/invocations",
@@ -147,21 +165,22 @@ class FastSageMakerClient(SageMakerClient):
             ssl_context_factory=ssl_context_factory,
             insecure=insecure,
         )
-        self._host_is_implied = self._host == _gevent_host(self._http.host, self._http.port)
+        # the client builds the pool (plain or TLS); requests are written by `_send`, one attempt each
+        self._pool = self._http._connection_pool
+        self._response_cls = HTTPSocketPoolResponse
+        self._block_size = self._http.block_size
+        self._headers_type = self._http.headers_type
 
     # ---------------------------------------------------------------- the contract's primitives
 
     def _invoke(self, invocation: Invocation) -> InvokeResult:
         body = invocation.body
-        signed = self.signer.sign("POST", self._invoke_url, invocation.http_headers(), body)
-        if self._host_is_implied:  # geventhttpclient writes this very Host header itself
-            signed.pop("Host", None)
-        response = self._http.request("POST", self._invoke_path, body=body, headers=signed)
+        response = self._send(self._head(self._invoke_path, self._invoke_url, invocation.http_headers(), body), body)
         data = response.read()
-        headers = _headers(response)
-        if response.status_code >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
-            raise error_from_response(response.status_code, headers, data)
-        return InvokeResult(data, headers.get("content-type"), headers.get(INVOKED_VARIANT))
+        status = response.status_code
+        if status >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
+            raise error_from_response(status, _headers(response), data)
+        return InvokeResult(data, _header(response, "content-type"), _header(response, INVOKED_VARIANT))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         headers = _select(invocation.http_headers(), _STREAM_HEADERS)
@@ -200,21 +219,76 @@ class FastSageMakerClient(SageMakerClient):
     # ---------------------------------------------------------------- internals
 
     def _start(self, operation: str, headers: dict[str, str], body: bytes) -> Any:
-        signed = self.signer.sign("POST", self.urls[operation], headers, body)
-        if self._host_is_implied:
-            signed.pop("Host", None)
-        return self._http.request("POST", self.paths[operation], body=body, headers=signed)
+        return self._send(self._head(self.paths[operation], self.urls[operation], headers, body), body)
 
+    def _head(self, path: str, url: str, headers: dict[str, str], body: bytes) -> bytes:
+        """The signed request head: request line, headers, `Content-Length`, blank line (latin-1, as
+        geventhttpclient encodes it). With the lean signer everything but the date and signature is
+        written once per request shape; another signer's headers are written out every time."""
+        if self._lean:
+            template, amz_date, authorization = self.signer.sign_parts("POST", url, headers, body)
+            head = self._heads.get(template)
+            if head is None:
+                head = self._head_start(path, template.headers)
+                if len(self._heads) >= HEAD_ENTRIES:
+                    self._heads.clear()
+                self._heads[template] = head
+            return (f"{head}X-Amz-Date: {amz_date}\r\nAuthorization: {authorization}\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+        signed = self.signer.sign("POST", url, headers, body)
+        return f"{self._head_start(path, signed)}Content-Length: {len(body)}\r\n\r\n".encode("latin-1")
 
-def _gevent_host(host: str, port: int) -> str:
-    """The Host header geventhttpclient's HTTPClient writes when none is given (its own rule)."""
-    if ":" in host and host[0] != "[" and host[-1] != "]":
-        host = f"[{host}]"
-    return host if port in (80, 443) else f"{host}:{port}"
+    def _head_start(self, path: str, headers: dict[str, str]) -> str:
+        """Request line and header lines (the signed `Host` included), each name and value checked as
+        geventhttpclient checks them (no CR/LF smuggled in through a custom attribute)."""
+        lines = [f"POST {path} HTTP/1.1\r\n"]
+        if not any(name.lower() == "user-agent" for name in headers):
+            lines.append(f"User-Agent: {USER_AGENT}\r\n")
+        for name, value in headers.items():
+            value = str(value)
+            if not _TOKEN.fullmatch(name):
+                raise ValueError(f"invalid header field name {name!r}")
+            if not _FIELD_VALUE.fullmatch(value):
+                raise ValueError(f"invalid value for header field {name!r}: {value!r}")
+            lines.append(f"{name}: {value}\r\n")
+        return "".join(lines)
+
+    def _send(self, head: bytes, body: bytes) -> Any:
+        """Send one request on a pooled connection and read the answer's head; never re-sent.
+
+        A connection that breaks while sending may still carry the server's early answer (a 413 for
+        a large body, say): it is read. Otherwise the broken or closed connection is the failure.
+        """
+        pool = self._pool
+        sock = pool.get_socket()
+        try:
+            if type(body) is bytes:
+                sock.sendall(head + body)  # one write: a separate small write stalls on Nagle
+            else:  # bytearray / memoryview
+                sock.sendall(head)
+                if body:
+                    sock.sendall(body)
+        except OSError as exc:
+            if exc.errno not in _RESEND_ERRNOS:
+                pool.release_socket(sock)
+                raise
+            # the answer, if the server sent one before closing; else the error raised from there
+        except BaseException:  # the User is being stopped: the connection's state is unknown
+            pool.release_socket(sock)
+            raise
+        # the response returns the connection to the pool (or closes it) when it is read or fails
+        return self._response_cls(sock, pool, block_size=self._block_size, method="POST",
+                                  headers_type=self._headers_type)
 
 
 def _select(headers: dict[str, str], allowed: dict[str, str]) -> dict[str, str]:
     return {allowed[k]: v for k, v in headers.items() if k in allowed}
+
+
+def _header(response: Any, name: str) -> str | None:
+    """One response header (lower-case `name`), repeated values joined by commas as `_headers` does."""
+    value = response.get(name)
+    return ",".join(value) if type(value) is list else value
 
 
 def _headers(response: Any) -> dict[str, str]:
