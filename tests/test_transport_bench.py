@@ -1,5 +1,6 @@
-"""The transport bench runs (short mode): every client measured against the bench server, figures
-printed. No timing asserts: the machine is shared; the full figures are in docs/transport.md."""
+"""The transport bench runs (short mode): every client measured against the bench server in both body
+modes (fresh, repeated), figures and per-round ratios printed. No timing asserts: the machine is
+shared; the full figures are in docs/transport.md."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ def test_transport_bench_quick():
     assert done.returncode == 0, done.stdout + done.stderr
     table = done.stdout[done.stdout.index("| client |"):]
     for client in ("raw", "fasthttp", "boto3", "fast"):
-        row = next(line for line in table.splitlines() if line.startswith(f"| {client} |"))
-        assert row.split("|")[-2].strip() == "0", row  # no failures
+        for mode in ("fresh", "repeated"):
+            row = next(line for line in table.splitlines() if line.startswith(f"| {client} | {mode} |"))
+            assert row.split("|")[-2].strip() == "0", row  # no failures
+    assert "round 1 fresh: fast / raw = " in done.stdout
+    assert "round 1 repeated: fast / raw = " in done.stdout
     assert "signed fast / raw unsigned = " in done.stdout
