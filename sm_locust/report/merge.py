@@ -229,7 +229,7 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame, max_error_ra
     error rate <= max_error_rate."""
     plateau = summary.get("plateau")
     if isinstance(plateau, dict) and plateau.get("rps"):
-        point = {k: plateau.get(k) for k in ("users", "rps", "p50_ms", "p95_ms", "p99_ms")}
+        point = {k: plateau.get(k) for k in ("users", "rps", "p50_ms", "p95_ms", "p99_ms", "capacity_rps")}
         point["source"] = "plateau found during the run" + (f" ({plateau['reason']})" if plateau.get("reason") else "")
         point["stable"] = plateau.get("stable")
         match = steps[steps["users"] == plateau.get("users")] if not steps.empty else steps

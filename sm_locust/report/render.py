@@ -107,6 +107,9 @@ def fig_throughput(m: ReportModel) -> str:
                                  text=[f"plateau: {m.point['rps']:.1f} rps @ {m.point['users']} users"],
                                  textposition="top left"))
         fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
+        if not _is_missing(m.point.get("capacity_rps")):
+            fig.add_hline(y=m.point["capacity_rps"], line_dash="dot", line_color="crimson",
+                          annotation_text=f"capacity {m.point['capacity_rps']:.1f} req/s")
     fig.update_layout(title="Throughput vs users", xaxis_title="users", yaxis_title="requests/s")
     return _div(fig, "fig-throughput")
 
@@ -225,9 +228,15 @@ def fig_decomposition(m: ReportModel) -> str:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
+    knee = (f"{fmt(p.get('rps'))} req/s at {fmt(p.get('users'), 0)} users"
+            + (f" (goodput {fmt(p.get('goodput_rps'))} req/s)" if not _is_missing(p.get("goodput_rps")) else "") if p else "n/a")
+    if not _is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
+        headline = [("Capacity (best stable goodput at or beyond the knee)", f"{fmt(p.get('capacity_rps'))} req/s"),
+                    ("Knee (least load within 5 % of the plateau)", knee)]
+    else:
+        headline = [("Max sustainable throughput", knee)]
     rows = [
-        ("Max sustainable throughput", f"{fmt(p.get('rps'))} req/s at {fmt(p.get('users'), 0)} users"
-         + (f" (goodput {fmt(p.get('goodput_rps'))} req/s)" if not _is_missing(p.get("goodput_rps")) else "") if p else "n/a"),
+        *headline,
         ("How it was found", p.get("source", "no plateau and no clean step")),
         ("Latency there (p50 / p95 / p99)",
          " / ".join(fmt(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else "n/a"),

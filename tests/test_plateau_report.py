@@ -1,0 +1,42 @@
+"""The report's headline shows the plateau search's two answers: the capacity (what the endpoint
+sustains) and the knee (where it starts), from summary.json's plateau; older runs keep one row."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from sm_locust.report import merge
+from sm_locust.report.pipeline import ReportOptions, build_report
+
+GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+STEPS = pd.DataFrame({"step": [1, 2, 3], "users": [1, 2, 4], "rps": [100.0, 180.0, 199.0], "error_rate": [0.0] * 3,
+                      "p50_ms": [5, 6, 9], "p95_ms": [7, 8, 15], "p99_ms": [9, 10, 20]})
+
+
+def test_sustainable_point_carries_the_capacity():
+    plateau = {"users": 2, "rps": 180.0, "capacity_rps": 199.0, "p50_ms": 6, "p95_ms": 8, "p99_ms": 10}
+    point = merge.sustainable_point({"plateau": plateau}, STEPS)
+    assert point["capacity_rps"] == 199.0 and point["rps"] == 180.0 and point["users"] == 2
+
+
+def test_report_headline_shows_capacity_and_knee(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN, run)
+    summary = json.loads((run / "summary.json").read_text())
+    users = summary["steps"][0]["users"]
+    summary["plateau"] = {"users": users, "rps": 180.0, "capacity_rps": 199.5, "p50_ms": 6.0, "p95_ms": 8.0,
+                          "p99_ms": 10.0, "reason": "throughput gain < 5 % over 2 steps", "stable": True}
+    (run / "summary.json").write_text(json.dumps(summary))
+    build_report(run, ReportOptions(cloudwatch=False, write_summary=False))
+    page = (run / "report.html").read_text()
+    assert "Capacity (best stable goodput at or beyond the knee)" in page and "199.5 req/s" in page
+    assert "Knee (least load within 5 % of the plateau)" in page and f"180.0 req/s at {users} users" in page
+    del summary["plateau"]["capacity_rps"]  # a run recorded before capacity_rps existed
+    (run / "summary.json").write_text(json.dumps(summary))
+    build_report(run, ReportOptions(cloudwatch=False, write_summary=False))
+    page = (run / "report.html").read_text()
+    assert "Max sustainable throughput" in page and "Capacity (" not in page
