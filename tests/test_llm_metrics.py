@@ -114,7 +114,7 @@ def test_bucket_figures_and_mixed_sources():
     figures = bucket.figures(10.0)
     assert figures["ttft_p50_ms"] in (149.0, 150.0) and figures["ttft_p99_ms"] in (198.0, 199.0)
     assert figures["itl_p50_ms"] == 20.0 and figures["itl_p95_ms"] == 40.0
-    assert figures["output_tokens"] == 1100 and figures["output_tokens_per_s"] == 110.0 and figures["input_tokens"] == 1000
+    assert figures["output_tokens"] == 1100 and figures["input_tokens"] == 1000
     assert figures["tokens_source"] == SERVER
     bucket.add(sample(100.0, [], 1, 100.0, COUNTED, None))
     assert bucket.figures(1.0)["tokens_source"] == "mixed"
@@ -169,3 +169,15 @@ def test_step_figures_cover_each_steps_steady_window():
 def test_no_tokens_no_llm_object():
     summary = {"steps": []}
     assert "llm" not in LlmStats().annotate(summary, [], 0.0, 1.0)
+
+
+def test_tokens_per_s_counts_each_streamed_token_in_the_second_it_arrived():
+    stats = LlmStats()
+    # one stream of 30 tokens from 1000.0 to 1003.0 (a token every 100 ms after a 100-ms TTFT), the server says 60
+    times = [100.0 * (i + 1) for i in range(30)]
+    stats.add(RequestTokens(3000.0, 100.0, [100.0] * 29, 60, None, SERVER, times), now=1003.0)
+    assert [round(stats.buckets[s].arrived) for s in (1000, 1001, 1002)] == [18, 20, 20]  # 9, 10, 10 tokens x 2
+    assert stats.window(1000, 1001).figures(1.0)["output_tokens_per_s"] == 18.0 and stats.window(1001, 1002).requests == 0
+    assert stats.window(999, 1004).figures(4.0)["output_tokens"] == 60
+    stats.add(sample(None, [], 5, 50.0), now=1003.2)  # not streamed: all at completion
+    assert stats.buckets[1003].arrived == 5 + 2  # the stream's last token (at 1003.0) too

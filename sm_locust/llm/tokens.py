@@ -297,6 +297,8 @@ class RequestTokens:
     output_tokens: int | None
     input_tokens: int | None
     source: str | None
+    token_times_ms: list[float] = field(default_factory=list)
+    """Streams: when each counted token arrived, from the call's start (tokens/s per second of the run)."""
 
     @property
     def tpot_ms(self) -> float | None:
@@ -326,6 +328,7 @@ def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Seq
     ttft = None
     previous = None
     itl: list[float] = []
+    times: list[float] = []
     for arrival, tokens in zip(arrivals, count.per_part):
         if not tokens:
             continue
@@ -333,8 +336,9 @@ def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Seq
             ttft = arrival
         else:
             itl.extend([(arrival - previous) / tokens] * tokens)
+        times.extend([arrival] * tokens)
         previous = arrival
-    return RequestTokens(e2e_ms, ttft, itl, count.output_tokens, inputs, count.source)
+    return RequestTokens(e2e_ms, ttft, itl, count.output_tokens, inputs, count.source, times)
 
 
 def response_figures(count: TokenCount, e2e_ms: float, input_tokens: int | None = None) -> RequestTokens:

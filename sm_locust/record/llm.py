@@ -14,8 +14,10 @@ its buckets to the master inside Locust's own reports (`report_to_master` / `wor
 `annotate(summary, seconds, ...)` adds the `llm` object to summary.json whenever tokens were
 counted, for the run and for each step (over the step's steady window, the same seconds its rps
 comes from): `ttft_p50_ms` .. `ttft_p99_ms`, `itl_p50_ms` .. `itl_p99_ms`, `tpot_p50_ms`,
-`tpot_p95_ms`, `e2e_p50_ms`, `e2e_p95_ms`, `output_tokens`, `input_tokens`,
-`output_tokens_per_s` (all answers' output tokens / the window's length),
+`tpot_p95_ms`, `e2e_p50_ms`, `e2e_p95_ms`, `input_tokens` (the server's counts, else the sender's),
+`output_tokens_per_s` (the output tokens that arrived in the window / its length: a stream's tokens
+count in the second each arrived, so a step's rate does not jump with the few answers that happen
+to complete in it), `output_tokens` (of the answers completed in the window),
 `request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
 (`server`, `counted`, or `mixed` when some answers had the server's counts and some did not) and
 `unrecognised_streams`. docs/llm.md.
@@ -76,6 +78,8 @@ class Bucket:
     server: int = 0
     counted: int = 0
     unrecognised: int = 0
+    arrived: float = 0.0
+    """Output tokens that arrived in this second (a stream's tokens when each came; else at completion)."""
     hists: dict[str, dict[int, int]] = field(default_factory=lambda: {name: {} for name in _HISTOGRAMS})
 
     def add(self, sample: RequestTokens) -> None:
@@ -101,7 +105,8 @@ class Bucket:
                 hist[key] = hist.get(key, 0) + 1
 
     def merge(self, other: Bucket) -> Bucket:
-        for name in ("requests", "output_tokens", "input_tokens", "input_known", "server", "counted", "unrecognised"):
+        for name in ("requests", "output_tokens", "input_tokens", "input_known", "server", "counted", "unrecognised",
+                     "arrived"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name, hist in other.hists.items():
             mine = self.hists.setdefault(name, {})
@@ -112,7 +117,7 @@ class Bucket:
     def to_wire(self) -> dict:
         """Plain data for a worker report (msgpack: int keys are fine)."""
         return {"n": [self.requests, self.output_tokens, self.input_tokens, self.input_known, self.server, self.counted,
-                      self.unrecognised], "h": {name: dict(hist) for name, hist in self.hists.items() if hist}}
+                      self.unrecognised, self.arrived], "h": {name: dict(hist) for name, hist in self.hists.items() if hist}}
 
     @classmethod
     def from_wire(cls, data: Mapping) -> Bucket:
@@ -131,7 +136,7 @@ class Bucket:
 
     def figures(self, duration_s: float) -> dict | None:
         """summary.json's `llm` object for a window of `duration_s` seconds; None when no tokens were counted."""
-        if not self.requests:
+        if not self.requests and not self.arrived:
             return None
         h = self.hists
         return {
@@ -148,7 +153,7 @@ class Bucket:
             "e2e_p95_ms": _percentile(h["e2e"], 95.0),
             "output_tokens": self.output_tokens,
             "input_tokens": self.input_tokens if self.input_known else None,
-            "output_tokens_per_s": round(self.output_tokens / duration_s, 3) if duration_s > 0 else None,
+            "output_tokens_per_s": round(self.arrived / duration_s, 3) if duration_s > 0 else None,
             "request_output_tokens_per_s_p50": _percentile(h["rate"], 50.0),
             "tokens_source": self.source,
             "unrecognised_streams": self.unrecognised,
@@ -206,15 +211,27 @@ class LlmStats:
 
     # -- recording -------------------------------------------------------------------------------
     def add(self, sample: RequestTokens, now: float | None = None) -> None:
-        second = int(time.time() if now is None else now)
-        bucket = self.buckets.get(second)
-        if bucket is None:
-            bucket = self.buckets[second] = Bucket()
-        bucket.add(sample)
+        now = time.time() if now is None else now
+        self._bucket(int(now)).add(sample)
+        if sample.output_tokens:
+            times = sample.token_times_ms
+            if times:  # each streamed token in the second it arrived (the server's count spread over them)
+                start = now - sample.e2e_ms / 1000.0
+                weight = sample.output_tokens / len(times)
+                for t in times:
+                    self._bucket(int(start + t / 1000.0)).arrived += weight
+            else:
+                self._bucket(int(now)).arrived += sample.output_tokens
         if sample.source is None and not self.warned:
             self.warned = True
             log.warning("sm-locust: a stream's chunks carry no recognisable tokens (TGI/LMI JSON lines with \"token\", "
                         "or OpenAI-style SSE choices[].delta); it is timed, its tokens are not counted")
+
+    def _bucket(self, second: int) -> Bucket:
+        bucket = self.buckets.get(second)
+        if bucket is None:
+            bucket = self.buckets[second] = Bucket()
+        return bucket
 
     def _on_test_start(self, **_kw) -> None:
         self.buckets = {}
