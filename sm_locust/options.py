@@ -149,11 +149,17 @@ class OptionSpec:
 
 ENDPOINT_OPTIONS: list[OptionSpec] = [
     OptionSpec("--endpoint-name", "SM_LOCUST_ENDPOINT_NAME", "", "SageMaker endpoint name to invoke (required)"),
+    # Where the signed requests and the session token go, and code loading (module:function): set on
+    # the command line only, never from the web UI (sm_locust/locustfiles/_webui.py).
     OptionSpec("--endpoint-url", "SM_LOCUST_ENDPOINT_URL", "",
-               "runtime API URL, e.g. http://127.0.0.1:8080 for the local endpoint (default: AWS, or $AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME)"),
-    OptionSpec("--region", "SM_LOCUST_REGION", "", "AWS region (default: the boto3 chain, $AWS_REGION / profile)"),
-    OptionSpec("--aws-profile", "SM_LOCUST_AWS_PROFILE", "", "AWS profile name (default: $AWS_PROFILE / default chain)"),
-    OptionSpec("--payload", "SM_LOCUST_PAYLOAD", "", "request body source: a file sent verbatim, .jsonl, folder, .npy/.npz, module:function (docs/payloads.md)"),
+               "runtime API URL, e.g. http://127.0.0.1:8080 for the local endpoint (default: AWS, or $AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME)",
+               web_ui=False),
+    OptionSpec("--region", "SM_LOCUST_REGION", "", "AWS region (default: the boto3 chain, $AWS_REGION / profile)", web_ui=False),
+    OptionSpec("--aws-profile", "SM_LOCUST_AWS_PROFILE", "", "AWS profile name (default: $AWS_PROFILE / default chain)",
+               web_ui=False),
+    OptionSpec("--payload", "SM_LOCUST_PAYLOAD", "",
+               "request body source: a file sent verbatim, .jsonl, .pkl, folder, .npy/.npz, module:function (docs/payloads.md)",
+               web_ui=False),
     OptionSpec("--content-type", "SM_LOCUST_CONTENT_TYPE", "",
                "Content-Type of the request body (default: from the payload source; application/json for a plain file)"),
     OptionSpec("--accept", "SM_LOCUST_ACCEPT", "", "Accept header: the response format to ask for"),

@@ -3,21 +3,34 @@
     locust -f locustfiles/sagemaker.py --endpoint-name my-endpoint --payload body.json
 
 Options (`--endpoint-name`, `--endpoint-url`, `--region`, `--payload`, `--content-type`, `--accept`,
-...) are Locust options: they show and can be edited in the web UI, and can be set as `SM_LOCUST_*`
-environment variables or in locust.conf. With `--sm-out DIR` the run's summary.json and
-timeline.json are written there (master or local runner).
+...) are Locust options: they can be set as `SM_LOCUST_*` environment variables or in locust.conf,
+and most show and can be edited in the web UI; those that load code or decide where the signed
+requests go (`--payload`, `--endpoint-url`, `--region`, `--aws-profile`) stay on the command line
+(`_webui.py`). With `--sm-out DIR` the run's summary.json and timeline.json are written there
+(master or local runner).
+
+Before anything starts (the `init` event, on the master or local runner) the settings are checked
+as `sm-locust run` checks them: endpoint, payload and every payload option, the URL, the region.
+A bad one ends Locust at once with one line, `sm-locust: error: ...`, and exit code 2, instead of
+a run that sends nothing until `-t` ends. In the web UI the endpoint name may still be typed in the
+form. The web UI and the master listen on 127.0.0.1 unless `--web-host` / `--master-bind-host`
+say otherwise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import sys
 
 from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.errors import SmLocustError
+from sm_locust.locustfiles import _webui
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.payloads.options import prepare_payloads
+from sm_locust.preflight import aws_region, check_region, plain_http_warning, runtime_url
 from sm_locust.payloads.split import PARTS
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder
@@ -27,11 +40,42 @@ from sm_locust.users.fanout import invoke_split
 
 __all__ = ["InvokeEndpointUser"]
 log = logging.getLogger("sm_locust")
+LOCAL_BIND = "127.0.0.1"  # the web UI and the master have no login by default: this machine only
 
 
 @events.init_command_line_parser.add_listener
 def _register_options(parser, **_kw) -> None:
     register_options(parser)
+    parser.set_defaults(web_host=LOCAL_BIND, master_bind_host=LOCAL_BIND)
+
+
+def check_startup(options, *, web_ui: bool) -> SageMakerSettings:
+    """The checks `sm-locust run` makes before a run, for plain Locust (UsageError when wrong).
+    With the web UI the endpoint name may still come from the form."""
+    settings = SageMakerSettings.from_options(options)
+    checked = dataclasses.replace(settings, endpoint_name=settings.endpoint_name or "-") if web_ui else settings
+    checked.validate()
+    prepare_payloads(checked, options)
+    check_region(aws_region(settings) if not runtime_url(settings) else settings.region, aws=not runtime_url(settings))
+    return settings
+
+
+@events.init.add_listener
+def _check_settings(environment, web_ui=None, **_kw) -> None:
+    """Quit at once, exit 2, one line, when the settings cannot work (see the module docstring)."""
+    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+        return
+    try:
+        settings = check_startup(environment.parsed_options, web_ui=web_ui is not None)
+    except SmLocustError as exc:
+        print(f"sm-locust: error: {exc.message}", file=sys.stderr, flush=True)
+        environment.process_exit_code = exc.exit_code
+        raise SystemExit(exc.exit_code) from None  # before any runner, web UI or user starts: nothing to stop
+    warning = plain_http_warning(runtime_url(settings))
+    if warning:
+        print(f"sm-locust: warning: {warning}", file=sys.stderr, flush=True)
+    if web_ui is not None:
+        _webui.protect(environment, web_ui)
 
 
 @events.init.add_listener

@@ -1,0 +1,143 @@
+"""What the default locustfile does to Locust's web UI (not a locustfile itself).
+
+Locust's UI has no notion of options that must not be edited from a browser: `POST /swarm` copies
+every form field that names a parsed option into it, whether the form shows that option or not,
+and `POST /user` sets any attribute on a User class. Two kinds of sm-locust options must stay on
+the command line: code loading (`--payload module:function` imports and calls code) and
+credential routing (`--endpoint-url`, `--region`, `--aws-profile`, and Locust's `host`, which a
+SageMakerUser uses as its endpoint URL: signed requests and the session token go there). They are
+declared `web_ui=False` (not shown), and `protect` refuses any request that would change them or
+any other option the form does not show, with the one-line message the UI displays. It also checks
+the shown sm-locust numbers and booleans the way the command line does (`--think-time abc` is
+refused, not a server error; `--stop-at-knee maybe` is not read as false).
+
+The start form: with the sm-locust options given, Locust's "no host attribute set" warning is
+wrong (an endpoint, not a host, is what the users need), so it is cleared; and the open-loop rate
+tokens (`OpenLoopUser`) are left out of the class picker, where they would be preselected beside
+`InvokeEndpointUser`: they belong to the open-loop shapes, and are added to the run when an
+sm-locust shape is picked (a shape picks its own classes from those loaded).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.options import all_option_specs, parse_bool, parse_number
+from sm_locust.shapes.base import SmLocustShape
+from sm_locust.users.openloop import OpenLoopUser
+
+# Fields of Locust's own start form (its /swarm handler reads them itself).
+LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time", "profile"})
+# What the class picker's "edit user" dialog may set on a User class.
+USER_FIELDS = frozenset({"user_class_name", "weight", "fixed_count", "tasks", "host"})
+
+
+def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterable[str]) -> list[str]:
+    """Form fields that would change a parsed option the UI does not show (pure: for tests)."""
+    shown = set(shown) | LOCUST_FORM_FIELDS
+    return sorted({key for key in form if key in parsed and key not in shown})
+
+
+def check_form_values(form: Mapping[str, str]) -> None:
+    """A UsageError for a shown sm-locust number or boolean that the command line would refuse."""
+    for spec in all_option_specs():
+        if not spec.web_ui or spec.dest not in form or spec.type not in (int, float, bool):
+            continue
+        value = form[spec.dest]
+        if spec.type is bool:
+            parse_bool(value, spec.flag)
+        else:
+            parse_number(value, spec.flag, spec.type)
+
+
+def _refusal(fields: list[str]) -> str:
+    flags = ", ".join("--" + f.replace("_", "-") if f != "host" else "host" for f in fields)
+    return (f"{flags} cannot be changed from the web UI (code loading and where the signed requests go stay on the "
+            "command line); restart Locust with the value you want")
+
+
+def is_open_loop_class(cls: type) -> bool:
+    return isinstance(cls, type) and issubclass(cls, OpenLoopUser)
+
+
+def protect(environment, web_ui) -> None:
+    """Register the checks above on the web UI's Flask app, and trim its start form."""
+    from flask import jsonify, request
+    from locust.argument_parser import ui_extra_args_dict
+
+    def refuse(message: str):
+        return jsonify({"success": False, "message": message, "host": environment.host})
+
+    @web_ui.app.before_request
+    def _check_request():
+        if request.method != "POST":
+            return None
+        endpoint = (request.endpoint or "").rpartition(".")[2]
+        if endpoint == "swarm":
+            return _check_swarm()
+        if endpoint == "update_user":
+            return _check_user()
+        return None
+
+    def _check_swarm():
+        form = request.form
+        parsed = vars(environment.parsed_options) if environment.parsed_options else {}
+        refused = refused_fields(form.keys(), parsed, ui_extra_args_dict())
+        if "host" in form and (form.get("host") or "") != (environment.host or ""):
+            refused = sorted({*refused, "host"})
+        if refused:
+            return refuse(_refusal(refused))
+        try:
+            check_form_values(form.to_dict())
+        except UsageError as exc:
+            return refuse(str(exc))
+        _add_open_loop_classes(form)
+        return None
+
+    def _add_open_loop_classes(form) -> None:
+        """Picking an sm-locust shape brings the open-loop classes the picker hides."""
+        from werkzeug.datastructures import ImmutableMultiDict
+
+        picked = form.getlist("user_classes")
+        shape = (environment.available_shape_classes or {}).get(form.get("shape_class", "Default"))
+        shape_class = shape if isinstance(shape, type) else type(shape)
+        if not picked or not issubclass(shape_class, SmLocustShape):
+            return
+        hidden = [name for name, cls in (environment.available_user_classes or {}).items()
+                  if is_open_loop_class(cls) and name not in picked]
+        if hidden:
+            items = [(k, v) for k, values in form.lists() for v in values] + [("user_classes", n) for n in hidden]
+            request.form = ImmutableMultiDict(items)
+
+    def _check_user():
+        try:
+            settings = json.loads(request.data or b"{}")
+        except ValueError:
+            return refuse("not a JSON object"), 400
+        if not isinstance(settings, dict):
+            return refuse("not a JSON object"), 400
+        cls = (environment.available_user_classes or {}).get(settings.get("user_class_name"))
+        refused = sorted(k for k in settings if k not in USER_FIELDS)
+        if "host" in settings and cls is not None and (settings["host"] or None) != (cls.host or None):
+            refused.append("host")
+        if refused:
+            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; only weight, fixed_count and tasks"), 400
+        return None
+
+    original = web_ui.update_template_args
+
+    def update_template_args() -> None:
+        original()
+        args = web_ui.template_args
+        args["missing_host_warning"] = False  # the users need an endpoint (--endpoint-name), not a host
+        args["override_host_warning"] = False
+        classes = environment.available_user_classes or {}
+        hidden = {name for name, cls in classes.items() if is_open_loop_class(cls)}
+        if hidden and args.get("available_user_classes"):
+            args["available_user_classes"] = [n for n in args["available_user_classes"] if n not in hidden]
+            args["users"] = {n: u for n, u in (args.get("users") or {}).items() if n not in hidden}
+
+    web_ui.update_template_args = update_template_args
