@@ -10,10 +10,13 @@ import json
 
 import pytest
 from locust import constant
+from locust.env import Environment
 
 from sm_locust.invocation import InvocationError
+from sm_locust.plateau.timeline import Second
+from sm_locust.record.recorder import RunRecorder
 from sm_locust.testing import invoke_user, run_load_test
-from sm_locust.users.backoff import FIRST_BACKOFF_S, MAX_BACKOFF_S, Backoff, connection_error_code
+from sm_locust.users.backoff import FIRST_BACKOFF_S, MAX_BACKOFF_S, Backoff, ConnectionBackoff, connection_error_code
 from tests.conftest import SAMPLE_PAYLOAD
 from tests.fakes import free_port
 
@@ -80,3 +83,27 @@ def test_back_offs_show_in_the_timeline_and_summary(tmp_path):
     assert sum(s["backoffs"] for s in timeline) == result.totals["backoff"]["count"] > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["totals"]["backoff"]["count"] == result.totals["backoff"]["count"]
+
+
+def test_workers_report_their_back_offs_to_the_master():
+    worker, master = ConnectionBackoff(), ConnectionBackoff()
+    worker.count, worker.seconds = 3, 0.35
+    data: dict = {}
+    worker._on_report_to_master(client_id="w1", data=data)
+    master._on_worker_report(client_id="w1", data=data)
+    worker._on_report_to_master(client_id="w1", data=(again := {}))  # nothing new: nothing sent
+    master._on_worker_report(client_id="w1", data=again)
+    assert (master.count, master.seconds) == (3, pytest.approx(0.35)) and again == {}
+
+
+def test_the_progress_line_shows_goodput_and_back_offs(capsys):
+    environment = Environment()
+    runner = environment.create_local_runner()
+    recorder = RunRecorder(environment, None, progress_every_s=2)
+    recorder.started_at = 100.0
+    recorder.seconds = [Second(t=101.0, users=2, spawning=False, requests=4, failures=4, backoffs=3),
+                        Second(t=102.0, users=2, spawning=False, requests=6, failures=2, backoffs=1)]
+    recorder._print_progress()
+    line = capsys.readouterr().out
+    assert "rps=     5.0" in line and "goodput=     2.0" in line and "backoffs=4 (connection errors)" in line
+    runner.quit()
