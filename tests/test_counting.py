@@ -13,7 +13,15 @@ from locust import task
 from locust.env import Environment
 
 from sm_locust.gates import MaxErrorRate, MaxLatency, MinRps, evaluate
-from sm_locust.invocation import INTER_CHUNK, INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM, TTFT, Invocation, InvocationError, is_invocation
+from sm_locust.invocation import (
+    INTER_CHUNK,
+    INVOKE_ENDPOINT,
+    INVOKE_ENDPOINT_STREAM,
+    TTFT,
+    Invocation,
+    InvocationError,
+    is_invocation,
+)
 from sm_locust.record.recorder import RunRecorder, per_name
 from sm_locust.record.runfolder import load_run
 from sm_locust.testing import run_load_test
