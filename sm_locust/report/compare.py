@@ -27,6 +27,7 @@ import pandas as pd
 
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
+from sm_locust.report.llm import LLM_COLUMNS, llm_columns
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.sources import MetricRequest, create_source
 
@@ -86,7 +87,9 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         totals = data.totals
         row.update(run_requests=totals.requests, run_failures=totals.failures, run_goodput_rps=totals.goodput_rps)
     row["gaps"] = len(gaps)
-    return RunComparison(data.run_dir.name, {c: row.get(c) for c in ROW_COLUMNS}, steps, gaps)
+    row.update(llm_columns(data.summary, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
+    return RunComparison(data.run_dir.name, {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
+                         steps, gaps)
 
 
 def _unique_names(runs: list[RunComparison]) -> None:
@@ -146,7 +149,7 @@ def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices
         say(f"reading {d}")
         runs.append(summarize_run(d, prices, safety_factor=safety_factor, target_rps=target_rps))
     _unique_names(runs)
-    table = pd.DataFrame([r.row for r in runs], columns=ROW_COLUMNS)
+    table = pd.DataFrame([r.row for r in runs], columns=ROW_COLUMNS + [c for c in LLM_COLUMNS if any(c in r.row for r in runs)])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outputs = {"csv": out / "compare.csv", "html": out / "compare.html"}

@@ -4,6 +4,7 @@ The figures users compare instance types by (see the ResNet50 benchmark: "$0.30 
 inferences", "1.1 million transactions per hour") and the ones they configure autoscaling with:
 
     $ per 1M inferences   = price per hour x instances / (rps x 3600) x 1,000,000
+    $ per 1M output tokens = price per hour x instances / (output tokens/s x 3600) x 1,000,000   (LLMs)
     transactions per hour = rps x 3600
     per-instance rps      = rps / instances
     instances needed      = ceil(target rps / (per-instance rps x safety factor))
@@ -101,6 +102,11 @@ def cost_per_million(price_per_hour: float, instances: int, rps: float) -> float
     if not rps or rps <= 0 or price_per_hour is None:
         return None
     return price_per_hour * instances / (rps * 3600.0) * 1e6
+
+
+def cost_per_million_tokens(price_per_hour: float, instances: int, tokens_per_s: float) -> float | None:
+    """$ per 1M output tokens = price per hour x instances / (output tokens/s x 3600) x 1,000,000."""
+    return cost_per_million(price_per_hour, instances, tokens_per_s)
 
 
 def transactions_per_hour(rps: float) -> float:

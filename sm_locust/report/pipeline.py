@@ -41,6 +41,7 @@ from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
+from sm_locust.report.llm import llm_view, token_cost
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 
 Progress = Callable[[str], None]
@@ -364,6 +365,8 @@ def build_report(
     metrics = fetch_metrics(data, opts, cloudwatch=cloudwatch, progress=say, env=env, prices=prices)
     say("merging and computing steps")
     seconds, steps, point, cost, errors, gaps, notes = compute(data, opts, metrics, prices)
+    tokens = llm_view(data.summary, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
+    cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
 
@@ -384,7 +387,7 @@ def build_report(
     model = ReportModel(
         title=f"sm-locust report: {opts.endpoint_name or data.run_dir.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
-        totals=data.summary.get("totals") if isinstance(data.summary.get("totals"), dict) else {},
+        totals=data.summary.get("totals") if isinstance(data.summary.get("totals"), dict) else {}, llm=tokens,
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.report.llm import llm_figures, llm_rows
+
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
            "fig-endpoint-load", "fig-errors", "fig-decomposition")
@@ -42,6 +44,7 @@ class ReportModel:
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
     totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
+    llm: Any = None  # report.llm.LlmView when the run counted tokens
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -339,9 +342,11 @@ def render_html(model: ReportModel) -> str:
     if notes_items:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
-    summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in summary_rows(model))
+    summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
+                      summary_rows(model) + llm_rows(model.llm, model.cost))
     figures = [fig_throughput(model), fig_throughput_time(model), fig_latency_users(model), fig_latency_time(model),
-               fig_endpoint_load(model), fig_decomposition(model), fig_errors(model)]
+               fig_endpoint_load(model), fig_decomposition(model), fig_errors(model),
+               *llm_figures(model.llm, (model.point or {}).get("users"), _div, _missing)]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -1,0 +1,83 @@
+"""The report and compare on an LLM run: tokens/s, TTFT and ITL vs users, $ per 1M output tokens
+(instance $/h / tokens/s), and nothing of it for a run without tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from sm_locust.endpoint.llm import LlmConfig
+from sm_locust.report.cost import cost_per_million_tokens
+from sm_locust.report.llm import llm_columns, llm_view, token_cost
+from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+SUMMARY = {
+    "llm": {"output_tokens_per_s": 100.0, "ttft_p95_ms": 300.0, "itl_p95_ms": 40.0, "output_tokens": 5000},
+    "steps": [{"users": 2, "llm": {"output_tokens_per_s": 80.0, "ttft_p95_ms": 200.0}},
+              {"users": 4, "llm": {"output_tokens_per_s": 150.0, "ttft_p95_ms": 250.0, "itl_p95_ms": 30.0}},
+              {"users": 8}],
+}
+
+
+def test_dollars_per_million_output_tokens():
+    assert cost_per_million_tokens(1.212, 1, 253.678) == pytest.approx(1.212 / (253.678 * 3600) * 1e6)
+    assert cost_per_million_tokens(2.0, 2, 0.0) is None
+
+
+def test_token_figures_at_the_sustainable_point():
+    view = llm_view(SUMMARY, {"users": 4})
+    assert view.point["output_tokens_per_s"] == 150.0 and view.where == "the step at 4 users"
+    assert [s["users"] for s in view.steps] == [2, 4]
+    assert llm_view(SUMMARY, {"users": 16}).where == "the whole run"
+    plateau = {**SUMMARY, "plateau": {"users": 4, "llm": {"output_tokens_per_s": 140.0}}}
+    assert llm_view(plateau, {"users": 4}).point["output_tokens_per_s"] == 140.0
+    cost = token_cost({"price_per_hour_usd": 3.6, "instance_count": 2}, view)
+    assert cost["usd_per_million_output_tokens"] == pytest.approx(3.6 * 2 / (150.0 * 3600) * 1e6)
+    assert "usd_per_million_output_tokens" not in token_cost({"price_per_hour_usd": None}, view)
+    assert llm_view({"steps": []}, None) is None and llm_columns({"steps": []}, None, {}) == {}
+    assert llm_columns(SUMMARY, {"users": 4}, {})["itl_p95_ms"] == 30.0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    from sm_locust.endpoint.server import LocalEndpoint
+
+    root = tmp_path_factory.mktemp("llm-report")
+    config = LlmConfig(max_sequences=4, step_ms=10.0, step_ms_per_seq=1.0)
+    with LocalEndpoint(llm=config, log_path=root / "endpoint.log") as ep:
+        llm = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:50",
+                      "--llm-template", "messages", "--max-new-tokens", "16", "--stream", "true", "-u", "2", "-r", "10",
+                      "-t", "5s", "--out", str(root / "llm"), "-q")
+        assert llm.returncode == 0, llm.stdout + llm.stderr
+    with LocalEndpoint(log_path=root / "plain.log") as ep:
+        plain = run_cli("run", "--endpoint-name", "plain", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                        "-u", "1", "-t", "3s", "--out", str(root / "plain"), "-q")
+        assert plain.returncode == 0, plain.stdout + plain.stderr
+    return root
+
+
+def test_report_draws_tokens_and_prices_them(runs):
+    result = run_cli("report", str(runs / "llm"), "--no-cloudwatch", "--price-per-hour", "1.5", "--instance-type", "ml.g5.xlarge")
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    page = (runs / "llm" / "report.html").read_text()
+    assert 'id="fig-llm-tokens"' in page and 'id="fig-llm-latency"' in page and "$ per 1M output tokens" in page
+    summary = json.loads((runs / "llm" / "summary.json").read_text())
+    cost = summary["cost"]
+    assert summary["llm"]["tokens_source"] == "server" and cost["output_tokens_per_s"] > 0
+    assert cost["usd_per_million_output_tokens"] == pytest.approx(1.5 / (cost["output_tokens_per_s"] * 3600) * 1e6)
+    plain = run_cli("report", str(runs / "plain"), "--no-cloudwatch", "--price-per-hour", "1.5")
+    assert plain.returncode in (0, 1), plain.stdout + plain.stderr
+    assert "fig-llm-tokens" not in (runs / "plain" / "report.html").read_text()
+    assert "usd_per_million_output_tokens" not in json.loads((runs / "plain" / "summary.json").read_text())["cost"]
+
+
+def test_compare_shows_token_columns_when_a_run_has_them(runs, tmp_path):
+    result = run_cli("compare", str(runs / "llm"), str(runs / "plain"), "--out", str(tmp_path / "cmp"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    table = pd.read_csv(tmp_path / "cmp" / "compare.csv")
+    assert {"output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"} <= set(table.columns)
+    assert table.loc[0, "output_tokens_per_s"] > 0 and pd.isna(table.loc[1, "output_tokens_per_s"])
+    only_plain = run_cli("compare", str(runs / "plain"), "--out", str(tmp_path / "cmp2"))
+    assert "output_tokens_per_s" not in pd.read_csv(tmp_path / "cmp2" / "compare.csv").columns, only_plain.stderr
