@@ -164,3 +164,26 @@ def test_lean_memo_gives_the_fresh_signature_and_follows_time_body_and_headers()
     before = lean.sign("POST", url, headers, mutable, amz_date=AMZ_DATE)
     mutable[-2:-1] = b"9"  # a mutable body is never memoized
     assert lean.sign("POST", url, headers, mutable, amz_date=AMZ_DATE) != before
+
+
+def test_a_credential_miss_is_remembered_for_the_check_interval(monkeypatch):
+    """Without credentials every call fails NoCredentialsError, but botocore's provider chain (~10 ms of
+    CPU) runs once per check interval, not once per call."""
+    from sm_locust.transport import signing
+
+    looked = []
+
+    def no_credentials():
+        looked.append(1)
+        raise signing.NoCredentialsError()
+
+    monkeypatch.setattr(signing, "_default_credentials", no_credentials)
+    signer = LeanSigner(REGION)
+    for _ in range(5):
+        with pytest.raises(signing.NoCredentialsError, match="Unable to locate credentials"):
+            signer.sign("POST", "https://h/e", {}, b"")
+    assert len(looked) == 1
+    signer.credentials._check_interval = 0.0
+    with pytest.raises(signing.NoCredentialsError):
+        signer.sign("POST", "https://h/e", {}, b"")
+    assert len(looked) == 2
