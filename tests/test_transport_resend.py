@@ -114,3 +114,18 @@ def test_installed_geventhttpclient_re_sends_no_post():
             http.request("POST", "/endpoints/ep/invocations", body=b"{}")
         http.close()
     assert server.requests == {"POST /endpoints/ep/invocations": 1}
+
+
+def test_a_header_value_with_cr_lf_is_refused_and_nothing_is_sent():
+    """The request head is written by the fast transport itself: a custom attribute cannot smuggle a
+    second request or header onto the wire (the same check geventhttpclient makes)."""
+    env = Environment()
+    env.create_local_runner()
+    with ClosingServer() as server:
+        client = signed_client("fast", env, server.url, endpoint="ep")
+        smuggled = "a=1\r\n\r\nPOST /endpoints/other/invocations HTTP/1.1"
+        assert client.invoke(Invocation(body=b"{}", custom_attributes=smuggled)) is None
+        client.close()
+    assert server.requests == {}
+    (error,) = env.stats.errors.values()
+    assert str(error.error).startswith("ValueError: invalid value for header field 'X-Amzn-SageMaker-Custom-Attributes'")
