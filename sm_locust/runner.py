@@ -9,8 +9,8 @@ The run folder: `check_out_dir` refuses, before anything starts, a `--out` that 
 or that already holds a run (unless `--overwrite`, which removes that run's files first, so no
 stale report.html or steps.csv sits beside the new data); a run Locust rejects as a usage error
 leaves no folder behind. Signals: Locust runs in its own session, so a Ctrl+C or a SIGTERM reaches
-it once, from here: the first SIGINT / SIGTERM is forwarded (Locust stops, writes its CSVs and
-summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
+it once, from here: the first SIGINT / SIGTERM is forwarded (as SIGINT: Locust stops, writes its
+CSVs and summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
 """
 
 from __future__ import annotations
@@ -214,9 +214,13 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
 
 
 class SignalForwarder:
-    """While Locust runs: pass SIGINT / SIGTERM (and SIGHUP, as SIGTERM) on to it, once; a second
-    signal kills its whole session (Locust and its --processes workers). `received` is the first
-    signal's number, or None.
+    """While Locust runs: pass SIGINT / SIGTERM / SIGHUP on to it once, as SIGINT; a second signal
+    kills its whole session (Locust and its --processes workers). `received` is the first signal's
+    number, or None (the exit code is 128 + it).
+
+    As SIGINT, because headless Locust handles that in every phase (stop, write the CSVs, fire
+    `quitting`, so summary.json is written) while its SIGTERM handler is only installed after a shape
+    run has ended: a SIGTERM during a step or plateau shape killed it with nothing written.
 
     In a container sm-locust is PID 1, and `kubectl delete` or a Job's deadline sends SIGTERM to it
     alone: without this Locust would be killed at the end of the grace period with nothing written
@@ -245,7 +249,7 @@ class SignalForwarder:
             return
         if self.received is None:
             self.received = signum
-            self.proc.send_signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
+            self.proc.send_signal(signal.SIGINT)
             return
         try:  # asked twice: stop now
             os.killpg(self.proc.pid, signal.SIGKILL)

@@ -1,0 +1,118 @@
+"""Signals sent to the sm-locust process alone (`kill -INT PID`, `kill -TERM PID`, what a container
+runtime does to PID 1): the Locust child stops, summary.json is written, the command exits 130 /
+143, and no process it started is left (Locust, the local endpoint's gunicorn workers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from tests.conftest import SAMPLE_PAYLOAD
+from tests.fakes import wait_exit
+
+
+def start(*args: str, cwd=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sm_locust", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=cwd, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"exited {proc.returncode} before {what}: {out[-1500:]} {err[-1500:]}")
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def descendants(proc: subprocess.Popen) -> list[psutil.Process]:
+    try:
+        return psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # gone meanwhile
+        return ""
+
+
+def locust_child(proc: subprocess.Popen) -> bool:
+    return any("locust" in command_line(p) for p in descendants(proc))
+
+
+def assert_all_gone(processes: list[psutil.Process], timeout: float = 10.0) -> None:
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    assert not alive, [(p.pid, command_line(p)) for p in alive]
+
+
+def stop_with(proc: subprocess.Popen, signum: int, timeout: float = 30.0) -> tuple[int, str, str, list[psutil.Process]]:
+    """Send `signum` to the command alone; return (exit code, stdout, stderr, the processes it had started)."""
+    children = descendants(proc)
+    assert children, "nothing was started"
+    proc.send_signal(signum)
+    code = wait_exit(proc, timeout)
+    out, err = proc.communicate()
+    return code, out, err, children
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_to_run_stops_locust_writes_the_summary_and_exits_128_plus_n(endpoint, tmp_path, signum, code):
+    out = tmp_path / "run"
+    proc = start("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+                 "-u", "2", "-r", "20", "-t", "60s", "--out", str(out), "-q")
+    wait_for(lambda: endpoint.stats()["requests"] >= 30, proc, what="traffic")
+    exit_code, stdout, stderr, children = stop_with(proc, signum)
+    assert exit_code == code, stdout + stderr
+    assert_all_gone(children)
+    served = endpoint.stats()["requests"]
+    time.sleep(0.5)
+    assert endpoint.stats()["requests"] == served  # nothing is sending any more
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["totals"]["requests"] >= 30
+    assert f"interrupted by {signal.Signals(signum).name}" in stderr and "Traceback" not in stderr + stdout
+
+
+def test_sigterm_to_smoke_stops_the_run_before_any_gate(endpoint, tmp_path):
+    out = tmp_path / "smoke"
+    proc = start("smoke", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+                 "-u", "2", "-t", "60s", "--out", str(out), "--max-p95-ms", "1000")
+    wait_for(lambda: endpoint.stats()["requests"] >= 30, proc, what="traffic")
+    exit_code, stdout, stderr, children = stop_with(proc, signal.SIGTERM)
+    assert exit_code == 143, stdout + stderr
+    assert_all_gone(children)
+    assert (out / "summary.json").is_file()
+    assert "PASS" not in stdout and "FAIL" not in stdout
+
+
+def test_sigterm_to_demo_stops_locust_and_the_local_endpoint(tmp_path):
+    out = tmp_path / "demo"
+    proc = start("demo", "--out", str(out), "--no-cloudwatch", "--step-seconds", "20", "--max-users", "3")
+    wait_for(lambda: locust_child(proc) and (out / "locust_stats_history.csv").is_file(), proc, timeout=60,
+             what="the demo's Locust run")
+    exit_code, stdout, stderr, children = stop_with(proc, signal.SIGTERM)
+    assert exit_code == 143, stdout + stderr
+    assert len(children) >= 2  # the local endpoint and Locust
+    assert_all_gone(children)
+    assert (out / "summary.json").is_file()
+
+
+def test_sigterm_to_serve_stops_its_workers(tmp_path):
+    from sm_locust.endpoint.server import free_port
+
+    proc = start("serve", "--port", str(free_port()), "--workers", "2")
+    wait_for(lambda: len(descendants(proc)) >= 2, proc, what="two workers")
+    exit_code, stdout, stderr, children = stop_with(proc, signal.SIGTERM)
+    assert exit_code in (0, 143), stdout + stderr
+    assert_all_gone(children)
+    assert "Traceback" not in stdout + stderr
