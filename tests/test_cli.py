@@ -115,3 +115,61 @@ def test_demo_end_to_end(tmp_path):
     assert [s["users"] for s in summary["steps"]] == [1, 4]
     assert summary["totals"]["requests"] > 0 and summary["totals"]["failures"] == 0
     assert summary["steps"][1]["rps"] > summary["steps"][0]["rps"]
+
+
+# -- run folders, failures (issue 12) -----------------------------------------------------------
+
+def test_overwrite_replaces_an_earlier_run_and_its_stale_files(endpoint, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    for stale in ("summary.json", "report.html", "steps.csv", "merged_timeseries.csv", "locust_stats_history.csv"):
+        (out / stale).write_text("stale\n")
+    (out / "notes.txt").write_text("mine\n")
+    args = ("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+            "-u", "1", "-r", "10", "-t", "2s", "--out", str(out), "-q")
+    refused = run_cli(*args)
+    assert_one_line_error(refused, 2, "already holds a run", "--overwrite")
+    assert (out / "report.html").read_text() == "stale\n" and endpoint.stats()["requests"] == 0
+    result = run_cli(*args, "--overwrite")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not any((out / name).exists() for name in ("report.html", "steps.csv", "merged_timeseries.csv"))
+    assert json.loads((out / "summary.json").read_text())["totals"]["requests"] > 0
+    assert (out / "locust_stats_history.csv").read_text() != "stale\n"
+    assert (out / "notes.txt").read_text() == "mine\n"  # only the run's own files are removed
+
+
+def test_a_run_in_which_every_request_failed_exits_1_and_says_so(endpoint_factory, tmp_path):
+    failing = endpoint_factory(model_error_ratio=1.0)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", failing.url, "--payload", str(SAMPLE_PAYLOAD),
+                     "-u", "2", "-r", "10", "-t", "2s", "--out", str(out), "-q")
+    assert_one_line_error(result, 1, "every request failed: ModelError x", "(first: ")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["totals"]["failures"] == summary["totals"]["requests"] > 0
+    assert f"results in {out}" in result.stdout  # the run folder is complete
+
+
+def test_a_dead_endpoint_mid_run_is_named_and_the_run_finishes(endpoint_factory, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from tests.fakes import wait_exit
+
+    dying = endpoint_factory()
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url", dying.url,
+                             "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "4s", "--out", str(out), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while dying.stats()["requests"] < 30:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    dying.stop()
+    assert wait_exit(proc, 60) == 0  # partly failed: a measurement, not an error
+    stdout, stderr = proc.communicate()
+    totals = json.loads((out / "summary.json").read_text())["totals"]
+    assert 0 < totals["failures"] < totals["requests"]
+    codes = set(totals["errors"])
+    assert codes and all("Connect" in code for code in codes), codes
+    assert any(code in stdout for code in codes) and "Traceback" not in stdout + stderr

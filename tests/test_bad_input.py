@@ -1,0 +1,307 @@
+"""Bad input over every command, as a new user types it: each case ends with its exit code, exactly
+one line on stderr (`sm-locust: error: ...`, or the command's own usage line), no traceback, and
+nothing left behind (no half run folder, no child process). Most cases call `sm_locust.cli.main`
+in this process; plain `locust -f locustfiles/sagemaker.py` runs as a process. Also here: the
+plain-data unpickler for the serverless toolkit's `.pkl` invoke args, refusing a malicious pickle,
+and the history CSV's malformed rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import pickletools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sm_locust.cli import main
+from sm_locust.endpoint.server import free_port
+from sm_locust.errors import UsageError
+from sm_locust.payloads import load_payloads
+from sm_locust.payloads.pickles import loads_plain
+from sm_locust.record.schema import drop_malformed_rows
+from tests.conftest import ROOT, SAMPLE_PAYLOAD
+
+HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
+                  "Total Failure Count,Total Median Response Time,Total Average Response Time")
+
+
+def history_row(t: int) -> str:
+    return f"{t},2,,Aggregated,40.0,0.0,20,30,{40 * (t - 999)},0,20,21"
+
+
+class Evil:
+    """Unpickling this runs `os.system(...)` (what a hostile .pkl does)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.fixture
+def scene(tmp_path, monkeypatch):
+    """A working folder with the things bad input points at; the command runs in it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "afile").write_text("not a folder\n")
+    (work / "blob.bin").write_bytes(os.urandom(4096))
+    run = work / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"schema": 1, "endpoint": "ep", "totals": {
+        "requests": 100, "failures": 0, "rps": 10.0, "p50_ms": 5.0, "p95_ms": 9.0, "p99_ms": 12.0, "errors": {}},
+        "steps": [], "plateau": None}))
+    for name, summary in {
+        "shape_totals": {"schema": 1, "totals": []},
+        "shape_requests": {"schema": 1, "totals": {"requests": "many", "failures": 0, "rps": 1.0}},
+        "shape_steps": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0}, "steps": [{"users": 2, "rps": "fast"}]},
+        "shape_plateau": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0}, "steps": [], "plateau": 5},
+        "shape_time": {"schema": 1, "started_at": "yesterday", "totals": {"requests": 1, "failures": 0, "rps": 1.0}},
+    }.items():
+        (work / name).mkdir()
+        (work / name / "summary.json").write_text(json.dumps(summary))
+    damaged = work / "damaged"
+    damaged.mkdir()
+    rows = [history_row(1000), history_row(1001), '1002,2,,"Aggregated,40.0,0.0,20,30,80,0,20,21',
+            "1003,2,Aggregated,40.0,0.0,20,30,120,0,20,21", history_row(1004)]  # an open quote, a shifted row
+    (damaged / "locust_stats_history.csv").write_text("\n".join([HISTORY_HEADER, *rows]) + "\n")
+    (work / "evil.pkl").write_bytes(pickle.dumps([{"Body": b"x", "ContentType": Evil(work / "pwned")}]))
+    monkeypatch.chdir(work)
+    return work
+
+
+def snapshot(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): (p.stat().st_size if p.is_file() else -1) for p in folder.rglob("*")}
+
+
+def children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+PAYLOAD = str(SAMPLE_PAYLOAD)
+LOCAL = ["--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:{port}", "--payload", PAYLOAD]
+
+# id: (argv, environment changes (None deletes), exit code, needles in the one line)
+CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
+    # -- run: options ------------------------------------------------------------------------
+    "run no endpoint": (["run", "--payload", PAYLOAD], {}, 2, ["--endpoint-name"]),
+    "run no payload": (["run", "--endpoint-name", "ep"], {}, 2, ["--payload"]),
+    "run payload missing": (["run", "--endpoint-name", "ep", "--payload", "nope.json"], {}, 2, ["nope.json"]),
+    "run unknown shape": (["run", *LOCAL, "--shape", "stairz"], {}, 2, ["stairz", "step"]),
+    "run spawn rate inf": (["run", *LOCAL, "-r", "inf"], {}, 2, ["--spawn-rate"]),
+    "run spawn rate 0": (["run", *LOCAL, "-r", "0"], {}, 2, ["--spawn-rate"]),
+    "run processes -5": (["run", *LOCAL, "--processes", "-5"], {}, 2, ["--processes", "-5"]),
+    "run processes 0": (["run", *LOCAL, "--processes", "0"], {}, 2, ["--processes"]),
+    "run users 0": (["run", *LOCAL, "-u", "0"], {}, 2, ["--users"]),
+    "run run-time abc": (["run", *LOCAL, "-t", "abc"], {}, 2, ["--run-time"]),
+    "run think-time abc": (["run", *LOCAL, "--think-time", "abc"], {}, 2, ["--think-time", "abc"]),
+    "run think-time nan": (["run", *LOCAL, "--think-time", "nan"], {}, 2, ["--think-time", "finite"]),
+    "run think-time -1": (["run", *LOCAL, "--think-time", "-1"], {}, 2, ["--think-time"]),
+    "run stop-at-knee maybe": (["run", *LOCAL, "--stop-at-knee", "maybe"], {}, 2, ["--stop-at-knee", "maybe"]),
+    "run transport unknown": (["run", *LOCAL, "--transport", "pigeon"], {}, 2, ["--transport", "pigeon"]),
+    "run url scheme": (["run", "--endpoint-name", "ep", "--endpoint-url", "ftp://x", "--payload", PAYLOAD], {}, 2,
+                       ["--endpoint-url", "http://"]),
+    "run url refused": (["run", *LOCAL], {}, 1, ["connection refused"]),
+    "run unknown flag": (["run", *LOCAL, "--bogus-flag", "1"], {}, 2, ["--bogus-flag"]),
+    "run upload not s3": (["run", *LOCAL, "--upload", "http://bucket/x"], {}, 2, ["--upload", "s3://"]),
+    # -- run: the run folder -----------------------------------------------------------------
+    "run out under a file": (["run", *LOCAL, "--out", "afile/run"], {}, 2, ["--out", "afile", "is a file"]),
+    "run out is a file": (["run", *LOCAL, "--out", "afile"], {}, 2, ["--out", "a file is in the way"]),
+    "run out in /proc": (["run", *LOCAL, "--out", "/proc/sm-locust-run"], {}, 2, ["--out", "/proc", "cannot be created"]),
+    "run out holds a run": (["run", *LOCAL, "--out", "run"], {}, 2, ["already holds a run", "--overwrite"]),
+    # -- run: payloads -----------------------------------------------------------------------
+    "run serializer with a file": (["run", *LOCAL[:-1], "blob.bin", "--serializer", "json"], {}, 2,
+                                   ["--serializer json does not apply", "blob.bin"]),
+    "run malicious pickle": (["run", *LOCAL[:-1], "evil.pkl"], {}, 2, ["evil.pkl", "plain-data pickle", "posix.system"]),
+    "run unknown serializer": (["run", *LOCAL, "--serializer", "jsn"], {}, 2, ["serializer", "jsn"]),
+    # -- run: AWS ----------------------------------------------------------------------------
+    "run region with a space": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "us east-1"], {}, 2,
+                                ["--region", "us east-1"]),
+    "run region not aws (boto3)": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "useast1",
+                                    "--transport", "boto3"], {}, 2, ["--region", "not an AWS region"]),
+    "run region unreachable": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "zz-nowhere-9"], {}, 1,
+                               ["cannot connect", "runtime.sagemaker.zz-nowhere-9.amazonaws.com"]),
+    "run no region": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD], {"AWS_DEFAULT_REGION": None}, 2, ["--region"]),
+    "run no credentials": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD],
+                           {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}, 2, ["no AWS credentials"]),
+    "run unknown profile": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--aws-profile", "nobody"], {}, 2,
+                            ["nobody", "--aws-profile"]),
+    # -- SM_LOCUST_* environment -------------------------------------------------------------
+    "env think time": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "abc"}, 2, ["SM_LOCUST_THINK_TIME", "abc"]),
+    "env bool": (["run", *LOCAL], {"SM_LOCUST_STOP_AT_KNEE": "maybe"}, 2, ["SM_LOCUST_STOP_AT_KNEE"]),
+    "env choice": (["run", *LOCAL], {"SM_LOCUST_TRANSPORT": "pigeon"}, 2, ["SM_LOCUST_TRANSPORT", "boto3, fast"]),
+    "env whole number": (["smoke", *LOCAL], {"SM_LOCUST_MAX_USERS": "1.5"}, 2, ["SM_LOCUST_MAX_USERS", "whole number"]),
+    "env split": (["run", *LOCAL], {"SM_LOCUST_SPLIT": "two"}, 2, ["SM_LOCUST_SPLIT"]),
+    # -- smoke -------------------------------------------------------------------------------
+    "smoke negative p95": (["smoke", "--run-dir", "run", "--max-p95-ms", "-1"], {}, 2, ["--max-p95-ms"]),
+    "smoke error rate 2": (["smoke", "--run-dir", "run", "--max-error-rate", "2"], {}, 2, ["between 0 and 1"]),
+    "smoke not a run": (["smoke", "--run-dir", "afile"], {}, 2, ["afile"]),
+    "smoke summary wrong shape": (["smoke", "--run-dir", "shape_requests"], {}, 2, ["totals.requests", "'many'"]),
+    "smoke baseline wrong shape": (["smoke", "--run-dir", "run", "--baseline", "shape_steps"], {}, 2,
+                                   ["steps[0].rps", "docs/summary.md"]),
+    "smoke out holds a run": (["smoke", *LOCAL, "--out", "run"], {}, 2, ["already holds a run"]),
+    # -- report ------------------------------------------------------------------------------
+    "report no folder": (["report", "nowhere"], {}, 2, ["nowhere", "not a folder"]),
+    "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2, ["totals is [] (a JSON list)", "not an object"]),
+    "report step rps text": (["report", "shape_steps", "--no-cloudwatch"], {}, 2, ["steps[0].rps", "'fast'"]),
+    "report plateau number": (["report", "shape_plateau", "--no-cloudwatch"], {}, 2, ["plateau is 5"]),
+    "report bad time": (["report", "shape_time", "--no-cloudwatch"], {}, 2, ["started_at", "ISO-8601"]),
+    "report history damaged": (["report", "damaged", "--no-cloudwatch"], {}, 2, ["2 of 5 rows are malformed", "lines 4, 5"]),
+    "report out under a file": (["report", "run", "--out", "afile/x"], {}, 2, ["--out", "is a file"]),
+    "report period": (["report", "run", "--period", "90"], {}, 2, ["--period 90"]),
+    # -- compare -----------------------------------------------------------------------------
+    "compare wrong shape": (["compare", "run", "shape_totals", "--out", "cmp"], {}, 2, ["shape_totals", "totals"]),
+    "compare out under a file": (["compare", "run", "--out", "afile/cmp"], {}, 2, ["--out", "is a file"]),
+    "compare safety factor": (["compare", "run", "--safety-factor", "2"], {}, 2, ["--safety-factor"]),
+    # -- demo, serve, sweep ------------------------------------------------------------------
+    "demo out holds a run": (["demo", "--out", "run"], {}, 2, ["already holds a run", "--overwrite"]),
+    "demo out under a file": (["demo", "--out", "afile/demo"], {}, 2, ["is a file"]),
+    "demo step users 0": (["demo", "--step-users", "0"], {}, 2, ["--step-users"]),
+    "serve ratio 2": (["serve", "--throttle-ratio", "2"], {}, 2, ["--throttle-ratio"]),
+    "serve port": (["serve", "--port", "-5"], {}, 2, ["--port"]),
+    "serve workers 0": (["serve", "--workers", "0"], {}, 2, ["--workers"]),
+    "sweep no file": (["sweep", "nope.yaml"], {}, 2, ["nope.yaml"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_bad_input_is_one_line_and_leaves_nothing(case, scene, monkeypatch, capsys):
+    argv, env, code, needles = CASES[case]
+    port = free_port()
+    argv = [a.format(port=port) for a in argv]
+    for name, value in env.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    before, before_children = snapshot(scene), children()
+    try:
+        exit_code = main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        exit_code = exc.code
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert exit_code == code, err + out
+    assert len(lines) == 1, err
+    assert lines[0].startswith("sm-locust") and ": error: " in lines[0], lines[0]
+    assert "Traceback" not in out + err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    assert snapshot(scene) == before  # no half folder, nothing rewritten
+    assert children() <= before_children
+    assert not (scene / "pwned").exists()
+
+
+def test_the_table_covers_every_command():
+    from sm_locust.cli import COMMANDS
+
+    assert len(CASES) >= 40
+    assert {argv[0] for argv, *_ in CASES.values()} == set(COMMANDS)
+
+
+# -- plain Locust: quits at once, exit 2, one line --------------------------------------------
+
+PLAIN = {
+    "missing payload": (["--endpoint-name", "ep", "--payload", "nope.json"], ["nope.json"]),
+    "no endpoint name": (["--payload", PAYLOAD], ["--endpoint-name"]),
+    "unknown serializer": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--serializer", "jsn"], ["jsn"]),
+    "bad url": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "ftp://x"], ["--endpoint-url"]),
+}
+
+
+@pytest.mark.parametrize("case", list(PLAIN), ids=list(PLAIN))
+def test_plain_locust_with_bad_settings_quits_with_exit_2(case, tmp_path):
+    args, needles = PLAIN[case]
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless",
+                             "-t", "30s", *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert time.monotonic() - started < 20  # not after -t
+    ours = [line for line in result.stderr.splitlines() if line.startswith("sm-locust")]
+    assert len(ours) == 1 and ours[0].startswith("sm-locust: error: "), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for needle in needles:
+        assert needle in ours[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_locust_rejecting_an_argument_leaves_no_run_folder(endpoint, tmp_path):
+    out = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url",
+                             endpoint.url, "--payload", PAYLOAD, "--out", str(out), "-q", "--", "--bogus-locust-flag"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Locust rejected the run" in lines[0] and "--bogus-locust-flag" in lines[0], result.stderr
+    assert not out.exists()
+
+
+# -- .pkl invoke args: plain data only --------------------------------------------------------
+
+def test_the_serverless_toolkits_pickle_is_read(tmp_path):
+    """convert_invoke_args_to_pkl: pickle.dump(list of invoke-args dicts), binary bodies as bytes."""
+    args = [{"Body": b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "ContentType": "image/png"},
+            {"Body": "1,2,3,4,5", "ContentType": "text/csv", "Weight": 3},
+            {"Body": b"raw", "ContentType": "application/octet-stream", "CustomAttributes": "a=b"}]
+    path = tmp_path / "invoke_args_examples.pkl"
+    path.write_bytes(pickle.dumps(args))
+    pool = load_payloads(path)
+    assert [(i.body, i.content_type) for i in pool.invocations] == [
+        (args[0]["Body"], "image/png"), (b"1,2,3,4,5", "text/csv"), (b"raw", "application/octet-stream")]
+    assert pool.invocations[2].custom_attributes == "a=b"
+    assert pool.selection == "weighted"
+    plain = {"a": [1, 2.5, None, True, "text"], "b": (b"x", frozenset({1}), {2}), "c": bytearray(b"y")}
+    assert loads_plain(pickle.dumps(plain, protocol=5)) == plain  # protocol 5: bytearray without a global
+
+
+def _hostile_pickles(marker: Path) -> dict[str, bytes]:
+    command = f"touch {marker}".encode()
+    return {
+        "reduce os.system": pickle.dumps(Evil(marker)),
+        "protocol 0 GLOBAL + REDUCE": b"cos\nsystem\n(V" + command + b"\ntR.",
+        "INST opcode": b"(S'" + command + b"'\nios\nsystem\n.",
+        "builtins eval": b"cbuiltins\neval\n(V__import__('os').system('" + command + b"')\ntR.",
+        "inside an invoke-args dict": pickle.dumps([{"Body": b"x", "Weight": Evil(marker)}]),
+        "persistent id": b"P0\n.",
+    }
+
+
+def test_a_malicious_pickle_is_refused_before_anything_is_called(tmp_path):
+    marker = tmp_path / "pwned"
+    for name, data in _hostile_pickles(marker).items():
+        pickletools.dis(data, out=open(os.devnull, "w"))  # well-formed pickles: the refusal is ours
+        path = tmp_path / f"{name.replace(' ', '_')}.pkl"
+        path.write_bytes(data)
+        with pytest.raises(UsageError, match="not a plain-data pickle") as info:
+            load_payloads(path)
+        assert "JSONL" in str(info.value), name
+        assert not marker.exists(), name
+
+
+def test_a_pickle_that_is_not_invoke_args_is_one_line(tmp_path):
+    for data, needle in ((pickle.dumps(42), "holds int"), (pickle.dumps([]), "an empty list"),
+                         (pickle.dumps([{"Bdy": b"x"}]), "unknown key 'Bdy'"), (b"not a pickle", "plain-data pickle")):
+        path = tmp_path / "args.pkl"
+        path.write_bytes(data)
+        with pytest.raises(UsageError, match=needle):
+            load_payloads(path)
+
+
+# -- the history CSV --------------------------------------------------------------------------
+
+def test_a_few_malformed_history_rows_are_dropped_and_counted(tmp_path):
+    rows = [history_row(1000 + i) for i in range(100)]
+    rows[40] = rows[40].replace(",2,,", ",2,")  # shifted: one field short
+    text = "\n".join([HISTORY_HEADER, *rows]) + "\n"
+    gaps: list[str] = []
+    kept = drop_malformed_rows(text, tmp_path / "locust_stats_history.csv", "Locust history", gaps)
+    assert kept.count("\n") == 100 and "\n1040,2," not in kept
+    assert gaps == ["Locust history: dropped 1 malformed row(s) of 100 in locust_stats_history.csv (line 42)"]
+    clean = "\n".join([HISTORY_HEADER, *(history_row(1000 + i) for i in range(3))]) + "\n"
+    assert drop_malformed_rows(clean, tmp_path / "h.csv", "h", gaps) == clean and len(gaps) == 1
