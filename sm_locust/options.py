@@ -184,6 +184,7 @@ OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.payloads.options:OPTIONS",
     "sm_locust.transport.options:OPTIONS",
     "sm_locust.payloads.llm:OPTIONS",
+    "sm_locust.shapes.tokens:OPTIONS",
 )
 
 

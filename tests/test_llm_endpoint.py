@@ -4,10 +4,9 @@ as the batch makes them in both formats."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 import orjson
 import pytest
 from locust.env import Environment
@@ -42,7 +41,10 @@ def test_step_time_grows_with_sequences_and_prefill():
 def test_throughput_grows_to_the_cap_then_flattens():
     rates = [MODEL.tokens_per_s(u, 100, 50) for u in (1, 2, 4, 8, 16, 32)]
     assert rates == sorted(rates) and rates[3] == rates[4] == rates[5] == MODEL.capacity(100, 50)
-    assert MODEL.knee_users == 8
+    assert MODEL.knee_users(100, 50) == 8
+    assert MODEL.knee_users(100, 50, idle_s=0.03) == 8  # 50-token answers: one step idle changes little
+    assert MODEL.knee_users(100, 4, idle_s=0.06) > 8  # 4-token answers idle for 2 steps: more users fill the batch
+    assert MODEL.tokens_per_s(4, 100, 50, idle_s=0.03) < MODEL.tokens_per_s(4, 100, 50)
     assert MODEL.capacity(100, 50) == pytest.approx(8 / (0.020 + 8 * (0.001 + 0.05e-3 * 100 / 50)))
 
 
@@ -94,8 +96,8 @@ def test_requests_of_both_schemas():
 
 
 @pytest.mark.parametrize("body, fmt", [(b'{"inputs": "hi there", "parameters": {"max_new_tokens": 5}}', TGI),
-                                       (b'{"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 5, '
-                                        b'"stream_options": {"include_usage": true}}', OPENAI)])
+                                       ((b'{"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 5, '
+                                         b'"stream_options": {"include_usage": true}}'), OPENAI)])
 @pytest.mark.parametrize("server_counts", [True, False])
 def test_answers_read_back_by_the_token_accounting(body, fmt, server_counts):
     request = parse_request(body)
@@ -112,8 +114,9 @@ def test_config_flags_round_trip_and_bad_values_are_one_line(capsys):
     config = LlmConfig(max_sequences=4, step_ms=5.0, output_tokens="8-16", format="openai", server_counts=False)
     flags = config.flags()
     assert flags[0] == "--llm" and "--llm-max-sequences" in flags and "--llm-server-counts" in flags
-    from sm_locust.cli.serve import config_from_args
     import argparse
+
+    from sm_locust.cli.serve import config_from_args
 
     parser = argparse.ArgumentParser()
     from sm_locust.cli.serve import add_parser

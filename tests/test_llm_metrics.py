@@ -4,19 +4,19 @@ an unrecognised stream said once and still timed."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 import logging
 
 import gevent
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 import pytest
 from locust.env import Environment
 
 from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import COUNTED, INPUT_TOKENS, SERVER, RequestTokens
 from sm_locust.plateau.timeline import Second
-from sm_locust.record.llm import Bucket, LlmStats, step_windows, token_accounting
+from sm_locust.plateau.tokens import Bucket
+from sm_locust.record.llm import LlmStats, step_windows, token_accounting
 from sm_locust.record.summary import step_records
 from sm_locust.transport import eventstream as es
 from tests.fakes import FakeRuntime, signed_client
@@ -52,7 +52,7 @@ def runtime():
     with FakeRuntime() as server:
         for name, usage in (("usage", True), ("counted", False)):
             server.routes[name] = timed_stream(openai_parts(TOKENS, usage), FIRST_MS / 1000, GAP_MS / 1000, range(1, TOKENS + 1))
-        server.routes["plain"] = timed_stream([b"0.1", b"0.2", b"0.3"], 0.01, 0.01, range(0, 3))
+        server.routes["plain"] = timed_stream([b"0.1", b"0.2", b"0.3"], 0.01, 0.01, range(3))
         yield server
 
 
@@ -157,7 +157,8 @@ def test_step_figures_cover_each_steps_steady_window():
             stats.add(sample(50.0, [10.0 if fast else 20.0] * 4, 5, 100.0), now=second + 0.5)
     windows = step_windows(seconds)
     assert len(windows) == len(step_records(seconds)) == 2
-    assert windows[0] == (t0 + 2, t0 + 10, 8.0)  # 20 % warm-up dropped
+    first = windows[0]
+    assert (first[0].t - first[0].interval, first[-1].t, len(first)) == (t0 + 2, t0 + 10, 8)  # 20 % warm-up dropped
     summary = {"steps": step_records(seconds)}
     stats.annotate(summary, seconds, t0, t0 + 20)
     first, second = (s["llm"] for s in summary["steps"])
@@ -181,3 +182,14 @@ def test_tokens_per_s_counts_each_streamed_token_in_the_second_it_arrived():
     assert stats.window(999, 1004).figures(4.0)["output_tokens"] == 60
     stats.add(sample(None, [], 5, 50.0), now=1003.2)  # not streamed: all at completion
     assert stats.buckets[1003].arrived == 5 + 2  # the stream's last token (at 1003.0) too
+
+
+def test_tokens_of_a_window_with_a_gap_and_fractional_edges():
+    stats = LlmStats()
+    for second in range(1000, 1010):
+        stats.add(sample(None, [], 10, 5.0), now=second + 0.5)  # 10 tokens in each second, at completion
+    assert stats.window(1002.5, 1005.0).arrived == pytest.approx(25.0)  # 2.5 s of tokens
+    window = [Second(t=1003.0, users=1, spawning=False, requests=0, failures=0),
+              Second(t=1007.0, users=1, spawning=False, requests=0, failures=0)]  # two 1-s spans, 3 s apart
+    bucket = stats.over(window)
+    assert bucket.arrived == pytest.approx(20.0) and bucket.requests == 2

@@ -13,7 +13,14 @@ from sm_locust.cli import main
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import estimate_tokens
 from sm_locust.options import SageMakerSettings, all_option_specs
-from sm_locust.payloads.llm import INPUT_TOKENS, OPTIONS, LlmSettings, build_pool, request_body, synthetic_prompts
+from sm_locust.payloads.llm import (
+    INPUT_TOKENS,
+    OPTIONS,
+    LlmSettings,
+    build_pool,
+    request_body,
+    synthetic_prompts,
+)
 from sm_locust.payloads.options import prepare_payloads
 
 

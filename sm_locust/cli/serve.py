@@ -127,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
 def describe_llm(config) -> str:
     """One line: the LLM's batching model and where its throughput stops growing (docs/llm.md)."""
     llm = config.llm
-    model = llm.model()
     return (f"LLM emulation: up to {llm.max_sequences} sequences per worker ({config.workers} worker"
             f"{'s' if config.workers != 1 else ''}), decode step {llm.step_ms:g} ms + {llm.step_ms_per_seq:g} ms per "
             f"sequence + {llm.prefill_ms_per_token:g} ms per prompt token admitted; throughput stops growing at "
-            f"{model.knee_users * config.workers} concurrent requests")
+            f"{llm.max_sequences * config.workers} concurrent requests")

@@ -45,6 +45,7 @@ from typing import Any
 import orjson
 
 from sm_locust.endpoint import codecs
+from sm_locust.errors import UsageError
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import estimate_tokens
 from sm_locust.transport import eventstream as es
@@ -93,7 +94,7 @@ class LlmConfig:
         if self.output_tokens:
             try:
                 LengthDistribution.parse(self.output_tokens, "--llm-output-tokens")
-            except Exception as exc:  # a UsageError: the serve command reports ValueErrors
+            except UsageError as exc:  # the serve command reports ValueErrors
                 raise ValueError(str(exc)) from None
 
     def model(self) -> BatchModel:
@@ -129,19 +130,35 @@ class BatchModel:
         """A step's mean time with `active` sequences of `output_tokens` each (each admits its prompt once)."""
         return self.step_s(0) + active * (self.step_ms_per_seq + self.prefill_ms_per_token * prompt_tokens / output_tokens) / 1000.0
 
-    def tokens_per_s(self, users: int, prompt_tokens: float, output_tokens: float) -> float:
-        """Output tokens/s of `users` closed-loop users (no think time): min(users, cap) sequences decode."""
-        active = min(users, self.max_sequences)
+    def active(self, users: int, prompt_tokens: float, output_tokens: float, idle_s: float = 0.0) -> float:
+        """Sequences in the batch on average: each user's request spends `output_tokens` steps in it and
+        `idle_s` out of it (its client's turnaround and the wait for the running step), capped."""
+        active = float(min(users, self.max_sequences))
+        if idle_s > 0:
+            for _ in range(50):  # the step time depends on the batch: a fixed point, reached in a few rounds
+                busy = output_tokens * self.mean_step_s(active, prompt_tokens, output_tokens)
+                active = min(float(self.max_sequences), users * busy / (busy + idle_s))
+        return active
+
+    def tokens_per_s(self, users: int, prompt_tokens: float, output_tokens: float, idle_s: float = 0.0) -> float:
+        """Output tokens/s of `users` closed-loop users (no think time): the active sequences, one token
+        each per step."""
+        active = self.active(users, prompt_tokens, output_tokens, idle_s)
         return active / self.mean_step_s(active, prompt_tokens, output_tokens)
 
     def capacity(self, prompt_tokens: float, output_tokens: float) -> float:
         """The most output tokens/s: the batch full."""
         return self.tokens_per_s(self.max_sequences, prompt_tokens, output_tokens)
 
-    @property
-    def knee_users(self) -> int:
-        """Users at which throughput stops growing: the sequence cap (per replica)."""
-        return self.max_sequences
+    def knee_users(self, prompt_tokens: float, output_tokens: float, idle_s: float = 0.0,
+                   tolerance: float = 0.05) -> int:
+        """The fewest users within `tolerance` of the capacity (what the plateau search reports): the
+        sequence cap when answers are long next to `idle_s`, a little above it when they are short."""
+        target = (1.0 - tolerance) * self.capacity(prompt_tokens, output_tokens)
+        users = 1
+        while self.tokens_per_s(users, prompt_tokens, output_tokens, idle_s) < target - 1e-9:
+            users += 1
+        return users
 
     def itl_ms(self, users: int, prompt_tokens: float, output_tokens: float) -> float:
         """Mean inter-token latency: one mean step."""

@@ -27,14 +27,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sm_locust.llm.tokens import (
-    COUNTED,
     INPUT_TOKENS,
-    SERVER,
     RequestTokens,
     count_response,
     count_stream,
@@ -42,129 +39,12 @@ from sm_locust.llm.tokens import (
     stream_figures,
 )
 from sm_locust.options import option_value, parse_bool
-from sm_locust.plateau.steady import histogram_percentile, split_steps, steady_window, timeline_mode
+from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.tokens import Bucket, merged
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "sm_locust_llm"
-MIXED = "mixed"
-_HISTOGRAMS = ("ttft", "itl", "tpot", "e2e", "rate")
-
-
-def _key(value: float) -> int:
-    """A value (ms, or tokens/s) in tenths, rounded to ~2-3 significant digits (bounded histograms)."""
-    if value < 100.0:
-        return int(round(value * 10.0))
-    if value < 1000.0:
-        return int(round(value)) * 10
-    if value < 10000.0:
-        return int(round(value / 10.0)) * 100
-    return int(round(value / 100.0)) * 1000
-
-
-def _percentile(hist: Mapping[int, int], pct: float) -> float | None:
-    value = histogram_percentile(hist, pct)
-    return None if value is None else round(value / 10.0, 3)
-
-
-@dataclass
-class Bucket:
-    """The LLM answers of one second (or, merged, of a window)."""
-
-    requests: int = 0
-    output_tokens: int = 0
-    input_tokens: int = 0
-    input_known: int = 0
-    server: int = 0
-    counted: int = 0
-    unrecognised: int = 0
-    arrived: float = 0.0
-    """Output tokens that arrived in this second (a stream's tokens when each came; else at completion)."""
-    hists: dict[str, dict[int, int]] = field(default_factory=lambda: {name: {} for name in _HISTOGRAMS})
-
-    def add(self, sample: RequestTokens) -> None:
-        if sample.source is None:
-            self.unrecognised += 1
-            return
-        self.requests += 1
-        self.output_tokens += sample.output_tokens or 0
-        if sample.input_tokens is not None:
-            self.input_tokens += sample.input_tokens
-            self.input_known += 1
-        if sample.source == SERVER:
-            self.server += 1
-        else:
-            self.counted += 1
-        values = {"ttft": [sample.ttft_ms] if sample.ttft_ms is not None else [], "itl": sample.itl_ms,
-                  "tpot": [sample.tpot_ms] if sample.tpot_ms is not None else [], "e2e": [sample.e2e_ms],
-                  "rate": [sample.output_tokens_per_s] if sample.output_tokens_per_s is not None else []}
-        for name, series in values.items():
-            hist = self.hists[name]
-            for value in series:
-                key = _key(value)
-                hist[key] = hist.get(key, 0) + 1
-
-    def merge(self, other: Bucket) -> Bucket:
-        for name in ("requests", "output_tokens", "input_tokens", "input_known", "server", "counted", "unrecognised",
-                     "arrived"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name, hist in other.hists.items():
-            mine = self.hists.setdefault(name, {})
-            for key, count in hist.items():
-                mine[key] = mine.get(key, 0) + count
-        return self
-
-    def to_wire(self) -> dict:
-        """Plain data for a worker report (msgpack: int keys are fine)."""
-        return {"n": [self.requests, self.output_tokens, self.input_tokens, self.input_known, self.server, self.counted,
-                      self.unrecognised, self.arrived], "h": {name: dict(hist) for name, hist in self.hists.items() if hist}}
-
-    @classmethod
-    def from_wire(cls, data: Mapping) -> Bucket:
-        bucket = cls(*data["n"])
-        for name, hist in (data.get("h") or {}).items():
-            bucket.hists[name] = {int(k): int(v) for k, v in hist.items()}
-        return bucket
-
-    @property
-    def source(self) -> str | None:
-        if not self.requests:
-            return None
-        if self.server and self.counted:
-            return MIXED
-        return SERVER if self.server else COUNTED
-
-    def figures(self, duration_s: float) -> dict | None:
-        """summary.json's `llm` object for a window of `duration_s` seconds; None when no tokens were counted."""
-        if not self.requests and not self.arrived:
-            return None
-        h = self.hists
-        return {
-            "requests": self.requests,
-            "ttft_p50_ms": _percentile(h["ttft"], 50.0),
-            "ttft_p95_ms": _percentile(h["ttft"], 95.0),
-            "ttft_p99_ms": _percentile(h["ttft"], 99.0),
-            "itl_p50_ms": _percentile(h["itl"], 50.0),
-            "itl_p95_ms": _percentile(h["itl"], 95.0),
-            "itl_p99_ms": _percentile(h["itl"], 99.0),
-            "tpot_p50_ms": _percentile(h["tpot"], 50.0),
-            "tpot_p95_ms": _percentile(h["tpot"], 95.0),
-            "e2e_p50_ms": _percentile(h["e2e"], 50.0),
-            "e2e_p95_ms": _percentile(h["e2e"], 95.0),
-            "output_tokens": self.output_tokens,
-            "input_tokens": self.input_tokens if self.input_known else None,
-            "output_tokens_per_s": round(self.arrived / duration_s, 3) if duration_s > 0 else None,
-            "request_output_tokens_per_s_p50": _percentile(h["rate"], 50.0),
-            "tokens_source": self.source,
-            "unrecognised_streams": self.unrecognised,
-        }
-
-
-def merged(buckets: Iterable[Bucket]) -> Bucket:
-    out = Bucket()
-    for bucket in buckets:
-        out.merge(bucket)
-    return out
 
 
 def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True) -> RequestTokens | None:
@@ -179,14 +59,15 @@ def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = Tru
     return None
 
 
-def step_windows(seconds: Sequence[Second]) -> list[tuple[float, float, float]]:
-    """(start, end, duration) of each step's steady window, in the order summary.json lists steps
-    (`split_steps` + `steady_window`, as `plateau.steady.measure_step` cuts them)."""
-    out = []
-    for step in split_steps(seconds, timeline_mode(seconds)):
-        window = steady_window(step) or [s for s in step if not s.spawning] or list(step)
-        out.append((window[0].t - window[0].interval, window[-1].t, sum(s.interval for s in window)))
-    return out
+def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
+    """Each step's steady window, in the order summary.json lists steps (`split_steps` +
+    `steady_window`, as `plateau.steady.measure_step` cuts them)."""
+    return [steady_window(step) or [s for s in step if not s.spawning] or list(step)
+            for step in split_steps(seconds, timeline_mode(seconds))]
+
+
+def _overlap(second: int, start: float, end: float) -> float:
+    return max(0.0, min(second + 1.0, end) - max(float(second), start))
 
 
 class LlmStats:
@@ -250,12 +131,22 @@ class LlmStats:
             bucket.merge(Bucket.from_wire(wire))
 
     # -- reading ---------------------------------------------------------------------------------
-    def window(self, start: float, end: float) -> Bucket:
-        """The answers completed in (start, end]: the seconds whose middle lies in it."""
-        return merged(b for s, b in self.buckets.items() if start < s + 0.5 <= end)
+    def spans(self, spans: Sequence[tuple[float, float]]) -> Bucket:
+        """The answers completed in these (start, end] spans (the bucket seconds whose middle lies in
+        one), and the tokens that arrived in them (each second's share by overlap, so a span of 2.5 s
+        holds 2.5 s of tokens)."""
+        out = merged(b for s, b in self.buckets.items() if any(a < s + 0.5 <= e for a, e in spans))
+        out.arrived = sum(b.arrived * _overlap(s, a, e) for a, e in spans for s, b in self.buckets.items()
+                          if s + 1.0 > a and s < e)
+        return out
 
-    def figures(self, start: float, end: float, duration_s: float | None = None) -> dict | None:
-        return self.window(start, end).figures(end - start if duration_s is None else duration_s)
+    def window(self, start: float, end: float) -> Bucket:
+        """The answers completed in (start, end] and the tokens that arrived in it."""
+        return self.spans([(start, end)])
+
+    def over(self, seconds: Sequence[Second]) -> Bucket:
+        """The answers and tokens of the timeline's `seconds` (a step's steady window, gaps and all)."""
+        return self.spans([(s.t - s.interval, s.t) for s in seconds])
 
     def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float) -> dict:
         """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it."""
@@ -266,8 +157,8 @@ class LlmStats:
         steps = summary.get("steps") or []
         windows = step_windows(seconds)
         if len(windows) == len(steps):
-            for record, (start, end, duration) in zip(steps, windows):
-                figures = self.figures(start, end, duration)
+            for record, window in zip(steps, windows):
+                figures = self.over(window).figures(sum(s.interval for s in window))
                 if figures is not None:
                     record["llm"] = figures
         return summary

@@ -102,14 +102,14 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
          + " ms; ITL p50 / p95 / p99 " + " / ".join(_fmt(at.get(k)) for k in ("itl_p50_ms", "itl_p95_ms", "itl_p99_ms"))
          + " ms"),
         ("Whole run (tokens)",
-         f"{_fmt(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or 'n/a'} counts), "
-         f"{_fmt(run.get('input_tokens'))} input tokens, {_fmt(run.get('output_tokens_per_s'))} output tokens/s"),
+         (f"{_fmt(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or 'n/a'} counts), "
+          f"{_fmt(run.get('input_tokens'))} input tokens, {_fmt(run.get('output_tokens_per_s'))} output tokens/s")),
     ]
     priced = token_cost(cost, view)
     if priced.get("usd_per_million_output_tokens") is not None:
         rows.append(("$ per 1M output tokens",
-                     f"${_fmt(priced['usd_per_million_output_tokens'], 2)} (${_fmt(cost.get('price_per_hour_usd'), 3)}/h "
-                     f"x {cost.get('instance_count') or 1} / ({_fmt(priced['output_tokens_per_s'])} tokens/s x 3600))"))
+                     (f"${_fmt(priced['usd_per_million_output_tokens'], 2)} (${_fmt(cost.get('price_per_hour_usd'), 3)}/h "
+                      f"x {cost.get('instance_count') or 1} / ({_fmt(priced['output_tokens_per_s'])} tokens/s x 3600))")))
     else:
         rows.append(("$ per 1M output tokens", "n/a (no price: pass --instance-type or --price-per-hour)"))
     return rows

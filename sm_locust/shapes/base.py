@@ -51,6 +51,8 @@ def say(message: str) -> None:
 def describe_step(index: int, step) -> str:
     p95 = "-" if step.p95_ms is None else f"{step.p95_ms:.0f}"
     text = f"step {index}: {step.load_label()}: {step.rps:.1f} req/s, p95 {p95} ms"
+    if hasattr(step, "describe_tokens"):  # --objective output-tokens (plateau/tokens.py)
+        text += f", {step.describe_tokens()}"
     if step.error_rate:
         text += f", errors {step.error_rate * 100:.1f} %"
     if step.client_cpu_pct is not None:

@@ -17,6 +17,7 @@ default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `
 from __future__ import annotations
 
 from sm_locust.plateau.steady import MODE_RATE
+from sm_locust.record.llm import LlmStats
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.shapes.settings import ShapeSettings
 from sm_locust.users.openloop import OpenLoopCounters
@@ -30,7 +31,8 @@ class PlateauShape(SmLocustShape):
 
     def start(self, settings: ShapeSettings) -> None:
         self.search = settings.plateau_search()
-        self.driver = settings.plateau_driver(self.search, self.report_period_s)
+        self.driver = settings.plateau_driver(self.search, self.report_period_s,
+                                              tokens=LlmStats.for_environment(self.environment).over)
         self.measurements = self.driver.measurements
         self._drain_until: float | None = None
 

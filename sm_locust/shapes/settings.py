@@ -35,6 +35,7 @@ from sm_locust.plateau.driver import DEFAULT_MIN_STEP_S, SearchDriver
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
+from sm_locust.shapes.tokens import TokenObjective, token_objective
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
 DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
@@ -149,6 +150,7 @@ class ShapeSettings:
     max_in_flight: int | None = None
     traffic_pattern: str | None = None
     spawn_rate: float | None = None
+    objective: TokenObjective | None = None  # --objective output-tokens (shapes/tokens.py); None = requests
 
     @classmethod
     def from_options(cls, options) -> ShapeSettings:
@@ -179,6 +181,7 @@ class ShapeSettings:
             **open_loop_options(options),
             traffic_pattern=option_value(options, "traffic_pattern"),
             spawn_rate=_num(options, "spawn_rate", float),
+            objective=token_objective(options, pct),
         )
         return settings.validate()
 
@@ -213,6 +216,8 @@ class ShapeSettings:
 
     def check(self, shape: str | None) -> ShapeSettings:
         """Contradictions between the options and the chosen shape (None = constant users)."""
+        if self.objective is not None:
+            self.objective.check(shape, self.search_mode)
         open_loop = shape == "open" or (shape == "plateau" and self.search_mode == MODE_RATE)
         if self.traffic_pattern is not None and shape != "phases":
             raise UsageError("--traffic-pattern describes the load itself: use it with --shape phases")
@@ -284,10 +289,16 @@ class ShapeSettings:
             return PlateauSearch(self.start_rps, self.max_rps, mode=MODE_RATE, conditions=conditions,
                                  granularity=quantum, extend_unstable=False)
         max_users = self.max_users if self.max_users is not None else max(DEFAULT_SEARCH_MAX_USERS, self.start_users)
+        if self.objective is not None:  # the most output tokens/s within the TTFT / ITL SLOs
+            return self.objective.search(self.start_users, max_users, conditions)
         return PlateauSearch(self.start_users, max_users, conditions=conditions, extend_unstable=False)
 
-    def plateau_driver(self, search: PlateauSearch, min_subwindow_s: float) -> SearchDriver:
-        """Each step held from --min-step-seconds until stable, at most --step-seconds."""
+    def plateau_driver(self, search: PlateauSearch, min_subwindow_s: float, tokens=None) -> SearchDriver:
+        """Each step held from --min-step-seconds until stable, at most --step-seconds (`tokens(start, end)`: the
+        LLM answers of a window, for --objective output-tokens)."""
+        if self.objective is not None:
+            return self.objective.driver(search, tokens, step_s=self.step_seconds, min_step_s=self.min_step_seconds,
+                                         min_subwindow_s=min_subwindow_s)
         return SearchDriver(search, step_s=self.step_seconds, min_step_s=self.min_step_seconds,
                             min_subwindow_s=min_subwindow_s)
 

@@ -1,0 +1,352 @@
+"""LLM figures of a window, and the plateau objective on output tokens (`--objective output-tokens`).
+
+Pure, like the rest of `sm_locust.plateau`. Two parts:
+
+- `Bucket`: the LLM answers of one second or of a window (a few counters and ~2-significant-digit
+  histograms of TTFT, ITL, time per output token, e2e latency, per-answer tokens/s) and `figures()`,
+  summary.json's `llm` object. `sm_locust.record.llm` keeps one per second of a run and merges them
+  for a step's steady window; the token objective judges steps with the same figures.
+- The objective: `TokenStep` is a `StepMeasurement` whose judged throughput (`goodput_rps`, what the
+  searches compare) is the step's output tokens/s, its request figures unchanged
+  (`request_goodput_rps`); `TokenSLO` is a constraint on a TTFT or ITL percentile
+  (`--ttft-slo-ms`, `--itl-slo-ms`, at `--slo-percentile`); `TokenDriver` measures each step with
+  the token figures of its steady window and judges its stability on tokens/s (three sub-windows
+  within 10 %, as requests are judged: long answers complete too rarely to be a clock); `TokenPlateauSearch` is `PlateauSearch` unchanged but for
+  a verdict in tokens: "plateau: 1,840 output tokens/s at 24 users, TTFT p95 610 ms, ITL p95 48 ms".
+  Little's law holds in tokens as in requests (users = tokens/s x seconds per token per user), so
+  the search's model-guided knee works unchanged. docs/llm.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sm_locust.errors import UsageError
+from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
+from sm_locust.plateau.conditions import KIND_CONSTRAINT, Condition, fmt_ms
+from sm_locust.plateau.driver import SearchDriver
+from sm_locust.plateau.search import PlateauSearch, Verdict
+from sm_locust.plateau.steady import (
+    STABILITY_TOLERANCE,
+    STABILITY_WINDOWS,
+    StepMeasurement,
+    histogram_percentile,
+    parse_percentile,
+    percentile_label,
+    steady_window,
+)
+from sm_locust.plateau.timeline import Second
+
+MIXED = "mixed"
+OBJECTIVE = "output-tokens"
+_HISTOGRAMS = ("ttft", "itl", "tpot", "e2e", "rate")
+SERIES = {"ttft": "TTFT", "itl": "ITL"}
+
+
+def _key(value: float) -> int:
+    """A value (ms, or tokens/s) in tenths, rounded to ~2-3 significant digits (bounded histograms)."""
+    if value < 100.0:
+        return round(value * 10.0)
+    if value < 1000.0:
+        return round(value) * 10
+    if value < 10000.0:
+        return round(value / 10.0) * 100
+    return round(value / 100.0) * 1000
+
+
+def _percentile(hist: Mapping[int, int], pct: float) -> float | None:
+    value = histogram_percentile(hist, pct)
+    return None if value is None else round(value / 10.0, 3)
+
+
+@dataclass
+class Bucket:
+    """The LLM answers of one second (or, merged, of a window)."""
+
+    requests: int = 0
+    output_tokens: int = 0
+    input_tokens: int = 0
+    input_known: int = 0
+    server: int = 0
+    counted: int = 0
+    unrecognised: int = 0
+    arrived: float = 0.0
+    """Output tokens that arrived in this second (a stream's tokens when each came; else at completion)."""
+    hists: dict[str, dict[int, int]] = field(default_factory=lambda: {name: {} for name in _HISTOGRAMS})
+
+    def add(self, sample: RequestTokens) -> None:
+        if sample.source is None:
+            self.unrecognised += 1
+            return
+        self.requests += 1
+        self.output_tokens += sample.output_tokens or 0
+        if sample.input_tokens is not None:
+            self.input_tokens += sample.input_tokens
+            self.input_known += 1
+        if sample.source == SERVER:
+            self.server += 1
+        else:
+            self.counted += 1
+        values = {"ttft": [sample.ttft_ms] if sample.ttft_ms is not None else [], "itl": sample.itl_ms,
+                  "tpot": [sample.tpot_ms] if sample.tpot_ms is not None else [], "e2e": [sample.e2e_ms],
+                  "rate": [sample.output_tokens_per_s] if sample.output_tokens_per_s is not None else []}
+        for name, series in values.items():
+            hist = self.hists[name]
+            for value in series:
+                key = _key(value)
+                hist[key] = hist.get(key, 0) + 1
+
+    def merge(self, other: Bucket) -> Bucket:
+        for name in ("requests", "output_tokens", "input_tokens", "input_known", "server", "counted", "unrecognised",
+                     "arrived"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name, hist in other.hists.items():
+            mine = self.hists.setdefault(name, {})
+            for key, count in hist.items():
+                mine[key] = mine.get(key, 0) + count
+        return self
+
+    def to_wire(self) -> dict:
+        """Plain data for a worker report (msgpack: int keys are fine)."""
+        return {"n": [self.requests, self.output_tokens, self.input_tokens, self.input_known, self.server, self.counted,
+                      self.unrecognised, self.arrived], "h": {name: dict(hist) for name, hist in self.hists.items() if hist}}
+
+    @classmethod
+    def from_wire(cls, data: Mapping) -> Bucket:
+        bucket = cls(*data["n"])
+        for name, hist in (data.get("h") or {}).items():
+            bucket.hists[name] = {int(k): int(v) for k, v in hist.items()}
+        return bucket
+
+    @property
+    def source(self) -> str | None:
+        if not self.requests:
+            return None
+        if self.server and self.counted:
+            return MIXED
+        return SERVER if self.server else COUNTED
+
+    def figures(self, duration_s: float) -> dict | None:
+        """summary.json's `llm` object for a window of `duration_s` seconds; None when no tokens were counted."""
+        if not self.requests and not self.arrived:
+            return None
+        h = self.hists
+        return {
+            "requests": self.requests,
+            "ttft_p50_ms": _percentile(h["ttft"], 50.0),
+            "ttft_p95_ms": _percentile(h["ttft"], 95.0),
+            "ttft_p99_ms": _percentile(h["ttft"], 99.0),
+            "itl_p50_ms": _percentile(h["itl"], 50.0),
+            "itl_p95_ms": _percentile(h["itl"], 95.0),
+            "itl_p99_ms": _percentile(h["itl"], 99.0),
+            "tpot_p50_ms": _percentile(h["tpot"], 50.0),
+            "tpot_p95_ms": _percentile(h["tpot"], 95.0),
+            "e2e_p50_ms": _percentile(h["e2e"], 50.0),
+            "e2e_p95_ms": _percentile(h["e2e"], 95.0),
+            "output_tokens": self.output_tokens,
+            "input_tokens": self.input_tokens if self.input_known else None,
+            "output_tokens_per_s": round(self.arrived / duration_s, 3) if duration_s > 0 else None,
+            "request_output_tokens_per_s_p50": _percentile(h["rate"], 50.0),
+            "tokens_source": self.source,
+            "unrecognised_streams": self.unrecognised,
+        }
+
+
+def merged(buckets: Iterable[Bucket]) -> Bucket:
+    out = Bucket()
+    for bucket in buckets:
+        out.merge(bucket)
+    return out
+
+
+# -- the objective ------------------------------------------------------------------------------
+
+
+@dataclass
+class TokenStep(StepMeasurement):
+    """A step judged on output tokens/s: `goodput_rps` (what the searches compare) is its tokens/s."""
+
+    tokens: Bucket = field(default_factory=Bucket)
+    tokens_s: float = 0.0
+    """The length of the window the tokens were counted in (the step's steady window)."""
+
+    @classmethod
+    def of(cls, step: StepMeasurement, tokens: Bucket, duration_s: float, stable: bool | None = None,
+           spread: float = 0.0, unstable_reason: str | None = None) -> TokenStep:
+        """`step` judged on `tokens` (counted over `duration_s`); stability on tokens when given."""
+        fields = {name: getattr(step, name) for name in step.__dataclass_fields__}
+        if stable is not None:
+            fields.update(stable=stable, spread=spread, unstable_reason=unstable_reason)
+        return cls(**fields, tokens=tokens, tokens_s=duration_s)
+
+    @property
+    def request_goodput_rps(self) -> float:
+        """Successful invocations/s, as a request step counts them."""
+        return StepMeasurement.goodput_rps.fget(self)
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        return self.tokens.arrived / self.tokens_s if self.tokens_s > 0 else 0.0
+
+    @property
+    def goodput_rps(self) -> float:  # the searches' throughput: output tokens/s
+        return self.output_tokens_per_s
+
+    def token_percentile(self, series: str, pct: float) -> float | None:
+        """A percentile (ms) of `ttft` or `itl` over the step's answers."""
+        return _percentile(self.tokens.hists.get(series, {}), pct)
+
+    def describe_tokens(self, pct: float = 95.0) -> str:
+        label = percentile_label(pct)
+        parts = [f"{self.output_tokens_per_s:,.0f} output tokens/s"]
+        for series, name in SERIES.items():
+            value = self.token_percentile(series, pct)
+            parts.append(f"{name} {label} {'-' if value is None else fmt_ms(value)} ms")
+        return ", ".join(parts)
+
+
+class TokenSLO(Condition):
+    """A step is not acceptable when its TTFT or ITL percentile exceeds `max_ms` (any percentile)."""
+
+    kind = KIND_CONSTRAINT
+
+    def __init__(self, series: str, percentile: float | str, max_ms: float):
+        if series not in SERIES:
+            raise UsageError(f"token SLO series {series!r} is not one of: {', '.join(SERIES)}")
+        self.series = series
+        self.percentile = parse_percentile(percentile)
+        self.max_ms = float(max_ms)
+        if not self.max_ms > 0:
+            raise UsageError(f"--{series}-slo-ms must be more than 0 ms, got {max_ms!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{SERIES[self.series]} {percentile_label(self.percentile)}"
+
+    def violation(self, step: StepMeasurement) -> str | None:
+        if not isinstance(step, TokenStep):
+            return None
+        value = step.token_percentile(self.series, self.percentile)
+        if value is not None and value > self.max_ms:
+            return f"{self.label} {fmt_ms(value)} ms > SLO {fmt_ms(self.max_ms)} ms"
+        return None
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        return self.violation(history[-1]) if history else None
+
+    def describe(self) -> str:
+        return f"{self.label} <= {fmt_ms(self.max_ms)} ms"
+
+
+def sub_windows(window: Sequence[Second], count: int = STABILITY_WINDOWS) -> list[list[Second]]:
+    """`window` cut into `count` parts of equal duration (a second belongs to the part it ends in, as
+    `plateau.steady` judges request stability)."""
+    total = sum(s.interval for s in window)
+    bounds = [total * (i + 1) / count for i in range(count)]
+    parts: list[list[Second]] = [[] for _ in range(count)]
+    elapsed, index = 0.0, 0
+    for second in window:
+        elapsed += second.interval
+        while index < count - 1 and elapsed > bounds[index] + 1e-9:
+            index += 1
+        parts[index].append(second)
+    return parts
+
+
+def token_stability(window: Sequence[Second], tokens: Callable[[Sequence[Second]], Bucket],
+                    min_subwindow_s: float) -> tuple[bool, float, str | None]:
+    """(stable, spread, reason) judged on output tokens/s: each sub-window's rate within
+    `STABILITY_TOLERANCE` of their mean (answers long enough to span sub-windows make completions a
+    poor clock, tokens flow every decode step)."""
+    total = sum(s.interval for s in window)
+    if total < STABILITY_WINDOWS * min_subwindow_s - 1e-9:
+        return False, 0.0, (f"steady window {total:.3g} s is too short to judge stability"
+                            f" (needs {STABILITY_WINDOWS} x {min_subwindow_s:g} s)")
+    rates = []
+    for part in sub_windows(window):
+        duration = sum(s.interval for s in part)
+        if duration > 0:
+            rates.append(tokens(part).arrived / duration)
+    mean = sum(rates) / len(rates) if rates else 0.0
+    if mean <= 0:
+        return False, 0.0, "no output tokens arrived in the steady window"
+    spread = max(abs(r - mean) / mean for r in rates)
+    if spread > STABILITY_TOLERANCE:
+        return False, spread, (f"output tokens/s vary {spread * 100:.0f} % between sub-windows"
+                               f" (> {STABILITY_TOLERANCE * 100:g} %)")
+    return True, spread, None
+
+
+class TokenDriver(SearchDriver):
+    """`SearchDriver` whose steps are `TokenStep`s: `tokens(seconds)` gives the answers and tokens of
+    those timeline seconds (`record.llm.LlmStats.over`); stability is judged on tokens/s."""
+
+    def __init__(self, search: PlateauSearch, tokens: Callable[[Sequence[Second]], Bucket], step_s: float, **kwargs):
+        super().__init__(search, step_s, **kwargs)
+        self.tokens = tokens
+
+    def _measure(self, seconds: Sequence[Second]) -> TokenStep:
+        step = super()._measure(seconds)
+        window = steady_window(seconds, self.warmup_s, self.warmup_fraction) or [s for s in seconds if not s.spawning] \
+            or list(seconds)
+        stable, spread, why = token_stability(window, self.tokens, self.min_subwindow_s)
+        return TokenStep.of(step, self.tokens(window), sum(s.interval for s in window), stable, spread, why)
+
+
+@dataclass
+class TokenVerdict(Verdict):
+    """The verdict in tokens: text and summary.json's `plateau` say output tokens/s, TTFT and ITL."""
+
+    percentile: float = 95.0
+
+    @classmethod
+    def of(cls, verdict: Verdict, percentile: float) -> TokenVerdict:
+        fields = {name: getattr(verdict, name) for name in verdict.__dataclass_fields__}
+        return cls(**fields, percentile=percentile)
+
+    def _describe(self, step: StepMeasurement) -> str:
+        text = f"{step.load_label()}"
+        if isinstance(step, TokenStep):
+            tokens = step.describe_tokens(self.percentile)
+            rate, rest = tokens.split(", ", 1)
+            text = f"{rate} at {text}, {rest}"
+        if not step.stable:
+            text += " (unstable)"
+        return text
+
+    def text(self) -> str:
+        best = self._describe(self.plateau) if self.plateau else None
+        if self.client_bound:
+            tail = f"; best endpoint-bound step {best}" if best else ""
+            return f"client-bound, add workers: {self.client_reason}{tail}"
+        if self.plateau is None:
+            return f"no acceptable step: {self.reason}"
+        if self.reached:
+            return f"plateau: {best} \u2014 {self.reason}"
+        return f"no plateau reached ({self.reason}): best {best}"
+
+    def as_dict(self) -> dict:
+        out = super().as_dict()
+        step, capacity = self.plateau, self.capacity
+        out["objective"] = OBJECTIVE
+        if isinstance(step, TokenStep):
+            out["goodput_rps"] = round(step.request_goodput_rps, 3)
+            out["output_tokens_per_s"] = round(step.output_tokens_per_s, 3)
+            out["llm"] = step.tokens.figures(step.tokens_s)
+        if isinstance(capacity, TokenStep):
+            out["capacity_rps"] = round(capacity.request_goodput_rps, 3)
+            out["capacity_output_tokens_per_s"] = round(capacity.output_tokens_per_s, 3)
+        out["text"] = self.text()
+        return out
+
+
+class TokenPlateauSearch(PlateauSearch):
+    """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens."""
+
+    def __init__(self, *args, percentile: float = 95.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.percentile = percentile
+
+    def verdict(self) -> TokenVerdict:
+        return TokenVerdict.of(super().verdict(), self.percentile)

@@ -1,0 +1,152 @@
+"""The plateau search on output tokens (`--objective output-tokens`): the pure objective fed steps from
+the emulation's model, its SLOs and verdict, the option checks, and a real search on the local LLM
+emulation finding the knee the documented model predicts."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from sm_locust.endpoint.llm import BatchModel, LlmConfig
+from sm_locust.errors import UsageError
+from sm_locust.plateau.conditions import ErrorRate
+from sm_locust.plateau.steady import StepMeasurement
+from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.tokens import Bucket, TokenPlateauSearch, TokenSLO, TokenStep, _key, sub_windows, token_stability
+from sm_locust.shapes.settings import ShapeSettings
+from sm_locust.shapes.tokens import token_objective
+from tests.conftest import assert_one_line_error, run_cli
+
+MODEL = BatchModel(max_sequences=16, step_ms=20.0, step_ms_per_seq=1.5, prefill_ms_per_token=0.0)
+PROMPT, OUTPUT = 100, 128
+
+
+def token_step(users: int, model: BatchModel = MODEL, seconds: float = 20.0) -> TokenStep:
+    """What a step at `users` would measure on the modelled endpoint (no noise)."""
+    rate = model.tokens_per_s(users, PROMPT, OUTPUT)
+    itl = model.itl_ms(users, PROMPT, OUTPUT)
+    ttft = model.ttft_bounds_ms(users, PROMPT, OUTPUT)[1]
+    requests = max(1, round(rate * seconds / OUTPUT))
+    bucket = Bucket(requests=requests, output_tokens=requests * OUTPUT, server=requests, arrived=rate * seconds)
+    bucket.hists["ttft"] = {_key(ttft): requests}
+    bucket.hists["itl"] = {_key(itl): requests * (OUTPUT - 1)}
+    base = StepMeasurement(load=users, rps=requests / seconds, requests=requests, failures=0, duration_s=seconds,
+                           users=users, hist={round(ttft + OUTPUT * itl): requests})
+    return TokenStep.of(base, bucket, seconds)
+
+
+def run_search(search: TokenPlateauSearch, model: BatchModel = MODEL) -> list[int]:
+    loads = []
+    decision = search.first()
+    while not decision.stop:
+        loads.append(decision.users)
+        decision = search.feed(token_step(decision.users, model))
+    return loads
+
+
+def test_a_token_step_is_judged_on_output_tokens():
+    step = token_step(4)
+    assert step.goodput_rps == step.output_tokens_per_s == pytest.approx(MODEL.tokens_per_s(4, PROMPT, OUTPUT), rel=1e-6)
+    assert step.request_goodput_rps == pytest.approx(step.rps)
+    assert step.token_percentile("itl", 95) == pytest.approx(MODEL.itl_ms(4, PROMPT, OUTPUT), abs=0.06)
+
+
+def test_the_search_finds_the_models_knee_on_tokens():
+    search = TokenPlateauSearch(1, 256, conditions=[ErrorRate(0.05)], extend_unstable=False)
+    loads = run_search(search)
+    verdict = search.verdict()
+    knee = MODEL.knee_users(PROMPT, OUTPUT)
+    assert knee == 15  # 16 sequences is the cap; 15 already give 97 % of its tokens/s
+    assert verdict.reached and verdict.plateau.users == knee
+    assert len(loads) <= 9, loads
+    text = verdict.text()
+    rate = MODEL.tokens_per_s(knee, PROMPT, OUTPUT)
+    assert text.startswith(f"plateau: {rate:,.0f} output tokens/s at 15 users, TTFT p95 ") and ", ITL p95 42.5 ms" in text
+    record = verdict.as_dict()
+    assert record["objective"] == "output-tokens" and record["output_tokens_per_s"] == pytest.approx(rate, rel=1e-3)
+    assert record["goodput_rps"] == pytest.approx(verdict.plateau.rps, rel=1e-3)  # requests stay requests
+    assert record["llm"]["tokens_source"] == "server" and record["capacity_output_tokens_per_s"] > 0
+
+
+def test_an_itl_slo_bounds_the_plateau_below_the_cap():
+    # ITL = 20 + 1.5 x users ms: an SLO of 32 ms admits at most 8 sequences
+    search = TokenPlateauSearch(1, 256, conditions=[TokenSLO("itl", 95, 32.0)], extend_unstable=False)
+    run_search(search)
+    verdict = search.verdict()
+    assert verdict.plateau.users == 8 and verdict.bound == "latency"
+    assert "ITL p95" in verdict.reason and "> SLO 32 ms" in verdict.reason
+
+
+def test_a_ttft_slo_at_any_percentile():
+    slo = TokenSLO("ttft", "p99.9", 100.0)
+    assert slo.check([token_step(4)]) is None
+    assert slo.check([token_step(64)]).startswith("TTFT p99.9 ")  # queued requests wait
+    assert slo.check([StepMeasurement(load=1, rps=1, requests=1, failures=0, duration_s=1)]) is None
+    with pytest.raises(UsageError):
+        TokenSLO("e2e", 95, 10)
+
+
+def test_stability_is_judged_on_tokens():
+    seconds = [Second(t=1000.0 + i, users=1, spawning=False, requests=0, failures=0) for i in range(1, 10)]
+    assert [len(p) for p in sub_windows(seconds)] == [3, 3, 3]
+    steady = token_stability(seconds, lambda part: Bucket(arrived=100.0 * len(part)), 1.0)
+    assert steady == (True, 0.0, None)
+    uneven = token_stability(seconds, lambda part: Bucket(arrived=100.0 * len(part) * (2 if part[0].t < 1004 else 1)), 1.0)
+    assert uneven[0] is False and "output tokens/s vary" in uneven[2]
+    assert token_stability(seconds[:2], lambda part: Bucket(), 1.0)[2].startswith("steady window 2 s is too short")
+
+
+def options(**given):
+    return SimpleNamespace(**given)
+
+
+def test_option_checks():
+    assert token_objective(options(), 95.0) is None
+    objective = token_objective(options(objective="output-tokens", ttft_slo_ms="800", stream="true"), 99.0)
+    assert objective.ttft_slo_ms == 800.0 and objective.percentile == 99.0 and len(objective.constraints()) == 1
+    with pytest.raises(UsageError, match="need --stream true"):
+        token_objective(options(objective="output-tokens", ttft_slo_ms=800, itl_slo_ms=50), 95.0)
+    with pytest.raises(UsageError, match="add --objective output-tokens"):
+        token_objective(options(itl_slo_ms=50, stream=True), 95.0)
+    with pytest.raises(UsageError, match="--objective 'tokens' is unknown"):
+        token_objective(options(objective="tokens"), 95.0)
+    settings = ShapeSettings.from_options(options(objective="output-tokens", search_mode="rate"))
+    with pytest.raises(UsageError, match="drop --search-mode rate"):
+        settings.check("plateau")
+    with pytest.raises(UsageError, match="use it with --shape plateau"):
+        ShapeSettings.from_options(options(objective="output-tokens")).check("step")
+    assert isinstance(ShapeSettings.from_options(options(objective="output-tokens")).plateau_search(), TokenPlateauSearch)
+
+
+def test_slos_without_stream_are_one_line_exit_2(tmp_path):
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", "http://127.0.0.1:9", "--prompts", "synthetic:8",
+                     "--shape", "plateau", "--objective", "output-tokens", "--ttft-slo-ms", "500", "--out", str(tmp_path / "r"))
+    assert_one_line_error(result, 2, "--ttft-slo-ms needs --stream true")
+    assert not (tmp_path / "r").exists()
+
+
+# The emulation: 4 sequences, 10 ms + 2 ms per sequence per decode step, 64-token answers.
+EMULATION = LlmConfig(max_sequences=4, step_ms=10.0, step_ms_per_seq=2.0, prefill_ms_per_token=0.0)
+ANSWER_TOKENS = 64
+
+
+def test_a_plateau_on_tokens_on_the_emulation_finds_the_predicted_knee(endpoint_factory, tmp_path):
+    model = EMULATION.model()
+    one_step_s = model.step_s(EMULATION.max_sequences)  # a request waits about one running step between answers
+    predicted = model.knee_users(20, ANSWER_TOKENS, idle_s=one_step_s)
+    assert predicted == EMULATION.max_sequences == 4
+    ep = endpoint_factory(llm=EMULATION)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:20",
+                     "--max-new-tokens", str(ANSWER_TOKENS), "--stream", "true", "--shape", "plateau",
+                     "--objective", "output-tokens", "--itl-slo-ms", "200", "--min-step-seconds", "4",
+                     "--step-seconds", "6", "--max-users", "16", "--max-duration", "34s", "--out", str(out), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    plateau = json.loads((out / "summary.json").read_text())["plateau"]
+    assert plateau["objective"] == "output-tokens" and plateau["users"] == predicted, plateau["text"]
+    capacity = model.capacity(20, ANSWER_TOKENS)
+    assert 0.75 * capacity <= plateau["output_tokens_per_s"] <= 1.05 * capacity  # a loaded 2-core host runs slow steps
+    assert plateau["text"].startswith("plateau: ") and " output tokens/s at 4 users, TTFT p95 " in plateau["text"]
+    assert "sm-locust: plateau: " in result.stdout
