@@ -10,7 +10,10 @@ A step is held only until it is stable, as perf_analyzer does: from `min_step_s`
 `DEFAULT_MIN_STEP_S`, 10 s: a 2-s warm-up and three sub-windows of ~2.7 s) the step so far is
 measured every tick, and it ends as soon as its three sub-windows agree within 10 %; an unstable
 step is held to `step_s` (`--step-seconds`, the maximum) and judged as it is. `min_step_s` equal
-to `step_s` gives fixed-length steps.
+to `step_s` gives fixed-length steps. Both limits count the seconds the timeline already holds for
+the step, not wall time: on a master the recorder appends a second about 4 s after it ended (worker
+reports), so a step measured on wall time alone would lose its last seconds. If the timeline falls
+more than `TIMELINE_LAG_S` behind, wall time decides.
 
 `ScheduleDriver` is the same for a load that follows a clock instead of a search (an Inference
 Recommender traffic pattern, `traffic.Schedule.at`): every user level is a step, judged by a
@@ -44,6 +47,7 @@ DEFAULT_STEP_S = 30.0  # the longest a step is held (--step-seconds): 24 s after
 DEFAULT_MIN_STEP_S = 10.0  # the shortest: 2 s warm-up, then 3 sub-windows of ~2.7 s (1-s samples)
 MIN_LEVEL_S = 5.0  # ScheduleDriver: a level is judged on its own only if it lasted this long
 BUDGET_CHECK_AFTER_S = 10.0  # ScheduleDriver: a running level is checked against budgets from then on
+TIMELINE_LAG_S = 10.0  # SearchDriver: wall time decides when the timeline is this far behind
 
 
 def _window(timeline: Sequence[Second], start: float, now: float) -> list[Second]:
@@ -101,8 +105,13 @@ class SearchDriver:
         seconds = _window(timeline, self.step_start, now)
         if not seconds:  # the sampler has not caught up yet: hold the load a little longer
             return self.decision
+        # What the timeline holds for the step (a master appends each second ~4 s late), or wall time
+        # once the timeline is too far behind.
+        held = elapsed if elapsed >= self.step_s + TIMELINE_LAG_S else seconds[-1].t - self.step_start
+        if held < self.min_step_s - 1e-9:
+            return self.decision
         step = self._measure(seconds)
-        if not step.stable and elapsed < self.step_s - 1e-9:
+        if not step.stable and held < self.step_s - 1e-9:
             return self.decision  # not settled yet: hold on, up to step_s
         self.measurements.append(step)
         self.decision = self.search.feed(step)

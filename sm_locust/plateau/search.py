@@ -585,26 +585,36 @@ class PlateauSearch(_Search):
         return lo + (math.floor(width) if self.mode == MODE_USERS else self._quantum(width))
 
     def _guided_users(self, lo: float, hi: float) -> tuple[float, str] | None:
-        """Closed loop: Little's law puts the knee at capacity x unqueued cycle. Run the fewest users the
-        model says reach the plateau (95 % of its level), then close the bracket next to it: from below
-        when it was on the plateau, from above when it fell just short. A model contradicted by more
-        than that (a knee that bends early) leaves the rest to bisection."""
-        level = self.level_of(self._acceptable())
-        model = ClosedLoopModel.from_steps(self._acceptable(), level or 0.0)
-        if model is None:
+        """Closed loop: Little's law puts the knee at capacity x cycle time. Run the fewest users the
+        model says reach the plateau (95 % of its level), with the cycle measured at `lo`, the highest
+        load below the plateau (cycles grow with load before the knee: client and endpoint CPU, queues
+        in front of the slots), unless that is shorter than the unqueued cycle or more than 10 % above
+        it (then `lo` was a noisy step past the knee, and the unqueued cycle is used). A load that falls just short
+        re-fits the cycle there (a Newton step); once the plateau starts where the model says, the
+        load just below it confirms the knee. A load that falls short by more than the tolerance
+        (a knee that bends early) leaves the rest to bisection."""
+        acceptable = self._acceptable()
+        level = self.level_of(acceptable)
+        floor = (1.0 - PLATEAU_TOLERANCE) * (level or 0.0)
+        missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
+        if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed):
+            return None  # the model was wrong by more than the tolerance: bisect
+        model = ClosedLoopModel.from_steps(acceptable, level or 0.0)
+        below = self._by_load.get(lo)
+        if model is None or below is None or below.goodput_rps <= 0:
             return None
+        cycle = below.users / below.goodput_rps
+        if not model.cycle_s <= cycle <= model.cycle_s * (1.0 + 2 * self.tolerance):
+            cycle = model.cycle_s  # lo is queued already (a noisy plateau step), not on the linear side
+        model = ClosedLoopModel(model.capacity, cycle)
         target = float(model.users_reaching(MODEL_TARGET))
         if self._untried(target, lo, hi):
             return target, (f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x "
-                            f"{model.cycle_s * 1000:.0f} ms cycle): trying {target:g}")
+                            f"{cycle * 1000:.0f} ms cycle at {lo:g} users): trying {target:g}")
         if target >= hi:  # the plateau starts at hi, as the model says: confirm from just below
-            below = self._below(hi)
-            if self._untried(below, lo, hi):
-                return below, f"confirming the knee at {hi:g} users from below: {below:g}"
-        elif target == lo and lo in self._model_loads:  # the model's own load fell just short: the knee is just above
-            above = self._above(lo)
-            if self._untried(above, lo, hi):
-                return above, f"{lo:g} users fell just short of the plateau: trying {above:g}"
+            confirm = self._below(hi)
+            if self._untried(confirm, lo, hi):
+                return confirm, f"confirming the knee at {hi:g} users from below: {confirm:g}"
         return None
 
     def _quantum(self, rate: float) -> float:

@@ -4,7 +4,8 @@ The model is the textbook one: an endpoint with `concurrency` parallel slots and
 `service_ms` per request has capacity C = concurrency / service time. With `users` closed-loop
 users, each spending `overhead_ms` outside the slot per request (network, client), throughput is
 min(users / (service + overhead), C) and Little's law puts the latency at users / throughput
-(past the knee requests queue). `smoothness` k bends the corner into
+(past the knee requests queue). `contention_ms` adds that much to every user's cycle per other
+user (a client and an endpoint sharing CPUs: the cycle grows with load before the knee). `smoothness` k bends the corner into
 linear / (1 + (linear / C)^k)^(1/k): throughput falls short of the bound before the knee, as on an
 endpoint whose service times vary. Open loop offers `rate` req/s and completes min(rate, C).
 Optional noise, error rate and client CPU let tests build the awkward cases (noisy plateau, error
@@ -46,6 +47,7 @@ class SyntheticEndpoint:
     clock: float = 1_700_000_000.0
     overhead_ms: float = 0.0  # per request, outside the slot: the unqueued cycle is service + overhead
     smoothness: float | None = None  # None: a sharp knee; k: a bend that starts below it (smaller k, softer)
+    contention_ms: float = 0.0  # added to the cycle per other user
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -60,7 +62,8 @@ class SyntheticEndpoint:
 
     def throughput(self, users: float) -> float:
         """Closed-loop throughput at `users` (no noise)."""
-        linear = users / ((self.service_ms + self.overhead_ms) / 1000.0)
+        cycle_ms = self.service_ms + self.overhead_ms + self.contention_ms * max(0.0, users - 1)
+        linear = users / (cycle_ms / 1000.0)
         if self.smoothness is None:
             return min(linear, self.capacity)
         k = self.smoothness
