@@ -57,7 +57,7 @@ _WORDS = ("the of and to in is was for on that with as by at from his her this h
           "man me even most made after also did many before must through back years where much your way well "
           "down should because each just those people how too little state good very make world still own see "
           "men work long get here between both life being under never day same another know while last might us "
-          "great old year off come since against go came right used take three").split()
+          "great old year off come since against go came right used take three").split()  # noqa: SIM905 (readable)
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
