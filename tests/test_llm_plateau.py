@@ -14,7 +14,15 @@ from sm_locust.errors import UsageError
 from sm_locust.plateau.conditions import ErrorRate
 from sm_locust.plateau.steady import StepMeasurement
 from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.tokens import Bucket, TokenPlateauSearch, TokenSLO, TokenStep, _key, sub_windows, token_stability
+from sm_locust.plateau.tokens import (
+    Bucket,
+    TokenPlateauSearch,
+    TokenSLO,
+    TokenStep,
+    _key,
+    sub_windows,
+    token_stability,
+)
 from sm_locust.shapes.settings import ShapeSettings
 from sm_locust.shapes.tokens import token_objective
 from tests.conftest import assert_one_line_error, run_cli

@@ -51,13 +51,13 @@ SYNTHETIC = "synthetic:"
 SYNTHETIC_PROMPTS = 64
 LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
 # one-token words (each one token in common BPE vocabularies, with its leading space)
-_WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "
+_WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "  # noqa: SIM905
           "one all their there been has have when who will more no if out so said what up its about into than "
           "them can only other new some time could these two may first then do any like my now over such our "
           "man me even most made after also did many before must through back years where much your way well "
           "down should because each just those people how too little state good very make world still own see "
           "men work long get here between both life being under never day same another know while last might us "
-          "great old year off come since against go came right used take three").split()  # noqa: SIM905 (readable)
+          "great old year off come since against go came right used take three").split()
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
