@@ -1,7 +1,8 @@
-"""The Locust web UI with sm-locust: every option shown and editable, the step shape pickable
-(--class-picker), a run driven through the UI's HTTP API (POST /swarm, GET /stats/requests,
-GET /stop), and a headless Chromium check that the options are rendered (screenshot kept in
-test-artifacts/)."""
+"""The Locust web UI with sm-locust: every option meant for it shown and editable, the step shape
+pickable (--class-picker), a run driven through the UI's HTTP API (POST /swarm, GET /stats/requests,
+GET /stop), what the UI cannot change (the payload, where the signed requests go), the start form
+without Locust's host warning or a preselected OpenLoopUser, and a headless Chromium check that the
+options are rendered (screenshot kept in test-artifacts/)."""
 
 from __future__ import annotations
 
@@ -187,6 +188,70 @@ def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
     missing = [spec.flag for spec in web_options() if f"({spec.help})" not in text]
     assert not missing, f"options not rendered as form fields: {missing}"
     assert "Custom parameters" in text and "StepLoadShape" in text
+    assert "no host attribute set" not in text  # the sm-locust options are all the users need
     shot = subprocess.run(base + [f"--screenshot={screenshot}", web.url + "/"], capture_output=True, text=True, timeout=90)
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert screenshot.stat().st_size > 10_000
+
+
+def swarm_form(**fields: str) -> list[tuple[str, str]]:
+    form = {"user_count": "1", "spawn_rate": "10", "host": "", "user_classes": "InvokeEndpointUser", "shape_class": "Default"}
+    form.update(fields)
+    return list(form.items())
+
+
+def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, endpoint, tmp_path):
+    web = web_locust()
+    shown = template_args(web.get("/")[1])["extra_options"]
+    assert not {"payload", "endpoint_url", "region", "aws_profile"} & set(shown)
+    for field, value, flag in (("payload", "/etc/passwd", "--payload"), ("payload", "os:getcwd", "--payload"),
+                               ("endpoint_url", "http://192.0.2.1:80", "--endpoint-url"), ("region", "eu-west-1", "--region"),
+                               ("aws_profile", "prod", "--aws-profile"), ("host", "http://192.0.2.1:80", "host"),
+                               ("sm_out", str(tmp_path / "elsewhere"), "--sm-out")):
+        _, body = web.post("/swarm", swarm_form(**{field: value}))
+        answer = json.loads(body)
+        assert answer["success"] is False and f"{flag} cannot be changed from the web UI" in answer["message"], answer
+    _, body = web.post("/swarm", swarm_form(think_time="abc"))
+    assert json.loads(body) == {"success": False, "message": "--think-time must be a number, got 'abc'", "host": None}
+    for settings in ({"user_class_name": "InvokeEndpointUser", "endpoint_url": "http://192.0.2.1:80"},
+                     {"user_class_name": "InvokeEndpointUser", "host": "http://192.0.2.1:80"},
+                     {"user_class_name": "InvokeEndpointUser", "client_options": {"insecure": True}}):
+        request = urllib.request.Request(web.url + "/user", data=json.dumps(settings).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(request, timeout=5)
+        assert info.value.code == 400 and "cannot be changed from the web UI" in info.value.read().decode()
+    legit = {"user_class_name": "InvokeEndpointUser", "host": "", "weight": 2, "fixed_count": 0, "tasks": ["invoke_endpoint"]}
+    request = urllib.request.Request(web.url + "/user", data=json.dumps(legit).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as resp:  # the picker's edit dialog still works
+        assert resp.status == 201
+    assert endpoint.stats()["requests"] == 0 and not (tmp_path / "elsewhere").exists()
+    _, body = web.post("/swarm", swarm_form(think_time="0.05"))  # what the form may change still works
+    assert json.loads(body)["success"] is True, body
+    deadline = time.monotonic() + 15
+    while endpoint.stats()["requests"] < 5:  # the command line's payload, sent to the command line's endpoint
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    web.post("/stop", [])
+    assert "Traceback" not in web.log_path.read_text()
+
+
+def test_the_start_form_needs_no_host_and_the_open_loop_user_comes_with_its_shape(tmp_path, endpoint):
+    web = WebLocust(tmp_path, "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+                    "--search-mode", "rate", "--start-rps", "20", more_files=(str(ROOT / "locustfiles" / "plateau.py"),))
+    try:
+        args = template_args(web.get("/")[1])
+        assert args["missing_host_warning"] is False and args["override_host_warning"] is False
+        assert args["available_user_classes"] == ["InvokeEndpointUser"]  # OpenLoopUser is not offered, not preselected
+        assert "OpenLoopUser" not in args["users"] and "PlateauShape" in args["available_shape_classes"]
+        _, body = web.post("/swarm", swarm_form(shape_class="PlateauShape"))
+        assert json.loads(body)["success"] is True, body
+        deadline = time.monotonic() + 20
+        while endpoint.stats()["requests"] < 20:  # rate mode sends through OpenLoopUser, added with the shape
+            assert time.monotonic() < deadline, web.log_path.read_text()[-2000:]
+            time.sleep(0.2)
+        web.post("/stop", [])
+        assert "OpenLoopUser among the user classes" not in web.log_path.read_text()
+    finally:
+        web.stop()

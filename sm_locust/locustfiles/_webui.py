@@ -113,8 +113,8 @@ def protect(environment, web_ui) -> None:
             request.form = ImmutableMultiDict(items)
 
     def _check_user():
-        try:
-            settings = json.loads(request.data or b"{}")
+        try:  # the raw body, whatever its Content-Type (cached: Locust's handler reads it again)
+            settings = json.loads(request.get_data(cache=True) or b"{}")
         except ValueError:
             return refuse("not a JSON object"), 400
         if not isinstance(settings, dict):
