@@ -5,6 +5,9 @@ deployer) keeps the same bound."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -133,3 +136,52 @@ def test_the_runner_keeps_the_bound_with_threads(tmp_path):
     assert sorted(runner.tested) == [1, 2, 4, 5, 6]
     doc = sweep.document(outcome.rows, outcome)
     assert doc["recommendation"]["index"] == 6  # most headroom for the same price
+
+
+SIGTERM_SCRIPT = """
+import json, sys, threading, time
+from sm_locust.sweep.api import load_sweep
+from sm_locust.sweep.deployers import Cancelled, Deployer
+from sm_locust.sweep.runner import SweepRunner
+
+class Slow(Deployer):
+    name = "slow"
+    alive = peak = deleted = 0
+    lock = threading.Lock()
+    def describe(self, settings):
+        return "slow"
+    def deploy(self, d, cancel, progress):
+        with self.lock:
+            Slow.alive += 1
+            Slow.peak = max(Slow.peak, Slow.alive)
+        d.created_at = time.time()
+        print("creating", d.index, flush=True)
+        if cancel.wait(30):
+            raise Cancelled("interrupted while creating")
+    def teardown(self, d, progress):
+        with self.lock:
+            Slow.alive -= 1
+            Slow.deleted += 1
+        return []
+
+sweep = load_sweep({"name": "term", "grid": {"max_concurrency": [1, 2, 3, 4]}, "max_parallel_endpoints": 2,
+                    "report": False, "load": {"payload": sys.argv[1]}}, out=sys.argv[2])
+sweep.deployer = Slow()
+outcome = SweepRunner(sweep, printer=lambda line: None).run()
+print(json.dumps({"signum": outcome.signum, "interrupted": outcome.interrupted, "alive": Slow.alive, "peak": Slow.peak,
+                  "deleted": Slow.deleted, "statuses": sorted({r["status"] for r in outcome.rows.values()})}), flush=True)
+"""
+
+
+def test_sigterm_while_endpoints_are_created_deletes_them(tmp_path):
+    """The runner's own handler (outside a test, where execute() forwards signals to Locust): a
+    SIGTERM while two creations are in flight cancels them and deletes both."""
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_SCRIPT, str(SAMPLE_PAYLOAD), str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("creating")
+    proc.stdout.readline()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result == {"signum": signal.SIGTERM, "interrupted": True, "alive": 0, "peak": 2, "deleted": 2,
+                      "statuses": ["interrupted"]}, err

@@ -5,7 +5,7 @@ deployed), `--plan` prints what would be deployed and what it would cost, a Sage
 for `--yes` (or a confirmation on a terminal) before creating anything, `--cleanup SWEEP_ID`
 deletes what a killed sweep left behind. Exit codes: 0 every configuration measured and one
 recommended; 1 a configuration failed or none meets the objective; 2 bad input; 130 interrupted
-(after cleanup). docs/sweep.md documents the file and the outputs.
+(after cleanup; 143 for SIGTERM). docs/sweep.md documents the file and the outputs.
 """
 
 from __future__ import annotations
@@ -65,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm)
     if result.interrupted:
-        print("sm-locust: interrupted", file=sys.stderr)
+        print("sm-locust: interrupted; everything this sweep created was deleted unless listed above", file=sys.stderr)
     return result.exit_code

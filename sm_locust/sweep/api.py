@@ -27,7 +27,7 @@ from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import LoadPlan, check_payload, parse_load
 from sm_locust.sweep.objective import Candidate, disqualification, pareto_front, recommend
 from sm_locust.sweep.pipeline import Durations, simulate
-from sm_locust.sweep.progress import Printer, duration_text
+from sm_locust.sweep.progress import Printer, duration_text, say
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 
@@ -142,12 +142,14 @@ class SweepResult:
     document: dict[str, Any]
     outputs: dict[str, Path]
     interrupted: bool = False
+    signum: int = 2
 
     @property
     def exit_code(self) -> int:
-        """0 every configuration measured and one recommended; 1 otherwise; 130 interrupted."""
+        """0 every configuration measured and one recommended; 1 otherwise; 128 + the signal when
+        interrupted (130 Ctrl-C, 143 SIGTERM), after the cleanup."""
         if self.interrupted:
-            return 130
+            return 128 + int(self.signum)
         statuses = {c["status"] for c in self.document["configurations"]}
         return 0 if statuses <= {"ok"} and self.document["recommendation"]["index"] else 1
 
@@ -179,7 +181,7 @@ def _where(spec: SweepSpec, c: Configuration) -> Callable[[str], str]:
                 return f"{spec.source}: configurations[{i}].{key}"
         if key in spec.endpoint:
             return f"{spec.source}: endpoint.{key}"
-        if key in ("instance_type", "price_per_hour"):
+        if key in ("instance_type", "price_per_hour") and getattr(spec, key) is not None:
             return f"{spec.source}: {key}"
         return f"{spec.source}: endpoint.{key}"
 
@@ -324,15 +326,15 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
         if not confirm(question):
             raise RunError("nothing deployed (not confirmed)")
     sweep.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    printer.say(f"{sweep.spec.name}: {t['configurations']} configurations on {sweep.spec.deploy}, {t['to_run']} to run"
+    say(printer, f"{sweep.spec.name}: {t['configurations']} configurations on {sweep.spec.deploy}, {t['to_run']} to run"
                 + (f" ({t['measured_before']} measured before)" if t["measured_before"] else "")
                 + f", about {duration_text(t['wall_s'])}; results in {sweep.out_dir}/")
     outcome = SweepRunner(sweep, printer, handle_signals=handle_signals).run()
     document = sweep.document(outcome.rows, outcome)
     outputs = render.write_all(sweep.out_dir, document)
-    printer.say(f"recommendation: {document['recommendation']['reason']}")
-    printer.say(f"results in {outputs['html']} (sweep.json, sweep.csv; one run folder per configuration)")
-    return SweepResult(sweep, document, outputs, outcome.interrupted)
+    say(printer, f"recommendation: {document['recommendation']['reason']}")
+    say(printer, f"results in {outputs['html']} (sweep.json, sweep.csv; one run folder per configuration)")
+    return SweepResult(sweep, document, outputs, outcome.interrupted, outcome.signum)
 
 
 def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False, model: Any = None,
@@ -348,6 +350,6 @@ def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = No
     kwargs = {"client": client, "region": region, "profile": profile} if deploy == "sagemaker" else {}
     deployer = create_deployer(deploy, **kwargs)
     try:
-        return deployer.cleanup(sweep_id, printer.say)
+        return deployer.cleanup(sweep_id, lambda text: say(printer, text))
     except DeployError as exc:
         raise RunError(str(exc)) from None

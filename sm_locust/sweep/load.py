@@ -9,6 +9,8 @@ run command applies, so a typo fails before anything is deployed. Differences fr
 - the objective's SLO, percentile and error budget become the search's `latency_slo_ms`,
   `slo_percentile` and `max_error_rate` unless `load:` sets them, so the plateau each configuration
   reports is the highest load that still meets the objective;
+- constant users all start at once (spawn_rate defaults to `users`, not 1 per second): the
+  sweep measures the load, not a ramp;
 - relative paths (`payload`, `traffic_pattern`) are relative to the sweep file;
 - `endpoint_name` and `endpoint_url` come from the deployer, per configuration.
 """
@@ -202,7 +204,7 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
         raise UsageError(f"{source}: load.locust_args: a list of Locust command-line arguments, e.g. [--stop-timeout, 5]")
     load_settings = LoadSettings(
         users=users if users is not None else (None if shape else 1),
-        spawn_rate=float(spawn_rate) if spawn_rate is not None else (100.0 if shape else 1.0),
+        spawn_rate=float(spawn_rate) if spawn_rate is not None else (100.0 if shape else float(users or 1)),
         run_time=run_time, shape=shape, processes=processes, quiet=True, progress_every_s=0.0,
         locust_args=[str(a) for a in locust_args],
     )

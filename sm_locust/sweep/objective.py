@@ -155,8 +155,8 @@ def _versus(winner: Candidate, other: Candidate, mode: str, objective: Objective
         return f"same latency, ${_big(other.cost_per_1m):.2f} per 1M vs ${_big(winner.cost_per_1m):.2f}"
     if objective.target_rps and _big(other.cost_per_hour_at_target) > _big(winner.cost_per_hour_at_target):
         n = other.instances_needed
-        return (f"needs {n} instance{'s' if n != 1 else ''} for {objective.target_rps:g} req/s "
-                f"(${other.cost_per_hour_at_target:.2f}/h vs ${winner.cost_per_hour_at_target:.2f}/h)")
+        return (f"{n} instance{'s' if n != 1 else ''} for {objective.target_rps:g} req/s cost "
+                f"${other.cost_per_hour_at_target:.2f}/h vs ${winner.cost_per_hour_at_target:.2f}/h")
     if _big(other.cost_per_1m) > _big(winner.cost_per_1m):
         return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
     return f"as cheap, {p} {_big(other.latency_ms):.0f} ms vs {_big(winner.latency_ms):.0f}"

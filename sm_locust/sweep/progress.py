@@ -83,5 +83,8 @@ class Printer:
             self.stream.write(line + "\n")
             self.stream.flush()
 
-    def say(self, text: str) -> None:
-        self(f"{PREFIX} {text}")
+
+
+def say(printer, text: str) -> None:
+    """`printer` is a Printer or any callable taking a line (tests pass list.append)."""
+    printer(f"{PREFIX} {text}")

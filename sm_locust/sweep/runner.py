@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sm_locust.errors import SmLocustError
+from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.preflight import preflight
 from sm_locust.runner import execute
 from sm_locust.sweep.deployers import Cancelled, Deployment, DeployError
 from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
-from sm_locust.sweep.pipeline import DELETING, DEPLOYING, READY, TESTING, Pipeline
-from sm_locust.sweep.progress import Printer, configuration_line, eta_s, progress_line
+from sm_locust.sweep.pipeline import DELETING, DEPLOYING, READY, TESTING, WAITING, Pipeline
+from sm_locust.sweep.progress import Printer, configuration_line, eta_s, progress_line, say
 
 MARKER = "sweep_configuration.json"
 
@@ -54,6 +54,7 @@ class SweepInterrupted(KeyboardInterrupt):
 class RunOutcome:
     rows: dict[int, dict[str, Any]]
     interrupted: bool = False
+    signum: int = signal.SIGINT
     wall_s: float = 0.0
     peak_alive: int = 0
     notes: list[str] = field(default_factory=list)
@@ -132,15 +133,18 @@ class SweepRunner:
         self.rows: dict[int, dict[str, Any]] = {}
         self.timing: dict[int, dict[str, float]] = {}
         self.measured = 0
+        self.finished: set[int] = set()
+        self.signum = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
 
     # -- signals ----------------------------------------------------------------------------------
     def _raise_interrupt(self, signum, frame) -> None:
+        self.signum = signum
         raise SweepInterrupted()
 
     def _refuse(self, signum, frame) -> None:
-        self.printer.say(f"still cleaning up, please wait; if you stop it now, `sm-locust sweep --cleanup "
+        say(self.printer, f"still cleaning up, please wait; if you stop it now, `sm-locust sweep --cleanup "
                          f"{self.spec.sweep_id}` deletes what is left")
 
     def _install(self, handler_int, handler_term) -> None:
@@ -164,33 +168,37 @@ class SweepRunner:
         self.pipeline = pipeline
         for c in sweep.configurations:
             self.rows[c.index] = sweep.base_row(c)
+        for c in sweep.configurations:
             if is_complete(sweep.run_dir(c), sweep.keys[c.index]):
                 pipeline.skip(c.index)
-                self._finish_row(c.index, resumed=True)
+                self.rows[c.index].update(status="ok", resumed=True)
+                self._measured(c.index)
             elif c.index not in sweep.allowed:
                 pipeline.skip(c.index)
                 self.rows[c.index].update(status="skipped", reason=sweep.skip_reason(c.index))
-                self._line(c.index)
+                self._measured(c.index)
         self._install(signal.default_int_handler, self._raise_interrupt)
-        executor = ThreadPoolExecutor(max_workers=2 * self.spec.max_parallel_endpoints, thread_name_prefix="sm-locust-sweep")
-        self.executor = executor
+        self.executor = ThreadPoolExecutor(max_workers=2 * self.spec.max_parallel_endpoints,
+                                           thread_name_prefix="sm-locust-sweep")
         try:
-            self._loop(pipeline, executor)
+            self._loop(pipeline)
         except KeyboardInterrupt:
             outcome.interrupted = True
+            outcome.signum = self.signum
             self._install(self._refuse, self._refuse)
-            self.printer.say("interrupted: stopping the test and deleting what this sweep created")
+            say(self.printer, f"interrupted ({signal.Signals(self.signum).name}): stopping the test and deleting what "
+                "this sweep created")
             self.cancel.set()
             stop_locust_children()
         finally:
             self.cancel.set()
             self._install(self._refuse, self._refuse)
-            executor.shutdown(wait=True)
+            self.executor.shutdown(wait=True)
             self._drain()
-            for i, d in self.deployments.items():
+            for i in list(self.deployments):
                 if i not in self.torn_down:
                     self._teardown(i)
-            for i, row in self.rows.items():
+            for row in self.rows.values():
                 if row["status"] in ("pending", "running"):
                     row.update(status="interrupted" if outcome.interrupted else "failed",
                                reason=row.get("reason") or "the sweep stopped before this configuration finished")
@@ -199,27 +207,17 @@ class SweepRunner:
         outcome.peak_alive = pipeline.peak_alive
         return outcome
 
-    def _loop(self, pipeline: Pipeline, executor: ThreadPoolExecutor) -> None:
-        sweep = self.sweep
+    def _loop(self, pipeline: Pipeline) -> None:
         while not pipeline.finished:
-            for i in pipeline.deploys_to_start():
-                if not sweep.budget_allows(i, self.rows, self._in_flight()):
-                    for j in pipeline.in_state("waiting"):
-                        pipeline.skip(j)
-                        self.rows[j].update(status="skipped", reason=f"max_cost_usd {self.spec.max_cost_usd:g} would be passed")
-                        self._line(j)
-                    break
-                pipeline.start_deploy(i)
-                self.rows[i]["status"] = "running"
-                self.deployments[i] = sweep.new_deployment(i)
-                self.timing[i] = {"start": time.monotonic()}
-                executor.submit(self._deploy_job, i)
+            self._drain()  # creations and deletions that ended meanwhile
+            self._start_deploys(pipeline)
             i = pipeline.next_test()
             if i is not None:
                 pipeline.start_test(i)
                 self._test(i)
                 pipeline.tested(i)
-                executor.submit(self._teardown_job, i)
+                self.executor.submit(self._teardown_job, i)
+                self._measured(i)
                 continue
             if pipeline.finished:
                 break
@@ -228,6 +226,21 @@ class SweepRunner:
             except queue.Empty:
                 continue
             self._handle(event)
+
+    def _start_deploys(self, pipeline: Pipeline) -> None:
+        for i in pipeline.deploys_to_start():
+            if not self.sweep.budget_allows(i, self.rows, self._in_flight()):
+                for j in pipeline.in_state(WAITING):
+                    pipeline.skip(j)
+                    self.rows[j].update(status="skipped", reason=f"max_cost_usd {self.spec.max_cost_usd:g} would be passed "
+                                        "(spent so far + estimates)")
+                    self._measured(j)
+                return
+            pipeline.start_deploy(i)
+            self.rows[i]["status"] = "running"
+            self.deployments[i] = self.sweep.new_deployment(i)
+            self.timing[i] = {"start": time.monotonic()}
+            self.executor.submit(self._deploy_job, i)
 
     def _in_flight(self) -> list[int]:
         return self.pipeline.in_state(DEPLOYING, READY, TESTING, DELETING)
@@ -242,24 +255,28 @@ class SweepRunner:
             self.rows[i].update(status=status, reason=reason)
             self.pipeline.deploy_failed(i)
             self.executor.submit(self._teardown_job, i)  # whatever was created before the failure
+            self._measured(i)
         elif kind == "deleted":
             self._deleted(i, payload)
             self.pipeline.deleted(i)
-            self._finish_row(i)
+            self.sweep.write_progress(self.rows)
 
     def _drain(self) -> None:
+        """Handle the events already queued, without waiting (during the final cleanup: record only)."""
         while True:
             try:
-                kind, i, payload = self.events.get_nowait()
+                event = self.events.get_nowait()
             except queue.Empty:
                 return
-            if kind == "deleted":
-                self._deleted(i, payload)
-            elif kind == "deploy_failed" and self.rows[i]["status"] == "running":
-                self.rows[i].update(status=payload[0], reason=payload[1])
+            if not self.cancel.is_set():
+                self._handle(event)
+            elif event[0] == "deleted":
+                self._deleted(event[1], event[2])
+            elif event[0] == "deploy_failed" and self.rows[event[1]]["status"] == "running":
+                self.rows[event[1]].update(status=event[2][0], reason=event[2][1])
 
     def _progress(self, i: int):
-        return lambda text: self.printer.say(f"[{i}/{self.total}] {text}")
+        return lambda text: say(self.printer, f"[{i}/{self.total}] {text}")
 
     def _deploy_job(self, i: int) -> None:
         d = self.deployments[i]
@@ -305,22 +322,26 @@ class SweepRunner:
                 row["cost_usd"] = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
         if left:
             row["left_behind"] = left
-            self.printer.say(f"[{i}/{self.total}] NOT deleted: {'; '.join(left)} "
+            say(self.printer, f"[{i}/{self.total}] NOT deleted: {'; '.join(left)} "
                              f"(sm-locust sweep --cleanup {self.spec.sweep_id})")
 
     # -- one test ---------------------------------------------------------------------------------
     def _test(self, i: int) -> None:
         sweep = self.sweep
         d = self.deployments[i]
-        configuration = sweep.configuration(i)
-        run_dir = sweep.run_dir(configuration)
+        run_dir = sweep.run_dir(sweep.configuration(i))
         row = self.rows[i]
         t0 = time.monotonic()
         try:
             self.run_configuration(i, d, run_dir)
+        except Interrupted as exc:  # execute() forwarded Ctrl-C / SIGTERM to Locust, which stopped
+            self.signum = exc.signum
+            row.update(status="interrupted", reason=exc.message)
+            raise SweepInterrupted() from None
         except SmLocustError as exc:
             row.update(status="failed", reason=exc.message)
-        self.timing[i]["test_s"] = time.monotonic() - t0
+        finally:
+            self.timing[i]["test_s"] = time.monotonic() - t0
         if row["status"] == "running":
             if sweep.spec.report:
                 self._report(i, run_dir, d)
@@ -362,7 +383,9 @@ class SweepRunner:
         (run_dir / MARKER).write_text(json.dumps(marker, indent=1, default=str))
 
     # -- results ----------------------------------------------------------------------------------
-    def _finish_row(self, i: int, resumed: bool = False) -> None:
+    def _measured(self, i: int) -> None:
+        """A configuration is done (tested, failed, skipped or measured before): its figures, its
+        line, sweep.json so far, the progress bar."""
         sweep = self.sweep
         row = self.rows[i]
         timing = self.timing.get(i, {})
@@ -370,18 +393,16 @@ class SweepRunner:
             row["wall_s"] = round(time.monotonic() - timing["start"], 1)
             row["deploy_s"] = round(timing["deploy_s"], 1) if "deploy_s" in timing else None
             row["test_s"] = round(timing["test_s"], 1) if "test_s" in timing else None
-        if resumed:
-            row.update(status="ok", resumed=True)
         if row["status"] == "ok":
             self._measure(i, sweep.run_dir(sweep.configuration(i)))
-            if not resumed:
+            if not row.get("resumed"):
                 self.measured += 1
         self._line(i)
         sweep.write_progress(self.rows)
-        done = sum(1 for r in self.rows.values() if r["status"] not in ("pending", "running"))
-        remaining = sum(1 for r in self.rows.values() if r["status"] in ("pending", "running"))
+        self.finished.add(i)
+        remaining = self.total - len(self.finished)
         elapsed = time.monotonic() - self.started
-        self.printer(progress_line(done, self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
+        self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
 
     def _measure(self, i: int, run_dir: Path) -> None:
         sweep = self.sweep

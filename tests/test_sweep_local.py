@@ -1,0 +1,76 @@
+"""A short local sweep end to end: two configurations of the embedded endpoint, each a normal run
+folder; sweep.json / sweep.csv / sweep.html; the recommendation; progress lines; no endpoint left
+running; a rerun resumes (both configurations measured before, nothing deployed)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import psutil
+
+from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+SWEEP = f"""\
+name: local-e2e
+endpoint: {{service_time_ms: 40}}
+grid: {{max_concurrency: [2, 5]}}
+load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 3s}}
+objective: {{target_rps: 80, slo_ms: 400, percentile: 95}}
+price_per_hour: 0.2
+"""
+
+
+def endpoints_running(out: str) -> list:
+    return [p for p in psutil.process_iter(["cmdline"]) if "serve" in (p.info["cmdline"] or []) and
+            any(out in part for part in p.info["cmdline"] or [])]
+
+
+def test_short_local_sweep_end_to_end_and_resume(tmp_path):
+    (tmp_path / "sweep.yaml").write_text(SWEEP)
+    r = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "out"
+    doc = json.loads((out / "sweep.json").read_text())
+    low, high = doc["configurations"]
+    assert (low["label"], high["label"]) == ("max_concurrency 2", "max_concurrency 5")
+    assert low["status"] == high["status"] == "ok"
+    # capacity = slots / 40 ms: 50 and 125 req/s nominal; 6 users saturate both (a busy shared machine measures less)
+    assert low["capacity_rps"] < 55 and high["capacity_rps"] < 130
+    assert high["capacity_rps"] > 1.8 * low["capacity_rps"]
+    assert low["instances_needed"] >= 2 and high["instances_needed"] == 1
+    assert high["cost_per_1m"] < low["cost_per_1m"]
+    assert high["cpu_pct"] is not None and high["memory_pct"] is not None  # sampled from the endpoint's processes
+    assert doc["recommendation"]["label"] == "max_concurrency 5"
+    assert doc["recommendation"]["reason"].startswith("max_concurrency 5: ")
+    assert "cheaper at 80 req/s than max_concurrency 2" in doc["recommendation"]["reason"]
+    assert doc["why_not"]["max_concurrency 2"].startswith(f"{low['instances_needed']} instances for 80 req/s cost")
+    assert doc["pareto"] == [2] or 2 in doc["pareto"]
+    for c in (low, high):  # each configuration is a normal run folder, reported
+        run = out / c["run_dir"]
+        for name in ("summary.json", "options.json", "locust_stats.csv", "report.html", "endpoint_usage.csv",
+                     "sweep_configuration.json"):
+            assert (run / name).exists(), name
+        assert c["curve"] and c["curve"][-1]["rps"] > 0
+    with open(out / "sweep.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["setting:max_concurrency"] for row in rows] == ["2", "5"]
+    page = (out / "sweep.html").read_text()
+    for marker in ('id="fig-sweep-curves"', 'id="fig-sweep-cost"', "Why the others lost", "max_concurrency 5: "):
+        assert marker in page
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("sm-locust sweep: [1/2] max_concurrency 2: ") and "req/s at 6 users" in line for line in lines)
+    assert any("[##########..........] 1/2 configurations" in line and "left" in line for line in lines)
+    assert any(line.startswith("sm-locust sweep: recommendation: max_concurrency 5") for line in lines)
+    assert not endpoints_running(str(out))
+
+    t0 = time.monotonic()
+    again = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert time.monotonic() - t0 < 20
+    assert again.stdout.count("measured before: run folder complete") == 2
+    assert "0 to run (2 measured before)" in again.stdout
+    resumed = json.loads((out / "sweep.json").read_text())
+    assert resumed["recommendation"]["label"] == "max_concurrency 5"
+    assert [c["resumed"] for c in resumed["configurations"]] == [True, True]
