@@ -257,7 +257,9 @@ class SignalForwarder:
             pass
 
 
-_LOCUST_USAGE = re.compile(r"^(?:usage: locust|locust: error: )", re.M)
+# argparse's refusal ("locust: error: ...", "__main__.py: error: ..." under python -m), or our own
+# init check's ("sm-locust: error: ..."): Locust quit before anything ran.
+_LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: )", re.M)
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
 _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.I)
 
@@ -265,7 +267,7 @@ _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.I)
 def _hint(tail: str) -> str:
     """The line of Locust's output that says what went wrong: the last one with an error word,
     skipping stats-table rules and shutdown notices."""
-    lines = [_LOG_PREFIX.sub("", line.strip()) for line in tail.splitlines()]
+    lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:") for line in tail.splitlines()]
     useful = [line for line in lines if line and not set(line) <= set("-|=+ ") and "|" not in line
               and not line.startswith(("Shutting down", "Type ", "Response time percentiles", "Aggregated"))]
     for line in reversed(useful):

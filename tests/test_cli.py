@@ -159,7 +159,7 @@ def test_a_dead_endpoint_mid_run_is_named_and_the_run_finishes(endpoint_factory,
     dying = endpoint_factory()
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url", dying.url,
-                             "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "4s", "--out", str(out), "-q"],
+                             "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "3s", "--out", str(out), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while dying.stats()["requests"] < 30:
