@@ -38,7 +38,9 @@ def add_parser(subparsers) -> None:
     f.add_argument("--model-error-ratio", type=float, default=None, help="share answered ModelError 424 (0-1)")
     f.add_argument("--error-ratio", type=float, default=None, help="share answered InternalFailure 500 / ServiceUnavailable 503 (0-1)")
     f.add_argument("--drop-ratio", type=float, default=None, help="share of connections closed without an answer (0-1)")
-    f.add_argument("--cold-start-ms", type=float, default=None, help="extra latency on each worker's first invocation")
+    f.add_argument("--cold-start-ms", type=float, default=None,
+                   help="extra latency on each worker's first invocation; with the serverless emulation: each instance's "
+                   "start (ModelSetupTime) when new or idle for --idle-timeout-s")
     f.add_argument("--not-ready-s", type=float, default=None, help="answer ModelNotReadyException for this long after start")
     f.add_argument("--seed", type=int, default=None, help="seed for fault draws (repeatable runs)")
     s = p.add_argument_group("response streams (POST /endpoints/NAME/invocations-response-stream)")
@@ -66,6 +68,20 @@ def add_parser(subparsers) -> None:
                    help="stream format: auto (from the request: inputs -> TGI JSON lines, messages -> OpenAI SSE), tgi, openai")
     m.add_argument("--llm-server-counts", default=None,
                    help="answers carry the server's token counts (details.generated_tokens, usage): true (default) or false")
+    v = p.add_argument_group("serverless emulation (SageMaker Serverless Inference, docs/serverless.md)")
+    v.add_argument("--serverless-memory-mb", type=int, default=None,
+                   help="MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x 6144 / this "
+                   "(CPU share proportional to memory); turns the emulation on (default 2048 when another --serverless-* "
+                   "flag is given)")
+    v.add_argument("--serverless-max-concurrency", type=int, default=None,
+                   help="MaxConcurrency, 1-200: instances serving at once across workers; a request beyond them is "
+                   "answered ThrottlingException (429) at once (default 20)")
+    v.add_argument("--idle-timeout-s", type=float, default=None,
+                   help="an instance idle this long is reclaimed; its next request starts cold with --cold-start-ms (default 60)")
+    v.add_argument("--serverless-compute-share", type=float, default=None,
+                   help="share of --service-time-ms that scales with the memory size (0-1, default 1)")
+    v.add_argument("--serverless-throttle-ms", type=float, default=None,
+                   help="time before a throttled request is answered: the round trip a refusal costs a caller (default 10)")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -89,6 +105,7 @@ def config_from_args(args: argparse.Namespace):
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.llm = llm_config_from_args(args)
+        config.serverless = serverless_config_from_args(args)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -115,12 +132,33 @@ def llm_config_from_args(args: argparse.Namespace):
     return LlmConfig(**given)
 
 
+SERVERLESS_FLAGS = {"memory_mb": "serverless_memory_mb", "max_concurrency": "serverless_max_concurrency",
+                    "idle_timeout_s": "idle_timeout_s", "compute_share": "serverless_compute_share",
+                    "throttle_ms": "serverless_throttle_ms"}
+
+
+def serverless_config_from_args(args: argparse.Namespace):
+    """The ServerlessConfig of the --serverless-* flags (None without any); --idle-timeout-s alone is a usage error."""
+    from sm_locust.endpoint.serverless import ServerlessConfig
+
+    given = {key: getattr(args, dest, None) for key, dest in SERVERLESS_FLAGS.items()}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return None
+    if set(given) <= {"idle_timeout_s"}:
+        raise UsageError("--idle-timeout-s shapes the serverless emulation; add --serverless-memory-mb and/or "
+                         "--serverless-max-concurrency")
+    return ServerlessConfig(**given)
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import serve_forever
 
     config = config_from_args(args)
     if config.llm is not None:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
+    if config.serverless is not None:
+        print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}", flush=True)
     return serve_forever(config)
 
 

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from sm_locust.endpoint import batching, codecs, llm, streaming
+from sm_locust.endpoint import batching, codecs, llm, serverless, streaming
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -54,7 +54,8 @@ def _status_line(code: int) -> str:
 class EndpointApp:
     """One instance per worker process (built after gunicorn forks and gevent patches)."""
 
-    def __init__(self, config: EndpointConfig, counters: SharedCounters | None = None, started_at: float | None = None):
+    def __init__(self, config: EndpointConfig, counters: SharedCounters | None = None, started_at: float | None = None,
+                 serverless_slots: serverless.SlotTable | None = None):
         self.config = config
         self.counters = counters or SharedCounters()
         self.started_at = started_at or time.time()
@@ -69,7 +70,10 @@ class EndpointApp:
                 batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost),
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
         self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
-        self._cold = config.cold_start_ms > 0
+        # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle (endpoint/serverless.py)
+        self.serverless = serverless.emulator_for(config, self.counters, serverless_slots)
+        self.service_s = serverless.service_s(config)  # scaled by the memory size when serverless
+        self._cold = config.cold_start_ms > 0 and self.serverless is None  # serverless: per instance instead
         self._cold_lock = threading.Lock()
 
     # -- WSGI entry point -------------------------------------------------------------------
@@ -144,6 +148,14 @@ class EndpointApp:
             return refused
         if self.llm is not None:  # sm-locust serve --llm (endpoint/llm.py)
             return llm.invoke(self, self.llm, start_response, body, [("x-Amzn-Invoked-Production-Variant", variant)])
+        answer = (start_response, body, content_type, accept, attributes_header, variant, arrived, added_latency_ms)
+        if self.serverless is not None:  # endpoint/serverless.py: throttle, or an instance (cold after idle)
+            return self.serverless.serve(self, start_response, lambda: self._answer(*answer))
+        return self._answer(*answer)
+
+    def _answer(self, start_response, body: bytes, content_type: str | None, accept: str | None,
+                attributes_header: str | None, variant: str, arrived: float, added_latency_ms: float):
+        """The model's part of an invocation: decode, predict, encode, count."""
         # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
         # for a concurrency slot, inference and encoding. OverheadLatency is the rest.
         model_start = time.perf_counter()
@@ -199,8 +211,8 @@ class EndpointApp:
             self.slots.acquire()
         try:
             self._cold_start()
-            if self.config.service_time_ms:
-                time.sleep(self.config.service_time_ms / 1000.0)
+            if self.service_s:
+                time.sleep(self.service_s)
             return self.model.predict(feat_ids, feat_vals)
         finally:
             if self.slots is not None:

@@ -28,12 +28,14 @@ FIELDS = (
     "ServiceUnavailable",
     "DropConnection",
     "batches",  # batches run by the dynamic batcher (--max-batch-size > 1)
+    "cold_starts",  # serverless emulation: instances started cold (endpoint/serverless.py)
+    "model_setup_time_us_sum",  # serverless emulation: their setup time (CloudWatch ModelSetupTime)
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by
 # `add` whenever a `<base>_sum` below is added to (one add = one request) and read-and-reset by
 # `take_window`: the StatisticValues the CloudWatch publisher sends (sm_locust/endpoint/metrics.py).
-WINDOWED = ("model_latency_us", "overhead_latency_us")
+WINDOWED = ("model_latency_us", "overhead_latency_us", "model_setup_time_us")
 WINDOW_STATS = ("count", "sum", "min", "max")
 WINDOW_FIELDS = tuple(f"{base}_window_{stat}" for base in WINDOWED for stat in WINDOW_STATS)
 FIELDS = FIELDS + WINDOW_FIELDS

@@ -84,6 +84,7 @@ class EndpointConfig:
     max_batch_delay_ms: float = 0.0  # how long a batch's first request waits for others to join
     batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
     llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
+    serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -112,6 +113,13 @@ class EndpointConfig:
                              f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, {self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
+        if self.serverless is not None:
+            self.serverless.validate()
+            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency), ("--max-batch-size", self.max_batch_size > 1),
+                                           ("--llm", self.llm is not None)) if on]
+            if clash:
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation (--serverless-*), "
+                                 "whose MaxConcurrency throttles instead of queueing; leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

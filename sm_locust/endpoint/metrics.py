@@ -10,7 +10,8 @@ publishes the series SageMaker documents, under the names, namespaces, units and
     AWS/SageMaker             Invocations, InvocationsPerInstance (each request counts 1),
                               Invocation4XXErrors, Invocation5XXErrors (1 per error, 0 otherwise:
                               Sum = errors, Average = error rate), ModelLatency, OverheadLatency
-                              (MICROseconds)
+                              (MICROseconds), ModelSetupTime (µs, one per cold start of the
+                              serverless emulation, endpoint/serverless.py)
     /aws/sagemaker/Endpoints  CPUUtilization (percent summed over cores, master + workers),
                               MemoryUtilization (their memory as a percent of the machine's),
                               DiskUtilization (the working directory's file system), read about
@@ -127,7 +128,8 @@ def build_datums(
     if answered:
         for name, count in errors.items():
             put(name, answered, count, 0 if count < answered else 1, 1 if count else 0, NONE)
-    for name, base in (("ModelLatency", "model_latency_us"), ("OverheadLatency", "overhead_latency_us")):
+    for name, base in (("ModelLatency", "model_latency_us"), ("OverheadLatency", "overhead_latency_us"),
+                       ("ModelSetupTime", "model_setup_time_us")):  # ModelSetupTime: serverless cold starts
         samples = float(current.get(f"{base}_window_count", 0))
         if samples:
             put(name, samples, current[f"{base}_window_sum"], current[f"{base}_window_min"],

@@ -54,10 +54,12 @@ def serve_forever(config: EndpointConfig) -> int:
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
     from sm_locust.endpoint.metrics import publisher_for
+    from sm_locust.endpoint.serverless import shared_slots
 
     config.validate()
     check_port_free(config.host, config.port)
     counters = SharedCounters()
+    slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
     publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
@@ -106,7 +108,7 @@ def serve_forever(config: EndpointConfig) -> int:
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at)
+            return EndpointApp(config, counters, started_at, slots)
 
     _Gunicorn().run()
     return 0
@@ -160,6 +162,8 @@ class LocalEndpoint:
             args += ["--metrics-endpoint-name", c.metrics_endpoint_name]
         if c.llm is not None:
             args += c.llm.flags()
+        if c.serverless is not None:
+            args += c.serverless.flags()
         return args
 
     def start(self) -> LocalEndpoint:
