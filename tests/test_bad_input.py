@@ -218,6 +218,10 @@ PLAIN = {
 def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
     """Each case used to stay up with 0 users until -t ended (or forever); they run side by side."""
     started = time.monotonic()
+    plain_http = subprocess.Popen(  # and, beside them, a good run whose signed requests would go over plain http
+        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s", "-u", "1",
+         "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9", "--connect-timeout", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     procs = {}
     for case, (args, _) in PLAIN.items():
         cwd = tmp_path / case.replace(" ", "_")
@@ -235,6 +239,20 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
             assert needle in ours[0], (case, ours[0])
         assert list(cwd.iterdir()) == []
     assert time.monotonic() - started < 20  # not after -t
+    _, stderr = plain_http.communicate(timeout=60)
+    warnings = [line for line in stderr.splitlines() if line.startswith("sm-locust: warning:")]
+    assert warnings == ["sm-locust: warning: --endpoint-url http://192.0.2.1:9 is plain http to another machine: the "
+                        "signed requests and any session token travel unencrypted; use https:// (or a loopback address "
+                        "for a local endpoint)"], stderr[-2000:]
+
+
+def test_plain_http_is_warned_only_off_this_machine():
+    from sm_locust.preflight import plain_http_warning
+
+    for url in ("http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:8080", "https://10.0.0.5", "", None):
+        assert plain_http_warning(url) is None, url
+    assert "plain http" in plain_http_warning("http://10.0.0.5:8080")
+    assert "plain http" in plain_http_warning("HTTP://runtime.example.com")
 
 
 def test_locust_rejecting_an_argument_leaves_no_run_folder(endpoint, tmp_path):
