@@ -1,0 +1,163 @@
+"""Serverless cost, pure: $ per 1M inferences of a serverless configuration, and the traffic above
+which a real-time instance is cheaper (the break-even of seed 003's cost-vs-traffic chart).
+
+SageMaker Serverless Inference bills the compute of each inference by the millisecond, at a rate
+that grows with the memory size, plus the data processed in and out (docs/serverless.md):
+
+    compute $ per request  = ceil(duration ms) / 1000 x $ per second at the memory size
+    data $ per request     = (request bytes + response bytes) / 2^30 x $ per GB processed
+    cost_per_1m            = (compute + data) x 1,000,000
+    serverless $ per hour  = rps x 3600 x $ per request            (grows with traffic)
+    real-time $ per hour   = price per hour                        (flat: one instance, busy or idle)
+    break_even_rps         = price per hour / (3600 x $ per request)
+    per month              = x 3600 x 730 hours (AWS's month)
+
+Above `break_even_rps` sustained, the real-time instance is cheaper. When the instance's own
+capacity is known (`capacity_rps`) and the break-even lies above it, one instance cannot carry that
+traffic and every extra instance costs as much again, so serverless stays cheaper at any rate
+(`break_even_rps` is None).
+
+Prices come from the bundled `sm_locust/report/serverless_prices.json` (approximate us-east-1, dated),
+overridden entry by entry by a file of the same shape (`serverless_prices:` in the sweep file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sm_locust.errors import UsageError
+
+GB = 1024 ** 3  # data processed is priced per GB; bytes / 2^30
+HOURS_PER_MONTH = 730  # AWS's pricing month
+PRICES_FILE = "serverless_prices.json"
+
+
+@dataclass
+class ServerlessPrices:
+    usd_per_second_by_memory_mb: dict[int, float] = field(default_factory=dict)
+    usd_per_gb_processed: float = 0.0
+    region: str = ""
+    as_of: str = ""
+    sources: list[str] = field(default_factory=list)
+
+    def per_second(self, memory_mb: int) -> float:
+        try:
+            return self.usd_per_second_by_memory_mb[int(memory_mb)]
+        except KeyError:
+            known = ", ".join(str(m) for m in sorted(self.usd_per_second_by_memory_mb))
+            raise UsageError(f"no serverless price for {memory_mb} MB in {', '.join(self.sources)} (priced: {known})") from None
+
+    def label(self) -> str:
+        return f"approximate {self.region} serverless prices as of {self.as_of}"
+
+
+def _merge(prices: ServerlessPrices, data: Any, source: str) -> None:
+    if not isinstance(data, dict):
+        raise UsageError(f"serverless price file {source} must hold a JSON object like the bundled {PRICES_FILE}")
+    by_memory = data.get("usd_per_second_by_memory_mb") or {}
+    if not isinstance(by_memory, dict):
+        raise UsageError(f"{source}: usd_per_second_by_memory_mb maps memory sizes (MB) to $ per second")
+    for memory, rate in by_memory.items():
+        try:
+            mb = int(memory)
+        except (TypeError, ValueError):
+            raise UsageError(f"{source}: usd_per_second_by_memory_mb: {memory!r} is not a memory size in MB") from None
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0:
+            raise UsageError(f"{source}: usd_per_second_by_memory_mb.{memory}: expected $ per second, got {rate!r}")
+        prices.usd_per_second_by_memory_mb[mb] = float(rate)
+    if "usd_per_gb_processed" in data:
+        rate = data["usd_per_gb_processed"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate < 0:
+            raise UsageError(f"{source}: usd_per_gb_processed: expected $ per GB, got {rate!r}")
+        prices.usd_per_gb_processed = float(rate)
+    prices.region = str(data.get("region", prices.region))
+    prices.as_of = str(data.get("as_of", prices.as_of))
+    prices.sources.append(source)
+
+
+def load_serverless_prices(user_file: str | Path | None = None) -> ServerlessPrices:
+    """The bundled table, overridden entry by entry by `user_file` when given."""
+    prices = ServerlessPrices()
+    bundled = resources.files("sm_locust.report").joinpath(PRICES_FILE).read_text(encoding="utf-8")
+    _merge(prices, json.loads(bundled), f"bundled {PRICES_FILE}")
+    if user_file:
+        path = Path(user_file)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UsageError(f"serverless price file {path} does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"serverless price file {path} is not valid JSON: {exc}") from None
+        _merge(prices, data, str(path))
+    return prices
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """What one request costs on a serverless configuration."""
+
+    memory_mb: int
+    duration_ms: float
+    billed_ms: int
+    bytes_processed: float
+    compute_usd: float
+    data_usd: float
+
+    @property
+    def usd(self) -> float:
+        return self.compute_usd + self.data_usd
+
+    @property
+    def per_1m(self) -> float:
+        return self.usd * 1e6
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"memory_mb": self.memory_mb, "duration_ms": self.duration_ms, "billed_ms": self.billed_ms,
+                "bytes_processed": self.bytes_processed, "compute_usd_per_1m": self.compute_usd * 1e6,
+                "data_usd_per_1m": self.data_usd * 1e6, "usd_per_1m": self.per_1m}
+
+
+def request_cost(memory_mb: int, duration_ms: float, prices: ServerlessPrices, bytes_in: float = 0.0,
+                 bytes_out: float = 0.0) -> RequestCost:
+    """One request's compute (duration rounded up to the millisecond) and data processed."""
+    billed_ms = math.ceil(duration_ms - 1e-9)
+    compute = billed_ms / 1000.0 * prices.per_second(memory_mb)
+    processed = float(bytes_in) + float(bytes_out)
+    return RequestCost(int(memory_mb), float(duration_ms), billed_ms, processed, compute,
+                       processed / GB * prices.usd_per_gb_processed)
+
+
+def break_even_rps(usd_per_request: float, price_per_hour: float, capacity_rps: float | None = None) -> float | None:
+    """The sustained rate above which one real-time instance costs less than serverless; None when
+    that rate is more than the instance can serve (`capacity_rps`): then serverless is cheaper at any rate."""
+    if not usd_per_request > 0 or price_per_hour is None or price_per_hour < 0:
+        return None
+    rate = price_per_hour / (3600.0 * usd_per_request)
+    if capacity_rps is not None and rate > capacity_rps:
+        return None
+    return rate
+
+
+def requests_per_month(rps: float) -> float:
+    return rps * 3600.0 * HOURS_PER_MONTH
+
+
+def monthly_serverless_usd(rps: float, usd_per_request: float) -> float:
+    return requests_per_month(rps) * usd_per_request
+
+
+def monthly_realtime_usd(rps: float, price_per_hour: float, capacity_rps: float | None = None) -> float:
+    """One instance, or as many as the rate needs when its capacity is known."""
+    instances = max(1, math.ceil(rps / capacity_rps - 1e-9)) if capacity_rps else 1
+    return instances * price_per_hour * HOURS_PER_MONTH
+
+
+def traffic_grid(break_evens: list[float], points: int = 60) -> list[float]:
+    """Rates (req/s) for the cost-vs-traffic chart: 0 to twice the largest break-even (or 10 req/s)."""
+    top = 2.0 * max([b for b in break_evens if b] or [5.0])
+    return [top * i / (points - 1) for i in range(points)]
