@@ -3,9 +3,11 @@
 The source is the run's `summary.json` (docs/summary.md), the public contract of a run folder, so
 the sweep reads what every other command reads:
 
-- **capacity** is the `plateau` object's rps and users when the search found one (the least load
-  that already gets the plateau's throughput within the SLO); with constant users or an open-loop
-  rate (no search) it is the best step within the error budget, labelled as measured at that load;
+- **capacity** is the `plateau` object's `capacity_rps` when the search found one (what the
+  endpoint sustains within the SLO; summaries written before that key existed give the knee's
+  `rps`), and the **knee** its `users` and `rps` (the least load that already gets the plateau's
+  throughput); with constant users or an open-loop rate (no search) it is the best step within the
+  error budget, labelled as measured at that load;
 - the **latency at the knee** is the plateau's own p50/p95/p99 (the figures its verdict printed);
   p90 and p99.9 come from the knee step (the summary step at the plateau's users), whose start and
   end are also the window for endpoint CPU and memory;
@@ -29,6 +31,7 @@ from sm_locust.sweep.objective import PERCENTILE_KEYS
 @dataclass
 class Measurement:
     capacity_rps: float | None = None
+    knee_rps: float | None = None  # the knee step's own throughput (capacity can be a few % higher)
     knee_users: float | None = None
     p50_ms: float | None = None
     p95_ms: float | None = None
@@ -95,9 +98,10 @@ def measure(summary: Mapping[str, Any], percentile: float = 95.0, max_error_rate
             m.no_capacity_reason = plateau.get("text") or "the search found no acceptable load"
             return m
         step = _knee_step(steps, plateau.get("users"), plateau["rps"])
-        m.basis = "plateau"
+        m.basis = "plateau" if plateau.get("reached", True) else "plateau not reached (a lower bound)"
         m.text = plateau.get("text") or ""
-        m.capacity_rps = float(plateau["rps"])
+        m.capacity_rps = float(plateau.get("capacity_rps") or plateau["rps"])
+        m.knee_rps = float(plateau["rps"])
         m.knee_users = plateau.get("users")
         m.p50_ms, m.p95_ms, m.p99_ms = plateau.get("p50_ms"), plateau.get("p95_ms"), plateau.get("p99_ms")
         m.error_rate = plateau.get("error_rate")
@@ -113,7 +117,7 @@ def measure(summary: Mapping[str, Any], percentile: float = 95.0, max_error_rate
     if within:
         best = max(within, key=lambda s: s["rps"])
         m.basis = "best step"
-        m.capacity_rps = float(best["rps"])
+        m.capacity_rps = m.knee_rps = float(best["rps"])
         m.knee_users = best.get("users")
         m.p50_ms, m.p95_ms, m.p99_ms = best.get("p50_ms"), best.get("p95_ms"), best.get("p99_ms")
         m.latency_ms = best.get(key)

@@ -414,7 +414,7 @@ class SweepRunner:
             row.update(status="failed", reason=f"cannot read {run_dir / 'summary.json'}: {exc}")
             return
         m = measure(summary, objective.percentile, objective.max_error_rate)
-        row.update(capacity_rps=m.capacity_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
+        row.update(capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
                    p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
                    no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures)
         cpu, memory = None, None

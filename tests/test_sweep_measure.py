@@ -1,0 +1,60 @@
+"""summary.json -> the figures a sweep compares (pure): capacity from the plateau object (its
+capacity_rps when present), latency at the knee, the best step without a search, the run's own
+words when no load was acceptable, CPU over the knee's window."""
+
+from __future__ import annotations
+
+from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
+
+
+def step(users, rps, p95, start, end, error_rate=0.0, **kw):
+    return {"users": users, "rps": rps, "p50_ms": p95 / 2, "p90_ms": p95 - 5, "p95_ms": p95, "p99_ms": p95 + 10,
+            "p99_9_ms": p95 + 20, "error_rate": error_rate, "start": start, "end": end, **kw}
+
+
+STEPS = [step(1, 22.0, 48, "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"),
+         step(4, 88.0, 49, "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z"),
+         step(8, 110.0, 95, "2026-01-01T00:00:20Z", "2026-01-01T00:00:30Z"),
+         step(4, 89.0, 50, "2026-01-01T00:00:30Z", "2026-01-01T00:00:40Z")]
+
+
+def test_plateau_capacity_and_the_knee():
+    plateau = {"users": 4, "rps": 89.0, "capacity_rps": 108.0, "p50_ms": 25.0, "p95_ms": 51.0, "p99_ms": 60.0,
+               "error_rate": 0.0, "reached": True, "text": "plateau: capacity 108 req/s; knee 89 req/s at 4 users"}
+    m = measure({"steps": STEPS, "plateau": plateau, "totals": {"requests": 3000, "failures": 0}}, 95.0)
+    assert (m.capacity_rps, m.knee_rps, m.knee_users, m.latency_ms) == (108.0, 89.0, 4, 51.0)
+    assert m.knee_start == 1767225630.0  # the re-run of 4 users, closest to the plateau's rps
+    assert [p["users"] for p in m.curve] == [1, 4, 8] and m.curve[1]["rps"] == 89.0  # last measurement per load
+    assert measure({"steps": STEPS, "plateau": plateau}, 99.9).latency_ms == 70  # p99.9 from the knee step
+
+
+def test_an_older_summary_without_capacity_uses_the_knee():
+    plateau = {"users": 4, "rps": 89.0, "p95_ms": 51.0}
+    assert measure({"steps": STEPS, "plateau": plateau}).capacity_rps == 89.0
+
+
+def test_no_acceptable_load():
+    text = "no acceptable step: p95 50 ms > SLO 10 ms at 1 user"
+    m = measure({"steps": STEPS[:1], "plateau": {"users": None, "rps": None, "text": text}})
+    assert m.capacity_rps is None and m.no_capacity_reason == text
+
+
+def test_constant_load_uses_the_best_step_within_the_error_budget():
+    steps = [step(6, 120.0, 80, "2026-01-01T00:00:00Z", "2026-01-01T00:00:03Z", error_rate=0.2),
+             step(2, 60.0, 30, "2026-01-01T00:00:03Z", "2026-01-01T00:00:06Z")]
+    m = measure({"steps": steps, "plateau": None}, 95.0, max_error_rate=0.01)
+    assert (m.capacity_rps, m.knee_users, m.basis) == (60.0, 2, "best step")
+    assert m.text.startswith("measured at 2 users (no plateau search)")
+    bad = measure({"steps": steps[:1], "plateau": None}, 95.0, max_error_rate=0.01)
+    assert bad.capacity_rps is None and "error rate 20.0 % > 1 %" in bad.no_capacity_reason
+
+
+def test_endpoint_usage_over_the_knee_window():
+    samples = [{"t": 9.0, "cpu_pct": 10, "memory_pct": 1.0}, {"t": 10.5, "cpu_pct": 80, "memory_pct": 2.0},
+               {"t": 11.5, "cpu_pct": 100, "memory_pct": 2.0}, {"t": 13.0, "cpu_pct": 5, "memory_pct": 1.0}]
+    assert usage_in_window(samples, 10.0, 12.0) == (90.0, 2.0)
+    assert usage_in_window(samples, None, 12.0) == (None, None)
+    rows = [{"users": "2", "cw_CPUUtilization_avg_pct": "40.0", "cw_MemoryUtilization_avg_pct": "3.5"},
+            {"users": "4", "cw_CPUUtilization_avg_pct": "", "cw_MemoryUtilization_avg_pct": ""}]
+    assert usage_from_steps_csv(rows, 2) == (40.0, 3.5)
+    assert usage_from_steps_csv(rows, 4) == (None, None)
