@@ -255,3 +255,17 @@ def test_the_start_form_needs_no_host_and_the_open_loop_user_comes_with_its_shap
         assert "OpenLoopUser among the user classes" not in web.log_path.read_text()
     finally:
         web.stop()
+
+
+def test_the_web_ui_and_the_master_listen_on_this_machine_unless_told_otherwise():
+    from locust.argument_parser import get_empty_argument_parser, setup_parser_arguments
+
+    from sm_locust.locustfiles.sagemaker import _register_options
+
+    parser = get_empty_argument_parser()
+    setup_parser_arguments(parser)
+    _register_options(parser)
+    defaults = parser.parse_args([])
+    assert (defaults.web_host, defaults.master_bind_host) == ("127.0.0.1", "127.0.0.1")
+    chosen = parser.parse_args(["--web-host", "0.0.0.0", "--master-bind-host", "*"])  # compose, Kubernetes
+    assert (chosen.web_host, chosen.master_bind_host) == ("0.0.0.0", "*")
