@@ -66,7 +66,7 @@ def test_monotone_growth_to_max_users():
     assert verdict.text().startswith("no plateau reached (reached max users 8; throughput still growing (+14 %")
     endpoint = SyntheticEndpoint(concurrency=1000, service_ms=10)
     loads, decision, verdict = drive(PlateauSearch(1, 64), endpoint_measure(endpoint))
-    assert loads == [1, 2, 4, 8, 16, 32, 64]
+    assert loads == [1, 4, 16, 64]  # linear in users all along: x4 each step
     assert not verdict.reached and "no plateau reached" in verdict.text() and verdict.as_dict()["users"] == 64
 
 
@@ -84,7 +84,7 @@ def test_latency_explodes_before_throughput_plateaus():
         return synthetic_step(load, 100 * load, p95_ms=20 + 3 * load * load, t_start=20.0 * i)
 
     loads, decision, verdict = drive(PlateauSearch(1, 64, conditions=[LatencySLO(95, 200)]), growing)
-    assert loads == [1, 2, 4, 8, 6, 7]  # doubled to the first violation, then bisected 4..8
+    assert loads == [1, 4, 16, 10, 7, 8]  # grew (x4: linear) to the first violation, then bisected 4..16
     assert verdict.plateau.load == 7 and verdict.bound == "latency"
     assert verdict.reason == "p95 212 ms > SLO 200 ms at 8 users"
 
@@ -182,7 +182,7 @@ def test_unstable_step_is_extended_once_then_marked():
 def test_budgets_stop_the_search():
     search = PlateauSearch(1, 64, conditions=[MaxDuration(60)])
     loads, decision, verdict = drive(search, lambda load, i: synthetic_step(load, 100 * load, t_start=20.0 * i))
-    assert loads == [1, 2, 4] and decision.reason == "max duration 60 s reached"
+    assert loads == [1, 4, 16] and decision.reason == "max duration 60 s reached"
     assert not verdict.reached and "max duration 60 s reached" in verdict.text()
 
 

@@ -11,7 +11,8 @@ names the plateau. Both searches step users (closed loop) or target req/s (open 
 - `ScheduleSearch`: the loads come from outside (an Inference Recommender traffic pattern played
   by `driver.ScheduleDriver`); the search only judges each level, stops on the pattern's stopping
   conditions and names the plateau like the others.
-- `PlateauSearch`: adaptive. Doubles the load until the last doubling gained < 5 % or a
+- `PlateauSearch`: adaptive. Doubles the load (quadruples it while throughput still follows the
+  no-queueing bound users / cycle time) until the last step gained < 5 % or a
   constraint is violated. Past saturation it uses what was measured: closed-loop theory
   (`model.py`, Little's law: knee users = capacity x unqueued cycle time) says where the knee is,
   the search runs that load and the one just below it to confirm (in open loop: the measured
@@ -47,7 +48,7 @@ from sm_locust.plateau.conditions import (
     constraint_violation,
     fmt_ms,
 )
-from sm_locust.plateau.model import ClosedLoopModel
+from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
@@ -496,11 +497,21 @@ class PlateauSearch(_Search):
     def first(self) -> Decision:
         return self._run(self.start, "first step")
 
-    def _grow_to(self, load: float) -> float:
-        nxt = load * self.factor
+    def _on_linear_bound(self, step: StepMeasurement) -> bool:
+        """Closed loop: the step still gets what Little's law allows with no queueing (within 5 %):
+        users / unqueued cycle. The knee is then still ahead, at least a factor away."""
+        cycle = cycle_time_s(self._acceptable())
+        return cycle is not None and step.goodput_rps >= (1.0 - PLATEAU_TOLERANCE) * step.users / cycle
+
+    def _grow_to(self, step: StepMeasurement) -> tuple[float, str]:
+        """x`factor`, or x`factor`^2 while throughput follows the linear bound (users mode, with the model)."""
+        factor, why = self.factor, "throughput still growing"
+        if self.use_model and self.mode == MODE_USERS and self._on_linear_bound(step):
+            factor, why = self.factor ** 2, "throughput linear in users (no queueing yet)"
+        nxt = step.load * factor
         if self.mode == MODE_USERS:
             nxt = math.ceil(nxt)
-        return min(nxt, self.max_load)
+        return min(nxt, self.max_load), f"{why}: x{factor:g}"
 
     def _next(self, step: StepMeasurement) -> Decision:
         if self.phase == "grow":
@@ -509,7 +520,7 @@ class PlateauSearch(_Search):
             if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
                     return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
-                return self._run(self._grow_to(step.load), "throughput still growing: doubling")
+                return self._run(*self._grow_to(step))
             self.phase = "refine"
         return self._refine()
 
@@ -604,13 +615,21 @@ class PlateauSearch(_Search):
         if model is None or below is None or below.goodput_rps <= 0:
             return None
         cycle = below.users / below.goodput_rps
-        if not model.cycle_s <= cycle <= model.cycle_s * (1.0 + 2 * self.tolerance):
+        queued = cycle > model.cycle_s * (1.0 + 2 * self.tolerance)
+        if queued or cycle < model.cycle_s:
             cycle = model.cycle_s  # lo is queued already (a noisy plateau step), not on the linear side
         model = ClosedLoopModel(model.capacity, cycle)
         target = float(model.users_reaching(MODEL_TARGET))
         if self._untried(target, lo, hi):
             return target, (f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x "
                             f"{cycle * 1000:.0f} ms cycle at {lo:g} users): trying {target:g}")
+        linear_side = max((m.load for m in acceptable if m.load < lo), default=0.0)
+        near_level = below.goodput_rps >= (1.0 - 2 * self.tolerance) * (level or 0.0)
+        if queued and near_level and target <= lo and self._untried(target, linear_side, hi):
+            # lo queues like a step past the knee and read just under the level: noise, or a dip. The
+            # model puts the knee below it: measure there (a plateau there makes it the knee).
+            return target, (f"{lo:g} users queue like a step past the knee ({below.goodput_rps:.0f} req/s): "
+                            f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
         if target >= hi:  # the plateau starts at hi, as the model says: confirm from just below
             confirm = self._below(hi)
             if self._untried(confirm, lo, hi):
