@@ -191,8 +191,10 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
           f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/", flush=True)
     with open(out / "locust.log", "wb") as log:
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
+        # Only the main thread can forward; called from another thread Locust stays in our process
+        # group, where a terminal's Ctrl+C still reaches it directly.
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
             tail = _pump(proc, log, echo_all=not load.quiet)
     summary_path = out / "summary.json"
@@ -234,8 +236,12 @@ class SignalForwarder:
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
 
+    @staticmethod
+    def can_forward() -> bool:
+        return threading.current_thread() is threading.main_thread()
+
     def __enter__(self) -> SignalForwarder:
-        if threading.current_thread() is threading.main_thread():
+        if self.can_forward():
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
