@@ -156,7 +156,6 @@ class FastSageMakerClient(SageMakerClient):
         self._http = HTTPClient(
             parts.hostname,
             port=parts.port,
-            headers={"User-Agent": USER_AGENT},
             concurrency=settings.pool_size,
             connection_timeout=settings.connect_timeout,
             network_timeout=settings.read_timeout,
@@ -262,12 +261,8 @@ class FastSageMakerClient(SageMakerClient):
         pool = self._pool
         sock = pool.get_socket()
         try:
-            if type(body) is bytes:
-                sock.sendall(head + body)  # one write: a separate small write stalls on Nagle
-            else:  # bytearray / memoryview
-                sock.sendall(head)
-                if body:
-                    sock.sendall(body)
+            # one write: a separate small write stalls on Nagle (the pool does not set TCP_NODELAY)
+            sock.sendall(head + (body if type(body) is bytes else bytes(body)))
         except OSError as exc:
             if exc.errno not in _RESEND_ERRNOS:
                 pool.release_socket(sock)
