@@ -143,7 +143,7 @@ def test_served_requests_meet_cold_starts_warm_reuse_and_throttles(served):
     codes = sorted(code for _, code in results)
     assert codes.count("ok") == 2 and codes.count("ThrottlingException") == 3  # MaxConcurrency 2
     throttled = [ms for ms, code in results if code != "ok"]
-    assert max(throttled) < 30  # refused at once, no model work
+    assert max(throttled) < 150  # refused after the 10 ms refusal round trip: no setup, no queueing for a slot
 
     time.sleep(0.7)  # longer than the idle timeout: both instances reclaimed
     again_ms, code = _call(client)
@@ -199,10 +199,14 @@ def test_bad_serverless_flags_are_one_line_usage_errors(flags, needle):
 
 
 def test_max_concurrency_holds_across_two_gunicorn_workers(endpoint_factory):
-    ep = endpoint_factory(workers=2, service_time_ms=100, serverless=ServerlessConfig(memory_mb=6144, max_concurrency=3))
+    ep = endpoint_factory(workers=2, service_time_ms=100, cold_start_ms=300,
+                          serverless=ServerlessConfig(memory_mb=6144, max_concurrency=3))
     client = boto3.client("sagemaker-runtime", endpoint_url=ep.url,
                           config=Config(retries={"mode": "standard", "total_max_attempts": 1}, max_pool_connections=16))
     results = _together(client, 8)
-    assert sorted(code for _, code in results).count("ok") == 3  # one table for both workers, not 3 each
+    ok = [ms for ms, code in results if code == "ok"]
+    assert len(ok) == 3  # one table for both workers, not 3 each
+    # the three cold starts overlap: a worker never blocks on one (its sleeps are gevent's), or one would take >= 800 ms
+    assert max(ok) < 700
     stats = ep.stats()
     assert stats["ThrottlingException"] == 5 and stats["cold_starts"] == 3

@@ -55,7 +55,7 @@ def concurrency_error(max_concurrency: Any) -> str | None:
     low, high = MAX_CONCURRENCY_RANGE
     if (isinstance(max_concurrency, bool) or not isinstance(max_concurrency, (int, float))
             or not float(max_concurrency).is_integer() or not low <= max_concurrency <= high):
-        return f"MaxConcurrency {max_concurrency!r} is outside SageMaker's {low}-{high}"
+        return f"MaxConcurrency {max_concurrency!r} is outside SageMaker's {low}-{high} (a whole number)"
     return None
 
 
@@ -190,12 +190,13 @@ class ServerlessEmulator:
     """Admission, cold starts and their metrics around one invocation (one per worker, one table for all)."""
 
     def __init__(self, config: ServerlessConfig, cold_start_ms: float, counters, table: SlotTable | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] | None = None):
         self.config = config
         self.cold_start_ms = cold_start_ms
         self.counters = counters
         self.table = table or SlotTable(config.max_concurrency)
-        self.sleep = sleep
+        # time.sleep looked up when called: gunicorn's gevent worker patches it after this module is imported
+        self.sleep = sleep or (lambda seconds: time.sleep(seconds))
         self.throttle_message = (f"Rate exceeded: the serverless endpoint serves at most {config.max_concurrency} "
                                  "concurrent invocations (MaxConcurrency)")
 
