@@ -65,18 +65,26 @@ def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bo
 
 
 def parse_number(value: Any, flag: str, cast: type = float, default: Any = None) -> Any:
-    """`value` as a float (or an int with `cast=int`); None or "" -> `default`; else a UsageError."""
+    """`value` as a finite float (or an int with `cast=int`); None or "" -> `default`; else a UsageError."""
     if value is None or value == "":
         return default
+    try:
+        return _number(value, cast)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {exc}") from None
+
+
+def _number(value: Any, cast: type) -> Any:
+    """`value` as `cast`, finite; ValueError("must be a number, got 'abc'") otherwise."""
     kind = "a whole number" if cast is int else "a number"
     if isinstance(value, bool) or (cast is int and isinstance(value, float) and not value.is_integer()):
-        raise UsageError(f"{flag} must be {kind}, got {value!r}")
+        raise ValueError(f"must be {kind}, got {value!r}")
     try:
         number = cast(value)
     except (TypeError, ValueError, OverflowError):
-        raise UsageError(f"{flag} must be {kind}, got {value!r}") from None
+        raise ValueError(f"must be {kind}, got {value!r}") from None
     if isinstance(number, float) and not math.isfinite(number):
-        raise UsageError(f"{flag} must be a finite number, got {value!r}")
+        raise ValueError(f"must be a finite number, got {value!r}")
     return number
 
 
@@ -97,9 +105,9 @@ def _number_argument(cast: type):
 
     def parse(value: str) -> Any:
         try:
-            return parse_number(value, "value", cast)
-        except UsageError as exc:
-            raise _BadArgument(str(exc).removeprefix("value ")) from None
+            return _number(value, cast)
+        except ValueError as exc:
+            raise _BadArgument(str(exc)) from None
 
     parse.__name__ = cast.__name__  # argparse names the type in some messages
     return parse
