@@ -15,6 +15,7 @@ from locust.env import Environment
 from sm_locust.invocation import InvocationError
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.recorder import RunRecorder
+from sm_locust.record.timeline import read_seconds
 from sm_locust.testing import invoke_user, run_load_test
 from sm_locust.users.backoff import FIRST_BACKOFF_S, MAX_BACKOFF_S, Backoff, ConnectionBackoff, connection_error_code
 from tests.conftest import SAMPLE_PAYLOAD
@@ -79,8 +80,8 @@ def test_an_endpoint_answering_errors_is_not_backed_off(endpoint_factory):
 def test_back_offs_show_in_the_timeline_and_summary(tmp_path):
     result = run_load_test([invoke_user(BODY)], users=1, run_time_s=2.5, out_dir=tmp_path,
                            options={"endpoint_name": "ep", "endpoint_url": f"http://127.0.0.1:{free_port()}"})
-    timeline = json.loads((tmp_path / "timeline.json").read_text())
-    assert sum(s["backoffs"] for s in timeline) == result.totals["backoff"]["count"] > 0
+    timeline = read_seconds(tmp_path / "timeline.jsonl")
+    assert sum(s.backoffs for s in timeline) == result.totals["backoff"]["count"] > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["totals"]["backoff"]["count"] == result.totals["backoff"]["count"]
 

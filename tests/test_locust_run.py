@@ -109,4 +109,6 @@ def test_recorder_writes_summary_with_steps(endpoint, tmp_path):
     assert all(s["requests"] > 0 and s["p50_ms"] <= s["p95_ms"] <= s["p99_ms"] for s in summary["steps"])
     assert sum(s["requests"] for s in summary["steps"]) <= summary["totals"]["requests"]
     assert summary["started_at"].endswith("Z") and summary["plateau"] is None
-    assert len(json.loads((tmp_path / "timeline.json").read_text())) == len(recorder.seconds)
+    assert summary["complete"] is True and len(summary["hours"]) == 1
+    lines = (tmp_path / "timeline.jsonl").read_bytes().splitlines()
+    assert len(lines) == recorder.timeline.count == len(recorder.seconds)

@@ -1,5 +1,5 @@
 """The report and compare count logical invocations and show goodput: per-second figures from
-timeline.json (not Locust's Aggregated row, which adds TTFT / InterChunk entries), goodput per step
+timeline.jsonl (not Locust's Aggregated row, which adds TTFT / InterChunk entries), goodput per step
 and at the sustainable point, the whole run's exact totals; the price table's region warning."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.runfolder import read_run
+from sm_locust.record.timeline import encode_line
 from sm_locust.report import cost, merge
 from sm_locust.report.compare import compare_runs
 from sm_locust.report.pipeline import ReportOptions, build_report, invocation_seconds, with_goodput
@@ -23,8 +24,7 @@ GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
 def test_per_second_counts_come_from_the_timeline():
     seconds = pd.DataFrame({"epoch_s": [100, 101, 102, 103], "requests": [30.0, 30.0, 30.0, 30.0],
                             "failures": [3.0, 3.0, 3.0, 3.0], "rps": [30.0] * 4})  # 3 entries per stream
-    timeline = [Second(t=101.4, users=2, spawning=False, requests=10, failures=1),
-                Second(t=102.4, users=2, spawning=False, requests=12, failures=0)]
+    timeline = pd.DataFrame({"t": [101.4, 102.4], "requests": [10, 12], "failures": [1, 0]})  # RunData.timeline
     out = invocation_seconds(seconds, timeline)
     assert list(out["requests"].fillna(-1)) == [-1, 10, 12, -1]
     assert list(out["goodput_rps"].fillna(-1)) == [-1, 9, 12, -1]
@@ -76,8 +76,11 @@ def test_a_run_in_another_region_than_the_price_table_gets_one_warning():
 def test_the_timeline_is_read_with_the_run_folder(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(GOLDEN, run)
-    (run / "timeline.json").write_text(json.dumps([Second(t=1.0, users=1, spawning=False, requests=3, failures=1).as_dict()]))
+    second = Second(t=1.0, users=1, spawning=False, requests=3, failures=1, hist={20: 3})
+    (run / "timeline.json").write_text(json.dumps([second.as_dict()]))  # an older run's file
     data = read_run(run)
-    assert data.timeline[0].successes == 2
+    assert data.timeline["requests"][0] - data.timeline["failures"][0] == 2
     (run / "timeline.json").write_text("{")
     assert read_run(run).timeline is None and any("timeline" in gap for gap in read_run(run).gaps)
+    (run / "timeline.jsonl").write_bytes(encode_line(second) * 2)  # today's file wins
+    assert list(read_run(run).timeline["requests"]) == [3, 3]

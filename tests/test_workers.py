@@ -11,6 +11,7 @@ import sys
 import time
 
 from sm_locust.endpoint.server import free_port
+from sm_locust.record.timeline import read_seconds
 from sm_locust.record.workers import WorkerLedger, timeout_message
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, run_cli
 from tests.conftest import assert_one_line_error
@@ -52,8 +53,8 @@ def test_a_worker_killed_mid_run_is_recorded_and_the_run_continues(tmp_path):
     assert "lost (missing)" in topo.log("master")
     # the run went on to its end with the remaining worker's users
     assert summary["duration_s"] >= 7.5
-    timeline = json.loads((tmp_path / "reports" / "run" / "timeline.json").read_text())
-    assert sum(s["requests"] for s in timeline[-4:]) > 0  # workers report every 3 s
+    timeline = read_seconds(tmp_path / "reports" / "run" / "timeline.jsonl")
+    assert sum(s.requests for s in timeline[-4:]) > 0  # workers report every 3 s
     assert summary["totals"]["requests"] <= served["requests"]
 
 

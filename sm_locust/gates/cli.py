@@ -73,6 +73,8 @@ def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, pre
            duration_s: float = 0.0, properties: dict | None = None) -> tuple[list[Verdict], int]:
     """Evaluate, print one line per gate and a closing line, write JUnit; return (verdicts, exit code)."""
     verdicts = evaluate(gates, run)
+    if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
+        print(f"{prefix}: note: {run.interrupted}")
     for verdict in verdicts:
         print(f"{prefix}: {verdict.line()}")
     failed = sum(not v.passed for v in verdicts)

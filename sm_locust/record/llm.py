@@ -148,14 +148,16 @@ class LlmStats:
         """The answers and tokens of the timeline's `seconds` (a step's steady window, gaps and all)."""
         return self.spans([(s.t - s.interval, s.t) for s in seconds])
 
-    def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float) -> dict:
-        """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it."""
+    def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float,
+                 windows: Sequence[Sequence[Second]] | None = None) -> dict:
+        """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it.
+        `windows`: each step's steady window when already cut (the recorder keeps no whole timeline)."""
         run = merged(self.buckets.values()).figures(max(1e-9, ended_at - started_at))
         if run is None:
             return summary
         summary["llm"] = run
         steps = summary.get("steps") or []
-        windows = step_windows(seconds)
+        windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
             for record, window in zip(steps, windows):
                 figures = self.over(window).figures(sum(s.interval for s in window))

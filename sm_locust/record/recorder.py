@@ -2,10 +2,20 @@
 
 It runs where the whole picture is: on the local runner, or on the master in distributed runs
 (workers report every 3 s; the master's totals are the merged view). Once a second it samples
-`runner.stats.total` (a `Second` of deltas); when the test stops and when Locust quits it writes
-`summary.json` and `timeline.json` into the run folder (`--sm-out`). Totals and per-name figures
-(`by_name`) come from the in-memory stats at that moment, not from the CSVs, which can miss the
-last second (docs/facts.md, Locust).
+`runner.stats.total` (a `Second` of deltas) and appends it to `timeline.jsonl` in the run folder
+(`--sm-out`; `record.timeline`, flushed every 5 s). `summary.json` is rewritten atomically when the
+test starts, every `checkpoint_seconds()` (60 s; `SM_LOCUST_CHECKPOINT_SECONDS`) with
+`complete: false`, and when the test stops and Locust quits with `complete: true`: a Locust process
+killed mid-run (an OOM kill, a lost master) leaves a readable folder that lacks at most the last
+minute. Totals and per-name figures (`by_name`) come from the in-memory stats at that moment, not
+from the CSVs, which can miss the last second (docs/facts.md, Locust).
+
+Memory stays flat however long the run: the seconds go to the file, and `record.accumulate.RunTimeline`
+keeps only the last 10 minutes, the step under way (older seconds merged into blocks), each
+finished step's record and one record per hour. Locust's own per-second request counters, which it
+keeps for the whole run, are trimmed to the last `KEEP_PER_SECOND_S` seconds at each checkpoint.
+Each full hour prints one progress line (`sm-locust: hour N: ...`) and lands in summary.json's
+`hours`, with that hour's errors by code.
 
 What is counted: logical invocations (`sm_locust.invocation.is_invocation`). A stream's `TTFT` and
 `InterChunk` entries are latency series beside it (summary.json `latency_series`, and per name),
@@ -17,12 +27,14 @@ Each `Second` also carries what a plateau search needs to judge the client: load
 (this process, or the busiest worker on a master) and, in open loop, the target rate (set by the
 shape in `current_target_rate`, else derived from the running `OpenLoopUser`s) and the send counts
 (`sent`/`late`/`dropped`, from `openloop.OpenLoopCounters`, which also gathers workers' counts).
-Shapes read `seconds` live and store their verdict in `plateau` (summary.json's `plateau`).
+Shapes read `seconds` live (`RunTimeline.view()`: the step under way and the last 10 minutes) and
+store their verdict in `plateau` (summary.json's `plateau`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -34,14 +46,42 @@ from locust.stats import StatsEntry
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
+from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
 from sm_locust.record.summary import build_summary, write_json
+from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
 MASTER_LAG_S = 4  # workers report every 3 s: on a master, second S is complete ~4 s later
+CHECKPOINT_ENV = "SM_LOCUST_CHECKPOINT_SECONDS"
+DEFAULT_CHECKPOINT_S = 60.0
+KEEP_PER_SECOND_S = 120  # Locust's per-second counters older than this are dropped (current_rps reads ~12 s)
+
+
+def checkpoint_seconds(env=None) -> float:
+    """How often summary.json is rewritten while the test runs: `SM_LOCUST_CHECKPOINT_SECONDS`
+    (tests use ~2 s), else 60 s. A value that is not a positive number is ignored."""
+    value = (os.environ if env is None else env).get(CHECKPOINT_ENV, "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return DEFAULT_CHECKPOINT_S
+    return seconds if seconds > 0 else DEFAULT_CHECKPOINT_S
+
+
+def trim_per_second(stats, keep_s: float = KEEP_PER_SECOND_S, now: float | None = None) -> None:
+    """Drop Locust's per-second request / failure counts older than `keep_s` from every entry (Locust
+    keeps one per second for the whole run; only the last ~12 s are read: current rps, and on a
+    master the recorder's last few seconds)."""
+    oldest = int((time.time() if now is None else now) - keep_s)
+    for entry in [stats.total, *stats.entries.values()]:
+        for counts in (entry.num_reqs_per_sec, entry.num_fail_per_sec):
+            if counts and min(counts) < oldest:
+                for second in [k for k in counts if k < oldest]:
+                    del counts[second]
 
 
 def counted_entry(stats):
@@ -140,7 +180,7 @@ class RunRecorder:
         self.out_dir = Path(out_dir) if out_dir else None
         self.endpoint = endpoint
         self.extra = dict(extra or {})
-        self.seconds: list[Second] = []
+        self.timeline = RunTimeline()
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.plateau: dict | None = None
@@ -154,6 +194,10 @@ class RunRecorder:
         self._states: dict[int, Second] = {}  # master: the real-time sample of each second
         self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
         self._next_second: int | None = None
+        self._writer: TimelineWriter | None = None
+        self.checkpoint_s = checkpoint_seconds()
+        self._checkpoint_at = 0.0
+        self._hour_errors: dict[str, int] = {}  # errors by code when the hour under way began
         self.open_loop = OpenLoopCounters.for_environment(environment)
         self.backoff = ConnectionBackoff.for_environment(environment)
         self.llm = LlmStats.for_environment(environment)  # tokens, TTFT, ITL (record/llm.py)
@@ -162,12 +206,22 @@ class RunRecorder:
         events.test_stop.add_listener(self.on_test_stop)
         events.quitting.add_listener(self.on_quitting)
 
+    @property
+    def seconds(self) -> list[Second]:
+        """The step under way and the last 10 minutes (`RunTimeline.view()`): what a shape measures from."""
+        return self.timeline.view()
+
+    @seconds.setter
+    def seconds(self, seconds) -> None:  # tests: a timeline to start from
+        self.timeline.reset(self.started_at)
+        self.timeline.extend(seconds)
+
     # -- listeners --------------------------------------------------------------------------
     def on_test_start(self, environment, **_kw) -> None:
         if isinstance(environment.runner, WorkerRunner):
             return
-        self.seconds = []
         self.started_at = time.time()
+        self.timeline.reset(self.started_at)
         self.ended_at = None
         total = counted_entry(environment.runner.stats)
         self._last = (total.num_requests, total.num_failures, dict(total.response_times))
@@ -177,6 +231,9 @@ class RunRecorder:
         self._states = {}
         self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
         self._next_second = None
+        self._hour_errors = self.totals()[1]
+        self._open_timeline()
+        self.checkpoint()  # the folder holds a summary.json from the first second on
         self._greenlet = gevent.spawn(self._sample_forever)
 
     def on_test_stop(self, environment, **_kw) -> None:
@@ -188,12 +245,14 @@ class RunRecorder:
         self.sample(final=True)
         self.current_target_rate = None
         self.ended_at = time.time()
+        self._close_timeline()
         self.write()
 
     def on_quitting(self, environment, **_kw) -> None:
         if isinstance(environment.runner, WorkerRunner) or self.started_at is None:
             return
         self.ended_at = self.ended_at or time.time()
+        self._close_timeline()
         self.write()
 
     # -- sampling ---------------------------------------------------------------------------
@@ -202,8 +261,19 @@ class RunRecorder:
             gevent.sleep(SAMPLE_INTERVAL_S - (time.time() - self._last_t) % SAMPLE_INTERVAL_S)
             try:
                 self.sample()
+                if time.time() - self._checkpoint_at >= self.checkpoint_s - 1e-3:
+                    self.checkpoint()
             except Exception:  # never let sampling kill the test
                 log.exception("sm-locust: timeline sampling failed")
+
+    def checkpoint(self) -> None:
+        """While the test runs: timeline.jsonl flushed, summary.json rewritten (`complete: false`),
+        Locust's old per-second counters dropped."""
+        self._checkpoint_at = time.time()
+        trim_per_second(self.environment.runner.stats, now=self._checkpoint_at)
+        if self._writer is not None:
+            self._writer.flush()
+        self.write(complete=False)
 
     def sample(self, final: bool = False) -> Second:
         runner = self.environment.runner
@@ -241,10 +311,26 @@ class RunRecorder:
         if isinstance(runner, MasterRunner):
             self._emit_master_seconds(second, total, final)
         else:
-            self.seconds.append(second)
-        if self.progress_every_s and len(self.seconds) % max(1, round(self.progress_every_s)) == 0:
-            self._print_progress()
+            self._add(second)
         return second
+
+    def _add(self, second: Second) -> None:
+        """One second of the timeline: kept (bounded), appended to timeline.jsonl, progress lines."""
+        closed = self.timeline.add(second)
+        if self._writer is not None:
+            self._writer.add(second)
+        for hour in closed:
+            self._close_hour(hour)
+        if self.progress_every_s and self.timeline.count % max(1, round(self.progress_every_s)) == 0:
+            self._print_progress()
+
+    def _close_hour(self, hour: dict) -> None:
+        """A full hour: its errors by code, and one progress line (a soak run's drift at a glance)."""
+        errors = self.totals()[1]
+        hour["errors"] = {code: n - self._hour_errors.get(code, 0) for code, n in errors.items()
+                          if n > self._hour_errors.get(code, 0)}
+        self._hour_errors = errors
+        print(f"sm-locust: {hour_line(hour)}", flush=True)
 
     def _emit_master_seconds(self, now: Second, total, final: bool) -> None:
         """On a master, count each second's requests by when they COMPLETED on the workers.
@@ -290,17 +376,17 @@ class RunRecorder:
                 if pending.sent is not None:
                     emitted.sent, emitted.late, emitted.dropped = pending.sent, pending.late, pending.dropped
                 self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
-            self.seconds.append(emitted)
+            self._add(emitted)
         for old in [k for k in self._states if k < second - 30]:
             del self._states[old]
 
     def _print_progress(self) -> None:
-        window = self.seconds[-max(1, round(self.progress_every_s)):]
+        window = self.timeline.last(max(1, round(self.progress_every_s)))
         if not window:
             return
         duration = sum(s.interval for s in window) or 1.0
         p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
-        elapsed = self.seconds[-1].t - (self.started_at or self.seconds[0].t)
+        elapsed = window[-1].t - (self.started_at or window[0].t)
         backoffs = sum(s.backoffs or 0 for s in window)
         print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} rps={sum(s.requests for s in window) / duration:8.1f}  "
               f"goodput={sum(s.successes for s in window) / duration:8.1f}  "
@@ -332,28 +418,73 @@ class RunRecorder:
             errors[code] = errors.get(code, 0) + err.occurrences
         return totals, errors
 
-    def summary(self) -> dict:
+    def hours(self, errors: dict[str, int] | None = None) -> list[dict]:
+        """summary.json's `hours`: the full hours (with their errors by code) and the one under way."""
+        hours = self.timeline.hours()
+        if hours and "errors" not in hours[-1]:
+            errors = self.totals()[1] if errors is None else errors
+            hours[-1]["errors"] = {code: n - self._hour_errors.get(code, 0) for code, n in errors.items()
+                                   if n > self._hour_errors.get(code, 0)}
+        return hours
+
+    def summary(self, complete: bool | None = True) -> dict:
+        """summary.json now: `complete` False for a checkpoint written while the test runs."""
         totals, errors = self.totals()
         started_at = self.started_at or time.time()
         ended_at = self.ended_at or time.time()
         stats = self.environment.runner.stats
+        measured = self.timeline.measured_steps()
         return self.llm.annotate(build_summary(
             endpoint=self.endpoint,
             started_at=started_at,
             ended_at=ended_at,
             totals=totals,
             errors=errors,
-            seconds=self.seconds,
+            seconds=(),
+            steps=[record for record, _window in measured],
+            hours=self.hours(errors),
+            complete=complete,
             plateau=self.plateau,
             extra=self.extra,
             open_loop=self.open_loop.as_dict() if self.open_loop.active else None,
             by_name=per_name(stats, ended_at - started_at),
             latency_series=latency_series(stats),
             backoff=self.backoff.as_dict(),
-        ), self.seconds, started_at, ended_at)
+        ), (), started_at, ended_at, windows=[window for _record, window in measured])
 
-    def write(self) -> None:
+    def write(self, complete: bool = True) -> None:
         if self.out_dir is None:
             return
-        write_json(self.out_dir / "summary.json", self.summary())
-        write_json(self.out_dir / "timeline.json", [s.as_dict() for s in self.seconds])
+        write_json(self.out_dir / "summary.json", self.summary(complete=complete))
+
+    def _open_timeline(self) -> None:
+        self._close_timeline()
+        if self.out_dir is not None:
+            self._writer = TimelineWriter(self.out_dir / TIMELINE_JSONL)
+
+    def _close_timeline(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def hour_line(hour: dict) -> str:
+    """One hour of a long run on one line: load, throughput, latency, errors, client CPU."""
+    def ms(key: str) -> str:
+        value = hour.get(key)
+        return "-" if value is None else f"{value:.0f}"
+
+    errors = hour.get("errors") or {}
+    top = ", ".join(f"{code} {n}" for code, n in sorted(errors.items(), key=lambda kv: -kv[1])[:3])
+    line = (f"hour {hour['hour']} ({iso_minutes(hour['start'])} .. {iso_minutes(hour['end'])}): users {hour['users']}, "
+            f"{hour['rps']:.1f} req/s (goodput {hour['goodput_rps']:.1f}), p50/p95/p99 "
+            f"{ms('p50_ms')}/{ms('p95_ms')}/{ms('p99_ms')} ms, errors {hour['failures']} "
+            f"({hour['error_rate'] * 100:.2f} %{'; ' + top if top else ''})")
+    if hour.get("client_cpu_pct") is not None:
+        line += f", client CPU {hour['client_cpu_pct']:.0f} %"
+    return line
+
+
+def iso_minutes(text: str) -> str:
+    """'2026-11-21T14:00:00.000Z' -> '14:00' (the hour line's times, UTC)."""
+    return text[11:16] if len(text) >= 16 else text

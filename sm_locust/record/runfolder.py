@@ -1,9 +1,9 @@
 """The one reader of a finished run folder: `RunData`, for `sm_locust.report` and `sm_locust.gates`.
 
 A run folder is what `sm-locust run` / `smoke` / `demo` write: `summary.json` (the recorder's
-totals and steps, docs/summary.md), `timeline.json` (its per-second invocation counts),
-`options.json`, and Locust's CSVs (`locust_stats.csv`, `locust_stats_history.csv`,
-`locust_failures.csv`). Two readers, one type:
+totals and steps, docs/summary.md), `timeline.jsonl` (its per-second samples, `record.timeline`;
+`timeline.json` in older folders), `options.json`, and Locust's CSVs (`locust_stats.csv`,
+`locust_stats_history.csv`, `locust_failures.csv`). Two readers, one type:
 
 - `read_run` (the report): tolerant. A report is most useful exactly when a run went wrong, so it
   accepts what a killed or crashed run leaves behind: `N/A` cells, a last line cut mid-write, a
@@ -13,6 +13,17 @@ totals and steps, docs/summary.md), `timeline.json` (its per-second invocation c
   which come only from summary.json (the CSVs are rewritten on an interval and can miss the last
   second, docs/facts.md, Locust), so a folder without a readable summary.json with a `totals`
   object is a usage error naming the folder.
+
+A run whose Locust process was killed (an OOM kill, a lost master) leaves summary.json as its last
+checkpoint, `complete: false` (the recorder rewrites it every minute): `RunData.interrupted` is then
+one line saying so, which `read_run` adds to the gaps (the report and compare print it) and the
+gates print beside their verdict.
+
+Week-long runs: the history CSV (1.2 M rows for 7 days) is read with pyarrow's multi-threaded CSV
+reader, only the columns the report uses and only the Aggregated rows converted to pandas; when
+pyarrow is not installed, or the file has a malformed row, the tolerant reader below takes over
+(the same frame, and the same gap lines). The timeline is read the same way (`record.timeline`:
+only `t`, `requests`, `failures`).
 
 Both refuse a CSV that is not Locust's at all (another tool's export): a `UsageError` naming the
 columns that are missing, since nothing drawn from it would mean anything. Columns are renamed to
@@ -38,13 +49,12 @@ from typing import Any
 import pandas as pd
 
 from sm_locust.errors import UsageError
-from sm_locust.record.schema import check_summary, drop_malformed_rows
 from sm_locust.invocation import is_latency_series
-from sm_locust.plateau.timeline import Second
+from sm_locust.record.schema import check_summary, drop_malformed_rows
+from sm_locust.record.timeline import head_reader, read_counts, timeline_path
 
 PREFIX = "locust"
 SUMMARY_JSON = "summary.json"
-TIMELINE_JSON = "timeline.json"
 OPTIONS_JSON = "options.json"
 STATS_CSV = f"{PREFIX}_stats.csv"
 HISTORY_CSV = f"{PREFIX}_stats_history.csv"
@@ -192,7 +202,7 @@ class RunData:
     notes: list[str] = field(default_factory=list)  # informational
     by_name: dict[str, Metrics] | None = None
     source: str = ""  # where it came from, for messages (the folder by default)
-    timeline: list[Second] | None = None  # timeline.json: per-second invocations (None: an older run)
+    timeline: pd.DataFrame | None = None  # timeline.jsonl: t, requests, failures per second (None: an older run)
 
     def __post_init__(self) -> None:
         if self.by_name is None:
@@ -211,6 +221,21 @@ class RunData:
     def scope(self, name: str | None) -> Metrics | None:
         """Totals for None, else the named entry (None when the run has no such name)."""
         return self.totals if name is None else self.by_name.get(name)
+
+    @property
+    def interrupted(self) -> str | None:
+        """One line when the run did not end normally (summary.json `complete: false`), else None."""
+        return interrupted_line(self.summary)
+
+
+def interrupted_line(summary: Mapping[str, Any]) -> str | None:
+    """'the run did not end normally ...' for a summary.json that is a checkpoint, else None (a
+    finished run, or one from before `complete` was written)."""
+    if summary.get("complete") is not False:
+        return None
+    started, ended = summary.get("started_at") or "?", summary.get("ended_at") or "?"
+    return (f"the run did not end normally (its Locust process was killed or crashed): summary.json is its last "
+            f"checkpoint, written at {ended}; the figures cover {started} .. {ended}")
 
 
 # ---------------------------------------------------------------------------------- the files
@@ -277,18 +302,92 @@ def _numeric(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return df
 
 
+class _Fallback(Exception):
+    """The fast reader cannot take this file: the tolerant one reads it."""
+
+
+def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
+    """The Aggregated rows of the history CSV, Locust's column names, with pyarrow (see the module doc).
+    Raises `_Fallback` (or ImportError) for anything the tolerant reader handles: no pyarrow, a
+    missing or empty file, a malformed row, a Timestamp that is not whole seconds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            header_line = fh.readline()
+            fh.seek(max(0, size - (1 << 16)))
+            tail = fh.read()
+    except OSError:
+        raise _Fallback() from None
+    if size == 0 or not header_line.strip():
+        raise _Fallback()
+    header = header_line.decode("utf-8", errors="replace").rstrip("\r\n").split(",")
+    _check_columns(pd.DataFrame(columns=header), HISTORY_REQUIRED, path)
+    limit = size
+    if not tail.endswith(b"\n"):  # a last line cut mid-write: skipped and named (as _read_text_tolerant does)
+        head, sep, last = tail.rpartition(b"\n")
+        if sep and last.count(b",") < len(header) - 1:
+            limit = size - len(last)
+            gaps.append(f"Locust history: the last line of {path.name} was cut off mid-write and was skipped")
+    bad: list[object] = []
+
+    def invalid(row) -> str:
+        bad.append(row)
+        return "skip"
+
+    wanted = [c for c in HISTORY_COLUMNS if c in header]
+    with open(path, "rb") as fh:
+        source = head_reader(fh, limit)
+        try:
+            table = pacsv.read_csv(
+                source,
+                parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
+                convert_options=pacsv.ConvertOptions(
+                    include_columns=wanted, null_values=NA_VALUES, strings_can_be_null=True,
+                    column_types={"Timestamp": pa.int64(), "Name": pa.string(), "Type": pa.string()}),
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            raise _Fallback() from None
+    if bad:
+        raise _Fallback()
+    names = table.column("Name")
+    table = table.filter(pc.fill_null(pc.equal(names, AGGREGATED), False))
+    table = table.drop_columns([c for c in ("Name", "Type") if c in table.column_names])
+    return table.to_pandas()
+
+
+def _history_frame(path: Path, gaps: list[str]) -> pd.DataFrame | None:
+    """Aggregated history rows, our column names, numbers (fast reader first, see the module doc)."""
+    fast_gaps: list[str] = []
+    try:
+        df = _history_arrow(path, fast_gaps)
+    except (ImportError, _Fallback):
+        df = None
+    if df is not None:
+        gaps.extend(fast_gaps)
+        df = df.rename(columns=HISTORY_COLUMNS)
+        return _numeric(df, [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])])
+    df = _read_csv(path, "Locust history", gaps, HISTORY_REQUIRED, check_rows=True)
+    if df is None:
+        return None
+    df = df.rename(columns=HISTORY_COLUMNS)
+    df = df[df["name"].fillna("") == AGGREGATED].copy()
+    df = df[[c for c in HISTORY_COLUMNS.values() if c in df.columns]]
+    return _numeric(df, [c for c in df.columns if c not in ("type", "name")])
+
+
 def read_stats_history(path: Path, gaps: list[str]) -> pd.DataFrame | None:
     """Aggregated rows of `_stats_history.csv`: one row per second, sorted, our column names.
 
     Rows for individual request names are dropped (the Aggregated row is their total). Duplicate
     timestamps keep the last row written.
     """
-    df = _read_csv(path, "Locust history", gaps, HISTORY_REQUIRED, check_rows=True)
+    df = _history_frame(path, gaps)
     if df is None:
         return None
-    df = df.rename(columns=HISTORY_COLUMNS)
-    df = df[df["name"].fillna("") == AGGREGATED].copy()
-    df = _numeric(df, [c for c in df.columns if c not in ("type", "name")])
     df = df.dropna(subset=["epoch_s"])
     if df.empty:
         gaps.append(f"Locust history: {path.name} has no Aggregated rows")
@@ -318,18 +417,12 @@ def read_failures(path: Path, gaps: list[str]) -> pd.DataFrame | None:
     return df
 
 
-def read_timeline(path: Path, gaps: list[str]) -> list[Second] | None:
-    """timeline.json's seconds; None when it is absent (runs from before it existed: not a gap) or damaged (a gap)."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, list):
-            raise ValueError("not a list of seconds")
-        return [Second.from_dict(item) for item in data]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        gaps.append(f"timeline: {path.name} is not readable ({exc}); per-second figures come from the Locust history")
-        return None
+def read_timeline(run_dir: Path, gaps: list[str]) -> pd.DataFrame | None:
+    """The folder's per-second invocations (`t`, `requests`, `failures`) from timeline.jsonl (or an
+    older timeline.json); None when there is none (runs from before it existed: not a gap) or it is
+    damaged (a gap)."""
+    path = timeline_path(run_dir)
+    return None if path is None else read_counts(path, gaps)
 
 
 def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
@@ -361,7 +454,10 @@ def _read_folder(path: Path, summary: dict[str, Any], gaps: list[str]) -> RunDat
     history = read_stats_history(path / HISTORY_CSV, gaps)
     stats = read_stats(path / STATS_CSV, gaps)
     failures = read_failures(path / FAILURES_CSV, gaps)
-    timeline = read_timeline(path / TIMELINE_JSON, gaps)
+    timeline = read_timeline(path, gaps)
+    interrupted = interrupted_line(summary)
+    if interrupted:
+        gaps.insert(0, interrupted)
     return RunData(path, summary, options, history, stats, failures, gaps, timeline=timeline)
 
 

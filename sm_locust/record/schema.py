@@ -43,9 +43,16 @@ PLATEAU = {
     "reason": "text?", "stable": "bool?", "reached": "bool?", "bound": "text?", "error_rate": "number?",
     "text": "text?",
 }
+HOUR = {
+    "hour": "count", "start": "time", "end": "time", "duration_s": "number?", "users": "number?",
+    "users_max": "number?", "requests": "count", "failures": "count", "successes": "count?", "rps": "number",
+    "goodput_rps": "number?", "error_rate": "number?", "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?",
+    "client_cpu_pct": "number?", "backoffs": "count?", "target_rate": "number?", "errors": "object?",
+}
 SUMMARY = {
     "schema": "count", "endpoint": "text?", "started_at": "time?", "ended_at": "time?", "duration_s": "number?",
     "totals": "object", "steps": "list", "plateau": "object?", "payload": "object?", "by_name": "object?",
+    "complete": "bool?", "hours": "list?",
 }
 
 
@@ -77,6 +84,12 @@ def summary_problem(summary: Any) -> str | None:
         if not isinstance(step, Mapping):
             return f"steps[{i}] is a JSON {_json_type(step)}, not an object"
         problem = _check(step, STEP, f"steps[{i}].")
+        if problem:
+            return problem
+    for i, hour in enumerate(summary.get("hours") or []):
+        if not isinstance(hour, Mapping):
+            return f"hours[{i}] is a JSON {_json_type(hour)}, not an object"
+        problem = _check(hour, HOUR, f"hours[{i}].")
         if problem:
             return problem
     for name, record in (summary.get("by_name") or {}).items():

@@ -107,9 +107,17 @@ def build_summary(
     by_name: Mapping[str, Mapping] | None = None,
     latency_series: Mapping[str, Mapping] | None = None,
     backoff: Mapping | None = None,
+    steps: Sequence[Mapping] | None = None,
+    hours: Sequence[Mapping] | None = None,
+    complete: bool | None = None,
 ) -> dict:
     """Assemble summary.json from totals (invocations: requests, failures, p50_ms, p95_ms, p99_ms),
-    the timeline, and the exact per-name figures and latency series when given."""
+    the timeline, and the exact per-name figures and latency series when given.
+
+    `steps`: the step records when already measured (the recorder's `record.accumulate.RunTimeline`
+    keeps only those, not every second); otherwise they are measured from `seconds`. `hours`: one
+    record per hour of the run. `complete`: False in the checkpoints written while the test runs,
+    True in the final write (docs/summary.md)."""
     duration = max(1e-9, ended_at - started_at)
     requests = int(totals.get("requests", 0))
     failures = int(totals.get("failures", 0))
@@ -131,9 +139,13 @@ def build_summary(
             "goodput_rps": round((requests - failures) / duration, 3),
             "error_rate": round(failures / requests, 6) if requests else 0.0,
         },
-        "steps": step_records(seconds),
+        "steps": [dict(step) for step in steps] if steps is not None else step_records(seconds),
         "plateau": dict(plateau) if plateau else None,
     }
+    if complete is not None:
+        summary["complete"] = bool(complete)
+    if hours is not None:
+        summary["hours"] = [dict(hour) for hour in hours]
     if open_loop:
         summary["totals"]["open_loop"] = dict(open_loop)
     if backoff is not None:

@@ -16,7 +16,7 @@ Which options a run implies (endpoint, variant, region, instance type) and wheth
 on by default are decided by the pure functions `resolve_defaults` and `cloudwatch_default`.
 
 What is counted: logical invocations, as everywhere (`sm_locust.invocation.is_invocation`). Per
-step the figures are summary.json's; per second they come from timeline.json (the recorder's
+step the figures are summary.json's; per second they come from timeline.jsonl (the recorder's
 invocation counts) when the run has one, since Locust's Aggregated history row adds a stream's
 TTFT / InterChunk entries and fan-out parts to the requests. Beside each attempt rate stands the
 goodput (`goodput_rps`: successful invocations per second), and the sustainable point is the
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from sm_locust.preflight import is_loopback
 from sm_locust.record.runfolder import RunData, read_run
@@ -282,24 +283,24 @@ def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
 
 def invocation_seconds(seconds, timeline) -> Any:
     """Per-second `requests`, `failures`, `rps`, `failures_per_s` and `goodput_rps` from the recorder's
-    timeline (logical invocations) instead of Locust's Aggregated history row; seconds the timeline
-    does not cover are NaN. Without a timeline: only `goodput_rps`, from the history's counts."""
+    timeline (logical invocations; `RunData.timeline`: `t`, `requests`, `failures`) instead of
+    Locust's Aggregated history row; seconds the timeline does not cover are NaN. Without a
+    timeline: only `goodput_rps`, from the history's counts."""
     out = seconds.copy()
-    if not timeline or out.empty:
+    if timeline is None or len(timeline) == 0 or out.empty:
         if "requests" in out.columns and "failures" in out.columns:
             out["goodput_rps"] = out["requests"] - out["failures"]
         return out
-    counts: dict[int, list[int]] = {}
-    for second in timeline:
-        key = int(second.t)  # the second its interval ends in, as Locust stamps a history row
-        pair = counts.setdefault(key, [0, 0])
-        pair[0] += second.requests
-        pair[1] += second.failures
-    first, last = min(counts), max(counts)
+    # the second each sample's interval ends in, as Locust stamps a history row
+    keys = np.floor(timeline["t"].to_numpy(dtype="float64")).astype("int64")
+    counts = pd.DataFrame({"requests": timeline["requests"].to_numpy(), "failures": timeline["failures"].to_numpy()},
+                          index=keys).groupby(level=0).sum()
+    first, last = int(keys.min()), int(keys.max())
     epochs = out["epoch_s"].to_numpy()
     inside = (epochs >= first) & (epochs <= last)
-    requests = np.array([counts.get(int(e), [0, 0])[0] for e in epochs], dtype="float64")
-    failures = np.array([counts.get(int(e), [0, 0])[1] for e in epochs], dtype="float64")
+    aligned = counts.reindex(epochs, fill_value=0)
+    requests = aligned["requests"].to_numpy(dtype="float64")
+    failures = aligned["failures"].to_numpy(dtype="float64")
     requests[~inside] = np.nan
     failures[~inside] = np.nan
     out["requests"], out["failures"] = requests, failures
