@@ -121,13 +121,16 @@ class Batcher:
 
 
 def sleeping_runner(model, service_time_ms: float, batch_item_cost: float,
-                    sleep: Callable[[float], None] = time.sleep) -> Callable[[list[Any]], list[np.ndarray]]:
-    """The local endpoint's batch: hold the slot for the batch's service time, then one model call."""
+                    sleep: Callable[[float], None] | None = None) -> Callable[[list[Any]], list[np.ndarray]]:
+    """The local endpoint's batch: hold the slot for the batch's service time, then one model call.
+
+    `time.sleep` is looked up at each call, not bound here: this module is imported in gunicorn's
+    master before the gevent worker patches `time`, and a bound original would block the worker."""
 
     def run(items: list[Any]) -> list[np.ndarray]:
         held = batch_service_s(service_time_ms, batch_item_cost, len(items))
         if held:
-            sleep(held)
+            (sleep or time.sleep)(held)
         return predict_batch(model, items)
 
     return run
