@@ -180,7 +180,7 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
                "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)", float),
     OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float),
     OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float),
-    OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.json into", web_ui=False, forward=False),
+    OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.jsonl into", web_ui=False, forward=False),
     OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
                float, web_ui=False, forward=False),
 ]

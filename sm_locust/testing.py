@@ -115,7 +115,7 @@ def run_load_test(user_classes: Sequence[type], *, users: int = 2, spawn_rate: f
     """Run `users` users of `user_classes` for `run_time_s` seconds in this process; return the result.
 
     `options` are sm-locust options by dest name (`endpoint_name`, `endpoint_url`, `region`, ...);
-    with `out_dir`, summary.json and timeline.json are written there as in a real run.
+    with `out_dir`, summary.json and timeline.jsonl are written there as in a real run.
     """
     import gevent
     from locust.env import Environment

@@ -6,7 +6,7 @@ Options (`--endpoint-name`, `--endpoint-url`, `--region`, `--payload`, `--conten
 ...) are Locust options: they can be set as `SM_LOCUST_*` environment variables or in locust.conf,
 and most show and can be edited in the web UI; those that load code or decide where the signed
 requests go (`--payload`, `--endpoint-url`, `--region`, `--aws-profile`) stay on the command line
-(`_webui.py`). With `--sm-out DIR` the run's summary.json and timeline.json are written there
+(`_webui.py`). With `--sm-out DIR` the run's summary.json and timeline.jsonl are written there
 (master or local runner).
 
 Before anything starts (the `init` event, on the master or local runner) the settings are checked
