@@ -2,6 +2,7 @@
 
     python bench/transport.py                   # 3 rounds, 10 s per client and body mode, 32 users
     python bench/transport.py --server nginx    # nginx answers instead of the bench's gevent server
+    python bench/transport.py --clients raw,fast --rounds 6 --paired   # the pair only, side by side
     python bench/transport.py --quick           # CI smoke: 1 round, ~1 s per measurement, figures only
     python bench/transport.py --endpoint        # also: how far the local endpoint (gunicorn) goes
 
@@ -29,7 +30,10 @@ with new content on every call: `self.invoke(body)` for the SageMaker users, so 
 too) and `repeated` (one prepared body / Invocation sent again and again, as a payload pool does).
 
 Rounds interleave the clients (raw, then the others; the order reverses every other round) so that
-each ratio compares figures measured minutes apart at most; the machine may be shared. Printed per
+each ratio compares figures measured minutes apart at most; the machine may be shared. With
+`--paired` a round's clients run at the same time, all pinned to the client core: each gets a
+share of it under the same background load, which keeps the req/s ratio meaningful on a busy
+machine (it is then a ratio of throughput per CPU share, not of what one core gives). Printed per
 round and mode: `fast` req/s as a share of `raw` req/s in the same round, and the same share from
 client CPU per call (raw µs / fast µs), the steadier figure when other work shares the cores. Then
 a table of every measurement and the median of each ratio over the rounds. Target: `fast` >= 0.8x
@@ -289,21 +293,31 @@ def child_pid(process: subprocess.Popen, wait: float = 3.0) -> int:
         time.sleep(0.05)
 
 
-def measure(kind: str, url: str, server_pid: int, args, client_cpu: int | None, modes: list[str]) -> list[dict]:
-    command = [sys.executable, __file__, "--client", kind, "--url", url, "--users", str(args.users),
-               "--seconds", str(args.seconds), "--warmup", str(args.warmup), "--modes", ",".join(modes)]
+def measure(kinds: list[str], url: str, server_pid: int, args, client_cpu: int | None, modes: list[str]) -> list[dict]:
+    """Run one client process per kind, all at once (`--paired`: they share the client core, so each
+    ratio compares clients under the same background load), else one after the other."""
     env = {**os.environ, **FAKE_AWS}
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_SESSION_TOKEN"):
         env.pop(name, None)
-    s0, w0 = cpu_seconds(server_pid), time.perf_counter()
-    done = subprocess.run(pinned(command, client_cpu), capture_output=True, text=True, env=env,
-                          timeout=(args.seconds + args.warmup + 1) * len(modes) + 120)
-    s1, w1 = cpu_seconds(server_pid), time.perf_counter()
-    if done.returncode != 0:
-        raise SystemExit(f"client {kind} failed:\n{done.stderr[-3000:]}")
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    for result in results:
-        result["server_cpu_pct"] = (s1 - s0) / (w1 - w0) * 100  # over the child's life, warm-up and start included
+    timeout = (args.seconds + args.warmup + 1) * len(modes) + 120
+    batches = [kinds] if args.paired else [[kind] for kind in kinds]
+    results = []
+    for batch in batches:
+        s0, w0 = cpu_seconds(server_pid), time.perf_counter()
+        running = []
+        for kind in batch:
+            command = [sys.executable, __file__, "--client", kind, "--url", url, "--users", str(args.users),
+                       "--seconds", str(args.seconds), "--warmup", str(args.warmup), "--modes", ",".join(modes)]
+            running.append((kind, subprocess.Popen(pinned(command, client_cpu), stdout=subprocess.PIPE,
+                                                   stderr=subprocess.PIPE, text=True, env=env)))
+        outputs = [(kind, *process.communicate(timeout=timeout), process.returncode) for kind, process in running]
+        s1, w1 = cpu_seconds(server_pid), time.perf_counter()
+        for kind, stdout, stderr, code in outputs:
+            if code != 0:
+                raise SystemExit(f"client {kind} failed:\n{stderr[-3000:]}")
+            for result in json.loads(stdout.strip().splitlines()[-1]):
+                result["server_cpu_pct"] = (s1 - s0) / (w1 - w0) * 100  # over the child's life, start included
+                results.append(result)
     return results
 
 
@@ -369,7 +383,8 @@ def drive(args) -> int:
         clients = ["raw", *[c for c in clients if c != "raw"]]
     load = os.getloadavg()
     how = "taskset" if shutil.which("taskset") else "sched_setaffinity"
-    print(f"# transport bench: {args.rounds} round(s); per client and body mode {args.seconds:g} s measured after "
+    print(f"# transport bench: {args.rounds} round(s){' of paired clients' if args.paired else ''}; "
+          f"per client and body mode {args.seconds:g} s measured after "
           f"{args.warmup:g} s warm-up; {args.users} users; 1 KB POST; {args.server} server on CPU {server_cpu}, "
           f"clients on CPU {client_cpu} ({how}); load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
           flush=True)
@@ -385,13 +400,12 @@ def drive(args) -> int:
         try:
             for round_ in range(1, args.rounds + 1):
                 order = clients if round_ % 2 else [*clients[1:], clients[0]]  # raw first, then last
-                for kind in order:
-                    for result in measure(kind, f"http://127.0.0.1:{port}", server_pid, args, client_cpu, modes):
-                        result["round"] = round_
-                        results.append(result)
-                        print(f"  round {round_} {kind} {result['body']}: {result['rps']:,.0f} req/s, "
-                              f"{result['cpu_us_per_request']:,.0f} µs CPU/request"
-                              + (f", errors {result['errors']}" if result["errors"] else ""), flush=True)
+                for result in measure(order, f"http://127.0.0.1:{port}", server_pid, args, client_cpu, modes):
+                    result["round"] = round_
+                    results.append(result)
+                    print(f"  round {round_} {result['client']} {result['body']}: {result['rps']:,.0f} req/s, "
+                          f"{result['cpu_us_per_request']:,.0f} µs CPU/request"
+                          + (f", errors {result['errors']}" if result["errors"] else ""), flush=True)
                 for mode in modes:
                     ratio = ratio_line(results, round_, mode)
                     if ratio:
@@ -407,12 +421,11 @@ def drive(args) -> int:
             command = [sys.executable, "-m", "sm_locust", "serve", "--port", str(eport)]
             endpoint = start_server(command, eport, server_cpu, log)
             try:
-                for kind in ("raw", "fast"):
-                    for result in measure(kind, f"http://127.0.0.1:{eport}", child_pid(endpoint), args, client_cpu,
-                                          ["repeated"]):
-                        result["label"], result["round"] = " → local endpoint", 1
-                        results.append(result)
-                        print(f"  {kind} -> local endpoint: {result['rps']:,.0f} req/s", flush=True)
+                for result in measure(["raw", "fast"], f"http://127.0.0.1:{eport}", child_pid(endpoint), args,
+                                      client_cpu, ["repeated"]):
+                    result["label"], result["round"] = " → local endpoint", 1
+                    results.append(result)
+                    print(f"  {result['client']} -> local endpoint: {result['rps']:,.0f} req/s", flush=True)
             finally:
                 stop(endpoint)
     load = os.getloadavg()
@@ -443,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=32, help="Locust users per client process (default 32)")
     p.add_argument("--clients", default="", help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--modes", default=",".join(MODES), help="body modes, comma-separated (default fresh,repeated)")
+    p.add_argument("--paired", action="store_true",
+                   help="run a round's clients at the same time on the client core (a shared machine: same background load)")
     p.add_argument("--server", choices=SERVERS, default="gevent", help="the fixed-answer server (default gevent)")
     p.add_argument("--endpoint", action="store_true", help="also measure the local endpoint (gunicorn+gevent)")
     p.add_argument("--json", default="", help="also write the figures to this JSON file")
