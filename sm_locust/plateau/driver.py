@@ -48,6 +48,7 @@ DEFAULT_MIN_STEP_S = 10.0  # the shortest: 2 s warm-up, then 3 sub-windows of ~2
 MIN_LEVEL_S = 5.0  # ScheduleDriver: a level is judged on its own only if it lasted this long
 BUDGET_CHECK_AFTER_S = 10.0  # ScheduleDriver: a running level is checked against budgets from then on
 TIMELINE_LAG_S = 10.0  # SearchDriver: wall time decides when the timeline is this far behind
+SAMPLE_SLACK_S = 1.0  # ... and one less than a sample behind counts as caught up (samples and ticks are not in phase)
 
 
 def _window(timeline: Sequence[Second], start: float, now: float) -> list[Second]:
@@ -107,7 +108,9 @@ class SearchDriver:
             return self.decision
         # What the timeline holds for the step (a master appends each second ~4 s late), or wall time
         # once the timeline is too far behind.
-        held = elapsed if elapsed >= self.step_s + TIMELINE_LAG_S else seconds[-1].t - self.step_start
+        held = seconds[-1].t - self.step_start
+        if elapsed - held < SAMPLE_SLACK_S or elapsed >= self.step_s + TIMELINE_LAG_S:
+            held = elapsed
         if held < self.min_step_s - 1e-9:
             return self.decision
         step = self._measure(seconds)
