@@ -53,7 +53,7 @@ def check_reachable(url: str, timeout: float = 3.0, hint: str = "check --endpoin
             pass
     except ConnectionRefusedError:
         raise RunError(f"cannot connect to {url}: connection refused; is the endpoint running? ({hint})") from None
-    except socket.timeout:
+    except TimeoutError:
         raise RunError(f"cannot connect to {url}: no answer within {timeout:.0f} s ({hint})") from None
     except OSError as exc:
         raise RunError(f"cannot connect to {url}: {exc.strerror or exc} ({hint})") from None

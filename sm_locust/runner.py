@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
@@ -240,7 +240,7 @@ class SignalForwarder:
     def can_forward() -> bool:
         return threading.current_thread() is threading.main_thread()
 
-    def __enter__(self) -> SignalForwarder:
+    def __enter__(self) -> Self:
         if self.can_forward():
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
@@ -265,9 +265,9 @@ class SignalForwarder:
 
 # argparse's refusal ("locust: error: ...", "__main__.py: error: ..." under python -m), or our own
 # init check's ("sm-locust: error: ..."): Locust quit before anything ran.
-_LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: )", re.M)
+_LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: )", re.MULTILINE)
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
-_ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.I)
+_ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGNORECASE)
 
 
 def _hint(tail: str) -> str:

@@ -90,7 +90,14 @@ def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import LocalEndpoint
     from sm_locust.options import SageMakerSettings
     from sm_locust.preflight import preflight
-    from sm_locust.runner import LoadSettings, check_out_dir, choose_out_dir, execute, make_out_dir, verdict_line
+    from sm_locust.runner import (
+        LoadSettings,
+        check_out_dir,
+        choose_out_dir,
+        execute,
+        make_out_dir,
+        verdict_line,
+    )
     from sm_locust.shapes.settings import StepSchedule
 
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from sm_locust.errors import UsageError
 from sm_locust.gates.gates import Gate, MaxErrorRate, MaxLatency, MinRequests, MinRps
 
-
 DEFAULT_MAX_ERROR_RATE = 0.0
 
 

@@ -30,8 +30,13 @@ from sm_locust.errors import SmLocustError
 from sm_locust.locustfiles import _webui
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.payloads.options import prepare_payloads
-from sm_locust.preflight import aws_region, check_region, plain_http_warning, runtime_url
 from sm_locust.payloads.split import PARTS
+from sm_locust.preflight import (
+    aws_region,
+    check_region,
+    plain_http_warning,
+    runtime_url,
+)
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.transport.options import operation

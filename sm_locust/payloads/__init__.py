@@ -27,8 +27,18 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.payloads.arrays import DEFAULT_MAX_BODIES, load_arrays
-from sm_locust.payloads.callables import CALLABLE_LIMIT, load_callable, looks_like_callable
-from sm_locust.payloads.files import folder_weights, guess_content_type, load_file, load_folder, read_payload_file
+from sm_locust.payloads.callables import (
+    CALLABLE_LIMIT,
+    load_callable,
+    looks_like_callable,
+)
+from sm_locust.payloads.files import (
+    folder_weights,
+    guess_content_type,
+    load_file,
+    load_folder,
+    read_payload_file,
+)
 from sm_locust.payloads.jsonl import load_jsonl
 from sm_locust.payloads.pickles import PICKLE_SUFFIXES, load_pickle
 from sm_locust.payloads.pool import SELECTIONS, PayloadPool

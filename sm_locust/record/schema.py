@@ -126,7 +126,7 @@ def _is(value: Any, kind: str) -> bool:
         if not isinstance(value, str):
             return False
         try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
+            datetime.fromisoformat(value)  # Python 3.11+ reads the Z suffix
         except ValueError:
             return False
         return True
