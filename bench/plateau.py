@@ -195,12 +195,14 @@ def main(argv: list[str] | None = None) -> int:
                            log_path=base / f"endpoint{index}.log") as endpoint:
             effective = effective_capacity(endpoint, profile, reference_s, base / f"p{index}-reference")
             print(f"  {profile.name}: effective capacity {effective or float('nan'):.1f} req/s "
-                  f"(endpoint counter; nominal {profile.nominal:.0f})", flush=True)
+                  f"(endpoint counter; nominal {profile.nominal:.0f}); load average {os.getloadavg()[0]:.1f}",
+                  flush=True)
             for mode in modes:
                 found = search(endpoint, profile, mode, base / f"p{index}-{mode}", args.timeout_s)
                 rows.append((profile, mode, effective, found))
                 late = "" if found["wall_s"] <= VERDICT_BUDGET_S else f" (over the {VERDICT_BUDGET_S:g}-s goal)"
-                print(f"    {mode}: {found.get('text') or found.get('error')} ({found['wall_s']:.0f} s{late})", flush=True)
+                print(f"    {mode}: {found.get('text') or found.get('error')} ({found['wall_s']:.0f} s{late}; "
+                      f"load average {os.getloadavg()[0]:.1f})", flush=True)
 
     print()
     print("| profile | mode | nominal req/s | effective req/s (endpoint counter) | capacity found req/s "

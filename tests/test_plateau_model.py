@@ -46,7 +46,7 @@ def test_past_saturation_the_knee_is_placed_and_confirmed_not_bisected(concurren
         return SyntheticEndpoint(concurrency=concurrency, service_ms=service_ms, overhead_ms=overhead_ms,
                                  contention_ms=contention_ms)
 
-    loads, decision, verdict = drive(PlateauSearch(1, 1000), endpoint())
+    loads, _, verdict = drive(PlateauSearch(1, 1000), endpoint())
     growth = loads.index(max(loads)) + 1  # x4 while linear, x2 past the knee, up to saturation
     assert len(loads) - growth <= 2, loads  # then at most: the model's knee, and the load next to it
     assert verdict.reached and verdict.bound == "throughput"

@@ -47,7 +47,7 @@ def test_phases_verdict_names_max_invocations(endpoint_factory, tmp_path):
                                   "Phases": [{"InitialNumberOfUsers": 4, "SpawnRate": 0, "DurationInSeconds": 600}]},
                "StoppingConditions": {"MaxInvocations": 1000}}
     out = tmp_path / "phases"
-    result, wall = _run(ep, out, "--shape", "phases", "--traffic-pattern", json.dumps(pattern), "-t", "60s")
+    result, _ = _run(ep, out, "--shape", "phases", "--traffic-pattern", json.dumps(pattern), "-t", "60s")
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((out / "summary.json").read_text())
     reason = summary["stop_reason"]

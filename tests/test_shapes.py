@@ -150,7 +150,7 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
 @pytest.mark.timeout(60)
 def test_plateau_shape_stops_at_the_run_time_and_says_so(endpoint_factory, tmp_path, capsys):
     ep = endpoint_factory(max_concurrency=2, service_time_ms=20.0)
-    env, runner = _environment(ep.url, PlateauShape(), tmp_path, step_seconds=3.0, run_time=7)
+    _, runner = _environment(ep.url, PlateauShape(), tmp_path, step_seconds=3.0, run_time=7)
     started = time.monotonic()
     runner.start_shape()
     runner.greenlet.join(timeout=40)

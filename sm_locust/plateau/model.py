@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 from sm_locust.plateau.steady import MODE_USERS, StepMeasurement
 
-
 CYCLE_TOLERANCE = 0.05  # steps whose cycle is within 5 % of the shortest count as unqueued
 
 
