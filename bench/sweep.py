@@ -12,7 +12,9 @@ concurrency slots of 40 ms on the embedded endpoint; plateau search per configur
     .venv/bin/python bench/sweep.py                       # the 2x3 sweep (a few minutes)
     .venv/bin/python bench/sweep.py --set load.step_seconds=5 --keep /tmp/sweep-bench
 
-Figures are printed, not asserted: the machine is shared, so they move by several %.
+Figures are printed, not asserted: the machine is shared, so they move by several %. Measured on
+the 2-core development machine, shared with other test runs at the time: 563 s (9.4 min) for the
+six configurations (README.md, "Sweeps", has the output).
 """
 
 from __future__ import annotations

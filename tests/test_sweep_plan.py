@@ -83,3 +83,19 @@ def test_max_cost_usd_stops_before_the_estimate_passes_it():
     lines = plan_lines(sweep)
     assert "NOT RUN: max_cost_usd 0.1 would be passed" in lines[3]
     assert plan_totals(sweep)["over_budget"] == 4
+
+
+def test_a_sagemaker_sdk_model_gives_the_shared_settings():
+    class Model:  # the attributes sweep() reads from a sagemaker.model.Model
+        image_uri = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1"
+        model_data = "s3://bucket/model.tar.gz"
+        role = "arn:aws:iam::123456789012:role/sagemaker"
+        env = {"OMP_NUM_THREADS": "1"}
+
+    spec = workers()
+    del spec["endpoint"]["model_name"]
+    sweep = load_sweep(spec, out="unused", model=Model())
+    settings = sweep.configurations[0].settings
+    assert settings["image"] == Model.image_uri and settings["role"] == Model.role
+    assert settings["model_data_url"] == Model.model_data and settings["environment.OMP_NUM_THREADS"] == "1"
+    assert "image 123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1" in plan_lines(sweep)[1]

@@ -25,7 +25,7 @@ FIGURE_COLUMNS = (
     "meets_objective", "pareto", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s", "billed_s", "cost_usd",
 )
 CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}
 tr.winner{background:#e8f5e9}tr.failed{color:#999}.rec{font-size:17px;background:#f3f7ff;border-left:4px solid #3367d6;
 padding:10px 14px;margin:12px 0}.note{color:#666;font-size:13px}"""
 
@@ -79,7 +79,7 @@ def _fmt(value: Any, digits: int = 1, unit: str = "") -> str:
 
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
-    columns = [("configuration", "label", 0, ""), ("status", "status", 0, ""), ("req/s at the knee", "capacity_rps", 1, ""),
+    columns = [("#", "index", 0, ""), ("configuration", "label", 0, ""), ("status", "status", 0, ""), ("req/s at the knee", "capacity_rps", 1, ""),
                ("users at the knee", "knee_users", 0, ""), ("p50 ms", "p50_ms", 0, ""), ("p95 ms", "p95_ms", 0, ""),
                ("p99 ms", "p99_ms", 0, ""), ("errors %", "error_pct", 2, ""), ("endpoint CPU %", "cpu_pct", 0, ""),
                ("endpoint memory %", "memory_pct", 1, ""), ("$ per hour", "price_per_hour", 3, ""),
@@ -145,13 +145,15 @@ def fig_cost(document: dict[str, Any]) -> str:
     front = set(document.get("pareto") or [])
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in points], y=[c["cost_per_1m"] for c in points], mode="markers+text",
-                             text=[c["label"] for c in points], textposition="top center", name="configurations",
+                             text=[f"#{c['index']}" for c in points], textposition="top center", name="configurations",
+                             hovertext=[c["label"] for c in points],
+                             hovertemplate="%{hovertext}: %{x:.0f} ms, $%{y:.2f} per 1M<extra></extra>",
                              marker={"size": 11, "color": ["#3367d6" if c["index"] in front else "#aaa" for c in points]}))
     on_front = sorted((c for c in points if c["index"] in front), key=lambda c: c["latency_ms"])
     if len(on_front) > 1:
         fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in on_front], y=[c["cost_per_1m"] for c in on_front],
                                  mode="lines", name="Pareto front", line={"dash": "dot", "color": "#3367d6"}))
-    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee (blue: the Pareto front)",
+    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee (#: the table's; blue: the Pareto front)",
                       xaxis_title=f"{pct} latency at the knee (ms)", yaxis_title="$ per 1M inferences", height=480)
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sweep-cost", config={"displaylogo": False})
 
