@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import boto3
 import gevent
@@ -21,6 +21,7 @@ from sm_locust.endpoint.app import EndpointApp
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.metrics import build_datums
+from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.endpoint.serverless import (
     NEVER,
     ServerlessConfig,
@@ -29,9 +30,7 @@ from sm_locust.endpoint.serverless import (
     choose_slot,
     compute_factor,
 )
-from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 
@@ -155,7 +154,7 @@ def test_served_requests_meet_cold_starts_warm_reuse_and_throttles(served):
     assert stats["ThrottlingException"] == 3 and stats["errors_4xx"] == 3
     assert stats["successes"] == 5 and stats["invocations"] == 8
     datums = build_datums({}, app.counters.take_window(), endpoint_name="sls",
-                          timestamp=datetime.now(timezone.utc))["AWS/SageMaker"]
+                          timestamp=datetime.now(UTC))["AWS/SageMaker"]
     by_name = {d["MetricName"]: d["StatisticValues"] for d in datums}
     assert by_name["ModelSetupTime"] == {"SampleCount": 3.0, "Sum": 600_000.0, "Minimum": 200_000.0, "Maximum": 200_000.0}
     # the setup wait is overhead (outside the container's answer), the model's 30 ms is ModelLatency

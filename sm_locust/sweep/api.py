@@ -12,6 +12,7 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,9 @@ from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 
 DEFAULT_SWEEPS_DIR = "sweeps"
+# Sweeps of another kind, loaded by name when the file has their section (they build on this module):
+# SweepSpec attribute -> "module:function(spec, out=, client=, poll_s=) -> Sweep"
+SWEEP_KINDS = {"serverless": "sm_locust.sweep.serverless:load"}
 PRICING_ONLY = {"local": ("instance_type", "price_per_hour")}  # settings that price a configuration without changing it
 
 
@@ -52,12 +56,22 @@ class Sweep:
     wall_estimate_s: float = 0.0
     started_at: str = ""
 
+    runner_class = SweepRunner  # what runs it (a serverless sweep's runner runs three tests per configuration)
+
     # -- lookups the runner uses -------------------------------------------------------------------
     def configuration(self, index: int) -> Configuration:
         return self.configurations[index - 1]
 
     def run_dir(self, c: Configuration) -> Path:
-        return self.out_dir / c.slug(self.keys[c.index])
+        """`<what varies>-<key>`; a folder with the same key under another name (the grid grew, so
+        what varies changed) is found by its key suffix, so the rerun still resumes."""
+        key = self.keys[c.index]
+        path = self.out_dir / c.slug(key)
+        if not path.exists() and self.out_dir.is_dir():
+            for other in sorted(self.out_dir.glob(f"*-{key[:6]}")):
+                if is_complete(other, key):
+                    return other
+        return path
 
     def to_run(self) -> list[int]:
         return [c.index for c in self.configurations if not self.complete[c.index] and c.index in self.allowed]
@@ -133,7 +147,10 @@ class Sweep:
 
     def write_progress(self, rows: Mapping[int, dict[str, Any]]) -> None:
         """sweep.json and sweep.csv after every configuration, so a crash keeps what was measured."""
-        render.write_all(self.out_dir, self.document(rows), html_too=False)
+        self.write_outputs(self.document(rows), html_too=False)
+
+    def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+        return render.write_all(self.out_dir, document, html_too)
 
 
 @dataclass
@@ -197,6 +214,10 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
         spec = load_spec(source, overrides)
     if model is not None:
         _apply_model(spec, model)
+    for attribute, target in SWEEP_KINDS.items():  # a serverless: section -> sweep/serverless.py (issue 14)
+        if getattr(spec, attribute, None) is not None:
+            module, _, function = target.partition(":")
+            return getattr(importlib.import_module(module), function)(spec, out=out, client=client, poll_s=poll_s)
     kwargs: dict[str, Any] = {}
     if spec.deploy == "sagemaker":
         kwargs = {"client": client, "region": spec.region, "profile": spec.aws_profile,
@@ -329,9 +350,9 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     say(printer, f"{sweep.spec.name}: {t['configurations']} configurations on {sweep.spec.deploy}, {t['to_run']} to run"
                 + (f" ({t['measured_before']} measured before)" if t["measured_before"] else "")
                 + f", about {duration_text(t['wall_s'])}; results in {sweep.out_dir}/")
-    outcome = SweepRunner(sweep, printer, handle_signals=handle_signals).run()
+    outcome = sweep.runner_class(sweep, printer, handle_signals=handle_signals).run()
     document = sweep.document(outcome.rows, outcome)
-    outputs = render.write_all(sweep.out_dir, document)
+    outputs = sweep.write_outputs(document)
     say(printer, f"recommendation: {document['recommendation']['reason']}")
     say(printer, f"results in {outputs['html']} (sweep.json, sweep.csv; one run folder per configuration)")
     return SweepResult(sweep, document, outputs, outcome.interrupted, outcome.signum)

@@ -20,13 +20,20 @@ import yaml
 
 from sm_locust.errors import UsageError
 from sm_locust.sweep.grid import flatten
-from sm_locust.sweep.objective import DEFAULT_MAX_ERROR_RATE, OPTIMIZE, PERCENTILE_KEYS, Objective
+from sm_locust.sweep.objective import (
+    DEFAULT_MAX_ERROR_RATE,
+    OPTIMIZE,
+    PERCENTILE_KEYS,
+    Objective,
+)
+from sm_locust.sweep.serverless_spec import TOP_LEVEL_KEYS as SERVERLESS_KEYS
+from sm_locust.sweep.serverless_spec import parse_serverless
 
 TOP_LEVEL_KEYS = (
     "name", "sweep_id", "description", "deploy", "endpoint", "grid", "configurations", "load", "objective",
     "price_per_hour", "instance_type", "prices", "max_cost_usd", "max_parallel_endpoints", "region", "aws_profile",
     "report", "expected_deploy_minutes", "deploy_timeout_minutes",
-)
+) + SERVERLESS_KEYS  # serverless sweeps (issue 14, sweep/serverless_spec.py)
 OBJECTIVE_KEYS = ("target_rps", "slo_ms", "percentile", "max_error_rate", "safety_factor", "optimize")
 SWEEP_ID = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*$")
 MAX_SWEEP_ID = 40  # leaves room in SageMaker's 63-character names for a configuration's suffix
@@ -52,6 +59,7 @@ class SweepSpec:
     region: str | None = None
     aws_profile: str | None = None
     report: bool = True
+    serverless: Any = None  # a serverless sweep's ServerlessSpec (sweep/serverless_spec.py), else None
     expected_deploy_minutes: float | None = None
     deploy_timeout_minutes: float = 60.0
     description: str = ""
@@ -259,6 +267,10 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
             if not item:
                 raise spec_error(source, f"configurations[{i}]", "empty: give the settings of this configuration")
             spec.configurations.append(dict(item))
+    spec.serverless = parse_serverless(data, source=source, deploy=spec.deploy, base_dir=spec.base_dir)
+    if spec.serverless is not None:  # its memory sizes x MaxConcurrency values are the grid (sweep/serverless.py)
+        spec.grid = {**spec.serverless.grid(), **spec.grid}
+        spec.endpoint.update(spec.serverless.shared)
     if not spec.grid and not spec.configurations:
         raise spec_error(source, "grid", "missing: a sweep needs a grid: (settings -> lists of values) or configurations: (a list)")
 

@@ -187,8 +187,20 @@ class SageMakerDeployer(Deployer):
             request["ExecutionRoleArn"] = s["role"]
         return request
 
-    def deploy(self, deployment: Deployment, cancel: threading.Event, progress: Progress) -> None:
+    def production_variant(self, deployment: Deployment) -> dict[str, Any]:
+        """The endpoint config's one variant (a serverless sweep's deployer gives a ServerlessConfig instead)."""
         s = deployment.settings
+        return {"VariantName": s.get("variant_name") or "AllTraffic", "ModelName": deployment.resources["model"],
+                "InstanceType": s["instance_type"], "InitialInstanceCount": int(s.get("instance_count") or 1),
+                "InitialVariantWeight": 1.0}
+
+    def deployed_info(self, deployment: Deployment) -> dict[str, Any]:
+        """What was deployed, for sweep.json."""
+        s = deployment.settings
+        return {"instance_type": s["instance_type"], "instance_count": int(s.get("instance_count") or 1),
+                "environment": environment_of(s)}
+
+    def deploy(self, deployment: Deployment, cancel: threading.Event, progress: Progress) -> None:
         name = deployment.endpoint_name
         deployment.region = self.client.meta.region_name
         deployment.created_at = time.time()
@@ -196,12 +208,7 @@ class SageMakerDeployer(Deployer):
         steps = [
             ("create_model", request),
             ("create_endpoint_config", {"EndpointConfigName": deployment.resources["endpoint_config"], "Tags": self._tags(deployment),
-                                        "ProductionVariants": [{
-                                            "VariantName": s.get("variant_name") or "AllTraffic",
-                                            "ModelName": deployment.resources["model"],
-                                            "InstanceType": s["instance_type"],
-                                            "InitialInstanceCount": int(s.get("instance_count") or 1),
-                                            "InitialVariantWeight": 1.0}]}),
+                                        "ProductionVariants": [self.production_variant(deployment)]}),
             ("create_endpoint", {"EndpointName": name, "EndpointConfigName": deployment.resources["endpoint_config"],
                                  "Tags": self._tags(deployment)}),
         ]
@@ -209,8 +216,7 @@ class SageMakerDeployer(Deployer):
             if cancel.is_set():
                 raise Cancelled(f"interrupted before {operation}")
             self._call(operation, **kwargs)
-        deployment.info.update({"instance_type": s["instance_type"], "instance_count": int(s.get("instance_count") or 1),
-                                "environment": environment_of(s)})
+        deployment.info.update(self.deployed_info(deployment))
         self._wait_in_service(name, cancel, progress)
 
     def _wait_in_service(self, name: str, cancel: threading.Event, progress: Progress) -> None:

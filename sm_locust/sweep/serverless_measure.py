@@ -1,0 +1,245 @@
+"""The serverless tests' figures from what a configuration's runs recorded (pure: fed parsed files).
+
+One Locust run per configuration holds the stability test and the concurrency test as consecutive
+phases (`serverless.py` builds them as an Inference Recommender PHASES pattern): first one caller
+at a time, then `multiplier x MaxConcurrency` callers per multiplier. Its `timeline.json` (one
+Locust histogram per second) is cut into those phases here; the cold-start test's requests are
+timed one by one by the sweep itself (`cold_start` in `serverless.json`). Seconds are the
+recorder's `Second`s (`sm_locust.record.timeline.read_seconds`).
+
+- **Phases** follow the schedule; a phase whose user count differs from the one before starts at
+  the first second showing that count (the shape's tick and the recorder's second can be a second
+  apart), one with the same count at its scheduled time.
+- **Successful invocations' latency** in a phase: Locust's histogram holds every answer, throttles
+  too, and a throttle is answered before any model work, faster than any success; so the phase's
+  histogram minus its `throttled` fastest entries is the successes' histogram (`success_hist`).
+- **Throttle rate** of a phase: throttled / invocations, with throttled = the phase's failures x the
+  run's share of ThrottlingException among its failures (normally every failure is a throttle).
+  Concurrency phases drop their first 20 % (at least 1 s): the user ramp and the new instances'
+  cold starts; what is left is the steady state at that concurrency.
+- **Stability** keeps every request (a fresh endpoint: the first one is cold) and splits them at a
+  threshold: slower than the geometric mean of the phase's median and the cold-start test's median
+  (without a cold-start test: `COLD_FACTOR` x the median) is a cold start. `warm_*` figures are
+  the rest; `mean` of the warm ones is the duration serverless bills (`serverless_cost.py`).
+- **Cold starts**: percentiles of the cold-start test's successful first requests (exact times,
+  not histogram buckets), nearest-rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sm_locust.plateau.steady import histogram_percentile, merge_histograms
+from sm_locust.plateau.timeline import Second
+
+WARMUP_SHARE = 0.2  # concurrency phases: the first 20 % (at least MIN_WARMUP_S) is ramp and cold starts
+MIN_WARMUP_S = 1.0
+COLD_FACTOR = 4.0  # without a cold-start test: slower than 4 x the stability median is a cold start
+ALIGN_SLACK_S = 2.0
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str  # "stability" or "concurrency"
+    users: int
+    duration_s: float
+    multiplier: float | None = None  # concurrency phases
+
+
+def _begin(second: Second) -> float:
+    return second.t - (second.interval or 1.0)
+
+
+def phase_bounds(seconds: Sequence[Second], phases: Sequence[Phase]) -> list[tuple[float, float]]:
+    """(start, end) epoch seconds of each phase in the run's timeline."""
+    if not seconds:
+        return [(0.0, 0.0) for _ in phases]
+    expected = _begin(seconds[0])
+    bounds = []
+    for k, phase in enumerate(phases):
+        start = expected
+        if k > 0 and phase.users != phases[k - 1].users:
+            for s in seconds:
+                if _begin(s) >= expected - ALIGN_SLACK_S and s.users == phase.users:
+                    start = _begin(s)
+                    break
+        bounds.append((start, start + phase.duration_s))
+        expected = start + phase.duration_s
+    return bounds
+
+
+def in_window(seconds: Iterable[Second], start: float, end: float) -> list[Second]:
+    """Seconds whose middle falls in [start, end)."""
+    out = []
+    for s in seconds:
+        middle = s.t - (s.interval or 1.0) / 2.0
+        if start <= middle < end:
+            out.append(s)
+    return out
+
+
+def success_hist(hist: Mapping[int, int], throttled: int) -> dict[int, int]:
+    """The histogram without its `throttled` fastest entries (throttles are answered fastest)."""
+    left = dict(hist)
+    drop = max(0, int(throttled))
+    for bucket in sorted(left):
+        if drop <= 0:
+            break
+        take = min(left[bucket], drop)
+        left[bucket] -= take
+        drop -= take
+    return {b: n for b, n in left.items() if n > 0}
+
+
+def hist_mean(hist: Mapping[int, int]) -> float | None:
+    total = sum(hist.values())
+    return sum(b * n for b, n in hist.items()) / total if total else None
+
+
+def nearest_rank(values: Sequence[float], pct: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100.0 * len(ordered)) - 1)]
+
+
+@dataclass
+class StabilityFigures:
+    requests: int = 0
+    failures: int = 0
+    p50_ms: float | None = None  # every request, cold starts included
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    cold_requests: int = 0  # above the threshold
+    threshold_ms: float | None = None
+    warm_p50_ms: float | None = None  # the rest
+    warm_p95_ms: float | None = None
+    warm_p99_ms: float | None = None
+    warm_mean_ms: float | None = None
+    hist: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("hist")
+        return out
+
+
+@dataclass
+class ConcurrencyFigures:
+    multiplier: float
+    users: int
+    seconds: float = 0.0  # steady window length
+    requests: int = 0
+    throttled: int = 0
+    throttle_rate: float | None = None
+    goodput_rps: float | None = None
+    p50_ms: float | None = None  # successful invocations
+    p95_ms: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ColdStartFigures:
+    samples_ms: list[float] = field(default_factory=list)  # successful first requests after an idle gap
+    failures: dict[str, int] = field(default_factory=dict)
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    mean_ms: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def throttle_share(totals: Mapping[str, Any]) -> float:
+    """The share of the run's failures that were ThrottlingException (1 when it failed nothing)."""
+    failures = int(totals.get("failures") or 0)
+    if not failures:
+        return 1.0
+    return min(1.0, int((totals.get("errors") or {}).get("ThrottlingException", 0)) / failures)
+
+
+def stability(window: Sequence[Second], throttle_part: float = 1.0, cold_p50_ms: float | None = None) -> StabilityFigures:
+    f = StabilityFigures()
+    f.requests = sum(s.requests for s in window)
+    f.failures = sum(s.failures for s in window)
+    hist = success_hist(merge_histograms(s.hist for s in window), round(f.failures * throttle_part))
+    f.hist = hist
+    if not hist:
+        return f
+    f.p50_ms, f.p95_ms, f.p99_ms = (histogram_percentile(hist, p) for p in (50, 95, 99))
+    f.max_ms = float(max(hist))
+    if cold_p50_ms and cold_p50_ms > f.p50_ms:
+        f.threshold_ms = math.sqrt(f.p50_ms * cold_p50_ms)
+    else:
+        f.threshold_ms = COLD_FACTOR * f.p50_ms
+    warm = {b: n for b, n in hist.items() if b <= f.threshold_ms}
+    f.cold_requests = sum(n for b, n in hist.items() if b > f.threshold_ms)
+    if warm:
+        f.warm_p50_ms, f.warm_p95_ms, f.warm_p99_ms = (histogram_percentile(warm, p) for p in (50, 95, 99))
+        f.warm_mean_ms = hist_mean(warm)
+    return f
+
+
+def concurrency(window: Sequence[Second], phase: Phase, throttle_part: float = 1.0) -> ConcurrencyFigures:
+    f = ConcurrencyFigures(multiplier=float(phase.multiplier or 0.0), users=phase.users)
+    if not window:
+        return f
+    f.seconds = sum(s.interval or 1.0 for s in window)
+    f.requests = sum(s.requests for s in window)
+    failures = sum(s.failures for s in window)
+    f.throttled = round(failures * throttle_part)
+    f.throttle_rate = f.throttled / f.requests if f.requests else None
+    f.goodput_rps = (f.requests - failures) / f.seconds if f.seconds else None
+    hist = success_hist(merge_histograms(s.hist for s in window), f.throttled)
+    if hist:
+        f.p50_ms, f.p95_ms = histogram_percentile(hist, 50), histogram_percentile(hist, 95)
+    return f
+
+
+def steady(window: Sequence[Second], start: float, end: float) -> list[Second]:
+    """A concurrency phase's window without its warm-up."""
+    warmup = max(MIN_WARMUP_S, WARMUP_SHARE * (end - start))
+    return in_window(window, start + warmup, end)
+
+
+def cold_starts(samples: Iterable[Mapping[str, Any]]) -> ColdStartFigures:
+    """`samples`: {"ms": latency, "code": "ok" or the error code} per first request after a gap."""
+    f = ColdStartFigures()
+    for s in samples:
+        if s.get("code") == "ok":
+            f.samples_ms.append(round(float(s["ms"]), 1))
+        else:
+            f.failures[str(s.get("code"))] = f.failures.get(str(s.get("code")), 0) + 1
+    if f.samples_ms:
+        f.p50_ms, f.p99_ms = nearest_rank(f.samples_ms, 50), nearest_rank(f.samples_ms, 99)
+        f.mean_ms = sum(f.samples_ms) / len(f.samples_ms)
+    return f
+
+
+@dataclass
+class LoadFigures:
+    stability: StabilityFigures | None
+    concurrency: list[ConcurrencyFigures]
+    stability_window: tuple[float, float] | None = None  # epoch seconds
+
+
+def load_figures(seconds: Sequence[Second], phases: Sequence[Phase], totals: Mapping[str, Any],
+                 cold_p50_ms: float | None = None) -> LoadFigures:
+    """The stability and concurrency figures of one load run (its timeline and summary totals)."""
+    part = throttle_share(totals)
+    bounds = phase_bounds(seconds, phases)
+    figures = LoadFigures(None, [])
+    for phase, (start, end) in zip(phases, bounds):
+        window = in_window(seconds, start, end)
+        if phase.name == "stability":
+            figures.stability = stability(window, part, cold_p50_ms)
+            figures.stability_window = (start, end)
+        else:
+            figures.concurrency.append(concurrency(steady(window, start, end), phase, part))
+    return figures

@@ -1,0 +1,246 @@
+"""A serverless sweep's result files: `sweep.json`, `sweep.csv`, `sweep.html` (docs/serverless.md).
+
+`sweep.json` is the document `ServerlessSweep.document` builds (`kind: serverless`; per
+configuration `settings`, `throttle_rate`, `cold_start_p50_ms`, `cold_start_p99_ms`, `warm_p50_ms`,
+`warm_p95_ms`, `cost_per_1m`, `break_even_rps`, ...; the `recommendation`). `sweep.csv` is one row
+per configuration. `sweep.html`, offline like the run report: the recommendation in one sentence,
+the table, throttle rate and p95 vs concurrency multiplier, the cold-start histogram, and seed 003's
+chart of monthly cost vs sustained traffic against the real-time instance, break-evens marked.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+from pathlib import Path
+from typing import Any
+
+from sm_locust.sweep.progress import PREFIX, duration_text
+from sm_locust.sweep.render import CSS, _fmt, write_json
+from sm_locust.sweep.serverless_cost import (
+    HOURS_PER_MONTH,
+    monthly_realtime_usd,
+    traffic_grid,
+)
+
+SCHEMA = 1
+FIG_IDS = ("fig-sls-throttle", "fig-sls-latency", "fig-sls-cold", "fig-sls-cost")
+COLUMNS = ("memory_size_mb", "max_concurrency", "warm_p50_ms", "warm_p95_ms", "warm_mean_ms", "cold_start_p50_ms",
+           "cold_start_p99_ms", "capacity_rps", "throttle_at_max_concurrency", "cost_per_1m", "break_even_rps",
+           "break_even_requests_per_month", "meets_objective", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s")
+
+
+def _pct(value: float | None) -> str:
+    return "?" if value is None else f"{value * 100:.1f} %".replace(".0 %", " %")
+
+
+def configuration_line(index: int, total: int, label: str, row: dict[str, Any]) -> str:
+    """`[1/4] memory_size_mb 2048, max_concurrency 2: warm p95 62 ms, cold start p50 0.76 s, throttled 0 % / 49 %
+    at x1 / x2, up to 31.5 req/s; $4.97 per 1M, real-time cheaper above 6.6 req/s (38 s)`."""
+    head = f"{PREFIX} [{index}/{total}] {label}: "
+    took = f" ({duration_text(row.get('wall_s'))})" if row.get("wall_s") is not None else ""
+    if row.get("status") != "ok":
+        return f"{head}{row.get('status')}: {row.get('reason')}{took}"
+    parts = []
+    if row.get("warm_p95_ms") is not None:
+        parts.append(f"warm p95 {row['warm_p95_ms']:.0f} ms")
+    if row.get("cold_start_p50_ms") is not None:
+        parts.append(f"cold start p50 {row['cold_start_p50_ms'] / 1000:.2f} s")
+    throttles = row.get("throttle_rate") or {}
+    if throttles:
+        parts.append(f"throttled {' / '.join(_pct(v) for v in throttles.values())} at "
+                     f"{' / '.join('x' + m for m in throttles)}")
+    if row.get("capacity_rps") is not None:
+        parts.append(f"up to {row['capacity_rps']:.1f} req/s")
+    text = head + ", ".join(parts or ["no figures"])
+    if row.get("cost_per_1m") is not None:
+        text += f"; ${row['cost_per_1m']:.2f} per 1M"
+        if row.get("break_even_rps") is not None:
+            text += f", real-time cheaper above {row['break_even_rps']:.1f} req/s"
+    if row.get("resumed"):
+        text += " (measured before: run folder complete)"
+    return text + took
+
+
+def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    configurations = document.get("configurations") or []
+    multipliers: list[str] = []
+    for c in configurations:
+        for m in c.get("throttle_rate") or {}:
+            if m not in multipliers:
+                multipliers.append(m)
+    header = ["index", "label", "status", "reason", *COLUMNS, *[f"throttle_rate_x{m}" for m in multipliers],
+              *[f"goodput_rps_x{m}" for m in multipliers]]
+    rows = []
+    for c in configurations:
+        row = {k: c.get(k) for k in ("index", "label", "status", "reason", *COLUMNS)}
+        for m in multipliers:
+            row[f"throttle_rate_x{m}"] = (c.get("throttle_rate") or {}).get(m)
+            row[f"goodput_rps_x{m}"] = (c.get("goodput_rps") or {}).get(m)
+        rows.append(row)
+    return header, rows
+
+
+def write_csv(path: Path, document: dict[str, Any]) -> None:
+    header, rows = csv_rows(document)
+    with open(path, "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=header)
+        out.writeheader()
+        for row in rows:
+            out.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+
+# ------------------------------------------------------------------------------------------- html
+
+
+def table(document: dict[str, Any]) -> str:
+    columns = [("configuration", "label", 0), ("status", "status", 0), ("memory MB", "memory_size_mb", 0),
+               ("MaxConcurrency", "max_concurrency", 0), ("warm p50 ms", "warm_p50_ms", 0), ("warm p95 ms", "warm_p95_ms", 0),
+               ("cold start p50 s", "cold_p50_s", 2), ("cold start p99 s", "cold_p99_s", 2),
+               ("throttled with MaxConcurrency callers %", "throttle_pct", 1), ("most req/s served", "capacity_rps", 1),
+               ("$ per 1M", "cost_per_1m", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
+               ("... requests a month (M)", "break_even_m", 1), ("why not", "lost_because", 0)]
+    winner = (document.get("recommendation") or {}).get("index")
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, *_ in columns)
+    body = []
+    for c in document.get("configurations") or []:
+        values = dict(c)
+        values["cold_p50_s"] = None if c.get("cold_start_p50_ms") is None else c["cold_start_p50_ms"] / 1000.0
+        values["cold_p99_s"] = None if c.get("cold_start_p99_ms") is None else c["cold_start_p99_ms"] / 1000.0
+        values["throttle_pct"] = (None if c.get("throttle_at_max_concurrency") is None
+                                  else 100.0 * c["throttle_at_max_concurrency"])
+        values["break_even_m"] = (None if c.get("break_even_requests_per_month") is None
+                                  else c["break_even_requests_per_month"] / 1e6)
+        cls = "winner" if c.get("index") == winner else ("failed" if c.get("status") != "ok" else "")
+        cells = []
+        for _, key, digits in columns:
+            text = _fmt(values.get(key), digits)
+            if key == "label" and c.get("report"):
+                text = f'<a href="{html.escape(c["report"])}">{text}</a>'
+            if key == "status" and c.get("reason"):
+                text = f'{text}: {html.escape(str(c["reason"]))}'
+            cells.append(f"<td>{text}</td>")
+        body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
+    note = ('<p class="note">Warm latency: the stability test (one caller at a time) without its cold starts. Cold start: '
+            "the first requests after an idle gap longer than the idle timeout. Throttle rates and p95 per multiplier: the "
+            "concurrency test's steady windows, callers back to back. $ per 1M: the warm mean latency billed per ms at the "
+            "memory size's price, plus data in and out.</p>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>{note}"
+
+
+def _ok(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in document.get("configurations") or [] if c.get("status") == "ok"]
+
+
+def fig_throttle(document: dict[str, Any], key: str = "throttle", div_id: str = "fig-sls-throttle") -> str:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for c in _ok(document):
+        points = [f for f in c.get("concurrency") or [] if f.get("requests")]
+        if not points:
+            continue
+        if key == "throttle":
+            y = [100.0 * (f.get("throttle_rate") or 0.0) for f in points]
+        else:
+            y = [f.get("p95_ms") for f in points]
+        fig.add_trace(go.Scatter(x=[f["multiplier"] for f in points], y=y, mode="lines+markers", name=c["label"],
+                                 text=[f"{f['users']} callers, {f.get('goodput_rps') or 0:.1f} req/s served" for f in points],
+                                 hovertemplate="x%{x}: %{y:.1f} (%{text})"))
+    if not fig.data:
+        return f'<p id="{div_id}">No concurrency test ran.</p>'
+    if key == "throttle":
+        fig.update_layout(title="Throttled share of invocations vs callers (multiplier x MaxConcurrency)",
+                          xaxis_title="concurrency multiplier", yaxis_title="throttled (%)", height=420)
+    else:
+        fig.update_layout(title="p95 latency of successful invocations vs callers", xaxis_title="concurrency multiplier",
+                          yaxis_title="p95 (ms)", height=420)
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
+
+
+def fig_cold(document: dict[str, Any]) -> str:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for c in _ok(document):
+        samples = c.get("cold_start_samples_ms") or []
+        if samples:
+            fig.add_trace(go.Histogram(x=samples, name=c["label"], opacity=0.6, nbinsx=20))
+    if not fig.data:
+        return '<p id="fig-sls-cold">No cold-start test ran.</p>'
+    fig.update_layout(barmode="overlay", title="Cold-start latency: first requests after an idle gap",
+                      xaxis_title="latency (ms)", yaxis_title="requests", height=420)
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sls-cold", config={"displaylogo": False})
+
+
+def fig_cost(document: dict[str, Any]) -> str:
+    import plotly.graph_objects as go
+
+    compare = document.get("compare_instance") or {}
+    priced = [c for c in _ok(document) if c.get("cost_per_1m") is not None]
+    if not priced:
+        return '<p id="fig-sls-cost">No cost figures (no warm latency measured).</p>'
+    grid = traffic_grid([c.get("break_even_rps") for c in priced])
+    fig = go.Figure()
+    for c in priced:
+        per_request = c["cost_per_1m"] / 1e6
+        fig.add_trace(go.Scatter(x=grid, y=[r * 3600 * HOURS_PER_MONTH * per_request for r in grid], mode="lines",
+                                 name=f"serverless {c['label']}",
+                                 hovertemplate="%{x:.1f} req/s: $%{y:,.2f} a month"))
+    price = compare.get("price_per_hour")
+    if price is not None:
+        name = compare.get("instance_type") or "real-time instance"
+        fig.add_trace(go.Scatter(x=grid, y=[monthly_realtime_usd(r, price, compare.get("capacity_rps")) for r in grid],
+                                 mode="lines", name=f"real-time {name} (${price:g}/h)", line={"dash": "dash", "color": "black"},
+                                 hovertemplate="%{x:.1f} req/s: $%{y:,.2f} a month"))
+        marks = [c for c in priced if c.get("break_even_rps") is not None]
+        if marks:
+            fig.add_trace(go.Scatter(x=[c["break_even_rps"] for c in marks],
+                                     y=[monthly_realtime_usd(c["break_even_rps"], price, compare.get("capacity_rps")) for c in marks],
+                                     mode="markers", name="break-even", marker={"symbol": "x", "size": 12, "color": "black"},
+                                     text=[f"{c['label']}: {c['break_even_requests_per_month'] / 1e6:.1f}M requests a month"
+                                           for c in marks], hovertemplate="%{x:.1f} req/s (%{text})"))
+    fig.update_layout(title=f"Monthly cost vs sustained traffic ({HOURS_PER_MONTH} h a month)",
+                      xaxis_title="sustained traffic (req/s)", yaxis_title="$ per month", height=480)
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sls-cost", config={"displaylogo": False})
+
+
+def render_html(document: dict[str, Any]) -> str:
+    from plotly.offline import get_plotlyjs
+
+    rec = document.get("recommendation") or {}
+    compare = document.get("compare_instance") or {}
+    prices = document.get("prices") or {}
+    versus = (f"compared with real-time {html.escape(str(compare.get('instance_type') or 'instance'))} at "
+              f"${compare['price_per_hour']:g}/h ({html.escape(str(compare.get('price_source') or ''))}); "
+              if compare.get("price_per_hour") is not None else "")
+    lost = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(why)}</li>" for label, why in (document.get("why_not") or {}).items())
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>serverless sweep {html.escape(document.get('name', ''))}</title><style>{CSS}</style>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
+        f"<h1>Serverless sweep {html.escape(document.get('name', ''))}</h1>",
+        (f"<p class='note'>{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
+         f"{len(document.get('configurations') or [])} configurations; {versus}{html.escape(prices.get('serverless') or '')}; "
+         f"{html.escape(document.get('started_at', ''))} to {html.escape(document.get('ended_at', ''))}.</p>"),
+        f"<div class='rec' id='recommendation'>{html.escape(rec.get('reason') or 'No recommendation.')}</div>",
+        "<h2>Configurations</h2>", table(document),
+        "<h2>Throttles vs callers</h2>", fig_throttle(document),
+        "<h2>Latency vs callers</h2>", fig_throttle(document, key="latency", div_id="fig-sls-latency"),
+        "<h2>Cold starts</h2>", fig_cold(document),
+        "<h2>Cost vs traffic</h2>", fig_cost(document),
+        f"<h2>Why the others lost</h2><ul id='why-not'>{lost or '<li>(no other configuration)</li>'}</ul>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "sweep.json", "csv": out_dir / "sweep.csv"}
+    write_json(paths["json"], document)
+    write_csv(paths["csv"], document)
+    if html_too:
+        paths["html"] = out_dir / "sweep.html"
+        paths["html"].write_text(render_html(document), encoding="utf-8")
+    return paths

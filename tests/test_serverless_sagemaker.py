@@ -1,0 +1,151 @@
+"""Serverless sweeps on `deploy: sagemaker` against a moto server (control plane and CloudWatch), with
+the runtime calls going to a local endpoint running the serverless emulation
+(AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME): the endpoint config carries a ServerlessConfig, the sweep runs
+its three tests and deletes everything; ModelSetupTime is read back from CloudWatch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+import boto3
+import pytest
+
+from sm_locust.endpoint.server import LocalEndpoint, free_port
+from sm_locust.endpoint.serverless import ServerlessConfig
+from sm_locust.sweep.deployers import Deployment
+from sm_locust.sweep.serverless import SageMakerServerlessDeployer, cloudwatch_ms
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
+
+ROLE = "arn:aws:iam::123456789012:role/sagemaker"
+SWEEP = """\
+name: sls-aws
+deploy: sagemaker
+endpoint: {model_name: my-model}
+serverless:
+  memory_size_mb: 2048
+  max_concurrency: 2
+  cold_start_ms: 300               # local emulation only: not sent to SageMaker
+tests: [stability, concurrency, cold_start]
+concurrency_multipliers: [1, 2]
+cold_start: {rounds: 1, gap_s: 1.5}
+load: {payload: body.json, run_time: 2s}
+compare_instance: {instance_type: ml.c5.large, price_per_hour: 0.119}
+report: false
+"""
+
+
+@pytest.fixture(scope="module")
+def moto_url():
+    port = free_port()
+    binary = Path(sys.executable).with_name("moto_server")
+    cmd = [str(binary)] if binary.exists() else [sys.executable, "-m", "moto.server"]
+    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url + "/moto-api/", timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("moto_server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    """The runtime every configuration's calls reach: a serverless emulation idle-reclaiming after 1 s."""
+    config = ServerlessConfig(memory_mb=2048, max_concurrency=2, idle_timeout_s=1.0)
+    with LocalEndpoint(service_time_ms=30, cold_start_ms=300, serverless=config) as ep:
+        yield ep
+
+
+@pytest.fixture
+def aws(moto_url, runtime, monkeypatch, tmp_path):
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", moto_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", runtime.url)
+    client = boto3.client("sagemaker", region_name="us-east-1")
+    client.create_model(ModelName="my-model", ExecutionRoleArn=ROLE, PrimaryContainer={
+        "Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "ModelDataUrl": "s3://bucket/model.tar.gz"})
+    (tmp_path / "body.json").write_bytes(SAMPLE_PAYLOAD.read_bytes())
+    return client
+
+
+def leftovers(client) -> dict[str, list[str]]:
+    return {"endpoints": [e["EndpointName"] for e in client.list_endpoints()["Endpoints"]],
+            "configs": [c["EndpointConfigName"] for c in client.list_endpoint_configs()["EndpointConfigs"]],
+            "models": [m["ModelName"] for m in client.list_models()["Models"] if m["ModelName"] != "my-model"]}
+
+
+NOTHING = {"endpoints": [], "configs": [], "models": []}
+
+
+def test_the_endpoint_config_carries_a_serverless_config(aws, tmp_path):
+    deployer = SageMakerServerlessDeployer(aws, poll_s=0.05)
+    d = Deployment(1, "abcdef123456", {"model_name": "my-model", "serverless.memory_size_mb": 4096,
+                                       "serverless.max_concurrency": 8, "serverless.cold_start_ms": 700}, tmp_path)
+    deployer.prepare(d, "slstest")
+    lines: list[str] = []
+    deployer.deploy(d, threading.Event(), lines.append)
+    variant = aws.describe_endpoint_config(EndpointConfigName=d.resources["endpoint_config"])["ProductionVariants"][0]
+    assert variant["ServerlessConfig"] == {"MemorySizeInMB": 4096, "MaxConcurrency": 8}
+    assert "InstanceType" not in variant
+    assert d.info["memory_size_mb"] == 4096 and d.info["max_concurrency"] == 8
+    arn = aws.describe_endpoint(EndpointName=d.endpoint_name)["EndpointArn"]
+    assert {"Key": "sm-locust:sweep", "Value": "slstest"} in aws.list_tags(ResourceArn=arn)["Tags"]
+    assert deployer.teardown(d, lines.append) == []
+    assert leftovers(aws) == NOTHING
+
+
+def test_a_serverless_sweep_on_sagemaker_runs_its_tests_and_deletes_everything(aws, tmp_path):
+    (tmp_path / "sls.yaml").write_text(SWEEP)
+    plan = run_cli("sweep", "sls.yaml", "--plan", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert "serverless 2048 MB, MaxConcurrency 2, clone of model my-model (cold_start_ms: local emulation only" in plan.stdout
+    assert leftovers(aws) == NOTHING
+    assert_one_line_error(run_cli("sweep", "sls.yaml", "--out", "out", cwd=tmp_path), 2, "pass --yes")
+    r = run_cli("sweep", "sls.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (c,) = json.loads((tmp_path / "out" / "sweep.json").read_text())["configurations"]
+    assert c["status"] == "ok" and c["deployed"]["memory_size_mb"] == 2048
+    assert c["throttle_rate"]["1"] <= 0.05 < c["throttle_rate"]["2"]
+    assert 300 <= c["cold_start_p50_ms"] < 1000  # the runtime reclaimed both instances in the 1.5 s gap
+    assert c["model_setup_time"]["source"] == "CloudWatch"  # the runtime here publishes none: named, not invented
+    assert c["cost"]["duration_source"].startswith("mean warm latency")  # no ModelLatency in CloudWatch either
+    assert c["break_even_rps"] > 0
+    assert leftovers(aws) == NOTHING
+
+
+def test_model_setup_time_is_read_from_cloudwatch(moto_url, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    now = time.time()
+    stamp = datetime.fromtimestamp(now // 60 * 60, UTC)
+    dims = [{"Name": "EndpointName", "Value": "sls-ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+    cloudwatch.put_metric_data(Namespace="AWS/SageMaker", MetricData=[{
+        "MetricName": "ModelSetupTime", "Dimensions": dims, "Timestamp": stamp, "Unit": "Microseconds",
+        "StatisticValues": {"SampleCount": 4, "Sum": 2_800_000, "Minimum": 650_000, "Maximum": 760_000}}])
+    got = cloudwatch_ms(cloudwatch, "ModelSetupTime", "sls-ep", "AllTraffic", now - 5, now + 5)
+    assert got == {"source": "CloudWatch", "count": 4, "average_ms": 700.0, "maximum_ms": 760.0}
+    assert cloudwatch_ms(cloudwatch, "ModelSetupTime", "other", "AllTraffic", now - 5, now + 5)["count"] == 0
+
+
+def test_an_instance_type_on_a_serverless_sagemaker_sweep_is_refused(aws, tmp_path):
+    (tmp_path / "sls.yaml").write_text(SWEEP.replace("endpoint: {model_name: my-model}",
+                                                     "endpoint: {model_name: my-model, instance_type: ml.c5.large}"))
+    assert_one_line_error(run_cli("sweep", "sls.yaml", "--plan", cwd=tmp_path), 2,
+                          "endpoint.instance_type: a serverless endpoint has no instances")
+    assert leftovers(aws) == NOTHING

@@ -1,0 +1,223 @@
+"""Serverless sweeps: the figures from a run's seconds and the ranking as pure functions, bad input as
+one line (exit 2, nothing deployed), and a short local serverless sweep end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import psutil
+import pytest
+
+from sm_locust.plateau.timeline import Second
+from sm_locust.report.cost import load_prices
+from sm_locust.sweep.objective import Objective
+from sm_locust.sweep.serverless_measure import (
+    Phase,
+    cold_starts,
+    load_figures,
+    phase_bounds,
+    success_hist,
+)
+from sm_locust.sweep.serverless_rank import ServerlessCandidate, recommend
+from sm_locust.sweep.serverless_spec import CompareInstance
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
+
+# -- pure: figures ------------------------------------------------------------------------------------
+
+
+def _second(t: float, users: int, hist: dict[int, int], failures: int = 0) -> Second:
+    return Second(t=t, users=users, spawning=False, requests=sum(hist.values()), failures=failures, hist=hist)
+
+
+def test_phases_are_cut_from_the_timeline_where_the_user_count_changes():
+    # stability 1 user for 4 s, then x1 = 2 users for 4 s (starting a second late), then x2 = 4 users for 4 s
+    seconds = [_second(101 + k, 1, {60: 10}) for k in range(4)]
+    seconds += [_second(105, 1, {60: 10})]  # the shape's tick came a second late
+    seconds += [_second(106 + k, 2, {60: 20}) for k in range(4)]
+    seconds += [_second(110 + k, 4, {12: 60, 60: 20}, failures=60) for k in range(4)]
+    phases = [Phase("stability", 1, 4), Phase("concurrency", 2, 4, 1.0), Phase("concurrency", 4, 4, 2.0)]
+    assert phase_bounds(seconds, phases) == [(100.0, 104.0), (105.0, 109.0), (109.0, 113.0)]
+    figures = load_figures(seconds, phases, {"failures": 240, "errors": {"ThrottlingException": 240}})
+    assert figures.stability.requests == 40 and figures.stability_window == (100.0, 104.0)
+    x1, x2 = figures.concurrency
+    assert (x1.users, x1.throttle_rate, x1.p95_ms) == (2, 0.0, 60.0)
+    # x2: first second (20 %, at least 1 s) dropped; 3 s x (60 throttled + 20 served)
+    assert (x2.requests, x2.throttled, x2.throttle_rate) == (240, 180, 0.75)
+    assert x2.goodput_rps == pytest.approx(20.0)
+    assert x2.p50_ms == x2.p95_ms == 60.0  # the throttles (12 ms) are the fastest answers: taken out
+
+
+def test_success_hist_drops_the_fastest_entries():
+    assert success_hist({10: 5, 20: 3, 60: 4}, 6) == {20: 2, 60: 4}
+    assert success_hist({10: 5}, 0) == {10: 5}
+
+
+def test_stability_splits_cold_starts_at_the_threshold():
+    seconds = [_second(101, 1, {770: 1, 60: 5}), _second(102, 1, {60: 10, 70: 4})]
+    f = load_figures(seconds, [Phase("stability", 1, 2)], {}, cold_p50_ms=760.0).stability
+    assert f.threshold_ms == pytest.approx((60 * 760) ** 0.5)  # ~214 ms: between warm and cold
+    assert (f.cold_requests, f.max_ms, f.warm_p95_ms) == (1, 770.0, 70.0)
+    assert f.warm_mean_ms == pytest.approx((60 * 15 + 70 * 4) / 19)
+    without_cold_test = load_figures(seconds, [Phase("stability", 1, 2)], {}).stability
+    assert without_cold_test.threshold_ms == 240.0 and without_cold_test.cold_requests == 1  # 4 x median
+
+
+def test_cold_start_percentiles_are_nearest_rank_over_successes():
+    f = cold_starts([{"ms": m, "code": "ok"} for m in (700, 710, 720, 900)] + [{"ms": 12, "code": "ThrottlingException"}])
+    assert (f.p50_ms, f.p99_ms, f.failures) == (710, 900, {"ThrottlingException": 1})
+
+
+# -- pure: ranking ----------------------------------------------------------------------------------------
+
+
+def _candidate(index, memory, mc, p95, cost, capacity, cold=800.0, throttle=0.0, be=9.7):
+    return ServerlessCandidate(index, f"{memory}/{mc}", memory, mc, warm_ms={50.0: p95 * 0.9, 95.0: p95},
+                               throttle_at_1=throttle, capacity_rps=capacity, cold_start_p50_ms=cold, cost_per_1m=cost,
+                               break_even_rps=be, break_even_requests_per_month=be * 3600 * 730)
+
+
+def test_equally_cheap_sizes_are_decided_by_warm_latency_then_by_what_they_serve():
+    candidates = [_candidate(1, 2048, 2, 122, 4.90, 16), _candidate(2, 2048, 8, 121, 4.91, 64),
+                  _candidate(3, 4096, 2, 61, 5.02, 32), _candidate(4, 4096, 8, 61, 5.03, 120),
+                  _candidate(5, 6144, 8, 45, 6.10, 170)]
+    rec = recommend(candidates, Objective(), CompareInstance("ml.c5.large", 0.119))
+    assert rec.winner.index == 4  # within 5 % of the cheapest; p95 61 vs 122; MaxConcurrency 8 serves more
+    assert rec.reason == ("serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.80 s, $5.03 per 1M; "
+                          "real-time ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)")
+    assert rec.lost[1] == "as cheap, but p95 122 ms warm vs 61"
+    assert rec.lost[3].startswith("as cheap and as fast, but serves at most 32.0 req/s vs 120.0")
+    assert rec.lost[5] == "$6.10 per 1M vs $5.03"
+
+
+def test_a_target_rate_picks_the_smallest_max_concurrency_that_serves_it_and_the_slo_rules_out():
+    candidates = [_candidate(1, 4096, 2, 61, 5.0, 30), _candidate(2, 4096, 8, 61, 5.0, 120),
+                  _candidate(3, 4096, 4, 62, 5.0, 60), _candidate(4, 2048, 4, 130, 4.9, 30, throttle=0.2)]
+    rec = recommend(candidates, Objective(target_rps=50, slo_ms=100))
+    assert rec.winner.index == 3
+    assert rec.lost[1] == "serves at most 30.0 req/s < target 50 req/s"
+    assert rec.lost[2].startswith("MaxConcurrency 4 already serves 50 req/s")
+    assert rec.lost[4] == "p95 130 ms warm > SLO 100 ms"
+    assert "real-time" not in rec.reason  # no compare_instance
+    none = recommend(candidates, Objective(target_rps=500))
+    assert none.winner is None and none.reason.startswith("no serverless configuration meets the objective")
+
+
+# -- bad input -------------------------------------------------------------------------------------------------
+
+GOOD = {
+    "serverless": "{memory_size_mb: [2048], max_concurrency: [2]}",
+    "tests": "[stability, concurrency, cold_start]",
+    "concurrency_multipliers": "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("serverless", "{memory_size_mb: [2048, 1500], max_concurrency: [2]}", "serverless.memory_size_mb: memory size 1500 MB"),
+    ("serverless", "{memory_size_mb: [7168], max_concurrency: [2]}", "1024-6144 in 1 GB steps"),
+    ("serverless", "{memory_size_mb: [2048], max_concurrency: [0]}", "serverless.max_concurrency: MaxConcurrency 0 is outside"),
+    ("serverless", "{memory_size_mb: [2048], max_concurrency: [201]}", "outside SageMaker's 1-200"),
+    ("serverless", "{memory_size_mb: [2048]}", "serverless.max_concurrency: missing"),
+    ("serverless", "{memory_size_mb: 2048, max_concurrency: 2, warm: true}", "serverless.warm: unknown key"),
+    ("concurrency_multipliers", "[1, 0]", "concurrency_multipliers: a multiplier is a number above 0"),
+    ("concurrency_multipliers", "[-1]", "got -1"),
+    ("tests", "[stability, soak]", "tests: unknown test 'soak'; choose from: stability, concurrency, cold_start"),
+])
+def test_bad_serverless_input_is_one_line_exit_2_and_deploys_nothing(tmp_path, key, value, needle):
+    keys = {**GOOD, key: value}
+    text = "name: bad\n" + "".join(f"{k}: {v}\n" for k, v in keys.items()) + f"load: {{payload: {SAMPLE_PAYLOAD}}}\n"
+    (tmp_path / "s.yaml").write_text(text)
+    r = run_cli("sweep", "s.yaml", "--out", "out", cwd=tmp_path, timeout=60)
+    assert_one_line_error(r, 2, needle)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ("price_per_hour: 0.2\n", "price_per_hour: a serverless configuration is billed per use"),
+    ("load: {payload: PAYLOAD, users: 4}\n", "load.users: the serverless tests decide the users"),
+    ("compare_instance: {instance_type: ml.nope.large}\n", "compare_instance.instance_type: ml.nope.large is not in the price table"),
+])
+def test_keys_that_make_no_sense_for_serverless_are_refused(tmp_path, extra, needle):
+    text = "name: bad\nserverless: {memory_size_mb: 2048, max_concurrency: 2}\n" + extra.replace("PAYLOAD", str(SAMPLE_PAYLOAD))
+    if "load:" not in extra:
+        text += f"load: {{payload: {SAMPLE_PAYLOAD}}}\n"
+    (tmp_path / "s.yaml").write_text(text)
+    assert_one_line_error(run_cli("sweep", "s.yaml", "--plan", cwd=tmp_path, timeout=60), 2, needle)
+
+
+def test_serverless_keys_without_a_serverless_section_are_refused(tmp_path):
+    (tmp_path / "s.yaml").write_text(f"name: bad\ngrid: {{max_concurrency: [2]}}\ntests: [stability]\n"
+                                     f"load: {{payload: {SAMPLE_PAYLOAD}}}\n")
+    assert_one_line_error(run_cli("sweep", "s.yaml", "--plan", cwd=tmp_path, timeout=60), 2,
+                          "tests: applies to serverless sweeps only")
+
+
+# -- end to end --------------------------------------------------------------------------------------------------
+
+SWEEP = f"""\
+name: sls-e2e
+deploy: local
+endpoint: {{service_time_ms: 60}}    # at 6144 MB: 2048 MB takes 180 ms, 4096 MB 90 ms
+serverless:
+  memory_size_mb: [2048, 4096]
+  max_concurrency: 2
+  cold_start_ms: 300
+  idle_timeout_s: 1
+tests: [stability, concurrency, cold_start]
+concurrency_multipliers: [1, 2]
+cold_start: {{rounds: 1}}
+load: {{payload: {SAMPLE_PAYLOAD}, run_time: 2s}}
+compare_instance: {{instance_type: ml.c5.large}}
+report: false
+"""
+
+
+def _endpoints_running(out: str) -> list:
+    return [p for p in psutil.process_iter(["cmdline"]) if "serve" in (p.info["cmdline"] or []) and
+            any(out in part for part in p.info["cmdline"] or [])]
+
+
+def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
+    (tmp_path / "sls.yaml").write_text(SWEEP)
+    t0 = time.monotonic()
+    r = run_cli("sweep", "sls.yaml", "--out", "out", cwd=tmp_path, timeout=120)
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert wall < 60, wall
+    out = tmp_path / "out"
+    doc = json.loads((out / "sweep.json").read_text())
+    assert doc["kind"] == "serverless"
+    assert doc["compare_instance"]["price_per_hour"] == load_prices().lookup("ml.c5.large").usd_per_hour  # the table's
+    small, large = doc["configurations"]
+    assert (small["label"], large["label"]) == ("memory_size_mb 2048", "memory_size_mb 4096")
+    for c in (small, large):
+        assert c["status"] == "ok"
+        for key in ("settings", "throttle_rate", "cold_start_p50_ms", "cold_start_p99_ms", "warm_p50_ms", "warm_p95_ms",
+                    "cost_per_1m", "break_even_rps"):
+            assert c[key] is not None, key
+        assert c["settings"]["serverless.max_concurrency"] == 2
+        assert c["throttle_rate"]["1"] <= 0.05 and c["throttle_rate"]["2"] > 0.3  # 2 callers fit, 4 do not
+        assert 300 <= c["cold_start_p50_ms"] < 1000 and c["model_setup_time"]["count"] == 2  # 2 new instances
+        assert c["model_setup_time"]["average_ms"] == 300.0
+        assert c["stability"]["cold_requests"] == 1  # a fresh endpoint: the first request was cold
+        assert c["cost"]["duration_source"].startswith("ModelLatency mean")
+        assert (out / c["run_dir"] / "summary.json").exists() and (out / c["run_dir"] / "serverless.json").exists()
+    assert 180 <= small["warm_p50_ms"] < 240 and 90 <= large["warm_p50_ms"] < 140  # 60 ms x 6144 / memory
+    # CPU in proportion to memory: about the same $ per request, so the faster one wins
+    assert abs(small["cost_per_1m"] / large["cost_per_1m"] - 1) < 0.05
+    assert doc["recommendation"]["label"] == "memory_size_mb 4096"
+    assert doc["recommendation"]["reason"].startswith("serverless 4096 MB, MaxConcurrency 2: p95 ")
+    assert "real-time ml.c5.large is cheaper above " in doc["recommendation"]["reason"]
+    assert doc["why_not"]["memory_size_mb 2048"].startswith("as cheap, but p95 ")
+    with open(out / "sweep.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [row["memory_size_mb"] for row in rows] == ["2048", "4096"] and "throttle_rate_x2" in rows[0]
+    page = (out / "sweep.html").read_text()
+    for marker in ('id="fig-sls-throttle"', 'id="fig-sls-cold"', 'id="fig-sls-cost"', "serverless 4096 MB, MaxConcurrency 2"):
+        assert marker in page
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("sm-locust sweep: [1/2] memory_size_mb 2048: warm p95 ") and "at x1 / x2" in line
+               for line in lines)
+    assert any(line.startswith("sm-locust sweep: recommendation: serverless 4096 MB") for line in lines)
+    assert not _endpoints_running(str(out))
