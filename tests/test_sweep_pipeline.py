@@ -185,3 +185,19 @@ def test_sigterm_while_endpoints_are_created_deletes_them(tmp_path):
     result = json.loads(out.strip().splitlines()[-1])
     assert result == {"signum": signal.SIGTERM, "interrupted": True, "alive": 0, "peak": 2, "deleted": 2,
                       "statuses": ["interrupted"]}, err
+
+
+def test_a_rerun_resumes_even_when_the_grid_grew(tmp_path):
+    def run(grid):
+        sweep = load_sweep({"name": "grow", "grid": grid, "report": False, "price_per_hour": 0.2,
+                            "load": {"payload": str(SAMPLE_PAYLOAD)}}, out=tmp_path / "sweep")
+        sweep.deployer = FakeDeployer(deploy_s=0.01)
+        runner = FakeRunner(sweep, printer=lambda line: None, handle_signals=False)
+        runner.tested = []
+        return runner, runner.run()
+
+    first, _ = run({"max_concurrency": [1], "workers": [1, 2]})
+    assert first.tested == [1, 2]
+    second, outcome = run({"max_concurrency": [1, 2], "workers": [1, 2]})  # the folder names change
+    assert [r["resumed"] for r in outcome.rows.values()] == [True, True, False, False]
+    assert second.tested == [3, 4]
