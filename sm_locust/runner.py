@@ -72,7 +72,7 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
 RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html", "locust_*.csv",
-             "endpoint.log", "report.html", "steps.csv", "merged_timeseries.csv")
+             "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
 RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
 
 

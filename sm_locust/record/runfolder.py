@@ -46,12 +46,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import is_latency_series
 from sm_locust.record.schema import check_summary, drop_malformed_rows
-from sm_locust.record.timeline import head_reader, read_counts, timeline_path
+from sm_locust.record.timeline import head_reader, read_count_lines, timeline_path, whole_lines_size
 
 PREFIX = "locust"
 SUMMARY_JSON = "summary.json"
@@ -332,31 +333,29 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
         if sep and last.count(b",") < len(header) - 1:
             limit = size - len(last)
             gaps.append(f"Locust history: the last line of {path.name} was cut off mid-write and was skipped")
-    bad: list[object] = []
-
-    def invalid(row) -> str:
-        bad.append(row)
-        return "skip"
-
     wanted = [c for c in HISTORY_COLUMNS if c in header]
+    types = {c: pa.float64() for c in wanted}
+    types.update({"Timestamp": pa.int64(), "Name": pa.string(), "Type": pa.string()})
+    options = pacsv.ConvertOptions(include_columns=wanted, null_values=NA_VALUES, strings_can_be_null=True,
+                                   column_types=types)
+    batches = []
     with open(path, "rb") as fh:
-        source = head_reader(fh, limit)
-        try:
-            table = pacsv.read_csv(
-                source,
-                parse_options=pacsv.ParseOptions(invalid_row_handler=invalid),
-                convert_options=pacsv.ConvertOptions(
-                    include_columns=wanted, null_values=NA_VALUES, strings_can_be_null=True,
-                    column_types={"Timestamp": pa.int64(), "Name": pa.string(), "Type": pa.string()}),
-            )
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+        try:  # batch by batch, keeping only the Aggregated rows: a week's 1.2 M rows never sit in memory
+            reader = pacsv.open_csv(head_reader(fh, limit), read_options=pacsv.ReadOptions(block_size=8 << 20),
+                                    convert_options=options)
+            for batch in reader:
+                keep = pc.fill_null(pc.equal(batch.column("Name"), AGGREGATED), False)
+                batches.append(batch.filter(keep).drop_columns([c for c in ("Name", "Type") if c in batch.schema.names]))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a malformed row, a value that is not a number
             raise _Fallback() from None
-    if bad:
+    if not batches:
         raise _Fallback()
-    names = table.column("Name")
-    table = table.filter(pc.fill_null(pc.equal(names, AGGREGATED), False))
-    table = table.drop_columns([c for c in ("Name", "Type") if c in table.column_names])
-    return table.to_pandas()
+    table = pa.Table.from_batches(batches)
+    del batches
+    frame = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
+    pa.default_memory_pool().release_unused()  # give the parsing buffers back before the report's next steps
+    return frame
 
 
 def _history_frame(path: Path, gaps: list[str]) -> pd.DataFrame | None:
@@ -417,12 +416,61 @@ def read_failures(path: Path, gaps: list[str]) -> pd.DataFrame | None:
     return df
 
 
+def _timeline_frame(t, requests, failures) -> pd.DataFrame:
+    return pd.DataFrame({"t": np.asarray(t, dtype="float64"), "requests": np.asarray(requests, dtype="int64"),
+                         "failures": np.asarray(failures, dtype="int64")})
+
+
+def _timeline_arrow(source) -> pd.DataFrame:
+    """t, requests, failures of timeline.jsonl with pyarrow's JSON reader (each `hist` string skipped)."""
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    schema = pa.schema([("t", pa.float64()), ("requests", pa.int64()), ("failures", pa.int64())])
+    table = pajson.read_json(source, parse_options=pajson.ParseOptions(explicit_schema=schema,
+                                                                       unexpected_field_behavior="ignore"))
+    if any(table.column(name).null_count for name in schema.names):
+        raise ValueError("a line lacks t, requests or failures")
+    return table.to_pandas()
+
+
+def read_timeline_counts(path: Path, gaps: list[str]) -> pd.DataFrame | None:
+    """Per-second `t` (epoch s at the end of the sample), `requests`, `failures` (logical invocations)
+    of timeline.jsonl (or an older timeline.json); None when unreadable (a gap). Only these three
+    fields are parsed: with pyarrow when installed, else line by line (which also skips damaged
+    lines, counted in a gap)."""
+    what = f"timeline: {path.name}"
+    try:
+        if path.suffix == ".json":  # an older folder: one JSON list
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, list):
+                raise ValueError("not a list of seconds")
+            return _timeline_frame([float(d["t"]) for d in data], [int(d["requests"]) for d in data],
+                                   [int(d["failures"]) for d in data])
+        size, cut = whole_lines_size(path)
+        if cut:
+            gaps.append(f"{what}: the last line was cut off mid-write and was skipped")
+        with open(path, "rb") as fh:
+            if size:
+                try:
+                    return _timeline_arrow(head_reader(fh, size))
+                except Exception:  # no pyarrow, or a damaged line: line by line below, skipping the damage
+                    fh.seek(0)
+            t, requests, failures, bad = read_count_lines(head_reader(fh, size))
+        if bad:
+            gaps.append(f"{what}: skipped {bad} unreadable line(s)")
+        return _timeline_frame(t, requests, failures)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        gaps.append(f"{what} is not readable ({exc}); per-second figures come from the Locust history")
+        return None
+
+
 def read_timeline(run_dir: Path, gaps: list[str]) -> pd.DataFrame | None:
     """The folder's per-second invocations (`t`, `requests`, `failures`) from timeline.jsonl (or an
     older timeline.json); None when there is none (runs from before it existed: not a gap) or it is
     damaged (a gap)."""
     path = timeline_path(run_dir)
-    return None if path is None else read_counts(path, gaps)
+    return None if path is None else read_timeline_counts(path, gaps)
 
 
 def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:

@@ -11,10 +11,10 @@ second's histogram as one string: a week of seconds (605k lines, ~250 MB) reads 
 with pyarrow's JSON reader instead of ~4 s when every bucket is a JSON key. Folders from before
 this file hold `timeline.json` (one JSON list, `hist` an object); the readers here take both.
 
-Readers: `read_counts` (the report: `t`, `requests`, `failures` per second as a DataFrame; pyarrow
-when installed, else orjson line by line) and `read_seconds` (every field, as `Second`s). A last
-line cut mid-write (the process was killed) is skipped and named; a damaged line elsewhere is
-skipped and counted.
+Readers: `read_seconds` / `iter_seconds` (every field, as `Second`s) and `read_count_lines` (only
+`t`, `requests`, `failures`, line by line); the report's fast reader (pyarrow, into a DataFrame) is
+`record.runfolder.read_timeline`. A last line cut mid-write (the process was killed) is left out.
+Nothing here imports pandas: this module runs inside every Locust process.
 """
 
 from __future__ import annotations
@@ -25,16 +25,13 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import numpy as np
 import orjson
-import pandas as pd
 
 from sm_locust.plateau.timeline import Second
 
 TIMELINE_JSONL = "timeline.jsonl"
 TIMELINE_JSON = "timeline.json"  # folders written before timeline.jsonl existed
 FLUSH_EVERY_S = 5.0
-COUNT_COLUMNS = ("t", "requests", "failures")
 
 
 # ------------------------------------------------------------------------------------ one line
@@ -140,7 +137,7 @@ def head_reader(fh, size: int) -> io.BufferedReader:
     return io.BufferedReader(_Head(fh, size), buffer_size=1 << 20)
 
 
-def _whole_lines_size(path: Path) -> tuple[int, bool]:
+def whole_lines_size(path: Path) -> tuple[int, bool]:
     """(bytes up to and including the last newline, whether a cut last line follows them)."""
     size = path.stat().st_size
     if size == 0:
@@ -162,25 +159,8 @@ def _whole_lines_size(path: Path) -> tuple[int, bool]:
     return 0, True
 
 
-def _frame(t, requests, failures) -> pd.DataFrame:
-    return pd.DataFrame({"t": np.asarray(t, dtype="float64"), "requests": np.asarray(requests, dtype="int64"),
-                         "failures": np.asarray(failures, dtype="int64")})
-
-
-def _counts_arrow(source) -> pd.DataFrame:
-    import pyarrow as pa
-    import pyarrow.json as pajson
-
-    schema = pa.schema([("t", pa.float64()), ("requests", pa.int64()), ("failures", pa.int64())])
-    table = pajson.read_json(source, parse_options=pajson.ParseOptions(explicit_schema=schema,
-                                                                       unexpected_field_behavior="ignore"))
-    frame = table.to_pandas()
-    if frame[list(COUNT_COLUMNS)].isna().any().any():
-        raise ValueError("a line lacks t, requests or failures")
-    return frame.astype({"requests": "int64", "failures": "int64"})
-
-
-def _counts_lines(lines: Iterator[bytes]) -> tuple[pd.DataFrame, int]:
+def read_count_lines(lines: Iterator[bytes]) -> tuple[list[float], list[int], list[int], int]:
+    """(t, requests, failures, unreadable lines) of timeline.jsonl lines, parsed one by one (orjson)."""
     t: list[float] = []
     requests: list[int] = []
     failures: list[int] = []
@@ -195,38 +175,7 @@ def _counts_lines(lines: Iterator[bytes]) -> tuple[pd.DataFrame, int]:
             failures.append(int(record["failures"]))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             bad += 1
-    return _frame(t, requests, failures), bad
-
-
-def read_counts(path: Path, gaps: list[str]) -> pd.DataFrame | None:
-    """Per-second `t` (epoch s at the end of the sample), `requests`, `failures` (logical invocations)
-    of a timeline file; None when unreadable (a gap). Only these three fields are parsed."""
-    what = f"timeline: {path.name}"
-    try:
-        if path.suffix == ".json":  # an older folder: one JSON list
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, list):
-                raise ValueError("not a list of seconds")
-            return _frame([float(d["t"]) for d in data], [int(d["requests"]) for d in data],
-                          [int(d["failures"]) for d in data])
-        size, cut = _whole_lines_size(path)
-        if cut:
-            gaps.append(f"{what}: the last line was cut off mid-write and was skipped")
-        if size == 0:
-            return _frame([], [], [])
-        with open(path, "rb") as fh:
-            try:
-                return _counts_arrow(head_reader(fh, size))
-            except Exception:  # no pyarrow, or a damaged line: read line by line, skipping the damage
-                pass
-            fh.seek(0)
-            frame, bad = _counts_lines(head_reader(fh, size))
-        if bad:
-            gaps.append(f"{what}: skipped {bad} unreadable line(s)")
-        return frame
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-        gaps.append(f"{what} is not readable ({exc}); per-second figures come from the Locust history")
-        return None
+    return t, requests, failures, bad
 
 
 def read_seconds(path: Path) -> list[Second]:
@@ -239,7 +188,7 @@ def read_seconds(path: Path) -> list[Second]:
 
 def iter_seconds(path: Path) -> Iterator[Second]:
     """The seconds of timeline.jsonl one at a time (bounded memory); a cut last line is left out."""
-    size, _cut = _whole_lines_size(path)
+    size, _cut = whole_lines_size(path)
     with open(path, "rb") as fh:
         for line in head_reader(fh, size):
             if line.strip():

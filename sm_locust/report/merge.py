@@ -95,7 +95,7 @@ def per_second(history: pd.DataFrame | None, start: float | None = None, end: fl
 
 def attach_metrics(seconds: pd.DataFrame, metrics: pd.DataFrame | None, period: int = 60) -> pd.DataFrame:
     """Add each `cw_*` column of `metrics` (indexed by bucket start) to every second of its bucket."""
-    out = seconds.copy()
+    out = seconds.copy(deep=False)  # new columns only: `seconds` is left as it was
     if metrics is None or metrics.empty or not len(metrics.columns):
         return out
     buckets = out["epoch_s"].to_numpy() // period * period
@@ -105,11 +105,33 @@ def attach_metrics(seconds: pd.DataFrame, metrics: pd.DataFrame | None, period: 
     return out
 
 
+def iso_seconds(epochs) -> np.ndarray:
+    """Whole epoch seconds -> `2024-01-01T00:00:01Z` strings (as `iso(t, "seconds")`), vectorized:
+    each minute's prefix is formatted once, so a week of seconds takes ~0.1 s instead of ~2 s."""
+    e = np.asarray(epochs, dtype="int64")
+    if e.size == 0:
+        return np.array([], dtype="U20")
+    minutes = e // 60
+    low, high = int(minutes.min()), int(minutes.max())
+    if high - low <= 2 * e.size:  # a run's seconds: every minute in between, no sort needed
+        unique, inverse = np.arange(low, high + 1), minutes - low
+    else:
+        unique, inverse = np.unique(minutes, return_inverse=True)
+    prefixes = np.datetime_as_string((unique * 60).astype("datetime64[s]"), unit="m").astype("S16")
+    chars = np.empty((e.size, 20), dtype=np.uint8)
+    chars[:, :16] = prefixes.view(np.uint8).reshape(-1, 16)[inverse.ravel()]
+    second = e - minutes * 60
+    chars[:, 16] = ord(":")
+    chars[:, 17] = ord("0") + second // 10
+    chars[:, 18] = ord("0") + second % 10
+    chars[:, 19] = ord("Z")
+    return chars.view("S20").ravel().astype("U20")
+
+
 def with_time(seconds: pd.DataFrame) -> pd.DataFrame:
     """Prepend the ISO-8601 UTC `time` column (the CSV's first column)."""
     out = seconds.copy()
-    times = pd.to_datetime(out["epoch_s"], unit="s", utc=True).dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    out.insert(0, "time", times)
+    out.insert(0, "time", iso_seconds(out["epoch_s"].to_numpy()))
     return out
 
 

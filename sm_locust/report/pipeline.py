@@ -6,6 +6,7 @@ point and its cost, and writes next to the run (or into `out_dir`):
 
     merged_timeseries.csv   one row per second: Locust columns + cw_<Metric>_<stat>_<unit>
     steps.csv               one row per step (user count held)
+    hourly.csv              one row per hour of the run (report.hourly: a soak test's drift)
     report.html             one self-contained page (plotly inline, works offline)
     summary.json            gains `cloudwatch`, `cost` and `report` keys; other keys untouched
 
@@ -42,12 +43,15 @@ from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
+from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
+from sm_locust.report.tables import write_table, write_timeseries
 
 Progress = Callable[[str], None]
 
-OUTPUT_FILES = {"timeseries": "merged_timeseries.csv", "steps": "steps.csv", "html": "report.html"}
+OUTPUT_FILES = {"timeseries": "merged_timeseries.csv", "steps": "steps.csv", "hourly": "hourly.csv",
+                "html": "report.html"}
 
 
 @dataclass
@@ -286,7 +290,7 @@ def invocation_seconds(seconds, timeline) -> Any:
     timeline (logical invocations; `RunData.timeline`: `t`, `requests`, `failures`) instead of
     Locust's Aggregated history row; seconds the timeline does not cover are NaN. Without a
     timeline: only `goodput_rps`, from the history's counts."""
-    out = seconds.copy()
+    out = seconds.copy(deep=False)  # columns are replaced, not written into: `seconds` is left as it was
     if timeline is None or len(timeline) == 0 or out.empty:
         if "requests" in out.columns and "failures" in out.columns:
             out["goodput_rps"] = out["requests"] - out["failures"]
@@ -366,6 +370,8 @@ def build_report(
     metrics = fetch_metrics(data, opts, cloudwatch=cloudwatch, progress=say, env=env, prices=prices)
     say("merging and computing steps")
     seconds, steps, point, cost, errors, gaps, notes = compute(data, opts, metrics, prices)
+    start, end = run_span(data)
+    data.history = metrics.frame = None  # merged into `seconds`: let a week's worth of rows go now
     tokens = llm_view(data.summary, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
@@ -374,11 +380,12 @@ def build_report(
     out = Path(opts.out_dir) if opts.out_dir else data.run_dir
     out.mkdir(parents=True, exist_ok=True)
     outputs = {key: out / name for key, name in OUTPUT_FILES.items()}
+    hours = hourly_rows(seconds, data.summary)
     say(f"writing {outputs['timeseries']} ({len(seconds):,} rows)")
-    merge.with_time(seconds).to_csv(outputs["timeseries"], index=False, float_format="%.6g")
-    steps.to_csv(outputs["steps"], index=False, float_format="%.6g")
+    write_timeseries(seconds, outputs["timeseries"], time=merge.iso_seconds)
+    write_table(steps, outputs["steps"])
+    write_table(hours, outputs["hourly"])
     generated = iso(time.time(), "seconds")
-    start, end = run_span(data)
     run_info = {
         "endpoint": opts.endpoint_name, "variant": opts.variant_name, "region": opts.region,
         "instances": f"{opts.instance_count or 1} x {opts.instance_type}" if opts.instance_type else None,
@@ -389,6 +396,7 @@ def build_report(
         title=f"sm-locust report: {opts.endpoint_name or data.run_dir.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
         totals=data.summary.get("totals") if isinstance(data.summary.get("totals"), dict) else {}, llm=tokens,
+        hours=hours,
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")

@@ -8,14 +8,18 @@ are replaced by a sentence saying what is missing, and the "Gaps and warnings" s
 every gap the readers, CloudWatch and cost steps wrote down.
 
 Per-second series longer than MAX_POINTS are averaged into coarser buckets for drawing only (the
-CSV keeps every second). Requests are logical invocations; goodput (successful invocations per
-second) is drawn and tabled beside every attempt rate.
+CSV keeps every second), with the buckets' min / max drawn as a band around throughput and p95, so
+a week-long run's spikes stay visible. A run longer than an hour gets a "Per hour" section: one row
+per hour (`report.hourly`) and a chart of its throughput and latency, where drift shows. Requests
+are logical invocations; goodput (successful invocations per second) is drawn and tabled beside
+every attempt rate.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +31,7 @@ from sm_locust.report.llm import llm_figures, llm_rows
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
            "fig-endpoint-load", "fig-errors", "fig-decomposition")
+HOURLY_FIG_ID = "fig-hourly"  # runs longer than an hour, in the "Per hour" section
 
 
 @dataclass
@@ -45,6 +50,7 @@ class ReportModel:
     generated_at: str = ""
     totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
     llm: Any = None  # report.llm.LlmView when the run counted tokens
+    hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -60,16 +66,49 @@ def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
-def _downsample(seconds: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+def _downsample(seconds: pd.DataFrame, columns: list[str], envelope: tuple[str, ...] = ()) -> pd.DataFrame:
+    """At most MAX_POINTS rows to draw: buckets of k consecutive seconds averaged (NaN ignored); for
+    the `envelope` columns also `<col>_min` / `<col>_max` per bucket (only when k > 1)."""
     cols = [c for c in columns if c in seconds.columns]
-    frame = seconds[["epoch_s", *cols]]
-    if len(frame) > MAX_POINTS:
-        k = math.ceil(len(frame) / MAX_POINTS)
-        frame = frame.groupby(frame["epoch_s"] // k * k).mean(numeric_only=True).reset_index(drop=True)
-        frame["epoch_s"] = frame["epoch_s"].round()
-    out = frame.copy()
+    n = len(seconds)
+    k = math.ceil(n / MAX_POINTS) if n > MAX_POINTS else 1
+    out = pd.DataFrame()
+    if k == 1:
+        out = seconds[["epoch_s", *cols]].copy()
+    else:
+        m = math.ceil(n / k)
+
+        def buckets(column: str) -> np.ndarray:
+            values = np.full(m * k, np.nan)
+            values[:n] = seconds[column].to_numpy(dtype="float64")
+            return values.reshape(m, k)
+
+        with warnings.catch_warnings():  # a bucket with no data is NaN, which is what it should draw
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out["epoch_s"] = np.round(np.nanmean(buckets("epoch_s"), axis=1))
+            for c in cols:
+                grid = buckets(c)
+                out[c] = np.nanmean(grid, axis=1)
+                if c in envelope:
+                    out[f"{c}_min"] = np.nanmin(grid, axis=1)
+                    out[f"{c}_max"] = np.nanmax(grid, axis=1)
     out["time"] = pd.to_datetime(out["epoch_s"], unit="s", utc=True).dt.tz_localize(None)
+    out.attrs["bucket_s"] = k
     return out
+
+
+def _band(fig, d: pd.DataFrame, column: str, name: str, **where) -> None:
+    """The min / max of each drawn bucket as a shaded band behind `column` (long runs only)."""
+    import plotly.graph_objects as go
+
+    if f"{column}_max" not in d.columns:
+        return
+    group = f"band-{column}"
+    fig.add_trace(go.Scatter(x=d["time"], y=d[f"{column}_max"], mode="lines", line={"width": 0}, hoverinfo="skip",
+                             legendgroup=group, showlegend=False), **where)
+    fig.add_trace(go.Scatter(x=d["time"], y=d[f"{column}_min"], mode="lines", line={"width": 0}, fill="tonexty",
+                             fillcolor="rgba(99,110,250,0.18)", legendgroup=group, hoverinfo="skip",
+                             name=f"{name} min-max per {d.attrs.get('bucket_s', 1)} s"), **where)
 
 
 def _has(frame: pd.DataFrame, column: str) -> bool:
@@ -123,8 +162,9 @@ def fig_throughput_time(m: ReportModel) -> str:
 
     if not _has(m.seconds, "rps"):
         return _missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
-    d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"])
+    d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"], envelope=("rps",))
     fig = make_subplots(specs=[[{"secondary_y": True}]])
+    _band(fig, d, "rps", "requests/s", secondary_y=False)
     fig.add_trace(go.Scatter(x=d["time"], y=d["rps"], name="requests/s"), secondary_y=False)
     if _has(d, "goodput_rps"):
         fig.add_trace(go.Scatter(x=d["time"], y=d["goodput_rps"], name="goodput/s"), secondary_y=False)
@@ -162,8 +202,9 @@ def fig_latency_time(m: ReportModel) -> str:
             if _has(m.seconds, c)]
     if not cols:
         return _missing("fig-latency-time", "Latency vs time", "no Locust history")
-    d = _downsample(m.seconds, cols)
+    d = _downsample(m.seconds, cols, envelope=("p95_ms",))
     fig = go.Figure()
+    _band(fig, d, "p95_ms", "p95")
     for c in cols:
         fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=c, line={"dash": "dot"} if c.startswith("cw_") else {}))
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
@@ -223,6 +264,26 @@ def fig_decomposition(m: ReportModel) -> str:
     fig.update_layout(barmode="relative", title="Where the average latency goes, per step",
                       xaxis_title="users", yaxis_title="ms")
     return _div(fig, "fig-decomposition")
+
+
+def fig_hourly(m: ReportModel) -> str:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    h = m.hours
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    x = h["hour"]
+    for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
+        if _has(h, c):
+            fig.add_trace(go.Scatter(x=x, y=h[c], mode="lines+markers", name=name), secondary_y=False)
+    for c in ("p50_ms", "p95_ms", "p99_ms", "cw_ModelLatency_avg_ms"):
+        if _has(h, c):
+            fig.add_trace(go.Scatter(x=x, y=h[c], mode="lines+markers", name=c, line={"dash": "dot"}), secondary_y=True)
+    fig.update_layout(title="Per hour: throughput and latency (drift shows here)")
+    fig.update_xaxes(title_text="hour of the run")
+    fig.update_yaxes(title_text="per second", secondary_y=False)
+    fig.update_yaxes(title_text="ms", secondary_y=True)
+    return _div(fig, HOURLY_FIG_ID)
 
 
 # ---------------------------------------------------------------------------------------- tables
@@ -315,6 +376,29 @@ def steps_table(steps: pd.DataFrame) -> str:
     return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+HOURLY_TABLE_COLUMNS = [
+    ("hour", 0), ("start", 0), ("users", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4),
+    ("p50_ms", 1), ("p95_ms", 1), ("p99_ms", 1), ("errors", 0), ("client_cpu_pct", 0),
+    ("cw_CPUUtilization_avg_pct", 1), ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
+    ("cw_MemoryUtilization_max_pct", 1), ("cw_ModelLatency_avg_ms", 1),
+]
+
+
+def hourly_section(m: ReportModel) -> str:
+    """The "Per hour" section (a chart and a table), for runs that span more than one hour; else ''."""
+    h = m.hours
+    if h is None or len(h) < 2:
+        return ""
+    cols = [(c, d) for c, d in HOURLY_TABLE_COLUMNS if c in h.columns]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(row[c], d))}</td>" for c, d in cols) + "</tr>"
+                   for _, row in h.iterrows())
+    return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
+            f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
+            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(m)}"
+            f'<table id="hours"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+
+
 # ------------------------------------------------------------------------------------------ page
 
 CSS = """
@@ -360,6 +444,7 @@ def render_html(model: ReportModel) -> str:
         f'<h2>Summary</h2><table id="summary">{summary}</table>',
         "<h2>Charts</h2>",
         *figures,
+        hourly_section(model),
         "<h2>Steps</h2>",
         steps_table(model.steps),
         "</body></html>",
