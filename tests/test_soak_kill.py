@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,17 @@ def test_compare_and_smoke_work_on_the_killed_run_and_say_so(killed_run, tmp_pat
     smoke = run_cli("smoke", "--run-dir", str(killed_run), "--max-error-rate", "0")
     assert smoke.returncode == 0, smoke.stdout + smoke.stderr  # the gates judge what the checkpoint holds
     assert sum(INTERRUPTED in line for line in smoke.stdout.splitlines()) == 1, smoke.stdout
+
+
+@pytest.mark.parametrize(("given", "shape", "to_locust"), [("7d", None, "604800s"), ("1d12h", "open", "129600s"),
+                                                          ("90m", None, "90m")])
+def test_a_soak_run_time_in_days_reaches_locust_in_seconds(given, shape, to_locust):
+    from sm_locust.cli import build_parser
+    from sm_locust.cli.run import load_from_args
+
+    argv = ["run", "--endpoint-name", "ep", "-t", given] + (["--shape", shape, "--target-rps", "5"] if shape else [])
+    args, _ = build_parser("run").parse_known_args(argv)
+    load = load_from_args(args)
+    assert load.run_time == to_locust
+    cmd = locust_command([], load, Path("out"))
+    assert cmd[cmd.index("--run-time") + 1] == to_locust  # Locust's -t has no days

@@ -83,7 +83,9 @@ def load_from_args(args: argparse.Namespace):
     if run_time is not None:
         from sm_locust.shapes.settings import parse_seconds
 
-        parse_seconds(run_time, "--run-time")
+        seconds = parse_seconds(run_time, "--run-time")
+        if "d" in str(run_time):  # Locust's -t has no days: a soak run's "7d" goes to it as seconds
+            run_time = f"{round(seconds)}s"
     return LoadSettings(
         users=users,
         spawn_rate=args.spawn_rate if args.spawn_rate is not None else (100.0 if shape else 1.0),

@@ -43,11 +43,12 @@ DEFAULT_START_RPS = 10.0
 DEFAULT_MAX_RPS = 5000.0
 MAX_SPAWN_RATE = 100.0  # Locust warns above 100 users/s
 
-_TIMESPAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?!s))?\s*(?:(\d+(?:\.\d+)?)s?)?\s*$")
+_TIMESPAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)d)?\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?!s))?\s*"
+                       r"(?:(\d+(?:\.\d+)?)s?)?\s*$")
 
 
 def parse_seconds(value, flag: str) -> float | None:
-    """600, "600", "90s", "10m", "1h30m" -> seconds; "" / None -> None."""
+    """600, "600", "90s", "10m", "1h30m", "7d" -> seconds; "" / None -> None."""
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)):
@@ -55,9 +56,9 @@ def parse_seconds(value, flag: str) -> float | None:
     else:
         match = _TIMESPAN.match(str(value))
         if not match or not any(match.groups()):
-            raise UsageError(f"{flag} {value!r} is not a duration; write it like 600, 90s, 10m or 1h30m")
-        h, m, s = (float(g) if g else 0.0 for g in match.groups())
-        seconds = h * 3600 + m * 60 + s
+            raise UsageError(f"{flag} {value!r} is not a duration; write it like 600, 90s, 10m, 1h30m or 7d")
+        d, h, m, s = (float(g) if g else 0.0 for g in match.groups())
+        seconds = d * 86400 + h * 3600 + m * 60 + s
     if not seconds > 0:
         raise UsageError(f"{flag} must be more than 0 seconds, got {value!r}")
     return seconds
