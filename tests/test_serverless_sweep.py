@@ -221,3 +221,23 @@ def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
                for line in lines)
     assert any(line.startswith("sm-locust sweep: recommendation: serverless 4096 MB") for line in lines)
     assert not _endpoints_running(str(out))
+
+    again = run_cli("sweep", "sls.yaml", "--out", "out", cwd=tmp_path, timeout=60)  # resumes: nothing deployed
+    assert again.returncode == 0, again.stderr
+    assert "0 to run (2 measured before)" in again.stdout
+    assert json.loads((out / "sweep.json").read_text())["recommendation"]["label"] == "memory_size_mb 4096"
+
+
+def test_a_cold_start_only_sweep_times_first_requests_and_resumes(tmp_path):
+    (tmp_path / "cold.yaml").write_text(
+        "name: cold\nserverless: {memory_size_mb: 6144, max_concurrency: 3, cold_start_ms: 200, idle_timeout_s: 0.5}\n"
+        f"tests: [cold_start]\ncold_start: {{rounds: 2, gap_s: 1}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\nreport: false\n")
+    r = run_cli("sweep", "cold.yaml", "--out", "out", cwd=tmp_path, timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr  # measured, but no warm latency: nothing to recommend
+    (c,) = json.loads((tmp_path / "out" / "sweep.json").read_text())["configurations"]
+    assert c["status"] == "ok" and len(c["cold_start_samples_ms"]) == 6  # 2 rounds x 3 new instances
+    assert min(c["cold_start_samples_ms"]) >= 200 + 20  # setup + 20 ms of model at 6144 MB
+    assert c["model_setup_time"]["count"] == 6 and c["throttle_rate"] == {}
+    assert c["lost_because"].startswith("no warm latency measured")
+    again = run_cli("sweep", "cold.yaml", "--out", "out", cwd=tmp_path, timeout=60)
+    assert "0 to run (1 measured before)" in again.stdout

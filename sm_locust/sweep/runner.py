@@ -61,12 +61,14 @@ class RunOutcome:
 
 
 def is_complete(run_dir: Path, key: str) -> bool:
-    """A configuration measured before: summary.json plus our marker with the same key, status ok."""
+    """A configuration measured before: its result (summary.json, or the file the marker names) plus
+    our marker with the same key, status ok."""
     try:
         marker = json.loads((run_dir / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    return marker.get("key") == key and marker.get("status") == "ok" and (run_dir / "summary.json").exists()
+    result = str(marker.get("result") or "summary.json")
+    return marker.get("key") == key and marker.get("status") == "ok" and (run_dir / result).exists()
 
 
 class _StepEcho(io.TextIOBase):
@@ -118,6 +120,8 @@ def stop_locust_children(timeout: float = 5.0) -> None:
 
 class SweepRunner:
     """One sweep run; `sweep` is an `api.Sweep` (checked file, deployer, configurations, plan)."""
+
+    result_file = "summary.json"  # what a measured configuration's run folder holds (resume checks it)
 
     def __init__(self, sweep, printer: Printer | None = None, *, handle_signals: bool = True):
         self.sweep = sweep
@@ -379,7 +383,8 @@ class SweepRunner:
         c = self.sweep.configuration(i)
         marker = {"sweep_id": self.spec.sweep_id, "key": self.sweep.keys[i], "index": i, "label": c.label,
                   "settings": c.settings, "deploy": self.spec.deploy, "endpoint_name": d.endpoint_name,
-                  "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                  "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "result": self.result_file}
         (run_dir / MARKER).write_text(json.dumps(marker, indent=1, default=str))
 
     # -- results ----------------------------------------------------------------------------------

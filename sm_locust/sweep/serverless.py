@@ -374,6 +374,8 @@ def cloudwatch_ms(cloudwatch, metric: str, endpoint_name: str, variant: str, sta
 class ServerlessRunner(SweepRunner):
     """The sweep's runner with the serverless tests in place of the plateau search."""
 
+    result_file = RESULTS  # also when only the cold-start test ran (no Locust run, no summary.json)
+
     def run_configuration(self, i: int, d: Deployment, run_dir: Path) -> None:
         sweep: ServerlessSweep = self.sweep
         plan: ServerlessLoadPlan = sweep.plan
