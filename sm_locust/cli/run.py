@@ -19,7 +19,7 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
     group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
     group.add_argument("-r", "--spawn-rate", type=float, default=None, help="users started per second (default 1; with a shape 100)")
-    group.add_argument("-t", "--run-time", default=None, help="stop after this long, e.g. 90s, 5m (no shape: default 1m)")
+    group.add_argument("-t", "--run-time", default=None, help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
     group.add_argument("--shape", default=None,
                        help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
                        "arrival rate; implied by --target-rps) (default: constant users)")
