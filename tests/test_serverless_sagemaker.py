@@ -1,7 +1,8 @@
 """Serverless sweeps on `deploy: sagemaker` against a moto server (control plane and CloudWatch), with
 the runtime calls going to a local endpoint running the serverless emulation
 (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME): the endpoint config carries a ServerlessConfig, the sweep runs
-its three tests and deletes everything; ModelSetupTime is read back from CloudWatch."""
+its three tests and deletes everything; ModelSetupTime is read back from CloudWatch, also as the
+local emulation publishes it there."""
 
 from __future__ import annotations
 
@@ -149,3 +150,19 @@ def test_an_instance_type_on_a_serverless_sagemaker_sweep_is_refused(aws, tmp_pa
     assert_one_line_error(run_cli("sweep", "sls.yaml", "--plan", cwd=tmp_path), 2,
                           "endpoint.instance_type: a serverless endpoint has no instances")
     assert leftovers(aws) == NOTHING
+
+
+def test_the_emulation_publishes_model_setup_time_to_the_cloudwatch_stand_in(moto_url, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
+    config = ServerlessConfig(memory_mb=6144, max_concurrency=2, idle_timeout_s=0.5)
+    start = time.time()
+    with LocalEndpoint(service_time_ms=10, cold_start_ms=250, serverless=config, cloudwatch_url=moto_url,
+                       metrics_interval_s=1, metrics_endpoint_name="sls-pub") as ep:
+        runtime = boto3.client("sagemaker-runtime", endpoint_url=ep.url, region_name="us-east-1")
+        for _ in range(2):  # two cold starts: new, then reclaimed after the idle timeout
+            runtime.invoke_endpoint(EndpointName="any", Body=SAMPLE_PAYLOAD.read_bytes(), ContentType="application/json")
+            time.sleep(0.7)
+    # stopped: the last window is flushed
+    got = cloudwatch_ms(boto3.client("cloudwatch", region_name="us-east-1"), "ModelSetupTime", "sls-pub", "AllTraffic",
+                        start, time.time())
+    assert (got["count"], got["average_ms"], got["maximum_ms"]) == (2, 250.0, 250.0)
