@@ -16,6 +16,8 @@ each; compare throughput, latency and $ per 1M inferences), as folders by respon
     runner.py      drives it all; resume, overlap, cleanup on success, failure, SIGINT, SIGTERM
     render.py      sweep.json, sweep.csv, sweep.html
     api.py         the Python entry points (`load_sweep`, `plan`, `run_sweep`, `cleanup`)
+    serverless*.py serverless sweeps (a `serverless:` section): memory x MaxConcurrency, stability /
+                   concurrency / cold-start tests, cost and break-even vs real-time (docs/serverless.md)
 
 docs/sweep.md documents the file and the outputs.
 """
