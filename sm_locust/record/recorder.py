@@ -237,8 +237,8 @@ class RunRecorder:
         self._greenlet = gevent.spawn(self._sample_forever)
 
     def on_test_stop(self, environment, **_kw) -> None:
-        if isinstance(environment.runner, WorkerRunner) or self.started_at is None:
-            return
+        if isinstance(environment.runner, WorkerRunner) or self.started_at is None or self.ended_at is not None:
+            return  # a second test_stop (quitting after a stop) adds nothing: the timeline is closed
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
