@@ -16,7 +16,8 @@ counted, for the run and for each step (over the step's steady window, the same 
 comes from): `ttft_p50_ms` .. `ttft_p99_ms`, `itl_p50_ms` .. `itl_p99_ms`, `tpot_p50_ms`,
 `tpot_p95_ms`, `e2e_p50_ms`, `e2e_p95_ms`, `input_tokens` (the server's counts, else the sender's),
 `output_tokens_per_s` (the output tokens that arrived in the window / its length: a stream's tokens
-count in the second each arrived, so a step's rate does not jump with the few answers that happen
+count in the second each arrived (live, as each PayloadPart comes in, so a running step is judged on its
+tokens so far, not on the answers that happened to finish), so a step's rate does not jump with the few answers that happen
 to complete in it), `output_tokens` (of the answers completed in the window),
 `request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
 (`server`, `counted`, or `mixed` when some answers had the server's counts and some did not) and
@@ -28,11 +29,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+from gevent import getcurrent
 
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
+    StreamTokens,
     count_response,
     count_stream,
     response_figures,
@@ -59,6 +64,15 @@ def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = Tru
     return None
 
 
+@dataclass
+class Live:
+    """One stream's tokens as they arrive: the parser, and what was counted in which second."""
+
+    parser: StreamTokens = field(default_factory=StreamTokens)
+    added: dict[int, float] = field(default_factory=dict)
+    total: float = 0.0
+
+
 def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
     """Each step's steady window, in the order summary.json lists steps (`split_steps` +
     `steady_window`, as `plateau.steady.measure_step` cuts them)."""
@@ -66,8 +80,13 @@ def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
             for step in split_steps(seconds, timeline_mode(seconds))]
 
 
-def _overlap(second: int, start: float, end: float) -> float:
-    return max(0.0, min(second + 1.0, end) - max(float(second), start))
+def _overlap(second: int, start: float, end: float, now: float) -> float:
+    """The share of second `second`'s tokens that arrived in (start, end], arrivals taken as even over
+    the second, or over its part so far when it is the current one (it is still filling up)."""
+    filled = min(1.0, now - second)
+    if filled <= 0:
+        return 0.0
+    return max(0.0, min(second + filled, end) - max(float(second), start)) / filled
 
 
 class LlmStats:
@@ -76,6 +95,8 @@ class LlmStats:
     def __init__(self, environment: Any = None):
         self.buckets: dict[int, Bucket] = {}
         self.warned = False
+        self._live: dict[Any, Live] = {}
+        self.clock: Callable[[], float] = time.time
         if environment is not None:
             events = environment.events
             events.test_start.add_listener(self._on_test_start)
@@ -91,10 +112,17 @@ class LlmStats:
         return stats
 
     # -- recording -------------------------------------------------------------------------------
-    def add(self, sample: RequestTokens, now: float | None = None) -> None:
+    def add(self, sample: RequestTokens, now: float | None = None, live: Live | None = None) -> None:
+        """One answer's figures, in the second it completed; its output tokens in the seconds they arrived:
+        already counted live (`live`, then only the server's correction is added now), else spread over
+        the stream's token times, else all now."""
         now = time.time() if now is None else now
         self._bucket(int(now)).add(sample)
-        if sample.output_tokens:
+        if live is not None:
+            extra = (sample.output_tokens or 0) - live.total  # the server counted more (or fewer) than seen
+            if extra:
+                self._bucket(int(now)).arrived += extra
+        elif sample.output_tokens:
             times = sample.token_times_ms
             if times:  # each streamed token in the second it arrived (the server's count spread over them)
                 start = now - sample.e2e_ms / 1000.0
@@ -107,6 +135,29 @@ class LlmStats:
             self.warned = True
             log.warning("sm-locust: a stream's chunks carry no recognisable tokens (TGI/LMI JSON lines with \"token\", "
                         "or OpenAI-style SSE choices[].delta); it is timed, its tokens are not counted")
+
+    # -- live: tokens counted as each PayloadPart arrives (the client's chunk_listener) ----------
+    def on_chunk(self, payload: bytes) -> None:
+        """A PayloadPart of the stream the calling greenlet is reading: its tokens count now."""
+        key = getcurrent()
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = Live()
+        tokens = live.parser.feed(payload)
+        if tokens:
+            second = int(time.time())
+            self._bucket(second).arrived += tokens
+            live.added[second] = live.added.get(second, 0) + tokens
+            live.total += tokens
+
+    def take_live(self) -> Live | None:
+        """The calling greenlet's live count of the stream it just finished (None when none ran)."""
+        return self._live.pop(getcurrent(), None)
+
+    def discard(self, live: Live) -> None:
+        """A stream that failed: its tokens, counted as they came, are taken back (failures carry none)."""
+        for second, tokens in live.added.items():
+            self._bucket(second).arrived -= tokens
 
     def _bucket(self, second: int) -> Bucket:
         bucket = self.buckets.get(second)
@@ -135,8 +186,9 @@ class LlmStats:
         """The answers completed in these (start, end] spans (the bucket seconds whose middle lies in
         one), and the tokens that arrived in them (each second's share by overlap, so a span of 2.5 s
         holds 2.5 s of tokens)."""
+        now = self.clock()
         out = merged(b for s, b in self.buckets.items() if any(a < s + 0.5 <= e for a, e in spans))
-        out.arrived = sum(b.arrived * _overlap(s, a, e) for a, e in spans for s, b in self.buckets.items()
+        out.arrived = sum(b.arrived * _overlap(s, a, e, now) for a, e in spans for s, b in self.buckets.items()
                           if s + 1.0 > a and s < e)
         return out
 
@@ -173,18 +225,32 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
     stats = LlmStats.for_environment(environment)
     clock = time.perf_counter
 
+    client = getattr(call, "__self__", None)
+    if client is not None and hasattr(client, "chunk_listener"):
+        client.chunk_listener = stats.on_chunk  # streamed tokens count as they arrive, not at the end
+
     def counted(invocation, *args, **kwargs):
         started = clock()
         result = call(invocation, *args, **kwargs)
-        if result is not None:
-            e2e_ms = (clock() - started) * 1000.0
-            try:
+        live = stats.take_live()
+        if result is None:
+            if live is not None:
+                stats.discard(live)
+            return None
+        e2e_ms = (clock() - started) * 1000.0
+        try:
+            if live is not None and hasattr(result, "chunks"):
+                count = live.parser.finish()
+                sample = stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms,
+                                        getattr(invocation, "extra", {}).get(INPUT_TOKENS))
+            else:
+                live = None
                 sample = sample_of(result, invocation, e2e_ms, responses)
-            except Exception:  # never let accounting break the User
-                log.exception("sm-locust: token accounting failed")
-                sample = None
-            if sample is not None:
-                stats.add(sample)
+        except Exception:  # never let accounting break the User
+            log.exception("sm-locust: token accounting failed")
+            sample = None
+        if sample is not None:
+            stats.add(sample, live=live)
         return result
 
     return counted

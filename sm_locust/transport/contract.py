@@ -197,7 +197,7 @@ class StreamMeasurement(Measurement):
     """
 
     __slots__ = ("chunks", "arrivals", "content_type", "variant", "extra", "inter_chunk", "token_counter",
-                 "endpoint", "result")
+                 "endpoint", "result", "on_chunk")
 
     def __init__(self, client: SageMakerClient, name: str, *, url: str | None, started: float | None,
                  context: dict | None):
@@ -207,6 +207,7 @@ class StreamMeasurement(Measurement):
         self.extra = context
         self.inter_chunk = client.inter_chunk
         self.token_counter = client.token_counter
+        self.on_chunk = client.chunk_listener
         self.chunks: list[bytes] = []
         self.arrivals: list[float] = []
         self.content_type: str | None = None
@@ -220,6 +221,8 @@ class StreamMeasurement(Measurement):
         """A PayloadPart whose last byte arrived at `now` (perf_counter)."""
         self.chunks.append(payload)
         self.arrivals.append(now)
+        if self.on_chunk is not None:
+            self.on_chunk(payload)
         if len(self.chunks) == 1:
             self.fire(TTFT, (now - self.started) * 1000.0, len(payload), None, self.context)
 
@@ -285,6 +288,9 @@ class SageMakerClient(ABC):
 
     validator: Any = None
     """Optional response check (see `check_response`); None = off."""
+
+    chunk_listener: Callable[[bytes], None] | None = None
+    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts, record/llm.py); None = off."""
 
     def __init__(
         self,
