@@ -180,7 +180,7 @@ def read_count_lines(lines: Iterator[bytes]) -> tuple[list[float], list[int], li
 
 def read_seconds(path: Path) -> list[Second]:
     """Every `Second` of a timeline file (timeline.jsonl or an older timeline.json); a cut last line
-    is left out. For tools and tests: the report reads only the counts (`read_counts`)."""
+    is left out. For tools and tests: the report reads only the counts (`runfolder.read_timeline`)."""
     if path.suffix == ".json":
         return [decode_record(d) for d in json.loads(path.read_text(encoding="utf-8"))]
     return list(iter_seconds(path))
