@@ -264,8 +264,9 @@ class SignalForwarder:
 
 
 # argparse's refusal ("locust: error: ...", "__main__.py: error: ..." under python -m), or our own
-# init check's ("sm-locust: error: ..."): Locust quit before anything ran.
-_LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: )", re.MULTILINE)
+# init check's ("sm-locust: error: ..."): Locust quit before anything ran. Not the master's
+# --expect-workers timeout (record/workers.py): that run started and its folder is kept (and uploaded).
+_LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: (?!only \d+ of \d+ workers connected))", re.MULTILINE)
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
 _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGNORECASE)
 
