@@ -570,10 +570,9 @@ class PlateauSearch(_Search):
             self._refine_steps += 1
             return self._run(*guided)
         mid = (lo + hi) / 2.0
-        if self.mode == MODE_USERS:
-            mid = float(round(mid))
-            if mid <= lo or mid >= hi:
-                return self._halt(why, kind)
+        mid = float(round(mid)) if self.mode == MODE_USERS else self._quantum(mid)  # rates: whole tokens
+        if mid <= lo or mid >= hi:
+            return self._halt(why, kind)
         self._refine_steps += 1
         return self._run(mid, f"bisecting between {lo:g} and {hi:g}")
 
