@@ -27,6 +27,7 @@ to complete in it), `output_tokens` (of the answers completed in the window),
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +168,7 @@ class LlmStats:
 
     def _on_test_start(self, **_kw) -> None:
         self.buckets = {}
+        self._live = {}  # streams of users stopped mid-answer never finished
 
     def _on_report_to_master(self, client_id: str, data: dict, **_kw) -> None:  # worker side: ship, then forget
         if self.buckets:
@@ -187,9 +189,14 @@ class LlmStats:
         one), and the tokens that arrived in them (each second's share by overlap, so a span of 2.5 s
         holds 2.5 s of tokens)."""
         now = self.clock()
-        out = merged(b for s, b in self.buckets.items() if any(a < s + 0.5 <= e for a, e in spans))
-        out.arrived = sum(b.arrived * _overlap(s, a, e, now) for a, e in spans for s, b in self.buckets.items()
-                          if s + 1.0 > a and s < e)
+        buckets = self.buckets
+        touched: dict[tuple[float, float], list[int]] = {}
+        for a, e in spans:  # the bucket seconds a span overlaps (walk whichever is shorter: the span or the buckets)
+            seconds = range(math.floor(a), math.ceil(e)) if e - a <= len(buckets) else sorted(buckets)
+            touched[(a, e)] = [s for s in seconds if s in buckets and s + 1.0 > a and s < e]
+        completed = sorted({s for (a, e), seconds in touched.items() for s in seconds if a < s + 0.5 <= e})
+        out = merged(buckets[s] for s in completed)
+        out.arrived = sum(buckets[s].arrived * _overlap(s, a, e, now) for (a, e), seconds in touched.items() for s in seconds)
         return out
 
     def window(self, start: float, end: float) -> Bucket:
