@@ -14,6 +14,7 @@ import csv
 import html
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,11 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
 
 
 def write_csv(path: Path, document: dict[str, Any]) -> None:
-    header, rows = csv_rows(document)
+    write_rows(path, *csv_rows(document))
+
+
+def write_rows(path: Path, header: list[str], rows: list[dict[str, Any]]) -> None:
+    """One CSV file, empty cells for None (shared with serverless_render)."""
     with open(path, "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=header)
         out.writeheader()
@@ -79,32 +84,49 @@ def _fmt(value: Any, digits: int = 1, unit: str = "") -> str:
 
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
-    columns = [("#", "index", 0, ""), ("configuration", "label", 0, ""), ("status", "status", 0, ""), ("req/s at the knee", "capacity_rps", 1, ""),
-               ("users at the knee", "knee_users", 0, ""), ("p50 ms", "p50_ms", 0, ""), ("p95 ms", "p95_ms", 0, ""),
-               ("p99 ms", "p99_ms", 0, ""), ("errors %", "error_pct", 2, ""), ("endpoint CPU %", "cpu_pct", 0, ""),
-               ("endpoint memory %", "memory_pct", 1, ""), ("$ per hour", "price_per_hour", 3, ""),
-               ("instances for target", "instances_needed", 0, ""), ("$ per hour at target", "cost_per_hour_at_target", 2, ""),
-               ("$ per 1M", "cost_per_1m", 2, ""), ("meets objective", "meets_objective", 0, ""), ("why not", "lost_because", 0, "")]
+    columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0), ("req/s at the knee", "capacity_rps", 1),
+               ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
+               ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
+               ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
+               ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
+               ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0), ("why not", "lost_because", 0)]
+
+    def derived(c: dict[str, Any]) -> dict[str, Any]:
+        return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"]}
+
+    note = (f'<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s throughput '
+            f'within the SLO); the objective\'s percentile is {html.escape(pct)}. CPU is summed over cores, as CloudWatch '
+            "reports an endpoint's.</p>")
+    return configurations_table(document, columns, derived, note)
+
+
+def configurations_table(document: dict[str, Any], columns: list[tuple[str, str, int]],
+                         derived: Callable[[dict[str, Any]], dict[str, Any]], note: str) -> str:
+    """The configurations table of a sweep page: one row per configuration, `columns` as (heading, key, digits),
+    `derived(configuration)` adds computed keys; the winner's row highlighted, failed rows grey, the label linking
+    to the run report, the status carrying its reason; `note` follows the table."""
     winner = (document.get("recommendation") or {}).get("index")
     head = "".join(f"<th>{html.escape(name)}</th>" for name, *_ in columns)
     body = []
     for c in document.get("configurations") or []:
         values = dict(c)
-        values["error_pct"] = None if c.get("error_rate") is None else 100.0 * c["error_rate"]
+        values.update(derived(c))
         cls = "winner" if c.get("index") == winner else ("failed" if c.get("status") != "ok" else "")
         cells = []
-        for name, key, digits, unit in columns:
-            text = _fmt(values.get(key), digits, unit)
+        for _, key, digits in columns:
+            text = _fmt(values.get(key), digits)
             if key == "label" and c.get("report"):
                 text = f'<a href="{html.escape(c["report"])}">{text}</a>'
             if key == "status" and c.get("reason"):
                 text = f'{text}: {html.escape(str(c["reason"]))}'
             cells.append(f"<td>{text}</td>")
         body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
-    note = (f'<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s throughput '
-            f'within the SLO); the objective\'s percentile is {html.escape(pct)}. CPU is summed over cores, as CloudWatch '
-            "reports an endpoint's.</p>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>{note}"
+
+
+def figure_html(fig: Any, div_id: str) -> str:
+    """A plotly figure as a div for a page that inlines plotly.js once."""
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
 
 
 def fig_curves(document: dict[str, Any]) -> str:
@@ -130,7 +152,7 @@ def fig_curves(document: dict[str, Any]) -> str:
         return '<p id="fig-sweep-curves">No configuration recorded load steps.</p>'
     fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: the knees)",
                       xaxis_title="throughput (req/s)", yaxis_title=f"{pct} latency (ms)", height=480)
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sweep-curves", config={"displaylogo": False})
+    return figure_html(fig, "fig-sweep-curves")
 
 
 def fig_cost(document: dict[str, Any]) -> str:
@@ -155,13 +177,10 @@ def fig_cost(document: dict[str, Any]) -> str:
                                  mode="lines", name="Pareto front", line={"dash": "dot", "color": "#3367d6"}))
     fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee (#: the table's; blue: the Pareto front)",
                       xaxis_title=f"{pct} latency at the knee (ms)", yaxis_title="$ per 1M inferences", height=480)
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sweep-cost", config={"displaylogo": False})
+    return figure_html(fig, "fig-sweep-cost")
 
 
 def render_html(document: dict[str, Any]) -> str:
-    from plotly.offline import get_plotlyjs
-
-    rec = document.get("recommendation") or {}
     objective = document.get("objective") or {}
     goal = [f"optimize {objective.get('optimize', 'cost')}"]
     if objective.get("target_rps"):
@@ -169,32 +188,52 @@ def render_html(document: dict[str, Any]) -> str:
     if objective.get("slo_ms"):
         goal.append(f"{objective.get('percentile_label', 'p95')} ≤ {objective['slo_ms']:g} ms")
     goal.append(f"errors ≤ {100 * objective.get('max_error_rate', 0.01):g} %")
+    note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
+            f"sweep id {html.escape(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} configurations; "
+            f"{html.escape(', '.join(goal))}; {html.escape(document.get('started_at', ''))} to "
+            f"{html.escape(document.get('ended_at', ''))}.")
+    return page(document, "Sweep", note, [
+        ("Configurations", table(document)),
+        ("Throughput vs latency", fig_curves(document)),
+        ("Cost vs latency", fig_cost(document)),
+    ])
+
+
+def page(document: dict[str, Any], kind: str, note: str, sections: list[tuple[str, str]]) -> str:
+    """A sweep page: `<kind> <name>` as title and heading, the `note` line (HTML), the recommendation, the
+    `sections` as (heading, HTML) and why the others lost; plotly.js inlined so the page works offline."""
+    from plotly.offline import get_plotlyjs
+
+    rec = document.get("recommendation") or {}
+    name = html.escape(document.get("name", ""))
     lost = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(why)}</li>" for label, why in (document.get("why_not") or {}).items())
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>sweep {html.escape(document.get('name', ''))}</title><style>{CSS}</style>",
+        f"<title>{kind.lower()} {name}</title><style>{CSS}</style>",
         f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
-        f"<h1>Sweep {html.escape(document.get('name', ''))}</h1>",
-        f"<p class='note'>{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
-        f"sweep id {html.escape(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} configurations; "
-        f"{html.escape(', '.join(goal))}; {html.escape(document.get('started_at', ''))} to "
-        f"{html.escape(document.get('ended_at', ''))}.</p>",
+        f"<h1>{kind} {name}</h1>",
+        f"<p class='note'>{note}</p>",
         f"<div class='rec' id='recommendation'>{html.escape(rec.get('reason') or 'No recommendation.')}</div>",
-        "<h2>Configurations</h2>", table(document),
-        "<h2>Throughput vs latency</h2>", fig_curves(document),
-        "<h2>Cost vs latency</h2>", fig_cost(document),
-        f"<h2>Why the others lost</h2><ul id='why-not'>{lost or '<li>(no other configuration)</li>'}</ul>",
-        "</body></html>",
     ]
+    for heading, body in sections:
+        parts += [f"<h2>{heading}</h2>", body]
+    parts += [f"<h2>Why the others lost</h2><ul id='why-not'>{lost or '<li>(no other configuration)</li>'}</ul>",
+              "</body></html>"]
     return "\n".join(parts)
 
 
 def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+    return write_files(out_dir, document, write_csv, render_html, html_too)
+
+
+def write_files(out_dir: Path, document: dict[str, Any], csv_writer: Callable[[Path, dict[str, Any]], None],
+                html_renderer: Callable[[dict[str, Any]], str], html_too: bool = True) -> dict[str, Path]:
+    """sweep.json, sweep.csv and (with `html_too`) sweep.html in `out_dir`; returns their paths by kind."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "sweep.json", "csv": out_dir / "sweep.csv"}
     write_json(paths["json"], document)
-    write_csv(paths["csv"], document)
+    csv_writer(paths["csv"], document)
     if html_too:
         paths["html"] = out_dir / "sweep.html"
-        paths["html"].write_text(render_html(document), encoding="utf-8")
+        paths["html"].write_text(html_renderer(document), encoding="utf-8")
     return paths

@@ -10,13 +10,12 @@ chart of monthly cost vs sustained traffic against the real-time instance, break
 
 from __future__ import annotations
 
-import csv
 import html
 from pathlib import Path
 from typing import Any
 
 from sm_locust.sweep.progress import PREFIX, duration_text
-from sm_locust.sweep.render import CSS, _fmt, write_json
+from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
 from sm_locust.sweep.serverless_cost import (
     HOURS_PER_MONTH,
     monthly_realtime_usd,
@@ -82,12 +81,7 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
 
 
 def write_csv(path: Path, document: dict[str, Any]) -> None:
-    header, rows = csv_rows(document)
-    with open(path, "w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=header)
-        out.writeheader()
-        for row in rows:
-            out.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    write_rows(path, *csv_rows(document))
 
 
 # ------------------------------------------------------------------------------------------- html
@@ -100,32 +94,22 @@ def table(document: dict[str, Any]) -> str:
                ("throttled with MaxConcurrency callers %", "throttle_pct", 1), ("most req/s served", "capacity_rps", 1),
                ("$ per 1M", "cost_per_1m", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
                ("... requests a month (M)", "break_even_m", 1), ("why not", "lost_because", 0)]
-    winner = (document.get("recommendation") or {}).get("index")
-    head = "".join(f"<th>{html.escape(name)}</th>" for name, *_ in columns)
-    body = []
-    for c in document.get("configurations") or []:
-        values = dict(c)
-        values["cold_p50_s"] = None if c.get("cold_start_p50_ms") is None else c["cold_start_p50_ms"] / 1000.0
-        values["cold_p99_s"] = None if c.get("cold_start_p99_ms") is None else c["cold_start_p99_ms"] / 1000.0
-        values["throttle_pct"] = (None if c.get("throttle_at_max_concurrency") is None
-                                  else 100.0 * c["throttle_at_max_concurrency"])
-        values["break_even_m"] = (None if c.get("break_even_requests_per_month") is None
-                                  else c["break_even_requests_per_month"] / 1e6)
-        cls = "winner" if c.get("index") == winner else ("failed" if c.get("status") != "ok" else "")
-        cells = []
-        for _, key, digits in columns:
-            text = _fmt(values.get(key), digits)
-            if key == "label" and c.get("report"):
-                text = f'<a href="{html.escape(c["report"])}">{text}</a>'
-            if key == "status" and c.get("reason"):
-                text = f'{text}: {html.escape(str(c["reason"]))}'
-            cells.append(f"<td>{text}</td>")
-        body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
+
+    def derived(c: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "cold_p50_s": None if c.get("cold_start_p50_ms") is None else c["cold_start_p50_ms"] / 1000.0,
+            "cold_p99_s": None if c.get("cold_start_p99_ms") is None else c["cold_start_p99_ms"] / 1000.0,
+            "throttle_pct": (None if c.get("throttle_at_max_concurrency") is None
+                             else 100.0 * c["throttle_at_max_concurrency"]),
+            "break_even_m": (None if c.get("break_even_requests_per_month") is None
+                             else c["break_even_requests_per_month"] / 1e6),
+        }
+
     note = ('<p class="note">Warm latency: the stability test (one caller at a time) without its cold starts. Cold start: '
             "the first requests after an idle gap longer than the idle timeout. Throttle rates and p95 per multiplier: the "
             "concurrency test's steady windows, callers back to back. $ per 1M: the warm mean latency billed per ms at the "
             "memory size's price, plus data in and out.</p>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>{note}"
+    return configurations_table(document, columns, derived, note)
 
 
 def _ok(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,7 +139,7 @@ def fig_throttle(document: dict[str, Any], key: str = "throttle", div_id: str = 
     else:
         fig.update_layout(title="p95 latency of successful invocations vs callers", xaxis_title="concurrency multiplier",
                           yaxis_title="p95 (ms)", height=420)
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
+    return figure_html(fig, div_id)
 
 
 def fig_cold(document: dict[str, Any]) -> str:
@@ -170,7 +154,7 @@ def fig_cold(document: dict[str, Any]) -> str:
         return '<p id="fig-sls-cold">No cold-start test ran.</p>'
     fig.update_layout(barmode="overlay", title="Cold-start latency: first requests after an idle gap",
                       xaxis_title="latency (ms)", yaxis_title="requests", height=420)
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sls-cold", config={"displaylogo": False})
+    return figure_html(fig, "fig-sls-cold")
 
 
 def fig_cost(document: dict[str, Any]) -> str:
@@ -202,45 +186,26 @@ def fig_cost(document: dict[str, Any]) -> str:
                                            for c in marks], hovertemplate="%{x:.1f} req/s (%{text})"))
     fig.update_layout(title=f"Monthly cost vs sustained traffic ({HOURS_PER_MONTH} h a month)",
                       xaxis_title="sustained traffic (req/s)", yaxis_title="$ per month", height=480)
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id="fig-sls-cost", config={"displaylogo": False})
+    return figure_html(fig, "fig-sls-cost")
 
 
 def render_html(document: dict[str, Any]) -> str:
-    from plotly.offline import get_plotlyjs
-
-    rec = document.get("recommendation") or {}
     compare = document.get("compare_instance") or {}
     prices = document.get("prices") or {}
     versus = (f"compared with real-time {html.escape(str(compare.get('instance_type') or 'instance'))} at "
               f"${compare['price_per_hour']:g}/h ({html.escape(str(compare.get('price_source') or ''))}); "
               if compare.get("price_per_hour") is not None else "")
-    lost = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(why)}</li>" for label, why in (document.get("why_not") or {}).items())
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>serverless sweep {html.escape(document.get('name', ''))}</title><style>{CSS}</style>",
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
-        f"<h1>Serverless sweep {html.escape(document.get('name', ''))}</h1>",
-        (f"<p class='note'>{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
-         f"{len(document.get('configurations') or [])} configurations; {versus}{html.escape(prices.get('serverless') or '')}; "
-         f"{html.escape(document.get('started_at', ''))} to {html.escape(document.get('ended_at', ''))}.</p>"),
-        f"<div class='rec' id='recommendation'>{html.escape(rec.get('reason') or 'No recommendation.')}</div>",
-        "<h2>Configurations</h2>", table(document),
-        "<h2>Throttles vs callers</h2>", fig_throttle(document),
-        "<h2>Latency vs callers</h2>", fig_throttle(document, key="latency", div_id="fig-sls-latency"),
-        "<h2>Cold starts</h2>", fig_cold(document),
-        "<h2>Cost vs traffic</h2>", fig_cost(document),
-        f"<h2>Why the others lost</h2><ul id='why-not'>{lost or '<li>(no other configuration)</li>'}</ul>",
-        "</body></html>",
-    ]
-    return "\n".join(parts)
+    note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
+            f"{len(document.get('configurations') or [])} configurations; {versus}{html.escape(prices.get('serverless') or '')}; "
+            f"{html.escape(document.get('started_at', ''))} to {html.escape(document.get('ended_at', ''))}.")
+    return page(document, "Serverless sweep", note, [
+        ("Configurations", table(document)),
+        ("Throttles vs callers", fig_throttle(document)),
+        ("Latency vs callers", fig_throttle(document, key="latency", div_id="fig-sls-latency")),
+        ("Cold starts", fig_cold(document)),
+        ("Cost vs traffic", fig_cost(document)),
+    ])
 
 
 def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out_dir / "sweep.json", "csv": out_dir / "sweep.csv"}
-    write_json(paths["json"], document)
-    write_csv(paths["csv"], document)
-    if html_too:
-        paths["html"] = out_dir / "sweep.html"
-        paths["html"].write_text(render_html(document), encoding="utf-8")
-    return paths
+    return write_files(out_dir, document, write_csv, render_html, html_too)
