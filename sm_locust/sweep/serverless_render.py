@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.sweep.progress import PREFIX, duration_text
-from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
+from sm_locust.sweep.render import (
+    configurations_table,
+    figure_html,
+    page,
+    write_files,
+    write_rows,
+)
 from sm_locust.sweep.serverless_cost import (
     HOURS_PER_MONTH,
     monthly_realtime_usd,
