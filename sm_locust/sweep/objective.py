@@ -18,14 +18,15 @@ no other one beats on both cost and latency (the cost-vs-latency chart draws the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 OPTIMIZE = ("cost", "throughput", "latency")
 # the percentiles summary.json records per step (docs/summary.md) -> their keys
 PERCENTILE_KEYS = {50.0: "p50_ms", 90.0: "p90_ms", 95.0: "p95_ms", 99.0: "p99_ms", 99.9: "p99_9_ms"}
 DEFAULT_MAX_ERROR_RATE = 0.01  # the report's rule for a sustainable step (docs/report.md, Cost)
+C = TypeVar("C")  # a candidate: Candidate here, ServerlessCandidate in serverless_rank
 
 
 @dataclass(frozen=True)
@@ -181,17 +182,11 @@ def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommen
     """The winner, its one-sentence reason, and why each other configuration lost."""
     mode = ranking_mode(candidates, objective)
     ranked = rank(candidates, objective)
-    lost: dict[int, str] = {}
-    for c in candidates:
-        why = disqualification(c, objective)
-        if why is not None:
-            lost[c.index] = why
+    lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective),
+                    lambda winner, other: _versus(winner, other, mode, objective))
     if not ranked:
-        reasons = "; ".join(f"{c.label}: {lost[c.index]}" for c in candidates) or "no configurations"
-        return Recommendation(None, f"no configuration meets the objective ({reasons})", lost, [])
+        return Recommendation(None, nothing_meets("configuration", candidates, lost), lost, [])
     winner = ranked[0]
-    for other in ranked[1:]:
-        lost[other.index] = _versus(winner, other, mode, objective)
     sentence = headline(winner, objective)
     if len(ranked) > 1:
         sentence += f" — {_comparison(winner, ranked[1], mode, objective)}"
@@ -200,6 +195,26 @@ def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommen
     if mode != objective.optimize:
         sentence += " (no prices known: ranked by throughput)"
     return Recommendation(winner, sentence, lost, ranked)
+
+
+def why_lost(candidates: Sequence[C], ranked: Sequence[C], disqualify: Callable[[C], str | None],
+             versus: Callable[[C, C], str]) -> dict[int, str]:
+    """index -> why that configuration lost: its disqualification, or for an eligible one below the
+    winner (`ranked[0]`) the figure `versus(winner, other)` names (shared by serverless_rank)."""
+    lost: dict[int, str] = {}
+    for c in candidates:
+        why = disqualify(c)
+        if why is not None:
+            lost[c.index] = why
+    for other in ranked[1:]:
+        lost[other.index] = versus(ranked[0], other)
+    return lost
+
+
+def nothing_meets(noun: str, candidates: Sequence[Any], lost: dict[int, str]) -> str:
+    """The recommendation's sentence when no configuration is eligible: each one's reason."""
+    reasons = "; ".join(f"{c.label}: {lost[c.index]}" for c in candidates) or "no configurations"
+    return f"no {noun} meets the objective ({reasons})"
 
 
 def pareto_front(points: Sequence[tuple[Any, float, float]]) -> list[Any]:

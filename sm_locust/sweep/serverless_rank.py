@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective
+from sm_locust.sweep.objective import Objective, _big, _pct, nothing_meets, why_lost
 
 COST_TIE = 0.05
 LATENCY_TIE = 0.10
@@ -63,10 +63,6 @@ class ServerlessRecommendation:
     ranked: list[ServerlessCandidate]
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f} %".replace(".0 %", " %")
-
-
 def _seconds(ms: float) -> str:
     return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms / 1000:.2f} s"
 
@@ -94,10 +90,6 @@ def disqualification(c: ServerlessCandidate, objective: Objective) -> str | None
         if c.capacity_rps < objective.target_rps:
             return f"serves at most {c.capacity_rps:.1f} req/s < target {objective.target_rps:g} req/s"
     return None
-
-
-def _big(value: float | None) -> float:
-    return float("inf") if value is None else value
 
 
 def rank(candidates: Sequence[ServerlessCandidate], objective: Objective) -> list[ServerlessCandidate]:
@@ -163,15 +155,8 @@ def headline(c: ServerlessCandidate, objective: Objective, compare: Any | None) 
 def recommend(candidates: Sequence[ServerlessCandidate], objective: Objective,
               compare: Any | None = None) -> ServerlessRecommendation:
     ranked = rank(candidates, objective)
-    lost: dict[int, str] = {}
-    for c in candidates:
-        why = disqualification(c, objective)
-        if why is not None:
-            lost[c.index] = why
+    lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective),
+                    lambda winner, other: _versus(winner, other, objective))
     if not ranked:
-        reasons = "; ".join(f"{c.label}: {lost[c.index]}" for c in candidates) or "no configurations"
-        return ServerlessRecommendation(None, f"no serverless configuration meets the objective ({reasons})", lost, [])
-    winner = ranked[0]
-    for other in ranked[1:]:
-        lost[other.index] = _versus(winner, other, objective)
-    return ServerlessRecommendation(winner, headline(winner, objective, compare), lost, ranked)
+        return ServerlessRecommendation(None, nothing_meets("serverless configuration", candidates, lost), lost, [])
+    return ServerlessRecommendation(ranked[0], headline(ranked[0], objective, compare), lost, ranked)
