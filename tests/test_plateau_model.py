@@ -197,6 +197,21 @@ def test_a_step_lasts_by_the_seconds_the_timeline_holds_not_wall_time():
     assert [m.t_end - m.t_start for m in driver.measurements] == [10, 10, 10]
 
 
+def test_ramping_seconds_do_not_count_towards_a_step():
+    # Locust ramps down at the spawn rate too: 16 -> 3 users at 3 users/s spends ~4 s "spawning"
+    # while the old load still completes requests. Those seconds are neither measured nor counted.
+    driver = SearchDriver(PlateauSearch(3, 64, extend_unstable=False), step_s=30, min_step_s=4, min_subwindow_s=1)
+    now = 1_000_000.0
+    driver.tick(now, [])
+    timeline = [Second(t=now + i, users=3, spawning=True, requests=90, failures=0, hist={40: 90}) for i in range(1, 5)]
+    timeline += [Second(t=now + i, users=3, spawning=False, requests=70, failures=0, hist={40: 70}) for i in range(5, 8)]
+    assert driver.tick(now + 7, timeline).load == 3 and not driver.measurements  # 3 s at the load: hold on
+    timeline.append(Second(t=now + 8, users=3, spawning=False, requests=70, failures=0, hist={40: 70}))
+    driver.tick(now + 8, timeline)
+    (step,) = driver.measurements
+    assert step.rps == pytest.approx(70) and step.total_requests == 4 * 90 + 4 * 70
+
+
 def test_an_outside_stop_judges_the_step_under_way_and_names_itself():
     driver = SearchDriver(PlateauSearch(1, 64), step_s=30, min_step_s=10, min_subwindow_s=1)
     timeline, now = [], 1_000_000.0

@@ -11,9 +11,10 @@ A step is held only until it is stable, as perf_analyzer does: from `min_step_s`
 measured every tick, and it ends as soon as its three sub-windows agree within 10 %; an unstable
 step is held to `step_s` (`--step-seconds`, the maximum) and judged as it is. `min_step_s` equal
 to `step_s` gives fixed-length steps. Both limits count the seconds the timeline already holds for
-the step, not wall time: on a master the recorder appends a second about 4 s after it ended (worker
-reports), so a step measured on wall time alone would lose its last seconds. If the timeline falls
-more than `TIMELINE_LAG_S` behind, wall time decides.
+the step at its load, not wall time: ramping seconds (Locust ramps down at the spawn rate too) are
+left out, and on a master the recorder appends a second about 4 s after it ended (worker reports),
+so a step measured on wall time alone would lose its last seconds. If the timeline falls more than
+`TIMELINE_LAG_S` behind, wall time decides.
 
 `ScheduleDriver` is the same for a load that follows a clock instead of a search (an Inference
 Recommender traffic pattern, `traffic.Schedule.at`): every user level is a step, judged by a
@@ -104,13 +105,19 @@ class SearchDriver:
         if self.decision.stop or elapsed < self.min_step_s - 1e-9:
             return self.decision
         seconds = _window(timeline, self.step_start, now)
-        if not seconds:  # the sampler has not caught up yet: hold the load a little longer
+        stuck = elapsed >= self.step_s + TIMELINE_LAG_S  # the timeline is far behind: wall time decides
+        if not seconds and not stuck:  # the sampler has not caught up yet: hold the load a little longer
             return self.decision
-        # What the timeline holds for the step (a master appends each second ~4 s late), or wall time
-        # once the timeline is too far behind.
-        held = seconds[-1].t - self.step_start
-        if elapsed - held < SAMPLE_SLACK_S or elapsed >= self.step_s + TIMELINE_LAG_S:
-            held = elapsed
+        # The seconds the timeline holds at the load, ramping left out (Locust ramps down at the spawn
+        # rate too), plus the part of a sample the tick is ahead of (under one sample: caught up). A
+        # master appends each second ~4 s late, so this trails wall time there.
+        held = sum(s.interval for s in seconds if not s.spawning)
+        if seconds and not seconds[-1].spawning and now - seconds[-1].t < SAMPLE_SLACK_S:
+            held += now - seconds[-1].t
+        if stuck:
+            held = max(held, self.step_s)
+        if not seconds:
+            return self.decision
         if held < self.min_step_s - 1e-9:
             return self.decision
         step = self._measure(seconds)

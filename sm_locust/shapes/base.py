@@ -185,7 +185,7 @@ class SmLocustShape(LoadTestShape):
     # -- user classes ----------------------------------------------------------------------------
     def closed_loop(self, users: int, spawn_rate: float | None = None):
         """(users, spawn_rate[, classes]): every loaded user class except the open-loop rate tokens."""
-        rate = min(MAX_SPAWN_RATE, spawn_rate or max(1.0, float(users)))
+        rate = min(MAX_SPAWN_RATE, spawn_rate or MAX_SPAWN_RATE)  # up or down (Locust stops users at this rate too)
         classes = self.runner.user_classes
         closed = [c for c in classes if not issubclass(c, OpenLoopUser)]
         if not closed:
