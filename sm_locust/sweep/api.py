@@ -120,15 +120,31 @@ class Sweep:
         rec = recommend(finished, objective)
         front = pareto_front([(c.index, c.cost_per_1m, c.latency_ms) for c in finished
                               if c.status == "ok" and c.cost_per_1m is not None and c.latency_ms is not None])
+        self.mark_rows(candidates, ordered, rec.lost, disqualification, front)
+        return {
+            **self.document_head(render.SCHEMA, outcome),
+            "configurations": ordered,
+            "recommendation": self.recommendation(rec),
+            "pareto": front,
+            "why_not": self.why_not(rec),
+        }
+
+    def mark_rows(self, candidates: list[Any], ordered: list[dict[str, Any]], lost: Mapping[int, str],
+                  disqualify: Callable[[Any, Any], str | None], front: list[int] | None = None) -> None:
+        """Each row's meets_objective, lost_because, (with `front`) pareto, and its run report's link."""
         for c, r in zip(candidates, ordered):
-            r["meets_objective"] = c.status == "ok" and disqualification(c, objective) is None
-            r["lost_because"] = rec.lost.get(c.index)
-            r["pareto"] = c.index in front
+            r["meets_objective"] = c.status == "ok" and disqualify(c, self.spec.objective) is None
+            r["lost_because"] = lost.get(c.index)
+            if front is not None:
+                r["pareto"] = c.index in front
             report = self.out_dir / r["run_dir"] / "report.html"
             r["report"] = f"{r['run_dir']}/report.html" if report.exists() else None
-        winner = rec.winner
+
+    def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, Any]:
+        """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
+        objective = self.spec.objective
         return {
-            "schema": render.SCHEMA, "name": self.spec.name, "sweep_id": self.spec.sweep_id,
+            "schema": schema, **({"kind": kind} if kind else {}), "name": self.spec.name, "sweep_id": self.spec.sweep_id,
             "description": self.spec.description, "deploy": self.spec.deploy, "file": self.spec.source,
             "started_at": self.started_at, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "wall_s": round(outcome.wall_s, 1) if outcome else None,
@@ -137,13 +153,19 @@ class Sweep:
             "peak_alive_endpoints": outcome.peak_alive if outcome else None,
             "objective": {**objective.as_dict(), "percentile_label": objective.percentile_label},
             "load": self.plan.given,
-            "configurations": ordered,
-            "recommendation": ({"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
-                                "reason": rec.reason} if winner else {"index": None, "label": None, "settings": None,
-                                                                      "reason": rec.reason}),
-            "pareto": front,
-            "why_not": {self.configuration(i).label: why for i, why in sorted(rec.lost.items())},
         }
+
+    def recommendation(self, rec: Any) -> dict[str, Any]:
+        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence."""
+        winner = rec.winner
+        if winner is None:
+            return {"index": None, "label": None, "settings": None, "reason": rec.reason}
+        return {"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
+                "reason": rec.reason}
+
+    def why_not(self, rec: Any) -> dict[str, str]:
+        """sweep.json's `why_not`: label -> why that configuration lost, in file order."""
+        return {self.configuration(i).label: why for i, why in sorted(rec.lost.items())}
 
     def write_progress(self, rows: Mapping[int, dict[str, Any]]) -> None:
         """sweep.json and sweep.csv after every configuration, so a crash keeps what was measured."""

@@ -583,36 +583,21 @@ class ServerlessSweep(Sweep):
         candidates = self.candidates(ordered)
         finished = [c for c in candidates if c.status not in ("pending", "running")]
         rec = recommend(finished, objective, self.compare)
-        for c, r in zip(candidates, ordered):
-            r["meets_objective"] = c.status == "ok" and disqualification(c, objective) is None
-            r["lost_because"] = rec.lost.get(c.index)
-            report = self.out_dir / r["run_dir"] / "report.html"
-            r["report"] = f"{r['run_dir']}/report.html" if report.exists() else None
-        winner = rec.winner
+        self.mark_rows(candidates, ordered, rec.lost, disqualification)
         compare = None
         if self.compare is not None:
             compare = {"instance_type": self.compare.instance_type, "price_per_hour": self.compare.price_per_hour,
                        "price_source": self.compare.price_source, "capacity_rps": self.compare.capacity_rps}
         return {
-            "schema": serverless_render.SCHEMA, "kind": "serverless", "name": self.spec.name, "sweep_id": self.spec.sweep_id,
-            "description": self.spec.description, "deploy": self.spec.deploy, "file": self.spec.source,
-            "started_at": self.started_at, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "wall_s": round(outcome.wall_s, 1) if outcome else None,
-            "interrupted": bool(outcome and outcome.interrupted),
-            "max_parallel_endpoints": self.spec.max_parallel_endpoints,
-            "peak_alive_endpoints": outcome.peak_alive if outcome else None,
-            "objective": {**objective.as_dict(), "percentile_label": objective.percentile_label},
-            "load": self.plan.given,
+            **self.document_head(serverless_render.SCHEMA, outcome, kind="serverless"),
             "serverless": self.serverless.as_dict(),
             "compare_instance": compare,
             "prices": {"serverless": self.serverless_prices.label(), "sources": self.serverless_prices.sources,
                        "usd_per_second_by_memory_mb": {str(k): v for k, v in self.serverless_prices.usd_per_second_by_memory_mb.items()},
                        "usd_per_gb_processed": self.serverless_prices.usd_per_gb_processed},
             "configurations": ordered,
-            "recommendation": ({"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
-                                "reason": rec.reason} if winner else {"index": None, "label": None, "settings": None,
-                                                                      "reason": rec.reason}),
-            "why_not": {self.configuration(i).label: why for i, why in sorted(rec.lost.items())},
+            "recommendation": self.recommendation(rec),
+            "why_not": self.why_not(rec),
         }
 
     def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
