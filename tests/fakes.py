@@ -12,6 +12,9 @@
   `recorded(environment)`: the request events a test's clients fire, as keyword dicts.
 - `wait_exit(proc, timeout)`: poll a child process for its exit code.
 - `MotoServer`: `moto_server` as a process on a free 127.0.0.1 port (S3 and other AWS stand-ins).
+- `moto_sagemaker(moto_url, runtime_url, monkeypatch)`: SageMaker and CloudWatch -> that moto server
+  (reset), the runtime -> a local endpoint, and the model `my-model` (role `ROLE`) the sweeps clone;
+  `leftovers(client)`: the endpoints, endpoint configs and cloned models still there (`NOTHING`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote
@@ -225,3 +229,29 @@ class MotoServer:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self._log.close()
+
+
+ROLE = "arn:aws:iam::123456789012:role/sagemaker"
+NOTHING = {"endpoints": [], "configs": [], "models": []}
+
+
+def moto_sagemaker(moto_url: str, runtime_url: str, monkeypatch, environment: dict[str, str] | None = None):
+    """Control plane and CloudWatch -> the moto server (reset first), runtime -> `runtime_url`; creates
+    `my-model` (with `environment` as its container's Environment when given); returns a sagemaker client."""
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", moto_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", runtime_url)
+    client = boto3.client("sagemaker", region_name="us-east-1")
+    container = {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "ModelDataUrl": "s3://bucket/model.tar.gz"}
+    if environment is not None:
+        container["Environment"] = environment
+    client.create_model(ModelName="my-model", ExecutionRoleArn=ROLE, PrimaryContainer=container)
+    return client
+
+
+def leftovers(client) -> dict[str, list[str]]:
+    """What a sweep left on the moto server: endpoints, endpoint configs, models other than `my-model`."""
+    return {"endpoints": [e["EndpointName"] for e in client.list_endpoints()["Endpoints"]],
+            "configs": [c["EndpointConfigName"] for c in client.list_endpoint_configs()["EndpointConfigs"]],
+            "models": [m["ModelName"] for m in client.list_models()["Models"] if m["ModelName"] != "my-model"]}

@@ -7,24 +7,20 @@ local emulation publishes it there."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from datetime import UTC, datetime
-from pathlib import Path
 
 import boto3
 import pytest
 
-from sm_locust.endpoint.server import LocalEndpoint, free_port
+from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.sweep.deployers import Deployment
 from sm_locust.sweep.serverless import SageMakerServerlessDeployer, cloudwatch_ms
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
+from tests.fakes import NOTHING, MotoServer, leftovers, moto_sagemaker
 
-ROLE = "arn:aws:iam::123456789012:role/sagemaker"
 SWEEP = """\
 name: sls-aws
 deploy: sagemaker
@@ -43,25 +39,10 @@ report: false
 
 
 @pytest.fixture(scope="module")
-def moto_url():
-    port = free_port()
-    binary = Path(sys.executable).with_name("moto_server")
-    cmd = [str(binary)] if binary.exists() else [sys.executable, "-m", "moto.server"]
-    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url + "/moto-api/", timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("moto_server did not start")
-    yield url
-    proc.terminate()
-    proc.wait(10)
+def moto_url(tmp_path_factory):
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -74,24 +55,9 @@ def runtime():
 
 @pytest.fixture
 def aws(moto_url, runtime, monkeypatch, tmp_path):
-    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", moto_url)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", runtime.url)
-    client = boto3.client("sagemaker", region_name="us-east-1")
-    client.create_model(ModelName="my-model", ExecutionRoleArn=ROLE, PrimaryContainer={
-        "Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "ModelDataUrl": "s3://bucket/model.tar.gz"})
+    client = moto_sagemaker(moto_url, runtime.url, monkeypatch)
     (tmp_path / "body.json").write_bytes(SAMPLE_PAYLOAD.read_bytes())
     return client
-
-
-def leftovers(client) -> dict[str, list[str]]:
-    return {"endpoints": [e["EndpointName"] for e in client.list_endpoints()["Endpoints"]],
-            "configs": [c["EndpointConfigName"] for c in client.list_endpoint_configs()["EndpointConfigs"]],
-            "models": [m["ModelName"] for m in client.list_models()["Models"] if m["ModelName"] != "my-model"]}
-
-
-NOTHING = {"endpoints": [], "configs": [], "models": []}
 
 
 def test_the_endpoint_config_carries_a_serverless_config(aws, tmp_path):

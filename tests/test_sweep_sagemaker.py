@@ -14,26 +14,22 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
-from pathlib import Path
 
-import boto3
 import psutil
 import pytest
 from botocore.exceptions import ClientError
 
 from sm_locust.cli import main
-from sm_locust.endpoint.server import LocalEndpoint, free_port
+from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.sweep.api import load_sweep, run_sweep
 from sm_locust.sweep.deployers import Cancelled, Deployment
 from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
-
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
+from tests.fakes import NOTHING, ROLE, MotoServer, leftovers, moto_sagemaker
 
 EXAMPLE_TWO = """\
 name: workers
@@ -48,28 +44,13 @@ grid:
 load: {payload: body.json, users: 2, run_time: 8s}
 objective: {target_rps: 50, slo_ms: 500, percentile: 95}
 """
-ROLE = "arn:aws:iam::123456789012:role/sagemaker"
 
 
 @pytest.fixture(scope="module")
-def moto_url():
-    port = free_port()
-    binary = Path(sys.executable).with_name("moto_server")
-    cmd = [str(binary)] if binary.exists() else [sys.executable, "-m", "moto.server"]
-    proc = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("moto_server did not start")
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(10)
+def moto_url(tmp_path_factory):
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -81,25 +62,9 @@ def runtime():
 @pytest.fixture
 def aws(moto_url, runtime, monkeypatch, tmp_path):
     """Control plane -> moto (reset), runtime -> the local endpoint, CloudWatch -> moto; my-model exists."""
-    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER", moto_url)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", runtime.url)
-    client = boto3.client("sagemaker", region_name="us-east-1")
-    client.create_model(ModelName="my-model", ExecutionRoleArn=ROLE, PrimaryContainer={
-        "Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "ModelDataUrl": "s3://bucket/model.tar.gz",
-        "Environment": {"OMP_NUM_THREADS": "1"}})
+    client = moto_sagemaker(moto_url, runtime.url, monkeypatch, environment={"OMP_NUM_THREADS": "1"})
     (tmp_path / "body.json").write_bytes(SAMPLE_PAYLOAD.read_bytes())
     return client
-
-
-def leftovers(client) -> dict[str, list[str]]:
-    return {"endpoints": [e["EndpointName"] for e in client.list_endpoints()["Endpoints"]],
-            "configs": [c["EndpointConfigName"] for c in client.list_endpoint_configs()["EndpointConfigs"]],
-            "models": [m["ModelName"] for m in client.list_models()["Models"] if m["ModelName"] != "my-model"]}
-
-
-NOTHING = {"endpoints": [], "configs": [], "models": []}
 
 
 def test_example_two_as_written(aws, tmp_path, capsys):
