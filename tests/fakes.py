@@ -10,7 +10,8 @@
   `botocore_client(url)`: a botocore `sagemaker-runtime` client using them, retries off;
   `signed_client(transport, environment, url)`: an sm-locust client of either transport using them;
   `recorded(environment)`: the request events a test's clients fire, as keyword dicts.
-- `wait_exit(proc, timeout)`: poll a child process for its exit code.
+- `wait_exit(proc, timeout)`: poll a child process for its exit code; `stop_processes(procs)`: SIGINT,
+  wait, then kill the session of whatever is left.
 - `MotoServer`: `moto_server` as a process on a free 127.0.0.1 port (S3 and other AWS stand-ins).
 - `moto_sagemaker(moto_url, runtime_url, monkeypatch)`: SageMaker and CloudWatch -> that moto server
   (reset), the runtime -> a local endpoint, and the model `my-model` (role `ROLE`) the sweeps clone;
@@ -30,6 +31,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -183,6 +185,21 @@ def wait_exit(proc: subprocess.Popen, timeout: float) -> int:
             raise AssertionError(f"{proc.args[:4]} still running after {timeout} s")
         time.sleep(0.1)
     return proc.returncode
+
+
+def stop_processes(processes: Iterable[subprocess.Popen]) -> None:
+    """SIGINT every process still running, then wait up to 10 s each; a process that does not exit is
+    killed with its session (they are started with start_new_session)."""
+    processes = list(processes)
+    for proc in processes:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in processes:
+        try:
+            wait_exit(proc, 10)
+        except AssertionError:
+            os.killpg(proc.pid, signal.SIGKILL)
+            wait_exit(proc, 10)
 
 
 class MotoServer:

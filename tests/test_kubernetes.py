@@ -26,7 +26,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ import yaml
 import sm_locust
 from sm_locust.endpoint.server import free_port
 from tests.conftest import ROOT
-from tests.fakes import MotoServer, wait_exit
+from tests.fakes import MotoServer, stop_processes, wait_exit
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed: it ships kustomize, which renders "
@@ -386,15 +385,7 @@ class LocalCluster:
         return (self.tmp / f"{name}.log").read_text(errors="replace")
 
     def stop_all(self) -> None:
-        for proc in self.processes.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in self.processes.values():
-            try:
-                wait_exit(proc, 10)
-            except AssertionError:
-                os.killpg(proc.pid, signal.SIGKILL)
-                wait_exit(proc, 10)
+        stop_processes(self.processes.values())
 
 
 def render_test_overlay(tmp_path: Path, base: str, literals: list[str], patches: list[dict] | None = None) -> Manifests:

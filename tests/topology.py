@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from sm_locust.endpoint.server import free_port
-from tests.fakes import wait_exit
+from tests.fakes import stop_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -124,15 +123,7 @@ class LocalTopology:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
 
     def stop_all(self) -> None:
-        for proc in self.processes.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for proc in self.processes.values():
-            try:
-                wait_exit(proc, 10)
-            except AssertionError:
-                os.killpg(proc.pid, signal.SIGKILL)
-                wait_exit(proc, 10)
+        stop_processes(self.processes.values())
 
 
 def demo_topology(tmp_path: Path, **overrides: str) -> LocalTopology:
