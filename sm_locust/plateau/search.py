@@ -115,15 +115,23 @@ class Verdict:
 
     def text(self) -> str:
         """One line for the console and the report."""
-        best = _describe_step(self.plateau) if self.plateau else None
+        best = self._describe(self.plateau) if self.plateau else None
         if self.client_bound:
             tail = f"; best endpoint-bound step {best}" if best else ""
             return f"client-bound, add workers: {self.client_reason}{tail}"
         if self.plateau is None:
             return f"no acceptable step: {self.reason}"
         if self.reached:
-            return f"plateau: capacity {self.capacity_rps:.0f} req/s; knee {best} \u2014 {self.reason}"
+            return f"plateau: {self._reached(best)} \u2014 {self.reason}"
         return f"no plateau reached ({self.reason}): best {best}"
+
+    def _describe(self, step: StepMeasurement) -> str:
+        """One step in the verdict's line (the token search words it in tokens)."""
+        return _describe_step(step)
+
+    def _reached(self, best: str) -> str:
+        """What a reached plateau's line says before its reason."""
+        return f"capacity {self.capacity_rps:.0f} req/s; knee {best}"
 
     def as_dict(self) -> dict:
         """The `plateau` object of summary.json."""

@@ -315,16 +315,8 @@ class TokenVerdict(Verdict):
             text += " (unstable)"
         return text
 
-    def text(self) -> str:
-        best = self._describe(self.plateau) if self.plateau else None
-        if self.client_bound:
-            tail = f"; best endpoint-bound step {best}" if best else ""
-            return f"client-bound, add workers: {self.client_reason}{tail}"
-        if self.plateau is None:
-            return f"no acceptable step: {self.reason}"
-        if self.reached:
-            return f"plateau: {best} \u2014 {self.reason}"
-        return f"no plateau reached ({self.reason}): best {best}"
+    def _reached(self, best: str) -> str:
+        return best
 
     def as_dict(self) -> dict:
         out = super().as_dict()
