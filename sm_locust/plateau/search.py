@@ -606,37 +606,37 @@ class PlateauSearch(_Search):
         """Closed loop: Little's law puts the knee at capacity x cycle time. Run the fewest users the
         model says reach the plateau (95 % of its level), with the cycle measured at `lo`, the highest
         load below the plateau (cycles grow with load before the knee: client and endpoint CPU, queues
-        in front of the slots), unless that is shorter than the unqueued cycle or more than 10 % above
-        it (then `lo` was a noisy step past the knee, and the unqueued cycle is used). A load that falls just short
+        in front of the slots; never shorter than the unqueued cycle). A load that falls just short
         re-fits the cycle there (a Newton step); once the plateau starts where the model says, the
-        load just below it confirms the knee. A load that falls short by more than the tolerance
-        (a knee that bends early) leaves the rest to bisection."""
+        load just below it confirms the knee. After a load fell short by more than the tolerance (a
+        knee that bends early, or noise), the model's load is blended with the bracket's midpoint.
+        A `lo` that queues like a step past the knee yet read just under the level is taken for a
+        noisy plateau step: the model's knee below it is measured first."""
         acceptable = self._acceptable()
-        level = self.level_of(acceptable)
-        floor = (1.0 - PLATEAU_TOLERANCE) * (level or 0.0)
-        missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
-        if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed):
-            return None  # the model was wrong by more than the tolerance: bisect
-        model = ClosedLoopModel.from_steps(acceptable, level or 0.0)
+        level = self.level_of(acceptable) or 0.0
+        model = ClosedLoopModel.from_steps(acceptable, level)
         below = self._by_load.get(lo)
         if model is None or below is None or below.goodput_rps <= 0:
             return None
+        floor = (1.0 - PLATEAU_TOLERANCE) * level
         cycle = below.users / below.goodput_rps
         queued = cycle > model.cycle_s * (1.0 + 2 * self.tolerance)
-        if queued or cycle < model.cycle_s:
-            cycle = model.cycle_s  # lo is queued already (a noisy plateau step), not on the linear side
-        model = ClosedLoopModel(model.capacity, cycle)
+        if queued and below.goodput_rps >= (1.0 - 2 * self.tolerance) * level:
+            # lo queues like a step past the knee and read just under the level: noise, or a dip.
+            target = float(model.users_reaching(MODEL_TARGET))
+            linear_side = max((m.load for m in acceptable if m.load < lo), default=0.0)
+            if target <= lo and self._untried(target, linear_side, hi):
+                return target, (f"{lo:g} users queue like a step past the knee ({below.goodput_rps:.0f} req/s): "
+                                f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
+        model = ClosedLoopModel(model.capacity, max(cycle, model.cycle_s))
         target = float(model.users_reaching(MODEL_TARGET))
+        how = f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)"
+        missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
+        if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed) and target < hi:
+            target = float(math.ceil((target + (lo + hi) / 2.0) / 2.0 - 1e-9))  # the model bent: halfway to bisection
+            how += ", blended with the bracket's midpoint"
         if self._untried(target, lo, hi):
-            return target, (f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x "
-                            f"{cycle * 1000:.0f} ms cycle at {lo:g} users): trying {target:g}")
-        linear_side = max((m.load for m in acceptable if m.load < lo), default=0.0)
-        near_level = below.goodput_rps >= (1.0 - 2 * self.tolerance) * (level or 0.0)
-        if queued and near_level and target <= lo and self._untried(target, linear_side, hi):
-            # lo queues like a step past the knee and read just under the level: noise, or a dip. The
-            # model puts the knee below it: measure there (a plateau there makes it the knee).
-            return target, (f"{lo:g} users queue like a step past the knee ({below.goodput_rps:.0f} req/s): "
-                            f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
+            return target, f"{how}: trying {target:g}"
         if target >= hi:  # the plateau starts at hi, as the model says: confirm from just below
             confirm = self._below(hi)
             if self._untried(confirm, lo, hi):
