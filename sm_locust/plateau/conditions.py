@@ -113,8 +113,12 @@ class LatencySLO(Condition):
     def label(self) -> str:
         return percentile_label(self.percentile)
 
+    def value(self, step: StepMeasurement) -> float | None:
+        """The latency this SLO holds against `max_ms` (the token SLO reads TTFT or ITL instead)."""
+        return step.percentile(self.percentile)
+
     def violation(self, step: StepMeasurement) -> str | None:
-        value = step.percentile(self.percentile)
+        value = self.value(step)
         if value is not None and value > self.max_ms:
             return f"{self.label} {fmt_ms(value)} ms > SLO {fmt_ms(self.max_ms)} ms"
         return None

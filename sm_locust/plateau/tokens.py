@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
-from sm_locust.plateau.conditions import KIND_CONSTRAINT, Condition, fmt_ms
+from sm_locust.plateau.conditions import LatencySLO, fmt_ms
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, Verdict
 from sm_locust.plateau.steady import (
@@ -206,10 +206,9 @@ class TokenStep(StepMeasurement):
         return ", ".join(parts)
 
 
-class TokenSLO(Condition):
-    """A step is not acceptable when its TTFT or ITL percentile exceeds `max_ms` (any percentile)."""
-
-    kind = KIND_CONSTRAINT
+class TokenSLO(LatencySLO):
+    """A step is not acceptable when its TTFT or ITL percentile exceeds `max_ms` (any percentile); the
+    check, violation line and description are LatencySLO's."""
 
     def __init__(self, series: str, percentile: float | str, max_ms: float):
         if series not in SERIES:
@@ -224,19 +223,8 @@ class TokenSLO(Condition):
     def label(self) -> str:
         return f"{SERIES[self.series]} {percentile_label(self.percentile)}"
 
-    def violation(self, step: StepMeasurement) -> str | None:
-        if not isinstance(step, TokenStep):
-            return None
-        value = step.token_percentile(self.series, self.percentile)
-        if value is not None and value > self.max_ms:
-            return f"{self.label} {fmt_ms(value)} ms > SLO {fmt_ms(self.max_ms)} ms"
-        return None
-
-    def check(self, history: Sequence[StepMeasurement]) -> str | None:
-        return self.violation(history[-1]) if history else None
-
-    def describe(self) -> str:
-        return f"{self.label} <= {fmt_ms(self.max_ms)} ms"
+    def value(self, step: StepMeasurement) -> float | None:
+        return step.token_percentile(self.series, self.percentile) if isinstance(step, TokenStep) else None
 
 
 def sub_windows(window: Sequence[Second], count: int = STABILITY_WINDOWS) -> list[list[Second]]:
