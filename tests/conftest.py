@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sm_locust.endpoint.server import LocalEndpoint
+from tests.fakes import MotoServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PAYLOAD = ROOT / "sm_locust" / "data" / "ranking_10rows.json"
@@ -50,6 +51,15 @@ def endpoint_factory(tmp_path):
 @pytest.fixture
 def endpoint(endpoint_factory) -> LocalEndpoint:
     return endpoint_factory()
+
+
+@pytest.fixture(scope="module")
+def moto_url(tmp_path_factory):
+    """One `moto_server` process per test module (tests.fakes.MotoServer), its URL; modules that use moto's
+    in-process ThreadedMotoServer define their own `moto_url`."""
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
+    yield server.url
+    server.stop()
 
 
 def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:

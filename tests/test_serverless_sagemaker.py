@@ -19,7 +19,7 @@ from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.sweep.deployers import Deployment
 from sm_locust.sweep.serverless import SageMakerServerlessDeployer, cloudwatch_ms
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
-from tests.fakes import NOTHING, MotoServer, leftovers, moto_sagemaker
+from tests.fakes import NOTHING, leftovers, moto_sagemaker
 
 SWEEP = """\
 name: sls-aws
@@ -36,13 +36,6 @@ load: {payload: body.json, run_time: 2s}
 compare_instance: {instance_type: ml.c5.large, price_per_hour: 0.119}
 report: false
 """
-
-
-@pytest.fixture(scope="module")
-def moto_url(tmp_path_factory):
-    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
-    yield server.url
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from sm_locust.sweep.api import load_sweep, run_sweep
 from sm_locust.sweep.deployers import Cancelled, Deployment
 from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.fakes import NOTHING, ROLE, MotoServer, leftovers, moto_sagemaker
+from tests.fakes import NOTHING, ROLE, leftovers, moto_sagemaker
 
 EXAMPLE_TWO = """\
 name: workers
@@ -44,13 +44,6 @@ grid:
 load: {payload: body.json, users: 2, run_time: 8s}
 objective: {target_rps: 50, slo_ms: 500, percentile: 95}
 """
-
-
-@pytest.fixture(scope="module")
-def moto_url(tmp_path_factory):
-    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
-    yield server.url
-    server.stop()
 
 
 @pytest.fixture(scope="module")
