@@ -284,6 +284,7 @@ class SageMakerDeployer(Deployer):
     def _delete_endpoint(self, name: str, progress: Progress) -> list[str]:
         deadline = time.monotonic() + self.delete_timeout_s
         told = False
+        retried = False  # an endpoint may leave Creating between the refused delete and the describe
         while True:
             try:
                 self.client.delete_endpoint(EndpointName=name)
@@ -298,6 +299,9 @@ class SageMakerDeployer(Deployer):
                     status = "?"
                 if status is None:
                     return []
+                if status not in STARTING and "Throttl" not in code and not retried:
+                    retried = True  # it just changed state: ask again once before calling it a failure
+                    continue
                 if time.monotonic() > deadline or (status not in STARTING and "Throttl" not in code):
                     return [f"endpoint {name} ({code}: {message})"]
                 if not told:
