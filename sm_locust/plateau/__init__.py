@@ -18,13 +18,14 @@ from sm_locust.plateau.conditions import (
     ThroughputGain,
 )
 from sm_locust.plateau.driver import ScheduleDriver, SearchDriver
+from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.search import Decision, PlateauSearch, ScheduleSearch, StepSearch, Verdict
 from sm_locust.plateau.steady import StepMeasurement, measure_step, measure_timeline, split_steps
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 
 __all__ = [
-    "Decision", "ErrorRate", "LatencySLO", "MaxDuration", "MaxInvocations", "MaxInvocationsPerMinute",
+    "ClosedLoopModel", "Decision", "ErrorRate", "LatencySLO", "MaxDuration", "MaxInvocations", "MaxInvocationsPerMinute",
     "MaxLoad", "MaxRate", "MaxUsers", "PlateauSearch", "Schedule", "ScheduleDriver", "ScheduleSearch", "SearchDriver", "StepMeasurement",
-    "StepSearch", "ThroughputGain", "Verdict", "constant_arrivals", "count_late", "latency_from_intended_ms",
+    "StepSearch", "ThroughputGain", "Verdict", "constant_arrivals", "count_late", "cycle_time_s", "latency_from_intended_ms",
     "measure_step", "measure_timeline", "parse_traffic_pattern", "poisson_arrivals", "split_steps",
 ]
