@@ -8,7 +8,7 @@ returns the exit code). Modules are imported lazily, so `sm-locust report` never
 
 Signals: Ctrl+C (SIGINT) raises KeyboardInterrupt and SIGTERM raises `Terminated`, its subclass, so
 every `with` / `finally` on the way out stops what the command started (the local endpoint, moto);
-while Locust runs as a child, `sm_locust.runner` forwards either signal to it instead and raises
+while Locust runs as a child, `sm_locust.launch` forwards either signal to it instead and raises
 `Interrupted` once Locust has stopped and written its results. Exit 130 (SIGINT) or 143 (SIGTERM).
 """
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from sm_locust.errors import UsageError
-from sm_locust.runner import check_output_dir
+from sm_locust.launch import check_output_dir
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import LocalEndpoint
     from sm_locust.options import SageMakerSettings
     from sm_locust.preflight import preflight
-    from sm_locust.runner import (
+    from sm_locust.launch import (
         LoadSettings,
         check_out_dir,
         choose_out_dir,

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if out_dir:
         from pathlib import Path
 
-        from sm_locust.runner import check_output_dir
+        from sm_locust.launch import check_output_dir
 
         check_output_dir(Path(out_dir))
     if run_dir.startswith("s3://"):

@@ -64,7 +64,7 @@ def validate_shape(args: argparse.Namespace) -> str | None:
 
 def load_from_args(args: argparse.Namespace):
     from sm_locust.errors import UsageError
-    from sm_locust.runner import LoadSettings
+    from sm_locust.launch import LoadSettings
 
     shape = validate_shape(args)
     if args.users is not None and shape in ("plateau", "phases", "open"):
@@ -102,7 +102,7 @@ def start_run(args: argparse.Namespace):
     """
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.runner import check_out_dir, choose_out_dir, execute, make_out_dir
+    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
 
     upload = getattr(args, "upload", None)
     if upload is not None:
@@ -158,7 +158,7 @@ def _upload_after_failure(out, destination, s3) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the run completed (partial failures are measurements), 1 when every request failed."""
     from sm_locust.errors import RunError
-    from sm_locust.runner import every_request_failed, verdict_line
+    from sm_locust.launch import every_request_failed, verdict_line
 
     out, summary = start_run(args)
     print(f"sm-locust: {verdict_line(summary)}")

@@ -75,7 +75,7 @@ def _whole_run_limit(value) -> bool:
 
 def _short_run(args: argparse.Namespace):
     from sm_locust.cli.run import start_run
-    from sm_locust.runner import verdict_line
+    from sm_locust.launch import verdict_line
 
     if args.users is None and not args.shape:
         args.users = SMOKE_USERS

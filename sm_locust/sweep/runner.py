@@ -1,7 +1,7 @@
 """Runs a checked sweep: deploy, test, delete every configuration; always clean up.
 
 The main thread runs the tests one at a time (one load generator) with the normal run machinery
-(`sm_locust.preflight` + `sm_locust.runner.execute`, exactly what `sm-locust run` does), so each
+(`sm_locust.preflight` + `sm_locust.launch.execute`, exactly what `sm-locust run` does), so each
 configuration leaves a normal run folder. Creations and deletions run in worker threads, driven by
 the `Pipeline` (at most `max_parallel_endpoints` alive). Each configuration's figures are read back
 from its run folder's `summary.json` (and the report's `steps.csv` or the local deployer's
@@ -37,7 +37,7 @@ from typing import Any
 
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.preflight import preflight
-from sm_locust.runner import execute
+from sm_locust.launch import execute
 from sm_locust.sweep.deployers import Cancelled, Deployment, DeployError
 from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
 from sm_locust.sweep.pipeline import DELETING, DEPLOYING, READY, TESTING, WAITING, Pipeline

@@ -44,7 +44,7 @@ from sm_locust.payloads.options import prepare_payloads
 from sm_locust.preflight import is_loopback, preflight
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.report.cost import load_prices
-from sm_locust.runner import LoadSettings, execute
+from sm_locust.launch import LoadSettings, execute
 from sm_locust.shapes.settings import parse_seconds
 from sm_locust.sweep import serverless_render
 from sm_locust.sweep.api import DEFAULT_SWEEPS_DIR, Sweep, _estimate, _where
