@@ -14,8 +14,7 @@ from sm_locust.gates.baseline import regression_gates
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec, parse_limit
 from sm_locust.record.runfolder import Metrics, RunData, load_run
-from tests.conftest import run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, run_cli
 
 SUMMARY = {"schema": 1, "totals": {"requests": 1000, "failures": 20, "rps": 50.0, "p50_ms": 20.0, "p95_ms": 45.0,
                                    "p99_ms": 80.0, "errors": {"ThrottlingException": 20}}}

@@ -90,8 +90,6 @@ def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.faults import EndpointConfig
     from sm_locust.endpoint.server import LocalEndpoint
-    from sm_locust.options import SageMakerSettings
-    from sm_locust.preflight import preflight
     from sm_locust.launch import (
         LoadSettings,
         check_out_dir,
@@ -100,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         make_out_dir,
         verdict_line,
     )
+    from sm_locust.options import SageMakerSettings
+    from sm_locust.preflight import preflight
     from sm_locust.shapes.settings import StepSchedule
 
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,

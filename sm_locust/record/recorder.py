@@ -39,9 +39,10 @@ import time
 from pathlib import Path
 
 import gevent
-import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
+
+import psutil
 
 from sm_locust.formatting import MISSING, is_missing
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
