@@ -70,6 +70,12 @@ def test_unknown_request_name_fails_and_lists_names():
     assert "nope" in message and "fast, slow" in message
 
 
+def test_a_gate_with_nothing_to_observe_shows_the_missing_marker():
+    assert MaxLatency(95, 100, "nope").observed(RUN) == "n/a"
+    assert MaxErrorRate(0.01, "nope").observed(RUN) == "n/a"
+    assert NoRegression("p95", 40.0, 0.1, scope="nope").observed(RUN) == "n/a"
+
+
 def test_run_without_requests_fails_the_smoke_gate():
     empty = RunData(summary={"totals": {"requests": 0, "failures": 0, "rps": 0, "p95_ms": None}})
     verdicts = evaluate([MinRequests(1), MaxLatency(95, 100)], empty)

@@ -17,6 +17,8 @@ import argparse
 import contextlib
 from importlib import resources
 
+from sm_locust.formatting import MISSING
+
 DEMO_ENDPOINT = "sm-locust-demo"
 DEMO_PRICED_AS = "ml.c5.xlarge"
 STAND_IN_REGION = "us-east-1"
@@ -177,7 +179,7 @@ def minute_lines(timeseries_csv) -> list[str]:
     lines = []
     for start, row in minutes.iterrows():
         label = pd.Timestamp(int(start), unit="s").strftime("%H:%M")
-        cells = [f"{name} {'n/a' if pd.isna(row[col]) else fmt.format(row[col])}" for col, name, fmt in present]
+        cells = [f"{name} {MISSING if pd.isna(row[col]) else fmt.format(row[col])}" for col, name, fmt in present]
         lines.append(f"  {label} UTC: " + "  ".join(cells))
     return lines
 
