@@ -52,9 +52,10 @@ class Policy:
     scale_in_cooldown_s: float = 300
 
 
+INVOCATIONS = {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}
 USER_POLICY = {"PolicyName": "prod-invocations", "PolicyType": "TargetTrackingScaling",
                "TargetTrackingScalingPolicyConfiguration": {
-                   "TargetValue": 70.0, "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+                   "TargetValue": 70.0, "PredefinedMetricSpecification": INVOCATIONS,
                    "ScaleOutCooldown": 120, "ScaleInCooldown": 600}}
 USER_TARGET = {"MinCapacity": 1, "MaxCapacity": 4, "SuspendedState": {"DynamicScalingInSuspended": True,
                                                                      "DynamicScalingOutSuspended": False,
@@ -62,7 +63,8 @@ USER_TARGET = {"MinCapacity": 1, "MaxCapacity": 4, "SuspendedState": {"DynamicSc
 
 
 def snap(target=USER_TARGET, policies=(USER_POLICY,), desired=1) -> ScalingSnapshot:
-    return ScalingSnapshot(REF, dict(target) if target else None, [dict(p) for p in policies], desired, desired, "InService")
+    return ScalingSnapshot(REF, dict(target) if target else None, [dict(p) for p in policies], desired, desired,
+                           "InService")
 
 
 def ops(calls) -> list[tuple[str, str]]:
@@ -84,10 +86,10 @@ def test_apply_removes_the_users_policy_sets_the_range_starts_at_the_minimum_the
     assert settle == {"instances": 2, "wait": True}
     assert put["PolicyType"] == "TargetTrackingScaling"
     assert put["TargetTrackingScalingPolicyConfiguration"] == {
-        "TargetValue": 4200.0, "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+        "TargetValue": 4200.0, "PredefinedMetricSpecification": INVOCATIONS,
         "ScaleOutCooldown": 60, "ScaleInCooldown": 300}
-    assert calls[3].why == (f"policy {OURS!r} TargetTracking SageMakerVariantInvocationsPerInstance 4200, cooldowns out 60 s / "
-                            "in 300 s")
+    assert calls[3].why == (f"policy {OURS!r} TargetTracking SageMakerVariantInvocationsPerInstance 4200, "
+                            "cooldowns out 60 s / in 300 s")
 
 
 def test_restore_puts_back_range_suspended_state_policy_and_count_and_a_second_restore_calls_nothing():
@@ -108,25 +110,26 @@ def test_restore_puts_back_range_suspended_state_policy_and_count_and_a_second_r
 
 def test_restore_without_an_earlier_target_deregisters_it_and_sets_the_count_back():
     before = snap(target=None, policies=(), desired=1)
-    during = snap(target={"MinCapacity": 1, "MaxCapacity": 3}, policies=[{"PolicyName": OURS, "PolicyType": "TargetTrackingScaling"}],
-                  desired=3)
-    assert ops(restore_plan(before, during, OURS)) == [("delete_scaling_policy", OURS), ("deregister_scalable_target", ""),
-                                                       ("settle", "")]
+    during = snap(target={"MinCapacity": 1, "MaxCapacity": 3},
+                  policies=[{"PolicyName": OURS, "PolicyType": "TargetTrackingScaling"}], desired=3)
+    assert ops(restore_plan(before, during, OURS)) == [("delete_scaling_policy", OURS),
+                                                       ("deregister_scalable_target", ""), ("settle", "")]
     half_done = snap(target=None, policies=(), desired=3)  # killed after the deregistration
     assert ops(restore_plan(before, half_done, OURS)) == [("settle", "")]
 
 
 def test_a_changed_user_policy_is_put_back_and_a_missing_suspended_flag_counts_as_false():
     before = snap(target={"MinCapacity": 1, "MaxCapacity": 4, "SuspendedState": {}})
-    tweaked = dict(USER_POLICY, TargetTrackingScalingPolicyConfiguration={**USER_POLICY["TargetTrackingScalingPolicyConfiguration"],
-                                                                          "TargetValue": 99.0})
+    config = {**USER_POLICY["TargetTrackingScalingPolicyConfiguration"], "TargetValue": 99.0}
+    tweaked = dict(USER_POLICY, TargetTrackingScalingPolicyConfiguration=config)
     now = snap(target={"MinCapacity": 1, "MaxCapacity": 4, "SuspendedState": {"DynamicScalingInSuspended": False}},
                policies=[tweaked])
     assert ops(restore_plan(before, now, OURS)) == [("put_scaling_policy", "prod-invocations")]
 
 
 def test_a_step_scaling_policy_is_refused_before_anything_changes():
-    step = {"PolicyName": "cpu-steps", "PolicyType": "StepScaling", "StepScalingPolicyConfiguration": {"AdjustmentType": "ChangeInCapacity"}}
+    step = {"PolicyName": "cpu-steps", "PolicyType": "StepScaling",
+            "StepScalingPolicyConfiguration": {"AdjustmentType": "ChangeInCapacity"}}
     with pytest.raises(UsageError) as err:
         check_restorable(snap(policies=[USER_POLICY, step]), OURS)
     assert "StepScaling policy 'cpu-steps'" in err.value.message and "\n" not in err.value.message
@@ -134,10 +137,12 @@ def test_a_step_scaling_policy_is_refused_before_anything_changes():
 
 
 def test_the_snapshot_line_names_range_suspensions_policies_and_count():
-    assert snap().describe() == ("endpoint/ranker/variant/AllTraffic: scalable target 1..4 (suspended: DynamicScalingIn); "
-                                 "policy 'prod-invocations' TargetTracking SageMakerVariantInvocationsPerInstance 70, "
-                                 "cooldowns out 120 s / in 600 s; 1 instance")
-    assert snap(target=None, policies=(), desired=2).describe() == "endpoint/ranker/variant/AllTraffic: no scalable target; 2 instances"
+    assert snap().describe() == ("endpoint/ranker/variant/AllTraffic: scalable target 1..4 "
+                                 "(suspended: DynamicScalingIn); policy 'prod-invocations' TargetTracking "
+                                 "SageMakerVariantInvocationsPerInstance 70, cooldowns out 120 s / in 600 s; "
+                                 "1 instance")
+    assert snap(target=None, policies=(), desired=2).describe() == ("endpoint/ranker/variant/AllTraffic: "
+                                                                    "no scalable target; 2 instances")
     assert ScalingSnapshot.from_dict(json.loads(json.dumps(snap().as_dict()))) == snap()
 
 
@@ -150,9 +155,11 @@ def aws(moto_url):
     urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
     kw = {"endpoint_url": moto_url, "region_name": "us-east-1"}
     aas, sm = boto3.client("application-autoscaling", **kw), boto3.client("sagemaker", **kw)
-    sm.create_model(ModelName="ranker", ExecutionRoleArn=ROLE, PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"})
+    sm.create_model(ModelName="ranker", ExecutionRoleArn=ROLE,
+                    PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/r:1"})
     sm.create_endpoint_config(EndpointConfigName="ranker", ProductionVariants=[
-        {"VariantName": "AllTraffic", "ModelName": "ranker", "InstanceType": "ml.c5.xlarge", "InitialInstanceCount": 1}])
+        {"VariantName": "AllTraffic", "ModelName": "ranker", "InstanceType": "ml.c5.xlarge",
+         "InitialInstanceCount": 1}])
     sm.create_endpoint(EndpointName="ranker", EndpointConfigName="ranker")
     return aas, sm
 
@@ -166,7 +173,8 @@ def calls_of(*clients) -> list[str]:
 
 
 def user_setup(aas) -> None:
-    aas.register_scalable_target(**REF.identity, MinCapacity=1, MaxCapacity=4, SuspendedState=USER_TARGET["SuspendedState"])
+    aas.register_scalable_target(**REF.identity, MinCapacity=1, MaxCapacity=4,
+                                 SuspendedState=USER_TARGET["SuspendedState"])
     aas.put_scaling_policy(**REF.identity, **USER_POLICY)
 
 
@@ -193,8 +201,10 @@ def test_a_full_cycle_puts_the_users_target_and_policy_back_exactly(aws, tmp_pat
     assert comparable(snapshot(aas, sm, REF)) == comparable(before)
     assert read_journal(journal_path(tmp_path, REF))["state"] == "restored"
     mutating = [op for op in seen if not op.startswith(("Describe", "List"))]
-    assert mutating == ["DeleteScalingPolicy", "RegisterScalableTarget", "UpdateEndpointWeightsAndCapacities", "PutScalingPolicy",
-                        "DeleteScalingPolicy", "RegisterScalableTarget", "PutScalingPolicy", "UpdateEndpointWeightsAndCapacities"]
+    assert mutating == ["DeleteScalingPolicy", "RegisterScalableTarget", "UpdateEndpointWeightsAndCapacities",
+                        "PutScalingPolicy",  # apply; then the restore:
+                        "DeleteScalingPolicy", "RegisterScalableTarget", "PutScalingPolicy",
+                        "UpdateEndpointWeightsAndCapacities"]
     assert any("before the test: endpoint/ranker/variant/AllTraffic: scalable target 1..4" in line for line in lines)
 
 
@@ -218,7 +228,8 @@ def test_a_failed_apply_restores_and_names_the_api(aws, tmp_path):
         if model.name == "PutScalingPolicy" and not refuse.done:
             refuse.done = True
             from botocore.exceptions import ClientError
-            raise ClientError({"Error": {"Code": "LimitExceededException", "Message": "too many policies"}}, "PutScalingPolicy")
+            error = {"Error": {"Code": "LimitExceededException", "Message": "too many policies"}}
+            raise ClientError(error, "PutScalingPolicy")
 
     refuse.done = False
     aas.meta.events.register("before-call", refuse)
@@ -251,7 +262,8 @@ def test_another_process_finishes_the_restore_from_the_journal(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)
     before = snapshot(aas, sm, REF)
-    ScalingUnderTest(aas, sm, REF, Policy(), sweep_id="s4", journal=journal_path(tmp_path, REF), poll_s=0).apply()  # then "killed"
+    under_test = ScalingUnderTest(aas, sm, REF, Policy(), sweep_id="s4", journal=journal_path(tmp_path, REF), poll_s=0)
+    under_test.apply()  # then "killed": never restored
     assert snapshot(aas, sm, REF).policy("sm-locust-s4") is not None
     lines: list[str] = []
     restored, left = finish_restores(tmp_path, aas=aas, sm=sm, progress=lines.append)
@@ -283,14 +295,15 @@ def test_cleanup_without_a_journal_deletes_the_sweeps_policy_on_any_variant(aws)
     deleted, left = delete_sweep_policies(aas, "s6")
     assert sorted(deleted) == ["scaling policy sm-locust-s6 on endpoint/other/variant/blue",
                                "scaling policy sm-locust-s6 on endpoint/ranker/variant/AllTraffic"] and left == []
-    assert [p["PolicyName"] for p in aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]] == ["prod-invocations"]
+    remaining = aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]
+    assert [p["PolicyName"] for p in remaining] == ["prod-invocations"]
 
 
 def test_a_missing_endpoint_or_variant_is_one_line(aws):
     aas, sm = aws
     with pytest.raises(UsageError, match="endpoint nope does not exist"):
         snapshot(aas, sm, VariantRef("nope"))
-    with pytest.raises(UsageError, match=r"endpoint ranker has no variant 'blue' \(its variants: AllTraffic\); set variant_name"):
+    with pytest.raises(UsageError, match=r"has no variant 'blue' \(its variants: AllTraffic\); set variant_name"):
         snapshot(aas, sm, VariantRef("ranker", "blue"))
 
 

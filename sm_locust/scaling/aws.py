@@ -166,7 +166,8 @@ class ScalingSnapshot:
             head = f"{self.ref.resource_id}: no scalable target"
         else:
             head = f"{self.ref.resource_id}: scalable target {self.target['MinCapacity']}..{self.target['MaxCapacity']}"
-            suspended = [k.replace("Suspended", "") for k, v in suspended_state(self.target.get("SuspendedState")).items() if v]
+            flags = suspended_state(self.target.get("SuspendedState"))
+            suspended = [k.replace("Suspended", "") for k, v in flags.items() if v]
             if suspended:
                 head += f" (suspended: {', '.join(suspended)})"
         parts = [head]
@@ -213,9 +214,9 @@ def check_restorable(snapshot: ScalingSnapshot, policy_name: str) -> None:
     for p in snapshot.others(policy_name):
         if p["PolicyType"] not in RESTORABLE_TYPES:
             raise UsageError(
-                f"{snapshot.ref.resource_id} has the {p['PolicyType']} policy {p['PolicyName']!r}: sm-locust would have to "
-                "delete it for the test, and a re-created one gets a new ARN that its CloudWatch alarm does not point at; "
-                "remove it yourself, or test a copy of the endpoint (model_name + instance_type)")
+                f"{snapshot.ref.resource_id} has the {p['PolicyType']} policy {p['PolicyName']!r}: sm-locust would "
+                "have to delete it for the test, and a re-created one gets a new ARN that its CloudWatch alarm does "
+                "not point at; remove it yourself, or test a copy of the endpoint (model_name + instance_type)")
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -227,7 +228,8 @@ def _variant(description: Mapping[str, Any], ref: VariantRef) -> Mapping[str, An
         if v.get("VariantName") == ref.variant:
             return v
     names = ", ".join(str(v.get("VariantName")) for v in variants) or "none"
-    raise UsageError(f"endpoint {ref.endpoint} has no variant {ref.variant!r} (its variants: {names}); set variant_name")
+    raise UsageError(f"endpoint {ref.endpoint} has no variant {ref.variant!r} (its variants: {names}); "
+                     "set variant_name")
 
 
 def describe_variant(sm, ref: VariantRef) -> tuple[str, int | None, int | None]:
@@ -325,7 +327,8 @@ def apply_plan(snap: ScalingSnapshot, policy: Any, policy_name: str) -> list[Cal
                       f"start from {low} instance{'s' if low != 1 else ''}"))
     ours = {"PolicyName": policy_name, "PolicyType": "TargetTrackingScaling",
             "TargetTrackingScalingPolicyConfiguration": target_tracking_configuration(policy)}
-    calls.append(Call("aas", "put_scaling_policy", {**ours, **ref.identity}, f"policy {policy_name!r} {describe_policy(ours)}"))
+    calls.append(Call("aas", "put_scaling_policy", {**ours, **ref.identity},
+                      f"policy {policy_name!r} {describe_policy(ours)}"))
     return calls
 
 
@@ -372,7 +375,8 @@ def read_only(client):
 
     def guard(model, **_kwargs):
         if not model.name.startswith(READ_ONLY_PREFIXES):
-            raise ReadOnlyViolation(f"{model.name} refused: this client only reads ({client.meta.service_model.service_name})")
+            service = client.meta.service_model.service_name
+            raise ReadOnlyViolation(f"{model.name} refused: this client only reads ({service})")
 
     client.meta.events.register("before-call", guard)
     return client
@@ -452,8 +456,9 @@ class PlanRunner:
                 raise ScalingError(f"endpoint {self.ref.endpoint} still {status} with {current} of {desired} instances "
                                    f"after {self.timeout_s:.0f} s")
             if (status, current) != told:
-                self.progress(f"{self.ref.endpoint} {status}, {current} instance{'s' if current != 1 else ''} in service"
-                              + (f" of {desired}" if desired is not None and desired != current else "") + ": waiting")
+                of = f" of {desired}" if desired is not None and desired != current else ""
+                plural = "s" if current != 1 else ""
+                self.progress(f"{self.ref.endpoint} {status}, {current} instance{plural} in service{of}: waiting")
                 told = (status, current)
             if self.cancel is not None and self.cancel.is_set():
                 raise ScalingError(f"interrupted while {self.ref.endpoint} was {status}")
@@ -464,9 +469,9 @@ class PlanRunner:
         differs, once the endpoint is InService); with `wait`, until that many are in service."""
         desired, _current = self.wait_in_service()
         if desired != instances:
+            capacity = {"VariantName": self.ref.variant, "DesiredInstanceCount": instances}
             self.one(Call("sm", "update_endpoint_weights_and_capacities",
-                          {"EndpointName": self.ref.endpoint,
-                           "DesiredWeightsAndCapacities": [{"VariantName": self.ref.variant, "DesiredInstanceCount": instances}]},
+                          {"EndpointName": self.ref.endpoint, "DesiredWeightsAndCapacities": [capacity]},
                           f"instance count {desired} -> {instances}"))
         if wait:
             self.wait_in_service(instances)
@@ -529,7 +534,8 @@ class ScalingUnderTest:
             self.progress(f"{self.ref.resource_id}: finishing the restore an earlier run left ({self.journal})")
             left = restore_from_journal(self.journal, self.aas, self.sm, progress=self.progress, runner=self.runner)
             if left:
-                raise ScalingError(f"{self.ref.resource_id}: an earlier run's restore could not be finished: {'; '.join(left)}")
+                raise ScalingError(f"{self.ref.resource_id}: an earlier run's restore could not be finished: "
+                                   f"{'; '.join(left)}")
         self.before = snapshot(self.aas, self.sm, self.ref, clock=self.clock)
         check_restorable(self.before, self.policy_name)
         self.progress(f"before the test: {self.before.describe()}")
@@ -610,7 +616,8 @@ def delete_sweep_policies(aas, sweep_id: str, *, progress: Progress = lambda _t:
     found: list[dict[str, Any]] = []
     token = None
     while True:
-        page = _aas_call(aas, "describe_scaling_policies", ServiceNamespace=NAMESPACE, **({"NextToken": token} if token else {}))
+        page = _aas_call(aas, "describe_scaling_policies", ServiceNamespace=NAMESPACE,
+                         **({"NextToken": token} if token else {}))
         found += [p for p in page.get("ScalingPolicies") or [] if p.get("PolicyName") == name]
         token = page.get("NextToken")
         if not token:
@@ -620,9 +627,9 @@ def delete_sweep_policies(aas, sweep_id: str, *, progress: Progress = lambda _t:
         what = f"scaling policy {name} on {p['ResourceId']}"
         progress(f"deleting {what}")
         try:
-            invoke(aas, Call("aas", "delete_scaling_policy", {"PolicyName": name, "ServiceNamespace": NAMESPACE,
-                                                              "ResourceId": p["ResourceId"], "ScalableDimension": p["ScalableDimension"]},
-                             what, gone_ok=True))
+            target = {"ServiceNamespace": NAMESPACE, "ResourceId": p["ResourceId"],
+                      "ScalableDimension": p["ScalableDimension"]}
+            invoke(aas, Call("aas", "delete_scaling_policy", {"PolicyName": name, **target}, what, gone_ok=True))
             deleted.append(what)
         except ScalingError as exc:
             left.append(f"{what} ({exc.message})")
