@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from dataclasses import dataclass
 
 import boto3
 import pytest
@@ -36,20 +35,16 @@ from sm_locust.scaling.aws import (
     restore_plan,
     snapshot,
 )
+from sm_locust.scaling.policy import ScalingPolicy
+from sm_locust.scaling.timeline import InstanceSample, RunClock
 from tests.fakes import ROLE
 
 REF = VariantRef("ranker", "AllTraffic")
 OURS = "sm-locust-ranker-scaling"
 
 
-@dataclass(frozen=True)
-class Policy:
-    min_instances: int = 2
-    max_instances: int = 3
-    metric: str = "SageMakerVariantInvocationsPerInstance"
-    target_value: float = 4200.0
-    scale_out_cooldown_s: float = 60
-    scale_in_cooldown_s: float = 300
+def Policy(min_instances: int = 2, max_instances: int = 3) -> ScalingPolicy:  # noqa: N802 (reads as the policy)
+    return ScalingPolicy(min_instances, max_instances, 4200.0, scale_out_cooldown_s=60, scale_in_cooldown_s=300).check()
 
 
 INVOCATIONS = {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}
@@ -328,18 +323,29 @@ def test_the_poller_turns_describe_endpoint_into_the_instance_timeline(aws):
         {"VariantName": "AllTraffic", "DesiredInstanceCount": 3}])
     now[0] += 10
     poller.poll_once()
-    assert poller.timeline(origin=995.0) == [{"t_s": 5.0, "desired": 1, "in_service": 1},
-                                             {"t_s": 15.0, "desired": 3, "in_service": 3}]
+    assert poller.timeline(RunClock(started_at=995.0)) == [InstanceSample(5.0, 1, 1), InstanceSample(15.0, 3, 3)]
+    # against the emulation: run seconds are emulated ones; a reading before the run's start stands at 0
+    assert poller.timeline(RunClock(started_at=1002.0, time_scale=30)) == [InstanceSample(0.0, 1, 1),
+                                                                           InstanceSample(240.0, 3, 3)]
     sm.delete_endpoint(EndpointName="ranker")
     assert poller.poll_once() is None and poller.errors == 1 and "does not exist" in poller.last_error
 
 
 def test_the_poller_thread_reads_at_start_every_period_and_at_stop(aws):
     _aas, sm = aws
-    poller = InstancePoller(sm, REF, every_s=0.2).start()
+    poller = InstancePoller(sm, REF, every_s=6, time_scale=30).start()  # 10 emulated s = 0.2 real s
     import time
 
     time.sleep(0.7)
     poller.stop()
     assert 4 <= len(poller.readings) <= 7  # at start, ~3 periods, at stop (a busy box may skip one)
     assert all(r.desired == 1 and r.in_service == 1 and r.status == "InService" for r in poller.readings)
+
+
+def test_the_variants_own_policy_as_the_model_sees_it():
+    assert snap().scaling_policy() == ScalingPolicy(1, 4, 70.0, "SageMakerVariantInvocationsPerInstance", 120.0, 600.0)
+    assert snap(target=None).scaling_policy() is None  # no range: nothing to model
+    custom = dict(USER_POLICY, TargetTrackingScalingPolicyConfiguration={
+        "TargetValue": 50.0, "CustomizedMetricSpecification": {"MetricName": "CPUUtilization"}})
+    assert snap(policies=[custom]).scaling_policy() is None
+    assert snap(policies=[USER_POLICY, dict(USER_POLICY, PolicyName="second")]).scaling_policy() is None

@@ -41,6 +41,8 @@ from typing import Any, Self
 
 from sm_locust.errors import RunError, SmLocustError, UsageError
 from sm_locust.record.summary import write_json
+from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, METRICS, ScalingPolicy
+from sm_locust.scaling.timeline import InstanceSample, RunClock
 
 NAMESPACE = "sagemaker"
 DIMENSION = "sagemaker:variant:DesiredInstanceCount"
@@ -159,6 +161,20 @@ class ScalingSnapshot:
         """The configuration of the variant's one target-tracking policy; None when it has none or several."""
         tracking = [p for p in self.policies if p["PolicyType"] == "TargetTrackingScaling"]
         return tracking[0].get(CONFIG_KEYS["TargetTrackingScaling"]) if len(tracking) == 1 else None
+
+    def scaling_policy(self) -> ScalingPolicy | None:
+        """The variant's scaling as a ScalingPolicy (its range and its one target-tracking policy on a
+        predefined metric sm-locust models); None when that does not describe it."""
+        config = self.target_tracking()
+        if self.target is None or config is None:
+            return None
+        metric = (config.get("PredefinedMetricSpecification") or {}).get("PredefinedMetricType")
+        if metric not in METRICS or not isinstance(config.get("TargetValue"), (int, float)):
+            return None
+        return ScalingPolicy(int(self.target["MinCapacity"]), int(self.target["MaxCapacity"]),
+                             float(config["TargetValue"]), str(metric),
+                             float(config.get("ScaleOutCooldown", DEFAULT_COOLDOWN_S)),
+                             float(config.get("ScaleInCooldown", DEFAULT_COOLDOWN_S)))
 
     def describe(self) -> str:
         """One line: the target's range and each policy (name, type, metric, target, cooldowns)."""
@@ -297,16 +313,15 @@ class Call:
     gone_ok: bool = False  # a delete of something already gone counts as done
 
 
-def target_tracking_configuration(policy: Any) -> dict[str, Any]:
-    """TargetTrackingScalingPolicyConfiguration of the policy under test (attributes: metric,
-    target_value, scale_out_cooldown_s, scale_in_cooldown_s)."""
+def target_tracking_configuration(policy: ScalingPolicy) -> dict[str, Any]:
+    """TargetTrackingScalingPolicyConfiguration of the policy under test."""
     return {"TargetValue": float(policy.target_value),
             "PredefinedMetricSpecification": {"PredefinedMetricType": str(policy.metric)},
             "ScaleOutCooldown": round(float(policy.scale_out_cooldown_s)),
             "ScaleInCooldown": round(float(policy.scale_in_cooldown_s))}
 
 
-def apply_plan(snap: ScalingSnapshot, policy: Any, policy_name: str) -> list[Call]:
+def apply_plan(snap: ScalingSnapshot, policy: ScalingPolicy, policy_name: str) -> list[Call]:
     """The calls that put the policy under test on the variant, from `snap` (what was there).
 
     The variant's own policies go first (two policies at once would confound the test: Application
@@ -317,7 +332,7 @@ def apply_plan(snap: ScalingSnapshot, policy: Any, policy_name: str) -> list[Cal
     calls = [Call("aas", "delete_scaling_policy", {"PolicyName": p["PolicyName"], **ref.identity},
                   f"remove policy {p['PolicyName']!r} while the test runs", gone_ok=True)
              for p in snap.others(policy_name)]
-    low, high = int(policy.min_instances), int(policy.max_instances)
+    low, high = policy.min_instances, policy.max_instances
     calls.append(Call("aas", "register_scalable_target",
                       {**ref.identity, "MinCapacity": low, "MaxCapacity": high,
                        "SuspendedState": {"DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False,
@@ -500,11 +515,11 @@ def read_journal(path: str | Path) -> dict[str, Any] | None:
 class ScalingUnderTest:
     """The policy under test on one variant, from `apply()` until `restore()`; a context manager.
 
-    `policy` has min_instances, max_instances, metric, target_value, scale_out_cooldown_s and
-    scale_in_cooldown_s. The journal at `journal` holds the snapshot and the state (applying ->
-    applied -> restored) so that another process can finish a restore (`finish_restore`)."""
+    `policy` is the configuration under test (checked: ScalingPolicy.check). The journal at `journal`
+    holds the snapshot and the state (applying -> applied -> restored) so that another process can
+    finish a restore (`restore_from_journal`, `finish_restores`)."""
 
-    def __init__(self, aas, sm, ref: VariantRef, policy: Any, *, sweep_id: str, journal: str | Path,
+    def __init__(self, aas, sm, ref: VariantRef, policy: ScalingPolicy, *, sweep_id: str, journal: str | Path,
                  region: str | None = None, progress: Progress = lambda _t: None, poll_s: float = 15.0,
                  timeout_s: float = 1800.0, sleep: Callable[[float], None] = time.sleep,
                  cancel: threading.Event | None = None, clock: Callable[[], float] = time.time):
@@ -650,12 +665,14 @@ class InstanceReading:
 
 
 class InstancePoller:
-    """Polls DescribeEndpoint every `every_s` seconds in a thread (one reading at once, one at stop);
-    read-only. `readings` in time order; `timeline(origin)` as the instance timeline
-    `[{"t_s", "desired", "in_service"}]`, t_s counted from `origin` (epoch seconds)."""
+    """Polls DescribeEndpoint every `every_s` run seconds (`every_s / time_scale` real ones: 10 emulated
+    seconds against the local fleet) in a thread, once at start and once at stop; read-only.
+    `readings` in time order; `timeline(clock)` is the instance timeline in run seconds."""
 
-    def __init__(self, sm, ref: VariantRef, *, every_s: float = POLL_EVERY_S, clock: Callable[[], float] = time.time):
-        self.sm, self.ref, self.every_s, self.clock = sm, ref, every_s, clock
+    def __init__(self, sm, ref: VariantRef, *, every_s: float = POLL_EVERY_S, time_scale: float = 1.0,
+                 clock: Callable[[], float] = time.time):
+        self.sm, self.ref, self.clock = sm, ref, clock
+        self.wait_s = every_s / time_scale
         self.readings: list[InstanceReading] = []
         self.errors = 0
         self.last_error: str | None = None
@@ -677,10 +694,10 @@ class InstancePoller:
         return reading
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
+        while not self._stop.wait(self.wait_s):
             self.poll_once()
 
-    def start(self) -> InstancePoller:
+    def start(self) -> Self:
         self.poll_once()
         self._thread = threading.Thread(target=self._loop, name="sm-locust-instance-poller", daemon=True)
         self._thread.start()
@@ -693,8 +710,17 @@ class InstancePoller:
             self._thread = None
             self.poll_once()
 
-    def timeline(self, origin: float) -> list[dict[str, Any]]:
+    def timeline(self, clock: RunClock) -> list[InstanceSample]:
+        """The readings as InstanceSamples in run seconds; the last reading taken before run second 0
+        stands at 0 (the counts the run started with), earlier ones are dropped."""
         with self._lock:
-            readings = list(self.readings)
-        return [{"t_s": round(r.at - origin, 3), "desired": r.desired, "in_service": r.in_service}
-                for r in readings if r.desired is not None and r.in_service is not None]
+            readings = [r for r in self.readings if r.desired is not None and r.in_service is not None]
+        samples: list[InstanceSample] = []
+        for r in readings:
+            t_s = clock.run_s(r.at)
+            sample = InstanceSample(max(0.0, round(t_s, 3)), int(r.desired or 0), int(r.in_service or 0))
+            if t_s <= 0 and samples and samples[-1].t_s == 0.0:
+                samples[-1] = sample
+            else:
+                samples.append(sample)
+        return samples
