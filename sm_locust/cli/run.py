@@ -18,30 +18,35 @@ from sm_locust.options import SageMakerSettings, add_cli_options
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
     group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
-    group.add_argument("-r", "--spawn-rate", type=float, default=None, help="users started per second (default 1; with a shape 100)")
-    group.add_argument("-t", "--run-time", default=None, help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
+    group.add_argument("-r", "--spawn-rate", type=float, default=None,
+                       help="users started per second (default 1; with a shape 100)")
+    group.add_argument("-t", "--run-time", default=None,
+                       help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
     group.add_argument("--shape", default=None,
                        help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
                        "arrival rate; implied by --target-rps) (default: constant users)")
-    group.add_argument("--processes", type=int, default=None, help="Locust worker processes on this machine (-1 = one per core)")
+    group.add_argument("--processes", type=int, default=None,
+                       help="Locust worker processes on this machine (-1 = one per core)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     out.add_argument("--overwrite", action="store_true",
                      help="--out may name a folder that holds an earlier run: its files are removed first")
-    out.add_argument("-q", "--quiet", action="store_true", help="no periodic Locust tables; one progress line every 5 s")
+    out.add_argument("-q", "--quiet", action="store_true",
+                     help="no periodic Locust tables; one progress line every 5 s")
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a headless load test and write a run folder",
         description="Run Locust headless against a SageMaker endpoint (real, or local with --endpoint-url) and write "
-        "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments after -- go to Locust as they are.",
+        "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments "
+        "after -- go to Locust as they are.",
     )
     add_cli_options(p)
     add_load_arguments(p)
     p.add_argument("--upload", metavar="S3_URL", default=os.environ.get("SM_LOCUST_UPLOAD") or None,
-                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write access "
-                   "is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
+                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write "
+                   "access is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
                    "[SM_LOCUST_UPLOAD]")
     p.set_defaults(accepts_passthrough=True)
 
@@ -100,9 +105,9 @@ def start_run(args: argparse.Namespace):
 
     Shared by `run` and `smoke`: nothing starts (no folder, no traffic) until all input is valid.
     """
+    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
 
     upload = getattr(args, "upload", None)
     if upload is not None:

@@ -30,7 +30,8 @@ from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
 
 # Fields of Locust's own start form (its /swarm handler reads them itself).
-LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time", "profile"})
+LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time",
+                                "profile"})
 # What the class picker's "edit user" dialog may set on a User class.
 USER_FIELDS = frozenset({"user_class_name", "weight", "fixed_count", "tasks", "host"})
 
@@ -65,8 +66,9 @@ def is_open_loop_class(cls: type) -> bool:
 
 def protect(environment, web_ui) -> None:
     """Register the checks above on the web UI's Flask app, and trim its start form."""
-    from flask import jsonify, request
     from locust.argument_parser import ui_extra_args_dict
+
+    from flask import jsonify, request
 
     def refuse(message: str):
         return jsonify({"success": False, "message": message, "host": environment.host})
@@ -124,7 +126,8 @@ def protect(environment, web_ui) -> None:
         if "host" in settings and cls is not None and (settings["host"] or None) != (cls.host or None):
             refused.append("host")
         if refused:
-            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; only weight, fixed_count and tasks"), 400
+            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; "
+                          "only weight, fixed_count and tasks"), 400
         return None
 
     original = web_ui.update_template_args
