@@ -286,7 +286,7 @@ class RunRecorder:
         now = time.time()
         delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
         sends = self.open_loop.snapshot()
-        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends))
+        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends, strict=True))
         backoffs = self.backoff.count
         open_loop = self.open_loop.active
         target = self.current_target_rate

@@ -38,6 +38,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
@@ -231,7 +232,7 @@ class StreamMeasurement(Measurement):
 
     def finish(self, end: float) -> None:
         arrivals = self.arrivals
-        gaps = [(b - a) * 1000.0 for a, b in zip(arrivals, arrivals[1:])]
+        gaps = [(b - a) * 1000.0 for a, b in pairwise(arrivals)]
         if gaps and self.inter_chunk == "mean":
             self.fire(INTER_CHUNK, sum(gaps) / len(gaps), len(gaps), None, self.context)
         elif gaps and self.inter_chunk == "each":
@@ -348,7 +349,7 @@ class SageMakerClient(ABC):
     def error(self, exc: BaseException, url: str | None = None) -> InvocationError:
         """A raised failure named as botocore names it (`ThrottlingException: Rate exceeded`)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a client without a pool of its own has nothing to release)
         """Release the connections."""
 
     # -- the operations, reported once for every transport --
