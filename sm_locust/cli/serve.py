@@ -82,6 +82,26 @@ def add_parser(subparsers) -> None:
                    help="share of --service-time-ms that scales with the memory size (0-1, default 1)")
     v.add_argument("--serverless-throttle-ms", type=float, default=None,
                    help="time before a throttled request is answered: the round trip a refusal costs a caller (default 10)")
+    a = p.add_argument_group("fleet emulation: a variant of several instances that autoscales (docs/autoscaling.md)")
+    a.add_argument("--instances", type=int, default=None,
+                   help="instances serving at the start, each with its own --max-concurrency slots; turns the emulation on")
+    a.add_argument("--target-value", type=float, default=None,
+                   help="target-tracking policy: the metric's target per instance (InvocationsPerInstance: per minute); "
+                   "turns autoscaling on (needs --max-instances)")
+    a.add_argument("--min-instances", type=int, default=None, help="the policy's minimum (default --instances)")
+    a.add_argument("--max-instances", type=int, default=None, help="the policy's maximum")
+    a.add_argument("--scaling-metric", default=None,
+                   help="SageMakerVariantInvocationsPerInstance (default, one-minute periods) or "
+                   "SageMakerVariantConcurrentRequestsPerModelHighResolution (10-s periods)")
+    a.add_argument("--scale-out-cooldown-s", type=float, default=None, help="ScaleOutCooldown (default 300, AWS's)")
+    a.add_argument("--scale-in-cooldown-s", type=float, default=None, help="ScaleInCooldown (default 300, AWS's)")
+    a.add_argument("--instance-start-s", type=float, default=None,
+                   help="seconds from a scale-out decision until its instances serve (default 240)")
+    a.add_argument("--time-scale", type=float, default=None,
+                   help="emulated seconds per real second: the control loop, its periods, cooldowns and instance starts "
+                   "run this much faster (requests do not); everything reported is in emulated seconds (default 1)")
+    a.add_argument("--routing", default=None,
+                   help="how requests spread over the instances: random (default) or least-outstanding")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -106,6 +126,7 @@ def config_from_args(args: argparse.Namespace):
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.llm = llm_config_from_args(args)
         config.serverless = serverless_config_from_args(args)
+        config.fleet = fleet_config_from_args(args)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -151,6 +172,45 @@ def serverless_config_from_args(args: argparse.Namespace):
     return ServerlessConfig(**given)
 
 
+POLICY_ARGS = ("min_instances", "max_instances", "scaling_metric", "scale_out_cooldown_s", "scale_in_cooldown_s")
+FLEET_ARGS = ("instance_start_s", "time_scale", "routing")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def fleet_config_from_args(args: argparse.Namespace):
+    """The FleetConfig of --instances / --target-value and their flags (None without either)."""
+    from sm_locust.endpoint.fleet import FleetConfig
+    from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
+
+    given = {k: getattr(args, k, None) for k in ("instances", "target_value", *POLICY_ARGS, *FLEET_ARGS)}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return None
+    if "instances" not in given and "target_value" not in given:
+        flags = ", ".join(_flag(k) for k in given)
+        raise UsageError(f"{flags} shape{'s' if len(given) == 1 else ''} the fleet emulation; add --instances N "
+                         "(and --target-value for autoscaling)")
+    policy_given = [k for k in POLICY_ARGS if k in given]
+    if "target_value" not in given:
+        if policy_given:
+            flags = ", ".join(_flag(k) for k in policy_given)
+            raise UsageError(f"{flags} shape{'s' if len(policy_given) == 1 else ''} the autoscaling policy; add "
+                             "--target-value (the metric's target per instance)")
+        policy = None
+    else:
+        if "max_instances" not in given:
+            raise UsageError("--target-value needs --max-instances: the most instances the policy may run")
+        settings = {key: given[key] for key in ("scale_out_cooldown_s", "scale_in_cooldown_s") if key in given}
+        policy = ScalingPolicy(given.get("min_instances", given.get("instances", 1)), given["max_instances"],
+                               given["target_value"], given.get("scaling_metric", INVOCATIONS), **settings)
+    fleet_settings = {k: given[k] for k in FLEET_ARGS if k in given}
+    instances = given.get("instances", policy.min_instances if policy is not None else 1)
+    return FleetConfig(instances=instances, policy=policy, **fleet_settings).validate()
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import serve_forever
 
@@ -159,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
     if config.serverless is not None:
         print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}", flush=True)
+    if config.fleet is not None:
+        print(f"sm-locust endpoint: {config.fleet.describe(config.service_time_ms, config.max_concurrency)}", flush=True)
     return serve_forever(config)
 
 

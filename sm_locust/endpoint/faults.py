@@ -85,6 +85,7 @@ class EndpointConfig:
     batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
     llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
     serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
+    fleet: Any = None  # a variant of several instances that autoscales: sm_locust.endpoint.fleet.FleetConfig (--instances)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -120,6 +121,12 @@ class EndpointConfig:
             if clash:
                 raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation (--serverless-*), "
                                  "whose MaxConcurrency throttles instead of queueing; leave it out")
+        if self.fleet is not None:
+            self.fleet.validate()
+            clash = [flag for flag, on in (("--serverless-*", self.serverless is not None), ("--llm", self.llm is not None),
+                                           ("--max-batch-size", self.max_batch_size > 1)) if on]
+            if clash:
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the fleet emulation (--instances); leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

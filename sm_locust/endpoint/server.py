@@ -54,12 +54,16 @@ def serve_forever(config: EndpointConfig) -> int:
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
     from sm_locust.endpoint.metrics import publisher_for
+    from sm_locust.endpoint.fleet import shared_fleet
+    from sm_locust.endpoint.fleet_control import controller_for
     from sm_locust.endpoint.serverless import shared_slots
 
     config.validate()
     check_port_free(config.host, config.port)
     counters = SharedCounters()
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
+    fleet = shared_fleet(config)  # --instances N: the instances every worker routes to (endpoint/fleet.py)
+    controller = controller_for(config, fleet)  # ... and the master's target-tracking loop (endpoint/fleet_control.py)
     publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
@@ -81,8 +85,12 @@ def serve_forever(config: EndpointConfig) -> int:
                   f"{config.metrics_interval_s:g} s (EndpointName={publisher.endpoint_name}, "
                   f"VariantName={publisher.variant_name})", flush=True)
             publisher.start()
+        if controller is not None:  # emulated second 0 is now
+            controller.start()
 
     def on_exit(server) -> None:  # master only: the last partial window
+        if controller is not None:
+            controller.stop()
         if publisher is not None:
             publisher.stop()
 
@@ -108,7 +116,7 @@ def serve_forever(config: EndpointConfig) -> int:
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at, slots)
+            return EndpointApp(config, counters, started_at, slots, fleet)
 
     _Gunicorn().run()
     return 0
@@ -164,6 +172,8 @@ class LocalEndpoint:
             args += c.llm.flags()
         if c.serverless is not None:
             args += c.serverless.flags()
+        if c.fleet is not None:
+            args += c.fleet.flags()
         return args
 
     def start(self) -> LocalEndpoint:
