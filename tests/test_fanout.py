@@ -112,7 +112,8 @@ def test_functions_split_the_objects_they_return(tmp_path):
 
 def test_what_cannot_be_split_says_why_before_the_test(tmp_path):
     (tmp_path / "img.png").write_bytes(b"\x89PNG....")
-    with pytest.raises(UsageError, match=r"img.png body 1: cannot split a image/png body into rows; --split works with JSON"):
+    with pytest.raises(UsageError,
+                       match=r"img.png body 1: cannot split a image/png body into rows; --split works with JSON"):
         load_payloads(tmp_path / "img.png", split=2)
     (tmp_path / "one.json").write_bytes(b'{"instances": [{"feat_ids": [1], "feat_vals": [0.5]}]}')
     with pytest.raises(UsageError, match="1 row cannot be split into 2 parts"):

@@ -44,7 +44,8 @@ def test_a_plain_file_is_sent_verbatim(tmp_path):
 def test_content_type_comes_from_the_extension_unless_overridden(tmp_path):
     (tmp_path / "rows.csv").write_bytes(b"1,2\n")
     assert load_payloads(tmp_path / "rows.csv").next().content_type == "text/csv"
-    assert load_payloads(tmp_path / "rows.csv", content_type="application/x-custom").next().content_type == "application/x-custom"
+    assert load_payloads(tmp_path / "rows.csv",
+                         content_type="application/x-custom").next().content_type == "application/x-custom"
 
 
 def test_missing_and_empty_files_say_so(tmp_path):
@@ -100,7 +101,8 @@ def test_base64_for_every_line_with_the_flag(tmp_path):
         ('{"Body": "1,2", "ContentType": "text/csv"', "not valid JSON"),
         ('["1,2"]', 'expected a JSON object with a "Body" key, got a JSON list'),
         ('{"ContentType": "text/csv"}', 'no "Body" key'),
-        ('{"Body": "1", "Contenttype": "text/csv"}', "unknown key 'Contenttype'; valid keys: Body, BodyEncoding, ContentType"),
+        ('{"Body": "1", "Contenttype": "text/csv"}',
+         "unknown key 'Contenttype'; valid keys: Body, BodyEncoding, ContentType"),
         ('{"Body": "not base64!", "BodyEncoding": "base64"}', "Body is marked base64 but does not decode"),
         ('{"Body": "abc", "BodyEncoding": "hex"}', "BodyEncoding 'hex' is not one of: base64, utf-8, text"),
         ('{"Body": ""}', "the body is empty"),
@@ -128,7 +130,8 @@ def test_a_folder_sends_each_file_with_its_content_type():
     pool = load_payloads(DATA / "folder")
     assert [i.content_type for i in pool.invocations] == ["application/json", "text/csv", "image/png"]
     assert [i.rows for i in pool.invocations] == [1, 2, None]
-    assert load_payloads(DATA / "folder", content_type="application/octet-stream").next().content_type == "application/octet-stream"
+    assert load_payloads(DATA / "folder",
+                         content_type="application/octet-stream").next().content_type == "application/octet-stream"
 
 
 def test_folder_weights_by_file_name():
@@ -165,7 +168,8 @@ def test_npz_rows_are_batched_and_encoded_once(tmp_path):
 
 def test_npy_packed_rows_with_numpy_raw_reach_the_endpoint(tmp_path):
     ids, vals = sample_rows(10)
-    packed = create_serializer("npy").deserialize(create_serializer("npy").serialize({"feat_ids": ids, "feat_vals": vals}))
+    packed = create_serializer("npy").deserialize(create_serializer("npy").serialize({"feat_ids": ids,
+                                                                                      "feat_vals": vals}))
     np.save(tmp_path / "packed.npy", packed)
     pool = load_payloads(tmp_path / "packed.npy", serializer="numpy-raw", batch_size=4)
     assert len(pool) == 3  # ceil(10 / 4)
@@ -273,7 +277,8 @@ def test_weighted_selection_follows_the_weights():
 
 
 def test_selection_errors():
-    with pytest.raises(UnknownNameError, match="unknown payload selection 'shuffle'; choose one of: random, round-robin, weighted"):
+    with pytest.raises(UnknownNameError,
+                       match="unknown payload selection 'shuffle'; choose one of: random, round-robin, weighted"):
         _pool(2, selection="shuffle")
     with pytest.raises(UsageError, match="weighted selection needs weights"):
         _pool(2, selection="weighted")

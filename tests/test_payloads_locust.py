@@ -116,7 +116,8 @@ def test_a_function_source(endpoint, tmp_path):
 
 
 def test_split_through_the_locustfile_and_summary(endpoint, arrays, tmp_path):
-    env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4), recorder_dir=tmp_path)
+    env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4),
+              recorder_dir=tmp_path)
     assert_clean(env, INVOKE_ENDPOINT_SPLIT)
     logical = env.stats.entries[("ep", INVOKE_ENDPOINT_SPLIT)].num_requests
     # a user stopped mid-call leaves parts without their logical request (as any in-flight call)

@@ -9,10 +9,10 @@ as botocore sends it); any other control-plane call is an `UnknownOperationExcep
 endpoint name other than `--endpoint-name` (when set) the ValidationException SageMaker gives.
 Without the fleet emulation the endpoint is one instance, always InService.
 
-`GET /_sm_locust/scaling` (local only) is the emulator's own record: its clock (`time_scale`, the
-epoch of emulated second 0), the policy, the desired / in-service changes and the metric's
-datapoints, all in emulated seconds: what tests and the autoscaling sweep compare the client's view
-with.
+`GET /_sm_locust/scaling` (local only; 404 on an endpoint that is not a fleet) is the emulator's own
+record: its clock (`time_scale`, the epoch of emulated second 0), the policy, the desired /
+in-service changes and the metric's datapoints, all in emulated seconds: what tests and the
+autoscaling sweep compare the client's view with.
 """
 
 from __future__ import annotations
@@ -82,11 +82,11 @@ def answer(app, environ, start_response) -> list[bytes]:
     return _json(start_response, "200 OK", describe_endpoint(app, name))
 
 
-def scaling_log(app) -> dict:
-    """The fleet emulation's own record (GET /_sm_locust/scaling); `fleet` null without the emulation."""
+def scaling_log(app) -> dict | None:
+    """The fleet emulation's own record (GET /_sm_locust/scaling); None without the emulation."""
     router = getattr(app, "fleet", None)
     if router is None:
-        return {"fleet": None}
+        return None
     fleet = router.fleet
     config = fleet.config
     now = fleet.now_s()
@@ -106,6 +106,11 @@ def scaling_log(app) -> dict:
 
 
 def scaling(app, start_response) -> list[bytes]:
-    body = orjson.dumps(scaling_log(app))
-    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    """GET /_sm_locust/scaling: the log, or 404 when this endpoint is not a fleet (what a client probing for
+    one, such as `run --watch-scaling`, tells apart)."""
+    log = scaling_log(app)
+    status = "200 OK" if log is not None else "404 Not Found"
+    body = orjson.dumps(log if log is not None else {
+        "message": "this endpoint is not a fleet emulation; start it with sm-locust serve --instances N"})
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
     return [body]

@@ -85,7 +85,7 @@ class EndpointConfig:
     batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
     llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
     serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
-    fleet: Any = None  # a variant of several instances that autoscales: sm_locust.endpoint.fleet.FleetConfig (--instances)
+    fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -111,22 +111,26 @@ class EndpointConfig:
             raise ValueError("--first-token-ms, --token-ms and --stream-tokens must not be negative")
         if self.max_batch_size < 0 or self.max_batch_delay_ms < 0 or not 0 <= self.batch_item_cost <= 1:
             raise ValueError("--max-batch-size and --max-batch-delay-ms must not be negative; --batch-item-cost is "
-                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, {self.batch_item_cost})")
+                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, "
+                             f"{self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
         if self.serverless is not None:
             self.serverless.validate()
-            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency), ("--max-batch-size", self.max_batch_size > 1),
+            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency),
+                                           ("--max-batch-size", self.max_batch_size > 1),
                                            ("--llm", self.llm is not None)) if on]
             if clash:
-                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation (--serverless-*), "
-                                 "whose MaxConcurrency throttles instead of queueing; leave it out")
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation "
+                                 "(--serverless-*), whose MaxConcurrency throttles instead of queueing; leave it out")
         if self.fleet is not None:
             self.fleet.validate()
-            clash = [flag for flag, on in (("--serverless-*", self.serverless is not None), ("--llm", self.llm is not None),
+            clash = [flag for flag, on in (("--serverless-*", self.serverless is not None),
+                                           ("--llm", self.llm is not None),
                                            ("--max-batch-size", self.max_batch_size > 1)) if on]
             if clash:
-                raise ValueError(f"{', '.join(clash)} cannot be combined with the fleet emulation (--instances); leave it out")
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the fleet emulation (--instances); "
+                                 "leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

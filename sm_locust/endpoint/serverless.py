@@ -97,7 +97,8 @@ class ServerlessConfig:
 
     def flags(self) -> list[str]:
         """The `sm-locust serve` flags that give this configuration (LocalEndpoint's command line)."""
-        args = ["--serverless-memory-mb", str(self.memory_mb), "--serverless-max-concurrency", str(self.max_concurrency)]
+        args = ["--serverless-memory-mb", str(self.memory_mb), "--serverless-max-concurrency",
+                str(self.max_concurrency)]
         names = {"idle_timeout_s": "--idle-timeout-s", "compute_share": "--serverless-compute-share",
                  "throttle_ms": "--serverless-throttle-ms"}
         for f in fields(self):

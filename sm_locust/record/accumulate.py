@@ -189,7 +189,8 @@ def _spans(window: list[Second]) -> list[Second]:
             spans[-1][1] = s.t
         else:
             spans.append([start, s.t])
-    return [Second(t=end, users=0, spawning=False, requests=0, failures=0, interval=end - start) for start, end in spans]
+    return [Second(t=end, users=0, spawning=False, requests=0, failures=0, interval=end - start)
+            for start, end in spans]
 
 
 class RunTimeline:

@@ -167,7 +167,8 @@ def latency_series(stats) -> dict[str, dict]:
         if is_latency_series(entry.method):
             total = merged.get(entry.method)
             if total is None:
-                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method, use_response_times_cache=False)
+                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method,
+                                                          use_response_times_cache=False)
             total.extend(entry)
     return {kind: latency_series_record(entry) for kind, entry in sorted(merged.items())}
 
@@ -390,9 +391,10 @@ class RunRecorder:
         p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
         elapsed = window[-1].t - (self.started_at or window[0].t)
         backoffs = sum(s.backoffs or 0 for s in window)
-        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} rps={sum(s.requests for s in window) / duration:8.1f}  "
-              f"goodput={sum(s.successes for s in window) / duration:8.1f}  "
-              f"p95={'-' if p95 is None else f'{p95:.0f}'} ms  failures={sum(s.failures for s in window)}"
+        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} "
+              f"rps={sum(s.requests for s in window) / duration:8.1f}  "
+              f"goodput={sum(s.successes for s in window) / duration:8.1f}  p95={'-' if p95 is None else f'{p95:.0f}'} "
+              f"ms  failures={sum(s.failures for s in window)}"
               + (f"  backoffs={backoffs} (connection errors)" if backoffs else ""), flush=True)
 
     def _client_cpu(self, runner) -> float | None:

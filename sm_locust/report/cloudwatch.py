@@ -163,7 +163,8 @@ def _hm(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M")
 
 
-def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest, now: float) -> tuple[list[str], list[str], bool, float | None]:
+def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest,
+           now: float) -> tuple[list[str], list[str], bool, float | None]:
     """Pure: name what is missing. Returns (gaps, notes, complete, data_until).
 
     `complete` means every expected metric has its first and last bucket of the run. Missing

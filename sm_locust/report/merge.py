@@ -209,7 +209,8 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
             "requests": requests,
             "failures": failures,
             "rps": rps,
-            "error_rate": (failures / requests) if requests and not _isnan(requests) and not _isnan(failures) else float("nan"),
+            "error_rate": (failures / requests) if requests and not _isnan(requests) and not _isnan(failures)
+            else float("nan"),
         }
         for p in ("p50_ms", "p95_ms", "p99_ms"):
             # summary.json's are exact (the step's own histogram); the history's are ~10 s windows
@@ -245,7 +246,8 @@ def _isnan(x: Any) -> bool:
 # ------------------------------------------------------------------------------------- findings
 
 
-def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame, max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
+def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
+                      max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
     with the highest goodput (successful invocations/s; rps without that column) among steps with
     error rate <= max_error_rate."""

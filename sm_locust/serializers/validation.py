@@ -85,7 +85,8 @@ class ResponseValidator:
             return f"{label}has {got}; the request sent {rows}"
         return None
 
-    def validate(self, body: bytes, content_type: str | None = None, invocation: Invocation | None = None) -> InvocationError | None:
+    def validate(self, body: bytes, content_type: str | None = None,
+                 invocation: Invocation | None = None) -> InvocationError | None:
         """`InvocationError("InvalidResponse", why)` for a bad response, else None."""
         why = self.check(body, content_type, invocation)
         return None if why is None else InvocationError(INVALID_RESPONSE, why)

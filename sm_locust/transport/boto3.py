@@ -60,7 +60,8 @@ def make_boto3_client(**settings: Any):
         read_timeout=s.read_timeout,
         tcp_keepalive=True,
     )
-    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None, config=config)
+    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None,
+                          config=config)
 
 
 def name_error(exc: BaseException) -> InvocationError:
@@ -94,7 +95,8 @@ class Boto3SageMakerClient(SageMakerClient):
 
     def _invoke(self, invocation: Invocation) -> InvokeResult:
         response = self.runtime.invoke_endpoint(EndpointName=self.endpoint_name, **invocation.boto3_kwargs())
-        return InvokeResult(response["Body"].read(), response.get("ContentType"), response.get("InvokedProductionVariant"))
+        return InvokeResult(response["Body"].read(), response.get("ContentType"),
+                            response.get("InvokedProductionVariant"))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _STREAM_KWARGS}

@@ -102,10 +102,12 @@ class AsyncResult:
 
 
 class Validator(Protocol):
-    def validate(self, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None: ...
+    def validate(self, body: bytes, content_type: str | None,
+                 invocation: Invocation | None) -> InvocationError | None: ...
 
 
-def check_response(validator: Any, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None:
+def check_response(validator: Any, body: bytes, content_type: str | None,
+                   invocation: Invocation | None) -> InvocationError | None:
     """The validator's verdict on one response; a validator that raises counts as InvalidResponse."""
     try:
         return validator.validate(body, content_type, invocation)
@@ -201,7 +203,8 @@ class StreamMeasurement(Measurement):
 
     def __init__(self, client: SageMakerClient, name: str, *, url: str | None, started: float | None,
                  context: dict | None):
-        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name, {"endpoint": client.endpoint_name, **(context or {})},
+        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name,
+                         {"endpoint": client.endpoint_name, **(context or {})},
                          url=url, started=started, to_error=client.error)
         self.endpoint = client.endpoint_name
         self.extra = context
@@ -290,7 +293,8 @@ class SageMakerClient(ABC):
     """Optional response check (see `check_response`); None = off."""
 
     chunk_listener: Callable[[bytes], None] | None = None
-    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts, record/llm.py); None = off."""
+    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts,
+    record/llm.py); None = off."""
 
     def __init__(
         self,
@@ -316,11 +320,13 @@ class SageMakerClient(ABC):
         self.environment = environment
         self.request_event = environment.events.request
         self.endpoint_name = endpoint_name
-        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout, credentials)
+        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout,
+                                       credentials)
         """Where and how to connect; the transport reads it after this constructor."""
         self.token_counter = token_counter
         self.inter_chunk = inter_chunk
-        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM, INVOKE_ENDPOINT_ASYNC))
+        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM,
+                                                          INVOKE_ENDPOINT_ASYNC))
         """The URL each operation's events carry (None when the transport does not know it)."""
 
     # -- what a transport implements --
