@@ -174,3 +174,19 @@ def test_the_per_target_memory_stays_small():
                for h in table.hists.values())
     size += sum(sys.getsizeof(c) + sys.getsizeof(n) for n, c in table.counts.items())
     assert size / len(table.counts) < 8_000  # bytes per target, histogram included (bench/mix.py measures)
+
+
+def test_summary_schema_accepts_the_entries_and_names_a_wrong_one():
+    from sm_locust.errors import UsageError
+    from sm_locust.record.schema import check_summary
+
+    table = TargetTable()
+    for name, ms, failed in _zipf_requests(3000, 100):
+        table.add(name, ms, failed, cold=ms > 45)
+    summary = {"schema": 1, "totals": {"requests": 3000, "failures": 0, "rps": 1.0}, "steps": [],
+               "targets": table.entries(), "model_cache": table.model_cache(),
+               "mix": {"field": "target_model", "spec": "zipf:1.1:100", "kind": "zipf", "targets": 100, "seed": 0}}
+    assert check_summary(summary, "s.json") is summary
+    summary["targets"][3]["requests"] = "many"
+    with pytest.raises(UsageError, match=r"targets\[3\].requests is 'many'"):
+        check_summary(summary, "s.json")
