@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +123,7 @@ class FakeCloudWatch:
     def get_metric_data(self, MetricDataQueries, StartTime, EndTime, **_):
         self.calls += 1
         start, end = int(StartTime.timestamp()), int(EndTime.timestamp())
-        stamps = [datetime.fromtimestamp(s, timezone.utc) for s in range(start, end, 60)]
+        stamps = [datetime.fromtimestamp(s, UTC) for s in range(start, end, 60)]
         minutes = np.arange(len(stamps))
         out = []
         for q in MetricDataQueries:

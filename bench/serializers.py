@@ -22,14 +22,13 @@ requests only (figures printed, too noisy to quote).
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before boto3, as everywhere else)
-
 import argparse
-import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import locust  # noqa: F401  (gevent monkey-patching before boto3, as everywhere else)
 
 import numpy as np
 

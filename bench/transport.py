@@ -213,8 +213,8 @@ def user_class(kind: str, url: str):
 
 def run_client(kind: str, url: str, users: int, seconds: float, warmup: float, modes: list[str]) -> list[dict]:
     """One Locust process: `users` users of `kind` against url; one measured window per body mode."""
-    import locust  # noqa: F401  (gevent patching before botocore)
     import gevent
+    import locust  # noqa: F401  (gevent patching before botocore)
     from locust.env import Environment
 
     env = Environment(user_classes=[user_class(kind, url)])

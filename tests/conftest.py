@@ -3,12 +3,12 @@ boto3/urllib3 are imported (docs/facts.md)."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (import order matters: gevent patching before boto3)
-
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import locust  # noqa: F401  (import order matters: gevent patching before boto3)
 
 import pytest
 

@@ -25,8 +25,6 @@
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 import os
 import signal
@@ -40,6 +38,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote
 
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 import boto3
@@ -48,6 +47,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
+
 from sm_locust.transport import create_client
 from sm_locust.transport.contract import SageMakerClient
 

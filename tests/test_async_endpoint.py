@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
+from locust.env import Environment
 
 import pytest
-from locust.env import Environment
 
 from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
 from sm_locust.transport import TRANSPORTS, create_client

@@ -16,7 +16,16 @@ import jsonschema
 import yaml
 
 from tests.fakes import wait_exit
-from tests.topology import COMPOSE_FILE, ROOT, SCHEMA_FILE, demo_topology, endpoint_stats, interpolate, load_compose, start_cluster
+from tests.topology import (
+    COMPOSE_FILE,
+    ROOT,
+    SCHEMA_FILE,
+    demo_topology,
+    endpoint_stats,
+    interpolate,
+    load_compose,
+    start_cluster,
+)
 
 
 def test_compose_file_is_valid_against_the_compose_spec_schema():

@@ -4,13 +4,13 @@ gates read summary.json's exact per-name figures, not the lagging locust_stats.c
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching first)
-
 import json
 
-import pytest
+import locust  # noqa: F401  (gevent patching first)
 from locust import task
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.gates import MaxErrorRate, MaxLatency, MinRps, evaluate
 from sm_locust.invocation import (

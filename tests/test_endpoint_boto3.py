@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import locust  # noqa: F401
-
 import json
 import urllib.request
+
+import locust  # noqa: F401
+from locust.env import Environment
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
-from locust.env import Environment
 
 from sm_locust.endpoint.model import RankingModel, sample_rows
 from sm_locust.invocation import Invocation

@@ -6,7 +6,7 @@ the shared counters, and a publisher that never raises (one warning line per fai
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,7 @@ from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.report.metrics import METRICS_BY_NAME
 
-T0 = datetime(2024, 1, 1, 12, 0, 10, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, 12, 0, 10, tzinfo=UTC)
 DIMS = [{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
 
 
@@ -148,12 +148,12 @@ def test_publisher_windows_stamps_and_final_flush():
     assert namespace == "AWS/SageMaker"
     sent = {d["MetricName"]: d for d in data}
     assert sent["Invocations"]["StatisticValues"]["Sum"] == 3
-    assert sent["ModelLatency"]["Timestamp"] == datetime.fromtimestamp(1704110405.0, timezone.utc)  # window start
+    assert sent["ModelLatency"]["Timestamp"] == datetime.fromtimestamp(1704110405.0, UTC)  # window start
     counters.add(requests=2, invocations=2)
     clock.now += 1
     pub.stop()  # no thread started: just the final flush
     assert {d["MetricName"]: d for d in cw.calls[-1][1]}["Invocations"]["StatisticValues"]["Sum"] == 2
-    assert cw.calls[-1][1][0]["Timestamp"] == datetime.fromtimestamp(1704110410.0, timezone.utc)
+    assert cw.calls[-1][1][0]["Timestamp"] == datetime.fromtimestamp(1704110410.0, UTC)
     pub.stop()  # idempotent
     assert len(cw.calls) == 2
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -17,7 +17,6 @@ from moto.server import ThreadedMotoServer
 from sm_locust.endpoint.server import free_port
 from sm_locust.report import cloudwatch as cwmod
 from sm_locust.report.sources import MetricRequest
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 INTERVAL_S = 1.0
@@ -52,7 +51,7 @@ def invoke(ep, name: str, fault: str | None = None) -> int:
 
 
 def statistic(cw, name: str, stat: str, namespace: str = "AWS/SageMaker", endpoint: str = "cw-ep") -> float | None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     points = cw.get_metric_statistics(
         Namespace=namespace, MetricName=name, Statistics=[stat], Period=3600,
         Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],

@@ -3,17 +3,17 @@ recorded as one logical request plus its parts, against the local endpoint."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching before boto3)
-
 import base64
 
 import gevent
-import numpy as np
-import orjson
-import pytest
+import locust  # noqa: F401  (gevent patching before boto3)
 from locust import task
 from locust.env import Environment
 from locust.exception import StopUser
+
+import numpy as np
+import orjson
+import pytest
 
 from sm_locust import SageMakerUser
 from sm_locust.endpoint import codecs

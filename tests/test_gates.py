@@ -14,8 +14,7 @@ from sm_locust.gates.baseline import regression_gates
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec, parse_limit
 from sm_locust.record.runfolder import Metrics, RunData, load_run
-from tests.conftest import run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, run_cli
 
 SUMMARY = {"schema": 1, "totals": {"requests": 1000, "failures": 20, "rps": 50.0, "p50_ms": 20.0, "p95_ms": 45.0,
                                    "p99_ms": 80.0, "errors": {"ThrottlingException": 20}}}
@@ -68,6 +67,12 @@ def test_failure_messages_name_observed_and_limit():
 def test_unknown_request_name_fails_and_lists_names():
     message = MaxLatency(95, 100, "nope").check(RUN)
     assert "nope" in message and "fast, slow" in message
+
+
+def test_a_gate_with_nothing_to_observe_shows_the_missing_marker():
+    assert MaxLatency(95, 100, "nope").observed(RUN) == "n/a"
+    assert MaxErrorRate(0.01, "nope").observed(RUN) == "n/a"
+    assert NoRegression("p95", 40.0, 0.1, scope="nope").observed(RUN) == "n/a"
 
 
 def test_run_without_requests_fails_the_smoke_gate():

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
+from locust.env import Environment
+
 import orjson
 import pytest
-from locust.env import Environment
 
 from sm_locust.cli import main
 from sm_locust.endpoint.llm import (

@@ -9,8 +9,9 @@ import logging
 
 import gevent
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
-import pytest
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import COUNTED, INPUT_TOKENS, SERVER, RequestTokens

@@ -16,8 +16,7 @@ from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UsageError
 from sm_locust.options import all_option_specs, forwarded_arguments, register_options
 from sm_locust.payloads.options import OPTIONS, PayloadSettings, parse_expected_shape, prepare_payloads
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 FLAGS = [spec.flag for spec in OPTIONS]
 

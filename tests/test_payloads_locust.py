@@ -8,23 +8,23 @@ differently from what was meant (wrong rows, wrong format) shows up as a failure
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching before boto3)
-
 import json
 from types import SimpleNamespace
 
 import gevent
+import locust  # noqa: F401  (gevent patching before boto3)
+from locust.env import Environment
+
 import numpy as np
 import pytest
-from locust.env import Environment
 
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.endpoint.server import LocalEndpoint
-from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT
 from sm_locust.invocation import INVOKE_ENDPOINT
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser, _load_payloads
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.serializers import create_serializer
+from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT
 from tests.conftest import ROOT
 
 DATA = ROOT / "sm_locust" / "data"

@@ -10,9 +10,9 @@ import pytest
 
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import merge
+from sm_locust.report.cloudwatch import build_queries, select_metrics, to_frame
 from sm_locust.report.metrics import METRICS_BY_NAME, column_name, per_unit_column
 from sm_locust.report.sources import MetricRequest
-from sm_locust.report.cloudwatch import to_frame, build_queries, select_metrics
 
 GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
 BASE = 1704110400  # 2024-01-01T12:00:00Z

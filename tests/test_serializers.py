@@ -11,7 +11,14 @@ import pytest
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UnknownNameError, UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.serializers import SERIALIZERS, ResponseValidator, SerializationError, create_serializer, ranking, tfs_proto
+from sm_locust.serializers import (
+    SERIALIZERS,
+    ResponseValidator,
+    SerializationError,
+    create_serializer,
+    ranking,
+    tfs_proto,
+)
 from sm_locust.serializers.content_types import FORMATS, base_content_type, format_of
 from sm_locust.serializers.ranking import NUM_FIELDS
 from sm_locust.serializers.rows import body_rows, split_body

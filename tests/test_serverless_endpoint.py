@@ -9,12 +9,13 @@ import argparse
 import time
 from datetime import UTC, datetime
 
-import boto3
 import gevent
+from gevent.pywsgi import WSGIServer
+
+import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from gevent.pywsgi import WSGIServer
 
 from sm_locust.cli.serve import add_parser, config_from_args
 from sm_locust.endpoint.app import EndpointApp

@@ -11,8 +11,7 @@ import pytest
 from sm_locust.errors import UsageError
 from sm_locust.options import OpenLoopSettings, open_loop_settings, parse_bool, parse_number
 from sm_locust.shapes.settings import ShapeSettings
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 BASE = ("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--payload", str(SAMPLE_PAYLOAD))
 IR_BAD_USERS = '{"TrafficType": "PHASES", "Phases": [{"InitialNumberOfUsers": 0, "SpawnRate": 1, "DurationInSeconds": 60}]}'

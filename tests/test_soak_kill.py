@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from sm_locust.launch import LoadSettings, locust_command
 from sm_locust.record.recorder import CHECKPOINT_ENV
 from sm_locust.record.runfolder import read_run
 from sm_locust.record.schema import check_summary
 from sm_locust.record.summary import iso
 from sm_locust.record.timeline import read_seconds
 from sm_locust.report.merge import parse_time
-from sm_locust.launch import LoadSettings, locust_command
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 INTERRUPTED = "the run did not end normally"

@@ -3,10 +3,9 @@ and the master's seconds counted by completion second rather than by report arri
 
 from __future__ import annotations
 
-import locust  # noqa: F401
-
 from types import SimpleNamespace
 
+import locust  # noqa: F401
 from locust.env import Environment
 
 from sm_locust.plateau.steady import measure_step

@@ -10,16 +10,16 @@ fan-out through `send`, the User building its client from `transport`, and the t
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import dataclasses
 import json
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
-from sm_locust.invocation import INVOKE_ENDPOINT, InvocationError, Invocation, error_code
+import pytest
+
+from sm_locust.invocation import INVOKE_ENDPOINT, Invocation, InvocationError, error_code
 from sm_locust.payloads.split import PARTS
 from sm_locust.transport import TRANSPORTS
 from sm_locust.transport import eventstream as es

@@ -7,17 +7,17 @@ and the failure text must equal the boto3 path's (`sm_locust.transport.boto3.nam
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 import socket
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.server import StreamServer
 from locust.env import Environment
 
+import pytest
 from botocore.exceptions import BotoCoreError, ClientError
+
 from sm_locust.invocation import Invocation
 from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.errors import error_from_client_error, parse_error_response

@@ -9,13 +9,13 @@ geventhttpclient at a release that re-sends only idempotent methods (checked her
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 from collections import Counter
 
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.server import StreamServer
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import Invocation
 from tests.fakes import signed_client

@@ -3,16 +3,16 @@ signatures pass an independent verifier (botocore SigV4Auth recomputing from the
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
+import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
+
 from sm_locust.errors import UnknownNameError
 from sm_locust.invocation import Invocation
 from sm_locust.transport.fast import FastSageMakerClient
@@ -88,7 +88,7 @@ def test_refreshable_credentials_are_followed():
             "secret_key": SECRET_KEY,
             "token": f"token-{len(issued)}",
             # inside botocore's mandatory refresh window: refreshed on every read
-            "expiry_time": (datetime.now(timezone.utc) + timedelta(minutes=5)).isoformat(),
+            "expiry_time": (datetime.now(UTC) + timedelta(minutes=5)).isoformat(),
         }
 
     creds = RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")

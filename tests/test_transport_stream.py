@@ -7,16 +7,16 @@ PayloadParts and name mid-stream exceptions the same way.
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
+import pytest
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError, EventStreamError
+
 from sm_locust.invocation import Invocation
 from sm_locust.transport import eventstream as es
 from sm_locust.transport.boto3 import name_error

@@ -17,6 +17,8 @@ import argparse
 import contextlib
 from importlib import resources
 
+from sm_locust.formatting import MISSING
+
 DEMO_ENDPOINT = "sm-locust-demo"
 DEMO_PRICED_AS = "ml.c5.xlarge"
 STAND_IN_REGION = "us-east-1"
@@ -88,8 +90,6 @@ def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.faults import EndpointConfig
     from sm_locust.endpoint.server import LocalEndpoint
-    from sm_locust.options import SageMakerSettings
-    from sm_locust.preflight import preflight
     from sm_locust.launch import (
         LoadSettings,
         check_out_dir,
@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         make_out_dir,
         verdict_line,
     )
+    from sm_locust.options import SageMakerSettings
+    from sm_locust.preflight import preflight
     from sm_locust.shapes.settings import StepSchedule
 
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,
@@ -177,7 +179,7 @@ def minute_lines(timeseries_csv) -> list[str]:
     lines = []
     for start, row in minutes.iterrows():
         label = pd.Timestamp(int(start), unit="s").strftime("%H:%M")
-        cells = [f"{name} {'n/a' if pd.isna(row[col]) else fmt.format(row[col])}" for col, name, fmt in present]
+        cells = [f"{name} {MISSING if pd.isna(row[col]) else fmt.format(row[col])}" for col, name, fmt in present]
         lines.append(f"  {label} UTC: " + "  ".join(cells))
     return lines
 

@@ -100,9 +100,9 @@ def start_run(args: argparse.Namespace):
 
     Shared by `run` and `smoke`: nothing starts (no folder, no traffic) until all input is valid.
     """
+    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
 
     upload = getattr(args, "upload", None)
     if upload is not None:

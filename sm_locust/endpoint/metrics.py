@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -320,7 +320,7 @@ class MetricsPublisher:
             start, self._window_start = self._window_start, self.clock()
             sent = 0
             try:
-                stamp = datetime.fromtimestamp(start, timezone.utc)
+                stamp = datetime.fromtimestamp(start, UTC)
                 by_namespace = build_datums(previous, current, endpoint_name=self.endpoint_name,
                                             variant_name=self.variant_name, timestamp=stamp, usage=readings)
                 for namespace, datums in by_namespace.items():

@@ -15,19 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sm_locust.formatting import MISSING, compact, percent
 from sm_locust.record.runfolder import Metrics, RunData
 
 
 def _scope_label(name: str | None) -> str:
     return "all requests" if name is None else f"name {name!r}"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:g} ms"
-
-
-def _pct(rate: float) -> str:
-    return f"{rate * 100:.2f}%"
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,7 @@ class Gate:
         raise NotImplementedError
 
     def observed(self, run: RunData) -> str:
-        return "-"
+        return MISSING
 
     def check(self, run: RunData) -> str | None:  # pragma: no cover
         raise NotImplementedError
@@ -82,7 +75,7 @@ class MaxLatency(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return _ms(metrics.percentile(self.percentile)) if metrics else "-"
+        return compact(metrics.percentile(self.percentile), " ms") if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
         metrics, missing = self._metrics(run)
@@ -105,19 +98,19 @@ class MaxErrorRate(Gate):
 
     @property
     def name(self) -> str:
-        return f"error rate <= {_pct(self.limit)} ({_scope_label(self.scope)})"
+        return f"error rate <= {percent(self.limit, 2, unit='%')} ({_scope_label(self.scope)})"
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{_pct(metrics.error_rate)} ({metrics.failures}/{metrics.requests})" if metrics else "-"
+        return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
         metrics, missing = self._metrics(run)
         if missing:
             return missing
         if metrics.error_rate > self.limit:
-            return (f"error rate was {_pct(metrics.error_rate)} ({metrics.failures} of {metrics.requests} requests "
-                    f"failed), over the limit of {_pct(self.limit)}")
+            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of {metrics.requests} requests "
+                    f"failed), over the limit of {percent(self.limit, 2, unit='%')}")
         return None
 
 
@@ -134,7 +127,7 @@ class MinRps(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.goodput_rps:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else "-"
+        return f"{metrics.goodput_rps:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
         metrics, missing = self._metrics(run)
@@ -159,7 +152,7 @@ class MinRequests(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.requests} requests" if metrics else "-"
+        return f"{metrics.requests} requests" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
         metrics, missing = self._metrics(run)
@@ -199,12 +192,10 @@ class NoRegression(Gate):
         return f"{self.metric} no worse than baseline {self._fmt(self.baseline)} by more than {self.tolerance * 100:g}%"
 
     def _fmt(self, value: float | None) -> str:
-        if value is None:
-            return "-"
         if self.metric == "error_rate":
-            return _pct(value)
+            return percent(value, 2, unit="%")
         attribute, _, unit = REGRESSION_METRICS[self.metric]
-        return f"{value:g} {unit}"
+        return compact(value, f" {unit}")
 
     def _value(self, run: RunData) -> float | None:
         metrics = run.scope(self.scope)

@@ -71,8 +71,9 @@ def is_open_loop_class(cls: type) -> bool:
 
 def protect(environment, web_ui) -> None:
     """Register the checks above on the web UI's Flask app, and trim its start form."""
-    from flask import jsonify, request
     from locust.argument_parser import ui_extra_args_dict
+
+    from flask import jsonify, request
 
     def refuse(message: str):
         return jsonify({"success": False, "message": message, "host": environment.host})

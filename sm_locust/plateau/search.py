@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
+from sm_locust.formatting import latency
 from sm_locust.plateau.conditions import (
     KIND_CONSTRAINT,
     KIND_LIMIT,
@@ -46,7 +47,6 @@ from sm_locust.plateau.conditions import (
     ThroughputGain,
     check_all,
     constraint_violation,
-    fmt_ms,
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
@@ -167,7 +167,7 @@ class Verdict:
 def _describe_step(step: StepMeasurement) -> str:
     text = f"{step.goodput_rps:.0f} req/s at {step.load_label()}"
     if step.p95_ms is not None:
-        text += f", p95 {fmt_ms(step.p95_ms)} ms"
+        text += f", p95 {latency(step.p95_ms, ' ms')}"
     if not step.stable:
         text += " (unstable)"
     return text

@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
+from sm_locust.formatting import latency
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
-from sm_locust.plateau.conditions import LatencySLO, fmt_ms
+from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, Verdict
 from sm_locust.plateau.steady import (
@@ -202,7 +203,7 @@ class TokenStep(StepMeasurement):
         parts = [f"{self.output_tokens_per_s:,.0f} output tokens/s"]
         for series, name in SERIES.items():
             value = self.token_percentile(series, pct)
-            parts.append(f"{name} {label} {'-' if value is None else fmt_ms(value)} ms")
+            parts.append(f"{name} {label} {latency(value, ' ms')}")
         return ", ".join(parts)
 
 

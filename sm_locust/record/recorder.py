@@ -41,10 +41,12 @@ import time
 from pathlib import Path
 
 import gevent
-import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
 
+import psutil
+
+from sm_locust.formatting import MISSING, is_missing
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
@@ -478,7 +480,7 @@ def hour_line(hour: dict) -> str:
     """One hour of a long run on one line: load, throughput, latency, errors, client CPU."""
     def ms(key: str) -> str:
         value = hour.get(key)
-        return "-" if value is None else f"{value:.0f}"
+        return MISSING if is_missing(value) else f"{value:.0f}"
 
     errors = hour.get("errors") or {}
     top = ", ".join(f"{code} {n}" for code, n in sorted(errors.items(), key=lambda kv: -kv[1])[:3])

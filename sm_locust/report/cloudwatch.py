@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from sm_locust.report.metrics import INFERENCE_COMPONENTS_NS, METRICS, MetricDef, per_unit_column
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
+from sm_locust.report.metrics import INFERENCE_COMPONENTS_NS, METRICS, MetricDef, per_unit_column
 
 MAX_QUERIES_PER_CALL = 500
 LAG_WINDOW_S = 20 * 60  # data missing at the end of a run that ended this recently may still come
@@ -94,8 +94,8 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
         batch = queries[i : i + MAX_QUERIES_PER_CALL]
         kwargs: dict[str, Any] = {
             "MetricDataQueries": batch,
-            "StartTime": datetime.fromtimestamp(start, timezone.utc),
-            "EndTime": datetime.fromtimestamp(end, timezone.utc),
+            "StartTime": datetime.fromtimestamp(start, UTC),
+            "EndTime": datetime.fromtimestamp(end, UTC),
             "ScanBy": "TimestampAscending",
         }
         while True:
@@ -124,7 +124,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
 def _epoch(ts) -> float:
     if isinstance(ts, datetime):
         if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=timezone.utc)
+            ts = ts.replace(tzinfo=UTC)
         return ts.timestamp()
     return float(ts)
 
@@ -160,7 +160,7 @@ def to_frame(specs: list[tuple[MetricDef, str, dict]], points: dict[str, list], 
 
 
 def _hm(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%H:%M")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M")
 
 
 def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest, now: float) -> tuple[list[str], list[str], bool, float | None]:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from sm_locust.formatting import number
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
 from sm_locust.report.llm import LLM_COLUMNS, llm_columns
@@ -106,7 +107,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     import plotly.graph_objects as go
     from plotly.offline import get_plotlyjs
 
-    from sm_locust.report.render import CSS, fmt
+    from sm_locust.report.render import CSS
 
     def div(fig, div_id, title, ytitle, xtitle="users"):
         fig.update_layout(title=title, xaxis_title=xtitle, yaxis_title=ytitle, template="plotly_white", height=420)
@@ -125,7 +126,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
         bar = go.Figure(go.Bar(x=priced["run"], y=priced["usd_per_million"]))
         figs.append(div(bar, "cmp-cost", "$ per 1M inferences at max sustainable throughput", "USD", "run"))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(v, 2))}</td>" for v in rec) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(number(v, 2))}</td>" for v in rec) + "</tr>"
                    for rec in table.itertuples(index=False))
     gaps = "".join(f"<li>{html.escape(r.name)}: {html.escape(g)}</li>" for r in runs for g in r.gaps)
     gap_html = (f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps}</ul></section>' if gaps

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from sm_locust.serializers import tfs_proto
 from sm_locust.errors import UsageError
+from sm_locust.serializers import tfs_proto
 from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
 from sm_locust.serializers.content_types import PROTOBUF, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, is_ranking, ranking_arrays

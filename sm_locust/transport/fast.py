@@ -37,7 +37,13 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from sm_locust.errors import UsageError
-from sm_locust.invocation import INVOKE_ENDPOINT, INVOKE_ENDPOINT_ASYNC, INVOKE_ENDPOINT_STREAM, Invocation, InvocationError
+from sm_locust.invocation import (
+    INVOKE_ENDPOINT,
+    INVOKE_ENDPOINT_ASYNC,
+    INVOKE_ENDPOINT_STREAM,
+    Invocation,
+    InvocationError,
+)
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
     LOCAL_DEFAULT_REGION,
