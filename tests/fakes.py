@@ -12,9 +12,10 @@
   `recorded(environment)`: the request events a test's clients fire, as keyword dicts.
 - `TargetRecorder`: a fast keep-alive HTTP stand-in (a raw gevent StreamServer: pywsgi adds ~40 ms
   per reused connection) recording the TargetModel / InferenceComponentName of every request in
-  order (`targets`, and per keep-alive connection in `by_connection`), answering like a tiny multi-model endpoint: `model-cache=miss` in the response's
-  CustomAttributes the first time a model is named, `hit` after; names in `unknown` get SageMaker's
-  ValidationError. No signature check.
+  order (`targets`, and per keep-alive connection in `by_connection`), answering like a tiny
+  multi-model endpoint: `model-cache=miss` in the response's CustomAttributes the first time a
+  model is named, `hit` after; names in `unknown` get SageMaker's ValidationError. No signature
+  check.
 - `wait_exit(proc, timeout)`: poll a child process for its exit code; `stop_processes(procs)`: SIGINT,
   wait, then kill the session of whatever is left.
 - `MotoServer`: `moto_server` as a process on a free 127.0.0.1 port (S3 and other AWS stand-ins).

@@ -122,7 +122,7 @@ def test_options_refuse_two_mixes_or_a_mix_beside_its_single_target():
 def test_alias_table_encodes_the_weights_exactly(weights):
     table = AliasTable(weights)
     total = sum(weights)
-    for got, want in zip(table.probabilities(), weights):
+    for got, want in zip(table.probabilities(), weights, strict=True):
         assert math.isclose(got, want / total, abs_tol=1e-12)
 
 

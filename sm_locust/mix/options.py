@@ -69,7 +69,8 @@ def mix_settings(options: Any, *, split: int = 1) -> MixSettings:
         raise UsageError("--target-model and --target-models both given; use --target-models alone "
                          "(a one-model mix is --target-models NAME)")
     if components and option_value(options, "inference_component"):
-        raise UsageError("--inference-component and --inference-components both given; use --inference-components alone")
+        raise UsageError("--inference-component and --inference-components both given; "
+                         "use --inference-components alone")
     if not (models or components):
         return MixSettings(None, seed)
     mix = parse_mix(models, TARGET_MODEL) if models else parse_mix(components, INFERENCE_COMPONENT)

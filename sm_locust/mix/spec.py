@@ -40,6 +40,7 @@ FIELD_FLAGS = {TARGET_MODEL: "--target-models", INFERENCE_COMPONENT: "--inferenc
 GENERATED_PREFIX = "model-"
 GENERATED_SUFFIX = ".tar.gz"
 MAX_TARGETS = 1_000_000
+JSONL_EXAMPLE = '{"name": "model.tar.gz", "weight": 0.5}'
 MAX_NAME = 1024  # botocore's TargetModel limit (InferenceComponentName: 63, checked by SageMaker)
 
 
@@ -80,7 +81,7 @@ class TargetMix:
         out: dict = {"field": self.field, "spec": self.spec, "kind": self.kind, "targets": len(self.names)}
         if self.zipf_s is not None:
             out["zipf_s"] = self.zipf_s
-        top = sorted(zip(self.weights, self.names), key=lambda wn: (-wn[0], wn[1]))[:5]
+        top = sorted(zip(self.weights, self.names, strict=True), key=lambda wn: (-wn[0], wn[1]))[:5]
         out["top_weights"] = {name: round(weight, 6) for weight, name in top}
         return out
 
@@ -148,7 +149,8 @@ def _from_file(path: Path, spec: str, field: str, flag: str) -> TargetMix:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"{flag} {spec!r}: no such file; give an existing .csv/.jsonl file, zipf:S:N or uniform:N") from None
+        raise UsageError(f"{flag} {spec!r}: no such file; give an existing .csv/.jsonl file, "
+                         "zipf:S:N or uniform:N") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{flag} {spec!r} cannot be read: {exc}") from None
     if path.suffix.lower() == ".jsonl":
@@ -166,9 +168,9 @@ def _jsonl_pairs(text: str, spec: str, flag: str) -> list[tuple[str, object]]:
         try:
             item = json.loads(line)
         except ValueError:
-            raise UsageError(f"{flag} {spec}: line {number} is not JSON; write {{\"name\": ..., \"weight\": ...}}") from None
+            raise UsageError(f"{flag} {spec}: line {number} is not JSON; write {JSONL_EXAMPLE}") from None
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise UsageError(f"{flag} {spec}: line {number} has no \"name\" string; write {{\"name\": ..., \"weight\": ...}}")
+            raise UsageError(f"{flag} {spec}: line {number} has no \"name\" string; write {JSONL_EXAMPLE}")
         pairs.append((item["name"], item.get("weight")))
     return pairs
 
@@ -223,4 +225,5 @@ def check_target_name(name: str, flag: str) -> None:
     if not name:
         raise UsageError(f"{flag}: an empty target name; every entry needs a name")
     if len(name) > MAX_NAME or not name.isprintable() or any(c.isspace() for c in name):
-        raise UsageError(f"{flag}: target name {name[:60]!r} must be printable, without spaces, at most {MAX_NAME} characters")
+        raise UsageError(f"{flag}: target name {name[:60]!r} must be printable, without spaces, "
+                         f"at most {MAX_NAME} characters")

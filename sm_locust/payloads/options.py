@@ -189,7 +189,7 @@ def prepare_payloads(settings: Any, options: Any, *, process: int = 0) -> Prepar
     validator = ps.build_validator(serializer)
     check_serializer_applies(ps, settings, validator is not None)
     mix = mix_settings(options, split=ps.split)
-    pool = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
+    pool: Any = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
         settings.payload,
         content_type=settings.content_type or None,
         serializer=serializer,

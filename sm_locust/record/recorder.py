@@ -206,7 +206,7 @@ class RunRecorder:
         self.open_loop = OpenLoopCounters.for_environment(environment)
         self.backoff = ConnectionBackoff.for_environment(environment)
         self.llm = LlmStats.for_environment(environment)  # tokens, TTFT, ITL (record/llm.py)
-        self.targets = TargetStats.for_environment(environment)  # a traffic mix's per-target figures (record/targets.py)
+        self.targets = TargetStats.for_environment(environment)  # a mix's per-target figures (record/targets.py)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)

@@ -49,7 +49,7 @@ DETAIL_LIMIT = 2000
 OTHERS = "others"
 CACHE_ATTRIBUTE = "model-cache"
 COLD, WARM = "miss", "hit"
-MIN_MODE_RATIO = 4.0  # cold loads take seconds, warm requests milliseconds: modes closer than 4x are not load vs no load
+MIN_MODE_RATIO = 4.0  # a load takes seconds, a warm request milliseconds: modes closer than 4x are not that
 VALLEY_BIN = 0.2  # log-latency bin for the valley test (~22 % wide)
 MAX_VALLEY = 0.25  # a valley holds at most a quarter of the smaller peak
 MIN_MODE_REQUESTS = 3
@@ -125,7 +125,8 @@ class TargetTable:
     # -- worker -> master ---------------------------------------------------------------------------
     def to_wire(self) -> dict:
         """Plain data for a worker report (msgpack: int keys are fine)."""
-        return {"c": self.counts, "h": self.hists, "o": self.others, "ok": self.ok, "cold": self.cold, "warm": self.warm}
+        return {"c": self.counts, "h": self.hists, "o": self.others, "ok": self.ok, "cold": self.cold,
+                "warm": self.warm}
 
     def merge_wire(self, data: Mapping) -> None:
         for target, counts in (data.get("c") or {}).items():
@@ -150,7 +151,8 @@ class TargetTable:
         out = []
         for _, name in shown:
             counts = self.counts[name]
-            record = {"name": name, "requests": counts[REQUESTS], "failures": counts[FAILURES], **_percentiles(self.hists[name])}
+            record = {"name": name, "requests": counts[REQUESTS], "failures": counts[FAILURES],
+                      **_percentiles(self.hists[name])}
             if told:
                 record["cold"] = counts[COLD_N]
             out.append(record)
@@ -180,8 +182,8 @@ class TargetTable:
             return None
         threshold = latency_modes(self.ok)
         if threshold is None:
-            return {"source": "latency-modes", "requests": sum(self.ok.values()), "hit_rate": None, "threshold_ms": None,
-                    "cold": None, "warm": None}
+            return {"source": "latency-modes", "requests": sum(self.ok.values()), "hit_rate": None,
+                    "threshold_ms": None, "cold": None, "warm": None}
         cold = {b: n for b, n in self.ok.items() if b >= threshold}
         warm = {b: n for b, n in self.ok.items() if b < threshold}
         total = sum(self.ok.values())
@@ -232,9 +234,9 @@ def latency_modes(hist: Mapping[int, int], *, min_ratio: float = MIN_MODE_RATIO,
     high_bins = {k: n for k, n in bins.items() if k >= split}
     low_peak = max(low_bins, key=lambda k: (low_bins[k], k)) if low_bins else split
     high_peak = max(high_bins, key=lambda k: (high_bins[k], -k))
-    between = [bins.get(k, 0) for k in range(low_peak + 1, high_peak)]
+    valley = [bins.get(k, 0) for k in range(low_peak + 1, high_peak)]
     smaller_peak = min(low_bins.get(low_peak, 0), high_bins[high_peak])
-    if not between or min(between) > max_valley * smaller_peak:
+    if not valley or min(valley) > max_valley * smaller_peak:
         return None
     return high[0][2]
 
@@ -274,7 +276,8 @@ class TargetStats:
         if target is None or not is_invocation(request_type, name):
             return
         attributes = context.get("custom_attributes")  # type: ignore[union-attr]
-        self.table.add(target, response_time or 0.0, exception is not None, cache_state(attributes) if attributes else None)
+        cold = cache_state(attributes) if attributes else None
+        self.table.add(target, response_time or 0.0, exception is not None, cold)
 
     def _new_table(self) -> TargetTable:
         """A worker keeps every target's histogram (it ships and forgets them every 3 s: the master bounds)."""
