@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         run.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         # in a child process, so that this one's max RSS is the report's own
-        subprocess.run([sys.executable, __file__, "--hours", str(args.hours), "--synthesize-only", str(run)], check=True)
+        subprocess.run([sys.executable, __file__, "--hours", str(args.hours), "--synthesize-only", str(run)],
+                       check=True)
         t1 = time.perf_counter()
         print(f"synthesized {args.hours} h run in {t1 - t0:.1f} s: {run}")
         fake = FakeCloudWatch()

@@ -62,7 +62,8 @@ def moto_url(tmp_path_factory):
     server.stop()
 
 
-def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 120, env: dict | None = None,
+            cwd: str | Path | None = None) -> subprocess.CompletedProcess:
     """Run `python -m sm_locust ARGS` and capture its output."""
     full_env = dict(os.environ)
     full_env.update(env or {})

@@ -103,7 +103,8 @@ def verify_sigv4(environ: dict, body: bytes, secrets: dict[str, str]) -> str | N
 
 def json_error(status: int, code: str, message: str, **extra) -> tuple:
     body = json.dumps({"message": message, **extra}).encode()
-    return status, [("x-amzn-ErrorType", f"{code}:http://internal.amazon.com/coral/"), ("Content-Type", "application/json")], body
+    return status, [("x-amzn-ErrorType", f"{code}:http://internal.amazon.com/coral/"),
+                    ("Content-Type", "application/json")], body
 
 
 def echo(environ, body):
@@ -281,7 +282,8 @@ class MotoServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log_path, "wb")
-        self.process = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
+        self.process = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p",
+                                         str(self.port)],
                                         stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 20
         while True:
@@ -289,7 +291,8 @@ class MotoServer:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 break
             except OSError:
-                assert self.process.poll() is None and time.monotonic() < deadline, f"moto_server did not start: {log_path}"
+                alive = self.process.poll() is None and time.monotonic() < deadline
+                assert alive, f"moto_server did not start: {log_path}"
                 time.sleep(0.1)
 
     def client(self):
@@ -332,7 +335,8 @@ def moto_sagemaker(moto_url: str, runtime_url: str, monkeypatch, environment: di
     monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", runtime_url)
     client = boto3.client("sagemaker", region_name="us-east-1")
-    container = {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "ModelDataUrl": "s3://bucket/model.tar.gz"}
+    container = {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1",
+                 "ModelDataUrl": "s3://bucket/model.tar.gz"}
     if environment is not None:
         container["Environment"] = environment
     client.create_model(ModelName="my-model", ExecutionRoleArn=ROLE, PrimaryContainer=container)

@@ -81,7 +81,8 @@ def test_compose_services_as_processes_run_headless_to_the_end(tmp_path):
         topo.stop_all()
     assert master.returncode == 0, topo.log("master")[-3000:]
     run = tmp_path / "reports" / "run"
-    for name in ("summary.json", "timeline.jsonl", "locust_stats.csv", "locust_stats_history.csv", "locust_report.html"):
+    for name in ("summary.json", "timeline.jsonl", "locust_stats.csv", "locust_stats_history.csv",
+                 "locust_report.html"):
         assert (run / name).exists(), name
     summary = json.loads((run / "summary.json").read_text())
     assert summary["endpoint"] == "sm-locust-demo"

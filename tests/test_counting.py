@@ -97,7 +97,8 @@ STREAM_SUMMARY = {
 }
 # locust_stats.csv written a moment before the end: it lags, and holds one row per (type, name)
 LAGGING_ROWS = [
-    {"Type": INVOKE_ENDPOINT_STREAM, "Name": "ep", "Request Count": "747", "Failure Count": "240", "Requests/s": "149.4",
+    {"Type": INVOKE_ENDPOINT_STREAM, "Name": "ep", "Request Count": "747", "Failure Count": "240",
+     "Requests/s": "149.4",
      "50%": "8", "95%": "11", "99%": "12"},
     {"Type": TTFT, "Name": "ep", "Request Count": "747", "Failure Count": "0", "Requests/s": "149.4",
      "50%": "1", "95%": "2", "99%": "3"},

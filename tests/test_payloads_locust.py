@@ -94,7 +94,7 @@ def test_packed_npy_sent_raw(endpoint, arrays):
 def test_plain_file_folder_and_jsonl(endpoint, tmp_path):
     folder = tmp_path / "bodies"
     folder.mkdir()
-    ranking = dict(zip(("feat_ids", "feat_vals"), sample_rows(3, seed=2)))
+    ranking = dict(zip(("feat_ids", "feat_vals"), sample_rows(3, seed=2), strict=True))
     for name, fmt in (("a.json", "json"), ("b.csv", "csv"), ("c.npy", "npy")):
         (folder / name).write_bytes(create_serializer(fmt).serialize(ranking))
     for payload in (DATA / "ranking_10rows.json", folder, DATA / "ranking_invoke_args.jsonl"):
@@ -116,7 +116,8 @@ def test_a_function_source(endpoint, tmp_path):
 
 
 def test_split_through_the_locustfile_and_summary(endpoint, arrays, tmp_path):
-    env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4), recorder_dir=tmp_path)
+    env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4),
+              recorder_dir=tmp_path)
     assert_clean(env, INVOKE_ENDPOINT_SPLIT)
     logical = env.stats.entries[("ep", INVOKE_ENDPOINT_SPLIT)].num_requests
     # a user stopped mid-call leaves parts without their logical request (as any in-flight call)

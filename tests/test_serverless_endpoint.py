@@ -157,7 +157,8 @@ def test_served_requests_meet_cold_starts_warm_reuse_and_throttles(served):
     datums = build_datums({}, app.counters.take_window(), endpoint_name="sls",
                           timestamp=datetime.now(UTC))["AWS/SageMaker"]
     by_name = {d["MetricName"]: d["StatisticValues"] for d in datums}
-    assert by_name["ModelSetupTime"] == {"SampleCount": 3.0, "Sum": 600_000.0, "Minimum": 200_000.0, "Maximum": 200_000.0}
+    assert by_name["ModelSetupTime"] == {"SampleCount": 3.0, "Sum": 600_000.0, "Minimum": 200_000.0,
+                                         "Maximum": 200_000.0}
     # the setup wait is overhead (outside the container's answer), the model's 30 ms is ModelLatency
     assert by_name["OverheadLatency"]["Maximum"] >= 200_000.0
     assert 30_000.0 <= by_name["ModelLatency"]["Minimum"] < 200_000.0

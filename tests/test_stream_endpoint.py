@@ -40,7 +40,8 @@ def _credentials(monkeypatch):
 
 
 def _botocore_chunks(url: str, **kwargs) -> list[bytes]:
-    answer = make_boto3_client(endpoint_url=url).invoke_endpoint_with_response_stream(EndpointName="ep", Body=BODY, **kwargs)
+    answer = make_boto3_client(endpoint_url=url).invoke_endpoint_with_response_stream(EndpointName="ep", Body=BODY,
+                                                                                      **kwargs)
     return [event["PayloadPart"]["Bytes"] for event in answer["Body"] if "PayloadPart" in event]
 
 

@@ -41,7 +41,8 @@ def runtime_api(environ, body):
                 gevent.sleep(0.002)
                 yield es.encode_payload_part(word)
 
-        return 200, [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", "text/plain"), VARIANT], frames()
+        return 200, [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", "text/plain"),
+                     VARIANT], frames()
     if path.endswith("/async-invocations"):
         return 202, [("X-Amzn-SageMaker-OutputLocation", "s3://b/out/i-1.out"),
                      ("X-Amzn-SageMaker-FailureLocation", "s3://b/fail/i-1.out"),

@@ -148,7 +148,8 @@ def test_missing_credentials_are_a_reported_failure(monkeypatch, tmp_path):
 
 def test_lean_memo_gives_the_fresh_signature_and_follows_time_body_and_headers():
     """A repeated request in the same second reuses its signature; anything that changes it misses."""
-    lean, reference = create_signer("lean", REGION, credentials(TOKEN)), create_signer("botocore", REGION, credentials(TOKEN))
+    lean, reference = create_signer("lean", REGION, credentials(TOKEN)), create_signer("botocore", REGION,
+                                                                                       credentials(TOKEN))
     url = f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/e/invocations"
     body, headers = b'{"a": 1}', {"Content-Type": "application/json"}
     first = lean.sign("POST", url, headers, body, amz_date=AMZ_DATE)

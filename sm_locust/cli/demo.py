@@ -134,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
         for step in summary["steps"]:
-            print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 {step['p95_ms']} ms")
+            print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 "
+                  f"{step['p95_ms']} ms")
         report = _report(out, stand_in)
     print(f"sm-locust demo: results in {out}/ (summary.json, locust_stats_history.csv, locust_report.html)")
     outputs = report.outputs
@@ -161,9 +162,11 @@ def _report(out, stand_in: CloudWatchStandIn | None):
     return result
 
 
-MINUTE_COLUMNS = (("cw_Invocations_sum_count", "Invocations", "{:6.0f}"), ("cw_ModelLatency_avg_ms", "ModelLatency", "{:5.1f} ms"),
+MINUTE_COLUMNS = (("cw_Invocations_sum_count", "Invocations", "{:6.0f}"),
+                  ("cw_ModelLatency_avg_ms", "ModelLatency", "{:5.1f} ms"),
                   ("cw_OverheadLatency_avg_ms", "OverheadLatency", "{:5.1f} ms"),
-                  ("cw_CPUUtilization_avg_pct", "CPU", "{:5.1f} %"), ("cw_MemoryUtilization_avg_pct", "memory", "{:4.1f} %"))
+                  ("cw_CPUUtilization_avg_pct", "CPU", "{:5.1f} %"),
+                  ("cw_MemoryUtilization_avg_pct", "memory", "{:4.1f} %"))
 
 
 def minute_lines(timeseries_csv) -> list[str]:

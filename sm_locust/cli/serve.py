@@ -14,12 +14,14 @@ def add_parser(subparsers) -> None:
         description="Serve a real ranking model behind the SageMaker Runtime API (POST /endpoints/NAME/invocations) "
         "and the container contract (GET /ping, POST /invocations), with capacity knobs and fault injection.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to your network)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to your network)")
     p.add_argument("--port", type=int, default=None, help="port (default $SAGEMAKER_BIND_TO_PORT or 8080)")
     g = p.add_argument_group("capacity")
     g.add_argument("--workers", type=int, default=None,
                    help="worker processes (default $SAGEMAKER_MODEL_SERVER_WORKERS, $SAGEMAKER_GUNICORN_WORKERS or 1)")
-    g.add_argument("--threads", type=int, default=None, help="threads per worker (>1 switches to gthread workers; default 1 = gevent)")
+    g.add_argument("--threads", type=int, default=None,
+                   help="threads per worker (>1 switches to gthread workers; default 1 = gevent)")
     g.add_argument("--max-concurrency", type=int, default=None,
                    help="requests served at once across workers; the excess queues (default 0 = unlimited)")
     g.add_argument("--service-time-ms", type=float, default=None,
@@ -28,20 +30,24 @@ def add_parser(subparsers) -> None:
     b.add_argument("--max-batch-size", type=int, default=None,
                    help="requests run together as one batch, at most (default 0 = no batching)")
     b.add_argument("--max-batch-delay-ms", type=float, default=None,
-                   help="how long a batch's first request waits for others to join (default 0: only those already waiting)")
+                   help="how long a batch's first request waits for others to join (default "
+                        "0: only those already waiting)")
     b.add_argument("--batch-item-cost", type=float, default=None,
                    help="share of --service-time-ms each request after the first adds to a batch (0-1, default 0.2)")
     f = p.add_argument_group("fault injection")
     f.add_argument("--latency-ms", type=float, default=None, help="added latency per request")
     f.add_argument("--jitter-ms", type=float, default=None, help="uniform random extra latency up to this")
-    f.add_argument("--throttle-ratio", type=float, default=None, help="share of requests answered ThrottlingException (0-1)")
+    f.add_argument("--throttle-ratio", type=float, default=None,
+                   help="share of requests answered ThrottlingException (0-1)")
     f.add_argument("--model-error-ratio", type=float, default=None, help="share answered ModelError 424 (0-1)")
-    f.add_argument("--error-ratio", type=float, default=None, help="share answered InternalFailure 500 / ServiceUnavailable 503 (0-1)")
+    f.add_argument("--error-ratio", type=float, default=None,
+                   help="share answered InternalFailure 500 / ServiceUnavailable 503 (0-1)")
     f.add_argument("--drop-ratio", type=float, default=None, help="share of connections closed without an answer (0-1)")
     f.add_argument("--cold-start-ms", type=float, default=None,
-                   help="extra latency on each worker's first invocation; with the serverless emulation: each instance's "
-                   "start (ModelSetupTime) when new or idle for --idle-timeout-s")
-    f.add_argument("--not-ready-s", type=float, default=None, help="answer ModelNotReadyException for this long after start")
+                   help="extra latency on each worker's first invocation; with the serverless emulation: each "
+                   "instance's start (ModelSetupTime) when new or idle for --idle-timeout-s")
+    f.add_argument("--not-ready-s", type=float, default=None,
+                   help="answer ModelNotReadyException for this long after start")
     f.add_argument("--seed", type=int, default=None, help="seed for fault draws (repeatable runs)")
     s = p.add_argument_group("response streams (POST /endpoints/NAME/invocations-response-stream)")
     s.add_argument("--first-token-ms", type=float, default=None, help="delay before the first PayloadPart (default 0)")
@@ -52,8 +58,8 @@ def add_parser(subparsers) -> None:
                    help="share of streams that fail half-way with a ModelStreamError event (0-1)")
     m = p.add_argument_group("LLM emulation (continuous batching, docs/llm.md)")
     m.add_argument("--llm", action="store_true",
-                   help="serve an emulated LLM instead of the ranking model: TGI / LMI {\"inputs\": ...} and OpenAI-style "
-                   "{\"messages\": [...]} requests, tokens streamed as a continuous batch makes them")
+                   help="serve an emulated LLM instead of the ranking model: TGI / LMI {\"inputs\": ...} and "
+                   "OpenAI-style {\"messages\": [...]} requests, tokens streamed as a continuous batch makes them")
     m.add_argument("--llm-max-sequences", type=int, default=None,
                    help="sequences decoded at once per worker; more wait in a queue (default 16)")
     m.add_argument("--llm-step-ms", type=float, default=None, help="a decode step's fixed time (default 25)")
@@ -62,26 +68,30 @@ def add_parser(subparsers) -> None:
     m.add_argument("--llm-prefill-ms-per-token", type=float, default=None,
                    help="what each prompt token admitted adds to its step (default 0.1)")
     m.add_argument("--llm-output-tokens", default=None,
-                   help="answer lengths: 128, 64-256 (uniform) or 128~32 (normal), capped by the request's max_new_tokens "
-                   "(default: the request's max_new_tokens, else 128)")
+                   help="answer lengths: 128, 64-256 (uniform) or 128~32 (normal), capped by the request's "
+                   "max_new_tokens (default: the request's max_new_tokens, else 128)")
     m.add_argument("--llm-format", default=None, choices=("auto", "tgi", "openai"),
-                   help="stream format: auto (from the request: inputs -> TGI JSON lines, messages -> OpenAI SSE), tgi, openai")
+                   help="stream format: auto (from the request: inputs -> TGI JSON lines, "
+                        "messages -> OpenAI SSE), tgi, openai")
     m.add_argument("--llm-server-counts", default=None,
-                   help="answers carry the server's token counts (details.generated_tokens, usage): true (default) or false")
+                   help="answers carry the server's token counts (details.generated_tokens, "
+                        "usage): true (default) or false")
     v = p.add_argument_group("serverless emulation (SageMaker Serverless Inference, docs/serverless.md)")
     v.add_argument("--serverless-memory-mb", type=int, default=None,
                    help="MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x 6144 / this "
-                   "(CPU share proportional to memory); turns the emulation on (default 2048 when another --serverless-* "
-                   "flag is given)")
+                   "(CPU share proportional to memory); turns the emulation on (default 2048 when another "
+                   "--serverless-* flag is given)")
     v.add_argument("--serverless-max-concurrency", type=int, default=None,
                    help="MaxConcurrency, 1-200: instances serving at once across workers; a request beyond them is "
                    "answered ThrottlingException (429) at once (default 20)")
     v.add_argument("--idle-timeout-s", type=float, default=None,
-                   help="an instance idle this long is reclaimed; its next request starts cold with --cold-start-ms (default 60)")
+                   help="an instance idle this long is reclaimed; its next request starts cold "
+                        "with --cold-start-ms (default 60)")
     v.add_argument("--serverless-compute-share", type=float, default=None,
                    help="share of --service-time-ms that scales with the memory size (0-1, default 1)")
     v.add_argument("--serverless-throttle-ms", type=float, default=None,
-                   help="time before a throttled request is answered: the round trip a refusal costs a caller (default 10)")
+                   help="time before a throttled request is answered: the round trip a "
+                        "refusal costs a caller (default 10)")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -112,7 +122,8 @@ def config_from_args(args: argparse.Namespace):
     return config
 
 
-LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format", "server_counts")
+LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format",
+            "server_counts")
 
 
 def llm_config_from_args(args: argparse.Namespace):
@@ -158,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
     if config.llm is not None:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
     if config.serverless is not None:
-        print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}", flush=True)
+        print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}",
+              flush=True)
     return serve_forever(config)
 
 

@@ -70,7 +70,8 @@ class EndpointApp:
                 batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost),
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
         self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
-        # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle (endpoint/serverless.py)
+        # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle
+        # (endpoint/serverless.py)
         self.serverless = serverless.emulator_for(config, self.counters, serverless_slots)
         self.service_s = serverless.service_s(config)  # scaled by the memory size when serverless
         self._cold = config.cold_start_ms > 0 and self.serverless is None  # serverless: per instance instead
@@ -81,11 +82,15 @@ class EndpointApp:
         method = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO", "/")
         if path == "/ping":
-            return self._respond(start_response, 200, b"", "text/plain") if method == "GET" else self._not_allowed(start_response)
+            if method != "GET":
+                return self._not_allowed(start_response)
+            return self._respond(start_response, 200, b"", "text/plain")
         if path == STATS_PATH:
             return self._respond(start_response, 200, orjson.dumps(self.counters.snapshot()), "application/json")
         if path == "/invocations":
-            return self._invoke(environ, start_response, None) if method == "POST" else self._not_allowed(start_response)
+            if method != "POST":
+                return self._not_allowed(start_response)
+            return self._invoke(environ, start_response, None)
         parts = path.split("/")
         if len(parts) == 4 and parts[1] == "endpoints" and parts[3] == "invocations":
             if method != "POST":

@@ -156,7 +156,8 @@ def parse_custom_attributes(custom_attributes: str | None) -> tuple[np.dtype, tu
     for key, value in attribute_values(custom_attributes).items():
         if key == "dtype":
             if value.lower() not in RAW_DTYPES:
-                raise CodecError(f"custom attribute dtype={value!r} is not supported; use one of: {', '.join(RAW_DTYPES)}")
+                raise CodecError(f"custom attribute dtype={value!r} is not supported; use one of: "
+                                 f"{', '.join(RAW_DTYPES)}")
             dtype = np.dtype(value.lower())
         elif key == "shape":
             shape = parse_shape(value)

@@ -89,4 +89,4 @@ class SharedCounters:
 
 
 def _named(values: list[float]) -> dict[str, float]:
-    return {name: (v if name.endswith(_FLOAT_SUFFIXES) else int(v)) for name, v in zip(FIELDS, values)}
+    return {name: (v if name.endswith(_FLOAT_SUFFIXES) else int(v)) for name, v in zip(FIELDS, values, strict=True)}

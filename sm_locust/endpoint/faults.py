@@ -110,16 +110,18 @@ class EndpointConfig:
             raise ValueError("--first-token-ms, --token-ms and --stream-tokens must not be negative")
         if self.max_batch_size < 0 or self.max_batch_delay_ms < 0 or not 0 <= self.batch_item_cost <= 1:
             raise ValueError("--max-batch-size and --max-batch-delay-ms must not be negative; --batch-item-cost is "
-                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, {self.batch_item_cost})")
+                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, "
+                             f"{self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
         if self.serverless is not None:
             self.serverless.validate()
-            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency), ("--max-batch-size", self.max_batch_size > 1),
+            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency),
+                                           ("--max-batch-size", self.max_batch_size > 1),
                                            ("--llm", self.llm is not None)) if on]
             if clash:
-                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation (--serverless-*), "
-                                 "whose MaxConcurrency throttles instead of queueing; leave it out")
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation "
+                                 "(--serverless-*), whose MaxConcurrency throttles instead of queueing; leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

@@ -69,8 +69,8 @@ def serve_forever(config: EndpointConfig) -> int:
             from sm_locust.endpoint.batching import batch_service_s
 
             full = batch_service_s(config.service_time_ms, config.batch_item_cost, config.max_batch_size)
-            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full batches of "
-                        f"{config.max_batch_size}")
+            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full "
+                        f"batches of {config.max_batch_size}")
 
     def when_ready(server) -> None:
         host, port = server.LISTENERS[0].sock.getsockname()[:2]
@@ -170,8 +170,10 @@ class LocalEndpoint:
         self.config.validate()
         check_port_free(self.config.host, self.config.port)
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
-        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
+        self.process = subprocess.Popen(self.command(), stdout=out,
+                                        stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

@@ -102,15 +102,17 @@ class MaxErrorRate(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})" if metrics else MISSING
+        if not metrics:
+            return MISSING
+        return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})"
 
     def check(self, run: RunData) -> str | None:
         metrics, missing = self._metrics(run)
         if missing:
             return missing
         if metrics.error_rate > self.limit:
-            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of {metrics.requests} requests "
-                    f"failed), over the limit of {percent(self.limit, 2, unit='%')}")
+            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of "
+                    f"{metrics.requests} requests failed), over the limit of {percent(self.limit, 2, unit='%')}")
         return None
 
 
@@ -134,8 +136,8 @@ class MinRps(Gate):
         if missing:
             return missing
         if metrics.goodput_rps < self.limit:
-            return (f"goodput was {metrics.goodput_rps:.1f} req/s (successful invocations; {metrics.rps:.1f} attempted), "
-                    f"under the minimum of {self.limit:g} req/s")
+            return (f"goodput was {metrics.goodput_rps:.1f} req/s (successful invocations; {metrics.rps:.1f} "
+                    f"attempted), under the minimum of {self.limit:g} req/s")
         return None
 
 
@@ -231,5 +233,6 @@ def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:
     verdicts = []
     for gate in gates:
         failure = gate.check(run)
-        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run), message=failure or ""))
+        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run),
+                                message=failure or ""))
     return verdicts

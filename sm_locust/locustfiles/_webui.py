@@ -30,7 +30,8 @@ from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
 
 # Fields of Locust's own start form (its /swarm handler reads them itself).
-LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time", "profile"})
+LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time",
+                                "profile"})
 # What the class picker's "edit user" dialog may set on a User class.
 USER_FIELDS = frozenset({"user_class_name", "weight", "fixed_count", "tasks", "host"})
 
@@ -131,7 +132,8 @@ def protect(environment, web_ui) -> None:
         if "host" in settings and cls is not None and (settings["host"] or None) != (cls.host or None):
             refused.append("host")
         if refused:
-            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; only weight, fixed_count and tasks"), 400
+            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; "
+                          "only weight, fixed_count and tasks"), 400
         return None
 
     original = web_ui.update_template_args

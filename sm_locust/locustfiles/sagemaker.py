@@ -143,7 +143,8 @@ class InvokeEndpointUser(SageMakerUser):
     def on_start(self) -> None:
         self.client.validator = getattr(self.environment, "sm_locust_validator", None)
         options = self.environment.parsed_options
-        self.call = accounting_for(operation(self.client, options), self.environment, options)  # invoke, --stream or async; tokens counted
+        # invoke, --stream or async; tokens counted
+        self.call = accounting_for(operation(self.client, options), self.environment, options)
 
     @task
     def invoke_endpoint(self) -> None:

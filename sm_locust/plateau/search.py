@@ -630,7 +630,8 @@ class PlateauSearch(_Search):
                                 f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
         model = ClosedLoopModel(model.capacity, max(cycle, model.cycle_s))
         target = float(model.users_reaching(MODEL_TARGET))
-        how = f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)"
+        how = (f"Little's law: knee ~ {model.knee:.1f} users "
+               f"({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)")
         missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
         if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed) and target < hi:
             target = float(math.ceil((target + (lo + hi) / 2.0) / 2.0 - 1e-9))  # the model bent: halfway to bisection

@@ -110,7 +110,7 @@ class _Step:
             self.blocks.append(block)
         if len(self.blocks) > self.max_blocks:  # halve the resolution: merge neighbours
             merged = self.blocks[0::2]
-            for left, right in zip(merged, self.blocks[1::2]):
+            for left, right in zip(merged, self.blocks[1::2], strict=False):  # an odd last block stays as it is
                 left.merge(right)
             self.blocks = merged
             self.per_block *= 2
@@ -189,7 +189,8 @@ def _spans(window: list[Second]) -> list[Second]:
             spans[-1][1] = s.t
         else:
             spans.append([start, s.t])
-    return [Second(t=end, users=0, spawning=False, requests=0, failures=0, interval=end - start) for start, end in spans]
+    return [Second(t=end, users=0, spawning=False, requests=0, failures=0, interval=end - start)
+            for start, end in spans]
 
 
 class RunTimeline:

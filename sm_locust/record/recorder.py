@@ -170,7 +170,8 @@ def latency_series(stats) -> dict[str, dict]:
         if is_latency_series(entry.method):
             total = merged.get(entry.method)
             if total is None:
-                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method, use_response_times_cache=False)
+                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method,
+                                                          use_response_times_cache=False)
             total.extend(entry)
     return {kind: latency_series_record(entry) for kind, entry in sorted(merged.items())}
 
@@ -289,7 +290,7 @@ class RunRecorder:
         now = time.time()
         delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
         sends = self.open_loop.snapshot()
-        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends))
+        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends, strict=True))
         backoffs = self.backoff.count
         open_loop = self.open_loop.active
         target = self.current_target_rate
@@ -394,9 +395,10 @@ class RunRecorder:
         p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
         elapsed = window[-1].t - (self.started_at or window[0].t)
         backoffs = sum(s.backoffs or 0 for s in window)
-        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} rps={sum(s.requests for s in window) / duration:8.1f}  "
-              f"goodput={sum(s.successes for s in window) / duration:8.1f}  "
-              f"p95={'-' if p95 is None else f'{p95:.0f}'} ms  failures={sum(s.failures for s in window)}"
+        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} "
+              f"rps={sum(s.requests for s in window) / duration:8.1f}  "
+              f"goodput={sum(s.successes for s in window) / duration:8.1f}  p95={'-' if p95 is None else f'{p95:.0f}'} "
+              f"ms  failures={sum(s.failures for s in window)}"
               + (f"  backoffs={backoffs} (connection errors)" if backoffs else ""), flush=True)
 
     def _client_cpu(self, runner) -> float | None:

@@ -345,7 +345,8 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
                                     convert_options=options)
             for batch in reader:
                 keep = pc.fill_null(pc.equal(batch.column("Name"), AGGREGATED), False)
-                batches.append(batch.filter(keep).drop_columns([c for c in ("Name", "Type") if c in batch.schema.names]))
+                batches.append(batch.filter(keep).drop_columns([c for c in ("Name", "Type")
+                                                                if c in batch.schema.names]))
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # a malformed row, a value that is not a number
             raise _Fallback() from None
     if not batches:

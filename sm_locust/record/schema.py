@@ -188,7 +188,8 @@ def drop_malformed_rows(text: str, path: Path, what: str, gaps: list[str], *, ti
             bad.append(number)
     if not bad:
         return text
-    where = f"line {bad[0]}" if len(bad) == 1 else f"lines {', '.join(map(str, bad[:3]))}{', ...' if len(bad) > 3 else ''}"
+    more = ", ..." if len(bad) > 3 else ""
+    where = f"line {bad[0]}" if len(bad) == 1 else f"lines {', '.join(map(str, bad[:3]))}{more}"
     if len(bad) > max_share * rows:
         raise UsageError(f"{path}: {len(bad)} of {rows} rows are malformed ({where}: wrong field count, an unclosed "
                          f"quote, or a {time_column} that is not whole seconds); more than {max_share:.0%} of the "

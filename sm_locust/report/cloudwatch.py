@@ -104,7 +104,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
                 pid = res.get("Id")
                 if pid not in points:
                     continue
-                for ts, value in zip(res.get("Timestamps", []), res.get("Values", [])):
+                for ts, value in zip(res.get("Timestamps", []), res.get("Values", []), strict=True):
                     points[pid].append((_epoch(ts), float(value)))
                 status = res.get("StatusCode", "Complete")
                 if status in ("Forbidden", "InternalError"):
@@ -163,7 +163,8 @@ def _hm(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M")
 
 
-def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest, now: float) -> tuple[list[str], list[str], bool, float | None]:
+def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest,
+           now: float) -> tuple[list[str], list[str], bool, float | None]:
     """Pure: name what is missing. Returns (gaps, notes, complete, data_until).
 
     `complete` means every expected metric has its first and last bucket of the run. Missing

@@ -54,10 +54,12 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
     previous = data.summary.get("cost") if isinstance(data.summary.get("cost"), dict) else {}
     opts = resolve_defaults(ReportOptions(
         cloudwatch=False, instance_type=previous.get("instance_type"), instance_count=previous.get("instance_count"),
-        price_per_hour=previous.get("price_per_hour_usd") if previous.get("price_source") == "--price-per-hour" else None,
+        price_per_hour=previous.get("price_per_hour_usd") if previous.get("price_source") == "--price-per-hour"
+        else None,
         safety_factor=safety_factor, target_rps=target_rps,
     ), data.summary, data.options)
-    none = create_source("none", reason="compare does not fetch CloudWatch").fetch(MetricRequest(opts.endpoint_name or "", 0, 0))
+    nothing = MetricRequest(opts.endpoint_name or "", 0, 0)
+    none = create_source("none", reason="compare does not fetch CloudWatch").fetch(nothing)
     _, steps, point, cost, _, gaps, _ = compute(data, opts, none, prices)
     gaps = data.gaps + gaps
     saved = data.run_dir / "steps.csv"
@@ -75,7 +77,8 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         "instance_count": opts.instance_count or 1,
         "users": (point or {}).get("users"), "max_sustainable_rps": (point or {}).get("rps"),
         "goodput_rps": (point or {}).get("goodput_rps"),
-        "p50_ms": (point or {}).get("p50_ms"), "p95_ms": (point or {}).get("p95_ms"), "p99_ms": (point or {}).get("p99_ms"),
+        "p50_ms": (point or {}).get("p50_ms"), "p95_ms": (point or {}).get("p95_ms"),
+        "p99_ms": (point or {}).get("p99_ms"),
         "usd_per_million": cost.get("usd_per_million"), "transactions_per_hour": cost.get("transactions_per_hour"),
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
     }
@@ -89,7 +92,8 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         row.update(run_requests=totals.requests, run_failures=totals.failures, run_goodput_rps=totals.goodput_rps)
     row["gaps"] = len(gaps)
     row.update(llm_columns(data.summary, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
-    return RunComparison(data.run_dir.name, {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
+    return RunComparison(data.run_dir.name,
+                         {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
                          steps, gaps)
 
 
@@ -116,8 +120,8 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     thr, lat = go.Figure(), go.Figure()
     for r in runs:
         if not r.steps.empty:
-            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps.get("goodput_rps", r.steps["rps"]), mode="lines+markers",
-                                     name=r.name))
+            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps.get("goodput_rps", r.steps["rps"]),
+                                     mode="lines+markers", name=r.name))
             lat.add_trace(go.Scatter(x=r.steps["users"], y=r.steps["p95_ms"], mode="lines+markers", name=r.name))
     figs = [div(thr, "cmp-throughput", "Goodput vs users", "successful invocations/s"),
             div(lat, "cmp-latency", "p95 latency vs users", "ms")]
@@ -141,7 +145,8 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
 
 
 def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices_file: str | None = None,
-                 safety_factor: float = 0.5, target_rps: float | None = None, progress=None) -> tuple[dict[str, Path], list[str]]:
+                 safety_factor: float = 0.5, target_rps: float | None = None,
+                 progress=None) -> tuple[dict[str, Path], list[str]]:
     """Write compare.csv and compare.html into out_dir; returns (outputs, gaps)."""
     say = progress or (lambda _m: None)
     prices = cost_mod.load_prices(prices_file)
@@ -150,7 +155,8 @@ def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices
         say(f"reading {d}")
         runs.append(summarize_run(d, prices, safety_factor=safety_factor, target_rps=target_rps))
     _unique_names(runs)
-    table = pd.DataFrame([r.row for r in runs], columns=ROW_COLUMNS + [c for c in LLM_COLUMNS if any(c in r.row for r in runs)])
+    table = pd.DataFrame([r.row for r in runs],
+                         columns=ROW_COLUMNS + [c for c in LLM_COLUMNS if any(c in r.row for r in runs)])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outputs = {"csv": out / "compare.csv", "html": out / "compare.html"}

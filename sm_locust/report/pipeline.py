@@ -126,7 +126,8 @@ def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list
     return [summary, variant, *nested, run_options]
 
 
-def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> ReportOptions:
+def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
+                     run_options: Mapping[str, Any]) -> ReportOptions:
     """Fill the options the user left out from summary.json, then options.json."""
     sources = _sources(summary, run_options)
     resolved = ReportOptions(**{**options.__dict__})
@@ -218,7 +219,8 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         result = create_source("none", reason=why).fetch(
             MetricRequest(opts.endpoint_name or "", start or 0, end or 0, period=opts.period))
         if on and (start is None or end is None):
-            result.gaps.append("CloudWatch: the run's start and end times are unknown (no summary.json times, no history)")
+            result.gaps.append("CloudWatch: the run's start and end times are unknown (no "
+                               "summary.json times, no history)")
         elif on:
             result.gaps.append("CloudWatch: no endpoint name; pass --endpoint-name")
         if is_gap:

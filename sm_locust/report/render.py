@@ -126,7 +126,8 @@ def fig_throughput(m: ReportModel) -> str:
 
     s = m.steps
     if s.empty or not _has(s, "rps"):
-        return _missing("fig-throughput", "Throughput vs users", "no per-step data (summary.json steps or Locust history)")
+        return _missing("fig-throughput", "Throughput vs users",
+                        "no per-step data (summary.json steps or Locust history)")
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (attempted)"))
     if _has(s, "goodput_rps"):
@@ -179,7 +180,8 @@ def fig_latency_users(m: ReportModel) -> str:
         return _missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
     fig = go.Figure()
     for c in cols:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c.replace("_ms", "").replace("client_", "")))
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers",
+                                 name=c.replace("_ms", "").replace("client_", "")))
     if m.point and m.point.get("users") is not None:
         fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
     fig.update_layout(title="Client latency vs users", xaxis_title="users", yaxis_title="ms")
@@ -283,8 +285,8 @@ def fig_hourly(m: ReportModel) -> str:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
-    knee = (f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users"
-            + (f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else "") if p else MISSING)
+    goodput = f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else ""
+    knee = f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users{goodput}" if p else MISSING
     if not is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
         headline = [("Capacity (best stable goodput at or beyond the knee)", f"{number(p.get('capacity_rps'))} req/s"),
                     ("Knee (least load within 5 % of the plateau)", knee)]
@@ -301,10 +303,12 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Error rate there", percent(step.get("error_rate"), 2)))
         if "cw_CPUUtilization_avg_pct" in step:
             rows.append(("Endpoint CPU there (avg / max, summed over vCPUs)",
-                         f"{number(step.get('cw_CPUUtilization_avg_pct'))} / {number(step.get('cw_CPUUtilization_max_pct'))} %"))
+                         f"{number(step.get('cw_CPUUtilization_avg_pct'))} / "
+                         f"{number(step.get('cw_CPUUtilization_max_pct'))} %"))
         if "cw_MemoryUtilization_avg_pct" in step:
             rows.append(("Endpoint memory there (avg / max)",
-                         f"{number(step.get('cw_MemoryUtilization_avg_pct'))} / {number(step.get('cw_MemoryUtilization_max_pct'))} %"))
+                         f"{number(step.get('cw_MemoryUtilization_avg_pct'))} / "
+                         f"{number(step.get('cw_MemoryUtilization_max_pct'))} %"))
         if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
                          f"{number(step.get('client_avg_ms'))} = {number(step.get('model_latency_ms'))} + "

@@ -60,7 +60,8 @@ def make_boto3_client(**settings: Any):
         read_timeout=s.read_timeout,
         tcp_keepalive=True,
     )
-    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None, config=config)
+    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None,
+                          config=config)
 
 
 def name_error(exc: BaseException) -> InvocationError:

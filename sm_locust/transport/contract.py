@@ -39,6 +39,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
@@ -106,10 +107,12 @@ class AsyncResult:
 
 
 class Validator(Protocol):
-    def validate(self, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None: ...
+    def validate(self, body: bytes, content_type: str | None,
+                 invocation: Invocation | None) -> InvocationError | None: ...
 
 
-def check_response(validator: Any, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None:
+def check_response(validator: Any, body: bytes, content_type: str | None,
+                   invocation: Invocation | None) -> InvocationError | None:
     """The validator's verdict on one response; a validator that raises counts as InvalidResponse."""
     try:
         return validator.validate(body, content_type, invocation)
@@ -205,7 +208,8 @@ class StreamMeasurement(Measurement):
 
     def __init__(self, client: SageMakerClient, name: str, *, url: str | None, started: float | None,
                  context: dict | None):
-        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name, {"endpoint": client.endpoint_name, **(context or {})},
+        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name,
+                         {"endpoint": client.endpoint_name, **(context or {})},
                          url=url, started=started, to_error=client.error)
         self.endpoint = client.endpoint_name
         self.extra = context
@@ -232,7 +236,7 @@ class StreamMeasurement(Measurement):
 
     def finish(self, end: float) -> None:
         arrivals = self.arrivals
-        gaps = [(b - a) * 1000.0 for a, b in zip(arrivals, arrivals[1:])]
+        gaps = [(b - a) * 1000.0 for a, b in pairwise(arrivals)]
         if gaps and self.inter_chunk == "mean":
             self.fire(INTER_CHUNK, sum(gaps) / len(gaps), len(gaps), None, self.context)
         elif gaps and self.inter_chunk == "each":
@@ -295,7 +299,8 @@ class SageMakerClient(ABC):
     """Optional response check (see `check_response`); None = off."""
 
     chunk_listener: Callable[[bytes], None] | None = None
-    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts, record/llm.py); None = off."""
+    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts,
+    record/llm.py); None = off."""
 
     def __init__(
         self,
@@ -321,11 +326,13 @@ class SageMakerClient(ABC):
         self.environment = environment
         self.request_event = environment.events.request
         self.endpoint_name = endpoint_name
-        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout, credentials)
+        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout,
+                                       credentials)
         """Where and how to connect; the transport reads it after this constructor."""
         self.token_counter = token_counter
         self.inter_chunk = inter_chunk
-        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM, INVOKE_ENDPOINT_ASYNC))
+        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM,
+                                                          INVOKE_ENDPOINT_ASYNC))
         """The URL each operation's events carry (None when the transport does not know it)."""
 
     # -- what a transport implements --
@@ -347,7 +354,7 @@ class SageMakerClient(ABC):
     def error(self, exc: BaseException, url: str | None = None) -> InvocationError:
         """A raised failure named as botocore names it (`ThrottlingException: Rate exceeded`)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a client without a pool of its own has nothing to release)
         """Release the connections."""
 
     # -- the operations, reported once for every transport --

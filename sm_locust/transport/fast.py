@@ -4,11 +4,11 @@ One client owns one keep-alive connection pool to the runtime host, like
 `locust.contrib.fasthttp.FastHttpSession` does for plain HTTP. It implements the three transport
 primitives of `sm_locust.transport.contract` (the contract times, validates and reports them):
 
-| operation | path | request headers |
-|---|---|---|
-| InvokeEndpoint | `/endpoints/{name}/invocations` | `Invocation.http_headers()` |
-| InvokeEndpointWithResponseStream | `.../invocations-response-stream` | the modeled ones, `Accept` as `X-Amzn-SageMaker-Accept` |
-| InvokeEndpointAsync | `/endpoints/{name}/async-invocations` | content type / accept as `X-Amzn-SageMaker-*`, `InputLocation`; no body |
+- InvokeEndpoint: `/endpoints/{name}/invocations`, headers `Invocation.http_headers()`;
+- InvokeEndpointWithResponseStream: `.../invocations-response-stream`, the modeled headers, `Accept`
+  as `X-Amzn-SageMaker-Accept`;
+- InvokeEndpointAsync: `/endpoints/{name}/async-invocations`, content type / accept as
+  `X-Amzn-SageMaker-*`, `InputLocation`; no body.
 
 The endpoint name is percent-encoded in the path as botocore encodes it. Response times start before
 signing (the boto3 client times its signing too). Failures are named as botocore names them
