@@ -57,6 +57,7 @@ def serve_forever(config: EndpointConfig) -> int:
     from sm_locust.endpoint.fleet_control import controller_for
     from sm_locust.endpoint.metrics import publisher_for
     from sm_locust.endpoint.serverless import shared_slots
+    from sm_locust.endpoint.targets import loaded_models_reader, shared_state
 
     config.validate()
     check_port_free(config.host, config.port)
@@ -64,7 +65,8 @@ def serve_forever(config: EndpointConfig) -> int:
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
     fleet = shared_fleet(config)  # --instances N: the instances every worker routes to (endpoint/fleet.py)
     controller = controller_for(config, fleet)  # ... and the master's target-tracking loop (endpoint/fleet_control.py)
-    publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
+    shared = shared_state(config)  # --multi-model's cache / --inference-components' copies, for every worker
+    publisher = publisher_for(config, counters, loaded_models_reader(config, shared))  # only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
     if config.max_concurrency and config.service_time_ms:
@@ -116,7 +118,7 @@ def serve_forever(config: EndpointConfig) -> int:
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at, slots, fleet)
+            return EndpointApp(config, counters, started_at, slots, shared, fleet_state=fleet)
 
     _Gunicorn().run()
     return 0
@@ -172,6 +174,10 @@ class LocalEndpoint:
             args += c.llm.flags()
         if c.serverless is not None:
             args += c.serverless.flags()
+        if c.multi_model is not None:
+            args += c.multi_model.flags()
+        if c.inference_components:
+            args += ["--inference-components", ",".join(spec.flag() for spec in c.inference_components)]
         if c.fleet is not None:
             args += c.fleet.flags()
         return args

@@ -110,7 +110,7 @@ class _Step:
             self.blocks.append(block)
         if len(self.blocks) > self.max_blocks:  # halve the resolution: merge neighbours
             merged = self.blocks[0::2]
-            for left, right in zip(merged, self.blocks[1::2]):
+            for left, right in zip(merged, self.blocks[1::2], strict=False):  # an odd last block stays as it is
                 left.merge(right)
             self.blocks = merged
             self.per_block *= 2

@@ -219,7 +219,7 @@ class LlmStats:
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
-            for record, window in zip(steps, windows):
+            for record, window in zip(steps, windows, strict=True):
                 figures = self.over(window).figures(sum(s.interval for s in window))
                 if figures is not None:
                     record["llm"] = figures

@@ -104,7 +104,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
                 pid = res.get("Id")
                 if pid not in points:
                     continue
-                for ts, value in zip(res.get("Timestamps", []), res.get("Values", [])):
+                for ts, value in zip(res.get("Timestamps", []), res.get("Values", []), strict=True):
                     points[pid].append((_epoch(ts), float(value)))
                 status = res.get("StatusCode", "Complete")
                 if status in ("Forbidden", "InternalError"):

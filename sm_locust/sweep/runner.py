@@ -23,7 +23,6 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
 import queue
@@ -36,12 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import Interrupted, SmLocustError
-from sm_locust.preflight import preflight
 from sm_locust.launch import execute
-from sm_locust.sweep.deployers import Cancelled, Deployment, DeployError
-from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
-from sm_locust.sweep.pipeline import DELETING, DEPLOYING, READY, TESTING, WAITING, Pipeline
-from sm_locust.sweep.progress import Printer, configuration_line, eta_s, progress_line, say
+from sm_locust.preflight import preflight
+from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
+from sm_locust.sweep.pipeline import (
+    DELETING,
+    DEPLOYING,
+    READY,
+    TESTING,
+    WAITING,
+    Pipeline,
+)
+from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 
 MARKER = "sweep_configuration.json"
 
@@ -69,26 +74,6 @@ def is_complete(run_dir: Path, key: str) -> bool:
         return False
     result = str(marker.get("result") or "summary.json")
     return marker.get("key") == key and marker.get("status") == "ok" and (run_dir / result).exists()
-
-
-class _StepEcho(io.TextIOBase):
-    """stdout of a run (redirected): forwards the per-step lines, indented under the configuration."""
-
-    def __init__(self, printer: Printer, prefix: str):
-        self.printer = printer
-        self.prefix = prefix
-        self._buffer = ""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._buffer += text
-        while "\n" in self._buffer:
-            line, self._buffer = self._buffer.split("\n", 1)
-            if line.startswith("sm-locust: step "):
-                self.printer(f"{self.prefix}{line[len('sm-locust: '):]}")
-        return len(text)
 
 
 def _locust_children() -> list:
@@ -119,7 +104,8 @@ def stop_locust_children(timeout: float = 5.0) -> None:
 
 
 class SweepRunner:
-    """One sweep run; `sweep` is an `api.Sweep` (checked file, deployer, configurations, plan)."""
+    """One sweep run of any kind; `sweep` is a `base.Sweep` (checked file, deployer, configurations,
+    plan). A kind whose test is not one normal run overrides `run_configuration` (and `result_file`)."""
 
     result_file = "summary.json"  # what a measured configuration's run folder holds (resume checks it)
 
@@ -358,7 +344,7 @@ class SweepRunner:
         region = d.region or self.spec.region
         namespace = plan.namespace(d.endpoint_name, d.endpoint_url, region)
         settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
-        with contextlib.redirect_stdout(_StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
+        with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
             execute(settings, plan.load, run_dir, extra_env, options=namespace)
 
@@ -410,30 +396,11 @@ class SweepRunner:
         self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
 
     def _measure(self, i: int, run_dir: Path) -> None:
-        sweep = self.sweep
         row = self.rows[i]
-        objective = self.spec.objective
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
-        except (OSError, ValueError) as exc:
-            row.update(status="failed", reason=f"cannot read {run_dir / 'summary.json'}: {exc}")
-            return
-        m = measure(summary, objective.percentile, objective.max_error_rate)
-        row.update(capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
-                   p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
-                   no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures)
-        cpu, memory = None, None
-        usage_file = run_dir / "endpoint_usage.csv"
-        steps_file = run_dir / "steps.csv"
-        if usage_file.exists():
-            with open(usage_file, newline="") as f:
-                cpu, memory = usage_in_window(csv.DictReader(f), m.knee_start, m.knee_end)
-        if cpu is None and steps_file.exists():
-            with open(steps_file, newline="") as f:
-                cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
-        row.update(cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2))
-        row.update(sweep.cost_figures(i, m.capacity_rps))
+            self.sweep.measure_row(i, run_dir, row)
+        except (OSError, ValueError, KeyError) as exc:
+            row.update(status="failed", reason=f"cannot read the results in {run_dir}: {type(exc).__name__}: {exc}")
 
     def _line(self, i: int) -> None:
-        c = self.sweep.configuration(i)
-        self.printer(configuration_line(i, self.total, c.label, self.rows[i], self.spec.objective.percentile_label))
+        self.printer(self.sweep.configuration_line(i, self.total, self.rows[i]))

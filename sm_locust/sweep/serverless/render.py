@@ -14,6 +14,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from sm_locust.sweep.objective import pct
 from sm_locust.sweep.progress import PREFIX, duration_text
 from sm_locust.sweep.render import (
     configurations_table,
@@ -22,7 +23,7 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
-from sm_locust.sweep.serverless_cost import (
+from sm_locust.sweep.serverless.cost import (
     HOURS_PER_MONTH,
     monthly_realtime_usd,
     traffic_grid,
@@ -33,10 +34,6 @@ FIG_IDS = ("fig-sls-throttle", "fig-sls-latency", "fig-sls-cold", "fig-sls-cost"
 COLUMNS = ("memory_size_mb", "max_concurrency", "warm_p50_ms", "warm_p95_ms", "warm_mean_ms", "cold_start_p50_ms",
            "cold_start_p99_ms", "capacity_rps", "throttle_at_max_concurrency", "cost_per_1m", "break_even_rps",
            "break_even_requests_per_month", "meets_objective", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s")
-
-
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{value * 100:.1f} %".replace(".0 %", " %")
 
 
 def configuration_line(index: int, total: int, label: str, row: dict[str, Any]) -> str:
@@ -53,7 +50,7 @@ def configuration_line(index: int, total: int, label: str, row: dict[str, Any]) 
         parts.append(f"cold start p50 {row['cold_start_p50_ms'] / 1000:.2f} s")
     throttles = row.get("throttle_rate") or {}
     if throttles:
-        parts.append(f"throttled {' / '.join(_pct(v) for v in throttles.values())} at "
+        parts.append(f"throttled {' / '.join(pct(v) for v in throttles.values())} at "
                      f"{' / '.join('x' + m for m in throttles)}")
     if row.get("capacity_rps") is not None:
         parts.append(f"up to {row['capacity_rps']:.1f} req/s")

@@ -161,3 +161,22 @@ def traffic_grid(break_evens: list[float], points: int = 60) -> list[float]:
     """Rates (req/s) for the cost-vs-traffic chart: 0 to twice the largest break-even (or 10 req/s)."""
     top = 2.0 * max([b for b in break_evens if b] or [5.0])
     return [top * i / (points - 1) for i in range(points)]
+
+
+def row_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
+             prices: ServerlessPrices, compare: Any | None = None) -> dict[str, Any]:
+    """A configuration's cost keys: `cost` (what one request costs, and from which duration and prices),
+    `cost_per_1m`, and against `compare` (a CompareInstance with a price) `break_even_rps` and its
+    requests a month; all None when the billed duration is unknown."""
+    out: dict[str, Any] = {"cost_per_1m": None, "break_even_rps": None, "break_even_requests_per_month": None, "cost": None}
+    if duration_ms is None:
+        return out
+    cost = request_cost(memory_mb, duration_ms, prices, bytes_in, bytes_out)
+    out["cost"] = {**cost.as_dict(), "bytes_in": bytes_in, "bytes_out": bytes_out, "duration_source": source,
+                   "prices": prices.label()}
+    out["cost_per_1m"] = cost.per_1m
+    if compare is not None and compare.price_per_hour is not None:
+        rate = break_even_rps(cost.usd, compare.price_per_hour, compare.capacity_rps)
+        out["break_even_rps"] = rate
+        out["break_even_requests_per_month"] = requests_per_month(rate) if rate is not None else None
+    return out
