@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sm_locust.errors import UsageError
 
@@ -92,6 +93,32 @@ def add_parser(subparsers) -> None:
     v.add_argument("--serverless-throttle-ms", type=float, default=None,
                    help="time before a throttled request is answered: the round trip a "
                         "refusal costs a caller (default 10)")
+    mm = p.add_argument_group("multi-model endpoint emulation (TargetModel, docs/multi-model.md)")
+    mm.add_argument("--multi-model", action="store_true",
+                    help="host --model-count models named model-0001.tar.gz ...: a request's TargetModel is loaded "
+                    "into memory before it runs (downloaded first unless still on disk), least recently used models "
+                    "unloaded when memory is full")
+    mm.add_argument("--model-count", type=int, default=None, help="models hosted (default 100)")
+    mm.add_argument("--model-size-mb", default=None,
+                    help="each model's size in MB, or LO-HI for sizes drawn once per model (default 100)")
+    mm.add_argument("--instance-memory-mb", type=float, default=None, help="memory the models share (default 4096)")
+    mm.add_argument("--instance-disk-mb", type=float, default=None,
+                    help="disk for downloaded models (default: unlimited); a full disk deletes the least recently used")
+    mm.add_argument("--model-download-ms", type=float, default=None,
+                    help="download time from S3 per model (default 500)")
+    mm.add_argument("--model-load-ms", type=float, default=None, help="load time into memory per model (default 500)")
+    mm.add_argument("--model-unload-ms", type=float, default=None,
+                    help="unload time per model unloaded to make room; the load waits for it (default 0)")
+    mm.add_argument("--model-cache-setting", default=None, type=str.capitalize, choices=("Enabled", "Disabled"),
+                    help="MultiModelConfig.ModelCacheSetting: Disabled unloads a model after each request "
+                    "(default Enabled)")
+    mm.add_argument("--model-ready-timeout-s", type=float, default=None,
+                    help="a request still waiting for its model after this long is answered ModelNotReadyException "
+                    "(default 60, SageMaker's)")
+    ic = p.add_argument_group("inference components (InferenceComponentName, docs/multi-model.md)")
+    ic.add_argument("--inference-components", default=None, metavar="NAME:COPIES[:MS],...",
+                    help="host these components, e.g. a:2,b:1: each with its own copies (requests served at once, "
+                    "across workers) and optionally its own service time in ms (default --service-time-ms)")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -116,6 +143,11 @@ def config_from_args(args: argparse.Namespace):
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.llm = llm_config_from_args(args)
         config.serverless = serverless_config_from_args(args)
+        config.multi_model = multi_model_config_from_args(args)
+        if getattr(args, "inference_components", None):
+            from sm_locust.endpoint.components import parse_components
+
+            config.inference_components = parse_components(args.inference_components)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -162,6 +194,27 @@ def serverless_config_from_args(args: argparse.Namespace):
     return ServerlessConfig(**given)
 
 
+MULTI_MODEL_FLAGS = {"model_count": "model_count", "model_size_mb": "model_size_mb", "memory_mb": "instance_memory_mb",
+                     "disk_mb": "instance_disk_mb", "download_ms": "model_download_ms", "load_ms": "model_load_ms",
+                     "unload_ms": "model_unload_ms", "cache_setting": "model_cache_setting",
+                     "ready_timeout_s": "model_ready_timeout_s"}
+
+
+def multi_model_config_from_args(args: argparse.Namespace):
+    """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
+    from sm_locust.endpoint.multimodel import MultiModelConfig
+
+    given: dict[str, Any] = {key: getattr(args, dest, None) for key, dest in MULTI_MODEL_FLAGS.items()}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not getattr(args, "multi_model", False):
+        if given:
+            flags = ", ".join(f"--{MULTI_MODEL_FLAGS[k].replace('_', '-')}" for k in given)
+            verb = "shapes" if len(given) == 1 else "shape"
+            raise UsageError(f"{flags} {verb} the multi-model emulation; add --multi-model")
+        return None
+    return MultiModelConfig(**given)
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import serve_forever
 
@@ -171,6 +224,12 @@ def run(args: argparse.Namespace) -> int:
     if config.serverless is not None:
         print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}",
               flush=True)
+    if config.multi_model is not None:
+        print(f"sm-locust endpoint: {config.multi_model.describe()}", flush=True)
+    if config.inference_components:
+        parts = ", ".join(f"{c.name} ({c.copies} cop{'y' if c.copies == 1 else 'ies'})"
+                          for c in config.inference_components)
+        print(f"sm-locust endpoint: inference components {parts}, routed by InferenceComponentName", flush=True)
     return serve_forever(config)
 
 

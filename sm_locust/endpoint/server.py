@@ -55,12 +55,14 @@ def serve_forever(config: EndpointConfig) -> int:
     from sm_locust.endpoint.counters import SharedCounters
     from sm_locust.endpoint.metrics import publisher_for
     from sm_locust.endpoint.serverless import shared_slots
+    from sm_locust.endpoint.targets import loaded_models_reader, shared_state
 
     config.validate()
     check_port_free(config.host, config.port)
     counters = SharedCounters()
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
-    publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
+    shared = shared_state(config)  # --multi-model's cache / --inference-components' copies, for every worker
+    publisher = publisher_for(config, counters, loaded_models_reader(config, shared))  # only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
     if config.max_concurrency and config.service_time_ms:
@@ -108,7 +110,7 @@ def serve_forever(config: EndpointConfig) -> int:
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at, slots)
+            return EndpointApp(config, counters, started_at, slots, shared)
 
     _Gunicorn().run()
     return 0
@@ -164,6 +166,10 @@ class LocalEndpoint:
             args += c.llm.flags()
         if c.serverless is not None:
             args += c.serverless.flags()
+        if c.multi_model is not None:
+            args += c.multi_model.flags()
+        if c.inference_components:
+            args += ["--inference-components", ",".join(spec.flag() for spec in c.inference_components)]
         return args
 
     def start(self) -> LocalEndpoint:
