@@ -246,6 +246,7 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
                 stats.discard(live)
             return None
         e2e_ms = (clock() - started) * 1000.0
+        sample: RequestTokens | None
         try:
             if live is not None and hasattr(result, "chunks"):
                 count = live.parser.finish()

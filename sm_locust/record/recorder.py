@@ -192,8 +192,8 @@ class RunRecorder:
         self.plateau: dict | None = None
         self.current_target_rate: float | None = None
         self._greenlet = None
-        self._process = None
-        self._last = (0, 0, {})
+        self._process: psutil.Process | None = None
+        self._last: tuple[int, int, dict] = (0, 0, {})
         self._last_t = 0.0
         self._last_sends = (0, 0, 0)
         self._last_backoffs = 0

@@ -54,7 +54,7 @@ def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METR
 
 def build_queries(request: MetricRequest, metrics: list[MetricDef]) -> list[tuple[MetricDef, str, dict]]:
     """(metric, stat, MetricDataQuery) for each metric x statistic; ids are m0, m1, ..."""
-    out = []
+    out: list[tuple[MetricDef, str, dict]] = []
     dims = request.dimensions()
     for metric in metrics:
         namespace, name = metric.namespace, metric.name

@@ -270,7 +270,8 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
     ok = steps[(steps["error_rate"].fillna(0) <= max_error_rate) & steps["rps"].notna()]
     if ok.empty:
         return None
-    best = ok.loc[ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"].idxmax()]
+    ranked = ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"]
+    best = ok.loc[[ranked.idxmax()]].iloc[0]
     point = {k: _plain(best.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None
