@@ -328,6 +328,13 @@ class ModelCache:
         self._count(i, hit=False)
         return Admission(LOAD, ready_at, download_s, spec.load_s, tuple(unloading), tuple(deleting))
 
+    def refuse(self, i: int) -> None:
+        """Count a request for model i that gave up before room could be made (a miss, never admitted)."""
+        s, f, g = self.s, self._f, self._g
+        s[f(_REQ, i)] += 1
+        s[f(_COLD, i)] += 1
+        s[g(_LOOKUPS)] += 1
+
     def release(self, i: int, now: float) -> bool:
         """The request for model i has ended. With caching Disabled, the model's last request in
         flight unloads it from memory and deletes it from disk: returns True when it did."""

@@ -133,7 +133,7 @@ def choose_slot(busy: Sequence[float], last_used: Sequence[float], now: float,
     otherwise the first free slot, cold (never used, or reclaimed after the idle timeout).
     """
     warm, cold = None, None
-    for i, (b, last) in enumerate(zip(busy, last_used)):
+    for i, (b, last) in enumerate(zip(busy, last_used, strict=True)):
         if b:
             continue
         if last != NEVER and now - last < idle_timeout_s:

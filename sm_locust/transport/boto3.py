@@ -96,7 +96,7 @@ class Boto3SageMakerClient(SageMakerClient):
     def _invoke(self, invocation: Invocation) -> InvokeResult:
         response = self.runtime.invoke_endpoint(EndpointName=self.endpoint_name, **invocation.boto3_kwargs())
         return InvokeResult(response["Body"].read(), response.get("ContentType"),
-                            response.get("InvokedProductionVariant"))
+                            response.get("InvokedProductionVariant"), response.get("CustomAttributes"))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _STREAM_KWARGS}
