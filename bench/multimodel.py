@@ -45,7 +45,8 @@ from sm_locust.endpoint.server import LocalEndpoint  # noqa: E402
 
 BODY = (ROOT / "sm_locust" / "data" / "ranking_10rows.json").read_bytes()
 MODELS, SIZE_MB, MEMORY_MB, ZIPF_S = 200, 100, 2000, 1.1
-PROFILES = [(1, 20, 20), (4, 5, 5), (8, 5, 5), (8, 20, 20), (8, 100, 100), (32, 20, 20)]  # (users, download ms, load ms)
+# (users, download ms, load ms)
+PROFILES = [(1, 20, 20), (4, 5, 5), (8, 5, 5), (8, 20, 20), (8, 100, 100), (32, 20, 20)]
 
 
 def zipf(length: int, seed: int) -> list[str]:
