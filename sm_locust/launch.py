@@ -75,8 +75,8 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
-RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html", "locust_*.csv",
-             "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
+RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html",
+             "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
 RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
 
 
@@ -209,8 +209,8 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
         if summary_path.exists():
             raise Interrupted(f"interrupted by {name}: Locust stopped; what it measured is in {out}/ (summary.json, "
                               "locust_stats.csv)", forwarder.received)
-        raise Interrupted(f"interrupted by {name}: Locust stopped before writing summary.json; see {out / 'locust.log'}",
-                          forwarder.received)
+        raise Interrupted(f"interrupted by {name}: Locust stopped before writing summary.json; "
+                          f"see {out / 'locust.log'}", forwarder.received)
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
         if _LOCUST_USAGE.search(tail):  # its parser refused an argument: nothing ran, nothing to keep
             discard_out_dir(out, created)
@@ -280,7 +280,8 @@ _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGN
 def _hint(tail: str) -> str:
     """The line of Locust's output that says what went wrong: the last one with an error word,
     skipping stats-table rules and shutdown notices."""
-    lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:") for line in tail.splitlines()]
+    lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:")
+             for line in tail.splitlines()]
     useful = [line for line in lines if line and not set(line) <= set("-|=+ ") and "|" not in line
               and not line.startswith(("Shutting down", "Type ", "Response time percentiles", "Aggregated"))]
     for line in reversed(useful):
@@ -346,5 +347,8 @@ def first_failure(path: Path, limit: int = 200) -> str | None:
         return None
     if not rows:
         return None
-    text = " ".join(max(rows, key=lambda r: int(r.get("Occurrences") or 0) if str(r.get("Occurrences")).isdigit() else 0)["Error"].split())
+    def occurrences(row: dict) -> int:
+        return int(row.get("Occurrences") or 0) if str(row.get("Occurrences")).isdigit() else 0
+
+    text = " ".join(max(rows, key=occurrences)["Error"].split())
     return text if len(text) <= limit else text[:limit - 1] + "…"

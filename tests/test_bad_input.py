@@ -63,7 +63,8 @@ def scene(tmp_path, monkeypatch):
     for name, summary in {
         "shape_totals": {"schema": 1, "totals": []},
         "shape_requests": {"schema": 1, "totals": {"requests": "many", "failures": 0, "rps": 1.0}},
-        "shape_steps": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0}, "steps": [{"users": 2, "rps": "fast"}]},
+        "shape_steps": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0},
+                        "steps": [{"users": 2, "rps": "fast"}]},
         "shape_plateau": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0}, "steps": [], "plateau": 5},
         "shape_time": {"schema": 1, "started_at": "yesterday", "totals": {"requests": 1, "failures": 0, "rps": 1.0}},
     }.items():
@@ -116,21 +117,25 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     # -- run: the run folder -----------------------------------------------------------------
     "run out under a file": (["run", *LOCAL, "--out", "afile/run"], {}, 2, ["--out", "afile", "is a file"]),
     "run out is a file": (["run", *LOCAL, "--out", "afile"], {}, 2, ["--out", "a file is in the way"]),
-    "run out in /proc": (["run", *LOCAL, "--out", "/proc/sm-locust-run"], {}, 2, ["--out", "/proc", "cannot be created"]),
+    "run out in /proc": (["run", *LOCAL, "--out", "/proc/sm-locust-run"], {}, 2,
+                         ["--out", "/proc", "cannot be created"]),
     "run out holds a run": (["run", *LOCAL, "--out", "run"], {}, 2, ["already holds a run", "--overwrite"]),
     # -- run: payloads -----------------------------------------------------------------------
     "run serializer with a file": (["run", *LOCAL[:-1], "blob.bin", "--serializer", "json"], {}, 2,
                                    ["--serializer json does not apply", "blob.bin"]),
-    "run malicious pickle": (["run", *LOCAL[:-1], "evil.pkl"], {}, 2, ["evil.pkl", "plain-data pickle", "posix.system"]),
+    "run malicious pickle": (["run", *LOCAL[:-1], "evil.pkl"], {}, 2,
+                             ["evil.pkl", "plain-data pickle", "posix.system"]),
     "run unknown serializer": (["run", *LOCAL, "--serializer", "jsn"], {}, 2, ["serializer", "jsn"]),
     # -- run: AWS ----------------------------------------------------------------------------
     "run region with a space": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "us east-1"], {}, 2,
                                 ["--region", "us east-1"]),
     "run region not aws (boto3)": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "useast1",
                                     "--transport", "boto3"], {}, 2, ["--region", "not an AWS region"]),
-    "run region unreachable": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "zz-nowhere-9"], {}, 1,
+    "run region unreachable": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "zz-nowhere-9"], {},
+                               1,
                                ["cannot connect", "runtime.sagemaker.zz-nowhere-9.amazonaws.com"]),
-    "run no region": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD], {"AWS_DEFAULT_REGION": None}, 2, ["--region"]),
+    "run no region": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD], {"AWS_DEFAULT_REGION": None}, 2,
+                      ["--region"]),
     "run no credentials": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD],
                            {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}, 2, ["no AWS credentials"]),
     "run unknown profile": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--aws-profile", "nobody"], {}, 2,
@@ -151,11 +156,13 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "smoke out holds a run": (["smoke", *LOCAL, "--out", "run"], {}, 2, ["already holds a run"]),
     # -- report ------------------------------------------------------------------------------
     "report no folder": (["report", "nowhere"], {}, 2, ["nowhere", "not a folder"]),
-    "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2, ["totals is [] (a JSON list)", "not an object"]),
+    "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2,
+                           ["totals is [] (a JSON list)", "not an object"]),
     "report step rps text": (["report", "shape_steps", "--no-cloudwatch"], {}, 2, ["steps[0].rps", "'fast'"]),
     "report plateau number": (["report", "shape_plateau", "--no-cloudwatch"], {}, 2, ["plateau is 5"]),
     "report bad time": (["report", "shape_time", "--no-cloudwatch"], {}, 2, ["started_at", "ISO-8601"]),
-    "report history damaged": (["report", "damaged", "--no-cloudwatch"], {}, 2, ["2 of 5 rows are malformed", "lines 4, 5"]),
+    "report history damaged": (["report", "damaged", "--no-cloudwatch"], {}, 2,
+                               ["2 of 5 rows are malformed", "lines 4, 5"]),
     "report out under a file": (["report", "run", "--out", "afile/x"], {}, 2, ["--out", "is a file"]),
     "report period": (["report", "run", "--period", "90"], {}, 2, ["--period 90"]),
     # -- compare -----------------------------------------------------------------------------
@@ -222,16 +229,17 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
     """Each case used to stay up with 0 users until -t ended (or forever); they run side by side."""
     started = time.monotonic()
     plain_http = subprocess.Popen(  # and, beside them, a good run whose signed requests would go over plain http
-        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s", "-u", "1",
-         "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9", "--connect-timeout", "0.2"],
+        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s",
+         "-u", "1", "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9",
+         "--connect-timeout", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     procs = {}
     for case, (args, _) in PLAIN.items():
         cwd = tmp_path / case.replace(" ", "_")
         cwd.mkdir()
         procs[case] = (cwd, subprocess.Popen(
-            [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "30s",
-             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
+            [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t",
+             "30s", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
     for case, (cwd, proc) in procs.items():
         stdout, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 2, (case, stderr[-2000:])
@@ -245,7 +253,8 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
     _, stderr = plain_http.communicate(timeout=60)
     warnings = [line for line in stderr.splitlines() if line.startswith("sm-locust: warning:")]
     expected = ("sm-locust: warning: --endpoint-url http://192.0.2.1:9 is plain http to another machine: the signed "
-                "requests and any session token travel unencrypted; use https:// (or a loopback address for a local endpoint)")
+                "requests and any session token travel unencrypted; use https:// (or a loopback "
+                "address for a local endpoint)")
     assert warnings == [expected], stderr[-2000:]
 
 
@@ -265,7 +274,8 @@ def test_locust_rejecting_an_argument_leaves_no_run_folder(endpoint, tmp_path):
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines == ["sm-locust: error: Locust rejected the run: locust: error: unrecognized arguments: --bogus-locust-flag"]
+    assert lines == ["sm-locust: error: Locust rejected the run: locust: error: unrecognized arguments: "
+                     "--bogus-locust-flag"]
     assert not out.exists()
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.report.cost import cost_per_million_tokens
-from sm_locust.report.llm import llm_columns, llm_view, token_cost
+from sm_locust.report.llm import llm_columns, llm_rows, llm_view, token_cost
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 SUMMARY = {
@@ -40,6 +40,16 @@ def test_token_figures_at_the_sustainable_point():
     assert llm_columns(SUMMARY, {"users": 4}, {})["itl_p95_ms"] == 30.0
 
 
+def test_summary_rows_print_a_missing_token_figure_as_n_a_not_nan():
+    summary = {"llm": {"output_tokens_per_s": float("nan"), "output_tokens": 5000},
+               "steps": [{"users": 4, "llm": {"output_tokens_per_s": 150.0, "ttft_p95_ms": float("nan")}}]}
+    rows = dict(llm_rows(llm_view(summary, {"users": 4}), {"price_per_hour_usd": 3.6}))
+    assert "nan" not in " ".join(rows.values())
+    assert rows["Whole run (tokens)"].endswith("n/a output tokens/s")
+    assert "TTFT p50 / p95 / p99 n/a / n/a / n/a ms" in rows["Output tokens/s there (the step at 4 users)"]
+    assert rows["$ per 1M output tokens"].startswith("$6.67 ($3.600/h")
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     from sm_locust.endpoint.server import LocalEndpoint
@@ -59,7 +69,8 @@ def runs(tmp_path_factory):
 
 
 def test_report_draws_tokens_and_prices_them(runs):
-    result = run_cli("report", str(runs / "llm"), "--no-cloudwatch", "--price-per-hour", "1.5", "--instance-type", "ml.g5.xlarge")
+    result = run_cli("report", str(runs / "llm"), "--no-cloudwatch", "--price-per-hour", "1.5", "--instance-type",
+                     "ml.g5.xlarge")
     assert result.returncode in (0, 1), result.stdout + result.stderr
     page = (runs / "llm" / "report.html").read_text()
     assert 'id="fig-llm-tokens"' in page and 'id="fig-llm-latency"' in page and "$ per 1M output tokens" in page

@@ -18,31 +18,40 @@ from sm_locust.options import SageMakerSettings, add_cli_options
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
     group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
-    group.add_argument("-r", "--spawn-rate", type=float, default=None, help="users started per second (default 1; with a shape 100)")
-    group.add_argument("-t", "--run-time", default=None, help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
+    group.add_argument("-r", "--spawn-rate", type=float, default=None,
+                       help="users started per second (default 1; with a shape 100)")
+    group.add_argument("-t", "--run-time", default=None,
+                       help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
     group.add_argument("--shape", default=None,
                        help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
                        "arrival rate; implied by --target-rps) (default: constant users)")
-    group.add_argument("--processes", type=int, default=None, help="Locust worker processes on this machine (-1 = one per core)")
+    group.add_argument("--processes", type=int, default=None,
+                       help="Locust worker processes on this machine (-1 = one per core)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     out.add_argument("--overwrite", action="store_true",
                      help="--out may name a folder that holds an earlier run: its files are removed first")
-    out.add_argument("-q", "--quiet", action="store_true", help="no periodic Locust tables; one progress line every 5 s")
+    out.add_argument("-q", "--quiet", action="store_true",
+                     help="no periodic Locust tables; one progress line every 5 s")
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a headless load test and write a run folder",
         description="Run Locust headless against a SageMaker endpoint (real, or local with --endpoint-url) and write "
-        "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments after -- go to Locust as they are.",
+        "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments "
+        "after -- go to Locust as they are.",
     )
     add_cli_options(p)
     add_load_arguments(p)
     p.add_argument("--upload", metavar="S3_URL", default=os.environ.get("SM_LOCUST_UPLOAD") or None,
-                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write access "
-                   "is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
+                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write "
+                   "access is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
                    "[SM_LOCUST_UPLOAD]")
+    p.add_argument("--watch-scaling", action="store_true",
+                   help="record what the endpoint's own scaling policy does under this run's traffic (DescribeEndpoint "
+                   "every 10 s; scale events, instance-hours, seconds over --latency-slo-ms) into summary.json "
+                   "`autoscaling`; changes nothing (docs/autoscaling.md)")
     p.set_defaults(accepts_passthrough=True)
 
 
@@ -100,9 +109,9 @@ def start_run(args: argparse.Namespace):
 
     Shared by `run` and `smoke`: nothing starts (no folder, no traffic) until all input is valid.
     """
+    from sm_locust.launch import check_out_dir, choose_out_dir, make_out_dir
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
 
     upload = getattr(args, "upload", None)
     if upload is not None:
@@ -115,24 +124,56 @@ def start_run(args: argparse.Namespace):
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = preflight(settings)
-    out = choose_out_dir(args.out, settings.endpoint_name)
-    if args.overwrite:
-        make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
-    if upload is None:
-        return out, execute(settings, load, out, extra_env, options=args)
-    from sm_locust.report.s3 import check_writable, s3_client
+    watch = None
+    if getattr(args, "watch_scaling", False):  # reads the variant's scaling now: a wrong endpoint fails before the test
+        from sm_locust.scaling.watch import start_watch
 
-    s3 = s3_client(settings.aws_profile, settings.region)
-    destination = upload.child(out.resolve().name)
-    check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
-    print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
+        watch = start_watch(settings)
+    try:
+        out = choose_out_dir(args.out, settings.endpoint_name)
+        if args.overwrite:
+            make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
+        if upload is None:
+            return out, _execute(settings, load, out, extra_env, args, watch)
+        from sm_locust.report.s3 import check_writable, s3_client
+
+        s3 = s3_client(settings.aws_profile, settings.region)
+        destination = upload.child(out.resolve().name)
+        check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
+        print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
+        try:
+            summary = _execute(settings, load, out, extra_env, args, watch)
+        except BaseException:
+            _upload_after_failure(out, destination, s3)
+            raise
+        _upload(out, destination, s3)
+        return out, summary
+    finally:
+        if watch is not None:
+            watch.stop()
+
+
+def _execute(settings, load, out, extra_env, args, watch):
+    """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
+    also when the run was interrupted (what was measured is kept)."""
+    from sm_locust.errors import Interrupted
+    from sm_locust.launch import execute
+
+    if watch is None:
+        return execute(settings, load, out, extra_env, options=args)
+    from sm_locust.shapes.settings import ShapeSettings
+
+    shape = ShapeSettings.from_options(args)
+    slo = {"slo_ms": shape.latency_slo_ms, "percentile": shape.slo_percentile}
     try:
         summary = execute(settings, load, out, extra_env, options=args)
-    except BaseException:
-        _upload_after_failure(out, destination, s3)
+    except Interrupted:
+        watch.finish(out, **slo)
         raise
-    _upload(out, destination, s3)
-    return out, summary
+    figures = watch.finish(out, **slo)
+    if figures is not None:
+        summary["autoscaling"] = figures
+    return summary
 
 
 def _upload(out, destination, s3) -> None:

@@ -18,7 +18,8 @@ from sm_locust.errors import UsageError
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "sweep", help="deploy and load-test every configuration of a sweep file; recommend the cheapest that meets the SLO",
+        "sweep",
+        help="deploy and load-test every configuration of a sweep file; recommend the cheapest that meets the SLO",
         description="Deploy each configuration of SWEEP (YAML or JSON: grid or list of serving settings; deploy: local "
         "or sagemaker), find its plateau with a normal run, and write sweep.json, sweep.csv and sweep.html with the "
         "recommendation. Everything deployed is deleted, also on failure and Ctrl-C. Exit 0: all measured and one "

@@ -58,14 +58,20 @@ def serve_forever(config: EndpointConfig) -> int:
 
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
+    from sm_locust.endpoint.fleet import shared_fleet
+    from sm_locust.endpoint.fleet_control import controller_for
     from sm_locust.endpoint.metrics import publisher_for
     from sm_locust.endpoint.serverless import shared_slots
+    from sm_locust.endpoint.targets import loaded_models_reader, shared_state
 
     config.validate()
     check_port_free(config.host, config.port)
     counters = SharedCounters()
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
-    publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
+    fleet = shared_fleet(config)  # --instances N: the instances every worker routes to (endpoint/fleet.py)
+    controller = controller_for(config, fleet)  # ... and the master's target-tracking loop (endpoint/fleet_control.py)
+    shared = shared_state(config)  # --multi-model's cache / --inference-components' copies, for every worker
+    publisher = publisher_for(config, counters, loaded_models_reader(config, shared))  # only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
     if config.max_concurrency and config.service_time_ms:
@@ -74,8 +80,8 @@ def serve_forever(config: EndpointConfig) -> int:
             from sm_locust.endpoint.batching import batch_service_s
 
             full = batch_service_s(config.service_time_ms, config.batch_item_cost, config.max_batch_size)
-            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full batches of "
-                        f"{config.max_batch_size}")
+            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full "
+                        f"batches of {config.max_batch_size}")
 
     def when_ready(server) -> None:
         host, port = server.LISTENERS[0].sock.getsockname()[:2]
@@ -86,8 +92,12 @@ def serve_forever(config: EndpointConfig) -> int:
                   f"{config.metrics_interval_s:g} s (EndpointName={publisher.endpoint_name}, "
                   f"VariantName={publisher.variant_name})", flush=True)
             publisher.start()
+        if controller is not None:  # emulated second 0 is now
+            controller.start()
 
     def on_exit(server) -> None:  # master only: the last partial window
+        if controller is not None:
+            controller.stop()
         if publisher is not None:
             publisher.stop()
 
@@ -126,7 +136,7 @@ def serve_forever(config: EndpointConfig) -> int:
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at, slots)
+            return EndpointApp(config, counters, started_at, slots, shared, fleet_state=fleet)
 
         def run(self):
             self.arbiter = _Arbiter(self)
@@ -199,15 +209,23 @@ class LocalEndpoint:
             args += c.llm.flags()
         if c.serverless is not None:
             args += c.serverless.flags()
+        if c.multi_model is not None:
+            args += c.multi_model.flags()
+        if c.inference_components:
+            args += ["--inference-components", ",".join(spec.flag() for spec in c.inference_components)]
+        if c.fleet is not None:
+            args += c.fleet.flags()
         return args
 
     def start(self) -> LocalEndpoint:
         self.config.validate()
         check_port_free(self.config.host, self.config.port)
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
-        self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out, stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
+        self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
+                                        stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

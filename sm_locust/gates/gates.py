@@ -15,19 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sm_locust.formatting import MISSING, compact, percent
 from sm_locust.record.runfolder import Metrics, RunData
 
 
 def _scope_label(name: str | None) -> str:
     return "all requests" if name is None else f"name {name!r}"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:g} ms"
-
-
-def _pct(rate: float) -> str:
-    return f"{rate * 100:.2f}%"
 
 
 @dataclass(frozen=True)
@@ -55,17 +48,18 @@ class Gate:
         raise NotImplementedError
 
     def observed(self, run: RunData) -> str:
-        return "-"
+        return MISSING
 
     def check(self, run: RunData) -> str | None:  # pragma: no cover
         raise NotImplementedError
 
-    def _metrics(self, run: RunData) -> tuple[Metrics | None, str | None]:
+    def _metrics(self, run: RunData) -> Metrics | str:
+        """The scope's figures, or why there are none."""
         metrics = run.scope(self.scope)
         if metrics is None:
             known = ", ".join(sorted(run.by_name)) or "none"
-            return None, f"no requests named {self.scope!r} in the run (names: {known})"
-        return metrics, None
+            return f"no requests named {self.scope!r} in the run (names: {known})"
+        return metrics
 
 
 @dataclass(frozen=True)
@@ -82,12 +76,12 @@ class MaxLatency(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return _ms(metrics.percentile(self.percentile)) if metrics else "-"
+        return compact(metrics.percentile(self.percentile), " ms") if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
         value = metrics.percentile(self.percentile)
         if value is None:
             return f"no p{self.percentile} to check: the run has no requests"
@@ -105,19 +99,21 @@ class MaxErrorRate(Gate):
 
     @property
     def name(self) -> str:
-        return f"error rate <= {_pct(self.limit)} ({_scope_label(self.scope)})"
+        return f"error rate <= {percent(self.limit, 2, unit='%')} ({_scope_label(self.scope)})"
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{_pct(metrics.error_rate)} ({metrics.failures}/{metrics.requests})" if metrics else "-"
+        if not metrics:
+            return MISSING
+        return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})"
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
         if metrics.error_rate > self.limit:
-            return (f"error rate was {_pct(metrics.error_rate)} ({metrics.failures} of {metrics.requests} requests "
-                    f"failed), over the limit of {_pct(self.limit)}")
+            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of "
+                    f"{metrics.requests} requests failed), over the limit of {percent(self.limit, 2, unit='%')}")
         return None
 
 
@@ -134,15 +130,16 @@ class MinRps(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.goodput_rps:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else "-"
+        return f"{metrics.goodput_rps or 0.0:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
-        if metrics.goodput_rps < self.limit:
-            return (f"goodput was {metrics.goodput_rps:.1f} req/s (successful invocations; {metrics.rps:.1f} attempted), "
-                    f"under the minimum of {self.limit:g} req/s")
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
+        goodput = metrics.goodput_rps or 0.0  # never None: Metrics derives it from rps and the error rate
+        if goodput < self.limit:
+            return (f"goodput was {goodput:.1f} req/s (successful invocations; {metrics.rps:.1f} "
+                    f"attempted), under the minimum of {self.limit:g} req/s")
         return None
 
 
@@ -159,12 +156,12 @@ class MinRequests(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.requests} requests" if metrics else "-"
+        return f"{metrics.requests} requests" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
         if metrics.requests < self.limit:
             return f"the run sent {metrics.requests} requests, fewer than {self.limit}"
         return None
@@ -199,12 +196,10 @@ class NoRegression(Gate):
         return f"{self.metric} no worse than baseline {self._fmt(self.baseline)} by more than {self.tolerance * 100:g}%"
 
     def _fmt(self, value: float | None) -> str:
-        if value is None:
-            return "-"
         if self.metric == "error_rate":
-            return _pct(value)
+            return percent(value, 2, unit="%")
         attribute, _, unit = REGRESSION_METRICS[self.metric]
-        return f"{value:g} {unit}"
+        return compact(value, f" {unit}")
 
     def _value(self, run: RunData) -> float | None:
         metrics = run.scope(self.scope)
@@ -240,5 +235,6 @@ def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:
     verdicts = []
     for gate in gates:
         failure = gate.check(run)
-        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run), message=failure or ""))
+        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run),
+                                message=failure or ""))
     return verdicts

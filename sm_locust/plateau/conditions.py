@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
+from sm_locust.formatting import latency, percent
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
 
 KIND_CONSTRAINT = "constraint"
@@ -30,16 +31,6 @@ KIND_LIMIT = "limit"
 DEFAULT_MIN_GAIN = 0.05  # Triton model_analyzer THROUGHPUT_MINIMUM_GAIN
 DEFAULT_GAIN_WINDOW = 4  # Triton model_analyzer THROUGHPUT_MINIMUM_CONSECUTIVE_PARAMETER_TRIES
 DEFAULT_MAX_ERROR_RATE = 0.05
-
-
-def fmt_pct(fraction: float) -> str:
-    """0.075 -> '7.5', 0.05 -> '5' (percent, no trailing zeros)."""
-    return f"{round(fraction * 100, 2):g}"
-
-
-def fmt_ms(value: float) -> str:
-    """48.0 -> '48', 12.345 -> '12.3'."""
-    return f"{value:.0f}" if value >= 100 or float(value).is_integer() else f"{value:.3g}"
 
 
 class Condition:
@@ -88,11 +79,11 @@ class ThroughputGain(Condition):
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
         gain = self.gain(history)
         if gain is not None and gain < self.min_gain:
-            return f"throughput gain < {fmt_pct(self.min_gain)} % over {self.window} steps"
+            return f"throughput gain < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
         return None
 
     def describe(self) -> str:
-        return f"stop when throughput gains < {fmt_pct(self.min_gain)} % over {self.window} steps"
+        return f"stop when throughput gains < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
 
 
 class LatencySLO(Condition):
@@ -120,14 +111,14 @@ class LatencySLO(Condition):
     def violation(self, step: StepMeasurement) -> str | None:
         value = self.value(step)
         if value is not None and value > self.max_ms:
-            return f"{self.label} {fmt_ms(value)} ms > SLO {fmt_ms(self.max_ms)} ms"
+            return f"{self.label} {latency(value, ' ms')} > SLO {latency(self.max_ms, ' ms')}"
         return None
 
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
         return self.violation(history[-1]) if history else None
 
     def describe(self) -> str:
-        return f"{self.label} <= {fmt_ms(self.max_ms)} ms"
+        return f"{self.label} <= {latency(self.max_ms, ' ms')}"
 
 
 class ErrorRate(Condition):
@@ -142,14 +133,14 @@ class ErrorRate(Condition):
 
     def violation(self, step: StepMeasurement) -> str | None:
         if step.requests and step.error_rate > self.max_rate:
-            return f"error rate {fmt_pct(step.error_rate)} % > {fmt_pct(self.max_rate)} %"
+            return f"error rate {percent(step.error_rate, 2, trim=True)} > {percent(self.max_rate, 2, trim=True)}"
         return None
 
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
         return self.violation(history[-1]) if history else None
 
     def describe(self) -> str:
-        return f"error rate <= {fmt_pct(self.max_rate)} %"
+        return f"error rate <= {percent(self.max_rate, 2, trim=True)}"
 
 
 class MaxLoad(Condition):

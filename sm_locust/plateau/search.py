@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
+from sm_locust.formatting import latency
 from sm_locust.plateau.conditions import (
     KIND_CONSTRAINT,
     KIND_LIMIT,
@@ -46,7 +47,6 @@ from sm_locust.plateau.conditions import (
     ThroughputGain,
     check_all,
     constraint_violation,
-    fmt_ms,
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
@@ -167,7 +167,7 @@ class Verdict:
 def _describe_step(step: StepMeasurement) -> str:
     text = f"{step.goodput_rps:.0f} req/s at {step.load_label()}"
     if step.p95_ms is not None:
-        text += f", p95 {fmt_ms(step.p95_ms)} ms"
+        text += f", p95 {latency(step.p95_ms, ' ms')}"
     if not step.stable:
         text += " (unstable)"
     return text
@@ -630,7 +630,8 @@ class PlateauSearch(_Search):
                                 f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
         model = ClosedLoopModel(model.capacity, max(cycle, model.cycle_s))
         target = float(model.users_reaching(MODEL_TARGET))
-        how = f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)"
+        how = (f"Little's law: knee ~ {model.knee:.1f} users "
+               f"({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)")
         missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
         if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed) and target < hi:
             target = float(math.ceil((target + (lo + hi) / 2.0) / 2.0 - 1e-9))  # the model bent: halfway to bisection

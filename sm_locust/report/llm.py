@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.formatting import MISSING, money, number
 from sm_locust.report.cost import cost_per_million_tokens
 
 LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
@@ -77,17 +78,8 @@ def llm_columns(summary: Mapping[str, Any], point: Mapping[str, Any] | None, cos
     priced = token_cost(cost, view)
     at = view.point or {}
     return {"output_tokens_per_s": at.get("output_tokens_per_s"), "ttft_p95_ms": at.get("ttft_p95_ms"),
-            "itl_p95_ms": at.get("itl_p95_ms"), "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
-
-
-def _fmt(value: Any, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}{unit}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}{unit}"
-    return f"{value}{unit}"
+            "itl_p95_ms": at.get("itl_p95_ms"),
+            "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
 
 
 def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -97,21 +89,23 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
     at, run = view.point or {}, view.run
     rows = [
         (f"Output tokens/s there ({view.where})",
-         f"{_fmt(at.get('output_tokens_per_s'))} tokens/s; TTFT p50 / p95 / p99 "
-         + " / ".join(_fmt(at.get(k), 0) for k in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"))
-         + " ms; ITL p50 / p95 / p99 " + " / ".join(_fmt(at.get(k)) for k in ("itl_p50_ms", "itl_p95_ms", "itl_p99_ms"))
+         f"{number(at.get('output_tokens_per_s'))} tokens/s; TTFT p50 / p95 / p99 "
+         + " / ".join(number(at.get(k), 0) for k in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"))
+         + " ms; ITL p50 / p95 / p99 "
+         + " / ".join(number(at.get(k)) for k in ("itl_p50_ms", "itl_p95_ms", "itl_p99_ms"))
          + " ms"),
         ("Whole run (tokens)",
-         (f"{_fmt(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or 'n/a'} counts), "
-          f"{_fmt(run.get('input_tokens'))} input tokens, {_fmt(run.get('output_tokens_per_s'))} output tokens/s")),
+         (f"{number(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or MISSING} counts), "
+          f"{number(run.get('input_tokens'))} input tokens, {number(run.get('output_tokens_per_s'))} output tokens/s")),
     ]
     priced = token_cost(cost, view)
     if priced.get("usd_per_million_output_tokens") is not None:
         rows.append(("$ per 1M output tokens",
-                     (f"${_fmt(priced['usd_per_million_output_tokens'], 2)} (${_fmt(cost.get('price_per_hour_usd'), 3)}/h "
-                      f"x {cost.get('instance_count') or 1} / ({_fmt(priced['output_tokens_per_s'])} tokens/s x 3600))")))
+                     (f"{money(priced['usd_per_million_output_tokens'])} ({money(cost.get('price_per_hour_usd'), 3)}/h "
+                      f"x {cost.get('instance_count') or 1} / "
+                      f"({number(priced['output_tokens_per_s'])} tokens/s x 3600))")))
     else:
-        rows.append(("$ per 1M output tokens", "n/a (no price: pass --instance-type or --price-per-hour)"))
+        rows.append(("$ per 1M output tokens", f"{MISSING} (no price: pass --instance-type or --price-per-hour)"))
     return rows
 
 

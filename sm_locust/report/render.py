@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.formatting import MISSING, is_missing, money, number, percent
 from sm_locust.report.llm import llm_figures, llm_rows
 
 MAX_POINTS = 3000
@@ -54,16 +55,6 @@ class ReportModel:
 
 
 # -------------------------------------------------------------------------------------- helpers
-
-
-def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return f"{value:,}{unit}"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:,.{digits}f}{unit}"
-    return f"{value}{unit}"
 
 
 def _downsample(seconds: pd.DataFrame, columns: list[str], envelope: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -112,7 +103,7 @@ def _band(fig, d: pd.DataFrame, column: str, name: str, **where) -> None:
 
 
 def _has(frame: pd.DataFrame, column: str) -> bool:
-    return column in frame.columns and frame[column].notna().any()
+    return column in frame.columns and bool(frame[column].notna().any())
 
 
 def _div(fig, div_id: str) -> str:
@@ -135,7 +126,8 @@ def fig_throughput(m: ReportModel) -> str:
 
     s = m.steps
     if s.empty or not _has(s, "rps"):
-        return _missing("fig-throughput", "Throughput vs users", "no per-step data (summary.json steps or Locust history)")
+        return _missing("fig-throughput", "Throughput vs users",
+                        "no per-step data (summary.json steps or Locust history)")
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (attempted)"))
     if _has(s, "goodput_rps"):
@@ -149,7 +141,7 @@ def fig_throughput(m: ReportModel) -> str:
                                  text=[f"plateau: {m.point['rps']:.1f} rps @ {m.point['users']} users"],
                                  textposition="top left"))
         fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
-        if not _is_missing(m.point.get("capacity_rps")):
+        if not is_missing(m.point.get("capacity_rps")):
             fig.add_hline(y=m.point["capacity_rps"], line_dash="dot", line_color="crimson",
                           annotation_text=f"capacity {m.point['capacity_rps']:.1f} req/s")
     fig.update_layout(title="Throughput vs users", xaxis_title="users", yaxis_title="requests/s")
@@ -188,7 +180,8 @@ def fig_latency_users(m: ReportModel) -> str:
         return _missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
     fig = go.Figure()
     for c in cols:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c.replace("_ms", "").replace("client_", "")))
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers",
+                                 name=c.replace("_ms", "").replace("client_", "")))
     if m.point and m.point.get("users") is not None:
         fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
     fig.update_layout(title="Client latency vs users", xaxis_title="users", yaxis_title="ms")
@@ -266,11 +259,10 @@ def fig_decomposition(m: ReportModel) -> str:
     return _div(fig, "fig-decomposition")
 
 
-def fig_hourly(m: ReportModel) -> str:
+def fig_hourly(h: pd.DataFrame) -> str:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    h = m.hours
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -292,10 +284,10 @@ def fig_hourly(m: ReportModel) -> str:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
-    knee = (f"{fmt(p.get('rps'))} req/s at {fmt(p.get('users'), 0)} users"
-            + (f" (goodput {fmt(p.get('goodput_rps'))} req/s)" if not _is_missing(p.get("goodput_rps")) else "") if p else "n/a")
-    if not _is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
-        headline = [("Capacity (best stable goodput at or beyond the knee)", f"{fmt(p.get('capacity_rps'))} req/s"),
+    goodput = f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else ""
+    knee = f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users{goodput}" if p else MISSING
+    if not is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
+        headline = [("Capacity (best stable goodput at or beyond the knee)", f"{number(p.get('capacity_rps'))} req/s"),
                     ("Knee (least load within 5 % of the plateau)", knee)]
     else:
         headline = [("Max sustainable throughput", knee)]
@@ -303,51 +295,49 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         *headline,
         ("How it was found", p.get("source", "no plateau and no clean step")),
         ("Latency there (p50 / p95 / p99)",
-         " / ".join(fmt(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else "n/a"),
+         " / ".join(number(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else MISSING),
     ]
     step = _point_step(m)
     if step is not None:
-        rows.append(("Error rate there", fmt(step.get("error_rate", float("nan")) * 100, 2, " %")))
+        rows.append(("Error rate there", percent(step.get("error_rate"), 2)))
         if "cw_CPUUtilization_avg_pct" in step:
             rows.append(("Endpoint CPU there (avg / max, summed over vCPUs)",
-                         f"{fmt(step.get('cw_CPUUtilization_avg_pct'))} / {fmt(step.get('cw_CPUUtilization_max_pct'))} %"))
+                         f"{number(step.get('cw_CPUUtilization_avg_pct'))} / "
+                         f"{number(step.get('cw_CPUUtilization_max_pct'))} %"))
         if "cw_MemoryUtilization_avg_pct" in step:
             rows.append(("Endpoint memory there (avg / max)",
-                         f"{fmt(step.get('cw_MemoryUtilization_avg_pct'))} / {fmt(step.get('cw_MemoryUtilization_max_pct'))} %"))
-        if not _is_missing(step.get("model_latency_ms")):
+                         f"{number(step.get('cw_MemoryUtilization_avg_pct'))} / "
+                         f"{number(step.get('cw_MemoryUtilization_max_pct'))} %"))
+        if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
-                         f"{fmt(step.get('client_avg_ms'))} = {fmt(step.get('model_latency_ms'))} + "
-                         f"{fmt(step.get('overhead_latency_ms'))} + {fmt(step.get('network_client_ms'))} ms"))
+                         f"{number(step.get('client_avg_ms'))} = {number(step.get('model_latency_ms'))} + "
+                         f"{number(step.get('overhead_latency_ms'))} + {number(step.get('network_client_ms'))} ms"))
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
         rows.append(("Whole run (invocations)",
-                     f"{fmt(t.get('requests'), 0)} attempted, {fmt(t.get('failures'), 0)} failed; "
-                     f"{fmt(t.get('rps'))} req/s attempted, goodput {fmt(t.get('goodput_rps'))} req/s"
-                     + (f"; {backoff['count']:,} back-offs after connection errors ({fmt(backoff.get('seconds'))} s)"
+                     f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
+                     f"{number(t.get('rps'))} req/s attempted, goodput {number(t.get('goodput_rps'))} req/s"
+                     + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                         if backoff.get("count") else "")))
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
-        ("$ per 1M inferences", f"${fmt(c.get('usd_per_million'), 2)} ({instance} at "
-                                f"${fmt(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
-        ("Transactions per hour", fmt(c.get("transactions_per_hour"), 0)),
+        ("$ per 1M inferences", f"{money(c.get('usd_per_million'))} ({instance} at "
+                                f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
+        ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
-         f"{fmt(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
-         f"(= {fmt(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)"),
+         f"{number(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
+         f"(= {number(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)"),
     ]
     if c.get("target_rps"):
-        rows.append((f"Instances needed for {fmt(c['target_rps'], 0)} rps",
-                     f"{fmt(c.get('instances_needed'), 0)} with safety factor {c.get('safety_factor')} "
-                     f"({fmt(c.get('instances_needed_no_headroom'), 0)} with no headroom)"))
+        rows.append((f"Instances needed for {number(c['target_rps'], 0)} rps",
+                     f"{number(c.get('instances_needed'), 0)} with safety factor {c.get('safety_factor')} "
+                     f"({number(c.get('instances_needed_no_headroom'), 0)} with no headroom)"))
     if c.get("serverless"):
         sv = c["serverless"]
-        rows.append(("Serverless estimate", f"${fmt(sv['usd_per_million'], 2)} per 1M ({sv['memory_mb']} MB, "
-                                            f"{fmt(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
+        rows.append(("Serverless estimate", f"{money(sv['usd_per_million'])} per 1M ({sv['memory_mb']} MB, "
+                                            f"{number(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
     return rows
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
 def _point_step(m: ReportModel) -> dict[str, Any] | None:
@@ -372,7 +362,7 @@ def steps_table(steps: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
     body = []
     for _, row in steps.iterrows():
-        body.append("<tr>" + "".join(f"<td>{fmt(row[c], d)}</td>" for c, d in cols) + "</tr>")
+        body.append("<tr>" + "".join(f"<td>{number(row[c], d)}</td>" for c, d in cols) + "</tr>")
     return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
@@ -391,11 +381,11 @@ def hourly_section(m: ReportModel) -> str:
         return ""
     cols = [(c, d) for c, d in HOURLY_TABLE_COLUMNS if c in h.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(row[c], d))}</td>" for c, d in cols) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(number(row[c], d))}</td>" for c, d in cols) + "</tr>"
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
-            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(m)}"
+            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h)}"
             f'<table id="hours"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 

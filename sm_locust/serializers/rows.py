@@ -28,10 +28,6 @@ import numpy as np
 
 from sm_locust.errors import UsageError
 from sm_locust.serializers.base import Part, SerializationError, part_slices
-from sm_locust.serializers.csv_format import csv_rows, split_csv
-from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_json, split_jsonlines
-from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
-from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
 from sm_locust.serializers.content_types import (
     CSV,
     JSON,
@@ -42,6 +38,10 @@ from sm_locust.serializers.content_types import (
     base_content_type,
     format_of,
 )
+from sm_locust.serializers.csv_format import csv_rows, split_csv
+from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_json, split_jsonlines
+from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
+from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
 from sm_locust.serializers.ranking import FEAT_IDS, is_ranking
 
 _ROWS: dict[str, Callable[[bytes], int | None]] = {

@@ -201,11 +201,13 @@ class ShapeSettings:
         if self.latency_slo_ms is not None and not self.latency_slo_ms > 0:
             raise UsageError(f"--latency-slo-ms must be more than 0 ms, got {self.latency_slo_ms:g}")
         if self.max_error_rate is not None and not 0.0 <= self.max_error_rate < 1.0:
-            hint = f" (write {self.max_error_rate / 100:g} for {self.max_error_rate:g} %)" if 1 <= self.max_error_rate <= 100 else ""
+            hint = (f" (write {self.max_error_rate / 100:g} for {self.max_error_rate:g} %)"
+                    if 1 <= self.max_error_rate <= 100 else "")
             raise UsageError(f"--max-error-rate is a fraction in [0, 1), got {self.max_error_rate:g}{hint}")
         if self.max_invocations is not None and self.max_invocations < 1:
             raise UsageError(f"--max-invocations must be at least 1, got {self.max_invocations}")
-        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps), ("--target-rps", self.target_rps)):
+        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps),
+                            ("--target-rps", self.target_rps)):
             if value is not None and not value > 0:
                 raise UsageError(f"{flag} must be more than 0 req/s, got {value:g}")
         if self.start_rps > self.max_rps:
@@ -226,7 +228,8 @@ class ShapeSettings:
             raise UsageError("--target-rps is a constant open-loop rate (--shape open); a rate search takes "
                              "--search-mode rate --start-rps/--max-rps")
         if self.search_mode == MODE_RATE and shape != "plateau":
-            raise UsageError("--search-mode rate steps the arrival rate of the plateau search: use it with --shape plateau")
+            raise UsageError("--search-mode rate steps the arrival rate of the plateau "
+                             "search: use it with --shape plateau")
         if not open_loop:
             for flag, value in (("--arrival", self.arrival), ("--rate-per-user", self.rate_per_user),
                                 ("--max-in-flight", self.max_in_flight)):
@@ -305,7 +308,8 @@ class ShapeSettings:
 
     def schedule(self) -> Schedule:
         if self.traffic_pattern is None:
-            raise UsageError("--shape phases needs --traffic-pattern FILE_OR_JSON (an Inference Recommender TrafficPattern)")
+            raise UsageError("--shape phases needs --traffic-pattern FILE_OR_JSON (an Inference Recommender "
+                             "TrafficPattern)")
         try:
             return parse_traffic_pattern(load_traffic_pattern(self.traffic_pattern))
         except UsageError as exc:

@@ -61,12 +61,14 @@ class TokenObjective:
 
     def check(self, shape: str | None, search_mode: str) -> None:
         if shape != "plateau":
-            raise UsageError(f"--objective {OBJECTIVE} is what the plateau search maximises: use it with --shape plateau")
+            raise UsageError(f"--objective {OBJECTIVE} is what the plateau search "
+                             "maximises: use it with --shape plateau")
         if search_mode == MODE_RATE:
             raise UsageError(f"--objective {OBJECTIVE} steps users: drop --search-mode rate")
 
     def search(self, start: float, max_users: float, conditions: list[Condition]) -> TokenPlateauSearch:
-        return TokenPlateauSearch(start, max_users, conditions=[*conditions, *self.constraints()], extend_unstable=False,
+        return TokenPlateauSearch(start, max_users, conditions=[*conditions, *self.constraints()],
+                                  extend_unstable=False,
                                   percentile=self.percentile)
 
     @staticmethod

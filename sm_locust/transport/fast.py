@@ -4,11 +4,11 @@ One client owns one keep-alive connection pool to the runtime host, like
 `locust.contrib.fasthttp.FastHttpSession` does for plain HTTP. It implements the three transport
 primitives of `sm_locust.transport.contract` (the contract times, validates and reports them):
 
-| operation | path | request headers |
-|---|---|---|
-| InvokeEndpoint | `/endpoints/{name}/invocations` | `Invocation.http_headers()` |
-| InvokeEndpointWithResponseStream | `.../invocations-response-stream` | the modeled ones, `Accept` as `X-Amzn-SageMaker-Accept` |
-| InvokeEndpointAsync | `/endpoints/{name}/async-invocations` | content type / accept as `X-Amzn-SageMaker-*`, `InputLocation`; no body |
+- InvokeEndpoint: `/endpoints/{name}/invocations`, headers `Invocation.http_headers()`;
+- InvokeEndpointWithResponseStream: `.../invocations-response-stream`, the modeled headers, `Accept`
+  as `X-Amzn-SageMaker-Accept`;
+- InvokeEndpointAsync: `/endpoints/{name}/async-invocations`, content type / accept as
+  `X-Amzn-SageMaker-*`, `InputLocation`; no body.
 
 The endpoint name is percent-encoded in the path as botocore encodes it. Response times start before
 signing (the boto3 client times its signing too). Failures are named as botocore names them
@@ -37,7 +37,14 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from sm_locust.errors import UsageError
-from sm_locust.invocation import INVOKE_ENDPOINT, INVOKE_ENDPOINT_ASYNC, INVOKE_ENDPOINT_STREAM, Invocation, InvocationError
+from sm_locust.invocation import (
+    INVOKE_ENDPOINT,
+    INVOKE_ENDPOINT_ASYNC,
+    INVOKE_ENDPOINT_STREAM,
+    MODEL_WAIT_HEADER,
+    Invocation,
+    InvocationError,
+)
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
     LOCAL_DEFAULT_REGION,
@@ -45,6 +52,7 @@ from sm_locust.transport.contract import (
     InvokeResult,
     SageMakerClient,
     StreamMeasurement,
+    wait_ms,
 )
 from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
 from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, SigningTemplate, create_signer
@@ -52,6 +60,7 @@ from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, 
 ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
+MODEL_WAIT = MODEL_WAIT_HEADER.lower()
 STREAM_CONTENT_TYPE = "x-amzn-sagemaker-content-type"
 HEAD_ENTRIES = 256  # request heads remembered, one per request shape (= the lean signer's templates)
 
@@ -179,7 +188,8 @@ class FastSageMakerClient(SageMakerClient):
         status = response.status_code
         if status >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
             raise error_from_response(status, _headers(response), data)
-        return InvokeResult(data, _header(response, "content-type"), _header(response, INVOKED_VARIANT))
+        return InvokeResult(data, _header(response, "content-type"), _header(response, INVOKED_VARIANT),
+                            wait_ms(_header(response, MODEL_WAIT)))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         headers = _select(invocation.http_headers(), _STREAM_HEADERS)

@@ -451,7 +451,7 @@ class CrtSigner(BaseSigner):
         out = self._base_headers(url, headers, amz_date, creds.token)
         parts = urlsplit(url)
         when = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
-        when = when.replace(tzinfo=datetime.timezone.utc)
+        when = when.replace(tzinfo=datetime.UTC)
         config = awscrt.auth.AwsSigningConfig(
             algorithm=awscrt.auth.AwsSigningAlgorithm.V4,
             signature_type=awscrt.auth.AwsSignatureType.HTTP_REQUEST_HEADERS,

@@ -1,0 +1,93 @@
+"""How sm-locust prints a figure: numbers, percentages, latencies, durations, money, missing values.
+
+One home so that one figure reads the same on the report page, the sweep page, a progress line, a
+gate verdict and the compare table; and so that a figure that is not there (None, NaN, infinity:
+no CloudWatch datapoint, no price, no capacity found) prints as the one marker `MISSING` wherever
+it shows, never as `nan`, `None`, `inf` or `$nan`.
+
+Pure and dependency-free (no numpy or pandas import: `sm-locust serve` loads this module too);
+numpy scalars are handled through the `numbers` ABCs they register with.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+MISSING = "n/a"
+
+
+def is_missing(value: Any) -> bool:
+    """True for None and for a number that is not finite (NaN, +-inf): a figure with nothing to print."""
+    if value is None:
+        return True
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return not math.isfinite(value)
+    return False
+
+
+def number(value: Any, digits: int = 1, unit: str = "") -> str:
+    """A figure for a table or a sentence: integers as they are, other numbers with `digits`
+    decimals, both with thousands separators; booleans as yes/no; text unchanged.
+
+    1234 -> '1,234'; 1234.56 -> '1,234.6'; (0.5, 2, ' %') -> '0.50 %'; None or NaN -> 'n/a'.
+    """
+    if is_missing(value):
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{value:,}{unit}"
+    if isinstance(value, numbers.Real):
+        return f"{value:,.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def _trimmed(text: str) -> str:
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def percent(fraction: Any, digits: int = 1, *, unit: str = " %", trim: bool = False) -> str:
+    """A fraction as a percentage with `digits` decimals; `trim` drops trailing zeros.
+
+    0.075 -> '7.5 %'; (0.005, 2, unit='%') -> '0.50%'; (0.05, 2, unit='', trim=True) -> '5'.
+    """
+    if is_missing(fraction):
+        return MISSING
+    text = f"{fraction * 100:.{digits}f}"
+    return (_trimmed(text) if trim else text) + unit
+
+
+def compact(value: Any, unit: str = "") -> str:
+    """A value as the user wrote it, no padding: 250.0 -> '250', 0.125 -> '0.125' (thresholds, baselines)."""
+    if is_missing(value):
+        return MISSING
+    return f"{value:g}{unit}"
+
+
+def latency(value: Any, unit: str = "") -> str:
+    """A latency in a sentence: whole numbers from 100 up or when exact, else three significant
+    digits. 48.0 -> '48'; 12.345 -> '12.3'; 1234.5 -> '1234'."""
+    if is_missing(value):
+        return MISSING
+    return (f"{value:.0f}" if value >= 100 or float(value).is_integer() else f"{value:.3g}") + unit
+
+
+def money(value: Any, digits: int = 2) -> str:
+    """US dollars: (1234.5) -> '$1,234.50'; (0.25, 3) -> '$0.250'; missing -> 'n/a' (never '$n/a')."""
+    if is_missing(value):
+        return MISSING
+    return "$" + number(float(value), digits)
+
+
+def duration(seconds: Any) -> str:
+    """A wall-clock span for progress lines: '38 s', '12 min 5 s', '2 h 30 min'."""
+    if is_missing(seconds):
+        return MISSING
+    seconds = max(0.0, float(seconds))
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
+    return f"{seconds // 3600:.0f} h {(seconds % 3600) // 60:.0f} min"

@@ -1,0 +1,64 @@
+"""The one formatter: what a figure looks like on every page and line, and that a missing figure
+prints as the one marker whatever form it is missing in (None, NaN, infinity, numpy or not)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sm_locust.formatting import MISSING, compact, duration, is_missing, latency, money, number, percent
+
+MISSING_FORMS = [None, float("nan"), math.inf, -math.inf, np.float64("nan"), np.float32("nan"), np.float64("inf")]
+
+
+@pytest.mark.parametrize("value", MISSING_FORMS)
+def test_every_form_of_a_missing_figure_prints_the_one_marker(value):
+    assert is_missing(value)
+    for text in (number(value), number(value, 2, " ms"), percent(value), compact(value, " ms"), latency(value),
+                 money(value), duration(value)):
+        assert text == MISSING == "n/a"
+
+
+@pytest.mark.parametrize("value", [0, 0.0, False, "text", np.int64(3), np.float32(1.5)])
+def test_present_values_are_not_missing(value):
+    assert not is_missing(value)
+
+
+def test_number_groups_thousands_and_keeps_integers_whole():
+    assert number(1234) == "1,234"
+    assert number(np.int64(1234567)) == "1,234,567"
+    assert number(1234.56) == "1,234.6"
+    assert number(np.float64(0.125), 2, " ms") == "0.12 ms"
+    assert number(0.5, 2, " %") == "0.50 %"
+    assert number(3, 0, " users") == "3 users"
+    assert number(True) == "yes" and number(False) == "no"
+    assert number("ml.c5.xlarge") == "ml.c5.xlarge"
+
+
+def test_percent_styles_of_the_report_gates_and_search():
+    assert percent(0.075) == "7.5 %"
+    assert percent(0.005, 2, unit="%") == "0.50%"  # gates
+    assert percent(0.05, 2, unit="", trim=True) == "5"  # the plateau search's reasons
+    assert percent(0.075, 2, trim=True) == "7.5 %"
+    assert percent(0.0, 1, trim=True) == "0 %"
+    assert percent(0.1234, 2) == "12.34 %"
+
+
+def test_compact_and_latency_read_like_the_user_wrote_them():
+    assert compact(250.0, " ms") == "250 ms"
+    assert compact(0.125) == "0.125"
+    assert latency(48.0) == "48"
+    assert latency(12.345, " ms") == "12.3 ms"
+    assert latency(1234.4) == "1234"
+
+
+def test_money_and_durations():
+    assert money(1234.5) == "$1,234.50"
+    assert money(0.25, 3) == "$0.250"
+    assert money(2) == "$2.00"
+    assert duration(38.2) == "38 s"
+    assert duration(725) == "12 min 5 s"
+    assert duration(9000) == "2 h 30 min"
+    assert duration(-3) == "0 s"
