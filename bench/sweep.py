@@ -51,7 +51,7 @@ def main() -> int:
     print("| configuration | status | capacity req/s | knee users | p95 ms at the knee | $ per 1M | wall s |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for c in rows:
-        def f(key, digits=1):
+        def f(key, digits=1, c=c):
             value = c.get(key)
             return "-" if value is None else f"{value:.{digits}f}"
         print(f"| {c['label']} | {c['status']} | {f('capacity_rps')} | {c.get('knee_users') or '-'} | "

@@ -125,6 +125,7 @@ class OptionSpec:
     web_ui: bool = True
     choices: tuple | None = None
     forward: bool = True  # `sm-locust run` passes it on to the Locust process
+    web_check: Any = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
 
     @property
     def dest(self) -> str:
@@ -200,6 +201,7 @@ OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.transport.options:OPTIONS",
     "sm_locust.payloads.llm:OPTIONS",
     "sm_locust.shapes.tokens:OPTIONS",
+    "sm_locust.mix.options:OPTIONS",
 )
 
 

@@ -26,7 +26,8 @@ def runtime(url: str):
 
 def ranking_body(rows: int = 3) -> tuple[bytes, list[float]]:
     ids, vals = sample_rows(rows)
-    body = json.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(ids, vals)]})
+    body = json.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()}
+                                     for i, v in zip(ids, vals, strict=True)]})
     return body.encode(), RankingModel().predict(ids, vals).tolist()
 
 

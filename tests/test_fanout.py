@@ -32,7 +32,7 @@ RANKING = {"feat_ids": IDS, "feat_vals": VALS}
 def decoded_rows(parts: tuple[Invocation, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The rows the local endpoint reads from the parts, in part order."""
     pieces = [codecs.decode_request(p.body, p.content_type, p.custom_attributes) for p in parts]
-    for p, (ids, _) in zip(parts, pieces):
+    for p, (ids, _) in zip(parts, pieces, strict=True):
         assert p.rows == ids.shape[0]
     return np.vstack([ids for ids, _ in pieces]), np.vstack([vals for _, vals in pieces])
 
@@ -69,7 +69,7 @@ def test_serializer_built_bodies_split_their_rows_before_encoding(tmp_path, seri
 
 def _bodies() -> dict[str, tuple[bytes, str, str | None]]:
     packed = np.hstack([IDS, VALS]).astype(np.float32)
-    rows = [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(IDS, VALS)]
+    rows = [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(IDS, VALS, strict=True)]
     return {
         "json-instances": (orjson.dumps({"instances": rows, "signature_name": "s"}), "application/json", None),
         "json-inputs": (create_serializer("json").serialize(RANKING), "application/json", None),
@@ -129,7 +129,7 @@ def test_what_cannot_be_split_says_why_before_the_test(tmp_path):
 # -- on the wire: one logical request + its parts ----------------------------------------------
 
 BODY_50 = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()}
-                                      for i, v in zip(*sample_rows(50, seed=3))]})
+                                      for i, v in zip(*sample_rows(50, seed=3), strict=True)]})
 
 
 def split_user(url: str, calls: int, k: int, validator=None):

@@ -88,7 +88,7 @@ def test_regression_gates_with_tolerance():
     same = evaluate(gates, baseline)
     assert all(v.passed for v in same)
     worse = RunData(summary={"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
-    by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse))}
+    by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse), strict=True)}
     assert by_metric["p95"].passed is False and "48 ms" in by_metric["p95"].message  # 40 * 1.2
     assert by_metric["p99"].passed is True  # 95 <= 96
     assert by_metric["goodput"].passed is False  # 30 x 0.95 < 40

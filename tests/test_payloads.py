@@ -300,7 +300,7 @@ def test_next_stays_cheap():
 
 def test_json_lines_bodies_count_and_split_one_row_per_line(tmp_path):
     ids, vals = sample_rows(5, seed=2)
-    lines = [orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) for i, v in zip(ids, vals)]
+    lines = [orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) for i, v in zip(ids, vals, strict=True)]
     (tmp_path / "rows.jsonl.txt").write_bytes(b"\n".join(lines) + b"\n")
     pool = load_payloads(tmp_path / "rows.jsonl.txt", content_type="application/jsonlines", split=2)
     (whole,) = pool.invocations
@@ -311,7 +311,8 @@ def test_json_lines_bodies_count_and_split_one_row_per_line(tmp_path):
     decoded = [codecs.decode_request(p.body, p.content_type) for p in parts]
     np.testing.assert_array_equal(np.vstack([d[0] for d in decoded]), ids)
     # one line is one JSON document: counted and split by its instances, as application/json
-    one = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(ids, vals)]})
+    one = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()}
+                                      for i, v in zip(ids, vals, strict=True)]})
     (tmp_path / "one.txt").write_bytes(one + b"\n")
     (whole,) = load_payloads(tmp_path / "one.txt", content_type="application/jsonlines", split=5).invocations
     assert whole.rows == 5 and [p.rows for p in whole.extra[PARTS]] == [1] * 5

@@ -94,7 +94,7 @@ def test_packed_npy_sent_raw(endpoint, arrays):
 def test_plain_file_folder_and_jsonl(endpoint, tmp_path):
     folder = tmp_path / "bodies"
     folder.mkdir()
-    ranking = dict(zip(("feat_ids", "feat_vals"), sample_rows(3, seed=2)))
+    ranking = dict(zip(("feat_ids", "feat_vals"), sample_rows(3, seed=2), strict=True))
     for name, fmt in (("a.json", "json"), ("b.csv", "csv"), ("c.npy", "npy")):
         (folder / name).write_bytes(create_serializer(fmt).serialize(ranking))
     for payload in (DATA / "ranking_10rows.json", folder, DATA / "ranking_invoke_args.jsonl"):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sm_locust.errors import UsageError
-from sm_locust.sweep.serverless_cost import (
+from sm_locust.sweep.serverless.cost import (
     GB,
     break_even_rps,
     load_serverless_prices,

@@ -10,7 +10,6 @@ from sm_locust.testing import (
     invoke_user,
     options_namespace,
     run_load_test,
-    sm_load_test,  # noqa: F401  (the fixture; users get it via the plugin or pytest_plugins)
 )
 from tests.conftest import SAMPLE_PAYLOAD
 

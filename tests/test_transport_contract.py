@@ -134,7 +134,7 @@ def test_validation_hook_runs_after_timing_in_either_transport(runtime, transpor
     [event] = seen
     assert (event["request_type"], event["name"], event["response_length"], event["exception"]) == (
         INVOKE_ENDPOINT, "ep/blue", 2, error)
-    assert event["context"] == {"endpoint": "ep", "variant": "AllTraffic"}
+    assert event["context"] == {"endpoint": "ep", "variant": "AllTraffic", "target": None}
 
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))

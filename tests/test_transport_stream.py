@@ -45,7 +45,7 @@ def test_encoder_frames_decode_identically_in_botocore():
     buffer.add_data(b"".join(f for f, _, _ in frames))
     decoded = list(buffer)
     assert len(decoded) == len(frames)
-    for message, (frame, headers, payload) in zip(decoded, frames):
+    for message, (frame, headers, payload) in zip(decoded, frames, strict=True):
         assert message.payload == payload
         assert headers.items() <= message.headers.items()
         assert es.frame_length(frame) == len(frame)

@@ -63,7 +63,7 @@ class LocalTopology:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self):
-        for name, service in self.compose["services"].items():
+        for service in self.compose["services"].values():
             for port in service.get("expose", []) + [p.rsplit(":", 1)[-1] for p in service.get("ports", [])]:
                 self.ports.setdefault(str(port), free_port())
         for arg in self.compose["services"]["master"]["command"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sm_locust.errors import UsageError
 
@@ -92,6 +93,54 @@ def add_parser(subparsers) -> None:
     v.add_argument("--serverless-throttle-ms", type=float, default=None,
                    help="time before a throttled request is answered: the round trip a "
                         "refusal costs a caller (default 10)")
+    mm = p.add_argument_group("multi-model endpoint emulation (TargetModel, docs/multi-model.md)")
+    mm.add_argument("--multi-model", action="store_true",
+                    help="host --model-count models named model-0001.tar.gz ...: a request's TargetModel is loaded "
+                    "into memory before it runs (downloaded first unless still on disk), least recently used models "
+                    "unloaded when memory is full")
+    mm.add_argument("--model-count", type=int, default=None, help="models hosted (default 100)")
+    mm.add_argument("--model-size-mb", default=None,
+                    help="each model's size in MB, or LO-HI for sizes drawn once per model (default 100)")
+    mm.add_argument("--instance-memory-mb", type=float, default=None, help="memory the models share (default 4096)")
+    mm.add_argument("--instance-disk-mb", type=float, default=None,
+                    help="disk for downloaded models (default: unlimited); a full disk deletes the least recently used")
+    mm.add_argument("--model-download-ms", type=float, default=None,
+                    help="download time from S3 per model (default 500)")
+    mm.add_argument("--model-load-ms", type=float, default=None, help="load time into memory per model (default 500)")
+    mm.add_argument("--model-unload-ms", type=float, default=None,
+                    help="unload time per model unloaded to make room; the load waits for it (default 0)")
+    mm.add_argument("--model-cache-setting", default=None, type=str.capitalize, choices=("Enabled", "Disabled"),
+                    help="MultiModelConfig.ModelCacheSetting: Disabled unloads a model after each request "
+                    "(default Enabled)")
+    mm.add_argument("--model-ready-timeout-s", type=float, default=None,
+                    help="a request still waiting for its model after this long is answered ModelNotReadyException "
+                    "(default 60, SageMaker's)")
+    ic = p.add_argument_group("inference components (InferenceComponentName, docs/multi-model.md)")
+    ic.add_argument("--inference-components", default=None, metavar="NAME:COPIES[:MS],...",
+                    help="host these components, e.g. a:2,b:1: each with its own copies (requests served at once, "
+                    "across workers) and optionally its own service time in ms (default --service-time-ms)")
+    a = p.add_argument_group("fleet emulation: a variant of several instances that autoscales (docs/autoscaling.md)")
+    a.add_argument("--instances", type=int, default=None,
+                   help="instances serving at the start, each with its own --max-concurrency slots; "
+                   "turns the emulation on")
+    a.add_argument("--target-value", type=float, default=None,
+                   help="target-tracking policy: the metric's target per instance (InvocationsPerInstance: "
+                   "per minute); turns autoscaling on (needs --max-instances)")
+    a.add_argument("--min-instances", type=int, default=None, help="the policy's minimum (default --instances)")
+    a.add_argument("--max-instances", type=int, default=None, help="the policy's maximum")
+    a.add_argument("--scaling-metric", default=None,
+                   help="SageMakerVariantInvocationsPerInstance (default, one-minute periods) or "
+                   "SageMakerVariantConcurrentRequestsPerModelHighResolution (10-s periods)")
+    a.add_argument("--scale-out-cooldown-s", type=float, default=None, help="ScaleOutCooldown (default 300, AWS's)")
+    a.add_argument("--scale-in-cooldown-s", type=float, default=None, help="ScaleInCooldown (default 300, AWS's)")
+    a.add_argument("--instance-start-s", type=float, default=None,
+                   help="seconds from a scale-out decision until its instances serve (default 240)")
+    a.add_argument("--time-scale", type=float, default=None,
+                   help="emulated seconds per real second: the control loop, its periods, cooldowns and instance "
+                   "starts run this much faster (requests do not); everything reported is in emulated seconds "
+                   "(default 1)")
+    a.add_argument("--routing", default=None,
+                   help="how requests spread over the instances: random (default) or least-outstanding")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -116,6 +165,12 @@ def config_from_args(args: argparse.Namespace):
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.llm = llm_config_from_args(args)
         config.serverless = serverless_config_from_args(args)
+        config.multi_model = multi_model_config_from_args(args)
+        if getattr(args, "inference_components", None):
+            from sm_locust.endpoint.components import parse_components
+
+            config.inference_components = parse_components(args.inference_components)
+        config.fleet = fleet_config_from_args(args)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -162,6 +217,66 @@ def serverless_config_from_args(args: argparse.Namespace):
     return ServerlessConfig(**given)
 
 
+MULTI_MODEL_FLAGS = {"model_count": "model_count", "model_size_mb": "model_size_mb", "memory_mb": "instance_memory_mb",
+                     "disk_mb": "instance_disk_mb", "download_ms": "model_download_ms", "load_ms": "model_load_ms",
+                     "unload_ms": "model_unload_ms", "cache_setting": "model_cache_setting",
+                     "ready_timeout_s": "model_ready_timeout_s"}
+
+
+def multi_model_config_from_args(args: argparse.Namespace):
+    """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
+    from sm_locust.endpoint.multimodel import MultiModelConfig
+
+    given: dict[str, Any] = {key: getattr(args, dest, None) for key, dest in MULTI_MODEL_FLAGS.items()}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not getattr(args, "multi_model", False):
+        if given:
+            flags = ", ".join(f"--{MULTI_MODEL_FLAGS[k].replace('_', '-')}" for k in given)
+            verb = "shapes" if len(given) == 1 else "shape"
+            raise UsageError(f"{flags} {verb} the multi-model emulation; add --multi-model")
+        return None
+    return MultiModelConfig(**given)
+
+
+POLICY_ARGS = ("min_instances", "max_instances", "scaling_metric", "scale_out_cooldown_s", "scale_in_cooldown_s")
+FLEET_ARGS = ("instance_start_s", "time_scale", "routing")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def fleet_config_from_args(args: argparse.Namespace):
+    """The FleetConfig of --instances / --target-value and their flags (None without either)."""
+    from sm_locust.endpoint.fleet import FleetConfig
+    from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
+
+    names = ("instances", "target_value", *POLICY_ARGS, *FLEET_ARGS)
+    given: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    if not given:
+        return None
+    if "instances" not in given and "target_value" not in given:
+        flags = ", ".join(_flag(k) for k in given)
+        raise UsageError(f"{flags} shape{'s' if len(given) == 1 else ''} the fleet emulation; add --instances N "
+                         "(and --target-value for autoscaling)")
+    policy_given = [k for k in POLICY_ARGS if k in given]
+    if "target_value" not in given:
+        if policy_given:
+            flags = ", ".join(_flag(k) for k in policy_given)
+            raise UsageError(f"{flags} shape{'s' if len(policy_given) == 1 else ''} the autoscaling policy; add "
+                             "--target-value (the metric's target per instance)")
+        policy = None
+    else:
+        if "max_instances" not in given:
+            raise UsageError("--target-value needs --max-instances: the most instances the policy may run")
+        settings = {key: given[key] for key in ("scale_out_cooldown_s", "scale_in_cooldown_s") if key in given}
+        policy = ScalingPolicy(given.get("min_instances", given.get("instances", 1)), given["max_instances"],
+                               given["target_value"], given.get("scaling_metric", INVOCATIONS), **settings)
+    fleet_settings = {k: given[k] for k in FLEET_ARGS if k in given}
+    instances = given.get("instances", policy.min_instances if policy is not None else 1)
+    return FleetConfig(instances=instances, policy=policy, **fleet_settings).validate()
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import serve_forever
 
@@ -170,6 +285,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
     if config.serverless is not None:
         print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}",
+              flush=True)
+    if config.multi_model is not None:
+        print(f"sm-locust endpoint: {config.multi_model.describe()}", flush=True)
+    if config.inference_components:
+        parts = ", ".join(f"{c.name} ({c.copies} cop{'y' if c.copies == 1 else 'ies'})"
+                          for c in config.inference_components)
+        print(f"sm-locust endpoint: inference components {parts}, routed by InferenceComponentName", flush=True)
+    if config.fleet is not None:
+        print(f"sm-locust endpoint: {config.fleet.describe(config.service_time_ms, config.max_concurrency)}",
               flush=True)
     return serve_forever(config)
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
+from sm_locust.invocation import attribute_values
 from sm_locust.serializers import ranking, tfs_proto
 from sm_locust.serializers.base import SerializationError
 from sm_locust.serializers.content_types import (
@@ -54,7 +55,12 @@ from sm_locust.serializers.content_types import (
 )
 from sm_locust.serializers.csv_format import read_csv
 from sm_locust.serializers.json_format import json_lines
-from sm_locust.serializers.numpy_formats import attribute_values, dump_npy, frombuffer, load_npy, parse_shape
+from sm_locust.serializers.numpy_formats import (
+    dump_npy,
+    frombuffer,
+    load_npy,
+    parse_shape,
+)
 from sm_locust.serializers.ranking import NUM_FIELDS
 
 

@@ -326,7 +326,7 @@ def simulate(model: BatchModel, users: int, prompt_tokens: int, output_tokens: i
         for sequence in batcher.finish(step, now):
             if sequence.arrived >= warmup_s:
                 ttft.append(sequence.first_token_at - sequence.arrived)
-                itl.extend(b - a for a, b in zip(sequence.token_times, sequence.token_times[1:]))
+                itl.extend(b - a for a, b in itertools.pairwise(sequence.token_times))
                 completed += 1
             arrivals.append((now + client_gap_s, 0))
     return Simulation(duration_s - warmup_s, tokens, ttft, itl, completed)

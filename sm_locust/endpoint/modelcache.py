@@ -35,6 +35,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass
 
+# The models' names have one home, shared with the traffic mixes (`--target-models zipf:S:N`), below
+# both; re-exported here for the emulation (endpoint/multimodel.py) and its tests.
+from sm_locust.mix.spec import model_name as model_name
+from sm_locust.mix.spec import model_names as model_names
+
 HIT, WAIT, LOAD, FULL = "hit", "wait", "load", "full"
 
 # per-model state in memory
@@ -48,17 +53,6 @@ _PER_MODEL = 11
 (_MEM_USED, _DISK_USED, _MHEAD, _MTAIL, _DHEAD, _DTAIL, _LOADS, _DOWNLOADS, _UNLOADS, _DELETES,
  _LOOKUPS, _HITS_TOTAL) = range(12)
 _SCALARS = 12
-
-
-def model_name(index: int, count: int) -> str:
-    """The name of the MME's model `index` (0-based) among `count`: `model-0001.tar.gz` for index 0
-    (1-based, zero-padded to at least 4 digits): the names `--target-models zipf:S:N` sends."""
-    return f"model-{index + 1:0{max(4, len(str(count)))}d}.tar.gz"
-
-
-def model_names(count: int) -> list[str]:
-    """Every model name of an MME hosting `count` models, in index order."""
-    return [model_name(i, count) for i in range(count)]
 
 
 @dataclass(frozen=True)
@@ -327,6 +321,13 @@ class ModelCache:
         self._push(i, _MPREV, _MNEXT, _MHEAD, _MTAIL)
         self._count(i, hit=False)
         return Admission(LOAD, ready_at, download_s, spec.load_s, tuple(unloading), tuple(deleting))
+
+    def refuse(self, i: int) -> None:
+        """Count a request for model i that gave up before room could be made (a miss, never admitted)."""
+        s, f, g = self.s, self._f, self._g
+        s[f(_REQ, i)] += 1
+        s[f(_COLD, i)] += 1
+        s[g(_LOOKUPS)] += 1
 
     def release(self, i: int, now: float) -> bool:
         """The request for model i has ended. With caching Disabled, the model's last request in

@@ -332,7 +332,7 @@ def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Seq
     previous = None
     itl: list[float] = []
     times: list[float] = []
-    for arrival, tokens in zip(arrivals, count.per_part):
+    for arrival, tokens in zip(arrivals, count.per_part, strict=False):  # a part without a gap recorded is not timed
         if not tokens:
             continue
         if previous is None:

@@ -42,12 +42,18 @@ def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterab
     return sorted({key for key in form if key in parsed and key not in shown})
 
 
-def check_form_values(form: Mapping[str, str]) -> None:
-    """A UsageError for a shown sm-locust number or boolean that the command line would refuse."""
+def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None = None) -> None:
+    """A UsageError for a shown sm-locust number or boolean that the command line would refuse, or a
+    changed value its option's `web_check` refuses (a traffic mix naming a file, say); `current`: the
+    parsed options, whose values the form may send back unchanged."""
     for spec in all_option_specs():
-        if not spec.web_ui or spec.dest not in form or spec.type not in (int, float, bool):
+        if not spec.web_ui or spec.dest not in form:
             continue
         value = form[spec.dest]
+        if spec.web_check is not None and value and value != str((current or {}).get(spec.dest) or ""):
+            spec.web_check(value)
+        if spec.type not in (int, float, bool):
+            continue
         if spec.type is bool:
             parse_bool(value, spec.flag)
         else:
@@ -93,7 +99,7 @@ def protect(environment, web_ui) -> None:
         if refused:
             return refuse(_refusal(refused))
         try:
-            check_form_values(form.to_dict())
+            check_form_values(form.to_dict(), parsed)
         except UsageError as exc:
             return refuse(str(exc))
         _add_open_loop_classes(form)

@@ -15,10 +15,12 @@ serializer that does not is an error that names the flag and the serializers it 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.mix.options import MixSettings, mix_settings
+from sm_locust.mix.pool import MixedPool
 from sm_locust.options import OptionSpec, given_fields
 from sm_locust.payloads import encoded_by_serializer, load_payloads
 from sm_locust.payloads.llm import llm_pool
@@ -163,12 +165,14 @@ def check_serializer_applies(ps: PayloadSettings, settings: Any, validates: bool
 
 @dataclass
 class PreparedPayloads:
-    """What a test sends: the pool (bodies already encoded), the validator (or None), the fan-out."""
+    """What a test sends: the pool (bodies already encoded), the validator (or None), the fan-out,
+    the traffic mix (`sm_locust.mix`; the pool picks each request's target from it)."""
 
     pool: Any
     validator: Any
     split: int
     serializer: str
+    mix: MixSettings = field(default_factory=lambda: MixSettings(None))
 
     def describe(self) -> dict:
         """summary.json's `payload` entry: source and body sizes, plus the options that shaped them."""
@@ -181,17 +185,20 @@ class PreparedPayloads:
         return out
 
 
-def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
+def prepare_payloads(settings: Any, options: Any, *, process: int = 0) -> PreparedPayloads:
     """Build and check everything the payload options ask for (UsageError, one line, when wrong).
 
     `settings` is the run's `SageMakerSettings` (payload source, Content-Type, headers); `options`
     anything holding the payload options by dest name (Locust's parsed options, argparse args).
+    With a traffic mix (`--target-models`, `--inference-components`) the pool picks each request's
+    target, from the seeded stream of Locust process `process` (`sm_locust.mix.options`).
     """
     ps = PayloadSettings.from_options(options)
     serializer = ps.build_serializer()
     validator = ps.build_validator(serializer)
     check_serializer_applies(ps, settings, validator is not None)
-    pool = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
+    mix = mix_settings(options, split=ps.split)
+    pool: Any = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
         settings.payload,
         content_type=settings.content_type or None,
         serializer=serializer,
@@ -203,4 +210,6 @@ def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
         split=ps.split,
         **settings.headers(),
     )
-    return PreparedPayloads(pool, validator, ps.split, serializer.name)
+    if mix.mix is not None:
+        pool = MixedPool(pool, mix.mix, mix.seed, process)
+    return PreparedPayloads(pool, validator, ps.split, serializer.name, mix)

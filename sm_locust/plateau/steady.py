@@ -254,7 +254,7 @@ def _stability(window: Sequence[Second], min_subwindow_s: float = MIN_SUBWINDOW_
             index += 1
         counts[index] += second.requests
         durations[index] += second.interval
-    rates = [c / d for c, d in zip(counts, durations) if d > 0]
+    rates = [c / d for c, d in zip(counts, durations, strict=True) if d > 0]
     mean = sum(rates) / len(rates)
     if mean <= 0:
         return False, 0.0, "no requests completed in the steady window"

@@ -219,7 +219,7 @@ class LlmStats:
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
-            for record, window in zip(steps, windows):
+            for record, window in zip(steps, windows, strict=True):
                 figures = self.over(window).figures(sum(s.interval for s in window))
                 if figures is not None:
                     record["llm"] = figures
@@ -246,6 +246,7 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
                 stats.discard(live)
             return None
         e2e_ms = (clock() - started) * 1000.0
+        sample: RequestTokens | None
         try:
             if live is not None and hasattr(result, "chunks"):
                 count = live.parser.finish()

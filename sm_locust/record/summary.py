@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
@@ -121,7 +122,7 @@ def build_summary(
     duration = max(1e-9, ended_at - started_at)
     requests = int(totals.get("requests", 0))
     failures = int(totals.get("failures", 0))
-    summary = {
+    summary: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "endpoint": endpoint,
         "started_at": iso(started_at),

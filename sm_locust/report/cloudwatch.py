@@ -54,7 +54,7 @@ def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METR
 
 def build_queries(request: MetricRequest, metrics: list[MetricDef]) -> list[tuple[MetricDef, str, dict]]:
     """(metric, stat, MetricDataQuery) for each metric x statistic; ids are m0, m1, ..."""
-    out = []
+    out: list[tuple[MetricDef, str, dict]] = []
     dims = request.dimensions()
     for metric in metrics:
         namespace, name = metric.namespace, metric.name
@@ -104,7 +104,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
                 pid = res.get("Id")
                 if pid not in points:
                     continue
-                for ts, value in zip(res.get("Timestamps", []), res.get("Values", [])):
+                for ts, value in zip(res.get("Timestamps", []), res.get("Values", []), strict=True):
                     points[pid].append((_epoch(ts), float(value)))
                 status = res.get("StatusCode", "Complete")
                 if status in ("Forbidden", "InternalError"):

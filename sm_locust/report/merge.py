@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -158,7 +159,7 @@ def step_spans(summary: dict[str, Any], seconds: pd.DataFrame) -> list[dict[str,
     values = users.to_numpy()
     change = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
     bounds = np.r_[change, len(values)]
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in pairwise(bounds):
         if not valid[a]:
             continue
         spans.append({"users": int(values[a]), "start_s": float(epochs[a]), "end_s": float(epochs[b - 1] + 1),
@@ -189,7 +190,10 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
         part = seconds.iloc[a:b]
         duration = span["end_s"] - span["start_s"]
         given = span.get("summary") or {}
-        col = lambda name: part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])  # noqa: E731
+
+        def col(name: str, part: pd.DataFrame = part) -> np.ndarray:
+            return part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])
+
         requests = given.get("requests")
         if requests is None:
             requests = _nan(np.sum, col("requests")) if len(col("requests")) else float("nan")
@@ -266,7 +270,8 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
     ok = steps[(steps["error_rate"].fillna(0) <= max_error_rate) & steps["rps"].notna()]
     if ok.empty:
         return None
-    best = ok.loc[ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"].idxmax()]
+    ranked = ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"]
+    best = ok.loc[[ranked.idxmax()]].iloc[0]
     point = {k: _plain(best.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None

@@ -153,7 +153,9 @@ def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> 
 
 
 def cloudwatch_url(run_options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    nested = run_options.get("sm_locust") if isinstance(run_options.get("sm_locust"), dict) else {}
+    nested = run_options.get("sm_locust")
+    if not isinstance(nested, dict):
+        nested = {}
     return (env.get("AWS_ENDPOINT_URL_CLOUDWATCH") or env.get("AWS_ENDPOINT_URL") or run_options.get("cloudwatch_url")
             or nested.get("cloudwatch_url"))
 
@@ -379,7 +381,7 @@ def build_report(
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
 
-    out = Path(opts.out_dir) if opts.out_dir else data.run_dir
+    out = Path(opts.out_dir) if opts.out_dir else data.folder
     out.mkdir(parents=True, exist_ok=True)
     outputs = {key: out / name for key, name in OUTPUT_FILES.items()}
     hours = hourly_rows(seconds, data.summary)
@@ -395,14 +397,14 @@ def build_report(
         "run folder": str(data.run_dir),
     }
     model = ReportModel(
-        title=f"sm-locust report: {opts.endpoint_name or data.run_dir.name}", run=run_info, steps=steps,
+        title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
-        totals=data.summary.get("totals") if isinstance(data.summary.get("totals"), dict) else {}, llm=tokens,
+        totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
         hours=hours,
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")
-    summary_path = data.run_dir / "summary.json"
+    summary_path = data.folder / "summary.json"
     cw = metrics.as_summary()
     if opts.write_summary:
         updated = update_summary(summary_path, {

@@ -103,7 +103,7 @@ def _band(fig, d: pd.DataFrame, column: str, name: str, **where) -> None:
 
 
 def _has(frame: pd.DataFrame, column: str) -> bool:
-    return column in frame.columns and frame[column].notna().any()
+    return column in frame.columns and bool(frame[column].notna().any())
 
 
 def _div(fig, div_id: str) -> str:
@@ -259,11 +259,10 @@ def fig_decomposition(m: ReportModel) -> str:
     return _div(fig, "fig-decomposition")
 
 
-def fig_hourly(m: ReportModel) -> str:
+def fig_hourly(h: pd.DataFrame) -> str:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    h = m.hours
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -386,7 +385,7 @@ def hourly_section(m: ReportModel) -> str:
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
-            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(m)}"
+            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h)}"
             f'<table id="hours"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 

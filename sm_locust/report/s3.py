@@ -109,7 +109,7 @@ def s3_client(profile: str | None = None, region: str | None = None):
                          "check the profile option / AWS_PROFILE and ~/.aws/config") from None
 
 
-def _explain(exc: Exception, action: str, location: S3Location) -> str:
+def _explain(exc: BaseException, action: str, location: S3Location) -> str:
     """One line for an S3 failure: what was tried where, the error code, what to check."""
     import botocore.exceptions
 

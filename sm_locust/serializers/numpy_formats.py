@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sm_locust.errors import UsageError
+from sm_locust.invocation import attribute_values
 from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
 from sm_locust.serializers.content_types import NPY, NUMPY_RAW, canonical
 from sm_locust.serializers.ranking import as_single_array
@@ -181,16 +182,6 @@ def split_npy(body: bytes, k: int, where: str, custom_attributes: str | None = N
     if arr.ndim == 0:
         raise UsageError(f"{where}: cannot split a scalar .npy body into rows")
     return [Part(dump_npy(arr[s]), s.stop - s.start, custom_attributes) for s in part_slices(arr.shape[0], k, where)]
-
-
-def attribute_values(custom_attributes: str | None) -> dict[str, str]:
-    """`shape=N,78;dtype=float32;trace=x` -> {"shape": "N,78", "dtype": "float32", "trace": "x"} (keys lower case)."""
-    values = {}
-    for part in (custom_attributes or "").split(";"):
-        key, sep, value = part.partition("=")
-        if sep:
-            values[key.strip().lower()] = value.strip()
-    return values
 
 
 def raw_layout(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]] | None:

@@ -78,7 +78,7 @@ class ResponseValidator:
         label = "" if name == "response" else f"output {name!r} "
         if self.expected_shape is not None:
             shape = self.expected_shape
-            if arr.ndim != len(shape) or any(e is not None and e != d for e, d in zip(shape, arr.shape)):
+            if arr.ndim != len(shape) or any(e is not None and e != d for e, d in zip(shape, arr.shape, strict=True)):
                 return f"{label}shape {list(arr.shape)} does not match expected {_shape_text(shape)}"
         if rows is not None and (arr.ndim == 0 or arr.shape[0] != rows):
             got = "a scalar" if arr.ndim == 0 else f"{arr.shape[0]} rows"
