@@ -119,6 +119,28 @@ def add_parser(subparsers) -> None:
     ic.add_argument("--inference-components", default=None, metavar="NAME:COPIES[:MS],...",
                     help="host these components, e.g. a:2,b:1: each with its own copies (requests served at once, "
                     "across workers) and optionally its own service time in ms (default --service-time-ms)")
+    a = p.add_argument_group("fleet emulation: a variant of several instances that autoscales (docs/autoscaling.md)")
+    a.add_argument("--instances", type=int, default=None,
+                   help="instances serving at the start, each with its own --max-concurrency slots; "
+                   "turns the emulation on")
+    a.add_argument("--target-value", type=float, default=None,
+                   help="target-tracking policy: the metric's target per instance (InvocationsPerInstance: "
+                   "per minute); turns autoscaling on (needs --max-instances)")
+    a.add_argument("--min-instances", type=int, default=None, help="the policy's minimum (default --instances)")
+    a.add_argument("--max-instances", type=int, default=None, help="the policy's maximum")
+    a.add_argument("--scaling-metric", default=None,
+                   help="SageMakerVariantInvocationsPerInstance (default, one-minute periods) or "
+                   "SageMakerVariantConcurrentRequestsPerModelHighResolution (10-s periods)")
+    a.add_argument("--scale-out-cooldown-s", type=float, default=None, help="ScaleOutCooldown (default 300, AWS's)")
+    a.add_argument("--scale-in-cooldown-s", type=float, default=None, help="ScaleInCooldown (default 300, AWS's)")
+    a.add_argument("--instance-start-s", type=float, default=None,
+                   help="seconds from a scale-out decision until its instances serve (default 240)")
+    a.add_argument("--time-scale", type=float, default=None,
+                   help="emulated seconds per real second: the control loop, its periods, cooldowns and instance "
+                   "starts run this much faster (requests do not); everything reported is in emulated seconds "
+                   "(default 1)")
+    a.add_argument("--routing", default=None,
+                   help="how requests spread over the instances: random (default) or least-outstanding")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -148,6 +170,7 @@ def config_from_args(args: argparse.Namespace):
             from sm_locust.endpoint.components import parse_components
 
             config.inference_components = parse_components(args.inference_components)
+        config.fleet = fleet_config_from_args(args)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -215,6 +238,45 @@ def multi_model_config_from_args(args: argparse.Namespace):
     return MultiModelConfig(**given)
 
 
+POLICY_ARGS = ("min_instances", "max_instances", "scaling_metric", "scale_out_cooldown_s", "scale_in_cooldown_s")
+FLEET_ARGS = ("instance_start_s", "time_scale", "routing")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def fleet_config_from_args(args: argparse.Namespace):
+    """The FleetConfig of --instances / --target-value and their flags (None without either)."""
+    from sm_locust.endpoint.fleet import FleetConfig
+    from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
+
+    names = ("instances", "target_value", *POLICY_ARGS, *FLEET_ARGS)
+    given: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    if not given:
+        return None
+    if "instances" not in given and "target_value" not in given:
+        flags = ", ".join(_flag(k) for k in given)
+        raise UsageError(f"{flags} shape{'s' if len(given) == 1 else ''} the fleet emulation; add --instances N "
+                         "(and --target-value for autoscaling)")
+    policy_given = [k for k in POLICY_ARGS if k in given]
+    if "target_value" not in given:
+        if policy_given:
+            flags = ", ".join(_flag(k) for k in policy_given)
+            raise UsageError(f"{flags} shape{'s' if len(policy_given) == 1 else ''} the autoscaling policy; add "
+                             "--target-value (the metric's target per instance)")
+        policy = None
+    else:
+        if "max_instances" not in given:
+            raise UsageError("--target-value needs --max-instances: the most instances the policy may run")
+        settings = {key: given[key] for key in ("scale_out_cooldown_s", "scale_in_cooldown_s") if key in given}
+        policy = ScalingPolicy(given.get("min_instances", given.get("instances", 1)), given["max_instances"],
+                               given["target_value"], given.get("scaling_metric", INVOCATIONS), **settings)
+    fleet_settings = {k: given[k] for k in FLEET_ARGS if k in given}
+    instances = given.get("instances", policy.min_instances if policy is not None else 1)
+    return FleetConfig(instances=instances, policy=policy, **fleet_settings).validate()
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.server import serve_forever
 
@@ -230,6 +292,9 @@ def run(args: argparse.Namespace) -> int:
         parts = ", ".join(f"{c.name} ({c.copies} cop{'y' if c.copies == 1 else 'ies'})"
                           for c in config.inference_components)
         print(f"sm-locust endpoint: inference components {parts}, routed by InferenceComponentName", flush=True)
+    if config.fleet is not None:
+        print(f"sm-locust endpoint: {config.fleet.describe(config.service_time_ms, config.max_concurrency)}",
+              flush=True)
     return serve_forever(config)
 
 

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from sm_locust.endpoint import batching, codecs, llm, serverless, streaming, targets
+from sm_locust.endpoint import batching, codecs, control, fleet, llm, serverless, streaming, targets
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -55,13 +55,14 @@ class EndpointApp:
     """One instance per worker process (built after gunicorn forks and gevent patches)."""
 
     def __init__(self, config: EndpointConfig, counters: SharedCounters | None = None, started_at: float | None = None,
-                 serverless_slots: serverless.SlotTable | None = None, shared_targets=None):
+                 serverless_slots: serverless.SlotTable | None = None, shared_targets=None,
+                 fleet_state: fleet.SharedFleet | None = None):
         self.config = config
         self.counters = counters or SharedCounters()
         self.started_at = started_at or time.time()
         self.model = RankingModel()
         self.plan = FaultPlan(config)
-        slots = config.per_worker_concurrency
+        slots = config.per_worker_concurrency if config.fleet is None else 0  # a fleet: slots per instance (fleet.py)
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.batcher = None  # dynamic batching (--max-batch-size > 1): the batcher holds the slot per batch
         if config.max_batch_size > 1:
@@ -78,6 +79,7 @@ class EndpointApp:
         self._cold_lock = threading.Lock()
         # one model, --multi-model (TargetModel) or --inference-components (endpoint/targets.py)
         self.targets = targets.router_for(config, self.counters, shared_targets)
+        self.fleet = fleet.router_for(config, fleet_state)  # sm-locust serve --instances N (endpoint/fleet.py)
 
     # -- WSGI entry point -------------------------------------------------------------------
     def __call__(self, environ, start_response):
@@ -87,6 +89,12 @@ class EndpointApp:
             if method != "GET":
                 return self._not_allowed(start_response)
             return self._respond(start_response, 200, b"", "text/plain")
+        if path == control.SCALING_PATH:  # the fleet emulation's own log (endpoint/control.py)
+            return control.scaling(self, start_response)
+        if path == "/" and environ.get("HTTP_X_AMZ_TARGET"):  # a control-plane call: DescribeEndpoint
+            if method != "POST":
+                return self._not_allowed(start_response)
+            return control.answer(self, environ, start_response)
         if path == STATS_PATH:
             stats = {**self.counters.snapshot(), **self.targets.stats()}
             return self._respond(start_response, 200, orjson.dumps(stats), "application/json")
@@ -165,6 +173,8 @@ class EndpointApp:
                 respond, *answer[1:], service_s=service_s), self._error)
         if self.serverless is not None:  # endpoint/serverless.py: throttle, or an instance (cold after idle)
             return self.serverless.serve(self, start_response, lambda: self._answer(*answer))
+        if self.fleet is not None:  # endpoint/fleet.py: an instance in service, its queue, its slots
+            return self.fleet.serve(lambda: self._answer(*answer))
         return self._answer(*answer)
 
     def _answer(self, start_response, body: bytes, content_type: str | None, accept: str | None,

@@ -87,6 +87,7 @@ class EndpointConfig:
     serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
     multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
     inference_components: Any = None  # a tuple of sm_locust.endpoint.components.ComponentSpec (--inference-components)
+    fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -126,6 +127,16 @@ class EndpointConfig:
                                  "(--serverless-*), whose MaxConcurrency throttles instead of queueing; leave it out")
         if self.multi_model is not None or self.inference_components:
             self._check_targets()
+        if self.fleet is not None:
+            self.fleet.validate()
+            clash = [flag for flag, on in (("--serverless-*", self.serverless is not None),
+                                           ("--llm", self.llm is not None),
+                                           ("--max-batch-size", self.max_batch_size > 1),
+                                           ("--multi-model", self.multi_model is not None),
+                                           ("--inference-components", bool(self.inference_components))) if on]
+            if clash:
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the fleet emulation (--instances); "
+                                 "leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
 

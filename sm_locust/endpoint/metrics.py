@@ -107,6 +107,7 @@ def build_datums(
     timestamp: datetime,
     usage: Sequence[ResourceUsage] = (),
     instance_count: int = 1,
+    invocation_counts: bool = True,
 ) -> dict[str, list[dict]]:
     """Counter snapshots and resource readings -> {namespace: [PutMetricData datum, ...]}.
 
@@ -123,7 +124,7 @@ def build_datums(
         out.setdefault(METRICS_BY_NAME[name].namespace, []).append(datum)
 
     invocations = _delta(previous, current, "invocations")
-    if invocations:
+    if invocations and invocation_counts:  # the fleet emulation sends its own, per emulated minute (fleet_control.py)
         put("Invocations", invocations, invocations, 1, 1, NONE)
         per = 1.0 / max(1, instance_count)
         put("InvocationsPerInstance", invocations, invocations * per, per, per, NONE)
@@ -285,7 +286,7 @@ class MetricsPublisher:
                  url: str | None = None, cloudwatch=None, interval_s: float = DEFAULT_INTERVAL_S,
                  sampler: ProcessSampler | None = None, sample_every_s: float = SAMPLE_EVERY_S,
                  clock: Callable[[], float] = time.time, logger: logging.Logger = log,
-                 loaded_models: Callable[[], int] | None = None):
+                 loaded_models: Callable[[], int] | None = None, invocation_counts: bool = True):
         if cloudwatch is None and not url:
             raise ValueError("MetricsPublisher needs a CloudWatch url or client")
         self.counters = counters
@@ -299,6 +300,7 @@ class MetricsPublisher:
         self.sample_every_s = min(sample_every_s, interval_s)
         self.clock = clock
         self.log = logger
+        self.invocation_counts = invocation_counts
         self._previous = counters.take_window()  # start clean: earlier requests are not this run's
         self._window_start = clock()
         self._readings: list[ResourceUsage] = []
@@ -339,7 +341,8 @@ class MetricsPublisher:
             try:
                 stamp = datetime.fromtimestamp(start, UTC)
                 by_namespace = build_datums(previous, current, endpoint_name=self.endpoint_name,
-                                            variant_name=self.variant_name, timestamp=stamp, usage=readings)
+                                            variant_name=self.variant_name, timestamp=stamp, usage=readings,
+                                            invocation_counts=self.invocation_counts)
                 for namespace, datums in by_namespace.items():
                     for batch in batches(datums):
                         self.client.put_metric_data(Namespace=namespace, MetricData=batch)
@@ -395,4 +398,5 @@ def publisher_for(config, counters, loaded_models: Callable[[], int] | None = No
         return None
     return MetricsPublisher(counters, endpoint_name=endpoint_name_for(config), variant_name=config.variant_name,
                             url=config.cloudwatch_url, interval_s=config.metrics_interval_s,
-                            sampler=ProcessSampler(os.getpid(), disk_path="."), loaded_models=loaded_models)
+                            sampler=ProcessSampler(os.getpid(), disk_path="."), loaded_models=loaded_models,
+                            invocation_counts=getattr(config, "fleet", None) is None)

@@ -53,6 +53,8 @@ def serve_forever(config: EndpointConfig) -> int:
 
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
+    from sm_locust.endpoint.fleet import shared_fleet
+    from sm_locust.endpoint.fleet_control import controller_for
     from sm_locust.endpoint.metrics import publisher_for
     from sm_locust.endpoint.serverless import shared_slots
     from sm_locust.endpoint.targets import loaded_models_reader, shared_state
@@ -61,6 +63,8 @@ def serve_forever(config: EndpointConfig) -> int:
     check_port_free(config.host, config.port)
     counters = SharedCounters()
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
+    fleet = shared_fleet(config)  # --instances N: the instances every worker routes to (endpoint/fleet.py)
+    controller = controller_for(config, fleet)  # ... and the master's target-tracking loop (endpoint/fleet_control.py)
     shared = shared_state(config)  # --multi-model's cache / --inference-components' copies, for every worker
     publisher = publisher_for(config, counters, loaded_models_reader(config, shared))  # only with --cloudwatch-url
     started_at = time.time()
@@ -83,8 +87,12 @@ def serve_forever(config: EndpointConfig) -> int:
                   f"{config.metrics_interval_s:g} s (EndpointName={publisher.endpoint_name}, "
                   f"VariantName={publisher.variant_name})", flush=True)
             publisher.start()
+        if controller is not None:  # emulated second 0 is now
+            controller.start()
 
     def on_exit(server) -> None:  # master only: the last partial window
+        if controller is not None:
+            controller.stop()
         if publisher is not None:
             publisher.stop()
 
@@ -110,7 +118,7 @@ def serve_forever(config: EndpointConfig) -> int:
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at, slots, shared)
+            return EndpointApp(config, counters, started_at, slots, shared, fleet_state=fleet)
 
     _Gunicorn().run()
     return 0
@@ -170,6 +178,8 @@ class LocalEndpoint:
             args += c.multi_model.flags()
         if c.inference_components:
             args += ["--inference-components", ",".join(spec.flag() for spec in c.inference_components)]
+        if c.fleet is not None:
+            args += c.fleet.flags()
         return args
 
     def start(self) -> LocalEndpoint:

@@ -36,7 +36,7 @@ observe (the alarm datapoints).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from sm_locust.errors import UsageError
@@ -89,28 +89,33 @@ class ScalingPolicy:
     scale_out_cooldown_s: float = DEFAULT_COOLDOWN_S
     scale_in_cooldown_s: float = DEFAULT_COOLDOWN_S
 
-    def check(self, where: str = "autoscaling") -> ScalingPolicy:
+    def check(self, where: str | Mapping[str, str] = "autoscaling") -> ScalingPolicy:
         """One-line UsageError for what AWS would refuse or what cannot scale; the policy with the
-        metric spelled as AWS does."""
+        metric spelled as AWS does. `where` prefixes the keys (`autoscaling.min_instances`), or maps
+        each key to the name the user typed (`--min-instances`)."""
+
+        def name(key: str) -> str:
+            return where.get(key, key) if isinstance(where, Mapping) else f"{where}.{key}"
+
         for key in ("min_instances", "max_instances"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{where}.{key} must be a whole number of instances, at least 1, got {value!r}")
+                raise UsageError(f"{name(key)} must be a whole number of instances, at least 1, got {value!r}")
         if self.min_instances > self.max_instances:
-            raise UsageError(f"{where}.min_instances ({self.min_instances}) is above {where}.max_instances "
+            raise UsageError(f"{name('min_instances')} ({self.min_instances}) is above {name('max_instances')} "
                              f"({self.max_instances}); the minimum must not exceed the maximum")
         if (isinstance(self.target_value, bool) or not isinstance(self.target_value, (int, float))
                 or not math.isfinite(self.target_value) or self.target_value <= 0):
-            raise UsageError(f"{where}.target_value must be a number above 0 (the metric's value per instance), "
+            raise UsageError(f"{name('target_value')} must be a number above 0 (the metric's value per instance), "
                              f"got {self.target_value!r}")
         for key in ("scale_out_cooldown_s", "scale_in_cooldown_s"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise UsageError(f"{where}.{key} must be a number of seconds, 0 or more, got {value!r}")
+                raise UsageError(f"{name(key)} must be a number of seconds, 0 or more, got {value!r}")
         try:
             spec = metric_spec(str(self.metric))
         except UsageError as exc:
-            raise UsageError(f"{where}.metric: {exc}") from None
+            raise UsageError(f"{name('metric')}: {exc}") from None
         return ScalingPolicy(self.min_instances, self.max_instances, float(self.target_value), spec.name,
                              float(self.scale_out_cooldown_s), float(self.scale_in_cooldown_s))
 
