@@ -18,6 +18,7 @@ import numpy as np
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
+from sm_locust.payloads.files import check_payload_path
 from sm_locust.payloads.template import InvocationTemplate
 from sm_locust.serializers import SerializationError, Serializer
 from sm_locust.serializers.numpy_formats import PICKLE_REFUSED
@@ -26,6 +27,7 @@ DEFAULT_MAX_BODIES = 64
 
 
 def _load(path: Path) -> np.ndarray | dict[str, np.ndarray]:
+    check_payload_path(path)
     try:
         if path.suffix.lower() == ".npz":
             with np.load(path, allow_pickle=False) as npz:
