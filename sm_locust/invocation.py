@@ -31,6 +31,9 @@ TTFT = "TTFT"  # a stream's time to first token (call start -> first PayloadPart
 INTER_CHUNK = "InterChunk"  # the gaps between a stream's PayloadParts
 LATENCY_SERIES = frozenset((TTFT, INTER_CHUNK))
 """Request types that time part of an invocation: latency series beside the invocations, never requests."""
+MODEL_WAIT_HEADER = "X-Sm-Locust-Model-Wait-Ms"
+"""Response header of the local multi-model emulation: the ms a request waited for its model's download
+and load (absent on a cache hit). SageMaker has no per-request signal; the client reads it when present."""
 PART_SUFFIX = "/part"
 """Name suffix of a fan-out part (`--split K`): the endpoint's view, already inside its logical request."""
 

@@ -13,9 +13,8 @@
 - `TargetRecorder`: a fast keep-alive HTTP stand-in (a raw gevent StreamServer: pywsgi adds ~40 ms
   per reused connection) recording the TargetModel / InferenceComponentName of every request in
   order (`targets`, and per keep-alive connection in `by_connection`), answering like a tiny
-  multi-model endpoint: `model-cache=miss` in the response's CustomAttributes the first time a
-  model is named, `hit` after; names in `unknown` get SageMaker's ValidationError. No signature
-  check.
+  multi-model endpoint: the emulation's model-wait header on a model's first request, nothing
+  after; names in `unknown` get SageMaker's ValidationError. No signature check.
 - `wait_exit(proc, timeout)`: poll a child process for its exit code; `stop_processes(procs)`: SIGINT,
   wait, then kill the session of whatever is left.
 - `MotoServer`: `moto_server` as a process on a free 127.0.0.1 port (S3 and other AWS stand-ins).
@@ -49,6 +48,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
+from sm_locust.invocation import MODEL_WAIT_HEADER
 from sm_locust.transport import create_client
 from sm_locust.transport.contract import SageMakerClient
 
@@ -190,10 +190,9 @@ class TargetRecorder:
             status = "400 Bad Request"
         else:
             body, status, extra = b'{"predictions": [0.5]}', "200 OK", ""
-            if target and self.cache_answers:
-                state = "hit" if target in self.loaded else "miss"
+            if target and self.cache_answers and target not in self.loaded:
                 self.loaded.add(target)
-                extra = f"X-Amzn-SageMaker-Custom-Attributes: model-cache={state}\r\n"
+                extra = f"{MODEL_WAIT_HEADER}: 12.5\r\n"  # as the emulation marks a request that waited
         return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 

@@ -21,7 +21,6 @@ from sm_locust.record.targets import (
     OTHERS,
     TargetStats,
     TargetTable,
-    cache_state,
     latency_modes,
 )
 
@@ -76,29 +75,27 @@ def test_worker_tables_merged_on_the_master_equal_one_table():
     requests = _zipf_requests(6000, 300, seed=4)
     one = TargetTable()
     for name, ms, failed in requests:
-        one.add(name, ms, failed, cold=ms > 45)
+        one.add(name, ms, failed, 2000.0 if ms > 45 else None)
     master = TargetTable()
     for part in (requests[:2000], requests[2000:4500], requests[4500:]):  # three reports
         worker = TargetTable(None)
         for name, ms, failed in part:
-            worker.add(name, ms, failed, cold=ms > 45)
+            worker.add(name, ms, failed, 2000.0 if ms > 45 else None)
         master.merge_wire(worker.to_wire())
     assert master.entries() == one.entries()
     assert master.model_cache() == one.model_cache()
 
 
 def test_cold_and_warm_from_the_endpoints_answer():
-    assert cache_state("model-cache=miss") is True
-    assert cache_state("trace=1;Model-Cache=HIT") is False
-    assert cache_state("trace=1") is None and cache_state(None) is None
     table = TargetTable()
-    for i in range(100):
-        table.add("m", 3000.0 if i < 10 else 20.0, False, cold=i < 10)
+    for i in range(100):  # the endpoint marks the requests that waited (with the wait); a hit carries nothing
+        table.add("m", 3000.0 if i < 10 else 20.0, False, 2900.0 if i < 10 else None)
     table.add("m", 5.0, True)  # a failure: neither cold nor warm
     cache = table.model_cache()
     assert cache["source"] == "endpoint" and cache["hit_rate"] == 0.9 and cache["requests"] == 100
-    assert cache["cold"]["requests"] == 10 and cache["cold"]["p50_ms"] == 3000
-    assert cache["warm"]["p95_ms"] == 20
+    assert cache["cold"] == {"requests": 10, "p50_ms": 3000, "p95_ms": 3000, "p99_ms": 3000, "wait_p50_ms": 2900,
+                             "wait_p95_ms": 2900}
+    assert cache["warm"]["p95_ms"] == 20 and cache["warm"]["requests"] == 90
     assert table.entries()[0]["cold"] == 10
 
 
@@ -154,7 +151,7 @@ class _Environment:
 
 def test_only_invocations_naming_a_target_are_counted():
     stats = TargetStats(_Environment())
-    stats.on_request("InvokeEndpoint", "ep", 10.0, None, {"target": "a", "custom_attributes": "model-cache=miss"})
+    stats.on_request("InvokeEndpoint", "ep", 10.0, None, {"target": "a", "model_wait_ms": 8.5})
     stats.on_request("InvokeEndpointWithResponseStream", "ep", 30.0, None, {"target": "a"})
     stats.on_request("TTFT", "ep", 5.0, None, {"target": "a"})  # a latency series, not a request
     stats.on_request("InvokeEndpoint", "ep/part", 5.0, None, {"target": "a"})  # a fan-out part
@@ -182,7 +179,7 @@ def test_summary_schema_accepts_the_entries_and_names_a_wrong_one():
 
     table = TargetTable()
     for name, ms, failed in _zipf_requests(3000, 100):
-        table.add(name, ms, failed, cold=ms > 45)
+        table.add(name, ms, failed, 2000.0 if ms > 45 else None)
     summary = {"schema": 1, "totals": {"requests": 3000, "failures": 0, "rps": 1.0}, "steps": [],
                "targets": table.entries(), "model_cache": table.model_cache(),
                "mix": {"field": "target_model", "spec": "zipf:1.1:100", "kind": "zipf", "targets": 100, "seed": 0}}

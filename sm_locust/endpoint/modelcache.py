@@ -35,6 +35,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass
 
+# The models' names have one home, shared with the traffic mixes (`--target-models zipf:S:N`), below
+# both; re-exported here for the emulation (endpoint/multimodel.py) and its tests.
+from sm_locust.mix.spec import model_name as model_name
+from sm_locust.mix.spec import model_names as model_names
+
 HIT, WAIT, LOAD, FULL = "hit", "wait", "load", "full"
 
 # per-model state in memory
@@ -48,17 +53,6 @@ _PER_MODEL = 11
 (_MEM_USED, _DISK_USED, _MHEAD, _MTAIL, _DHEAD, _DTAIL, _LOADS, _DOWNLOADS, _UNLOADS, _DELETES,
  _LOOKUPS, _HITS_TOTAL) = range(12)
 _SCALARS = 12
-
-
-def model_name(index: int, count: int) -> str:
-    """The name of the MME's model `index` (0-based) among `count`: `model-0001.tar.gz` for index 0
-    (1-based, zero-padded to at least 4 digits): the names `--target-models zipf:S:N` sends."""
-    return f"model-{index + 1:0{max(4, len(str(count)))}d}.tar.gz"
-
-
-def model_names(count: int) -> list[str]:
-    """Every model name of an MME hosting `count` models, in index order."""
-    return [model_name(i, count) for i in range(count)]
 
 
 @dataclass(frozen=True)

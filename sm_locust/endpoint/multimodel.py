@@ -42,9 +42,10 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sm_locust.endpoint.modelcache import FULL, HIT, LOAD, CacheSpec, ModelCache, model_name, store_size
+from sm_locust.invocation import MODEL_WAIT_HEADER
 
 TARGET_MODEL_ENVIRON = "HTTP_X_AMZN_SAGEMAKER_TARGET_MODEL"
-WAIT_HEADER = "X-Sm-Locust-Model-Wait-Ms"
+WAIT_HEADER = MODEL_WAIT_HEADER  # the client reads it (transport/contract.py): one name in invocation.py
 CACHE_SETTINGS = ("Enabled", "Disabled")  # MultiModelConfig.ModelCacheSetting
 MODEL_BUCKET = "sm-locust-local-models"  # the S3 location a missing model's error names
 FULL_POLL_S = 0.01  # how often a request waiting for room in memory looks again

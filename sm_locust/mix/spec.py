@@ -16,8 +16,8 @@ Forms (`parse_mix`):
 | `FILE.csv` | one `name,weight` row per target (a header row and the weight column are optional) |
 | `FILE.jsonl` | one `{"name": ..., "weight": ...}` object per line (`weight` optional, default 1) |
 
-Generated names are `model-0001.tar.gz` ... (`model_names`): 1-based, zero-padded to at least four
-digits; rank 1 is the most popular. The endpoint emulation names its models the same way, so
+Generated names are `model-0001.tar.gz` ... (`model_names`, also the names the endpoint emulation
+hosts): 1-based, zero-padded to at least four digits; rank 1 is the most popular. So
 `--target-models zipf:1.1:1000` against `serve --multi-model --model-count 1000` needs nothing else.
 Weights need not sum to 1 (they are normalised); a weight of 0 keeps a name in the mix without
 sending to it.
@@ -37,17 +37,21 @@ from sm_locust.errors import UsageError
 TARGET_MODEL = "target_model"
 INFERENCE_COMPONENT = "inference_component"
 FIELD_FLAGS = {TARGET_MODEL: "--target-models", INFERENCE_COMPONENT: "--inference-components"}
-GENERATED_PREFIX = "model-"
-GENERATED_SUFFIX = ".tar.gz"
 MAX_TARGETS = 1_000_000
 JSONL_EXAMPLE = '{"name": "model.tar.gz", "weight": 0.5}'
 MAX_NAME = 1024  # botocore's TargetModel limit (InferenceComponentName: 63, checked by SageMaker)
 
 
+def model_name(index: int, count: int) -> str:
+    """The name of model `index` (0-based) among `count`: `model-0001.tar.gz` for index 0 (1-based,
+    zero-padded to at least 4 digits). The endpoint emulation (`serve --multi-model --model-count N`)
+    hosts exactly these names (endpoint/modelcache.py imports them from here)."""
+    return f"model-{index + 1:0{max(4, len(str(count)))}d}.tar.gz"
+
+
 def model_names(count: int) -> list[str]:
-    """`model-0001.tar.gz` ... for `count` models: 1-based, zero-padded to max(4, digits of count)."""
-    width = max(4, len(str(count)))
-    return [f"{GENERATED_PREFIX}{i:0{width}d}{GENERATED_SUFFIX}" for i in range(1, count + 1)]
+    """Every model name of `count` models, in rank order: what `zipf:S:N` and `uniform:N` send to."""
+    return [model_name(i, count) for i in range(count)]
 
 
 def zipf_weights(s: float, count: int) -> list[float]:

@@ -6,13 +6,13 @@ and Locust's cost per entry (a StatsEntry with per-second counters, shipped by e
 and this module counts it per target from the `request` event's `context["target"]`
 (`sm_locust.transport.contract`), beside Locust's stats, with bounded memory:
 
-- every target: requests, failures, and how many the endpoint said were cold / warm (4 integers);
+- every target: requests, failures, and how many the endpoint said waited for a load (3 integers);
 - a latency histogram (Locust's ~2-significant-digit buckets, at most ~310 keys) for the first
   `DETAIL_LIMIT` targets seen; the latencies of targets beyond it go to one shared `others`
   histogram (under a skewed mix the popular targets are the first seen; with a mix wider than the
   limit the top 20 are chosen among the detailed targets, docs/summary.md);
-- the successful requests' latencies split by the endpoint's cache answer (cold / warm) and over all
-  (for the latency-modes split below).
+- the successful requests' latencies over all, and those of the requests the endpoint said were
+  cold, with their waits (the cold vs warm split below).
 
 `targets` lists the top `TOP_TARGETS` targets by requests, each {name, requests, failures, p50_ms,
 p95_ms, p99_ms} (+ `cold` when the endpoint tells), then one {name: "others", targets: K, ...} for
@@ -20,11 +20,13 @@ the rest; the requests of all entries sum to totals.requests (both count logical
 `sm_locust.invocation.is_invocation`).
 
 `model_cache` (a multi-model mix) splits requests into cold (waited for a model load) and warm:
-from the endpoint's answer when it gives one (`source: "endpoint"`: the response's CustomAttributes
-carry `model-cache=miss` or `model-cache=hit`, as the local emulation answers; SageMaker itself has
-no per-request signal), else from the latency distribution's two modes (`source: "latency-modes"`:
-`latency_modes`, an Otsu split of the log latencies accepted only when a valley separates the two
-modes and they are at least `MIN_MODE_RATIO` x apart; otherwise no split is claimed).
+from the endpoint's answer when it gives one (`source: "endpoint"`: the local emulation marks each
+request that waited for its model's download and load with `invocation.MODEL_WAIT_HEADER`, the wait
+in ms, and a hit with nothing; so once any request of the run was marked, an unmarked success was
+warm. SageMaker itself has no per-request signal), else from the latency distribution's two modes
+(`source: "latency-modes"`: `latency_modes`, an Otsu split of the log latencies accepted only when a
+valley separates the two modes and they are at least `MIN_MODE_RATIO` x apart; otherwise no split
+is claimed).
 
 Distributed runs: each worker ships what it counted since its last report inside Locust's own
 report (`report_to_master`) and forgets it; the master merges (`worker_report`), as `record.llm`.
@@ -40,31 +42,20 @@ from typing import Any
 from locust.runners import WorkerRunner
 from locust.stats import bucket_response_time
 
-from sm_locust.invocation import attribute_values, is_invocation
+from sm_locust.invocation import is_invocation
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 
 REPORT_KEY = "sm_locust_targets"
 TOP_TARGETS = 20
 DETAIL_LIMIT = 2000
 OTHERS = "others"
-CACHE_ATTRIBUTE = "model-cache"
-COLD, WARM = "miss", "hit"
 MIN_MODE_RATIO = 4.0  # a load takes seconds, a warm request milliseconds: modes closer than 4x are not that
 VALLEY_BIN = 0.2  # log-latency bin for the valley test (~22 % wide)
 MAX_VALLEY = 0.25  # a valley holds at most a quarter of the smaller peak
 MIN_MODE_REQUESTS = 3
 
-# a target's counters: requests, failures, cold (the endpoint said it waited for a load), warm
-REQUESTS, FAILURES, COLD_N, WARM_N = range(4)
-
-
-def cache_state(custom_attributes: str | None) -> bool | None:
-    """True: the request waited for a model load (`model-cache=miss`); False: the model was in memory
-    (`model-cache=hit`); None: the response does not say."""
-    if not custom_attributes:
-        return None
-    value = attribute_values(custom_attributes).get(CACHE_ATTRIBUTE, "").lower()
-    return True if value == COLD else False if value == WARM else None
+# a target's counters: requests, failures, cold (the endpoint said it waited for its model's load)
+REQUESTS, FAILURES, COLD_N = range(3)
 
 
 def _add(hist: dict[int, int], bucket: int, count: int = 1) -> None:
@@ -86,7 +77,7 @@ class TargetTable:
         self.others: dict[int, int] = {}  # latencies of targets beyond the detail limit
         self.ok: dict[int, int] = {}  # every successful request
         self.cold: dict[int, int] = {}  # successful requests the endpoint said waited for a load
-        self.warm: dict[int, int] = {}
+        self.waits: dict[int, int] = {}  # how long they waited (ms buckets)
 
     def __bool__(self) -> bool:
         return bool(self.counts)
@@ -102,11 +93,11 @@ class TargetTable:
     def _counts(self, target: str) -> list[int]:
         counts = self.counts.get(target)
         if counts is None:
-            counts = self.counts[target] = [0, 0, 0, 0]
+            counts = self.counts[target] = [0, 0, 0]
         return counts
 
-    def add(self, target: str, response_time_ms: float, failed: bool, cold: bool | None = None) -> None:
-        """One request to `target`; `cold`: the endpoint's cache answer (None: not given)."""
+    def add(self, target: str, response_time_ms: float, failed: bool, wait_ms: float | None = None) -> None:
+        """One request to `target`; `wait_ms`: the endpoint said it waited that long for its model (None: no)."""
         counts = self._counts(target)
         counts[REQUESTS] += 1
         bucket = bucket_response_time(response_time_ms)
@@ -115,30 +106,27 @@ class TargetTable:
             counts[FAILURES] += 1
             return
         _add(self.ok, bucket)
-        if cold is True:
+        if wait_ms is not None:
             counts[COLD_N] += 1
             _add(self.cold, bucket)
-        elif cold is False:
-            counts[WARM_N] += 1
-            _add(self.warm, bucket)
+            _add(self.waits, bucket_response_time(wait_ms))
 
     # -- worker -> master ---------------------------------------------------------------------------
     def to_wire(self) -> dict:
         """Plain data for a worker report (msgpack: int keys are fine)."""
         return {"c": self.counts, "h": self.hists, "o": self.others, "ok": self.ok, "cold": self.cold,
-                "warm": self.warm}
+                "waits": self.waits}
 
     def merge_wire(self, data: Mapping) -> None:
         for target, counts in (data.get("c") or {}).items():
             mine = self._counts(str(target))
-            for i, n in enumerate(counts[:4]):
+            for i, n in enumerate(counts[:3]):
                 mine[i] += int(n)
         for target, hist in (data.get("h") or {}).items():
             mine_hist = self._hist(str(target))
             for bucket, n in hist.items():
                 _add(mine_hist, int(bucket), int(n))
-        for key in ("o", "ok", "cold", "warm"):
-            into = {"o": self.others, "ok": self.ok, "cold": self.cold, "warm": self.warm}[key]
+        for key, into in (("o", self.others), ("ok", self.ok), ("cold", self.cold), ("waits", self.waits)):
             for bucket, n in (data.get(key) or {}).items():
                 _add(into, int(bucket), int(n))
 
@@ -146,7 +134,7 @@ class TargetTable:
     def entries(self, top: int = TOP_TARGETS) -> list[dict]:
         """summary.json `targets`: the `top` most requested targets (among those with a histogram), then
         `others` for the rest; the requests of all entries sum to every request counted."""
-        told = any(c[COLD_N] or c[WARM_N] for c in self.counts.values())
+        told = bool(self.cold)
         shown = heapq.nsmallest(top, ((-self.counts[name][REQUESTS], name) for name in self.hists))
         out = []
         for _, name in shown:
@@ -174,10 +162,15 @@ class TargetTable:
 
     def model_cache(self) -> dict | None:
         """summary.json `model_cache`: cold vs warm, from the endpoint's answers, else the latency's modes."""
-        cold_n, warm_n = sum(self.cold.values()), sum(self.warm.values())
-        if cold_n + warm_n:
-            return {"source": "endpoint", "requests": cold_n + warm_n, "hit_rate": round(warm_n / (cold_n + warm_n), 6),
-                    "cold": _mode_record(self.cold), "warm": _mode_record(self.warm)}
+        if self.cold:  # the endpoint marks the requests that waited: the others were warm
+            total = sum(self.ok.values())
+            warm = {b: n - self.cold.get(b, 0) for b, n in self.ok.items() if n > self.cold.get(b, 0)}
+            cold = _mode_record(self.cold)
+            if cold is not None:
+                cold.update(wait_p50_ms=histogram_percentile(self.waits, 50.0),
+                            wait_p95_ms=histogram_percentile(self.waits, 95.0))
+            return {"source": "endpoint", "requests": total, "hit_rate": round(sum(warm.values()) / total, 6),
+                    "threshold_ms": None, "cold": cold, "warm": _mode_record(warm)}
         if not self.ok:
             return None
         threshold = latency_modes(self.ok)
@@ -272,12 +265,12 @@ class TargetStats:
 
     def on_request(self, request_type: str, name: str, response_time: float, exception: Any = None,
                    context: Mapping | None = None, **_kw) -> None:
-        target = context.get("target") if context else None
+        if not context:
+            return
+        target = context.get("target")
         if target is None or not is_invocation(request_type, name):
             return
-        attributes = context.get("custom_attributes")  # type: ignore[union-attr]
-        cold = cache_state(attributes) if attributes else None
-        self.table.add(target, response_time or 0.0, exception is not None, cold)
+        self.table.add(target, response_time or 0.0, exception is not None, context.get("model_wait_ms"))
 
     def _new_table(self) -> TargetTable:
         """A worker keeps every target's histogram (it ships and forgets them every 3 s: the master bounds)."""

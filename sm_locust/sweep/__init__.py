@@ -13,6 +13,7 @@ share everything but what a configuration is and what its test measures:
     load.py        the `load:` section -> the options and LoadSettings of `sm-locust run`
     deployers/     where a configuration runs: `local` (the embedded endpoint), `sagemaker` (boto3)
     base.py        `Sweep`: what every kind is; the plan's estimates, the budget, sweep.json's head
+    rows.py        a configuration's row, typed; the one place it becomes a sweep.json object
     pipeline.py    which endpoint to create, test and delete next, at most N alive (pure)
     runner.py      drives any kind; resume, overlap, cleanup on success, failure, SIGINT, SIGTERM
     costing.py     instance prices (report/cost.py's table), $ per 1M, plan estimates

@@ -6,8 +6,9 @@ their keys and prices, the sweep folder and the plan's estimates. The shared run
 (`sweep/kinds.py`) subclasses it and supplies what differs:
 
     runner_class          the runner (a subclass of SweepRunner when the kind's test differs)
-    base_row(c)           a configuration's row before it runs (its identity, price)
-    measure_row(i, dir)   its figures, read back from its run folder once it ran (or was resumed)
+    base_row(c)           a configuration's row before it runs (`rows.Row` subclass: its identity)
+    measure_row(i, dir)   its figures (`row.figures`), read back from its run folder once it ran
+                          (or was resumed)
     configuration_line    the line printed when a configuration is done
     document(rows)        sweep.json: `document_head`, the rows marked by the kind's ranking
                           (`mark_rows`), `recommendation`, `why_not`, and the kind's own keys
@@ -32,6 +33,7 @@ from sm_locust.sweep.deployers import Deployer, Deployment
 from sm_locust.sweep.grid import Configuration
 from sm_locust.sweep.load import LoadPlan
 from sm_locust.sweep.pipeline import Durations, simulate
+from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
 
@@ -102,11 +104,11 @@ class Sweep:
         self.deployer.prepare(d, self.spec.sweep_id)
         return d
 
-    def budget_allows(self, index: int, rows: Mapping[int, Mapping[str, Any]], in_flight: list[int]) -> bool:
+    def budget_allows(self, index: int, rows: Mapping[int, Row], in_flight: list[int]) -> bool:
         """Spent so far (measured billing) + estimates of the endpoints alive + this one's <= max_cost_usd."""
         if self.spec.max_cost_usd is None:
             return True
-        spent = sum(float(r.get("cost_usd") or 0.0) for i, r in rows.items() if i not in in_flight)
+        spent = sum(r.cost_usd or 0.0 for i, r in rows.items() if i not in in_flight)
         alive = sum(self.estimates[i].usd or 0.0 for i in in_flight if i in self.estimates)
         own = self.estimates[index].usd or 0.0 if index in self.estimates else 0.0
         return spent + alive + own <= self.spec.max_cost_usd + 1e-9
@@ -147,22 +149,27 @@ class Sweep:
                                 if allowed else 0.0)
 
     # -- what each kind supplies -------------------------------------------------------------------
-    def base_row(self, c: Configuration) -> dict[str, Any]:
-        """The row of configuration `c` before it runs: who it is (index, label, key, settings),
-        its status and run folder; a kind adds its identity (price, memory size, ...)."""
+    def row_fields(self, c: Configuration) -> dict[str, Any]:
+        """The shared fields of configuration `c`'s row: who it is and where its run folder is."""
         return {"index": c.index, "label": c.label, "key": self.keys[c.index], "settings": dict(c.settings),
-                "status": "pending", "reason": None, "resumed": False, "run_dir": self.run_dir(c).name}
+                "run_dir": self.run_dir(c).name}
 
-    def measure_row(self, index: int, run_dir: Path, row: dict[str, Any]) -> None:
-        """Fill `row` with the figures read back from the configuration's run folder."""
+    def base_row(self, c: Configuration) -> Row:
+        """The row of configuration `c` before it runs: the kind's `Row` subclass, from `row_fields(c)`
+        and the kind's identity (price, memory size, ...)."""
         raise NotImplementedError
 
-    def configuration_line(self, index: int, total: int, row: Mapping[str, Any]) -> str:
+    def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
+        """Set `row.figures` from the configuration's run folder (OSError, ValueError or KeyError: the
+        runner records the configuration as failed, with the error)."""
+        raise NotImplementedError
+
+    def configuration_line(self, index: int, total: int, row: Row) -> str:
         """The line printed when configuration `index` is done (measured, failed, skipped, resumed)."""
         raise NotImplementedError
 
-    def document(self, rows: Mapping[int, dict[str, Any]], outcome: RunOutcome | None = None) -> dict[str, Any]:
-        """sweep.json's content for the rows so far."""
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
+        """sweep.json's content for the rows so far (`Row.as_dict` for each configuration)."""
         raise NotImplementedError
 
     def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
@@ -170,20 +177,18 @@ class Sweep:
         raise NotImplementedError
 
     # -- sweep.json's shared parts -----------------------------------------------------------------
-    def ordered_rows(self, rows: Mapping[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    def ordered_rows(self, rows: Mapping[int, Row]) -> list[Row]:
         """The rows in file order."""
         return [rows[c.index] for c in self.configurations if c.index in rows]
 
-    def mark_rows(self, candidates: list[Any], ordered: list[dict[str, Any]], lost: Mapping[int, str],
+    def mark_rows(self, candidates: list[Any], ordered: list[Row], lost: Mapping[int, str],
                   disqualify: Callable[[Any, Any], str | None], front: list[int] | None = None) -> None:
-        """Each row's meets_objective, lost_because, (with `front`) pareto, and its run report's link."""
+        """Each row's marks: meets_objective, lost_because, (with `front`) pareto, its run report's link."""
         for c, r in zip(candidates, ordered, strict=True):
-            r["meets_objective"] = c.status == "ok" and disqualify(c, self.spec.objective) is None
-            r["lost_because"] = lost.get(c.index)
-            if front is not None:
-                r["pareto"] = c.index in front
-            report = self.out_dir / r["run_dir"] / "report.html"
-            r["report"] = f"{r['run_dir']}/report.html" if report.exists() else None
+            report = self.out_dir / r.run_dir / "report.html"
+            r.marks = Marks(meets_objective=c.status == "ok" and disqualify(c, self.spec.objective) is None,
+                            lost_because=lost.get(c.index), pareto=None if front is None else c.index in front,
+                            report=f"{r.run_dir}/report.html" if report.exists() else None)
 
     def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, Any]:
         """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
@@ -212,6 +217,6 @@ class Sweep:
         """sweep.json's `why_not`: label -> why that configuration lost, in file order."""
         return {self.configuration(i).label: why for i, why in sorted(rec.lost.items())}
 
-    def write_progress(self, rows: Mapping[int, dict[str, Any]]) -> None:
+    def write_progress(self, rows: Mapping[int, Row]) -> None:
         """sweep.json and sweep.csv after every configuration, so a crash keeps what was measured."""
         self.write_outputs(self.document(rows), html_too=False)

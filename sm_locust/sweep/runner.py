@@ -47,6 +47,7 @@ from sm_locust.sweep.pipeline import (
     Pipeline,
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
+from sm_locust.sweep.rows import Row, Teardown, Timing
 
 MARKER = "sweep_configuration.json"
 
@@ -57,7 +58,7 @@ class SweepInterrupted(KeyboardInterrupt):
 
 @dataclass
 class RunOutcome:
-    rows: dict[int, dict[str, Any]]
+    rows: dict[int, Row]
     interrupted: bool = False
     signum: int = signal.SIGINT
     wall_s: float = 0.0
@@ -120,7 +121,7 @@ class SweepRunner:
         self.events: queue.Queue = queue.Queue()
         self.deployments: dict[int, Deployment] = {}
         self.torn_down: set[int] = set()
-        self.rows: dict[int, dict[str, Any]] = {}
+        self.rows: dict[int, Row] = {}
         self.timing: dict[int, dict[str, float]] = {}
         self.measured = 0
         self.finished: set[int] = set()
@@ -161,11 +162,11 @@ class SweepRunner:
         for c in sweep.configurations:
             if is_complete(sweep.run_dir(c), sweep.keys[c.index]):
                 pipeline.skip(c.index)
-                self.rows[c.index].update(status="ok", resumed=True)
+                self.rows[c.index].status, self.rows[c.index].resumed = "ok", True
                 self._measured(c.index)
             elif c.index not in sweep.allowed:
                 pipeline.skip(c.index)
-                self.rows[c.index].update(status="skipped", reason=sweep.skip_reason(c.index))
+                self.rows[c.index].fail("skipped", sweep.skip_reason(c.index))
                 self._measured(c.index)
         self._install(signal.default_int_handler, self._raise_interrupt)
         self.executor = ThreadPoolExecutor(max_workers=2 * self.spec.max_parallel_endpoints,
@@ -189,9 +190,9 @@ class SweepRunner:
                 if i not in self.torn_down:
                     self._teardown(i)
             for row in self.rows.values():
-                if row["status"] in ("pending", "running"):
-                    row.update(status="interrupted" if outcome.interrupted else "failed",
-                               reason=row.get("reason") or "the sweep stopped before this configuration finished")
+                if row.status in ("pending", "running"):
+                    row.fail("interrupted" if outcome.interrupted else "failed",
+                             row.reason or "the sweep stopped before this configuration finished")
             self._restore()
         outcome.wall_s = time.monotonic() - self.started
         outcome.peak_alive = pipeline.peak_alive
@@ -222,12 +223,12 @@ class SweepRunner:
             if not self.sweep.budget_allows(i, self.rows, self._in_flight()):
                 for j in pipeline.in_state(WAITING):
                     pipeline.skip(j)
-                    self.rows[j].update(status="skipped", reason=f"max_cost_usd {self.spec.max_cost_usd:g} would be passed "
-                                        "(spent so far + estimates)")
+                    self.rows[j].fail("skipped", f"max_cost_usd {self.spec.max_cost_usd:g} would be passed "
+                                      "(spent so far + estimates)")
                     self._measured(j)
                 return
             pipeline.start_deploy(i)
-            self.rows[i]["status"] = "running"
+            self.rows[i].status = "running"
             self.deployments[i] = self.sweep.new_deployment(i)
             self.timing[i] = {"start": time.monotonic()}
             self.executor.submit(self._deploy_job, i)
@@ -242,7 +243,7 @@ class SweepRunner:
             self.pipeline.deployed(i)
         elif kind == "deploy_failed":
             status, reason = payload
-            self.rows[i].update(status=status, reason=reason)
+            self.rows[i].fail(status, reason)
             self.pipeline.deploy_failed(i)
             self.executor.submit(self._teardown_job, i)  # whatever was created before the failure
             self._measured(i)
@@ -262,8 +263,8 @@ class SweepRunner:
                 self._handle(event)
             elif event[0] == "deleted":
                 self._deleted(event[1], event[2])
-            elif event[0] == "deploy_failed" and self.rows[event[1]]["status"] == "running":
-                self.rows[event[1]].update(status=event[2][0], reason=event[2][1])
+            elif event[0] == "deploy_failed" and self.rows[event[1]].status == "running":
+                self.rows[event[1]].fail(*event[2])
 
     def _progress(self, i: int):
         return lambda text: say(self.printer, f"[{i}/{self.total}] {text}")
@@ -302,16 +303,16 @@ class SweepRunner:
         self.torn_down.add(i)
         d = self.deployments[i]
         row = self.rows[i]
-        row["deployed"] = {"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
-                           **{k: v for k, v in d.info.items() if k != "sweep_id"}}
+        teardown = Teardown(deployed={"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
+                                      **{k: v for k, v in d.info.items() if k != "sweep_id"}}, left_behind=list(left))
         if d.created_at is not None:
             billed = (d.deleted_at or time.time()) - d.created_at
-            row["billed_s"] = round(billed, 1)
+            teardown.billed_s = round(billed, 1)
             price = self.sweep.prices[i]
             if price.usd_per_hour is not None:
-                row["cost_usd"] = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
+                teardown.cost_usd = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
+        row.teardown = teardown
         if left:
-            row["left_behind"] = left
             say(self.printer, f"[{i}/{self.total}] NOT deleted: {'; '.join(left)} "
                              f"(sm-locust sweep --cleanup {self.spec.sweep_id})")
 
@@ -326,16 +327,16 @@ class SweepRunner:
             self.run_configuration(i, d, run_dir)
         except Interrupted as exc:  # execute() forwarded Ctrl-C / SIGTERM to Locust, which stopped
             self.signum = exc.signum
-            row.update(status="interrupted", reason=exc.message)
+            row.fail("interrupted", exc.message)
             raise SweepInterrupted() from None
         except SmLocustError as exc:
-            row.update(status="failed", reason=exc.message)
+            row.fail("failed", exc.message)
         finally:
             self.timing[i]["test_s"] = time.monotonic() - t0
-        if row["status"] == "running":
+        if row.status == "running":
             if sweep.spec.report:
                 self._report(i, run_dir, d)
-            row["status"] = "ok"
+            row.status = "ok"
             self._write_marker(i, run_dir, d)
 
     def run_configuration(self, i: int, d: Deployment, run_dir: Path) -> None:
@@ -361,9 +362,9 @@ class SweepRunner:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 result = build_report(run_dir, options)
-            self.rows[i]["report_gaps"] = list(result.gaps)
+            self.rows[i].report_gaps = list(result.gaps)
         except Exception as exc:  # the run is measured; a report that cannot be drawn is only noted
-            self.rows[i]["report_gaps"] = [f"report not written: {exc}"]
+            self.rows[i].report_gaps = [f"report not written: {exc}"]
 
     def _write_marker(self, i: int, run_dir: Path, d: Deployment) -> None:
         c = self.sweep.configuration(i)
@@ -381,12 +382,12 @@ class SweepRunner:
         row = self.rows[i]
         timing = self.timing.get(i, {})
         if "start" in timing:
-            row["wall_s"] = round(time.monotonic() - timing["start"], 1)
-            row["deploy_s"] = round(timing["deploy_s"], 1) if "deploy_s" in timing else None
-            row["test_s"] = round(timing["test_s"], 1) if "test_s" in timing else None
-        if row["status"] == "ok":
+            row.timing = Timing(wall_s=round(time.monotonic() - timing["start"], 1),
+                                deploy_s=round(timing["deploy_s"], 1) if "deploy_s" in timing else None,
+                                test_s=round(timing["test_s"], 1) if "test_s" in timing else None)
+        if row.status == "ok":
             self._measure(i, sweep.run_dir(sweep.configuration(i)))
-            if not row.get("resumed"):
+            if not row.resumed:
                 self.measured += 1
         self._line(i)
         sweep.write_progress(self.rows)
@@ -400,7 +401,7 @@ class SweepRunner:
         try:
             self.sweep.measure_row(i, run_dir, row)
         except (OSError, ValueError, KeyError) as exc:
-            row.update(status="failed", reason=f"cannot read the results in {run_dir}: {type(exc).__name__}: {exc}")
+            row.fail("failed", f"cannot read the results in {run_dir}: {type(exc).__name__}: {exc}")
 
     def _line(self, i: int) -> None:
         self.printer(self.sweep.configuration_line(i, self.total, self.rows[i]))

@@ -71,13 +71,14 @@ _time = time.time
 @dataclass(slots=True)
 class InvokeResult:
     """A successful InvokeEndpoint: the whole body, its content type, the invoked variant, and the
-    custom attributes the model answered with (`X-Amzn-SageMaker-Custom-Attributes`, botocore's
-    `CustomAttributes`; in the event's context as `custom_attributes` when present)."""
+    milliseconds it waited for its model's download and load when the endpoint says so
+    (`invocation.MODEL_WAIT_HEADER`, the local multi-model emulation's; in the event's context as
+    `model_wait_ms` when present)."""
 
     body: bytes
     content_type: str | None = None
     variant: str | None = None
-    custom_attributes: str | None = None
+    model_wait_ms: float | None = None
 
 
 @dataclass(slots=True)
@@ -121,6 +122,16 @@ def check_response(validator: Any, body: bytes, content_type: str | None,
 
 
 # -- timing and reporting ---------------------------------------------------------------------
+
+
+def wait_ms(value: str | None) -> float | None:
+    """The model wait header's value as milliseconds; None when absent or not a number."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
 
 
 def name_exception(exc: BaseException, url: str | None = None) -> InvocationError:
@@ -382,8 +393,8 @@ class SageMakerClient(ABC):
             request.stop()
             request.response_length = len(result.body)
             ctx["variant"] = result.variant
-            if result.custom_attributes is not None:
-                ctx["custom_attributes"] = result.custom_attributes
+            if result.model_wait_ms is not None:
+                ctx["model_wait_ms"] = result.model_wait_ms
             if self.validator is not None:
                 request.exception = check_response(self.validator, result.body, result.content_type, invocation)
         if request.exception is not None:

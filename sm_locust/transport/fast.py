@@ -41,6 +41,7 @@ from sm_locust.invocation import (
     INVOKE_ENDPOINT,
     INVOKE_ENDPOINT_ASYNC,
     INVOKE_ENDPOINT_STREAM,
+    MODEL_WAIT_HEADER,
     Invocation,
     InvocationError,
 )
@@ -51,6 +52,7 @@ from sm_locust.transport.contract import (
     InvokeResult,
     SageMakerClient,
     StreamMeasurement,
+    wait_ms,
 )
 from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
 from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, SigningTemplate, create_signer
@@ -58,7 +60,7 @@ from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, 
 ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
-CUSTOM_ATTRIBUTES = "x-amzn-sagemaker-custom-attributes"
+MODEL_WAIT = MODEL_WAIT_HEADER.lower()
 STREAM_CONTENT_TYPE = "x-amzn-sagemaker-content-type"
 HEAD_ENTRIES = 256  # request heads remembered, one per request shape (= the lean signer's templates)
 
@@ -187,7 +189,7 @@ class FastSageMakerClient(SageMakerClient):
         if status >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
             raise error_from_response(status, _headers(response), data)
         return InvokeResult(data, _header(response, "content-type"), _header(response, INVOKED_VARIANT),
-                            _header(response, CUSTOM_ATTRIBUTES))
+                            wait_ms(_header(response, MODEL_WAIT)))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         headers = _select(invocation.http_headers(), _STREAM_HEADERS)

@@ -7,6 +7,7 @@ capacity; the cheapest configuration that meets the objective is recommended (do
 
     sweep.py     RealtimeSweep (the kind's hooks on base.Sweep) and `load` (its loader)
     measure.py   a run folder's summary.json -> the figures compared (pure)
+    rows.py      the typed row: its price and its figures
     rank.py      eligibility, ranking, the recommendation (pure)
     render.py    sweep.json's CSV and page, the line printed per configuration
 """

@@ -11,12 +11,12 @@ lost, on the page every kind shares (`sweep/render.py`). Also the line printed p
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sm_locust.sweep.objective import pct
 from sm_locust.sweep.progress import PREFIX, duration_text
+from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.render import (
     configurations_table,
     figure_html,
@@ -34,23 +34,23 @@ FIGURE_COLUMNS = (
 )
 
 
-def configuration_line(index: int, total: int, label: str, row: Mapping[str, Any], percentile_label: str) -> str:
+def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
     """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors; $0.46 per 1M (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {label}: "
-    status = row.get("status")
-    took = f" ({duration_text(row.get('wall_s'))})" if row.get("wall_s") is not None else ""
-    if status != "ok":
-        return f"{head}{status}: {row.get('reason')}{took}"
-    if not row.get("capacity_rps"):
-        return f"{head}no sustainable throughput ({row.get('no_capacity_reason') or 'see its run folder'}){took}"
-    users = row.get("knee_users")
+    head = f"{PREFIX} [{index}/{total}] {row.label}: "
+    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
+    if row.status != "ok":
+        return f"{head}{row.status}: {row.reason}{took}"
+    f = row.figures or RealtimeFigures()
+    if not f.capacity_rps:
+        return f"{head}no sustainable throughput ({f.no_capacity_reason or 'see its run folder'}){took}"
+    users = f.knee_users
     at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
-    latency = row.get("latency_ms")
-    text = (f"{head}{row['capacity_rps']:.1f} req/s{at}, {percentile_label} "
-            f"{'?' if latency is None else f'{latency:.0f}'} ms, {pct(row.get('error_rate'))} errors")
-    if row.get("cost_per_1m") is not None:
-        text += f"; ${row['cost_per_1m']:.2f} per 1M"
-    if row.get("resumed"):
+    latency = f.latency_ms
+    text = (f"{head}{f.capacity_rps:.1f} req/s{at}, {percentile_label} "
+            f"{'?' if latency is None else f'{latency:.0f}'} ms, {pct(f.error_rate)} errors")
+    if f.cost_per_1m is not None:
+        text += f"; ${f.cost_per_1m:.2f} per 1M"
+    if row.resumed:
         text += " (measured before: run folder complete)"
     return text + took
 

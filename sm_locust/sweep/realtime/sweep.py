@@ -3,9 +3,9 @@
 `load(spec)` builds the checked sweep from a parsed file: the deployer the file names
 (`deployers/`), each configuration's settings checked by it, the `load:` section, each
 configuration's price (`costing.py`, the report's table) and key, and the plan's estimates.
-`RealtimeSweep` says what a row holds (its price, then the figures `realtime.measure` reads back
-from summary.json plus the endpoint's CPU and memory at the knee, then $ per 1M and the fleet for
-the target), how the rows are ranked (`realtime.rank`, the Pareto front) and written
+`RealtimeSweep` says what a row holds (`realtime.rows`: its price, then the figures
+`realtime.measure` reads back from summary.json plus the endpoint's CPU and memory at the knee,
+then $ per 1M and the fleet for the target), how the rows are ranked (`realtime.rank`, the Pareto front) and written
 (`realtime.render`). The test itself is the shared runner's: one normal run per configuration.
 """
 
@@ -32,6 +32,8 @@ from sm_locust.sweep.realtime.measure import (
     usage_in_window,
 )
 from sm_locust.sweep.realtime.rank import Candidate, disqualification, recommend
+from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
+from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome
 from sm_locust.sweep.schema import SweepSpec
 
@@ -43,22 +45,17 @@ STEPS_FILE = "steps.csv"  # the report's per-step table (CloudWatch CPU and memo
 class RealtimeSweep(Sweep):
     """A checked real-time sweep."""
 
-    def base_row(self, c: Configuration) -> dict[str, Any]:
-        price = self.prices[c.index]
-        return {**super().base_row(c), "price_per_hour": price.usd_per_hour, "price_source": price.source,
-                "instance_type": price.instance_type, "instance_count": price.instance_count}
+    def base_row(self, c: Configuration) -> RealtimeRow:
+        return RealtimeRow(**self.row_fields(c), price=self.prices[c.index])
 
-    def measure_row(self, index: int, run_dir: Path, row: dict[str, Any]) -> None:
+    def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
         objective = self.spec.objective
         try:
             summary = json.loads((run_dir / "summary.json").read_text())
         except (OSError, ValueError) as exc:
-            row.update(status="failed", reason=f"cannot read {run_dir / 'summary.json'}: {exc}")
+            row.fail("failed", f"cannot read {run_dir / 'summary.json'}: {exc}")
             return
         m = measure(summary, objective.percentile, objective.max_error_rate)
-        row.update(capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
-                   p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
-                   no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures)
         cpu, memory = None, None
         usage_file = run_dir / USAGE_FILE
         steps_file = run_dir / STEPS_FILE
@@ -68,23 +65,30 @@ class RealtimeSweep(Sweep):
         if cpu is None and steps_file.exists():
             with open(steps_file, newline="") as f:
                 cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
-        row.update(cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2))
-        row.update(figures(m.capacity_rps, self.prices[index], objective))
+        row.figures = RealtimeFigures(
+            capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
+            p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
+            no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures,
+            cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2),
+            **figures(m.capacity_rps, self.prices[index], objective))
 
-    def configuration_line(self, index: int, total: int, row: Mapping[str, Any]) -> str:
-        label = self.configuration(index).label
-        return render.configuration_line(index, total, label, row, self.spec.objective.percentile_label)
+    def configuration_line(self, index: int, total: int, row: Row) -> str:
+        assert isinstance(row, RealtimeRow)
+        return render.configuration_line(index, total, row, self.spec.objective.percentile_label)
 
-    def document(self, rows: Mapping[int, dict[str, Any]], outcome: RunOutcome | None = None) -> dict[str, Any]:
+    def candidate(self, row: RealtimeRow) -> Candidate:
+        """What the ranking needs of a row."""
+        f = row.figures or RealtimeFigures()
+        return Candidate(index=row.index, label=row.label, status=row.status, reason=row.reason,
+                         capacity_rps=f.capacity_rps, knee_users=f.knee_users, latency_ms=f.latency_ms,
+                         error_rate=f.error_rate, cost_per_1m=f.cost_per_1m, instances_needed=f.instances_needed,
+                         cost_per_hour_at_target=f.cost_per_hour_at_target, no_capacity_reason=f.no_capacity_reason)
+
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         """sweep.json's content for the rows so far (docs/sweep.md)."""
         objective = self.spec.objective
         ordered = self.ordered_rows(rows)
-        candidates = [Candidate(index=r["index"], label=r["label"], status=r["status"], reason=r.get("reason"),
-                                capacity_rps=r.get("capacity_rps"), knee_users=r.get("knee_users"),
-                                latency_ms=r.get("latency_ms"), error_rate=r.get("error_rate"),
-                                cost_per_1m=r.get("cost_per_1m"), instances_needed=r.get("instances_needed"),
-                                cost_per_hour_at_target=r.get("cost_per_hour_at_target"),
-                                no_capacity_reason=r.get("no_capacity_reason")) for r in ordered]
+        candidates = [self.candidate(r) for r in ordered if isinstance(r, RealtimeRow)]
         finished = [c for c in candidates if c.status not in ("pending", "running")]
         rec = recommend(finished, objective)
         front = pareto_front([(c.index, c.cost_per_1m, c.latency_ms) for c in finished
@@ -92,7 +96,7 @@ class RealtimeSweep(Sweep):
         self.mark_rows(candidates, ordered, rec.lost, disqualification, front)
         return {
             **self.document_head(render.SCHEMA, outcome),
-            "configurations": ordered,
+            "configurations": [r.as_dict() for r in ordered],
             "recommendation": self.recommendation(rec),
             "pareto": front,
             "why_not": self.why_not(rec),

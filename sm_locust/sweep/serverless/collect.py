@@ -21,10 +21,11 @@ from typing import Any
 
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.sweep.runner import MARKER
-from sm_locust.sweep.serverless.cost import ServerlessPrices, row_cost
+from sm_locust.sweep.serverless.cost import ServerlessPrices, configuration_cost
 from sm_locust.sweep.serverless.counters import counters_between
 from sm_locust.sweep.serverless.measure import Phase, cold_starts, load_figures
 from sm_locust.sweep.serverless.plan import RESULTS
+from sm_locust.sweep.serverless.rows import ServerlessFigures
 from sm_locust.sweep.serverless.spec import CompareInstance
 
 CLIENT_DURATION = "mean warm latency of the stability test, client side (ModelLatency unknown: an upper bound of the billed duration)"
@@ -39,52 +40,38 @@ class Collector:
     compare: CompareInstance | None
     cloudwatch: Callable[[], Any]  # the CloudWatch client (made when first needed, on SageMaker only)
 
-    def fill(self, run_dir: Path, row: dict[str, Any]) -> None:
-        """`row` (its memory_size_mb set) gets the configuration's figures and cost."""
+    def figures(self, run_dir: Path, memory_mb: int) -> ServerlessFigures:
+        """The configuration's figures and cost, from its run folder."""
         results = json.loads((run_dir / RESULTS).read_text())
         phases = [Phase(**p) for p in results.get("phases") or []]
         cold_data = results.get("cold_start") or {}
-        cold = cold_starts(cold_data.get("requests") or [])
-        stab, conc, bytes_in, bytes_out, stab_window = None, [], 0.0, None, None
+        figures = ServerlessFigures(cold=cold_starts(cold_data.get("requests") or []),
+                                    cold_start_gap_s=cold_data.get("gap_s"))
+        bytes_in, bytes_out, stability_window = 0.0, None, None
         if phases:
             summary = json.loads((run_dir / "summary.json").read_text())
             path = timeline_path(run_dir)
             if path is None:
                 raise FileNotFoundError(f"no timeline.jsonl in {run_dir}")
-            seconds = read_seconds(path)
-            figures = load_figures(seconds, phases, summary.get("totals") or {}, cold.p50_ms)
-            stab, conc = figures.stability, figures.concurrency
-            stab_window = figures.stability_window
+            load = load_figures(read_seconds(path), phases, summary.get("totals") or {}, figures.cold.p50_ms)
+            figures.stability, figures.concurrency = load.stability, load.concurrency
+            stability_window = load.stability_window
             bytes_in = float((summary.get("payload") or {}).get("avg_bytes") or 0.0)
             bytes_out = average_response_bytes(run_dir / "locust_stats.csv")
         if bytes_out is None:
             sizes = [r["bytes_out"] for r in cold_data.get("requests") or [] if r.get("code") == "ok"]
             bytes_out = sum(sizes) / len(sizes) if sizes else 0.0
-        row["stability"] = stab.as_dict() if stab else None
-        row["concurrency"] = [f.as_dict() for f in conc]
-        row["throttle_rate"] = {f"{f.multiplier:g}": f.throttle_rate for f in conc}
-        row["goodput_rps"] = {f"{f.multiplier:g}": f.goodput_rps for f in conc}
-        row["cold_start"] = {k: v for k, v in cold.as_dict().items() if k != "samples_ms"}
-        row["cold_start_samples_ms"] = cold.samples_ms
-        row["cold_start_p50_ms"], row["cold_start_p99_ms"] = cold.p50_ms, cold.p99_ms
-        row["cold_start_gap_s"] = cold_data.get("gap_s")
-        for key in ("warm_p50_ms", "warm_p95_ms", "warm_p99_ms", "warm_mean_ms"):
-            row[key] = getattr(stab, key) if stab else None
         setup = cold_data.get("model_setup_time")
         if self.deploy == "sagemaker" and cold_data.get("start"):
             setup = self.from_cloudwatch(run_dir, "ModelSetupTime", cold_data["start"], cold_data["end"]) or setup
-        row["model_setup_time"] = setup
-        row["model_latency"] = self.model_latency(run_dir, results, stab_window)
-        goodputs = [f.goodput_rps for f in conc if f.goodput_rps is not None]
-        row["capacity_rps"] = max(goodputs) if goodputs else None
-        at_one = [f for f in conc if f.multiplier <= 1.0]
-        row["throttle_at_max_concurrency"] = at_one[-1].throttle_rate if at_one else None
-        row["latency_ms"] = row["warm_p95_ms"]
-        row["error_rate"] = row["throttle_at_max_concurrency"]
-        duration, source = row.get("warm_mean_ms"), CLIENT_DURATION
-        if (row["model_latency"] or {}).get("average_ms") is not None:
-            duration, source = row["model_latency"]["average_ms"], f"ModelLatency mean ({row['model_latency']['source']})"
-        row.update(row_cost(row["memory_size_mb"], duration, source, bytes_in, bytes_out, self.prices, self.compare))
+        figures.model_setup_time = setup
+        figures.model_latency = self.model_latency(run_dir, results, stability_window)
+        duration, source = figures.warm_mean_ms, CLIENT_DURATION
+        latency = figures.model_latency or {}
+        if latency.get("average_ms") is not None:
+            duration, source = latency["average_ms"], f"ModelLatency mean ({latency['source']})"
+        figures.cost = configuration_cost(memory_mb, duration, source, bytes_in, bytes_out, self.prices, self.compare)
+        return figures
 
     def model_latency(self, run_dir: Path, results: Mapping[str, Any],
                       stability_window: tuple[float, float] | None) -> dict[str, Any] | None:

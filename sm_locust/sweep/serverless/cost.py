@@ -163,20 +163,33 @@ def traffic_grid(break_evens: list[float], points: int = 60) -> list[float]:
     return [top * i / (points - 1) for i in range(points)]
 
 
-def row_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
-             prices: ServerlessPrices, compare: Any | None = None) -> dict[str, Any]:
-    """A configuration's cost keys: `cost` (what one request costs, and from which duration and prices),
-    `cost_per_1m`, and against `compare` (a CompareInstance with a price) `break_even_rps` and its
-    requests a month; all None when the billed duration is unknown."""
-    out: dict[str, Any] = {"cost_per_1m": None, "break_even_rps": None, "break_even_requests_per_month": None, "cost": None}
+@dataclass(frozen=True)
+class ConfigurationCost:
+    """A configuration's cost figures: what one request costs (`detail`: its parts, the billed
+    duration and where it came from, the prices), per 1M, and the break-even against the real-time
+    instance; all None when the billed duration is unknown."""
+
+    cost_per_1m: float | None = None
+    break_even_rps: float | None = None
+    break_even_requests_per_month: float | None = None
+    detail: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cost_per_1m": self.cost_per_1m, "break_even_rps": self.break_even_rps,
+                "break_even_requests_per_month": self.break_even_requests_per_month, "cost": self.detail}
+
+
+def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
+                       prices: ServerlessPrices, compare: Any | None = None) -> ConfigurationCost:
+    """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
+    it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the
+    break-even rate and its requests a month."""
     if duration_ms is None:
-        return out
+        return ConfigurationCost()
     cost = request_cost(memory_mb, duration_ms, prices, bytes_in, bytes_out)
-    out["cost"] = {**cost.as_dict(), "bytes_in": bytes_in, "bytes_out": bytes_out, "duration_source": source,
-                   "prices": prices.label()}
-    out["cost_per_1m"] = cost.per_1m
+    detail = {**cost.as_dict(), "bytes_in": bytes_in, "bytes_out": bytes_out, "duration_source": source,
+              "prices": prices.label()}
+    rate = None
     if compare is not None and compare.price_per_hour is not None:
         rate = break_even_rps(cost.usd, compare.price_per_hour, compare.capacity_rps)
-        out["break_even_rps"] = rate
-        out["break_even_requests_per_month"] = requests_per_month(rate) if rate is not None else None
-    return out
+    return ConfigurationCost(cost.per_1m, rate, requests_per_month(rate) if rate is not None else None, detail)

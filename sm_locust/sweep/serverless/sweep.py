@@ -12,6 +12,7 @@ as every sweep, with the kind's parts in one module each:
     coldstart.py  the cold-start requests, each timed
     counters.py   the local endpoint's counters, sampled during the run
     collect.py    a run folder -> the row's figures (CloudWatch on SageMaker)
+    rows.py       the typed row: what was measured, and what is read from it
     measure.py    the tests' figures from the run's seconds (pure)
     cost.py       $ per 1M and the break-even against a real-time instance (pure)
     rank.py       which configuration to recommend, and why the others lost (pure)
@@ -36,6 +37,7 @@ from sm_locust.sweep.costing import Estimate, Price
 from sm_locust.sweep.deployers import Deployer
 from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import check_payload
+from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner
 from sm_locust.sweep.schema import SweepSpec
 from sm_locust.sweep.serverless import render
@@ -52,6 +54,7 @@ from sm_locust.sweep.serverless.rank import (
     disqualification,
     recommend,
 )
+from sm_locust.sweep.serverless.rows import ServerlessFigures, ServerlessRow
 from sm_locust.sweep.serverless.runner import ServerlessRunner
 from sm_locust.sweep.serverless.spec import PREFIX, CompareInstance, ServerlessSpec
 
@@ -71,9 +74,9 @@ class ServerlessSweep(Sweep):
         assert isinstance(self.spec.section, ServerlessSpec)
         return self.spec.section
 
-    def base_row(self, c: Configuration) -> dict[str, Any]:
-        return {**super().base_row(c), "memory_size_mb": int(c.settings[f"{PREFIX}memory_size_mb"]),
-                "max_concurrency": int(c.settings[f"{PREFIX}max_concurrency"])}
+    def base_row(self, c: Configuration) -> ServerlessRow:
+        return ServerlessRow(**self.row_fields(c), memory_size_mb=int(c.settings[f"{PREFIX}memory_size_mb"]),
+                             max_concurrency=int(c.settings[f"{PREFIX}max_concurrency"]))
 
     def estimate(self) -> None:
         """The shared estimates, then the $ of each: billed per use, at most every slot busy for the whole test."""
@@ -84,8 +87,10 @@ class ServerlessSweep(Sweep):
                        * self.serverless_prices.per_second(int(settings[f"{PREFIX}memory_size_mb"])) * e.test_s)
             self.estimates[i] = Estimate(e.deploy_s, e.test_s, e.delete_s, e.wait_s, 0.0, ceiling)
 
-    def measure_row(self, index: int, run_dir: Path, row: dict[str, Any]) -> None:
-        Collector(self.spec.deploy, self.serverless_prices, self.compare, self.cloudwatch_client).fill(run_dir, row)
+    def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
+        assert isinstance(row, ServerlessRow)
+        collector = Collector(self.spec.deploy, self.serverless_prices, self.compare, self.cloudwatch_client)
+        row.figures = collector.figures(run_dir, row.memory_size_mb)
 
     def cloudwatch_client(self) -> Any:
         if self.cloudwatch is None:
@@ -93,26 +98,25 @@ class ServerlessSweep(Sweep):
             self.cloudwatch = make_client(region, self.spec.aws_profile)
         return self.cloudwatch
 
-    def configuration_line(self, index: int, total: int, row: Mapping[str, Any]) -> str:
-        return render.configuration_line(index, total, self.configuration(index).label, row)
+    def configuration_line(self, index: int, total: int, row: Row) -> str:
+        assert isinstance(row, ServerlessRow)
+        return render.configuration_line(index, total, row)
 
     # -- results -------------------------------------------------------------------------------------
-    def candidates(self, rows: list[dict[str, Any]]) -> list[ServerlessCandidate]:
-        out = []
-        for r in rows:
-            out.append(ServerlessCandidate(
-                index=r["index"], label=r["label"], memory_mb=r["memory_size_mb"], max_concurrency=r["max_concurrency"],
-                status=r["status"], reason=r.get("reason"),
-                warm_ms={p: r.get(key) for p, key in WARM_KEYS.items()}, throttle_at_1=r.get("throttle_at_max_concurrency"),
-                capacity_rps=r.get("capacity_rps"), cold_start_p50_ms=r.get("cold_start_p50_ms"),
-                cost_per_1m=r.get("cost_per_1m"), break_even_rps=r.get("break_even_rps"),
-                break_even_requests_per_month=r.get("break_even_requests_per_month")))
-        return out
+    def candidate(self, row: ServerlessRow) -> ServerlessCandidate:
+        """What the ranking needs of a row."""
+        f = row.figures or ServerlessFigures()
+        return ServerlessCandidate(
+            index=row.index, label=row.label, memory_mb=row.memory_size_mb, max_concurrency=row.max_concurrency,
+            status=row.status, reason=row.reason, warm_ms={p: getattr(f, key) for p, key in WARM_KEYS.items()},
+            throttle_at_1=f.throttle_at_max_concurrency, capacity_rps=f.capacity_rps, cold_start_p50_ms=f.cold.p50_ms,
+            cost_per_1m=f.cost.cost_per_1m, break_even_rps=f.cost.break_even_rps,
+            break_even_requests_per_month=f.cost.break_even_requests_per_month)
 
-    def document(self, rows: Mapping[int, dict[str, Any]], outcome: RunOutcome | None = None) -> dict[str, Any]:
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         objective = self.spec.objective
         ordered = self.ordered_rows(rows)
-        candidates = self.candidates(ordered)
+        candidates = [self.candidate(r) for r in ordered if isinstance(r, ServerlessRow)]
         finished = [c for c in candidates if c.status not in ("pending", "running")]
         rec = recommend(finished, objective, self.compare)
         self.mark_rows(candidates, ordered, rec.lost, disqualification)
@@ -127,7 +131,7 @@ class ServerlessSweep(Sweep):
             "prices": {"serverless": self.serverless_prices.label(), "sources": self.serverless_prices.sources,
                        "usd_per_second_by_memory_mb": {str(k): v for k, v in self.serverless_prices.usd_per_second_by_memory_mb.items()},
                        "usd_per_gb_processed": self.serverless_prices.usd_per_gb_processed},
-            "configurations": ordered,
+            "configurations": [r.as_dict() for r in ordered],
             "recommendation": self.recommendation(rec),
             "why_not": self.why_not(rec),
         }
