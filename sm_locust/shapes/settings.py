@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -311,7 +312,8 @@ class ShapeSettings:
 
     def open_loop(self) -> OpenLoopSettings:
         """The open-loop settings with defaults applied (what the open-loop users run with)."""
-        given = {"arrival": self.arrival, "rate_per_user": self.rate_per_user, "max_in_flight": self.max_in_flight}
+        given: dict[str, Any] = {"arrival": self.arrival, "rate_per_user": self.rate_per_user,
+                                 "max_in_flight": self.max_in_flight}
         return OpenLoopSettings(**{k: v for k, v in given.items() if v is not None})
 
     def step_search(self) -> StepSearch:
@@ -361,6 +363,8 @@ class ShapeSettings:
     def schedule_search(self, schedule: Schedule) -> ScheduleSearch:
         conditions = schedule.stopping.conditions() + self.constraints(None) + self.budgets()
         first = schedule.at(0.0)
+        if first is None:  # parse_traffic_pattern refuses a pattern without phases
+            raise UsageError("--traffic-pattern has no phase to run")
         return ScheduleSearch(first[0], max(schedule.max_users, first[0]), conditions=conditions)
 
 
