@@ -228,8 +228,8 @@ def serverless_config_from_args(args: argparse.Namespace):
     """The ServerlessConfig of the --serverless-* flags (None without any); --idle-timeout-s alone is a usage error."""
     from sm_locust.endpoint.serverless import ServerlessConfig
 
-    given = {key: getattr(args, dest, None) for key, dest in SERVERLESS_FLAGS.items()}
-    given = {k: v for k, v in given.items() if v is not None}
+    given: dict[str, Any] = {key: getattr(args, dest) for key, dest in SERVERLESS_FLAGS.items()
+                             if getattr(args, dest, None) is not None}
     if not given:
         return None
     if set(given) <= {"idle_timeout_s"}:

@@ -75,7 +75,7 @@ def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> l
     n = _rows(data, path)
     count = min(max_bodies, max(1, math.ceil(n / batch_size)))
     order = np.random.default_rng(0 if seed is None else seed).permutation(n)
-    out = []
+    out: list[Any] = []  # one array, or one dict of arrays, per body
     for k in range(count):
         idx = order[(k * batch_size + np.arange(batch_size)) % n]
         if isinstance(data, dict):

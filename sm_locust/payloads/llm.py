@@ -31,6 +31,7 @@ match the line, `--llm-template` or `--max-new-tokens` without `--prompts`, `--p
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,7 @@ def prompt_tokens(prompt: str | list) -> int:
 def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = None, selection: str | None = None,
                seed: int = 0) -> PayloadPool:
     """The pool of LLM invocations for a run (`settings` already checked)."""
+    prompts: Sequence[tuple[str | list, int | None]]
     if settings.prompts.startswith(SYNTHETIC):
         prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed)
     else:

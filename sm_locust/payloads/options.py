@@ -179,7 +179,7 @@ class PreparedPayloads:
         """summary.json's `payload` entry: source and body sizes, plus the options that shaped them."""
         out = {"source": self.pool.description, **self.pool.sizes(), "selection": self.pool.selection}
         if self.split > 1:
-            lengths = [len(p.body) for inv in self.pool.invocations for p in parts_of(inv)]
+            lengths = [len(p.body) for inv in self.pool.invocations for p in parts_of(inv) or ()]
             out["split"] = self.split
             out["part_avg_bytes"] = round(sum(lengths) / len(lengths), 1)
         out["validate_response"] = self.validator is not None
