@@ -22,6 +22,7 @@ import threading
 from typing import NoReturn
 
 from sm_locust.errors import Interrupted, SmLocustError
+from sm_locust.numbers import register_number_types
 
 # name -> module under sm_locust.cli; the order is the order `sm-locust --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -36,6 +37,10 @@ COMMANDS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        register_number_types(self)  # type=float / type=int: finite only, one message (sm_locust.numbers)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 

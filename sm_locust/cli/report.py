@@ -15,19 +15,12 @@ import argparse
 import sys
 
 from sm_locust.errors import UsageError
+from sm_locust.numbers import argument_type
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-        return value
-
-    return parse
+def _positive(kind: type):
+    """A number above 0 (sm_locust.numbers: finite, one message naming the option)."""
+    return argument_type(kind, above=0)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
