@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from sm_locust.errors import UsageError
+from sm_locust.errors import RunError, UsageError
 
 SMOKE_USERS = 2
 SMOKE_RUN_TIME = "5s"
@@ -77,7 +77,7 @@ def _whole_run_limit(value) -> bool:
 
 def _short_run(args: argparse.Namespace):
     from sm_locust.cli.run import start_run
-    from sm_locust.launch import verdict_line
+    from sm_locust.launch import nothing_completed, verdict_line
 
     if args.users is None and not args.shape:
         args.users = SMOKE_USERS
@@ -86,4 +86,7 @@ def _short_run(args: argparse.Namespace):
     out, summary = start_run(args)
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")
+    failed = nothing_completed(summary)
+    if failed:  # no gate can judge a run in which nothing completed
+        raise RunError(failed)
     return out, float(summary.get("duration_s") or 0.0)
