@@ -27,10 +27,10 @@ from sm_locust.transport import TRANSPORTS
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
-def _run(url: str, out, *extra: str, users: int, seconds: int) -> dict:
+def _run(url: str, out, *extra: str, users: int | None, seconds: int) -> dict:
+    load = ("-u", str(users), "-r", "100") if users else ()  # None: a shape decides the load
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
-                     "-u", str(users), "-r", "100", "-t", f"{seconds}s", "--out", str(out), "-q", *extra,
-                     "--", "--stop-timeout", "10")
+                     *load, "-t", f"{seconds}s", "--out", str(out), "-q", *extra, "--", "--stop-timeout", "10")
     assert result.returncode in (0, 1), result.stdout + result.stderr  # 1: the run had failures
     assert "Traceback" not in result.stderr, result.stderr
     return json.loads((out / "summary.json").read_text())
@@ -106,3 +106,27 @@ def test_an_unknown_model_and_a_missing_target_model_are_validation_errors(tmp_p
     assert mixed["totals"]["errors"] == {"ValidationError": targets["nope.tar.gz"]["requests"]}
     assert missing["totals"]["requests"] == missing["totals"]["errors"]["ValidationError"] > 0
     assert "targets" not in missing  # no request named a target
+
+
+def test_the_plateau_search_and_open_loop_send_the_mix_unchanged(tmp_path):
+    """The shapes draw from the same pool: a plateau search over users and an open-loop rate both send
+    the mix, and summary.json counts it per target beside the verdict."""
+    config = EndpointConfig(port=0, multi_model=MultiModelConfig(model_count=50, model_size_mb="100", memory_mb=1000,
+                                                                 download_ms=2, load_ms=5))
+    with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
+                         str(SAMPLE_PAYLOAD), "--target-models", "zipf:1.0:50", "--shape", "plateau",
+                         "--step-seconds", "3", "--max-users", "3", "--latency-slo-ms", "2000",
+                         "--out", str(tmp_path / "plateau"), "-q", timeout=110)
+        assert result.returncode == 0, result.stdout + result.stderr
+        opened = _run(endpoint.url, tmp_path / "open", "--target-models", "zipf:1.0:50", "--target-rps", "100",
+                      users=None, seconds=2)
+        stats = endpoint.stats()
+    plateau = json.loads((tmp_path / "plateau" / "summary.json").read_text())
+    assert plateau["plateau"]["text"] and len(plateau["steps"]) >= 2
+    for summary in (plateau, opened):
+        assert summary["mix"]["spec"] == "zipf:1.0:50" and list(summary["by_name"]) == ["ep"]
+        assert sum(t["requests"] for t in summary["targets"]) == summary["totals"]["requests"] > 0
+        assert summary["targets"][0]["name"] == "model-0001.tar.gz"
+    sent = plateau["totals"]["requests"] + opened["totals"]["requests"]
+    assert 0 <= sum(m["requests"] for m in stats["models"].values()) - sent <= 3  # a plateau user's last request
