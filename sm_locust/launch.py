@@ -11,6 +11,9 @@ stale report.html or steps.csv sits beside the new data); a run Locust rejects a
 leaves no folder behind. Signals: Locust runs in its own session, so a Ctrl+C or a SIGTERM reaches
 it once, from here: the first SIGINT / SIGTERM is forwarded (as SIGINT: Locust stops, writes its
 CSVs and summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
+Locust runs under `sm_locust.lifeline`: the forwarded SIGINT works even when a script started this
+process with SIGINT ignored (`sm-locust run ... &`), and Locust stops by itself, writing its results,
+when this process is killed outright (SIGKILL, an OOM kill).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from sm_locust import lifeline
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
@@ -186,14 +190,16 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
     write_json(out / "options.json", recorded)
     env = dict(os.environ)
     env.update(extra_env or {})
+    env.update(lifeline.child_env(out / "locust.log"))  # Locust stops if this process is killed (SIGKILL, OOM)
     env.setdefault("PYTHONUNBUFFERED", "1")
     print(f"sm-locust: running Locust against {settings.endpoint_name!r}"
           f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/", flush=True)
-    with open(out / "locust.log", "wb") as log:
+    with open(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
         # Only the main thread can forward; called from another thread Locust stays in our process
         # group, where a terminal's Ctrl+C still reaches it directly.
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # lifeline: SIGINT works in Locust even when this process was started with it ignored (`... &`).
+        proc = subprocess.Popen(lifeline.wrap(cmd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
             tail = _pump(proc, log, echo_all=not load.quiet)

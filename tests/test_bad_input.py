@@ -12,6 +12,8 @@ import json
 import os
 import pickle
 import pickletools
+import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -340,3 +342,128 @@ def test_a_few_malformed_history_rows_are_dropped_and_counted(tmp_path):
     assert gaps == ["Locust history: dropped 1 malformed row(s) of 100 in locust_stats_history.csv (line 42)"]
     clean = "\n".join([HISTORY_HEADER, *(history_row(1000 + i) for i in range(3))]) + "\n"
     assert drop_malformed_rows(clean, tmp_path / "h.csv", "h", gaps) == clean and len(gaps) == 1
+
+
+# -- stopped by scripts, killed outright (issue 23 items 1, 2, 11) ------------------------------
+# Each command is started the way scripts start it: a background job of a non-interactive shell
+# (`bash -c 'sm-locust ... & wait'`), which starts it with SIGINT ignored, and its children with it.
+
+RUN_ARGS = ["--endpoint-name", "ep", "--endpoint-url", "{url}", "--payload", PAYLOAD, "-u", "2", "-t", "60s", "--out", "{out}"]
+SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that says the test is under way
+    "run": (["run", *RUN_ARGS, "-q"], "summary.json"),
+    "smoke": (["smoke", *RUN_ARGS, "--max-p95-ms", "1000"], "summary.json"),
+    "demo": (["demo", "--out", "{out}", "--no-cloudwatch", "--step-seconds", "30", "--max-users", "3"], "summary.json"),
+    "serve": (["serve", "--port", "{port}"], None),
+}
+
+
+class ScriptedCommand:
+    """`bash -c 'sm-locust ARGS >out 2>err & echo $! >pid; wait $!; echo $? >rc'` in `folder`."""
+
+    def __init__(self, argv: list[str], folder: Path):
+        self.folder = folder
+        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "sm_locust", *argv])
+        self.shell = subprocess.Popen(["bash", "-c", f"{command} >stdout 2>stderr & echo $! >pid; wait $!; echo $? >rc"],
+                                      cwd=folder, start_new_session=True)
+        self.pid = 0
+
+    def wait_until(self, ready, timeout: float = 60.0) -> list[psutil.Process]:
+        """Wait until `ready()`; return the command and every process it started."""
+        deadline = time.monotonic() + timeout
+        while not ((self.folder / "pid").is_file() and (self.folder / "pid").read_text().strip() and ready()):
+            assert self.shell.poll() is None, self.output()
+            assert time.monotonic() < deadline, f"not ready after {timeout} s: {self.output()}"
+            time.sleep(0.1)
+        self.pid = int((self.folder / "pid").read_text())
+        command = psutil.Process(self.pid)
+        return [command, *command.children(recursive=True)]
+
+    def exit_code(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while not (self.folder / "rc").is_file() or not (self.folder / "rc").read_text().strip():
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
+        return int((self.folder / "rc").read_text())
+
+    def output(self) -> str:
+        return "".join((self.folder / name).read_text() for name in ("stdout", "stderr") if (self.folder / name).is_file())
+
+    def stderr_lines(self) -> list[str]:
+        return [line for line in (self.folder / "stderr").read_text().splitlines() if line.strip()]
+
+    def close(self) -> None:
+        if self.shell.poll() is None:
+            os.killpg(self.shell.pid, signal.SIGKILL)
+            self.shell.wait(10)
+
+
+def assert_gone(processes: list[psutil.Process], timeout: float) -> None:
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    for process in alive:
+        process.kill()
+    assert not alive, [p.pid for p in alive]
+
+
+def _ready(name: str, folder: Path, marker: str | None, port: int):
+    if marker is None:
+        return lambda: _answers(port)
+    return lambda: (folder / "out" / marker).is_file()
+
+
+def _answers(port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name", list(SCRIPTED), ids=list(SCRIPTED))
+def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint, tmp_path):
+    """Was: Locust ignored the forwarded SIGINT and ran on until -t (60 s here); `serve` exited 0."""
+    argv, marker = SCRIPTED[name]
+    port = free_port()
+    argv = [a.format(url=endpoint.url, out=tmp_path / "out", port=port) for a in argv]
+    command = ScriptedCommand(argv, tmp_path)
+    try:
+        processes = command.wait_until(_ready(name, tmp_path, marker, port))
+        time.sleep(1.0)  # under way: a second of load
+        os.kill(command.pid, signal.SIGTERM)
+        stopped = time.monotonic()
+        code = command.exit_code(timeout=30)
+        assert code == 143, (code, command.output())
+        assert time.monotonic() - stopped < 20  # not at -t
+        assert_gone(processes, timeout=10)
+        assert "Traceback" not in command.output()
+        assert any("SIGTERM" in line for line in command.stderr_lines() + command.output().splitlines()), command.output()
+        if marker:
+            summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+            assert summary["complete"] is True and summary["totals"]["requests"] > 0
+    finally:
+        command.close()
+
+
+@pytest.mark.parametrize("name", ["run", "demo"])
+def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
+    """Was: Locust went on loading the endpoint until -t, and the demo's local endpoint stayed up."""
+    argv, marker = SCRIPTED[name]
+    argv = [a.format(url=endpoint.url, out=tmp_path / "out", port=0) for a in argv]
+    command = ScriptedCommand(argv, tmp_path)
+    try:
+        processes = command.wait_until(_ready(name, tmp_path, marker, 0))
+        assert len(processes) >= (3 if name == "demo" else 2), processes  # sm-locust, Locust (and the endpoint)
+        time.sleep(1.0)
+        os.kill(command.pid, signal.SIGKILL)
+        assert_gone(processes, timeout=15)
+        if name == "run":  # Locust stopped as on Ctrl+C: the endpoint is left alone, the results are whole
+            served = endpoint.stats()["requests"]
+            time.sleep(0.5)
+            assert endpoint.stats()["requests"] == served
+            summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+            assert summary["complete"] is True and summary["totals"]["requests"] > 0
+            assert "is gone; stopping" in (tmp_path / "out" / "locust.log").read_text()
+    finally:
+        command.close()

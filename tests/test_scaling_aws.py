@@ -15,6 +15,7 @@ import urllib.request
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from sm_locust.errors import UsageError
 from sm_locust.scaling.aws import (
@@ -173,6 +174,18 @@ def user_setup(aas) -> None:
     aas.put_scaling_policy(**REF.identity, **USER_POLICY)
 
 
+def fail_once(client, operation: str, exc: BaseException) -> None:
+    """The client's first `operation` raises `exc` instead of reaching the server."""
+    done: list[bool] = []
+
+    def hook(model, **_):
+        if model.name == operation and not done:
+            done.append(True)
+            raise exc
+
+    client.meta.events.register("before-call", hook)
+
+
 def comparable(s: ScalingSnapshot) -> dict:
     d = s.as_dict()
     d.pop("taken_at")
@@ -219,15 +232,8 @@ def test_a_failed_apply_restores_and_names_the_api(aws, tmp_path):
     user_setup(aas)
     before = snapshot(aas, sm, REF)
 
-    def refuse(model, **_):
-        if model.name == "PutScalingPolicy" and not refuse.done:
-            refuse.done = True
-            from botocore.exceptions import ClientError
-            error = {"Error": {"Code": "LimitExceededException", "Message": "too many policies"}}
-            raise ClientError(error, "PutScalingPolicy")
-
-    refuse.done = False
-    aas.meta.events.register("before-call", refuse)
+    error = {"Error": {"Code": "LimitExceededException", "Message": "too many policies"}}
+    fail_once(aas, "PutScalingPolicy", ClientError(error, "PutScalingPolicy"))
     under_test = ScalingUnderTest(aas, sm, REF, Policy(), sweep_id="s2", journal=journal_path(tmp_path, REF), poll_s=0)
     with pytest.raises(ScalingError) as err:
         under_test.apply()
@@ -241,13 +247,7 @@ def test_an_interrupted_apply_restores_before_the_interrupt_goes_on(aws, tmp_pat
     user_setup(aas)
     before = snapshot(aas, sm, REF)
 
-    def interrupt(model, **_):
-        if model.name == "UpdateEndpointWeightsAndCapacities" and not interrupt.done:
-            interrupt.done = True
-            raise KeyboardInterrupt
-
-    interrupt.done = False
-    sm.meta.events.register("before-call", interrupt)
+    fail_once(sm, "UpdateEndpointWeightsAndCapacities", KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         ScalingUnderTest(aas, sm, REF, Policy(), sweep_id="s3", journal=journal_path(tmp_path, REF), poll_s=0).apply()
     assert comparable(snapshot(aas, sm, REF)) == comparable(before)

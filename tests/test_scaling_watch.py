@@ -21,9 +21,11 @@ from pathlib import Path
 import boto3
 import pytest
 
+from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.options import SageMakerSettings
 from sm_locust.scaling.aws import VariantRef, snapshot
+from sm_locust.scaling.policy import ScalingPolicy
 from sm_locust.scaling.watch import start_watch
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import ROLE
@@ -154,3 +156,29 @@ def test_a_local_endpoint_that_is_not_a_fleet_is_refused(tmp_path, endpoint):
                 "--run-time", "2s", "--watch-scaling", "--out", "out", cwd=tmp_path)
     assert_one_line_error(r, 2, f"--watch-scaling: the endpoint at {endpoint.url} is not a local fleet")
     assert not (tmp_path / "out").exists()
+
+
+def test_watch_scaling_against_the_local_fleet_matches_its_own_log(tmp_path, endpoint_factory):
+    """The same poller against the fleet emulation, 60 emulated s per real s: a 10-s run is 10 emulated
+    minutes, enough for the policy (target 20 invocations per instance per minute, far below what 4 users
+    send) to scale out; the desired counts the watch saw are the ones the emulator logged."""
+    policy = ScalingPolicy(1, 3, 20.0, scale_out_cooldown_s=60, scale_in_cooldown_s=600).check()
+    fleet = endpoint_factory(max_concurrency=2, service_time_ms=20,
+                             fleet=FleetConfig(instances=1, policy=policy, instance_start_s=60, time_scale=60))
+    (tmp_path / "body.json").write_bytes(SAMPLE_PAYLOAD.read_bytes())
+    r = run_cli("run", "--endpoint-name", "ranker", "--endpoint-url", fleet.url, "--payload", "body.json",
+                "--users", "4", "--run-time", "10s", "--watch-scaling", "--out", "out", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    figures = json.loads((tmp_path / "out" / "summary.json").read_text())["autoscaling"]
+    assert (figures["source"], figures["time_scale"]) == ("local fleet (DescribeEndpoint)", 60.0)
+    assert figures["policy"] == policy.as_dict()
+    log = json.loads(urllib.request.urlopen(fleet.url + "/_sm_locust/scaling", timeout=5).read())
+    logged = [s["desired"] for s in log["instances"]]
+    watched = [s["desired"] for s in figures["instances"]]
+    assert logged[0] == 1 and max(logged) > 1  # the emulator scaled out
+    assert [d for i, d in enumerate(watched) if i == 0 or d != watched[i - 1]] == \
+        [d for i, d in enumerate(logged) if i == 0 or d != logged[i - 1]]
+    out = figures["scale_events"][0]
+    # 3 one-minute periods above the target; the run's periods and the emulator's are not aligned (up to one apart)
+    assert out["direction"] == "out" and 2 * 60 <= out["reaction_s"] <= 4 * 60 + 10
+    assert "watching the scaling of the local fleet at" in r.stdout and "time scale 60" in r.stdout

@@ -3,6 +3,8 @@ file that mixes two kinds, and the same wording for the same mistake in any sect
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sm_locust.cli import main
@@ -59,7 +61,8 @@ def test_the_section_decides_the_kind_and_kind_may_say_it_too(tmp_path, capsys):
                                       "(memory_size_mb, max_concurrency)"),
     (SERVERLESS.replace("\nload:", "\ngrid: {serverless.max_concurrency: [8]}\nload:"),
      "grid.serverless.max_concurrency: also set in the serverless: section; set it in one place"),
-    (REALTIME + "cold_start: {rounds: 1}\n", "cold_start: applies to serverless sweeps only; add a serverless: section"),
+    (REALTIME + "cold_start: {rounds: 1}\n",
+     "cold_start: applies to serverless sweeps only; add a serverless: section"),
 ])
 def test_a_file_is_one_kind(tmp_path, capsys, text, message):
     assert error_of(tmp_path, capsys, text).startswith(message)
@@ -107,15 +110,16 @@ def test_a_registered_kind_is_found_by_its_section_and_its_keys_need_it():
 def test_numbers_must_be_finite_wherever_they_are(tmp_path, capsys, key, value):
     section, _, name = key.rpartition(".")
     text = REALTIME + (f"{section}: {{{name}: {value}}}\n" if section else f"{name}: {value}\n")
-    assert error_of(tmp_path, capsys, text) == f"{key}: expected a finite number, got {float(value.replace('.', '', 1))!r}"
+    got = float(value.replace(".", "", 1))  # .nan -> nan, -.inf -> -inf
+    assert error_of(tmp_path, capsys, text) == f"{key}: expected a finite number, got {got!r}"
 
 
 def test_a_kinds_section_and_the_shared_keys_word_the_same_mistake_the_same_way(tmp_path, capsys):
     shared = error_of(tmp_path, capsys, REALTIME + "objective: {slo_ms: fast}\n")
-    own = error_of(tmp_path, capsys, SERVERLESS.replace("max_concurrency: [2, 4]", "max_concurrency: [2, 4], idle_timeout_s: fast"))
+    own = error_of(tmp_path, capsys, SERVERLESS.replace("[2, 4]", "[2, 4], idle_timeout_s: fast"))
     assert shared == "objective.slo_ms: expected a number, got 'fast'"
     assert own == "serverless.idle_timeout_s: expected a number, got 'fast'"
-    nan = error_of(tmp_path, capsys, SERVERLESS.replace("max_concurrency: [2, 4]", "max_concurrency: [2, 4], idle_timeout_s: .nan"))
+    nan = error_of(tmp_path, capsys, SERVERLESS.replace("[2, 4]", "[2, 4], idle_timeout_s: .nan"))
     assert nan == "serverless.idle_timeout_s: expected a finite number, got nan"
 
 
@@ -143,3 +147,29 @@ def test_the_checker_rules():
     with pytest.raises(UsageError, match=r"^f.yaml: a: unknown key; valid keys: b, c$"):
         check.unknown("", {"b": 1, "a": 2}, ("b", "c"))
     assert check.values("a", 3) == [3] and check.mapping("a", None) == {}
+
+
+# -- a kind's own cleanup ------------------------------------------------------------------------------------
+
+def fake_cleanup(sweep_id, *, deploy, region, profile, client, out_dir, progress):
+    """A kind's cleanup (loaded by name, so it reports through the sweep folder it is given)."""
+    progress(f"restored the scaling policy of {sweep_id}")
+    (out_dir / "cleaned.json").write_text(json.dumps({"sweep_id": sweep_id, "deploy": deploy, "region": region}))
+    return ["policy of endpoint e"], []
+
+
+def test_cleanup_runs_the_kinds_own_cleanup_when_it_has_one(monkeypatch, tmp_path):
+    from sm_locust.sweep import api
+
+    kinds = fake_kinds()
+    kinds.add("restoring", SweepKind("restoring", "unused:load", section="restoring",
+                                     cleanup="tests.test_sweep_kinds:fake_cleanup"))
+    monkeypatch.setattr(api, "KINDS", kinds)
+    lines: list[str] = []
+    deleted, left = api.cleanup("sid", kind="restoring", deploy="sagemaker", region="eu-west-1", out=tmp_path,
+                                printer=lines.append)
+    assert (deleted, left) == (["policy of endpoint e"], [])
+    assert json.loads((tmp_path / "cleaned.json").read_text()) == {"sweep_id": "sid", "deploy": "sagemaker",
+                                                                    "region": "eu-west-1"}
+    assert lines == ["sm-locust sweep: restored the scaling policy of sid"]
+    assert api.cleanup("sid", kind="serverless", deploy="local") == ([], [])  # the deployer's (local: nothing tagged)

@@ -181,17 +181,26 @@ LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token
             "server_counts")
 
 
+def emulation_flags(args: argparse.Namespace, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:
+    """The flags given for an emulation ({setting: value}, from `dests`: setting -> argparse dest) when its
+    `switch` is on, None when it is off; one of its flags without the switch is a usage error."""
+    given = {key: getattr(args, dest, None) for key, dest in dests.items()}
+    given = {k: v for k, v in given.items() if v is not None}
+    if getattr(args, switch.removeprefix("--").replace("-", "_"), False):
+        return given
+    if given:
+        flags = ", ".join(f"--{dests[k].replace('_', '-')}" for k in given)
+        raise UsageError(f"{flags} {'shapes' if len(given) == 1 else 'shape'} {what}; add {switch}")
+    return None
+
+
 def llm_config_from_args(args: argparse.Namespace):
     """The LlmConfig of `--llm` (None without it); an --llm-* flag without --llm is a usage error."""
     from sm_locust.endpoint.llm import LlmConfig
     from sm_locust.options import parse_bool
 
-    given = {k: getattr(args, f"llm_{k}", None) for k in LLM_KEYS}
-    given = {k: v for k, v in given.items() if v is not None}
-    if not getattr(args, "llm", False):
-        if given:
-            flags = ", ".join(f"--llm-{k.replace('_', '-')}" for k in given)
-            raise UsageError(f"{flags} shape{'s' if len(given) == 1 else ''} the LLM emulation; add --llm")
+    given = emulation_flags(args, {k: f"llm_{k}" for k in LLM_KEYS}, "--llm", "the LLM emulation")
+    if given is None:
         return None
     if "server_counts" in given:
         given["server_counts"] = parse_bool(given["server_counts"], "--llm-server-counts")
@@ -227,15 +236,8 @@ def multi_model_config_from_args(args: argparse.Namespace):
     """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
     from sm_locust.endpoint.multimodel import MultiModelConfig
 
-    given: dict[str, Any] = {key: getattr(args, dest, None) for key, dest in MULTI_MODEL_FLAGS.items()}
-    given = {k: v for k, v in given.items() if v is not None}
-    if not getattr(args, "multi_model", False):
-        if given:
-            flags = ", ".join(f"--{MULTI_MODEL_FLAGS[k].replace('_', '-')}" for k in given)
-            verb = "shapes" if len(given) == 1 else "shape"
-            raise UsageError(f"{flags} {verb} the multi-model emulation; add --multi-model")
-        return None
-    return MultiModelConfig(**given)
+    given = emulation_flags(args, MULTI_MODEL_FLAGS, "--multi-model", "the multi-model emulation")
+    return MultiModelConfig(**given) if given is not None else None
 
 
 POLICY_ARGS = ("min_instances", "max_instances", "scaling_metric", "scale_out_cooldown_s", "scale_in_cooldown_s")

@@ -152,7 +152,8 @@ def _decode_protobuf(body: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 def parse_custom_attributes(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]]:
     """(dtype, shape) for a raw buffer from `shape=N,78;dtype=float32` (defaults float32, [N,78])."""
-    dtype, shape = np.dtype(np.float32), (-1, ranking.PACKED_COLUMNS)
+    dtype = np.dtype(np.float32)
+    shape: tuple[int, ...] = (-1, ranking.PACKED_COLUMNS)
     for key, value in attribute_values(custom_attributes).items():
         if key == "dtype":
             if value.lower() not in RAW_DTYPES:
@@ -160,7 +161,7 @@ def parse_custom_attributes(custom_attributes: str | None) -> tuple[np.dtype, tu
                                  f"{', '.join(RAW_DTYPES)}")
             dtype = np.dtype(value.lower())
         elif key == "shape":
-            shape = parse_shape(value)
+            shape = parse_shape(value) or shape  # an empty shape= keeps the default
     return dtype.newbyteorder("<"), shape
 
 

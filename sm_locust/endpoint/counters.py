@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-FIELDS = (
+FIELDS: tuple[str, ...] = (
     "requests",  # every invocation request received (runtime API and /invocations)
     "invocations",  # requests that reached the model or an injected model-side fault
     "successes",
@@ -64,7 +64,7 @@ class SharedCounters:
                 if name in _WINDOW_OF:
                     self._observe(_WINDOW_OF[name], amount)
 
-    def _observe(self, indexes: tuple[int, int, int, int], value: float) -> None:
+    def _observe(self, indexes: tuple[int, ...], value: float) -> None:  # (count, sum, min, max)
         count, total, low, high = indexes
         a = self._array
         if a[count] == 0 or value < a[low]:
@@ -82,14 +82,14 @@ class SharedCounters:
 
     def snapshot(self) -> dict[str, float]:
         with self._array.get_lock():
-            values = list(self._array)
+            values = self._array[:]
         return _named(values)
 
     def take_window(self) -> dict[str, float]:
         """A snapshot, and the `*_window_*` fields reset to zero in the same locked step, so no
         request falls between two windows (only the one CloudWatch publisher calls this)."""
         with self._array.get_lock():
-            values = list(self._array)
+            values = self._array[:]
             for name in WINDOW_FIELDS:
                 self._array[_INDEX[name]] = 0.0
         return _named(values)

@@ -39,7 +39,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -124,7 +124,7 @@ class BatchModel:
     step_ms_per_seq: float
     prefill_ms_per_token: float = 0.0
 
-    def step_s(self, sequences: int, prefill_tokens: int = 0) -> float:
+    def step_s(self, sequences: int, prefill_tokens: float = 0) -> float:
         """Seconds one decode step takes with `sequences` in the batch and `prefill_tokens` admitted."""
         return (self.step_ms + self.step_ms_per_seq * sequences + self.prefill_ms_per_token * prefill_tokens) / 1000.0
 
@@ -324,7 +324,7 @@ def simulate(model: BatchModel, users: int, prompt_tokens: int, output_tokens: i
         if now > warmup_s:
             tokens += len([s for s in step.sequences if not s.cancelled])
         for sequence in batcher.finish(step, now):
-            if sequence.arrived >= warmup_s:
+            if sequence.arrived >= warmup_s and sequence.first_token_at is not None:  # finished: it has one
                 ttft.append(sequence.first_token_at - sequence.arrived)
                 itl.extend(b - a for a, b in itertools.pairwise(sequence.token_times))
                 completed += 1
@@ -503,7 +503,7 @@ class LlmEngine:
         with self._work:
             self.batcher.cancel(sequence)
 
-    def tokens(self, formatter: Formatter, sequence: Sequence) -> Iterator[bytes]:
+    def tokens(self, formatter: Formatter, sequence: Sequence) -> Generator[bytes, None, None]:
         """Each token's stream bytes as the loop produces it; the sequence is cancelled if not read to the end."""
         try:
             for index in range(sequence.output_tokens):

@@ -314,6 +314,7 @@ class MetricsPublisher:
     @property
     def client(self):
         if self._client is None:
+            assert self.url, "__init__ refuses a publisher with neither a url nor a client"
             self._client = make_client(self.url)
         return self._client
 

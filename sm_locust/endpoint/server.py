@@ -3,7 +3,9 @@ process managed by `LocalEndpoint` (tests, `sm-locust demo`).
 
 SageMaker's framework containers run gunicorn with gevent workers behind nginx; the local endpoint
 runs gunicorn with gevent workers (gthread when --threads > 1), binds 127.0.0.1 unless told
-otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM.
+otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM (130 / 143, as every
+sm-locust command). A `LocalEndpoint` runs under `sm_locust.lifeline`: it stops when the process
+that started it is gone, even after a SIGKILL.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from sm_locust import lifeline
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.errors import RunError
 
@@ -48,8 +51,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def serve_forever(config: EndpointConfig) -> int:
-    """Run gunicorn in this process until SIGINT/SIGTERM; returns its exit code."""
+    """Run gunicorn in this process until SIGINT/SIGTERM; returns the exit code: 128 + the signal's
+    number (130 / 143) when one stopped it, as for every sm-locust command (gunicorn itself exits 0)."""
     from gunicorn.app.base import BaseApplication
+    from gunicorn.arbiter import Arbiter
 
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
@@ -112,6 +117,19 @@ def serve_forever(config: EndpointConfig) -> int:
         "proc_name": "sm-locust-endpoint",
     }
 
+    class _Arbiter(Arbiter):
+        """gunicorn's master, remembering which signal stopped it (it exits 0 for any)."""
+
+        stopped_by: int | None = None
+
+        def handle_term(self):
+            self.stopped_by = signal.SIGTERM
+            super().handle_term()
+
+        def handle_int(self):
+            self.stopped_by = signal.SIGINT
+            super().handle_int()
+
     class _Gunicorn(BaseApplication):
         def load_config(self):
             for key, value in settings.items():
@@ -120,8 +138,25 @@ def serve_forever(config: EndpointConfig) -> int:
         def load(self):
             return EndpointApp(config, counters, started_at, slots, shared, fleet_state=fleet)
 
-    _Gunicorn().run()
-    return 0
+        def run(self):
+            self.arbiter = _Arbiter(self)
+            try:
+                self.arbiter.run()
+            except RuntimeError as exc:  # what BaseApplication.run prints and exits 1 for
+                raise RunError(f"the local endpoint could not start: {exc}") from None
+
+    app = _Gunicorn()
+    try:
+        app.run()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    else:
+        code = 0
+    stopped_by = getattr(getattr(app, "arbiter", None), "stopped_by", None)
+    if stopped_by is not None and code == 0:  # stopped by a signal: 128 + its number, as every sm-locust command
+        print(f"sm-locust endpoint: stopped by {signal.Signals(stopped_by).name}", flush=True)
+        return 128 + stopped_by
+    return code
 
 
 class LocalEndpoint:
@@ -188,7 +223,8 @@ class LocalEndpoint:
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
-        self.process = subprocess.Popen(self.command(), stdout=out,
+        env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
+        self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
                                         stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT_S

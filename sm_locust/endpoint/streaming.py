@@ -105,6 +105,7 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
 
 
 def _frames(tokens: list[bytes], first_s: float, gap_s: float, fail_at: int | None, fault: str | None):
+    fault = fault or es.MODEL_STREAM_ERROR  # set whenever fail_at is
     for i, token in enumerate(tokens):
         if i == fail_at:
             yield es.encode_exception(fault, STREAM_ERROR_MESSAGE, "sm-locust-injected")

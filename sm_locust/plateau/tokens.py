@@ -186,7 +186,7 @@ class TokenStep(StepMeasurement):
     @property
     def request_goodput_rps(self) -> float:
         """Successful invocations/s, as a request step counts them."""
-        return StepMeasurement.goodput_rps.fget(self)
+        return super().goodput_rps
 
     @property
     def output_tokens_per_s(self) -> float:

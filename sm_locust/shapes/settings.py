@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.options import (
@@ -274,7 +275,8 @@ class ShapeSettings:
 
     def open_loop(self) -> OpenLoopSettings:
         """The open-loop settings with defaults applied (what the open-loop users run with)."""
-        given = {"arrival": self.arrival, "rate_per_user": self.rate_per_user, "max_in_flight": self.max_in_flight}
+        given: dict[str, Any] = {"arrival": self.arrival, "rate_per_user": self.rate_per_user,
+                                 "max_in_flight": self.max_in_flight}
         return OpenLoopSettings(**{k: v for k, v in given.items() if v is not None})
 
     def step_search(self) -> StepSearch:
@@ -318,6 +320,8 @@ class ShapeSettings:
     def schedule_search(self, schedule: Schedule) -> ScheduleSearch:
         conditions = schedule.stopping.conditions() + self.constraints(None) + self.budgets()
         first = schedule.at(0.0)
+        if first is None:  # parse_traffic_pattern refuses a pattern without phases
+            raise UsageError("--traffic-pattern has no phase to run")
         return ScheduleSearch(first[0], max(schedule.max_users, first[0]), conditions=conditions)
 
 

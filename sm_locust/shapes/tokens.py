@@ -20,6 +20,7 @@ from typing import Any
 from sm_locust.errors import UsageError
 from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.plateau.conditions import Condition
+from sm_locust.plateau.search import PlateauSearch
 from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.plateau.tokens import (
     OBJECTIVE,
@@ -72,7 +73,7 @@ class TokenObjective:
                                   percentile=self.percentile)
 
     @staticmethod
-    def driver(search: TokenPlateauSearch, tokens: Any, **kwargs) -> TokenDriver:
+    def driver(search: PlateauSearch, tokens: Any, **kwargs) -> TokenDriver:
         """`tokens(seconds)` gives the answers and tokens of timeline seconds (`LlmStats.over`)."""
         if tokens is None:
             raise UsageError(f"--objective {OBJECTIVE} needs the run's token figures: run it with the default "

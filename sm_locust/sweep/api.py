@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
-from sm_locust.sweep.base import Sweep
+from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
 from sm_locust.sweep.deployers import DeployError, create_deployer
-from sm_locust.sweep.kinds import KINDS
+from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
 from sm_locust.sweep.progress import Printer, duration_text, say
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 
@@ -158,12 +158,22 @@ def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = No
 
 
 def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = None, profile: str | None = None,
-            client=None, printer: Printer | None = None) -> tuple[list[str], list[str]]:
-    """Delete every resource tagged with this sweep id: (deleted, left)."""
+            client: Any = None, printer: Printer | None = None, kind: str = DEFAULT_KIND,
+            out: str | Path | None = None) -> tuple[list[str], list[str]]:
+    """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
+    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there."""
     printer = printer or Printer()
-    kwargs = {"client": client, "region": region, "profile": profile} if deploy == "sagemaker" else {}
-    deployer = create_deployer(deploy, **kwargs)
+
+    def progress(text: str) -> None:
+        say(printer, text)
+
+    options: dict[str, Any] = {"client": client, "region": region, "profile": profile} if deploy == "sagemaker" else {}
     try:
-        return deployer.cleanup(sweep_id, lambda text: say(printer, text))
+        cleaner = KINDS.get(kind).cleaner()
+        if cleaner is not None:
+            out_dir = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
+            return cleaner(sweep_id, deploy=deploy, region=region, profile=profile, client=client, out_dir=out_dir,
+                           progress=progress)
+        return create_deployer(deploy, **options).cleanup(sweep_id, progress)
     except DeployError as exc:
         raise RunError(str(exc)) from None

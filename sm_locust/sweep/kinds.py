@@ -17,7 +17,9 @@ a section registers here, in `KINDS`:
   `shared` (its single values, settings every configuration gets) and `as_dict()` (sweep.json);
 - `refused`: shared top-level keys that mean nothing to this kind, each with why;
 - `loader`: "module:function(spec, *, out, client, poll_s) -> Sweep" building the checked sweep
-  (its deployer, load plan, prices, configuration keys; a `base.Sweep` subclass). Named by string
+  (its deployer, load plan, prices, configuration keys; a `base.Sweep` subclass);
+- `cleanup` (optional): what `--cleanup` does for this kind when deleting the resources its
+  deployer tagged is not all (restoring what it changed on an existing endpoint). Named by string
   and imported when chosen, like the deployers: the kind's package builds on `schema.py`, which
   reads this registry, and a `realtime` sweep never imports another kind's runner.
 
@@ -67,13 +69,24 @@ class SweepKind:
     hint: str = ""  # what the section holds, for "add a <section>: section (<hint>)"
     parse: SectionParser | None = None
     refused: Mapping[str, str] = field(default_factory=dict)  # shared key -> why this kind refuses it
+    # what `sm-locust sweep --cleanup ID SWEEP` does for this kind, when more than its deployer's cleanup:
+    # "module:function(sweep_id, *, deploy, region, profile, client, out_dir, progress) -> (deleted, left)"
+    cleanup: str | None = None
 
     def own_keys(self) -> tuple[str, ...]:
         return ((self.section,) if self.section else ()) + self.keys
 
     def load(self) -> Callable[..., Any]:
-        module, _, function = self.loader.partition(":")
-        return getattr(importlib.import_module(module), function)
+        """The loader: `load(spec, *, out, client, poll_s) -> Sweep`."""
+        return _resolve(self.loader)
+
+    def cleaner(self) -> Callable[..., tuple[list[str], list[str]]] | None:
+        return _resolve(self.cleanup) if self.cleanup else None
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 KINDS: Registry[SweepKind] = Registry("sweep kind")
