@@ -73,6 +73,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.runtime_api)."""
+    from sm_locust.runtime_api import check_endpoint_name, check_header
+
+    if args.endpoint_name:
+        check_endpoint_name(args.endpoint_name)
+    if args.variant_name:
+        check_header("target_variant", args.variant_name, "--variant-name")
+    if args.inference_component:
+        check_header("inference_component", args.inference_component)
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.report.pipeline import ReportOptions, build_report
 
@@ -80,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--period {args.period} must be a multiple of 60 (CloudWatch standard resolution)")
     if args.safety_factor > 1:
         raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_names(args)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
         from pathlib import Path

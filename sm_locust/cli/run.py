@@ -67,6 +67,8 @@ def validate_shape(args: argparse.Namespace) -> str | None:
     shape = SHAPES.canonical(args.shape) if args.shape else None
     if shape is None and getattr(args, "target_rps", None) is not None:
         shape = "open"  # --target-rps alone means a constant open-loop rate
+    if shape is None and getattr(args, "traffic", None):
+        shape = "traffic"  # --traffic alone means its rate phases
     ShapeSettings.from_options(args).check(shape)
     return shape
 
@@ -76,7 +78,7 @@ def load_from_args(args: argparse.Namespace):
     from sm_locust.launch import LoadSettings
 
     shape = validate_shape(args)
-    if args.users is not None and shape in ("plateau", "phases", "open"):
+    if args.users is not None and shape in ("plateau", "phases", "open", "traffic"):
         raise UsageError(f"--users conflicts with --shape {shape}: the shape decides the load")
     users = args.users if args.users is not None else (None if shape else 1)
     if users is not None and users < 1:
@@ -93,7 +95,8 @@ def load_from_args(args: argparse.Namespace):
         from sm_locust.shapes.settings import parse_seconds
 
         seconds = parse_seconds(run_time, "--run-time")
-        if "d" in str(run_time):  # Locust's -t has no days: a soak run's "7d" goes to it as seconds
+        # Locust's -t has no days: a soak run's "7d" goes to it as seconds
+        if seconds is not None and "d" in str(run_time):
             run_time = f"{round(seconds)}s"
     return LoadSettings(
         users=users,
@@ -102,6 +105,22 @@ def load_from_args(args: argparse.Namespace):
         shape=shape, processes=args.processes, quiet=args.quiet, progress_every_s=5.0 if args.quiet else 0.0,
         locust_args=list(getattr(args, "passthrough", []) or []),
     )
+
+
+def fleet_time_scale(args: argparse.Namespace, endpoint_url: str) -> None:
+    """--traffic against a local fleet emulation: its durations are the fleet's emulated seconds, so
+    --time-scale (when not given) is the fleet's own (GET /_sm_locust/scaling)."""
+    if not getattr(args, "traffic", None) or getattr(args, "time_scale", None) is not None or not endpoint_url:
+        return
+    from sm_locust.preflight import is_loopback
+    from sm_locust.scaling.watch import local_fleet
+
+    info = local_fleet(endpoint_url) if is_loopback(endpoint_url) else None
+    scale = float((info or {}).get("time_scale") or 1.0)
+    if scale != 1.0:
+        args.time_scale = scale
+        print(f"sm-locust: --traffic durations are the local fleet's emulated seconds: time runs x{scale:g} "
+              "(--time-scale)", flush=True)
 
 
 def start_run(args: argparse.Namespace):
@@ -120,6 +139,7 @@ def start_run(args: argparse.Namespace):
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
     load = load_from_args(args)
+    fleet_time_scale(args, settings.endpoint_url)
     if args.out:
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts

@@ -153,6 +153,17 @@ def add_parser(subparsers) -> None:
                    help="EndpointName dimension of the metrics (default: --endpoint-name, else sm-locust-local)")
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """The names the endpoint answers to and reports follow SageMaker's rules (sm_locust.runtime_api)."""
+    from sm_locust.runtime_api import check_endpoint_name, check_header
+
+    for flag in ("endpoint_name", "metrics_endpoint_name"):
+        if getattr(args, flag, None):
+            check_endpoint_name(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if getattr(args, "variant_name", None):
+        check_header("target_variant", args.variant_name, "--variant-name")
+
+
 def config_from_args(args: argparse.Namespace):
     from sm_locust.endpoint.faults import EndpointConfig
 
@@ -161,6 +172,7 @@ def config_from_args(args: argparse.Namespace):
             "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
             "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio", "max_batch_size", "max_batch_delay_ms",
             "batch_item_cost")
+    check_names(args)
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.llm = llm_config_from_args(args)
@@ -216,8 +228,8 @@ def serverless_config_from_args(args: argparse.Namespace):
     """The ServerlessConfig of the --serverless-* flags (None without any); --idle-timeout-s alone is a usage error."""
     from sm_locust.endpoint.serverless import ServerlessConfig
 
-    given = {key: getattr(args, dest, None) for key, dest in SERVERLESS_FLAGS.items()}
-    given = {k: v for k, v in given.items() if v is not None}
+    given: dict[str, Any] = {key: getattr(args, dest) for key, dest in SERVERLESS_FLAGS.items()
+                             if getattr(args, dest, None) is not None}
     if not given:
         return None
     if set(given) <= {"idle_timeout_s"}:

@@ -188,9 +188,10 @@ def raw_layout(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]
     """(dtype, shape) of a bare buffer from its CustomAttributes (dtype float32 unless given);
     None when they give no `shape=`, so its rows are unknown."""
     values = attribute_values(custom_attributes)
-    if "shape" not in values:
+    shape = parse_shape(values.get("shape"))
+    if shape is None:
         return None
-    return parse_dtype(values.get("dtype", "float32")).newbyteorder("<"), parse_shape(values["shape"])
+    return parse_dtype(values.get("dtype", "float32")).newbyteorder("<"), shape
 
 
 def with_shape(custom_attributes: str, shape: Sequence[int]) -> str:
@@ -203,7 +204,7 @@ def with_shape(custom_attributes: str, shape: Sequence[int]) -> str:
 def split_raw(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
     """K bare buffers of consecutive rows, each described by its own `shape=` custom attribute."""
     layout = raw_layout(custom_attributes)
-    if layout is None:
+    if layout is None or custom_attributes is None:
         raise UsageError(f"{where}: a bare buffer has rows only when its custom attributes say shape=")
     arr = frombuffer(body, layout[0], layout[1], where)
     return [Part(arr[s].tobytes(), s.stop - s.start, with_shape(custom_attributes, arr[s].shape))

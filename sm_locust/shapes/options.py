@@ -46,6 +46,12 @@ OPTIONS: list[OptionSpec] = [
                "phases shape: Inference Recommender TrafficPattern (+ StoppingConditions), JSON text or file"),
     OptionSpec("--target-rps", "SM_LOCUST_TARGET_RPS", None, "open shape: constant arrival rate to send (req/s)",
                float),
+    OptionSpec("--traffic", "SM_LOCUST_TRAFFIC", None,
+               "traffic shape: open-loop rate phases, a YAML/JSON file or text: [{duration_s: 300, rps: 20}, ...] "
+               "(docs/autoscaling.md)"),
+    OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
+               "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
+               "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float),
     OptionSpec("--arrival", "SM_LOCUST_ARRIVAL", None, "open loop: arrival process, constant (default) or poisson"),
     OptionSpec("--rate-per-user", "SM_LOCUST_RATE_PER_USER", None,
                "open loop: req/s each OpenLoopUser adds (default 1; the user count is rate / this)", float),

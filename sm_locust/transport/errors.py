@@ -67,7 +67,7 @@ _CONNECT_FRAMES = frozenset(
 )
 
 
-def _header(headers: Mapping[str, str] | Any, name: str) -> str | None:
+def _header(headers: Any, name: str) -> str | None:
     """Case-insensitive header lookup on a dict, geventhttpclient Headers or list of pairs."""
     items = headers.items() if hasattr(headers, "items") else headers
     for key, value in items:
