@@ -10,7 +10,7 @@ from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.endpoint.llm import LlmConfig
-from sm_locust.endpoint.multimodel import MultiModelConfig
+from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.server import serve_forever
 from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.errors import UsageError
@@ -237,15 +237,9 @@ def serverless_config_from_args(args: argparse.Namespace):
     return ServerlessConfig(**given)
 
 
-MULTI_MODEL_FLAGS = {"model_count": "model_count", "model_size_mb": "model_size_mb", "memory_mb": "instance_memory_mb",
-                     "disk_mb": "instance_disk_mb", "download_ms": "model_download_ms", "load_ms": "model_load_ms",
-                     "unload_ms": "model_unload_ms", "cache_setting": "model_cache_setting",
-                     "ready_timeout_s": "model_ready_timeout_s"}
-
-
 def multi_model_config_from_args(args: argparse.Namespace):
     """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
-    given = emulation_flags(args, MULTI_MODEL_FLAGS, "--multi-model", "the multi-model emulation")
+    given = emulation_flags(args, SERVE_OPTIONS, "--multi-model", "the multi-model emulation")
     return MultiModelConfig(**given) if given is not None else None
 
 
