@@ -101,7 +101,7 @@ def cache_table(cache: Mapping[str, Any]) -> str:
         return ('<p id="model-cache">Cold vs warm: not split. The endpoint marked no request, and the successful '
                 "requests' latencies have no two clearly separate modes (a cache that always hits, or always "
                 "misses, looks like this too).</p>")
-    why = SOURCES.get(source, str(source)).format(threshold=number(cache.get("threshold_ms"), 0))
+    why = SOURCES.get(str(source), str(source)).format(threshold=number(cache.get("threshold_ms"), 0))
     rows = []
     for kind in ("cold", "warm"):
         record = cache.get(kind) or {}
