@@ -365,6 +365,7 @@ def build_report(
 ) -> ReportResult:
     """Read the run folder, fetch metrics, compute, write the outputs. Raises UsageError only for
     a folder that is not a run (or a CSV that is not Locust's)."""
+    from sm_locust.report.autoscaling import autoscaling_view
     from sm_locust.report.render import ReportModel, render_html
 
     say = progress or (lambda _msg: None)
@@ -403,7 +404,7 @@ def build_report(
         title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hours, targets=mix,
+        hours=hours, targets=mix, autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")
