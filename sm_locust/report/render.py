@@ -30,6 +30,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from sm_locust.formatting import MISSING, is_missing, money, number, percent
+from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import llm_figures, llm_rows
 from sm_locust.report.targets import targets_section
 
@@ -57,6 +58,7 @@ class ReportModel:
     llm: Any = None  # report.llm.LlmView when the run counted tokens
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
     targets: Any = None  # report.targets.TargetView when requests named models or components
+    autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -109,8 +111,8 @@ def _has(frame: pd.DataFrame, column: str) -> bool:
     return column in frame.columns and bool(frame[column].notna().any())
 
 
-def _div(fig, div_id: str) -> str:
-    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=420,
+def _div(fig, div_id: str, height: int = 420) -> str:
+    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=height,
                       legend={"orientation": "h", "y": -0.2})
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                        config={"displaylogo": False, "responsive": True})
@@ -399,10 +401,11 @@ def render_html(model: ReportModel) -> str:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
-                      summary_rows(model) + llm_rows(model.llm, model.cost))
+                      summary_rows(model) + llm_rows(model.llm, model.cost) + autoscaling_rows(model.autoscaling))
     figures = [fig_throughput(model), fig_throughput_time(model), fig_latency_users(model), fig_latency_time(model),
                fig_endpoint_load(model), fig_decomposition(model), fig_errors(model),
-               *llm_figures(model.llm, (model.point or {}).get("users"), _div, _missing)]
+               *llm_figures(model.llm, (model.point or {}).get("users"), _div, _missing),
+               *autoscaling_figure(model.autoscaling, _div, _missing)]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
