@@ -106,10 +106,12 @@ def test_a_registered_kind_is_found_by_its_section_and_its_keys_need_it():
 
 @pytest.mark.parametrize("key, value", [
     ("objective.slo_ms", ".nan"), ("objective.target_rps", ".inf"), ("max_cost_usd", "-.inf"),
+    ("load.step_seconds", ".inf"),
 ])
 def test_numbers_must_be_finite_wherever_they_are(tmp_path, capsys, key, value):
     section, _, name = key.rpartition(".")
-    text = REALTIME + (f"{section}: {{{name}: {value}}}\n" if section else f"{name}: {value}\n")
+    text = REALTIME.replace("load: {", f"load: {{{name}: {value}, ") if section == "load" else (
+        REALTIME + (f"{section}: {{{name}: {value}}}\n" if section else f"{name}: {value}\n"))
     got = float(value.replace(".", "", 1))  # .nan -> nan, -.inf -> -inf
     assert error_of(tmp_path, capsys, text) == f"{key}: expected a finite number, got {got!r}"
 

@@ -13,19 +13,10 @@ import sys
 import threading
 from typing import TextIO
 
+from sm_locust.formatting import duration
+
 PREFIX = "sm-locust sweep:"
 BAR_WIDTH = 20
-
-
-def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
-    return f"{seconds // 3600:.0f} h {(seconds % 3600) // 60:.0f} min"
 
 
 def bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
@@ -42,8 +33,8 @@ def eta_s(elapsed_s: float, measured: int, remaining: int) -> float | None:
 
 
 def progress_line(done: int, total: int, elapsed_s: float, eta: float | None) -> str:
-    left = "done" if done >= total else (f"about {duration_text(eta)} left" if eta is not None else "ETA after the first")
-    return f"{PREFIX} {bar(done, total)} {done}/{total} configurations, {duration_text(elapsed_s)} elapsed, {left}"
+    left = "done" if done >= total else (f"about {duration(eta)} left" if eta is not None else "ETA after the first")
+    return f"{PREFIX} {bar(done, total)} {done}/{total} configurations, {duration(elapsed_s)} elapsed, {left}"
 
 
 class Printer:

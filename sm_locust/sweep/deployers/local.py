@@ -34,6 +34,7 @@ NOT_SETTINGS = ("host", "port", "endpoint_name", "variant_name", "cloudwatch_url
                 "metrics_endpoint_name", "extra")
 PRICING_KEYS = ("instance_type", "price_per_hour")
 WORKER_VARIABLES = ("environment.SAGEMAKER_MODEL_SERVER_WORKERS", "environment.SAGEMAKER_GUNICORN_WORKERS")
+INTEGER_KEYS = ("workers", "threads", "max_concurrency", "max_batch_size", "stream_tokens", "seed")
 USAGE_FILE = "endpoint_usage.csv"
 SAMPLE_EVERY_S = 1.0
 
@@ -108,7 +109,8 @@ class LocalDeployer(Deployer):
                 expected = float
             if expected in (int, float):
                 whole = expected is int
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not float(value).is_integer()):
+                numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not numeric or (whole and not float(value).is_integer()):
                     kind = "a whole number" if whole else "a number"
                     raise UsageError(f"{where(key)}: expected {kind}, got {value!r}")
             elif expected is str and not isinstance(value, str):
@@ -122,7 +124,7 @@ class LocalDeployer(Deployer):
     def config(settings: Mapping[str, Any]) -> EndpointConfig:
         kwargs = endpoint_kwargs(settings)
         for key, value in kwargs.items():
-            if key in ("workers", "threads", "max_concurrency", "max_batch_size", "stream_tokens", "seed") and value is not None:
+            if key in INTEGER_KEYS and value is not None:
                 kwargs[key] = int(value)
         return EndpointConfig(port=0, **kwargs)
 
@@ -147,6 +149,8 @@ class LocalDeployer(Deployer):
             raise DeployError(str(exc)) from None
         deployment.endpoint_url = endpoint.url
         deployment.info = {"url": endpoint.url, "command": self.describe(deployment.settings)}
+        if endpoint.process is None:
+            raise DeployError("the local endpoint did not start a process")
         deployment.handle["sampler"] = UsageSampler(endpoint.process.pid, run_dir / USAGE_FILE).start()
 
     def teardown(self, deployment: Deployment, progress: Progress) -> list[str]:

@@ -106,7 +106,8 @@ class RealtimeSweep(Sweep):
         return render.write_all(self.out_dir, document, html_too)
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, poll_s: float | None = None) -> RealtimeSweep:
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+         poll_s: float | None = None) -> RealtimeSweep:
     """A real-time sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     check = spec.check
     try:
@@ -124,7 +125,8 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, 
         raise check.prefixed("prices", exc) from None
     prices = {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
     pricing_only = PRICING_ONLY.get(spec.deploy, ("price_per_hour",))
-    keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only}, plan.given)
+    keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only},
+                                       plan.given)
             for c in configurations}
     sweep = RealtimeSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out))
     sweep.estimate()
