@@ -11,9 +11,11 @@ from __future__ import annotations
 import io
 import sys
 import threading
+from collections.abc import Callable
 from typing import TextIO
 
 from sm_locust.formatting import duration
+from sm_locust.sweep.rows import Row
 
 PREFIX = "sm-locust sweep:"
 BAR_WIDTH = 20
@@ -48,6 +50,18 @@ class Printer:
         with self._lock:
             self.stream.write(line + "\n")
             self.stream.flush()
+
+
+def configuration_line(index: int, total: int, row: Row, figures: Callable[[], str]) -> str:
+    """The line printed when a configuration is done: `[2/6] <label>: <figures> (38 s)`, its status
+    and reason instead of figures when it did not measure, `(measured before ...)` when resumed;
+    `figures()` is the kind's text for a measured configuration."""
+    head = f"{PREFIX} [{index}/{total}] {row.label}: "
+    took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
+    if row.status != "ok":
+        return f"{head}{row.status}: {row.reason}{took}"
+    resumed = " (measured before: run folder complete)" if row.resumed else ""
+    return f"{head}{figures()}{resumed}{took}"
 
 
 def say(printer, text: str) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sm_locust.formatting import MISSING, duration, percent
-from sm_locust.sweep.progress import PREFIX
+from sm_locust.formatting import MISSING, percent
+from sm_locust.sweep import progress
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.render import (
     configurations_table,
@@ -38,23 +38,19 @@ FIGURE_COLUMNS = (
 
 def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
     """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors; $0.46 per 1M (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {row.label}: "
-    took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
-    if row.status != "ok":
-        return f"{head}{row.status}: {row.reason}{took}"
     f = row.figures or RealtimeFigures()
-    if not f.capacity_rps:
-        return f"{head}no sustainable throughput ({f.no_capacity_reason or 'see its run folder'}){took}"
-    users = f.knee_users
-    at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
-    latency = f.latency_ms
-    text = (f"{head}{f.capacity_rps:.1f} req/s{at}, {percentile_label} "
-            f"{MISSING if latency is None else f'{latency:.0f}'} ms, {percent(f.error_rate, trim=True)} errors")
-    if f.cost_per_1m is not None:
-        text += f"; ${f.cost_per_1m:.2f} per 1M"
-    if row.resumed:
-        text += " (measured before: run folder complete)"
-    return text + took
+
+    def figures() -> str:
+        if not f.capacity_rps:
+            return f"no sustainable throughput ({f.no_capacity_reason or 'see its run folder'})"
+        users = f.knee_users
+        at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
+        latency = MISSING if f.latency_ms is None else f"{f.latency_ms:.0f}"
+        text = (f"{f.capacity_rps:.1f} req/s{at}, {percentile_label} {latency} ms, "
+                f"{percent(f.error_rate, trim=True)} errors")
+        return text + (f"; ${f.cost_per_1m:.2f} per 1M" if f.cost_per_1m is not None else "")
+
+    return progress.configuration_line(index, total, row, figures)
 
 
 def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:

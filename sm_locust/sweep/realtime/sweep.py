@@ -65,12 +65,9 @@ class RealtimeSweep(Sweep):
         if cpu is None and steps_file.exists():
             with open(steps_file, newline="") as f:
                 cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
-        row.figures = RealtimeFigures(
-            capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
-            p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
-            no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures,
-            cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2),
-            **figures(m.capacity_rps, self.prices[index], objective))
+        cost = figures(m.capacity_rps, self.prices[index], objective)
+        row.figures = RealtimeFigures(**vars(m), cpu_pct=None if cpu is None else round(cpu, 1),
+                                      memory_pct=None if memory is None else round(memory, 2), **cost)
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
         assert isinstance(row, RealtimeRow)

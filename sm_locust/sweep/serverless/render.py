@@ -16,8 +16,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sm_locust.formatting import duration, percent
-from sm_locust.sweep.progress import PREFIX
+from sm_locust.formatting import percent
+from sm_locust.sweep import progress
 from sm_locust.sweep.render import (
     configurations_table,
     figure_html,
@@ -43,30 +43,28 @@ COLUMNS = ("memory_size_mb", "max_concurrency", "warm_p50_ms", "warm_p95_ms", "w
 def configuration_line(index: int, total: int, row: ServerlessRow) -> str:
     """`[1/4] memory_size_mb 2048, max_concurrency 2: warm p95 62 ms, cold start p50 0.76 s, throttled 0 % / 49 %
     at x1 / x2, up to 31.5 req/s; $4.97 per 1M, real-time cheaper above 6.6 req/s (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {row.label}: "
-    took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
-    if row.status != "ok":
-        return f"{head}{row.status}: {row.reason}{took}"
     f = row.figures or ServerlessFigures()
-    parts = []
-    if f.warm_p95_ms is not None:
-        parts.append(f"warm p95 {f.warm_p95_ms:.0f} ms")
-    if f.cold.p50_ms is not None:
-        parts.append(f"cold start p50 {f.cold.p50_ms / 1000:.2f} s")
-    throttles = f.throttle_rate
-    if throttles:
-        parts.append(f"throttled {' / '.join(percent(v, trim=True) for v in throttles.values())} at "
-                     f"{' / '.join('x' + m for m in throttles)}")
-    if f.capacity_rps is not None:
-        parts.append(f"up to {f.capacity_rps:.1f} req/s")
-    text = head + ", ".join(parts or ["no figures"])
-    if f.cost.cost_per_1m is not None:
-        text += f"; ${f.cost.cost_per_1m:.2f} per 1M"
-        if f.cost.break_even_rps is not None:
-            text += f", real-time cheaper above {f.cost.break_even_rps:.1f} req/s"
-    if row.resumed:
-        text += " (measured before: run folder complete)"
-    return text + took
+
+    def figures() -> str:
+        parts = []
+        if f.warm_p95_ms is not None:
+            parts.append(f"warm p95 {f.warm_p95_ms:.0f} ms")
+        if f.cold.p50_ms is not None:
+            parts.append(f"cold start p50 {f.cold.p50_ms / 1000:.2f} s")
+        throttles = f.throttle_rate
+        if throttles:
+            parts.append(f"throttled {' / '.join(percent(v, trim=True) for v in throttles.values())} at "
+                         f"{' / '.join('x' + m for m in throttles)}")
+        if f.capacity_rps is not None:
+            parts.append(f"up to {f.capacity_rps:.1f} req/s")
+        text = ", ".join(parts or ["no figures"])
+        if f.cost.cost_per_1m is not None:
+            text += f"; ${f.cost.cost_per_1m:.2f} per 1M"
+            if f.cost.break_even_rps is not None:
+                text += f", real-time cheaper above {f.cost.break_even_rps:.1f} req/s"
+        return text
+
+    return progress.configuration_line(index, total, row, figures)
 
 
 def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:

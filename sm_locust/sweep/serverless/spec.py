@@ -23,7 +23,7 @@ registration (`sweep/kinds.py`) hands it the file, `sweep/serverless/sweep.py` r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,17 @@ class ServerlessSpec:
                                "concurrency": self.cold_start.concurrency}}
 
 
+def _sizes(check: Checker, key: str, value: Any, problem_of: Callable[[Any], str | None]) -> list[int]:
+    """One value or a list of whole numbers SageMaker allows (`problem_of` says why one is not)."""
+    sizes = []
+    for item in check.values(f"{SECTION}.{key}", value):
+        problem = problem_of(item)
+        if problem:
+            raise check.error(f"{SECTION}.{key}", problem)
+        sizes.append(int(item))
+    return sizes
+
+
 def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> ServerlessSpec:
     """The serverless keys of a sweep file that has a `serverless:` section, checked (`kinds.py`
@@ -134,18 +145,8 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
         if key not in section:
             example = "memory_size_mb: [2048, 4096]" if key == "memory_size_mb" else "max_concurrency: [2, 8]"
             raise check.error(f"{SECTION}.{key}", f"missing: give one value or a list (the grid), e.g. {example}")
-    memory = []
-    for value in check.values(f"{SECTION}.memory_size_mb", section["memory_size_mb"]):
-        problem = memory_error(value)
-        if problem:
-            raise check.error(f"{SECTION}.memory_size_mb", problem)
-        memory.append(int(value))
-    concurrency = []
-    for value in check.values(f"{SECTION}.max_concurrency", section["max_concurrency"]):
-        problem = concurrency_error(value)
-        if problem:
-            raise check.error(f"{SECTION}.max_concurrency", problem)
-        concurrency.append(int(value))
+    memory = _sizes(check, "memory_size_mb", section["memory_size_mb"], memory_error)
+    concurrency = _sizes(check, "max_concurrency", section["max_concurrency"], concurrency_error)
     shared: dict[str, Any] = {}
     for key in LOCAL_ONLY:
         if key not in section:
