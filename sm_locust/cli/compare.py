@@ -11,13 +11,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
 from sm_locust.launch import check_output_dir
+from sm_locust.report.compare import compare_runs
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "compare", help="compare run folders side by side (compare.html + compare.csv)",
+    p = add_command_parser(
+        subparsers, "compare",
         description="Compare run folders: max sustainable throughput, latency there, $ per 1M inferences, "
         "transactions per hour. Writes compare.csv and compare.html (self-contained).",
     )
@@ -31,8 +33,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.report.compare import compare_runs
-
     if not 0 < args.safety_factor <= 1:
         raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
     check_output_dir(Path(args.out))

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
+from sm_locust.launch import check_output_dir
+from sm_locust.report.pipeline import ReportOptions, build_report
+from sm_locust.report.s3 import fetch_run, s3_client
+from sm_locust.runtime_api import check_endpoint_name, check_header
 
 
 def _positive(kind):
@@ -31,8 +37,8 @@ def _positive(kind):
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "report", help="build report.html, merged CSVs and cost figures from a run folder",
+    p = add_command_parser(
+        subparsers, "report",
         description="Build report.html (self-contained, works offline), merged_timeseries.csv and steps.csv from "
         "a run folder; merge the endpoint's CloudWatch metrics and price the sustainable throughput. "
         "Exit 0: all data present; 1: report written, something missing; 2: usage error.",
@@ -75,8 +81,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def check_names(args: argparse.Namespace) -> None:
     """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.runtime_api)."""
-    from sm_locust.runtime_api import check_endpoint_name, check_header
-
     if args.endpoint_name:
         check_endpoint_name(args.endpoint_name)
     if args.variant_name:
@@ -86,8 +90,6 @@ def check_names(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.report.pipeline import ReportOptions, build_report
-
     if args.period % 60:
         raise UsageError(f"--period {args.period} must be a multiple of 60 (CloudWatch standard resolution)")
     if args.safety_factor > 1:
@@ -95,14 +97,8 @@ def run(args: argparse.Namespace) -> int:
     check_names(args)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
-        from pathlib import Path
-
-        from sm_locust.launch import check_output_dir
-
         check_output_dir(Path(out_dir))
     if run_dir.startswith("s3://"):
-        from sm_locust.report.s3 import fetch_run, s3_client
-
         local, transfer = fetch_run(run_dir, out=out_dir, s3=s3_client(args.profile, args.region))
         print(f"sm-locust report: downloaded {transfer.describe()} from {run_dir.rstrip('/')}/ to {local}/", flush=True)
         run_dir, out_dir = str(local), None  # the report goes next to the downloaded run

@@ -47,6 +47,7 @@ from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
+from sm_locust.report.targets import target_view
 
 Progress = Callable[[str], None]
 
@@ -234,6 +235,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
+        multi_model=(data.summary.get("mix") or {}).get("field") == "target_model",  # a model mix: the MME's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
@@ -377,6 +379,7 @@ def build_report(
     start, end = run_span(data)
     data.history = metrics.frame = None  # merged into `seconds`: let a week's worth of rows go now
     tokens = llm_view(data.summary, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
+    mix = target_view(data.summary, seconds)  # a traffic mix: per target, cold vs warm, the cache (report/targets.py)
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
@@ -400,7 +403,7 @@ def build_report(
         title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hours,
+        hours=hours, targets=mix,
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")

@@ -28,6 +28,7 @@ import pandas as pd
 
 from sm_locust.formatting import MISSING, is_missing, money, number, percent
 from sm_locust.report.llm import llm_figures, llm_rows
+from sm_locust.report.targets import targets_section
 
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
@@ -52,6 +53,7 @@ class ReportModel:
     totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
     llm: Any = None  # report.llm.LlmView when the run counted tokens
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
+    targets: Any = None  # report.targets.TargetView when requests named models or components
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -435,6 +437,7 @@ def render_html(model: ReportModel) -> str:
         "<h2>Charts</h2>",
         *figures,
         hourly_section(model),
+        targets_section(model.targets, _div, _missing),
         "<h2>Steps</h2>",
         steps_table(model.steps),
         "</body></html>",
