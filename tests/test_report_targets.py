@@ -1,6 +1,6 @@
 """The report's traffic-mix section (report/targets.py): the per-target table, cold vs warm, the cache over
 time. Pure on synthetic summaries and frames; then end to end: a Zipf mix against the multi-model
-emulation publishing to a CloudWatch API (a moto server), and `sm-locust report` on the run folder
+emulation publishing to a CloudWatch API (conftest's moto server), and `sm-locust report` on the run folder
 draws the cache's hit rate and loaded models per minute from CloudWatch.
 """
 
@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import pytest
-from moto.server import ThreadedMotoServer
 
 from sm_locust.endpoint.multimodel import MultiModelConfig
 from sm_locust.report.cloudwatch import select_metrics
@@ -72,15 +70,6 @@ def test_a_model_mix_asks_cloudwatch_for_the_mme_metrics():
 
     assert {"ModelCacheHit", "LoadedModelCount"} <= names(multi_model=True)
     assert "ModelCacheHit" not in names() and "ModelCacheHit" not in names(multi_model=True, inference_component="a")
-
-
-@pytest.fixture
-def moto_url():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def test_the_report_draws_the_cache_from_cloudwatch(endpoint_factory, moto_url, tmp_path):

@@ -116,10 +116,17 @@ def load_from_args(args: argparse.Namespace):
     )
 
 
-def fleet_time_scale(args: argparse.Namespace, endpoint_url: str) -> None:
-    """--traffic against a local fleet emulation: its durations are the fleet's emulated seconds, so
-    --time-scale (when not given) is the fleet's own (GET /_sm_locust/scaling)."""
-    if not getattr(args, "traffic", None) or getattr(args, "time_scale", None) is not None or not endpoint_url:
+def traffic_defaults(args: argparse.Namespace, endpoint_url: str) -> None:
+    """--traffic: each open-loop token carries what divides every phase's rate (no ramp between
+    phases) unless --rate-per-user says; against a local fleet emulation the durations are its
+    emulated seconds, so --time-scale (when not given) is the fleet's own (GET /_sm_locust/scaling)."""
+    if not getattr(args, "traffic", None):
+        return
+    if getattr(args, "rate_per_user", None) is None:
+        from sm_locust.shapes.settings import load_traffic
+
+        args.rate_per_user = load_traffic(args.traffic).token_rate()
+    if getattr(args, "time_scale", None) is not None or not endpoint_url:
         return
 
     info = local_fleet(endpoint_url) if is_loopback(endpoint_url) else None
@@ -140,7 +147,7 @@ def start_run(args: argparse.Namespace):
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
     load = load_from_args(args)
-    fleet_time_scale(args, settings.endpoint_url)
+    traffic_defaults(args, settings.endpoint_url)
     if args.out:
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts

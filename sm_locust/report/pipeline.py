@@ -43,8 +43,10 @@ from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
+from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
+from sm_locust.report.render import ReportModel, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
@@ -365,8 +367,6 @@ def build_report(
 ) -> ReportResult:
     """Read the run folder, fetch metrics, compute, write the outputs. Raises UsageError only for
     a folder that is not a run (or a CSV that is not Locust's)."""
-    from sm_locust.report.render import ReportModel, render_html
-
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     say(f"reading {run_dir}")
@@ -403,7 +403,7 @@ def build_report(
         title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hours, targets=mix,
+        hours=hours, targets=mix, autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
     )
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")

@@ -25,8 +25,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
 
 from sm_locust.formatting import MISSING, is_missing, money, number, percent
+from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import llm_figures, llm_rows
 from sm_locust.report.targets import targets_section
 
@@ -54,6 +58,7 @@ class ReportModel:
     llm: Any = None  # report.llm.LlmView when the run counted tokens
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
     targets: Any = None  # report.targets.TargetView when requests named models or components
+    autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -92,8 +97,6 @@ def _downsample(seconds: pd.DataFrame, columns: list[str], envelope: tuple[str, 
 
 def _band(fig, d: pd.DataFrame, column: str, name: str, **where) -> None:
     """The min / max of each drawn bucket as a shaded band behind `column` (long runs only)."""
-    import plotly.graph_objects as go
-
     if f"{column}_max" not in d.columns:
         return
     group = f"band-{column}"
@@ -108,8 +111,8 @@ def _has(frame: pd.DataFrame, column: str) -> bool:
     return column in frame.columns and bool(frame[column].notna().any())
 
 
-def _div(fig, div_id: str) -> str:
-    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=420,
+def _div(fig, div_id: str, height: int = 420) -> str:
+    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=height,
                       legend={"orientation": "h", "y": -0.2})
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                        config={"displaylogo": False, "responsive": True})
@@ -124,8 +127,6 @@ def _missing(div_id: str, title: str, why: str) -> str:
 
 
 def fig_throughput(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-
     s = m.steps
     if s.empty or not _has(s, "rps"):
         return _missing("fig-throughput", "Throughput vs users",
@@ -151,9 +152,6 @@ def fig_throughput(m: ReportModel) -> str:
 
 
 def fig_throughput_time(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     if not _has(m.seconds, "rps"):
         return _missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
     d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"], envelope=("rps",))
@@ -174,8 +172,6 @@ def fig_throughput_time(m: ReportModel) -> str:
 
 
 def fig_latency_users(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-
     s = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
     if s.empty or not cols:
@@ -191,8 +187,6 @@ def fig_latency_users(m: ReportModel) -> str:
 
 
 def fig_latency_time(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
     if not cols:
@@ -207,9 +201,6 @@ def fig_latency_time(m: ReportModel) -> str:
 
 
 def fig_endpoint_load(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     s = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
@@ -232,8 +223,6 @@ def fig_endpoint_load(m: ReportModel) -> str:
 
 
 def fig_errors(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-
     if not m.errors:
         return _missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
@@ -243,8 +232,6 @@ def fig_errors(m: ReportModel) -> str:
 
 
 def fig_decomposition(m: ReportModel) -> str:
-    import plotly.graph_objects as go
-
     s = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return _missing("fig-decomposition", "Latency decomposition",
@@ -262,9 +249,6 @@ def fig_decomposition(m: ReportModel) -> str:
 
 
 def fig_hourly(h: pd.DataFrame) -> str:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -405,8 +389,6 @@ small{color:#666}
 
 def render_html(model: ReportModel) -> str:
     """The complete page as a string (plotly.js inline)."""
-    from plotly.offline import get_plotlyjs
-
     run = model.run
     info = " &middot; ".join(html.escape(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
     gaps_items = "".join(f"<li>{html.escape(g)}</li>" for g in model.gaps)
@@ -419,10 +401,11 @@ def render_html(model: ReportModel) -> str:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
-                      summary_rows(model) + llm_rows(model.llm, model.cost))
+                      summary_rows(model) + llm_rows(model.llm, model.cost) + autoscaling_rows(model.autoscaling))
     figures = [fig_throughput(model), fig_throughput_time(model), fig_latency_users(model), fig_latency_time(model),
                fig_endpoint_load(model), fig_decomposition(model), fig_errors(model),
-               *llm_figures(model.llm, (model.point or {}).get("users"), _div, _missing)]
+               *llm_figures(model.llm, (model.point or {}).get("users"), _div, _missing),
+               *autoscaling_figure(model.autoscaling, _div, _missing)]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
