@@ -351,7 +351,7 @@ class SweepRunner:
 
     def _report(self, i: int, run_dir: Path, d: Deployment) -> None:
         """The run's report (report.html, steps.csv; CloudWatch when on AWS); gaps are noted, never fatal."""
-        # imported here: report/ loads pandas (~400-470 ms, python -X importtime), which a sweep with
+        # lazy: report/ loads pandas (~400-470 ms, python -X importtime), which a sweep with
         # `report: false`, and every --plan, never needs
         from sm_locust.report.pipeline import ReportOptions, build_report
 

@@ -98,7 +98,7 @@ class SageMakerDeployer(Deployer):
     @property
     def client(self) -> Any:
         if self._client is None:
-            # imported here: boto3 costs ~190 ms to import (python -X importtime); `--plan`, bad input
+            # lazy: boto3 costs ~190 ms to import (python -X importtime); `--plan`, bad input
             # and local serverless sweeps load this module without ever needing the client
             import boto3
 
