@@ -125,6 +125,35 @@ def test_the_controller_scales_the_table_as_the_model_says():
                     "metric crossed, serving at 720 s"]
 
 
+class FakeCloudWatch:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[dict]]] = []
+
+    def put_metric_data(self, Namespace: str, MetricData: list[dict]) -> None:  # noqa: N803 - boto3's names
+        self.calls.append((Namespace, MetricData))
+
+
+def test_the_cloudwatch_stand_in_gets_emulated_minutes():
+    policy = ScalingPolicy(1, 3, 420, scale_out_cooldown_s=60).check()
+    traffic = parse_traffic([{"duration_s": 300, "rps": 2}, {"duration_s": 600, "rps": 15}])
+    clock, cloudwatch = FakeClock(), FakeCloudWatch()
+    config = FleetConfig(instances=1, policy=policy, instance_start_s=240, time_scale=30)
+    fleet = SharedFleet(config, slots=4, clock=clock, wall=lambda: 1_700_000_000.0)
+    controller = FleetController(config, fleet, cloudwatch=cloudwatch, endpoint_name="ep", say=lambda _: None).begin()
+    drive(controller, clock, traffic, time_scale=30)
+    sagemaker = [(d["Timestamp"].timestamp() - 1_700_000_000.0, {x["MetricName"]: x["Value"] for x in data})
+                 for ns, data in cloudwatch.calls if ns == "AWS/SageMaker" for d in data[:1]]
+    assert [t for t, _ in sagemaker] == [60.0 * i for i in range(len(sagemaker))]  # stamped in emulated minutes
+    assert sagemaker[1][1] == {"Invocations": 120.0, "InvocationsPerInstance": 120.0}  # 2 req/s, per minute
+    assert sagemaker[6][1] == {"Invocations": 900.0, "InvocationsPerInstance": 900.0}  # 15 req/s on 1 instance
+    counts = [{x["MetricName"]: x["Value"] for x in data} for ns, data in cloudwatch.calls
+              if ns == "sm-locust/Endpoints"]  # as DescribeEndpoint says them at each minute's end
+    assert counts[7] == {"DesiredInstanceCount": 3.0, "CurrentInstanceCount": 1.0}  # decided at 480 s, starting
+    assert counts[-1] == {"DesiredInstanceCount": 3.0, "CurrentInstanceCount": 3.0}  # serving from 720 s
+    dims = cloudwatch.calls[0][1][0]["Dimensions"]
+    assert dims == [{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+
+
 def test_a_minimum_above_the_starting_instances_scales_at_second_zero():
     config = FleetConfig(instances=1, policy=ScalingPolicy(2, 3, 420).check(), instance_start_s=60)
     fleet = SharedFleet(config, slots=4, clock=FakeClock())

@@ -14,10 +14,10 @@ containers (queued included) per instance in service. A period with no request i
 
 With `--cloudwatch-url`, each emulated minute is also published to the CloudWatch stand-in, stamped
 with its emulated time (the endpoint's start + emulated seconds): Invocations and
-InvocationsPerInstance (AWS/SageMaker), and the instance counts DescribeEndpoint reports as
-`DesiredInstanceCount` / `CurrentInstanceCount` under the namespace `sm-locust/Endpoints` (SageMaker
-publishes no such metric; the report draws them). A failed publication logs one warning and the
-endpoint goes on.
+InvocationsPerInstance (AWS/SageMaker), and the instance counts DescribeEndpoint reports at the
+minute's end as `DesiredInstanceCount` / `CurrentInstanceCount` under the namespace
+`sm-locust/Endpoints` (SageMaker publishes no such metric: they are the emulator's, for dashboards).
+A failed publication logs one warning and the endpoint goes on.
 
 `FleetController.tick()` does one step from the clock, so tests drive it with a fake clock;
 `start()` runs it on a daemon thread.

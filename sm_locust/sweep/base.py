@@ -202,7 +202,8 @@ class Sweep:
         """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
         objective = self.spec.objective
         return {
-            "schema": schema, **({"kind": kind} if kind else {}), "name": self.spec.name, "sweep_id": self.spec.sweep_id,
+            "schema": schema, **({"kind": kind} if kind else {}), "name": self.spec.name,
+            "sweep_id": self.spec.sweep_id,
             "description": self.spec.description, "deploy": self.spec.deploy, "file": self.spec.source,
             "started_at": self.started_at, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "wall_s": round(outcome.wall_s, 1) if outcome else None,
