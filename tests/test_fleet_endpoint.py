@@ -154,6 +154,34 @@ def test_the_cloudwatch_stand_in_gets_emulated_minutes():
     assert dims == [{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
 
 
+def test_low_traffic_scales_in_at_once_after_fifteen_minutes():
+    policy = ScalingPolicy(1, 3, 420, scale_in_cooldown_s=300).check()
+    clock = FakeClock()
+    config = FleetConfig(instances=3, policy=policy, instance_start_s=240, time_scale=60)
+    fleet = SharedFleet(config, slots=4, clock=clock)
+    controller = FleetController(config, fleet, say=lambda _: None).begin()
+    drive(controller, clock, parse_traffic([{"duration_s": 1500, "rps": 2}]), time_scale=60)
+    # 2 req/s = 40 per instance per minute, far below 90 % of 420: after 15 minutes, ceil(3 x 40 / 420) = 1
+    assert fleet.events() == [InstanceSample(0, 3, 3), InstanceSample(900, 1, 1)]
+    assert fleet.serving(fleet.now_s()) == [0]
+
+
+def test_the_concurrency_metric_counts_requests_in_the_containers():
+    policy = ScalingPolicy(1, 3, 5, metric="ConcurrentRequestsPerModel").check()
+    clock = FakeClock()
+    config = FleetConfig(instances=1, policy=policy, instance_start_s=60, time_scale=10)
+    fleet = SharedFleet(config, slots=4, clock=clock)
+    controller = FleetController(config, fleet, say=lambda _: None).begin()
+    rng = random.Random(0)
+    for _ in range(12):  # 12 requests in the container (4 served, 8 queued), never finished here
+        fleet.admit(rng)
+    for _ in range(40):  # 40 emulated seconds, a tick per second
+        clock.now += 0.1
+        controller.tick()
+    assert [p.value for p in fleet.periods()[:3]] == [12.0, 12.0, 12.0]  # 10-s periods, queued ones included
+    assert fleet.events()[1] == InstanceSample(30, 3, 1)  # three periods above 5: ceil(1 x 12 / 5) = 3
+
+
 def test_a_minimum_above_the_starting_instances_scales_at_second_zero():
     config = FleetConfig(instances=1, policy=ScalingPolicy(2, 3, 420).check(), instance_start_s=60)
     fleet = SharedFleet(config, slots=4, clock=FakeClock())
