@@ -30,6 +30,7 @@ import threading
 from datetime import UTC, datetime
 
 from sm_locust.endpoint.fleet import FleetConfig, SharedFleet
+from sm_locust.endpoint.metrics import endpoint_name_for, make_client
 from sm_locust.scaling.policy import CONCURRENCY, IN, ScaleDecision, TargetTracking
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod
 
@@ -187,7 +188,6 @@ def controller_for(config, fleet: SharedFleet | None, cloudwatch=None) -> FleetC
     """The controller `serve_forever` starts in the master when the fleet emulation is on."""
     if fleet is None:
         return None
-    from sm_locust.endpoint.metrics import endpoint_name_for, make_client
 
     if cloudwatch is None and getattr(config, "cloudwatch_url", None):
         cloudwatch = make_client(config.cloudwatch_url)
