@@ -62,7 +62,9 @@ def validate_shape(args: argparse.Namespace) -> str | None:
     return shape
 
 
-def load_from_args(args: argparse.Namespace):
+def load_from_args(args: argparse.Namespace, progress_every_s: float | None = None):
+    """Locust's load options (LoadSettings) from the run options; `progress_every_s` overrides the
+    progress-line interval (default: every 5 s with --quiet, else none)."""
     from sm_locust.errors import UsageError
     from sm_locust.launch import LoadSettings
 
@@ -90,15 +92,20 @@ def load_from_args(args: argparse.Namespace):
         users=users,
         spawn_rate=args.spawn_rate if args.spawn_rate is not None else (100.0 if shape else 1.0),
         run_time=run_time,
-        shape=shape, processes=args.processes, quiet=args.quiet, progress_every_s=5.0 if args.quiet else 0.0,
+        shape=shape, processes=args.processes, quiet=args.quiet,
+        progress_every_s=progress_every_s if progress_every_s is not None else (5.0 if args.quiet else 0.0),
         locust_args=list(getattr(args, "passthrough", []) or []),
     )
 
 
-def start_run(args: argparse.Namespace):
+def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None = None,
+              progress_every_s: float | None = None):
     """Check every option, then run Locust into the run folder; returns (out_dir, summary).
 
-    Shared by `run` and `smoke`: nothing starts (no folder, no traffic) until all input is valid.
+    Shared by `run`, `smoke` and the Python API (`sm_locust.run`): nothing starts (no folder, no
+    traffic) until all input is valid. `echo` receives Locust's output lines (launch.execute), `env`
+    is extra environment for the Locust process (never recorded in options.json), `progress_every_s`
+    the progress-line interval (load_from_args).
     """
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
@@ -110,16 +117,16 @@ def start_run(args: argparse.Namespace):
 
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
-    load = load_from_args(args)
+    load = load_from_args(args, progress_every_s)
     if args.out:
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
-    extra_env = preflight(settings)
+    extra_env = {**preflight(settings, env=env), **(env or {})}
     out = choose_out_dir(args.out, settings.endpoint_name)
     if args.overwrite:
         make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
     if upload is None:
-        return out, execute(settings, load, out, extra_env, options=args)
+        return out, execute(settings, load, out, extra_env, options=args, echo=echo)
     from sm_locust.report.s3 import check_writable, s3_client
 
     s3 = s3_client(settings.aws_profile, settings.region)
@@ -127,7 +134,7 @@ def start_run(args: argparse.Namespace):
     check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
     print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
     try:
-        summary = execute(settings, load, out, extra_env, options=args)
+        summary = execute(settings, load, out, extra_env, options=args, echo=echo)
     except BaseException:
         _upload_after_failure(out, destination, s3)
         raise
