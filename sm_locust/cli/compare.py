@@ -11,7 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from sm_locust.errors import UsageError
 from sm_locust.launch import check_output_dir
 
 
@@ -32,9 +31,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from sm_locust.report.compare import compare_runs
+    from sm_locust.report.pipeline import check_report_values
 
-    if not 0 < args.safety_factor <= 1:
-        raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_report_values(safety_factor=args.safety_factor)
     check_output_dir(Path(args.out))
     outputs, gaps = compare_runs(args.run_dirs, args.out, prices_file=args.prices_file,
                                  safety_factor=args.safety_factor, target_rps=args.target_rps,

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sm_locust.errors import UsageError
-
 
 def _positive(kind):
     def parse(text: str):
@@ -73,12 +71,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.report.pipeline import ReportOptions, build_report
+    from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
 
-    if args.period % 60:
-        raise UsageError(f"--period {args.period} must be a multiple of 60 (CloudWatch standard resolution)")
-    if args.safety_factor > 1:
-        raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_report_values(period=args.period, safety_factor=args.safety_factor)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
         from pathlib import Path
