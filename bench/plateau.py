@@ -171,7 +171,8 @@ def _row(profile: Profile, mode: str, effective: float | None, found: dict) -> s
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="CI smoke: one 100 req/s profile")
-    ap.add_argument("--reference-s", type=float, default=None, help="effective-capacity overload run (default 20 s; quick 10)")
+    ap.add_argument("--reference-s", type=float, default=None,
+                    help="effective-capacity overload run (default 20 s; quick 10)")
     ap.add_argument("--modes", default="users", help="comma list of users,rate (default users: the default options)")
     ap.add_argument("--timeout-s", type=float, default=400.0, help="give up on a search after this long")
     ap.add_argument("--keep", default=None, help="keep the run folders here")

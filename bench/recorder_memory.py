@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fed {n:,} seconds ({args.days:g} days) in {wall:.0f} s; timeline.jsonl {size / 1e6:.0f} MB; "
           f"steps {len((summary or {}).get('steps', []))}, hours {len((summary or {}).get('hours', []))}")
     if trace:
-        print(f"recorder memory held at the end: {(held - base) / 1e6:.1f} MB; peak {(peak - base) / 1e6:.1f} MB (tracemalloc)")
+        print(f"recorder memory held at the end: {(held - base) / 1e6:.1f} MB; peak {(peak - base) / 1e6:.1f} MB "
+              "(tracemalloc)")
     print(f"max RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +123,7 @@ class FakeCloudWatch:
     def get_metric_data(self, MetricDataQueries, StartTime, EndTime, **_):
         self.calls += 1
         start, end = int(StartTime.timestamp()), int(EndTime.timestamp())
-        stamps = [datetime.fromtimestamp(s, timezone.utc) for s in range(start, end, 60)]
+        stamps = [datetime.fromtimestamp(s, UTC) for s in range(start, end, 60)]
         minutes = np.arange(len(stamps))
         out = []
         for q in MetricDataQueries:
@@ -155,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         run.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         # in a child process, so that this one's max RSS is the report's own
-        subprocess.run([sys.executable, __file__, "--hours", str(args.hours), "--synthesize-only", str(run)], check=True)
+        subprocess.run([sys.executable, __file__, "--hours", str(args.hours), "--synthesize-only", str(run)],
+                       check=True)
         t1 = time.perf_counter()
         print(f"synthesized {args.hours} h run in {t1 - t0:.1f} s: {run}")
         fake = FakeCloudWatch()

@@ -22,14 +22,13 @@ requests only (figures printed, too noisy to quote).
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before boto3, as everywhere else)
-
 import argparse
-import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import locust  # noqa: F401  (gevent monkey-patching before boto3, as everywhere else)
 
 import numpy as np
 
@@ -114,7 +113,7 @@ def measure_all(client: Boto3SageMakerClient, ranking: dict, requests: int, warm
                 codec_seconds: float) -> list[Result]:
     """Every scenario, interleaved in blocks of `block` requests so background load hits all alike."""
     decoders = [create_serializer(s.serializer) for s in SCENARIOS]
-    for scenario, decoder in zip(SCENARIOS, decoders):
+    for scenario, decoder in zip(SCENARIOS, decoders, strict=True):
         for _ in range(warmup):
             one_request(client, scenario, ranking, decoder)
     times: list[list[float]] = [[] for _ in SCENARIOS]
@@ -122,7 +121,7 @@ def measure_all(client: Boto3SageMakerClient, ranking: dict, requests: int, warm
     failures = [0] * len(SCENARIOS)
     sizes = [(0, 0)] * len(SCENARIOS)
     while len(times[0]) < requests:
-        for i, (scenario, decoder) in enumerate(zip(SCENARIOS, decoders)):
+        for i, (scenario, decoder) in enumerate(zip(SCENARIOS, decoders, strict=True)):
             cpu0 = time.process_time()
             for _ in range(min(block, requests - len(times[i]))):
                 t0 = time.perf_counter()

@@ -51,11 +51,11 @@ def main() -> int:
     print("| configuration | status | capacity req/s | knee users | p95 ms at the knee | $ per 1M | wall s |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for c in rows:
-        def f(key, digits=1):
+        def f(key, digits=1, c=c):
             value = c.get(key)
             return "-" if value is None else f"{value:.{digits}f}"
-        print(f"| {c['label']} | {c['status']} | {f('capacity_rps')} | {c.get('knee_users') or '-'} | {f('latency_ms', 0)} "
-              f"| {f('cost_per_1m', 2)} | {f('wall_s', 0)} |")
+        print(f"| {c['label']} | {c['status']} | {f('capacity_rps')} | {c.get('knee_users') or '-'} | "
+              f"{f('latency_ms', 0)} | {f('cost_per_1m', 2)} | {f('wall_s', 0)} |")
     print()
     print(f"recommendation: {doc['recommendation']['reason']}")
     print(f"{len(rows)} configurations in {wall:.0f} s ({wall / 60:.1f} min) wall, measured with time.perf_counter() "

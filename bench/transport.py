@@ -170,13 +170,15 @@ def user_class(kind: str, url: str):
 
             def on_start(self):
                 if Raw.http is None:
-                    Raw.http = HTTPClient.from_url(URL(url), concurrency=1024, connection_timeout=60, network_timeout=60)
+                    Raw.http = HTTPClient.from_url(URL(url), concurrency=1024, connection_timeout=60,
+                                                   network_timeout=60)
                 self.fire = self.environment.events.request.fire
 
             @task
             def post(self):
                 t0 = time.perf_counter()
-                response = Raw.http.request("POST", PATH, body=next_body(), headers={"Content-Type": "application/json"})
+                response = Raw.http.request("POST", PATH, body=next_body(),
+                                            headers={"Content-Type": "application/json"})
                 body = response.read()
                 self.fire(request_type="POST", name=PATH, response_time=(time.perf_counter() - t0) * 1000,
                           response_length=len(body), exception=None if response.status_code == 200 else
@@ -213,8 +215,8 @@ def user_class(kind: str, url: str):
 
 def run_client(kind: str, url: str, users: int, seconds: float, warmup: float, modes: list[str]) -> list[dict]:
     """One Locust process: `users` users of `kind` against url; one measured window per body mode."""
-    import locust  # noqa: F401  (gevent patching before botocore)
     import gevent
+    import locust  # noqa: F401  (gevent patching before botocore)
     from locust.env import Environment
 
     env = Environment(user_classes=[user_class(kind, url)])
@@ -332,7 +334,8 @@ def start_server(command: list[str], port: int, cpu: int | None, log) -> subproc
 
 
 def start_nginx(port: int, cpu: int | None, log, workdir: str) -> subprocess.Popen:
-    nginx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.path.exists(p)), None)
+    nginx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
+                                           if os.path.exists(p)), None)
     if nginx is None:
         raise SystemExit("--server nginx: no nginx binary (Debian/Ubuntu: apt-get install nginx)")
     affinity = "auto" if cpu is None else bin(1 << cpu)[2:]
@@ -363,7 +366,8 @@ def ratio_line(results: list[dict], round_: int, mode: str) -> tuple[float, floa
 
 def table(results: list[dict], note: str) -> str:
     raw = {(r["round"], r["body"]): r["rps"] for r in results if r["client"] == "raw" and not r.get("label")}
-    lines = ["| client | body | round | req/s | client CPU µs/req | client CPU % | server CPU % | req/s vs raw | failures |",
+    lines = ["| client | body | round | req/s | client CPU µs/req | client CPU % | server CPU "
+             "% | req/s vs raw | failures |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         base = raw.get((r["round"], r["body"]))
@@ -437,9 +441,9 @@ def drive(args) -> int:
         if ratios:
             by_rps, by_cpu = [r[0] for r in ratios], [r[1] for r in ratios]
             target = 0.8 if mode == "fresh" else 0.9
-            summary.append(f"{mode} body: {statistics.median(by_rps):.2f} (rounds {', '.join(f'{x:.2f}' for x in by_rps)}) "
-                           f"by req/s; {statistics.median(by_cpu):.2f} (rounds {', '.join(f'{x:.2f}' for x in by_cpu)}) "
-                           f"by CPU per call; target >= {target}")
+            summary.append(f"{mode} body: {statistics.median(by_rps):.2f} (rounds "
+                           f"{', '.join(f'{x:.2f}' for x in by_rps)}) by req/s; {statistics.median(by_cpu):.2f} "
+                           f"(rounds {', '.join(f'{x:.2f}' for x in by_cpu)}) by CPU per call; target >= {target}")
     if summary:
         print("\nsigned fast / raw unsigned = " + "\n  ".join(["median of the rounds:", *summary]))
     if args.json:
@@ -448,7 +452,8 @@ def drive(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="CI smoke: 1 round, 1 s per measurement, 8 users (no asserts)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     p.add_argument("--seconds", type=float, default=10.0, help="measured seconds per client and body mode (default 10)")
@@ -457,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", default="", help=f"comma-separated subset of {','.join(CLIENTS)}")
     p.add_argument("--modes", default=",".join(MODES), help="body modes, comma-separated (default fresh,repeated)")
     p.add_argument("--paired", action="store_true",
-                   help="run a round's clients at the same time on the client core (a shared machine: same background load)")
+                   help="run a round's clients at the same time on the client core (a shared "
+                        "machine: same background load)")
     p.add_argument("--server", choices=SERVERS, default="gevent", help="the fixed-answer server (default gevent)")
     p.add_argument("--endpoint", action="store_true", help="also measure the local endpoint (gunicorn+gevent)")
     p.add_argument("--json", default="", help="also write the figures to this JSON file")
@@ -473,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         serve(args.port)
         return 0
     if args.client:
-        print(json.dumps(run_client(args.client, args.url, args.users, args.seconds, args.warmup, args.modes.split(","))))
+        print(json.dumps(run_client(args.client, args.url, args.users, args.seconds, args.warmup,
+                                    args.modes.split(","))))
         return 0
     if args.quick:
         args.rounds = 1

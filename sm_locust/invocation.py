@@ -4,7 +4,9 @@ Both transports (boto3 and the fast signed HTTP path) report through Locust's `r
 the same way, so the failure table reads the same whichever is used:
 
 - `request_type` is the API operation (`InvokeEndpoint`, `InvokeEndpointWithResponseStream`, ...);
-- `name` is the endpoint name, or `endpoint/variant`, `endpoint/model` when a target is set;
+- `name` is the endpoint name, or `endpoint/variant`, `endpoint/model` when a target is set; a
+  traffic mix (`sm_locust.mix`: many models or components) keeps the endpoint's one entry
+  (`target_in_name=False`) and records each target apart (summary.json `targets`);
 - a failure is an `InvocationError` whose text starts with the error code botocore would give
   (`ThrottlingException: Rate exceeded`, `ModelError: ...`, `EndpointConnectionError: ...`), so
   Locust's failure table groups failures by code. Its repr is that same text.
@@ -29,6 +31,9 @@ TTFT = "TTFT"  # a stream's time to first token (call start -> first PayloadPart
 INTER_CHUNK = "InterChunk"  # the gaps between a stream's PayloadParts
 LATENCY_SERIES = frozenset((TTFT, INTER_CHUNK))
 """Request types that time part of an invocation: latency series beside the invocations, never requests."""
+MODEL_WAIT_HEADER = "X-Sm-Locust-Model-Wait-Ms"
+"""Response header of the local multi-model emulation: the ms a request waited for its model's download
+and load (absent on a cache hit). SageMaker has no per-request signal; the client reads it when present."""
 PART_SUFFIX = "/part"
 """Name suffix of a fan-out part (`--split K`): the endpoint's view, already inside its logical request."""
 
@@ -71,6 +76,17 @@ def error_code(error: object) -> str:
     return type(error).__name__ if not isinstance(error, str) else "Error"
 
 
+def attribute_values(custom_attributes: str | None) -> dict[str, str]:
+    """CustomAttributes (request or response) as key=value pairs separated by `;`:
+    `shape=N,78;dtype=float32;trace=x` -> {"shape": "N,78", "dtype": "float32", "trace": "x"} (keys lower case)."""
+    values = {}
+    for part in (custom_attributes or "").split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            values[key.strip().lower()] = value.strip()
+    return values
+
+
 @dataclass(frozen=True)
 class Invocation:
     """One prepared request: the body is already encoded, headers already chosen.
@@ -91,10 +107,17 @@ class Invocation:
     session_id: str | None = None
     rows: int | None = None
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+    target_in_name: bool = True
+    """False for a traffic mix: the entry name leaves the model / component out (one entry per endpoint)."""
+
+    @property
+    def target(self) -> str | None:
+        """The model (TargetModel) or inference component this request names; None: the endpoint's own."""
+        return self.target_model or self.inference_component
 
     def request_name(self, endpoint_name: str) -> str:
         """The Locust entry name: the endpoint, refined by the target when one is set."""
-        target = self.target_variant or self.target_model or self.inference_component
+        target = self.target_variant or (self.target_model or self.inference_component if self.target_in_name else None)
         return f"{endpoint_name}/{target}" if target else endpoint_name
 
     def boto3_kwargs(self) -> dict:

@@ -11,6 +11,9 @@ stale report.html or steps.csv sits beside the new data); a run Locust rejects a
 leaves no folder behind. Signals: Locust runs in its own session, so a Ctrl+C or a SIGTERM reaches
 it once, from here: the first SIGINT / SIGTERM is forwarded (as SIGINT: Locust stops, writes its
 CSVs and summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
+Locust runs under `sm_locust.lifeline`: the forwarded SIGINT works even when a script started this
+process with SIGINT ignored (`sm-locust run ... &`), and Locust stops by itself, writing its results,
+when this process is killed outright (SIGKILL, an OOM kill).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from sm_locust import lifeline
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
@@ -72,8 +76,8 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
-RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html", "locust_*.csv",
-             "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
+RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html",
+             "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
 RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
 
 
@@ -189,14 +193,16 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
     write_json(out / "options.json", recorded)
     env = dict(os.environ)
     env.update(extra_env or {})
+    env.update(lifeline.child_env(out / "locust.log"))  # Locust stops if this process is killed (SIGKILL, OOM)
     env.setdefault("PYTHONUNBUFFERED", "1")
     (echo or _print)(f"sm-locust: running Locust against {settings.endpoint_name!r}"
                      f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/")
-    with open(out / "locust.log", "wb") as log:
+    with open(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
         # Only the main thread can forward; called from another thread Locust stays in our process
         # group, where a terminal's Ctrl+C still reaches it directly.
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # lifeline: SIGINT works in Locust even when this process was started with it ignored (`... &`).
+        proc = subprocess.Popen(lifeline.wrap(cmd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
             tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
@@ -206,8 +212,8 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
         if summary_path.exists():
             raise Interrupted(f"interrupted by {name}: Locust stopped; what it measured is in {out}/ (summary.json, "
                               "locust_stats.csv)", forwarder.received)
-        raise Interrupted(f"interrupted by {name}: Locust stopped before writing summary.json; see {out / 'locust.log'}",
-                          forwarder.received)
+        raise Interrupted(f"interrupted by {name}: Locust stopped before writing summary.json; "
+                          f"see {out / 'locust.log'}", forwarder.received)
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
         if _LOCUST_USAGE.search(tail):  # its parser refused an argument: nothing ran, nothing to keep
             discard_out_dir(out, created)
@@ -277,7 +283,8 @@ _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGN
 def _hint(tail: str) -> str:
     """The line of Locust's output that says what went wrong: the last one with an error word,
     skipping stats-table rules and shutdown notices."""
-    lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:") for line in tail.splitlines()]
+    lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:")
+             for line in tail.splitlines()]
     useful = [line for line in lines if line and not set(line) <= set("-|=+ ") and "|" not in line
               and not line.startswith(("Shutting down", "Type ", "Response time percentiles", "Aggregated"))]
     for line in reversed(useful):
@@ -350,5 +357,8 @@ def first_failure(path: Path, limit: int = 200) -> str | None:
         return None
     if not rows:
         return None
-    text = " ".join(max(rows, key=lambda r: int(r.get("Occurrences") or 0) if str(r.get("Occurrences")).isdigit() else 0)["Error"].split())
+    def occurrences(row: dict) -> int:
+        return int(row.get("Occurrences") or 0) if str(row.get("Occurrences")).isdigit() else 0
+
+    text = " ".join(max(rows, key=occurrences)["Error"].split())
     return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -125,6 +125,7 @@ class OptionSpec:
     web_ui: bool = True
     choices: tuple | None = None
     forward: bool = True  # `sm-locust run` passes it on to the Locust process
+    web_check: Any = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
 
     @property
     def dest(self) -> str:
@@ -151,7 +152,8 @@ class OptionSpec:
         except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
             raise UsageError(f"{self.env_var}={text!r} is not valid for {self.flag}: {exc}") from None
         if self.choices and value not in self.choices:
-            raise UsageError(f"{self.env_var}={text!r} is not valid for {self.flag}: choose one of {', '.join(self.choices)}")
+            raise UsageError(f"{self.env_var}={text!r} is not valid for {self.flag}: choose one of "
+                             f"{', '.join(self.choices)}")
         return value
 
 
@@ -160,16 +162,20 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
     # Where the signed requests and the session token go, and code loading (module:function): set on
     # the command line only, never from the web UI (sm_locust/locustfiles/_webui.py).
     OptionSpec("--endpoint-url", "SM_LOCUST_ENDPOINT_URL", "",
-               "runtime API URL, e.g. http://127.0.0.1:8080 for the local endpoint (default: AWS, or $AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME)",
+               "runtime API URL, e.g. http://127.0.0.1:8080 for the local endpoint (default: AWS, or "
+               "$AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME)",
                web_ui=False),
-    OptionSpec("--region", "SM_LOCUST_REGION", "", "AWS region (default: the boto3 chain, $AWS_REGION / profile)", web_ui=False),
+    OptionSpec("--region", "SM_LOCUST_REGION", "", "AWS region (default: the boto3 chain, $AWS_REGION / profile)",
+               web_ui=False),
     OptionSpec("--aws-profile", "SM_LOCUST_AWS_PROFILE", "", "AWS profile name (default: $AWS_PROFILE / default chain)",
                web_ui=False),
     OptionSpec("--payload", "SM_LOCUST_PAYLOAD", "",
-               "request body source: a file sent verbatim, .jsonl, .pkl, folder, .npy/.npz, module:function (docs/payloads.md)",
+               "request body source: a file sent verbatim, .jsonl, .pkl, folder, .npy/.npz, module:function "
+               "(docs/payloads.md)",
                web_ui=False),
     OptionSpec("--content-type", "SM_LOCUST_CONTENT_TYPE", "",
-               "Content-Type of the request body (default: from the payload source; application/json for a plain file)"),
+               "Content-Type of the request body "
+               "(default: from the payload source; application/json for a plain file)"),
     OptionSpec("--accept", "SM_LOCUST_ACCEPT", "", "Accept header: the response format to ask for"),
     OptionSpec("--custom-attributes", "SM_LOCUST_CUSTOM_ATTRIBUTES", "", "X-Amzn-SageMaker-Custom-Attributes"),
     OptionSpec("--target-model", "SM_LOCUST_TARGET_MODEL", "", "TargetModel (multi-model endpoints)"),
@@ -177,10 +183,12 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
     OptionSpec("--inference-component", "SM_LOCUST_INFERENCE_COMPONENT", "", "InferenceComponentName"),
     OptionSpec("--inference-id", "SM_LOCUST_INFERENCE_ID", "", "InferenceId sent with every request"),
     OptionSpec("--think-time", "SM_LOCUST_THINK_TIME", 0.0,
-               "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)", float),
+               "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)",
+               float),
     OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float),
     OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float),
-    OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.jsonl into", web_ui=False, forward=False),
+    OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.jsonl into",
+               web_ui=False, forward=False),
     OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
                float, web_ui=False, forward=False),
 ]
@@ -193,6 +201,7 @@ OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.transport.options:OPTIONS",
     "sm_locust.payloads.llm:OPTIONS",
     "sm_locust.shapes.tokens:OPTIONS",
+    "sm_locust.mix.options:OPTIONS",
 )
 
 

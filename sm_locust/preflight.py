@@ -81,7 +81,8 @@ def check_aws_reachable(region: str, timeout: float = 3.0) -> None:
     host = urlparse(url).hostname or ""
     if "https" in urllib.request.getproxies() and not urllib.request.proxy_bypass(host):
         return
-    check_reachable(url, timeout, hint=f"no network, or no SageMaker in region {region}? check --region and the connection")
+    check_reachable(url, timeout,
+                    hint=f"no network, or no SageMaker in region {region}? check --region and the connection")
 
 
 def plain_http_warning(url: str | None) -> str | None:
@@ -111,14 +112,15 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
         credentials = None if given else session.get_credentials()
         region = settings.region or session.get_config_variable("region")
     except botocore.exceptions.ProfileNotFound:
-        raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and ~/.aws/config") from None
+        raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and "
+                         "~/.aws/config") from None
     local = is_loopback(settings.endpoint_url)
     if credentials is None and not given:
         if local:
             extra.update(LOCAL_CREDENTIALS)
         else:
-            raise UsageError("no AWS credentials found; configure them (aws configure, AWS_PROFILE, or AWS_ACCESS_KEY_ID/"
-                             "AWS_SECRET_ACCESS_KEY) or point --endpoint-url at a local endpoint")
+            raise UsageError("no AWS credentials found; configure them (aws configure, AWS_PROFILE, or "
+                             "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or point --endpoint-url at a local endpoint")
     if not region:
         if settings.endpoint_url:
             extra["AWS_DEFAULT_REGION"] = "us-east-1"
@@ -137,7 +139,8 @@ def aws_region(settings: SageMakerSettings) -> str:
     """The region a run against AWS signs for: --region, else the AWS chain ("" when none)."""
     import botocore.session
 
-    return settings.region or botocore.session.Session(profile=settings.aws_profile or None).get_config_variable("region") or ""
+    session = botocore.session.Session(profile=settings.aws_profile or None)
+    return settings.region or session.get_config_variable("region") or ""
 
 
 def preflight(settings: SageMakerSettings, *, need_payload: bool = True,

@@ -65,7 +65,8 @@ class LoadTestResult:
         from sm_locust.gates.spec import GateSpec
 
         spec = GateSpec(max_p95_ms=_as_values(max_p95_ms), max_p99_ms=_as_values(max_p99_ms),
-                        max_error_rate=_as_values(max_error_rate), min_rps=_as_values(min_rps), min_requests=min_requests)
+                        max_error_rate=_as_values(max_error_rate), min_rps=_as_values(min_rps),
+                        min_requests=min_requests)
         return evaluate(spec.build(), self.run_data())
 
     def assert_gates(self, **limits) -> None:
@@ -135,7 +136,8 @@ def run_load_test(user_classes: Sequence[type], *, users: int = 2, spawn_rate: f
     finally:
         runner.stop()
         runner.quit()
-    return LoadTestResult(summary=recorder.summary(), environment=environment, out_dir=Path(out_dir) if out_dir else None)
+    return LoadTestResult(summary=recorder.summary(), environment=environment,
+                          out_dir=Path(out_dir) if out_dir else None)
 
 
 @pytest.fixture

@@ -3,12 +3,12 @@ boto3/urllib3 are imported (docs/facts.md)."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (import order matters: gevent patching before boto3)
-
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import locust  # noqa: F401  (import order matters: gevent patching before boto3)
 
 import pytest
 
@@ -62,7 +62,8 @@ def moto_url(tmp_path_factory):
     server.stop()
 
 
-def run_cli(*args: str, timeout: float = 120, env: dict | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 120, env: dict | None = None,
+            cwd: str | Path | None = None) -> subprocess.CompletedProcess:
     """Run `python -m sm_locust ARGS` and capture its output."""
     full_env = dict(os.environ)
     full_env.update(env or {})

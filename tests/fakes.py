@@ -10,6 +10,11 @@
   `botocore_client(url)`: a botocore `sagemaker-runtime` client using them, retries off;
   `signed_client(transport, environment, url)`: an sm-locust client of either transport using them;
   `recorded(environment)`: the request events a test's clients fire, as keyword dicts.
+- `TargetRecorder`: a fast keep-alive HTTP stand-in (a raw gevent StreamServer: pywsgi adds ~40 ms
+  per reused connection) recording the TargetModel / InferenceComponentName of every request in
+  order (`targets`, and per keep-alive connection in `by_connection`), answering like a tiny
+  multi-model endpoint: the emulation's model-wait header on a model's first request, nothing
+  after; names in `unknown` get SageMaker's ValidationError. No signature check.
 - `wait_exit(proc, timeout)`: poll a child process for its exit code; `stop_processes(procs)`: SIGINT,
   wait, then kill the session of whatever is left.
 - `MotoServer`: `moto_server` as a process on a free 127.0.0.1 port (S3 and other AWS stand-ins).
@@ -19,8 +24,6 @@
 """
 
 from __future__ import annotations
-
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
 
 import json
 import os
@@ -35,6 +38,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import unquote
 
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.pywsgi import WSGIHandler, WSGIServer
 
 import boto3
@@ -43,6 +47,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
+
+from sm_locust.invocation import MODEL_WAIT_HEADER
 from sm_locust.transport import create_client
 from sm_locust.transport.contract import SageMakerClient
 
@@ -97,7 +103,8 @@ def verify_sigv4(environ: dict, body: bytes, secrets: dict[str, str]) -> str | N
 
 def json_error(status: int, code: str, message: str, **extra) -> tuple:
     body = json.dumps({"message": message, **extra}).encode()
-    return status, [("x-amzn-ErrorType", f"{code}:http://internal.amazon.com/coral/"), ("Content-Type", "application/json")], body
+    return status, [("x-amzn-ErrorType", f"{code}:http://internal.amazon.com/coral/"),
+                    ("Content-Type", "application/json")], body
 
 
 def echo(environ, body):
@@ -143,6 +150,71 @@ class FakeRuntime:
         reason = {200: "OK", 202: "Accepted"}.get(status, "Error")
         start_response(f"{status} {reason}", list(headers))
         return [out] if isinstance(out, bytes) else out
+
+
+class TargetRecorder:
+    """See the module docstring; `with TargetRecorder() as fake: ... fake.url, fake.targets`."""
+
+    def __init__(self, unknown: Iterable[str] = (), cache_answers: bool = True):
+        from gevent.server import StreamServer
+
+        self.targets: list[str | None] = []
+        self.by_connection: dict[object, list[str | None]] = {}  # each keep-alive connection's targets, in order
+        self.unknown = set(unknown)
+        self.cache_answers = cache_answers
+        self.loaded: set[str] = set()
+        self.server = StreamServer(("127.0.0.1", 0), self._handle)
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop(timeout=1)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def _answer(self, head: bytes, address: object) -> bytes:
+        headers = {}
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        target = headers.get("x-amzn-sagemaker-target-model") or headers.get("x-amzn-sagemaker-inference-component")
+        self.targets.append(target)
+        self.by_connection.setdefault(address, []).append(target)
+        if target in self.unknown:
+            body = json.dumps({"message": f"Inference Component Name {target} not found."}).encode()
+            extra = "x-amzn-ErrorType: ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/\r\n"
+            status = "400 Bad Request"
+        else:
+            body, status, extra = b'{"predictions": [0.5]}', "200 OK", ""
+            if target and self.cache_answers and target not in self.loaded:
+                self.loaded.add(target)
+                extra = f"{MODEL_WAIT_HEADER}: 12.5\r\n"  # as the emulation marks a request that waited
+        return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}"
+                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+    def _handle(self, sock, address) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buffer = b""
+        while True:
+            data = sock.recv(262144)
+            if not data:
+                return
+            buffer += data
+            while True:
+                end = buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    break
+                head = buffer[:end]
+                at = head.lower().find(b"content-length:")
+                size = int(head[at + 15:].split(b"\r\n", 1)[0]) if at >= 0 else 0
+                if len(buffer) < end + 4 + size:
+                    break
+                buffer = buffer[end + 4 + size:]
+                sock.sendall(self._answer(head, address))
 
 
 def free_port() -> int:
@@ -209,7 +281,8 @@ class MotoServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = open(log_path, "wb")
-        self.process = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
+        self.process = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p",
+                                         str(self.port)],
                                         stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 20
         while True:
@@ -217,7 +290,8 @@ class MotoServer:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 break
             except OSError:
-                assert self.process.poll() is None and time.monotonic() < deadline, f"moto_server did not start: {log_path}"
+                alive = self.process.poll() is None and time.monotonic() < deadline
+                assert alive, f"moto_server did not start: {log_path}"
                 time.sleep(0.1)
 
     def client(self):
@@ -260,7 +334,8 @@ def moto_sagemaker(moto_url: str, runtime_url: str, monkeypatch, environment: di
     monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", moto_url)
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", runtime_url)
     client = boto3.client("sagemaker", region_name="us-east-1")
-    container = {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1", "ModelDataUrl": "s3://bucket/model.tar.gz"}
+    container = {"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1",
+                 "ModelDataUrl": "s3://bucket/model.tar.gz"}
     if environment is not None:
         container["Environment"] = environment
     client.create_model(ModelName="my-model", ExecutionRoleArn=ROLE, PrimaryContainer=container)

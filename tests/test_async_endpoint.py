@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
+from locust.env import Environment
 
 import pytest
-from locust.env import Environment
 
 from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
 from sm_locust.transport import TRANSPORTS, create_client
@@ -35,7 +35,8 @@ def test_async_accepted_with_fake_s3_locations(endpoint, transport):
 def test_async_faults_named_the_same(endpoint):
     texts = []
     for transport in TRANSPORTS:
-        result, seen = _call(transport, endpoint.url, Invocation(body=b"", custom_attributes="sm-locust-fault=ThrottlingException"))
+        result, seen = _call(transport, endpoint.url,
+                             Invocation(body=b"", custom_attributes="sm-locust-fault=ThrottlingException"))
         assert result is None
         texts.append(str(seen[-1]["exception"]))
     assert texts[0] == texts[1] == "ThrottlingException: Rate exceeded"
@@ -55,5 +56,6 @@ def test_default_locustfile_operation_follows_the_options():
     client, inv = Recorder(), Invocation(body=b"{}")
     assert operation(client, Namespace(stream=False, async_input_location=""))(inv) == ("invoke", (inv,))
     assert operation(client, Namespace(stream=True, async_input_location=INPUT))(inv) == ("invoke_stream", (inv,))
-    assert operation(client, Namespace(stream=False, async_input_location=INPUT))(inv) == ("invoke_async", (inv, INPUT, None))
+    assert operation(client, Namespace(stream=False, async_input_location=INPUT))(inv) == ("invoke_async",
+                                                                                           (inv, INPUT, None))
     assert operation(client, None)(inv) == ("invoke", (inv,))

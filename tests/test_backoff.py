@@ -4,13 +4,13 @@ answers, even with errors, is driven as hard as before."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching first)
-
 import json
 
-import pytest
+import locust  # noqa: F401  (gevent patching first)
 from locust import constant
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import InvocationError
 from sm_locust.plateau.timeline import Second

@@ -12,6 +12,8 @@ import json
 import os
 import pickle
 import pickletools
+import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -61,7 +63,8 @@ def scene(tmp_path, monkeypatch):
     for name, summary in {
         "shape_totals": {"schema": 1, "totals": []},
         "shape_requests": {"schema": 1, "totals": {"requests": "many", "failures": 0, "rps": 1.0}},
-        "shape_steps": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0}, "steps": [{"users": 2, "rps": "fast"}]},
+        "shape_steps": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0},
+                        "steps": [{"users": 2, "rps": "fast"}]},
         "shape_plateau": {"schema": 1, "totals": {"requests": 1, "failures": 0, "rps": 1.0}, "steps": [], "plateau": 5},
         "shape_time": {"schema": 1, "started_at": "yesterday", "totals": {"requests": 1, "failures": 0, "rps": 1.0}},
     }.items():
@@ -114,21 +117,25 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     # -- run: the run folder -----------------------------------------------------------------
     "run out under a file": (["run", *LOCAL, "--out", "afile/run"], {}, 2, ["--out", "afile", "is a file"]),
     "run out is a file": (["run", *LOCAL, "--out", "afile"], {}, 2, ["--out", "a file is in the way"]),
-    "run out in /proc": (["run", *LOCAL, "--out", "/proc/sm-locust-run"], {}, 2, ["--out", "/proc", "cannot be created"]),
+    "run out in /proc": (["run", *LOCAL, "--out", "/proc/sm-locust-run"], {}, 2,
+                         ["--out", "/proc", "cannot be created"]),
     "run out holds a run": (["run", *LOCAL, "--out", "run"], {}, 2, ["already holds a run", "--overwrite"]),
     # -- run: payloads -----------------------------------------------------------------------
     "run serializer with a file": (["run", *LOCAL[:-1], "blob.bin", "--serializer", "json"], {}, 2,
                                    ["--serializer json does not apply", "blob.bin"]),
-    "run malicious pickle": (["run", *LOCAL[:-1], "evil.pkl"], {}, 2, ["evil.pkl", "plain-data pickle", "posix.system"]),
+    "run malicious pickle": (["run", *LOCAL[:-1], "evil.pkl"], {}, 2,
+                             ["evil.pkl", "plain-data pickle", "posix.system"]),
     "run unknown serializer": (["run", *LOCAL, "--serializer", "jsn"], {}, 2, ["serializer", "jsn"]),
     # -- run: AWS ----------------------------------------------------------------------------
     "run region with a space": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "us east-1"], {}, 2,
                                 ["--region", "us east-1"]),
     "run region not aws (boto3)": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "useast1",
                                     "--transport", "boto3"], {}, 2, ["--region", "not an AWS region"]),
-    "run region unreachable": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "zz-nowhere-9"], {}, 1,
+    "run region unreachable": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--region", "zz-nowhere-9"], {},
+                               1,
                                ["cannot connect", "runtime.sagemaker.zz-nowhere-9.amazonaws.com"]),
-    "run no region": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD], {"AWS_DEFAULT_REGION": None}, 2, ["--region"]),
+    "run no region": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD], {"AWS_DEFAULT_REGION": None}, 2,
+                      ["--region"]),
     "run no credentials": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD],
                            {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}, 2, ["no AWS credentials"]),
     "run unknown profile": (["run", "--endpoint-name", "ep", "--payload", PAYLOAD, "--aws-profile", "nobody"], {}, 2,
@@ -149,11 +156,13 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "smoke out holds a run": (["smoke", *LOCAL, "--out", "run"], {}, 2, ["already holds a run"]),
     # -- report ------------------------------------------------------------------------------
     "report no folder": (["report", "nowhere"], {}, 2, ["nowhere", "not a folder"]),
-    "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2, ["totals is [] (a JSON list)", "not an object"]),
+    "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2,
+                           ["totals is [] (a JSON list)", "not an object"]),
     "report step rps text": (["report", "shape_steps", "--no-cloudwatch"], {}, 2, ["steps[0].rps", "'fast'"]),
     "report plateau number": (["report", "shape_plateau", "--no-cloudwatch"], {}, 2, ["plateau is 5"]),
     "report bad time": (["report", "shape_time", "--no-cloudwatch"], {}, 2, ["started_at", "ISO-8601"]),
-    "report history damaged": (["report", "damaged", "--no-cloudwatch"], {}, 2, ["2 of 5 rows are malformed", "lines 4, 5"]),
+    "report history damaged": (["report", "damaged", "--no-cloudwatch"], {}, 2,
+                               ["2 of 5 rows are malformed", "lines 4, 5"]),
     "report out under a file": (["report", "run", "--out", "afile/x"], {}, 2, ["--out", "is a file"]),
     "report period": (["report", "run", "--period", "90"], {}, 2, ["--period 90"]),
     # -- compare -----------------------------------------------------------------------------
@@ -220,16 +229,17 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
     """Each case used to stay up with 0 users until -t ended (or forever); they run side by side."""
     started = time.monotonic()
     plain_http = subprocess.Popen(  # and, beside them, a good run whose signed requests would go over plain http
-        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s", "-u", "1",
-         "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9", "--connect-timeout", "0.2"],
+        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s",
+         "-u", "1", "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9",
+         "--connect-timeout", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     procs = {}
     for case, (args, _) in PLAIN.items():
         cwd = tmp_path / case.replace(" ", "_")
         cwd.mkdir()
         procs[case] = (cwd, subprocess.Popen(
-            [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "30s",
-             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
+            [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t",
+             "30s", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
     for case, (cwd, proc) in procs.items():
         stdout, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 2, (case, stderr[-2000:])
@@ -243,7 +253,8 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
     _, stderr = plain_http.communicate(timeout=60)
     warnings = [line for line in stderr.splitlines() if line.startswith("sm-locust: warning:")]
     expected = ("sm-locust: warning: --endpoint-url http://192.0.2.1:9 is plain http to another machine: the signed "
-                "requests and any session token travel unencrypted; use https:// (or a loopback address for a local endpoint)")
+                "requests and any session token travel unencrypted; use https:// (or a loopback "
+                "address for a local endpoint)")
     assert warnings == [expected], stderr[-2000:]
 
 
@@ -263,7 +274,8 @@ def test_locust_rejecting_an_argument_leaves_no_run_folder(endpoint, tmp_path):
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines == ["sm-locust: error: Locust rejected the run: locust: error: unrecognized arguments: --bogus-locust-flag"]
+    assert lines == ["sm-locust: error: Locust rejected the run: locust: error: unrecognized arguments: "
+                     "--bogus-locust-flag"]
     assert not out.exists()
 
 
@@ -330,3 +342,128 @@ def test_a_few_malformed_history_rows_are_dropped_and_counted(tmp_path):
     assert gaps == ["Locust history: dropped 1 malformed row(s) of 100 in locust_stats_history.csv (line 42)"]
     clean = "\n".join([HISTORY_HEADER, *(history_row(1000 + i) for i in range(3))]) + "\n"
     assert drop_malformed_rows(clean, tmp_path / "h.csv", "h", gaps) == clean and len(gaps) == 1
+
+
+# -- stopped by scripts, killed outright (issue 23 items 1, 2, 11) ------------------------------
+# Each command is started the way scripts start it: a background job of a non-interactive shell
+# (`bash -c 'sm-locust ... & wait'`), which starts it with SIGINT ignored, and its children with it.
+
+RUN_ARGS = ["--endpoint-name", "ep", "--endpoint-url", "{url}", "--payload", PAYLOAD, "-u", "2", "-t", "60s", "--out", "{out}"]
+SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that says the test is under way
+    "run": (["run", *RUN_ARGS, "-q"], "summary.json"),
+    "smoke": (["smoke", *RUN_ARGS, "--max-p95-ms", "1000"], "summary.json"),
+    "demo": (["demo", "--out", "{out}", "--no-cloudwatch", "--step-seconds", "30", "--max-users", "3"], "summary.json"),
+    "serve": (["serve", "--port", "{port}"], None),
+}
+
+
+class ScriptedCommand:
+    """`bash -c 'sm-locust ARGS >out 2>err & echo $! >pid; wait $!; echo $? >rc'` in `folder`."""
+
+    def __init__(self, argv: list[str], folder: Path):
+        self.folder = folder
+        command = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "sm_locust", *argv])
+        self.shell = subprocess.Popen(["bash", "-c", f"{command} >stdout 2>stderr & echo $! >pid; wait $!; echo $? >rc"],
+                                      cwd=folder, start_new_session=True)
+        self.pid = 0
+
+    def wait_until(self, ready, timeout: float = 60.0) -> list[psutil.Process]:
+        """Wait until `ready()`; return the command and every process it started."""
+        deadline = time.monotonic() + timeout
+        while not ((self.folder / "pid").is_file() and (self.folder / "pid").read_text().strip() and ready()):
+            assert self.shell.poll() is None, self.output()
+            assert time.monotonic() < deadline, f"not ready after {timeout} s: {self.output()}"
+            time.sleep(0.1)
+        self.pid = int((self.folder / "pid").read_text())
+        command = psutil.Process(self.pid)
+        return [command, *command.children(recursive=True)]
+
+    def exit_code(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while not (self.folder / "rc").is_file() or not (self.folder / "rc").read_text().strip():
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.1)
+        return int((self.folder / "rc").read_text())
+
+    def output(self) -> str:
+        return "".join((self.folder / name).read_text() for name in ("stdout", "stderr") if (self.folder / name).is_file())
+
+    def stderr_lines(self) -> list[str]:
+        return [line for line in (self.folder / "stderr").read_text().splitlines() if line.strip()]
+
+    def close(self) -> None:
+        if self.shell.poll() is None:
+            os.killpg(self.shell.pid, signal.SIGKILL)
+            self.shell.wait(10)
+
+
+def assert_gone(processes: list[psutil.Process], timeout: float) -> None:
+    _, alive = psutil.wait_procs(processes, timeout=timeout)
+    for process in alive:
+        process.kill()
+    assert not alive, [p.pid for p in alive]
+
+
+def _ready(name: str, folder: Path, marker: str | None, port: int):
+    if marker is None:
+        return lambda: _answers(port)
+    return lambda: (folder / "out" / marker).is_file()
+
+
+def _answers(port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name", list(SCRIPTED), ids=list(SCRIPTED))
+def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint, tmp_path):
+    """Was: Locust ignored the forwarded SIGINT and ran on until -t (60 s here); `serve` exited 0."""
+    argv, marker = SCRIPTED[name]
+    port = free_port()
+    argv = [a.format(url=endpoint.url, out=tmp_path / "out", port=port) for a in argv]
+    command = ScriptedCommand(argv, tmp_path)
+    try:
+        processes = command.wait_until(_ready(name, tmp_path, marker, port))
+        time.sleep(1.0)  # under way: a second of load
+        os.kill(command.pid, signal.SIGTERM)
+        stopped = time.monotonic()
+        code = command.exit_code(timeout=30)
+        assert code == 143, (code, command.output())
+        assert time.monotonic() - stopped < 20  # not at -t
+        assert_gone(processes, timeout=10)
+        assert "Traceback" not in command.output()
+        assert any("SIGTERM" in line for line in command.stderr_lines() + command.output().splitlines()), command.output()
+        if marker:
+            summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+            assert summary["complete"] is True and summary["totals"]["requests"] > 0
+    finally:
+        command.close()
+
+
+@pytest.mark.parametrize("name", ["run", "demo"])
+def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
+    """Was: Locust went on loading the endpoint until -t, and the demo's local endpoint stayed up."""
+    argv, marker = SCRIPTED[name]
+    argv = [a.format(url=endpoint.url, out=tmp_path / "out", port=0) for a in argv]
+    command = ScriptedCommand(argv, tmp_path)
+    try:
+        processes = command.wait_until(_ready(name, tmp_path, marker, 0))
+        assert len(processes) >= (3 if name == "demo" else 2), processes  # sm-locust, Locust (and the endpoint)
+        time.sleep(1.0)
+        os.kill(command.pid, signal.SIGKILL)
+        assert_gone(processes, timeout=15)
+        if name == "run":  # Locust stopped as on Ctrl+C: the endpoint is left alone, the results are whole
+            served = endpoint.stats()["requests"]
+            time.sleep(0.5)
+            assert endpoint.stats()["requests"] == served
+            summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+            assert summary["complete"] is True and summary["totals"]["requests"] > 0
+            assert "is gone; stopping" in (tmp_path / "out" / "locust.log").read_text()
+    finally:
+        command.close()

@@ -108,7 +108,8 @@ def test_serve_rejects_impossible_fault_ratios():
 @pytest.mark.timeout(120)
 def test_demo_end_to_end(tmp_path):
     out = tmp_path / "demo"
-    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4", timeout=110)
+    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4",
+                     timeout=110)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"results in {out}" in result.stdout
     summary = json.loads((out / "summary.json").read_text())
@@ -158,8 +159,9 @@ def test_a_dead_endpoint_mid_run_is_named_and_the_run_finishes(endpoint_factory,
 
     dying = endpoint_factory()
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url", dying.url,
-                             "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "3s", "--out", str(out), "-q"],
+    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url",
+                             dying.url, "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "3s", "--out",
+                             str(out), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while dying.stats()["requests"] < 30:

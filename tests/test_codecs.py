@@ -118,7 +118,8 @@ def test_unknown_accept_is_a_codec_error():
 
 
 def test_json_lines_requests_carry_one_row_per_line():
-    rows = b"".join(orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) + b"\n" for i, v in zip(IDS, VALS))
+    rows = b"".join(orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) + b"\n"
+                    for i, v in zip(IDS, VALS, strict=True))
     _same(decode_request(rows, "application/jsonlines"))
     packed = create_serializer("npy").deserialize(create_serializer("npy").serialize(REQUEST))
     _same(decode_request(b"\n".join(orjson.dumps(r) for r in packed.tolist()), "application/jsonlines"))

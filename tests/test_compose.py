@@ -16,7 +16,16 @@ import jsonschema
 import yaml
 
 from tests.fakes import wait_exit
-from tests.topology import COMPOSE_FILE, ROOT, SCHEMA_FILE, demo_topology, endpoint_stats, interpolate, load_compose, start_cluster
+from tests.topology import (
+    COMPOSE_FILE,
+    ROOT,
+    SCHEMA_FILE,
+    demo_topology,
+    endpoint_stats,
+    interpolate,
+    load_compose,
+    start_cluster,
+)
 
 
 def test_compose_file_is_valid_against_the_compose_spec_schema():
@@ -72,7 +81,8 @@ def test_compose_services_as_processes_run_headless_to_the_end(tmp_path):
         topo.stop_all()
     assert master.returncode == 0, topo.log("master")[-3000:]
     run = tmp_path / "reports" / "run"
-    for name in ("summary.json", "timeline.jsonl", "locust_stats.csv", "locust_stats_history.csv", "locust_report.html"):
+    for name in ("summary.json", "timeline.jsonl", "locust_stats.csv", "locust_stats_history.csv",
+                 "locust_report.html"):
         assert (run / name).exists(), name
     summary = json.loads((run / "summary.json").read_text())
     assert summary["endpoint"] == "sm-locust-demo"

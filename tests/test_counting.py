@@ -4,13 +4,13 @@ gates read summary.json's exact per-name figures, not the lagging locust_stats.c
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching first)
-
 import json
 
-import pytest
+import locust  # noqa: F401  (gevent patching first)
 from locust import task
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.gates import MaxErrorRate, MaxLatency, MinRps, evaluate
 from sm_locust.invocation import (
@@ -97,7 +97,8 @@ STREAM_SUMMARY = {
 }
 # locust_stats.csv written a moment before the end: it lags, and holds one row per (type, name)
 LAGGING_ROWS = [
-    {"Type": INVOKE_ENDPOINT_STREAM, "Name": "ep", "Request Count": "747", "Failure Count": "240", "Requests/s": "149.4",
+    {"Type": INVOKE_ENDPOINT_STREAM, "Name": "ep", "Request Count": "747", "Failure Count": "240",
+     "Requests/s": "149.4",
      "50%": "8", "95%": "11", "99%": "12"},
     {"Type": TTFT, "Name": "ep", "Request Count": "747", "Failure Count": "0", "Requests/s": "149.4",
      "50%": "1", "95%": "2", "99%": "3"},

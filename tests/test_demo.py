@@ -19,7 +19,8 @@ def read_csv(path):
 
 def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     out = tmp_path / "demo"
-    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4", timeout=90)
+    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4",
+                     timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "CloudWatch stand-in (moto) on http://127.0.0.1:" in result.stdout
     assert f"report in {out / 'report.html'}" in result.stdout

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import locust  # noqa: F401
-
 import json
 import urllib.request
+
+import locust  # noqa: F401
+from locust.env import Environment
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
-from locust.env import Environment
 
 from sm_locust.endpoint.model import RankingModel, sample_rows
 from sm_locust.invocation import Invocation
@@ -26,13 +26,15 @@ def runtime(url: str):
 
 def ranking_body(rows: int = 3) -> tuple[bytes, list[float]]:
     ids, vals = sample_rows(rows)
-    body = json.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(ids, vals)]})
+    body = json.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()}
+                                     for i, v in zip(ids, vals, strict=True)]})
     return body.encode(), RankingModel().predict(ids, vals).tolist()
 
 
 def test_invoke_endpoint_answers_model_predictions_and_variant(endpoint):
     body, expected = ranking_body(5)
-    response = runtime(endpoint.url).invoke_endpoint(EndpointName="my-endpoint", Body=body, ContentType="application/json")
+    response = runtime(endpoint.url).invoke_endpoint(EndpointName="my-endpoint", Body=body,
+                                                     ContentType="application/json")
     assert response["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert response["InvokedProductionVariant"] == "AllTraffic"
     assert response["ContentType"] == "application/json"
@@ -102,7 +104,8 @@ def test_api_level_checks_stay_validation_errors(endpoint):
     assert info.value.response["Error"]["Code"] == "ValidationError"
     assert "maximum is 6291456" in info.value.response["Error"]["Message"]
     with pytest.raises(ClientError) as info:
-        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=ranking_body()[0], CustomAttributes="sm-locust-fault=Nope")
+        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=ranking_body()[0],
+                                              CustomAttributes="sm-locust-fault=Nope")
     assert info.value.response["Error"]["Code"] == "ValidationError"
 
 
@@ -118,14 +121,16 @@ def test_wrong_endpoint_name_is_rejected_when_the_server_has_one(endpoint_factor
 def test_dropped_connection_is_a_connection_error(endpoint):
     body, _ = ranking_body()
     with pytest.raises(ConnectionClosedError):
-        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=body, CustomAttributes="sm-locust-fault=DropConnection")
+        runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=body,
+                                              CustomAttributes="sm-locust-fault=DropConnection")
 
 
 def test_container_contract_ping_and_invocations(endpoint):
     with urllib.request.urlopen(endpoint.url + "/ping") as resp:
         assert resp.status == 200
     body, expected = ranking_body(2)
-    request = urllib.request.Request(endpoint.url + "/invocations", data=body, headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(endpoint.url + "/invocations", data=body,
+                                     headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request) as resp:
         assert json.loads(resp.read())["predictions"] == pytest.approx(expected, rel=1e-6)
 

@@ -6,7 +6,7 @@ the shared counters, and a publisher that never raises (one warning line per fai
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,7 @@ from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.report.metrics import METRICS_BY_NAME
 
-T0 = datetime(2024, 1, 1, 12, 0, 10, tzinfo=timezone.utc)
+T0 = datetime(2024, 1, 1, 12, 0, 10, tzinfo=UTC)
 DIMS = [{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
 
 
@@ -51,21 +51,26 @@ def test_datums_names_namespaces_units_dimensions_and_statistic_sets():
     assert got["ModelLatency"][1]["StatisticValues"] == {"SampleCount": 50.0, "Sum": 1_000_000.0,
                                                          "Minimum": 18_000.0, "Maximum": 31_000.0}
     assert got["OverheadLatency"][1]["StatisticValues"]["Sum"] / 50 == pytest.approx(900.0)  # Average = 900 µs
-    assert got["Invocations"][1]["StatisticValues"] == {"SampleCount": 58.0, "Sum": 58.0, "Minimum": 1.0, "Maximum": 1.0}
+    assert got["Invocations"][1]["StatisticValues"] == {"SampleCount": 58.0, "Sum": 58.0, "Minimum": 1.0,
+                                                        "Maximum": 1.0}
     assert got["Invocations"][1]["Unit"] == "None"
     # errors: one sample per answered request, 1 for an error, 0 otherwise (Average = error rate)
-    assert got["Invocation4XXErrors"][1]["StatisticValues"] == {"SampleCount": 60.0, "Sum": 1.0, "Minimum": 0.0, "Maximum": 1.0}
+    assert got["Invocation4XXErrors"][1]["StatisticValues"] == {"SampleCount": 60.0, "Sum": 1.0, "Minimum": 0.0,
+                                                                "Maximum": 1.0}
     assert got["Invocation5XXErrors"][1]["StatisticValues"]["Sum"] == 2.0
     cpu = got["CPUUtilization"][1]
     assert cpu["Unit"] == "Percent"
-    assert cpu["StatisticValues"] == {"SampleCount": 2.0, "Sum": 400.0, "Minimum": 150.0, "Maximum": 250.0}  # summed over cores
+    # summed over cores
+    assert cpu["StatisticValues"] == {"SampleCount": 2.0, "Sum": 400.0, "Minimum": 150.0, "Maximum": 250.0}
     assert got["MemoryUtilization"][1]["StatisticValues"]["SampleCount"] == 3.0
 
 
 def test_idle_window_sends_only_utilization_and_instances_split_invocations():
     idle = window(requests=10, invocations=10)
-    got = by_name(m.build_datums(idle, dict(idle), endpoint_name="ep", timestamp=T0, usage=[m.ResourceUsage(5.0, 1.0, 2.0)]))
-    assert set(got) == {"CPUUtilization", "MemoryUtilization", "DiskUtilization"}  # like SageMaker: no traffic, no datum
+    got = by_name(m.build_datums(idle, dict(idle), endpoint_name="ep", timestamp=T0,
+                                 usage=[m.ResourceUsage(5.0, 1.0, 2.0)]))
+    # like SageMaker: no traffic, no datum
+    assert set(got) == {"CPUUtilization", "MemoryUtilization", "DiskUtilization"}
     assert m.build_datums(idle, dict(idle), endpoint_name="ep", timestamp=T0) == {}
 
     busy = window(requests=30, invocations=30)
@@ -148,12 +153,12 @@ def test_publisher_windows_stamps_and_final_flush():
     assert namespace == "AWS/SageMaker"
     sent = {d["MetricName"]: d for d in data}
     assert sent["Invocations"]["StatisticValues"]["Sum"] == 3
-    assert sent["ModelLatency"]["Timestamp"] == datetime.fromtimestamp(1704110405.0, timezone.utc)  # window start
+    assert sent["ModelLatency"]["Timestamp"] == datetime.fromtimestamp(1704110405.0, UTC)  # window start
     counters.add(requests=2, invocations=2)
     clock.now += 1
     pub.stop()  # no thread started: just the final flush
     assert {d["MetricName"]: d for d in cw.calls[-1][1]}["Invocations"]["StatisticValues"]["Sum"] == 2
-    assert cw.calls[-1][1][0]["Timestamp"] == datetime.fromtimestamp(1704110410.0, timezone.utc)
+    assert cw.calls[-1][1][0]["Timestamp"] == datetime.fromtimestamp(1704110410.0, UTC)
     pub.stop()  # idempotent
     assert len(cw.calls) == 2
 
@@ -192,7 +197,8 @@ def test_publisher_thread_publishes_on_its_own_and_stops():
     pub.stop()
     namespaces = {ns for ns, _ in cw.calls}
     assert namespaces == {"AWS/SageMaker", "/aws/sagemaker/Endpoints"}
-    invocations = sum(d["StatisticValues"]["Sum"] for _, data in cw.calls for d in data if d["MetricName"] == "Invocations")
+    invocations = sum(d["StatisticValues"]["Sum"] for _, data in cw.calls for d in data
+                      if d["MetricName"] == "Invocations")
     assert invocations == 1
 
 

@@ -1,23 +1,25 @@
 """The local endpoint publishing to a CloudWatch API (a moto server on 127.0.0.1): what it served
 is what CloudWatch holds (within one publishing interval while running, exactly after the final
-flush), ModelLatency arrives in µs and reads back in ms through the report's fetcher, and a
-CloudWatch that cannot be reached costs one warning line, never the endpoint."""
+flush), ModelLatency arrives in µs and reads back in ms through the report's fetcher, a multi-model
+endpoint's metrics arrive as AWS names them, and a CloudWatch that cannot be reached costs one
+warning line, never the endpoint."""
 
 from __future__ import annotations
 
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
+from sm_locust.endpoint.modelcache import model_names
+from sm_locust.endpoint.multimodel import MultiModelConfig
 from sm_locust.endpoint.server import free_port
 from sm_locust.report import cloudwatch as cwmod
 from sm_locust.report.sources import MetricRequest
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 INTERVAL_S = 1.0
@@ -52,7 +54,7 @@ def invoke(ep, name: str, fault: str | None = None) -> int:
 
 
 def statistic(cw, name: str, stat: str, namespace: str = "AWS/SageMaker", endpoint: str = "cw-ep") -> float | None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     points = cw.get_metric_statistics(
         Namespace=namespace, MetricName=name, Statistics=[stat], Period=3600,
         Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
@@ -115,3 +117,31 @@ def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoi
     warnings = [line for line in log.splitlines() if "CloudWatch metrics not published" in line]
     assert len(warnings) == 1, log
     assert dead in warnings[0] and "Traceback" not in log
+
+
+def test_a_multi_model_endpoint_publishes_the_mme_metrics(endpoint_factory, moto_url):
+    """m1 m1 m2 m3 m1 with room for two models: 5 lookups, 1 hit, 4 loads, 3 downloads, 2 unloads."""
+    cw = cloudwatch(moto_url)
+    ep = endpoint_factory(cloudwatch_url=moto_url, metrics_interval_s=INTERVAL_S, endpoint_name="mm-ep",
+                          multi_model=MultiModelConfig(model_count=5, memory_mb=200, download_ms=20, load_ms=10))
+    m1, m2, m3 = model_names(5)[:3]
+    for model in (m1, m1, m2, m3, m1):
+        headers = {"Content-Type": "application/json", "X-Amzn-SageMaker-Target-Model": model}
+        req = urllib.request.Request(f"{ep.url}/endpoints/mm-ep/invocations", data=SAMPLE_PAYLOAD.read_bytes(),
+                                     headers=headers)
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert resp.status == 200
+    endpoints_ns = "/aws/sagemaker/Endpoints"
+    deadline = time.monotonic() + 2 * INTERVAL_S + 3  # a resource reading (about 1 s) and a publication
+    while statistic(cw, "LoadedModelCount", "Maximum", endpoints_ns, "mm-ep") != 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert statistic(cw, "LoadedModelCount", "Maximum", endpoints_ns, "mm-ep") == 2
+    assert ep.stop() == 0  # the final flush
+    assert statistic(cw, "ModelCacheHit", "SampleCount", endpoint="mm-ep") == 5
+    assert statistic(cw, "ModelCacheHit", "Sum", endpoint="mm-ep") == 1
+    assert statistic(cw, "ModelLoadingTime", "SampleCount", endpoint="mm-ep") == 4
+    assert statistic(cw, "ModelLoadingTime", "Sum", endpoint="mm-ep") == 4 * 10_000  # µs
+    assert statistic(cw, "ModelDownloadingTime", "SampleCount", endpoint="mm-ep") == 3
+    assert statistic(cw, "ModelUnloadingTime", "SampleCount", endpoint="mm-ep") == 2
+    waited_us = statistic(cw, "ModelLoadingWaitTime", "Sum", endpoint="mm-ep")
+    assert statistic(cw, "ModelLoadingWaitTime", "SampleCount", endpoint="mm-ep") == 4 and waited_us >= 3 * 30_000

@@ -3,17 +3,17 @@ recorded as one logical request plus its parts, against the local endpoint."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching before boto3)
-
 import base64
 
 import gevent
-import numpy as np
-import orjson
-import pytest
+import locust  # noqa: F401  (gevent patching before boto3)
 from locust import task
 from locust.env import Environment
 from locust.exception import StopUser
+
+import numpy as np
+import orjson
+import pytest
 
 from sm_locust import SageMakerUser
 from sm_locust.endpoint import codecs
@@ -32,7 +32,7 @@ RANKING = {"feat_ids": IDS, "feat_vals": VALS}
 def decoded_rows(parts: tuple[Invocation, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The rows the local endpoint reads from the parts, in part order."""
     pieces = [codecs.decode_request(p.body, p.content_type, p.custom_attributes) for p in parts]
-    for p, (ids, _) in zip(parts, pieces):
+    for p, (ids, _) in zip(parts, pieces, strict=True):
         assert p.rows == ids.shape[0]
     return np.vstack([ids for ids, _ in pieces]), np.vstack([vals for _, vals in pieces])
 
@@ -69,7 +69,7 @@ def test_serializer_built_bodies_split_their_rows_before_encoding(tmp_path, seri
 
 def _bodies() -> dict[str, tuple[bytes, str, str | None]]:
     packed = np.hstack([IDS, VALS]).astype(np.float32)
-    rows = [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(IDS, VALS)]
+    rows = [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(IDS, VALS, strict=True)]
     return {
         "json-instances": (orjson.dumps({"instances": rows, "signature_name": "s"}), "application/json", None),
         "json-inputs": (create_serializer("json").serialize(RANKING), "application/json", None),
@@ -112,7 +112,8 @@ def test_functions_split_the_objects_they_return(tmp_path):
 
 def test_what_cannot_be_split_says_why_before_the_test(tmp_path):
     (tmp_path / "img.png").write_bytes(b"\x89PNG....")
-    with pytest.raises(UsageError, match=r"img.png body 1: cannot split a image/png body into rows; --split works with JSON"):
+    with pytest.raises(UsageError,
+                       match=r"img.png body 1: cannot split a image/png body into rows; --split works with JSON"):
         load_payloads(tmp_path / "img.png", split=2)
     (tmp_path / "one.json").write_bytes(b'{"instances": [{"feat_ids": [1], "feat_vals": [0.5]}]}')
     with pytest.raises(UsageError, match="1 row cannot be split into 2 parts"):
@@ -128,7 +129,7 @@ def test_what_cannot_be_split_says_why_before_the_test(tmp_path):
 # -- on the wire: one logical request + its parts ----------------------------------------------
 
 BODY_50 = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()}
-                                      for i, v in zip(*sample_rows(50, seed=3))]})
+                                      for i, v in zip(*sample_rows(50, seed=3), strict=True)]})
 
 
 def split_user(url: str, calls: int, k: int, validator=None):

@@ -14,8 +14,7 @@ from sm_locust.gates.baseline import regression_gates
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec, parse_limit
 from sm_locust.record.runfolder import Metrics, RunData, load_run
-from tests.conftest import run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import assert_one_line_error, run_cli
 
 SUMMARY = {"schema": 1, "totals": {"requests": 1000, "failures": 20, "rps": 50.0, "p50_ms": 20.0, "p95_ms": 45.0,
                                    "p99_ms": 80.0, "errors": {"ThrottlingException": 20}}}
@@ -89,7 +88,7 @@ def test_regression_gates_with_tolerance():
     same = evaluate(gates, baseline)
     assert all(v.passed for v in same)
     worse = RunData(summary={"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
-    by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse))}
+    by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse), strict=True)}
     assert by_metric["p95"].passed is False and "48 ms" in by_metric["p95"].message  # 40 * 1.2
     assert by_metric["p99"].passed is True  # 95 <= 96
     assert by_metric["goodput"].passed is False  # 30 x 0.95 < 40
@@ -126,7 +125,8 @@ def test_limits_per_name_do_not_contradict_other_scopes():
 
 def test_junit_xml_parses_back_one_testcase_per_gate():
     verdicts = evaluate([MaxLatency(95, 50), MaxLatency(99, 10), MinRps(1)], RUN)
-    root = ET.fromstring(to_junit_xml(verdicts, time_s=5.0, timestamp="2026-01-01T00:00:00", properties={"run_dir": "r"}))
+    root = ET.fromstring(to_junit_xml(verdicts, time_s=5.0, timestamp="2026-01-01T00:00:00",
+                                      properties={"run_dir": "r"}))
     suite = root.find("testsuite")
     assert suite.get("tests") == "3" and suite.get("failures") == "1" and suite.get("errors") == "0"
     cases = suite.findall("testcase")
@@ -180,7 +180,8 @@ def test_smoke_default_gate_is_no_failures(tmp_path):
 
 
 def test_smoke_baseline_regression(tmp_path):
-    base = write_run(tmp_path / "base", {"totals": {"requests": 1000, "failures": 20, "rps": 80, "p95_ms": 30, "p99_ms": 70}})
+    base = write_run(tmp_path / "base",
+                     {"totals": {"requests": 1000, "failures": 20, "rps": 80, "p95_ms": 30, "p99_ms": 70}})
     run = write_run(tmp_path / "run")
     result = run_cli("smoke", "--run-dir", str(run), "--baseline", str(base), "--tolerance", "0.25")
     assert result.returncode == 1, result.stdout + result.stderr

@@ -80,7 +80,8 @@ class Manifests:
         return [d for d in self.docs if d["kind"] in POD_OWNERS]
 
     def master(self) -> dict:
-        found = [w for w in self.workloads() if w["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/component") == "master"]
+        found = [w for w in self.workloads()
+                 if w["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/component") == "master"]
         assert len(found) == 1, [w["metadata"]["name"] for w in found]
         return found[0]
 
@@ -120,7 +121,8 @@ def container_env(manifests: Manifests, container: dict) -> dict[str, str]:
     env: dict[str, str] = {}
     for source in container.get("envFrom", []):
         assert set(source) <= {"configMapRef", "prefix"}, f"unsupported envFrom {source}"
-        env.update({source.get("prefix", "") + k: v for k, v in manifests.configmap(source["configMapRef"]["name"]).items()})
+        env.update({source.get("prefix", "") + k: v
+                    for k, v in manifests.configmap(source["configMapRef"]["name"]).items()})
     for item in container.get("env", []):
         if "value" in item:
             env[item["name"]] = expand(item["value"], env)
@@ -209,7 +211,8 @@ def test_no_credentials_and_nothing_exposed(rendered, overlay):
         assert spec["serviceAccountName"] == "sm-locust" and spec["automountServiceAccountToken"] is False
         for container in spec["containers"]:
             names = {e["name"] for e in container.get("env", [])}
-            names |= set().union(*[manifests.configmap(s["configMapRef"]["name"]) for s in container.get("envFrom", [])])
+            names |= set().union(*[manifests.configmap(s["configMapRef"]["name"])
+                                   for s in container.get("envFrom", [])])
             assert not names & CREDENTIAL_NAMES, (workload["metadata"]["name"], names & CREDENTIAL_NAMES)
             assert "hostPort" not in json.dumps(container)
         assert not spec.get("hostNetwork") and not any("hostPath" in v for v in spec.get("volumes", []))
@@ -231,7 +234,8 @@ def test_containers_are_locked_down_and_sized(rendered, overlay):
             assert security["allowPrivilegeEscalation"] is False and security["capabilities"]["drop"] == ["ALL"], where
             for kind in ("requests", "limits"):
                 assert {"cpu", "memory"} <= set(container["resources"][kind]), where
-            assert cores(container["resources"]["requests"]["cpu"]) <= cores(container["resources"]["limits"]["cpu"]), where
+            resources = container["resources"]
+            assert cores(resources["requests"]["cpu"]) <= cores(resources["limits"]["cpu"]), where
             assert container["image"].split(":")[0].endswith("sm-locust") and ":" in container["image"], where
             # a read-only root: /tmp and every path the program writes are emptyDir volumes
             volumes = mounts(workload, container)
@@ -239,7 +243,8 @@ def test_containers_are_locked_down_and_sized(rendered, overlay):
             args = container.get("args", [])
             written = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--sm-out", "--csv", "--html", "--out")]
             if container["command"] == ["sm-locust"] and args[0] == "run" and "--out" not in args:
-                written.append(image_layout()[0] + "/reports")  # `sm-locust run` writes reports/<run-id>/ in its WORKDIR
+                # `sm-locust run` writes reports/<run-id>/ in its WORKDIR
+                written.append(image_layout()[0] + "/reports")
             for path in written:
                 assert any(under(path, m) and "emptyDir" in v for m, v in volumes.items()), (where, path)
             for mount in container.get("volumeMounts", []):
@@ -301,7 +306,8 @@ def test_the_dockerfile_matches_the_manifests(rendered):
     for overlay, manifests in rendered.items():
         for workload in manifests.workloads():
             container = only_container(workload)
-            assert container["command"][0] in ("sm-locust", "locust"), container["command"]  # installed by `pip install .`
+            # installed by `pip install .`
+            assert container["command"][0] in ("sm-locust", "locust"), container["command"]
             for arg in argv(container, container_env(manifests, container)):
                 for path in arg.split(","):
                     if under(path, workdir) and not any(under(path, m) for m in mounts(workload, container)):
@@ -369,7 +375,8 @@ class LocalCluster:
         env = container_env(self.manifests, container)
         volumes = self.volumes[name] = self._volumes(name, workload, container)
         command = [self._rewrite(a, volumes) for a in argv(container, env)]
-        program = {"sm-locust": [sys.executable, "-m", "sm_locust"], "locust": [sys.executable, "-m", "locust"]}[command[0]]
+        program = {"sm-locust": [sys.executable, "-m", "sm_locust"],
+                   "locust": [sys.executable, "-m", "locust"]}[command[0]]
         process_env = dict(os.environ)  # the conftest sandbox's placeholder keys stand in for the pod's IAM role
         process_env.update({k: self._rewrite(v, volumes) for k, v in env.items()})
         process_env.update(self.extra_env)
@@ -415,7 +422,8 @@ def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoin
             f"SM_LOCUST_ENDPOINT_URL={endpoint.url}", f"SM_LOCUST_UPLOAD=s3://{BUCKET}/runs",
         ], patches=[
             {"target": {"kind": "Job", "name": "sm-locust-master"}, "patch": yaml.safe_dump([
-                {"op": "replace", "path": f"/spec/template/spec/containers/0/args/{job_args.index('--run-time') + 1}", "value": "5s"},
+                {"op": "replace", "path": f"/spec/template/spec/containers/0/args/{job_args.index('--run-time') + 1}",
+                 "value": "5s"},
             ])},
             {"target": {"kind": "ConfigMap", "name": "sm-locust-master-options"}, "patch": yaml.safe_dump([
                 {"op": "replace", "path": "/data/LOCUST_EXPECT_WORKERS_MAX_WAIT", "value": "30"},
@@ -428,7 +436,8 @@ def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoin
             for i in range(worker["spec"]["replicas"]):
                 cluster.start(f"worker{i + 1}", worker)
             wait_exit(master, 60)
-            workers_exit = [wait_exit(cluster.processes[f"worker{i + 1}"], 15) for i in range(worker["spec"]["replicas"])]
+            workers_exit = [wait_exit(cluster.processes[f"worker{i + 1}"], 15)
+                            for i in range(worker["spec"]["replicas"])]
             served = endpoint.stats()
         finally:
             cluster.stop_all()
@@ -447,7 +456,8 @@ def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoin
         assert summary["workers"]["lost"] == []
         # the run folder left the "cluster": every file in S3 under runs/<run-id>/
         uploaded = s3.keys(BUCKET, f"runs/{run.name}/")
-        local = {f"runs/{run.name}/{p.relative_to(run).as_posix()}": p.read_bytes() for p in run.rglob("*") if p.is_file()}
+        local = {f"runs/{run.name}/{p.relative_to(run).as_posix()}": p.read_bytes() for p in run.rglob("*")
+                 if p.is_file()}
         assert uploaded == local and f"runs/{run.name}/summary.json" in uploaded
         assert f"uploaded {len(local)} files" in cluster.log("master")
     finally:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
+from locust.env import Environment
+
 import orjson
 import pytest
-from locust.env import Environment
 
 from sm_locust.cli import main
 from sm_locust.endpoint.llm import (
@@ -55,7 +56,8 @@ def test_simulation_matches_the_model(users):
     assert sim.mean_itl_ms == pytest.approx(MODEL.itl_ms(users, 100, 50), rel=0.05)
     low, high = MODEL.ttft_bounds_ms(users, 100, 50)
     assert low * 0.95 - 1 <= sim.mean_ttft_ms <= high * 1.05 + 1
-    gapped = simulate(MODEL, users, 100, 50, duration_s=120.0, warmup_s=10.0, client_gap_s=0.003)  # the client's turnaround
+    # the client's turnaround
+    gapped = simulate(MODEL, users, 100, 50, duration_s=120.0, warmup_s=10.0, client_gap_s=0.003)
     assert low * 0.95 - 1 <= gapped.mean_ttft_ms <= high * 1.05 + 1
 
 
@@ -150,8 +152,8 @@ def _credentials(monkeypatch):
 
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 @pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12}, "stream": True},
-                                  {"messages": [{"role": "user", "content": "one two"}], "max_tokens": 12, "stream": True,
-                                   "stream_options": {"include_usage": True}}])
+                                  {"messages": [{"role": "user", "content": "one two"}], "max_tokens": 12,
+                                   "stream": True, "stream_options": {"include_usage": True}}])
 def test_the_endpoint_streams_tokens_one_step_apart(llm_endpoint, transport, body):
     client = create_client(transport, Environment(), "llm", endpoint_url=llm_endpoint.url)
     result = client.invoke_stream(Invocation(body=orjson.dumps(body)))
@@ -183,9 +185,11 @@ def test_queued_requests_wait_for_a_slot(llm_endpoint):
 def test_invoke_endpoint_and_bad_bodies(llm_endpoint):
     client = create_client("fast", Environment(), "llm", endpoint_url=llm_endpoint.url)
     answer = client.invoke(Invocation(body=b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}'))
-    assert count_response(answer.body).output_tokens == 4 and orjson.loads(answer.body)["usage"]["completion_tokens"] == 4
+    assert count_response(answer.body).output_tokens == 4
+    assert orjson.loads(answer.body)["usage"]["completion_tokens"] == 4
     env = Environment()
     seen = []
     env.events.request.add_listener(lambda **kw: seen.append(kw))
-    assert create_client("fast", env, "llm", endpoint_url=llm_endpoint.url).invoke_stream(Invocation(body=b'{"instances": [1]}')) is None
+    assert create_client("fast", env, "llm",
+                         endpoint_url=llm_endpoint.url).invoke_stream(Invocation(body=b'{"instances": [1]}')) is None
     assert str(seen[-1]["exception"]).startswith("ModelError")

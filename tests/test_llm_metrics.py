@@ -9,8 +9,9 @@ import logging
 
 import gevent
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
-import pytest
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import COUNTED, INPUT_TOKENS, SERVER, RequestTokens
@@ -51,7 +52,8 @@ def timed_stream(parts, first_s: float, gap_s: float, token_parts: range):
 def runtime():
     with FakeRuntime() as server:
         for name, usage in (("usage", True), ("counted", False)):
-            server.routes[name] = timed_stream(openai_parts(TOKENS, usage), FIRST_MS / 1000, GAP_MS / 1000, range(1, TOKENS + 1))
+            server.routes[name] = timed_stream(openai_parts(TOKENS, usage), FIRST_MS / 1000, GAP_MS / 1000,
+                                               range(1, TOKENS + 1))
         server.routes["plain"] = timed_stream([b"0.1", b"0.2", b"0.3"], 0.01, 0.01, range(3))
         more = openai_parts(TOKENS, True)
         more[-2] = more[-2].replace(b'"completion_tokens": %d' % TOKENS, b'"completion_tokens": 12')
@@ -106,7 +108,8 @@ def test_failed_calls_and_non_llm_answers_are_not_counted():
     env = Environment()
     call = token_accounting(lambda invocation: None, env)
     call(Invocation(body=b"{}"))
-    answers = token_accounting(lambda invocation: type("R", (), {"body": b'{"generated_text": "a b c"}'})(), env, responses=True)
+    answers = token_accounting(lambda invocation: type("R", (), {"body": b'{"generated_text": "a b c"}'})(), env,
+                               responses=True)
     answers(Invocation(body=b"{}"))
     bucket = env.sm_locust_llm.window(0, 4e9)
     assert bucket.requests == 1 and bucket.output_tokens == 3 and bucket.source == COUNTED
@@ -187,7 +190,8 @@ def test_tokens_per_s_counts_each_streamed_token_in_the_second_it_arrived():
     times = [100.0 * (i + 1) for i in range(30)]
     stats.add(RequestTokens(3000.0, 100.0, [100.0] * 29, 60, None, SERVER, times), now=1003.0)
     assert [round(stats.buckets[s].arrived) for s in (1000, 1001, 1002)] == [18, 20, 20]  # 9, 10, 10 tokens x 2
-    assert stats.window(1000, 1001).figures(1.0)["output_tokens_per_s"] == 18.0 and stats.window(1001, 1002).requests == 0
+    assert stats.window(1000, 1001).figures(1.0)["output_tokens_per_s"] == 18.0 and stats.window(1001,
+                                                                                                 1002).requests == 0
     assert stats.window(999, 1004).figures(4.0)["output_tokens"] == 60
     stats.add(sample(None, [], 5, 50.0), now=1003.2)  # not streamed: all at completion
     assert stats.buckets[1003].arrived == 5 + 2  # the stream's last token (at 1003.0) too

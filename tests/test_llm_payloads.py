@@ -71,7 +71,8 @@ BAD_LINES = {
     "not json": ("{prompt", "p.jsonl:1: not a JSON object"),
     "no prompt": ({"question": "hi"}, "p.jsonl:1: no prompt"),
     "empty prompt": ({"prompt": "  "}, "p.jsonl:1: no prompt"),
-    "messages under tgi": ({"messages": [{"role": "user", "content": "x"}]}, "--llm-template is tgi; pass --llm-template messages"),
+    "messages under tgi": ({"messages": [{"role": "user", "content": "x"}]},
+                           "--llm-template is tgi; pass --llm-template messages"),
     "inputs under messages": ({"inputs": "x"}, "--llm-template is messages; pass --llm-template tgi"),
     "bad length": ({"prompt": "x", "max_new_tokens": 0}, "max_new_tokens must be a whole number"),
 }

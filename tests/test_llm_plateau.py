@@ -56,7 +56,8 @@ def run_search(search: TokenPlateauSearch, model: BatchModel = MODEL) -> list[in
 
 def test_a_token_step_is_judged_on_output_tokens():
     step = token_step(4)
-    assert step.goodput_rps == step.output_tokens_per_s == pytest.approx(MODEL.tokens_per_s(4, PROMPT, OUTPUT), rel=1e-6)
+    assert step.goodput_rps == step.output_tokens_per_s == pytest.approx(MODEL.tokens_per_s(4, PROMPT, OUTPUT),
+                                                                         rel=1e-6)
     assert step.request_goodput_rps == pytest.approx(step.rps)
     assert step.token_percentile("itl", 95) == pytest.approx(MODEL.itl_ms(4, PROMPT, OUTPUT), abs=0.06)
 
@@ -71,7 +72,8 @@ def test_the_search_finds_the_models_knee_on_tokens():
     assert len(loads) <= 9, loads
     text = verdict.text()
     rate = MODEL.tokens_per_s(knee, PROMPT, OUTPUT)
-    assert text.startswith(f"plateau: {rate:,.0f} output tokens/s at 15 users, TTFT p95 ") and ", ITL p95 42.5 ms" in text
+    assert text.startswith(f"plateau: {rate:,.0f} output tokens/s at 15 users, TTFT p95 ")
+    assert ", ITL p95 42.5 ms" in text
     record = verdict.as_dict()
     assert record["objective"] == "output-tokens" and record["output_tokens_per_s"] == pytest.approx(rate, rel=1e-3)
     assert record["goodput_rps"] == pytest.approx(verdict.plateau.rps, rel=1e-3)  # requests stay requests
@@ -101,7 +103,8 @@ def test_stability_is_judged_on_tokens():
     assert [len(p) for p in sub_windows(seconds)] == [3, 3, 3]
     steady = token_stability(seconds, lambda part: Bucket(arrived=100.0 * len(part)), 1.0)
     assert steady == (True, 0.0, None)
-    uneven = token_stability(seconds, lambda part: Bucket(arrived=100.0 * len(part) * (2 if part[0].t < 1004 else 1)), 1.0)
+    uneven = token_stability(seconds, lambda part: Bucket(arrived=100.0 * len(part) * (2 if part[0].t < 1004 else 1)),
+                             1.0)
     assert uneven[0] is False and "output tokens/s vary" in uneven[2]
     assert token_stability(seconds[:2], lambda part: Bucket(), 1.0)[2].startswith("steady window 2 s is too short")
 
@@ -125,12 +128,14 @@ def test_option_checks():
         settings.check("plateau")
     with pytest.raises(UsageError, match="use it with --shape plateau"):
         ShapeSettings.from_options(options(objective="output-tokens")).check("step")
-    assert isinstance(ShapeSettings.from_options(options(objective="output-tokens")).plateau_search(), TokenPlateauSearch)
+    assert isinstance(ShapeSettings.from_options(options(objective="output-tokens")).plateau_search(),
+                      TokenPlateauSearch)
 
 
 def test_slos_without_stream_are_one_line_exit_2(tmp_path):
-    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", "http://127.0.0.1:9", "--prompts", "synthetic:8",
-                     "--shape", "plateau", "--objective", "output-tokens", "--ttft-slo-ms", "500", "--out", str(tmp_path / "r"))
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", "http://127.0.0.1:9", "--prompts",
+                     "synthetic:8", "--shape", "plateau", "--objective", "output-tokens", "--ttft-slo-ms", "500",
+                     "--out", str(tmp_path / "r"))
     assert_one_line_error(result, 2, "--ttft-slo-ms needs --stream true")
     assert not (tmp_path / "r").exists()
 

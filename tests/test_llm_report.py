@@ -69,7 +69,8 @@ def runs(tmp_path_factory):
 
 
 def test_report_draws_tokens_and_prices_them(runs):
-    result = run_cli("report", str(runs / "llm"), "--no-cloudwatch", "--price-per-hour", "1.5", "--instance-type", "ml.g5.xlarge")
+    result = run_cli("report", str(runs / "llm"), "--no-cloudwatch", "--price-per-hour", "1.5", "--instance-type",
+                     "ml.g5.xlarge")
     assert result.returncode in (0, 1), result.stdout + result.stderr
     page = (runs / "llm" / "report.html").read_text()
     assert 'id="fig-llm-tokens"' in page and 'id="fig-llm-latency"' in page and "$ per 1M output tokens" in page

@@ -104,7 +104,8 @@ def test_per_part_counts_follow_the_part_a_line_ends_in():
     count = count_stream(cut)
     assert count.counted == 3 and len(count.per_part) == 3
     one_line = len(lmi_lines(WORDS[:3], details=False)[0])
-    assert count_stream([joined[:one_line - 1], joined[one_line - 1:]]).per_part[0] == 1  # complete JSON, no newline yet
+    # complete JSON, no newline yet
+    assert count_stream([joined[:one_line - 1], joined[one_line - 1:]]).per_part[0] == 1
     many = count_stream([b"".join(tgi_sse(WORDS, details=False))])  # several events in one part
     assert many.per_part == [6]
 
@@ -134,12 +135,14 @@ def test_incremental_feed_returns_tokens_per_part():
 
 
 def test_non_streamed_answers():
-    openai = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there"}}],
+    openai = {"id": "x", "object": "chat.completion",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there"}}],
               "usage": {"prompt_tokens": 9, "completion_tokens": 12, "total_tokens": 21}}
     count = count_response(json.dumps(openai).encode())
     assert (count.output_tokens, count.server_input, count.source) == (12, 9, SERVER)
     tgi = [{"generated_text": "Hello there, friend", "details": {"finish_reason": "length", "generated_tokens": 5}}]
-    assert (count_response(json.dumps(tgi).encode()).output_tokens, count_response(json.dumps(tgi).encode()).source) == (5, SERVER)
+    assert (count_response(json.dumps(tgi).encode()).output_tokens,
+            count_response(json.dumps(tgi).encode()).source) == (5, SERVER)
     plain = count_response(b'{"generated_text": "Hello there, friend"}')
     assert (plain.output_tokens, plain.source, plain.format) == (4, COUNTED, TGI)
     no_usage = {"choices": [{"index": 0, "message": {"content": "one two three"}}]}

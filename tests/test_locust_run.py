@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import locust  # noqa: F401
-
 import json
 
 import gevent
+import locust  # noqa: F401
 from locust import task
 from locust.env import Environment
 from locust.exception import StopUser

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import locust  # noqa: F401
-
 import time
 
-import pytest
+import locust  # noqa: F401
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
 from sm_locust.transport import TRANSPORTS, create_client

@@ -16,8 +16,7 @@ from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UsageError
 from sm_locust.options import all_option_specs, forwarded_arguments, register_options
 from sm_locust.payloads.options import OPTIONS, PayloadSettings, parse_expected_shape, prepare_payloads
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 FLAGS = [spec.flag for spec in OPTIONS]
 
@@ -39,12 +38,13 @@ def test_every_payload_option_is_registered_once_and_shows_in_the_web_ui():
 
 
 def test_sm_locust_run_forwards_what_locust_parses_back():
-    given = SimpleNamespace(serializer="protobuf", model_name="ranker", selection="random", payload_seed=7, batch_size=50,
-                            payload_base64=True, split=4, validate_response=True, expect_shape="N", array_dtype="")
+    given = SimpleNamespace(serializer="protobuf", model_name="ranker", selection="random", payload_seed=7,
+                            batch_size=50, payload_base64=True, split=4, validate_response=True, expect_shape="N",
+                            array_dtype="")
     args = forwarded_arguments(given)
-    assert args == ["--serializer", "protobuf", "--model-name", "ranker", "--selection", "random", "--payload-seed", "7",
-                    "--batch-size", "50", "--payload-base64", "True", "--split", "4", "--validate-response", "True",
-                    "--expect-shape", "N"]
+    assert args == ["--serializer", "protobuf", "--model-name", "ranker", "--selection", "random", "--payload-seed",
+                    "7", "--batch-size", "50", "--payload-base64", "True", "--split", "4", "--validate-response",
+                    "True", "--expect-shape", "N"]
     parsed = locust_parser().parse_args(["-f", "x.py", *args])
     for key, value in vars(given).items():
         assert getattr(parsed, key) == value, key
@@ -53,7 +53,8 @@ def test_sm_locust_run_forwards_what_locust_parses_back():
 def test_the_run_command_declares_the_payload_options():
     from sm_locust.cli import build_parser
 
-    args, extra = build_parser("run").parse_known_args(["run", "--split", "3", "--payload-base64", "on", "--shape", "step"])
+    args, extra = build_parser("run").parse_known_args(["run", "--split", "3", "--payload-base64", "on", "--shape",
+                                                        "step"])
     assert not extra and args.split == 3 and args.payload_base64 is True and args.shape == "step"
 
 
@@ -69,7 +70,8 @@ def test_env_vars_set_payload_options(monkeypatch):
 
 
 def test_serializer_flags_belong_to_their_serializers():
-    assert PayloadSettings(serializer="numpy-string", array_dtype="float64", array_shape="N,78").serializer_options() == {
+    assert PayloadSettings(serializer="numpy-string", array_dtype="float64",
+                           array_shape="N,78").serializer_options() == {
         "dtype": "float64", "shape": "N,78"}
     with pytest.raises(UsageError, match="--model-name applies to the protobuf serializer, not 'npy'"):
         PayloadSettings(serializer="npy", model_name="m").serializer_options()
@@ -129,7 +131,8 @@ BAD = {
                    ["b64.jsonl:1: Body is marked base64 but does not decode"]),
     "flag for another serializer": (["--payload", "{d}/rows.npz", "--model-name", "m"],
                                     ["--model-name applies to the protobuf serializer"]),
-    "unknown selection": (["--payload", "{d}/rows.npz", "--selection", "shuffle"], ["unknown payload selection 'shuffle'"]),
+    "unknown selection": (["--payload", "{d}/rows.npz", "--selection", "shuffle"],
+                          ["unknown payload selection 'shuffle'"]),
     "weighted without weights": (["--payload", "{d}/rows.npz", "--selection", "weighted"], ["needs weights"]),
     "bad batch size": (["--payload", "{d}/rows.npz", "--batch-size", "0"], ["batch size must be"]),
     "split too far": (["--payload", "{d}/rows.npz", "--batch-size", "2", "--split", "3"],
@@ -156,15 +159,16 @@ def test_bad_payload_input_is_one_line_exit_2_and_no_run_folder(case, bad_inputs
 
 
 def test_bad_serializer_through_the_real_command(bad_inputs, tmp_path):
-    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out", str(tmp_path / "r"),
-                     "--payload", str(bad_inputs / "rows.npz"), "--serializer", "pb")
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out",
+                     str(tmp_path / "r"), "--payload", str(bad_inputs / "rows.npz"), "--serializer", "pb")
     assert_one_line_error(result, 2, "unknown serializer 'pb'", "protobuf")
     assert not (tmp_path / "r").exists()
 
 
 def test_sm_locust_run_with_payload_options_end_to_end(endpoint, bad_inputs, tmp_path):
     out = tmp_path / "run"
-    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(bad_inputs / "rows.npz"),
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
+                     str(bad_inputs / "rows.npz"),
                      "--serializer", "protobuf", "--content-type", "X-protobuf", "--batch-size", "4", "--split", "2",
                      "--validate-response", "on", "--accept", "application/x-npy", "-u", "2", "-r", "10", "-t", "4s",
                      "--out", str(out), "-q")

@@ -44,7 +44,8 @@ def test_a_plain_file_is_sent_verbatim(tmp_path):
 def test_content_type_comes_from_the_extension_unless_overridden(tmp_path):
     (tmp_path / "rows.csv").write_bytes(b"1,2\n")
     assert load_payloads(tmp_path / "rows.csv").next().content_type == "text/csv"
-    assert load_payloads(tmp_path / "rows.csv", content_type="application/x-custom").next().content_type == "application/x-custom"
+    assert load_payloads(tmp_path / "rows.csv",
+                         content_type="application/x-custom").next().content_type == "application/x-custom"
 
 
 def test_missing_and_empty_files_say_so(tmp_path):
@@ -100,7 +101,8 @@ def test_base64_for_every_line_with_the_flag(tmp_path):
         ('{"Body": "1,2", "ContentType": "text/csv"', "not valid JSON"),
         ('["1,2"]', 'expected a JSON object with a "Body" key, got a JSON list'),
         ('{"ContentType": "text/csv"}', 'no "Body" key'),
-        ('{"Body": "1", "Contenttype": "text/csv"}', "unknown key 'Contenttype'; valid keys: Body, BodyEncoding, ContentType"),
+        ('{"Body": "1", "Contenttype": "text/csv"}',
+         "unknown key 'Contenttype'; valid keys: Body, BodyEncoding, ContentType"),
         ('{"Body": "not base64!", "BodyEncoding": "base64"}', "Body is marked base64 but does not decode"),
         ('{"Body": "abc", "BodyEncoding": "hex"}', "BodyEncoding 'hex' is not one of: base64, utf-8, text"),
         ('{"Body": ""}', "the body is empty"),
@@ -128,7 +130,8 @@ def test_a_folder_sends_each_file_with_its_content_type():
     pool = load_payloads(DATA / "folder")
     assert [i.content_type for i in pool.invocations] == ["application/json", "text/csv", "image/png"]
     assert [i.rows for i in pool.invocations] == [1, 2, None]
-    assert load_payloads(DATA / "folder", content_type="application/octet-stream").next().content_type == "application/octet-stream"
+    assert load_payloads(DATA / "folder",
+                         content_type="application/octet-stream").next().content_type == "application/octet-stream"
 
 
 def test_folder_weights_by_file_name():
@@ -165,7 +168,8 @@ def test_npz_rows_are_batched_and_encoded_once(tmp_path):
 
 def test_npy_packed_rows_with_numpy_raw_reach_the_endpoint(tmp_path):
     ids, vals = sample_rows(10)
-    packed = create_serializer("npy").deserialize(create_serializer("npy").serialize({"feat_ids": ids, "feat_vals": vals}))
+    packed = create_serializer("npy").deserialize(create_serializer("npy").serialize({"feat_ids": ids,
+                                                                                      "feat_vals": vals}))
     np.save(tmp_path / "packed.npy", packed)
     pool = load_payloads(tmp_path / "packed.npy", serializer="numpy-raw", batch_size=4)
     assert len(pool) == 3  # ceil(10 / 4)
@@ -273,7 +277,8 @@ def test_weighted_selection_follows_the_weights():
 
 
 def test_selection_errors():
-    with pytest.raises(UnknownNameError, match="unknown payload selection 'shuffle'; choose one of: random, round-robin, weighted"):
+    with pytest.raises(UnknownNameError,
+                       match="unknown payload selection 'shuffle'; choose one of: random, round-robin, weighted"):
         _pool(2, selection="shuffle")
     with pytest.raises(UsageError, match="weighted selection needs weights"):
         _pool(2, selection="weighted")
@@ -295,7 +300,7 @@ def test_next_stays_cheap():
 
 def test_json_lines_bodies_count_and_split_one_row_per_line(tmp_path):
     ids, vals = sample_rows(5, seed=2)
-    lines = [orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) for i, v in zip(ids, vals)]
+    lines = [orjson.dumps({"feat_ids": i.tolist(), "feat_vals": v.tolist()}) for i, v in zip(ids, vals, strict=True)]
     (tmp_path / "rows.jsonl.txt").write_bytes(b"\n".join(lines) + b"\n")
     pool = load_payloads(tmp_path / "rows.jsonl.txt", content_type="application/jsonlines", split=2)
     (whole,) = pool.invocations
@@ -306,7 +311,8 @@ def test_json_lines_bodies_count_and_split_one_row_per_line(tmp_path):
     decoded = [codecs.decode_request(p.body, p.content_type) for p in parts]
     np.testing.assert_array_equal(np.vstack([d[0] for d in decoded]), ids)
     # one line is one JSON document: counted and split by its instances, as application/json
-    one = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()} for i, v in zip(ids, vals)]})
+    one = orjson.dumps({"instances": [{"feat_ids": i.tolist(), "feat_vals": v.tolist()}
+                                      for i, v in zip(ids, vals, strict=True)]})
     (tmp_path / "one.txt").write_bytes(one + b"\n")
     (whole,) = load_payloads(tmp_path / "one.txt", content_type="application/jsonlines", split=5).invocations
     assert whole.rows == 5 and [p.rows for p in whole.extra[PARTS]] == [1] * 5

@@ -8,23 +8,23 @@ differently from what was meant (wrong rows, wrong format) shows up as a failure
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching before boto3)
-
 import json
 from types import SimpleNamespace
 
 import gevent
+import locust  # noqa: F401  (gevent patching before boto3)
+from locust.env import Environment
+
 import numpy as np
 import pytest
-from locust.env import Environment
 
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.endpoint.server import LocalEndpoint
-from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT
 from sm_locust.invocation import INVOKE_ENDPOINT
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser, _load_payloads
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.serializers import create_serializer
+from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT
 from tests.conftest import ROOT
 
 DATA = ROOT / "sm_locust" / "data"
@@ -94,7 +94,7 @@ def test_packed_npy_sent_raw(endpoint, arrays):
 def test_plain_file_folder_and_jsonl(endpoint, tmp_path):
     folder = tmp_path / "bodies"
     folder.mkdir()
-    ranking = dict(zip(("feat_ids", "feat_vals"), sample_rows(3, seed=2)))
+    ranking = dict(zip(("feat_ids", "feat_vals"), sample_rows(3, seed=2), strict=True))
     for name, fmt in (("a.json", "json"), ("b.csv", "csv"), ("c.npy", "npy")):
         (folder / name).write_bytes(create_serializer(fmt).serialize(ranking))
     for payload in (DATA / "ranking_10rows.json", folder, DATA / "ranking_invoke_args.jsonl"):
@@ -116,7 +116,8 @@ def test_a_function_source(endpoint, tmp_path):
 
 
 def test_split_through_the_locustfile_and_summary(endpoint, arrays, tmp_path):
-    env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4), recorder_dir=tmp_path)
+    env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4),
+              recorder_dir=tmp_path)
     assert_clean(env, INVOKE_ENDPOINT_SPLIT)
     logical = env.stats.entries[("ep", INVOKE_ENDPOINT_SPLIT)].num_requests
     # a user stopped mid-call leaves parts without their logical request (as any in-flight call)

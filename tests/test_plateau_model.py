@@ -204,7 +204,8 @@ def test_ramping_seconds_do_not_count_towards_a_step():
     now = 1_000_000.0
     driver.tick(now, [])
     timeline = [Second(t=now + i, users=3, spawning=True, requests=90, failures=0, hist={40: 90}) for i in range(1, 5)]
-    timeline += [Second(t=now + i, users=3, spawning=False, requests=70, failures=0, hist={40: 70}) for i in range(5, 8)]
+    timeline += [Second(t=now + i, users=3, spawning=False, requests=70, failures=0, hist={40: 70})
+                 for i in range(5, 8)]
     assert driver.tick(now + 7, timeline).load == 3 and not driver.measurements  # 3 s at the load: hold on
     timeline.append(Second(t=now + 8, users=3, spawning=False, requests=70, failures=0, hist={40: 70}))
     driver.tick(now + 8, timeline)

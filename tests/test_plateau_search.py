@@ -73,7 +73,8 @@ def test_monotone_growth_to_max_users():
 def test_latency_explodes_before_throughput_plateaus():
     rps = [100 * (i + 1) for i in range(10)]
     p95 = [20, 20, 22, 25, 30, 35, 45, 80, 150, 300]
-    loads, decision, verdict = drive(StepSearch(1, 1, 10, conditions=[LatencySLO(95, 40)]), from_series(rps, p95_ms=p95))
+    loads, decision, verdict = drive(StepSearch(1, 1, 10, conditions=[LatencySLO(95, 40)]),
+                                     from_series(rps, p95_ms=p95))
     assert loads == [1, 2, 3, 4, 5, 6, 7]
     assert decision.reason == "p95 45 ms > SLO 40 ms at 7 users"
     assert verdict.reached and verdict.bound == "latency" and verdict.plateau.load == 6
@@ -92,7 +93,8 @@ def test_latency_explodes_before_throughput_plateaus():
 def test_error_burst_stops_and_plateau_is_below_it():
     rps = [100, 200, 300, 400, 480, 490, 500]
     errors = [0, 0, 0, 0, 0.075, 0, 0]
-    loads, decision, verdict = drive(StepSearch(1, 1, 7, conditions=[ErrorRate(0.05)]), from_series(rps, error_rate=errors))
+    loads, decision, verdict = drive(StepSearch(1, 1, 7, conditions=[ErrorRate(0.05)]),
+                                     from_series(rps, error_rate=errors))
     assert loads == [1, 2, 3, 4, 5] and decision.reason == "error rate 7.5 % > 5 % at 5 users"
     assert verdict.bound == "errors" and verdict.plateau.load == 4
     assert verdict.as_dict()["error_rate"] == 0
@@ -127,7 +129,8 @@ def test_open_loop_generator_falling_behind_is_client_bound():
     assert "sent 300.0 req/s is 75 % of the intended 400.0 req/s" in verdict.text()
 
 
-@pytest.mark.parametrize("concurrency,service_ms,max_users", [(9, 40.0, 256), (37, 25.0, 256), (100, 10.0, 1024), (3, 100.0, 64)])
+@pytest.mark.parametrize("concurrency,service_ms,max_users",
+                         [(9, 40.0, 256), (37, 25.0, 256), (100, 10.0, 1024), (3, 100.0, 64)])
 def test_bisection_converges_to_capacity(concurrency, service_ms, max_users):
     endpoint = SyntheticEndpoint(concurrency=concurrency, service_ms=service_ms)
     capacity = endpoint.capacity

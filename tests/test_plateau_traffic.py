@@ -35,7 +35,8 @@ def test_triton_example_as_json_text_and_with_typographic_quotes():
 
 def test_ir_documented_ramp_one_to_ten():
     # IR guide: InitialNumberOfUsers 1, SpawnRate 1, 600 s -> "1 concurrent user at the beginning and 10 at the end"
-    schedule = parse_traffic_pattern({"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1, "DurationInSeconds": 600}]})
+    schedule = parse_traffic_pattern({"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1,
+                                                  "DurationInSeconds": 600}]})
     assert schedule.at(0)[0] == 1 and schedule.at(599)[0] == 10
 
 

@@ -72,7 +72,8 @@ def test_report_no_cloudwatch_writes_everything(run_dir, capsys):
     after = json.loads((run_dir / "summary.json").read_text())
     for key, value in before.items():
         assert after[key] == value  # existing keys untouched
-    assert after["cloudwatch"]["source"] == "none" and after["cloudwatch"]["notes"] == ["CloudWatch off (--no-cloudwatch)"]
+    assert after["cloudwatch"]["source"] == "none" and after["cloudwatch"]["notes"] == ["CloudWatch off "
+                                                                                        "(--no-cloudwatch)"]
     assert after["cost"]["usd_per_million"] == pytest.approx(0.204 / (20 * 3600) * 1e6)
     assert after["cost"]["transactions_per_hour"] == 72000
     assert after["report"]["sustainable"]["rps"] == 20.0
@@ -175,6 +176,7 @@ def test_defaults_come_from_the_run():
     summary = {"endpoint": "ep-a", "region": "eu-west-1"}
     options = {"sm_locust": {"endpoint_name": "ep-b", "target_variant": "blue", "aws_profile": "dev"}}
     r = resolve_defaults(ReportOptions(instance_type="ml.m5.large"), summary, options)
-    assert (r.endpoint_name, r.region, r.variant_name, r.profile, r.instance_type) == ("ep-a", "eu-west-1", "blue", "dev", "ml.m5.large")
+    assert (r.endpoint_name, r.region, r.variant_name, r.profile, r.instance_type) == ("ep-a", "eu-west-1", "blue",
+                                                                                       "dev", "ml.m5.large")
     r = resolve_defaults(ReportOptions(endpoint_name="mine"), summary, {})
     assert (r.endpoint_name, r.variant_name) == ("mine", "AllTraffic")

@@ -10,7 +10,7 @@ StartTime given (the fetcher aligns StartTime to the period, as CloudWatch does)
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -48,7 +48,7 @@ def moto_url():
         data = []
         for minute, values in minutes.items():
             for i, v in enumerate(values):
-                ts = datetime.fromtimestamp(BASE + 60 * minute + 5 + 15 * i, timezone.utc)
+                ts = datetime.fromtimestamp(BASE + 60 * minute + 5 + 15 * i, UTC)
                 data.append({"MetricName": name, "Dimensions": DIMS, "Timestamp": ts, "Value": float(v)})
         client.put_metric_data(Namespace=namespace, MetricData=data)
     yield url
@@ -108,7 +108,7 @@ def _stubbed():
 
 def test_stubber_pages_follow_next_token():
     client, stub = _stubbed()
-    t = lambda s: datetime.fromtimestamp(s, timezone.utc)  # noqa: E731
+    t = lambda s: datetime.fromtimestamp(s, UTC)  # noqa: E731
     queries = [{"Id": "m0", "MetricStat": {"Metric": {"Namespace": "AWS/SageMaker", "MetricName": "ModelLatency",
                                                       "Dimensions": DIMS}, "Period": 60, "Stat": "Average"}}]
     stub.add_response("get_metric_data", {
@@ -157,7 +157,7 @@ class FakeCloudWatch:
     def get_metric_data(self, **kw):
         self.calls.append(kw)
         start, end = int(kw["StartTime"].timestamp()), int(kw["EndTime"].timestamp())
-        stamps = [datetime.fromtimestamp(s, timezone.utc) for s in range(start, min(end, self.until), 60)]
+        stamps = [datetime.fromtimestamp(s, UTC) for s in range(start, min(end, self.until), 60)]
         return {"MetricDataResults": [{"Id": q["Id"], "Timestamps": stamps, "Values": [1000.0] * len(stamps),
                                        "StatusCode": "Complete"} for q in kw["MetricDataQueries"]]}
 

@@ -10,9 +10,9 @@ import pytest
 
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import merge
+from sm_locust.report.cloudwatch import build_queries, select_metrics, to_frame
 from sm_locust.report.metrics import METRICS_BY_NAME, column_name, per_unit_column
 from sm_locust.report.sources import MetricRequest
-from sm_locust.report.cloudwatch import to_frame, build_queries, select_metrics
 
 GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
 BASE = 1704110400  # 2024-01-01T12:00:00Z
@@ -119,7 +119,8 @@ def test_sustainable_point_and_errors(merged):
 def test_steps_from_history_when_summary_has_none(merged):
     data, _, seconds, _ = merged
     spans = merge.step_spans({}, seconds)
-    assert [(s["users"], s["start_s"], s["end_s"]) for s in spans] == [(1, BASE + 56, BASE + 61), (2, BASE + 61, BASE + 66)]
+    assert [(s["users"], s["start_s"], s["end_s"]) for s in spans] == [(1, BASE + 56, BASE + 61),
+                                                                       (2, BASE + 61, BASE + 66)]
     steps = merge.step_records(seconds, spans)
     assert list(steps["requests"]) == [40, 100] and list(steps["rps"]) == [8.0, 20.0]
     assert list(steps["p95_ms"]) == [110, 140]

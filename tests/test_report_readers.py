@@ -90,7 +90,7 @@ def test_stats_and_failures(run_dir):
     agg = s[s["name"] == "Aggregated"].iloc[0]
     assert agg["requests"] == 140 and agg["p99_ms"] == 150 and agg["avg_ms"] == 122
     f = runfolder.read_failures(run_dir / "locust_failures.csv", gaps)
-    assert dict(zip(f["error"], f["occurrences"])) == {"ModelError(424)": 1, "ThrottlingException": 1}
+    assert dict(zip(f["error"], f["occurrences"], strict=True)) == {"ModelError(424)": 1, "ThrottlingException": 1}
     assert gaps == []
 
 

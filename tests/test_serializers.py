@@ -11,7 +11,14 @@ import pytest
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UnknownNameError, UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.serializers import SERIALIZERS, ResponseValidator, SerializationError, create_serializer, ranking, tfs_proto
+from sm_locust.serializers import (
+    SERIALIZERS,
+    ResponseValidator,
+    SerializationError,
+    create_serializer,
+    ranking,
+    tfs_proto,
+)
 from sm_locust.serializers.content_types import FORMATS, base_content_type, format_of
 from sm_locust.serializers.ranking import NUM_FIELDS
 from sm_locust.serializers.rows import body_rows, split_body
@@ -38,7 +45,9 @@ def test_unknown_serializer_lists_the_valid_names():
 
 
 def test_unknown_option_lists_the_options():
-    with pytest.raises(UsageError, match="serializer 'numpy-raw' does not take option 'dtyp'; it takes: dtype, shape, content_type"):
+    with pytest.raises(UsageError,
+                       match="serializer 'numpy-raw' does not take option 'dtyp'; "
+                             "it takes: dtype, shape, content_type"):
         create_serializer("numpy-string", dtyp="float32")
 
 
@@ -57,7 +66,8 @@ def test_json_sends_columns_by_default_and_rows_on_request(ranking_request):
 def test_json_handles_arrays_and_ready_requests():
     s = create_serializer("json")
     assert orjson.loads(s.serialize(np.arange(3))) == {"instances": [0, 1, 2]}
-    assert orjson.loads(s.serialize({"instances": [np.float32(0.5)], "signature_name": "x"})) == {"instances": [0.5], "signature_name": "x"}
+    assert orjson.loads(s.serialize({"instances": [np.float32(0.5)], "signature_name": "x"})) == {"instances": [0.5],
+                                                                                                  "signature_name": "x"}
     assert s.serialize(b'{"already": "encoded"}') == b'{"already": "encoded"}'
 
 
@@ -74,12 +84,14 @@ def test_protobuf_request_carries_model_spec_and_typed_tensors(ranking_request):
 def test_protobuf_renames_inputs_and_names_a_single_array():
     s = create_serializer("protobuf", input_names="feat_ids=ids,feat_vals=vals", input_name="x")
     ids, vals = sample_rows(2)
-    assert sorted(tfs_proto.decode_predict_request(s.serialize({"feat_ids": ids, "feat_vals": vals})).tensors) == ["ids", "vals"]
+    assert sorted(tfs_proto.decode_predict_request(s.serialize({"feat_ids": ids,
+                                                                "feat_vals": vals})).tensors) == ["ids", "vals"]
     single = tfs_proto.decode_predict_request(s.serialize([[0.5, 1.5]])).tensors["x"]
     assert single.dtype == np.float32 and single.tolist() == [[0.5, 1.5]]  # Python floats -> DT_FLOAT, as TF does
 
 
-@pytest.mark.parametrize("name,options", [("npy", {}), ("numpy-raw", {"shape": "N,78"}), ("csv", {}), ("csv", {"header": True})])
+@pytest.mark.parametrize("name,options",
+                         [("npy", {}), ("numpy-raw", {"shape": "N,78"}), ("csv", {}), ("csv", {"header": True})])
 def test_single_array_formats_carry_the_packed_78_columns(name, options, ranking_request):
     s = create_serializer(name, **options)
     packed = s.deserialize(s.serialize(ranking_request))
@@ -129,7 +141,8 @@ def test_ids_too_large_for_float32_are_refused_in_packed_formats():
     ids[0, 0] = 2**24 + 1
     with pytest.raises(SerializationError, match="cannot be carried exactly in float32.*use dtype float64"):
         create_serializer("npy").serialize({"feat_ids": ids, "feat_vals": vals})
-    back = create_serializer("npy", dtype="float64").deserialize(create_serializer("npy", dtype="float64").serialize({"feat_ids": ids, "feat_vals": vals}))
+    wide = create_serializer("npy", dtype="float64")
+    back = wide.deserialize(wide.serialize({"feat_ids": ids, "feat_vals": vals}))
     assert back[0, 0] == 2**24 + 1
 
 
@@ -171,7 +184,8 @@ def test_the_response_content_type_picks_the_decoder():
     assert protobuf.deserialize(b'{"predictions": [1]}', "application/json; charset=utf-8").tolist() == [1]
     resp = tfs_proto.encode_predict_response({"prob": np.array([0.5], np.float32)})
     assert protobuf.deserialize(resp, "application/x-protobuf")["prob"].tolist() == [0.5]
-    assert create_serializer("json").deserialize(np.float32([0.5]).tobytes(), "application/octet-stream").tolist() == [0.5]
+    assert create_serializer("json").deserialize(np.float32([0.5]).tobytes(),
+                                                 "application/octet-stream").tolist() == [0.5]
 
 
 def test_pickled_npy_is_refused_never_loaded():
@@ -193,7 +207,8 @@ def test_validator_reports_invalid_responses_by_name():
     assert v.validate(b'{"predictions": [0.1, 0.2, 0.3]}', "application/json", sent) is None
     short = v.validate(b'{"predictions": [0.1, 0.2]}', "application/json", sent)
     assert short.code == "InvalidResponse" and str(short) == "InvalidResponse: has 2 rows; the request sent 3"
-    assert str(v.validate(b"<html>oops</html>", "application/json", sent)).startswith("InvalidResponse: cannot decode (application/json)")
+    assert str(v.validate(b"<html>oops</html>", "application/json",
+                          sent)).startswith("InvalidResponse: cannot decode (application/json)")
     assert str(v.validate(b"", "application/json", sent)) == "InvalidResponse: empty response body"
 
 
@@ -202,7 +217,8 @@ def test_validator_checks_keys_and_shapes():
     good = tfs_proto.encode_predict_response({"prob": np.zeros((2, 1), np.float32)})
     assert v.validate(good, "application/x-protobuf", Invocation(body=b"x", rows=2)) is None
     wrong_name = tfs_proto.encode_predict_response({"scores": np.zeros((2, 1), np.float32)})
-    assert str(v.validate(wrong_name, "application/x-protobuf")) == "InvalidResponse: missing output 'prob'; got ['scores']"
+    assert str(v.validate(wrong_name,
+                          "application/x-protobuf")) == "InvalidResponse: missing output 'prob'; got ['scores']"
     flat = tfs_proto.encode_predict_response({"prob": np.zeros(2, np.float32)})
     assert "shape [2] does not match expected [*, 1]" in str(v.validate(flat, "application/x-protobuf"))
 
@@ -235,7 +251,8 @@ def test_every_format_counts_and_splits_its_own_rows(ranking_request, name, cont
 def test_json_lines_rows_are_lines():
     body = b'{"a": 1}\n{"a": 2}\n\n{"a": 3}\n'
     assert body_rows(body, "application/jsonlines") == 3
-    assert [p.body for p in split_body(body, "application/jsonlines", 2, "x")] == [b'{"a": 1}\n{"a": 2}\n', b'{"a": 3}\n']
+    assert [p.body for p in split_body(body, "application/jsonlines", 2, "x")] == [b'{"a": 1}\n{"a": 2}\n',
+                                                                                   b'{"a": 3}\n']
     assert body_rows(b'{"instances": [1, 2]}\n', "application/jsonlines") == 2  # one line: a JSON document
     assert body_rows(b'{"a": 1}\nnot json\n', "application/jsonlines") is None
     with pytest.raises(UsageError, match="x: cannot split: line 2 of the JSON Lines body is not JSON"):

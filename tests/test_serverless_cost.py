@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sm_locust.errors import UsageError
-from sm_locust.sweep.serverless_cost import (
+from sm_locust.sweep.serverless.cost import (
     GB,
     break_even_rps,
     load_serverless_prices,
@@ -62,7 +62,8 @@ def test_break_even_by_hand():
 
 def test_a_user_price_file_overrides_entry_by_entry(tmp_path):
     path = tmp_path / "sls.json"
-    path.write_text(json.dumps({"region": "eu-west-1", "as_of": "2025-09", "usd_per_second_by_memory_mb": {"2048": 0.000045}}))
+    path.write_text(json.dumps({"region": "eu-west-1", "as_of": "2025-09",
+                                "usd_per_second_by_memory_mb": {"2048": 0.000045}}))
     prices = load_serverless_prices(path)
     assert prices.per_second(2048) == 0.000045 and prices.per_second(4096) == 0.00008
     assert prices.usd_per_gb_processed == 0.016 and prices.region == "eu-west-1"

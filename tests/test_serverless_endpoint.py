@@ -9,12 +9,13 @@ import argparse
 import time
 from datetime import UTC, datetime
 
-import boto3
 import gevent
+from gevent.pywsgi import WSGIServer
+
+import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from gevent.pywsgi import WSGIServer
 
 from sm_locust.cli.serve import add_parser, config_from_args
 from sm_locust.endpoint.app import EndpointApp
@@ -156,7 +157,8 @@ def test_served_requests_meet_cold_starts_warm_reuse_and_throttles(served):
     datums = build_datums({}, app.counters.take_window(), endpoint_name="sls",
                           timestamp=datetime.now(UTC))["AWS/SageMaker"]
     by_name = {d["MetricName"]: d["StatisticValues"] for d in datums}
-    assert by_name["ModelSetupTime"] == {"SampleCount": 3.0, "Sum": 600_000.0, "Minimum": 200_000.0, "Maximum": 200_000.0}
+    assert by_name["ModelSetupTime"] == {"SampleCount": 3.0, "Sum": 600_000.0, "Minimum": 200_000.0,
+                                         "Maximum": 200_000.0}
     # the setup wait is overhead (outside the container's answer), the model's 30 ms is ModelLatency
     assert by_name["OverheadLatency"]["Maximum"] >= 200_000.0
     assert 30_000.0 <= by_name["ModelLatency"]["Minimum"] < 200_000.0

@@ -17,7 +17,8 @@ import pytest
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.sweep.deployers import Deployment
-from sm_locust.sweep.serverless import SageMakerServerlessDeployer, cloudwatch_ms
+from sm_locust.sweep.serverless.collect import cloudwatch_ms
+from sm_locust.sweep.serverless.deploy import SageMakerServerlessDeployer
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
 

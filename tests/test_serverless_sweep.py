@@ -13,15 +13,15 @@ import pytest
 from sm_locust.plateau.timeline import Second
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.objective import Objective
-from sm_locust.sweep.serverless_measure import (
+from sm_locust.sweep.serverless.measure import (
     Phase,
     cold_starts,
     load_figures,
     phase_bounds,
     success_hist,
 )
-from sm_locust.sweep.serverless_rank import ServerlessCandidate, recommend
-from sm_locust.sweep.serverless_spec import CompareInstance
+from sm_locust.sweep.serverless.rank import ServerlessCandidate, recommend
+from sm_locust.sweep.serverless.spec import CompareInstance
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 # -- pure: figures ------------------------------------------------------------------------------------

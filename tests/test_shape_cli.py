@@ -11,11 +11,11 @@ import pytest
 from sm_locust.errors import UsageError
 from sm_locust.options import OpenLoopSettings, open_loop_settings, parse_bool, parse_number
 from sm_locust.shapes.settings import ShapeSettings
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 BASE = ("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--payload", str(SAMPLE_PAYLOAD))
-IR_BAD_USERS = '{"TrafficType": "PHASES", "Phases": [{"InitialNumberOfUsers": 0, "SpawnRate": 1, "DurationInSeconds": 60}]}'
+IR_BAD_USERS = ('{"TrafficType": "PHASES", '
+                '"Phases": [{"InitialNumberOfUsers": 0, "SpawnRate": 1, "DurationInSeconds": 60}]}')
 IR_BOTH = '{"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1, "DurationInSeconds": 60}], "Stairs": {}}'
 
 
@@ -26,7 +26,8 @@ IR_BOTH = '{"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1, "DurationInSe
     (("--shape", "plateau", "--start-users", "8", "--max-users", "4"), ("--max-users", "--start-users")),
     (("--shape", "plateau", "-u", "4"), ("--users", "plateau")),
     (("--shape", "plateau", "--max-duration", "ten minutes"), ("--max-duration",)),
-    (("--shape", "plateau", "--search-mode", "rate", "--start-rps", "100", "--max-rps", "50"), ("--start-rps", "--max-rps")),
+    (("--shape", "plateau", "--search-mode", "rate", "--start-rps", "100", "--max-rps", "50"),
+     ("--start-rps", "--max-rps")),
     (("--shape", "phases",), ("--traffic-pattern",)),
     (("--shape", "phases", "--traffic-pattern", "{not json"), ("--traffic-pattern", "not valid JSON")),
     (("--shape", "phases", "--traffic-pattern", IR_BAD_USERS), ("InitialNumberOfUsers", "IR requires")),
@@ -62,8 +63,10 @@ def test_garbage_from_the_web_ui_form_is_one_line_naming_the_option(options, nee
 
 
 def test_one_bool_and_one_number_parser():
-    assert [parse_bool(v) for v in (True, "on", "YES", "1", None, "", "off", "false", False)] == [True] * 4 + [False] * 5
-    assert parse_number("2", "--n", int) == 2 and parse_number(3.0, "--n", int) == 3 and parse_number("", "--n", float, 7) == 7
+    assert [parse_bool(v)
+            for v in (True, "on", "YES", "1", None, "", "off", "false", False)] == [True] * 4 + [False] * 5
+    assert parse_number("2", "--n", int) == 2 and parse_number(3.0, "--n", int) == 3 and parse_number("", "--n", float,
+                                                                                                      7) == 7
     with pytest.raises(UsageError, match="--n must be a number, got 'x'"):
         parse_number("x", "--n")
 

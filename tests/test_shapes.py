@@ -4,19 +4,18 @@ against the endpoint's own counter), -t honoured, open-loop sends counted, summa
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching before boto3)
-
 import argparse
 import json
 import time
 from types import SimpleNamespace
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent patching before boto3)
 from locust.env import Environment
 
+import pytest
+
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
-from sm_locust.users.openloop import OpenLoopUser
 from sm_locust.options import all_option_specs
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.synthetic import SyntheticEndpoint
@@ -24,6 +23,7 @@ from sm_locust.record.recorder import RunRecorder
 from sm_locust.shapes.open import OpenLoopShape
 from sm_locust.shapes.phases import PhasesShape
 from sm_locust.shapes.plateau import PlateauShape
+from sm_locust.users.openloop import OpenLoopUser
 from tests.conftest import SAMPLE_PAYLOAD
 
 TRITON = {"TrafficPattern": {"TrafficType": "PHASES",

@@ -30,10 +30,12 @@ def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("smoke")
     results = {}
     with LocalEndpoint(log_path=base / "fast.log") as fast:
-        results["fast"] = smoke(fast, base / "fast", "--max-p95-ms", "200", "--max-p99-ms", "400", "--max-error-rate", "0",
+        results["fast"] = smoke(fast, base / "fast", "--max-p95-ms", "200", "--max-p99-ms", "400", "--max-error-rate",
+                                "0",
                                 "--min-rps", "20", "--max-p95-ms", "ep=200")
     with LocalEndpoint(log_path=base / "slow.log", latency_ms=120, max_concurrency=1, service_time_ms=20) as slow:
-        results["slow"] = smoke(slow, base / "slow", "--max-p95-ms", "100", "--max-p99-ms", "150", "--max-error-rate", "0",
+        results["slow"] = smoke(slow, base / "slow", "--max-p95-ms", "100", "--max-p99-ms", "150", "--max-error-rate",
+                                "0",
                                 "--min-rps", "20", "--max-p95-ms", "ep=100")
     return base, results
 
@@ -100,10 +102,12 @@ def test_failures_count_when_other_gates_are_given(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "summary.json").write_text(json.dumps({"schema": 1, "totals": {
-        "requests": 1000, "failures": 187, "rps": 50.0, "p95_ms": 100.0, "p99_ms": 150.0, "errors": {"ModelError": 187}}}))
+        "requests": 1000, "failures": 187, "rps": 50.0, "p95_ms": 100.0, "p99_ms": 150.0,
+        "errors": {"ModelError": 187}}}))
     result = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "500")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL error rate <= 0.00% (all requests, default: --max-error-rate to change): error rate was 18.70%" in result.stdout
+    assert ("FAIL error rate <= 0.00% (all requests, default: --max-error-rate to change): error rate was 18.70%"
+            in result.stdout)
     assert "PASS p95 <= 500 ms" in result.stdout
     relaxed = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "500", "--max-error-rate", "0.2")
     assert relaxed.returncode == 0, relaxed.stdout + relaxed.stderr

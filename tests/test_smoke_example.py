@@ -24,7 +24,8 @@ def test_the_workflow_smoke_steps_pass_against_the_local_endpoint(tmp_path):
     assert "pip install ." in steps["Install sm-locust"]["run"]
     # run from a copy of the paths the steps use, so reports/ lands in tmp_path
     (tmp_path / "sm_locust" / "data").mkdir(parents=True)
-    (tmp_path / "sm_locust" / "data" / "ranking_10rows.json").write_bytes((ROOT / "sm_locust" / "data" / "ranking_10rows.json").read_bytes())
+    sample = Path("sm_locust") / "data" / "ranking_10rows.json"
+    (tmp_path / sample).write_bytes((ROOT / sample).read_bytes())
     bin_dir = Path(sys.executable).parent
     env = dict(os.environ, ENDPOINT_PORT=str(free_port()), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     start = subprocess.Popen(["bash", "-e", "-c", steps["Start the local endpoint"]["run"]], cwd=tmp_path, env=env,

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from sm_locust.launch import LoadSettings, locust_command
 from sm_locust.record.recorder import CHECKPOINT_ENV
 from sm_locust.record.runfolder import read_run
 from sm_locust.record.schema import check_summary
 from sm_locust.record.summary import iso
 from sm_locust.record.timeline import read_seconds
 from sm_locust.report.merge import parse_time
-from sm_locust.launch import LoadSettings, locust_command
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 INTERRUPTED = "the run did not end normally"
@@ -43,10 +43,12 @@ def killed_run(tmp_path_factory):
     out = base / "run"
     out.mkdir()
     with LocalEndpoint(log_path=base / "endpoint.log") as endpoint:
-        cmd = locust_command(["--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD)],
+        cmd = locust_command(["--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
+                              str(SAMPLE_PAYLOAD)],
                              LoadSettings(users=2, spawn_rate=10, run_time="60s", quiet=True), out)
         env = {**os.environ, CHECKPOINT_ENV: "2", "PYTHONUNBUFFERED": "1", "AWS_ACCESS_KEY_ID": "testing",
-               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+               "AWS_EC2_METADATA_DISABLED": "true"}
         with open(base / "locust.log", "wb") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             try:

@@ -5,11 +5,10 @@ An hour is 2 s and a checkpoint 1 s here."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent patching first)
-
 import json
 
 import gevent
+import locust  # noqa: F401  (gevent patching first)
 from locust.env import Environment
 
 from sm_locust.invocation import INVOKE_ENDPOINT, InvocationError

@@ -28,9 +28,11 @@ def frame(hours: int = 3) -> pd.DataFrame:
     hour = (epochs - 1 - START) // 3600
     minute = (epochs - START) // 60
     return pd.DataFrame({
-        "epoch_s": epochs, "users": 10 * (hour + 1), "requests": 10.0 * (hour + 1), "failures": (epochs % 100 == 0) * 1.0,
+        "epoch_s": epochs, "users": 10 * (hour + 1), "requests": 10.0 * (hour + 1),
+        "failures": (epochs % 100 == 0) * 1.0,
         "p50_ms": 20.0 + 5 * hour, "p95_ms": 40.0 + 10 * hour, "p99_ms": 60.0 + 20 * hour,
-        "cw_CPUUtilization_avg_pct": 50.0 + 10 * hour + (minute % 2), "cw_CPUUtilization_max_pct": 70.0 + 10 * hour + (minute % 3),
+        "cw_CPUUtilization_avg_pct": 50.0 + 10 * hour + (minute % 2),
+        "cw_CPUUtilization_max_pct": 70.0 + 10 * hour + (minute % 3),
         "cw_MemoryUtilization_avg_pct": 30.0 + hour,
     })
 
@@ -142,10 +144,12 @@ def test_a_cut_history_line_and_a_cut_timeline_line_are_gaps_on_both_paths(short
 
 
 def test_a_short_run_is_reported_with_its_hours(short_run, tmp_path):
-    result = build_report(short_run, ReportOptions(cloudwatch=False, instance_type="ml.c5.xlarge", out_dir=str(tmp_path)))
+    result = build_report(short_run,
+                          ReportOptions(cloudwatch=False, instance_type="ml.c5.xlarge", out_dir=str(tmp_path)))
     hourly = pd.read_csv(result.outputs["hourly"])
     assert list(hourly["hour"]) == [1, 2, 3] and list(hourly["users"]) == [1, 2, 3]
     page = result.outputs["html"].read_text()
-    assert '<h2>Per hour</h2>' in page and 'id="fig-hourly"' in page and page.count("<tr>", page.index('id="hours"')) >= 4
+    assert '<h2>Per hour</h2>' in page and 'id="fig-hourly"' in page and page.count("<tr>",
+                                                                                    page.index('id="hours"')) >= 4
     merged = pd.read_csv(result.outputs["timeseries"])
     assert len(merged) == 3 * 3600 and merged["time"].iloc[0] == iso(START + 1, "seconds")

@@ -3,10 +3,9 @@ and the master's seconds counted by completion second rather than by report arri
 
 from __future__ import annotations
 
-import locust  # noqa: F401
-
 from types import SimpleNamespace
 
+import locust  # noqa: F401
 from locust.env import Environment
 
 from sm_locust.plateau.steady import measure_step
@@ -25,7 +24,7 @@ def test_summary_steps_are_the_search_measurements():
     timeline = seconds(10, users=2) + seconds(10, users=4, t0=1010.0)
     records = step_records(timeline)
     assert [r["users"] for r in records] == [2, 4]
-    for record, part in zip(records, (timeline[:10], timeline[10:])):
+    for record, part in zip(records, (timeline[:10], timeline[10:]), strict=True):
         step = measure_step(part)
         assert record["rps"] == round(step.rps, 3) and record["p95_ms"] == step.p95_ms
         assert record["requests"] == step.requests < record["total_requests"]  # warm-up excluded

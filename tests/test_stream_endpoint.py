@@ -4,14 +4,14 @@ path: the same chunks, the same failures, the same Locust entries from both User
 from __future__ import annotations
 
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
+from locust.env import Environment
 
 import orjson
 import pytest
 from botocore.exceptions import ClientError, EventStreamError
-from locust.env import Environment
 
-from sm_locust.endpoint.model import RankingModel
 from sm_locust.endpoint.codecs import decode_request
+from sm_locust.endpoint.model import RankingModel
 from sm_locust.endpoint.streaming import tokens_for
 from sm_locust.invocation import INVOKE_ENDPOINT_STREAM, Invocation
 from sm_locust.transport import TRANSPORTS, create_client
@@ -40,7 +40,8 @@ def _credentials(monkeypatch):
 
 
 def _botocore_chunks(url: str, **kwargs) -> list[bytes]:
-    answer = make_boto3_client(endpoint_url=url).invoke_endpoint_with_response_stream(EndpointName="ep", Body=BODY, **kwargs)
+    answer = make_boto3_client(endpoint_url=url).invoke_endpoint_with_response_stream(EndpointName="ep", Body=BODY,
+                                                                                      **kwargs)
     return [event["PayloadPart"]["Bytes"] for event in answer["Body"] if "PayloadPart" in event]
 
 

@@ -17,7 +17,6 @@ import pytest
 from sm_locust.endpoint.batching import Batcher, batch_service_s, predict_batch
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.model import RankingModel, sample_rows
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 

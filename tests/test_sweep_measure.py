@@ -4,7 +4,7 @@ words when no load was acceptable, CPU over the knee's window."""
 
 from __future__ import annotations
 
-from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
+from sm_locust.sweep.realtime.measure import measure, usage_from_steps_csv, usage_in_window
 
 
 def step(users, rps, p95, start, end, error_rate=0.0, **kw):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sm_locust.sweep.costing import Price, estimate, figures
-from sm_locust.sweep.objective import Candidate, Objective, disqualification, pareto_front, rank, recommend
+from sm_locust.sweep.objective import Objective, pareto_front
+from sm_locust.sweep.realtime.rank import Candidate, disqualification, rank, recommend
 
 OBJECTIVE = Objective(target_rps=100, slo_ms=400, percentile=95)
 

@@ -17,7 +17,6 @@ from sm_locust.sweep.api import load_sweep
 from sm_locust.sweep.deployers import Deployer, DeployError
 from sm_locust.sweep.pipeline import Durations, Pipeline, simulate
 from sm_locust.sweep.runner import SweepRunner
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 

@@ -8,7 +8,6 @@ import pytest
 from sm_locust.cli import main
 from sm_locust.sweep.api import load_sweep, plan_lines, plan_totals
 from sm_locust.sweep.load import LOCUST_OVERHEAD_S, PLATEAU_STEPS_GUESS
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 EXAMPLE_ONE = """\
@@ -46,7 +45,7 @@ def test_example_one_plan(tmp_path, capsys):
     out = capsys.readouterr().out
     test_s = PLATEAU_STEPS_GUESS * 30 + LOCUST_OVERHEAD_S  # the plateau search's guess at 30-s steps
     billed = 2.0 + test_s + 1.0  # local: ~2 s to start, ~1 s to stop
-    assert f"[1] max_concurrency 2: sm-locust serve --workers 1 --threads 1 --max-concurrency 2 --service-time-ms 40 ($0.200/h)" in out
+    assert "[1] max_concurrency 2: sm-locust serve --workers 1 --threads 1 --max-concurrency 2 --service-time-ms 40 ($0.200/h)" in out
     assert f"{billed / 3600:.3f} instance-hours, ${0.2 * billed / 3600:.4f}" in out
     assert "latency_slo_ms 400, slo_percentile 95, max_error_rate 0.01" in out  # the objective becomes the search's SLO
     assert not (tmp_path / "out").exists()

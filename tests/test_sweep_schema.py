@@ -6,7 +6,6 @@ import pytest
 
 from sm_locust.cli import main
 from sm_locust.sweep.schema import apply_overrides
-
 from tests.conftest import SAMPLE_PAYLOAD
 
 GOOD = f"""\

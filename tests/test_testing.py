@@ -6,9 +6,13 @@ import json
 
 import pytest
 
-from sm_locust.testing import invoke_user, options_namespace, run_load_test
-from sm_locust.testing import sm_load_test  # noqa: F401  (the fixture; users get it via the plugin or pytest_plugins)
+from sm_locust.testing import (
+    invoke_user,
+    options_namespace,
+    run_load_test,
+)
 from tests.conftest import SAMPLE_PAYLOAD
+
 BODY = SAMPLE_PAYLOAD.read_bytes()
 
 

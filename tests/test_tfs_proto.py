@@ -97,7 +97,8 @@ def request(buf: bytes) -> dict:
 def seed_request():
     """The seed article's DeepFM request: one sample copied to 500 rows."""
     t = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 555, 1078, 17797, 26190, 26341, 28570, 35361, 35613, 35984,
-         48424, 51364, 64053, 65964, 66206, 71628, 84088, 84119, 86889, 88280, 88283, 100288, 100300, 102447, 109932, 111823]  # fmt: skip
+         48424, 51364, 64053, 65964, 66206, 71628, 84088, 84119, 86889, 88280, 88283, 100288, 100300, 102447, 109932,
+         111823]  # fmt: skip
     f = [0.05, 0.006633, 0.05, 0, 0.021594, 0.008, 0.15, 0.04, 0.362, 0.1, 0.2, 0, 0.04] + [1] * 26
     return np.array([t] * 500, dtype="int64"), np.array([f] * 500, dtype="float32")
 
@@ -122,7 +123,8 @@ def test_seed_request_with_tensor_content_is_read_back_by_an_independent_walker(
 def test_typed_values_use_the_tensorflow_field_numbers():
     ids, vals = seed_request()
     body = tfs_proto.encode_predict_request(
-        {"feat_ids": ids[:2], "feat_vals": vals[:2], "small": np.array([7, -3], np.int32), "tag": np.array(["a", "bé"])},
+        {"feat_ids": ids[:2], "feat_vals": vals[:2], "small": np.array([7, -3], np.int32),
+         "tag": np.array(["a", "bé"])},
         use_tensor_content=False,
         version=12,
         output_filter=["prob"],
@@ -136,12 +138,14 @@ def test_typed_values_use_the_tensorflow_field_numbers():
     iv = req["inputs"]["feat_ids"]["fields"]
     assert packed_varints(iv[10]) == ids[:2].ravel().tolist()  # int64_val=10
     small = req["inputs"]["small"]
-    assert small["dtype"] == 3 and [struct.unpack("<i", struct.pack("<I", v & 0xFFFFFFFF))[0] for v in packed_varints(small["fields"][7])] == [7, -3]
+    assert small["dtype"] == 3 and [struct.unpack("<i", struct.pack("<I", v & 0xFFFFFFFF))[0]
+                                    for v in packed_varints(small["fields"][7])] == [7, -3]
     tag = req["inputs"]["tag"]
     assert tag["dtype"] == 7 and tag["shape"] == [2] and tag["fields"][8] == [b"a", "bé".encode()]  # string_val=8
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "int8", "int16", "uint16", "float16", "bool", "uint32", "uint64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "int8", "int16", "uint16",
+                                   "float16", "bool", "uint32", "uint64"])
 @pytest.mark.parametrize("use_tensor_content", [True, False])
 def test_every_supported_dtype_round_trips(dtype, use_tensor_content):
     arr = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
@@ -151,9 +155,11 @@ def test_every_supported_dtype_round_trips(dtype, use_tensor_content):
 
 
 def test_model_spec_and_output_filter_are_decoded():
-    body = tfs_proto.encode_predict_request({"x": np.zeros((1, 2), np.float32)}, model_name="deepfm", signature_name="pred", version=3, output_filter=["prob"])
+    body = tfs_proto.encode_predict_request({"x": np.zeros((1, 2), np.float32)}, model_name="deepfm",
+                                            signature_name="pred", version=3, output_filter=["prob"])
     decoded = tfs_proto.decode_predict_request(body)
-    assert (decoded.model_name, decoded.signature_name, decoded.version, decoded.output_filter) == ("deepfm", "pred", 3, ["prob"])
+    assert (decoded.model_name, decoded.signature_name, decoded.version, decoded.output_filter) == ("deepfm", "pred", 3,
+                                                                                                    ["prob"])
 
 
 def test_a_single_typed_value_fills_the_shape_as_tensorflow_does():

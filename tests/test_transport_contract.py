@@ -10,16 +10,16 @@ fan-out through `send`, the User building its client from `transport`, and the t
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import dataclasses
 import json
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
-from sm_locust.invocation import INVOKE_ENDPOINT, InvocationError, Invocation, error_code
+import pytest
+
+from sm_locust.invocation import INVOKE_ENDPOINT, Invocation, InvocationError, error_code
 from sm_locust.payloads.split import PARTS
 from sm_locust.transport import TRANSPORTS
 from sm_locust.transport import eventstream as es
@@ -41,7 +41,8 @@ def runtime_api(environ, body):
                 gevent.sleep(0.002)
                 yield es.encode_payload_part(word)
 
-        return 200, [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", "text/plain"), VARIANT], frames()
+        return 200, [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", "text/plain"),
+                     VARIANT], frames()
     if path.endswith("/async-invocations"):
         return 202, [("X-Amzn-SageMaker-OutputLocation", "s3://b/out/i-1.out"),
                      ("X-Amzn-SageMaker-FailureLocation", "s3://b/fail/i-1.out"),
@@ -133,7 +134,7 @@ def test_validation_hook_runs_after_timing_in_either_transport(runtime, transpor
     [event] = seen
     assert (event["request_type"], event["name"], event["response_length"], event["exception"]) == (
         INVOKE_ENDPOINT, "ep/blue", 2, error)
-    assert event["context"] == {"endpoint": "ep", "variant": "AllTraffic"}
+    assert event["context"] == {"endpoint": "ep", "variant": "AllTraffic", "target": None}
 
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))

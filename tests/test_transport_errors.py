@@ -7,17 +7,17 @@ and the failure text must equal the boto3 path's (`sm_locust.transport.boto3.nam
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 import socket
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.server import StreamServer
 from locust.env import Environment
 
+import pytest
 from botocore.exceptions import BotoCoreError, ClientError
+
 from sm_locust.invocation import Invocation
 from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.errors import error_from_client_error, parse_error_response
@@ -33,14 +33,21 @@ MODEL_ERROR_BODY = {
 }
 
 CASES = {
-    "validation-400": (400, [(ERRORTYPE, "ValidationError:http://internal.amazon.com/coral/com.amazon.sage/")], {"message": "Endpoint e of account 1 not found."}),
+    "validation-400": (400, [(ERRORTYPE, "ValidationError:http://internal.amazon.com/coral/com.amazon.sage/")],
+                       {"message": "Endpoint e of account 1 not found."}),
     "validation-body-code": (400, [], {"code": "ValidationError", "Message": "1 validation error detected"}),
-    "model-error-424": (424, [(ERRORTYPE, "ModelError:http://internal.amazon.com/coral/com.amazon.sage/")], MODEL_ERROR_BODY),
+    "model-error-424": (424, [(ERRORTYPE, "ModelError:http://internal.amazon.com/coral/com.amazon.sage/")],
+                        MODEL_ERROR_BODY),
     "model-not-ready-429": (429, [(ERRORTYPE, "ModelNotReadyException:")], {"message": "Model is not ready"}),
-    "throttling-400": (400, [(ERRORTYPE, "ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/")], {"message": "Rate exceeded"}),
+    "throttling-400": (400,
+                       [(ERRORTYPE,
+                         "ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/")],
+                       {"message": "Rate exceeded"}),
     "throttling-429": (429, [("X-Amzn-Errortype", "ThrottlingException")], {"message": "Rate exceeded"}),
-    "internal-failure-500": (500, [(ERRORTYPE, "InternalFailure:http://internal.amazon.com/coral/com.amazon.sage/")], {"message": "An internal failure occurred."}),
-    "service-unavailable-503": (503, [(ERRORTYPE, "ServiceUnavailable:")], {"Message": "Service is unavailable, try again"}),
+    "internal-failure-500": (500, [(ERRORTYPE, "InternalFailure:http://internal.amazon.com/coral/com.amazon.sage/")],
+                             {"message": "An internal failure occurred."}),
+    "service-unavailable-503": (503, [(ERRORTYPE, "ServiceUnavailable:")],
+                                {"Message": "Service is unavailable, try again"}),
     "dependency-530": (530, [(ERRORTYPE, "InternalDependencyException")], {"message": "dependency down"}),
     "type-field-400": (400, [], {"__type": "com.amazon.coral.service#SerializationException", "Message": "bad json"}),
     "5xx-empty": (502, [], b""),
@@ -104,8 +111,10 @@ def test_model_error_keeps_the_original_status(runtime):
 
 def test_codes_without_botocore_round_trip():
     # cases botocore handles without a server: query-compatible header, a 300, a non-object body
-    parsed = parse_error_response(400, {"x-amzn-query-error": "AWS.SimpleQueueService.X;Sender"}, b'{"__type":"a#QueueDoesNotExist","message":"m"}')
-    assert parsed["Error"] == {"Code": "AWS.SimpleQueueService.X", "Message": "m", "QueryErrorCode": "QueueDoesNotExist", "Type": "Sender"}
+    parsed = parse_error_response(400, {"x-amzn-query-error": "AWS.SimpleQueueService.X;Sender"},
+                                  b'{"__type":"a#QueueDoesNotExist","message":"m"}')
+    assert parsed["Error"] == {"Code": "AWS.SimpleQueueService.X", "Message": "m",
+                               "QueryErrorCode": "QueueDoesNotExist", "Type": "Sender"}
     assert parse_error_response(300, {}, b"") == {}
     assert parse_error_response(400, {}, b"[1]")["Error"] == {"Code": "400", "Message": "[1]"}
 

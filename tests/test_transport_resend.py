@@ -9,13 +9,13 @@ geventhttpclient at a release that re-sends only idempotent methods (checked her
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 from collections import Counter
 
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.server import StreamServer
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import Invocation
 from tests.fakes import signed_client
@@ -45,7 +45,8 @@ class ClosingServer:
             lines = head.decode("latin-1").split("\r\n")
             method, path, _ = lines[0].split(" ")
             self.requests[f"{method} {path}"] += 1
-            length = next((int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:")), 0)
+            length = next((int(line.split(":", 1)[1]) for line in lines[1:]
+                           if line.lower().startswith("content-length:")), 0)
             while self.read_body and len(rest) < length:
                 chunk = sock.recv(65536)
                 if not chunk:
@@ -128,4 +129,5 @@ def test_a_header_value_with_cr_lf_is_refused_and_nothing_is_sent():
         client.close()
     assert server.requests == {}
     (error,) = env.stats.errors.values()
-    assert str(error.error).startswith("ValueError: invalid value for header field 'X-Amzn-SageMaker-Custom-Attributes'")
+    assert str(error.error).startswith("ValueError: invalid value for header field "
+                                       "'X-Amzn-SageMaker-Custom-Attributes'")

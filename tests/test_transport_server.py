@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import gevent
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
 
-import gevent
 import pytest
 
 from tests.fakes import ACCESS_KEY, REGION, FakeRuntime, botocore_client

@@ -3,16 +3,16 @@ signatures pass an independent verifier (botocore SigV4Auth recomputing from the
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
+import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
+
 from sm_locust.errors import UnknownNameError
 from sm_locust.invocation import Invocation
 from sm_locust.transport.fast import FastSageMakerClient
@@ -88,7 +88,7 @@ def test_refreshable_credentials_are_followed():
             "secret_key": SECRET_KEY,
             "token": f"token-{len(issued)}",
             # inside botocore's mandatory refresh window: refreshed on every read
-            "expiry_time": (datetime.now(timezone.utc) + timedelta(minutes=5)).isoformat(),
+            "expiry_time": (datetime.now(UTC) + timedelta(minutes=5)).isoformat(),
         }
 
     creds = RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")
@@ -148,7 +148,8 @@ def test_missing_credentials_are_a_reported_failure(monkeypatch, tmp_path):
 
 def test_lean_memo_gives_the_fresh_signature_and_follows_time_body_and_headers():
     """A repeated request in the same second reuses its signature; anything that changes it misses."""
-    lean, reference = create_signer("lean", REGION, credentials(TOKEN)), create_signer("botocore", REGION, credentials(TOKEN))
+    lean, reference = create_signer("lean", REGION, credentials(TOKEN)), create_signer("botocore", REGION,
+                                                                                       credentials(TOKEN))
     url = f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/e/invocations"
     body, headers = b'{"a": 1}', {"Content-Type": "application/json"}
     first = lean.sign("POST", url, headers, body, amz_date=AMZ_DATE)

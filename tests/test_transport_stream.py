@@ -7,16 +7,16 @@ PayloadParts and name mid-stream exceptions the same way.
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import json
 
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
+import pytest
 from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError, EventStreamError
+
 from sm_locust.invocation import Invocation
 from sm_locust.transport import eventstream as es
 from sm_locust.transport.boto3 import name_error
@@ -32,16 +32,20 @@ def test_encoder_frames_decode_identically_in_botocore():
     frames = [
         (es.encode_payload_part(b""), {":event-type": "PayloadPart"}, b""),
         (es.encode_payload_part(b"x" * 70000), {":message-type": "event"}, b"x" * 70000),
-        (es.encode_event("PayloadPart", "é".encode(), content_type="text/plain"), {":content-type": "text/plain"}, "é".encode()),
-        (es.encode_exception("ModelStreamError", "boom", "E42"), {":exception-type": "ModelStreamError", ":message-type": "exception"}, b'{"Message": "boom", "ErrorCode": "E42"}'),
+        (es.encode_event("PayloadPart", "é".encode(), content_type="text/plain"), {":content-type": "text/plain"},
+         "é".encode()),
+        (es.encode_exception("ModelStreamError", "boom", "E42"),
+         {":exception-type": "ModelStreamError", ":message-type": "exception"},
+         b'{"Message": "boom", "ErrorCode": "E42"}'),
         (es.encode_error("Oops", "bad ünïcode"), {":error-code": "Oops", ":error-message": "bad ünïcode"}, b""),
-        (es.encode_message({"n": 7, "t": True, "f": False, "b": b"\x00\x01"}, b"p"), {"n": 7, "t": True, "f": False, "b": b"\x00\x01"}, b"p"),
+        (es.encode_message({"n": 7, "t": True, "f": False, "b": b"\x00\x01"}, b"p"),
+         {"n": 7, "t": True, "f": False, "b": b"\x00\x01"}, b"p"),
     ]
     buffer = EventStreamBuffer()
     buffer.add_data(b"".join(f for f, _, _ in frames))
     decoded = list(buffer)
     assert len(decoded) == len(frames)
-    for message, (frame, headers, payload) in zip(decoded, frames):
+    for message, (frame, headers, payload) in zip(decoded, frames, strict=True):
         assert message.payload == payload
         assert headers.items() <= message.headers.items()
         assert es.frame_length(frame) == len(frame)
@@ -62,7 +66,8 @@ def _stream(frames, delay=0.0, split=False):
                 else:
                     yield frame
 
-        return 200, [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", "application/jsonlines")], generate()
+        return 200, [("Content-Type", es.CONTENT_TYPE),
+                     ("X-Amzn-SageMaker-Content-Type", "application/jsonlines")], generate()
 
     return handler
 
@@ -73,7 +78,8 @@ def runtime():
         server.routes["tokens"] = _stream([es.encode_payload_part(t) for t in TOKENS], delay=0.02)
         server.routes["split"] = _stream([es.encode_payload_part(t) for t in TOKENS], split=True)
         server.routes["mid-error"] = _stream(
-            [es.encode_payload_part(TOKENS[0]), es.encode_exception("ModelStreamError", "model crashed", "E1"), es.encode_payload_part(TOKENS[1])]
+            [es.encode_payload_part(TOKENS[0]), es.encode_exception("ModelStreamError", "model crashed", "E1"),
+             es.encode_payload_part(TOKENS[1])]
         )
         server.routes["internal"] = _stream([es.encode_exception("InternalStreamFailure", "stream broke")])
         server.routes["unmodeled"] = _stream([es.encode_payload_part(b"a"), es.encode_error("SomethingElse", "odd")])
@@ -83,7 +89,8 @@ def runtime():
 
 
 def _botocore_stream(url, endpoint):
-    answer = botocore_client(url).invoke_endpoint_with_response_stream(EndpointName=endpoint, Body=b"{}", Accept="application/jsonlines")
+    answer = botocore_client(url).invoke_endpoint_with_response_stream(EndpointName=endpoint, Body=b"{}",
+                                                                       Accept="application/jsonlines")
     return [event["PayloadPart"]["Bytes"] for event in answer["Body"] if "PayloadPart" in event]
 
 
@@ -121,7 +128,8 @@ def test_each_mode_fires_one_entry_per_gap(runtime):
     assert [e["request_type"] for e in seen].count("InterChunk") == 3
 
 
-@pytest.mark.parametrize("endpoint, code", [("mid-error", "ModelStreamError"), ("internal", "InternalStreamFailure"), ("unmodeled", "SomethingElse"), ("http-error", "ModelError")])
+@pytest.mark.parametrize("endpoint, code", [("mid-error", "ModelStreamError"), ("internal", "InternalStreamFailure"),
+                                            ("unmodeled", "SomethingElse"), ("http-error", "ModelError")])
 def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
     env = Environment()
     seen = recorded(env)
@@ -156,21 +164,27 @@ def test_token_counters():
 
 def test_async_invocation(runtime):
     def accepted(environ, body):
-        headers = [("X-Amzn-SageMaker-OutputLocation", "s3://bucket/out/abc.out"), ("X-Amzn-SageMaker-FailureLocation", "s3://bucket/fail/abc.out"), ("Content-Type", "application/json")]
+        headers = [("X-Amzn-SageMaker-OutputLocation", "s3://bucket/out/abc.out"),
+                   ("X-Amzn-SageMaker-FailureLocation", "s3://bucket/fail/abc.out"),
+                   ("Content-Type", "application/json")]
         return 202, headers, json.dumps({"InferenceId": "abc"}).encode()
 
     runtime.routes["async"] = accepted
     env = Environment()
     seen = recorded(env)
     client = signed_client("fast", env, runtime.url, "async")
-    response = client.invoke_async(Invocation(body=b"", content_type="text/csv", accept="application/json", target_model="ignored"), "s3://bucket/in/x.csv")
+    response = client.invoke_async(Invocation(body=b"", content_type="text/csv", accept="application/json",
+                                              target_model="ignored"), "s3://bucket/in/x.csv")
     assert response == AsyncResult("abc", "s3://bucket/out/abc.out", "s3://bucket/fail/abc.out")
     assert seen[-1]["request_type"] == "InvokeEndpointAsync" and seen[-1]["exception"] is None
     fast_request = runtime.seen[-1]
-    boto = botocore_client(runtime.url).invoke_endpoint_async(EndpointName="async", InputLocation="s3://bucket/in/x.csv", ContentType="text/csv", Accept="application/json")
+    boto = botocore_client(runtime.url).invoke_endpoint_async(EndpointName="async",
+                                                              InputLocation="s3://bucket/in/x.csv",
+                                                              ContentType="text/csv", Accept="application/json")
     assert (boto["InferenceId"], boto["OutputLocation"]) == ("abc", "s3://bucket/out/abc.out")
     boto_request = runtime.seen[-1]
-    for key in ("HTTP_X_AMZN_SAGEMAKER_INPUTLOCATION", "HTTP_X_AMZN_SAGEMAKER_CONTENT_TYPE", "HTTP_X_AMZN_SAGEMAKER_ACCEPT", "RAW_URI"):
+    for key in ("HTTP_X_AMZN_SAGEMAKER_INPUTLOCATION", "HTTP_X_AMZN_SAGEMAKER_CONTENT_TYPE",
+                "HTTP_X_AMZN_SAGEMAKER_ACCEPT", "RAW_URI"):
         assert fast_request[key] == boto_request[key]
     assert "HTTP_X_AMZN_SAGEMAKER_TARGET_MODEL" not in fast_request
     runtime.routes["async"] = lambda environ, body: json_error(400, "ValidationError", "InputLocation is required")

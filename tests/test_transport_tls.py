@@ -4,15 +4,15 @@ cannot verify is an `SSLError` failure (never a call sent in the clear)."""
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import datetime
 import ipaddress
 import ssl
 
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.server import StreamServer
 from locust.env import Environment
+
+import pytest
 
 from sm_locust.invocation import Invocation
 from tests.fakes import recorded, signed_client
@@ -31,7 +31,7 @@ def self_signed(tmp_path):
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))

@@ -6,13 +6,13 @@ Credentials come from the environment through botocore's provider chain, as in a
 
 from __future__ import annotations
 
-import locust  # noqa: F401  (gevent monkey-patching before botocore)
-
 import gevent
-import pytest
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust import constant, task
 from locust.env import Environment
 from locust.exception import StopTest
+
+import pytest
 
 from sm_locust.invocation import Invocation
 from sm_locust.transport import eventstream as es

@@ -25,9 +25,8 @@ from moto import mock_aws
 from sm_locust.endpoint.server import free_port
 from sm_locust.errors import RunError, UsageError
 from sm_locust.report.s3 import MARKER_NAME, S3Location, check_writable, download_folder, fetch_run, upload_folder
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
+from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import MotoServer
-from tests.conftest import assert_one_line_error
 
 BIN = Path(sys.executable).parent
 BUCKET = "sm-locust-results"
@@ -146,11 +145,13 @@ def test_upload_then_fetch_round_trips_a_run_folder(s3, tmp_path):
     (local / "report.html").write_text("<html>")
     (local / "summary.json").write_text("{}")
     fetch_run(f"s3://{BUCKET}/runs/run-1", reports_dir=tmp_path / "reports", s3=s3)
-    assert (local / "report.html").exists() and (local / "summary.json").read_bytes() == (folder / "summary.json").read_bytes()
+    assert (local / "report.html").exists()
+    assert (local / "summary.json").read_bytes() == (folder / "summary.json").read_bytes()
 
 
 def test_fetching_nothing_says_where_to_look(s3, tmp_path):
-    with pytest.raises(UsageError, match=rf"nothing found at s3://{BUCKET}/runs/nope/; .*aws s3 ls s3://{BUCKET}/runs/"):
+    with pytest.raises(UsageError,
+                       match=rf"nothing found at s3://{BUCKET}/runs/nope/; .*aws s3 ls s3://{BUCKET}/runs/"):
         download_folder(S3Location(BUCKET, "runs/nope"), tmp_path, s3)
     with pytest.raises(UsageError, match="names a bucket, not a run"):
         fetch_run(f"s3://{BUCKET}", reports_dir=tmp_path, s3=s3)
@@ -173,21 +174,24 @@ def test_run_uploads_its_folder_and_report_reads_it_back(endpoint, moto_server, 
     out = tmp_path / "run-ok"
     result = s3_run(endpoint, moto_server, out, "-t", "3s", "--upload", f"s3://{BUCKET}/runs")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"the run folder goes to s3://{BUCKET}/runs/run-ok/ when the run ends (write access checked)" in result.stdout
-    assert f"to s3://{BUCKET}/runs/run-ok/; read it back with `sm-locust report s3://{BUCKET}/runs/run-ok`" in result.stdout
+    run_url = f"s3://{BUCKET}/runs/run-ok"
+    assert f"the run folder goes to {run_url}/ when the run ends (write access checked)" in result.stdout
+    assert f"to {run_url}/; read it back with `sm-locust report {run_url}`" in result.stdout
     uploaded = moto_server.keys(BUCKET, "runs/run-ok/")
     local = {f"runs/run-ok/{p.relative_to(out).as_posix()}": p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert uploaded == local and "runs/run-ok/summary.json" in uploaded
     assert not any(MARKER_NAME in key for key in moto_server.keys(BUCKET))
 
     fetched = tmp_path / "fetched"
-    report = run_cli("report", f"s3://{BUCKET}/runs/run-ok", "--no-cloudwatch", "--out", str(fetched), env=moto_server.env())
+    report = run_cli("report", f"s3://{BUCKET}/runs/run-ok", "--no-cloudwatch", "--out", str(fetched),
+                     env=moto_server.env())
     assert report.returncode in (0, 1), report.stdout + report.stderr  # 1: a gap (no CloudWatch) is named, not fatal
     assert "Traceback" not in report.stderr
     assert f"downloaded {len(uploaded)} files" in report.stdout and f"to {fetched}/" in report.stdout
     assert (fetched / "report.html").exists() and (fetched / "steps.csv").exists()
     assert f"html: {fetched / 'report.html'}" in report.stdout
-    assert json.loads((fetched / "summary.json").read_text())["totals"] == json.loads((out / "summary.json").read_text())["totals"]
+    totals = json.loads((out / "summary.json").read_text())["totals"]
+    assert json.loads((fetched / "summary.json").read_text())["totals"] == totals
 
 
 def test_a_malformed_upload_url_fails_in_one_line_before_anything_starts(endpoint, moto_server, tmp_path):
@@ -201,7 +205,9 @@ def test_a_bucket_that_is_not_there_fails_in_one_line_before_the_test(endpoint, 
     out = tmp_path / "never"
     before = endpoint.stats()["requests"]
     result = s3_run(endpoint, moto_server, out, "-t", "3s", "--upload", "s3://no-such-bucket-here/runs")
-    assert_one_line_error(result, 2, "cannot write to s3://no-such-bucket-here/runs/never: bucket 'no-such-bucket-here' does not exist")
+    assert_one_line_error(result, 2,
+                          "cannot write to s3://no-such-bucket-here/runs/never: bucket "
+                          "'no-such-bucket-here' does not exist")
     assert not out.exists() and endpoint.stats()["requests"] == before  # no traffic was sent
 
 

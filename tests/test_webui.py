@@ -44,7 +44,8 @@ class WebLocust:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / "locust-web.log"
-        files = ",".join([str(ROOT / "locustfiles" / "sagemaker.py"), str(ROOT / "locustfiles" / "step.py"), *more_files])
+        files = ",".join([str(ROOT / "locustfiles" / "sagemaker.py"), str(ROOT / "locustfiles" / "step.py"),
+                          *more_files])
         cmd = [sys.executable, "-m", "locust", "-f", files, "--class-picker", "--web-host", "127.0.0.1",
                "--web-port", str(self.port), *extra]
         full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
@@ -145,7 +146,8 @@ def test_a_run_driven_through_the_web_ui_http_api(web_locust, endpoint):
 
 def test_web_login_protects_the_ui(tmp_path):
     login = str(ROOT / "examples" / "distributed" / "web_login.py")
-    web = WebLocust(tmp_path, "--web-login", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), more_files=(login,),
+    web = WebLocust(tmp_path, "--web-login", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD),
+                    more_files=(login,),
                     env={"SM_LOCUST_WEB_USERNAME": "ops", "SM_LOCUST_WEB_PASSWORD": "s3cret-test-only"})
     try:
         import http.cookiejar
@@ -173,7 +175,8 @@ def test_web_login_protects_the_ui(tmp_path):
     assert "s3cret-test-only" not in web.log_path.read_text()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run tries it)")
+@pytest.mark.skipif(CHROMIUM is None,
+                    reason="chromium is not installed (apt-get install -y chromium; .ci/run tries it)")
 def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
     web = web_locust()
     ARTIFACTS.mkdir(exist_ok=True)
@@ -189,13 +192,15 @@ def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
     assert not missing, f"options not rendered as form fields: {missing}"
     assert "Custom parameters" in text and "StepLoadShape" in text
     assert "no host attribute set" not in text  # the sm-locust options are all the users need
-    shot = subprocess.run(base + [f"--screenshot={screenshot}", web.url + "/"], capture_output=True, text=True, timeout=90)
+    shot = subprocess.run(base + [f"--screenshot={screenshot}", web.url + "/"], capture_output=True, text=True,
+                          timeout=90)
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert screenshot.stat().st_size > 10_000
 
 
 def swarm_form(**fields: str) -> list[tuple[str, str]]:
-    form = {"user_count": "1", "spawn_rate": "10", "host": "", "user_classes": "InvokeEndpointUser", "shape_class": "Default"}
+    form = {"user_count": "1", "spawn_rate": "10", "host": "", "user_classes": "InvokeEndpointUser",
+            "shape_class": "Default"}
     form.update(fields)
     return list(form.items())
 
@@ -205,7 +210,8 @@ def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, e
     shown = template_args(web.get("/")[1])["extra_options"]
     assert not {"payload", "endpoint_url", "region", "aws_profile"} & set(shown)
     for field, value, flag in (("payload", "/etc/passwd", "--payload"), ("payload", "os:getcwd", "--payload"),
-                               ("endpoint_url", "http://192.0.2.1:80", "--endpoint-url"), ("region", "eu-west-1", "--region"),
+                               ("endpoint_url", "http://192.0.2.1:80", "--endpoint-url"),
+                               ("region", "eu-west-1", "--region"),
                                ("aws_profile", "prod", "--aws-profile"), ("host", "http://192.0.2.1:80", "host"),
                                ("sm_out", str(tmp_path / "elsewhere"), "--sm-out")):
         _, body = web.post("/swarm", swarm_form(**{field: value}))
@@ -221,7 +227,8 @@ def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, e
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(request, timeout=5)
         assert info.value.code == 400 and "cannot be changed from the web UI" in info.value.read().decode()
-    legit = {"user_class_name": "InvokeEndpointUser", "host": "", "weight": 2, "fixed_count": 0, "tasks": ["invoke_endpoint"]}
+    legit = {"user_class_name": "InvokeEndpointUser", "host": "", "weight": 2, "fixed_count": 0,
+             "tasks": ["invoke_endpoint"]}
     request = urllib.request.Request(web.url + "/user", data=json.dumps(legit).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=5) as resp:  # the picker's edit dialog still works
@@ -239,7 +246,8 @@ def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, e
 
 def test_the_start_form_needs_no_host_and_the_open_loop_user_comes_with_its_shape(tmp_path, endpoint):
     web = WebLocust(tmp_path, "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
-                    "--search-mode", "rate", "--start-rps", "20", more_files=(str(ROOT / "locustfiles" / "plateau.py"),))
+                    "--search-mode", "rate", "--start-rps", "20",
+                    more_files=(str(ROOT / "locustfiles" / "plateau.py"),))
     try:
         args = template_args(web.get("/")[1])
         assert args["missing_host_warning"] is False and args["override_host_warning"] is False

@@ -13,8 +13,7 @@ import time
 from sm_locust.endpoint.server import free_port
 from sm_locust.record.timeline import read_seconds
 from sm_locust.record.workers import WorkerLedger, timeout_message
-from tests.conftest import ROOT, SAMPLE_PAYLOAD, run_cli
-from tests.conftest import assert_one_line_error
+from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import wait_exit
 from tests.topology import demo_topology, endpoint_stats, start_cluster
 

@@ -63,7 +63,7 @@ class LocalTopology:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self):
-        for name, service in self.compose["services"].items():
+        for service in self.compose["services"].values():
             for port in service.get("expose", []) + [p.rsplit(":", 1)[-1] for p in service.get("ports", [])]:
                 self.ports.setdefault(str(port), free_port())
         for arg in self.compose["services"]["master"]["command"]:
@@ -72,7 +72,8 @@ class LocalTopology:
 
     def rewrite(self, text: str) -> str:
         services = "|".join(map(re.escape, self.compose["services"]))
-        text = re.sub(rf"\b(?:{services}|0\.0\.0\.0):(\d+)\b", lambda m: f"127.0.0.1:{self.ports.get(m.group(1), m.group(1))}", text)
+        text = re.sub(rf"\b(?:{services}|0\.0\.0\.0):(\d+)\b",
+                      lambda m: f"127.0.0.1:{self.ports.get(m.group(1), m.group(1))}", text)
         if text in self.compose["services"] or text == "0.0.0.0":
             return "127.0.0.1"
         if text in self.ports:
@@ -140,7 +141,8 @@ def demo_topology(tmp_path: Path, **overrides: str) -> LocalTopology:
     env.update(overrides)
     (tmp_path / "reports").mkdir()
     (tmp_path / "logs").mkdir()
-    return LocalTopology(load_compose(env), {"/reports": tmp_path / "reports", "/data": ROOT / "examples" / "distributed" / "data"},
+    return LocalTopology(load_compose(env),
+                         {"/reports": tmp_path / "reports", "/data": ROOT / "examples" / "distributed" / "data"},
                          tmp_path / "logs")
 
 

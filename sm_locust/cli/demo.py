@@ -90,8 +90,6 @@ def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
 def run(args: argparse.Namespace) -> int:
     from sm_locust.endpoint.faults import EndpointConfig
     from sm_locust.endpoint.server import LocalEndpoint
-    from sm_locust.options import SageMakerSettings
-    from sm_locust.preflight import preflight
     from sm_locust.launch import (
         LoadSettings,
         check_out_dir,
@@ -100,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         make_out_dir,
         verdict_line,
     )
+    from sm_locust.options import SageMakerSettings
+    from sm_locust.preflight import preflight
     from sm_locust.shapes.settings import StepSchedule
 
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,
@@ -134,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
         for step in summary["steps"]:
-            print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 {step['p95_ms']} ms")
+            print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 "
+                  f"{step['p95_ms']} ms")
         report = _report(out, stand_in)
     print(f"sm-locust demo: results in {out}/ (summary.json, locust_stats_history.csv, locust_report.html)")
     outputs = report.outputs
@@ -161,9 +162,11 @@ def _report(out, stand_in: CloudWatchStandIn | None):
     return result
 
 
-MINUTE_COLUMNS = (("cw_Invocations_sum_count", "Invocations", "{:6.0f}"), ("cw_ModelLatency_avg_ms", "ModelLatency", "{:5.1f} ms"),
+MINUTE_COLUMNS = (("cw_Invocations_sum_count", "Invocations", "{:6.0f}"),
+                  ("cw_ModelLatency_avg_ms", "ModelLatency", "{:5.1f} ms"),
                   ("cw_OverheadLatency_avg_ms", "OverheadLatency", "{:5.1f} ms"),
-                  ("cw_CPUUtilization_avg_pct", "CPU", "{:5.1f} %"), ("cw_MemoryUtilization_avg_pct", "memory", "{:4.1f} %"))
+                  ("cw_CPUUtilization_avg_pct", "CPU", "{:5.1f} %"),
+                  ("cw_MemoryUtilization_avg_pct", "memory", "{:4.1f} %"))
 
 
 def minute_lines(timeseries_csv) -> list[str]:

@@ -36,8 +36,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "Exit 0: all data present; 1: report written, something missing; 2: usage error.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR",
-                   help="run folder written by `sm-locust run`, or s3://BUCKET/PREFIX/RUN-ID uploaded by `sm-locust run "
-                   "--upload` (downloaded to reports/RUN-ID/, or --out, and reported there)")
+                   help="run folder written by `sm-locust run`, or s3://BUCKET/PREFIX/RUN-ID uploaded by `sm-locust "
+                   "run --upload` (downloaded to reports/RUN-ID/, or --out, and reported there)")
     cw = p.add_mutually_exclusive_group()
     cw.add_argument("--cloudwatch", dest="cloudwatch", action="store_true", default=None,
                     help="fetch CloudWatch metrics (default: on when the run has an endpoint and AWS configuration; "
@@ -54,7 +54,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--wait-timeout", type=_positive(float), default=900.0,
                    help="seconds to wait with --wait (default 900)")
     p.add_argument("--instance-type", help="e.g. ml.c5.xlarge, for the price and vCPU count")
-    p.add_argument("--instance-count", type=_positive(int), help="instances behind the variant during the run (default 1)")
+    p.add_argument("--instance-count", type=_positive(int),
+                   help="instances behind the variant during the run (default 1)")
     p.add_argument("--price-per-hour", type=_positive(float), help="USD per instance-hour (overrides the price table)")
     p.add_argument("--prices", dest="prices_file", metavar="FILE",
                    help="JSON price table overriding the bundled one entry by entry (same shape as prices.json)")

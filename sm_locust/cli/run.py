@@ -18,31 +18,40 @@ from sm_locust.options import SageMakerSettings, add_cli_options
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
     group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
-    group.add_argument("-r", "--spawn-rate", type=float, default=None, help="users started per second (default 1; with a shape 100)")
-    group.add_argument("-t", "--run-time", default=None, help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
+    group.add_argument("-r", "--spawn-rate", type=float, default=None,
+                       help="users started per second (default 1; with a shape 100)")
+    group.add_argument("-t", "--run-time", default=None,
+                       help="stop after this long, e.g. 90s, 5m, 7d (no shape: default 1m)")
     group.add_argument("--shape", default=None,
                        help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
                        "arrival rate; implied by --target-rps) (default: constant users)")
-    group.add_argument("--processes", type=int, default=None, help="Locust worker processes on this machine (-1 = one per core)")
+    group.add_argument("--processes", type=int, default=None,
+                       help="Locust worker processes on this machine (-1 = one per core)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     out.add_argument("--overwrite", action="store_true",
                      help="--out may name a folder that holds an earlier run: its files are removed first")
-    out.add_argument("-q", "--quiet", action="store_true", help="no periodic Locust tables; one progress line every 5 s")
+    out.add_argument("-q", "--quiet", action="store_true",
+                     help="no periodic Locust tables; one progress line every 5 s")
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run a headless load test and write a run folder",
         description="Run Locust headless against a SageMaker endpoint (real, or local with --endpoint-url) and write "
-        "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments after -- go to Locust as they are.",
+        "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments "
+        "after -- go to Locust as they are.",
     )
     add_cli_options(p)
     add_load_arguments(p)
     p.add_argument("--upload", metavar="S3_URL", default=os.environ.get("SM_LOCUST_UPLOAD") or None,
-                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write access "
-                   "is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
+                   help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure (write "
+                   "access is checked before the test starts); read it back with `sm-locust report S3_URL/<run-id>` "
                    "[SM_LOCUST_UPLOAD]")
+    p.add_argument("--watch-scaling", action="store_true",
+                   help="record what the endpoint's own scaling policy does under this run's traffic (DescribeEndpoint "
+                   "every 10 s; scale events, instance-hours, seconds over --latency-slo-ms) into summary.json "
+                   "`autoscaling`; changes nothing (docs/autoscaling.md)")
     p.set_defaults(accepts_passthrough=True)
 
 
@@ -58,6 +67,8 @@ def validate_shape(args: argparse.Namespace) -> str | None:
     shape = SHAPES.canonical(args.shape) if args.shape else None
     if shape is None and getattr(args, "target_rps", None) is not None:
         shape = "open"  # --target-rps alone means a constant open-loop rate
+    if shape is None and getattr(args, "traffic", None):
+        shape = "traffic"  # --traffic alone means its rate phases
     ShapeSettings.from_options(args).check(shape)
     return shape
 
@@ -69,7 +80,7 @@ def load_from_args(args: argparse.Namespace, progress_every_s: float | None = No
     from sm_locust.launch import LoadSettings
 
     shape = validate_shape(args)
-    if args.users is not None and shape in ("plateau", "phases", "open"):
+    if args.users is not None and shape in ("plateau", "phases", "open", "traffic"):
         raise UsageError(f"--users conflicts with --shape {shape}: the shape decides the load")
     users = args.users if args.users is not None else (None if shape else 1)
     if users is not None and users < 1:
@@ -98,6 +109,22 @@ def load_from_args(args: argparse.Namespace, progress_every_s: float | None = No
     )
 
 
+def fleet_time_scale(args: argparse.Namespace, endpoint_url: str) -> None:
+    """--traffic against a local fleet emulation: its durations are the fleet's emulated seconds, so
+    --time-scale (when not given) is the fleet's own (GET /_sm_locust/scaling)."""
+    if not getattr(args, "traffic", None) or getattr(args, "time_scale", None) is not None or not endpoint_url:
+        return
+    from sm_locust.preflight import is_loopback
+    from sm_locust.scaling.watch import local_fleet
+
+    info = local_fleet(endpoint_url) if is_loopback(endpoint_url) else None
+    scale = float((info or {}).get("time_scale") or 1.0)
+    if scale != 1.0:
+        args.time_scale = scale
+        print(f"sm-locust: --traffic durations are the local fleet's emulated seconds: time runs x{scale:g} "
+              "(--time-scale)", flush=True)
+
+
 def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None = None,
               progress_every_s: float | None = None):
     """Check every option, then run Locust into the run folder; returns (out_dir, summary).
@@ -107,9 +134,9 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
     is extra environment for the Locust process (never recorded in options.json), `progress_every_s`
     the progress-line interval (load_from_args).
     """
+    from sm_locust.launch import check_out_dir, choose_out_dir, make_out_dir
     from sm_locust.payloads.options import prepare_payloads
     from sm_locust.preflight import preflight
-    from sm_locust.launch import check_out_dir, choose_out_dir, execute, make_out_dir
 
     upload = getattr(args, "upload", None)
     if upload is not None:
@@ -118,28 +145,61 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
     load = load_from_args(args, progress_every_s)
+    fleet_time_scale(args, settings.endpoint_url)
     if args.out:
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = {**preflight(settings, env=env), **(env or {})}
-    out = choose_out_dir(args.out, settings.endpoint_name)
-    if args.overwrite:
-        make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
-    if upload is None:
-        return out, execute(settings, load, out, extra_env, options=args, echo=echo)
-    from sm_locust.report.s3 import check_writable, s3_client
+    watch = None
+    if getattr(args, "watch_scaling", False):  # reads the variant's scaling now: a wrong endpoint fails before the test
+        from sm_locust.scaling.watch import start_watch
 
-    s3 = s3_client(settings.aws_profile, settings.region)
-    destination = upload.child(out.resolve().name)
-    check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
-    print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
+        watch = start_watch(settings)
+    try:
+        out = choose_out_dir(args.out, settings.endpoint_name)
+        if args.overwrite:
+            make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
+        if upload is None:
+            return out, _execute(settings, load, out, extra_env, args, watch, echo)
+        from sm_locust.report.s3 import check_writable, s3_client
+
+        s3 = s3_client(settings.aws_profile, settings.region)
+        destination = upload.child(out.resolve().name)
+        check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
+        print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
+        try:
+            summary = _execute(settings, load, out, extra_env, args, watch, echo)
+        except BaseException:
+            _upload_after_failure(out, destination, s3)
+            raise
+        _upload(out, destination, s3)
+        return out, summary
+    finally:
+        if watch is not None:
+            watch.stop()
+
+
+def _execute(settings, load, out, extra_env, args, watch, echo=None):
+    """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
+    also when the run was interrupted (what was measured is kept)."""
+    from sm_locust.errors import Interrupted
+    from sm_locust.launch import execute
+
+    if watch is None:
+        return execute(settings, load, out, extra_env, options=args, echo=echo)
+    from sm_locust.shapes.settings import ShapeSettings
+
+    shape = ShapeSettings.from_options(args)
+    slo = {"slo_ms": shape.latency_slo_ms, "percentile": shape.slo_percentile}
     try:
         summary = execute(settings, load, out, extra_env, options=args, echo=echo)
-    except BaseException:
-        _upload_after_failure(out, destination, s3)
+    except Interrupted:
+        watch.finish(out, **slo)
         raise
-    _upload(out, destination, s3)
-    return out, summary
+    figures = watch.finish(out, **slo)
+    if figures is not None:
+        summary["autoscaling"] = figures
+    return summary
 
 
 def _upload(out, destination, s3) -> None:

@@ -36,7 +36,8 @@ def add_parser(subparsers) -> None:
         "With --run-dir, check an existing run folder instead. Exit 0 pass, 1 a gate failed, 2 bad input. "
         "Arguments after -- go to Locust as they are.",
     )
-    p.add_argument("--run-dir", default=None, metavar="DIR", help="gate this existing run folder instead of running a test")
+    p.add_argument("--run-dir", default=None, metavar="DIR",
+                   help="gate this existing run folder instead of running a test")
     add_cli_options(p)
     add_load_arguments(p)
     add_gate_arguments(p)  # last: a flag the options above already declare keeps its declaration
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
                                     baseline=bool(args.baseline))
     if args.run_dir:
         if args.endpoint_name or getattr(args, "passthrough", None):
-            raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or drop --run-dir")
+            raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or "
+                             "drop --run-dir")
         run_data = load_run(args.run_dir)
         summary_duration = 0.0
         out = args.run_dir

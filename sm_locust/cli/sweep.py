@@ -18,7 +18,8 @@ from sm_locust.errors import UsageError
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "sweep", help="deploy and load-test every configuration of a sweep file; recommend the cheapest that meets the SLO",
+        "sweep",
+        help="deploy and load-test every configuration of a sweep file; recommend the cheapest that meets the SLO",
         description="Deploy each configuration of SWEEP (YAML or JSON: grid or list of serving settings; deploy: local "
         "or sagemaker), find its plateau with a normal run, and write sweep.json, sweep.csv and sweep.html with the "
         "recommendation. Everything deployed is deleted, also on failure and Ctrl-C. Exit 0: all measured and one "
@@ -49,11 +50,12 @@ def run(args: argparse.Namespace) -> int:
     from sm_locust.sweep.schema import load_spec
 
     if args.cleanup:
-        deploy, region, profile = "sagemaker", args.region, None
+        deploy, region, profile, kind = "sagemaker", args.region, None, "realtime"
         if args.sweep_file:
             spec = load_spec(args.sweep_file, args.overrides)
-            deploy, region, profile = spec.deploy, region or spec.region, spec.aws_profile
-        deleted, left = api.cleanup(args.cleanup, deploy=deploy, region=region, profile=profile)
+            deploy, region, profile, kind = spec.deploy, region or spec.region, spec.aws_profile, spec.kind
+        deleted, left = api.cleanup(args.cleanup, deploy=deploy, region=region, profile=profile, kind=kind,
+                                    out=args.out)
         print(f"sm-locust sweep: cleanup {args.cleanup}: deleted {len(deleted)}"
               + (f" ({', '.join(deleted)})" if deleted else "") + (f"; NOT deleted: {'; '.join(left)}" if left else ""))
         return 1 if left else 0

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from sm_locust.endpoint import batching, codecs, llm, serverless, streaming
+from sm_locust.endpoint import batching, codecs, control, fleet, llm, serverless, streaming, targets
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -55,13 +55,14 @@ class EndpointApp:
     """One instance per worker process (built after gunicorn forks and gevent patches)."""
 
     def __init__(self, config: EndpointConfig, counters: SharedCounters | None = None, started_at: float | None = None,
-                 serverless_slots: serverless.SlotTable | None = None):
+                 serverless_slots: serverless.SlotTable | None = None, shared_targets=None,
+                 fleet_state: fleet.SharedFleet | None = None):
         self.config = config
         self.counters = counters or SharedCounters()
         self.started_at = started_at or time.time()
         self.model = RankingModel()
         self.plan = FaultPlan(config)
-        slots = config.per_worker_concurrency
+        slots = config.per_worker_concurrency if config.fleet is None else 0  # a fleet: slots per instance (fleet.py)
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.batcher = None  # dynamic batching (--max-batch-size > 1): the batcher holds the slot per batch
         if config.max_batch_size > 1:
@@ -70,22 +71,37 @@ class EndpointApp:
                 batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost),
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
         self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
-        # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle (endpoint/serverless.py)
+        # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle
+        # (endpoint/serverless.py)
         self.serverless = serverless.emulator_for(config, self.counters, serverless_slots)
         self.service_s = serverless.service_s(config)  # scaled by the memory size when serverless
         self._cold = config.cold_start_ms > 0 and self.serverless is None  # serverless: per instance instead
         self._cold_lock = threading.Lock()
+        # one model, --multi-model (TargetModel) or --inference-components (endpoint/targets.py)
+        self.targets = targets.router_for(config, self.counters, shared_targets)
+        self.fleet = fleet.router_for(config, fleet_state)  # sm-locust serve --instances N (endpoint/fleet.py)
 
     # -- WSGI entry point -------------------------------------------------------------------
     def __call__(self, environ, start_response):
         method = environ.get("REQUEST_METHOD", "GET")
         path = environ.get("PATH_INFO", "/")
         if path == "/ping":
-            return self._respond(start_response, 200, b"", "text/plain") if method == "GET" else self._not_allowed(start_response)
+            if method != "GET":
+                return self._not_allowed(start_response)
+            return self._respond(start_response, 200, b"", "text/plain")
+        if path == control.SCALING_PATH:  # the fleet emulation's own log (endpoint/control.py)
+            return control.scaling(self, start_response)
+        if path == "/" and environ.get("HTTP_X_AMZ_TARGET"):  # a control-plane call: DescribeEndpoint
+            if method != "POST":
+                return self._not_allowed(start_response)
+            return control.answer(self, environ, start_response)
         if path == STATS_PATH:
-            return self._respond(start_response, 200, orjson.dumps(self.counters.snapshot()), "application/json")
+            stats = {**self.counters.snapshot(), **self.targets.stats()}
+            return self._respond(start_response, 200, orjson.dumps(stats), "application/json")
         if path == "/invocations":
-            return self._invoke(environ, start_response, None) if method == "POST" else self._not_allowed(start_response)
+            if method != "POST":
+                return self._not_allowed(start_response)
+            return self._invoke(environ, start_response, None)
         parts = path.split("/")
         if len(parts) == 4 and parts[1] == "endpoints" and parts[3] == "invocations":
             if method != "POST":
@@ -140,6 +156,9 @@ class EndpointApp:
         if isinstance(read, list):
             return read
         body, attributes_header, attributes = read
+        rejected = self.targets.check(environ, endpoint_name)  # TargetModel, InferenceComponentName (targets.py)
+        if rejected:
+            return self._error(start_response, *rejected)
         content_type = environ.get("CONTENT_TYPE")
         accept = environ.get("HTTP_ACCEPT")
         variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or self.config.variant_name
@@ -149,12 +168,18 @@ class EndpointApp:
         if self.llm is not None:  # sm-locust serve --llm (endpoint/llm.py)
             return llm.invoke(self, self.llm, start_response, body, [("x-Amzn-Invoked-Production-Variant", variant)])
         answer = (start_response, body, content_type, accept, attributes_header, variant, arrived, added_latency_ms)
+        if self.targets.serves:  # the model's load (--multi-model) or a component's copy (--inference-components)
+            return self.targets.serve(environ, start_response, lambda respond, service_s=None: self._answer(
+                respond, *answer[1:], service_s=service_s), self._error)
         if self.serverless is not None:  # endpoint/serverless.py: throttle, or an instance (cold after idle)
             return self.serverless.serve(self, start_response, lambda: self._answer(*answer))
+        if self.fleet is not None:  # endpoint/fleet.py: an instance in service, its queue, its slots
+            return self.fleet.serve(lambda: self._answer(*answer))
         return self._answer(*answer)
 
     def _answer(self, start_response, body: bytes, content_type: str | None, accept: str | None,
-                attributes_header: str | None, variant: str, arrived: float, added_latency_ms: float):
+                attributes_header: str | None, variant: str, arrived: float, added_latency_ms: float,
+                service_s: float | None = None):
         """The model's part of an invocation: decode, predict, encode, count."""
         # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
         # for a concurrency slot, inference and encoding. OverheadLatency is the rest.
@@ -168,7 +193,7 @@ class EndpointApp:
             self._cold_start()
             probabilities = self.batcher.submit((feat_ids, feat_vals))
         else:
-            probabilities = self._predict(feat_ids, feat_vals)
+            probabilities = self._predict(feat_ids, feat_vals, service_s)
         try:
             out, out_type = codecs.encode_response(probabilities, accept)
         except codecs.CodecError as exc:
@@ -205,14 +230,16 @@ class EndpointApp:
                     time.sleep(self.config.cold_start_ms / 1000.0)
                     self._cold = False
 
-    def _predict(self, feat_ids, feat_vals):
-        """One request, unbatched: hold a slot for the service time and the model's compute."""
+    def _predict(self, feat_ids, feat_vals, service_s: float | None = None):
+        """One request, unbatched: hold a slot for the service time (an inference component's own, when
+        given) and the model's compute."""
+        service_s = self.service_s if service_s is None else service_s
         if self.slots is not None:
             self.slots.acquire()
         try:
             self._cold_start()
-            if self.service_s:
-                time.sleep(self.service_s)
+            if service_s:
+                time.sleep(service_s)
             return self.model.predict(feat_ids, feat_vals)
         finally:
             if self.slots is not None:

@@ -53,7 +53,7 @@ class _Batch:
         self.closed = False
         self.full = threading.Event()
         self.done = threading.Event()
-        self.results: list[Any] | None = None
+        self.results: list[Any] = []  # one per item once the batch ran (unless it raised)
         self.error: BaseException | None = None
 
 
@@ -79,10 +79,11 @@ class Batcher:
     def submit(self, item: Any) -> Any:
         """Run `item` in a batch; returns its result (or raises what the batch raised)."""
         with self._lock:
-            batch = self._open
-            leader = batch is None or batch.closed or len(batch.items) >= self.max_size
+            current = self._open
+            leader = current is None or current.closed or len(current.items) >= self.max_size
+            batch = _Batch() if leader or current is None else current
             if leader:
-                batch = self._open = _Batch()
+                self._open = batch
             index = len(batch.items)
             batch.items.append(item)
             if len(batch.items) >= self.max_size:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
+from sm_locust.invocation import attribute_values
 from sm_locust.serializers import ranking, tfs_proto
 from sm_locust.serializers.base import SerializationError
 from sm_locust.serializers.content_types import (
@@ -54,7 +55,12 @@ from sm_locust.serializers.content_types import (
 )
 from sm_locust.serializers.csv_format import read_csv
 from sm_locust.serializers.json_format import json_lines
-from sm_locust.serializers.numpy_formats import attribute_values, dump_npy, frombuffer, load_npy, parse_shape
+from sm_locust.serializers.numpy_formats import (
+    dump_npy,
+    frombuffer,
+    load_npy,
+    parse_shape,
+)
 from sm_locust.serializers.ranking import NUM_FIELDS
 
 
@@ -146,14 +152,16 @@ def _decode_protobuf(body: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 def parse_custom_attributes(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]]:
     """(dtype, shape) for a raw buffer from `shape=N,78;dtype=float32` (defaults float32, [N,78])."""
-    dtype, shape = np.dtype(np.float32), (-1, ranking.PACKED_COLUMNS)
+    dtype = np.dtype(np.float32)
+    shape: tuple[int, ...] = (-1, ranking.PACKED_COLUMNS)
     for key, value in attribute_values(custom_attributes).items():
         if key == "dtype":
             if value.lower() not in RAW_DTYPES:
-                raise CodecError(f"custom attribute dtype={value!r} is not supported; use one of: {', '.join(RAW_DTYPES)}")
+                raise CodecError(f"custom attribute dtype={value!r} is not supported; use one of: "
+                                 f"{', '.join(RAW_DTYPES)}")
             dtype = np.dtype(value.lower())
         elif key == "shape":
-            shape = parse_shape(value)
+            shape = parse_shape(value) or shape  # an empty shape= keeps the default
     return dtype.newbyteorder("<"), shape
 
 

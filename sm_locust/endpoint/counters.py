@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 
-FIELDS = (
+FIELDS: tuple[str, ...] = (
     "requests",  # every invocation request received (runtime API and /invocations)
     "invocations",  # requests that reached the model or an injected model-side fault
     "successes",
@@ -30,12 +30,19 @@ FIELDS = (
     "batches",  # batches run by the dynamic batcher (--max-batch-size > 1)
     "cold_starts",  # serverless emulation: instances started cold (endpoint/serverless.py)
     "model_setup_time_us_sum",  # serverless emulation: their setup time (CloudWatch ModelSetupTime)
+    "model_cache_lookups",  # multi-model emulation: requests that named a hosted model (ModelCacheHit's samples)
+    "model_cache_hits",  # ... whose model was in memory (ModelCacheHit's sum)
+    "model_loading_wait_time_us_sum",  # ... the waits for a download and/or load (ModelLoadingWaitTime)
+    "model_downloading_time_us_sum",  # ModelDownloadingTime, one per download (endpoint/multimodel.py)
+    "model_loading_time_us_sum",  # ModelLoadingTime, one per load
+    "model_unloading_time_us_sum",  # ModelUnloadingTime, one per unload
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by
 # `add` whenever a `<base>_sum` below is added to (one add = one request) and read-and-reset by
 # `take_window`: the StatisticValues the CloudWatch publisher sends (sm_locust/endpoint/metrics.py).
-WINDOWED = ("model_latency_us", "overhead_latency_us", "model_setup_time_us")
+WINDOWED = ("model_latency_us", "overhead_latency_us", "model_setup_time_us", "model_loading_wait_time_us",
+            "model_downloading_time_us", "model_loading_time_us", "model_unloading_time_us")
 WINDOW_STATS = ("count", "sum", "min", "max")
 WINDOW_FIELDS = tuple(f"{base}_window_{stat}" for base in WINDOWED for stat in WINDOW_STATS)
 FIELDS = FIELDS + WINDOW_FIELDS
@@ -57,7 +64,7 @@ class SharedCounters:
                 if name in _WINDOW_OF:
                     self._observe(_WINDOW_OF[name], amount)
 
-    def _observe(self, indexes: tuple[int, int, int, int], value: float) -> None:
+    def _observe(self, indexes: tuple[int, ...], value: float) -> None:  # (count, sum, min, max)
         count, total, low, high = indexes
         a = self._array
         if a[count] == 0 or value < a[low]:
@@ -75,18 +82,18 @@ class SharedCounters:
 
     def snapshot(self) -> dict[str, float]:
         with self._array.get_lock():
-            values = list(self._array)
+            values = self._array[:]
         return _named(values)
 
     def take_window(self) -> dict[str, float]:
         """A snapshot, and the `*_window_*` fields reset to zero in the same locked step, so no
         request falls between two windows (only the one CloudWatch publisher calls this)."""
         with self._array.get_lock():
-            values = list(self._array)
+            values = self._array[:]
             for name in WINDOW_FIELDS:
                 self._array[_INDEX[name]] = 0.0
         return _named(values)
 
 
 def _named(values: list[float]) -> dict[str, float]:
-    return {name: (v if name.endswith(_FLOAT_SUFFIXES) else int(v)) for name, v in zip(FIELDS, values)}
+    return {name: (v if name.endswith(_FLOAT_SUFFIXES) else int(v)) for name, v in zip(FIELDS, values, strict=True)}

@@ -85,6 +85,9 @@ class EndpointConfig:
     batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
     llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
     serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
+    multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
+    inference_components: Any = None  # a tuple of sm_locust.endpoint.components.ComponentSpec (--inference-components)
+    fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -110,18 +113,47 @@ class EndpointConfig:
             raise ValueError("--first-token-ms, --token-ms and --stream-tokens must not be negative")
         if self.max_batch_size < 0 or self.max_batch_delay_ms < 0 or not 0 <= self.batch_item_cost <= 1:
             raise ValueError("--max-batch-size and --max-batch-delay-ms must not be negative; --batch-item-cost is "
-                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, {self.batch_item_cost})")
+                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, "
+                             f"{self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
         if self.serverless is not None:
             self.serverless.validate()
-            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency), ("--max-batch-size", self.max_batch_size > 1),
+            clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency),
+                                           ("--max-batch-size", self.max_batch_size > 1),
                                            ("--llm", self.llm is not None)) if on]
             if clash:
-                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation (--serverless-*), "
-                                 "whose MaxConcurrency throttles instead of queueing; leave it out")
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the serverless emulation "
+                                 "(--serverless-*), whose MaxConcurrency throttles instead of queueing; leave it out")
+        if self.multi_model is not None or self.inference_components:
+            self._check_targets()
+        if self.fleet is not None:
+            self.fleet.validate()
+            clash = [flag for flag, on in (("--serverless-*", self.serverless is not None),
+                                           ("--llm", self.llm is not None),
+                                           ("--max-batch-size", self.max_batch_size > 1),
+                                           ("--multi-model", self.multi_model is not None),
+                                           ("--inference-components", bool(self.inference_components))) if on]
+            if clash:
+                raise ValueError(f"{', '.join(clash)} cannot be combined with the fleet emulation (--instances); "
+                                 "leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
+
+    def _check_targets(self) -> None:
+        """--multi-model and --inference-components: valid, and not combined with what they cannot run with."""
+        if self.multi_model is not None:
+            self.multi_model.validate()
+        kind = "--multi-model" if self.multi_model is not None else "--inference-components"
+        components = bool(self.inference_components)
+        clash = [flag for flag, on in (("--inference-components", self.multi_model is not None and components),
+                                       ("--serverless-*", self.serverless is not None), ("--llm", self.llm is not None),
+                                       ("--max-concurrency (the copies are the concurrency)",
+                                        components and self.max_concurrency),
+                                       ("--max-batch-size", components and self.max_batch_size > 1))
+                 if on]
+        if clash:
+            raise ValueError(f"{kind} cannot be combined with {', '.join(clash)}; leave it out")
 
     @property
     def per_worker_concurrency(self) -> int:

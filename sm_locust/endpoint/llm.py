@@ -7,7 +7,8 @@ that step longer); at most `max_sequences` run at once and the rest wait in a qu
 raises time to first token under load. This module emulates exactly that, with a clock instead of
 a GPU:
 
-    step time  = step_ms + step_ms_per_seq x (sequences in the step) + prefill_ms_per_token x (prompt tokens admitted in it)
+    step time  = step_ms + step_ms_per_seq x (sequences in the step)
+                 + prefill_ms_per_token x (prompt tokens admitted in it)
 
 - `BatchModel` is the cost model and its closed-form predictions (docs/llm.md): a pure object.
 - `ContinuousBatcher` is the scheduler, pure: `submit` a `Sequence`; `plan()` admits waiting
@@ -38,7 +39,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -106,7 +107,8 @@ class LlmConfig:
         for f in fields(self):
             value = getattr(self, f.name)
             if value != f.default:
-                args += [f"--llm-{f.name.replace('_', '-')}", str(value).lower() if isinstance(value, bool) else str(value)]
+                args += [f"--llm-{f.name.replace('_', '-')}",
+                         str(value).lower() if isinstance(value, bool) else str(value)]
         return args
 
 
@@ -122,13 +124,14 @@ class BatchModel:
     step_ms_per_seq: float
     prefill_ms_per_token: float = 0.0
 
-    def step_s(self, sequences: int, prefill_tokens: int = 0) -> float:
+    def step_s(self, sequences: int, prefill_tokens: float = 0) -> float:
         """Seconds one decode step takes with `sequences` in the batch and `prefill_tokens` admitted."""
         return (self.step_ms + self.step_ms_per_seq * sequences + self.prefill_ms_per_token * prefill_tokens) / 1000.0
 
     def mean_step_s(self, active: float, prompt_tokens: float, output_tokens: float) -> float:
         """A step's mean time with `active` sequences of `output_tokens` each (each admits its prompt once)."""
-        return self.step_s(0) + active * (self.step_ms_per_seq + self.prefill_ms_per_token * prompt_tokens / output_tokens) / 1000.0
+        return self.step_s(0) + active * (self.step_ms_per_seq
+                                          + self.prefill_ms_per_token * prompt_tokens / output_tokens) / 1000.0
 
     def active(self, users: int, prompt_tokens: float, output_tokens: float, idle_s: float = 0.0) -> float:
         """Sequences in the batch on average: each user's request spends `output_tokens` steps in it and
@@ -321,9 +324,9 @@ def simulate(model: BatchModel, users: int, prompt_tokens: int, output_tokens: i
         if now > warmup_s:
             tokens += len([s for s in step.sequences if not s.cancelled])
         for sequence in batcher.finish(step, now):
-            if sequence.arrived >= warmup_s:
+            if sequence.arrived >= warmup_s and sequence.first_token_at is not None:  # finished: it has one
                 ttft.append(sequence.first_token_at - sequence.arrived)
-                itl.extend(b - a for a, b in zip(sequence.token_times, sequence.token_times[1:]))
+                itl.extend(b - a for a, b in itertools.pairwise(sequence.token_times))
                 completed += 1
             arrivals.append((now + client_gap_s, 0))
     return Simulation(duration_s - warmup_s, tokens, ttft, itl, completed)
@@ -442,7 +445,8 @@ class Formatter:
                 answer["details"] = {"finish_reason": "length", "generated_tokens": self.output_tokens,
                                      "prompt_tokens": self.request.prompt_tokens}
             return orjson.dumps([answer])
-        completion: dict[str, Any] = {"id": self.id, "object": "chat.completion", "created": self.created, "model": MODEL_NAME,
+        completion: dict[str, Any] = {"id": self.id, "object": "chat.completion", "created": self.created,
+                                      "model": MODEL_NAME,
                                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                                    "finish_reason": "length"}]}
         if self.server_counts:
@@ -466,7 +470,8 @@ class LlmEngine:
         self.config = config
         self.model = config.model()
         self.batcher = ContinuousBatcher(self.model)
-        self.lengths = LengthDistribution.parse(config.output_tokens, "--llm-output-tokens") if config.output_tokens else None
+        self.lengths = (LengthDistribution.parse(config.output_tokens, "--llm-output-tokens")
+                        if config.output_tokens else None)
         self.rng = random.Random(seed)
         self._sleep = sleep or _sleep
         self._clock = clock
@@ -498,7 +503,7 @@ class LlmEngine:
         with self._work:
             self.batcher.cancel(sequence)
 
-    def tokens(self, formatter: Formatter, sequence: Sequence) -> Iterator[bytes]:
+    def tokens(self, formatter: Formatter, sequence: Sequence) -> Generator[bytes, None, None]:
         """Each token's stream bytes as the loop produces it; the sequence is cancelled if not read to the end."""
         try:
             for index in range(sequence.output_tokens):

@@ -16,6 +16,10 @@ publishes the series SageMaker documents, under the names, namespaces, units and
                               MemoryUtilization (their memory as a percent of the machine's),
                               DiskUtilization (the working directory's file system), read about
                               once a second
+    multi-model emulation     ModelCacheHit (1 per hit, 0 per miss: Average = hit ratio),
+    (endpoint/multimodel.py)  ModelLoadingWaitTime, ModelDownloadingTime, ModelLoadingTime,
+                              ModelUnloadingTime (µs) in AWS/SageMaker; LoadedModelCount (read
+                              with the resources) in /aws/sagemaker/Endpoints
 
 Every datum is a statistic set (SampleCount/Sum/Minimum/Maximum), so Sum, Average, Minimum,
 Maximum and SampleCount all answer as they do for SageMaker. Like SageMaker, request metrics are
@@ -40,8 +44,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +81,7 @@ class ResourceUsage:
     cpu_pct: float | None = None
     memory_pct: float | None = None
     disk_pct: float | None = None
+    loaded_models: int | None = None  # multi-model emulation: LoadedModelCount (endpoint/multimodel.py)
 
 
 def dimensions(endpoint_name: str, variant_name: str) -> list[dict[str, str]]:
@@ -102,6 +107,7 @@ def build_datums(
     timestamp: datetime,
     usage: Sequence[ResourceUsage] = (),
     instance_count: int = 1,
+    invocation_counts: bool = True,
 ) -> dict[str, list[dict]]:
     """Counter snapshots and resource readings -> {namespace: [PutMetricData datum, ...]}.
 
@@ -118,7 +124,7 @@ def build_datums(
         out.setdefault(METRICS_BY_NAME[name].namespace, []).append(datum)
 
     invocations = _delta(previous, current, "invocations")
-    if invocations:
+    if invocations and invocation_counts:  # the fleet emulation sends its own, per emulated minute (fleet_control.py)
         put("Invocations", invocations, invocations, 1, 1, NONE)
         per = 1.0 / max(1, instance_count)
         put("InvocationsPerInstance", invocations, invocations * per, per, per, NONE)
@@ -128,17 +134,25 @@ def build_datums(
     if answered:
         for name, count in errors.items():
             put(name, answered, count, 0 if count < answered else 1, 1 if count else 0, NONE)
+    lookups = _delta(previous, current, "model_cache_lookups")  # multi-model emulation: 1 per hit, 0 per miss
+    if lookups:
+        hits = _delta(previous, current, "model_cache_hits")
+        put("ModelCacheHit", lookups, hits, 0 if hits < lookups else 1, 1 if hits else 0, NONE)
     for name, base in (("ModelLatency", "model_latency_us"), ("OverheadLatency", "overhead_latency_us"),
-                       ("ModelSetupTime", "model_setup_time_us")):  # ModelSetupTime: serverless cold starts
+                       ("ModelSetupTime", "model_setup_time_us"),  # ModelSetupTime: serverless cold starts
+                       ("ModelLoadingWaitTime", "model_loading_wait_time_us"),  # the rest: multi-model emulation
+                       ("ModelDownloadingTime", "model_downloading_time_us"),
+                       ("ModelLoadingTime", "model_loading_time_us"),
+                       ("ModelUnloadingTime", "model_unloading_time_us")):
         samples = float(current.get(f"{base}_window_count", 0))
         if samples:
             put(name, samples, current[f"{base}_window_sum"], current[f"{base}_window_min"],
                 current[f"{base}_window_max"], MICROSECONDS)
-    for name, attr in (("CPUUtilization", "cpu_pct"), ("MemoryUtilization", "memory_pct"),
-                       ("DiskUtilization", "disk_pct")):
+    for name, attr, unit in (("CPUUtilization", "cpu_pct", PERCENT), ("MemoryUtilization", "memory_pct", PERCENT),
+                             ("DiskUtilization", "disk_pct", PERCENT), ("LoadedModelCount", "loaded_models", NONE)):
         values = [v for v in (getattr(r, attr) for r in usage) if v is not None]
         if values:
-            put(name, len(values), sum(values), min(values), max(values), PERCENT)
+            put(name, len(values), sum(values), min(values), max(values), unit)
     return out
 
 
@@ -271,7 +285,8 @@ class MetricsPublisher:
     def __init__(self, counters, *, endpoint_name: str, variant_name: str = "AllTraffic",
                  url: str | None = None, cloudwatch=None, interval_s: float = DEFAULT_INTERVAL_S,
                  sampler: ProcessSampler | None = None, sample_every_s: float = SAMPLE_EVERY_S,
-                 clock: Callable[[], float] = time.time, logger: logging.Logger = log):
+                 clock: Callable[[], float] = time.time, logger: logging.Logger = log,
+                 loaded_models: Callable[[], int] | None = None, invocation_counts: bool = True):
         if cloudwatch is None and not url:
             raise ValueError("MetricsPublisher needs a CloudWatch url or client")
         self.counters = counters
@@ -281,9 +296,11 @@ class MetricsPublisher:
         self._client = cloudwatch
         self.interval_s = interval_s
         self.sampler = sampler
+        self.loaded_models = loaded_models  # multi-model emulation: LoadedModelCount, read with each sample
         self.sample_every_s = min(sample_every_s, interval_s)
         self.clock = clock
         self.log = logger
+        self.invocation_counts = invocation_counts
         self._previous = counters.take_window()  # start clean: earlier requests are not this run's
         self._window_start = clock()
         self._readings: list[ResourceUsage] = []
@@ -297,15 +314,18 @@ class MetricsPublisher:
     @property
     def client(self):
         if self._client is None:
+            assert self.url, "__init__ refuses a publisher with neither a url nor a client"
             self._client = make_client(self.url)
         return self._client
 
     def sample(self, cpu_only: bool = False) -> None:
         """Add one resource reading to the open window."""
-        if self.sampler is None:
+        if self.sampler is None and self.loaded_models is None:
             return
         try:
-            reading = self.sampler.sample(cpu_only=cpu_only)
+            reading = self.sampler.sample(cpu_only=cpu_only) if self.sampler is not None else ResourceUsage()
+            if self.loaded_models is not None and not cpu_only:
+                reading = replace(reading, loaded_models=self.loaded_models())
         except Exception:  # noqa: BLE001 - a failed reading only costs one sample
             return
         with self._lock:
@@ -320,9 +340,10 @@ class MetricsPublisher:
             start, self._window_start = self._window_start, self.clock()
             sent = 0
             try:
-                stamp = datetime.fromtimestamp(start, timezone.utc)
+                stamp = datetime.fromtimestamp(start, UTC)
                 by_namespace = build_datums(previous, current, endpoint_name=self.endpoint_name,
-                                            variant_name=self.variant_name, timestamp=stamp, usage=readings)
+                                            variant_name=self.variant_name, timestamp=stamp, usage=readings,
+                                            invocation_counts=self.invocation_counts)
                 for namespace, datums in by_namespace.items():
                     for batch in batches(datums):
                         self.client.put_metric_data(Namespace=namespace, MetricData=batch)
@@ -371,10 +392,12 @@ class MetricsPublisher:
             self.publish_once()
 
 
-def publisher_for(config, counters) -> MetricsPublisher | None:
-    """The publisher `serve_forever` starts when `config.cloudwatch_url` is set, else None."""
+def publisher_for(config, counters, loaded_models: Callable[[], int] | None = None) -> MetricsPublisher | None:
+    """The publisher `serve_forever` starts when `config.cloudwatch_url` is set, else None
+    (`loaded_models`: the multi-model emulation's LoadedModelCount reader)."""
     if not config.cloudwatch_url:
         return None
     return MetricsPublisher(counters, endpoint_name=endpoint_name_for(config), variant_name=config.variant_name,
                             url=config.cloudwatch_url, interval_s=config.metrics_interval_s,
-                            sampler=ProcessSampler(os.getpid(), disk_path="."))
+                            sampler=ProcessSampler(os.getpid(), disk_path="."), loaded_models=loaded_models,
+                            invocation_counts=getattr(config, "fleet", None) is None)

@@ -3,7 +3,9 @@ process managed by `LocalEndpoint` (tests, `sm-locust demo`).
 
 SageMaker's framework containers run gunicorn with gevent workers behind nginx; the local endpoint
 runs gunicorn with gevent workers (gthread when --threads > 1), binds 127.0.0.1 unless told
-otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM.
+otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM (130 / 143, as every
+sm-locust command). A `LocalEndpoint` runs under `sm_locust.lifeline`: it stops when the process
+that started it is gone, even after a SIGKILL.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from sm_locust import lifeline
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.errors import RunError
 
@@ -48,19 +51,27 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def serve_forever(config: EndpointConfig) -> int:
-    """Run gunicorn in this process until SIGINT/SIGTERM; returns its exit code."""
+    """Run gunicorn in this process until SIGINT/SIGTERM; returns the exit code: 128 + the signal's
+    number (130 / 143) when one stopped it, as for every sm-locust command (gunicorn itself exits 0)."""
     from gunicorn.app.base import BaseApplication
+    from gunicorn.arbiter import Arbiter
 
     from sm_locust.endpoint.app import EndpointApp
     from sm_locust.endpoint.counters import SharedCounters
+    from sm_locust.endpoint.fleet import shared_fleet
+    from sm_locust.endpoint.fleet_control import controller_for
     from sm_locust.endpoint.metrics import publisher_for
     from sm_locust.endpoint.serverless import shared_slots
+    from sm_locust.endpoint.targets import loaded_models_reader, shared_state
 
     config.validate()
     check_port_free(config.host, config.port)
     counters = SharedCounters()
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
-    publisher = publisher_for(config, counters)  # CloudWatch metrics, only with --cloudwatch-url
+    fleet = shared_fleet(config)  # --instances N: the instances every worker routes to (endpoint/fleet.py)
+    controller = controller_for(config, fleet)  # ... and the master's target-tracking loop (endpoint/fleet_control.py)
+    shared = shared_state(config)  # --multi-model's cache / --inference-components' copies, for every worker
+    publisher = publisher_for(config, counters, loaded_models_reader(config, shared))  # only with --cloudwatch-url
     started_at = time.time()
     capacity = ""
     if config.max_concurrency and config.service_time_ms:
@@ -69,8 +80,8 @@ def serve_forever(config: EndpointConfig) -> int:
             from sm_locust.endpoint.batching import batch_service_s
 
             full = batch_service_s(config.service_time_ms, config.batch_item_cost, config.max_batch_size)
-            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full batches of "
-                        f"{config.max_batch_size}")
+            capacity = (f", capacity ~{config.max_concurrency * config.max_batch_size / full:.0f} req/s in full "
+                        f"batches of {config.max_batch_size}")
 
     def when_ready(server) -> None:
         host, port = server.LISTENERS[0].sock.getsockname()[:2]
@@ -81,8 +92,12 @@ def serve_forever(config: EndpointConfig) -> int:
                   f"{config.metrics_interval_s:g} s (EndpointName={publisher.endpoint_name}, "
                   f"VariantName={publisher.variant_name})", flush=True)
             publisher.start()
+        if controller is not None:  # emulated second 0 is now
+            controller.start()
 
     def on_exit(server) -> None:  # master only: the last partial window
+        if controller is not None:
+            controller.stop()
         if publisher is not None:
             publisher.stop()
 
@@ -102,16 +117,46 @@ def serve_forever(config: EndpointConfig) -> int:
         "proc_name": "sm-locust-endpoint",
     }
 
+    class _Arbiter(Arbiter):
+        """gunicorn's master, remembering which signal stopped it (it exits 0 for any)."""
+
+        stopped_by: int | None = None
+
+        def handle_term(self):
+            self.stopped_by = signal.SIGTERM
+            super().handle_term()
+
+        def handle_int(self):
+            self.stopped_by = signal.SIGINT
+            super().handle_int()
+
     class _Gunicorn(BaseApplication):
         def load_config(self):
             for key, value in settings.items():
                 self.cfg.set(key, value)
 
         def load(self):
-            return EndpointApp(config, counters, started_at, slots)
+            return EndpointApp(config, counters, started_at, slots, shared, fleet_state=fleet)
 
-    _Gunicorn().run()
-    return 0
+        def run(self):
+            self.arbiter = _Arbiter(self)
+            try:
+                self.arbiter.run()
+            except RuntimeError as exc:  # what BaseApplication.run prints and exits 1 for
+                raise RunError(f"the local endpoint could not start: {exc}") from None
+
+    app = _Gunicorn()
+    try:
+        app.run()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    else:
+        code = 0
+    stopped_by = getattr(getattr(app, "arbiter", None), "stopped_by", None)
+    if stopped_by is not None and code == 0:  # stopped by a signal: 128 + its number, as every sm-locust command
+        print(f"sm-locust endpoint: stopped by {signal.Signals(stopped_by).name}", flush=True)
+        return 128 + stopped_by
+    return code
 
 
 class LocalEndpoint:
@@ -164,14 +209,23 @@ class LocalEndpoint:
             args += c.llm.flags()
         if c.serverless is not None:
             args += c.serverless.flags()
+        if c.multi_model is not None:
+            args += c.multi_model.flags()
+        if c.inference_components:
+            args += ["--inference-components", ",".join(spec.flag() for spec in c.inference_components)]
+        if c.fleet is not None:
+            args += c.fleet.flags()
         return args
 
     def start(self) -> LocalEndpoint:
         self.config.validate()
         check_port_free(self.config.host, self.config.port)
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
-        self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
+        env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
+        self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
+                                        stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
                                         env=env, start_new_session=True)
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:

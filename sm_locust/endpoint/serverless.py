@@ -3,7 +3,7 @@
 Why: choosing a serverless configuration (memory size x MaxConcurrency) or serverless against a
 real-time instance means measuring throttles, cold starts and latency per configuration. Against
 the local endpoint that needs an endpoint that behaves like a serverless one, so the serverless
-sweep (`sm_locust/sweep/serverless.py`) and its tests run offline. The model (docs/serverless.md):
+sweep (`sm_locust/sweep/serverless/`) and its tests run offline. The model (docs/serverless.md):
 
 - **Instances are concurrency slots.** `MaxConcurrency` slots, held in one shared-memory table made
   before gunicorn forks its workers (as the counters are, `counters.py`), so the limit holds for the
@@ -97,7 +97,8 @@ class ServerlessConfig:
 
     def flags(self) -> list[str]:
         """The `sm-locust serve` flags that give this configuration (LocalEndpoint's command line)."""
-        args = ["--serverless-memory-mb", str(self.memory_mb), "--serverless-max-concurrency", str(self.max_concurrency)]
+        args = ["--serverless-memory-mb", str(self.memory_mb), "--serverless-max-concurrency",
+                str(self.max_concurrency)]
         names = {"idle_timeout_s": "--idle-timeout-s", "compute_share": "--serverless-compute-share",
                  "throttle_ms": "--serverless-throttle-ms"}
         for f in fields(self):
@@ -132,7 +133,7 @@ def choose_slot(busy: Sequence[float], last_used: Sequence[float], now: float,
     otherwise the first free slot, cold (never used, or reclaimed after the idle timeout).
     """
     warm, cold = None, None
-    for i, (b, last) in enumerate(zip(busy, last_used)):
+    for i, (b, last) in enumerate(zip(busy, last_used, strict=True)):
         if b:
             continue
         if last != NEVER and now - last < idle_timeout_s:

@@ -89,7 +89,8 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
         if app.slots is not None:
             app.slots.release()
     tokens = tokens_for(probabilities, cfg.stream_tokens)
-    fails = forced or (es.MODEL_STREAM_ERROR if cfg.stream_error_ratio and app.plan.rng.random() < cfg.stream_error_ratio else None)
+    fails = forced or (es.MODEL_STREAM_ERROR if cfg.stream_error_ratio
+                       and app.plan.rng.random() < cfg.stream_error_ratio else None)
     fail_at = len(tokens) // 2 if fails else None
     overhead_us = max(0.0, (time.perf_counter() - arrived) * 1e6 - model_us)
     app.counters.add(invocations=1, successes=0 if fails else 1, model_latency_us_sum=model_us,
@@ -104,6 +105,7 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
 
 
 def _frames(tokens: list[bytes], first_s: float, gap_s: float, fail_at: int | None, fault: str | None):
+    fault = fault or es.MODEL_STREAM_ERROR  # set whenever fail_at is
     for i, token in enumerate(tokens):
         if i == fail_at:
             yield es.encode_exception(fault, STREAM_ERROR_MESSAGE, "sm-locust-injected")

@@ -53,12 +53,13 @@ class Gate:
     def check(self, run: RunData) -> str | None:  # pragma: no cover
         raise NotImplementedError
 
-    def _metrics(self, run: RunData) -> tuple[Metrics | None, str | None]:
+    def _metrics(self, run: RunData) -> Metrics | str:
+        """The scope's figures, or why there are none."""
         metrics = run.scope(self.scope)
         if metrics is None:
             known = ", ".join(sorted(run.by_name)) or "none"
-            return None, f"no requests named {self.scope!r} in the run (names: {known})"
-        return metrics, None
+            return f"no requests named {self.scope!r} in the run (names: {known})"
+        return metrics
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,9 @@ class MaxLatency(Gate):
         return compact(metrics.percentile(self.percentile), " ms") if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
         value = metrics.percentile(self.percentile)
         if value is None:
             return f"no p{self.percentile} to check: the run has no requests"
@@ -102,15 +103,17 @@ class MaxErrorRate(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})" if metrics else MISSING
+        if not metrics:
+            return MISSING
+        return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})"
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
         if metrics.error_rate > self.limit:
-            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of {metrics.requests} requests "
-                    f"failed), over the limit of {percent(self.limit, 2, unit='%')}")
+            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of "
+                    f"{metrics.requests} requests failed), over the limit of {percent(self.limit, 2, unit='%')}")
         return None
 
 
@@ -127,15 +130,16 @@ class MinRps(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.goodput_rps:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else MISSING
+        return f"{metrics.goodput_rps or 0.0:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
-        if metrics.goodput_rps < self.limit:
-            return (f"goodput was {metrics.goodput_rps:.1f} req/s (successful invocations; {metrics.rps:.1f} attempted), "
-                    f"under the minimum of {self.limit:g} req/s")
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
+        goodput = metrics.goodput_rps or 0.0  # never None: Metrics derives it from rps and the error rate
+        if goodput < self.limit:
+            return (f"goodput was {goodput:.1f} req/s (successful invocations; {metrics.rps:.1f} "
+                    f"attempted), under the minimum of {self.limit:g} req/s")
         return None
 
 
@@ -155,9 +159,9 @@ class MinRequests(Gate):
         return f"{metrics.requests} requests" if metrics else MISSING
 
     def check(self, run: RunData) -> str | None:
-        metrics, missing = self._metrics(run)
-        if missing:
-            return missing
+        metrics = self._metrics(run)
+        if isinstance(metrics, str):
+            return metrics
         if metrics.requests < self.limit:
             return f"the run sent {metrics.requests} requests, fewer than {self.limit}"
         return None
@@ -231,5 +235,6 @@ def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:
     verdicts = []
     for gate in gates:
         failure = gate.check(run)
-        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run), message=failure or ""))
+        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run),
+                                message=failure or ""))
     return verdicts

@@ -56,7 +56,8 @@ def parse_limit(flag: str, text: str) -> Limit:
     """`"200"` -> Limit(flag, 200.0); `"ep=150"` -> Limit(flag, 150.0, "ep")."""
     scope, sep, number = str(text).rpartition("=")
     if sep and not scope:
-        raise UsageError(f"{flag} {text!r}: the request name before '=' is empty; use {flag} NAME=VALUE or {flag} VALUE")
+        raise UsageError(f"{flag} {text!r}: the request name before '=' is empty; "
+                         f"use {flag} NAME=VALUE or {flag} VALUE")
     try:
         value = float(number)
     except ValueError:
@@ -89,7 +90,8 @@ class GateSpec:
                 raise UsageError(f"{limit.flag} {limit.value:g}: a latency limit must be more than 0 ms")
         for limit in errors:
             if not 0.0 <= limit.value <= 1.0:
-                raise UsageError(f"{limit.flag} {limit.value:g}: an error rate is a fraction between 0 and 1 (0.01 = 1%)")
+                raise UsageError(f"{limit.flag} {limit.value:g}: an error rate is a "
+                                 "fraction between 0 and 1 (0.01 = 1%)")
         for limit in rps:
             if limit.value < 0:
                 raise UsageError(f"{limit.flag} {limit.value:g}: a throughput minimum cannot be negative")
@@ -99,7 +101,8 @@ class GateSpec:
         for limit in p95:
             if limit.scope in p99_by_scope and limit.value > p99_by_scope[limit.scope]:
                 where = "" if limit.scope is None else f" for {limit.scope!r}"
-                raise UsageError(f"--max-p95-ms {limit.value:g} is above --max-p99-ms {p99_by_scope[limit.scope]:g}{where}: "
+                raise UsageError(f"--max-p95-ms {limit.value:g} is above --max-p99-ms "
+                                 f"{p99_by_scope[limit.scope]:g}{where}: "
                                  "contradictory limits (p95 is never above p99)")
         gates: list[Gate] = []
         if self.min_requests:

@@ -1,10 +1,10 @@
 """LLM endpoints measured in tokens: the pure parts shared by the request side, the recorder, the
 local endpoint's emulation and the plateau objective.
 
-| module | job |
-|---|---|
-| `tokens.py` | token accounting: TGI / LMI JSON lines and OpenAI-style SSE streams, non-streaming answers, the server's counts preferred; per-request TTFT / ITL / time per output token |
-| `lengths.py` | token-length distributions (`128`, `64-256`, `128~32`) for synthetic prompts and emulated answers |
+- `tokens.py`: token accounting: TGI / LMI JSON lines and OpenAI-style SSE streams, non-streaming
+  answers, the server's counts preferred; per-request TTFT / ITL / time per output token;
+- `lengths.py`: token-length distributions (`128`, `64-256`, `128~32`) for synthetic prompts and
+  emulated answers.
 
 Nothing here imports Locust, gevent or the other sm_locust packages: they import this (docs/llm.md).
 """

@@ -3,10 +3,13 @@
 LLM containers on SageMaker stream in one of two shapes (each PayloadPart holds some bytes of it;
 a line may be split across parts, or a part may hold several lines):
 
-| format | lines | server's counts |
-|---|---|---|
-| `tgi` (TGI, LMI / DJL, JSON lines, optionally behind SSE `data:`) | `{"token": {"id": 5, "text": " the", ...}, ...}`, one per token (LMI may send `"id": [..]`: that many tokens) | the last line's `details.generated_tokens` (also a top-level `generated_tokens`); input: `details.prompt_tokens` / `input_tokens`, else `len(details.prefill)` |
-| `openai` (vLLM, LMI's chat completions, SSE) | `data: {"choices": [{"delta": {"content": " the"}}]}`, one per non-empty delta (or `text`); `data: [DONE]` ends it | a chunk's `usage`: `completion_tokens`, `prompt_tokens` (sent with `stream_options.include_usage`) |
+- `tgi` (TGI, LMI / DJL, JSON lines, optionally behind SSE `data:`): lines
+  `{"token": {"id": 5, "text": " the", ...}, ...}`, one per token (LMI may send `"id": [..]`: that
+  many tokens); the server's counts: the last line's `details.generated_tokens` (also a top-level
+  `generated_tokens`); input: `details.prompt_tokens` / `input_tokens`, else `len(details.prefill)`.
+- `openai` (vLLM, LMI's chat completions, SSE): lines `data: {"choices": [{"delta": {"content":
+  " the"}}]}`, one per non-empty delta (or `text`); `data: [DONE]` ends it; the server's counts: a
+  chunk's `usage`: `completion_tokens`, `prompt_tokens` (sent with `stream_options.include_usage`).
 
 Non-streaming answers: OpenAI `usage`; TGI / LMI `[{"generated_text": ..., "details": {...}}]`
 or the same object without the list; without server counts the generated text is estimated with
@@ -329,7 +332,7 @@ def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Seq
     previous = None
     itl: list[float] = []
     times: list[float] = []
-    for arrival, tokens in zip(arrivals, count.per_part):
+    for arrival, tokens in zip(arrivals, count.per_part, strict=False):  # a part without a gap recorded is not timed
         if not tokens:
             continue
         if previous is None:

@@ -30,7 +30,8 @@ from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
 
 # Fields of Locust's own start form (its /swarm handler reads them itself).
-LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time", "profile"})
+LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time",
+                                "profile"})
 # What the class picker's "edit user" dialog may set on a User class.
 USER_FIELDS = frozenset({"user_class_name", "weight", "fixed_count", "tasks", "host"})
 
@@ -41,12 +42,18 @@ def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterab
     return sorted({key for key in form if key in parsed and key not in shown})
 
 
-def check_form_values(form: Mapping[str, str]) -> None:
-    """A UsageError for a shown sm-locust number or boolean that the command line would refuse."""
+def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None = None) -> None:
+    """A UsageError for a shown sm-locust number or boolean that the command line would refuse, or a
+    changed value its option's `web_check` refuses (a traffic mix naming a file, say); `current`: the
+    parsed options, whose values the form may send back unchanged."""
     for spec in all_option_specs():
-        if not spec.web_ui or spec.dest not in form or spec.type not in (int, float, bool):
+        if not spec.web_ui or spec.dest not in form:
             continue
         value = form[spec.dest]
+        if spec.web_check is not None and value and value != str((current or {}).get(spec.dest) or ""):
+            spec.web_check(value)
+        if spec.type not in (int, float, bool):
+            continue
         if spec.type is bool:
             parse_bool(value, spec.flag)
         else:
@@ -65,8 +72,9 @@ def is_open_loop_class(cls: type) -> bool:
 
 def protect(environment, web_ui) -> None:
     """Register the checks above on the web UI's Flask app, and trim its start form."""
-    from flask import jsonify, request
     from locust.argument_parser import ui_extra_args_dict
+
+    from flask import jsonify, request
 
     def refuse(message: str):
         return jsonify({"success": False, "message": message, "host": environment.host})
@@ -91,7 +99,7 @@ def protect(environment, web_ui) -> None:
         if refused:
             return refuse(_refusal(refused))
         try:
-            check_form_values(form.to_dict())
+            check_form_values(form.to_dict(), parsed)
         except UsageError as exc:
             return refuse(str(exc))
         _add_open_loop_classes(form)
@@ -124,7 +132,8 @@ def protect(environment, web_ui) -> None:
         if "host" in settings and cls is not None and (settings["host"] or None) != (cls.host or None):
             refused.append("host")
         if refused:
-            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; only weight, fixed_count and tasks"), 400
+            return refuse(f"{', '.join(refused)} cannot be changed from the web UI; "
+                          "only weight, fixed_count and tasks"), 400
         return None
 
     original = web_ui.update_template_args

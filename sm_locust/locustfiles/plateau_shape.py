@@ -3,7 +3,7 @@
 `--search-mode rate` (in users mode the shape never spawns it). Its options are registered by the
 default locustfile."""
 
-from sm_locust.users.openloop import OpenLoopUser
 from sm_locust.shapes.plateau import PlateauShape
+from sm_locust.users.openloop import OpenLoopUser
 
 __all__ = ["OpenLoopUser", "PlateauShape"]

@@ -39,6 +39,7 @@ from sm_locust.preflight import (
 )
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder
+from sm_locust.record.targets import TargetStats
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
@@ -98,12 +99,13 @@ def _load_payloads(environment, **_kw) -> None:
 
     The payload options (`--serializer`, `--selection`, `--batch-size`, `--split`,
     `--validate-response`, ...) are applied here; with `--split K` each body's K parts are
-    pre-encoded too, so the request path only picks and sends.
+    pre-encoded too, so the request path only picks and sends. A traffic mix (`--target-models`,
+    `--inference-components`) is drawn from this process's own seeded stream (`process_index`).
     """
     settings = SageMakerSettings.from_options(environment.parsed_options)
     try:
         settings.validate()
-        prepared = prepare_payloads(settings, environment.parsed_options)
+        prepared = prepare_payloads(settings, environment.parsed_options, process=process_index(environment.runner))
     except SmLocustError as exc:
         log.error("sm-locust: %s", exc)
         environment.sm_locust_payloads = None
@@ -118,6 +120,17 @@ def _load_payloads(environment, **_kw) -> None:
     if recorder is not None:
         recorder.endpoint = settings.endpoint_name
         recorder.extra["payload"] = {**prepared.describe(), "source": settings.payload}
+        mix = prepared.mix.describe()
+        if mix is not None:
+            recorder.extra["mix"] = mix
+        else:
+            recorder.extra.pop("mix", None)  # a later swarm (web UI) without the mix
+
+
+def process_index(runner) -> int:
+    """This Locust process's index in the run: Locust's worker index on a worker, else 0."""
+    index = getattr(runner, "worker_index", 0) if isinstance(runner, WorkerRunner) else 0
+    return index if isinstance(index, int) and index >= 0 else 0
 
 
 class InvokeEndpointUser(SageMakerUser):
@@ -130,7 +143,8 @@ class InvokeEndpointUser(SageMakerUser):
     def on_start(self) -> None:
         self.client.validator = getattr(self.environment, "sm_locust_validator", None)
         options = self.environment.parsed_options
-        self.call = accounting_for(operation(self.client, options), self.environment, options)  # invoke, --stream or async; tokens counted
+        # invoke, --stream or async; tokens counted
+        self.call = accounting_for(operation(self.client, options), self.environment, options)
 
     @task
     def invoke_endpoint(self) -> None:
@@ -142,6 +156,12 @@ class InvokeEndpointUser(SageMakerUser):
             invoke_split(self.client, invocation)
         else:
             self.call(invocation)
+
+
+@events.init.add_listener
+def _attach_target_stats(environment, **_kw) -> None:
+    """Every process counts the requests of a traffic mix per target (workers ship theirs to the master)."""
+    TargetStats.for_environment(environment)
 
 
 @events.init.add_listener

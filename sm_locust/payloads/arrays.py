@@ -55,7 +55,8 @@ def _rows(data: np.ndarray | dict[str, np.ndarray], path: Path) -> int:
         counts[name] = arr.shape[0]
     if len(set(counts.values())) > 1:
         listed = ", ".join(f"{k}={v}" for k, v in counts.items())
-        raise UsageError(f"{str(path)!r}: arrays must have the same number of rows to be sampled together; got {listed}")
+        raise UsageError(f"{str(path)!r}: arrays must have the same number of rows to be sampled together; "
+                         f"got {listed}")
     n = next(iter(counts.values()))
     if n == 0:
         raise UsageError(f"{str(path)!r} holds no rows")

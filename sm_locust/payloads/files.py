@@ -74,7 +74,8 @@ def load_folder(folder: Path, template: InvocationTemplate) -> list[Invocation]:
     for path in files:
         body = read_payload_file(path)
         if not body:
-            raise UsageError(f"payload file {str(path)!r} (in folder {str(folder)!r}) is empty; SageMaker rejects empty bodies")
+            raise UsageError(f"payload file {str(path)!r} (in folder {str(folder)!r}) is empty; "
+                             "SageMaker rejects empty bodies")
         out.append(template.make(body, content_type=guess_content_type(path, canonical(NUMPY_RAW)), where=str(path)))
     return out
 
@@ -86,5 +87,6 @@ def folder_weights(folder: Path, weights: Mapping[str, float] | Sequence[float])
     names = [p.name for p in folder_files(folder)]
     unknown = sorted(set(weights) - set(names))
     if unknown:
-        raise UsageError(f"weight given for {unknown[0]!r}, which is not a file in {str(folder)!r}; files: {', '.join(names)}")
+        raise UsageError(f"weight given for {unknown[0]!r}, which is not a file in {str(folder)!r}; files: "
+                         f"{', '.join(names)}")
     return [weights.get(name, 1.0) for name in names]

@@ -88,7 +88,8 @@ def parse_invoke_args(
     return template.make(body, where=where, **fields), weight
 
 
-def load_jsonl(path: Path, template: InvocationTemplate, force_base64: bool = False) -> tuple[list[Invocation], list[float] | None]:
+def load_jsonl(path: Path, template: InvocationTemplate,
+               force_base64: bool = False) -> tuple[list[Invocation], list[float] | None]:
     """Invocations from an invoke-args JSONL file, plus weights when any line has `Weight`."""
     data = read_payload_file(path)
     invocations: list[Invocation] = []

@@ -7,7 +7,9 @@ other payload source):
 | `--llm-template` | body (`--stream` adds `"stream": true`) | containers |
 |---|---|---|
 | `tgi` (default) | `{"inputs": PROMPT, "parameters": {"max_new_tokens": N}}` | TGI, LMI / DJL (rolling batch) |
-| `messages` | `{"messages": [{"role": "user", "content": PROMPT}], "max_tokens": N}`; streams also ask for `"stream_options": {"include_usage": true}` (the server's token counts) | LMI and vLLM chat completions, OpenAI-compatible servers |
+| `messages` | `{"messages": [{"role": "user", "content": PROMPT}], "max_tokens": N}` (1) | LMI, vLLM, OpenAI API |
+
+(1) streams also ask for `"stream_options": {"include_usage": true}` (the server's token counts).
 
 `--prompts`:
 
@@ -61,8 +63,8 @@ _WORDS = ("the of and to in is was for on that with as by at from his her this h
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
-               "LLM endpoints: prompts instead of --payload: a JSONL file ({\"prompt\": ..., \"max_new_tokens\": N} per line) "
-               "or synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)"),
+               "LLM endpoints: prompts instead of --payload: a JSONL file ({\"prompt\": ..., \"max_new_tokens\": N} "
+               "per line) or synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)"),
     OptionSpec("--llm-template", "SM_LOCUST_LLM_TEMPLATE", "",
                "LLM endpoints: request schema for --prompts: tgi ({\"inputs\", \"parameters\"}: TGI, LMI; the default) "
                "or messages (OpenAI-style chat: LMI, vLLM)"),
@@ -98,14 +100,15 @@ class LlmSettings:
         if self.max_new_tokens < 0:
             raise UsageError(f"--max-new-tokens must be 0 (not sent) or more tokens, got {self.max_new_tokens}")
         if not self.prompts:
-            given = [flag for flag, value in (("--llm-template", self.template), ("--max-new-tokens", self.max_new_tokens)) if value]
+            given = [flag for flag, value in (("--llm-template", self.template),
+                                              ("--max-new-tokens", self.max_new_tokens)) if value]
             if given:
-                raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from --prompts; "
-                                 "pass --prompts FILE.jsonl or --prompts synthetic:512")
+                raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from "
+                                 "--prompts; pass --prompts FILE.jsonl or --prompts synthetic:512")
             return self
         if payload:
-            raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the prompts: "
-                             "drop --payload")
+            raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the "
+                             "prompts: drop --payload")
         if self.template:
             self.template = TEMPLATES.canonical(self.template)  # the registry's error lists the valid names
         else:
@@ -160,7 +163,8 @@ def _prompt_of(line: dict, where: str, template: str) -> str | list:
             raise UsageError(f"{where}: holds \"messages\" (a chat request) but --llm-template is {template}; "
                              "pass --llm-template messages, or give the line a \"prompt\"")
         messages = line["messages"]
-        if not (isinstance(messages, list) and messages and all(isinstance(m, dict) and "content" in m for m in messages)):
+        if not (isinstance(messages, list) and messages
+                and all(isinstance(m, dict) and "content" in m for m in messages)):
             raise UsageError(f"{where}: \"messages\" must be a list of {{\"role\", \"content\"}} objects")
         return messages
     if "inputs" in line and "prompt" not in line:

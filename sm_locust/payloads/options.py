@@ -15,10 +15,12 @@ serializer that does not is an error that names the flag and the serializers it 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.mix.options import MixSettings, mix_settings
+from sm_locust.mix.pool import MixedPool
 from sm_locust.options import OptionSpec, given_fields
 from sm_locust.payloads import encoded_by_serializer, load_payloads
 from sm_locust.payloads.llm import llm_pool
@@ -29,27 +31,34 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--serializer", "SM_LOCUST_SERIALIZER", "",
                "payloads: how .npy/.npz and module:function payloads are encoded, and responses decoded: "
                "json, protobuf, npy, numpy-raw, csv, raw (default json)"),
-    OptionSpec("--json-layout", "SM_LOCUST_JSON_LAYOUT", "", "json serializer: inputs (columns, default) or instances (rows)"),
-    OptionSpec("--model-name", "SM_LOCUST_MODEL_NAME", "", "protobuf serializer: PredictRequest model_spec.name (default model)"),
+    OptionSpec("--json-layout", "SM_LOCUST_JSON_LAYOUT", "",
+               "json serializer: inputs (columns, default) or instances (rows)"),
+    OptionSpec("--model-name", "SM_LOCUST_MODEL_NAME", "",
+               "protobuf serializer: PredictRequest model_spec.name (default model)"),
     OptionSpec("--signature-name", "SM_LOCUST_SIGNATURE_NAME", "",
                "protobuf serializer: PredictRequest signature_name (default serving_default)"),
     OptionSpec("--input-names", "SM_LOCUST_INPUT_NAMES", "",
                "protobuf serializer: tensor names for the payload's keys, e.g. feat_ids=ids,feat_vals=vals"),
     OptionSpec("--array-dtype", "SM_LOCUST_ARRAY_DTYPE", "",
-               "npy / numpy-raw serializers: dtype of the array sent, e.g. float32, float64 (numpy-raw default float32)"),
-    OptionSpec("--array-shape", "SM_LOCUST_ARRAY_SHAPE", "", "numpy-raw serializer: shape to send, e.g. N,78 (N = any rows)"),
+               "npy / numpy-raw serializers: dtype of the array sent, e.g. float32, float64 "
+               "(numpy-raw default float32)"),
+    OptionSpec("--array-shape", "SM_LOCUST_ARRAY_SHAPE", "",
+               "numpy-raw serializer: shape to send, e.g. N,78 (N = any rows)"),
     OptionSpec("--selection", "SM_LOCUST_SELECTION", "",
                "payloads: round-robin (default), random or weighted (default when the source has Weight keys)"),
-    OptionSpec("--payload-seed", "SM_LOCUST_PAYLOAD_SEED", 0, "payloads: seed for random/weighted selection and .npy/.npz row sampling", int),
+    OptionSpec("--payload-seed", "SM_LOCUST_PAYLOAD_SEED", 0,
+               "payloads: seed for random/weighted selection and .npy/.npz row sampling", int),
     OptionSpec("--batch-size", "SM_LOCUST_BATCH_SIZE", 1, "payloads: rows per request body for .npy/.npz sources", int),
-    OptionSpec("--max-bodies", "SM_LOCUST_MAX_BODIES", 64, "payloads: distinct bodies pre-encoded from a .npy/.npz source", int),
+    OptionSpec("--max-bodies", "SM_LOCUST_MAX_BODIES", 64,
+               "payloads: distinct bodies pre-encoded from a .npy/.npz source", int),
     OptionSpec("--payload-base64", "SM_LOCUST_PAYLOAD_BASE64", False,
                "payloads: every JSONL Body is base64 (as \"BodyEncoding\": \"base64\" on each line)", bool),
     OptionSpec("--split", "SM_LOCUST_SPLIT", 1,
                "fan-out: send each request's rows as K concurrent sub-requests, recorded as one InvokeEndpointSplit "
                "request plus K '<name>/part' requests (default 1: no fan-out)", int),
     OptionSpec("--validate-response", "SM_LOCUST_VALIDATE_RESPONSE", False,
-               "decode every response and count a bad one as an InvalidResponse failure (rows must match the request)", bool),
+               "decode every response and count a bad one as an InvalidResponse failure (rows must match the request)",
+               bool),
     OptionSpec("--expect-outputs", "SM_LOCUST_EXPECT_OUTPUTS", "",
                "with --validate-response: output names the response must hold, comma-separated, e.g. prob"),
     OptionSpec("--expect-shape", "SM_LOCUST_EXPECT_SHAPE", "",
@@ -101,11 +110,13 @@ class PayloadSettings:
             value = getattr(self, dest)
             if value in ("", None):
                 continue
-            takes = [n for n in SERIALIZERS.names() if param in inspect.signature(SERIALIZERS.get(n).__init__).parameters]
+            takes = [n for n in SERIALIZERS.names()
+                     if param in inspect.signature(SERIALIZERS.get(n).__init__).parameters]
             if name not in takes:
                 flag = "--" + dest.replace("_", "-")
-                raise UsageError(f"{flag} applies to the {' / '.join(takes)} serializer{'s' if len(takes) > 1 else ''}, "
-                                 f"not {name!r}; pass --serializer {takes[0]} or drop {flag}")
+                raise UsageError(f"{flag} applies to the {' / '.join(takes)} "
+                                 f"serializer{'s' if len(takes) > 1 else ''}, not {name!r}; pass --serializer "
+                                 f"{takes[0]} or drop {flag}")
             out[param] = value
         return out
 
@@ -146,20 +157,22 @@ def check_serializer_applies(ps: PayloadSettings, settings: Any, validates: bool
     source = getattr(settings, "payload", "") or ""
     if not ps.serializer or validates or not source or encoded_by_serializer(source):
         return
-    raise UsageError(f"--serializer {ps.serializer} does not apply to payload {source!r}: a file, folder, .jsonl or .pkl "
-                     "payload is sent as it is (the serializer encodes .npy/.npz and module:function payloads, and "
-                     "decodes responses with --validate-response on); drop --serializer, or set --content-type for "
+    raise UsageError(f"--serializer {ps.serializer} does not apply to payload {source!r}: a file, folder, .jsonl or "
+                     ".pkl payload is sent as it is (the serializer encodes .npy/.npz and module:function payloads, "
+                     "and decodes responses with --validate-response on); drop --serializer, or set --content-type for "
                      "the file's format")
 
 
 @dataclass
 class PreparedPayloads:
-    """What a test sends: the pool (bodies already encoded), the validator (or None), the fan-out."""
+    """What a test sends: the pool (bodies already encoded), the validator (or None), the fan-out,
+    the traffic mix (`sm_locust.mix`; the pool picks each request's target from it)."""
 
     pool: Any
     validator: Any
     split: int
     serializer: str
+    mix: MixSettings = field(default_factory=lambda: MixSettings(None))
 
     def describe(self) -> dict:
         """summary.json's `payload` entry: source and body sizes, plus the options that shaped them."""
@@ -172,17 +185,20 @@ class PreparedPayloads:
         return out
 
 
-def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
+def prepare_payloads(settings: Any, options: Any, *, process: int = 0) -> PreparedPayloads:
     """Build and check everything the payload options ask for (UsageError, one line, when wrong).
 
     `settings` is the run's `SageMakerSettings` (payload source, Content-Type, headers); `options`
     anything holding the payload options by dest name (Locust's parsed options, argparse args).
+    With a traffic mix (`--target-models`, `--inference-components`) the pool picks each request's
+    target, from the seeded stream of Locust process `process` (`sm_locust.mix.options`).
     """
     ps = PayloadSettings.from_options(options)
     serializer = ps.build_serializer()
     validator = ps.build_validator(serializer)
     check_serializer_applies(ps, settings, validator is not None)
-    pool = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
+    mix = mix_settings(options, split=ps.split)
+    pool: Any = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
         settings.payload,
         content_type=settings.content_type or None,
         serializer=serializer,
@@ -194,4 +210,6 @@ def prepare_payloads(settings: Any, options: Any) -> PreparedPayloads:
         split=ps.split,
         **settings.headers(),
     )
-    return PreparedPayloads(pool, validator, ps.split, serializer.name)
+    if mix.mix is not None:
+        pool = MixedPool(pool, mix.mix, mix.seed, process)
+    return PreparedPayloads(pool, validator, ps.split, serializer.name, mix)

@@ -45,7 +45,8 @@ _PICKERS = {"round-robin": _round_robin, "random": _random, "weighted": _weighte
 
 def check_weights(weights: Sequence[float], count: int, description: str) -> list[float]:
     if len(weights) != count:
-        raise UsageError(f"{len(weights)} weights given for {count} payloads in {description}; give one weight per payload")
+        raise UsageError(f"{len(weights)} weights given for {count} payloads in {description}; "
+                         "give one weight per payload")
     out = []
     for i, w in enumerate(weights):
         try:
@@ -76,17 +77,20 @@ class PayloadPool:
         seed: int | None = None,
     ):
         if not invocations:
-            raise UsageError(f"no payloads found in {description or 'the payload source'}; point --payload at a non-empty source")
+            raise UsageError(f"no payloads found in {description or 'the payload source'}; point --payload at a "
+                             "non-empty source")
         self.invocations = list(invocations)
         self.description = description
         self.selection = SELECTIONS.canonical(selection or ("weighted" if weights is not None else "round-robin"))
         self.seed = seed
-        self.weights = check_weights(weights, len(self.invocations), description or "the payload source") if weights is not None else None
+        described = description or "the payload source"
+        self.weights = None if weights is None else check_weights(weights, len(self.invocations), described)
         if self.selection == "weighted" and self.weights is None:
             raise UsageError(
                 "weighted selection needs weights: add a \"Weight\" key to the JSONL lines or pass weights"
             )
-        self._pick = _PICKERS[self.selection](self.invocations, self.weights, random.Random(0 if seed is None else seed))
+        self._pick = _PICKERS[self.selection](self.invocations, self.weights,
+                                              random.Random(0 if seed is None else seed))
 
     def next(self) -> Invocation:
         """The next invocation to send (cheap: called once per request)."""

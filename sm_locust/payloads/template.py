@@ -29,7 +29,8 @@ class InvocationTemplate:
     keep_source: bool = False
     """Keep each encoded object on its Invocation (`extra[SOURCE]`) so fan-out can split its rows."""
 
-    def make(self, body: bytes, *, content_type: str | None = None, where: str = "", rows: int | None = None, **fields: Any) -> Invocation:
+    def make(self, body: bytes, *, content_type: str | None = None, where: str = "", rows: int | None = None,
+             **fields: Any) -> Invocation:
         """An Invocation for `body`; `content_type` is the source's guess, used when the user set none."""
         if not body:
             raise UsageError(f"{where or 'payload'}: the body is empty; SageMaker rejects empty bodies")

@@ -24,8 +24,9 @@ from sm_locust.plateau.steady import StepMeasurement, measure_step, measure_time
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 
 __all__ = [
-    "ClosedLoopModel", "Decision", "ErrorRate", "LatencySLO", "MaxDuration", "MaxInvocations", "MaxInvocationsPerMinute",
-    "MaxLoad", "MaxRate", "MaxUsers", "PlateauSearch", "Schedule", "ScheduleDriver", "ScheduleSearch", "SearchDriver", "StepMeasurement",
-    "StepSearch", "ThroughputGain", "Verdict", "constant_arrivals", "count_late", "cycle_time_s", "latency_from_intended_ms",
-    "measure_step", "measure_timeline", "parse_traffic_pattern", "poisson_arrivals", "split_steps",
+    "ClosedLoopModel", "Decision", "ErrorRate", "LatencySLO", "MaxDuration", "MaxInvocations",
+    "MaxInvocationsPerMinute", "MaxLoad", "MaxRate", "MaxUsers", "PlateauSearch", "Schedule", "ScheduleDriver",
+    "ScheduleSearch", "SearchDriver", "StepMeasurement", "StepSearch", "ThroughputGain", "Verdict",
+    "constant_arrivals", "count_late", "cycle_time_s", "latency_from_intended_ms", "measure_step", "measure_timeline",
+    "parse_traffic_pattern", "poisson_arrivals", "split_steps",
 ]

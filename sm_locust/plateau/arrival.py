@@ -60,7 +60,7 @@ def constant_arrivals(rate: float, duration_s: float, start: float = 0.0) -> lis
 def poisson_arrivals(rate: float, duration_s: float, seed: int, start: float = 0.0) -> list[float]:
     """Poisson send times in [start, start + duration_s); about rate * duration_s of them."""
     _check(rate, duration_s)
-    out = []
+    out: list[float] = []
     for t in iter_poisson_arrivals(rate, seed, start):
         if t >= start + duration_s:
             return out

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.search import Decision, ScheduleSearch, _Search
+from sm_locust.plateau.search import Decision, ScheduleSearch, Search
 from sm_locust.plateau.steady import (
     DEFAULT_WARMUP_FRACTION,
     DEFAULT_WARMUP_S,
@@ -62,7 +62,7 @@ class SearchDriver:
 
     def __init__(
         self,
-        search: _Search,
+        search: Search,
         step_s: float = DEFAULT_STEP_S,
         *,
         min_step_s: float | None = None,
@@ -80,8 +80,8 @@ class SearchDriver:
         self.warmup_s = warmup_s
         self.warmup_fraction = warmup_fraction
         self.min_subwindow_s = min_subwindow_s
-        self.decision: Decision | None = None
-        self.step_start: float | None = None
+        self.decision: Decision | None = None  # None until the first tick
+        self.step_start = 0.0  # set by the first tick
         self.measurements: list[StepMeasurement] = []
 
     def restart_step(self, now: float) -> None:
@@ -89,6 +89,7 @@ class SearchDriver:
         self.step_start = now
 
     def _measure(self, seconds: Sequence[Second]) -> StepMeasurement:
+        assert self.decision is not None  # measured only after the first tick decided a load
         return measure_step(
             seconds, mode=self.search.mode, load=self.decision.load,
             warmup_s=self.warmup_s, warmup_fraction=self.warmup_fraction, min_subwindow_s=self.min_subwindow_s,
@@ -162,14 +163,15 @@ class ScheduleDriver:
         self.min_level_s = float(min_level_s)
         self.warmup_s = warmup_s
         self.warmup_fraction = warmup_fraction
-        self.start: float | None = None
-        self.step_start: float | None = None
+        self.start: float | None = None  # None until the first tick
+        self.step_start = 0.0  # set by the first tick
         self.current: tuple[int, float] | None = None
         self.measurements: list[StepMeasurement] = []
         self.stop_reason: str | None = None
         self._checked = 0.0
 
     def _measure(self, seconds: Sequence[Second]) -> StepMeasurement:
+        assert self.current is not None  # measured only after the first tick chose a level
         return measure_step(seconds, mode=self.search.mode, load=self.current[0],
                             warmup_s=self.warmup_s, warmup_fraction=self.warmup_fraction,
                             min_subwindow_s=self.min_subwindow_s)
@@ -215,7 +217,7 @@ class ScheduleDriver:
                 return None
             self.search.first()
             return self.current
-        if self.stop_reason is not None:
+        if self.stop_reason is not None or self.current is None:
             return None
         level = self.schedule_at(now - self.start)
         if level is not None and level[0] == self.current[0]:

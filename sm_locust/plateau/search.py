@@ -119,7 +119,7 @@ class Verdict:
         if self.client_bound:
             tail = f"; best endpoint-bound step {best}" if best else ""
             return f"client-bound, add workers: {self.client_reason}{tail}"
-        if self.plateau is None:
+        if best is None:
             return f"no acceptable step: {self.reason}"
         if self.reached:
             return f"plateau: {self._reached(best)} \u2014 {self.reason}"
@@ -173,8 +173,9 @@ def _describe_step(step: StepMeasurement) -> str:
     return text
 
 
-class _Search:
-    """What both searches share: bookkeeping, constraints, client-bound rule, limits, the verdict."""
+class Search:
+    """The base of the step, plateau and schedule searches (what a driver runs). What they share:
+    bookkeeping, constraints, client-bound rule, limits, the verdict."""
 
     default_gain_window = 4
 
@@ -261,7 +262,8 @@ class _Search:
         if not above:
             return None
         m = above[0]
-        return f"{m.load_label()} not served: {m.goodput_rps:.0f} req/s completed ({self.served_ratio(m) * 100:.0f} %)"
+        served = self.served_ratio(m) or 0.0  # not None: `above` keeps only steps with a ratio
+        return f"{m.load_label()} not served: {m.goodput_rps:.0f} req/s completed ({served * 100:.0f} %)"
 
     def _plateau(self) -> StepMeasurement | None:
         """Closed loop: `plateau_of` the acceptable steps. Open loop: the highest offered rate the
@@ -426,7 +428,7 @@ class _Search:
         return None
 
 
-class StepSearch(_Search):
+class StepSearch(Search):
     """Linear steps: start, start + step, ... up to `max_load`; optionally stop at the knee."""
 
     default_gain_window = 4
@@ -464,7 +466,7 @@ class StepSearch(_Search):
         return self._run(min(step.load + self.step, self.max_load), "next step")
 
 
-class PlateauSearch(_Search):
+class PlateauSearch(Search):
     """Adaptive: grow x`factor` until saturation or a violation, then place the knee with closed-loop
     theory and confirm it (bisecting only where the model has nothing to say or is contradicted)."""
 
@@ -536,18 +538,18 @@ class PlateauSearch(_Search):
         """(lo, hi, why): the last load below the boundary, the first load past it, and the boundary's reason."""
         acceptable = self._acceptable()
         saturated = self._saturation()
-        if self.mode == MODE_RATE and self._served():
+        lo = self._plateau() if self.mode == MODE_RATE and self._served() else None
+        if lo is not None:
             # Open loop: between the highest rate served and the lowest one above it that was not
             # (saturated, or breaking a constraint).
-            lo = self._plateau()
             above = [m for m in self._by_load.values() if not m.client_bound and m.load > lo.load]
             if above:
                 hi = min(above, key=lambda m: m.load)
                 why = saturated or (f"{self._violation(hi)} at {hi.load_label()}" if self._violation(hi)
                                     else f"{hi.load_label()} not served ({hi.goodput_rps:.0f} req/s completed)")
                 return lo.load, hi.load, why
-        if saturated:
-            plateau = self.plateau_of(acceptable)
+        plateau = self.plateau_of(acceptable) if saturated else None
+        if saturated and plateau is not None:
             below = [m.load for m in acceptable if m.load < plateau.load]
             return (max(below) if below else None), plateau.load, saturated
         violating = self._violating()
@@ -630,7 +632,8 @@ class PlateauSearch(_Search):
                                 f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
         model = ClosedLoopModel(model.capacity, max(cycle, model.cycle_s))
         target = float(model.users_reaching(MODEL_TARGET))
-        how = f"Little's law: knee ~ {model.knee:.1f} users ({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)"
+        how = (f"Little's law: knee ~ {model.knee:.1f} users "
+               f"({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)")
         missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
         if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed) and target < hi:
             target = float(math.ceil((target + (lo + hi) / 2.0) / 2.0 - 1e-9))  # the model bent: halfway to bisection
@@ -668,7 +671,7 @@ class PlateauSearch(_Search):
         return None
 
 
-class ScheduleSearch(_Search):
+class ScheduleSearch(Search):
     """Judges loads decided elsewhere (a traffic pattern): stop conditions and verdict only.
 
     The caller sets the load that follows each step with `follow(step, next_load)`; `next_load`

@@ -254,7 +254,7 @@ def _stability(window: Sequence[Second], min_subwindow_s: float = MIN_SUBWINDOW_
             index += 1
         counts[index] += second.requests
         durations[index] += second.interval
-    rates = [c / d for c, d in zip(counts, durations) if d > 0]
+    rates = [c / d for c, d in zip(counts, durations, strict=True) if d > 0]
     mean = sum(rates) / len(rates)
     if mean <= 0:
         return False, 0.0, "no requests completed in the steady window"
@@ -324,14 +324,14 @@ def measure_step(
     users = window[-1].users
     intended = sum(targets) / len(targets) if targets else None
     dropped_fraction = None
-    sends = [s for s in window if s.sent is not None]
-    scheduled = sum(s.sent + (s.dropped or 0) for s in sends)
+    sends = [(s.sent, s.dropped or 0, s.late or 0) for s in window if s.sent is not None]
+    scheduled = sum(sent + dropped for sent, dropped, _ in sends)
     if scheduled and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.users.openloop)
-        sent = sum(s.sent for s in sends)
+        sent = sum(n for n, _, _ in sends)
         if sent_rps is None:
             sent_rps = sent / duration
         if late_fraction is None and scheduled:
-            late_fraction = sum(s.late or 0 for s in sends) / scheduled
+            late_fraction = sum(late for _, _, late in sends) / scheduled
         dropped_fraction = (scheduled - sent) / scheduled
     if load is None:
         load = float(intended if mode == MODE_RATE and intended is not None else users)

@@ -8,13 +8,14 @@ Pure, like the rest of `sm_locust.plateau`. Two parts:
   for a step's steady window; the token objective judges steps with the same figures.
 - The objective: `TokenStep` is a `StepMeasurement` whose judged throughput (`goodput_rps`, what the
   searches compare) is the step's output tokens/s, its request figures unchanged
-  (`request_goodput_rps`); `TokenSLO` is a constraint on a TTFT or ITL percentile
-  (`--ttft-slo-ms`, `--itl-slo-ms`, at `--slo-percentile`); `TokenDriver` measures each step with
-  the token figures of its steady window and judges its stability on tokens/s (three sub-windows
-  within 10 %, as requests are judged: long answers complete too rarely to be a clock); `TokenPlateauSearch` is `PlateauSearch` unchanged but for
-  a verdict in tokens: "plateau: 1,840 output tokens/s at 24 users, TTFT p95 610 ms, ITL p95 48 ms".
-  Little's law holds in tokens as in requests (users = tokens/s x seconds per token per user), so
-  the search's model-guided knee works unchanged. docs/llm.md.
+  (`request_goodput_rps`); `TokenSLO` is a constraint on a TTFT or ITL percentile (`--ttft-slo-ms`,
+  `--itl-slo-ms`, at `--slo-percentile`); `TokenDriver` measures each step with the token figures of
+  its steady window and judges its stability on tokens/s (three sub-windows within 10 %, as requests
+  are judged: long answers complete too rarely to be a clock); `TokenPlateauSearch` is
+  `PlateauSearch` unchanged but for a verdict in tokens: "plateau: 1,840 output tokens/s at 24
+  users, TTFT p95 610 ms, ITL p95 48 ms". Little's law holds in tokens as in requests (users =
+  tokens/s x seconds per token per user), so the search's model-guided knee works unchanged.
+  docs/llm.md.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ class Bucket:
     def to_wire(self) -> dict:
         """Plain data for a worker report (msgpack: int keys are fine)."""
         return {"n": [self.requests, self.output_tokens, self.input_tokens, self.input_known, self.server, self.counted,
-                      self.unrecognised, self.arrived], "h": {name: dict(hist) for name, hist in self.hists.items() if hist}}
+                      self.unrecognised, self.arrived],
+                "h": {name: dict(hist) for name, hist in self.hists.items() if hist}}
 
     @classmethod
     def from_wire(cls, data: Mapping) -> Bucket:
@@ -184,7 +186,7 @@ class TokenStep(StepMeasurement):
     @property
     def request_goodput_rps(self) -> float:
         """Successful invocations/s, as a request step counts them."""
-        return StepMeasurement.goodput_rps.fget(self)
+        return super().goodput_rps
 
     @property
     def output_tokens_per_s(self) -> float:

@@ -167,7 +167,8 @@ def _load(source: str | bytes | Mapping) -> Mapping:
     try:
         data = json.loads(source)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"traffic pattern is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        where = f"line {exc.lineno} column {exc.colno}"
+        raise UsageError(f"traffic pattern is not valid JSON: {exc.msg} at {where}") from None
     if not isinstance(data, Mapping):
         raise UsageError(f"traffic pattern must be a JSON object, not {type(data).__name__}")
     return data

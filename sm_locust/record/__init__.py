@@ -15,7 +15,7 @@ One package for the run folder, from both ends:
 - `runfolder`: the one reader of a finished (or killed) run folder (`RunData`: summary.json,
   options.json, timeline.jsonl, Locust's CSVs), shared by `sm_locust.gates` and `sm_locust.report`.
 
-`recorder` and `workers` are Locust-facing; `summary`, `accumulate`, `timeline` and `runfolder` are not, so the report and
-the gates import them without Locust. This file imports nothing, so importing one of them loads
-only what that one needs.
+`recorder` and `workers` are Locust-facing; `summary`, `accumulate`, `timeline` and `runfolder` are
+not, so the report and the gates import them without Locust. This file imports nothing, so importing
+one of them loads only what that one needs.
 """

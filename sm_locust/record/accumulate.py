@@ -110,7 +110,7 @@ class _Step:
             self.blocks.append(block)
         if len(self.blocks) > self.max_blocks:  # halve the resolution: merge neighbours
             merged = self.blocks[0::2]
-            for left, right in zip(merged, self.blocks[1::2]):
+            for left, right in zip(merged, self.blocks[1::2], strict=False):  # an odd last block stays as it is
                 left.merge(right)
             self.blocks = merged
             self.per_block *= 2
@@ -189,7 +189,8 @@ def _spans(window: list[Second]) -> list[Second]:
             spans[-1][1] = s.t
         else:
             spans.append([start, s.t])
-    return [Second(t=end, users=0, spawning=False, requests=0, failures=0, interval=end - start) for start, end in spans]
+    return [Second(t=end, users=0, spawning=False, requests=0, failures=0, interval=end - start)
+            for start, end in spans]
 
 
 class RunTimeline:
@@ -265,6 +266,7 @@ class RunTimeline:
 
     # -- hours ------------------------------------------------------------------------------------
     def _add_hour(self, s: Second) -> list[dict]:
+        assert self.origin is not None  # add() sets it from the first second
         index = max(0, int((s.t - s.interval / 2 - self.origin) // self.hour_s))
         closed: list[dict] = []
         if self._hour is not None and index != self._hour.index:
@@ -279,8 +281,9 @@ class RunTimeline:
 
     def hours(self) -> list[dict]:
         """One record per hour of the run so far; the hour under way (partial) last."""
-        partial = [self._hour.record(self.origin, self.hour_s, full=False)] if self._hour is not None else []
-        return self._hours + partial
+        if self._hour is None or self.origin is None:
+            return list(self._hours)
+        return self._hours + [self._hour.record(self.origin, self.hour_s, full=False)]
 
     # -- views ------------------------------------------------------------------------------------
     def view(self) -> list[Second]:

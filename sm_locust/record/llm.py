@@ -16,10 +16,10 @@ counted, for the run and for each step (over the step's steady window, the same 
 comes from): `ttft_p50_ms` .. `ttft_p99_ms`, `itl_p50_ms` .. `itl_p99_ms`, `tpot_p50_ms`,
 `tpot_p95_ms`, `e2e_p50_ms`, `e2e_p95_ms`, `input_tokens` (the server's counts, else the sender's),
 `output_tokens_per_s` (the output tokens that arrived in the window / its length: a stream's tokens
-count in the second each arrived (live, as each PayloadPart comes in, so a running step is judged on its
-tokens so far, not on the answers that happened to finish), so a step's rate does not jump with the few answers that happen
-to complete in it), `output_tokens` (of the answers completed in the window),
-`request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
+count in the second each arrived (live, as each PayloadPart comes in, so a running step is judged on
+its tokens so far, not on the answers that happened to finish), so a step's rate does not jump with
+the few answers that happen to complete in it), `output_tokens` (of the answers completed in the
+window), `request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
 (`server`, `counted`, or `mixed` when some answers had the server's counts and some did not) and
 `unrecognised_streams`. docs/llm.md.
 """
@@ -196,7 +196,8 @@ class LlmStats:
             touched[(a, e)] = [s for s in seconds if s in buckets and s + 1.0 > a and s < e]
         completed = sorted({s for (a, e), seconds in touched.items() for s in seconds if a < s + 0.5 <= e})
         out = merged(buckets[s] for s in completed)
-        out.arrived = sum(buckets[s].arrived * _overlap(s, a, e, now) for (a, e), seconds in touched.items() for s in seconds)
+        out.arrived = sum(buckets[s].arrived * _overlap(s, a, e, now) for (a, e), seconds in touched.items()
+                          for s in seconds)
         return out
 
     def window(self, start: float, end: float) -> Bucket:
@@ -218,7 +219,7 @@ class LlmStats:
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
-            for record, window in zip(steps, windows):
+            for record, window in zip(steps, windows, strict=True):
                 figures = self.over(window).figures(sum(s.interval for s in window))
                 if figures is not None:
                     record["llm"] = figures
@@ -245,6 +246,7 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
                 stats.discard(live)
             return None
         e2e_ms = (clock() - started) * 1000.0
+        sample: RequestTokens | None
         try:
             if live is not None and hasattr(result, "chunks"):
                 count = live.parser.finish()

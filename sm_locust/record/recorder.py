@@ -22,6 +22,8 @@ What is counted: logical invocations (`sm_locust.invocation.is_invocation`). A s
 and a fan-out request's `/part` entries are inside it; neither is a request, in the totals, the
 per-second timeline, the error counts or the per-name figures. Goodput is the successful ones.
 Back-offs after connection errors (`sm_locust.users.backoff`) are counted per second and in total.
+Requests naming a model or inference component are also counted per target (`record.targets`:
+summary.json `targets`, and `model_cache` for a multi-model mix), bounded however many targets.
 
 Each `Second` also carries what a plateau search needs to judge the client: load-generator CPU
 (this process, or the busiest worker on a master) and, in open loop, the target rate (set by the
@@ -39,9 +41,10 @@ import time
 from pathlib import Path
 
 import gevent
-import psutil
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
 from locust.stats import StatsEntry
+
+import psutil
 
 from sm_locust.formatting import MISSING, is_missing
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
@@ -51,6 +54,7 @@ from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
 from sm_locust.record.progress import ProgressSample
 from sm_locust.record.summary import build_summary, write_json
+from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
@@ -167,7 +171,8 @@ def latency_series(stats) -> dict[str, dict]:
         if is_latency_series(entry.method):
             total = merged.get(entry.method)
             if total is None:
-                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method, use_response_times_cache=False)
+                total = merged[entry.method] = StatsEntry(stats, entry.method, entry.method,
+                                                          use_response_times_cache=False)
             total.extend(entry)
     return {kind: latency_series_record(entry) for kind, entry in sorted(merged.items())}
 
@@ -188,8 +193,8 @@ class RunRecorder:
         self.plateau: dict | None = None
         self.current_target_rate: float | None = None
         self._greenlet = None
-        self._process = None
-        self._last = (0, 0, {})
+        self._process: psutil.Process | None = None
+        self._last: tuple[int, int, dict] = (0, 0, {})
         self._last_t = 0.0
         self._last_sends = (0, 0, 0)
         self._last_backoffs = 0
@@ -203,6 +208,7 @@ class RunRecorder:
         self.open_loop = OpenLoopCounters.for_environment(environment)
         self.backoff = ConnectionBackoff.for_environment(environment)
         self.llm = LlmStats.for_environment(environment)  # tokens, TTFT, ITL (record/llm.py)
+        self.targets = TargetStats.for_environment(environment)  # a mix's per-target figures (record/targets.py)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -285,7 +291,7 @@ class RunRecorder:
         now = time.time()
         delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
         sends = self.open_loop.snapshot()
-        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends))
+        sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends, strict=True))
         backoffs = self.backoff.count
         open_loop = self.open_loop.active
         target = self.current_target_rate
@@ -437,7 +443,7 @@ class RunRecorder:
         ended_at = self.ended_at or time.time()
         stats = self.environment.runner.stats
         measured = self.timeline.measured_steps()
-        return self.llm.annotate(build_summary(
+        summary = self.llm.annotate(build_summary(
             endpoint=self.endpoint,
             started_at=started_at,
             ended_at=ended_at,
@@ -454,6 +460,8 @@ class RunRecorder:
             latency_series=latency_series(stats),
             backoff=self.backoff.as_dict(),
         ), (), started_at, ended_at, windows=[window for _record, window in measured])
+        mix = self.extra.get("mix") or {}
+        return self.targets.annotate(summary, models=mix.get("field") == "target_model")
 
     def write(self, complete: bool = True) -> None:
         if self.out_dir is None:

@@ -201,15 +201,14 @@ class RunData:
     failures: pd.DataFrame | None = None
     gaps: list[str] = field(default_factory=list)  # missing or damaged data (the report's exit code 1)
     notes: list[str] = field(default_factory=list)  # informational
-    by_name: dict[str, Metrics] | None = None
+    by_name: dict[str, Metrics] = field(default_factory=dict)  # empty: read from summary.json, else the CSV
     source: str = ""  # where it came from, for messages (the folder by default)
     timeline: pd.DataFrame | None = None  # timeline.jsonl: t, requests, failures per second (None: an older run)
 
     def __post_init__(self) -> None:
-        if self.by_name is None:
-            self.by_name = summary_by_name(self.summary)
-        if self.by_name is None:
-            self.by_name = per_name_metrics(self.stats)
+        if not self.by_name:
+            exact = summary_by_name(self.summary)
+            self.by_name = exact if exact is not None else per_name_metrics(self.stats)
         if not self.source and self.run_dir is not None:
             self.source = str(self.run_dir)
 
@@ -218,6 +217,13 @@ class RunData:
         """The whole run, from summary.json (zeros when it has none)."""
         totals = self.summary.get("totals")
         return Metrics.from_totals(totals if isinstance(totals, Mapping) else {})
+
+    @property
+    def folder(self) -> Path:
+        """The run folder this was read from (`read_run` always sets it)."""
+        if self.run_dir is None:
+            raise ValueError(f"{self.source or 'this run'} was not read from a run folder")
+        return self.run_dir
 
     def scope(self, name: str | None) -> Metrics | None:
         """Totals for None, else the named entry (None when the run has no such name)."""
@@ -345,7 +351,8 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
                                     convert_options=options)
             for batch in reader:
                 keep = pc.fill_null(pc.equal(batch.column("Name"), AGGREGATED), False)
-                batches.append(batch.filter(keep).drop_columns([c for c in ("Name", "Type") if c in batch.schema.names]))
+                batches.append(batch.filter(keep).drop_columns([c for c in ("Name", "Type")
+                                                                if c in batch.schema.names]))
         except (pa.ArrowInvalid, pa.ArrowTypeError):  # a malformed row, a value that is not a number
             raise _Fallback() from None
     if not batches:

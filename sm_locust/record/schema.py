@@ -49,10 +49,20 @@ HOUR = {
     "goodput_rps": "number?", "error_rate": "number?", "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?",
     "client_cpu_pct": "number?", "backoffs": "count?", "target_rate": "number?", "errors": "object?",
 }
+TARGET = {  # one entry of `targets` (a traffic mix, sm_locust.record.targets); `others` adds `targets`
+    "name": "text", "requests": "count", "failures": "count", "p50_ms": "number?", "p95_ms": "number?",
+    "p99_ms": "number?", "cold": "count?", "targets": "count?",
+}
+MODEL_CACHE = {
+    "source": "text", "requests": "count", "hit_rate": "number?", "threshold_ms": "number?", "cold": "object?",
+    "warm": "object?",
+}
+MIX = {"field": "text", "spec": "text", "kind": "text", "targets": "count", "seed": "number?", "zipf_s": "number?",
+       "top_weights": "object?"}
 SUMMARY = {
     "schema": "count", "endpoint": "text?", "started_at": "time?", "ended_at": "time?", "duration_s": "number?",
     "totals": "object", "steps": "list", "plateau": "object?", "payload": "object?", "by_name": "object?",
-    "complete": "bool?", "hours": "list?",
+    "complete": "bool?", "hours": "list?", "targets": "list?", "model_cache": "object?", "mix": "object?",
 }
 
 
@@ -71,7 +81,7 @@ def summary_problem(summary: Any) -> str | None:
     problem = _check(summary, SUMMARY, "")
     if problem:
         return problem
-    for key, spec in (("totals", TOTALS), ("plateau", PLATEAU)):
+    for key, spec in (("totals", TOTALS), ("plateau", PLATEAU), ("model_cache", MODEL_CACHE), ("mix", MIX)):
         if isinstance(summary.get(key), Mapping):
             problem = _check(summary[key], spec, f"{key}.")
             if problem:
@@ -84,6 +94,12 @@ def summary_problem(summary: Any) -> str | None:
         if not isinstance(step, Mapping):
             return f"steps[{i}] is a JSON {_json_type(step)}, not an object"
         problem = _check(step, STEP, f"steps[{i}].")
+        if problem:
+            return problem
+    for i, target in enumerate(summary.get("targets") or []):
+        if not isinstance(target, Mapping):
+            return f"targets[{i}] is a JSON {_json_type(target)}, not an object"
+        problem = _check(target, TARGET, f"targets[{i}].")
         if problem:
             return problem
     for i, hour in enumerate(summary.get("hours") or []):
@@ -172,7 +188,8 @@ def drop_malformed_rows(text: str, path: Path, what: str, gaps: list[str], *, ti
             bad.append(number)
     if not bad:
         return text
-    where = f"line {bad[0]}" if len(bad) == 1 else f"lines {', '.join(map(str, bad[:3]))}{', ...' if len(bad) > 3 else ''}"
+    more = ", ..." if len(bad) > 3 else ""
+    where = f"line {bad[0]}" if len(bad) == 1 else f"lines {', '.join(map(str, bad[:3]))}{more}"
     if len(bad) > max_share * rows:
         raise UsageError(f"{path}: {len(bad)} of {rows} rows are malformed ({where}: wrong field count, an unclosed "
                          f"quote, or a {time_column} that is not whole seconds); more than {max_share:.0%} of the "

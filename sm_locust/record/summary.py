@@ -25,8 +25,9 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
@@ -44,7 +45,7 @@ def iso(epoch: float, timespec: str = "milliseconds") -> str:
     summary.json keeps milliseconds; the report's CSVs and pages pass `timespec="seconds"`
     (`2026-11-21T14:34:23Z`). Both truncate, never round.
     """
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
+    return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -121,7 +122,7 @@ def build_summary(
     duration = max(1e-9, ended_at - started_at)
     requests = int(totals.get("requests", 0))
     failures = int(totals.get("failures", 0))
-    summary = {
+    summary: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "endpoint": endpoint,
         "started_at": iso(started_at),

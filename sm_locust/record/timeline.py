@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -75,7 +76,7 @@ class TimelineWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_every_s = flush_every_s
         self._clock = clock
-        self._fh = open(self.path, "wb", buffering=0)  # kept open for the run; close() closes it
+        self._fh: BinaryIO | None = open(self.path, "wb", buffering=0)  # kept open for the run; close() closes it
         self._pending: list[bytes] = []
         self._flushed_at = clock()
         self.lines = 0

@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from sm_locust.report.metrics import INFERENCE_COMPONENTS_NS, METRICS, MetricDef, per_unit_column
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
+from sm_locust.report.metrics import INFERENCE_COMPONENTS_NS, METRICS, MetricDef, per_unit_column
 
 MAX_QUERIES_PER_CALL = 500
 LAG_WINDOW_S = 20 * 60  # data missing at the end of a run that ended this recently may still come
@@ -54,7 +54,7 @@ def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METR
 
 def build_queries(request: MetricRequest, metrics: list[MetricDef]) -> list[tuple[MetricDef, str, dict]]:
     """(metric, stat, MetricDataQuery) for each metric x statistic; ids are m0, m1, ..."""
-    out = []
+    out: list[tuple[MetricDef, str, dict]] = []
     dims = request.dimensions()
     for metric in metrics:
         namespace, name = metric.namespace, metric.name
@@ -94,8 +94,8 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
         batch = queries[i : i + MAX_QUERIES_PER_CALL]
         kwargs: dict[str, Any] = {
             "MetricDataQueries": batch,
-            "StartTime": datetime.fromtimestamp(start, timezone.utc),
-            "EndTime": datetime.fromtimestamp(end, timezone.utc),
+            "StartTime": datetime.fromtimestamp(start, UTC),
+            "EndTime": datetime.fromtimestamp(end, UTC),
             "ScanBy": "TimestampAscending",
         }
         while True:
@@ -104,7 +104,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
                 pid = res.get("Id")
                 if pid not in points:
                     continue
-                for ts, value in zip(res.get("Timestamps", []), res.get("Values", [])):
+                for ts, value in zip(res.get("Timestamps", []), res.get("Values", []), strict=True):
                     points[pid].append((_epoch(ts), float(value)))
                 status = res.get("StatusCode", "Complete")
                 if status in ("Forbidden", "InternalError"):
@@ -124,7 +124,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
 def _epoch(ts) -> float:
     if isinstance(ts, datetime):
         if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=timezone.utc)
+            ts = ts.replace(tzinfo=UTC)
         return ts.timestamp()
     return float(ts)
 
@@ -160,10 +160,11 @@ def to_frame(specs: list[tuple[MetricDef, str, dict]], points: dict[str, list], 
 
 
 def _hm(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%H:%M")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M")
 
 
-def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest, now: float) -> tuple[list[str], list[str], bool, float | None]:
+def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricRequest,
+           now: float) -> tuple[list[str], list[str], bool, float | None]:
     """Pure: name what is missing. Returns (gaps, notes, complete, data_until).
 
     `complete` means every expected metric has its first and last bucket of the run. Missing

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sm_locust.formatting import number
@@ -51,16 +52,20 @@ class RunComparison:
 def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, *, safety_factor: float = 0.5,
                   target_rps: float | None = None) -> RunComparison:
     data = read_run(run_dir)
-    previous = data.summary.get("cost") if isinstance(data.summary.get("cost"), dict) else {}
+    previous = data.summary.get("cost")
+    if not isinstance(previous, dict):
+        previous = {}
     opts = resolve_defaults(ReportOptions(
         cloudwatch=False, instance_type=previous.get("instance_type"), instance_count=previous.get("instance_count"),
-        price_per_hour=previous.get("price_per_hour_usd") if previous.get("price_source") == "--price-per-hour" else None,
+        price_per_hour=previous.get("price_per_hour_usd") if previous.get("price_source") == "--price-per-hour"
+        else None,
         safety_factor=safety_factor, target_rps=target_rps,
     ), data.summary, data.options)
-    none = create_source("none", reason="compare does not fetch CloudWatch").fetch(MetricRequest(opts.endpoint_name or "", 0, 0))
+    nothing = MetricRequest(opts.endpoint_name or "", 0, 0)
+    none = create_source("none", reason="compare does not fetch CloudWatch").fetch(nothing)
     _, steps, point, cost, _, gaps, _ = compute(data, opts, none, prices)
     gaps = data.gaps + gaps
-    saved = data.run_dir / "steps.csv"
+    saved = data.folder / "steps.csv"
     if saved.is_file() and not steps.empty:  # endpoint-side columns from an earlier `sm-locust report`
         try:
             saved_steps = pd.read_csv(saved)
@@ -71,11 +76,12 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError):
             gaps.append(f"{saved} could not be read")
     row: dict[str, Any] = {
-        "run": data.run_dir.name, "endpoint": opts.endpoint_name, "instance_type": opts.instance_type,
+        "run": data.folder.name, "endpoint": opts.endpoint_name, "instance_type": opts.instance_type,
         "instance_count": opts.instance_count or 1,
         "users": (point or {}).get("users"), "max_sustainable_rps": (point or {}).get("rps"),
         "goodput_rps": (point or {}).get("goodput_rps"),
-        "p50_ms": (point or {}).get("p50_ms"), "p95_ms": (point or {}).get("p95_ms"), "p99_ms": (point or {}).get("p99_ms"),
+        "p50_ms": (point or {}).get("p50_ms"), "p95_ms": (point or {}).get("p95_ms"),
+        "p99_ms": (point or {}).get("p99_ms"),
         "usd_per_million": cost.get("usd_per_million"), "transactions_per_hour": cost.get("transactions_per_hour"),
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
     }
@@ -89,7 +95,8 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         row.update(run_requests=totals.requests, run_failures=totals.failures, run_goodput_rps=totals.goodput_rps)
     row["gaps"] = len(gaps)
     row.update(llm_columns(data.summary, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
-    return RunComparison(data.run_dir.name, {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
+    return RunComparison(data.folder.name,
+                         {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
                          steps, gaps)
 
 
@@ -116,8 +123,8 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     thr, lat = go.Figure(), go.Figure()
     for r in runs:
         if not r.steps.empty:
-            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps.get("goodput_rps", r.steps["rps"]), mode="lines+markers",
-                                     name=r.name))
+            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps.get("goodput_rps", r.steps["rps"]),
+                                     mode="lines+markers", name=r.name))
             lat.add_trace(go.Scatter(x=r.steps["users"], y=r.steps["p95_ms"], mode="lines+markers", name=r.name))
     figs = [div(thr, "cmp-throughput", "Goodput vs users", "successful invocations/s"),
             div(lat, "cmp-latency", "p95 latency vs users", "ms")]
@@ -155,7 +162,8 @@ def compare_table(run_dirs: list[str], *, prices_file: str | None = None, safety
 
 
 def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices_file: str | None = None,
-                 safety_factor: float = 0.5, target_rps: float | None = None, progress=None) -> tuple[dict[str, Path], list[str]]:
+                 safety_factor: float = 0.5, target_rps: float | None = None,
+                 progress=None) -> tuple[dict[str, Path], list[str]]:
     """Write compare.csv and compare.html into out_dir; returns (outputs, gaps)."""
     runs, table = compare_table(run_dirs, prices_file=prices_file, safety_factor=safety_factor, target_rps=target_rps,
                                 progress=progress)
@@ -177,7 +185,7 @@ def best(table: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {}
     rank = "goodput_rps" if table["goodput_rps"].notna().any() else "max_sustainable_rps"
     if table[rank].notna().any():
-        out["highest_rps"] = table.loc[table[rank].astype(float).idxmax(), "run"]
+        out["highest_rps"] = table["run"].iloc[int(np.nanargmax(table[rank].to_numpy(dtype=float)))]
     if table["usd_per_million"].notna().any():
-        out["cheapest"] = table.loc[table["usd_per_million"].idxmin(), "run"]
+        out["cheapest"] = table["run"].iloc[int(np.nanargmin(table["usd_per_million"].to_numpy(dtype=float)))]
     return out

@@ -166,7 +166,8 @@ def cost_summary(
         if instance_type:
             gaps.append(f"cost: no price for {instance_type}; pass --price-per-hour or --prices FILE")
         else:
-            notes.append("cost: no instance type known; pass --instance-type or --price-per-hour for $ per 1M inferences")
+            notes.append("cost: no instance type known; pass --instance-type or "
+                         "--price-per-hour for $ per 1M inferences")
     cost: dict[str, Any] = {
         "instance_type": instance_type,
         "instance_count": instance_count,

@@ -73,7 +73,7 @@ def hourly_rows(seconds: pd.DataFrame, summary: Mapping[str, Any] | None = None)
         epochs = seconds["epoch_s"].to_numpy(dtype="float64")
         index = np.maximum(((epochs - 1.0 - origin) // HOUR_S).astype("int64"), 0)
         cuts = np.flatnonzero(np.diff(index)) + 1
-        for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(index)]):
+        for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(index)], strict=True):
             frame_hours[int(index[a])] = seconds.iloc[a:b]
     by_hour = {int(h["hour"]) - 1: h for h in recorded}
     keys = sorted(set(by_hour) | set(frame_hours))

@@ -78,7 +78,8 @@ def llm_columns(summary: Mapping[str, Any], point: Mapping[str, Any] | None, cos
     priced = token_cost(cost, view)
     at = view.point or {}
     return {"output_tokens_per_s": at.get("output_tokens_per_s"), "ttft_p95_ms": at.get("ttft_p95_ms"),
-            "itl_p95_ms": at.get("itl_p95_ms"), "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
+            "itl_p95_ms": at.get("itl_p95_ms"),
+            "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
 
 
 def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -90,7 +91,8 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
         (f"Output tokens/s there ({view.where})",
          f"{number(at.get('output_tokens_per_s'))} tokens/s; TTFT p50 / p95 / p99 "
          + " / ".join(number(at.get(k), 0) for k in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"))
-         + " ms; ITL p50 / p95 / p99 " + " / ".join(number(at.get(k)) for k in ("itl_p50_ms", "itl_p95_ms", "itl_p99_ms"))
+         + " ms; ITL p50 / p95 / p99 "
+         + " / ".join(number(at.get(k)) for k in ("itl_p50_ms", "itl_p95_ms", "itl_p99_ms"))
          + " ms"),
         ("Whole run (tokens)",
          (f"{number(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or MISSING} counts), "
@@ -100,7 +102,8 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
     if priced.get("usd_per_million_output_tokens") is not None:
         rows.append(("$ per 1M output tokens",
                      (f"{money(priced['usd_per_million_output_tokens'])} ({money(cost.get('price_per_hour_usd'), 3)}/h "
-                      f"x {cost.get('instance_count') or 1} / ({number(priced['output_tokens_per_s'])} tokens/s x 3600))")))
+                      f"x {cost.get('instance_count') or 1} / "
+                      f"({number(priced['output_tokens_per_s'])} tokens/s x 3600))")))
     else:
         rows.append(("$ per 1M output tokens", f"{MISSING} (no price: pass --instance-type or --price-per-hour)"))
     return rows

@@ -18,7 +18,8 @@ No I/O here: DataFrames and dicts in, DataFrames and dicts out.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ def parse_time(value: Any) -> float | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -158,7 +159,7 @@ def step_spans(summary: dict[str, Any], seconds: pd.DataFrame) -> list[dict[str,
     values = users.to_numpy()
     change = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
     bounds = np.r_[change, len(values)]
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in pairwise(bounds):
         if not valid[a]:
             continue
         spans.append({"users": int(values[a]), "start_s": float(epochs[a]), "end_s": float(epochs[b - 1] + 1),
@@ -189,7 +190,10 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
         part = seconds.iloc[a:b]
         duration = span["end_s"] - span["start_s"]
         given = span.get("summary") or {}
-        col = lambda name: part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])  # noqa: E731
+
+        def col(name: str, part: pd.DataFrame = part) -> np.ndarray:
+            return part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])
+
         requests = given.get("requests")
         if requests is None:
             requests = _nan(np.sum, col("requests")) if len(col("requests")) else float("nan")
@@ -209,7 +213,8 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
             "requests": requests,
             "failures": failures,
             "rps": rps,
-            "error_rate": (failures / requests) if requests and not _isnan(requests) and not _isnan(failures) else float("nan"),
+            "error_rate": (failures / requests) if requests and not _isnan(requests) and not _isnan(failures)
+            else float("nan"),
         }
         for p in ("p50_ms", "p95_ms", "p99_ms"):
             # summary.json's are exact (the step's own histogram); the history's are ~10 s windows
@@ -245,7 +250,8 @@ def _isnan(x: Any) -> bool:
 # ------------------------------------------------------------------------------------- findings
 
 
-def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame, max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
+def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
+                      max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
     with the highest goodput (successful invocations/s; rps without that column) among steps with
     error rate <= max_error_rate."""
@@ -264,7 +270,8 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame, max_error_ra
     ok = steps[(steps["error_rate"].fillna(0) <= max_error_rate) & steps["rps"].notna()]
     if ok.empty:
         return None
-    best = ok.loc[ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"].idxmax()]
+    ranked = ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"]
+    best = ok.loc[[ranked.idxmax()]].iloc[0]
     point = {k: _plain(best.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None

@@ -86,7 +86,25 @@ METRICS: tuple[MetricDef, ...] = (
               description="disk space used, percent"),
 )
 
-METRICS_BY_NAME = {m.name: m for m in METRICS}
+# A multi-model endpoint's metrics ("CloudWatch Metrics for Multi-Model Endpoint Deployments", docs/facts.md). Not
+# in METRICS: a report asks for them only for a run against an MME. ModelCacheHit's Average is the hit ratio.
+MULTI_MODEL_METRICS: tuple[MetricDef, ...] = (
+    MetricDef("ModelCacheHit", SAGEMAKER_NS, ("Average",), "pct", scale=100.0, direction="higher", expected=False,
+              description="requests whose model was already in memory, percent "
+              "(CloudWatch: Average of 1 per hit, 0 per miss)"),
+    MetricDef("ModelLoadingWaitTime", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001, expected=False,
+              description="time a request waited for its model's download and/or load (CloudWatch: µs)"),
+    MetricDef("ModelDownloadingTime", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001, expected=False,
+              description="time to download a model from S3 (CloudWatch: µs)"),
+    MetricDef("ModelLoadingTime", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001, expected=False,
+              description="time to load a model into the container (CloudWatch: µs)"),
+    MetricDef("ModelUnloadingTime", SAGEMAKER_NS, ("SampleCount",), "count", expected=False,
+              description="models unloaded from memory (SampleCount of the unload times)"),
+    MetricDef("LoadedModelCount", ENDPOINTS_NS, _AVG_MAX, "count", expected=False,
+              description="models loaded in memory, per instance"),
+)
+
+METRICS_BY_NAME = {m.name: m for m in (*METRICS, *MULTI_MODEL_METRICS)}
 
 
 def all_columns(metrics: tuple[MetricDef, ...] = METRICS) -> list[str]:

@@ -135,7 +135,8 @@ def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list
     return [summary, variant, *nested, run_options]
 
 
-def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> ReportOptions:
+def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
+                     run_options: Mapping[str, Any]) -> ReportOptions:
     """Fill the options the user left out from summary.json, then options.json."""
     sources = _sources(summary, run_options)
     resolved = ReportOptions(**{**options.__dict__})
@@ -161,7 +162,9 @@ def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> 
 
 
 def cloudwatch_url(run_options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    nested = run_options.get("sm_locust") if isinstance(run_options.get("sm_locust"), dict) else {}
+    nested = run_options.get("sm_locust")
+    if not isinstance(nested, dict):
+        nested = {}
     return (env.get("AWS_ENDPOINT_URL_CLOUDWATCH") or env.get("AWS_ENDPOINT_URL") or run_options.get("cloudwatch_url")
             or nested.get("cloudwatch_url"))
 
@@ -227,7 +230,8 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         result = create_source("none", reason=why).fetch(
             MetricRequest(opts.endpoint_name or "", start or 0, end or 0, period=opts.period))
         if on and (start is None or end is None):
-            result.gaps.append("CloudWatch: the run's start and end times are unknown (no summary.json times, no history)")
+            result.gaps.append("CloudWatch: the run's start and end times are unknown (no "
+                               "summary.json times, no history)")
         elif on:
             result.gaps.append("CloudWatch: no endpoint name; pass --endpoint-name")
         if is_gap:
@@ -396,7 +400,6 @@ def prepare_report(
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
-    assert data.run_dir is not None  # read_run always sets it
     run_info = {
         "endpoint": opts.endpoint_name, "variant": opts.variant_name, "region": opts.region,
         "instances": f"{opts.instance_count or 1} x {opts.instance_type}" if opts.instance_type else None,
@@ -404,13 +407,13 @@ def prepare_report(
         "run folder": str(data.run_dir),
     }
     model = ReportModel(
-        title=f"sm-locust report: {opts.endpoint_name or data.run_dir.name}", run=run_info, steps=steps,
+        title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes,
         generated_at=iso(time.time(), "seconds"),
-        totals=data.summary.get("totals") if isinstance(data.summary.get("totals"), dict) else {}, llm=tokens,
+        totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
         hours=hourly_rows(seconds, data.summary),
     )
-    return PreparedReport(data.run_dir, opts, model, metrics.as_summary())
+    return PreparedReport(data.folder, opts, model, metrics.as_summary())
 
 
 def build_report(

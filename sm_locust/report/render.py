@@ -106,7 +106,7 @@ def _band(fig, d: pd.DataFrame, column: str, name: str, **where) -> None:
 
 
 def _has(frame: pd.DataFrame, column: str) -> bool:
-    return column in frame.columns and frame[column].notna().any()
+    return column in frame.columns and bool(frame[column].notna().any())
 
 
 def _style(fig):
@@ -194,7 +194,8 @@ def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingW
         return missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
     fig = go.Figure()
     for c in cols:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c.replace("_ms", "").replace("client_", "")))
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers",
+                                 name=c.replace("_ms", "").replace("client_", "")))
     if m.point and m.point.get("users") is not None:
         fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
     fig.update_layout(title="Client latency vs users", xaxis_title="users", yaxis_title="ms")
@@ -272,11 +273,10 @@ def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-decomposition")
 
 
-def fig_hourly(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    h = m.hours
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -298,8 +298,8 @@ def fig_hourly(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
-    knee = (f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users"
-            + (f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else "") if p else MISSING)
+    goodput = f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else ""
+    knee = f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users{goodput}" if p else MISSING
     if not is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
         headline = [("Capacity (best stable goodput at or beyond the knee)", f"{number(p.get('capacity_rps'))} req/s"),
                     ("Knee (least load within 5 % of the plateau)", knee)]
@@ -316,10 +316,12 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Error rate there", percent(step.get("error_rate"), 2)))
         if "cw_CPUUtilization_avg_pct" in step:
             rows.append(("Endpoint CPU there (avg / max, summed over vCPUs)",
-                         f"{number(step.get('cw_CPUUtilization_avg_pct'))} / {number(step.get('cw_CPUUtilization_max_pct'))} %"))
+                         f"{number(step.get('cw_CPUUtilization_avg_pct'))} / "
+                         f"{number(step.get('cw_CPUUtilization_max_pct'))} %"))
         if "cw_MemoryUtilization_avg_pct" in step:
             rows.append(("Endpoint memory there (avg / max)",
-                         f"{number(step.get('cw_MemoryUtilization_avg_pct'))} / {number(step.get('cw_MemoryUtilization_max_pct'))} %"))
+                         f"{number(step.get('cw_MemoryUtilization_avg_pct'))} / "
+                         f"{number(step.get('cw_MemoryUtilization_max_pct'))} %"))
         if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
                          f"{number(step.get('client_avg_ms'))} = {number(step.get('model_latency_ms'))} + "
@@ -397,7 +399,7 @@ def hourly_section(m: ReportModel) -> str:
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
-            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(m)}"
+            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h)}"
             f'<table id="hours"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
@@ -431,7 +433,7 @@ def figures(model: ReportModel) -> dict[str, Any]:
 
     charts(model, keep, lambda *_: None)
     if model.hours is not None and len(model.hours) >= 2:
-        fig_hourly(model, keep)
+        fig_hourly(model.hours, keep)
     return drawn
 
 

@@ -105,10 +105,11 @@ def s3_client(profile: str | None = None, region: str | None = None):
     try:
         return boto3.session.Session(profile_name=profile or None).client("s3", region_name=region or None)
     except botocore.exceptions.ProfileNotFound:
-        raise UsageError(f"AWS profile {profile!r} not found; check the profile option / AWS_PROFILE and ~/.aws/config") from None
+        raise UsageError(f"AWS profile {profile!r} not found; "
+                         "check the profile option / AWS_PROFILE and ~/.aws/config") from None
 
 
-def _explain(exc: Exception, action: str, location: S3Location) -> str:
+def _explain(exc: BaseException, action: str, location: S3Location) -> str:
     """One line for an S3 failure: what was tried where, the error code, what to check."""
     import botocore.exceptions
 
@@ -170,14 +171,16 @@ def upload_folder(folder: str | os.PathLike[str], location: S3Location, s3=None)
     total = 0
     for path in files:
         relative = path.relative_to(folder).as_posix()
-        content_type = _CONTENT_TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        guessed = mimetypes.guess_type(path.name)[0]
+        content_type = _CONTENT_TYPES.get(path.suffix) or guessed or "application/octet-stream"
         try:
             s3.upload_file(str(path), location.bucket, location.key(relative), ExtraArgs={"ContentType": content_type})
         except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
             raise RunError(_explain(exc, "write to", location)) from None
         except boto3.exceptions.S3UploadFailedError as exc:  # the transfer manager wraps the ClientError
             cause = exc.__cause__ or exc.__context__
-            raise RunError(_explain(cause, "write to", location) if cause else f"cannot write to {location}: {exc}") from None
+            raise RunError(_explain(cause, "write to", location) if cause
+                           else f"cannot write to {location}: {exc}") from None
         except OSError as exc:
             raise RunError(f"cannot upload {path}: {exc.strerror or exc}") from None
         total += path.stat().st_size

@@ -5,8 +5,9 @@ pandas' `to_csv(float_format="%.6g")` formats each number in Python (~50 s for a
 `write_timeseries` hands the frame to pyarrow's C++ CSV writer instead: each float is first rounded
 to six significant digits (`round_column`, vectorized: 1234.56789 -> 1234.57, 2.0000001e-05 ->
 2e-05, whole numbers stay whole), and pyarrow writes each number's shortest form (`3`, `0.25`,
-`1e-7` where pandas wrote `1e-07`), so the file reads back to the same values as before. Without pyarrow the pandas writer
-is used. Small tables (steps, hours) keep pandas' writer (quoting of text cells as pandas does).
+`1e-7` where pandas wrote `1e-07`), so the file reads back to the same values as before. Without
+pyarrow the pandas writer is used. Small tables (steps, hours) keep pandas' writer (quoting of text
+cells as pandas does).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ format module implements its own splitting (see `rows.py`).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any, ClassVar, NamedTuple
 
 from sm_locust.errors import UsageError
@@ -32,6 +33,13 @@ class Part(NamedTuple):
     body: bytes
     rows: int
     custom_attributes: str | None = None
+
+
+def common_rows(arrays: Iterable[Any]) -> int | None:
+    """The number of rows (first dimension) every array has; None when they differ, when one is a
+    scalar, or when there are none."""
+    rows = {int(a.shape[0]) if a.ndim else None for a in arrays}
+    return rows.pop() if len(rows) == 1 else None
 
 
 def part_slices(n: int, k: int, where: str) -> list[slice]:

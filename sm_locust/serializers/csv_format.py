@@ -69,7 +69,7 @@ class CsvSerializer(Serializer):
     def _serialize(self, obj: Any) -> bytes:
         if is_ranking(obj):
             arr = as_single_array(obj, np.float64)
-            fmt = ["%d"] * NUM_FIELDS + ["%.9g"] * NUM_FIELDS
+            fmt: str | list[str] = ["%d"] * NUM_FIELDS + ["%.9g"] * NUM_FIELDS
             names = [f"{FEAT_IDS}_{i}" for i in range(NUM_FIELDS)] + [f"{FEAT_VALS}_{i}" for i in range(NUM_FIELDS)]
         else:
             arr = as_single_array(obj)

@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 
 from sm_locust.errors import UsageError
-from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
+from sm_locust.serializers.base import Part, SerializationError, Serializer, common_rows, part_slices
 from sm_locust.serializers.content_types import JSON, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, is_ranking, ranking_arrays
 
@@ -84,10 +84,9 @@ class JsonSerializer(Serializer):
             if self.layout == "inputs":
                 return dumps({"inputs": tensors})
             arrays = {k: np.asarray(v) for k, v in tensors.items()}
-            rows = {a.shape[0] if a.ndim else None for a in arrays.values()}
-            if len(rows) != 1 or None in rows:
+            n = common_rows(arrays.values())
+            if n is None:
                 raise SerializationError("layout 'instances' needs every input to have the same number of rows")
-            n = rows.pop()
             return dumps({"instances": [{k: a[i] for k, a in arrays.items()} for i in range(n)]})
         if isinstance(obj, (np.ndarray, list, tuple)):
             return dumps({"instances": obj if not isinstance(obj, tuple) else list(obj)})

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sm_locust.errors import UsageError
+from sm_locust.invocation import attribute_values
 from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
 from sm_locust.serializers.content_types import NPY, NUMPY_RAW, canonical
 from sm_locust.serializers.ranking import as_single_array
@@ -50,7 +51,8 @@ def load_npy(data: bytes, what: str = "body") -> np.ndarray:
 
 def dump_npy(arr: np.ndarray) -> bytes:
     if arr.dtype.hasobject:
-        raise SerializationError(f"an object array cannot be sent as .npy without pickle; {PICKLE_REFUSED.split('; ')[1]}")
+        raise SerializationError("an object array cannot be sent as .npy without pickle; "
+                                 f"{PICKLE_REFUSED.split('; ')[1]}")
     buf = io.BytesIO()
     np.save(buf, arr, allow_pickle=False)
     return buf.getvalue()
@@ -62,7 +64,8 @@ def parse_shape(shape: Sequence[int] | str | None) -> tuple[int, ...] | None:
         return None
     parts = str(shape).strip("()[] ").split(",") if isinstance(shape, str) else list(shape)
     try:
-        dims = tuple(-1 if str(p).strip().upper() in ("N", "-1", "?") else int(str(p).strip()) for p in parts if str(p).strip())
+        dims = tuple(-1 if str(p).strip().upper() in ("N", "-1", "?") else int(str(p).strip()) for p in parts
+                     if str(p).strip())
     except ValueError:
         raise SerializationError(f"shape {shape!r} is not a list of whole numbers such as N,78 or -1,78") from None
     if not dims or sum(d == -1 for d in dims) > 1 or any(d < -1 for d in dims):
@@ -113,7 +116,8 @@ class NpySerializer(Serializer):
 
 def _cast(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-        raise SerializationError(f"cannot send {arr.dtype} values as {dtype} without losing them; choose dtype {arr.dtype}")
+        raise SerializationError(f"cannot send {arr.dtype} values as {dtype} without losing "
+                                 f"them; choose dtype {arr.dtype}")
     return arr.astype(dtype)
 
 
@@ -128,7 +132,8 @@ class NumpyRawSerializer(Serializer):
     format = NUMPY_RAW
     default_content_type = canonical(NUMPY_RAW)
 
-    def __init__(self, dtype: Any = "float32", shape: Sequence[int] | str | None = None, content_type: str | None = None):
+    def __init__(self, dtype: Any = "float32", shape: Sequence[int] | str | None = None,
+                 content_type: str | None = None):
         super().__init__(content_type)
         self.dtype = parse_dtype(dtype).newbyteorder("<")
         self.shape = parse_shape(shape)
@@ -179,35 +184,27 @@ def split_npy(body: bytes, k: int, where: str, custom_attributes: str | None = N
     return [Part(dump_npy(arr[s]), s.stop - s.start, custom_attributes) for s in part_slices(arr.shape[0], k, where)]
 
 
-def attribute_values(custom_attributes: str | None) -> dict[str, str]:
-    """`shape=N,78;dtype=float32;trace=x` -> {"shape": "N,78", "dtype": "float32", "trace": "x"} (keys lower case)."""
-    values = {}
-    for part in (custom_attributes or "").split(";"):
-        key, sep, value = part.partition("=")
-        if sep:
-            values[key.strip().lower()] = value.strip()
-    return values
-
-
 def raw_layout(custom_attributes: str | None) -> tuple[np.dtype, tuple[int, ...]] | None:
     """(dtype, shape) of a bare buffer from its CustomAttributes (dtype float32 unless given);
     None when they give no `shape=`, so its rows are unknown."""
     values = attribute_values(custom_attributes)
-    if "shape" not in values:
+    shape = parse_shape(values.get("shape"))
+    if shape is None:
         return None
-    return parse_dtype(values.get("dtype", "float32")).newbyteorder("<"), parse_shape(values["shape"])
+    return parse_dtype(values.get("dtype", "float32")).newbyteorder("<"), shape
 
 
 def with_shape(custom_attributes: str, shape: Sequence[int]) -> str:
     """`custom_attributes` with its `shape=` value replaced by `shape`."""
     text = ",".join(str(d) for d in shape)
-    return ";".join(f"shape={text}" if p.strip().lower().startswith("shape=") else p for p in custom_attributes.split(";"))
+    return ";".join(f"shape={text}" if p.strip().lower().startswith("shape=") else p
+                    for p in custom_attributes.split(";"))
 
 
 def split_raw(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
     """K bare buffers of consecutive rows, each described by its own `shape=` custom attribute."""
     layout = raw_layout(custom_attributes)
-    if layout is None:
+    if layout is None or custom_attributes is None:
         raise UsageError(f"{where}: a bare buffer has rows only when its custom attributes say shape=")
     arr = frombuffer(body, layout[0], layout[1], where)
     return [Part(arr[s].tobytes(), s.stop - s.start, with_shape(custom_attributes, arr[s].shape))

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from sm_locust.serializers import tfs_proto
 from sm_locust.errors import UsageError
-from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
+from sm_locust.serializers import tfs_proto
+from sm_locust.serializers.base import Part, SerializationError, Serializer, common_rows, part_slices
 from sm_locust.serializers.content_types import PROTOBUF, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, is_ranking, ranking_arrays
 
@@ -107,12 +107,14 @@ def protobuf_rows(body: bytes) -> int | None:
 def split_protobuf(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
     """K PredictRequests holding consecutive rows of every input (model spec kept)."""
     req = tfs_proto.decode_predict_request(body)
-    rows = {a.shape[0] if a.ndim else None for a in req.tensors.values()}
-    if len(rows) != 1 or None in rows:
-        raise UsageError(f"{where}: cannot split this PredictRequest: its inputs do not all have the same number of rows")
+    rows = common_rows(req.tensors.values())
+    if rows is None:
+        raise UsageError(f"{where}: cannot split this PredictRequest: its inputs do not "
+                         "all have the same number of rows")
     return [
-        Part(tfs_proto.encode_predict_request({name: a[s] for name, a in req.tensors.items()}, model_name=req.model_name,
+        Part(tfs_proto.encode_predict_request({name: a[s] for name, a in req.tensors.items()},
+                                              model_name=req.model_name,
                                               signature_name=req.signature_name, version=req.version,
                                               output_filter=req.output_filter), s.stop - s.start, custom_attributes)
-        for s in part_slices(rows.pop(), k, where)
+        for s in part_slices(rows, k, where)
     ]

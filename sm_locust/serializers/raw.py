@@ -28,7 +28,8 @@ class RawSerializer(Serializer):
         if isinstance(obj, np.ndarray) and not obj.dtype.hasobject:
             return np.ascontiguousarray(obj).tobytes()
         kind = "a dict" if isinstance(obj, Mapping) else type(obj).__name__
-        raise SerializationError(f"the raw serializer sends bytes, text or an array as they are, not {kind}; use json, npy or protobuf")
+        raise SerializationError(f"the raw serializer sends bytes, text or an array as they are, not {kind}; use json, "
+                                 "npy or protobuf")
 
     def _deserialize(self, data: bytes) -> bytes:
         return data

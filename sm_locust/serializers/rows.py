@@ -27,11 +27,7 @@ from typing import Any
 import numpy as np
 
 from sm_locust.errors import UsageError
-from sm_locust.serializers.base import Part, SerializationError, part_slices
-from sm_locust.serializers.csv_format import csv_rows, split_csv
-from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_json, split_jsonlines
-from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
-from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
+from sm_locust.serializers.base import Part, SerializationError, common_rows, part_slices
 from sm_locust.serializers.content_types import (
     CSV,
     JSON,
@@ -42,16 +38,20 @@ from sm_locust.serializers.content_types import (
     base_content_type,
     format_of,
 )
+from sm_locust.serializers.csv_format import csv_rows, split_csv
+from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_json, split_jsonlines
+from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
+from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
 from sm_locust.serializers.ranking import FEAT_IDS, is_ranking
 
-_ROWS: dict[str, Callable[[bytes], int | None]] = {
+_ROWS: dict[str | None, Callable[[bytes], int | None]] = {
     JSON: json_rows,
     JSON_LINES: jsonlines_rows,
     CSV: csv_rows,
     NPY: npy_rows,
     PROTOBUF: protobuf_rows,
 }
-_SPLITTERS: dict[str, Callable[[bytes, int, str, str | None], list[Part]]] = {
+_SPLITTERS: dict[str | None, Callable[[bytes, int, str, str | None], list[Part]]] = {
     JSON: split_json,
     JSON_LINES: split_jsonlines,
     CSV: split_csv,
@@ -98,10 +98,9 @@ def split_rows(obj: Any, k: int, where: str) -> list[Any]:
         arrays = {key: np.asarray(value) for key, value in obj.items()}
         if FEAT_IDS in arrays and arrays[FEAT_IDS].ndim == 1:
             arrays = {key: a.reshape(1, -1) for key, a in arrays.items()}  # one ranking row
-        rows = {a.shape[0] if a.ndim else None for a in arrays.values()}
-        if len(rows) != 1 or None in rows:
+        n = common_rows(arrays.values())
+        if n is None:
             raise UsageError(f"{where}: cannot split: the inputs do not all have the same number of rows")
-        n = rows.pop()
         return [{key: a[s] for key, a in arrays.items()} for s in part_slices(n, k, where)]
     if isinstance(obj, (np.ndarray, list, tuple)):
         arr = np.asarray(obj)

@@ -78,14 +78,15 @@ class ResponseValidator:
         label = "" if name == "response" else f"output {name!r} "
         if self.expected_shape is not None:
             shape = self.expected_shape
-            if arr.ndim != len(shape) or any(e is not None and e != d for e, d in zip(shape, arr.shape)):
+            if arr.ndim != len(shape) or any(e is not None and e != d for e, d in zip(shape, arr.shape, strict=True)):
                 return f"{label}shape {list(arr.shape)} does not match expected {_shape_text(shape)}"
         if rows is not None and (arr.ndim == 0 or arr.shape[0] != rows):
             got = "a scalar" if arr.ndim == 0 else f"{arr.shape[0]} rows"
             return f"{label}has {got}; the request sent {rows}"
         return None
 
-    def validate(self, body: bytes, content_type: str | None = None, invocation: Invocation | None = None) -> InvocationError | None:
+    def validate(self, body: bytes, content_type: str | None = None,
+                 invocation: Invocation | None = None) -> InvocationError | None:
         """`InvocationError("InvalidResponse", why)` for a bad response, else None."""
         why = self.check(body, content_type, invocation)
         return None if why is None else InvocationError(INVALID_RESPONSE, why)

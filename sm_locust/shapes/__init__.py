@@ -10,6 +10,7 @@ and in the web UI several can be loaded at once and picked with `--class-picker`
 | `plateau` | `PlateauShape` | adaptive search (double, then bisect) over users or arrival rate |
 | `phases` | `PhasesShape` | an Inference Recommender TrafficPattern (PHASES / STAIRS) + StoppingConditions |
 | `open` | `OpenLoopShape` | a constant open-loop arrival rate |
+| `traffic` | `TrafficShape` | open-loop rate phases (`--traffic`), the load of an autoscaling test |
 """
 
 from __future__ import annotations
@@ -22,3 +23,4 @@ SHAPES.add("step", "step_shape", "steps")
 SHAPES.add("plateau", "plateau_shape", "search", "adaptive")
 SHAPES.add("phases", "phases_shape", "stairs", "traffic-pattern", "ir")
 SHAPES.add("open", "open_shape", "open-loop", "rate")
+SHAPES.add("traffic", "traffic_shape", "rates", "rate-phases")

@@ -24,9 +24,11 @@ import logging
 import time
 
 from locust import LoadTestShape
+from locust.runners import Runner
 
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.options import option_value
+from sm_locust.plateau.search import Search
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings, parse_seconds
 from sm_locust.users.openloop import OpenLoopUser
@@ -86,12 +88,12 @@ class SmLocustShape(LoadTestShape):
 
     def _reset(self) -> None:
         self.settings: ShapeSettings | None = None
-        self.search = None
+        self.search: Search | None = None
         self.measurements: list = []
         self.stop_reason: str | None = None
         self._reported = 0
         self._finished = False
-        self._started: float | None = None
+        self._started = 0.0  # when the settings were read (the first tick)
         self._run_time_s: float | None = None
 
     def reset_time(self):
@@ -112,8 +114,15 @@ class SmLocustShape(LoadTestShape):
 
     # -- Locust's entry point --------------------------------------------------------------------
     @property
+    def active_runner(self) -> Runner:
+        """Locust's runner: Locust sets it on the shape before the first tick."""
+        if self.runner is None:
+            raise RuntimeError("the load shape ticked before Locust gave it a runner")
+        return self.runner
+
+    @property
     def environment(self):
-        return self.runner.environment
+        return self.active_runner.environment
 
     @property
     def report_period_s(self) -> float:
@@ -186,7 +195,7 @@ class SmLocustShape(LoadTestShape):
     def closed_loop(self, users: int, spawn_rate: float | None = None):
         """(users, spawn_rate[, classes]): every loaded user class except the open-loop rate tokens."""
         rate = min(MAX_SPAWN_RATE, spawn_rate or MAX_SPAWN_RATE)  # up or down (Locust stops users at this rate too)
-        classes = self.runner.user_classes
+        classes = self.active_runner.user_classes
         closed = [c for c in classes if not issubclass(c, OpenLoopUser)]
         if not closed:
             raise UsageError("no closed-loop user class is loaded (only OpenLoopUser): add locustfiles/sagemaker.py")
@@ -196,10 +205,11 @@ class SmLocustShape(LoadTestShape):
 
     def open_loop(self, rate: float):
         """(users, spawn_rate, [OpenLoopUser]) offering `rate` req/s; records the exact offered rate."""
-        classes = [c for c in self.runner.user_classes if issubclass(c, OpenLoopUser)]
+        classes = [c for c in self.active_runner.user_classes if issubclass(c, OpenLoopUser)]
         if not classes:
             raise UsageError("open loop needs OpenLoopUser among the user classes: add the open or plateau shape "
                              "locustfile (sm_locust/locustfiles/open_shape.py)")
+        assert self.settings is not None  # read on the first tick, before any load is decided
         per_user = self.settings.open_loop().rate_per_user
         users = max(1, round(rate / per_user))
         self.recorder.current_target_rate = users * per_user
@@ -210,5 +220,5 @@ class SmLocustShape(LoadTestShape):
     def open_loop_pause(self):
         """No open-loop sends (0 users) while the endpoint drains; these seconds belong to no step."""
         self.recorder.current_target_rate = None
-        classes = [c for c in self.runner.user_classes if issubclass(c, OpenLoopUser)]
+        classes = [c for c in self.active_runner.user_classes if issubclass(c, OpenLoopUser)]
         return 0, MAX_SPAWN_RATE, classes[:1]

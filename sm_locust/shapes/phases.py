@@ -15,12 +15,15 @@ when a budget fired first).
 from __future__ import annotations
 
 from sm_locust.plateau.driver import ScheduleDriver
+from sm_locust.plateau.search import ScheduleSearch
 from sm_locust.shapes.base import SmLocustShape, say
 from sm_locust.shapes.settings import ShapeSettings
 
 
 class PhasesShape(SmLocustShape):
     """Inference Recommender traffic pattern from `--traffic-pattern`."""
+
+    search: ScheduleSearch
 
     def start(self, settings: ShapeSettings) -> None:
         self.schedule = settings.schedule()
@@ -33,7 +36,7 @@ class PhasesShape(SmLocustShape):
 
     def stop(self, now, seconds, reason):
         self.driver.finish(now, seconds, reason)
-        super().stop(now, seconds, self.driver.stop_reason)
+        super().stop(now, seconds, self.driver.stop_reason or reason)
 
     def decide(self, now, seconds):
         level = self.driver.tick(now, seconds)

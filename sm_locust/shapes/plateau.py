@@ -16,6 +16,7 @@ default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `
 
 from __future__ import annotations
 
+from sm_locust.plateau.search import PlateauSearch
 from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.record.llm import LlmStats
 from sm_locust.shapes.base import SmLocustShape
@@ -28,6 +29,8 @@ DRAINED_IN_FLIGHT = 1  # ... it is drained when at most this many requests are s
 
 class PlateauShape(SmLocustShape):
     """Adaptive plateau search over users or arrival rate."""
+
+    search: PlateauSearch
 
     def start(self, settings: ShapeSettings) -> None:
         self.search = settings.plateau_search()
@@ -43,7 +46,7 @@ class PlateauShape(SmLocustShape):
         if self.search.mode == MODE_RATE:
             return self._decide_rate(now, seconds)
         decision = self.driver.tick(now, seconds)
-        if decision.stop:
+        if decision.users is None:  # stop
             self.stop_reason = decision.reason
             return None
         return self.closed_loop(decision.users)
@@ -62,7 +65,7 @@ class PlateauShape(SmLocustShape):
             self.driver.restart_step(now)
         measured = len(self.driver.measurements)
         decision = self.driver.tick(now, seconds)
-        if decision.stop:
+        if decision.rate is None:  # stop
             self.stop_reason = decision.reason
             return None
         if len(self.driver.measurements) > measured and counters.in_flight > DRAINED_IN_FLIGHT:

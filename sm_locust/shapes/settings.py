@@ -9,9 +9,13 @@ the same code on their first tick (web UI runs), and build their searches from i
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from sm_locust.errors import UsageError
 from sm_locust.options import (
@@ -32,6 +36,7 @@ from sm_locust.plateau.conditions import (
     MaxInvocations,
 )
 from sm_locust.plateau.driver import DEFAULT_MIN_STEP_S, SearchDriver
+from sm_locust.plateau.rates import Traffic, parse_traffic
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
@@ -88,6 +93,26 @@ def load_traffic_pattern(value: str) -> str:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"--traffic-pattern {value!r} cannot be read: {exc}") from None
+
+
+def load_traffic(value: str, flag: str = "--traffic") -> Traffic:
+    """`--traffic`: a YAML/JSON file, or the text itself (starts with `[` or `{`) -> checked rate phases."""
+    text = str(value).strip()
+    if not text.startswith(("[", "{")):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise UsageError(f"{flag} {value!r} is neither a readable file nor phases written inline "
+                             "([{duration_s: 300, rps: 20}, ...])")
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{flag} {value!r} cannot be read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"{flag} {value!r} is not YAML or JSON: {problem}") from None
+    return parse_traffic(data, flag)
 
 
 @dataclass(frozen=True)
@@ -150,6 +175,8 @@ class ShapeSettings:
     rate_per_user: float | None = None
     max_in_flight: int | None = None
     traffic_pattern: str | None = None
+    traffic: str | None = None  # --traffic: open-loop rate phases (plateau/rates.py), a file or the text
+    time_scale: float | None = None  # --time-scale: emulated seconds per real second (a local fleet's)
     spawn_rate: float | None = None
     objective: TokenObjective | None = None  # --objective output-tokens (shapes/tokens.py); None = requests
 
@@ -181,6 +208,8 @@ class ShapeSettings:
             target_rps=_num(options, "target_rps", float),
             **open_loop_options(options),
             traffic_pattern=option_value(options, "traffic_pattern"),
+            traffic=option_value(options, "traffic") or None,
+            time_scale=_num(options, "time_scale", float),
             spawn_rate=_num(options, "spawn_rate", float),
             objective=token_objective(options, pct),
         )
@@ -201,11 +230,13 @@ class ShapeSettings:
         if self.latency_slo_ms is not None and not self.latency_slo_ms > 0:
             raise UsageError(f"--latency-slo-ms must be more than 0 ms, got {self.latency_slo_ms:g}")
         if self.max_error_rate is not None and not 0.0 <= self.max_error_rate < 1.0:
-            hint = f" (write {self.max_error_rate / 100:g} for {self.max_error_rate:g} %)" if 1 <= self.max_error_rate <= 100 else ""
+            hint = (f" (write {self.max_error_rate / 100:g} for {self.max_error_rate:g} %)"
+                    if 1 <= self.max_error_rate <= 100 else "")
             raise UsageError(f"--max-error-rate is a fraction in [0, 1), got {self.max_error_rate:g}{hint}")
         if self.max_invocations is not None and self.max_invocations < 1:
             raise UsageError(f"--max-invocations must be at least 1, got {self.max_invocations}")
-        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps), ("--target-rps", self.target_rps)):
+        for flag, value in (("--start-rps", self.start_rps), ("--max-rps", self.max_rps),
+                            ("--target-rps", self.target_rps)):
             if value is not None and not value > 0:
                 raise UsageError(f"{flag} must be more than 0 req/s, got {value:g}")
         if self.start_rps > self.max_rps:
@@ -213,30 +244,40 @@ class ShapeSettings:
         check_open_loop(self.rate_per_user, self.max_in_flight)
         if self.spawn_rate is not None and not self.spawn_rate > 0:
             raise UsageError(f"--spawn-rate must be more than 0, got {self.spawn_rate:g}")
+        if self.time_scale is not None and not (math.isfinite(self.time_scale) and self.time_scale > 0):
+            raise UsageError(f"--time-scale must be a number above 0 (emulated seconds per real second), "
+                             f"got {self.time_scale:g}")
         return self
 
     def check(self, shape: str | None) -> ShapeSettings:
         """Contradictions between the options and the chosen shape (None = constant users)."""
         if self.objective is not None:
             self.objective.check(shape, self.search_mode)
-        open_loop = shape == "open" or (shape == "plateau" and self.search_mode == MODE_RATE)
+        open_loop = shape in ("open", "traffic") or (shape == "plateau" and self.search_mode == MODE_RATE)
+        if self.traffic is not None and shape != "traffic":
+            raise UsageError("--traffic describes the load itself (open-loop rate phases): use it with --shape traffic")
+        if self.time_scale is not None and shape != "traffic":
+            raise UsageError("--time-scale compresses the phases of --traffic; use it with --traffic FILE")
         if self.traffic_pattern is not None and shape != "phases":
             raise UsageError("--traffic-pattern describes the load itself: use it with --shape phases")
         if self.target_rps is not None and shape != "open":
             raise UsageError("--target-rps is a constant open-loop rate (--shape open); a rate search takes "
                              "--search-mode rate --start-rps/--max-rps")
         if self.search_mode == MODE_RATE and shape != "plateau":
-            raise UsageError("--search-mode rate steps the arrival rate of the plateau search: use it with --shape plateau")
+            raise UsageError("--search-mode rate steps the arrival rate of the plateau "
+                             "search: use it with --shape plateau")
         if not open_loop:
             for flag, value in (("--arrival", self.arrival), ("--rate-per-user", self.rate_per_user),
                                 ("--max-in-flight", self.max_in_flight)):
                 if value is not None:
-                    raise UsageError(f"{flag} applies to open loop: --shape open --target-rps R, "
+                    raise UsageError(f"{flag} applies to open loop: --shape open --target-rps R, --traffic FILE, "
                                      "or --shape plateau --search-mode rate")
         if shape == "open" and self.target_rps is None:
             raise UsageError("--shape open needs --target-rps R (requests per second to send)")
         if shape == "phases":
             self.schedule()
+        if shape == "traffic":
+            self.rate_phases()
         if shape in ("step", "plateau") and self.max_users is not None and self.max_users < self.start_users:
             raise UsageError(f"--max-users ({self.max_users}) is below --start-users ({self.start_users})")
         if shape == "step":
@@ -271,7 +312,8 @@ class ShapeSettings:
 
     def open_loop(self) -> OpenLoopSettings:
         """The open-loop settings with defaults applied (what the open-loop users run with)."""
-        given = {"arrival": self.arrival, "rate_per_user": self.rate_per_user, "max_in_flight": self.max_in_flight}
+        given: dict[str, Any] = {"arrival": self.arrival, "rate_per_user": self.rate_per_user,
+                                 "max_in_flight": self.max_in_flight}
         return OpenLoopSettings(**{k: v for k, v in given.items() if v is not None})
 
     def step_search(self) -> StepSearch:
@@ -305,15 +347,24 @@ class ShapeSettings:
 
     def schedule(self) -> Schedule:
         if self.traffic_pattern is None:
-            raise UsageError("--shape phases needs --traffic-pattern FILE_OR_JSON (an Inference Recommender TrafficPattern)")
+            raise UsageError("--shape phases needs --traffic-pattern FILE_OR_JSON (an Inference Recommender "
+                             "TrafficPattern)")
         try:
             return parse_traffic_pattern(load_traffic_pattern(self.traffic_pattern))
         except UsageError as exc:
             raise UsageError(f"--traffic-pattern: {exc}") from None
 
+    def rate_phases(self) -> Traffic:
+        """The --traffic phases, read and checked (durations in run seconds: emulated on a local fleet)."""
+        if self.traffic is None:
+            raise UsageError("--shape traffic needs --traffic FILE (open-loop rate phases: [{duration_s, rps}, ...])")
+        return load_traffic(self.traffic)
+
     def schedule_search(self, schedule: Schedule) -> ScheduleSearch:
         conditions = schedule.stopping.conditions() + self.constraints(None) + self.budgets()
         first = schedule.at(0.0)
+        if first is None:  # parse_traffic_pattern refuses a pattern without phases
+            raise UsageError("--traffic-pattern has no phase to run")
         return ScheduleSearch(first[0], max(schedule.max_users, first[0]), conditions=conditions)
 
 

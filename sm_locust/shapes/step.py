@@ -12,6 +12,7 @@ Without those options it runs every step up to `--max-users`, as it always did.
 from __future__ import annotations
 
 from sm_locust.plateau.driver import SearchDriver
+from sm_locust.plateau.search import StepSearch
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.shapes.settings import ShapeSettings, StepSchedule
 
@@ -22,6 +23,8 @@ def schedule_from_options(options) -> StepSchedule:
 
 class StepLoadShape(SmLocustShape):
     """Step load from `--start-users/--step-users/--step-seconds/--max-users`, optionally stopping at the knee."""
+
+    search: StepSearch
 
     def start(self, settings: ShapeSettings) -> None:
         self.schedule = settings.step_schedule()
@@ -35,7 +38,7 @@ class StepLoadShape(SmLocustShape):
 
     def decide(self, now, seconds):
         decision = self.driver.tick(now, seconds)
-        if decision.stop:
+        if decision.users is None:  # stop
             self.stop_reason = decision.reason
             return None
         return self.closed_loop(decision.users, self.schedule.spawn_rate)

@@ -20,6 +20,7 @@ from typing import Any
 from sm_locust.errors import UsageError
 from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.plateau.conditions import Condition
+from sm_locust.plateau.search import PlateauSearch
 from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.plateau.tokens import (
     OBJECTIVE,
@@ -61,16 +62,18 @@ class TokenObjective:
 
     def check(self, shape: str | None, search_mode: str) -> None:
         if shape != "plateau":
-            raise UsageError(f"--objective {OBJECTIVE} is what the plateau search maximises: use it with --shape plateau")
+            raise UsageError(f"--objective {OBJECTIVE} is what the plateau search "
+                             "maximises: use it with --shape plateau")
         if search_mode == MODE_RATE:
             raise UsageError(f"--objective {OBJECTIVE} steps users: drop --search-mode rate")
 
     def search(self, start: float, max_users: float, conditions: list[Condition]) -> TokenPlateauSearch:
-        return TokenPlateauSearch(start, max_users, conditions=[*conditions, *self.constraints()], extend_unstable=False,
+        return TokenPlateauSearch(start, max_users, conditions=[*conditions, *self.constraints()],
+                                  extend_unstable=False,
                                   percentile=self.percentile)
 
     @staticmethod
-    def driver(search: TokenPlateauSearch, tokens: Any, **kwargs) -> TokenDriver:
+    def driver(search: PlateauSearch, tokens: Any, **kwargs) -> TokenDriver:
         """`tokens(seconds)` gives the answers and tokens of timeline seconds (`LlmStats.over`)."""
         if tokens is None:
             raise UsageError(f"--objective {OBJECTIVE} needs the run's token figures: run it with the default "

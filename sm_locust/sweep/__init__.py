@@ -1,25 +1,30 @@
-"""Configuration sweeps (`sm-locust sweep`): deploy each candidate serving configuration, find its
-plateau with the normal run machinery, and recommend the cheapest one that meets the objective.
+"""Configuration sweeps (`sm-locust sweep`): deploy each candidate serving configuration, test it
+with the normal run machinery, and recommend the cheapest one that meets the objective.
 
 The loop the seed articles describe (tune workers, threads, batching, instance types; load-test
-each; compare throughput, latency and $ per 1M inferences), as folders by responsibility:
+each; compare throughput, latency and $ per 1M inferences), for several *kinds* of sweep that
+share everything but what a configuration is and what its test measures:
 
-    schema.py      the sweep file: read (YAML/JSON), validate (unknown keys named with their path)
+    api.py         the entry points (`load_sweep`, `plan_lines`, `run_sweep`, `sweep`, `cleanup`)
+    schema.py      the sweep file: read (YAML/JSON), `--set`, the shared keys checked
+    validate.py    the one checker: how a value is judged and worded (numbers, mappings, keys, ...)
+    kinds.py       the registry of sweep kinds: which section makes a file which kind
     grid.py        grid + explicit list -> configurations (pure)
     load.py        the `load:` section -> the options and LoadSettings of `sm-locust run`
     deployers/     where a configuration runs: `local` (the embedded endpoint), `sagemaker` (boto3)
+    base.py        `Sweep`: what every kind is; the plan's estimates, the budget, sweep.json's head
+    rows.py        a configuration's row, typed; the one place it becomes a sweep.json object
     pipeline.py    which endpoint to create, test and delete next, at most N alive (pure)
-    measure.py     a run folder's summary.json -> the figures a sweep compares (pure)
-    costing.py     prices (report/cost.py's table), $ per 1M, instances for the target, plan estimates
-    objective.py   eligibility, ranking, recommendation, Pareto front (pure)
-    progress.py    one line per configuration, a bar with ETA
-    runner.py      drives it all; resume, overlap, cleanup on success, failure, SIGINT, SIGTERM
-    render.py      sweep.json, sweep.csv, sweep.html
-    api.py         the Python entry points (`load_sweep`, `plan`, `run_sweep`, `cleanup`)
-    serverless*.py serverless sweeps (a `serverless:` section): memory x MaxConcurrency, stability /
-                   concurrency / cold-start tests, cost and break-even vs real-time (docs/serverless.md)
+    runner.py      drives any kind; resume, overlap, cleanup on success, failure, SIGINT, SIGTERM
+    costing.py     instance prices (report/cost.py's table), $ per 1M, plan estimates
+    objective.py   the `objective:` section and the helpers every kind's ranking shares (pure)
+    progress.py    what a sweep prints: lines, a bar with ETA, the runs' step lines
+    render.py      the page, table and files every kind's outputs share
+    realtime/      the default kind: instance-backed endpoints, a plateau search each
+    serverless/    the `serverless:` kind: memory x MaxConcurrency, throttles, cold starts, break-even
 
-docs/sweep.md documents the file and the outputs.
+docs/sweep.md documents the file, the outputs and how to add a kind; docs/serverless.md the
+serverless kind.
 
 The package is also the Python API's `sm_locust.sweep(...)`: calling it runs `api.sweep` and returns
 its `SweepResult` (`.table`, `.recommendation`, shown inline in a notebook). Why the package itself is

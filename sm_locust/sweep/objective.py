@@ -1,32 +1,28 @@
-"""What "best" means, and which configuration wins: pure functions over measured figures.
+"""What "best" means for every sweep kind: the `objective:` section, and the helpers every kind's
+ranking shares (pure).
 
-A configuration is *eligible* when it ran, found a sustainable throughput, and at that point meets
-the SLO (the objective's percentile at or under `slo_ms`) and the error budget. Eligible
-configurations are ranked by the objective's `optimize`:
-
-- `cost` (default): the $ per hour of the fleet that serves `target_rps` (instances needed x price),
-  then $ per 1M inferences (more headroom for the same fleet), then latency. Without a target, $
-  per 1M first. Without prices it falls back to throughput.
-- `throughput`: capacity (req/s), then latency.
-- `latency`: the percentile at the knee, then cost.
-
-`recommend` returns the winner, a one-sentence reason with the figure that decided against the
-runner-up, and for every other configuration why it lost. `pareto_front` marks the configurations
-no other one beats on both cost and latency (the cost-vs-latency chart draws them as a line).
+`Objective` is the sweep file's `objective:` section (target rate, SLO and its percentile, error
+budget, safety factor, what to optimize). Each kind ranks its own figures (`realtime/rank.py`:
+capacity and $ per hour at the target; `serverless/rank.py`: $ per 1M, warm latency,
+MaxConcurrency) with the same vocabulary: a configuration that cannot be recommended has a
+*disqualification*; the winner is the first of the eligible ones ranked; every other configuration
+gets one reason it lost (`why_lost`), and when none is eligible the sentence lists each one's
+reason (`nothing_meets`). `pareto_front` marks the configurations no other one beats on both cost
+and latency.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 OPTIMIZE = ("cost", "throughput", "latency")
 # the percentiles summary.json records per step (docs/summary.md) -> their keys
 PERCENTILE_KEYS = {50.0: "p50_ms", 90.0: "p90_ms", 95.0: "p95_ms", 99.0: "p99_ms", 99.9: "p99_9_ms"}
 DEFAULT_MAX_ERROR_RATE = 0.01  # the report's rule for a sustainable step (docs/report.md, Cost)
-C = TypeVar("C")  # a candidate: Candidate here, ServerlessCandidate in serverless_rank
+C = TypeVar("C")  # a kind's candidate (realtime.rank.Candidate, serverless.rank.ServerlessCandidate)
 
 
 @dataclass(frozen=True)
@@ -49,158 +45,20 @@ class Objective:
                 "max_error_rate": self.max_error_rate, "safety_factor": self.safety_factor, "optimize": self.optimize}
 
 
-@dataclass
-class Candidate:
-    """One configuration's figures, as ranking needs them (plain data, filled by the runner)."""
-
-    index: int
-    label: str
-    status: str = "ok"  # ok | failed | skipped | interrupted
-    reason: str | None = None  # why it failed or was skipped
-    capacity_rps: float | None = None
-    knee_users: float | None = None
-    latency_ms: float | None = None  # the objective's percentile at the knee
-    error_rate: float | None = None
-    cost_per_1m: float | None = None
-    instances_needed: int | None = None
-    cost_per_hour_at_target: float | None = None
-    no_capacity_reason: str | None = None  # the run's own words when no load was acceptable
-    extra: dict[str, Any] = field(default_factory=dict)
+def pct(value: float | None) -> str:
+    """A share as a percentage: 0.25 -> '25 %', 0.015 -> '1.5 %', unknown -> '?'."""
+    return "?" if value is None else f"{value * 100:.1f} %".replace(".0 %", " %")
 
 
-@dataclass
-class Recommendation:
-    winner: Candidate | None
-    reason: str
-    lost: dict[int, str]  # index -> why it lost
-    ranked: list[Candidate]  # eligible, best first
-
-
-def _pct(value: float) -> str:
-    return f"{value * 100:.1f} %".replace(".0 %", " %")
-
-
-def disqualification(c: Candidate, objective: Objective) -> str | None:
-    """Why `c` cannot be recommended, or None when it meets the objective."""
-    if c.status != "ok":
-        return f"{c.status}: {c.reason}" if c.reason else c.status
-    if not c.capacity_rps:
-        return c.no_capacity_reason or "no sustainable throughput found"
-    p = objective.percentile_label
-    if objective.slo_ms is not None:
-        if c.latency_ms is None:
-            return f"no {p} measured at the knee"
-        if c.latency_ms > objective.slo_ms:
-            return f"{p} {c.latency_ms:.0f} ms at the knee > SLO {objective.slo_ms:g} ms"
-    if c.error_rate is not None and c.error_rate > objective.max_error_rate:
-        return f"error rate {_pct(c.error_rate)} at the knee > {_pct(objective.max_error_rate)}"
-    return None
-
-
-def _big(value: float | None) -> float:
+def big(value: float | None) -> float:
+    """A figure for sorting lowest-first, unknown (None) last."""
     return math.inf if value is None else value
-
-
-def ranking_mode(candidates: Iterable[Candidate], objective: Objective) -> str:
-    """The ranking actually used: `cost` needs prices; without them it is `throughput`."""
-    if objective.optimize == "cost" and not any(c.cost_per_1m is not None for c in candidates):
-        return "throughput"
-    return objective.optimize
-
-
-def sort_key(c: Candidate, mode: str, objective: Objective) -> tuple:
-    latency = _big(c.latency_ms)
-    capacity = -(c.capacity_rps or 0.0)
-    if mode == "throughput":
-        return (capacity, latency, c.index)
-    if mode == "latency":
-        return (latency, _big(c.cost_per_1m), capacity, c.index)
-    fleet = _big(c.cost_per_hour_at_target) if objective.target_rps else 0.0
-    return (fleet, _big(c.cost_per_1m), latency, c.index)
-
-
-def rank(candidates: Sequence[Candidate], objective: Objective) -> list[Candidate]:
-    """Eligible candidates, best first."""
-    mode = ranking_mode(candidates, objective)
-    eligible = [c for c in candidates if disqualification(c, objective) is None]
-    return sorted(eligible, key=lambda c: sort_key(c, mode, objective))
-
-
-def _less(a: float, b: float) -> str:
-    """'52 % cheaper' style: how much lower a is than b, in % of b."""
-    return f"{(1 - a / b) * 100:.0f} %" if b else "0 %"
-
-
-def headline(c: Candidate, objective: Objective) -> str:
-    """'max_concurrency 5: 121 req/s at p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M'."""
-    parts = [f"{c.label}: {c.capacity_rps:.0f} req/s"
-             + (f" at {objective.percentile_label} {c.latency_ms:.0f} ms" if c.latency_ms is not None else "")]
-    if objective.target_rps and c.instances_needed:
-        plural = "instance" if c.instances_needed == 1 else "instances"
-        parts.append(f"{c.instances_needed} {plural} for {objective.target_rps:g} req/s")
-    if c.cost_per_1m is not None:
-        parts.append(f"${c.cost_per_1m:.2f} per 1M")
-    return "; ".join(parts)
-
-
-def _versus(winner: Candidate, other: Candidate, mode: str, objective: Objective) -> str:
-    """Why `other` ranks below `winner`, in the figure that decided it."""
-    p = objective.percentile_label
-    if mode == "throughput":
-        if (other.capacity_rps or 0) < (winner.capacity_rps or 0):
-            return f"{other.capacity_rps:.0f} req/s vs {winner.capacity_rps:.0f}"
-        return f"same throughput, {p} {_big(other.latency_ms):.0f} ms vs {_big(winner.latency_ms):.0f}"
-    if mode == "latency":
-        if _big(other.latency_ms) > _big(winner.latency_ms):
-            return f"{p} {other.latency_ms:.0f} ms vs {winner.latency_ms:.0f}"
-        return f"same latency, ${_big(other.cost_per_1m):.2f} per 1M vs ${_big(winner.cost_per_1m):.2f}"
-    if objective.target_rps and _big(other.cost_per_hour_at_target) > _big(winner.cost_per_hour_at_target):
-        n = other.instances_needed
-        return (f"{n} instance{'s' if n != 1 else ''} for {objective.target_rps:g} req/s cost "
-                f"${other.cost_per_hour_at_target:.2f}/h vs ${winner.cost_per_hour_at_target:.2f}/h")
-    if _big(other.cost_per_1m) > _big(winner.cost_per_1m):
-        return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
-    return f"as cheap, {p} {_big(other.latency_ms):.0f} ms vs {_big(winner.latency_ms):.0f}"
-
-
-def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: Objective) -> str:
-    if mode == "throughput":
-        gain = (winner.capacity_rps or 0) / (runner_up.capacity_rps or 1) - 1
-        return f"{gain * 100:.0f} % more throughput than {runner_up.label}"
-    if mode == "latency":
-        return f"{objective.percentile_label} {_less(winner.latency_ms, runner_up.latency_ms)} lower than {runner_up.label}"
-    if (objective.target_rps and winner.cost_per_hour_at_target is not None and runner_up.cost_per_hour_at_target
-            and winner.cost_per_hour_at_target < runner_up.cost_per_hour_at_target):
-        return (f"{_less(winner.cost_per_hour_at_target, runner_up.cost_per_hour_at_target)} cheaper at "
-                f"{objective.target_rps:g} req/s than {runner_up.label}")
-    if winner.cost_per_1m is not None and runner_up.cost_per_1m and winner.cost_per_1m < runner_up.cost_per_1m:
-        return f"{_less(winner.cost_per_1m, runner_up.cost_per_1m)} cheaper than {runner_up.label}"
-    return f"as cheap as {runner_up.label}, with lower latency"
-
-
-def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommendation:
-    """The winner, its one-sentence reason, and why each other configuration lost."""
-    mode = ranking_mode(candidates, objective)
-    ranked = rank(candidates, objective)
-    lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective),
-                    lambda winner, other: _versus(winner, other, mode, objective))
-    if not ranked:
-        return Recommendation(None, nothing_meets("configuration", candidates, lost), lost, [])
-    winner = ranked[0]
-    sentence = headline(winner, objective)
-    if len(ranked) > 1:
-        sentence += f" — {_comparison(winner, ranked[1], mode, objective)}"
-    elif len(candidates) > 1:
-        sentence += " — the only configuration that meets the objective"
-    if mode != objective.optimize:
-        sentence += " (no prices known: ranked by throughput)"
-    return Recommendation(winner, sentence, lost, ranked)
 
 
 def why_lost(candidates: Sequence[C], ranked: Sequence[C], disqualify: Callable[[C], str | None],
              versus: Callable[[C, C], str]) -> dict[int, str]:
     """index -> why that configuration lost: its disqualification, or for an eligible one below the
-    winner (`ranked[0]`) the figure `versus(winner, other)` names (shared by serverless_rank)."""
+    winner (`ranked[0]`) the figure `versus(winner, other)` names (every kind's `recommend` calls it)."""
     lost: dict[int, str] = {}
     for c in candidates:
         why = disqualify(c)

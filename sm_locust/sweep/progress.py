@@ -8,10 +8,10 @@ saving.
 
 from __future__ import annotations
 
+import io
 import sys
 import threading
-from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TextIO
 
 PREFIX = "sm-locust sweep:"
 BAR_WIDTH = 20
@@ -46,31 +46,6 @@ def progress_line(done: int, total: int, elapsed_s: float, eta: float | None) ->
     return f"{PREFIX} {bar(done, total)} {done}/{total} configurations, {duration_text(elapsed_s)} elapsed, {left}"
 
 
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{value * 100:.1f} %".replace(".0 %", " %")
-
-
-def configuration_line(index: int, total: int, label: str, row: Mapping[str, Any], percentile_label: str) -> str:
-    """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors; $0.46 per 1M (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {label}: "
-    status = row.get("status")
-    took = f" ({duration_text(row.get('wall_s'))})" if row.get("wall_s") is not None else ""
-    if status != "ok":
-        return f"{head}{status}: {row.get('reason')}{took}"
-    if not row.get("capacity_rps"):
-        return f"{head}no sustainable throughput ({row.get('no_capacity_reason') or 'see its run folder'}){took}"
-    users = row.get("knee_users")
-    at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
-    latency = row.get("latency_ms")
-    text = (f"{head}{row['capacity_rps']:.1f} req/s{at}, {percentile_label} "
-            f"{'?' if latency is None else f'{latency:.0f}'} ms, {_pct(row.get('error_rate'))} errors")
-    if row.get("cost_per_1m") is not None:
-        text += f"; ${row['cost_per_1m']:.2f} per 1M"
-    if row.get("resumed"):
-        text += " (measured before: run folder complete)"
-    return text + took
-
-
 class Printer:
     """Prints whole lines to the stream it was given (stdout at construction), from any thread."""
 
@@ -84,7 +59,26 @@ class Printer:
             self.stream.flush()
 
 
-
 def say(printer, text: str) -> None:
     """`printer` is a Printer or any callable taking a line (tests pass list.append)."""
     printer(f"{PREFIX} {text}")
+
+
+class StepEcho(io.TextIOBase):
+    """stdout of a run (redirected): forwards the per-step lines, indented under the configuration."""
+
+    def __init__(self, printer: Printer, prefix: str):
+        self.printer = printer
+        self.prefix = prefix
+        self._buffer = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        while "\n" in self._buffer:
+            line, self._buffer = self._buffer.split("\n", 1)
+            if line.startswith("sm-locust: step "):
+                self.printer(f"{self.prefix}{line[len('sm-locust: '):]}")
+        return len(text)

@@ -23,7 +23,6 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
 import queue
@@ -36,12 +35,19 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import Interrupted, SmLocustError
-from sm_locust.preflight import preflight
 from sm_locust.launch import execute
-from sm_locust.sweep.deployers import Cancelled, Deployment, DeployError
-from sm_locust.sweep.measure import measure, usage_from_steps_csv, usage_in_window
-from sm_locust.sweep.pipeline import DELETING, DEPLOYING, READY, TESTING, WAITING, Pipeline
-from sm_locust.sweep.progress import Printer, configuration_line, eta_s, progress_line, say
+from sm_locust.preflight import preflight
+from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
+from sm_locust.sweep.pipeline import (
+    DELETING,
+    DEPLOYING,
+    READY,
+    TESTING,
+    WAITING,
+    Pipeline,
+)
+from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
+from sm_locust.sweep.rows import Row, Teardown, Timing
 
 MARKER = "sweep_configuration.json"
 
@@ -52,7 +58,7 @@ class SweepInterrupted(KeyboardInterrupt):
 
 @dataclass
 class RunOutcome:
-    rows: dict[int, dict[str, Any]]
+    rows: dict[int, Row]
     interrupted: bool = False
     signum: int = signal.SIGINT
     wall_s: float = 0.0
@@ -69,26 +75,6 @@ def is_complete(run_dir: Path, key: str) -> bool:
         return False
     result = str(marker.get("result") or "summary.json")
     return marker.get("key") == key and marker.get("status") == "ok" and (run_dir / result).exists()
-
-
-class _StepEcho(io.TextIOBase):
-    """stdout of a run (redirected): forwards the per-step lines, indented under the configuration."""
-
-    def __init__(self, printer: Printer, prefix: str):
-        self.printer = printer
-        self.prefix = prefix
-        self._buffer = ""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._buffer += text
-        while "\n" in self._buffer:
-            line, self._buffer = self._buffer.split("\n", 1)
-            if line.startswith("sm-locust: step "):
-                self.printer(f"{self.prefix}{line[len('sm-locust: '):]}")
-        return len(text)
 
 
 def _locust_children() -> list:
@@ -119,7 +105,8 @@ def stop_locust_children(timeout: float = 5.0) -> None:
 
 
 class SweepRunner:
-    """One sweep run; `sweep` is an `api.Sweep` (checked file, deployer, configurations, plan)."""
+    """One sweep run of any kind; `sweep` is a `base.Sweep` (checked file, deployer, configurations,
+    plan). A kind whose test is not one normal run overrides `run_configuration` (and `result_file`)."""
 
     result_file = "summary.json"  # what a measured configuration's run folder holds (resume checks it)
 
@@ -134,7 +121,7 @@ class SweepRunner:
         self.events: queue.Queue = queue.Queue()
         self.deployments: dict[int, Deployment] = {}
         self.torn_down: set[int] = set()
-        self.rows: dict[int, dict[str, Any]] = {}
+        self.rows: dict[int, Row] = {}
         self.timing: dict[int, dict[str, float]] = {}
         self.measured = 0
         self.finished: set[int] = set()
@@ -175,11 +162,11 @@ class SweepRunner:
         for c in sweep.configurations:
             if is_complete(sweep.run_dir(c), sweep.keys[c.index]):
                 pipeline.skip(c.index)
-                self.rows[c.index].update(status="ok", resumed=True)
+                self.rows[c.index].status, self.rows[c.index].resumed = "ok", True
                 self._measured(c.index)
             elif c.index not in sweep.allowed:
                 pipeline.skip(c.index)
-                self.rows[c.index].update(status="skipped", reason=sweep.skip_reason(c.index))
+                self.rows[c.index].fail("skipped", sweep.skip_reason(c.index))
                 self._measured(c.index)
         self._install(signal.default_int_handler, self._raise_interrupt)
         self.executor = ThreadPoolExecutor(max_workers=2 * self.spec.max_parallel_endpoints,
@@ -203,9 +190,9 @@ class SweepRunner:
                 if i not in self.torn_down:
                     self._teardown(i)
             for row in self.rows.values():
-                if row["status"] in ("pending", "running"):
-                    row.update(status="interrupted" if outcome.interrupted else "failed",
-                               reason=row.get("reason") or "the sweep stopped before this configuration finished")
+                if row.status in ("pending", "running"):
+                    row.fail("interrupted" if outcome.interrupted else "failed",
+                             row.reason or "the sweep stopped before this configuration finished")
             self._restore()
         outcome.wall_s = time.monotonic() - self.started
         outcome.peak_alive = pipeline.peak_alive
@@ -236,12 +223,12 @@ class SweepRunner:
             if not self.sweep.budget_allows(i, self.rows, self._in_flight()):
                 for j in pipeline.in_state(WAITING):
                     pipeline.skip(j)
-                    self.rows[j].update(status="skipped", reason=f"max_cost_usd {self.spec.max_cost_usd:g} would be passed "
-                                        "(spent so far + estimates)")
+                    self.rows[j].fail("skipped", f"max_cost_usd {self.spec.max_cost_usd:g} would be passed "
+                                      "(spent so far + estimates)")
                     self._measured(j)
                 return
             pipeline.start_deploy(i)
-            self.rows[i]["status"] = "running"
+            self.rows[i].status = "running"
             self.deployments[i] = self.sweep.new_deployment(i)
             self.timing[i] = {"start": time.monotonic()}
             self.executor.submit(self._deploy_job, i)
@@ -256,7 +243,7 @@ class SweepRunner:
             self.pipeline.deployed(i)
         elif kind == "deploy_failed":
             status, reason = payload
-            self.rows[i].update(status=status, reason=reason)
+            self.rows[i].fail(status, reason)
             self.pipeline.deploy_failed(i)
             self.executor.submit(self._teardown_job, i)  # whatever was created before the failure
             self._measured(i)
@@ -276,8 +263,8 @@ class SweepRunner:
                 self._handle(event)
             elif event[0] == "deleted":
                 self._deleted(event[1], event[2])
-            elif event[0] == "deploy_failed" and self.rows[event[1]]["status"] == "running":
-                self.rows[event[1]].update(status=event[2][0], reason=event[2][1])
+            elif event[0] == "deploy_failed" and self.rows[event[1]].status == "running":
+                self.rows[event[1]].fail(*event[2])
 
     def _progress(self, i: int):
         return lambda text: say(self.printer, f"[{i}/{self.total}] {text}")
@@ -316,16 +303,16 @@ class SweepRunner:
         self.torn_down.add(i)
         d = self.deployments[i]
         row = self.rows[i]
-        row["deployed"] = {"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
-                           **{k: v for k, v in d.info.items() if k != "sweep_id"}}
+        teardown = Teardown(deployed={"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
+                                      **{k: v for k, v in d.info.items() if k != "sweep_id"}}, left_behind=list(left))
         if d.created_at is not None:
             billed = (d.deleted_at or time.time()) - d.created_at
-            row["billed_s"] = round(billed, 1)
+            teardown.billed_s = round(billed, 1)
             price = self.sweep.prices[i]
             if price.usd_per_hour is not None:
-                row["cost_usd"] = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
+                teardown.cost_usd = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
+        row.teardown = teardown
         if left:
-            row["left_behind"] = left
             say(self.printer, f"[{i}/{self.total}] NOT deleted: {'; '.join(left)} "
                              f"(sm-locust sweep --cleanup {self.spec.sweep_id})")
 
@@ -340,16 +327,16 @@ class SweepRunner:
             self.run_configuration(i, d, run_dir)
         except Interrupted as exc:  # execute() forwarded Ctrl-C / SIGTERM to Locust, which stopped
             self.signum = exc.signum
-            row.update(status="interrupted", reason=exc.message)
+            row.fail("interrupted", exc.message)
             raise SweepInterrupted() from None
         except SmLocustError as exc:
-            row.update(status="failed", reason=exc.message)
+            row.fail("failed", exc.message)
         finally:
             self.timing[i]["test_s"] = time.monotonic() - t0
-        if row["status"] == "running":
+        if row.status == "running":
             if sweep.spec.report:
                 self._report(i, run_dir, d)
-            row["status"] = "ok"
+            row.status = "ok"
             self._write_marker(i, run_dir, d)
 
     def run_configuration(self, i: int, d: Deployment, run_dir: Path) -> None:
@@ -358,7 +345,7 @@ class SweepRunner:
         region = d.region or self.spec.region
         namespace = plan.namespace(d.endpoint_name, d.endpoint_url, region)
         settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
-        with contextlib.redirect_stdout(_StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
+        with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
             execute(settings, plan.load, run_dir, extra_env, options=namespace)
 
@@ -375,9 +362,9 @@ class SweepRunner:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 result = build_report(run_dir, options)
-            self.rows[i]["report_gaps"] = list(result.gaps)
+            self.rows[i].report_gaps = list(result.gaps)
         except Exception as exc:  # the run is measured; a report that cannot be drawn is only noted
-            self.rows[i]["report_gaps"] = [f"report not written: {exc}"]
+            self.rows[i].report_gaps = [f"report not written: {exc}"]
 
     def _write_marker(self, i: int, run_dir: Path, d: Deployment) -> None:
         c = self.sweep.configuration(i)
@@ -395,12 +382,12 @@ class SweepRunner:
         row = self.rows[i]
         timing = self.timing.get(i, {})
         if "start" in timing:
-            row["wall_s"] = round(time.monotonic() - timing["start"], 1)
-            row["deploy_s"] = round(timing["deploy_s"], 1) if "deploy_s" in timing else None
-            row["test_s"] = round(timing["test_s"], 1) if "test_s" in timing else None
-        if row["status"] == "ok":
+            row.timing = Timing(wall_s=round(time.monotonic() - timing["start"], 1),
+                                deploy_s=round(timing["deploy_s"], 1) if "deploy_s" in timing else None,
+                                test_s=round(timing["test_s"], 1) if "test_s" in timing else None)
+        if row.status == "ok":
             self._measure(i, sweep.run_dir(sweep.configuration(i)))
-            if not row.get("resumed"):
+            if not row.resumed:
                 self.measured += 1
         self._line(i)
         sweep.write_progress(self.rows)
@@ -410,30 +397,11 @@ class SweepRunner:
         self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
 
     def _measure(self, i: int, run_dir: Path) -> None:
-        sweep = self.sweep
         row = self.rows[i]
-        objective = self.spec.objective
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
-        except (OSError, ValueError) as exc:
-            row.update(status="failed", reason=f"cannot read {run_dir / 'summary.json'}: {exc}")
-            return
-        m = measure(summary, objective.percentile, objective.max_error_rate)
-        row.update(capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
-                   p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
-                   no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures)
-        cpu, memory = None, None
-        usage_file = run_dir / "endpoint_usage.csv"
-        steps_file = run_dir / "steps.csv"
-        if usage_file.exists():
-            with open(usage_file, newline="") as f:
-                cpu, memory = usage_in_window(csv.DictReader(f), m.knee_start, m.knee_end)
-        if cpu is None and steps_file.exists():
-            with open(steps_file, newline="") as f:
-                cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
-        row.update(cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2))
-        row.update(sweep.cost_figures(i, m.capacity_rps))
+            self.sweep.measure_row(i, run_dir, row)
+        except (OSError, ValueError, KeyError) as exc:
+            row.fail("failed", f"cannot read the results in {run_dir}: {type(exc).__name__}: {exc}")
 
     def _line(self, i: int) -> None:
-        c = self.sweep.configuration(i)
-        self.printer(configuration_line(i, self.total, c.label, self.rows[i], self.spec.objective.percentile_label))
+        self.printer(self.sweep.configuration_line(i, self.total, self.rows[i]))

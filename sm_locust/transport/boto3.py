@@ -17,7 +17,7 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any
 
-from sm_locust.invocation import Invocation, InvocationError
+from sm_locust.invocation import MODEL_WAIT_HEADER, Invocation, InvocationError
 from sm_locust.transport.contract import (
     LOCAL_DEFAULT_REGION,
     AsyncResult,
@@ -25,8 +25,10 @@ from sm_locust.transport.contract import (
     InvokeResult,
     SageMakerClient,
     StreamMeasurement,
+    wait_ms,
 )
 
+_MODEL_WAIT = MODEL_WAIT_HEADER.lower()
 # the members each operation models (botocore's sagemaker-runtime service model)
 _STREAM_KWARGS = frozenset({"Body", "ContentType", "Accept", "CustomAttributes", "TargetVariant",
                             "TargetContainerHostname", "InferenceId", "InferenceComponentName", "SessionId"})
@@ -60,7 +62,8 @@ def make_boto3_client(**settings: Any):
         read_timeout=s.read_timeout,
         tcp_keepalive=True,
     )
-    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None, config=config)
+    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None,
+                          config=config)
 
 
 def name_error(exc: BaseException) -> InvocationError:
@@ -94,7 +97,9 @@ class Boto3SageMakerClient(SageMakerClient):
 
     def _invoke(self, invocation: Invocation) -> InvokeResult:
         response = self.runtime.invoke_endpoint(EndpointName=self.endpoint_name, **invocation.boto3_kwargs())
-        return InvokeResult(response["Body"].read(), response.get("ContentType"), response.get("InvokedProductionVariant"))
+        headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})  # botocore: lower-case names
+        return InvokeResult(response["Body"].read(), response.get("ContentType"),
+                            response.get("InvokedProductionVariant"), wait_ms(headers.get(_MODEL_WAIT)))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _STREAM_KWARGS}

@@ -27,9 +27,10 @@ everything but the wire lives here, once:
 Entries (docs/transport.md): `InvokeEndpoint`, `InvokeEndpointWithResponseStream` (+ `TTFT`,
 `InterChunk`), `InvokeEndpointAsync`; name `invocation.request_name(endpoint)` or `name=`;
 `response_length` the body bytes of a success (0 for a failure, 0 for async; a stream counts the
-payload bytes received, also when it fails); `context` `{"endpoint", "variant"}` (streams add
-`chunks`, `tokens`, `ttft_ms`, `inter_chunk_ms`), updated with the caller's `context=`. Failures
-are reported, never raised into a User.
+payload bytes received, also when it fails); `context` `{"endpoint", "variant", "target"}`
+(`target`: the model or inference component named, `Invocation.target`; streams add `chunks`,
+`tokens`, `ttft_ms`, `inter_chunk_ms`), updated with the caller's `context=`. Failures are
+reported, never raised into a User.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
@@ -68,11 +70,15 @@ _time = time.time
 
 @dataclass(slots=True)
 class InvokeResult:
-    """A successful InvokeEndpoint: the whole body, its content type, the invoked variant."""
+    """A successful InvokeEndpoint: the whole body, its content type, the invoked variant, and the
+    milliseconds it waited for its model's download and load when the endpoint says so
+    (`invocation.MODEL_WAIT_HEADER`, the local multi-model emulation's; in the event's context as
+    `model_wait_ms` when present)."""
 
     body: bytes
     content_type: str | None = None
     variant: str | None = None
+    model_wait_ms: float | None = None
 
 
 @dataclass(slots=True)
@@ -102,10 +108,12 @@ class AsyncResult:
 
 
 class Validator(Protocol):
-    def validate(self, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None: ...
+    def validate(self, body: bytes, content_type: str | None,
+                 invocation: Invocation | None) -> InvocationError | None: ...
 
 
-def check_response(validator: Any, body: bytes, content_type: str | None, invocation: Invocation | None) -> InvocationError | None:
+def check_response(validator: Any, body: bytes, content_type: str | None,
+                   invocation: Invocation | None) -> InvocationError | None:
     """The validator's verdict on one response; a validator that raises counts as InvalidResponse."""
     try:
         return validator.validate(body, content_type, invocation)
@@ -114,6 +122,16 @@ def check_response(validator: Any, body: bytes, content_type: str | None, invoca
 
 
 # -- timing and reporting ---------------------------------------------------------------------
+
+
+def wait_ms(value: str | None) -> float | None:
+    """The model wait header's value as milliseconds; None when absent or not a number."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
 
 
 def name_exception(exc: BaseException, url: str | None = None) -> InvocationError:
@@ -201,7 +219,8 @@ class StreamMeasurement(Measurement):
 
     def __init__(self, client: SageMakerClient, name: str, *, url: str | None, started: float | None,
                  context: dict | None):
-        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name, {"endpoint": client.endpoint_name, **(context or {})},
+        super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name,
+                         {"endpoint": client.endpoint_name, **(context or {})},
                          url=url, started=started, to_error=client.error)
         self.endpoint = client.endpoint_name
         self.extra = context
@@ -228,7 +247,7 @@ class StreamMeasurement(Measurement):
 
     def finish(self, end: float) -> None:
         arrivals = self.arrivals
-        gaps = [(b - a) * 1000.0 for a, b in zip(arrivals, arrivals[1:])]
+        gaps = [(b - a) * 1000.0 for a, b in pairwise(arrivals)]
         if gaps and self.inter_chunk == "mean":
             self.fire(INTER_CHUNK, sum(gaps) / len(gaps), len(gaps), None, self.context)
         elif gaps and self.inter_chunk == "each":
@@ -241,7 +260,8 @@ class StreamMeasurement(Measurement):
                    "chunks": len(self.chunks), "tokens": tokens, "ttft_ms": ttft_ms, "inter_chunk_ms": gaps}
         self.fire(INVOKE_ENDPOINT_STREAM, (end - self.started) * 1000.0, len(body), self.exception, context)
         if self.exception is None:
-            self.result = StreamResult(body, self.content_type, self.variant, self.chunks, ttft_ms, gaps, tokens)
+            self.result = StreamResult(body, self.content_type, self.variant, chunks=self.chunks, ttft_ms=ttft_ms,
+                                       inter_chunk_ms=gaps, tokens=tokens)
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -290,7 +310,8 @@ class SageMakerClient(ABC):
     """Optional response check (see `check_response`); None = off."""
 
     chunk_listener: Callable[[bytes], None] | None = None
-    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts, record/llm.py); None = off."""
+    """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts,
+    record/llm.py); None = off."""
 
     def __init__(
         self,
@@ -316,11 +337,13 @@ class SageMakerClient(ABC):
         self.environment = environment
         self.request_event = environment.events.request
         self.endpoint_name = endpoint_name
-        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout, credentials)
+        self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout,
+                                       credentials)
         """Where and how to connect; the transport reads it after this constructor."""
         self.token_counter = token_counter
         self.inter_chunk = inter_chunk
-        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM, INVOKE_ENDPOINT_ASYNC))
+        self.urls: dict[str, str | None] = dict.fromkeys((INVOKE_ENDPOINT, INVOKE_ENDPOINT_STREAM,
+                                                          INVOKE_ENDPOINT_ASYNC))
         """The URL each operation's events carry (None when the transport does not know it)."""
 
     # -- what a transport implements --
@@ -342,7 +365,7 @@ class SageMakerClient(ABC):
     def error(self, exc: BaseException, url: str | None = None) -> InvocationError:
         """A raised failure named as botocore names it (`ThrottlingException: Rate exceeded`)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: a client without a pool of its own has nothing to release)
         """Release the connections."""
 
     # -- the operations, reported once for every transport --
@@ -359,7 +382,7 @@ class SageMakerClient(ABC):
         `started` is the `time.perf_counter()` time the response time counts from (default: now);
         open-loop senders pass the intended send time, so a late send is not hidden.
         """
-        ctx = {"endpoint": self.endpoint_name, "variant": None}
+        ctx: dict[str, Any] = {"endpoint": self.endpoint_name, "variant": None, "target": invocation.target}
         if context:
             ctx.update(context)
         request = Measurement(self.request_event, INVOKE_ENDPOINT, name or invocation.request_name(self.endpoint_name),
@@ -370,6 +393,8 @@ class SageMakerClient(ABC):
             request.stop()
             request.response_length = len(result.body)
             ctx["variant"] = result.variant
+            if result.model_wait_ms is not None:
+                ctx["model_wait_ms"] = result.model_wait_ms
             if self.validator is not None:
                 request.exception = check_response(self.validator, result.body, result.content_type, invocation)
         if request.exception is not None:
@@ -380,7 +405,8 @@ class SageMakerClient(ABC):
                       context: dict | None = None) -> StreamResult | None:
         """InvokeEndpointWithResponseStream, read to its end: `TTFT`, `InterChunk` and the stream entry."""
         stream = StreamMeasurement(self, name or invocation.request_name(self.endpoint_name),
-                                   url=self.urls[INVOKE_ENDPOINT_STREAM], started=started, context=context)
+                                   url=self.urls[INVOKE_ENDPOINT_STREAM], started=started,
+                                   context={"target": invocation.target, **(context or {})})
         with stream:
             self._stream(invocation, stream)
         return stream.result
@@ -391,7 +417,8 @@ class SageMakerClient(ABC):
         the S3 object); one `InvokeEndpointAsync` event timing the acceptance, not the result."""
         result = None
         with Measurement(self.request_event, INVOKE_ENDPOINT_ASYNC, name or invocation.request_name(self.endpoint_name),
-                         {"endpoint": self.endpoint_name, **(context or {})}, url=self.urls[INVOKE_ENDPOINT_ASYNC],
+                         {"endpoint": self.endpoint_name, "target": invocation.target, **(context or {})},
+                         url=self.urls[INVOKE_ENDPOINT_ASYNC],
                          started=started, to_error=self.error):
             result = self._async(invocation, input_location)
         return result

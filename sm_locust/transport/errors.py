@@ -31,8 +31,8 @@ from __future__ import annotations
 import errno
 import json
 import socket
-from http import HTTPStatus
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from sm_locust.invocation import InvocationError
@@ -67,7 +67,7 @@ _CONNECT_FRAMES = frozenset(
 )
 
 
-def _header(headers: Mapping[str, str] | Any, name: str) -> str | None:
+def _header(headers: Any, name: str) -> str | None:
     """Case-insensitive header lookup on a dict, geventhttpclient Headers or list of pairs."""
     items = headers.items() if hasattr(headers, "items") else headers
     for key, value in items:
@@ -186,6 +186,7 @@ def network_error(exc: BaseException, url: str) -> InvocationError:
     import ssl  # not at import time: gevent must patch it first
 
     from gevent import Timeout
+
     from geventhttpclient.response import HTTPParseError
 
     from sm_locust.transport.signing import NoCredentialsError

@@ -4,11 +4,11 @@ One client owns one keep-alive connection pool to the runtime host, like
 `locust.contrib.fasthttp.FastHttpSession` does for plain HTTP. It implements the three transport
 primitives of `sm_locust.transport.contract` (the contract times, validates and reports them):
 
-| operation | path | request headers |
-|---|---|---|
-| InvokeEndpoint | `/endpoints/{name}/invocations` | `Invocation.http_headers()` |
-| InvokeEndpointWithResponseStream | `.../invocations-response-stream` | the modeled ones, `Accept` as `X-Amzn-SageMaker-Accept` |
-| InvokeEndpointAsync | `/endpoints/{name}/async-invocations` | content type / accept as `X-Amzn-SageMaker-*`, `InputLocation`; no body |
+- InvokeEndpoint: `/endpoints/{name}/invocations`, headers `Invocation.http_headers()`;
+- InvokeEndpointWithResponseStream: `.../invocations-response-stream`, the modeled headers, `Accept`
+  as `X-Amzn-SageMaker-Accept`;
+- InvokeEndpointAsync: `/endpoints/{name}/async-invocations`, content type / accept as
+  `X-Amzn-SageMaker-*`, `InputLocation`; no body.
 
 The endpoint name is percent-encoded in the path as botocore encodes it. Response times start before
 signing (the boto3 client times its signing too). Failures are named as botocore names them
@@ -37,7 +37,14 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from sm_locust.errors import UsageError
-from sm_locust.invocation import INVOKE_ENDPOINT, INVOKE_ENDPOINT_ASYNC, INVOKE_ENDPOINT_STREAM, Invocation, InvocationError
+from sm_locust.invocation import (
+    INVOKE_ENDPOINT,
+    INVOKE_ENDPOINT_ASYNC,
+    INVOKE_ENDPOINT_STREAM,
+    MODEL_WAIT_HEADER,
+    Invocation,
+    InvocationError,
+)
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
     LOCAL_DEFAULT_REGION,
@@ -45,6 +52,7 @@ from sm_locust.transport.contract import (
     InvokeResult,
     SageMakerClient,
     StreamMeasurement,
+    wait_ms,
 )
 from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
 from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, SigningTemplate, create_signer
@@ -52,6 +60,7 @@ from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, 
 ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
+MODEL_WAIT = MODEL_WAIT_HEADER.lower()
 STREAM_CONTENT_TYPE = "x-amzn-sagemaker-content-type"
 HEAD_ENTRIES = 256  # request heads remembered, one per request shape (= the lean signer's templates)
 
@@ -140,7 +149,8 @@ class FastSageMakerClient(SageMakerClient):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"endpoint URL {self.base_url!r} is not an http(s)://host[:port] URL")
         self.signer = create_signer(signer, self.region, credentials)
-        self._lean = isinstance(self.signer, LeanSigner)  # its templates let the request head be kept
+        # the lean signer's templates let the request head be kept
+        self._lean = self.signer if isinstance(self.signer, LeanSigner) else None
         self._heads: dict[SigningTemplate, str] = {}
         base = f"{parts.path.rstrip('/')}/endpoints/{quote(endpoint_name, safe='-_.~')}"
         self.paths = {
@@ -148,9 +158,10 @@ class FastSageMakerClient(SageMakerClient):
             INVOKE_ENDPOINT_STREAM: f"{base}/invocations-response-stream",
             INVOKE_ENDPOINT_ASYNC: f"{base}/async-invocations",
         }
-        self.urls = {operation: self.base_url + path for operation, path in self.paths.items()}
+        self._urls = {operation: self.base_url + path for operation, path in self.paths.items()}
+        self.urls.update(self._urls)
         self._invoke_path = self.paths[INVOKE_ENDPOINT]
-        self._invoke_url = self.urls[INVOKE_ENDPOINT]
+        self._invoke_url = self._urls[INVOKE_ENDPOINT]
         https = parts.scheme == "https"
         ca_bundle = ca_bundle or os.environ.get("AWS_CA_BUNDLE") or None
         self._http = HTTPClient(
@@ -179,7 +190,8 @@ class FastSageMakerClient(SageMakerClient):
         status = response.status_code
         if status >= 300:  # read, but not counted: the boto3 client reports 0 bytes too
             raise error_from_response(status, _headers(response), data)
-        return InvokeResult(data, _header(response, "content-type"), _header(response, INVOKED_VARIANT))
+        return InvokeResult(data, _header(response, "content-type"), _header(response, INVOKED_VARIANT),
+                            wait_ms(_header(response, MODEL_WAIT)))
 
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         headers = _select(invocation.http_headers(), _STREAM_HEADERS)
@@ -188,7 +200,7 @@ class FastSageMakerClient(SageMakerClient):
         if response.status_code >= 300:
             raise error_from_response(response.status_code, headers, response.read())
         stream.opened(headers.get(STREAM_CONTENT_TYPE), headers.get(INVOKED_VARIANT))
-        error = _read_event_stream(response, stream.chunk, self.urls[INVOKE_ENDPOINT_STREAM])
+        error = _read_event_stream(response, stream.chunk, self._urls[INVOKE_ENDPOINT_STREAM])
         if error is not None:  # the body has been read to its end: the connection is clean
             raise error
 
@@ -218,14 +230,14 @@ class FastSageMakerClient(SageMakerClient):
     # ---------------------------------------------------------------- internals
 
     def _start(self, operation: str, headers: dict[str, str], body: bytes) -> Any:
-        return self._send(self._head(self.paths[operation], self.urls[operation], headers, body), body)
+        return self._send(self._head(self.paths[operation], self._urls[operation], headers, body), body)
 
     def _head(self, path: str, url: str, headers: dict[str, str], body: bytes) -> bytes:
         """The signed request head: request line, headers, `Content-Length`, blank line (latin-1, as
         geventhttpclient encodes it). With the lean signer everything but the date and signature is
         written once per request shape; another signer's headers are written out every time."""
-        if self._lean:
-            template, amz_date, authorization = self.signer.sign_parts("POST", url, headers, body)
+        if self._lean is not None:
+            template, amz_date, authorization = self._lean.sign_parts("POST", url, headers, body)
             head = self._heads.get(template)
             if head is None:
                 head = self._head_start(path, template.headers)
@@ -318,7 +330,8 @@ def _read_event_stream(
         now = time.perf_counter()
         buffer.add_data(frame)
         try:
-            messages = list(buffer)
+            # Any: botocore-stubs type EventStreamMessage.headers as an int (it is a dict)
+            messages: list[Any] = list(buffer)
         except ParserError as exc:  # bad CRC or length: nothing after it can be trusted
             response.read()
             return InvocationError(type(exc).__name__, str(exc))

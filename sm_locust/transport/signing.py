@@ -130,7 +130,7 @@ class CredentialSource:
                 raise
             self._frozen = frozen
         if self._frozen is None:
-            raise self._error.with_traceback(None)
+            raise (self._error or NoCredentialsError()).with_traceback(None)
         return self._frozen
 
     def __repr__(self) -> str:  # never show the keys
@@ -334,7 +334,8 @@ class LeanSigner(BaseSigner):
             lk = k.lower()
             if lk not in UNSIGNED_HEADERS:
                 signed.setdefault(lk, []).append(k)
-        before, after = [], []
+        before: list[str] = []
+        after: list[str] = []
         for name in sorted(signed):
             if name == "x-amz-date":
                 before, after = after, before  # everything so far sorts before the date
@@ -406,9 +407,10 @@ class BotocoreSigner(BaseSigner):
         auth = SigV4Auth(creds, self.service, self.region)
         # add_auth() would take its own clock; the same steps with the given time:
         canonical = auth.canonical_request(request)
-        string_to_sign = auth.string_to_sign(request, canonical)
-        auth._inject_signature_to_request(request, auth.signature(string_to_sign, request))
-        out["Authorization"] = request.headers["Authorization"]
+        signature = auth.signature(auth.string_to_sign(request, canonical), request)
+        signed = auth.signed_headers(auth.headers_to_sign(request))
+        out["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={auth.scope(request)}, SignedHeaders={signed}, "
+                                f"Signature={signature}")  # as SigV4Auth writes it (its _inject_signature_to_request)
         return out
 
 
@@ -451,7 +453,7 @@ class CrtSigner(BaseSigner):
         out = self._base_headers(url, headers, amz_date, creds.token)
         parts = urlsplit(url)
         when = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
-        when = when.replace(tzinfo=datetime.timezone.utc)
+        when = when.replace(tzinfo=datetime.UTC)
         config = awscrt.auth.AwsSigningConfig(
             algorithm=awscrt.auth.AwsSigningAlgorithm.V4,
             signature_type=awscrt.auth.AwsSignatureType.HTTP_REQUEST_HEADERS,

@@ -12,8 +12,9 @@ chunks is counted once) after the stream ends. The count lands in the stream ent
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-TOKEN_COUNTERS = {}
+TOKEN_COUNTERS: dict[str, Callable[[bytes], int]] = {}
 
 
 def _register(func):

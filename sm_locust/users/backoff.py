@@ -104,7 +104,8 @@ class ConnectionBackoff:
         return self.count, self.seconds
 
     def as_dict(self) -> dict:
-        return {"count": self.count, "seconds": round(self.seconds, 3), "first_s": FIRST_BACKOFF_S, "max_s": MAX_BACKOFF_S}
+        return {"count": self.count, "seconds": round(self.seconds, 3), "first_s": FIRST_BACKOFF_S,
+                "max_s": MAX_BACKOFF_S}
 
     def _on_request(self, exception=None, **_kw) -> None:
         if exception is not None and connection_error_code(exception) is not None:

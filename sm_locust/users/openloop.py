@@ -110,7 +110,7 @@ class OpenLoopCounters:
 
     def _on_report_to_master(self, client_id, data, **_kw) -> None:  # worker side
         now = self.snapshot()
-        delta = tuple(a - b for a, b in zip(now, self._reported))
+        delta = tuple(a - b for a, b in zip(now, self._reported, strict=True))
         if any(delta) or self._pools:
             data[REPORT_KEY] = (*delta, sum(len(p) for p in self._pools))
         self._reported = now

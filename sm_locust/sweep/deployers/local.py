@@ -28,7 +28,7 @@ from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.metrics import ProcessSampler
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import RunError, UsageError
-from sm_locust.sweep.deployers import Deployer, Deployment, DeployError, Progress
+from sm_locust.sweep.deployers import Deployer, DeployError, Deployment, Progress
 
 NOT_SETTINGS = ("host", "port", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s",
                 "metrics_endpoint_name", "extra")

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, Deployment, DeployError, Progress
+from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
 
 KEYS = ["model_name", "image", "model_data_url", "role", "instance_type", "instance_count", "variant_name",
         "environment.*", "price_per_hour"]

@@ -14,6 +14,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from sm_locust.sweep.objective import pct
 from sm_locust.sweep.progress import PREFIX, duration_text
 from sm_locust.sweep.render import (
     configurations_table,
@@ -22,11 +23,12 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
-from sm_locust.sweep.serverless_cost import (
+from sm_locust.sweep.serverless.cost import (
     HOURS_PER_MONTH,
     monthly_realtime_usd,
     traffic_grid,
 )
+from sm_locust.sweep.serverless.rows import ServerlessFigures, ServerlessRow
 
 SCHEMA = 1
 FIG_IDS = ("fig-sls-throttle", "fig-sls-latency", "fig-sls-cold", "fig-sls-cost")
@@ -35,34 +37,31 @@ COLUMNS = ("memory_size_mb", "max_concurrency", "warm_p50_ms", "warm_p95_ms", "w
            "break_even_requests_per_month", "meets_objective", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s")
 
 
-def _pct(value: float | None) -> str:
-    return "?" if value is None else f"{value * 100:.1f} %".replace(".0 %", " %")
-
-
-def configuration_line(index: int, total: int, label: str, row: dict[str, Any]) -> str:
+def configuration_line(index: int, total: int, row: ServerlessRow) -> str:
     """`[1/4] memory_size_mb 2048, max_concurrency 2: warm p95 62 ms, cold start p50 0.76 s, throttled 0 % / 49 %
     at x1 / x2, up to 31.5 req/s; $4.97 per 1M, real-time cheaper above 6.6 req/s (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {label}: "
-    took = f" ({duration_text(row.get('wall_s'))})" if row.get("wall_s") is not None else ""
-    if row.get("status") != "ok":
-        return f"{head}{row.get('status')}: {row.get('reason')}{took}"
+    head = f"{PREFIX} [{index}/{total}] {row.label}: "
+    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
+    if row.status != "ok":
+        return f"{head}{row.status}: {row.reason}{took}"
+    f = row.figures or ServerlessFigures()
     parts = []
-    if row.get("warm_p95_ms") is not None:
-        parts.append(f"warm p95 {row['warm_p95_ms']:.0f} ms")
-    if row.get("cold_start_p50_ms") is not None:
-        parts.append(f"cold start p50 {row['cold_start_p50_ms'] / 1000:.2f} s")
-    throttles = row.get("throttle_rate") or {}
+    if f.warm_p95_ms is not None:
+        parts.append(f"warm p95 {f.warm_p95_ms:.0f} ms")
+    if f.cold.p50_ms is not None:
+        parts.append(f"cold start p50 {f.cold.p50_ms / 1000:.2f} s")
+    throttles = f.throttle_rate
     if throttles:
-        parts.append(f"throttled {' / '.join(_pct(v) for v in throttles.values())} at "
+        parts.append(f"throttled {' / '.join(pct(v) for v in throttles.values())} at "
                      f"{' / '.join('x' + m for m in throttles)}")
-    if row.get("capacity_rps") is not None:
-        parts.append(f"up to {row['capacity_rps']:.1f} req/s")
+    if f.capacity_rps is not None:
+        parts.append(f"up to {f.capacity_rps:.1f} req/s")
     text = head + ", ".join(parts or ["no figures"])
-    if row.get("cost_per_1m") is not None:
-        text += f"; ${row['cost_per_1m']:.2f} per 1M"
-        if row.get("break_even_rps") is not None:
-            text += f", real-time cheaper above {row['break_even_rps']:.1f} req/s"
-    if row.get("resumed"):
+    if f.cost.cost_per_1m is not None:
+        text += f"; ${f.cost.cost_per_1m:.2f} per 1M"
+        if f.cost.break_even_rps is not None:
+            text += f", real-time cheaper above {f.cost.break_even_rps:.1f} req/s"
+    if row.resumed:
         text += " (measured before: run folder complete)"
     return text + took
 

@@ -161,3 +161,35 @@ def traffic_grid(break_evens: list[float], points: int = 60) -> list[float]:
     """Rates (req/s) for the cost-vs-traffic chart: 0 to twice the largest break-even (or 10 req/s)."""
     top = 2.0 * max([b for b in break_evens if b] or [5.0])
     return [top * i / (points - 1) for i in range(points)]
+
+
+@dataclass(frozen=True)
+class ConfigurationCost:
+    """A configuration's cost figures: what one request costs (`detail`: its parts, the billed
+    duration and where it came from, the prices), per 1M, and the break-even against the real-time
+    instance; all None when the billed duration is unknown."""
+
+    cost_per_1m: float | None = None
+    break_even_rps: float | None = None
+    break_even_requests_per_month: float | None = None
+    detail: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cost_per_1m": self.cost_per_1m, "break_even_rps": self.break_even_rps,
+                "break_even_requests_per_month": self.break_even_requests_per_month, "cost": self.detail}
+
+
+def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
+                       prices: ServerlessPrices, compare: Any | None = None) -> ConfigurationCost:
+    """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
+    it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the
+    break-even rate and its requests a month."""
+    if duration_ms is None:
+        return ConfigurationCost()
+    cost = request_cost(memory_mb, duration_ms, prices, bytes_in, bytes_out)
+    detail = {**cost.as_dict(), "bytes_in": bytes_in, "bytes_out": bytes_out, "duration_source": source,
+              "prices": prices.label()}
+    rate = None
+    if compare is not None and compare.price_per_hour is not None:
+        rate = break_even_rps(cost.usd, compare.price_per_hour, compare.capacity_rps)
+    return ConfigurationCost(cost.per_1m, rate, requests_per_month(rate) if rate is not None else None, detail)

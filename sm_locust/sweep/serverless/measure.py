@@ -1,7 +1,7 @@
 """The serverless tests' figures from what a configuration's runs recorded (pure: fed parsed files).
 
 One Locust run per configuration holds the stability test and the concurrency test as consecutive
-phases (`serverless.py` builds them as an Inference Recommender PHASES pattern): first one caller
+phases (`plan.py` builds them as an Inference Recommender PHASES pattern): first one caller
 at a time, then `multiplier x MaxConcurrency` callers per multiplier. Its `timeline.json` (one
 Locust histogram per second) is cut into those phases here; the cold-start test's requests are
 timed one by one by the sweep itself (`cold_start` in `serverless.json`). Seconds are the
@@ -20,7 +20,7 @@ recorder's `Second`s (`sm_locust.record.timeline.read_seconds`).
 - **Stability** keeps every request (a fresh endpoint: the first one is cold) and splits them at a
   threshold: slower than the geometric mean of the phase's median and the cold-start test's median
   (without a cold-start test: `COLD_FACTOR` x the median) is a cold start. `warm_*` figures are
-  the rest; `mean` of the warm ones is the duration serverless bills (`serverless_cost.py`).
+  the rest; `mean` of the warm ones is the duration serverless bills (`cost.py`).
 - **Cold starts**: percentiles of the cold-start test's successful first requests (exact times,
   not histogram buckets), nearest-rank.
 """

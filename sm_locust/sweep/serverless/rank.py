@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective, _big, _pct, nothing_meets, why_lost
+from sm_locust.sweep.objective import Objective, big, nothing_meets, pct, why_lost
 
 COST_TIE = 0.05
 LATENCY_TIE = 0.10
@@ -82,8 +82,8 @@ def disqualification(c: ServerlessCandidate, objective: Objective) -> str | None
     if objective.slo_ms is not None and warm is not None and warm > objective.slo_ms:
         return f"{label} {warm:.0f} ms warm > SLO {objective.slo_ms:g} ms"
     if c.throttle_at_1 is not None and c.throttle_at_1 > objective.max_error_rate:
-        return (f"{_pct(c.throttle_at_1)} throttled with {c.max_concurrency} callers (MaxConcurrency) > "
-                f"{_pct(objective.max_error_rate)}")
+        return (f"{pct(c.throttle_at_1)} throttled with {c.max_concurrency} callers (MaxConcurrency) > "
+                f"{pct(objective.max_error_rate)}")
     if objective.target_rps:
         if c.capacity_rps is None:
             return f"no goodput measured to hold against the target {objective.target_rps:g} req/s"
@@ -98,15 +98,15 @@ def rank(candidates: Sequence[ServerlessCandidate], objective: Objective) -> lis
     ordered: list[ServerlessCandidate] = []
     pool = list(eligible)
     while pool:
-        cheapest = min(_big(c.cost_per_1m) for c in pool)
-        tier = [c for c in pool if _big(c.cost_per_1m) <= cheapest * (1 + COST_TIE)] if cheapest != float("inf") else list(pool)
+        cheapest = min(big(c.cost_per_1m) for c in pool)
+        tier = [c for c in pool if big(c.cost_per_1m) <= cheapest * (1 + COST_TIE)] if cheapest != float("inf") else list(pool)
         while tier:
-            fastest = min(_big(c.warm_p95_ms) for c in tier)
-            band = [c for c in tier if _big(c.warm_p95_ms) <= fastest * (1 + LATENCY_TIE)]
+            fastest = min(big(c.warm_p95_ms) for c in tier)
+            band = [c for c in tier if big(c.warm_p95_ms) <= fastest * (1 + LATENCY_TIE)]
             if objective.target_rps:
-                band.sort(key=lambda c: (c.max_concurrency, _big(c.cold_start_p50_ms), c.index))
+                band.sort(key=lambda c: (c.max_concurrency, big(c.cold_start_p50_ms), c.index))
             else:
-                band.sort(key=lambda c: (-(c.capacity_rps or 0.0), _big(c.cold_start_p50_ms), c.index))
+                band.sort(key=lambda c: (-(c.capacity_rps or 0.0), big(c.cold_start_p50_ms), c.index))
             ordered.extend(band)
             tier = [c for c in tier if c not in band]
         pool = [c for c in pool if c not in ordered]
@@ -114,9 +114,9 @@ def rank(candidates: Sequence[ServerlessCandidate], objective: Objective) -> lis
 
 
 def _versus(winner: ServerlessCandidate, other: ServerlessCandidate, objective: Objective) -> str:
-    if _big(other.cost_per_1m) > _big(winner.cost_per_1m) * (1 + COST_TIE):
+    if big(other.cost_per_1m) > big(winner.cost_per_1m) * (1 + COST_TIE):
         return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
-    if _big(other.warm_p95_ms) > _big(winner.warm_p95_ms) * (1 + LATENCY_TIE):
+    if big(other.warm_p95_ms) > big(winner.warm_p95_ms) * (1 + LATENCY_TIE):
         return f"as cheap, but p95 {other.warm_p95_ms:.0f} ms warm vs {winner.warm_p95_ms:.0f}"
     if objective.target_rps and other.max_concurrency > winner.max_concurrency:
         return (f"MaxConcurrency {winner.max_concurrency} already serves {objective.target_rps:g} req/s "
@@ -124,7 +124,7 @@ def _versus(winner: ServerlessCandidate, other: ServerlessCandidate, objective: 
     if (other.capacity_rps or 0.0) < (winner.capacity_rps or 0.0):
         return (f"as cheap and as fast, but serves at most {other.capacity_rps or 0:.1f} req/s vs "
                 f"{winner.capacity_rps or 0:.1f} (MaxConcurrency {other.max_concurrency} vs {winner.max_concurrency})")
-    if _big(other.cold_start_p50_ms) > _big(winner.cold_start_p50_ms):
+    if big(other.cold_start_p50_ms) > big(winner.cold_start_p50_ms):
         return f"cold starts {_seconds(other.cold_start_p50_ms)} vs {_seconds(winner.cold_start_p50_ms)}"
     return "as good; listed later"
 

@@ -1,0 +1,303 @@
+"""Per-target figures of a traffic mix: summary.json's `targets` and `model_cache`.
+
+Why not Locust's entries: a mix of 1,000 models as 1,000 Locust entries is a table nobody reads,
+and Locust's cost per entry (a StatsEntry with per-second counters, shipped by every worker every
+3 s) grows with it. So a mixed request keeps the endpoint's one entry (`Invocation.target_in_name`)
+and this module counts it per target from the `request` event's `context["target"]`
+(`sm_locust.transport.contract`), beside Locust's stats, with bounded memory:
+
+- every target: requests, failures, and how many the endpoint said waited for a load (3 integers);
+- a latency histogram (Locust's ~2-significant-digit buckets, at most ~310 keys) for the first
+  `DETAIL_LIMIT` targets seen; the latencies of targets beyond it go to one shared `others`
+  histogram (under a skewed mix the popular targets are the first seen; with a mix wider than the
+  limit the top 20 are chosen among the detailed targets, docs/summary.md);
+- the successful requests' latencies over all, and those of the requests the endpoint said were
+  cold, with their waits (the cold vs warm split below).
+
+`targets` lists the top `TOP_TARGETS` targets by requests, each {name, requests, failures, p50_ms,
+p95_ms, p99_ms} (+ `cold` when the endpoint tells), then one {name: "others", targets: K, ...} for
+the rest; the requests of all entries sum to totals.requests (both count logical invocations,
+`sm_locust.invocation.is_invocation`).
+
+`model_cache` (a multi-model mix) splits requests into cold (waited for a model load) and warm:
+from the endpoint's answer when it gives one (`source: "endpoint"`: the local emulation marks each
+request that waited for its model's download and load with `invocation.MODEL_WAIT_HEADER`, the wait
+in ms, and a hit with nothing; so once any request of the run was marked, an unmarked success was
+warm. SageMaker itself has no per-request signal), else from the latency distribution's two modes
+(`source: "latency-modes"`: `latency_modes`, an Otsu split of the log latencies accepted only when a
+valley separates the two modes and they are at least `MIN_MODE_RATIO` x apart; otherwise no split
+is claimed).
+
+Distributed runs: each worker ships what it counted since its last report inside Locust's own
+report (`report_to_master`) and forgets it; the master merges (`worker_report`), as `record.llm`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from locust.runners import WorkerRunner
+from locust.stats import bucket_response_time
+
+from sm_locust.invocation import is_invocation
+from sm_locust.plateau.steady import histogram_percentile, merge_histograms
+
+REPORT_KEY = "sm_locust_targets"
+TOP_TARGETS = 20
+DETAIL_LIMIT = 2000
+OTHERS = "others"
+MIN_MODE_RATIO = 4.0  # a load takes seconds, a warm request milliseconds: modes closer than 4x are not that
+VALLEY_BIN = 0.2  # log-latency bin for the valley test (~22 % wide)
+MAX_VALLEY = 0.25  # a valley holds at most a quarter of the smaller peak
+MIN_MODE_REQUESTS = 3
+
+# a target's counters: requests, failures, cold (the endpoint said it waited for its model's load)
+REQUESTS, FAILURES, COLD_N = range(3)
+
+
+def _add(hist: dict[int, int], bucket: int, count: int = 1) -> None:
+    hist[bucket] = hist.get(bucket, 0) + count
+
+
+def _percentiles(hist: Mapping[int, int]) -> dict:
+    return {"p50_ms": histogram_percentile(hist, 50.0), "p95_ms": histogram_percentile(hist, 95.0),
+            "p99_ms": histogram_percentile(hist, 99.0)}
+
+
+class TargetTable:
+    """What was sent to each target (pure: fed requests or other tables' wire data)."""
+
+    def __init__(self, detail_limit: int | None = DETAIL_LIMIT):
+        self.detail_limit = detail_limit  # None: every target keeps a histogram (a worker's 3-s table)
+        self.counts: dict[str, list[int]] = {}
+        self.hists: dict[str, dict[int, int]] = {}
+        self.others: dict[int, int] = {}  # latencies of targets beyond the detail limit
+        self.ok: dict[int, int] = {}  # every successful request
+        self.cold: dict[int, int] = {}  # successful requests the endpoint said waited for a load
+        self.waits: dict[int, int] = {}  # how long they waited (ms buckets)
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def _hist(self, target: str) -> dict[int, int]:
+        hist = self.hists.get(target)
+        if hist is None:
+            if self.detail_limit is not None and len(self.hists) >= self.detail_limit:
+                return self.others
+            hist = self.hists[target] = {}
+        return hist
+
+    def _counts(self, target: str) -> list[int]:
+        counts = self.counts.get(target)
+        if counts is None:
+            counts = self.counts[target] = [0, 0, 0]
+        return counts
+
+    def add(self, target: str, response_time_ms: float, failed: bool, wait_ms: float | None = None) -> None:
+        """One request to `target`; `wait_ms`: the endpoint said it waited that long for its model (None: no)."""
+        counts = self._counts(target)
+        counts[REQUESTS] += 1
+        bucket = bucket_response_time(response_time_ms)
+        _add(self._hist(target), bucket)
+        if failed:
+            counts[FAILURES] += 1
+            return
+        _add(self.ok, bucket)
+        if wait_ms is not None:
+            counts[COLD_N] += 1
+            _add(self.cold, bucket)
+            _add(self.waits, bucket_response_time(wait_ms))
+
+    # -- worker -> master ---------------------------------------------------------------------------
+    def to_wire(self) -> dict:
+        """Plain data for a worker report (msgpack: int keys are fine)."""
+        return {"c": self.counts, "h": self.hists, "o": self.others, "ok": self.ok, "cold": self.cold,
+                "waits": self.waits}
+
+    def merge_wire(self, data: Mapping) -> None:
+        for target, counts in (data.get("c") or {}).items():
+            mine = self._counts(str(target))
+            for i, n in enumerate(counts[:3]):
+                mine[i] += int(n)
+        for target, hist in (data.get("h") or {}).items():
+            mine_hist = self._hist(str(target))
+            for bucket, n in hist.items():
+                _add(mine_hist, int(bucket), int(n))
+        for key, into in (("o", self.others), ("ok", self.ok), ("cold", self.cold), ("waits", self.waits)):
+            for bucket, n in (data.get(key) or {}).items():
+                _add(into, int(bucket), int(n))
+
+    # -- summary.json ---------------------------------------------------------------------------------
+    def entries(self, top: int = TOP_TARGETS) -> list[dict]:
+        """summary.json `targets`: the `top` most requested targets (among those with a histogram), then
+        `others` for the rest; the requests of all entries sum to every request counted."""
+        told = bool(self.cold)
+        shown = heapq.nsmallest(top, ((-self.counts[name][REQUESTS], name) for name in self.hists))
+        out = []
+        for _, name in shown:
+            counts = self.counts[name]
+            record = {"name": name, "requests": counts[REQUESTS], "failures": counts[FAILURES],
+                      **_percentiles(self.hists[name])}
+            if told:
+                record["cold"] = counts[COLD_N]
+            out.append(record)
+        shown_names = {name for _, name in shown}
+        rest = len(self.counts) - len(shown_names)
+        if rest:
+            requests = failures = cold = 0
+            for name, counts in self.counts.items():
+                if name not in shown_names:
+                    requests += counts[REQUESTS]
+                    failures += counts[FAILURES]
+                    cold += counts[COLD_N]
+            hist = merge_histograms([self.others, *(h for name, h in self.hists.items() if name not in shown_names)])
+            record = {"name": OTHERS, "targets": rest, "requests": requests, "failures": failures, **_percentiles(hist)}
+            if told:
+                record["cold"] = cold
+            out.append(record)
+        return out
+
+    def model_cache(self) -> dict | None:
+        """summary.json `model_cache`: cold vs warm, from the endpoint's answers, else the latency's modes."""
+        if self.cold:  # the endpoint marks the requests that waited: the others were warm
+            total = sum(self.ok.values())
+            warm = {b: n - self.cold.get(b, 0) for b, n in self.ok.items() if n > self.cold.get(b, 0)}
+            cold = _mode_record(self.cold)
+            if cold is not None:
+                cold.update(wait_p50_ms=histogram_percentile(self.waits, 50.0),
+                            wait_p95_ms=histogram_percentile(self.waits, 95.0))
+            return {"source": "endpoint", "requests": total, "hit_rate": round(sum(warm.values()) / total, 6),
+                    "threshold_ms": None, "cold": cold, "warm": _mode_record(warm)}
+        if not self.ok:
+            return None
+        threshold = latency_modes(self.ok)
+        if threshold is None:
+            return {"source": "latency-modes", "requests": sum(self.ok.values()), "hit_rate": None,
+                    "threshold_ms": None, "cold": None, "warm": None}
+        cold = {b: n for b, n in self.ok.items() if b >= threshold}
+        warm = {b: n for b, n in self.ok.items() if b < threshold}
+        total = sum(self.ok.values())
+        return {"source": "latency-modes", "requests": total, "hit_rate": round(sum(warm.values()) / total, 6),
+                "threshold_ms": threshold, "cold": _mode_record(cold), "warm": _mode_record(warm)}
+
+
+def _mode_record(hist: Mapping[int, int]) -> dict | None:
+    requests = sum(hist.values())
+    return {"requests": requests, **_percentiles(hist)} if requests else None
+
+
+def latency_modes(hist: Mapping[int, int], *, min_ratio: float = MIN_MODE_RATIO, max_valley: float = MAX_VALLEY,
+                  min_requests: int = MIN_MODE_REQUESTS) -> int | None:
+    """The latency (ms bucket) from which requests are the slow mode of a two-mode histogram, or None
+    when the histogram does not have two clearly separate modes.
+
+    Otsu's split of the log latencies (the threshold maximising the between-class variance), kept only
+    when both classes hold `min_requests`, their geometric means are `min_ratio` x apart, and a valley
+    separates them: on a log scale (bins `VALLEY_BIN` wide) some bin between the two classes' peaks
+    holds at most `max_valley` x the smaller peak (one wide or flat mode has no such valley).
+    """
+    points = sorted((math.log(max(bucket, 0.5)), n, bucket) for bucket, n in hist.items() if n > 0)
+    if len(points) < 2:
+        return None
+    total_n = sum(n for _, n, _ in points)
+    total_s = sum(x * n for x, n, _ in points)
+    best, best_i = -1.0, 0
+    n0 = s0 = 0.0
+    for i in range(1, len(points)):
+        x, n, _ = points[i - 1]
+        n0 += n
+        s0 += x * n
+        n1 = total_n - n0
+        between = n0 * n1 * (s0 / n0 - (total_s - s0) / n1) ** 2
+        if between > best:
+            best, best_i = between, i
+    low, high = points[:best_i], points[best_i:]
+    (n_low, m_low), (n_high, m_high) = _mean(low), _mean(high)
+    if min(n_low, n_high) < min_requests or m_high - m_low < math.log(min_ratio):
+        return None
+    bins: dict[int, int] = {}
+    for x, n, _ in points:
+        key = math.floor(x / VALLEY_BIN)
+        bins[key] = bins.get(key, 0) + n
+    split = math.floor(high[0][0] / VALLEY_BIN)
+    low_bins = {k: n for k, n in bins.items() if k < split}
+    high_bins = {k: n for k, n in bins.items() if k >= split}
+    low_peak = max(low_bins, key=lambda k: (low_bins[k], k)) if low_bins else split
+    high_peak = max(high_bins, key=lambda k: (high_bins[k], -k))
+    valley = [bins.get(k, 0) for k in range(low_peak + 1, high_peak)]
+    smaller_peak = min(low_bins.get(low_peak, 0), high_bins[high_peak])
+    if not valley or min(valley) > max_valley * smaller_peak:
+        return None
+    return high[0][2]
+
+
+def _mean(points: Iterable[tuple[float, int, int]]) -> tuple[int, float]:
+    """(count, mean) of weighted log latencies."""
+    items = list(points)
+    n = sum(c for _, c, _ in items)
+    return n, sum(x * c for x, c, _ in items) / n
+
+
+class TargetStats:
+    """One Locust process's `TargetTable`; on a master also the workers' (registers its own handlers)."""
+
+    def __init__(self, environment: Any = None, detail_limit: int | None = DETAIL_LIMIT):
+        self.environment = environment
+        self.detail_limit = detail_limit
+        self.table = self._new_table()
+        if environment is not None:
+            events = environment.events
+            events.request.add_listener(self.on_request)
+            events.test_start.add_listener(self._on_test_start)
+            events.report_to_master.add_listener(self._on_report_to_master)
+            events.worker_report.add_listener(self._on_worker_report)
+
+    @classmethod
+    def for_environment(cls, environment: Any) -> TargetStats:
+        stats = getattr(environment, "sm_locust_targets", None)
+        if stats is None:
+            stats = cls(environment)
+            environment.sm_locust_targets = stats
+        return stats
+
+    def on_request(self, request_type: str, name: str, response_time: float, exception: Any = None,
+                   context: Mapping | None = None, **_kw) -> None:
+        if not context:
+            return
+        target = context.get("target")
+        if target is None or not is_invocation(request_type, name):
+            return
+        self.table.add(target, response_time or 0.0, exception is not None, context.get("model_wait_ms"))
+
+    def _new_table(self) -> TargetTable:
+        """A worker keeps every target's histogram (it ships and forgets them every 3 s: the master bounds)."""
+        on_worker = isinstance(getattr(self.environment, "runner", None), WorkerRunner)
+        return TargetTable(None if on_worker else self.detail_limit)
+
+    def _on_test_start(self, **_kw) -> None:
+        self.table = self._new_table()
+
+    def _on_report_to_master(self, client_id: str, data: dict, **_kw) -> None:  # worker side: ship, then forget
+        if self.table:
+            data[REPORT_KEY] = self.table.to_wire()
+            self.table = self._new_table()
+
+    def _on_worker_report(self, client_id: str, data: dict, **_kw) -> None:  # master side
+        wire = data.get(REPORT_KEY)
+        if wire:
+            self.table.merge_wire(wire)
+
+    def annotate(self, summary: dict, *, models: bool) -> dict:
+        """Add `targets` (and, for a multi-model mix, `model_cache`) to summary.json when requests named
+        targets; returns it. `models`: the mix names models (TargetModel), so cold vs warm applies."""
+        if not self.table:
+            return summary
+        summary["targets"] = self.table.entries()
+        if models:
+            cache = self.table.model_cache()
+            if cache is not None:
+                summary["model_cache"] = cache
+        return summary

@@ -1,0 +1,242 @@
+"""The figures of an autoscaling test, from its timelines: what summary.json `autoscaling` and each row
+of an autoscaling sweep hold (docs/summary.md, docs/autoscaling.md).
+
+Why one pure function for both sides: the local emulation and SageMaker produce the same three
+series (the instance timeline, the client's per-second samples, the metric's datapoints), and a
+configuration must be judged by the same arithmetic wherever it ran. Everything here is in run
+seconds (emulated on the local fleet, `timeline.RunClock` converts the client's wall-clock seconds):
+
+- `scale_events`: one per change of the desired count: `t_s`, `direction` ("out"/"in"), `from`, `to`,
+  `reaction_s` (from the start of the first breaching period, above the target for "out" and below
+  90 % of it for "in", to the change), `ready_s` (from that same start to the new count serving) and
+  `ready_at_s`. Without a policy (nothing to say what breaches) reaction_s and ready_s are None.
+- `instances` (the steps of desired and in service), `peak_instances`, `instance_hours` (instances
+  provisioned, the larger of desired and in service: a starting instance is billed), `cost_usd`.
+- `slo_breach_s`: run seconds whose percentile was above the SLO (`breaches`: the windows, for the
+  report's shading); `failed` and `throttled` (ThrottlingException) requests; `flaps`: scale-ins
+  followed by a scale-out within `FLAP_WINDOW_S` (10 minutes).
+
+`metric_periods` rebuilds the metric's datapoints from the client's own sends when CloudWatch's are
+not at hand: InvocationsPerInstance is "requests sent / instances in service", per minute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.plateau.timeline import Second
+from sm_locust.scaling.policy import CONCURRENCY, IN, OUT, ScalingPolicy
+from sm_locust.scaling.timeline import InstanceSample, MetricPeriod, RunClock, compact, counts_at
+
+FLAP_WINDOW_S = 600.0  # a scale-in followed by a scale-out within 10 minutes is a flap
+THROTTLE = "ThrottlingException"
+
+
+def _in_service_at(instances: Sequence[InstanceSample], t_s: float) -> int:
+    sample = counts_at(instances, t_s)
+    return max(1, (sample or instances[0]).in_service) if instances else 1
+
+
+def _mean_latency_s(second: Second) -> float:
+    total = sum(second.hist.values())
+    return sum(bucket * count for bucket, count in second.hist.items()) / total / 1000.0 if total else 0.0
+
+
+def metric_periods(seconds: Sequence[Second], instances: Sequence[InstanceSample], policy: ScalingPolicy,
+                   clock: RunClock, end_s: float | None = None) -> list[MetricPeriod]:
+    """The policy's metric per period from the client's per-second samples: requests sent (open loop;
+    completed ones in closed loop) / instances in service, per minute; or, for the concurrency metric,
+    requests in flight (Little's law: completions x mean latency) per instance. Periods start at run
+    second 0; a period the client sent nothing in has no data."""
+    spec = policy.spec
+    period = spec.period_s
+    sums: dict[int, float] = {}
+    real_period = clock.real_s(period)
+    for second in seconds:
+        start = clock.run_s(second.t - second.interval)
+        index = int(math.floor(start / period + 1e-9))
+        if index < 0 or (end_s is not None and start >= end_s):
+            continue
+        serving = _in_service_at(instances, start)
+        if spec.name == CONCURRENCY:
+            amount = second.requests * _mean_latency_s(second) / serving
+        else:
+            amount = (second.sent if second.sent is not None else second.requests) / serving
+        sums[index] = sums.get(index, 0.0) + amount
+    out = []
+    for index in range(max(sums) + 1 if sums else 0):
+        total = sums.get(index)
+        if not total:
+            out.append(MetricPeriod(index * period, None))
+        elif spec.name == CONCURRENCY:
+            out.append(MetricPeriod(index * period, total / real_period))
+        else:
+            out.append(MetricPeriod(index * period, total * 60.0 / real_period))
+    return out
+
+
+def alarm_start(periods: Sequence[MetricPeriod], t_s: float, breaching: Callable[[float], bool], period_s: float,
+                after_s: float = -math.inf) -> float | None:
+    """Start of the run of breaching periods that led to a change at run second `t_s`: the latest run
+    ending at or before `t_s` (a real alarm fires after its last period ends, sometimes minutes after),
+    counting no period before `after_s` (the previous change). None when no period breached."""
+    ordered = sorted((p for p in periods if p.t_s + period_s <= t_s + 1e-6 and p.t_s >= after_s - 1e-6),
+                     key=lambda p: p.t_s, reverse=True)
+    first = None
+    for p in ordered:
+        hit = p.value is not None and breaching(p.value)
+        if first is None:
+            if hit:
+                first = p.t_s
+            continue
+        if not hit or abs(p.t_s + period_s - first) > 1e-6:
+            break
+        first = p.t_s
+    return first
+
+
+def scale_events(instances: Sequence[InstanceSample], *, policy: ScalingPolicy | None = None,
+                 periods: Sequence[MetricPeriod] = ()) -> list[dict]:
+    """One event per change of the desired count (see the module docstring)."""
+    steps = compact(instances)
+    events = []
+    previous_t = -math.inf
+    for before, sample in zip(steps, steps[1:], strict=False):
+        if sample.desired == before.desired:
+            continue
+        direction = OUT if sample.desired > before.desired else IN
+        ready_at = next((s.t_s for s in steps if s.t_s >= sample.t_s and (
+            s.in_service >= sample.desired if direction == OUT else s.in_service <= sample.desired)), None)
+        start = None
+        if policy is not None:
+            spec = policy.spec
+            if direction == OUT:
+                breaching = lambda v: v > policy.target_value  # noqa: E731
+            else:
+                breaching = lambda v: v < policy.scale_in_threshold  # noqa: E731
+            start = alarm_start(periods, sample.t_s, breaching, spec.period_s, previous_t)
+        events.append({
+            "t_s": sample.t_s, "direction": direction, "from": before.desired, "to": sample.desired,
+            "reaction_s": None if start is None else sample.t_s - start,
+            "ready_s": None if start is None or ready_at is None else ready_at - start,
+            "ready_at_s": ready_at,
+        })
+        previous_t = sample.t_s
+    return events
+
+
+def count_flaps(events: Sequence[Mapping], window_s: float = FLAP_WINDOW_S) -> int:
+    """Scale-ins followed by a scale-out within `window_s`."""
+    flaps = 0
+    for i, event in enumerate(events):
+        if event["direction"] != IN:
+            continue
+        if any(later["direction"] == OUT and later["t_s"] - event["t_s"] <= window_s for later in events[i + 1:]):
+            flaps += 1
+    return flaps
+
+
+def instance_hours(instances: Sequence[InstanceSample], end_s: float) -> float:
+    """Instance-hours provisioned over [0, end_s]: the larger of desired and in service, as a step function."""
+    steps = compact(instances)
+    total = 0.0
+    for sample, following in zip(steps, [*steps[1:], None], strict=True):
+        stop = end_s if following is None else min(following.t_s, end_s)
+        if stop > sample.t_s:
+            total += max(sample.desired, sample.in_service) * (stop - sample.t_s)
+    return total / 3600.0
+
+
+def breach_windows(seconds: Sequence[Second], clock: RunClock, slo_ms: float, percentile: float) -> list[list[float]]:
+    """[start, end] run-second windows whose per-second percentile was above the SLO (adjacent seconds merged)."""
+    windows: list[list[float]] = []
+    for second in seconds:
+        value = histogram_percentile(second.hist, percentile)
+        if value is None or value <= slo_ms:
+            continue
+        start, end = clock.run_s(second.t - second.interval), clock.run_s(second.t)
+        if windows and start - windows[-1][1] <= 1e-6 * max(1.0, clock.time_scale):
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    return windows
+
+
+def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[Second], *, started_at: float,
+                        policy: ScalingPolicy | None = None, periods: Sequence[MetricPeriod] | None = None,
+                        slo_ms: float | None = None, percentile: float = 95.0, price_per_hour: float | None = None,
+                        failures: Mapping[str, int] | None = None, time_scale: float = 1.0,
+                        end_s: float | None = None, source: str = "DescribeEndpoint") -> dict:
+    """The summary.json `autoscaling` block (docs/summary.md) from the run's timelines."""
+    clock = RunClock(started_at, time_scale)
+    if end_s is None:
+        end_s = clock.run_s(seconds[-1].t) if seconds else (instances[-1].t_s if instances else 0.0)
+    steps = compact(instances)
+    if periods is None:
+        periods = metric_periods(seconds, steps, policy, clock, end_s) if policy is not None and steps else []
+    events = scale_events(steps, policy=policy, periods=periods)
+    hours = instance_hours(steps, end_s)
+    windows = breach_windows(seconds, clock, slo_ms, percentile) if slo_ms is not None else []
+    failures = dict(failures or {})
+    throttled = int(failures.pop(THROTTLE, 0))
+    return {
+        "source": source,
+        "time_scale": time_scale,
+        "duration_s": end_s,
+        "policy": policy.as_dict() if policy is not None else None,
+        "scale_events": events,
+        "instances": [s.as_dict() for s in steps],
+        "periods": [p.as_dict() for p in periods],
+        "peak_instances": max((max(s.desired, s.in_service) for s in steps), default=None),
+        "instance_hours": hours,
+        "cost_usd": hours * price_per_hour if price_per_hour is not None else None,
+        "slo": None if slo_ms is None else {"slo_ms": slo_ms, "percentile": percentile},
+        "slo_breach_s": sum(end - start for start, end in windows) if slo_ms is not None else None,
+        "breaches": windows,
+        "failed": int(sum(failures.values())),
+        "throttled": throttled,
+        "flaps": count_flaps(events),
+    }
+
+
+def describe_event(event: Mapping) -> str:
+    """One progress line for a scale event."""
+    text = f"scale {event['direction']} {event['from']} -> {event['to']} at {event['t_s']:.0f} s"
+    if event.get("reaction_s") is not None:
+        text += f", {event['reaction_s']:.0f} s after the metric crossed"
+    if event.get("ready_s") is not None:
+        text += f", serving {event['ready_s']:.0f} s after"
+    elif event.get("ready_at_s") is not None:
+        text += f", serving at {event['ready_at_s']:.0f} s"
+    return text
+
+
+def breach_cause(figures: Mapping) -> str | None:
+    """Why a configuration breached its SLO, in one clause for the sweep's why-not sentence:
+    "310 s over the SLO while 2 instances started"; None when it did not breach."""
+    breach = figures.get("slo_breach_s")
+    if not breach:
+        return None
+    starting = []
+    for window in figures.get("breaches") or []:
+        for sample in figures.get("instances") or []:
+            if _covers(figures, window, sample):
+                gap = sample["desired"] - sample["in_service"]
+                if gap > 0:
+                    starting.append(gap)
+    text = f"{breach:.0f} s over the SLO"
+    if starting:
+        count = max(starting)
+        text += f" while {count} instance{'s' if count != 1 else ''} started"
+    return text
+
+
+def _covers(figures: Mapping, window: Sequence[float], sample: Mapping) -> bool:
+    """The instance step `sample` is in force during part of `window`."""
+    steps = figures.get("instances") or []
+    later = [s["t_s"] for s in steps if s["t_s"] > sample["t_s"]]
+    until = min(later) if later else math.inf
+    return sample["t_s"] < window[1] and until > window[0]
+

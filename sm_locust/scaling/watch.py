@@ -1,0 +1,208 @@
+"""`sm-locust run --watch-scaling`: what an endpoint's own scaling policy did under the run's traffic.
+
+Why: a team with a policy already in production wants the same figures an autoscaling sweep gives
+(scale events with reaction and ready times, instance-hours, seconds over the SLO, flaps) for the
+policy they have, without sm-locust touching it. So this only reads: before the run, the variant's
+scaling configuration (Application Auto Scaling's Describe calls: the target's range and its
+policies, printed in one line) and its instance type (for the cost); during the run, DescribeEndpoint
+every 10 s (`aws.InstancePoller`); after it, the shared figures (`figures.autoscaling_figures`)
+go into summary.json as `autoscaling`. Every client it makes is `aws.read_only`: a mutating call
+would raise instead of reaching AWS.
+
+Against the local fleet emulation (a loopback `--endpoint-url` whose `/_sm_locust/scaling` answers),
+DescribeEndpoint is asked of the emulator itself, every 10 *emulated* seconds, and its policy and
+time scale come from that route.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.options import SageMakerSettings
+from sm_locust.preflight import LOCAL_CREDENTIALS, is_loopback
+from sm_locust.record.summary import write_json
+from sm_locust.record.timeline import read_seconds, timeline_path
+from sm_locust.scaling.aws import (
+    POLL_EVERY_S,
+    InstancePoller,
+    ScalingError,
+    ScalingSnapshot,
+    VariantRef,
+    api_error,
+    clients,
+    read_only,
+    snapshot,
+)
+from sm_locust.scaling.figures import autoscaling_figures, describe_event
+from sm_locust.scaling.policy import ScalingPolicy
+from sm_locust.scaling.timeline import RunClock
+
+LOCAL_ROUTE = "/_sm_locust/scaling"
+
+Say = Callable[[str], None]
+
+
+def _say(text: str) -> None:
+    print(f"sm-locust: {text}", flush=True)
+
+
+def local_fleet(url: str, timeout: float = 3.0) -> dict[str, Any] | None:
+    """The local fleet emulation's own description (time scale, policy, log) at `url`, None when the
+    server there is not a fleet."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + LOCAL_ROUTE, timeout=timeout) as response:
+            data = json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def choose_variant(sm, endpoint: str, wanted: str = "") -> VariantRef:
+    """`wanted` (--target-variant), else the endpoint's only variant; a one-line UsageError otherwise."""
+    if wanted:
+        return VariantRef(endpoint, wanted)
+    try:
+        described = sm.describe_endpoint(EndpointName=endpoint)
+        variants = [v.get("VariantName") for v in described.get("ProductionVariants") or []]
+    except Exception as exc:
+        parts = api_error(exc)
+        if parts is None:
+            raise
+        raise UsageError(f"--watch-scaling: DescribeEndpoint {endpoint}: {parts[0]}: {parts[1]}") from None
+    if len(variants) != 1:
+        raise UsageError(f"--watch-scaling: endpoint {endpoint} has {len(variants)} variants "
+                         f"({', '.join(map(str, variants)) or 'none'}); name the one to watch with --target-variant")
+    return VariantRef(endpoint, str(variants[0]))
+
+
+def instance_price(sm, ref: VariantRef) -> tuple[str | None, float | None]:
+    """(instance type, USD per hour from the bundled price table) of the variant; Nones when unknown."""
+    from sm_locust.report.cost import load_prices
+
+    try:
+        config_name = sm.describe_endpoint(EndpointName=ref.endpoint).get("EndpointConfigName")
+        config = sm.describe_endpoint_config(EndpointConfigName=config_name) if config_name else {}
+    except Exception as exc:
+        if api_error(exc) is None:
+            raise
+        return None, None
+    instance_type = next((v.get("InstanceType") for v in config.get("ProductionVariants") or []
+                          if v.get("VariantName") == ref.variant), None)
+    price = load_prices().lookup(instance_type)
+    return instance_type, (price.usd_per_hour if price else None)
+
+
+@dataclass
+class ScalingWatch:
+    """What `start_watch` found and the poller it started; `finish` writes the figures."""
+
+    ref: VariantRef
+    poller: InstancePoller
+    policy: ScalingPolicy | None
+    time_scale: float
+    source: str
+    before: ScalingSnapshot | None = None
+    instance_type: str | None = None
+    price_per_hour: float | None = None
+
+    def stop(self) -> None:
+        self.poller.stop()
+
+    def finish(self, out: Path, *, slo_ms: float | None = None, percentile: float = 95.0,
+               say: Say = _say) -> dict[str, Any] | None:
+        """Stop polling; the figures into `out`/summary.json `autoscaling` (returned). None when the
+        run wrote no summary.json."""
+        self.stop()
+        path = out / "summary.json"
+        if not path.exists():
+            return None
+        summary = json.loads(path.read_text())
+        started_at = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
+        timeline = timeline_path(out)
+        seconds = read_seconds(timeline) if timeline else []
+        samples = self.poller.timeline(RunClock(started_at, self.time_scale))
+        errors = (summary.get("totals") or {}).get("errors") or {}
+        figures = autoscaling_figures(samples, seconds, started_at=started_at, policy=self.policy, slo_ms=slo_ms,
+                                      percentile=percentile, price_per_hour=self.price_per_hour, failures=errors,
+                                      time_scale=self.time_scale, source=self.source)
+        figures["watched"] = {
+            "resource_id": self.ref.resource_id, "instance_type": self.instance_type,
+            "scaling": self.before.describe() if self.before else None,
+            "scaling_before": self.before.as_dict() if self.before else None,
+            "readings": len(self.poller.readings), "failed_readings": self.poller.errors,
+            "every_s": POLL_EVERY_S,
+        }
+        summary["autoscaling"] = figures
+        write_json(path, summary)
+        for event in figures["scale_events"]:
+            say(describe_event(event))
+        say(result_line(figures))
+        if self.poller.errors:
+            say(f"{self.poller.errors} DescribeEndpoint reading(s) failed (last: {self.poller.last_error})")
+        return figures
+
+
+def result_line(figures: dict[str, Any]) -> str:
+    """`autoscaling: 3 scale events, peak 3 instances, 0.41 instance-hours ($0.09), 40 s over the SLO, 0 flaps`."""
+    events = len(figures.get("scale_events") or [])
+    plural = "s" if events != 1 else ""
+    text = f"autoscaling: {events} scale event{plural}, peak {figures.get('peak_instances')} instances"
+    text += f", {figures.get('instance_hours', 0):.3f} instance-hours"
+    if figures.get("cost_usd") is not None:
+        text += f" (${figures['cost_usd']:.2f})"
+    if figures.get("slo_breach_s") is not None:
+        text += f", {figures['slo_breach_s']:.0f} s over the SLO"
+    return text + f", {figures.get('flaps', 0)} flaps"
+
+
+def start_watch(settings: SageMakerSettings, *, say: Say = _say, aas=None, sm=None) -> ScalingWatch:
+    """Read the variant's scaling and start polling it (before the run starts); changes nothing."""
+    url = settings.endpoint_url
+    if url and is_loopback(url):
+        return _start_local(settings, url, say=say, sm=sm)
+    if aas is None or sm is None:
+        aas, sm = clients(settings.region or None, settings.aws_profile or None)
+    aas, sm = read_only(aas), read_only(sm)
+    ref = choose_variant(sm, settings.endpoint_name, settings.target_variant)
+    try:
+        before = snapshot(aas, sm, ref)
+    except ScalingError as exc:
+        raise UsageError(f"--watch-scaling: {exc.message}") from None
+    policy = before.scaling_policy()
+    instance_type, price = instance_price(sm, ref)
+    say(f"watching the scaling of {before.describe()}"
+        + (f" on {instance_type}" if instance_type else "")
+        + ("" if policy else "; no single target-tracking policy to time reactions against (reaction_s left empty)"))
+    poller = InstancePoller(sm, ref).start()
+    return ScalingWatch(ref, poller, policy, 1.0, "DescribeEndpoint", before, instance_type, price)
+
+
+def _start_local(settings: SageMakerSettings, url: str, *, say: Say, sm=None) -> ScalingWatch:
+    info = local_fleet(url)
+    if info is None:
+        raise UsageError(f"--watch-scaling: the endpoint at {url} is not a local fleet (no {LOCAL_ROUTE}); start one "
+                         "with `sm-locust serve --instances N ...`, or watch a SageMaker endpoint")
+    if sm is None:
+        import boto3
+
+        session = boto3.session.Session(region_name=settings.region or "us-east-1")
+        placeholder = session.get_credentials() is None  # the local fleet checks no signature; botocore still signs
+        sm = session.client("sagemaker", endpoint_url=url,
+                            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"] if placeholder else None,
+                            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"] if placeholder else None)
+    sm = read_only(sm)
+    ref = choose_variant(sm, settings.endpoint_name, settings.target_variant)
+    policy = ScalingPolicy(**info["policy"]).check() if info.get("policy") else None
+    time_scale = float(info.get("time_scale") or 1.0)
+    say(f"watching the scaling of the local fleet at {url} ({ref.resource_id}"
+        + (f", {policy.describe()}" if policy else "") + f", time scale {time_scale:g})")
+    poller = InstancePoller(sm, ref, time_scale=time_scale).start()
+    return ScalingWatch(ref, poller, policy, time_scale, "local fleet (DescribeEndpoint)")

@@ -1,0 +1,222 @@
+"""`Sweep`: what every sweep kind is, and the part of it every kind shares.
+
+A checked sweep is its file (`SweepSpec`), a deployer, the load plan, the configurations with
+their keys and prices, the sweep folder and the plan's estimates. The shared runner
+(`runner.SweepRunner`: deploy, test, delete, resume, budget, signals) drives any `Sweep`; a kind
+(`sweep/kinds.py`) subclasses it and supplies what differs:
+
+    runner_class          the runner (a subclass of SweepRunner when the kind's test differs)
+    base_row(c)           a configuration's row before it runs (`rows.Row` subclass: its identity)
+    measure_row(i, dir)   its figures (`row.figures`), read back from its run folder once it ran
+                          (or was resumed)
+    configuration_line    the line printed when a configuration is done
+    document(rows)        sweep.json: `document_head`, the rows marked by the kind's ranking
+                          (`mark_rows`), `recommendation`, `why_not`, and the kind's own keys
+    write_outputs         sweep.json, sweep.csv, sweep.html (the kind's render module)
+    estimate()            the plan's estimates (extend it when the kind is billed otherwise)
+
+Everything here is shared: the lookups the runner needs, the plan's estimates (what was measured
+before, the overlap's wall time, the `max_cost_usd` cut), the budget check while running, and the
+keys that open every sweep.json.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sm_locust.sweep.costing import Estimate, Price, estimate
+from sm_locust.sweep.deployers import Deployer, Deployment
+from sm_locust.sweep.grid import Configuration
+from sm_locust.sweep.load import LoadPlan
+from sm_locust.sweep.pipeline import Durations, simulate
+from sm_locust.sweep.rows import Marks, Row
+from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
+from sm_locust.sweep.schema import SweepSpec
+
+DEFAULT_SWEEPS_DIR = "sweeps"
+
+
+def sweep_folder(spec: SweepSpec, out: str | Path | None) -> Path:
+    """`--out`, or sweeps/<sweep id>/."""
+    return Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / spec.sweep_id
+
+
+def sagemaker_options(spec: SweepSpec, client: Any = None, poll_s: float | None = None) -> dict[str, Any]:
+    """The keyword arguments of a SageMaker deployer for this file (injected client, region,
+    profile, creation timeout, polling interval); empty for other deployers."""
+    if spec.deploy != "sagemaker":
+        return {}
+    options: dict[str, Any] = {"client": client, "region": spec.region, "profile": spec.aws_profile,
+                               "timeout_s": spec.deploy_timeout_minutes * 60.0}
+    if poll_s is not None:
+        options["poll_s"] = poll_s
+    return options
+
+
+@dataclass
+class Sweep:
+    """A checked sweep: its file, deployer, configurations, run options, prices and plan."""
+
+    spec: SweepSpec
+    deployer: Deployer
+    plan: LoadPlan
+    configurations: list[Configuration]
+    keys: dict[int, str]
+    prices: dict[int, Price]
+    out_dir: Path
+    estimates: dict[int, Estimate] = field(default_factory=dict)
+    complete: dict[int, bool] = field(default_factory=dict)
+    allowed: set[int] = field(default_factory=set)
+    wall_estimate_s: float = 0.0
+    started_at: str = ""
+
+    runner_class: ClassVar[type[SweepRunner]] = SweepRunner  # what runs this kind
+
+    # -- lookups the runner uses -------------------------------------------------------------------
+    def configuration(self, index: int) -> Configuration:
+        return self.configurations[index - 1]
+
+    def run_dir(self, c: Configuration) -> Path:
+        """`<what varies>-<key>`; a folder with the same key under another name (the grid grew, so
+        what varies changed) is found by its key suffix, so the rerun still resumes."""
+        key = self.keys[c.index]
+        path = self.out_dir / c.slug(key)
+        if not path.exists() and self.out_dir.is_dir():
+            for other in sorted(self.out_dir.glob(f"*-{key[:6]}")):
+                if is_complete(other, key):
+                    return other
+        return path
+
+    def to_run(self) -> list[int]:
+        return [c.index for c in self.configurations if not self.complete[c.index] and c.index in self.allowed]
+
+    def skip_reason(self, index: int) -> str:
+        return f"max_cost_usd {self.spec.max_cost_usd:g} would be passed (plan estimate)"
+
+    def new_deployment(self, index: int) -> Deployment:
+        c = self.configuration(index)
+        d = Deployment(index=index, key=self.keys[index], settings=dict(c.settings), run_dir=self.run_dir(c),
+                       region=self.spec.region)
+        self.deployer.prepare(d, self.spec.sweep_id)
+        return d
+
+    def budget_allows(self, index: int, rows: Mapping[int, Row], in_flight: list[int]) -> bool:
+        """Spent so far (measured billing) + estimates of the endpoints alive + this one's <= max_cost_usd."""
+        if self.spec.max_cost_usd is None:
+            return True
+        spent = sum(r.cost_usd or 0.0 for i, r in rows.items() if i not in in_flight)
+        alive = sum(self.estimates[i].usd or 0.0 for i in in_flight if i in self.estimates)
+        own = self.estimates[index].usd or 0.0 if index in self.estimates else 0.0
+        return spent + alive + own <= self.spec.max_cost_usd + 1e-9
+
+    # -- the plan ----------------------------------------------------------------------------------
+    def estimate(self) -> None:
+        """Which configurations are already measured, the plan's estimates, the budget's cut."""
+        spec = self.spec
+        deploy_s = (spec.expected_deploy_minutes * 60.0 if spec.expected_deploy_minutes is not None
+                    else self.deployer.expected_deploy_s)
+        test_s = self.plan.expected_test_s()
+        delete_s = self.deployer.expected_delete_s
+        for c in self.configurations:
+            self.complete[c.index] = is_complete(self.run_dir(c), self.keys[c.index])
+        pending = [c.index for c in self.configurations if not self.complete[c.index]]
+        durations = {i: Durations(deploy_s, test_s, delete_s) for i in pending}
+        billed = {i: deploy_s + test_s + delete_s for i in pending}
+        if pending:
+            started: dict[int, float] = {}
+            for at, what, i in simulate(durations, spec.max_parallel_endpoints).events:
+                if what == "deploy":
+                    started[i] = at
+                elif what == "deleted":
+                    billed[i] = at - started[i]
+        spent = 0.0
+        over = False
+        for i in pending:
+            e = estimate(self.prices[i], deploy_s=deploy_s, test_s=test_s, delete_s=delete_s,
+                         wait_s=max(0.0, billed[i] - deploy_s - test_s - delete_s))
+            self.estimates[i] = e
+            if spec.max_cost_usd is not None and (over or spent + (e.usd or 0.0) > spec.max_cost_usd + 1e-9):
+                over = True
+                continue
+            spent += e.usd or 0.0
+            self.allowed.add(i)
+        allowed = [i for i in pending if i in self.allowed]
+        self.wall_estimate_s = (simulate({i: durations[i] for i in allowed}, spec.max_parallel_endpoints).wall_s
+                                if allowed else 0.0)
+
+    # -- what each kind supplies -------------------------------------------------------------------
+    def row_fields(self, c: Configuration) -> dict[str, Any]:
+        """The shared fields of configuration `c`'s row: who it is and where its run folder is."""
+        return {"index": c.index, "label": c.label, "key": self.keys[c.index], "settings": dict(c.settings),
+                "run_dir": self.run_dir(c).name}
+
+    def base_row(self, c: Configuration) -> Row:
+        """The row of configuration `c` before it runs: the kind's `Row` subclass, from `row_fields(c)`
+        and the kind's identity (price, memory size, ...)."""
+        raise NotImplementedError
+
+    def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
+        """Set `row.figures` from the configuration's run folder (OSError, ValueError or KeyError: the
+        runner records the configuration as failed, with the error)."""
+        raise NotImplementedError
+
+    def configuration_line(self, index: int, total: int, row: Row) -> str:
+        """The line printed when configuration `index` is done (measured, failed, skipped, resumed)."""
+        raise NotImplementedError
+
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
+        """sweep.json's content for the rows so far (`Row.as_dict` for each configuration)."""
+        raise NotImplementedError
+
+    def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+        """sweep.json, sweep.csv and (with `html_too`) sweep.html; their paths by kind."""
+        raise NotImplementedError
+
+    # -- sweep.json's shared parts -----------------------------------------------------------------
+    def ordered_rows(self, rows: Mapping[int, Row]) -> list[Row]:
+        """The rows in file order."""
+        return [rows[c.index] for c in self.configurations if c.index in rows]
+
+    def mark_rows(self, candidates: list[Any], ordered: list[Row], lost: Mapping[int, str],
+                  disqualify: Callable[[Any, Any], str | None], front: list[int] | None = None) -> None:
+        """Each row's marks: meets_objective, lost_because, (with `front`) pareto, its run report's link."""
+        for c, r in zip(candidates, ordered, strict=True):
+            report = self.out_dir / r.run_dir / "report.html"
+            r.marks = Marks(meets_objective=c.status == "ok" and disqualify(c, self.spec.objective) is None,
+                            lost_because=lost.get(c.index), pareto=None if front is None else c.index in front,
+                            report=f"{r.run_dir}/report.html" if report.exists() else None)
+
+    def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, Any]:
+        """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
+        objective = self.spec.objective
+        return {
+            "schema": schema, **({"kind": kind} if kind else {}), "name": self.spec.name, "sweep_id": self.spec.sweep_id,
+            "description": self.spec.description, "deploy": self.spec.deploy, "file": self.spec.source,
+            "started_at": self.started_at, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "wall_s": round(outcome.wall_s, 1) if outcome else None,
+            "interrupted": bool(outcome and outcome.interrupted),
+            "max_parallel_endpoints": self.spec.max_parallel_endpoints,
+            "peak_alive_endpoints": outcome.peak_alive if outcome else None,
+            "objective": {**objective.as_dict(), "percentile_label": objective.percentile_label},
+            "load": self.plan.given,
+        }
+
+    def recommendation(self, rec: Any) -> dict[str, Any]:
+        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence."""
+        winner = rec.winner
+        if winner is None:
+            return {"index": None, "label": None, "settings": None, "reason": rec.reason}
+        return {"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
+                "reason": rec.reason}
+
+    def why_not(self, rec: Any) -> dict[str, str]:
+        """sweep.json's `why_not`: label -> why that configuration lost, in file order."""
+        return {self.configuration(i).label: why for i, why in sorted(rec.lost.items())}
+
+    def write_progress(self, rows: Mapping[int, Row]) -> None:
+        """sweep.json and sweep.csv after every configuration, so a crash keeps what was measured."""
+        self.write_outputs(self.document(rows), html_too=False)

@@ -1,0 +1,146 @@
+"""Sweep kinds, and the one registry that names them.
+
+A sweep's *kind* decides what a configuration is and what its test measures: `realtime` (the
+default: instance-backed endpoints, a plateau search per configuration), `serverless` (memory x
+MaxConcurrency, stability / concurrency / cold-start tests). Every kind shares the rest of the
+machinery: the file's shared keys (`schema.py`), the grid (`grid.py`), the deployers, the runner
+(resume, `--plan`, `--yes`, `max_cost_usd`, cleanup on every exit), sweep.json/csv/html and the
+recommendation with why the others lost.
+
+A file's kind is the kind whose section it has (`serverless:`), or the one its optional `kind:`
+key names; neither: `realtime`. Two kinds' sections in one file are one message. A kind that has
+a section registers here, in `KINDS`:
+
+- `section`, its top-level key, and `keys`, its other top-level keys (refused without the section);
+- `parse(data, check, deploy, base_dir)`: the section checked with the shared `validate.Checker`,
+  returned as a `Section`: `grid()` (its lists, the grid axes, as settings `<section>.<key>`),
+  `shared` (its single values, settings every configuration gets) and `as_dict()` (sweep.json);
+- `refused`: shared top-level keys that mean nothing to this kind, each with why;
+- `loader`: "module:function(spec, *, out, client, poll_s) -> Sweep" building the checked sweep
+  (its deployer, load plan, prices, configuration keys; a `base.Sweep` subclass);
+- `cleanup` (optional): what `--cleanup` does for this kind when deleting the resources its
+  deployer tagged is not all (restoring what it changed on an existing endpoint). Named by string
+  and imported when chosen, like the deployers: the kind's package builds on `schema.py`, which
+  reads this registry, and a `realtime` sweep never imports another kind's runner.
+
+docs/sweep.md documents the shared keys and, under "Adding a sweep kind", what a new kind implements;
+each kind's own page (docs/serverless.md) its section.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from sm_locust.errors import UsageError
+from sm_locust.registry import Registry
+from sm_locust.sweep.serverless import spec as serverless_spec
+from sm_locust.sweep.validate import Checker
+
+KIND_KEY = "kind"  # the optional top-level key naming the kind
+
+
+class Section(Protocol):
+    """A kind's parsed section."""
+
+    shared: dict[str, Any]  # settings every configuration gets (`<section>.<key>`: value)
+
+    def grid(self) -> dict[str, list[Any]]:
+        """The grid axes it adds (`<section>.<key>`: values), in file order."""
+        ...
+
+    def as_dict(self) -> dict[str, Any]:
+        """The section as sweep.json records it (under the section's name)."""
+        ...
+
+
+SectionParser = Callable[[Mapping[str, Any], Checker, str, Path], Section]
+
+
+@dataclass(frozen=True)
+class SweepKind:
+    name: str
+    loader: str  # "module:function(spec, *, out, client, poll_s) -> Sweep"
+    section: str | None = None  # None: the default kind (no section of its own)
+    keys: tuple[str, ...] = ()  # its other top-level keys
+    hint: str = ""  # what the section holds, for "add a <section>: section (<hint>)"
+    parse: SectionParser | None = None
+    refused: Mapping[str, str] = field(default_factory=dict)  # shared key -> why this kind refuses it
+    # what `sm-locust sweep --cleanup ID SWEEP` does for this kind, when more than its deployer's cleanup:
+    # "module:function(sweep_id, *, deploy, region, profile, client, out_dir, progress) -> (deleted, left)"
+    cleanup: str | None = None
+
+    def own_keys(self) -> tuple[str, ...]:
+        return ((self.section,) if self.section else ()) + self.keys
+
+    def load(self) -> Callable[..., Any]:
+        """The loader: `load(spec, *, out, client, poll_s) -> Sweep`."""
+        return _resolve(self.loader)
+
+    def cleaner(self) -> Callable[..., tuple[list[str], list[str]]] | None:
+        return _resolve(self.cleanup) if self.cleanup else None
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+KINDS: Registry[SweepKind] = Registry("sweep kind")
+KINDS.add("realtime", SweepKind("realtime", "sm_locust.sweep.realtime.sweep:load"), "real-time")
+KINDS.add("serverless", SweepKind(
+    "serverless", "sm_locust.sweep.serverless.sweep:load", section=serverless_spec.SECTION, keys=serverless_spec.KEYS,
+    hint="memory_size_mb, max_concurrency", parse=serverless_spec.parse_section, refused=serverless_spec.REFUSED))
+DEFAULT_KIND = "realtime"
+
+
+def _a(word: str) -> str:
+    """'a serverless', 'an autoscaling'."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
+def kind_keys(kinds: Registry[SweepKind] = KINDS) -> tuple[str, ...]:
+    """Every kind's own top-level keys (sections first), for the file's list of valid keys."""
+    out: list[str] = []
+    for name in kinds:
+        out += [k for k in kinds.get(name).own_keys() if k not in out]
+    return tuple(out)
+
+
+def kind_of(data: Mapping[str, Any], check: Checker, kinds: Registry[SweepKind] = KINDS) -> SweepKind:
+    """The file's kind: the one whose section it has, or the one `kind:` names (realtime when neither);
+    one message for two kinds' sections, a `kind:` that disagrees with the section, an unknown
+    `kind:`, or a kind's key without its section."""
+    keys = list(data)
+    with_section = sorted((kinds.get(n) for n in kinds if kinds.get(n).section in data),
+                          key=lambda k: keys.index(k.section))  # in the file's order
+    if len(with_section) > 1:
+        names = [str(k.section) for k in with_section]
+        raise check.error(", ".join(names), f"a sweep file is one kind; these are the sections of "
+                          f"{' and '.join(k.name for k in with_section)} sweeps: split it into one file per kind")
+    named = None
+    if data.get(KIND_KEY) is not None:
+        try:
+            named = kinds.get(check.text(KIND_KEY, data[KIND_KEY]))
+        except UsageError as exc:
+            raise check.prefixed(KIND_KEY, exc) from None
+    if with_section:
+        kind = with_section[0]
+        if named is not None and named.name != kind.name:
+            raise check.error(KIND_KEY, f"{named.name}, but the file has {_a(kind.section or '')}: section ({_a(kind.name)} sweep); "
+                              f"leave kind: out or make it {kind.name}")
+    elif named is not None and named.section:
+        raise check.error(named.section, f"missing: {_a(named.name)} sweep needs {_a(named.section)}: section ({named.hint})")
+    else:
+        kind = named or kinds.get(DEFAULT_KIND)
+    for name in kinds:
+        other = kinds.get(name)
+        if other is kind or not other.section:
+            continue
+        for key in other.keys:
+            if key in data and key not in kind.keys:
+                raise check.error(key, f"applies to {other.name} sweeps only; add {_a(other.section)}: section ({other.hint})")
+    return kind

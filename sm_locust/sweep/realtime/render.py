@@ -1,0 +1,173 @@
+"""A real-time sweep's result files: `sweep.json`, `sweep.csv`, `sweep.html` (docs/sweep.md).
+
+`sweep.json` is the document `RealtimeSweep.document` builds (one object per configuration, the
+recommendation, the Pareto front); `sweep.csv` flattens it (one row per configuration, settings as
+`setting:<key>` columns); `sweep.html` holds the recommendation in one sentence, the table the
+seed articles compare configurations with, throughput vs latency of every configuration on one
+chart (its knee marked), cost vs latency with the Pareto front, and why each other configuration
+lost, on the page every kind shares (`sweep/render.py`). Also the line printed per configuration.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from sm_locust.sweep.objective import pct
+from sm_locust.sweep.progress import PREFIX, duration_text
+from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
+from sm_locust.sweep.render import (
+    configurations_table,
+    figure_html,
+    page,
+    write_files,
+    write_rows,
+)
+
+SCHEMA = 1
+FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
+FIGURE_COLUMNS = (
+    "capacity_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct", "memory_pct",
+    "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m", "cost_per_hour_at_target",
+    "meets_objective", "pareto", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s", "billed_s", "cost_usd",
+)
+
+
+def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
+    """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors; $0.46 per 1M (38 s)`."""
+    head = f"{PREFIX} [{index}/{total}] {row.label}: "
+    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
+    if row.status != "ok":
+        return f"{head}{row.status}: {row.reason}{took}"
+    f = row.figures or RealtimeFigures()
+    if not f.capacity_rps:
+        return f"{head}no sustainable throughput ({f.no_capacity_reason or 'see its run folder'}){took}"
+    users = f.knee_users
+    at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
+    latency = f.latency_ms
+    text = (f"{head}{f.capacity_rps:.1f} req/s{at}, {percentile_label} "
+            f"{'?' if latency is None else f'{latency:.0f}'} ms, {pct(f.error_rate)} errors")
+    if f.cost_per_1m is not None:
+        text += f"; ${f.cost_per_1m:.2f} per 1M"
+    if row.resumed:
+        text += " (measured before: run folder complete)"
+    return text + took
+
+
+def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    configurations = document.get("configurations") or []
+    setting_keys: list[str] = []
+    for c in configurations:
+        for key in c.get("settings") or {}:
+            if key not in setting_keys:
+                setting_keys.append(key)
+    header = ["index", "label", "status", "reason", *[f"setting:{k}" for k in setting_keys], *FIGURE_COLUMNS]
+    rows = []
+    for c in configurations:
+        row = {"index": c.get("index"), "label": c.get("label"), "status": c.get("status"), "reason": c.get("reason")}
+        row.update({f"setting:{k}": (c.get("settings") or {}).get(k) for k in setting_keys})
+        row.update({k: c.get(k) for k in FIGURE_COLUMNS})
+        rows.append(row)
+    return header, rows
+
+
+def write_csv(path: Path, document: dict[str, Any]) -> None:
+    write_rows(path, *csv_rows(document))
+
+
+# ------------------------------------------------------------------------------------------- html
+
+
+def table(document: dict[str, Any]) -> str:
+    pct = document.get("objective", {}).get("percentile_label", "p95")
+    columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0), ("req/s at the knee", "capacity_rps", 1),
+               ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
+               ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
+               ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
+               ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
+               ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0), ("why not", "lost_because", 0)]
+
+    def derived(c: dict[str, Any]) -> dict[str, Any]:
+        return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"]}
+
+    note = (f'<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s throughput '
+            f'within the SLO); the objective\'s percentile is {html.escape(pct)}. CPU is summed over cores, as CloudWatch '
+            "reports an endpoint's.</p>")
+    return configurations_table(document, columns, derived, note)
+
+
+def fig_curves(document: dict[str, Any]) -> str:
+    import plotly.graph_objects as go
+
+    pct = document.get("objective", {}).get("percentile_label", "p95")
+    fig = go.Figure()
+    for c in document.get("configurations") or []:
+        points = [p for p in c.get("curve") or [] if p.get("rps") is not None and p.get("latency_ms") is not None]
+        if not points:
+            continue
+        fig.add_trace(go.Scatter(x=[p["rps"] for p in points], y=[p["latency_ms"] for p in points], mode="lines+markers",
+                                 name=c["label"], text=[f"{p.get('users')} users" for p in points],
+                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{text})"))
+        if c.get("capacity_rps") and c.get("latency_ms") is not None:
+            fig.add_trace(go.Scatter(x=[c["capacity_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
+                                     marker={"symbol": "star", "size": 14, "color": "black"},
+                                     hovertemplate=f"knee of {html.escape(c['label'])}: %{{x:.1f}} req/s, %{{y:.0f}} ms"))
+    slo = document.get("objective", {}).get("slo_ms")
+    if slo:
+        fig.add_hline(y=slo, line_dash="dash", annotation_text=f"SLO {slo:g} ms")
+    if not fig.data:
+        return '<p id="fig-sweep-curves">No configuration recorded load steps.</p>'
+    fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: the knees)",
+                      xaxis_title="throughput (req/s)", yaxis_title=f"{pct} latency (ms)", height=480)
+    return figure_html(fig, "fig-sweep-curves")
+
+
+def fig_cost(document: dict[str, Any]) -> str:
+    import plotly.graph_objects as go
+
+    pct = document.get("objective", {}).get("percentile_label", "p95")
+    points = [c for c in document.get("configurations") or []
+              if c.get("status") == "ok" and c.get("cost_per_1m") is not None and c.get("latency_ms") is not None]
+    if not points:
+        return ('<p id="fig-sweep-cost">No cost figures: give price_per_hour or instance_type (priced from the bundled '
+                "table) to compare $ per 1M inferences.</p>")
+    front = set(document.get("pareto") or [])
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in points], y=[c["cost_per_1m"] for c in points], mode="markers+text",
+                             text=[f"#{c['index']}" for c in points], textposition="top center", name="configurations",
+                             hovertext=[c["label"] for c in points],
+                             hovertemplate="%{hovertext}: %{x:.0f} ms, $%{y:.2f} per 1M<extra></extra>",
+                             marker={"size": 11, "color": ["#3367d6" if c["index"] in front else "#aaa" for c in points]}))
+    on_front = sorted((c for c in points if c["index"] in front), key=lambda c: c["latency_ms"])
+    if len(on_front) > 1:
+        fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in on_front], y=[c["cost_per_1m"] for c in on_front],
+                                 mode="lines", name="Pareto front", line={"dash": "dot", "color": "#3367d6"}))
+    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee (#: the table's; blue: the Pareto front)",
+                      xaxis_title=f"{pct} latency at the knee (ms)", yaxis_title="$ per 1M inferences", height=480)
+    return figure_html(fig, "fig-sweep-cost")
+
+
+def render_html(document: dict[str, Any]) -> str:
+    objective = document.get("objective") or {}
+    goal = [f"optimize {objective.get('optimize', 'cost')}"]
+    if objective.get("target_rps"):
+        goal.append(f"target {objective['target_rps']:g} req/s")
+    if objective.get("slo_ms"):
+        goal.append(f"{objective.get('percentile_label', 'p95')} ≤ {objective['slo_ms']:g} ms")
+    goal.append(f"errors ≤ {100 * objective.get('max_error_rate', 0.01):g} %")
+    note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
+            f"sweep id {html.escape(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} configurations; "
+            f"{html.escape(', '.join(goal))}; {html.escape(document.get('started_at', ''))} to "
+            f"{html.escape(document.get('ended_at', ''))}.")
+    return page(document, "Sweep", note, [
+        ("Configurations", table(document)),
+        ("Throughput vs latency", fig_curves(document)),
+        ("Cost vs latency", fig_cost(document)),
+    ])
+
+
+def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+    return write_files(out_dir, document, write_csv, render_html, html_too)
+
+

@@ -1,0 +1,131 @@
+"""A real-time sweep: the `realtime` kind's hooks on the shared `base.Sweep`, and its loader.
+
+`load(spec)` builds the checked sweep from a parsed file: the deployer the file names
+(`deployers/`), each configuration's settings checked by it, the `load:` section, each
+configuration's price (`costing.py`, the report's table) and key, and the plan's estimates.
+`RealtimeSweep` says what a row holds (`realtime.rows`: its price, then the figures
+`realtime.measure` reads back from summary.json plus the endpoint's CPU and memory at the knee,
+then $ per 1M and the fleet for the target), how the rows are ranked (`realtime.rank`, the Pareto front) and written
+(`realtime.render`). The test itself is the shared runner's: one normal run per configuration.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.report.cost import load_prices
+from sm_locust.sweep.base import Sweep, sagemaker_options, sweep_folder
+from sm_locust.sweep.costing import figures, price_of
+from sm_locust.sweep.deployers import create_deployer
+from sm_locust.sweep.grid import Configuration, configuration_key, expand
+from sm_locust.sweep.load import check_payload, parse_load
+from sm_locust.sweep.objective import pareto_front
+from sm_locust.sweep.realtime import render
+from sm_locust.sweep.realtime.measure import (
+    measure,
+    usage_from_steps_csv,
+    usage_in_window,
+)
+from sm_locust.sweep.realtime.rank import Candidate, disqualification, recommend
+from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
+from sm_locust.sweep.rows import Row
+from sm_locust.sweep.runner import RunOutcome
+from sm_locust.sweep.schema import SweepSpec
+
+PRICING_ONLY = {"local": ("instance_type", "price_per_hour")}  # settings that price a configuration without changing it
+USAGE_FILE = "endpoint_usage.csv"  # the local deployer's CPU and memory samples
+STEPS_FILE = "steps.csv"  # the report's per-step table (CloudWatch CPU and memory on SageMaker)
+
+
+class RealtimeSweep(Sweep):
+    """A checked real-time sweep."""
+
+    def base_row(self, c: Configuration) -> RealtimeRow:
+        return RealtimeRow(**self.row_fields(c), price=self.prices[c.index])
+
+    def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
+        objective = self.spec.objective
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text())
+        except (OSError, ValueError) as exc:
+            row.fail("failed", f"cannot read {run_dir / 'summary.json'}: {exc}")
+            return
+        m = measure(summary, objective.percentile, objective.max_error_rate)
+        cpu, memory = None, None
+        usage_file = run_dir / USAGE_FILE
+        steps_file = run_dir / STEPS_FILE
+        if usage_file.exists():
+            with open(usage_file, newline="") as f:
+                cpu, memory = usage_in_window(csv.DictReader(f), m.knee_start, m.knee_end)
+        if cpu is None and steps_file.exists():
+            with open(steps_file, newline="") as f:
+                cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
+        row.figures = RealtimeFigures(
+            capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
+            p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
+            no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures,
+            cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2),
+            **figures(m.capacity_rps, self.prices[index], objective))
+
+    def configuration_line(self, index: int, total: int, row: Row) -> str:
+        assert isinstance(row, RealtimeRow)
+        return render.configuration_line(index, total, row, self.spec.objective.percentile_label)
+
+    def candidate(self, row: RealtimeRow) -> Candidate:
+        """What the ranking needs of a row."""
+        f = row.figures or RealtimeFigures()
+        return Candidate(index=row.index, label=row.label, status=row.status, reason=row.reason,
+                         capacity_rps=f.capacity_rps, knee_users=f.knee_users, latency_ms=f.latency_ms,
+                         error_rate=f.error_rate, cost_per_1m=f.cost_per_1m, instances_needed=f.instances_needed,
+                         cost_per_hour_at_target=f.cost_per_hour_at_target, no_capacity_reason=f.no_capacity_reason)
+
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
+        """sweep.json's content for the rows so far (docs/sweep.md)."""
+        objective = self.spec.objective
+        ordered = self.ordered_rows(rows)
+        candidates = [self.candidate(r) for r in ordered if isinstance(r, RealtimeRow)]
+        finished = [c for c in candidates if c.status not in ("pending", "running")]
+        rec = recommend(finished, objective)
+        front = pareto_front([(c.index, c.cost_per_1m, c.latency_ms) for c in finished
+                              if c.status == "ok" and c.cost_per_1m is not None and c.latency_ms is not None])
+        self.mark_rows(candidates, ordered, rec.lost, disqualification, front)
+        return {
+            **self.document_head(render.SCHEMA, outcome),
+            "configurations": [r.as_dict() for r in ordered],
+            "recommendation": self.recommendation(rec),
+            "pareto": front,
+            "why_not": self.why_not(rec),
+        }
+
+    def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+        return render.write_all(self.out_dir, document, html_too)
+
+
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, poll_s: float | None = None) -> RealtimeSweep:
+    """A real-time sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
+    check = spec.check
+    try:
+        deployer = create_deployer(spec.deploy, **sagemaker_options(spec, client, poll_s))
+    except UsageError as exc:
+        raise check.prefixed("deploy", exc) from None
+    configurations = expand(spec.shared_settings(), spec.grid, spec.configurations)
+    for c in configurations:
+        deployer.check(c.settings, spec.where(c))
+    plan = parse_load(spec.load, spec.objective, source=spec.source, base_dir=spec.base_dir)
+    check_payload(plan)
+    try:
+        table = load_prices(spec.prices)
+    except UsageError as exc:
+        raise check.prefixed("prices", exc) from None
+    prices = {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
+    pricing_only = PRICING_ONLY.get(spec.deploy, ("price_per_hour",))
+    keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only}, plan.given)
+            for c in configurations}
+    sweep = RealtimeSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out))
+    sweep.estimate()
+    return sweep

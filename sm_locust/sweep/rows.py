@@ -1,0 +1,129 @@
+"""A configuration's row: what a sweep records about one configuration, typed, and the one place a
+row becomes a sweep.json object.
+
+The runner fills a row as the configuration goes (status and reason, the run's timing, the
+deployer's teardown), the kind reads its figures back from the run folder (`Sweep.measure_row`),
+and its ranking marks it; `Row.as_dict` writes it, in one order for every kind and every path
+(docs/sweep.md lists the keys):
+
+    index, label, key, settings, status, reason, resumed, run_dir     who it is, where it stands
+    <the kind's identity>                                             price / memory size, ...
+    report_gaps                                                       when a report was drawn
+    wall_s, deploy_s, test_s                                          when it was deployed this time
+    <the kind's figures>                                              when it was measured
+    meets_objective, lost_because, [pareto,] report                   the ranking's marks
+    deployed, [billed_s,] [cost_usd,] [left_behind]                   after its teardown
+
+A group is absent until it happened (a skipped configuration has no timing and no figures; a
+resumed one no timing); inside a group a figure that could not be known is null. A kind subclasses
+`Row` with its identity fields (`identity()`) and a figures dataclass with `as_dict()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Figures(Protocol):
+    """A kind's measured figures of one configuration."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Its sweep.json keys, in order."""
+        ...
+
+
+@dataclass(kw_only=True)
+class Timing:
+    """How long this run of the sweep spent on the configuration (seconds, rounded to 0.1)."""
+
+    wall_s: float  # from the start of its creation to the end of its measurement
+    deploy_s: float | None = None  # creation (None: it failed or was interrupted)
+    test_s: float | None = None  # the test
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"wall_s": self.wall_s, "deploy_s": self.deploy_s, "test_s": self.test_s}
+
+
+@dataclass(kw_only=True)
+class Marks:
+    """What the ranking says of the configuration, and the link to its run report."""
+
+    meets_objective: bool
+    lost_because: str | None = None
+    pareto: bool | None = None  # kinds that draw a Pareto front (None: not written)
+    report: str | None = None  # `<run folder>/report.html` when it exists
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"meets_objective": self.meets_objective, "lost_because": self.lost_because}
+        if self.pareto is not None:
+            out["pareto"] = self.pareto
+        out["report"] = self.report
+        return out
+
+
+@dataclass(kw_only=True)
+class Teardown:
+    """What was deployed, once it is deleted (or could not be)."""
+
+    deployed: dict[str, Any]  # endpoint_name, resources, and the deployer's own info
+    billed_s: float | None = None  # from the start of creation to the end of deletion (None: never created)
+    cost_usd: float | None = None  # billed_s x price x count (None: no price)
+    left_behind: list[str] = field(default_factory=list)  # what could not be deleted
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"deployed": self.deployed}
+        if self.billed_s is not None:
+            out["billed_s"] = self.billed_s
+        if self.cost_usd is not None:
+            out["cost_usd"] = self.cost_usd
+        if self.left_behind:
+            out["left_behind"] = list(self.left_behind)
+        return out
+
+
+@dataclass(kw_only=True)
+class Row:
+    """One configuration's row (a kind subclasses it with its identity and figures)."""
+
+    index: int
+    label: str
+    key: str
+    settings: dict[str, Any]
+    run_dir: str  # the run folder's name, in the sweep folder
+    status: str = "pending"  # pending | running | ok | failed | skipped | interrupted
+    reason: str | None = None  # why it failed, was skipped or interrupted
+    resumed: bool = False  # measured by an earlier run of the sweep
+    report_gaps: list[str] | None = None  # what `sm-locust report` found missing (None: no report drawn)
+    timing: Timing | None = None
+    figures: Figures | None = None
+    marks: Marks | None = None
+    teardown: Teardown | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """The kind's keys that say what the configuration is, after the shared ones."""
+        return {}
+
+    def fail(self, status: str, reason: str | None) -> None:
+        self.status, self.reason = status, reason
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What it was billed, once torn down (None before, or without a price)."""
+        return self.teardown.cost_usd if self.teardown is not None else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as sweep.json's configuration object (the one place rows are written)."""
+        out: dict[str, Any] = {"index": self.index, "label": self.label, "key": self.key, "settings": dict(self.settings),
+                               "status": self.status, "reason": self.reason, "resumed": self.resumed,
+                               "run_dir": self.run_dir, **self.identity()}
+        if self.report_gaps is not None:
+            out["report_gaps"] = list(self.report_gaps)
+        for group in (self.timing, self.figures, self.marks, self.teardown):
+            if group is not None:
+                out.update(group.as_dict())
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        """Read access by sweep.json key (`row["status"]`), for notebooks and tests."""
+        return self.as_dict()[key]

@@ -1,0 +1,137 @@
+"""A serverless configuration's run folder -> its row's figures: the I/O around the pure
+`measure.py` and `cost.py`.
+
+Reads what the runner left (`serverless.json`: the phases, the local endpoint's counters, every
+cold-start request; the load run's `summary.json`, `timeline.jsonl` and `locust_stats.csv`), cuts
+the run into the tests' figures, takes ModelLatency (what serverless bills) and ModelSetupTime from
+the local endpoint's counters or, on SageMaker, from CloudWatch, and prices the configuration.
+A CloudWatch figure that cannot be read is a note in the row, never a failure.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sm_locust.record.timeline import read_seconds, timeline_path
+from sm_locust.sweep.runner import MARKER
+from sm_locust.sweep.serverless.cost import ServerlessPrices, configuration_cost
+from sm_locust.sweep.serverless.counters import counters_between
+from sm_locust.sweep.serverless.measure import Phase, cold_starts, load_figures
+from sm_locust.sweep.serverless.plan import RESULTS
+from sm_locust.sweep.serverless.rows import ServerlessFigures
+from sm_locust.sweep.serverless.spec import CompareInstance
+
+CLIENT_DURATION = "mean warm latency of the stability test, client side (ModelLatency unknown: an upper bound of the billed duration)"
+
+
+@dataclass
+class Collector:
+    """Reads configurations' run folders into rows, for one sweep."""
+
+    deploy: str
+    prices: ServerlessPrices
+    compare: CompareInstance | None
+    cloudwatch: Callable[[], Any]  # the CloudWatch client (made when first needed, on SageMaker only)
+
+    def figures(self, run_dir: Path, memory_mb: int) -> ServerlessFigures:
+        """The configuration's figures and cost, from its run folder."""
+        results = json.loads((run_dir / RESULTS).read_text())
+        phases = [Phase(**p) for p in results.get("phases") or []]
+        cold_data = results.get("cold_start") or {}
+        figures = ServerlessFigures(cold=cold_starts(cold_data.get("requests") or []),
+                                    cold_start_gap_s=cold_data.get("gap_s"))
+        bytes_in, bytes_out, stability_window = 0.0, None, None
+        if phases:
+            summary = json.loads((run_dir / "summary.json").read_text())
+            path = timeline_path(run_dir)
+            if path is None:
+                raise FileNotFoundError(f"no timeline.jsonl in {run_dir}")
+            load = load_figures(read_seconds(path), phases, summary.get("totals") or {}, figures.cold.p50_ms)
+            figures.stability, figures.concurrency = load.stability, load.concurrency
+            stability_window = load.stability_window
+            bytes_in = float((summary.get("payload") or {}).get("avg_bytes") or 0.0)
+            bytes_out = average_response_bytes(run_dir / "locust_stats.csv")
+        if bytes_out is None:
+            sizes = [r["bytes_out"] for r in cold_data.get("requests") or [] if r.get("code") == "ok"]
+            bytes_out = sum(sizes) / len(sizes) if sizes else 0.0
+        setup = cold_data.get("model_setup_time")
+        if self.deploy == "sagemaker" and cold_data.get("start"):
+            setup = self.from_cloudwatch(run_dir, "ModelSetupTime", cold_data["start"], cold_data["end"]) or setup
+        figures.model_setup_time = setup
+        figures.model_latency = self.model_latency(run_dir, results, stability_window)
+        duration, source = figures.warm_mean_ms, CLIENT_DURATION
+        latency = figures.model_latency or {}
+        if latency.get("average_ms") is not None:
+            duration, source = latency["average_ms"], f"ModelLatency mean ({latency['source']})"
+        figures.cost = configuration_cost(memory_mb, duration, source, bytes_in, bytes_out, self.prices, self.compare)
+        return figures
+
+    def model_latency(self, run_dir: Path, results: Mapping[str, Any],
+                      stability_window: tuple[float, float] | None) -> dict[str, Any] | None:
+        """The container's mean time per successful request (what serverless bills): locally over the
+        stability test (one caller: on this machine concurrent requests share its cores, on SageMaker each
+        instance serves one request at a time), on AWS over the load run from CloudWatch."""
+        samples = results.get("endpoint_counters") or []
+        if samples and stability_window is not None:
+            grown = counters_between(samples, *stability_window)
+            if grown and grown["successes"]:
+                return {"source": "the local endpoint's counters, stability test", "count": int(grown["successes"]),
+                        "average_ms": grown["model_latency_us_sum"] / grown["successes"] / 1000.0,
+                        "cold_starts": int(grown["cold_starts"])}
+        if self.deploy == "sagemaker" and results.get("load_started") and results.get("load_ended"):
+            return self.from_cloudwatch(run_dir, "ModelLatency", results["load_started"], results["load_ended"])
+        return None
+
+    def from_cloudwatch(self, run_dir: Path, metric: str, start: float, end: float) -> dict[str, Any] | None:
+        try:
+            marker = json.loads((run_dir / MARKER).read_text())
+        except (OSError, ValueError):
+            marker = {}
+        endpoint = marker.get("endpoint_name")
+        if not endpoint:
+            return None
+        try:
+            client = self.cloudwatch()
+            variant = (marker.get("settings") or {}).get("variant_name") or "AllTraffic"
+            return cloudwatch_ms(client, metric, endpoint, variant, start, end)
+        except Exception as exc:  # noqa: BLE001 - the figure is optional; the sweep goes on
+            return {"source": "CloudWatch", "count": 0, "note": f"not read: {type(exc).__name__}: {exc}"}
+
+
+def average_response_bytes(path: Path) -> float | None:
+    """Locust's Average Content Size of the run (its Aggregated row), or None."""
+    try:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if row.get("Name") == "Aggregated":
+                    return float(row.get("Average Content Size") or 0.0)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def cloudwatch_ms(cloudwatch, metric: str, endpoint_name: str, variant: str, start: float, end: float) -> dict[str, Any]:
+    """A microsecond metric of the endpoint (ModelSetupTime, ModelLatency) over the minutes of
+    [start, end]: its count, average and maximum in ms (count 0 and a note when CloudWatch has none yet)."""
+    points = cloudwatch.get_metric_statistics(
+        Namespace="AWS/SageMaker", MetricName=metric,
+        Dimensions=[{"Name": "EndpointName", "Value": endpoint_name}, {"Name": "VariantName", "Value": variant}],
+        StartTime=datetime.fromtimestamp(math.floor(start / 60) * 60, UTC),
+        EndTime=datetime.fromtimestamp(math.ceil(end / 60) * 60, UTC),
+        Period=60, Statistics=["Average", "Maximum", "SampleCount"]).get("Datapoints") or []
+    count = sum(p.get("SampleCount", 0) for p in points)
+    if not count:
+        return {"source": "CloudWatch", "count": 0, "note": f"no {metric} in CloudWatch yet (it arrives a few minutes "
+                "late); run the sweep again later to read it (measured configurations are not re-run)"}
+    total = sum(p["Average"] * p["SampleCount"] for p in points)
+    return {"source": "CloudWatch", "count": int(count), "average_ms": total / count / 1000.0,
+            "maximum_ms": max(p["Maximum"] for p in points) / 1000.0}
+
+
