@@ -101,7 +101,10 @@ def watch_parent(expected: int, on_gone: Callable[[], None], *, poll_s: float = 
 def stop_self(log_path: str | None, grace_s: float = GRACE_S) -> None:
     """The parent is gone: keep the output, stop as on Ctrl+C, and make sure of it after `grace_s`."""
     try:
-        target = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if log_path else os.open(os.devnull, os.O_WRONLY)
+        if log_path:
+            target = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        else:
+            target = os.open(os.devnull, os.O_WRONLY)
         os.dup2(target, 1)
         os.dup2(target, 2)
         os.write(2, b"sm-locust: the sm-locust process that started this one is gone; stopping\n")

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from sm_locust.errors import UsageError
 from sm_locust.plateau.arrival import ARRIVALS
+from sm_locust.runtime_api import check_endpoint_name, check_header
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
@@ -280,6 +281,9 @@ class SageMakerSettings:
     def validate(self, *, need_payload: bool = True) -> SageMakerSettings:
         if not self.endpoint_name:
             raise UsageError("no endpoint name: pass --endpoint-name NAME (or set SM_LOCUST_ENDPOINT_NAME)")
+        check_endpoint_name(self.endpoint_name)  # SageMaker's pattern: it becomes part of the request path
+        for name, value in {"content_type": self.content_type or None, **self.headers()}.items():
+            check_header(name, value)  # a CRLF or a 2 KB value would fail every request
         if need_payload and not (self.payload or self.prompts):
             raise UsageError("no payload: pass --payload PATH to a request body file (or set SM_LOCUST_PAYLOAD), "
                              "or --prompts for an LLM endpoint")

@@ -121,14 +121,14 @@ def run_load_test(user_classes: Sequence[type], *, users: int = 2, spawn_rate: f
     import gevent
     from locust.env import Environment
 
-    from sm_locust.record.recorder import RunRecorder
+    from sm_locust.record.recorder import RunRecorder, attach_recorder
 
     if users < 1 or spawn_rate <= 0 or run_time_s <= 0:
         raise ValueError(f"users must be >= 1, spawn_rate and run_time_s > 0 (got {users}, {spawn_rate}, {run_time_s})")
     parsed = options_namespace(options)
     environment = Environment(user_classes=list(user_classes), parsed_options=parsed)
     recorder = RunRecorder(environment, out_dir, endpoint=parsed.endpoint_name)
-    environment.sm_locust_recorder = recorder
+    attach_recorder(environment, recorder)
     runner = environment.create_local_runner()
     try:
         runner.start(users, spawn_rate=spawn_rate)

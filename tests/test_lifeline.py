@@ -22,7 +22,8 @@ def test_the_parent_is_gone_when_the_child_was_re_parented():
 
 
 def test_wrap_runs_the_same_module_under_the_lifeline():
-    assert lifeline.wrap(["/py", "-m", "locust", "-f", "x.py"]) == ["/py", "-m", "sm_locust.lifeline", "locust", "-f", "x.py"]
+    wrapped = lifeline.wrap(["/py", "-m", "locust", "-f", "x.py"])
+    assert wrapped == ["/py", "-m", "sm_locust.lifeline", "locust", "-f", "x.py"]
     with pytest.raises(ValueError):
         lifeline.wrap(["/py", "script.py"])
 

@@ -19,6 +19,7 @@ import importlib
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 from sm_locust.errors import Interrupted, SmLocustError
 
@@ -35,7 +36,7 @@ COMMANDS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 

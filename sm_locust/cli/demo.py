@@ -180,8 +180,8 @@ def minute_lines(timeseries_csv) -> list[str]:
         return ["  (no CloudWatch columns)"]
     minutes = seconds.groupby(seconds["epoch_s"] // 60 * 60)[[c for c, _, _ in present]].first()
     lines = []
-    for start, row in minutes.iterrows():
-        label = pd.Timestamp(int(start), unit="s").strftime("%H:%M")
+    for _, row in minutes.reset_index(names="minute_start").iterrows():
+        label = pd.Timestamp(int(row["minute_start"]), unit="s").strftime("%H:%M")
         cells = [f"{name} {MISSING if pd.isna(row[col]) else fmt.format(row[col])}" for col, name, fmt in present]
         lines.append(f"  {label} UTC: " + "  ".join(cells))
     return lines

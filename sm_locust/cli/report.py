@@ -71,10 +71,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.runtime_api)."""
+    from sm_locust.runtime_api import check_endpoint_name, check_header
+
+    if args.endpoint_name:
+        check_endpoint_name(args.endpoint_name)
+    if args.variant_name:
+        check_header("target_variant", args.variant_name, "--variant-name")
+    if args.inference_component:
+        check_header("inference_component", args.inference_component)
+
+
 def run(args: argparse.Namespace) -> int:
     from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
 
     check_report_values(period=args.period, safety_factor=args.safety_factor)
+    check_names(args)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
         from pathlib import Path

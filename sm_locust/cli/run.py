@@ -97,7 +97,8 @@ def load_from_args(args: argparse.Namespace, progress_every_s: float | None = No
         from sm_locust.shapes.settings import parse_seconds
 
         seconds = parse_seconds(run_time, "--run-time")
-        if "d" in str(run_time):  # Locust's -t has no days: a soak run's "7d" goes to it as seconds
+        # Locust's -t has no days: a soak run's "7d" goes to it as seconds
+        if seconds is not None and "d" in str(run_time):
             run_time = f"{round(seconds)}s"
     return LoadSettings(
         users=users,

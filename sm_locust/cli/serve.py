@@ -153,6 +153,17 @@ def add_parser(subparsers) -> None:
                    help="EndpointName dimension of the metrics (default: --endpoint-name, else sm-locust-local)")
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """The names the endpoint answers to and reports follow SageMaker's rules (sm_locust.runtime_api)."""
+    from sm_locust.runtime_api import check_endpoint_name, check_header
+
+    for flag in ("endpoint_name", "metrics_endpoint_name"):
+        if getattr(args, flag, None):
+            check_endpoint_name(getattr(args, flag), "--" + flag.replace("_", "-"))
+    if getattr(args, "variant_name", None):
+        check_header("target_variant", args.variant_name, "--variant-name")
+
+
 def config_from_args(args: argparse.Namespace):
     from sm_locust.endpoint.faults import EndpointConfig
 
@@ -161,6 +172,7 @@ def config_from_args(args: argparse.Namespace):
             "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
             "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio", "max_batch_size", "max_batch_delay_ms",
             "batch_item_cost")
+    check_names(args)
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
         config.llm = llm_config_from_args(args)
@@ -216,8 +228,8 @@ def serverless_config_from_args(args: argparse.Namespace):
     """The ServerlessConfig of the --serverless-* flags (None without any); --idle-timeout-s alone is a usage error."""
     from sm_locust.endpoint.serverless import ServerlessConfig
 
-    given = {key: getattr(args, dest, None) for key, dest in SERVERLESS_FLAGS.items()}
-    given = {k: v for k, v in given.items() if v is not None}
+    given: dict[str, Any] = {key: getattr(args, dest) for key, dest in SERVERLESS_FLAGS.items()
+                             if getattr(args, dest, None) is not None}
     if not given:
         return None
     if set(given) <= {"idle_timeout_s"}:
@@ -226,17 +238,11 @@ def serverless_config_from_args(args: argparse.Namespace):
     return ServerlessConfig(**given)
 
 
-MULTI_MODEL_FLAGS = {"model_count": "model_count", "model_size_mb": "model_size_mb", "memory_mb": "instance_memory_mb",
-                     "disk_mb": "instance_disk_mb", "download_ms": "model_download_ms", "load_ms": "model_load_ms",
-                     "unload_ms": "model_unload_ms", "cache_setting": "model_cache_setting",
-                     "ready_timeout_s": "model_ready_timeout_s"}
-
-
 def multi_model_config_from_args(args: argparse.Namespace):
     """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
-    from sm_locust.endpoint.multimodel import MultiModelConfig
+    from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 
-    given = emulation_flags(args, MULTI_MODEL_FLAGS, "--multi-model", "the multi-model emulation")
+    given = emulation_flags(args, SERVE_OPTIONS, "--multi-model", "the multi-model emulation")
     return MultiModelConfig(**given) if given is not None else None
 
 

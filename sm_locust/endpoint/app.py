@@ -39,8 +39,8 @@ from sm_locust.endpoint.faults import (
     parse_custom_attributes,
 )
 from sm_locust.endpoint.model import RankingModel
+from sm_locust.runtime_api import MAX_BODY_BYTES
 
-MAX_BODY_BYTES = 6_291_456
 ACCOUNT = "000000000000"
 STATS_PATH = "/_sm_locust/stats"
 

@@ -66,6 +66,14 @@ def parse_size(text: Any) -> tuple[float, float]:
     return low, high
 
 
+# MultiModelConfig field -> its `sm-locust serve` option (dest; the flag is `--` + dest with dashes): one
+# table for serve's flags, the command line LocalEndpoint builds, and a local sweep's settings.
+SERVE_OPTIONS = {"model_count": "model_count", "model_size_mb": "model_size_mb", "memory_mb": "instance_memory_mb",
+                 "disk_mb": "instance_disk_mb", "download_ms": "model_download_ms", "load_ms": "model_load_ms",
+                 "unload_ms": "model_unload_ms", "cache_setting": "model_cache_setting",
+                 "ready_timeout_s": "model_ready_timeout_s"}
+
+
 @dataclass
 class MultiModelConfig:
     """`sm-locust serve --multi-model` settings (sizes in MB, times in ms)."""
@@ -114,16 +122,12 @@ class MultiModelConfig:
 
     def flags(self) -> list[str]:
         """The `sm-locust serve` flags that give this configuration (LocalEndpoint's command line)."""
-        names = {"model_count": "--model-count", "model_size_mb": "--model-size-mb",
-                 "memory_mb": "--instance-memory-mb", "disk_mb": "--instance-disk-mb",
-                 "download_ms": "--model-download-ms", "load_ms": "--model-load-ms",
-                 "unload_ms": "--model-unload-ms", "cache_setting": "--model-cache-setting",
-                 "ready_timeout_s": "--model-ready-timeout-s"}
         args = ["--multi-model"]
         for f in fields(self):
             value = getattr(self, f.name)
             if value is not None and value != f.default:
-                args += [names[f.name], str(value) if isinstance(value, (str, int)) else f"{value:g}"]
+                flag = "--" + SERVE_OPTIONS[f.name].replace("_", "-")
+                args += [flag, str(value) if isinstance(value, (str, int)) else f"{value:g}"]
         return args
 
     def describe(self) -> str:

@@ -38,7 +38,7 @@ from sm_locust.preflight import (
     runtime_url,
 )
 from sm_locust.record.llm import accounting_for
-from sm_locust.record.recorder import RunRecorder
+from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.targets import TargetStats
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
@@ -59,7 +59,7 @@ def check_startup(options, *, web_ui: bool) -> SageMakerSettings:
     """The checks `sm-locust run` makes before a run, for plain Locust (UsageError when wrong).
     With the web UI the endpoint name may still come from the form."""
     settings = SageMakerSettings.from_options(options)
-    checked = dataclasses.replace(settings, endpoint_name=settings.endpoint_name or "-") if web_ui else settings
+    checked = dataclasses.replace(settings, endpoint_name=settings.endpoint_name or "from-the-form") if web_ui else settings
     checked.validate()
     prepare_payloads(checked, options)
     check_region(aws_region(settings) if not runtime_url(settings) else settings.region, aws=not runtime_url(settings))
@@ -89,8 +89,8 @@ def _attach_recorder(environment, **_kw) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
         return
     settings = SageMakerSettings.from_options(environment.parsed_options)
-    environment.sm_locust_recorder = RunRecorder(environment, settings.sm_out or None, endpoint=settings.endpoint_name,
-                                                 progress_every_s=settings.sm_progress)
+    attach_recorder(environment, RunRecorder(environment, settings.sm_out or None, endpoint=settings.endpoint_name,
+                                             progress_every_s=settings.sm_progress))
 
 
 @events.test_start.add_listener
@@ -116,7 +116,7 @@ def _load_payloads(environment, **_kw) -> None:
         return
     environment.sm_locust_payloads = prepared.pool
     environment.sm_locust_validator = prepared.validator
-    recorder = getattr(environment, "sm_locust_recorder", None)
+    recorder = recorder_of(environment)
     if recorder is not None:
         recorder.endpoint = settings.endpoint_name
         recorder.extra["payload"] = {**prepared.describe(), "source": settings.payload}

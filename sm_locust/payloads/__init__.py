@@ -44,6 +44,7 @@ from sm_locust.payloads.pickles import PICKLE_SUFFIXES, load_pickle
 from sm_locust.payloads.pool import SELECTIONS, PayloadPool
 from sm_locust.payloads.split import check_split, split_invocations
 from sm_locust.payloads.template import InvocationTemplate
+from sm_locust.runtime_api import MAX_BODY_BYTES
 from sm_locust.serializers import Serializer, create_serializer
 
 DEFAULT_SERIALIZER = "json"
@@ -78,6 +79,7 @@ def load_payloads(
     max_bodies: int = DEFAULT_MAX_BODIES,
     base64: bool = False,
     split: int = 1,
+    max_body_bytes: int | None = MAX_BODY_BYTES,
     **headers: str | None,
 ) -> PayloadPool:
     """Build the pool for `--payload SOURCE`.
@@ -89,10 +91,14 @@ def load_payloads(
     - `selection`, `weights` (a list in payload order, or {file name: weight} for a folder), `seed`;
     - `batch_size`, `max_bodies`: rows per body and distinct bodies for `.npy`/`.npz` sources;
     - `base64`: every JSONL `Body` is base64 (same as `"BodyEncoding": "base64"` on each line);
-    - `split`: K > 1 pre-encodes each body's rows as K parts too (`split.py`, `--split K`).
+    - `split`: K > 1 pre-encodes each body's rows as K parts too (`split.py`, `--split K`);
+    - `max_body_bytes`: a body over it is refused before the test (default SageMaker's 6 MB; None when
+      no body is sent: InvokeEndpointAsync reads its input from S3). Sources are read with a size cap
+      and must be regular files (`files.read_payload_file`).
     """
     split = check_split(split)
-    template = InvocationTemplate(content_type, accept, dict(headers), keep_source=split > 1)
+    template = InvocationTemplate(content_type, accept, dict(headers), keep_source=split > 1,
+                                  max_body_bytes=max_body_bytes)
     text = str(source)
     path = Path(source)
     found_weights: Sequence[float] | None = None

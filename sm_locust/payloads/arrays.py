@@ -18,6 +18,7 @@ import numpy as np
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
+from sm_locust.payloads.files import check_payload_path
 from sm_locust.payloads.template import InvocationTemplate
 from sm_locust.serializers import SerializationError, Serializer
 from sm_locust.serializers.numpy_formats import PICKLE_REFUSED
@@ -26,6 +27,7 @@ DEFAULT_MAX_BODIES = 64
 
 
 def _load(path: Path) -> np.ndarray | dict[str, np.ndarray]:
+    check_payload_path(path)
     try:
         if path.suffix.lower() == ".npz":
             with np.load(path, allow_pickle=False) as npz:
@@ -73,7 +75,7 @@ def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> l
     n = _rows(data, path)
     count = min(max_bodies, max(1, math.ceil(n / batch_size)))
     order = np.random.default_rng(0 if seed is None else seed).permutation(n)
-    out = []
+    out: list[Any] = []  # one array, or one dict of arrays, per body
     for k in range(count):
         idx = order[(k * batch_size + np.arange(batch_size)) % n]
         if isinstance(data, dict):

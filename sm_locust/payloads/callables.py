@@ -48,6 +48,8 @@ def resolve(spec: str) -> Callable[[], Any]:
             raise UsageError(f"payload module file {target!r} does not exist")
         module_name = "sm_locust_payload_" + re.sub(r"\W", "_", path.stem)
         module_spec = importlib.util.spec_from_file_location(module_name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise UsageError(f"payload module file {target!r} cannot be imported as Python")
         module = importlib.util.module_from_spec(module_spec)
         try:
             module_spec.loader.exec_module(module)

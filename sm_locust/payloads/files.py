@@ -8,13 +8,19 @@ table), else application/json for a single file and application/octet-stream in 
 from __future__ import annotations
 
 import mimetypes
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.payloads.template import InvocationTemplate
+from sm_locust.runtime_api import MAX_BODY_BYTES
 from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, canonical
+
+MAX_SOURCE_BYTES = 1 << 30  # a payload source (JSONL, pickle, prompts) is read whole and kept, encoded, in memory
+BODY_HINT = "a file is sent as one body: split it, or use --async-input-location for larger inputs"
 
 EXTENSION_TYPES = {
     ".json": canonical(JSON),
@@ -41,21 +47,49 @@ def guess_content_type(path: Path, default: str | None = canonical(JSON)) -> str
     return mimetypes.guess_type(path.name)[0] or default
 
 
-def read_payload_file(path: str | Path) -> bytes:
-    """The bytes of a payload file, or a one-line UsageError saying why it cannot be read."""
+def check_payload_path(path: str | Path, what: str = "payload file") -> os.stat_result:
+    """The file's status when it is a regular file, else a one-line UsageError: a FIFO would block the
+    read forever and a device (/dev/zero) never ends; a payload is read whole before the test starts."""
     p = Path(path)
     try:
-        return p.read_bytes()
+        status = p.stat()
     except FileNotFoundError:
-        raise UsageError(f"payload file {str(p)!r} does not exist; pass --payload PATH to a readable file") from None
+        raise UsageError(f"{what} {str(p)!r} does not exist; pass --payload PATH to a readable file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {str(p)!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise UsageError(f"payload {str(p)!r} is a folder; pass --payload PATH to a file") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise UsageError(f"{what} {str(p)!r} is not a regular file (a FIFO, device or socket); a payload is read "
+                         "whole before the test starts: save it to a file and pass that")
+    return status
+
+
+def read_payload_file(path: str | Path, max_bytes: int = MAX_SOURCE_BYTES, what: str = "payload file",
+                      hint: str = "") -> bytes:
+    """The bytes of a payload file (at most `max_bytes`), or a one-line UsageError saying why it cannot
+    be read. The read itself is bounded: a file that grows, or one under /proc that claims 0 bytes,
+    cannot make it hold more."""
+    p = Path(path)
+    check_payload_path(p, what)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(max_bytes + 1)
     except IsADirectoryError:
         raise UsageError(f"payload {str(p)!r} is a folder; pass --payload PATH to a file") from None
     except OSError as exc:
-        raise UsageError(f"cannot read payload file {str(p)!r}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {what} {str(p)!r}: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        if max_bytes == MAX_BODY_BYTES:
+            limit = f"{MAX_BODY_BYTES:,} bytes (6 MB), SageMaker's InvokeEndpoint body limit"
+        else:
+            limit = f"{max_bytes:,} bytes, the most a payload source may hold (it is kept in memory)"
+        raise UsageError(f"{what} {str(p)!r} is over {limit}{'; ' + hint if hint else ''}")
+    return data
 
 
 def load_file(path: Path, template: InvocationTemplate) -> list[Invocation]:
-    body = read_payload_file(path)
+    body = read_payload_file(path, template.max_body_bytes or MAX_SOURCE_BYTES, hint=BODY_HINT)
     if not body:
         raise UsageError(f"payload file {str(path)!r} is empty; SageMaker rejects empty bodies")
     return [template.make(body, content_type=guess_content_type(path), where=str(path))]
@@ -72,7 +106,7 @@ def load_folder(folder: Path, template: InvocationTemplate) -> list[Invocation]:
         raise UsageError(f"payload folder {str(folder)!r} holds no files; put one request body per file in it")
     out = []
     for path in files:
-        body = read_payload_file(path)
+        body = read_payload_file(path, template.max_body_bytes or MAX_SOURCE_BYTES, hint=BODY_HINT)
         if not body:
             raise UsageError(f"payload file {str(path)!r} (in folder {str(folder)!r}) is empty; "
                              "SageMaker rejects empty bodies")

@@ -75,7 +75,7 @@ def parse_invoke_args(
     unknown = [k for k in args if k not in VALID_KEYS]
     if unknown:
         raise UsageError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(VALID_KEYS)}")
-    fields = {}
+    fields: dict[str, Any] = {}
     for key, attr in HEADER_KEYS.items():
         value = args.get(key)
         if value is not None and not isinstance(value, str):

@@ -31,6 +31,7 @@ match the line, `--llm-template` or `--max-new-tokens` without `--prompts`, `--p
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
 from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
+from sm_locust.payloads.files import read_payload_file
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.registry import Registry
 
@@ -138,10 +140,10 @@ def request_body(template: str, prompt: str | list, max_new_tokens: int, stream:
 def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int | None]]:
     """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
     prompts = []
-    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+    for number, raw in enumerate(read_payload_file(path, what="--prompts file").splitlines(), 1):
         if not raw.strip():
             continue
         where = f"{path.name}:{number}"
@@ -204,6 +206,7 @@ def prompt_tokens(prompt: str | list) -> int:
 def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = None, selection: str | None = None,
                seed: int = 0) -> PayloadPool:
     """The pool of LLM invocations for a run (`settings` already checked)."""
+    prompts: Sequence[tuple[str | list, int | None]]
     if settings.prompts.startswith(SYNTHETIC):
         prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed)
     else:

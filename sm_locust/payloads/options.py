@@ -25,6 +25,7 @@ from sm_locust.options import OptionSpec, given_fields
 from sm_locust.payloads import encoded_by_serializer, load_payloads
 from sm_locust.payloads.llm import llm_pool
 from sm_locust.payloads.split import parts_of
+from sm_locust.runtime_api import MAX_BODY_BYTES
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
 
 OPTIONS: list[OptionSpec] = [
@@ -178,7 +179,7 @@ class PreparedPayloads:
         """summary.json's `payload` entry: source and body sizes, plus the options that shaped them."""
         out = {"source": self.pool.description, **self.pool.sizes(), "selection": self.pool.selection}
         if self.split > 1:
-            lengths = [len(p.body) for inv in self.pool.invocations for p in parts_of(inv)]
+            lengths = [len(p.body) for inv in self.pool.invocations for p in parts_of(inv) or ()]
             out["split"] = self.split
             out["part_avg_bytes"] = round(sum(lengths) / len(lengths), 1)
         out["validate_response"] = self.validator is not None
@@ -208,6 +209,7 @@ def prepare_payloads(settings: Any, options: Any, *, process: int = 0) -> Prepar
         max_bodies=ps.max_bodies,
         base64=ps.payload_base64,
         split=ps.split,
+        max_body_bytes=None if getattr(options, "async_input_location", None) else MAX_BODY_BYTES,  # async: input in S3
         **settings.headers(),
     )
     if mix.mix is not None:

@@ -24,23 +24,24 @@ SELECTIONS.add("random", "random", "uniform")
 SELECTIONS.add("weighted", "weighted")
 
 
-def _round_robin(items: list[Invocation], weights: None, rng: random.Random) -> Callable[[], Invocation]:
+def _round_robin(items: list[Invocation], weights: list[float] | None, rng: random.Random) -> Callable[[], Invocation]:
     return itertools.cycle(items).__next__
 
 
-def _random(items: list[Invocation], weights: None, rng: random.Random) -> Callable[[], Invocation]:
+def _random(items: list[Invocation], weights: list[float] | None, rng: random.Random) -> Callable[[], Invocation]:
     n, draw = len(items), rng.random
     return lambda: items[int(draw() * n)]
 
 
-def _weighted(items: list[Invocation], weights: list[float], rng: random.Random) -> Callable[[], Invocation]:
-    cumulative = list(itertools.accumulate(weights))
+def _weighted(items: list[Invocation], weights: list[float] | None, rng: random.Random) -> Callable[[], Invocation]:
+    cumulative = list(itertools.accumulate(weights or [1.0] * len(items)))  # the pool refuses weighted without weights
     total, draw, last = cumulative[-1], rng.random, len(items) - 1
     # bisect_right skips zero-weight items; min() guards the draw() * total == total float edge.
     return lambda: items[min(bisect.bisect_right(cumulative, draw() * total), last)]
 
 
-_PICKERS = {"round-robin": _round_robin, "random": _random, "weighted": _weighted}
+_Picker = Callable[[list[Invocation], list[float] | None, random.Random], Callable[[], Invocation]]
+_PICKERS: dict[str, _Picker] = {"round-robin": _round_robin, "random": _random, "weighted": _weighted}
 
 
 def check_weights(weights: Sequence[float], count: int, description: str) -> list[float]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
+from sm_locust.runtime_api import MAX_BODY_BYTES, check_body_size, check_header
 from sm_locust.serializers import Serializer, body_rows, request_rows
 from sm_locust.serializers.content_types import JSON, canonical
 
@@ -28,6 +29,8 @@ class InvocationTemplate:
     headers: dict[str, Any] = field(default_factory=dict)
     keep_source: bool = False
     """Keep each encoded object on its Invocation (`extra[SOURCE]`) so fan-out can split its rows."""
+    max_body_bytes: int | None = MAX_BODY_BYTES
+    """SageMaker's body limit; None when bodies are not sent (InvokeEndpointAsync reads S3)."""
 
     def make(self, body: bytes, *, content_type: str | None = None, where: str = "", rows: int | None = None,
              **fields: Any) -> Invocation:
@@ -38,6 +41,11 @@ class InvocationTemplate:
         merged.update({k: v for k, v in fields.items() if v is not None})
         merged.setdefault("accept", self.accept)
         ctype = merged.pop("content_type", None) or self.content_type or content_type or DEFAULT_CONTENT_TYPE
+        if self.max_body_bytes is not None:
+            check_body_size(len(body), where or "payload", hint="fewer rows per body (--batch-size), or a smaller file")
+        for name, value in fields.items():  # the source's own header values (the run-wide ones are checked up front)
+            if isinstance(value, str):
+                check_header(name, value, where or "payload")
         if rows is None:
             rows = body_rows(body, ctype)
         return Invocation(body=body, content_type=ctype, rows=rows, **merged)

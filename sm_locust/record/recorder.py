@@ -39,6 +39,7 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import gevent
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
@@ -477,6 +478,20 @@ class RunRecorder:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+RECORDER_ATTRIBUTE = "sm_locust_recorder"  # where a run's recorder hangs on Locust's Environment
+
+
+def recorder_of(environment: Any) -> RunRecorder | None:
+    """The recorder attached to this Locust environment, if any."""
+    return getattr(environment, RECORDER_ATTRIBUTE, None)
+
+
+def attach_recorder(environment: Any, recorder: RunRecorder) -> RunRecorder:
+    """Hang `recorder` on the environment, where shapes, the locustfile and the workers' ledger find it."""
+    setattr(environment, RECORDER_ATTRIBUTE, recorder)
+    return recorder
 
 
 def hour_line(hour: dict) -> str:

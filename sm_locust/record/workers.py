@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import gevent
 from locust.runners import MasterRunner
 
+from sm_locust.record.recorder import recorder_of
+
 log = logging.getLogger(__name__)
 POLL_INTERVAL_S = 0.5
 LOST_STATES = ("missing",)
@@ -145,7 +147,7 @@ class WorkerTracker:
     def _publish(self) -> None:
         self.entry.clear()
         self.entry.update(self.ledger.as_dict())
-        recorder = getattr(self.environment, "sm_locust_recorder", None)
+        recorder = recorder_of(self.environment)
         if recorder is not None:
             recorder.extra["workers"] = self.entry
 

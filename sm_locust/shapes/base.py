@@ -29,7 +29,7 @@ from locust.runners import Runner
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.options import option_value
 from sm_locust.plateau.search import Search
-from sm_locust.record.recorder import RunRecorder
+from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings, parse_seconds
 from sm_locust.users.openloop import OpenLoopUser
 
@@ -38,9 +38,9 @@ log = logging.getLogger("sm_locust")
 
 def ensure_recorder(environment):
     """The run's recorder; a shape used without the default locustfile starts one (no run folder)."""
-    recorder = getattr(environment, "sm_locust_recorder", None)
+    recorder = recorder_of(environment)
     if recorder is None:
-        recorder = environment.sm_locust_recorder = RunRecorder(environment, None)
+        recorder = attach_recorder(environment, RunRecorder(environment, None))
         recorder.on_test_start(environment)
     return recorder
 

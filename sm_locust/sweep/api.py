@@ -129,7 +129,8 @@ def plan_lines(sweep: Sweep) -> list[str]:
         i = c.index
         price = sweep.prices[i]
         priced = f" (${price.usd_per_hour:.3f}/h)" if price.usd_per_hour is not None else ""
-        head = f"  [{i}] {c.label}: {sweep.deployer.describe(c.settings)}{priced}"
+        options = "".join(f", {k} {v}" for k, v in sweep.run_options(i).items())  # e.g. the configuration's mix
+        head = f"  [{i}] {c.label}: {sweep.deployer.describe(sweep.deployer_settings(c))}{options}{priced}"
         if sweep.complete[i]:
             lines.append(f"{head}; measured before (run folder {sweep.run_dir(c).name} complete): skipped")
             continue

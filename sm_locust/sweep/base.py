@@ -99,7 +99,7 @@ class Sweep:
 
     def new_deployment(self, index: int) -> Deployment:
         c = self.configuration(index)
-        d = Deployment(index=index, key=self.keys[index], settings=dict(c.settings), run_dir=self.run_dir(c),
+        d = Deployment(index=index, key=self.keys[index], settings=self.deployer_settings(c), run_dir=self.run_dir(c),
                        region=self.spec.region)
         self.deployer.prepare(d, self.spec.sweep_id)
         return d
@@ -112,6 +112,14 @@ class Sweep:
         alive = sum(self.estimates[i].usd or 0.0 for i in in_flight if i in self.estimates)
         own = self.estimates[index].usd or 0.0 if index in self.estimates else 0.0
         return spent + alive + own <= self.spec.max_cost_usd + 1e-9
+
+    def deployer_settings(self, c: Configuration) -> dict[str, Any]:
+        """What the deployer is given of configuration `c`'s settings (a kind may keep some for its test)."""
+        return dict(c.settings)
+
+    def run_options(self, index: int) -> dict[str, Any]:
+        """`sm-locust run` options of configuration `index`'s test beyond the `load:` section's (by dest)."""
+        return {}
 
     # -- the plan ----------------------------------------------------------------------------------
     def estimate(self) -> None:

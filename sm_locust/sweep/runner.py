@@ -36,6 +36,7 @@ from typing import Any
 
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.launch import execute
+from sm_locust.options import SageMakerSettings
 from sm_locust.preflight import preflight
 from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
 from sm_locust.sweep.pipeline import (
@@ -344,7 +345,8 @@ class SweepRunner:
         plan = self.sweep.plan
         region = d.region or self.spec.region
         namespace = plan.namespace(d.endpoint_name, d.endpoint_url, region)
-        settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
+        vars(namespace).update(self.sweep.run_options(i))  # the configuration's own (a mix's S and N)
+        settings = SageMakerSettings.from_options(namespace).validate()
         with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
             execute(settings, plan.load, run_dir, extra_env, options=namespace)

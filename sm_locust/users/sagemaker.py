@@ -82,7 +82,8 @@ class SageMakerUser(User):
         """This user's back-off after connection errors (its current delay in `backoff.delay_s`)."""
         self._connection_backoff = ConnectionBackoff.for_environment(environment)
         self._think = self.wait_time  # the class's wait_time, whichever subclass set it
-        self.wait_time = self._wait_or_back_off
+        # Locust calls the instance's wait_time: this one wraps whatever the class set
+        self.wait_time = self._wait_or_back_off  # type: ignore[method-assign]
 
     def wait_time(self) -> float:
         return self.settings.think_time

@@ -12,6 +12,12 @@ for SageMaker runs locally too. `instance_type` and `price_per_hour` only price 
 While the endpoint runs, a thread samples its CPU (summed over cores, as CloudWatch reports an
 endpoint's) and memory once a second into `endpoint_usage.csv` in the run folder, with the same
 sampler the endpoint's CloudWatch publisher uses; the sweep reads the knee step's window from it.
+
+The multi-model emulation and inference components are settings too, named as `sm-locust serve`'s
+flags: `multi_model: true`, `model_count`, `model_size_mb`, `instance_memory_mb`, `instance_disk_mb`,
+`model_download_ms`, `model_load_ms`, `model_unload_ms`, `model_cache_setting`,
+`model_ready_timeout_s` (any of them turns the emulation on) and `inference_components: a:2,b:1`; an
+MME's count of loaded models is sampled into `endpoint_usage.csv` (`loaded_models`) beside CPU.
 """
 
 from __future__ import annotations
@@ -24,17 +30,25 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.metrics import ProcessSampler
+from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import RunError, UsageError
 from sm_locust.sweep.deployers import Deployer, DeployError, Deployment, Progress
 
 NOT_SETTINGS = ("host", "port", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s",
-                "metrics_endpoint_name", "extra")
+                "metrics_endpoint_name", "extra", "multi_model", "inference_components")
+# the multi-model emulation's settings: `sm-locust serve`'s flags (--instance-memory-mb -> instance_memory_mb, ...)
+MULTI_MODEL = "multi_model"  # true: an MME with the defaults (any model setting below turns it on too)
+MODEL_TYPES = {field: {"model_count": int, "model_size_mb": str, "cache_setting": str}.get(field, float)
+               for field in SERVE_OPTIONS}
+COMPONENTS = "inference_components"  # `a:2,b:1`, as serve's --inference-components
 PRICING_KEYS = ("instance_type", "price_per_hour")
 WORKER_VARIABLES = ("environment.SAGEMAKER_MODEL_SERVER_WORKERS", "environment.SAGEMAKER_GUNICORN_WORKERS")
 USAGE_FILE = "endpoint_usage.csv"
+LOADED_MODELS = "loaded_models"  # endpoint_usage.csv's column for a multi-model endpoint
 SAMPLE_EVERY_S = 1.0
 
 
@@ -46,25 +60,52 @@ def _types() -> dict[str, type]:
             continue
         name = str(f.type).split("|")[0].strip()
         out[f.name] = types.get(name, str)
+    out[MULTI_MODEL] = bool
+    out[COMPONENTS] = str
+    for field, dest in SERVE_OPTIONS.items():
+        out[dest] = MODEL_TYPES[field]
     return out
+
+
+def multi_model_config(settings: Mapping[str, Any]) -> MultiModelConfig | None:
+    """The MME emulation a configuration asks for (`multi_model: true` or any model setting), else None."""
+    given = {field: settings[dest] for field, dest in SERVE_OPTIONS.items() if settings.get(dest) is not None}
+    if not given and not settings.get(MULTI_MODEL):
+        return None
+    if "model_count" in given:
+        given["model_count"] = int(given["model_count"])
+    if "model_size_mb" in given:
+        size = given["model_size_mb"]
+        given["model_size_mb"] = f"{size:g}" if isinstance(size, (int, float)) else str(size)
+    if "cache_setting" in given:
+        given["cache_setting"] = str(given["cache_setting"]).capitalize()
+    return MultiModelConfig(**given)
 
 
 def endpoint_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The EndpointConfig keyword arguments of a configuration's settings."""
-    kwargs = {k: v for k, v in settings.items() if k not in PRICING_KEYS and k not in WORKER_VARIABLES}
+    emulation = {MULTI_MODEL, COMPONENTS, *SERVE_OPTIONS.values()}
+    kwargs = {k: v for k, v in settings.items()
+              if k not in PRICING_KEYS and k not in WORKER_VARIABLES and k not in emulation}
     for variable in WORKER_VARIABLES:
         if variable in settings and "workers" not in kwargs:
             kwargs["workers"] = int(settings[variable])
+    kwargs["multi_model"] = multi_model_config(settings)
+    if settings.get(COMPONENTS):
+        kwargs["inference_components"] = parse_components(str(settings[COMPONENTS]))
     return kwargs
 
 
 class UsageSampler:
-    """CPU and memory of the endpoint's process tree, once a second, appended to a CSV."""
+    """CPU and memory of the endpoint's process tree, once a second, appended to a CSV; with
+    `loaded_models` (a multi-model endpoint's count of models in memory) a third column of it."""
 
-    def __init__(self, pid: int, path: Path, every_s: float = SAMPLE_EVERY_S):
+    def __init__(self, pid: int, path: Path, every_s: float = SAMPLE_EVERY_S,
+                 loaded_models: Callable[[], int | None] | None = None):
         self.sampler = ProcessSampler(pid)
         self.path = path
         self.every_s = every_s
+        self.loaded_models = loaded_models
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sm-locust-endpoint-usage", daemon=True)
 
@@ -75,14 +116,16 @@ class UsageSampler:
     def _run(self) -> None:
         with open(self.path, "w", newline="") as f:
             out = csv.writer(f)
-            out.writerow(["t", "cpu_pct", "memory_pct"])
+            out.writerow(["t", "cpu_pct", "memory_pct", *([LOADED_MODELS] if self.loaded_models else [])])
             while not self._stop.wait(self.every_s):
                 try:
                     usage = self.sampler.sample()
+                    models = [self.loaded_models()] if self.loaded_models else []
                 except Exception:  # the endpoint went away between two samples
                     return
                 out.writerow([f"{time.time():.3f}", f"{usage.cpu_pct:.1f}" if usage.cpu_pct is not None else "",
-                              f"{usage.memory_pct:.2f}" if usage.memory_pct is not None else ""])
+                              f"{usage.memory_pct:.2f}" if usage.memory_pct is not None else "",
+                              *("" if m is None else m for m in models)])
                 f.flush()
 
     def stop(self) -> None:
@@ -111,6 +154,11 @@ class LocalDeployer(Deployer):
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not float(value).is_integer()):
                     kind = "a whole number" if whole else "a number"
                     raise UsageError(f"{where(key)}: expected {kind}, got {value!r}")
+            elif expected is bool and not isinstance(value, bool):
+                raise UsageError(f"{where(key)}: expected true or false, got {value!r}")
+            elif key == SERVE_OPTIONS["model_size_mb"] and not isinstance(value, str):
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise UsageError(f"{where(key)}: expected a size in MB (a number, or LO-HI), got {value!r}")
             elif expected is str and not isinstance(value, str):
                 raise UsageError(f"{where(key)}: expected text, got {value!r}")
         try:
@@ -147,7 +195,12 @@ class LocalDeployer(Deployer):
             raise DeployError(str(exc)) from None
         deployment.endpoint_url = endpoint.url
         deployment.info = {"url": endpoint.url, "command": self.describe(deployment.settings)}
-        deployment.handle["sampler"] = UsageSampler(endpoint.process.pid, run_dir / USAGE_FILE).start()
+        models = None
+        if endpoint.config.multi_model is not None:
+            def models() -> int | None:
+                return (endpoint.stats().get("multi_model") or {}).get("loaded_models")
+        deployment.handle["sampler"] = UsageSampler(endpoint.process.pid, run_dir / USAGE_FILE,
+                                                    loaded_models=models).start()
 
     def teardown(self, deployment: Deployment, progress: Progress) -> list[str]:
         handle = deployment.handle or {}

@@ -31,7 +31,10 @@ FIGURE_COLUMNS = (
     "capacity_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct", "memory_pct",
     "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m", "cost_per_hour_at_target",
     "meets_objective", "pareto", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s", "billed_s", "cost_usd",
+    "cache_hit_rate", "models_loaded", "cold_p95_ms", "cost_per_model_month",
 )
+MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_loaded", 1),
+               ("cold p95 ms", "cold_p95_ms", 0), ("$ per model-month", "cost_per_model_month", 4)]
 
 
 def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
@@ -87,9 +90,13 @@ def table(document: dict[str, Any]) -> str:
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
                ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
                ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0), ("why not", "lost_because", 0)]
+    if any(c.get("cache_hit_rate") is not None or c.get("models_loaded") is not None
+           for c in document.get("configurations") or []):  # a sweep under a model mix (realtime/mix.py)
+        columns[-2:-2] = MIX_COLUMNS
 
     def derived(c: dict[str, Any]) -> dict[str, Any]:
-        return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"]}
+        return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
+                "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"]}
 
     note = (f'<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s throughput '
             f'within the SLO); the objective\'s percentile is {html.escape(pct)}. CPU is summed over cores, as CloudWatch '

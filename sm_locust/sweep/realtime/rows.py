@@ -33,6 +33,11 @@ class RealtimeFigures:
     cost_per_1m: float | None = None
     instances_needed: int | None = None
     cost_per_hour_at_target: float | None = None
+    # under a model mix (`realtime.mix`; null otherwise)
+    cache_hit_rate: float | None = None
+    models_loaded: float | None = None
+    cold_p95_ms: float | None = None
+    cost_per_model_month: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,15 @@ from sm_locust.sweep.realtime.measure import (
     usage_from_steps_csv,
     usage_in_window,
 )
+from sm_locust.sweep.realtime.mix import (
+    configuration_mix,
+    cost_per_model_month,
+    deployer_settings,
+    mix_figures,
+    mix_size,
+    models_loaded,
+    models_loaded_from_steps,
+)
 from sm_locust.sweep.realtime.rank import Candidate, disqualification, recommend
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.rows import Row
@@ -42,8 +52,22 @@ USAGE_FILE = "endpoint_usage.csv"  # the local deployer's CPU and memory samples
 STEPS_FILE = "steps.csv"  # the report's per-step table (CloudWatch CPU and memory on SageMaker)
 
 
+@dataclass
 class RealtimeSweep(Sweep):
     """A checked real-time sweep."""
+
+    mixes: dict[int, str | None] = field(default_factory=dict)  # each configuration's --target-models (realtime.mix)
+
+    def deployer_settings(self, c: Configuration) -> dict[str, Any]:
+        return deployer_settings(c.settings, self.deployer.known_keys)
+
+    def run_options(self, index: int) -> dict[str, Any]:
+        mix = self.mixes.get(index)
+        return {"target_models": mix} if mix else {}
+
+    def mix_of(self, index: int) -> str | None:
+        """The configuration's model mix: its own, else the `load:` section's (None: no model mix)."""
+        return self.mixes.get(index) or self.plan.given.get("target_models")
 
     def base_row(self, c: Configuration) -> RealtimeRow:
         return RealtimeRow(**self.row_fields(c), price=self.prices[c.index])
@@ -56,21 +80,34 @@ class RealtimeSweep(Sweep):
             row.fail("failed", f"cannot read {run_dir / 'summary.json'}: {exc}")
             return
         m = measure(summary, objective.percentile, objective.max_error_rate)
-        cpu, memory = None, None
+        cpu, memory, loaded = None, None, None
         usage_file = run_dir / USAGE_FILE
         steps_file = run_dir / STEPS_FILE
         if usage_file.exists():
             with open(usage_file, newline="") as f:
-                cpu, memory = usage_in_window(csv.DictReader(f), m.knee_start, m.knee_end)
-        if cpu is None and steps_file.exists():
+                samples = list(csv.DictReader(f))
+            cpu, memory = usage_in_window(samples, m.knee_start, m.knee_end)
+            loaded = models_loaded(samples, m.knee_start, m.knee_end)
+        if (cpu is None or loaded is None) and steps_file.exists():
             with open(steps_file, newline="") as f:
-                cpu, memory = usage_from_steps_csv(csv.DictReader(f), m.knee_users)
+                rows = list(csv.DictReader(f))
+            if cpu is None:
+                cpu, memory = usage_from_steps_csv(rows, m.knee_users)
+            if loaded is None:
+                loaded = models_loaded_from_steps(rows, m.knee_users)
+        cost = figures(m.capacity_rps, self.prices[index], objective)
+        price = self.prices[index]
+        fleet = cost.get("cost_per_hour_at_target")
+        if fleet is None and price.usd_per_hour is not None:
+            fleet = price.usd_per_hour * price.instance_count
+        mix, cache = self.mix_of(index), mix_figures(summary)
         row.figures = RealtimeFigures(
             capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
             p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
             no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures,
             cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2),
-            **figures(m.capacity_rps, self.prices[index], objective))
+            **cost, cache_hit_rate=cache["cache_hit_rate"], cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
+            cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None)
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
         assert isinstance(row, RealtimeRow)
@@ -114,9 +151,11 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, 
     except UsageError as exc:
         raise check.prefixed("deploy", exc) from None
     configurations = expand(spec.shared_settings(), spec.grid, spec.configurations)
-    for c in configurations:
-        deployer.check(c.settings, spec.where(c))
     plan = parse_load(spec.load, spec.objective, source=spec.source, base_dir=spec.base_dir)
+    mixes = {c.index: configuration_mix(c.settings, plan.given.get("target_models"), spec.where(c))
+             for c in configurations}
+    for c in configurations:
+        deployer.check(deployer_settings(c.settings, deployer.known_keys), spec.where(c))
     check_payload(plan)
     try:
         table = load_prices(spec.prices)
@@ -126,6 +165,6 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, 
     pricing_only = PRICING_ONLY.get(spec.deploy, ("price_per_hour",))
     keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only}, plan.given)
             for c in configurations}
-    sweep = RealtimeSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out))
+    sweep = RealtimeSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out), mixes=mixes)
     sweep.estimate()
     return sweep
