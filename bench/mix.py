@@ -10,9 +10,14 @@ process, with `time.perf_counter` (best of `--repeat` rounds, per call):
    1, 100, 1,000 and 10,000 models (each target is a request shape the signer and head caches keep);
 4. `TargetStats.on_request` (what each request event costs the per-target recorder);
 5. the recorder's memory for 1,000 and 100,000 targets (tracemalloc: what the `TargetTable` holds after
-   `--requests` Zipf(1.1) requests), per target and in total.
+   `--requests` Zipf(1.1) requests), per target and in total;
+6. with `--emulation RUNS`: `sm-locust run --target-models zipf:S:N` (`--users` users, `--seconds`) against
+   the multi-model emulation (`serve --multi-model`, N models of 100 MB, memory for `--fit` of them, 2 ms
+   download + 3 ms load), once per seed: the hit rate summary.json reports vs the mean of 10
+   `lru_simulation`s of the same distribution and length (other seeds), and whether every target's
+   count equals the endpoint's per-model counter.
 
-    python bench/mix.py [--repeat 5] [--requests 300000]
+    python bench/mix.py [--repeat 5] [--requests 300000] [--emulation 3 --zipf 1.1 --models 100 --fit 30]
 
 Figures are printed, not asserted (tests/test_targets_record.py bounds the memory per target).
 """
@@ -126,16 +131,71 @@ def memory(requests: int) -> None:
               f"{held / 1e6:.2f} MB, {held / len(table.counts):,.0f} bytes per target seen")
 
 
+def emulation(args: argparse.Namespace) -> None:
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from sm_locust.endpoint.faults import EndpointConfig
+    from sm_locust.endpoint.modelcache import lru_simulation
+    from sm_locust.endpoint.multimodel import MultiModelConfig
+    from sm_locust.endpoint.server import LocalEndpoint
+
+    spec = f"zipf:{args.zipf:g}:{args.models}"
+    payload = Path(__file__).resolve().parents[1] / "sm_locust" / "data" / "ranking_10rows.json"
+    print(f"6. {spec} against the emulation ({args.fit} of {args.models} models fit), {args.users} users, "
+          f"{args.seconds} s per run")
+    mix = parse_mix(spec)
+    for seed in range(1, args.emulation + 1):
+        config = EndpointConfig(port=0, multi_model=MultiModelConfig(
+            model_count=args.models, model_size_mb="100", memory_mb=100 * args.fit, download_ms=2, load_ms=3))
+        with tempfile.TemporaryDirectory() as tmp, LocalEndpoint(config, log_path=Path(tmp) / "endpoint.log") as ep:
+            run = subprocess.run([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url",
+                                  ep.url, "--payload", str(payload), "--target-models", spec, "--seed", str(seed),
+                                  "-u", str(args.users), "-r", "100", "-t", f"{args.seconds}s", "--out",
+                                  f"{tmp}/run", "-q", "--", "--stop-timeout", "10"], capture_output=True, text=True)
+            if run.returncode not in (0, 1):
+                print(f"   seed {seed}: the run failed: {run.stderr.strip()[-300:]}")
+                continue
+            stats = ep.stats()
+            summary = json.loads((Path(tmp) / "run" / "summary.json").read_text())
+        requests = summary["totals"]["requests"]
+        measured = summary["model_cache"]["hit_rate"]
+        simulated = [lru_simulation([mix.names[i] for i in Picker(mix.weights, 1000 + k, 0).sequence(requests)],
+                                    100, 100 * args.fit).hit_rate for k in range(10)]
+        models = stats["models"]
+        shown = [t for t in summary["targets"] if t["name"] != "others"]
+        equal = all(t["requests"] == models[t["name"]]["requests"] for t in shown) and \
+            sum(m["requests"] for m in models.values()) == requests
+        mean = sum(simulated) / len(simulated)
+        print(f"   seed {seed}: {requests:,} requests, hit rate {measured:.4f} measured vs {mean:.4f} simulated "
+              f"({100 * (measured - mean):+.2f} points; simulations {min(simulated):.4f}..{max(simulated):.4f}); "
+              f"per-target counts {'equal' if equal else 'DIFFER from'} the endpoint's")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--requests", type=int, default=300_000)
+    parser.add_argument("--emulation", type=int, default=0, metavar="RUNS",
+                        help="also run RUNS load tests against the multi-model emulation (section 6)")
+    parser.add_argument("--zipf", type=float, default=1.1)
+    parser.add_argument("--models", type=int, default=100)
+    parser.add_argument("--fit", type=int, default=30)
+    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--only-emulation", action="store_true", help="skip sections 1-5")
     args = parser.parse_args()
-    picks(args.repeat)
-    pools(args.repeat)
-    heads(args.repeat)
-    recording(args.repeat)
-    memory(args.requests)
+    if not args.only_emulation:
+        picks(args.repeat)
+        pools(args.repeat)
+        heads(args.repeat)
+        recording(args.repeat)
+        memory(args.requests)
+    if args.emulation:
+        emulation(args)
 
 
 if __name__ == "__main__":

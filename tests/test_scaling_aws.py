@@ -112,6 +112,7 @@ def test_restore_without_an_earlier_target_deregisters_it_and_sets_the_count_bac
                                                        ("deregister_scalable_target", ""), ("settle", "")]
     half_done = snap(target=None, policies=(), desired=3)  # killed after the deregistration
     assert ops(restore_plan(before, half_done, OURS)) == [("settle", "")]
+    assert restore_plan(before, half_done, OURS, instances=False) == []  # an endpoint about to be deleted
 
 
 def test_a_changed_user_policy_is_put_back_and_a_missing_suspended_flag_counts_as_false():

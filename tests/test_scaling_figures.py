@@ -15,6 +15,7 @@ from sm_locust.scaling.figures import (
     count_flaps,
     instance_hours,
     metric_periods,
+    period_origin,
     scale_events,
 )
 from sm_locust.scaling.policy import ScalingPolicy
@@ -120,6 +121,16 @@ def test_metric_periods_from_the_clients_sends_in_emulated_minutes():
     assert periods[12].value == pytest.approx(3000)  # three instances from 720 s
 
 
+def test_periods_lie_on_the_metrics_own_grid():
+    assert period_origin(RunClock(T0, 1.0), 60.0) == 40.0  # CloudWatch minutes: T0 is 20 s past one
+    emulator_started = T0 - 3.0  # 3 real s before the run, x30: emulated second -90 is a boundary
+    assert period_origin(RunClock(T0, 30.0), 60.0, emulator_started) == 30.0
+    secs = seconds_at([(20, 30)] * 4)  # 4 real s = 120 emulated s, from run second 0
+    periods = metric_periods(secs, [InstanceSample(0, 1, 1)], example_policy(), RunClock(T0, 30.0), None,
+                             emulator_started)
+    assert [p.t_s for p in periods] == [-30.0, 30.0, 90.0]  # the partial periods at both ends included
+
+
 def test_figures_of_an_emulated_run():
     clock_scale = 30.0
     latencies = [30] * 10 + [30] * 4 + [900] * 12 + [30] * 14  # breached for 12 real seconds = 360 s
@@ -160,6 +171,12 @@ def test_bad_traffic_is_a_one_line_usage_error(data, message):
     with pytest.raises(UsageError) as info:
         parse_traffic(data)
     assert message in str(info.value)
+
+
+def test_each_rate_token_carries_what_divides_every_phase():
+    assert parse_traffic(EXAMPLE).token_rate() == 10  # 2, 15, 2 tokens: no ramp between phases
+    assert parse_traffic([{"duration_s": 5, "rps": 7}, {"duration_s": 5, "rps": 150}]).token_rate() == 1
+    assert parse_traffic([{"duration_s": 5, "rps": 40}]).token_rate() == 2  # 20 tokens, not 4
 
 
 def test_traffic_phases_answer_the_rate_at_a_run_second():

@@ -114,3 +114,15 @@ def test_a_local_sweep_over_memory_and_mix(tmp_path):
     assert "cache hit %" in page and "$ per model-month" in page
     header = (tmp_path / "out" / "sweep.csv").read_text().splitlines()[0].split(",")
     assert {"setting:zipf_s", "setting:instance_memory_mb", "cache_hit_rate", "models_loaded"} <= set(header)
+
+
+def test_the_load_section_takes_a_mix_and_checks_it_before_anything_is_deployed(tmp_path):
+    good = SWEEP.replace("run_time: 3s,", "run_time: 3s, target_models: 'zipf:0.9:60', seed: 3,")
+    (tmp_path / "good.yaml").write_text(good)
+    plan = run_cli("sweep", "good.yaml", "--out", "out", "--plan", cwd=tmp_path, timeout=60)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "target_models zipf:1.2:60" in plan.stdout and "target_models zipf:0.6:60" in plan.stdout  # S from the grid
+    bad = SWEEP.replace("run_time: 3s,", "run_time: 3s, target_models: 'zipf:0.9',")
+    (tmp_path / "bad.yaml").write_text(bad)
+    result = run_cli("sweep", "bad.yaml", "--out", "out", "--plan", cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 and "load.target_models: --target-models 'zipf:0.9' is not zipf:S:N" in result.stderr

@@ -2,9 +2,11 @@
 
 Each sub-command lives in its own module under `sm_locust.cli` and provides two functions:
 `add_parser(subparsers)` (registers its argparse sub-parser) and `run(args) -> int` (does the work,
-returns the exit code). Modules are imported lazily, so `sm-locust report` never imports Locust and
-`sm-locust serve` never imports pandas. Errors derived from `SmLocustError` print as one line
-(`sm-locust: error: ...`) and exit with their code; argparse usage errors exit 2.
+returns the exit code). `cli/commands.py` is the table of commands (name, module, help line): only
+the chosen command's module is imported, the others get a placeholder sub-parser carrying their
+help line, so `sm-locust report` never imports Locust and `sm-locust serve` never imports pandas,
+while each command module imports what it needs at its top. Errors derived from `SmLocustError`
+print as one line (`sm-locust: error: ...`) and exit with their code; argparse usage errors exit 2.
 
 Signals: Ctrl+C (SIGINT) raises KeyboardInterrupt and SIGTERM raises `Terminated`, its subclass, so
 every `with` / `finally` on the way out stops what the command started (the local endpoint, moto);
@@ -15,24 +17,14 @@ while Locust runs as a child, `sm_locust.launch` forwards either signal to it in
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import threading
 from typing import NoReturn
 
+from sm_locust import __version__
+from sm_locust.cli.commands import COMMANDS
 from sm_locust.errors import Interrupted, SmLocustError
-
-# name -> module under sm_locust.cli; the order is the order `sm-locust --help` lists them.
-COMMANDS: dict[str, str] = {
-    "serve": "serve",
-    "run": "run",
-    "demo": "demo",
-    "report": "report",
-    "compare": "compare",
-    "smoke": "smoke",
-    "sweep": "sweep",
-}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,17 +33,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with command `only`'s full sub-parser (its module imported); every other command
+    gets a placeholder carrying its help line, so `--help` lists them all without importing them."""
     parser = _Parser(prog="sm-locust", description="Load-test Amazon SageMaker inference endpoints with Locust.")
-    from sm_locust import __version__
-
     parser.add_argument("--version", action="version", version=f"sm-locust {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name, module in COMMANDS.items():
-        if only is not None and name != only:
-            sub.add_parser(name, help=f"(see sm-locust {name} --help)", add_help=False)
-            continue
-        importlib.import_module(f"sm_locust.cli.{module}").add_parser(sub)
+    for name, command in COMMANDS.items():
+        if name == only:
+            command.load().add_parser(sub)
+        else:
+            sub.add_parser(name, help=command.help, add_help=False)
     return parser
 
 
@@ -100,8 +92,7 @@ def _main(argv: list[str]) -> int:
     if passthrough and not getattr(args, "accepts_passthrough", False):
         parser.error(f"'sm-locust {args.command}' takes no arguments after --")
     args.passthrough = passthrough
-    module = importlib.import_module(f"sm_locust.cli.{COMMANDS[args.command]}")
-    return int(module.run(args) or 0)
+    return int(COMMANDS[args.command].load().run(args) or 0)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from sm_locust.cli.commands import add_command_parser
 from sm_locust.launch import check_output_dir
+from sm_locust.report.compare import compare_runs
+from sm_locust.report.pipeline import check_report_values
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "compare", help="compare run folders side by side (compare.html + compare.csv)",
+    p = add_command_parser(
+        subparsers, "compare",
         description="Compare run folders: max sustainable throughput, latency there, $ per 1M inferences, "
         "transactions per hour. Writes compare.csv and compare.html (self-contained).",
     )
@@ -30,9 +33,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.report.compare import compare_runs
-    from sm_locust.report.pipeline import check_report_values
-
     check_report_values(safety_factor=args.safety_factor)
     check_output_dir(Path(args.out))
     outputs, gaps = compare_runs(args.run_dirs, args.out, prices_file=args.prices_file,

@@ -15,9 +15,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 from importlib import resources
 
+import boto3
+import pandas as pd
+
+from sm_locust.cli.commands import add_command_parser
+from sm_locust.endpoint.faults import EndpointConfig
+from sm_locust.endpoint.server import LocalEndpoint
+from sm_locust.errors import UsageError
 from sm_locust.formatting import MISSING
+from sm_locust.launch import (
+    LoadSettings,
+    check_out_dir,
+    choose_out_dir,
+    execute,
+    make_out_dir,
+    verdict_line,
+)
+from sm_locust.options import SageMakerSettings
+from sm_locust.preflight import preflight
+from sm_locust.report.pipeline import ReportOptions, build_report
+from sm_locust.shapes.settings import StepSchedule
 
 DEMO_ENDPOINT = "sm-locust-demo"
 DEMO_PRICED_AS = "ml.c5.xlarge"
@@ -26,8 +46,8 @@ STAND_IN_KEY = "sm-locust-demo"  # placeholder credentials: moto checks none
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "demo", help="start the local endpoint, run a ~1 minute step load against it, write the run folder and report",
+    p = add_command_parser(
+        subparsers, "demo",
         description="A complete sm-locust run offline: local endpoint (capacity = max-concurrency / service time) "
         "publishing its CloudWatch metrics to a local moto server, step load 1 -> 11 users, run folder with "
         "summary.json, report.html, merged_timeseries.csv and steps.csv.",
@@ -50,9 +70,7 @@ class CloudWatchStandIn:
     """moto's CloudWatch API on 127.0.0.1 (a free port), in a thread of this process."""
 
     def __init__(self) -> None:
-        import logging
-
-        from moto.server import ThreadedMotoServer
+        from moto.server import ThreadedMotoServer  # lazy: moto is the optional `demo` extra
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access-log line per request
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -68,8 +86,6 @@ class CloudWatchStandIn:
         self._server.stop()
 
     def client(self):
-        import boto3
-
         return boto3.client("cloudwatch", endpoint_url=self.url, region_name=STAND_IN_REGION,
                             aws_access_key_id=STAND_IN_KEY, aws_secret_access_key=STAND_IN_KEY)
 
@@ -88,20 +104,6 @@ def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.endpoint.faults import EndpointConfig
-    from sm_locust.endpoint.server import LocalEndpoint
-    from sm_locust.launch import (
-        LoadSettings,
-        check_out_dir,
-        choose_out_dir,
-        execute,
-        make_out_dir,
-        verdict_line,
-    )
-    from sm_locust.options import SageMakerSettings
-    from sm_locust.preflight import preflight
-    from sm_locust.shapes.settings import StepSchedule
-
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,
                             max_users=args.max_users).validate()
     config = EndpointConfig(port=args.port, max_concurrency=args.max_concurrency, service_time_ms=args.service_time_ms,
@@ -146,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
 def _report(out, stand_in: CloudWatchStandIn | None):
     """`sm-locust report` on the run folder, with the stand-in's metrics; prints the endpoint's view
     per step and every gap. Returns the ReportResult."""
-    from sm_locust.report.pipeline import ReportOptions, build_report
-
     # The local endpoint is no instance; the demo prices it as if it ran on one (say so) so the
     # cost lines of the report show what they show on a real run.
     options = ReportOptions(cloudwatch=stand_in is not None, region=STAND_IN_REGION, instance_type=DEMO_PRICED_AS)
@@ -172,8 +172,6 @@ MINUTE_COLUMNS = (("cw_Invocations_sum_count", "Invocations", "{:6.0f}"),
 def minute_lines(timeseries_csv) -> list[str]:
     """One line per CloudWatch minute of the run, from merged_timeseries.csv (each minute's value
     sits on every second of that minute)."""
-    import pandas as pd
-
     seconds = pd.read_csv(timeseries_csv)
     present = [c for c in MINUTE_COLUMNS if c[0] in seconds.columns]
     if not present:
@@ -191,7 +189,5 @@ def _valid(config) -> bool:
     try:
         config.validate()
     except ValueError as exc:
-        from sm_locust.errors import UsageError
-
         raise UsageError(str(exc)) from None
     return True

@@ -13,6 +13,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from sm_locust.cli.commands import add_command_parser
+from sm_locust.launch import check_output_dir
+from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
+from sm_locust.report.s3 import fetch_run, s3_client
+from sm_locust.runtime_api import check_endpoint_name, check_header
 
 
 def _positive(kind):
@@ -29,8 +36,8 @@ def _positive(kind):
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "report", help="build report.html, merged CSVs and cost figures from a run folder",
+    p = add_command_parser(
+        subparsers, "report",
         description="Build report.html (self-contained, works offline), merged_timeseries.csv and steps.csv from "
         "a run folder; merge the endpoint's CloudWatch metrics and price the sustainable throughput. "
         "Exit 0: all data present; 1: report written, something missing; 2: usage error.",
@@ -73,8 +80,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def check_names(args: argparse.Namespace) -> None:
     """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.runtime_api)."""
-    from sm_locust.runtime_api import check_endpoint_name, check_header
-
     if args.endpoint_name:
         check_endpoint_name(args.endpoint_name)
     if args.variant_name:
@@ -84,20 +89,12 @@ def check_names(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
-
     check_report_values(period=args.period, safety_factor=args.safety_factor)
     check_names(args)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
-        from pathlib import Path
-
-        from sm_locust.launch import check_output_dir
-
         check_output_dir(Path(out_dir))
     if run_dir.startswith("s3://"):
-        from sm_locust.report.s3 import fetch_run, s3_client
-
         local, transfer = fetch_run(run_dir, out=out_dir, s3=s3_client(args.profile, args.region))
         print(f"sm-locust report: downloaded {transfer.describe()} from {run_dir.rstrip('/')}/ to {local}/", flush=True)
         run_dir, out_dir = str(local), None  # the report goes next to the downloaded run

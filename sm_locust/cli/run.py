@@ -12,7 +12,24 @@ import os
 import sys
 from pathlib import Path
 
+from sm_locust.cli.commands import add_command_parser
+from sm_locust.errors import Interrupted, RunError, SmLocustError, UsageError
+from sm_locust.launch import (
+    LoadSettings,
+    check_out_dir,
+    choose_out_dir,
+    every_request_failed,
+    execute,
+    make_out_dir,
+    verdict_line,
+)
 from sm_locust.options import SageMakerSettings, add_cli_options
+from sm_locust.payloads.options import prepare_payloads
+from sm_locust.preflight import is_loopback, preflight
+from sm_locust.report.s3 import S3Location, check_writable, s3_client, upload_folder
+from sm_locust.scaling.watch import local_fleet, start_watch
+from sm_locust.shapes import SHAPES
+from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +53,8 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "run", help="run a headless load test and write a run folder",
+    p = add_command_parser(
+        subparsers, "run",
         description="Run Locust headless against a SageMaker endpoint (real, or local with --endpoint-url) and write "
         "reports/<run-id>/ with Locust's CSVs, options.json and summary.json. Arguments "
         "after -- go to Locust as they are.",
@@ -61,9 +78,6 @@ def settings_from_args(args: argparse.Namespace) -> SageMakerSettings:
 
 def validate_shape(args: argparse.Namespace) -> str | None:
     """The canonical shape name (or None); checks every shape option against the shape, before anything starts."""
-    from sm_locust.shapes import SHAPES
-    from sm_locust.shapes.settings import ShapeSettings
-
     shape = SHAPES.canonical(args.shape) if args.shape else None
     if shape is None and getattr(args, "target_rps", None) is not None:
         shape = "open"  # --target-rps alone means a constant open-loop rate
@@ -76,9 +90,6 @@ def validate_shape(args: argparse.Namespace) -> str | None:
 def load_from_args(args: argparse.Namespace, progress_every_s: float | None = None):
     """Locust's load options (LoadSettings) from the run options; `progress_every_s` overrides the
     progress-line interval (default: every 5 s with --quiet, else none)."""
-    from sm_locust.errors import UsageError
-    from sm_locust.launch import LoadSettings
-
     shape = validate_shape(args)
     if args.users is not None and shape in ("plateau", "phases", "open", "traffic"):
         raise UsageError(f"--users conflicts with --shape {shape}: the shape decides the load")
@@ -94,8 +105,6 @@ def load_from_args(args: argparse.Namespace, progress_every_s: float | None = No
     if shape == "open" and args.run_time is None and getattr(args, "max_duration", None):
         run_time = None  # the shape stops at --max-duration
     if run_time is not None:
-        from sm_locust.shapes.settings import parse_seconds
-
         seconds = parse_seconds(run_time, "--run-time")
         # Locust's -t has no days: a soak run's "7d" goes to it as seconds
         if seconds is not None and "d" in str(run_time):
@@ -110,13 +119,18 @@ def load_from_args(args: argparse.Namespace, progress_every_s: float | None = No
     )
 
 
-def fleet_time_scale(args: argparse.Namespace, endpoint_url: str) -> None:
-    """--traffic against a local fleet emulation: its durations are the fleet's emulated seconds, so
-    --time-scale (when not given) is the fleet's own (GET /_sm_locust/scaling)."""
-    if not getattr(args, "traffic", None) or getattr(args, "time_scale", None) is not None or not endpoint_url:
+def traffic_defaults(args: argparse.Namespace, endpoint_url: str) -> None:
+    """--traffic: each open-loop token carries what divides every phase's rate (no ramp between
+    phases) unless --rate-per-user says; against a local fleet emulation the durations are its
+    emulated seconds, so --time-scale (when not given) is the fleet's own (GET /_sm_locust/scaling)."""
+    if not getattr(args, "traffic", None):
         return
-    from sm_locust.preflight import is_loopback
-    from sm_locust.scaling.watch import local_fleet
+    if getattr(args, "rate_per_user", None) is None:
+        from sm_locust.shapes.settings import load_traffic
+
+        args.rate_per_user = load_traffic(args.traffic).token_rate()
+    if getattr(args, "time_scale", None) is not None or not endpoint_url:
+        return
 
     info = local_fleet(endpoint_url) if is_loopback(endpoint_url) else None
     scale = float((info or {}).get("time_scale") or 1.0)
@@ -135,26 +149,18 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
     is extra environment for the Locust process (never recorded in options.json), `progress_every_s`
     the progress-line interval (load_from_args).
     """
-    from sm_locust.launch import check_out_dir, choose_out_dir, make_out_dir
-    from sm_locust.payloads.options import prepare_payloads
-    from sm_locust.preflight import preflight
-
     upload = getattr(args, "upload", None)
     if upload is not None:
-        from sm_locust.report.s3 import S3Location
-
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
     load = load_from_args(args, progress_every_s)
-    fleet_time_scale(args, settings.endpoint_url)
+    traffic_defaults(args, settings.endpoint_url)
     if args.out:
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
     extra_env = {**preflight(settings, env=env), **(env or {})}
     watch = None
     if getattr(args, "watch_scaling", False):  # reads the variant's scaling now: a wrong endpoint fails before the test
-        from sm_locust.scaling.watch import start_watch
-
         watch = start_watch(settings)
     try:
         out = choose_out_dir(args.out, settings.endpoint_name)
@@ -162,7 +168,6 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
             make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
         if upload is None:
             return out, _execute(settings, load, out, extra_env, args, watch, echo)
-        from sm_locust.report.s3 import check_writable, s3_client
 
         s3 = s3_client(settings.aws_profile, settings.region)
         destination = upload.child(out.resolve().name)
@@ -183,12 +188,8 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
 def _execute(settings, load, out, extra_env, args, watch, echo=None):
     """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
     also when the run was interrupted (what was measured is kept)."""
-    from sm_locust.errors import Interrupted
-    from sm_locust.launch import execute
-
     if watch is None:
         return execute(settings, load, out, extra_env, options=args, echo=echo)
-    from sm_locust.shapes.settings import ShapeSettings
 
     shape = ShapeSettings.from_options(args)
     slo = {"slo_ms": shape.latency_slo_ms, "percentile": shape.slo_percentile}
@@ -204,8 +205,6 @@ def _execute(settings, load, out, extra_env, args, watch, echo=None):
 
 
 def _upload(out, destination, s3) -> None:
-    from sm_locust.report.s3 import upload_folder
-
     transfer = upload_folder(out, destination, s3)
     print(f"sm-locust: uploaded {transfer.describe()} to {destination}/; read it back with "
           f"`sm-locust report {destination}`", flush=True)
@@ -213,8 +212,6 @@ def _upload(out, destination, s3) -> None:
 
 def _upload_after_failure(out, destination, s3) -> None:
     """The run failed (or was interrupted): upload what it wrote, without hiding the run's own error."""
-    from sm_locust.errors import SmLocustError
-
     if not out.is_dir():
         return
     try:
@@ -225,9 +222,6 @@ def _upload_after_failure(out, destination, s3) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the run completed (partial failures are measurements), 1 when every request failed."""
-    from sm_locust.errors import RunError
-    from sm_locust.launch import every_request_failed, verdict_line
-
     out, summary = start_run(args)
     print(f"sm-locust: {verdict_line(summary)}")
     print(f"sm-locust: results in {out}/ (summary.json, locust_stats.csv, locust_stats_history.csv)")

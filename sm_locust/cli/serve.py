@@ -5,13 +5,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sm_locust.cli.commands import add_command_parser
+from sm_locust.endpoint.components import parse_components
+from sm_locust.endpoint.faults import EndpointConfig
+from sm_locust.endpoint.fleet import FleetConfig
+from sm_locust.endpoint.llm import LlmConfig
+from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
+from sm_locust.endpoint.server import serve_forever
+from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.errors import UsageError
+from sm_locust.options import parse_bool
+from sm_locust.runtime_api import check_endpoint_name, check_header
+from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "serve",
-        help="run the local SageMaker-compatible endpoint (runtime API + container contract)",
+    p = add_command_parser(
+        subparsers, "serve",
         description="Serve a real ranking model behind the SageMaker Runtime API (POST /endpoints/NAME/invocations) "
         "and the container contract (GET /ping, POST /invocations), with capacity knobs and fault injection.",
     )
@@ -155,8 +165,6 @@ def add_parser(subparsers) -> None:
 
 def check_names(args: argparse.Namespace) -> None:
     """The names the endpoint answers to and reports follow SageMaker's rules (sm_locust.runtime_api)."""
-    from sm_locust.runtime_api import check_endpoint_name, check_header
-
     for flag in ("endpoint_name", "metrics_endpoint_name"):
         if getattr(args, flag, None):
             check_endpoint_name(getattr(args, flag), "--" + flag.replace("_", "-"))
@@ -165,8 +173,6 @@ def check_names(args: argparse.Namespace) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from sm_locust.endpoint.faults import EndpointConfig
-
     keys = ("host", "port", "workers", "threads", "max_concurrency", "service_time_ms", "latency_ms", "jitter_ms",
             "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
             "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
@@ -179,8 +185,6 @@ def config_from_args(args: argparse.Namespace):
         config.serverless = serverless_config_from_args(args)
         config.multi_model = multi_model_config_from_args(args)
         if getattr(args, "inference_components", None):
-            from sm_locust.endpoint.components import parse_components
-
             config.inference_components = parse_components(args.inference_components)
         config.fleet = fleet_config_from_args(args)
         config.validate()
@@ -208,9 +212,6 @@ def emulation_flags(args: argparse.Namespace, dests: dict[str, str], switch: str
 
 def llm_config_from_args(args: argparse.Namespace):
     """The LlmConfig of `--llm` (None without it); an --llm-* flag without --llm is a usage error."""
-    from sm_locust.endpoint.llm import LlmConfig
-    from sm_locust.options import parse_bool
-
     given = emulation_flags(args, {k: f"llm_{k}" for k in LLM_KEYS}, "--llm", "the LLM emulation")
     if given is None:
         return None
@@ -226,8 +227,6 @@ SERVERLESS_FLAGS = {"memory_mb": "serverless_memory_mb", "max_concurrency": "ser
 
 def serverless_config_from_args(args: argparse.Namespace):
     """The ServerlessConfig of the --serverless-* flags (None without any); --idle-timeout-s alone is a usage error."""
-    from sm_locust.endpoint.serverless import ServerlessConfig
-
     given: dict[str, Any] = {key: getattr(args, dest) for key, dest in SERVERLESS_FLAGS.items()
                              if getattr(args, dest, None) is not None}
     if not given:
@@ -240,8 +239,6 @@ def serverless_config_from_args(args: argparse.Namespace):
 
 def multi_model_config_from_args(args: argparse.Namespace):
     """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
-    from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
-
     given = emulation_flags(args, SERVE_OPTIONS, "--multi-model", "the multi-model emulation")
     return MultiModelConfig(**given) if given is not None else None
 
@@ -256,9 +253,6 @@ def _flag(dest: str) -> str:
 
 def fleet_config_from_args(args: argparse.Namespace):
     """The FleetConfig of --instances / --target-value and their flags (None without either)."""
-    from sm_locust.endpoint.fleet import FleetConfig
-    from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
-
     names = ("instances", "target_value", *POLICY_ARGS, *FLEET_ARGS)
     given: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
     if not given:
@@ -286,8 +280,6 @@ def fleet_config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.endpoint.server import serve_forever
-
     config = config_from_args(args)
     if config.llm is not None:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)

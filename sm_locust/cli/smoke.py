@@ -18,19 +18,22 @@ from __future__ import annotations
 
 import argparse
 
+from sm_locust.cli.commands import add_command_parser
+from sm_locust.cli.run import add_load_arguments, start_run
 from sm_locust.errors import UsageError
+from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
+from sm_locust.gates.spec import with_default_error_gate
+from sm_locust.launch import verdict_line
+from sm_locust.options import add_cli_options
+from sm_locust.record.runfolder import load_run
 
 SMOKE_USERS = 2
 SMOKE_RUN_TIME = "5s"
 
 
 def add_parser(subparsers) -> None:
-    from sm_locust.cli.run import add_load_arguments
-    from sm_locust.gates.cli import add_gate_arguments
-    from sm_locust.options import add_cli_options
-
-    p = subparsers.add_parser(
-        "smoke", help="a short load test (or an existing run folder) checked against pass/fail gates, for CI",
+    p = add_command_parser(
+        subparsers, "smoke",
         description="Run a short headless load test (default 2 users, 5 s) and check it against gates: "
         "--max-p95-ms, --max-p99-ms, --max-error-rate, --min-rps (optionally per request name), --baseline. "
         "With --run-dir, check an existing run folder instead. Exit 0 pass, 1 a gate failed, 2 bad input. "
@@ -46,10 +49,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.gates.cli import gates_from_args, report
-    from sm_locust.gates.spec import with_default_error_gate
-    from sm_locust.record.runfolder import load_run
-
     gates = with_default_error_gate(gates_from_args(args),  # every usage error before anything runs
                                     error_rate_given=_whole_run_limit(getattr(args, "max_error_rate", None)),
                                     baseline=bool(args.baseline))
@@ -76,9 +75,6 @@ def _whole_run_limit(value) -> bool:
 
 
 def _short_run(args: argparse.Namespace):
-    from sm_locust.cli.run import start_run
-    from sm_locust.launch import verdict_line
-
     if args.users is None and not args.shape:
         args.users = SMOKE_USERS
     if args.run_time is None and not args.shape:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
+from sm_locust.sweep import api
+from sm_locust.sweep.schema import load_spec
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "sweep",
-        help="deploy and load-test every configuration of a sweep file; recommend the cheapest that meets the SLO",
+    p = add_command_parser(
+        subparsers, "sweep",
         description="Deploy each configuration of SWEEP (YAML or JSON: grid or list of serving settings; deploy: local "
         "or sagemaker), find its plateau with a normal run, and write sweep.json, sweep.csv and sweep.html with the "
         "recommendation. Everything deployed is deleted, also on failure and Ctrl-C. Exit 0: all measured and one "
@@ -46,9 +48,6 @@ def _confirm(question: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sm_locust.sweep import api
-    from sm_locust.sweep.schema import load_spec
-
     if args.cleanup:
         deploy, region, profile, kind = "sagemaker", args.region, None, "realtime"
         if args.sweep_file:

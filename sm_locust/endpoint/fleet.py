@@ -130,9 +130,12 @@ def choose_instance(serving: Sequence[int], outstanding: Sequence[float], routin
 
 
 def queue_wait_s(ahead: float, service_s: float, slots: int) -> float:
-    """How long a queued request sleeps before looking again: about the time the `ahead` requests in
-    front of it need to clear `slots` slots, at least 1 ms, at most MAX_WAIT_S."""
-    return max(0.001, min(MAX_WAIT_S, 0.9 * ahead * service_s / max(1, slots)))
+    """How long a queued request sleeps before looking again: 1 ms when it is next (a slot frees at any
+    moment; a longer nap would leave the slot idle and lower the instance's capacity), else about half
+    the time the `ahead` requests in front of it need to clear `slots` slots, at most MAX_WAIT_S."""
+    if ahead <= 1:
+        return 0.001
+    return max(0.001, min(MAX_WAIT_S, 0.5 * ahead * service_s / max(1, slots)))
 
 
 # ------------------------------------------------------------------------------------ shared state

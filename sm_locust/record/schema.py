@@ -57,12 +57,22 @@ MODEL_CACHE = {
     "source": "text", "requests": "count", "hit_rate": "number?", "threshold_ms": "number?", "cold": "object?",
     "warm": "object?",
 }
+AUTOSCALING = {  # sm_locust.scaling.figures.autoscaling_figures
+    "source": "text?", "time_scale": "number?", "duration_s": "number?", "policy": "object?", "scale_events": "list",
+    "instances": "list", "periods": "list?", "peak_instances": "count?", "instance_hours": "number?",
+    "cost_usd": "number?", "slo": "object?", "slo_breach_s": "number?", "breaches": "list?", "failed": "count?",
+    "throttled": "count?", "flaps": "count?", "watched": "object?",
+}
+SCALE_EVENT = {"t_s": "number", "direction": "text", "from": "count", "to": "count", "reaction_s": "number?",
+               "ready_s": "number?", "ready_at_s": "number?"}
+INSTANCE_SAMPLE = {"t_s": "number", "desired": "count", "in_service": "count"}
 MIX = {"field": "text", "spec": "text", "kind": "text", "targets": "count", "seed": "number?", "zipf_s": "number?",
        "top_weights": "object?"}
 SUMMARY = {
     "schema": "count", "endpoint": "text?", "started_at": "time?", "ended_at": "time?", "duration_s": "number?",
     "totals": "object", "steps": "list", "plateau": "object?", "payload": "object?", "by_name": "object?",
     "complete": "bool?", "hours": "list?", "targets": "list?", "model_cache": "object?", "mix": "object?",
+    "autoscaling": "object?", "traffic": "object?",
 }
 
 
@@ -81,7 +91,8 @@ def summary_problem(summary: Any) -> str | None:
     problem = _check(summary, SUMMARY, "")
     if problem:
         return problem
-    for key, spec in (("totals", TOTALS), ("plateau", PLATEAU), ("model_cache", MODEL_CACHE), ("mix", MIX)):
+    for key, spec in (("totals", TOTALS), ("plateau", PLATEAU), ("model_cache", MODEL_CACHE), ("mix", MIX),
+                      ("autoscaling", AUTOSCALING)):
         if isinstance(summary.get(key), Mapping):
             problem = _check(summary[key], spec, f"{key}.")
             if problem:
@@ -96,6 +107,14 @@ def summary_problem(summary: Any) -> str | None:
         problem = _check(step, STEP, f"steps[{i}].")
         if problem:
             return problem
+    scaling: Mapping[str, Any] = summary["autoscaling"] if isinstance(summary.get("autoscaling"), Mapping) else {}
+    for key, spec in (("scale_events", SCALE_EVENT), ("instances", INSTANCE_SAMPLE)):
+        for i, item in enumerate(scaling.get(key) or []):
+            if not isinstance(item, Mapping):
+                return f"autoscaling.{key}[{i}] is a JSON {_json_type(item)}, not an object"
+            problem = _check(item, spec, f"autoscaling.{key}[{i}].")
+            if problem:
+                return problem
     for i, target in enumerate(summary.get("targets") or []):
         if not isinstance(target, Mapping):
             return f"targets[{i}] is a JSON {_json_type(target)}, not an object"

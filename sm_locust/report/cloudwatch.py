@@ -27,7 +27,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
-from sm_locust.report.metrics import INFERENCE_COMPONENTS_NS, METRICS, MetricDef, per_unit_column
+from sm_locust.report.metrics import (
+    INFERENCE_COMPONENTS_NS,
+    METRICS,
+    MULTI_MODEL_METRICS,
+    MetricDef,
+    per_unit_column,
+)
 
 MAX_QUERIES_PER_CALL = 500
 LAG_WINDOW_S = 20 * 60  # data missing at the end of a run that ended this recently may still come
@@ -48,7 +54,10 @@ def make_client(region: str | None = None, profile: str | None = None):
 
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:
-    """Metrics worth asking for: GPU metrics are skipped when the instance is known to have none."""
+    """Metrics worth asking for: GPU metrics are skipped when the instance is known to have none; a
+    multi-model endpoint's (`request.multi_model`) are added."""
+    if request.multi_model and not request.inference_component:
+        metrics = (*metrics, *MULTI_MODEL_METRICS)
     return [m for m in metrics if not (m.gpu and request.gpus == 0)]
 
 

@@ -23,6 +23,7 @@ class MetricRequest:
     period: int = 60
     vcpus: int | None = None  # known vCPU count: adds per-vCPU CPU columns
     gpus: int | None = None  # known GPU count: 0 skips GPU metrics, n adds per-GPU columns
+    multi_model: bool = False  # a multi-model endpoint's metrics too (ModelCacheHit, LoadedModelCount, ...)
 
     def dimensions(self) -> list[dict[str, str]]:
         if self.inference_component:

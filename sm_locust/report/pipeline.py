@@ -48,6 +48,7 @@ from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
+from sm_locust.report.targets import target_view
 
 Progress = Callable[[str], None]
 
@@ -243,6 +244,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
+        multi_model=(data.summary.get("mix") or {}).get("field") == "target_model",  # a model mix: the MME's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
@@ -384,6 +386,7 @@ def prepare_report(
     """Read the run folder, fetch metrics and compute what the report shows, writing nothing (the
     Python API's `RunResult.figures()` draws from it). Raises UsageError only for a folder that is not
     a run (or a CSV that is not Locust's)."""
+    from sm_locust.report.autoscaling import autoscaling_view
     from sm_locust.report.render import ReportModel
 
     say = progress or (lambda _msg: None)
@@ -397,6 +400,7 @@ def prepare_report(
     start, end = run_span(data)
     data.history = metrics.frame = None  # merged into `seconds`: let a week's worth of rows go now
     tokens = llm_view(data.summary, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
+    mix = target_view(data.summary, seconds)  # a traffic mix: per target, cold vs warm, the cache (report/targets.py)
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
@@ -411,7 +415,8 @@ def prepare_report(
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes,
         generated_at=iso(time.time(), "seconds"),
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hourly_rows(seconds, data.summary),
+        hours=hourly_rows(seconds, data.summary), targets=mix,
+        autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())
 

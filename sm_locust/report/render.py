@@ -30,7 +30,9 @@ import numpy as np
 import pandas as pd
 
 from sm_locust.formatting import MISSING, is_missing, money, number, percent
+from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import llm_figures, llm_rows
+from sm_locust.report.targets import targets_section
 
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
@@ -55,6 +57,8 @@ class ReportModel:
     totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
     llm: Any = None  # report.llm.LlmView when the run counted tokens
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
+    targets: Any = None  # report.targets.TargetView when requests named models or components
+    autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -109,15 +113,15 @@ def _has(frame: pd.DataFrame, column: str) -> bool:
     return column in frame.columns and bool(frame[column].notna().any())
 
 
-def _style(fig):
+def _style(fig, height: int = 420):
     """The report's look, on the page and in a notebook alike."""
-    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=420,
+    fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=height,
                       legend={"orientation": "h", "y": -0.2})
     return fig
 
 
-def _div(fig, div_id: str) -> str:
-    return _style(fig).to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+def _div(fig, div_id: str, height: int = 420) -> str:
+    return _style(fig, height).to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
                                config={"displaylogo": False, "responsive": True})
 
 
@@ -128,7 +132,7 @@ def _missing(div_id: str, title: str, why: str) -> str:
 
 # What a figure function does with its chart, and with a chart it cannot draw: the page writes HTML
 # (`_div`, `_missing`); `figures()` keeps the plotly Figure objects (the Python API's RunResult).
-ChartWriter = Callable[[Any, str], Any]
+ChartWriter = Callable[..., Any]  # (figure, div id, height=420)
 MissingWriter = Callable[[str, str, str], Any]
 
 
@@ -420,7 +424,8 @@ def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     page = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load,
             fig_decomposition, fig_errors)
     return [*(chart(model, div, missing) for chart in page),
-            *llm_figures(model.llm, (model.point or {}).get("users"), div, missing)]
+            *llm_figures(model.llm, (model.point or {}).get("users"), div, missing),
+            *autoscaling_figure(model.autoscaling, div, missing)]
 
 
 def figures(model: ReportModel) -> dict[str, Any]:
@@ -428,8 +433,8 @@ def figures(model: ReportModel) -> dict[str, Any]:
     chart as `fig-hourly` for runs longer than an hour); charts without data are left out."""
     drawn: dict[str, Any] = {}
 
-    def keep(fig, div_id: str) -> None:
-        drawn[div_id] = _style(fig)
+    def keep(fig, div_id: str, height: int = 420) -> None:
+        drawn[div_id] = _style(fig, height)
 
     charts(model, keep, lambda *_: None)
     if model.hours is not None and len(model.hours) >= 2:
@@ -453,7 +458,7 @@ def render_html(model: ReportModel) -> str:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
-                      summary_rows(model) + llm_rows(model.llm, model.cost))
+                      summary_rows(model) + llm_rows(model.llm, model.cost) + autoscaling_rows(model.autoscaling))
     figures = charts(model)
     return "\n".join([
         "<!DOCTYPE html>",
@@ -469,6 +474,7 @@ def render_html(model: ReportModel) -> str:
         "<h2>Charts</h2>",
         *figures,
         hourly_section(model),
+        targets_section(model.targets, _div, _missing),
         "<h2>Steps</h2>",
         steps_table(model.steps),
         "</body></html>",

@@ -354,9 +354,11 @@ def _same_target(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bo
             and suspended_state(a.get("SuspendedState")) == suspended_state(b.get("SuspendedState")))
 
 
-def restore_plan(before: ScalingSnapshot, now: ScalingSnapshot, policy_name: str) -> list[Call]:
+def restore_plan(before: ScalingSnapshot, now: ScalingSnapshot, policy_name: str, *,
+                 instances: bool = True) -> list[Call]:
     """The calls that make the variant's scaling configuration what `before` recorded, given what is
-    there `now`; only what differs (so a second restore is empty)."""
+    there `now`; only what differs (so a second restore is empty). `instances=False` leaves the
+    instance count (an endpoint about to be deleted)."""
     ref = before.ref
     calls: list[Call] = []
     if now.policy(policy_name) is not None:
@@ -376,7 +378,7 @@ def restore_plan(before: ScalingSnapshot, now: ScalingSnapshot, policy_name: str
         if now.policy(p["PolicyName"]) != p:
             calls.append(Call("aas", "put_scaling_policy", {**p, **ref.identity},
                               f"policy {p['PolicyName']!r} back ({describe_policy(p)})"))
-    if before.desired_instances is not None and now.desired_instances != before.desired_instances:
+    if instances and before.desired_instances is not None and now.desired_instances != before.desired_instances:
         calls.append(Call("sm", "settle", {"instances": int(before.desired_instances), "wait": False},
                           f"instance count back to {before.desired_instances}"))
     return calls
@@ -522,8 +524,10 @@ class ScalingUnderTest:
     def __init__(self, aas, sm, ref: VariantRef, policy: ScalingPolicy, *, sweep_id: str, journal: str | Path,
                  region: str | None = None, progress: Progress = lambda _t: None, poll_s: float = 15.0,
                  timeout_s: float = 1800.0, sleep: Callable[[float], None] = time.sleep,
-                 cancel: threading.Event | None = None, clock: Callable[[], float] = time.time):
+                 cancel: threading.Event | None = None, clock: Callable[[], float] = time.time,
+                 restore_instances: bool = True):
         self.aas, self.sm, self.ref, self.policy = aas, sm, ref, policy
+        self.restore_instances = restore_instances
         self.sweep_id = sweep_id
         self.policy_name = policy_name_for(sweep_id)
         self.journal = Path(journal)
@@ -539,6 +543,7 @@ class ScalingUnderTest:
         assert self.before is not None
         write_json(self.journal, {"schema": JOURNAL_SCHEMA, "sweep_id": self.sweep_id, "policy_name": self.policy_name,
                                   "region": self.region, "state": state, "updated_at": self.clock(),
+                                  "restore_instances": self.restore_instances,
                                   "snapshot": self.before.as_dict(), **extra})
 
     def apply(self) -> ScalingSnapshot:
@@ -595,7 +600,8 @@ def restore_from_journal(path: str | Path, aas, sm, *, progress: Progress = lamb
         return []
     except ScalingError as exc:
         return [f"{before.ref.resource_id}: {exc.message}"]
-    left = runner.run(restore_plan(before, now, str(record["policy_name"])), keep_going=True)
+    plan = restore_plan(before, now, str(record["policy_name"]), instances=bool(record.get("restore_instances", True)))
+    left = runner.run(plan, keep_going=True)
     if left:
         write_json(path, {**record, "left": left})
         return left

@@ -44,36 +44,57 @@ def _mean_latency_s(second: Second) -> float:
     return sum(bucket * count for bucket, count in second.hist.items()) / total / 1000.0 if total else 0.0
 
 
+def period_origin(clock: RunClock, period_s: float, grid_epoch: float | None = None) -> float:
+    """The run second in [0, period) where the metric's periods start: CloudWatch's one-minute periods
+    start on the wall clock's minutes (`grid_epoch` 0, the default when the clock is not compressed),
+    the local emulation's at its own start (`grid_epoch` = its emulated second 0); with a compressed
+    clock and no grid given, at the run's start."""
+    if grid_epoch is None:
+        if clock.time_scale != 1.0:
+            return 0.0
+        grid_epoch = 0.0
+    return clock.run_s(grid_epoch) % period_s
+
+
 def metric_periods(seconds: Sequence[Second], instances: Sequence[InstanceSample], policy: ScalingPolicy,
-                   clock: RunClock, end_s: float | None = None) -> list[MetricPeriod]:
+                   clock: RunClock, end_s: float | None = None, grid_epoch: float | None = None) -> list[MetricPeriod]:
     """The policy's metric per period from the client's per-second samples: requests sent (open loop;
     completed ones in closed loop) / instances in service, per minute; or, for the concurrency metric,
-    requests in flight (Little's law: completions x mean latency) per instance. Periods start at run
-    second 0; a period the client sent nothing in has no data."""
+    requests in flight (Little's law: completions x mean latency) per instance. Periods lie on the
+    metric's own grid (`period_origin`); the first one may start before run second 0. A period the
+    client sent nothing in has no data."""
     spec = policy.spec
     period = spec.period_s
+    origin = period_origin(clock, period, grid_epoch)
     sums: dict[int, float] = {}
     real_period = clock.real_s(period)
     for second in seconds:
-        start = clock.run_s(second.t - second.interval)
-        index = int(math.floor(start / period + 1e-9))
-        if index < 0 or (end_s is not None and start >= end_s):
+        start, end = clock.run_s(second.t - second.interval), clock.run_s(second.t)
+        if start < -1e-9 or (end_s is not None and start >= end_s) or end <= start:
             continue
         serving = _in_service_at(instances, start)
         if spec.name == CONCURRENCY:
             amount = second.requests * _mean_latency_s(second) / serving
         else:
             amount = (second.sent if second.sent is not None else second.requests) / serving
-        sums[index] = sums.get(index, 0.0) + amount
+        # a second that straddles a period boundary (a compressed clock makes a second a whole period)
+        # gives each period its share, as if its requests were spread evenly over it
+        index = int(math.floor((start - origin) / period + 1e-9))
+        while origin + index * period < end - 1e-9:
+            lo, hi = max(start, origin + index * period), min(end, origin + (index + 1) * period)
+            if hi > lo:
+                sums[index] = sums.get(index, 0.0) + amount * (hi - lo) / (end - start)
+            index += 1
     out = []
-    for index in range(max(sums) + 1 if sums else 0):
+    for index in range(min(sums), max(sums) + 1) if sums else ():
         total = sums.get(index)
+        t_s = origin + index * period
         if not total:
-            out.append(MetricPeriod(index * period, None))
+            out.append(MetricPeriod(t_s, None))
         elif spec.name == CONCURRENCY:
-            out.append(MetricPeriod(index * period, total / real_period))
+            out.append(MetricPeriod(t_s, total / real_period))
         else:
-            out.append(MetricPeriod(index * period, total * 60.0 / real_period))
+            out.append(MetricPeriod(t_s, total * 60.0 / real_period))
     return out
 
 
@@ -168,14 +189,17 @@ def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[S
                         policy: ScalingPolicy | None = None, periods: Sequence[MetricPeriod] | None = None,
                         slo_ms: float | None = None, percentile: float = 95.0, price_per_hour: float | None = None,
                         failures: Mapping[str, int] | None = None, time_scale: float = 1.0,
-                        end_s: float | None = None, source: str = "DescribeEndpoint") -> dict:
-    """The summary.json `autoscaling` block (docs/summary.md) from the run's timelines."""
+                        end_s: float | None = None, source: str = "DescribeEndpoint",
+                        grid_epoch: float | None = None) -> dict:
+    """The summary.json `autoscaling` block (docs/summary.md) from the run's timelines; `grid_epoch`
+    places the metric's periods (`period_origin`) when they are rebuilt from the client's sends."""
     clock = RunClock(started_at, time_scale)
     if end_s is None:
         end_s = clock.run_s(seconds[-1].t) if seconds else (instances[-1].t_s if instances else 0.0)
     steps = compact(instances)
     if periods is None:
-        periods = metric_periods(seconds, steps, policy, clock, end_s) if policy is not None and steps else []
+        periods = (metric_periods(seconds, steps, policy, clock, end_s, grid_epoch)
+                   if policy is not None and steps else [])
     events = scale_events(steps, policy=policy, periods=periods)
     hours = instance_hours(steps, end_s)
     windows = breach_windows(seconds, clock, slo_ms, percentile) if slo_ms is not None else []

@@ -112,6 +112,7 @@ class ScalingWatch:
     before: ScalingSnapshot | None = None
     instance_type: str | None = None
     price_per_hour: float | None = None
+    grid_epoch: float | None = None  # where the metric's periods start (the local fleet's emulated second 0)
 
     def stop(self) -> None:
         self.poller.stop()
@@ -132,7 +133,7 @@ class ScalingWatch:
         errors = (summary.get("totals") or {}).get("errors") or {}
         figures = autoscaling_figures(samples, seconds, started_at=started_at, policy=self.policy, slo_ms=slo_ms,
                                       percentile=percentile, price_per_hour=self.price_per_hour, failures=errors,
-                                      time_scale=self.time_scale, source=self.source)
+                                      time_scale=self.time_scale, source=self.source, grid_epoch=self.grid_epoch)
         figures["watched"] = {
             "resource_id": self.ref.resource_id, "instance_type": self.instance_type,
             "scaling": self.before.describe() if self.before else None,
@@ -205,4 +206,5 @@ def _start_local(settings: SageMakerSettings, url: str, *, say: Say, sm=None) ->
     say(f"watching the scaling of the local fleet at {url} ({ref.resource_id}"
         + (f", {policy.describe()}" if policy else "") + f", time scale {time_scale:g})")
     poller = InstancePoller(sm, ref, time_scale=time_scale).start()
-    return ScalingWatch(ref, poller, policy, time_scale, "local fleet (DescribeEndpoint)")
+    return ScalingWatch(ref, poller, policy, time_scale, "local fleet (DescribeEndpoint)",
+                        grid_epoch=info.get("started_at"))

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
 from sm_locust.registry import Registry
+from sm_locust.sweep.autoscaling import spec as autoscaling_spec
 from sm_locust.sweep.serverless import spec as serverless_spec
 from sm_locust.sweep.validate import Checker
 
@@ -94,6 +95,10 @@ KINDS.add("realtime", SweepKind("realtime", "sm_locust.sweep.realtime.sweep:load
 KINDS.add("serverless", SweepKind(
     "serverless", "sm_locust.sweep.serverless.sweep:load", section=serverless_spec.SECTION, keys=serverless_spec.KEYS,
     hint="memory_size_mb, max_concurrency", parse=serverless_spec.parse_section, refused=serverless_spec.REFUSED))
+KINDS.add("autoscaling", SweepKind(
+    "autoscaling", "sm_locust.sweep.autoscaling.sweep:load", section=autoscaling_spec.SECTION,
+    keys=autoscaling_spec.KEYS, hint="min_instances, max_instances, target_value",
+    parse=autoscaling_spec.parse_section, refused=autoscaling_spec.REFUSED))
 DEFAULT_KIND = "realtime"
 
 

@@ -35,6 +35,7 @@ class Objective:
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     safety_factor: float = 1.0  # instances for the target at this share of the measured capacity
     optimize: str = "cost"
+    max_breach_s: float | None = None  # autoscaling sweeps: seconds over the SLO a configuration may have
 
     @property
     def percentile_label(self) -> str:
@@ -42,7 +43,8 @@ class Objective:
 
     def as_dict(self) -> dict[str, Any]:
         return {"target_rps": self.target_rps, "slo_ms": self.slo_ms, "percentile": self.percentile,
-                "max_error_rate": self.max_error_rate, "safety_factor": self.safety_factor, "optimize": self.optimize}
+                "max_error_rate": self.max_error_rate, "safety_factor": self.safety_factor, "optimize": self.optimize,
+                **({"max_breach_s": self.max_breach_s} if self.max_breach_s is not None else {})}
 
 
 def pct(value: float | None) -> str:

@@ -36,7 +36,8 @@ SHARED_KEYS = (
     "report", "expected_deploy_minutes", "deploy_timeout_minutes",
 )
 TOP_LEVEL_KEYS = SHARED_KEYS + (KIND_KEY,) + kind_keys()  # each kind's section and keys (sweep/kinds.py)
-OBJECTIVE_KEYS = ("target_rps", "slo_ms", "percentile", "max_error_rate", "safety_factor", "optimize")
+OBJECTIVE_KEYS = ("target_rps", "slo_ms", "percentile", "max_error_rate", "safety_factor", "optimize",
+                  "max_breach_s")  # max_breach_s: autoscaling sweeps only
 SWEEP_ID = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*$")
 MAX_SWEEP_ID = 40  # leaves room in SageMaker's 63-character names for a configuration's suffix
 
@@ -201,6 +202,8 @@ def parse_objective(source: str, value: Any) -> Objective:
         kwargs["max_error_rate"] = DEFAULT_MAX_ERROR_RATE
     if data.get("safety_factor") is not None:
         kwargs["safety_factor"] = check.number("objective.safety_factor", data["safety_factor"], above=0, maximum=1)
+    if data.get("max_breach_s") is not None:
+        kwargs["max_breach_s"] = check.number("objective.max_breach_s", data["max_breach_s"], minimum=0)
     if data.get("optimize") is not None:
         optimize = str(data["optimize"]).strip().lower()
         if optimize not in OPTIMIZE:
@@ -265,6 +268,9 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
 
     spec.load = dict(check.mapping("load", data.get("load")))
     spec.objective = parse_objective(source, data.get("objective"))
+    if spec.objective.max_breach_s is not None and spec.kind != "autoscaling":
+        raise check.error("objective.max_breach_s", "applies to autoscaling sweeps (seconds over the SLO while the "
+                          "fleet scales); leave it out")
     if data.get("price_per_hour") is not None:
         spec.price_per_hour = check.number("price_per_hour", data["price_per_hour"], minimum=0)
     if data.get("instance_type") is not None:

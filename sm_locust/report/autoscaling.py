@@ -1,0 +1,123 @@
+"""The report's autoscaling part: instances under throughput and the percentile, breaches shaded.
+
+Only when the run watched an endpoint's scaling (summary.json has an `autoscaling` block, written by
+`sm-locust run --watch-scaling` or an autoscaling sweep; `sm_locust.scaling.figures`). Then the
+report draws one figure (`fig-autoscaling`), three rows on one time axis in run seconds (emulated
+seconds on the local fleet emulation, so the axis reads as it would on SageMaker): throughput
+(requests completed per second), the SLO's percentile per second with the SLO as a line, and the
+instances, desired (dashed) and in service (solid), as steps; the windows whose percentile was over
+the SLO are shaded across all three. The summary table gains the scale events and the totals
+(instance-hours, cost, seconds over the SLO, failed, throttled, flaps).
+
+The per-second percentile comes from the run's timeline.jsonl histograms (exact per second, where
+Locust's own history rows are ~10-s windows): read only for runs that have the block. This module
+reads the block as data and imports nothing of `sm_locust.scaling` (which prices with `report.cost`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sm_locust.formatting import money, number
+from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.record.timeline import read_seconds, timeline_path
+
+FIG_ID = "fig-autoscaling"
+BREACH_COLOR = "rgba(217,48,37,0.12)"
+HEIGHT = 640  # three rows
+
+
+@dataclass
+class AutoscalingView:
+    """What the page shows of a run's scaling (plain data)."""
+
+    figures: dict[str, Any]  # summary.json `autoscaling`
+    t_s: list[float] = field(default_factory=list)  # run second each per-second sample ends at
+    rps: list[float] = field(default_factory=list)
+    latency_ms: list[float | None] = field(default_factory=list)  # the SLO's percentile per second
+    percentile: float = 95.0
+    slo_ms: float | None = None
+
+
+def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingView | None:
+    """The run's scaling figures and its per-second series in run seconds, or None without the block."""
+    figures = summary.get("autoscaling")
+    if not isinstance(figures, dict):
+        return None
+    slo = figures.get("slo") or {}
+    view = AutoscalingView(dict(figures), percentile=float(slo.get("percentile") or 95.0), slo_ms=slo.get("slo_ms"))
+    path = timeline_path(run_dir)
+    started = summary.get("started_at")
+    if path is None or not started:
+        return view
+    start = datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
+    scale = float(figures.get("time_scale") or 1.0)  # run seconds as scaling.timeline.RunClock counts them
+    for second in read_seconds(path):
+        view.t_s.append((second.t - start) * scale)
+        view.rps.append(second.requests / second.interval if second.interval else 0.0)
+        view.latency_ms.append(histogram_percentile(second.hist, view.percentile))
+    return view
+
+
+def autoscaling_rows(view: AutoscalingView | None) -> list[tuple[str, str]]:
+    """Summary-table rows: one per scale event, then the totals."""
+    if view is None:
+        return []
+    f = view.figures
+    rows = []
+    for e in f.get("scale_events") or []:
+        text = f"{e['from']} -> {e['to']} at {number(e['t_s'], 0)} s"
+        if e.get("reaction_s") is not None:
+            text += f", {number(e['reaction_s'], 0)} s after the metric crossed"
+        if e.get("ready_s") is not None:
+            text += f", serving {number(e['ready_s'], 0)} s after"
+        rows.append((f"scale {e['direction']}", text))
+    cost = f" ({money(f['cost_usd'])})" if f.get("cost_usd") is not None else ""
+    rows.append(("instances", f"peak {f.get('peak_instances')}, {number(f.get('instance_hours'), 3)} "
+                              f"instance-hours{cost}"))
+    if f.get("slo_breach_s") is not None:
+        rows.append((f"seconds over the p{view.percentile:g} SLO", number(f["slo_breach_s"], 0)))
+    rows.append(("failed / throttled / flaps", f"{f.get('failed', 0)} / {f.get('throttled', 0)} / {f.get('flaps', 0)}"))
+    if (f.get("time_scale") or 1.0) != 1.0:
+        rows.append(("autoscaling clock", f"emulated, x{f['time_scale']:g} (run seconds are emulated seconds)"))
+    return rows
+
+
+def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
+                       missing: Callable[[str, str, str], str]) -> list[str]:
+    """The figure (in a list, empty when the run watched no scaling)."""
+    if view is None:
+        return []
+    steps = view.figures.get("instances") or []
+    if not steps:
+        return [missing(FIG_ID, "Instances under throughput and latency", "no instance counts were recorded")]
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.35, 0.35, 0.3])
+    if view.t_s:
+        fig.add_trace(go.Scatter(x=view.t_s, y=view.rps, name="requests/s", line={"shape": "hv"}), row=1, col=1)
+        fig.add_trace(go.Scatter(x=view.t_s, y=view.latency_ms, name=f"p{view.percentile:g} per second",
+                                 line={"shape": "hv"}), row=2, col=1)
+    if view.slo_ms is not None:
+        fig.add_hline(y=view.slo_ms, line_dash="dash", line_color="crimson", row=2, col=1,
+                      annotation_text=f"SLO {view.slo_ms:g} ms")
+    end = view.figures.get("duration_s") or steps[-1]["t_s"]
+    x = [s["t_s"] for s in steps] + [end]
+    fig.add_trace(go.Scatter(x=x, y=[s["in_service"] for s in steps] + [steps[-1]["in_service"]], name="in service",
+                             line={"shape": "hv", "color": "#188038"}), row=3, col=1)
+    fig.add_trace(go.Scatter(x=x, y=[s["desired"] for s in steps] + [steps[-1]["desired"]], name="desired",
+                             line={"shape": "hv", "dash": "dash", "color": "#e8710a"}), row=3, col=1)
+    for start, stop in view.figures.get("breaches") or []:
+        fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
+    fig.update_yaxes(title_text="req/s", row=1, col=1)
+    fig.update_yaxes(title_text="ms", row=2, col=1)
+    fig.update_yaxes(title_text="instances", row=3, col=1, rangemode="tozero", dtick=1)
+    scale = view.figures.get("time_scale") or 1.0
+    fig.update_xaxes(title_text="run seconds" + (f" (emulated, x{scale:g})" if scale != 1 else ""), row=3, col=1)
+    fig.update_layout(title="Autoscaling: instances under throughput and latency (over the SLO shaded)")
+    return [div(fig, FIG_ID, height=HEIGHT)]

@@ -1,0 +1,155 @@
+"""The report's traffic-mix part: per-target figures, cold vs warm, the cache over time.
+
+Only for a run that named targets (summary.json `targets`, sm_locust.record.targets): Locust's own
+tables hold one row per endpoint for a mix, so the report adds
+
+- the per-target table (`targets`): the 20 most requested models or components, then `others`, with
+  requests, share, failures and p50/p95/p99 (and cold requests when the endpoint said);
+- cold vs warm (`model-cache`, a multi-model mix): requests, hit rate and percentiles of each,
+  with where the split comes from (the endpoint's answer, or the latency's two modes, or none);
+- the cache over time (`fig-model-cache`): CloudWatch's ModelCacheHit (the share of requests whose
+  model was in memory) and LoadedModelCount per minute, fetched for a multi-model mix (the local
+  emulation publishes them to a CloudWatch API with `serve --cloudwatch-url`; SageMaker always).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from sm_locust.formatting import MISSING, number, percent
+from sm_locust.report.metrics import METRICS_BY_NAME
+
+FIG_ID = "fig-model-cache"
+HIT_COLUMN = METRICS_BY_NAME["ModelCacheHit"].columns()[0]  # cw_ModelCacheHit_avg_pct
+LOADED_COLUMN = METRICS_BY_NAME["LoadedModelCount"].columns()[0]  # cw_LoadedModelCount_avg_count
+SOURCES = {
+    "endpoint": "the endpoint marked each request that waited for its model's load",
+    "latency-modes": "the latency's two modes (SageMaker marks no request): requests from {threshold} ms on "
+                     "are taken as cold",
+}
+
+
+@dataclass
+class TargetView:
+    """What the page shows of a run's traffic mix (plain data)."""
+
+    targets: list[dict[str, Any]]
+    requests: int
+    mix: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] | None = None
+    minutes: list[dict[str, Any]] = field(default_factory=list)  # {time, hit_pct, loaded}: CloudWatch's
+
+
+def target_view(summary: Mapping[str, Any], seconds: Any = None) -> TargetView | None:
+    """The run's per-target figures, or None when no request named a target."""
+    targets = summary.get("targets")
+    if not isinstance(targets, list) or not targets:
+        return None
+    totals = summary.get("totals") or {}
+    cache = summary.get("model_cache") if isinstance(summary.get("model_cache"), dict) else None
+    return TargetView([dict(t) for t in targets if isinstance(t, dict)], int(totals.get("requests") or 0),
+                      dict(summary.get("mix") or {}), cache, cache_minutes(seconds))
+
+
+def cache_minutes(seconds: Any) -> list[dict[str, Any]]:
+    """One point per CloudWatch minute with ModelCacheHit or LoadedModelCount (the per-second frame
+    repeats each minute's value): {time, hit_pct, loaded}."""
+    if seconds is None or len(seconds) == 0 or not ({HIT_COLUMN, LOADED_COLUMN} & set(seconds.columns)):
+        return []
+    out = []
+    minute = (seconds["epoch_s"] // 60).astype("int64")
+    for _, group in seconds.groupby(minute, sort=True):
+        row = group.iloc[0]
+        hit = row.get(HIT_COLUMN)
+        loaded = row.get(LOADED_COLUMN)
+        if _is_number(hit) or _is_number(loaded):
+            out.append({"time": pd.to_datetime(row["epoch_s"], unit="s"), "hit_pct": hit if _is_number(hit) else None,
+                        "loaded": loaded if _is_number(loaded) else None})
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and value == value  # not NaN
+
+
+def targets_table(view: TargetView) -> str:
+    cold = any("cold" in t for t in view.targets)
+    head = ["target", "requests", "share", "failures", "p50 ms", "p95 ms", "p99 ms", *(["cold"] if cold else [])]
+    rows = []
+    for t in view.targets:
+        name = t.get("name", "")
+        if name == "others":
+            name = f"others ({number(t.get('targets'), 0)} targets)"
+        share = t.get("requests", 0) / view.requests if view.requests else None
+        cells = [name, number(t.get("requests"), 0), percent(share), number(t.get("failures"), 0),
+                 number(t.get("p50_ms"), 0), number(t.get("p95_ms"), 0), number(t.get("p99_ms"), 0),
+                 *([number(t.get("cold"), 0)] if cold else [])]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return (f'<table id="targets"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def cache_table(cache: Mapping[str, Any]) -> str:
+    """Cold vs warm: requests and percentiles of each, and where the split comes from."""
+    source = cache.get("source")
+    if cache.get("hit_rate") is None:
+        return ('<p id="model-cache">Cold vs warm: not split. The endpoint marked no request, and the successful '
+                "requests' latencies have no two clearly separate modes (a cache that always hits, or always "
+                "misses, looks like this too).</p>")
+    why = SOURCES.get(str(source), str(source)).format(threshold=number(cache.get("threshold_ms"), 0))
+    rows = []
+    for kind in ("cold", "warm"):
+        record = cache.get(kind) or {}
+        waits = (f"{number(record.get('wait_p50_ms'), 0)} / {number(record.get('wait_p95_ms'), 0)}"
+                 if "wait_p50_ms" in record else MISSING)
+        cells = [kind, number(record.get("requests"), 0), number(record.get("p50_ms"), 0),
+                 number(record.get("p95_ms"), 0), number(record.get("p99_ms"), 0), waits]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return (f"<p>Cache hit rate {html.escape(percent(cache.get('hit_rate')))} of "
+            f"{html.escape(number(cache.get('requests'), 0))} successful requests; cold vs warm from "
+            f"{html.escape(why)}.</p>"
+            '<table id="model-cache"><thead><tr><th>requests</th><th>count</th><th>p50 ms</th><th>p95 ms</th>'
+            f"<th>p99 ms</th><th>model wait p50 / p95 ms</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callable[[str, str, str], str]) -> str:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    points = view.minutes
+    if not points:
+        return missing(FIG_ID, "Model cache over time", "no CloudWatch ModelCacheHit or LoadedModelCount for the run "
+                       "(a SageMaker MME publishes them; the local emulation with `serve --multi-model "
+                       "--cloudwatch-url URL`)")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    times = [p["time"] for p in points]
+    fig.add_trace(go.Scatter(x=times, y=[p["hit_pct"] for p in points], name="cache hit % (ModelCacheHit)",
+                             mode="lines+markers"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=times, y=[p["loaded"] for p in points], name="models loaded (LoadedModelCount)",
+                             mode="lines+markers", line={"shape": "hv", "dash": "dot"}), secondary_y=True)
+    fig.update_layout(title="Model cache over time (CloudWatch, per minute, UTC)")
+    fig.update_yaxes(title_text="cache hit %", range=[0, 100], secondary_y=False)
+    fig.update_yaxes(title_text="models loaded per instance", secondary_y=True)
+    return div(fig, FIG_ID)
+
+
+def targets_section(view: TargetView | None, div: Callable[[Any, str], str],
+                    missing: Callable[[str, str, str], str]) -> str:
+    """The "Traffic mix" section, or '' for a run without targets."""
+    if view is None:
+        return ""
+    mix = view.mix
+    described = (f"{html.escape(str(mix.get('spec')))} ({number(mix.get('targets'), 0)} "
+                 f"{'models' if mix.get('field') == 'target_model' else 'components'}, seed {mix.get('seed')})"
+                 if mix else "one target per request")
+    parts = [f"<h2>Traffic mix</h2><p><small>Requests by the target they named: {described}. Locust keeps one "
+             "entry for the endpoint; these figures are the recorder's (summary.json targets).</small></p>",
+             targets_table(view)]
+    if view.cache is not None:
+        parts += ["<h3>Cold vs warm</h3>", cache_table(view.cache), fig_cache(view, div, missing)]
+    return "".join(parts)

@@ -1,0 +1,152 @@
+"""An autoscaling sweep's result files: `sweep.json`, `sweep.csv`, `sweep.html` (docs/autoscaling.md).
+
+`sweep.json` is the document `AutoscalingSweep.document` builds (`kind: autoscaling`; per
+configuration its policy, the scale events with reaction and ready times, instances over time,
+instance-hours, cost, seconds over the SLO, failed, throttled, flaps, and locally the model's
+reaction and ready times; the `recommendation` and why the others lost). `sweep.csv` is one row per
+configuration. `sweep.html`, offline like the run report: the recommendation in one sentence, the
+table, the instances (desired dashed, in service solid) of every configuration over the traffic,
+and cost against seconds over the SLO.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
+from sm_locust.sweep.progress import PREFIX, duration_text
+from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
+
+SCHEMA = 1
+POLICY_COLUMNS = ("min_instances", "max_instances", "target_value", "metric", "scale_out_cooldown_s",
+                  "scale_in_cooldown_s")
+COLUMNS = ("reaction_s", "ready_s", "model_reaction_s", "model_ready_s", "peak_instances", "instance_hours",
+           "cost_usd", "slo_breach_s", "failed", "throttled", "flaps", "latency_ms", "meets_objective", "lost_because",
+           "run_dir", "deploy_s", "test_s", "wall_s")
+
+
+def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
+    """`[1/2] min_instances 1: out 1 -> 3 after 180 s (serving 420 s), peak 3, 0.75 instance-hours ($0.17),
+    310 s over the SLO, 0 flaps (46 s)`."""
+    head = f"{PREFIX} [{index}/{total}] {row.label}: "
+    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
+    if row.status != "ok":
+        return f"{head}{row.status}: {row.reason}{took}"
+    f = row.figures or AutoscalingFigures()
+    events = f.get("scale_events") or []
+    parts = []
+    for e in events[:3]:
+        text = f"{e['direction']} {e['from']} -> {e['to']}"
+        if e.get("reaction_s") is not None:
+            text += f" after {e['reaction_s']:.0f} s"
+        if e.get("ready_s") is not None:
+            text += f" (serving {e['ready_s']:.0f} s)"
+        parts.append(text)
+    if len(events) > 3:
+        parts.append(f"{len(events) - 3} more scale events")
+    if not events:
+        parts.append("no scaling")
+    if f.get("peak_instances") is not None:
+        parts.append(f"peak {f.get('peak_instances')}")
+    if f.get("instance_hours") is not None:
+        cost = f" (${f.get('cost_usd'):.2f})" if f.get("cost_usd") is not None else ""
+        parts.append(f"{f.get('instance_hours'):.2f} instance-hours{cost}")
+    if f.get("slo_breach_s") is not None:
+        parts.append(f"{f.get('slo_breach_s'):.0f} s over the SLO")
+    parts.append(f"{f.get('flaps') or 0} flaps")
+    text = head + ", ".join(parts)
+    if row.resumed:
+        text += " (measured before: run folder complete)"
+    return text + took
+
+
+def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    header = ["index", "label", "status", "reason", *POLICY_COLUMNS, "price_per_hour", *COLUMNS, "scale_events"]
+    rows = []
+    for c in document.get("configurations") or []:
+        row = {k: c.get(k) for k in ("index", "label", "status", "reason", "price_per_hour", *COLUMNS)}
+        row.update({k: (c.get("policy") or {}).get(k) for k in POLICY_COLUMNS})
+        events = c.get("scale_events") or []
+        row["scale_events"] = "; ".join(f"{e['direction']} {e['from']}->{e['to']} at {e['t_s']:.0f} s" for e in events)
+        rows.append(row)
+    return header, rows
+
+
+def write_csv(path: Path, document: dict[str, Any]) -> None:
+    write_rows(path, *csv_rows(document))
+
+
+def table(document: dict[str, Any]) -> str:
+    columns = [("configuration", "label", 0), ("status", "status", 0), ("min", "min_instances", 0),
+               ("max", "max_instances", 0), ("target", "target_value", 0), ("reaction s", "reaction_s", 0),
+               ("ready s", "ready_s", 0), ("model reaction s", "model_reaction_s", 0),
+               ("model ready s", "model_ready_s", 0), ("peak instances", "peak_instances", 0),
+               ("instance-hours", "instance_hours", 3), ("$ for the traffic", "cost_usd", 2),
+               ("s over the SLO", "slo_breach_s", 0), ("failed", "failed", 0), ("throttled", "throttled", 0),
+               ("flaps", "flaps", 0), ("why not", "lost_because", 0)]
+
+    def derived(c: dict[str, Any]) -> dict[str, Any]:
+        return {k: (c.get("policy") or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
+
+    note = ('<p class="note">Reaction: from the start of the first period above the target (below 90 % of it for a '
+            "scale-in) to the change of the desired count; ready: from that same start to the new instances serving. "
+            "Model: the same policy's control loop fed the traffic's datapoints (local emulation). Instance-hours: the "
+            "larger of desired and in service over the traffic, in the run's (emulated) hours; $ at the "
+            "configuration's price per instance-hour.</p>")
+    return configurations_table(document, columns, derived, note)
+
+
+def fig_instances(document: dict[str, Any]) -> str:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for i, c in enumerate(c for c in document.get("configurations") or [] if c.get("instances")):
+        steps = c["instances"]
+        end = c.get("duration_s") or steps[-1]["t_s"]
+        x = [s["t_s"] for s in steps] + [end]
+        color = ["#3367d6", "#e8710a", "#188038", "#a142f4", "#d93025"][i % 5]
+        fig.add_trace(go.Scatter(x=x, y=[s["in_service"] for s in steps] + [steps[-1]["in_service"]], mode="lines",
+                                 line={"shape": "hv", "color": color}, name=f"{c['label']}: in service"))
+        fig.add_trace(go.Scatter(x=x, y=[s["desired"] for s in steps] + [steps[-1]["desired"]], mode="lines",
+                                 line={"shape": "hv", "dash": "dash", "color": color}, name=f"{c['label']}: desired"))
+    if not fig.data:
+        return '<p id="fig-as-instances">No instance timeline recorded.</p>'
+    fig.update_layout(title="Instances over the traffic (desired dashed, in service solid)",
+                      xaxis_title="run seconds (emulated on the local emulation)", yaxis_title="instances", height=420)
+    return figure_html(fig, "fig-as-instances")
+
+
+def fig_cost(document: dict[str, Any]) -> str:
+    import plotly.graph_objects as go
+
+    points = [c for c in document.get("configurations") or [] if c.get("slo_breach_s") is not None
+              and (c.get("cost_usd") is not None or c.get("instance_hours") is not None)]
+    if not points:
+        return '<p id="fig-as-cost">No cost and SLO figures to compare.</p>'
+    priced = all(c.get("cost_usd") is not None for c in points)
+    fig = go.Figure(go.Scatter(
+        x=[c["cost_usd"] if priced else c["instance_hours"] for c in points], y=[c["slo_breach_s"] for c in points],
+        mode="markers+text", text=[c["label"] for c in points], textposition="top center", marker={"size": 12}))
+    fig.update_layout(title="Cost of the traffic vs seconds over the SLO",
+                      xaxis_title="$ for the traffic" if priced else "instance-hours",
+                      yaxis_title="seconds over the SLO", height=420)
+    return figure_html(fig, "fig-as-cost")
+
+
+def render_html(document: dict[str, Any]) -> str:
+    traffic = ", ".join(f"{p['rps']:g} req/s for {p['duration_s']:g} s" for p in document.get("traffic") or [])
+    note = (f"{document.get('description') or ''} deploy: {document.get('deploy', '')}; "
+            f"{len(document.get('configurations') or [])} configurations; traffic: {traffic}; "
+            f"{document.get('started_at', '')} to {document.get('ended_at', '')}.")
+    import html
+
+    return page(document, "Autoscaling sweep", html.escape(note), [
+        ("Configurations", table(document)),
+        ("Instances", fig_instances(document)),
+        ("Cost vs SLO", fig_cost(document)),
+    ])
+
+
+def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+    return write_files(out_dir, document, write_csv, render_html, html_too)

@@ -1,0 +1,79 @@
+"""An autoscaling configuration's row: the policy it tested, its price, and what the traffic did to it
+(written to sweep.json by `rows.Row.as_dict`; docs/autoscaling.md lists the keys).
+
+The figures keep what was measured once: the `autoscaling` block the run wrote into summary.json
+(`scaling.figures.autoscaling_figures`: scale events, instances, instance-hours, cost, seconds over
+the SLO, failed, throttled, flaps), the run's totals, and, on the local emulation, the model's scale
+events for the same traffic (`scaling.simulate`) and the emulator's own log of instance counts. What
+is read from them (the first scale-out's reaction and ready times, the error rate) are properties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sm_locust.sweep.rows import Row
+
+FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "slo_breach_s", "breaches", "failed",
+               "throttled", "flaps", "instances", "periods", "duration_s")
+
+
+@dataclass(kw_only=True)
+class AutoscalingFigures:
+    scaling: dict[str, Any] = field(default_factory=dict)  # summary.json `autoscaling` (FIGURE_KEYS and more)
+    requests: int | None = None
+    failures: int | None = None
+    latency_ms: float | None = None  # the objective's percentile over the whole run
+    model_events: list[dict[str, Any]] | None = None  # local: the model's scale events for this traffic
+    emulator_instances: list[dict[str, Any]] | None = None  # local: the emulator's own log, in run seconds
+
+    def get(self, key: str) -> Any:
+        return self.scaling.get(key)
+
+    @property
+    def first_out(self) -> dict[str, Any] | None:
+        return next((e for e in self.scaling.get("scale_events") or [] if e.get("direction") == "out"), None)
+
+    @property
+    def reaction_s(self) -> float | None:
+        return (self.first_out or {}).get("reaction_s")
+
+    @property
+    def ready_s(self) -> float | None:
+        return (self.first_out or {}).get("ready_s")
+
+    @property
+    def model_out(self) -> dict[str, Any] | None:
+        return next((e for e in self.model_events or [] if e.get("direction") == "out"), None)
+
+    @property
+    def error_rate(self) -> float | None:
+        """Failed and throttled requests over all of them."""
+        if not self.requests:
+            return None
+        return ((self.scaling.get("failed") or 0) + (self.scaling.get("throttled") or 0)) / self.requests
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {key: self.scaling.get(key) for key in FIGURE_KEYS}
+        out.update({
+            "reaction_s": self.reaction_s, "ready_s": self.ready_s,
+            "model_reaction_s": (self.model_out or {}).get("reaction_s"),
+            "model_ready_s": (self.model_out or {}).get("ready_s"),
+            "model_scale_events": self.model_events,
+            "emulator_instances": self.emulator_instances,
+            "requests": self.requests, "failures": self.failures, "latency_ms": self.latency_ms,
+            "error_rate": self.error_rate,
+        })
+        return out
+
+
+@dataclass(kw_only=True)
+class AutoscalingRow(Row):
+    policy: dict[str, Any]
+    price_per_hour: float | None = None
+    price_source: str | None = None
+    figures: AutoscalingFigures | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {"policy": dict(self.policy), "price_per_hour": self.price_per_hour, "price_source": self.price_source}

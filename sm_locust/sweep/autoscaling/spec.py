@@ -1,0 +1,148 @@
+"""The autoscaling kind's keys of a sweep file, checked (docs/autoscaling.md).
+
+```yaml
+autoscaling:
+  min_instances: [1, 2]              # every list is a grid axis (autoscaling.min_instances)
+  max_instances: 3
+  metric: SageMakerVariantInvocationsPerInstance
+  target_value: 4200                 # per instance per minute for InvocationsPerInstance
+  scale_out_cooldown_s: 60
+  scale_in_cooldown_s: 300
+  instance_start_s: 240              # local only: seconds until a new instance serves
+  time_scale: 30                     # local only: emulated seconds per real second
+traffic:                             # open-loop rate phases; durations in (emulated) seconds
+  - {duration_s: 300, rps: 20}
+  - {duration_s: 600, rps: 150}
+objective: {slo_ms: 250, percentile: 95, max_breach_s: 0}
+```
+
+An `autoscaling:` section turns the sweep into an autoscaling one: each key that holds a list is a
+grid axis (`autoscaling.<key>`; labels read `min_instances 1`), each single value a setting every
+configuration shares. Every combination must be a policy Application Auto Scaling accepts
+(`scaling.policy.ScalingPolicy.check`: min <= max, target above 0, a metric AWS offers); the local
+emulation's own keys (`instance_start_s`, `time_scale`) are refused with `deploy: sagemaker`, where
+the instances and the clock are real. `traffic:` is required and checked by `plateau/rates.py`.
+One `UsageError` naming the key, before anything is deployed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sm_locust.errors import UsageError
+from sm_locust.plateau.rates import Traffic, parse_traffic
+from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy, metric_spec
+from sm_locust.sweep.validate import Checker
+
+SECTION = "autoscaling"
+KEYS = ("traffic",)  # besides the section
+POLICY_KEYS = ("min_instances", "max_instances", "metric", "target_value", "scale_out_cooldown_s",
+               "scale_in_cooldown_s")
+LOCAL_ONLY = ("instance_start_s", "time_scale")  # the emulation's; on SageMaker the instances and the clock are real
+SECTION_KEYS = POLICY_KEYS + LOCAL_ONLY
+PREFIX = "autoscaling."
+DEFAULT_MIN_INSTANCES = 1
+DEFAULT_INSTANCE_START_S = 240.0  # the issue's example; AWS publishes no figure (docs/facts.md)
+REFUSED = {  # shared keys that mean nothing to an autoscaling sweep, and why
+    "configurations": "an autoscaling sweep's configurations are the lists under autoscaling: (its grid axes); vary "
+                      "other settings with grid:",
+}
+
+
+@dataclass
+class AutoscalingSpec:
+    """The parsed section: its grid axes, its shared settings (both `autoscaling.<key>`) and the traffic."""
+
+    axes: dict[str, list[Any]]
+    shared: dict[str, Any]
+    traffic: Traffic
+    deploy: str = "local"
+    policies: list[ScalingPolicy] = field(default_factory=list)  # every combination, checked
+
+    def grid(self) -> dict[str, list[Any]]:
+        return {f"{PREFIX}{k}": list(v) for k, v in self.axes.items()}
+
+    def as_dict(self) -> dict[str, Any]:
+        section = {k[len(PREFIX):]: v for k, v in self.shared.items()}
+        section.update(self.axes)
+        return {k: section[k] for k in SECTION_KEYS if k in section}
+
+
+def own_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The `autoscaling.*` settings of a configuration, without the prefix."""
+    return {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
+
+
+def policy_of(settings: Mapping[str, Any]) -> ScalingPolicy:
+    """The target-tracking policy a configuration tests (its `autoscaling.*` settings)."""
+    own = own_settings(settings)
+    policy = {k: own[k] for k in POLICY_KEYS if k in own}
+    policy.setdefault("min_instances", DEFAULT_MIN_INSTANCES)
+    policy.setdefault("metric", INVOCATIONS)
+    return ScalingPolicy(**policy).check()
+
+
+def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
+                  base_dir: Path | None = None) -> AutoscalingSpec:
+    """The autoscaling keys of a sweep file that has an `autoscaling:` section, checked (`kinds.py` calls
+    it; the shared keys it refuses, `REFUSED`, are checked before)."""
+    if deploy not in ("local", "sagemaker"):
+        raise check.error("deploy", f"an autoscaling sweep deploys local or sagemaker, not {deploy!r}")
+    section = check.mapping(SECTION, data[SECTION])
+    check.unknown(SECTION, section, SECTION_KEYS)
+    for key in ("max_instances", "target_value"):
+        if key not in section:
+            example = "max_instances: 3" if key == "max_instances" else "target_value: 4200"
+            raise check.error(f"{SECTION}.{key}", f"missing: give one value or a list (a grid axis), e.g. {example}")
+    if deploy == "sagemaker":
+        for key in LOCAL_ONLY:
+            if key in section:
+                raise check.error(f"{SECTION}.{key}", "local emulation only: on SageMaker the instances start as "
+                                  "they do and the clock is real; leave it out with deploy: sagemaker")
+    values: dict[str, list[Any]] = {}
+    for key in SECTION_KEYS:
+        if key not in section:
+            continue
+        path = f"{SECTION}.{key}"
+        checked: list[Any] = []
+        for value in check.values(path, section[key]):
+            if key in ("min_instances", "max_instances"):
+                checked.append(check.integer(path, value, minimum=1))
+            elif key == "target_value":
+                checked.append(check.number(path, value, above=0))
+            elif key == "metric":
+                try:
+                    checked.append(metric_spec(check.text(path, value)).name)
+                except UsageError as exc:
+                    raise check.prefixed(path, exc) from None
+            elif key == "time_scale":
+                checked.append(check.number(path, value, above=0))
+            else:  # cooldowns, instance_start_s
+                checked.append(check.number(path, value, minimum=0))
+        if len(set(map(str, checked))) != len(checked):
+            raise check.error(path, f"{checked!r} repeats a value; give each value once")
+        values[key] = checked
+    policies = []
+    for combination in itertools.product(*(values.get(k, [None]) for k in POLICY_KEYS)):
+        given = {k: v for k, v in zip(POLICY_KEYS, combination, strict=True) if v is not None}
+        given.setdefault("min_instances", DEFAULT_MIN_INSTANCES)
+        try:
+            policies.append(ScalingPolicy(**given).check(SECTION))
+        except UsageError as exc:
+            raise UsageError(f"{check.source}: {exc.message}") from None
+    if "traffic" not in data or data.get("traffic") is None:
+        raise check.error("traffic", "missing: an autoscaling sweep needs the traffic to scale on, a list of open-loop "
+                          "rate phases like [{duration_s: 300, rps: 20}, {duration_s: 600, rps: 150}]")
+    try:
+        traffic = parse_traffic(data["traffic"], "traffic")
+    except UsageError as exc:
+        raise UsageError(f"{check.source}: {exc.message}") from None
+    axes = {k: v for k, v in values.items() if isinstance(section[k], list)}
+    shared = {f"{PREFIX}{k}": v[0] for k, v in values.items() if k not in axes}
+    if deploy == "local":
+        shared.setdefault(f"{PREFIX}instance_start_s", DEFAULT_INSTANCE_START_S)
+    return AutoscalingSpec(axes=axes, shared=shared, traffic=traffic, deploy=deploy, policies=policies)

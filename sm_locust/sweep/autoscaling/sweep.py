@@ -1,0 +1,184 @@
+"""An autoscaling sweep: the `autoscaling` kind's hooks on the shared `base.Sweep`, and its loader
+(docs/autoscaling.md).
+
+A sweep file with an `autoscaling:` section (`spec.py`) is loaded here (`kinds.py` names `load`) into
+an `AutoscalingSweep`: the same deploy / test / delete loop, `--plan`, `--yes`, resume,
+`max_cost_usd`, cleanup on every exit and sweep.json / csv / html as every sweep, with the kind's
+parts in one module each:
+
+    spec.py       the section (every list a grid axis) and `traffic:`, checked
+    plan.py       the `load:` section with the traffic as the load
+    deploy.py     the local fleet emulation with the configuration's policy, as a deployer
+    sagemaker.py  the policy applied to a SageMaker variant and restored (autoscale-aws)
+    runner.py     one configuration's run: the traffic, the instance counts polled, the figures
+    rows.py       the typed row: what the traffic did to the policy
+    rank.py       which configuration to recommend, and why the others lost (pure)
+    render.py     sweep.json's CSV and page, the line printed per configuration
+
+The figures themselves are `scaling.figures` (one arithmetic for both deploy targets); the model's
+answer for the same traffic is `scaling.simulate`, kept beside the measured one on the local emulation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sm_locust.errors import UsageError
+from sm_locust.report.cost import load_prices
+from sm_locust.scaling.figures import breach_cause
+from sm_locust.scaling.simulate import simulate
+from sm_locust.scaling.timeline import InstanceSample, RunClock
+from sm_locust.sweep.autoscaling import render
+from sm_locust.sweep.autoscaling.deploy import LocalFleetDeployer
+from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan, autoscaling_load_plan
+from sm_locust.sweep.autoscaling.rank import ScalingCandidate, disqualification, recommend
+from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
+from sm_locust.sweep.autoscaling.runner import FLEET_LOG, AutoscalingRunner
+from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, policy_of
+from sm_locust.sweep.base import Sweep, sagemaker_options, sweep_folder
+from sm_locust.sweep.costing import Estimate, price_of
+from sm_locust.sweep.deployers import Deployer
+from sm_locust.sweep.grid import Configuration, configuration_key, expand
+from sm_locust.sweep.load import check_payload
+from sm_locust.sweep.rows import Row
+from sm_locust.sweep.runner import RunOutcome, SweepRunner
+from sm_locust.sweep.schema import SweepSpec
+
+
+@dataclass
+class AutoscalingSweep(Sweep):
+    """A checked autoscaling sweep (its spec's `section` holds the axes, shared settings and traffic)."""
+
+    runner_class: ClassVar[type[SweepRunner]] = AutoscalingRunner
+
+    @property
+    def autoscaling(self) -> AutoscalingSpec:
+        assert isinstance(self.spec.section, AutoscalingSpec)
+        return self.spec.section
+
+    def base_row(self, c: Configuration) -> AutoscalingRow:
+        price = self.prices[c.index]
+        return AutoscalingRow(**self.row_fields(c), policy=policy_of(c.settings).as_dict(),
+                              price_per_hour=price.usd_per_hour, price_source=price.source)
+
+    def estimate(self) -> None:
+        """The shared estimates, with the fleet at its maximum for the whole test (a ceiling)."""
+        super().estimate()
+        for i, e in list(self.estimates.items()):
+            price = self.prices[i]
+            if price.usd_per_hour is None or e.usd is None:
+                continue
+            most = policy_of(self.configuration(i).settings).max_instances
+            self.estimates[i] = Estimate(e.deploy_s, e.test_s, e.delete_s, e.wait_s, e.instance_hours * most,
+                                         e.usd * most)
+
+    def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
+        assert isinstance(row, AutoscalingRow)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        scaling = summary.get("autoscaling")
+        if not isinstance(scaling, dict):
+            raise KeyError("summary.json has no autoscaling figures (the instance counts were not watched)")
+        totals = summary.get("totals") or {}
+        percentile_key = {50.0: "p50_ms", 95.0: "p95_ms", 99.0: "p99_ms"}.get(self.spec.objective.percentile, "p95_ms")
+        figures = AutoscalingFigures(scaling=scaling, requests=totals.get("requests"), failures=totals.get("failures"),
+                                     latency_ms=totals.get(percentile_key))
+        settings = self.configuration(index).settings
+        if self.spec.deploy == "local":
+            policy = policy_of(settings)
+            start = float(settings.get(f"{PREFIX}instance_start_s") or 0.0)
+            model = simulate(policy, self.autoscaling.traffic, instance_start_s=start)
+            figures.model_events = [{"t_s": d.t_s, "direction": d.direction, "from": d.from_count, "to": d.to_count,
+                                     "reaction_s": d.reaction_s, "ready_s": d.ready_s - d.alarm_start_s}
+                                    for d in model.decisions]
+            figures.emulator_instances = emulator_instances(run_dir, summary)
+        row.figures = figures
+
+    def configuration_line(self, index: int, total: int, row: Row) -> str:
+        assert isinstance(row, AutoscalingRow)
+        return render.configuration_line(index, total, row)
+
+    # -- results -------------------------------------------------------------------------------------
+    def candidate(self, row: AutoscalingRow) -> ScalingCandidate:
+        f = row.figures or AutoscalingFigures()
+        return ScalingCandidate(
+            index=row.index, label=row.label, status=row.status, reason=row.reason, cost_usd=f.get("cost_usd"),
+            instance_hours=f.get("instance_hours"), peak_instances=f.get("peak_instances"),
+            slo_breach_s=f.get("slo_breach_s"), breach_cause=breach_cause(f.scaling) if f.scaling else None,
+            error_rate=f.error_rate, flaps=f.get("flaps") or 0, reaction_s=f.reaction_s, ready_s=f.ready_s)
+
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
+        ordered = self.ordered_rows(rows)
+        candidates = [self.candidate(r) for r in ordered if isinstance(r, AutoscalingRow)]
+        finished = [c for c in candidates if c.status not in ("pending", "running")]
+        rec = recommend(finished, self.spec.objective)
+        self.mark_rows(candidates, ordered, rec.lost, disqualification)
+        return {
+            **self.document_head(render.SCHEMA, outcome, kind="autoscaling"),
+            "autoscaling": self.autoscaling.as_dict(),
+            "traffic": self.autoscaling.traffic.as_list(),
+            "configurations": [r.as_dict() for r in ordered],
+            "recommendation": self.recommendation(rec),
+            "why_not": self.why_not(rec),
+        }
+
+    def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+        return render.write_all(self.out_dir, document, html_too)
+
+
+def emulator_instances(run_dir: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The emulator's own log of instance counts (fleet_log.json), moved to the run's seconds: its
+    emulated second 0 is the endpoint's start, the run's is summary.json's started_at."""
+    path = run_dir / FLEET_LOG
+    if not path.exists() or not summary.get("started_at"):
+        return None
+    from datetime import datetime
+
+    log = json.loads(path.read_text())
+    started = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
+    offset = RunClock(started, float(log.get("time_scale") or 1.0)).run_s(float(log["started_at"]))
+    out: list[dict[str, Any]] = []
+    for item in log.get("instances") or []:
+        sample = InstanceSample.from_dict(item)
+        t_s = sample.t_s + offset
+        if t_s <= 0 and out and out[-1]["t_s"] == 0.0:
+            out[-1] = {**sample.as_dict(), "t_s": 0.0}
+        else:
+            out.append({**sample.as_dict(), "t_s": max(0.0, round(t_s, 3))})
+    return out
+
+
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+         poll_s: float | None = None) -> AutoscalingSweep:
+    """An autoscaling sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
+    assert isinstance(spec.section, AutoscalingSpec)
+    check = spec.check
+    plan: AutoscalingLoadPlan = autoscaling_load_plan(spec)
+    deployer: Deployer
+    if spec.deploy == "sagemaker":
+        try:
+            from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer  # type: ignore[import-not-found]
+        except ImportError:
+            raise check.error("deploy", "sagemaker: this build runs autoscaling sweeps on the local emulation only; "
+                              "use deploy: local") from None
+        deployer = SageMakerScalingDeployer(plan=plan, **sagemaker_options(spec, client, poll_s))
+        spec.max_parallel_endpoints = 1 if spec.endpoint.get("endpoint_name") else spec.max_parallel_endpoints
+    else:
+        deployer = LocalFleetDeployer()
+    configurations = expand(spec.shared_settings(), spec.grid, spec.configurations)
+    for c in configurations:
+        deployer.check(c.settings, spec.where(c))
+    check_payload(plan)
+    try:
+        table = load_prices(spec.prices)
+    except UsageError as exc:
+        raise check.prefixed("prices", exc) from None
+    prices = {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
+    keys = {c.index: configuration_key("autoscaling", spec.deploy, c.settings, plan.given, plan.traffic.as_list())
+            for c in configurations}
+    sweep = AutoscalingSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out))
+    sweep.estimate()
+    return sweep
