@@ -28,8 +28,8 @@ SECRET = "predictor-secret-never-written"
 
 
 def test_a_short_run_returns_its_result(endpoint, tmp_path, capsys):
-    result = sm_locust.run("ep", endpoint_url=endpoint.url, payload=str(SAMPLE_PAYLOAD), users=2, run_time="3s",
-                           out=tmp_path / "run", progress="line")
+    result = sm_locust.run("ep", endpoint_url=endpoint.url, payload=str(SAMPLE_PAYLOAD), users=2, spawn_rate=100,
+                           run_time="3s", out=tmp_path / "run", progress="line")
     assert result.run_dir == tmp_path / "run" and result.interrupted is None
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert result.summary == summary and summary["totals"]["requests"] > 20
@@ -47,7 +47,8 @@ def test_a_short_run_returns_its_result(endpoint, tmp_path, capsys):
     last = err.strip().splitlines()[-1]
     assert last.startswith("sm-locust: done in ") and last.endswith(f" s; results in {result.run_dir}/")
     options = json.loads((result.run_dir / "options.json").read_text())
-    assert options["options"]["users"] == 2 and options["load"]["progress_every_s"] == 1.0
+    assert options["options"]["users"] == 2 and options["load"]["spawn_rate"] == 100.0
+    assert options["load"]["progress_every_s"] == 1.0
 
 
 @pytest.mark.parametrize("keywords, cli_argv", [
@@ -74,7 +75,7 @@ def test_an_endpoint_that_refuses_connections_is_the_clis_line(tmp_path):
 
 def test_every_request_failing_raises_and_keeps_the_folder(endpoint_factory, tmp_path):
     ep = endpoint_factory(model_error_ratio=1.0)
-    with pytest.raises(RunError, match=r"^every request failed: ModelError x\d+ .*; what was measured is in .*/run/$"):
+    with pytest.raises(RunError, match=r"^every request failed: ModelError x\d+.*; what was measured is in .*/run/$"):
         sm_locust.run("ep", endpoint_url=ep.url, payload=str(SAMPLE_PAYLOAD), users=1, run_time="2s",
                       out=tmp_path / "run", progress=False)
     errors = sm_locust.load(tmp_path / "run").errors
