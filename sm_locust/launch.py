@@ -323,6 +323,9 @@ def verdict_line(summary: dict) -> str:
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
             + f", p95 {'-' if p95 is None else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
             + (f" ({errors})" if errors else ""))
+    in_flight = t.get("in_flight_at_stop") or 0
+    if in_flight:  # cut short by the stop: in no count above
+        line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"
     backoff = t.get("backoff") or {}
     if backoff.get("count"):  # sm_locust.users.backoff: the endpoint could not be reached
         line += f"; {backoff['count']} back-offs after connection errors ({backoff.get('seconds', 0):.1f} s)"
@@ -334,6 +337,19 @@ def verdict_line(summary: dict) -> str:
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"
     return line
+
+
+def nothing_completed(summary: dict) -> str | None:
+    """`no request completed: 4 were in flight at the stop (...)` when the run sent nothing that ended
+    (a test shorter than the endpoint's answers, a shape that never started a user); else None."""
+    totals = summary.get("totals") or {}
+    if totals.get("requests"):
+        return None
+    in_flight = totals.get("in_flight_at_stop") or 0
+    if in_flight:
+        return (f"no request completed: {in_flight} {'were' if in_flight != 1 else 'was'} in flight at the stop "
+                "(the endpoint answered none within the run: a longer -t/--run-time, or check the endpoint's latency)")
+    return "no request completed: nothing was sent (check --users, the shape and --run-time)"
 
 
 def every_request_failed(summary: dict, out: Path) -> str | None:

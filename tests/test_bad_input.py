@@ -7,6 +7,7 @@ and the history CSV's malformed rows."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -29,7 +30,7 @@ from sm_locust.errors import UsageError
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.pickles import loads_plain
 from sm_locust.record.schema import drop_malformed_rows
-from tests.conftest import ROOT, SAMPLE_PAYLOAD
+from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
                   "Total Failure Count,Total Median Response Time,Total Average Response Time")
@@ -81,6 +82,8 @@ def scene(tmp_path, monkeypatch):
     with open(work / "seven_mb.json", "wb") as fh:  # over SageMaker's 6 MB body limit (sparse: cheap)
         fh.truncate(7_000_000)
     numpy.save(work / "wide.npy", numpy.ones((10, 1000)))  # 2000 rows per body: ~10 MB of JSON
+    (work / "negative_prices.json").write_text('{"instances": {"ml.c5.xlarge": {"usd_per_hour": -0.2}}}')
+    (work / "nan_prices.json").write_text('{"instances": {"ml.c5.xlarge": NaN}}')  # Python's json reads NaN
     (work / "crlf.jsonl").write_text(json.dumps({"Body": "1,2", "CustomAttributes": "a=b\r\nX-Evil: 1"}) + "\n")
     monkeypatch.chdir(work)
     return work
@@ -173,6 +176,31 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "serve endpoint name": (["serve", "--endpoint-name", "ep/1"], {}, 2, ["--endpoint-name 'ep/1'"]),
     "serve variant name": (["serve", "--variant-name", "All Traffic"], {}, 2, ["--variant-name", "TargetVariant"]),
     "report endpoint name": (["report", "run", "--endpoint-name", "ep-"], {}, 2, ["--endpoint-name 'ep-'"]),
+    # -- numbers: finite, in range, one line naming the option (issue 23 item 5) --------------
+    "run users nan": (["run", *LOCAL, "-u", "nan"], {}, 2, ["--users", "whole number", "'nan'"]),
+    "run read timeout inf": (["run", *LOCAL, "--read-timeout", "inf"], {}, 2, ["--read-timeout", "'inf'"]),
+    "run connect timeout 0": (["run", *LOCAL, "--connect-timeout", "0"], {}, 2, ["--connect-timeout", "above 0"]),
+    "run batch size 0": (["run", *LOCAL, "--batch-size", "0"], {}, 2, ["--batch-size", "at least 1"]),
+    "run payload seed -1": (["run", *LOCAL, "--payload-seed", "-1"], {}, 2, ["--payload-seed", "at least 0"]),
+    "env think time nan": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "nan"}, 2, ["SM_LOCUST_THINK_TIME", "finite"]),
+    "smoke tolerance -1": (["smoke", "--run-dir", "run", "--baseline", "run", "--tolerance", "-1"], {}, 2,
+                           ["--tolerance", "at least 0"]),
+    "smoke spawn rate nan": (["smoke", *LOCAL, "-r", "nan"], {}, 2, ["--spawn-rate", "'nan'"]),
+    "serve service time nan": (["serve", "--service-time-ms", "nan"], {}, 2, ["--service-time-ms", "'nan'"]),
+    "serve latency inf": (["serve", "--latency-ms", "inf"], {}, 2, ["--latency-ms", "'inf'"]),
+    "serve workers 1.5": (["serve", "--workers", "1.5"], {}, 2, ["--workers", "whole number"]),
+    "demo service time 0": (["demo", "--service-time-ms", "0"], {}, 2, ["--service-time-ms", "above 0"]),
+    "demo step seconds nan": (["demo", "--step-seconds", "nan"], {}, 2, ["--step-seconds", "'nan'"]),
+    "report price nan": (["report", "run", "--price-per-hour", "nan"], {}, 2, ["--price-per-hour", "'nan'"]),
+    "report price -1": (["report", "run", "--price-per-hour", "-1"], {}, 2, ["--price-per-hour", "above 0"]),
+    "report wait timeout inf": (["report", "run", "--wait-timeout", "inf"], {}, 2, ["--wait-timeout", "'inf'"]),
+    "report prices negative": (["report", "run", "--no-cloudwatch", "--prices", "negative_prices.json"], {}, 2,
+                               ["negative_prices.json", "usd_per_hour", "at least 0"]),
+    "report prices NaN": (["report", "run", "--no-cloudwatch", "--prices", "nan_prices.json"], {}, 2,
+                          ["nan_prices.json", "usd_per_hour", "finite"]),
+    "compare target rps inf": (["compare", "run", "--target-rps", "inf"], {}, 2, ["--target-rps", "'inf'"]),
+    "compare prices negative": (["compare", "run", "--prices", "negative_prices.json", "--out", "cmp"], {}, 2,
+                                ["negative_prices.json", "at least 0"]),
     # -- SM_LOCUST_* environment -------------------------------------------------------------
     "env think time": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "abc"}, 2, ["SM_LOCUST_THINK_TIME", "abc"]),
     "env bool": (["run", *LOCAL], {"SM_LOCUST_STOP_AT_KNEE": "maybe"}, 2, ["SM_LOCUST_STOP_AT_KNEE"]),
@@ -502,3 +530,34 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
             assert "is gone; stopping" in (tmp_path / "out" / "locust.log").read_text()
     finally:
         command.close()
+
+
+# -- honest totals (issue 23 item 9) -------------------------------------------------------------
+
+def test_requests_in_flight_at_the_stop_are_reported_and_nothing_completed_exits_1(endpoint_factory, tmp_path):
+    """Was: "0 requests, 0 failures", exit 0, for a run whose every request was still waiting."""
+    slow = endpoint_factory(latency_ms=8000)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", slow.url, "--payload", PAYLOAD, "-u", "3",
+                     "-r", "30", "-t", "2s", "--out", str(out), "-q")
+    assert_one_line_error(result, 1, "no request completed: 3 were in flight at the stop")
+    assert "0 requests" in result.stdout and "3 requests in flight at the stop" in result.stdout
+    totals = json.loads((out / "summary.json").read_text())["totals"]
+    assert (totals["requests"], totals["in_flight_at_stop"]) == (0, 3)
+
+
+def test_locusts_csvs_hold_the_final_totals_of_summary_json(endpoint_factory, tmp_path):
+    """Was: locust_stats.csv lagged the final totals by 2-3 % (Locust's writer stops before its last write)."""
+    ep = endpoint_factory(throttle_ratio=0.3, seed=1)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", PAYLOAD, "-u", "4",
+                     "-r", "40", "-t", "3s", "--out", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    totals = json.loads((out / "summary.json").read_text())["totals"]
+    with open(out / "locust_stats.csv", newline="") as fh:
+        aggregated = next(row for row in csv.DictReader(fh) if row["Name"] == "Aggregated")
+    with open(out / "locust_failures.csv", newline="") as fh:
+        failures = sum(int(row["Occurrences"]) for row in csv.DictReader(fh))
+    assert totals["requests"] > 100 and totals["failures"] > 0
+    assert int(aggregated["Request Count"]) == totals["requests"]
+    assert int(aggregated["Failure Count"]) == totals["failures"] == failures

@@ -25,9 +25,14 @@ from typing import NoReturn
 from sm_locust import __version__
 from sm_locust.cli.commands import COMMANDS
 from sm_locust.errors import Interrupted, SmLocustError
+from sm_locust.numbers import register_number_types
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        register_number_types(self)  # type=float / type=int: finite only, one message (sm_locust.numbers)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 

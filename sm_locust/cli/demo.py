@@ -34,6 +34,7 @@ from sm_locust.launch import (
     make_out_dir,
     verdict_line,
 )
+from sm_locust.numbers import argument_type
 from sm_locust.options import SageMakerSettings
 from sm_locust.preflight import preflight
 from sm_locust.report.pipeline import ReportOptions, build_report
@@ -55,12 +56,18 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     p.add_argument("--overwrite", action="store_true",
                    help="--out may name a folder that holds an earlier run: its files are removed first")
-    p.add_argument("--port", type=int, default=0, help="local endpoint port (default: a free port)")
-    p.add_argument("--step-seconds", type=float, default=10.0, help="seconds per load step (default 10; 6 steps)")
-    p.add_argument("--step-users", type=int, default=2, help="users added per step (default 2)")
-    p.add_argument("--max-users", type=int, default=11, help="users in the last step (default 11)")
-    p.add_argument("--max-concurrency", type=int, default=4, help="local endpoint concurrency (default 4)")
-    p.add_argument("--service-time-ms", type=float, default=20.0, help="local endpoint service time (default 20 ms)")
+    p.add_argument("--port", type=argument_type(int, minimum=0, maximum=65535), default=0,
+                   help="local endpoint port (default: a free port)")
+    p.add_argument("--step-seconds", type=argument_type(float, above=0), default=10.0,
+                   help="seconds per load step (default 10; 6 steps)")
+    p.add_argument("--step-users", type=argument_type(int, minimum=1), default=2,
+                   help="users added per step (default 2)")
+    p.add_argument("--max-users", type=argument_type(int, minimum=1), default=11,
+                   help="users in the last step (default 11)")
+    p.add_argument("--max-concurrency", type=argument_type(int, minimum=1), default=4,
+                   help="local endpoint concurrency (default 4)")
+    p.add_argument("--service-time-ms", type=argument_type(float, above=0), default=20.0,
+                   help="local endpoint service time (default 20 ms)")
     p.add_argument("--no-cloudwatch", dest="cloudwatch", action="store_false",
                    help="no CloudWatch stand-in: the report shows Locust's data only")
     p.add_argument("-v", "--verbose", action="store_true", help="show Locust's own periodic tables")

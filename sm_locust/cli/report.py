@@ -17,22 +17,15 @@ from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.launch import check_output_dir
+from sm_locust.numbers import argument_type
 from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.runtime_api import check_endpoint_name, check_header
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-        return value
-
-    return parse
+def _positive(kind: type):
+    """A number above 0 (sm_locust.numbers: finite, one message naming the option)."""
+    return argument_type(kind, above=0)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

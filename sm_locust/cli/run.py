@@ -21,6 +21,7 @@ from sm_locust.launch import (
     every_request_failed,
     execute,
     make_out_dir,
+    nothing_completed,
     verdict_line,
 )
 from sm_locust.options import SageMakerSettings, add_cli_options
@@ -221,11 +222,12 @@ def _upload_after_failure(out, destination, s3) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when the run completed (partial failures are measurements), 1 when every request failed."""
+    """Exit 0 when the run completed (partial failures are measurements), 1 when every request failed
+    or none completed."""
     out, summary = start_run(args)
     print(f"sm-locust: {verdict_line(summary)}")
     print(f"sm-locust: results in {out}/ (summary.json, locust_stats.csv, locust_stats_history.csv)")
-    failed = every_request_failed(summary, out)
+    failed = nothing_completed(summary) or every_request_failed(summary, out)
     if failed:
         raise RunError(failed)
     return 0

@@ -20,10 +20,10 @@ import argparse
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.cli.run import add_load_arguments, start_run
-from sm_locust.errors import UsageError
+from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
 from sm_locust.gates.spec import with_default_error_gate
-from sm_locust.launch import verdict_line
+from sm_locust.launch import nothing_completed, verdict_line
 from sm_locust.options import add_cli_options
 from sm_locust.record.runfolder import load_run
 
@@ -82,4 +82,7 @@ def _short_run(args: argparse.Namespace):
     out, summary = start_run(args)
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")
+    failed = nothing_completed(summary)
+    if failed:  # no gate can judge a run in which nothing completed
+        raise RunError(failed)
     return out, float(summary.get("duration_s") or 0.0)

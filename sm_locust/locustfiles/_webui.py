@@ -57,7 +57,7 @@ def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None
         if spec.type is bool:
             parse_bool(value, spec.flag)
         else:
-            parse_number(value, spec.flag, spec.type)
+            parse_number(value, spec.flag, spec.type, **spec.bounds)
 
 
 def _refusal(fields: list[str]) -> str:

@@ -59,7 +59,8 @@ def check_startup(options, *, web_ui: bool) -> SageMakerSettings:
     """The checks `sm-locust run` makes before a run, for plain Locust (UsageError when wrong).
     With the web UI the endpoint name may still come from the form."""
     settings = SageMakerSettings.from_options(options)
-    checked = dataclasses.replace(settings, endpoint_name=settings.endpoint_name or "from-the-form") if web_ui else settings
+    placeholder = settings.endpoint_name or "from-the-form"  # a name SageMaker could have: the form gives the real one
+    checked = dataclasses.replace(settings, endpoint_name=placeholder) if web_ui else settings
     checked.validate()
     prepare_payloads(checked, options)
     check_region(aws_region(settings) if not runtime_url(settings) else settings.region, aws=not runtime_url(settings))

@@ -317,6 +317,7 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
     """The Aggregated rows of the history CSV, Locust's column names, with pyarrow (see the module doc).
     Raises `_Fallback` (or ImportError) for anything the tolerant reader handles: no pyarrow, a
     missing or empty file, a malformed row, a Timestamp that is not whole seconds."""
+    # lazy: pyarrow, optional at run time (the tolerant pandas reader takes over without it)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
@@ -430,6 +431,7 @@ def _timeline_frame(t, requests, failures) -> pd.DataFrame:
 
 def _timeline_arrow(source) -> pd.DataFrame:
     """t, requests, failures of timeline.jsonl with pyarrow's JSON reader (each `hist` string skipped)."""
+    # lazy: pyarrow, optional at run time (the line-by-line reader takes over without it)
     import pyarrow as pa
     import pyarrow.json as pajson
 

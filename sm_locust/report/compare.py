@@ -25,12 +25,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
 
 from sm_locust.formatting import number
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
 from sm_locust.report.llm import LLM_COLUMNS, llm_columns
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
+from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
 
 ROW_COLUMNS = [
@@ -111,11 +114,6 @@ def _unique_names(runs: list[RunComparison]) -> None:
 
 
 def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
-    import plotly.graph_objects as go
-    from plotly.offline import get_plotlyjs
-
-    from sm_locust.report.render import CSS
-
     def div(fig, div_id, title, ytitle, xtitle="users"):
         fig.update_layout(title=title, xaxis_title=xtitle, yaxis_title=ytitle, template="plotly_white", height=420)
         return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})

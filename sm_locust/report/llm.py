@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import plotly.graph_objects as go
+
 from sm_locust.formatting import MISSING, money, number
 from sm_locust.report.cost import cost_per_million_tokens
 
@@ -115,7 +117,6 @@ def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[[Any, str],
     `div` and `missing` are the report page's chart and placeholder writers."""
     if view is None:
         return []
-    import plotly.graph_objects as go
 
     steps = [s for s in view.steps if s.get("users") is not None]
     if not steps:

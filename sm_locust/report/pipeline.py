@@ -44,8 +44,10 @@ from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
+from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
+from sm_locust.report.render import ReportModel, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
@@ -386,9 +388,6 @@ def prepare_report(
     """Read the run folder, fetch metrics and compute what the report shows, writing nothing (the
     Python API's `RunResult.figures()` draws from it). Raises UsageError only for a folder that is not
     a run (or a CSV that is not Locust's)."""
-    from sm_locust.report.autoscaling import autoscaling_view
-    from sm_locust.report.render import ReportModel
-
     say = progress or (lambda _msg: None)
     say(f"reading {run_dir}")
     data = read_run(run_dir)
@@ -431,8 +430,6 @@ def build_report(
 ) -> ReportResult:
     """Read the run folder, fetch metrics, compute (`prepare_report`), write the outputs. Raises
     UsageError only for a folder that is not a run (or a CSV that is not Locust's)."""
-    from sm_locust.report.render import render_html
-
     say = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     prepared = prepare_report(run_dir, options, cloudwatch=cloudwatch, progress=say, env=env)

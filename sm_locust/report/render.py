@@ -28,6 +28,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
 
 from sm_locust.formatting import MISSING, is_missing, money, number, percent
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
@@ -97,8 +100,6 @@ def _downsample(seconds: pd.DataFrame, columns: list[str], envelope: tuple[str, 
 
 def _band(fig, d: pd.DataFrame, column: str, name: str, **where) -> None:
     """The min / max of each drawn bucket as a shaded band behind `column` (long runs only)."""
-    import plotly.graph_objects as go
-
     if f"{column}_max" not in d.columns:
         return
     group = f"band-{column}"
@@ -140,8 +141,6 @@ MissingWriter = Callable[[str, str, str], Any]
 
 
 def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-
     s = m.steps
     if s.empty or not _has(s, "rps"):
         return missing("fig-throughput", "Throughput vs users",
@@ -167,9 +166,6 @@ def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWrit
 
 
 def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     if not _has(m.seconds, "rps"):
         return missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
     d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"], envelope=("rps",))
@@ -190,8 +186,6 @@ def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: Missin
 
 
 def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-
     s = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
     if s.empty or not cols:
@@ -207,8 +201,6 @@ def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingW
 
 
 def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
     if not cols:
@@ -223,9 +215,6 @@ def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWr
 
 
 def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     s = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
@@ -248,8 +237,6 @@ def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingW
 
 
 def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-
     if not m.errors:
         return missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
@@ -259,8 +246,6 @@ def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
 
 
 def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
-    import plotly.graph_objects as go
-
     s = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return missing("fig-decomposition", "Latency decomposition",
@@ -278,9 +263,6 @@ def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingW
 
 
 def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -444,8 +426,6 @@ def figures(model: ReportModel) -> dict[str, Any]:
 
 def render_html(model: ReportModel) -> str:
     """The complete page as a string (plotly.js inline)."""
-    from plotly.offline import get_plotlyjs
-
     run = model.run
     info = " &middot; ".join(html.escape(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
     gaps_items = "".join(f"<li>{html.escape(g)}</li>" for g in model.gaps)
