@@ -24,12 +24,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 from typing import Any, NoReturn
 
+from sm_locust.cli import CommandParser
 from sm_locust.cli.run import add_parser
 from sm_locust.errors import UsageError
 
 
-class _Refusing(argparse.ArgumentParser):
-    """argparse that raises the one-line UsageError instead of printing usage and exiting."""
+class _Refusing(CommandParser):
+    """The commands' parser (its number rule and all), raising the one-line UsageError instead of exiting."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
