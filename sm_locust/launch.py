@@ -39,6 +39,7 @@ from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
 from sm_locust.record.summary import write_json
+from sm_locust.shapes import SHAPES
 
 DEFAULT_REPORTS_DIR = "reports"
 
@@ -151,8 +152,6 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
     """The Locust command line; `forwarded` are sm-locust option flags (see options.forwarded_arguments)."""
     files = [locustfile_path("sagemaker")]
     if load.shape:
-        from sm_locust.shapes import SHAPES
-
         files.append(locustfile_path(SHAPES.get(load.shape)))
     cmd = [sys.executable, "-m", "locust", "-f", ",".join(files), "--headless",
            "--csv", str(out / "locust"), "--csv-full-history", "--html", str(out / "locust_report.html"),

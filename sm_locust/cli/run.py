@@ -30,7 +30,7 @@ from sm_locust.preflight import is_loopback, preflight
 from sm_locust.report.s3 import S3Location, check_writable, s3_client, upload_folder
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.shapes import SHAPES
-from sm_locust.shapes.settings import ShapeSettings, parse_seconds
+from sm_locust.shapes.settings import ShapeSettings, load_traffic, parse_seconds
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,8 +127,6 @@ def traffic_defaults(args: argparse.Namespace, endpoint_url: str) -> None:
     if not getattr(args, "traffic", None):
         return
     if getattr(args, "rate_per_user", None) is None:
-        from sm_locust.shapes.settings import load_traffic
-
         args.rate_per_user = load_traffic(args.traffic).token_rate()
     if getattr(args, "time_scale", None) is not None or not endpoint_url:
         return

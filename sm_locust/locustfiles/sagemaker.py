@@ -40,6 +40,7 @@ from sm_locust.preflight import (
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.targets import TargetStats
+from sm_locust.record.workers import attach
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
@@ -168,6 +169,4 @@ def _attach_target_stats(environment, **_kw) -> None:
 @events.init.add_listener
 def _attach_worker_tracker(environment, **_kw) -> None:
     """Distributed runs: record connected and lost workers in summary.json (sm_locust.record.workers)."""
-    from sm_locust.record.workers import attach
-
     attach(environment)
