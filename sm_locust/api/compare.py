@@ -17,7 +17,7 @@ import pandas as pd
 
 from sm_locust.api.result import load
 from sm_locust.errors import UsageError
-from sm_locust.launch import check_output_dir
+from sm_locust.outputs import check_output_dir, refuse_in_progress
 from sm_locust.report.compare import compare_table, write_compare
 from sm_locust.report.pipeline import check_report_values
 
@@ -31,6 +31,8 @@ def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, p
         raise UsageError("compare() needs at least one run (RunResults, run folders or s3:// URLs)")
     if out is not None:
         check_output_dir(Path(out))
+    for folder in folders:
+        refuse_in_progress(Path(folder))  # a run still writing it would read as one that crashed
     compared, table = compare_table(folders, prices_file=prices, safety_factor=safety_factor, target_rps=target_rps)
     if out is not None:
         write_compare(compared, table, out)

@@ -19,9 +19,10 @@ Frames are read when first asked for and kept.
 
 from __future__ import annotations
 
+import argparse
 import html
 import os
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +108,13 @@ class RunResult:
         does and return its path. `cloudwatch`: None = the CLI's rule (on for a real endpoint with AWS
         configuration, off for the local one); other keywords are `sm-locust report`'s options
         (`instance_type`, `price_per_hour`, `target_rps`, `region`, `out_dir`, ...). Gaps are printed."""
+        from sm_locust.outputs import check_output_dir
         from sm_locust.report.pipeline import build_report
 
-        result = build_report(self.run_dir, report_options(cloudwatch, options))
+        values = report_options(cloudwatch, options)
+        check_output_dir(Path(values.out_dir) if values.out_dir else self.run_dir,
+                         "out_dir=" if values.out_dir else "run folder")
+        result = build_report(self.run_dir, values)
         for gap in result.gaps:
             print(f"sm-locust report: missing: {gap}", flush=True)
         self._summary = read_summary(self.run_dir)  # the report adds cloudwatch / cost / report keys
@@ -140,7 +145,8 @@ class RunResult:
 
 def report_options(cloudwatch: bool | None, options: dict[str, Any]):
     """`ReportOptions` from keywords; a one-line UsageError for a name that is no report option, or a
-    value the CLI would refuse."""
+    value the CLI would refuse (`sm-locust report`'s own checks)."""
+    from sm_locust.cli.report import check_names
     from sm_locust.report.pipeline import ReportOptions, check_report_values
 
     known = {f.name for f in fields(ReportOptions)}
@@ -149,6 +155,7 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
             raise UsageError(f"unknown report option {name}=; choose from {', '.join(sorted(known - {'cloudwatch'}))}")
     values = ReportOptions(cloudwatch=cloudwatch, **options)
     check_report_values(period=values.period, safety_factor=values.safety_factor)
+    check_names(argparse.Namespace(**asdict(values)))  # endpoint, variant, component named as SageMaker allows
     return values
 
 
@@ -185,10 +192,13 @@ def load(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None 
     """A finished run as a RunResult: a local run folder, or an s3:// one (`sm-locust run --upload`),
     downloaded first to `out` (default reports/<run-id>/) as `sm-locust report s3://...` does.
     UsageError when the folder is not a run."""
+    from sm_locust.outputs import refuse_in_progress
+
     text = os.fspath(run_dir)
     if isinstance(text, str) and text.startswith("s3://"):
         from sm_locust.report.s3 import fetch_run, s3_client
 
         local, _ = fetch_run(text, out=out, s3=s3 if s3 is not None else s3_client(profile, region))
         return RunResult(local)
+    refuse_in_progress(Path(text))  # a run still writing it would read as one that crashed
     return RunResult(text)

@@ -20,7 +20,6 @@ from sm_locust.launch import (
     choose_out_dir,
     every_request_failed,
     execute,
-    make_out_dir,
     nothing_completed,
     verdict_line,
 )
@@ -163,8 +162,6 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
         watch = start_watch(settings)
     try:
         out = choose_out_dir(args.out, settings.endpoint_name)
-        if args.overwrite:
-            make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
         if upload is None:
             return out, _execute(settings, load, out, extra_env, args, watch, echo)
 
@@ -187,13 +184,14 @@ def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None
 def _execute(settings, load, out, extra_env, args, watch, echo=None):
     """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
     also when the run was interrupted (what was measured is kept)."""
+    overwrite = bool(args.overwrite)  # the earlier run's files go, under the folder's lock, before any is written
     if watch is None:
-        return execute(settings, load, out, extra_env, options=args, echo=echo)
+        return execute(settings, load, out, extra_env, options=args, overwrite=overwrite, echo=echo)
 
     shape = ShapeSettings.from_options(args)
     slo = {"slo_ms": shape.latency_slo_ms, "percentile": shape.slo_percentile}
     try:
-        summary = execute(settings, load, out, extra_env, options=args, echo=echo)
+        summary = execute(settings, load, out, extra_env, options=args, overwrite=overwrite, echo=echo)
     except Interrupted:
         watch.finish(out, **slo)
         raise
