@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -37,7 +36,9 @@ from sm_locust import lifeline
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
+from sm_locust.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
 from sm_locust.record.summary import write_json
+from sm_locust.shapes import SHAPES
 
 DEFAULT_REPORTS_DIR = "reports"
 
@@ -86,32 +87,13 @@ def holds_run(folder: Path) -> bool:
 
 def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> None:
     """Refuse, before anything starts, a run folder that cannot be created or already holds a run
-    (unless `overwrite`). Creates nothing."""
+    (unless `overwrite`), or that a run is writing now. Creates nothing."""
+    if out.is_dir() and run_in_progress(out):
+        raise UsageError(f"{flag} {out} {IN_USE}")
     if out.is_dir() and holds_run(out) and not overwrite:
         raise UsageError(f"{flag} {out} already holds a run (summary.json, locust_*.csv); pass --overwrite to "
                          "replace it, or another folder")
     check_output_dir(out, flag)
-
-
-def check_output_dir(folder: Path, flag: str = "--out") -> None:
-    """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
-    the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
-    Leaves nothing behind."""
-    if folder.exists():
-        if not folder.is_dir():
-            raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"{flag} {folder}: the folder is not writable")
-        return
-    parent = folder.absolute().parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UsageError(f"{flag} {folder} cannot be created: {parent} is a file, not a folder")
-    try:  # the only sure test (root passes os.access on /proc, which refuses every mkdir)
-        os.rmdir(tempfile.mkdtemp(prefix=".sm-locust-", dir=parent))
-    except OSError as exc:
-        raise UsageError(f"{flag} {folder} cannot be created: {exc.strerror or exc} in {parent}") from None
 
 
 def make_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> bool:
@@ -150,8 +132,6 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
     """The Locust command line; `forwarded` are sm-locust option flags (see options.forwarded_arguments)."""
     files = [locustfile_path("sagemaker")]
     if load.shape:
-        from sm_locust.shapes import SHAPES
-
         files.append(locustfile_path(SHAPES.get(load.shape)))
     cmd = [sys.executable, "-m", "locust", "-f", ",".join(files), "--headless",
            "--csv", str(out / "locust"), "--csv-full-history", "--html", str(out / "locust_report.html"),
@@ -173,15 +153,29 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
 
 
 def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None,
-            options: Any = None) -> dict:
-    """Run Locust headless into `out`; return summary.json's content.
+            options: Any = None, overwrite: bool | None = None) -> dict:
+    """Run Locust headless into `out`, locked while it runs (`locked_folder`); return summary.json's content.
 
     `options` holds every sm-locust option by dest name (argparse namespace or any object); the
-    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`. Raises
-    UsageError when Locust rejects its arguments (the folder is then removed if this call made it),
-    RunError when Locust fails, Interrupted after a forwarded SIGINT / SIGTERM.
+    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`.
+    `overwrite`: False refuses a folder that holds a run once it is locked (one may have ended there
+    since the checks), True removes that run's files first, None leaves the folder as it is (a
+    sweep resumes in its own). Raises UsageError when Locust rejects its arguments (the folder is
+    then removed if this call made it), RunError when Locust fails, Interrupted after a forwarded
+    SIGINT / SIGTERM.
     """
     created = make_out_dir(out)
+    with locked_folder(out):
+        if overwrite is False and holds_run(out):
+            raise UsageError(f"--out {out} already holds a run (summary.json, locust_*.csv); pass --overwrite to "
+                             "replace it, or another folder")
+        if overwrite:
+            remove_run_files(out)
+        return _execute_locked(settings, load, out, created, extra_env, options)
+
+
+def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, created: bool,
+                    extra_env: dict[str, str] | None, options: Any) -> dict:
     options = settings if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},

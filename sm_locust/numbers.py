@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from sm_locust.errors import UsageError
+
 Number = int | float
 
 
@@ -74,8 +76,6 @@ def number_problem(value: Any, cast: type = float, *, minimum: Number | None = N
 def check_number(value: Any, name: str, cast: type = float, **bounds: Number | None) -> Number:
     """`value` as a finite `cast` within `bounds` (minimum, maximum, above, below), else a UsageError
     naming `name` (a flag, a sweep-file key)."""
-    from sm_locust.errors import UsageError
-
     number, problem = number_problem(value, cast, **bounds)
     if problem is not None:
         raise UsageError(f"{name} {problem}")

@@ -14,9 +14,11 @@ import os
 import pickle
 import pickletools
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -226,6 +228,10 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
                                ["2 of 5 rows are malformed", "lines 4, 5"]),
     "report out under a file": (["report", "run", "--out", "afile/x"], {}, 2, ["--out", "is a file"]),
     "report period": (["report", "run", "--period", "90"], {}, 2, ["--period 90"]),
+    "smoke junit is a folder": (["smoke", "--run-dir", "run", "--junit", "run"], {}, 2, ["--junit run is a folder"]),
+    "smoke junit under a file": (["smoke", "--run-dir", "run", "--junit", "afile/j.xml"], {}, 2,
+                                 ["--junit afile/j.xml", "afile is a file"]),
+    "smoke junit before the test": (["smoke", *LOCAL, "--junit", "run"], {}, 2, ["--junit run is a folder"]),
     # -- compare -----------------------------------------------------------------------------
     "compare wrong shape": (["compare", "run", "shape_totals", "--out", "cmp"], {}, 2, ["shape_totals", "totals"]),
     "compare out under a file": (["compare", "run", "--out", "afile/cmp"], {}, 2, ["--out", "is a file"]),
@@ -283,6 +289,8 @@ PLAIN = {
     "no endpoint name": (["--payload", PAYLOAD], ["--endpoint-name"]),
     "unknown serializer": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--serializer", "jsn"], ["jsn"]),
     "bad url": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "ftp://x"], ["--endpoint-url"]),
+    "sm-out is a file": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--sm-out", "/proc/version"],
+                         ["--sm-out /proc/version", "a file is in the way"]),
 }
 
 
@@ -561,3 +569,120 @@ def test_locusts_csvs_hold_the_final_totals_of_summary_json(endpoint_factory, tm
     assert totals["requests"] > 100 and totals["failures"] > 0
     assert int(aggregated["Request Count"]) == totals["requests"]
     assert int(aggregated["Failure Count"]) == totals["failures"] == failures
+
+
+# -- output places: full, read-only, in use (issue 23 item 4) -------------------------------------
+
+@pytest.fixture
+def mount(tmp_path):
+    """mount(name, size, read_only=False, copy=None): a tmpfs of `size` under tmp_path (root only; else
+    the test is skipped), holding `copy` (a folder) when given; unmounted after the test."""
+    mounted: list[Path] = []
+
+    def make(name: str, size: str, read_only: bool = False, copy: Path | None = None, fill: int = 0) -> Path:
+        target = tmp_path / name
+        target.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
+                          capture_output=True, check=False).returncode:
+            pytest.skip("mounting a tmpfs needs root")
+        mounted.append(target)
+        if copy is not None:
+            shutil.copytree(copy, target / copy.name)
+        if fill:
+            (target / "filler").write_bytes(b"x" * fill)
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True)
+        return target
+
+    yield make
+    for target in reversed(mounted):
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of the one line
+    "run --out": (["run", *LOCAL, "--out", "{full}/run"], ["--out", "file system is full"]),
+    "demo --out": (["demo", "--out", "{full}/demo"], ["--out", "file system is full"]),
+    "report --out": (["report", "run", "--no-cloudwatch", "--out", "{full}/report"], ["--out", "file system is full"]),
+    "compare --out": (["compare", "run", "--out", "{full}/cmp"], ["--out", "file system is full"]),
+    "smoke --junit": (["smoke", "--run-dir", "run", "--junit", "{full}/j.xml"], ["--junit", "file system is full"]),
+    "smoke --out": (["smoke", *LOCAL, "--out", "{full}/smoke"], ["--out", "file system is full"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FULL_CASES), ids=list(FULL_CASES))
+def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, capsys):
+    """Was: a traceback, for --junit after the whole test had run."""
+    full = mount("full", "1m", fill=900_000)
+    argv, needles = FULL_CASES[case]
+    argv = [a.format(port=free_port(), full=full) for a in argv]
+    before = snapshot(scene)
+    code = main(argv)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, lines
+    assert all(needle in lines[0] for needle in needles), lines[0]
+    assert snapshot(scene) == before and sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
+def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, mount, capsys):
+    read_only = mount("ro", "4m", read_only=True, copy=scene / "run")
+    assert main(["report", str(read_only / "run"), "--no-cloudwatch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"sm-locust: error: RUN_DIR {read_only / 'run'}: the folder is not writable (a read-only file "
+                   "system); pass --out DIR to write the report elsewhere")
+
+
+def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
+    """The checks passed (1.4 MB free), then report.html (~4 MB with plotly inline) filled the disk."""
+    small = mount("small", "1500k")
+    result = run_cli("report", "run", "--no-cloudwatch", "--out", str(small / "report"), cwd=scene)
+    assert_one_line_error(result, 1, "No space left on device", "free some space")
+
+
+def test_two_runs_into_one_folder_at_once_the_second_is_refused(endpoint, tmp_path):
+    """Was: both claimed it. The second is refused in one line, with or without --overwrite, and the
+    first run's files are untouched; a report of the folder meanwhile says it is in progress."""
+    out = tmp_path / "run"
+    first = ScriptedCommand(["run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q"], tmp_path)
+    try:
+        first.wait_until(lambda: (out / "summary.json").is_file())
+        options = (out / "options.json").read_bytes()
+        for extra in ([], ["--overwrite"]):
+            second = run_cli("run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q", *extra)
+            assert_one_line_error(second, 2, f"--out {out}", "being written by another sm-locust run")
+        report = run_cli("report", str(out), "--no-cloudwatch")
+        assert_one_line_error(report, 2, "being written by a run in progress")
+        assert (out / "options.json").read_bytes() == options and (out / "summary.json").is_file()
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.exit_code(timeout=30) == 143
+        again = run_cli("run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q")
+        assert_one_line_error(again, 2, "already holds a run", "--overwrite")  # ended: an ordinary earlier run
+    finally:
+        first.close()
+
+
+def test_the_folder_lock_is_held_once_per_run_and_released():
+    import threading
+
+    from sm_locust.outputs import locked_folder, run_in_progress
+
+    folder = Path(tempfile.mkdtemp())
+    refused: list[str] = []
+
+    def other_run() -> None:
+        try:
+            with locked_folder(folder):
+                pass
+        except UsageError as exc:
+            refused.append(exc.message)
+
+    with locked_folder(folder):
+        with locked_folder(folder):  # the same run, again (start_run, then execute): not refused
+            pass
+        worker = threading.Thread(target=other_run)
+        worker.start()
+        worker.join()
+        assert not run_in_progress(folder)  # this process's own run does not count
+    assert len(refused) == 1 and "being written by another sm-locust run" in refused[0]
+    other_run()
+    assert len(refused) == 1  # released
+    shutil.rmtree(folder)

@@ -17,6 +17,7 @@ while Locust runs as a child, `sm_locust.launch` forwards either signal to it in
 from __future__ import annotations
 
 import argparse
+import errno
 import signal
 import sys
 import threading
@@ -60,6 +61,19 @@ def _raise_terminated(_signum, _frame) -> None:
     raise Terminated()
 
 
+# A file system that refused mid-way (outputs are checked before the work starts, but a disk fills up,
+# a mount goes read-only): one line naming the file, not a traceback.
+FILE_SYSTEM_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
+                                errno.EFBIG, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR})
+
+
+def file_system_error(exc: OSError) -> str:
+    """'full/rep/report.html: No space left on device (free some space ...)'"""
+    where = f"{exc.filename}: " if exc.filename else ""
+    hint = " (free some space and run again)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    return f"{where}{exc.strerror or exc}{hint}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
@@ -78,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sm-locust: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except OSError as exc:
+        if exc.errno not in FILE_SYSTEM_ERRORS:
+            raise
+        print(f"sm-locust: error: {file_system_error(exc)}", file=sys.stderr)
+        return 1
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -20,7 +20,6 @@ from sm_locust.launch import (
     choose_out_dir,
     every_request_failed,
     execute,
-    make_out_dir,
     nothing_completed,
     verdict_line,
 )
@@ -30,7 +29,7 @@ from sm_locust.preflight import is_loopback, preflight
 from sm_locust.report.s3 import S3Location, check_writable, s3_client, upload_folder
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.shapes import SHAPES
-from sm_locust.shapes.settings import ShapeSettings, parse_seconds
+from sm_locust.shapes.settings import ShapeSettings, load_traffic, parse_seconds
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -124,8 +123,6 @@ def traffic_defaults(args: argparse.Namespace, endpoint_url: str) -> None:
     if not getattr(args, "traffic", None):
         return
     if getattr(args, "rate_per_user", None) is None:
-        from sm_locust.shapes.settings import load_traffic
-
         args.rate_per_user = load_traffic(args.traffic).token_rate()
     if getattr(args, "time_scale", None) is not None or not endpoint_url:
         return
@@ -158,8 +155,6 @@ def start_run(args: argparse.Namespace):
         watch = start_watch(settings)
     try:
         out = choose_out_dir(args.out, settings.endpoint_name)
-        if args.overwrite:
-            make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
         if upload is None:
             return out, _execute(settings, load, out, extra_env, args, watch)
 
@@ -182,13 +177,14 @@ def start_run(args: argparse.Namespace):
 def _execute(settings, load, out, extra_env, args, watch):
     """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
     also when the run was interrupted (what was measured is kept)."""
+    overwrite = bool(args.overwrite)  # the earlier run's files go, under the folder's lock, before any is written
     if watch is None:
-        return execute(settings, load, out, extra_env, options=args)
+        return execute(settings, load, out, extra_env, options=args, overwrite=overwrite)
 
     shape = ShapeSettings.from_options(args)
     slo = {"slo_ms": shape.latency_slo_ms, "percentile": shape.slo_percentile}
     try:
-        summary = execute(settings, load, out, extra_env, options=args)
+        summary = execute(settings, load, out, extra_env, options=args, overwrite=overwrite)
     except Interrupted:
         watch.finish(out, **slo)
         raise

@@ -24,6 +24,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from locust.argument_parser import ui_extra_args_dict
+
+from flask import jsonify, request
+from werkzeug.datastructures import ImmutableMultiDict
+
 from sm_locust.errors import UsageError
 from sm_locust.options import all_option_specs, parse_bool, parse_number
 from sm_locust.shapes.base import SmLocustShape
@@ -72,10 +77,6 @@ def is_open_loop_class(cls: type) -> bool:
 
 def protect(environment, web_ui) -> None:
     """Register the checks above on the web UI's Flask app, and trim its start form."""
-    from locust.argument_parser import ui_extra_args_dict
-
-    from flask import jsonify, request
-
     def refuse(message: str):
         return jsonify({"success": False, "message": message, "host": environment.host})
 
@@ -107,8 +108,6 @@ def protect(environment, web_ui) -> None:
 
     def _add_open_loop_classes(form) -> None:
         """Picking an sm-locust shape brings the open-loop classes the picker hides."""
-        from werkzeug.datastructures import ImmutableMultiDict
-
         picked = form.getlist("user_classes")
         shape = (environment.available_shape_classes or {}).get(form.get("shape_class", "Default"))
         shape_class = shape if isinstance(shape, type) else type(shape)

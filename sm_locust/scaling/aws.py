@@ -402,7 +402,7 @@ def read_only(client):
 def clients(region: str | None = None, profile: str | None = None):
     """(application-autoscaling, sagemaker) clients from boto3's usual chain; AWS_ENDPOINT_URL_SAGEMAKER and
     AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING redirect them."""
-    import boto3
+    import boto3  # lazy: ~230 ms (measured); the pure policy code and the local fleet never need it
 
     session = boto3.session.Session(profile_name=profile or None, region_name=region or None)
     return session.client("application-autoscaling"), session.client("sagemaker")

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
+from sm_locust.formatting import duration, money
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
 from sm_locust.sweep.deployers import DeployError, create_deployer
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
-from sm_locust.sweep.progress import Printer, duration_text, say
+from sm_locust.sweep.progress import Printer, say
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 
 
@@ -60,8 +61,10 @@ def _apply_model(spec: SweepSpec, model: Any) -> None:
             spec.endpoint[key] = value
 
 
-def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, overrides: list[str] | None = None,
-               client: Any = None, model: Any = None, poll_s: float | None = None, base_dir: Path | None = None) -> Sweep:
+def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
+               overrides: list[str] | None = None,
+               client: Any = None, model: Any = None, poll_s: float | None = None,
+               base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
     if isinstance(source, Mapping):
@@ -77,16 +80,17 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
 
 
 def _money(value: float | None) -> str:
-    if value is None:
-        return "$?"
-    return f"${value:.2f}" if value >= 0.1 else f"${value:.4f}".rstrip("0").rstrip(".")
+    """The plan's dollars: cents from $0.10 up, else four decimals without trailing zeros ($0.0007)."""
+    if value is None or value >= 0.1:
+        return money(value)
+    return money(value, 4).rstrip("0").rstrip(".")
 
 
 def plan_totals(sweep: Sweep) -> dict[str, Any]:
     run = sweep.to_run()
     hours = sum(sweep.estimates[i].instance_hours for i in run)
     priced = [sweep.estimates[i].usd for i in run]
-    usd = None if any(u is None for u in priced) else sum(priced)
+    usd = None if any(u is None for u in priced) else sum(u or 0.0 for u in priced)
     return {"configurations": len(sweep.configurations), "to_run": len(run),
             "measured_before": sum(1 for v in sweep.complete.values() if v),
             "over_budget": sum(1 for i in sweep.estimates if i not in sweep.allowed),
@@ -108,19 +112,20 @@ def plan_lines(sweep: Sweep) -> list[str]:
             lines.append(f"{head}; measured before (run folder {sweep.run_dir(c).name} complete): skipped")
             continue
         e = sweep.estimates[i]
-        tail = (f"; about {duration_text(e.billed_s)} alive, {e.instance_hours:.3f} instance-hours, {_money(e.usd)}")
+        tail = (f"; about {duration(e.billed_s)} alive, {e.instance_hours:.3f} instance-hours, {_money(e.usd)}")
         if i not in sweep.allowed:
             tail += f"; NOT RUN: max_cost_usd {spec.max_cost_usd:g} would be passed"
         lines.append(head + tail)
     t = plan_totals(sweep)
     what = "as if on the priced instance; nothing is billed locally" if spec.deploy == "local" else "billed by AWS"
-    lines.append(f"  total: {t['to_run']} to run ({t['measured_before']} measured before, {t['over_budget']} over budget), "
-                 f"about {duration_text(t['wall_s'])} with max_parallel_endpoints {spec.max_parallel_endpoints}, "
+    lines.append(f"  total: {t['to_run']} to run ({t['measured_before']} measured before, "
+                 f"{t['over_budget']} over budget), about {duration(t['wall_s'])} with max_parallel_endpoints "
+                 f"{spec.max_parallel_endpoints}, "
                  f"{t['instance_hours']:.3f} instance-hours, {_money(t['usd'])} ({what})")
     shown = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                       for k, v in sweep.plan.given.items() if k not in ("payload", "shape"))
     lines.append(f"  load per configuration: shape {sweep.plan.shape or 'constant users'}"
-                 + (f", {shown}" if shown else "") + f"; about {duration_text(sweep.plan.expected_test_s())} per test")
+                 + (f", {shown}" if shown else "") + f"; about {duration(sweep.plan.expected_test_s())} per test")
     return lines
 
 
@@ -143,7 +148,7 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     sweep.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     say(printer, f"{sweep.spec.name}: {t['configurations']} configurations on {sweep.spec.deploy}, {t['to_run']} to run"
                 + (f" ({t['measured_before']} measured before)" if t["measured_before"] else "")
-                + f", about {duration_text(t['wall_s'])}; results in {sweep.out_dir}/")
+                + f", about {duration(t['wall_s'])}; results in {sweep.out_dir}/")
     outcome = sweep.runner_class(sweep, printer, handle_signals=handle_signals).run()
     document = sweep.document(outcome.rows, outcome)
     outputs = sweep.write_outputs(document)
@@ -152,7 +157,8 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     return SweepResult(sweep, document, outputs, outcome.interrupted, outcome.signum)
 
 
-def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False, model: Any = None,
+def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
+          model: Any = None,
           client=None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep in one call (`model`: a sagemaker.model.Model to clone settings from)."""
     return run_sweep(load_sweep(source, out=out, overrides=overrides, client=client, model=model), yes=yes)

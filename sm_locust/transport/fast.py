@@ -135,7 +135,9 @@ class FastSageMakerClient(SageMakerClient):
         **contract: Any,
     ):
         super().__init__(environment, endpoint_name, **contract)
-        import botocore.session  # not at import time: Locust must patch gevent first
+        # lazy: botocore and geventhttpclient load after Locust has patched gevent (this module is imported
+        # before, by preflight in the parent); botocore also costs ~190 ms (measured)
+        import botocore.session
         from geventhttpclient import HTTPClient
         from geventhttpclient.response import HTTPSocketPoolResponse
 
@@ -316,7 +318,7 @@ def _read_event_stream(
     go to `on_chunk(payload, perf_counter time)`; other events are skipped, as botocore does. After
     an exception message the rest of the body is still read, so the connection stays reusable.
     """
-    from botocore.eventstream import EventStreamBuffer, ParserError
+    from botocore.eventstream import EventStreamBuffer, ParserError  # lazy: see FastSageMakerClient.__init__
 
     buffer = EventStreamBuffer()
     error: InvocationError | None = None

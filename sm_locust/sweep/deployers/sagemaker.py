@@ -84,7 +84,8 @@ class SageMakerDeployer(Deployer):
     expected_delete_s = 60.0
 
     def __init__(self, client=None, *, region: str | None = None, profile: str | None = None, poll_s: float = 15.0,
-                 timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0, sleep: Callable[[float], None] = time.sleep):
+                 timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0,
+                 sleep: Callable[[float], None] = time.sleep):
         self._client = client
         self.region = region
         self.profile = profile
@@ -95,8 +96,10 @@ class SageMakerDeployer(Deployer):
 
     # -- client -----------------------------------------------------------------------------------
     @property
-    def client(self):
+    def client(self) -> Any:
         if self._client is None:
+            # lazy: boto3 costs ~190 ms to import (python -X importtime); `--plan`, bad input
+            # and local serverless sweeps load this module without ever needing the client
             import boto3
 
             session = boto3.session.Session(profile_name=self.profile or None, region_name=self.region or None)
@@ -117,7 +120,8 @@ class SageMakerDeployer(Deployer):
                 raise UsageError(f"{where(key)}: expected text, got {value!r}")
             if key == "instance_count" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise UsageError(f"{where(key)}: expected a whole number of instances (1 or more), got {value!r}")
-            if key == "price_per_hour" and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key == "price_per_hour" and (not numeric or value < 0):
                 raise UsageError(f"{where(key)}: expected a price in USD per hour, got {value!r}")
         if not settings.get("instance_type"):
             raise UsageError(f"{where('instance_type')}: missing; a SageMaker configuration needs an instance type "
@@ -128,7 +132,10 @@ class SageMakerDeployer(Deployer):
 
     def describe(self, settings: Mapping[str, Any]) -> str:
         count = int(settings.get("instance_count") or 1)
-        source = f"clone of model {settings['model_name']}" if settings.get("model_name") else f"image {settings.get('image')}"
+        if settings.get("model_name"):
+            source = f"clone of model {settings['model_name']}"
+        else:
+            source = f"image {settings.get('image')}"
         env = environment_of(settings)
         text = f"{count} x {settings.get('instance_type')}, {source}"
         if env:
@@ -207,7 +214,8 @@ class SageMakerDeployer(Deployer):
         request = self.model_request(deployment)
         steps = [
             ("create_model", request),
-            ("create_endpoint_config", {"EndpointConfigName": deployment.resources["endpoint_config"], "Tags": self._tags(deployment),
+            ("create_endpoint_config",
+             {"EndpointConfigName": deployment.resources["endpoint_config"], "Tags": self._tags(deployment),
                                         "ProductionVariants": [self.production_variant(deployment)]}),
             ("create_endpoint", {"EndpointName": name, "EndpointConfigName": deployment.resources["endpoint_config"],
                                  "Tags": self._tags(deployment)}),
@@ -252,7 +260,8 @@ class SageMakerDeployer(Deployer):
         if r.get("endpoint"):
             left += self._delete_endpoint(r["endpoint"], progress)
         if r.get("endpoint_config"):
-            left += self._delete("delete_endpoint_config", "endpoint config", r["endpoint_config"], EndpointConfigName=r["endpoint_config"])
+            left += self._delete("delete_endpoint_config", "endpoint config", r["endpoint_config"],
+                                 EndpointConfigName=r["endpoint_config"])
         if r.get("model"):
             left += self._delete("delete_model", "model", r["model"], ModelName=r["model"])
         deployment.deleted_at = time.time()
@@ -335,15 +344,18 @@ class SageMakerDeployer(Deployer):
         left: list[str] = []
         try:
             endpoints = self._listed("list_endpoints", "Endpoints", "EndpointName", "EndpointArn", sweep_id)
-            configs = self._listed("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName", "EndpointConfigArn", sweep_id)
+            configs = self._listed("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName",
+                                   "EndpointConfigArn", sweep_id)
             models = self._listed("list_models", "Models", "ModelName", "ModelArn", sweep_id)
         except Exception as exc:
             code, message = _error(exc)
             raise DeployError(f"listing SageMaker resources failed: {code}: {message}") from None
         jobs = [(f"endpoint {name}", lambda n=name: self._delete_endpoint(n, progress)) for name, _ in endpoints]
-        jobs += [(f"endpoint config {name}", lambda n=name: self._delete("delete_endpoint_config", "endpoint config", n,
-                                                                         EndpointConfigName=n)) for name, _ in configs]
-        jobs += [(f"model {name}", lambda n=name: self._delete("delete_model", "model", n, ModelName=n)) for name, _ in models]
+        jobs += [(f"endpoint config {name}",
+                  lambda n=name: self._delete("delete_endpoint_config", "endpoint config", n, EndpointConfigName=n))
+                 for name, _ in configs]
+        jobs += [(f"model {name}", lambda n=name: self._delete("delete_model", "model", n, ModelName=n))
+                 for name, _ in models]
         for what, job in jobs:  # endpoints first: a config or model in use is deleted after its endpoint
             progress(f"deleting {what}")
             failed = job()
