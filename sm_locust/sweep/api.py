@@ -165,7 +165,7 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     printer = printer or Printer()
     t = plan_totals(sweep)
     if t["to_run"] and sweep.deployer.needs_confirmation and not yes:
-        question = (f"create {t['to_run']} {sweep.spec.deploy} endpoint{'s' if t['to_run'] != 1 else ''} "
+        question = (f"{sweep.deployer.action(t['to_run'])} "
                     f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
         if confirm is None:
             raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
