@@ -157,11 +157,8 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
     plan: AutoscalingLoadPlan = autoscaling_load_plan(spec)
     deployer: Deployer
     if spec.deploy == "sagemaker":
-        try:
-            from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer  # type: ignore[import-not-found]
-        except ImportError:
-            raise check.error("deploy", "sagemaker: this build runs autoscaling sweeps on the local emulation only; "
-                              "use deploy: local") from None
+        from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer
+
         deployer = SageMakerScalingDeployer(plan=plan, **sagemaker_options(spec, client, poll_s))
         spec.max_parallel_endpoints = 1 if spec.endpoint.get("endpoint_name") else spec.max_parallel_endpoints
     else:

@@ -71,6 +71,10 @@ class Deployer:
         """Settings this deployer understands ("environment.*" style prefixes end with '*')."""
         raise NotImplementedError
 
+    def action(self, count: int) -> str:
+        """What running `count` configurations does, for the confirmation question (`--yes`)."""
+        return f"create {count} {self.name} endpoint{'s' if count != 1 else ''}"
+
     def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
         """UsageError for an unknown or impossible setting; `where(key)` gives the key's path."""
         raise NotImplementedError
