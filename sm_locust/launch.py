@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -153,14 +154,16 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
 
 
 def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None,
-            options: Any = None, overwrite: bool | None = None) -> dict:
+            options: Any = None, overwrite: bool | None = None, echo: Callable[[str], None] | None = None) -> dict:
     """Run Locust headless into `out`, locked while it runs (`locked_folder`); return summary.json's content.
 
     `options` holds every sm-locust option by dest name (argparse namespace or any object); the
     ones that differ from their defaults are forwarded to Locust. Defaults to `settings`.
     `overwrite`: False refuses a folder that holds a run once it is locked (one may have ended there
     since the checks), True removes that run's files first, None leaves the folder as it is (a
-    sweep resumes in its own). Raises UsageError when Locust rejects its arguments (the folder is
+    sweep resumes in its own). `echo` receives every line Locust prints (and this function's own),
+    instead of the terminal getting them (quiet: only progress and errors); the Python API's
+    progress display is one. Raises UsageError when Locust rejects its arguments (the folder is
     then removed if this call made it), RunError when Locust fails, Interrupted after a forwarded
     SIGINT / SIGTERM.
     """
@@ -171,11 +174,11 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
                              "replace it, or another folder")
         if overwrite:
             remove_run_files(out)
-        return _execute_locked(settings, load, out, created, extra_env, options)
+        return _execute_locked(settings, load, out, created, extra_env, options, echo)
 
 
 def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, created: bool,
-                    extra_env: dict[str, str] | None, options: Any) -> dict:
+                    extra_env: dict[str, str] | None, options: Any, echo: Callable[[str], None] | None) -> dict:
     options = settings if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
@@ -186,8 +189,8 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     env.update(extra_env or {})
     env.update(lifeline.child_env(out / "locust.log"))  # Locust stops if this process is killed (SIGKILL, OOM)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    print(f"sm-locust: running Locust against {settings.endpoint_name!r}"
-          f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/", flush=True)
+    (echo or _print)(f"sm-locust: running Locust against {settings.endpoint_name!r}"
+                     f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/")
     with open(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
         # Only the main thread can forward; called from another thread Locust stays in our process
@@ -196,7 +199,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
         proc = subprocess.Popen(lifeline.wrap(cmd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
-            tail = _pump(proc, log, echo_all=not load.quiet)
+            tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
     summary_path = out / "summary.json"
     if forwarder.received is not None:
         name = signal.Signals(forwarder.received).name
@@ -284,16 +287,23 @@ def _hint(tail: str) -> str:
     return useful[-1] if useful else "no output"
 
 
-def _pump(proc: subprocess.Popen, log, echo_all: bool) -> str:
-    """Copy Locust's output to locust.log and echo it (quiet: only progress and errors); return the tail."""
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], None] | None = None) -> str:
+    """Copy Locust's output to locust.log and echo it (quiet: only progress and errors; every line to
+    `echo` when given); return the tail."""
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
         log.write(raw)
         line = raw.decode(errors="replace").rstrip()
         tail = (tail + [line])[-20:]
-        if echo_all or line.startswith("sm-locust") or "/ERROR/" in line or "/CRITICAL/" in line:
-            print(line, flush=True)
+        if echo is not None:
+            echo(line)
+        elif echo_all or line.startswith("sm-locust") or "/ERROR/" in line or "/CRITICAL/" in line:
+            _print(line)
     proc.wait()
     return "\n".join(tail)
 

@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import urllib.request
+from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from sm_locust.errors import RunError, UsageError
@@ -92,11 +93,13 @@ def plain_http_warning(url: str | None) -> str | None:
             "travel unencrypted; use https:// (or a loopback address for a local endpoint)")
 
 
-def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
+def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Extra environment for the Locust process; checks region and credentials for real AWS.
 
     Against a loopback endpoint with no credentials configured, placeholder keys are supplied (the
-    local endpoint does not check signatures, botocore still signs).
+    local endpoint does not check signatures, botocore still signs). `env`: environment the run adds
+    for the Locust process (a SageMaker SDK session's keys, from the Python API): its keys count as
+    credentials found.
     """
     # lazy: botocore.session costs ~190 ms (measured); serve and report import this module for is_loopback only
     import botocore.exceptions
@@ -105,13 +108,14 @@ def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
     extra: dict[str, str] = {}
     try:
         session = botocore.session.Session(profile=settings.aws_profile or None)
-        credentials = session.get_credentials()
+        given = bool((env or {}).get("AWS_ACCESS_KEY_ID"))
+        credentials = None if given else session.get_credentials()
         region = settings.region or session.get_config_variable("region")
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and "
                          "~/.aws/config") from None
     local = is_loopback(settings.endpoint_url)
-    if credentials is None:
+    if credentials is None and not given:
         if local:
             extra.update(LOCAL_CREDENTIALS)
         else:
@@ -139,10 +143,12 @@ def aws_region(settings: SageMakerSettings) -> str:
     return settings.region or session.get_config_variable("region") or ""
 
 
-def preflight(settings: SageMakerSettings, *, need_payload: bool = True) -> dict[str, str]:
-    """All checks for a run; returns extra environment variables for the Locust process."""
+def preflight(settings: SageMakerSettings, *, need_payload: bool = True,
+              env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """All checks for a run; returns extra environment variables for the Locust process (`env`: the
+    environment the caller adds to it, see `aws_environment`)."""
     settings.validate(need_payload=need_payload)
-    env = aws_environment(settings)
+    env = aws_environment(settings, env)
     url = runtime_url(settings)
     if url:
         check_reachable(url)

@@ -29,7 +29,10 @@ from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.numbers import register_number_types
 
 
-class _Parser(argparse.ArgumentParser):
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every command: finite numbers only, and a bad argument is one line, exit 2. The
+    Python API (sm_locust/api/options.py) subclasses it to raise that line instead of exiting."""
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         register_number_types(self)  # type=float / type=int: finite only, one message (sm_locust.numbers)
@@ -41,9 +44,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser with command `only`'s full sub-parser (its module imported); every other command
     gets a placeholder carrying its help line, so `--help` lists them all without importing them."""
-    parser = _Parser(prog="sm-locust", description="Load-test Amazon SageMaker inference endpoints with Locust.")
+    parser = CommandParser(prog="sm-locust", description="Load-test Amazon SageMaker inference endpoints with Locust.")
     parser.add_argument("--version", action="version", version=f"sm-locust {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     sub.required = True
     for name, command in COMMANDS.items():
         if name == only:

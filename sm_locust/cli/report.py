@@ -19,7 +19,7 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
 from sm_locust.numbers import argument_type
 from sm_locust.outputs import check_output_dir, refuse_in_progress
-from sm_locust.report.pipeline import ReportOptions, build_report
+from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.runtime_api import check_endpoint_name, check_header
 
@@ -83,10 +83,7 @@ def check_names(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.period % 60:
-        raise UsageError(f"--period {args.period} must be a multiple of 60 (CloudWatch standard resolution)")
-    if args.safety_factor > 1:
-        raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_report_values(period=args.period, safety_factor=args.safety_factor)
     check_names(args)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:

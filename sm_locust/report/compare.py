@@ -145,10 +145,9 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     ])
 
 
-def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices_file: str | None = None,
-                 safety_factor: float = 0.5, target_rps: float | None = None,
-                 progress=None) -> tuple[dict[str, Path], list[str]]:
-    """Write compare.csv and compare.html into out_dir; returns (outputs, gaps)."""
+def compare_table(run_dirs: list[str], *, prices_file: str | None = None, safety_factor: float = 0.5,
+                  target_rps: float | None = None, progress=None) -> tuple[list[RunComparison], pd.DataFrame]:
+    """Each run reduced to its row (`summarize_run`), names made unique; the rows as compare.csv's table."""
     say = progress or (lambda _m: None)
     prices = cost_mod.load_prices(prices_file)
     runs = []
@@ -156,15 +155,27 @@ def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices
         say(f"reading {d}")
         runs.append(summarize_run(d, prices, safety_factor=safety_factor, target_rps=target_rps))
     _unique_names(runs)
-    table = pd.DataFrame([r.row for r in runs],
-                         columns=ROW_COLUMNS + [c for c in LLM_COLUMNS if any(c in r.row for r in runs)])
+    llm = [c for c in LLM_COLUMNS if any(c in r.row for r in runs)]
+    return runs, pd.DataFrame([r.row for r in runs], columns=ROW_COLUMNS + llm)
+
+
+def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices_file: str | None = None,
+                 safety_factor: float = 0.5, target_rps: float | None = None,
+                 progress=None) -> tuple[dict[str, Path], list[str]]:
+    """Write compare.csv and compare.html into out_dir; returns (outputs, gaps)."""
+    runs, table = compare_table(run_dirs, prices_file=prices_file, safety_factor=safety_factor, target_rps=target_rps,
+                                progress=progress)
+    return write_compare(runs, table, out_dir), [f"{r.name}: {g}" for r in runs for g in r.gaps]
+
+
+def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """compare.csv and compare.html in out_dir; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outputs = {"csv": out / "compare.csv", "html": out / "compare.html"}
     table.to_csv(outputs["csv"], index=False, float_format="%.6g")
     outputs["html"].write_text(render_compare(runs, table), encoding="utf-8")
-    gaps = [f"{r.name}: {g}" for r in runs for g in r.gaps]
-    return outputs, gaps
+    return outputs
 
 
 def best(table: pd.DataFrame) -> dict[str, Any]:

@@ -46,6 +46,33 @@ class SweepResult:
         statuses = {c["status"] for c in self.document["configurations"]}
         return 0 if statuses <= {"ok"} and self.document["recommendation"]["index"] else 1
 
+    # -- in a notebook (the Python API: `sm_locust.sweep(...)`) -------------------------------------
+    @property
+    def out_dir(self) -> Path:
+        return self.sweep.out_dir
+
+    @property
+    def recommendation(self) -> dict[str, Any]:
+        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence why."""
+        return self.document["recommendation"]
+
+    @property
+    def table(self) -> Any:
+        """sweep.csv as a pandas DataFrame: one row per configuration, whatever the sweep's kind."""
+        import pandas as pd
+
+        return pd.read_csv(self.outputs["csv"])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        reason = self.recommendation.get("reason") or "No recommendation."
+        page = self.outputs.get("html")
+        return (f"<p><b>{html.escape(reason)}</b></p>"
+                + self.table.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}")
+                + (f"<p><small>{html.escape(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
+                   "</small></p>" if page else ""))
+
 
 # -------------------------------------------------------------------------------------- checking
 
