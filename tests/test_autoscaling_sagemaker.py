@@ -151,7 +151,7 @@ def test_cleanup_finishes_the_restore_after_a_kill(aws, tmp_path):
             p.kill()
     during = state(aas, sm)
     assert during["sm-locust policies"] == ["sm-locust-ranker-scaling"] and during != before
-    r = run_cli("sweep", "sweep.yaml", "--cleanup", "ranker-scaling", "--out", "out", cwd=tmp_path)
+    r = run_cli("sweep", "--cleanup", "ranker-scaling", "--out", "out", cwd=tmp_path)  # the folder says its kind
     assert r.returncode == 0, r.stdout + r.stderr
     assert "scaling of endpoint/ranker/variant/AllTraffic" in r.stdout
     assert state(aas, sm) == before
