@@ -263,4 +263,5 @@ def test_no_region_is_a_gap(monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     result = create_source("cloudwatch").fetch(MetricRequest("ep", BASE, BASE + 60))
-    assert result.gaps == ["CloudWatch: no AWS region; pass --region or set AWS_REGION"]
+    assert result.gaps == ["CloudWatch: no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION, or give "
+                           "the AWS profile a region (aws configure set region us-east-1)"]

@@ -41,6 +41,7 @@ from typing import Any, Self
 
 from sm_locust.errors import RunError, SmLocustError, UsageError
 from sm_locust.record.summary import write_json
+from sm_locust.region import region_for
 from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, METRICS, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, RunClock
 
@@ -404,7 +405,7 @@ def clients(region: str | None = None, profile: str | None = None):
     AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING redirect them."""
     import boto3  # lazy: ~230 ms (measured); the pure policy code and the local fleet never need it
 
-    session = boto3.session.Session(profile_name=profile or None, region_name=region or None)
+    session = boto3.session.Session(profile_name=profile or None, region_name=region_for(region, profile) or None)
     return session.client("application-autoscaling"), session.client("sagemaker")
 
 
