@@ -410,6 +410,8 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 .missing{border:1px dashed #999;padding:1em;margin:1em 0;color:#555}
 #gaps{background:#fff6e0;border:1px solid #e0b040;padding:.5em 1.5em}#gaps.none{background:#eef8ee;border-color:#6a6}
 small{color:#666}
+.scroll{overflow-x:auto;max-width:100%}#compare th{overflow-wrap:anywhere;max-width:14em}
+#compare td:first-child,#compare th:first-child{text-align:left;font-weight:600;white-space:nowrap}
 """
 
 
