@@ -573,7 +573,11 @@ class ScalingUnderTest:
         """Put back what `apply` found; returns what could not be (empty: the journal is marked restored)."""
         if self.before is None:
             return []
-        self.left = restore_from_journal(self.journal, self.aas, self.sm, progress=self.progress, runner=self.runner)
+        # never cancelled: a Ctrl-C that stopped the test must not stop the restore (an endpoint still Updating
+        # from a scale-out is waited for, then its count set back)
+        runner = PlanRunner(self.aas, self.sm, self.ref, progress=self.progress, poll_s=self.runner.poll_s,
+                            timeout_s=self.runner.timeout_s, sleep=self.runner.sleep)
+        self.left = restore_from_journal(self.journal, self.aas, self.sm, progress=self.progress, runner=runner)
         return self.left
 
     def __enter__(self) -> Self:
