@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 
 from sm_locust.errors import RunError, UsageError
 from sm_locust.options import SageMakerSettings
+from sm_locust.region import NO_REGION, child_environment, region_for
 from sm_locust.transport.fast import endpoint_url_for
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
@@ -110,7 +111,6 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
         session = botocore.session.Session(profile=settings.aws_profile or None)
         given = bool((env or {}).get("AWS_ACCESS_KEY_ID"))
         credentials = None if given else session.get_credentials()
-        region = settings.region or session.get_config_variable("region")
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and "
                          "~/.aws/config") from None
@@ -121,12 +121,14 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
         else:
             raise UsageError("no AWS credentials found; configure them (aws configure, AWS_PROFILE, or "
                              "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or point --endpoint-url at a local endpoint")
+    # the one rule (sm_locust/region.py), over the environment the Locust process will have
+    region = region_for(settings.region, settings.aws_profile, environ={**os.environ, **(env or {})})
     if not region:
-        if settings.endpoint_url:
-            extra["AWS_DEFAULT_REGION"] = "us-east-1"
-        else:
-            raise UsageError("no AWS region: pass --region (or set AWS_REGION / a profile region)")
+        if not settings.endpoint_url:
+            raise UsageError(NO_REGION.format(what=""))
+        region = "us-east-1"  # a local endpoint does not care; botocore still signs for one
     check_region(region, aws=not runtime_url(settings))
+    extra.update(child_environment(region))  # both transports in the Locust process sign for this one
     return extra
 
 
@@ -136,11 +138,8 @@ def runtime_url(settings: SageMakerSettings) -> str:
 
 
 def aws_region(settings: SageMakerSettings) -> str:
-    """The region a run against AWS signs for: --region, else the AWS chain ("" when none)."""
-    import botocore.session  # lazy: ~190 ms (measured), see aws_environment
-
-    session = botocore.session.Session(profile=settings.aws_profile or None)
-    return settings.region or session.get_config_variable("region") or ""
+    """The region a run against AWS signs for (sm_locust/region.py's rule; "" when none)."""
+    return region_for(settings.region, settings.aws_profile)
 
 
 def preflight(settings: SageMakerSettings, *, need_payload: bool = True,

@@ -151,7 +151,7 @@ def test_cleanup_finishes_the_restore_after_a_kill(aws, tmp_path):
             p.kill()
     during = state(aas, sm)
     assert during["sm-locust policies"] == ["sm-locust-ranker-scaling"] and during != before
-    r = run_cli("sweep", "sweep.yaml", "--cleanup", "ranker-scaling", "--out", "out", cwd=tmp_path)
+    r = run_cli("sweep", "--cleanup", "ranker-scaling", "--out", "out", cwd=tmp_path)  # the folder says its kind
     assert r.returncode == 0, r.stdout + r.stderr
     assert "scaling of endpoint/ranker/variant/AllTraffic" in r.stdout
     assert state(aas, sm) == before
@@ -223,3 +223,27 @@ def test_without_yes_the_question_says_what_happens_to_the_existing_endpoint(aws
     assert_one_line_error(r, 2, "this sweep would test 2 policies on the existing endpoint ranker, one after another "
                           "(its own scaling put back after each; nothing created)", "--plan", "--yes")
     assert state(aas, sm) == before
+
+
+def test_one_variant_of_several_is_tested_and_targeted(aws, tmp_path):
+    aas, sm = aws
+    sm.create_endpoint_config(EndpointConfigName="ab", ProductionVariants=[
+        {"VariantName": v, "ModelName": "my-model", "InstanceType": "ml.c5.xlarge", "InitialInstanceCount": 1,
+         "InitialVariantWeight": 0.5} for v in ("blue", "green")])
+    sm.create_endpoint(EndpointName="ab", EndpointConfigName="ab")
+    green = VariantRef("ab", "green")
+    aas.register_scalable_target(**green.identity, MinCapacity=1, MaxCapacity=2)
+    before = snapshot(aas, sm, green).as_dict()
+    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 2, "second": 2}).replace(
+        "endpoint: {endpoint_name: ranker, instance_type: ml.c5.xlarge}",
+        "endpoint: {endpoint_name: ab, variant_name: green}").replace("min_instances: [1, 2]", "min_instances: [1]"))
+    r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=180)
+    doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert doc["configurations"][0]["status"] == "ok", r.stdout + r.stderr
+    run_dir = tmp_path / "out" / doc["configurations"][0]["run_dir"]
+    watched = json.loads((run_dir / "summary.json").read_text())["autoscaling"]["watched"]
+    assert watched["resource_id"] == "endpoint/ab/variant/green"
+    assert json.loads((run_dir / "options.json").read_text())["sm_locust"]["target_variant"] == "green"
+    after = snapshot(aas, sm, green).as_dict()
+    assert {k: v for k, v in after.items() if k != "taken_at"} == {k: v for k, v in before.items() if k != "taken_at"}
+    assert snapshot(aas, sm, VariantRef("ab", "blue")).target is None  # the other variant untouched

@@ -686,3 +686,48 @@ def test_the_folder_lock_is_held_once_per_run_and_released():
     other_run()
     assert len(refused) == 1  # released
     shutil.rmtree(folder)
+
+
+# -- one region rule for every command (issue 23 item 8) ----------------------------------------
+
+def test_the_region_rule_flag_then_aws_region_then_aws_default_region_then_the_profile(tmp_path, monkeypatch):
+    from sm_locust.region import region_source
+
+    config = tmp_path / "aws_config"
+    config.write_text("[default]\nregion = ap-south-1\n[profile other]\nregion = sa-east-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    both = {"AWS_REGION": "eu-west-3", "AWS_DEFAULT_REGION": "us-west-2"}
+    assert region_source("ca-central-1", environ=both) == ("ca-central-1", "--region")
+    assert region_source(None, environ=both) == ("eu-west-3", "AWS_REGION")
+    assert region_source(None, environ={"AWS_DEFAULT_REGION": "us-west-2"}) == ("us-west-2", "AWS_DEFAULT_REGION")
+    assert region_source(None, environ={}) == ("ap-south-1", "profile default")
+    assert region_source(None, "other", environ={}) == ("sa-east-1", "profile other")
+    with pytest.raises(UsageError, match="'nobody' not found"):
+        region_source(None, "nobody", environ={})
+
+
+@pytest.mark.parametrize("make", ["cloudwatch", "s3", "runtime", "autoscaling"])
+def test_aws_region_alone_reaches_every_client(make, monkeypatch):
+    """Was: report --cloudwatch and sweep --cleanup said "set AWS_REGION", then ignored it (botocore
+    reads only AWS_DEFAULT_REGION and the profile)."""
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    if make == "cloudwatch":
+        from sm_locust.report.cloudwatch import make_client
+
+        region = make_client().meta.region_name
+    elif make == "s3":
+        from sm_locust.report.s3 import s3_client
+
+        region = s3_client(None, None).meta.region_name
+    elif make == "autoscaling":
+        from sm_locust.scaling.aws import clients
+
+        region = clients()[1].meta.region_name
+    else:
+        from sm_locust.options import SageMakerSettings
+        from sm_locust.preflight import aws_environment
+
+        extra = aws_environment(SageMakerSettings(endpoint_name="ep", payload=PAYLOAD))
+        region = extra["AWS_DEFAULT_REGION"] if extra["AWS_REGION"] == extra["AWS_DEFAULT_REGION"] else "differs"
+    assert region == "eu-west-3"

@@ -12,6 +12,7 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 from sm_locust.errors import RunError, UsageError
 from sm_locust.formatting import duration, money
+from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
 from sm_locust.sweep.deployers import DeployError, create_deployer
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
@@ -191,12 +193,28 @@ def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     return run_sweep(load_sweep(source, out=out, overrides=overrides, client=client, model=model), yes=yes)
 
 
+def folder_kind(out_dir: Path) -> str:
+    """The kind of the sweep a folder holds, for `--cleanup ID` without its file: sweep.json's `kind`;
+    else `autoscaling` when restore journals are there (a sweep killed before its first sweep.json);
+    else the default."""
+    try:
+        kind = json.loads((out_dir / "sweep.json").read_text()).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if isinstance(kind, str) and kind in KINDS:
+        return kind
+    return "autoscaling" if (out_dir / JOURNAL_DIR).is_dir() else DEFAULT_KIND
+
+
 def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = None, profile: str | None = None,
-            client: Any = None, printer: Printer | None = None, kind: str = DEFAULT_KIND,
+            client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
-    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there."""
+    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there;
+    `kind` None: the folder says (`folder_kind`)."""
     printer = printer or Printer()
+    if kind is None:
+        kind = folder_kind(Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id)
 
     def progress(text: str) -> None:
         say(printer, text)

@@ -45,6 +45,7 @@ from sm_locust.invocation import (
     Invocation,
     InvocationError,
 )
+from sm_locust.region import region_for
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
     LOCAL_DEFAULT_REGION,
@@ -98,12 +99,7 @@ def endpoint_url_for(region: str, endpoint_url: str | None = None) -> str:
 
 def _region(region: str | None, session: Any, endpoint_url: str | None) -> str:
     """`region`, else AWS_REGION / AWS_DEFAULT_REGION, else the profile's, else (local endpoint) us-east-1."""
-    if region:
-        return region
-    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
-        if os.environ.get(name):
-            return os.environ[name]
-    found = session.get_config_variable("region")  # profile / config file, no network
+    found = region_for(region, session.profile)  # the one rule: flag, AWS_REGION, AWS_DEFAULT_REGION, profile
     if found:
         return found
     if endpoint_url:
