@@ -70,7 +70,10 @@ class _Creds:
 
 @pytest.mark.parametrize("method", ["env", "container-role", "iam-role"])
 def test_credentials_the_child_finds_and_refreshes_itself_are_not_copied(method):
-    assert credential_env(SimpleNamespace(get_credentials=lambda: _Creds(method, "t"))) == {}
+    assert credential_env(SimpleNamespace(get_credentials=lambda: _Creds(method, "t"), profile_name="default")) == {}
+    # ... unless the session used another profile than the child's chain would: then they are copied
+    other = credential_env(SimpleNamespace(get_credentials=lambda: _Creds(method, "t"), profile_name="prod"))
+    assert other["AWS_ACCESS_KEY_ID"] == "AK" and other["AWS_SESSION_TOKEN"] == "t"
 
 
 def test_credentials_without_a_token_blank_any_inherited_token():
