@@ -86,6 +86,9 @@ def scene(tmp_path, monkeypatch):
     numpy.save(work / "wide.npy", numpy.ones((10, 1000)))  # 2000 rows per body: ~10 MB of JSON
     (work / "negative_prices.json").write_text('{"instances": {"ml.c5.xlarge": {"usd_per_hour": -0.2}}}')
     (work / "nan_prices.json").write_text('{"instances": {"ml.c5.xlarge": NaN}}')  # Python's json reads NaN
+    (work / "sweep.yaml").write_text("name: bad\nendpoint: {service_time_ms: 10}\ngrid: {max_concurrency: [1, 2]}\n"
+                                     f"load: {{payload: {SAMPLE_PAYLOAD}, users: 2, run_time: 3s}}\n"
+                                     "objective: {target_rps: 10, slo_ms: 100}\nprice_per_hour: 0.2\n")
     (work / "crlf.jsonl").write_text(json.dumps({"Body": "1,2", "CustomAttributes": "a=b\r\nX-Evil: 1"}) + "\n")
     monkeypatch.chdir(work)
     return work
@@ -181,7 +184,7 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     # -- numbers: finite, in range, one line naming the option (issue 23 item 5) --------------
     "run users nan": (["run", *LOCAL, "-u", "nan"], {}, 2, ["--users", "whole number", "'nan'"]),
     "run read timeout inf": (["run", *LOCAL, "--read-timeout", "inf"], {}, 2, ["--read-timeout", "'inf'"]),
-    "run connect timeout 0": (["run", *LOCAL, "--connect-timeout", "0"], {}, 2, ["--connect-timeout", "above 0"]),
+    "run connect timeout 0": (["run", *LOCAL, "--connect-timeout", "0"], {}, 2, ["--connect-timeout", "more than 0"]),
     "run batch size 0": (["run", *LOCAL, "--batch-size", "0"], {}, 2, ["--batch-size", "at least 1"]),
     "run payload seed -1": (["run", *LOCAL, "--payload-seed", "-1"], {}, 2, ["--payload-seed", "at least 0"]),
     "env think time nan": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "nan"}, 2, ["SM_LOCUST_THINK_TIME", "finite"]),
@@ -191,10 +194,10 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "serve service time nan": (["serve", "--service-time-ms", "nan"], {}, 2, ["--service-time-ms", "'nan'"]),
     "serve latency inf": (["serve", "--latency-ms", "inf"], {}, 2, ["--latency-ms", "'inf'"]),
     "serve workers 1.5": (["serve", "--workers", "1.5"], {}, 2, ["--workers", "whole number"]),
-    "demo service time 0": (["demo", "--service-time-ms", "0"], {}, 2, ["--service-time-ms", "above 0"]),
+    "demo service time 0": (["demo", "--service-time-ms", "0"], {}, 2, ["--service-time-ms", "more than 0"]),
     "demo step seconds nan": (["demo", "--step-seconds", "nan"], {}, 2, ["--step-seconds", "'nan'"]),
     "report price nan": (["report", "run", "--price-per-hour", "nan"], {}, 2, ["--price-per-hour", "'nan'"]),
-    "report price -1": (["report", "run", "--price-per-hour", "-1"], {}, 2, ["--price-per-hour", "above 0"]),
+    "report price -1": (["report", "run", "--price-per-hour", "-1"], {}, 2, ["--price-per-hour", "more than 0"]),
     "report wait timeout inf": (["report", "run", "--wait-timeout", "inf"], {}, 2, ["--wait-timeout", "'inf'"]),
     "report prices negative": (["report", "run", "--no-cloudwatch", "--prices", "negative_prices.json"], {}, 2,
                                ["negative_prices.json", "usd_per_hour", "at least 0"]),
@@ -244,6 +247,14 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "serve port": (["serve", "--port", "-5"], {}, 2, ["--port"]),
     "serve workers 0": (["serve", "--workers", "0"], {}, 2, ["--workers"]),
     "sweep no file": (["sweep", "nope.yaml"], {}, 2, ["nope.yaml"]),
+    "sweep price negative": (["sweep", "sweep.yaml", "--plan", "--set", "price_per_hour=-1"], {}, 2,
+                             ["sweep.yaml: price_per_hour: must be at least 0, got -1"]),
+    "sweep service time nan": (["sweep", "sweep.yaml", "--plan", "--set", "endpoint.service_time_ms=.nan"], {}, 2,
+                               ["--service-time-ms must be a finite number"]),
+    "sweep slo inf": (["sweep", "sweep.yaml", "--plan", "--set", "objective.slo_ms=.inf"], {}, 2,
+                      ["objective.slo_ms: must be a finite number, got inf"]),
+    "sweep think time nan": (["sweep", "sweep.yaml", "--plan", "--set", "load.think_time=.nan"], {}, 2,
+                             ["load.think_time: must be a finite number"]),
 }
 
 
