@@ -190,6 +190,15 @@ def test_the_emulations_keys_are_refused_on_sagemaker_and_nothing_is_created(aws
     assert state(aas, sm) == before and not (tmp_path / "out").exists()
 
 
+def test_instance_count_is_the_minimums_job(aws, tmp_path):
+    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 2, "second": 2}).replace(
+        "endpoint: {endpoint_name: ranker, instance_type: ml.c5.xlarge}",
+        "endpoint: {model_name: my-model, instance_type: ml.c5.xlarge, instance_count: 2}"))
+    r = run_cli("sweep", "sweep.yaml", "--plan", cwd=tmp_path)
+    assert_one_line_error(r, 2, "endpoint.instance_count: an autoscaling sweep starts every configuration at "
+                          "autoscaling.min_instances")
+
+
 def test_an_endpoint_named_twice_is_refused(aws, tmp_path):
     (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 2, "second": 2}).replace(
         "endpoint: {endpoint_name: ranker, instance_type: ml.c5.xlarge}",
