@@ -35,6 +35,7 @@ from typing import Any, Self
 
 from sm_locust import lifeline
 from sm_locust.errors import Interrupted, RunError, UsageError
+from sm_locust.formatting import MISSING, is_missing
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
 from sm_locust.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
@@ -315,7 +316,7 @@ def verdict_line(summary: dict) -> str:
     goodput = t.get("goodput_rps")
     line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
-            + f", p95 {'-' if p95 is None else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
+            + f", p95 {MISSING if is_missing(p95) else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
             + (f" ({errors})" if errors else ""))
     in_flight = t.get("in_flight_at_stop") or 0
     if in_flight:  # cut short by the stop: in no count above

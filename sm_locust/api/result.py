@@ -12,9 +12,10 @@ and the gates read); a `RunResult` is a view of it for notebooks, built from the
     .report(...) report.html (report/pipeline.py: CloudWatch, cost), its path
     .figures(...) the report's plotly figures by id ("fig-throughput", "fig-latency-users", ...)
 
-In a notebook the object shows itself (`_repr_html_`): the verdict, then throughput and latency vs
-users, drawn from the run folder alone (never CloudWatch: a repr must be quick and offline).
-Frames are read when first asked for and kept.
+In a notebook the object shows itself: the verdict, then throughput and latency vs users, drawn from
+the run folder alone (never CloudWatch: a display must be quick and offline). In Jupyter each chart is
+displayed by plotly (`_ipython_display_`), so plotly.js is not copied into every result; other HTML
+front ends get `_repr_html_`, one fragment. Frames are read when first asked for and kept.
 """
 
 from __future__ import annotations
@@ -129,18 +130,43 @@ class RunResult:
 
         return figures(prepare_report(self.run_dir, report_options(cloudwatch, options)).model)
 
-    def _repr_html_(self) -> str:
-        parts = [f"<pre style='white-space:pre-wrap'>{html.escape(self.verdict)}</pre>"]
-        if self.interrupted:
-            parts.append(f"<p style='color:#a15c00'>{html.escape(self.interrupted)}</p>")
+    def _inline_figures(self) -> tuple[list[Any], str]:
+        """The charts a notebook shows under the verdict (never CloudWatch: a display must be quick and
+        offline), and a line saying why there are none."""
         try:
             drawn = self.figures(cloudwatch=False)
         except UsageError as exc:  # a folder whose CSVs are not Locust's: say so, show the rest
-            drawn, parts = {}, [*parts, f"<p>charts not drawn: {html.escape(exc.message)}</p>"]
-        parts += [drawn[key]._repr_html_() for key in INLINE_FIGURES if key in drawn]
+            return [], f"charts not drawn: {exc.message}"
+        return [drawn[key] for key in INLINE_FIGURES if key in drawn], ""
+
+    def _head_html(self, note: str = "") -> str:
+        parts = [f"<pre style='white-space:pre-wrap'>{html.escape(self.verdict)}</pre>"]
+        if self.interrupted:
+            parts.append(f"<p style='color:#a15c00'>{html.escape(self.interrupted)}</p>")
+        if note:
+            parts.append(f"<p>{html.escape(note)}</p>")
         parts.append(f"<p><small>run folder {html.escape(str(self.run_dir))}; <code>.report()</code> writes "
                      "report.html</small></p>")
         return "\n".join(parts)
+
+    def _ipython_display_(self) -> None:
+        """In Jupyter: the verdict, then each chart displayed by plotly itself, so its renderer for this
+        front end applies (JupyterLab's plotly mime type, or plotly.js embedded once per session in the
+        classic notebook): no copy of plotly.js per result."""
+        from IPython.display import HTML, display
+
+        figures, note = self._inline_figures()
+        display(HTML(self._head_html(note)))
+        for figure in figures:
+            display(figure)
+
+    def _repr_html_(self) -> str:
+        """One HTML fragment (for front ends that only take HTML): the verdict and the charts, plotly.js
+        from its CDN as plotly's own HTML fallback does."""
+        figures, note = self._inline_figures()
+        charts = [figure.to_html(full_html=False, include_plotlyjs="cdn" if i == 0 else False)
+                  for i, figure in enumerate(figures)]
+        return "\n".join([self._head_html(note), *charts])
 
 
 def report_options(cloudwatch: bool | None, options: dict[str, Any]):

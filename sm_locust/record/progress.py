@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sm_locust.formatting import MISSING, is_missing
+
 PREFIX = "sm-locust ["
 
 
@@ -31,7 +33,7 @@ class ProgressSample:
     backoffs: int = 0
 
     def line(self) -> str:
-        p95 = "-" if self.p95_ms is None else f"{self.p95_ms:.0f}"
+        p95 = MISSING if is_missing(self.p95_ms) else f"{self.p95_ms:.0f}"
         return (f"{PREFIX}{self.elapsed_s:5.0f}s] users={self.users:<4d} rps={self.rps:8.1f}  "
                 f"goodput={self.goodput_rps:8.1f}  p95={p95} ms  failures={self.failures}"
                 + (f"  backoffs={self.backoffs} (connection errors)" if self.backoffs else ""))
@@ -39,7 +41,7 @@ class ProgressSample:
 
 _LINE = re.compile(
     r"^sm-locust \[\s*(?P<elapsed>-?\d+)s\] users=(?P<users>\d+)\s+rps=\s*(?P<rps>[\d.]+)\s+"
-    r"goodput=\s*(?P<goodput>[\d.]+)\s+p95=(?P<p95>[\d.]+|-) ms\s+failures=(?P<failures>\d+)"
+    r"goodput=\s*(?P<goodput>[\d.]+)\s+p95=(?P<p95>[\d.]+|n/a) ms\s+failures=(?P<failures>\d+)"
     r"(?:\s+backoffs=(?P<backoffs>\d+))?")
 
 
@@ -50,5 +52,5 @@ def parse_progress(line: str) -> ProgressSample | None:
         return None
     p95 = match["p95"]
     return ProgressSample(elapsed_s=float(match["elapsed"]), users=int(match["users"]), rps=float(match["rps"]),
-                          goodput_rps=float(match["goodput"]), p95_ms=None if p95 == "-" else float(p95),
+                          goodput_rps=float(match["goodput"]), p95_ms=None if p95 == MISSING else float(p95),
                           failures=int(match["failures"]), backoffs=int(match["backoffs"] or 0))

@@ -255,10 +255,11 @@ def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     fig.add_trace(go.Bar(x=x, y=s["model_latency_ms"], name="ModelLatency (model container)"))
     fig.add_trace(go.Bar(x=x, y=s["overhead_latency_ms"], name="OverheadLatency (SageMaker)"))
     fig.add_trace(go.Bar(x=x, y=s["network_client_ms"], name="network + client"))
-    fig.add_trace(go.Scatter(x=x, y=s["client_avg_ms"], mode="markers", name="client average (Locust)",
+    client = s["decomposition_client_avg_ms"] if _has(s, "decomposition_client_avg_ms") else s["client_avg_ms"]
+    fig.add_trace(go.Scatter(x=x, y=client, mode="markers", name="client average (Locust), same minutes",
                              marker={"symbol": "diamond", "size": 10, "color": "black"}))
-    fig.update_layout(barmode="relative", title="Where the average latency goes, per step",
-                      xaxis_title="users", yaxis_title="ms")
+    fig.update_layout(barmode="relative", xaxis_title="users", yaxis_title="ms",
+                      title="Where the average latency goes, per step (over the CloudWatch minutes each step touches)")
     return div(fig, "fig-decomposition")
 
 
@@ -310,8 +311,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
                          f"{number(step.get('cw_MemoryUtilization_max_pct'))} %"))
         if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
-                         f"{number(step.get('client_avg_ms'))} = {number(step.get('model_latency_ms'))} + "
-                         f"{number(step.get('overhead_latency_ms'))} + {number(step.get('network_client_ms'))} ms"))
+                         decomposition_text(step)))
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
@@ -338,6 +338,18 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Serverless estimate", f"{money(sv['usd_per_million'])} per 1M ({sv['memory_mb']} MB, "
                                             f"{number(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
     return rows
+
+
+def decomposition_text(step: dict[str, Any]) -> str:
+    """`122.0 = 94.3 + 5.7 + 22.0 ms over 12:00:56-12:01:06 UTC ...`: the decomposition and why its
+    client average is not the step's own (CloudWatch only knows whole minutes)."""
+    window = ""
+    if step.get("decomposition_start") and step.get("decomposition_end"):
+        window = f" over {step['decomposition_start'][11:19]}-{step['decomposition_end'][11:19]} UTC"
+    return (f"{number(step.get('decomposition_client_avg_ms', step.get('client_avg_ms')))} = "
+            f"{number(step.get('model_latency_ms'))} + {number(step.get('overhead_latency_ms'))} + "
+            f"{number(step.get('network_client_ms'))} ms{window}: CloudWatch reports whole minutes, so the client's "
+            f"average is taken over the same minutes (the step's own: {number(step.get('client_avg_ms'))} ms)")
 
 
 def _point_step(m: ReportModel) -> dict[str, Any] | None:
@@ -398,6 +410,8 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 .missing{border:1px dashed #999;padding:1em;margin:1em 0;color:#555}
 #gaps{background:#fff6e0;border:1px solid #e0b040;padding:.5em 1.5em}#gaps.none{background:#eef8ee;border-color:#6a6}
 small{color:#666}
+.scroll{overflow-x:auto;max-width:100%}#compare th{overflow-wrap:anywhere;max-width:14em}
+#compare td:first-child,#compare th:first-child{text-align:left;font-weight:600;white-space:nowrap}
 """
 
 

@@ -166,12 +166,17 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     """Run every configuration still to measure; write sweep.json, sweep.csv and sweep.html."""
     printer = printer or Printer()
     t = plan_totals(sweep)
-    if t["to_run"] and sweep.deployer.needs_confirmation and not yes:
-        question = (f"{sweep.deployer.action(t['to_run'])} "
-                    f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
-        if confirm is None:
-            raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
-                             "then pass --yes")
+    ask = bool(t["to_run"] and sweep.deployer.needs_confirmation and not yes)
+    question = (f"{sweep.deployer.action(t['to_run'])} "
+                f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
+    if ask and confirm is None:
+        raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
+                         "then pass --yes")
+    if t["to_run"]:  # credentials, models, instance types, quotas: a sure failure stops it here (exit 2)
+        sweep.deployer.before_creating([sweep.deployer_settings(sweep.configuration(i)) for i in sweep.to_run()],
+                                       sweep.spec.max_parallel_endpoints, lambda text: say(printer, text))
+    if ask:
+        assert confirm is not None
         if not confirm(question):
             raise RunError("nothing deployed (not confirmed)")
     sweep.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
