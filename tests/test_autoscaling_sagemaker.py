@@ -24,7 +24,6 @@ import boto3
 import psutil
 import pytest
 
-from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.scaling.aws import VariantRef, snapshot
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
@@ -53,12 +52,6 @@ traffic:
 load: {payload: body.json}
 objective: {slo_ms: 250, percentile: 95, max_breach_s: 0}
 """
-
-
-@pytest.fixture(scope="module")
-def runtime():
-    with LocalEndpoint(max_concurrency=4, service_time_ms=10) as ep:
-        yield ep
 
 
 @pytest.fixture
