@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import os
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 from sm_locust.errors import UsageError
+from sm_locust.numbers import argument_type, check_number
 from sm_locust.plateau.arrival import ARRIVALS
 from sm_locust.runtime_api import check_endpoint_name, check_header
 
@@ -65,28 +65,12 @@ def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bo
     raise UsageError(f"{flag + ' ' if flag else ''}must be true or false (or on/off, yes/no, 1/0), got {value!r}")
 
 
-def parse_number(value: Any, flag: str, cast: type = float, default: Any = None) -> Any:
-    """`value` as a finite float (or an int with `cast=int`); None or "" -> `default`; else a UsageError."""
+def parse_number(value: Any, flag: str, cast: type = float, default: Any = None, **bounds: Any) -> Any:
+    """`value` as a finite float (or an int with `cast=int`) within `bounds` (minimum, maximum, above,
+    below: `sm_locust.numbers`); None or "" -> `default`; else a UsageError naming `flag`."""
     if value is None or value == "":
         return default
-    try:
-        return _number(value, cast)
-    except ValueError as exc:
-        raise UsageError(f"{flag} {exc}") from None
-
-
-def _number(value: Any, cast: type) -> Any:
-    """`value` as `cast`, finite; ValueError("must be a number, got 'abc'") otherwise."""
-    kind = "a whole number" if cast is int else "a number"
-    if isinstance(value, bool) or (cast is int and isinstance(value, float) and not value.is_integer()):
-        raise ValueError(f"must be {kind}, got {value!r}")
-    try:
-        number = cast(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"must be {kind}, got {value!r}") from None
-    if isinstance(number, float) and not math.isfinite(number):
-        raise ValueError(f"must be a finite number, got {value!r}")
-    return number
+    return check_number(value, flag, cast, **bounds)
 
 
 class _BadArgument(argparse.ArgumentTypeError, ValueError):
@@ -98,20 +82,6 @@ def _bool_argument(value: str | bool) -> bool:
         return parse_bool(value)
     except UsageError as exc:
         raise _BadArgument(str(exc)) from None
-
-
-def _number_argument(cast: type):
-    """argparse `type=` for a number option: the one number parser (finite numbers only, so `nan` and
-    `inf` are refused like `abc`), its message after argparse's "argument --flag:"."""
-
-    def parse(value: str) -> Any:
-        try:
-            return _number(value, cast)
-        except ValueError as exc:
-            raise _BadArgument(str(exc)) from None
-
-    parse.__name__ = cast.__name__  # argparse names the type in some messages
-    return parse
 
 
 @dataclass(frozen=True)
@@ -127,17 +97,23 @@ class OptionSpec:
     choices: tuple | None = None
     forward: bool = True  # `sm-locust run` passes it on to the Locust process
     web_check: Any = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
+    minimum: float | None = None  # numbers: the range (sm_locust.numbers), wherever the value comes from
+    above: float | None = None
 
     @property
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def bounds(self) -> dict[str, float]:
+        return {k: v for k, v in (("minimum", self.minimum), ("above", self.above)) if v is not None}
 
     def argparse_kwargs(self) -> dict:
         kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
         if self.type is bool:
             kwargs["type"] = _bool_argument
         elif self.type in (int, float):
-            kwargs["type"] = _number_argument(self.type)
+            kwargs["type"] = argument_type(self.type, **self.bounds)
         elif self.type is not None:
             kwargs["type"] = self.type
         if self.choices:
@@ -185,19 +161,20 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
     OptionSpec("--inference-id", "SM_LOCUST_INFERENCE_ID", "", "InferenceId sent with every request"),
     OptionSpec("--think-time", "SM_LOCUST_THINK_TIME", 0.0,
                "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)",
-               float),
-    OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float),
-    OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float),
+               float, minimum=0),
+    OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float, above=0),
+    OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float, above=0),
     OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.jsonl into",
                web_ui=False, forward=False),
     OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
-               float, web_ui=False, forward=False),
+               float, web_ui=False, forward=False, minimum=0),
 ]
 
 # "module:attribute" of every list of OptionSpec; a feature adds its own line here.
 OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.options:ENDPOINT_OPTIONS",
-    "sm_locust.shapes.options:OPTIONS",
+    "sm_locust.shapes.settings:OPTIONS",
+    "sm_locust.options:OPEN_LOOP_OPTIONS",
     "sm_locust.payloads.options:OPTIONS",
     "sm_locust.transport.options:OPTIONS",
     "sm_locust.payloads.llm:OPTIONS",
@@ -308,6 +285,15 @@ class SageMakerSettings:
 
 
 # -- open loop: read by the open-loop users and by ShapeSettings ----------------------------------
+
+OPEN_LOOP_OPTIONS: list[OptionSpec] = [
+    OptionSpec("--arrival", "SM_LOCUST_ARRIVAL", None, "open loop: arrival process, constant (default) or poisson"),
+    OptionSpec("--rate-per-user", "SM_LOCUST_RATE_PER_USER", None,
+               "open loop: req/s each OpenLoopUser adds (default 1; the user count is rate / this)", float),
+    OptionSpec("--max-in-flight", "SM_LOCUST_MAX_IN_FLIGHT", None,
+               "open loop: most outstanding requests per process (default 1000); sends past it are dropped and counted",
+               int),
+]
 
 DEFAULT_ARRIVAL = "constant"
 DEFAULT_RATE_PER_USER = 1.0

@@ -7,15 +7,18 @@ and the history CSV's malformed rows."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
 import pickle
 import pickletools
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +32,7 @@ from sm_locust.errors import UsageError
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.pickles import loads_plain
 from sm_locust.record.schema import drop_malformed_rows
-from tests.conftest import ROOT, SAMPLE_PAYLOAD
+from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
                   "Total Failure Count,Total Median Response Time,Total Average Response Time")
@@ -81,6 +84,8 @@ def scene(tmp_path, monkeypatch):
     with open(work / "seven_mb.json", "wb") as fh:  # over SageMaker's 6 MB body limit (sparse: cheap)
         fh.truncate(7_000_000)
     numpy.save(work / "wide.npy", numpy.ones((10, 1000)))  # 2000 rows per body: ~10 MB of JSON
+    (work / "negative_prices.json").write_text('{"instances": {"ml.c5.xlarge": {"usd_per_hour": -0.2}}}')
+    (work / "nan_prices.json").write_text('{"instances": {"ml.c5.xlarge": NaN}}')  # Python's json reads NaN
     (work / "crlf.jsonl").write_text(json.dumps({"Body": "1,2", "CustomAttributes": "a=b\r\nX-Evil: 1"}) + "\n")
     monkeypatch.chdir(work)
     return work
@@ -173,6 +178,31 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "serve endpoint name": (["serve", "--endpoint-name", "ep/1"], {}, 2, ["--endpoint-name 'ep/1'"]),
     "serve variant name": (["serve", "--variant-name", "All Traffic"], {}, 2, ["--variant-name", "TargetVariant"]),
     "report endpoint name": (["report", "run", "--endpoint-name", "ep-"], {}, 2, ["--endpoint-name 'ep-'"]),
+    # -- numbers: finite, in range, one line naming the option (issue 23 item 5) --------------
+    "run users nan": (["run", *LOCAL, "-u", "nan"], {}, 2, ["--users", "whole number", "'nan'"]),
+    "run read timeout inf": (["run", *LOCAL, "--read-timeout", "inf"], {}, 2, ["--read-timeout", "'inf'"]),
+    "run connect timeout 0": (["run", *LOCAL, "--connect-timeout", "0"], {}, 2, ["--connect-timeout", "above 0"]),
+    "run batch size 0": (["run", *LOCAL, "--batch-size", "0"], {}, 2, ["--batch-size", "at least 1"]),
+    "run payload seed -1": (["run", *LOCAL, "--payload-seed", "-1"], {}, 2, ["--payload-seed", "at least 0"]),
+    "env think time nan": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "nan"}, 2, ["SM_LOCUST_THINK_TIME", "finite"]),
+    "smoke tolerance -1": (["smoke", "--run-dir", "run", "--baseline", "run", "--tolerance", "-1"], {}, 2,
+                           ["--tolerance", "at least 0"]),
+    "smoke spawn rate nan": (["smoke", *LOCAL, "-r", "nan"], {}, 2, ["--spawn-rate", "'nan'"]),
+    "serve service time nan": (["serve", "--service-time-ms", "nan"], {}, 2, ["--service-time-ms", "'nan'"]),
+    "serve latency inf": (["serve", "--latency-ms", "inf"], {}, 2, ["--latency-ms", "'inf'"]),
+    "serve workers 1.5": (["serve", "--workers", "1.5"], {}, 2, ["--workers", "whole number"]),
+    "demo service time 0": (["demo", "--service-time-ms", "0"], {}, 2, ["--service-time-ms", "above 0"]),
+    "demo step seconds nan": (["demo", "--step-seconds", "nan"], {}, 2, ["--step-seconds", "'nan'"]),
+    "report price nan": (["report", "run", "--price-per-hour", "nan"], {}, 2, ["--price-per-hour", "'nan'"]),
+    "report price -1": (["report", "run", "--price-per-hour", "-1"], {}, 2, ["--price-per-hour", "above 0"]),
+    "report wait timeout inf": (["report", "run", "--wait-timeout", "inf"], {}, 2, ["--wait-timeout", "'inf'"]),
+    "report prices negative": (["report", "run", "--no-cloudwatch", "--prices", "negative_prices.json"], {}, 2,
+                               ["negative_prices.json", "usd_per_hour", "at least 0"]),
+    "report prices NaN": (["report", "run", "--no-cloudwatch", "--prices", "nan_prices.json"], {}, 2,
+                          ["nan_prices.json", "usd_per_hour", "finite"]),
+    "compare target rps inf": (["compare", "run", "--target-rps", "inf"], {}, 2, ["--target-rps", "'inf'"]),
+    "compare prices negative": (["compare", "run", "--prices", "negative_prices.json", "--out", "cmp"], {}, 2,
+                                ["negative_prices.json", "at least 0"]),
     # -- SM_LOCUST_* environment -------------------------------------------------------------
     "env think time": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "abc"}, 2, ["SM_LOCUST_THINK_TIME", "abc"]),
     "env bool": (["run", *LOCAL], {"SM_LOCUST_STOP_AT_KNEE": "maybe"}, 2, ["SM_LOCUST_STOP_AT_KNEE"]),
@@ -198,6 +228,10 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
                                ["2 of 5 rows are malformed", "lines 4, 5"]),
     "report out under a file": (["report", "run", "--out", "afile/x"], {}, 2, ["--out", "is a file"]),
     "report period": (["report", "run", "--period", "90"], {}, 2, ["--period 90"]),
+    "smoke junit is a folder": (["smoke", "--run-dir", "run", "--junit", "run"], {}, 2, ["--junit run is a folder"]),
+    "smoke junit under a file": (["smoke", "--run-dir", "run", "--junit", "afile/j.xml"], {}, 2,
+                                 ["--junit afile/j.xml", "afile is a file"]),
+    "smoke junit before the test": (["smoke", *LOCAL, "--junit", "run"], {}, 2, ["--junit run is a folder"]),
     # -- compare -----------------------------------------------------------------------------
     "compare wrong shape": (["compare", "run", "shape_totals", "--out", "cmp"], {}, 2, ["shape_totals", "totals"]),
     "compare out under a file": (["compare", "run", "--out", "afile/cmp"], {}, 2, ["--out", "is a file"]),
@@ -255,6 +289,8 @@ PLAIN = {
     "no endpoint name": (["--payload", PAYLOAD], ["--endpoint-name"]),
     "unknown serializer": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--serializer", "jsn"], ["jsn"]),
     "bad url": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "ftp://x"], ["--endpoint-url"]),
+    "sm-out is a file": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--sm-out", "/proc/version"],
+                         ["--sm-out /proc/version", "a file is in the way"]),
 }
 
 
@@ -502,3 +538,196 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
             assert "is gone; stopping" in (tmp_path / "out" / "locust.log").read_text()
     finally:
         command.close()
+
+
+# -- honest totals (issue 23 item 9) -------------------------------------------------------------
+
+def test_requests_in_flight_at_the_stop_are_reported_and_nothing_completed_exits_1(endpoint_factory, tmp_path):
+    """Was: "0 requests, 0 failures", exit 0, for a run whose every request was still waiting."""
+    slow = endpoint_factory(latency_ms=8000)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", slow.url, "--payload", PAYLOAD, "-u", "3",
+                     "-r", "30", "-t", "2s", "--out", str(out), "-q")
+    assert_one_line_error(result, 1, "no request completed: 3 were in flight at the stop")
+    assert "0 requests" in result.stdout and "3 requests in flight at the stop" in result.stdout
+    totals = json.loads((out / "summary.json").read_text())["totals"]
+    assert (totals["requests"], totals["in_flight_at_stop"]) == (0, 3)
+
+
+def test_locusts_csvs_hold_the_final_totals_of_summary_json(endpoint_factory, tmp_path):
+    """Was: locust_stats.csv lagged the final totals by 2-3 % (Locust's writer stops before its last write)."""
+    ep = endpoint_factory(throttle_ratio=0.3, seed=1)
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", PAYLOAD, "-u", "4",
+                     "-r", "40", "-t", "3s", "--out", str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    totals = json.loads((out / "summary.json").read_text())["totals"]
+    with open(out / "locust_stats.csv", newline="") as fh:
+        aggregated = next(row for row in csv.DictReader(fh) if row["Name"] == "Aggregated")
+    with open(out / "locust_failures.csv", newline="") as fh:
+        failures = sum(int(row["Occurrences"]) for row in csv.DictReader(fh))
+    assert totals["requests"] > 100 and totals["failures"] > 0
+    assert int(aggregated["Request Count"]) == totals["requests"]
+    assert int(aggregated["Failure Count"]) == totals["failures"] == failures
+
+
+# -- output places: full, read-only, in use (issue 23 item 4) -------------------------------------
+
+@pytest.fixture
+def mount(tmp_path):
+    """mount(name, size, read_only=False, copy=None): a tmpfs of `size` under tmp_path (root only; else
+    the test is skipped), holding `copy` (a folder) when given; unmounted after the test."""
+    mounted: list[Path] = []
+
+    def make(name: str, size: str, read_only: bool = False, copy: Path | None = None, fill: int = 0) -> Path:
+        target = tmp_path / name
+        target.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
+                          capture_output=True, check=False).returncode:
+            pytest.skip("mounting a tmpfs needs root")
+        mounted.append(target)
+        if copy is not None:
+            shutil.copytree(copy, target / copy.name)
+        if fill:
+            (target / "filler").write_bytes(b"x" * fill)
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True)
+        return target
+
+    yield make
+    for target in reversed(mounted):
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of the one line
+    "run --out": (["run", *LOCAL, "--out", "{full}/run"], ["--out", "file system is full"]),
+    "demo --out": (["demo", "--out", "{full}/demo"], ["--out", "file system is full"]),
+    "report --out": (["report", "run", "--no-cloudwatch", "--out", "{full}/report"], ["--out", "file system is full"]),
+    "compare --out": (["compare", "run", "--out", "{full}/cmp"], ["--out", "file system is full"]),
+    "smoke --junit": (["smoke", "--run-dir", "run", "--junit", "{full}/j.xml"], ["--junit", "file system is full"]),
+    "smoke --out": (["smoke", *LOCAL, "--out", "{full}/smoke"], ["--out", "file system is full"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FULL_CASES), ids=list(FULL_CASES))
+def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, capsys):
+    """Was: a traceback, for --junit after the whole test had run."""
+    full = mount("full", "1m", fill=900_000)
+    argv, needles = FULL_CASES[case]
+    argv = [a.format(port=free_port(), full=full) for a in argv]
+    before = snapshot(scene)
+    code = main(argv)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, lines
+    assert all(needle in lines[0] for needle in needles), lines[0]
+    assert snapshot(scene) == before and sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
+def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, mount, capsys):
+    read_only = mount("ro", "4m", read_only=True, copy=scene / "run")
+    assert main(["report", str(read_only / "run"), "--no-cloudwatch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"sm-locust: error: RUN_DIR {read_only / 'run'}: the folder is not writable (a read-only file "
+                   "system); pass --out DIR to write the report elsewhere")
+
+
+def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
+    """The checks passed (1.4 MB free), then report.html (~4 MB with plotly inline) filled the disk."""
+    small = mount("small", "1500k")
+    result = run_cli("report", "run", "--no-cloudwatch", "--out", str(small / "report"), cwd=scene)
+    assert_one_line_error(result, 1, "No space left on device", "free some space")
+
+
+def test_two_runs_into_one_folder_at_once_the_second_is_refused(endpoint, tmp_path):
+    """Was: both claimed it. The second is refused in one line, with or without --overwrite, and the
+    first run's files are untouched; a report of the folder meanwhile says it is in progress."""
+    out = tmp_path / "run"
+    first = ScriptedCommand(["run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q"], tmp_path)
+    try:
+        first.wait_until(lambda: (out / "summary.json").is_file())
+        options = (out / "options.json").read_bytes()
+        for extra in ([], ["--overwrite"]):
+            second = run_cli("run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q", *extra)
+            assert_one_line_error(second, 2, f"--out {out}", "being written by another sm-locust run")
+        report = run_cli("report", str(out), "--no-cloudwatch")
+        assert_one_line_error(report, 2, "being written by a run in progress")
+        assert (out / "options.json").read_bytes() == options and (out / "summary.json").is_file()
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.exit_code(timeout=30) == 143
+        again = run_cli("run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q")
+        assert_one_line_error(again, 2, "already holds a run", "--overwrite")  # ended: an ordinary earlier run
+    finally:
+        first.close()
+
+
+def test_the_folder_lock_is_held_once_per_run_and_released():
+    import threading
+
+    from sm_locust.outputs import locked_folder, run_in_progress
+
+    folder = Path(tempfile.mkdtemp())
+    refused: list[str] = []
+
+    def other_run() -> None:
+        try:
+            with locked_folder(folder):
+                pass
+        except UsageError as exc:
+            refused.append(exc.message)
+
+    with locked_folder(folder):
+        with locked_folder(folder):  # the same run, again (start_run, then execute): not refused
+            pass
+        worker = threading.Thread(target=other_run)
+        worker.start()
+        worker.join()
+        assert not run_in_progress(folder)  # this process's own run does not count
+    assert len(refused) == 1 and "being written by another sm-locust run" in refused[0]
+    other_run()
+    assert len(refused) == 1  # released
+    shutil.rmtree(folder)
+
+
+# -- one region rule for every command (issue 23 item 8) ----------------------------------------
+
+def test_the_region_rule_flag_then_aws_region_then_aws_default_region_then_the_profile(tmp_path, monkeypatch):
+    from sm_locust.region import region_source
+
+    config = tmp_path / "aws_config"
+    config.write_text("[default]\nregion = ap-south-1\n[profile other]\nregion = sa-east-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    both = {"AWS_REGION": "eu-west-3", "AWS_DEFAULT_REGION": "us-west-2"}
+    assert region_source("ca-central-1", environ=both) == ("ca-central-1", "--region")
+    assert region_source(None, environ=both) == ("eu-west-3", "AWS_REGION")
+    assert region_source(None, environ={"AWS_DEFAULT_REGION": "us-west-2"}) == ("us-west-2", "AWS_DEFAULT_REGION")
+    assert region_source(None, environ={}) == ("ap-south-1", "profile default")
+    assert region_source(None, "other", environ={}) == ("sa-east-1", "profile other")
+    with pytest.raises(UsageError, match="'nobody' not found"):
+        region_source(None, "nobody", environ={})
+
+
+@pytest.mark.parametrize("make", ["cloudwatch", "s3", "runtime", "autoscaling"])
+def test_aws_region_alone_reaches_every_client(make, monkeypatch):
+    """Was: report --cloudwatch and sweep --cleanup said "set AWS_REGION", then ignored it (botocore
+    reads only AWS_DEFAULT_REGION and the profile)."""
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    if make == "cloudwatch":
+        from sm_locust.report.cloudwatch import make_client
+
+        region = make_client().meta.region_name
+    elif make == "s3":
+        from sm_locust.report.s3 import s3_client
+
+        region = s3_client(None, None).meta.region_name
+    elif make == "autoscaling":
+        from sm_locust.scaling.aws import clients
+
+        region = clients()[1].meta.region_name
+    else:
+        from sm_locust.options import SageMakerSettings
+        from sm_locust.preflight import aws_environment
+
+        extra = aws_environment(SageMakerSettings(endpoint_name="ep", payload=PAYLOAD))
+        region = extra["AWS_DEFAULT_REGION"] if extra["AWS_REGION"] == extra["AWS_DEFAULT_REGION"] else "differs"
+    assert region == "eu-west-3"

@@ -75,7 +75,8 @@ def test_a_serverless_sweep_on_sagemaker_runs_its_tests_and_deletes_everything(a
     (tmp_path / "sls.yaml").write_text(SWEEP)
     plan = run_cli("sweep", "sls.yaml", "--plan", cwd=tmp_path)
     assert plan.returncode == 0, plan.stderr
-    assert "serverless 2048 MB, MaxConcurrency 2, clone of model my-model (cold_start_ms: local emulation only" in plan.stdout
+    assert ("serverless 2048 MB, MaxConcurrency 2, clone of model my-model (cold_start_ms: local emulation only"
+            in plan.stdout)
     assert leftovers(aws) == NOTHING
     assert_one_line_error(run_cli("sweep", "sls.yaml", "--out", "out", cwd=tmp_path), 2, "pass --yes")
     r = run_cli("sweep", "sls.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=120)
@@ -120,7 +121,8 @@ def test_the_emulation_publishes_model_setup_time_to_the_cloudwatch_stand_in(mot
                        metrics_interval_s=1, metrics_endpoint_name="sls-pub") as ep:
         runtime = boto3.client("sagemaker-runtime", endpoint_url=ep.url, region_name="us-east-1")
         for _ in range(2):  # two cold starts: new, then reclaimed after the idle timeout
-            runtime.invoke_endpoint(EndpointName="any", Body=SAMPLE_PAYLOAD.read_bytes(), ContentType="application/json")
+            runtime.invoke_endpoint(EndpointName="any", Body=SAMPLE_PAYLOAD.read_bytes(),
+                                    ContentType="application/json")
             time.sleep(0.7)
     # stopped: the last window is flushed
     got = cloudwatch_ms(boto3.client("cloudwatch", region_name="us-east-1"), "ModelSetupTime", "sls-pub", "AllTraffic",

@@ -65,7 +65,8 @@ def test_stability_splits_cold_starts_at_the_threshold():
 
 
 def test_cold_start_percentiles_are_nearest_rank_over_successes():
-    f = cold_starts([{"ms": m, "code": "ok"} for m in (700, 710, 720, 900)] + [{"ms": 12, "code": "ThrottlingException"}])
+    samples = [{"ms": m, "code": "ok"} for m in (700, 710, 720, 900)] + [{"ms": 12, "code": "ThrottlingException"}]
+    f = cold_starts(samples)
     assert (f.p50_ms, f.p99_ms, f.failures) == (710, 900, {"ThrottlingException": 1})
 
 
@@ -114,9 +115,11 @@ GOOD = {
 
 
 @pytest.mark.parametrize("key, value, needle", [
-    ("serverless", "{memory_size_mb: [2048, 1500], max_concurrency: [2]}", "serverless.memory_size_mb: memory size 1500 MB"),
+    ("serverless", "{memory_size_mb: [2048, 1500], max_concurrency: [2]}",
+     "serverless.memory_size_mb: memory size 1500 MB"),
     ("serverless", "{memory_size_mb: [7168], max_concurrency: [2]}", "1024-6144 in 1 GB steps"),
-    ("serverless", "{memory_size_mb: [2048], max_concurrency: [0]}", "serverless.max_concurrency: MaxConcurrency 0 is outside"),
+    ("serverless", "{memory_size_mb: [2048], max_concurrency: [0]}",
+     "serverless.max_concurrency: MaxConcurrency 0 is outside"),
     ("serverless", "{memory_size_mb: [2048], max_concurrency: [201]}", "outside SageMaker's 1-200"),
     ("serverless", "{memory_size_mb: [2048]}", "serverless.max_concurrency: missing"),
     ("serverless", "{memory_size_mb: 2048, max_concurrency: 2, warm: true}", "serverless.warm: unknown key"),
@@ -136,10 +139,12 @@ def test_bad_serverless_input_is_one_line_exit_2_and_deploys_nothing(tmp_path, k
 @pytest.mark.parametrize("extra, needle", [
     ("price_per_hour: 0.2\n", "price_per_hour: a serverless configuration is billed per use"),
     ("load: {payload: PAYLOAD, users: 4}\n", "load.users: the serverless tests decide the users"),
-    ("compare_instance: {instance_type: ml.nope.large}\n", "compare_instance.instance_type: ml.nope.large is not in the price table"),
+    ("compare_instance: {instance_type: ml.nope.large}\n",
+     "compare_instance.instance_type: ml.nope.large is not in the price table"),
 ])
 def test_keys_that_make_no_sense_for_serverless_are_refused(tmp_path, extra, needle):
-    text = "name: bad\nserverless: {memory_size_mb: 2048, max_concurrency: 2}\n" + extra.replace("PAYLOAD", str(SAMPLE_PAYLOAD))
+    text = ("name: bad\nserverless: {memory_size_mb: 2048, max_concurrency: 2}\n"
+            + extra.replace("PAYLOAD", str(SAMPLE_PAYLOAD)))
     if "load:" not in extra:
         text += f"load: {{payload: {SAMPLE_PAYLOAD}}}\n"
     (tmp_path / "s.yaml").write_text(text)
@@ -214,7 +219,8 @@ def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
         rows = list(csv.DictReader(f))
     assert [row["memory_size_mb"] for row in rows] == ["2048", "4096"] and "throttle_rate_x2" in rows[0]
     page = (out / "sweep.html").read_text()
-    for marker in ('id="fig-sls-throttle"', 'id="fig-sls-cold"', 'id="fig-sls-cost"', "serverless 4096 MB, MaxConcurrency 2"):
+    for marker in ('id="fig-sls-throttle"', 'id="fig-sls-cold"', 'id="fig-sls-cost"',
+                   "serverless 4096 MB, MaxConcurrency 2"):
         assert marker in page
     lines = r.stdout.splitlines()
     assert any(line.startswith("sm-locust sweep: [1/2] memory_size_mb 2048: warm p95 ") and "at x1 / x2" in line
@@ -231,7 +237,8 @@ def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
 def test_a_cold_start_only_sweep_times_first_requests_and_resumes(tmp_path):
     (tmp_path / "cold.yaml").write_text(
         "name: cold\nserverless: {memory_size_mb: 6144, max_concurrency: 3, cold_start_ms: 200, idle_timeout_s: 0.5}\n"
-        f"tests: [cold_start]\ncold_start: {{rounds: 2, gap_s: 1}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\nreport: false\n")
+        f"tests: [cold_start]\ncold_start: {{rounds: 2, gap_s: 1}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\n"
+        "report: false\n")
     r = run_cli("sweep", "cold.yaml", "--out", "out", cwd=tmp_path, timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr  # measured, but no warm latency: nothing to recommend
     (c,) = json.loads((tmp_path / "out" / "sweep.json").read_text())["configurations"]

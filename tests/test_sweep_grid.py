@@ -18,7 +18,8 @@ def test_every_combination_is_one_configuration_last_key_fastest():
 
 def test_dotted_environment_keys_label_by_their_variable_name():
     configs = expand({"model_name": "m", "instance_type": "ml.c5.xlarge"},
-                     {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [1, 2, 4], "instance_type": ["ml.c5.xlarge", "ml.c5.2xlarge"]})
+                     {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [1, 2, 4],
+                      "instance_type": ["ml.c5.xlarge", "ml.c5.2xlarge"]})
     assert len(configs) == 6
     assert configs[1].label == "SAGEMAKER_MODEL_SERVER_WORKERS 1, instance_type ml.c5.2xlarge"
     assert configs[1].settings["environment.SAGEMAKER_MODEL_SERVER_WORKERS"] == 1
@@ -40,13 +41,16 @@ def test_a_single_explicit_configuration_is_labelled_by_its_own_settings():
 
 
 def test_flatten_and_keys():
-    assert flatten({"environment": {"A": 1, "B": {"C": 2}}, "x": 3}) == {"environment.A": 1, "environment.B.C": 2, "x": 3}
+    assert flatten({"environment": {"A": 1, "B": {"C": 2}}, "x": 3}) == {"environment.A": 1, "environment.B.C": 2,
+                                                                         "x": 3}
     assert configuration_key("local", {"a": 1, "b": 2}) == configuration_key("local", {"b": 2, "a": 1})
     assert configuration_key("local", {"a": 1}) != configuration_key("local", {"a": 2})
 
 
 def test_run_folder_names_are_readable_and_stable():
-    configs = expand({}, {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [2], "instance_type": ["ml.c5.xlarge", "ml.g5.xlarge"]})
+    configs = expand({},
+                     {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [2],
+                      "instance_type": ["ml.c5.xlarge", "ml.g5.xlarge"]})
     slug = configs[0].slug("abcdef123456")
     assert slug == "instance_type-ml.c5.xlarge-abcdef"
     odd = expand({}, {"latency_ms": [1.5, 2.0]})

@@ -54,7 +54,8 @@ def test_the_section_decides_the_kind_and_kind_may_say_it_too(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("kind: serverles\n" + REALTIME, "kind: unknown sweep kind 'serverles'; choose one of: realtime, serverless"),
+    ("kind: serverles\n" + REALTIME,
+     f"kind: unknown sweep kind 'serverles'; choose one of: {', '.join(KINDS.names())}"),
     ("kind: realtime\n" + SERVERLESS, "kind: realtime, but the file has a serverless: section (a serverless sweep); "
                                       "leave kind: out or make it serverless"),
     ("kind: serverless\n" + REALTIME, "serverless: missing: a serverless sweep needs a serverless: section "
@@ -80,25 +81,25 @@ def fake_kinds() -> Registry[SweepKind]:
     kinds: Registry[SweepKind] = Registry("sweep kind")
     for name in KINDS:
         kinds.add(name, KINDS.get(name))
-    kinds.add("autoscaling", SweepKind("autoscaling", "unused:load", section="autoscaling", keys=("traffic",),
-                                       hint="policy, target_value"))
+    kinds.add("scaling", SweepKind("scaling", "unused:load", section="scaling", keys=("ramp",),
+                                   hint="policy, target_value"))
     return kinds
 
 
 def test_two_kinds_sections_in_one_file_are_one_line():
-    data = {"name": "x", "serverless": {}, "autoscaling": {}}
+    data = {"name": "x", "serverless": {}, "scaling": {}}
     with pytest.raises(UsageError) as caught:
         kind_of(data, Checker("s.yaml"), fake_kinds())
-    assert caught.value.message == ("s.yaml: serverless, autoscaling: a sweep file is one kind; these are the sections "
-                                    "of serverless and autoscaling sweeps: split it into one file per kind")
+    assert caught.value.message == ("s.yaml: serverless, scaling: a sweep file is one kind; these are the sections "
+                                    "of serverless and scaling sweeps: split it into one file per kind")
 
 
 def test_a_registered_kind_is_found_by_its_section_and_its_keys_need_it():
     kinds = fake_kinds()
-    assert kind_of({"autoscaling": {}, "traffic": []}, Checker(), kinds).name == "autoscaling"
+    assert kind_of({"scaling": {}, "ramp": []}, Checker(), kinds).name == "scaling"
     assert kind_of({"grid": {}}, Checker(), kinds).name == "realtime"
-    with pytest.raises(UsageError, match="traffic: applies to autoscaling sweeps only; add an? autoscaling: section"):
-        kind_of({"serverless": {}, "traffic": []}, Checker(), kinds)
+    with pytest.raises(UsageError, match="ramp: applies to scaling sweeps only; add a scaling: section"):
+        kind_of({"serverless": {}, "ramp": []}, Checker(), kinds)
 
 
 # -- one checker, one message ------------------------------------------------------------------------------
@@ -106,10 +107,12 @@ def test_a_registered_kind_is_found_by_its_section_and_its_keys_need_it():
 
 @pytest.mark.parametrize("key, value", [
     ("objective.slo_ms", ".nan"), ("objective.target_rps", ".inf"), ("max_cost_usd", "-.inf"),
+    ("load.step_seconds", ".inf"),
 ])
 def test_numbers_must_be_finite_wherever_they_are(tmp_path, capsys, key, value):
     section, _, name = key.rpartition(".")
-    text = REALTIME + (f"{section}: {{{name}: {value}}}\n" if section else f"{name}: {value}\n")
+    text = REALTIME.replace("load: {", f"load: {{{name}: {value}, ") if section == "load" else (
+        REALTIME + (f"{section}: {{{name}: {value}}}\n" if section else f"{name}: {value}\n"))
     got = float(value.replace(".", "", 1))  # .nan -> nan, -.inf -> -inf
     assert error_of(tmp_path, capsys, text) == f"{key}: expected a finite number, got {got!r}"
 

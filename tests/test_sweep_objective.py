@@ -33,8 +33,8 @@ def test_disqualification_names_the_figure():
     assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at the knee > 1 %"
     assert disqualification(Candidate(1, "a", status="failed", reason="CreateEndpoint: ResourceLimitExceeded: quota"),
                             OBJECTIVE) == "failed: CreateEndpoint: ResourceLimitExceeded: quota"
-    assert "no acceptable step" in disqualification(Candidate(1, "a", no_capacity_reason="no acceptable step: p95 500 ms"),
-                                                    OBJECTIVE)
+    no_step = Candidate(1, "a", no_capacity_reason="no acceptable step: p95 500 ms")
+    assert "no acceptable step" in disqualification(no_step, OBJECTIVE)
     assert disqualification(priced(1, "a", 100, 40), OBJECTIVE) is None
 
 

@@ -168,7 +168,8 @@ sweep = load_sweep({"name": "term", "grid": {"max_concurrency": [1, 2, 3, 4]}, "
 sweep.deployer = Slow()
 outcome = SweepRunner(sweep, printer=lambda line: None).run()
 print(json.dumps({"signum": outcome.signum, "interrupted": outcome.interrupted, "alive": Slow.alive, "peak": Slow.peak,
-                  "deleted": Slow.deleted, "statuses": sorted({r["status"] for r in outcome.rows.values()})}), flush=True)
+                  "deleted": Slow.deleted, "statuses": sorted({r["status"] for r in outcome.rows.values()})}),
+      flush=True)
 """
 
 

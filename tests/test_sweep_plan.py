@@ -31,7 +31,8 @@ price_per_hour: 0.2            # or instance_type priced from the bundled table
 def workers(**extra) -> dict:
     spec = {"name": "workers", "deploy": "sagemaker",
             "endpoint": {"model_name": "my-model", "instance_type": "ml.c5.xlarge", "instance_count": 1},
-            "grid": {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [1, 2, 4], "instance_type": ["ml.c5.xlarge", "ml.c5.2xlarge"]},
+            "grid": {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [1, 2, 4],
+                     "instance_type": ["ml.c5.xlarge", "ml.c5.2xlarge"]},
             "load": {"payload": str(SAMPLE_PAYLOAD), "users": 2, "run_time": "8s"},
             "objective": {"target_rps": 50, "slo_ms": 500, "percentile": 95}}
     spec.update(extra)
@@ -45,7 +46,8 @@ def test_example_one_plan(tmp_path, capsys):
     out = capsys.readouterr().out
     test_s = PLATEAU_STEPS_GUESS * 30 + LOCUST_OVERHEAD_S  # the plateau search's guess at 30-s steps
     billed = 2.0 + test_s + 1.0  # local: ~2 s to start, ~1 s to stop
-    assert "[1] max_concurrency 2: sm-locust serve --workers 1 --threads 1 --max-concurrency 2 --service-time-ms 40 ($0.200/h)" in out
+    assert ("[1] max_concurrency 2: sm-locust serve --workers 1 --threads 1 --max-concurrency 2 --service-time-ms 40 "
+            "($0.200/h)") in out
     assert f"{billed / 3600:.3f} instance-hours, ${0.2 * billed / 3600:.4f}" in out
     assert "latency_slo_ms 400, slo_percentile 95, max_error_rate 0.01" in out  # the objective becomes the search's SLO
     assert not (tmp_path / "out").exists()
@@ -63,8 +65,10 @@ def test_sagemaker_plan_prices_each_instance_type():
     assert t["usd"] == pytest.approx(3 * (0.204 + 0.408) * billed / 3600)
     assert t["wall_s"] == pytest.approx(6 * billed)
     lines = plan_lines(sweep)
-    assert "1 x ml.c5.2xlarge, clone of model my-model, environment SAGEMAKER_MODEL_SERVER_WORKERS=1 ($0.408/h)" in lines[2]
-    assert lines[-2].startswith("  total: 6 to run (0 measured before, 0 over budget)") and "$0.28 (billed by AWS)" in lines[-2]
+    assert ("1 x ml.c5.2xlarge, clone of model my-model, environment SAGEMAKER_MODEL_SERVER_WORKERS=1 ($0.408/h)"
+            in lines[2])
+    assert (lines[-2].startswith("  total: 6 to run (0 measured before, 0 over budget)")
+            and "$0.28 (billed by AWS)" in lines[-2])
 
 
 def test_overlap_shortens_the_wall_time_and_bills_the_waiting():

@@ -24,7 +24,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sm_locust.cli import main
-from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.sweep.api import load_sweep, run_sweep
 from sm_locust.sweep.deployers import Cancelled, Deployment
 from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
@@ -46,12 +45,6 @@ objective: {target_rps: 50, slo_ms: 500, percentile: 95}
 """
 
 
-@pytest.fixture(scope="module")
-def runtime():
-    with LocalEndpoint(max_concurrency=4, service_time_ms=10) as ep:
-        yield ep
-
-
 @pytest.fixture
 def aws(moto_url, runtime, monkeypatch, tmp_path):
     """Control plane -> moto (reset), runtime -> the local endpoint, CloudWatch -> moto; my-model exists."""
@@ -65,7 +58,8 @@ def test_example_two_as_written(aws, tmp_path, capsys):
     assert main(["sweep", str(tmp_path / "workers.yaml"), "--plan"]) == 0
     assert "6 configurations on sagemaker" in capsys.readouterr().out and leftovers(aws) == NOTHING
     # as written, but 3-s runs instead of 8-s ones: the suite's time budget
-    r = run_cli("sweep", "workers.yaml", "--yes", "--set", "load.run_time=3s", "--out", "out", cwd=tmp_path, timeout=180)
+    r = run_cli("sweep", "workers.yaml", "--yes", "--set", "load.run_time=3s", "--out", "out", cwd=tmp_path,
+                timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert [c["status"] for c in doc["configurations"]] == ["ok"] * 6
@@ -122,7 +116,8 @@ class FailingControlPlane:
         answer = self._client.describe_endpoint(**kwargs)  # raises once it is deleted
         if kwargs["EndpointName"] in self.failed:
             return {**answer, "EndpointStatus": "Failed",
-                    "FailureReason": "The primary container for production variant AllTraffic did not pass the ping health check."}
+                    "FailureReason": "The primary container for production variant AllTraffic did not pass the ping "
+                    "health check."}
         return answer
 
 
@@ -138,7 +133,8 @@ def test_control_plane_errors_fail_one_configuration_and_the_sweep_goes_on(aws, 
     rows = result.document["configurations"]
     assert [r["status"] for r in rows] == ["failed", "failed", "ok"]
     assert rows[0]["reason"].startswith("CreateEndpoint: ResourceLimitExceeded: The account-level service limit")
-    assert rows[1]["reason"].endswith("Failed: The primary container for production variant AllTraffic did not pass the ping health check.")
+    assert rows[1]["reason"].endswith("Failed: The primary container for production variant AllTraffic did not pass "
+                                      "the ping health check.")
     assert result.document["recommendation"]["index"] == 3, rows[2]
     assert result.exit_code == 1
     assert leftovers(aws) == NOTHING  # the quota-hit configuration's model and config were deleted too
@@ -161,7 +157,8 @@ class StillCreating:
 
     def delete_endpoint(self, **kwargs):
         if self.creating:
-            raise ClientError({"Error": {"Code": "ValidationException", "Message": "Cannot delete an endpoint in Creating status"}},
+            raise ClientError({"Error": {"Code": "ValidationException",
+                                         "Message": "Cannot delete an endpoint in Creating status"}},
                               "DeleteEndpoint")
         return self._client.delete_endpoint(**kwargs)
 
@@ -190,7 +187,8 @@ def test_sigint_during_a_test_leaves_nothing_behind(aws, tmp_path):
         "grid: {environment.OMP_NUM_THREADS: [1, 2]}\n"
         "max_parallel_endpoints: 2\n"
         "load: {payload: body.json, users: 2, run_time: 60s}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "sweep", "sweep.yaml", "--yes", "--out", "out"], cwd=tmp_path,
+    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "sweep", "sweep.yaml", "--yes", "--out", "out"],
+                            cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
@@ -221,15 +219,18 @@ def test_sigint_during_a_test_leaves_nothing_behind(aws, tmp_path):
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert doc["interrupted"] is True
     assert {c["status"] for c in doc["configurations"]} == {"interrupted"}
-    assert not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path / "out") in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if str(tmp_path / "out") in " ".join(p.info["cmdline"] or [])]
 
 
 def test_no_yes_no_terminal_creates_nothing(aws, tmp_path):
     (tmp_path / "workers.yaml").write_text(EXAMPLE_TWO)
-    r = subprocess.run([sys.executable, "-m", "sm_locust", "sweep", "workers.yaml"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+    r = subprocess.run([sys.executable, "-m", "sm_locust", "sweep", "workers.yaml"], cwd=tmp_path,
+                       stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
-    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("sm-locust: error: this sweep would create 6 sagemaker endpoints")
+    assert r.stderr.strip().count("\n") == 0 and r.stderr.startswith("sm-locust: error: this sweep would create 6 "
+                                                                     "sagemaker endpoints")
     assert leftovers(aws) == NOTHING
 
 

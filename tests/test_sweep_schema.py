@@ -40,11 +40,14 @@ def test_the_good_file_plans(tmp_path, capsys):
     (("slo_ms: 400", "slo: 400"), "objective.slo: unknown key; valid keys: target_rps, slo_ms, percentile"),
     (("grid: {max_concurrency: [2, 5]}", "grid: {}"), "grid: empty: give each setting to vary a list of values"),
     (("grid: {max_concurrency: [2, 5]}", "grid: {max_concurrency: []}"), "grid.max_concurrency: empty list"),
-    (("grid: {max_concurrency: [2, 5]}", "grid: {max_concurrency: 2}"), "grid.max_concurrency: expected a list of values"),
+    (("grid: {max_concurrency: [2, 5]}", "grid: {max_concurrency: 2}"),
+     "grid.max_concurrency: expected a list of values"),
     (("max_concurrency: [2, 5]", "max_concurency: [2, 5]"),
      "grid.max_concurency: the local deployer has no setting 'max_concurency'; valid: "),
-    (("max_concurrency: [2, 5]", "max_concurrency: [2, five]"), "grid.max_concurrency: expected a whole number, got 'five'"),
-    (("service_time_ms: 40", "service_time_ms: -4"), "configuration 'max_concurrency 2': --service-time-ms must not be negative"),
+    (("max_concurrency: [2, 5]", "max_concurrency: [2, five]"),
+     "grid.max_concurrency: expected a whole number, got 'five'"),
+    (("service_time_ms: 40", "service_time_ms: -4"),
+     "configuration 'max_concurrency 2': --service-time-ms must not be negative"),
     (("payload: ", "stepseconds: 3, payload: "), "load.stepseconds: unknown key; did you mean step_seconds?"),
     (("payload: ", "users: 3, shape: plateau, payload: "), "load.users: conflicts with shape plateau"),
     (("payload: ", "shape: zigzag, payload: "), "load.shape: unknown shape 'zigzag'"),
@@ -53,7 +56,8 @@ def test_the_good_file_plans(tmp_path, capsys):
     (("name: t", "name: t\ndeploy: k8s"), "deploy: unknown deployer 'k8s'; choose one of: local, sagemaker"),
     (("price_per_hour: 0.2", "instance_type: ml.nope.xlarge"),
      "instance type ml.nope.xlarge is not in the price table (bundled prices.json); give price_per_hour"),
-    (("target_rps: 100, ", "target_rps: 100, percentile: 97, "), "objective.percentile: 97: runs record p50, p90, p95, p99 and p99.9"),
+    (("target_rps: 100, ", "target_rps: 100, percentile: 97, "),
+     "objective.percentile: 97: runs record p50, p90, p95, p99 and p99.9"),
     (("name: t\n", ""), "name: missing"),
 ])
 def test_bad_input_names_the_key(tmp_path, capsys, change, message):
@@ -84,9 +88,11 @@ endpoint: {{model_name: m}}
 grid: {{environment.OMP_NUM_THREADS: [1, 2], max_concurrency: [2]}}
 load: {{payload: {SAMPLE_PAYLOAD}}}
 """
-    assert "grid.max_concurrency: the sagemaker deployer has no setting 'max_concurrency'" in error_of(tmp_path, capsys, text)
+    message = "grid.max_concurrency: the sagemaker deployer has no setting 'max_concurrency'"
+    assert message in error_of(tmp_path, capsys, text)
     text = text.replace(", max_concurrency: [2]", "")
-    assert "endpoint.instance_type: missing; a SageMaker configuration needs an instance type" in error_of(tmp_path, capsys, text)
+    message = "endpoint.instance_type: missing; a SageMaker configuration needs an instance type"
+    assert message in error_of(tmp_path, capsys, text)
 
 
 def test_overrides():

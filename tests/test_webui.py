@@ -192,6 +192,9 @@ def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
     assert not missing, f"options not rendered as form fields: {missing}"
     assert "Custom parameters" in text and "StepLoadShape" in text
     assert "no host attribute set" not in text  # the sm-locust options are all the users need
+    host_field = re.search(r'<div[^>]*style="display: none;"[^>]*>(?:(?!</div>\s*</div>).)*?name="host"', dom.stdout,
+                           flags=re.S)
+    assert host_field, "the start form shows Locust's Host field"  # hidden: the users need an endpoint, not a host
     shot = subprocess.run(base + [f"--screenshot={screenshot}", web.url + "/"], capture_output=True, text=True,
                           timeout=90)
     assert shot.returncode == 0, shot.stderr[-2000:]
@@ -218,7 +221,7 @@ def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, e
         answer = json.loads(body)
         assert answer["success"] is False and f"{flag} cannot be changed from the web UI" in answer["message"], answer
     _, body = web.post("/swarm", swarm_form(think_time="abc"))
-    assert json.loads(body) == {"success": False, "message": "--think-time must be a number, got 'abc'", "host": None}
+    assert json.loads(body) == {"success": False, "message": "--think-time must be a number at least 0, got 'abc'", "host": None}
     for settings in ({"user_class_name": "InvokeEndpointUser", "endpoint_url": "http://192.0.2.1:80"},
                      {"user_class_name": "InvokeEndpointUser", "host": "http://192.0.2.1:80"},
                      {"user_class_name": "InvokeEndpointUser", "client_options": {"insecure": True}}):

@@ -32,9 +32,12 @@ from sm_locust.launch import (
     choose_out_dir,
     execute,
     make_out_dir,
+    remove_run_files,
     verdict_line,
 )
+from sm_locust.numbers import argument_type
 from sm_locust.options import SageMakerSettings
+from sm_locust.outputs import locked_folder
 from sm_locust.preflight import preflight
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
@@ -55,12 +58,18 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     p.add_argument("--overwrite", action="store_true",
                    help="--out may name a folder that holds an earlier run: its files are removed first")
-    p.add_argument("--port", type=int, default=0, help="local endpoint port (default: a free port)")
-    p.add_argument("--step-seconds", type=float, default=10.0, help="seconds per load step (default 10; 6 steps)")
-    p.add_argument("--step-users", type=int, default=2, help="users added per step (default 2)")
-    p.add_argument("--max-users", type=int, default=11, help="users in the last step (default 11)")
-    p.add_argument("--max-concurrency", type=int, default=4, help="local endpoint concurrency (default 4)")
-    p.add_argument("--service-time-ms", type=float, default=20.0, help="local endpoint service time (default 20 ms)")
+    p.add_argument("--port", type=argument_type(int, minimum=0, maximum=65535), default=0,
+                   help="local endpoint port (default: a free port)")
+    p.add_argument("--step-seconds", type=argument_type(float, above=0), default=10.0,
+                   help="seconds per load step (default 10; 6 steps)")
+    p.add_argument("--step-users", type=argument_type(int, minimum=1), default=2,
+                   help="users added per step (default 2)")
+    p.add_argument("--max-users", type=argument_type(int, minimum=1), default=11,
+                   help="users in the last step (default 11)")
+    p.add_argument("--max-concurrency", type=argument_type(int, minimum=1), default=4,
+                   help="local endpoint concurrency (default 4)")
+    p.add_argument("--service-time-ms", type=argument_type(float, above=0), default=20.0,
+                   help="local endpoint service time (default 20 ms)")
     p.add_argument("--no-cloudwatch", dest="cloudwatch", action="store_false",
                    help="no CloudWatch stand-in: the report shows Locust's data only")
     p.add_argument("-v", "--verbose", action="store_true", help="show Locust's own periodic tables")
@@ -112,9 +121,12 @@ def run(args: argparse.Namespace) -> int:
     payload = str(resources.files("sm_locust") / "data" / "ranking_10rows.json")
     out = choose_out_dir(args.out, DEMO_ENDPOINT)
     check_out_dir(out, overwrite=args.overwrite)
-    make_out_dir(out, overwrite=args.overwrite)  # the endpoint's log goes there from the start
+    make_out_dir(out)  # the endpoint's log goes there from the start
     capacity = args.max_concurrency / (args.service_time_ms / 1000.0)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(locked_folder(out))  # before --overwrite removes anything: no other run is writing it
+        if args.overwrite:
+            remove_run_files(out)
         stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))
         if stand_in is not None:
             stack.enter_context(stand_in)

@@ -11,8 +11,8 @@ from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
-from sm_locust.endpoint.server import serve_forever
 from sm_locust.endpoint.serverless import ServerlessConfig
+from sm_locust.endpoint.serving import serve_forever
 from sm_locust.errors import UsageError
 from sm_locust.options import parse_bool
 from sm_locust.runtime_api import check_endpoint_name, check_header

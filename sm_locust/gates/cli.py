@@ -15,6 +15,7 @@ from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
+from sm_locust.numbers import argument_type
 from sm_locust.record.runfolder import RunData, load_run
 
 
@@ -37,7 +38,7 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     add("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
     add("--baseline", default=None, metavar="RUN_DIR",
         help="fail when p95, p99, goodput or error rate regressed against this earlier run folder")
-    add("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+    add("--tolerance", type=argument_type(float, minimum=0), default=DEFAULT_TOLERANCE,
         help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
         f"{DEFAULT_TOLERANCE * 100:g}%%)")
     add("--junit", default=None, metavar="PATH", help="write a JUnit XML report, one testcase per gate")

@@ -35,6 +35,7 @@ store their verdict in `plateau` (summary.json's `plateau`).
 
 from __future__ import annotations
 
+import csv
 import logging
 import os
 import time
@@ -43,7 +44,7 @@ from typing import Any
 
 import gevent
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
-from locust.stats import StatsEntry
+from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry
 
 import psutil
 
@@ -53,9 +54,11 @@ from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
+from sm_locust.record.progress import ProgressSample
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
+from sm_locust.transport.inflight import StoppedRequests
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
 
@@ -213,6 +216,8 @@ class RunRecorder:
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
         events.quitting.add_listener(self.on_quitting)
+        events.quit.add_listener(self.on_quit)
+        self.stopped = StoppedRequests.for_environment(environment)  # in flight at the stop (transport/inflight.py)
 
     @property
     def seconds(self) -> list[Second]:
@@ -262,6 +267,15 @@ class RunRecorder:
         self.ended_at = self.ended_at or time.time()
         self._close_timeline()
         self.write()
+
+    def on_quit(self, **_kw) -> None:
+        """Locust's last word, after its users are stopped (a Ctrl+C stops them after `quitting`):
+        summary.json and Locust's own CSVs are written once more from the same final stats, so the
+        two agree and the requests cut short by the stop are counted."""
+        if isinstance(self.environment.runner, WorkerRunner) or self.started_at is None or self.out_dir is None:
+            return
+        self.write()
+        rewrite_locust_csvs(self.environment)
 
     # -- sampling ---------------------------------------------------------------------------
     def _sample_forever(self) -> None:
@@ -396,11 +410,11 @@ class RunRecorder:
         p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
         elapsed = window[-1].t - (self.started_at or window[0].t)
         backoffs = sum(s.backoffs or 0 for s in window)
-        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} "
-              f"rps={sum(s.requests for s in window) / duration:8.1f}  "
-              f"goodput={sum(s.successes for s in window) / duration:8.1f}  p95={'-' if p95 is None else f'{p95:.0f}'} "
-              f"ms  failures={sum(s.failures for s in window)}"
-              + (f"  backoffs={backoffs} (connection errors)" if backoffs else ""), flush=True)
+        sample = ProgressSample(elapsed_s=elapsed, users=window[-1].users,
+                                rps=sum(s.requests for s in window) / duration,
+                                goodput_rps=sum(s.successes for s in window) / duration, p95_ms=p95,
+                                failures=sum(s.failures for s in window), backoffs=backoffs)
+        print(sample.line(), flush=True)
 
     def _client_cpu(self, runner) -> float | None:
         """Load-generator CPU %: the busiest worker on a master (every 3-5 s), this process otherwise."""
@@ -418,7 +432,8 @@ class RunRecorder:
         """Logical invocations over the whole run (requests, failures, percentiles) and failures by code."""
         stats = self.environment.runner.stats
         total = counted_entry(stats)
-        totals = {"requests": total.num_requests, "failures": total.num_failures, **_percentiles(total)}
+        totals = {"requests": total.num_requests, "failures": total.num_failures, **_percentiles(total),
+                  "in_flight_at_stop": self.stopped.count}
         errors: dict[str, int] = {}
         for err in stats.errors.values():
             if not is_invocation(err.method, str(err.name)):  # a part's failure is its logical request's
@@ -491,6 +506,25 @@ def attach_recorder(environment: Any, recorder: RunRecorder) -> RunRecorder:
     """Hang `recorder` on the environment, where shapes, the locustfile and the workers' ledger find it."""
     setattr(environment, RECORDER_ATTRIBUTE, recorder)
     return recorder
+
+
+def rewrite_locust_csvs(environment) -> None:
+    """Rewrite locust_stats.csv, locust_failures.csv and locust_exceptions.csv (`--csv PREFIX`) from the
+    stats as they are now. Locust's writer rewrites them once a second and does not run after the
+    users stop: its last totals lagged the final ones by 2-3 %. Its own file handles hold nothing
+    unwritten between two rewrites (each ends with a truncate, which flushes), so closing them later
+    changes nothing. (The history CSV, appended once a second, is left as it is.)"""
+    prefix = getattr(environment.parsed_options, "csv_prefix", None) if environment.parsed_options else None
+    if not prefix:
+        return
+    stats_csv = StatsCSV(environment, PERCENTILES_TO_REPORT)
+    for suffix, write_rows in (("_stats.csv", stats_csv.requests_csv), ("_failures.csv", stats_csv.failures_csv),
+                               ("_exceptions.csv", stats_csv.exceptions_csv)):
+        try:
+            with open(f"{prefix}{suffix}", "w", newline="") as handle:
+                write_rows(csv.writer(handle))
+        except OSError as exc:
+            log.error("sm-locust: could not rewrite %s%s: %s", prefix, suffix, exc)
 
 
 def hour_line(hour: dict) -> str:

@@ -317,6 +317,7 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
     """The Aggregated rows of the history CSV, Locust's column names, with pyarrow (see the module doc).
     Raises `_Fallback` (or ImportError) for anything the tolerant reader handles: no pyarrow, a
     missing or empty file, a malformed row, a Timestamp that is not whole seconds."""
+    # lazy: pyarrow, optional at run time (the tolerant pandas reader takes over without it)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.csv as pacsv
@@ -430,6 +431,7 @@ def _timeline_frame(t, requests, failures) -> pd.DataFrame:
 
 def _timeline_arrow(source) -> pd.DataFrame:
     """t, requests, failures of timeline.jsonl with pyarrow's JSON reader (each `hist` string skipped)."""
+    # lazy: pyarrow, optional at run time (the line-by-line reader takes over without it)
     import pyarrow as pa
     import pyarrow.json as pajson
 
@@ -533,6 +535,12 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunData:
 def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> RunData:
     """A run folder the gates can judge: summary.json with a `totals` object is required (UsageError
     naming the folder and `role` otherwise, so `--baseline some/dir` fails in one line)."""
+    return _read_folder(Path(folder), read_summary(folder, role=role), [])
+
+
+def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") -> dict[str, Any]:
+    """summary.json of a run folder, held to its schema; a one-line UsageError naming the folder and
+    `role` when the folder is not a run (no summary.json, unreadable, no `totals` object)."""
     path = Path(folder)
     if not path.is_dir():
         raise UsageError(f"{role} {str(path)!r} is not a directory")
@@ -546,4 +554,4 @@ def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> Run
     if not isinstance(summary, dict) or not isinstance(summary.get("totals"), dict):
         raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} has no 'totals' object; is it an sm-locust run folder?")
     check_summary(summary, summary_path)
-    return _read_folder(path, summary, [])
+    return summary

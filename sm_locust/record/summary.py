@@ -139,6 +139,7 @@ def build_summary(
             "successes": requests - failures,
             "goodput_rps": round((requests - failures) / duration, 3),
             "error_rate": round(failures / requests, 6) if requests else 0.0,
+            "in_flight_at_stop": int(totals.get("in_flight_at_stop") or 0),
         },
         "steps": [dict(step) for step in steps] if steps is not None else step_records(seconds),
         "plateau": dict(plateau) if plateau else None,

@@ -26,6 +26,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
+from botocore import exceptions as bx
+from botocore.exceptions import BotoCoreError, ClientError
+
+from sm_locust.region import NO_REGION, region_for
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
     INFERENCE_COMPONENTS_NS,
@@ -45,10 +50,11 @@ Progress = Callable[[str], None]
 
 def make_client(region: str | None = None, profile: str | None = None):
     """A boto3 CloudWatch client with short timeouts and one retry (a report must not hang)."""
+    # lazy: boto3 costs ~230 ms to import (measured) and --no-cloudwatch or an injected client never need it
     import boto3
     from botocore.config import Config
 
-    session = boto3.session.Session(profile_name=profile, region_name=region)
+    session = boto3.session.Session(profile_name=profile, region_name=region_for(region, profile) or None)
     config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=30)
     return session.client("cloudwatch", config=config)
 
@@ -144,8 +150,6 @@ def to_frame(specs: list[tuple[MetricDef, str, dict]], points: dict[str, list], 
     Values are scaled (µs -> ms); summed-over-cores percentages get per-vCPU / per-GPU companion
     columns when the count is known. Points are snapped to their bucket start.
     """
-    import pandas as pd
-
     start, end = aligned_span(request)
     p = request.period
     index = pd.Index(range(start, end, p), dtype="int64", name="bucket_s")
@@ -226,8 +230,6 @@ def assess(specs: list[tuple[MetricDef, str, dict]], frame, request: MetricReque
 
 def _describe_error(exc: Exception, request: MetricRequest) -> str:
     """One line for the user; never includes credentials."""
-    from botocore import exceptions as bx
-
     if isinstance(exc, bx.ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         msg = exc.response.get("Error", {}).get("Message", "")
@@ -238,7 +240,7 @@ def _describe_error(exc: Exception, request: MetricRequest) -> str:
             return f"CloudWatch: the AWS credentials were refused ({code}); the report uses Locust data only"
         return f"CloudWatch: {code or 'error'}: {msg}".rstrip(": ")
     if isinstance(exc, bx.NoRegionError):
-        return "CloudWatch: no AWS region; pass --region or set AWS_REGION"
+        return f"CloudWatch: {NO_REGION.format(what='')}"
     if isinstance(exc, bx.NoCredentialsError):
         return "CloudWatch: no AWS credentials found; configure a profile or pass --no-cloudwatch"
     if isinstance(exc, bx.ProfileNotFound):
@@ -280,8 +282,6 @@ def fetch_endpoint_metrics(
 
     Never raises for AWS trouble: the result then has no data and one gap line saying why.
     """
-    from botocore.exceptions import BotoCoreError, ClientError
-
     say = progress or (lambda _msg: None)
     try:
         client = cloudwatch if cloudwatch is not None else make_client(region, profile)

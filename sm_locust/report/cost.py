@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.numbers import check_number
 
 DEFAULT_SAFETY_FACTOR = 0.5  # AWS's suggested starting point for InvocationsPerInstance targets
 
@@ -63,9 +64,10 @@ def _merge(table: PriceTable, data: dict[str, Any], source: str) -> None:
             entry = {"usd_per_hour": entry}
         if not isinstance(entry, dict) or not isinstance(entry.get("usd_per_hour"), (int, float)):
             raise UsageError(f"{source}: instance {name!r} needs a numeric usd_per_hour")
+        price = check_number(entry["usd_per_hour"], f"{source}: instance {name!r} usd_per_hour", minimum=0)
         old = table.instances.get(name)
         table.instances[name] = InstancePrice(
-            name, float(entry["usd_per_hour"]),
+            name, float(price),
             entry.get("vcpus", old.vcpus if old else None),
             entry.get("gpus", old.gpus if old else None),
             entry.get("memory_gib", old.memory_gib if old else None),
@@ -73,7 +75,8 @@ def _merge(table: PriceTable, data: dict[str, Any], source: str) -> None:
         )
     serverless = data.get("serverless") or {}
     if isinstance(serverless.get("usd_per_gb_second"), (int, float)):
-        table.serverless_usd_per_gb_second = float(serverless["usd_per_gb_second"])
+        table.serverless_usd_per_gb_second = float(check_number(
+            serverless["usd_per_gb_second"], f"{source}: serverless usd_per_gb_second", minimum=0))
     table.as_of = str(data.get("as_of", table.as_of))
     table.region = str(data.get("region", table.region))
     table.sources.append(source)

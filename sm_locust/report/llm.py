@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import plotly.graph_objects as go
+
 from sm_locust.formatting import MISSING, money, number
 from sm_locust.report.cost import cost_per_million_tokens
 
@@ -109,13 +111,12 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
     return rows
 
 
-def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[[Any, str], str],
-                missing: Callable[[str, str, str], str]) -> list[str]:
+def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[[Any, str], Any],
+                missing: Callable[[str, str, str], Any]) -> list[Any]:
     """Output tokens/s vs users, and TTFT / ITL percentiles vs users (nothing without token figures);
     `div` and `missing` are the report page's chart and placeholder writers."""
     if view is None:
         return []
-    import plotly.graph_objects as go
 
     steps = [s for s in view.steps if s.get("users") is not None]
     if not steps:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 
 @dataclass(frozen=True)
 class MetricRequest:
@@ -62,6 +64,4 @@ class MetricResult:
 
 def empty_frame():
     """An empty frame of period buckets (index `bucket_s`)."""
-    import pandas as pd  # lazy: pandas is only needed once a report is drawn
-
     return pd.DataFrame(index=pd.Index([], dtype="int64", name="bucket_s"))

@@ -25,7 +25,7 @@ CHUNK_ROWS = 1 << 16
 
 def _arrow():
     """(pyarrow, pyarrow.csv), or None when pyarrow is not installed."""
-    try:
+    try:  # lazy: pyarrow, optional at run time (pandas writes without it)
         import pyarrow as pa
         import pyarrow.csv as pacsv
     except ImportError:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from sm_locust.formatting import MISSING, number, percent
 from sm_locust.report.metrics import METRICS_BY_NAME
@@ -118,9 +120,6 @@ def cache_table(cache: Mapping[str, Any]) -> str:
 
 
 def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callable[[str, str, str], str]) -> str:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     points = view.minutes
     if not points:
         return missing(FIG_ID, "Model cache over time", "no CloudWatch ModelCacheHit or LoadedModelCount for the run "

@@ -12,6 +12,7 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
+from sm_locust.formatting import duration, money
+from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
 from sm_locust.sweep.deployers import DeployError, create_deployer
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
-from sm_locust.sweep.progress import Printer, duration_text, say
+from sm_locust.sweep.progress import Printer, say
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 
 
@@ -43,6 +46,33 @@ class SweepResult:
         statuses = {c["status"] for c in self.document["configurations"]}
         return 0 if statuses <= {"ok"} and self.document["recommendation"]["index"] else 1
 
+    # -- in a notebook (the Python API: `sm_locust.sweep(...)`) -------------------------------------
+    @property
+    def out_dir(self) -> Path:
+        return self.sweep.out_dir
+
+    @property
+    def recommendation(self) -> dict[str, Any]:
+        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence why."""
+        return self.document["recommendation"]
+
+    @property
+    def table(self) -> Any:
+        """sweep.csv as a pandas DataFrame: one row per configuration, whatever the sweep's kind."""
+        import pandas as pd
+
+        return pd.read_csv(self.outputs["csv"])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        reason = self.recommendation.get("reason") or "No recommendation."
+        page = self.outputs.get("html")
+        return (f"<p><b>{html.escape(reason)}</b></p>"
+                + self.table.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}")
+                + (f"<p><small>{html.escape(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
+                   "</small></p>" if page else ""))
+
 
 # -------------------------------------------------------------------------------------- checking
 
@@ -60,8 +90,10 @@ def _apply_model(spec: SweepSpec, model: Any) -> None:
             spec.endpoint[key] = value
 
 
-def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, overrides: list[str] | None = None,
-               client: Any = None, model: Any = None, poll_s: float | None = None, base_dir: Path | None = None) -> Sweep:
+def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
+               overrides: list[str] | None = None,
+               client: Any = None, model: Any = None, poll_s: float | None = None,
+               base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
     if isinstance(source, Mapping):
@@ -77,16 +109,17 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
 
 
 def _money(value: float | None) -> str:
-    if value is None:
-        return "$?"
-    return f"${value:.2f}" if value >= 0.1 else f"${value:.4f}".rstrip("0").rstrip(".")
+    """The plan's dollars: cents from $0.10 up, else four decimals without trailing zeros ($0.0007)."""
+    if value is None or value >= 0.1:
+        return money(value)
+    return money(value, 4).rstrip("0").rstrip(".")
 
 
 def plan_totals(sweep: Sweep) -> dict[str, Any]:
     run = sweep.to_run()
     hours = sum(sweep.estimates[i].instance_hours for i in run)
     priced = [sweep.estimates[i].usd for i in run]
-    usd = None if any(u is None for u in priced) else sum(priced)
+    usd = None if any(u is None for u in priced) else sum(u or 0.0 for u in priced)
     return {"configurations": len(sweep.configurations), "to_run": len(run),
             "measured_before": sum(1 for v in sweep.complete.values() if v),
             "over_budget": sum(1 for i in sweep.estimates if i not in sweep.allowed),
@@ -108,19 +141,20 @@ def plan_lines(sweep: Sweep) -> list[str]:
             lines.append(f"{head}; measured before (run folder {sweep.run_dir(c).name} complete): skipped")
             continue
         e = sweep.estimates[i]
-        tail = (f"; about {duration_text(e.billed_s)} alive, {e.instance_hours:.3f} instance-hours, {_money(e.usd)}")
+        tail = (f"; about {duration(e.billed_s)} alive, {e.instance_hours:.3f} instance-hours, {_money(e.usd)}")
         if i not in sweep.allowed:
             tail += f"; NOT RUN: max_cost_usd {spec.max_cost_usd:g} would be passed"
         lines.append(head + tail)
     t = plan_totals(sweep)
     what = "as if on the priced instance; nothing is billed locally" if spec.deploy == "local" else "billed by AWS"
-    lines.append(f"  total: {t['to_run']} to run ({t['measured_before']} measured before, {t['over_budget']} over budget), "
-                 f"about {duration_text(t['wall_s'])} with max_parallel_endpoints {spec.max_parallel_endpoints}, "
+    lines.append(f"  total: {t['to_run']} to run ({t['measured_before']} measured before, "
+                 f"{t['over_budget']} over budget), about {duration(t['wall_s'])} with max_parallel_endpoints "
+                 f"{spec.max_parallel_endpoints}, "
                  f"{t['instance_hours']:.3f} instance-hours, {_money(t['usd'])} ({what})")
     shown = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                       for k, v in sweep.plan.given.items() if k not in ("payload", "shape"))
     lines.append(f"  load per configuration: shape {sweep.plan.shape or 'constant users'}"
-                 + (f", {shown}" if shown else "") + f"; about {duration_text(sweep.plan.expected_test_s())} per test")
+                 + (f", {shown}" if shown else "") + f"; about {duration(sweep.plan.expected_test_s())} per test")
     return lines
 
 
@@ -132,18 +166,23 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     """Run every configuration still to measure; write sweep.json, sweep.csv and sweep.html."""
     printer = printer or Printer()
     t = plan_totals(sweep)
-    if t["to_run"] and sweep.deployer.needs_confirmation and not yes:
-        question = (f"create {t['to_run']} {sweep.spec.deploy} endpoint{'s' if t['to_run'] != 1 else ''} "
-                    f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
-        if confirm is None:
-            raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
-                             "then pass --yes")
+    ask = bool(t["to_run"] and sweep.deployer.needs_confirmation and not yes)
+    question = (f"{sweep.deployer.action(t['to_run'])} "
+                f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
+    if ask and confirm is None:
+        raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
+                         "then pass --yes")
+    if t["to_run"]:  # credentials, models, instance types, quotas: a sure failure stops it here (exit 2)
+        sweep.deployer.before_creating([sweep.deployer_settings(sweep.configuration(i)) for i in sweep.to_run()],
+                                       sweep.spec.max_parallel_endpoints, lambda text: say(printer, text))
+    if ask:
+        assert confirm is not None
         if not confirm(question):
             raise RunError("nothing deployed (not confirmed)")
     sweep.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     say(printer, f"{sweep.spec.name}: {t['configurations']} configurations on {sweep.spec.deploy}, {t['to_run']} to run"
                 + (f" ({t['measured_before']} measured before)" if t["measured_before"] else "")
-                + f", about {duration_text(t['wall_s'])}; results in {sweep.out_dir}/")
+                + f", about {duration(t['wall_s'])}; results in {sweep.out_dir}/")
     outcome = sweep.runner_class(sweep, printer, handle_signals=handle_signals).run()
     document = sweep.document(outcome.rows, outcome)
     outputs = sweep.write_outputs(document)
@@ -152,18 +191,35 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     return SweepResult(sweep, document, outputs, outcome.interrupted, outcome.signum)
 
 
-def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False, model: Any = None,
+def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
+          model: Any = None,
           client=None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep in one call (`model`: a sagemaker.model.Model to clone settings from)."""
     return run_sweep(load_sweep(source, out=out, overrides=overrides, client=client, model=model), yes=yes)
 
 
+def folder_kind(out_dir: Path) -> str:
+    """The kind of the sweep a folder holds, for `--cleanup ID` without its file: sweep.json's `kind`;
+    else `autoscaling` when restore journals are there (a sweep killed before its first sweep.json);
+    else the default."""
+    try:
+        kind = json.loads((out_dir / "sweep.json").read_text()).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if isinstance(kind, str) and kind in KINDS:
+        return kind
+    return "autoscaling" if (out_dir / JOURNAL_DIR).is_dir() else DEFAULT_KIND
+
+
 def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = None, profile: str | None = None,
-            client: Any = None, printer: Printer | None = None, kind: str = DEFAULT_KIND,
+            client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
-    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there."""
+    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there;
+    `kind` None: the folder says (`folder_kind`)."""
     printer = printer or Printer()
+    if kind is None:
+        kind = folder_kind(Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id)
 
     def progress(text: str) -> None:
         say(printer, text)

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sm_locust.sweep.costing import Estimate, Price, estimate
+from sm_locust.errors import UsageError
+from sm_locust.report.cost import load_prices
+from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
 from sm_locust.sweep.grid import Configuration
 from sm_locust.sweep.load import LoadPlan
@@ -43,6 +45,16 @@ DEFAULT_SWEEPS_DIR = "sweeps"
 def sweep_folder(spec: SweepSpec, out: str | Path | None) -> Path:
     """`--out`, or sweeps/<sweep id>/."""
     return Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / spec.sweep_id
+
+
+def configuration_prices(spec: SweepSpec, configurations: list[Configuration]) -> dict[int, Price]:
+    """Each configuration's price (`costing.price_of`: its price_per_hour, else the table's price for its
+    instance type), the file's `prices:` table read once; a usage error names the key."""
+    try:
+        table = load_prices(spec.prices)
+    except UsageError as exc:
+        raise spec.check.prefixed("prices", exc) from None
+    return {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
 
 
 def sagemaker_options(spec: SweepSpec, client: Any = None, poll_s: float | None = None) -> dict[str, Any]:
@@ -202,7 +214,8 @@ class Sweep:
         """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
         objective = self.spec.objective
         return {
-            "schema": schema, **({"kind": kind} if kind else {}), "name": self.spec.name, "sweep_id": self.spec.sweep_id,
+            "schema": schema, **({"kind": kind} if kind else {}), "name": self.spec.name,
+            "sweep_id": self.spec.sweep_id,
             "description": self.spec.description, "deploy": self.spec.deploy, "file": self.spec.source,
             "started_at": self.started_at, "ended_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "wall_s": round(outcome.wall_s, 1) if outcome else None,

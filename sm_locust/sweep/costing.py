@@ -48,7 +48,8 @@ def price_of(settings: Mapping[str, Any], table: PriceTable, *, where: str = "")
             prefix = f"{where}: " if where else ""
             raise UsageError(f"{prefix}instance type {instance_type} is not in the price table "
                              f"({', '.join(table.sources)}); give price_per_hour, or prices: FILE with its price")
-        return Price(priced.usd_per_hour, f"{priced.source} ({table.region} on-demand, {table.as_of})", instance_type, count)
+        return Price(priced.usd_per_hour, f"{priced.source} ({table.region} on-demand, {table.as_of})", instance_type,
+                     count)
     return Price(None, None, None, count)
 
 

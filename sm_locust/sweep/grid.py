@@ -70,7 +70,7 @@ def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
     if grid:
         keys = list(grid)
         for values in itertools.product(*(grid[k] for k in keys)):
-            rows.append((dict(zip(keys, values)), None))
+            rows.append((dict(zip(keys, values, strict=True)), None))
     for item in explicit:
         item = dict(item)
         name = item.pop(LABEL_KEY, None)
@@ -86,7 +86,7 @@ def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
         merged.append((settings, own, name))
     varying_keys = _varying_keys([s for s, _, _ in merged], [o for _, o, _ in merged])
     configurations = []
-    for i, (settings, own, name) in enumerate(merged, start=1):
+    for i, (settings, _, name) in enumerate(merged, start=1):
         varying = {k: settings.get(k) for k in varying_keys if k in settings}
         label = name or label_for(varying) or f"configuration {i}"
         configurations.append(Configuration(i, settings, varying, label))

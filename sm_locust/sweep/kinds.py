@@ -98,7 +98,8 @@ KINDS.add("serverless", SweepKind(
 KINDS.add("autoscaling", SweepKind(
     "autoscaling", "sm_locust.sweep.autoscaling.sweep:load", section=autoscaling_spec.SECTION,
     keys=autoscaling_spec.KEYS, hint="min_instances, max_instances, target_value",
-    parse=autoscaling_spec.parse_section, refused=autoscaling_spec.REFUSED))
+    parse=autoscaling_spec.parse_section, refused=autoscaling_spec.REFUSED,
+    cleanup="sm_locust.sweep.autoscaling.sagemaker:cleanup"))
 DEFAULT_KIND = "realtime"
 
 
@@ -120,8 +121,8 @@ def kind_of(data: Mapping[str, Any], check: Checker, kinds: Registry[SweepKind] 
     one message for two kinds' sections, a `kind:` that disagrees with the section, an unknown
     `kind:`, or a kind's key without its section."""
     keys = list(data)
-    with_section = sorted((kinds.get(n) for n in kinds if kinds.get(n).section in data),
-                          key=lambda k: keys.index(k.section))  # in the file's order
+    sections = {kinds.get(n).section: kinds.get(n) for n in kinds if kinds.get(n).section in data}
+    with_section = [sections[key] for key in keys if key in sections]  # in the file's order
     if len(with_section) > 1:
         names = [str(k.section) for k in with_section]
         raise check.error(", ".join(names), f"a sweep file is one kind; these are the sections of "
@@ -135,10 +136,11 @@ def kind_of(data: Mapping[str, Any], check: Checker, kinds: Registry[SweepKind] 
     if with_section:
         kind = with_section[0]
         if named is not None and named.name != kind.name:
-            raise check.error(KIND_KEY, f"{named.name}, but the file has {_a(kind.section or '')}: section ({_a(kind.name)} sweep); "
-                              f"leave kind: out or make it {kind.name}")
+            raise check.error(KIND_KEY, f"{named.name}, but the file has {_a(kind.section or '')}: section "
+                              f"({_a(kind.name)} sweep); leave kind: out or make it {kind.name}")
     elif named is not None and named.section:
-        raise check.error(named.section, f"missing: {_a(named.name)} sweep needs {_a(named.section)}: section ({named.hint})")
+        raise check.error(named.section,
+                          f"missing: {_a(named.name)} sweep needs {_a(named.section)}: section ({named.hint})")
     else:
         kind = named or kinds.get(DEFAULT_KIND)
     for name in kinds:
@@ -147,5 +149,7 @@ def kind_of(data: Mapping[str, Any], check: Checker, kinds: Registry[SweepKind] 
             continue
         for key in other.keys:
             if key in data and key not in kind.keys:
-                raise check.error(key, f"applies to {other.name} sweeps only; add {_a(other.section)}: section ({other.hint})")
+                raise check.error(key,
+                                  f"applies to {other.name} sweeps only; add {_a(other.section)}: section "
+                                  f"({other.hint})")
     return kind

@@ -30,6 +30,7 @@ from sm_locust.payloads.options import prepare_payloads
 from sm_locust.shapes import SHAPES
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.sweep.objective import Objective
+from sm_locust.sweep.validate import Checker
 
 RUN_KEYS = ("users", "spawn_rate", "run_time", "shape", "processes", "locust_args")
 SET_BY_DEPLOYER = ("endpoint_name", "endpoint_url")
@@ -48,7 +49,7 @@ class LoadPlan:
     given: dict[str, Any]  # what the file (or the objective) set, for the configuration key and options.json
     load: LoadSettings
     shape: str | None
-    shape_settings: ShapeSettings = field(repr=False, default=None)
+    shape_settings: ShapeSettings = field(repr=False)
     source: str = "<sweep>"
 
     def namespace(self, endpoint_name: str, endpoint_url: str = "", region: str | None = None) -> SimpleNamespace:
@@ -77,43 +78,37 @@ class LoadPlan:
             seconds = PLATEAU_STEPS_GUESS * s.step_seconds
         else:
             seconds = parse_seconds(DEFAULT_RUN_TIME, "run_time")
-        return float(seconds) + LOCUST_OVERHEAD_S
+        return float(seconds or 0.0) + LOCUST_OVERHEAD_S
 
 
 def _specs() -> dict[str, OptionSpec]:
     return {spec.dest: spec for spec in all_option_specs() if spec.forward}
 
 
-def _convert(spec: OptionSpec, value: Any, path: str, source: str) -> Any:
-    def bad(message: str) -> UsageError:
-        return UsageError(f"{source}: {path}: {message}")
-
+def _convert(spec: OptionSpec, value: Any, path: str, check: Checker) -> Any:
+    """An option's value from the file, by the option's type (numbers by the one numeric rule)."""
     if value is None:
         return None
     if spec.type is bool:
         try:
             return spec.argparse_kwargs()["type"](value)
         except ValueError:
-            raise bad(f"expected true or false, got {value!r}") from None
+            raise check.error(path, f"expected true or false, got {value!r}") from None
     if spec.type is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
-            raise bad(f"expected a whole number, got {value!r}")
-        value = int(value)
+        value = check.integer(path, value)
     elif spec.type is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad(f"expected a number, got {value!r}")
-        value = float(value)
+        value = check.number(path, value)
     elif spec.type is None:
         if isinstance(value, (dict, list)):
-            raise bad(f"expected text or a number, got {value!r}")
+            raise check.error(path, f"expected text or a number, got {value!r}")
         value = str(value)
     else:
         try:
             value = spec.type(value)
         except (TypeError, ValueError) as exc:
-            raise bad(f"{exc}") from None
+            raise check.error(path, f"{exc}") from None
     if spec.choices and value not in spec.choices:
-        raise bad(f"unknown {value!r}; choose one of: {', '.join(map(str, spec.choices))}")
+        raise check.error(path, f"unknown {value!r}; choose one of: {', '.join(map(str, spec.choices))}")
     return value
 
 
@@ -128,6 +123,7 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
                base_dir: Path | None = None) -> LoadPlan:
     """Check `load:` and build the run's options; UsageError naming `load.<key>` when wrong."""
     base_dir = base_dir or Path.cwd()
+    check = Checker(source)
     specs = _specs()
     valid = sorted(set(specs) | set(RUN_KEYS))
     given: dict[str, Any] = {}
@@ -135,39 +131,37 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
     for key, value in load.items():
         path = f"load.{key}"
         if key in SET_BY_DEPLOYER:
-            raise UsageError(f"{source}: {path}: set by the deployer for each configuration; leave it out")
+            raise check.error(path, "set by the deployer for each configuration; leave it out")
         if key in RUN_KEYS:
             run[key] = value
             continue
         if key not in specs:
             close = difflib.get_close_matches(key, valid, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise UsageError(f"{source}: {path}: unknown key; {hint}load takes `sm-locust run` options in snake_case "
-                             f"({', '.join(valid)})")
-        value = _convert(specs[key], value, path, source)
+            raise check.error(path, f"unknown key; {hint}load takes `sm-locust run` options in snake_case "
+                              f"({', '.join(valid)})")
+        value = _convert(specs[key], value, path, check)
         if key in PATH_KEYS and isinstance(value, str) and value:
             value = _resolve_path(value, base_dir)
         given[key] = value
-
-    def prefixed(exc: UsageError) -> UsageError:
-        return UsageError(f"{source}: load: {exc.message}")
 
     shape = None
     if run.get("shape") is not None:
         try:
             shape = SHAPES.canonical(str(run["shape"]))
         except UsageError as exc:
-            raise UsageError(f"{source}: load.shape: {exc.message}") from None
+            raise check.prefixed("load.shape", exc) from None
     users = run.get("users")
-    if users is not None and (isinstance(users, bool) or not isinstance(users, int) or users < 1):
-        raise UsageError(f"{source}: load.users: expected a whole number of users (1 or more), got {users!r}")
+    if users is not None:
+        users = run["users"] = check.integer("load.users", users, minimum=1,
+                                             expected="expected a whole number of users (1 or more)")
     if shape is None and given.get("target_rps") is not None:
         shape = "open"
     if shape is None and users is None:
         shape = "plateau"  # a sweep compares capacities
     if users is not None and shape in ("plateau", "phases", "open"):
-        raise UsageError(f"{source}: load.users: conflicts with shape {shape} (the shape decides the load); "
-                         "leave users out, or set shape: step")
+        raise check.error("load.users", f"conflicts with shape {shape} (the shape decides the load); "
+                          "leave users out, or set shape: step")
     if shape in SEARCH_SHAPES:
         if objective.slo_ms is not None and given.get("latency_slo_ms") is None:
             given["latency_slo_ms"] = float(objective.slo_ms)
@@ -179,13 +173,14 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
     options = {dest: spec.default for dest, spec in specs.items()}
     options.update(given)
     spawn_rate = run.get("spawn_rate")
-    if spawn_rate is not None and (isinstance(spawn_rate, bool) or not isinstance(spawn_rate, (int, float)) or spawn_rate <= 0):
-        raise UsageError(f"{source}: load.spawn_rate: expected a number of users per second (more than 0), got {spawn_rate!r}")
+    if spawn_rate is not None:
+        spawn_rate = check.number("load.spawn_rate", spawn_rate, above=0,
+                                  expected="expected a number of users per second (more than 0)")
     options["spawn_rate"] = spawn_rate
     try:
         shape_settings = ShapeSettings.from_options(SimpleNamespace(**options)).check(shape)
     except UsageError as exc:
-        raise prefixed(exc) from None
+        raise check.prefixed("load", exc) from None
 
     run_time = run.get("run_time")
     if run_time is not None:
@@ -193,15 +188,18 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
         try:
             parse_seconds(run_time, "run_time")
         except UsageError as exc:
-            raise UsageError(f"{source}: load.run_time: {exc.message}") from None
+            raise check.prefixed("load.run_time", exc) from None
     elif shape in (None, "open") and not (shape == "open" and shape_settings.max_duration_s):
         run_time = DEFAULT_RUN_TIME
     processes = run.get("processes")
-    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes == 0 or processes < -1):
-        raise UsageError(f"{source}: load.processes: worker processes N >= 1, or -1 for one per core; got {processes!r}")
+    if processes is not None:
+        rule = "worker processes N >= 1, or -1 for one per core"
+        processes = check.integer("load.processes", processes, minimum=-1, expected=rule)
+        if processes == 0:
+            raise check.error("load.processes", f"{rule}, got 0")
     locust_args = run.get("locust_args") or []
     if not isinstance(locust_args, list) or not all(isinstance(a, (str, int, float)) for a in locust_args):
-        raise UsageError(f"{source}: load.locust_args: a list of Locust command-line arguments, e.g. [--stop-timeout, 5]")
+        raise check.error("load.locust_args", "a list of Locust command-line arguments, e.g. [--stop-timeout, 5]")
     load_settings = LoadSettings(
         users=users if users is not None else (None if shape else 1),
         spawn_rate=float(spawn_rate) if spawn_rate is not None else (100.0 if shape else float(users or 1)),
@@ -215,10 +213,11 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
 def check_payload(plan: LoadPlan) -> None:
     """Encode the payload once, as `sm-locust run` does before it starts: a bad payload fails here."""
     if not plan.options.get("payload"):
-        raise UsageError(f"{plan.source}: load.payload: missing; give the request body source (a file, .jsonl, folder, "
-                         ".npy/.npz or module:function; relative paths are relative to the sweep file)")
+        raise Checker(plan.source).error("load.payload", "missing; give the request body source (a file, .jsonl, "
+                                         "folder, .npy/.npz or module:function; relative paths are relative to the "
+                                         "sweep file)")
     namespace = plan.namespace("sweep-check")
     try:
         prepare_payloads(SageMakerSettings.from_options(namespace).validate(), namespace)
     except UsageError as exc:
-        raise UsageError(f"{plan.source}: load: {exc.message}") from None
+        raise Checker(plan.source).prefixed("load", exc) from None

@@ -16,13 +16,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 OPTIMIZE = ("cost", "throughput", "latency")
 # the percentiles summary.json records per step (docs/summary.md) -> their keys
 PERCENTILE_KEYS = {50.0: "p50_ms", 90.0: "p90_ms", 95.0: "p95_ms", 99.0: "p99_ms", 99.9: "p99_9_ms"}
 DEFAULT_MAX_ERROR_RATE = 0.01  # the report's rule for a sustainable step (docs/report.md, Cost)
-C = TypeVar("C")  # a kind's candidate (realtime.rank.Candidate, serverless.rank.ServerlessCandidate)
+class Ranked(Protocol):
+    """What the shared helpers read of a kind's candidate (realtime.rank.Candidate, ServerlessCandidate)."""
+
+    index: int
+    label: str
+
+
+C = TypeVar("C", bound=Ranked)
 
 
 @dataclass(frozen=True)
@@ -45,11 +52,6 @@ class Objective:
         return {"target_rps": self.target_rps, "slo_ms": self.slo_ms, "percentile": self.percentile,
                 "max_error_rate": self.max_error_rate, "safety_factor": self.safety_factor, "optimize": self.optimize,
                 **({"max_breach_s": self.max_breach_s} if self.max_breach_s is not None else {})}
-
-
-def pct(value: float | None) -> str:
-    """A share as a percentage: 0.25 -> '25 %', 0.015 -> '1.5 %', unknown -> '?'."""
-    return "?" if value is None else f"{value * 100:.1f} %".replace(".0 %", " %")
 
 
 def big(value: float | None) -> float:

@@ -122,12 +122,12 @@ def simulate(durations: Mapping[int, Durations], max_alive: int) -> Simulation:
             events.append((clock, "deploy", i))
             push(clock + durations[i].deploy_s, "deploy_failed" if durations[i].fails else "deployed", i)
         if not testing:
-            i = pipeline.next_test()
-            if i is not None:
-                pipeline.start_test(i)
+            ready = pipeline.next_test()
+            if ready is not None:
+                pipeline.start_test(ready)
                 testing = True
-                events.append((clock, "test", i))
-                push(clock + durations[i].test_s, "tested", i)
+                events.append((clock, "test", ready))
+                push(clock + durations[ready].test_s, "tested", ready)
         if pipeline.finished:
             return Simulation(clock, pipeline.peak_alive, events)
         if not heap:

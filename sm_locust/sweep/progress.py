@@ -11,21 +11,14 @@ from __future__ import annotations
 import io
 import sys
 import threading
+from collections.abc import Callable
 from typing import TextIO
+
+from sm_locust.formatting import duration
+from sm_locust.sweep.rows import Row
 
 PREFIX = "sm-locust sweep:"
 BAR_WIDTH = 20
-
-
-def duration_text(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
-    return f"{seconds // 3600:.0f} h {(seconds % 3600) // 60:.0f} min"
 
 
 def bar(done: int, total: int, width: int = BAR_WIDTH) -> str:
@@ -42,8 +35,8 @@ def eta_s(elapsed_s: float, measured: int, remaining: int) -> float | None:
 
 
 def progress_line(done: int, total: int, elapsed_s: float, eta: float | None) -> str:
-    left = "done" if done >= total else (f"about {duration_text(eta)} left" if eta is not None else "ETA after the first")
-    return f"{PREFIX} {bar(done, total)} {done}/{total} configurations, {duration_text(elapsed_s)} elapsed, {left}"
+    left = "done" if done >= total else (f"about {duration(eta)} left" if eta is not None else "ETA after the first")
+    return f"{PREFIX} {bar(done, total)} {done}/{total} configurations, {duration(elapsed_s)} elapsed, {left}"
 
 
 class Printer:
@@ -57,6 +50,18 @@ class Printer:
         with self._lock:
             self.stream.write(line + "\n")
             self.stream.flush()
+
+
+def configuration_line(index: int, total: int, row: Row, figures: Callable[[], str]) -> str:
+    """The line printed when a configuration is done: `[2/6] <label>: <figures> (38 s)`, its status
+    and reason instead of figures when it did not measure, `(measured before ...)` when resumed;
+    `figures()` is the kind's text for a measured configuration."""
+    head = f"{PREFIX} [{index}/{total}] {row.label}: "
+    took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
+    if row.status != "ok":
+        return f"{head}{row.status}: {row.reason}{took}"
+    resumed = " (measured before: run folder complete)" if row.resumed else ""
+    return f"{head}{figures()}{resumed}{took}"
 
 
 def say(printer, text: str) -> None:

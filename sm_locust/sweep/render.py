@@ -13,10 +13,13 @@ from __future__ import annotations
 import csv
 import html
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from plotly.offline import get_plotlyjs
+
+from sm_locust.formatting import number
 
 CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}
@@ -42,18 +45,6 @@ def write_rows(path: Path, header: list[str], rows: list[dict[str, Any]]) -> Non
 # ------------------------------------------------------------------------------------------- html
 
 
-def _fmt(value: Any, digits: int = 1, unit: str = "") -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}{unit}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}{unit}"
-    return html.escape(str(value)) + unit
-
-
 def configurations_table(document: dict[str, Any], columns: list[tuple[str, str, int]],
                          derived: Callable[[dict[str, Any]], dict[str, Any]], note: str) -> str:
     """The configurations table of a sweep page: one row per configuration, `columns` as (heading, key, digits),
@@ -68,7 +59,7 @@ def configurations_table(document: dict[str, Any], columns: list[tuple[str, str,
         cls = "winner" if c.get("index") == winner else ("failed" if c.get("status") != "ok" else "")
         cells = []
         for _, key, digits in columns:
-            text = _fmt(values.get(key), digits)
+            text = html.escape(number(values.get(key), digits))
             if key == "label" and c.get("report"):
                 text = f'<a href="{html.escape(c["report"])}">{text}</a>'
             if key == "status" and c.get("reason"):
@@ -86,11 +77,10 @@ def figure_html(fig: Any, div_id: str) -> str:
 def page(document: dict[str, Any], kind: str, note: str, sections: list[tuple[str, str]]) -> str:
     """A sweep page: `<kind> <name>` as title and heading, the `note` line (HTML), the recommendation, the
     `sections` as (heading, HTML) and why the others lost; plotly.js inlined so the page works offline."""
-    from plotly.offline import get_plotlyjs
-
     rec = document.get("recommendation") or {}
     name = html.escape(document.get("name", ""))
-    lost = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(why)}</li>" for label, why in (document.get("why_not") or {}).items())
+    why_not = (document.get("why_not") or {}).items()
+    lost = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(why)}</li>" for label, why in why_not)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{kind.lower()} {name}</title><style>{CSS}</style>",

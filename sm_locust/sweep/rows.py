@@ -114,7 +114,8 @@ class Row:
 
     def as_dict(self) -> dict[str, Any]:
         """The row as sweep.json's configuration object (the one place rows are written)."""
-        out: dict[str, Any] = {"index": self.index, "label": self.label, "key": self.key, "settings": dict(self.settings),
+        out: dict[str, Any] = {"index": self.index, "label": self.label, "key": self.key,
+                               "settings": dict(self.settings),
                                "status": self.status, "reason": self.reason, "resumed": self.resumed,
                                "run_dir": self.run_dir, **self.identity()}
         if self.report_gaps is not None:

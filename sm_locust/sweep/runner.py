@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.launch import execute
 from sm_locust.options import SageMakerSettings
@@ -80,8 +82,6 @@ def is_complete(run_dir: Path, key: str) -> bool:
 
 def _locust_children() -> list:
     """Locust processes this sweep started (a run interrupted in the middle)."""
-    import psutil
-
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
@@ -93,8 +93,6 @@ def _locust_children() -> list:
 
 
 def stop_locust_children(timeout: float = 5.0) -> None:
-    import psutil
-
     children = _locust_children()
     for child in children:
         with contextlib.suppress(psutil.Error):
@@ -126,7 +124,7 @@ class SweepRunner:
         self.timing: dict[int, dict[str, float]] = {}
         self.measured = 0
         self.finished: set[int] = set()
-        self.signum = signal.SIGINT
+        self.signum: int = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
 
@@ -353,6 +351,8 @@ class SweepRunner:
 
     def _report(self, i: int, run_dir: Path, d: Deployment) -> None:
         """The run's report (report.html, steps.csv; CloudWatch when on AWS); gaps are noted, never fatal."""
+        # lazy: report/ loads pandas (~400-470 ms, python -X importtime), which a sweep with
+        # `report: false`, and every --plan, never needs
         from sm_locust.report.pipeline import ReportOptions, build_report
 
         price = self.sweep.prices[i]

@@ -179,7 +179,8 @@ def _percentile(check: Checker, value: Any) -> float:
     try:
         pct = float(text)
     except ValueError:
-        raise check.error("objective.percentile", f"expected a percentile like 95, p99 or 99.9, got {value!r}") from None
+        raise check.error("objective.percentile",
+                          f"expected a percentile like 95, p99 or 99.9, got {value!r}") from None
     if pct not in PERCENTILE_KEYS:
         raise check.error("objective.percentile", f"{value!r}: runs record p50, p90, p95, p99 and p99.9; choose one")
     return pct
@@ -197,7 +198,8 @@ def parse_objective(source: str, value: Any) -> Objective:
     if data.get("percentile") is not None:
         kwargs["percentile"] = _percentile(check, data["percentile"])
     if data.get("max_error_rate") is not None:
-        kwargs["max_error_rate"] = check.number("objective.max_error_rate", data["max_error_rate"], minimum=0, maximum=1)
+        kwargs["max_error_rate"] = check.number("objective.max_error_rate", data["max_error_rate"], minimum=0,
+                                                maximum=1)
     else:
         kwargs["max_error_rate"] = DEFAULT_MAX_ERROR_RATE
     if data.get("safety_factor") is not None:
@@ -207,7 +209,8 @@ def parse_objective(source: str, value: Any) -> Objective:
     if data.get("optimize") is not None:
         optimize = str(data["optimize"]).strip().lower()
         if optimize not in OPTIMIZE:
-            raise check.error("objective.optimize", f"unknown {data['optimize']!r}; choose one of: {', '.join(OPTIMIZE)}")
+            raise check.error("objective.optimize",
+                              f"unknown {data['optimize']!r}; choose one of: {', '.join(OPTIMIZE)}")
         kwargs["optimize"] = optimize
     return Objective(**kwargs)
 
@@ -227,7 +230,9 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
     if data.get("sweep_id") is not None:
         sweep_id = check.text("sweep_id", data["sweep_id"])
         if len(sweep_id) > MAX_SWEEP_ID or not SWEEP_ID.match(sweep_id):
-            raise check.error("sweep_id", f"{sweep_id!r}: use letters, digits and single hyphens, at most {MAX_SWEEP_ID} characters")
+            raise check.error("sweep_id",
+                              f"{sweep_id!r}: use letters, digits and single hyphens, at most {MAX_SWEEP_ID} "
+                              f"characters")
     else:
         sweep_id = sweep_id_from(name)
     spec = SweepSpec(name=name, sweep_id=sweep_id, source=source, base_dir=base_dir or Path.cwd())
@@ -264,7 +269,8 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
         spec.grid = {**spec.section.grid(), **spec.grid}  # the section's axes first: they label the configurations
         spec.endpoint.update(spec.section.shared)
     if not spec.grid and not spec.configurations:
-        raise check.error("grid", "missing: a sweep needs a grid: (settings -> lists of values) or configurations: (a list)")
+        raise check.error("grid",
+                          "missing: a sweep needs a grid: (settings -> lists of values) or configurations: (a list)")
 
     spec.load = dict(check.mapping("load", data.get("load")))
     spec.objective = parse_objective(source, data.get("objective"))
@@ -288,7 +294,8 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
     if data.get("report") is not None:
         spec.report = check.flag("report", data["report"])
     if data.get("expected_deploy_minutes") is not None:
-        spec.expected_deploy_minutes = check.number("expected_deploy_minutes", data["expected_deploy_minutes"], minimum=0)
+        spec.expected_deploy_minutes = check.number("expected_deploy_minutes", data["expected_deploy_minutes"],
+                                                    minimum=0)
     if data.get("deploy_timeout_minutes") is not None:
         spec.deploy_timeout_minutes = check.number("deploy_timeout_minutes", data["deploy_timeout_minutes"], above=0)
     return spec

@@ -52,6 +52,7 @@ from sm_locust.invocation import (
     Invocation,
     InvocationError,
 )
+from sm_locust.transport.inflight import StoppedRequests
 
 DEFAULT_POOL_SIZE = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -146,17 +147,19 @@ class Measurement:
 
     Like `EventHook.measure()`: an `Exception` raised in the block is the failure (named by
     `to_error(exc, url)`, never re-raised); a `BaseException` (GreenletExit when Locust stops the
-    User, KeyboardInterrupt) passes through without an event. Inside the block set
+    User, KeyboardInterrupt) passes through without an event, and `stopped(request_type, name)` is
+    called (`inflight.StoppedRequests`: requests in flight at the stop are counted). Inside the block set
     `response_length`, `exception` (a failure that was not raised, e.g. a rejected body) and
     `context`; `stop()` ends the response time early (work after it is not timed).
     """
 
     __slots__ = ("_event", "request_type", "name", "context", "url", "started", "start_time", "end",
-                 "response_length", "exception", "_to_error")
+                 "response_length", "exception", "_to_error", "_stopped")
 
     def __init__(self, event: Any, request_type: str, name: str, context: dict | None = None,
                  url: str | None = None, started: float | None = None,
-                 to_error: Callable[[BaseException, str | None], InvocationError] = name_exception):
+                 to_error: Callable[[BaseException, str | None], InvocationError] = name_exception,
+                 stopped: Callable[[str, str], None] | None = None):
         now = _perf_counter()
         if started is None:
             self.started, self.start_time = now, _time()
@@ -171,6 +174,7 @@ class Measurement:
         self.response_length = 0
         self.exception: InvocationError | None = None
         self._to_error = to_error
+        self._stopped = stopped
 
     def stop(self) -> None:
         """The response time ends now (the event still fires at the end of the block)."""
@@ -189,8 +193,10 @@ class Measurement:
     def __exit__(self, kind, exc, traceback) -> bool:
         end = self.end if self.end is not None else _perf_counter()
         if exc is not None:
-            if not isinstance(exc, Exception):
-                return False  # the User is being stopped: no event, as before
+            if not isinstance(exc, Exception):  # the User is being stopped: no event, but counted
+                if self._stopped is not None:
+                    self._stopped(self.request_type, self.name)
+                return False
             self.exception = self._to_error(exc, self.url)
         self.finish(end)
         return True
@@ -200,9 +206,9 @@ class Measurement:
 
 
 def measure(event: Any, request_type: str, name: str, context: dict | None = None, *, url: str | None = None,
-            started: float | None = None) -> Measurement:
+            started: float | None = None, stopped: Callable[[str, str], None] | None = None) -> Measurement:
     """`with measure(environment.events.request, "InvokeEndpointSplit", name) as request: ...`"""
-    return Measurement(event, request_type, name, context, url=url, started=started)
+    return Measurement(event, request_type, name, context, url=url, started=started, stopped=stopped)
 
 
 class StreamMeasurement(Measurement):
@@ -221,7 +227,7 @@ class StreamMeasurement(Measurement):
                  context: dict | None):
         super().__init__(client.request_event, INVOKE_ENDPOINT_STREAM, name,
                          {"endpoint": client.endpoint_name, **(context or {})},
-                         url=url, started=started, to_error=client.error)
+                         url=url, started=started, to_error=client.error, stopped=client.stopped_request)
         self.endpoint = client.endpoint_name
         self.extra = context
         self.inter_chunk = client.inter_chunk
@@ -336,6 +342,8 @@ class SageMakerClient(ABC):
             raise UsageError(f"inter_chunk {inter_chunk!r} is not one of {', '.join(INTER_CHUNK_MODES)}")
         self.environment = environment
         self.request_event = environment.events.request
+        self.stopped_request = StoppedRequests.for_environment(environment).stopped
+        """Called with (request type, name) for a request the stop cut short (transport/inflight.py)."""
         self.endpoint_name = endpoint_name
         self.settings = ClientSettings(region, endpoint_url, profile, pool_size, connect_timeout, read_timeout,
                                        credentials)
@@ -386,7 +394,7 @@ class SageMakerClient(ABC):
         if context:
             ctx.update(context)
         request = Measurement(self.request_event, INVOKE_ENDPOINT, name or invocation.request_name(self.endpoint_name),
-                              ctx, self.urls[INVOKE_ENDPOINT], started, self.error)  # positional: the hot path
+                              ctx, self.urls[INVOKE_ENDPOINT], started, self.error, self.stopped_request)  # hot path
         result = None
         with request:
             result = self._invoke(invocation)
@@ -419,7 +427,7 @@ class SageMakerClient(ABC):
         with Measurement(self.request_event, INVOKE_ENDPOINT_ASYNC, name or invocation.request_name(self.endpoint_name),
                          {"endpoint": self.endpoint_name, "target": invocation.target, **(context or {})},
                          url=self.urls[INVOKE_ENDPOINT_ASYNC],
-                         started=started, to_error=self.error):
+                         started=started, to_error=self.error, stopped=self.stopped_request):
             result = self._async(invocation, input_location)
         return result
 

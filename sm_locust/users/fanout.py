@@ -46,7 +46,7 @@ def invoke_split(client: SageMakerClient, invocation: Invocation, name: str | No
     part_name = name + PART_SUFFIX
     results: list[InvokeResult | None] = [None] * len(parts)
     with measure(client.request_event, INVOKE_ENDPOINT_SPLIT, name,
-                 {"endpoint": client.endpoint_name, "parts": len(parts)}) as request:
+                 {"endpoint": client.endpoint_name, "parts": len(parts)}, stopped=client.stopped_request) as request:
         others = [spawn(client.send, part, part_name) for part in parts[1:]]
         try:
             outcomes = [client.send(parts[0], part_name)]

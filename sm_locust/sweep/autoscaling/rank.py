@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, pct, why_lost
+from sm_locust.formatting import percent
+from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
 
 
 @dataclass
@@ -55,7 +56,8 @@ def disqualification(c: ScalingCandidate, objective: Objective) -> str | None:
         allowed = f" (max_breach_s {budget:g})" if budget else ""
         return (c.breach_cause or f"{c.slo_breach_s:.0f} s over the SLO") + allowed
     if c.error_rate is not None and c.error_rate > objective.max_error_rate:
-        return f"{pct(c.error_rate)} of requests failed or were throttled (budget {pct(objective.max_error_rate)})"
+        return (f"{percent(c.error_rate, trim=True)} of requests failed or were throttled "
+                f"(budget {percent(objective.max_error_rate, trim=True)})")
     return None
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sm_locust.formatting import duration
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
-from sm_locust.sweep.progress import PREFIX, duration_text
+from sm_locust.sweep.progress import PREFIX
 from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
 
 SCHEMA = 1
@@ -30,7 +31,7 @@ def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
     """`[1/2] min_instances 1: out 1 -> 3 after 180 s (serving 420 s), peak 3, 0.75 instance-hours ($0.17),
     310 s over the SLO, 0 flaps (46 s)`."""
     head = f"{PREFIX} [{index}/{total}] {row.label}: "
-    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
+    took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
     if row.status != "ok":
         return f"{head}{row.status}: {row.reason}{took}"
     f = row.figures or AutoscalingFigures()

@@ -47,6 +47,7 @@ MODEL_TYPES = {field: {"model_count": int, "model_size_mb": str, "cache_setting"
 COMPONENTS = "inference_components"  # `a:2,b:1`, as serve's --inference-components
 PRICING_KEYS = ("instance_type", "price_per_hour")
 WORKER_VARIABLES = ("environment.SAGEMAKER_MODEL_SERVER_WORKERS", "environment.SAGEMAKER_GUNICORN_WORKERS")
+INTEGER_KEYS = ("workers", "threads", "max_concurrency", "max_batch_size", "stream_tokens", "seed")
 USAGE_FILE = "endpoint_usage.csv"
 LOADED_MODELS = "loaded_models"  # endpoint_usage.csv's column for a multi-model endpoint
 SAMPLE_EVERY_S = 1.0
@@ -151,7 +152,8 @@ class LocalDeployer(Deployer):
                 expected = float
             if expected in (int, float):
                 whole = expected is int
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not float(value).is_integer()):
+                numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if not numeric or (whole and not float(value).is_integer()):
                     kind = "a whole number" if whole else "a number"
                     raise UsageError(f"{where(key)}: expected {kind}, got {value!r}")
             elif expected is bool and not isinstance(value, bool):
@@ -170,7 +172,7 @@ class LocalDeployer(Deployer):
     def config(settings: Mapping[str, Any]) -> EndpointConfig:
         kwargs = endpoint_kwargs(settings)
         for key, value in kwargs.items():
-            if key in ("workers", "threads", "max_concurrency", "max_batch_size", "stream_tokens", "seed") and value is not None:
+            if key in INTEGER_KEYS and value is not None:
                 kwargs[key] = int(value)
         return EndpointConfig(port=0, **kwargs)
 
@@ -195,6 +197,8 @@ class LocalDeployer(Deployer):
             raise DeployError(str(exc)) from None
         deployment.endpoint_url = endpoint.url
         deployment.info = {"url": endpoint.url, "command": self.describe(deployment.settings)}
+        if endpoint.process is None:
+            raise DeployError("the local endpoint did not start a process")
         models = None
         if endpoint.config.multi_model is not None:
             def models() -> int | None:

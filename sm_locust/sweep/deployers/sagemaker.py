@@ -9,9 +9,15 @@ Per configuration (docs/sweep.md has the whole story):
 2. CreateEndpointConfig: one production variant, `instance_type` x `instance_count`.
 3. CreateEndpoint, then DescribeEndpoint every `poll_s` until InService; `Failed` ends the
    configuration with its FailureReason.
-4. Teardown, always: DeleteEndpoint (waiting until it is gone), DeleteEndpointConfig, DeleteModel.
-   An endpoint still Creating may refuse deletion; teardown waits for it to leave Creating and
-   retries. Resources that are already gone count as deleted.
+4. Teardown, always: DeleteEndpoint (waiting until it is gone), DeleteEndpointConfig, DeleteModel,
+   of what a create call may have made (`Deployment.created`: not a call SageMaker refused, not one
+   never sent; a sweep without credentials used to report six resources "NOT deleted" that were
+   never created). An endpoint still Creating may refuse deletion; teardown waits for it to leave
+   Creating and retries. Resources that are already gone count as deleted.
+
+Before the first configuration is created, `before_creating` checks credentials, region, models,
+instance types and the account's endpoint-usage quotas (`precheck.py`): one table, exit 2 on a sure
+failure.
 
 All three resources are named `<sweep id>-<configuration key>-<stamp>` and tagged
 `sm-locust:sweep=<sweep id>`; `cleanup(sweep_id)` lists resources whose name contains the sweep id,
@@ -31,7 +37,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.region import region_for
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
+from sm_locust.sweep.deployers.precheck import Need, check_before_creating, needs_for
 
 KEYS = ["model_name", "image", "model_data_url", "role", "instance_type", "instance_count", "variant_name",
         "environment.*", "price_per_hour"]
@@ -84,8 +92,10 @@ class SageMakerDeployer(Deployer):
     expected_delete_s = 60.0
 
     def __init__(self, client=None, *, region: str | None = None, profile: str | None = None, poll_s: float = 15.0,
-                 timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0, sleep: Callable[[float], None] = time.sleep):
+                 timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0,
+                 sleep: Callable[[float], None] = time.sleep, quotas_client: Any = None):
         self._client = client
+        self.quotas_client = quotas_client  # Service Quotas (precheck.py); None: from the same session
         self.region = region
         self.profile = profile
         self.poll_s = poll_s
@@ -95,13 +105,32 @@ class SageMakerDeployer(Deployer):
 
     # -- client -----------------------------------------------------------------------------------
     @property
-    def client(self):
+    def client(self) -> Any:
         if self._client is None:
+            # lazy: boto3 costs ~190 ms to import (python -X importtime); `--plan`, bad input
+            # and local serverless sweeps load this module without ever needing the client
             import boto3
 
-            session = boto3.session.Session(profile_name=self.profile or None, region_name=self.region or None)
+            session = boto3.session.Session(profile_name=self.profile or None,
+                                            region_name=region_for(self.region, self.profile) or None)
             self._client = session.client("sagemaker")
         return self._client
+
+    # -- before creating anything -----------------------------------------------------------------
+    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+        """What the sweep holds at once per instance type (an autoscaling deployer: up to max_instances)."""
+        return needs_for(configurations, max_parallel)
+
+    def before_creating(self, configurations: list[Mapping[str, Any]], max_parallel: int, progress: Progress) -> None:
+        needs = self.creation_needs(configurations, max_parallel)
+        if not needs:
+            return
+        result = check_before_creating(needs, region=self.region, profile=self.profile, sagemaker=self._client,
+                                       quotas=self.quotas_client)
+        progress("before creating anything:")
+        for line in result.table():
+            progress(line)
+        result.raise_for_failures()
 
     # -- settings ---------------------------------------------------------------------------------
     def known_keys(self) -> list[str]:
@@ -117,7 +146,8 @@ class SageMakerDeployer(Deployer):
                 raise UsageError(f"{where(key)}: expected text, got {value!r}")
             if key == "instance_count" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise UsageError(f"{where(key)}: expected a whole number of instances (1 or more), got {value!r}")
-            if key == "price_per_hour" and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if key == "price_per_hour" and (not numeric or value < 0):
                 raise UsageError(f"{where(key)}: expected a price in USD per hour, got {value!r}")
         if not settings.get("instance_type"):
             raise UsageError(f"{where('instance_type')}: missing; a SageMaker configuration needs an instance type "
@@ -128,7 +158,10 @@ class SageMakerDeployer(Deployer):
 
     def describe(self, settings: Mapping[str, Any]) -> str:
         count = int(settings.get("instance_count") or 1)
-        source = f"clone of model {settings['model_name']}" if settings.get("model_name") else f"image {settings.get('image')}"
+        if settings.get("model_name"):
+            source = f"clone of model {settings['model_name']}"
+        else:
+            source = f"image {settings.get('image')}"
         env = environment_of(settings)
         text = f"{count} x {settings.get('instance_type')}, {source}"
         if env:
@@ -207,7 +240,8 @@ class SageMakerDeployer(Deployer):
         request = self.model_request(deployment)
         steps = [
             ("create_model", request),
-            ("create_endpoint_config", {"EndpointConfigName": deployment.resources["endpoint_config"], "Tags": self._tags(deployment),
+            ("create_endpoint_config",
+             {"EndpointConfigName": deployment.resources["endpoint_config"], "Tags": self._tags(deployment),
                                         "ProductionVariants": [self.production_variant(deployment)]}),
             ("create_endpoint", {"EndpointName": name, "EndpointConfigName": deployment.resources["endpoint_config"],
                                  "Tags": self._tags(deployment)}),
@@ -215,7 +249,15 @@ class SageMakerDeployer(Deployer):
         for operation, kwargs in steps:
             if cancel.is_set():
                 raise Cancelled(f"interrupted before {operation}")
-            self._call(operation, **kwargs)
+            kind = operation.removeprefix("create_")
+            try:
+                self._call(operation, **kwargs)
+            except DeployError:  # SageMaker answered no: nothing was made
+                raise
+            except BaseException:  # no answer (a timeout, a lost connection): it may exist
+                deployment.created.append(kind)
+                raise
+            deployment.created.append(kind)
         deployment.info.update(self.deployed_info(deployment))
         self._wait_in_service(name, cancel, progress)
 
@@ -248,11 +290,12 @@ class SageMakerDeployer(Deployer):
     # -- teardown ---------------------------------------------------------------------------------
     def teardown(self, deployment: Deployment, progress: Progress) -> list[str]:
         left = []
-        r = deployment.resources
+        r = {kind: name for kind, name in deployment.resources.items() if kind in deployment.created}
         if r.get("endpoint"):
             left += self._delete_endpoint(r["endpoint"], progress)
         if r.get("endpoint_config"):
-            left += self._delete("delete_endpoint_config", "endpoint config", r["endpoint_config"], EndpointConfigName=r["endpoint_config"])
+            left += self._delete("delete_endpoint_config", "endpoint config", r["endpoint_config"],
+                                 EndpointConfigName=r["endpoint_config"])
         if r.get("model"):
             left += self._delete("delete_model", "model", r["model"], ModelName=r["model"])
         deployment.deleted_at = time.time()
@@ -335,15 +378,18 @@ class SageMakerDeployer(Deployer):
         left: list[str] = []
         try:
             endpoints = self._listed("list_endpoints", "Endpoints", "EndpointName", "EndpointArn", sweep_id)
-            configs = self._listed("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName", "EndpointConfigArn", sweep_id)
+            configs = self._listed("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName",
+                                   "EndpointConfigArn", sweep_id)
             models = self._listed("list_models", "Models", "ModelName", "ModelArn", sweep_id)
         except Exception as exc:
             code, message = _error(exc)
             raise DeployError(f"listing SageMaker resources failed: {code}: {message}") from None
         jobs = [(f"endpoint {name}", lambda n=name: self._delete_endpoint(n, progress)) for name, _ in endpoints]
-        jobs += [(f"endpoint config {name}", lambda n=name: self._delete("delete_endpoint_config", "endpoint config", n,
-                                                                         EndpointConfigName=n)) for name, _ in configs]
-        jobs += [(f"model {name}", lambda n=name: self._delete("delete_model", "model", n, ModelName=n)) for name, _ in models]
+        jobs += [(f"endpoint config {name}",
+                  lambda n=name: self._delete("delete_endpoint_config", "endpoint config", n, EndpointConfigName=n))
+                 for name, _ in configs]
+        jobs += [(f"model {name}", lambda n=name: self._delete("delete_model", "model", n, ModelName=n))
+                 for name, _ in models]
         for what, job in jobs:  # endpoints first: a config or model in use is deleted after its endpoint
             progress(f"deleting {what}")
             failed = job()

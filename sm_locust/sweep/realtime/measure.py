@@ -131,7 +131,8 @@ def measure(summary: Mapping[str, Any], percentile: float = 95.0, max_error_rate
         worst = max(steps, key=lambda s: s.get("error_rate") or 0.0)
         m.basis = "best step"
         m.error_rate = worst.get("error_rate")
-        m.no_capacity_reason = (f"no step within the error budget (error rate {100 * (worst.get('error_rate') or 0):.1f} % "
+        m.no_capacity_reason = (f"no step within the error budget (error rate "
+                                f"{100 * (worst.get('error_rate') or 0):.1f} % "
                                 f"> {100 * max_error_rate:g} %)")
         return m
     if totals.get("rps"):
@@ -147,7 +148,8 @@ def measure(summary: Mapping[str, Any], percentile: float = 95.0, max_error_rate
     return m
 
 
-def usage_in_window(samples: Iterable[Mapping[str, Any]], start: float | None, end: float | None) -> tuple[float | None, float | None]:
+def usage_in_window(samples: Iterable[Mapping[str, Any]], start: float | None,
+                    end: float | None) -> tuple[float | None, float | None]:
     """Mean CPU % and memory % of the samples (t, cpu_pct, memory_pct) taken in [start, end]."""
     if start is None or end is None:
         return None, None

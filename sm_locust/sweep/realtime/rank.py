@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, pct, why_lost
+from sm_locust.formatting import MISSING, percent
+from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
 
 
 @dataclass
@@ -63,7 +64,8 @@ def disqualification(c: Candidate, objective: Objective) -> str | None:
         if c.latency_ms > objective.slo_ms:
             return f"{p} {c.latency_ms:.0f} ms at the knee > SLO {objective.slo_ms:g} ms"
     if c.error_rate is not None and c.error_rate > objective.max_error_rate:
-        return f"error rate {pct(c.error_rate)} at the knee > {pct(objective.max_error_rate)}"
+        return (f"error rate {percent(c.error_rate, trim=True)} at the knee > "
+                f"{percent(objective.max_error_rate, trim=True)}")
     return None
 
 
@@ -92,8 +94,10 @@ def rank(candidates: Sequence[Candidate], objective: Objective) -> list[Candidat
     return sorted(eligible, key=lambda c: sort_key(c, mode, objective))
 
 
-def _less(a: float, b: float) -> str:
+def _less(a: float | None, b: float | None) -> str:
     """'52 % cheaper' style: how much lower a is than b, in % of b."""
+    if a is None or b is None:
+        return MISSING
     return f"{(1 - a / b) * 100:.0f} %" if b else "0 %"
 
 
@@ -134,7 +138,8 @@ def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: O
         gain = (winner.capacity_rps or 0) / (runner_up.capacity_rps or 1) - 1
         return f"{gain * 100:.0f} % more throughput than {runner_up.label}"
     if mode == "latency":
-        return f"{objective.percentile_label} {_less(winner.latency_ms, runner_up.latency_ms)} lower than {runner_up.label}"
+        return (f"{objective.percentile_label} {_less(winner.latency_ms, runner_up.latency_ms)} lower than "
+                f"{runner_up.label}")
     if (objective.target_rps and winner.cost_per_hour_at_target is not None and runner_up.cost_per_hour_at_target
             and winner.cost_per_hour_at_target < runner_up.cost_per_hour_at_target):
         return (f"{_less(winner.cost_per_hour_at_target, runner_up.cost_per_hour_at_target)} cheaper at "

@@ -14,8 +14,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from sm_locust.sweep.objective import pct
-from sm_locust.sweep.progress import PREFIX, duration_text
+import plotly.graph_objects as go
+
+from sm_locust.formatting import MISSING, percent
+from sm_locust.sweep import progress
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.render import (
     configurations_table,
@@ -39,23 +41,19 @@ MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_lo
 
 def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
     """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors; $0.46 per 1M (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {row.label}: "
-    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
-    if row.status != "ok":
-        return f"{head}{row.status}: {row.reason}{took}"
     f = row.figures or RealtimeFigures()
-    if not f.capacity_rps:
-        return f"{head}no sustainable throughput ({f.no_capacity_reason or 'see its run folder'}){took}"
-    users = f.knee_users
-    at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
-    latency = f.latency_ms
-    text = (f"{head}{f.capacity_rps:.1f} req/s{at}, {percentile_label} "
-            f"{'?' if latency is None else f'{latency:.0f}'} ms, {pct(f.error_rate)} errors")
-    if f.cost_per_1m is not None:
-        text += f"; ${f.cost_per_1m:.2f} per 1M"
-    if row.resumed:
-        text += " (measured before: run folder complete)"
-    return text + took
+
+    def figures() -> str:
+        if not f.capacity_rps:
+            return f"no sustainable throughput ({f.no_capacity_reason or 'see its run folder'})"
+        users = f.knee_users
+        at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
+        latency = MISSING if f.latency_ms is None else f"{f.latency_ms:.0f}"
+        text = (f"{f.capacity_rps:.1f} req/s{at}, {percentile_label} {latency} ms, "
+                f"{percent(f.error_rate, trim=True)} errors")
+        return text + (f"; ${f.cost_per_1m:.2f} per 1M" if f.cost_per_1m is not None else "")
+
+    return progress.configuration_line(index, total, row, figures)
 
 
 def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -84,12 +82,14 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
-    columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0), ("req/s at the knee", "capacity_rps", 1),
+    columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
+               ("req/s at the knee", "capacity_rps", 1),
                ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
                ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
                ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
-               ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0), ("why not", "lost_because", 0)]
+               ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0),
+               ("why not", "lost_because", 0)]
     if any(c.get("cache_hit_rate") is not None or c.get("models_loaded") is not None
            for c in document.get("configurations") or []):  # a sweep under a model mix (realtime/mix.py)
         columns[-2:-2] = MIX_COLUMNS
@@ -98,28 +98,28 @@ def table(document: dict[str, Any]) -> str:
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
                 "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"]}
 
-    note = (f'<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s throughput '
-            f'within the SLO); the objective\'s percentile is {html.escape(pct)}. CPU is summed over cores, as CloudWatch '
-            "reports an endpoint's.</p>")
+    note = ('<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s '
+            f"throughput within the SLO); the objective's percentile is {html.escape(pct)}. CPU is summed over "
+            "cores, as CloudWatch reports an endpoint's.</p>")
     return configurations_table(document, columns, derived, note)
 
 
 def fig_curves(document: dict[str, Any]) -> str:
-    import plotly.graph_objects as go
-
     pct = document.get("objective", {}).get("percentile_label", "p95")
     fig = go.Figure()
     for c in document.get("configurations") or []:
         points = [p for p in c.get("curve") or [] if p.get("rps") is not None and p.get("latency_ms") is not None]
         if not points:
             continue
-        fig.add_trace(go.Scatter(x=[p["rps"] for p in points], y=[p["latency_ms"] for p in points], mode="lines+markers",
+        fig.add_trace(go.Scatter(x=[p["rps"] for p in points], y=[p["latency_ms"] for p in points],
+                                 mode="lines+markers",
                                  name=c["label"], text=[f"{p.get('users')} users" for p in points],
                                  hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{text})"))
         if c.get("capacity_rps") and c.get("latency_ms") is not None:
             fig.add_trace(go.Scatter(x=[c["capacity_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
                                      marker={"symbol": "star", "size": 14, "color": "black"},
-                                     hovertemplate=f"knee of {html.escape(c['label'])}: %{{x:.1f}} req/s, %{{y:.0f}} ms"))
+                                     hovertemplate=f"knee of {html.escape(c['label'])}: "
+                                                   "%{x:.1f} req/s, %{y:.0f} ms"))
     slo = document.get("objective", {}).get("slo_ms")
     if slo:
         fig.add_hline(y=slo, line_dash="dash", annotation_text=f"SLO {slo:g} ms")
@@ -131,8 +131,6 @@ def fig_curves(document: dict[str, Any]) -> str:
 
 
 def fig_cost(document: dict[str, Any]) -> str:
-    import plotly.graph_objects as go
-
     pct = document.get("objective", {}).get("percentile_label", "p95")
     points = [c for c in document.get("configurations") or []
               if c.get("status") == "ok" and c.get("cost_per_1m") is not None and c.get("latency_ms") is not None]
@@ -141,16 +139,19 @@ def fig_cost(document: dict[str, Any]) -> str:
                 "table) to compare $ per 1M inferences.</p>")
     front = set(document.get("pareto") or [])
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in points], y=[c["cost_per_1m"] for c in points], mode="markers+text",
+    fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in points], y=[c["cost_per_1m"] for c in points],
+                             mode="markers+text",
                              text=[f"#{c['index']}" for c in points], textposition="top center", name="configurations",
                              hovertext=[c["label"] for c in points],
                              hovertemplate="%{hovertext}: %{x:.0f} ms, $%{y:.2f} per 1M<extra></extra>",
-                             marker={"size": 11, "color": ["#3367d6" if c["index"] in front else "#aaa" for c in points]}))
+                             marker={"size": 11,
+                                     "color": ["#3367d6" if c["index"] in front else "#aaa" for c in points]}))
     on_front = sorted((c for c in points if c["index"] in front), key=lambda c: c["latency_ms"])
     if len(on_front) > 1:
         fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in on_front], y=[c["cost_per_1m"] for c in on_front],
                                  mode="lines", name="Pareto front", line={"dash": "dot", "color": "#3367d6"}))
-    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee (#: the table's; blue: the Pareto front)",
+    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee "
+                            "(#: the table's; blue: the Pareto front)",
                       xaxis_title=f"{pct} latency at the knee (ms)", yaxis_title="$ per 1M inferences", height=480)
     return figure_html(fig, "fig-sweep-cost")
 
@@ -164,7 +165,8 @@ def render_html(document: dict[str, Any]) -> str:
         goal.append(f"{objective.get('percentile_label', 'p95')} ≤ {objective['slo_ms']:g} ms")
     goal.append(f"errors ≤ {100 * objective.get('max_error_rate', 0.01):g} %")
     note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
-            f"sweep id {html.escape(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} configurations; "
+            f"sweep id {html.escape(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} "
+            f"configurations; "
             f"{html.escape(', '.join(goal))}; {html.escape(document.get('started_at', ''))} to "
             f"{html.escape(document.get('ended_at', ''))}.")
     return page(document, "Sweep", note, [

@@ -3,31 +3,22 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sm_locust.sweep.costing import Price
+from sm_locust.sweep.realtime.measure import Measurement
 from sm_locust.sweep.rows import Row
+
+WINDOW = ("knee_start", "knee_end")  # the knee step's epoch seconds: not in sweep.json
 
 
 @dataclass(kw_only=True)
-class RealtimeFigures:
-    """At the configuration's knee (`realtime.measure`), the endpoint's CPU and memory there, and cost."""
+class RealtimeFigures(Measurement):
+    """The figures at the configuration's knee (`realtime.measure`), the endpoint's CPU and memory
+    there, and what it costs; sweep.json calls the run's verdict line `verdict` and leaves out the
+    knee step's window (it only serves to read CPU and memory)."""
 
-    capacity_rps: float | None = None
-    knee_rps: float | None = None
-    knee_users: float | None = None
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    p99_ms: float | None = None
-    latency_ms: float | None = None  # at the objective's percentile
-    error_rate: float | None = None
-    basis: str = ""
-    verdict: str = ""  # the run's own verdict line, or what the figure is
-    no_capacity_reason: str | None = None
-    curve: list[dict[str, Any]] = field(default_factory=list)
-    requests: int | None = None
-    failures: int | None = None
     cpu_pct: float | None = None
     memory_pct: float | None = None
     cost_per_1m: float | None = None
@@ -40,7 +31,7 @@ class RealtimeFigures:
     cost_per_model_month: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {("verdict" if k == "text" else k): v for k, v in asdict(self).items() if k not in WINDOW}
 
 
 @dataclass(kw_only=True)

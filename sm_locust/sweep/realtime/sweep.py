@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.report.cost import load_prices
-from sm_locust.sweep.base import Sweep, sagemaker_options, sweep_folder
-from sm_locust.sweep.costing import figures, price_of
+from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
+from sm_locust.sweep.costing import figures
 from sm_locust.sweep.deployers import create_deployer
 from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import check_payload, parse_load
@@ -102,11 +101,9 @@ class RealtimeSweep(Sweep):
             fleet = price.usd_per_hour * price.instance_count
         mix, cache = self.mix_of(index), mix_figures(summary)
         row.figures = RealtimeFigures(
-            capacity_rps=m.capacity_rps, knee_rps=m.knee_rps, knee_users=m.knee_users, p50_ms=m.p50_ms, p95_ms=m.p95_ms,
-            p99_ms=m.p99_ms, latency_ms=m.latency_ms, error_rate=m.error_rate, basis=m.basis, verdict=m.text,
-            no_capacity_reason=m.no_capacity_reason, curve=m.curve, requests=m.requests, failures=m.failures,
-            cpu_pct=None if cpu is None else round(cpu, 1), memory_pct=None if memory is None else round(memory, 2),
-            **cost, cache_hit_rate=cache["cache_hit_rate"], cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
+            **vars(m), cpu_pct=None if cpu is None else round(cpu, 1),
+            memory_pct=None if memory is None else round(memory, 2), **cost, cache_hit_rate=cache["cache_hit_rate"],
+            cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
             cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None)
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
@@ -143,7 +140,8 @@ class RealtimeSweep(Sweep):
         return render.write_all(self.out_dir, document, html_too)
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, poll_s: float | None = None) -> RealtimeSweep:
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+         poll_s: float | None = None) -> RealtimeSweep:
     """A real-time sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     check = spec.check
     try:
@@ -157,13 +155,10 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, 
     for c in configurations:
         deployer.check(deployer_settings(c.settings, deployer.known_keys), spec.where(c))
     check_payload(plan)
-    try:
-        table = load_prices(spec.prices)
-    except UsageError as exc:
-        raise check.prefixed("prices", exc) from None
-    prices = {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
+    prices = configuration_prices(spec, configurations)
     pricing_only = PRICING_ONLY.get(spec.deploy, ("price_per_hour",))
-    keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only}, plan.given)
+    keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only},
+                                       plan.given)
             for c in configurations}
     sweep = RealtimeSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out), mixes=mixes)
     sweep.estimate()

@@ -20,6 +20,8 @@ COLD_READ_TIMEOUT_S = 120.0  # a cold start plus the model's time; longer is a f
 
 def runtime_client(endpoint_url: str, region: str | None, profile: str | None, extra_env: Mapping[str, str], size: int):
     """A sagemaker-runtime client with retries off (a throttle or a timeout is a figure, not hidden)."""
+    # lazy: boto3 costs ~190 ms to import (python -X importtime) and only this test calls the
+    # runtime directly; `--plan` and sweeps without a cold-start test never need it
     import boto3
     from botocore.config import Config
 

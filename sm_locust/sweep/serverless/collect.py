@@ -28,7 +28,8 @@ from sm_locust.sweep.serverless.plan import RESULTS
 from sm_locust.sweep.serverless.rows import ServerlessFigures
 from sm_locust.sweep.serverless.spec import CompareInstance
 
-CLIENT_DURATION = "mean warm latency of the stability test, client side (ModelLatency unknown: an upper bound of the billed duration)"
+CLIENT_DURATION = ("mean warm latency of the stability test, client side (ModelLatency unknown: an upper bound of the "
+                   "billed duration)")
 
 
 @dataclass
@@ -117,7 +118,8 @@ def average_response_bytes(path: Path) -> float | None:
     return None
 
 
-def cloudwatch_ms(cloudwatch, metric: str, endpoint_name: str, variant: str, start: float, end: float) -> dict[str, Any]:
+def cloudwatch_ms(cloudwatch: Any, metric: str, endpoint_name: str, variant: str, start: float,
+                  end: float) -> dict[str, Any]:
     """A microsecond metric of the endpoint (ModelSetupTime, ModelLatency) over the minutes of
     [start, end]: its count, average and maximum in ms (count 0 and a note when CloudWatch has none yet)."""
     points = cloudwatch.get_metric_statistics(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -50,7 +51,8 @@ class ServerlessPrices:
             return self.usd_per_second_by_memory_mb[int(memory_mb)]
         except KeyError:
             known = ", ".join(str(m) for m in sorted(self.usd_per_second_by_memory_mb))
-            raise UsageError(f"no serverless price for {memory_mb} MB in {', '.join(self.sources)} (priced: {known})") from None
+            raise UsageError(f"no serverless price for {memory_mb} MB in {', '.join(self.sources)} (priced: "
+                             f"{known})") from None
 
     def label(self) -> str:
         return f"approximate {self.region} serverless prices as of {self.as_of}"
@@ -157,7 +159,7 @@ def monthly_realtime_usd(rps: float, price_per_hour: float, capacity_rps: float 
     return instances * price_per_hour * HOURS_PER_MONTH
 
 
-def traffic_grid(break_evens: list[float], points: int = 60) -> list[float]:
+def traffic_grid(break_evens: Sequence[float | None], points: int = 60) -> list[float]:
     """Rates (req/s) for the cost-vs-traffic chart: 0 to twice the largest break-even (or 10 req/s)."""
     top = 2.0 * max([b for b in break_evens if b] or [5.0])
     return [top * i / (points - 1) for i in range(points)]

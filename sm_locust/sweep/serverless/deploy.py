@@ -51,7 +51,8 @@ class LocalServerlessDeployer(LocalDeployer):
         rest.setdefault("service_time_ms", DEFAULT_SERVICE_TIME_MS)
         config = LocalDeployer.config(rest)
         config.cold_start_ms = float(own.get("cold_start_ms", 0.0))
-        kwargs = {"memory_mb": int(own.get("memory_size_mb", 2048)), "max_concurrency": int(own.get("max_concurrency", 20))}
+        kwargs: dict[str, Any] = {"memory_mb": int(own.get("memory_size_mb", 2048)),
+                                  "max_concurrency": int(own.get("max_concurrency", 20))}
         for key in ("idle_timeout_s", "compute_share", "throttle_ms"):
             if key in own:
                 kwargs[key] = float(own[key])
@@ -103,7 +104,8 @@ class SageMakerServerlessDeployer(SageMakerDeployer):
     def production_variant(self, deployment: Deployment) -> dict[str, Any]:
         own, rest = split_settings(deployment.settings)
         return {"VariantName": rest.get("variant_name") or "AllTraffic", "ModelName": deployment.resources["model"],
-                "ServerlessConfig": {"MemorySizeInMB": int(own["memory_size_mb"]), "MaxConcurrency": int(own["max_concurrency"])}}
+                "ServerlessConfig": {"MemorySizeInMB": int(own["memory_size_mb"]),
+                                     "MaxConcurrency": int(own["max_concurrency"])}}
 
     def deployed_info(self, deployment: Deployment) -> dict[str, Any]:
         own, _ = split_settings(deployment.settings)

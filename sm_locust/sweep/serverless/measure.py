@@ -164,7 +164,8 @@ def throttle_share(totals: Mapping[str, Any]) -> float:
     return min(1.0, int((totals.get("errors") or {}).get("ThrottlingException", 0)) / failures)
 
 
-def stability(window: Sequence[Second], throttle_part: float = 1.0, cold_p50_ms: float | None = None) -> StabilityFigures:
+def stability(window: Sequence[Second], throttle_part: float = 1.0,
+              cold_p50_ms: float | None = None) -> StabilityFigures:
     f = StabilityFigures()
     f.requests = sum(s.requests for s in window)
     f.failures = sum(s.failures for s in window)
@@ -172,12 +173,12 @@ def stability(window: Sequence[Second], throttle_part: float = 1.0, cold_p50_ms:
     f.hist = hist
     if not hist:
         return f
-    f.p50_ms, f.p95_ms, f.p99_ms = (histogram_percentile(hist, p) for p in (50, 95, 99))
+    p50 = histogram_percentile(hist, 50)
+    f.p50_ms, f.p95_ms, f.p99_ms = p50, histogram_percentile(hist, 95), histogram_percentile(hist, 99)
     f.max_ms = float(max(hist))
-    if cold_p50_ms and cold_p50_ms > f.p50_ms:
-        f.threshold_ms = math.sqrt(f.p50_ms * cold_p50_ms)
-    else:
-        f.threshold_ms = COLD_FACTOR * f.p50_ms
+    if p50 is None:  # not reached: the histogram holds a request
+        return f
+    f.threshold_ms = math.sqrt(p50 * cold_p50_ms) if cold_p50_ms and cold_p50_ms > p50 else COLD_FACTOR * p50
     warm = {b: n for b, n in hist.items() if b <= f.threshold_ms}
     f.cold_requests = sum(n for b, n in hist.items() if b > f.threshold_ms)
     if warm:
@@ -235,7 +236,7 @@ def load_figures(seconds: Sequence[Second], phases: Sequence[Phase], totals: Map
     part = throttle_share(totals)
     bounds = phase_bounds(seconds, phases)
     figures = LoadFigures(None, [])
-    for phase, (start, end) in zip(phases, bounds):
+    for phase, (start, end) in zip(phases, bounds, strict=True):
         window = in_window(seconds, start, end)
         if phase.name == "stability":
             figures.stability = stability(window, part, cold_p50_ms)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.errors import UsageError
@@ -31,7 +31,8 @@ DEFAULT_PHASE_S = 30.0  # each test phase, when load.run_time is not given
 LOCUST_START_STOP_S = 6.0  # plan estimate: Locust's start and stop around the load run
 COLD_ROUND_S = 2.0  # plan estimate: one cold-start round's requests, after its gap
 LOAD_KEYS_REFUSED = {
-    "users": "the serverless tests decide the users (1 caller for stability, multiplier x MaxConcurrency for concurrency)",
+    "users": "the serverless tests decide the users (1 caller for stability, multiplier x MaxConcurrency "
+             "for concurrency)",
     "shape": "the serverless tests decide the load (stability, then one phase per concurrency multiplier)",
     "spawn_rate": "callers start at once in each phase",
     "target_rps": "the serverless tests run callers back to back, not an open-loop rate",
@@ -43,7 +44,7 @@ LOAD_KEYS_REFUSED = {
 class ServerlessLoadPlan(LoadPlan):
     """`load:` of a serverless sweep: the run options every test shares, and the tests' shapes."""
 
-    serverless: ServerlessSpec = None  # type: ignore[assignment]  # always given
+    serverless: ServerlessSpec = field(kw_only=True)
     phase_s: float = DEFAULT_PHASE_S
     deploy: str = "local"
 
@@ -70,7 +71,8 @@ class ServerlessLoadPlan(LoadPlan):
         phases = self.phases(1)
         seconds = sum(p.duration_s for p in phases) + (LOCUST_START_STOP_S if phases else 0.0)
         if "cold_start" in self.serverless.tests:
-            gap = self.serverless.cold_start.gap_for(self.deploy, self.serverless.idle_timeout_s(self.serverless.shared))
+            gap = self.serverless.cold_start.gap_for(self.deploy,
+                                                     self.serverless.idle_timeout_s(self.serverless.shared))
             seconds += self.serverless.cold_start.rounds * (gap + COLD_ROUND_S)
         return seconds
 
@@ -85,7 +87,7 @@ def serverless_load_plan(spec: SweepSpec) -> ServerlessLoadPlan:
     load = dict(spec.load)
     run_time = load.pop("run_time", None)
     try:
-        phase_s = parse_seconds(run_time, "run_time") if run_time is not None else DEFAULT_PHASE_S
+        phase_s = parse_seconds(run_time, "run_time") or DEFAULT_PHASE_S
     except UsageError as exc:
         raise check.prefixed("load.run_time", exc) from None
     base = parse_load({**load, "users": 1}, Objective(), source=spec.source, base_dir=spec.base_dir)

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, pct, why_lost
+from sm_locust.formatting import MISSING, percent
+from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
 
 COST_TIE = 0.05
 LATENCY_TIE = 0.10
@@ -63,11 +64,15 @@ class ServerlessRecommendation:
     ranked: list[ServerlessCandidate]
 
 
-def _seconds(ms: float) -> str:
+def _seconds(ms: float | None) -> str:
+    if ms is None:
+        return MISSING
     return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{ms / 1000:.2f} s"
 
 
-def _millions(n: float) -> str:
+def _millions(n: float | None) -> str:
+    if n is None:
+        return MISSING
     return f"{n / 1e6:.1f}M" if n >= 1e5 else f"{n:,.0f}"
 
 
@@ -82,8 +87,8 @@ def disqualification(c: ServerlessCandidate, objective: Objective) -> str | None
     if objective.slo_ms is not None and warm is not None and warm > objective.slo_ms:
         return f"{label} {warm:.0f} ms warm > SLO {objective.slo_ms:g} ms"
     if c.throttle_at_1 is not None and c.throttle_at_1 > objective.max_error_rate:
-        return (f"{pct(c.throttle_at_1)} throttled with {c.max_concurrency} callers (MaxConcurrency) > "
-                f"{pct(objective.max_error_rate)}")
+        return (f"{percent(c.throttle_at_1, trim=True)} throttled with {c.max_concurrency} callers (MaxConcurrency) > "
+                f"{percent(objective.max_error_rate, trim=True)}")
     if objective.target_rps:
         if c.capacity_rps is None:
             return f"no goodput measured to hold against the target {objective.target_rps:g} req/s"
@@ -99,7 +104,10 @@ def rank(candidates: Sequence[ServerlessCandidate], objective: Objective) -> lis
     pool = list(eligible)
     while pool:
         cheapest = min(big(c.cost_per_1m) for c in pool)
-        tier = [c for c in pool if big(c.cost_per_1m) <= cheapest * (1 + COST_TIE)] if cheapest != float("inf") else list(pool)
+        if cheapest == float("inf"):
+            tier = list(pool)
+        else:
+            tier = [c for c in pool if big(c.cost_per_1m) <= cheapest * (1 + COST_TIE)]
         while tier:
             fastest = min(big(c.warm_p95_ms) for c in tier)
             band = [c for c in tier if big(c.warm_p95_ms) <= fastest * (1 + LATENCY_TIE)]

@@ -14,8 +14,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from sm_locust.sweep.objective import pct
-from sm_locust.sweep.progress import PREFIX, duration_text
+import plotly.graph_objects as go
+
+from sm_locust.formatting import percent
+from sm_locust.sweep import progress
 from sm_locust.sweep.render import (
     configurations_table,
     figure_html,
@@ -34,36 +36,35 @@ SCHEMA = 1
 FIG_IDS = ("fig-sls-throttle", "fig-sls-latency", "fig-sls-cold", "fig-sls-cost")
 COLUMNS = ("memory_size_mb", "max_concurrency", "warm_p50_ms", "warm_p95_ms", "warm_mean_ms", "cold_start_p50_ms",
            "cold_start_p99_ms", "capacity_rps", "throttle_at_max_concurrency", "cost_per_1m", "break_even_rps",
-           "break_even_requests_per_month", "meets_objective", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s")
+           "break_even_requests_per_month", "meets_objective", "lost_because", "run_dir", "deploy_s", "test_s",
+           "wall_s")
 
 
 def configuration_line(index: int, total: int, row: ServerlessRow) -> str:
     """`[1/4] memory_size_mb 2048, max_concurrency 2: warm p95 62 ms, cold start p50 0.76 s, throttled 0 % / 49 %
     at x1 / x2, up to 31.5 req/s; $4.97 per 1M, real-time cheaper above 6.6 req/s (38 s)`."""
-    head = f"{PREFIX} [{index}/{total}] {row.label}: "
-    took = f" ({duration_text(row.timing.wall_s)})" if row.timing is not None else ""
-    if row.status != "ok":
-        return f"{head}{row.status}: {row.reason}{took}"
     f = row.figures or ServerlessFigures()
-    parts = []
-    if f.warm_p95_ms is not None:
-        parts.append(f"warm p95 {f.warm_p95_ms:.0f} ms")
-    if f.cold.p50_ms is not None:
-        parts.append(f"cold start p50 {f.cold.p50_ms / 1000:.2f} s")
-    throttles = f.throttle_rate
-    if throttles:
-        parts.append(f"throttled {' / '.join(pct(v) for v in throttles.values())} at "
-                     f"{' / '.join('x' + m for m in throttles)}")
-    if f.capacity_rps is not None:
-        parts.append(f"up to {f.capacity_rps:.1f} req/s")
-    text = head + ", ".join(parts or ["no figures"])
-    if f.cost.cost_per_1m is not None:
-        text += f"; ${f.cost.cost_per_1m:.2f} per 1M"
-        if f.cost.break_even_rps is not None:
-            text += f", real-time cheaper above {f.cost.break_even_rps:.1f} req/s"
-    if row.resumed:
-        text += " (measured before: run folder complete)"
-    return text + took
+
+    def figures() -> str:
+        parts = []
+        if f.warm_p95_ms is not None:
+            parts.append(f"warm p95 {f.warm_p95_ms:.0f} ms")
+        if f.cold.p50_ms is not None:
+            parts.append(f"cold start p50 {f.cold.p50_ms / 1000:.2f} s")
+        throttles = f.throttle_rate
+        if throttles:
+            parts.append(f"throttled {' / '.join(percent(v, trim=True) for v in throttles.values())} at "
+                         f"{' / '.join('x' + m for m in throttles)}")
+        if f.capacity_rps is not None:
+            parts.append(f"up to {f.capacity_rps:.1f} req/s")
+        text = ", ".join(parts or ["no figures"])
+        if f.cost.cost_per_1m is not None:
+            text += f"; ${f.cost.cost_per_1m:.2f} per 1M"
+            if f.cost.break_even_rps is not None:
+                text += f", real-time cheaper above {f.cost.break_even_rps:.1f} req/s"
+        return text
+
+    return progress.configuration_line(index, total, row, figures)
 
 
 def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -94,7 +95,8 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 
 def table(document: dict[str, Any]) -> str:
     columns = [("configuration", "label", 0), ("status", "status", 0), ("memory MB", "memory_size_mb", 0),
-               ("MaxConcurrency", "max_concurrency", 0), ("warm p50 ms", "warm_p50_ms", 0), ("warm p95 ms", "warm_p95_ms", 0),
+               ("MaxConcurrency", "max_concurrency", 0), ("warm p50 ms", "warm_p50_ms", 0),
+               ("warm p95 ms", "warm_p95_ms", 0),
                ("cold start p50 s", "cold_p50_s", 2), ("cold start p99 s", "cold_p99_s", 2),
                ("throttled with MaxConcurrency callers %", "throttle_pct", 1), ("most req/s served", "capacity_rps", 1),
                ("$ per 1M", "cost_per_1m", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
@@ -110,10 +112,10 @@ def table(document: dict[str, Any]) -> str:
                              else c["break_even_requests_per_month"] / 1e6),
         }
 
-    note = ('<p class="note">Warm latency: the stability test (one caller at a time) without its cold starts. Cold start: '
-            "the first requests after an idle gap longer than the idle timeout. Throttle rates and p95 per multiplier: the "
-            "concurrency test's steady windows, callers back to back. $ per 1M: the warm mean latency billed per ms at the "
-            "memory size's price, plus data in and out.</p>")
+    note = ('<p class="note">Warm latency: the stability test (one caller at a time) without its cold starts. '
+            "Cold start: the first requests after an idle gap longer than the idle timeout. Throttle rates and p95 "
+            "per multiplier: the concurrency test's steady windows, callers back to back. $ per 1M: the warm mean "
+            "latency billed per ms at the memory size's price, plus data in and out.</p>")
     return configurations_table(document, columns, derived, note)
 
 
@@ -122,8 +124,6 @@ def _ok(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def fig_throttle(document: dict[str, Any], key: str = "throttle", div_id: str = "fig-sls-throttle") -> str:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for c in _ok(document):
         points = [f for f in c.get("concurrency") or [] if f.get("requests")]
@@ -134,7 +134,8 @@ def fig_throttle(document: dict[str, Any], key: str = "throttle", div_id: str = 
         else:
             y = [f.get("p95_ms") for f in points]
         fig.add_trace(go.Scatter(x=[f["multiplier"] for f in points], y=y, mode="lines+markers", name=c["label"],
-                                 text=[f"{f['users']} callers, {f.get('goodput_rps') or 0:.1f} req/s served" for f in points],
+                                 text=[f"{f['users']} callers, {f.get('goodput_rps') or 0:.1f} req/s served"
+                                       for f in points],
                                  hovertemplate="x%{x}: %{y:.1f} (%{text})"))
     if not fig.data:
         return f'<p id="{div_id}">No concurrency test ran.</p>'
@@ -142,14 +143,13 @@ def fig_throttle(document: dict[str, Any], key: str = "throttle", div_id: str = 
         fig.update_layout(title="Throttled share of invocations vs callers (multiplier x MaxConcurrency)",
                           xaxis_title="concurrency multiplier", yaxis_title="throttled (%)", height=420)
     else:
-        fig.update_layout(title="p95 latency of successful invocations vs callers", xaxis_title="concurrency multiplier",
+        fig.update_layout(title="p95 latency of successful invocations vs callers",
+                          xaxis_title="concurrency multiplier",
                           yaxis_title="p95 (ms)", height=420)
     return figure_html(fig, div_id)
 
 
 def fig_cold(document: dict[str, Any]) -> str:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for c in _ok(document):
         samples = c.get("cold_start_samples_ms") or []
@@ -163,8 +163,6 @@ def fig_cold(document: dict[str, Any]) -> str:
 
 
 def fig_cost(document: dict[str, Any]) -> str:
-    import plotly.graph_objects as go
-
     compare = document.get("compare_instance") or {}
     priced = [c for c in _ok(document) if c.get("cost_per_1m") is not None]
     if not priced:
@@ -180,15 +178,19 @@ def fig_cost(document: dict[str, Any]) -> str:
     if price is not None:
         name = compare.get("instance_type") or "real-time instance"
         fig.add_trace(go.Scatter(x=grid, y=[monthly_realtime_usd(r, price, compare.get("capacity_rps")) for r in grid],
-                                 mode="lines", name=f"real-time {name} (${price:g}/h)", line={"dash": "dash", "color": "black"},
+                                 mode="lines", name=f"real-time {name} (${price:g}/h)",
+                                 line={"dash": "dash", "color": "black"},
                                  hovertemplate="%{x:.1f} req/s: $%{y:,.2f} a month"))
         marks = [c for c in priced if c.get("break_even_rps") is not None]
         if marks:
             fig.add_trace(go.Scatter(x=[c["break_even_rps"] for c in marks],
-                                     y=[monthly_realtime_usd(c["break_even_rps"], price, compare.get("capacity_rps")) for c in marks],
-                                     mode="markers", name="break-even", marker={"symbol": "x", "size": 12, "color": "black"},
-                                     text=[f"{c['label']}: {c['break_even_requests_per_month'] / 1e6:.1f}M requests a month"
-                                           for c in marks], hovertemplate="%{x:.1f} req/s (%{text})"))
+                                     y=[monthly_realtime_usd(c["break_even_rps"], price,
+                                                             compare.get("capacity_rps")) for c in marks],
+                                     mode="markers", name="break-even",
+                                     marker={"symbol": "x", "size": 12, "color": "black"},
+                                     text=[f"{c['label']}: {c['break_even_requests_per_month'] / 1e6:.1f}M "
+                                           "requests a month" for c in marks],
+                                     hovertemplate="%{x:.1f} req/s (%{text})"))
     fig.update_layout(title=f"Monthly cost vs sustained traffic ({HOURS_PER_MONTH} h a month)",
                       xaxis_title="sustained traffic (req/s)", yaxis_title="$ per month", height=480)
     return figure_html(fig, "fig-sls-cost")
@@ -201,7 +203,8 @@ def render_html(document: dict[str, Any]) -> str:
               f"${compare['price_per_hour']:g}/h ({html.escape(str(compare.get('price_source') or ''))}); "
               if compare.get("price_per_hour") is not None else "")
     note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
-            f"{len(document.get('configurations') or [])} configurations; {versus}{html.escape(prices.get('serverless') or '')}; "
+            f"{len(document.get('configurations') or [])} configurations; "
+            f"{versus}{html.escape(prices.get('serverless') or '')}; "
             f"{html.escape(document.get('started_at', ''))} to {html.escape(document.get('ended_at', ''))}.")
     return page(document, "Serverless sweep", note, [
         ("Configurations", table(document)),

@@ -53,7 +53,8 @@ class ServerlessRunner(SweepRunner):
             extra_env = preflight(settings)
             if phases:
                 namespace.traffic_pattern = plan.traffic_pattern(phases)
-                load = LoadSettings(users=None, spawn_rate=None, run_time=None, shape="phases", processes=plan.load.processes,
+                load = LoadSettings(users=None, spawn_rate=None, run_time=None, shape="phases",
+                                    processes=plan.load.processes,
                                     quiet=True, progress_every_s=0.0, locust_args=list(plan.load.locust_args))
                 results["load_started"] = time.time()
                 with CounterPoller(d.endpoint_url) as poller:  # local endpoint: ModelLatency and cold starts per phase
@@ -81,7 +82,8 @@ class ServerlessRunner(SweepRunner):
                          f"then {n} first request{'s' if n != 1 else ''} together")
             time.sleep(gap)
             requests.extend(fire_round(client, d.endpoint_name, invocations, n, round_no))
-        out: dict[str, Any] = {"gap_s": gap, "rounds": cold.rounds, "concurrency": n, "start": start, "end": time.time(),
+        out: dict[str, Any] = {"gap_s": gap, "rounds": cold.rounds, "concurrency": n, "start": start,
+                               "end": time.time(),
                                "requests": requests}
         after = endpoint_counters(d.endpoint_url)
         if before is not None and after is not None:

@@ -23,8 +23,8 @@ registration (`sweep/kinds.py`) hands it the file, `sweep/serverless/sweep.py` r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,12 @@ from sm_locust.endpoint.serverless import (
 from sm_locust.sweep.validate import Checker
 
 SECTION = "serverless"
-KEYS = ("tests", "concurrency_multipliers", "compare_instance", "cold_start", "serverless_prices")  # besides the section
+# besides the section
+KEYS = ("tests", "concurrency_multipliers", "compare_instance", "cold_start", "serverless_prices")
 SECTION_KEYS = ("memory_size_mb", "max_concurrency", "cold_start_ms", "idle_timeout_s", "compute_share", "throttle_ms")
 GRID_KEYS = ("memory_size_mb", "max_concurrency")
-LOCAL_ONLY = ("cold_start_ms", "idle_timeout_s", "compute_share", "throttle_ms")  # the emulation's; SageMaker ignores them
+# the emulation's; SageMaker ignores them
+LOCAL_ONLY = ("cold_start_ms", "idle_timeout_s", "compute_share", "throttle_ms")
 PREFIX = "serverless."
 TESTS = ("stability", "concurrency", "cold_start")
 DEFAULT_MULTIPLIERS = (0.5, 1.0, 2.0)
@@ -51,8 +53,8 @@ DEFAULT_IDLE_TIMEOUT_S = 60.0  # the emulation's (ServerlessConfig's) default
 AWS_GAP_S = 600.0  # on SageMaker the idle timeout is not published: wait 10 minutes (seed 003's cold_start_delay)
 GAP_MARGIN_S = 1.0  # locally: the idle timeout plus this
 REFUSED = {  # shared keys that mean nothing to a serverless sweep, and why
-    "price_per_hour": "a serverless configuration is billed per use; give compare_instance: {instance_type, price_per_hour} "
-                      "for the real-time instance to compare with",
+    "price_per_hour": "a serverless configuration is billed per use; give compare_instance: "
+                      "{instance_type, price_per_hour} for the real-time instance to compare with",
     "instance_type": "a serverless endpoint has no instance type; compare_instance: {instance_type: ...} names the "
                      "real-time one to compare with",
     "max_cost_usd": "serverless endpoints are billed per millisecond of compute, not per endpoint-hour, so the plan "
@@ -105,7 +107,8 @@ class ServerlessSpec:
     prices_file: str | None = None
 
     def grid(self) -> dict[str, list]:
-        return {f"{PREFIX}memory_size_mb": list(self.memory_sizes), f"{PREFIX}max_concurrency": list(self.max_concurrencies)}
+        return {f"{PREFIX}memory_size_mb": list(self.memory_sizes),
+                f"{PREFIX}max_concurrency": list(self.max_concurrencies)}
 
     def idle_timeout_s(self, settings: Mapping[str, Any]) -> float | None:
         value = settings.get(f"{PREFIX}idle_timeout_s")
@@ -119,6 +122,17 @@ class ServerlessSpec:
                                "concurrency": self.cold_start.concurrency}}
 
 
+def _sizes(check: Checker, key: str, value: Any, problem_of: Callable[[Any], str | None]) -> list[int]:
+    """One value or a list of whole numbers SageMaker allows (`problem_of` says why one is not)."""
+    sizes = []
+    for item in check.values(f"{SECTION}.{key}", value):
+        problem = problem_of(item)
+        if problem:
+            raise check.error(f"{SECTION}.{key}", problem)
+        sizes.append(int(item))
+    return sizes
+
+
 def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> ServerlessSpec:
     """The serverless keys of a sweep file that has a `serverless:` section, checked (`kinds.py`
@@ -129,20 +143,10 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
     check.unknown(SECTION, section, SECTION_KEYS)
     for key in GRID_KEYS:
         if key not in section:
-            raise check.error(f"{SECTION}.{key}", "missing: give one value or a list (the grid), e.g. "
-                              + ("memory_size_mb: [2048, 4096]" if key == "memory_size_mb" else "max_concurrency: [2, 8]"))
-    memory = []
-    for value in check.values(f"{SECTION}.memory_size_mb", section["memory_size_mb"]):
-        problem = memory_error(value)
-        if problem:
-            raise check.error(f"{SECTION}.memory_size_mb", problem)
-        memory.append(int(value))
-    concurrency = []
-    for value in check.values(f"{SECTION}.max_concurrency", section["max_concurrency"]):
-        problem = concurrency_error(value)
-        if problem:
-            raise check.error(f"{SECTION}.max_concurrency", problem)
-        concurrency.append(int(value))
+            example = "memory_size_mb: [2048, 4096]" if key == "memory_size_mb" else "max_concurrency: [2, 8]"
+            raise check.error(f"{SECTION}.{key}", f"missing: give one value or a list (the grid), e.g. {example}")
+    memory = _sizes(check, "memory_size_mb", section["memory_size_mb"], memory_error)
+    concurrency = _sizes(check, "max_concurrency", section["max_concurrency"], concurrency_error)
     shared: dict[str, Any] = {}
     for key in LOCAL_ONLY:
         if key not in section:
@@ -180,7 +184,8 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
         if price is not None:
             price = check.number("compare_instance.price_per_hour", price, minimum=0)
         if instance_type is None and price is None:
-            raise check.error("compare_instance", "give instance_type (priced from the bundled table) and/or price_per_hour")
+            raise check.error("compare_instance",
+                              "give instance_type (priced from the bundled table) and/or price_per_hour")
         capacity = compare.get("capacity_rps")
         if capacity is not None:
             capacity = check.number("compare_instance.capacity_rps", capacity, above=0)
@@ -188,15 +193,20 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
     if data.get("cold_start") is not None:
         cold = check.mapping("cold_start", data["cold_start"])
         check.unknown("cold_start", cold, COLD_START_KEYS)
-        spec.cold_start = ColdStartPlan(
-            rounds=check.integer("cold_start.rounds", cold["rounds"], minimum=1) if "rounds" in cold else DEFAULT_ROUNDS,
-            gap_s=check.number("cold_start.gap_s", cold["gap_s"], above=0) if cold.get("gap_s") is not None else None,
-            concurrency=(check.integer("cold_start.concurrency", cold["concurrency"], minimum=1,
-                                       maximum=MAX_CONCURRENCY_RANGE[1]) if cold.get("concurrency") is not None else None))
+        plan = ColdStartPlan()
+        if "rounds" in cold:
+            plan = replace(plan, rounds=check.integer("cold_start.rounds", cold["rounds"], minimum=1))
+        if cold.get("gap_s") is not None:
+            plan = replace(plan, gap_s=check.number("cold_start.gap_s", cold["gap_s"], above=0))
+        if cold.get("concurrency") is not None:
+            plan = replace(plan, concurrency=check.integer("cold_start.concurrency", cold["concurrency"], minimum=1,
+                                                           maximum=MAX_CONCURRENCY_RANGE[1]))
+        spec.cold_start = plan
         if spec.cold_start.gap_s is not None and deploy == "local":
             idle = shared.get(PREFIX + "idle_timeout_s", DEFAULT_IDLE_TIMEOUT_S)
             if spec.cold_start.gap_s <= idle:
-                raise check.error("cold_start.gap_s", f"{spec.cold_start.gap_s:g} s is not longer than the idle timeout "
+                raise check.error("cold_start.gap_s",
+                                  f"{spec.cold_start.gap_s:g} s is not longer than the idle timeout "
                                   f"({idle:g} s): the instances would still be warm")
     if data.get("serverless_prices") is not None:
         spec.prices_file = check.file("serverless_prices", data["serverless_prices"], base_dir or Path.cwd())

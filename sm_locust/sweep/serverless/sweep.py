@@ -129,7 +129,8 @@ class ServerlessSweep(Sweep):
             "serverless": self.serverless.as_dict(),
             "compare_instance": compare,
             "prices": {"serverless": self.serverless_prices.label(), "sources": self.serverless_prices.sources,
-                       "usd_per_second_by_memory_mb": {str(k): v for k, v in self.serverless_prices.usd_per_second_by_memory_mb.items()},
+                       "usd_per_second_by_memory_mb": {str(k): v for k,
+                                                       v in self.serverless_prices.usd_per_second_by_memory_mb.items()},
                        "usd_per_gb_processed": self.serverless_prices.usd_per_gb_processed},
             "configurations": [r.as_dict() for r in ordered],
             "recommendation": self.recommendation(rec),
@@ -181,10 +182,12 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, 
     except UsageError as exc:
         raise check.prefixed("serverless_prices", exc) from None
     compare = priced_compare(spec, sls.compare)
-    keys = {c.index: configuration_key("serverless", spec.deploy, c.settings, plan.given, list(sls.tests), sls.multipliers,
+    keys = {c.index: configuration_key("serverless", spec.deploy, c.settings, plan.given, list(sls.tests),
+                                       sls.multipliers,
                                        sls.cold_start.rounds, sls.cold_start.gap_s, sls.cold_start.concurrency)
             for c in configurations}
-    sweep = ServerlessSweep(spec, deployer, plan, configurations, keys, {c.index: Price(None, None, None) for c in configurations},
+    sweep = ServerlessSweep(spec, deployer, plan, configurations, keys,
+                            {c.index: Price(None, None, None) for c in configurations},
                             sweep_folder(spec, out), serverless_prices=prices, compare=compare, cloudwatch=cloudwatch)
     sweep.estimate()
     return sweep
