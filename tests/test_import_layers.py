@@ -190,3 +190,22 @@ def test_a_settings_class_lives_with_the_options_it_reads():
             if reads and name not in providers:
                 misplaced.append(f"{name}.{node.name}")
     assert not misplaced, f"settings outside the module that declares their options: {misplaced}"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """`_name` is a module's own: what two modules share gets a public name in the lower one. A
+    package may import its own private submodule (`locustfiles._webui`: Locust skips `_` files
+    when it loads a folder of locustfiles)."""
+    modules = _modules()
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(ROOT) or node.level:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                own_submodule = (f"{node.module}.{alias.name}" in modules
+                                 and name.rpartition(".")[0] == node.module)
+                if private and not own_submodule:
+                    found.append(f"{name}: from {node.module} import {alias.name}")
+    assert not found, "private names imported across modules: " + "; ".join(found)

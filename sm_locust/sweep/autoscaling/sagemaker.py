@@ -88,11 +88,11 @@ class SageMakerScalingDeployer(SageMakerDeployer):
 
     def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
         _own, rest = split_settings(settings)
-        for key in settings:
-            self.check_key(key, where, self.known_keys())
         if "instance_count" in rest:
             raise UsageError(f"{where('instance_count')}: an autoscaling sweep starts every configuration at "
                              "autoscaling.min_instances; leave instance_count out")
+        for key in settings:
+            self.check_key(key, where, self.known_keys())
         if rest.get(EXISTING) is None:
             super().check(rest, where)
             return
