@@ -91,6 +91,9 @@ def scene(tmp_path, monkeypatch):
                                      "objective: {target_rps: 10, slo_ms: 100}\nprice_per_hour: 0.2\n")
     (work / "other_sweep").mkdir()
     (work / "other_sweep" / "sweep.json").write_text('{"sweep_id": "someone-else", "configurations": []}')
+    (work / "serverless_grid.yaml").write_text(
+        "name: both\nserverless: {memory_size_mb: [2048], max_concurrency: [2]}\n"
+        f"grid: {{max_concurrency: [1, 2]}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\n")
     (work / "crlf.jsonl").write_text(json.dumps({"Body": "1,2", "CustomAttributes": "a=b\r\nX-Evil: 1"}) + "\n")
     monkeypatch.chdir(work)
     return work
@@ -255,6 +258,9 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "sweep out is a file": (["sweep", "sweep.yaml", "--plan", "--out", "afile"], {}, 2, ["a file is in the way"]),
     "sweep cleanup no region": (["sweep", "--cleanup", "abc"], {"AWS_DEFAULT_REGION": None, "AWS_REGION": None}, 2,
                                 ["no AWS region for SageMaker", "AWS_REGION"]),
+    "sweep serverless and grid concurrency": (["sweep", "serverless_grid.yaml", "--plan"], {}, 2,
+                                              ["grid.max_concurrency: a serverless sweep's max_concurrency is "
+                                               "serverless.max_concurrency"]),
     "sweep price negative": (["sweep", "sweep.yaml", "--plan", "--set", "price_per_hour=-1"], {}, 2,
                              ["sweep.yaml: price_per_hour: must be at least 0, got -1"]),
     "sweep service time nan": (["sweep", "sweep.yaml", "--plan", "--set", "endpoint.service_time_ms=.nan"], {}, 2,
@@ -794,3 +800,24 @@ def test_aws_region_alone_reaches_every_client(make, monkeypatch):
         extra = aws_environment(SageMakerSettings(endpoint_name="ep", payload=PAYLOAD))
         region = extra["AWS_DEFAULT_REGION"] if extra["AWS_REGION"] == extra["AWS_DEFAULT_REGION"] else "differs"
     assert region == "eu-west-3"
+
+
+# -- messages (issue 23 item 10) --------------------------------------------------------------------
+
+def test_a_serverless_sweep_without_its_stability_test_is_priced_from_the_lightest_concurrency_phase():
+    """Was: "no configuration meets the objective" (no warm latency, no cost). Synthetic: x0.5 = 1 user at
+    60 ms for 5 s, then x1 = 2 users with throttles; the lightest phase's successes stand in."""
+    from sm_locust.plateau.timeline import Second
+    from sm_locust.sweep.serverless.measure import Phase, load_figures
+
+    def second(t: float, users: int, hist: dict[int, int], failures: int = 0) -> Second:
+        return Second(t=t, users=users, spawning=False, requests=sum(hist.values()), failures=failures, hist=hist)
+
+    seconds = [second(101 + k, 1, {60: 10}) for k in range(5)]
+    seconds += [second(106 + k, 2, {12: 5, 70: 15}, failures=5) for k in range(5)]
+    phases = [Phase("concurrency", 1, 5, 0.5), Phase("concurrency", 2, 5, 1.0)]
+    figures = load_figures(seconds, phases, {"failures": 25, "errors": {"ThrottlingException": 25}})
+    stand_in = figures.stability
+    assert stand_in is not None and stand_in.source == "concurrency x0.5"
+    assert (stand_in.warm_p95_ms, stand_in.warm_mean_ms) == (60.0, 60.0)  # what serverless bills
+    assert figures.stability_window == (100.0, 105.0)
