@@ -347,3 +347,13 @@ def leftovers(client) -> dict[str, list[str]]:
     return {"endpoints": [e["EndpointName"] for e in client.list_endpoints()["Endpoints"]],
             "configs": [c["EndpointConfigName"] for c in client.list_endpoint_configs()["EndpointConfigs"]],
             "models": [m["ModelName"] for m in client.list_models()["Models"] if m["ModelName"] != "my-model"]}
+
+
+class ManualClock:
+    """A clock tests move by hand: `clock.now += 2.5`; call it like time.monotonic."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import psutil
+import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
@@ -60,6 +61,7 @@ def test_an_autoscaling_sweep_on_the_emulation_matches_the_model_and_its_own_log
         assert abs(c["reaction_s"] - c["model_reaction_s"]) <= PERIOD_S, c["scale_events"]
         assert abs(c["ready_s"] - c["model_ready_s"]) <= PERIOD_S, c["scale_events"]
         assert c["scale_events"][0]["to"] == 3 and c["peak_instances"] == 3
+        assert c["cost_usd"] == pytest.approx(c["instance_hours"] * 0.23)  # the traffic's, as the fleet scaled
         # what DescribeEndpoint said is what the emulator logged, one poll apart at most (and a little)
         polled, logged = c["instances"], c["emulator_instances"]
         assert _pairs(polled) == _pairs(logged), (polled, logged)

@@ -27,18 +27,11 @@ from sm_locust.plateau.rates import parse_traffic
 from sm_locust.scaling.policy import ScalingPolicy
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample
+from tests.fakes import ManualClock
 
 PAYLOAD = b'{"instances": [{"feat_ids": [' + b", ".join([b"1"] * 39) + b'], "feat_vals": [' + \
           b", ".join([b"0.5"] * 39) + b"]}]}"
 NO_RETRY = Config(retries={"mode": "standard", "total_max_attempts": 1}, max_pool_connections=32)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # -- pure parts -----------------------------------------------------------------------------------
@@ -58,7 +51,7 @@ def test_a_queued_request_sleeps_about_the_time_its_queue_needs():
 
 
 def test_shared_fleet_routes_counts_and_scales():
-    clock = FakeClock()
+    clock = ManualClock()
     fleet = SharedFleet(FleetConfig(instances=1, policy=ScalingPolicy(1, 3, 100).check(), time_scale=10), slots=2,
                         clock=clock)
     rng = random.Random(0)
@@ -79,7 +72,7 @@ def test_shared_fleet_routes_counts_and_scales():
 
 
 def test_the_router_queues_beyond_the_slots_and_frees_them():
-    clock = FakeClock()
+    clock = ManualClock()
     fleet = SharedFleet(FleetConfig(instances=1), slots=1, clock=clock)
     sleeps = []
     router = FleetRouter(fleet, service_s=0.1, sleep=lambda s: (sleeps.append(s), fleet.finish(0)))
@@ -89,7 +82,7 @@ def test_the_router_queues_beyond_the_slots_and_frees_them():
     assert fleet.outstanding() == [0.0]
 
 
-def drive(controller: FleetController, clock: FakeClock, traffic, time_scale: float, step_s: float = 1.0):
+def drive(controller: FleetController, clock: ManualClock, traffic, time_scale: float, step_s: float = 1.0):
     """Send the traffic's requests (real req/s, evenly, finished at once) through the shared table, a tick per
     emulated `step_s`."""
     fleet = controller.fleet
@@ -111,7 +104,7 @@ def test_the_controller_scales_the_table_as_the_model_says():
     policy = ScalingPolicy(1, 3, 420, scale_out_cooldown_s=60, scale_in_cooldown_s=300).check()
     traffic = parse_traffic([{"duration_s": 300, "rps": 2}, {"duration_s": 600, "rps": 15},
                              {"duration_s": 300, "rps": 2}])
-    clock = FakeClock()
+    clock = ManualClock()
     config = FleetConfig(instances=1, policy=policy, instance_start_s=240, time_scale=30)
     fleet = SharedFleet(config, slots=4, clock=clock)
     said = []
@@ -125,9 +118,66 @@ def test_the_controller_scales_the_table_as_the_model_says():
                     "metric crossed, serving at 720 s"]
 
 
+class FakeCloudWatch:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[dict]]] = []
+
+    def put_metric_data(self, Namespace: str, MetricData: list[dict]) -> None:  # noqa: N803 - boto3's names
+        self.calls.append((Namespace, MetricData))
+
+
+def test_the_cloudwatch_stand_in_gets_emulated_minutes():
+    policy = ScalingPolicy(1, 3, 420, scale_out_cooldown_s=60).check()
+    traffic = parse_traffic([{"duration_s": 300, "rps": 2}, {"duration_s": 600, "rps": 15}])
+    clock, cloudwatch = ManualClock(), FakeCloudWatch()
+    config = FleetConfig(instances=1, policy=policy, instance_start_s=240, time_scale=30)
+    fleet = SharedFleet(config, slots=4, clock=clock, wall=lambda: 1_700_000_000.0)
+    controller = FleetController(config, fleet, cloudwatch=cloudwatch, endpoint_name="ep", say=lambda _: None).begin()
+    drive(controller, clock, traffic, time_scale=30)
+    sagemaker = [(d["Timestamp"].timestamp() - 1_700_000_000.0, {x["MetricName"]: x["Value"] for x in data})
+                 for ns, data in cloudwatch.calls if ns == "AWS/SageMaker" for d in data[:1]]
+    assert [t for t, _ in sagemaker] == [60.0 * i for i in range(len(sagemaker))]  # stamped in emulated minutes
+    assert sagemaker[1][1] == {"Invocations": 120.0, "InvocationsPerInstance": 120.0}  # 2 req/s, per minute
+    assert sagemaker[6][1] == {"Invocations": 900.0, "InvocationsPerInstance": 900.0}  # 15 req/s on 1 instance
+    counts = [{x["MetricName"]: x["Value"] for x in data} for ns, data in cloudwatch.calls
+              if ns == "sm-locust/Endpoints"]  # as DescribeEndpoint says them at each minute's end
+    assert counts[7] == {"DesiredInstanceCount": 3.0, "CurrentInstanceCount": 1.0}  # decided at 480 s, starting
+    assert counts[-1] == {"DesiredInstanceCount": 3.0, "CurrentInstanceCount": 3.0}  # serving from 720 s
+    dims = cloudwatch.calls[0][1][0]["Dimensions"]
+    assert dims == [{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+
+
+def test_low_traffic_scales_in_at_once_after_fifteen_minutes():
+    policy = ScalingPolicy(1, 3, 420, scale_in_cooldown_s=300).check()
+    clock = ManualClock()
+    config = FleetConfig(instances=3, policy=policy, instance_start_s=240, time_scale=60)
+    fleet = SharedFleet(config, slots=4, clock=clock)
+    controller = FleetController(config, fleet, say=lambda _: None).begin()
+    drive(controller, clock, parse_traffic([{"duration_s": 1500, "rps": 2}]), time_scale=60)
+    # 2 req/s = 40 per instance per minute, far below 90 % of 420: after 15 minutes, ceil(3 x 40 / 420) = 1
+    assert fleet.events() == [InstanceSample(0, 3, 3), InstanceSample(900, 1, 1)]
+    assert fleet.serving(fleet.now_s()) == [0]
+
+
+def test_the_concurrency_metric_counts_requests_in_the_containers():
+    policy = ScalingPolicy(1, 3, 5, metric="ConcurrentRequestsPerModel").check()
+    clock = ManualClock()
+    config = FleetConfig(instances=1, policy=policy, instance_start_s=60, time_scale=10)
+    fleet = SharedFleet(config, slots=4, clock=clock)
+    controller = FleetController(config, fleet, say=lambda _: None).begin()
+    rng = random.Random(0)
+    for _ in range(12):  # 12 requests in the container (4 served, 8 queued), never finished here
+        fleet.admit(rng)
+    for _ in range(40):  # 40 emulated seconds, a tick per second
+        clock.now += 0.1
+        controller.tick()
+    assert [p.value for p in fleet.periods()[:3]] == [12.0, 12.0, 12.0]  # 10-s periods, queued ones included
+    assert fleet.events()[1] == InstanceSample(30, 3, 1)  # three periods above 5: ceil(1 x 12 / 5) = 3
+
+
 def test_a_minimum_above_the_starting_instances_scales_at_second_zero():
     config = FleetConfig(instances=1, policy=ScalingPolicy(2, 3, 420).check(), instance_start_s=60)
-    fleet = SharedFleet(config, slots=4, clock=FakeClock())
+    fleet = SharedFleet(config, slots=4, clock=ManualClock())
     FleetController(config, fleet, say=lambda _: None).begin()
     assert fleet.events() == [InstanceSample(0, 1, 1), InstanceSample(0, 2, 1)]
 

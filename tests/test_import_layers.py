@@ -162,3 +162,50 @@ def test_every_module_has_a_docstring(module):
     if path.name == "__init__.py" and not path.read_text().strip():
         pytest.skip("empty package marker")
     assert ast.get_docstring(ast.parse(path.read_text())), f"{path} has no module docstring saying why it exists"
+
+
+# -------------------------------------------------------------------------------- settings classes
+
+
+def _option_providers() -> set[str]:
+    """The modules `sm_locust.options.OPTION_PROVIDERS` names (read from the source)."""
+    tree = ast.parse((PACKAGE / "options.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "OPTION_PROVIDERS":
+            return {ast.literal_eval(e).partition(":")[0] for e in node.value.elts}
+    raise AssertionError("sm_locust/options.py has no OPTION_PROVIDERS")
+
+
+def test_a_settings_class_lives_with_the_options_it_reads():
+    """docs/ARCHITECTURE.md's rule: the typed view of a feature's options (a class with
+    `from_options`, or a `*_settings(options)` function) is in the module that declares them."""
+    providers = _option_providers()
+    misplaced = []
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text()).body:
+            reads = (isinstance(node, ast.ClassDef) and any(
+                isinstance(f, ast.FunctionDef) and f.name == "from_options" for f in node.body)) or (
+                isinstance(node, ast.FunctionDef) and node.name.endswith("_settings")
+                and [a.arg for a in node.args.args][:1] == ["options"])
+            if reads and name not in providers:
+                misplaced.append(f"{name}.{node.name}")
+    assert not misplaced, f"settings outside the module that declares their options: {misplaced}"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """`_name` is a module's own: what two modules share gets a public name in the lower one. A
+    package may import its own private submodule (`locustfiles._webui`: Locust skips `_` files
+    when it loads a folder of locustfiles)."""
+    modules = _modules()
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(ROOT) or node.level:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                own_submodule = (f"{node.module}.{alias.name}" in modules
+                                 and name.rpartition(".")[0] == node.module)
+                if private and not own_submodule:
+                    found.append(f"{name}: from {node.module} import {alias.name}")
+    assert not found, "private names imported across modules: " + "; ".join(found)

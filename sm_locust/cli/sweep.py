@@ -35,7 +35,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key of the file for this run, e.g. --set load.step_seconds=10 (repeatable)")
     p.add_argument("--cleanup", metavar="SWEEP_ID", default=None,
-                   help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID")
+                   help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID; for an "
+                   "autoscaling sweep also put back the scaling it changed (journals in --out, default "
+                   "sweeps/SWEEP_ID/)")
     p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: boto3 chain)")
     return p
 
@@ -49,7 +51,8 @@ def _confirm(question: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     if args.cleanup:
-        deploy, region, profile, kind = "sagemaker", args.region, None, "realtime"
+        deploy, region, profile = "sagemaker", args.region, None
+        kind: str | None = None  # without the file, the sweep folder says (api.folder_kind)
         if args.sweep_file:
             spec = load_spec(args.sweep_file, args.overrides)
             deploy, region, profile, kind = spec.deploy, region or spec.region, spec.aws_profile, spec.kind

@@ -14,10 +14,10 @@ containers (queued included) per instance in service. A period with no request i
 
 With `--cloudwatch-url`, each emulated minute is also published to the CloudWatch stand-in, stamped
 with its emulated time (the endpoint's start + emulated seconds): Invocations and
-InvocationsPerInstance (AWS/SageMaker), and the instance counts DescribeEndpoint reports as
-`DesiredInstanceCount` / `CurrentInstanceCount` under the namespace `sm-locust/Endpoints` (SageMaker
-publishes no such metric; the report draws them). A failed publication logs one warning and the
-endpoint goes on.
+InvocationsPerInstance (AWS/SageMaker), and the instance counts DescribeEndpoint reports at the
+minute's end as `DesiredInstanceCount` / `CurrentInstanceCount` under the namespace
+`sm-locust/Endpoints` (SageMaker publishes no such metric: they are the emulator's, for dashboards).
+A failed publication logs one warning and the endpoint goes on.
 
 `FleetController.tick()` does one step from the clock, so tests drive it with a fake clock;
 `start()` runs it on a daemon thread.
@@ -30,6 +30,7 @@ import threading
 from datetime import UTC, datetime
 
 from sm_locust.endpoint.fleet import FleetConfig, SharedFleet
+from sm_locust.endpoint.metrics import endpoint_name_for, make_client
 from sm_locust.scaling.policy import CONCURRENCY, IN, ScaleDecision, TargetTracking
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod
 
@@ -187,7 +188,6 @@ def controller_for(config, fleet: SharedFleet | None, cloudwatch=None) -> FleetC
     """The controller `serve_forever` starts in the master when the fleet emulation is on."""
     if fleet is None:
         return None
-    from sm_locust.endpoint.metrics import endpoint_name_for, make_client
 
     if cloudwatch is None and getattr(config, "cloudwatch_url", None):
         cloudwatch = make_client(config.cloudwatch_url)

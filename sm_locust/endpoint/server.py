@@ -142,11 +142,14 @@ class LocalEndpoint:
             return json.loads(resp.read())
 
     def stop(self, timeout: float = 10.0) -> int | None:
+        """Stop the endpoint; its exit code, 0 when it stopped cleanly on the SIGINT sent here (serve
+        itself exits 130 then, as every command stopped by SIGINT)."""
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None
         self.process.send_signal(signal.SIGINT)  # gunicorn: quick shutdown (SIGTERM waits for workers)
         try:
-            return self.process.wait(timeout)
+            code = self.process.wait(timeout)
+            return 0 if code == 128 + signal.SIGINT else code
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()

@@ -101,36 +101,29 @@ def summary_problem(summary: Any) -> str | None:
     for code, count in errors.items():
         if not _is(count, "count"):
             return f"totals.errors.{code} is {count!r}, not a whole number"
-    for i, step in enumerate(summary.get("steps") or []):
-        if not isinstance(step, Mapping):
-            return f"steps[{i}] is a JSON {_json_type(step)}, not an object"
-        problem = _check(step, STEP, f"steps[{i}].")
-        if problem:
-            return problem
     scaling: Mapping[str, Any] = summary["autoscaling"] if isinstance(summary.get("autoscaling"), Mapping) else {}
-    for key, spec in (("scale_events", SCALE_EVENT), ("instances", INSTANCE_SAMPLE)):
-        for i, item in enumerate(scaling.get(key) or []):
-            if not isinstance(item, Mapping):
-                return f"autoscaling.{key}[{i}] is a JSON {_json_type(item)}, not an object"
-            problem = _check(item, spec, f"autoscaling.{key}[{i}].")
-            if problem:
-                return problem
-    for i, target in enumerate(summary.get("targets") or []):
-        if not isinstance(target, Mapping):
-            return f"targets[{i}] is a JSON {_json_type(target)}, not an object"
-        problem = _check(target, TARGET, f"targets[{i}].")
-        if problem:
-            return problem
-    for i, hour in enumerate(summary.get("hours") or []):
-        if not isinstance(hour, Mapping):
-            return f"hours[{i}] is a JSON {_json_type(hour)}, not an object"
-        problem = _check(hour, HOUR, f"hours[{i}].")
+    for items, spec, prefix in ((summary.get("steps"), STEP, "steps"),
+                                (scaling.get("scale_events"), SCALE_EVENT, "autoscaling.scale_events"),
+                                (scaling.get("instances"), INSTANCE_SAMPLE, "autoscaling.instances"),
+                                (summary.get("targets"), TARGET, "targets"), (summary.get("hours"), HOUR, "hours")):
+        problem = _check_items(items or [], spec, prefix)
         if problem:
             return problem
     for name, record in (summary.get("by_name") or {}).items():
         if not isinstance(record, Mapping):
             return f"by_name.{name} is a JSON {_json_type(record)}, not an object"
         problem = _check(record, TOTALS, f"by_name.{name}.")
+        if problem:
+            return problem
+    return None
+
+
+def _check_items(items: list, spec: Mapping[str, str], prefix: str) -> str | None:
+    """The first problem of a list of records (`prefix[i]` names each), or None."""
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            return f"{prefix}[{i}] is a JSON {_json_type(item)}, not an object"
+        problem = _check(item, spec, f"{prefix}[{i}].")
         if problem:
             return problem
     return None

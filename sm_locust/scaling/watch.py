@@ -30,6 +30,7 @@ from sm_locust.options import SageMakerSettings
 from sm_locust.preflight import LOCAL_CREDENTIALS, is_loopback
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path
+from sm_locust.report.cost import load_prices
 from sm_locust.scaling.aws import (
     POLL_EVERY_S,
     InstancePoller,
@@ -85,8 +86,6 @@ def choose_variant(sm, endpoint: str, wanted: str = "") -> VariantRef:
 
 def instance_price(sm, ref: VariantRef) -> tuple[str | None, float | None]:
     """(instance type, USD per hour from the bundled price table) of the variant; Nones when unknown."""
-    from sm_locust.report.cost import load_prices
-
     try:
         config_name = sm.describe_endpoint(EndpointName=ref.endpoint).get("EndpointConfigName")
         config = sm.describe_endpoint_config(EndpointConfigName=config_name) if config_name else {}
@@ -192,7 +191,7 @@ def _start_local(settings: SageMakerSettings, url: str, *, say: Say, sm=None) ->
         raise UsageError(f"--watch-scaling: the endpoint at {url} is not a local fleet (no {LOCAL_ROUTE}); start one "
                          "with `sm-locust serve --instances N ...`, or watch a SageMaker endpoint")
     if sm is None:
-        import boto3
+        import boto3  # lazy: ~230 ms (measured), only to watch a SageMaker endpoint
 
         session = boto3.session.Session(region_name=settings.region or "us-east-1")
         placeholder = session.get_credentials() is None  # the local fleet checks no signature; botocore still signs

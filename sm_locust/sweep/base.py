@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sm_locust.sweep.costing import Estimate, Price, estimate
+from sm_locust.errors import UsageError
+from sm_locust.report.cost import load_prices
+from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
 from sm_locust.sweep.grid import Configuration
 from sm_locust.sweep.load import LoadPlan
@@ -43,6 +45,16 @@ DEFAULT_SWEEPS_DIR = "sweeps"
 def sweep_folder(spec: SweepSpec, out: str | Path | None) -> Path:
     """`--out`, or sweeps/<sweep id>/."""
     return Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / spec.sweep_id
+
+
+def configuration_prices(spec: SweepSpec, configurations: list[Configuration]) -> dict[int, Price]:
+    """Each configuration's price (`costing.price_of`: its price_per_hour, else the table's price for its
+    instance type), the file's `prices:` table read once; a usage error names the key."""
+    try:
+        table = load_prices(spec.prices)
+    except UsageError as exc:
+        raise spec.check.prefixed("prices", exc) from None
+    return {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
 
 
 def sagemaker_options(spec: SweepSpec, client: Any = None, poll_s: float | None = None) -> dict[str, Any]:

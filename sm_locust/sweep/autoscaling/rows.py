@@ -77,3 +77,13 @@ class AutoscalingRow(Row):
 
     def identity(self) -> dict[str, Any]:
         return {"policy": dict(self.policy), "price_per_hour": self.price_per_hour, "price_source": self.price_source}
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shared row, with `cost_usd` the traffic's (instance-hours x price, what the fleet cost as it
+        scaled) and the runner's one-instance billing of the endpoint's life as `deployment_cost_usd`."""
+        out = super().as_dict()
+        if self.teardown is not None and self.teardown.cost_usd is not None:
+            out["deployment_cost_usd"] = self.teardown.cost_usd
+        if self.figures is not None:
+            out["cost_usd"] = self.figures.get("cost_usd")
+        return out

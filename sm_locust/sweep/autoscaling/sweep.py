@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sm_locust.errors import UsageError
-from sm_locust.report.cost import load_prices
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample, RunClock
@@ -39,8 +37,8 @@ from sm_locust.sweep.autoscaling.rank import ScalingCandidate, disqualification,
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.autoscaling.runner import FLEET_LOG, AutoscalingRunner
 from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, policy_of
-from sm_locust.sweep.base import Sweep, sagemaker_options, sweep_folder
-from sm_locust.sweep.costing import Estimate, price_of
+from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
+from sm_locust.sweep.costing import Estimate
 from sm_locust.sweep.deployers import Deployer
 from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import check_payload
@@ -159,11 +157,8 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
     plan: AutoscalingLoadPlan = autoscaling_load_plan(spec)
     deployer: Deployer
     if spec.deploy == "sagemaker":
-        try:
-            from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer  # type: ignore[import-not-found]
-        except ImportError:
-            raise check.error("deploy", "sagemaker: this build runs autoscaling sweeps on the local emulation only; "
-                              "use deploy: local") from None
+        from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer
+
         deployer = SageMakerScalingDeployer(plan=plan, **sagemaker_options(spec, client, poll_s))
         spec.max_parallel_endpoints = 1 if spec.endpoint.get("endpoint_name") else spec.max_parallel_endpoints
     else:
@@ -172,11 +167,7 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
     for c in configurations:
         deployer.check(c.settings, spec.where(c))
     check_payload(plan)
-    try:
-        table = load_prices(spec.prices)
-    except UsageError as exc:
-        raise check.prefixed("prices", exc) from None
-    prices = {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
+    prices = configuration_prices(spec, configurations)
     keys = {c.index: configuration_key("autoscaling", spec.deploy, c.settings, plan.given, plan.traffic.as_list())
             for c in configurations}
     sweep = AutoscalingSweep(spec, deployer, plan, configurations, keys, prices, sweep_folder(spec, out))

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.report.cost import load_prices
-from sm_locust.sweep.base import Sweep, sagemaker_options, sweep_folder
-from sm_locust.sweep.costing import figures, price_of
+from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
+from sm_locust.sweep.costing import figures
 from sm_locust.sweep.deployers import create_deployer
 from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import check_payload, parse_load
@@ -156,11 +155,7 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
     for c in configurations:
         deployer.check(deployer_settings(c.settings, deployer.known_keys), spec.where(c))
     check_payload(plan)
-    try:
-        table = load_prices(spec.prices)
-    except UsageError as exc:
-        raise check.prefixed("prices", exc) from None
-    prices = {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
+    prices = configuration_prices(spec, configurations)
     pricing_only = PRICING_ONLY.get(spec.deploy, ("price_per_hour",))
     keys = {c.index: configuration_key(spec.deploy, {k: v for k, v in c.settings.items() if k not in pricing_only},
                                        plan.given)
