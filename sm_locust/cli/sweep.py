@@ -38,7 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID; for an "
                    "autoscaling sweep also put back the scaling it changed (journals in --out, default "
                    "sweeps/SWEEP_ID/)")
-    p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: boto3 chain)")
+    p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: AWS_REGION, "
+                   "AWS_DEFAULT_REGION, the profile's region)")
     return p
 
 
@@ -51,7 +52,8 @@ def _confirm(question: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     if args.cleanup:
-        deploy, region, profile = "sagemaker", args.region, None
+        deploy: str | None = None  # without the file: the sweep folder says, else sagemaker (api.cleanup)
+        region, profile = args.region, None
         kind: str | None = None  # without the file, the sweep folder says (api.folder_kind)
         if args.sweep_file:
             spec = load_spec(args.sweep_file, args.overrides)

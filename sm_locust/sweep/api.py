@@ -211,15 +211,32 @@ def folder_kind(out_dir: Path) -> str:
     return "autoscaling" if (out_dir / JOURNAL_DIR).is_dir() else DEFAULT_KIND
 
 
-def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = None, profile: str | None = None,
+def folder_deploy(out_dir: Path) -> str | None:
+    """Where the sweep a folder holds deployed (sweep.json's `deploy`), for `--cleanup ID` without its file."""
+    try:
+        deploy = json.loads((out_dir / "sweep.json").read_text()).get("deploy")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return deploy if isinstance(deploy, str) else None
+
+
+def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | None = None, profile: str | None = None,
             client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
     `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there;
-    `kind` None: the folder says (`folder_kind`)."""
+    `kind` None: the folder says (`folder_kind`); `deploy` None: the folder says, else sagemaker, and this
+    machine's endpoint processes tagged with the sweep id are stopped too (a local sweep's)."""
     printer = printer or Printer()
+    folder = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
     if kind is None:
-        kind = folder_kind(Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id)
+        kind = folder_kind(folder)
+    local: tuple[list[str], list[str]] = ([], [])
+    if deploy is None:
+        deploy = folder_deploy(folder)
+        if deploy is None:  # nothing says where it ran: this machine's tagged endpoints, then SageMaker
+            local = create_deployer("local").cleanup(sweep_id, lambda text: say(printer, text))
+            deploy = "sagemaker"
 
     def progress(text: str) -> None:
         say(printer, text)
@@ -231,6 +248,7 @@ def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = No
             out_dir = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
             return cleaner(sweep_id, deploy=deploy, region=region, profile=profile, client=client, out_dir=out_dir,
                            progress=progress)
-        return create_deployer(deploy, **options).cleanup(sweep_id, progress)
+        deleted, left = create_deployer(deploy, **options).cleanup(sweep_id, progress)
+        return local[0] + deleted, local[1] + left
     except DeployError as exc:
         raise RunError(str(exc)) from None

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.region import region_for
+from sm_locust.region import NO_REGION, region_for
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
 from sm_locust.sweep.deployers.precheck import Need, check_before_creating, needs_for
 
@@ -111,8 +111,10 @@ class SageMakerDeployer(Deployer):
             # and local serverless sweeps load this module without ever needing the client
             import boto3
 
-            session = boto3.session.Session(profile_name=self.profile or None,
-                                            region_name=region_for(self.region, self.profile) or None)
+            region = region_for(self.region, self.profile)  # the one rule: --region, AWS_REGION, ..., the profile
+            if not region:
+                raise UsageError(NO_REGION.format(what=" for SageMaker"))
+            session = boto3.session.Session(profile_name=self.profile or None, region_name=region)
             self._client = session.client("sagemaker")
         return self._client
 
@@ -381,6 +383,8 @@ class SageMakerDeployer(Deployer):
             configs = self._listed("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName",
                                    "EndpointConfigArn", sweep_id)
             models = self._listed("list_models", "Models", "ModelName", "ModelArn", sweep_id)
+        except UsageError:  # no region: one line, exit 2
+            raise
         except Exception as exc:
             code, message = _error(exc)
             raise DeployError(f"listing SageMaker resources failed: {code}: {message}") from None
