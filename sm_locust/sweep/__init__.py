@@ -22,6 +22,7 @@ share everything but what a configuration is and what its test measures:
     render.py      the page, table and files every kind's outputs share
     realtime/      the default kind: instance-backed endpoints, a plateau search each
     serverless/    the `serverless:` kind: memory x MaxConcurrency, throttles, cold starts, break-even
+    autoscaling/   the `autoscaling:` kind: scaling policies under growing traffic
 
 docs/sweep.md documents the file, the outputs and how to add a kind; docs/serverless.md the
 serverless kind.
