@@ -94,6 +94,8 @@ def scene(tmp_path, monkeypatch):
     (work / "serverless_grid.yaml").write_text(
         "name: both\nserverless: {memory_size_mb: [2048], max_concurrency: [2]}\n"
         f"grid: {{max_concurrency: [1, 2]}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\n")
+    (work / "not_json").mkdir()
+    (work / "not_json" / "summary.json").write_text("{not json")
     (work / "crlf.jsonl").write_text(json.dumps({"Body": "1,2", "CustomAttributes": "a=b\r\nX-Evil: 1"}) + "\n")
     monkeypatch.chdir(work)
     return work
@@ -227,6 +229,8 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "smoke out holds a run": (["smoke", *LOCAL, "--out", "run"], {}, 2, ["already holds a run"]),
     # -- report ------------------------------------------------------------------------------
     "report no folder": (["report", "nowhere"], {}, 2, ["nowhere", "not a folder"]),
+    "report summary not json": (["report", "not_json", "--no-cloudwatch"], {}, 2,
+                                ["not_json is not a readable run folder", "not valid JSON"]),
     "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2,
                            ["totals is [] (a JSON list)", "not an object"]),
     "report step rps text": (["report", "shape_steps", "--no-cloudwatch"], {}, 2, ["steps[0].rps", "'fast'"]),

@@ -11,6 +11,7 @@ recommended; 1 a configuration failed or none meets the objective; 2 bad input; 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from sm_locust.cli.commands import add_command_parser
@@ -69,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         print("\n".join(api.plan_lines(sweep)))
         return 0
-    result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm)
+    result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm if sys.stdin.isatty() else None)  # no tty: --yes
     if result.interrupted:
-        print("sm-locust: interrupted; everything this sweep created was deleted unless listed above", file=sys.stderr)
+        name = signal.Signals(result.signum).name if result.signum else "a signal"
+        print(f"sm-locust: interrupted by {name}; everything this sweep created was deleted unless listed above",
+              file=sys.stderr)
     return result.exit_code
