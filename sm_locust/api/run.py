@@ -43,6 +43,7 @@ from sm_locust.launch import (
     make_out_dir,
 )
 from sm_locust.record.runfolder import SUMMARY_JSON
+from sm_locust.shapes.settings import parse_seconds
 
 PAYLOAD_FILE = "payload.body"  # a `data=` body: no suffix the payload loaders read specially, sent verbatim
 PROGRESS_EVERY_S = 1.0
@@ -131,8 +132,6 @@ def _write_body(args: Any, out_dir: Path, body: bytes) -> bool:
 
 def _planned_seconds(args: Any) -> float | None:
     """How long the run is planned to take (its -t, else a shape's --max-duration), for a progress bar."""
-    from sm_locust.shapes.settings import parse_seconds
-
     for value, flag in ((args.run_time, "--run-time"), (getattr(args, "max_duration", None), "--max-duration")):
         if value:
             try:

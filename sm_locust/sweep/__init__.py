@@ -44,7 +44,7 @@ from typing import Any
 class _CallablePackage(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """sm_locust.sweep(source, *, out=None, yes=False, model=None, ...): see `sm_locust.sweep.api.sweep`."""
-        from sm_locust.sweep.api import sweep
+        from sm_locust.sweep.api import sweep  # lazy: the whole sweep (every kind); the package's __init__ stays empty
 
         return sweep(*args, **kwargs)
 
