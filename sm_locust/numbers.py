@@ -30,8 +30,9 @@ def number_problem(value: Any, cast: type = float, *, minimum: Number | None = N
     """(the number, None) when `value` passes; (None, "must be at least 1, got 0") when it does not.
 
     The one wording: "must be a number" (or "a whole number", "a finite number"), "must be at least X",
-    "must be more than X", "must be at most X", "must be less than X", each followed by ", got <value>". `text`: a string such as "5" is read as a number (command lines, environment
-    variables, form fields); a sweep file's values are typed, so there "5" is refused."""
+    "must be more than X", "must be at most X", "must be less than X", each followed by ", got <value>".
+    `text`: a string such as "5" is read as a number (command lines, environment variables, form
+    fields); a sweep file's values are typed, so there "5" is refused."""
     kind = "a whole number" if cast is int else "a number"
     shown = f", got {value!r}"
     if isinstance(value, bool) or value is None or (isinstance(value, str) and not text):
@@ -62,7 +63,7 @@ def number_problem(value: Any, cast: type = float, *, minimum: Number | None = N
     return number, None
 
 
-def check_number(value: Any, name: str, cast: type = float, **bounds: Number | None) -> Number:
+def check_number(value: Any, name: str, cast: type = float, **bounds: Any) -> Number:
     """`value` as a finite `cast` within `bounds` (minimum, maximum, above, below), else a UsageError
     naming `name` (a flag, a sweep-file key)."""
     number, problem = number_problem(value, cast, **bounds)
@@ -76,7 +77,7 @@ class NumberArgumentError(argparse.ArgumentTypeError, ValueError):
     """argparse prints its text after "argument --flag:"; callers of the type function catch a ValueError."""
 
 
-def argument_type(cast: type = float, **bounds: Number | None) -> Callable[[str], Number]:
+def argument_type(cast: type = float, **bounds: Any) -> Callable[[str], Number]:
     """An argparse `type=` applying the rule: `--x nan` -> "argument --x: must be a finite number, got 'nan'"."""
 
     def parse(text: str) -> Number:

@@ -141,7 +141,8 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
         raise check.error("deploy", f"a serverless sweep deploys local or sagemaker, not {deploy!r}")
     section = check.mapping(SECTION, data[SECTION])
     check.unknown(SECTION, section, SECTION_KEYS)
-    grid = data.get("grid") if isinstance(data.get("grid"), Mapping) else {}
+    grid_value = data.get("grid")
+    grid: Mapping[str, Any] = grid_value if isinstance(grid_value, Mapping) else {}
     for key in GRID_KEYS:  # was: "the local deployer has no setting 'max_concurrency'" (a different concurrency)
         if key in grid:
             raise check.error(f"grid.{key}", f"a serverless sweep's {key} is {SECTION}.{key} (one value or a list: "
