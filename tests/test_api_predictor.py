@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from types import SimpleNamespace
 
@@ -70,7 +71,10 @@ class _Creds:
 
 @pytest.mark.parametrize("method", ["env", "container-role", "iam-role"])
 def test_credentials_the_child_finds_and_refreshes_itself_are_not_copied(method):
-    assert credential_env(SimpleNamespace(get_credentials=lambda: _Creds(method, "t"))) == {}
+    assert credential_env(SimpleNamespace(get_credentials=lambda: _Creds(method, "t"), profile_name="default")) == {}
+    # ... unless the session used another profile than the child's chain would: then they are copied
+    other = credential_env(SimpleNamespace(get_credentials=lambda: _Creds(method, "t"), profile_name="prod"))
+    assert other["AWS_ACCESS_KEY_ID"] == "AK" and other["AWS_SESSION_TOKEN"] == "t"
 
 
 def test_credentials_without_a_token_blank_any_inherited_token():
@@ -106,14 +110,24 @@ def test_a_serializer_that_refuses_the_data_is_one_line():
         request_body({1}, predictor(serializer=Strict()))
 
 
-def test_the_real_sdk_serializers():
-    serializers = pytest.importorskip("sagemaker.serializers")
+@pytest.mark.parametrize("module", ["sagemaker.serializers", "sagemaker.core.serializers"])  # SDK v2, v3
+def test_the_real_sdk_serializers(module):
+    serializers = pytest.importorskip(module)
     np = pytest.importorskip("numpy")
-    cases = [(serializers.CSVSerializer(), [1, 2, 3], "text/csv"),
-             (serializers.JSONSerializer(), {"inputs": [1, 2]}, "application/json"),
-             (serializers.NumpySerializer(), np.arange(4, dtype="float32"), "application/x-npy")]
-    for serializer, data, content_type in cases:
-        body, found = request_body(data, predictor(serializer=serializer))
-        assert found == content_type and body
-    assert np.load(__import__("io").BytesIO(request_body(np.arange(4.0), predictor(
-        serializer=serializers.NumpySerializer()))[0])).tolist() == [0.0, 1.0, 2.0, 3.0]
+    cases = [(serializers.CSVSerializer(), [1, 2, 3], "text/csv", b"1,2,3"),
+             (serializers.JSONSerializer(), {"inputs": [1, 2]}, "application/json", b'{"inputs": [1, 2]}')]
+    for serializer, data, content_type, body in cases:
+        assert request_body(data, predictor(serializer=serializer)) == (body, content_type)
+    body, content_type = request_body(np.arange(4.0), predictor(serializer=serializers.NumpySerializer()))
+    assert content_type == "application/x-npy" and np.load(io.BytesIO(body)).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_sdk_v3_endpoint_resource():
+    resources = pytest.importorskip("sagemaker.core.resources")
+    serializers = pytest.importorskip("sagemaker.core.serializers")
+    deserializers = pytest.importorskip("sagemaker.core.deserializers")
+    endpoint = resources.Endpoint(endpoint_name="ranker", serializer=serializers.CSVSerializer(),
+                                  deserializer=deserializers.JSONDeserializer())
+    target = read_predictor(endpoint)  # no session on it: region and credentials from the default chain
+    assert (target.endpoint_name, target.content_type, target.accept, target.env) == ("ranker", "text/csv",
+                                                                                      "application/json", {})

@@ -85,7 +85,7 @@ def test_the_inline_view_shows_the_verdict_and_the_charts(runs):
     page = runs[0]._repr_html_()
     first = runs[0].verdict.splitlines()[0]
     assert first in page and "Throughput vs users" in page and "Client latency vs users" in page
-    assert page.count("Plotly.newPlot") == 2
+    assert page.count("Plotly.newPlot") == 2 and page.count("cdn.plot.ly") == 1  # plotly.js once, not per chart
 
 
 def test_report_writes_the_page_and_returns_its_path(runs, tmp_path):

@@ -210,3 +210,15 @@ def test_the_stop_button_stops_the_run_and_returns_what_was_measured(endpoint, t
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is True and summary["totals"]["requests"] == report["requests"]
     assert report["socket_patched"] is False
+
+
+def test_a_data_body_never_lands_in_a_folder_that_holds_a_run(tmp_path):
+    earlier = tmp_path / "run"
+    earlier.mkdir()
+    (earlier / "summary.json").write_text('{"totals": {"requests": 1}}')
+    with pytest.raises(UsageError, match=r"--out .*run already holds a run .*pass --overwrite"):
+        sm_locust.run("ep", endpoint_url="http://127.0.0.1:9", data=b"{}", out=earlier, progress=False)
+    assert sorted(p.name for p in earlier.iterdir()) == ["summary.json"]
+    with pytest.raises(UsageError, match=r"progress='bar'"):  # refused before the body is written anywhere
+        sm_locust.run("ep", endpoint_url="http://127.0.0.1:9", data=b"{}", out=tmp_path / "new", progress="bar")
+    assert not (tmp_path / "new").exists()

@@ -24,7 +24,6 @@ import boto3
 import psutil
 import pytest
 
-from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.scaling.aws import VariantRef, snapshot
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
@@ -53,12 +52,6 @@ traffic:
 load: {payload: body.json}
 objective: {slo_ms: 250, percentile: 95, max_breach_s: 0}
 """
-
-
-@pytest.fixture(scope="module")
-def runtime():
-    with LocalEndpoint(max_concurrency=4, service_time_ms=10) as ep:
-        yield ep
 
 
 @pytest.fixture
@@ -188,6 +181,15 @@ def test_the_emulations_keys_are_refused_on_sagemaker_and_nothing_is_created(aws
     r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path)
     assert_one_line_error(r, 2, needle)
     assert state(aas, sm) == before and not (tmp_path / "out").exists()
+
+
+def test_instance_count_is_the_minimums_job(aws, tmp_path):
+    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 2, "second": 2}).replace(
+        "endpoint: {endpoint_name: ranker, instance_type: ml.c5.xlarge}",
+        "endpoint: {model_name: my-model, instance_type: ml.c5.xlarge, instance_count: 2}"))
+    r = run_cli("sweep", "sweep.yaml", "--plan", cwd=tmp_path)
+    assert_one_line_error(r, 2, "endpoint.instance_count: an autoscaling sweep starts every configuration at "
+                          "autoscaling.min_instances")
 
 
 def test_an_endpoint_named_twice_is_refused(aws, tmp_path):

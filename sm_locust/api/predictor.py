@@ -21,6 +21,7 @@ passed: frozen copies of refreshable credentials would expire during a long run.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,10 +93,15 @@ def accept_header(predictor: Any) -> str | None:
 
 def credential_env(boto_session: Any) -> dict[str, str]:
     """AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN for the Locust child, from a boto3
-    session's credentials; {} when it has none or when the child resolves the same source itself."""
+    session's credentials; {} when it has none, or when the child resolves the same source itself (a
+    self-refreshing source found through the same profile as the child's default chain)."""
     get = getattr(boto_session, "get_credentials", None)
     credentials = get() if callable(get) else None
-    if credentials is None or getattr(credentials, "method", None) in SELF_RESOLVED:
+    if credentials is None:
+        return {}
+    profile = getattr(boto_session, "profile_name", None)
+    same_chain = profile in (None, os.environ.get("AWS_PROFILE") or "default")  # the child's own chain
+    if same_chain and getattr(credentials, "method", None) in SELF_RESOLVED:
         return {}
     frozen = credentials.get_frozen_credentials() if hasattr(credentials, "get_frozen_credentials") else credentials
     access, secret = getattr(frozen, "access_key", None), getattr(frozen, "secret_key", None)

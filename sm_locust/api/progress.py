@@ -106,7 +106,7 @@ class NotebookLine(Display):
     """One output in a Jupyter notebook, replaced on every update (a display id)."""
 
     def __init__(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # lazy: IPython, there only in a notebook
 
         self._handle = display({"text/plain": "sm-locust: starting"}, raw=True, display_id=True)
 

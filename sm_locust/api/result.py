@@ -12,9 +12,10 @@ and the gates read); a `RunResult` is a view of it for notebooks, built from the
     .report(...) report.html (report/pipeline.py: CloudWatch, cost), its path
     .figures(...) the report's plotly figures by id ("fig-throughput", "fig-latency-users", ...)
 
-In a notebook the object shows itself (`_repr_html_`): the verdict, then throughput and latency vs
-users, drawn from the run folder alone (never CloudWatch: a repr must be quick and offline).
-Frames are read when first asked for and kept.
+In a notebook the object shows itself: the verdict, then throughput and latency vs users, drawn from
+the run folder alone (never CloudWatch: a display must be quick and offline). In Jupyter each chart is
+displayed by plotly (`_ipython_display_`), so plotly.js is not copied into every result; other HTML
+front ends get `_repr_html_`, one fragment. Frames are read when first asked for and kept.
 """
 
 from __future__ import annotations
@@ -30,9 +31,12 @@ import pandas as pd
 
 from sm_locust.errors import UsageError
 from sm_locust.launch import verdict_line
+from sm_locust.outputs import check_output_dir, refuse_in_progress
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
-from sm_locust.record.timeline import iter_seconds, timeline_path
+from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path
+from sm_locust.report.merge import errors_by_code
+from sm_locust.report.s3 import fetch_run, s3_client
 
 TIMELINE_COLUMNS = ["time", "users", "spawning", "requests", "failures", "rps", "goodput_rps", "p50_ms", "p95_ms",
                     "p99_ms", "client_cpu_pct", "backoffs", "target_rate", "sent", "late", "dropped"]
@@ -84,8 +88,6 @@ class RunResult:
     def errors(self) -> pd.DataFrame:
         """Failures by error code, most frequent first (summary.json totals, else Locust's failures CSV)."""
         if "errors" not in self._frames:
-            from sm_locust.report.merge import errors_by_code
-
             errors = (self._summary.get("totals") or {}).get("errors")
             failures = None if errors else read_failures(self.run_dir / FAILURES_CSV, [])
             counts = errors_by_code(self._summary, failures)
@@ -108,8 +110,7 @@ class RunResult:
         does and return its path. `cloudwatch`: None = the CLI's rule (on for a real endpoint with AWS
         configuration, off for the local one); other keywords are `sm-locust report`'s options
         (`instance_type`, `price_per_hour`, `target_rps`, `region`, `out_dir`, ...). Gaps are printed."""
-        from sm_locust.outputs import check_output_dir
-        from sm_locust.report.pipeline import build_report
+        from sm_locust.report.pipeline import build_report  # lazy: the report stack, ~120 ms (measured), on demand
 
         values = report_options(cloudwatch, options)
         check_output_dir(Path(values.out_dir) if values.out_dir else self.run_dir,
@@ -124,28 +125,55 @@ class RunResult:
         """The report's charts as plotly Figures by id (fig-throughput, fig-throughput-time,
         fig-latency-users, fig-latency-time, ...; only those with data), computed as `report()`
         would, without writing anything."""
+        # lazy: the report stack (plotly), ~120 ms (measured): load() stays quick until a chart is asked for
         from sm_locust.report.pipeline import prepare_report
         from sm_locust.report.render import figures
 
         return figures(prepare_report(self.run_dir, report_options(cloudwatch, options)).model)
 
-    def _repr_html_(self) -> str:
-        parts = [f"<pre style='white-space:pre-wrap'>{html.escape(self.verdict)}</pre>"]
-        if self.interrupted:
-            parts.append(f"<p style='color:#a15c00'>{html.escape(self.interrupted)}</p>")
+    def _inline_figures(self) -> tuple[list[Any], str]:
+        """The charts a notebook shows under the verdict (never CloudWatch: a display must be quick and
+        offline), and a line saying why there are none."""
         try:
             drawn = self.figures(cloudwatch=False)
         except UsageError as exc:  # a folder whose CSVs are not Locust's: say so, show the rest
-            drawn, parts = {}, [*parts, f"<p>charts not drawn: {html.escape(exc.message)}</p>"]
-        parts += [drawn[key]._repr_html_() for key in INLINE_FIGURES if key in drawn]
+            return [], f"charts not drawn: {exc.message}"
+        return [drawn[key] for key in INLINE_FIGURES if key in drawn], ""
+
+    def _head_html(self, note: str = "") -> str:
+        parts = [f"<pre style='white-space:pre-wrap'>{html.escape(self.verdict)}</pre>"]
+        if self.interrupted:
+            parts.append(f"<p style='color:#a15c00'>{html.escape(self.interrupted)}</p>")
+        if note:
+            parts.append(f"<p>{html.escape(note)}</p>")
         parts.append(f"<p><small>run folder {html.escape(str(self.run_dir))}; <code>.report()</code> writes "
                      "report.html</small></p>")
         return "\n".join(parts)
+
+    def _ipython_display_(self) -> None:
+        """In Jupyter: the verdict, then each chart displayed by plotly itself, so its renderer for this
+        front end applies (JupyterLab's plotly mime type, or plotly.js embedded once per session in the
+        classic notebook): no copy of plotly.js per result."""
+        from IPython.display import HTML, display  # lazy: IPython, there only in a notebook
+
+        figures, note = self._inline_figures()
+        display(HTML(self._head_html(note)))
+        for figure in figures:
+            display(figure)
+
+    def _repr_html_(self) -> str:
+        """One HTML fragment (for front ends that only take HTML): the verdict and the charts, plotly.js
+        from its CDN as plotly's own HTML fallback does."""
+        figures, note = self._inline_figures()
+        charts = [figure.to_html(full_html=False, include_plotlyjs="cdn" if i == 0 else False)
+                  for i, figure in enumerate(figures)]
+        return "\n".join([self._head_html(note), *charts])
 
 
 def report_options(cloudwatch: bool | None, options: dict[str, Any]):
     """`ReportOptions` from keywords; a one-line UsageError for a name that is no report option, or a
     value the CLI would refuse (`sm-locust report`'s own checks)."""
+    # lazy: the report stack, ~120 ms (measured), only when a report is asked for
     from sm_locust.cli.report import check_names
     from sm_locust.report.pipeline import ReportOptions, check_report_values
 
@@ -182,8 +210,6 @@ def timeline_frame(run_dir: Path) -> pd.DataFrame:
 
 
 def _json_seconds(path: Path):
-    from sm_locust.record.timeline import read_seconds
-
     return read_seconds(path)
 
 
@@ -192,12 +218,8 @@ def load(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None 
     """A finished run as a RunResult: a local run folder, or an s3:// one (`sm-locust run --upload`),
     downloaded first to `out` (default reports/<run-id>/) as `sm-locust report s3://...` does.
     UsageError when the folder is not a run."""
-    from sm_locust.outputs import refuse_in_progress
-
     text = os.fspath(run_dir)
     if isinstance(text, str) and text.startswith("s3://"):
-        from sm_locust.report.s3 import fetch_run, s3_client
-
         local, _ = fetch_run(text, out=out, s3=s3 if s3 is not None else s3_client(profile, region))
         return RunResult(local)
     refuse_in_progress(Path(text))  # a run still writing it would read as one that crashed

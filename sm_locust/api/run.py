@@ -34,8 +34,16 @@ from sm_locust.api.progress import RunProgress, make_display
 from sm_locust.api.result import RunResult
 from sm_locust.cli.run import start_run
 from sm_locust.errors import Interrupted, RunError, UsageError
-from sm_locust.launch import choose_out_dir, discard_out_dir, every_request_failed, holds_run, make_out_dir
+from sm_locust.launch import (
+    check_out_dir,
+    choose_out_dir,
+    discard_out_dir,
+    every_request_failed,
+    holds_run,
+    make_out_dir,
+)
 from sm_locust.record.runfolder import SUMMARY_JSON
+from sm_locust.shapes.settings import parse_seconds
 
 PAYLOAD_FILE = "payload.body"  # a `data=` body: no suffix the payload loaders read specially, sent verbatim
 PROGRESS_EVERY_S = 1.0
@@ -56,18 +64,7 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     """
     given: dict[str, Any] = {**options, "endpoint_name": endpoint_name, "payload": payload, "shape": shape,
                              "out": None if out is None else str(out)}
-    env: dict[str, str] = {}
-    if predictor is not None:
-        target = read_predictor(predictor)
-        env = target.env
-        if env and given.get("aws_profile"):
-            raise UsageError("predictor= brings its session's credentials; drop aws_profile= (or predictor=)")
-        for name, value in target.options().items():  # what the caller passes wins, except another endpoint
-            if given.get(name) is None:
-                given[name] = value
-            elif name == "endpoint_name" and given[name] != value:
-                raise UsageError(f"endpoint_name={given[name]!r} differs from the predictor's endpoint {value!r}; "
-                                 "pass one of them")
+    env = _take_predictor(given, predictor) if predictor is not None else {}
     body = None
     if data is not None:
         if payload is not None:
@@ -76,25 +73,19 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
         if content_type and given.get("content_type") is None:
             given["content_type"] = content_type
     args = run_arguments(given, locust_args)  # every name and value, as the CLI parses them
+    state = RunProgress(total_s=_planned_seconds(args), interval_s=PROGRESS_EVERY_S)
+    display = make_display(progress, state.total_s)  # a bad progress= is refused before anything is written
     out_dir = Path(args.out) if args.out else choose_out_dir(None, args.endpoint_name or "")
     args.out = str(out_dir)
-    created = False
-    if body is not None:
-        from sm_locust.launch import check_out_dir
-
-        check_out_dir(out_dir, overwrite=args.overwrite)
-        created = make_out_dir(out_dir)
-        (out_dir / PAYLOAD_FILE).write_bytes(body)
-        args.payload = str(out_dir / PAYLOAD_FILE)
-    state = RunProgress(total_s=_planned_seconds(args), interval_s=PROGRESS_EVERY_S)
-    started = time.monotonic()
-    display = make_display(progress, state.total_s)
+    created, started = False, time.monotonic()
 
     def echo(line: str) -> None:
         if state.feed(line):
             display.update(state)
 
     try:
+        if body is not None:
+            created = _write_body(args, out_dir, body)
         _, summary = start_run(args, echo=echo, env=env, progress_every_s=PROGRESS_EVERY_S)
     except Interrupted as exc:
         if not (out_dir / SUMMARY_JSON).is_file():
@@ -114,10 +105,33 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     return RunResult(out_dir)
 
 
+def _take_predictor(given: dict[str, Any], predictor: Any) -> dict[str, str]:
+    """Fill the options a Predictor determines (what the caller passed wins, except another endpoint);
+    return the environment carrying its credentials to the Locust child."""
+    target = read_predictor(predictor)
+    if target.env and given.get("aws_profile"):
+        raise UsageError("predictor= brings its session's credentials; drop aws_profile= (or predictor=)")
+    for name, value in target.options().items():
+        if given.get(name) is None:
+            given[name] = value
+        elif name == "endpoint_name" and given[name] != value:
+            raise UsageError(f"endpoint_name={given[name]!r} differs from the predictor's endpoint {value!r}; "
+                             "pass one of them")
+    return target.env
+
+
+def _write_body(args: Any, out_dir: Path, body: bytes) -> bool:
+    """The data= body into the run folder (checked as --out is), as the run's payload; True when this
+    made the folder."""
+    check_out_dir(out_dir, overwrite=args.overwrite)
+    created = make_out_dir(out_dir)
+    (out_dir / PAYLOAD_FILE).write_bytes(body)
+    args.payload = str(out_dir / PAYLOAD_FILE)
+    return created
+
+
 def _planned_seconds(args: Any) -> float | None:
     """How long the run is planned to take (its -t, else a shape's --max-duration), for a progress bar."""
-    from sm_locust.shapes.settings import parse_seconds
-
     for value, flag in ((args.run_time, "--run-time"), (getattr(args, "max_duration", None), "--max-duration")):
         if value:
             try:

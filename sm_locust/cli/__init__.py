@@ -17,7 +17,9 @@ while Locust runs as a child, `sm_locust.launch` forwards either signal to it in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import os
 import signal
 import sys
 import threading
@@ -95,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sm-locust: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except BrokenPipeError:  # `sm-locust sweep ... --plan | head`: the reader left; say nothing more
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as exc:
         if exc.errno not in FILE_SYSTEM_ERRORS:
             raise

@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from sm_locust import lifeline
@@ -54,8 +55,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 class LocalEndpoint:
     """A local endpoint in a child process: `with LocalEndpoint(service_time_ms=10) as ep: ep.url`."""
 
-    def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None, **overrides):
+    def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None,
+                 env: Mapping[str, str] | None = None, **overrides):
         self.config = config or EndpointConfig(port=0)  # tests and demos: a free port, never 8080
+        self.extra_env = dict(env or {})  # e.g. a local sweep's tag, by which `sweep --cleanup` finds it
         for key, value in overrides.items():
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown endpoint setting {key!r}")
@@ -116,6 +119,7 @@ class LocalEndpoint:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
+        env.update(self.extra_env)
         self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
                                         stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
                                         env=env, start_new_session=True)

@@ -529,6 +529,10 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunData:
         )
     gaps: list[str] = []
     summary = check_summary(read_json(path / SUMMARY_JSON, "summary", gaps), path / SUMMARY_JSON)
+    if not summary and not (path / HISTORY_CSV).is_file() and not (path / STATS_CSV).is_file():
+        # nothing readable at all: a report of it would be every gap there is (was: exit 1, a line per gap)
+        raise UsageError(f"{path} is not a readable run folder: {gaps[0] if gaps else SUMMARY_JSON + ' is empty'}, "
+                         f"and it holds no {PREFIX}_stats*.csv")
     return _read_folder(path, summary, gaps)
 
 

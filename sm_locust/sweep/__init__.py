@@ -22,6 +22,7 @@ share everything but what a configuration is and what its test measures:
     render.py      the page, table and files every kind's outputs share
     realtime/      the default kind: instance-backed endpoints, a plateau search each
     serverless/    the `serverless:` kind: memory x MaxConcurrency, throttles, cold starts, break-even
+    autoscaling/   the `autoscaling:` kind: scaling policies under growing traffic
 
 docs/sweep.md documents the file, the outputs and how to add a kind; docs/serverless.md the
 serverless kind.
@@ -43,7 +44,7 @@ from typing import Any
 class _CallablePackage(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """sm_locust.sweep(source, *, out=None, yes=False, model=None, ...): see `sm_locust.sweep.api.sweep`."""
-        from sm_locust.sweep.api import sweep
+        from sm_locust.sweep.api import sweep  # lazy: the whole sweep (every kind); the package's __init__ stays empty
 
         return sweep(*args, **kwargs)
 

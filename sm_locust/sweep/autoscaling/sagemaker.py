@@ -42,6 +42,7 @@ from sm_locust.scaling.aws import (
 )
 from sm_locust.sweep.autoscaling.spec import POLICY_KEYS, PREFIX, policy_of
 from sm_locust.sweep.deployers import DeployError, Deployment, Progress, create_deployer
+from sm_locust.sweep.deployers.precheck import Need, needs_for
 from sm_locust.sweep.deployers.sagemaker import KEYS as SAGEMAKER_KEYS
 from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
 
@@ -88,11 +89,11 @@ class SageMakerScalingDeployer(SageMakerDeployer):
 
     def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
         _own, rest = split_settings(settings)
-        for key in settings:
-            self.check_key(key, where, self.known_keys())
         if "instance_count" in rest:
             raise UsageError(f"{where('instance_count')}: an autoscaling sweep starts every configuration at "
                              "autoscaling.min_instances; leave instance_count out")
+        for key in settings:
+            self.check_key(key, where, self.known_keys())
         if rest.get(EXISTING) is None:
             super().check(rest, where)
             return
@@ -175,6 +176,17 @@ class SageMakerScalingDeployer(SageMakerDeployer):
         if existing:
             deployment.info.update(endpoint_name=deployment.endpoint_name,
                                    variant_name=self.variant(deployment).variant, existing=True)
+
+    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+        """Before anything is created (`precheck.py`): a deployed endpoint may scale to `max_instances`, so
+        that is what its instance type's quota must hold; an existing endpoint creates nothing."""
+        deployed = []
+        for settings in configurations:
+            own, rest = split_settings(settings)
+            if rest.get(EXISTING) or not rest.get("instance_type"):
+                continue
+            deployed.append({**rest, "instance_count": own.get("max_instances") or rest.get("instance_count") or 1})
+        return needs_for(deployed, max_parallel)
 
     def _check_instance_type(self, deployment: Deployment) -> None:
         """An existing endpoint priced by `instance_type` must run that type (else its cost would be wrong)."""

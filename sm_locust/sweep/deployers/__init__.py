@@ -55,6 +55,7 @@ class Deployment:
     resources: dict[str, str] = field(default_factory=dict)  # kind -> name, for teardown and sweep.json
     info: dict[str, Any] = field(default_factory=dict)  # what was deployed, for sweep.json
     handle: Any = None  # the deployer's own object (a LocalEndpoint, ...)
+    created: list[str] = field(default_factory=list)  # the `resources` kinds a create call may have made
     created_at: float | None = None  # when creation started (billing starts no later)
     deleted_at: float | None = None
 
@@ -84,6 +85,10 @@ class Deployer:
 
     def prepare(self, deployment: Deployment, sweep_id: str) -> None:
         """Name the resources (nothing is created)."""
+
+    def before_creating(self, configurations: list[Mapping[str, Any]], max_parallel: int, progress: Progress) -> None:
+        """Checks before the sweep creates anything (credentials, quotas, ...): a UsageError when one
+        surely fails. `configurations`: the settings of those about to run. Nothing to check by default."""
 
     def deploy(self, deployment: Deployment, cancel: threading.Event, progress: Progress) -> None:
         raise NotImplementedError
