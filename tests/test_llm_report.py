@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 import pytest
@@ -52,19 +53,21 @@ def test_summary_rows_print_a_missing_token_figure_as_n_a_not_nan():
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """An LLM run and a plain run, 3 s each, side by side (nothing here is timed: the figures are only
+    checked to be there, and only in the LLM run)."""
     from sm_locust.endpoint.server import LocalEndpoint
 
     root = tmp_path_factory.mktemp("llm-report")
     config = LlmConfig(max_sequences=4, step_ms=10.0, step_ms_per_seq=1.0)
-    with LocalEndpoint(llm=config, log_path=root / "endpoint.log") as ep:
-        llm = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:50",
-                      "--llm-template", "messages", "--max-new-tokens", "16", "--stream", "true", "-u", "2", "-r", "10",
-                      "-t", "5s", "--out", str(root / "llm"), "-q")
-        assert llm.returncode == 0, llm.stdout + llm.stderr
-    with LocalEndpoint(log_path=root / "plain.log") as ep:
-        plain = run_cli("run", "--endpoint-name", "plain", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
-                        "-u", "1", "-t", "3s", "--out", str(root / "plain"), "-q")
-        assert plain.returncode == 0, plain.stdout + plain.stderr
+    with LocalEndpoint(llm=config, log_path=root / "endpoint.log") as llm_ep, \
+            LocalEndpoint(log_path=root / "plain.log") as plain_ep, ThreadPoolExecutor(2) as pool:
+        llm = pool.submit(run_cli, "run", "--endpoint-name", "llm", "--endpoint-url", llm_ep.url, "--prompts",
+                          "synthetic:50", "--llm-template", "messages", "--max-new-tokens", "16", "--stream", "true",
+                          "-u", "2", "-r", "10", "-t", "3s", "--out", str(root / "llm"), "-q")
+        plain = pool.submit(run_cli, "run", "--endpoint-name", "plain", "--endpoint-url", plain_ep.url, "--payload",
+                            str(SAMPLE_PAYLOAD), "-u", "1", "-t", "3s", "--out", str(root / "plain"), "-q")
+        for done in (llm.result(), plain.result()):
+            assert done.returncode == 0, done.stdout + done.stderr
     return root
 
 
