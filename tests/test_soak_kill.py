@@ -1,7 +1,7 @@
 """A Locust process killed with SIGKILL mid-run (an OOM kill, a lost master) leaves a run folder that
 reads: summary.json is its last checkpoint (valid, `complete: false`), timeline.jsonl holds every
 second up to it, and `sm-locust report`, `compare` and `smoke --run-dir` work on it and say in one
-line that the run did not end normally. The checkpoint interval is shortened to ~2 s for the test
+line that the run did not end normally. The checkpoint interval is shortened to ~1 s for the test
 (`SM_LOCUST_CHECKPOINT_SECONDS`; 60 s by default)."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def killed_run(tmp_path_factory):
         cmd = locust_command(["--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
                               str(SAMPLE_PAYLOAD)],
                              LoadSettings(users=2, spawn_rate=10, run_time="60s", quiet=True), out)
-        env = {**os.environ, CHECKPOINT_ENV: "2", "PYTHONUNBUFFERED": "1", "AWS_ACCESS_KEY_ID": "testing",
+        env = {**os.environ, CHECKPOINT_ENV: "1", "PYTHONUNBUFFERED": "1", "AWS_ACCESS_KEY_ID": "testing",
                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                "AWS_EC2_METADATA_DISABLED": "true"}
         with open(base / "locust.log", "wb") as log:
