@@ -1,8 +1,15 @@
 """sm-locust: load-test Amazon SageMaker inference endpoints with Locust.
 
-Importing `sm_locust` is cheap and has no side effects: the Locust-facing classes are loaded on
-first use (`from sm_locust import SageMakerUser` imports Locust, which patches gevent, as any
-locustfile does).
+Importing `sm_locust` is cheap and has no side effects: everything below is loaded on first use.
+The Python API (docs/python-api.md) never imports Locust into the calling process (a notebook
+kernel stays un-patched by gevent; Locust runs in a child process):
+
+    sm_locust.run(...) -> RunResult      sm_locust.load(run_dir) -> RunResult
+    sm_locust.compare([...]) -> DataFrame  sm_locust.sweep(...) -> SweepResult (the callable package)
+    sm_locust.LocalEndpoint(...)          the local SageMaker-compatible endpoint, in a child process
+
+The Locust-facing classes (`from sm_locust import SageMakerUser`) import Locust, which patches
+gevent, as any locustfile does.
 """
 
 from __future__ import annotations
@@ -12,6 +19,15 @@ import importlib
 __version__ = "0.1.0"
 
 _LAZY = {
+    "run": "sm_locust.api.run",
+    "load": "sm_locust.api.result",
+    "RunResult": "sm_locust.api.result",
+    "compare": "sm_locust.api.compare",
+    "SweepResult": "sm_locust.sweep.api",
+    "LocalEndpoint": "sm_locust.endpoint.server",
+    "SmLocustError": "sm_locust.errors",
+    "UsageError": "sm_locust.errors",
+    "RunError": "sm_locust.errors",
     "SageMakerUser": "sm_locust.users.sagemaker",
     "FastSageMakerUser": "sm_locust.users.sagemaker",
     "create_client": "sm_locust.transport",
@@ -22,10 +38,12 @@ _LAZY = {
     "InvocationError": "sm_locust.invocation",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", "sweep", *_LAZY]
 
 
 def __getattr__(name: str):
+    if name == "sweep":  # a callable package (sm_locust/sweep/__init__.py says why): the same object always
+        return importlib.import_module("sm_locust.sweep")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'sm_locust' has no attribute {name!r}")

@@ -4,7 +4,8 @@ Every error a user can cause (a bad option, an unreadable file, an unknown seria
 subclass of `SmLocustError`, carries a one-line message that says what is wrong and how to fix it,
 and knows its process exit code: 2 for usage errors, 1 for a run that failed, 128 + the signal's
 number for a command stopped by SIGINT (130) or SIGTERM (143). The CLI prints
-`sm-locust: error: <message>` and exits with that code; it never shows a traceback for these.
+`sm-locust: error: <message>` and exits with that code; it never shows a traceback for these, and
+neither does a notebook (the Python API raises them as they are: `_render_traceback_`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ class SmLocustError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython / Jupyter show instead of a traceback (their hook): the one line, as the CLI
+        prints it, so a bad option in a notebook cell reads like the command's error."""
+        return [f"{type(self).__name__}: {self.message}"]
 
 
 class UsageError(SmLocustError):

@@ -26,17 +26,19 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
 from sm_locust import lifeline
 from sm_locust.errors import Interrupted, RunError, UsageError
+from sm_locust.formatting import MISSING, is_missing
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.options import SageMakerSettings, forwarded_arguments
+from sm_locust.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
 from sm_locust.record.summary import write_json
 from sm_locust.shapes import SHAPES
 
@@ -87,32 +89,13 @@ def holds_run(folder: Path) -> bool:
 
 def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> None:
     """Refuse, before anything starts, a run folder that cannot be created or already holds a run
-    (unless `overwrite`). Creates nothing."""
+    (unless `overwrite`), or that a run is writing now. Creates nothing."""
+    if out.is_dir() and run_in_progress(out):
+        raise UsageError(f"{flag} {out} {IN_USE}")
     if out.is_dir() and holds_run(out) and not overwrite:
         raise UsageError(f"{flag} {out} already holds a run (summary.json, locust_*.csv); pass --overwrite to "
                          "replace it, or another folder")
     check_output_dir(out, flag)
-
-
-def check_output_dir(folder: Path, flag: str = "--out") -> None:
-    """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
-    the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
-    Leaves nothing behind."""
-    if folder.exists():
-        if not folder.is_dir():
-            raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"{flag} {folder}: the folder is not writable")
-        return
-    parent = folder.absolute().parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UsageError(f"{flag} {folder} cannot be created: {parent} is a file, not a folder")
-    try:  # the only sure test (root passes os.access on /proc, which refuses every mkdir)
-        os.rmdir(tempfile.mkdtemp(prefix=".sm-locust-", dir=parent))
-    except OSError as exc:
-        raise UsageError(f"{flag} {folder} cannot be created: {exc.strerror or exc} in {parent}") from None
 
 
 def make_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> bool:
@@ -172,15 +155,31 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
 
 
 def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None,
-            options: Any = None) -> dict:
-    """Run Locust headless into `out`; return summary.json's content.
+            options: Any = None, overwrite: bool | None = None, echo: Callable[[str], None] | None = None) -> dict:
+    """Run Locust headless into `out`, locked while it runs (`locked_folder`); return summary.json's content.
 
     `options` holds every sm-locust option by dest name (argparse namespace or any object); the
-    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`. Raises
-    UsageError when Locust rejects its arguments (the folder is then removed if this call made it),
-    RunError when Locust fails, Interrupted after a forwarded SIGINT / SIGTERM.
+    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`.
+    `overwrite`: False refuses a folder that holds a run once it is locked (one may have ended there
+    since the checks), True removes that run's files first, None leaves the folder as it is (a
+    sweep resumes in its own). `echo` receives every line Locust prints (and this function's own),
+    instead of the terminal getting them (quiet: only progress and errors); the Python API's
+    progress display is one. Raises UsageError when Locust rejects its arguments (the folder is
+    then removed if this call made it), RunError when Locust fails, Interrupted after a forwarded
+    SIGINT / SIGTERM.
     """
     created = make_out_dir(out)
+    with locked_folder(out):
+        if overwrite is False and holds_run(out):
+            raise UsageError(f"--out {out} already holds a run (summary.json, locust_*.csv); pass --overwrite to "
+                             "replace it, or another folder")
+        if overwrite:
+            remove_run_files(out)
+        return _execute_locked(settings, load, out, created, extra_env, options, echo)
+
+
+def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, created: bool,
+                    extra_env: dict[str, str] | None, options: Any, echo: Callable[[str], None] | None) -> dict:
     options = settings if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
@@ -191,8 +190,8 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
     env.update(extra_env or {})
     env.update(lifeline.child_env(out / "locust.log"))  # Locust stops if this process is killed (SIGKILL, OOM)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    print(f"sm-locust: running Locust against {settings.endpoint_name!r}"
-          f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/", flush=True)
+    (echo or _print)(f"sm-locust: running Locust against {settings.endpoint_name!r}"
+                     f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/")
     with open(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
         # Only the main thread can forward; called from another thread Locust stays in our process
@@ -201,7 +200,7 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
         proc = subprocess.Popen(lifeline.wrap(cmd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
-            tail = _pump(proc, log, echo_all=not load.quiet)
+            tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
     summary_path = out / "summary.json"
     if forwarder.received is not None:
         name = signal.Signals(forwarder.received).name
@@ -289,16 +288,23 @@ def _hint(tail: str) -> str:
     return useful[-1] if useful else "no output"
 
 
-def _pump(proc: subprocess.Popen, log, echo_all: bool) -> str:
-    """Copy Locust's output to locust.log and echo it (quiet: only progress and errors); return the tail."""
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], None] | None = None) -> str:
+    """Copy Locust's output to locust.log and echo it (quiet: only progress and errors; every line to
+    `echo` when given); return the tail."""
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
         log.write(raw)
         line = raw.decode(errors="replace").rstrip()
         tail = (tail + [line])[-20:]
-        if echo_all or line.startswith("sm-locust") or "/ERROR/" in line or "/CRITICAL/" in line:
-            print(line, flush=True)
+        if echo is not None:
+            echo(line)
+        elif echo_all or line.startswith("sm-locust") or "/ERROR/" in line or "/CRITICAL/" in line:
+            _print(line)
     proc.wait()
     return "\n".join(tail)
 
@@ -310,7 +316,7 @@ def verdict_line(summary: dict) -> str:
     goodput = t.get("goodput_rps")
     line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
-            + f", p95 {'-' if p95 is None else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
+            + f", p95 {MISSING if is_missing(p95) else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
             + (f" ({errors})" if errors else ""))
     in_flight = t.get("in_flight_at_stop") or 0
     if in_flight:  # cut short by the stop: in no count above

@@ -4,7 +4,8 @@ Why: `float("nan")` and `float("inf")` parse, and every comparison with nan is F
 like `if value < 0` lets nan through: `--think-time nan` made every request hang, a nan price printed
 "$nan per 1M", `--wait-timeout inf` never ended. Every numeric input (command-line options, sweep
 files, web UI fields, SM_LOCUST_* variables) goes through `check_number`, whose message names the
-option and the range: `--price-per-hour must be a number above 0, got -1`.
+option and the range: `--price-per-hour must be more than 0, got -1` (the sweep files' checker,
+`sweep/validate.py`, words it the same way, from the same function).
 
 `argument_type` is the same rule as an argparse `type=`; `register_number_types(parser)` makes a
 parser's plain `type=float` / `type=int` use it (finite, whole for int), so no option of any command
@@ -18,64 +19,53 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from sm_locust.errors import UsageError
+
 Number = int | float
 
 
-def range_text(cast: type = float, *, minimum: Number | None = None, maximum: Number | None = None,
-               above: Number | None = None, below: Number | None = None) -> str:
-    """'a whole number from 1 to 10', 'a number above 0', 'a finite number'."""
-    kind = "a whole number" if cast is int else "a number"
-    low = f"{minimum:g}" if minimum is not None else None
-    high = f"{maximum:g}" if maximum is not None else None
-    if low is not None and high is not None:
-        return f"{kind} from {low} to {high}"
-    parts = []
-    if minimum is not None:
-        parts.append(f"at least {low}")
-    if above is not None:
-        parts.append(f"above {above:g}")
-    if maximum is not None:
-        parts.append(f"at most {high}")
-    if below is not None:
-        parts.append(f"below {below:g}")
-    if not parts:
-        return "a finite number" if cast is float else kind
-    return f"{kind} {' and '.join(parts)}"
-
-
 def number_problem(value: Any, cast: type = float, *, minimum: Number | None = None, maximum: Number | None = None,
-                   above: Number | None = None, below: Number | None = None) -> tuple[Number | None, str | None]:
-    """(the number, None) when `value` passes; (None, 'must be ..., got ...') when it does not."""
-    wanted = range_text(cast, minimum=minimum, maximum=maximum, above=above, below=below)
-    if isinstance(value, bool) or value is None:
-        return None, f"must be {wanted}, got {value!r}"
+                   above: Number | None = None, below: Number | None = None,
+                   text: bool = True) -> tuple[Number | None, str | None]:
+    """(the number, None) when `value` passes; (None, "must be at least 1, got 0") when it does not.
+
+    The one wording: "must be a number" (or "a whole number", "a finite number"), "must be at least X",
+    "must be more than X", "must be at most X", "must be less than X", each followed by ", got <value>".
+    `text`: a string such as "5" is read as a number (command lines, environment variables, form
+    fields); a sweep file's values are typed, so there "5" is refused."""
+    kind = "a whole number" if cast is int else "a number"
+    shown = f", got {value!r}"
+    if isinstance(value, bool) or value is None or (isinstance(value, str) and not text):
+        return None, f"must be {kind}{shown}"
     try:
-        number = float(value) if not isinstance(value, int) else value
+        number: Number = float(value) if not isinstance(value, int) else value
     except (TypeError, ValueError, OverflowError):
-        return None, f"must be {wanted}, got {value!r}"
+        return None, f"must be {kind}{shown}"
     if isinstance(number, float) and not math.isfinite(number):
-        finite = "" if "finite" in wanted or cast is int else " (finite)"
-        return None, f"must be {wanted}{finite}, got {value!r}"
+        return None, f"must be {'a whole' if cast is int else 'a finite'} number{shown}"
     if cast is int:
         if isinstance(value, str):
             try:
                 number = int(value.strip())
             except ValueError:
-                return None, f"must be {wanted}, got {value!r}"
+                return None, f"must be {kind}{shown}"
         elif not float(number).is_integer():
-            return None, f"must be {wanted}, got {value!r}"
+            return None, f"must be {kind}{shown}"
         number = int(number)
-    if ((minimum is not None and number < minimum) or (maximum is not None and number > maximum)
-            or (above is not None and not number > above) or (below is not None and not number < below)):
-        return None, f"must be {wanted}, got {value!r}"
+    if minimum is not None and number < minimum:
+        return None, f"must be at least {minimum:g}{shown}"
+    if above is not None and not number > above:
+        return None, f"must be more than {above:g}{shown}"
+    if maximum is not None and number > maximum:
+        return None, f"must be at most {maximum:g}{shown}"
+    if below is not None and not number < below:
+        return None, f"must be less than {below:g}{shown}"
     return number, None
 
 
-def check_number(value: Any, name: str, cast: type = float, **bounds: Number | None) -> Number:
+def check_number(value: Any, name: str, cast: type = float, **bounds: Any) -> Number:
     """`value` as a finite `cast` within `bounds` (minimum, maximum, above, below), else a UsageError
     naming `name` (a flag, a sweep-file key)."""
-    from sm_locust.errors import UsageError
-
     number, problem = number_problem(value, cast, **bounds)
     if problem is not None:
         raise UsageError(f"{name} {problem}")
@@ -87,7 +77,7 @@ class NumberArgumentError(argparse.ArgumentTypeError, ValueError):
     """argparse prints its text after "argument --flag:"; callers of the type function catch a ValueError."""
 
 
-def argument_type(cast: type = float, **bounds: Number | None) -> Callable[[str], Number]:
+def argument_type(cast: type = float, **bounds: Any) -> Callable[[str], Number]:
     """An argparse `type=` applying the rule: `--x nan` -> "argument --x: must be a finite number, got 'nan'"."""
 
     def parse(text: str) -> Number:

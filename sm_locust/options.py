@@ -173,7 +173,8 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
 # "module:attribute" of every list of OptionSpec; a feature adds its own line here.
 OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.options:ENDPOINT_OPTIONS",
-    "sm_locust.shapes.options:OPTIONS",
+    "sm_locust.shapes.settings:OPTIONS",
+    "sm_locust.options:OPEN_LOOP_OPTIONS",
     "sm_locust.payloads.options:OPTIONS",
     "sm_locust.transport.options:OPTIONS",
     "sm_locust.payloads.llm:OPTIONS",
@@ -284,6 +285,15 @@ class SageMakerSettings:
 
 
 # -- open loop: read by the open-loop users and by ShapeSettings ----------------------------------
+
+OPEN_LOOP_OPTIONS: list[OptionSpec] = [
+    OptionSpec("--arrival", "SM_LOCUST_ARRIVAL", None, "open loop: arrival process, constant (default) or poisson"),
+    OptionSpec("--rate-per-user", "SM_LOCUST_RATE_PER_USER", None,
+               "open loop: req/s each OpenLoopUser adds (default 1; the user count is rate / this)", float),
+    OptionSpec("--max-in-flight", "SM_LOCUST_MAX_IN_FLIGHT", None,
+               "open loop: most outstanding requests per process (default 1000); sends past it are dropped and counted",
+               int),
+]
 
 DEFAULT_ARRIVAL = "constant"
 DEFAULT_RATE_PER_USER = 1.0

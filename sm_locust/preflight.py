@@ -19,10 +19,12 @@ import os
 import re
 import socket
 import urllib.request
+from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from sm_locust.errors import RunError, UsageError
 from sm_locust.options import SageMakerSettings
+from sm_locust.region import NO_REGION, child_environment, region_for
 from sm_locust.transport.fast import endpoint_url_for
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
@@ -92,11 +94,13 @@ def plain_http_warning(url: str | None) -> str | None:
             "travel unencrypted; use https:// (or a loopback address for a local endpoint)")
 
 
-def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
+def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Extra environment for the Locust process; checks region and credentials for real AWS.
 
     Against a loopback endpoint with no credentials configured, placeholder keys are supplied (the
-    local endpoint does not check signatures, botocore still signs).
+    local endpoint does not check signatures, botocore still signs). `env`: environment the run adds
+    for the Locust process (a SageMaker SDK session's keys, from the Python API): its keys count as
+    credentials found.
     """
     # lazy: botocore.session costs ~190 ms (measured); serve and report import this module for is_loopback only
     import botocore.exceptions
@@ -105,24 +109,26 @@ def aws_environment(settings: SageMakerSettings) -> dict[str, str]:
     extra: dict[str, str] = {}
     try:
         session = botocore.session.Session(profile=settings.aws_profile or None)
-        credentials = session.get_credentials()
-        region = settings.region or session.get_config_variable("region")
+        given = bool((env or {}).get("AWS_ACCESS_KEY_ID"))
+        credentials = None if given else session.get_credentials()
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and "
                          "~/.aws/config") from None
     local = is_loopback(settings.endpoint_url)
-    if credentials is None:
+    if credentials is None and not given:
         if local:
             extra.update(LOCAL_CREDENTIALS)
         else:
             raise UsageError("no AWS credentials found; configure them (aws configure, AWS_PROFILE, or "
                              "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or point --endpoint-url at a local endpoint")
+    # the one rule (sm_locust/region.py), over the environment the Locust process will have
+    region = region_for(settings.region, settings.aws_profile, environ={**os.environ, **(env or {})})
     if not region:
-        if settings.endpoint_url:
-            extra["AWS_DEFAULT_REGION"] = "us-east-1"
-        else:
-            raise UsageError("no AWS region: pass --region (or set AWS_REGION / a profile region)")
+        if not settings.endpoint_url:
+            raise UsageError(NO_REGION.format(what=""))
+        region = "us-east-1"  # a local endpoint does not care; botocore still signs for one
     check_region(region, aws=not runtime_url(settings))
+    extra.update(child_environment(region))  # both transports in the Locust process sign for this one
     return extra
 
 
@@ -132,17 +138,16 @@ def runtime_url(settings: SageMakerSettings) -> str:
 
 
 def aws_region(settings: SageMakerSettings) -> str:
-    """The region a run against AWS signs for: --region, else the AWS chain ("" when none)."""
-    import botocore.session  # lazy: ~190 ms (measured), see aws_environment
-
-    session = botocore.session.Session(profile=settings.aws_profile or None)
-    return settings.region or session.get_config_variable("region") or ""
+    """The region a run against AWS signs for (sm_locust/region.py's rule; "" when none)."""
+    return region_for(settings.region, settings.aws_profile)
 
 
-def preflight(settings: SageMakerSettings, *, need_payload: bool = True) -> dict[str, str]:
-    """All checks for a run; returns extra environment variables for the Locust process."""
+def preflight(settings: SageMakerSettings, *, need_payload: bool = True,
+              env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """All checks for a run; returns extra environment variables for the Locust process (`env`: the
+    environment the caller adds to it, see `aws_environment`)."""
     settings.validate(need_payload=need_payload)
-    env = aws_environment(settings)
+    env = aws_environment(settings, env)
     url = runtime_url(settings)
     if url:
         check_reachable(url)

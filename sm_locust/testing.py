@@ -1,10 +1,10 @@
 """Load tests inside pytest: run a short Locust test in-process and assert on the result.
 
-Why in-process: a unit-test-sized load test (a few users for a few seconds against a local or
-staging endpoint) should not need a Locust subprocess, a run folder or CSV parsing. `run_load_test`
-builds a Locust `Environment` with a local runner, the sm-locust recorder (so the result is the
-same summary.json a real run writes) and returns a `LoadTestResult` whose `assert_gates()` uses
-the same gates as `sm-locust smoke`.
+The work is `sm_locust.inprocess` (`run_load_test`, `invoke_user`, `options_namespace`,
+`LoadTestResult`: importable from here too); this module is the pytest plugin. pytest loads it in
+every session of an environment where sm-locust is installed (the `pytest11` entry point), so it
+imports nothing heavy: `sm_locust.inprocess` imports Locust, which patches gevent, and loads only
+when a test runs a load test.
 
     from sm_locust.testing import invoke_user, run_load_test
 
@@ -16,132 +16,34 @@ the same gates as `sm-locust smoke`.
 As a pytest plugin (`pytest_plugins = ["sm_locust.testing"]` in conftest.py, or the `pytest11`
 entry point) it adds the fixture `sm_load_test`: the same function, writing its run folder under
 the test's tmp_path. (Locust's own plugin already owns the fixture names `session` and
-`fastsession`.) Import this module after `locust` (gevent patching), as conftest.py does.
+`fastsession`.) Import `sm_locust.testing`'s functions after `locust` (gevent patching), as
+conftest.py does.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from sm_locust.inprocess import LoadTestResult
 
-@dataclass
-class LoadTestResult:
-    """What an in-process run produced: summary.json's content and Locust's per-name stats."""
-
-    summary: dict
-    environment: object
-    out_dir: Path | None = None
-
-    @property
-    def totals(self) -> dict:
-        return self.summary["totals"]
-
-    @property
-    def requests(self) -> int:
-        return int(self.totals["requests"])
-
-    @property
-    def failures(self) -> int:
-        return int(self.totals["failures"])
-
-    @property
-    def errors(self) -> dict[str, int]:
-        return dict(self.totals.get("errors") or {})
-
-    def run_data(self):
-        """The gates' view: totals and exact per-name figures from the summary (as `sm-locust smoke` reads them)."""
-        from sm_locust.record.runfolder import RunData
-
-        return RunData(run_dir=self.out_dir, summary=self.summary, source="in-process run")
-
-    def check(self, *, max_p95_ms=None, max_p99_ms=None, max_error_rate=None, min_rps=None, min_requests: int = 1):
-        """Verdicts for the limits given; each limit is a number or {request name: number}."""
-        from sm_locust.gates import evaluate
-        from sm_locust.gates.spec import GateSpec
-
-        spec = GateSpec(max_p95_ms=_as_values(max_p95_ms), max_p99_ms=_as_values(max_p99_ms),
-                        max_error_rate=_as_values(max_error_rate), min_rps=_as_values(min_rps),
-                        min_requests=min_requests)
-        return evaluate(spec.build(), self.run_data())
-
-    def assert_gates(self, **limits) -> None:
-        """Raise AssertionError listing every failed gate (see `check` for the limits)."""
-        failed = [v.line() for v in self.check(**limits) if not v.passed]
-        if failed:
-            raise AssertionError("load test gates failed:\n  " + "\n  ".join(failed))
+API = ("LoadTestResult", "invoke_user", "options_namespace", "run_load_test")
 
 
-def _as_values(limit) -> list[str]:
-    if limit is None:
-        return []
-    if isinstance(limit, dict):
-        return [f"{name}={value}" if name else str(value) for name, value in limit.items()]
-    return [str(limit)]
+def __getattr__(name: str) -> Any:
+    """`from sm_locust.testing import run_load_test` loads `sm_locust.inprocess` (and Locust) only then."""
+    if name in API:
+        from sm_locust import inprocess  # lazy: it imports Locust (gevent patching), not for every pytest session
 
-
-def invoke_user(body: bytes | str, *, content_type: str = "application/json", name: str = "InvokeUser", **fields):
-    """A SageMakerUser class that sends `body` over and over (endpoint from the run's options)."""
-    from locust import task
-
-    from sm_locust.invocation import Invocation
-    from sm_locust.users import SageMakerUser
-
-    invocation = Invocation(body=body.encode() if isinstance(body, str) else body, content_type=content_type, **fields)
-
-    def invoke(self) -> None:
-        self.client.invoke(invocation)
-
-    return type(name, (SageMakerUser,), {"invoke_body": task(invoke), "__module__": __name__})
-
-
-def options_namespace(options: dict | None = None) -> argparse.Namespace:
-    """Every sm-locust option at its default, overridden by `options` (dest names)."""
-    from sm_locust.options import all_option_specs
-
-    values = {spec.dest: spec.default for spec in all_option_specs()}
-    unknown = sorted(set(options or {}) - set(values))
-    if unknown:
-        raise ValueError(f"unknown sm-locust option(s) {unknown}; use dest names such as endpoint_name, endpoint_url")
-    values.update(options or {})
-    return argparse.Namespace(**values)
-
-
-def run_load_test(user_classes: Sequence[type], *, users: int = 2, spawn_rate: float = 10.0, run_time_s: float = 3.0,
-                  options: dict | None = None, out_dir: str | Path | None = None) -> LoadTestResult:
-    """Run `users` users of `user_classes` for `run_time_s` seconds in this process; return the result.
-
-    `options` are sm-locust options by dest name (`endpoint_name`, `endpoint_url`, `region`, ...);
-    with `out_dir`, summary.json and timeline.jsonl are written there as in a real run.
-    """
-    import gevent
-    from locust.env import Environment
-
-    from sm_locust.record.recorder import RunRecorder, attach_recorder
-
-    if users < 1 or spawn_rate <= 0 or run_time_s <= 0:
-        raise ValueError(f"users must be >= 1, spawn_rate and run_time_s > 0 (got {users}, {spawn_rate}, {run_time_s})")
-    parsed = options_namespace(options)
-    environment = Environment(user_classes=list(user_classes), parsed_options=parsed)
-    recorder = RunRecorder(environment, out_dir, endpoint=parsed.endpoint_name)
-    attach_recorder(environment, recorder)
-    runner = environment.create_local_runner()
-    try:
-        runner.start(users, spawn_rate=spawn_rate)
-        gevent.sleep(run_time_s)
-    finally:
-        runner.stop()
-        runner.quit()
-    return LoadTestResult(summary=recorder.summary(), environment=environment,
-                          out_dir=Path(out_dir) if out_dir else None)
+        return getattr(inprocess, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @pytest.fixture
-def sm_load_test(tmp_path):
+def sm_load_test(tmp_path) -> Callable[..., LoadTestResult]:
     """`run_load_test` with its run folder under the test's tmp_path (`sm-load-test-N/`)."""
     count = 0
 
@@ -149,6 +51,6 @@ def sm_load_test(tmp_path):
         nonlocal count
         count += 1
         kwargs.setdefault("out_dir", tmp_path / f"sm-load-test-{count}")
-        return run_load_test(user_classes, **kwargs)
+        return __getattr__("run_load_test")(user_classes, **kwargs)
 
     return run

@@ -54,6 +54,23 @@ def endpoint(endpoint_factory) -> LocalEndpoint:
 
 
 @pytest.fixture(scope="module")
+def module_endpoint(tmp_path_factory):
+    """One default local endpoint for a whole test module (a start and a stop cost ~1.3 s, more on a
+    busy box), for tests that only send to it and read its counters as differences: isolation is not
+    what they test. A module opts in by defining `endpoint` as `module_endpoint`."""
+    with LocalEndpoint(log_path=tmp_path_factory.mktemp("endpoint") / "endpoint.log") as ep:
+        yield ep
+
+
+@pytest.fixture(scope="module")
+def runtime():
+    """A local endpoint (4 slots, 10 ms) per test module: the SageMaker runtime of moto-backed tests
+    (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME points at it)."""
+    with LocalEndpoint(max_concurrency=4, service_time_ms=10) as ep:
+        yield ep
+
+
+@pytest.fixture(scope="module")
 def moto_url(tmp_path_factory):
     """One `moto_server` process per test module (tests.fakes.MotoServer), its URL; modules that use moto's
     in-process ThreadedMotoServer define their own `moto_url`."""

@@ -14,9 +14,11 @@ import os
 import pickle
 import pickletools
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,6 +86,16 @@ def scene(tmp_path, monkeypatch):
     numpy.save(work / "wide.npy", numpy.ones((10, 1000)))  # 2000 rows per body: ~10 MB of JSON
     (work / "negative_prices.json").write_text('{"instances": {"ml.c5.xlarge": {"usd_per_hour": -0.2}}}')
     (work / "nan_prices.json").write_text('{"instances": {"ml.c5.xlarge": NaN}}')  # Python's json reads NaN
+    (work / "sweep.yaml").write_text("name: bad\nendpoint: {service_time_ms: 10}\ngrid: {max_concurrency: [1, 2]}\n"
+                                     f"load: {{payload: {SAMPLE_PAYLOAD}, users: 2, run_time: 3s}}\n"
+                                     "objective: {target_rps: 10, slo_ms: 100}\nprice_per_hour: 0.2\n")
+    (work / "other_sweep").mkdir()
+    (work / "other_sweep" / "sweep.json").write_text('{"sweep_id": "someone-else", "configurations": []}')
+    (work / "serverless_grid.yaml").write_text(
+        "name: both\nserverless: {memory_size_mb: [2048], max_concurrency: [2]}\n"
+        f"grid: {{max_concurrency: [1, 2]}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\n")
+    (work / "not_json").mkdir()
+    (work / "not_json" / "summary.json").write_text("{not json")
     (work / "crlf.jsonl").write_text(json.dumps({"Body": "1,2", "CustomAttributes": "a=b\r\nX-Evil: 1"}) + "\n")
     monkeypatch.chdir(work)
     return work
@@ -179,7 +191,7 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     # -- numbers: finite, in range, one line naming the option (issue 23 item 5) --------------
     "run users nan": (["run", *LOCAL, "-u", "nan"], {}, 2, ["--users", "whole number", "'nan'"]),
     "run read timeout inf": (["run", *LOCAL, "--read-timeout", "inf"], {}, 2, ["--read-timeout", "'inf'"]),
-    "run connect timeout 0": (["run", *LOCAL, "--connect-timeout", "0"], {}, 2, ["--connect-timeout", "above 0"]),
+    "run connect timeout 0": (["run", *LOCAL, "--connect-timeout", "0"], {}, 2, ["--connect-timeout", "more than 0"]),
     "run batch size 0": (["run", *LOCAL, "--batch-size", "0"], {}, 2, ["--batch-size", "at least 1"]),
     "run payload seed -1": (["run", *LOCAL, "--payload-seed", "-1"], {}, 2, ["--payload-seed", "at least 0"]),
     "env think time nan": (["run", *LOCAL], {"SM_LOCUST_THINK_TIME": "nan"}, 2, ["SM_LOCUST_THINK_TIME", "finite"]),
@@ -189,10 +201,10 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "serve service time nan": (["serve", "--service-time-ms", "nan"], {}, 2, ["--service-time-ms", "'nan'"]),
     "serve latency inf": (["serve", "--latency-ms", "inf"], {}, 2, ["--latency-ms", "'inf'"]),
     "serve workers 1.5": (["serve", "--workers", "1.5"], {}, 2, ["--workers", "whole number"]),
-    "demo service time 0": (["demo", "--service-time-ms", "0"], {}, 2, ["--service-time-ms", "above 0"]),
+    "demo service time 0": (["demo", "--service-time-ms", "0"], {}, 2, ["--service-time-ms", "more than 0"]),
     "demo step seconds nan": (["demo", "--step-seconds", "nan"], {}, 2, ["--step-seconds", "'nan'"]),
     "report price nan": (["report", "run", "--price-per-hour", "nan"], {}, 2, ["--price-per-hour", "'nan'"]),
-    "report price -1": (["report", "run", "--price-per-hour", "-1"], {}, 2, ["--price-per-hour", "above 0"]),
+    "report price -1": (["report", "run", "--price-per-hour", "-1"], {}, 2, ["--price-per-hour", "more than 0"]),
     "report wait timeout inf": (["report", "run", "--wait-timeout", "inf"], {}, 2, ["--wait-timeout", "'inf'"]),
     "report prices negative": (["report", "run", "--no-cloudwatch", "--prices", "negative_prices.json"], {}, 2,
                                ["negative_prices.json", "usd_per_hour", "at least 0"]),
@@ -217,6 +229,8 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "smoke out holds a run": (["smoke", *LOCAL, "--out", "run"], {}, 2, ["already holds a run"]),
     # -- report ------------------------------------------------------------------------------
     "report no folder": (["report", "nowhere"], {}, 2, ["nowhere", "not a folder"]),
+    "report summary not json": (["report", "not_json", "--no-cloudwatch"], {}, 2,
+                                ["not_json is not a readable run folder", "not valid JSON"]),
     "report totals list": (["report", "shape_totals", "--no-cloudwatch"], {}, 2,
                            ["totals is [] (a JSON list)", "not an object"]),
     "report step rps text": (["report", "shape_steps", "--no-cloudwatch"], {}, 2, ["steps[0].rps", "'fast'"]),
@@ -226,6 +240,10 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
                                ["2 of 5 rows are malformed", "lines 4, 5"]),
     "report out under a file": (["report", "run", "--out", "afile/x"], {}, 2, ["--out", "is a file"]),
     "report period": (["report", "run", "--period", "90"], {}, 2, ["--period 90"]),
+    "smoke junit is a folder": (["smoke", "--run-dir", "run", "--junit", "run"], {}, 2, ["--junit run is a folder"]),
+    "smoke junit under a file": (["smoke", "--run-dir", "run", "--junit", "afile/j.xml"], {}, 2,
+                                 ["--junit afile/j.xml", "afile is a file"]),
+    "smoke junit before the test": (["smoke", *LOCAL, "--junit", "run"], {}, 2, ["--junit run is a folder"]),
     # -- compare -----------------------------------------------------------------------------
     "compare wrong shape": (["compare", "run", "shape_totals", "--out", "cmp"], {}, 2, ["shape_totals", "totals"]),
     "compare out under a file": (["compare", "run", "--out", "afile/cmp"], {}, 2, ["--out", "is a file"]),
@@ -238,6 +256,23 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "serve port": (["serve", "--port", "-5"], {}, 2, ["--port"]),
     "serve workers 0": (["serve", "--workers", "0"], {}, 2, ["--workers"]),
     "sweep no file": (["sweep", "nope.yaml"], {}, 2, ["nope.yaml"]),
+    "sweep out holds another sweep": (["sweep", "sweep.yaml", "--plan", "--out", "other_sweep"], {}, 2,
+                                      ["--out other_sweep holds another sweep", "'someone-else'"]),
+    "sweep out holds a run": (["sweep", "sweep.yaml", "--out", "run"], {}, 2, ["--out run holds a run"]),
+    "sweep out is a file": (["sweep", "sweep.yaml", "--plan", "--out", "afile"], {}, 2, ["a file is in the way"]),
+    "sweep cleanup no region": (["sweep", "--cleanup", "abc"], {"AWS_DEFAULT_REGION": None, "AWS_REGION": None}, 2,
+                                ["no AWS region for SageMaker", "AWS_REGION"]),
+    "sweep serverless and grid concurrency": (["sweep", "serverless_grid.yaml", "--plan"], {}, 2,
+                                              ["grid.max_concurrency: a serverless sweep's max_concurrency is "
+                                               "serverless.max_concurrency"]),
+    "sweep price negative": (["sweep", "sweep.yaml", "--plan", "--set", "price_per_hour=-1"], {}, 2,
+                             ["sweep.yaml: price_per_hour: must be at least 0, got -1"]),
+    "sweep service time nan": (["sweep", "sweep.yaml", "--plan", "--set", "endpoint.service_time_ms=.nan"], {}, 2,
+                               ["--service-time-ms must be a finite number"]),
+    "sweep slo inf": (["sweep", "sweep.yaml", "--plan", "--set", "objective.slo_ms=.inf"], {}, 2,
+                      ["objective.slo_ms: must be a finite number, got inf"]),
+    "sweep think time nan": (["sweep", "sweep.yaml", "--plan", "--set", "load.think_time=.nan"], {}, 2,
+                             ["load.think_time: must be a finite number"]),
 }
 
 
@@ -283,6 +318,8 @@ PLAIN = {
     "no endpoint name": (["--payload", PAYLOAD], ["--endpoint-name"]),
     "unknown serializer": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--serializer", "jsn"], ["jsn"]),
     "bad url": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "ftp://x"], ["--endpoint-url"]),
+    "sm-out is a file": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--sm-out", "/proc/version"],
+                         ["--sm-out /proc/version", "a file is in the way"]),
 }
 
 
@@ -416,7 +453,10 @@ SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that say
     "smoke": (["smoke", *RUN_ARGS, "--max-p95-ms", "1000"], "summary.json"),
     "demo": (["demo", "--out", "{out}", "--no-cloudwatch", "--step-seconds", "30", "--max-users", "3"], "summary.json"),
     "serve": (["serve", "--port", "{port}"], None),
+    "sweep": (["sweep", "{sweep}", "--out", "{out}"], "*/summary.json"),  # a configuration's run under way
 }
+LONG_SWEEP = ("name: long\nendpoint: {{service_time_ms: 5}}\ngrid: {{max_concurrency: [1, 2]}}\n"
+              "load: {{payload: {payload}, users: 2, run_time: 60s}}\nobjective: {{target_rps: 10, slo_ms: 100}}\n")
 
 
 class ScriptedCommand:
@@ -471,7 +511,13 @@ def assert_gone(processes: list[psutil.Process], timeout: float) -> None:
 def _ready(name: str, folder: Path, marker: str | None, port: int):
     if marker is None:
         return lambda: _answers(port)
-    return lambda: (folder / "out" / marker).is_file()
+    return lambda: any((folder / "out").glob(marker))
+
+
+def _argv(argv: list[str], endpoint, tmp_path: Path, port: int) -> list[str]:
+    sweep = tmp_path / "long.yaml"
+    sweep.write_text(LONG_SWEEP.format(payload=PAYLOAD))
+    return [a.format(url=endpoint.url, out=tmp_path / "out", port=port, sweep=sweep) for a in argv]
 
 
 def _answers(port: int) -> bool:
@@ -489,8 +535,7 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
     """Was: Locust ignored the forwarded SIGINT and ran on until -t (60 s here); `serve` exited 0."""
     argv, marker = SCRIPTED[name]
     port = free_port()
-    argv = [a.format(url=endpoint.url, out=tmp_path / "out", port=port) for a in argv]
-    command = ScriptedCommand(argv, tmp_path)
+    command = ScriptedCommand(_argv(argv, endpoint, tmp_path, port), tmp_path)
     try:
         processes = command.wait_until(_ready(name, tmp_path, marker, port))
         time.sleep(1.0)  # under way: a second of load
@@ -503,21 +548,21 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
         assert "Traceback" not in command.output()
         assert "SIGTERM" in command.output(), command.output()
         if marker:
-            summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+            summary = json.loads(next((tmp_path / "out").glob(marker)).read_text())
             assert summary["complete"] is True and summary["totals"]["requests"] > 0
     finally:
         command.close()
 
 
-@pytest.mark.parametrize("name", ["run", "demo"])
+@pytest.mark.parametrize("name", ["run", "demo", "sweep"])
 def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
-    """Was: Locust went on loading the endpoint until -t, and the demo's local endpoint stayed up."""
+    """Was: Locust went on loading the endpoint until -t, and a demo's or a local sweep's endpoint stayed
+    up (and `sweep --cleanup ID` did not find it)."""
     argv, marker = SCRIPTED[name]
-    argv = [a.format(url=endpoint.url, out=tmp_path / "out", port=0) for a in argv]
-    command = ScriptedCommand(argv, tmp_path)
+    command = ScriptedCommand(_argv(argv, endpoint, tmp_path, 0), tmp_path)
     try:
         processes = command.wait_until(_ready(name, tmp_path, marker, 0))
-        assert len(processes) >= (3 if name == "demo" else 2), processes  # sm-locust, Locust (and the endpoint)
+        assert len(processes) >= (2 if name == "run" else 3), processes  # sm-locust, Locust (and the endpoint)
         time.sleep(1.0)
         os.kill(command.pid, signal.SIGKILL)
         assert_gone(processes, timeout=15)
@@ -530,6 +575,42 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
             assert "is gone; stopping" in (tmp_path / "out" / "locust.log").read_text()
     finally:
         command.close()
+
+
+def test_a_second_sweep_into_a_running_sweeps_folder_is_refused(endpoint, tmp_path):
+    """Was: both wrote the folder. And --cleanup of a local sweep stops its endpoints."""
+    argv, marker = SCRIPTED["sweep"]
+    first = ScriptedCommand(_argv(argv, endpoint, tmp_path, 0), tmp_path)
+    try:
+        first.wait_until(_ready("sweep", tmp_path, marker, 0))
+        second = run_cli("sweep", str(tmp_path / "long.yaml"), "--out", str(tmp_path / "out"))
+        assert_one_line_error(second, 2, f"--out {tmp_path / 'out'}", "being written by another sm-locust run")
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.exit_code(timeout=60) == 143
+    finally:
+        first.close()
+
+
+def test_sweep_cleanup_stops_a_local_sweeps_endpoint_left_running(tmp_path, monkeypatch):
+    """An endpoint of sweep `long` that is still up (its lifeline has a live parent: this test) is found by
+    its tag and stopped; nothing else is touched."""
+    from sm_locust.endpoint.server import LocalEndpoint
+    from sm_locust.sweep.deployers.local import SWEEP_ENV
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "long.yaml").write_text(LONG_SWEEP.format(payload=PAYLOAD))
+    tagged = LocalEndpoint(env={SWEEP_ENV: "long"}).start()
+    other = LocalEndpoint(env={SWEEP_ENV: "another"}).start()
+    try:
+        result = run_cli("sweep", "long.yaml", "--cleanup", "long", cwd=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"deleted 1 (local endpoint pid {tagged.process.pid})" in result.stdout
+        assert tagged.process.wait(10) is not None and other.ping()
+        again = run_cli("sweep", "--cleanup", "long", cwd=tmp_path)  # no file, no folder: local, then SageMaker
+        assert "stopping local endpoint" not in again.stdout
+    finally:
+        tagged.stop()
+        other.stop()
 
 
 # -- honest totals (issue 23 item 9) -------------------------------------------------------------
@@ -561,3 +642,186 @@ def test_locusts_csvs_hold_the_final_totals_of_summary_json(endpoint_factory, tm
     assert totals["requests"] > 100 and totals["failures"] > 0
     assert int(aggregated["Request Count"]) == totals["requests"]
     assert int(aggregated["Failure Count"]) == totals["failures"] == failures
+
+
+# -- output places: full, read-only, in use (issue 23 item 4) -------------------------------------
+
+@pytest.fixture
+def mount(tmp_path):
+    """mount(name, size, read_only=False, copy=None): a tmpfs of `size` under tmp_path (root only; else
+    the test is skipped), holding `copy` (a folder) when given; unmounted after the test."""
+    mounted: list[Path] = []
+
+    def make(name: str, size: str, read_only: bool = False, copy: Path | None = None, fill: int = 0) -> Path:
+        target = tmp_path / name
+        target.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
+                          capture_output=True, check=False).returncode:
+            pytest.skip("mounting a tmpfs needs root")
+        mounted.append(target)
+        if copy is not None:
+            shutil.copytree(copy, target / copy.name)
+        if fill:
+            (target / "filler").write_bytes(b"x" * fill)
+        if read_only:
+            subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True)
+        return target
+
+    yield make
+    for target in reversed(mounted):
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of the one line
+    "run --out": (["run", *LOCAL, "--out", "{full}/run"], ["--out", "file system is full"]),
+    "demo --out": (["demo", "--out", "{full}/demo"], ["--out", "file system is full"]),
+    "report --out": (["report", "run", "--no-cloudwatch", "--out", "{full}/report"], ["--out", "file system is full"]),
+    "compare --out": (["compare", "run", "--out", "{full}/cmp"], ["--out", "file system is full"]),
+    "smoke --junit": (["smoke", "--run-dir", "run", "--junit", "{full}/j.xml"], ["--junit", "file system is full"]),
+    "smoke --out": (["smoke", *LOCAL, "--out", "{full}/smoke"], ["--out", "file system is full"]),
+}
+
+
+@pytest.mark.parametrize("case", list(FULL_CASES), ids=list(FULL_CASES))
+def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, capsys):
+    """Was: a traceback, for --junit after the whole test had run."""
+    full = mount("full", "1m", fill=900_000)
+    argv, needles = FULL_CASES[case]
+    argv = [a.format(port=free_port(), full=full) for a in argv]
+    before = snapshot(scene)
+    code = main(argv)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, lines
+    assert all(needle in lines[0] for needle in needles), lines[0]
+    assert snapshot(scene) == before and sorted(p.name for p in full.iterdir()) == ["filler"]
+
+
+def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, mount, capsys):
+    read_only = mount("ro", "4m", read_only=True, copy=scene / "run")
+    assert main(["report", str(read_only / "run"), "--no-cloudwatch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"sm-locust: error: RUN_DIR {read_only / 'run'}: the folder is not writable (a read-only file "
+                   "system); pass --out DIR to write the report elsewhere")
+
+
+def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
+    """The checks passed (1.4 MB free), then report.html (~4 MB with plotly inline) filled the disk."""
+    small = mount("small", "1500k")
+    result = run_cli("report", "run", "--no-cloudwatch", "--out", str(small / "report"), cwd=scene)
+    assert_one_line_error(result, 1, "No space left on device", "free some space")
+
+
+def test_two_runs_into_one_folder_at_once_the_second_is_refused(endpoint, tmp_path):
+    """Was: both claimed it. The second is refused in one line, with or without --overwrite, and the
+    first run's files are untouched; a report of the folder meanwhile says it is in progress."""
+    out = tmp_path / "run"
+    first = ScriptedCommand(["run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q"], tmp_path)
+    try:
+        first.wait_until(lambda: (out / "summary.json").is_file())
+        options = (out / "options.json").read_bytes()
+        for extra in ([], ["--overwrite"]):
+            second = run_cli("run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q", *extra)
+            assert_one_line_error(second, 2, f"--out {out}", "being written by another sm-locust run")
+        report = run_cli("report", str(out), "--no-cloudwatch")
+        assert_one_line_error(report, 2, "being written by a run in progress")
+        assert (out / "options.json").read_bytes() == options and (out / "summary.json").is_file()
+        os.kill(first.pid, signal.SIGTERM)
+        assert first.exit_code(timeout=30) == 143
+        again = run_cli("run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS], "-q")
+        assert_one_line_error(again, 2, "already holds a run", "--overwrite")  # ended: an ordinary earlier run
+    finally:
+        first.close()
+
+
+def test_the_folder_lock_is_held_once_per_run_and_released():
+    import threading
+
+    from sm_locust.outputs import locked_folder, run_in_progress
+
+    folder = Path(tempfile.mkdtemp())
+    refused: list[str] = []
+
+    def other_run() -> None:
+        try:
+            with locked_folder(folder):
+                pass
+        except UsageError as exc:
+            refused.append(exc.message)
+
+    with locked_folder(folder):
+        with locked_folder(folder):  # the same run, again (start_run, then execute): not refused
+            pass
+        worker = threading.Thread(target=other_run)
+        worker.start()
+        worker.join()
+        assert not run_in_progress(folder)  # this process's own run does not count
+    assert len(refused) == 1 and "being written by another sm-locust run" in refused[0]
+    other_run()
+    assert len(refused) == 1  # released
+    shutil.rmtree(folder)
+
+
+# -- one region rule for every command (issue 23 item 8) ----------------------------------------
+
+def test_the_region_rule_flag_then_aws_region_then_aws_default_region_then_the_profile(tmp_path, monkeypatch):
+    from sm_locust.region import region_source
+
+    config = tmp_path / "aws_config"
+    config.write_text("[default]\nregion = ap-south-1\n[profile other]\nregion = sa-east-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    both = {"AWS_REGION": "eu-west-3", "AWS_DEFAULT_REGION": "us-west-2"}
+    assert region_source("ca-central-1", environ=both) == ("ca-central-1", "--region")
+    assert region_source(None, environ=both) == ("eu-west-3", "AWS_REGION")
+    assert region_source(None, environ={"AWS_DEFAULT_REGION": "us-west-2"}) == ("us-west-2", "AWS_DEFAULT_REGION")
+    assert region_source(None, environ={}) == ("ap-south-1", "profile default")
+    assert region_source(None, "other", environ={}) == ("sa-east-1", "profile other")
+    with pytest.raises(UsageError, match="'nobody' not found"):
+        region_source(None, "nobody", environ={})
+
+
+@pytest.mark.parametrize("make", ["cloudwatch", "s3", "runtime", "autoscaling"])
+def test_aws_region_alone_reaches_every_client(make, monkeypatch):
+    """Was: report --cloudwatch and sweep --cleanup said "set AWS_REGION", then ignored it (botocore
+    reads only AWS_DEFAULT_REGION and the profile)."""
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    if make == "cloudwatch":
+        from sm_locust.report.cloudwatch import make_client
+
+        region = make_client().meta.region_name
+    elif make == "s3":
+        from sm_locust.report.s3 import s3_client
+
+        region = s3_client(None, None).meta.region_name
+    elif make == "autoscaling":
+        from sm_locust.scaling.aws import clients
+
+        region = clients()[1].meta.region_name
+    else:
+        from sm_locust.options import SageMakerSettings
+        from sm_locust.preflight import aws_environment
+
+        extra = aws_environment(SageMakerSettings(endpoint_name="ep", payload=PAYLOAD))
+        region = extra["AWS_DEFAULT_REGION"] if extra["AWS_REGION"] == extra["AWS_DEFAULT_REGION"] else "differs"
+    assert region == "eu-west-3"
+
+
+# -- messages (issue 23 item 10) --------------------------------------------------------------------
+
+def test_a_serverless_sweep_without_its_stability_test_is_priced_from_the_lightest_concurrency_phase():
+    """Was: "no configuration meets the objective" (no warm latency, no cost). Synthetic: x0.5 = 1 user at
+    60 ms for 5 s, then x1 = 2 users with throttles; the lightest phase's successes stand in."""
+    from sm_locust.plateau.timeline import Second
+    from sm_locust.sweep.serverless.measure import Phase, load_figures
+
+    def second(t: float, users: int, hist: dict[int, int], failures: int = 0) -> Second:
+        return Second(t=t, users=users, spawning=False, requests=sum(hist.values()), failures=failures, hist=hist)
+
+    seconds = [second(101 + k, 1, {60: 10}) for k in range(5)]
+    seconds += [second(106 + k, 2, {12: 5, 70: 15}, failures=5) for k in range(5)]
+    phases = [Phase("concurrency", 1, 5, 0.5), Phase("concurrency", 2, 5, 1.0)]
+    figures = load_figures(seconds, phases, {"failures": 25, "errors": {"ThrottlingException": 25}})
+    stand_in = figures.stability
+    assert stand_in is not None and stand_in.source == "concurrency x0.5"
+    assert (stand_in.warm_p95_ms, stand_in.warm_mean_ms) == (60.0, 60.0)  # what serverless bills
+    assert figures.stability_window == (100.0, 105.0)

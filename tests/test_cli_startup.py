@@ -77,3 +77,13 @@ def test_run_parent_process_never_loads_locust(tmp_path):
     assert code == 1 and "cannot connect" in output
     assert "sm_locust.payloads.options" in modules
     assert not {"locust", "gevent", "pandas"} & modules
+
+
+def test_the_pytest_plugin_loads_no_locust_until_a_test_runs_a_load_test():
+    # every pytest session of an environment with sm-locust loads the plugin (pytest11)
+    probe = ("import json, sys\nimport sm_locust.testing as t\nbefore = sorted(sys.modules)\nt.run_load_test\n"
+             "print(json.dumps([before, sorted(sys.modules)]))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    before, after = (set(m) for m in json.loads(result.stdout.strip().splitlines()[-1]))
+    assert not {"locust", "gevent", "pandas"} & before
+    assert {"locust", "sm_locust.inprocess"} <= after

@@ -1,10 +1,12 @@
 """`sm-locust demo` end to end: local endpoint -> moto CloudWatch stand-in -> step load -> report, so
-the run folder holds report.html and CSVs with the endpoint's cw_* columns; and without moto (it is
-only in the demo/test extras) the demo still runs and says in one line that metrics are skipped."""
+the run folder holds summary.json's steps, report.html and CSVs with the endpoint's cw_* columns;
+and without moto (it is only in the demo/test extras) the demo still runs and says in one line that
+metrics are skipped."""
 
 from __future__ import annotations
 
 import csv
+import json
 import re
 import sys
 
@@ -22,6 +24,11 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4",
                      timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert f"results in {out}" in result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert [s["users"] for s in summary["steps"]] == [1, 4]
+    assert summary["totals"]["requests"] > 0 and summary["totals"]["failures"] == 0
+    assert summary["steps"][1]["rps"] > summary["steps"][0]["rps"]
     assert "CloudWatch stand-in (moto) on http://127.0.0.1:" in result.stdout
     assert f"report in {out / 'report.html'}" in result.stdout
     assert "missing:" not in result.stdout, result.stdout  # every expected metric arrived, no minute left out

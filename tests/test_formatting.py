@@ -62,3 +62,17 @@ def test_money_and_durations():
     assert duration(725) == "12 min 5 s"
     assert duration(9000) == "2 h 30 min"
     assert duration(-3) == "0 s"
+
+
+def test_cli_lines_print_a_missing_latency_as_the_marker():
+    from sm_locust.launch import verdict_line
+    from sm_locust.record.progress import ProgressSample, parse_progress
+    from sm_locust.record.recorder import hour_line
+
+    sample = ProgressSample(elapsed_s=3, users=2, rps=0.0, goodput_rps=0.0, p95_ms=None, failures=0)
+    assert "p95=n/a ms" in sample.line() and parse_progress(sample.line()) == sample
+    assert ", p95 n/a ms, 0 failures" in verdict_line({"totals": {"requests": 0, "rps": 0.0, "failures": 0}})
+    hour = {"hour": 1, "start": "2026-11-21T14:00:00.000Z", "end": "2026-11-21T15:00:00.000Z", "users": 2,
+            "rps": 1.0, "goodput_rps": 1.0, "p50_ms": 12.0, "p95_ms": None, "p99_ms": float("nan"), "failures": 0,
+            "error_rate": 0.0}
+    assert "p50/p95/p99 12/n/a/n/a ms" in hour_line(hour)

@@ -162,3 +162,119 @@ def test_every_module_has_a_docstring(module):
     if path.name == "__init__.py" and not path.read_text().strip():
         pytest.skip("empty package marker")
     assert ast.get_docstring(ast.parse(path.read_text())), f"{path} has no module docstring saying why it exists"
+
+
+# -------------------------------------------------------------------------- function-level imports
+
+LAZY_MARK = "# lazy:"
+MAX_FUNCTION_LEVEL_IMPORTS = 60
+
+
+def _imports_in_functions(tree: ast.AST) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append(child)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+    visit(tree, False)
+    return found
+
+
+def _function_level_imports() -> list[tuple[Path, ast.stmt, list[str]]]:
+    """(file, import statement, the file's lines) for every import inside a function of the package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        lines = text.splitlines()
+        found += [(path, node, lines) for node in _imports_in_functions(ast.parse(text, filename=str(path)))]
+    return found
+
+
+def _says_why(node: ast.stmt, lines: list[str]) -> bool:
+    """The import's line carries `# lazy: why`, or the comment block above its run of imports does."""
+    if LAZY_MARK in lines[node.lineno - 1]:
+        return True
+    i = node.lineno - 2
+    while i >= 0:  # up through the imports (and blank lines) of the same run ...
+        line = lines[i].strip()
+        if line.startswith(("import ", "from ")) or line == "" or line.startswith("try:"):
+            if LAZY_MARK in line:
+                return True
+            i -= 1
+            continue
+        break
+    while i >= 0 and lines[i].strip().startswith("#"):  # ... to the comment block above it
+        if LAZY_MARK in lines[i]:
+            return True
+        i -= 1
+    return False
+
+
+def test_the_lazy_import_checker_reads_comments_on_the_line_and_above():
+    code = ("def f():\n    import a  # lazy: a is optional\n\n"
+            "def g():\n    # lazy: b costs 1 s to import,\n    # measured\n    import b\n    from b import c\n\n"
+            "def h():\n    import d\n")
+    lines = code.splitlines()
+    nodes = [n for n in ast.walk(ast.parse(code)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [_says_why(n, lines) for n in sorted(nodes, key=lambda n: n.lineno)] == [True, True, True, False]
+
+
+def test_every_function_level_import_says_why_it_is_not_at_the_top():
+    """Command modules and the rest import at their top (cli/commands.py loads only the chosen
+    command); an import stays inside a function only for a heavy optional dependency or a measured
+    start-up cost, and then it says which (`# lazy: ...`), so the number cannot creep back."""
+    imports = _function_level_imports()
+    silent = [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {lines[node.lineno - 1].strip()}"
+              for path, node, lines in imports if not _says_why(node, lines)]
+    assert not silent, "function-level imports without a '# lazy: why' comment:\n" + "\n".join(silent)
+    assert len(imports) <= MAX_FUNCTION_LEVEL_IMPORTS, f"{len(imports)} function-level imports"
+
+
+# -------------------------------------------------------------------------------- settings classes
+
+
+def _option_providers() -> set[str]:
+    """The modules `sm_locust.options.OPTION_PROVIDERS` names (read from the source)."""
+    tree = ast.parse((PACKAGE / "options.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "OPTION_PROVIDERS":
+            return {ast.literal_eval(e).partition(":")[0] for e in node.value.elts}
+    raise AssertionError("sm_locust/options.py has no OPTION_PROVIDERS")
+
+
+def test_a_settings_class_lives_with_the_options_it_reads():
+    """docs/ARCHITECTURE.md's rule: the typed view of a feature's options (a class with
+    `from_options`, or a `*_settings(options)` function) is in the module that declares them."""
+    providers = _option_providers()
+    misplaced = []
+    for name, path in _modules().items():
+        for node in ast.parse(path.read_text()).body:
+            reads = (isinstance(node, ast.ClassDef) and any(
+                isinstance(f, ast.FunctionDef) and f.name == "from_options" for f in node.body)) or (
+                isinstance(node, ast.FunctionDef) and node.name.endswith("_settings")
+                and [a.arg for a in node.args.args][:1] == ["options"])
+            if reads and name not in providers:
+                misplaced.append(f"{name}.{node.name}")
+    assert not misplaced, f"settings outside the module that declares their options: {misplaced}"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """`_name` is a module's own: what two modules share gets a public name in the lower one. A
+    package may import its own private submodule (`locustfiles._webui`: Locust skips `_` files
+    when it loads a folder of locustfiles)."""
+    modules = _modules()
+    found = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(ROOT) or node.level:
+                continue
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                own_submodule = (f"{node.module}.{alias.name}" in modules
+                                 and name.rpartition(".")[0] == node.module)
+                if private and not own_submodule:
+                    found.append(f"{name}: from {node.module} import {alias.name}")
+    assert not found, "private names imported across modules: " + "; ".join(found)

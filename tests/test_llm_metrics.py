@@ -232,3 +232,29 @@ def test_streamed_tokens_count_as_they_arrive_and_failed_streams_give_them_back(
     broken = signed_client("fast", env, runtime.url, "broken")
     assert token_accounting(broken.invoke_stream, env)(Invocation(body=b"{}")) is None
     assert sum(b.arrived for b in stats.buckets.values()) == 12 and stats.window(0, 4e9).requests == 1
+
+
+def test_a_long_run_keeps_a_bounded_number_of_buckets_and_exact_run_figures():
+    """Was: one bucket per second for the whole run (a 7-day soak: 604,800). Three hours of one answer a
+    second: the last 10 minutes one by one, older minutes merged, older than 2 h merged into hours."""
+    t0 = 1_000_000_020  # not on a minute boundary
+    stats, reference = LlmStats(), Bucket()
+    early = [Second(t=float(t0 + 100 + i), users=2, spawning=False, requests=1, failures=0) for i in range(60)]
+    for i in range(3 * 3600):
+        answer = sample(40.0 + i % 7, [10.0 + i % 3] * 4, 5, 90.0)
+        stats.add(answer, now=t0 + i + 0.5)
+        reference.add(answer)
+        reference.arrived += 5  # not streamed: its tokens arrive at completion
+        if i == 200:  # the first step, read while fresh and again once its seconds are merged
+            fresh = stats.over(early).figures(60.0)
+            stats.annotate({"steps": [{}]}, early, t0, t0 + i, windows=[early])
+    assert len(stats.buckets) <= 600 + 60 and len(stats.coarse) <= 2 * 60 + 2  # compacted once a minute
+    summary = stats.annotate({"steps": [{}]}, early, t0, t0 + 3 * 3600, windows=[early])
+    assert summary["llm"] == reference.figures(3 * 3600.0)  # the run: exact
+    assert summary["steps"][0]["llm"] == fresh  # a settled step keeps what it measured
+    recent = stats.window(t0 + 3 * 3600 - 100.0, t0 + 3 * 3600 - 40.0)
+    assert recent.requests == 60 and recent.arrived == pytest.approx(300.0)
+    old = stats.window(t0 + 5400.0, t0 + 9000.0)  # an hour of merged minutes (t0 is on a minute): exact at minute edges
+    assert old.requests == 3600 and old.arrived == pytest.approx(5 * 3600.0)
+    edge = stats.window(t0 + 5430.0, t0 + 9030.0)  # half a minute off: the edge minutes by their middle and share
+    assert edge.requests == 3600 and edge.arrived == pytest.approx(5 * 3600.0)

@@ -64,8 +64,8 @@ def test_a_zipf_mix_hits_the_cache_as_lru_predicts_and_counts_as_the_endpoint(tm
 
     # the hit rate: the endpoint's own, and LRU's over the same distribution (cold start, same length)
     assert cache["source"] == "endpoint"
-    assert cache["hit_rate"] == pytest.approx(stats["multi_model"]["cache_hits"] / stats["multi_model"]["cache_lookups"],
-                                              abs=1e-6)
+    mme = stats["multi_model"]
+    assert cache["hit_rate"] == pytest.approx(mme["cache_hits"] / mme["cache_lookups"], abs=1e-6)
     mix = parse_mix(spec)
     simulated = statistics.mean(
         lru_simulation([mix.names[i] for i in Picker(mix.weights, seed, 0).sequence(requests)], size_mb,

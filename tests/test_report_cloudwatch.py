@@ -244,7 +244,7 @@ def test_cli_report_with_moto_is_complete(moto_url, tmp_path, monkeypatch, capsy
 
     steps = pd.read_csv(run / "steps.csv")
     assert steps.loc[0, "cw_ModelLatency_avg_ms"] == pytest.approx(84.0)
-    assert steps.loc[0, "network_client_ms"] == pytest.approx(10.8)
+    assert steps.loc[0, "network_client_ms"] == pytest.approx(22.0)  # over the minutes the step touches
     assert steps.loc[1, "cw_CPUUtilizationPerVCPU_avg_pct"] == pytest.approx(75.0)
     import json
 
@@ -255,7 +255,7 @@ def test_cli_report_with_moto_is_complete(moto_url, tmp_path, monkeypatch, capsy
     for div in ("fig-endpoint-load", "fig-decomposition"):
         assert f'Plotly.newPlot(                        "{div}"' in page or f'"{div}",' in page
     assert "None: all data present." in page and "= 84.0 +" not in page  # plateau is step 2
-    assert "130.8 = 100.0 + 6.0 + 24.8 ms" in page
+    assert "128.0 = 100.0 + 6.0 + 22.0 ms over 12:01:00-12:01:06 UTC" in page  # the minutes step 2 touches
 
 
 def test_no_region_is_a_gap(monkeypatch, tmp_path):
@@ -263,4 +263,5 @@ def test_no_region_is_a_gap(monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     result = create_source("cloudwatch").fetch(MetricRequest("ep", BASE, BASE + 60))
-    assert result.gaps == ["CloudWatch: no AWS region; pass --region or set AWS_REGION"]
+    assert result.gaps == ["CloudWatch: no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION, or give "
+                           "the AWS profile a region (aws configure set region us-east-1)"]

@@ -98,13 +98,19 @@ def test_step_records_exact(merged):
     assert one["cw_CPUUtilization_max_pct"] == 350
     assert one["cw_CPUUtilizationPerVCPU_avg_pct"] == pytest.approx(45)
     assert one["cw_MemoryUtilization_avg_pct"] == pytest.approx(42.8)
-    assert one["cw_Invocations_sum_count"] == pytest.approx((4 * 40 + 100) / 60)
+    # the run covers 4 s of minute 12:00 (its 40 invocations) and 6 s of 12:01 (100: 1/6 each)
+    assert one["cw_Invocations_sum_count"] == pytest.approx(40 + 100 / 6)
     assert one["client_avg_ms"] == pytest.approx(100)
-    assert one["network_client_ms"] == pytest.approx(100 - 84 - 5.2)
+    # decomposition over the minutes step 1 touches (12:00 and 12:01: every request of 12:00:57-12:01:05)
+    assert (one["decomposition_start"], one["decomposition_end"]) == ("2024-01-01T12:00:56Z", "2024-01-01T12:01:06Z")
+    assert one["decomposition_client_avg_ms"] == pytest.approx((40 * 100 + 80 * 130 + 20 * 134) / 140)
+    assert one["model_latency_ms"] == pytest.approx((40 * 80 + 100 * 100) / 140)  # weighted by invocations
+    assert one["network_client_ms"] == pytest.approx(122 - (40 * 80 + 100 * 100) / 140 - (40 * 5 + 100 * 6) / 140)
     assert two["client_avg_ms"] == pytest.approx(130.8)
-    assert two["model_latency_ms"] == 100 and two["overhead_latency_ms"] == 6
-    assert two["network_client_ms"] == pytest.approx(24.8)
-    assert two["cw_invocations_per_s"] == pytest.approx(100 / 60 * 5 / 5)
+    assert two["model_latency_ms"] == pytest.approx(100) and two["overhead_latency_ms"] == pytest.approx(6)
+    assert two["decomposition_client_avg_ms"] == pytest.approx((10 * 100 + 80 * 130 + 20 * 134) / 110)
+    assert two["network_client_ms"] == pytest.approx(128 - 100 - 6)
+    assert two["cw_invocations_per_s"] == pytest.approx(100 * 5 / 6 / 5)
 
 
 def test_sustainable_point_and_errors(merged):
@@ -139,3 +145,53 @@ def test_parse_time():
     assert merge.parse_time("2024-01-01T12:00:00+00:00") == BASE
     assert merge.parse_time("2024-01-01T12:00:00") == BASE  # naive = UTC
     assert merge.parse_time("garbage") is None and merge.parse_time(None) is None
+
+
+def synthetic_run(start: int, end: int, rps, avg_ms, minutes: dict[int, dict[str, float]]) -> pd.DataFrame:
+    """Merged seconds of a run from `start` to `end` (epoch s): the client's requests and average
+    latency per second (functions of t), each minute's CloudWatch values on its seconds."""
+    t = list(range(start, end))
+    seconds = pd.DataFrame({"epoch_s": t, "requests": [float(rps(x)) for x in t],
+                            "failures": 0.0, "avg_ms": [float(avg_ms(x)) for x in t]})
+    frame = pd.DataFrame.from_dict(minutes, orient="index")
+    return merge.attach_metrics(seconds, frame, 60)
+
+
+def test_cloudwatch_invocations_read_the_client_rate_on_partial_minutes():
+    # 10 req/s from :30 of minute 0 to :30 of minute 2: CloudWatch counts 300, 600, 300
+    minutes = {BASE + 60 * i: {"cw_Invocations_sum_count": n} for i, n in enumerate((300, 600, 300))}
+    seconds = synthetic_run(BASE + 30, BASE + 150, lambda t: 10, lambda t: 50, minutes)
+    spans = [{"users": u, "start_s": BASE + a, "end_s": BASE + b} for u, a, b in ((1, 30, 40), (2, 60, 120),
+                                                                                  (3, 140, 150))]
+    steps = merge.step_records(seconds, spans, 60)
+    assert list(steps["rps"]) == [10.0, 10.0, 10.0]
+    assert list(steps["cw_invocations_per_s"]) == pytest.approx([10.0, 10.0, 10.0])  # was 5, 10, 5
+    assert merge.bucket_share([BASE + 58, BASE + 59, BASE + 60], 60) == pytest.approx([0.5, 0.5, 1.0])
+
+
+def test_latency_decomposition_compares_the_same_minutes_and_stays_positive():
+    # one minute, two steps: 10 users at 200 ms (model 180), then 1 user at 20 ms (model 10);
+    # CloudWatch's one ModelLatency average for the minute is mostly the first step's
+    model = (300 * 180 + 30 * 10) / 330
+    seconds = synthetic_run(BASE, BASE + 60, lambda t: 10 if t < BASE + 30 else 1,
+                            lambda t: 200 if t < BASE + 30 else 20,
+                            {BASE: {"cw_Invocations_sum_count": 330, "cw_ModelLatency_avg_ms": model,
+                                    "cw_OverheadLatency_avg_ms": 2.0}})
+    steps = merge.step_records(seconds, [{"users": 10, "start_s": BASE, "end_s": BASE + 30},
+                                         {"users": 1, "start_s": BASE + 30, "end_s": BASE + 60}], 60)
+    light = steps.iloc[1]
+    assert light["client_avg_ms"] == pytest.approx(20)  # the step's own average is unchanged
+    assert light["client_avg_ms"] - model - 2 < 0  # what the page showed: a negative network share
+    client = (300 * 200 + 30 * 20) / 330  # every request of the minute CloudWatch averaged over
+    assert light["decomposition_client_avg_ms"] == pytest.approx(client)
+    assert light["network_client_ms"] == pytest.approx(client - model - 2) and light["network_client_ms"] > 0
+    assert (light["decomposition_start"], light["decomposition_end"]) == ("2024-01-01T12:00:00Z",
+                                                                          "2024-01-01T12:01:00Z")
+
+
+def test_the_page_says_which_minutes_the_decomposition_covers(merged):
+    from sm_locust.report.render import decomposition_text
+
+    text = decomposition_text(merged[3].iloc[0].to_dict())
+    assert text.startswith("122.0 = 94.3 + 5.7 + 22.0 ms over 12:00:56-12:01:06 UTC")
+    assert "CloudWatch reports whole minutes" in text and "the step's own: 100.0 ms" in text

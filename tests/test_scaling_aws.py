@@ -11,6 +11,7 @@ the read-only client refuses changes; the poller turns DescribeEndpoint into the
 from __future__ import annotations
 
 import json
+import threading
 import urllib.request
 
 import boto3
@@ -350,3 +351,34 @@ def test_the_variants_own_policy_as_the_model_sees_it():
         "TargetValue": 50.0, "CustomizedMetricSpecification": {"MetricName": "CPUUtilization"}})
     assert snap(policies=[custom]).scaling_policy() is None
     assert snap(policies=[USER_POLICY, dict(USER_POLICY, PolicyName="second")]).scaling_policy() is None
+
+
+class Updating:
+    """The sagemaker client, but DescribeEndpoint says Updating the first `times` times (a scale-out under way)."""
+
+    def __init__(self, sm, times: int):
+        self.sm, self.times, self.seen = sm, times, 0
+
+    def describe_endpoint(self, **kwargs):
+        answer = self.sm.describe_endpoint(**kwargs)
+        self.seen += 1
+        return {**answer, "EndpointStatus": "Updating"} if self.seen <= self.times else answer
+
+    def __getattr__(self, name):
+        return getattr(self.sm, name)
+
+
+def test_a_cancelled_test_still_restores_waiting_out_a_scale_out(aws, tmp_path):
+    aas, sm = aws
+    user_setup(aas)
+    before = snapshot(aas, sm, REF)
+    cancel = threading.Event()
+    lines: list[str] = []
+    under_test = ScalingUnderTest(aas, sm, REF, Policy(), sweep_id="s7", journal=journal_path(tmp_path, REF), poll_s=0,
+                                  cancel=cancel, progress=lines.append)
+    under_test.apply()
+    cancel.set()  # Ctrl-C: the runner cancels what is under way, then tears down
+    under_test.sm = Updating(sm, times=4)
+    assert under_test.restore() == []
+    assert comparable(snapshot(aas, sm, REF)) == comparable(before)
+    assert "ranker Updating, 2 instances in service: waiting" in lines

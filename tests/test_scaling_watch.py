@@ -22,7 +22,6 @@ import boto3
 import pytest
 
 from sm_locust.endpoint.fleet import FleetConfig
-from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.options import SageMakerSettings
 from sm_locust.scaling.aws import VariantRef, snapshot
 from sm_locust.scaling.policy import ScalingPolicy
@@ -36,12 +35,6 @@ USER_POLICY = {"PolicyName": "prod-invocations", "PolicyType": "TargetTrackingSc
                    "TargetValue": 600.0,
                    "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
                    "ScaleOutCooldown": 60, "ScaleInCooldown": 300}}
-
-
-@pytest.fixture(scope="module")
-def runtime():
-    with LocalEndpoint(max_concurrency=4, service_time_ms=10) as ep:
-        yield ep
 
 
 @pytest.fixture

@@ -19,7 +19,9 @@ from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
 from sm_locust.options import all_option_specs
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.synthetic import SyntheticEndpoint
+from sm_locust.record.llm import LlmStats
 from sm_locust.record.recorder import RunRecorder
+from sm_locust.shapes import base as shape_base
 from sm_locust.shapes.open import OpenLoopShape
 from sm_locust.shapes.phases import PhasesShape
 from sm_locust.shapes.plateau import PlateauShape
@@ -108,13 +110,47 @@ def _counted_rate(samples: list, t0: float, t1: float) -> float:
     return (last[1] - first[1]) / (last[0] - first[0])
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.parametrize("slots,service_ms", [(4, 40.0), (8, 80.0)])  # 100 req/s each: knees at 4 and 8 users
-def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoint_factory, tmp_path, capsys,
-                                                                          slots, service_ms):
-    """capacity_rps within +-5 % of what the endpoint itself served once saturated. Margins for a busy
-    CI box: the user cap (64) sits far above the knee, and the truth is counted by the endpoint over
-    the search's own most loaded step, so a slower machine moves both figures together."""
+def test_plateau_shape_finds_the_knee_and_capacity_on_a_synthetic_clock(monkeypatch, capsys, slots, service_ms):
+    """The shape as Locust ticks it (once a second, the recorder's timeline growing by a second each
+    time), with the search's step times, on a deterministic clock: the model endpoint's seconds
+    (3 ms of client turnaround per request, +-3 % noise). The knee is the first user count within
+    5 % of the capacity, and capacity_rps is the endpoint's 100 req/s."""
+    endpoint = SyntheticEndpoint(concurrency=slots, service_ms=service_ms, overhead_ms=3.0, noise=0.03)
+    monkeypatch.setattr(shape_base, "time", SimpleNamespace(time=lambda: endpoint.clock))
+    timeline: list = []
+    shape = PlateauShape()
+    shape.runner = fake_runner(options(step_seconds=6.0, min_step_seconds=4.0, max_users=64), timeline)
+    shape.runner.environment.sm_locust_recorder.seconds = timeline
+    shape.runner.environment.sm_locust_llm = LlmStats()  # no Locust events to listen to
+    load, users = shape.tick(), 0
+    while load is not None:
+        ramp = load[0] != users  # a new user count spawns for a second, as Locust's ramp does
+        users = load[0]
+        timeline.extend(endpoint.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
+        load = shape.tick()
+        assert len(timeline) < 600, "the search never stopped"
+    plateau = shape.runner.environment.sm_locust_recorder.plateau
+    assert PLATEAU_KEYS <= set(plateau)
+    assert plateau["reached"] and plateau["bound"] == "throughput", plateau["text"]
+    assert plateau["capacity_rps"] == pytest.approx(endpoint.capacity, rel=0.03), plateau["text"]
+    knee = next(n for n in range(1, 64) if endpoint.throughput(n) >= 0.95 * endpoint.capacity)
+    assert abs(plateau["users"] - knee) <= 1, (plateau["text"], knee)
+    assert plateau["rps"] <= plateau["capacity_rps"] * 1.001
+    assert plateau["steps"] <= 8  # growth to saturation, then the model's knee and the load next to it
+    assert all(4 <= m.duration_s <= 6 for m in shape.search.steps)  # --min-step-seconds .. --step-seconds
+    out = capsys.readouterr().out
+    assert f"sm-locust: {plateau['text']}" in out and f"sm-locust: stopped: {plateau['stop_reason']}" in out
+
+
+@pytest.mark.timeout(120)
+def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoint_factory, tmp_path, capsys):
+    """capacity_rps within +-5 % of what the endpoint itself served once saturated, through Locust
+    against the local endpoint (4 slots x 40 ms = 100 req/s, knee at 4 users; the search at other
+    scales: the synthetic-clock test above). Margins for a busy CI box: the user cap (64) sits far
+    above the knee, and the truth is counted by the endpoint over the search's own most loaded step,
+    so a slower machine moves both figures together."""
+    slots, service_ms = 4, 40.0
     ep = endpoint_factory(max_concurrency=slots, service_time_ms=service_ms)
     env, runner = _environment(ep.url, PlateauShape(), tmp_path, step_seconds=6.0, min_step_seconds=4.0,
                                max_users=64)

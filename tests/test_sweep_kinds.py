@@ -114,16 +114,16 @@ def test_numbers_must_be_finite_wherever_they_are(tmp_path, capsys, key, value):
     text = REALTIME.replace("load: {", f"load: {{{name}: {value}, ") if section == "load" else (
         REALTIME + (f"{section}: {{{name}: {value}}}\n" if section else f"{name}: {value}\n"))
     got = float(value.replace(".", "", 1))  # .nan -> nan, -.inf -> -inf
-    assert error_of(tmp_path, capsys, text) == f"{key}: expected a finite number, got {got!r}"
+    assert error_of(tmp_path, capsys, text) == f"{key}: must be a finite number, got {got!r}"
 
 
 def test_a_kinds_section_and_the_shared_keys_word_the_same_mistake_the_same_way(tmp_path, capsys):
     shared = error_of(tmp_path, capsys, REALTIME + "objective: {slo_ms: fast}\n")
     own = error_of(tmp_path, capsys, SERVERLESS.replace("[2, 4]", "[2, 4], idle_timeout_s: fast"))
-    assert shared == "objective.slo_ms: expected a number, got 'fast'"
-    assert own == "serverless.idle_timeout_s: expected a number, got 'fast'"
+    assert shared == "objective.slo_ms: must be a number, got 'fast'"
+    assert own == "serverless.idle_timeout_s: must be a number, got 'fast'"
     nan = error_of(tmp_path, capsys, SERVERLESS.replace("[2, 4]", "[2, 4], idle_timeout_s: .nan"))
-    assert nan == "serverless.idle_timeout_s: expected a finite number, got nan"
+    assert nan == "serverless.idle_timeout_s: must be a finite number, got nan"
 
 
 def test_an_empty_serverless_section_names_what_it_needs(tmp_path, capsys):
@@ -136,16 +136,16 @@ def test_the_checker_rules():
     assert check.integer("k", 3.0, minimum=1) == 3 and isinstance(check.integer("k", 3.0), int)
     assert check.number("k", 2, above=0) == 2.0
     for value, rule, message in [
-        (True, {}, "expected a number, got True"),
+        (True, {}, "must be a number, got True"),
         (0, {"above": 0}, "must be more than 0, got 0"),
         (-1, {"minimum": 0}, "must be at least 0, got -1"),
         (2, {"maximum": 1}, "must be at most 1, got 2"),
-        (float("inf"), {}, "expected a finite number, got inf"),
+        (float("inf"), {}, "must be a finite number, got inf"),
     ]:
         with pytest.raises(UsageError) as caught:
             check.number("a.b", value, **rule)
         assert caught.value.message == f"f.yaml: a.b: {message}"
-    with pytest.raises(UsageError, match=r"^f.yaml: a.b: expected a whole number, got 2.5$"):
+    with pytest.raises(UsageError, match=r"^f.yaml: a.b: must be a whole number, got 2.5$"):
         check.integer("a.b", 2.5)
     with pytest.raises(UsageError, match=r"^f.yaml: a: unknown key; valid keys: b, c$"):
         check.unknown("", {"b": 1, "a": 2}, ("b", "c"))

@@ -201,3 +201,41 @@ def test_a_rerun_resumes_even_when_the_grid_grew(tmp_path):
     second, outcome = run({"max_concurrency": [1, 2], "workers": [1, 2]})  # the folder names change
     assert [r["resumed"] for r in outcome.rows.values()] == [True, True, False, False]
     assert second.tested == [3, 4]
+
+
+class ScanningPipeline(Pipeline):
+    """The scheduler's rules asked the slow, obvious way (every configuration scanned for each question):
+    the reference the kept-up-to-date counts of Pipeline must agree with."""
+
+    @property
+    def alive(self) -> int:
+        return sum(1 for s in self.state.values() if s in ("deploying", "ready", "testing", "deleting"))
+
+    @property
+    def finished(self) -> bool:
+        return all(s == "done" for s in self.state.values())
+
+    def deploys_to_start(self) -> list[int]:
+        return self.in_state("waiting")[:max(0, self.max_alive - self.alive)]
+
+    def next_test(self) -> int | None:
+        if self.in_state("testing"):
+            return None
+        ready = self.in_state("ready")
+        return ready[0] if ready else None
+
+
+@pytest.mark.parametrize("max_alive", [1, 3, 7])
+def test_the_kept_counts_schedule_exactly_as_scanning_would(max_alive, monkeypatch):
+    """Was quadratic: `--plan` of a 10,000-configuration grid took ~70 s (bench/plan_scale.py)."""
+    import random
+
+    from sm_locust.sweep import pipeline as module
+
+    rng = random.Random(7)
+    durations = {i: Durations(rng.choice([30.0, 300.0, 600.0]), rng.choice([60.0, 120.0]), rng.choice([10.0, 60.0]),
+                              fails=rng.random() < 0.1) for i in rng.sample(range(1000), 300)}
+    fast = simulate(durations, max_alive)
+    monkeypatch.setattr(module, "Pipeline", ScanningPipeline)
+    slow = simulate(durations, max_alive)
+    assert fast == slow and fast.peak_alive == max_alive

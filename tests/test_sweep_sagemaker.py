@@ -24,7 +24,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sm_locust.cli import main
-from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.sweep.api import load_sweep, run_sweep
 from sm_locust.sweep.deployers import Cancelled, Deployment
 from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
@@ -44,12 +43,6 @@ grid:
 load: {payload: body.json, users: 2, run_time: 8s}
 objective: {target_rps: 50, slo_ms: 500, percentile: 95}
 """
-
-
-@pytest.fixture(scope="module")
-def runtime():
-    with LocalEndpoint(max_concurrency=4, service_time_ms=10) as ep:
-        yield ep
 
 
 @pytest.fixture

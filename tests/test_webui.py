@@ -192,6 +192,9 @@ def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
     assert not missing, f"options not rendered as form fields: {missing}"
     assert "Custom parameters" in text and "StepLoadShape" in text
     assert "no host attribute set" not in text  # the sm-locust options are all the users need
+    host_field = re.search(r'<div[^>]*style="display: none;"[^>]*>(?:(?!</div>\s*</div>).)*?name="host"', dom.stdout,
+                           flags=re.S)
+    assert host_field, "the start form shows Locust's Host field"  # hidden: the users need an endpoint, not a host
     shot = subprocess.run(base + [f"--screenshot={screenshot}", web.url + "/"], capture_output=True, text=True,
                           timeout=90)
     assert shot.returncode == 0, shot.stderr[-2000:]

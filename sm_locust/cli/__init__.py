@@ -17,6 +17,9 @@ while Locust runs as a child, `sm_locust.launch` forwards either signal to it in
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import signal
 import sys
 import threading
@@ -28,7 +31,10 @@ from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.numbers import register_number_types
 
 
-class _Parser(argparse.ArgumentParser):
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every command: finite numbers only, and a bad argument is one line, exit 2. The
+    Python API (sm_locust/api/options.py) subclasses it to raise that line instead of exiting."""
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         register_number_types(self)  # type=float / type=int: finite only, one message (sm_locust.numbers)
@@ -40,9 +46,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser with command `only`'s full sub-parser (its module imported); every other command
     gets a placeholder carrying its help line, so `--help` lists them all without importing them."""
-    parser = _Parser(prog="sm-locust", description="Load-test Amazon SageMaker inference endpoints with Locust.")
+    parser = CommandParser(prog="sm-locust", description="Load-test Amazon SageMaker inference endpoints with Locust.")
     parser.add_argument("--version", action="version", version=f"sm-locust {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     sub.required = True
     for name, command in COMMANDS.items():
         if name == only:
@@ -58,6 +64,19 @@ class Terminated(KeyboardInterrupt):
 
 def _raise_terminated(_signum, _frame) -> None:
     raise Terminated()
+
+
+# A file system that refused mid-way (outputs are checked before the work starts, but a disk fills up,
+# a mount goes read-only): one line naming the file, not a traceback.
+FILE_SYSTEM_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
+                                errno.EFBIG, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR})
+
+
+def file_system_error(exc: OSError) -> str:
+    """'full/rep/report.html: No space left on device (free some space ...)'"""
+    where = f"{exc.filename}: " if exc.filename else ""
+    hint = " (free some space and run again)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    return f"{where}{exc.strerror or exc}{hint}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sm-locust: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except BrokenPipeError:  # `sm-locust sweep ... --plan | head`: the reader left; say nothing more
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as exc:
+        if exc.errno not in FILE_SYSTEM_ERRORS:
+            raise
+        print(f"sm-locust: error: {file_system_error(exc)}", file=sys.stderr)
+        return 1
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

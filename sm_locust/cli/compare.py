@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.errors import UsageError
-from sm_locust.launch import check_output_dir
+from sm_locust.outputs import check_output_dir, refuse_in_progress
 from sm_locust.report.compare import compare_runs
+from sm_locust.report.pipeline import check_report_values
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -33,9 +33,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.safety_factor <= 1:
-        raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_report_values(safety_factor=args.safety_factor)
     check_output_dir(Path(args.out))
+    for run_dir in args.run_dirs:
+        refuse_in_progress(Path(run_dir))
     outputs, gaps = compare_runs(args.run_dirs, args.out, prices_file=args.prices_file,
                                  safety_factor=args.safety_factor, target_rps=args.target_rps,
                                  progress=lambda m: print(f"sm-locust compare: {m}", flush=True))

@@ -32,10 +32,12 @@ from sm_locust.launch import (
     choose_out_dir,
     execute,
     make_out_dir,
+    remove_run_files,
     verdict_line,
 )
 from sm_locust.numbers import argument_type
 from sm_locust.options import SageMakerSettings
+from sm_locust.outputs import locked_folder
 from sm_locust.preflight import preflight
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
@@ -119,9 +121,12 @@ def run(args: argparse.Namespace) -> int:
     payload = str(resources.files("sm_locust") / "data" / "ranking_10rows.json")
     out = choose_out_dir(args.out, DEMO_ENDPOINT)
     check_out_dir(out, overwrite=args.overwrite)
-    make_out_dir(out, overwrite=args.overwrite)  # the endpoint's log goes there from the start
+    make_out_dir(out)  # the endpoint's log goes there from the start
     capacity = args.max_concurrency / (args.service_time_ms / 1000.0)
     with contextlib.ExitStack() as stack:
+        stack.enter_context(locked_folder(out))  # before --overwrite removes anything: no other run is writing it
+        if args.overwrite:
+            remove_run_files(out)
         stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))
         if stand_in is not None:
             stack.enter_context(stand_in)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
-from sm_locust.launch import check_output_dir
 from sm_locust.numbers import argument_type
-from sm_locust.report.pipeline import ReportOptions, build_report
+from sm_locust.outputs import check_output_dir, refuse_in_progress
+from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.runtime_api import check_endpoint_name, check_header
 
@@ -83,14 +83,17 @@ def check_names(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.period % 60:
-        raise UsageError(f"--period {args.period} must be a multiple of 60 (CloudWatch standard resolution)")
-    if args.safety_factor > 1:
-        raise UsageError(f"--safety-factor {args.safety_factor} must be in (0, 1]")
+    check_report_values(period=args.period, safety_factor=args.safety_factor)
     check_names(args)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
         check_output_dir(Path(out_dir))
+    elif not run_dir.startswith("s3://") and Path(run_dir).is_dir():
+        refuse_in_progress(Path(run_dir))
+        try:  # the report goes next to the run: a read-only or full place fails now, not after the CloudWatch wait
+            check_output_dir(Path(run_dir), "RUN_DIR")
+        except UsageError as exc:
+            raise UsageError(f"{exc.message}; pass --out DIR to write the report elsewhere") from None
     if run_dir.startswith("s3://"):
         local, transfer = fetch_run(run_dir, out=out_dir, s3=s3_client(args.profile, args.region))
         print(f"sm-locust report: downloaded {transfer.describe()} from {run_dir.rstrip('/')}/ to {local}/", flush=True)

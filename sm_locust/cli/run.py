@@ -20,7 +20,6 @@ from sm_locust.launch import (
     choose_out_dir,
     every_request_failed,
     execute,
-    make_out_dir,
     nothing_completed,
     verdict_line,
 )
@@ -88,7 +87,9 @@ def validate_shape(args: argparse.Namespace) -> str | None:
     return shape
 
 
-def load_from_args(args: argparse.Namespace):
+def load_from_args(args: argparse.Namespace, progress_every_s: float | None = None):
+    """Locust's load options (LoadSettings) from the run options; `progress_every_s` overrides the
+    progress-line interval (default: every 5 s with --quiet, else none)."""
     shape = validate_shape(args)
     if args.users is not None and shape in ("plateau", "phases", "open", "traffic"):
         raise UsageError(f"--users conflicts with --shape {shape}: the shape decides the load")
@@ -112,7 +113,8 @@ def load_from_args(args: argparse.Namespace):
         users=users,
         spawn_rate=args.spawn_rate if args.spawn_rate is not None else (100.0 if shape else 1.0),
         run_time=run_time,
-        shape=shape, processes=args.processes, quiet=args.quiet, progress_every_s=5.0 if args.quiet else 0.0,
+        shape=shape, processes=args.processes, quiet=args.quiet,
+        progress_every_s=progress_every_s if progress_every_s is not None else (5.0 if args.quiet else 0.0),
         locust_args=list(getattr(args, "passthrough", []) or []),
     )
 
@@ -136,37 +138,39 @@ def traffic_defaults(args: argparse.Namespace, endpoint_url: str) -> None:
               "(--time-scale)", flush=True)
 
 
-def start_run(args: argparse.Namespace):
+def start_run(args: argparse.Namespace, *, echo=None, env: dict[str, str] | None = None,
+              progress_every_s: float | None = None):
     """Check every option, then run Locust into the run folder; returns (out_dir, summary).
 
-    Shared by `run` and `smoke`: nothing starts (no folder, no traffic) until all input is valid.
+    Shared by `run`, `smoke` and the Python API (`sm_locust.run`): nothing starts (no folder, no
+    traffic) until all input is valid. `echo` receives Locust's output lines (launch.execute), `env`
+    is extra environment for the Locust process (never recorded in options.json), `progress_every_s`
+    the progress-line interval (load_from_args).
     """
     upload = getattr(args, "upload", None)
     if upload is not None:
         upload = S3Location.parse(upload)  # a malformed URL is the first thing to fail
     settings = settings_from_args(args).validate()
-    load = load_from_args(args)
+    load = load_from_args(args, progress_every_s)
     traffic_defaults(args, settings.endpoint_url)
     if args.out:
         check_out_dir(Path(args.out), overwrite=args.overwrite)
     prepare_payloads(settings, args)  # every payload option checked and every body encoded, before anything starts
-    extra_env = preflight(settings)
+    extra_env = {**preflight(settings, env=env), **(env or {})}
     watch = None
     if getattr(args, "watch_scaling", False):  # reads the variant's scaling now: a wrong endpoint fails before the test
         watch = start_watch(settings)
     try:
         out = choose_out_dir(args.out, settings.endpoint_name)
-        if args.overwrite:
-            make_out_dir(out, overwrite=True)  # the earlier run's files go before the new run writes any
         if upload is None:
-            return out, _execute(settings, load, out, extra_env, args, watch)
+            return out, _execute(settings, load, out, extra_env, args, watch, echo)
 
         s3 = s3_client(settings.aws_profile, settings.region)
         destination = upload.child(out.resolve().name)
         check_writable(destination, s3)  # a missing bucket or a role without s3:PutObject fails here, before the test
         print(f"sm-locust: the run folder goes to {destination}/ when the run ends (write access checked)", flush=True)
         try:
-            summary = _execute(settings, load, out, extra_env, args, watch)
+            summary = _execute(settings, load, out, extra_env, args, watch, echo)
         except BaseException:
             _upload_after_failure(out, destination, s3)
             raise
@@ -177,16 +181,17 @@ def start_run(args: argparse.Namespace):
             watch.stop()
 
 
-def _execute(settings, load, out, extra_env, args, watch):
+def _execute(settings, load, out, extra_env, args, watch, echo=None):
     """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
     also when the run was interrupted (what was measured is kept)."""
+    overwrite = bool(args.overwrite)  # the earlier run's files go, under the folder's lock, before any is written
     if watch is None:
-        return execute(settings, load, out, extra_env, options=args)
+        return execute(settings, load, out, extra_env, options=args, overwrite=overwrite, echo=echo)
 
     shape = ShapeSettings.from_options(args)
     slo = {"slo_ms": shape.latency_slo_ms, "percentile": shape.slo_percentile}
     try:
-        summary = execute(settings, load, out, extra_env, options=args)
+        summary = execute(settings, load, out, extra_env, options=args, overwrite=overwrite, echo=echo)
     except Interrupted:
         watch.finish(out, **slo)
         raise

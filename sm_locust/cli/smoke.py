@@ -17,6 +17,7 @@ without a whole-run `--max-error-rate` or a `--baseline`, the default gate allow
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.cli.run import add_load_arguments, start_run
@@ -25,6 +26,7 @@ from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
 from sm_locust.gates.spec import with_default_error_gate
 from sm_locust.launch import nothing_completed, verdict_line
 from sm_locust.options import add_cli_options
+from sm_locust.outputs import check_output_file, refuse_in_progress
 from sm_locust.record.runfolder import load_run
 
 SMOKE_USERS = 2
@@ -52,10 +54,13 @@ def run(args: argparse.Namespace) -> int:
     gates = with_default_error_gate(gates_from_args(args),  # every usage error before anything runs
                                     error_rate_given=_whole_run_limit(getattr(args, "max_error_rate", None)),
                                     baseline=bool(args.baseline))
+    if args.junit:  # written at the end: a path that cannot be written fails now, not after the test
+        check_output_file(Path(args.junit), "--junit")
     if args.run_dir:
         if args.endpoint_name or getattr(args, "passthrough", None):
             raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or "
                              "drop --run-dir")
+        refuse_in_progress(Path(args.run_dir), "--run-dir")
         run_data = load_run(args.run_dir)
         summary_duration = 0.0
         out = args.run_dir

@@ -11,6 +11,7 @@ recommended; 1 a configuration failed or none meets the objective; 2 bad input; 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from sm_locust.cli.commands import add_command_parser
@@ -35,8 +36,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key of the file for this run, e.g. --set load.step_seconds=10 (repeatable)")
     p.add_argument("--cleanup", metavar="SWEEP_ID", default=None,
-                   help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID")
-    p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: boto3 chain)")
+                   help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID; for an "
+                   "autoscaling sweep also put back the scaling it changed (journals in --out, default "
+                   "sweeps/SWEEP_ID/)")
+    p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: AWS_REGION, "
+                   "AWS_DEFAULT_REGION, the profile's region)")
     return p
 
 
@@ -49,7 +53,9 @@ def _confirm(question: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     if args.cleanup:
-        deploy, region, profile, kind = "sagemaker", args.region, None, "realtime"
+        deploy: str | None = None  # without the file: the sweep folder says, else sagemaker (api.cleanup)
+        region, profile = args.region, None
+        kind: str | None = None  # without the file, the sweep folder says (api.folder_kind)
         if args.sweep_file:
             spec = load_spec(args.sweep_file, args.overrides)
             deploy, region, profile, kind = spec.deploy, region or spec.region, spec.aws_profile, spec.kind
@@ -64,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         print("\n".join(api.plan_lines(sweep)))
         return 0
-    result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm)
+    result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm if sys.stdin.isatty() else None)  # no tty: --yes
     if result.interrupted:
-        print("sm-locust: interrupted; everything this sweep created was deleted unless listed above", file=sys.stderr)
+        name = signal.Signals(result.signum).name if result.signum else "a signal"
+        print(f"sm-locust: interrupted by {name}; everything this sweep created was deleted unless listed above",
+              file=sys.stderr)
     return result.exit_code

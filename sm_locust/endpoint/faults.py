@@ -11,6 +11,7 @@ only, so tests and demos can provoke each error deterministically.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass, field, fields
@@ -91,6 +92,10 @@ class EndpointConfig:
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
+        for item in fields(self):  # nan and inf pass every comparison below: refused first, whatever the field
+            value = getattr(self, item.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"--{item.name.replace('_', '-')} must be a finite number, got {value}")
         for f in ("throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio"):
             value = getattr(self, f)
             if not 0.0 <= value <= 1.0:

@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from sm_locust import lifeline
@@ -54,8 +55,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 class LocalEndpoint:
     """A local endpoint in a child process: `with LocalEndpoint(service_time_ms=10) as ep: ep.url`."""
 
-    def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None, **overrides):
+    def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None,
+                 env: Mapping[str, str] | None = None, **overrides):
         self.config = config or EndpointConfig(port=0)  # tests and demos: a free port, never 8080
+        self.extra_env = dict(env or {})  # e.g. a local sweep's tag, by which `sweep --cleanup` finds it
         for key, value in overrides.items():
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown endpoint setting {key!r}")
@@ -116,6 +119,7 @@ class LocalEndpoint:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
+        env.update(self.extra_env)
         self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
                                         stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
                                         env=env, start_new_session=True)
@@ -142,11 +146,14 @@ class LocalEndpoint:
             return json.loads(resp.read())
 
     def stop(self, timeout: float = 10.0) -> int | None:
+        """Stop the endpoint; its exit code, 0 when it stopped cleanly on the SIGINT sent here (serve
+        itself exits 130 then, as every command stopped by SIGINT)."""
         if self.process is None or self.process.poll() is not None:
             return self.process.returncode if self.process else None
         self.process.send_signal(signal.SIGINT)  # gunicorn: quick shutdown (SIGTERM waits for workers)
         try:
-            return self.process.wait(timeout)
+            code = self.process.wait(timeout)
+            return 0 if code == 128 + signal.SIGINT else code
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()

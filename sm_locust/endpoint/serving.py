@@ -10,6 +10,7 @@ multi-model state) and the threads that only it runs (the CloudWatch publisher, 
 from __future__ import annotations
 
 import signal
+import sys
 import time
 
 from gunicorn.app.base import BaseApplication
@@ -118,6 +119,6 @@ def serve_forever(config: EndpointConfig) -> int:
         code = 0
     stopped_by = getattr(getattr(app, "arbiter", None), "stopped_by", None)
     if stopped_by is not None and code == 0:  # stopped by a signal: 128 + its number, as every sm-locust command
-        print(f"sm-locust endpoint: stopped by {signal.Signals(stopped_by).name}", flush=True)
+        print(f"sm-locust: the endpoint stopped on {signal.Signals(stopped_by).name}", file=sys.stderr, flush=True)
         return 128 + stopped_by
     return code

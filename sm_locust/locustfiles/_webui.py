@@ -12,7 +12,8 @@ the shown sm-locust numbers and booleans the way the command line does (`--think
 refused, not a server error; `--stop-at-knee maybe` is not read as false).
 
 The start form: with the sm-locust options given, Locust's "no host attribute set" warning is
-wrong (an endpoint, not a host, is what the users need), so it is cleared; and the open-loop rate
+wrong (an endpoint, not a host, is what the users need), so it is cleared, and its Host field is
+hidden (`HIDE_HOST_FIELD`: the page has no switch for it); and the open-loop rate
 tokens (`OpenLoopUser`) are left out of the class picker, where they would be preselected beside
 `InvokeEndpointUser`: they belong to the open-loop shapes, and are added to the run when an
 sm-locust shape is picked (a shape picks its own classes from those loaded).
@@ -39,6 +40,17 @@ LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classe
                                 "profile"})
 # What the class picker's "edit user" dialog may set on a User class.
 USER_FIELDS = frozenset({"user_class_name", "weight", "fixed_count", "tasks", "host"})
+
+
+# Locust's start form (a React page) renders a Host text field whatever the template says. The users
+# need an endpoint (--endpoint-name), and the host may not be changed from the UI anyway (`protect`
+# refuses it): the field's form control is hidden as soon as the page draws it (its input stays, so the
+# form still sends the host Locust was started with).
+HIDE_HOST_FIELD = ("<script>/* sm-locust: the users need an endpoint, not a host */ new MutationObserver(function () {"
+                   "document.querySelectorAll('input[name=\"host\"]').forEach(function (input) {"
+                   "var field = input.closest('.MuiFormControl-root') || input.parentElement;"
+                   "if (field.style.display !== 'none') { field.style.display = 'none'; } }); })"
+                   ".observe(document, {childList: true, subtree: true});</script>")
 
 
 def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterable[str]) -> list[str]:
@@ -149,3 +161,12 @@ def protect(environment, web_ui) -> None:
             args["users"] = {n: u for n, u in (args.get("users") or {}).items() if n not in hidden}
 
     web_ui.update_template_args = update_template_args
+
+    @web_ui.app.after_request
+    def _hide_host_field(response):
+        """Locust's start form always shows a Host field (its page has no switch for it): hidden here."""
+        if request.path == "/" and response.mimetype == "text/html" and not response.direct_passthrough:
+            page = response.get_data(as_text=True)
+            if "</head>" in page:
+                response.set_data(page.replace("</head>", HIDE_HOST_FIELD + "</head>", 1))
+        return response

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+from pathlib import Path
 
 from locust import events, task
 from locust.runners import WorkerRunner
@@ -29,6 +30,7 @@ from locust.runners import WorkerRunner
 from sm_locust.errors import SmLocustError
 from sm_locust.locustfiles import _webui
 from sm_locust.options import SageMakerSettings, register_options
+from sm_locust.outputs import check_output_dir
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
 from sm_locust.preflight import (
@@ -63,6 +65,8 @@ def check_startup(options, *, web_ui: bool) -> SageMakerSettings:
     placeholder = settings.endpoint_name or "from-the-form"  # a name SageMaker could have: the form gives the real one
     checked = dataclasses.replace(settings, endpoint_name=placeholder) if web_ui else settings
     checked.validate()
+    if settings.sm_out:  # summary.json goes there: a path that cannot be written fails now, not at the end
+        check_output_dir(Path(settings.sm_out), "--sm-out")
     prepare_payloads(checked, options)
     check_region(aws_region(settings) if not runtime_url(settings) else settings.region, aws=not runtime_url(settings))
     return settings

@@ -26,6 +26,7 @@ sending to it.
 from __future__ import annotations
 
 import csv
+import heapq
 import io
 import json
 import math
@@ -85,7 +86,7 @@ class TargetMix:
         out: dict = {"field": self.field, "spec": self.spec, "kind": self.kind, "targets": len(self.names)}
         if self.zipf_s is not None:
             out["zipf_s"] = self.zipf_s
-        top = sorted(zip(self.weights, self.names, strict=True), key=lambda wn: (-wn[0], wn[1]))[:5]
+        top = heapq.nsmallest(5, zip(self.weights, self.names, strict=True), key=lambda wn: (-wn[0], wn[1]))
         out["top_weights"] = {name: round(weight, 6) for weight, name in top}
         return out
 

@@ -9,8 +9,13 @@ whose chunks carry no recognisable token is timed as any stream and said so once
 
 `LlmStats` (one per Locust process, `for_environment`) keeps those samples in per-second buckets
 (keyed by the epoch second the answer completed in, as the recorder's master timeline is), each a
-few counters and ~2-significant-digit histograms, so a long run stays small and a worker can ship
-its buckets to the master inside Locust's own reports (`report_to_master` / `worker_report`).
+few counters and ~2-significant-digit histograms, so a worker can ship its buckets to the master
+inside Locust's own reports (`report_to_master` / `worker_report`). Bounded however long the run
+(the buckets used to grow by one a second for the whole run): the last `FINE_S` seconds stay one
+by one (a step's steady window, the shape's live reading), older seconds are merged into minutes
+and minutes older than `HOURS_AFTER_S` into hours; the run's figures are exact whatever the
+merging, a finished step's figures are kept once its window has settled, and only a window reaching
+into merged time is read at minute (or hour) grain at its edges.
 `annotate(summary, seconds, ...)` adds the `llm` object to summary.json whenever tokens were
 counted, for the run and for each step (over the step's steady window, the same seconds its rps
 comes from): `ttft_p50_ms` .. `ttft_p99_ms`, `itl_p50_ms` .. `itl_p99_ms`, `tpot_p50_ms`,
@@ -51,6 +56,11 @@ from sm_locust.plateau.tokens import Bucket, merged
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "sm_locust_llm"
+FINE_S = 600  # seconds kept one by one
+MINUTE_S = 60
+HOUR_S = 3600
+HOURS_AFTER_S = 7200  # minutes older than this are merged into hours
+SETTLED_S = 30  # a step window that ended this long ago has all its answers (workers report every 3 s)
 
 
 def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True) -> RequestTokens | None:
@@ -95,6 +105,11 @@ class LlmStats:
 
     def __init__(self, environment: Any = None):
         self.buckets: dict[int, Bucket] = {}
+        """The per-second buckets of the last FINE_S seconds (and any later arrival for an older one)."""
+        self.coarse: dict[tuple[int, int], Bucket] = {}
+        """Older seconds merged: (start, width) -> bucket, width MINUTE_S or HOUR_S."""
+        self._newest: int | None = None
+        self._settled: dict[tuple[float, float, int], dict | None] = {}  # finished step windows' figures
         self.warned = False
         self._live: dict[Any, Live] = {}
         self.clock: Callable[[], float] = time.time
@@ -164,10 +179,31 @@ class LlmStats:
         bucket = self.buckets.get(second)
         if bucket is None:
             bucket = self.buckets[second] = Bucket()
+            if self._newest is None or second > self._newest:
+                self._newest = second
+                if second % MINUTE_S == 0:
+                    self.compact()
         return bucket
+
+    def compact(self) -> None:
+        """Merge the seconds older than FINE_S (before the newest) into minutes, and the minutes older
+        than HOURS_AFTER_S into hours: memory grows by an hour's bucket an hour, not a bucket a second."""
+        if self._newest is None:
+            return
+        horizon = self._newest - FINE_S
+        for second in [s for s in self.buckets if s < horizon]:
+            key = (second - second % MINUTE_S, MINUTE_S)
+            self.coarse.setdefault(key, Bucket()).merge(self.buckets.pop(second))
+        hour_horizon = self._newest - HOURS_AFTER_S
+        for key in [k for k in self.coarse if k[1] == MINUTE_S and k[0] + MINUTE_S <= hour_horizon]:
+            start = key[0]
+            self.coarse.setdefault((start - start % HOUR_S, HOUR_S), Bucket()).merge(self.coarse.pop(key))
 
     def _on_test_start(self, **_kw) -> None:
         self.buckets = {}
+        self.coarse = {}
+        self._newest = None
+        self._settled = {}
         self._live = {}  # streams of users stopped mid-answer never finished
 
     def _on_report_to_master(self, client_id: str, data: dict, **_kw) -> None:  # worker side: ship, then forget
@@ -190,14 +226,21 @@ class LlmStats:
         holds 2.5 s of tokens)."""
         now = self.clock()
         buckets = self.buckets
+        oldest_fine = min(buckets, default=math.inf)
         touched: dict[tuple[float, float], list[int]] = {}
+        coarse: dict[tuple[float, float], list[tuple[int, int]]] = {}
         for a, e in spans:  # the bucket seconds a span overlaps (walk whichever is shorter: the span or the buckets)
             seconds = range(math.floor(a), math.ceil(e)) if e - a <= len(buckets) else sorted(buckets)
             touched[(a, e)] = [s for s in seconds if s in buckets and s + 1.0 > a and s < e]
+            if self.coarse and a < oldest_fine:  # the span reaches into merged time
+                coarse[(a, e)] = [k for k in self.coarse if k[0] < e and k[0] + k[1] > a]
         completed = sorted({s for (a, e), seconds in touched.items() for s in seconds if a < s + 0.5 <= e})
-        out = merged(buckets[s] for s in completed)
+        whole = sorted({k for (a, e), keys in coarse.items() for k in keys if a < k[0] + k[1] / 2 <= e})
+        out = merged([*(buckets[s] for s in completed), *(self.coarse[k] for k in whole)])
         out.arrived = sum(buckets[s].arrived * _overlap(s, a, e, now) for (a, e), seconds in touched.items()
                           for s in seconds)
+        out.arrived += sum(self.coarse[k].arrived * (min(k[0] + k[1], e) - max(k[0], a)) / k[1]
+                           for (a, e), keys in coarse.items() for k in keys)
         return out
 
     def window(self, start: float, end: float) -> Bucket:
@@ -208,11 +251,23 @@ class LlmStats:
         """The answers and tokens of the timeline's `seconds` (a step's steady window, gaps and all)."""
         return self.spans([(s.t - s.interval, s.t) for s in seconds])
 
+    def _step_figures(self, window: Sequence[Second]) -> dict | None:
+        """A step window's figures; kept once the window has settled (its seconds may be merged later)."""
+        if not window:
+            return None
+        key = (window[0].t, window[-1].t, len(window))
+        if key in self._settled:
+            return self._settled[key]
+        figures = self.over(window).figures(sum(s.interval for s in window))
+        if self._newest is not None and window[-1].t < self._newest - SETTLED_S:
+            self._settled[key] = figures
+        return figures
+
     def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float,
                  windows: Sequence[Sequence[Second]] | None = None) -> dict:
         """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it.
         `windows`: each step's steady window when already cut (the recorder keeps no whole timeline)."""
-        run = merged(self.buckets.values()).figures(max(1e-9, ended_at - started_at))
+        run = merged([*self.coarse.values(), *self.buckets.values()]).figures(max(1e-9, ended_at - started_at))
         if run is None:
             return summary
         summary["llm"] = run
@@ -220,7 +275,7 @@ class LlmStats:
         windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
             for record, window in zip(steps, windows, strict=True):
-                figures = self.over(window).figures(sum(s.interval for s in window))
+                figures = self._step_figures(window)
                 if figures is not None:
                     record["llm"] = figures
         return summary

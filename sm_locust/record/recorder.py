@@ -54,6 +54,7 @@ from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
+from sm_locust.record.progress import ProgressSample
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
@@ -409,11 +410,11 @@ class RunRecorder:
         p95 = histogram_percentile(merge_histograms(s.hist for s in window), 95.0)
         elapsed = window[-1].t - (self.started_at or window[0].t)
         backoffs = sum(s.backoffs or 0 for s in window)
-        print(f"sm-locust [{elapsed:5.0f}s] users={window[-1].users:<4d} "
-              f"rps={sum(s.requests for s in window) / duration:8.1f}  "
-              f"goodput={sum(s.successes for s in window) / duration:8.1f}  p95={'-' if p95 is None else f'{p95:.0f}'} "
-              f"ms  failures={sum(s.failures for s in window)}"
-              + (f"  backoffs={backoffs} (connection errors)" if backoffs else ""), flush=True)
+        sample = ProgressSample(elapsed_s=elapsed, users=window[-1].users,
+                                rps=sum(s.requests for s in window) / duration,
+                                goodput_rps=sum(s.successes for s in window) / duration, p95_ms=p95,
+                                failures=sum(s.failures for s in window), backoffs=backoffs)
+        print(sample.line(), flush=True)
 
     def _client_cpu(self, runner) -> float | None:
         """Load-generator CPU %: the busiest worker on a master (every 3-5 s), this process otherwise."""

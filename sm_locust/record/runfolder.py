@@ -529,12 +529,22 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunData:
         )
     gaps: list[str] = []
     summary = check_summary(read_json(path / SUMMARY_JSON, "summary", gaps), path / SUMMARY_JSON)
+    if not summary and not (path / HISTORY_CSV).is_file() and not (path / STATS_CSV).is_file():
+        # nothing readable at all: a report of it would be every gap there is (was: exit 1, a line per gap)
+        raise UsageError(f"{path} is not a readable run folder: {gaps[0] if gaps else SUMMARY_JSON + ' is empty'}, "
+                         f"and it holds no {PREFIX}_stats*.csv")
     return _read_folder(path, summary, gaps)
 
 
 def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> RunData:
     """A run folder the gates can judge: summary.json with a `totals` object is required (UsageError
     naming the folder and `role` otherwise, so `--baseline some/dir` fails in one line)."""
+    return _read_folder(Path(folder), read_summary(folder, role=role), [])
+
+
+def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") -> dict[str, Any]:
+    """summary.json of a run folder, held to its schema; a one-line UsageError naming the folder and
+    `role` when the folder is not a run (no summary.json, unreadable, no `totals` object)."""
     path = Path(folder)
     if not path.is_dir():
         raise UsageError(f"{role} {str(path)!r} is not a directory")
@@ -548,4 +558,4 @@ def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> Run
     if not isinstance(summary, dict) or not isinstance(summary.get("totals"), dict):
         raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} has no 'totals' object; is it an sm-locust run folder?")
     check_summary(summary, summary_path)
-    return _read_folder(path, summary, [])
+    return summary

@@ -2,7 +2,7 @@
 
 A finished run folder holds Locust's CSVs and `summary.json`; what the user wants from it is one
 answer per step (throughput, latency, errors, what the endpoint's CPU and ModelLatency did, what it
-costs) and one file to look at. This package does that in three layers (docs/STYLE.md):
+costs) and one file to look at. This package does that in three layers (docs/ARCHITECTURE.md):
 
 - read: `sm_locust.record.runfolder` (Locust CSVs, summary.json, options.json; shared with the
   gates) and `cloudwatch` (GetMetricData), behind the metric-source registry in `sources`; every

@@ -22,6 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
 from sm_locust.formatting import money, number
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.timeline import read_seconds, timeline_path
@@ -95,8 +98,6 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
     steps = view.figures.get("instances") or []
     if not steps:
         return [missing(FIG_ID, "Instances under throughput and latency", "no instance counts were recorded")]
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.35, 0.35, 0.3])
     if view.t_s:

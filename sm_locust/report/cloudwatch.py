@@ -30,6 +30,7 @@ import pandas as pd
 from botocore import exceptions as bx
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sm_locust.region import NO_REGION, region_for
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
     INFERENCE_COMPONENTS_NS,
@@ -53,7 +54,7 @@ def make_client(region: str | None = None, profile: str | None = None):
     import boto3
     from botocore.config import Config
 
-    session = boto3.session.Session(profile_name=profile, region_name=region)
+    session = boto3.session.Session(profile_name=profile, region_name=region_for(region, profile) or None)
     config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=30)
     return session.client("cloudwatch", config=config)
 
@@ -239,7 +240,7 @@ def _describe_error(exc: Exception, request: MetricRequest) -> str:
             return f"CloudWatch: the AWS credentials were refused ({code}); the report uses Locust data only"
         return f"CloudWatch: {code or 'error'}: {msg}".rstrip(": ")
     if isinstance(exc, bx.NoRegionError):
-        return "CloudWatch: no AWS region; pass --region or set AWS_REGION"
+        return f"CloudWatch: {NO_REGION.format(what='')}"
     if isinstance(exc, bx.NoCredentialsError):
         return "CloudWatch: no AWS credentials found; configure a profile or pass --no-cloudwatch"
     if isinstance(exc, bx.ProfileNotFound):

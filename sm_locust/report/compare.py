@@ -113,6 +113,18 @@ def _unique_names(runs: list[RunComparison]) -> None:
             r.row["run"] = r.name
 
 
+def compare_table_html(table: pd.DataFrame) -> str:
+    """compare.csv's table turned on its side: one column per run, one row per figure (two to six
+    runs side by side fit a page where 20-odd figure columns did not); a wider table scrolls inside
+    its own box instead of the page."""
+    runs = [str(r) for r in table["run"]]
+    head = "<th>figure</th>" + "".join(f"<th>{html.escape(r)}</th>" for r in runs)
+    body = "".join(f"<tr><td>{html.escape(str(column))}</td>"
+                   + "".join(f"<td>{html.escape(number(v, 2))}</td>" for v in table[column]) + "</tr>"
+                   for column in table.columns if column != "run")
+    return f'<div class="scroll"><table id="compare"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
 def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     def div(fig, div_id, title, ytitle, xtitle="users"):
         fig.update_layout(title=title, xaxis_title=xtitle, yaxis_title=ytitle, template="plotly_white", height=420)
@@ -130,9 +142,6 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     if len(priced):
         bar = go.Figure(go.Bar(x=priced["run"], y=priced["usd_per_million"]))
         figs.append(div(bar, "cmp-cost", "$ per 1M inferences at max sustainable throughput", "USD", "run"))
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(number(v, 2))}</td>" for v in rec) + "</tr>"
-                   for rec in table.itertuples(index=False))
     gaps = "".join(f"<li>{html.escape(r.name)}: {html.escape(g)}</li>" for r in runs for g in r.gaps)
     gap_html = (f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps}</ul></section>' if gaps
                 else '<section id="gaps" class="none"><h2>Gaps and warnings</h2><p>None.</p></section>')
@@ -140,15 +149,13 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>sm-locust compare</title>',
         f"<style>{CSS}</style>", f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
         f"<h1>sm-locust compare: {len(runs)} runs</h1>", gap_html,
-        f'<table id="compare"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>',
-        *figs, "</body></html>",
+        compare_table_html(table), *figs, "</body></html>",
     ])
 
 
-def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices_file: str | None = None,
-                 safety_factor: float = 0.5, target_rps: float | None = None,
-                 progress=None) -> tuple[dict[str, Path], list[str]]:
-    """Write compare.csv and compare.html into out_dir; returns (outputs, gaps)."""
+def compare_table(run_dirs: list[str], *, prices_file: str | None = None, safety_factor: float = 0.5,
+                  target_rps: float | None = None, progress=None) -> tuple[list[RunComparison], pd.DataFrame]:
+    """Each run reduced to its row (`summarize_run`), names made unique; the rows as compare.csv's table."""
     say = progress or (lambda _m: None)
     prices = cost_mod.load_prices(prices_file)
     runs = []
@@ -156,15 +163,27 @@ def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices
         say(f"reading {d}")
         runs.append(summarize_run(d, prices, safety_factor=safety_factor, target_rps=target_rps))
     _unique_names(runs)
-    table = pd.DataFrame([r.row for r in runs],
-                         columns=ROW_COLUMNS + [c for c in LLM_COLUMNS if any(c in r.row for r in runs)])
+    llm = [c for c in LLM_COLUMNS if any(c in r.row for r in runs)]
+    return runs, pd.DataFrame([r.row for r in runs], columns=ROW_COLUMNS + llm)
+
+
+def compare_runs(run_dirs: list[str], out_dir: str | os.PathLike[str], *, prices_file: str | None = None,
+                 safety_factor: float = 0.5, target_rps: float | None = None,
+                 progress=None) -> tuple[dict[str, Path], list[str]]:
+    """Write compare.csv and compare.html into out_dir; returns (outputs, gaps)."""
+    runs, table = compare_table(run_dirs, prices_file=prices_file, safety_factor=safety_factor, target_rps=target_rps,
+                                progress=progress)
+    return write_compare(runs, table, out_dir), [f"{r.name}: {g}" for r in runs for g in r.gaps]
+
+
+def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """compare.csv and compare.html in out_dir; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outputs = {"csv": out / "compare.csv", "html": out / "compare.html"}
     table.to_csv(outputs["csv"], index=False, float_format="%.6g")
     outputs["html"].write_text(render_compare(runs, table), encoding="utf-8")
-    gaps = [f"{r.name}: {g}" for r in runs for g in r.gaps]
-    return outputs, gaps
+    return outputs
 
 
 def best(table: pd.DataFrame) -> dict[str, Any]:

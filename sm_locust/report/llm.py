@@ -111,8 +111,8 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
     return rows
 
 
-def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[[Any, str], str],
-                missing: Callable[[str, str, str], str]) -> list[str]:
+def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[[Any, str], Any],
+                missing: Callable[[str, str, str], Any]) -> list[Any]:
     """Output tokens/s vs users, and TTFT / ITL percentiles vs users (nothing without token figures);
     `div` and `missing` are the report page's chart and placeholder writers."""
     if view is None:

@@ -9,8 +9,15 @@ decomposition
 
     client avg latency - ModelLatency avg - OverheadLatency avg = network + client time
 
-(all three are means, so the difference is a mean too). CloudWatch values in a step are
-time-weighted: a minute half inside the step counts half.
+(all three are means, so the difference is a mean too). CloudWatch averages in a step are
+time-weighted: a minute half inside the step counts half. A minute's Sum (Invocations) is spread
+over the seconds of that minute the run covered (`bucket_share`): a run that starts at :30 made
+its first minute's invocations in 30 s, not 60, and spreading them over 60 read half the client's
+rate there. The decomposition compares like with like: CloudWatch knows only whole minutes, so the
+client's average is taken over the same minutes (every request in the minutes the step touches,
+neighbouring steps' included) and the CloudWatch averages are weighted by each minute's
+invocations. Against the step's own client average a one-minute CloudWatch value that mixes a
+heavier step's requests could exceed it, and the "network" share came out negative.
 
 No I/O here: DataFrames and dicts in, DataFrames and dicts out.
 """
@@ -179,10 +186,49 @@ def _nan(fn, values: np.ndarray) -> float:
     return float(fn(values)) if len(values) else float("nan")
 
 
+def bucket_share(epochs: np.ndarray, period: int = 60) -> np.ndarray:
+    """For each second of the run, the share of its bucket's Sum that belongs to it: 1 / the number
+    of the run's seconds in that bucket (a run that covers 30 s of a minute made that minute's
+    invocations in those 30 s)."""
+    buckets = np.asarray(epochs, dtype="int64") // period
+    _, inverse, counts = np.unique(buckets, return_inverse=True, return_counts=True)
+    return 1.0 / counts[inverse.ravel()]
+
+
+def decomposition(seconds: pd.DataFrame, rows: slice, period: int = 60) -> dict[str, Any]:
+    """The latency decomposition of the seconds `rows` over the CloudWatch minutes they touch:
+    the client's average over every request in those minutes, ModelLatency and OverheadLatency
+    averaged over the same minutes weighted by each minute's invocations (equal weights without
+    Invocations), network + client time the difference; and the window (epoch s)."""
+    epochs = seconds["epoch_s"].to_numpy(dtype="int64")
+    buckets = epochs // period
+    touched = np.unique(buckets[rows])
+    if not len(touched):
+        return {}
+    window = np.isin(buckets, touched)
+
+    def col(name: str) -> np.ndarray:
+        if name not in seconds.columns:
+            return np.full(int(window.sum()), np.nan)
+        return seconds[name].to_numpy(dtype="float64")[window]
+
+    invocations = col("cw_Invocations_sum_count") * bucket_share(epochs, period)[window]
+    weights = invocations if (invocations > 0).any() else np.ones(len(invocations))
+    client = _weighted_mean(col("avg_ms"), col("requests"))
+    model = _weighted_mean(col("cw_ModelLatency_avg_ms"), weights)
+    overhead = _weighted_mean(col("cw_OverheadLatency_avg_ms"), weights)
+    covered = epochs[window]
+    return {"decomposition_client_avg_ms": client, "model_latency_ms": model, "overhead_latency_ms": overhead,
+            "network_client_ms": client - model - overhead,
+            "decomposition_start": iso(float(covered.min()), "seconds"),
+            "decomposition_end": iso(float(covered.max() + 1), "seconds")}
+
+
 def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int = 60) -> pd.DataFrame:
     """One record per step from the merged seconds (rows with start <= epoch_s < end)."""
     epochs = seconds["epoch_s"].to_numpy()
     cw_cols = [c for c in seconds.columns if c.startswith("cw_")]
+    share = bucket_share(epochs, period) if len(epochs) else np.array([])
     rows = []
     for i, span in enumerate(spans, start=1):
         a = int(np.searchsorted(epochs, span["start_s"], side="left"))
@@ -228,17 +274,16 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
             elif stat == STAT_ABBREV["Minimum"]:
                 row[c] = _nan(np.min, values)
             elif stat == STAT_ABBREV["Sum"]:
-                # each second carries its minute's total: a second is 1/period of it
-                row[c] = float(np.nansum(values) / period) if (~np.isnan(values)).any() else float("nan")
+                # each second carries its minute's total: its share is 1 / the run's seconds in that minute
+                row[c] = float(np.nansum(values * share[a:b])) if (~np.isnan(values)).any() else float("nan")
             else:
                 row[c] = _nan(np.mean, values)
         if "cw_Invocations_sum_count" in row and duration > 0:
             row["cw_invocations_per_s"] = row["cw_Invocations_sum_count"] / duration
-        model = row.get("cw_ModelLatency_avg_ms", float("nan"))
-        overhead = row.get("cw_OverheadLatency_avg_ms", float("nan"))
-        row["model_latency_ms"] = model
-        row["overhead_latency_ms"] = overhead
-        row["network_client_ms"] = row["client_avg_ms"] - model - overhead
+        if "cw_ModelLatency_avg_ms" in row:
+            row.update(decomposition(seconds, slice(a, b), period))
+        else:
+            row.update(model_latency_ms=float("nan"), overhead_latency_ms=float("nan"), network_client_ms=float("nan"))
         rows.append(row)
     return pd.DataFrame(rows)
 

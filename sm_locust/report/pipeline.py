@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.errors import UsageError
 from sm_locust.preflight import is_loopback
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
@@ -79,6 +80,14 @@ class ReportOptions:
     period: int = 60
     out_dir: str | None = None
     write_summary: bool = True
+
+
+def check_report_values(*, period: int | None = None, safety_factor: float | None = None) -> None:
+    """The report options' rules (`sm-locust report` / `compare` and the Python API): a one-line UsageError."""
+    if period is not None and (period <= 0 or period % 60):
+        raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
+    if safety_factor is not None and not 0 < safety_factor <= 1:
+        raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
 
 
 @dataclass
@@ -357,18 +366,29 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
-def build_report(
+@dataclass
+class PreparedReport:
+    """Everything a report shows, computed and not yet written: the page's `model` (render.ReportModel),
+    the options as resolved from the run folder, and the CloudWatch summary for summary.json."""
+
+    run_dir: Path
+    options: ReportOptions
+    model: Any  # render.ReportModel (render is imported only when a report is made)
+    cloudwatch: dict[str, Any]
+
+
+def prepare_report(
     run_dir: str | os.PathLike[str],
     options: ReportOptions | None = None,
     *,
     cloudwatch=None,
     progress: Progress | None = None,
     env: Mapping[str, str] | None = None,
-) -> ReportResult:
-    """Read the run folder, fetch metrics, compute, write the outputs. Raises UsageError only for
-    a folder that is not a run (or a CSV that is not Locust's)."""
+) -> PreparedReport:
+    """Read the run folder, fetch metrics and compute what the report shows, writing nothing (the
+    Python API's `RunResult.figures()` draws from it). Raises UsageError only for a folder that is not
+    a run (or a CSV that is not Locust's)."""
     say = progress or (lambda _msg: None)
-    t0 = time.perf_counter()
     say(f"reading {run_dir}")
     data = read_run(run_dir)
     opts = resolve_defaults(options or ReportOptions(), data.summary, data.options)
@@ -383,16 +403,6 @@ def build_report(
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
-
-    out = Path(opts.out_dir) if opts.out_dir else data.folder
-    out.mkdir(parents=True, exist_ok=True)
-    outputs = {key: out / name for key, name in OUTPUT_FILES.items()}
-    hours = hourly_rows(seconds, data.summary)
-    say(f"writing {outputs['timeseries']} ({len(seconds):,} rows)")
-    write_timeseries(seconds, outputs["timeseries"], time=merge.iso_seconds)
-    write_table(steps, outputs["steps"])
-    write_table(hours, outputs["hourly"])
-    generated = iso(time.time(), "seconds")
     run_info = {
         "endpoint": opts.endpoint_name, "variant": opts.variant_name, "region": opts.region,
         "instances": f"{opts.instance_count or 1} x {opts.instance_type}" if opts.instance_type else None,
@@ -401,24 +411,49 @@ def build_report(
     }
     model = ReportModel(
         title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
-        seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes, generated_at=generated,
+        seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes,
+        generated_at=iso(time.time(), "seconds"),
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hours, targets=mix, autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
+        hours=hourly_rows(seconds, data.summary), targets=mix,
+        autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
     )
+    return PreparedReport(data.folder, opts, model, metrics.as_summary())
+
+
+def build_report(
+    run_dir: str | os.PathLike[str],
+    options: ReportOptions | None = None,
+    *,
+    cloudwatch=None,
+    progress: Progress | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ReportResult:
+    """Read the run folder, fetch metrics, compute (`prepare_report`), write the outputs. Raises
+    UsageError only for a folder that is not a run (or a CSV that is not Locust's)."""
+    say = progress or (lambda _msg: None)
+    t0 = time.perf_counter()
+    prepared = prepare_report(run_dir, options, cloudwatch=cloudwatch, progress=say, env=env)
+    model, opts = prepared.model, prepared.options
+    out = Path(opts.out_dir) if opts.out_dir else prepared.run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    outputs = {key: out / name for key, name in OUTPUT_FILES.items()}
+    say(f"writing {outputs['timeseries']} ({len(model.seconds):,} rows)")
+    write_timeseries(model.seconds, outputs["timeseries"], time=merge.iso_seconds)
+    write_table(model.steps, outputs["steps"])
+    write_table(model.hours, outputs["hourly"])
     say(f"rendering {outputs['html']}")
     outputs["html"].write_text(render_html(model), encoding="utf-8")
-    summary_path = data.folder / "summary.json"
-    cw = metrics.as_summary()
+    summary_path = prepared.run_dir / "summary.json"
     if opts.write_summary:
         updated = update_summary(summary_path, {
-            "cloudwatch": cw,
-            "cost": cost,
-            "report": {"generated_at": generated, "outputs": {k: str(v) for k, v in outputs.items()},
-                       "gaps": gaps, "sustainable": point},
+            "cloudwatch": prepared.cloudwatch,
+            "cost": model.cost,
+            "report": {"generated_at": model.generated_at, "outputs": {k: str(v) for k, v in outputs.items()},
+                       "gaps": model.gaps, "sustainable": model.point},
         })
         if updated:
             outputs["summary"] = summary_path
         else:
-            notes.append("summary.json not updated (missing or unreadable)")
+            model.notes.append("summary.json not updated (missing or unreadable)")
     say(f"report done in {time.perf_counter() - t0:.1f} s")
-    return ReportResult(outputs, gaps, notes, steps, point, cost, cw)
+    return ReportResult(outputs, model.gaps, model.notes, model.steps, model.point, model.cost, prepared.cloudwatch)

@@ -6,6 +6,8 @@ with a stable id (`fig-throughput`, `fig-latency-users`, `fig-latency-time`, `fi
 `fig-errors`, `fig-decomposition`) so tests and users can find it. Charts whose data is missing
 are replaced by a sentence saying what is missing, and the "Gaps and warnings" section lists
 every gap the readers, CloudWatch and cost steps wrote down.
+`figures(model)` returns the same charts as plotly Figure objects (the Python API's
+`RunResult.figures()`): each figure function takes the writer of a drawn chart and of a missing one.
 
 Per-second series longer than MAX_POINTS are averaged into coarser buckets for drawing only (the
 CSV keeps every second), with the buckets' min / max drawn as a band around throughput and p95, so
@@ -20,6 +22,7 @@ from __future__ import annotations
 import html
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,11 +114,16 @@ def _has(frame: pd.DataFrame, column: str) -> bool:
     return column in frame.columns and bool(frame[column].notna().any())
 
 
-def _div(fig, div_id: str, height: int = 420) -> str:
+def _style(fig, height: int = 420):
+    """The report's look, on the page and in a notebook alike."""
     fig.update_layout(template="plotly_white", margin={"l": 60, "r": 30, "t": 50, "b": 50}, height=height,
                       legend={"orientation": "h", "y": -0.2})
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                       config={"displaylogo": False, "responsive": True})
+    return fig
+
+
+def _div(fig, div_id: str, height: int = 420) -> str:
+    return _style(fig, height).to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                               config={"displaylogo": False, "responsive": True})
 
 
 def _missing(div_id: str, title: str, why: str) -> str:
@@ -123,14 +131,20 @@ def _missing(div_id: str, title: str, why: str) -> str:
             f"<p>Not drawn: {html.escape(why)}</p></div>")
 
 
+# What a figure function does with its chart, and with a chart it cannot draw: the page writes HTML
+# (`_div`, `_missing`); `figures()` keeps the plotly Figure objects (the Python API's RunResult).
+ChartWriter = Callable[..., Any]  # (figure, div id, height=420)
+MissingWriter = Callable[[str, str, str], Any]
+
+
 # -------------------------------------------------------------------------------------- figures
 
 
-def fig_throughput(m: ReportModel) -> str:
+def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     s = m.steps
     if s.empty or not _has(s, "rps"):
-        return _missing("fig-throughput", "Throughput vs users",
-                        "no per-step data (summary.json steps or Locust history)")
+        return missing("fig-throughput", "Throughput vs users",
+                       "no per-step data (summary.json steps or Locust history)")
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (attempted)"))
     if _has(s, "goodput_rps"):
@@ -148,12 +162,12 @@ def fig_throughput(m: ReportModel) -> str:
             fig.add_hline(y=m.point["capacity_rps"], line_dash="dot", line_color="crimson",
                           annotation_text=f"capacity {m.point['capacity_rps']:.1f} req/s")
     fig.update_layout(title="Throughput vs users", xaxis_title="users", yaxis_title="requests/s")
-    return _div(fig, "fig-throughput")
+    return div(fig, "fig-throughput")
 
 
-def fig_throughput_time(m: ReportModel) -> str:
+def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     if not _has(m.seconds, "rps"):
-        return _missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
+        return missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
     d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"], envelope=("rps",))
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     _band(fig, d, "rps", "requests/s", secondary_y=False)
@@ -168,14 +182,14 @@ def fig_throughput_time(m: ReportModel) -> str:
     fig.update_layout(title="Throughput and users vs time (UTC)")
     fig.update_yaxes(title_text="per second", secondary_y=False)
     fig.update_yaxes(title_text="users", secondary_y=True)
-    return _div(fig, "fig-throughput-time")
+    return div(fig, "fig-throughput-time")
 
 
-def fig_latency_users(m: ReportModel) -> str:
+def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     s = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
     if s.empty or not cols:
-        return _missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
+        return missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
     fig = go.Figure()
     for c in cols:
         fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers",
@@ -183,32 +197,32 @@ def fig_latency_users(m: ReportModel) -> str:
     if m.point and m.point.get("users") is not None:
         fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
     fig.update_layout(title="Client latency vs users", xaxis_title="users", yaxis_title="ms")
-    return _div(fig, "fig-latency-users")
+    return div(fig, "fig-latency-users")
 
 
-def fig_latency_time(m: ReportModel) -> str:
+def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
     if not cols:
-        return _missing("fig-latency-time", "Latency vs time", "no Locust history")
+        return missing("fig-latency-time", "Latency vs time", "no Locust history")
     d = _downsample(m.seconds, cols, envelope=("p95_ms",))
     fig = go.Figure()
     _band(fig, d, "p95_ms", "p95")
     for c in cols:
         fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=c, line={"dash": "dot"} if c.startswith("cw_") else {}))
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
-    return _div(fig, "fig-latency-time")
+    return div(fig, "fig-latency-time")
 
 
-def fig_endpoint_load(m: ReportModel) -> str:
+def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     s = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
            if _has(s, c)]
     ms = [c for c in ("cw_ModelLatency_avg_ms", "cw_ModelLatency_max_ms") if _has(s, c)]
     if s.empty or not (pct or ms):
-        return _missing("fig-endpoint-load", "CPU, memory and ModelLatency vs load",
-                        "no CloudWatch data for this run (see Gaps and warnings)")
+        return missing("fig-endpoint-load", "CPU, memory and ModelLatency vs load",
+                       "no CloudWatch data for this run (see Gaps and warnings)")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for c in pct:
         fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c), secondary_y=False)
@@ -219,36 +233,37 @@ def fig_endpoint_load(m: ReportModel) -> str:
     fig.update_xaxes(title_text="users")
     fig.update_yaxes(title_text="percent", secondary_y=False)
     fig.update_yaxes(title_text="ms", secondary_y=True)
-    return _div(fig, "fig-endpoint-load")
+    return div(fig, "fig-endpoint-load")
 
 
-def fig_errors(m: ReportModel) -> str:
+def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     if not m.errors:
-        return _missing("fig-errors", "Errors by code", "no failed requests were recorded")
+        return missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
     fig = go.Figure(go.Bar(x=[c[:60] for c in codes], y=[m.errors[c] for c in codes], name="failures"))
     fig.update_layout(title="Errors by code", yaxis_title="requests")
-    return _div(fig, "fig-errors")
+    return div(fig, "fig-errors")
 
 
-def fig_decomposition(m: ReportModel) -> str:
+def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     s = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
-        return _missing("fig-decomposition", "Latency decomposition",
-                        "needs CloudWatch ModelLatency and OverheadLatency next to Locust's latency")
+        return missing("fig-decomposition", "Latency decomposition",
+                       "needs CloudWatch ModelLatency and OverheadLatency next to Locust's latency")
     x = [str(u) for u in s["users"]]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=x, y=s["model_latency_ms"], name="ModelLatency (model container)"))
     fig.add_trace(go.Bar(x=x, y=s["overhead_latency_ms"], name="OverheadLatency (SageMaker)"))
     fig.add_trace(go.Bar(x=x, y=s["network_client_ms"], name="network + client"))
-    fig.add_trace(go.Scatter(x=x, y=s["client_avg_ms"], mode="markers", name="client average (Locust)",
+    client = s["decomposition_client_avg_ms"] if _has(s, "decomposition_client_avg_ms") else s["client_avg_ms"]
+    fig.add_trace(go.Scatter(x=x, y=client, mode="markers", name="client average (Locust), same minutes",
                              marker={"symbol": "diamond", "size": 10, "color": "black"}))
-    fig.update_layout(barmode="relative", title="Where the average latency goes, per step",
-                      xaxis_title="users", yaxis_title="ms")
-    return _div(fig, "fig-decomposition")
+    fig.update_layout(barmode="relative", xaxis_title="users", yaxis_title="ms",
+                      title="Where the average latency goes, per step (over the CloudWatch minutes each step touches)")
+    return div(fig, "fig-decomposition")
 
 
-def fig_hourly(h: pd.DataFrame) -> str:
+def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -261,7 +276,7 @@ def fig_hourly(h: pd.DataFrame) -> str:
     fig.update_xaxes(title_text="hour of the run")
     fig.update_yaxes(title_text="per second", secondary_y=False)
     fig.update_yaxes(title_text="ms", secondary_y=True)
-    return _div(fig, HOURLY_FIG_ID)
+    return div(fig, HOURLY_FIG_ID)
 
 
 # ---------------------------------------------------------------------------------------- tables
@@ -296,8 +311,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
                          f"{number(step.get('cw_MemoryUtilization_max_pct'))} %"))
         if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
-                         f"{number(step.get('client_avg_ms'))} = {number(step.get('model_latency_ms'))} + "
-                         f"{number(step.get('overhead_latency_ms'))} + {number(step.get('network_client_ms'))} ms"))
+                         decomposition_text(step)))
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
@@ -324,6 +338,18 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Serverless estimate", f"{money(sv['usd_per_million'])} per 1M ({sv['memory_mb']} MB, "
                                             f"{number(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
     return rows
+
+
+def decomposition_text(step: dict[str, Any]) -> str:
+    """`122.0 = 94.3 + 5.7 + 22.0 ms over 12:00:56-12:01:06 UTC ...`: the decomposition and why its
+    client average is not the step's own (CloudWatch only knows whole minutes)."""
+    window = ""
+    if step.get("decomposition_start") and step.get("decomposition_end"):
+        window = f" over {step['decomposition_start'][11:19]}-{step['decomposition_end'][11:19]} UTC"
+    return (f"{number(step.get('decomposition_client_avg_ms', step.get('client_avg_ms')))} = "
+            f"{number(step.get('model_latency_ms'))} + {number(step.get('overhead_latency_ms'))} + "
+            f"{number(step.get('network_client_ms'))} ms{window}: CloudWatch reports whole minutes, so the client's "
+            f"average is taken over the same minutes (the step's own: {number(step.get('client_avg_ms'))} ms)")
 
 
 def _point_step(m: ReportModel) -> dict[str, Any] | None:
@@ -384,7 +410,32 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 .missing{border:1px dashed #999;padding:1em;margin:1em 0;color:#555}
 #gaps{background:#fff6e0;border:1px solid #e0b040;padding:.5em 1.5em}#gaps.none{background:#eef8ee;border-color:#6a6}
 small{color:#666}
+.scroll{overflow-x:auto;max-width:100%}#compare th{overflow-wrap:anywhere;max-width:14em}
+#compare td:first-child,#compare th:first-child{text-align:left;font-weight:600;white-space:nowrap}
 """
+
+
+def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> list[Any]:
+    """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
+    page = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load,
+            fig_decomposition, fig_errors)
+    return [*(chart(model, div, missing) for chart in page),
+            *llm_figures(model.llm, (model.point or {}).get("users"), div, missing),
+            *autoscaling_figure(model.autoscaling, div, missing)]
+
+
+def figures(model: ReportModel) -> dict[str, Any]:
+    """The page's charts as plotly Figure objects by their div id (`fig-throughput`, ...; the per-hour
+    chart as `fig-hourly` for runs longer than an hour); charts without data are left out."""
+    drawn: dict[str, Any] = {}
+
+    def keep(fig, div_id: str, height: int = 420) -> None:
+        drawn[div_id] = _style(fig, height)
+
+    charts(model, keep, lambda *_: None)
+    if model.hours is not None and len(model.hours) >= 2:
+        fig_hourly(model.hours, keep)
+    return drawn
 
 
 def render_html(model: ReportModel) -> str:
@@ -402,10 +453,7 @@ def render_html(model: ReportModel) -> str:
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
                       summary_rows(model) + llm_rows(model.llm, model.cost) + autoscaling_rows(model.autoscaling))
-    figures = [fig_throughput(model), fig_throughput_time(model), fig_latency_users(model), fig_latency_time(model),
-               fig_endpoint_load(model), fig_decomposition(model), fig_errors(model),
-               *llm_figures(model.llm, (model.point or {}).get("users"), _div, _missing),
-               *autoscaling_figure(model.autoscaling, _div, _missing)]
+    figures = charts(model)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

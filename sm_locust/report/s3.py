@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import botocore.exceptions
 
 from sm_locust.errors import RunError, UsageError
+from sm_locust.region import region_for
 
 #: written and deleted by `check_writable`; skipped when a run is read back
 MARKER_NAME = ".sm-locust-write-check"
@@ -104,7 +105,8 @@ def s3_client(profile: str | None = None, region: str | None = None):
     import boto3  # lazy: ~230 ms (measured); `sm-locust report RUN_DIR` on a local folder never needs it
 
     try:
-        return boto3.session.Session(profile_name=profile or None).client("s3", region_name=region or None)
+        session = boto3.session.Session(profile_name=profile or None)
+        return session.client("s3", region_name=region_for(region, profile) or None)
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {profile!r} not found; "
                          "check the profile option / AWS_PROFILE and ~/.aws/config") from None

@@ -41,6 +41,7 @@ from typing import Any, Self
 
 from sm_locust.errors import RunError, SmLocustError, UsageError
 from sm_locust.record.summary import write_json
+from sm_locust.region import region_for
 from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, METRICS, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, RunClock
 
@@ -404,7 +405,7 @@ def clients(region: str | None = None, profile: str | None = None):
     AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING redirect them."""
     import boto3  # lazy: ~230 ms (measured); the pure policy code and the local fleet never need it
 
-    session = boto3.session.Session(profile_name=profile or None, region_name=region or None)
+    session = boto3.session.Session(profile_name=profile or None, region_name=region_for(region, profile) or None)
     return session.client("application-autoscaling"), session.client("sagemaker")
 
 
@@ -572,7 +573,11 @@ class ScalingUnderTest:
         """Put back what `apply` found; returns what could not be (empty: the journal is marked restored)."""
         if self.before is None:
             return []
-        self.left = restore_from_journal(self.journal, self.aas, self.sm, progress=self.progress, runner=self.runner)
+        # never cancelled: a Ctrl-C that stopped the test must not stop the restore (an endpoint still Updating
+        # from a scale-out is waited for, then its count set back)
+        runner = PlanRunner(self.aas, self.sm, self.ref, progress=self.progress, poll_s=self.runner.poll_s,
+                            timeout_s=self.runner.timeout_s, sleep=self.runner.sleep)
+        self.left = restore_from_journal(self.journal, self.aas, self.sm, progress=self.progress, runner=runner)
         return self.left
 
     def __enter__(self) -> Self:

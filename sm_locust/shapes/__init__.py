@@ -7,7 +7,7 @@ and in the web UI several can be loaded at once and picked with `--class-picker`
 | name | class | what it does |
 |---|---|---|
 | `step` | `StepLoadShape` | linear steps of users; optional stop at the knee / SLO / error rate |
-| `plateau` | `PlateauShape` | adaptive search (double, then bisect) over users or arrival rate |
+| `plateau` | `PlateauShape` | adaptive search over users or req/s: knee placed by Little's law, then confirmed |
 | `phases` | `PhasesShape` | an Inference Recommender TrafficPattern (PHASES / STAIRS) + StoppingConditions |
 | `open` | `OpenLoopShape` | a constant open-loop arrival rate |
 | `traffic` | `TrafficShape` | open-loop rate phases (`--traffic`), the load of an autoscaling test |

@@ -1,10 +1,18 @@
-"""`ShapeSettings`: the shape options, parsed and checked once, for the shapes and for `sm-locust run`.
+"""The load shapes' options (`OPTIONS`, shown in the web UI whatever shape is picked) and
+`ShapeSettings`: those options parsed and checked once, for the shapes and for `sm-locust run`.
 
 The same options arrive typed from the command line and as strings from the web UI form (Locust
 keeps a None default's form value as text), so every value is parsed here, and every impossible or
 contradictory setting becomes a one-line `UsageError` naming the flag and saying why. `sm-locust
 run` calls `ShapeSettings.from_options(args).check(shape)` before anything starts; the shapes call
 the same code on their first tick (web UI runs), and build their searches from it.
+
+Defaults that depend on the shape are None in `OPTIONS` ("the shape's default"): `--max-users` is
+10 for the step shape and 1000 for the plateau search; `--max-error-rate` is 0.05 for the plateau
+and phases shapes and off for the step shape. `--max-error-rate` is the run's one error-rate
+limit: the shapes judge each step by it and gates (`sm-locust smoke`) the whole run
+(docs/plateau.md). The open-loop options (`--arrival`, `--rate-per-user`, `--max-in-flight`) are
+the open-loop users' and live with `OpenLoopSettings` in `sm_locust/options.py`.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from sm_locust.errors import UsageError
 from sm_locust.options import (
     DEFAULT_RATE_PER_USER,
     OpenLoopSettings,
+    OptionSpec,
     check_open_loop,
     open_loop_options,
     option_value,
@@ -47,6 +56,49 @@ DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
 DEFAULT_START_RPS = 10.0
 DEFAULT_MAX_RPS = 5000.0
 MAX_SPAWN_RATE = 100.0  # Locust warns above 100 users/s
+
+OPTIONS: list[OptionSpec] = [
+    OptionSpec("--start-users", "SM_LOCUST_START_USERS", 1, "step/plateau shape: users in the first step", int),
+    OptionSpec("--step-users", "SM_LOCUST_STEP_USERS", 1, "step shape: users added each step", int),
+    OptionSpec("--step-seconds", "SM_LOCUST_STEP_SECONDS", 30.0,
+               "step shape: seconds each step is held; plateau shape: the longest a step is held (it ends once stable)",
+               float),
+    OptionSpec("--min-step-seconds", "SM_LOCUST_MIN_STEP_SECONDS", 10.0,
+               "plateau shape: the shortest a step is held; it ends at the first tick after this where its throughput "
+               "is stable (3 sub-windows within 10 %%), else at --step-seconds", float),
+    OptionSpec("--max-users", "SM_LOCUST_MAX_USERS", None,
+               "step shape: users in the last step (default 10); plateau: most users to try (default 1000)", int),
+    OptionSpec("--stop-at-knee", "SM_LOCUST_STOP_AT_KNEE", False,
+               "step shape: stop once throughput gains < 5 %% over 4 steps", bool),
+    OptionSpec("--latency-slo-ms", "SM_LOCUST_LATENCY_SLO_MS", None,
+               "latency SLO in ms: a step whose --slo-percentile exceeds it is not "
+               "acceptable (and stops the step shape)",
+               float),
+    OptionSpec("--slo-percentile", "SM_LOCUST_SLO_PERCENTILE", "95", "percentile the SLO applies to: 95, p99, 99.9"),
+    OptionSpec("--max-error-rate", "SM_LOCUST_MAX_ERROR_RATE", None,
+               "the run's error-rate limit, a fraction, e.g. 0.05: a step above it is not acceptable (plateau/phases "
+               "default 0.05; step: off); gates (sm-locust smoke) fail a run above it", float),
+    OptionSpec("--max-duration", "SM_LOCUST_MAX_DURATION", None, "stop the search after this long: 600, 90s, 10m"),
+    OptionSpec("--max-invocations", "SM_LOCUST_MAX_INVOCATIONS", None, "stop the search after this many requests", int),
+    OptionSpec("--search-mode", "SM_LOCUST_SEARCH_MODE", "users",
+               "plateau shape: step the user count (closed loop) or the arrival rate (open loop)",
+               choices=("users", "rate")),
+    OptionSpec("--start-rps", "SM_LOCUST_START_RPS", 10.0, "plateau shape, rate mode: first arrival rate (req/s)",
+               float),
+    OptionSpec("--max-rps", "SM_LOCUST_MAX_RPS", 5000.0,
+               "plateau shape, rate mode: highest arrival rate to try (req/s)",
+               float),
+    OptionSpec("--traffic-pattern", "SM_LOCUST_TRAFFIC_PATTERN", None,
+               "phases shape: Inference Recommender TrafficPattern (+ StoppingConditions), JSON text or file"),
+    OptionSpec("--target-rps", "SM_LOCUST_TARGET_RPS", None, "open shape: constant arrival rate to send (req/s)",
+               float),
+    OptionSpec("--traffic", "SM_LOCUST_TRAFFIC", None,
+               "traffic shape: open-loop rate phases, a YAML/JSON file or text: [{duration_s: 300, rps: 20}, ...] "
+               "(docs/autoscaling.md)"),
+    OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
+               "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
+               "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float),
+]
 
 _TIMESPAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)d)?\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?!s))?\s*"
                        r"(?:(\d+(?:\.\d+)?)s?)?\s*$")

@@ -22,7 +22,31 @@ share everything but what a configuration is and what its test measures:
     render.py      the page, table and files every kind's outputs share
     realtime/      the default kind: instance-backed endpoints, a plateau search each
     serverless/    the `serverless:` kind: memory x MaxConcurrency, throttles, cold starts, break-even
+    autoscaling/   the `autoscaling:` kind: scaling policies under growing traffic
 
 docs/sweep.md documents the file, the outputs and how to add a kind; docs/serverless.md the
 serverless kind.
+
+The package is also the Python API's `sm_locust.sweep(...)`: calling it runs `api.sweep` and returns
+its `SweepResult` (`.table`, `.recommendation`, shown inline in a notebook). Why the package itself is
+callable: `import sm_locust.sweep.x` (by anyone, at any time) binds the attribute `sm_locust.sweep`
+to this package, so a function of that name in `sm_locust/__init__` would be replaced by the package
+as soon as any sweep module is imported. A callable package has one identity before and after.
 """
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+
+class _CallablePackage(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """sm_locust.sweep(source, *, out=None, yes=False, model=None, ...): see `sm_locust.sweep.api.sweep`."""
+        from sm_locust.sweep.api import sweep  # lazy: the whole sweep (every kind); the package's __init__ stays empty
+
+        return sweep(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -12,6 +12,8 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
+import html
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from typing import Any
 
 from sm_locust.errors import RunError, UsageError
 from sm_locust.formatting import duration, money
+from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
 from sm_locust.sweep.deployers import DeployError, create_deployer
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
@@ -43,6 +46,31 @@ class SweepResult:
             return 128 + int(self.signum)
         statuses = {c["status"] for c in self.document["configurations"]}
         return 0 if statuses <= {"ok"} and self.document["recommendation"]["index"] else 1
+
+    # -- in a notebook (the Python API: `sm_locust.sweep(...)`) -------------------------------------
+    @property
+    def out_dir(self) -> Path:
+        return self.sweep.out_dir
+
+    @property
+    def recommendation(self) -> dict[str, Any]:
+        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence why."""
+        return self.document["recommendation"]
+
+    @property
+    def table(self) -> Any:
+        """sweep.csv as a pandas DataFrame: one row per configuration, whatever the sweep's kind."""
+        import pandas as pd  # lazy: ~335 ms (measured), only for this table
+
+        return pd.read_csv(self.outputs["csv"])
+
+    def _repr_html_(self) -> str:
+        reason = self.recommendation.get("reason") or "No recommendation."
+        page = self.outputs.get("html")
+        return (f"<p><b>{html.escape(reason)}</b></p>"
+                + self.table.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}")
+                + (f"<p><small>{html.escape(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
+                   "</small></p>" if page else ""))
 
 
 # -------------------------------------------------------------------------------------- checking
@@ -137,12 +165,17 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     """Run every configuration still to measure; write sweep.json, sweep.csv and sweep.html."""
     printer = printer or Printer()
     t = plan_totals(sweep)
-    if t["to_run"] and sweep.deployer.needs_confirmation and not yes:
-        question = (f"create {t['to_run']} {sweep.spec.deploy} endpoint{'s' if t['to_run'] != 1 else ''} "
-                    f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
-        if confirm is None:
-            raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
-                             "then pass --yes")
+    ask = bool(t["to_run"] and sweep.deployer.needs_confirmation and not yes)
+    question = (f"{sweep.deployer.action(t['to_run'])} "
+                f"(about {t['instance_hours']:.2f} instance-hours, {_money(t['usd'])})?")
+    if ask and confirm is None:
+        raise UsageError(f"this sweep would {question[:-1]}: review `sm-locust sweep {sweep.spec.source} --plan`, "
+                         "then pass --yes")
+    if t["to_run"]:  # credentials, models, instance types, quotas: a sure failure stops it here (exit 2)
+        sweep.deployer.before_creating([sweep.deployer_settings(sweep.configuration(i)) for i in sweep.to_run()],
+                                       sweep.spec.max_parallel_endpoints, lambda text: say(printer, text))
+    if ask:
+        assert confirm is not None
         if not confirm(question):
             raise RunError("nothing deployed (not confirmed)")
     sweep.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -164,12 +197,45 @@ def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     return run_sweep(load_sweep(source, out=out, overrides=overrides, client=client, model=model), yes=yes)
 
 
-def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = None, profile: str | None = None,
-            client: Any = None, printer: Printer | None = None, kind: str = DEFAULT_KIND,
+def folder_kind(out_dir: Path) -> str:
+    """The kind of the sweep a folder holds, for `--cleanup ID` without its file: sweep.json's `kind`;
+    else `autoscaling` when restore journals are there (a sweep killed before its first sweep.json);
+    else the default."""
+    try:
+        kind = json.loads((out_dir / "sweep.json").read_text()).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if isinstance(kind, str) and kind in KINDS:
+        return kind
+    return "autoscaling" if (out_dir / JOURNAL_DIR).is_dir() else DEFAULT_KIND
+
+
+def folder_deploy(out_dir: Path) -> str | None:
+    """Where the sweep a folder holds deployed (sweep.json's `deploy`), for `--cleanup ID` without its file."""
+    try:
+        deploy = json.loads((out_dir / "sweep.json").read_text()).get("deploy")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return deploy if isinstance(deploy, str) else None
+
+
+def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | None = None, profile: str | None = None,
+            client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
-    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there."""
+    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there;
+    `kind` None: the folder says (`folder_kind`); `deploy` None: the folder says, else sagemaker, and this
+    machine's endpoint processes tagged with the sweep id are stopped too (a local sweep's)."""
     printer = printer or Printer()
+    folder = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
+    if kind is None:
+        kind = folder_kind(folder)
+    local: tuple[list[str], list[str]] = ([], [])
+    if deploy is None:
+        deploy = folder_deploy(folder)
+        if deploy is None:  # nothing says where it ran: this machine's tagged endpoints, then SageMaker
+            local = create_deployer("local").cleanup(sweep_id, lambda text: say(printer, text))
+            deploy = "sagemaker"
 
     def progress(text: str) -> None:
         say(printer, text)
@@ -181,6 +247,7 @@ def cleanup(sweep_id: str, *, deploy: str = "sagemaker", region: str | None = No
             out_dir = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
             return cleaner(sweep_id, deploy=deploy, region=region, profile=profile, client=client, out_dir=out_dir,
                            progress=progress)
-        return create_deployer(deploy, **options).cleanup(sweep_id, progress)
+        deleted, left = create_deployer(deploy, **options).cleanup(sweep_id, progress)
+        return local[0] + deleted, local[1] + left
     except DeployError as exc:
         raise RunError(str(exc)) from None

@@ -22,6 +22,7 @@ keys that open every sweep.json.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sm_locust.errors import UsageError
+from sm_locust.launch import holds_run
+from sm_locust.outputs import IN_USE, check_output_dir, run_in_progress
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
@@ -43,8 +46,32 @@ DEFAULT_SWEEPS_DIR = "sweeps"
 
 
 def sweep_folder(spec: SweepSpec, out: str | Path | None) -> Path:
-    """`--out`, or sweeps/<sweep id>/."""
-    return Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / spec.sweep_id
+    """`--out`, or sweeps/<sweep id>/, checked before anything runs (`check_sweep_folder`)."""
+    folder = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / spec.sweep_id
+    check_sweep_folder(folder, spec.sweep_id)
+    return folder
+
+
+def check_sweep_folder(folder: Path, sweep_id: str) -> None:
+    """A one-line UsageError for a sweep folder that is not this sweep's to write: one that holds
+    another sweep (its sweep.json names another sweep id: a rerun of the same sweep resumes there, a
+    different one used to overwrite it silently), a run folder, a file in the way, a place that cannot
+    be written or a full disk (sm_locust.outputs), or a sweep running there right now."""
+    flag = "--out"
+    if folder.is_dir():
+        if run_in_progress(folder):
+            raise UsageError(f"{flag} {folder} {IN_USE}")
+        try:
+            held = json.loads((folder / "sweep.json").read_text()).get("sweep_id")
+        except (OSError, ValueError, AttributeError):
+            held = None
+        if isinstance(held, str) and held != sweep_id:
+            raise UsageError(f"{flag} {folder} holds another sweep (sweep id {held!r}, this one is {sweep_id!r}); "
+                             "choose another folder, or remove that one")
+        if holds_run(folder):
+            raise UsageError(f"{flag} {folder} holds a run (summary.json, locust_*.csv), not a sweep; choose another "
+                             "folder")
+    check_output_dir(folder, flag)
 
 
 def configuration_prices(spec: SweepSpec, configurations: list[Configuration]) -> dict[int, Price]:

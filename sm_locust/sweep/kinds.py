@@ -98,7 +98,8 @@ KINDS.add("serverless", SweepKind(
 KINDS.add("autoscaling", SweepKind(
     "autoscaling", "sm_locust.sweep.autoscaling.sweep:load", section=autoscaling_spec.SECTION,
     keys=autoscaling_spec.KEYS, hint="min_instances, max_instances, target_value",
-    parse=autoscaling_spec.parse_section, refused=autoscaling_spec.REFUSED))
+    parse=autoscaling_spec.parse_section, refused=autoscaling_spec.REFUSED,
+    cleanup="sm_locust.sweep.autoscaling.sagemaker:cleanup"))
 DEFAULT_KIND = "realtime"
 
 

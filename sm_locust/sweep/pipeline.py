@@ -22,7 +22,13 @@ ALIVE = frozenset({DEPLOYING, READY, TESTING, DELETING})
 
 
 class Pipeline:
-    """The state of every configuration in a sweep; transitions raise on misuse."""
+    """The state of every configuration in a sweep; transitions raise on misuse.
+
+    Each question the runner and `simulate` ask (how many alive, the next to deploy, the next to
+    test, finished?) is answered from counts, a cursor and a heap kept as states change, not by
+    scanning every configuration: `--plan` of a 10,000-configuration grid simulated its pipeline in
+    about 3 minutes (quadratic); it now takes well under a second (bench: tests/test_sweep_pipeline.py).
+    """
 
     def __init__(self, order: Sequence[int], max_alive: int = 1):
         if max_alive < 1:
@@ -31,14 +37,19 @@ class Pipeline:
         self.max_alive = max_alive
         self.state = {i: WAITING for i in self.order}
         self.peak_alive = 0
+        self._position = {i: n for n, i in enumerate(self.order)}
+        self._count = dict.fromkeys((WAITING, DEPLOYING, READY, TESTING, DELETING, DONE), 0)
+        self._count[WAITING] = len(self.order)
+        self._waiting_cursor = 0  # every configuration before it in `order` has left WAITING
+        self._ready: list[int] = []  # positions of READY configurations (a heap; stale entries skipped)
 
     @property
     def alive(self) -> int:
-        return sum(1 for s in self.state.values() if s in ALIVE)
+        return sum(self._count[s] for s in ALIVE)
 
     @property
     def finished(self) -> bool:
-        return all(s == DONE for s in self.state.values())
+        return self._count[DONE] == len(self.order)
 
     def in_state(self, *states: str) -> list[int]:
         return [i for i in self.order if self.state[i] in states]
@@ -46,22 +57,39 @@ class Pipeline:
     def deploys_to_start(self) -> list[int]:
         """Configurations whose creation may start now (in order, up to the free slots)."""
         free = self.max_alive - self.alive
-        return self.in_state(WAITING)[:max(0, free)]
+        if free <= 0:
+            return []
+        order, state = self.order, self.state
+        while self._waiting_cursor < len(order) and state[order[self._waiting_cursor]] != WAITING:
+            self._waiting_cursor += 1
+        out: list[int] = []
+        n = self._waiting_cursor
+        while n < len(order) and len(out) < free:
+            if state[order[n]] == WAITING:
+                out.append(order[n])
+            n += 1
+        return out
 
     def next_test(self) -> int | None:
         """The ready configuration to test now, or None (one test at a time)."""
-        if self.in_state(TESTING):
+        if self._count[TESTING]:
             return None
-        ready = self.in_state(READY)
-        return ready[0] if ready else None
+        while self._ready and self.state[self.order[self._ready[0]]] != READY:
+            heapq.heappop(self._ready)
+        return self.order[self._ready[0]] if self._ready else None
 
     def _move(self, i: int, frm: tuple[str, ...], to: str) -> None:
         if self.state[i] not in frm:
             raise RuntimeError(f"configuration {i} is {self.state[i]}, not {' or '.join(frm)}")
+        self._count[self.state[i]] -= 1
+        self._count[to] += 1
         self.state[i] = to
-        self.peak_alive = max(self.peak_alive, self.alive)
-        if self.alive > self.max_alive:
-            raise RuntimeError(f"{self.alive} endpoints alive, more than {self.max_alive}")
+        if to == READY:
+            heapq.heappush(self._ready, self._position[i])
+        alive = self.alive
+        self.peak_alive = max(self.peak_alive, alive)
+        if alive > self.max_alive:
+            raise RuntimeError(f"{alive} endpoints alive, more than {self.max_alive}")
 
     def start_deploy(self, i: int) -> None:
         self._move(i, (WAITING,), DEPLOYING)

@@ -39,6 +39,7 @@ import psutil
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.launch import execute
 from sm_locust.options import SageMakerSettings
+from sm_locust.outputs import locked_folder
 from sm_locust.preflight import preflight
 from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
 from sm_locust.sweep.pipeline import (
@@ -154,6 +155,11 @@ class SweepRunner:
         sweep = self.sweep
         outcome = RunOutcome(self.rows)
         sweep.out_dir.mkdir(parents=True, exist_ok=True)
+        with locked_folder(sweep.out_dir):  # a second sweep into this folder now is refused (sm_locust.outputs)
+            return self._run_locked(outcome)
+
+    def _run_locked(self, outcome: RunOutcome) -> RunOutcome:
+        sweep = self.sweep
         pipeline = Pipeline([c.index for c in sweep.configurations], self.spec.max_parallel_endpoints)
         self.pipeline = pipeline
         for c in sweep.configurations:

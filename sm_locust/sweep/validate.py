@@ -8,9 +8,10 @@ naming the file and the key's path, raised as `UsageError` (exit 2) before anyth
     sweep.yaml: objective.slo_ms: must be more than 0, got -5
 
 The rules:
-- **numbers** (the one rule for every numeric input): a real number, not a bool or text; finite
-  (YAML's `.nan` and `.inf` are refused); whole when `integer` is asked; within the bounds given
-  (`minimum` and `maximum` inclusive, `above` exclusive);
+- **numbers** (the one rule for every numeric input, `sm_locust.numbers`, the same wording as the
+  command line's): a real number, not a bool or text; finite (YAML's `.nan` and `.inf` are refused);
+  whole when `integer` is asked; within the bounds given (`minimum` and `maximum` inclusive, `above`
+  exclusive);
 - **mappings**: `key: value` lines with text keys; an empty section (`objective:`) is an empty mapping;
 - **unknown keys**: the first one named with its path, the valid ones listed;
 - **text**, **true/false**, **one value or a list** (a grid axis or a single value), **a list of
@@ -19,12 +20,12 @@ The rules:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.numbers import number_problem
 
 
 def spec_error(source: str, path: str, message: str) -> UsageError:
@@ -72,22 +73,12 @@ class Checker:
 
     def _checked(self, path: str, value: Any, minimum: float | None, above: float | None, maximum: float | None,
                  whole: bool, expected: str | None) -> float:
-        def fail(message: str) -> UsageError:
-            return self.error(path, f"{expected}, got {value!r}" if expected else f"{message}, got {value!r}")
-
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise fail("expected a whole number" if whole else "expected a number")
-        if not math.isfinite(value):
-            raise fail("expected a finite number")
-        if whole and not float(value).is_integer():
-            raise fail("expected a whole number")
-        if minimum is not None and value < minimum:
-            raise fail(f"must be at least {minimum:g}")
-        if above is not None and value <= above:
-            raise fail(f"must be more than {above:g}")
-        if maximum is not None and value > maximum:
-            raise fail(f"must be at most {maximum:g}")
-        return value
+        number, problem = number_problem(value, int if whole else float, minimum=minimum, above=above,
+                                         maximum=maximum, text=False)  # the one rule (sm_locust/numbers.py)
+        if problem is not None:
+            raise self.error(path, f"{expected}, got {value!r}" if expected else problem)
+        assert number is not None
+        return number
 
     def text(self, path: str, value: Any) -> str:
         if not isinstance(value, str) or not value.strip():

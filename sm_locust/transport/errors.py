@@ -36,6 +36,7 @@ from http import HTTPStatus
 from typing import Any
 
 from sm_locust.invocation import InvocationError
+from sm_locust.transport.signing import NoCredentialsError
 
 MODEL_ERROR = "ModelError"
 MODEL_ERROR_FIELDS = {"OriginalStatusCode": int, "OriginalMessage": str, "LogStreamArn": str}
@@ -183,13 +184,12 @@ def network_error(exc: BaseException, url: str) -> InvocationError:
     - TLS failure -> SSLError; no credentials -> NoCredentialsError
     Anything else is named by its class, so it still shows up as a failure, never raised.
     """
-    import ssl  # not at import time: gevent must patch it first
+    # lazy: ssl, gevent and geventhttpclient load after Locust has patched gevent (this module is imported before)
+    import ssl
 
     from gevent import Timeout
 
     from geventhttpclient.response import HTTPParseError
-
-    from sm_locust.transport.signing import NoCredentialsError
 
     if isinstance(exc, InvocationError):
         return exc

@@ -27,6 +27,7 @@ Nothing here prints or logs a credential.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
 import time
@@ -35,6 +36,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from sm_locust.errors import UsageError
 from sm_locust.registry import Registry
 
 SIGNING_NAME = "sagemaker"
@@ -138,7 +140,7 @@ class CredentialSource:
 
 
 def _default_credentials() -> Any:
-    import botocore.session
+    import botocore.session  # lazy: botocore (~190 ms, measured) only when a client signs; after Locust patched gevent
 
     credentials = botocore.session.Session().get_credentials()
     if credentials is None:
@@ -261,7 +263,7 @@ class LeanSigner(BaseSigner):
     def _canonical_uri(self, path: str) -> str:
         uri = self._paths.get(path)
         if uri is None:
-            from botocore.utils import normalize_url_path
+            from botocore.utils import normalize_url_path  # lazy: see _default_credentials
 
             # botocore: quote(normalize_url_path(path), safe='/~') - non-S3 paths are encoded twice
             uri = quote(normalize_url_path(path), safe="/~")
@@ -396,6 +398,7 @@ class BotocoreSigner(BaseSigner):
     name = "botocore"
 
     def sign(self, method, url, headers, body=b"", *, amz_date=None):
+        # lazy: see _default_credentials
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
@@ -422,41 +425,34 @@ class CrtSigner(BaseSigner):
 
     def __init__(self, region: str, credentials: Any = None, service: str = SIGNING_NAME):
         super().__init__(region, credentials, service)
-        try:
-            import awscrt.auth  # noqa: F401
-            import awscrt.http  # noqa: F401
+        try:  # lazy: awscrt is the optional `crt` extra
+            import awscrt.auth
+            import awscrt.http
         except ImportError as exc:
-            from sm_locust.errors import UsageError
-
             raise UsageError(f"the 'crt' signer needs awscrt: {CRT_INSTALL_HINT}") from exc
+        self._auth, self._http = awscrt.auth, awscrt.http
         self._provider_for: Any = None
         self._provider: Any = None
 
     def _credentials_provider(self, creds: Any) -> Any:
-        import awscrt.auth
-
         if self._provider_for is not creds:
-            self._provider = awscrt.auth.AwsCredentialsProvider.new_static(
+            self._provider = self._auth.AwsCredentialsProvider.new_static(
                 creds.access_key, creds.secret_key, creds.token
             )
             self._provider_for = creds
         return self._provider
 
     def sign(self, method, url, headers, body=b"", *, amz_date=None):
-        import datetime
-
-        import awscrt.auth
-        import awscrt.http
-
+        auth, http = self._auth, self._http
         creds = self.credentials.get()
         amz_date = amz_date or self._clock.amz_date()
         out = self._base_headers(url, headers, amz_date, creds.token)
         parts = urlsplit(url)
         when = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ")
         when = when.replace(tzinfo=datetime.UTC)
-        config = awscrt.auth.AwsSigningConfig(
-            algorithm=awscrt.auth.AwsSigningAlgorithm.V4,
-            signature_type=awscrt.auth.AwsSignatureType.HTTP_REQUEST_HEADERS,
+        config = auth.AwsSigningConfig(
+            algorithm=auth.AwsSigningAlgorithm.V4,
+            signature_type=auth.AwsSignatureType.HTTP_REQUEST_HEADERS,
             credentials_provider=self._credentials_provider(creds),
             region=self.region,
             service=self.service,
@@ -465,7 +461,7 @@ class CrtSigner(BaseSigner):
             use_double_uri_encode=True,
             should_normalize_uri_path=True,
             signed_body_value=hashlib.sha256(body).hexdigest() if body else EMPTY_SHA256,
-            signed_body_header_type=awscrt.auth.AwsSignedBodyHeaderType.NONE,
+            signed_body_header_type=auth.AwsSignedBodyHeaderType.NONE,
         )
         path = parts.path or "/"
         if parts.query:
@@ -474,8 +470,8 @@ class CrtSigner(BaseSigner):
         crt_headers = [
             (k, v) for k, v in out.items() if k not in ("X-Amz-Date", "X-Amz-Security-Token")
         ]
-        request = awscrt.http.HttpRequest(method, path, awscrt.http.HttpHeaders(crt_headers))
-        awscrt.auth.aws_sign_request(request, config).result()
+        request = http.HttpRequest(method, path, http.HttpHeaders(crt_headers))
+        auth.aws_sign_request(request, config).result()
         signed = dict(request.headers)
         for key in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
             if key in signed:

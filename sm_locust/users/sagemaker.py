@@ -11,7 +11,7 @@ after another; `think_time` / `--think-time` adds a pause. After a task that cou
 endpoint (refused, reset, connect timeout) the user backs off, 50 ms doubling to 1 s and reset by
 a task that reached it, whatever `wait_time` a subclass sets (`sm_locust.users.backoff`).
 
-`FastSageMakerUser` is `SageMakerUser` with `transport = "fast"` (README: what was renamed).
+`FastSageMakerUser` is `SageMakerUser` with `transport = "fast"` (CHANGELOG.md: what was renamed).
 """
 
 from __future__ import annotations

@@ -11,8 +11,11 @@ and cost against seconds over the SLO.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
+
+import plotly.graph_objects as go
 
 from sm_locust.formatting import duration
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
@@ -99,8 +102,6 @@ def table(document: dict[str, Any]) -> str:
 
 
 def fig_instances(document: dict[str, Any]) -> str:
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for i, c in enumerate(c for c in document.get("configurations") or [] if c.get("instances")):
         steps = c["instances"]
@@ -119,8 +120,6 @@ def fig_instances(document: dict[str, Any]) -> str:
 
 
 def fig_cost(document: dict[str, Any]) -> str:
-    import plotly.graph_objects as go
-
     points = [c for c in document.get("configurations") or [] if c.get("slo_breach_s") is not None
               and (c.get("cost_usd") is not None or c.get("instance_hours") is not None)]
     if not points:
@@ -140,7 +139,6 @@ def render_html(document: dict[str, Any]) -> str:
     note = (f"{document.get('description') or ''} deploy: {document.get('deploy', '')}; "
             f"{len(document.get('configurations') or [])} configurations; traffic: {traffic}; "
             f"{document.get('started_at', '')} to {document.get('ended_at', '')}.")
-    import html
 
     return page(document, "Autoscaling sweep", html.escape(note), [
         ("Configurations", table(document)),

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from sm_locust.launch import execute
+from sm_locust.options import SageMakerSettings
 from sm_locust.preflight import preflight
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan
@@ -50,7 +51,10 @@ class AutoscalingRunner(SweepRunner):
         c = sweep.configuration(i)
         region = d.region or self.spec.region
         namespace = plan.run_options(d.endpoint_name, d.endpoint_url, region, c.settings)
-        settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
+        variant = c.settings.get("variant_name")
+        if variant and not getattr(namespace, "target_variant", None):
+            namespace.target_variant = variant  # the traffic and the watch on the variant whose policy is tested
+        settings = SageMakerSettings.from_options(namespace).validate()
         objective = self.spec.objective
         price = sweep.prices[i]
         echo = ScalingEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,6 +37,7 @@ from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan, autoscaling_lo
 from sm_locust.sweep.autoscaling.rank import ScalingCandidate, disqualification, recommend
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.autoscaling.runner import FLEET_LOG, AutoscalingRunner
+from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer
 from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, policy_of
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
 from sm_locust.sweep.costing import Estimate
@@ -133,7 +135,6 @@ def emulator_instances(run_dir: Path, summary: Mapping[str, Any]) -> list[dict[s
     path = run_dir / FLEET_LOG
     if not path.exists() or not summary.get("started_at"):
         return None
-    from datetime import datetime
 
     log = json.loads(path.read_text())
     started = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
@@ -153,15 +154,9 @@ def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
          poll_s: float | None = None) -> AutoscalingSweep:
     """An autoscaling sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     assert isinstance(spec.section, AutoscalingSpec)
-    check = spec.check
     plan: AutoscalingLoadPlan = autoscaling_load_plan(spec)
     deployer: Deployer
     if spec.deploy == "sagemaker":
-        try:
-            from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer  # type: ignore[import-not-found]
-        except ImportError:
-            raise check.error("deploy", "sagemaker: this build runs autoscaling sweeps on the local emulation only; "
-                              "use deploy: local") from None
         deployer = SageMakerScalingDeployer(plan=plan, **sagemaker_options(spec, client, poll_s))
         spec.max_parallel_endpoints = 1 if spec.endpoint.get("endpoint_name") else spec.max_parallel_endpoints
     else:

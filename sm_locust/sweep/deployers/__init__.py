@@ -55,6 +55,7 @@ class Deployment:
     resources: dict[str, str] = field(default_factory=dict)  # kind -> name, for teardown and sweep.json
     info: dict[str, Any] = field(default_factory=dict)  # what was deployed, for sweep.json
     handle: Any = None  # the deployer's own object (a LocalEndpoint, ...)
+    created: list[str] = field(default_factory=list)  # the `resources` kinds a create call may have made
     created_at: float | None = None  # when creation started (billing starts no later)
     deleted_at: float | None = None
 
@@ -71,6 +72,10 @@ class Deployer:
         """Settings this deployer understands ("environment.*" style prefixes end with '*')."""
         raise NotImplementedError
 
+    def action(self, count: int) -> str:
+        """What running `count` configurations does, for the confirmation question (`--yes`)."""
+        return f"create {count} {self.name} endpoint{'s' if count != 1 else ''}"
+
     def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
         """UsageError for an unknown or impossible setting; `where(key)` gives the key's path."""
         raise NotImplementedError
@@ -80,6 +85,10 @@ class Deployer:
 
     def prepare(self, deployment: Deployment, sweep_id: str) -> None:
         """Name the resources (nothing is created)."""
+
+    def before_creating(self, configurations: list[Mapping[str, Any]], max_parallel: int, progress: Progress) -> None:
+        """Checks before the sweep creates anything (credentials, quotas, ...): a UsageError when one
+        surely fails. `configurations`: the settings of those about to run. Nothing to check by default."""
 
     def deploy(self, deployment: Deployment, cancel: threading.Event, progress: Progress) -> None:
         raise NotImplementedError

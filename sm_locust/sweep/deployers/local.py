@@ -18,17 +18,25 @@ flags: `multi_model: true`, `model_count`, `model_size_mb`, `instance_memory_mb`
 `model_download_ms`, `model_load_ms`, `model_unload_ms`, `model_cache_setting`,
 `model_ready_timeout_s` (any of them turns the emulation on) and `inference_components: a:2,b:1`; an
 MME's count of loaded models is sampled into `endpoint_usage.csv` (`loaded_models`) beside CPU.
+
+Left behind: each endpoint runs under `sm_locust.lifeline` (it stops by itself when the sweep's
+process is killed) and carries the sweep id in its environment (`SWEEP_ENV`), so
+`sm-locust sweep --cleanup ID` finds and stops any endpoint of that sweep still running on this machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import EndpointConfig
@@ -184,19 +192,21 @@ class LocalDeployer(Deployer):
     def prepare(self, deployment: Deployment, sweep_id: str) -> None:
         deployment.endpoint_name = f"{sweep_id}-{deployment.index}"
         deployment.resources = {"local endpoint": deployment.endpoint_name}
+        deployment.info["sweep_id"] = sweep_id
 
     def deploy(self, deployment: Deployment, cancel: threading.Event, progress: Progress) -> None:
         run_dir = Path(deployment.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         deployment.created_at = time.time()
-        endpoint = LocalEndpoint(self.config(deployment.settings), log_path=run_dir / "endpoint.log")
+        endpoint = LocalEndpoint(self.config(deployment.settings), log_path=run_dir / "endpoint.log",
+                                 env={SWEEP_ENV: str(deployment.info.get("sweep_id") or "")})
         deployment.handle = {"endpoint": endpoint}
         try:
             endpoint.start()
         except RunError as exc:
             raise DeployError(str(exc)) from None
         deployment.endpoint_url = endpoint.url
-        deployment.info = {"url": endpoint.url, "command": self.describe(deployment.settings)}
+        deployment.info.update({"url": endpoint.url, "command": self.describe(deployment.settings)})
         if endpoint.process is None:
             raise DeployError("the local endpoint did not start a process")
         models = None
@@ -205,6 +215,25 @@ class LocalDeployer(Deployer):
                 return (endpoint.stats().get("multi_model") or {}).get("loaded_models")
         deployment.handle["sampler"] = UsageSampler(endpoint.process.pid, run_dir / USAGE_FILE,
                                                     loaded_models=models).start()
+
+    def cleanup(self, sweep_id: str, progress: Progress) -> tuple[list[str], list[str]]:
+        """Stop this machine's endpoint processes tagged with the sweep id (a sweep's endpoints stop by
+        themselves when the sweep is killed, `sm_locust.lifeline`; this finds any that did not)."""
+        tagged = tagged_processes(sweep_id)
+        pids = {p.pid for p in tagged}
+        roots = [p for p in tagged if _parent_pid(p) not in pids]
+        for process in roots:
+            progress(f"stopping local endpoint pid {process.pid}")
+            with contextlib.suppress(psutil.Error):
+                process.send_signal(signal.SIGINT)  # gunicorn: a quick stop of its workers
+        _, alive = psutil.wait_procs(tagged, timeout=10)
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        _, alive = psutil.wait_procs(alive, timeout=5)
+        left = {p.pid for p in alive}
+        return ([f"local endpoint pid {p.pid}" for p in roots if p.pid not in left],
+                [f"local endpoint pid {pid} did not stop" for pid in sorted(left)])
 
     def teardown(self, deployment: Deployment, progress: Progress) -> list[str]:
         handle = deployment.handle or {}
@@ -218,3 +247,26 @@ class LocalDeployer(Deployer):
                 left.append(f"local endpoint pid {endpoint.process.pid} did not stop")
         deployment.deleted_at = time.time()
         return left
+
+
+SWEEP_ENV = "SM_LOCUST_SWEEP_ID"  # in a local sweep's endpoint processes' environment: the sweep id
+
+
+def tagged_processes(sweep_id: str) -> list[psutil.Process]:
+    """This user's processes whose environment carries `SWEEP_ENV=sweep_id` (endpoint masters and workers)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(SWEEP_ENV) == sweep_id:
+                found.append(process)
+        except (psutil.Error, OSError):
+            continue  # gone meanwhile, or another user's
+    return found
+
+
+def _parent_pid(process: psutil.Process) -> int | None:
+    try:
+        return process.ppid()
+    except psutil.Error:
+        return None
+

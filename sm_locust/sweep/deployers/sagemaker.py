@@ -9,9 +9,15 @@ Per configuration (docs/sweep.md has the whole story):
 2. CreateEndpointConfig: one production variant, `instance_type` x `instance_count`.
 3. CreateEndpoint, then DescribeEndpoint every `poll_s` until InService; `Failed` ends the
    configuration with its FailureReason.
-4. Teardown, always: DeleteEndpoint (waiting until it is gone), DeleteEndpointConfig, DeleteModel.
-   An endpoint still Creating may refuse deletion; teardown waits for it to leave Creating and
-   retries. Resources that are already gone count as deleted.
+4. Teardown, always: DeleteEndpoint (waiting until it is gone), DeleteEndpointConfig, DeleteModel,
+   of what a create call may have made (`Deployment.created`: not a call SageMaker refused, not one
+   never sent; a sweep without credentials used to report six resources "NOT deleted" that were
+   never created). An endpoint still Creating may refuse deletion; teardown waits for it to leave
+   Creating and retries. Resources that are already gone count as deleted.
+
+Before the first configuration is created, `before_creating` checks credentials, region, models,
+instance types and the account's endpoint-usage quotas (`precheck.py`): one table, exit 2 on a sure
+failure.
 
 All three resources are named `<sweep id>-<configuration key>-<stamp>` and tagged
 `sm-locust:sweep=<sweep id>`; `cleanup(sweep_id)` lists resources whose name contains the sweep id,
@@ -31,7 +37,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.region import NO_REGION, region_for
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
+from sm_locust.sweep.deployers.precheck import Need, check_before_creating, needs_for
 
 KEYS = ["model_name", "image", "model_data_url", "role", "instance_type", "instance_count", "variant_name",
         "environment.*", "price_per_hour"]
@@ -85,8 +93,9 @@ class SageMakerDeployer(Deployer):
 
     def __init__(self, client=None, *, region: str | None = None, profile: str | None = None, poll_s: float = 15.0,
                  timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, quotas_client: Any = None):
         self._client = client
+        self.quotas_client = quotas_client  # Service Quotas (precheck.py); None: from the same session
         self.region = region
         self.profile = profile
         self.poll_s = poll_s
@@ -102,9 +111,28 @@ class SageMakerDeployer(Deployer):
             # and local serverless sweeps load this module without ever needing the client
             import boto3
 
-            session = boto3.session.Session(profile_name=self.profile or None, region_name=self.region or None)
+            region = region_for(self.region, self.profile)  # the one rule: --region, AWS_REGION, ..., the profile
+            if not region:
+                raise UsageError(NO_REGION.format(what=" for SageMaker"))
+            session = boto3.session.Session(profile_name=self.profile or None, region_name=region)
             self._client = session.client("sagemaker")
         return self._client
+
+    # -- before creating anything -----------------------------------------------------------------
+    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+        """What the sweep holds at once per instance type (an autoscaling deployer: up to max_instances)."""
+        return needs_for(configurations, max_parallel)
+
+    def before_creating(self, configurations: list[Mapping[str, Any]], max_parallel: int, progress: Progress) -> None:
+        needs = self.creation_needs(configurations, max_parallel)
+        if not needs:
+            return
+        result = check_before_creating(needs, region=self.region, profile=self.profile, sagemaker=self._client,
+                                       quotas=self.quotas_client)
+        progress("before creating anything:")
+        for line in result.table():
+            progress(line)
+        result.raise_for_failures()
 
     # -- settings ---------------------------------------------------------------------------------
     def known_keys(self) -> list[str]:
@@ -223,7 +251,15 @@ class SageMakerDeployer(Deployer):
         for operation, kwargs in steps:
             if cancel.is_set():
                 raise Cancelled(f"interrupted before {operation}")
-            self._call(operation, **kwargs)
+            kind = operation.removeprefix("create_")
+            try:
+                self._call(operation, **kwargs)
+            except DeployError:  # SageMaker answered no: nothing was made
+                raise
+            except BaseException:  # no answer (a timeout, a lost connection): it may exist
+                deployment.created.append(kind)
+                raise
+            deployment.created.append(kind)
         deployment.info.update(self.deployed_info(deployment))
         self._wait_in_service(name, cancel, progress)
 
@@ -256,7 +292,7 @@ class SageMakerDeployer(Deployer):
     # -- teardown ---------------------------------------------------------------------------------
     def teardown(self, deployment: Deployment, progress: Progress) -> list[str]:
         left = []
-        r = deployment.resources
+        r = {kind: name for kind, name in deployment.resources.items() if kind in deployment.created}
         if r.get("endpoint"):
             left += self._delete_endpoint(r["endpoint"], progress)
         if r.get("endpoint_config"):
@@ -347,6 +383,8 @@ class SageMakerDeployer(Deployer):
             configs = self._listed("list_endpoint_configs", "EndpointConfigs", "EndpointConfigName",
                                    "EndpointConfigArn", sweep_id)
             models = self._listed("list_models", "Models", "ModelName", "ModelArn", sweep_id)
+        except UsageError:  # no region: one line, exit 2
+            raise
         except Exception as exc:
             code, message = _error(exc)
             raise DeployError(f"listing SageMaker resources failed: {code}: {message}") from None

@@ -20,7 +20,9 @@ recorder's `Second`s (`sm_locust.record.timeline.read_seconds`).
 - **Stability** keeps every request (a fresh endpoint: the first one is cold) and splits them at a
   threshold: slower than the geometric mean of the phase's median and the cold-start test's median
   (without a cold-start test: `COLD_FACTOR` x the median) is a cold start. `warm_*` figures are
-  the rest; `mean` of the warm ones is the duration serverless bills (`cost.py`).
+  the rest; `mean` of the warm ones is the duration serverless bills (`cost.py`). Without a
+  stability test, these figures come from the lightest concurrency phase's successful requests
+  (`source: "concurrency x0.5"` in sweep.json), so the sweep still ranks and prices.
 - **Cold starts**: percentiles of the cold-start test's successful first requests (exact times,
   not histogram buckets), nearest-rank.
 """
@@ -120,6 +122,7 @@ class StabilityFigures:
     warm_p95_ms: float | None = None
     warm_p99_ms: float | None = None
     warm_mean_ms: float | None = None
+    source: str = "stability"  # or "concurrency x0.5": no stability test ran (`load_figures`)
     hist: dict[int, int] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -236,11 +239,22 @@ def load_figures(seconds: Sequence[Second], phases: Sequence[Phase], totals: Map
     part = throttle_share(totals)
     bounds = phase_bounds(seconds, phases)
     figures = LoadFigures(None, [])
+    lightest: tuple[Phase, list[Second], tuple[float, float]] | None = None
     for phase, (start, end) in zip(phases, bounds, strict=True):
         window = in_window(seconds, start, end)
         if phase.name == "stability":
             figures.stability = stability(window, part, cold_p50_ms)
             figures.stability_window = (start, end)
         else:
-            figures.concurrency.append(concurrency(steady(window, start, end), phase, part))
+            calm = steady(window, start, end)
+            figures.concurrency.append(concurrency(calm, phase, part))
+            if lightest is None or (phase.multiplier or 0.0) < (lightest[0].multiplier or 0.0):
+                lightest = (phase, calm, (start, end))
+    if figures.stability is None and lightest is not None:
+        # No stability test: the warm latency and the billed duration come from the lightest concurrency
+        # phase's successful requests (was: "no configuration meets the objective", no latency, no cost).
+        phase, calm, span = lightest
+        figures.stability = stability(calm, part, cold_p50_ms)
+        figures.stability.source = f"concurrency x{phase.multiplier:g}"
+        figures.stability_window = span
     return figures

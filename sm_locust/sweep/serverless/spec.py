@@ -141,6 +141,12 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
         raise check.error("deploy", f"a serverless sweep deploys local or sagemaker, not {deploy!r}")
     section = check.mapping(SECTION, data[SECTION])
     check.unknown(SECTION, section, SECTION_KEYS)
+    grid_value = data.get("grid")
+    grid: Mapping[str, Any] = grid_value if isinstance(grid_value, Mapping) else {}
+    for key in GRID_KEYS:  # was: "the local deployer has no setting 'max_concurrency'" (a different concurrency)
+        if key in grid:
+            raise check.error(f"grid.{key}", f"a serverless sweep's {key} is {SECTION}.{key} (one value or a list: "
+                              f"its grid axis), not a grid: key; move it to {SECTION}: {{{key}: {grid[key]!r}}}")
     for key in GRID_KEYS:
         if key not in section:
             example = "memory_size_mb: [2048, 4096]" if key == "memory_size_mb" else "max_concurrency: [2, 8]"

@@ -1,0 +1,49 @@
+"""`sm_locust.compare([...])`: runs side by side as a pandas DataFrame (report/compare.py's table).
+
+Each run is reduced to the row `sm-locust compare` writes to compare.csv (max sustainable
+throughput, latency there, error rate, $ per 1M, ...), by the same code. Runs are RunResults, run
+folders or s3:// URLs (downloaded as `sm_locust.load` does). `out=` also writes compare.csv and
+compare.html there. The rows' gaps (missing or damaged data) are in `table.attrs["gaps"]`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sm_locust.api.result import load
+from sm_locust.errors import UsageError
+from sm_locust.outputs import check_output_dir, refuse_in_progress
+from sm_locust.report.compare import compare_table, write_compare
+from sm_locust.report.pipeline import check_report_values
+
+
+def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,
+            target_rps: float | None = None, safety_factor: float = 0.5) -> pd.DataFrame:
+    """One row per run (columns as compare.csv); `prices`: a JSON price table file, as `--prices`."""
+    check_report_values(safety_factor=safety_factor)
+    folders = [str(_folder(r)) for r in runs]
+    if not folders:
+        raise UsageError("compare() needs at least one run (RunResults, run folders or s3:// URLs)")
+    if out is not None:
+        check_output_dir(Path(out))
+    for folder in folders:
+        refuse_in_progress(Path(folder))  # a run still writing it would read as one that crashed
+    compared, table = compare_table(folders, prices_file=prices, safety_factor=safety_factor, target_rps=target_rps)
+    if out is not None:
+        write_compare(compared, table, out)
+    gaps = [f"{r.name}: {g}" for r in compared for g in r.gaps]
+    table.attrs["gaps"] = gaps
+    return table
+
+
+def _folder(run: Any):
+    run_dir = getattr(run, "run_dir", None)  # a RunResult
+    if run_dir is not None:
+        return run_dir
+    text = os.fspath(run)
+    return load(text).run_dir if str(text).startswith("s3://") else text

@@ -1,0 +1,158 @@
+"""Output paths: checked before anything starts, and a run folder locked while a run writes it.
+
+Why: a load test is expensive to repeat. An output path that cannot be written (a file where a folder
+should be, a folder where a file should be, a read-only or full file system) used to end in a
+traceback, several only after the whole test had run (a JUnit file, a report next to a run).
+`check_output_dir` / `check_output_file` refuse such a path in one line before the test; they
+create nothing. A run folder is locked while a run writes it (`locked_folder`: an flock on the
+folder itself, so nothing is left behind and a killed process releases it): two runs into one
+`--out` at the same time both claimed it, and an `--overwrite` could remove the files of a run in
+progress. `run_in_progress` tells a reader (`report`, `smoke --run-dir`, `compare`) that a folder
+is still being written, instead of reading it as a run that crashed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from sm_locust.errors import UsageError
+
+
+def check_output_dir(folder: Path, flag: str = "--out") -> None:
+    """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
+    the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
+    Leaves nothing behind."""
+    if folder.exists():
+        if not folder.is_dir():
+            raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
+        if not os.access(folder, os.W_OK | os.X_OK):  # also a read-only file system, for root too (EROFS)
+            raise UsageError(f"{flag} {folder}: the folder is not writable"
+                             + (" (a read-only file system)" if _read_only(folder) else ""))
+        _check_free_space(folder, flag, folder)
+        return
+    parent = _existing_parent(folder)
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {folder} cannot be created: {parent} is a file, not a folder")
+    try:  # the only sure test (root passes os.access on /proc, which refuses every mkdir)
+        os.rmdir(tempfile.mkdtemp(prefix=".sm-locust-", dir=parent))
+    except OSError as exc:
+        raise UsageError(f"{flag} {folder} cannot be created: {exc.strerror or exc} in {parent}") from None
+    _check_free_space(parent, flag, folder)
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """A one-line UsageError, before anything runs, when `path` cannot be written as a file: a folder in
+    its place, a folder above it that cannot be made or written, a read-only or full file system."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder; pass a file path, e.g. {path / 'report.xml'}")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"{flag} {path}: the file is not writable"
+                             + (" (a read-only file system)" if _read_only(path.parent) else ""))
+        _check_free_space(path.parent, flag, path)
+        return
+    folder = path.absolute().parent
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{flag} {path} cannot be written: {path.parent} is a file, not a folder")
+    try:
+        check_output_dir(folder, flag)
+    except UsageError as exc:  # named by the file asked for, not its folder
+        raise UsageError(f"{flag} {path}: {exc.message.removeprefix(f'{flag} {folder}').lstrip(': ')}") from None
+
+
+IN_USE = "is being written by another sm-locust run right now; wait for it to end, or choose another folder"
+MIN_FREE_BYTES = 1 << 20  # a run folder, a report or a JUnit file needs more than this; less means a full disk
+
+
+def _existing_parent(path: Path) -> Path:
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _check_free_space(folder: Path, flag: str, target: Path) -> None:
+    try:
+        status = os.statvfs(folder)
+    except OSError:
+        return
+    free = status.f_bavail * status.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise UsageError(f"{flag} {target}: the file system is full ({free // 1024} KB free, at least "
+                         f"{MIN_FREE_BYTES // (1 << 20)} MB needed); free some space or choose another place")
+
+
+# Folders a run of this process is writing, locked (`locked_folder`): path -> (fd, thread). A run's
+# start (`start_run`, the demo) takes the lock before it touches the folder and `execute` takes it
+# again (the same thread: no-op), so an --overwrite never removes the files of a run in progress.
+_LOCKED: dict[str, tuple[int, int]] = {}
+_LOCKED_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def locked_folder(folder: Path, flag: str = "--out") -> Iterator[None]:
+    """Hold an exclusive lock on a run folder while a run writes it: another sm-locust run into the same
+    folder at the same time is refused in one line (both used to claim it). The lock is an flock on the
+    folder itself (nothing left behind; released when the process ends, however it ends)."""
+    key = os.path.realpath(folder)
+    with _LOCKED_GUARD:
+        held = _LOCKED.get(key)
+        if held is not None and held[1] == threading.get_ident():
+            reentered = True
+        else:
+            reentered = False
+            fd = os.open(key, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise UsageError(f"{flag} {folder} {IN_USE}") from None
+            _LOCKED[key] = (fd, threading.get_ident())
+    if reentered:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _LOCKED_GUARD:
+            fd, _ = _LOCKED.pop(key)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def run_in_progress(folder: Path) -> bool:
+    """True while an sm-locust run (of any process) holds `folder` locked."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return os.path.realpath(folder) not in _LOCKED  # this process's own lock does not count
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def refuse_in_progress(folder: Path, what: str = "RUN_DIR") -> None:
+    """A one-line UsageError when a run is still writing `folder` (a report of it would read a run that
+    has not ended as one that crashed)."""
+    if Path(folder).is_dir() and run_in_progress(Path(folder)):
+        raise UsageError(f"{what} {folder} is being written by a run in progress; wait for it to end "
+                         "(its summary.json is rewritten every minute meanwhile)")

@@ -1,0 +1,57 @@
+"""compare.html fits the page: runs side by side as columns, one row per figure, and a table wider
+than the page scrolls in its own box; checked in headless chromium when it is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sm_locust.report.compare import compare_runs, compare_table_html
+
+GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+# writes whether the page is wider than the window (a horizontal scrollbar for the whole page)
+PROBE = ("<script>document.body.setAttribute('data-page-overflow', String(document.documentElement.scrollWidth"
+         " > document.documentElement.clientWidth));</script></body>")
+
+
+def test_the_table_has_one_column_per_run_and_one_row_per_figure():
+    table = pd.DataFrame({"run": ["c5-xlarge", "g5-2xlarge"], "max_sustainable_rps": [20.0, None],
+                          "autoscaling_target_invocations_per_instance": [600, 1200]})
+    page = compare_table_html(table)
+    assert page.startswith('<div class="scroll"><table id="compare">')
+    head = re.search(r"<thead><tr>(.*?)</tr></thead>", page).group(1)
+    assert re.findall(r"<th>(.*?)</th>", head) == ["figure", "c5-xlarge", "g5-2xlarge"]
+    rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
+    assert [re.findall(r"<td>(.*?)</td>", r) for r in rows] == [
+        ["max_sustainable_rps", "20.00", "n/a"], ["autoscaling_target_invocations_per_instance", "600", "1,200"]]
+
+
+def overflows(page: Path, tmp_path: Path) -> bool:
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", PROBE))
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1280,900",
+                          "--virtual-time-budget=3000", "--dump-dom", probed.as_uri()],
+                         capture_output=True, text=True, timeout=90)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-page-overflow="(true|false)"', dom.stdout)
+    assert found, dom.stdout[-500:]
+    return found.group(1) == "true"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+@pytest.mark.parametrize("count", [3, 12])
+def test_compare_page_is_no_wider_than_a_laptop_window(tmp_path, count):
+    runs = []
+    for i in range(count):
+        run = tmp_path / f"run-ml.c5.{i}xlarge"
+        shutil.copytree(GOLDEN, run)
+        runs.append(str(run))
+    outputs, _ = compare_runs(runs, tmp_path / "cmp")
+    assert not overflows(outputs["html"], tmp_path)
