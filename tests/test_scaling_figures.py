@@ -79,6 +79,14 @@ def test_scale_events_from_a_polled_timeline_measure_reaction_and_ready_from_the
                      "ready_at_s": 730}
 
 
+def test_a_scale_in_is_timed_from_the_first_period_below_ninety_percent():
+    policy = example_policy(min_instances=1)
+    periods = [MetricPeriod(60 * i, 9000 if i < 3 else 1000) for i in range(25)]  # below 3780 from 180 s
+    steps = [InstanceSample(0, 3, 3), InstanceSample(1080, 1, 1)]
+    [event] = scale_events(steps, policy=policy, periods=periods)
+    assert (event["direction"], event["reaction_s"], event["ready_s"]) == ("in", 900, 900)  # 15 periods, at once
+
+
 def test_a_late_alarm_still_finds_its_breach():
     periods = [MetricPeriod(0, 100), MetricPeriod(60, 9000), MetricPeriod(120, 9000), MetricPeriod(180, 9000),
                MetricPeriod(240, 100)]
