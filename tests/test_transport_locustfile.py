@@ -27,7 +27,7 @@ def _run(url: str, out, *extra: str) -> tuple[dict, dict]:
     """summary.json and {(request type, name): requests} from Locust's final table in locust.log
     (the CSV can miss the last second of a short run, docs/facts.md)."""
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
-                     "-u", "3", "-r", "30", "-t", "4s", "--out", str(out), "-q", *extra)
+                     "-u", "3", "-r", "30", "-t", "2s", "--out", str(out), "-q", *extra)
     assert result.returncode in (0, 1), result.stdout + result.stderr  # 1: the run had failures
     assert "Traceback" not in result.stderr, result.stderr
     summary = json.loads((out / "summary.json").read_text())
