@@ -411,19 +411,19 @@ def render_test_overlay(tmp_path: Path, base: str, literals: list[str], patches:
 
 
 
-def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoint_factory, tmp_path):
+def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoint_factory, rendered, tmp_path):
     t0 = time.monotonic()
     endpoint = endpoint_factory(max_concurrency=8, service_time_ms=5)
     s3 = MotoServer(tmp_path / "moto.log")
     try:
         s3.client().create_bucket(Bucket=BUCKET)
-        job_args = only_container(Manifests(render(DEPLOY / "overlays" / "headless")).master())["args"]
+        job_args = only_container(rendered["headless"].master())["args"]
         manifests = render_test_overlay(tmp_path, "headless", [
             f"SM_LOCUST_ENDPOINT_URL={endpoint.url}", f"SM_LOCUST_UPLOAD=s3://{BUCKET}/runs",
         ], patches=[
             {"target": {"kind": "Job", "name": "sm-locust-master"}, "patch": yaml.safe_dump([
                 {"op": "replace", "path": f"/spec/template/spec/containers/0/args/{job_args.index('--run-time') + 1}",
-                 "value": "5s"},
+                 "value": "3s"},
             ])},
             {"target": {"kind": "ConfigMap", "name": "sm-locust-master-options"}, "patch": yaml.safe_dump([
                 {"op": "replace", "path": "/data/LOCUST_EXPECT_WORKERS_MAX_WAIT", "value": "30"},

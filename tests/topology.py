@@ -134,7 +134,7 @@ def demo_topology(tmp_path: Path, **overrides: str) -> LocalTopology:
         if line.strip() and not line.startswith("#"):
             key, _, value = line.partition("=")
             env.setdefault(key, value)
-    env.update({"LOCUST_HEADLESS": "true", "LOCUST_USERS": "4", "LOCUST_SPAWN_RATE": "20", "LOCUST_RUN_TIME": "5s",
+    env.update({"LOCUST_HEADLESS": "true", "LOCUST_USERS": "4", "LOCUST_SPAWN_RATE": "20", "LOCUST_RUN_TIME": "3s",
                 "LOCUST_EXPECT_WORKERS": "2", "LOCUST_EXPECT_WORKERS_MAX_WAIT": "30", "SM_LOCUST_RUN_ID": "run",
                 "SM_LOCUST_DEMO_SERVICE_TIME_MS": "5", "SM_LOCUST_DEMO_CONCURRENCY": "8",
                 "SM_LOCUST_LOCUSTFILES": "locustfiles/sagemaker.py,examples/distributed/web_login.py"})
