@@ -10,6 +10,8 @@ from locust import task
 from locust.env import Environment
 from locust.exception import StopUser
 
+import pytest
+
 from sm_locust import SageMakerUser
 from sm_locust.invocation import INVOKE_ENDPOINT, Invocation
 from sm_locust.record.recorder import RunRecorder
@@ -44,6 +46,12 @@ def run_until_done(env: Environment, users: int, timeout: float = 30.0) -> None:
         while runner.user_count or not env.stats.total.num_requests:
             gevent.sleep(0.1)
     runner.quit()
+
+
+@pytest.fixture
+def endpoint(module_endpoint):
+    """The module's default endpoint: the tests only send to it (its counts read as differences)."""
+    return module_endpoint
 
 
 def test_every_call_is_one_request_event_with_endpoint_name(endpoint):
