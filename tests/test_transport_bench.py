@@ -13,7 +13,8 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "transport.py"
 
 
 def test_transport_bench_quick():
-    done = subprocess.run([sys.executable, str(BENCH), "--quick", "--seconds", "0.5", "--warmup", "0.2"], capture_output=True, text=True, timeout=120)
+    command = [sys.executable, str(BENCH), "--quick", "--seconds", "0.5", "--warmup", "0.2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     table = done.stdout[done.stdout.index("| client |"):]
     for client in ("raw", "fasthttp", "boto3", "fast"):
