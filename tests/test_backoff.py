@@ -55,7 +55,8 @@ class NoWait(invoke_user(BODY)):
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 @pytest.mark.parametrize("user", [invoke_user(BODY), NoWait], ids=["think-time", "own-wait-time"])
 def test_a_dead_endpoint_is_not_a_busy_loop(transport, user):
-    users, seconds = 2, 3.0
+    # 2 s: the back-offs (50 ms doubling to 1 s) allow ~6 attempts per user, a busy loop hundreds a second
+    users, seconds = 2, 2.0
     result = run_load_test([user], users=users, run_time_s=seconds,
                            options={"endpoint_name": "ep", "endpoint_url": f"http://127.0.0.1:{free_port()}",
                                     "transport": transport})
