@@ -393,6 +393,13 @@ def ours(since: float, exclude: set[int], where: Path) -> list[psutil.Process]:
     return found
 
 
+def command_line(process: psutil.Process) -> str:
+    try:
+        return " ".join(process.cmdline())[:80]
+    except psutil.Error:  # gone, or a zombie meanwhile
+        return "?"
+
+
 def judge(case: Case, code: int | None, err: str, left: list[psutil.Process], changed: list[str]) -> str | None:
     """Why the case did not end well, or None."""
     wanted = case.code if isinstance(case.code, tuple) else (case.code,)
@@ -414,7 +421,7 @@ def judge(case: Case, code: int | None, err: str, left: list[psutil.Process], ch
         if missing:
             return f"the line lacks {missing}: {lines[0][:200]}"
     if left:
-        return f"left running: {[(p.pid, ' '.join(p.cmdline())[:80]) for p in left if p.is_running()]}"
+        return f"left running: {[(p.pid, command_line(p)) for p in left]}"
     if changed:
         return f"changed in the scene: {changed[:5]}"
     return None
