@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import pickle
+import re
 from types import SimpleNamespace
 
 import numpy as np
