@@ -10,7 +10,7 @@ neither does a notebook (the Python API raises them as they are: `_render_traceb
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class SmLocustError(Exception):
@@ -61,3 +61,15 @@ class Interrupted(SmLocustError):
         super().__init__(message)
         self.signum = signum
         self.exit_code = 128 + signum
+
+
+def aws_error(exc: BaseException) -> tuple[str, str] | None:
+    """(code, message) of an AWS API error (a botocore ClientError or anything carrying its parsed
+    `response`), None for any other exception. The one reading of botocore's error shape for the
+    control-plane code (sweeps, scaling, checks); the runtime transports count failures in
+    `transport/errors.py`."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, Mapping):
+        return None
+    err = response.get("Error") or {}
+    return str(err.get("Code") or type(exc).__name__), str(err.get("Message") or exc)

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.errors import UsageError
+from sm_locust.errors import UsageError, aws_error
 from sm_locust.region import NO_REGION, region_for
 
 SERVICE_CODE = "sagemaker"
@@ -124,13 +124,11 @@ def quota_checks(needs: Sequence[Need], quotas: Mapping[str, float], region: str
 
 
 def _code(exc: Exception) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str((response.get("Error") or {}).get("Code") or type(exc).__name__)
+    return (aws_error(exc) or (type(exc).__name__, ""))[0]
 
 
 def _message(exc: Exception) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str((response.get("Error") or {}).get("Message") or exc)
+    return (aws_error(exc) or ("", str(exc)))[1]
 
 
 def _list_quotas(quotas: Any) -> dict[str, float]:

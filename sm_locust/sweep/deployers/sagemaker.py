@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sm_locust.errors import UsageError
+from sm_locust.errors import UsageError, aws_error
 from sm_locust.region import NO_REGION, region_for
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
 from sm_locust.sweep.deployers.precheck import Need, check_before_creating, needs_for
@@ -49,9 +49,7 @@ STATUS_EVERY_S = 60.0  # a progress line at least this often while waiting
 
 
 def _error(exc: Exception) -> tuple[str, str]:
-    response = getattr(exc, "response", None) or {}
-    err = response.get("Error") or {}
-    return str(err.get("Code") or type(exc).__name__), str(err.get("Message") or exc)
+    return aws_error(exc) or (type(exc).__name__, str(exc))
 
 
 def _gone(exc: Exception) -> bool:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sm_locust.errors import aws_error
+
 COLD_READ_TIMEOUT_S = 120.0  # a cold start plus the model's time; longer is a failure named by its error
 
 
@@ -54,8 +56,7 @@ def fire_round(client, endpoint_name: str, invocations: list, n: int, round_no: 
             size = len(response["Body"].read())
             code = "ok"
         except Exception as exc:  # noqa: BLE001 - a throttle, a timeout, a dead endpoint: each is this request's result
-            response = getattr(exc, "response", None) or {}
-            code = (response.get("Error") or {}).get("Code") or type(exc).__name__
+            code = (aws_error(exc) or (type(exc).__name__, ""))[0]
         return {"round": round_no, "ms": round((time.perf_counter() - t0) * 1000.0, 2), "code": code,
                 "bytes_out": size, "t": round(started, 3)}
 
