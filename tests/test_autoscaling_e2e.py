@@ -76,6 +76,9 @@ def test_an_autoscaling_sweep_on_the_emulation_matches_the_model_and_its_own_log
     lines = r.stdout.splitlines()
     assert any(line.strip().startswith("[1/2] phase 2/3 at ") for line in lines), r.stdout
     assert any(line.strip().startswith("[1/2] scale out 1 -> 3 at ") for line in lines), r.stdout
+    said = [line.strip() for line in lines if line.strip().startswith("[1/2] ")]
+    live = said.index("[1/2] scale out under way: desired 1 -> 3, 1 in service")  # said when polled, live:
+    assert live < said.index(next(x for x in said if x.startswith("[1/2] phase 3/3 at ")))  # before the last phase
     page = (out / "sweep.html").read_text()
     assert 'id="fig-as-instances"' in page and "min_instances 2: 0 s over the p95 800 ms SLO" in page
     report = (out / one["run_dir"] / "report.html").read_text()

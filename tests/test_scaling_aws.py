@@ -333,6 +333,20 @@ def test_the_poller_turns_describe_endpoint_into_the_instance_timeline(aws):
     assert poller.poll_once() is None and poller.errors == 1 and "does not exist" in poller.last_error
 
 
+def test_the_poller_says_a_change_when_it_reads_it_and_only_then(aws):
+    _aas, sm = aws
+    seen = []
+    poller = InstancePoller(sm, REF, on_change=lambda before, now: seen.append((before.desired, now.desired)))
+    poller.poll_once()
+    poller.poll_once()
+    assert seen == []  # the same counts twice: nothing to say
+    sm.update_endpoint_weights_and_capacities(EndpointName="ranker", DesiredWeightsAndCapacities=[
+        {"VariantName": "AllTraffic", "DesiredInstanceCount": 3}])
+    poller.poll_once()
+    poller.poll_once()
+    assert seen == [(1, 3)]
+
+
 def test_the_poller_thread_reads_at_start_every_period_and_at_stop(aws):
     _aas, sm = aws
     poller = InstancePoller(sm, REF, every_s=6, time_scale=30).start()  # 10 emulated s = 0.2 real s

@@ -13,6 +13,7 @@ from sm_locust.scaling.figures import (
     autoscaling_figures,
     breach_cause,
     count_flaps,
+    describe_change,
     instance_hours,
     metric_periods,
     period_origin,
@@ -192,3 +193,14 @@ def test_traffic_phases_answer_the_rate_at_a_run_second():
     assert traffic.duration_s == 1200 and traffic.peak_rps == 150
     assert [traffic.rate_at(t) for t in (0, 299.9, 300, 899, 900, 1199)] == [20, 20, 150, 150, 20, 20]
     assert traffic.rate_at(1200) is None and traffic.phase_at(450) == 1
+
+
+def test_live_scale_lines_say_what_a_reading_shows_and_nothing_when_it_did_not_move():
+    assert describe_change(1, 1, 1, 1) is None
+    assert describe_change(1, 1, 3, 1) == "scale out under way: desired 1 -> 3, 1 in service"
+    assert describe_change(3, 1, 3, 2) == "scale under way: 2 of 3 instances in service"
+    assert describe_change(3, 2, 3, 3) == "scale done: 3 instances in service"
+    assert describe_change(3, 3, 2, 3) == "scale in under way: desired 3 -> 2, 3 in service"
+    assert describe_change(2, 3, 2, 2) == "scale done: 2 instances in service"
+    assert describe_change(1, 1, 3, 3) == "scale out done: 1 -> 3 instances in service"  # read after it finished
+    assert describe_change(1, 1, None, None) is None  # a reading without counts says nothing

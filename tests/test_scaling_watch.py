@@ -79,6 +79,7 @@ def test_the_watch_only_describes(aws, tmp_path):
     watch = start_watch(SageMakerSettings(endpoint_name="ranker"), say=lines.append, aas=aas, sm=sm)
     scale(test_sm, 3)
     watch.poller.poll_once()
+    assert lines[-1] == "scale out done: 1 -> 3 instances in service"  # said when read (moto scales at once), not at the end
     out = tmp_path / "run"
     out.mkdir()
     started = time.time() - 5

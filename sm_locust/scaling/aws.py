@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from sm_locust.errors import RunError, SmLocustError, UsageError
+from sm_locust.errors import RunError, SmLocustError, UsageError, aws_error
 from sm_locust.record.summary import write_json
 from sm_locust.region import region_for
 from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, METRICS, ScalingPolicy
@@ -72,13 +72,7 @@ class ReadOnlyViolation(SmLocustError):
     """A read-only client was asked to change something (a bug: `--watch-scaling` changes nothing)."""
 
 
-def api_error(exc: BaseException) -> tuple[str, str] | None:
-    """(code, message) of a botocore ClientError, None for anything else."""
-    response = getattr(exc, "response", None)
-    if not isinstance(response, Mapping):
-        return None
-    err = response.get("Error") or {}
-    return str(err.get("Code") or type(exc).__name__), str(err.get("Message") or exc)
+api_error = aws_error  # the name this module's callers use; one reading of botocore's error shape
 
 
 def _is_gone(exc: BaseException) -> bool:
@@ -681,8 +675,10 @@ class InstancePoller:
     `readings` in time order; `timeline(clock)` is the instance timeline in run seconds."""
 
     def __init__(self, sm, ref: VariantRef, *, every_s: float = POLL_EVERY_S, time_scale: float = 1.0,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time,
+                 on_change: Callable[[InstanceReading, InstanceReading], None] | None = None):
         self.sm, self.ref, self.clock = sm, ref, clock
+        self.on_change = on_change  # called (previous, reading) when the desired or in-service count moved
         self.wait_s = every_s / time_scale
         self.readings: list[InstanceReading] = []
         self.errors = 0
@@ -701,7 +697,11 @@ class InstancePoller:
             return None
         reading = InstanceReading(self.clock(), desired, current, status)
         with self._lock:
+            previous = self.readings[-1] if self.readings else None
             self.readings.append(reading)
+        if self.on_change is not None and previous is not None and \
+                (previous.desired, previous.in_service) != (reading.desired, reading.in_service):
+            self.on_change(previous, reading)
         return reading
 
     def _loop(self) -> None:

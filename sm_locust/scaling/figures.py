@@ -237,6 +237,24 @@ def describe_event(event: Mapping) -> str:
     return text
 
 
+def describe_change(desired_before: int | None, in_service_before: int | None, desired: int | None,
+                    in_service: int | None) -> str | None:
+    """One live progress line for a change between two DescribeEndpoint readings, None when neither
+    count moved. Said as it is seen, without times: the reaction and ready times need the whole run
+    and come with `describe_event` at its end."""
+    if (desired_before, in_service_before) == (desired, in_service) or desired is None or in_service is None:
+        return None
+    if desired != desired_before and desired_before is not None:
+        direction = "out" if desired > desired_before else "in"
+        if in_service == desired:  # read after it finished (a slow poll, or a stand-in that scales at once)
+            return f"scale {direction} done: {desired_before} -> {desired} instances in service"
+        return f"scale {direction} under way: desired {desired_before} -> {desired}, {in_service} in service"
+    plural = "s" if in_service != 1 else ""
+    if in_service == desired:
+        return f"scale done: {in_service} instance{plural} in service"
+    return f"scale under way: {in_service} of {desired} instances in service"
+
+
 def breach_cause(figures: Mapping) -> str | None:
     """Why a configuration breached its SLO, in one clause for the sweep's why-not sentence:
     "310 s over the SLO while 2 instances started"; None when it did not breach."""

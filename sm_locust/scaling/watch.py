@@ -34,6 +34,7 @@ from sm_locust.report.cost import load_prices
 from sm_locust.scaling.aws import (
     POLL_EVERY_S,
     InstancePoller,
+    InstanceReading,
     ScalingError,
     ScalingSnapshot,
     VariantRef,
@@ -42,7 +43,7 @@ from sm_locust.scaling.aws import (
     read_only,
     snapshot,
 )
-from sm_locust.scaling.figures import autoscaling_figures, describe_event
+from sm_locust.scaling.figures import autoscaling_figures, describe_change, describe_event
 from sm_locust.scaling.policy import ScalingPolicy
 from sm_locust.scaling.timeline import RunClock
 
@@ -163,6 +164,15 @@ def result_line(figures: dict[str, Any]) -> str:
     return text + f", {figures.get('flaps', 0)} flaps"
 
 
+def live_lines(say: Say) -> Callable[[InstanceReading, InstanceReading], None]:
+    """The poller's hook: a progress line as soon as a reading shows the counts moved."""
+    def changed(before: InstanceReading, now: InstanceReading) -> None:
+        line = describe_change(before.desired, before.in_service, now.desired, now.in_service)
+        if line:
+            say(line)
+    return changed
+
+
 def start_watch(settings: SageMakerSettings, *, say: Say = _say, aas=None, sm=None) -> ScalingWatch:
     """Read the variant's scaling and start polling it (before the run starts); changes nothing."""
     url = settings.endpoint_url
@@ -181,7 +191,7 @@ def start_watch(settings: SageMakerSettings, *, say: Say = _say, aas=None, sm=No
     say(f"watching the scaling of {before.describe()}"
         + (f" on {instance_type}" if instance_type else "")
         + ("" if policy else "; no single target-tracking policy to time reactions against (reaction_s left empty)"))
-    poller = InstancePoller(sm, ref).start()
+    poller = InstancePoller(sm, ref, on_change=live_lines(say)).start()
     return ScalingWatch(ref, poller, policy, 1.0, "DescribeEndpoint", before, instance_type, price)
 
 
@@ -204,6 +214,6 @@ def _start_local(settings: SageMakerSettings, url: str, *, say: Say, sm=None) ->
     time_scale = float(info.get("time_scale") or 1.0)
     say(f"watching the scaling of the local fleet at {url} ({ref.resource_id}"
         + (f", {policy.describe()}" if policy else "") + f", time scale {time_scale:g})")
-    poller = InstancePoller(sm, ref, time_scale=time_scale).start()
+    poller = InstancePoller(sm, ref, time_scale=time_scale, on_change=live_lines(say)).start()
     return ScalingWatch(ref, poller, policy, time_scale, "local fleet (DescribeEndpoint)",
                         grid_epoch=info.get("started_at"))
