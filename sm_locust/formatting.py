@@ -91,3 +91,8 @@ def duration(seconds: Any) -> str:
     if seconds < 5400:
         return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
     return f"{seconds // 3600:.0f} h {(seconds % 3600) // 60:.0f} min"
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 configuration', '2 configurations' (`plural` when adding an s is wrong)."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"

@@ -43,6 +43,15 @@ def test_every_list_is_a_grid_axis_and_the_rest_is_shared(tmp_path):
     assert not (tmp_path / "out").exists()  # --plan creates nothing
 
 
+def test_one_policy_without_lists_is_a_sweep_of_one_named_by_its_settings(tmp_path):
+    """Was: "grid: missing", for a user who wants to know whether the one policy they have holds."""
+    (tmp_path / "s.yaml").write_text(sweep_text(SECTION.replace("[1, 2]", "2")))
+    sweep = load_sweep(tmp_path / "s.yaml", out=tmp_path / "out")
+    assert [c.label for c in sweep.configurations] == [
+        "min_instances 2, max_instances 3, target_value 4200, scale_out_cooldown_s 60"]
+    assert "plan for 'scaling': 1 configuration on local" in plan_lines(sweep)[0]
+
+
 @pytest.mark.parametrize("section, traffic, deploy, needle", [
     (SECTION.replace("min_instances: [1, 2]", "min_instances: [1, 4]"), TRAFFIC, "local",
      "autoscaling.min_instances (4) is above autoscaling.max_instances (3)"),

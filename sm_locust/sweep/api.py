@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
-from sm_locust.formatting import duration, money
+from sm_locust.formatting import count, duration, money
 from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
 from sm_locust.sweep.deployers import DeployError, create_deployer
@@ -128,7 +128,8 @@ def plan_totals(sweep: Sweep) -> dict[str, Any]:
 def plan_lines(sweep: Sweep) -> list[str]:
     """`--plan`: each configuration, what it would deploy, its estimate; the totals; the load."""
     spec = sweep.spec
-    lines = [f"sm-locust sweep: plan for {spec.name!r}: {len(sweep.configurations)} configurations on {spec.deploy} "
+    how_many = count(len(sweep.configurations), "configuration")
+    lines = [f"sm-locust sweep: plan for {spec.name!r}: {how_many} on {spec.deploy} "
              f"(sweep id {spec.sweep_id}), results in {sweep.out_dir}/"]
     for c in sweep.configurations:
         i = c.index
@@ -179,7 +180,8 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
         if not confirm(question):
             raise RunError("nothing deployed (not confirmed)")
     sweep.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    say(printer, f"{sweep.spec.name}: {t['configurations']} configurations on {sweep.spec.deploy}, {t['to_run']} to run"
+    how_many = count(t["configurations"], "configuration")
+    say(printer, f"{sweep.spec.name}: {how_many} on {sweep.spec.deploy}, {t['to_run']} to run"
                 + (f" ({t['measured_before']} measured before)" if t["measured_before"] else "")
                 + f", about {duration(t['wall_s'])}; results in {sweep.out_dir}/")
     outcome = sweep.runner_class(sweep, printer, handle_signals=handle_signals).run()

@@ -142,6 +142,9 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
     except UsageError as exc:
         raise UsageError(f"{check.source}: {exc.message}") from None
     axes = {k: v for k, v in values.items() if isinstance(section[k], list)}
+    if not axes and not data.get("grid") and not data.get("configurations"):
+        # one policy, tested on its own: its policy settings label the single configuration
+        axes = {k: v for k, v in values.items() if k in POLICY_KEYS}
     shared = {f"{PREFIX}{k}": v[0] for k, v in values.items() if k not in axes}
     if deploy == "local":
         shared.setdefault(f"{PREFIX}instance_start_s", DEFAULT_INSTANCE_START_S)
