@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         deleted, left = api.cleanup(args.cleanup, deploy=deploy, region=region, profile=profile, kind=kind,
                                     out=args.out)
         print(f"sm-locust sweep: cleanup {args.cleanup}: deleted {len(deleted)}"
-              + (f" ({', '.join(deleted)})" if deleted else "") + (f"; NOT deleted: {'; '.join(left)}" if left else ""))
+              + (f" ({', '.join(deleted)})" if deleted else "")
+              + (f"; NOT cleaned up: {'; '.join(left)}" if left else ""))
         return 1 if left else 0
     if not args.sweep_file:
         raise UsageError("give a sweep file (sm-locust sweep SWEEP.yaml), or --cleanup SWEEP_ID")

@@ -318,7 +318,7 @@ class SweepRunner:
                 teardown.cost_usd = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
         row.teardown = teardown
         if left:
-            say(self.printer, f"[{i}/{self.total}] NOT deleted: {'; '.join(left)} "
+            say(self.printer, f"[{i}/{self.total}] NOT cleaned up: {'; '.join(left)} "
                              f"(sm-locust sweep --cleanup {self.spec.sweep_id})")
 
     # -- one test ---------------------------------------------------------------------------------
