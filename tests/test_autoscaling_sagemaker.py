@@ -81,7 +81,7 @@ def state(aas, sm) -> dict:
     return d
 
 
-def write(tmp_path, first: float = 2, second: float = 2) -> None:
+def write(tmp_path, first: float = 1, second: float = 1) -> None:
     (tmp_path / "sweep.yaml").write_text(EXISTING % {"first": first, "second": second})
 
 
