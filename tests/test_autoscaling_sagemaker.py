@@ -236,7 +236,7 @@ def test_one_variant_of_several_is_tested_and_targeted(aws, tmp_path):
     green = VariantRef("ab", "green")
     aas.register_scalable_target(**green.identity, MinCapacity=1, MaxCapacity=2)
     before = snapshot(aas, sm, green).as_dict()
-    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 2, "second": 2}).replace(
+    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 1, "second": 1}).replace(
         "endpoint: {endpoint_name: ranker, instance_type: ml.c5.xlarge}",
         "endpoint: {endpoint_name: ab, variant_name: green}").replace("min_instances: [1, 2]", "min_instances: [1]"))
     r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=180)
