@@ -157,7 +157,7 @@ def test_a_deployed_endpoint_leaves_nothing(aws, tmp_path):
     (tmp_path / "sweep.yaml").write_text(
         "name: fresh\ndeploy: sagemaker\nendpoint: {model_name: my-model, instance_type: ml.c5.xlarge}\n"
         "autoscaling: {min_instances: [2], max_instances: 3, target_value: 4200}\n"
-        "traffic: [{duration_s: 2, rps: 10}]\nload: {payload: body.json}\n")
+        "traffic: [{duration_s: 1, rps: 10}]\nload: {payload: body.json}\n")
     r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=180)
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert doc["configurations"][0]["status"] == "ok", r.stdout + r.stderr
