@@ -116,7 +116,7 @@ def test_a_signal_during_the_traffic_puts_the_scaling_back(aws, tmp_path, signam
     write(tmp_path, first=60, second=60)
     script = (f"{sys.executable} -m sm_locust sweep sweep.yaml --yes --out out > sweep.log 2>&1 & pid=$!; "
               "for i in $(seq 600); do ls out/*/locust_stats_history.csv > /dev/null 2>&1 && break; sleep 0.1; done; "
-              f"sleep 2; kill -{signame} $pid; wait $pid")
+              f"sleep 1; kill -{signame} $pid; wait $pid")
     r = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180)
     log = (tmp_path / "sweep.log").read_text()
     assert r.returncode == code, log
