@@ -80,7 +80,7 @@ def test_components_are_routed_by_name_and_an_unknown_one_is_a_validation_error(
     config = EndpointConfig(port=0, inference_components=parse_components("a:2,b:1"))
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         summary = _run(endpoint.url, tmp_path / "run", "--inference-components", "a=0.5,b=0.3,ghost=0.2",
-                       "--transport", transport, users=2, seconds=2)
+                       "--transport", transport, users=2, seconds=1)
         stats = endpoint.stats()
     targets = _per_target(summary)
     served = stats["inference_components"]
