@@ -97,7 +97,7 @@ def test_an_unknown_model_and_a_missing_target_model_are_validation_errors(tmp_p
                                                                  download_ms=1, load_ms=1))
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         mixed = _run(endpoint.url, tmp_path / "mixed", "--target-models", "model-0001.tar.gz=0.5,nope.tar.gz=0.5",
-                     "--transport", transport, users=1, seconds=2)
+                     "--transport", transport, users=1, seconds=1)
         missing = _run(endpoint.url, tmp_path / "missing", "--transport", transport, users=1, seconds=1)
         stats = endpoint.stats()
     targets = _per_target(mixed)
