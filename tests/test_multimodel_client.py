@@ -116,7 +116,7 @@ def test_the_plateau_search_and_open_loop_send_the_mix_unchanged(tmp_path):
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
                          str(SAMPLE_PAYLOAD), "--target-models", "zipf:1.0:50", "--shape", "plateau",
-                         "--step-seconds", "3", "--max-users", "3", "--latency-slo-ms", "2000",
+                         "--step-seconds", "2", "--max-users", "3", "--latency-slo-ms", "2000",
                          "--out", str(tmp_path / "plateau"), "-q", timeout=110)
         assert result.returncode == 0, result.stdout + result.stderr
         opened = _run(endpoint.url, tmp_path / "open", "--target-models", "zipf:1.0:50", "--target-rps", "100",
