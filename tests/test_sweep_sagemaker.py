@@ -126,7 +126,7 @@ def test_control_plane_errors_fail_one_configuration_and_the_sweep_goes_on(aws, 
     spec = {"name": "errors", "deploy": "sagemaker", "report": False,
             "endpoint": {"model_name": "my-model", "instance_type": "ml.c5.xlarge"},
             "grid": {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [1, 2, 4]},
-            "load": {"payload": "body.json", "users": 1, "run_time": "3s"}, "objective": {"target_rps": 10}}
+            "load": {"payload": "body.json", "users": 1, "run_time": "2s"}, "objective": {"target_rps": 10}}
     client = FailingControlPlane(aws)
     sweep = load_sweep(spec, out=tmp_path / "out", client=client, base_dir=tmp_path, poll_s=0.05)
     lines: list[str] = []
