@@ -81,7 +81,7 @@ def state(aas, sm) -> dict:
     return d
 
 
-def write(tmp_path, first: float = 2, second: float = 2) -> None:
+def write(tmp_path, first: float = 1, second: float = 1) -> None:
     (tmp_path / "sweep.yaml").write_text(EXISTING % {"first": first, "second": second})
 
 
@@ -116,7 +116,7 @@ def test_a_signal_during_the_traffic_puts_the_scaling_back(aws, tmp_path, signam
     write(tmp_path, first=60, second=60)
     script = (f"{sys.executable} -m sm_locust sweep sweep.yaml --yes --out out > sweep.log 2>&1 & pid=$!; "
               "for i in $(seq 600); do ls out/*/locust_stats_history.csv > /dev/null 2>&1 && break; sleep 0.1; done; "
-              f"sleep 2; kill -{signame} $pid; wait $pid")
+              f"sleep 1; kill -{signame} $pid; wait $pid")
     r = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180)
     log = (tmp_path / "sweep.log").read_text()
     assert r.returncode == code, log
@@ -157,7 +157,7 @@ def test_a_deployed_endpoint_leaves_nothing(aws, tmp_path):
     (tmp_path / "sweep.yaml").write_text(
         "name: fresh\ndeploy: sagemaker\nendpoint: {model_name: my-model, instance_type: ml.c5.xlarge}\n"
         "autoscaling: {min_instances: [2], max_instances: 3, target_value: 4200}\n"
-        "traffic: [{duration_s: 2, rps: 10}]\nload: {payload: body.json}\n")
+        "traffic: [{duration_s: 1, rps: 10}]\nload: {payload: body.json}\n")
     r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=180)
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert doc["configurations"][0]["status"] == "ok", r.stdout + r.stderr
@@ -236,7 +236,7 @@ def test_one_variant_of_several_is_tested_and_targeted(aws, tmp_path):
     green = VariantRef("ab", "green")
     aas.register_scalable_target(**green.identity, MinCapacity=1, MaxCapacity=2)
     before = snapshot(aas, sm, green).as_dict()
-    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 2, "second": 2}).replace(
+    (tmp_path / "sweep.yaml").write_text((EXISTING % {"first": 1, "second": 1}).replace(
         "endpoint: {endpoint_name: ranker, instance_type: ml.c5.xlarge}",
         "endpoint: {endpoint_name: ab, variant_name: green}").replace("min_instances: [1, 2]", "min_instances: [1]"))
     r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=180)

@@ -80,7 +80,7 @@ def test_components_are_routed_by_name_and_an_unknown_one_is_a_validation_error(
     config = EndpointConfig(port=0, inference_components=parse_components("a:2,b:1"))
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         summary = _run(endpoint.url, tmp_path / "run", "--inference-components", "a=0.5,b=0.3,ghost=0.2",
-                       "--transport", transport, users=2, seconds=2)
+                       "--transport", transport, users=2, seconds=1)
         stats = endpoint.stats()
     targets = _per_target(summary)
     served = stats["inference_components"]
@@ -97,7 +97,7 @@ def test_an_unknown_model_and_a_missing_target_model_are_validation_errors(tmp_p
                                                                  download_ms=1, load_ms=1))
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         mixed = _run(endpoint.url, tmp_path / "mixed", "--target-models", "model-0001.tar.gz=0.5,nope.tar.gz=0.5",
-                     "--transport", transport, users=1, seconds=2)
+                     "--transport", transport, users=1, seconds=1)
         missing = _run(endpoint.url, tmp_path / "missing", "--transport", transport, users=1, seconds=1)
         stats = endpoint.stats()
     targets = _per_target(mixed)
@@ -116,7 +116,7 @@ def test_the_plateau_search_and_open_loop_send_the_mix_unchanged(tmp_path):
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
                          str(SAMPLE_PAYLOAD), "--target-models", "zipf:1.0:50", "--shape", "plateau",
-                         "--step-seconds", "3", "--max-users", "3", "--latency-slo-ms", "2000",
+                         "--step-seconds", "2", "--max-users", "3", "--latency-slo-ms", "2000",
                          "--out", str(tmp_path / "plateau"), "-q", timeout=110)
         assert result.returncode == 0, result.stdout + result.stderr
         opened = _run(endpoint.url, tmp_path / "open", "--target-models", "zipf:1.0:50", "--target-rps", "100",

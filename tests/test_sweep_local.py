@@ -16,7 +16,7 @@ SWEEP = f"""\
 name: local-e2e
 endpoint: {{service_time_ms: 40}}
 grid: {{max_concurrency: [2, 5]}}
-load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 3s}}
+load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 2s}}
 objective: {{target_rps: 80, slo_ms: 400, percentile: 95}}
 price_per_hour: 0.2
 """

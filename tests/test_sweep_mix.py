@@ -83,7 +83,7 @@ endpoint: {{model_count: 60, model_size_mb: 100, model_download_ms: 5, model_loa
 grid:
   instance_memory_mb: [600, 3000]
   zipf_s: [0.6, 1.2]
-load: {{payload: {SAMPLE_PAYLOAD}, users: 4, run_time: 3s, locust_args: [--stop-timeout, 5]}}
+load: {{payload: {SAMPLE_PAYLOAD}, users: 4, run_time: 2s, locust_args: [--stop-timeout, 5]}}
 objective: {{slo_ms: 2000}}
 price_per_hour: 0.5
 """
@@ -117,12 +117,12 @@ def test_a_local_sweep_over_memory_and_mix(tmp_path):
 
 
 def test_the_load_section_takes_a_mix_and_checks_it_before_anything_is_deployed(tmp_path):
-    good = SWEEP.replace("run_time: 3s,", "run_time: 3s, target_models: 'zipf:0.9:60', seed: 3,")
+    good = SWEEP.replace("run_time: 2s,", "run_time: 2s, target_models: 'zipf:0.9:60', seed: 3,")
     (tmp_path / "good.yaml").write_text(good)
     plan = run_cli("sweep", "good.yaml", "--out", "out", "--plan", cwd=tmp_path, timeout=60)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "target_models zipf:1.2:60" in plan.stdout and "target_models zipf:0.6:60" in plan.stdout  # S from the grid
-    bad = SWEEP.replace("run_time: 3s,", "run_time: 3s, target_models: 'zipf:0.9',")
+    bad = SWEEP.replace("run_time: 2s,", "run_time: 2s, target_models: 'zipf:0.9',")
     (tmp_path / "bad.yaml").write_text(bad)
     result = run_cli("sweep", "bad.yaml", "--out", "out", "--plan", cwd=tmp_path, timeout=60)
     assert result.returncode == 2 and "load.target_models: --target-models 'zipf:0.9' is not zipf:S:N" in result.stderr
