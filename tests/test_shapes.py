@@ -249,10 +249,11 @@ def test_open_loop_latency_runs_from_the_intended_send_time(endpoint_factory, tm
     # 1 slot x 50 ms = 20 req/s offered 40 req/s: the queue grows, and so must the latency (no
     # coordinated omission), while every intended send still goes out on time.
     ep = endpoint_factory(max_concurrency=1, service_time_ms=50.0)
-    env, runner = _environment(ep.url, OpenLoopShape(), tmp_path, target_rps=40.0, max_duration="5s")
+    env, runner = _environment(ep.url, OpenLoopShape(), tmp_path, target_rps=40.0, max_duration="3s")
     runner.start_shape()
     runner.greenlet.join(timeout=30)
     gevent.sleep(0)
     total = env.stats.total
     assert total.get_response_time_percentile(0.95) > 500  # a closed loop would report ~50-100 ms
-    assert env.sm_locust_open_loop.sent >= 150 and env.sm_locust_open_loop.late <= 0.1 * env.sm_locust_open_loop.sent
+    # 3 s at 40 req/s: 120 intended sends; at least 3/4 of them out, on time
+    assert env.sm_locust_open_loop.sent >= 90 and env.sm_locust_open_loop.late <= 0.1 * env.sm_locust_open_loop.sent
