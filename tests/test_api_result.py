@@ -20,7 +20,7 @@ from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """(plateau run, constant run): 2-slot endpoint at 20 ms (~100 req/s), steps of 3 s."""
+    """(plateau run, constant run of 2 s): 2-slot endpoint at 20 ms (~100 req/s), steps of 3 s."""
     base = tmp_path_factory.mktemp("runs")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -30,7 +30,7 @@ def runs(tmp_path_factory):
             plateau = sm_locust.run("ep", endpoint_url=ep.url, payload=str(SAMPLE_PAYLOAD), shape="plateau",
                                     step_seconds=3, min_step_seconds=2, max_users=8, out=base / "plateau",
                                     progress=False)
-            constant = sm_locust.run("ep", endpoint_url=ep.url, payload=str(SAMPLE_PAYLOAD), users=1, run_time="3s",
+            constant = sm_locust.run("ep", endpoint_url=ep.url, payload=str(SAMPLE_PAYLOAD), users=1, run_time="2s",
                                      out=base / "constant", progress=False)
     return plateau, constant
 

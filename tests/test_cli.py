@@ -21,7 +21,7 @@ def test_run_writes_the_run_folder(endpoint, tmp_path):
     out = tmp_path / "run"
     served_before = endpoint.stats()["requests"]
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
-                     "-u", "2", "-r", "10", "-t", "4s", "--out", str(out), "-q")
+                     "-u", "2", "-r", "10", "-t", "2s", "--out", str(out), "-q")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"results in {out}" in result.stdout
     for name in ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv"):
@@ -44,7 +44,7 @@ def test_run_counts_errors_by_code_in_summary(endpoint_factory, tmp_path):
     ep = endpoint_factory(throttle_ratio=0.3, seed=3)
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
-                     "-u", "2", "-r", "10", "-t", "3s", "--out", str(out), "-q")
+                     "-u", "2", "-r", "10", "-t", "2s", "--out", str(out), "-q")
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((out / "summary.json").read_text())
     errors = summary["totals"]["errors"]

@@ -5,16 +5,23 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from contextlib import ExitStack
 
 import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
+def smoke_args(endpoint, out, *gates: str, seconds: str = "3s", users: str = "2") -> list[str]:
+    return ["smoke", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+            "-u", users, "-r", "20", "-t", seconds, "--out", str(out), *gates, "--junit", str(out / "junit.xml")]
+
+
 def smoke(endpoint, out, *gates: str, seconds: str = "3s", users: str = "2"):
-    return run_cli("smoke", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
-                   "-u", users, "-r", "20", "-t", seconds, "--out", str(out), *gates, "--junit", str(out / "junit.xml"))
+    return run_cli(*smoke_args(endpoint, out, *gates, seconds=seconds, users=users))
 
 
 def junit_cases(path) -> dict[str, bool]:
@@ -24,19 +31,30 @@ def junit_cases(path) -> dict[str, bool]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """One fast and one slow smoke run (each ~3 s), shared by the gate tests below."""
+    """A fast, a slow and a failing smoke run (each ~3 s), shared by the gate tests below. Each has its own
+    endpoint and run folder, so the three run at once (one wait for Locust's start-up instead of three)."""
     from sm_locust.endpoint.server import LocalEndpoint
 
     base = tmp_path_factory.mktemp("smoke")
-    results = {}
-    with LocalEndpoint(log_path=base / "fast.log") as fast:
-        results["fast"] = smoke(fast, base / "fast", "--max-p95-ms", "200", "--max-p99-ms", "400", "--max-error-rate",
-                                "0",
-                                "--min-rps", "20", "--max-p95-ms", "ep=200")
-    with LocalEndpoint(log_path=base / "slow.log", latency_ms=120, max_concurrency=1, service_time_ms=20) as slow:
-        results["slow"] = smoke(slow, base / "slow", "--max-p95-ms", "100", "--max-p99-ms", "150", "--max-error-rate",
-                                "0",
-                                "--min-rps", "20", "--max-p95-ms", "ep=100")
+    plans = {
+        "fast": ({}, ("--max-p95-ms", "200", "--max-p99-ms", "400", "--max-error-rate", "0", "--min-rps", "20",
+                      "--max-p95-ms", "ep=200")),
+        "slow": ({"latency_ms": 120, "max_concurrency": 1, "service_time_ms": 20},
+                 ("--max-p95-ms", "100", "--max-p99-ms", "150", "--max-error-rate", "0", "--min-rps", "20",
+                  "--max-p95-ms", "ep=100")),
+        "failing": ({"error_ratio": 0.3, "seed": 7}, ("--max-error-rate", "0.05", "--max-p95-ms", "1000")),
+    }
+    with ExitStack() as stack:
+        started = {}
+        for name, (settings, gates) in plans.items():
+            ep = stack.enter_context(LocalEndpoint(log_path=base / f"{name}.log", **settings))
+            started[name] = subprocess.Popen([sys.executable, "-m", "sm_locust", *smoke_args(ep, base / name, *gates)],
+                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stack.callback(lambda proc=started[name]: proc.poll() is None and proc.kill())  # a run that hung
+        results = {}
+        for name, proc in started.items():
+            stdout, stderr = proc.communicate(timeout=120)
+            results[name] = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     return base, results
 
 
@@ -67,13 +85,13 @@ def test_latency_and_throughput_gates_fail_on_a_slow_endpoint(runs):
     assert cases["error rate <= 0.00% (all requests)"] is True
 
 
-def test_error_rate_gate_fails_on_a_failing_endpoint(endpoint_factory, tmp_path):
-    failing = endpoint_factory(error_ratio=0.3, seed=7)
-    result = smoke(failing, tmp_path / "run", "--max-error-rate", "0.05", "--max-p95-ms", "1000")
+def test_error_rate_gate_fails_on_a_failing_endpoint(runs):
+    base, results = runs
+    result = results["failing"]
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAIL error rate <= 5.00% (all requests): error rate was" in result.stdout
     assert "PASS p95 <= 1000 ms" in result.stdout
-    suite = ET.parse(tmp_path / "run" / "junit.xml").getroot().find("testsuite")
+    suite = ET.parse(base / "failing" / "junit.xml").getroot().find("testsuite")
     failure = suite.find("testcase/failure")
     assert failure is not None and "over the limit of 5.00%" in failure.get("message")
     assert suite.get("failures") == "1" and suite.get("tests") == "3"

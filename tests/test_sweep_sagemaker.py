@@ -126,7 +126,7 @@ def test_control_plane_errors_fail_one_configuration_and_the_sweep_goes_on(aws, 
     spec = {"name": "errors", "deploy": "sagemaker", "report": False,
             "endpoint": {"model_name": "my-model", "instance_type": "ml.c5.xlarge"},
             "grid": {"environment.SAGEMAKER_MODEL_SERVER_WORKERS": [1, 2, 4]},
-            "load": {"payload": "body.json", "users": 1, "run_time": "3s"}, "objective": {"target_rps": 10}}
+            "load": {"payload": "body.json", "users": 1, "run_time": "2s"}, "objective": {"target_rps": 10}}
     client = FailingControlPlane(aws)
     sweep = load_sweep(spec, out=tmp_path / "out", client=client, base_dir=tmp_path, poll_s=0.05)
     lines: list[str] = []
@@ -192,7 +192,8 @@ def test_sigint_during_a_test_leaves_nothing_behind(aws, tmp_path):
                             cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
+    reader.start()
     seen: list[str] = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any("InService" in line for line in seen):
@@ -211,11 +212,9 @@ def test_sigint_during_a_test_leaves_nothing_behind(aws, tmp_path):
     assert leftovers(aws)["endpoints"], "both endpoints should be alive (max_parallel_endpoints 2)"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(60) == 130
-    while True:
-        try:
-            seen.append(lines.get(timeout=1))
-        except queue.Empty:
-            break
+    reader.join(10)  # its output ends when it exits (not a fixed second of silence)
+    while not lines.empty():
+        seen.append(lines.get_nowait())
     assert leftovers(aws) == NOTHING, "".join(seen)
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert doc["interrupted"] is True

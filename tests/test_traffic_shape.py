@@ -61,16 +61,16 @@ def test_an_empty_traffic_file_stops_the_run_before_anything_starts(tmp_path):
 
 
 def test_a_run_sends_each_phase_at_its_rate(endpoint, tmp_path):
-    phases = [{"duration_s": 3, "rps": 8}, {"duration_s": 3, "rps": 0}, {"duration_s": 3, "rps": 24}]
+    phases = [{"duration_s": 2, "rps": 8}, {"duration_s": 2, "rps": 0}, {"duration_s": 2, "rps": 24}]
     (tmp_path / "traffic.json").write_text(json.dumps(phases))
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
                      "--traffic", "traffic.json", "--out", "out", cwd=tmp_path, timeout=90)
     assert result.returncode == 0, result.stderr + result.stdout
-    for line in ("traffic: 3 phases, 9 s", "phase 1/3 at 0 s: 8 req/s for 3 s", "phase 2/3 at 3 s: 0 req/s for 3 s",
-                 "phase 3/3 at 6 s: 24 req/s for 3 s", "stopped: traffic finished (9 s)"):
+    for line in ("traffic: 3 phases, 6 s", "phase 1/3 at 0 s: 8 req/s for 2 s", "phase 2/3 at 2 s: 0 req/s for 2 s",
+                 "phase 3/3 at 4 s: 24 req/s for 2 s", "stopped: traffic finished (6 s)"):
         assert line in result.stdout, result.stdout
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["traffic"] == {"phases": phases, "time_scale": 1.0}
     sent = [s.sent or 0 for s in read_seconds(timeline_path(tmp_path / "out"))]
-    assert 8 * 3 + 24 * 3 - 12 <= sum(sent) <= 8 * 3 + 24 * 3 + 2  # the rate reached within a second of a change
-    assert max(sent) >= 20 and min(sent[3:6]) <= 2  # the third phase at 24/s; the second sends nothing
+    assert 8 * 2 + 24 * 2 - 12 <= sum(sent) <= 8 * 2 + 24 * 2 + 2  # the rate reached within a second of a change
+    assert max(sent) >= 20 and min(sent[2:4]) <= 2  # the third phase at 24/s; the second sends nothing
