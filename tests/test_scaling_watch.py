@@ -79,7 +79,8 @@ def test_the_watch_only_describes(aws, tmp_path):
     watch = start_watch(SageMakerSettings(endpoint_name="ranker"), say=lines.append, aas=aas, sm=sm)
     scale(test_sm, 3)
     watch.poller.poll_once()
-    assert lines[-1] == "scale out done: 1 -> 3 instances in service"  # said when read (moto scales at once), not at the end
+    # said when read (moto scales at once), not at the end
+    assert lines[-1] == "scale out done: 1 -> 3 instances in service"
     out = tmp_path / "run"
     out.mkdir()
     started = time.time() - 5
@@ -153,7 +154,7 @@ def test_a_local_endpoint_that_is_not_a_fleet_is_refused(tmp_path, endpoint):
 
 
 def test_watch_scaling_against_the_local_fleet_matches_its_own_log(tmp_path, endpoint_factory):
-    """The same poller against the fleet emulation, 60 emulated s per real s: a 10-s run is 10 emulated
+    """The same poller against the fleet emulation, 60 emulated s per real s: a 7-s run is 7 emulated
     minutes, enough for the policy (target 20 invocations per instance per minute, far below what 4 users
     send) to scale out; the desired counts the watch saw are the ones the emulator logged."""
     policy = ScalingPolicy(1, 3, 20.0, scale_out_cooldown_s=60, scale_in_cooldown_s=600).check()
@@ -161,7 +162,7 @@ def test_watch_scaling_against_the_local_fleet_matches_its_own_log(tmp_path, end
                              fleet=FleetConfig(instances=1, policy=policy, instance_start_s=60, time_scale=60))
     (tmp_path / "body.json").write_bytes(SAMPLE_PAYLOAD.read_bytes())
     r = run_cli("run", "--endpoint-name", "ranker", "--endpoint-url", fleet.url, "--payload", "body.json",
-                "--users", "4", "--run-time", "10s", "--watch-scaling", "--out", "out", "-q", cwd=tmp_path)
+                "--users", "4", "--run-time", "7s", "--watch-scaling", "--out", "out", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     figures = json.loads((tmp_path / "out" / "summary.json").read_text())["autoscaling"]
     assert (figures["source"], figures["time_scale"]) == ("local fleet (DescribeEndpoint)", 60.0)
