@@ -21,7 +21,7 @@ def read_csv(path):
 
 def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     out = tmp_path / "demo"
-    result = run_cli("demo", "--out", str(out), "--step-seconds", "2", "--step-users", "3", "--max-users", "4",
+    result = run_cli("demo", "--out", str(out), "--step-seconds", "1", "--step-users", "3", "--max-users", "4",
                      timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"results in {out}" in result.stdout
