@@ -1,5 +1,5 @@
 """The autoscaling sweep end to end on the local fleet emulation, with a compressed clock (x60: the
-9-minute traffic runs in 9 s per configuration): the one end-to-end proof of issue 20's local side.
+8-minute traffic runs in 8 s per configuration): the one end-to-end proof of issue 20's local side.
 
 What a user relies on: the measured reaction and ready times are those the policy's model gives
 (within one period), the instance counts polled from DescribeEndpoint are the emulator's own log,
@@ -32,7 +32,7 @@ autoscaling:
   instance_start_s: 120
   time_scale: 60
 traffic:
-  - {{duration_s: 120, rps: 4}}
+  - {{duration_s: 60, rps: 4}}
   - {{duration_s: 360, rps: 30}}     # the new instances serve 300 s into it
   - {{duration_s: 60, rps: 4}}
 load: {{payload: {SAMPLE_PAYLOAD}}}
@@ -56,7 +56,7 @@ def test_an_autoscaling_sweep_on_the_emulation_matches_the_model_and_its_own_log
     assert (one["label"], two["label"]) == ("min_instances 1", "min_instances 2")
     for c in (one, two):
         assert c["status"] == "ok", c
-        # the model: three periods above the target from the surge at 120 s, the instances 120 s later
+        # the model: three periods above the target from the surge at 60 s, the instances 120 s later
         assert c["model_reaction_s"] == 180 and c["model_ready_s"] == 300
         assert abs(c["reaction_s"] - c["model_reaction_s"]) <= PERIOD_S, c["scale_events"]
         assert abs(c["ready_s"] - c["model_ready_s"]) <= PERIOD_S, c["scale_events"]

@@ -24,7 +24,7 @@ from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import TargetRecorder
 
 
-def _run(url: str, out, *extra: str, users: int = 1, seconds: int = 3, env: dict | None = None) -> dict:
+def _run(url: str, out, *extra: str, users: int = 1, seconds: int = 2, env: dict | None = None) -> dict:
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
                      "-u", str(users), "-r", "100", "-t", f"{seconds}s", "--out", str(out), "-q", *extra, env=env)
     assert result.returncode in (0, 1), result.stdout + result.stderr  # 1: the run had failures
@@ -68,7 +68,7 @@ def test_a_weighted_mix_sends_the_seeded_sequence(tmp_path, transport):
 
 def test_seventy_thirty_over_two_thousand_requests(tmp_path):
     with TargetRecorder() as fake:
-        _run(fake.url, tmp_path / "run", "--inference-components", "a=0.7,b=0.3", "--seed", "8", users=4, seconds=3)
+        _run(fake.url, tmp_path / "run", "--inference-components", "a=0.7,b=0.3", "--seed", "8", users=4, seconds=2)
     received = fake.targets
     assert len(received) >= 2000
     assert abs(received.count("a") / len(received) - 0.7) <= 0.03, Counter(received)
@@ -78,7 +78,7 @@ def test_seventy_thirty_over_two_thousand_requests(tmp_path):
 def test_inference_components_and_an_unknown_name(tmp_path, transport):
     with TargetRecorder(unknown={"ic-gone"}) as fake:
         summary = _run(fake.url, tmp_path / "run", "--inference-components", "ic-a=0.5,ic-gone=0.5",
-                       "--transport", transport, seconds=2)
+                       "--transport", transport)
     received = fake.targets
     assert set(received) == {"ic-a", "ic-gone"}
     by_target = {t["name"]: t for t in summary["targets"]}
@@ -112,7 +112,7 @@ def test_each_worker_process_sends_its_own_seeded_stream(tmp_path):
 
 def test_a_thousand_models_keep_one_locust_row(tmp_path):
     with TargetRecorder() as fake:
-        summary = _run(fake.url, tmp_path / "run", users=4, seconds=3,
+        summary = _run(fake.url, tmp_path / "run", users=4, seconds=2,
                        env={"SM_LOCUST_TARGET_MODELS": "zipf:0.8:1000", "SM_LOCUST_SEED": "3"})
     rows = list(csv.DictReader((tmp_path / "run" / "locust_stats.csv").open()))
     assert [(r["Type"], r["Name"]) for r in rows] == [("InvokeEndpoint", "ep"), ("", "Aggregated")]

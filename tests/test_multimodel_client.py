@@ -80,7 +80,7 @@ def test_components_are_routed_by_name_and_an_unknown_one_is_a_validation_error(
     config = EndpointConfig(port=0, inference_components=parse_components("a:2,b:1"))
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         summary = _run(endpoint.url, tmp_path / "run", "--inference-components", "a=0.5,b=0.3,ghost=0.2",
-                       "--transport", transport, users=2, seconds=1)
+                       "--transport", transport, users=2, seconds=2)
         stats = endpoint.stats()
     targets = _per_target(summary)
     served = stats["inference_components"]
@@ -97,7 +97,7 @@ def test_an_unknown_model_and_a_missing_target_model_are_validation_errors(tmp_p
                                                                  download_ms=1, load_ms=1))
     with LocalEndpoint(config, log_path=tmp_path / "endpoint.log") as endpoint:
         mixed = _run(endpoint.url, tmp_path / "mixed", "--target-models", "model-0001.tar.gz=0.5,nope.tar.gz=0.5",
-                     "--transport", transport, users=1, seconds=1)
+                     "--transport", transport, users=1, seconds=2)
         missing = _run(endpoint.url, tmp_path / "missing", "--transport", transport, users=1, seconds=1)
         stats = endpoint.stats()
     targets = _per_target(mixed)

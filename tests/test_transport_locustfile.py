@@ -4,6 +4,8 @@
 counted under the same codes, and each run counts exactly what the server answered (no retries on
 either path). Then `--stream true` through both transports: TTFT / InterChunk /
 InvokeEndpointWithResponseStream entries and ModelStreamError failures from the streaming route.
+The two transports' runs share one endpoint per configuration (module fixtures: a start costs ~1 s);
+each run is compared with the difference of the endpoint's counters across it.
 """
 
 from __future__ import annotations
@@ -13,14 +15,30 @@ import re
 
 import pytest
 
+from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UnknownNameError
 from sm_locust.options import SageMakerSettings
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS, create_client
 from sm_locust.transport.fast import FastSageMakerClient
-from tests.conftest import SAMPLE_PAYLOAD, run_cli
+from tests.conftest import SAMPLE_PAYLOAD, discard, run_cli
 
 FAULTS = {"throttle_ratio": 0.15, "error_ratio": 0.15, "model_error_ratio": 0.1}
 CODES = {"ThrottlingException", "InternalFailure", "ServiceUnavailable", "ModelError"}
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    ep = LocalEndpoint(log_path=tmp_path_factory.mktemp("faulty") / "endpoint.log", seed=5, **FAULTS).start()
+    yield ep
+    discard(ep)
+
+
+@pytest.fixture(scope="module")
+def streaming(tmp_path_factory):
+    ep = LocalEndpoint(log_path=tmp_path_factory.mktemp("streaming") / "endpoint.log", first_token_ms=5, token_ms=1,
+                       stream_error_ratio=0.2, seed=2).start()
+    yield ep
+    discard(ep)
 
 
 def _run(url: str, out, *extra: str) -> tuple[dict, dict]:
@@ -38,23 +56,22 @@ def _run(url: str, out, *extra: str) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
-def test_same_error_codes_with_either_transport(endpoint_factory, tmp_path, transport):
-    ep = endpoint_factory(seed=5, **FAULTS)
-    summary, rows = _run(ep.url, tmp_path / transport, "--transport", transport)
+def test_same_error_codes_with_either_transport(faulty, tmp_path, transport):
+    before = faulty.stats()
+    summary, rows = _run(faulty.url, tmp_path / transport, "--transport", transport)
     errors = summary["totals"]["errors"]
     assert set(errors) == CODES, errors
-    server = ep.stats()
+    server = faulty.stats()
     for code in ("ThrottlingException", "ModelError", "InternalFailure", "ServiceUnavailable"):
-        assert errors[code] <= server[code]  # the CSV may miss the last second; never more than served
+        assert errors[code] <= server[code] - before[code]  # the CSV may miss the last second; never more than served
     assert ("InvokeEndpoint", "ep") in rows
     options = json.loads((tmp_path / transport / "options.json").read_text())
     assert options["sm_locust"].get("transport", DEFAULT_TRANSPORT) == transport
 
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
-def test_stream_option_calls_the_streaming_route(endpoint_factory, tmp_path, transport):
-    ep = endpoint_factory(first_token_ms=5, token_ms=1, stream_error_ratio=0.2, seed=2)
-    summary, rows = _run(ep.url, tmp_path / transport, "--transport", transport, "--stream", "true")
+def test_stream_option_calls_the_streaming_route(streaming, tmp_path, transport):
+    summary, rows = _run(streaming.url, tmp_path / transport, "--transport", transport, "--stream", "true")
     for kind in ("TTFT", "InterChunk", "InvokeEndpointWithResponseStream"):
         assert rows.get((kind, "ep"), 0) > 0, (kind, rows)
     assert ("InvokeEndpoint", "ep") not in rows
