@@ -83,7 +83,7 @@ def test_run_plateau_prints_the_verdict_and_writes_it(endpoint_factory, tmp_path
     ep = endpoint_factory(max_concurrency=2, service_time_ms=20.0)
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
-                     "--shape", "plateau", "--step-seconds", "3", "--max-users", "4", "--latency-slo-ms", "2000",
+                     "--shape", "plateau", "--step-seconds", "2", "--max-users", "4", "--latency-slo-ms", "2000",
                      "--out", str(out), "-q", timeout=110)
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((out / "summary.json").read_text())

@@ -26,14 +26,14 @@ def test_target_rps_with_run_time_ends_at_t(endpoint_factory, tmp_path):
     # 150 req/s: 150 rate tokens, more than Locust's 100 users/s warning threshold in one step.
     ep = endpoint_factory(service_time_ms=2.0)
     out = tmp_path / "open"
-    result, wall = _run(ep, out, "--target-rps", "150", "-t", "4s")
+    result, wall = _run(ep, out, "--target-rps", "150", "-t", "3s")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert wall < 4 + 30  # Locust's start-up and shutdown on a busy box, not a run until killed
+    assert wall < 3 + 30  # Locust's start-up and shutdown on a busy box, not a run until killed
     summary = json.loads((out / "summary.json").read_text())
-    assert 3.0 <= summary["duration_s"] <= 6.5, summary["duration_s"]
-    assert summary["stop_reason"] == "run time 4 s reached (-t)"
-    assert "sm-locust: stopped: run time 4 s reached (-t)" in result.stdout
-    assert summary["totals"]["open_loop"]["sent"] >= 150 * 2  # it did send, at the rate, for most of T
+    assert 2.0 <= summary["duration_s"] <= 5.5, summary["duration_s"]
+    assert summary["stop_reason"] == "run time 3 s reached (-t)"
+    assert "sm-locust: stopped: run time 3 s reached (-t)" in result.stdout
+    assert summary["totals"]["open_loop"]["sent"] >= 150 * 1.5  # it did send, at the rate, for half of T or more
     log = (out / "locust.log").read_text()
     assert not [w for w in WARNINGS if w in log], log
 
