@@ -135,7 +135,9 @@ def test_a_predictor_gives_endpoint_body_types_and_credentials(capture, tmp_path
     result = sm_locust.run(predictor=predictor, data=[1, 2.5, 3], endpoint_url=capture.url, users=1, run_time="2s",
                            out=tmp_path / "run")
     sent = capture.requests()
-    assert len(sent) == result.summary["totals"]["requests"] > 0
+    totals = result.summary["totals"]
+    # every request the server saw was counted: completed, or cut short by the stop (the server logs on receipt)
+    assert 0 < totals["requests"] <= len(sent) <= totals["requests"] + totals["in_flight_at_stop"], totals
     first = sent[0]
     assert first["path"] == "/endpoints/ranker/invocations" and first["body"] == "1,2.5,3"
     headers = {k.lower(): v for k, v in first["headers"].items()}
