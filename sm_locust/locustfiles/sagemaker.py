@@ -29,7 +29,7 @@ from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.errors import SmLocustError
-from sm_locust.locustfiles import _webui
+from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
 from sm_locust.options import SageMakerSettings, register_options
 from sm_locust.outputs import check_output_dir
 from sm_locust.payloads.options import prepare_payloads
@@ -88,7 +88,7 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
     if warning:
         print(f"sm-locust: warning: {warning}", file=sys.stderr, flush=True)
     if web_ui is not None:
-        _webui.protect(environment, web_ui)
+        protect_web_ui(environment, web_ui)
 
 
 @events.init.add_listener
