@@ -13,7 +13,6 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 from __future__ import annotations
 
 import html
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any
 from sm_locust.errors import RunError, UsageError
 from sm_locust.formatting import count, duration, money
 from sm_locust.scaling.aws import JOURNAL_DIR
-from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep
+from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep, held_by
 from sm_locust.sweep.deployers import DeployError, create_deployer
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
 from sm_locust.sweep.progress import Printer, say
@@ -203,22 +202,15 @@ def folder_kind(out_dir: Path) -> str:
     """The kind of the sweep a folder holds, for `--cleanup ID` without its file: sweep.json's `kind`;
     else `autoscaling` when restore journals are there (a sweep killed before its first sweep.json);
     else the default."""
-    try:
-        kind = json.loads((out_dir / "sweep.json").read_text()).get("kind")
-    except (OSError, ValueError, AttributeError):
-        kind = None
-    if isinstance(kind, str) and kind in KINDS:
+    kind = held_by(out_dir, "kind")
+    if kind is not None and kind in KINDS:
         return kind
     return "autoscaling" if (out_dir / JOURNAL_DIR).is_dir() else DEFAULT_KIND
 
 
 def folder_deploy(out_dir: Path) -> str | None:
     """Where the sweep a folder holds deployed (sweep.json's `deploy`), for `--cleanup ID` without its file."""
-    try:
-        deploy = json.loads((out_dir / "sweep.json").read_text()).get("deploy")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return deploy if isinstance(deploy, str) else None
+    return held_by(out_dir, "deploy")
 
 
 def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | None = None, profile: str | None = None,
@@ -246,10 +238,10 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
     try:
         cleaner = KINDS.get(kind).cleaner()
         if cleaner is not None:
-            out_dir = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
-            return cleaner(sweep_id, deploy=deploy, region=region, profile=profile, client=client, out_dir=out_dir,
-                           progress=progress)
-        deleted, left = create_deployer(deploy, **options).cleanup(sweep_id, progress)
+            deleted, left = cleaner(sweep_id, deploy=deploy, region=region, profile=profile, client=client,
+                                    out_dir=folder, progress=progress)
+        else:
+            deleted, left = create_deployer(deploy, **options).cleanup(sweep_id, progress)
         return local[0] + deleted, local[1] + left
     except DeployError as exc:
         raise RunError(str(exc)) from None

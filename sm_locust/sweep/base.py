@@ -52,6 +52,16 @@ def sweep_folder(spec: SweepSpec, out: str | Path | None) -> Path:
     return folder
 
 
+def held_by(folder: Path, key: str) -> str | None:
+    """A text value of the sweep.json in `folder` (`sweep_id`, `kind`, `deploy`), None when the file,
+    the key or a text value is not there: what a sweep folder says about the sweep that wrote it."""
+    try:
+        value = json.loads((folder / "sweep.json").read_text()).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def check_sweep_folder(folder: Path, sweep_id: str) -> None:
     """A one-line UsageError for a sweep folder that is not this sweep's to write: one that holds
     another sweep (its sweep.json names another sweep id: a rerun of the same sweep resumes there, a
@@ -61,11 +71,8 @@ def check_sweep_folder(folder: Path, sweep_id: str) -> None:
     if folder.is_dir():
         if run_in_progress(folder):
             raise UsageError(f"{flag} {folder} {IN_USE}")
-        try:
-            held = json.loads((folder / "sweep.json").read_text()).get("sweep_id")
-        except (OSError, ValueError, AttributeError):
-            held = None
-        if isinstance(held, str) and held != sweep_id:
+        held = held_by(folder, "sweep_id")
+        if held is not None and held != sweep_id:
             raise UsageError(f"{flag} {folder} holds another sweep (sweep id {held!r}, this one is {sweep_id!r}); "
                              "choose another folder, or remove that one")
         if holds_run(folder):
