@@ -38,6 +38,9 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.mounts
+from tests.mounts import mount_tmpfs  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = str(ROOT / "sm_locust" / "data" / "ranking_10rows.json")
 PY = sys.executable
@@ -487,20 +490,6 @@ def run_case(case: Case, scene: Path, env: dict[str, str], mounts: dict[str, Pat
         shutil.rmtree(scene / output, ignore_errors=True)
     (scene.parent / "probe.pid").unlink(missing_ok=True)
     return judge(case, code, err_text, alive, changed)
-
-
-def mount_tmpfs(target: Path, size: str, read_only: bool = False, fill: int = 0, copy: Path | None = None) -> bool:
-    target.mkdir(parents=True, exist_ok=True)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)], capture_output=True,
-                      check=False).returncode:
-        return False
-    if copy is not None:
-        shutil.copytree(copy, target / copy.name)
-    if fill:
-        (target / "filler").write_bytes(b"x" * fill)
-    if read_only:
-        subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True)
-    return True
 
 
 def main() -> int:

@@ -33,6 +33,7 @@ from sm_locust.payloads import load_payloads
 from sm_locust.payloads.pickles import loads_plain
 from sm_locust.record.schema import drop_malformed_rows
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
+from tests.mounts import mount_tmpfs
 
 HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
                   "Total Failure Count,Total Median Response Time,Total Average Response Time")
@@ -654,17 +655,9 @@ def mount(tmp_path):
 
     def make(name: str, size: str, read_only: bool = False, copy: Path | None = None, fill: int = 0) -> Path:
         target = tmp_path / name
-        target.mkdir()
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
-                          capture_output=True, check=False).returncode:
+        if not mount_tmpfs(target, size, read_only=read_only, fill=fill, copy=copy):
             pytest.skip("mounting a tmpfs needs root")
         mounted.append(target)
-        if copy is not None:
-            shutil.copytree(copy, target / copy.name)
-        if fill:
-            (target / "filler").write_bytes(b"x" * fill)
-        if read_only:
-            subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True)
         return target
 
     yield make
