@@ -129,4 +129,7 @@ def test_the_plateau_search_and_open_loop_send_the_mix_unchanged(tmp_path):
         assert sum(t["requests"] for t in summary["targets"]) == summary["totals"]["requests"] > 0
         assert summary["targets"][0]["name"] == "model-0001.tar.gz"
     sent = plateau["totals"]["requests"] + opened["totals"]["requests"]
-    assert 0 <= sum(m["requests"] for m in stats["models"].values()) - sent <= 3  # a plateau user's last request
+    cut_short = plateau["totals"]["in_flight_at_stop"] + opened["totals"]["in_flight_at_stop"]
+    # what the endpoint served beyond the completed requests is the requests the stops cut short (was "<= 3",
+    # a guess: 4 once, with 3 plateau users and the open loop's in flight)
+    assert 0 <= sum(m["requests"] for m in stats["models"].values()) - sent <= cut_short
