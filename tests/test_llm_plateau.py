@@ -157,8 +157,8 @@ def test_a_plateau_on_tokens_on_the_emulation_finds_the_predicted_knee(endpoint_
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:20",
                      "--max-new-tokens", str(ANSWER_TOKENS), "--stream", "true", "--shape", "plateau",
-                     "--objective", "output-tokens", "--itl-slo-ms", "200", "--min-step-seconds", "5",
-                     "--step-seconds", "6", "--max-users", "8", "--max-duration", "28s", "--out", str(out), timeout=60)
+                     "--objective", "output-tokens", "--itl-slo-ms", "200", "--min-step-seconds", "6",
+                     "--step-seconds", "7", "--max-users", "8", "--max-duration", "32s", "--out", str(out), timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     plateau = json.loads((out / "summary.json").read_text())["plateau"]
     assert plateau["objective"] == "output-tokens" and plateau["users"] == predicted, result.stdout
