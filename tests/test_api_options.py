@@ -10,9 +10,9 @@ import pytest
 from sm_locust.api.options import run_arguments
 from sm_locust.cli import build_parser
 from sm_locust.cli.run import load_from_args, settings_from_args
+from sm_locust.config.options import forwarded_arguments
+from sm_locust.core.launch import locust_command
 from sm_locust.errors import SmLocustError, UsageError
-from sm_locust.launch import locust_command
-from sm_locust.options import forwarded_arguments
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 

@@ -19,8 +19,8 @@ import boto3
 import pytest
 
 import sm_locust
+from sm_locust.core.launch import verdict_line
 from sm_locust.errors import RunError, UsageError
-from sm_locust.launch import verdict_line
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -358,7 +358,7 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
 
 
 def test_plain_http_is_warned_only_off_this_machine():
-    from sm_locust.preflight import plain_http_warning
+    from sm_locust.config.preflight import plain_http_warning
 
     for url in ("http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:8080", "https://10.0.0.5", "", None):
         assert plain_http_warning(url) is None, url
@@ -729,7 +729,7 @@ def test_two_runs_into_one_folder_at_once_the_second_is_refused(endpoint, tmp_pa
 def test_the_folder_lock_is_held_once_per_run_and_released():
     import threading
 
-    from sm_locust.outputs import locked_folder, run_in_progress
+    from sm_locust.util.outputs import locked_folder, run_in_progress
 
     folder = Path(tempfile.mkdtemp())
     refused: list[str] = []
@@ -757,7 +757,7 @@ def test_the_folder_lock_is_held_once_per_run_and_released():
 # -- one region rule for every command (issue 23 item 8) ----------------------------------------
 
 def test_the_region_rule_flag_then_aws_region_then_aws_default_region_then_the_profile(tmp_path, monkeypatch):
-    from sm_locust.region import region_source
+    from sm_locust.aws.region import region_source
 
     config = tmp_path / "aws_config"
     config.write_text("[default]\nregion = ap-south-1\n[profile other]\nregion = sa-east-1\n")
@@ -791,8 +791,8 @@ def test_aws_region_alone_reaches_every_client(make, monkeypatch):
 
         region = clients()[1].meta.region_name
     else:
-        from sm_locust.options import SageMakerSettings
-        from sm_locust.preflight import aws_environment
+        from sm_locust.config.options import SageMakerSettings
+        from sm_locust.config.preflight import aws_environment
 
         extra = aws_environment(SageMakerSettings(endpoint_name="ep", payload=PAYLOAD))
         region = extra["AWS_DEFAULT_REGION"] if extra["AWS_REGION"] == extra["AWS_DEFAULT_REGION"] else "differs"

@@ -86,4 +86,4 @@ def test_the_pytest_plugin_loads_no_locust_until_a_test_runs_a_load_test():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     before, after = (set(m) for m in json.loads(result.stdout.strip().splitlines()[-1]))
     assert not {"locust", "gevent", "pandas"} & before
-    assert {"locust", "sm_locust.inprocess"} <= after
+    assert {"locust", "sm_locust.testing.inprocess"} <= after

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from sm_locust.formatting import MISSING, compact, duration, is_missing, latency, money, number, percent
+from sm_locust.util.formatting import MISSING, compact, duration, is_missing, latency, money, number, percent
 
 MISSING_FORMS = [None, float("nan"), math.inf, -math.inf, np.float64("nan"), np.float32("nan"), np.float64("inf")]
 
@@ -65,7 +65,7 @@ def test_money_and_durations():
 
 
 def test_cli_lines_print_a_missing_latency_as_the_marker():
-    from sm_locust.launch import verdict_line
+    from sm_locust.core.launch import verdict_line
     from sm_locust.record.progress import ProgressSample, parse_progress
     from sm_locust.record.recorder import hour_line
 

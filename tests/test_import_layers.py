@@ -138,7 +138,7 @@ def _package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 def test_the_graph_reader_sees_a_known_import():
     graph = _graph()
-    assert "sm_locust.errors" in graph["sm_locust.registry"]
+    assert "sm_locust.errors" in graph["sm_locust.util.registry"]
 
 
 def test_the_cycle_finder_finds_a_cycle():
@@ -237,12 +237,12 @@ def test_every_function_level_import_says_why_it_is_not_at_the_top():
 
 
 def _option_providers() -> set[str]:
-    """The modules `sm_locust.options.OPTION_PROVIDERS` names (read from the source)."""
-    tree = ast.parse((PACKAGE / "options.py").read_text())
+    """The modules `sm_locust.config.options.OPTION_PROVIDERS` names (read from the source)."""
+    tree = ast.parse((PACKAGE / "config" / "options.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "OPTION_PROVIDERS":
             return {ast.literal_eval(e).partition(":")[0] for e in node.value.elts}
-    raise AssertionError("sm_locust/options.py has no OPTION_PROVIDERS")
+    raise AssertionError("sm_locust/config/options.py has no OPTION_PROVIDERS")
 
 
 def test_a_settings_class_lives_with_the_options_it_reads():

@@ -1,4 +1,4 @@
-"""sm_locust.lifeline: the rule (a child whose parent is gone stops), the command it wraps, and a
+"""sm_locust.util.lifeline: the rule (a child whose parent is gone stops), the command it wraps, and a
 real child that finds its parent gone and stops on its own (a Python child, no Locust, ~1 s)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from sm_locust import lifeline
+from sm_locust.util import lifeline
 
 
 def test_the_parent_is_gone_when_the_child_was_re_parented():
@@ -23,7 +23,7 @@ def test_the_parent_is_gone_when_the_child_was_re_parented():
 
 def test_wrap_runs_the_same_module_under_the_lifeline():
     wrapped = lifeline.wrap(["/py", "-m", "locust", "-f", "x.py"])
-    assert wrapped == ["/py", "-m", "sm_locust.lifeline", "locust", "-f", "x.py"]
+    assert wrapped == ["/py", "-m", "sm_locust.util.lifeline", "locust", "-f", "x.py"]
     with pytest.raises(ValueError):
         lifeline.wrap(["/py", "script.py"])
 
@@ -42,7 +42,7 @@ def test_the_watcher_calls_back_once_when_the_parent_changes():
 def test_a_child_started_with_sigint_ignored_still_stops_on_sigint(tmp_path):
     """A background job of a non-interactive shell starts with SIGINT ignored; the lifeline restores it."""
     (tmp_path / "sleeper.py").write_text("import pathlib, time\npathlib.Path('ready').touch()\ntime.sleep(30)\n")
-    script = f"{sys.executable} -m sm_locust.lifeline sleeper 2>err & echo $! >pid; wait $!; echo $? >rc"
+    script = f"{sys.executable} -m sm_locust.util.lifeline sleeper 2>err & echo $! >pid; wait $!; echo $? >rc"
     shell = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, start_new_session=True)
     try:
         deadline = time.monotonic() + 20
@@ -63,7 +63,8 @@ def test_a_child_whose_parent_is_killed_stops_and_writes_to_its_log(tmp_path):
     log = tmp_path / "child.log"
     (tmp_path / "sleeper.py").write_text("import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
                                          "    print('stopped as on Ctrl+C', flush=True)\n    raise SystemExit(130)\n")
-    script = f"{lifeline.PARENT_ENV}=$$ {lifeline.LOG_ENV}={log} {sys.executable} -m sm_locust.lifeline sleeper & wait"
+    script = (f"{lifeline.PARENT_ENV}=$$ {lifeline.LOG_ENV}={log} {sys.executable} -m sm_locust.util.lifeline "
+              "sleeper & wait")
     shell = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, start_new_session=True)
     deadline = time.monotonic() + 20
     while not psutil.Process(shell.pid).children():

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from sm_locust.cli import main
+from sm_locust.config.options import SageMakerSettings, all_option_specs
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import estimate_tokens
-from sm_locust.options import SageMakerSettings, all_option_specs
 from sm_locust.payloads.llm import (
     INPUT_TOKENS,
     OPTIONS,

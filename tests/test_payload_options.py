@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from sm_locust.cli import main
+from sm_locust.config.options import all_option_specs, forwarded_arguments, register_options
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UsageError
-from sm_locust.options import all_option_specs, forwarded_arguments, register_options
 from sm_locust.payloads.options import OPTIONS, PayloadSettings, parse_expected_shape, prepare_payloads
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
@@ -60,7 +60,7 @@ def test_the_run_command_declares_the_payload_options():
 
 
 def test_env_vars_set_payload_options(monkeypatch):
-    from sm_locust.options import add_cli_options
+    from sm_locust.config.options import add_cli_options
 
     monkeypatch.setenv("SM_LOCUST_SPLIT", "5")
     monkeypatch.setenv("SM_LOCUST_VALIDATE_RESPONSE", "yes")

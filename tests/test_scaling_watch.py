@@ -21,8 +21,8 @@ from pathlib import Path
 import boto3
 import pytest
 
+from sm_locust.config.options import SageMakerSettings
 from sm_locust.endpoint.fleet import FleetConfig
-from sm_locust.options import SageMakerSettings
 from sm_locust.scaling.aws import VariantRef, snapshot
 from sm_locust.scaling.policy import ScalingPolicy
 from sm_locust.scaling.watch import start_watch

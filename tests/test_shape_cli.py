@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from sm_locust.config.options import OpenLoopSettings, open_loop_settings, parse_bool, parse_number
 from sm_locust.errors import UsageError
-from sm_locust.options import OpenLoopSettings, open_loop_settings, parse_bool, parse_number
 from sm_locust.shapes.settings import ShapeSettings
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 

@@ -15,8 +15,8 @@ from locust.env import Environment
 
 import pytest
 
+from sm_locust.config.options import all_option_specs
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
-from sm_locust.options import all_option_specs
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.synthetic import SyntheticEndpoint
 from sm_locust.record.llm import LlmStats

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sm_locust.launch import LoadSettings, locust_command
+from sm_locust.core.launch import LoadSettings, locust_command
 from sm_locust.record.recorder import CHECKPOINT_ENV
 from sm_locust.record.runfolder import read_run
 from sm_locust.record.schema import check_summary

@@ -9,9 +9,9 @@ import pytest
 
 from sm_locust.cli import main
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
 from sm_locust.sweep.kinds import KINDS, SweepKind, kind_of
 from sm_locust.sweep.validate import Checker
+from sm_locust.util.registry import Registry
 from tests.conftest import SAMPLE_PAYLOAD
 
 REALTIME = f"""\

@@ -15,9 +15,9 @@ import re
 
 import pytest
 
+from sm_locust.config.options import SageMakerSettings
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UnknownNameError
-from sm_locust.options import SageMakerSettings
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS, create_client
 from sm_locust.transport.fast import FastSageMakerClient
 from tests.conftest import SAMPLE_PAYLOAD, discard, run_cli

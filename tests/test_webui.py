@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from sm_locust.config.options import all_option_specs
 from sm_locust.endpoint.server import free_port
-from sm_locust.options import all_option_specs
 from tests.conftest import ROOT, SAMPLE_PAYLOAD
 from tests.fakes import wait_exit
 

@@ -17,9 +17,9 @@ import pandas as pd
 
 from sm_locust.api.result import load
 from sm_locust.errors import UsageError
-from sm_locust.outputs import check_output_dir, refuse_in_progress
 from sm_locust.report.compare import compare_table, write_compare
 from sm_locust.report.pipeline import check_report_values
+from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
 def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,

@@ -33,8 +33,7 @@ from sm_locust.api.predictor import read_predictor, request_body
 from sm_locust.api.progress import RunProgress, make_display
 from sm_locust.api.result import RunResult
 from sm_locust.cli.run import start_run
-from sm_locust.errors import Interrupted, RunError, UsageError
-from sm_locust.launch import (
+from sm_locust.core.launch import (
     check_out_dir,
     choose_out_dir,
     discard_out_dir,
@@ -42,6 +41,7 @@ from sm_locust.launch import (
     holds_run,
     make_out_dir,
 )
+from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.record.runfolder import SUMMARY_JSON
 from sm_locust.shapes.settings import parse_seconds
 

@@ -10,7 +10,7 @@ print as one line (`sm-locust: error: ...`) and exit with their code; argparse u
 
 Signals: Ctrl+C (SIGINT) raises KeyboardInterrupt and SIGTERM raises `Terminated`, its subclass, so
 every `with` / `finally` on the way out stops what the command started (the local endpoint, moto);
-while Locust runs as a child, `sm_locust.launch` forwards either signal to it instead and raises
+while Locust runs as a child, `sm_locust.core.launch` forwards either signal to it instead and raises
 `Interrupted` once Locust has stopped and written its results. Exit 130 (SIGINT) or 143 (SIGTERM).
 """
 
@@ -28,7 +28,7 @@ from typing import NoReturn
 from sm_locust import __version__
 from sm_locust.cli.commands import COMMANDS
 from sm_locust.errors import Interrupted, SmLocustError
-from sm_locust.numbers import register_number_types
+from sm_locust.util.numbers import register_number_types
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -37,7 +37,7 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        register_number_types(self)  # type=float / type=int: finite only, one message (sm_locust.numbers)
+        register_number_types(self)  # type=float / type=int: finite only, one message (sm_locust.util.numbers)
 
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.outputs import check_output_dir, refuse_in_progress
 from sm_locust.report.compare import compare_runs
 from sm_locust.report.pipeline import check_report_values
+from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -22,11 +22,9 @@ import boto3
 import pandas as pd
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.endpoint.faults import EndpointConfig
-from sm_locust.endpoint.server import LocalEndpoint
-from sm_locust.errors import UsageError
-from sm_locust.formatting import MISSING
-from sm_locust.launch import (
+from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.preflight import preflight
+from sm_locust.core.launch import (
     LoadSettings,
     check_out_dir,
     choose_out_dir,
@@ -35,12 +33,14 @@ from sm_locust.launch import (
     remove_run_files,
     verdict_line,
 )
-from sm_locust.numbers import argument_type
-from sm_locust.options import SageMakerSettings
-from sm_locust.outputs import locked_folder
-from sm_locust.preflight import preflight
+from sm_locust.endpoint.faults import EndpointConfig
+from sm_locust.endpoint.server import LocalEndpoint
+from sm_locust.errors import UsageError
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
+from sm_locust.util.formatting import MISSING
+from sm_locust.util.numbers import argument_type
+from sm_locust.util.outputs import locked_folder
 
 DEMO_ENDPOINT = "sm-locust-demo"
 DEMO_PRICED_AS = "ml.c5.xlarge"

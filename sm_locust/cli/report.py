@@ -15,17 +15,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
-from sm_locust.numbers import argument_type
-from sm_locust.outputs import check_output_dir, refuse_in_progress
 from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
-from sm_locust.runtime_api import check_endpoint_name, check_header
+from sm_locust.util.numbers import argument_type
+from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
 def _positive(kind: type):
-    """A number above 0 (sm_locust.numbers: finite, one message naming the option)."""
+    """A number above 0 (sm_locust.util.numbers: finite, one message naming the option)."""
     return argument_type(kind, above=0)
 
 
@@ -73,7 +73,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def check_names(args: argparse.Namespace) -> None:
-    """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.runtime_api)."""
+    """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.aws.runtime_api)."""
     if args.endpoint_name:
         check_endpoint_name(args.endpoint_name)
     if args.variant_name:

@@ -1,6 +1,6 @@
 """`sm-locust run`: a headless load test against a SageMaker endpoint, into a run folder.
 
-It declares the same options as the locustfile (sm_locust.options), checks them before anything
+It declares the same options as the locustfile (sm_locust.config.options), checks them before anything
 starts (one-line errors, nothing half-started), then runs Locust with the options that were given.
 """
 
@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.errors import Interrupted, RunError, SmLocustError, UsageError
-from sm_locust.launch import (
+from sm_locust.config.options import SageMakerSettings, add_cli_options
+from sm_locust.config.preflight import is_loopback, preflight
+from sm_locust.core.launch import (
     LoadSettings,
     check_out_dir,
     choose_out_dir,
@@ -23,9 +24,8 @@ from sm_locust.launch import (
     nothing_completed,
     verdict_line,
 )
-from sm_locust.options import SageMakerSettings, add_cli_options
+from sm_locust.errors import Interrupted, RunError, SmLocustError, UsageError
 from sm_locust.payloads.options import prepare_payloads
-from sm_locust.preflight import is_loopback, preflight
 from sm_locust.report.s3 import S3Location, check_writable, s3_client, upload_folder
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.shapes import SHAPES

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
+from sm_locust.config.options import parse_bool
 from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
@@ -14,8 +16,6 @@ from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.endpoint.serving import serve_forever
 from sm_locust.errors import UsageError
-from sm_locust.options import parse_bool
-from sm_locust.runtime_api import check_endpoint_name, check_header
 from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
 
 
@@ -164,7 +164,7 @@ def add_parser(subparsers) -> None:
 
 
 def check_names(args: argparse.Namespace) -> None:
-    """The names the endpoint answers to and reports follow SageMaker's rules (sm_locust.runtime_api)."""
+    """The names the endpoint answers to and reports follow SageMaker's rules (sm_locust.aws.runtime_api)."""
     for flag in ("endpoint_name", "metrics_endpoint_name"):
         if getattr(args, flag, None):
             check_endpoint_name(getattr(args, flag), "--" + flag.replace("_", "-"))

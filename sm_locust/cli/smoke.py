@@ -21,13 +21,13 @@ from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.cli.run import add_load_arguments, start_run
+from sm_locust.config.options import add_cli_options
+from sm_locust.core.launch import nothing_completed, verdict_line
 from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
 from sm_locust.gates.spec import with_default_error_gate
-from sm_locust.launch import nothing_completed, verdict_line
-from sm_locust.options import add_cli_options
-from sm_locust.outputs import check_output_file, refuse_in_progress
 from sm_locust.record.runfolder import load_run
+from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
 SMOKE_USERS = 2
 SMOKE_RUN_TIME = "5s"

@@ -27,6 +27,7 @@ from urllib.parse import unquote
 
 import orjson
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.endpoint import batching, codecs, control, fleet, llm, serverless, streaming, targets
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
@@ -39,7 +40,6 @@ from sm_locust.endpoint.faults import (
     parse_custom_attributes,
 )
 from sm_locust.endpoint.model import RankingModel
-from sm_locust.runtime_api import MAX_BODY_BYTES
 
 ACCOUNT = "000000000000"
 STATS_PATH = "/_sm_locust/stats"

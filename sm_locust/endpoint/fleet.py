@@ -36,9 +36,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
 from sm_locust.scaling.policy import ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod
+from sm_locust.util.registry import Registry
 
 DEFAULT_INSTANCE_START_S = 240.0  # the example: AWS publishes no figure (docs/facts.md)
 EVENT_CAPACITY = 4096  # instance-count changes kept in the shared log

@@ -51,7 +51,7 @@ from typing import Any
 
 import psutil
 
-from sm_locust.preflight import is_loopback
+from sm_locust.config.preflight import is_loopback
 from sm_locust.report.metrics import METRICS_BY_NAME
 
 DEFAULT_INTERVAL_S = 10.0

@@ -5,7 +5,7 @@ that only manages an endpoint does not import the endpoint's application.
 SageMaker's framework containers run gunicorn with gevent workers behind nginx; the local endpoint
 runs gunicorn with gevent workers (gthread when --threads > 1), binds 127.0.0.1 unless told
 otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM (130 / 143, as every
-sm-locust command). A `LocalEndpoint` runs under `sm_locust.lifeline`: it stops when the process
+sm-locust command). A `LocalEndpoint` runs under `sm_locust.util.lifeline`: it stops when the process
 that started it is gone, even after a SIGKILL.
 """
 
@@ -24,9 +24,9 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from sm_locust import lifeline
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.errors import RunError
+from sm_locust.util import lifeline
 
 READY_TIMEOUT_S = 15.0
 

@@ -15,8 +15,8 @@ from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
-from sm_locust.numbers import argument_type
 from sm_locust.record.runfolder import RunData, load_run
+from sm_locust.util.numbers import argument_type
 
 
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sm_locust.formatting import MISSING, compact, percent
 from sm_locust.record.runfolder import Metrics, RunData
+from sm_locust.util.formatting import MISSING, compact, percent
 
 
 def _scope_label(name: str | None) -> str:

@@ -30,8 +30,8 @@ from locust.argument_parser import ui_extra_args_dict
 from flask import jsonify, request
 from werkzeug.datastructures import ImmutableMultiDict
 
+from sm_locust.config.options import all_option_specs, parse_bool, parse_number
 from sm_locust.errors import UsageError
-from sm_locust.options import all_option_specs, parse_bool, parse_number
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
 

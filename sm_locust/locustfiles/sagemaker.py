@@ -28,18 +28,17 @@ import gevent
 from locust import events, task
 from locust.runners import WorkerRunner
 
-from sm_locust.errors import SmLocustError
-from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
-from sm_locust.options import SageMakerSettings, register_options
-from sm_locust.outputs import check_output_dir
-from sm_locust.payloads.options import prepare_payloads
-from sm_locust.payloads.split import PARTS
-from sm_locust.preflight import (
+from sm_locust.config.options import SageMakerSettings, register_options
+from sm_locust.config.preflight import (
     aws_region,
     check_region,
     plain_http_warning,
     runtime_url,
 )
+from sm_locust.errors import SmLocustError
+from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
+from sm_locust.payloads.options import prepare_payloads
+from sm_locust.payloads.split import PARTS
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.targets import TargetStats
@@ -47,6 +46,7 @@ from sm_locust.record.workers import attach
 from sm_locust.transport.options import operation
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
+from sm_locust.util.outputs import check_output_dir
 
 __all__ = ["InvokeEndpointUser"]
 log = logging.getLogger("sm_locust")

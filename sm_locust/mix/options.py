@@ -1,7 +1,7 @@
 """The traffic-mix options (`--target-models`, `--inference-components`, `--seed`) and the one
 function that reads them (`mix_settings`).
 
-Declared once as `OptionSpec`s (listed in `sm_locust.options.OPTION_PROVIDERS`), so they work on
+Declared once as `OptionSpec`s (listed in `sm_locust.config.options.OPTION_PROVIDERS`), so they work on
 the command line, as `SM_LOCUST_*` variables, in locust.conf, in the web UI (where a file path is
 refused: the browser may pick a generated or written-out mix, not make the tool read a file) and
 in a sweep's `load:`. `sm_locust.payloads.options.prepare_payloads` applies them, so `sm-locust
@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.config.options import OptionSpec, option_value, parse_number
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import INFERENCE_COMPONENT, TARGET_MODEL, TargetMix, parse_mix
-from sm_locust.options import OptionSpec, option_value, parse_number
 
 DEFAULT_SEED = 0
 

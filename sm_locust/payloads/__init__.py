@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.errors import UsageError
 from sm_locust.payloads.arrays import DEFAULT_MAX_BODIES, load_arrays
 from sm_locust.payloads.callables import (
@@ -44,7 +45,6 @@ from sm_locust.payloads.pickles import PICKLE_SUFFIXES, load_pickle
 from sm_locust.payloads.pool import SELECTIONS, PayloadPool
 from sm_locust.payloads.split import check_split, split_invocations
 from sm_locust.payloads.template import InvocationTemplate
-from sm_locust.runtime_api import MAX_BODY_BYTES
 from sm_locust.serializers import Serializer, create_serializer
 
 DEFAULT_SERIALIZER = "json"

@@ -13,10 +13,10 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.payloads.template import InvocationTemplate
-from sm_locust.runtime_api import MAX_BODY_BYTES
 from sm_locust.serializers.content_types import CSV, JSON, JSON_LINES, NPY, NUMPY_RAW, PROTOBUF, canonical
 
 MAX_SOURCE_BYTES = 1 << 30  # a payload source (JSONL, pickle, prompts) is read whole and kept, encoded, in memory

@@ -38,14 +38,14 @@ from typing import Any
 
 import orjson
 
+from sm_locust.config.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
-from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.payloads.files import read_payload_file
 from sm_locust.payloads.pool import PayloadPool
-from sm_locust.registry import Registry
+from sm_locust.util.registry import Registry
 
 TGI, MESSAGES = "tgi", "messages"
 TEMPLATES: Registry[str] = Registry("LLM template")

@@ -5,7 +5,7 @@ Why here: the same options are read in two places that must agree, `sm-locust ru
 them before anything starts, so a typo is a one-line error and no half-made run folder) and the
 default locustfile (which builds the pool once per process at test start, also from the web UI).
 Both call `prepare_payloads`; the options themselves are declared once, as `OptionSpec`s listed in
-`sm_locust.options.OPTION_PROVIDERS`, so they show in the web UI and `sm-locust run` forwards them.
+`sm_locust.config.options.OPTION_PROVIDERS`, so they show in the web UI and `sm-locust run` forwards them.
 
 Serializer options are explicit flags rather than one repeated `KEY=VALUE` flag, because Locust's
 web UI edits one value per option. Each applies to the serializers that take it; giving one to a
@@ -18,14 +18,14 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
+from sm_locust.config.options import OptionSpec, given_fields
 from sm_locust.errors import UsageError
 from sm_locust.mix.options import MixSettings, mix_settings
 from sm_locust.mix.pool import MixedPool
-from sm_locust.options import OptionSpec, given_fields
 from sm_locust.payloads import encoded_by_serializer, load_payloads
 from sm_locust.payloads.llm import llm_pool
 from sm_locust.payloads.split import parts_of
-from sm_locust.runtime_api import MAX_BODY_BYTES
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
 
 OPTIONS: list[OptionSpec] = [

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.registry import Registry
+from sm_locust.util.registry import Registry
 
 SELECTIONS: Registry[str] = Registry("payload selection")
 SELECTIONS.add("round-robin", "round-robin", "roundrobin", "cycle", "sequential")

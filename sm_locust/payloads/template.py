@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES, check_body_size, check_header
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.runtime_api import MAX_BODY_BYTES, check_body_size, check_header
 from sm_locust.serializers import Serializer, body_rows, request_rows
 from sm_locust.serializers.content_types import JSON, canonical
 

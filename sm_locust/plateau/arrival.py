@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
+from sm_locust.util.registry import Registry
 
 LATE_TOLERANCE_S = 0.010  # a send more than 10 ms after its intended time is late
 

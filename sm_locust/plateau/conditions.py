@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
-from sm_locust.formatting import latency, percent
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
+from sm_locust.util.formatting import latency, percent
 
 KIND_CONSTRAINT = "constraint"
 KIND_SATURATION = "saturation"

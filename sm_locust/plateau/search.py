@@ -36,7 +36,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.formatting import latency
 from sm_locust.plateau.conditions import (
     KIND_CONSTRAINT,
     KIND_LIMIT,
@@ -50,6 +49,7 @@ from sm_locust.plateau.conditions import (
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
+from sm_locust.util.formatting import latency
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
 GROWTH_FACTOR = 2.0  # PlateauSearch doubles the load while throughput keeps growing

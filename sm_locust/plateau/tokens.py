@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.formatting import latency
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
 from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.driver import SearchDriver
@@ -39,6 +38,7 @@ from sm_locust.plateau.steady import (
     steady_window,
 )
 from sm_locust.plateau.timeline import Second
+from sm_locust.util.formatting import latency
 
 MIXED = "mixed"
 OBJECTIVE = "output-tokens"

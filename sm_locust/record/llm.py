@@ -40,6 +40,7 @@ from typing import Any
 
 from gevent import getcurrent
 
+from sm_locust.config.options import option_value, parse_bool
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
@@ -49,7 +50,6 @@ from sm_locust.llm.tokens import (
     response_figures,
     stream_figures,
 )
-from sm_locust.options import option_value, parse_bool
 from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sm_locust.formatting import MISSING, is_missing
+from sm_locust.util.formatting import MISSING, is_missing
 
 PREFIX = "sm-locust ["
 

@@ -48,7 +48,6 @@ from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry
 
 import psutil
 
-from sm_locust.formatting import MISSING, is_missing
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
@@ -61,6 +60,7 @@ from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
 from sm_locust.transport.inflight import StoppedRequests
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
+from sm_locust.util.formatting import MISSING, is_missing
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0

@@ -25,9 +25,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.formatting import money, number
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.timeline import read_seconds, timeline_path
+from sm_locust.util.formatting import money, number
 
 FIG_ID = "fig-autoscaling"
 BREACH_COLOR = "rgba(217,48,37,0.12)"

@@ -30,7 +30,7 @@ import pandas as pd
 from botocore import exceptions as bx
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sm_locust.region import NO_REGION, region_for
+from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
     INFERENCE_COMPONENTS_NS,

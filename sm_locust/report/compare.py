@@ -28,13 +28,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from sm_locust.formatting import number
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
 from sm_locust.report.llm import LLM_COLUMNS, llm_columns
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
+from sm_locust.util.formatting import number
 
 ROW_COLUMNS = [
     "run", "endpoint", "instance_type", "instance_count", "users", "max_sustainable_rps", "goodput_rps", "p50_ms",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.numbers import check_number
+from sm_locust.util.numbers import check_number
 
 DEFAULT_SAFETY_FACTOR = 0.5  # AWS's suggested starting point for InvocationsPerInstance targets
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sm_locust.formatting import MISSING, money, number
 from sm_locust.report.cost import cost_per_million_tokens
+from sm_locust.util.formatting import MISSING, money, number
 
 LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
 FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")

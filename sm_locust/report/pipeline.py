@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.config.preflight import is_loopback
 from sm_locust.errors import UsageError
-from sm_locust.preflight import is_loopback
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod

@@ -32,10 +32,10 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from sm_locust.formatting import MISSING, is_missing, money, number, percent
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import llm_figures, llm_rows
 from sm_locust.report.targets import targets_section
+from sm_locust.util.formatting import MISSING, is_missing, money, number, percent
 
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",

@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 import botocore.exceptions
 
+from sm_locust.aws.region import region_for
 from sm_locust.errors import RunError, UsageError
-from sm_locust.region import region_for
 
 #: written and deleted by `check_writable`; skipped when a run is read back
 MARKER_NAME = ".sm-locust-write-check"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from sm_locust.registry import Registry
 from sm_locust.report.cloudwatch import fetch_endpoint_metrics
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
+from sm_locust.util.registry import Registry
 
 
 class MetricSource(Protocol):

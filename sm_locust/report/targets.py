@@ -23,8 +23,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.formatting import MISSING, number, percent
 from sm_locust.report.metrics import METRICS_BY_NAME
+from sm_locust.util.formatting import MISSING, number, percent
 
 FIG_ID = "fig-model-cache"
 HIT_COLUMN = METRICS_BY_NAME["ModelCacheHit"].columns()[0]  # cw_ModelCacheHit_avg_pct

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+from sm_locust.aws.region import region_for
 from sm_locust.errors import RunError, SmLocustError, UsageError, aws_error
 from sm_locust.record.summary import write_json
-from sm_locust.region import region_for
 from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, METRICS, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, RunClock
 

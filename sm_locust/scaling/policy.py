@@ -40,8 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
 from sm_locust.scaling.timeline import MetricPeriod
+from sm_locust.util.registry import Registry
 
 INVOCATIONS = "SageMakerVariantInvocationsPerInstance"
 CONCURRENCY = "SageMakerVariantConcurrentRequestsPerModelHighResolution"

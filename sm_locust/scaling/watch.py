@@ -25,9 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.preflight import LOCAL_CREDENTIALS, is_loopback
 from sm_locust.errors import UsageError
-from sm_locust.options import SageMakerSettings
-from sm_locust.preflight import LOCAL_CREDENTIALS, is_loopback
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.report.cost import load_prices

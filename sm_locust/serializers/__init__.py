@@ -26,7 +26,6 @@ import inspect
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
 from sm_locust.serializers.base import Part, SerializationError, Serializer, decoder_for
 from sm_locust.serializers.content_types import CONTENT_TYPES, base_content_type, format_of
 from sm_locust.serializers.csv_format import CsvSerializer
@@ -36,6 +35,7 @@ from sm_locust.serializers.protobuf_format import ProtobufSerializer
 from sm_locust.serializers.raw import RawSerializer
 from sm_locust.serializers.rows import SPLITTABLE, body_rows, part_slices, request_rows, split_body, split_rows
 from sm_locust.serializers.validation import ResponseValidator
+from sm_locust.util.registry import Registry
 
 SERIALIZERS: Registry[type[Serializer]] = Registry("serializer")
 SERIALIZERS.add("json", JsonSerializer)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sm_locust.options import parse_bool
+from sm_locust.config.options import parse_bool
 from sm_locust.serializers.base import Part, SerializationError, Serializer, part_slices
 from sm_locust.serializers.content_types import CSV, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, NUM_FIELDS, as_single_array, is_ranking

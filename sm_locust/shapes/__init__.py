@@ -15,7 +15,7 @@ and in the web UI several can be loaded at once and picked with `--class-picker`
 
 from __future__ import annotations
 
-from sm_locust.registry import Registry
+from sm_locust.util.registry import Registry
 
 # shape name -> shipped locustfile holding it
 SHAPES: Registry[str] = Registry("shape")

@@ -26,8 +26,8 @@ import time
 from locust import LoadTestShape
 from locust.runners import Runner
 
+from sm_locust.config.options import option_value
 from sm_locust.errors import SmLocustError, UsageError
-from sm_locust.options import option_value
 from sm_locust.plateau.search import Search
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings, parse_seconds

@@ -12,7 +12,7 @@ Defaults that depend on the shape are None in `OPTIONS` ("the shape's default"):
 and phases shapes and off for the step shape. `--max-error-rate` is the run's one error-rate
 limit: the shapes judge each step by it and gates (`sm-locust smoke`) the whole run
 (docs/plateau.md). The open-loop options (`--arrival`, `--rate-per-user`, `--max-in-flight`) are
-the open-loop users' and live with `OpenLoopSettings` in `sm_locust/options.py`.
+the open-loop users' and live with `OpenLoopSettings` in `sm_locust/config/options.py`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from typing import Any
 
 import yaml
 
-from sm_locust.errors import UsageError
-from sm_locust.options import (
+from sm_locust.config.options import (
     DEFAULT_RATE_PER_USER,
     OpenLoopSettings,
     OptionSpec,
@@ -36,6 +35,7 @@ from sm_locust.options import (
     parse_bool,
     parse_number,
 )
+from sm_locust.errors import UsageError
 from sm_locust.plateau.conditions import (
     DEFAULT_MAX_ERROR_RATE,
     Condition,

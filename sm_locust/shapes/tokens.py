@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.config.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.errors import UsageError
-from sm_locust.options import OptionSpec, option_value, parse_bool, parse_number
 from sm_locust.plateau.conditions import Condition
 from sm_locust.plateau.search import PlateauSearch
 from sm_locust.plateau.steady import MODE_RATE

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
-from sm_locust.formatting import count, duration, money
 from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep, held_by
 from sm_locust.sweep.deployers import DeployError, create_deployer
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
 from sm_locust.sweep.progress import Printer, say
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
+from sm_locust.util.formatting import count, duration, money
 
 
 @dataclass

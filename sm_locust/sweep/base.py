@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.core.launch import holds_run
 from sm_locust.errors import UsageError
-from sm_locust.launch import holds_run
-from sm_locust.outputs import IN_USE, check_output_dir, run_in_progress
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
@@ -41,6 +40,7 @@ from sm_locust.sweep.pipeline import Durations, simulate
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
+from sm_locust.util.outputs import IN_USE, check_output_dir, run_in_progress
 
 DEFAULT_SWEEPS_DIR = "sweeps"
 
@@ -66,7 +66,7 @@ def check_sweep_folder(folder: Path, sweep_id: str) -> None:
     """A one-line UsageError for a sweep folder that is not this sweep's to write: one that holds
     another sweep (its sweep.json names another sweep id: a rerun of the same sweep resumes there, a
     different one used to overwrite it silently), a run folder, a file in the way, a place that cannot
-    be written or a full disk (sm_locust.outputs), or a sweep running there right now."""
+    be written or a full disk (sm_locust.util.outputs), or a sweep running there right now."""
     flag = "--out"
     if folder.is_dir():
         if run_in_progress(folder):

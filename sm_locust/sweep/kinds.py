@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
 from sm_locust.sweep.autoscaling import spec as autoscaling_spec
 from sm_locust.sweep.serverless import spec as serverless_spec
 from sm_locust.sweep.validate import Checker
+from sm_locust.util.registry import Registry
 
 KIND_KEY = "kind"  # the optional top-level key naming the kind
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from sm_locust.config.options import OptionSpec, SageMakerSettings, all_option_specs
+from sm_locust.core.launch import LoadSettings
 from sm_locust.errors import UsageError
-from sm_locust.launch import LoadSettings
-from sm_locust.options import OptionSpec, SageMakerSettings, all_option_specs
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.shapes import SHAPES
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
-from sm_locust.formatting import duration
 from sm_locust.sweep.rows import Row
+from sm_locust.util.formatting import duration
 
 PREFIX = "sm-locust sweep:"
 BAR_WIDTH = 20

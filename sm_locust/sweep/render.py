@@ -19,7 +19,7 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 
-from sm_locust.formatting import number
+from sm_locust.util.formatting import number
 
 CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}

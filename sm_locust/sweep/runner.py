@@ -1,7 +1,7 @@
 """Runs a checked sweep: deploy, test, delete every configuration; always clean up.
 
 The main thread runs the tests one at a time (one load generator) with the normal run machinery
-(`sm_locust.preflight` + `sm_locust.launch.execute`, exactly what `sm-locust run` does), so each
+(`sm_locust.config.preflight` + `sm_locust.core.launch.execute`, exactly what `sm-locust run` does), so each
 configuration leaves a normal run folder. Creations and deletions run in worker threads, driven by
 the `Pipeline` (at most `max_parallel_endpoints` alive). Each configuration's figures are read back
 from its run folder's `summary.json` (and the report's `steps.csv` or the local deployer's
@@ -36,11 +36,10 @@ from typing import Any
 
 import psutil
 
+from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.preflight import preflight
+from sm_locust.core.launch import execute
 from sm_locust.errors import Interrupted, SmLocustError
-from sm_locust.launch import execute
-from sm_locust.options import SageMakerSettings
-from sm_locust.outputs import locked_folder
-from sm_locust.preflight import preflight
 from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
 from sm_locust.sweep.pipeline import (
     DELETING,
@@ -52,6 +51,7 @@ from sm_locust.sweep.pipeline import (
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Row, Teardown, Timing
+from sm_locust.util.outputs import locked_folder
 
 MARKER = "sweep_configuration.json"
 
@@ -155,7 +155,7 @@ class SweepRunner:
         sweep = self.sweep
         outcome = RunOutcome(self.rows)
         sweep.out_dir.mkdir(parents=True, exist_ok=True)
-        with locked_folder(sweep.out_dir):  # a second sweep into this folder now is refused (sm_locust.outputs)
+        with locked_folder(sweep.out_dir):  # a second sweep into this folder now is refused (sm_locust.util.outputs)
             return self._run_locked(outcome)
 
     def _run_locked(self, outcome: RunOutcome) -> RunOutcome:

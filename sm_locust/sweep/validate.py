@@ -8,7 +8,7 @@ naming the file and the key's path, raised as `UsageError` (exit 2) before anyth
     sweep.yaml: objective.slo_ms: must be more than 0, got -5
 
 The rules:
-- **numbers** (the one rule for every numeric input, `sm_locust.numbers`, the same wording as the
+- **numbers** (the one rule for every numeric input, `sm_locust.util.numbers`, the same wording as the
   command line's): a real number, not a bool or text; finite (YAML's `.nan` and `.inf` are refused);
   whole when `integer` is asked; within the bounds given (`minimum` and `maximum` inclusive, `above`
   exclusive);
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.numbers import number_problem
+from sm_locust.util.numbers import number_problem
 
 
 def spec_error(source: str, path: str, message: str) -> UsageError:
@@ -74,7 +74,7 @@ class Checker:
     def _checked(self, path: str, value: Any, minimum: float | None, above: float | None, maximum: float | None,
                  whole: bool, expected: str | None) -> float:
         number, problem = number_problem(value, int if whole else float, minimum=minimum, above=above,
-                                         maximum=maximum, text=False)  # the one rule (sm_locust/numbers.py)
+                                         maximum=maximum, text=False)  # the one rule (sm_locust/util/numbers.py)
         if problem is not None:
             raise self.error(path, f"{expected}, got {value!r}" if expected else problem)
         assert number is not None

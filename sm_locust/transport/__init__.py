@@ -21,16 +21,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sm_locust.registry import Registry
 from sm_locust.transport.boto3 import Boto3SageMakerClient
 from sm_locust.transport.contract import SageMakerClient
 from sm_locust.transport.fast import FastSageMakerClient
+from sm_locust.util.registry import Registry
 
 TRANSPORTS: Registry[type[SageMakerClient]] = Registry("transport")
 TRANSPORTS.add(FastSageMakerClient.transport, FastSageMakerClient)
 TRANSPORTS.add(Boto3SageMakerClient.transport, Boto3SageMakerClient)
 
-DEFAULT_TRANSPORT = FastSageMakerClient.transport  # = sm_locust.options.SageMakerSettings.transport (a test checks)
+# = sm_locust.config.options.SageMakerSettings.transport (a test checks)
+DEFAULT_TRANSPORT = FastSageMakerClient.transport
 
 
 def create_client(transport: str, environment: Any, endpoint_name: str, **settings: Any) -> SageMakerClient:

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from sm_locust.aws.region import endpoint_url_for, region_for
 from sm_locust.errors import UsageError
 from sm_locust.invocation import (
     INVOKE_ENDPOINT,
@@ -45,7 +46,6 @@ from sm_locust.invocation import (
     Invocation,
     InvocationError,
 )
-from sm_locust.region import region_for
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
     LOCAL_DEFAULT_REGION,
@@ -58,7 +58,6 @@ from sm_locust.transport.contract import (
 from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
 from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, SigningTemplate, create_signer
 
-ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
 MODEL_WAIT = MODEL_WAIT_HEADER.lower()
@@ -87,14 +86,6 @@ _ASYNC_HEADERS = {
     "X-Amzn-SageMaker-Custom-Attributes": "X-Amzn-SageMaker-Custom-Attributes",
     "X-Amzn-SageMaker-Inference-Id": "X-Amzn-SageMaker-Inference-Id",
 }
-
-
-def endpoint_url_for(region: str, endpoint_url: str | None = None) -> str:
-    """`endpoint_url`, else `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` / `AWS_ENDPOINT_URL`, else AWS."""
-    for candidate in (endpoint_url, *(os.environ.get(name) for name in ENDPOINT_URL_ENV)):
-        if candidate:
-            return candidate.rstrip("/")
-    return f"https://runtime.sagemaker.{region}.amazonaws.com"
 
 
 def _region(region: str | None, session: Any, endpoint_url: str | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sm_locust.options import OptionSpec
+from sm_locust.config.options import OptionSpec
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 
 OPTIONS: list[OptionSpec] = [

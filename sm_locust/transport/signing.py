@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
+from sm_locust.util.registry import Registry
 
 SIGNING_NAME = "sagemaker"
 ALGORITHM = "AWS4-HMAC-SHA256"

@@ -39,9 +39,9 @@ from gevent.event import Event
 from gevent.pool import Pool
 from locust import task
 
+from sm_locust.config.options import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, open_loop_settings
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.options import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, open_loop_settings
 from sm_locust.plateau.arrival import ARRIVALS
 from sm_locust.users.sagemaker import SageMakerUser
 

@@ -23,8 +23,8 @@ from typing import Any
 from locust import User
 from locust.exception import StopTest
 
+from sm_locust.config.options import SageMakerSettings
 from sm_locust.invocation import Invocation
-from sm_locust.options import SageMakerSettings
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from sm_locust.transport.contract import (
     DEFAULT_CONNECT_TIMEOUT_S,

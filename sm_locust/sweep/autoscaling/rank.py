@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sm_locust.formatting import percent
 from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
+from sm_locust.util.formatting import percent
 
 
 @dataclass

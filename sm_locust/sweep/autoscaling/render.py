@@ -17,10 +17,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sm_locust.formatting import duration
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.progress import PREFIX
 from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
+from sm_locust.util.formatting import duration
 
 SCHEMA = 1
 POLICY_COLUMNS = ("min_instances", "max_instances", "target_value", "metric", "scale_out_cooldown_s",

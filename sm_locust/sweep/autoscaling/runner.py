@@ -17,9 +17,9 @@ import contextlib
 import json
 from pathlib import Path
 
-from sm_locust.launch import execute
-from sm_locust.options import SageMakerSettings
-from sm_locust.preflight import preflight
+from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.preflight import preflight
+from sm_locust.core.launch import execute
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan
 from sm_locust.sweep.deployers import Deployment

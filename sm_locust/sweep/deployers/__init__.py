@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.registry import Registry
+from sm_locust.util.registry import Registry
 
 Progress = Callable[[str], None]
 

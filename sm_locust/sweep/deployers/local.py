@@ -19,7 +19,7 @@ flags: `multi_model: true`, `model_count`, `model_size_mb`, `instance_memory_mb`
 `model_ready_timeout_s` (any of them turns the emulation on) and `inference_components: a:2,b:1`; an
 MME's count of loaded models is sampled into `endpoint_usage.csv` (`loaded_models`) beside CPU.
 
-Left behind: each endpoint runs under `sm_locust.lifeline` (it stops by itself when the sweep's
+Left behind: each endpoint runs under `sm_locust.util.lifeline` (it stops by itself when the sweep's
 process is killed) and carries the sweep id in its environment (`SWEEP_ENV`), so
 `sm-locust sweep --cleanup ID` finds and stops any endpoint of that sweep still running on this machine.
 """
@@ -218,7 +218,7 @@ class LocalDeployer(Deployer):
 
     def cleanup(self, sweep_id: str, progress: Progress) -> tuple[list[str], list[str]]:
         """Stop this machine's endpoint processes tagged with the sweep id (a sweep's endpoints stop by
-        themselves when the sweep is killed, `sm_locust.lifeline`; this finds any that did not)."""
+        themselves when the sweep is killed, `sm_locust.util.lifeline`; this finds any that did not)."""
         tagged = tagged_processes(sweep_id)
         pids = {p.pid for p in tagged}
         roots = [p for p in tagged if _parent_pid(p) not in pids]

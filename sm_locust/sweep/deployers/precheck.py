@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
-from sm_locust.region import NO_REGION, region_for
 
 SERVICE_CODE = "sagemaker"
 QUOTA_NAME = "{} for endpoint usage"
@@ -147,7 +147,7 @@ def check_before_creating(needs: Sequence[Need], *, region: str | None = None, p
                           sagemaker: Any = None, quotas: Any = None) -> Precheck:
     """Credentials and region, each model, each instance type, each quota, before anything is created.
 
-    `sagemaker` / `quotas`: boto3 clients (default: a session with the region rule, sm_locust.region);
+    `sagemaker` / `quotas`: boto3 clients (default: a session with the region rule, sm_locust.aws.region);
     tests inject them. Never raises for what it finds: read `failed` / `unknown`, or call
     `raise_for_failures()`."""
     result = Precheck()

@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
-from sm_locust.region import NO_REGION, region_for
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
 from sm_locust.sweep.deployers.precheck import Need, check_before_creating, needs_for
 

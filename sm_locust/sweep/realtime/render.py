@@ -16,7 +16,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sm_locust.formatting import MISSING, percent
 from sm_locust.sweep import progress
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.render import (
@@ -26,6 +25,7 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
+from sm_locust.util.formatting import MISSING, percent
 
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.formatting import MISSING, percent
 from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
+from sm_locust.util.formatting import MISSING, percent
 
 COST_TIE = 0.05
 LATENCY_TIE = 0.10

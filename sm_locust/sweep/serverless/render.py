@@ -16,7 +16,6 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sm_locust.formatting import percent
 from sm_locust.sweep import progress
 from sm_locust.sweep.render import (
     configurations_table,
@@ -31,6 +30,7 @@ from sm_locust.sweep.serverless.cost import (
     traffic_grid,
 )
 from sm_locust.sweep.serverless.rows import ServerlessFigures, ServerlessRow
+from sm_locust.util.formatting import percent
 
 SCHEMA = 1
 FIG_IDS = ("fig-sls-throttle", "fig-sls-latency", "fig-sls-cold", "fig-sls-cost")

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sm_locust.launch import LoadSettings, execute
+from sm_locust.config.preflight import preflight
+from sm_locust.core.launch import LoadSettings, execute
 from sm_locust.payloads.options import prepare_payloads
-from sm_locust.preflight import preflight
 from sm_locust.sweep.deployers import Deployment
 from sm_locust.sweep.progress import PREFIX, StepEcho
 from sm_locust.sweep.runner import SweepRunner

@@ -1,9 +1,9 @@
 """Load tests inside pytest: run a short Locust test in-process and assert on the result.
 
-The work is `sm_locust.inprocess` (`run_load_test`, `invoke_user`, `options_namespace`,
+The work is `sm_locust.testing.inprocess` (`run_load_test`, `invoke_user`, `options_namespace`,
 `LoadTestResult`: importable from here too); this module is the pytest plugin. pytest loads it in
 every session of an environment where sm-locust is installed (the `pytest11` entry point), so it
-imports nothing heavy: `sm_locust.inprocess` imports Locust, which patches gevent, and loads only
+imports nothing heavy: `sm_locust.testing.inprocess` imports Locust, which patches gevent, and loads only
 when a test runs a load test.
 
     from sm_locust.testing import invoke_user, run_load_test
@@ -28,15 +28,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from sm_locust.inprocess import LoadTestResult
+    from sm_locust.testing.inprocess import LoadTestResult
 
 API = ("LoadTestResult", "invoke_user", "options_namespace", "run_load_test")
 
 
 def __getattr__(name: str) -> Any:
-    """`from sm_locust.testing import run_load_test` loads `sm_locust.inprocess` (and Locust) only then."""
+    """`from sm_locust.testing import run_load_test` loads `sm_locust.testing.inprocess` (and Locust) only then."""
     if name in API:
-        from sm_locust import inprocess  # lazy: it imports Locust (gevent patching), not for every pytest session
+        # lazy: it imports Locust (gevent patching), not for every pytest session
+        from sm_locust.testing import inprocess
 
         return getattr(inprocess, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

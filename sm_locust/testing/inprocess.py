@@ -18,10 +18,10 @@ import gevent
 from locust import task
 from locust.env import Environment
 
+from sm_locust.config.options import all_option_specs
 from sm_locust.gates import evaluate
 from sm_locust.gates.spec import GateSpec
 from sm_locust.invocation import Invocation
-from sm_locust.options import all_option_specs
 from sm_locust.record.recorder import RunRecorder, attach_recorder
 from sm_locust.record.runfolder import RunData
 from sm_locust.users import SageMakerUser

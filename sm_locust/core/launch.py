@@ -11,7 +11,7 @@ stale report.html or steps.csv sits beside the new data); a run Locust rejects a
 leaves no folder behind. Signals: Locust runs in its own session, so a Ctrl+C or a SIGTERM reaches
 it once, from here: the first SIGINT / SIGTERM is forwarded (as SIGINT: Locust stops, writes its
 CSVs and summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
-Locust runs under `sm_locust.lifeline`: the forwarded SIGINT works even when a script started this
+Locust runs under `sm_locust.util.lifeline`: the forwarded SIGINT works even when a script started this
 process with SIGINT ignored (`sm-locust run ... &`), and Locust stops by itself, writing its results,
 when this process is killed outright (SIGKILL, an OOM kill).
 """
@@ -33,14 +33,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from sm_locust import lifeline
+from sm_locust.config.options import SageMakerSettings, forwarded_arguments
 from sm_locust.errors import Interrupted, RunError, UsageError
-from sm_locust.formatting import MISSING, is_missing
 from sm_locust.locustfiles import path as locustfile_path
-from sm_locust.options import SageMakerSettings, forwarded_arguments
-from sm_locust.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
 from sm_locust.record.summary import write_json
 from sm_locust.shapes import SHAPES
+from sm_locust.util import lifeline
+from sm_locust.util.formatting import MISSING, is_missing
+from sm_locust.util.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
 
 DEFAULT_REPORTS_DIR = "reports"
 

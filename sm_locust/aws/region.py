@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from sm_locust.errors import UsageError
 
 REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+ENDPOINT_URL_ENV = ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL")
 NO_REGION = ("no AWS region{what}: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION, or give the AWS profile "
              "a region (aws configure set region us-east-1)")
 
@@ -64,3 +65,11 @@ def profile_region(profile: str | None) -> str:
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {profile!r} not found; check the profile option / AWS_PROFILE and "
                          "~/.aws/config") from None
+
+
+def endpoint_url_for(region: str, endpoint_url: str | None = None) -> str:
+    """`endpoint_url`, else `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` / `AWS_ENDPOINT_URL`, else AWS."""
+    for candidate in (endpoint_url, *(os.environ.get(name) for name in ENDPOINT_URL_ENV)):
+        if candidate:
+            return candidate.rstrip("/")
+    return f"https://runtime.sagemaker.{region}.amazonaws.com"

@@ -22,10 +22,9 @@ import urllib.request
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
+from sm_locust.aws.region import NO_REGION, child_environment, endpoint_url_for, region_for
+from sm_locust.config.options import SageMakerSettings
 from sm_locust.errors import RunError, UsageError
-from sm_locust.options import SageMakerSettings
-from sm_locust.region import NO_REGION, child_environment, region_for
-from sm_locust.transport.fast import endpoint_url_for
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
 # botocore's own rule for a region name (a host-name label); AWS's regions also read like us-east-1.
@@ -121,7 +120,7 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
         else:
             raise UsageError("no AWS credentials found; configure them (aws configure, AWS_PROFILE, or "
                              "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or point --endpoint-url at a local endpoint")
-    # the one rule (sm_locust/region.py), over the environment the Locust process will have
+    # the one rule (sm_locust/aws/region.py), over the environment the Locust process will have
     region = region_for(settings.region, settings.aws_profile, environ={**os.environ, **(env or {})})
     if not region:
         if not settings.endpoint_url:
@@ -138,7 +137,7 @@ def runtime_url(settings: SageMakerSettings) -> str:
 
 
 def aws_region(settings: SageMakerSettings) -> str:
-    """The region a run against AWS signs for (sm_locust/region.py's rule; "" when none)."""
+    """The region a run against AWS signs for (sm_locust/aws/region.py's rule; "" when none)."""
     return region_for(settings.region, settings.aws_profile)
 
 

@@ -9,7 +9,7 @@ containers stop sm-locust in ways a terminal never does:
 - SIGKILL (an OOM kill, a CI runner's hard timeout, `kill -9`) runs no handler at all: Locust kept
   loading the endpoint for the rest of `-t`, and a local endpoint stayed up for good.
 
-So every such child runs as `python -m sm_locust.lifeline MODULE ARGS...` (`wrap()` turns a
+So every such child runs as `python -m sm_locust.util.lifeline MODULE ARGS...` (`wrap()` turns a
 `python -m MODULE ...` command into that), which, before it runs MODULE as `python -m` would:
 
 1. handles SIGINT as an interactive Python does (KeyboardInterrupt) and SIGTERM / SIGHUP by their
@@ -41,7 +41,7 @@ GRACE_S = 20.0
 
 
 def wrap(command: Sequence[str]) -> list[str]:
-    """`[python, "-m", MODULE, *args]` -> `[python, "-m", "sm_locust.lifeline", MODULE, *args]`."""
+    """`[python, "-m", MODULE, *args]` -> `[python, "-m", "sm_locust.util.lifeline", MODULE, *args]`."""
     if len(command) < 3 or command[1] != "-m":
         raise ValueError(f"not a `python -m MODULE` command: {list(command)[:3]}")
     return [command[0], "-m", __name__, *command[2:]]

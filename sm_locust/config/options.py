@@ -26,10 +26,10 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
+from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.errors import UsageError
-from sm_locust.numbers import argument_type, check_number
 from sm_locust.plateau.arrival import ARRIVALS
-from sm_locust.runtime_api import check_endpoint_name, check_header
+from sm_locust.util.numbers import argument_type, check_number
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
@@ -67,7 +67,7 @@ def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bo
 
 def parse_number(value: Any, flag: str, cast: type = float, default: Any = None, **bounds: Any) -> Any:
     """`value` as a finite float (or an int with `cast=int`) within `bounds` (minimum, maximum, above,
-    below: `sm_locust.numbers`); None or "" -> `default`; else a UsageError naming `flag`."""
+    below: `sm_locust.util.numbers`); None or "" -> `default`; else a UsageError naming `flag`."""
     if value is None or value == "":
         return default
     return check_number(value, flag, cast, **bounds)
@@ -97,7 +97,7 @@ class OptionSpec:
     choices: tuple | None = None
     forward: bool = True  # `sm-locust run` passes it on to the Locust process
     web_check: Any = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
-    minimum: float | None = None  # numbers: the range (sm_locust.numbers), wherever the value comes from
+    minimum: float | None = None  # numbers: the range (sm_locust.util.numbers), wherever the value comes from
     above: float | None = None
 
     @property
@@ -172,9 +172,9 @@ ENDPOINT_OPTIONS: list[OptionSpec] = [
 
 # "module:attribute" of every list of OptionSpec; a feature adds its own line here.
 OPTION_PROVIDERS: tuple[str, ...] = (
-    "sm_locust.options:ENDPOINT_OPTIONS",
+    "sm_locust.config.options:ENDPOINT_OPTIONS",
     "sm_locust.shapes.settings:OPTIONS",
-    "sm_locust.options:OPEN_LOOP_OPTIONS",
+    "sm_locust.config.options:OPEN_LOOP_OPTIONS",
     "sm_locust.payloads.options:OPTIONS",
     "sm_locust.transport.options:OPTIONS",
     "sm_locust.payloads.llm:OPTIONS",
