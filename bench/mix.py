@@ -19,7 +19,7 @@ process, with `time.perf_counter` (best of `--repeat` rounds, per call):
 
     python bench/mix.py [--repeat 5] [--requests 300000] [--emulation 3 --zipf 1.1 --models 100 --fit 30]
 
-Figures are printed, not asserted (tests/test_targets_record.py bounds the memory per target).
+Figures are printed, not asserted (tests/mix/test_targets_record.py bounds the memory per target).
 """
 
 from __future__ import annotations

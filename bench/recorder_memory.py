@@ -8,7 +8,7 @@ and hours for summary.json. Prints, per simulated day, the memory held (tracemal
 allocated and still holds) and its peak with `--tracemalloc` (3-5 times slower), and the process's
 RSS, then the totals. The recorder kept
 every sample before issue 17: ~117 MB per day, ~0.8 GB for a week, and ~4 GB at the end of it while
-timeline.json was written. Figures are printed, not asserted (tests/test_soak_recorder.py asserts
+timeline.json was written. Figures are printed, not asserted (tests/record/test_soak_recorder.py asserts
 that memory does not grow with the days fed).
 
     python bench/recorder_memory.py [--days 7] [--step-hours 0] [--checkpoint-seconds 60] [--tracemalloc]

@@ -357,3 +357,14 @@ class ManualClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def write_run_folder(folder, summary: dict, rows: list[dict]):
+    """A run folder with `summary` as summary.json and `rows` as locust_stats.csv (for readers and gates)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "summary.json").write_text(json.dumps(summary))
+    if rows:
+        header = list(rows[0])
+        lines = [",".join(header)] + [",".join(f'"{r.get(h, "")}"' for h in header) for r in rows]
+        (folder / "locust_stats.csv").write_text("\n".join(lines) + "\n")
+    return folder

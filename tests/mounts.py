@@ -1,6 +1,6 @@
 """A tmpfs on demand: a full, small or read-only file system for the output-place checks (issue 23).
 
-Shared by tests/test_bad_input.py and bench/probe.py (which runs outside pytest), so it imports only
+Shared by tests/cli/test_bad_input.py and bench/probe.py (which runs outside pytest), so it imports only
 the standard library. Mounting needs root; `mount_tmpfs` returns False where it cannot mount."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Python API adds:
 - errors: the CLI's one-line `UsageError` / `RunError`, raised (a notebook shows the line, no
   traceback). A run where every request failed raises RunError as the CLI exits 1, naming the folder.
 
-The calling process never imports Locust or gevent (tests/test_api_run.py checks
+The calling process never imports Locust or gevent (tests/api/test_api_run.py checks
 `gevent.monkey.is_module_patched("socket")` after a run).
 """
 

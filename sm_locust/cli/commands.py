@@ -5,7 +5,7 @@ The table lives apart from the command modules so that `sm-locust --help` lists 
 its help line without importing any of them. A command's module is imported only when that
 command is chosen, so each module imports what its work needs at its top, and a command never pays
 for another's dependencies (`sm-locust serve` never loads pandas, `sm-locust report` never
-Locust: tests/test_cli_startup.py checks both).
+Locust: tests/cli/test_cli_startup.py checks both).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The recorder (inside the Locust process) prints it; `sm-locust run -q` echoes it to the terminal,
 and the Python API (`sm_locust.run`, which reads the Locust child's output) parses it back to
 drive a notebook's progress display. Keeping the format and its parser side by side means the two
-cannot drift apart (tests/test_api_progress.py round-trips it):
+cannot drift apart (tests/api/test_api_progress.py round-trips it):
 
     sm-locust [   12s] users=8    rps=   180.6  goodput=   180.6  p95=89 ms  failures=0
 

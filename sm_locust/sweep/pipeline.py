@@ -29,7 +29,7 @@ class Pipeline:
     scanning every configuration, which is quadratic: scanning took 1.24 s to simulate 2,000
     configurations (about 30 s at 10,000), the kept counts 0.015 s, and 0.08 s at 10,000; the whole
     `--plan` of 10,000 configurations runs in 1.4 s (bench/plan_scale.py; the unit test compares both
-    rules in tests/test_sweep_pipeline.py).
+    rules in tests/sweep/test_sweep_pipeline.py).
     """
 
     def __init__(self, order: Sequence[int], max_alive: int = 1):

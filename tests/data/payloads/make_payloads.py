@@ -1,4 +1,4 @@
-"""A payload function for tests/test_payloads.py: yields every kind of item a function may give."""
+"""A payload function for tests/payloads/test_payloads.py: yields every kind of item a function may give."""
 
 import numpy as np
 

@@ -14,7 +14,7 @@ from sm_locust.report.cloudwatch import build_queries, select_metrics, to_frame
 from sm_locust.report.metrics import METRICS_BY_NAME, column_name, per_unit_column
 from sm_locust.report.sources import MetricRequest
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 BASE = 1704110400  # 2024-01-01T12:00:00Z
 M0, M1 = BASE, BASE + 60  # the two minutes the run touches
 

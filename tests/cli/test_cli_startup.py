@@ -13,7 +13,7 @@ from pathlib import Path
 from sm_locust.cli.commands import COMMANDS
 from tests.conftest import SAMPLE_PAYLOAD
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 
 # Runs `main(argv)` in a fresh interpreter, then prints which modules it loaded (the last line).
 PROBE = """

@@ -28,7 +28,7 @@ from sm_locust.testing import run_load_test
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.test_gates import write_run
+from tests.fakes import write_run_folder as write_run
 
 
 def fire(environment, request_type, name, ms=10.0, error=None, length=5):

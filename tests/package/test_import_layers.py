@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "sm_locust"
+PACKAGE = Path(__file__).resolve().parents[2] / "sm_locust"
 ROOT = "sm_locust"
 
 

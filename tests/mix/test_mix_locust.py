@@ -7,7 +7,7 @@ over 2,000+ requests; Locust keeps one entry for the endpoint while summary.json
 each target as the endpoint counted it; an unknown inference component is botocore's
 ValidationError; with two worker processes each sends its own seeded stream and the per-target
 counts travel to the master; 1,000 models stay one Locust row. (The endpoint emulation's own
-counters and LRU are checked in tests/test_multimodel_endpoint.py.)
+counters and LRU are checked in tests/endpoint/test_multimodel_endpoint.py.)
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from moto.server import ThreadedMotoServer
 from sm_locust.report import cloudwatch as cwmod
 from sm_locust.report.sources import MetricRequest, create_source
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 BASE = 1704110400  # 2024-01-01T12:00:00Z
 DIMS = [{"Name": "EndpointName", "Value": "golden-ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
 

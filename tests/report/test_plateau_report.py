@@ -12,7 +12,7 @@ import pandas as pd
 from sm_locust.report import merge
 from sm_locust.report.pipeline import ReportOptions, build_report
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 STEPS = pd.DataFrame({"step": [1, 2, 3], "users": [1, 2, 4], "rps": [100.0, 180.0, 199.0], "error_rate": [0.0] * 3,
                       "p50_ms": [5, 6, 9], "p95_ms": [7, 8, 15], "p99_ms": [9, 10, 20]})
 

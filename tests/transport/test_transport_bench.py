@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "transport.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "transport.py"
 
 
 def test_transport_bench_quick():

@@ -16,7 +16,7 @@ import nbformat
 import numpy as np
 import pytest
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "notebooks" / "quickstart.ipynb"
 
 
 def test_the_notebook_is_shipped_without_outputs():

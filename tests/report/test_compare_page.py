@@ -13,7 +13,7 @@ import pytest
 
 from sm_locust.report.compare import compare_runs, compare_table_html
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 # writes whether the page is wider than the window (a horizontal scrollbar for the whole page)
 PROBE = ("<script>document.body.setAttribute('data-page-overflow', String(document.documentElement.scrollWidth"

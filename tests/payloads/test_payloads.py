@@ -19,8 +19,8 @@ from sm_locust.payloads import CALLABLE_LIMIT, PayloadPool, load_payloads
 from sm_locust.payloads.split import PARTS
 from sm_locust.serializers import create_serializer
 
-DATA = Path(__file__).parent / "data" / "payloads"
-PACKAGE_DATA = Path(__file__).parent.parent / "sm_locust" / "data"
+DATA = Path(__file__).parent.parent / "data" / "payloads"
+PACKAGE_DATA = Path(__file__).parent.parent.parent / "sm_locust" / "data"
 
 
 def _write(path: Path, text: str) -> Path:

@@ -23,7 +23,7 @@ from sm_locust.core.launch import verdict_line
 from sm_locust.errors import RunError, UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "predictor-secret-never-written"
 
 

@@ -3,7 +3,6 @@ parsed back. The runs against a local endpoint made fast or slow are in test_smo
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -15,6 +14,7 @@ from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec, parse_limit
 from sm_locust.record.runfolder import Metrics, RunData, load_run
 from tests.conftest import assert_one_line_error, run_cli
+from tests.fakes import write_run_folder
 
 SUMMARY = {"schema": 1, "totals": {"requests": 1000, "failures": 20, "rps": 50.0, "p50_ms": 20.0, "p95_ms": 45.0,
                                    "p99_ms": 80.0, "errors": {"ThrottlingException": 20}}}
@@ -32,13 +32,7 @@ RUN = RunData(summary=SUMMARY, by_name=BY_NAME)  # what load_run reads from writ
 
 
 def write_run(folder, summary=SUMMARY, rows=STATS_ROWS):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "summary.json").write_text(json.dumps(summary))
-    if rows:
-        header = list(rows[0])
-        lines = [",".join(header)] + [",".join(f'"{r.get(h, "")}"' for h in header) for r in rows]
-        (folder / "locust_stats.csv").write_text("\n".join(lines) + "\n")
-    return folder
+    return write_run_folder(folder, summary, rows)
 
 
 @pytest.mark.parametrize("gate, passed", [

@@ -13,7 +13,7 @@ import pytest
 from sm_locust.errors import UsageError
 from sm_locust.record import runfolder
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 BASE = 1704110400  # 2024-01-01T12:00:00Z
 
 

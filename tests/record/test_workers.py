@@ -1,6 +1,6 @@
 """Master/worker correctness: a worker killed mid-run is recorded as lost while the run goes on,
 and `--expect-workers` that cannot be met is one line and exit 2. The cluster is the
-docker-compose.yml topology run as local processes (tests/test_compose.py)."""
+docker-compose.yml topology run as local processes (tests/deploy/test_compose.py)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import pytest
 from sm_locust.cli import main
 from sm_locust.report.pipeline import ReportOptions, cloudwatch_default, is_local_run, resolve_defaults
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import json
 from sm_locust.sweep.costing import Price
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.rows import Marks, Teardown, Timing
-from tests.test_sweep_pipeline import FakeRunner, fake_sweep
+from tests.sweep_fakes import FakeRunner, fake_sweep
 
 SHARED = ["index", "label", "key", "settings", "status", "reason", "resumed", "run_dir"]
 PRICE = ["price_per_hour", "price_source", "instance_type", "instance_count"]

@@ -18,7 +18,7 @@ from sm_locust.report import cost, merge
 from sm_locust.report.compare import compare_runs
 from sm_locust.report.pipeline import ReportOptions, build_report, invocation_seconds, with_goodput
 
-GOLDEN = Path(__file__).parent / "data" / "report" / "golden"
+GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 
 
 def test_per_second_counts_come_from_the_timeline():

@@ -8,7 +8,7 @@ requests and limits, every written path on an emptyDir, the worker's --master-ho
 master Service, one worker process per requested CPU, and a headless master that waits for
 replicas x CPUs workers.
 
-Then, as tests/test_compose.py does for docker-compose.yml, the pods' commands and environment are
+Then, as tests/deploy/test_compose.py does for docker-compose.yml, the pods' commands and environment are
 taken from the rendered objects and run as local processes: a kustomize overlay of the test's own
 (on a copy of deploy/kubernetes) points the options at a local endpoint and a moto S3 server and
 shortens the run, then the master Job and 2 worker pods run against them. What stands in for the
