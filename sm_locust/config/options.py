@@ -99,6 +99,8 @@ class OptionSpec:
     web_check: Any = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
     minimum: float | None = None  # numbers: the range (sm_locust.util.numbers), wherever the value comes from
     above: float | None = None
+    maximum: float | None = None
+    below: float | None = None
 
     @property
     def dest(self) -> str:
@@ -106,7 +108,8 @@ class OptionSpec:
 
     @property
     def bounds(self) -> dict[str, float]:
-        return {k: v for k, v in (("minimum", self.minimum), ("above", self.above)) if v is not None}
+        pairs = (("minimum", self.minimum), ("above", self.above), ("maximum", self.maximum), ("below", self.below))
+        return {k: v for k, v in pairs if v is not None}
 
     def argparse_kwargs(self) -> dict:
         kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
