@@ -1,5 +1,13 @@
 """Shared fixtures. Locust is imported first: it monkey-patches gevent, which must happen before
-boto3/urllib3 are imported (docs/facts.md)."""
+boto3/urllib3 are imported (docs/facts.md).
+
+The tiers: a test that starts a process (a local endpoint, Locust, moto_server, a kernel, the tool
+itself) or a server (anything that binds a socket) carries `@pytest.mark.e2e`, or its module
+`pytestmark = pytest.mark.e2e`. Here a test without the marker fails if its setup or call does
+either (Python's audit events `subprocess.Popen`, `os.fork`, `os.posix_spawn`, `os.system`,
+`socket.bind`), so `pytest -m "not e2e"` stays the fast inner loop. A test that uses moto in-process
+(`mock_aws`) is marked too (no event tells it apart).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import locust  # noqa: F401  (import order matters: gevent patching before boto3)
@@ -18,6 +27,43 @@ from tests.fakes import MotoServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PAYLOAD = ROOT / "sm_locust" / "data" / "ranking_10rows.json"
+
+STARTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.system", "socket.bind"})
+_started: list[str] | None = None  # while a test without the e2e marker runs: what it started
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _started is not None and event in STARTS:
+        _started.append(f"{event} {args[1]!r}" if event == "socket.bind" else event)
+
+
+sys.addaudithook(_audit)  # process-wide and for good: it only looks while `_started` is a list
+
+
+def _watch(item: pytest.Item) -> Iterator[None]:
+    """Fail `item` if it is not marked e2e and this phase started a process or a server."""
+    global _started
+    if item.get_closest_marker("e2e") is not None:
+        return (yield)
+    _started = []
+    try:
+        result = yield
+    finally:
+        started, _started = _started, None
+    if started:
+        pytest.fail(f"{item.nodeid} starts a process or a server ({', '.join(sorted(set(started)))}): mark it "
+                    "@pytest.mark.e2e (tests/conftest.py) or give it a fake", pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _watch(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _watch(item))
 
 
 @pytest.fixture(autouse=True)
