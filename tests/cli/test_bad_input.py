@@ -277,6 +277,7 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_bad_input_is_one_line_and_leaves_nothing(case, scene, monkeypatch, capsys):
     argv, env, code, needles = CASES[case]
@@ -324,6 +325,7 @@ PLAIN = {
 }
 
 
+@pytest.mark.e2e
 def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
     """Each case used to stay up with 0 users until -t ended (or forever); they run side by side."""
     started = time.monotonic()
@@ -366,6 +368,7 @@ def test_plain_http_is_warned_only_off_this_machine():
     assert "plain http" in plain_http_warning("HTTP://runtime.example.com")
 
 
+@pytest.mark.e2e
 def test_locust_rejecting_an_argument_leaves_no_run_folder(endpoint, tmp_path):
     out = tmp_path / "run"
     result = subprocess.run([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url",
@@ -531,6 +534,7 @@ def _answers(port: int) -> bool:
         return False
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", list(SCRIPTED), ids=list(SCRIPTED))
 def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint, tmp_path):
     """Was: Locust ignored the forwarded SIGINT and ran on until -t (60 s here); `serve` exited 0."""
@@ -555,6 +559,7 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
         command.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", ["run", "demo", "sweep"])
 def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
     """Was: Locust went on loading the endpoint until -t, and a demo's or a local sweep's endpoint stayed
@@ -578,6 +583,7 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
         command.close()
 
 
+@pytest.mark.e2e
 def test_a_second_sweep_into_a_running_sweeps_folder_is_refused(endpoint, tmp_path):
     """Was: both wrote the folder. And --cleanup of a local sweep stops its endpoints."""
     argv, marker = SCRIPTED["sweep"]
@@ -592,6 +598,7 @@ def test_a_second_sweep_into_a_running_sweeps_folder_is_refused(endpoint, tmp_pa
         first.close()
 
 
+@pytest.mark.e2e
 def test_sweep_cleanup_stops_a_local_sweeps_endpoint_left_running(tmp_path, monkeypatch):
     """An endpoint of sweep `long` that is still up (its lifeline has a live parent: this test) is found by
     its tag and stopped; nothing else is touched."""
@@ -616,6 +623,7 @@ def test_sweep_cleanup_stops_a_local_sweeps_endpoint_left_running(tmp_path, monk
 
 # -- honest totals (issue 23 item 9) -------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_requests_in_flight_at_the_stop_are_reported_and_nothing_completed_exits_1(endpoint_factory, tmp_path):
     """Was: "0 requests, 0 failures", exit 0, for a run whose every request was still waiting."""
     slow = endpoint_factory(latency_ms=8000)
@@ -628,6 +636,7 @@ def test_requests_in_flight_at_the_stop_are_reported_and_nothing_completed_exits
     assert (totals["requests"], totals["in_flight_at_stop"]) == (0, 3)
 
 
+@pytest.mark.e2e
 def test_locusts_csvs_hold_the_final_totals_of_summary_json(endpoint_factory, tmp_path):
     """Was: locust_stats.csv lagged the final totals by 2-3 % (Locust's writer stops before its last write)."""
     ep = endpoint_factory(throttle_ratio=0.3, seed=1)
@@ -675,6 +684,7 @@ FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of t
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(FULL_CASES), ids=list(FULL_CASES))
 def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, capsys):
     """Was: a traceback, for --junit after the whole test had run."""
@@ -689,6 +699,7 @@ def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, 
     assert snapshot(scene) == before and sorted(p.name for p in full.iterdir()) == ["filler"]
 
 
+@pytest.mark.e2e
 def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, mount, capsys):
     read_only = mount("ro", "4m", read_only=True, copy=scene / "run")
     assert main(["report", str(read_only / "run"), "--no-cloudwatch"]) == 2
@@ -697,6 +708,7 @@ def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, moun
                    "system); pass --out DIR to write the report elsewhere")
 
 
+@pytest.mark.e2e
 def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
     """The checks passed (1.4 MB free), then report.html (~4 MB with plotly inline) filled the disk."""
     small = mount("small", "1500k")
@@ -704,6 +716,7 @@ def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
     assert_one_line_error(result, 1, "No space left on device", "free some space")
 
 
+@pytest.mark.e2e
 def test_two_runs_into_one_folder_at_once_the_second_is_refused(endpoint, tmp_path):
     """Was: both claimed it. The second is refused in one line, with or without --overwrite, and the
     first run's files are untouched; a report of the folder meanwhile says it is in progress."""

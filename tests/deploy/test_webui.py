@@ -102,6 +102,7 @@ def web_locust(tmp_path, endpoint):
         web.stop()
 
 
+@pytest.mark.e2e
 def test_web_ui_shows_every_option_and_the_shape_picker(web_locust):
     web = web_locust()
     status, page = web.get("/")
@@ -116,6 +117,7 @@ def test_web_ui_shows_every_option_and_the_shape_picker(web_locust):
     assert "InvokeEndpointUser" in args["available_user_classes"]
 
 
+@pytest.mark.e2e
 def test_a_run_driven_through_the_web_ui_http_api(web_locust, endpoint):
     web = web_locust()
     form = [("user_count", "3"), ("spawn_rate", "10"), ("host", ""), ("user_classes", "InvokeEndpointUser"),
@@ -144,6 +146,7 @@ def test_a_run_driven_through_the_web_ui_http_api(web_locust, endpoint):
     assert 0 <= served - total <= 3, (served, total)  # only requests in flight at the stop
 
 
+@pytest.mark.e2e
 def test_web_login_protects_the_ui(tmp_path):
     login = str(ROOT / "examples" / "distributed" / "web_login.py")
     web = WebLocust(tmp_path, "--web-login", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD),
@@ -175,6 +178,7 @@ def test_web_login_protects_the_ui(tmp_path):
     assert "s3cret-test-only" not in web.log_path.read_text()
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(CHROMIUM is None,
                     reason="chromium is not installed (apt-get install -y chromium; .ci/run tries it)")
 def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
@@ -208,6 +212,7 @@ def swarm_form(**fields: str) -> list[tuple[str, str]]:
     return list(form.items())
 
 
+@pytest.mark.e2e
 def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, endpoint, tmp_path):
     web = web_locust()
     shown = template_args(web.get("/")[1])["extra_options"]
@@ -247,6 +252,7 @@ def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, e
     assert "Traceback" not in web.log_path.read_text()
 
 
+@pytest.mark.e2e
 def test_the_start_form_needs_no_host_and_the_open_loop_user_comes_with_its_shape(tmp_path, endpoint):
     web = WebLocust(tmp_path, "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
                     "--search-mode", "rate", "--start-rps", "20",

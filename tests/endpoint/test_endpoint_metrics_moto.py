@@ -62,6 +62,7 @@ def statistic(cw, name: str, stat: str, namespace: str = "AWS/SageMaker", endpoi
     return sum(p[stat] for p in points) if points else None
 
 
+@pytest.mark.e2e
 def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_factory, moto_url):
     cw = cloudwatch(moto_url)
     start = time.time()
@@ -103,6 +104,7 @@ def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_fact
     assert not [g for g in result.gaps if "Invocations" in g or "ModelLatency" in g], result.gaps
 
 
+@pytest.mark.e2e
 def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoint_factory, tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     ep = endpoint_factory(cloudwatch_url=dead, metrics_interval_s=INTERVAL_S)
@@ -119,6 +121,7 @@ def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoi
     assert dead in warnings[0] and "Traceback" not in log
 
 
+@pytest.mark.e2e
 def test_a_multi_model_endpoint_publishes_the_mme_metrics(endpoint_factory, moto_url):
     """m1 m1 m2 m3 m1 with room for two models: 5 lookups, 1 hit, 4 loads, 3 downloads, 2 unloads."""
     cw = cloudwatch(moto_url)

@@ -132,6 +132,7 @@ def _together(client, n: int) -> list[tuple[float, str]]:
     return [j.value for j in jobs]
 
 
+@pytest.mark.e2e
 def test_served_requests_meet_cold_starts_warm_reuse_and_throttles(served):
     app, client = served
     cold_ms, code = _call(client)
@@ -199,6 +200,7 @@ def test_bad_serverless_flags_are_one_line_usage_errors(flags, needle):
     assert needle in info.value.message and "\n" not in info.value.message
 
 
+@pytest.mark.e2e
 def test_max_concurrency_holds_across_two_gunicorn_workers(endpoint_factory):
     ep = endpoint_factory(workers=2, service_time_ms=100, cold_start_ms=300,
                           serverless=ServerlessConfig(memory_mb=6144, max_concurrency=3))

@@ -150,6 +150,7 @@ def _credentials(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 @pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12}, "stream": True},
                                   {"messages": [{"role": "user", "content": "one two"}], "max_tokens": 12,
@@ -166,6 +167,7 @@ def test_the_endpoint_streams_tokens_one_step_apart(llm_endpoint, transport, bod
     assert len(itl) == 11 and one_step * 0.8 <= itl[len(itl) // 2] <= one_step + 8  # each token one decode step later
 
 
+@pytest.mark.e2e
 def test_queued_requests_wait_for_a_slot(llm_endpoint):
     import gevent
 
@@ -182,6 +184,7 @@ def test_queued_requests_wait_for_a_slot(llm_endpoint):
     assert ttfts[CAP - 1] < request_ms * 0.6 and ttfts[CAP] > request_ms * 0.8  # the second wave waited a whole request
 
 
+@pytest.mark.e2e
 def test_invoke_endpoint_and_bad_bodies(llm_endpoint):
     client = create_client("fast", Environment(), "llm", endpoint_url=llm_endpoint.url)
     answer = client.invoke(Invocation(body=b'{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}'))

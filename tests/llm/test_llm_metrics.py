@@ -67,6 +67,7 @@ def runtime():
         yield server
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 @pytest.mark.parametrize("route, source", [("usage", SERVER), ("counted", COUNTED)])
 def test_ttft_itl_and_tokens_per_s_of_a_stream_with_known_timing(runtime, transport, route, source):
@@ -92,6 +93,7 @@ def test_ttft_itl_and_tokens_per_s_of_a_stream_with_known_timing(runtime, transp
     assert figures["output_tokens_per_s"] == 3 * TOKENS  # over the 1-s window asked for
 
 
+@pytest.mark.e2e
 def test_an_unrecognised_stream_is_timed_and_said_once(runtime, caplog):
     env = Environment()
     call = token_accounting(signed_client("fast", env, runtime.url, "plain").invoke_stream, env)
@@ -211,6 +213,7 @@ def test_tokens_of_a_window_with_a_gap_and_fractional_edges():
     assert bucket.arrived == pytest.approx(20.0) and bucket.requests == 2
 
 
+@pytest.mark.e2e
 def test_streamed_tokens_count_as_they_arrive_and_failed_streams_give_them_back(runtime):
     env = Environment()
     client = signed_client("fast", env, runtime.url, "more")

@@ -23,6 +23,8 @@ from sm_locust.transport import TRANSPORTS
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import TargetRecorder
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 
 def _run(url: str, out, *extra: str, users: int = 1, seconds: int = 2, env: dict | None = None) -> dict:
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),

@@ -39,6 +39,7 @@ def test_the_watcher_calls_back_once_when_the_parent_changes():
     assert len(called) == 1
 
 
+@pytest.mark.e2e
 def test_a_child_started_with_sigint_ignored_still_stops_on_sigint(tmp_path):
     """A background job of a non-interactive shell starts with SIGINT ignored; the lifeline restores it."""
     (tmp_path / "sleeper.py").write_text("import pathlib, time\npathlib.Path('ready').touch()\ntime.sleep(30)\n")
@@ -58,6 +59,7 @@ def test_a_child_started_with_sigint_ignored_still_stops_on_sigint(tmp_path):
             os.killpg(shell.pid, signal.SIGKILL)
 
 
+@pytest.mark.e2e
 def test_a_child_whose_parent_is_killed_stops_and_writes_to_its_log(tmp_path):
     """The parent (a shell) starts the child with the lifeline's environment, then is SIGKILLed."""
     log = tmp_path / "child.log"

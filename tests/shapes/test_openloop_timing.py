@@ -14,6 +14,8 @@ from sm_locust.transport import TRANSPORTS, create_client
 from sm_locust.users.openloop import invoke_from_intended
 from tests.conftest import SAMPLE_PAYLOAD
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_a_late_send_counts_its_delay_in_the_response_time(endpoint, transport):

@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 WARNINGS = ("spawn rate is very high", "will be ignored", "have no impact on LoadShapes")
 
 

@@ -145,6 +145,7 @@ def test_plateau_shape_finds_the_knee_and_capacity_on_a_synthetic_clock(monkeypa
     assert f"sm-locust: {plateau['text']}" in out and f"sm-locust: stopped: {plateau['stop_reason']}" in out
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(120)
 def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoint_factory, tmp_path, capsys):
     """capacity_rps within +-5 % of what the endpoint itself served once saturated, through Locust
@@ -187,6 +188,7 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
     print(f"{slots} x {service_ms:g} ms: {plateau['text']}; endpoint counted {served:.1f} req/s; {wall:.0f} s")
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 def test_plateau_shape_stops_at_the_run_time_and_says_so(endpoint_factory, tmp_path, capsys):
     # -t 4 s ends the run as the first 3-s step ends or just after: that step is judged either way (it
@@ -228,6 +230,7 @@ def test_phases_shape_names_max_invocations_when_it_fires(capsys):
     assert shape.runner.environment.sm_locust_recorder.extra["stop_reason"] == shape.stop_reason
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 def test_open_loop_shape_sends_at_the_target_rate_and_counts_sends(endpoint_factory, tmp_path):
     ep = endpoint_factory(service_time_ms=5.0)
@@ -247,6 +250,7 @@ def test_open_loop_shape_sends_at_the_target_rate_and_counts_sends(endpoint_fact
     assert summary["plateau"] is None
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(60)
 def test_open_loop_latency_runs_from_the_intended_send_time(endpoint_factory, tmp_path):
     # 1 slot x 50 ms = 20 req/s offered 40 req/s: the queue grows, and so must the latency (no

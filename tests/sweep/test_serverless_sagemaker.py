@@ -24,6 +24,8 @@ from sm_locust.sweep.serverless.deploy import SageMakerServerlessDeployer
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 SWEEP = """\
 name: sls-aws
 deploy: sagemaker

@@ -115,6 +115,7 @@ GOOD = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("key, value, needle", [
     ("serverless", "{memory_size_mb: [2048, 1500], max_concurrency: [2]}",
      "serverless.memory_size_mb: memory size 1500 MB"),
@@ -137,6 +138,7 @@ def test_bad_serverless_input_is_one_line_exit_2_and_deploys_nothing(tmp_path, k
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("extra, needle", [
     ("price_per_hour: 0.2\n", "price_per_hour: a serverless configuration is billed per use"),
     ("load: {payload: PAYLOAD, users: 4}\n", "load.users: the serverless tests decide the users"),
@@ -152,6 +154,7 @@ def test_keys_that_make_no_sense_for_serverless_are_refused(tmp_path, extra, nee
     assert_one_line_error(run_cli("sweep", "s.yaml", "--plan", cwd=tmp_path, timeout=60), 2, needle)
 
 
+@pytest.mark.e2e
 def test_serverless_keys_without_a_serverless_section_are_refused(tmp_path):
     (tmp_path / "s.yaml").write_text(f"name: bad\ngrid: {{max_concurrency: [2]}}\ntests: [stability]\n"
                                      f"load: {{payload: {SAMPLE_PAYLOAD}}}\n")
@@ -184,6 +187,7 @@ def _endpoints_running(out: str) -> list:
             any(out in part for part in p.info["cmdline"] or [])]
 
 
+@pytest.mark.e2e
 def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
     (tmp_path / "sls.yaml").write_text(SWEEP)
     t0 = time.monotonic()
@@ -235,6 +239,7 @@ def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
     assert json.loads((out / "sweep.json").read_text())["recommendation"]["label"] == "memory_size_mb 4096"
 
 
+@pytest.mark.e2e
 def test_a_cold_start_only_sweep_times_first_requests_and_resumes(tmp_path, capsys, monkeypatch):
     (tmp_path / "cold.yaml").write_text(
         "name: cold\nserverless: {memory_size_mb: 6144, max_concurrency: 3, cold_start_ms: 200, idle_timeout_s: 0.5}\n"

@@ -124,6 +124,7 @@ def _throughput(url: str, clients: int, seconds: float) -> float:
     return sum(done) / seconds
 
 
+@pytest.mark.e2e
 def test_served_batches_raise_throughput_and_run_side_by_side(endpoint_factory):
     # 40-ms slots: 25 req/s per slot unbatched; a batch of 8 (item cost 0.2) holds a slot 96 ms, so
     # 4 slots serve up to ~333 req/s if the batches really run side by side in the (gevent) worker;

@@ -9,8 +9,11 @@ import json
 import time
 
 import psutil
+import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 SWEEP = f"""\
 name: local-e2e

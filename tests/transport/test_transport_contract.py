@@ -80,6 +80,7 @@ def _scenario(transport: str, url: str) -> tuple[dict, dict, list]:
     return entries, errors, results
 
 
+@pytest.mark.e2e
 def test_the_same_scenario_gives_the_same_entries_and_errors_with_either_transport(runtime):
     outcomes = {transport: _scenario(transport, runtime.url) for transport in TRANSPORTS}
     (fast_entries, fast_errors, fast_results), (boto_entries, boto_errors, boto_results) = (
@@ -123,6 +124,7 @@ class RejectAll:
         return InvocationError("InvalidResponse", f"{len(body)} bytes of {content_type}")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_validation_hook_runs_after_timing_in_either_transport(runtime, transport):
     env = Environment()
@@ -137,6 +139,7 @@ def test_validation_hook_runs_after_timing_in_either_transport(runtime, transpor
     assert event["context"] == {"endpoint": "ep", "variant": "AllTraffic", "target": None}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_fanout_sends_parts_through_either_client(runtime, transport):
     env = Environment()
@@ -151,6 +154,7 @@ def test_fanout_sends_parts_through_either_client(runtime, transport):
     assert seen[-1]["response_length"] == 3 and seen[-1]["context"] == {"endpoint": "ep", "parts": 2}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_user_builds_its_client_from_transport(runtime, transport, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)

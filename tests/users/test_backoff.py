@@ -52,6 +52,7 @@ class NoWait(invoke_user(BODY)):
     wait_time = constant(0)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 @pytest.mark.parametrize("user", [invoke_user(BODY), NoWait], ids=["think-time", "own-wait-time"])
 def test_a_dead_endpoint_is_not_a_busy_loop(transport, user):
@@ -69,6 +70,7 @@ def test_a_dead_endpoint_is_not_a_busy_loop(transport, user):
     assert backoff["count"] >= totals["requests"] - users and backoff["seconds"] > 1.0
 
 
+@pytest.mark.e2e
 def test_an_endpoint_answering_errors_is_not_backed_off(endpoint_factory):
     ep = endpoint_factory(model_error_ratio=1.0, seed=1)
     result = run_load_test([invoke_user(BODY)], users=2, run_time_s=2.0,
@@ -78,6 +80,7 @@ def test_an_endpoint_answering_errors_is_not_backed_off(endpoint_factory):
     assert totals["requests"] > 50 and set(totals["errors"]) == {"ModelError"}
 
 
+@pytest.mark.e2e
 def test_back_offs_show_in_the_timeline_and_summary(tmp_path):
     result = run_load_test([invoke_user(BODY)], users=1, run_time_s=2.5, out_dir=tmp_path,
                            options={"endpoint_name": "ep", "endpoint_url": f"http://127.0.0.1:{free_port()}"})
@@ -98,6 +101,7 @@ def test_workers_report_their_back_offs_to_the_master():
     assert (master.count, master.seconds) == (3, pytest.approx(0.35)) and again == {}
 
 
+@pytest.mark.e2e
 def test_the_progress_line_shows_goodput_and_back_offs(capsys):
     environment = Environment()
     runner = environment.create_local_runner()
