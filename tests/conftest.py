@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -88,6 +89,16 @@ def discard(ep: LocalEndpoint) -> None:
     if ep.process is not None and ep.process.poll() is None:
         os.killpg(ep.process.pid, signal.SIGKILL)
         ep.process.wait(10)
+
+
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """http://127.0.0.1:PORT where a connection is refused for the whole test: the port is bound here and
+    never listened on (Linux answers a connect with RST), so no other process can serve on it meanwhile,
+    as it could on a port looked up free and let go."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{holder.getsockname()[1]}"
 
 
 @pytest.fixture

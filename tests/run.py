@@ -195,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     for s in shards:
         for key, value in counts(s.xml).items():
             total[key] += value
-    if options.store_durations and all(code == 0 for code in codes.values()):
-        seconds: dict[str, float] = {}
+    if options.store_durations and not stopping:  # a failing test's seconds count as much as a passing one's
+        seconds = {f: t for f, t in known.items() if (ROOT / f).is_file()}  # kept for a file that did not run
         for s in shards[1:]:
             seconds.update(file_seconds(s.xml))
         DURATIONS.write_text(json.dumps({f: round(t, 1) for f, t in sorted(seconds.items())}, indent=1) + "\n")

@@ -327,8 +327,8 @@ PLAIN = {
 
 @pytest.mark.e2e
 def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
-    """Each case used to stay up with 0 users until -t ended (or forever); they run side by side."""
-    started = time.monotonic()
+    """Each case used to stay up with 0 users until -t ended (or forever); they run side by side. -t is an
+    hour: a case that waited for it would still run when communicate() gives up, instead of exiting 2."""
     plain_http = subprocess.Popen(  # and, beside them, a good run whose signed requests would go over plain http
         [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s",
          "-u", "1", "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9",
@@ -340,9 +340,9 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
         cwd.mkdir()
         procs[case] = (cwd, subprocess.Popen(
             [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t",
-             "30s", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
+             "1h", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
     for case, (cwd, proc) in procs.items():
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 2, (case, stderr[-2000:])
         ours = [line for line in stderr.splitlines() if line.startswith("sm-locust")]
         assert len(ours) == 1 and ours[0].startswith("sm-locust: error: "), (case, stderr)
@@ -350,7 +350,6 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
         for needle in PLAIN[case][1]:
             assert needle in ours[0], (case, ours[0])
         assert list(cwd.iterdir()) == []
-    assert time.monotonic() - started < 20  # not after -t
     _, stderr = plain_http.communicate(timeout=60)
     warnings = [line for line in stderr.splitlines() if line.startswith("sm-locust: warning:")]
     expected = ("sm-locust: warning: --endpoint-url http://192.0.2.1:9 is plain http to another machine: the signed "
@@ -450,7 +449,7 @@ def test_a_few_malformed_history_rows_are_dropped_and_counted(tmp_path):
 # Each command is started the way scripts start it: a background job of a non-interactive shell
 # (`bash -c 'sm-locust ... & wait'`), which starts it with SIGINT ignored, and its children with it.
 
-RUN_ARGS = ["--endpoint-name", "ep", "--endpoint-url", "{url}", "--payload", PAYLOAD, "-u", "2", "-t", "60s",
+RUN_ARGS = ["--endpoint-name", "ep", "--endpoint-url", "{url}", "--payload", PAYLOAD, "-u", "2", "-t", "1h",
             "--out", "{out}"]
 SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that says the test is under way
     "run": (["run", *RUN_ARGS, "-q"], "summary.json"),
@@ -460,7 +459,7 @@ SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that say
     "sweep": (["sweep", "{sweep}", "--out", "{out}"], "*/summary.json"),  # a configuration's run under way
 }
 LONG_SWEEP = ("name: long\nendpoint: {{service_time_ms: 5}}\ngrid: {{max_concurrency: [1, 2]}}\n"
-              "load: {{payload: {payload}, users: 2, run_time: 60s}}\nobjective: {{target_rps: 10, slo_ms: 100}}\n")
+              "load: {{payload: {payload}, users: 2, run_time: 1h}}\nobjective: {{target_rps: 10, slo_ms: 100}}\n")
 
 
 class ScriptedCommand:
@@ -537,7 +536,8 @@ def _answers(port: int) -> bool:
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", list(SCRIPTED), ids=list(SCRIPTED))
 def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint, tmp_path):
-    """Was: Locust ignored the forwarded SIGINT and ran on until -t (60 s here); `serve` exited 0."""
+    """Was: Locust ignored the forwarded SIGINT and ran on until -t (an hour here: a command that waited
+    for it would not have exited when `exit_code` gives up); `serve` exited 0."""
     argv, marker = SCRIPTED[name]
     port = free_port()
     command = ScriptedCommand(_argv(argv, endpoint, tmp_path, port), tmp_path)
@@ -545,10 +545,8 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
         processes = command.wait_until(_ready(name, tmp_path, marker, port))
         time.sleep(1.0)  # under way: a second of load
         os.kill(command.pid, signal.SIGTERM)
-        stopped = time.monotonic()
-        code = command.exit_code(timeout=30)
+        code = command.exit_code(timeout=90)
         assert code == 143, (code, command.output())
-        assert time.monotonic() - stopped < 20  # not at -t
         assert_gone(processes, timeout=10)
         assert "Traceback" not in command.output()
         assert "SIGTERM" in command.output(), command.output()
@@ -571,7 +569,7 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
         assert len(processes) >= (2 if name == "run" else 3), processes  # sm-locust, Locust (and the endpoint)
         time.sleep(1.0)
         os.kill(command.pid, signal.SIGKILL)
-        assert_gone(processes, timeout=15)
+        assert_gone(processes, timeout=60)  # the lifeline: seconds; a busy machine: more
         if name == "run":  # Locust stopped as on Ctrl+C: the endpoint is left alone, the results are whole
             served = endpoint.stats()["requests"]
             time.sleep(0.5)

@@ -29,8 +29,9 @@ def test_run_writes_the_run_folder(endpoint, tmp_path):
         assert (out / name).exists(), name
     summary = json.loads((out / "summary.json").read_text())
     assert summary["endpoint"] == "ep"
-    assert 1.9 <= summary["duration_s"] < 3.0, summary["duration_s"]  # -t 2s is 2 s of load (was 1.2-1.3 s: the
-    # run-time timer counted from gevent's stale loop clock, early by the locustfile's import time)
+    assert summary["duration_s"] >= 1.9, summary["duration_s"]  # -t 2s is 2 s of load (was 1.2-1.3 s: the
+    # run-time timer counted from gevent's stale loop clock, early by the locustfile's import time); how
+    # little past 2 s it stops is a figure of bench/timing.py, not a bound a busy machine breaks
     assert summary["totals"]["requests"] > 20
     assert summary["totals"]["failures"] == 0
     assert summary["steps"][0]["users"] == 2

@@ -92,10 +92,8 @@ def test_server_counts_exactly_what_the_client_counts_with_throttles_and_5xx(end
 
 
 @pytest.mark.e2e
-def test_connection_refused_is_counted_not_raised():
-    from sm_locust.endpoint.server import free_port
-
-    url = f"http://127.0.0.1:{free_port()}"
+def test_connection_refused_is_counted_not_raised(refused_url):
+    url = refused_url
     env = Environment(user_classes=[user_class(url, 3)])
     run_until_done(env, users=1)
     assert env.stats.total.num_failures == 3

@@ -17,7 +17,6 @@ from moto.server import ThreadedMotoServer
 
 from sm_locust.endpoint.modelcache import model_names
 from sm_locust.endpoint.multimodel import MultiModelConfig
-from sm_locust.endpoint.server import free_port
 from sm_locust.report import cloudwatch as cwmod
 from sm_locust.report.sources import MetricRequest
 from tests.conftest import SAMPLE_PAYLOAD
@@ -105,8 +104,8 @@ def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_fact
 
 
 @pytest.mark.e2e
-def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoint_factory, tmp_path):
-    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoint_factory, tmp_path, refused_url):
+    dead = refused_url  # nothing listens there
     ep = endpoint_factory(cloudwatch_url=dead, metrics_interval_s=INTERVAL_S)
     deadline = time.monotonic() + 3 * INTERVAL_S + 0.5
     statuses = []

@@ -138,13 +138,15 @@ def test_served_requests_meet_cold_starts_warm_reuse_and_throttles(served):
     cold_ms, code = _call(client)
     assert code == "ok" and cold_ms >= 200 + 30  # a new instance: setup, then 10 ms x 6144 / 2048
     warm_ms, code = _call(client)
-    assert code == "ok" and 30 <= warm_ms < 200  # the same instance, warm
+    assert code == "ok" and warm_ms >= 30
+    assert app.counters.snapshot()["cold_starts"] == 1  # the same instance, warm
 
     results = _together(client, 5)
     codes = sorted(code for _, code in results)
     assert codes.count("ok") == 2 and codes.count("ThrottlingException") == 3  # MaxConcurrency 2
-    throttled = [ms for ms, code in results if code != "ok"]
-    assert max(throttled) < 150  # refused after the 10 ms refusal round trip: no setup, no queueing for a slot
+    # refused, not queued for a slot (a queued request would have been served) and not set up: of the burst's
+    # five, one new instance (cold start 2 below) and three 429s
+    assert app.counters.snapshot()["cold_starts"] == 2
 
     time.sleep(0.7)  # longer than the idle timeout: both instances reclaimed
     again_ms, code = _call(client)

@@ -245,7 +245,7 @@ def test_sigterm_stops_the_test_writes_the_results_and_uploads_them(endpoint, mo
     env = dict(os.environ, **moto_server.env())
     served_before = endpoint.stats()["requests"]
     proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url",
-                             endpoint.url, "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "60s",
+                             endpoint.url, "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "1h",
                              "--out", str(out), "-q", "--upload", f"s3://{BUCKET}/runs"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -254,7 +254,7 @@ def test_sigterm_stops_the_test_writes_the_results_and_uploads_them(endpoint, mo
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=30)
+        stdout, stderr = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -262,5 +262,5 @@ def test_sigterm_stops_the_test_writes_the_results_and_uploads_them(endpoint, mo
     uploaded = moto_server.keys(BUCKET, "runs/run-term/")
     assert "runs/run-term/summary.json" in uploaded, (proc.returncode, stdout[-2000:], stderr)
     summary = json.loads(uploaded["runs/run-term/summary.json"])
-    assert summary["totals"]["requests"] >= 50 and summary["duration_s"] < 30
+    assert summary["totals"]["requests"] >= 50 and summary["duration_s"] < 3600  # stopped before -t
     assert "uploaded" in stdout

@@ -195,10 +195,8 @@ def test_plateau_shape_stops_at_the_run_time_and_says_so(endpoint_factory, tmp_p
     # lasted the 3-s minimum), and -t is named as the reason
     ep = endpoint_factory(max_concurrency=2, service_time_ms=20.0)
     _, runner = _environment(ep.url, PlateauShape(), tmp_path, step_seconds=3.0, run_time=4)
-    started = time.monotonic()
     runner.start_shape()
-    runner.greenlet.join(timeout=40)
-    assert time.monotonic() - started < 20
+    assert runner.greenlet.join(timeout=40)  # it ended by itself at -t (a run past -t would still be stepping)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["stop_reason"] == "run time 4 s reached (-t)"
     assert summary["plateau"]["stop_reason"] == "run time 4 s reached (-t)" and summary["plateau"]["steps"] >= 1

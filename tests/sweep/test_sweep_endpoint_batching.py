@@ -57,8 +57,9 @@ def test_the_first_request_waits_at_most_the_delay():
     sizes: list[int] = []
     batcher = Batcher(16, 0.05, lambda items: items, on_batch=sizes.append)
     t0 = time.monotonic()
-    assert batcher.submit("alone") == "alone"
-    assert 0.04 <= time.monotonic() - t0 < 0.5
+    with ThreadPoolExecutor(1) as pool:  # a batcher that waited for a full batch would never answer it
+        assert pool.submit(batcher.submit, "alone").result(timeout=30) == "alone"
+    assert time.monotonic() - t0 >= 0.04  # it did wait for company (how little past 50 ms: bench/timing.py)
     assert sizes == [1]
 
 

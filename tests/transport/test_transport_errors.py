@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sm_locust.invocation import Invocation
 from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.errors import error_from_client_error, parse_error_response
-from tests.fakes import FakeRuntime, botocore_client, free_port, recorded, signed_client
+from tests.fakes import FakeRuntime, botocore_client, recorded, signed_client
 
 ERRORTYPE = "x-amzn-ErrorType"
 MODEL_ERROR_BODY = {
@@ -138,8 +138,8 @@ def _fast_failure(url, **kw):
 
 
 @pytest.mark.e2e
-def test_connection_refused_is_endpoint_connection_error():
-    url = f"http://127.0.0.1:{free_port()}"
+def test_connection_refused_is_endpoint_connection_error(refused_url):
+    url = refused_url
     assert _fast_failure(url) == _botocore_failure(url)
     assert _fast_failure(url)[0] == "EndpointConnectionError"
 
