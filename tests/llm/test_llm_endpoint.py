@@ -13,18 +13,8 @@ import orjson
 import pytest
 
 from sm_locust.cli import main
-from sm_locust.endpoint.llm import (
-    OPENAI,
-    TGI,
-    BadLlmRequest,
-    BatchModel,
-    ContinuousBatcher,
-    Formatter,
-    LlmConfig,
-    Sequence,
-    parse_request,
-    simulate,
-)
+from sm_locust.endpoint.llm import BatchModel, ContinuousBatcher, LlmConfig, Sequence, simulate
+from sm_locust.endpoint.llm_wire import LMI, OPENAI, TGI, BadLlmRequest, Formatter, parse_request
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import SERVER, count_response, count_stream, stream_figures
@@ -88,7 +78,9 @@ def test_scheduler_admits_fifo_up_to_the_cap_and_drops_cancelled():
 
 def test_requests_of_both_schemas():
     tgi = parse_request(b'{"inputs": "one two three", "parameters": {"max_new_tokens": 7}}')
-    assert (tgi.format, tgi.prompt_tokens, tgi.max_new_tokens, tgi.stream_usage) == (TGI, 3, 7, False)
+    assert (tgi.format, tgi.prompt_tokens, tgi.max_new_tokens, tgi.stream_usage, tgi.details) == (TGI, 3, 7, False,
+                                                                                                 False)
+    assert parse_request(b'{"inputs": "x", "parameters": {"details": true}}').details is True
     chat = parse_request(json.dumps({"messages": [{"role": "user", "content": "a b"}], "max_tokens": 5, "stream": True,
                                      "stream_options": {"include_usage": True}}).encode())
     assert (chat.format, chat.prompt_tokens, chat.max_new_tokens, chat.stream_usage) == (OPENAI, 2, 5, True)
@@ -97,7 +89,10 @@ def test_requests_of_both_schemas():
             parse_request(bad)
 
 
-@pytest.mark.parametrize("body, fmt", [(b'{"inputs": "hi there", "parameters": {"max_new_tokens": 5}}', TGI),
+TGI_BODY = b'{"inputs": "hi there", "parameters": {"max_new_tokens": 5, "details": true}}'
+
+
+@pytest.mark.parametrize("body, fmt", [(TGI_BODY, TGI), (TGI_BODY, LMI),
                                        ((b'{"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 5, '
                                          b'"stream_options": {"include_usage": true}}'), OPENAI)])
 @pytest.mark.parametrize("server_counts", [True, False])
@@ -105,9 +100,9 @@ def test_answers_read_back_by_the_token_accounting(body, fmt, server_counts):
     request = parse_request(body)
     stream = Formatter(fmt, request, 5, server_counts)
     count = count_stream([stream.token(i) for i in range(5)])
-    assert count.format == fmt and count.counted == 5 and count.output_tokens == 5
+    assert count.format == (TGI if fmt == LMI else fmt) and count.counted == 5 and count.output_tokens == 5
     assert count.source == ("server" if server_counts else "counted")
-    assert count.server_input == (2 if server_counts else None)
+    assert count.server_input == (2 if server_counts and fmt != LMI else None)  # LMI's details carry no prompt count
     whole = count_response(Formatter(fmt, request, 5, server_counts).body())
     assert whole.output_tokens == 5
 
@@ -151,7 +146,8 @@ def _credentials(monkeypatch):
 
 
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
-@pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12}, "stream": True},
+@pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12, "details": True},
+                                   "stream": True},
                                   {"messages": [{"role": "user", "content": "one two"}], "max_tokens": 12,
                                    "stream": True, "stream_options": {"include_usage": True}}])
 def test_the_endpoint_streams_tokens_one_step_apart(llm_endpoint, transport, body):
