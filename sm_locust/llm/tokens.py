@@ -10,7 +10,8 @@ a line may be split across parts, or a part may hold several lines):
   else `len(details.prefill)`.
 - `openai` (vLLM, LMI's chat completions, TGI's Messages API, SSE): lines `data: {"choices": [{"delta":
   {"content": " the"}}]}`, one per non-empty delta (or `text`; a choice's `token_ids` list: that
-  many); `data: [DONE]` ends it; the server's counts: a chunk's `usage`: `completion_tokens`,
+  many; a finishing choice with empty content: the stop token, which vLLM and LMI count);
+  `data: [DONE]` ends it; the server's counts: a chunk's `usage`: `completion_tokens`,
   `prompt_tokens` (sent with `stream_options.include_usage`). With vLLM's
   `stream_options.continuous_usage_stats` every chunk carries the running count from the first
   (role) chunk on, and a chunk's tokens are the count's increase.
@@ -35,7 +36,8 @@ caller says so once and keeps timing it. Per-token timing (`stream_figures`):
   TGI / LMI line, an LMI id list's length, a vLLM running count's increase), and when the server's
   total is larger than the tokens seen (a chunk carrying several tokens, with no per-chunk count),
   the server's tokens are spread over the parts in proportion to the tokens seen in each: a chunk
-  of 2 tokens 50 ms after the previous gives two 25-ms gaps, not one of 50 ms;
+  of 2 tokens 50 ms after the previous gives two 25-ms gaps, not one of 50 ms. Parts that arrive
+  less than `SAME_WRITE_MS` apart are one write the transport split, and share one gap likewise;
 - time per output token (TPOT): (e2e - TTFT) / (output tokens - 1), with the output count the
   server's when it gave one; output tokens/s of a request: output tokens / e2e.
 
@@ -57,6 +59,9 @@ OPENAI = "openai"
 FORMATS = (TGI, OPENAI)
 SERVER = "server"
 COUNTED = "counted"
+SAME_WRITE_MS = 1.0
+"""Token-carrying parts that arrive less than this apart are one write the transport split (a decode step
+is several ms): their tokens share one gap, as the tokens of one part do."""
 INPUT_TOKENS = "llm_input_tokens"
 """`Invocation.extra` key: the prompt's token count as the sender knows it (sm_locust.payloads.llm)."""
 
@@ -182,7 +187,11 @@ def _choice_tokens(choice: dict) -> int:
     delta = choice.get("delta")
     if isinstance(delta, dict):
         content = delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls")
-        return 1 if content else 0
+        if content:
+            return 1
+        # the stop token: vLLM and LMI stream it as an empty content with the finish reason (and count it);
+        # a bare `delta: {}` finishing chunk (OpenAI's) carries none
+        return 1 if choice.get("finish_reason") and delta.get("content") == "" else 0
     return 1 if choice.get("text") else 0
 
 
@@ -373,19 +382,27 @@ def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Seq
     for gap in gaps_ms:
         arrivals.append(arrivals[-1] + gap)
     ttft = None
-    previous = None
+    previous = None  # the previous write's arrival
+    group_at, group_tokens = None, 0  # the write being read: parts arriving within SAME_WRITE_MS of one another
     itl: list[float] = []
     times: list[float] = []
     parts = spread(count.per_part, count.server_output)
     for arrival, tokens in zip(arrivals, parts, strict=False):  # a part without a gap recorded is not timed
         if not tokens:
             continue
-        if previous is None:
+        times.extend([arrival] * tokens)
+        if group_at is not None and arrival - group_at < SAME_WRITE_MS:
+            group_at, group_tokens = arrival, group_tokens + tokens
+            continue
+        if group_at is not None and previous is not None:
+            itl.extend([(group_at - previous) / group_tokens] * group_tokens)
+        if group_at is None:
             ttft = arrival
         else:
-            itl.extend([(arrival - previous) / tokens] * tokens)
-        times.extend([arrival] * tokens)
-        previous = arrival
+            previous = group_at
+        group_at, group_tokens = arrival, tokens
+    if group_at is not None and previous is not None:
+        itl.extend([(group_at - previous) / group_tokens] * group_tokens)
     return RequestTokens(e2e_ms, ttft, itl, count.output_tokens, inputs, count.source, times)
 
 
