@@ -16,8 +16,8 @@ generation fails, so the failure travels inside the model's own stream, in each 
 `in_band_error(obj)` names the error one decoded JSON object carries (None for anything else, cheaply:
 it runs on every object of every stream). The name is the failure code Locust's failure table groups
 by, `<container>.<kind>`: `TGI.generation`, `LMI.error`, `OpenAI.InternalServerError`, `OpenAI.error`
-(no type given), `OpenAI.finish_reason_error`; the message is the container's text (sanitised by
-`InvocationError`). Pure.
+(no type given), `OpenAI.finish_reason_error`; the message is the container's text (the client's `InvocationError`
+sanitises it). Pure: nothing here imports Locust or another sm_locust module.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
-
-from sm_locust.invocation import InvocationError
 
 TGI_PREFIX = "TGI."
 LMI_ERROR = "LMI.error"
@@ -41,14 +39,11 @@ MAX_KIND = 48
 
 @dataclass(frozen=True)
 class InBandError:
-    """One stream's in-band error: its failure code and the container's message."""
+    """One stream's in-band error: its failure code and the container's message (the client reports it as
+    `InvocationError(code, message)`: `TGI.generation: Request failed during generation: ...`)."""
 
     code: str
     message: str = ""
-
-    def invocation_error(self) -> InvocationError:
-        """The failure the stream's entry reports (`TGI.generation: Request failed during generation: ...`)."""
-        return InvocationError(self.code, self.message)
 
 
 def _kind(value: Any) -> str:

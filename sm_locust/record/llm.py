@@ -176,7 +176,7 @@ class LlmStats:
             live.added[second] = live.added.get(second, 0) + tokens
             live.total += tokens
         if live.failure is None and live.parser.error is not None:
-            live.failure = live.parser.error.invocation_error()
+            live.failure = InvocationError(live.parser.error.code, live.parser.error.message)
         return live.failure
 
     def take_live(self) -> Live | None:

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.invocation import InvocationError
 from sm_locust.llm.errors import FINISH_REASON_ERROR, GENERIC, LMI_ERROR, OPENAI_ERROR, in_band_error
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import (
@@ -212,7 +213,7 @@ def test_length_distributions():
 def test_in_band_errors_are_named_by_their_format(obj, code, message):
     error = in_band_error(obj)
     assert error is not None and (error.code, error.message) == (code, message)
-    assert str(error.invocation_error()) == f"{code}: {message}"
+    assert str(InvocationError(error.code, error.message)) == f"{code}: {message}"
 
 
 def test_ordinary_events_are_not_errors():
