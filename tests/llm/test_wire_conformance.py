@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import gevent
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
@@ -348,8 +349,6 @@ def _credentials(monkeypatch):
 @pytest.mark.e2e
 @pytest.mark.parametrize("fmt", [TGI, LMI, OPENAI])
 def test_serve_streams_conforming_bytes_and_its_failures_are_the_clients(fmt, tmp_path):
-    import gevent
-
     config = LlmConfig(max_sequences=8, step_ms=4.0, step_ms_per_seq=0.2, prefill_ms_per_token=0.0, format=fmt,
                        error_ratio=0.3)
     body = ({"inputs": "What is Deep Learning?", "parameters": {"max_new_tokens": 12, "details": True}, "stream": True}
