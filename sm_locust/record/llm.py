@@ -44,7 +44,7 @@ from typing import Any
 
 from gevent import getcurrent
 
-from sm_locust.config.options import option_value, parse_bool
+from sm_locust.config.options import Options
 from sm_locust.invocation import InvocationError
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
@@ -333,11 +333,10 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
     return counted
 
 
-def accounting_for(call: Callable, environment: Any, options: Any) -> Callable:
+def accounting_for(call: Callable, environment: Any, options: Options) -> Callable:
     """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`)
     or streams (`--stream`); else `call` itself."""
-    stream = parse_bool(option_value(options, "stream"), "--stream")
-    llm = bool(option_value(options, "prompts"))
-    if not (stream or llm):
+    llm = bool(options.prompts)
+    if not (options.stream or llm):
         return call
     return token_accounting(call, environment, responses=llm)

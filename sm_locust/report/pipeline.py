@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.preflight import is_loopback
 from sm_locust.errors import UsageError
 from sm_locust.record.runfolder import RunData, read_run
@@ -88,6 +89,16 @@ def check_report_values(*, period: int | None = None, safety_factor: float | Non
         raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
     if safety_factor is not None and not 0 < safety_factor <= 1:
         raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
+
+
+def check_report_names(endpoint_name: str | None, variant_name: str | None, inference_component: str | None) -> None:
+    """CloudWatch dimensions a report is asked for follow SageMaker's naming rules (sm_locust.aws.runtime_api)."""
+    if endpoint_name:
+        check_endpoint_name(endpoint_name)
+    if variant_name:
+        check_header("target_variant", variant_name, "--variant-name")
+    if inference_component:
+        check_header("inference_component", inference_component)
 
 
 @dataclass

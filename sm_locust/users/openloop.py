@@ -39,7 +39,8 @@ from gevent.event import Event
 from gevent.pool import Pool
 from locust import task
 
-from sm_locust.config.options import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, open_loop_settings
+from sm_locust.config.openloop import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, OpenLoopSettings
+from sm_locust.config.options import environment_options
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.plateau.arrival import ARRIVALS
@@ -157,7 +158,7 @@ class OpenLoopScheduler:
         env = user.environment
         scheduler = getattr(env, "sm_locust_open_loop_scheduler", None)
         if scheduler is None:
-            arrival, per_user, in_flight = open_loop_settings(env.parsed_options)
+            arrival, per_user, in_flight = OpenLoopSettings.from_options(environment_options(env))
             scheduler = env.sm_locust_open_loop_scheduler = cls(
                 env, user.client, arrival=arrival, rate_per_user=per_user, max_in_flight=in_flight)
         return scheduler
@@ -238,7 +239,7 @@ def offered_rate(runner) -> float | None:
     if not count:
         return None
     try:
-        _, per_user, _ = open_loop_settings(env.parsed_options)
+        _, per_user, _ = OpenLoopSettings.from_options(environment_options(env))
     except UsageError:
         return None
     return count * per_user
