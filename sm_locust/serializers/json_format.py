@@ -132,7 +132,7 @@ def json_rows(body: bytes) -> int | None:
     inputs = doc.get("inputs")
     if isinstance(inputs, dict) and inputs:
         return _first_dim(next(iter(inputs.values())))
-    if _is_kserve(inputs):
+    if isinstance(inputs, list) and _is_kserve(inputs):
         shape = inputs[0].get("shape")
         return int(shape[0]) if isinstance(shape, list) and shape else None
     return _first_dim(inputs)

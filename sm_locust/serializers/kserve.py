@@ -216,20 +216,21 @@ def array_from_bytes(data: bytes | memoryview, dt: Datatype, shape: Sequence[int
     return arr.astype(dt.values, copy=False).reshape(tuple(shape))
 
 
-def _flatten(data: Any) -> list:
+def flatten(data: Any) -> list:
+    """A nested JSON list, flat and row-major."""
     if not isinstance(data, list):
         return [data]
     if data and isinstance(data[0], list):
         out: list = []
         for item in data:
-            out.extend(_flatten(item))
+            out.extend(flatten(item))
         return out
     return data
 
 
 def array_from_json(data: Any, dt: Datatype, shape: Sequence[int], what: str) -> np.ndarray:
     """A tensor's values from its JSON `data` (flat or nested, row-major)."""
-    flat = _flatten(data)
+    flat = flatten(data)
     if len(flat) != _count(shape):
         raise SerializationError(f"{what}: {len(flat)} values in 'data' for shape {list(shape)}")
     if dt.name == BYTES:
@@ -439,5 +440,5 @@ def error_body(message: str) -> bytes:
 __all__ = ["BINARY_DATA", "BINARY_DATA_OUTPUT", "BINARY_DATA_SIZE", "BINARY_MIME", "BINARY_PREFIX", "BYTES",
            "DATATYPES", "Datatype", "Decoded", "Tensor", "array_from_bytes", "array_from_json",
            "binary_content_type", "datatype", "datatype_of", "decode_answer", "decode_request", "decode_tensors",
-           "document_length", "encode_answer", "encode_request", "error_body", "header_size", "is_outputs_document",
-           "json_data", "tensor_bytes", "to_wire"]
+           "document_length", "encode_answer", "encode_request", "error_body", "flatten", "header_size",
+           "is_outputs_document", "json_data", "tensor_bytes", "to_wire"]
