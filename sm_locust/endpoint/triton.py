@@ -29,6 +29,7 @@ Answers carry each requested output in binary or JSON as asked.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -189,11 +190,18 @@ def _parse_document(header: bytes) -> dict:
     try:
         doc = orjson.loads(header)
     except orjson.JSONDecodeError as exc:
-        if exc.msg.startswith("trailing"):
-            text = header.decode("latin-1")
-            end = len(text) - len(text[exc.pos:].lstrip(" \t\n\r"))
+        text = header.decode("latin-1")  # one character per byte: positions are byte offsets
+        start = len(text) - len(text.lstrip(" \t\n\r"))
+        try:
+            _, end = json.JSONDecoder().raw_decode(text, start)
+        except ValueError as bad:
+            position = getattr(bad, "pos", exc.pos)
+            raise _refuse(SERVER_ERROR, f"failed to parse the request JSON buffer: Invalid value. at {position}") \
+                from None
+        rest = len(text) - len(text[end:].lstrip(" \t\n\r"))
+        if rest < len(text):
             raise _refuse(SERVER_ERROR, "failed to parse the request JSON buffer: The document root must not be "
-                                        f"followed by other values. at {end}") from None
+                                        f"followed by other values. at {rest}") from None
         raise _refuse(SERVER_ERROR, f"failed to parse the request JSON buffer: Invalid value. at {exc.pos}") from None
     return doc
 
