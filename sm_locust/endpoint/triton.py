@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -121,9 +121,10 @@ class TritonModel:
             specs = {flag: tuple(TensorSpec(t.name, t.datatype, t.dims[1:]) for t in tensors)
                      for flag, tensors in specs.items()}
         for t in specs["--model-outputs"]:
-            if WILDCARD in t.dims:
-                raise ValueError(f"--model-outputs {t.name}: the local model needs every output dim but the batch's "
-                                 f"sized, got {_dims_text(t.dims)}")
+            rest = t.dims[1:] if max_batch_size == 0 else t.dims  # no batching: a first -1 is the request's rows
+            if WILDCARD in rest:
+                raise ValueError(f"--model-outputs {t.name}: the local model needs every output dim sized but the "
+                                 f"batch's (or, with --max-batch-size 0, the first), got {_dims_text(t.dims)}")
         return cls(specs["--model-inputs"], specs["--model-outputs"], max_batch_size)
 
     def full_dims(self, spec: TensorSpec) -> tuple[int, ...]:
@@ -148,10 +149,9 @@ class TritonRequest:
     batch_size: int
     outputs: dict[str, bool]
     request_id: str = ""
-    rows: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rows = max(1, self.batch_size)
+    rows: int = 1
+    """The rows it carries: its batch size; without a batch dimension, the first input's first
+    dimension when the model leaves that dimension free (-1), else 1."""
 
 
 def _refuse(status: int, message: str) -> CodecError:
@@ -442,7 +442,12 @@ def _normalize(model: TritonModel, given: dict[str, _Input], asked: dict[str, bo
         arrays[inp.name] = _sized(inp, spec, model, log)
     binary = {spec.name: asked.get(spec.name, binary_default) for spec in model.outputs
               if not asked or spec.name in asked}
-    return TritonRequest(arrays, batch, binary, request_id)
+    rows = batch
+    if model.max_batch_size == 0:
+        first = model.inputs[0]
+        shape = arrays[first.name].shape
+        rows = shape[0] if first.dims and first.dims[0] == WILDCARD and shape else 1
+    return TritonRequest(arrays, batch, binary, request_id, max(1, rows))
 
 
 def _sized(inp: _Input, spec: TensorSpec, model: TritonModel, log: str) -> np.ndarray:
@@ -481,16 +486,19 @@ def _sized(inp: _Input, spec: TensorSpec, model: TritonModel, log: str) -> np.nd
 
 
 def row_scores(model: TritonModel, request: TritonRequest) -> np.ndarray:
-    """One number per row (float64 [rows]): the sum of the row's input values (BYTES: their lengths),
-    scaled; what every output is computed from."""
+    """One number per row (float64 [rows]): the sum of the row's input values (BYTES: their lengths);
+    an input without that many rows adds its total to every row. What every output is computed from."""
     rows = request.rows
     total = np.zeros(rows, dtype=np.float64)
     for spec in model.inputs:
         values = request.inputs[spec.name]
         if spec.datatype.name == kserve.BYTES:
             values = np.vectorize(len, otypes=[np.float64])(values) if values.size else values.astype(np.float64)
-        flat = np.asarray(values, dtype=np.float64).reshape(rows, -1) if values.size else np.zeros((rows, 0))
-        total += flat.sum(axis=1)
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim and values.shape[0] == rows:
+            total += values.reshape(rows, -1).sum(axis=1)
+        else:
+            total += values.sum()
     return total
 
 
@@ -499,25 +507,29 @@ def rows_of(request: TritonRequest) -> int:
     return request.rows
 
 
+def _per_row(model: TritonModel, spec: TensorSpec) -> bool:
+    """An output with one entry per row: every output of a batching model, else one whose first dim is -1."""
+    return model.max_batch_size > 0 or bool(spec.dims and spec.dims[0] == WILDCARD)
+
+
 def predict_batch(model: TritonModel, requests: Sequence[TritonRequest]) -> list[dict[str, np.ndarray]]:
-    """Every output of every request from one pass over the batch's rows: output element j of a row
-    with score s is sin(s / 1000 + j) (cast to the output's datatype). Deterministic, a function of
-    the row's values, so a batched row gets the same answer as the row sent alone."""
-    scores = np.concatenate([row_scores(model, r) for r in requests]) if requests else np.zeros(0)
-    out_all: dict[str, np.ndarray] = {}
-    for spec in model.outputs:
-        width = math.prod(spec.dims)
-        base = np.sin(scores[:, None] / 1000.0 + np.arange(width)[None, :])
-        out_all[spec.name] = _as_output(base, spec.datatype).reshape((len(scores), *spec.dims))
-    results, start = [], 0
-    for r in requests:
-        stop = start + r.rows
+    """Every output of every request of a batch, in one call: output element j of a row
+    with score s is sin(s / 1000 + j) (cast to the output's datatype); an output without rows takes
+    the request's summed score. Deterministic, a function of the values, so a batched row gets the
+    same answer as the row sent alone."""
+    scores = [row_scores(model, r) for r in requests]
+    results = []
+    for request, score in zip(requests, scores, strict=True):
         one = {}
         for spec in model.outputs:
-            part = out_all[spec.name][start:stop]
-            one[spec.name] = part if model.max_batch_size > 0 else part.reshape(spec.dims)
+            per_row = _per_row(model, spec)
+            inner = spec.dims[1:] if per_row and model.max_batch_size == 0 else spec.dims
+            width = math.prod(inner)
+            base = score if per_row else score.sum(keepdims=True)
+            values = np.sin(base[:, None] / 1000.0 + np.arange(width)[None, :])
+            shape = (request.rows, *inner) if per_row else tuple(spec.dims)
+            one[spec.name] = _as_output(values, spec.datatype).reshape(shape)
         results.append(one)
-        start = stop
     return results
 
 
