@@ -17,7 +17,9 @@ from tritonclient.utils import np_to_triton_dtype
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
+from sm_locust.payloads import load_payloads
 from sm_locust.payloads.options import PayloadSettings
+from sm_locust.payloads.split import parts_of
 from sm_locust.serializers import ResponseValidator, SerializationError, body_rows, create_serializer, kserve
 from sm_locust.serializers.triton_format import triton_rows
 
@@ -172,3 +174,20 @@ def test_rows_of_a_body_read_as_bytes():
     assert body_rows(body, ctype) == 4
     assert body_rows(create_serializer("triton-json").encode(BERT)[0], "application/json") == 4
     assert create_serializer("triton").content_type_of(body) == ctype  # deduced from the body alone
+
+
+def test_batches_max_bodies_and_split_work_as_for_every_array_source(tmp_path):
+    path = tmp_path / "bert.npz"
+    np.savez(path, input_ids=np.arange(10 * 8).reshape(10, 8), attention_mask=np.ones((10, 8), np.int64))
+    ser = create_serializer("triton", input_datatypes="input_ids=INT32,attention_mask=INT32")
+    pool = load_payloads(path, serializer=ser, batch_size=4, max_bodies=3, split=2)
+    assert len(pool.invocations) == 3
+    for invocation in pool.invocations:
+        assert invocation.rows == 4
+        assert kserve.decode_request(invocation.body, invocation.content_type).tensors["input_ids"].shape == (4, 8)
+        parts = parts_of(invocation)
+        assert [p.rows for p in parts] == [2, 2]
+        for part in parts:
+            decoded = kserve.decode_request(part.body, part.content_type)
+            assert [a.shape for a in decoded.tensors.values()] == [(2, 8), (2, 8)]
+            assert part.content_type == kserve.binary_content_type(kserve.document_length(part.body))
