@@ -57,18 +57,18 @@ def main() -> int:
     args = parser.parse_args()
     cases = [("triton, int32 as INT32", "triton", "int32", None),
              ("triton, int64 as INT32 (checked)", "triton", "int64", "input_ids=INT32,attention_mask=INT32"),
-             ("triton-json, int32 as INT32", "triton-json", "int32", None)]
+             ("triton-json, int32 as INT32", "triton-json", "int32", None),
+             ("triton-json, int64 as INT32 (checked)", "triton-json", "int64", "input_ids=INT32,attention_mask=INT32")]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     worst = None
     for label, name, dtype, datatypes in cases:
         serializer = create_serializer(name, output_names="logits", input_datatypes=datatypes)
         best, median, size = rate(serializer, requests(args.bodies, dtype), args.repeats)
-        print(f"{label:34s} best {best:9,.0f} bodies/s, median {median:9,.0f} bodies/s, {size:,} bytes per body")
-        if name == "triton":
-            worst = median if worst is None else min(worst, median)
+        print(f"{label:39s} best {best:9,.0f} bodies/s, median {median:9,.0f} bodies/s, {size:,} bytes per body")
+        worst = median if worst is None else min(worst, median)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     verdict = "meets" if worst is not None and worst >= TARGET else "misses"
-    print(f"binary kind, slowest median: {worst:,.0f} bodies/s: {verdict} the {TARGET:,} bodies/s target")
+    print(f"slowest median: {worst:,.0f} bodies/s: {verdict} the {TARGET:,} bodies/s target")
     return 0
 
 

@@ -138,6 +138,16 @@ def to_wire(arr: np.ndarray, dt: Datatype, what: str) -> np.ndarray:
     assert target is not None
     if arr.dtype == target:
         out = arr
+    elif arr.dtype.kind in "iu" and target.kind in "iu":  # whole numbers: a range check, one pass each
+        info = np.iinfo(target)
+        low, high = (arr.min(), arr.max()) if arr.size else (0, 0)
+        if low < info.min or high > info.max:
+            bad = low if low < info.min else high
+            raise SerializationError(
+                f"{what}: {arr.dtype} values cannot be sent as {dt.name} without changing them (e.g. {bad.item()!r}); "
+                f"save the array as {datatype_of(arr.dtype).name.lower()} values that fit {dt.name}, or give "
+                "--input-datatypes with a type that holds them")
+        out = arr.astype(target)
     else:
         with np.errstate(all="ignore"):
             out = arr.astype(target)
@@ -165,14 +175,16 @@ def tensor_bytes(wire: np.ndarray, dt: Datatype) -> bytes:
     return b"".join(_LENGTH.pack(len(v)) + v for v in (bytes(x) for x in wire.reshape(-1).tolist()))
 
 
-def json_data(wire: np.ndarray, dt: Datatype, what: str) -> list:
-    """The flat, row-major JSON `data` of a `to_wire` array (BYTES as UTF-8 text)."""
+def json_data(wire: np.ndarray, dt: Datatype, what: str) -> np.ndarray | list:
+    """The flat, row-major JSON `data` of a `to_wire` array: a 1-D array orjson writes natively
+    (`OPT_SERIALIZE_NUMPY`: 4x faster than a list; FP32 in its shortest form, which reads back to
+    the same FP32), or a list of UTF-8 text for BYTES."""
     if not dt.json:
         raise SerializationError(f"{what}: {dt.name} cannot travel in JSON (Triton refuses it there); send it in "
                                  "the binary kind, --serializer triton")
     flat = wire.reshape(-1)
     if dt.name != BYTES:
-        return flat.tolist()
+        return np.ascontiguousarray(flat, dtype=flat.dtype.newbyteorder("="))
     try:
         return [bytes(v).decode("utf-8") for v in flat.tolist()]
     except UnicodeDecodeError:
@@ -309,7 +321,7 @@ def encode_request(inputs: Iterable[Tensor], *, binary: bool, outputs: Sequence[
         request["outputs"] = [{"name": name, "parameters": {BINARY_DATA: binary_output}} for name in outputs]
     elif binary_output:
         request["parameters"] = {BINARY_DATA_OUTPUT: True}
-    header = orjson.dumps(request)
+    header = orjson.dumps(request, option=orjson.OPT_SERIALIZE_NUMPY)
     if not blobs:
         return header, "application/json"
     return header + b"".join(blobs), binary_content_type(len(header))
