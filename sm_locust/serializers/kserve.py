@@ -144,7 +144,7 @@ def to_wire(arr: np.ndarray, dt: Datatype, what: str) -> np.ndarray:
         if low < info.min or high > info.max:
             bad = low if low < info.min else high
             raise SerializationError(
-                f"{what}: {arr.dtype} values cannot be sent as {dt.name} without changing them (e.g. {bad.item()!r}); "
+                f"{what}: {arr.dtype} values cannot be sent as {dt.name} without changing them (e.g. {int(bad)!r}); "
                 f"save the array as {datatype_of(arr.dtype).name.lower()} values that fit {dt.name}, or give "
                 "--input-datatypes with a type that holds them")
         out = arr.astype(target)

@@ -22,7 +22,7 @@ whichever kind they come in, so `--validate-response` checks names, shapes and r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -81,7 +81,7 @@ class TritonSerializer(Serializer):
     """`triton`: Triton's binary tensor extension through SageMaker (see the module docstring)."""
 
     name = "triton"
-    format = TRITON
+    format: ClassVar[str | None] = TRITON
     default_content_type = canonical(TRITON)
     binary_inputs = True
     default_binary_output = True
@@ -152,7 +152,8 @@ class TritonJsonSerializer(TritonSerializer):
     """`triton-json`: the same requests with every tensor's values in JSON `data` (`application/json`)."""
 
     name = "triton-json"
-    format = JSON
+    format = None  # it reads its own JSON answers (`decoder_for` keeps it for application/json); the JSON
+    # format's reader stays `json`, which also reads KServe v2 answers
     default_content_type = canonical(JSON)
     binary_inputs = False
     default_binary_output = False
