@@ -95,9 +95,16 @@ def discard(ep: LocalEndpoint) -> None:
 def refused_url() -> Iterator[str]:
     """http://127.0.0.1:PORT where a connection is refused for the whole test: the port is bound here and
     never listened on (Linux answers a connect with RST), so no other process can serve on it meanwhile,
-    as it could on a port looked up free and let go."""
-    with socket.socket() as holder:
+    as it could on a port looked up free and let go. A socket that never listens is no server: its bind is
+    not one the tiers count."""
+    global _started
+    watching, _started = _started, None
+    try:
+        holder = socket.socket()
         holder.bind(("127.0.0.1", 0))
+    finally:
+        _started = watching
+    with holder:
         yield f"http://127.0.0.1:{holder.getsockname()[1]}"
 
 

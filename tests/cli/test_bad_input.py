@@ -277,12 +277,10 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
 }
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
-def test_bad_input_is_one_line_and_leaves_nothing(case, scene, monkeypatch, capsys):
+def test_bad_input_is_one_line_and_leaves_nothing(case, scene, monkeypatch, capsys, refused_url):
     argv, env, code, needles = CASES[case]
-    port = free_port()
-    argv = [a.format(port=port) for a in argv]
+    argv = [a.format(port=refused_url.rsplit(":", 1)[1]) for a in argv]
     for name, value in env.items():
         if value is None:
             monkeypatch.delenv(name, raising=False)

@@ -203,6 +203,7 @@ def test_the_contract_cannot_be_built_without_a_transport():
         SageMakerClient(Environment(), "ep")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 def test_a_stream_the_chunk_listener_finds_an_in_band_error_in_is_that_failure(runtime, transport):
     """An LLM container's error event inside a 200 stream: the listener (the token accounting) names it, the
