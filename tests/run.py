@@ -63,7 +63,9 @@ class Shard:
         return self.folder / f"{self.name}.xml"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "pytest", "-q", f"--junitxml={self.xml}", *self.args, *self.files]
+        command = [sys.executable, "-m", "pytest", "-q", f"--junitxml={self.xml}",
+                   f"--basetemp={self.folder / self.name}",  # its own tmp_path root: none cleans up another's
+                   *self.args, *self.files]
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         self.started = time.monotonic()
@@ -157,11 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     shards = [fast]
     stopping: list[int] = []
 
-    def forward(signum, _frame):  # Ctrl+C reaches the group; a SIGTERM to this process alone is passed on
+    def forward(signum, _frame):  # Ctrl+C reaches the whole group by itself; a SIGTERM to this process is passed on
         stopping.append(signum)
         for s in shards:
-            if s.process and s.process.poll() is None:
-                s.process.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+            if signum != signal.SIGINT and s.process and s.process.poll() is None:
+                s.process.send_signal(signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)

@@ -545,7 +545,7 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
         os.kill(command.pid, signal.SIGTERM)
         code = command.exit_code(timeout=90)
         assert code == 143, (code, command.output())
-        assert_gone(processes, timeout=10)
+        assert_gone(processes, timeout=60)
         assert "Traceback" not in command.output()
         assert "SIGTERM" in command.output(), command.output()
         if marker:

@@ -7,7 +7,6 @@ import socket
 
 import pytest
 
-from sm_locust.endpoint.server import free_port
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 
@@ -96,8 +95,8 @@ def test_unknown_shape_lists_valid_ones():
 
 
 @pytest.mark.e2e
-def test_endpoint_url_that_refuses_connections(tmp_path):
-    url = f"http://127.0.0.1:{free_port()}"
+def test_endpoint_url_that_refuses_connections(tmp_path, refused_url):
+    url = refused_url
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
                      "--out", str(tmp_path / "r"))
     assert_one_line_error(result, 1, url, "connection refused")

@@ -134,7 +134,7 @@ def test_a_run_driven_through_the_web_ui_http_api(web_locust, endpoint):
     assert entries["edited-in-the-ui"]["num_failures"] == 0
     status, _ = web.post("/stop", [])  # POST in Locust 2.47 (GET answers 405)
     assert status == 200
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a wait for what comes in a second: long only when it fails
     while True:
         stopped = json.loads(web.get("/stats/requests")[1])
         if stopped["state"] == "stopped":
@@ -244,7 +244,7 @@ def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, e
     assert endpoint.stats()["requests"] == 0 and not (tmp_path / "elsewhere").exists()
     _, body = web.post("/swarm", swarm_form(think_time="0.05"))  # what the form may change still works
     assert json.loads(body)["success"] is True, body
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60  # a wait for what comes in a second: long only when it fails
     while endpoint.stats()["requests"] < 5:  # the command line's payload, sent to the command line's endpoint
         assert time.monotonic() < deadline
         time.sleep(0.2)

@@ -260,5 +260,7 @@ def test_open_loop_latency_runs_from_the_intended_send_time(endpoint_factory, tm
     gevent.sleep(0)
     total = env.stats.total
     assert total.get_response_time_percentile(0.95) > 500  # a closed loop would report ~50-100 ms
-    # 3 s at 40 req/s: 120 intended sends; at least 3/4 of them out, on time
-    assert env.sm_locust_open_loop.sent >= 90 and env.sm_locust_open_loop.late <= 0.1 * env.sm_locust_open_loop.sent
+    # 3 s at 40 req/s: up to 120 intended sends, fewer when a busy machine ramps the users late; each that was
+    # due went out, on time, and more than the endpoint's 20 req/s for a second (the queue had to grow)
+    sends = env.sm_locust_open_loop
+    assert sends.sent >= 40 and sends.dropped == 0 and sends.late <= 0.1 * sends.sent
