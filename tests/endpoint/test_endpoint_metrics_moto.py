@@ -64,12 +64,18 @@ def statistic(cw, name: str, stat: str, namespace: str = "AWS/SageMaker", endpoi
 @pytest.mark.e2e
 def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_factory, moto_url):
     cw = cloudwatch(moto_url)
-    start = time.time()
     ep = endpoint_factory(cloudwatch_url=moto_url, metrics_interval_s=INTERVAL_S, endpoint_name="cw-ep",
                           workers=2, service_time_ms=SERVICE_MS)
+    # The report's window is the traffic's (start .. end), in whole minutes, and a minute in it without data is
+    # a gap: the traffic starts 3 s or more into a minute (a publishing window is stamped with its start, up
+    # to an interval before its requests) with 20 s of it left, so it lands in the minutes the window covers.
+    while not 3 <= time.time() % 60 <= 40:
+        time.sleep(0.2)
+    start = time.time()
     statuses = [invoke(ep, "cw-ep") for _ in range(40)]
     statuses += [invoke(ep, "cw-ep", "ModelError") for _ in range(3)]
     statuses += [invoke(ep, "cw-ep", "InternalFailure") for _ in range(2)]
+    end = time.time()
     assert statuses == [200] * 40 + [424] * 3 + [500] * 2
     served = ep.stats()["invocations"]
     assert served == 45
@@ -86,7 +92,6 @@ def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_fact
     assert statistic(cw, "Invocation4XXErrors", "Sum") == 3 and statistic(cw, "Invocation5XXErrors", "Sum") == 2
 
     assert ep.stop() == 0
-    end = time.time()
     # after the final flush, the report's fetcher reads it back in report units (ms, pct, count)
     result = cwmod.fetch_endpoint_metrics(MetricRequest("cw-ep", start, end), cloudwatch=cw)
     frame = result.frame
