@@ -149,8 +149,11 @@ class LivePublisher:
             if action == THROTTLE:
                 log.warning("sm-locust: CloudWatch throttled the permission check (%s); publishing backs off", reason)
                 return
-            where = "cannot reach CloudWatch" if action == RETRY else "PutMetricData was refused"
-            raise UsageError(f"--publish cloudwatch: {where}: {reason}; the run's credentials need "
+            if action == RETRY:
+                raise UsageError(f"--publish cloudwatch: cannot reach CloudWatch at "
+                                 f"{self.sender.client.meta.endpoint_url} ({reason}); check the network, the region "
+                                 "or AWS_ENDPOINT_URL_CLOUDWATCH") from None
+            raise UsageError(f"--publish cloudwatch: PutMetricData was refused ({reason}); the run's credentials need "
                              "cloudwatch:PutMetricData (docs/live-metrics.md)") from None
 
     def _put_dashboard(self, endpoint_name: str) -> None:

@@ -225,3 +225,10 @@ def describe(report: Mapping) -> str:
         return text + ", nothing dropped"
     reasons = "; ".join(f"{n} {reason}" for reason, n in (report.get("dropped_reasons") or {}).items())
     return text + f", {dropped} DROPPED ({reasons})"
+
+
+def closing_clause(report: Mapping) -> str:
+    """The run's closing line's part: `CloudWatch: 84 data points published, nothing dropped`."""
+    dropped = report.get("dropped") or 0
+    text = f"CloudWatch: {report.get('data_points', 0)} data points published"
+    return text + (f", {dropped} DROPPED (summary.json publish)" if dropped else ", nothing dropped")
