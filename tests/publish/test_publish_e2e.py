@@ -112,6 +112,9 @@ def test_a_run_publishes_what_summary_json_counts(faulty_endpoint, moto_url, tmp
     assert "published to CloudWatch (sm-locust):" in result.stdout and "nothing dropped" in result.stdout
     closing = [line for line in result.stdout.splitlines() if "requests," in line][-1]
     assert "CloudWatch" in closing  # the verdict line says what was published
+    report = run_cli("report", str(run_dir), "--cloudwatch", "--instance-type", "ml.c5.xlarge",
+                     env={"AWS_ENDPOINT_URL_CLOUDWATCH": moto_url})
+    assert "what was published equals summary.json" in report.stdout, report.stdout[-2000:] + report.stderr[-2000:]
     body = cw.get_dashboard(DashboardName="sm-locust-pub-local")["DashboardBody"]
     assert "AWS/SageMaker" in body and "ModelLatency" in body and "EndToEndLatency" in body and "pub-local" in body
 
