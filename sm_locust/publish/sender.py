@@ -24,7 +24,9 @@ clock, `sleep` and `random` are injected, so tests drive a 30-s throttle in no t
 
 from __future__ import annotations
 
+import itertools
 import random
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -89,6 +91,8 @@ class CloudWatchSender:
         self.rand = rand
         self.max_backoff_s = max_backoff_s
         self._buffer: deque[tuple[int, Mapping]] = deque()
+        self._sending = 0  # buffered datums (at the left) in the call under way
+        self._lock = threading.Lock()  # one drain at a time (gevent's lock under Locust)
         self._outstanding: dict[int, int] = {}  # period -> its datums not yet sent
         self._damaged: set[int] = set()  # periods with a datum dropped
         self._periods = 0
@@ -111,9 +115,12 @@ class CloudWatchSender:
             return period
         self._outstanding[period] = len(datums)
         self._buffer.extend((period, datum) for datum in datums)
-        overflow = len(self._buffer) - self.capacity
-        if overflow > 0:
-            self._drop([self._buffer.popleft() for _ in range(overflow)], BUFFER_FULL)
+        overflow = min(len(self._buffer) - self.capacity, len(self._buffer) - self._sending)
+        if overflow > 0:  # the oldest go, but not those of a call under way (they may be stored already)
+            dropped = [self._buffer[self._sending + i] for i in range(overflow)]
+            for _ in range(overflow):
+                del self._buffer[self._sending]
+            self._drop(dropped, BUFFER_FULL)
         return period
 
     @property
@@ -126,15 +133,20 @@ class CloudWatchSender:
         """Send everything buffered, one call at a time; back off while throttled. With `deadline`
         (a `clock()` time) give up when it passes, with `stop` when it says so (what is left stays
         buffered); `sleep` overrides the back-off's wait (an interruptible one)."""
+        with self._lock:
+            self._drain(deadline, stop, sleep or self.sleep)
+
+    def _drain(self, deadline: float | None, stop: Callable[[], bool] | None, sleep: Callable[[float], Any]) -> None:
         attempt = 0
-        sleep = sleep or self.sleep
         while self._buffer:
             if (deadline is not None and self.clock() >= deadline) or (stop is not None and stop()):
                 return
-            batch = calls([datum for _, datum in list(self._buffer)[:1000]])[0]
+            batch = calls([datum for _, datum in itertools.islice(self._buffer, 1000)])[0]
+            self._sending = len(batch)
             try:
                 self.client.put_metric_data(Namespace=self.namespace, MetricData=list(batch))
             except Exception as exc:  # noqa: BLE001 - every failure is classified and counted
+                self._sending = 0
                 action, reason = classify(exc)
                 if action in (THROTTLE, RETRY):
                     attempt += 1
@@ -148,6 +160,7 @@ class CloudWatchSender:
                 self._drop([self._buffer.popleft() for _ in batch], reason)
                 continue
             attempt = 0
+            self._sending = 0
             self.calls += 1
             for _ in batch:
                 period, datum = self._buffer.popleft()

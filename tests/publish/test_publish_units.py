@@ -409,3 +409,53 @@ def test_the_published_line_says_equal_only_when_the_relation_holds():
     assert not compare({**same, "samples": 103}, summary)[0]
     assert "not all there yet" in compare({**same, "samples": 40}, summary)[1]
     assert not compare({**same, "errors": {"ModelError": 2}}, summary)[0]
+
+
+def test_a_period_closed_while_a_call_is_under_way_neither_loses_nor_repeats_its_data():
+    per_period = len(period_datums(1, 0))
+
+    class Slow:
+        """Stores what it gets; while the first call is 'on the wire' two more periods arrive, overflowing."""
+
+        def __init__(self):
+            self.stored: list[dict] = []
+            self.sender: CloudWatchSender | None = None
+
+        def put_metric_data(self, Namespace, MetricData):  # noqa: N803
+            if not self.stored and self.sender is not None:
+                self.sender.add(period_datums(2, 10))
+                self.sender.add(period_datums(3, 20))
+            self.stored.extend(MetricData)
+
+    client = Slow()
+    clock = Clock()
+    sender = client.sender = CloudWatchSender(client, "ns", capacity=2 * per_period, sleep=clock.sleep, clock=clock)
+    first = period_datums(1, 0)
+    sender.add(first)
+    sender.drain()
+    # the call under way kept its datums; the overflow dropped the oldest waiting period (the 10-s one)
+    assert client.stored == first + period_datums(3, 20)
+    assert sender.report()["dropped_reasons"] == {BUFFER_FULL: per_period}
+    assert sender.report()["periods_sent"] == 2 and sender.pending == 0
+
+
+def test_two_drains_at_once_send_each_datum_once():
+    import gevent
+
+    class Yielding:
+        def __init__(self):
+            self.stored: list[dict] = []
+
+        def put_metric_data(self, Namespace, MetricData):  # noqa: N803
+            gevent.sleep(0.01)  # on the wire: another greenlet runs
+            self.stored.extend(MetricData)
+
+    client = Yielding()
+    sender = CloudWatchSender(client, "ns", sleep=gevent.sleep)
+    sent = []
+    for p in range(3):
+        datums = period_datums(5, 10.0 * p)
+        sent += datums
+        sender.add(datums)
+    gevent.joinall([gevent.spawn(sender.drain), gevent.spawn(sender.drain)])
+    assert client.stored == sent and sender.data_points == len(sent)
