@@ -132,6 +132,9 @@ def run(args) -> int:
         print(f"slice {i + 1}: publishing {'on ' if on else 'off'} {slices[-1]['rps']:8.0f} req/s  "
               f"{slices[-1]['cpu_us']:6.1f} µs CPU/request", flush=True)
     scraper.kill()
+    runner.stop()
+    gevent.sleep(0.5)
+    budget = cpu_budget(publisher, env, args.period)
     publisher.on_quit()  # the sender's last sends, as at the end of a run
     report = publisher.report()["cloudwatch"]
     runner.quit()
@@ -149,8 +152,69 @@ def run(args) -> int:
           f"neighbours: {', '.join(f'{r:.3f}' for r in ratios)})")
     print(f"published: {report['data_points']} data points in {report['calls']} calls, {report['retries']} retries, "
           f"{report['dropped']} dropped; {scraping['scrapes']} scrapes of /metrics; period {args.period} s")
+    per_second = budget["tick_us"] + budget["scrape_us"] + (budget["period_us"] + budget["call_us"]) / args.period
+    load_cpu_us = statistics.mean(s["cpu_us"] for s in off) * statistics.mean(s["rps"] for s in off)
+    at_4000 = statistics.mean(s["cpu_us"] for s in off) * 4000
+    print(f"CPU accounting (the publishing work timed alone on this run's stats, {budget['requests']:,} requests, "
+          f"{budget['buckets']} latency buckets): tick {budget['tick_us']:.1f} µs/s, period close "
+          f"{budget['period_us']:.0f} µs, a PutMetricData call to the stand-in {budget['call_us']:.0f} µs "
+          f"({budget['serialize_us']:.0f} µs of it botocore without the network), a /metrics scrape "
+          f"{budget['scrape_us']:.0f} µs ({budget['collect_us']:.0f} µs of it the collector) -> {per_second:.0f} µs "
+          f"of CPU per second (one scrape a second, one call per {args.period}-s period)")
+    off_rps = statistics.mean(s["rps"] for s in off)
+    print(f"  = {per_second / load_cpu_us * 100:.3f} % of this run's CPU ({load_cpu_us / 1e6:.2f} CPU-s per second at "
+          f"{off_rps:.0f} req/s), {per_second / at_4000 * 100:.3f} % of what 4,000 req/s take at "
+          f"{statistics.mean(s['cpu_us'] for s in off):.1f} µs per request")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     return 0
+
+
+def cpu_budget(publisher, env, period_s: int, rounds: int = 200) -> dict:
+    """CPU time of each piece of publishing work, timed alone (no I/O) on the run's real stats."""
+    from botocore.stub import Stubber
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from sm_locust.publish.interval import difference
+    from sm_locust.publish.metric_data import interval_datums
+    from sm_locust.publish.prometheus import RunCollector
+    from sm_locust.record.recorder import counted_entry
+
+    def timed(fn, n: int) -> float:
+        c0 = time.process_time()
+        for _ in range(n):
+            fn()
+        return (time.process_time() - c0) / n * 1e6
+
+    now = time.time()
+    before = publisher._read(now - period_s)  # noqa: SLF001 - the bench times the publisher's own reading
+    ring = publisher._ring  # noqa: SLF001
+    tick_us = timed(lambda: ring.append((now, counted_entry(env.stats).total_response_time)), rounds)
+    datums = []
+
+    def close_period():
+        datums[:] = interval_datums(difference(before, publisher._read(now), now - period_s), publisher.dims, 1)  # noqa: SLF001
+
+    period_us = timed(close_period, rounds)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RunCollector(publisher._view()))  # noqa: SLF001
+    collect_us = timed(lambda: generate_latest(registry), rounds)
+    client = publisher.sender.client
+    with Stubber(client) as stub:
+        for _ in range(rounds):
+            stub.add_response("put_metric_data", {})
+        serialize_us = timed(lambda: client.put_metric_data(Namespace="sm-locust", MetricData=datums), rounds)
+    # with the users stopped nothing else runs in this process: process time is the call's own, both ways
+    call_us = timed(lambda: client.put_metric_data(Namespace="sm-locust", MetricData=datums), 50)
+    url = f"http://127.0.0.1:{publisher.settings.prometheus[1]}/metrics"
+
+    def fetch():
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            answer.read()
+
+    scrape_us = timed(fetch, 50)  # the server's side and this script's client side: an upper bound
+    return {"tick_us": tick_us, "period_us": period_us, "scrape_us": scrape_us, "call_us": call_us,
+            "collect_us": collect_us, "serialize_us": serialize_us,
+            "requests": env.stats.total.num_requests, "buckets": len(env.stats.total.response_times)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,6 +189,7 @@ class LivePublisher:
         self._ring.clear()
         self._ring.append((now, self._last.sum_ms))
         self._stop.clear()
+        self.recorder.extra[PUBLISH_KEY] = self.report()  # in every summary.json write from now on
         if self._ticker is None:
             self._ticker = gevent.spawn(self._tick_forever)
         if self.sender is not None and self._sending is None:
@@ -242,12 +243,15 @@ class LivePublisher:
         while True:
             gevent.sleep(1.0 - time.time() % 1.0)
             try:
-                now = time.time()
-                self._ring.append((now, counted_entry(self.environment.runner.stats).total_response_time))
-                if self.sender is not None and now >= self._period_start + self.settings.period_s:
-                    self._close_period(now)
+                self.tick(time.time())
             except Exception:  # never let publishing touch the test
                 log.exception("sm-locust: live metrics tick failed")
+
+    def tick(self, now: float) -> None:
+        """Once a second: the in-flight window; at a period's end, the period buffered (no I/O)."""
+        self._ring.append((now, counted_entry(self.environment.runner.stats).total_response_time))
+        if self.sender is not None and now >= self._period_start + self.settings.period_s:
+            self._close_period(now)
 
     def _close_period(self, now: float) -> None:
         """Buffer the period under way (stamped with its start) and open the next one."""

@@ -9,7 +9,7 @@ import json
 import random
 
 import locust  # noqa: F401  (gevent patching before boto3)
-from locust.stats import RequestStats
+from locust.stats import RequestStats, bucket_response_time
 
 import boto3
 import pytest
@@ -85,17 +85,6 @@ def test_dimensions_only_for_what_the_run_fixes():
 
 # -- periods ------------------------------------------------------------------------------------------
 
-def locust_bucket(ms: float) -> int:
-    """Locust's rounding of a response time into its histogram (stats.py)."""
-    if ms < 100:
-        return round(ms)
-    if ms < 1000:
-        return round(ms, -1)
-    if ms < 10000:
-        return round(ms, -2)
-    return round(ms, -3)
-
-
 def synthetic_run(seed: int, periods: int = 12):
     """Cumulative readings of a run with random latencies and errors: what the master's stats hold."""
     rng = random.Random(seed)
@@ -110,7 +99,7 @@ def synthetic_run(seed: int, periods: int = 12):
         for _ in range(rng.randint(0, 400)):
             ms = rng.lognormvariate(3.5, 0.6)
             exact.append(ms)
-            key = locust_bucket(ms)
+            key = bucket_response_time(ms)  # Locust's own rounding into its histogram
             hist[key] = hist.get(key, 0) + 1
             requests += 1
             total += ms
