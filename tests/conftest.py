@@ -5,8 +5,9 @@ The tiers: a test that starts a process (a local endpoint, Locust, moto_server, 
 itself) or a server (anything that binds a socket) carries `@pytest.mark.e2e`, or its module
 `pytestmark = pytest.mark.e2e`. Here a test without the marker fails if its setup or call does
 either (Python's audit events `subprocess.Popen`, `os.fork`, `os.posix_spawn`, `os.system`,
-`socket.bind`), so `pytest -m "not e2e"` stays the fast inner loop. A test that uses moto in-process
-(`mock_aws`) is marked too (no event tells it apart).
+`socket.bind`), so `pytest -m "not e2e"` stays the fast inner loop. A test that runs Locust users
+in-process (`Environment.create_local_runner`) or moto in-process (`mock_aws`) is marked too: no event
+tells those apart, so that is the author's to remember. `python tests/run.py` runs both tiers.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_a_weighted_mix_sends_the_seeded_sequence(tmp_path, transport):
     with TargetRecorder() as fake:
         summary = _run(fake.url, tmp_path / "run", "--target-models", spec, "--seed", "5", "--transport", transport)
     received = fake.targets
-    assert len(received) > 100
+    assert len(received) > 10  # how many a 2-s run sends is the machine's (95 at load 10, 3 CPU hogs)
     assert received == _expected(spec, 5, 0, len(received))  # one user, one process: exactly the stream
     assert list(summary["by_name"]) == ["ep"]  # Locust: one entry for the endpoint
     _check_counts(summary, received, users=1)

@@ -139,7 +139,8 @@ def test_served_batches_raise_throughput_and_run_side_by_side(endpoint_factory):
         plain_f, batched_f = pool.submit(_throughput, plain.url, 8, 1.5), pool.submit(_throughput, batched.url, 32, 1.5)
         plain_rps, batched_rps = plain_f.result(), batched_f.result()
     assert plain_rps < 30
-    assert batched_rps > 130 and batched_rps > 4 * plain_rps
+    # above the cap of one batch at a time, and 4x the plain one measured side by side
+    assert batched_rps > 8 / 0.096 and batched_rps > 4 * plain_rps
     stats = batched.stats()
     assert 0 < stats["batches"] < stats["successes"]
 

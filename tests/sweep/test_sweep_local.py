@@ -41,7 +41,7 @@ def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     # capacity = slots / 40 ms: 50 and 125 req/s nominal; 6 users saturate both (a busy shared machine measures less)
     assert low["capacity_rps"] < 55 and high["capacity_rps"] < 130
     assert high["capacity_rps"] > 1.8 * low["capacity_rps"]
-    assert low["instances_needed"] >= 2 and high["instances_needed"] == 1
+    assert low["instances_needed"] > high["instances_needed"] >= 1  # 2+ and 1 on a quiet machine, more on a busy one
     assert high["cost_per_1m"] < low["cost_per_1m"]
     assert high["cpu_pct"] is not None and high["memory_pct"] is not None  # sampled from the endpoint's processes
     assert doc["recommendation"]["label"] == "max_concurrency 5"
