@@ -15,6 +15,7 @@ from sm_locust.core.launch import every_request_failed, nothing_completed, verdi
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
 from sm_locust.errors import RunError
+from sm_locust.gates.checks import checks_lines, run_checks
 
 
 def add_parser(subparsers) -> None:
@@ -29,10 +30,13 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when the run completed (partial failures are measurements), 1 when every request failed
-    or none completed."""
-    out, summary = start_run(plan_run(args))
-    print(f"sm-locust: {verdict_line(summary)}")
+    """Exit 0 when the run completed (partial failures are measurements, and a failed check is reported,
+    not an exit code: `sm-locust smoke` gates), 1 when every request failed or none completed. The
+    closing lines: the totals, the verdict, the checks of the SLOs and stop conditions given."""
+    planned = plan_run(args, closing_verdict=True)  # the verdict once, here, not also from the shape
+    out, summary = start_run(planned)
+    for line in [*verdict_line(summary).splitlines(), *checks_lines(run_checks(summary, planned.options))]:
+        print(f"sm-locust: {line}")
     print(f"sm-locust: results in {out}/ (summary.json, locust_stats.csv, locust_stats_history.csv)")
     failed = nothing_completed(summary) or every_request_failed(summary, out)
     if failed:

@@ -48,6 +48,9 @@ OPTIONS: list[OptionSpec] = [
                web_ui=False, forward=False),
     OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
                float, web_ui=False, forward=False, minimum=0),
+    OptionSpec("--sm-closing", "SM_LOCUST_CLOSING", False,
+               "the sm-locust command that started Locust prints the verdict in its closing lines (sm-locust run), "
+               "so the shape does not print it a second time", bool, web_ui=False, forward=False),
 ]
 
 

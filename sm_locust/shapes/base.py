@@ -181,8 +181,8 @@ class SmLocustShape(LoadTestShape):
     def _finish(self) -> None:
         self._finished = True
         self._store_verdict()
-        if self.search is not None and self.search.steps:
-            say(self.search.verdict().text())
+        if self.search is not None and self.search.steps and not environment_options(self.environment).sm_closing:
+            say(self.search.verdict().text())  # else `sm-locust run` states it once, in its closing lines
         reason = self.stop_reason
         if reason is None and self.search is not None and self.search.done:
             reason = self.search.verdict().stop_reason
