@@ -24,8 +24,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "transactions per hour. Writes compare.csv and compare.html (self-contained).",
     )
     p.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="run folders written by `sm-locust run`")
-    p.add_argument("--out", default="sm-locust-compare", metavar="DIR",
-                   help="output folder (default ./sm-locust-compare)")
+    p.add_argument("--out", default="reports/compare", metavar="DIR",
+                   help="output folder (default reports/compare, beside the runs)")
     p.add_argument("--prices", dest="prices_file", metavar="FILE", help="JSON price table overriding the bundled one")
     p.add_argument("--target-rps", type=float, help="traffic to size for")
     p.add_argument("--safety-factor", type=float, default=0.5, help="headroom for the autoscaling target (default 0.5)")

@@ -11,11 +11,11 @@ import argparse
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.core.arguments import add_run_arguments
+from sm_locust.core.checks import checks_lines, run_checks
 from sm_locust.core.launch import every_request_failed, nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
 from sm_locust.errors import RunError
-from sm_locust.gates.checks import checks_lines, run_checks
 
 
 def add_parser(subparsers) -> None:

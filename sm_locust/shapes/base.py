@@ -78,6 +78,7 @@ class SmLocustShape(LoadTestShape):
     set `stop_reason` when `decide` ends the run, and `stop(now, seconds, reason)` when a search runs."""
 
     abstract = True
+    shape_name: str | None = None  # its name in sm_locust.shapes.SHAPES (each shape sets it)
     # The shapes read --run-time (and the step shape --spawn-rate): Locust should neither warn that
     # they are ignored nor hide them in the web UI.
     use_common_options = True

@@ -1,11 +1,11 @@
-"""The end-of-run checks of `sm-locust run` (gates/checks.py), on synthetic summary.json content:
+"""The end-of-run checks of `sm-locust run` (core/checks.py), on synthetic summary.json content:
 one check per limit given, judged at the verdict's step for a search and on the whole run otherwise,
 STOP for the stop condition that ended the run, and the closing block's wording."""
 
 from __future__ import annotations
 
 from sm_locust.config.options import parse_options
-from sm_locust.gates.checks import FAIL, NOT_JUDGED, PASS, STOP, checks_lines, percentile_key, run_checks
+from sm_locust.core.checks import FAIL, NOT_JUDGED, PASS, STOP, checks_lines, percentile_key, run_checks
 
 
 def step(users, **figures):
