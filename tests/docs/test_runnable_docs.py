@@ -122,18 +122,21 @@ def fresh_clone(tmp_path: Path) -> Path:
     return clone
 
 
-def run_block(clone: Path, script: str, env: dict) -> subprocess.CompletedProcess:
-    """The script under bash in a session of its own; whatever it left running is ended after it."""
-    proc = subprocess.Popen(["bash", "-c", script], cwd=clone, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=600)
-    finally:
+def run_block(clone: Path, script: str, env: dict, log: Path) -> subprocess.CompletedProcess:
+    """The script under bash in a session of its own, its output into `log` (a background job it
+    leaves running would hold a pipe open); whatever it left running is ended after it."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["bash", "-c", script], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # a `serve ... &` the block did not stop
-        except ProcessLookupError:
-            pass
-    return subprocess.CompletedProcess(proc.args, proc.returncode, output, "")
+            proc.wait(timeout=600)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # a `serve ... &` the block did not stop
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, log.read_text(errors="replace"), "")
 
 
 @pytest.mark.e2e
@@ -145,7 +148,7 @@ def test_runnable_blocks_run_and_leave_git_status_clean(document, tmp_path):
     for tag, block in runnable_blocks((ROOT / document).read_text()):
         script = checked_script(shortened(block, {"8080": free_port(), "5000": free_port()}),
                                 highest=1 if tag == "gates" else 0)
-        result = run_block(clone, script, env)
+        result = run_block(clone, script, env, tmp_path / "block.log")
         codes = [int(code) for code in re.findall(r"^::rc (\d+)$", result.stdout, re.M)]
         assert result.returncode == 0 and len(codes) == script.count("::rc"), \
             f"{document}:\n{script}\n---\n{result.stdout[-4000:]}"
