@@ -55,6 +55,8 @@ def _judged(summary: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str,
     plateau = summary.get("plateau") or {}
     if not plateau:
         return summary.get("totals") or {}, summary.get("llm") or {}, "whole run"
+    if plateau.get("users") is None and plateau.get("rate") is None:
+        return {}, {}, "the verdict names no step"
     step = _verdict_step(summary.get("steps") or [], plateau) or {}
     figures = {**step, **{k: v for k, v in plateau.items() if not is_missing(v)}}
     return figures, step.get("llm") or {}, f"at the verdict's step, {_load_words(plateau)}"
