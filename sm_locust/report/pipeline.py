@@ -378,6 +378,17 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
+SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
+
+
+def run_slos(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The SLOs the run was given (options.json's parsed options), for the lines the charts draw."""
+    parsed = (options or {}).get("options") if isinstance(options, Mapping) else None
+    if not isinstance(parsed, Mapping):
+        return {}
+    return {k: parsed.get(k) for k in SLO_OPTIONS if parsed.get(k) is not None}
+
+
 @dataclass
 class PreparedReport:
     """Everything a report shows, computed and not yet written: the page's `model` (render.ReportModel),
@@ -428,6 +439,7 @@ def prepare_report(
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
         hours=hourly_rows(seconds, data.summary), targets=mix,
         autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
+        slos=run_slos(data.options),
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())
 

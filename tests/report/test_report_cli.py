@@ -94,9 +94,11 @@ def test_html_is_self_contained_and_holds_the_figures(run_dir, capsys):
                 "fig-endpoint-load", "fig-errors", "fig-decomposition", "gaps", "summary", "steps"):
         assert div in parser.ids
     thr = _plot_data(page, "fig-throughput")
-    assert thr[0]["y"] == [8.0, 20.0] and thr[0]["x"] == [1, 2]
-    knee = next(t for t in thr if t["name"] == "plateau (knee)")
-    assert knee["x"] == [2] and knee["y"] == [20.0]
+    attempted = next(t for t in thr if t["name"] == "client rps (attempted)")
+    assert attempted["y"] == [8.0, 20.0] and attempted["x"] == [1, 2]
+    assert thr[0]["name"].startswith("goodput") and thr[0]["x"] == [1, 2]
+    knee = next(t for t in thr if t["name"] == "knee")
+    assert knee["x"] == [2] and knee["y"] == [thr[0]["y"][1]]  # on the line it belongs to
     errors = _plot_data(page, "fig-errors")
     assert errors[0]["y"] == [1, 1]
     # without CloudWatch the endpoint charts say why instead of drawing nothing
