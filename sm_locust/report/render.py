@@ -68,7 +68,10 @@ class ReportModel:
 
     @property
     def constant_load(self) -> bool:
-        """One load level for the whole run (constant users): no knee to find, none to mark."""
+        """One load level for the whole run (constant users): no knee to find, none to mark. Traffic
+        phases (a watched autoscaling run) are not one level, whatever their user count."""
+        if self.autoscaling is not None and getattr(self.autoscaling, "phases", None):
+            return False
         return self.steps.empty or "users" not in self.steps.columns or self.steps["users"].nunique() <= 1
 
     @property
@@ -422,6 +425,19 @@ def headline_rows(m: ReportModel) -> list[tuple[str, str]]:
     request-level figures every run has."""
     return (autoscaling_rows(m.autoscaling) + llm_rows(m.llm, m.cost, m.slos) + mix_rows(m.targets)
             + summary_rows(m))
+
+
+# The Summary rows `sm-locust report` also prints as its closing lines: what the run and its flags asked.
+CLOSING_ROWS = ("Capacity", "Knee", "Max sustainable", "Throughput (constant", "Output tokens/s", "Time to first token",
+                "Inter-token latency", "$ per 1M", "Model cache hit rate", "Cold vs warm", "Models loaded",
+                "Autoscaling target", "Instances needed", "seconds over the")
+
+
+def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
+    """The headline rows worth a line in the terminal: the sustainable point, an LLM run's tokens
+    against their SLOs and $ per 1M output tokens, a model mix's cache, $ per 1M inferences, the
+    autoscaling target and the instances for --target-rps, seconds over the SLO of a watched run."""
+    return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
 
 
 def decomposition_text(step: dict[str, Any]) -> str:

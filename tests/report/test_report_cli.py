@@ -66,7 +66,10 @@ def test_report_no_cloudwatch_writes_everything(run_dir, capsys):
     out, err = capsys.readouterr()
     assert code == 1  # the cut last line of the history is missing data
     assert "missing: Locust history: the last line" in err
-    assert "$2.83 per 1M inferences" in out
+    assert "sm-locust report: $ per 1M inferences: $2.83 (" in out
+    sizing = next(line for line in out.splitlines() if "Instances needed for 100 rps" in line)
+    assert sizing.startswith("sm-locust report: Instances needed for 100 rps: ") and "with safety factor 0.5" in sizing
+    assert "sm-locust report: Autoscaling target (SageMakerVariantInvocationsPerInstance): " in out
     for name in ("merged_timeseries.csv", "steps.csv", "report.html"):
         assert (run_dir / name).is_file() and str(run_dir / name) in out
     after = json.loads((run_dir / "summary.json").read_text())
