@@ -99,15 +99,18 @@ def autoscaling_rows(view: AutoscalingView | None) -> list[tuple[str, str]]:
     return rows
 
 
-def phase_steps(phases: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
-    """The offered rate as a step line: (x, y) with a point at each phase's start and one at the end."""
+def phase_steps(phases: list[dict[str, Any]], end: float | None = None) -> tuple[list[float], list[float]]:
+    """The offered rate as a step line: (x, y) with a point at each phase's start and one at the end,
+    cut at `end` (a run stopped before its traffic did)."""
     x, y, t = [], [], 0.0
     for phase in phases:
+        if end is not None and t >= end:
+            break
         x.append(t)
         y.append(float(phase.get("rps") or 0.0))
         t += float(phase.get("duration_s") or 0.0)
-    if phases:
-        x.append(t)
+    if x:
+        x.append(t if end is None else min(t, end))
         y.append(y[-1])
     return x, y
 
@@ -125,7 +128,7 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.35, 0.35, 0.3])
     if view.phases:
-        px, py = phase_steps(view.phases)
+        px, py = phase_steps(view.phases, view.figures.get("duration_s"))
         fig.add_trace(go.Scatter(x=px, y=py, name="offered (traffic phases)",
                                  line={"shape": "hv", "dash": "dash", "color": "#5f6368"}), row=1, col=1)
     if view.t_s:

@@ -583,10 +583,10 @@ def render_html(model: ReportModel) -> str:
         f"<p><small>{info}<br>generated {html.escape(model.generated_at)} by sm-locust report</small></p>",
         gaps_html,
         f'<h2>Summary</h2><table id="summary">{summary}</table>',
+        targets_section(model.targets, _div, _missing),  # a traffic mix's cache is its run's question: first
         "<h2>Charts</h2>",
         *figures,
         hourly_section(model),
-        targets_section(model.targets, _div, _missing),
         "<h2>Steps</h2>",
         steps_table(model.steps, model.llm),
         "</body></html>",

@@ -108,8 +108,9 @@ def test_the_quickstart_runs_in_a_kernel(tmp_path):
     assert any(html_text.escape(plateau["text"], quote=False) in h for h in html)
     charts = [o.data["application/vnd.plotly.v1+json"] for o in shown
               if "application/vnd.plotly.v1+json" in o.get("data", {})]
-    assert [c["layout"]["title"]["text"] for c in charts] == ["Throughput vs users", "Client latency vs users"]
-    assert values(charts[0]["data"][0]["x"]) == [step["users"] for step in run["steps"]]
+    titles = [c["layout"]["title"]["text"] for c in charts]
+    assert titles[0].startswith("Throughput vs users") and titles[1].startswith("Client latency vs users"), titles
+    assert values(charts[0]["data"][0]["x"]) == sorted(step["users"] for step in run["steps"])  # joined by load
 
     plateau_table = cell_outputs(notebook, "two_slots.plateau[")[0].data["text/plain"]
     assert "capacity_rps" in plateau_table and plateau["reason"][:20] in plateau_table

@@ -134,6 +134,7 @@ def test_the_autoscaling_figure_shows_traffic_latency_and_both_instance_counts()
     view = AutoscalingView(SCALING, t_s=[10.0, 20.0], rps=[20.0, 150.0], latency_ms=[40.0, 300.0], slo_ms=250.0,
                            phases=[{"duration_s": 300, "rps": 20}, {"duration_s": 600, "rps": 150}])
     assert phase_steps(view.phases) == ([0.0, 300.0, 900.0], [20.0, 150.0, 150.0])
+    assert phase_steps(view.phases, end=200.0) == ([0.0, 200.0], [20.0, 20.0])  # the run stopped in phase 1
     drawn = []
     autoscaling_figure(view, lambda fig, div_id, height=0: drawn.append(fig), lambda *a: None)
     fig = drawn[0]
