@@ -5,19 +5,22 @@ of known capacity (`--slots` x `--service-ms`: nominal capacity = slots / servic
 per run and in total:
 
 1. **coverage**: whether summary.json's `plateau.capacity_ci95` (the 95 % interval of the
-   capacity) holds the endpoint's TRUE capacity. The truth is the endpoint's own counter
-   (`/_sm_locust/stats` `successes`), never the client's summary: just before AND just after each
-   search, an overload of closed-loop users (2 x the slots, `--reference-s` seconds) saturates it
-   and the rate the endpoint counted over the held part is its effective capacity on this machine
-   at that moment (the slot also holds the model's compute, and the endpoint shares the CPU with
-   the load generator: it sits a few % under the nominal figure, and under a CPU hog lower still);
-   the truth is the mean of the two, and their difference (`drift`) says how much the machine
-   itself moved meanwhile. The endpoint's counter over the capacity step's own steady window is
-   printed beside it (the same requests the client counted: a check, not a truth);
+   capacity) holds the endpoint's TRUE capacity, read from the endpoint's own counters
+   (`/_sm_locust/stats`), never from the client's summary, two ways:
+   - **at the capacity step**: what the endpoint counted (`successes`) over that step's steady
+     window, when it was saturated then (requests waited for a concurrency slot: its
+     ModelLatency, which holds that wait, exceeds the service time by > 10 %): a saturated
+     endpoint serves its capacity, so this is its capacity at that moment, on this machine;
+   - **an overload reference**: just before AND just after each search, 2 x the slots closed-loop
+     users for `--reference-s` seconds, the rate the endpoint counted over the held part (as
+     bench/plateau.py measures it); the mean of the two, and their difference (`drift`: how much
+     the shared machine itself moved meanwhile; a drift larger than the interval makes this truth
+     as uncertain as the figure it judges);
 2. **the verdict with a CPU hog** (`--hog`): one `python -c 'while 1: pass'` keeps a core busy
-   for the whole run (reference included). Each run is RIGHT (verdict ok and the interval covers
-   the truth), INCONCLUSIVE (summary.json `verdict.status`, with its reason), or WRONG (verdict ok
-   and the interval misses the truth: the failure this issue is about). Never-wrong is the goal.
+   for the whole run (references included). Each run is RIGHT (verdict ok, the endpoint saturated
+   at the capacity step and the interval holds what it counted), INCONCLUSIVE (summary.json
+   `verdict.status`, with its reason), or WRONG (verdict ok, but the endpoint was not saturated,
+   i.e. the client held it back, or the interval misses its count). Never-wrong is the goal.
 
 The machine is shared: each run prints the load average (1 min) beside its figures.
 
@@ -48,22 +51,35 @@ sys.modules["bench_plateau"] = bench_plateau  # dataclasses look their module up
 _spec.loader.exec_module(bench_plateau)  # the reference overload and the run environment: one home (bench/plateau.py)
 
 
-class EpochCounter:
-    """The endpoint's `successes` counter sampled every `period_s` with epoch timestamps (summary.json's clock)."""
+COUNTERS = ("successes", "invocations", "model_latency_us_sum")
 
-    def __init__(self, endpoint, period_s: float = 0.25):
-        self.endpoint, self.period_s = endpoint, period_s
+
+class EpochCounter:
+    """The endpoint's counters (`COUNTERS`) sampled every `period_s` with epoch timestamps (summary.json's clock)."""
+
+    def __init__(self, endpoint, period_s: float = 0.25, field: str = "successes"):
+        self.endpoint, self.period_s, self.field = endpoint, period_s, field
         self.samples: list[tuple[float, float]] = []
+        self.all: list[tuple[float, dict[str, float]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.samples.append((time.time(), float(self.endpoint.stats()["successes"])))
+                stats = self.endpoint.stats()
+                now = time.time()
+                self.all.append((now, {k: float(stats[k]) for k in COUNTERS}))
+                self.samples.append((now, float(stats[self.field])))
             except OSError:
                 pass
             self._stop.wait(self.period_s)
+
+    def of(self, field: str) -> EpochCounter:
+        """The same samples read as another counter."""
+        view = EpochCounter(self.endpoint, self.period_s, field)
+        view.samples = [(t, values[field]) for t, values in self.all]
+        return view
 
     def __enter__(self) -> EpochCounter:
         self._thread.start()
@@ -95,25 +111,48 @@ class Outcome:
     capacity: float | None
     ci95: list[float] | None
     served: float | None  # the endpoint's counter over the capacity step's steady window
+    slot_wait_ms: float | None  # mean wait for a concurrency slot over that window (ModelLatency - service time)
     status: str  # summary.json verdict: ok | inconclusive | error
     reason: str | None
     load: float
     step: dict | None
     text: str
+    service_ms: float = 0.0
 
     @property
     def covered(self) -> bool | None:
+        """The interval holds the overload reference (the mean of before and after)."""
         if self.truth is None or self.ci95 is None:
             return None
         return self.ci95[0] <= self.truth <= self.ci95[1]
 
     @property
+    def saturated(self) -> bool | None:
+        """Requests waited for a slot during the capacity step (> 10 % of the service time on average):
+        the endpoint ran at its capacity, so what it counted then IS its capacity at that moment."""
+        return None if self.slot_wait_ms is None else self.slot_wait_ms > 0.1 * self.service_ms
+
+    @property
+    def covers_served(self) -> bool | None:
+        """The interval holds what the endpoint itself counted over the capacity step's window."""
+        if self.served is None or self.ci95 is None:
+            return None
+        return self.ci95[0] <= self.served <= self.ci95[1]
+
+    @property
     def judged(self) -> str:
+        """right: verdict ok, the endpoint saturated during the capacity step and the interval holds what it
+        counted then; WRONG: verdict ok but the endpoint was not saturated (the client held it back) or the
+        interval misses its count; INCONCLUSIVE: what the run said."""
         if self.status == "inconclusive":
             return "INCONCLUSIVE"
-        if self.status != "ok" or self.covered is None:
+        if self.status != "ok" or self.saturated is None or self.covers_served is None:
             return "error"
-        return "right" if self.covered else "WRONG"
+        return "right" if self.saturated and self.covers_served else "WRONG"
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def plateau_run(endpoint, out: Path, timeout_s: float) -> tuple[dict | None, str]:
@@ -138,18 +177,25 @@ def one_run(index: int, endpoint, profile, base: Path, reference_s: float, timeo
     truth = (before + after) / 2 if before is not None and after is not None else before or after
     drift = after - before if before is not None and after is not None else None
     if summary is None:
-        return Outcome(index, truth, drift, None, None, None, "error", said, load, None, said)
+        return Outcome(index, truth, drift, None, None, None, None, "error", said, load, None, said,
+                       profile.service_ms)
     plateau = summary.get("plateau") or {}
     verdict = summary.get("verdict") or {}
     steps = summary.get("steps") or []
     index_of = plateau.get("capacity_step")
     step = steps[index_of] if isinstance(index_of, int) and index_of < len(steps) else None
-    served = None
+    served = slot_wait = None
     if step is not None:
         end = datetime.fromisoformat(step["end"]).timestamp()
-        served = counter.rate(end - step["steady_s"], end)
-    return Outcome(index, truth, drift, plateau.get("capacity_rps"), plateau.get("capacity_ci95"), served,
-                   verdict.get("status", "error"), verdict.get("reason"), load, step, plateau.get("text", ""))
+        start = end - step["steady_s"]
+        served = counter.rate(start, end)
+        invoked = counter.of("invocations").rate(start, end)
+        latency = counter.of("model_latency_us_sum").rate(start, end)
+        if invoked and latency is not None:  # ModelLatency holds the wait for a slot: a queue means saturated
+            slot_wait = latency / invoked / 1000.0 - profile.service_ms
+    return Outcome(index, truth, drift, plateau.get("capacity_rps"), plateau.get("capacity_ci95"), served, slot_wait,
+                   verdict.get("status", "error"), verdict.get("reason"), load, step, plateau.get("text", ""),
+                   profile.service_ms)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,33 +226,30 @@ def main(argv: list[str] | None = None) -> int:
                 o = one_run(i, endpoint, profile, base, args.reference_s, args.timeout_s)
                 outcomes.append(o)
                 step = o.step or {}
-                print(f"  run {i}: truth {o.truth or float('nan'):.1f} req/s (endpoint counter, overload before and "
-                      f"after: drift {o.drift if o.drift is None else round(o.drift, 1)}); capacity "
-                      f"{o.capacity} req/s, ci95 {o.ci95}, endpoint counted {o.served or float('nan'):.1f} over "
-                      f"that step; step client CPU {step.get('client_cpu_pct')} %, waited {step.get('client_wait_pct')}"
-                      f" %; verdict {o.status}{': ' + o.reason if o.reason else ''} -> {o.judged}; load average "
-                      f"{o.load:.1f}", flush=True)
+                print(f"  run {i}: capacity {o.capacity} req/s, ci95 {o.ci95}; the endpoint counted "
+                      f"{_f(o.served)} req/s over that step (slot wait {_f(o.slot_wait_ms)} ms); overload reference "
+                      f"{_f(o.truth)} req/s (drift {_f(o.drift)}); client CPU {step.get('client_cpu_pct')} %, waited "
+                      f"{step.get('client_wait_pct')} %; verdict {o.status}{': ' + o.reason if o.reason else ''} -> "
+                      f"{o.judged}; load average {o.load:.1f}", flush=True)
     finally:
         if hog is not None:
             hog.terminate()
             hog.wait(timeout=5)
     print()
-    print("| run | truth req/s (endpoint) | drift | capacity req/s | 95 % interval | covers | endpoint over the step "
-          "| client CPU % | waited % | verdict | judged | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| run | capacity req/s | 95 % interval | endpoint counted over the step | slot wait ms | holds it "
+          "| overload reference (drift) | holds it | client CPU % | waited % | verdict | judged | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for o in outcomes:
         step = o.step or {}
-        truth = "-" if o.truth is None else f"{o.truth:.1f}"
-        served = "-" if o.served is None else f"{o.served:.1f}"
         ci = "-" if o.ci95 is None else f"[{o.ci95[0]:.1f}, {o.ci95[1]:.1f}]"
-        drift = "-" if o.drift is None else f"{o.drift:+.1f}"
-        print(f"| {o.run} | {truth} | {drift} | {o.capacity} | {ci} | {o.covered} | {served} "
-              f"| {step.get('client_cpu_pct')} | {step.get('client_wait_pct')} | {o.status} | {o.judged} "
-              f"| {o.load:.1f} |")
-    covered = sum(1 for o in outcomes if o.covered)
-    measured = sum(1 for o in outcomes if o.covered is not None)
+        print(f"| {o.run} | {o.capacity} | {ci} | {_f(o.served)} | {_f(o.slot_wait_ms)} | {o.covers_served} "
+              f"| {_f(o.truth)} ({_f(o.drift)}) | {o.covered} | {step.get('client_cpu_pct')} "
+              f"| {step.get('client_wait_pct')} | {o.status} | {o.judged} | {o.load:.1f} |")
+    served = sum(1 for o in outcomes if o.covers_served and o.saturated)
+    reference = sum(1 for o in outcomes if o.covered)
     counts = {k: sum(1 for o in outcomes if o.judged == k) for k in ("right", "INCONCLUSIVE", "WRONG", "error")}
-    print(f"\ncoverage: the interval holds the endpoint's capacity in {covered} of {measured} runs; verdicts: "
+    print(f"\ncoverage: the interval holds the endpoint's own count over the (saturated) capacity step in {served} of "
+          f"{len(outcomes)} runs, the overload reference in {reference} of {len(outcomes)}; verdicts: "
           + ", ".join(f"{k} {v}" for k, v in counts.items()) + f"; run folders: {base}")
     return 0
 

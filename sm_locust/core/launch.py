@@ -316,7 +316,7 @@ def verdict_line(summary: dict) -> str:
     errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
-    ci = t.get("ci95") or {}
+    ci = whole_run_intervals(summary)
     line = (f"whole run: {t.get('requests', 0)} requests, {with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
             + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
@@ -338,6 +338,16 @@ def verdict_line(summary: dict) -> str:
     if inconclusive is not None and not (plateau and str(plateau.get("text", "")).startswith("INCONCLUSIVE")):
         line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
     return line
+
+
+def whole_run_intervals(summary: dict) -> dict:
+    """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
+    load changed, the whole-run rate averages different loads and its interval says nothing useful
+    (the steps' intervals are the ones to read); {} otherwise."""
+    totals = summary.get("totals") or {}
+    if len(summary.get("steps") or []) > 1 or not isinstance(totals.get("ci95"), dict):
+        return {}
+    return totals["ci95"]
 
 
 def inconclusive_reason(summary: dict) -> str | None:

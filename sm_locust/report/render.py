@@ -317,7 +317,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
-        ci = t.get("ci95") or {}
+        ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
         rows.append(("Whole run (invocations)",
                      f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
                      f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "

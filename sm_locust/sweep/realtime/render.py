@@ -30,8 +30,9 @@ from sm_locust.util.formatting import MISSING, percent, with_interval
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
 FIGURE_COLUMNS = (
-    "capacity_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct", "memory_pct",
-    "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m", "cost_per_hour_at_target",
+    "capacity_rps", "knee_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct",
+    "memory_pct", "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m",
+    "cost_per_hour_at_target",
     "meets_objective", "pareto", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s", "billed_s", "cost_usd",
     "cache_hit_rate", "models_loaded", "cold_p95_ms", "cost_per_model_month",
 )
@@ -88,7 +89,7 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
-               ("req/s at the knee", "capacity_rps", 1),
+               ("capacity req/s", "capacity_rps", 1), ("req/s at the knee", "knee_rps", 1),
                ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
                ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
