@@ -107,6 +107,7 @@ class OptionSpec:
     convert: Callable[[str], Any] | None = None
     hint: Callable[[float], str] | None = None  # numbers: advice appended when the range refuses a value
     group: str = ""  # a key of GROUPS: where --help and the web UI show it; "" = its provider's group
+    const: Any = None  # the value of the flag given alone (`--dashboard` = `--dashboard auto`); None: it takes one
 
     @property
     def dest(self) -> str:
@@ -152,6 +153,8 @@ class OptionSpec:
             kwargs["type"] = self._argument
         if self.choices:
             kwargs["choices"] = list(self.choices)
+        if self.const is not None:
+            kwargs.update(nargs="?", const=self.const)
         return kwargs
 
     def _argument(self, text: str) -> Any:
@@ -191,6 +194,7 @@ GROUPS: dict[str, str] = {
     "llm": "LLM endpoints",
     "mix": "Traffic mix (multi-model, inference components)",
     "output": "Output",
+    "publish": "Live metrics (CloudWatch custom metrics, Prometheus)",
 }
 
 # ("module:attribute" of a list of OptionSpec, the group of its options unless one names its own);
@@ -204,6 +208,7 @@ OPTION_PROVIDERS: tuple[tuple[str, str], ...] = (
     ("sm_locust.payloads.llm:OPTIONS", "llm"),
     ("sm_locust.shapes.tokens:OPTIONS", "llm"),
     ("sm_locust.mix.options:OPTIONS", "mix"),
+    ("sm_locust.publish.options:OPTIONS", "publish"),
 )
 
 

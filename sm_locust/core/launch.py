@@ -37,10 +37,11 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
+from sm_locust.publish.sender import closing_clause
 from sm_locust.record.summary import write_json
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
-from sm_locust.util.formatting import MISSING, is_missing
+from sm_locust.util.formatting import MISSING, is_missing, with_interval
 from sm_locust.util.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
 
 DEFAULT_REPORTS_DIR = "reports"
@@ -218,7 +219,10 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
         if _LOCUST_USAGE.search(tail):  # its parser refused an argument: nothing ran, nothing to keep
             discard_out_dir(out, created)
-            raise UsageError(f"Locust rejected the run: {_hint(tail)}")
+            hint = _hint(tail)
+            if hint.startswith(OWN_ERROR):  # our own init check said it in one line: that line, once
+                raise UsageError(hint[len(OWN_ERROR):])
+            raise UsageError(f"Locust rejected the run: {hint}")
         raise UsageError(f"Locust rejected the run: {_hint(tail)}; full log in {out / 'locust.log'}")
     if proc.returncode != 0 or not summary_path.exists():
         raise RunError(f"Locust exited with code {proc.returncode} ({_hint(tail)}); full log in {out / 'locust.log'}")
@@ -277,6 +281,7 @@ class SignalForwarder:
 # init check's ("sm-locust: error: ..."): Locust quit before anything ran. Not the master's
 # --expect-workers timeout (record/workers.py): that run started and its folder is kept (and uploaded).
 _LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: (?!only \d+ of \d+ workers connected))", re.MULTILINE)
+OWN_ERROR = "sm-locust: error: "
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
 _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGNORECASE)
 
@@ -320,10 +325,11 @@ def verdict_line(summary: dict) -> str:
     errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
-    line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
+    ci = whole_run_intervals(summary)
+    line = (f"whole run: {t.get('requests', 0)} requests, {with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
-            + f", p95 {MISSING if is_missing(p95) else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
-            + (f" ({errors})" if errors else ""))
+            + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
+            + f", {t.get('failures', 0)} failures" + (f" ({errors})" if errors else ""))
     in_flight = t.get("in_flight_at_stop") or 0
     if in_flight:  # cut short by the stop: in no count above
         line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"
@@ -334,10 +340,34 @@ def verdict_line(summary: dict) -> str:
     if open_loop:
         line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
                  f"{open_loop.get('dropped', 0)} dropped")
+    published = (summary.get("publish") or {}).get("cloudwatch")
+    if published:  # --publish cloudwatch (sm_locust.publish): what went out, and what did not
+        line += f"; {closing_clause(published)}"
     plateau = summary.get("plateau")
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"
+    inconclusive = inconclusive_reason(summary)
+    if inconclusive is not None and not (plateau and str(plateau.get("text", "")).startswith("INCONCLUSIVE")):
+        line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
     return line
+
+
+def whole_run_intervals(summary: dict) -> dict:
+    """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
+    load changed, the whole-run rate averages different loads and its interval says nothing useful
+    (the steps' intervals are the ones to read); {} otherwise."""
+    totals = summary.get("totals") or {}
+    if len(summary.get("steps") or []) > 1 or not isinstance(totals.get("ci95"), dict):
+        return {}
+    return totals["ci95"]
+
+
+def inconclusive_reason(summary: dict) -> str | None:
+    """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.run_verdict), or None."""
+    verdict = summary.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("status") == "inconclusive":
+        return str(verdict.get("reason") or "the load generator was the bottleneck")
+    return None
 
 
 def nothing_completed(summary: dict) -> str | None:

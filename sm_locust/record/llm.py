@@ -5,7 +5,11 @@
 (`sm_locust.llm.tokens`: the server's counts preferred) and times them: TTFT, each inter-token gap
 (ITL), time per output token, end-to-end latency, input / output tokens, output tokens/s. Failed
 calls carry no tokens and are not counted here (the request entry counts them as usual). A stream
-whose chunks carry no recognisable token is timed as any stream and said so once per process.
+whose chunks carry no recognisable token is timed as any stream and said so once per process. A
+stream that carries an in-band error (TGI's error event, LMI's error token, an OpenAI-style error
+chunk: `sm_locust.llm.errors`) is failed by the client (`on_chunk` returns the error to the
+contract's StreamMeasurement, which reports the stream under that name); its tokens, counted as they
+came, are taken back as for any failed stream, and an error line is never a token.
 
 `LlmStats` (one per Locust process, `for_environment`) keeps those samples in per-second buckets
 (keyed by the epoch second the answer completed in, as the recorder's master timeline is), each a
@@ -26,7 +30,9 @@ its tokens so far, not on the answers that happened to finish), so a step's rate
 the few answers that happen to complete in it), `output_tokens` (of the answers completed in the
 window), `request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
 (`server`, `counted`, or `mixed` when some answers had the server's counts and some did not) and
-`unrecognised_streams`. docs/llm.md.
+`unrecognised_streams`. The run's `llm` also carries `ci95`: 95 % intervals of `ttft_p50_ms`,
+`ttft_p95_ms`, `itl_p50_ms`, `itl_p95_ms` (a block bootstrap) and `output_tokens_per_s` (batch
+means), from the per-second buckets (`plateau.uncertainty`). docs/llm.md.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from typing import Any
 from gevent import getcurrent
 
 from sm_locust.config.options import Options
+from sm_locust.invocation import InvocationError
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
@@ -53,6 +60,7 @@ from sm_locust.llm.tokens import (
 from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
+from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
 from sm_locust.util.shipped import WorkerShipped
 
 log = logging.getLogger(__name__)
@@ -70,6 +78,8 @@ def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = Tru
     input_tokens = getattr(invocation, "extra", {}).get(INPUT_TOKENS)
     if hasattr(result, "chunks"):  # a StreamResult
         count = count_stream(result.chunks)
+        if count.error is not None:  # failed in-band (a client without a chunk_listener reported it as a success)
+            return None
         return stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms, input_tokens)
     if responses and hasattr(result, "body"):
         return response_figures(count_response(result.body), e2e_ms, input_tokens)
@@ -83,6 +93,8 @@ class Live:
     parser: StreamTokens = field(default_factory=StreamTokens)
     added: dict[int, float] = field(default_factory=dict)
     total: float = 0.0
+    failure: InvocationError | None = None
+    """The stream's in-band error as the failure its entry reports, once seen."""
 
 
 def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
@@ -146,8 +158,9 @@ class LlmStats(WorkerShipped):
                         "or OpenAI-style SSE choices[].delta); it is timed, its tokens are not counted")
 
     # -- live: tokens counted as each PayloadPart arrives (the client's chunk_listener) ----------
-    def on_chunk(self, payload: bytes) -> None:
-        """A PayloadPart of the stream the calling greenlet is reading: its tokens count now."""
+    def on_chunk(self, payload: bytes) -> InvocationError | None:
+        """A PayloadPart of the stream the calling greenlet is reading: its tokens count now; returns
+        the stream's in-band error once the parser has seen one (the client then fails the stream)."""
         key = getcurrent()
         live = self._live.get(key)
         if live is None:
@@ -158,6 +171,9 @@ class LlmStats(WorkerShipped):
             self._bucket(second).arrived += tokens
             live.added[second] = live.added.get(second, 0) + tokens
             live.total += tokens
+        if live.failure is None and live.parser.error is not None:
+            live.failure = InvocationError(live.parser.error.code, live.parser.error.message)
+        return live.failure
 
     def take_live(self) -> Live | None:
         """The calling greenlet's live count of the stream it just finished (None when none ran)."""
@@ -258,6 +274,24 @@ class LlmStats(WorkerShipped):
             self._settled[key] = figures
         return figures
 
+    def run_intervals(self) -> dict[str, list[float] | None]:
+        """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour) a sample; the seconds
+        between the first and the last fine bucket that saw no answer count as samples of nothing."""
+        samples: list[tuple[float, Bucket]] = [(float(k[1]), b) for k, b in sorted(self.coarse.items())]
+        if self.buckets:
+            empty = Bucket()
+            samples += [(1.0, self.buckets.get(second, empty))
+                        for second in range(min(self.buckets), max(self.buckets) + 1)]
+        intervals = [d for d, _ in samples]
+        out: dict[str, list[float] | None] = {}
+        for series in ("ttft", "itl"):
+            cis = percentile_cis([b.hists.get(series, {}) for _, b in samples], (50.0, 95.0), intervals=intervals)
+            for pct, ci in cis.items():  # the histograms count tenths of a millisecond (`tokens._percentile`)
+                bounds = ci.as_list()
+                out[f"{series}_p{pct:g}_ms"] = None if bounds is None else [round(v / 10.0, 3) for v in bounds]
+        out["output_tokens_per_s"] = rate_ci([b.arrived for _, b in samples], intervals).as_list()
+        return out
+
     def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float,
                  windows: Sequence[Sequence[Second]] | None = None) -> dict:
         """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it.
@@ -265,6 +299,7 @@ class LlmStats(WorkerShipped):
         run = merged([*self.coarse.values(), *self.buckets.values()]).figures(max(1e-9, ended_at - started_at))
         if run is None:
             return summary
+        run["ci95"] = self.run_intervals()
         summary["llm"] = run
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows

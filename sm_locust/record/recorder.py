@@ -422,7 +422,8 @@ class RunRecorder:
         sample = ProgressSample(elapsed_s=elapsed, users=window[-1].users,
                                 rps=sum(s.requests for s in window) / duration,
                                 goodput_rps=sum(s.successes for s in window) / duration, p95_ms=p95,
-                                failures=sum(s.failures for s in window), backoffs=backoffs)
+                                failures=sum(s.failures for s in window), backoffs=backoffs,
+                                window_s=max(1, round(duration)))
         print(sample.line(), flush=True)
 
     def _client_cpu(self, runner) -> float | None:

@@ -36,8 +36,9 @@ from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
 from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
+from sm_locust.report.merge import describe_point
 from sm_locust.report.targets import mix_rows, targets_section
-from sm_locust.util.formatting import MISSING, is_missing, money, number, percent
+from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
 
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
@@ -359,22 +360,22 @@ def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
-    goodput = f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else ""
-    knee = f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users{goodput}" if p else MISSING
+    words = describe_point(p) if p else {}
+    knee = words.get("knee", MISSING)
     if m.constant_load and p:
-        headline = [(f"Throughput (constant load: {number(p.get('users'), 0)} users, no knee to find)",
-                     f"{number(p.get('rps'))} req/s{goodput}")]
-    elif not is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, where it starts
-        headline = [("Capacity (best stable goodput at or beyond the knee)", f"{number(p.get('capacity_rps'))} req/s"),
+        headline = [(f"Throughput (constant load: {number(p.get('users'), 0)} users, no knee to find)", knee)]
+    elif "capacity" in words:  # the plateau search's verdict: what it sustains, and where it starts
+        headline = [("Capacity (best stable goodput at or beyond the knee)", words["capacity"]),
                     ("Knee (least load within 5 % of the plateau)", knee)]
     else:
         headline = [("Max sustainable throughput", knee)]
+    if "verdict" in words:  # the load generator was the bottleneck where it decides the answer: say so first
+        headline.insert(0, ("Verdict", words["verdict"]))
     rows = [
         *headline,
         ("How it was found", p.get("source", "no plateau and no clean step")),
         ("Request latency there, whole answers (p50 / p95 / p99)" if m.llm is not None else
-         "Latency there (p50 / p95 / p99)",
-         " / ".join(number(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else MISSING),
+         "Latency there (p50 / p95 / p99)", words.get("latency", MISSING)),
     ]
     step = _point_step(m)
     if step is not None:
@@ -393,14 +394,17 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
+        ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
         rows.append(("Whole run (invocations)",
                      f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-                     f"{number(t.get('rps'))} req/s attempted, goodput {number(t.get('goodput_rps'))} req/s"
+                     f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
+                     f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
                      + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                         if backoff.get("count") else "")))
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
-        ("$ per 1M inferences", f"{money(c.get('usd_per_million'))} ({instance} at "
+        ("$ per 1M inferences", f"{_money_interval(c.get('usd_per_million'), c.get('usd_per_million_ci95'))} "
+                                f"({instance} at "
                                 f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
         ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
@@ -428,9 +432,9 @@ def headline_rows(m: ReportModel) -> list[tuple[str, str]]:
 
 
 # The Summary rows `sm-locust report` also prints as its closing lines: what the run and its flags asked.
-CLOSING_ROWS = ("Capacity", "Knee", "Max sustainable", "Throughput (constant", "Output tokens/s", "Time to first token",
-                "Inter-token latency", "$ per 1M", "Model cache hit rate", "Cold vs warm", "Models loaded",
-                "Autoscaling target", "Instances needed", "seconds over the")
+CLOSING_ROWS = ("Verdict", "Capacity", "Knee", "Max sustainable", "Throughput (constant", "Output tokens/s",
+                "Time to first token", "Inter-token latency", "$ per 1M", "Model cache hit rate", "Cold vs warm",
+                "Models loaded", "Autoscaling target", "Instances needed", "seconds over the")
 
 
 def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
@@ -438,6 +442,11 @@ def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
     against their SLOs and $ per 1M output tokens, a model mix's cache, $ per 1M inferences, the
     autoscaling target and the instances for --target-rps, seconds over the SLO of a watched run."""
     return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
+
+
+def _money_interval(value: Any, interval: Any) -> str:
+    """'$0.46 (±0.01)' / '$0.46 [0.44, 0.49]': the cost and its 95 % interval, or the cost alone."""
+    return MISSING if is_missing(value) else "$" + with_interval(value, interval, "", 2)
 
 
 def decomposition_text(step: dict[str, Any]) -> str:
@@ -460,8 +469,8 @@ def _point_step(m: ReportModel) -> dict[str, Any] | None:
 
 
 STEP_TABLE_COLUMNS = [
-    ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4), ("p50_ms", 1),
-    ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
+    ("step", 0), ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4),
+    ("p50_ms", 1), ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
     ("cw_OverheadLatency_avg_ms", 1), ("network_client_ms", 1), ("cw_CPUUtilization_avg_pct", 1),
     ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
 ]
@@ -476,6 +485,17 @@ STEP_HEADINGS = {"users": "users", "duration_s": "seconds", "requests": "request
                  "ttft_p95_ms": "TTFT p95 ms", "itl_p95_ms": "ITL p95 ms"}
 
 
+def step_cell(row: Any, column: str, digits: int) -> str:
+    """A step table's cell: the figure, with its 95 % interval where summary.json has one
+    (`<column>_ci95_low` / `_high`, report.merge.interval_columns); the error rate in %."""
+    if column == "error_rate":
+        return percent(row[column], 2)
+    low, high = row.get(f"{column}_ci95_low"), row.get(f"{column}_ci95_high")
+    if low is None or high is None or is_missing(low) or is_missing(high):
+        return number(row[column], digits)
+    return with_interval(row[column], [low, high], "", digits)
+
+
 def steps_table(steps: pd.DataFrame, llm: Any = None) -> str:
     """The steps in the order they ran (# = that order), with the token columns of an LLM run."""
     if steps.empty:
@@ -488,7 +508,7 @@ def steps_table(steps: pd.DataFrame, llm: Any = None) -> str:
     body = []
     for position, (_, row) in enumerate(frame.iterrows(), start=1):
         step = row["step"] if "step" in frame.columns and not is_missing(row.get("step")) else position
-        cells = "".join(f"<td>{percent(row[c], 2) if c == 'error_rate' else number(row[c], d)}</td>" for c, d in cols)
+        cells = "".join(f"<td>{html.escape(step_cell(row, c, d))}</td>" for c, d in cols)
         body.append(f"<tr><td>{number(step, 0)}</td>{cells}</tr>")
     return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
