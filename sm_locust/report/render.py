@@ -195,7 +195,11 @@ def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWrit
                        "no per-step data (summary.json steps or Locust history)")
     ordered = by_load(s)
     visits = _visits(ordered)
-    main = "goodput_rps" if _has(ordered, "goodput_rps") else "rps"
+    # goodput is never above the attempt rate: a record whose goodput_rps says otherwise carries another
+    # figure (a token-objective step's output tokens/s), so requests/s are drawn
+    plausible = _has(ordered, "goodput_rps") and bool((ordered["goodput_rps"].fillna(0) <= ordered["rps"].fillna(0)
+                                                       * 1.001 + 1e-9).all())
+    main = "goodput_rps" if plausible else "rps"
     fig = go.Figure()
     fig.add_trace(load_trace(ordered["users"], ordered[main], "goodput (successful/s)" if main == "goodput_rps"
                              else "client rps (attempted)", visits))

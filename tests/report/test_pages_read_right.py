@@ -157,3 +157,11 @@ def test_an_autoscaling_sweep_page_draws_each_configuration_from_its_run_folder(
     assert 'id="fig-as-run-1"' in page and "min_instances 1: latency and instances over the traffic" in page
     assert 'id="fig-as-run-2" class="note">min_instances 2: not drawn' in page
     assert '"tickformat":"d"' in fig_instances(document).replace(" ", "")
+
+
+def test_a_goodput_above_the_attempt_rate_is_not_drawn_as_goodput():
+    steps = steps_frame([1, 4], [0.6, 1.8], [900.0, 1500.0])
+    steps["goodput_rps"] = [36.2, 121.1]  # a token-objective step record: output tokens/s, not requests
+    fig = figures(model(steps, {"users": 4, "step": 2, "rps": 1.8}))["fig-throughput"]
+    assert fig.data[0].name == "client rps (attempted)" and list(fig.data[0].y) == [0.6, 1.8]
+    assert trace(fig, "knee").y == (1.8,)
