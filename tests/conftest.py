@@ -1,12 +1,23 @@
 """Shared fixtures. Locust is imported first: it monkey-patches gevent, which must happen before
-boto3/urllib3 are imported (docs/facts.md)."""
+boto3/urllib3 are imported (docs/facts.md).
+
+The tiers: a test that starts a process (a local endpoint, Locust, moto_server, a kernel, the tool
+itself) or a server (anything that binds a socket) carries `@pytest.mark.e2e`, or its module
+`pytestmark = pytest.mark.e2e`. Here a test without the marker fails if its setup or call does
+either (Python's audit events `subprocess.Popen`, `os.fork`, `os.posix_spawn`, `os.system`,
+`socket.bind`), so `pytest -m "not e2e"` stays the fast inner loop. A test that runs Locust users
+in-process (`Environment.create_local_runner`) or moto in-process (`mock_aws`) is marked too: no event
+tells those apart, so that is the author's to remember. `python tests/run.py` runs both tiers.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import locust  # noqa: F401  (import order matters: gevent patching before boto3)
@@ -18,6 +29,43 @@ from tests.fakes import MotoServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_PAYLOAD = ROOT / "sm_locust" / "data" / "ranking_10rows.json"
+
+STARTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.system", "socket.bind"})
+_started: list[str] | None = None  # while a test without the e2e marker runs: what it started
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _started is not None and event in STARTS:
+        _started.append(f"{event} {args[1]!r}" if event == "socket.bind" else event)
+
+
+sys.addaudithook(_audit)  # process-wide and for good: it only looks while `_started` is a list
+
+
+def _watch(item: pytest.Item) -> Iterator[None]:
+    """Fail `item` if it is not marked e2e and this phase started a process or a server."""
+    global _started
+    if item.get_closest_marker("e2e") is not None:
+        return (yield)
+    _started = []
+    try:
+        result = yield
+    finally:
+        started, _started = _started, None
+    if started:
+        pytest.fail(f"{item.nodeid} starts a process or a server ({', '.join(sorted(set(started)))}): mark it "
+                    "@pytest.mark.e2e (tests/conftest.py) or give it a fake", pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _watch(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _watch(item))
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +90,23 @@ def discard(ep: LocalEndpoint) -> None:
     if ep.process is not None and ep.process.poll() is None:
         os.killpg(ep.process.pid, signal.SIGKILL)
         ep.process.wait(10)
+
+
+@pytest.fixture
+def refused_url() -> Iterator[str]:
+    """http://127.0.0.1:PORT where a connection is refused for the whole test: the port is bound here and
+    never listened on (Linux answers a connect with RST), so no other process can serve on it meanwhile,
+    as it could on a port looked up free and let go. A socket that never listens is no server: its bind is
+    not one the tiers count."""
+    global _started
+    watching, _started = _started, None
+    try:
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", 0))
+    finally:
+        _started = watching
+    with holder:
+        yield f"http://127.0.0.1:{holder.getsockname()[1]}"
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
+from sm_locust.endpoint.server import free_port
 from sm_locust.invocation import MODEL_WAIT_HEADER
 from sm_locust.testing.fakehttp import KeepAliveServer
 from sm_locust.transport import create_client
@@ -194,12 +195,6 @@ class TargetRecorder:
                 extra = f"{MODEL_WAIT_HEADER}: 12.5\r\n"  # as the emulation marks a request that waited
         return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def botocore_client(url: str, token: str | None = TOKEN, **config):

@@ -7,6 +7,11 @@ runs gunicorn with gevent workers (gthread when --threads > 1), binds 127.0.0.1 
 otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM (130 / 143, as every
 sm-locust command). A `LocalEndpoint` runs under `sm_locust.util.lifeline`: it stops when the process
 that started it is gone, even after a SIGKILL.
+
+A `LocalEndpoint` given no port binds a free one itself and hands the listening socket to its child
+(`LISTEN_FD_ENV`): a port looked up free and bound later by the child could be taken in between by
+another process doing the same (parallel test processes, two demos), whose endpoint would then
+answer this one's /ping.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,6 +35,7 @@ from sm_locust.errors import RunError
 from sm_locust.util import lifeline
 
 READY_TIMEOUT_S = 15.0
+LISTEN_FD_ENV = "SM_LOCUST_LISTEN_FD"  # `sm-locust serve` serves on this inherited listening socket
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -45,11 +52,47 @@ def check_port_free(host: str, port: int) -> None:
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
+def _ephemeral_low() -> int | None:
+    """The low end of Linux's ephemeral port range, from which bind(port 0) and outgoing connections
+    take their ports; None where it cannot be read."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on host right now."""
+    """A TCP port that is free on host right now, for another process to bind (the local endpoint binds
+    its own: `listening_socket`). Picked at random below the ephemeral range where there is room, so no
+    bind(port 0) or outgoing connection of another process takes it before that process binds it;
+    only another such pick could (about 1 in 12,000)."""
+    low = _ephemeral_low()
+    if low is not None and low > 1024 + 4096:
+        for _ in range(64):
+            port = random.randrange(max(1024, low - 12768), low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def listening_socket(host: str = "127.0.0.1") -> socket.socket:
+    """A TCP socket bound to a free port on host and listening, inheritable by a child process."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn's own: a restart on it binds at once
+        sock.bind((host, 0))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 class LocalEndpoint:
@@ -63,8 +106,10 @@ class LocalEndpoint:
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown endpoint setting {key!r}")
             setattr(self.config, key, value)
+        self._listener: socket.socket | None = None  # the bound port, until the child has it (start)
         if not self.config.port:
-            self.config.port = free_port(self.config.host)
+            self._listener = listening_socket(self.config.host)
+            self.config.port = self._listener.getsockname()[1]
         self.log_path = Path(log_path) if log_path else None
         self.process: subprocess.Popen | None = None
 
@@ -119,15 +164,24 @@ class LocalEndpoint:
 
     def start(self) -> LocalEndpoint:
         self.config.validate()
-        check_port_free(self.config.host, self.config.port)
+        listener, self._listener = self._listener, None
+        if listener is None:  # a port chosen by the caller, or a restart: the child binds it
+            check_port_free(self.config.host, self.config.port)
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN"))}
+               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN", LISTEN_FD_ENV))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
         env.update(self.extra_env)
-        self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
-                                        stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
-                                        env=env, start_new_session=True)
+        if listener is not None:
+            env[LISTEN_FD_ENV] = str(listener.fileno())
+        try:
+            self.process = subprocess.Popen(lifeline.wrap(self.command()), stdout=out,
+                                            stderr=subprocess.STDOUT if self.log_path else subprocess.DEVNULL,
+                                            env=env, start_new_session=True,
+                                            pass_fds=(listener.fileno(),) if listener is not None else ())
+        finally:
+            if listener is not None:  # the child holds it now; a stopped endpoint's port must refuse
+                listener.close()
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -9,6 +9,7 @@ multi-model state) and the threads that only it runs (the CloudWatch publisher, 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -23,7 +24,7 @@ from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.fleet import shared_fleet
 from sm_locust.endpoint.fleet_control import controller_for
 from sm_locust.endpoint.metrics import publisher_for
-from sm_locust.endpoint.server import check_port_free
+from sm_locust.endpoint.server import LISTEN_FD_ENV, check_port_free
 from sm_locust.endpoint.serverless import shared_slots
 from sm_locust.endpoint.targets import loaded_models_reader, shared_state
 from sm_locust.errors import RunError
@@ -33,7 +34,9 @@ def serve_forever(config: EndpointConfig) -> int:
     """Run gunicorn in this process until SIGINT/SIGTERM; returns the exit code: 128 + the signal's
     number (130 / 143) when one stopped it, as for every sm-locust command (gunicorn itself exits 0)."""
     config.validate()
-    check_port_free(config.host, config.port)
+    inherited = os.environ.pop(LISTEN_FD_ENV, "")  # LocalEndpoint bound the port and passed the socket
+    if not inherited:
+        check_port_free(config.host, config.port)
     counters = SharedCounters()
     slots = shared_slots(config)  # serverless emulation: one instance table for every worker (endpoint/serverless.py)
     fleet = shared_fleet(config)  # --instances N: the instances every worker routes to (endpoint/fleet.py)
@@ -68,7 +71,8 @@ def serve_forever(config: EndpointConfig) -> int:
             publisher.stop()
 
     settings = {
-        "bind": f"[{config.host}]:{config.port}" if ":" in config.host else f"{config.host}:{config.port}",
+        "bind": (f"fd://{int(inherited)}" if inherited
+                 else f"[{config.host}]:{config.port}" if ":" in config.host else f"{config.host}:{config.port}"),
         "workers": config.workers,
         "worker_class": "gthread" if config.threads > 1 else "gevent",
         "threads": config.threads,

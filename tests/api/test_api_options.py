@@ -84,6 +84,7 @@ def test_bad_keywords_are_one_line_usage_errors(keywords, message):
     assert caught.value.exit_code == 2
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("keywords, argv", [
     ({"users": "ten"}, ["-u", "ten"]),
     ({"spawn_rate": "fast"}, ["--spawn-rate", "fast"]),

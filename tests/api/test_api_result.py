@@ -35,6 +35,7 @@ def runs(tmp_path_factory):
     return plateau, constant
 
 
+@pytest.mark.e2e
 def test_the_plateau_result(runs):
     result = runs[0]
     plateau = result.plateau
@@ -46,6 +47,7 @@ def test_the_plateau_result(runs):
     assert (steps["end"] > steps["start"]).all()
 
 
+@pytest.mark.e2e
 def test_load_is_the_same_result(runs):
     result = runs[0]
     loaded = sm_locust.load(result.run_dir)
@@ -62,6 +64,7 @@ def test_load_refuses_a_folder_that_is_not_a_run(tmp_path):
         sm_locust.load(tmp_path / "missing")
 
 
+@pytest.mark.e2e
 def test_load_from_s3(runs, tmp_path):
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -72,6 +75,7 @@ def test_load_from_s3(runs, tmp_path):
     assert len(loaded.timeline) == len(runs[1].timeline)
 
 
+@pytest.mark.e2e
 def test_figures_are_the_reports_charts(runs):
     figures = runs[0].figures(cloudwatch=False)
     assert {"fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time"} <= set(figures)
@@ -81,6 +85,7 @@ def test_figures_are_the_reports_charts(runs):
     assert not (runs[0].run_dir / "report.html").exists()  # drawing writes nothing
 
 
+@pytest.mark.e2e
 def test_the_inline_view_shows_the_verdict_and_the_charts(runs):
     page = runs[0]._repr_html_()
     first = runs[0].verdict.splitlines()[0]
@@ -88,6 +93,7 @@ def test_the_inline_view_shows_the_verdict_and_the_charts(runs):
     assert page.count("Plotly.newPlot") == 2 and page.count("cdn.plot.ly") == 1  # plotly.js once, not per chart
 
 
+@pytest.mark.e2e
 def test_report_writes_the_page_and_returns_its_path(runs, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(runs[1].run_dir, copy)
@@ -102,6 +108,7 @@ def test_report_writes_the_page_and_returns_its_path(runs, tmp_path):
         result.report(period=30)
 
 
+@pytest.mark.e2e
 def test_compare_is_the_clis_table(runs, tmp_path):
     table = sm_locust.compare([runs[0], str(runs[1].run_dir)])
     assert table["run"].tolist() == ["plateau", "constant"] and table.attrs["gaps"] == []

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRET = "predictor-secret-never-written"
 
 
+@pytest.mark.e2e
 def test_a_short_run_returns_its_result(endpoint, tmp_path, capsys):
     result = sm_locust.run("ep", endpoint_url=endpoint.url, payload=str(SAMPLE_PAYLOAD), users=2, spawn_rate=100,
                            run_time="3s", out=tmp_path / "run", progress="line")
@@ -51,6 +52,7 @@ def test_a_short_run_returns_its_result(endpoint, tmp_path, capsys):
     assert options["load"]["progress_every_s"] == 1.0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("keywords, cli_argv", [
     ({"users": 0}, ["-u", "0"]),
     ({"shape": "plateau", "users": 4}, ["--shape", "plateau", "-u", "4"]),
@@ -73,6 +75,7 @@ def test_an_endpoint_that_refuses_connections_is_the_clis_line(tmp_path):
     assert not (tmp_path / "run").exists()  # the data= body's folder is removed with the failed start
 
 
+@pytest.mark.e2e
 def test_every_request_failing_raises_and_keeps_the_folder(endpoint_factory, tmp_path):
     ep = endpoint_factory(model_error_ratio=1.0)
     with pytest.raises(RunError, match=r"^every request failed: ModelError x\d+.*; what was measured is in .*/run/$"):
@@ -125,6 +128,7 @@ def capture(tmp_path):
     proc.wait(10)
 
 
+@pytest.mark.e2e
 def test_a_predictor_gives_endpoint_body_types_and_credentials(capture, tmp_path, monkeypatch, capsys):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name)  # only the predictor's session has credentials and a region
@@ -185,6 +189,7 @@ def python_calling_run(url: str, out: Path, run_time: str) -> subprocess.Popen:
                             cwd=ROOT)
 
 
+@pytest.mark.e2e
 def test_the_calling_process_is_never_patched_by_gevent(endpoint, tmp_path):
     proc = python_calling_run(endpoint.url, tmp_path / "run", "2s")
     out, err = proc.communicate(timeout=90)
@@ -194,10 +199,11 @@ def test_the_calling_process_is_never_patched_by_gevent(endpoint, tmp_path):
     assert report["socket_patched"] is False and report["locust_imported"] is False
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(120)
 def test_the_stop_button_stops_the_run_and_returns_what_was_measured(endpoint, tmp_path):
     out = tmp_path / "run"
-    proc = python_calling_run(endpoint.url, out, "60s")
+    proc = python_calling_run(endpoint.url, out, "1h")  # what stops it is the interrupt
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (out / "timeline.jsonl").is_file():
         time.sleep(0.2)
@@ -207,7 +213,7 @@ def test_the_stop_button_stops_the_run_and_returns_what_was_measured(endpoint, t
     assert proc.returncode == 0, stderr
     report = json.loads(stdout.splitlines()[-1])
     assert report["interrupted"].startswith("interrupted by SIGINT: Locust stopped; what it measured is in")
-    assert report["requests"] > 0 and report["duration_s"] < 30 and report["wall_s"] < 45
+    assert report["requests"] > 0 and report["duration_s"] < 3600 and report["wall_s"] < 3600
     assert stderr.strip().splitlines()[-1].startswith("sm-locust: stopped after ")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is True and summary["totals"]["requests"] == report["requests"]

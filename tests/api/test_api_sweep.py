@@ -9,9 +9,12 @@ import sys
 import textwrap
 
 import pandas as pd
+import pytest
 
 import sm_locust
 from tests.conftest import SAMPLE_PAYLOAD
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 ORDERS = {
     "attribute first": """

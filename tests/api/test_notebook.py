@@ -82,6 +82,7 @@ def values(array) -> list:
     return list(array)
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_the_quickstart_runs_in_a_kernel(tmp_path):
     notebook, stdout = execute(tmp_path)

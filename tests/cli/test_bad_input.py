@@ -278,10 +278,9 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
 
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
-def test_bad_input_is_one_line_and_leaves_nothing(case, scene, monkeypatch, capsys):
+def test_bad_input_is_one_line_and_leaves_nothing(case, scene, monkeypatch, capsys, refused_url):
     argv, env, code, needles = CASES[case]
-    port = free_port()
-    argv = [a.format(port=port) for a in argv]
+    argv = [a.format(port=refused_url.rsplit(":", 1)[1]) for a in argv]
     for name, value in env.items():
         if value is None:
             monkeypatch.delenv(name, raising=False)
@@ -324,9 +323,10 @@ PLAIN = {
 }
 
 
+@pytest.mark.e2e
 def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
-    """Each case used to stay up with 0 users until -t ended (or forever); they run side by side."""
-    started = time.monotonic()
+    """Each case used to stay up with 0 users until -t ended (or forever); they run side by side. -t is an
+    hour: a case that waited for it would still run when communicate() gives up, instead of exiting 2."""
     plain_http = subprocess.Popen(  # and, beside them, a good run whose signed requests would go over plain http
         [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t", "1s",
          "-u", "1", "--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "http://192.0.2.1:9",
@@ -338,9 +338,9 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
         cwd.mkdir()
         procs[case] = (cwd, subprocess.Popen(
             [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "sagemaker.py"), "--headless", "-t",
-             "30s", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
+             "1h", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd))
     for case, (cwd, proc) in procs.items():
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 2, (case, stderr[-2000:])
         ours = [line for line in stderr.splitlines() if line.startswith("sm-locust")]
         assert len(ours) == 1 and ours[0].startswith("sm-locust: error: "), (case, stderr)
@@ -348,7 +348,6 @@ def test_plain_locust_with_bad_settings_quits_at_once_with_exit_2(tmp_path):
         for needle in PLAIN[case][1]:
             assert needle in ours[0], (case, ours[0])
         assert list(cwd.iterdir()) == []
-    assert time.monotonic() - started < 20  # not after -t
     _, stderr = plain_http.communicate(timeout=60)
     warnings = [line for line in stderr.splitlines() if line.startswith("sm-locust: warning:")]
     expected = ("sm-locust: warning: --endpoint-url http://192.0.2.1:9 is plain http to another machine: the signed "
@@ -366,6 +365,7 @@ def test_plain_http_is_warned_only_off_this_machine():
     assert "plain http" in plain_http_warning("HTTP://runtime.example.com")
 
 
+@pytest.mark.e2e
 def test_locust_rejecting_an_argument_leaves_no_run_folder(endpoint, tmp_path):
     out = tmp_path / "run"
     result = subprocess.run([sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "ep", "--endpoint-url",
@@ -447,7 +447,7 @@ def test_a_few_malformed_history_rows_are_dropped_and_counted(tmp_path):
 # Each command is started the way scripts start it: a background job of a non-interactive shell
 # (`bash -c 'sm-locust ... & wait'`), which starts it with SIGINT ignored, and its children with it.
 
-RUN_ARGS = ["--endpoint-name", "ep", "--endpoint-url", "{url}", "--payload", PAYLOAD, "-u", "2", "-t", "60s",
+RUN_ARGS = ["--endpoint-name", "ep", "--endpoint-url", "{url}", "--payload", PAYLOAD, "-u", "2", "-t", "1h",
             "--out", "{out}"]
 SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that says the test is under way
     "run": (["run", *RUN_ARGS, "-q"], "summary.json"),
@@ -457,7 +457,7 @@ SCRIPTED: dict[str, tuple[list[str], str | None]] = {  # argv, the file that say
     "sweep": (["sweep", "{sweep}", "--out", "{out}"], "*/summary.json"),  # a configuration's run under way
 }
 LONG_SWEEP = ("name: long\nendpoint: {{service_time_ms: 5}}\ngrid: {{max_concurrency: [1, 2]}}\n"
-              "load: {{payload: {payload}, users: 2, run_time: 60s}}\nobjective: {{target_rps: 10, slo_ms: 100}}\n")
+              "load: {{payload: {payload}, users: 2, run_time: 1h}}\nobjective: {{target_rps: 10, slo_ms: 100}}\n")
 
 
 class ScriptedCommand:
@@ -531,9 +531,11 @@ def _answers(port: int) -> bool:
         return False
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", list(SCRIPTED), ids=list(SCRIPTED))
 def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint, tmp_path):
-    """Was: Locust ignored the forwarded SIGINT and ran on until -t (60 s here); `serve` exited 0."""
+    """Was: Locust ignored the forwarded SIGINT and ran on until -t (an hour here: a command that waited
+    for it would not have exited when `exit_code` gives up); `serve` exited 0."""
     argv, marker = SCRIPTED[name]
     port = free_port()
     command = ScriptedCommand(_argv(argv, endpoint, tmp_path, port), tmp_path)
@@ -541,11 +543,9 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
         processes = command.wait_until(_ready(name, tmp_path, marker, port))
         time.sleep(1.0)  # under way: a second of load
         os.kill(command.pid, signal.SIGTERM)
-        stopped = time.monotonic()
-        code = command.exit_code(timeout=30)
+        code = command.exit_code(timeout=90)
         assert code == 143, (code, command.output())
-        assert time.monotonic() - stopped < 20  # not at -t
-        assert_gone(processes, timeout=10)
+        assert_gone(processes, timeout=60)
         assert "Traceback" not in command.output()
         assert "SIGTERM" in command.output(), command.output()
         if marker:
@@ -555,6 +555,7 @@ def test_sigterm_to_a_command_started_from_a_script_stops_it_now(name, endpoint,
         command.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", ["run", "demo", "sweep"])
 def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
     """Was: Locust went on loading the endpoint until -t, and a demo's or a local sweep's endpoint stayed
@@ -566,7 +567,7 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
         assert len(processes) >= (2 if name == "run" else 3), processes  # sm-locust, Locust (and the endpoint)
         time.sleep(1.0)
         os.kill(command.pid, signal.SIGKILL)
-        assert_gone(processes, timeout=15)
+        assert_gone(processes, timeout=60)  # the lifeline: seconds; a busy machine: more
         if name == "run":  # Locust stopped as on Ctrl+C: the endpoint is left alone, the results are whole
             served = endpoint.stats()["requests"]
             time.sleep(0.5)
@@ -578,6 +579,7 @@ def test_sigkill_to_a_command_leaves_nothing_running(name, endpoint, tmp_path):
         command.close()
 
 
+@pytest.mark.e2e
 def test_a_second_sweep_into_a_running_sweeps_folder_is_refused(endpoint, tmp_path):
     """Was: both wrote the folder. And --cleanup of a local sweep stops its endpoints."""
     argv, marker = SCRIPTED["sweep"]
@@ -592,6 +594,7 @@ def test_a_second_sweep_into_a_running_sweeps_folder_is_refused(endpoint, tmp_pa
         first.close()
 
 
+@pytest.mark.e2e
 def test_sweep_cleanup_stops_a_local_sweeps_endpoint_left_running(tmp_path, monkeypatch):
     """An endpoint of sweep `long` that is still up (its lifeline has a live parent: this test) is found by
     its tag and stopped; nothing else is touched."""
@@ -616,6 +619,7 @@ def test_sweep_cleanup_stops_a_local_sweeps_endpoint_left_running(tmp_path, monk
 
 # -- honest totals (issue 23 item 9) -------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_requests_in_flight_at_the_stop_are_reported_and_nothing_completed_exits_1(endpoint_factory, tmp_path):
     """Was: "0 requests, 0 failures", exit 0, for a run whose every request was still waiting."""
     slow = endpoint_factory(latency_ms=8000)
@@ -628,6 +632,7 @@ def test_requests_in_flight_at_the_stop_are_reported_and_nothing_completed_exits
     assert (totals["requests"], totals["in_flight_at_stop"]) == (0, 3)
 
 
+@pytest.mark.e2e
 def test_locusts_csvs_hold_the_final_totals_of_summary_json(endpoint_factory, tmp_path):
     """Was: locust_stats.csv lagged the final totals by 2-3 % (Locust's writer stops before its last write)."""
     ep = endpoint_factory(throttle_ratio=0.3, seed=1)
@@ -675,6 +680,7 @@ FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of t
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(FULL_CASES), ids=list(FULL_CASES))
 def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, capsys):
     """Was: a traceback, for --junit after the whole test had run."""
@@ -689,6 +695,7 @@ def test_a_full_file_system_is_refused_before_anything_runs(case, scene, mount, 
     assert snapshot(scene) == before and sorted(p.name for p in full.iterdir()) == ["filler"]
 
 
+@pytest.mark.e2e
 def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, mount, capsys):
     read_only = mount("ro", "4m", read_only=True, copy=scene / "run")
     assert main(["report", str(read_only / "run"), "--no-cloudwatch"]) == 2
@@ -697,6 +704,7 @@ def test_a_report_next_to_a_read_only_run_is_refused_before_it_reads(scene, moun
                    "system); pass --out DIR to write the report elsewhere")
 
 
+@pytest.mark.e2e
 def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
     """The checks passed (1.4 MB free), then report.html (~4 MB with plotly inline) filled the disk."""
     small = mount("small", "1500k")
@@ -704,6 +712,7 @@ def test_a_disk_that_fills_up_mid_way_is_one_line(scene, mount):
     assert_one_line_error(result, 1, "No space left on device", "free some space")
 
 
+@pytest.mark.e2e
 def test_two_runs_into_one_folder_at_once_the_second_is_refused(endpoint, tmp_path):
     """Was: both claimed it. The second is refused in one line, with or without --overwrite, and the
     first run's files are untouched; a report of the folder meanwhile says it is in progress."""

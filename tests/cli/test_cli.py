@@ -7,7 +7,6 @@ import socket
 
 import pytest
 
-from sm_locust.endpoint.server import free_port
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 
@@ -17,6 +16,7 @@ def endpoint(module_endpoint):
     return module_endpoint
 
 
+@pytest.mark.e2e
 def test_run_writes_the_run_folder(endpoint, tmp_path):
     out = tmp_path / "run"
     served_before = endpoint.stats()["requests"]
@@ -28,8 +28,9 @@ def test_run_writes_the_run_folder(endpoint, tmp_path):
         assert (out / name).exists(), name
     summary = json.loads((out / "summary.json").read_text())
     assert summary["endpoint"] == "ep"
-    assert 1.9 <= summary["duration_s"] < 3.0, summary["duration_s"]  # -t 2s is 2 s of load (was 1.2-1.3 s: the
-    # run-time timer counted from gevent's stale loop clock, early by the locustfile's import time)
+    assert summary["duration_s"] >= 1.9, summary["duration_s"]  # -t 2s is 2 s of load (was 1.2-1.3 s: the
+    # run-time timer counted from gevent's stale loop clock, early by the locustfile's import time); how
+    # little past 2 s it stops is a figure of bench/timing.py, not a bound a busy machine breaks
     assert summary["totals"]["requests"] > 20
     assert summary["totals"]["failures"] == 0
     assert summary["steps"][0]["users"] == 2
@@ -42,6 +43,7 @@ def test_run_writes_the_run_folder(endpoint, tmp_path):
     assert served >= summary["totals"]["requests"]
 
 
+@pytest.mark.e2e
 def test_run_counts_errors_by_code_in_summary(endpoint_factory, tmp_path):
     ep = endpoint_factory(throttle_ratio=0.3, seed=3)
     out = tmp_path / "run"
@@ -55,6 +57,7 @@ def test_run_counts_errors_by_code_in_summary(endpoint_factory, tmp_path):
     assert "ThrottlingException" in result.stdout
 
 
+@pytest.mark.e2e
 def test_step_shape_holds_each_user_count(endpoint, tmp_path):
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
@@ -65,41 +68,48 @@ def test_step_shape_holds_each_user_count(endpoint, tmp_path):
     assert [s["users"] for s in steps] == [1, 3, 5]
 
 
+@pytest.mark.e2e
 def test_missing_endpoint_name(tmp_path):
     result = run_cli("run", "--payload", str(SAMPLE_PAYLOAD), "--out", str(tmp_path / "r"))
     assert_one_line_error(result, 2, "--endpoint-name")
     assert not (tmp_path / "r").exists()  # nothing half-started
 
 
+@pytest.mark.e2e
 def test_unreadable_payload(tmp_path):
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--payload",
                      str(tmp_path / "missing.json"))
     assert_one_line_error(result, 2, "missing.json", "--payload")
 
 
+@pytest.mark.e2e
 def test_unknown_option():
     result = run_cli("run", "--endpoint-name", "ep", "--bogus-flag", "1")
     assert_one_line_error(result, 2, "--bogus-flag")
 
 
+@pytest.mark.e2e
 def test_unknown_shape_lists_valid_ones():
     result = run_cli("run", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), "--shape", "stairz")
     assert_one_line_error(result, 2, "stairz", "step")
 
 
-def test_endpoint_url_that_refuses_connections(tmp_path):
-    url = f"http://127.0.0.1:{free_port()}"
+@pytest.mark.e2e
+def test_endpoint_url_that_refuses_connections(tmp_path, refused_url):
+    url = refused_url
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", url, "--payload", str(SAMPLE_PAYLOAD),
                      "--out", str(tmp_path / "r"))
     assert_one_line_error(result, 1, url, "connection refused")
 
 
+@pytest.mark.e2e
 def test_no_region_for_real_aws(monkeypatch):
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     result = run_cli("run", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD))
     assert_one_line_error(result, 2, "--region")
 
 
+@pytest.mark.e2e
 def test_serve_port_in_use():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -109,6 +119,7 @@ def test_serve_port_in_use():
     assert_one_line_error(result, 1, str(port), "--port")
 
 
+@pytest.mark.e2e
 def test_serve_rejects_impossible_fault_ratios():
     result = run_cli("serve", "--throttle-ratio", "0.8", "--error-ratio", "0.5", timeout=30)
     assert_one_line_error(result, 2, "ratios")
@@ -116,6 +127,7 @@ def test_serve_rejects_impossible_fault_ratios():
 
 # -- run folders, failures (issue 12) -----------------------------------------------------------
 
+@pytest.mark.e2e
 def test_overwrite_replaces_an_earlier_run_and_its_stale_files(endpoint, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -136,6 +148,7 @@ def test_overwrite_replaces_an_earlier_run_and_its_stale_files(endpoint, tmp_pat
     assert (out / "notes.txt").read_text() == "mine\n"  # only the run's own files are removed
 
 
+@pytest.mark.e2e
 def test_a_run_in_which_every_request_failed_exits_1_and_says_so(endpoint_factory, tmp_path):
     failing = endpoint_factory(model_error_ratio=1.0)
     out = tmp_path / "run"
@@ -147,6 +160,7 @@ def test_a_run_in_which_every_request_failed_exits_1_and_says_so(endpoint_factor
     assert f"results in {out}" in result.stdout  # the run folder is complete
 
 
+@pytest.mark.e2e
 def test_a_dead_endpoint_mid_run_is_named_and_the_run_finishes(endpoint_factory, tmp_path):
     import subprocess
     import sys

@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sm_locust.cli.commands import COMMANDS
 from tests.conftest import SAMPLE_PAYLOAD
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 

@@ -10,6 +10,8 @@ import json
 import re
 import sys
 
+import pytest
+
 from sm_locust.cli import demo
 from tests.conftest import run_cli
 
@@ -19,6 +21,7 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.e2e
 def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     out = tmp_path / "demo"
     result = run_cli("demo", "--out", str(out), "--step-seconds", "1", "--step-users", "3", "--max-users", "4",
@@ -51,6 +54,7 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     assert all(s["cw_ModelLatency_avg_ms"] and s["network_client_ms"] for s in steps)
 
 
+@pytest.mark.e2e
 def test_demo_without_moto_skips_cloudwatch_in_one_line(tmp_path):
     blocker = tmp_path / "no_moto"
     blocker.mkdir()

@@ -54,6 +54,7 @@ def endpoint(module_endpoint):
     return module_endpoint
 
 
+@pytest.mark.e2e
 def test_every_call_is_one_request_event_with_endpoint_name(endpoint):
     env = Environment(user_classes=[user_class(endpoint.url, CALLS_PER_USER)])
     run_until_done(env, users=3)
@@ -63,12 +64,14 @@ def test_every_call_is_one_request_event_with_endpoint_name(endpoint):
     assert entry.avg_content_length > 100  # the response body was read and measured
 
 
+@pytest.mark.e2e
 def test_target_variant_names_the_entry(endpoint):
     env = Environment(user_classes=[user_class(endpoint.url, 5, target_variant="blue")])
     run_until_done(env, users=1)
     assert env.stats.entries[("my-endpoint/blue", INVOKE_ENDPOINT)].num_requests == 5
 
 
+@pytest.mark.e2e
 def test_server_counts_exactly_what_the_client_counts_with_throttles_and_5xx(endpoint_factory):
     ep = endpoint_factory(throttle_ratio=0.2, error_ratio=0.2, model_error_ratio=0.1, seed=1)
     env = Environment(user_classes=[user_class(ep.url, CALLS_PER_USER)])
@@ -88,10 +91,9 @@ def test_server_counts_exactly_what_the_client_counts_with_throttles_and_5xx(end
     assert total.num_failures == sum(codes.values())
 
 
-def test_connection_refused_is_counted_not_raised():
-    from sm_locust.endpoint.server import free_port
-
-    url = f"http://127.0.0.1:{free_port()}"
+@pytest.mark.e2e
+def test_connection_refused_is_counted_not_raised(refused_url):
+    url = refused_url
     env = Environment(user_classes=[user_class(url, 3)])
     run_until_done(env, users=1)
     assert env.stats.total.num_failures == 3
@@ -99,6 +101,7 @@ def test_connection_refused_is_counted_not_raised():
     assert str(error.error).startswith("EndpointConnectionError")
 
 
+@pytest.mark.e2e
 def test_recorder_writes_summary_with_steps(endpoint, tmp_path):
     env = Environment(user_classes=[user_class(endpoint.url)])
     recorder = RunRecorder(env, tmp_path, endpoint="my-endpoint")

@@ -66,6 +66,7 @@ def stop_with(proc: subprocess.Popen, signum: int, timeout: float = 30.0) -> tup
     return code, out, err, children
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_to_run_stops_locust_writes_the_summary_and_exits_128_plus_n(endpoint, tmp_path, signum, code):
     out = tmp_path / "run"
@@ -83,6 +84,7 @@ def test_a_signal_to_run_stops_locust_writes_the_summary_and_exits_128_plus_n(en
     assert f"interrupted by {signal.Signals(signum).name}" in stderr and "Traceback" not in stderr + stdout
 
 
+@pytest.mark.e2e
 def test_sigterm_to_smoke_stops_the_run_before_any_gate(endpoint, tmp_path):
     out = tmp_path / "smoke"
     proc = start("smoke", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
@@ -95,6 +97,7 @@ def test_sigterm_to_smoke_stops_the_run_before_any_gate(endpoint, tmp_path):
     assert "PASS" not in stdout and "FAIL" not in stdout
 
 
+@pytest.mark.e2e
 def test_sigterm_to_demo_stops_locust_and_the_local_endpoint(tmp_path):
     out = tmp_path / "demo"
     proc = start("demo", "--out", str(out), "--no-cloudwatch", "--step-seconds", "20", "--max-users", "3")
@@ -107,6 +110,7 @@ def test_sigterm_to_demo_stops_locust_and_the_local_endpoint(tmp_path):
     assert (out / "summary.json").is_file()
 
 
+@pytest.mark.e2e
 def test_sigterm_to_serve_stops_its_workers(tmp_path):
     from sm_locust.endpoint.server import free_port
 

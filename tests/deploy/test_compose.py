@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 import yaml
 
 from tests.fakes import wait_exit
@@ -73,6 +74,7 @@ def test_interpolation_follows_compose_rules():
 
 # -- the topology, run ---------------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_compose_services_as_processes_run_headless_to_the_end(tmp_path):
     topo = demo_topology(tmp_path)
     try:

@@ -176,6 +176,7 @@ def test_there_are_headless_and_webui_overlays():
     assert {"headless", "webui"} <= set(OVERLAYS)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_validates_against_the_pinned_kubernetes_schemas(rendered, overlay):
     kinds = set()
@@ -185,6 +186,7 @@ def test_overlay_validates_against_the_pinned_kubernetes_schemas(rendered, overl
     assert {"ServiceAccount", "Service", "ConfigMap", "Deployment"} <= kinds
 
 
+@pytest.mark.e2e
 def test_the_schema_validation_is_not_a_no_op(rendered):
     broken = copy.deepcopy(rendered["headless"].worker())
     broken["spec"]["replicas"] = "two"
@@ -196,6 +198,7 @@ def test_the_schema_validation_is_not_a_no_op(rendered):
         kubernetes_validate.validate(unknown, KUBERNETES_VERSION, strict=True)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_no_credentials_and_nothing_exposed(rendered, overlay):
     manifests = rendered[overlay]
@@ -218,6 +221,7 @@ def test_no_credentials_and_nothing_exposed(rendered, overlay):
         assert not spec.get("hostNetwork") and not any("hostPath" in v for v in spec.get("volumes", []))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_containers_are_locked_down_and_sized(rendered, overlay):
     dockerfile = (ROOT / "Dockerfile").read_text()
@@ -252,6 +256,7 @@ def test_containers_are_locked_down_and_sized(rendered, overlay):
                     assert mount.get("readOnly") is True, (where, mount)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_workers_find_the_master_and_run_one_process_per_cpu(rendered, overlay):
     manifests = rendered[overlay]
@@ -281,6 +286,7 @@ def test_workers_find_the_master_and_run_one_process_per_cpu(rendered, overlay):
         assert int(master_env["LOCUST_EXPECT_WORKERS"]) == worker["spec"]["replicas"] * cpus
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_the_master_pod_is_scraped_where_it_serves_metrics(rendered, overlay):
     """Scrape annotations (docs/live-metrics.md) name the port and path the master's --publish prometheus serves."""
@@ -296,6 +302,7 @@ def test_the_master_pod_is_scraped_where_it_serves_metrics(rendered, overlay):
     assert "SM_LOCUST_PUBLISH" not in {e["name"] for e in only_container(manifests.worker()).get("env", [])}
 
 
+@pytest.mark.e2e
 def test_the_headless_master_uploads_and_the_webui_is_port_forwarded(rendered):
     job = rendered["headless"].master()
     assert job["kind"] == "Job" and job["spec"]["backoffLimit"] == 0
@@ -311,6 +318,7 @@ def test_the_headless_master_uploads_and_the_webui_is_port_forwarded(rendered):
     assert [p["containerPort"] for p in web["ports"] if p["name"] == "web"] == [8089]
 
 
+@pytest.mark.e2e
 def test_the_dockerfile_matches_the_manifests(rendered):
     dockerfile = (ROOT / "Dockerfile").read_text()
     base = re.search(r"^FROM\s+(\S+)", dockerfile, re.M).group(1)
@@ -430,6 +438,7 @@ def render_test_overlay(tmp_path: Path, base: str, literals: list[str], patches:
 
 
 
+@pytest.mark.e2e
 def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoint_factory, rendered, tmp_path):
     t0 = time.monotonic()
     endpoint = endpoint_factory(max_concurrency=8, service_time_ms=5)
@@ -484,6 +493,7 @@ def test_headless_overlay_as_processes_runs_uploads_and_conserves_counts(endpoin
     assert time.monotonic() - t0 < 60
 
 
+@pytest.mark.e2e
 def test_webui_overlay_as_processes_serves_the_ui_and_takes_a_worker(endpoint, tmp_path):
     manifests = render_test_overlay(tmp_path, "webui", [f"SM_LOCUST_ENDPOINT_URL={endpoint.url}"])
     cluster = LocalCluster(manifests, tmp_path)

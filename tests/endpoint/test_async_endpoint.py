@@ -28,6 +28,7 @@ def endpoint(module_endpoint):
     return module_endpoint
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_async_accepted_with_fake_s3_locations(endpoint, transport):
     result, seen = _call(transport, endpoint.url, Invocation(body=SAMPLE_PAYLOAD.read_bytes(), inference_id="abc-1"))
@@ -38,6 +39,7 @@ def test_async_accepted_with_fake_s3_locations(endpoint, transport):
         INVOKE_ENDPOINT_ASYNC, "ep", None, 0)
 
 
+@pytest.mark.e2e
 def test_async_faults_named_the_same(endpoint):
     before = endpoint.stats()
     texts = []

@@ -37,6 +37,7 @@ def ranking_body(rows: int = 3) -> tuple[bytes, list[float]]:
     return body.encode(), RankingModel().predict(ids, vals).tolist()
 
 
+@pytest.mark.e2e
 def test_invoke_endpoint_answers_model_predictions_and_variant(endpoint):
     body, expected = ranking_body(5)
     response = runtime(endpoint.url).invoke_endpoint(EndpointName="my-endpoint", Body=body,
@@ -49,12 +50,14 @@ def test_invoke_endpoint_answers_model_predictions_and_variant(endpoint):
     assert all(0.0 < p < 1.0 for p in predictions)
 
 
+@pytest.mark.e2e
 def test_compute_grows_with_rows_and_endpoint_names_are_url_quoted(endpoint):
     body, expected = ranking_body(200)
     response = runtime(endpoint.url).invoke_endpoint(EndpointName="name with spaces", Body=body)
     assert len(json.loads(response["Body"].read())["predictions"]) == 200
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "code,status",
     [("ValidationError", 400), ("ModelError", 424), ("ModelNotReadyException", 429), ("ThrottlingException", 429),
@@ -72,6 +75,7 @@ def test_each_error_surfaces_as_its_botocore_code(endpoint, code, status):
         assert error["LogStreamArn"].startswith("arn:aws:logs:")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kwargs, original_status, needle", [
     ({"Body": b'{"instances": [{"feat_ids": [1, 2]}]}'}, 400, "feat_vals"),
     ({"Body": b"a,b", "ContentType": "image/png"}, 415, "unsupported Content-Type 'image/png'"),
@@ -94,6 +98,7 @@ def test_a_request_the_model_rejects_is_a_model_error_as_on_sagemaker(endpoint, 
     assert stats["ModelError"] == 1 and stats["invocations"] == 1 and stats["ValidationError"] == 0
 
 
+@pytest.mark.e2e
 def test_the_fast_transport_names_a_model_rejection_as_boto3_does(endpoint):
     environment = Environment()
     events = recorded(environment)
@@ -105,6 +110,7 @@ def test_the_fast_transport_names_a_model_rejection_as_boto3_does(endpoint):
     assert str(events[-1]["exception"]).startswith("ModelError: (original status 400) Received client error (400)")
 
 
+@pytest.mark.e2e
 def test_api_level_checks_stay_validation_errors(endpoint):
     with pytest.raises(ClientError) as info:
         runtime(endpoint.url).invoke_endpoint(EndpointName="ep", Body=b"x" * (6_291_456 + 1))
@@ -116,6 +122,7 @@ def test_api_level_checks_stay_validation_errors(endpoint):
     assert info.value.response["Error"]["Code"] == "ValidationError"
 
 
+@pytest.mark.e2e
 def test_wrong_endpoint_name_is_rejected_when_the_server_has_one(endpoint_factory):
     ep = endpoint_factory(endpoint_name="only-this-one")
     body, _ = ranking_body()
@@ -125,6 +132,7 @@ def test_wrong_endpoint_name_is_rejected_when_the_server_has_one(endpoint_factor
     assert "another" in info.value.response["Error"]["Message"]
 
 
+@pytest.mark.e2e
 def test_dropped_connection_is_a_connection_error(endpoint):
     body, _ = ranking_body()
     with pytest.raises(ConnectionClosedError):
@@ -132,6 +140,7 @@ def test_dropped_connection_is_a_connection_error(endpoint):
                                               CustomAttributes="sm-locust-fault=DropConnection")
 
 
+@pytest.mark.e2e
 def test_container_contract_ping_and_invocations(endpoint):
     with urllib.request.urlopen(endpoint.url + "/ping") as resp:
         assert resp.status == 200
@@ -142,6 +151,7 @@ def test_container_contract_ping_and_invocations(endpoint):
         assert json.loads(resp.read())["predictions"] == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.e2e
 def test_retries_are_off_even_for_throttles(endpoint_factory):
     """One call, one server-side request: botocore's default would retry this throttle twice more."""
     ep = endpoint_factory(throttle_ratio=1.0)

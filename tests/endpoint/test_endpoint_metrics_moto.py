@@ -17,7 +17,6 @@ from moto.server import ThreadedMotoServer
 
 from sm_locust.endpoint.modelcache import model_names
 from sm_locust.endpoint.multimodel import MultiModelConfig
-from sm_locust.endpoint.server import free_port
 from sm_locust.report import cloudwatch as cwmod
 from sm_locust.report.sources import MetricRequest
 from tests.conftest import SAMPLE_PAYLOAD
@@ -62,14 +61,21 @@ def statistic(cw, name: str, stat: str, namespace: str = "AWS/SageMaker", endpoi
     return sum(p[stat] for p in points) if points else None
 
 
+@pytest.mark.e2e
 def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_factory, moto_url):
     cw = cloudwatch(moto_url)
-    start = time.time()
     ep = endpoint_factory(cloudwatch_url=moto_url, metrics_interval_s=INTERVAL_S, endpoint_name="cw-ep",
                           workers=2, service_time_ms=SERVICE_MS)
+    # The report's window is the traffic's (start .. end), in whole minutes, and a minute in it without data is
+    # a gap: the traffic starts 3 s or more into a minute (a publishing window is stamped with its start, up
+    # to an interval before its requests) with 20 s of it left, so it lands in the minutes the window covers.
+    while not 3 <= time.time() % 60 <= 40:
+        time.sleep(0.2)
+    start = time.time()
     statuses = [invoke(ep, "cw-ep") for _ in range(40)]
     statuses += [invoke(ep, "cw-ep", "ModelError") for _ in range(3)]
     statuses += [invoke(ep, "cw-ep", "InternalFailure") for _ in range(2)]
+    end = time.time()
     assert statuses == [200] * 40 + [424] * 3 + [500] * 2
     served = ep.stats()["invocations"]
     assert served == 45
@@ -86,7 +92,6 @@ def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_fact
     assert statistic(cw, "Invocation4XXErrors", "Sum") == 3 and statistic(cw, "Invocation5XXErrors", "Sum") == 2
 
     assert ep.stop() == 0
-    end = time.time()
     # after the final flush, the report's fetcher reads it back in report units (ms, pct, count)
     result = cwmod.fetch_endpoint_metrics(MetricRequest("cw-ep", start, end), cloudwatch=cw)
     frame = result.frame
@@ -103,8 +108,9 @@ def test_endpoint_publishes_what_it_served_and_the_report_reads_it(endpoint_fact
     assert not [g for g in result.gaps if "Invocations" in g or "ModelLatency" in g], result.gaps
 
 
-def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoint_factory, tmp_path):
-    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+@pytest.mark.e2e
+def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoint_factory, tmp_path, refused_url):
+    dead = refused_url  # nothing listens there
     ep = endpoint_factory(cloudwatch_url=dead, metrics_interval_s=INTERVAL_S)
     deadline = time.monotonic() + 3 * INTERVAL_S + 0.5
     statuses = []
@@ -119,6 +125,7 @@ def test_unreachable_cloudwatch_costs_one_warning_line_never_the_endpoint(endpoi
     assert dead in warnings[0] and "Traceback" not in log
 
 
+@pytest.mark.e2e
 def test_a_multi_model_endpoint_publishes_the_mme_metrics(endpoint_factory, moto_url):
     """m1 m1 m2 m3 m1 with room for two models: 5 lookups, 1 hit, 4 loads, 3 downloads, 2 unloads."""
     cw = cloudwatch(moto_url)
@@ -132,7 +139,7 @@ def test_a_multi_model_endpoint_publishes_the_mme_metrics(endpoint_factory, moto
         with urllib.request.urlopen(req, timeout=10) as resp:
             assert resp.status == 200
     endpoints_ns = "/aws/sagemaker/Endpoints"
-    deadline = time.monotonic() + 2 * INTERVAL_S + 3  # a resource reading (about 1 s) and a publication
+    deadline = time.monotonic() + 60  # a resource reading (about 1 s) and a publication; ends when they are in
     while statistic(cw, "LoadedModelCount", "Maximum", endpoints_ns, "mm-ep") != 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert statistic(cw, "LoadedModelCount", "Maximum", endpoints_ns, "mm-ep") == 2

@@ -219,14 +219,26 @@ def _latencies(url: str, n: int) -> list[float]:
     return [j.value for j in jobs]
 
 
+@pytest.mark.e2e
 def test_each_instance_has_its_own_slots(serve):
-    _, one = serve(max_concurrency=4, service_time_ms=100, fleet=FleetConfig(instances=1))
+    def queued(app) -> list[float]:  # each look of a request at its instance's queue: > 0 while it waits
+        looks: list[float] = []
+        ahead = app.fleet.fleet.ahead
+        app.fleet.fleet.ahead = lambda *a: looks.append(ahead(*a)) or looks[-1]
+        return looks
+
+    app, one = serve(max_concurrency=4, service_time_ms=100, fleet=FleetConfig(instances=1))
+    looks = queued(app)
     assert max(_latencies(one, 12)) >= 0.29  # 12 requests, 4 slots: three rounds of 100 ms
+    assert max(looks) > 0  # some waited for a slot
     three_instances = FleetConfig(instances=3, routing="least-outstanding")
-    _, three = serve(max_concurrency=4, service_time_ms=100, fleet=three_instances)
-    assert max(_latencies(three, 12)) < 0.29  # 3 instances x 4 slots: one round
+    app, three = serve(max_concurrency=4, service_time_ms=100, fleet=three_instances)
+    looks = queued(app)
+    _latencies(three, 12)
+    assert len(looks) == 13 and max(looks) <= 0  # 3 instances x 4 slots: all 12 at once, none waited
 
 
+@pytest.mark.e2e
 def test_describe_endpoint_answers_the_instance_counts(serve):
     app, url = serve(max_concurrency=2, endpoint_name="fleet", fleet=FleetConfig(instances=2))
     sm = boto3.client("sagemaker", endpoint_url=url, config=NO_RETRY)
@@ -251,6 +263,7 @@ def test_describe_endpoint_answers_the_instance_counts(serve):
                                                                                        "in_service": 2}
 
 
+@pytest.mark.e2e
 def test_instances_are_shared_by_two_gunicorn_workers(endpoint_factory):
     ep = endpoint_factory(workers=2, max_concurrency=2, service_time_ms=100, fleet=FleetConfig(instances=1))
     assert max(_latencies(ep.url, 6)) >= 0.28  # 2 slots for both workers: three rounds, not two

@@ -176,6 +176,7 @@ def test_spec_problems_are_one_line_each():
     assert CacheSpec((), 100.0).problems() == ["the endpoint needs at least one model"]
 
 
+@pytest.mark.e2e
 def test_a_shared_memory_store_is_the_same_cache_in_every_process():
     """The endpoint keeps the store in a shared-memory array made before gunicorn forks."""
     spec = CacheSpec((100.0,) * 4, 200.0, load_s=1.0)

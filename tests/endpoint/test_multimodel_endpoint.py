@@ -133,6 +133,7 @@ def test_bad_flags_are_one_line_usage_errors(flags, needle):
 # -- multi-model: what a client sees --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_a_cold_model_waits_download_and_load_then_hits_and_evictions_keep_it_on_disk(serve_app):
     app, url = serve_app(mme(model_size_mb="100", memory_mb=200, download_ms=400, load_ms=40))
     client = runtime(url)
@@ -143,7 +144,7 @@ def test_a_cold_model_waits_download_and_load_then_hits_and_evictions_keep_it_on
     invoke(client, TargetModel=NAMES[1])
     invoke(client, TargetModel=NAMES[2])  # memory holds two: NAMES[0] (least recently used) is unloaded
     _, headers = invoke(client, TargetModel=NAMES[0])
-    assert 40 <= wait_ms(headers) < 400  # still on disk: loaded, not downloaded
+    assert wait_ms(headers) >= 40  # still on disk: loaded, not downloaded (the counts below: 3 downloads, 4 loads)
     stats = app.targets.stats()
     assert stats["models"][NAMES[0]] == {"requests": 3, "cold": 2, "hits": 1}
     mm = stats["multi_model"]
@@ -156,6 +157,7 @@ def test_a_cold_model_waits_download_and_load_then_hits_and_evictions_keep_it_on
     assert counters["successes"] == 5
 
 
+@pytest.mark.e2e
 def test_concurrent_requests_for_a_cold_model_share_one_load(serve_app):
     app, url = serve_app(mme(download_ms=100, load_ms=100))
     client = runtime(url)
@@ -168,19 +170,23 @@ def test_concurrent_requests_for_a_cold_model_share_one_load(serve_app):
     assert app.targets.stats()["models"][NAMES[3]] == {"requests": 6, "cold": 6, "hits": 0}
 
 
+@pytest.mark.e2e
 def test_a_load_longer_than_the_timeout_is_model_not_ready_and_goes_on(serve_app):
     app, url = serve_app(mme(download_ms=0, load_ms=600, ready_timeout_s=0.3))
     client = runtime(url)
     ms, code = invoke(client, TargetModel=NAMES[0])
-    assert code == "ModelNotReadyException" and 300 <= ms < 600
+    assert code == "ModelNotReadyException" and ms >= 300  # at the timeout, not after the load
     ms, headers = invoke(client, TargetModel=NAMES[0])  # the load went on: this one waits only its rest
-    assert isinstance(headers, dict) and ms < 600
+    assert isinstance(headers, dict)
     ms, headers = invoke(client, TargetModel=NAMES[0])
     assert wait_ms(headers) is None
     assert app.targets.stats()["models"][NAMES[0]] == {"requests": 3, "cold": 2, "hits": 1}
+    mm = app.targets.stats()["multi_model"]
+    assert (mm["downloads"], mm["loads"]) == (1, 1)  # one load, which the second request joined
     assert app.counters.snapshot()["ModelNotReadyException"] == 1
 
 
+@pytest.mark.e2e
 def test_cache_setting_disabled_loads_for_every_request(serve_app):
     app, url = serve_app(mme(download_ms=30, load_ms=30, cache_setting="Disabled"))
     client = runtime(url)
@@ -191,6 +197,7 @@ def test_cache_setting_disabled_loads_for_every_request(serve_app):
     assert (mm["downloads"], mm["loads"], mm["unloads"], mm["loaded_models"]) == (3, 3, 3, 0)
 
 
+@pytest.mark.e2e
 def test_what_sagemaker_refuses_is_a_validation_error(serve_app):
     _, url = serve_app(mme())
     client = runtime(url)
@@ -214,6 +221,7 @@ def test_what_sagemaker_refuses_is_a_validation_error(serve_app):
 # -- inference components -------------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_components_route_by_name_each_on_its_own_copies(serve_app):
     app, url = serve_app(EndpointConfig(service_time_ms=5, inference_components=parse_components("slow:1:100,fast:2")))
     client = runtime(url)
@@ -241,6 +249,7 @@ def test_components_route_by_name_each_on_its_own_copies(serve_app):
 # -- both transports --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 def test_both_transports_route_and_name_the_errors_as_botocore_does(serve_app, transport):
     _, mme_url = serve_app(mme(download_ms=0, load_ms=0))
@@ -318,6 +327,7 @@ def test_the_publisher_reads_loaded_model_count_with_each_sample():
 # -- one cache for two gunicorn workers ------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_two_workers_share_one_cache_whose_hits_equal_the_simulation(tmp_path):
     """A seeded Zipf sequence, one request at a time on a new connection each (so both gunicorn workers
     serve them), against 2 workers: the server's hits, loads and per-model counts equal `lru_simulation`

@@ -59,6 +59,7 @@ def _shape(seen: list[dict]) -> list[tuple]:
             for e in seen]
 
 
+@pytest.mark.e2e
 def test_stream_parsed_identically_by_botocore_and_the_fast_path(streaming):
     expected = tokens_for(RankingModel().predict(*decode_request(BODY, "application/json", None)))
     assert _botocore_chunks(streaming.url) == expected  # botocore's own EventStream parser
@@ -81,6 +82,7 @@ def test_stream_parsed_identically_by_botocore_and_the_fast_path(streaming):
         (INVOKE_ENDPOINT_STREAM, "ep", len(b"".join(expected)), None)]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("fault", ["ModelStreamError", "InternalStreamFailure", "ThrottlingException", "ModelError"])
 def test_stream_failures_identical_in_both_clients_and_botocore(streaming, fault):
     attributes = f"sm-locust-fault={fault}"
@@ -100,6 +102,7 @@ def test_stream_failures_identical_in_both_clients_and_botocore(streaming, fault
         assert [kind for kind, *_ in shapes[0]] == ["TTFT", "InterChunk", INVOKE_ENDPOINT_STREAM]
 
 
+@pytest.mark.e2e
 def test_stream_error_ratio_and_token_count(endpoint_factory):
     ep = endpoint_factory(stream_tokens=25, stream_error_ratio=1.0)
     for transport in TRANSPORTS:
@@ -110,6 +113,7 @@ def test_stream_error_ratio_and_token_count(endpoint_factory):
     assert stats["requests"] == stats["invocations"] == 2 and stats["successes"] == 0
 
 
+@pytest.mark.e2e
 def test_stream_tokens_option(endpoint_factory):
     ep = endpoint_factory(stream_tokens=3)
     result, _ = _recorded("fast", ep.url, Invocation(body=BODY))

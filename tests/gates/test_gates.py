@@ -152,6 +152,7 @@ def test_load_run_rejects_folders_that_are_not_runs(tmp_path):
 
 # -- the command over existing run folders (no traffic) ---------------------------------------
 
+@pytest.mark.e2e
 def test_smoke_run_dir_pass_and_fail_with_junit(tmp_path):
     run = write_run(tmp_path / "run")
     ok = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "50", "--max-p95-ms", "fast=25", "--min-rps", "40",
@@ -167,12 +168,14 @@ def test_smoke_run_dir_pass_and_fail_with_junit(tmp_path):
     assert suite.get("failures") == "2" and suite.get("tests") == "3"
 
 
+@pytest.mark.e2e
 def test_smoke_default_gate_is_no_failures(tmp_path):
     result = run_cli("smoke", "--run-dir", str(write_run(tmp_path / "run")))
     assert result.returncode == 1
     assert "FAIL error rate <= 0.00%" in result.stdout
 
 
+@pytest.mark.e2e
 def test_smoke_baseline_regression(tmp_path):
     base = write_run(tmp_path / "base",
                      {"totals": {"requests": 1000, "failures": 20, "rps": 80, "p95_ms": 30, "p99_ms": 70}})
@@ -186,6 +189,7 @@ def test_smoke_baseline_regression(tmp_path):
     assert same.returncode == 0, same.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("args, needles", [
     (["--max-p95-ms", "-1"], ["--max-p95-ms", "more than 0"]),
     (["--max-p95-ms", "300", "--max-p99-ms", "200"], ["contradictory"]),
@@ -201,5 +205,6 @@ def test_smoke_bad_input_is_one_line_exit_2(tmp_path, args, needles):
     assert_one_line_error(result, 2, *needles)
 
 
+@pytest.mark.e2e
 def test_smoke_run_dir_that_is_not_a_run(tmp_path):
     assert_one_line_error(run_cli("smoke", "--run-dir", str(tmp_path)), 2, "not a run")

@@ -58,6 +58,7 @@ def runs(tmp_path_factory):
     return base, results
 
 
+@pytest.mark.e2e
 def test_every_gate_passes_on_a_fast_endpoint(runs):
     base, results = runs
     result = results["fast"]
@@ -69,6 +70,7 @@ def test_every_gate_passes_on_a_fast_endpoint(runs):
     assert summary["totals"]["requests"] > 60
 
 
+@pytest.mark.e2e
 def test_latency_and_throughput_gates_fail_on_a_slow_endpoint(runs):
     base, results = runs
     result = results["slow"]
@@ -85,6 +87,7 @@ def test_latency_and_throughput_gates_fail_on_a_slow_endpoint(runs):
     assert cases["error rate <= 0.00% (all requests)"] is True
 
 
+@pytest.mark.e2e
 def test_error_rate_gate_fails_on_a_failing_endpoint(runs):
     base, results = runs
     result = results["failing"]
@@ -97,6 +100,7 @@ def test_error_rate_gate_fails_on_a_failing_endpoint(runs):
     assert suite.get("failures") == "1" and suite.get("tests") == "3"
 
 
+@pytest.mark.e2e
 def test_a_slow_run_regresses_against_a_fast_baseline(runs):
     base, _ = runs
     result = run_cli("smoke", "--run-dir", str(base / "slow"), "--baseline", str(base / "fast"), "--tolerance", "0.5")
@@ -106,6 +110,7 @@ def test_a_slow_run_regresses_against_a_fast_baseline(runs):
     assert same.returncode == 0, same.stdout
 
 
+@pytest.mark.e2e
 def test_bad_gates_fail_before_any_traffic(endpoint, tmp_path):
     result = smoke(endpoint, tmp_path / "run", "--max-p95-ms", "500", "--max-p99-ms", "100")
     assert result.returncode == 2
@@ -115,6 +120,7 @@ def test_bad_gates_fail_before_any_traffic(endpoint, tmp_path):
     assert endpoint.stats()["requests"] == 0
 
 
+@pytest.mark.e2e
 def test_failures_count_when_other_gates_are_given(tmp_path):
     """smoke --max-p95-ms 500 used to pass at 18.7 % failures: the default error-rate gate stays."""
     run = tmp_path / "run"

@@ -9,11 +9,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 import yaml
 
 from sm_locust.endpoint.server import free_port
 from tests.conftest import ROOT
 from tests.fakes import wait_exit
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 WORKFLOW = ROOT / "examples" / "github-actions" / "smoke.yml"
 

@@ -16,6 +16,7 @@ from tests.conftest import SAMPLE_PAYLOAD
 BODY = SAMPLE_PAYLOAD.read_bytes()
 
 
+@pytest.mark.e2e
 def test_fixture_runs_in_process_and_writes_the_run_folder(sm_load_test, endpoint, tmp_path):
     result = sm_load_test([invoke_user(BODY)], users=2, run_time_s=2.5,
                           options={"endpoint_name": "ep", "endpoint_url": endpoint.url})
@@ -27,6 +28,7 @@ def test_fixture_runs_in_process_and_writes_the_run_folder(sm_load_test, endpoin
     assert 0 <= served - result.requests <= 2
 
 
+@pytest.mark.e2e
 def test_failed_gates_raise_with_one_line_each(endpoint_factory):
     failing = endpoint_factory(throttle_ratio=0.5, seed=1)
     result = run_load_test([invoke_user(BODY)], users=2, run_time_s=2,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import gevent
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
@@ -67,6 +68,7 @@ def runtime():
         yield server
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
 @pytest.mark.parametrize("route, source", [("usage", SERVER), ("counted", COUNTED)])
 def test_ttft_itl_and_tokens_per_s_of_a_stream_with_known_timing(runtime, transport, route, source):
@@ -75,23 +77,28 @@ def test_ttft_itl_and_tokens_per_s_of_a_stream_with_known_timing(runtime, transp
     call = token_accounting(client.invoke_stream, env)
     invocation = Invocation(body=b"{}")
     invocation.extra[INPUT_TOKENS] = 30
+    walls = []  # each call's own time, measured around it here: what the figures cannot exceed
     for _ in range(3):
+        t0 = time.perf_counter()
         assert call(invocation) is not None
+        walls.append((time.perf_counter() - t0) * 1000)
     stats = env.sm_locust_llm
     figures = stats.window(0, 4e9).figures(1.0)
     assert figures["requests"] == 3 and figures["output_tokens"] == 3 * TOKENS and figures["tokens_source"] == source
     assert figures["input_tokens"] == (27 if source == SERVER else 90)  # the server's 9 per answer win over our 30
-    assert FIRST_MS <= figures["ttft_p50_ms"] < FIRST_MS + 40
-    assert GAP_MS - 3 <= figures["itl_p50_ms"] < GAP_MS + 12
-    assert figures["itl_p95_ms"] < GAP_MS + 40  # (p99 is the max of 21 gaps: one scheduling hiccup on a busy host)
+    # the server's sleeps bound each figure from below, the call's own time from above (a busy machine
+    # stretches both sides alike; how close to the sleeps a quiet one comes is not asserted)
+    assert FIRST_MS <= figures["ttft_p50_ms"] <= figures["e2e_p50_ms"]
+    assert GAP_MS - 3 <= figures["itl_p50_ms"] <= figures["itl_p95_ms"] <= max(walls)
     expected_e2e = FIRST_MS + (TOKENS - 1) * GAP_MS
-    assert expected_e2e <= figures["e2e_p50_ms"] < expected_e2e + 60
-    assert GAP_MS - 3 <= figures["tpot_p50_ms"] < GAP_MS + 12
+    assert expected_e2e <= figures["e2e_p50_ms"] <= sorted(walls)[1] + 1  # the median call
+    assert GAP_MS - 3 <= figures["tpot_p50_ms"] <= figures["e2e_p50_ms"] / (TOKENS - 1)
     rate = figures["request_output_tokens_per_s_p50"]
-    assert TOKENS / ((expected_e2e + 60) / 1000) < rate <= TOKENS / (expected_e2e / 1000) * 1.01
+    assert TOKENS / (max(walls) / 1000) * 0.99 <= rate <= TOKENS / (expected_e2e / 1000) * 1.01
     assert figures["output_tokens_per_s"] == 3 * TOKENS  # over the 1-s window asked for
 
 
+@pytest.mark.e2e
 def test_an_unrecognised_stream_is_timed_and_said_once(runtime, caplog):
     env = Environment()
     call = token_accounting(signed_client("fast", env, runtime.url, "plain").invoke_stream, env)
@@ -229,6 +236,7 @@ def test_tokens_of_a_window_with_a_gap_and_fractional_edges():
     assert bucket.arrived == pytest.approx(20.0) and bucket.requests == 2
 
 
+@pytest.mark.e2e
 def test_streamed_tokens_count_as_they_arrive_and_failed_streams_give_them_back(runtime):
     env = Environment()
     client = signed_client("fast", env, runtime.url, "more")

@@ -132,6 +132,7 @@ def test_option_checks():
                       TokenPlateauSearch)
 
 
+@pytest.mark.e2e
 def test_slos_without_stream_are_one_line_exit_2(tmp_path):
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", "http://127.0.0.1:9", "--prompts",
                      "synthetic:8", "--shape", "plateau", "--objective", "output-tokens", "--ttft-slo-ms", "500",
@@ -148,6 +149,7 @@ EMULATION = LlmConfig(max_sequences=4, step_ms=40.0, step_ms_per_seq=8.0, prefil
 ANSWER_TOKENS = 96
 
 
+@pytest.mark.e2e
 def test_a_plateau_on_tokens_on_the_emulation_finds_the_predicted_knee(endpoint_factory, tmp_path):
     model = EMULATION.model()
     one_step_s = model.step_s(EMULATION.max_sequences)  # a request waits about one running step between answers

@@ -26,6 +26,8 @@ from sm_locust.mix import Picker, parse_mix
 from sm_locust.transport import TRANSPORTS
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 
 def _run(url: str, out, *extra: str, users: int | None, seconds: int) -> dict:
     load = ("-u", str(users), "-r", "100") if users else ()  # None: a shape decides the load

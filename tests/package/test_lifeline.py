@@ -32,13 +32,14 @@ def test_the_watcher_calls_back_once_when_the_parent_changes():
     parents = iter([10, 10, 10, 1, 1])
     called = []
     lifeline.watch_parent(10, lambda: called.append(time.monotonic()), poll_s=0.01, getppid=lambda: next(parents))
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a wait, not a bound: it ends at the call
     while not called and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.05)
     assert len(called) == 1
 
 
+@pytest.mark.e2e
 def test_a_child_started_with_sigint_ignored_still_stops_on_sigint(tmp_path):
     """A background job of a non-interactive shell starts with SIGINT ignored; the lifeline restores it."""
     (tmp_path / "sleeper.py").write_text("import pathlib, time\npathlib.Path('ready').touch()\ntime.sleep(30)\n")
@@ -58,10 +59,12 @@ def test_a_child_started_with_sigint_ignored_still_stops_on_sigint(tmp_path):
             os.killpg(shell.pid, signal.SIGKILL)
 
 
+@pytest.mark.e2e
 def test_a_child_whose_parent_is_killed_stops_and_writes_to_its_log(tmp_path):
     """The parent (a shell) starts the child with the lifeline's environment, then is SIGKILLed."""
     log = tmp_path / "child.log"
-    (tmp_path / "sleeper.py").write_text("import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n"
+    (tmp_path / "sleeper.py").write_text("import pathlib, time\ntry:\n    pathlib.Path('ready').touch()\n"
+                                         "    time.sleep(60)\nexcept KeyboardInterrupt:\n"
                                          "    print('stopped as on Ctrl+C', flush=True)\n    raise SystemExit(130)\n")
     script = (f"{lifeline.PARENT_ENV}=$$ {lifeline.LOG_ENV}={log} {sys.executable} -m sm_locust.util.lifeline "
               "sleeper & wait")
@@ -71,9 +74,11 @@ def test_a_child_whose_parent_is_killed_stops_and_writes_to_its_log(tmp_path):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     child = psutil.Process(shell.pid).children()[0]
-    time.sleep(0.5)  # the child has imported its module and started watching
+    while not (tmp_path / "ready").exists():  # the lifeline watches before it runs the module
+        assert time.monotonic() < deadline and child.is_running()
+        time.sleep(0.05)
     os.kill(shell.pid, signal.SIGKILL)
-    shell.wait(5)
-    child.wait(10)
+    shell.wait(30)
+    child.wait(60)
     text = log.read_text()
     assert "is gone; stopping" in text and "stopped as on Ctrl+C" in text

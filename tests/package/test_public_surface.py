@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import sm_locust
 
 PACKAGE = Path(sm_locust.__file__).resolve().parent
@@ -43,6 +45,7 @@ def test_every_public_name_resolves_and_the_type_checking_imports_mirror_them():
     assert checked == PUBLIC - {"__version__"}
 
 
+@pytest.mark.e2e
 def test_importing_the_package_loads_nothing_heavy():
     code = ("import sys, sm_locust\n"
             "print(sorted(m for m in ('locust', 'gevent', 'boto3', 'pandas') if m in sys.modules))")

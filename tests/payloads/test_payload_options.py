@@ -163,6 +163,7 @@ def test_bad_payload_input_is_one_line_exit_2_and_no_run_folder(case, bad_inputs
     assert not out.exists()
 
 
+@pytest.mark.e2e
 def test_bad_serializer_through_the_real_command(bad_inputs, tmp_path):
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out",
                      str(tmp_path / "r"), "--payload", str(bad_inputs / "rows.npz"), "--serializer", "pb")
@@ -170,6 +171,7 @@ def test_bad_serializer_through_the_real_command(bad_inputs, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.e2e
 def test_sm_locust_run_with_payload_options_end_to_end(endpoint, bad_inputs, tmp_path):
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",

@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 
 def test_serializer_bench_quick_mode_prints_every_scenario():

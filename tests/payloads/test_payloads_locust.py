@@ -74,6 +74,7 @@ def arrays(tmp_path_factory):
     return folder
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("serializer, accept", [
     ("json", "application/json"),
     ("protobuf", "application/x-protobuf"),
@@ -86,11 +87,13 @@ def test_npz_rows_with_each_serializer(endpoint, arrays, serializer, accept):
     assert_clean(env)
 
 
+@pytest.mark.e2e
 def test_packed_npy_sent_raw(endpoint, arrays):
     env = run(options(endpoint.url, arrays / "packed.npy", serializer="raw", batch_size=5, selection="random"))
     assert_clean(env)
 
 
+@pytest.mark.e2e
 def test_plain_file_folder_and_jsonl(endpoint, tmp_path):
     folder = tmp_path / "bodies"
     folder.mkdir()
@@ -102,6 +105,7 @@ def test_plain_file_folder_and_jsonl(endpoint, tmp_path):
         assert_clean(env)
 
 
+@pytest.mark.e2e
 def test_a_function_source(endpoint, tmp_path):
     (tmp_path / "gen.py").write_text(
         "from sm_locust.endpoint.model import sample_rows\n"
@@ -115,6 +119,7 @@ def test_a_function_source(endpoint, tmp_path):
     assert_clean(env)
 
 
+@pytest.mark.e2e
 def test_split_through_the_locustfile_and_summary(endpoint, arrays, tmp_path):
     env = run(options(endpoint.url, arrays / "rows.npz", serializer="npy", batch_size=20, split=4),
               recorder_dir=tmp_path)
@@ -132,6 +137,7 @@ def test_split_through_the_locustfile_and_summary(endpoint, arrays, tmp_path):
     assert payload["min_bytes"] <= payload["avg_bytes"] <= payload["max_bytes"] and payload["validate_response"] is True
 
 
+@pytest.mark.e2e
 def test_a_response_that_fails_validation_is_an_invalid_response_failure(endpoint):
     env = run(options(endpoint.url, DATA / "ranking_10rows.json", expect_outputs="prob"), requests=6, users=1)
     entry = env.stats.entries[("ep", INVOKE_ENDPOINT)]
@@ -140,11 +146,13 @@ def test_a_response_that_fails_validation_is_an_invalid_response_failure(endpoin
     assert str(error.error).startswith("InvalidResponse: expected outputs ['prob']")
 
 
+@pytest.mark.e2e
 def test_validation_off_accepts_what_it_would_reject(endpoint):
     env = run(options(endpoint.url, DATA / "ranking_10rows.json", validate_response=False), requests=6, users=1)
     assert env.stats.total.num_failures == 0
 
 
+@pytest.mark.e2e
 def test_a_bad_option_stops_the_run_with_exit_code_2(endpoint):
     env = run(options(endpoint.url, DATA / "ranking_10rows.json", serializer="protobuff"), requests=1, users=1)
     assert env.sm_locust_payloads is None and env.process_exit_code == 2

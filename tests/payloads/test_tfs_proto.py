@@ -180,6 +180,7 @@ def test_bad_bytes_and_inconsistent_tensors_are_clear_errors():
         tfs_proto.make_tensor_proto(np.zeros(2, np.complex64))
 
 
+@pytest.mark.e2e
 def test_importing_builds_nothing_and_tensorflow_is_not_needed():
     code = (
         "import sys, sm_locust.serializers.tfs_proto as t; "

@@ -43,6 +43,7 @@ def test_the_counting_rule():
     assert not is_invocation(INVOKE_ENDPOINT, "ep/part")
 
 
+@pytest.mark.e2e
 def test_a_stream_counts_once_and_its_failures_per_stream():
     """Three streams, one failed mid-stream: 3 requests and 33 % errors, not 9 "requests" and 11 %."""
     environment = Environment()
@@ -77,6 +78,7 @@ def test_a_stream_counts_once_and_its_failures_per_stream():
     runner.quit()
 
 
+@pytest.mark.e2e
 def test_per_name_merges_request_types_of_one_name():
     environment = Environment()
     environment.create_local_runner()
@@ -138,6 +140,7 @@ class StreamUser(SageMakerUser):
         self.client.invoke_stream(Invocation(body=self.body))
 
 
+@pytest.mark.e2e
 def test_stream_failures_count_per_stream_in_process(endpoint_factory):
     ep = endpoint_factory(stream_error_ratio=0.33, seed=11, stream_tokens=4, token_ms=2)
     user = type("Streams", (StreamUser,), {"abstract": False, "__module__": __name__})
@@ -155,6 +158,7 @@ def test_stream_failures_count_per_stream_in_process(endpoint_factory):
     assert [v.gate for v in failed] == ["error rate <= 10.00% (all requests)"]
 
 
+@pytest.mark.e2e
 def test_smoke_fails_a_stream_run_whose_streams_fail_too_often(endpoint_factory, tmp_path):
     """The issue's case: 33 % of the streams fail; `--max-error-rate 0.2` must fail the run."""
     ep = endpoint_factory(stream_error_ratio=0.33, seed=5, stream_tokens=4, token_ms=2)

@@ -73,6 +73,7 @@ def killed_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.e2e
 def test_the_killed_run_leaves_its_last_checkpoint_and_timeline(killed_run):
     summary = json.loads((killed_run / "summary.json").read_text())
     check_summary(summary, killed_run / "summary.json")  # the documented shape
@@ -91,6 +92,7 @@ def test_the_killed_run_leaves_its_last_checkpoint_and_timeline(killed_run):
     assert read_run(killed_run).interrupted.startswith(INTERRUPTED)
 
 
+@pytest.mark.e2e
 def test_report_works_on_the_killed_run_and_says_so_in_one_line(killed_run):
     result = run_cli("report", str(killed_run), "--no-cloudwatch")
     assert result.returncode == 1, result.stdout + result.stderr  # a gap: the end of the run is missing
@@ -101,6 +103,7 @@ def test_report_works_on_the_killed_run_and_says_so_in_one_line(killed_run):
     assert INTERRUPTED in (killed_run / "report.html").read_text()
 
 
+@pytest.mark.e2e
 def test_compare_and_smoke_work_on_the_killed_run_and_say_so(killed_run, tmp_path):
     compared = run_cli("compare", str(killed_run), "--out", str(tmp_path / "cmp"))
     assert compared.returncode == 1, compared.stdout + compared.stderr

@@ -11,11 +11,15 @@ import gevent
 import locust  # noqa: F401  (gevent patching first)
 from locust.env import Environment
 
+import pytest
+
 from sm_locust.invocation import INVOKE_ENDPOINT, InvocationError
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.recorder import CHECKPOINT_ENV, RunRecorder
 from sm_locust.record.schema import check_summary
 from sm_locust.record.timeline import TIMELINE_JSONL, read_seconds
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 
 def test_the_recorder_checkpoints_closes_hours_and_finishes(tmp_path, monkeypatch, capsys):

@@ -10,6 +10,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 from sm_locust.endpoint.server import free_port
 from sm_locust.record.timeline import read_seconds
 from sm_locust.record.workers import WorkerLedger, timeout_message
@@ -28,6 +30,7 @@ def test_ledger_records_missing_and_quit_workers():
         {"id": "b", "reason": "missing", "after_s": 2.0}, {"id": "c", "reason": "quit", "after_s": 3.0}]}
 
 
+@pytest.mark.e2e
 def test_a_worker_killed_mid_run_is_recorded_and_the_run_continues(tmp_path):
     topo = demo_topology(tmp_path, LOCUST_RUN_TIME="8s", LOCUST_USERS="4")
     try:
@@ -57,6 +60,7 @@ def test_a_worker_killed_mid_run_is_recorded_and_the_run_continues(tmp_path):
     assert summary["totals"]["requests"] <= served["requests"]
 
 
+@pytest.mark.e2e
 def test_expect_workers_timeout_is_one_line_exit_2(tmp_path):
     port = free_port()
     result = __import__("subprocess").run(
@@ -70,6 +74,7 @@ def test_expect_workers_timeout_is_one_line_exit_2(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.e2e
 def test_smoke_keeps_exit_2_when_workers_never_connect(endpoint, tmp_path):
     port = free_port()
     result = run_cli("smoke", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),

@@ -62,6 +62,7 @@ def overflows(page: Path, tmp_path: Path) -> bool:
     return found.group(1) == "true"
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 @pytest.mark.parametrize("count", [3, 12])
 def test_compare_page_is_no_wider_than_a_laptop_window(tmp_path, count):

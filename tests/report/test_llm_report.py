@@ -87,6 +87,7 @@ def runs(tmp_path_factory):
     return root
 
 
+@pytest.mark.e2e
 def test_report_draws_tokens_and_prices_them(runs):
     result = run_cli("report", str(runs / "llm"), "--no-cloudwatch", "--price-per-hour", "1.5", "--instance-type",
                      "ml.g5.xlarge")
@@ -103,6 +104,7 @@ def test_report_draws_tokens_and_prices_them(runs):
     assert "usd_per_million_output_tokens" not in json.loads((runs / "plain" / "summary.json").read_text())["cost"]
 
 
+@pytest.mark.e2e
 def test_compare_shows_token_columns_when_a_run_has_them(runs, tmp_path):
     result = run_cli("compare", str(runs / "llm"), str(runs / "plain"), "--out", str(tmp_path / "cmp"))
     assert result.returncode in (0, 1), result.stdout + result.stderr  # 1: a 3-s plain run may have no clean step

@@ -66,6 +66,7 @@ def moto_client(url):
                         aws_access_key_id="testing", aws_secret_access_key="testing")
 
 
+@pytest.mark.e2e
 def test_moto_alignment_and_units(moto_url):
     # a run from 12:00:56 to 12:01:06: the span is aligned out to 12:00 .. 12:02
     request = MetricRequest("golden-ep", BASE + 56, BASE + 66, vcpus=4, gpus=0)
@@ -85,6 +86,7 @@ def test_moto_alignment_and_units(moto_url):
     assert any("GPU metrics skipped" in n for n in result.notes)
 
 
+@pytest.mark.e2e
 def test_moto_missing_tail_is_named(moto_url):
     # the run went on to 12:04: CloudWatch has nothing after 12:02 and the run ended long ago
     request = MetricRequest("golden-ep", BASE + 56, BASE + 240, gpus=0)
@@ -93,6 +95,7 @@ def test_moto_missing_tail_is_named(moto_url):
     assert "CloudWatch ModelLatency: no data after 12:02 UTC (the run ended 12:04 UTC)" in result.gaps
 
 
+@pytest.mark.e2e
 def test_moto_unknown_endpoint_means_no_data(moto_url):
     request = MetricRequest("other-ep", BASE, BASE + 120, gpus=0)
     result = cwmod.fetch_endpoint_metrics(request, cloudwatch=moto_client(moto_url), clock=lambda: BASE + 86400)
@@ -228,6 +231,7 @@ def test_inference_component_dimensions():
 # ------------------------------------------------------------------------------------ end to end
 
 
+@pytest.mark.e2e
 def test_cli_report_with_moto_is_complete(moto_url, tmp_path, monkeypatch, capsys):
     from sm_locust.cli import main
 

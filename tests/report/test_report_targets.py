@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from sm_locust.endpoint.multimodel import MultiModelConfig
 from sm_locust.report.cloudwatch import select_metrics
@@ -72,6 +73,7 @@ def test_a_model_mix_asks_cloudwatch_for_the_mme_metrics():
     assert "ModelCacheHit" not in names() and "ModelCacheHit" not in names(multi_model=True, inference_component="a")
 
 
+@pytest.mark.e2e
 def test_the_report_draws_the_cache_from_cloudwatch(endpoint_factory, moto_url, tmp_path):
     ep = endpoint_factory(cloudwatch_url=moto_url, metrics_interval_s=1.0, endpoint_name="ep",
                           multi_model=MultiModelConfig(model_count=40, memory_mb=1000, download_ms=2, load_ms=5))

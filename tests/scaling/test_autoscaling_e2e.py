@@ -16,6 +16,8 @@ import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 PERIOD_S = 60.0  # InvocationsPerInstance's period
 POLL_S = 10.0  # DescribeEndpoint every 10 emulated seconds
 

@@ -194,6 +194,7 @@ def comparable(s: ScalingSnapshot) -> dict:
     return d
 
 
+@pytest.mark.e2e
 def test_a_full_cycle_puts_the_users_target_and_policy_back_exactly(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)
@@ -218,6 +219,7 @@ def test_a_full_cycle_puts_the_users_target_and_policy_back_exactly(aws, tmp_pat
     assert any("before the test: endpoint/ranker/variant/AllTraffic: scalable target 1..4" in line for line in lines)
 
 
+@pytest.mark.e2e
 def test_a_variant_without_target_is_left_without_one_at_its_old_count(aws, tmp_path):
     aas, sm = aws
     with ScalingUnderTest(aas, sm, REF, Policy(min_instances=2, max_instances=4), sweep_id="s1",
@@ -229,6 +231,7 @@ def test_a_variant_without_target_is_left_without_one_at_its_old_count(aws, tmp_
     assert aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"] == []
 
 
+@pytest.mark.e2e
 def test_a_failed_apply_restores_and_names_the_api(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)
@@ -244,6 +247,7 @@ def test_a_failed_apply_restores_and_names_the_api(aws, tmp_path):
     assert read_journal(journal_path(tmp_path, REF))["state"] == "restored"
 
 
+@pytest.mark.e2e
 def test_an_interrupted_apply_restores_before_the_interrupt_goes_on(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)
@@ -255,6 +259,7 @@ def test_an_interrupted_apply_restores_before_the_interrupt_goes_on(aws, tmp_pat
     assert comparable(snapshot(aas, sm, REF)) == comparable(before)
 
 
+@pytest.mark.e2e
 def test_another_process_finishes_the_restore_from_the_journal(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)
@@ -269,6 +274,7 @@ def test_another_process_finishes_the_restore_from_the_journal(aws, tmp_path):
     assert finish_restores(tmp_path, aas=aas, sm=sm) == ([], [])  # idempotent
 
 
+@pytest.mark.e2e
 def test_a_new_apply_first_finishes_an_unfinished_restore(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)
@@ -281,6 +287,7 @@ def test_a_new_apply_first_finishes_an_unfinished_restore(aws, tmp_path):
     assert comparable(snapshot(aas, sm, REF)) == comparable(before)
 
 
+@pytest.mark.e2e
 def test_cleanup_without_a_journal_deletes_the_sweeps_policy_on_any_variant(aws):
     aas, _sm = aws
     other = VariantRef("other", "blue")
@@ -296,6 +303,7 @@ def test_cleanup_without_a_journal_deletes_the_sweeps_policy_on_any_variant(aws)
     assert [p["PolicyName"] for p in remaining] == ["prod-invocations"]
 
 
+@pytest.mark.e2e
 def test_a_missing_endpoint_or_variant_is_one_line(aws):
     aas, sm = aws
     with pytest.raises(UsageError, match="endpoint nope does not exist"):
@@ -304,6 +312,7 @@ def test_a_missing_endpoint_or_variant_is_one_line(aws):
         snapshot(aas, sm, VariantRef("ranker", "blue"))
 
 
+@pytest.mark.e2e
 def test_a_read_only_client_describes_but_refuses_changes(aws):
     aas, sm = aws
     aas, sm = read_only(aas), read_only(sm)
@@ -316,6 +325,7 @@ def test_a_read_only_client_describes_but_refuses_changes(aws):
             {"VariantName": "AllTraffic", "DesiredInstanceCount": 2}])
 
 
+@pytest.mark.e2e
 def test_the_poller_turns_describe_endpoint_into_the_instance_timeline(aws):
     _aas, sm = aws
     now = [1000.0]
@@ -333,6 +343,7 @@ def test_the_poller_turns_describe_endpoint_into_the_instance_timeline(aws):
     assert poller.poll_once() is None and poller.errors == 1 and "does not exist" in poller.last_error
 
 
+@pytest.mark.e2e
 def test_the_poller_says_a_change_when_it_reads_it_and_only_then(aws):
     _aas, sm = aws
     seen = []
@@ -347,6 +358,7 @@ def test_the_poller_says_a_change_when_it_reads_it_and_only_then(aws):
     assert seen == [(1, 3)]
 
 
+@pytest.mark.e2e
 def test_the_poller_thread_reads_at_start_every_period_and_at_stop(aws):
     _aas, sm = aws
     poller = InstancePoller(sm, REF, every_s=6, time_scale=30).start()  # 10 emulated s = 0.2 real s
@@ -382,6 +394,7 @@ class Updating:
         return getattr(self.sm, name)
 
 
+@pytest.mark.e2e
 def test_a_cancelled_test_still_restores_waiting_out_a_scale_out(aws, tmp_path):
     aas, sm = aws
     user_setup(aas)

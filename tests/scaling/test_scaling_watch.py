@@ -69,6 +69,7 @@ def comparable(aas, sm) -> dict:
     return d
 
 
+@pytest.mark.e2e
 def test_the_watch_only_describes(aws, tmp_path):
     test_sm = aws[1]
     aas, sm = boto3.client("application-autoscaling"), boto3.client("sagemaker")  # the watch's own (made read-only)
@@ -99,6 +100,7 @@ def test_the_watch_only_describes(aws, tmp_path):
     assert lines[-1].startswith("autoscaling: 1 scale event, peak 3 instances")
 
 
+@pytest.mark.e2e
 def test_run_watch_scaling_records_the_figures_and_changes_nothing(aws, tmp_path):
     aas, sm = aws
     before = comparable(aas, sm)
@@ -129,6 +131,7 @@ def test_run_watch_scaling_records_the_figures_and_changes_nothing(aws, tmp_path
     assert after == {**before, "desired_instances": 3, "in_service_instances": 3}  # only the test's own scale-out
 
 
+@pytest.mark.e2e
 def test_several_variants_need_target_variant_and_nothing_runs(aws, tmp_path):
     _aas, sm = aws
     sm.create_endpoint_config(EndpointConfigName="ab", ProductionVariants=[
@@ -145,6 +148,7 @@ def test_several_variants_need_target_variant_and_nothing_runs(aws, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.e2e
 def test_a_local_endpoint_that_is_not_a_fleet_is_refused(tmp_path, endpoint):
     (tmp_path / "body.json").write_bytes(Path(SAMPLE_PAYLOAD).read_bytes())
     r = run_cli("run", "--endpoint-name", "ranker", "--endpoint-url", endpoint.url, "--payload", "body.json",
@@ -153,6 +157,7 @@ def test_a_local_endpoint_that_is_not_a_fleet_is_refused(tmp_path, endpoint):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.e2e
 def test_watch_scaling_against_the_local_fleet_matches_its_own_log(tmp_path, endpoint_factory):
     """The same poller against the fleet emulation, 60 emulated s per real s: a 7-s run is 7 emulated
     minutes, enough for the policy (target 20 invocations per instance per minute, far below what 4 users
@@ -174,6 +179,8 @@ def test_watch_scaling_against_the_local_fleet_matches_its_own_log(tmp_path, end
     assert [d for i, d in enumerate(watched) if i == 0 or d != watched[i - 1]] == \
         [d for i, d in enumerate(logged) if i == 0 or d != logged[i - 1]]
     out = figures["scale_events"][0]
-    # 3 one-minute periods above the target; the run's periods and the emulator's are not aligned (up to one apart)
-    assert out["direction"] == "out" and 2 * 60 <= out["reaction_s"] <= 4 * 60 + 10
+    # 3 one-minute periods above the target; the run's periods and the emulator's are not aligned (up to one
+    # apart). Past that, each real second of delay on a busy machine is a minute here: the upper end is the
+    # run's 7 emulated minutes, not a margin
+    assert out["direction"] == "out" and 2 * 60 <= out["reaction_s"] <= 7 * 60
     assert "watching the scaling of the local fleet at" in r.stdout and "time scale 60" in r.stdout

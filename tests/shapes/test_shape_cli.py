@@ -20,6 +20,7 @@ IR_BAD_USERS = ('{"TrafficType": "PHASES", '
 IR_BOTH = '{"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1, "DurationInSeconds": 60}], "Stairs": {}}'
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("args,needles", [
     (("--shape", "step", "--step-users", "0"), ("--step-users", "at least 1")),
     (("--shape", "plateau", "--latency-slo-ms", "50", "--slo-percentile", "120"), ("--slo-percentile", "120")),
@@ -79,6 +80,7 @@ def test_open_loop_settings_come_from_the_shape_settings_parser():
     assert OpenLoopSettings.from_options(parse_options(SimpleNamespace())) == OpenLoopSettings("constant", 1.0, 1000)
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(120)
 def test_run_plateau_prints_the_verdict_and_writes_it(endpoint_factory, tmp_path):
     ep = endpoint_factory(max_concurrency=2, service_time_ms=20.0)

@@ -5,20 +5,19 @@ fires and says so, and our shapes raise no Locust warning (spawn rate > 100, opt
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 WARNINGS = ("spawn rate is very high", "will be ignored", "have no impact on LoadShapes")
 
 
 def _run(endpoint, out, *args, timeout=90):
-    started = time.monotonic()
-    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
-                     *args, "--out", str(out), "-q", timeout=timeout)
-    return result, time.monotonic() - started
+    return run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(SAMPLE_PAYLOAD),
+                   *args, "--out", str(out), "-q", timeout=timeout)
 
 
 @pytest.mark.timeout(120)
@@ -26,12 +25,11 @@ def test_target_rps_with_run_time_ends_at_t(endpoint_factory, tmp_path):
     # 150 req/s: 150 rate tokens, more than Locust's 100 users/s warning threshold in one step.
     ep = endpoint_factory(service_time_ms=2.0)
     out = tmp_path / "open"
-    result, wall = _run(ep, out, "--target-rps", "150", "-t", "3s")
+    result = _run(ep, out, "--target-rps", "150", "-t", "3s")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert wall < 3 + 30  # Locust's start-up and shutdown on a busy box, not a run until killed
     summary = json.loads((out / "summary.json").read_text())
-    assert 2.0 <= summary["duration_s"] <= 5.5, summary["duration_s"]
-    assert summary["stop_reason"] == "run time 3 s reached (-t)"
+    assert summary["duration_s"] >= 2.0, summary["duration_s"]  # how close to 3 s: bench/timing.py
+    assert summary["stop_reason"] == "run time 3 s reached (-t)"  # -t ended it, not the 90-s kill of run_cli
     assert "sm-locust: stopped: run time 3 s reached (-t)" in result.stdout
     assert summary["totals"]["open_loop"]["sent"] >= 150 * 1.5  # it did send, at the rate, for half of T or more
     log = (out / "locust.log").read_text()
@@ -47,11 +45,11 @@ def test_phases_verdict_names_max_invocations(endpoint_factory, tmp_path):
                                   "Phases": [{"InitialNumberOfUsers": 4, "SpawnRate": 0, "DurationInSeconds": 600}]},
                "StoppingConditions": {"MaxInvocations": 1000}}
     out = tmp_path / "phases"
-    result, _ = _run(ep, out, "--shape", "phases", "--traffic-pattern", json.dumps(pattern), "-t", "60s")
+    result = _run(ep, out, "--shape", "phases", "--traffic-pattern", json.dumps(pattern), "-t", "60s")
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((out / "summary.json").read_text())
     reason = summary["stop_reason"]
     assert reason.startswith("invocations ") and reason.endswith(">= MaxInvocations 1000/min"), reason
-    assert summary["plateau"]["stop_reason"] == reason and summary["duration_s"] < 40
+    assert summary["plateau"]["stop_reason"] == reason and summary["duration_s"] < 60  # before -t: the pattern
     assert f"sm-locust: stopped: {reason}" in result.stdout and "traffic pattern finished" not in result.stdout
     assert not [w for w in WARNINGS if w in (out / "locust.log").read_text()]

@@ -51,6 +51,7 @@ def test_traffic_implies_its_shape_and_rules_out_the_others():
     assert settings(traffic="[{duration_s: 5, rps: 1}]", rate_per_user=5.0).check("traffic").rate_per_user == 5.0
 
 
+@pytest.mark.e2e
 def test_an_empty_traffic_file_stops_the_run_before_anything_starts(tmp_path):
     (tmp_path / "traffic.yaml").write_text("[]\n")
     result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--payload",
@@ -59,6 +60,7 @@ def test_an_empty_traffic_file_stops_the_run_before_anything_starts(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.e2e
 def test_a_run_sends_each_phase_at_its_rate(endpoint, tmp_path):
     phases = [{"duration_s": 2, "rps": 8}, {"duration_s": 2, "rps": 0}, {"duration_s": 2, "rps": 24}]
     (tmp_path / "traffic.json").write_text(json.dumps(phases))

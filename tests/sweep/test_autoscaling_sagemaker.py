@@ -28,6 +28,8 @@ from sm_locust.scaling.aws import VariantRef, snapshot
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 REF = VariantRef("ranker", "AllTraffic")
 USER_POLICY = {"PolicyName": "prod-invocations", "PolicyType": "TargetTrackingScaling",
                "TargetTrackingScalingPolicyConfiguration": {

@@ -30,6 +30,7 @@ def sweep_text(section: str = SECTION, traffic: str = TRAFFIC, deploy: str = "lo
             f"objective: {{slo_ms: 250, percentile: 95, max_breach_s: 0}}\nprice_per_hour: 0.23\n{extra}")
 
 
+@pytest.mark.e2e
 def test_every_list_is_a_grid_axis_and_the_rest_is_shared(tmp_path):
     (tmp_path / "s.yaml").write_text(sweep_text())
     sweep = load_sweep(tmp_path / "s.yaml", out=tmp_path / "out")
@@ -43,6 +44,7 @@ def test_every_list_is_a_grid_axis_and_the_rest_is_shared(tmp_path):
     assert not (tmp_path / "out").exists()  # --plan creates nothing
 
 
+@pytest.mark.e2e
 def test_one_policy_without_lists_is_a_sweep_of_one_named_by_its_settings(tmp_path):
     """Was: "grid: missing", for a user who wants to know whether the one policy they have holds."""
     (tmp_path / "s.yaml").write_text(sweep_text(SECTION.replace("[1, 2]", "2")))
@@ -52,6 +54,7 @@ def test_one_policy_without_lists_is_a_sweep_of_one_named_by_its_settings(tmp_pa
     assert "plan for 'scaling': 1 configuration on local" in plan_lines(sweep)[0]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("section, traffic, deploy, needle", [
     (SECTION.replace("min_instances: [1, 2]", "min_instances: [1, 4]"), TRAFFIC, "local",
      "autoscaling.min_instances (4) is above autoscaling.max_instances (3)"),

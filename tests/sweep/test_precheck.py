@@ -84,6 +84,7 @@ def sagemaker(moto_url, monkeypatch, endpoint):
     return moto_sagemaker(moto_url, endpoint.url, monkeypatch)
 
 
+@pytest.mark.e2e
 def test_every_check_passes_for_a_sweep_that_can_run(sagemaker):
     quotas = stubbed_quotas(applied=[quota(C5, 10)], defaults=[quota(C5, 2)])
     result = check_before_creating([Need("ml.c5.xlarge", 4, "my-model")], sagemaker=sagemaker, quotas=quotas)
@@ -92,6 +93,7 @@ def test_every_check_passes_for_a_sweep_that_can_run(sagemaker):
     assert "10 >= 4 at once" in result.checks[-1].detail  # the applied value, not the default
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("need", "quotas", "item", "status", "needle"), [
     (Need("ml.c5.xlarge", 4, "no-such-model"), dict(applied=[quota(C5, 10)]), "model 'no-such-model'", FAILED,
      "does not exist in us-east-1"),
@@ -131,6 +133,7 @@ objective: {{target_rps: 10, slo_ms: 500}}
 """
 
 
+@pytest.mark.e2e
 def test_a_sweep_the_quota_cannot_hold_is_refused_before_anything_is_created(sagemaker, tmp_path, capsys):
     """Was: CreateEndpoint's ResourceLimitExceeded, configuration after configuration."""
     (tmp_path / "sweep.yaml").write_text(SWEEP.format(model="my-model", payload=SAMPLE_PAYLOAD))

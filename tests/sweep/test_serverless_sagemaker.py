@@ -24,6 +24,8 @@ from sm_locust.sweep.serverless.deploy import SageMakerServerlessDeployer
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 SWEEP = """\
 name: sls-aws
 deploy: sagemaker
@@ -91,7 +93,7 @@ def test_a_serverless_sweep_on_sagemaker_runs_its_tests_and_deletes_everything(a
     (c,) = json.loads((tmp_path / "out" / "sweep.json").read_text())["configurations"]
     assert c["status"] == "ok" and c["deployed"]["memory_size_mb"] == 2048
     assert c["throttle_rate"]["1"] <= 0.05 < c["throttle_rate"]["2"]
-    assert 300 <= c["cold_start_p50_ms"] < 1000  # the runtime reclaimed both instances in the 1.5 s gap
+    assert c["cold_start_p50_ms"] >= 300  # the runtime reclaimed both instances in the 1.5 s gap
     assert c["model_setup_time"]["source"] == "CloudWatch"  # the runtime here publishes none: named, not invented
     assert c["cost"]["duration_source"].startswith("mean warm latency")  # no ModelLatency in CloudWatch either
     assert c["break_even_rps"] > 0

@@ -57,8 +57,9 @@ def test_the_first_request_waits_at_most_the_delay():
     sizes: list[int] = []
     batcher = Batcher(16, 0.05, lambda items: items, on_batch=sizes.append)
     t0 = time.monotonic()
-    assert batcher.submit("alone") == "alone"
-    assert 0.04 <= time.monotonic() - t0 < 0.5
+    with ThreadPoolExecutor(1) as pool:  # a batcher that waited for a full batch would never answer it
+        assert pool.submit(batcher.submit, "alone").result(timeout=30) == "alone"
+    assert time.monotonic() - t0 >= 0.04  # it did wait for company (how little past 50 ms: bench/timing.py)
     assert sizes == [1]
 
 
@@ -124,6 +125,7 @@ def _throughput(url: str, clients: int, seconds: float) -> float:
     return sum(done) / seconds
 
 
+@pytest.mark.e2e
 def test_served_batches_raise_throughput_and_run_side_by_side(endpoint_factory):
     # 40-ms slots: 25 req/s per slot unbatched; a batch of 8 (item cost 0.2) holds a slot 96 ms, so
     # 4 slots serve up to ~333 req/s if the batches really run side by side in the (gevent) worker;
@@ -137,7 +139,8 @@ def test_served_batches_raise_throughput_and_run_side_by_side(endpoint_factory):
         plain_f, batched_f = pool.submit(_throughput, plain.url, 8, 1.5), pool.submit(_throughput, batched.url, 32, 1.5)
         plain_rps, batched_rps = plain_f.result(), batched_f.result()
     assert plain_rps < 30
-    assert batched_rps > 130 and batched_rps > 4 * plain_rps
+    # above the cap of one batch at a time, and 4x the plain one measured side by side
+    assert batched_rps > 8 / 0.096 and batched_rps > 4 * plain_rps
     stats = batched.stats()
     assert 0 < stats["batches"] < stats["successes"]
 

@@ -44,6 +44,7 @@ def error_of(tmp_path, capsys, text: str) -> str:
 # -- which kind a file is ------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_the_section_decides_the_kind_and_kind_may_say_it_too(tmp_path, capsys):
     code, out, _ = plan(tmp_path, capsys, SERVERLESS)
     assert code == 0 and "tests: stability 1 caller" in out  # the serverless kind's plan
@@ -69,6 +70,7 @@ def test_a_file_is_one_kind(tmp_path, capsys, text, message):
     assert error_of(tmp_path, capsys, text).startswith(message)
 
 
+@pytest.mark.e2e
 def test_a_serverless_sweep_still_varies_other_settings_with_grid(tmp_path, capsys):
     code, out, err = plan(tmp_path, capsys, SERVERLESS.replace("\nload:", "\ngrid: {service_time_ms: [20, 40]}\nload:"))
     assert code == 0, err

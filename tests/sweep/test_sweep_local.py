@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 
 import psutil
+import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
 SWEEP = f"""\
 name: local-e2e
@@ -39,7 +41,7 @@ def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     # capacity = slots / 40 ms: 50 and 125 req/s nominal; 6 users saturate both (a busy shared machine measures less)
     assert low["capacity_rps"] < 55 and high["capacity_rps"] < 130
     assert high["capacity_rps"] > 1.8 * low["capacity_rps"]
-    assert low["instances_needed"] >= 2 and high["instances_needed"] == 1
+    assert low["instances_needed"] > high["instances_needed"] >= 1  # 2+ and 1 on a quiet machine, more on a busy one
     assert high["cost_per_1m"] < low["cost_per_1m"]
     assert high["cpu_pct"] is not None and high["memory_pct"] is not None  # sampled from the endpoint's processes
     assert doc["recommendation"]["label"] == "max_concurrency 5"
@@ -66,10 +68,12 @@ def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     assert any(line.startswith("sm-locust sweep: recommendation: max_concurrency 5") for line in lines)
     assert not endpoints_running(str(out))
 
-    t0 = time.monotonic()
-    again = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=60)
+    measured = {c["run_dir"]: (out / c["run_dir"] / "summary.json").read_bytes() for c in (low, high)}
+    again = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=120)
     assert again.returncode == 0, again.stderr
-    assert time.monotonic() - t0 < 20
+    # resumed: both configurations taken from their complete run folders, neither measured again
+    assert again.stdout.count("(measured before: run folder complete)") == 2, again.stdout
+    assert {d: (out / d / "summary.json").read_bytes() for d in measured} == measured
     assert again.stdout.count("measured before: run folder complete") == 2
     assert "0 to run (2 measured before)" in again.stdout
     resumed = json.loads((out / "sweep.json").read_text())

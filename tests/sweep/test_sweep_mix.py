@@ -89,6 +89,7 @@ price_per_hour: 0.5
 """
 
 
+@pytest.mark.e2e
 def test_a_local_sweep_over_memory_and_mix(tmp_path):
     (tmp_path / "sweep.yaml").write_text(SWEEP)
     plan = run_cli("sweep", "sweep.yaml", "--out", "out", "--plan", cwd=tmp_path, timeout=60)
@@ -116,6 +117,7 @@ def test_a_local_sweep_over_memory_and_mix(tmp_path):
     assert {"setting:zipf_s", "setting:instance_memory_mb", "cache_hit_rate", "models_loaded"} <= set(header)
 
 
+@pytest.mark.e2e
 def test_the_load_section_takes_a_mix_and_checks_it_before_anything_is_deployed(tmp_path):
     good = SWEEP.replace("run_time: 2s,", "run_time: 2s, target_models: 'zipf:0.9:60', seed: 3,")
     (tmp_path / "good.yaml").write_text(good)

@@ -112,6 +112,7 @@ print(json.dumps({"signum": outcome.signum, "interrupted": outcome.interrupted, 
 """
 
 
+@pytest.mark.e2e
 def test_sigterm_while_endpoints_are_created_deletes_them(tmp_path):
     """The runner's own handler (outside a test, where execute() forwards signals to Locust): a
     SIGTERM while two creations are in flight cancels them and deletes both."""

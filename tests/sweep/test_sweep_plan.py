@@ -39,6 +39,7 @@ def workers(**extra) -> dict:
     return spec
 
 
+@pytest.mark.e2e
 def test_example_one_plan(tmp_path, capsys):
     (tmp_path / "body.json").write_bytes(SAMPLE_PAYLOAD.read_bytes())
     (tmp_path / "sweep.yaml").write_text(EXAMPLE_ONE)

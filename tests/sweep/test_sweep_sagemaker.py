@@ -30,6 +30,8 @@ from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 from tests.fakes import NOTHING, ROLE, leftovers, moto_sagemaker
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 EXAMPLE_TWO = """\
 name: workers
 deploy: sagemaker

@@ -29,6 +29,7 @@ def error_of(tmp_path, capsys, text: str, *extra: str) -> str:
     return err[len("sm-locust: error: "):]
 
 
+@pytest.mark.e2e
 def test_the_good_file_plans(tmp_path, capsys):
     (tmp_path / "sweep.yaml").write_text(GOOD)
     assert main(["sweep", str(tmp_path / "sweep.yaml"), "--plan"]) == 0
@@ -75,6 +76,7 @@ def test_invalid_yaml_says_where(tmp_path, capsys):
     assert "not valid YAML (line 3" in err
 
 
+@pytest.mark.e2e
 def test_an_instance_type_missing_from_the_table_is_fine_with_a_price(tmp_path, capsys):
     text = GOOD.replace("price_per_hour: 0.2", "instance_type: ml.nope.xlarge\nprice_per_hour: 0.3")
     (tmp_path / "sweep.yaml").write_text(text)

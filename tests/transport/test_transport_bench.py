@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "transport.py"
 
 

@@ -26,7 +26,7 @@ from sm_locust.transport import eventstream as es
 from sm_locust.transport.contract import AsyncResult, InvokeResult, Measurement, SageMakerClient, StreamResult
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import INVOKE_ENDPOINT_SPLIT, invoke_split
-from tests.fakes import ACCESS_KEY, SECRET_KEY, FakeRuntime, free_port, json_error, recorded, signed_client
+from tests.fakes import ACCESS_KEY, SECRET_KEY, FakeRuntime, json_error, recorded, signed_client
 
 VARIANT = ("x-Amzn-Invoked-Production-Variant", "AllTraffic")
 WORDS = (b"one ", b"two ", b"three")
@@ -63,7 +63,7 @@ def runtime():
         yield server
 
 
-def _scenario(transport: str, url: str) -> tuple[dict, dict, list]:
+def _scenario(transport: str, url: str, refused_url: str) -> tuple[dict, dict, list]:
     env = Environment()
     env.create_local_runner()  # the runner records request events into env.stats
     client = signed_client(transport, env, url)
@@ -73,15 +73,16 @@ def _scenario(transport: str, url: str) -> tuple[dict, dict, list]:
     results.append(client.invoke(Invocation(body=b"{}", target_variant="broken")))
     results += [client.invoke_stream(Invocation(body=b"{}", accept="text/plain")) for _ in range(2)]
     results.append(client.invoke_async(Invocation(body=b"{}"), "s3://b/in/x.json"))
-    refused = signed_client(transport, env, f"http://127.0.0.1:{free_port()}", connect_timeout=2.0)
+    refused = signed_client(transport, env, refused_url, connect_timeout=2.0)
     results.append(refused.invoke(body, name="refused"))
     entries = {key: (e.num_requests, e.num_failures, e.total_content_length) for key, e in env.stats.entries.items()}
     errors = {(e.method, e.name, str(e.error)): e.occurrences for e in env.stats.errors.values()}
     return entries, errors, results
 
 
-def test_the_same_scenario_gives_the_same_entries_and_errors_with_either_transport(runtime):
-    outcomes = {transport: _scenario(transport, runtime.url) for transport in TRANSPORTS}
+@pytest.mark.e2e
+def test_the_same_scenario_gives_the_same_entries_and_errors_with_either_transport(runtime, refused_url):
+    outcomes = {transport: _scenario(transport, runtime.url, refused_url) for transport in TRANSPORTS}
     (fast_entries, fast_errors, fast_results), (boto_entries, boto_errors, boto_results) = (
         outcomes["fast"], outcomes["boto3"])
     assert fast_entries == boto_entries
@@ -123,6 +124,7 @@ class RejectAll:
         return InvocationError("InvalidResponse", f"{len(body)} bytes of {content_type}")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_validation_hook_runs_after_timing_in_either_transport(runtime, transport):
     env = Environment()
@@ -137,6 +139,7 @@ def test_validation_hook_runs_after_timing_in_either_transport(runtime, transpor
     assert event["context"] == {"endpoint": "ep", "variant": "AllTraffic", "target": None}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_fanout_sends_parts_through_either_client(runtime, transport):
     env = Environment()
@@ -151,6 +154,7 @@ def test_fanout_sends_parts_through_either_client(runtime, transport):
     assert seen[-1]["response_length"] == 3 and seen[-1]["context"] == {"endpoint": "ep", "parts": 2}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_user_builds_its_client_from_transport(runtime, transport, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
@@ -199,6 +203,7 @@ def test_the_contract_cannot_be_built_without_a_transport():
         SageMakerClient(Environment(), "ep")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 def test_a_stream_the_chunk_listener_finds_an_in_band_error_in_is_that_failure(runtime, transport):
     """An LLM container's error event inside a 200 stream: the listener (the token accounting) names it, the

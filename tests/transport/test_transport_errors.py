@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sm_locust.invocation import Invocation
 from sm_locust.transport.boto3 import name_error
 from sm_locust.transport.errors import error_from_client_error, parse_error_response
-from tests.fakes import FakeRuntime, botocore_client, free_port, recorded, signed_client
+from tests.fakes import FakeRuntime, botocore_client, recorded, signed_client
 
 ERRORTYPE = "x-amzn-ErrorType"
 MODEL_ERROR_BODY = {
@@ -75,6 +75,7 @@ def runtime():
         yield server
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(CASES))
 def test_same_code_and_message_as_botocore(runtime, case):
     status, headers, body = CASES[case]
@@ -100,6 +101,7 @@ def test_same_code_and_message_as_botocore(runtime, case):
     assert runtime.hits[f"/endpoints/{case}/invocations"] == 2  # one each: no hidden retry
 
 
+@pytest.mark.e2e
 def test_model_error_keeps_the_original_status(runtime):
     env = Environment()
     seen = recorded(env)
@@ -135,12 +137,14 @@ def _fast_failure(url, **kw):
     return error.code, error.message
 
 
-def test_connection_refused_is_endpoint_connection_error():
-    url = f"http://127.0.0.1:{free_port()}"
+@pytest.mark.e2e
+def test_connection_refused_is_endpoint_connection_error(refused_url):
+    url = refused_url
     assert _fast_failure(url) == _botocore_failure(url)
     assert _fast_failure(url)[0] == "EndpointConnectionError"
 
 
+@pytest.mark.e2e
 def test_read_timeout_is_read_timeout_error(runtime):
     def slow(environ, body):
         gevent.sleep(1.0)
@@ -156,6 +160,7 @@ def test_read_timeout_is_read_timeout_error(runtime):
     assert fast[0] == "ReadTimeoutError"
 
 
+@pytest.mark.e2e
 def test_connect_timeout_is_connect_timeout_error():
     # a listening socket with a full backlog never completes the handshake in time
     listener = socket.socket()
@@ -179,6 +184,7 @@ def test_connect_timeout_is_connect_timeout_error():
         assert message == "Connect timeout on endpoint URL"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("reply", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"])
 def test_closed_connection_is_connection_closed_error(reply):
     def handle(sock, address):

@@ -55,6 +55,7 @@ def _run(url: str, out, *extra: str) -> tuple[dict, dict]:
     return summary, rows
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_same_error_codes_with_either_transport(faulty, tmp_path, transport):
     before = faulty.stats()
@@ -69,6 +70,7 @@ def test_same_error_codes_with_either_transport(faulty, tmp_path, transport):
     assert options["sm_locust"].get("transport", DEFAULT_TRANSPORT) == transport
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("transport", list(TRANSPORTS))
 def test_stream_option_calls_the_streaming_route(streaming, tmp_path, transport):
     summary, rows = _run(streaming.url, tmp_path / transport, "--transport", transport, "--stream", "true")

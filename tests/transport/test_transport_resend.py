@@ -20,6 +20,8 @@ import pytest
 from sm_locust.invocation import Invocation
 from tests.fakes import signed_client
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 CLOSED = "ConnectionClosedError: Connection was closed before we received a valid response from endpoint URL"
 INVOCATIONS = 3
 

@@ -16,6 +16,7 @@ def runtime():
         yield server
 
 
+@pytest.mark.e2e
 def test_fake_accepts_botocore_signatures(runtime):
     client = botocore_client(runtime.url)
     answer = client.invoke_endpoint(
@@ -26,6 +27,7 @@ def test_fake_accepts_botocore_signatures(runtime):
     assert runtime.hits["/endpoints/my%20endpoint%2F1/invocations"] == 1
 
 
+@pytest.mark.e2e
 def test_fake_rejects_a_wrong_secret(runtime):
     import botocore.session
     from botocore.config import Config

@@ -100,6 +100,7 @@ def test_refreshable_credentials_are_followed():
     assert SECRET_KEY not in repr(signer) + repr(signer.credentials)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("signer", ["lean", "botocore", "crt"])
 def test_fast_client_signatures_pass_the_independent_verifier(signer):
     env = Environment()

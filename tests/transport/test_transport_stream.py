@@ -94,6 +94,7 @@ def _botocore_stream(url, endpoint):
     return [event["PayloadPart"]["Bytes"] for event in answer["Body"] if "PayloadPart" in event]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("endpoint", ["tokens", "split", "other-events"])
 def test_stream_parsed_identically(runtime, endpoint):
     env = Environment()
@@ -121,6 +122,7 @@ def test_stream_parsed_identically(runtime, endpoint):
     assert runtime.seen[-1]["HTTP_X_AMZN_SAGEMAKER_ACCEPT"] == runtime.seen[-2]["HTTP_X_AMZN_SAGEMAKER_ACCEPT"]
 
 
+@pytest.mark.e2e
 def test_each_mode_fires_one_entry_per_gap(runtime):
     env = Environment()
     seen = recorded(env)
@@ -128,6 +130,7 @@ def test_each_mode_fires_one_entry_per_gap(runtime):
     assert [e["request_type"] for e in seen].count("InterChunk") == 3
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("endpoint, code", [("mid-error", "ModelStreamError"), ("internal", "InternalStreamFailure"),
                                             ("unmodeled", "SomethingElse"), ("http-error", "ModelError")])
 def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
@@ -148,6 +151,7 @@ def test_stream_failures_named_as_botocore_names_them(runtime, endpoint, code):
         assert str(total["exception"]) == "ModelStreamError: model crashed"
 
 
+@pytest.mark.e2e
 def test_connection_is_reused_after_streams(runtime):
     env = Environment()
     client = signed_client("fast", env, runtime.url, "mid-error", pool_size=1)
@@ -162,6 +166,7 @@ def test_token_counters():
     assert whitespace_words(b"one two\nthree  ") == 3
 
 
+@pytest.mark.e2e
 def test_async_invocation(runtime):
     def accepted(environ, body):
         headers = [("X-Amzn-SageMaker-OutputLocation", "s3://bucket/out/abc.out"),

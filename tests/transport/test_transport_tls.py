@@ -17,6 +17,8 @@ import pytest
 from sm_locust.invocation import Invocation
 from tests.fakes import recorded, signed_client
 
+pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
+
 x509 = pytest.importorskip("cryptography.x509")
 
 ANSWER = b'{"ok": true}'

@@ -45,6 +45,7 @@ def aws_env(monkeypatch, tmp_path):
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
+@pytest.mark.e2e
 def test_locust_run_reports_entries_and_throttles(aws_env):
     with FakeRuntime() as server:
         server.routes["ok"] = endpoint

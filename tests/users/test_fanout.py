@@ -168,6 +168,7 @@ def endpoint(module_endpoint):
     return module_endpoint
 
 
+@pytest.mark.e2e
 def test_a_split_call_is_one_logical_request_and_k_parts(endpoint):
     served_before = endpoint.stats()["requests"]
     env = Environment(user_classes=[split_user(endpoint.url, calls=10, k=5)])
@@ -181,6 +182,7 @@ def test_a_split_call_is_one_logical_request_and_k_parts(endpoint):
     assert logical.total_content_length == parts.total_content_length
 
 
+@pytest.mark.e2e
 def test_a_failing_part_fails_the_logical_request_under_its_code(endpoint_factory):
     ep = endpoint_factory(throttle_ratio=0.3, seed=5)
     env = Environment(user_classes=[split_user(ep.url, calls=10, k=4)])
@@ -193,6 +195,7 @@ def test_a_failing_part_fails_the_logical_request_under_its_code(endpoint_factor
     assert split_errors == {"ThrottlingException"}
 
 
+@pytest.mark.e2e
 def test_validation_runs_on_every_part(endpoint):
     class Strict:
         def validate(self, body, content_type, invocation):
