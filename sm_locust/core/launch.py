@@ -59,6 +59,8 @@ class LoadSettings:
     quiet: bool = False
     progress_every_s: float = 0.0
     locust_args: tuple[str, ...] = ()
+    locust_stats: bool = False  # Locust's periodic stats tables (off: the step and closing lines carry the figures)
+    closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
 
 
 def run_id(endpoint_name: str, now: float | None = None) -> str:
@@ -148,8 +150,10 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
         cmd += ["--run-time", load.run_time]
     if load.processes:
         cmd += ["--processes", str(load.processes)]
-    if load.quiet:
+    if load.quiet or not load.locust_stats:  # no table every 2 s; Locust's final summary stays in locust.log
         cmd += ["--only-summary"]
+    if load.closing_verdict:
+        cmd += ["--sm-closing", "true"]
     if load.progress_every_s:
         cmd += ["--sm-progress", str(load.progress_every_s)]
     cmd += forwarded

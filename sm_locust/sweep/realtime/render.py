@@ -113,25 +113,38 @@ def table(document: dict[str, Any]) -> str:
 def fig_curves(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     fig = go.Figure()
+    numbered = False
     for c in document.get("configurations") or []:
-        points = [p for p in c.get("curve") or [] if p.get("rps") is not None and p.get("latency_ms") is not None]
-        if not points:
+        visited = [(i, p) for i, p in enumerate(c.get("curve") or [], start=1)
+                   if p.get("rps") is not None and p.get("latency_ms") is not None]
+        if not visited:
             continue
+        ordered = sorted(visited, key=lambda pair: (pair[1].get("users") or 0, pair[0]))  # by load, not by visit
+        visits = [i for i, _ in ordered]
+        points = [p for _, p in ordered]
+        out_of_order = visits != sorted(visits)
+        numbered = numbered or out_of_order
         fig.add_trace(go.Scatter(x=[p["rps"] for p in points], y=[p["latency_ms"] for p in points],
-                                 mode="lines+markers",
-                                 name=c["label"], text=[f"{p.get('users')} users" for p in points],
-                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{text})"))
-        if c.get("capacity_rps") and c.get("latency_ms") is not None:
-            fig.add_trace(go.Scatter(x=[c["capacity_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
+                                 mode="lines+markers+text" if out_of_order else "lines+markers",
+                                 name=c["label"], text=[str(v) for v in visits] if out_of_order else None,
+                                 textposition="top center", textfont={"size": 10, "color": "#555"},
+                                 customdata=[f"{p.get('users')} users, step {v}" for v, p in zip(visits, points,
+                                                                                                   strict=True)],
+                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{customdata})"))
+        knee = next((p for p in points if c.get("knee_users") is not None and p.get("users") == c["knee_users"]), None)
+        if knee is not None:  # on the curve: the knee step's own throughput and latency
+            fig.add_trace(go.Scatter(x=[knee["rps"]], y=[knee["latency_ms"]], mode="markers", showlegend=False,
                                      marker={"symbol": "star", "size": 14, "color": "black"},
                                      hovertemplate=f"knee of {html.escape(c['label'])}: "
                                                    "%{x:.1f} req/s, %{y:.0f} ms"))
     slo = document.get("objective", {}).get("slo_ms")
     if slo:
-        fig.add_hline(y=slo, line_dash="dash", annotation_text=f"SLO {slo:g} ms")
+        fig.add_hline(y=slo, line_dash="dash", line_color="crimson", annotation_text=f"{pct} SLO {slo:g} ms",
+                      annotation_font_color="crimson")
     if not fig.data:
         return '<p id="fig-sweep-curves">No configuration recorded load steps.</p>'
-    fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: the knees)",
+    note = "; numbers: the order the steps ran" if numbered else ""
+    fig.update_layout(title=f"Throughput vs {pct} latency, every load step joined by load (stars: the knees{note})",
                       xaxis_title="throughput (req/s)", yaxis_title=f"{pct} latency (ms)", height=480)
     return figure_html(fig, "fig-sweep-curves")
 
