@@ -31,8 +31,10 @@ cut by target rate and the earlier ones (cut by users) are dropped.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable
+from datetime import datetime
 
 from sm_locust.plateau.steady import (
     MODE_RATE,
@@ -223,6 +225,7 @@ class RunTimeline:
         self._step: _Step | None = None
         self._run = _Step(None, 0, self.max_blocks)
         self._judged: list[tuple[dict, list[Second]]] = []
+        self._judged_until = -math.inf  # the end (epoch s) of the last judged step
         self.judging = False  # a shape's search judges the steps (`judge`)
         self._hours: list[dict] = []
         self._hour: _Hour | None = None
@@ -273,6 +276,7 @@ class RunTimeline:
         """A step as a shape's search judged it: from now on the steps are the judged ones."""
         self.judging = True
         self._judged.append((step_record(step), _spans(step.window)))
+        self._judged_until = max(self._judged_until, step.t_end)
 
     @property
     def step_index(self) -> int:
@@ -281,12 +285,17 @@ class RunTimeline:
 
     def measured_steps(self) -> list[tuple[dict, list[Second]]]:
         """(summary.json record, steady window) of every step: the judged ones when a search judges
-        them, else the cut by user count with the one under way measured as it stands. A window is
-        its time spans as empty `Second`s (t = end, interval = length): what the LLM figures are cut
-        by (`record.llm.LlmStats.annotate`), without the step's samples."""
-        if self.judging:
-            return list(self._judged)
-        return self._done + ([self._measure(self._step)] if self._step is not None else [])
+        them, then (marked `"judged": false`) the steps cut by user count that began after the last
+        judged one (the step under way at a checkpoint, or one the run's end cut short before it was
+        judged); without a search, the cut by user count with the one under way measured as it
+        stands. A window is its time spans as empty `Second`s (t = end, interval = length): what the
+        LLM figures are cut by (`record.llm.LlmStats.annotate`), without the step's samples."""
+        cut = self._done + ([self._measure(self._step)] if self._step is not None else [])
+        if not self.judging:
+            return cut
+        tail = [({**record, "judged": False}, window) for record, window in cut
+                if datetime.fromisoformat(record["start"]).timestamp() >= self._judged_until - 1e-3]
+        return list(self._judged) + tail
 
     def steps(self) -> list[dict]:
         return [record for record, _window in self.measured_steps()]

@@ -39,6 +39,7 @@ STEP = {
     "error_rate": "number?", "stable": "bool?", "unstable_reason": "text?", "client_cpu_pct": "number?",
     "client_bound": "bool?", "client_bound_reason": "text?", "target_rate": "number?", "sent_rps": "number?",
     "late_fraction": "number?", "dropped_fraction": "number?", "client_wait_pct": "number?", "ci95": "object?",
+    "judged": "bool?",
 }
 PLATEAU = {
     "users": "number?", "rps": "number?", "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?",

@@ -29,9 +29,10 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"results in {out}" in result.stdout
     summary = json.loads((out / "summary.json").read_text())
-    assert [s["users"] for s in summary["steps"]] == [1, 4]
+    users = [s["users"] for s in summary["steps"]]  # the steps the search judged (a 1-s step too short to judge
+    assert users[0] == 1 and users[-1] == 4 and set(users) == {1, 4}  # is held once more), then any it did not
     assert summary["totals"]["requests"] > 0 and summary["totals"]["failures"] == 0
-    assert summary["steps"][1]["rps"] > summary["steps"][0]["rps"]
+    assert summary["steps"][-1]["rps"] > summary["steps"][0]["rps"]
     assert "CloudWatch stand-in (moto) on http://127.0.0.1:" in result.stdout
     assert f"report in {out / 'report.html'}" in result.stdout
     assert "missing:" not in result.stdout, result.stdout  # every expected metric arrived, no minute left out
@@ -50,7 +51,7 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     assert any(float(r["cw_CPUUtilization_avg_pct"] or 0) > 0 for r in seconds)
 
     steps = read_csv(out / "steps.csv")
-    assert [int(s["users"]) for s in steps] == [1, 4]
+    assert [int(s["users"]) for s in steps] == users  # one row per summary.json step
     assert all(s["cw_ModelLatency_avg_ms"] and s["network_client_ms"] for s in steps)
 
 

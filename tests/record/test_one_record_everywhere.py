@@ -68,11 +68,14 @@ def test_every_surface_shows_the_same_figures_for_each_step(plateau_run):
     steps, plateau = summary["steps"], summary["plateau"]
     assert len(steps) >= 3 and plateau["capacity_step"] is not None and plateau["knee_step"] is not None
 
-    # the live lines: one per step, in order, each the line of summary.json's record (final figures)
+    # the live lines: one per judged step, in order, each the line of summary.json's record (final figures);
+    # a step the search did not judge (cut short by the end) would follow them, marked
+    judged = [s for s in steps if s.get("judged", True)]
+    assert steps[:len(judged)] == judged
     printed = [m.group(1) for m in map(STEP_LINE.match, stdout.splitlines()) if m]
-    assert [int(re.match(r"step (\d+)", line).group(1)) for line in printed] == list(range(1, len(steps) + 1))
-    assert printed == [step_line(i, record) for i, record in enumerate(steps, start=1)]
-    for line, record in zip(printed, steps, strict=True):
+    assert [int(re.match(r"step (\d+)", line).group(1)) for line in printed] == list(range(1, len(judged) + 1))
+    assert printed == [step_line(i, record) for i, record in enumerate(judged, start=1)]
+    for line, record in zip(printed, judged, strict=True):
         assert f"{with_interval(record['rps'], record['ci95']['rps'], ' req/s', 1)}" in line
 
     # steps.csv (sm-locust report): the same records, the same intervals

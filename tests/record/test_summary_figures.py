@@ -64,8 +64,9 @@ def test_judged_steps_are_the_record_and_the_cut_by_users_is_not_used():
     timeline.judge(judged)
     timeline.extend(noisy(15, users=4, t0=1015.0, seed=1))
     steps = timeline.steps()
-    assert steps == [step_record(judged)]  # the step under way is not a step until it is judged
+    assert steps[0] == step_record(judged)  # the judged window, not the cut by user count
     assert steps[0]["requests"] == judged.requests != step_records(first)[0]["requests"]
+    assert [s.get("judged", True) for s in steps] == [True, False]  # the step under way: not judged yet
 
 
 def test_totals_carry_the_whole_run_intervals_from_bounded_blocks():
@@ -108,7 +109,10 @@ def test_a_client_bound_step_makes_a_constant_load_run_inconclusive():
     assert ok["verdict"] == {"status": "ok", "reason": None}
     starved = summary_of(noisy(20, cpu=30.0, wait=60.0))
     assert starved["verdict"]["status"] == "inconclusive"
-    assert "step 1 (4 users) was client-bound: the client waited for a CPU 60 %" in starved["verdict"]["reason"]
+    assert ("step 1 (4 users) was client-bound: the client ran or waited for a CPU 90 % of the time (CPU 30 %, "
+            "waiting 60 %") in starved["verdict"]["reason"]
+    # a generator that waits for the CPU now and then (a busy machine) but keeps up is not client-bound
+    assert summary_of(noisy(20, cpu=5.0, wait=30.0))["verdict"]["status"] == "ok"
     assert starved["steps"][0]["client_bound"] is True and summary_problem(starved) is None
 
 
@@ -129,3 +133,16 @@ def test_the_schema_refuses_an_interval_that_is_not_one():
     summary = summary_of(noisy(20))
     summary["plateau"] = {"capacity_ci95": "wide"}
     assert "plateau.capacity_ci95" in summary_problem(summary)
+
+
+def test_a_step_the_search_has_not_judged_is_listed_after_the_judged_ones_and_marked():
+    timeline = RunTimeline()
+    first = noisy(15, users=2)
+    timeline.extend(first)
+    timeline.judge(measure_step(first[:12]))
+    later = noisy(15, users=4, t0=1015.0, seed=1)
+    timeline.extend(later)  # under way (a checkpoint), or cut short by the end of the run
+    steps = timeline.steps()
+    assert [(s["users"], s.get("judged", True)) for s in steps] == [(2, True), (4, False)]
+    assert steps[1] == {**step_records(later)[0], "judged": False}
+    assert summary_problem(summary_of(first + later, steps=steps)) is None
