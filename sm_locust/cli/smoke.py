@@ -7,7 +7,10 @@ Two ways in, one set of gates (sm_locust.gates):
 - `sm-locust smoke --run-dir DIR [gates]` gates a run folder that already exists (e.g. from a
   longer `sm-locust run`), without sending anything.
 
-Exit codes: 0 every gate passed, 1 a gate failed (or the run did not complete), 2 bad input
+Each threshold gate passes, fails, or is INCONCLUSIVE when the figure's 95 % interval straddles its
+limit (sm_locust.gates.decide); an inconclusive gate counts as a failure unless `--inconclusive pass`.
+
+Exit codes: 0 every gate passed, 1 a gate failed or was inconclusive (or the run did not complete), 2 bad input
 (unmeetable or contradictory limits, a baseline that is not a run, workers that never connected).
 Every gate and every bad input is checked before any traffic is sent. Failures always count:
 without a whole-run `--max-error-rate` or a `--baseline`, the default gate allows none
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         out, summary_duration = _short_run(args)
         run_data = load_run(out)
     _, code = report(gates, run_data, junit=args.junit, prefix="sm-locust smoke", duration_s=summary_duration,
-                     properties={"run_dir": str(out)})
+                     properties={"run_dir": str(out)}, inconclusive=args.inconclusive)
     return code
 
 

@@ -96,3 +96,22 @@ def duration(seconds: Any) -> str:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """'1 configuration', '2 configurations' (`plural` when adding an s is wrong)."""
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def signed_percent(fraction: Any, digits: int = 0) -> str:
+    """A relative change with its sign: 0.123 -> '+12'; -0.071 -> '-7'; 0 -> '+0' (no unit: see `change`)."""
+    if is_missing(fraction):
+        return MISSING
+    text = f"{fraction * 100:+.{digits}f}"
+    return "+" + text[1:] if float(text) == 0 else text  # never '-0'
+
+
+
+def change(fraction: Any, low: Any = None, high: Any = None, digits: int = 0) -> str:
+    """A relative change and, when known, its interval: '+12 % [+7, +18]'; '+12 %' without one."""
+    if is_missing(fraction):
+        return MISSING
+    text = f"{signed_percent(fraction, digits)} %"
+    if is_missing(low) or is_missing(high):
+        return text
+    return f"{text} [{signed_percent(low, digits)}, {signed_percent(high, digits)}]"

@@ -101,7 +101,8 @@ def test_a_slow_run_regresses_against_a_fast_baseline(runs):
     base, _ = runs
     result = run_cli("smoke", "--run-dir", str(base / "slow"), "--baseline", str(base / "fast"), "--tolerance", "0.5")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL p95 no worse than baseline" in result.stdout and "FAIL goodput no worse than baseline" in result.stdout
+    assert "FAIL p95 vs baseline" in result.stdout and "FAIL goodput vs baseline" in result.stdout
+    assert "a significant regression beyond the 50% tolerance" in result.stdout
     same = run_cli("smoke", "--run-dir", str(base / "fast"), "--baseline", str(base / "fast"))
     assert same.returncode == 0, same.stdout
 
