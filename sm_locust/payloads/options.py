@@ -32,7 +32,8 @@ from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_seriali
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--serializer", "SM_LOCUST_SERIALIZER", "",
                "payloads: how .npy/.npz and module:function payloads are encoded, and responses decoded: "
-               "json, protobuf, npy, numpy-raw, csv, raw (default json)"),
+               "json, protobuf, npy, numpy-raw, csv, raw, triton (Triton's binary tensors), triton-json "
+               "(KServe v2 JSON) (default json)"),
     OptionSpec("--json-layout", "SM_LOCUST_JSON_LAYOUT", "",
                "json serializer: inputs (columns, default) or instances (rows)"),
     OptionSpec("--model-name", "SM_LOCUST_MODEL_NAME", "",
@@ -40,7 +41,16 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--signature-name", "SM_LOCUST_SIGNATURE_NAME", "",
                "protobuf serializer: PredictRequest signature_name (default serving_default)"),
     OptionSpec("--input-names", "SM_LOCUST_INPUT_NAMES", "",
-               "protobuf serializer: tensor names for the payload's keys, e.g. feat_ids=ids,feat_vals=vals"),
+               "protobuf / triton serializers: tensor names for the payload's keys, e.g. feat_ids=ids,feat_vals=vals; "
+               "triton: the name of a .npy's one array, e.g. input_ids"),
+    OptionSpec("--input-datatypes", "SM_LOCUST_INPUT_DATATYPES", "",
+               "triton serializers: Triton datatypes of the inputs, e.g. input_ids=INT32,attention_mask=INT32 "
+               "(default: from the arrays' dtypes; a value the type cannot hold is refused)"),
+    OptionSpec("--output-names", "SM_LOCUST_OUTPUT_NAMES", "",
+               "triton serializers: the outputs to ask for, comma-separated, e.g. logits (default: all)"),
+    OptionSpec("--binary-output", "SM_LOCUST_BINARY_OUTPUT", "",
+               "triton serializers: ask for answers as binary tensors, on or off (default on for triton, off for "
+               "triton-json)"),
     OptionSpec("--array-dtype", "SM_LOCUST_ARRAY_DTYPE", "",
                "npy / numpy-raw serializers: dtype of the array sent, e.g. float32, float64 "
                "(numpy-raw default float32)"),
@@ -74,6 +84,9 @@ SERIALIZER_OPTIONS = {
     "model_name": "model_name",
     "signature_name": "signature_name",
     "input_names": "input_names",
+    "input_datatypes": "input_datatypes",
+    "output_names": "output_names",
+    "binary_output": "binary_output",
     "array_dtype": "dtype",
     "array_shape": "shape",
 }
@@ -92,6 +105,9 @@ class PayloadSettings:
     model_name: str = _DEFAULT["model_name"]
     signature_name: str = _DEFAULT["signature_name"]
     input_names: str = _DEFAULT["input_names"]
+    input_datatypes: str = _DEFAULT["input_datatypes"]
+    output_names: str = _DEFAULT["output_names"]
+    binary_output: str = _DEFAULT["binary_output"]
     array_dtype: str = _DEFAULT["array_dtype"]
     array_shape: str = _DEFAULT["array_shape"]
     selection: str = _DEFAULT["selection"]

@@ -41,6 +41,7 @@ import pandas as pd
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.preflight import is_loopback
 from sm_locust.errors import UsageError
+from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
@@ -257,7 +258,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
-        multi_model=(data.summary.get("mix") or {}).get("field") == "target_model",  # a model mix: the MME's metrics
+        multi_model=(data.summary.get("mix") or {}).get("field") == TARGET_MODEL,  # a model mix: the MME's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "

@@ -192,8 +192,10 @@ def test_every_flag_documented_in_payloads_md_exists():
     from sm_locust.cli import build_parser
     from tests.conftest import ROOT
 
-    run = build_parser("run")._subparsers._group_actions[0].choices["run"]
-    known = {flag for action in run._actions for flag in action.option_strings}
+    known = set()
+    for command in ("run", "serve"):  # the Triton example starts the local endpoint too
+        parser = build_parser(command)._subparsers._group_actions[0].choices[command]
+        known |= {flag for action in parser._actions for flag in action.option_strings}
     text = (ROOT / "docs" / "payloads.md").read_text()
     documented = set(re.findall(r"(?<![\w#-])--[a-z][a-z0-9-]*", text)) - {"--quick"}  # --quick: bench/serializers.py
     assert documented and documented <= known, sorted(documented - known)
