@@ -94,7 +94,7 @@ class Regression(Gate):
 
     @property
     def name(self) -> str:
-        return (f"{self.figure} vs baseline {compact(self.base_value, ' ' + self.unit)} "
+        return (f"{self.figure} vs baseline {compact(_rounded(self.base_value), ' ' + self.unit)} "
                 f"(fails on a significant regression beyond {self.tolerance * 100:g}%)")
 
     @cached_property
@@ -161,8 +161,8 @@ class Regression(Gate):
         factor = longer_run_factor_split(abs(limit - centre), reach, c.var_base, c.var_new)
         duration = run.summary.get("duration_s")
         more = longer_run_text(factor, float(duration) if duration else None, baseline=True)
-        return Outcome(PASS, f"{self._shown(c)}: not a significant regression beyond the {tol * 100:g}% tolerance "
-                       f"(the interval reaches past it: {more})")
+        return Outcome(PASS, f"{self._shown(c)}: not a significant regression beyond the {tol * 100:g}% tolerance, "
+                       f"but the interval reaches past it; {more}")
 
 
 def _rounded(value: float | None) -> float | None:

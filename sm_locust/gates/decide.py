@@ -103,7 +103,7 @@ def longer_run_text(factor: float | None, duration_s: float | None, *, baseline:
     """'a run of about 1 min (4x this one) would decide it, if the figure stays where it is', or why none would."""
     if factor is None:
         if baseline:
-            return "no longer run decides it against this baseline: the baseline itself is too short (run it longer)"
+            return "only a longer baseline would decide it (its own interval reaches past the limit)"
         return "no run length decides it: the figure sits on the limit"
     if factor > MAX_FACTOR:
         return f"only a run over {MAX_FACTOR:g}x this one would decide it: the figure is at the limit in practice"

@@ -71,7 +71,7 @@ def test_longer_run_text_says_how_long_or_why_not():
                                           "where it is")
     assert "about 10 min" in longer_run_text(40.0, 15.0)
     assert "sits on the limit" in longer_run_text(None, 15.0)
-    assert "baseline itself is too short" in longer_run_text(None, 15.0, baseline=True)
+    assert "only a longer baseline would decide it" in longer_run_text(None, 15.0, baseline=True)
     assert "over 100x" in longer_run_text(500.0, 15.0)
 
 
