@@ -29,8 +29,8 @@ def test_cost_figures_follow_the_report_formulas():
 
 
 def test_disqualification_names_the_figure():
-    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms at the knee > SLO 400 ms"
-    assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at the knee > 1 %"
+    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms at capacity > SLO 400 ms"
+    assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at capacity > 1 %"
     assert disqualification(Candidate(1, "a", status="failed", reason="CreateEndpoint: ResourceLimitExceeded: quota"),
                             OBJECTIVE) == "failed: CreateEndpoint: ResourceLimitExceeded: quota"
     no_step = Candidate(1, "a", no_capacity_reason="no acceptable step: p95 500 ms")
@@ -43,7 +43,7 @@ def test_the_cheapest_fleet_for_the_target_wins_and_the_sentence_says_by_how_muc
     high = priced(2, "max_concurrency 5", 121.0, 44.0)
     rec = recommend([low, high], OBJECTIVE)
     assert rec.winner is high
-    assert rec.reason == ("max_concurrency 5: 121 req/s at p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
+    assert rec.reason == ("max_concurrency 5: 121 req/s, p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
                           "67 % cheaper at 100 req/s than max_concurrency 2")
     assert rec.lost[1] == "3 instances for 100 req/s cost $0.60/h vs $0.20/h"
 
@@ -70,7 +70,7 @@ def test_slo_violators_and_failures_lose_with_their_reason():
     rec = recommend([fast_cheap, ok, failed], OBJECTIVE)
     assert rec.winner is ok
     assert rec.reason.endswith("— the only configuration that meets the objective")
-    assert rec.lost == {1: "p95 450 ms at the knee > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
+    assert rec.lost == {1: "p95 450 ms at capacity > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
 
 
 def test_no_configuration_meets_the_objective():

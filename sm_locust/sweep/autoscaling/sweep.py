@@ -54,6 +54,7 @@ class AutoscalingSweep(Sweep):
     """A checked autoscaling sweep (its spec's `section` holds the axes, shared settings and traffic)."""
 
     runner_class: ClassVar[type[SweepRunner]] = AutoscalingRunner
+    every_step_decides: ClassVar[bool] = True  # every second of the traffic counts toward its seconds over the SLO
 
     @property
     def autoscaling(self) -> AutoscalingSpec:
@@ -121,7 +122,7 @@ class AutoscalingSweep(Sweep):
             "autoscaling": self.autoscaling.as_dict(),
             "traffic": self.autoscaling.traffic.as_list(),
             "configurations": [r.as_dict() for r in ordered],
-            "recommendation": self.recommendation(rec),
+            "recommendation": self.recommendation(rec, ordered),
             "why_not": self.why_not(rec),
         }
 

@@ -10,20 +10,23 @@ from sm_locust.sweep.costing import Price
 from sm_locust.sweep.realtime.measure import Measurement
 from sm_locust.sweep.rows import Row
 
-WINDOW = ("knee_start", "knee_end")  # the knee step's epoch seconds: not in sweep.json
+WINDOW = ("step_start", "step_end")  # the quoted step's epoch seconds: not in sweep.json
 
 
 @dataclass(kw_only=True)
 class RealtimeFigures(Measurement):
-    """The figures at the configuration's knee (`realtime.measure`), the endpoint's CPU and memory
-    there, and what it costs; sweep.json calls the run's verdict line `verdict` and leaves out the
-    knee step's window (it only serves to read CPU and memory)."""
+    """The figures of the configuration's capacity step (`realtime.measure`: one step's own rate,
+    users and percentiles), the endpoint's CPU and memory there, and what it costs, with the cost's
+    95 % intervals (from the capacity's); sweep.json calls the run's verdict line `verdict` and
+    leaves out the step's window (it only serves to read CPU and memory)."""
 
     cpu_pct: float | None = None
     memory_pct: float | None = None
     cost_per_1m: float | None = None
+    cost_per_1m_ci95: list[float] | None = None
     instances_needed: int | None = None
     cost_per_hour_at_target: float | None = None
+    cost_per_hour_at_target_ci95: list[float] | None = None
     # under a model mix (`realtime.mix`; null otherwise)
     cache_hit_rate: float | None = None
     models_loaded: float | None = None
