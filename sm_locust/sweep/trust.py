@@ -11,8 +11,10 @@ client. `client_bound_reason` reads that from summary.json:
   and knee steps (`plateau.capacity_step` / `knee_step`, or the steps at the plateau's users), or
   every step of a run without a plateau;
 - with `every_step` (an autoscaling run, where every second of the traffic counts toward its
-  seconds over the SLO), any client-bound step, and any second over the SLO during which the
-  generator was behind (`autoscaling.breach_client_bound_s`).
+  seconds over the SLO), any client-bound step; and the seconds over the SLO during which the
+  generator was behind (`autoscaling.breach_client_bound_s`) when they decide the verdict: without
+  them the configuration would be within `max_breach_s`, with them it is not. A breach the endpoint
+  made on its own (enough seconds over the SLO while the client kept up) stands.
 
 The sweep measures such a configuration once more by itself (runner.py); still bound, it is
 INCONCLUSIVE: never ranked, never the recommendation.
@@ -53,7 +55,8 @@ def _deciding_steps(summary: Mapping[str, Any]) -> list[int]:
     return [i for i, s in enumerate(steps) if isinstance(s, Mapping) and users is not None and s.get("users") == users]
 
 
-def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False) -> str | None:
+def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False,
+                        max_breach_s: float | None = None) -> str | None:
     """Why this run measured the load generator rather than the endpoint, or None (module docstring)."""
     reasons: list[str] = []
     verdict = summary.get("verdict")
@@ -68,9 +71,12 @@ def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False)
     scaling = summary.get("autoscaling")
     if every_step and isinstance(scaling, Mapping):
         behind = scaling.get("breach_client_bound_s")
-        if isinstance(behind, (int, float)) and behind > 0:
-            reasons.append(f"{behind:.0f} s of the {scaling.get('slo_breach_s') or 0:.0f} s over the SLO came while "
-                           "the load generator was behind (late sends or a saturated client CPU)")
+        breach = scaling.get("slo_breach_s") or 0.0
+        budget = max_breach_s or 0.0
+        if isinstance(behind, (int, float)) and behind > 0 and breach - behind <= budget + 1e-9 < breach:
+            reasons.append(f"{behind:.0f} s of the {breach:.0f} s over the SLO came while the load generator was "
+                           f"behind (late sends, a saturated or starved client CPU), and without them the run is "
+                           f"within max_breach_s {budget:g}")
     unique = list(dict.fromkeys(reasons))
     return "; ".join(unique) if unique else None
 
