@@ -38,6 +38,7 @@ PART_SUFFIX = "/part"
 """Name suffix of a fan-out part (`--split K`): the endpoint's view, already inside its logical request."""
 
 _VOLATILE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # an endpoint's text is untrusted: no escape sequences reach a terminal
 MAX_MESSAGE = 200
 
 
@@ -45,7 +46,7 @@ class InvocationError(Exception):
     """A failed invocation, named by its error code; reported to Locust, never raised to a User."""
 
     def __init__(self, code: str, message: str = "", status: int | None = None):
-        message = _VOLATILE.sub("<id>", " ".join(str(message).split()))[:MAX_MESSAGE]
+        message = _VOLATILE.sub("<id>", _CONTROL.sub("?", " ".join(str(message).split())))[:MAX_MESSAGE]
         super().__init__(f"{code}: {message}" if message else code)
         self.code = code
         self.message = message
