@@ -13,8 +13,9 @@ the limit?", so there an undecided figure is INCONCLUSIVE (gates.py).
 
 The error rate is a count: it may grow to baseline x (1 + tolerance) + ERROR_RATE_SLACK (absolute),
 so a clean baseline still tolerates a stray failure. A run or baseline without per-second samples
-(a folder from before timeline.jsonl, an in-process result) is compared on its point values, said
-so. Metrics the baseline lacks (no requests, no percentile) are skipped: nothing to regress from.
+(a folder from before timeline.jsonl, an in-process result without a folder) or with fewer than
+`compare.MIN_SECONDS` of them is compared on its point values, said so. Metrics the baseline lacks
+(no requests, no percentile) are skipped: nothing to regress from.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from sm_locust.errors import UsageError
-from sm_locust.gates.compare import Change, Replicates, compare, percentile_replicates, rate_replicates
+from sm_locust.gates.compare import (
+    MIN_SECONDS,
+    Change,
+    Replicates,
+    compare,
+    percentile_replicates,
+    rate_replicates,
+)
 from sm_locust.gates.decide import FAIL, PASS, longer_run_factor_split, longer_run_text
 from sm_locust.gates.gates import Gate, NoRegression, Outcome
 from sm_locust.plateau.timeline import Second
@@ -141,8 +149,11 @@ class Regression(Gate):
         worse_point = (1.0 - c.ratio) if self.higher_is_better else (c.ratio - 1.0)  # > 0: worse than the baseline
         bounds = c.change_bounds()
         if bounds is None:
-            why = "no per-second samples (timeline.jsonl) in " + (
-                "the baseline" if self._base_seconds is None else "this run")
+            if self._base_seconds is None or not run_seconds(run):
+                why = "no per-second samples (timeline.jsonl) in " + (
+                    "the baseline" if self._base_seconds is None else "this run")
+            else:
+                why = f"fewer than {MIN_SECONDS} seconds of samples in a run: too short for an interval"
             if worse_point > tol + 1e-12:
                 return Outcome(FAIL, f"{self._shown(c)}: beyond the {tol * 100:g}% tolerance "
                                f"(point values: {why})")

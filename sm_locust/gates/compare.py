@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 RESAMPLES = 2000
-MIN_SECONDS = 4  # fewer per-second samples than this: no interval (two blocks of two seconds at least)
+MIN_SECONDS = 6  # fewer per-second samples: no interval (three blocks of two seconds at least; with two, the
+# expanded interval's t(1) quantile makes it ~9x the bootstrap's spread: no answer at all)
 CHUNK_CELLS = 4_000_000  # resamples x blocks per resample x buckets held in memory at once
 
 

@@ -140,9 +140,24 @@ def test_regression_gate_lines_on_runs_with_timelines(tmp_path):
     a_b = evaluate(gates, load_run(slow))
     assert a_b[0].status == "fail" and "a significant regression beyond the 10% tolerance" in a_b[0].message
     assert isinstance(gates[0], Regression) and gates[0].change(load_run(slow)).low > 1.1
+
+
+@pytest.mark.e2e
+def test_smoke_baseline_over_run_folders_with_timelines(tmp_path):
+    rng = np.random.default_rng(11)
+    base = write_run(tmp_path / "base", synthetic_run(rng, seconds=30))
+    slow = write_run(tmp_path / "slow", synthetic_run(rng, seconds=30, median_ms=42.0 * 1.25))
     result = run_cli("smoke", "--run-dir", str(slow), "--baseline", str(base))
     assert result.returncode == 1 and "FAIL p95 vs baseline" in result.stdout, result.stdout + result.stderr
-    assert "%" in result.stdout and "[+" in result.stdout
+    assert "a significant regression beyond the 10% tolerance" in result.stdout and " % [+" in result.stdout
+
+
+def test_too_short_runs_are_compared_on_their_point_values(tmp_path):
+    rng = np.random.default_rng(2)
+    base = write_run(tmp_path / "base", synthetic_run(rng, seconds=4))
+    slow = write_run(tmp_path / "slow", synthetic_run(rng, seconds=4, median_ms=42.0 * 2))
+    verdict = evaluate(regression_gates(load_run(base), tolerance=0.1)[:1], load_run(slow))[0]
+    assert verdict.status == "fail" and "fewer than 6 seconds of samples in a run" in verdict.message
 
 
 def test_an_undecided_regression_passes_and_says_how_much_longer(tmp_path):

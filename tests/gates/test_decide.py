@@ -141,6 +141,7 @@ def test_junit_carries_the_same_text_as_the_terminal():
             assert cases[1].find("failure").get("message") == verdicts[1].line()
 
 
+@pytest.mark.e2e
 def test_smoke_inconclusive_exit_codes(tmp_path):
     run = write_run_folder(tmp_path / "run", summary(), [])
     strict = run_cli("smoke", "--run-dir", str(run), "--max-p95-ms", "50", "--junit", str(tmp_path / "j.xml"))
