@@ -34,26 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sm_locust.plateau.student import Z975, t975
+
 RESAMPLES = 2000
 MIN_SECONDS = 6  # fewer per-second samples: no interval (three blocks of two seconds at least; with two, the
 # expanded interval's t(1) quantile makes it ~9x the bootstrap's spread: no answer at all)
 CHUNK_CELLS = 4_000_000  # resamples x blocks per resample x buckets held in memory at once
-
-
-Z975 = 1.959964
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t975(dof: int) -> float:
-    """The 97.5th percentile of Student's t with `dof` degrees of freedom (a table to 30, then the
-    Cornish-Fisher expansion, within 0.001 there)."""
-    if dof < 1:
-        raise ValueError(f"degrees of freedom must be at least 1, got {dof}")
-    if dof <= len(T975):
-        return T975[dof - 1]
-    z = Z975
-    return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
 
 
 def expansion(n: int) -> float:

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 from sm_locust.core.launch import holds_run
 from sm_locust.errors import UsageError
+from sm_locust.record.repeat import REPEAT_JSON, median_run
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
@@ -130,14 +131,44 @@ class Sweep:
 
     def client_bound(self, run_dir: Path) -> str | None:
         """Why this configuration's run measured the load generator rather than the endpoint, or None
-        (sweep/trust.py reads the run's summary.json)."""
+        (sweep/trust.py reads the run's summary.json; with `repeat:`, every run's: one bound run is enough)."""
         if not self.judges_client:
             return None
+        reasons = []
+        for label, folder in self.result_dirs(run_dir):
+            try:
+                summary = json.loads((folder / "summary.json").read_text())
+            except (OSError, ValueError):
+                continue
+            reason = (client_bound_reason(summary, every_step=self.every_step_decides)
+                      if isinstance(summary, dict) else None)
+            if reason:
+                reasons.append(f"{label}: {reason}" if label else reason)
+        return "; ".join(reasons) or None
+
+    def repeat_document(self, run_dir: Path) -> dict[str, Any] | None:
+        """The run folder's repeat.json (`load: {repeat: N}`), None when it ran once."""
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
+            document = json.loads((run_dir / REPEAT_JSON).read_text())
         except (OSError, ValueError):
             return None
-        return client_bound_reason(summary, every_step=self.every_step_decides) if isinstance(summary, dict) else None
+        return document if isinstance(document, dict) and document.get("folders") else None
+
+    def result_dirs(self, run_dir: Path) -> list[tuple[str, Path]]:
+        """(label, folder) of each run of the configuration: itself, or with `repeat:` run-1/ .. run-N/."""
+        document = self.repeat_document(run_dir)
+        if document is None:
+            return [("", run_dir)]
+        return [(str(name), run_dir / str(name)) for name in document["folders"]]
+
+    def quoted_dir(self, run_dir: Path) -> Path:
+        """The run folder a configuration's figures are read from: its own, or with `repeat:` the run whose
+        capacity is the median of the runs' (one run's own steps, `record.repeat.median_run`)."""
+        document = self.repeat_document(run_dir)
+        if document is None:
+            return run_dir
+        index = median_run(document)
+        return run_dir / str(document["folders"][index if index is not None else 0])
 
     # -- lookups the runner uses -------------------------------------------------------------------
     def configuration(self, index: int) -> Configuration:

@@ -45,7 +45,10 @@ import psutil
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import execute
+from sm_locust.core.repeat import RUN_PREFIX
 from sm_locust.errors import Interrupted, SmLocustError
+from sm_locust.record.repeat import REPEAT_JSON, repeat_document
+from sm_locust.record.summary import write_json
 from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
 from sm_locust.sweep.pipeline import (
     DELETING,
@@ -119,6 +122,8 @@ class SweepRunner:
 
     def __init__(self, sweep, printer: Printer | None = None, *, handle_signals: bool = True):
         self.sweep = sweep
+        if getattr(sweep.plan, "repeat", 1) > 1:  # `load: {repeat: N}`: the run folder holds run-1/ .. and repeat.json
+            self.result_file = REPEAT_JSON
         self.spec = sweep.spec
         self.deployer = sweep.deployer
         self.printer = printer or Printer()
@@ -376,7 +381,7 @@ class SweepRunner:
             self.timing[i]["test_s"] = time.monotonic() - t0
         if row.status == "running":
             if sweep.spec.report:
-                self._report(i, run_dir, d)
+                self._report(i, sweep.quoted_dir(run_dir), d)
             row.status = "ok"
             self._write_marker(i, run_dir, d)
 
@@ -389,7 +394,15 @@ class SweepRunner:
         settings = SageMakerSettings.from_options(options).validate()
         with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
-            execute(settings, plan.load, run_dir, extra_env, options=options)
+            if plan.repeat <= 1:
+                execute(settings, plan.load, run_dir, extra_env, options=options)
+                return
+            summaries: list[dict] = []
+            folders: list[str] = []
+            for k in range(1, plan.repeat + 1):  # the same test again on the same deployment (record/repeat.py)
+                folders.append(f"{RUN_PREFIX}{k}")
+                summaries.append(execute(settings, plan.load, run_dir / folders[-1], extra_env, options=options))
+                write_json(run_dir / REPEAT_JSON, repeat_document(summaries, folders))
 
     def _report(self, i: int, run_dir: Path, d: Deployment) -> None:
         """The run's report (report.html, steps.csv; CloudWatch when on AWS); gaps are noted, never fatal."""

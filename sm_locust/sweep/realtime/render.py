@@ -65,6 +65,10 @@ def configuration_line(index: int, total: int, row: RealtimeRow, percentile_labe
         latency = MISSING if f.latency_ms is None else f"{f.latency_ms:.0f}"
         text = (f"{f.capacity_rps:.1f} req/s{bracket(f.capacity_ci95)}{at}, {percentile_label} {latency} ms"
                 f"{bracket(f.latency_ci95)}, {percent(f.error_rate, trim=True)} errors")
+        if f.repeat and f.repeat.get("capacity_values"):
+            values = f.repeat["capacity_values"]
+            text += (f" ({f.repeat['quoted_run']}, the median of {f.repeat['runs']} runs: run to run "
+                     f"{min(values):.1f}..{max(values):.1f} req/s)")
         return text + (f"; ${f.cost_per_1m:.2f} per 1M" if f.cost_per_1m is not None else "")
 
     return progress.configuration_line(index, total, row, figures)

@@ -32,6 +32,8 @@ class RealtimeFigures(Measurement):
     models_loaded: float | None = None
     cold_p95_ms: float | None = None
     cost_per_model_month: float | None = None
+    # with `load: {repeat: N}` (`realtime.measure.repeat_figures`; null otherwise)
+    repeat: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {("verdict" if k == "text" else k): v for k, v in asdict(self).items() if k not in WINDOW}

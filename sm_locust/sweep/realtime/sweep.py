@@ -28,8 +28,10 @@ from sm_locust.sweep.objective import pareto_front
 from sm_locust.sweep.realtime import render
 from sm_locust.sweep.realtime.measure import (
     measure,
+    repeat_figures,
     usage_from_steps_csv,
     usage_in_window,
+    widened,
 )
 from sm_locust.sweep.realtime.mix import (
     configuration_mix,
@@ -73,15 +75,19 @@ class RealtimeSweep(Sweep):
 
     def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
         objective = self.spec.objective
+        quoted = self.quoted_dir(run_dir)  # with `repeat:`, the median run's folder
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = json.loads((quoted / "summary.json").read_text())
         except (OSError, ValueError) as exc:
-            row.fail("failed", f"cannot read {run_dir / 'summary.json'}: {exc}")
+            row.fail("failed", f"cannot read {quoted / 'summary.json'}: {exc}")
             return
         m = measure(summary, objective.percentile, objective.max_error_rate)
+        repeat = repeat_figures(self.repeat_document(run_dir), quoted.name)
+        if repeat is not None:
+            m.capacity_ci95 = widened(m.capacity_ci95, repeat.get("capacity_ci95"))
         cpu, memory, loaded = None, None, None
         usage_file = run_dir / USAGE_FILE
-        steps_file = run_dir / STEPS_FILE
+        steps_file = quoted / STEPS_FILE
         if usage_file.exists():
             with open(usage_file, newline="") as f:
                 samples = list(csv.DictReader(f))
@@ -107,7 +113,8 @@ class RealtimeSweep(Sweep):
             cost_per_1m_ci95=bounds["cost_per_1m_ci95"],
             cost_per_hour_at_target_ci95=bounds["cost_per_hour_at_target_ci95"], cache_hit_rate=cache["cache_hit_rate"],
             cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
-            cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None)
+            cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None,
+            repeat=repeat)
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
         assert isinstance(row, RealtimeRow)
