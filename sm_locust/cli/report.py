@@ -17,8 +17,10 @@ from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
+from sm_locust.report.merge import describe_point
 from sm_locust.report.pipeline import ReportOptions, build_report, check_report_names, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
+from sm_locust.util.formatting import with_interval
 from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
@@ -102,10 +104,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust report: missing: {gap}", file=sys.stderr)
     point = result.point
     if point:
-        line = f"max sustainable throughput {point['rps']:.1f} req/s at {point.get('users')} users"
+        words = describe_point(point)
+        line = (f"capacity {words['capacity']}; knee {words['knee']}" if "capacity" in words
+                else f"max sustainable throughput {words['knee']}")
         if result.cost.get("usd_per_million") is not None:
-            line += f"; ${result.cost['usd_per_million']:.2f} per 1M inferences"
+            cost = with_interval(result.cost["usd_per_million"], result.cost.get("usd_per_million_ci95"), "", 2)
+            line += f"; ${cost} per 1M inferences"
         print(f"sm-locust report: {line}")
+        if "verdict" in words:
+            print(f"sm-locust report: {words['verdict']}")
     for key, path in result.outputs.items():
         print(f"sm-locust report: {key}: {path}")
     return result.exit_code

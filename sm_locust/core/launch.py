@@ -40,7 +40,7 @@ from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.record.summary import write_json
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
-from sm_locust.util.formatting import MISSING, is_missing
+from sm_locust.util.formatting import MISSING, is_missing, with_interval
 from sm_locust.util.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
 
 DEFAULT_REPORTS_DIR = "reports"
@@ -316,10 +316,11 @@ def verdict_line(summary: dict) -> str:
     errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
-    line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
+    ci = t.get("ci95") or {}
+    line = (f"whole run: {t.get('requests', 0)} requests, {with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
-            + f", p95 {MISSING if is_missing(p95) else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
-            + (f" ({errors})" if errors else ""))
+            + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
+            + f", {t.get('failures', 0)} failures" + (f" ({errors})" if errors else ""))
     in_flight = t.get("in_flight_at_stop") or 0
     if in_flight:  # cut short by the stop: in no count above
         line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"
@@ -333,7 +334,18 @@ def verdict_line(summary: dict) -> str:
     plateau = summary.get("plateau")
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"
+    inconclusive = inconclusive_reason(summary)
+    if inconclusive is not None and not (plateau and str(plateau.get("text", "")).startswith("INCONCLUSIVE")):
+        line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
     return line
+
+
+def inconclusive_reason(summary: dict) -> str | None:
+    """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.run_verdict), or None."""
+    verdict = summary.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("status") == "inconclusive":
+        return str(verdict.get("reason") or "the load generator was the bottleneck")
+    return None
 
 
 def nothing_completed(summary: dict) -> str | None:

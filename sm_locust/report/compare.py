@@ -41,6 +41,9 @@ ROW_COLUMNS = [
     "p95_ms", "p99_ms", "error_rate", "usd_per_million", "transactions_per_hour",
     "autoscaling_target_invocations_per_instance", "cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct",
     "cw_ModelLatency_avg_ms", "run_requests", "run_failures", "run_goodput_rps", "gaps",
+    # issue 28: the point's step, its intervals, the capacity, and whether the run is inconclusive
+    "step", "rps_ci95_low", "rps_ci95_high", "p95_ms_ci95_low", "p95_ms_ci95_high", "capacity_rps",
+    "capacity_ci95_low", "capacity_ci95_high", "inconclusive",
 ]
 
 
@@ -88,6 +91,11 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         "usd_per_million": cost.get("usd_per_million"), "transactions_per_hour": cost.get("transactions_per_hour"),
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
     }
+    p = point or {}
+    row.update(step=p.get("step"), capacity_rps=p.get("capacity_rps"), inconclusive=bool(p.get("inconclusive")))
+    for key, interval in (("rps", p.get("rps_ci95")), ("p95_ms", p.get("p95_ms_ci95")),
+                          ("capacity", p.get("capacity_ci95"))):
+        row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = interval if isinstance(interval, list) else (None, None)
     if point and point.get("step") is not None and not steps.empty:
         at = steps[steps["step"] == point["step"]].iloc[0]
         row["error_rate"] = at.get("error_rate")

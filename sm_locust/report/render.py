@@ -34,8 +34,9 @@ from plotly.subplots import make_subplots
 
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import llm_figures, llm_rows
+from sm_locust.report.merge import describe_point
 from sm_locust.report.targets import targets_section
-from sm_locust.util.formatting import MISSING, is_missing, money, number, percent
+from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
 
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
@@ -285,18 +286,19 @@ def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
-    goodput = f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else ""
-    knee = f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users{goodput}" if p else MISSING
-    if not is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
-        headline = [("Capacity (best stable goodput at or beyond the knee)", f"{number(p.get('capacity_rps'))} req/s"),
+    words = describe_point(p) if p else {}
+    knee = words.get("knee", MISSING)
+    if "capacity" in words:  # the plateau search's verdict: what it sustains, and where it starts
+        headline = [("Capacity (best stable goodput at or beyond the knee)", words["capacity"]),
                     ("Knee (least load within 5 % of the plateau)", knee)]
     else:
         headline = [("Max sustainable throughput", knee)]
+    if "verdict" in words:  # the load generator was the bottleneck where it decides the answer: say so first
+        headline.insert(0, ("Verdict", words["verdict"]))
     rows = [
         *headline,
         ("How it was found", p.get("source", "no plateau and no clean step")),
-        ("Latency there (p50 / p95 / p99)",
-         " / ".join(number(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else MISSING),
+        ("Latency there (p50 / p95 / p99)", words.get("latency", MISSING)),
     ]
     step = _point_step(m)
     if step is not None:
@@ -315,14 +317,17 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
+        ci = t.get("ci95") or {}
         rows.append(("Whole run (invocations)",
                      f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-                     f"{number(t.get('rps'))} req/s attempted, goodput {number(t.get('goodput_rps'))} req/s"
+                     f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
+                     f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
                      + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                         if backoff.get("count") else "")))
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
-        ("$ per 1M inferences", f"{money(c.get('usd_per_million'))} ({instance} at "
+        ("$ per 1M inferences", f"{_money_interval(c.get('usd_per_million'), c.get('usd_per_million_ci95'))} "
+                                f"({instance} at "
                                 f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
         ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
@@ -338,6 +343,11 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Serverless estimate", f"{money(sv['usd_per_million'])} per 1M ({sv['memory_mb']} MB, "
                                             f"{number(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
     return rows
+
+
+def _money_interval(value: Any, interval: Any) -> str:
+    """'$0.46 (±0.01)' / '$0.46 [0.44, 0.49]': the cost and its 95 % interval, or the cost alone."""
+    return MISSING if is_missing(value) else "$" + with_interval(value, interval, "", 2)
 
 
 def decomposition_text(step: dict[str, Any]) -> str:
@@ -360,11 +370,20 @@ def _point_step(m: ReportModel) -> dict[str, Any] | None:
 
 
 STEP_TABLE_COLUMNS = [
-    ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4), ("p50_ms", 1),
-    ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
+    ("step", 0), ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4),
+    ("p50_ms", 1), ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
     ("cw_OverheadLatency_avg_ms", 1), ("network_client_ms", 1), ("cw_CPUUtilization_avg_pct", 1),
     ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
 ]
+
+
+def step_cell(row: Any, column: str, digits: int) -> str:
+    """A step table's cell: the figure, with its 95 % interval where summary.json has one
+    (`<column>_ci95_low` / `_high`, report.merge.interval_columns)."""
+    low, high = row.get(f"{column}_ci95_low"), row.get(f"{column}_ci95_high")
+    if low is None or high is None:
+        return number(row[column], digits)
+    return with_interval(row[column], [low, high], "", digits)
 
 
 def steps_table(steps: pd.DataFrame) -> str:
@@ -374,7 +393,7 @@ def steps_table(steps: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
     body = []
     for _, row in steps.iterrows():
-        body.append("<tr>" + "".join(f"<td>{number(row[c], d)}</td>" for c, d in cols) + "</tr>")
+        body.append("<tr>" + "".join(f"<td>{html.escape(step_cell(row, c, d))}</td>" for c, d in cols) + "</tr>")
     return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 

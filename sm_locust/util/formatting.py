@@ -98,13 +98,57 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
+def _bounds(interval: Any) -> tuple[float, float] | None:
+    """(low, high) of an interval given as `[low, high]` (summary.json) or an object with `low` /
+    `high` (`plateau.uncertainty.Interval`); None when it is missing or not finite."""
+    if interval is None:
+        return None
+    if hasattr(interval, "low") and hasattr(interval, "high"):
+        low, high = interval.low, interval.high
+    elif isinstance(interval, (list, tuple)) and len(interval) == 2:
+        low, high = interval
+    else:
+        return None
+    if is_missing(low) or is_missing(high) or isinstance(low, bool) or isinstance(high, bool):
+        return None
+    if not isinstance(low, numbers.Real) or not isinstance(high, numbers.Real):
+        return None
+    return float(low), float(high)
+
+
+def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) -> str:
+    """A figure with its 95 % interval, the one way every surface shows one:
+
+    symmetric (batch means of a rate)  -> '189 req/s (±3)'
+    asymmetric (a bootstrapped percentile) -> '120 ms [112, 131]'
+    no interval (too few samples, an old summary.json) -> '189 req/s' (the figure alone)
+
+    `unit` follows the figure (with its own leading space, as `number`'s); `digits` decimals for
+    the figure and the bounds; a half-width that would print as 0 gets one significant digit."""
+    if is_missing(value):
+        return MISSING
+    figure = number(float(value), digits, unit)
+    bounds = _bounds(interval)
+    if bounds is None:
+        return figure
+    low, high = bounds
+    value = float(value)
+    above, below = high - value, value - low
+    if f"{above:.{digits}f}" == f"{below:.{digits}f}":
+        half = (high - low) / 2.0
+        text = f"{half:,.{digits}f}"
+        if half > 0 and float(text.replace(",", "")) == 0:
+            text = f"{half:.1g}"
+        return f"{figure} (\u00b1{text})"
+    return f"{figure} [{number(low, digits)}, {number(high, digits)}]"
+
+
 def signed_percent(fraction: Any, digits: int = 0) -> str:
     """A relative change with its sign: 0.123 -> '+12'; -0.071 -> '-7'; 0 -> '+0' (no unit: see `change`)."""
     if is_missing(fraction):
         return MISSING
     text = f"{fraction * 100:+.{digits}f}"
     return "+" + text[1:] if float(text) == 0 else text  # never '-0'
-
 
 
 def change(fraction: Any, low: Any = None, high: Any = None, digits: int = 0) -> str:

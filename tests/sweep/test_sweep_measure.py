@@ -1,7 +1,6 @@
-"""summary.json -> the figures a sweep compares (pure): every figure from one step (the capacity
-step: its goodput, users and percentile, never one step's rate with another's users), the knee
-beside it, the best step without a search, the run's own words when no load was acceptable, CPU
-over the step's window."""
+"""summary.json -> the figures a sweep compares (pure): capacity from the plateau object (its
+capacity_rps when present), latency at the knee, the best step without a search, the run's own
+words when no load was acceptable, CPU over the knee's window."""
 
 from __future__ import annotations
 
@@ -19,29 +18,35 @@ STEPS = [step(1, 22.0, 48, "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z"),
          step(4, 89.0, 50, "2026-01-01T00:00:30Z", "2026-01-01T00:00:40Z")]
 
 
-def test_every_figure_comes_from_the_capacity_step():
-    """The batching sweep's line joined 245.6 req/s (one step) with 26 users and p95 140 ms (another):
-    now the rate, the users, the percentile and the window are the capacity step's own."""
-    plateau = {"users": 4, "rps": 89.0, "capacity_rps": 110.0, "capacity_step": 2, "capacity_ci95": [104.0, 116.0],
-               "p50_ms": 25.0, "p95_ms": 51.0, "p99_ms": 60.0, "error_rate": 0.0, "reached": True,
-               "text": "plateau: capacity 110 req/s at step 3: 8 users; knee 89 req/s at 4 users"}
-    steps = [dict(s) for s in STEPS]
-    steps[2]["ci95"] = {"p95_ms": [90.0, 101.0]}
-    m = measure({"steps": steps, "plateau": plateau, "totals": {"requests": 3000, "failures": 0}}, 95.0)
-    assert (m.capacity_rps, m.capacity_users, m.capacity_step, m.latency_ms) == (110.0, 8, 3, 95)
-    assert (m.capacity_ci95, m.latency_ci95) == ([104.0, 116.0], [90.0, 101.0])
-    assert (m.p50_ms, m.p99_ms) == (47.5, 105)  # the same step's
-    assert (m.knee_rps, m.knee_users) == (89.0, 4)  # the knee, kept as its own
-    assert m.step_start == 1767225620.0  # the capacity step's window (CPU and memory are read over it)
+def test_plateau_capacity_and_the_knee():
+    plateau = {"users": 4, "rps": 89.0, "capacity_rps": 108.0, "p50_ms": 25.0, "p95_ms": 51.0, "p99_ms": 60.0,
+               "error_rate": 0.0, "reached": True, "text": "plateau: capacity 108 req/s; knee 89 req/s at 4 users"}
+    m = measure({"steps": STEPS, "plateau": plateau, "totals": {"requests": 3000, "failures": 0}}, 95.0)
+    # the knee step's own figures (this older summary.json's plateau said p95 51 for a step that measured 50)
+    assert (m.capacity_rps, m.knee_rps, m.knee_users, m.latency_ms) == (108.0, 89.0, 4, 50)
+    assert m.knee_start == 1767225630.0  # the re-run of 4 users, closest to the plateau's rps
     assert [p["users"] for p in m.curve] == [1, 4, 8] and m.curve[1]["rps"] == 89.0  # last measurement per load
-    assert measure({"steps": steps, "plateau": plateau}, 99.9).latency_ms == 115  # p99.9 of the same step
+    assert measure({"steps": STEPS, "plateau": plateau}, 99.9).latency_ms == 70  # p99.9 from the knee step
 
 
-def test_an_older_summary_names_the_step_by_its_goodput_else_quotes_the_knee_step_whole():
-    found = measure({"steps": STEPS, "plateau": {"users": 4, "rps": 89.0, "capacity_rps": 110.0}})
-    assert (found.capacity_rps, found.capacity_users, found.latency_ms) == (110.0, 8, 95)
-    knee = measure({"steps": STEPS, "plateau": {"users": 4, "rps": 89.0, "capacity_rps": 108.0, "p95_ms": 51.0}})
-    assert (knee.capacity_rps, knee.capacity_users, knee.latency_ms) == (89.0, 4, 50)  # one step: the re-run
+def test_each_figure_is_its_own_steps_by_index():
+    steps = [dict(s, ci95={"rps": [s["rps"] - 2, s["rps"] + 2], "p95_ms": [s["p95_ms"] - 3, s["p95_ms"] + 4]})
+             for s in STEPS]
+    plateau = {"users": 4, "rps": 89.0, "capacity_rps": 108.0, "capacity_ci95": [104.0, 112.0], "knee_step": 3,
+               "capacity_step": 2, "p95_ms": 50, "reached": True}
+    m = measure({"steps": steps, "plateau": plateau, "verdict": {"status": "ok", "reason": None}}, 95.0)
+    assert (m.knee_step, m.knee_rps, m.knee_users, m.latency_ms, m.latency_ci95) == (3, 89.0, 4, 50, [47, 54])
+    assert (m.capacity_step, m.capacity_rps, m.capacity_ci95, m.capacity_users, m.capacity_latency_ms) == \
+        (2, 108.0, [104.0, 112.0], 8, 95)
+    assert m.knee_start == 1767225630.0 and m.inconclusive is False
+    bound = measure({"steps": steps, "plateau": plateau,
+                     "verdict": {"status": "inconclusive", "reason": "client CPU 95 %"}}, 95.0)
+    assert bound.inconclusive and bound.inconclusive_reason == "client CPU 95 %"
+
+
+def test_an_older_summary_without_capacity_uses_the_knee():
+    plateau = {"users": 4, "rps": 89.0, "p95_ms": 51.0}
+    assert measure({"steps": STEPS, "plateau": plateau}).capacity_rps == 89.0
 
 
 def test_no_acceptable_load():
@@ -54,7 +59,7 @@ def test_constant_load_uses_the_best_step_within_the_error_budget():
     steps = [step(6, 120.0, 80, "2026-01-01T00:00:00Z", "2026-01-01T00:00:03Z", error_rate=0.2),
              step(2, 60.0, 30, "2026-01-01T00:00:03Z", "2026-01-01T00:00:06Z")]
     m = measure({"steps": steps, "plateau": None}, 95.0, max_error_rate=0.01)
-    assert (m.capacity_rps, m.capacity_users, m.basis) == (60.0, 2, "best step")
+    assert (m.capacity_rps, m.knee_users, m.basis) == (60.0, 2, "best step")
     assert m.text.startswith("measured at 2 users (no plateau search)")
     bad = measure({"steps": steps[:1], "plateau": None}, 95.0, max_error_rate=0.01)
     assert bad.capacity_rps is None and "error rate 20.0 % > 1 %" in bad.no_capacity_reason

@@ -29,8 +29,8 @@ def test_cost_figures_follow_the_report_formulas():
 
 
 def test_disqualification_names_the_figure():
-    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms at capacity > SLO 400 ms"
-    assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at capacity > 1 %"
+    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms at the knee > SLO 400 ms"
+    assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at the knee > 1 %"
     assert disqualification(Candidate(1, "a", status="failed", reason="CreateEndpoint: ResourceLimitExceeded: quota"),
                             OBJECTIVE) == "failed: CreateEndpoint: ResourceLimitExceeded: quota"
     no_step = Candidate(1, "a", no_capacity_reason="no acceptable step: p95 500 ms")
@@ -70,7 +70,7 @@ def test_slo_violators_and_failures_lose_with_their_reason():
     rec = recommend([fast_cheap, ok, failed], OBJECTIVE)
     assert rec.winner is ok
     assert rec.reason.endswith("— the only configuration that meets the objective")
-    assert rec.lost == {1: "p95 450 ms at capacity > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
+    assert rec.lost == {1: "p95 450 ms at the knee > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
 
 
 def test_no_configuration_meets_the_objective():

@@ -73,7 +73,7 @@ def test_overlap_tied_and_cheapest():
 
 
 def candidate(index, capacity, ci, price, latency=40.0, ci_latency=None):
-    return Candidate(index, f"c{index}", capacity_rps=capacity, capacity_ci95=ci, users=4, latency_ms=latency,
+    return Candidate(index, f"c{index}", capacity_rps=capacity, capacity_ci95=ci, knee_users=4, latency_ms=latency,
                      latency_ci95=ci_latency, error_rate=0.0, price_per_hour=price)
 
 
@@ -208,7 +208,8 @@ def test_the_line_quotes_one_steps_own_rate_users_and_percentile(tmp_path, paylo
     lines: list[str] = []
     result = run_sweep(sweep, yes=True, printer=lines.append, handle_signals=False)
     line = next(x for x in lines if "[1/1] max_concurrency 1:" in x)
-    assert "245.6 req/s [240, 251] at 26 users (step 2), p95 150 ms [140, 160]" in line
-    assert "245.6" not in line.split("p95")[1] and "22 users" not in line  # never the knee's users or p95
+    # the knee step's own rate, users and p95; then the capacity, its own step's, with its interval
+    assert "242.0 req/s at 22 users, p95 140 ms" in line and "capacity 245.6 req/s [240.0, 251.0]" in line
+    assert "245.6 req/s at" not in line and "at 26 users" not in line  # never one step's rate with another's users
     reason = result.document["recommendation"]["reason"]
-    assert reason.startswith("max_concurrency 1: 246 req/s at 26 users, p95 150 ms")
+    assert reason.startswith("max_concurrency 1: 242 req/s at 22 users, p95 140 ms, capacity 246 req/s [240, 251]")

@@ -3,18 +3,20 @@
 The source is the run's `summary.json` (docs/summary.md), the public contract of a run folder, so
 the sweep reads what every other command reads:
 
-- **one step's figures**: the configuration is quoted at ONE step, never the rate of one step with
-  the users or percentile of another (issue 28: a batching sweep's line joined the capacity of one
-  step with the users and p95 of the next). With a plateau search that step is the capacity step
-  (`plateau.capacity_step`: the best stable goodput, `capacity_rps`, with its interval
-  `capacity_ci95`); its users (`capacity_users`), p50/p90/p95/p99/p99.9, error rate and start/end
-  (the window for endpoint CPU and memory) are that step's own, and the objective's percentile and
-  its interval (`latency_ms`, `latency_ci95`) too. The **knee** (the least load within 5 % of
-  capacity) is kept beside it as its own step's `knee_users` and `knee_rps`. In a summary.json from
-  before `capacity_step` the step is the one whose goodput is the capacity, else the knee step (with
-  its own goodput: a lower figure than the capacity, but one step's);
-- with constant users or an open-loop rate (no search) the step is the best one within the error
-  budget (its goodput), labelled as measured at that load;
+- **capacity** is the `plateau` object's `capacity_rps` when the search found one (what the
+  endpoint sustains within the SLO; summaries written before that key existed give the knee's
+  `rps`), with its 95 % interval (`capacity_ci95`) and ITS step's own users and latency
+  (`capacity_step`, `capacity_users`, `capacity_latency_ms`), and the **knee** its `users` and
+  `rps` (the least load that already gets the plateau's throughput); with constant users or an
+  open-loop rate (no search) it is the best step within the error budget, labelled as measured at
+  that load;
+- the **latency at the knee** is the knee step's own p50/p95/p99 (summary.json's step
+  `plateau.knee_step`, the figures the verdict printed; older summaries: the step at the plateau's
+  users), with the interval of the objective's percentile (`latency_ci95`); its start and end are
+  also the window for endpoint CPU and memory. Never the rate of one step with the users or latency
+  of another;
+- **inconclusive** (with its reason) when the run's verdict is (summary.json `verdict`: the load
+  generator was the bottleneck where it decides the answer);
 - the **curve** is one point per load held (the last measurement of a load re-run as unstable),
   for the throughput-vs-latency chart.
 
@@ -35,23 +37,27 @@ from sm_locust.sweep.objective import PERCENTILE_KEYS
 
 @dataclass
 class Measurement:
-    capacity_rps: float | None = None  # the step's goodput (successful req/s)
-    capacity_ci95: list[float] | None = None  # its 95 % interval
-    capacity_users: float | None = None  # the same step's users (open loop: its offered req/s)
-    capacity_step: int | None = None  # which step (1-based, as the run's lines number them)
+    capacity_rps: float | None = None
     knee_rps: float | None = None  # the knee step's own throughput (capacity can be a few % higher)
-    knee_users: float | None = None  # the knee step's own users
+    knee_users: float | None = None
     p50_ms: float | None = None
     p95_ms: float | None = None
     p99_ms: float | None = None
-    latency_ms: float | None = None  # at the objective's percentile, at the same step
-    latency_ci95: list[float] | None = None
+    latency_ms: float | None = None  # at the objective's percentile
     error_rate: float | None = None
     basis: str = ""  # 'plateau' (searched), 'best step' (constant load), 'totals'
     text: str = ""  # the run's own verdict line, or what the figure is
     no_capacity_reason: str | None = None
-    step_start: float | None = None  # epoch seconds of the step
-    step_end: float | None = None
+    knee_start: float | None = None  # epoch seconds of the knee step
+    knee_end: float | None = None
+    knee_step: int | None = None  # summary.json steps[] index of the knee step (None: no such record)
+    latency_ci95: list[float] | None = None  # the knee step's interval of latency_ms
+    capacity_ci95: list[float] | None = None  # the capacity step's interval of its goodput (capacity_rps)
+    capacity_step: int | None = None  # summary.json steps[] index of the capacity step
+    capacity_users: float | None = None  # the capacity step's own load and latency (objective percentile)
+    capacity_latency_ms: float | None = None
+    inconclusive: bool = False  # summary.json verdict: the load generator, not the endpoint, decided the answer
+    inconclusive_reason: str | None = None
     curve: list[dict[str, Any]] = field(default_factory=list)
     requests: int | None = None
     failures: int | None = None
@@ -86,50 +92,23 @@ def curve(steps: Sequence[Mapping[str, Any]], percentile: float) -> list[dict[st
     return points
 
 
-def _step_at(steps: Sequence[Mapping[str, Any]], users: Any, rps: float) -> int | None:
-    """The index of the step at `users` whose rps is closest to `rps` (older summaries name no step)."""
-    same = [i for i, s in enumerate(steps) if s.get("users") == users]
+def _knee_step(steps: Sequence[Mapping[str, Any]], users: Any, rps: float) -> Mapping[str, Any] | None:
+    same = [s for s in steps if s.get("users") == users]
     if not same:
         return None
-    return min(same, key=lambda i: abs((steps[i].get("rps") or 0.0) - rps))
+    return min(same, key=lambda s: abs((s.get("rps") or 0.0) - rps))
 
 
-def capacity_step(steps: Sequence[Mapping[str, Any]], plateau: Mapping[str, Any]) -> tuple[int | None, bool]:
-    """(index of the step the plateau's capacity is, whether it IS the capacity): `capacity_step`,
-    else (an older summary) the step whose goodput is the capacity; else (False) the knee step,
-    whose own goodput is then quoted, never the capacity beside its users and percentile."""
-    named = plateau.get("capacity_step")
-    if isinstance(named, int) and not isinstance(named, bool) and 0 <= named < len(steps):
-        return named, True
-    capacity = plateau.get("capacity_rps")
-    if capacity:
-        close = [i for i, s in enumerate(steps) if abs(float(s.get("goodput_rps", s.get("rps")) or 0.0) - capacity)
-                 <= 1e-3 * max(1.0, capacity)]
-        if close:
-            return close[0], True
-    return _step_at(steps, plateau.get("users"), plateau.get("rps") or 0.0), False
-
-
-def _interval(value: Any) -> list[float] | None:
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
-        return [float(value[0]), float(value[1])]
+def _listed(steps: Sequence[Mapping[str, Any]], index: Any) -> Mapping[str, Any] | None:
+    """summary.json's step at `index` (the plateau's `knee_step` / `capacity_step`), or None."""
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(steps):
+        return steps[index]
     return None
 
 
-def _at_step(m: Measurement, steps: Sequence[Mapping[str, Any]], index: int, key: str) -> None:
-    """Every figure of `m` from step `index` (its load, percentiles, error rate, window, intervals)."""
-    step = steps[index]
-    ci95 = step.get("ci95") or {}
-    goodput = step.get("goodput_rps", step.get("rps"))
-    m.capacity_rps = float(goodput) if goodput is not None else None
-    m.capacity_ci95 = _interval(ci95.get("goodput_rps"))
-    m.capacity_users = step.get("target_rate") if step.get("target_rate") is not None else step.get("users")
-    m.capacity_step = index + 1
-    m.p50_ms, m.p95_ms, m.p99_ms = step.get("p50_ms"), step.get("p95_ms"), step.get("p99_ms")
-    m.latency_ms = step.get(key)
-    m.latency_ci95 = _interval(ci95.get(key))
-    m.error_rate = step.get("error_rate")
-    m.step_start, m.step_end = epoch(step.get("start")), epoch(step.get("end"))
+def _interval(step: Mapping[str, Any] | None, key: str) -> list[float] | None:
+    value = ((step or {}).get("ci95") or {}).get(key)
+    return list(value) if isinstance(value, list) and len(value) == 2 else None
 
 
 def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTILE,
@@ -139,6 +118,9 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
     steps = list(summary.get("steps") or [])
     totals = summary.get("totals") or {}
     m = Measurement(curve=curve(steps, percentile), requests=totals.get("requests"), failures=totals.get("failures"))
+    verdict = summary.get("verdict") or {}
+    if verdict.get("status") == "inconclusive":
+        m.inconclusive, m.inconclusive_reason = True, verdict.get("reason")
     plateau = summary.get("plateau")
     if plateau is not None:
         if not plateau.get("rps"):
@@ -146,33 +128,43 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
             m.text = plateau.get("text") or ""
             m.no_capacity_reason = plateau.get("text") or "the search found no acceptable load"
             return m
+        step = _listed(steps, plateau.get("knee_step")) or _knee_step(steps, plateau.get("users"), plateau["rps"])
+        m.knee_step = plateau.get("knee_step") if _listed(steps, plateau.get("knee_step")) is not None else None
         m.basis = "plateau" if plateau.get("reached", True) else "plateau not reached (a lower bound)"
         m.text = plateau.get("text") or ""
-        m.knee_rps = float(plateau["rps"])
-        m.knee_users = plateau.get("users")
-        index, is_capacity = capacity_step(steps, plateau)
-        if index is not None:
-            _at_step(m, steps, index, key)
-            if is_capacity and plateau.get("capacity_rps") is not None:  # the plateau's figure: the step's goodput
-                m.capacity_rps = float(plateau["capacity_rps"])
-                m.capacity_ci95 = _interval(plateau.get("capacity_ci95")) or m.capacity_ci95
-        else:  # no step recorded (a summary without steps): the plateau's own figures, all of the knee
-            m.capacity_rps = m.knee_rps
-            m.capacity_users = m.knee_users
-            m.p50_ms, m.p95_ms, m.p99_ms = plateau.get("p50_ms"), plateau.get("p95_ms"), plateau.get("p99_ms")
-            m.latency_ms = plateau.get(key)
-            m.error_rate = plateau.get("error_rate")
+        m.capacity_rps = float(plateau.get("capacity_rps") or plateau["rps"])
+        m.capacity_ci95 = plateau.get("capacity_ci95")
+        capacity = _listed(steps, plateau.get("capacity_step"))
+        if capacity is not None:
+            m.capacity_step = plateau["capacity_step"]
+            m.capacity_users = capacity.get("users")
+            m.capacity_latency_ms = capacity.get(key)
+        source = step if step is not None else plateau  # the knee step's own figures (the plateau's are the same)
+        m.knee_rps = float(source.get("rps") or plateau["rps"])
+        m.knee_users = source.get("users", plateau.get("users"))
+        m.p50_ms, m.p95_ms, m.p99_ms = source.get("p50_ms"), source.get("p95_ms"), source.get("p99_ms")
+        m.error_rate = source.get("error_rate", plateau.get("error_rate"))
+        m.latency_ms = source.get(key, plateau.get(key))
+        m.latency_ci95 = _interval(step, key)
+        if step is not None:
+            m.knee_start, m.knee_end = epoch(step.get("start")), epoch(step.get("end"))
         return m
-    within = [i for i, s in enumerate(steps) if s.get("rps") and (s.get("error_rate") or 0.0) <= max_error_rate]
+    within = [s for s in steps if s.get("rps") and (s.get("error_rate") or 0.0) <= max_error_rate]
     if within:
-        best = max(within, key=lambda i: steps[i].get("goodput_rps", steps[i]["rps"]) or 0.0)
+        best = max(within, key=lambda s: s["rps"])
         m.basis = "best step"
-        _at_step(m, steps, best, key)
-        m.knee_rps, m.knee_users = m.capacity_rps, steps[best].get("users")
-        step = steps[best]
-        load = f"{step['target_rate']:g} req/s offered" if step.get("target_rate") is not None else \
-            f"{step.get('users')} user{'s' if step.get('users') != 1 else ''}"
-        m.text = f"measured at {load} (no plateau search): {m.capacity_rps:.1f} req/s"
+        m.capacity_rps = m.knee_rps = float(best["rps"])
+        m.capacity_ci95 = _interval(best, "rps")
+        m.knee_step = m.capacity_step = steps.index(best)
+        m.knee_users = m.capacity_users = best.get("users")
+        m.p50_ms, m.p95_ms, m.p99_ms = best.get("p50_ms"), best.get("p95_ms"), best.get("p99_ms")
+        m.latency_ms = m.capacity_latency_ms = best.get(key)
+        m.latency_ci95 = _interval(best, key)
+        m.error_rate = best.get("error_rate")
+        m.knee_start, m.knee_end = epoch(best.get("start")), epoch(best.get("end"))
+        load = f"{best['target_rate']:g} req/s offered" if best.get("target_rate") is not None else \
+            f"{best.get('users')} user{'s' if best.get('users') != 1 else ''}"
+        m.text = f"measured at {load} (no plateau search): {best['rps']:.1f} req/s"
         return m
     if steps:
         worst = max(steps, key=lambda s: s.get("error_rate") or 0.0)
@@ -185,7 +177,8 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
     if totals.get("rps"):
         requests = totals.get("requests") or 0
         m.basis = "totals"
-        m.capacity_rps = float(totals.get("goodput_rps") or totals["rps"])
+        m.capacity_rps = float(totals["rps"])
+        m.capacity_ci95 = ((totals.get("ci95") or {}).get("rps"))
         m.p50_ms, m.p95_ms, m.p99_ms = totals.get("p50_ms"), totals.get("p95_ms"), totals.get("p99_ms")
         m.latency_ms = totals.get(key)
         m.error_rate = (totals.get("failures") or 0) / requests if requests else None
@@ -213,7 +206,7 @@ def usage_in_window(samples: Iterable[Mapping[str, Any]], start: float | None,
 
 
 def usage_from_steps_csv(rows: Iterable[Mapping[str, Any]], users: Any) -> tuple[float | None, float | None]:
-    """CPU % and memory % of the step's row (at `users`) in the report's steps.csv (CloudWatch averages)."""
+    """CPU % and memory % of the knee's row in the report's steps.csv (CloudWatch averages)."""
 
     def number(value: Any) -> float | None:
         try:
@@ -233,8 +226,8 @@ def repeat_figures(document: Mapping[str, Any] | None, quoted: str) -> dict[str,
     capacity's run-to-run spread (record/repeat.py); None for a configuration run once."""
     if not document:
         return None
-    capacity = (document.get("figures") or {}).get("capacity_rps") or (document.get("figures") or {}).get(
-        "goodput_rps") or {}
+    figures = document.get("figures") or {}
+    capacity = figures.get("capacity_rps") or figures.get("goodput_rps") or {}
     return {"runs": document.get("runs"), "quoted_run": quoted, "capacity_values": capacity.get("values"),
             "capacity_sd": capacity.get("sd"), "capacity_ci95": capacity.get("ci95"),
             "spread_ratio": capacity.get("spread_ratio"),

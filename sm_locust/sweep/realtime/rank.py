@@ -29,7 +29,7 @@ from typing import Any
 
 from sm_locust.sweep.objective import Objective, big, nothing_meets, status_reason, why_lost
 from sm_locust.sweep.trust import cheapest, tied_with
-from sm_locust.util.formatting import MISSING, money, percent
+from sm_locust.util.formatting import MISSING, money, percent, with_interval
 
 
 @dataclass
@@ -40,9 +40,10 @@ class Candidate:
     label: str
     status: str = "ok"  # ok | failed | skipped | interrupted
     reason: str | None = None  # why it failed or was skipped
-    capacity_rps: float | None = None
-    users: float | None = None  # the same step's users (open loop: its offered req/s)
-    latency_ms: float | None = None  # the objective's percentile at the same step
+    capacity_rps: float | None = None  # the capacity step's goodput
+    knee_rps: float | None = None  # the knee step's own rate, users and percentile
+    knee_users: float | None = None
+    latency_ms: float | None = None  # the objective's percentile at the knee step
     error_rate: float | None = None
     cost_per_1m: float | None = None
     instances_needed: int | None = None
@@ -74,11 +75,11 @@ def disqualification(c: Candidate, objective: Objective) -> str | None:
     p = objective.percentile_label
     if objective.slo_ms is not None:
         if c.latency_ms is None:
-            return f"no {p} measured at capacity"
+            return f"no {p} measured at the knee"
         if c.latency_ms > objective.slo_ms:
-            return f"{p} {c.latency_ms:.0f} ms at capacity > SLO {objective.slo_ms:g} ms"
+            return f"{p} {c.latency_ms:.0f} ms at the knee > SLO {objective.slo_ms:g} ms"
     if c.error_rate is not None and c.error_rate > objective.max_error_rate:
-        return (f"error rate {percent(c.error_rate, trim=True)} at capacity > "
+        return (f"error rate {percent(c.error_rate, trim=True)} at the knee > "
                 f"{percent(objective.max_error_rate, trim=True)}")
     return None
 
@@ -122,10 +123,16 @@ def _load(users: float | None) -> str:
 
 
 def headline(c: Candidate, objective: Objective) -> str:
-    """'max_concurrency 5: 121 req/s at 6 users, p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M'
-    (one step's own figures)."""
-    parts = [f"{c.label}: {c.capacity_rps:.0f} req/s{_load(c.users)}"
-             + (f", {objective.percentile_label} {c.latency_ms:.0f} ms" if c.latency_ms is not None else "")]
+    """'max_concurrency 5: 116 req/s at 6 users, p95 44 ms, capacity 121 req/s (±3); 1 instance for 100
+    req/s; $0.46 per 1M': the knee step's own rate, users and percentile, then the capacity (its own
+    step's) when it differs; never one step's rate beside another's users."""
+    rate = c.knee_rps if c.knee_rps is not None else c.capacity_rps
+    head = f"{c.label}: {rate:.0f} req/s{_load(c.knee_users)}"
+    if c.latency_ms is not None:
+        head += f", {objective.percentile_label} {c.latency_ms:.0f} ms"
+    if c.capacity_rps is not None and c.knee_rps is not None and abs(c.capacity_rps - c.knee_rps) >= 0.05:
+        head += f", capacity {with_interval(c.capacity_rps, c.capacity_ci95, ' req/s')}"
+    parts = [head]
     if objective.target_rps and c.instances_needed:
         plural = "instance" if c.instances_needed == 1 else "instances"
         parts.append(f"{c.instances_needed} {plural} for {objective.target_rps:g} req/s")

@@ -4,7 +4,7 @@
 recommendation, the Pareto front); `sweep.csv` flattens it (one row per configuration, settings as
 `setting:<key>` columns); `sweep.html` holds the recommendation in one sentence, the table the
 seed articles compare configurations with, throughput vs latency of every configuration on one
-chart (its capacity step marked), cost vs latency with the Pareto front, and why each other configuration
+chart (its knee marked), cost vs latency with the Pareto front, and why each other configuration
 lost, on the page every kind shares (`sweep/render.py`). Also the line printed per configuration.
 """
 
@@ -25,13 +25,13 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
-from sm_locust.util.formatting import MISSING, percent
+from sm_locust.util.formatting import MISSING, percent, with_interval
 
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
 FIGURE_COLUMNS = (
-    "capacity_rps", "capacity_users", "capacity_step", "knee_users", "knee_rps", "p50_ms", "p95_ms", "p99_ms",
-    "latency_ms", "error_rate", "cpu_pct", "memory_pct",
+    "capacity_rps", "capacity_users", "capacity_step", "capacity_latency_ms", "knee_rps", "knee_users", "p50_ms",
+    "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct", "memory_pct",
     "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m", "cost_per_hour_at_target",
     "meets_objective", "pareto", "lost_because", "client_bound", "run_dir", "deploy_s", "test_s", "wall_s",
     "billed_s", "cost_usd",
@@ -41,30 +41,23 @@ MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_lo
                ("cold p95 ms", "cold_p95_ms", 0), ("$ per model-month", "cost_per_model_month", 4)]
 
 
-def bracket(interval: list[float] | None, digits: int = 0) -> str:
-    """' [104, 116]' for a 95 % interval, '' without one."""
-    if not interval:
-        return ""
-    return f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
-
-
 def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
-    """`[2/6] max_concurrency 5: 121.3 req/s [118, 125] at 6 users (step 4), p95 44 ms [41, 47], 0 % errors;
-    $0.46 per 1M (38 s)`: one step's own figures, with their 95 % intervals."""
+    """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors, capacity 125.0 req/s (±2.1);
+    $0.46 per 1M (38 s)`: the knee step's own rate, users and latency (one step, never the rate of one
+    with the users of another), then the capacity with its interval when it is another step's."""
     f = row.figures or RealtimeFigures()
 
     def figures() -> str:
         if not f.capacity_rps:
             return f"no sustainable throughput ({f.no_capacity_reason or 'see its run folder'})"
-        users = f.capacity_users
-        at = ""
-        if isinstance(users, (int, float)):
-            at = f" at {users:g} user{'s' if users != 1 else ''}"
-        if f.capacity_step is not None:
-            at += f" (step {f.capacity_step})"
+        users = f.knee_users
+        at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
         latency = MISSING if f.latency_ms is None else f"{f.latency_ms:.0f}"
-        text = (f"{f.capacity_rps:.1f} req/s{bracket(f.capacity_ci95)}{at}, {percentile_label} {latency} ms"
-                f"{bracket(f.latency_ci95)}, {percent(f.error_rate, trim=True)} errors")
+        rate = f.knee_rps if f.knee_rps is not None else f.capacity_rps
+        text = (f"{rate:.1f} req/s{at}, {percentile_label} {latency} ms, "
+                f"{percent(f.error_rate, trim=True)} errors")
+        if f.capacity_step is not None and f.capacity_step != f.knee_step:
+            text += f", capacity {with_interval(f.capacity_rps, f.capacity_ci95, ' req/s', 1)}"
         if f.repeat and f.repeat.get("capacity_values"):
             values = f.repeat["capacity_values"]
             text += (f" ({f.repeat['quoted_run']}, the median of {f.repeat['runs']} runs: run to run "
@@ -101,9 +94,11 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
-               ("capacity req/s [95 % interval]", "capacity_text", 0),
-               ("users (step)", "step_text", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
-               ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
+               ("req/s at the knee", "knee_rps", 1),
+               ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
+               ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2),
+               ("capacity req/s [95 % interval]", "capacity_text", 0), ("users at capacity", "capacity_users", 0),
+               ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
                ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
                ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0),
@@ -114,17 +109,14 @@ def table(document: dict[str, Any]) -> str:
 
     def derived(c: dict[str, Any]) -> dict[str, Any]:
         capacity = c.get("capacity_rps")
-        users = c.get("capacity_users")
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
                 "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"],
-                "capacity_text": None if capacity is None else f"{capacity:.1f}{bracket(c.get('capacity_ci95'))}",
-                "step_text": None if users is None else (f"{users:g}" + (f" (step {c['capacity_step']})"
-                                                                         if c.get("capacity_step") else ""))}
+                "capacity_text": None if capacity is None else with_interval(capacity, c.get("capacity_ci95"), "", 1)}
 
-    note = ('<p class="note">Every figure of a row is one step\'s own: the step whose goodput is the '
-            "configuration's capacity (the best stable goodput within the SLO), with its users and percentiles; "
-            f"the objective's percentile is {html.escape(pct)}. Brackets: 95 % intervals. CPU is summed over "
-            "cores, as CloudWatch reports an endpoint's.</p>")
+    note = ('<p class="note">Knee columns: the knee step\'s own figures (the least load within 5 % of the '
+            "capacity); capacity columns: the capacity step's own (the best stable goodput, with its 95 % "
+            f"interval). Never one step's rate beside another's users. The objective's percentile is "
+            f"{html.escape(pct)}. CPU is summed over cores, as CloudWatch reports an endpoint's.</p>")
     return configurations_table(document, columns, derived, note)
 
 
@@ -139,17 +131,17 @@ def fig_curves(document: dict[str, Any]) -> str:
                                  mode="lines+markers",
                                  name=c["label"], text=[f"{p.get('users')} users" for p in points],
                                  hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{text})"))
-        if c.get("capacity_rps") and c.get("latency_ms") is not None:
-            fig.add_trace(go.Scatter(x=[c["capacity_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
+        if c.get("knee_rps") and c.get("latency_ms") is not None:  # the knee step's own point on the curve
+            fig.add_trace(go.Scatter(x=[c["knee_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
                                      marker={"symbol": "star", "size": 14, "color": "black"},
-                                     hovertemplate=f"capacity of {html.escape(c['label'])}: "
+                                     hovertemplate=f"knee of {html.escape(c['label'])}: "
                                                    "%{x:.1f} req/s, %{y:.0f} ms"))
     slo = document.get("objective", {}).get("slo_ms")
     if slo:
         fig.add_hline(y=slo, line_dash="dash", annotation_text=f"SLO {slo:g} ms")
     if not fig.data:
         return '<p id="fig-sweep-curves">No configuration recorded load steps.</p>'
-    fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: each capacity step)",
+    fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: the knees)",
                       xaxis_title="throughput (req/s)", yaxis_title=f"{pct} latency (ms)", height=480)
     return figure_html(fig, "fig-sweep-curves")
 
@@ -174,9 +166,9 @@ def fig_cost(document: dict[str, Any]) -> str:
     if len(on_front) > 1:
         fig.add_trace(go.Scatter(x=[c["latency_ms"] for c in on_front], y=[c["cost_per_1m"] for c in on_front],
                                  mode="lines", name="Pareto front", line={"dash": "dot", "color": "#3367d6"}))
-    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at capacity "
+    fig.update_layout(title=f"$ per 1M inferences vs {pct} latency at the knee "
                             "(#: the table's; blue: the Pareto front)",
-                      xaxis_title=f"{pct} latency at capacity (ms)", yaxis_title="$ per 1M inferences", height=480)
+                      xaxis_title=f"{pct} latency at the knee (ms)", yaxis_title="$ per 1M inferences", height=480)
     return figure_html(fig, "fig-sweep-cost")
 
 

@@ -10,15 +10,15 @@ from sm_locust.sweep.costing import Price
 from sm_locust.sweep.realtime.measure import Measurement
 from sm_locust.sweep.rows import Row
 
-WINDOW = ("step_start", "step_end")  # the quoted step's epoch seconds: not in sweep.json
+WINDOW = ("knee_start", "knee_end")  # the knee step's epoch seconds: not in sweep.json
 
 
 @dataclass(kw_only=True)
 class RealtimeFigures(Measurement):
-    """The figures of the configuration's capacity step (`realtime.measure`: one step's own rate,
-    users and percentiles), the endpoint's CPU and memory there, and what it costs, with the cost's
-    95 % intervals (from the capacity's); sweep.json calls the run's verdict line `verdict` and
-    leaves out the step's window (it only serves to read CPU and memory)."""
+    """The figures at the configuration's knee and capacity steps (`realtime.measure`: each its own
+    step's), the endpoint's CPU and memory at the knee, and what it costs, with the cost's 95 %
+    intervals (from the capacity's); sweep.json calls the run's verdict line `verdict` and leaves out
+    the knee step's window (it only serves to read CPU and memory)."""
 
     cpu_pct: float | None = None
     memory_pct: float | None = None

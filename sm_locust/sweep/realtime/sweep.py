@@ -91,15 +91,15 @@ class RealtimeSweep(Sweep):
         if usage_file.exists():
             with open(usage_file, newline="") as f:
                 samples = list(csv.DictReader(f))
-            cpu, memory = usage_in_window(samples, m.step_start, m.step_end)
-            loaded = models_loaded(samples, m.step_start, m.step_end)
+            cpu, memory = usage_in_window(samples, m.knee_start, m.knee_end)
+            loaded = models_loaded(samples, m.knee_start, m.knee_end)
         if (cpu is None or loaded is None) and steps_file.exists():
             with open(steps_file, newline="") as f:
                 rows = list(csv.DictReader(f))
             if cpu is None:
-                cpu, memory = usage_from_steps_csv(rows, m.capacity_users)
+                cpu, memory = usage_from_steps_csv(rows, m.knee_users)
             if loaded is None:
-                loaded = models_loaded_from_steps(rows, m.capacity_users)
+                loaded = models_loaded_from_steps(rows, m.knee_users)
         cost = figures(m.capacity_rps, self.prices[index], objective)
         bounds = cost_intervals(m.capacity_ci95, self.prices[index], objective)
         price = self.prices[index]
@@ -125,7 +125,8 @@ class RealtimeSweep(Sweep):
         f = row.figures or RealtimeFigures()
         price = row.price
         return Candidate(index=row.index, label=row.label, status=row.status, reason=row.reason,
-                         capacity_rps=f.capacity_rps, users=f.capacity_users, latency_ms=f.latency_ms,
+                         capacity_rps=f.capacity_rps, knee_rps=f.knee_rps, knee_users=f.knee_users,
+                         latency_ms=f.latency_ms,
                          error_rate=f.error_rate, cost_per_1m=f.cost_per_1m, instances_needed=f.instances_needed,
                          cost_per_hour_at_target=f.cost_per_hour_at_target, no_capacity_reason=f.no_capacity_reason,
                          capacity_ci95=f.capacity_ci95, latency_ci95=f.latency_ci95,
