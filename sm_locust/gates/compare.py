@@ -10,8 +10,9 @@ Why this method (docs/facts.md has the sources):
   noise; resampling blocks of consecutive seconds keeps that serial correlation (Kunsch 1989, the
   moving-block bootstrap; block length ~ n^(1/3), Hall, Horowitz & Jing 1995);
 - timeline.jsonl already holds each second's response-time histogram (Locust's buckets), so a
-  resample is a sum of histograms and its percentile is Locust's own rule on the sum: the figure
-  the report shows, recomputed, never a percentile of percentiles;
+  resample is a sum of histograms and its percentile is Locust's own rule on the sum
+  (`plateau.uncertainty.row_percentiles`): the figure the report shows, recomputed, never a
+  percentile of percentiles;
 - the change is a ratio (new / baseline), as criterion and pyperf report it, bootstrapped on the
   log scale; the interval is the 2.5th..97.5th percentile of the resampled log ratios, widened as
   Hesterberg's expanded percentile interval (a bootstrap percentile interval is too narrow for few
@@ -31,11 +32,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
-from sm_locust.plateau.student import Z975, t975
+from sm_locust.plateau.uncertainty import row_percentiles, t_quantile
 
+Z975 = NormalDist().inv_cdf(0.975)
 RESAMPLES = 2000
 MIN_SECONDS = 6  # fewer per-second samples: no interval (three blocks of two seconds at least; with two, the
 # expanded interval's t(1) quantile makes it ~9x the bootstrap's spread: no answer at all)
@@ -46,7 +49,7 @@ def expansion(n: int) -> float:
     """How much wider than the plain percentile interval the expanded one is, for `n` seconds in
     blocks of `block_length(n)`: sqrt(k / (k - 1)) x t(k-1) / z with k = n // b independent blocks."""
     k = max(2, n // block_length(n))
-    return math.sqrt(k / (k - 1)) * t975(k - 1) / Z975
+    return math.sqrt(k / (k - 1)) * t_quantile(k - 1) / Z975
 
 
 def block_length(n: int) -> int:
@@ -110,19 +113,6 @@ def _resampled_sums(blocks: np.ndarray, per_resample: int, rng: np.random.Genera
         done += size
 
 
-def percentile_of_rows(counts: np.ndarray, buckets: np.ndarray, pct: float) -> np.ndarray:
-    """Locust's percentile rule (`plateau.steady.histogram_percentile`) on each row of bucket counts:
-    the highest bucket whose count of faster requests is at most int(total x pct / 100); NaN for an empty row."""
-    totals = counts.sum(axis=1)
-    wanted = np.floor(totals * pct / 100.0)
-    below = np.cumsum(counts, axis=1) - counts
-    fits = below <= wanted[:, None]
-    last = counts.shape[1] - 1 - np.argmax(fits[:, ::-1], axis=1)
-    out = buckets[last].astype(float)
-    out[totals <= 0] = np.nan
-    return out
-
-
 def percentile_replicates(hists: Sequence[Mapping[int, int]], pct: float, *, resamples: int = RESAMPLES,
                           seed: int = 0) -> Replicates:
     """Moving-block bootstrap replicates of the `pct` percentile of a run's per-second histograms."""
@@ -135,13 +125,13 @@ def percentile_replicates(hists: Sequence[Mapping[int, int]], pct: float, *, res
     for row, hist in enumerate(hists):
         for bucket, count in hist.items():
             matrix[row, column[int(bucket)]] += int(count)
-    estimate = float(percentile_of_rows(matrix.sum(axis=0, keepdims=True), buckets, pct)[0])
+    estimate = float(row_percentiles(matrix.sum(axis=0, keepdims=True), buckets, pct)[0])
     if n < MIN_SECONDS:
         return Replicates(np.full(0, np.nan), estimate)
     b = block_length(n)
     blocks = _moving_blocks(matrix, b)
     rng = np.random.default_rng(seed)
-    parts = [percentile_of_rows(sums, buckets, pct) for sums in _resampled_sums(blocks, math.ceil(n / b), rng,
+    parts = [row_percentiles(sums, buckets, pct) for sums in _resampled_sums(blocks, math.ceil(n / b), rng,
                                                                                   resamples)]
     return Replicates(np.concatenate(parts), estimate, n)
 

@@ -8,8 +8,8 @@ per gate, in order.
 Threshold gates on a figure with a 95 % interval (p50/p95/p99 latency, goodput: summary.json
 `totals.ci95`) are INCONCLUSIVE when the interval straddles the limit, and say how much longer a
 run would decide them (`decide.py`). A figure with no interval recorded (one request name's, or a
-run folder from before intervals) is judged on its point value, and the line says so; a whole-run
-figure whose interval could not be computed (too few seconds) is inconclusive. The error rate and
+run folder from before intervals), or whose interval could not be computed (a run too short for
+one: summary.json's null), is judged on its point value, and the line says so. The error rate and
 the request count are counts of this run's invocations, judged as counted.
 
 What they count: logical invocations (a stream is one request, whatever TTFT / InterChunk entries
@@ -36,7 +36,7 @@ from sm_locust.gates.decide import (
     longer_run_text,
 )
 from sm_locust.record.runfolder import Metrics, RunData
-from sm_locust.util.formatting import MISSING, compact, percent
+from sm_locust.util.formatting import MISSING, compact, percent, with_interval
 
 NO_INTERVAL = object()  # summary.json records no interval for the figure (older run, one request name)
 
@@ -312,16 +312,14 @@ def _number(value: float, digits: int | None) -> str:
 
 
 def _with_interval(value: float | None, interval: Any, unit: str, digits: int | None = None) -> str:
-    """'34 ms [31, 38]' (the interval recorded), '34 ms' (none recorded), '34 ms [interval n/a]'."""
+    """The figure as every surface shows it (`formatting.with_interval`: '48 ms [46, 51]', '45.0 req/s
+    (±1.2)'), the interval widened to hold the figure; the figure alone when none is recorded."""
     if value is None:
         return MISSING
-    text = f"{_number(value, digits)}{unit}"
-    if interval is NO_INTERVAL:
-        return text
-    if interval is None:
-        return f"{text} [interval {MISSING}]"
+    if interval is NO_INTERVAL or interval is None:
+        return with_interval(value, None, unit, digits or 0)
     bounds = Bounds.of(value, *interval)
-    return f"{text} [{_number(bounds.low, digits)}, {_number(bounds.high, digits)}]"
+    return with_interval(value, [bounds.low, bounds.high], unit, digits or 0)
 
 
 def judge_figure(run: RunData, scope: str | None, key: str, value: float, limit: float, *, upper: bool, over: str,
@@ -330,17 +328,17 @@ def judge_figure(run: RunData, scope: str | None, key: str, value: float, limit:
     message on the point value, `what` the figure's name in the other messages."""
     interval = recorded_interval(run, scope, key)
     side = "over" if upper else "under"
-    if interval is NO_INTERVAL:
-        status = judge_point(value, limit, upper=upper)
-        if status == PASS:
-            return Outcome(PASS)
-        why = ("no interval for one request name's figures" if scope is not None
-               else "this run folder records no interval")
+    if interval is NO_INTERVAL or interval is None:
+        if interval is None:
+            why = "the run is too short for a 95 % interval (4 seconds of samples at least): run longer to decide"
+        elif scope is not None:
+            why = "no interval for one request name's figures"
+        else:
+            why = "this run folder records no interval"
+        if judge_point(value, limit, upper=upper) == PASS:
+            return Outcome(PASS, f"observed {_number(value, digits)}{unit} (point value: {why})")
         return Outcome(FAIL, f"{over} (point value: {why})")
     duration = _duration(run)
-    if interval is None:
-        return Outcome(INCONCLUSIVE, f"{what} {_number(value, digits)}{unit} has no 95 % interval (too few seconds of "
-                       f"samples to compute one): the run cannot tell it from the limit of {limit:g}{unit}; run longer")
     bounds = Bounds.of(value, *interval)
     status = judge(bounds, limit, upper=upper)
     shown = _with_interval(value, interval, unit, digits)

@@ -157,7 +157,7 @@ def rate_ci(counts: Sequence[float], intervals: Sequence[float]) -> Interval:
     return Interval(max(0.0, rate - half), rate + half)
 
 
-def _percentiles(matrix: np.ndarray, buckets: np.ndarray, pct: float) -> np.ndarray:
+def row_percentiles(matrix: np.ndarray, buckets: np.ndarray, pct: float) -> np.ndarray:
     """Each row's percentile by Locust's rule (`steady.histogram_percentile`), NaN for an empty row:
     the largest bucket with no more than int(total x pct / 100) requests below it."""
     totals = matrix.sum(axis=1)
@@ -190,8 +190,8 @@ def percentile_cis(hists: Sequence[Mapping[int, int]], pcts: Sequence[float], *,
     tail = (1.0 - LEVEL) / 2.0
     out: dict[float, Interval] = {}
     for pct in wanted:
-        point = _percentiles(whole, buckets, pct)[0]
-        replicates = _percentiles(merged, buckets, pct)
+        point = row_percentiles(whole, buckets, pct)[0]
+        replicates = row_percentiles(merged, buckets, pct)
         replicates = replicates[~np.isnan(replicates)]
         if not len(replicates) or np.isnan(point):
             out[pct] = UNKNOWN

@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sm_locust.plateau.student import t975
+from sm_locust.plateau.uncertainty import t_quantile
 
 REPEAT_JSON = "repeat.json"
 SCHEMA = 1
@@ -74,7 +74,7 @@ def spread(values: Sequence[float], half_widths: Sequence[float]) -> dict[str, A
     sd = statistics.stdev(values) if n >= 2 else None
     ci95 = None
     if sd is not None:
-        half = t975(n - 1) * sd / math.sqrt(n)
+        half = t_quantile(n - 1) * sd / math.sqrt(n)
         ci95 = [mean - half, mean + half]
     within = statistics.median(half_widths) if half_widths else None
     ratio = sd / (within / 1.959964) if sd is not None and within else None

@@ -16,8 +16,9 @@ Where the uncertainty comes from (docs/autoscaling.md, "How sure"):
   SLO cannot flip and are not resampled. The sum counts whole sample intervals (30 emulated seconds
   each at a time scale of 30), which is the figure's resolution.
 - **seconds over the SLO the client caused** (`breach_client_bound_s`): seconds over the SLO during
-  which the load generator was behind (more than 10 % of that second's sends late, or its CPU at
-  90 % or more: the thresholds a step is judged client-bound by, `plateau.steady`). Such a breach
+  which the load generator was behind (more than 10 % of that second's sends late, its CPU at 90 %
+  or more, or waiting for a CPU 25 % of the second or more: the thresholds a step is judged
+  client-bound by, `plateau.steady`). Such a breach
   cannot be told from the endpoint's own; a sweep treats the run as client-bound (sweep/trust.py).
 """
 
@@ -27,9 +28,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sm_locust.gates.compare import percentile_of_rows
-from sm_locust.plateau.steady import CLIENT_CPU_LIMIT_PCT, MIN_ACHIEVED_RATIO, histogram_percentile
+from sm_locust.plateau.steady import (
+    CLIENT_CPU_LIMIT_PCT,
+    CLIENT_WAIT_LIMIT_PCT,
+    MIN_ACHIEVED_RATIO,
+    histogram_percentile,
+)
 from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.uncertainty import row_percentiles
 from sm_locust.scaling.timeline import InstanceSample, RunClock
 
 RESAMPLES = 1000
@@ -83,7 +89,7 @@ def breach_interval(seconds: Sequence[Second], clock: RunClock, slo_ms: float, p
             continue
         counts = np.array([second.hist[int(b)] for b in buckets], dtype=np.int64)
         draws = rng.multinomial(int(counts.sum()), counts / counts.sum(), size=resamples)
-        flips.append((percentile_of_rows(draws, buckets, percentile) > slo_ms) * span)
+        flips.append((row_percentiles(draws, buckets, percentile) > slo_ms) * span)
     if not held:
         return None
     total = certain + (np.sum(flips, axis=0) if flips else np.zeros(resamples))
@@ -92,8 +98,11 @@ def breach_interval(seconds: Sequence[Second], clock: RunClock, slo_ms: float, p
 
 
 def client_behind(second: Second) -> bool:
-    """The load generator was behind in this second: too many late sends, or its CPU saturated."""
+    """The load generator was behind in this second: too many late sends, its CPU saturated, or it
+    waited for a CPU (a busy machine: Linux schedstat, `Second.client_wait_pct`)."""
     if second.client_cpu_pct is not None and second.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
+        return True
+    if second.client_wait_pct is not None and second.client_wait_pct >= CLIENT_WAIT_LIMIT_PCT:
         return True
     return bool(second.sent and second.late is not None and second.late / second.sent > 1.0 - MIN_ACHIEVED_RATIO)
 

@@ -11,10 +11,11 @@ import pytest
 
 from sm_locust.gates import compare as C
 from sm_locust.gates.baseline import Regression, regression_gates
-from sm_locust.gates.compare import compare, percentile_of_rows, percentile_replicates, rate_replicates
+from sm_locust.gates.compare import compare, percentile_replicates, rate_replicates
 from sm_locust.gates.gates import evaluate
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.uncertainty import row_percentiles
 from sm_locust.record.runfolder import load_run
 from sm_locust.record.timeline import TIMELINE_JSONL, encode_line
 from tests.conftest import run_cli
@@ -57,8 +58,8 @@ def test_the_vectorised_percentile_is_locusts_rule():
         buckets = np.array(sorted(hist))
         row = np.array([[hist[b] for b in buckets]])
         for pct in (50.0, 90.0, 95.0, 99.0, 99.9):
-            assert percentile_of_rows(row, buckets, pct)[0] == histogram_percentile(hist, pct)
-    assert np.isnan(percentile_of_rows(np.zeros((1, 2), dtype=int), np.array([1, 2]), 95.0)[0])
+            assert row_percentiles(row, buckets, pct)[0] == histogram_percentile(hist, pct)
+    assert np.isnan(row_percentiles(np.zeros((1, 2), dtype=int), np.array([1, 2]), 95.0)[0])
 
 
 def test_a_run_resampled_whole_gives_its_own_percentile():

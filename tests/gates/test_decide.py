@@ -109,13 +109,15 @@ def test_an_inconclusive_line_shows_the_interval_and_how_much_longer():
     assert failed.message == "p95 48 ms [46, 51]: the whole interval is over the limit of 45 ms"
 
 
-def test_an_interval_recorded_as_null_is_inconclusive_and_a_name_is_judged_on_its_point():
+def test_a_run_too_short_for_an_interval_and_a_name_are_judged_on_their_point_and_say_so():
     run = RunData(summary={**summary(p95_ms=None), "by_name": {"ep": {"requests": 700, "failures": 0, "rps": 46.7,
                                                                       "p95_ms": 48.0}}})
-    verdicts = evaluate([MaxLatency(95, 500), MaxLatency(95, 500, "ep"), MaxLatency(95, 40, "ep")], run)
-    assert [v.status for v in verdicts] == [INCONCLUSIVE, PASS, FAIL]
-    assert "no 95 % interval (too few seconds" in verdicts[0].message
-    assert "point value: no interval for one request name's figures" in verdicts[2].message
+    verdicts = evaluate([MaxLatency(95, 500), MaxLatency(95, 40), MaxLatency(95, 500, "ep"), MaxLatency(95, 40, "ep")],
+                        run)
+    assert [v.status for v in verdicts] == [PASS, FAIL, PASS, FAIL]
+    assert verdicts[0].line() == ("PASS p95 <= 500 ms (all requests): observed 48 ms (point value: the run is too "
+                                  "short for a 95 % interval (4 seconds of samples at least): run longer to decide)")
+    assert "point value: no interval for one request name's figures" in verdicts[3].message
 
 
 def test_inconclusive_fails_the_run_unless_let_pass():

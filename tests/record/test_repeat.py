@@ -11,7 +11,7 @@ import pytest
 
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
-from sm_locust.plateau.student import t975
+from sm_locust.plateau.uncertainty import t_quantile
 from sm_locust.record.repeat import figure_of, median_run, repeat_document, repeat_lines, spread
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
@@ -28,7 +28,7 @@ def test_spread_is_the_sample_statistics_and_the_means_t_interval():
     s = spread(values, [2.0, 3.0, 3.0, 4.0, 2.5])
     sd = statistics.stdev(values)
     assert s["mean"] == pytest.approx(48.4) and s["sd"] == pytest.approx(sd)
-    half = t975(4) * sd / math.sqrt(5)
+    half = t_quantile(4) * sd / math.sqrt(5)
     assert s["ci95"] == [pytest.approx(48.4 - half), pytest.approx(48.4 + half)]
     assert (s["min"], s["max"], s["within_run_half_width"]) == (45.0, 52.0, 3.0)
     assert s["spread_ratio"] == pytest.approx(sd / (3.0 / 1.959964))
