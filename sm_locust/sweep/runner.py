@@ -223,6 +223,12 @@ class SweepRunner:
         while self.remeasure_queue and not self.cancel.is_set():
             i = self.remeasure_queue.pop(0)
             row = self.rows[i]
+            if not self.sweep.budget_allows(i, self.rows, []):
+                row.fail("inconclusive", f"the load generator, not the endpoint, was the bottleneck "
+                         f"({row.client_bound}); not measured again: max_cost_usd {self.spec.max_cost_usd:g} would be "
+                         "passed")
+                self._line(i)
+                continue
             run_dir = self.sweep.run_dir(self.sweep.configuration(i))
             first = run_dir.with_name(run_dir.name + FIRST_SUFFIX)
             if first.exists():
