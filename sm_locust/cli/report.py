@@ -17,10 +17,11 @@ from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
-from sm_locust.report.merge import describe_point
+from sm_locust.publish.verify import published_line
+from sm_locust.record.runfolder import read_summary
+from sm_locust.report.cloudwatch import make_client
 from sm_locust.report.pipeline import ReportOptions, build_report, check_report_names, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
-from sm_locust.util.formatting import with_interval
 from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
@@ -102,17 +103,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust report: note: {note}")
     for gap in result.gaps:
         print(f"sm-locust report: missing: {gap}", file=sys.stderr)
-    point = result.point
-    if point:
-        words = describe_point(point)
-        line = (f"capacity {words['capacity']}; knee {words['knee']}" if "capacity" in words
-                else f"max sustainable throughput {words['knee']}")
-        if result.cost.get("usd_per_million") is not None:
-            cost = with_interval(result.cost["usd_per_million"], result.cost.get("usd_per_million_ci95"), "", 2)
-            line += f"; ${cost} per 1M inferences"
-        print(f"sm-locust report: {line}")
-        if "verdict" in words:
-            print(f"sm-locust report: {words['verdict']}")
+    for label, value in result.answers:  # the Summary's lead: what the run and the flags asked
+        print(f"sm-locust report: {label}: {value}")
     for key, path in result.outputs.items():
         print(f"sm-locust report: {key}: {path}")
+    if result.cloudwatch.get("source") == "cloudwatch":  # the run's --publish cloudwatch: what CloudWatch holds
+        published = published_line(read_summary(run_dir), make_client(args.region, args.profile))
+        if published:
+            print(f"sm-locust report: published: {published}")
     return result.exit_code

@@ -37,6 +37,7 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
+from sm_locust.publish.sender import closing_clause
 from sm_locust.record.summary import write_json
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
@@ -58,6 +59,8 @@ class LoadSettings:
     quiet: bool = False
     progress_every_s: float = 0.0
     locust_args: tuple[str, ...] = ()
+    locust_stats: bool = False  # Locust's periodic stats tables (off: the step and closing lines carry the figures)
+    closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
 
 
 def run_id(endpoint_name: str, now: float | None = None) -> str:
@@ -147,8 +150,10 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
         cmd += ["--run-time", load.run_time]
     if load.processes:
         cmd += ["--processes", str(load.processes)]
-    if load.quiet:
+    if load.quiet or not load.locust_stats:  # no table every 2 s; Locust's final summary stays in locust.log
         cmd += ["--only-summary"]
+    if load.closing_verdict:
+        cmd += ["--sm-closing", "true"]
     if load.progress_every_s:
         cmd += ["--sm-progress", str(load.progress_every_s)]
     cmd += forwarded
@@ -214,7 +219,10 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
         if _LOCUST_USAGE.search(tail):  # its parser refused an argument: nothing ran, nothing to keep
             discard_out_dir(out, created)
-            raise UsageError(f"Locust rejected the run: {_hint(tail)}")
+            hint = _hint(tail)
+            if hint.startswith(OWN_ERROR):  # our own init check said it in one line: that line, once
+                raise UsageError(hint[len(OWN_ERROR):])
+            raise UsageError(f"Locust rejected the run: {hint}")
         raise UsageError(f"Locust rejected the run: {_hint(tail)}; full log in {out / 'locust.log'}")
     if proc.returncode != 0 or not summary_path.exists():
         raise RunError(f"Locust exited with code {proc.returncode} ({_hint(tail)}); full log in {out / 'locust.log'}")
@@ -273,6 +281,7 @@ class SignalForwarder:
 # init check's ("sm-locust: error: ..."): Locust quit before anything ran. Not the master's
 # --expect-workers timeout (record/workers.py): that run started and its folder is kept (and uploaded).
 _LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: (?!only \d+ of \d+ workers connected))", re.MULTILINE)
+OWN_ERROR = "sm-locust: error: "
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
 _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGNORECASE)
 
@@ -316,7 +325,7 @@ def verdict_line(summary: dict) -> str:
     errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
-    ci = t.get("ci95") or {}
+    ci = whole_run_intervals(summary)
     line = (f"whole run: {t.get('requests', 0)} requests, {with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
             + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
@@ -331,6 +340,9 @@ def verdict_line(summary: dict) -> str:
     if open_loop:
         line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
                  f"{open_loop.get('dropped', 0)} dropped")
+    published = (summary.get("publish") or {}).get("cloudwatch")
+    if published:  # --publish cloudwatch (sm_locust.publish): what went out, and what did not
+        line += f"; {closing_clause(published)}"
     plateau = summary.get("plateau")
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"
@@ -338,6 +350,16 @@ def verdict_line(summary: dict) -> str:
     if inconclusive is not None and not (plateau and str(plateau.get("text", "")).startswith("INCONCLUSIVE")):
         line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
     return line
+
+
+def whole_run_intervals(summary: dict) -> dict:
+    """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
+    load changed, the whole-run rate averages different loads and its interval says nothing useful
+    (the steps' intervals are the ones to read); {} otherwise."""
+    totals = summary.get("totals") or {}
+    if len(summary.get("steps") or []) > 1 or not isinstance(totals.get("ci95"), dict):
+        return {}
+    return totals["ci95"]
 
 
 def inconclusive_reason(summary: dict) -> str | None:

@@ -274,6 +274,11 @@ class RunTimeline:
         self.judging = True
         self._judged.append((step_record(step), _spans(step.window)))
 
+    @property
+    def step_index(self) -> int:
+        """The step under way, counted from 1 (the last one reached while users spawn); 0 before the first."""
+        return len(self._done) + (1 if self._step is not None else 0)
+
     def measured_steps(self) -> list[tuple[dict, list[Second]]]:
         """(summary.json record, steady window) of every step: the judged ones when a search judges
         them, else the cut by user count with the one under way measured as it stands. A window is

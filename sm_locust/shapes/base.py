@@ -70,6 +70,7 @@ class SmLocustShape(LoadTestShape):
     set `stop_reason` when `decide` ends the run, and `stop(now, seconds, reason)` when a search runs."""
 
     abstract = True
+    shape_name: str | None = None  # its name in sm_locust.shapes.SHAPES (each shape sets it)
     # The shapes read --run-time (and the step shape --spawn-rate): Locust should neither warn that
     # they are ignored nor hide them in the web UI.
     use_common_options = True
@@ -176,8 +177,8 @@ class SmLocustShape(LoadTestShape):
     def _finish(self) -> None:
         self._finished = True
         self._store_verdict()
-        if self.search is not None and self.search.steps:
-            say(self.search.verdict().text(self.measurements))
+        if self.search is not None and self.search.steps and not environment_options(self.environment).sm_closing:
+            say(self.search.verdict().text(self.measurements))  # else `sm-locust run` states it once, closing
         reason = self.stop_reason
         if reason is None and self.search is not None and self.search.done:
             reason = self.search.verdict().stop_reason

@@ -217,7 +217,7 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
             client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
-    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there;
+    `out`: the sweep folder (default reports/sweeps/<sweep id>/), for kinds that keep what to undo there;
     `kind` None: the folder says (`folder_kind`); `deploy` None: the folder says, else sagemaker, and this
     machine's endpoint processes tagged with the sweep id are stopped too (a local sweep's)."""
     printer = printer or Printer()

@@ -134,7 +134,9 @@ def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) ->
     low, high = bounds
     value = float(value)
     above, below = high - value, value - low
-    if f"{above:.{digits}f}" == f"{below:.{digits}f}":
+    # symmetric when both sides print the same or differ by under 2 % of the width (batch means' are,
+    # exactly; a rounded figure moves the centre a little)
+    if f"{above:.{digits}f}" == f"{below:.{digits}f}" or abs(above - below) <= 0.02 * (above + below):
         half = (high - low) / 2.0
         text = f"{half:,.{digits}f}"
         if half > 0 and float(text.replace(",", "")) == 0:

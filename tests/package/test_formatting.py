@@ -90,3 +90,5 @@ def test_a_figure_with_its_interval_reads_one_way_everywhere():
     assert with_interval(5, None, " ms") == "5 ms" == with_interval(5, Interval(None, None), " ms")
     assert with_interval(5, [float("nan"), 6], " ms") == "5 ms"
     assert with_interval(None, [1, 2]) == "n/a"
+    assert with_interval(123.8, [78.8, 168.9], " req/s", 1) == "123.8 req/s (±45.1)"  # a rounded centre: still ±
+    assert with_interval(38, [37, 38], " ms") == "38 ms [37, 38]"

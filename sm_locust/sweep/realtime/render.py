@@ -31,8 +31,9 @@ SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
 FIGURE_COLUMNS = (
     "capacity_rps", "capacity_users", "capacity_step", "capacity_latency_ms", "knee_rps", "knee_users", "p50_ms",
-    "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct", "memory_pct",
-    "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m", "cost_per_hour_at_target",
+    "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct",
+    "memory_pct", "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m",
+    "cost_per_hour_at_target",
     "meets_objective", "pareto", "lost_because", "client_bound", "run_dir", "deploy_s", "test_s", "wall_s",
     "billed_s", "cost_usd",
     "cache_hit_rate", "models_loaded", "cold_p95_ms", "cost_per_model_month",
@@ -94,11 +95,9 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
-               ("req/s at the knee", "knee_rps", 1),
+               ("capacity req/s [95 % interval]", "capacity_text", 0), ("req/s at the knee", "knee_rps", 1),
                ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
-               ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2),
-               ("capacity req/s [95 % interval]", "capacity_text", 0), ("users at capacity", "capacity_users", 0),
-               ("endpoint CPU %", "cpu_pct", 0),
+               ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
                ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
                ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0),
@@ -113,35 +112,47 @@ def table(document: dict[str, Any]) -> str:
                 "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"],
                 "capacity_text": None if capacity is None else with_interval(capacity, c.get("capacity_ci95"), "", 1)}
 
-    note = ('<p class="note">Knee columns: the knee step\'s own figures (the least load within 5 % of the '
-            "capacity); capacity columns: the capacity step's own (the best stable goodput, with its 95 % "
-            f"interval). Never one step's rate beside another's users. The objective's percentile is "
-            f"{html.escape(pct)}. CPU is summed over cores, as CloudWatch reports an endpoint's.</p>")
+    note = ('<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s '
+            f"throughput within the SLO); the objective's percentile is {html.escape(pct)}. CPU is summed over "
+            "cores, as CloudWatch reports an endpoint's.</p>")
     return configurations_table(document, columns, derived, note)
 
 
 def fig_curves(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     fig = go.Figure()
+    numbered = False
     for c in document.get("configurations") or []:
-        points = [p for p in c.get("curve") or [] if p.get("rps") is not None and p.get("latency_ms") is not None]
-        if not points:
+        visited = [(i, p) for i, p in enumerate(c.get("curve") or [], start=1)
+                   if p.get("rps") is not None and p.get("latency_ms") is not None]
+        if not visited:
             continue
+        ordered = sorted(visited, key=lambda pair: (pair[1].get("users") or 0, pair[0]))  # by load, not by visit
+        visits = [i for i, _ in ordered]
+        points = [p for _, p in ordered]
+        out_of_order = visits != sorted(visits)
+        numbered = numbered or out_of_order
         fig.add_trace(go.Scatter(x=[p["rps"] for p in points], y=[p["latency_ms"] for p in points],
-                                 mode="lines+markers",
-                                 name=c["label"], text=[f"{p.get('users')} users" for p in points],
-                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{text})"))
-        if c.get("knee_rps") and c.get("latency_ms") is not None:  # the knee step's own point on the curve
-            fig.add_trace(go.Scatter(x=[c["knee_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
+                                 mode="lines+markers+text" if out_of_order else "lines+markers",
+                                 name=c["label"], text=[str(v) for v in visits] if out_of_order else None,
+                                 textposition="top center", textfont={"size": 10, "color": "#555"},
+                                 customdata=[f"{p.get('users')} users, step {v}" for v, p in zip(visits, points,
+                                                                                                   strict=True)],
+                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{customdata})"))
+        knee = next((p for p in points if c.get("knee_users") is not None and p.get("users") == c["knee_users"]), None)
+        if knee is not None:  # on the curve: the knee step's own throughput and latency
+            fig.add_trace(go.Scatter(x=[knee["rps"]], y=[knee["latency_ms"]], mode="markers", showlegend=False,
                                      marker={"symbol": "star", "size": 14, "color": "black"},
                                      hovertemplate=f"knee of {html.escape(c['label'])}: "
                                                    "%{x:.1f} req/s, %{y:.0f} ms"))
     slo = document.get("objective", {}).get("slo_ms")
     if slo:
-        fig.add_hline(y=slo, line_dash="dash", annotation_text=f"SLO {slo:g} ms")
+        fig.add_hline(y=slo, line_dash="dash", line_color="crimson", annotation_text=f"{pct} SLO {slo:g} ms",
+                      annotation_font_color="crimson")
     if not fig.data:
         return '<p id="fig-sweep-curves">No configuration recorded load steps.</p>'
-    fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: the knees)",
+    note = "; numbers: the order the steps ran" if numbered else ""
+    fig.update_layout(title=f"Throughput vs {pct} latency, every load step joined by load (stars: the knees{note})",
                       xaxis_title="throughput (req/s)", yaxis_title=f"{pct} latency (ms)", height=480)
     return figure_html(fig, "fig-sweep-curves")
 
