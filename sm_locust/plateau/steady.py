@@ -11,16 +11,19 @@ the step is stable when every sub-window's throughput is within `STABILITY_TOLER
 mean. Sub-windows shorter than `MIN_SUBWINDOW_S` cannot be judged (Locust workers report every
 3 s, so per-second counts on a master are lumpy) and make the step unstable ("too short").
 
-A step is client-bound when the load generator, not the endpoint, was the bottleneck: client CPU
-at or above `CLIENT_CPU_LIMIT_PCT`, or (open loop) the generator did not offer the intended rate:
-more than 1 - `MIN_ACHIEVED_RATIO` of sends late (`late_fraction`), else a sent rate (`sent_rps`)
-under `MIN_ACHIEVED_RATIO` of the intended rate, else - when the caller knows neither - a
-completed rate under that ratio. The last fallback cannot tell a generator that fell behind from
-a saturated endpoint, so open-loop callers should pass send timing (`arrival.count_late`), or
-record it in the `Second`s (`sent`, `late`, `dropped`, filled by `sm_locust.users.openloop`), from which
-`measure_step` derives it. Such a step says nothing about the endpoint's capacity. Sends DROPPED
-because the in-flight cap was reached are not the generator's fault (the endpoint queues past
-capacity) and do not make a step client-bound; they are reported as `dropped_fraction`.
+A step is client-bound when the load generator, not the endpoint, was the bottleneck: client CPU at
+or above `CLIENT_CPU_LIMIT_PCT`, or its CPU plus the time it waited for a CPU (`client_wait_pct`: a
+machine busy with other work starves the generator while its own CPU reads low) at or above
+`CLIENT_BUSY_LIMIT_PCT` (it always had work pending: it did not keep up), or (open loop) the
+generator did not offer the intended rate: more than 1 - `MIN_ACHIEVED_RATIO` of sends late
+(`late_fraction`), else a sent rate (`sent_rps`) under `MIN_ACHIEVED_RATIO` of the intended rate,
+else - when the caller knows neither - a completed rate under that ratio. The last fallback cannot
+tell a generator that fell behind from a saturated endpoint, so open-loop callers should pass send
+timing (`arrival.count_late`), or record it in the `Second`s (`sent`, `late`, `dropped`, filled by
+`sm_locust.users.openloop`), from which `measure_step` derives it. Such a step says nothing about
+the endpoint's capacity. Sends DROPPED because the in-flight cap was reached are not the generator's
+fault (the endpoint queues past capacity) and do not make a step client-bound; they are reported as
+`dropped_fraction`.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ STABILITY_WINDOWS = 3  # perf_analyzer: 3 measurement windows ...
 STABILITY_TOLERANCE = 0.10  # ... each within 10 % of their mean
 MIN_SUBWINDOW_S = 3.0  # one Locust worker report period (a local runner's samples are exact per second: 1 s)
 CLIENT_CPU_LIMIT_PCT = 90.0
-CLIENT_WAIT_LIMIT_PCT = 25.0  # the generator waited for a CPU this long: its clock and its sends were late
+CLIENT_BUSY_LIMIT_PCT = 90.0  # running + waiting for a CPU: the generator always had work it could not finish
 MIN_ACHIEVED_RATIO = 0.90
 
 MODE_USERS = "users"
@@ -191,9 +194,11 @@ class StepMeasurement:
         """Why the load generator (not the endpoint) limited this step, or None."""
         if self.client_cpu_pct is not None and self.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
             return f"client CPU {self.client_cpu_pct:.0f} % >= {CLIENT_CPU_LIMIT_PCT:g} %"
-        if self.client_wait_pct is not None and self.client_wait_pct >= CLIENT_WAIT_LIMIT_PCT:
-            return (f"the client waited for a CPU {self.client_wait_pct:.0f} % of the time"
-                    f" (>= {CLIENT_WAIT_LIMIT_PCT:g} %: the machine is busy)")
+        if self.client_wait_pct is not None and self.client_cpu_pct is not None \
+                and self.client_cpu_pct + self.client_wait_pct >= CLIENT_BUSY_LIMIT_PCT:
+            return (f"the client ran or waited for a CPU {self.client_cpu_pct + self.client_wait_pct:.0f} % of the"
+                    f" time (CPU {self.client_cpu_pct:.0f} %, waiting {self.client_wait_pct:.0f} %; >= "
+                    f"{CLIENT_BUSY_LIMIT_PCT:g} %: the machine is too busy for it to keep up)")
         if not self.intended_rps:
             return None
         if self.late_fraction is not None:

@@ -274,10 +274,20 @@ class LlmStats(WorkerShipped):
             self._settled[key] = figures
         return figures
 
-    def run_intervals(self) -> dict[str, list[float] | None]:
-        """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour) a sample; the seconds
-        between the first and the last fine bucket that saw no answer count as samples of nothing."""
-        samples: list[tuple[float, Bucket]] = [(float(k[1]), b) for k, b in sorted(self.coarse.items())]
+    def run_intervals(self, started_at: float, ended_at: float) -> dict[str, list[float] | None]:
+        """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour: its part inside the run)
+        a sample; the seconds between the first and the last fine bucket that saw no answer count as
+        samples of nothing."""
+        samples: list[tuple[float, Bucket]] = []
+        coarse = sorted(self.coarse.items())
+        fine = min(self.buckets, default=math.inf)
+        for i, ((start, length), bucket) in enumerate(coarse):
+            # a bucket covers its own span inside the run, up to the next one (an hour still being merged
+            # holds only its minutes older than those after it; the run began inside a clock hour)
+            upto = min(start + length, coarse[i + 1][0][0] if i + 1 < len(coarse) else math.inf, fine, ended_at)
+            covered = upto - max(start, started_at)
+            if covered > 0:
+                samples.append((covered, bucket))
         if self.buckets:
             empty = Bucket()
             samples += [(1.0, self.buckets.get(second, empty))
@@ -299,7 +309,7 @@ class LlmStats(WorkerShipped):
         run = merged([*self.coarse.values(), *self.buckets.values()]).figures(max(1e-9, ended_at - started_at))
         if run is None:
             return summary
-        run["ci95"] = self.run_intervals()
+        run["ci95"] = self.run_intervals(started_at, ended_at)
         summary["llm"] = run
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows

@@ -268,7 +268,10 @@ def test_a_long_run_keeps_a_bounded_number_of_buckets_and_exact_run_figures():
             stats.annotate({"steps": [{}]}, early, t0, t0 + i, windows=[early])
     assert len(stats.buckets) <= 600 + 60 and len(stats.coarse) <= 2 * 60 + 2  # compacted once a minute
     summary = stats.annotate({"steps": [{}]}, early, t0, t0 + 3 * 3600, windows=[early])
+    intervals = summary["llm"].pop("ci95")
     assert summary["llm"] == reference.figures(3 * 3600.0)  # the run: exact
+    low, high = intervals["output_tokens_per_s"]  # merged minutes and hours are samples of their own length
+    assert low <= 5.0 <= high and high - low < 0.5
     assert summary["steps"][0]["llm"] == fresh  # a settled step keeps what it measured
     recent = stats.window(t0 + 3 * 3600 - 100.0, t0 + 3 * 3600 - 40.0)
     assert recent.requests == 60 and recent.arrived == pytest.approx(300.0)

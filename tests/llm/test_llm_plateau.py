@@ -72,7 +72,8 @@ def test_the_search_finds_the_models_knee_on_tokens():
     assert len(loads) <= 9, loads
     text = verdict.text()
     rate = MODEL.tokens_per_s(knee, PROMPT, OUTPUT)
-    assert text.startswith(f"plateau: {rate:,.0f} output tokens/s at 15 users, TTFT p95 ")
+    step = verdict.steps.index(verdict.plateau) + 1  # the line names the knee's step
+    assert text.startswith(f"plateau: step {step}: {rate:,.0f} output tokens/s at 15 users, TTFT p95 ")
     assert ", ITL p95 42.5 ms" in text
     record = verdict.as_dict()
     assert record["objective"] == "output-tokens" and record["output_tokens_per_s"] == pytest.approx(rate, rel=1e-3)

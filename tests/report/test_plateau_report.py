@@ -58,3 +58,18 @@ def test_report_headline_shows_capacity_and_knee(tmp_path):
     build_report(run, ReportOptions(cloudwatch=False, write_summary=False))
     page = (run / "report.html").read_text()
     assert "Max sustainable throughput" in page and "Capacity (" not in page
+
+
+def test_an_inconclusive_run_says_so_first_in_the_report(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN, run)
+    summary = json.loads((run / "summary.json").read_text())
+    reason = "step 1 (1 users) was client-bound: client CPU 95 % >= 90 %"
+    summary["verdict"] = {"status": "inconclusive", "reason": reason}
+    (run / "summary.json").write_text(json.dumps(summary))
+    result = build_report(run, ReportOptions(cloudwatch=False, write_summary=False))
+    page = (run / "report.html").read_text()
+    summary_table = page[page.index('<table id="summary">'):]
+    first_row = summary_table[:summary_table.index("</tr>")]
+    assert "Verdict" in first_row and "INCONCLUSIVE: step 1 (1 users) was client-bound" in first_row
+    assert result.point["inconclusive"] is True
