@@ -17,8 +17,8 @@ Where the uncertainty comes from (docs/autoscaling.md, "How sure"):
   each at a time scale of 30), which is the figure's resolution.
 - **seconds over the SLO the client caused** (`breach_client_bound_s`): seconds over the SLO during
   which the load generator was behind (more than 10 % of that second's sends late, its CPU at 90 %
-  or more, or waiting for a CPU 25 % of the second or more: the thresholds a step is judged
-  client-bound by, `plateau.steady`). Such a breach
+  or more, or its CPU plus the time it waited for a CPU at 90 % or more: the thresholds a step is
+  judged client-bound by, `plateau.steady`). Such a breach
   cannot be told from the endpoint's own; a sweep treats the run as client-bound (sweep/trust.py).
 """
 
@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from sm_locust.plateau.steady import (
+    CLIENT_BUSY_LIMIT_PCT,
     CLIENT_CPU_LIMIT_PCT,
-    CLIENT_WAIT_LIMIT_PCT,
     MIN_ACHIEVED_RATIO,
     histogram_percentile,
 )
@@ -98,11 +98,12 @@ def breach_interval(seconds: Sequence[Second], clock: RunClock, slo_ms: float, p
 
 
 def client_behind(second: Second) -> bool:
-    """The load generator was behind in this second: too many late sends, its CPU saturated, or it
-    waited for a CPU (a busy machine: Linux schedstat, `Second.client_wait_pct`)."""
-    if second.client_cpu_pct is not None and second.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
+    """The load generator was behind in this second: too many late sends, its CPU saturated, or always
+    running or waiting for a CPU (a busy machine: Linux schedstat, `Second.client_wait_pct`)."""
+    cpu, wait = second.client_cpu_pct, second.client_wait_pct
+    if cpu is not None and cpu >= CLIENT_CPU_LIMIT_PCT:
         return True
-    if second.client_wait_pct is not None and second.client_wait_pct >= CLIENT_WAIT_LIMIT_PCT:
+    if cpu is not None and wait is not None and cpu + wait >= CLIENT_BUSY_LIMIT_PCT:
         return True
     return bool(second.sent and second.late is not None and second.late / second.sent > 1.0 - MIN_ACHIEVED_RATIO)
 

@@ -52,10 +52,11 @@ def test_seconds_that_cannot_flip_are_certain_and_near_ones_widen_the_interval()
 def test_the_seconds_over_the_slo_the_client_caused():
     late = second(1001.0, {400: 30}, sent=30, late=6)  # 20 % of its sends late
     cpu = second(1002.0, {400: 30}, client_cpu_pct=95.0)
-    fine = second(1003.0, {400: 30}, sent=30, late=1)
+    fine = second(1003.0, {400: 30}, sent=30, late=1, client_cpu_pct=40.0, client_wait_pct=20.0)
     under = second(1004.0, {40: 30}, sent=30, late=30)  # behind, but not over the SLO
-    assert [client_behind(s) for s in (late, cpu, fine, under)] == [True, True, False, True]
-    assert breach_client_bound_s([late, cpu, fine, under], CLOCK, 250.0, 95.0) == 60.0
+    starved = second(1005.0, {400: 30}, client_cpu_pct=40.0, client_wait_pct=55.0)  # running or waiting: 95 %
+    assert [client_behind(s) for s in (late, cpu, fine, under, starved)] == [True, True, False, True, True]
+    assert breach_client_bound_s([late, cpu, fine, under, starved], CLOCK, 250.0, 95.0) == 90.0
 
 
 def test_the_figures_block_carries_them():
