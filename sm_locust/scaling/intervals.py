@@ -39,6 +39,8 @@ from sm_locust.plateau.uncertainty import row_percentiles
 from sm_locust.scaling.timeline import InstanceSample, RunClock
 
 RESAMPLES = 1000
+DRAIN_WINDOW_S = 5.0  # real seconds a late burst's queue may take to drain and still be the burst's
+DRAIN_SLACK = 0.1  # drained: sends minus completions since the burst at most this share of a second's sends
 
 
 def reading_gap(instances: Sequence[InstanceSample], t_s: float) -> float | None:
@@ -108,11 +110,45 @@ def client_behind(second: Second) -> bool:
     return bool(second.sent and second.late is not None and second.late / second.sent > 1.0 - MIN_ACHIEVED_RATIO)
 
 
+def drained_by(seconds: Sequence[Second], start: int) -> int | None:
+    """The index of the second by which the queue a late burst at `start` built has drained (sends
+    minus completions since then back to at most DRAIN_SLACK of a second's sends), within
+    DRAIN_WINDOW_S; None when it did not (or the seconds do not count sends: closed loop)."""
+    if seconds[start].sent is None:
+        return None
+    excess, elapsed = 0.0, 0.0
+    for t in range(start, len(seconds)):
+        second = seconds[t]
+        if second.sent is None:
+            return None
+        excess += second.sent - second.requests
+        elapsed += second.interval
+        if excess <= DRAIN_SLACK * max(1, second.sent):
+            return t
+        if elapsed >= DRAIN_WINDOW_S:
+            return None
+    return None
+
+
+def client_caused(seconds: Sequence[Second]) -> set[int]:
+    """Indexes of the seconds the client was behind, and of those its late sends' queue slowed."""
+    caused: set[int] = set()
+    for index, second in enumerate(seconds):
+        if not client_behind(second):
+            continue
+        caused.add(index)
+        drained = drained_by(seconds, index)
+        if drained is not None:
+            caused.update(range(index, drained + 1))
+    return caused
+
+
 def breach_client_bound_s(seconds: Sequence[Second], clock: RunClock, slo_ms: float, percentile: float) -> float:
-    """Run seconds over the SLO during which the load generator was behind (module docstring)."""
+    """Run seconds over the SLO the load generator caused (module docstring)."""
     total = 0.0
-    for second in seconds:
+    for index in client_caused(seconds):
+        second = seconds[index]
         value = histogram_percentile(second.hist, percentile)
-        if value is not None and value > slo_ms and client_behind(second):
+        if value is not None and value > slo_ms:
             total += _span(second, clock)
     return total

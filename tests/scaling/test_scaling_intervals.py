@@ -10,6 +10,8 @@ from sm_locust.scaling.intervals import (
     breach_client_bound_s,
     breach_interval,
     client_behind,
+    client_caused,
+    drained_by,
     reading_gap,
     with_event_intervals,
 )
@@ -70,3 +72,20 @@ def test_the_figures_block_carries_them():
     assert (event["reaction_s"], event["ready_s"]) == (60.0, 300.0)  # the metric breached from run second 0
     assert event["reaction_s_ci95"] == [30.0, 60.0] and event["ready_s_ci95"] == [60.0, 300.0]
     assert figures["reaction_s_ci95"] == event["reaction_s_ci95"]
+
+
+def test_a_late_burst_owns_the_seconds_its_queue_takes_to_drain_not_an_overload():
+    """Issue 28's flip: 47 sends late in one second, then seconds over the SLO while the endpoint (with
+    room to spare) drains them. An endpoint over its capacity never drains: its breach is its own."""
+    rates = [(150, 150, 0, 50), (146, 81, 47, 520), (155, 174, 3, 560), (153, 172, 0, 420), (150, 160, 11, 290),
+             (151, 162, 0, 200), (150, 150, 0, 60)]  # (sent, completed, late, p95 ms) per second
+    burst = [second(1001.0 + i, {p95: done}, sent=sent, late=late) for i, (sent, done, late, p95) in enumerate(rates)]
+    assert drained_by(burst, 1) == 5  # 65, 46, 27, 17, then 6 <= 10 % of 151
+    assert client_caused(burst) == {1, 2, 3, 4, 5}
+    assert breach_client_bound_s(burst, CLOCK, 250.0, 95.0) == 4 * 30.0  # all four seconds over the SLO
+    overload = [second(1001.0 + i, {900: 100}, sent=150, late=30 if i == 0 else 0) for i in range(8)]
+    assert drained_by(overload, 0) is None  # 50 more a second: never drains within 5 s
+    assert client_caused(overload) == {0}
+    assert breach_client_bound_s(overload, CLOCK, 250.0, 95.0) == 30.0
+    closed = [second(1001.0, {900: 10}, client_cpu_pct=95.0)]
+    assert drained_by(closed, 0) is None and client_caused(closed) == {0}  # no sends counted: the second alone
