@@ -13,6 +13,7 @@ from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.realtime.rank import Candidate, recommend
 from sm_locust.sweep.runner import FIRST_SUFFIX
 from sm_locust.sweep.trust import cheapest, client_bound_reason, overlap, tied_with
+from sm_locust.util.formatting import with_interval
 from tests.sweep_fakes import FakeDeployer, FakeRunner, fake_summary
 
 LATE = "13 % of sends were late (> 10 %)"
@@ -209,7 +210,9 @@ def test_the_line_quotes_one_steps_own_rate_users_and_percentile(tmp_path, paylo
     result = run_sweep(sweep, yes=True, printer=lines.append, handle_signals=False)
     line = next(x for x in lines if "[1/1] max_concurrency 1:" in x)
     # the knee step's own rate, users and p95; then the capacity, its own step's, with its interval
-    assert "242.0 req/s at 22 users, p95 140 ms" in line and "capacity 245.6 req/s [240.0, 251.0]" in line
+    capacity = with_interval(245.6, [240.0, 251.0], " req/s", 1)  # the one formatter of a figure with its interval
+    assert "242.0 req/s at 22 users, p95 140 ms" in line and f"capacity {capacity}" in line
     assert "245.6 req/s at" not in line and "at 26 users" not in line  # never one step's rate with another's users
     reason = result.document["recommendation"]["reason"]
-    assert reason.startswith("max_concurrency 1: 242 req/s at 22 users, p95 140 ms, capacity 246 req/s [240, 251]")
+    assert reason.startswith("max_concurrency 1: 242 req/s at 22 users, p95 140 ms, capacity "
+                             f"{with_interval(245.6, [240.0, 251.0], ' req/s')}")
