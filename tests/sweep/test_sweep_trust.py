@@ -182,7 +182,7 @@ def test_still_client_bound_is_inconclusive_never_recommended_and_said_loudly(tm
     assert result.exit_code == 1
     assert any("[2/3] max_concurrency 2: INCONCLUSIVE: the load generator" in line for line in lines)
     page = (sweep.out_dir / "sweep.html").read_text()
-    assert "chosen without max_concurrency 2: INCONCLUSIVE" in page and "inconclusive: the load generator" in page
+    assert "chosen without max_concurrency 2: INCONCLUSIVE" in page and "<td>INCONCLUSIVE: the load generator" in page
     # a rerun resumes: nothing is measured a third time, and the verdict stays
     again, _, runner = run(bound_sweep(tmp_path, bound_runs=2))
     assert runner.tested == [] and again.document["configurations"][1]["status"] == "inconclusive"
