@@ -3,7 +3,11 @@
 Issue 28's target: with a CPU hog on one core (`python -c 'while 1: pass'`, pinned to core 0), the
 autoscaling example (`examples/sweeps/autoscaling.yaml`) either gives the right answer or says
 inconclusive, 10 runs out of 10. Each run starts the hog, runs `sm-locust sweep` on the example as a
-user would (a fresh sweep folder, `--yes`), stops the hog, and reads sweep.json.
+user would (a fresh sweep folder, `--yes`), stops the hog, and reads sweep.json. Each run's sweep
+is named `ranker-scaling-hog-<pid>-<run>` (`--set name=...`; everything else is the example): a
+local sweep's cleanup stops this machine's endpoints tagged with its sweep id, so another user's
+`sm-locust sweep --cleanup ranker-scaling` (or their run of the same example) on a shared machine
+would otherwise stop this bench's endpoints mid-run (seen once: every request failed).
 
 The right answer: min_instances 2. One instance serves 100 req/s (4 slots of 40 ms); the traffic
 surges from 20 to 150 req/s for 600 s; with min_instances 1 the instances the policy adds serve only
@@ -101,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         try:
             result = subprocess.run([sys.executable, "-m", "sm_locust", "sweep", str(SWEEP), "--out", str(out),
-                                     "--yes"], capture_output=True, text=True, timeout=1800, cwd=ROOT)
+                                     "--yes", "--set", f"name=ranker-scaling-hog-{os.getpid()}-{run}"],
+                                    capture_output=True, text=True, timeout=1800, cwd=ROOT)
         finally:
             if hog is not None:
                 hog.terminate()
@@ -110,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             doc = json.loads((out / "sweep.json").read_text())
         except (OSError, ValueError):
-            print(f"  run {run}: no sweep.json (exit {result.returncode}): {result.stderr.strip()[-300:]}", flush=True)
+            doc = None
+        if doc is None or not (out / "sweep.html").exists():  # the sweep did not finish: say why, count it apart
+            print(f"  run {run}: no result (exit {result.returncode}): {result.stderr.strip()[-300:]}", flush=True)
             tally["no result"] = tally.get("no result", 0) + 1
             continue
         verdict = classify(doc)

@@ -167,6 +167,8 @@ def count_flaps(events: Sequence[Mapping], window_s: float = FLAP_WINDOW_S) -> i
 def instance_hours(instances: Sequence[InstanceSample], end_s: float) -> float:
     """Instance-hours provisioned over [0, end_s]: the larger of desired and in service, as a step function."""
     steps = compact(instances)
+    if not steps:  # no reading at all (the endpoint stopped answering DescribeEndpoint): nothing provisioned seen
+        return 0.0
     total = 0.0
     for sample, following in zip(steps, [*steps[1:], None], strict=True):
         stop = end_s if following is None else min(following.t_s, end_s)

@@ -143,12 +143,22 @@ def client_caused(seconds: Sequence[Second]) -> set[int]:
     return caused
 
 
+def waited_ms(second: Second | None) -> float:
+    """How long the client waited for a CPU in this second, in ms (0 when not measured)."""
+    if second is None or second.client_wait_pct is None:
+        return 0.0
+    return second.client_wait_pct / 100.0 * second.interval * 1000.0
+
+
 def breach_client_bound_s(seconds: Sequence[Second], clock: RunClock, slo_ms: float, percentile: float) -> float:
-    """Run seconds over the SLO the load generator caused (module docstring)."""
+    """Run seconds over the SLO the load generator caused, or may have (module docstring)."""
+    caused = client_caused(seconds)
     total = 0.0
-    for index in client_caused(seconds):
-        second = seconds[index]
+    for index, second in enumerate(seconds):
         value = histogram_percentile(second.hist, percentile)
-        if value is not None and value > slo_ms:
+        if value is None or value <= slo_ms:
+            continue
+        starved = value - waited_ms(second) - waited_ms(seconds[index - 1] if index else None) <= slo_ms
+        if index in caused or starved:
             total += _span(second, clock)
     return total

@@ -54,7 +54,7 @@ def test_seconds_that_cannot_flip_are_certain_and_near_ones_widen_the_interval()
 def test_the_seconds_over_the_slo_the_client_caused():
     late = second(1001.0, {400: 30}, sent=30, late=6)  # 20 % of its sends late
     cpu = second(1002.0, {400: 30}, client_cpu_pct=95.0)
-    fine = second(1003.0, {400: 30}, sent=30, late=1, client_cpu_pct=40.0, client_wait_pct=20.0)
+    fine = second(1003.0, {400: 30}, sent=30, late=1, client_cpu_pct=40.0, client_wait_pct=5.0)
     under = second(1004.0, {40: 30}, sent=30, late=30)  # behind, but not over the SLO
     starved = second(1005.0, {400: 30}, client_cpu_pct=40.0, client_wait_pct=55.0)  # running or waiting: 95 %
     assert [client_behind(s) for s in (late, cpu, fine, under, starved)] == [True, True, False, True, True]
@@ -89,3 +89,24 @@ def test_a_late_burst_owns_the_seconds_its_queue_takes_to_drain_not_an_overload(
     assert breach_client_bound_s(overload, CLOCK, 250.0, 95.0) == 30.0
     closed = [second(1001.0, {900: 10}, client_cpu_pct=95.0)]
     assert drained_by(closed, 0) is None and client_caused(closed) == {0}  # no sends counted: the second alone
+
+
+def test_a_run_without_any_instance_reading_still_has_figures():
+    """An endpoint that stopped answering DescribeEndpoint (killed) left no reading: the figures say so
+    (no instance-hours, no events) instead of failing the sweep that runs it."""
+    seconds = [second(1000.0 + i, {900: 10}) for i in range(1, 4)]
+    figures = autoscaling_figures([], seconds, started_at=1000.0, policy=ScalingPolicy(target_value=100.0,
+                                                                                     max_instances=3),
+                                  slo_ms=250.0, time_scale=30.0)
+    assert figures["instance_hours"] == 0.0 and figures["scale_events"] == [] and figures["reaction_s_ci95"] is None
+    assert figures["slo_breach_s"] == 90.0 and figures["breach_s_ci95"] == [90.0, 90.0]
+
+
+def test_a_second_over_the_slo_by_less_than_the_client_waited_for_a_cpu_may_be_the_clients():
+    """p95 330 ms against 250 while the client waited 356 ms for a CPU: a response is timed when the
+    client reads it, so the breach cannot be told from the client's own delay. 7,000 ms can."""
+    waited = [second(1001.0, {50: 150}, client_cpu_pct=7.0, client_wait_pct=20.0),
+              second(1002.0, {330: 119}, client_cpu_pct=7.0, client_wait_pct=35.6),
+              second(1003.0, {7000: 100}, client_cpu_pct=7.0, client_wait_pct=35.6)]
+    assert client_caused(waited) == set()  # not "behind" by the step rule (7 + 36 < 90)
+    assert breach_client_bound_s(waited, CLOCK, 250.0, 95.0) == 30.0  # second 2 only: 330 - 356 - 200 <= 250
