@@ -88,7 +88,11 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     try:
         if body is not None:
             created = _write_body(args, out_dir, body)
-        _, summary = start_run(plan_run(args, progress_every_s=PROGRESS_EVERY_S), echo=echo, env=env)
+        planned = plan_run(args, progress_every_s=PROGRESS_EVERY_S)
+        if planned.repeat > 1:  # one RunResult is one run folder
+            raise UsageError("repeat: the Python API runs one test and returns its result; call sm_locust.run(...) "
+                             "once per repetition, or use `sm-locust run --repeat N` (repeat.json)")
+        _, summary = start_run(planned, echo=echo, env=env)
     except Interrupted as exc:
         if not (out_dir / SUMMARY_JSON).is_file():
             display.close(exc.message)

@@ -15,8 +15,10 @@ from sm_locust.core.arguments import add_run_arguments
 from sm_locust.core.checks import checks_lines, run_checks
 from sm_locust.core.launch import every_request_failed, nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
+from sm_locust.core.repeat import start_repeated
 from sm_locust.core.start import start_run
 from sm_locust.errors import RunError
+from sm_locust.record.repeat import REPEAT_JSON, repeat_lines
 
 
 def add_parser(subparsers) -> None:
@@ -32,10 +34,12 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when the run completed (partial failures are measurements, and a failed check is reported,
-    not an exit code: `sm-locust smoke` gates), 1 when every request failed or none completed. The
-    closing lines: the totals, the verdict, a model mix's cache and an LLM run's tokens, the checks of
-    the SLOs and stop conditions given."""
+    not an exit code: `sm-locust smoke` gates), 1 when every request failed or none completed (in any
+    run, with --repeat). The closing lines: the totals, the verdict, a model mix's cache and an LLM
+    run's tokens, the checks of the SLOs and stop conditions given."""
     planned = plan_run(args, closing_verdict=True)  # the verdict once, here, not also from the shape
+    if planned.repeat > 1:
+        return _repeated(planned)
     out, summary = start_run(planned)
     closing = [*verdict_line(summary).splitlines(), *answer_lines(summary),
                *checks_lines(run_checks(summary, planned.options))]
@@ -45,4 +49,17 @@ def run(args: argparse.Namespace) -> int:
     failed = nothing_completed(summary) or every_request_failed(summary, out)
     if failed:
         raise RunError(failed)
+    return 0
+
+
+def _repeated(planned) -> int:
+    """--repeat N: N runs, then each figure's run-to-run spread beside the within-run interval."""
+    parent, document, summaries = start_repeated(planned)
+    for line in repeat_lines(document):
+        print(f"sm-locust: {line}")
+    print(f"sm-locust: results in {parent}/ ({REPEAT_JSON}; run-1/ .. run-{planned.repeat}/, each a run folder)")
+    for k, summary in enumerate(summaries, 1):
+        failed = nothing_completed(summary) or every_request_failed(summary, parent / f"run-{k}")
+        if failed:
+            raise RunError(f"run-{k}: {failed}")
     return 0

@@ -3,11 +3,14 @@
 Two ways in, one set of gates (sm_locust.gates):
 
 - `sm-locust smoke --endpoint-name NAME --payload FILE [run options] [gates]` runs a short headless
-  test exactly as `sm-locust run` does (default 2 users for 5 s) into a run folder, then gates it;
+  test exactly as `sm-locust run` does (default 2 users for 15 s) into a run folder, then gates it;
 - `sm-locust smoke --run-dir DIR [gates]` gates a run folder that already exists (e.g. from a
   longer `sm-locust run`), without sending anything.
 
-Exit codes: 0 every gate passed, 1 a gate failed (or the run did not complete), 2 bad input
+Each threshold gate passes, fails, or is INCONCLUSIVE when the figure's 95 % interval straddles its
+limit (sm_locust.gates.decide); an inconclusive gate counts as a failure unless `--inconclusive pass`.
+
+Exit codes: 0 every gate passed, 1 a gate failed or was inconclusive (or the run did not complete), 2 bad input
 (unmeetable or contradictory limits, a baseline that is not a run, workers that never connected).
 Every gate and every bad input is checked before any traffic is sent. Failures always count:
 without a whole-run `--max-error-rate` or a `--baseline`, the default gate allows none
@@ -32,13 +35,13 @@ from sm_locust.record.runfolder import load_run
 from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
 SMOKE_USERS = 2
-SMOKE_RUN_TIME = "5s"
+SMOKE_RUN_TIME = "15s"  # long enough for a 95 % interval that can decide a gate (docs/gates.md)
 
 
 def add_parser(subparsers) -> None:
     p = add_command_parser(
         subparsers, "smoke",
-        description="Run a short headless load test (default 2 users, 5 s) and check it against gates: "
+        description="Run a short headless load test (default 2 users, 15 s) and check it against gates: "
         "--max-p95-ms, --max-p99-ms, --max-error-rate, --min-rps (optionally per request name), --baseline. "
         "With --run-dir, check an existing run folder instead. Exit 0 pass, 1 a gate failed, 2 bad input. "
         "Arguments after -- go to Locust as they are.",
@@ -71,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         out, summary_duration = _short_run(args)
         run_data = load_run(out)
     _, code = report(gates, run_data, junit=args.junit, prefix="sm-locust smoke", duration_s=summary_duration,
-                     properties={"run_dir": str(out)})
+                     properties={"run_dir": str(out)}, inconclusive=args.inconclusive)
     return code
 
 

@@ -47,6 +47,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="upload the run folder to S3_URL/<run-id>/ when the run ends, also after a failure "
                         "(write access is checked before the test starts); read it back with `sm-locust report "
                         "S3_URL/<run-id>` [SM_LOCUST_UPLOAD]")
+    parser.add_argument("--repeat", type=int, default=None, metavar="N",
+                        help="run the same test N times (run-1/ .. run-N/ in the run folder) and report each headline "
+                        "figure's run-to-run spread beside the within-run interval (repeat.json; docs/summary.md)")
     parser.add_argument("--watch-scaling", action="store_true",
                         help="record what the endpoint's own scaling policy does under this run's traffic "
                         "(DescribeEndpoint every 10 s; scale events, instance-hours, seconds over --latency-slo-ms) "

@@ -43,6 +43,7 @@ class RunSettings:
     overwrite: bool = False
     upload: S3Location | None = None
     watch_scaling: bool = False
+    repeat: int = 1  # runs of the same test (core/repeat.py); each its own run folder under `out`
 
     def with_options(self, **changes: Any) -> RunSettings:
         """The same run with some options changed (parsed by their specs), e.g. a default the run
@@ -107,6 +108,10 @@ def plan_run(args: Any, *, progress_every_s: float | None = None, closing_verdic
                          progress_every_s=progress_every_s,
                          locust_args=list(option_value(args, "passthrough") or []),
                          locust_stats=bool(option_value(args, "locust_stats")), closing_verdict=closing_verdict)
+    repeat = option_value(args, "repeat")
+    if repeat is not None:
+        check_number(repeat, "--repeat", int, minimum=1)
     return RunSettings(options=options, endpoint=endpoint, shape=shape, shape_settings=shape_settings, load=load,
                        out=option_value(args, "out"), overwrite=bool(option_value(args, "overwrite")),
-                       upload=upload, watch_scaling=bool(option_value(args, "watch_scaling")))
+                       upload=upload, watch_scaling=bool(option_value(args, "watch_scaling")),
+                       repeat=int(repeat or 1))

@@ -18,6 +18,8 @@ from sm_locust.gates.spec import GateSpec
 from sm_locust.record.runfolder import RunData, load_run
 from sm_locust.util.numbers import argument_type
 
+INCONCLUSIVE_CHOICES = ("fail", "pass")
+
 
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the gate flags. A flag the parser already has (e.g. a shape's `--max-error-rate` stop
@@ -37,10 +39,14 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
         help="fail if goodput (successful invocations per second) is under RPS")
     add("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
     add("--baseline", default=None, metavar="RUN_DIR",
-        help="fail when p95, p99, goodput or error rate regressed against this earlier run folder")
+        help="fail when p95, p99 or goodput regressed significantly beyond --tolerance against this earlier run "
+        "folder (the change's 95%% interval, from both runs' per-second samples), or the error rate beyond it")
     add("--tolerance", type=argument_type(float, minimum=0), default=DEFAULT_TOLERANCE,
         help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
         f"{DEFAULT_TOLERANCE * 100:g}%%)")
+    add("--inconclusive", choices=INCONCLUSIVE_CHOICES, default="fail",
+        help="a gate whose figure's 95%% interval straddles its limit is INCONCLUSIVE: count it as a failure "
+        "(fail, the default) or let it pass (pass)")
     add("--junit", default=None, metavar="PATH", help="write a JUnit XML report, one testcase per gate")
 
 
@@ -70,19 +76,34 @@ def gates_from_args(args: argparse.Namespace) -> list[Gate]:
     return gates
 
 
+def closing_line(verdicts: Sequence[Verdict], inconclusive_passes: bool = False) -> str:
+    """'3 of 4 gates passed, 1 inconclusive (counted as a failure: --inconclusive pass to accept it) - FAILED'."""
+    passed = sum(v.passed for v in verdicts)
+    undecided = sum(v.inconclusive for v in verdicts)
+    failed = sum(v.fails(inconclusive_passes) for v in verdicts)
+    text = f"{passed} of {len(verdicts)} gates passed"
+    if undecided:
+        how = ("counted as a pass: --inconclusive pass" if inconclusive_passes
+               else "counted as a failure: --inconclusive pass to accept it")
+        text += f", {undecided} inconclusive ({how})"
+    return text + (" - FAILED" if failed else "")
+
+
 def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, prefix: str = "sm-locust",
-           duration_s: float = 0.0, properties: dict | None = None) -> tuple[list[Verdict], int]:
-    """Evaluate, print one line per gate and a closing line, write JUnit; return (verdicts, exit code)."""
+           duration_s: float = 0.0, properties: dict | None = None,
+           inconclusive: str = "fail") -> tuple[list[Verdict], int]:
+    """Evaluate, print one line per gate and a closing line, write JUnit; return (verdicts, exit code).
+    `inconclusive`: "fail" (an inconclusive gate fails the run) or "pass"."""
+    lenient = inconclusive == "pass"
     verdicts = evaluate(gates, run)
     if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
         print(f"{prefix}: note: {run.interrupted}")
     for verdict in verdicts:
         print(f"{prefix}: {verdict.line()}")
-    failed = sum(not v.passed for v in verdicts)
-    print(f"{prefix}: {len(verdicts) - failed} of {len(verdicts)} gates passed" + (" - FAILED" if failed else ""))
+    print(f"{prefix}: {closing_line(verdicts, lenient)}")
     if junit:
         path = Path(junit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(to_junit_xml(verdicts, time_s=duration_s, properties=properties,
+        path.write_text(to_junit_xml(verdicts, time_s=duration_s, properties=properties, inconclusive_passes=lenient,
                                      timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())))
-    return verdicts, (1 if failed else 0)
+    return verdicts, (1 if any(v.fails(lenient) for v in verdicts) else 0)

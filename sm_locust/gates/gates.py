@@ -1,8 +1,16 @@
-"""Gate strategy objects: each one checks a single limit and returns a failure message or None.
+"""Gate strategy objects: each one judges a single limit: pass, fail or inconclusive, with why.
 
-The shape follows pytest-benchmark's regression checks: small objects, one public method, a
-message that names the observed value and the limit. A gate never sees Locust, only `RunData`.
-`evaluate` runs a list of gates and returns one `Verdict` per gate, in order.
+The shape follows pytest-benchmark's regression checks: small objects, one public method
+(`judge(run) -> Outcome`), a message that names the observed value, its interval and the limit. A
+gate never sees Locust, only `RunData`. `evaluate` runs a list of gates and returns one `Verdict`
+per gate, in order.
+
+Threshold gates on a figure with a 95 % interval (p50/p95/p99 latency, goodput: summary.json
+`totals.ci95`) are INCONCLUSIVE when the interval straddles the limit, and say how much longer a
+run would decide them (`decide.py`). A figure with no interval recorded (one request name's, or a
+run folder from before intervals), or whose interval could not be computed (a run too short for
+one: summary.json's null), is judged on its point value, and the line says so. The error rate and
+the request count are counts of this run's invocations, judged as counted.
 
 What they count: logical invocations (a stream is one request, whatever TTFT / InterChunk entries
 it fired), error rates per invocation, and throughput as goodput, successful invocations per
@@ -12,11 +20,25 @@ throughput gate on its attempts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from sm_locust.gates.decide import (
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    WORDS,
+    Bounds,
+    judge,
+    judge_point,
+    longer_run_factor,
+    longer_run_text,
+)
 from sm_locust.record.runfolder import Metrics, RunData
-from sm_locust.util.formatting import MISSING, compact, percent
+from sm_locust.util.formatting import MISSING, compact, percent, with_interval
+
+NO_INTERVAL = object()  # summary.json records no interval for the figure (older run, one request name)
 
 
 def _scope_label(name: str | None) -> str:
@@ -24,22 +46,46 @@ def _scope_label(name: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What a gate found: pass, fail or inconclusive, and (unless it passed plainly) why."""
+
+    status: str
+    message: str = ""
+
+    @classmethod
+    def of(cls, failure: str | None) -> Outcome:
+        """A two-way gate's answer: None passes, a message fails."""
+        return cls(PASS) if failure is None else cls(FAIL, failure)
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """The outcome of one gate: its title, pass or fail, what was observed, and why it failed."""
+    """The outcome of one gate: its title, pass / fail / inconclusive, what was observed, and why."""
 
     gate: str
-    passed: bool
+    status: str
     observed: str
     message: str = ""
 
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.status == INCONCLUSIVE
+
+    def fails(self, inconclusive_passes: bool = False) -> bool:
+        """Whether this verdict fails the run: a FAIL, or an INCONCLUSIVE unless told to let it pass."""
+        return self.status == FAIL or (self.status == INCONCLUSIVE and not inconclusive_passes)
+
     def line(self) -> str:
-        word = "PASS" if self.passed else "FAIL"
-        detail = f"observed {self.observed}" if self.passed else self.message
-        return f"{word} {self.gate}: {detail}"
+        detail = self.message if self.message else f"observed {self.observed}"
+        return f"{WORDS[self.status]} {self.gate}: {detail}"
 
 
 class Gate:
-    """Base: a title (`name`) and `check(run) -> str | None` (None = pass)."""
+    """Base: a title (`name`) and `judge(run) -> Outcome`."""
 
     scope: str | None = None  # a request name, or None for the whole run
 
@@ -50,7 +96,7 @@ class Gate:
     def observed(self, run: RunData) -> str:
         return MISSING
 
-    def check(self, run: RunData) -> str | None:  # pragma: no cover
+    def judge(self, run: RunData) -> Outcome:  # pragma: no cover
         raise NotImplementedError
 
     def _metrics(self, run: RunData) -> Metrics | str:
@@ -74,20 +120,28 @@ class MaxLatency(Gate):
     def name(self) -> str:
         return f"p{self.percentile} <= {self.limit_ms:g} ms ({_scope_label(self.scope)})"
 
+    @property
+    def key(self) -> str:
+        return f"p{self.percentile}_ms"
+
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return compact(metrics.percentile(self.percentile), " ms") if metrics else MISSING
+        if not metrics:
+            return MISSING
+        return _with_interval(metrics.percentile(self.percentile), recorded_interval(run, self.scope, self.key),
+                              " ms")
 
-    def check(self, run: RunData) -> str | None:
+    def judge(self, run: RunData) -> Outcome:
         metrics = self._metrics(run)
         if isinstance(metrics, str):
-            return metrics
+            return Outcome(FAIL, metrics)
         value = metrics.percentile(self.percentile)
         if value is None:
-            return f"no p{self.percentile} to check: the run has no requests"
-        if value > self.limit_ms:
-            return f"p{self.percentile} was {value:g} ms, over the limit of {self.limit_ms:g} ms"
-        return None
+            return Outcome(FAIL, f"no p{self.percentile} to check: the run has no requests")
+        what = f"p{self.percentile}"
+        return judge_figure(run, self.scope, self.key, float(value), self.limit_ms, upper=True,
+                            over=f"{what} was {value:g} ms, over the limit of {self.limit_ms:g} ms", unit=" ms",
+                            what=what)
 
 
 @dataclass(frozen=True)
@@ -107,14 +161,14 @@ class MaxErrorRate(Gate):
             return MISSING
         return f"{percent(metrics.error_rate, 2, unit='%')} ({metrics.failures}/{metrics.requests})"
 
-    def check(self, run: RunData) -> str | None:
+    def judge(self, run: RunData) -> Outcome:
         metrics = self._metrics(run)
         if isinstance(metrics, str):
-            return metrics
+            return Outcome(FAIL, metrics)
         if metrics.error_rate > self.limit:
-            return (f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of "
-                    f"{metrics.requests} requests failed), over the limit of {percent(self.limit, 2, unit='%')}")
-        return None
+            return Outcome(FAIL, f"error rate was {percent(metrics.error_rate, 2, unit='%')} ({metrics.failures} of "
+                           f"{metrics.requests} requests failed), over the limit of {percent(self.limit, 2, unit='%')}")
+        return Outcome(PASS)
 
 
 @dataclass(frozen=True)
@@ -130,17 +184,21 @@ class MinRps(Gate):
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
-        return f"{metrics.goodput_rps or 0.0:.1f} req/s ({metrics.rps:.1f} attempted)" if metrics else MISSING
+        if not metrics:
+            return MISSING
+        goodput = _with_interval(metrics.goodput_rps or 0.0, recorded_interval(run, self.scope, "goodput_rps"),
+                                 " req/s", digits=1)
+        return f"{goodput} ({metrics.rps:.1f} attempted)"
 
-    def check(self, run: RunData) -> str | None:
+    def judge(self, run: RunData) -> Outcome:
         metrics = self._metrics(run)
         if isinstance(metrics, str):
-            return metrics
+            return Outcome(FAIL, metrics)
         goodput = metrics.goodput_rps or 0.0  # never None: Metrics derives it from rps and the error rate
-        if goodput < self.limit:
-            return (f"goodput was {goodput:.1f} req/s (successful invocations; {metrics.rps:.1f} "
-                    f"attempted), under the minimum of {self.limit:g} req/s")
-        return None
+        return judge_figure(run, self.scope, "goodput_rps", goodput, self.limit, upper=False,
+                            over=(f"goodput was {goodput:.1f} req/s (successful invocations; {metrics.rps:.1f} "
+                                  f"attempted), under the minimum of {self.limit:g} req/s"),
+                            unit=" req/s", what="goodput", digits=1)
 
 
 @dataclass(frozen=True)
@@ -158,13 +216,13 @@ class MinRequests(Gate):
         metrics = run.scope(self.scope)
         return f"{metrics.requests} requests" if metrics else MISSING
 
-    def check(self, run: RunData) -> str | None:
+    def judge(self, run: RunData) -> Outcome:
         metrics = self._metrics(run)
         if isinstance(metrics, str):
-            return metrics
+            return Outcome(FAIL, metrics)
         if metrics.requests < self.limit:
-            return f"the run sent {metrics.requests} requests, fewer than {self.limit}"
-        return None
+            return Outcome(FAIL, f"the run sent {metrics.requests} requests, fewer than {self.limit}")
+        return Outcome(PASS)
 
 
 # metric name -> (attribute on Metrics, higher is better, unit)
@@ -216,25 +274,95 @@ class NoRegression(Gate):
     def observed(self, run: RunData) -> str:
         return self._fmt(self._value(run))
 
-    def check(self, run: RunData) -> str | None:
+    def judge(self, run: RunData) -> Outcome:
         value = self._value(run)
         if value is None:
-            return f"no {self.metric} to compare: the run has no requests"
+            return Outcome(FAIL, f"no {self.metric} to compare: the run has no requests")
         limit = self.limit()
         _, higher_is_better, _ = REGRESSION_METRICS[self.metric]
         worse = value < limit if higher_is_better else value > limit
         if worse:
             bound = "under" if higher_is_better else "over"
-            return (f"{self.metric} was {self._fmt(value)}, {bound} the allowed {self._fmt(limit)} "
-                    f"(baseline {self._fmt(self.baseline)}, tolerance {self.tolerance * 100:g}%)")
+            return Outcome(FAIL, f"{self.metric} was {self._fmt(value)}, {bound} the allowed {self._fmt(limit)} "
+                           f"(baseline {self._fmt(self.baseline)}, tolerance {self.tolerance * 100:g}%)")
+        return Outcome(PASS)
+
+
+def recorded_interval(run: RunData, scope: str | None, key: str) -> Any:
+    """The figure's 95 % interval as summary.json records it: (low, high); None when recorded as
+    null (too few seconds to compute one); `NO_INTERVAL` when none is recorded at all (one request
+    name's figures, or a run folder from before intervals)."""
+    if scope is not None:
+        return NO_INTERVAL
+    totals = run.summary.get("totals")
+    ci95 = totals.get("ci95") if isinstance(totals, Mapping) else None
+    if not isinstance(ci95, Mapping) or key not in ci95:
+        return NO_INTERVAL
+    pair = ci95[key]
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2 or any(v is None for v in pair):
+        return None
+    try:
+        return float(pair[0]), float(pair[1])
+    except (TypeError, ValueError):
         return None
 
 
+def _number(value: float, digits: int | None) -> str:
+    return compact(value) if digits is None else f"{value:.{digits}f}"
+
+
+def _with_interval(value: float | None, interval: Any, unit: str, digits: int | None = None) -> str:
+    """The figure as every surface shows it (`formatting.with_interval`: '48 ms [46, 51]', '45.0 req/s
+    (±1.2)'), the interval widened to hold the figure; the figure alone when none is recorded."""
+    if value is None:
+        return MISSING
+    if interval is NO_INTERVAL or interval is None:
+        return with_interval(value, None, unit, digits or 0)
+    bounds = Bounds.of(value, *interval)
+    return with_interval(value, [bounds.low, bounds.high], unit, digits or 0)
+
+
+def judge_figure(run: RunData, scope: str | None, key: str, value: float, limit: float, *, upper: bool, over: str,
+                 unit: str, what: str, digits: int | None = None) -> Outcome:
+    """A threshold gate on a figure with an interval (see the module docstring): `over` is the failure
+    message on the point value, `what` the figure's name in the other messages."""
+    interval = recorded_interval(run, scope, key)
+    side = "over" if upper else "under"
+    if interval is NO_INTERVAL or interval is None:
+        if interval is None:
+            why = "the run is too short for a 95 % interval (4 seconds of samples at least): run longer to decide"
+        elif scope is not None:
+            why = "no interval for one request name's figures"
+        else:
+            why = "this run folder records no interval"
+        if judge_point(value, limit, upper=upper) == PASS:
+            return Outcome(PASS, f"observed {_number(value, digits)}{unit} (point value: {why})")
+        return Outcome(FAIL, f"{over} (point value: {why})")
+    duration = _duration(run)
+    bounds = Bounds.of(value, *interval)
+    status = judge(bounds, limit, upper=upper)
+    shown = _with_interval(value, interval, unit, digits)
+    if status == PASS:
+        return Outcome(PASS)
+    if status == FAIL:
+        return Outcome(FAIL, f"{what} {shown}: the whole interval is {side} the limit of {limit:g}{unit}")
+    more = longer_run_text(longer_run_factor(bounds, limit), duration)
+    return Outcome(INCONCLUSIVE, f"{what} {shown}: the interval straddles the limit of {limit:g}{unit}; {more}")
+
+
+def _duration(run: RunData) -> float | None:
+    try:
+        value = float(run.summary.get("duration_s") or 0.0)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
 def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:
-    """Check every gate against the run; one Verdict each, in order."""
+    """Judge every gate against the run; one Verdict each, in order."""
     verdicts = []
     for gate in gates:
-        failure = gate.check(run)
-        verdicts.append(Verdict(gate=gate.name, passed=failure is None, observed=gate.observed(run),
-                                message=failure or ""))
+        outcome = gate.judge(run)
+        verdicts.append(Verdict(gate=gate.name, status=outcome.status, observed=gate.observed(run),
+                                message=outcome.message))
     return verdicts

@@ -1,8 +1,11 @@
-"""JUnit XML for CI systems: one <testsuite>, one <testcase> per gate, <failure> on a failed gate.
+"""JUnit XML for CI systems: one <testsuite>, one <testcase> per gate, <failure> on a gate that fails the run.
 
 The subset every JUnit consumer reads (GitHub, GitLab, Jenkins): testsuites/testsuite with name,
 tests, failures, errors, skipped, time, timestamp; testcase with classname, name, time; failure
-with message and type, and the observed value in <system-out>.
+with message and type, and the gate's line in <system-out>: the same text the terminal prints
+(observed value, interval, and for an inconclusive gate how much longer a run would decide it). An
+inconclusive gate is a <failure type="GateInconclusive">, or, with `--inconclusive pass`, a passed
+testcase whose <system-out> still says INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from sm_locust.gates.gates import Verdict
 
 
 def to_junit_xml(verdicts: Sequence[Verdict], *, suite: str = "sm-locust smoke", time_s: float = 0.0,
-                 timestamp: str = "", properties: dict[str, str] | None = None) -> str:
-    failures = sum(not v.passed for v in verdicts)
+                 timestamp: str = "", properties: dict[str, str] | None = None,
+                 inconclusive_passes: bool = False) -> str:
+    failures = sum(v.fails(inconclusive_passes) for v in verdicts)
     root = ET.Element("testsuites", name=suite, tests=str(len(verdicts)), failures=str(failures), errors="0",
                       time=f"{time_s:.3f}")
     attrs = {"name": suite, "tests": str(len(verdicts)), "failures": str(failures), "errors": "0", "skipped": "0",
@@ -29,10 +33,11 @@ def to_junit_xml(verdicts: Sequence[Verdict], *, suite: str = "sm-locust smoke",
             ET.SubElement(props, "property", name=key, value=str(value))
     for verdict in verdicts:
         case = ET.SubElement(suite_el, "testcase", classname="sm_locust.gates", name=verdict.gate, time="0")
-        if not verdict.passed:
-            failure = ET.SubElement(case, "failure", message=verdict.message, type="GateFailed")
+        if verdict.fails(inconclusive_passes):
+            kind = "GateInconclusive" if verdict.inconclusive else "GateFailed"
+            failure = ET.SubElement(case, "failure", message=verdict.line(), type=kind)
             failure.text = verdict.message
         out = ET.SubElement(case, "system-out")
-        out.text = f"observed {verdict.observed}"
+        out.text = verdict.line()
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

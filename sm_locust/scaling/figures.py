@@ -15,6 +15,10 @@ seconds (emulated on the local fleet, `timeline.RunClock` converts the client's 
 - `slo_breach_s`: run seconds whose percentile was above the SLO (`breaches`: the windows, for the
   report's shading); `failed` and `throttled` (ThrottlingException) requests; `flaps`: scale-ins
   followed by a scale-out within `FLAP_WINDOW_S` (10 minutes).
+- their 95 % intervals and where they come from (`intervals.py`): each event's `reaction_s_ci95` and
+  `ready_s_ci95` (the poll's resolution), `reaction_s_ci95` of the first scale-out at the top,
+  `breach_s_ci95` (each second's requests resampled), and `breach_client_bound_s`, the seconds over
+  the SLO during which the load generator was behind.
 
 `metric_periods` rebuilds the metric's datapoints from the client's own sends when CloudWatch's are
 not at hand: InvocationsPerInstance is "requests sent / instances in service", per minute.
@@ -27,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
 from sm_locust.plateau.timeline import Second
+from sm_locust.scaling.intervals import breach_client_bound_s, breach_interval, with_event_intervals
 from sm_locust.scaling.policy import CONCURRENCY, IN, OUT, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod, RunClock, compact, counts_at
 
@@ -162,6 +167,8 @@ def count_flaps(events: Sequence[Mapping], window_s: float = FLAP_WINDOW_S) -> i
 def instance_hours(instances: Sequence[InstanceSample], end_s: float) -> float:
     """Instance-hours provisioned over [0, end_s]: the larger of desired and in service, as a step function."""
     steps = compact(instances)
+    if not steps:  # no reading at all (the endpoint stopped answering DescribeEndpoint): nothing provisioned seen
+        return 0.0
     total = 0.0
     for sample, following in zip(steps, [*steps[1:], None], strict=True):
         stop = end_s if following is None else min(following.t_s, end_s)
@@ -201,9 +208,14 @@ def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[S
     if periods is None:
         periods = (metric_periods(seconds, steps, policy, clock, end_s, grid_epoch)
                    if policy is not None and steps else [])
-    events = scale_events(steps, policy=policy, periods=periods)
+    events = with_event_intervals(scale_events(steps, policy=policy, periods=periods), instances)
     hours = instance_hours(steps, end_s)
     windows = breach_windows(seconds, clock, slo_ms, percentile) if slo_ms is not None else []
+    breach_s = sum(end - start for start, end in windows) if slo_ms is not None else None
+    breach_ci95 = breach_interval(seconds, clock, slo_ms, percentile) if slo_ms is not None else None
+    if breach_ci95 is not None and breach_s is not None:  # holding the figure itself (a bootstrap can miss it)
+        breach_ci95 = [round(min(breach_ci95[0], breach_s), 3), round(max(breach_ci95[1], breach_s), 3)]
+    first_out = next((e for e in events if e["direction"] == OUT), None)
     failures = dict(failures or {})
     throttled = int(failures.pop(THROTTLE, 0))
     return {
@@ -218,7 +230,11 @@ def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[S
         "instance_hours": hours,
         "cost_usd": hours * price_per_hour if price_per_hour is not None else None,
         "slo": None if slo_ms is None else {"slo_ms": slo_ms, "percentile": percentile},
-        "slo_breach_s": sum(end - start for start, end in windows) if slo_ms is not None else None,
+        "slo_breach_s": breach_s,
+        "breach_s_ci95": breach_ci95,
+        "breach_client_bound_s": (breach_client_bound_s(seconds, clock, slo_ms, percentile)
+                                  if slo_ms is not None else None),
+        "reaction_s_ci95": first_out.get("reaction_s_ci95") if first_out else None,
         "breaches": windows,
         "failed": int(sum(failures.values())),
         "throttled": throttled,
@@ -231,6 +247,9 @@ def describe_event(event: Mapping) -> str:
     text = f"scale {event['direction']} {event['from']} -> {event['to']} at {event['t_s']:.0f} s"
     if event.get("reaction_s") is not None:
         text += f", {event['reaction_s']:.0f} s after the metric crossed"
+        bound = event.get("reaction_s_ci95")
+        if bound:
+            text += f" ({bound[0]:.0f}..{bound[1]:.0f} s: the poll's resolution)"
     if event.get("ready_s") is not None:
         text += f", serving {event['ready_s']:.0f} s after"
     elif event.get("ready_at_s") is not None:

@@ -161,7 +161,11 @@ def result_line(figures: dict[str, Any]) -> str:
     if figures.get("cost_usd") is not None:
         text += f" (${figures['cost_usd']:.2f})"
     if figures.get("slo_breach_s") is not None:
-        text += f", {figures['slo_breach_s']:.0f} s over the SLO"
+        interval = figures.get("breach_s_ci95")
+        bounds = f" [{interval[0]:.0f}, {interval[1]:.0f}]" if interval else ""
+        text += f", {figures['slo_breach_s']:.0f} s{bounds} over the SLO"
+        if figures.get("breach_client_bound_s"):
+            text += f" ({figures['breach_client_bound_s']:.0f} s of it while the load generator was behind)"
     return text + f", {figures.get('flaps', 0)} flaps"
 
 

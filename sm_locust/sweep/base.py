@@ -9,6 +9,9 @@ their keys and prices, the sweep folder and the plan's estimates. The shared run
     base_row(c)           a configuration's row before it runs (`rows.Row` subclass: its identity)
     measure_row(i, dir)   its figures (`row.figures`), read back from its run folder once it ran
                           (or was resumed)
+    client_bound(dir)     why its run measured the load generator, not the endpoint (sweep/trust.py;
+                          `every_step_decides` for kinds whose every second counts, e.g. autoscaling;
+                          `judges_client` False for kinds whose result is not one normal run)
     configuration_line    the line printed when a configuration is done
     document(rows)        sweep.json: `document_head`, the rows marked by the kind's ranking
                           (`mark_rows`), `recommendation`, `why_not`, and the kind's own keys
@@ -24,13 +27,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from sm_locust.core.launch import holds_run
 from sm_locust.errors import UsageError
+from sm_locust.record.repeat import REPEAT_JSON, median_run
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
@@ -40,6 +44,7 @@ from sm_locust.sweep.pipeline import Durations, simulate
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
+from sm_locust.sweep.trust import client_bound_reason
 from sm_locust.util.outputs import IN_USE, check_output_dir, run_in_progress
 
 DEFAULT_SWEEPS_DIR = "reports/sweeps"  # under reports/, which git ignores
@@ -121,6 +126,49 @@ class Sweep:
     started_at: str = ""
 
     runner_class: ClassVar[type[SweepRunner]] = SweepRunner  # what runs this kind
+    every_step_decides: ClassVar[bool] = False  # a client-bound step anywhere in the run makes it untrustworthy
+    judges_client: ClassVar[bool] = True  # whether `client_bound` reads the run's summary.json at all
+
+    def client_bound(self, run_dir: Path) -> str | None:
+        """Why this configuration's run measured the load generator rather than the endpoint, or None
+        (sweep/trust.py reads the run's summary.json; with `repeat:`, every run's: one bound run is enough)."""
+        if not self.judges_client:
+            return None
+        reasons = []
+        for label, folder in self.result_dirs(run_dir):
+            try:
+                summary = json.loads((folder / "summary.json").read_text())
+            except (OSError, ValueError):
+                continue
+            reason = (client_bound_reason(summary, every_step=self.every_step_decides)
+                      if isinstance(summary, dict) else None)
+            if reason:
+                reasons.append(f"{label}: {reason}" if label else reason)
+        return "; ".join(reasons) or None
+
+    def repeat_document(self, run_dir: Path) -> dict[str, Any] | None:
+        """The run folder's repeat.json (`load: {repeat: N}`), None when it ran once."""
+        try:
+            document = json.loads((run_dir / REPEAT_JSON).read_text())
+        except (OSError, ValueError):
+            return None
+        return document if isinstance(document, dict) and document.get("folders") else None
+
+    def result_dirs(self, run_dir: Path) -> list[tuple[str, Path]]:
+        """(label, folder) of each run of the configuration: itself, or with `repeat:` run-1/ .. run-N/."""
+        document = self.repeat_document(run_dir)
+        if document is None:
+            return [("", run_dir)]
+        return [(str(name), run_dir / str(name)) for name in document["folders"]]
+
+    def quoted_dir(self, run_dir: Path) -> Path:
+        """The run folder a configuration's figures are read from: its own, or with `repeat:` the run whose
+        capacity is the median of the runs' (one run's own steps, `record.repeat.median_run`)."""
+        document = self.repeat_document(run_dir)
+        if document is None:
+            return run_dir
+        index = median_run(document)
+        return run_dir / str(document["folders"][index if index is not None else 0])
 
     # -- lookups the runner uses -------------------------------------------------------------------
     def configuration(self, index: int) -> Configuration:
@@ -260,13 +308,21 @@ class Sweep:
             "load": self.plan.given,
         }
 
-    def recommendation(self, rec: Any) -> dict[str, Any]:
-        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence."""
+    def recommendation(self, rec: Any, rows: Sequence[Row] = ()) -> dict[str, Any]:
+        """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence; with
+        a winner while other configurations are INCONCLUSIVE (measured twice with the load generator as
+        the bottleneck), the sentence says they were not compared, so the choice is among the rest."""
         winner = rec.winner
+        inconclusive = [r.label for r in rows if r.status == "inconclusive"]
         if winner is None:
-            return {"index": None, "label": None, "settings": None, "reason": rec.reason}
+            return {"index": None, "label": None, "settings": None, "reason": rec.reason, "inconclusive": inconclusive}
+        reason = rec.reason
+        if inconclusive:
+            reason += (f" (chosen without {', '.join(inconclusive)}: INCONCLUSIVE, the load generator was the "
+                       "bottleneck in both measurements; measure it on a less busy machine or with more workers)")
+        tied = [self.configuration(i).label for i in getattr(rec, "tied", [])]
         return {"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
-                "reason": rec.reason}
+                "reason": reason, "tied_with": tied, "inconclusive": inconclusive}
 
     def why_not(self, rec: Any) -> dict[str, str]:
         """sweep.json's `why_not`: label -> why that configuration lost, in file order."""

@@ -11,6 +11,8 @@ price applies to a configuration and adds up the plan:
     $ per 1M           = price x instance_count / (capacity x 3600) x 1e6     (cost.cost_per_million)
     instances needed   = ceil(target / (capacity per instance x safety factor))
     $ per hour at target = instances needed x price
+    their 95 % intervals = the same arithmetic at the capacity's interval bounds (`cost_intervals`:
+                         a capacity at its high bound costs the least; the fleet is whole instances)
 
 Plan estimate per configuration: billed time = deploy + test + delete, plus, with
 max_parallel_endpoints N > 1, up to N - 1 tests of waiting before its own (an endpoint created
@@ -65,6 +67,23 @@ def figures(capacity_rps: float | None, price: Price, objective: Objective) -> d
         out["instances_needed"] = instances_needed(objective.target_rps, per_instance, objective.safety_factor)
         if price.usd_per_hour is not None and out["instances_needed"] is not None:
             out["cost_per_hour_at_target"] = out["instances_needed"] * price.usd_per_hour
+    return out
+
+
+def cost_intervals(capacity_ci95: Any, price: Price, objective: Objective) -> dict[str, list[float] | None]:
+    """`cost_per_1m_ci95` and `cost_per_hour_at_target_ci95` from the capacity's 95 % interval (each
+    cost falls as capacity grows, so its low bound comes from the capacity's high one); None when
+    either is unknown or the low bound has no throughput to price."""
+    out: dict[str, list[float] | None] = {"cost_per_1m_ci95": None, "cost_per_hour_at_target_ci95": None}
+    if not isinstance(capacity_ci95, (list, tuple)) or len(capacity_ci95) != 2:
+        return out
+    low, high = capacity_ci95
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or not low > 0:
+        return out
+    cheap, dear = figures(float(high), price, objective), figures(float(low), price, objective)
+    for key in ("cost_per_1m", "cost_per_hour_at_target"):
+        if cheap[key] is not None and dear[key] is not None:
+            out[f"{key}_ci95"] = [cheap[key], dear[key]]
     return out
 
 

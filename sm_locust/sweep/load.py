@@ -14,6 +14,9 @@ not text). Differences from `sm-locust run`:
 - constant users all start at once (spawn_rate defaults to `users`, not 1 per second): the
   sweep measures the load, not a ramp;
 - relative paths (`payload`, `traffic_pattern`) are relative to the sweep file;
+- `repeat: N` runs each configuration's test N times on its deployment (run-1/ .. run-N/ and
+  repeat.json in its run folder, as `sm-locust run --repeat N`): its figures are the median run's
+  (one run's own steps), its capacity interval also covers the run-to-run interval;
 - `endpoint_name` and `endpoint_url` come from the deployer, per configuration.
 """
 
@@ -35,7 +38,7 @@ from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.validate import Checker
 
-RUN_KEYS = ("users", "spawn_rate", "run_time", "shape", "processes", "locust_args")
+RUN_KEYS = ("users", "spawn_rate", "run_time", "shape", "processes", "locust_args", "repeat")
 SET_BY_DEPLOYER = ("endpoint_name", "endpoint_url")
 PATH_KEYS = ("payload", "traffic_pattern")
 SEARCH_SHAPES = ("plateau", "step", "phases")
@@ -53,6 +56,7 @@ class LoadPlan:
     shape: str | None
     shape_settings: ShapeSettings = field(repr=False)
     source: str = "<sweep>"
+    repeat: int = 1  # runs of each configuration's test (record/repeat.py)
 
     def run_options(self, endpoint_name: str, endpoint_url: str = "", region: str | None = None,
                     **changes: Any) -> Options:
@@ -82,7 +86,7 @@ class LoadPlan:
             seconds = PLATEAU_STEPS_GUESS * s.step_seconds
         else:
             seconds = parse_seconds(DEFAULT_RUN_TIME, "run_time")
-        return float(seconds or 0.0) + LOCUST_OVERHEAD_S
+        return (float(seconds or 0.0) + LOCUST_OVERHEAD_S) * self.repeat
 
 
 def _specs() -> dict[str, OptionSpec]:
@@ -188,6 +192,10 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
         processes = check.integer("load.processes", processes, minimum=-1, expected=rule)
         if processes == 0:
             raise check.error("load.processes", f"{rule}, got 0")
+    repeat = run.get("repeat")
+    if repeat is not None:
+        repeat = check.integer("load.repeat", repeat, minimum=1,
+                               expected="expected a whole number of runs per configuration (1 or more)")
     locust_args = run.get("locust_args") or []
     if not isinstance(locust_args, list) or not all(isinstance(a, (str, int, float)) for a in locust_args):
         raise check.error("load.locust_args", "a list of Locust command-line arguments, e.g. [--stop-timeout, 5]")
@@ -199,7 +207,7 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
     except UsageError as exc:
         raise check.prefixed("load", exc) from None
     return LoadPlan(options, {**given, **{k: v for k, v in run.items() if v is not None}}, load_plan, shape,
-                    shape_settings, source)
+                    shape_settings, source, repeat=int(repeat or 1))
 
 
 def check_payload(plan: LoadPlan) -> None:

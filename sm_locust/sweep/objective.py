@@ -56,6 +56,13 @@ class Objective:
                 **({"max_breach_s": self.max_breach_s} if self.max_breach_s is not None else {})}
 
 
+def status_reason(status: str, reason: str | None) -> str:
+    """Why a configuration that did not measure cannot be recommended: 'failed: ...', and an
+    inconclusive one loudly ('INCONCLUSIVE: ...': its figures are the load generator's)."""
+    word = status.upper() if status == "inconclusive" else status
+    return f"{word}: {reason}" if reason else word
+
+
 def big(value: float | None) -> float:
     """A figure for sorting lowest-first, unknown (None) last."""
     return math.inf if value is None else value

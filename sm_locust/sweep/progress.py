@@ -59,7 +59,8 @@ def configuration_line(index: int, total: int, row: Row, figures: Callable[[], s
     head = f"{PREFIX} [{index}/{total}] {row.label}: "
     took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
     if row.status != "ok":
-        return f"{head}{row.status}: {row.reason}{took}"
+        status = row.status.upper() if row.status == "inconclusive" else row.status  # said loudly: never a result
+        return f"{head}{status}: {row.reason}{took}"
     resumed = " (measured before: run folder complete)" if row.resumed else ""
     return f"{head}{figures()}{resumed}{took}"
 

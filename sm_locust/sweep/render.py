@@ -62,6 +62,8 @@ def configurations_table(document: dict[str, Any], columns: list[tuple[str, str,
             text = html.escape(number(values.get(key), digits))
             if key == "label" and c.get("report"):
                 text = f'<a href="{html.escape(c["report"])}">{text}</a>'
+            if key == "status" and c.get("status") == "inconclusive":
+                text = "INCONCLUSIVE"  # said loudly: the client's figures, never a result of the endpoint
             if key == "status" and c.get("reason"):
                 text = f'{text}: {html.escape(str(c["reason"]))}'
             cells.append(f"<td>{text}</td>")

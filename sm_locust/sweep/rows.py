@@ -7,6 +7,7 @@ and its ranking marks it; `Row.as_dict` writes it, in one order for every kind a
 (docs/sweep.md lists the keys):
 
     index, label, key, settings, status, reason, resumed, run_dir     who it is, where it stands
+    client_bound, [remeasured]                                        whether the load generator was the bottleneck
     <the kind's identity>                                             price / memory size, ...
     report_gaps                                                       when a report was drawn
     wall_s, deploy_s, test_s                                          when it was deployed this time
@@ -83,6 +84,28 @@ class Teardown:
 
 
 @dataclass(kw_only=True)
+class Remeasure:
+    """The first measurement of a configuration measured again by itself because the load generator was
+    the bottleneck (runner.py): why, and where that first run folder was kept."""
+
+    first_reason: str
+    first_run_dir: str  # the first run folder, renamed beside the configuration's (`<run_dir>.client-bound`)
+    first_cost_usd: float | None = None  # what the first deployment was billed (added to the row's cost_usd)
+    first_billed_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"first_reason": self.first_reason, "first_run_dir": self.first_run_dir,
+                "first_cost_usd": self.first_cost_usd, "first_billed_s": self.first_billed_s}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Remeasure | None:
+        if not isinstance(data, dict) or not data.get("first_reason"):
+            return None
+        return cls(first_reason=str(data["first_reason"]), first_run_dir=str(data.get("first_run_dir") or ""),
+                   first_cost_usd=data.get("first_cost_usd"), first_billed_s=data.get("first_billed_s"))
+
+
+@dataclass(kw_only=True)
 class Row:
     """One configuration's row (a kind subclasses it with its identity and figures)."""
 
@@ -91,9 +114,11 @@ class Row:
     key: str
     settings: dict[str, Any]
     run_dir: str  # the run folder's name, in the sweep folder
-    status: str = "pending"  # pending | running | ok | failed | skipped | interrupted
-    reason: str | None = None  # why it failed, was skipped or interrupted
+    status: str = "pending"  # pending | running | ok | inconclusive | failed | skipped | interrupted
+    reason: str | None = None  # why it failed, was skipped, interrupted or is inconclusive
     resumed: bool = False  # measured by an earlier run of the sweep
+    client_bound: str | None = None  # why its (last) measurement was the load generator's, not the endpoint's
+    remeasure: Remeasure | None = None  # measured again by itself after a client-bound first measurement
     report_gaps: list[str] | None = None  # what `sm-locust report` found missing (None: no report drawn)
     timing: Timing | None = None
     figures: Figures | None = None
@@ -117,7 +142,10 @@ class Row:
         out: dict[str, Any] = {"index": self.index, "label": self.label, "key": self.key,
                                "settings": dict(self.settings),
                                "status": self.status, "reason": self.reason, "resumed": self.resumed,
-                               "run_dir": self.run_dir, **self.identity()}
+                               "run_dir": self.run_dir, "client_bound": self.client_bound}
+        if self.remeasure is not None:
+            out["remeasured"] = self.remeasure.as_dict()
+        out.update(self.identity())
         if self.report_gaps is not None:
             out["report_gaps"] = list(self.report_gaps)
         for group in (self.timing, self.figures, self.marks, self.teardown):

@@ -17,7 +17,12 @@ Guarantees:
 - **budget**: with `max_cost_usd`, a configuration is not deployed when what was spent plus the
   estimates of the ones alive and of this one would pass the sum;
 - **failure is local**: a configuration that fails (control-plane error, FailureReason, a run
-  that did not complete) is recorded with its reason and the sweep goes on.
+  that did not complete) is recorded with its reason and the sweep goes on;
+- **trust**: a configuration measured while the load generator was the bottleneck
+  (`Sweep.client_bound`, sweep/trust.py) is measured once more by itself, after every other one,
+  on a fresh deployment with nothing else alive (its first run folder kept as
+  `<run folder>.client-bound`); still client-bound, it is INCONCLUSIVE: never ranked, never the
+  recommendation, said in its line, sweep.json and sweep.html.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import contextlib
 import io
 import json
 import queue
+import shutil
 import signal
 import threading
 import time
@@ -39,7 +45,10 @@ import psutil
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import execute
+from sm_locust.core.repeat import RUN_PREFIX
 from sm_locust.errors import Interrupted, SmLocustError
+from sm_locust.record.repeat import REPEAT_JSON, repeat_document
+from sm_locust.record.summary import write_json
 from sm_locust.sweep.deployers import Cancelled, DeployError, Deployment
 from sm_locust.sweep.pipeline import (
     DELETING,
@@ -50,10 +59,11 @@ from sm_locust.sweep.pipeline import (
     Pipeline,
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
-from sm_locust.sweep.rows import Row, Teardown, Timing
+from sm_locust.sweep.rows import Remeasure, Row, Teardown, Timing
 from sm_locust.util.outputs import locked_folder
 
 MARKER = "sweep_configuration.json"
+FIRST_SUFFIX = ".client-bound"  # the first run folder of a configuration measured again by itself
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -112,6 +122,8 @@ class SweepRunner:
 
     def __init__(self, sweep, printer: Printer | None = None, *, handle_signals: bool = True):
         self.sweep = sweep
+        if getattr(sweep.plan, "repeat", 1) > 1:  # `load: {repeat: N}`: the run folder holds run-1/ .. and repeat.json
+            self.result_file = REPEAT_JSON
         self.spec = sweep.spec
         self.deployer = sweep.deployer
         self.printer = printer or Printer()
@@ -125,6 +137,7 @@ class SweepRunner:
         self.timing: dict[int, dict[str, float]] = {}
         self.measured = 0
         self.finished: set[int] = set()
+        self.remeasure_queue: list[int] = []  # client-bound configurations to measure again by themselves
         self.signum: int = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
@@ -178,6 +191,7 @@ class SweepRunner:
                                            thread_name_prefix="sm-locust-sweep")
         try:
             self._loop(pipeline)
+            self._remeasure_client_bound()
         except KeyboardInterrupt:
             outcome.interrupted = True
             outcome.signum = self.signum
@@ -202,6 +216,37 @@ class SweepRunner:
         outcome.wall_s = time.monotonic() - self.started
         outcome.peak_alive = pipeline.peak_alive
         return outcome
+
+    def _remeasure_client_bound(self) -> None:
+        """Each configuration whose measurement was client-bound, deployed and tested again with nothing
+        else alive (the main pipeline has finished: every other endpoint is deleted), one at a time."""
+        while self.remeasure_queue and not self.cancel.is_set():
+            i = self.remeasure_queue.pop(0)
+            row = self.rows[i]
+            if not self.sweep.budget_allows(i, self.rows, []):
+                row.fail("inconclusive", f"the load generator, not the endpoint, was the bottleneck "
+                         f"({row.client_bound}); not measured again: max_cost_usd {self.spec.max_cost_usd:g} would be "
+                         "passed")
+                self._line(i)
+                continue
+            run_dir = self.sweep.run_dir(self.sweep.configuration(i))
+            first = run_dir.with_name(run_dir.name + FIRST_SUFFIX)
+            if first.exists():
+                shutil.rmtree(first)
+            if run_dir.exists():
+                run_dir.rename(first)
+            teardown = row.teardown
+            row.remeasure = Remeasure(first_reason=row.client_bound or "", first_run_dir=first.name,
+                                      first_cost_usd=teardown.cost_usd if teardown else None,
+                                      first_billed_s=teardown.billed_s if teardown else None)
+            say(self.printer, f"[{i}/{self.total}] {row.label}: measuring it again by itself (the first measurement "
+                             f"was the load generator's, not the endpoint's: {row.client_bound})")
+            row.status, row.reason, row.figures, row.client_bound, row.marks = "pending", None, None, None, None
+            row.resumed = False
+            self.torn_down.discard(i)
+            self.finished.discard(i)
+            self.pipeline = Pipeline([i], 1)
+            self._loop(self.pipeline)
 
     def _loop(self, pipeline: Pipeline) -> None:
         while not pipeline.finished:
@@ -310,12 +355,14 @@ class SweepRunner:
         row = self.rows[i]
         teardown = Teardown(deployed={"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
                                       **{k: v for k, v in d.info.items() if k != "sweep_id"}}, left_behind=list(left))
+        first = row.remeasure
         if d.created_at is not None:
             billed = (d.deleted_at or time.time()) - d.created_at
-            teardown.billed_s = round(billed, 1)
+            teardown.billed_s = round(billed + (first.first_billed_s or 0.0 if first else 0.0), 1)
             price = self.sweep.prices[i]
             if price.usd_per_hour is not None:
-                teardown.cost_usd = round(price.usd_per_hour * price.instance_count * billed / 3600.0, 6)
+                cost = price.usd_per_hour * price.instance_count * billed / 3600.0
+                teardown.cost_usd = round(cost + (first.first_cost_usd or 0.0 if first else 0.0), 6)
         row.teardown = teardown
         if left:
             say(self.printer, f"[{i}/{self.total}] NOT cleaned up: {'; '.join(left)} "
@@ -340,7 +387,7 @@ class SweepRunner:
             self.timing[i]["test_s"] = time.monotonic() - t0
         if row.status == "running":
             if sweep.spec.report:
-                self._report(i, run_dir, d)
+                self._report(i, sweep.quoted_dir(run_dir), d)
             row.status = "ok"
             self._write_marker(i, run_dir, d)
 
@@ -353,7 +400,15 @@ class SweepRunner:
         settings = SageMakerSettings.from_options(options).validate()
         with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
-            execute(settings, plan.load, run_dir, extra_env, options=options)
+            if plan.repeat <= 1:
+                execute(settings, plan.load, run_dir, extra_env, options=options)
+                return
+            summaries: list[dict] = []
+            folders: list[str] = []
+            for k in range(1, plan.repeat + 1):  # the same test again on the same deployment (record/repeat.py)
+                folders.append(f"{RUN_PREFIX}{k}")
+                summaries.append(execute(settings, plan.load, run_dir / folders[-1], extra_env, options=options))
+                write_json(run_dir / REPEAT_JSON, repeat_document(summaries, folders))
 
     def _report(self, i: int, run_dir: Path, d: Deployment) -> None:
         """The run's report (report.html, steps.csv; CloudWatch when on AWS); gaps are noted, never fatal."""
@@ -376,10 +431,11 @@ class SweepRunner:
 
     def _write_marker(self, i: int, run_dir: Path, d: Deployment) -> None:
         c = self.sweep.configuration(i)
+        remeasure = self.rows[i].remeasure
         marker = {"sweep_id": self.spec.sweep_id, "key": self.sweep.keys[i], "index": i, "label": c.label,
                   "settings": c.settings, "deploy": self.spec.deploy, "endpoint_name": d.endpoint_name,
                   "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "result": self.result_file}
+                  "result": self.result_file, "remeasure": remeasure.as_dict() if remeasure else None}
         (run_dir / MARKER).write_text(json.dumps(marker, indent=1, default=str))
 
     # -- results ----------------------------------------------------------------------------------
@@ -397,6 +453,7 @@ class SweepRunner:
             self._measure(i, sweep.run_dir(sweep.configuration(i)))
             if not row.resumed:
                 self.measured += 1
+            self._judge_client(i)
         self._line(i)
         sweep.write_progress(self.rows)
         self.finished.add(i)
@@ -410,6 +467,39 @@ class SweepRunner:
             self.sweep.measure_row(i, run_dir, row)
         except (OSError, ValueError, KeyError) as exc:
             row.fail("failed", f"cannot read the results in {run_dir}: {type(exc).__name__}: {exc}")
+            return
+        row.client_bound = self.sweep.client_bound(run_dir)
+        if row.resumed and row.remeasure is None:  # measured again by an earlier run of the sweep?
+            try:
+                marker = json.loads((run_dir / MARKER).read_text())
+            except (OSError, ValueError):
+                marker = {}
+            row.remeasure = Remeasure.from_dict(marker.get("remeasure"))
+
+    def _judge_client(self, i: int) -> None:
+        """A client-bound measurement: queued to be measured again by itself, or (already measured again)
+        INCONCLUSIVE."""
+        row = self.rows[i]
+        if row.status != "ok" or not row.client_bound:
+            return
+        if row.remeasure is None:
+            if i not in self.remeasure_queue:
+                self.remeasure_queue.append(i)
+            return
+        row.fail("inconclusive", inconclusive_reason(row.remeasure.first_reason, row.client_bound))
 
     def _line(self, i: int) -> None:
-        self.printer(self.sweep.configuration_line(i, self.total, self.rows[i]))
+        row = self.rows[i]
+        line = self.sweep.configuration_line(i, self.total, row)
+        if row.status == "ok" and row.client_bound and i in self.remeasure_queue:
+            line += (f" - NOT TRUSTED: the load generator was the bottleneck ({row.client_bound}); measuring it "
+                     "again by itself once the others are done")
+        elif row.status == "ok" and row.remeasure is not None:
+            line += f" (measured again by itself: the first measurement was client-bound: {row.remeasure.first_reason})"
+        self.printer(line)
+
+
+def inconclusive_reason(first: str, again: str) -> str:
+    """Why a configuration is INCONCLUSIVE after its second measurement."""
+    return (f"the load generator, not the endpoint, was the bottleneck in both measurements (first: {first}; "
+            f"again by itself: {again}); its figures are the client's: not ranked, not recommended")

@@ -20,10 +20,12 @@ from locust.env import Environment
 
 from sm_locust.config.options import all_option_specs
 from sm_locust.gates import evaluate
+from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
+from sm_locust.gates.cli import INCONCLUSIVE_CHOICES, closing_line
 from sm_locust.gates.spec import GateSpec
 from sm_locust.invocation import Invocation
 from sm_locust.record.recorder import RunRecorder, attach_recorder
-from sm_locust.record.runfolder import RunData
+from sm_locust.record.runfolder import RunData, load_run
 from sm_locust.users import SageMakerUser
 
 
@@ -55,18 +57,39 @@ class LoadTestResult:
         """The gates' view: totals and exact per-name figures from the summary (as `sm-locust smoke` reads them)."""
         return RunData(run_dir=self.out_dir, summary=self.summary, source="in-process run")
 
-    def check(self, *, max_p95_ms=None, max_p99_ms=None, max_error_rate=None, min_rps=None, min_requests: int = 1):
-        """Verdicts for the limits given; each limit is a number or {request name: number}."""
+    def check(self, *, max_p95_ms=None, max_p99_ms=None, max_error_rate=None, min_rps=None, min_requests: int = 1,
+              baseline: LoadTestResult | str | Path | None = None, tolerance: float = DEFAULT_TOLERANCE):
+        """Verdicts (pass / fail / inconclusive) for the limits given; each limit is a number or
+        {request name: number}. `baseline`: an earlier result with a run folder (`out_dir`), or a run
+        folder, to compare with as `sm-locust smoke --baseline` does."""
         spec = GateSpec(max_p95_ms=_as_values(max_p95_ms), max_p99_ms=_as_values(max_p99_ms),
                         max_error_rate=_as_values(max_error_rate), min_rps=_as_values(min_rps),
                         min_requests=min_requests)
-        return evaluate(spec.build(), self.run_data())
+        gates = spec.build()
+        if baseline is not None:
+            gates += regression_gates(_baseline_run(baseline), tolerance)
+        return evaluate(gates, self.run_data())
 
-    def assert_gates(self, **limits) -> None:
-        """Raise AssertionError listing every failed gate (see `check` for the limits)."""
-        failed = [v.line() for v in self.check(**limits) if not v.passed]
+    def assert_gates(self, *, inconclusive: str = "fail", **limits) -> None:
+        """Raise AssertionError listing every gate that fails the test (see `check` for the limits); an
+        inconclusive gate fails it too unless `inconclusive="pass"` (as `smoke --inconclusive pass`)."""
+        if inconclusive not in INCONCLUSIVE_CHOICES:
+            raise ValueError(f"inconclusive must be one of {INCONCLUSIVE_CHOICES}, got {inconclusive!r}")
+        verdicts = self.check(**limits)
+        failed = [v.line() for v in verdicts if v.fails(inconclusive == "pass")]
         if failed:
-            raise AssertionError("load test gates failed:\n  " + "\n  ".join(failed))
+            raise AssertionError("load test gates failed:\n  " + "\n  ".join(failed) + "\n  "
+                                 + closing_line(verdicts, inconclusive == "pass"))
+
+
+def _baseline_run(baseline: LoadTestResult | str | Path) -> RunData:
+    """An earlier in-process result (it needs its run folder) or a run folder, as the gates read it."""
+    if isinstance(baseline, LoadTestResult):
+        if baseline.out_dir is None:
+            raise ValueError("the baseline result has no run folder: run it with out_dir (the sm_load_test fixture "
+                             "sets one) so its per-second samples can be compared")
+        return load_run(baseline.out_dir, role="baseline")
+    return load_run(baseline, role="baseline")
 
 
 def _as_values(limit) -> list[str]:

@@ -143,3 +143,21 @@ def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) ->
             text = f"{half:.1g}"
         return f"{figure} (\u00b1{text})"
     return f"{figure} [{number(low, digits)}, {number(high, digits)}]"
+
+
+def signed_percent(fraction: Any, digits: int = 0) -> str:
+    """A relative change with its sign: 0.123 -> '+12'; -0.071 -> '-7'; 0 -> '+0' (no unit: see `change`)."""
+    if is_missing(fraction):
+        return MISSING
+    text = f"{fraction * 100:+.{digits}f}"
+    return "+" + text[1:] if float(text) == 0 else text  # never '-0'
+
+
+def change(fraction: Any, low: Any = None, high: Any = None, digits: int = 0) -> str:
+    """A relative change and, when known, its interval: '+12 % [+7, +18]'; '+12 %' without one."""
+    if is_missing(fraction):
+        return MISSING
+    text = f"{signed_percent(fraction, digits)} %"
+    if is_missing(low) or is_missing(high):
+        return text
+    return f"{text} [{signed_percent(low, digits)}, {signed_percent(high, digits)}]"

@@ -52,14 +52,17 @@ def test_each_gate_passes_and_fails(gate, passed):
 
 
 def test_failure_messages_name_observed_and_limit():
-    assert MaxLatency(95, 30).check(RUN) == "p95 was 45 ms, over the limit of 30 ms"
-    assert "2.00%" in MaxErrorRate(0.01).check(RUN) and "1.00%" in MaxErrorRate(0.01).check(RUN)
-    assert MinRps(60).check(RUN) == ("goodput was 49.0 req/s (successful invocations; 50.0 attempted), "
-                                     "under the minimum of 60 req/s")
+    """A run folder without intervals (from before them) is judged on its point values, and says so."""
+    assert MaxLatency(95, 30).judge(RUN).message == ("p95 was 45 ms, over the limit of 30 ms (point value: this run "
+                                                     "folder records no interval)")
+    assert "2.00%" in MaxErrorRate(0.01).judge(RUN).message and "1.00%" in MaxErrorRate(0.01).judge(RUN).message
+    assert MinRps(60).judge(RUN).message == ("goodput was 49.0 req/s (successful invocations; 50.0 attempted), "
+                                             "under the minimum of 60 req/s (point value: this run folder records "
+                                             "no interval)")
 
 
 def test_unknown_request_name_fails_and_lists_names():
-    message = MaxLatency(95, 100, "nope").check(RUN)
+    message = MaxLatency(95, 100, "nope").judge(RUN).message
     assert "nope" in message and "fast, slow" in message
 
 
@@ -78,17 +81,18 @@ def test_run_without_requests_fails_the_smoke_gate():
 def test_regression_gates_with_tolerance():
     baseline = RunData(summary={"totals": {"requests": 1000, "failures": 0, "rps": 50, "p95_ms": 40, "p99_ms": 80}})
     gates = regression_gates(baseline, tolerance=0.2)
-    assert [g.metric for g in gates] == ["p95", "p99", "goodput", "error_rate"]
+    assert [getattr(g, "figure", getattr(g, "metric", None)) for g in gates] == ["p95", "p99", "goodput", "error_rate"]
     same = evaluate(gates, baseline)
     assert all(v.passed for v in same)
     worse = RunData(summary={"totals": {"requests": 1000, "failures": 50, "rps": 30, "p95_ms": 49, "p99_ms": 95}})
-    by_metric = {g.metric: v for g, v in zip(gates, evaluate(gates, worse), strict=True)}
-    assert by_metric["p95"].passed is False and "48 ms" in by_metric["p95"].message  # 40 * 1.2
+    by_metric = {getattr(g, "figure", getattr(g, "metric", None)): v
+                 for g, v in zip(gates, evaluate(gates, worse), strict=True)}
+    assert by_metric["p95"].passed is False and "+23 %" in by_metric["p95"].message  # 49 / 40, point values
     assert by_metric["p99"].passed is True  # 95 <= 96
     assert by_metric["goodput"].passed is False  # 30 x 0.95 < 40
     assert by_metric["error_rate"].passed is False  # 5% > 0% + 1 point
-    assert NoRegression("error_rate", 0.0, 0.1, slack=0.01).check(
-        RunData(summary={"totals": {"requests": 100, "failures": 1}})) is None
+    assert NoRegression("error_rate", 0.0, 0.1, slack=0.01).judge(
+        RunData(summary={"totals": {"requests": 100, "failures": 1}})).status == "pass"
 
 
 @pytest.mark.parametrize("spec, needle", [
@@ -182,9 +186,11 @@ def test_smoke_baseline_regression(tmp_path):
     run = write_run(tmp_path / "run")
     result = run_cli("smoke", "--run-dir", str(run), "--baseline", str(base), "--tolerance", "0.25")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL p95 no worse than baseline 30 ms" in result.stdout  # 45 > 37.5
-    assert "PASS p99 no worse than baseline 70 ms" in result.stdout  # 80 <= 87.5
+    # no timeline.jsonl in these folders: the point values decide, and the lines say so
+    assert "FAIL p95 vs baseline 30 ms (fails on a significant regression beyond 25%): p95 +50 %" in result.stdout
+    assert "PASS p99 vs baseline 70 ms (fails on a significant regression beyond 25%): p99 +14 %" in result.stdout
     assert "FAIL goodput" in result.stdout  # 49 < 78.4 x 0.75
+    assert "point values: no per-second samples (timeline.jsonl) in the baseline" in result.stdout
     same = run_cli("smoke", "--run-dir", str(run), "--baseline", str(run))
     assert same.returncode == 0, same.stdout
 

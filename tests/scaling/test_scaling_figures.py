@@ -149,9 +149,13 @@ def test_figures_of_an_emulated_run():
                               price_per_hour=0.23, failures={"ThrottlingException": 3, "ModelError": 2},
                               time_scale=clock_scale, source="emulator")
     assert fig["duration_s"] == 1200
+    # readings only at 0, 480 and 720 s: the change is known to 480 s, its arrival in service to 240 s
     assert fig["scale_events"] == [{"t_s": 480, "direction": "out", "from": 1, "to": 3, "reaction_s": 180.0,
-                                    "ready_s": 420.0, "ready_at_s": 720}]
+                                    "ready_s": 420.0, "ready_at_s": 720, "reaction_s_ci95": [0.0, 180.0],
+                                    "ready_s_ci95": [180.0, 420.0]}]
     assert fig["slo_breach_s"] == pytest.approx(360)
+    assert fig["breach_s_ci95"] == [pytest.approx(360), pytest.approx(360)]  # 900 ms vs 250: no second can flip
+    assert fig["breach_client_bound_s"] == 0.0
     assert fig["breaches"] == [[pytest.approx(420), pytest.approx(780)]]
     assert fig["peak_instances"] == 3
     assert fig["instance_hours"] == pytest.approx((480 + 720 * 3) / 3600)

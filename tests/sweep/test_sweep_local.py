@@ -31,13 +31,15 @@ def endpoints_running(out: str) -> list:
 
 def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     (tmp_path / "sweep.yaml").write_text(SWEEP)
-    r = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    r = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=240)
     out = tmp_path / "out"
     doc = json.loads((out / "sweep.json").read_text())
     low, high = doc["configurations"]
     assert (low["label"], high["label"]) == ("max_concurrency 2", "max_concurrency 5")
-    assert low["status"] == high["status"] == "ok"
+    if {low["status"], high["status"]} != {"ok"}:  # a busy machine bottlenecked the client twice: said, exit 1
+        assert {low["status"], high["status"]} <= {"ok", "inconclusive"} and r.returncode == 1, r.stdout
+        pytest.skip("the load generator was the bottleneck on this busy machine: INCONCLUSIVE, as it should say")
+    assert r.returncode == 0, r.stdout + r.stderr
     # capacity = slots / 40 ms: 50 and 125 req/s nominal; 6 users saturate both (a busy shared machine measures less)
     assert low["capacity_rps"] < 55 and high["capacity_rps"] < 130
     assert high["capacity_rps"] > 1.8 * low["capacity_rps"]

@@ -95,11 +95,14 @@ def test_a_local_sweep_over_memory_and_mix(tmp_path):
     plan = run_cli("sweep", "sweep.yaml", "--out", "out", "--plan", cwd=tmp_path, timeout=60)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "--multi-model --model-count 60" in plan.stdout and "target_models zipf:1.2:60" in plan.stdout
-    result = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=240)
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=360)
     rows = {(c["settings"]["instance_memory_mb"], c["settings"]["zipf_s"]): c
             for c in json.loads((tmp_path / "out" / "sweep.json").read_text())["configurations"]}
-    assert len(rows) == 4 and all(c["status"] == "ok" for c in rows.values())
+    # a busy machine can make a configuration's client the bottleneck twice: INCONCLUSIVE, said, exit 1;
+    # its figures are still recorded, and the cache relations below are the endpoint's, not the client's
+    statuses = {c["status"] for c in rows.values()}
+    assert len(rows) == 4 and statuses <= {"ok", "inconclusive"}, result.stdout + result.stderr
+    assert result.returncode == (0 if statuses == {"ok"} else 1), result.stdout + result.stderr
     for (memory, s), c in rows.items():
         summary = json.loads((tmp_path / "out" / c["run_dir"] / "summary.json").read_text())
         assert summary["mix"]["spec"] == f"zipf:{s:g}:60"  # the configuration's own mix was sent

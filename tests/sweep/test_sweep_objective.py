@@ -43,7 +43,7 @@ def test_the_cheapest_fleet_for_the_target_wins_and_the_sentence_says_by_how_muc
     high = priced(2, "max_concurrency 5", 121.0, 44.0)
     rec = recommend([low, high], OBJECTIVE)
     assert rec.winner is high
-    assert rec.reason == ("max_concurrency 5: 121 req/s at p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
+    assert rec.reason == ("max_concurrency 5: 121 req/s, p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
                           "67 % cheaper at 100 req/s than max_concurrency 2")
     assert rec.lost[1] == "3 instances for 100 req/s cost $0.60/h vs $0.20/h"
 

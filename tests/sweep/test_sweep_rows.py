@@ -10,7 +10,7 @@ from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.rows import Marks, Teardown, Timing
 from tests.sweep_fakes import FakeRunner, fake_sweep
 
-SHARED = ["index", "label", "key", "settings", "status", "reason", "resumed", "run_dir"]
+SHARED = ["index", "label", "key", "settings", "status", "reason", "resumed", "run_dir", "client_bound"]
 PRICE = ["price_per_hour", "price_source", "instance_type", "instance_count"]
 
 
@@ -28,7 +28,7 @@ def test_a_row_is_written_in_one_order_whatever_order_it_was_filled_in():
     r.timing = Timing(wall_s=3.0)  # ...timed last
     r.report_gaps = []
     keys = list(r.as_dict())
-    assert keys[:14] == SHARED + PRICE + ["report_gaps", "wall_s"]
+    assert keys[:15] == SHARED + PRICE + ["report_gaps", "wall_s"]
     assert keys.index("cost_per_hour_at_target") < keys.index("meets_objective") < keys.index("deployed")
     assert keys[-3:] == ["report", "deployed", "billed_s"]  # no price known, no cost_usd; nothing left behind
     assert r["capacity_rps"] == 50.0 and r["deploy_s"] is None and r.cost_usd is None

@@ -31,6 +31,8 @@ LOAD_KEYS_REFUSED = {
     "target_rps": "the traffic: phases decide the rates",
     "traffic_pattern": "the traffic: phases decide the load",
     "traffic": "give the phases as the sweep file's top-level traffic:",
+    "repeat": ("not for an autoscaling sweep: each run needs a fresh fleet (one that scaled out would not scale "
+               "again); a run the load generator bottlenecked is measured again by itself already"),
     "time_scale": "set autoscaling.time_scale (local emulation only)",
 }
 

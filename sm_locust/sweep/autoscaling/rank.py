@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
+from sm_locust.sweep.objective import Objective, big, nothing_meets, status_reason, why_lost
 from sm_locust.util.formatting import percent
 
 
@@ -48,7 +48,7 @@ class ScalingRecommendation:
 def disqualification(c: ScalingCandidate, objective: Objective) -> str | None:
     """Why `c` cannot be recommended, or None."""
     if c.status != "ok":
-        return f"{c.status}: {c.reason}" if c.reason else c.status
+        return status_reason(c.status, c.reason)
     budget = objective.max_breach_s or 0.0
     if objective.slo_ms is not None and c.slo_breach_s is None:
         return "no latency measured"

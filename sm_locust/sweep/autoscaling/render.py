@@ -31,24 +31,32 @@ SCHEMA = 1
 POLICY_COLUMNS = ("min_instances", "max_instances", "target_value", "metric", "scale_out_cooldown_s",
                   "scale_in_cooldown_s")
 COLUMNS = ("reaction_s", "ready_s", "model_reaction_s", "model_ready_s", "peak_instances", "instance_hours",
-           "cost_usd", "slo_breach_s", "failed", "throttled", "flaps", "latency_ms", "meets_objective", "lost_because",
-           "run_dir", "deploy_s", "test_s", "wall_s")
+           "cost_usd", "slo_breach_s", "breach_client_bound_s", "failed", "throttled", "flaps", "latency_ms",
+           "meets_objective", "lost_because", "client_bound", "run_dir", "deploy_s", "test_s", "wall_s")
+
+
+def bracket(interval: Any) -> str:
+    """' [171, 181]' for a 95 % interval (or a resolution bound), '' without one."""
+    if not isinstance(interval, (list, tuple)) or len(interval) != 2 or None in interval:
+        return ""
+    return f" [{interval[0]:.0f}, {interval[1]:.0f}]"
 
 
 def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
-    """`[1/2] min_instances 1: out 1 -> 3 after 180 s (serving 420 s), peak 3, 0.75 instance-hours ($0.17),
-    310 s over the SLO, 0 flaps (46 s)`."""
+    """`[1/2] min_instances 1: out 1 -> 3 after 180 s [170, 180] (serving 420 s), peak 3, 0.75 instance-hours
+    ($0.17), 310 s [280, 340] over the SLO, 0 flaps (46 s)`; brackets: the figures' intervals."""
     head = f"{PREFIX} [{index}/{total}] {row.label}: "
     took = f" ({duration(row.timing.wall_s)})" if row.timing is not None else ""
     if row.status != "ok":
-        return f"{head}{row.status}: {row.reason}{took}"
+        status = row.status.upper() if row.status == "inconclusive" else row.status  # said loudly
+        return f"{head}{status}: {row.reason}{took}"
     f = row.figures or AutoscalingFigures()
     events = f.get("scale_events") or []
     parts = []
     for e in events[:3]:
         text = f"{e['direction']} {e['from']} -> {e['to']}"
         if e.get("reaction_s") is not None:
-            text += f" after {e['reaction_s']:.0f} s"
+            text += f" after {e['reaction_s']:.0f} s{bracket(e.get('reaction_s_ci95'))}"
         if e.get("ready_s") is not None:
             text += f" (serving {e['ready_s']:.0f} s)"
         parts.append(text)
@@ -62,7 +70,7 @@ def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
         cost = f" (${f.get('cost_usd'):.2f})" if f.get("cost_usd") is not None else ""
         parts.append(f"{f.get('instance_hours'):.2f} instance-hours{cost}")
     if f.get("slo_breach_s") is not None:
-        parts.append(f"{f.get('slo_breach_s'):.0f} s over the SLO")
+        parts.append(f"{f.get('slo_breach_s'):.0f} s{bracket(f.get('breach_s_ci95'))} over the SLO")
     parts.append(f"{f.get('flaps') or 0} flaps")
     text = head + ", ".join(parts)
     if row.resumed:
@@ -89,20 +97,30 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 def table(document: dict[str, Any]) -> str:
     columns = [("configuration", "label", 0), ("status", "status", 0), ("min", "min_instances", 0),
                ("max", "max_instances", 0), ("target", "target_value", 0), ("reaction s", "reaction_s", 0),
-               ("ready s", "ready_s", 0), ("model reaction s", "model_reaction_s", 0),
+               ("ready s", "ready_s", 0), ("reaction s, poll resolution", "reaction_text", 0),
+               ("model reaction s", "model_reaction_s", 0),
                ("model ready s", "model_ready_s", 0), ("peak instances", "peak_instances", 0),
                ("instance-hours", "instance_hours", 3), ("$ for the traffic", "cost_usd", 2),
-               ("s over the SLO", "slo_breach_s", 0), ("failed", "failed", 0), ("throttled", "throttled", 0),
+               ("s over the SLO [95 % interval]", "breach_text", 0),
+               ("of which the client was behind, s", "breach_client_bound_s", 0), ("failed", "failed", 0),
+               ("throttled", "throttled", 0),
                ("flaps", "flaps", 0), ("why not", "lost_because", 0)]
 
     def derived(c: dict[str, Any]) -> dict[str, Any]:
-        return {k: (c.get("policy") or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
+        out = {k: (c.get("policy") or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
+        breach, reaction = c.get("slo_breach_s"), c.get("reaction_s")
+        out["breach_text"] = None if breach is None else f"{breach:.0f}{bracket(c.get('breach_s_ci95'))}"
+        out["reaction_text"] = None if reaction is None else f"{reaction:.0f}{bracket(c.get('reaction_s_ci95'))}"
+        return out
 
     note = ('<p class="note">Reaction: from the start of the first period above the target (below 90 % of it for a '
             "scale-in) to the change of the desired count; ready: from that same start to the new instances serving. "
             "Model: the same policy's control loop fed the traffic's datapoints (local emulation). Instance-hours: the "
             "larger of desired and in service over the traffic, in the run's (emulated) hours; $ at the "
-            "configuration's price per instance-hour.</p>")
+            "configuration's price per instance-hour. Brackets: the reaction time as the instance counts' polling "
+            "bounds it (a change seen at a reading happened after the one before); the seconds over the SLO's 95 % "
+            "interval (each second's requests resampled). A run whose seconds over the SLO came while the load "
+            "generator was behind is measured again by itself, then INCONCLUSIVE.</p>")
     return configurations_table(document, columns, derived, note)
 
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from sm_locust.sweep.rows import Row
 
-FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "slo_breach_s", "breaches", "failed",
-               "throttled", "flaps", "instances", "periods", "duration_s")
+FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "slo_breach_s", "breach_s_ci95",
+               "breach_client_bound_s", "breaches", "failed", "throttled", "flaps", "instances", "periods",
+               "duration_s")
 
 
 @dataclass(kw_only=True)
@@ -44,6 +45,10 @@ class AutoscalingFigures:
         return (self.first_out or {}).get("ready_s")
 
     @property
+    def reaction_s_ci95(self) -> list[float] | None:
+        return (self.first_out or {}).get("reaction_s_ci95")
+
+    @property
     def model_out(self) -> dict[str, Any] | None:
         return next((e for e in self.model_events or [] if e.get("direction") == "out"), None)
 
@@ -57,7 +62,7 @@ class AutoscalingFigures:
     def as_dict(self) -> dict[str, Any]:
         out = {key: self.scaling.get(key) for key in FIGURE_KEYS}
         out.update({
-            "reaction_s": self.reaction_s, "ready_s": self.ready_s,
+            "reaction_s": self.reaction_s, "reaction_s_ci95": self.reaction_s_ci95, "ready_s": self.ready_s,
             "model_reaction_s": (self.model_out or {}).get("reaction_s"),
             "model_ready_s": (self.model_out or {}).get("ready_s"),
             "model_scale_events": self.model_events,

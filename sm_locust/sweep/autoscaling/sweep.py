@@ -47,6 +47,7 @@ from sm_locust.sweep.load import check_payload
 from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner
 from sm_locust.sweep.schema import SweepSpec
+from sm_locust.sweep.trust import client_bound_reason
 
 
 @dataclass
@@ -54,11 +55,23 @@ class AutoscalingSweep(Sweep):
     """A checked autoscaling sweep (its spec's `section` holds the axes, shared settings and traffic)."""
 
     runner_class: ClassVar[type[SweepRunner]] = AutoscalingRunner
+    every_step_decides: ClassVar[bool] = True  # every second of the traffic counts toward its seconds over the SLO
 
     @property
     def autoscaling(self) -> AutoscalingSpec:
         assert isinstance(self.spec.section, AutoscalingSpec)
         return self.spec.section
+
+    def client_bound(self, run_dir: Path) -> str | None:
+        """Any client-bound step, or seconds over the SLO the client caused that decide the verdict
+        (sweep/trust.py, with the objective's `max_breach_s`)."""
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(summary, dict):
+            return None
+        return client_bound_reason(summary, every_step=True, max_breach_s=self.spec.objective.max_breach_s)
 
     def base_row(self, c: Configuration) -> AutoscalingRow:
         price = self.prices[c.index]
@@ -121,7 +134,7 @@ class AutoscalingSweep(Sweep):
             "autoscaling": self.autoscaling.as_dict(),
             "traffic": self.autoscaling.traffic.as_list(),
             "configurations": [r.as_dict() for r in ordered],
-            "recommendation": self.recommendation(rec),
+            "recommendation": self.recommendation(rec, ordered),
             "why_not": self.why_not(rec),
         }
 

@@ -219,3 +219,24 @@ def usage_from_steps_csv(rows: Iterable[Mapping[str, Any]], users: Any) -> tuple
         if users is not None and number(row.get("users")) == float(users):
             found = (number(row.get("cw_CPUUtilization_avg_pct")), number(row.get("cw_MemoryUtilization_avg_pct")))
     return found
+
+
+def repeat_figures(document: Mapping[str, Any] | None, quoted: str) -> dict[str, Any] | None:
+    """With `load: {repeat: N}`: how many runs, which one is quoted (the median capacity), and the
+    capacity's run-to-run spread (record/repeat.py); None for a configuration run once."""
+    if not document:
+        return None
+    figures = document.get("figures") or {}
+    capacity = figures.get("capacity_rps") or figures.get("goodput_rps") or {}
+    return {"runs": document.get("runs"), "quoted_run": quoted, "capacity_values": capacity.get("values"),
+            "capacity_sd": capacity.get("sd"), "capacity_ci95": capacity.get("ci95"),
+            "spread_ratio": capacity.get("spread_ratio"),
+            "inconclusive_runs": document.get("inconclusive_runs") or []}
+
+
+def widened(own: list[float] | None, between: list[float] | None) -> list[float] | None:
+    """The quoted run's interval widened to cover the run-to-run one (the mean's 95 % interval over the
+    runs): two configurations tie unless they differ by more than runs of one of them do."""
+    if own is None or between is None:
+        return own or between
+    return [min(own[0], between[0]), max(own[1], between[1])]

@@ -12,6 +12,13 @@ configurations are ranked by the objective's `optimize`:
 
 `recommend` returns the winner, a one-sentence reason with the figure that decided against the
 runner-up, and for every other configuration why it lost.
+
+Ties: when the 95 % interval of the deciding figure (capacity for `throughput`, the percentile for
+`latency`, the fleet's $ per hour at the target or $ per 1M for `cost`) of a configuration ranked
+below the first overlaps the first's, the measurement cannot tell them apart: they tie, the one
+that costs less per hour to run (price x instance count) is recommended, and the sentence says so
+(`sweep/trust.py`). Without prices nothing tells the cheaper: the first on the point figure stays,
+and the sentence says they tie.
 """
 
 from __future__ import annotations
@@ -20,8 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
-from sm_locust.util.formatting import MISSING, percent
+from sm_locust.sweep.objective import Objective, big, nothing_meets, status_reason, why_lost
+from sm_locust.sweep.trust import cheapest, tied_with
+from sm_locust.util.formatting import MISSING, money, percent, with_interval
 
 
 @dataclass
@@ -32,14 +40,20 @@ class Candidate:
     label: str
     status: str = "ok"  # ok | failed | skipped | interrupted
     reason: str | None = None  # why it failed or was skipped
-    capacity_rps: float | None = None
+    capacity_rps: float | None = None  # the capacity step's goodput
+    knee_rps: float | None = None  # the knee step's own rate, users and percentile
     knee_users: float | None = None
-    latency_ms: float | None = None  # the objective's percentile at the knee
+    latency_ms: float | None = None  # the objective's percentile at the knee step
     error_rate: float | None = None
     cost_per_1m: float | None = None
     instances_needed: int | None = None
     cost_per_hour_at_target: float | None = None
     no_capacity_reason: str | None = None  # the run's own words when no load was acceptable
+    capacity_ci95: list[float] | None = None  # 95 % intervals of the deciding figures
+    latency_ci95: list[float] | None = None
+    cost_per_1m_ci95: list[float] | None = None
+    cost_per_hour_at_target_ci95: list[float] | None = None
+    price_per_hour: float | None = None  # what running it costs (price x instance count): breaks a tie
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -49,12 +63,13 @@ class Recommendation:
     reason: str
     lost: dict[int, str]  # index -> why it lost
     ranked: list[Candidate]  # eligible, best first
+    tied: list[int] = field(default_factory=list)  # indexes of the configurations the winner ties with
 
 
 def disqualification(c: Candidate, objective: Objective) -> str | None:
     """Why `c` cannot be recommended, or None when it meets the objective."""
     if c.status != "ok":
-        return f"{c.status}: {c.reason}" if c.reason else c.status
+        return status_reason(c.status, c.reason)
     if not c.capacity_rps:
         return c.no_capacity_reason or "no sustainable throughput found"
     p = objective.percentile_label
@@ -101,10 +116,23 @@ def _less(a: float | None, b: float | None) -> str:
     return f"{(1 - a / b) * 100:.0f} %" if b else "0 %"
 
 
+def _load(users: float | None) -> str:
+    if not isinstance(users, (int, float)):
+        return ""
+    return f" at {users:g} user{'s' if users != 1 else ''}"
+
+
 def headline(c: Candidate, objective: Objective) -> str:
-    """'max_concurrency 5: 121 req/s at p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M'."""
-    parts = [f"{c.label}: {c.capacity_rps:.0f} req/s"
-             + (f" at {objective.percentile_label} {c.latency_ms:.0f} ms" if c.latency_ms is not None else "")]
+    """'max_concurrency 5: 116 req/s at 6 users, p95 44 ms, capacity 121 req/s (±3); 1 instance for 100
+    req/s; $0.46 per 1M': the knee step's own rate, users and percentile, then the capacity (its own
+    step's) when it differs; never one step's rate beside another's users."""
+    rate = c.knee_rps if c.knee_rps is not None else c.capacity_rps
+    head = f"{c.label}: {rate:.0f} req/s{_load(c.knee_users)}"
+    if c.latency_ms is not None:
+        head += f", {objective.percentile_label} {c.latency_ms:.0f} ms"
+    if c.capacity_rps is not None and c.knee_rps is not None and abs(c.capacity_rps - c.knee_rps) >= 0.05:
+        head += f", capacity {with_interval(c.capacity_rps, c.capacity_ci95, ' req/s')}"
+    parts = [head]
     if objective.target_rps and c.instances_needed:
         plural = "instance" if c.instances_needed == 1 else "instances"
         parts.append(f"{c.instances_needed} {plural} for {objective.target_rps:g} req/s")
@@ -149,22 +177,87 @@ def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: O
     return f"as cheap as {runner_up.label}, with lower latency"
 
 
+@dataclass(frozen=True)
+class Deciding:
+    """The figure a ranking decides on: its name in a sentence, the candidate's attributes for its
+    value and 95 % interval, and how it prints."""
+
+    name: str
+    value: str
+    interval: str
+    unit: str = ""
+    dollars: bool = False
+
+    def show(self, c: Candidate) -> str:
+        """'121 req/s [115, 127]', '$0.46 [0.43, 0.50]'."""
+        value, interval = getattr(c, self.value), getattr(c, self.interval)
+        if value is None:
+            return MISSING
+        text = f"${value:.2f}" if self.dollars else f"{value:.0f}{self.unit}"
+        if interval:
+            low, high = interval
+            text += f" [{low:.2f}, {high:.2f}]" if self.dollars else f" [{low:.0f}, {high:.0f}]"
+        return text
+
+
+def deciding_figure(mode: str, objective: Objective) -> Deciding:
+    """The figure the ranking `mode` decides on (see the module docstring)."""
+    if mode == "throughput":
+        return Deciding("throughput", "capacity_rps", "capacity_ci95", " req/s")
+    if mode == "latency":
+        return Deciding(objective.percentile_label, "latency_ms", "latency_ci95", " ms")
+    if objective.target_rps:
+        return Deciding(f"$ per hour at {objective.target_rps:g} req/s", "cost_per_hour_at_target",
+                        "cost_per_hour_at_target_ci95", dollars=True)
+    return Deciding("$ per 1M", "cost_per_1m", "cost_per_1m_ci95", dollars=True)
+
+
+def _tie(ranked: list[Candidate], mode: str, objective: Objective) -> tuple[list[Candidate], list[Candidate], str]:
+    """(ranked with the tie broken, the configurations tied with the first, the sentence's tail)."""
+    figure = deciding_figure(mode, objective)
+    tied = tied_with(ranked, lambda c: getattr(c, figure.interval))
+    if not tied:
+        return ranked, [], ""
+    group = [ranked[0], *tied]
+    pick = cheapest(group, lambda c: c.price_per_hour)
+    figures = " vs ".join(f"{c.label} {figure.show(c)}" for c in group)
+    others = ", ".join(c.label for c in group if c is not (pick or ranked[0]))
+    name = figure.name
+    if pick is None:
+        return ranked, tied, (f"; it TIES with {others} on {name} (95 % intervals overlap: {figures}), and no price "
+                              "tells the cheaper: the higher point estimate is kept")
+    reordered = [pick, *[c for c in ranked if c is not pick]]
+    prices = " vs ".join(f"{money(c.price_per_hour, 3)}/h" for c in [pick, *[c for c in group if c is not pick]])
+    return reordered, [c for c in group if c is not pick], (
+        f"; it TIES with {others} on {name} (95 % intervals overlap: {figures}): the cheaper to run is "
+        f"recommended ({prices})")
+
+
 def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommendation:
     """The winner, its one-sentence reason, and why each other configuration lost."""
     mode = ranking_mode(candidates, objective)
-    ranked = rank(candidates, objective)
-    lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective),
-                    lambda winner, other: _versus(winner, other, mode, objective))
+    ranked, tied, tie_text = _tie(rank(candidates, objective), mode, objective)
+    name = deciding_figure(mode, objective).name
+    priced = ranked[0].price_per_hour is not None if ranked else False
+
+    def versus(winner: Candidate, other: Candidate) -> str:
+        if any(other is c for c in tied):
+            return f"ties with {winner.label} on {name}; " + (f"{winner.label} costs less to run" if priced else
+                                                               "no price tells them apart: the higher point was kept")
+        return _versus(winner, other, mode, objective)
+
+    lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective), versus)
     if not ranked:
         return Recommendation(None, nothing_meets("configuration", candidates, lost), lost, [])
     winner = ranked[0]
     sentence = headline(winner, objective)
-    if len(ranked) > 1:
+    if len(ranked) > 1 and not tie_text:
         sentence += f" — {_comparison(winner, ranked[1], mode, objective)}"
-    elif len(candidates) > 1:
+    elif len(ranked) == 1 and len(candidates) > 1:
         sentence += " — the only configuration that meets the objective"
+    sentence += tie_text
     if mode != objective.optimize:
         sentence += " (no prices known: ranked by throughput)"
-    return Recommendation(winner, sentence, lost, ranked)
+    return Recommendation(winner, sentence, lost, ranked, [c.index for c in tied])
 
 

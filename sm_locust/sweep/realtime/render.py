@@ -30,10 +30,12 @@ from sm_locust.util.formatting import MISSING, percent, with_interval
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
 FIGURE_COLUMNS = (
-    "capacity_rps", "knee_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct",
+    "capacity_rps", "capacity_users", "capacity_step", "capacity_latency_ms", "knee_rps", "knee_users", "p50_ms",
+    "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct",
     "memory_pct", "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m",
     "cost_per_hour_at_target",
-    "meets_objective", "pareto", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s", "billed_s", "cost_usd",
+    "meets_objective", "pareto", "lost_because", "client_bound", "run_dir", "deploy_s", "test_s", "wall_s",
+    "billed_s", "cost_usd",
     "cache_hit_rate", "models_loaded", "cold_p95_ms", "cost_per_model_month",
 )
 MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_loaded", 1),
@@ -57,6 +59,10 @@ def configuration_line(index: int, total: int, row: RealtimeRow, percentile_labe
                 f"{percent(f.error_rate, trim=True)} errors")
         if f.capacity_step is not None and f.capacity_step != f.knee_step:
             text += f", capacity {with_interval(f.capacity_rps, f.capacity_ci95, ' req/s', 1)}"
+        if f.repeat and f.repeat.get("capacity_values"):
+            values = f.repeat["capacity_values"]
+            text += (f" ({f.repeat['quoted_run']}, the median of {f.repeat['runs']} runs: run to run "
+                     f"{min(values):.1f}..{max(values):.1f} req/s)")
         return text + (f"; ${f.cost_per_1m:.2f} per 1M" if f.cost_per_1m is not None else "")
 
     return progress.configuration_line(index, total, row, figures)
@@ -89,7 +95,7 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
-               ("capacity req/s", "capacity_rps", 1), ("req/s at the knee", "knee_rps", 1),
+               ("capacity req/s [95 % interval]", "capacity_text", 0), ("req/s at the knee", "knee_rps", 1),
                ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
                ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
@@ -101,8 +107,10 @@ def table(document: dict[str, Any]) -> str:
         columns[-2:-2] = MIX_COLUMNS
 
     def derived(c: dict[str, Any]) -> dict[str, Any]:
+        capacity = c.get("capacity_rps")
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
-                "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"]}
+                "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"],
+                "capacity_text": None if capacity is None else with_interval(capacity, c.get("capacity_ci95"), "", 1)}
 
     note = ('<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s '
             f"throughput within the SLO); the objective's percentile is {html.escape(pct)}. CPU is summed over "

@@ -15,20 +15,25 @@ WINDOW = ("knee_start", "knee_end")  # the knee step's epoch seconds: not in swe
 
 @dataclass(kw_only=True)
 class RealtimeFigures(Measurement):
-    """The figures at the configuration's knee (`realtime.measure`), the endpoint's CPU and memory
-    there, and what it costs; sweep.json calls the run's verdict line `verdict` and leaves out the
-    knee step's window (it only serves to read CPU and memory)."""
+    """The figures at the configuration's knee and capacity steps (`realtime.measure`: each its own
+    step's), the endpoint's CPU and memory at the knee, and what it costs, with the cost's 95 %
+    intervals (from the capacity's); sweep.json calls the run's verdict line `verdict` and leaves out
+    the knee step's window (it only serves to read CPU and memory)."""
 
     cpu_pct: float | None = None
     memory_pct: float | None = None
     cost_per_1m: float | None = None
+    cost_per_1m_ci95: list[float] | None = None
     instances_needed: int | None = None
     cost_per_hour_at_target: float | None = None
+    cost_per_hour_at_target_ci95: list[float] | None = None
     # under a model mix (`realtime.mix`; null otherwise)
     cache_hit_rate: float | None = None
     models_loaded: float | None = None
     cold_p95_ms: float | None = None
     cost_per_model_month: float | None = None
+    # with `load: {repeat: N}` (`realtime.measure.repeat_figures`; null otherwise)
+    repeat: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {("verdict" if k == "text" else k): v for k, v in asdict(self).items() if k not in WINDOW}

@@ -20,7 +20,7 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
-from sm_locust.sweep.costing import figures
+from sm_locust.sweep.costing import cost_intervals, figures
 from sm_locust.sweep.deployers import create_deployer
 from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import check_payload, parse_load
@@ -28,8 +28,10 @@ from sm_locust.sweep.objective import pareto_front
 from sm_locust.sweep.realtime import render
 from sm_locust.sweep.realtime.measure import (
     measure,
+    repeat_figures,
     usage_from_steps_csv,
     usage_in_window,
+    widened,
 )
 from sm_locust.sweep.realtime.mix import (
     configuration_mix,
@@ -73,15 +75,19 @@ class RealtimeSweep(Sweep):
 
     def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
         objective = self.spec.objective
+        quoted = self.quoted_dir(run_dir)  # with `repeat:`, the median run's folder
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = json.loads((quoted / "summary.json").read_text())
         except (OSError, ValueError) as exc:
-            row.fail("failed", f"cannot read {run_dir / 'summary.json'}: {exc}")
+            row.fail("failed", f"cannot read {quoted / 'summary.json'}: {exc}")
             return
         m = measure(summary, objective.percentile, objective.max_error_rate)
+        repeat = repeat_figures(self.repeat_document(run_dir), quoted.name)
+        if repeat is not None:
+            m.capacity_ci95 = widened(m.capacity_ci95, repeat.get("capacity_ci95"))
         cpu, memory, loaded = None, None, None
         usage_file = run_dir / USAGE_FILE
-        steps_file = run_dir / STEPS_FILE
+        steps_file = quoted / STEPS_FILE
         if usage_file.exists():
             with open(usage_file, newline="") as f:
                 samples = list(csv.DictReader(f))
@@ -95,6 +101,7 @@ class RealtimeSweep(Sweep):
             if loaded is None:
                 loaded = models_loaded_from_steps(rows, m.knee_users)
         cost = figures(m.capacity_rps, self.prices[index], objective)
+        bounds = cost_intervals(m.capacity_ci95, self.prices[index], objective)
         price = self.prices[index]
         fleet = cost.get("cost_per_hour_at_target")
         if fleet is None and price.usd_per_hour is not None:
@@ -102,9 +109,12 @@ class RealtimeSweep(Sweep):
         mix, cache = self.mix_of(index), mix_figures(summary)
         row.figures = RealtimeFigures(
             **vars(m), cpu_pct=None if cpu is None else round(cpu, 1),
-            memory_pct=None if memory is None else round(memory, 2), **cost, cache_hit_rate=cache["cache_hit_rate"],
+            memory_pct=None if memory is None else round(memory, 2), **cost,
+            cost_per_1m_ci95=bounds["cost_per_1m_ci95"],
+            cost_per_hour_at_target_ci95=bounds["cost_per_hour_at_target_ci95"], cache_hit_rate=cache["cache_hit_rate"],
             cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
-            cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None)
+            cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None,
+            repeat=repeat)
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
         assert isinstance(row, RealtimeRow)
@@ -113,10 +123,17 @@ class RealtimeSweep(Sweep):
     def candidate(self, row: RealtimeRow) -> Candidate:
         """What the ranking needs of a row."""
         f = row.figures or RealtimeFigures()
+        price = row.price
         return Candidate(index=row.index, label=row.label, status=row.status, reason=row.reason,
-                         capacity_rps=f.capacity_rps, knee_users=f.knee_users, latency_ms=f.latency_ms,
+                         capacity_rps=f.capacity_rps, knee_rps=f.knee_rps, knee_users=f.knee_users,
+                         latency_ms=f.latency_ms,
                          error_rate=f.error_rate, cost_per_1m=f.cost_per_1m, instances_needed=f.instances_needed,
-                         cost_per_hour_at_target=f.cost_per_hour_at_target, no_capacity_reason=f.no_capacity_reason)
+                         cost_per_hour_at_target=f.cost_per_hour_at_target, no_capacity_reason=f.no_capacity_reason,
+                         capacity_ci95=f.capacity_ci95, latency_ci95=f.latency_ci95,
+                         cost_per_1m_ci95=f.cost_per_1m_ci95,
+                         cost_per_hour_at_target_ci95=f.cost_per_hour_at_target_ci95,
+                         price_per_hour=(price.usd_per_hour * price.instance_count
+                                         if price.usd_per_hour is not None else None))
 
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         """sweep.json's content for the rows so far (docs/sweep.md)."""
@@ -131,7 +148,7 @@ class RealtimeSweep(Sweep):
         return {
             **self.document_head(render.SCHEMA, outcome),
             "configurations": [r.as_dict() for r in ordered],
-            "recommendation": self.recommendation(rec),
+            "recommendation": self.recommendation(rec, ordered),
             "pareto": front,
             "why_not": self.why_not(rec),
         }

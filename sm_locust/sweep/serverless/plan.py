@@ -37,6 +37,7 @@ LOAD_KEYS_REFUSED = {
     "spawn_rate": "callers start at once in each phase",
     "target_rps": "the serverless tests run callers back to back, not an open-loop rate",
     "traffic_pattern": "the serverless tests build their own phases",
+    "repeat": "not for a serverless sweep: its tests (cold starts, the concurrency phases) are its own; run it again",
 }
 
 

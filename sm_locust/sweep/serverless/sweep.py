@@ -68,6 +68,7 @@ class ServerlessSweep(Sweep):
     cloudwatch: Any = None  # injected CloudWatch client (tests); default: made when first needed, on AWS
 
     runner_class: ClassVar[type[SweepRunner]] = ServerlessRunner
+    judges_client: ClassVar[bool] = False  # its result is its own tests' (results.json), not one run's verdict
 
     @property
     def serverless(self) -> ServerlessSpec:
