@@ -37,6 +37,7 @@ from sm_locust.config.options import SageMakerSettings, forwarded_arguments
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.record.summary import write_json
+from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
 from sm_locust.util.formatting import MISSING, is_missing
@@ -292,14 +293,17 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
+MAX_ECHOED = 4000  # characters of one line of Locust's output (a traceback line, a stats row)
+
+
 def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], None] | None = None) -> str:
     """Copy Locust's output to locust.log and echo it (quiet: only progress and errors; every line to
     `echo` when given); return the tail."""
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
-        log.write(raw)
-        line = raw.decode(errors="replace").rstrip()
+        line = clean(raw.decode(errors="replace").rstrip(), MAX_ECHOED)  # Locust quotes endpoint and user text
+        log.write(line.encode() + b"\n")
         tail = (tail + [line])[-20:]
         if echo is not None:
             echo(line)
@@ -311,7 +315,7 @@ def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], Non
 
 def verdict_line(summary: dict) -> str:
     t = summary.get("totals", {})
-    errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
+    errors = clean(", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items()))
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
     line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
@@ -371,5 +375,4 @@ def first_failure(path: Path, limit: int = 200) -> str | None:
     def occurrences(row: dict) -> int:
         return int(row.get("Occurrences") or 0) if str(row.get("Occurrences")).isdigit() else 0
 
-    text = " ".join(max(rows, key=occurrences)["Error"].split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return clean(" ".join(max(rows, key=occurrences)["Error"].split()), limit)

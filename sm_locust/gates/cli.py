@@ -16,6 +16,7 @@ from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
 from sm_locust.record.runfolder import RunData, load_run
+from sm_locust.sanitize import clean
 from sm_locust.util.numbers import argument_type
 
 
@@ -75,9 +76,9 @@ def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, pre
     """Evaluate, print one line per gate and a closing line, write JUnit; return (verdicts, exit code)."""
     verdicts = evaluate(gates, run)
     if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
-        print(f"{prefix}: note: {run.interrupted}")
+        print(f"{prefix}: note: {clean(run.interrupted)}")  # from the run folder: a file
     for verdict in verdicts:
-        print(f"{prefix}: {verdict.line()}")
+        print(f"{prefix}: {clean(verdict.line())}")
     failed = sum(not v.passed for v in verdicts)
     print(f"{prefix}: {len(verdicts) - failed} of {len(verdicts)} gates passed" + (" - FAILED" if failed else ""))
     if junit:

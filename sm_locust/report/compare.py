@@ -17,7 +17,6 @@ Outputs: `compare.csv` (one row per run) and `compare.html` (one self-contained 
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from sm_locust.report.llm import LLM_COLUMNS, llm_columns
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
+from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import number
 
 ROW_COLUMNS = [
@@ -118,9 +118,9 @@ def compare_table_html(table: pd.DataFrame) -> str:
     runs side by side fit a page where 20-odd figure columns did not); a wider table scrolls inside
     its own box instead of the page."""
     runs = [str(r) for r in table["run"]]
-    head = "<th>figure</th>" + "".join(f"<th>{html.escape(r)}</th>" for r in runs)
-    body = "".join(f"<tr><td>{html.escape(str(column))}</td>"
-                   + "".join(f"<td>{html.escape(number(v, 2))}</td>" for v in table[column]) + "</tr>"
+    head = "<th>figure</th>" + "".join(f"<th>{page_text(r)}</th>" for r in runs)
+    body = "".join(f"<tr><td>{page_text(str(column))}</td>"
+                   + "".join(f"<td>{page_text(number(v, 2))}</td>" for v in table[column]) + "</tr>"
                    for column in table.columns if column != "run")
     return f'<div class="scroll"><table id="compare"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
@@ -142,7 +142,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     if len(priced):
         bar = go.Figure(go.Bar(x=priced["run"], y=priced["usd_per_million"]))
         figs.append(div(bar, "cmp-cost", "$ per 1M inferences at max sustainable throughput", "USD", "run"))
-    gaps = "".join(f"<li>{html.escape(r.name)}: {html.escape(g)}</li>" for r in runs for g in r.gaps)
+    gaps = "".join(f"<li>{page_text(r.name)}: {page_text(g)}</li>" for r in runs for g in r.gaps)
     gap_html = (f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps}</ul></section>' if gaps
                 else '<section id="gaps" class="none"><h2>Gaps and warnings</h2><p>None.</p></section>')
     return "\n".join([

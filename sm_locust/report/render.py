@@ -19,7 +19,6 @@ every attempt rate.
 
 from __future__ import annotations
 
-import html
 import math
 import warnings
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from plotly.subplots import make_subplots
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import llm_figures, llm_rows
 from sm_locust.report.targets import targets_section
+from sm_locust.sanitize import clean, page_text
 from sm_locust.util.formatting import MISSING, is_missing, money, number, percent
 
 MAX_POINTS = 3000
@@ -127,8 +127,8 @@ def _div(fig, div_id: str, height: int = 420) -> str:
 
 
 def _missing(div_id: str, title: str, why: str) -> str:
-    return (f'<div id="{div_id}" class="missing"><h3>{html.escape(title)}</h3>'
-            f"<p>Not drawn: {html.escape(why)}</p></div>")
+    return (f'<div id="{div_id}" class="missing"><h3>{page_text(title)}</h3>'
+            f"<p>Not drawn: {page_text(why)}</p></div>")
 
 
 # What a figure function does with its chart, and with a chart it cannot draw: the page writes HTML
@@ -240,7 +240,7 @@ def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     if not m.errors:
         return missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
-    fig = go.Figure(go.Bar(x=[c[:60] for c in codes], y=[m.errors[c] for c in codes], name="failures"))
+    fig = go.Figure(go.Bar(x=[clean(c, 60) for c in codes], y=[m.errors[c] for c in codes], name="failures"))
     fig.update_layout(title="Errors by code", yaxis_title="requests")
     return div(fig, "fig-errors")
 
@@ -371,7 +371,7 @@ def steps_table(steps: pd.DataFrame) -> str:
     if steps.empty:
         return "<p>No steps.</p>"
     cols = [(c, d) for c, d in STEP_TABLE_COLUMNS if c in steps.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
+    head = "".join(f"<th>{page_text(c)}</th>" for c, _ in cols)
     body = []
     for _, row in steps.iterrows():
         body.append("<tr>" + "".join(f"<td>{number(row[c], d)}</td>" for c, d in cols) + "</tr>")
@@ -392,8 +392,8 @@ def hourly_section(m: ReportModel) -> str:
     if h is None or len(h) < 2:
         return ""
     cols = [(c, d) for c, d in HOURLY_TABLE_COLUMNS if c in h.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(number(row[c], d))}</td>" for c, d in cols) + "</tr>"
+    head = "".join(f"<th>{page_text(c)}</th>" for c, _ in cols)
+    body = "".join("<tr>" + "".join(f"<td>{page_text(number(row[c], d))}</td>" for c, d in cols) + "</tr>"
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
@@ -441,9 +441,9 @@ def figures(model: ReportModel) -> dict[str, Any]:
 def render_html(model: ReportModel) -> str:
     """The complete page as a string (plotly.js inline)."""
     run = model.run
-    info = " &middot; ".join(html.escape(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
-    gaps_items = "".join(f"<li>{html.escape(g)}</li>" for g in model.gaps)
-    notes_items = "".join(f"<li>{html.escape(n)}</li>" for n in model.notes)
+    info = " &middot; ".join(page_text(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
+    gaps_items = "".join(f"<li>{page_text(g)}</li>" for g in model.gaps)
+    notes_items = "".join(f"<li>{page_text(n)}</li>" for n in model.notes)
     if model.gaps:
         gaps_html = f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps_items}</ul>'
     else:
@@ -451,18 +451,18 @@ def render_html(model: ReportModel) -> str:
     if notes_items:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
-    summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
+    summary = "".join(f"<tr><td>{page_text(k)}</td><td>{page_text(v)}</td></tr>" for k, v in
                       summary_rows(model) + llm_rows(model.llm, model.cost) + autoscaling_rows(model.autoscaling))
     figures = charts(model)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(model.title)}</title>",
+        f"<title>{page_text(model.title)}</title>",
         f"<style>{CSS}</style>",
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head><body>",
-        f"<h1>{html.escape(model.title)}</h1>",
-        f"<p><small>{info}<br>generated {html.escape(model.generated_at)} by sm-locust report</small></p>",
+        f"<h1>{page_text(model.title)}</h1>",
+        f"<p><small>{info}<br>generated {page_text(model.generated_at)} by sm-locust report</small></p>",
         gaps_html,
         f'<h2>Summary</h2><table id="summary">{summary}</table>',
         "<h2>Charts</h2>",
