@@ -18,12 +18,11 @@ the open-loop users' and live with `OpenLoopSettings` in `sm_locust/config/optio
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from sm_locust.config.options import (
     DEFAULT_RATE_PER_USER,
@@ -50,6 +49,7 @@ from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 from sm_locust.shapes.tokens import TokenObjective, token_objective
+from sm_locust.util.yamlsafe import load_yaml, read_text_file
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
 DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
@@ -138,33 +138,28 @@ def load_traffic_pattern(value: str) -> str:
     text = str(value).strip()
     if text.startswith("{"):
         return text
-    path = Path(text).expanduser()
-    if not path.is_file():
-        raise UsageError(f"--traffic-pattern {value!r} is neither JSON text nor a readable file")
     try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--traffic-pattern {value!r} cannot be read: {exc}") from None
+        found = os.path.lexists(Path(text).expanduser())
+    except (OSError, ValueError):  # a name too long, a NUL
+        found = False
+    if not found:
+        raise UsageError(f"--traffic-pattern {value!r} is neither JSON text nor a readable file")
+    return read_text_file(Path(text).expanduser(), f"--traffic-pattern {value!r}")  # a regular file, bounded
 
 
 def load_traffic(value: str, flag: str = "--traffic") -> Traffic:
     """`--traffic`: a YAML/JSON file, or the text itself (starts with `[` or `{`) -> checked rate phases."""
     text = str(value).strip()
     if not text.startswith(("[", "{")):
-        path = Path(text).expanduser()
-        if not path.is_file():
+        try:
+            found = os.path.lexists(Path(text).expanduser())
+        except (OSError, ValueError):  # a name too long, a NUL
+            found = False
+        if not found:
             raise UsageError(f"{flag} {value!r} is neither a readable file nor phases written inline "
                              "([{duration_s: 300, rps: 20}, ...])")
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{flag} {value!r} cannot be read: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UsageError(f"{flag} {value!r} is not YAML or JSON: {problem}") from None
-    return parse_traffic(data, flag)
+        text = read_text_file(Path(text).expanduser(), f"{flag} {value!r}")  # bounded: sm_locust.util.yamlsafe
+    return parse_traffic(load_yaml(text, f"{flag} {value!r}"), flag)
 
 
 @dataclass(frozen=True)

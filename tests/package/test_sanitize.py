@@ -44,7 +44,8 @@ def test_the_length_is_bounded_with_an_ellipsis():
 
 
 def test_page_text_is_sanitised_then_html_escaped():
-    assert page_text(f"<script>alert(1)</script>{OSC_TITLE}") == "&lt;script&gt;alert(1)&lt;/script&gt;\\x1b]0;pwned\\x07"
+    expected = "&lt;script&gt;alert(1)&lt;/script&gt;\\x1b]0;pwned\\x07"
+    assert page_text(f"<script>alert(1)</script>{OSC_TITLE}") == expected
 
 
 def test_an_error_line_is_sanitised_and_bounded_wherever_it_is_raised():
