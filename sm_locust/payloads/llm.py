@@ -43,7 +43,7 @@ from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
-from sm_locust.payloads.files import read_payload_file
+from sm_locust.payloads.files import read_payload_file, without_bom
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.util.registry import Registry
 
@@ -143,7 +143,7 @@ def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int 
     if not path.exists():
         raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
     prompts = []
-    for number, raw in enumerate(read_payload_file(path, what="--prompts file").splitlines(), 1):
+    for number, raw in enumerate(without_bom(read_payload_file(path, what="--prompts file")).splitlines(), 1):
         if not raw.strip():
             continue
         where = f"{path.name}:{number}"
