@@ -30,6 +30,7 @@ from sm_locust.report.s3 import S3Location, check_writable, s3_client, upload_fo
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.shapes import SHAPES
 from sm_locust.shapes.settings import ShapeSettings, load_traffic, parse_seconds
+from sm_locust.util.numbers import PROCESSES_PER_CORE, argument_type, max_processes
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +43,9 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--shape", default=None,
                        help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
                        "arrival rate; implied by --target-rps) (default: constant users)")
-    group.add_argument("--processes", type=int, default=None,
-                       help="Locust worker processes on this machine (-1 = one per core)")
+    group.add_argument("--processes", type=argument_type(int, maximum=max_processes()), default=None,
+                       help=f"Locust worker processes on this machine (-1 = one per core; at most "
+                       f"{PROCESSES_PER_CORE} per core: {max_processes()} here)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     out.add_argument("--overwrite", action="store_true",

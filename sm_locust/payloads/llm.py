@@ -193,7 +193,7 @@ def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0) 
     """`count` prompts whose token lengths follow `spec` (each word counts one token)."""
     lengths = LengthDistribution.parse(spec, f"--prompts {SYNTHETIC}{spec}")
     rng = random.Random(seed)
-    return [(" ".join(rng.choice(_WORDS) for _ in range(lengths.sample(rng))), None) for _ in range(count)]
+    return [(" ".join(rng.choices(_WORDS, k=lengths.sample(rng))), None) for _ in range(count)]
 
 
 def prompt_tokens(prompt: str | list) -> int:

@@ -48,6 +48,7 @@ from sm_locust.plateau.rates import Traffic, parse_traffic
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
+from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.shapes.tokens import TokenObjective, token_objective
 from sm_locust.util.yamlsafe import load_yaml, read_text_file
 
@@ -97,7 +98,8 @@ OPTIONS: list[OptionSpec] = [
                "(docs/autoscaling.md)"),
     OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
                "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
-               "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float),
+               "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float,
+               above=0, maximum=MAX_TIME_SCALE),
 ]
 
 _TIMESPAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)d)?\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m(?!s))?\s*"
@@ -291,9 +293,10 @@ class ShapeSettings:
         check_open_loop(self.rate_per_user, self.max_in_flight)
         if self.spawn_rate is not None and not self.spawn_rate > 0:
             raise UsageError(f"--spawn-rate must be more than 0, got {self.spawn_rate:g}")
-        if self.time_scale is not None and not (math.isfinite(self.time_scale) and self.time_scale > 0):
-            raise UsageError(f"--time-scale must be a number above 0 (emulated seconds per real second), "
-                             f"got {self.time_scale:g}")
+        if self.time_scale is not None and not (math.isfinite(self.time_scale)
+                                                and 0 < self.time_scale <= MAX_TIME_SCALE):
+            raise UsageError(f"--time-scale must be a number above 0 and at most {MAX_TIME_SCALE:g} (emulated seconds "
+                             f"per real second), got {self.time_scale:g}")
         return self
 
     def check(self, shape: str | None) -> ShapeSettings:
