@@ -38,8 +38,7 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.mounts
-from tests.mounts import mount_tmpfs  # noqa: E402
+from sm_locust.testing.mounts import mount_tmpfs, unmount
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = str(ROOT / "sm_locust" / "data" / "ranking_10rows.json")
@@ -532,7 +531,7 @@ def main() -> int:
         for ep in endpoints.values():
             ep.stop()
         for target in mounts.values():
-            subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
+            unmount(target)
         shutil.rmtree(work, ignore_errors=True)
     print("\ncommand   cases  ended well")
     total = well = 0

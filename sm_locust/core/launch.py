@@ -41,7 +41,7 @@ from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
 from sm_locust.util.formatting import MISSING, is_missing
-from sm_locust.util.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
+from sm_locust.util.outputs import IN_USE, PARTIAL_SUFFIX, check_output_dir, locked_folder, promote, run_in_progress
 
 DEFAULT_REPORTS_DIR = "reports"
 
@@ -79,8 +79,11 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
-RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html",
-             "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
+LOCUST_REPORT = "locust_report.html"
+LOCUST_REPORT_PARTIAL = f".{LOCUST_REPORT}{PARTIAL_SUFFIX}"  # Locust writes here; renamed once whole (promote)
+RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", LOCUST_REPORT,
+             f".*{PARTIAL_SUFFIX}", "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv",
+             "merged_timeseries.csv")
 RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
 
 
@@ -137,7 +140,7 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
     if load.shape:
         files.append(locustfile_path(SHAPES.get(load.shape)))
     cmd = [sys.executable, "-m", "locust", "-f", ",".join(files), "--headless",
-           "--csv", str(out / "locust"), "--csv-full-history", "--html", str(out / "locust_report.html"),
+           "--csv", str(out / "locust"), "--csv-full-history", "--html", str(out / LOCUST_REPORT_PARTIAL),
            "--exit-code-on-error", "0", "--sm-out", str(out)]
     if load.users is not None:
         cmd += ["--users", str(load.users)]
@@ -202,6 +205,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
             tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
+    promote(out / LOCUST_REPORT_PARTIAL, out / LOCUST_REPORT, _whole_html)  # a full disk leaves none, not half
     summary_path = out / "summary.json"
     if forwarder.received is not None:
         name = signal.Signals(forwarder.received).name
@@ -287,6 +291,13 @@ def _hint(tail: str) -> str:
         if _ERROR_WORDS.search(line):
             return line
     return useful[-1] if useful else "no output"
+
+
+def _whole_html(path: Path) -> bool:
+    """Locust's report ends with </html> once it is written whole."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 256))
+        return b"</html>" in fh.read().lower()
 
 
 def _print(line: str) -> None:

@@ -18,6 +18,7 @@ from sm_locust.gates.spec import GateSpec
 from sm_locust.record.runfolder import RunData, load_run
 from sm_locust.sanitize import clean
 from sm_locust.util.numbers import argument_type
+from sm_locust.util.outputs import write_atomic
 
 
 def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +85,6 @@ def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, pre
     if junit:
         path = Path(junit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(to_junit_xml(verdicts, time_s=duration_s, properties=properties,
-                                     timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())))
+        write_atomic(path, to_junit_xml(verdicts, time_s=duration_s, properties=properties,
+                                        timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())))
     return verdicts, (1 if failed else 0)

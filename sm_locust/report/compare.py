@@ -35,6 +35,7 @@ from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import number
+from sm_locust.util.outputs import write_atomic
 
 ROW_COLUMNS = [
     "run", "endpoint", "instance_type", "instance_count", "users", "max_sustainable_rps", "goodput_rps", "p50_ms",
@@ -181,8 +182,8 @@ def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str |
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outputs = {"csv": out / "compare.csv", "html": out / "compare.html"}
-    table.to_csv(outputs["csv"], index=False, float_format="%.6g")
-    outputs["html"].write_text(render_compare(runs, table), encoding="utf-8")
+    write_atomic(outputs["csv"], table.to_csv(index=False, float_format="%.6g"))
+    write_atomic(outputs["html"], render_compare(runs, table))
     return outputs
 
 

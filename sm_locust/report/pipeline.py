@@ -51,6 +51,7 @@ from sm_locust.report.render import ReportModel, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
+from sm_locust.util.outputs import write_atomic
 
 Progress = Callable[[str], None]
 
@@ -284,9 +285,7 @@ def update_summary(path: Path, updates: dict[str, Any]) -> bool:
     if not isinstance(data, dict):
         return False
     data.update(_json_safe(updates))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
     return True
 
 
@@ -442,7 +441,7 @@ def build_report(
     write_table(model.steps, outputs["steps"])
     write_table(model.hours, outputs["hourly"])
     say(f"rendering {outputs['html']}")
-    outputs["html"].write_text(render_html(model), encoding="utf-8")
+    write_atomic(outputs["html"], render_html(model))
     summary_path = prepared.run_dir / "summary.json"
     if opts.write_summary:
         updated = update_summary(summary_path, {

@@ -20,6 +20,7 @@ from plotly.offline import get_plotlyjs
 
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import number
+from sm_locust.util.outputs import atomic_file, write_atomic
 
 CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}
@@ -28,14 +29,12 @@ padding:10px 14px;margin:12px 0}.note{color:#666;font-size:13px}"""
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(document, indent=1, default=str))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(document, indent=1, default=str))
 
 
 def write_rows(path: Path, header: list[str], rows: list[dict[str, Any]]) -> None:
     """One CSV file, empty cells for None (every kind's sweep.csv)."""
-    with open(path, "w", newline="") as f:
+    with atomic_file(path, "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=header)
         out.writeheader()
         for row in rows:
@@ -105,5 +104,5 @@ def write_files(out_dir: Path, document: dict[str, Any], csv_writer: Callable[[P
     csv_writer(paths["csv"], document)
     if html_too:
         paths["html"] = out_dir / "sweep.html"
-        paths["html"].write_text(html_renderer(document), encoding="utf-8")
+        write_atomic(paths["html"], html_renderer(document))
     return paths

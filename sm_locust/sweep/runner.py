@@ -51,7 +51,7 @@ from sm_locust.sweep.pipeline import (
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Row, Teardown, Timing
-from sm_locust.util.outputs import locked_folder
+from sm_locust.util.outputs import locked_folder, write_atomic
 
 MARKER = "sweep_configuration.json"
 
@@ -380,7 +380,7 @@ class SweepRunner:
                   "settings": c.settings, "deploy": self.spec.deploy, "endpoint_name": d.endpoint_name,
                   "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "result": self.result_file}
-        (run_dir / MARKER).write_text(json.dumps(marker, indent=1, default=str))
+        write_atomic(run_dir / MARKER, json.dumps(marker, indent=1, default=str))
 
     # -- results ----------------------------------------------------------------------------------
     def _measured(self, i: int) -> None:

@@ -9,6 +9,12 @@ folder itself, so nothing is left behind and a killed process releases it): two 
 `--out` at the same time both claimed it, and an `--overwrite` could remove the files of a run in
 progress. `run_in_progress` tells a reader (`report`, `smoke --run-dir`, `compare`) that a folder
 is still being written, instead of reading it as a run that crashed.
+
+Every file of a run or sweep folder is written atomically (`atomic_file`, `write_atomic`): into a
+temporary file beside it, renamed over the final name only once it is whole, the temporary file
+removed when the write fails. A disk that fills up mid-way (round 4 left `locust_report.html`
+half-written) leaves the earlier file, or none, never half a file. `promote` does the same for a
+file another program writes (Locust's own HTML report goes to a temporary name first).
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import fcntl
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from sm_locust.errors import UsageError
 
@@ -156,3 +163,67 @@ def refuse_in_progress(folder: Path, what: str = "RUN_DIR") -> None:
     if Path(folder).is_dir() and run_in_progress(Path(folder)):
         raise UsageError(f"{what} {folder} is being written by a run in progress; wait for it to end "
                          "(its summary.json is rewritten every minute meanwhile)")
+
+
+PARTIAL_SUFFIX = ".partial"  # what a file being written is called until it is whole
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, mode: str = "w", **open_kwargs: Any) -> Iterator[IO[Any]]:
+    """`with atomic_file(path) as fh: fh.write(...)`: the writes go to a temporary file in the same folder,
+    which replaces `path` when the block ends without an error (fsync'd, then renamed); on any error it
+    is removed and `path` is left as it was. `mode` is "w" or "wb"; `open_kwargs` go to `open`."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **open_kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: str | Path, data: str | bytes, encoding: str = "utf-8") -> Path:
+    """`data` into `path` atomically (see `atomic_file`)."""
+    if isinstance(data, bytes):
+        with atomic_file(path, "wb") as fh:
+            fh.write(data)
+    else:
+        with atomic_file(path, "w", encoding=encoding, newline="") as fh:
+            fh.write(data)
+    return Path(path)
+
+
+def promote(partial: str | Path, path: str | Path, whole: Callable[[Path], bool]) -> bool:
+    """Rename `partial` (a file another program wrote) to `path` when `whole(partial)` says it is complete;
+    else remove it and leave `path` alone. True when promoted."""
+    partial, path = Path(partial), Path(path)
+    if not partial.is_file():
+        return False
+    try:
+        if whole(partial):
+            os.replace(partial, path)
+            return True
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        partial.unlink()
+    return False
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (mkstemp makes 0600 files; a run folder's files are
+    as readable as any other); 0o022 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022

@@ -32,8 +32,8 @@ from sm_locust.errors import UsageError
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.pickles import loads_plain
 from sm_locust.record.schema import drop_malformed_rows
+from sm_locust.testing.mounts import mount_tmpfs, unmount
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
-from tests.mounts import mount_tmpfs
 
 HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
                   "Total Failure Count,Total Median Response Time,Total Average Response Time")
@@ -662,7 +662,7 @@ def mount(tmp_path):
 
     yield make
     for target in reversed(mounted):
-        subprocess.run(["umount", "-l", str(target)], check=False)
+        unmount(target)
 
 
 FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of the one line
