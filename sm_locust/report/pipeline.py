@@ -51,6 +51,7 @@ from sm_locust.report.render import ReportModel, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
+from sm_locust.util.numbers import check_number
 from sm_locust.util.outputs import write_atomic
 
 Progress = Callable[[str], None]
@@ -83,12 +84,31 @@ class ReportOptions:
     write_summary: bool = True
 
 
-def check_report_values(*, period: int | None = None, safety_factor: float | None = None) -> None:
-    """The report options' rules (`sm-locust report` / `compare` and the Python API): a one-line UsageError."""
-    if period is not None and (period <= 0 or period % 60):
-        raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
-    if safety_factor is not None and not 0 < safety_factor <= 1:
-        raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
+POSITIVE_REPORT_VALUES = {  # keyword -> (flag, cast): numbers above 0, whoever passes them
+    "price_per_hour": ("--price-per-hour", float), "instance_count": ("--instance-count", int),
+    "target_rps": ("--target-rps", float), "wait_timeout": ("--wait-timeout", float),
+    "serverless_memory_mb": ("--serverless-memory-mb", int),
+}
+
+
+def check_report_values(*, period: int | None = None, safety_factor: float | None = None, **positive: Any) -> None:
+    """The report options' rules (`sm-locust report` / `compare` and the Python API): a one-line UsageError.
+    `positive`: any of POSITIVE_REPORT_VALUES (None = not given), each finite and above 0 (a negative price
+    wrote "$-1.19 per 1M"; an infinite target rps raised OverflowError)."""
+    if period is not None:
+        period = int(check_number(period, "--period", int))
+        if period <= 0 or period % 60:
+            raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
+    if safety_factor is not None:
+        safety_factor = check_number(safety_factor, "--safety-factor", float)
+        if not 0 < safety_factor <= 1:
+            raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
+    for key, value in positive.items():
+        if key not in POSITIVE_REPORT_VALUES:
+            raise TypeError(f"check_report_values() got an unexpected keyword {key!r}")
+        if value is not None:
+            flag, cast = POSITIVE_REPORT_VALUES[key]
+            check_number(value, flag, cast, above=0)
 
 
 @dataclass
