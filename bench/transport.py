@@ -108,30 +108,9 @@ http {{
 
 def serve(port: int) -> None:
     """Answer every HTTP/1.1 request on 127.0.0.1:port with RESPONSE, keeping connections open."""
-    from gevent.server import StreamServer
+    from sm_locust.testing.fakehttp import KeepAliveServer
 
-    def handle(sock, _address) -> None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buffer = b""
-        while True:
-            data = sock.recv(262144)
-            if not data:
-                return
-            buffer += data
-            while True:
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
-                    break
-                at = buffer.find(b"ontent-Length:", 0, end)
-                if at < 0:
-                    at = buffer.find(b"ontent-length:", 0, end)
-                size = int(buffer[at + 14:buffer.find(b"\r\n", at, end + 2)]) if at >= 0 else 0
-                if len(buffer) < end + 4 + size:
-                    break
-                buffer = buffer[end + 4 + size:]
-                sock.sendall(RESPONSE)
-
-    server = StreamServer(("127.0.0.1", port), handle, backlog=1024)
+    server = KeepAliveServer(lambda _head, _address: RESPONSE, port=port)
     print("ready", flush=True)
     server.serve_forever()
 

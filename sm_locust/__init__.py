@@ -15,8 +15,24 @@ gevent, as any locustfile does.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use (_LAZY)
+    from sm_locust import sweep
+    from sm_locust.api.compare import compare
+    from sm_locust.api.result import RunResult, load
+    from sm_locust.api.run import run
+    from sm_locust.endpoint.server import LocalEndpoint
+    from sm_locust.errors import RunError, SmLocustError, UsageError
+    from sm_locust.invocation import Invocation, InvocationError
+    from sm_locust.sweep.api import SweepResult
+    from sm_locust.transport import create_client
+    from sm_locust.transport.boto3 import Boto3SageMakerClient
+    from sm_locust.transport.contract import SageMakerClient
+    from sm_locust.transport.fast import FastSageMakerClient
+    from sm_locust.users.sagemaker import FastSageMakerUser, SageMakerUser
 
 _LAZY = {
     "run": "sm_locust.api.run",
@@ -38,7 +54,11 @@ _LAZY = {
     "InvocationError": "sm_locust.invocation",
 }
 
-__all__ = ["__version__", "sweep", *_LAZY]
+__all__ = [  # written out, not computed, so linters and type checkers read it (tests/package pins it)
+    "__version__", "sweep", "run", "load", "RunResult", "compare", "SweepResult", "LocalEndpoint", "SmLocustError",
+    "UsageError", "RunError", "SageMakerUser", "FastSageMakerUser", "create_client", "SageMakerClient",
+    "FastSageMakerClient", "Boto3SageMakerClient", "Invocation", "InvocationError",
+]
 
 
 def __getattr__(name: str):

@@ -10,8 +10,8 @@
   `botocore_client(url)`: a botocore `sagemaker-runtime` client using them, retries off;
   `signed_client(transport, environment, url)`: an sm-locust client of either transport using them;
   `recorded(environment)`: the request events a test's clients fire, as keyword dicts.
-- `TargetRecorder`: a fast keep-alive HTTP stand-in (a raw gevent StreamServer: pywsgi adds ~40 ms
-  per reused connection) recording the TargetModel / InferenceComponentName of every request in
+- `TargetRecorder`: a fast keep-alive HTTP stand-in (`sm_locust.testing.fakehttp.KeepAliveServer`:
+  pywsgi adds ~40 ms per reused connection) recording the TargetModel / InferenceComponentName of every request in
   order (`targets`, and per keep-alive connection in `by_connection`), answering like a tiny
   multi-model endpoint: the emulation's model-wait header on a model's first request, nothing
   after; names in `unknown` get SageMaker's ValidationError. No signature check.
@@ -49,6 +49,7 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 
 from sm_locust.invocation import MODEL_WAIT_HEADER
+from sm_locust.testing.fakehttp import KeepAliveServer
 from sm_locust.transport import create_client
 from sm_locust.transport.contract import SageMakerClient
 
@@ -156,25 +157,23 @@ class TargetRecorder:
     """See the module docstring; `with TargetRecorder() as fake: ... fake.url, fake.targets`."""
 
     def __init__(self, unknown: Iterable[str] = (), cache_answers: bool = True):
-        from gevent.server import StreamServer
-
         self.targets: list[str | None] = []
         self.by_connection: dict[object, list[str | None]] = {}  # each keep-alive connection's targets, in order
         self.unknown = set(unknown)
         self.cache_answers = cache_answers
         self.loaded: set[str] = set()
-        self.server = StreamServer(("127.0.0.1", 0), self._handle)
+        self.server = KeepAliveServer(self._answer)
 
     def __enter__(self):
-        self.server.start()
+        self.server.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self.server.stop(timeout=1)
+        self.server.__exit__(*exc)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}"
+        return self.server.url
 
     def _answer(self, head: bytes, address: object) -> bytes:
         headers = {}
@@ -195,26 +194,6 @@ class TargetRecorder:
                 extra = f"{MODEL_WAIT_HEADER}: 12.5\r\n"  # as the emulation marks a request that waited
         return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{extra}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body
-
-    def _handle(self, sock, address) -> None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buffer = b""
-        while True:
-            data = sock.recv(262144)
-            if not data:
-                return
-            buffer += data
-            while True:
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
-                    break
-                head = buffer[:end]
-                at = head.lower().find(b"content-length:")
-                size = int(head[at + 15:].split(b"\r\n", 1)[0]) if at >= 0 else 0
-                if len(buffer) < end + 4 + size:
-                    break
-                buffer = buffer[end + 4 + size:]
-                sock.sendall(self._answer(head, address))
 
 
 def free_port() -> int:

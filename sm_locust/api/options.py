@@ -3,10 +3,10 @@
 `sm_locust.run(users=8, latency_slo_ms=200, shape="plateau")` must mean exactly
 `sm-locust run --users 8 --latency-slo-ms 200 --shape plateau`: the same defaults (including the
 `SM_LOCUST_*` environment variables), the same conversions and the same one-line errors. So the
-keywords are not checked here against a second list: each becomes its command-line flag and the
-`run` command's parser (`sm_locust.cli.run.add_parser`, whatever options it declares today) parses
-them. Its refusals are raised as `UsageError` with argparse's own line; a keyword that names no
-option gets the closest option names.
+keywords are not checked here against a second list: each becomes its command-line flag and a
+parser with the `run` command's arguments (`sm_locust.core.arguments.add_run_arguments`, whatever
+options it declares today) parses them. Its refusals are raised as `UsageError` with argparse's
+own line; a keyword that names no option gets the closest option names.
 
 Values: a number or a string is written as the flag's text (`users=8` -> `--users=8`); a switch
 (`overwrite=True`) is given or not; `True` / `False` for an option that takes a value become
@@ -24,24 +24,27 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePath
 from typing import Any, NoReturn
 
-from sm_locust.cli import CommandParser
-from sm_locust.cli.run import add_parser
+from sm_locust.core.arguments import add_run_arguments
 from sm_locust.errors import UsageError
+from sm_locust.util.numbers import register_number_types
 
 
-class _Refusing(CommandParser):
-    """The commands' parser (its number rule and all), raising the one-line UsageError instead of exiting."""
+class _Refusing(argparse.ArgumentParser):
+    """The commands' number rule (finite numbers only), raising the one-line UsageError instead of exiting."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        register_number_types(self)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
 def run_parser() -> argparse.ArgumentParser:
-    """The `sm-locust run` sub-parser, as the CLI builds it (its options and their defaults)."""
-    root = _Refusing(prog="sm-locust", add_help=False)
-    commands = root.add_subparsers(dest="command", parser_class=_Refusing)
-    add_parser(commands)
-    return commands.choices["run"]
+    """A parser of `sm-locust run`'s arguments, as the CLI declares them (its options and their defaults)."""
+    parser = _Refusing(prog="sm-locust run", add_help=False)
+    add_run_arguments(parser)
+    return parser
 
 
 def option_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -111,6 +114,7 @@ def run_arguments(options: Mapping[str, Any], locust_args: Iterable[str] | None 
         argv += argv_for(name, value, action)
     args = parser.parse_args(argv)
     args.command = "run"
+    args.accepts_passthrough = True  # as the `run` command's parser says (locust_args are its passthrough)
     args.passthrough = list(locust_args or [])
     return args
 

@@ -20,10 +20,9 @@ front ends get `_repr_html_`, one fragment. Frames are read when first asked for
 
 from __future__ import annotations
 
-import argparse
 import html
 import os
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -174,8 +173,7 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
     """`ReportOptions` from keywords; a one-line UsageError for a name that is no report option, or a
     value the CLI would refuse (`sm-locust report`'s own checks)."""
     # lazy: the report stack, ~120 ms (measured), only when a report is asked for
-    from sm_locust.cli.report import check_names
-    from sm_locust.report.pipeline import ReportOptions, check_report_values
+    from sm_locust.report.pipeline import ReportOptions, check_report_names, check_report_values
 
     known = {f.name for f in fields(ReportOptions)}
     for name in options:
@@ -183,7 +181,7 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
             raise UsageError(f"unknown report option {name}=; choose from {', '.join(sorted(known - {'cloudwatch'}))}")
     values = ReportOptions(cloudwatch=cloudwatch, **options)
     check_report_values(period=values.period, safety_factor=values.safety_factor)
-    check_names(argparse.Namespace(**asdict(values)))  # endpoint, variant, component named as SageMaker allows
+    check_report_names(values.endpoint_name, values.variant_name, values.inference_component)  # as SageMaker allows
     return values
 
 

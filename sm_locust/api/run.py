@@ -1,8 +1,9 @@
 """`sm_locust.run(...)`: `sm-locust run` from Python, returning a `RunResult`.
 
 The keywords are the CLI's options (`api/options.py`: parsed by the `run` command's own parser), the
-run is the CLI's (`sm_locust.cli.run.start_run`: every check before anything starts, Locust in a
-child process of its own session, the run folder), so the two cannot drift apart. What only the
+run is the CLI's (the run core: `sm_locust.core.plan.plan_run` and `core.start.start_run`: every check
+before anything starts, Locust in a child process of its own session, the run folder), so the two
+cannot drift apart. What only the
 Python API adds:
 
 - `predictor=` (api/predictor.py): the endpoint, region, inference component, Content-Type and
@@ -32,7 +33,6 @@ from sm_locust.api.options import run_arguments
 from sm_locust.api.predictor import read_predictor, request_body
 from sm_locust.api.progress import RunProgress, make_display
 from sm_locust.api.result import RunResult
-from sm_locust.cli.run import start_run
 from sm_locust.core.launch import (
     check_out_dir,
     choose_out_dir,
@@ -41,6 +41,8 @@ from sm_locust.core.launch import (
     holds_run,
     make_out_dir,
 )
+from sm_locust.core.plan import plan_run
+from sm_locust.core.start import start_run
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.record.runfolder import SUMMARY_JSON
 from sm_locust.shapes.settings import parse_seconds
@@ -86,7 +88,7 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     try:
         if body is not None:
             created = _write_body(args, out_dir, body)
-        _, summary = start_run(args, echo=echo, env=env, progress_every_s=PROGRESS_EVERY_S)
+        _, summary = start_run(plan_run(args, progress_every_s=PROGRESS_EVERY_S), echo=echo, env=env)
     except Interrupted as exc:
         if not (out_dir / SUMMARY_JSON).is_file():
             display.close(exc.message)

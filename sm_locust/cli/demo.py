@@ -22,7 +22,8 @@ import boto3
 import pandas as pd
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import parse_options
 from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import (
     LoadSettings,
@@ -137,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         endpoint = stack.enter_context(LocalEndpoint(config, log_path=out / "endpoint.log"))
         settings = SageMakerSettings(endpoint_name=DEMO_ENDPOINT, endpoint_url=endpoint.url, payload=payload)
         extra_env = preflight(settings)
-        options = argparse.Namespace(**vars(settings), start_users=1, step_users=schedule.step_users,
-                                     step_seconds=schedule.step_seconds, max_users=schedule.max_users)
+        options = parse_options({**vars(settings), "start_users": 1, "step_users": schedule.step_users,
+                                 "step_seconds": schedule.step_seconds, "max_users": schedule.max_users})
         load = LoadSettings(shape="step", spawn_rate=100.0, quiet=not args.verbose, progress_every_s=5.0)
         print(f"sm-locust demo: step load {schedule.start_users} -> {schedule.max_users} users, "
               f"+{schedule.step_users} every {schedule.step_seconds:g} s (~{schedule.duration:.0f} s)", flush=True)

@@ -15,10 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
-from sm_locust.report.pipeline import ReportOptions, build_report, check_report_values
+from sm_locust.report.pipeline import ReportOptions, build_report, check_report_names, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
@@ -72,19 +71,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def check_names(args: argparse.Namespace) -> None:
-    """CloudWatch dimensions named on the command line follow SageMaker's naming rules (sm_locust.aws.runtime_api)."""
-    if args.endpoint_name:
-        check_endpoint_name(args.endpoint_name)
-    if args.variant_name:
-        check_header("target_variant", args.variant_name, "--variant-name")
-    if args.inference_component:
-        check_header("inference_component", args.inference_component)
-
-
 def run(args: argparse.Namespace) -> int:
     check_report_values(period=args.period, safety_factor=args.safety_factor)
-    check_names(args)
+    check_report_names(args.endpoint_name, args.variant_name, args.inference_component)
     run_dir, out_dir = args.run_dir, args.out_dir
     if out_dir:
         check_output_dir(Path(out_dir))

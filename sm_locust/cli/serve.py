@@ -9,12 +9,13 @@ from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import parse_bool
 from sm_locust.endpoint.components import parse_components
-from sm_locust.endpoint.faults import MAX_STREAM_TOKENS, MAX_THREADS, EndpointConfig
+from sm_locust.endpoint.faults import MAX_STREAM_TOKENS, MAX_THREADS, PROTOCOLS, EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.endpoint.serving import serve_forever
+from sm_locust.endpoint.triton import DEFAULT_INPUTS, DEFAULT_OUTPUTS, model_for
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import MAX_TARGETS
 from sm_locust.scaling.policy import INVOCATIONS, MAX_INSTANCES, ScalingPolicy
@@ -49,6 +50,15 @@ def add_parser(subparsers) -> None:
                         "0: only those already waiting)")
     b.add_argument("--batch-item-cost", type=float, default=None,
                    help="share of --service-time-ms each request after the first adds to a batch (0-1, default 0.2)")
+    t = p.add_argument_group("protocol (docs/endpoint.md, \"Triton\")")
+    t.add_argument("--protocol", default=None, choices=PROTOCOLS,
+                   help="the model behind the endpoint: ranking (default: the ranking model's JSON, protobuf, npy, "
+                   "CSV) or triton (NVIDIA Triton's KServe v2 protocol, JSON or binary tensors, as on SageMaker)")
+    t.add_argument("--model-inputs", default=None, metavar="NAME:DATATYPE:DIMS;...",
+                   help=f"--protocol triton: the model's inputs, full shapes with the batch dimension first as -1 "
+                   f"when --max-batch-size > 0 (default {DEFAULT_INPUTS})")
+    t.add_argument("--model-outputs", default=None, metavar="NAME:DATATYPE:DIMS;...",
+                   help=f"--protocol triton: the model's outputs (default {DEFAULT_OUTPUTS})")
     f = p.add_argument_group("fault injection")
     f.add_argument("--latency-ms", type=float, default=None, help="added latency per request")
     f.add_argument("--jitter-ms", type=float, default=None, help="uniform random extra latency up to this")
@@ -183,7 +193,7 @@ def config_from_args(args: argparse.Namespace):
             "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
             "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
             "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio", "max_batch_size", "max_batch_delay_ms",
-            "batch_item_cost")
+            "batch_item_cost", "protocol", "model_inputs", "model_outputs")
     check_names(args)
     try:
         config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
@@ -289,6 +299,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if config.llm is not None:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
+    if config.protocol == "triton":
+        print(f"sm-locust endpoint: {describe_triton(config)}", flush=True)
     if config.serverless is not None:
         print(f"sm-locust endpoint: {config.serverless.describe(config.service_time_ms, config.cold_start_ms)}",
               flush=True)
@@ -311,3 +323,13 @@ def describe_llm(config) -> str:
             f"{'s' if config.workers != 1 else ''}), decode step {llm.step_ms:g} ms + {llm.step_ms_per_seq:g} ms per "
             f"sequence + {llm.prefill_ms_per_token:g} ms per prompt token admitted; throughput stops growing at "
             f"{llm.max_sequences * config.workers} concurrent requests")
+
+
+def describe_triton(config) -> str:
+    """One line: the Triton model served, its batcher and its instances (docs/endpoint.md)."""
+    model = model_for(config)
+    assert model is not None
+    batching = (f"dynamic batching up to {config.max_batch_size} rows, queue delay {config.max_batch_delay_ms:g} ms"
+                if config.max_batch_size > 1 else "no dynamic batching")
+    instances = config.max_concurrency or "unlimited"
+    return f"{model.describe()}; {batching}; {instances} instance(s) (--max-concurrency)"

@@ -20,9 +20,11 @@ import argparse
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.cli.run import add_load_arguments, start_run
 from sm_locust.config.options import add_cli_options
+from sm_locust.core.arguments import add_load_arguments
 from sm_locust.core.launch import nothing_completed, verdict_line
+from sm_locust.core.plan import plan_run
+from sm_locust.core.start import start_run
 from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
 from sm_locust.gates.spec import with_default_error_gate
@@ -84,7 +86,7 @@ def _short_run(args: argparse.Namespace):
         args.users = SMOKE_USERS
     if args.run_time is None and not args.shape:
         args.run_time = SMOKE_RUN_TIME
-    out, summary = start_run(args)
+    out, summary = start_run(plan_run(args))
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")
     failed = nothing_completed(summary)

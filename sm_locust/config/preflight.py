@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from sm_locust.aws.region import NO_REGION, child_environment, endpoint_url_for, region_for
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import RunError, UsageError
 
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}

@@ -29,11 +29,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from sm_locust.config.options import SageMakerSettings, forwarded_arguments
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.record.summary import write_json
@@ -46,9 +47,9 @@ from sm_locust.util.outputs import IN_USE, PARTIAL_SUFFIX, check_output_dir, loc
 DEFAULT_REPORTS_DIR = "reports"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadSettings:
-    """Locust's own load options for a headless run."""
+    """Locust's own load options for a headless run (`core.plan.locust_load` applies the rules)."""
 
     users: int | None = None
     spawn_rate: float | None = None
@@ -57,7 +58,7 @@ class LoadSettings:
     processes: int | None = None
     quiet: bool = False
     progress_every_s: float = 0.0
-    locust_args: list[str] = field(default_factory=list)
+    locust_args: tuple[str, ...] = ()
 
 
 def run_id(endpoint_name: str, now: float | None = None) -> str:
@@ -159,11 +160,12 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
 
 
 def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None,
-            options: Any = None, overwrite: bool | None = None, echo: Callable[[str], None] | None = None) -> dict:
+            options: Options | None = None, overwrite: bool | None = None,
+            echo: Callable[[str], None] | None = None) -> dict:
     """Run Locust headless into `out`, locked while it runs (`locked_folder`); return summary.json's content.
 
-    `options` holds every sm-locust option by dest name (argparse namespace or any object); the
-    ones that differ from their defaults are forwarded to Locust. Defaults to `settings`.
+    `options` are the run's parsed options; the ones that differ from their defaults are forwarded
+    to Locust (default: `settings`' own).
     `overwrite`: False refuses a folder that holds a run once it is locked (one may have ended there
     since the checks), True removes that run's files first, None leaves the folder as it is (a
     sweep resumes in its own). `echo` receives every line Locust prints (and this function's own),
@@ -183,12 +185,12 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
 
 
 def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, created: bool,
-                    extra_env: dict[str, str] | None, options: Any, echo: Callable[[str], None] | None) -> dict:
-    options = settings if options is None else options
+                    extra_env: dict[str, str] | None, options: Options | None,
+                    echo: Callable[[str], None] | None) -> dict:
+    options = parse_options(settings) if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
-                "options": {k: v for k, v in vars(options).items() if not k.startswith("_") and not callable(v)},
-                "load": asdict(load), "locust_command": cmd[1:]}
+                "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}
     write_json(out / "options.json", recorded)
     env = dict(os.environ)
     env.update(extra_env or {})

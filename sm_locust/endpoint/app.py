@@ -28,7 +28,7 @@ from urllib.parse import unquote
 import orjson
 
 from sm_locust.aws.runtime_api import MAX_BODY_BYTES
-from sm_locust.endpoint import batching, codecs, control, fleet, llm, serverless, streaming, targets
+from sm_locust.endpoint import batching, codecs, control, fleet, llm, serverless, streaming, targets, triton
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -64,11 +64,15 @@ class EndpointApp:
         self.plan = FaultPlan(config)
         slots = config.per_worker_concurrency if config.fleet is None else 0  # a fleet: slots per instance (fleet.py)
         self.slots = threading.BoundedSemaphore(slots) if slots else None
+        self.triton = triton.model_for(config)  # sm-locust serve --protocol triton (endpoint/triton.py)
         self.batcher = None  # dynamic batching (--max-batch-size > 1): the batcher holds the slot per batch
         if config.max_batch_size > 1:
+            runner = (batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost)
+                      if self.triton is None else  # Triton's batcher: batches of rows, one model call each
+                      batching.sleeping_runner(self.triton, config.service_time_ms, config.batch_item_cost,
+                                               predict=triton.predict_batch, size=triton.rows_of))
             self.batcher = batching.Batcher(
-                config.max_batch_size, config.max_batch_delay_ms / 1000.0,
-                batching.sleeping_runner(self.model, config.service_time_ms, config.batch_item_cost),
+                config.max_batch_size, config.max_batch_delay_ms / 1000.0, runner,
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
         self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
         # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle
@@ -184,6 +188,20 @@ class EndpointApp:
         # ModelLatency covers what happens in the container, as on SageMaker: decoding, waiting
         # for a concurrency slot, inference and encoding. OverheadLatency is the rest.
         model_start = time.perf_counter()
+        if self.triton is not None:  # sm-locust serve --protocol triton: Triton's reading, model and answer
+            try:
+                request = triton.parse_request(self.triton, body, content_type)
+                if self.batcher is not None:
+                    self._cold_start()
+                    outputs = self.batcher.submit(request, size=request.rows)
+                else:
+                    outputs = self._hold_slot(lambda: triton.predict_batch(self.triton, [request])[0],
+                                              self._service_s(service_s, request.rows))
+                out, out_type = triton.encode(self.triton, request, outputs)
+            except codecs.CodecError as exc:
+                return self.reject(start_response, exc)
+            return self._succeed(start_response, out, out_type, attributes_header, variant, arrived, model_start,
+                                 added_latency_ms, request.rows)
         try:
             feat_ids, feat_vals = self.decode(body, content_type, attributes_header)
         except codecs.CodecError as exc:
@@ -198,10 +216,17 @@ class EndpointApp:
             out, out_type = codecs.encode_response(probabilities, accept)
         except codecs.CodecError as exc:
             return self.reject(start_response, exc)
+        return self._succeed(start_response, out, out_type, attributes_header, variant, arrived, model_start,
+                             added_latency_ms, len(feat_ids))
+
+    def _succeed(self, start_response, out: bytes, out_type: str, attributes_header: str | None, variant: str,
+                 arrived: float, model_start: float, added_latency_ms: float, rows: int):
+        """Count a successful invocation (its latencies, the rows the model decoded) and answer it."""
         model_us = (time.perf_counter() - model_start) * 1e6
         total_us = (time.perf_counter() - arrived) * 1e6
         overhead_us = max(0.0, total_us - model_us - added_latency_ms * 1000.0)
-        self.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us + added_latency_ms * 1000.0,
+        self.counters.add(invocations=1, successes=1, rows=rows,
+                          model_latency_us_sum=model_us + added_latency_ms * 1000.0,
                           overhead_latency_us_sum=overhead_us)
         self.counters.record_max("model_latency_us_max", model_us + added_latency_ms * 1000.0)
         headers = [("x-Amzn-Invoked-Production-Variant", variant)]
@@ -233,14 +258,23 @@ class EndpointApp:
     def _predict(self, feat_ids, feat_vals, service_s: float | None = None):
         """One request, unbatched: hold a slot for the service time (an inference component's own, when
         given) and the model's compute."""
-        service_s = self.service_s if service_s is None else service_s
+        return self._hold_slot(lambda: self.model.predict(feat_ids, feat_vals),
+                               self.service_s if service_s is None else service_s)
+
+    def _service_s(self, service_s: float | None, rows: int) -> float:
+        """A Triton request's service time: a request of several rows is one batch of them (batching.py)."""
+        base = self.service_s if service_s is None else service_s
+        return batching.batch_service_s(base * 1000.0, self.config.batch_item_cost, rows)
+
+    def _hold_slot(self, compute, service_s: float):
+        """Run `compute` holding a concurrency slot for `service_s` (cold start first, when due)."""
         if self.slots is not None:
             self.slots.acquire()
         try:
             self._cold_start()
             if service_s:
                 time.sleep(service_s)
-            return self.model.predict(feat_ids, feat_vals)
+            return compute()
         finally:
             if self.slots is not None:
                 self.slots.release()

@@ -13,7 +13,11 @@ runs the whole batch once and hands each request its own result. It uses `thread
 which gevent's monkey-patching makes cooperative in gevent workers and which are real locks in
 gthread workers.
 
-The cost model (`batch_service_s`): a batch of n requests holds its slot for
+A request may count for several rows (`submit(item, size=rows)`): Triton's batcher fills a batch
+up to max_batch_size *rows* (`sm-locust serve --protocol triton`); a request that would overflow
+the open batch starts the next one. The ranking model counts one per request.
+
+The cost model (`batch_service_s`): a batch of n requests (rows, for Triton) holds its slot for
 `service time x (1 + (n - 1) x batch item cost)`; with the default item cost 0.2, eight requests
 batched hold one slot 2.4 x the service time instead of 8 x. The model's own compute runs once
 over all the batch's rows (`predict_batch`), so that part really is cheaper per row too.
@@ -46,10 +50,11 @@ def predict_batch(model, items: Sequence[tuple[np.ndarray, np.ndarray]]) -> list
 
 
 class _Batch:
-    __slots__ = ("items", "closed", "full", "done", "results", "error")
+    __slots__ = ("items", "size", "closed", "full", "done", "results", "error")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
+        self.size = 0  # the rows (or requests) it holds
         self.closed = False
         self.full = threading.Event()
         self.done = threading.Event()
@@ -76,17 +81,21 @@ class Batcher:
         self._lock = threading.Lock()
         self._open: _Batch | None = None
 
-    def submit(self, item: Any) -> Any:
-        """Run `item` in a batch; returns its result (or raises what the batch raised)."""
+    def submit(self, item: Any, size: int = 1) -> Any:
+        """Run `item` (counting `size` towards the batch's maximum) in a batch; returns its result (or
+        raises what the batch raised)."""
         with self._lock:
             current = self._open
-            leader = current is None or current.closed or len(current.items) >= self.max_size
+            leader = current is None or current.closed or current.size + size > self.max_size
+            if leader and current is not None and not current.closed:
+                current.full.set()  # it cannot take this one: run it now rather than wait out the delay
             batch = _Batch() if leader or current is None else current
             if leader:
                 self._open = batch
             index = len(batch.items)
             batch.items.append(item)
-            if len(batch.items) >= self.max_size:
+            batch.size += size
+            if batch.size >= self.max_size:
                 batch.full.set()
         if leader:
             self._lead(batch)
@@ -122,16 +131,20 @@ class Batcher:
 
 
 def sleeping_runner(model, service_time_ms: float, batch_item_cost: float,
-                    sleep: Callable[[float], None] | None = None) -> Callable[[list[Any]], list[np.ndarray]]:
-    """The local endpoint's batch: hold the slot for the batch's service time, then one model call.
+                    sleep: Callable[[float], None] | None = None,
+                    predict: Callable[[Any, list[Any]], list[Any]] = predict_batch,
+                    size: Callable[[Any], int] | None = None) -> Callable[[list[Any]], list[Any]]:
+    """The local endpoint's batch: hold the slot for the batch's service time, then one model call
+    (`predict(model, items)`; the batch's size counts `size(item)` per item, else 1).
 
     `time.sleep` is looked up at each call, not bound here: this module is imported in gunicorn's
     master before the gevent worker patches `time`, and a bound original would block the worker."""
 
-    def run(items: list[Any]) -> list[np.ndarray]:
-        held = batch_service_s(service_time_ms, batch_item_cost, len(items))
+    def run(items: list[Any]) -> list[Any]:
+        n = sum(size(item) for item in items) if size is not None else len(items)
+        held = batch_service_s(service_time_ms, batch_item_cost, n)
         if held:
             (sleep or time.sleep)(held)
-        return predict_batch(model, items)
+        return predict(model, items)
 
     return run

@@ -14,6 +14,7 @@ FIELDS: tuple[str, ...] = (
     "requests",  # every invocation request received (runtime API and /invocations)
     "invocations",  # requests that reached the model or an injected model-side fault
     "successes",
+    "rows",  # rows the model decoded in the successful invocations (a Triton request: its batch size)
     "errors_4xx",
     "errors_5xx",
     "dropped",

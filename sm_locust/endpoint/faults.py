@@ -42,6 +42,9 @@ ERRORS: dict[str, tuple[int, str]] = {
     "ServiceUnavailable": (503, "The service is unavailable"),
 }
 
+PROTOCOLS = ("ranking", "triton")
+"""The models `--protocol` chooses: the ranking model (JSON, protobuf, npy, CSV) or a Triton model (KServe v2)."""
+
 FORCE_ATTRIBUTE = "sm-locust-fault"
 DROP = "DropConnection"
 
@@ -88,6 +91,9 @@ class EndpointConfig:
     max_batch_size: int = 0  # dynamic batching (sm_locust/endpoint/batching.py): 0 or 1 = off
     max_batch_delay_ms: float = 0.0  # how long a batch's first request waits for others to join
     batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
+    protocol: str = "ranking"  # the model: ranking (the ranking model's formats) or triton (endpoint/triton.py)
+    model_inputs: str = ""  # --protocol triton: the model's inputs, NAME:DATATYPE:DIMS;... (default: BERT's at 512)
+    model_outputs: str = ""  # --protocol triton: the model's outputs (default logits:FP32:-1,2)
     llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
     serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
     multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
@@ -133,6 +139,7 @@ class EndpointConfig:
                              f"{self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
+        self._check_protocol()
         if self.serverless is not None:
             self.serverless.validate()
             clash = [flag for flag, on in (("--max-concurrency", self.max_concurrency),
@@ -155,6 +162,26 @@ class EndpointConfig:
                                  "leave it out")
         if not 0 <= self.port <= 65535:
             raise ValueError(f"--port {self.port} is not a TCP port")
+
+    def _check_protocol(self) -> None:
+        """--protocol triton: a model its flags describe, and nothing it cannot run with."""
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"--protocol {self.protocol!r} is not one of: {', '.join(PROTOCOLS)}")
+        if self.protocol != "triton":
+            given = [flag for flag, value in (("--model-inputs", self.model_inputs),
+                                              ("--model-outputs", self.model_outputs)) if value]
+            if given:
+                raise ValueError(f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} a Triton model; add "
+                                 "--protocol triton")
+            return
+        from sm_locust.endpoint.triton import model_for  # lazy: numpy; server.py reads this module without it
+
+        model_for(self)
+        clash = [flag for flag, on in (("--llm", self.llm is not None), ("--stream-tokens", self.stream_tokens),
+                                       ("--multi-model", self.multi_model is not None),
+                                       ("--inference-components", bool(self.inference_components))) if on]
+        if clash:
+            raise ValueError(f"--protocol triton cannot be combined with {', '.join(clash)}; leave it out")
 
     def _check_targets(self) -> None:
         """--multi-model and --inference-components: valid, and not combined with what they cannot run with."""

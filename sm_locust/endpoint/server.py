@@ -100,6 +100,11 @@ class LocalEndpoint:
             args += ["--cloudwatch-url", c.cloudwatch_url, "--metrics-interval", str(c.metrics_interval_s)]
         if c.metrics_endpoint_name:
             args += ["--metrics-endpoint-name", c.metrics_endpoint_name]
+        if c.protocol != EndpointConfig.protocol:
+            args += ["--protocol", c.protocol]
+        for spec_flag, spec in (("--model-inputs", c.model_inputs), ("--model-outputs", c.model_outputs)):
+            if spec:
+                args += [spec_flag, spec]
         if c.llm is not None:
             args += c.llm.flags()
         if c.serverless is not None:

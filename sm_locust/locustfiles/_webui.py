@@ -30,7 +30,7 @@ from locust.argument_parser import ui_extra_args_dict
 from flask import jsonify, request
 from werkzeug.datastructures import ImmutableMultiDict
 
-from sm_locust.config.options import all_option_specs, parse_bool, parse_number
+from sm_locust.config.options import all_option_specs
 from sm_locust.errors import UsageError
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
@@ -60,21 +60,17 @@ def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterab
 
 
 def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None = None) -> None:
-    """A UsageError for a shown sm-locust number or boolean that the command line would refuse, or a
-    changed value its option's `web_check` refuses (a traffic mix naming a file, say); `current`: the
-    parsed options, whose values the form may send back unchanged."""
+    """A UsageError for a shown sm-locust option value that the command line would refuse (its
+    OptionSpec: type, range, choices), or a changed value its option's `web_check` refuses (a traffic
+    mix naming a file, say); `current`: the parsed options, whose values the form may send back
+    unchanged."""
     for spec in all_option_specs():
         if not spec.web_ui or spec.dest not in form:
             continue
         value = form[spec.dest]
         if spec.web_check is not None and value and value != str((current or {}).get(spec.dest) or ""):
             spec.web_check(value)
-        if spec.type not in (int, float, bool):
-            continue
-        if spec.type is bool:
-            parse_bool(value, spec.flag)
-        else:
-            parse_number(value, spec.flag, spec.type, **spec.bounds)
+        spec.parse(value)
 
 
 def _refusal(fields: list[str]) -> str:

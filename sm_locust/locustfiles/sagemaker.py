@@ -28,7 +28,8 @@ import gevent
 from locust import events, task
 from locust.runners import WorkerRunner
 
-from sm_locust.config.options import SageMakerSettings, register_options
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import Options, environment_options, parse_options, register_options
 from sm_locust.config.preflight import (
     aws_region,
     check_region,
@@ -59,7 +60,7 @@ def _register_options(parser, **_kw) -> None:
     parser.set_defaults(web_host=LOCAL_BIND, master_bind_host=LOCAL_BIND)
 
 
-def check_startup(options, *, web_ui: bool) -> SageMakerSettings:
+def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:
     """The checks `sm-locust run` makes before a run, for plain Locust (UsageError when wrong).
     With the web UI the endpoint name may still come from the form."""
     settings = SageMakerSettings.from_options(options)
@@ -79,7 +80,7 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
         return
     try:
-        settings = check_startup(environment.parsed_options, web_ui=web_ui is not None)
+        settings = check_startup(parse_options(environment.parsed_options), web_ui=web_ui is not None)
     except SmLocustError as exc:
         print(f"sm-locust: error: {exc.message}", file=sys.stderr, flush=True)
         environment.process_exit_code = exc.exit_code
@@ -95,7 +96,10 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
 def _attach_recorder(environment, **_kw) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
         return
-    settings = SageMakerSettings.from_options(environment.parsed_options)
+    try:
+        settings = SageMakerSettings.from_options(parse_options(environment.parsed_options))
+    except SmLocustError:
+        return  # _check_settings has said so and quits
     attach_recorder(environment, RunRecorder(environment, settings.sm_out or None, endpoint=settings.endpoint_name,
                                              progress_every_s=settings.sm_progress))
 
@@ -109,10 +113,12 @@ def _load_payloads(environment, **_kw) -> None:
     pre-encoded too, so the request path only picks and sends. A traffic mix (`--target-models`,
     `--inference-components`) is drawn from this process's own seeded stream (`process_index`).
     """
-    settings = SageMakerSettings.from_options(environment.parsed_options)
+    environment.sm_locust_options = None
     try:
-        settings.validate()
-        prepared = prepare_payloads(settings, environment.parsed_options, process=process_index(environment.runner))
+        # parsed once per swarm (the web UI may have changed them), read by the users and shapes
+        options = environment.sm_locust_options = parse_options(environment.parsed_options)
+        settings = SageMakerSettings.from_options(options).validate()
+        prepared = prepare_payloads(settings, options, process=process_index(environment.runner))
     except SmLocustError as exc:
         log.error("sm-locust: %s", exc)
         environment.sm_locust_payloads = None
@@ -149,7 +155,7 @@ class InvokeEndpointUser(SageMakerUser):
 
     def on_start(self) -> None:
         self.client.validator = getattr(self.environment, "sm_locust_validator", None)
-        options = self.environment.parsed_options
+        options = environment_options(self.environment)
         # invoke, --stream or async; tokens counted
         self.call = accounting_for(operation(self.client, options), self.environment, options)
 

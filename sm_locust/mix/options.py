@@ -20,9 +20,8 @@ local runner; Locust's worker index, 0..W-1, with `--processes` or master/worker
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from sm_locust.config.options import OptionSpec, option_value, parse_number
+from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import INFERENCE_COMPONENT, TARGET_MODEL, TargetMix, parse_mix
 
@@ -56,19 +55,17 @@ class MixSettings:
         return None if self.mix is None else {**self.mix.describe(), "seed": self.seed}
 
 
-def mix_settings(options: Any, *, split: int = 1) -> MixSettings:
+def mix_settings(options: Options, *, split: int = 1) -> MixSettings:
     """The mix the options ask for, checked (one-line UsageError): at most one mix, not beside the single
     target it replaces, not with `--split` (a fan-out's parts are prepared before the test)."""
-    models = option_value(options, "target_models")
-    components = option_value(options, "inference_components")
-    seed = parse_number(option_value(options, "seed"), "--seed", int, DEFAULT_SEED)
+    models, components, seed = options.target_models, options.inference_components, options.seed
     if models and components:
         raise UsageError("--target-models and --inference-components both given; a run sends one mix: "
                          "drop one of them")
-    if models and option_value(options, "target_model"):
+    if models and options.target_model:
         raise UsageError("--target-model and --target-models both given; use --target-models alone "
                          "(a one-model mix is --target-models NAME)")
-    if components and option_value(options, "inference_component"):
+    if components and options.inference_component:
         raise UsageError("--inference-component and --inference-components both given; "
                          "use --inference-components alone")
     if not (models or components):

@@ -107,7 +107,7 @@ def load_callable(
             continue
         elif isinstance(item, (bytes, bytearray, memoryview, str)):
             body = item.encode("utf-8") if isinstance(item, str) else bytes(item)
-            out.append(template.make(body, content_type=serializer.content_type, where=where))
+            out.append(template.make(body, content_type=serializer.content_type_of(body), where=where))
         else:
             try:
                 out.append(template.encode(item, serializer, where=where))

@@ -30,6 +30,7 @@ match the line, `--llm-template` or `--max-new-tokens` without `--prompts`, `--p
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +39,8 @@ from typing import Any
 
 import orjson
 
-from sm_locust.config.options import OptionSpec, option_value, parse_bool, parse_number
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
@@ -72,11 +74,11 @@ OPTIONS: list[OptionSpec] = [
                "or messages (OpenAI-style chat: LMI, vLLM)"),
     OptionSpec("--max-new-tokens", "SM_LOCUST_MAX_NEW_TOKENS", 0,
                "LLM endpoints: answer length asked for (max_new_tokens / max_tokens); a prompt line's own length wins; "
-               "0 = not sent (the server's default)", int),
+               "0 = not sent (the server's default)", int, minimum=0),
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class LlmSettings:
     """The LLM payload options of one run (None / "" = not given)."""
 
@@ -85,12 +87,8 @@ class LlmSettings:
     max_new_tokens: int = 0
 
     @classmethod
-    def from_options(cls, options: Any) -> LlmSettings:
-        return cls(
-            prompts=str(option_value(options, "prompts") or ""),
-            template=str(option_value(options, "llm_template") or ""),
-            max_new_tokens=parse_number(option_value(options, "max_new_tokens"), "--max-new-tokens", int, 0),
-        )
+    def from_options(cls, options: Options) -> LlmSettings:
+        return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens)
 
     @property
     def active(self) -> bool:
@@ -99,8 +97,6 @@ class LlmSettings:
 
     def check(self, payload: str = "") -> LlmSettings:
         """The combinations that cannot work (one line each)."""
-        if self.max_new_tokens < 0:
-            raise UsageError(f"--max-new-tokens must be 0 (not sent) or more tokens, got {self.max_new_tokens}")
         if not self.prompts:
             given = [flag for flag, value in (("--llm-template", self.template),
                                               ("--max-new-tokens", self.max_new_tokens)) if value]
@@ -111,11 +107,8 @@ class LlmSettings:
         if payload:
             raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the "
                              "prompts: drop --payload")
-        if self.template:
-            self.template = TEMPLATES.canonical(self.template)  # the registry's error lists the valid names
-        else:
-            self.template = TGI
-        return self
+        # the registry's error lists the valid names
+        return dataclasses.replace(self, template=TEMPLATES.canonical(self.template) if self.template else TGI)
 
 
 def request_body(template: str, prompt: str | list, max_new_tokens: int, stream: bool) -> dict:
@@ -221,15 +214,13 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
     return PayloadPool(invocations, settings.prompts, selection=selection, seed=seed)
 
 
-def llm_pool(settings: Any, options: Any) -> PayloadPool | None:
+def llm_pool(settings: SageMakerSettings, options: Options) -> PayloadPool | None:
     """The LLM pool when `--prompts` is given, else None (then `--payload` is read as usual).
 
-    `settings` is the run's `SageMakerSettings`; `options` holds the rest by dest name.
+    `settings` is the run's `SageMakerSettings`; `options` the run's parsed options.
     """
-    llm = LlmSettings.from_options(options).check(getattr(settings, "payload", "") or "")
+    llm = LlmSettings.from_options(options).check(settings.payload)
     if not llm.active:
         return None
-    stream = parse_bool(option_value(options, "stream"), "--stream")
-    seed = parse_number(option_value(options, "payload_seed"), "--payload-seed", int, 0)
-    selection = option_value(options, "selection")
-    return build_pool(llm, stream=stream, headers=settings.headers(), selection=selection, seed=seed)
+    return build_pool(llm, stream=options.stream, headers=settings.headers(), selection=options.selection or None,
+                      seed=options.payload_seed)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.aws.runtime_api import MAX_BODY_BYTES
-from sm_locust.config.options import OptionSpec, given_fields
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import Options, OptionSpec, settings_fields, spec_defaults
 from sm_locust.errors import UsageError
 from sm_locust.mix.options import MixSettings, mix_settings
 from sm_locust.mix.pool import MixedPool
@@ -31,7 +32,8 @@ from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_seriali
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--serializer", "SM_LOCUST_SERIALIZER", "",
                "payloads: how .npy/.npz and module:function payloads are encoded, and responses decoded: "
-               "json, protobuf, npy, numpy-raw, csv, raw (default json)"),
+               "json, protobuf, npy, numpy-raw, csv, raw, triton (Triton's binary tensors), triton-json "
+               "(KServe v2 JSON) (default json)"),
     OptionSpec("--json-layout", "SM_LOCUST_JSON_LAYOUT", "",
                "json serializer: inputs (columns, default) or instances (rows)"),
     OptionSpec("--model-name", "SM_LOCUST_MODEL_NAME", "",
@@ -39,7 +41,16 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--signature-name", "SM_LOCUST_SIGNATURE_NAME", "",
                "protobuf serializer: PredictRequest signature_name (default serving_default)"),
     OptionSpec("--input-names", "SM_LOCUST_INPUT_NAMES", "",
-               "protobuf serializer: tensor names for the payload's keys, e.g. feat_ids=ids,feat_vals=vals"),
+               "protobuf / triton serializers: tensor names for the payload's keys, e.g. feat_ids=ids,feat_vals=vals; "
+               "triton: the name of a .npy's one array, e.g. input_ids"),
+    OptionSpec("--input-datatypes", "SM_LOCUST_INPUT_DATATYPES", "",
+               "triton serializers: Triton datatypes of the inputs, e.g. input_ids=INT32,attention_mask=INT32 "
+               "(default: from the arrays' dtypes; a value the type cannot hold is refused)"),
+    OptionSpec("--output-names", "SM_LOCUST_OUTPUT_NAMES", "",
+               "triton serializers: the outputs to ask for, comma-separated, e.g. logits (default: all)"),
+    OptionSpec("--binary-output", "SM_LOCUST_BINARY_OUTPUT", "",
+               "triton serializers: ask for answers as binary tensors, on or off (default on for triton, off for "
+               "triton-json)"),
     OptionSpec("--array-dtype", "SM_LOCUST_ARRAY_DTYPE", "",
                "npy / numpy-raw serializers: dtype of the array sent, e.g. float32, float64 "
                "(numpy-raw default float32)"),
@@ -73,36 +84,45 @@ SERIALIZER_OPTIONS = {
     "model_name": "model_name",
     "signature_name": "signature_name",
     "input_names": "input_names",
+    "input_datatypes": "input_datatypes",
+    "output_names": "output_names",
+    "binary_output": "binary_output",
     "array_dtype": "dtype",
     "array_shape": "shape",
 }
 DEFAULT_SERIALIZER = "json"
 
 
-@dataclass
-class PayloadSettings:
-    """The payload options of one run, by their dest names (see OPTIONS)."""
+_DEFAULT = spec_defaults(OPTIONS)
 
-    serializer: str = ""
-    json_layout: str = ""
-    model_name: str = ""
-    signature_name: str = ""
-    input_names: str = ""
-    array_dtype: str = ""
-    array_shape: str = ""
-    selection: str = ""
-    payload_seed: int = 0
-    batch_size: int = 1
-    max_bodies: int = 64
-    payload_base64: bool = False
-    split: int = 1
-    validate_response: bool = False
-    expect_outputs: str = ""
-    expect_shape: str = ""
+
+@dataclass(frozen=True)
+class PayloadSettings:
+    """The payload options of one run, by their dest names (defaults: OPTIONS)."""
+
+    serializer: str = _DEFAULT["serializer"]
+    json_layout: str = _DEFAULT["json_layout"]
+    model_name: str = _DEFAULT["model_name"]
+    signature_name: str = _DEFAULT["signature_name"]
+    input_names: str = _DEFAULT["input_names"]
+    input_datatypes: str = _DEFAULT["input_datatypes"]
+    output_names: str = _DEFAULT["output_names"]
+    binary_output: str = _DEFAULT["binary_output"]
+    array_dtype: str = _DEFAULT["array_dtype"]
+    array_shape: str = _DEFAULT["array_shape"]
+    selection: str = _DEFAULT["selection"]
+    payload_seed: int = _DEFAULT["payload_seed"]
+    batch_size: int = _DEFAULT["batch_size"]
+    max_bodies: int = _DEFAULT["max_bodies"]
+    payload_base64: bool = _DEFAULT["payload_base64"]
+    split: int = _DEFAULT["split"]
+    validate_response: bool = _DEFAULT["validate_response"]
+    expect_outputs: str = _DEFAULT["expect_outputs"]
+    expect_shape: str = _DEFAULT["expect_shape"]
 
     @classmethod
-    def from_options(cls, options: Any) -> PayloadSettings:
-        return cls(**given_fields(cls, options))
+    def from_options(cls, options: Options) -> PayloadSettings:
+        return cls(**settings_fields(cls, options))
 
     def serializer_options(self) -> dict[str, str]:
         """The serializer options given (non-empty), checked against the chosen serializer."""
@@ -152,11 +172,11 @@ def parse_expected_shape(text: str) -> tuple[int | None, ...] | None:
     return tuple(dims)
 
 
-def check_serializer_applies(ps: PayloadSettings, settings: Any, validates: bool) -> None:
+def check_serializer_applies(ps: PayloadSettings, settings: SageMakerSettings, validates: bool) -> None:
     """`--serializer` encodes .npy/.npz and module:function payloads and decodes responses with
     `--validate-response`; given for a payload sent as it is (a file, folder, .jsonl, .pkl) and no
     validation, it would do nothing, silently (random bytes sent with `--serializer json`): refused."""
-    source = getattr(settings, "payload", "") or ""
+    source = settings.payload
     if not ps.serializer or validates or not source or encoded_by_serializer(source):
         return
     raise UsageError(f"--serializer {ps.serializer} does not apply to payload {source!r}: a file, folder, .jsonl or "
@@ -187,11 +207,11 @@ class PreparedPayloads:
         return out
 
 
-def prepare_payloads(settings: Any, options: Any, *, process: int = 0) -> PreparedPayloads:
+def prepare_payloads(settings: SageMakerSettings, options: Options, *, process: int = 0) -> PreparedPayloads:
     """Build and check everything the payload options ask for (UsageError, one line, when wrong).
 
     `settings` is the run's `SageMakerSettings` (payload source, Content-Type, headers); `options`
-    anything holding the payload options by dest name (Locust's parsed options, argparse args).
+    the run's parsed options (the payload, LLM and mix options among them).
     With a traffic mix (`--target-models`, `--inference-components`) the pool picks each request's
     target, from the seeded stream of Locust process `process` (`sm_locust.mix.options`).
     """
@@ -210,7 +230,7 @@ def prepare_payloads(settings: Any, options: Any, *, process: int = 0) -> Prepar
         max_bodies=ps.max_bodies,
         base64=ps.payload_base64,
         split=ps.split,
-        max_body_bytes=None if getattr(options, "async_input_location", None) else MAX_BODY_BYTES,  # async: input in S3
+        max_body_bytes=None if options.async_input_location else MAX_BODY_BYTES,  # async: the input is in S3
         **settings.headers(),
     )
     if mix.mix is not None:

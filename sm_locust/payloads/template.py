@@ -52,11 +52,11 @@ class InvocationTemplate:
 
     def encode(self, obj: Any, serializer: Serializer, *, where: str = "") -> Invocation:
         """Encode one request object with `serializer` (bytes are sent as they are)."""
-        body = serializer.serialize(obj)
+        body, content_type = serializer.encode(obj)
         attributes = self.headers.get("custom_attributes") or serializer.custom_attributes(obj)
         invocation = self.make(
             body,
-            content_type=serializer.content_type,
+            content_type=content_type,
             where=where,
             rows=request_rows(obj),
             custom_attributes=attributes,

@@ -32,6 +32,7 @@ from sm_locust.errors import UsageError
 from sm_locust.plateau.timeline import Second
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
+DEFAULT_SLO_PERCENTILE = 95.0  # the percentile an SLO applies to unless one is given (--slo-percentile, sweeps, gates)
 DEFAULT_WARMUP_FRACTION = 0.2  # drop the first 20 % of a step (new users, cold connections)
 DEFAULT_WARMUP_S = 0.0
 STABILITY_WINDOWS = 3  # perf_analyzer: 3 measurement windows ...

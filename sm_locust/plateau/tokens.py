@@ -29,6 +29,7 @@ from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, Verdict
 from sm_locust.plateau.steady import (
+    DEFAULT_SLO_PERCENTILE,
     STABILITY_TOLERANCE,
     STABILITY_WINDOWS,
     StepMeasurement,
@@ -200,7 +201,7 @@ class TokenStep(StepMeasurement):
         """A percentile (ms) of `ttft` or `itl` over the step's answers."""
         return _percentile(self.tokens.hists.get(series, {}), pct)
 
-    def describe_tokens(self, pct: float = 95.0) -> str:
+    def describe_tokens(self, pct: float = DEFAULT_SLO_PERCENTILE) -> str:
         label = percentile_label(pct)
         parts = [f"{self.output_tokens_per_s:,.0f} output tokens/s"]
         for series, name in SERIES.items():
@@ -289,7 +290,7 @@ class TokenDriver(SearchDriver):
 class TokenVerdict(Verdict):
     """The verdict in tokens: text and summary.json's `plateau` say output tokens/s, TTFT and ITL."""
 
-    percentile: float = 95.0
+    percentile: float = DEFAULT_SLO_PERCENTILE
 
     @classmethod
     def of(cls, verdict: Verdict, percentile: float) -> TokenVerdict:
@@ -327,7 +328,7 @@ class TokenVerdict(Verdict):
 class TokenPlateauSearch(PlateauSearch):
     """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens."""
 
-    def __init__(self, *args, percentile: float = 95.0, **kwargs):
+    def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, **kwargs):
         super().__init__(*args, **kwargs)
         self.percentile = percentile
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from gevent import getcurrent
 
-from sm_locust.config.options import option_value, parse_bool
+from sm_locust.config.options import Options
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
@@ -53,6 +53,7 @@ from sm_locust.llm.tokens import (
 from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
+from sm_locust.util.shipped import WorkerShipped
 
 log = logging.getLogger(__name__)
 REPORT_KEY = "sm_locust_llm"
@@ -100,8 +101,11 @@ def _overlap(second: int, start: float, end: float, now: float) -> float:
     return max(0.0, min(second + filled, end) - max(float(second), start)) / filled
 
 
-class LlmStats:
+class LlmStats(WorkerShipped):
     """One Locust process's LLM buckets; on a master also the workers' (registers its own handlers)."""
+
+    ATTRIBUTE = "sm_locust_llm"
+    REPORT_KEY = REPORT_KEY
 
     def __init__(self, environment: Any = None):
         self.buckets: dict[int, Bucket] = {}
@@ -114,18 +118,7 @@ class LlmStats:
         self._live: dict[Any, Live] = {}
         self.clock: Callable[[], float] = time.time
         if environment is not None:
-            events = environment.events
-            events.test_start.add_listener(self._on_test_start)
-            events.report_to_master.add_listener(self._on_report_to_master)
-            events.worker_report.add_listener(self._on_worker_report)
-
-    @classmethod
-    def for_environment(cls, environment: Any) -> LlmStats:
-        stats = getattr(environment, "sm_locust_llm", None)
-        if stats is None:
-            stats = cls(environment)
-            environment.sm_locust_llm = stats
-        return stats
+            self.attach(environment)
 
     # -- recording -------------------------------------------------------------------------------
     def add(self, sample: RequestTokens, now: float | None = None, live: Live | None = None) -> None:
@@ -199,20 +192,22 @@ class LlmStats:
             start = key[0]
             self.coarse.setdefault((start - start % HOUR_S, HOUR_S), Bucket()).merge(self.coarse.pop(key))
 
-    def _on_test_start(self, **_kw) -> None:
+    def reset(self) -> None:
         self.buckets = {}
         self.coarse = {}
         self._newest = None
         self._settled = {}
         self._live = {}  # streams of users stopped mid-answer never finished
 
-    def _on_report_to_master(self, client_id: str, data: dict, **_kw) -> None:  # worker side: ship, then forget
-        if self.buckets:
-            data[REPORT_KEY] = {second: bucket.to_wire() for second, bucket in self.buckets.items()}
-            self.buckets = {}
+    def take_delta(self) -> dict | None:  # worker side: ship, then forget
+        if not self.buckets:
+            return None
+        wire = {second: bucket.to_wire() for second, bucket in self.buckets.items()}
+        self.buckets = {}
+        return wire
 
-    def _on_worker_report(self, client_id: str, data: dict, **_kw) -> None:  # master side
-        for second, wire in (data.get(REPORT_KEY) or {}).items():
+    def merge_delta(self, delta: dict, client_id: str) -> None:
+        for second, wire in (delta or {}).items():
             second = int(second)
             bucket = self.buckets.get(second)
             if bucket is None:
@@ -320,11 +315,10 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
     return counted
 
 
-def accounting_for(call: Callable, environment: Any, options: Any) -> Callable:
+def accounting_for(call: Callable, environment: Any, options: Options) -> Callable:
     """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`)
     or streams (`--stream`); else `call` itself."""
-    stream = parse_bool(option_value(options, "stream"), "--stream")
-    llm = bool(option_value(options, "prompts"))
-    if not (stream or llm):
+    llm = bool(options.prompts)
+    if not (options.stream or llm):
         return call
     return token_accounting(call, environment, responses=llm)

@@ -50,6 +50,7 @@ from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry
 import psutil
 
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
+from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
@@ -478,7 +479,7 @@ class RunRecorder:
             backoff=self.backoff.as_dict(),
         ), (), started_at, ended_at, windows=[window for _record, window in measured])
         mix = self.extra.get("mix") or {}
-        return self.targets.annotate(summary, models=mix.get("field") == "target_model")
+        return self.targets.annotate(summary, models=mix.get("field") == TARGET_MODEL)
 
     def write(self, complete: bool = True) -> None:
         if self.out_dir is None:

@@ -44,6 +44,7 @@ from locust.stats import bucket_response_time
 
 from sm_locust.invocation import is_invocation
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
+from sm_locust.util.shipped import WorkerShipped
 
 REPORT_KEY = "sm_locust_targets"
 TOP_TARGETS = 20
@@ -241,27 +242,23 @@ def _mean(points: Iterable[tuple[float, int, int]]) -> tuple[int, float]:
     return n, sum(x * c for x, c, _ in items) / n
 
 
-class TargetStats:
+class TargetStats(WorkerShipped):
     """One Locust process's `TargetTable`; on a master also the workers' (registers its own handlers)."""
+
+    ATTRIBUTE = "sm_locust_targets"
+    REPORT_KEY = REPORT_KEY
 
     def __init__(self, environment: Any = None, detail_limit: int | None = DETAIL_LIMIT):
         self.environment = environment
         self.detail_limit = detail_limit
         self.table = self._new_table()
         if environment is not None:
-            events = environment.events
-            events.request.add_listener(self.on_request)
-            events.test_start.add_listener(self._on_test_start)
-            events.report_to_master.add_listener(self._on_report_to_master)
-            events.worker_report.add_listener(self._on_worker_report)
+            self.attach(environment)
 
-    @classmethod
-    def for_environment(cls, environment: Any) -> TargetStats:
-        stats = getattr(environment, "sm_locust_targets", None)
-        if stats is None:
-            stats = cls(environment)
-            environment.sm_locust_targets = stats
-        return stats
+    def listen(self, environment: Any) -> None:
+        self.environment = environment
+        self.table = self._new_table()
+        environment.events.request.add_listener(self.on_request)
 
     def on_request(self, request_type: str, name: str, response_time: float, exception: Any = None,
                    context: Mapping | None = None, **_kw) -> None:
@@ -277,18 +274,19 @@ class TargetStats:
         on_worker = isinstance(getattr(self.environment, "runner", None), WorkerRunner)
         return TargetTable(None if on_worker else self.detail_limit)
 
-    def _on_test_start(self, **_kw) -> None:
+    def reset(self) -> None:
         self.table = self._new_table()
 
-    def _on_report_to_master(self, client_id: str, data: dict, **_kw) -> None:  # worker side: ship, then forget
-        if self.table:
-            data[REPORT_KEY] = self.table.to_wire()
-            self.table = self._new_table()
+    def take_delta(self) -> dict | None:  # worker side: ship, then forget
+        if not self.table:
+            return None
+        wire = self.table.to_wire()
+        self.table = self._new_table()
+        return wire
 
-    def _on_worker_report(self, client_id: str, data: dict, **_kw) -> None:  # master side
-        wire = data.get(REPORT_KEY)
-        if wire:
-            self.table.merge_wire(wire)
+    def merge_delta(self, delta: Mapping, client_id: str) -> None:
+        if delta:
+            self.table.merge_wire(delta)
 
     def annotate(self, summary: dict, *, models: bool) -> dict:
         """Add `targets` (and, for a multi-model mix, `model_cache`) to summary.json when requests named

@@ -25,7 +25,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.util.formatting import money, number
 
@@ -42,7 +42,7 @@ class AutoscalingView:
     t_s: list[float] = field(default_factory=list)  # run second each per-second sample ends at
     rps: list[float] = field(default_factory=list)
     latency_ms: list[float | None] = field(default_factory=list)  # the SLO's percentile per second
-    percentile: float = 95.0
+    percentile: float = DEFAULT_SLO_PERCENTILE
     slo_ms: float | None = None
 
 
@@ -52,7 +52,8 @@ def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingVi
     if not isinstance(figures, dict):
         return None
     slo = figures.get("slo") or {}
-    view = AutoscalingView(dict(figures), percentile=float(slo.get("percentile") or 95.0), slo_ms=slo.get("slo_ms"))
+    percentile = float(slo.get("percentile") or DEFAULT_SLO_PERCENTILE)
+    view = AutoscalingView(dict(figures), percentile=percentile, slo_ms=slo.get("slo_ms"))
     path = timeline_path(run_dir)
     started = summary.get("started_at")
     if path is None or not started:

@@ -82,22 +82,34 @@ def _merge(table: PriceTable, data: dict[str, Any], source: str) -> None:
     table.sources.append(source)
 
 
-def load_prices(user_file: str | Path | None = None) -> PriceTable:
-    """The bundled table, overridden entry by entry by `user_file` when given."""
-    table = PriceTable()
-    bundled = resources.files("sm_locust.report").joinpath("prices.json").read_text(encoding="utf-8")
-    _merge(table, json.loads(bundled), "bundled prices.json")
+def price_documents(bundled: str, user_file: str | Path | None = None,
+                    what: str = "price file") -> list[tuple[str, dict[str, Any]]]:
+    """(source, JSON object) of the bundled price file `bundled` (in sm_locust/report/), then of
+    `user_file` when given, which overrides it entry by entry: the one reader of every price file
+    (instances, serverless), so a missing or broken one is worded the same."""
+    documents = [(f"bundled {bundled}",
+                  json.loads(resources.files("sm_locust.report").joinpath(bundled).read_text(encoding="utf-8")))]
     if user_file:
         path = Path(user_file)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise UsageError(f"price file {path} does not exist") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"price file {path} is not valid JSON: {exc}") from None
+            raise UsageError(f"{what} {path} does not exist") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{what} {path} is not valid JSON: {exc}") from None
+        except OSError as exc:
+            raise UsageError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
         if not isinstance(data, dict):
-            raise UsageError(f"price file {path} must hold a JSON object like the bundled prices.json")
-        _merge(table, data, str(path))
+            raise UsageError(f"{what} {path} must hold a JSON object like the bundled {bundled}")
+        documents.append((str(path), data))
+    return documents
+
+
+def load_prices(user_file: str | Path | None = None) -> PriceTable:
+    """The bundled table, overridden entry by entry by `user_file` when given."""
+    table = PriceTable()
+    for source, data in price_documents("prices.json", user_file):
+        _merge(table, data, source)
     return table
 
 

@@ -38,8 +38,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.preflight import is_loopback
 from sm_locust.errors import UsageError
+from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
@@ -109,6 +111,16 @@ def check_report_values(*, period: int | None = None, safety_factor: float | Non
         if value is not None:
             flag, cast = POSITIVE_REPORT_VALUES[key]
             check_number(value, flag, cast, above=0)
+
+
+def check_report_names(endpoint_name: str | None, variant_name: str | None, inference_component: str | None) -> None:
+    """CloudWatch dimensions a report is asked for follow SageMaker's naming rules (sm_locust.aws.runtime_api)."""
+    if endpoint_name:
+        check_endpoint_name(endpoint_name)
+    if variant_name:
+        check_header("target_variant", variant_name, "--variant-name")
+    if inference_component:
+        check_header("inference_component", inference_component)
 
 
 @dataclass
@@ -267,7 +279,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
-        multi_model=(data.summary.get("mix") or {}).get("field") == "target_model",  # a model mix: the MME's metrics
+        multi_model=(data.summary.get("mix") or {}).get("field") == TARGET_MODEL,  # a model mix: the MME's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "

@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.report.metrics import METRICS_BY_NAME
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import MISSING, number, percent
@@ -144,7 +145,7 @@ def targets_section(view: TargetView | None, div: Callable[[Any, str], str],
         return ""
     mix = view.mix
     described = (f"{page_text(str(mix.get('spec')))} ({number(mix.get('targets'), 0)} "
-                 f"{'models' if mix.get('field') == 'target_model' else 'components'}, seed {mix.get('seed')})"
+                 f"{'models' if mix.get('field') == TARGET_MODEL else 'components'}, seed {mix.get('seed')})"
                  if mix else "one target per request")
     parts = [f"<h2>Traffic mix</h2><p><small>Requests by the target they named: {described}. Locust keeps one "
              "entry for the endpoint; these figures are the recorder's (summary.json targets).</small></p>",

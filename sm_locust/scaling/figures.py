@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
 from sm_locust.plateau.timeline import Second
 from sm_locust.scaling.policy import CONCURRENCY, IN, OUT, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod, RunClock, compact, counts_at
@@ -187,7 +187,8 @@ def breach_windows(seconds: Sequence[Second], clock: RunClock, slo_ms: float, pe
 
 def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[Second], *, started_at: float,
                         policy: ScalingPolicy | None = None, periods: Sequence[MetricPeriod] | None = None,
-                        slo_ms: float | None = None, percentile: float = 95.0, price_per_hour: float | None = None,
+                        slo_ms: float | None = None, percentile: float = DEFAULT_SLO_PERCENTILE,
+                        price_per_hour: float | None = None,
                         failures: Mapping[str, int] | None = None, time_scale: float = 1.0,
                         end_s: float | None = None, source: str = "DescribeEndpoint",
                         grid_epoch: float | None = None) -> dict:

@@ -25,9 +25,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import LOCAL_CREDENTIALS, is_loopback
 from sm_locust.errors import UsageError
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.report.cost import load_prices
@@ -117,7 +118,7 @@ class ScalingWatch:
     def stop(self) -> None:
         self.poller.stop()
 
-    def finish(self, out: Path, *, slo_ms: float | None = None, percentile: float = 95.0,
+    def finish(self, out: Path, *, slo_ms: float | None = None, percentile: float = DEFAULT_SLO_PERCENTILE,
                say: Say = _say) -> dict[str, Any] | None:
         """Stop polling; the figures into `out`/summary.json `autoscaling` (returned). None when the
         run wrote no summary.json."""

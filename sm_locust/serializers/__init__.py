@@ -11,6 +11,8 @@ builds one with its options and names the valid serializers or options on a typo
 | `numpy-raw` | `numpy-string`, `numpy-bytes` | application/octet-stream | one array, bare buffer |
 | `csv` | | text/csv | one 2-D array |
 | `raw` | `bytes` | application/octet-stream | bytes as given |
+| `triton` | `triton-binary`, `kserve-binary` | (Triton's binary MIME; `triton_format.py`) | KServe v2 binary tensors |
+| `triton-json` | `kserve-v2`, `kserve-json` | application/json | KServe v2 JSON tensors |
 
 Ranking requests are `{"feat_ids": int64 [N,39], "feat_vals": float32 [N,39]}`; the single-array
 formats pack them into [N, 78] (see `ranking.py`). Response checks live in `validation.py`.
@@ -34,6 +36,7 @@ from sm_locust.serializers.numpy_formats import NpySerializer, NumpyRawSerialize
 from sm_locust.serializers.protobuf_format import ProtobufSerializer
 from sm_locust.serializers.raw import RawSerializer
 from sm_locust.serializers.rows import SPLITTABLE, body_rows, part_slices, request_rows, split_body, split_rows
+from sm_locust.serializers.triton_format import TritonJsonSerializer, TritonSerializer
 from sm_locust.serializers.validation import ResponseValidator
 from sm_locust.util.registry import Registry
 
@@ -44,6 +47,8 @@ SERIALIZERS.add("npy", NpySerializer, "numpy")
 SERIALIZERS.add("numpy-raw", NumpyRawSerializer, "numpy-string", "numpy-bytes")
 SERIALIZERS.add("csv", CsvSerializer)
 SERIALIZERS.add("raw", RawSerializer, "bytes")
+SERIALIZERS.add("triton", TritonSerializer, "triton-binary", "kserve-binary")
+SERIALIZERS.add("triton-json", TritonJsonSerializer, "kserve-v2", "kserve-json")
 
 
 def create_serializer(name: str, **options: Any) -> Serializer:
@@ -74,6 +79,8 @@ __all__ = [
     "ResponseValidator",
     "SerializationError",
     "Serializer",
+    "TritonJsonSerializer",
+    "TritonSerializer",
     "base_content_type",
     "body_rows",
     "create_serializer",

@@ -91,6 +91,16 @@ class Serializer:
             return bytes(obj)
         return self._serialize(obj)
 
+    def encode(self, obj: Any) -> tuple[bytes, str]:
+        """One request body and the Content-Type it goes with (a format whose Content-Type describes
+        each body, such as Triton's `json-header-size=N`, gives the body's own)."""
+        body = self.serialize(obj)
+        return body, self.content_type_of(body)
+
+    def content_type_of(self, body: bytes) -> str:
+        """The Content-Type of an encoded body (the serializer's, unless its format describes each body)."""
+        return self.content_type
+
     def custom_attributes(self, obj: Any) -> str | None:
         """A `CustomAttributes` value describing the body, for formats that need one (else None)."""
         return None
@@ -98,7 +108,7 @@ class Serializer:
     # -- responses --------------------------------------------------------------------------
     def deserialize(self, data: bytes, content_type: str | None = None) -> Any:
         """Decode a response body; a Content-Type naming another known format is honoured."""
-        return decoder_for(content_type, self)._deserialize(bytes(data))
+        return decoder_for(content_type, self)._deserialize_typed(bytes(data), content_type)
 
     # -- for subclasses ---------------------------------------------------------------------
     def _serialize(self, obj: Any) -> bytes:  # pragma: no cover - abstract
@@ -106,6 +116,10 @@ class Serializer:
 
     def _deserialize(self, data: bytes) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _deserialize_typed(self, data: bytes, content_type: str | None) -> Any:
+        """`_deserialize`, for formats whose Content-Type carries what decoding needs (Triton's header size)."""
+        return self._deserialize(data)
 
 
 @functools.cache

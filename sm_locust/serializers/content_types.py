@@ -13,6 +13,7 @@ dispatches on the format name; none keeps its own list.
 | `npy` | application/x-npy, application/npy |
 | `numpy-raw` | application/octet-stream, application/x-numpy-raw (a bare array buffer) |
 | `csv` | text/csv |
+| `triton` | application/vnd.sagemaker-triton.binary+json (`;json-header-size=N`: Triton's binary tensors) |
 
 Matching ignores parameters and case (`Application/JSON; charset=utf-8` is `json`), so the
 seed's `X-protobuf` header is `protobuf`. Pure (no imports beyond the standard library): the
@@ -27,6 +28,7 @@ PROTOBUF = "protobuf"
 NPY = "npy"
 NUMPY_RAW = "numpy-raw"
 CSV = "csv"
+TRITON = "triton"
 
 FORMATS: dict[str, tuple[str, ...]] = {
     JSON: ("application/json", "text/json"),
@@ -35,6 +37,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     NPY: ("application/x-npy", "application/npy"),
     NUMPY_RAW: ("application/octet-stream", "application/x-numpy-raw"),
     CSV: ("text/csv",),
+    TRITON: ("application/vnd.sagemaker-triton.binary+json",),
 }
 """Format name -> the Content-Types that name it; the first is the canonical one."""
 
@@ -58,4 +61,4 @@ def canonical(format_name: str) -> str:
 
 
 __all__ = ["CONTENT_TYPES", "CSV", "FORMATS", "JSON", "JSON_LINES", "NPY", "NUMPY_RAW", "PROTOBUF",
-           "base_content_type", "canonical", "format_of"]
+           "TRITON", "base_content_type", "canonical", "format_of"]

@@ -7,10 +7,12 @@ array or list becomes `{"instances": [...]}`. numpy arrays and scalars are writt
 
 Responses: `{"predictions": [...]}` or `{"outputs": [...]}` -> one numpy array; `{"outputs":
 {name: [...]}}` or any other object of lists (the seed's `{"prob": [...]}`) -> dict of arrays;
-a bare list -> array.
+a bare list -> array. A KServe v2 answer (Triton's JSON kind: `{"outputs": [{"name", "datatype",
+"shape", "data"}]}`) -> {name: array of its shape} (`kserve.py`).
 
 Bodies read as bytes: `body_rows` counts a request's rows (`instances`, or the first dimension of
-`inputs`) and `split_body` cuts it into parts of consecutive rows, other keys kept. JSON Lines
+`inputs`; a KServe v2 request: its first input's first dimension) and `split_body` cuts it into
+parts of consecutive rows, other keys kept (a KServe v2 request is not cut: split its source rows). JSON Lines
 (`application/jsonlines`) holds one record per line: a body of several lines has one row per
 line and splits between lines; a body of one line is one JSON document, read as above.
 """
@@ -24,6 +26,7 @@ import numpy as np
 import orjson
 
 from sm_locust.errors import UsageError
+from sm_locust.serializers import kserve
 from sm_locust.serializers.base import Part, SerializationError, Serializer, common_rows, part_slices
 from sm_locust.serializers.content_types import JSON, canonical
 from sm_locust.serializers.ranking import FEAT_IDS, FEAT_VALS, is_ranking, ranking_arrays
@@ -100,6 +103,8 @@ class JsonSerializer(Serializer):
         if isinstance(doc, list):
             return _arrays(doc)
         if isinstance(doc, dict):
+            if kserve.is_outputs_document(doc):
+                return kserve.decode_tensors(doc["outputs"], memoryview(b""), "outputs")
             for key in ("predictions", "outputs"):
                 if key in doc:
                     inner = doc[key]
@@ -127,7 +132,16 @@ def json_rows(body: bytes) -> int | None:
     inputs = doc.get("inputs")
     if isinstance(inputs, dict) and inputs:
         return _first_dim(next(iter(inputs.values())))
+    if isinstance(inputs, list) and _is_kserve(inputs):
+        shape = inputs[0].get("shape")
+        return int(shape[0]) if isinstance(shape, list) and shape else None
     return _first_dim(inputs)
+
+
+def _is_kserve(inputs: object) -> bool:
+    """A KServe v2 `inputs` list: named tensors with a shape."""
+    return isinstance(inputs, list) and bool(inputs) and all(
+        isinstance(i, dict) and "name" in i and "shape" in i for i in inputs)
 
 
 def split_json(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
@@ -141,6 +155,9 @@ def split_json(body: bytes, k: int, where: str, custom_attributes: str | None = 
         return [Part(orjson.dumps({**doc, "instances": rows[s]}), s.stop - s.start, custom_attributes)
                 for s in part_slices(len(rows), k, where)]
     inputs = doc.get("inputs") if isinstance(doc, dict) else None
+    if _is_kserve(inputs):
+        raise UsageError(f"{where}: cannot split a KServe v2 (Triton) body read as bytes; give the rows as an .npz "
+                         "with --serializer triton-json, which splits them before encoding")
     if isinstance(inputs, list):
         return [Part(orjson.dumps({**doc, "inputs": inputs[s]}), s.stop - s.start, custom_attributes)
                 for s in part_slices(len(inputs), k, where)]

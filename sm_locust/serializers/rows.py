@@ -14,6 +14,7 @@ the format module the Content-Type names (`content_types.format_of`):
 | npy | first dimension | `.npy` parts |
 | protobuf | first dimension of the first input | PredictRequests, model spec kept |
 | numpy-raw | (not counted) | only with `shape=` custom attributes; each part gets its own |
+| triton | first dimension of the first input | (not split: split the .npz rows instead) |
 
 Counting is best effort (None when it cannot tell); splitting what cannot be split is a one-line
 UsageError. Both run once per static body, before the test, never on the request path.
@@ -35,6 +36,7 @@ from sm_locust.serializers.content_types import (
     NPY,
     NUMPY_RAW,
     PROTOBUF,
+    TRITON,
     base_content_type,
     format_of,
 )
@@ -43,6 +45,7 @@ from sm_locust.serializers.json_format import json_rows, jsonlines_rows, split_j
 from sm_locust.serializers.numpy_formats import npy_rows, raw_layout, split_npy, split_raw
 from sm_locust.serializers.protobuf_format import protobuf_rows, split_protobuf
 from sm_locust.serializers.ranking import FEAT_IDS, is_ranking
+from sm_locust.serializers.triton_format import triton_rows
 
 _ROWS: dict[str | None, Callable[[bytes], int | None]] = {
     JSON: json_rows,
@@ -50,6 +53,7 @@ _ROWS: dict[str | None, Callable[[bytes], int | None]] = {
     CSV: csv_rows,
     NPY: npy_rows,
     PROTOBUF: protobuf_rows,
+    TRITON: triton_rows,
 }
 _SPLITTERS: dict[str | None, Callable[[bytes, int, str, str | None], list[Part]]] = {
     JSON: split_json,

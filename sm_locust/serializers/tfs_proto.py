@@ -276,7 +276,7 @@ def encode_predict_request(
     for name, value in inputs.items():
         fill_tensor(req.inputs[str(name)], value, use_tensor_content=use_tensor_content)
     req.output_filter.extend(output_filter)
-    return req.SerializeToString()
+    return req.SerializeToString(deterministic=True)  # map entries in key order: the same bytes every time
 
 
 def _parse(cls: Any, data: bytes, what: str) -> Any:
@@ -310,7 +310,7 @@ def encode_predict_response(
     _set_spec(resp.model_spec, model_name, signature_name, version)
     for name, value in outputs.items():
         fill_tensor(resp.outputs[str(name)], value, use_tensor_content=use_tensor_content)
-    return resp.SerializeToString()
+    return resp.SerializeToString(deterministic=True)
 
 
 def decode_predict_response(data: bytes) -> Predict:

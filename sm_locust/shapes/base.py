@@ -26,7 +26,7 @@ import time
 from locust import LoadTestShape
 from locust.runners import Runner
 
-from sm_locust.config.options import option_value
+from sm_locust.config.options import environment_options, option_value, parse_number
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.plateau.search import Search
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
@@ -69,7 +69,7 @@ def describe_step(index: int, step) -> str:
 
 
 def run_time_s(options) -> float | None:
-    """`-t/--run-time` in seconds (Locust hands it over parsed; the web UI form too), or None."""
+    """`-t/--run-time` in seconds (Locust's own option: it hands it over parsed; the web UI form too), or None."""
     return parse_seconds(option_value(options, "run_time"), "--run-time")
 
 
@@ -141,9 +141,10 @@ class SmLocustShape(LoadTestShape):
         now = time.time()
         try:
             if self.settings is None:
-                options = self.environment.parsed_options
-                self.settings = ShapeSettings.from_options(options)
-                self._run_time_s = run_time_s(options)
+                locust_options = self.environment.parsed_options  # Locust's own: -t, -r
+                spawn_rate = parse_number(option_value(locust_options, "spawn_rate"), "--spawn-rate", float)
+                self.settings = ShapeSettings.from_options(environment_options(self.environment), spawn_rate)
+                self._run_time_s = run_time_s(locust_options)
                 self._started = now
                 self.start(self.settings)
             if self._run_time_s is not None and now - self._started >= self._run_time_s - 1e-6:

@@ -14,11 +14,7 @@ from __future__ import annotations
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import StepSearch
 from sm_locust.shapes.base import SmLocustShape
-from sm_locust.shapes.settings import ShapeSettings, StepSchedule
-
-
-def schedule_from_options(options) -> StepSchedule:
-    return ShapeSettings.from_options(options).step_schedule()
+from sm_locust.shapes.settings import ShapeSettings
 
 
 class StepLoadShape(SmLocustShape):

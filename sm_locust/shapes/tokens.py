@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sm_locust.config.options import OptionSpec, option_value, parse_bool, parse_number
+from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.plateau.conditions import Condition
 from sm_locust.plateau.search import PlateauSearch
-from sm_locust.plateau.steady import MODE_RATE
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE
 from sm_locust.plateau.tokens import (
     OBJECTIVE,
     TokenDriver,
@@ -38,9 +38,9 @@ OPTIONS: list[OptionSpec] = [
                "tokens/s, with --ttft-slo-ms / --itl-slo-ms)", choices=OBJECTIVES),
     OptionSpec("--ttft-slo-ms", "SM_LOCUST_TTFT_SLO_MS", None,
                "LLM plateau: time-to-first-token SLO in ms at --slo-percentile; a step above it is not acceptable "
-               "(needs --stream)", float),
+               "(needs --stream)", float, above=0),
     OptionSpec("--itl-slo-ms", "SM_LOCUST_ITL_SLO_MS", None,
-               "LLM plateau: inter-token latency SLO in ms at --slo-percentile (needs --stream)", float),
+               "LLM plateau: inter-token latency SLO in ms at --slo-percentile (needs --stream)", float, above=0),
 ]
 
 
@@ -48,7 +48,7 @@ OPTIONS: list[OptionSpec] = [
 class TokenObjective:
     """`--objective output-tokens` and its SLOs."""
 
-    percentile: float = 95.0
+    percentile: float = DEFAULT_SLO_PERCENTILE
     ttft_slo_ms: float | None = None
     itl_slo_ms: float | None = None
 
@@ -81,18 +81,12 @@ class TokenObjective:
         return TokenDriver(search, tokens, **kwargs)
 
 
-def token_objective(options: Any, percentile: float) -> TokenObjective | None:
+def token_objective(options: Options, percentile: float) -> TokenObjective | None:
     """The objective from the options (None: the default, requests), checked (one line each)."""
-    objective = str(option_value(options, "objective") or REQUESTS)
-    if objective not in OBJECTIVES:
-        raise UsageError(f"--objective {objective!r} is unknown; choose one of: {', '.join(OBJECTIVES)}")
-    ttft = parse_number(option_value(options, "ttft_slo_ms"), "--ttft-slo-ms", float)
-    itl = parse_number(option_value(options, "itl_slo_ms"), "--itl-slo-ms", float)
+    objective = options.objective
+    ttft, itl = options.ttft_slo_ms, options.itl_slo_ms
     slos = [flag for flag, value in (("--ttft-slo-ms", ttft), ("--itl-slo-ms", itl)) if value is not None]
-    for flag, value in (("--ttft-slo-ms", ttft), ("--itl-slo-ms", itl)):
-        if value is not None and not value > 0:
-            raise UsageError(f"{flag} must be more than 0 ms, got {value:g}")
-    if slos and not parse_bool(option_value(options, "stream"), "--stream"):
+    if slos and not options.stream:
         raise UsageError(f"{' and '.join(slos)} need{'s' if len(slos) == 1 else ''} --stream true: time to first token "
                          "and inter-token latency are measured on response streams")
     if objective == REQUESTS:

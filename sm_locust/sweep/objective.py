@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+
 OPTIMIZE = ("cost", "throughput", "latency")
 # the percentiles summary.json records per step (docs/summary.md) -> their keys
 PERCENTILE_KEYS = {50.0: "p50_ms", 90.0: "p90_ms", 95.0: "p95_ms", 99.0: "p99_ms", 99.9: "p99_9_ms"}
@@ -38,7 +40,7 @@ class Objective:
 
     target_rps: float | None = None
     slo_ms: float | None = None
-    percentile: float = 95.0
+    percentile: float = DEFAULT_SLO_PERCENTILE
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     safety_factor: float = 1.0  # instances for the target at this share of the measured capacity
     optimize: str = "cost"

@@ -36,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import execute
 from sm_locust.errors import Interrupted, SmLocustError
@@ -348,12 +348,12 @@ class SweepRunner:
         """One normal run into `run_dir` (what `sm-locust run` does); SmLocustError when it fails."""
         plan = self.sweep.plan
         region = d.region or self.spec.region
-        namespace = plan.namespace(d.endpoint_name, d.endpoint_url, region)
-        vars(namespace).update(self.sweep.run_options(i))  # the configuration's own (a mix's S and N)
-        settings = SageMakerSettings.from_options(namespace).validate()
+        # the configuration's own options beside the load's (a mix's S and N)
+        options = plan.run_options(d.endpoint_name, d.endpoint_url, region, **self.sweep.run_options(i))
+        settings = SageMakerSettings.from_options(options).validate()
         with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
-            execute(settings, plan.load, run_dir, extra_env, options=namespace)
+            execute(settings, plan.load, run_dir, extra_env, options=options)
 
     def _report(self, i: int, run_dir: Path, d: Deployment) -> None:
         """The run's report (report.html, steps.csv; CloudWatch when on AWS); gaps are noted, never fatal."""

@@ -12,43 +12,35 @@ reports, as the back-off counts do (users/backoff.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 from sm_locust.invocation import is_invocation
+from sm_locust.util.shipped import WorkerShipped
 
 REPORT_KEY = "sm_locust_in_flight_at_stop"
 
 
-class StoppedRequests:
+class StoppedRequests(WorkerShipped):
     """The requests a stop cut short on this process (plus, on a master, its workers')."""
+
+    ATTRIBUTE = "sm_locust_stopped_requests"
+    REPORT_KEY = REPORT_KEY
 
     def __init__(self) -> None:
         self.count = 0
         self._reported = 0
-
-    @classmethod
-    def for_environment(cls, environment: Any) -> StoppedRequests:
-        state = getattr(environment, "sm_locust_stopped_requests", None)
-        if state is None:
-            state = environment.sm_locust_stopped_requests = cls()
-            events = environment.events
-            events.test_start.add_listener(state._on_test_start)
-            events.report_to_master.add_listener(state._on_report_to_master)
-            events.worker_report.add_listener(state._on_worker_report)
-        return state
 
     def stopped(self, request_type: str, name: str) -> None:
         """A request of `request_type` / `name` ended because its user was stopped."""
         if is_invocation(request_type, name):
             self.count += 1
 
-    def _on_test_start(self, **_kw) -> None:
+    def reset(self) -> None:
         self.count = self._reported = 0
 
-    def _on_report_to_master(self, client_id, data, **_kw) -> None:  # worker side
-        if self.count != self._reported:
-            data[REPORT_KEY] = self.count - self._reported
-            self._reported = self.count
+    def take_delta(self) -> int | None:
+        if self.count == self._reported:
+            return None
+        delta, self._reported = self.count - self._reported, self.count
+        return delta
 
-    def _on_worker_report(self, client_id, data, **_kw) -> None:  # master side
-        self.count += int(data.get(REPORT_KEY) or 0)
+    def merge_delta(self, delta: int, client_id: str) -> None:
+        self.count += int(delta or 0)

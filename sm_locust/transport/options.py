@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sm_locust.config.options import OptionSpec
+from sm_locust.config.options import Options, OptionSpec
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 
 OPTIONS: list[OptionSpec] = [
@@ -30,13 +30,12 @@ OPTIONS: list[OptionSpec] = [
 ]
 
 
-def operation(client: Any, options: Any) -> Callable:
+def operation(client: Any, options: Options) -> Callable:
     """The client method the default locustfile calls per invocation, from the parsed options:
     `invoke_stream` with `--stream` (it wins over `--async-input-location`), `invoke_async` with
     `--async-input-location`, else `invoke`."""
-    stream = bool(getattr(options, "stream", False))
-    location = getattr(options, "async_input_location", "") or ""
-    if stream:
+    location = options.async_input_location
+    if options.stream:
         return client.invoke_stream
     if location:
         return lambda invocation, name=None: client.invoke_async(invocation, location, name)

@@ -27,6 +27,7 @@ from typing import Any
 from gevent import getcurrent
 
 from sm_locust.invocation import InvocationError
+from sm_locust.util.shipped import WorkerShipped
 
 FIRST_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
@@ -65,11 +66,14 @@ class Backoff:
         return self.delay_s
 
 
-class ConnectionBackoff:
+class ConnectionBackoff(WorkerShipped):
     """Connection-failure marks per greenlet and the back-off counts of this process (plus workers').
 
     One per environment (`for_environment`). `count` back-offs were taken, `seconds` is their sum.
     """
+
+    ATTRIBUTE = "sm_locust_backoff"
+    REPORT_KEY = REPORT_KEY
 
     def __init__(self) -> None:
         self.count = 0
@@ -77,17 +81,8 @@ class ConnectionBackoff:
         self._marks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._reported = (0, 0.0)
 
-    @classmethod
-    def for_environment(cls, environment) -> ConnectionBackoff:
-        state = getattr(environment, "sm_locust_backoff", None)
-        if state is None:
-            state = environment.sm_locust_backoff = cls()
-            events = environment.events
-            events.request.add_listener(state._on_request)
-            events.report_to_master.add_listener(state._on_report_to_master)
-            events.worker_report.add_listener(state._on_worker_report)
-            events.test_start.add_listener(state._on_test_start)
-        return state
+    def listen(self, environment) -> None:
+        environment.events.request.add_listener(self._on_request)
 
     def after_task(self, backoff: Backoff) -> float:
         """Called from a user's greenlet after a task: its back-off (counted), 0.0 when none."""
@@ -111,19 +106,17 @@ class ConnectionBackoff:
         if exception is not None and connection_error_code(exception) is not None:
             self._marks[getcurrent()] = True
 
-    def _on_test_start(self, **_kw) -> None:
+    def reset(self) -> None:
         self.count, self.seconds = 0, 0.0
         self._reported = (0, 0.0)
 
-    def _on_report_to_master(self, client_id, data, **_kw) -> None:  # worker side
+    def take_delta(self) -> tuple[int, float] | None:
         now = self.snapshot()
         delta = (now[0] - self._reported[0], now[1] - self._reported[1])
-        if delta[0]:
-            data[REPORT_KEY] = delta
         self._reported = now
+        return delta if delta[0] else None
 
-    def _on_worker_report(self, client_id, data, **_kw) -> None:  # master side
-        report = data.get(REPORT_KEY)
-        if report:
-            self.count += int(report[0])
-            self.seconds += float(report[1])
+    def merge_delta(self, delta, client_id: str) -> None:
+        if delta:
+            self.count += int(delta[0])
+            self.seconds += float(delta[1])

@@ -39,11 +39,13 @@ from gevent.event import Event
 from gevent.pool import Pool
 from locust import task
 
-from sm_locust.config.options import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, open_loop_settings
+from sm_locust.config.openloop import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_USER, OpenLoopSettings
+from sm_locust.config.options import environment_options
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.plateau.arrival import ARRIVALS
 from sm_locust.users.sagemaker import SageMakerUser
+from sm_locust.util.shipped import WorkerShipped
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +57,16 @@ SEND_LATE_TOLERANCE_S = 0.025
 IDLE_WAIT_S = 3600.0  # a rate token sleeps; Locust kills a waiting user at once when it stops it
 
 
-class OpenLoopCounters:
+class OpenLoopCounters(WorkerShipped):
     """Cumulative open-loop send counts of this process, plus what workers reported to the master.
 
     One per environment (`for_environment`). On a worker, each Locust report carries the counts not
-    yet reported; on the master they are added up; on a local runner the scheduler adds directly.
+    yet reported (and its requests in flight); on the master they are added up; on a local runner
+    the scheduler adds directly.
     """
+
+    ATTRIBUTE = "sm_locust_open_loop"
+    REPORT_KEY = REPORT_KEY
 
     def __init__(self):
         self.sent = 0
@@ -70,16 +76,6 @@ class OpenLoopCounters:
         self._reported = (0, 0, 0)
         self._pools: list[Pool] = []  # this process's in-flight pools
         self._worker_in_flight: dict[str, int] = {}  # master: latest in-flight count per worker
-
-    @classmethod
-    def for_environment(cls, environment) -> OpenLoopCounters:
-        counters = getattr(environment, "sm_locust_open_loop", None)
-        if counters is None:
-            counters = environment.sm_locust_open_loop = cls()
-            environment.events.report_to_master.add_listener(counters._on_report_to_master)
-            environment.events.worker_report.add_listener(counters._on_worker_report)
-            environment.events.test_start.add_listener(counters._on_test_start)
-        return counters
 
     def add(self, sent: int = 0, late: int = 0, dropped: int = 0) -> None:
         self.sent += sent
@@ -103,25 +99,26 @@ class OpenLoopCounters:
             "dropped_fraction": round(self.dropped / scheduled, 6) if scheduled else 0.0,
         }
 
-    def _on_test_start(self, **_kw) -> None:
+    def reset(self) -> None:
         self.sent = self.late = self.dropped = 0
         self._reported = (0, 0, 0)
         self.active = False
 
-    def _on_report_to_master(self, client_id, data, **_kw) -> None:  # worker side
+    def take_delta(self) -> tuple[int, ...] | None:
         now = self.snapshot()
         delta = tuple(a - b for a, b in zip(now, self._reported, strict=True))
-        if any(delta) or self._pools:
-            data[REPORT_KEY] = (*delta, sum(len(p) for p in self._pools))
         self._reported = now
+        if any(delta) or self._pools:  # the in-flight count too, while there are pools
+            return (*delta, sum(len(p) for p in self._pools))
+        return None
 
-    def _on_worker_report(self, client_id, data, **_kw) -> None:  # master side
-        report = data.get(REPORT_KEY)
-        if report:
-            if any(report[:3]):
-                self.add(*report[:3])
-            if len(report) > 3:
-                self._worker_in_flight[client_id] = int(report[3])
+    def merge_delta(self, delta, client_id: str) -> None:
+        if not delta:
+            return
+        if any(delta[:3]):
+            self.add(*delta[:3])
+        if len(delta) > 3:
+            self._worker_in_flight[client_id] = int(delta[3])
 
 
 def invoke_from_intended(client, invocation: Invocation, intended: float, lag_s: float) -> None:
@@ -157,7 +154,7 @@ class OpenLoopScheduler:
         env = user.environment
         scheduler = getattr(env, "sm_locust_open_loop_scheduler", None)
         if scheduler is None:
-            arrival, per_user, in_flight = open_loop_settings(env.parsed_options)
+            arrival, per_user, in_flight = OpenLoopSettings.from_options(environment_options(env))
             scheduler = env.sm_locust_open_loop_scheduler = cls(
                 env, user.client, arrival=arrival, rate_per_user=per_user, max_in_flight=in_flight)
         return scheduler
@@ -238,7 +235,7 @@ def offered_rate(runner) -> float | None:
     if not count:
         return None
     try:
-        _, per_user, _ = open_loop_settings(env.parsed_options)
+        _, per_user, _ = OpenLoopSettings.from_options(environment_options(env))
     except UsageError:
         return None
     return count * per_user

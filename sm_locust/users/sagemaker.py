@@ -16,6 +16,7 @@ a task that reached it, whatever `wait_time` a subclass sets (`sm_locust.users.b
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -23,7 +24,8 @@ from typing import Any
 from locust import User
 from locust.exception import StopTest
 
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import environment_options
 from sm_locust.invocation import Invocation
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from sm_locust.transport.contract import (
@@ -100,14 +102,13 @@ class SageMakerUser(User):
             aws_profile=self.profile, think_time=self.think_time, connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout, transport=self.transport,
         )
-        options = self.environment.parsed_options
-        if options is not None:
-            from_options = SageMakerSettings.from_options(options)
-            for name, value in vars(from_options).items():
-                if value not in ("", None) and not (name in _DEFAULTED and value == getattr(SageMakerSettings, name)):
-                    setattr(from_class, name, value)
+        if self.environment.parsed_options is not None:  # the options win where given (not their defaults)
+            from_options = SageMakerSettings.from_options(environment_options(self.environment))
+            given = {name: value for name, value in vars(from_options).items() if value not in ("", None)
+                     and not (name in _DEFAULTED and value == getattr(SageMakerSettings, name))}
+            from_class = dataclasses.replace(from_class, **given)
         if not from_class.endpoint_url and self.host:
-            from_class.endpoint_url = self.host
+            from_class = dataclasses.replace(from_class, endpoint_url=self.host)
         return from_class
 
     def _shared_client(self) -> SageMakerClient:

@@ -9,9 +9,9 @@ import pytest
 
 from sm_locust.api.options import run_arguments
 from sm_locust.cli import build_parser
-from sm_locust.cli.run import load_from_args, settings_from_args
 from sm_locust.config.options import forwarded_arguments
 from sm_locust.core.launch import locust_command
+from sm_locust.core.plan import plan_run
 from sm_locust.errors import SmLocustError, UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
@@ -40,9 +40,9 @@ def test_keywords_parse_like_the_command_line(keywords, argv):
     api, cli = run_arguments(keywords), cli_args(*argv)
     assert vars(api) == {**vars(cli), "command": "run"}
     # ... and so start the same Locust process with the same settings
-    assert forwarded_arguments(api) == forwarded_arguments(cli)
-    assert settings_from_args(api) == settings_from_args(cli)
-    assert load_from_args(api) == load_from_args(cli)
+    planned_api, planned_cli = plan_run(api), plan_run(cli)
+    assert forwarded_arguments(planned_api.options) == forwarded_arguments(planned_cli.options)
+    assert planned_api == planned_cli
 
 
 def test_the_defaults_are_the_commands_including_the_environment(monkeypatch):
@@ -64,8 +64,10 @@ def test_values_of_other_types():
 
 
 def test_locust_arguments_follow_as_after_double_dash(tmp_path):
-    args = run_arguments({"endpoint_name": "ep", "users": 2}, locust_args=["--stop-timeout", "5"])
-    command = locust_command(forwarded_arguments(args), load_from_args(args), tmp_path)
+    args = run_arguments({"endpoint_name": "ep", "users": 2, "payload": str(SAMPLE_PAYLOAD)},
+                         locust_args=["--stop-timeout", "5"])
+    planned = plan_run(args)
+    command = locust_command(forwarded_arguments(planned.options), planned.load, tmp_path)
     assert command[-2:] == ["--stop-timeout", "5"]
 
 

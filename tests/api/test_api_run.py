@@ -47,7 +47,7 @@ def test_a_short_run_returns_its_result(endpoint, tmp_path, capsys):
     last = err.strip().splitlines()[-1]
     assert last.startswith("sm-locust: done in ") and last.endswith(f" s; results in {result.run_dir}/")
     options = json.loads((result.run_dir / "options.json").read_text())
-    assert options["options"]["users"] == 2 and options["load"]["spawn_rate"] == 100.0
+    assert options["load"]["users"] == 2 and options["load"]["spawn_rate"] == 100.0
     assert options["load"]["progress_every_s"] == 1.0
 
 

@@ -850,7 +850,7 @@ def test_aws_region_alone_reaches_every_client(make, monkeypatch):
 
         region = clients()[1].meta.region_name
     else:
-        from sm_locust.config.options import SageMakerSettings
+        from sm_locust.config.endpoint import SageMakerSettings
         from sm_locust.config.preflight import aws_environment
 
         extra = aws_environment(SageMakerSettings(endpoint_name="ep", payload=PAYLOAD))

@@ -52,8 +52,7 @@ def test_async_faults_named_the_same(endpoint):
 
 
 def test_default_locustfile_operation_follows_the_options():
-    from argparse import Namespace
-
+    from sm_locust.config.options import parse_options
     from sm_locust.transport.options import operation
 
     class Recorder:
@@ -61,8 +60,11 @@ def test_default_locustfile_operation_follows_the_options():
             return lambda *args: (method, args)
 
     client, inv = Recorder(), Invocation(body=b"{}")
-    assert operation(client, Namespace(stream=False, async_input_location=""))(inv) == ("invoke", (inv,))
-    assert operation(client, Namespace(stream=True, async_input_location=INPUT))(inv) == ("invoke_stream", (inv,))
-    assert operation(client, Namespace(stream=False, async_input_location=INPUT))(inv) == ("invoke_async",
-                                                                                           (inv, INPUT, None))
-    assert operation(client, None)(inv) == ("invoke", (inv,))
+    def opts(**given):
+        return parse_options(given)
+
+    assert operation(client, opts(stream=False, async_input_location=""))(inv) == ("invoke", (inv,))
+    assert operation(client, opts(stream=True, async_input_location=INPUT))(inv) == ("invoke_stream", (inv,))
+    assert operation(client, opts(stream=False, async_input_location=INPUT))(inv) == ("invoke_async",
+                                                                                      (inv, INPUT, None))
+    assert operation(client, opts())(inv) == ("invoke", (inv,))

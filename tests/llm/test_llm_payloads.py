@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from sm_locust.cli import main
-from sm_locust.config.options import SageMakerSettings, all_option_specs
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import all_option_specs, parse_options
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import estimate_tokens
 from sm_locust.payloads.llm import (
@@ -104,8 +105,9 @@ def test_options_are_registered_and_prompts_stand_in_for_the_payload(tmp_path):
     assert {s.flag for s in OPTIONS} <= set(flags) and len(flags) == len(set(flags))
     args = argparse.Namespace(endpoint_name="ep", prompts="synthetic:8", llm_template="messages", max_new_tokens=12,
                               stream=True, payload_seed=1)
-    settings = SageMakerSettings.from_options(args).validate()
-    prepared = prepare_payloads(settings, args)
+    options = parse_options(args)
+    settings = SageMakerSettings.from_options(options).validate()
+    prepared = prepare_payloads(settings, options)
     body = orjson.loads(prepared.pool.next().body)
     assert body["max_tokens"] == 12 and body["stream"] is True
 

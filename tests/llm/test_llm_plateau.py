@@ -5,10 +5,10 @@ emulation finding the knee the documented model predicts."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
+from sm_locust.config.options import parse_options
 from sm_locust.endpoint.llm import BatchModel, LlmConfig
 from sm_locust.errors import UsageError
 from sm_locust.plateau.conditions import ErrorRate
@@ -110,7 +110,7 @@ def test_stability_is_judged_on_tokens():
 
 
 def options(**given):
-    return SimpleNamespace(**given)
+    return parse_options(given)
 
 
 def test_option_checks():

@@ -14,6 +14,7 @@ from collections import Counter
 
 import pytest
 
+from sm_locust.config.options import parse_options
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.mix import AliasTable, Picker, model_names, parse_mix, zipf_weights
@@ -23,9 +24,8 @@ from sm_locust.mix.sampler import stream_seed
 from sm_locust.payloads import PayloadPool
 
 
-class Options:
-    def __init__(self, **values):
-        self.__dict__.update(values)
+def Options(**values):  # noqa: N802  (reads like the options it parses)
+    return parse_options(values)
 
 
 # -- parsing -------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from sm_locust.cli import main
-from sm_locust.config.options import all_option_specs, forwarded_arguments, register_options
+from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.options import all_option_specs, forwarded_arguments, parse_options, register_options
 from sm_locust.endpoint.model import sample_rows
 from sm_locust.errors import UsageError
 from sm_locust.payloads.options import OPTIONS, PayloadSettings, parse_expected_shape, prepare_payloads
@@ -42,10 +43,10 @@ def test_sm_locust_run_forwards_what_locust_parses_back():
     given = SimpleNamespace(serializer="protobuf", model_name="ranker", selection="random", payload_seed=7,
                             batch_size=50, payload_base64=True, split=4, validate_response=True, expect_shape="N",
                             array_dtype="")
-    args = forwarded_arguments(given)
+    args = forwarded_arguments(parse_options(given))
     assert args == ["--serializer", "protobuf", "--model-name", "ranker", "--selection", "random", "--payload-seed",
-                    "7", "--batch-size", "50", "--payload-base64", "True", "--split", "4", "--validate-response",
-                    "True", "--expect-shape", "N"]
+                    "7", "--batch-size", "50", "--payload-base64", "true", "--split", "4", "--validate-response",
+                    "true", "--expect-shape", "N"]
     parsed = locust_parser().parse_args(["-f", "x.py", *args])
     for key, value in vars(given).items():
         assert getattr(parsed, key) == value, key
@@ -90,8 +91,8 @@ def test_expected_shape_and_validator():
 
 
 def test_prepare_builds_the_pool_validator_and_split():
-    settings = SimpleNamespace(payload=str(SAMPLE_PAYLOAD), content_type="", headers=lambda: {"accept": None})
-    prepared = prepare_payloads(settings, SimpleNamespace(split=2, validate_response=True, expect_shape="N"))
+    settings = SageMakerSettings(payload=str(SAMPLE_PAYLOAD))
+    prepared = prepare_payloads(settings, parse_options({"split": 2, "validate_response": True, "expect_shape": "N"}))
     assert prepared.split == 2 and prepared.validator.expected_shape == (None,)
     assert prepared.describe()["split"] == 2 and prepared.describe()["count"] == 1
 
@@ -191,8 +192,10 @@ def test_every_flag_documented_in_payloads_md_exists():
     from sm_locust.cli import build_parser
     from tests.conftest import ROOT
 
-    run = build_parser("run")._subparsers._group_actions[0].choices["run"]
-    known = {flag for action in run._actions for flag in action.option_strings}
+    known = set()
+    for command in ("run", "serve"):  # the Triton example starts the local endpoint too
+        parser = build_parser(command)._subparsers._group_actions[0].choices[command]
+        known |= {flag for action in parser._actions for flag in action.option_strings}
     text = (ROOT / "docs" / "payloads.md").read_text()
     documented = set(re.findall(r"(?<![\w#-])--[a-z][a-z0-9-]*", text)) - {"--quick"}  # --quick: bench/serializers.py
     assert documented and documented <= known, sorted(documented - known)

@@ -31,16 +31,19 @@ def ranking_request():
 
 
 def test_registry_names_and_aliases():
-    assert SERIALIZERS.names() == ["csv", "json", "npy", "numpy-raw", "protobuf", "raw"]
+    assert SERIALIZERS.names() == ["csv", "json", "npy", "numpy-raw", "protobuf", "raw", "triton", "triton-json"]
     assert create_serializer("tfs-protobuf").name == "protobuf"
     assert create_serializer("protobuf-string").name == "protobuf"
     assert create_serializer("numpy-string").name == "numpy-raw"
+    assert [create_serializer(a).name for a in ("triton-binary", "kserve-binary")] == ["triton", "triton"]
+    assert [create_serializer(a).name for a in ("kserve-v2", "kserve-json")] == ["triton-json", "triton-json"]
 
 
 def test_unknown_serializer_lists_the_valid_names():
     with pytest.raises(UnknownNameError) as err:
         create_serializer("protobuff")
-    assert str(err.value) == "unknown serializer 'protobuff'; choose one of: csv, json, npy, numpy-raw, protobuf, raw"
+    assert str(err.value) == ("unknown serializer 'protobuff'; choose one of: csv, json, npy, numpy-raw, protobuf, "
+                              "raw, triton, triton-json")
     assert err.value.exit_code == 2
 
 
@@ -130,7 +133,7 @@ def test_raw_sends_bytes_text_and_buffers_as_they_are():
 def test_wrong_feature_count_is_refused_by_every_format():
     bad = {"feat_ids": np.zeros((2, 38), np.int64), "feat_vals": np.zeros((2, 38), np.float32)}
     for name in SERIALIZERS.names():
-        if name == "raw":
+        if name in ("raw", "triton", "triton-json"):  # bytes as given; KServe v2 carries any named tensors
             continue
         with pytest.raises(SerializationError, match=r"must both be \[N, 39\].*got \[2, 38\]"):
             create_serializer(name).serialize(bad)

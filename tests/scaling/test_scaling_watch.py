@@ -21,7 +21,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.scaling.aws import VariantRef, snapshot
 from sm_locust.scaling.policy import ScalingPolicy

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from sm_locust.config.options import OpenLoopSettings, open_loop_settings, parse_bool, parse_number
+from sm_locust.config.openloop import OpenLoopSettings
+from sm_locust.config.options import parse_bool, parse_number, parse_options
 from sm_locust.errors import UsageError
 from sm_locust.shapes.settings import ShapeSettings
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
@@ -53,12 +54,12 @@ def test_bad_shape_settings_are_one_line_usage_errors(tmp_path, args, needles):
     ({"max_users": 2.5}, "--max-users must be a whole number, got 2.5"),
     ({"step_seconds": True}, "--step-seconds must be a number, got True"),
     ({"rate_per_user": "fast"}, "--rate-per-user must be a number, got 'fast'"),
-    ({"max_in_flight": "0"}, "--max-in-flight must be at least 1, got 0"),
+    ({"max_in_flight": "0"}, "--max-in-flight must be at least 1, got '0'"),
 ])
 def test_garbage_from_the_web_ui_form_is_one_line_naming_the_option(options, needle):
     """The web UI hands a None-default option over as text: every value goes through one parser."""
     with pytest.raises(UsageError) as caught:
-        ShapeSettings.from_options(SimpleNamespace(**options))
+        ShapeSettings.from_options(parse_options(options))
     assert str(caught.value) == needle
 
 
@@ -72,10 +73,10 @@ def test_one_bool_and_one_number_parser():
 
 
 def test_open_loop_settings_come_from_the_shape_settings_parser():
-    options = SimpleNamespace(arrival="Poisson", rate_per_user="2", max_in_flight="")
-    assert open_loop_settings(options) == OpenLoopSettings("poisson", 2.0, 1000)
-    assert ShapeSettings.from_options(options).open_loop() == open_loop_settings(options)
-    assert open_loop_settings(SimpleNamespace()) == OpenLoopSettings("constant", 1.0, 1000)
+    options = parse_options(SimpleNamespace(arrival="Poisson", rate_per_user="2", max_in_flight=""))
+    assert OpenLoopSettings.from_options(options) == OpenLoopSettings("poisson", 2.0, 1000)
+    assert ShapeSettings.from_options(options).open_loop() == OpenLoopSettings.from_options(options)
+    assert OpenLoopSettings.from_options(parse_options(SimpleNamespace())) == OpenLoopSettings("constant", 1.0, 1000)
 
 
 @pytest.mark.timeout(120)

@@ -4,11 +4,11 @@ real run whose sends follow the phases."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
-from sm_locust.cli.run import validate_shape
+from sm_locust.config.options import parse_options
+from sm_locust.core.rules import chosen_shape
 from sm_locust.errors import UsageError
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.shapes.settings import ShapeSettings, load_traffic
@@ -16,7 +16,7 @@ from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 
 def settings(**options) -> ShapeSettings:
-    return ShapeSettings.from_options(SimpleNamespace(**options))
+    return ShapeSettings.from_options(parse_options(options))
 
 
 def test_traffic_from_a_file_or_inline(tmp_path):
@@ -39,13 +39,12 @@ def test_bad_traffic_is_one_line(value, needle):
 
 
 def test_traffic_implies_its_shape_and_rules_out_the_others():
-    args = SimpleNamespace(shape=None, target_rps=None, traffic="[{duration_s: 5, rps: 1}]", time_scale=30.0)
-    assert validate_shape(args) == "traffic"
+    assert chosen_shape(None, target_rps=None, traffic="[{duration_s: 5, rps: 1}]") == "traffic"
     with pytest.raises(UsageError, match="use it with --shape traffic"):
         settings(traffic="[{duration_s: 5, rps: 1}]").check("open")
     with pytest.raises(UsageError, match="--time-scale compresses the phases of --traffic"):
         settings(time_scale=30.0).check(None)
-    with pytest.raises(UsageError, match="--time-scale must be a number above 0"):
+    with pytest.raises(UsageError, match="--time-scale must be more than 0"):
         settings(traffic="[{duration_s: 5, rps: 1}]", time_scale=0.0)
     with pytest.raises(UsageError, match="--shape traffic needs --traffic FILE"):
         settings().check("traffic")

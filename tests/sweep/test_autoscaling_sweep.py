@@ -74,7 +74,7 @@ def test_bad_autoscaling_input_is_one_line_exit_2_and_creates_nothing(tmp_path, 
 
 @pytest.mark.parametrize("extra, needle", [
     ("configurations: [{max_concurrency: 2}]\n", "configurations: an autoscaling sweep's configurations are"),
-    ("load: {payload: PAYLOAD, users: 3}\n", "load.users: the traffic: phases decide the load"),
+    ("load: {payload: PAYLOAD, users: 3}\n", "load.users conflicts with the traffic shape: the shape decides the load"),
 ])
 def test_keys_that_make_no_sense_for_autoscaling_are_refused(tmp_path, extra, needle):
     text = sweep_text().replace(f"load: {{payload: {SAMPLE_PAYLOAD}}}\n", "")

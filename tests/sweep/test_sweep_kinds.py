@@ -166,7 +166,7 @@ def test_cleanup_runs_the_kinds_own_cleanup_when_it_has_one(monkeypatch, tmp_pat
 
     kinds = fake_kinds()
     kinds.add("restoring", SweepKind("restoring", "unused:load", section="restoring",
-                                     cleanup="tests.test_sweep_kinds:fake_cleanup"))
+                                     cleanup="tests.sweep.test_sweep_kinds:fake_cleanup"))
     monkeypatch.setattr(api, "KINDS", kinds)
     lines: list[str] = []
     deleted, left = api.cleanup("sid", kind="restoring", deploy="sagemaker", region="eu-west-1", out=tmp_path,

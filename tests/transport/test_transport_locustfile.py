@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UnknownNameError
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS, create_client

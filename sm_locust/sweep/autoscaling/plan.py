@@ -3,7 +3,8 @@ file's `traffic:` as the load (pure).
 
 Each configuration is one `sm-locust run --traffic` (the `traffic` shape: open-loop rate phases) with
 the run's options from `load:`, watched as `--watch-scaling` watches (`scaling/watch.py`). `load:`
-takes `sm-locust run`'s options except those the traffic decides (`LOAD_KEYS_REFUSED`). On the
+takes `sm-locust run`'s options except those the traffic decides (`LOAD_KEYS_REFUSED`; `users`, as
+beside any shape that decides the load, by the run's own rule: `core.rules.check_users`). On the
 local emulation a configuration's `autoscaling.time_scale` compresses the traffic's durations; the
 open-loop tokens carry the rate that divides every phase (`Traffic.token_rate`) unless `load:` sets
 `rate_per_user`.
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.config.options import Options
 from sm_locust.plateau.rates import Traffic
 from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec
 from sm_locust.sweep.load import LOCUST_OVERHEAD_S, LoadPlan, parse_load
@@ -23,7 +25,6 @@ from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.schema import SweepSpec
 
 LOAD_KEYS_REFUSED = {
-    "users": "the traffic: phases decide the load (open-loop rates, not users)",
     "shape": "the traffic: phases decide the load",
     "spawn_rate": "the traffic: phases decide the load",
     "run_time": "the run lasts as long as the traffic: phases",
@@ -51,15 +52,13 @@ class AutoscalingLoadPlan(LoadPlan):
     def time_scale(settings: Mapping[str, Any]) -> float:
         return float(settings.get(f"{PREFIX}time_scale") or 1.0)
 
-    def run_options(self, endpoint_name: str, endpoint_url: str, region: str | None, settings: Mapping[str, Any]):
+    def scaling_run_options(self, endpoint_name: str, endpoint_url: str, region: str | None,
+                            settings: Mapping[str, Any]) -> Options:
         """The run's options for one configuration: the traffic, its time scale, the token rate."""
-        namespace = self.namespace(endpoint_name, endpoint_url, region)
-        namespace.traffic = self.traffic_text
         scale = self.time_scale(settings)
-        namespace.time_scale = scale if scale != 1.0 else None
-        if namespace.rate_per_user is None:
-            namespace.rate_per_user = self.traffic.token_rate()
-        return namespace
+        rate = self.options.rate_per_user if self.options.rate_per_user is not None else self.traffic.token_rate()
+        return self.run_options(endpoint_name, endpoint_url, region, traffic=self.traffic_text,
+                                time_scale=scale if scale != 1.0 else None, rate_per_user=rate)
 
     def expected_test_s(self) -> float:
         scales = [self.time_scale(self.given_settings)] if self.given_settings else [1.0]

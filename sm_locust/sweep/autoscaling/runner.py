@@ -17,7 +17,7 @@ import contextlib
 import json
 from pathlib import Path
 
-from sm_locust.config.options import SageMakerSettings
+from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import execute
 from sm_locust.scaling.watch import local_fleet, start_watch
@@ -51,11 +51,11 @@ class AutoscalingRunner(SweepRunner):
         plan: AutoscalingLoadPlan = sweep.plan
         c = sweep.configuration(i)
         region = d.region or self.spec.region
-        namespace = plan.run_options(d.endpoint_name, d.endpoint_url, region, c.settings)
+        options = plan.scaling_run_options(d.endpoint_name, d.endpoint_url, region, c.settings)
         variant = c.settings.get("variant_name")
-        if variant and not getattr(namespace, "target_variant", None):
-            namespace.target_variant = variant  # the traffic and the watch on the variant whose policy is tested
-        settings = SageMakerSettings.from_options(namespace).validate()
+        if variant and not options.target_variant:
+            options = options.replace(target_variant=variant)  # the traffic and the watch on the variant under test
+        settings = SageMakerSettings.from_options(options).validate()
         objective = self.spec.objective
         price = sweep.prices[i]
         echo = ScalingEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")
@@ -65,7 +65,7 @@ class AutoscalingRunner(SweepRunner):
             if price.usd_per_hour is not None:
                 watch.price_per_hour = price.usd_per_hour * price.instance_count
             try:
-                execute(settings, plan.load, run_dir, extra_env, options=namespace)
+                execute(settings, plan.load, run_dir, extra_env, options=options)
             finally:
                 watch.finish(run_dir, slo_ms=objective.slo_ms, percentile=objective.percentile,
                              say=lambda text: print(f"sm-locust: {text}", flush=True))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import shlex
 import signal
 import threading
 import time
@@ -187,7 +188,7 @@ class LocalDeployer(Deployer):
     def describe(self, settings: Mapping[str, Any]) -> str:
         command = LocalEndpoint(self.config(settings)).command()
         flags = command[command.index("--port") + 2:]  # after python -m sm_locust serve --host H --port P
-        return "sm-locust serve " + " ".join(flags)
+        return "sm-locust serve " + shlex.join(flags)  # quoted: --model-inputs holds `;`
 
     def prepare(self, deployment: Deployment, sweep_id: str) -> None:
         deployment.endpoint_name = f"{sweep_id}-{deployment.index}"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.sweep.objective import PERCENTILE_KEYS
 
 
@@ -84,7 +85,8 @@ def _knee_step(steps: Sequence[Mapping[str, Any]], users: Any, rps: float) -> Ma
     return min(same, key=lambda s: abs((s.get("rps") or 0.0) - rps))
 
 
-def measure(summary: Mapping[str, Any], percentile: float = 95.0, max_error_rate: float = 0.01) -> Measurement:
+def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTILE,
+            max_error_rate: float = 0.01) -> Measurement:
     """The figures of one run (summary.json's content) at its sustainable point."""
     key = PERCENTILE_KEYS[percentile]
     steps = list(summary.get("steps") or [])

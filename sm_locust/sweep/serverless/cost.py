@@ -23,15 +23,14 @@ overridden entry by entry by a file of the same shape (`serverless_prices:` in t
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.report.cost import price_documents
 
 GB = 1024 ** 3  # data processed is priced per GB; bytes / 2^30
 HOURS_PER_MONTH = 730  # AWS's pricing month
@@ -83,19 +82,10 @@ def _merge(prices: ServerlessPrices, data: Any, source: str) -> None:
 
 
 def load_serverless_prices(user_file: str | Path | None = None) -> ServerlessPrices:
-    """The bundled table, overridden entry by entry by `user_file` when given."""
+    """The bundled table, overridden entry by entry by `user_file` when given (report/cost.py reads both)."""
     prices = ServerlessPrices()
-    bundled = resources.files("sm_locust.report").joinpath(PRICES_FILE).read_text(encoding="utf-8")
-    _merge(prices, json.loads(bundled), f"bundled {PRICES_FILE}")
-    if user_file:
-        path = Path(user_file)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UsageError(f"serverless price file {path} does not exist") from None
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"serverless price file {path} is not valid JSON: {exc}") from None
-        _merge(prices, data, str(path))
+    for source, data in price_documents(PRICES_FILE, user_file, "serverless price file"):
+        _merge(prices, data, source)
     return prices
 
 

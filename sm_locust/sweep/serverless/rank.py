@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
 from sm_locust.util.formatting import MISSING, percent
 
@@ -53,7 +54,7 @@ class ServerlessCandidate:
 
     @property
     def warm_p95_ms(self) -> float | None:
-        return self.warm_ms.get(95.0)
+        return self.warm_ms.get(DEFAULT_SLO_PERCENTILE)
 
 
 @dataclass
@@ -80,7 +81,7 @@ def disqualification(c: ServerlessCandidate, objective: Objective) -> str | None
     if c.status != "ok":
         return f"{c.status}: {c.reason}" if c.reason else c.status
     p = objective.percentile
-    warm = c.warm_ms.get(p) if p in WARM_KEYS else c.warm_ms.get(95.0)
+    warm = c.warm_ms.get(p) if p in WARM_KEYS else c.warm_ms.get(DEFAULT_SLO_PERCENTILE)
     label = f"p{p:g}" if p in WARM_KEYS else "p95"
     if c.warm_p95_ms is None:
         return "no warm latency measured (the stability test did not run or recorded no requests)"
@@ -140,7 +141,7 @@ def _versus(winner: ServerlessCandidate, other: ServerlessCandidate, objective: 
 def headline(c: ServerlessCandidate, objective: Objective, compare: Any | None) -> str:
     """'serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.8 s, $4.97 per 1M; real-time
     ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)'."""
-    p = objective.percentile if objective.percentile in WARM_KEYS else 95.0
+    p = objective.percentile if objective.percentile in WARM_KEYS else DEFAULT_SLO_PERCENTILE
     warm = c.warm_ms.get(p)
     parts = [f"serverless {c.memory_mb} MB, MaxConcurrency {c.max_concurrency}: "
              + (f"p{p:g} {warm:.0f} ms warm" if warm is not None else "warm latency unknown")]

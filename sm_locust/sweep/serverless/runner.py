@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sm_locust.config.options import Options
 from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import LoadSettings, execute
 from sm_locust.payloads.options import prepare_payloads
@@ -46,34 +47,32 @@ class ServerlessRunner(SweepRunner):
         phases = plan.phases(mc)
         results: dict[str, Any] = {"phases": [vars(p) for p in phases], "max_concurrency": mc,
                                    "memory_size_mb": int(c.settings[f"{KEY_PREFIX}memory_size_mb"])}
-        namespace = plan.namespace(d.endpoint_name, d.endpoint_url, region)
-        for key, value in SEARCH_OPTIONS_OFF.items():
-            setattr(namespace, key, value)
+        options = plan.run_options(d.endpoint_name, d.endpoint_url, region, **SEARCH_OPTIONS_OFF)
         settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
         with contextlib.redirect_stdout(StepEcho(self.printer, f"{'':>4}[{i}/{self.total}] ")):
             extra_env = preflight(settings)
             if phases:
-                namespace.traffic_pattern = plan.traffic_pattern(phases)
                 load = LoadSettings(users=None, spawn_rate=None, run_time=None, shape="phases",
                                     processes=plan.load.processes,
-                                    quiet=True, progress_every_s=0.0, locust_args=list(plan.load.locust_args))
+                                    quiet=True, progress_every_s=0.0, locust_args=plan.load.locust_args)
                 results["load_started"] = time.time()
                 with CounterPoller(d.endpoint_url) as poller:  # local endpoint: ModelLatency and cold starts per phase
-                    execute(settings, load, run_dir, extra_env, options=namespace)
+                    execute(settings, load, run_dir, extra_env,
+                            options=options.replace(traffic_pattern=plan.traffic_pattern(phases)))
                 results["load_ended"] = time.time()
                 results["endpoint_counters"] = poller.samples
         if "cold_start" in plan.serverless.tests:
             run_dir.mkdir(parents=True, exist_ok=True)
-            results["cold_start"] = self.cold_start_test(i, d, c.settings, settings, namespace, extra_env, mc)
+            results["cold_start"] = self.cold_start_test(i, d, c.settings, settings, options, extra_env, mc)
         write_atomic(run_dir / RESULTS, json.dumps(results, indent=1))
 
-    def cold_start_test(self, i: int, d: Deployment, config_settings: Mapping[str, Any], settings, namespace,
-                        extra_env: Mapping[str, str], mc: int) -> dict[str, Any]:
+    def cold_start_test(self, i: int, d: Deployment, config_settings: Mapping[str, Any], settings,
+                        options: Options, extra_env: Mapping[str, str], mc: int) -> dict[str, Any]:
         plan: ServerlessLoadPlan = self.sweep.plan
         cold = plan.serverless.cold_start
         gap = plan.gap_s(config_settings)
         n = cold.concurrency_for(mc)
-        invocations = list(prepare_payloads(settings, namespace).pool.invocations)
+        invocations = list(prepare_payloads(settings, options).pool.invocations)
         client = runtime_client(d.endpoint_url, d.region or self.spec.region, self.spec.aws_profile, extra_env, n)
         before = endpoint_counters(d.endpoint_url)
         requests: list[dict[str, Any]] = []
