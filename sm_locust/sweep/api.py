@@ -13,6 +13,7 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 from __future__ import annotations
 
 import html
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
                base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
+    if not isinstance(source, str | os.PathLike | Mapping) or isinstance(source, bytes):
+        raise UsageError(f"a sweep is a sweep file's path or a mapping of its keys, not {type(source).__name__} "
+                         f"{source!r}")
     if isinstance(source, Mapping):
         spec = parse_spec(source, source="<sweep>", base_dir=base_dir or Path.cwd())
     else:
