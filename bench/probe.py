@@ -436,6 +436,24 @@ def cases(urls: dict[str, str], busy_port: int) -> list[Case]:
               "ls -a {disk}/run | grep -q -e '^locust_report.html$' -e '.partial$' && exit 3; "
               "for f in {disk}/run/*.json; do "
               "python3 -c \"import json,sys; json.load(open(sys.argv[1]))\" $f || exit 4; done; exit 0")
+    api = ("import sys; import sm_locust; from sm_locust.errors import UsageError\ntry:\n    {call}\n"
+           "except UsageError as exc:\n    print('sm-locust: error:', exc, file=sys.stderr); sys.exit(2)")
+    for name, call, needle in (
+            ("report price_per_hour=-1", "sm_locust.load('run').report(cloudwatch=False, price_per_hour=-1)",
+             "--price-per-hour"),
+            ("report price_per_hour=nan", "sm_locust.load('run').report(cloudwatch=False, price_per_hour=float('nan'))",
+             "--price-per-hour"),
+            ("report instance_count=0", "sm_locust.load('run').report(cloudwatch=False, instance_count=0)",
+             "--instance-count"),
+            ("report target_rps=inf", "sm_locust.load('run').report(cloudwatch=False, target_rps=float('inf'))",
+             "--target-rps"),
+            ("load(None)", "sm_locust.load(None)", "load()"), ("load(123)", "sm_locust.load(123)", "load()"),
+            ("sweep(123)", "sm_locust.sweep(123)", "sweep"),
+            ("compare('run')", "sm_locust.compare('run')", "compare()"),
+            ("run locust_args='--bogus'", f"sm_locust.run('ep', endpoint_url='{up}', payload='{PAYLOAD}', "
+             "run_time='1s', locust_args='--bogus', out='api_run', progress=False)", "locust_args=")):
+        add(f"api {name}", [], 2, needle, shell=f"{shlex.quote(PY)} -c {shlex.quote(api.format(call=call))}",
+            group="api", **four)
     add("run into a running run's folder", [], 2, "being written by another",
         shell=f"{{sm}} {shlex.join(long_run)} >/dev/null 2>&1 & p=$!; "
               "for i in $(seq 300); do [ -f bg/summary.json ] && break; sleep 0.2; done; "
@@ -668,7 +686,7 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     print("\ncommand   cases  ended well")
     total = well = 0
-    for command in ("serve", "run", "demo", "report", "compare", "smoke", "sweep"):
+    for command in ("serve", "run", "demo", "report", "compare", "smoke", "sweep", "api"):
         rows = [(n, v) for n, v in results.get(command, []) if not (v or "").startswith("skipped")]
         ok = sum(1 for _, v in rows if v is None)
         total, well = total + len(rows), well + ok
