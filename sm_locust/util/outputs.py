@@ -20,6 +20,7 @@ file another program writes (Locust's own HTML report goes to a temporary name f
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import tempfile
@@ -35,6 +36,7 @@ def check_output_dir(folder: Path, flag: str = "--out") -> None:
     """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
     the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
     Leaves nothing behind."""
+    _refuse_unusable(folder, flag)
     if folder.exists():
         if not folder.is_dir():
             raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
@@ -56,8 +58,11 @@ def check_output_dir(folder: Path, flag: str = "--out") -> None:
 def check_output_file(path: Path, flag: str) -> None:
     """A one-line UsageError, before anything runs, when `path` cannot be written as a file: a folder in
     its place, a folder above it that cannot be made or written, a read-only or full file system."""
+    _refuse_unusable(path, flag)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; pass a file path, e.g. {path / 'report.xml'}")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{flag} {path} is not a regular file (a device or a FIFO); pass a file path")
     if path.exists():
         if not os.access(path, os.W_OK):
             raise UsageError(f"{flag} {path}: the file is not writable"
@@ -75,6 +80,16 @@ def check_output_file(path: Path, flag: str) -> None:
 
 IN_USE = "is being written by another sm-locust run right now; wait for it to end, or choose another folder"
 MIN_FREE_BYTES = 1 << 20  # a run folder, a report or a JUnit file needs more than this; less means a full disk
+
+
+def _refuse_unusable(path: Path, flag: str) -> None:
+    """A name no file or folder can have (too long), a symlink loop: one line naming `flag` (pathlib would
+    report the loop as "not there" and fail at mkdir, and the long name as an OSError)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            raise UsageError(f"{flag} {str(path)[:80]}{'...' if len(str(path)) > 80 else ''}: {exc.strerror}") from None
 
 
 def _existing_parent(path: Path) -> Path:
@@ -173,7 +188,9 @@ def atomic_file(path: str | Path, mode: str = "w", **open_kwargs: Any) -> Iterat
     """`with atomic_file(path) as fh: fh.write(...)`: the writes go to a temporary file in the same folder,
     which replaces `path` when the block ends without an error (fsync'd, then renamed); on any error it
     is removed and `path` is left as it was. `mode` is "w" or "wb"; `open_kwargs` go to `open`."""
-    path = Path(path)
+    path = Path(os.path.realpath(path))  # through a symlink: the file it names is replaced, the link stays
+    if path.exists() and not path.is_file():  # /dev/full: renaming over it would replace the device itself
+        raise UsageError(f"{path} is not a regular file (a device, a FIFO or a folder); write to a file")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, mode, **open_kwargs) as fh:
