@@ -13,12 +13,13 @@ import argparse
 import os
 
 from sm_locust.config.options import add_cli_options
-from sm_locust.util.numbers import PROCESSES_PER_CORE, argument_type, max_processes
+from sm_locust.util.numbers import MAX_USERS, PROCESSES_PER_CORE, argument_type, max_processes
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
-    group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
+    group.add_argument("-u", "--users", type=argument_type(int, maximum=MAX_USERS), default=None,
+                       help=f"number of users (no shape: default 1; at most {MAX_USERS:,})")
     group.add_argument("-r", "--spawn-rate", type=float, default=None,
                        help="users started per second (default 1; with a shape 100)")
     group.add_argument("-t", "--run-time", default=None,

@@ -192,7 +192,8 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
                 "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}
     write_json(out / "options.json", recorded)
-    env = dict(os.environ)
+    # an empty SM_LOCUST_* is "not set" here (add_cli_options); Locust's parser would read '' as the value
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("SM_LOCUST_") and not v.strip())}
     env.update(extra_env or {})
     env.update(lifeline.child_env(out / "locust.log"))  # Locust stops if this process is killed (SIGKILL, OOM)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -286,7 +287,7 @@ def _hint(tail: str) -> str:
     """The line of Locust's output that says what went wrong: the last one with an error word,
     skipping stats-table rules and shutdown notices."""
     lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:")
-             for line in tail.splitlines()]
+             .removeprefix("sm-locust: error: ") for line in tail.splitlines()]
     useful = [line for line in lines if line and not set(line) <= set("-|=+ ") and "|" not in line
               and not line.startswith(("Shutting down", "Type ", "Response time percentiles", "Aggregated"))]
     for line in reversed(useful):

@@ -55,6 +55,7 @@ from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
 from sm_locust.util.numbers import check_number
 from sm_locust.util.outputs import write_atomic
+from sm_locust.util.yamlsafe import load_json
 
 Progress = Callable[[str], None]
 
@@ -311,7 +312,7 @@ def update_summary(path: Path, updates: dict[str, Any]) -> bool:
     Returns False (and leaves the file alone) when it is missing or not a JSON object.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return False
     if not isinstance(data, dict):

@@ -44,6 +44,7 @@ from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE, MODE_USE
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.shapes.tokens import TokenObjective, token_objective
+from sm_locust.util.numbers import MAX_USERS
 from sm_locust.util.yamlsafe import load_yaml, read_text_file
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
@@ -66,8 +67,9 @@ def _seconds(text: str) -> float:
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--start-users", "SM_LOCUST_START_USERS", 1, "step/plateau shape: users in the first step", int,
-               minimum=1),
-    OptionSpec("--step-users", "SM_LOCUST_STEP_USERS", 1, "step shape: users added each step", int, minimum=1),
+               minimum=1, maximum=MAX_USERS),
+    OptionSpec("--step-users", "SM_LOCUST_STEP_USERS", 1, "step shape: users added each step", int, minimum=1,
+               maximum=MAX_USERS),
     OptionSpec("--step-seconds", "SM_LOCUST_STEP_SECONDS", 30.0,
                "step shape: seconds each step is held; plateau shape: the longest a step is held (it ends once stable)",
                float, above=0),
@@ -76,7 +78,7 @@ OPTIONS: list[OptionSpec] = [
                "is stable (3 sub-windows within 10 %%), else at --step-seconds", float, above=0),
     OptionSpec("--max-users", "SM_LOCUST_MAX_USERS", None,
                "step shape: users in the last step (default 10); plateau: most users to try (default 1000)", int,
-               minimum=1),
+               minimum=1, maximum=MAX_USERS),
     OptionSpec("--stop-at-knee", "SM_LOCUST_STOP_AT_KNEE", False,
                "step shape: stop once throughput gains < 5 %% over 4 steps", bool),
     OptionSpec("--latency-slo-ms", "SM_LOCUST_LATENCY_SLO_MS", None,
@@ -301,7 +303,24 @@ class ShapeSettings:
             self.step_schedule()
         if shape == "plateau":
             self.plateau_search()
+        if open_loop:
+            self._check_open_loop_users(shape)
         return self
+
+    def _check_open_loop_users(self, shape: str | None) -> None:
+        """The most open-loop users (rate tokens) the shape would start is within MAX_USERS: `--target-rps 1e308`
+        or `--rate-per-user 1e-300` asked for more users than there are atoms."""
+        per_user = self.rate_per_user or DEFAULT_RATE_PER_USER
+        if shape == "open":
+            flag, rate = "--target-rps", self.target_rps or 0.0
+        elif shape == "traffic":
+            traffic = self.rate_phases()
+            flag, rate, per_user = "--traffic", traffic.peak_rps, self.rate_per_user or traffic.token_rate()
+        else:
+            flag, rate = "--max-rps", self.max_rps
+        if rate / per_user > MAX_USERS:
+            raise UsageError(f"{flag} {rate:g} req/s at --rate-per-user {per_user:g} needs {rate / per_user:,.0f} "
+                             f"open-loop users; at most {MAX_USERS:,} (raise --rate-per-user, or lower the rate)")
 
     # -- what the shapes build -------------------------------------------------------------------
     def constraints(self, default_error_rate: float | None) -> list[Condition]:

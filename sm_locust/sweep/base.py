@@ -22,7 +22,6 @@ keys that open every sweep.json.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
 from sm_locust.util.outputs import IN_USE, check_output_dir, run_in_progress
+from sm_locust.util.yamlsafe import load_json
 
 DEFAULT_SWEEPS_DIR = "sweeps"
 
@@ -56,7 +56,7 @@ def held_by(folder: Path, key: str) -> str | None:
     """A text value of the sweep.json in `folder` (`sweep_id`, `kind`, `deploy`), None when the file,
     the key or a text value is not there: what a sweep folder says about the sweep that wrote it."""
     try:
-        value = json.loads((folder / "sweep.json").read_text()).get(key)
+        value = load_json((folder / "sweep.json").read_text()).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None

@@ -1,4 +1,5 @@
-"""The one way sm-locust reads YAML (sweep files, `--traffic`, `--set` values): bounded and quiet.
+"""The one way sm-locust reads YAML (sweep files, `--traffic`, `--set` values) and the JSON a user hands in
+(run folders, price tables): bounded and quiet.
 
 Why: `yaml.safe_load` refuses code, not size. A 2 KB "billion laughs" file (`a: &a [x, x, ...]`,
 `b: &b [*a, *a, ...]`, ...) expands, through aliases, to billions of values: round 4 saw a traffic
@@ -12,10 +13,13 @@ the document's node graph first and counts the values it stands for once every a
 (each shared node counted per use, without expanding anything): more than `MAX_YAML_VALUES`, a
 cycle or a nesting deeper than `MAX_YAML_DEPTH` is refused before a Python object is built. Every
 refusal is one `UsageError` naming the source, the line and the rule, never the value.
+`load_json` is `json.loads` whose nesting too deep for Python's parser (`[[[[...` 100,000 deep: a
+RecursionError that escaped every handler, round 4) is the `JSONDecodeError` it is.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -61,6 +65,15 @@ def read_text_file(path: str | Path, source: str, limit: int = MAX_YAML_BYTES) -
 def _nonblocking(path: str, flags: int) -> int:
     """open() without blocking on a FIFO that has no writer (fstat then refuses it)."""
     return os.open(path, flags | os.O_NONBLOCK)
+
+
+def load_json(text: str | bytes) -> Any:
+    """`json.loads(text)`; a document nested too deeply to parse raises `json.JSONDecodeError` like any other
+    malformed one, so every reader's handler words it."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("lists or objects nested too deeply", "", 0) from None
 
 
 def load_yaml(text: str, source: str) -> Any:
