@@ -42,7 +42,15 @@ from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
 from sm_locust.util.formatting import MISSING, is_missing
-from sm_locust.util.outputs import IN_USE, PARTIAL_SUFFIX, check_output_dir, locked_folder, promote, run_in_progress
+from sm_locust.util.outputs import (
+    IN_USE,
+    PARTIAL_SUFFIX,
+    check_output_dir,
+    locked_folder,
+    promote,
+    refuse_unusable,
+    run_in_progress,
+)
 
 DEFAULT_REPORTS_DIR = "reports"
 
@@ -95,6 +103,7 @@ def holds_run(folder: Path) -> bool:
 def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> None:
     """Refuse, before anything starts, a run folder that cannot be created or already holds a run
     (unless `overwrite`), or that a run is writing now. Creates nothing."""
+    refuse_unusable(out, flag)  # a name too long, a symlink loop: before anything asks whether it is a folder
     if out.is_dir() and run_in_progress(out):
         raise UsageError(f"{flag} {out} {IN_USE}")
     if out.is_dir() and holds_run(out) and not overwrite:

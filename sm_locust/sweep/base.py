@@ -39,7 +39,7 @@ from sm_locust.sweep.pipeline import Durations, simulate
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.util.outputs import IN_USE, check_output_dir, run_in_progress
+from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
 
 DEFAULT_SWEEPS_DIR = "sweeps"
@@ -68,6 +68,7 @@ def check_sweep_folder(folder: Path, sweep_id: str) -> None:
     different one used to overwrite it silently), a run folder, a file in the way, a place that cannot
     be written or a full disk (sm_locust.util.outputs), or a sweep running there right now."""
     flag = "--out"
+    refuse_unusable(folder, flag)
     if folder.is_dir():
         if run_in_progress(folder):
             raise UsageError(f"{flag} {folder} {IN_USE}")

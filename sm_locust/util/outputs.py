@@ -36,7 +36,7 @@ def check_output_dir(folder: Path, flag: str = "--out") -> None:
     """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
     the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
     Leaves nothing behind."""
-    _refuse_unusable(folder, flag)
+    refuse_unusable(folder, flag)
     if folder.exists():
         if not folder.is_dir():
             raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
@@ -58,7 +58,7 @@ def check_output_dir(folder: Path, flag: str = "--out") -> None:
 def check_output_file(path: Path, flag: str) -> None:
     """A one-line UsageError, before anything runs, when `path` cannot be written as a file: a folder in
     its place, a folder above it that cannot be made or written, a read-only or full file system."""
-    _refuse_unusable(path, flag)
+    refuse_unusable(path, flag)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; pass a file path, e.g. {path / 'report.xml'}")
     if path.exists() and not path.is_file():
@@ -82,7 +82,7 @@ IN_USE = "is being written by another sm-locust run right now; wait for it to en
 MIN_FREE_BYTES = 1 << 20  # a run folder, a report or a JUnit file needs more than this; less means a full disk
 
 
-def _refuse_unusable(path: Path, flag: str) -> None:
+def refuse_unusable(path: Path, flag: str) -> None:
     """A name no file or folder can have (too long), a symlink loop: one line naming `flag` (pathlib would
     report the loop as "not there" and fail at mkdir, and the long name as an OSError)."""
     try:

@@ -91,6 +91,9 @@ def scene(tmp_path, monkeypatch):
     os.mkfifo(work / "fifo")  # a payload that would block the read forever
     os.mkfifo(work / "fifo.csv")  # a traffic mix named like a CSV (round 4: the read hung)
     os.mkfifo(work / "fifo.yaml")
+    (work / "loop").symlink_to("loop")
+    (work / "deep_summary").mkdir()
+    (work / "deep_summary" / "summary.json").write_text("[" * 100_000 + "]" * 100_000)  # a RecursionError
     (work / "stairs.json").write_text(json.dumps({"TrafficType": "STAIRS", "Stairs": {
         "DurationInSeconds": 1, "NumberOfSteps": 100_000_000, "UsersPerStep": 1}}))  # round 4: 2.7 GB
     (work / "traffic.yaml").write_text("[{duration_s: 10, rps: 5}, {duration_s: 10, rps: 10}]\n")
@@ -331,6 +334,30 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
     "mix 2000-character name": (["run", *LOCAL, "--target-models", "m" * 2000], {}, 2,
                                 ["--target-models", "2000 characters; TargetModel takes at most 1024"]),
     "compare target rps -5": (["compare", "run", "--target-rps=-5"], {}, 2, ["--target-rps", "more than 0"]),
+    # -- round 4's own probe (bench/probe_round4.py): what it found --------------------------------
+    "run users 1e9": (["run", *LOCAL, "-u", "1000000000"], {}, 2, ["--users", "at most 100,000"]),
+    "run step max users 1e9": (["run", *LOCAL, "--shape", "step", "--max-users", "1000000000"], {}, 2,
+                               ["--max-users", "at most 100,000"]),
+    "run open loop 1e308 rps": (["run", *LOCAL, "--shape", "open", "--target-rps", "1e308"], {}, 2,
+                                ["--target-rps 1e+308 req/s", "open-loop users; at most 100,000"]),
+    "run open loop 1e-300 rps per user": (["run", *LOCAL, "--shape", "open", "--target-rps", "5", "--rate-per-user",
+                                           "1e-300"], {}, 2, ["--rate-per-user 1e-300", "at most 100,000"]),
+    "demo max users 1e9": (["demo", "--max-users", "1000000000"], {}, 2, ["--max-users", "at most 100,000"]),
+    "report summary nested 100,000 deep": (["report", "deep_summary", "--no-cloudwatch"], {}, 2,
+                                           ["deep_summary", "nested too deeply"]),
+    "smoke summary nested 100,000 deep": (["smoke", "--run-dir", "deep_summary"], {}, 2, ["nested too deeply"]),
+    "report prices a fifo": (["report", "run", "--no-cloudwatch", "--prices", "fifo"], {}, 2,
+                             ["price file fifo", "not a regular file"]),
+    "run out a symlink loop": (["run", *LOCAL, "--out", "loop"], {}, 2, ["--out loop", "symbolic links"]),
+    "report out a symlink loop": (["report", "run", "--no-cloudwatch", "--out", "loop"], {}, 2, ["--out loop"]),
+    "sweep out a symlink loop": (["sweep", "sweep.yaml", "--out", "loop"], {}, 2, ["--out loop"]),
+    "run out 300 characters": (["run", *LOCAL, "--out", "x" * 300], {}, 2, ["--out", "File name too long"]),
+    "report run dir 300 characters": (["report", "r" * 300, "--no-cloudwatch"], {}, 2, ["File name too long"]),
+    "run payload 300 characters": (["run", *LOCAL[:-1], "p" * 300], {}, 2, ["File name too long"]),
+    "smoke junit a fifo": (["smoke", "--run-dir", "run", "--junit", "fifo"], {}, 2,
+                           ["--junit fifo is not a regular file"]),
+    "run locust.conf not UTF-8": (["run", *LOCAL], {"LOCUST_CONFIG": "blob.bin"}, 2,
+                                  ["Locust config file blob.bin", "not UTF-8 text"]),
 }
 
 

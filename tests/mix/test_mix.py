@@ -216,3 +216,22 @@ def test_the_web_ui_form_checks_a_changed_mix_and_keeps_the_command_lines_file(t
     with pytest.raises(UsageError, match="only be given on the command line"):
         check_form_values({"target_models": str(path)}, {"target_models": ""})
     check_form_values({"target_models": str(path)}, {"target_models": str(path)})  # the command line's, sent back
+    with pytest.raises(UsageError, match="the weights sum past the largest number"):  # was: AttributeError per task
+        check_form_values({"target_models": "a=1e308,b=1e308"}, {})
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("custom_attributes", "a=b\r\nX-Evil: 1", "--custom-attributes"),
+    ("content_type", "application/jsön", "--content-type"),
+    ("target_model", "modèle", "--target-model"),
+    ("target_variant", "All Traffic", "--target-variant"),
+    ("inference_component", "a.b", "--inference-component"),
+    ("inference_id", "i" * 65, "--inference-id"),
+])
+def test_the_web_ui_form_holds_a_header_to_its_flags_rule(field, value, needle):
+    """Was: accepted by the form, then every request failed (the round-4 probe's web UI cases)."""
+    from sm_locust.locustfiles._webui import check_form_values
+
+    with pytest.raises(UsageError, match=needle):
+        check_form_values({field: value}, {})
+    check_form_values({field: "fine-value1"}, {})
