@@ -222,7 +222,8 @@ def cases(urls: dict[str, str], scene: Path) -> list[Case]:
             ("conf_think_nan", 2, 2, "--think-time"), ("conf_mix_inf", 2, 2, "--target-models"),
             ("conf_payload_fifo", 2, 2, "--payload"), ("conf_unknown", 2, 2, "no-such-key"),
             ("conf_users_huge", 0, 2, ""),  # sm-locust run gives Locust its -u (default 1): the flag wins
-            ("conf_processes", 2, 2, "--processes"), ("conf_url", 2, 2, "--endpoint-url"),
+            ("conf_processes", 2, 2, "--processes"),
+            ("conf_url", (1, 2), 2, "--endpoint-url"),  # run: its own checks go to AWS (no locust.conf read there)
             ("conf_binary", 2, 2, "locust.conf"), ("conf_custom_unicode", 2, 2, "--custom-attributes"),
             ("conf_bom", 0, 0, "")):
         payload = "" if folder == "conf_payload_fifo" else f"--payload {PAYLOAD}"
@@ -230,10 +231,11 @@ def cases(urls: dict[str, str], scene: Path) -> list[Case]:
         cwd_run = f"cd {folder} && {{sm}} run --endpoint-name ep {url} {payload} -t 1s -q --out ../conf_out"
         needles = (needle,) if needle and run_code == 2 else ()
         add(area, f"sm-locust run, {folder[5:]}", [], run_code, *needles, shell=cwd_run, outputs=("conf_out",),
-            bounded=run_code == 2, timeout=BOUNDED_S if run_code == 2 else 90.0)
+            bounded=run_code != 0, timeout=BOUNDED_S if run_code != 0 else 90.0)
         plain = (f"cd {folder} && {shlex.quote(PY)} -m locust -f {LOCUSTFILE} --headless -t 1s --endpoint-name ep "
                  f"{url} {payload} --sm-out ../conf_out")
-        needles = ((needle if folder != "conf_users_huge" else "--users"),) if plain_code == 2 else ()
+        plain_needle = {"conf_users_huge": "--users", "conf_payload_fifo": "not a regular file"}.get(folder, needle)
+        needles = (plain_needle,) if plain_code == 2 else ()
         add(area, f"plain locust, {folder[5:]}", [], plain_code, *needles, shell=plain, outputs=("conf_out",),
             bounded=plain_code == 2, timeout=BOUNDED_S if plain_code == 2 else 90.0)
 
@@ -317,7 +319,7 @@ def cases(urls: dict[str, str], scene: Path) -> list[Case]:
                   "for i in $(seq 100); do grep -q ready serve.out && break; sleep 0.2; done; "
                   "url=$(grep -o 'http://[0-9.:]*' serve.out | head -1); "
                   "curl -s -m 3 -H 'Content-Type: application/json' -H 'X-Amzn-SageMaker-Inference-Component: a' "
-                  "-d '{\"inputs\": \"hi\"}' $url/endpoints/ep/invocations >/dev/null; "
+                  "-d '{{\"inputs\": \"hi\"}}' $url/endpoints/ep/invocations >/dev/null; "
                   "kill -TERM $p; wait $p; rc=$?; grep -q Traceback serve.err && exit 9; exit $rc")
 
     # -- hostile run folders ------------------------------------------------------------------------

@@ -334,7 +334,7 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
             tail = fh.read()
     except OSError:
         raise _Fallback() from None
-    if size == 0 or not header_line.strip():
+    if size == 0 or not header_line.strip() or header_line.startswith(b"\xef\xbb\xbf"):  # a BOM: the tolerant reader
         raise _Fallback()
     header = header_line.decode("utf-8", errors="replace").rstrip("\r\n").split(",")
     _check_columns(pd.DataFrame(columns=header), HISTORY_REQUIRED, path)
