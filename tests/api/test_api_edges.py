@@ -69,3 +69,11 @@ def test_locust_args_is_a_list():
     for bad in ("--bogus", b"--bogus", 5):
         assert one_line(lambda bad=bad: run_arguments({}, bad)).startswith("locust_args= takes a list")
     assert run_arguments({}, ("--stop-timeout", 5)).passthrough == ["--stop-timeout", "5"]
+
+
+def test_a_mix_whose_weights_overflow_is_one_line_before_anything_starts(tmp_path):
+    """Was: a traceback in the notebook (the weights summed to inf)."""
+    message = one_line(lambda: sm_locust.run("ep", endpoint_url="http://127.0.0.1:9", payload=__file__,
+                                             target_models="a=1e308,b=1e308", out=tmp_path / "run", progress=False))
+    assert "--target-models" in message and "sum past the largest number" in message
+    assert not (tmp_path / "run").exists()
