@@ -42,6 +42,7 @@ from pathlib import Path
 
 from sm_locust.aws.runtime_api import HEADER_RULES
 from sm_locust.errors import UsageError
+from sm_locust.util.yamlsafe import names_a_file
 
 TARGET_MODEL = "target_model"
 INFERENCE_COMPONENT = "inference_component"
@@ -109,13 +110,13 @@ def parse_mix(text: str, field: str = TARGET_MODEL, *, allow_files: bool = True)
     if not spec:
         raise UsageError(f"{flag} is empty; give zipf:S:N, uniform:N, name=weight,... or a .csv/.jsonl file")
     head = spec.split(":", 1)[0].lower()
-    if head in ("zipf", "uniform") and not _exists(spec):
+    if head in ("zipf", "uniform") and not names_a_file(spec):
         if field != TARGET_MODEL:
             raise UsageError(f"{flag} {spec!r}: generated names (zipf:, uniform:) are model files for --target-models; "
                              "name the components: a=0.7,b=0.3 or a file")
         return _generated(spec, head, flag)
     path = Path(spec)
-    if path.suffix.lower() in (".csv", ".jsonl") or _exists(spec):
+    if path.suffix.lower() in (".csv", ".jsonl") or names_a_file(spec):
         if not allow_files:
             raise UsageError(f"{flag}: a mix file can only be given on the command line (or SM_LOCUST_*); "
                              "in the web UI write zipf:S:N, uniform:N or name=weight,...")
@@ -156,14 +157,6 @@ def _pair(item: str) -> tuple[str, object]:
     """`name=weight` -> (name, "weight"); a bare `name` -> (name, None): weight 1."""
     name, sep, weight = item.strip().rpartition("=")
     return (name.strip(), weight.strip()) if sep else (item.strip(), None)
-
-
-def _exists(spec: str) -> bool:
-    """`spec` names something on disk (a name too long to be a path, or holding a NUL, names nothing)."""
-    try:
-        return os.path.lexists(spec)
-    except (OSError, ValueError):
-        return False
 
 
 def _read(path: Path, spec: str, flag: str) -> str:

@@ -20,7 +20,6 @@ the parsed `Options` and checks only what one option cannot say alone (contradic
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.shapes.tokens import TokenObjective, token_objective
 from sm_locust.util.numbers import MAX_USERS
-from sm_locust.util.yamlsafe import load_yaml, read_text_file
+from sm_locust.util.yamlsafe import load_yaml, names_a_file, read_text_file
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
 DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
@@ -143,11 +142,7 @@ def load_traffic_pattern(value: str) -> str:
     text = str(value).strip()
     if text.startswith("{"):
         return text
-    try:
-        found = os.path.lexists(Path(text).expanduser())
-    except (OSError, ValueError):  # a name too long, a NUL
-        found = False
-    if not found:
+    if not names_a_file(text):
         raise UsageError(f"--traffic-pattern {value!r} is neither JSON text nor a readable file")
     return read_text_file(Path(text).expanduser(), f"--traffic-pattern {value!r}")  # a regular file, bounded
 
@@ -156,11 +151,7 @@ def load_traffic(value: str, flag: str = "--traffic") -> Traffic:
     """`--traffic`: a YAML/JSON file, or the text itself (starts with `[` or `{`) -> checked rate phases."""
     text = str(value).strip()
     if not text.startswith(("[", "{")):
-        try:
-            found = os.path.lexists(Path(text).expanduser())
-        except (OSError, ValueError):  # a name too long, a NUL
-            found = False
-        if not found:
+        if not names_a_file(text):
             raise UsageError(f"{flag} {value!r} is neither a readable file nor phases written inline "
                              "([{duration_s: 300, rps: 20}, ...])")
         text = read_text_file(Path(text).expanduser(), f"{flag} {value!r}")  # bounded: sm_locust.util.yamlsafe

@@ -62,6 +62,15 @@ def read_text_file(path: str | Path, source: str, limit: int = MAX_YAML_BYTES) -
                          "give a text file") from None
 
 
+def names_a_file(text: str | Path) -> bool:
+    """`text` names something on disk (a file, a folder, a link, even a broken one); text that cannot be a path
+    at all (a name too long, a NUL) names nothing, instead of raising OSError ("File name too long")."""
+    try:
+        return os.path.lexists(Path(text).expanduser())
+    except (OSError, ValueError):
+        return False
+
+
 def _nonblocking(path: str, flags: int) -> int:
     """open() without blocking on a FIFO that has no writer (fstat then refuses it)."""
     return os.open(path, flags | os.O_NONBLOCK)
