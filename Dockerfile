@@ -23,7 +23,7 @@ WORKDIR /app
 # Dependencies first (cached while only the code changes).
 COPY pyproject.toml README.md ./
 COPY sm_locust ./sm_locust
-RUN pip install . "moto[server]>=5.0.20"
+RUN pip install ".[prometheus]" "moto[server]>=5.0.20"
 
 COPY locustfiles ./locustfiles
 COPY examples ./examples
@@ -32,6 +32,7 @@ COPY examples ./examples
 RUN mkdir -p /reports /app/reports && chown locust:locust /reports /app/reports
 
 USER locust
-# 8089 web UI, 5557 master <- workers, 8080 local endpoint, 5000 CloudWatch stand-in
-EXPOSE 8089 5557 8080 5000
+# 8089 web UI, 5557 master <- workers, 9646 master's /metrics (--publish prometheus), 8080 local endpoint,
+# 5000 CloudWatch stand-in
+EXPOSE 8089 5557 9646 8080 5000
 CMD ["sm-locust", "--help"]

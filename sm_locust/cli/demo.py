@@ -2,7 +2,9 @@
 
 Starts a CloudWatch stand-in (moto's server on 127.0.0.1, when moto is installed) and the local
 endpoint with a known capacity (max concurrency / service time), publishing the metrics a real
-SageMaker endpoint has to that stand-in; runs a step load of about a minute against it; writes the
+SageMaker endpoint has to that stand-in, and the client publishes its own live metrics there too
+(`--publish cloudwatch`, 10-s periods; a line then says whether what CloudWatch holds equals
+summary.json); runs a step load of about a minute against it; writes the
 run folder; then runs `sm-locust report` on it with the stand-in's metrics, so report.html,
 merged_timeseries.csv and steps.csv hold the endpoint's side (cw_* columns) as they would for a real
 endpoint. Everything started is stopped, also on Ctrl+C or failure.
@@ -37,6 +39,7 @@ from sm_locust.core.launch import (
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
+from sm_locust.publish.verify import compare, read_published
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
 from sm_locust.util.formatting import MISSING
@@ -138,8 +141,12 @@ def run(args: argparse.Namespace) -> int:
         endpoint = stack.enter_context(LocalEndpoint(config, log_path=out / "endpoint.log"))
         settings = SageMakerSettings(endpoint_name=DEMO_ENDPOINT, endpoint_url=endpoint.url, payload=payload)
         extra_env = preflight(settings)
+        publish = {}
+        if stand_in is not None:  # the client's live metrics go to the stand-in too (docs/live-metrics.md)
+            publish = {"publish": "cloudwatch", "publish_period": 10}
+            extra_env["AWS_ENDPOINT_URL_CLOUDWATCH"] = stand_in.url
         options = parse_options({**vars(settings), "start_users": 1, "step_users": schedule.step_users,
-                                 "step_seconds": schedule.step_seconds, "max_users": schedule.max_users})
+                                 "step_seconds": schedule.step_seconds, "max_users": schedule.max_users, **publish})
         load = LoadSettings(shape="step", spawn_rate=100.0, quiet=not args.verbose, progress_every_s=5.0)
         print(f"sm-locust demo: step load {schedule.start_users} -> {schedule.max_users} users, "
               f"+{schedule.step_users} every {schedule.step_seconds:g} s (~{schedule.duration:.0f} s)", flush=True)
@@ -148,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
+        published = read_published(stand_in.client(), summary) if stand_in is not None else None
+        if published is not None:
+            print(f"sm-locust demo: published: {compare(published, summary)[1]}")
         for step in summary["steps"]:
             print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 "
                   f"{step['p95_ms']} ms")

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
+from sm_locust.publish.verify import published_line
+from sm_locust.record.runfolder import read_summary
+from sm_locust.report.cloudwatch import make_client
 from sm_locust.report.pipeline import ReportOptions, build_report, check_report_names, check_report_values
 from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.util.numbers import argument_type
@@ -108,4 +111,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust report: {line}")
     for key, path in result.outputs.items():
         print(f"sm-locust report: {key}: {path}")
+    if result.cloudwatch.get("source") == "cloudwatch":  # the run's --publish cloudwatch: what CloudWatch holds
+        published = published_line(read_summary(run_dir), make_client(args.region, args.profile))
+        if published:
+            print(f"sm-locust report: published: {published}")
     return result.exit_code

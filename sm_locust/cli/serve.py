@@ -95,12 +95,15 @@ def add_parser(subparsers) -> None:
     m.add_argument("--llm-output-tokens", default=None,
                    help="answer lengths: 128, 64-256 (uniform) or 128~32 (normal), capped by the request's "
                    "max_new_tokens (default: the request's max_new_tokens, else 128)")
-    m.add_argument("--llm-format", default=None, choices=("auto", "tgi", "openai"),
-                   help="stream format: auto (from the request: inputs -> TGI JSON lines, "
-                        "messages -> OpenAI SSE), tgi, openai")
+    m.add_argument("--llm-format", default=None, choices=("auto", "tgi", "lmi", "openai"),
+                   help="the container whose bytes the streams copy: tgi (SSE events), lmi (JSON lines), openai "
+                        "(vLLM's SSE chat chunks) or auto (from the request: inputs -> tgi, messages -> openai)")
     m.add_argument("--llm-server-counts", default=None,
-                   help="answers carry the server's token counts (details.generated_tokens, "
-                        "usage): true (default) or false")
+                   help="answers carry the server's token counts when the request asks (details, "
+                        "stream_options.include_usage): true (default) or false (never)")
+    m.add_argument("--llm-error-ratio", type=float, default=None,
+                   help="share of streams that end half-way with their format's in-band error (TGI's error event, "
+                        "LMI's error token, vLLM's error chunk) (0-1, default 0)")
     v = p.add_argument_group("serverless emulation (SageMaker Serverless Inference, docs/serverless.md)")
     v.add_argument("--serverless-memory-mb", type=int, default=None,
                    help="MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x 6144 / this "
@@ -210,7 +213,7 @@ def config_from_args(args: argparse.Namespace):
 
 
 LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format",
-            "server_counts")
+            "server_counts", "error_ratio")
 
 
 def emulation_flags(args: argparse.Namespace, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:

@@ -106,6 +106,7 @@ class OptionSpec:
     below: float | None = None
     convert: Callable[[str], Any] | None = None
     hint: Callable[[float], str] | None = None  # numbers: advice appended when the range refuses a value
+    const: Any = None  # the value of the flag given alone (`--dashboard` = `--dashboard auto`); None: it takes one
 
     @property
     def dest(self) -> str:
@@ -151,6 +152,8 @@ class OptionSpec:
             kwargs["type"] = self._argument
         if self.choices:
             kwargs["choices"] = list(self.choices)
+        if self.const is not None:
+            kwargs.update(nargs="?", const=self.const)
         return kwargs
 
     def _argument(self, text: str) -> Any:
@@ -184,6 +187,7 @@ OPTION_PROVIDERS: tuple[str, ...] = (
     "sm_locust.payloads.llm:OPTIONS",
     "sm_locust.shapes.tokens:OPTIONS",
     "sm_locust.mix.options:OPTIONS",
+    "sm_locust.publish.options:OPTIONS",
 )
 
 

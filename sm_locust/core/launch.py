@@ -37,6 +37,7 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
+from sm_locust.publish.sender import closing_clause
 from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
@@ -229,7 +230,10 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     if proc.returncode == 2:  # Locust's own usage errors (bad option values, workers that never came)
         if _LOCUST_USAGE.search(tail):  # its parser refused an argument: nothing ran, nothing to keep
             discard_out_dir(out, created)
-            raise UsageError(f"Locust rejected the run: {_hint(tail)}")
+            hint = _hint(tail)
+            if hint.startswith(OWN_ERROR):  # our own init check said it in one line: that line, once
+                raise UsageError(hint[len(OWN_ERROR):])
+            raise UsageError(f"Locust rejected the run: {hint}")
         raise UsageError(f"Locust rejected the run: {_hint(tail)}; full log in {out / 'locust.log'}")
     if proc.returncode != 0 or not summary_path.exists():
         raise RunError(f"Locust exited with code {proc.returncode} ({_hint(tail)}); full log in {out / 'locust.log'}")
@@ -288,6 +292,7 @@ class SignalForwarder:
 # init check's ("sm-locust: error: ..."): Locust quit before anything ran. Not the master's
 # --expect-workers timeout (record/workers.py): that run started and its folder is kept (and uploaded).
 _LOCUST_USAGE = re.compile(r"^(?:usage: |[\w.-]+: error: (?!only \d+ of \d+ workers connected))", re.MULTILINE)
+OWN_ERROR = "sm-locust: error: "
 _LOG_PREFIX = re.compile(r"^\[[^\]]*\] [^ ]*/[A-Z]+/[\w.]+: ")
 _ERROR_WORDS = re.compile(r"error|invalid|unrecognized|must|cannot|not ", re.IGNORECASE)
 
@@ -355,6 +360,9 @@ def verdict_line(summary: dict) -> str:
     if open_loop:
         line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
                  f"{open_loop.get('dropped', 0)} dropped")
+    published = (summary.get("publish") or {}).get("cloudwatch")
+    if published:  # --publish cloudwatch (sm_locust.publish): what went out, and what did not
+        line += f"; {closing_clause(published)}"
     plateau = summary.get("plateau")
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"

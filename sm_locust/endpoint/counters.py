@@ -15,6 +15,8 @@ FIELDS: tuple[str, ...] = (
     "invocations",  # requests that reached the model or an injected model-side fault
     "successes",
     "rows",  # rows the model decoded in the successful invocations (a Triton request: its batch size)
+    "stream_errors",  # streams ended with a SageMaker exception frame (ModelStreamError, InternalStreamFailure)
+    "in_band_errors",  # LLM streams ended with their format's in-band error (endpoint/llm.py)
     "errors_4xx",
     "errors_5xx",
     "dropped",

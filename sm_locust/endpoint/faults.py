@@ -139,6 +139,9 @@ class EndpointConfig:
                              f"{self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
+            if self.stream_error_ratio + self.llm.error_ratio > 1.0:
+                raise ValueError(f"--stream-error-ratio and --llm-error-ratio add up to "
+                                 f"{self.stream_error_ratio + self.llm.error_ratio:g}; their sum must not exceed 1")
         self._check_protocol()
         if self.serverless is not None:
             self.serverless.validate()

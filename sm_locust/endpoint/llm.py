@@ -17,12 +17,20 @@ a GPU:
   closed-loop users, which the tests compare with the model's predictions.
 - `LlmEngine` runs the same scheduler in real time, one loop per worker process (each gunicorn
   worker is one model replica), and streams each sequence's tokens as they are produced, in the
-  format the request asks for: TGI / LMI JSON lines for `{"inputs": ...}`, OpenAI-style SSE chat
-  chunks for `{"messages": [...]}` (`--llm-format` forces one). The answer length is the request's
-  `max_new_tokens` / `max_tokens`, or a draw from `--llm-output-tokens` (capped by the request's),
-  else `DEFAULT_OUTPUT_TOKENS`; the prompt length is `sm_locust.llm.tokens.estimate_tokens` of the
-  prompt. With `--llm-server-counts` (default on) answers carry the server's counts (TGI
-  `details.generated_tokens`, OpenAI `usage` when `stream_options.include_usage` asks for it).
+  bytes a real container writes (endpoint/llm_wire.py): TGI's SSE events for `{"inputs": ...}`,
+  vLLM's chat chunks for `{"messages": [...]}`, or the one `--llm-format` (`tgi`, `lmi`, `openai`)
+  forces. The answer length is the request's `max_new_tokens` / `max_tokens`, or a draw from
+  `--llm-output-tokens` (capped by the request's), else `DEFAULT_OUTPUT_TOKENS`; the prompt length is
+  `sm_locust.llm.tokens.estimate_tokens` of the prompt. Answers carry the server's counts when the
+  request asks for them (TGI / LMI `parameters.details`, OpenAI `stream_options.include_usage`),
+  unless `--llm-server-counts false`.
+
+Stream faults: a share `--llm-error-ratio` of the streams (or a request with the custom attribute
+`sm-locust-fault=InBandError`) ends after half its tokens with its format's in-band error, as a
+container whose generation fails mid-stream; `--stream-error-ratio` (or `sm-locust-fault=
+ModelStreamError` / `InternalStreamFailure`) ends it with SageMaker's exception frame instead. The
+endpoint counts them (`in_band_errors`, `stream_errors` in /_sm_locust/stats) once the frame is
+written; a complete stream is a success.
 
 The hooks: `EndpointApp` builds the engine when `config.llm` is set and hands it InvokeEndpoint
 bodies; the stream route hands it InvokeEndpointWithResponseStream bodies, after the same request
@@ -43,22 +51,16 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import orjson
-
-from sm_locust.endpoint import codecs
+from sm_locust.endpoint.llm_wire import AUTO, FORMATS, BadLlmRequest, Formatter, parse_request
 from sm_locust.errors import UsageError
 from sm_locust.llm.lengths import LengthDistribution
-from sm_locust.llm.tokens import estimate_tokens
 from sm_locust.transport import eventstream as es
 
-AUTO, TGI, OPENAI = "auto", "tgi", "openai"
-FORMATS = (AUTO, TGI, OPENAI)
 DEFAULT_OUTPUT_TOKENS = 128
-JSONLINES = "application/jsonlines"
-EVENT_STREAM = "text/event-stream"
-MODEL_NAME = "sm-locust-llm"
-_VOCABULARY = (" the", " a", " model", " token", " of", " and", " to", " is", " load", " test", " end", " point",
-               " in", " that", " it", " for", " on", " with", " as", " at")
+IN_BAND = "InBandError"
+"""The stream fault that ends a stream with its format's in-band error (`--llm-error-ratio`, or the custom
+attribute `sm-locust-fault=InBandError`)."""
+STREAM_ERROR_MESSAGE = "model stream failure injected"
 
 
 # -- the configuration --------------------------------------------------------------------------
@@ -79,9 +81,14 @@ class LlmConfig:
     output_tokens: str = ""
     """Answer lengths as a distribution (`128`, `64-256`, `128~32`); empty = the request's max_new_tokens."""
     format: str = AUTO
-    """Stream format: `auto` (from the request schema), `tgi` (JSON lines) or `openai` (SSE)."""
+    """Stream format (endpoint/llm_wire.py): `auto` (from the request schema), `tgi` (SSE), `lmi` (JSON
+    lines) or `openai` (vLLM's SSE chat chunks)."""
     server_counts: bool = True
-    """Answers carry the server's token counts."""
+    """Answers carry the server's token counts when the request asks (TGI / LMI `details`, OpenAI
+    `stream_options.include_usage`); false: never."""
+    error_ratio: float = 0.0
+    """Share of streams that end half-way with their format's in-band error (TGI's error event, LMI's error
+    token, vLLM's error chunk)."""
 
     def validate(self) -> None:
         if self.max_sequences < 1:
@@ -92,6 +99,8 @@ class LlmConfig:
             raise ValueError("a decode step must take some time: give --llm-step-ms or --llm-step-ms-per-seq")
         if self.format not in FORMATS:
             raise ValueError(f"--llm-format {self.format!r} is not one of: {', '.join(FORMATS)}")
+        if not 0.0 <= self.error_ratio <= 1.0:
+            raise ValueError(f"--llm-error-ratio must be between 0 and 1, got {self.error_ratio}")
         if self.output_tokens:
             try:
                 LengthDistribution.parse(self.output_tokens, "--llm-output-tokens")
@@ -332,128 +341,6 @@ def simulate(model: BatchModel, users: int, prompt_tokens: int, output_tokens: i
     return Simulation(duration_s - warmup_s, tokens, ttft, itl, completed)
 
 
-# -- requests and answers -----------------------------------------------------------------------
-
-
-@dataclass
-class LlmRequest:
-    """What the emulator reads from a request body."""
-
-    format: str
-    prompt_tokens: int
-    max_new_tokens: int | None
-    stream_usage: bool
-
-
-class BadLlmRequest(codecs.CodecError):
-    """A body the LLM cannot take: the container answers 400, the caller sees ModelError 424."""
-
-
-def parse_request(body: bytes) -> LlmRequest:
-    """TGI / LMI `{"inputs": ..., "parameters": {"max_new_tokens": N}}` or OpenAI-style
-    `{"messages": [...], "max_tokens": N}` (also `prompt` for completions)."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise BadLlmRequest("the LLM expects a JSON body") from None
-    if not isinstance(doc, dict):
-        raise BadLlmRequest("the LLM expects a JSON object")
-    if "inputs" in doc:
-        parameters = doc.get("parameters") or {}
-        length = parameters.get("max_new_tokens") if isinstance(parameters, dict) else None
-        return LlmRequest(TGI, estimate_tokens(str(doc["inputs"])), _length(length, "max_new_tokens"), False)
-    if "messages" in doc or "prompt" in doc:
-        messages = doc.get("messages")
-        if messages is not None:
-            if not isinstance(messages, list):
-                raise BadLlmRequest("\"messages\" must be a list of {\"role\", \"content\"} objects")
-            text = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-        else:
-            text = str(doc["prompt"])
-        length = doc.get("max_tokens", doc.get("max_completion_tokens"))
-        options = doc.get("stream_options")
-        usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        return LlmRequest(OPENAI, estimate_tokens(text), _length(length, "max_tokens"), usage)
-    raise BadLlmRequest("the LLM expects {\"inputs\": ...} (TGI, LMI) or {\"messages\": [...]} (OpenAI-style chat)")
-
-
-def _length(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadLlmRequest(f"{name} must be a whole number >= 1, got {value!r}")
-    return value
-
-
-class Formatter:
-    """Writes one answer's stream events and its non-streamed body in one format."""
-
-    def __init__(self, fmt: str, request: LlmRequest, output_tokens: int, server_counts: bool):
-        self.fmt = fmt
-        self.request = request
-        self.output_tokens = output_tokens
-        self.server_counts = server_counts
-        self.id = f"cmpl-{uuid.uuid4().hex[:16]}"
-        self.created = int(time.time())
-        self.words: list[str] = []
-
-    @property
-    def content_type(self) -> str:
-        return JSONLINES if self.fmt == TGI else EVENT_STREAM
-
-    def token(self, index: int) -> bytes:
-        """The stream bytes of token `index` (0-based)."""
-        word = _VOCABULARY[index % len(_VOCABULARY)]
-        self.words.append(word)
-        last = index == self.output_tokens - 1
-        if self.fmt == TGI:
-            event: dict[str, Any] = {"token": {"id": 1000 + index % len(_VOCABULARY), "text": word, "logprob": -0.5,
-                                               "special": False}, "generated_text": None, "details": None}
-            if last:
-                event["generated_text"] = "".join(self.words)
-                if self.server_counts:
-                    event["details"] = {"finish_reason": "length", "generated_tokens": self.output_tokens,
-                                        "prompt_tokens": self.request.prompt_tokens}
-            return orjson.dumps(event) + b"\n"
-        out = b""
-        if index == 0:
-            out += self._sse({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None})
-        out += self._sse({"index": 0, "delta": {"content": word}, "finish_reason": "length" if last else None})
-        if last:
-            if self.server_counts and self.request.stream_usage:
-                out += self._sse(None, usage=self.usage())
-            out += b"data: [DONE]\n\n"
-        return out
-
-    def usage(self) -> dict:
-        p, n = self.request.prompt_tokens, self.output_tokens
-        return {"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n}
-
-    def _sse(self, choice: dict | None, usage: dict | None = None) -> bytes:
-        chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                 "model": MODEL_NAME, "choices": [choice] if choice else []}
-        if usage is not None:
-            chunk["usage"] = usage
-        return b"data: " + orjson.dumps(chunk) + b"\n\n"
-
-    def body(self) -> bytes:
-        """The whole answer (InvokeEndpoint), after every token."""
-        text = "".join(_VOCABULARY[i % len(_VOCABULARY)] for i in range(self.output_tokens))
-        if self.fmt == TGI:
-            answer: dict[str, Any] = {"generated_text": text}
-            if self.server_counts:
-                answer["details"] = {"finish_reason": "length", "generated_tokens": self.output_tokens,
-                                     "prompt_tokens": self.request.prompt_tokens}
-            return orjson.dumps([answer])
-        completion: dict[str, Any] = {"id": self.id, "object": "chat.completion", "created": self.created,
-                                      "model": MODEL_NAME,
-                                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                   "finish_reason": "length"}]}
-        if self.server_counts:
-            completion["usage"] = self.usage()
-        return orjson.dumps(completion)
-
-
 # -- the live engine ----------------------------------------------------------------------------
 
 
@@ -503,10 +390,13 @@ class LlmEngine:
         with self._work:
             self.batcher.cancel(sequence)
 
-    def tokens(self, formatter: Formatter, sequence: Sequence) -> Generator[bytes, None, None]:
-        """Each token's stream bytes as the loop produces it; the sequence is cancelled if not read to the end."""
+    def tokens(self, formatter: Formatter, sequence: Sequence,
+               limit: int | None = None) -> Generator[bytes, None, None]:
+        """Each token's stream bytes as the loop produces it (the first `limit` only, when given: a stream that
+        fails half-way); the sequence is cancelled if not read to its end."""
+        count = sequence.output_tokens if limit is None else min(limit, sequence.output_tokens)
         try:
-            for index in range(sequence.output_tokens):
+            for index in range(count):
                 sequence.tokens.get()
                 yield formatter.token(index)
         finally:
@@ -554,9 +444,26 @@ def engine_for(config: Any) -> LlmEngine | None:
 # -- the endpoint's handlers --------------------------------------------------------------------
 
 
+def stream_fault(engine: LlmEngine, forced: str | None, model_stream_ratio: float,
+                 draw: Callable[[], float]) -> str | None:
+    """How a stream ends: None (complete), `IN_BAND` (its format's in-band error) or a SageMaker stream
+    exception (`ModelStreamError`, `InternalStreamFailure`); forced by the request's custom attribute, else
+    one draw against `--stream-error-ratio` then `--llm-error-ratio`."""
+    if forced:
+        return forced
+    in_band = engine.config.error_ratio
+    if not (model_stream_ratio or in_band):
+        return None
+    value = draw()
+    if value < model_stream_ratio:
+        return es.MODEL_STREAM_ERROR
+    return IN_BAND if value < model_stream_ratio + in_band else None
+
+
 def invoke_stream(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, variant: str,
-                  attributes_header: str | None):
-    """InvokeEndpointWithResponseStream on the LLM: one PayloadPart per token as the batch makes it."""
+                  attributes_header: str | None, fault: str | None = None):
+    """InvokeEndpointWithResponseStream on the LLM: one PayloadPart per token as the batch makes them; a
+    `fault` ends the stream half-way (endpoint/streaming.py decides it: `stream_fault`)."""
     try:
         formatter, sequence = engine.start(body)
     except BadLlmRequest as exc:
@@ -566,18 +473,28 @@ def invoke_stream(app: Any, engine: LlmEngine, start_response: Callable, body: b
     if attributes_header:
         headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
     start_response("200 OK", headers)
-    return _frames(app, engine, formatter, sequence)
+    return _frames(app, engine, formatter, sequence, fault)
 
 
-def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequence):
+def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequence, fault: str | None):
     started = time.perf_counter()
-    tokens = engine.tokens(formatter, sequence)
+    fail_at = sequence.output_tokens // 2 if fault else None
+    tokens = engine.tokens(formatter, sequence, fail_at)
     try:
         for part in tokens:
             yield es.encode_payload_part(part)
     finally:  # a client that went away: its sequence leaves the batch
         tokens.close()
-    app.counters.add(invocations=1, successes=1, model_latency_us_sum=(time.perf_counter() - started) * 1e6)
+    model_us = (time.perf_counter() - started) * 1e6
+    if fault is None:
+        app.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us)
+        return
+    if fault == IN_BAND:
+        yield es.encode_payload_part(formatter.error(fail_at or 0))
+        app.counters.add(invocations=1, in_band_errors=1, model_latency_us_sum=model_us)  # counted once written
+        return
+    yield es.encode_exception(fault, STREAM_ERROR_MESSAGE, "sm-locust-injected")
+    app.counters.add(invocations=1, stream_errors=1, model_latency_us_sum=model_us)
 
 
 def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, headers: list):

@@ -17,6 +17,8 @@ TGI / LMI style that `sm_locust.transport.tokens.json_lines_with_token` counts::
   send half their tokens and then a `ModelStreamError` exception event; the custom attribute
   `sm-locust-fault=ModelStreamError` (or `InternalStreamFailure`) forces one. The status is 200
   and the failure is in the stream, as SageMaker sends it; botocore raises `EventStreamError`.
+  With `--llm` the same faults apply to the LLM's streams, and `sm-locust-fault=InBandError` (or
+  `--llm-error-ratio`) ends one with its format's in-band error instead (endpoint/llm.py).
 - `X-Amzn-SageMaker-Content-Type` is `application/jsonlines`; `x-Amzn-Invoked-Production-Variant`
   as for InvokeEndpoint.
 
@@ -27,7 +29,8 @@ The answer is 202 with `{"InferenceId": ...}` and fake `X-Amzn-SageMaker-OutputL
 nor runs the model nor stores an output; it measures the acceptance path only.
 
 Server counters: a stream counts as a request and an invocation, and as a success unless it
-failed mid-stream; an accepted async call counts as a request.
+failed mid-stream (then `stream_errors`, or `in_band_errors` for an LLM's in-band error); an
+accepted async call counts as a request.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from sm_locust.endpoint.faults import FORCE_ATTRIBUTE
 from sm_locust.transport import eventstream as es
 
 STREAM_FAULTS = (es.MODEL_STREAM_ERROR, es.INTERNAL_STREAM_FAILURE)
-STREAM_ERROR_MESSAGE = "model stream failure injected"
+STREAM_ERROR_MESSAGE = llm.STREAM_ERROR_MESSAGE
 STREAM_CONTENT_TYPE = "application/jsonlines"
 ASYNC_BUCKET = "s3://sm-locust-local"
 
@@ -62,7 +65,8 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
         return read
     body, attributes_header, attributes = read
     forced = attributes.get(FORCE_ATTRIBUTE)
-    if forced in STREAM_FAULTS:  # a stream fault is decided here, not by the fault plan
+    stream_faults = (*STREAM_FAULTS, llm.IN_BAND) if app.llm is not None else STREAM_FAULTS
+    if forced in stream_faults:  # a stream fault is decided here, not by the fault plan
         del attributes[FORCE_ATTRIBUTE]
     else:
         forced = None
@@ -71,7 +75,8 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
         return refused
     if app.llm is not None:  # sm-locust serve --llm: tokens as the batch makes them (endpoint/llm.py)
         variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or app.config.variant_name
-        return llm.invoke_stream(app, app.llm, start_response, body, variant, attributes_header)
+        fault = llm.stream_fault(app.llm, forced, app.config.stream_error_ratio, app.plan.rng.random)
+        return llm.invoke_stream(app, app.llm, start_response, body, variant, attributes_header, fault)
     try:
         feat_ids, feat_vals = app.decode(body, environ.get("CONTENT_TYPE"), attributes_header)
     except codecs.CodecError as exc:
@@ -93,8 +98,8 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
                        and app.plan.rng.random() < cfg.stream_error_ratio else None)
     fail_at = len(tokens) // 2 if fails else None
     overhead_us = max(0.0, (time.perf_counter() - arrived) * 1e6 - model_us)
-    app.counters.add(invocations=1, successes=0 if fails else 1, model_latency_us_sum=model_us,
-                     overhead_latency_us_sum=overhead_us)
+    app.counters.add(invocations=1, successes=0 if fails else 1, stream_errors=1 if fails else 0,
+                     model_latency_us_sum=model_us, overhead_latency_us_sum=overhead_us)
     variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or cfg.variant_name
     headers = [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", STREAM_CONTENT_TYPE),
                ("x-Amzn-Invoked-Production-Variant", variant), ("x-amzn-RequestId", str(uuid.uuid4()))]

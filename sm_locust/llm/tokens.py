@@ -6,10 +6,19 @@ a line may be split across parts, or a part may hold several lines):
 - `tgi` (TGI, LMI / DJL, JSON lines, optionally behind SSE `data:`): lines
   `{"token": {"id": 5, "text": " the", ...}, ...}`, one per token (LMI may send `"id": [..]`: that
   many tokens); the server's counts: the last line's `details.generated_tokens` (also a top-level
-  `generated_tokens`); input: `details.prompt_tokens` / `input_tokens`, else `len(details.prefill)`.
-- `openai` (vLLM, LMI's chat completions, SSE): lines `data: {"choices": [{"delta": {"content":
-  " the"}}]}`, one per non-empty delta (or `text`); `data: [DONE]` ends it; the server's counts: a
-  chunk's `usage`: `completion_tokens`, `prompt_tokens` (sent with `stream_options.include_usage`).
+  `generated_tokens`); input: `details.input_length` (TGI), `details.prompt_tokens` / `input_tokens`,
+  else `len(details.prefill)`.
+- `openai` (vLLM, LMI's chat completions, TGI's Messages API, SSE): lines `data: {"choices": [{"delta":
+  {"content": " the"}}]}`, one per non-empty delta (or `text`; a choice's `token_ids` list: that
+  many; a finishing choice with empty content: the stop token, which vLLM and LMI count);
+  `data: [DONE]` ends it; the server's counts: a chunk's `usage`: `completion_tokens`,
+  `prompt_tokens` (sent with `stream_options.include_usage`). With vLLM's
+  `stream_options.continuous_usage_stats` every chunk carries the running count from the first
+  (role) chunk on, and a chunk's tokens are the count's increase.
+
+In-band errors (`sm_locust.llm.errors`: TGI's `error` event, LMI's error token, an OpenAI-style
+error chunk or `finish_reason: "error"`) are recorded in `TokenCount.error`, the first one only; an
+error line is never a token.
 
 Non-streaming answers: OpenAI `usage`; TGI / LMI `[{"generated_text": ..., "details": {...}}]`
 or the same object without the list; without server counts the generated text is estimated with
@@ -23,7 +32,12 @@ caller says so once and keeps timing it. Per-token timing (`stream_figures`):
   chunk is not a token, so it can be later than the stream's first-chunk TTFT);
 - ITL (inter-token latency): for each later part carrying k tokens, k values of
   (its arrival - the previous token-carrying part's arrival) / k: one value per token, summing to
-  the time between the first and the last token;
+  the time between the first and the last token. A part's k is what its events say (one per
+  TGI / LMI line, an LMI id list's length, a vLLM running count's increase), and when the server's
+  total is larger than the tokens seen (a chunk carrying several tokens, with no per-chunk count),
+  the server's tokens are spread over the parts in proportion to the tokens seen in each: a chunk
+  of 2 tokens 50 ms after the previous gives two 25-ms gaps, not one of 50 ms. Parts that arrive
+  less than `SAME_WRITE_MS` apart are one write the transport split, and share one gap likewise;
 - time per output token (TPOT): (e2e - TTFT) / (output tokens - 1), with the output count the
   server's when it gave one; output tokens/s of a request: output tokens / e2e.
 
@@ -38,11 +52,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.llm.errors import InBandError, in_band_error
+
 TGI = "tgi"
 OPENAI = "openai"
 FORMATS = (TGI, OPENAI)
 SERVER = "server"
 COUNTED = "counted"
+SAME_WRITE_MS = 1.0
+"""Token-carrying parts that arrive less than this apart are one write the transport split (a decode step
+is several ms): their tokens share one gap, as the tokens of one part do."""
 INPUT_TOKENS = "llm_input_tokens"
 """`Invocation.extra` key: the prompt's token count as the sender knows it (sm_locust.payloads.llm)."""
 
@@ -74,6 +93,8 @@ class TokenCount:
     """`tgi` or `openai` when recognised, else None."""
     per_part: list[int] = field(default_factory=list)
     """Streams: tokens completed in each PayloadPart (a line counts in the part that ends it)."""
+    error: InBandError | None = None
+    """The stream's in-band error (the first), when the container ended it with one."""
 
     @property
     def recognised(self) -> bool:
@@ -98,14 +119,25 @@ class _Reader:
 
     def __init__(self) -> None:
         self.result = TokenCount()
+        self.taken = 0
+        """Tokens counted so far."""
+        self.running: int | None = None
+        """vLLM continuous usage: the running completion count of the last chunk (None: not that mode)."""
 
     def take(self, obj: Any) -> int:
-        """Tokens `obj` carries (a dict, or a list of them); notes the server's counts."""
+        """Tokens `obj` carries (a dict, or a list of them); notes the server's counts and an in-band error."""
         if isinstance(obj, list):
             return sum(self.take(item) for item in obj if isinstance(item, dict))
         if not isinstance(obj, dict):
             return 0
         result = self.result
+        error = in_band_error(obj)
+        if error is not None:  # an error line is never a token
+            if result.error is None:
+                result.error = error
+                result.format = result.format or (OPENAI if "choices" in obj or isinstance(obj.get("error"), dict)
+                                                  else TGI)
+            return 0
         tokens = 0
         if "token" in obj:
             result.format = result.format or TGI
@@ -113,14 +145,12 @@ class _Reader:
             ids = token.get("id") if isinstance(token, dict) else None
             tokens += len(ids) if isinstance(ids, list) else 1
         choices = obj.get("choices")
+        usage = obj.get("usage")
         if isinstance(choices, list):
             result.format = result.format or OPENAI
-            for choice in choices:
-                if isinstance(choice, dict):
-                    tokens += _choice_tokens(choice)
-        if "usage" in obj:
+            tokens += self._chunk_tokens(choices, usage)
+        if usage is not None:
             result.format = result.format or OPENAI
-            usage = obj["usage"]
             if isinstance(usage, dict):
                 result.server_output = _int(usage.get("completion_tokens"), result.server_output)
                 result.server_input = _int(usage.get("prompt_tokens"), result.server_input)
@@ -128,7 +158,7 @@ class _Reader:
         if isinstance(details, dict):
             result.server_output = _int(details.get("generated_tokens"), result.server_output)
             prefill = details.get("prefill")
-            prompt = details.get("prompt_tokens", details.get("input_tokens"))
+            prompt = details.get("input_length", details.get("prompt_tokens", details.get("input_tokens")))
             if prompt is None and isinstance(prefill, list) and prefill:
                 prompt = len(prefill)
             result.server_input = _int(prompt, result.server_input)
@@ -136,14 +166,32 @@ class _Reader:
             result.server_output = _int(obj.get("generated_tokens"), result.server_output)
         if "generated_text" in obj or "details" in obj:
             result.format = result.format or TGI
+        self.taken += tokens
         return tokens
+
+    def _chunk_tokens(self, choices: list, usage: Any) -> int:
+        """An OpenAI-style chunk's tokens: one per non-empty delta, or the running count's increase when
+        every chunk carries usage (vLLM's continuous_usage_stats, from the first chunk on)."""
+        running = _int(usage.get("completion_tokens"), None) if isinstance(usage, dict) and choices else None
+        if running is not None and (self.running is not None or self.taken == 0):
+            before = self.running or 0
+            self.running = running
+            return max(0, running - before)
+        return sum(_choice_tokens(choice) for choice in choices if isinstance(choice, dict))
 
 
 def _choice_tokens(choice: dict) -> int:
+    token_ids = choice.get("token_ids")
+    if isinstance(token_ids, list) and token_ids:  # vLLM's return_token_ids: the chunk's own count
+        return len(token_ids)
     delta = choice.get("delta")
     if isinstance(delta, dict):
         content = delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls")
-        return 1 if content else 0
+        if content:
+            return 1
+        # the stop token: vLLM and LMI stream it as an empty content with the finish reason (and count it);
+        # a bare `delta: {}` finishing chunk (OpenAI's) carries none
+        return 1 if choice.get("finish_reason") and delta.get("content") == "" else 0
     return 1 if choice.get("text") else 0
 
 
@@ -178,6 +226,11 @@ class StreamTokens:
         self._buffer = rest
         self._reader.result.per_part.append(tokens)
         return tokens
+
+    @property
+    def error(self) -> InBandError | None:
+        """The stream's in-band error so far (the first one), else None."""
+        return self._reader.result.error
 
     def finish(self) -> TokenCount:
         """The count, after the last part (a final line without a newline is taken too)."""
@@ -329,19 +382,45 @@ def stream_figures(count: TokenCount, first_chunk_ms: float | None, gaps_ms: Seq
     for gap in gaps_ms:
         arrivals.append(arrivals[-1] + gap)
     ttft = None
-    previous = None
+    previous = None  # the previous write's arrival
+    group_at, group_tokens = None, 0  # the write being read: parts arriving within SAME_WRITE_MS of one another
     itl: list[float] = []
     times: list[float] = []
-    for arrival, tokens in zip(arrivals, count.per_part, strict=False):  # a part without a gap recorded is not timed
+    parts = spread(count.per_part, count.server_output)
+    for arrival, tokens in zip(arrivals, parts, strict=False):  # a part without a gap recorded is not timed
         if not tokens:
             continue
-        if previous is None:
+        times.extend([arrival] * tokens)
+        if group_at is not None and arrival - group_at < SAME_WRITE_MS:
+            group_at, group_tokens = arrival, group_tokens + tokens
+            continue
+        if group_at is not None and previous is not None:
+            itl.extend([(group_at - previous) / group_tokens] * group_tokens)
+        if group_at is None:
             ttft = arrival
         else:
-            itl.extend([(arrival - previous) / tokens] * tokens)
-        times.extend([arrival] * tokens)
-        previous = arrival
+            previous = group_at
+        group_at, group_tokens = arrival, tokens
+    if group_at is not None and previous is not None:
+        itl.extend([(group_at - previous) / group_tokens] * group_tokens)
     return RequestTokens(e2e_ms, ttft, itl, count.output_tokens, inputs, count.source, times)
+
+
+def spread(per_part: Sequence[int], server_output: int | None) -> list[int]:
+    """Each part's tokens with the server's larger total spread over them in proportion to the tokens
+    seen in each (chunks that carried several tokens and said so only in the total); whole tokens,
+    summing to the server's count. Unchanged when the server gave no count or not a larger one."""
+    seen = sum(per_part)
+    if not server_output or not seen or server_output <= seen:
+        return list(per_part)
+    ratio = server_output / seen
+    out, cumulative, placed = [], 0, 0
+    for tokens in per_part:
+        cumulative += tokens
+        upto = round(cumulative * ratio)
+        out.append(upto - placed)
+        placed = upto
+    return out
 
 
 def response_figures(count: TokenCount, e2e_ms: float, input_tokens: int | None = None) -> RequestTokens:

@@ -41,6 +41,7 @@ from sm_locust.errors import SmLocustError
 from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
+from sm_locust.publish.live import attach_publisher
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.targets import TargetStats
@@ -104,6 +105,12 @@ def _attach_recorder(environment, **_kw) -> None:
         return  # _check_settings has said so and quits
     attach_recorder(environment, RunRecorder(environment, settings.sm_out or None, endpoint=settings.endpoint_name,
                                              progress_every_s=settings.sm_progress))
+
+
+@events.init.add_listener
+def _attach_publisher(environment, **_kw) -> None:
+    """--publish / --dashboard (sm_locust.publish): checked now, before any user starts (one line, exit 2)."""
+    attach_publisher(environment, recorder_of(environment))
 
 
 @events.test_start.add_listener

@@ -6,10 +6,12 @@ other payload source):
 
 | `--llm-template` | body (`--stream` adds `"stream": true`) | containers |
 |---|---|---|
-| `tgi` (default) | `{"inputs": PROMPT, "parameters": {"max_new_tokens": N}}` | TGI, LMI / DJL (rolling batch) |
-| `messages` | `{"messages": [{"role": "user", "content": PROMPT}], "max_tokens": N}` (1) | LMI, vLLM, OpenAI API |
+| `tgi` (default) | `{"inputs": PROMPT, "parameters": {"max_new_tokens": N, "details": true}}` (1) | TGI, LMI / DJL |
+| `messages` | `{"messages": [{"role": "user", "content": PROMPT}], "max_tokens": N}` (2) | LMI, vLLM, OpenAI API |
 
-(1) streams also ask for `"stream_options": {"include_usage": true}` (the server's token counts).
+(1) `details: true` asks TGI and LMI for the server's counts (`details.generated_tokens`, TGI's
+`details.input_length`); they send none without it. `--llm-details false` leaves it out.
+(2) streams also ask for `"stream_options": {"include_usage": true}` (the server's token counts).
 
 `--prompts`:
 
@@ -24,8 +26,8 @@ other payload source):
 Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`: the dataset's estimate,
 exact for synthetic prompts), used for `input_tokens` when the server does not count them.
 Bad input is one line, exit 2: a line that is not JSON or has no prompt, a template that does not
-match the line, `--llm-template` or `--max-new-tokens` without `--prompts`, `--prompts` with
-`--payload`.
+match the line, `--llm-template`, `--max-new-tokens` or `--llm-details` without `--prompts`,
+`--llm-details false` with the messages template, `--prompts` with `--payload`.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--max-new-tokens", "SM_LOCUST_MAX_NEW_TOKENS", 0,
                "LLM endpoints: answer length asked for (max_new_tokens / max_tokens); a prompt line's own length wins; "
                "0 = not sent (the server's default)", int, minimum=0),
+    OptionSpec("--llm-details", "SM_LOCUST_LLM_DETAILS", True,
+               "LLM endpoints: the tgi template asks for \"details\": true (TGI / LMI then send their token counts: "
+               "generated_tokens, input_length); false leaves it out", bool),
 ]
 
 
@@ -85,10 +90,13 @@ class LlmSettings:
     prompts: str = ""
     template: str = ""
     max_new_tokens: int = 0
+    details: bool = True
+    """The tgi template asks for the server's `details` (its token counts)."""
 
     @classmethod
     def from_options(cls, options: Options) -> LlmSettings:
-        return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens)
+        return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens,
+                   details=options.llm_details)
 
     @property
     def active(self) -> bool:
@@ -99,7 +107,8 @@ class LlmSettings:
         """The combinations that cannot work (one line each)."""
         if not self.prompts:
             given = [flag for flag, value in (("--llm-template", self.template),
-                                              ("--max-new-tokens", self.max_new_tokens)) if value]
+                                              ("--max-new-tokens", self.max_new_tokens),
+                                              ("--llm-details false", not self.details)) if value]
             if given:
                 raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from "
                                  "--prompts; pass --prompts FILE.jsonl or --prompts synthetic:512")
@@ -108,15 +117,25 @@ class LlmSettings:
             raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the "
                              "prompts: drop --payload")
         # the registry's error lists the valid names
-        return dataclasses.replace(self, template=TEMPLATES.canonical(self.template) if self.template else TGI)
+        checked = dataclasses.replace(self, template=TEMPLATES.canonical(self.template) if self.template else TGI)
+        if not checked.details and checked.template != TGI:
+            raise UsageError("--llm-details false shapes the tgi template's requests; the messages template asks for "
+                             "usage instead (stream_options.include_usage): drop --llm-details")
+        return checked
 
 
-def request_body(template: str, prompt: str | list, max_new_tokens: int, stream: bool) -> dict:
-    """The request object for one prompt (a list of messages is sent as it is, messages template only)."""
+def request_body(template: str, prompt: str | list, max_new_tokens: int, stream: bool, details: bool = True) -> dict:
+    """The request object for one prompt (a list of messages is sent as it is, messages template only);
+    `details`: the tgi template asks for the server's token counts."""
     if template == TGI:
         body: dict[str, Any] = {"inputs": prompt}
+        parameters: dict[str, Any] = {}
         if max_new_tokens:
-            body["parameters"] = {"max_new_tokens": max_new_tokens}
+            parameters["max_new_tokens"] = max_new_tokens
+        if details:
+            parameters["details"] = True
+        if parameters:
+            body["parameters"] = parameters
         if stream:
             body["stream"] = True
         return body
@@ -207,7 +226,8 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
     fields = {k: v for k, v in (headers or {}).items() if v is not None}
     invocations = []
     for prompt, length in prompts:
-        body = orjson.dumps(request_body(settings.template, prompt, length or settings.max_new_tokens, stream))
+        body = orjson.dumps(request_body(settings.template, prompt, length or settings.max_new_tokens, stream,
+                                         settings.details))
         invocation = Invocation(body=body, content_type="application/json", rows=1, **fields)
         invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt)
         invocations.append(invocation)

@@ -255,6 +255,11 @@ class RunTimeline:
         record = step_record(measure_step(seconds, mode=self.mode, min_subwindow_s=RECORDER_SUBWINDOW_S))
         return record, _spans(steady_window(seconds) or seconds)
 
+    @property
+    def step_index(self) -> int:
+        """The step under way, counted from 1 (the last one reached while users spawn); 0 before the first."""
+        return len(self._done) + (1 if self._step is not None else 0)
+
     def measured_steps(self) -> list[tuple[dict, list[Second]]]:
         """(summary.json record, steady window) of every step, the one under way measured as it stands.
         A window is its time spans as empty `Second`s (t = end, interval = length): what the LLM

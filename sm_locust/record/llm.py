@@ -5,7 +5,11 @@
 (`sm_locust.llm.tokens`: the server's counts preferred) and times them: TTFT, each inter-token gap
 (ITL), time per output token, end-to-end latency, input / output tokens, output tokens/s. Failed
 calls carry no tokens and are not counted here (the request entry counts them as usual). A stream
-whose chunks carry no recognisable token is timed as any stream and said so once per process.
+whose chunks carry no recognisable token is timed as any stream and said so once per process. A
+stream that carries an in-band error (TGI's error event, LMI's error token, an OpenAI-style error
+chunk: `sm_locust.llm.errors`) is failed by the client (`on_chunk` returns the error to the
+contract's StreamMeasurement, which reports the stream under that name); its tokens, counted as they
+came, are taken back as for any failed stream, and an error line is never a token.
 
 `LlmStats` (one per Locust process, `for_environment`) keeps those samples in per-second buckets
 (keyed by the epoch second the answer completed in, as the recorder's master timeline is), each a
@@ -41,6 +45,7 @@ from typing import Any
 from gevent import getcurrent
 
 from sm_locust.config.options import Options
+from sm_locust.invocation import InvocationError
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
@@ -70,6 +75,8 @@ def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = Tru
     input_tokens = getattr(invocation, "extra", {}).get(INPUT_TOKENS)
     if hasattr(result, "chunks"):  # a StreamResult
         count = count_stream(result.chunks)
+        if count.error is not None:  # failed in-band (a client without a chunk_listener reported it as a success)
+            return None
         return stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms, input_tokens)
     if responses and hasattr(result, "body"):
         return response_figures(count_response(result.body), e2e_ms, input_tokens)
@@ -83,6 +90,8 @@ class Live:
     parser: StreamTokens = field(default_factory=StreamTokens)
     added: dict[int, float] = field(default_factory=dict)
     total: float = 0.0
+    failure: InvocationError | None = None
+    """The stream's in-band error as the failure its entry reports, once seen."""
 
 
 def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
@@ -146,8 +155,9 @@ class LlmStats(WorkerShipped):
                         "or OpenAI-style SSE choices[].delta); it is timed, its tokens are not counted")
 
     # -- live: tokens counted as each PayloadPart arrives (the client's chunk_listener) ----------
-    def on_chunk(self, payload: bytes) -> None:
-        """A PayloadPart of the stream the calling greenlet is reading: its tokens count now."""
+    def on_chunk(self, payload: bytes) -> InvocationError | None:
+        """A PayloadPart of the stream the calling greenlet is reading: its tokens count now; returns
+        the stream's in-band error once the parser has seen one (the client then fails the stream)."""
         key = getcurrent()
         live = self._live.get(key)
         if live is None:
@@ -158,6 +168,9 @@ class LlmStats(WorkerShipped):
             self._bucket(second).arrived += tokens
             live.added[second] = live.added.get(second, 0) + tokens
             live.total += tokens
+        if live.failure is None and live.parser.error is not None:
+            live.failure = InvocationError(live.parser.error.code, live.parser.error.message)
+        return live.failure
 
     def take_live(self) -> Live | None:
         """The calling greenlet's live count of the stream it just finished (None when none ran)."""

@@ -72,7 +72,7 @@ SUMMARY = {
     "schema": "count", "endpoint": "text?", "started_at": "time?", "ended_at": "time?", "duration_s": "number?",
     "totals": "object", "steps": "list", "plateau": "object?", "payload": "object?", "by_name": "object?",
     "complete": "bool?", "hours": "list?", "targets": "list?", "model_cache": "object?", "mix": "object?",
-    "autoscaling": "object?", "traffic": "object?",
+    "autoscaling": "object?", "traffic": "object?", "publish": "object?",
 }
 
 

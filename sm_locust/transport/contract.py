@@ -30,7 +30,9 @@ Entries (docs/transport.md): `InvokeEndpoint`, `InvokeEndpointWithResponseStream
 payload bytes received, also when it fails); `context` `{"endpoint", "variant", "target"}`
 (`target`: the model or inference component named, `Invocation.target`; streams add `chunks`,
 `tokens`, `ttft_ms`, `inter_chunk_ms`), updated with the caller's `context=`. Failures are
-reported, never raised into a User.
+reported, never raised into a User. A stream whose bytes carry an in-band error (an LLM container's
+error event: the client's `chunk_listener` returns it, `sm_locust.record.llm`) is a failure too,
+named by that error (`TGI.generation: ...`), although SageMaker answered 200.
 """
 
 from __future__ import annotations
@@ -217,11 +219,13 @@ class StreamMeasurement(Measurement):
     Fires `TTFT` as soon as the first chunk is in (call start -> that chunk), then at the end
     `InterChunk` (`mean`: one entry per stream of 2+ chunks, the mean gap, length = gaps; `each`:
     one per gap; `none`) and the stream entry (whole call, payload bytes, the failure if any, the
-    stream's statistics in `context`). `result` is the StreamResult after a success, else None.
+    stream's statistics in `context`). `result` is the StreamResult after a success, else None. The
+    failure is the exception raised while reading, else the in-band error the client's
+    `chunk_listener` found in the payload (the first), so a container's error event fails the stream.
     """
 
     __slots__ = ("chunks", "arrivals", "content_type", "variant", "extra", "inter_chunk", "token_counter",
-                 "endpoint", "result", "on_chunk")
+                 "endpoint", "result", "on_chunk", "in_band")
 
     def __init__(self, client: SageMakerClient, name: str, *, url: str | None, started: float | None,
                  context: dict | None):
@@ -238,6 +242,7 @@ class StreamMeasurement(Measurement):
         self.content_type: str | None = None
         self.variant: str | None = None
         self.result: StreamResult | None = None
+        self.in_band: InvocationError | None = None
 
     def opened(self, content_type: str | None, variant: str | None) -> None:
         self.content_type, self.variant = content_type, variant
@@ -247,11 +252,15 @@ class StreamMeasurement(Measurement):
         self.chunks.append(payload)
         self.arrivals.append(now)
         if self.on_chunk is not None:
-            self.on_chunk(payload)
+            failure = self.on_chunk(payload)
+            if failure is not None and self.in_band is None:
+                self.in_band = failure
         if len(self.chunks) == 1:
             self.fire(TTFT, (now - self.started) * 1000.0, len(payload), None, self.context)
 
     def finish(self, end: float) -> None:
+        if self.exception is None and self.in_band is not None:
+            self.exception = self.in_band  # the container failed in-band: the stream is a failure, named by it
         arrivals = self.arrivals
         gaps = [(b - a) * 1000.0 for a, b in pairwise(arrivals)]
         if gaps and self.inter_chunk == "mean":
@@ -315,9 +324,10 @@ class SageMakerClient(ABC):
     validator: Any = None
     """Optional response check (see `check_response`); None = off."""
 
-    chunk_listener: Callable[[bytes], None] | None = None
+    chunk_listener: Callable[[bytes], InvocationError | None] | None = None
     """Called with each PayloadPart as it arrives, in the calling greenlet (live token counts,
-    record/llm.py); None = off."""
+    record/llm.py); it returns the stream's in-band error once it sees one (an LLM container's error
+    event, `sm_locust.llm.errors`), which makes the stream a failure; None = off."""
 
     def __init__(
         self,

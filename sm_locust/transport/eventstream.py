@@ -90,7 +90,8 @@ def encode_payload_part(data: bytes) -> bytes:
 def encode_exception(
     exception_type: str = MODEL_STREAM_ERROR, message: str = "", error_code: str | None = None
 ) -> bytes:
-    """A modeled exception frame (`ModelStreamError`, `InternalStreamFailure`), as SageMaker sends.
+    """A modeled exception frame (`ModelStreamError`, `InternalStreamFailure`), as SageMaker sends:
+    compact JSON `{"Message":...,"ErrorCode":...}` (tests/fixtures/wire/sagemaker/).
 
     botocore raises it as `EventStreamError` with code `exception_type` and this message.
     """
@@ -103,7 +104,7 @@ def encode_exception(
             ":content-type": "application/json",
             ":message-type": "exception",
         },
-        json.dumps(body).encode(),
+        json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode(),
     )
 
 

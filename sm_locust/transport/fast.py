@@ -189,7 +189,7 @@ class FastSageMakerClient(SageMakerClient):
         if response.status_code >= 300:
             raise error_from_response(response.status_code, headers, response.read())
         stream.opened(headers.get(STREAM_CONTENT_TYPE), headers.get(INVOKED_VARIANT))
-        error = _read_event_stream(response, stream.chunk, self._urls[INVOKE_ENDPOINT_STREAM])
+        error = read_event_stream(response, stream.chunk, self._urls[INVOKE_ENDPOINT_STREAM])
         if error is not None:  # the body has been read to its end: the connection is clean
             raise error
 
@@ -295,7 +295,7 @@ def _headers(response: Any) -> dict[str, str]:
     return out
 
 
-def _read_event_stream(
+def read_event_stream(
     response: Any, on_chunk: Callable[[bytes, float], None], url: str
 ) -> InvocationError | None:
     """Read an event-stream body frame by frame to its end; the first stream error, if any.

@@ -48,6 +48,9 @@ def test_compose_topology_rules():
     published = {name: s.get("ports", []) for name, s in services.items() if s.get("ports")}
     assert list(published) == ["master"] and all(p.startswith("127.0.0.1:") for p in published["master"])
     assert "container_name" not in services["worker"]  # --scale worker=N needs that
+    # the master's /metrics (--publish prometheus) is what the second published port reaches
+    publish = services["master"]["environment"]["SM_LOCUST_PUBLISH"]
+    assert publish == "prometheus:0.0.0.0:9646" and "127.0.0.1:9646:9646" in published["master"]
     # credentials: never a literal value, only pass-through from the environment or a read-only mount
     for name in ("master", "worker"):
         raw = yaml.safe_load(COMPOSE_FILE.read_text())["services"][name]["environment"]

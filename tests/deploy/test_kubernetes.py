@@ -281,6 +281,21 @@ def test_workers_find_the_master_and_run_one_process_per_cpu(rendered, overlay):
         assert int(master_env["LOCUST_EXPECT_WORKERS"]) == worker["spec"]["replicas"] * cpus
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_master_pod_is_scraped_where_it_serves_metrics(rendered, overlay):
+    """Scrape annotations (docs/live-metrics.md) name the port and path the master's --publish prometheus serves."""
+    manifests = rendered[overlay]
+    master = manifests.master()
+    annotations = master["spec"]["template"]["metadata"]["annotations"]
+    container = only_container(master)
+    publish = container_env(manifests, container)["SM_LOCUST_PUBLISH"]
+    kind, host, port = publish.split(",")[0].split(":")
+    assert (kind, host) == ("prometheus", "0.0.0.0")  # inside the pod; the Service does not expose it
+    assert annotations == {"prometheus.io/scrape": "true", "prometheus.io/port": port, "prometheus.io/path": "/metrics"}
+    assert [p["containerPort"] for p in container["ports"] if p["name"] == "metrics"] == [int(port)]
+    assert "SM_LOCUST_PUBLISH" not in {e["name"] for e in only_container(manifests.worker()).get("env", [])}
+
+
 def test_the_headless_master_uploads_and_the_webui_is_port_forwarded(rendered):
     job = rendered["headless"].master()
     assert job["kind"] == "Job" and job["spec"]["backoffLimit"] == 0
@@ -326,6 +341,9 @@ class LocalCluster:
         self.tmp = tmp
         self.extra_env = extra_env or {}
         self.ports = {str(p["port"]): free_port() for s in manifests.of_kind("Service") for p in s["spec"]["ports"]}
+        for workload in manifests.workloads():  # container ports a process listens on (the master's /metrics)
+            for port in only_container(workload).get("ports", []):
+                self.ports.setdefault(str(port["containerPort"]), free_port())
         self.services = {s["metadata"]["name"] for s in manifests.of_kind("Service")}
         self.workdir, copies = image_layout()
         self.image = tmp / "image"
@@ -358,6 +376,7 @@ class LocalCluster:
             return "127.0.0.1"
         if text in self.ports:
             return str(self.ports[text])
+        text = re.sub(r"\b0\.0\.0\.0:(\d+)\b", lambda m: f"127.0.0.1:{self.ports.get(m.group(1), m.group(1))}", text)
         parts = []
         for path in text.split(","):
             for mount_path in sorted(volumes, key=len, reverse=True):

@@ -211,12 +211,17 @@ def swarm_form(**fields: str) -> list[tuple[str, str]]:
 def test_the_web_ui_cannot_change_the_payload_or_where_requests_go(web_locust, endpoint, tmp_path):
     web = web_locust()
     shown = template_args(web.get("/")[1])["extra_options"]
-    assert not {"payload", "endpoint_url", "region", "aws_profile"} & set(shown)
+    assert not {"payload", "endpoint_url", "region", "aws_profile", "publish", "publish_period", "publish_namespace",
+                "dashboard"} & set(shown)
     for field, value, flag in (("payload", "/etc/passwd", "--payload"), ("payload", "os:getcwd", "--payload"),
                                ("endpoint_url", "http://192.0.2.1:80", "--endpoint-url"),
                                ("region", "eu-west-1", "--region"),
                                ("aws_profile", "prod", "--aws-profile"), ("host", "http://192.0.2.1:80", "host"),
-                               ("sm_out", str(tmp_path / "elsewhere"), "--sm-out")):
+                               ("sm_out", str(tmp_path / "elsewhere"), "--sm-out"),
+                               # live metrics: where the figures go stays on the command line (issue 30)
+                               ("publish", "prometheus:0.0.0.0:9646", "--publish"),
+                               ("publish_namespace", "Other", "--publish-namespace"),
+                               ("dashboard", "their-dashboard", "--dashboard")):
         _, body = web.post("/swarm", swarm_form(**{field: value}))
         answer = json.loads(body)
         assert answer["success"] is False and f"{flag} cannot be changed from the web UI" in answer["message"], answer

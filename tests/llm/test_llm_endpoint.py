@@ -14,20 +14,20 @@ import pytest
 
 from sm_locust.cli import main
 from sm_locust.endpoint.llm import (
-    OPENAI,
-    TGI,
-    BadLlmRequest,
+    IN_BAND,
     BatchModel,
     ContinuousBatcher,
-    Formatter,
     LlmConfig,
+    LlmEngine,
     Sequence,
-    parse_request,
     simulate,
+    stream_fault,
 )
+from sm_locust.endpoint.llm_wire import LMI, OPENAI, TGI, BadLlmRequest, Formatter, parse_request
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import SERVER, count_response, count_stream, stream_figures
+from sm_locust.record.llm import token_accounting
 from sm_locust.transport import create_client
 
 MODEL = BatchModel(max_sequences=8, step_ms=20.0, step_ms_per_seq=1.0, prefill_ms_per_token=0.05)
@@ -88,7 +88,9 @@ def test_scheduler_admits_fifo_up_to_the_cap_and_drops_cancelled():
 
 def test_requests_of_both_schemas():
     tgi = parse_request(b'{"inputs": "one two three", "parameters": {"max_new_tokens": 7}}')
-    assert (tgi.format, tgi.prompt_tokens, tgi.max_new_tokens, tgi.stream_usage) == (TGI, 3, 7, False)
+    assert (tgi.format, tgi.prompt_tokens, tgi.max_new_tokens, tgi.stream_usage, tgi.details) == (TGI, 3, 7, False,
+                                                                                                 False)
+    assert parse_request(b'{"inputs": "x", "parameters": {"details": true}}').details is True
     chat = parse_request(json.dumps({"messages": [{"role": "user", "content": "a b"}], "max_tokens": 5, "stream": True,
                                      "stream_options": {"include_usage": True}}).encode())
     assert (chat.format, chat.prompt_tokens, chat.max_new_tokens, chat.stream_usage) == (OPENAI, 2, 5, True)
@@ -97,7 +99,10 @@ def test_requests_of_both_schemas():
             parse_request(bad)
 
 
-@pytest.mark.parametrize("body, fmt", [(b'{"inputs": "hi there", "parameters": {"max_new_tokens": 5}}', TGI),
+TGI_BODY = b'{"inputs": "hi there", "parameters": {"max_new_tokens": 5, "details": true}}'
+
+
+@pytest.mark.parametrize("body, fmt", [(TGI_BODY, TGI), (TGI_BODY, LMI),
                                        ((b'{"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 5, '
                                          b'"stream_options": {"include_usage": true}}'), OPENAI)])
 @pytest.mark.parametrize("server_counts", [True, False])
@@ -105,15 +110,16 @@ def test_answers_read_back_by_the_token_accounting(body, fmt, server_counts):
     request = parse_request(body)
     stream = Formatter(fmt, request, 5, server_counts)
     count = count_stream([stream.token(i) for i in range(5)])
-    assert count.format == fmt and count.counted == 5 and count.output_tokens == 5
+    assert count.format == (TGI if fmt == LMI else fmt) and count.counted == 5 and count.output_tokens == 5
     assert count.source == ("server" if server_counts else "counted")
-    assert count.server_input == (2 if server_counts else None)
+    assert count.server_input == (2 if server_counts and fmt != LMI else None)  # LMI's details carry no prompt count
     whole = count_response(Formatter(fmt, request, 5, server_counts).body())
     assert whole.output_tokens == 5
 
 
 def test_config_flags_round_trip_and_bad_values_are_one_line(capsys):
-    config = LlmConfig(max_sequences=4, step_ms=5.0, output_tokens="8-16", format="openai", server_counts=False)
+    config = LlmConfig(max_sequences=4, step_ms=5.0, output_tokens="8-16", format="lmi", server_counts=False,
+                       error_ratio=0.25)
     flags = config.flags()
     assert flags[0] == "--llm" and "--llm-max-sequences" in flags and "--llm-server-counts" in flags
     import argparse
@@ -130,6 +136,19 @@ def test_config_flags_round_trip_and_bad_values_are_one_line(capsys):
     assert "--llm-max-sequences must be at least 1" in capsys.readouterr().err
     assert main(["serve", "--llm-step-ms", "3"]) == 2
     assert "add --llm" in capsys.readouterr().err
+    assert main(["serve", "--llm", "--llm-error-ratio", "1.5"]) == 2
+    assert "--llm-error-ratio must be between 0 and 1" in capsys.readouterr().err
+    assert main(["serve", "--llm", "--llm-error-ratio", "0.6", "--stream-error-ratio", "0.6"]) == 2
+    assert "--stream-error-ratio and --llm-error-ratio add up to 1.2" in capsys.readouterr().err
+
+
+def test_a_stream_fault_is_forced_or_drawn_against_both_ratios():
+    engine = LlmEngine(LlmConfig(error_ratio=0.25))
+    assert stream_fault(engine, "InternalStreamFailure", 0.5, lambda: 0.0) == "InternalStreamFailure"
+    draws = {0.1: "ModelStreamError", 0.29: "ModelStreamError", 0.31: IN_BAND, 0.54: IN_BAND, 0.56: None}
+    for draw, fault in draws.items():
+        assert stream_fault(engine, None, 0.3, lambda d=draw: d) == fault
+    assert stream_fault(LlmEngine(LlmConfig()), None, 0.0, lambda: 1 / 0) is None  # no draw without a ratio
 
 
 STEP_MS, PER_SEQ_MS, CAP = 15.0, 1.0, 2
@@ -151,7 +170,8 @@ def _credentials(monkeypatch):
 
 
 @pytest.mark.parametrize("transport", ["fast", "boto3"])
-@pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12}, "stream": True},
+@pytest.mark.parametrize("body", [{"inputs": "one two", "parameters": {"max_new_tokens": 12, "details": True},
+                                   "stream": True},
                                   {"messages": [{"role": "user", "content": "one two"}], "max_tokens": 12,
                                    "stream": True, "stream_options": {"include_usage": True}}])
 def test_the_endpoint_streams_tokens_one_step_apart(llm_endpoint, transport, body):
@@ -193,3 +213,26 @@ def test_invoke_endpoint_and_bad_bodies(llm_endpoint):
     assert create_client("fast", env, "llm",
                          endpoint_url=llm_endpoint.url).invoke_stream(Invocation(body=b'{"instances": [1]}')) is None
     assert str(seen[-1]["exception"]).startswith("ModelError")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fault, code, counter", [("InBandError", "TGI.generation", "in_band_errors"),
+                                                  ("ModelStreamError", "ModelStreamError", "stream_errors"),
+                                                  ("InternalStreamFailure", "InternalStreamFailure", "stream_errors")])
+def test_a_forced_stream_fault_ends_the_stream_half_way_and_is_counted(llm_endpoint, fault, code, counter):
+    """`sm-locust-fault=InBandError` ends a stream with its format's in-band error (TGI's error event here);
+    ModelStreamError / InternalStreamFailure with SageMaker's exception frame, under --llm as without it."""
+    env = Environment()
+    seen = []
+    env.events.request.add_listener(lambda **kw: seen.append(kw))
+    client = create_client("fast", env, "llm", endpoint_url=llm_endpoint.url)
+    call = token_accounting(client.invoke_stream, env)
+    before = llm_endpoint.stats()
+    body = b'{"inputs": "one two", "parameters": {"max_new_tokens": 6, "details": true}, "stream": true}'
+    assert call(Invocation(body=body, custom_attributes=f"sm-locust-fault={fault}")) is None
+    after = llm_endpoint.stats()
+    stream = [e for e in seen if e["request_type"] == "InvokeEndpointWithResponseStream"]
+    assert len(stream) == 1 and stream[0]["exception"].code == code
+    assert after[counter] - before[counter] == 1 and after["successes"] == before["successes"]
+    assert env.sm_locust_llm.window(0, 4e9).requests == 0  # the failed stream's 3 tokens were taken back
+    assert sum(b.arrived for b in env.sm_locust_llm.buckets.values()) == 0

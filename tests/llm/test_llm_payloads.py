@@ -26,8 +26,13 @@ from sm_locust.payloads.options import prepare_payloads
 
 
 def test_bodies_for_each_template():
-    assert request_body("tgi", "Hi", 64, stream=False) == {"inputs": "Hi", "parameters": {"max_new_tokens": 64}}
-    assert request_body("tgi", "Hi", 0, stream=True) == {"inputs": "Hi", "stream": True}
+    assert request_body("tgi", "Hi", 64, stream=False) == {"inputs": "Hi",
+                                                           "parameters": {"max_new_tokens": 64, "details": True}}
+    assert request_body("tgi", "Hi", 0, stream=True) == {"inputs": "Hi", "parameters": {"details": True},
+                                                         "stream": True}
+    assert request_body("tgi", "Hi", 0, stream=True, details=False) == {"inputs": "Hi", "stream": True}
+    assert request_body("tgi", "Hi", 8, stream=False, details=False) == {"inputs": "Hi",
+                                                                         "parameters": {"max_new_tokens": 8}}
     assert request_body("messages", "Hi", 32, stream=True) == {
         "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 32, "stream": True,
         "stream_options": {"include_usage": True}}
@@ -98,6 +103,14 @@ def test_option_combinations():
     with pytest.raises(UsageError, match="synthetic:abc"):
         build_pool(LlmSettings("synthetic:abc").check(), stream=False)
     assert LlmSettings("synthetic:5").check().template == "tgi"
+    with pytest.raises(UsageError, match="--llm-details false shapes LLM requests built from --prompts"):
+        LlmSettings(details=False).check()
+    with pytest.raises(UsageError, match="the messages template asks for usage"):
+        LlmSettings("synthetic:5", "messages", details=False).check()
+    quiet = build_pool(LlmSettings("synthetic:5", details=False).check(), stream=True)
+    assert "parameters" not in orjson.loads(quiet.next().body)
+    assert orjson.loads(build_pool(LlmSettings("synthetic:5").check(), stream=True).next().body)["parameters"] == {
+        "details": True}
 
 
 def test_options_are_registered_and_prompts_stand_in_for_the_payload(tmp_path):
@@ -117,6 +130,7 @@ def test_options_are_registered_and_prompts_stand_in_for_the_payload(tmp_path):
     (["--prompts", "{d}/bad.jsonl"], ["bad.jsonl:2: no prompt"]),
     (["--prompts", "{d}/chat.jsonl"], ["--llm-template is tgi"]),
     (["--payload", "{d}/bad.jsonl", "--llm-template", "tgi"], ["--llm-template shapes LLM requests"]),
+    (["--prompts", "synthetic:8", "--llm-template", "messages", "--llm-details", "false"], ["--llm-details false"]),
     (["--prompts", "synthetic:0"], ["synthetic:0", "at least 1 token"]),
 ])
 def test_bad_llm_input_is_one_line_exit_2(argv, needles, tmp_path, capsys):

@@ -9,10 +9,13 @@ import random
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.invocation import InvocationError
+from sm_locust.llm.errors import FINISH_REASON_ERROR, GENERIC, LMI_ERROR, OPENAI_ERROR, in_band_error
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import (
     COUNTED,
     OPENAI,
+    SAME_WRITE_MS,
     SERVER,
     TGI,
     StreamTokens,
@@ -20,6 +23,7 @@ from sm_locust.llm.tokens import (
     count_stream,
     estimate_tokens,
     response_figures,
+    spread,
     stream_figures,
 )
 
@@ -188,3 +192,106 @@ def test_length_distributions():
     for bad in ("abc", "0", "9-3", "5~-1", "1.5"):
         with pytest.raises(UsageError, match="token length|at least|LOW-HIGH|sd"):
             LengthDistribution.parse(bad, "--llm-output-tokens")
+
+
+@pytest.mark.parametrize("obj, code, message", [
+    ({"error": "Request failed during generation: OOM", "error_type": "generation"}, "TGI.generation",
+     "Request failed during generation: OOM"),
+    ({"error": "x", "error_type": "tool error; rm -rf"}, "TGI.tool_error_rm_rf", "x"),  # an untrusted kind, cleaned
+    ({"token": {"id": -1, "text": "", "error_msg": "exception occurred"}, "details": {"finish_reason": "error"}},
+     LMI_ERROR, "exception occurred"),
+    ({"token": {"id": -1, "text": "", "logprob": -1, "special": True}, "details": {"finish_reason": "error"}},
+     LMI_ERROR, "the generation failed (finish_reason error)"),
+    ({"body": {"generation": ""}, "error": {"error_code": 400, "error_msg": "bad"}}, LMI_ERROR, "(status 400) bad"),
+    ({"error": {"message": "Internal server error", "type": "InternalServerError", "param": None, "code": 500}},
+     "OpenAI.InternalServerError", "(status 500) Internal server error"),
+    ({"error": {"message": "failed", "http_status_code": 422}}, OPENAI_ERROR, "(status 422) failed"),
+    ({"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]}, FINISH_REASON_ERROR,
+     "a choice finished with finish_reason \"error\""),
+    ({"error": "something"}, GENERIC, "something"),
+])
+def test_in_band_errors_are_named_by_their_format(obj, code, message):
+    error = in_band_error(obj)
+    assert error is not None and (error.code, error.message) == (code, message)
+    assert str(InvocationError(error.code, error.message)) == f"{code}: {message}"
+
+
+def test_ordinary_events_are_not_errors():
+    for obj in ({"token": {"id": 5, "text": " a"}, "details": {"finish_reason": "length"}},
+                {"choices": [{"delta": {"content": "a"}, "finish_reason": "stop"}]}, {"error": None}, [1], "x",
+                {"token": {"id": -1, "text": ""}}):  # id -1 alone (no error message, no error finish) is not one
+        assert in_band_error(obj) is None
+
+
+def test_an_error_line_is_never_a_token_and_only_the_first_error_is_kept():
+    parser = StreamTokens()
+    assert parser.feed(b'{"token": {"id": 1, "text": "a"}}\n') == 1
+    assert parser.feed(b'{"token": {"id": -1, "text": "", "error_msg": "first"}, "details": {"finish_reason": '
+                       b'"error"}}\ndata: {"error": {"message": "second"}}\n') == 0
+    count = parser.finish()
+    assert count.counted == 1 and count.error.code == LMI_ERROR and count.error.message == "first"
+
+
+def test_spread_gives_the_server_surplus_in_proportion_to_the_tokens_seen():
+    assert spread([0, 1, 1, 1, 1], 8) == [0, 2, 2, 2, 2]
+    assert spread([1, 0, 2, 1], 8) == [2, 0, 4, 2]
+    assert sum(spread([1, 1, 1], 7)) == 7 and all(n >= 1 for n in spread([1, 1, 1], 7))
+    assert spread([1, 2], None) == [1, 2] and spread([1, 2], 2) == [1, 2] and spread([0, 0], 5) == [0, 0]
+
+
+def test_a_chunk_of_two_tokens_with_the_server_count_gives_two_half_gaps():
+    """Two chunks of 2 tokens each (vLLM stream interval), 50 ms apart; the usage says 4: ITL 25, 25."""
+    parts = [b'data: {"choices": [{"delta": {"content": "a b"}}]}\n\n',
+             b'data: {"choices": [{"delta": {"content": " c d"}, "finish_reason": "length"}]}\n\n',
+             b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}\n\n']
+    figures = stream_figures(count_stream(parts), 100.0, [50.0, 0.1], e2e_ms=160.0)
+    assert figures.ttft_ms == 100.0 and figures.itl_ms == [25.0, 25.0] and figures.output_tokens == 4
+    assert figures.token_times_ms == [100.0, 100.0, 150.0, 150.0]
+
+
+def test_parts_of_one_write_share_its_gap():
+    """A write of 2 tokens that the transport split into 2 parts arriving together: two 12.5-ms gaps, not 25
+    and 0."""
+    parts = [b'{"token": {"id": 1, "text": "a"}}\n', b'{"token": {"id": 2, "text": "b"}}\n',
+             b'{"token": {"id": 3, "text": "c"}}\n']
+    figures = stream_figures(count_stream(parts), 100.0, [25.0, SAME_WRITE_MS / 10], e2e_ms=130.0)
+    assert figures.ttft_ms == 100.0 and figures.itl_ms == pytest.approx([12.55, 12.55])
+    apart = stream_figures(count_stream(parts), 100.0, [25.0, 25.0], e2e_ms=160.0)
+    assert apart.itl_ms == [25.0, 25.0]
+
+
+def test_continuous_usage_counts_each_chunk_by_the_running_count():
+    """vLLM's continuous_usage_stats: usage on every chunk from the role chunk on; a chunk's tokens are the
+    running count's increase. A server that puts its final usage on the last content chunk instead (after
+    tokens were counted) is read as a final count, not as that chunk's tokens."""
+    def chunk(content, completion):
+        return (b'data: {"choices": [{"delta": {"content": "%s"}}], "usage": {"prompt_tokens": 2, '
+                b'"completion_tokens": %d}}\n\n' % (content.encode(), completion))
+
+    running = StreamTokens()
+    per_part = [running.feed(p) for p in (chunk("", 0), chunk("a b", 2), chunk("c", 3), chunk("d e f", 6))]
+    assert per_part == [0, 2, 1, 3] and running.finish().output_tokens == 6
+    final = StreamTokens()
+    per_part = [final.feed(p) for p in (b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n',
+                                        b'data: {"choices": [{"delta": {"content": "b"}}]}\n\n', chunk("c", 3))]
+    count = final.finish()
+    assert per_part == [1, 1, 1] and count.counted == 3 and count.server_output == 3
+
+
+def test_the_stop_token_of_an_empty_finishing_delta_counts():
+    """vLLM and LMI stream the stop token as empty content with the finish reason (and count it); OpenAI's
+    bare `delta: {}` finishing chunk carries none."""
+    empty = count_stream([b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n',
+                          b'data: {"choices": [{"delta": {"content": ""}, "finish_reason": "stop"}]}\n\n'])
+    bare = count_stream([b'data: {"choices": [{"delta": {"content": "a"}}]}\n\n',
+                         b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n'])
+    assert (empty.counted, bare.counted) == (2, 1)
+
+
+def test_tgi_input_length_and_token_ids_lists():
+    count = count_stream([b'data:{"index":1,"token":{"id":5,"text":" a","logprob":-0.5,"special":false},'
+                          b'"generated_text":" a","details":{"finish_reason":"length","generated_tokens":1,"seed":null,'
+                          b'"input_length":9}}\n\n'])
+    assert count.server_input == 9 and count.server_output == 1
+    ids = count_stream([b'data: {"choices": [{"delta": {"content": "ab"}, "token_ids": [4, 5]}]}\n\n'])
+    assert ids.counted == 2

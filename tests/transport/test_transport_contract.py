@@ -197,3 +197,21 @@ def test_measurement_reports_exceptions_and_lets_a_stopping_user_go():
 def test_the_contract_cannot_be_built_without_a_transport():
     with pytest.raises(TypeError, match="abstract"):
         SageMakerClient(Environment(), "ep")
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_a_stream_the_chunk_listener_finds_an_in_band_error_in_is_that_failure(runtime, transport):
+    """An LLM container's error event inside a 200 stream: the listener (the token accounting) names it, the
+    stream's one entry reports it, in Locust's failure table under that name; TTFT was still timed."""
+    env = Environment()
+    env.create_local_runner()
+    client = signed_client(transport, env, runtime.url)
+    client.chunk_listener = lambda payload: (InvocationError("TGI.generation", "boom\x1b[31m") if payload == WORDS[1]
+                                             else None)
+    assert client.invoke_stream(Invocation(body=b"{}", accept="text/plain")) is None
+    client.chunk_listener = None
+    assert client.invoke_stream(Invocation(body=b"{}", accept="text/plain")) is not None
+    stream = env.stats.entries[("ep", "InvokeEndpointWithResponseStream")]
+    assert (stream.num_requests, stream.num_failures) == (2, 1)
+    assert env.stats.entries[("ep", "TTFT")].num_requests == 2
+    assert [str(e.error) for e in env.stats.errors.values()] == ["TGI.generation: boom\\x1b[31m"]  # no escape: shown
