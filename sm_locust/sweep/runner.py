@@ -52,6 +52,7 @@ from sm_locust.sweep.pipeline import (
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Row, Teardown, Timing
 from sm_locust.util.outputs import locked_folder, write_atomic
+from sm_locust.util.yamlsafe import load_json
 
 MARKER = "sweep_configuration.json"
 
@@ -74,7 +75,7 @@ def is_complete(run_dir: Path, key: str) -> bool:
     """A configuration measured before: its result (summary.json, or the file the marker names) plus
     our marker with the same key, status ok."""
     try:
-        marker = json.loads((run_dir / MARKER).read_text())
+        marker = load_json((run_dir / MARKER).read_text())
     except (OSError, ValueError):
         return False
     result = str(marker.get("result") or "summary.json")
