@@ -66,7 +66,8 @@ class RunProgress:
         return self.sample.elapsed_s if self.sample else 0.0
 
     def figures(self) -> str:
-        """`8 users, 180.6 req/s, p95 89 ms, 0 failed/s` (empty before the first sample)."""
+        """`8 users, 180.6 req/s, p95 89 ms, 0 failed/s (so far)` (empty before the first sample): the
+        last seconds' figures, provisional; a step's own are on its step line."""
         s = self.sample
         if s is None:
             return ""
@@ -75,7 +76,7 @@ class RunProgress:
         if abs(s.goodput_rps - s.rps) >= 0.05:
             text += f" (goodput {s.goodput_rps:.1f})"
         text += f", p95 {p95} ms, {s.failures / max(self.interval_s, 1e-9):.0f} failed/s"
-        return text + (f", {s.backoffs} back-offs" if s.backoffs else "")
+        return text + (f", {s.backoffs} back-offs" if s.backoffs else "") + " (so far)"
 
     def text(self) -> str:
         """The one line: elapsed time, the last second's figures, the last step line, errors."""

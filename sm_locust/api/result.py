@@ -5,6 +5,7 @@ and the gates read); a `RunResult` is a view of it for notebooks, built from the
 
     .run_dir     the folder                         .summary   summary.json (a dict, docs/summary.md)
     .verdict     the line the CLI prints at the end .plateau   summary.json's plateau (a pandas Series) or None
+    .inconclusive  True when the load generator, not the endpoint, decided the answer (.inconclusive_reason)
     .steps       one row per load held (summary.json steps; start/end as UTC timestamps)
     .timeline    one row per second (timeline.jsonl: users, requests, failures, rps, goodput, p50/p95/p99)
     .errors      failures by error code (error, count)
@@ -28,12 +29,12 @@ from typing import Any
 
 import pandas as pd
 
-from sm_locust.core.launch import verdict_line
+from sm_locust.core.launch import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
 from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path
-from sm_locust.report.merge import errors_by_code
+from sm_locust.report.merge import errors_by_code, interval_columns
 from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
@@ -66,6 +67,17 @@ class RunResult:
         return verdict_line(self._summary)
 
     @property
+    def inconclusive(self) -> bool:
+        """True when the run's answer cannot be trusted: a step that decides it was measured while the
+        load generator was the bottleneck (summary.json `verdict`; the reason in `inconclusive_reason`
+        and on `verdict`'s last line). Neither a pass nor a fail of the endpoint."""
+        return inconclusive_reason(self._summary) is not None
+
+    @property
+    def inconclusive_reason(self) -> str | None:
+        return inconclusive_reason(self._summary)
+
+    @property
     def plateau(self) -> pd.Series | None:
         """summary.json's plateau (capacity_rps, users, rps, p95_ms, reason, reached, text, ...), or
         None when no plateau-finding shape ran."""
@@ -74,9 +86,12 @@ class RunResult:
 
     @property
     def steps(self) -> pd.DataFrame:
-        """One row per load held, as summary.json records them (the figures the search judged)."""
+        """One row per step, as summary.json records them (the figures the search judged, over each
+        step's steady window), with each figure's 95 % interval as `<figure>_ci95_low` / `_high`."""
         if "steps" not in self._frames:
-            frame = pd.DataFrame(self._summary.get("steps") or [])
+            records = [{**{k: v for k, v in step.items() if k != "ci95"}, **interval_columns(step.get("ci95"))}
+                       for step in self._summary.get("steps") or []]
+            frame = pd.DataFrame(records)
             for column in ("start", "end"):
                 if column in frame.columns:
                     frame[column] = pd.to_datetime(frame[column], utc=True)
@@ -141,6 +156,9 @@ class RunResult:
 
     def _head_html(self, note: str = "") -> str:
         parts = [f"<pre style='white-space:pre-wrap'>{html.escape(self.verdict)}</pre>"]
+        if self.inconclusive:  # loudly: the figures above measured the load generator, not the endpoint
+            parts.insert(0, f"<p style='color:#b00020;font-weight:bold'>INCONCLUSIVE: "
+                            f"{html.escape(self.inconclusive_reason or '')}</p>")
         if self.interrupted:
             parts.append(f"<p style='color:#a15c00'>{html.escape(self.interrupted)}</p>")
         if note:

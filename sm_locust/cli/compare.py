@@ -1,7 +1,9 @@
 """`sm-locust compare RUN_DIR... [--out DIR]`: several runs side by side, one HTML + one CSV.
 
-Thin adapter over `sm_locust.report.compare.compare_runs`. No CloudWatch calls: endpoint-side
-columns come from each run's steps.csv when `sm-locust report` already wrote one. Exit codes:
+Thin adapter over `sm_locust.report.compare` (`compare_table`, `write_compare`). No CloudWatch
+calls: endpoint-side columns come from each run's steps.csv when `sm-locust report` already wrote
+one. Its closing lines are a table: one row per run, throughput, p95 and $ per 1M (per 1M output
+tokens for LLM runs), each with its change against the first run. Exit codes:
 0 every run complete, 1 written but some run has gaps (printed), 2 usage error.
 """
 
@@ -12,7 +14,7 @@ import sys
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.report.compare import compare_runs
+from sm_locust.report.compare import compare_table, terminal_table, write_compare
 from sm_locust.report.pipeline import check_report_values
 from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
@@ -25,8 +27,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "transactions per hour. Writes compare.csv and compare.html (self-contained).",
     )
     p.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="run folders written by `sm-locust run`")
-    p.add_argument("--out", default="sm-locust-compare", metavar="DIR",
-                   help="output folder (default ./sm-locust-compare)")
+    p.add_argument("--out", default="reports/compare", metavar="DIR",
+                   help="output folder (default reports/compare, beside the runs)")
     p.add_argument("--prices", dest="prices_file", metavar="FILE", help="JSON price table overriding the bundled one")
     p.add_argument("--target-rps", type=argument_type(float, above=0), help="traffic to size for")
     p.add_argument("--safety-factor", type=float, default=0.5, help="headroom for the autoscaling target (default 0.5)")
@@ -38,9 +40,16 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(Path(args.out))
     for run_dir in args.run_dirs:
         refuse_in_progress(Path(run_dir))
-    outputs, gaps = compare_runs(args.run_dirs, args.out, prices_file=args.prices_file,
-                                 safety_factor=args.safety_factor, target_rps=args.target_rps,
-                                 progress=lambda m: print(f"sm-locust compare: {m}", flush=True))
+    runs, table = compare_table(args.run_dirs, prices_file=args.prices_file, safety_factor=args.safety_factor,
+                                target_rps=args.target_rps,
+                                progress=lambda m: print(f"sm-locust compare: {m}", flush=True))
+    outputs = write_compare(runs, table, args.out)
+    gaps = [f"{r.name}: {g}" for r in runs for g in r.gaps]
+    columns: tuple[str, ...] = ("max_sustainable_rps", "p95_ms", "usd_per_million")
+    if "usd_per_million_output_tokens" in table.columns:
+        columns = ("max_sustainable_rps", "output_tokens_per_s", "ttft_p95_ms", "usd_per_million_output_tokens")
+    for line in terminal_table(table, columns):
+        print(f"sm-locust compare: {line}")
     for gap in gaps:
         print(f"sm-locust compare: missing: {gap}", file=sys.stderr)
     for key, path in outputs.items():

@@ -103,12 +103,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust report: note: {note}")
     for gap in result.gaps:
         print(f"sm-locust report: missing: {gap}", file=sys.stderr)
-    point = result.point
-    if point:
-        line = f"max sustainable throughput {point['rps']:.1f} req/s at {point.get('users')} users"
-        if result.cost.get("usd_per_million") is not None:
-            line += f"; ${result.cost['usd_per_million']:.2f} per 1M inferences"
-        print(f"sm-locust report: {line}")
+    for label, value in result.answers:  # the Summary's lead: what the run and the flags asked
+        print(f"sm-locust report: {label}: {value}")
     for key, path in result.outputs.items():
         print(f"sm-locust report: {key}: {path}")
     if result.cloudwatch.get("source") == "cloudwatch":  # the run's --publish cloudwatch: what CloudWatch holds

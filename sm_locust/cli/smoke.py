@@ -48,7 +48,8 @@ def add_parser(subparsers) -> None:
     add_cli_options(p)
     add_load_arguments(p)
     add_gate_arguments(p)  # last: a flag the options above already declare keeps its declaration
-    p.add_argument("-v", "--verbose", dest="quiet", action="store_false", help="show Locust's periodic tables")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show Locust's output and its periodic tables (--locust-stats: the tables alone)")
     p.set_defaults(accepts_passthrough=True, quiet=True)
 
 
@@ -86,6 +87,8 @@ def _short_run(args: argparse.Namespace):
         args.users = SMOKE_USERS
     if args.run_time is None and not args.shape:
         args.run_time = SMOKE_RUN_TIME
+    if args.verbose or args.locust_stats:  # smoke is quiet unless asked: Locust's output, with its tables
+        args.quiet, args.locust_stats = False, True
     out, summary = start_run(plan_run(args))
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")

@@ -30,7 +30,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "recommended; 1: a configuration failed or none meets the objective; 2: bad input; 130: interrupted.",
     )
     p.add_argument("sweep_file", metavar="SWEEP", nargs="?", help="the sweep file (docs/sweep.md)")
-    p.add_argument("--out", default=None, help="sweep folder (default sweeps/<sweep id>/); rerunning resumes in it")
+    p.add_argument("--out", default=None,
+                   help="sweep folder (default reports/sweeps/<sweep id>/); rerunning resumes in it")
     p.add_argument("--plan", action="store_true", help="list the configurations, what each would deploy, the estimated "
                    "time, instance-hours and $; deploy nothing")
     p.add_argument("--yes", action="store_true", help="create SageMaker endpoints without asking")
@@ -39,7 +40,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--cleanup", metavar="SWEEP_ID", default=None,
                    help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID; for an "
                    "autoscaling sweep also put back the scaling it changed (journals in --out, default "
-                   "sweeps/SWEEP_ID/)")
+                   "reports/sweeps/SWEEP_ID/)")
     p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: AWS_REGION, "
                    "AWS_DEFAULT_REGION, the profile's region)")
     return p

@@ -59,9 +59,12 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float, above=0),
     OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float, above=0),
     OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.jsonl into",
-               web_ui=False, forward=False),
+               web_ui=False, forward=False, group="output"),
     OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
-               float, web_ui=False, forward=False, minimum=0),
+               float, web_ui=False, forward=False, minimum=0, group="output"),
+    OptionSpec("--sm-closing", "SM_LOCUST_CLOSING", False,
+               "the sm-locust command that started Locust prints the verdict in its closing lines (sm-locust run), "
+               "so the shape does not print it a second time", bool, web_ui=False, forward=False, group="output"),
 ]
 
 

@@ -26,7 +26,7 @@ import argparse
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from sm_locust.errors import UsageError
@@ -106,6 +106,7 @@ class OptionSpec:
     below: float | None = None
     convert: Callable[[str], Any] | None = None
     hint: Callable[[float], str] | None = None  # numbers: advice appended when the range refuses a value
+    group: str = ""  # a key of GROUPS: where --help and the web UI show it; "" = its provider's group
     const: Any = None  # the value of the flag given alone (`--dashboard` = `--dashboard auto`); None: it takes one
 
     @property
@@ -177,26 +178,65 @@ class OptionSpec:
         return value
 
 
-# "module:attribute" of every list of OptionSpec; a feature adds its own line here.
-OPTION_PROVIDERS: tuple[str, ...] = (
-    "sm_locust.config.endpoint:OPTIONS",
-    "sm_locust.shapes.settings:OPTIONS",
-    "sm_locust.config.openloop:OPTIONS",
-    "sm_locust.payloads.options:OPTIONS",
-    "sm_locust.transport.options:OPTIONS",
-    "sm_locust.payloads.llm:OPTIONS",
-    "sm_locust.shapes.tokens:OPTIONS",
-    "sm_locust.mix.options:OPTIONS",
-    "sm_locust.publish.options:OPTIONS",
+# The groups an option shows in (`locust --help`, `sm-locust run --help`, the web UI's form), in
+# order; the shapes' own groups are their names in `sm_locust.shapes.SHAPES`, and the web UI puts
+# the chosen shape's group first.
+GROUPS: dict[str, str] = {
+    "endpoint": "Endpoint",
+    "payload": "Payload",
+    "shape": "Load shape (any shape)",
+    "step": "Step shape",
+    "plateau": "Plateau shape",
+    "phases": "Phases shape (Inference Recommender pattern)",
+    "open": "Open-loop shape (constant rate)",
+    "traffic": "Traffic shape (rate phases)",
+    "slo": "SLOs and stop conditions",
+    "llm": "LLM endpoints",
+    "mix": "Traffic mix (multi-model, inference components)",
+    "output": "Output",
+    "publish": "Live metrics (CloudWatch custom metrics, Prometheus)",
+}
+
+# ("module:attribute" of a list of OptionSpec, the group of its options unless one names its own);
+# a feature adds its own line here.
+OPTION_PROVIDERS: tuple[tuple[str, str], ...] = (
+    ("sm_locust.config.endpoint:OPTIONS", "endpoint"),
+    ("sm_locust.shapes.settings:OPTIONS", "shape"),
+    ("sm_locust.config.openloop:OPTIONS", "shape"),
+    ("sm_locust.payloads.options:OPTIONS", "payload"),
+    ("sm_locust.transport.options:OPTIONS", "endpoint"),
+    ("sm_locust.payloads.llm:OPTIONS", "llm"),
+    ("sm_locust.shapes.tokens:OPTIONS", "llm"),
+    ("sm_locust.mix.options:OPTIONS", "mix"),
+    ("sm_locust.publish.options:OPTIONS", "publish"),
 )
 
 
 def all_option_specs() -> list[OptionSpec]:
+    """Every provider's options, each with its group (its own, else its provider's)."""
     specs: list[OptionSpec] = []
-    for provider in OPTION_PROVIDERS:
+    for provider, group in OPTION_PROVIDERS:
         module, _, attribute = provider.partition(":")
-        specs.extend(getattr(importlib.import_module(module), attribute))
+        specs.extend(spec if spec.group else replace(spec, group=group)
+                     for spec in getattr(importlib.import_module(module), attribute))
     return specs
+
+
+# Words of a flag written as people write them in a label (`--itl-slo-ms` -> "ITL SLO (ms)").
+LABEL_WORDS = {"slo": "SLO", "ttft": "TTFT", "itl": "ITL", "llm": "LLM", "json": "JSON", "id": "ID", "url": "URL",
+               "aws": "AWS", "rps": "req/s", "ms": "(ms)", "dtype": "dtype", "base64": "base64"}
+
+
+def option_label(spec: OptionSpec) -> str:
+    """A readable label for a form field, from the flag: `--latency-slo-ms` -> "Latency SLO (ms)"."""
+    words = [LABEL_WORDS.get(word, word) for word in spec.flag.lstrip("-").split("-")]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]
+
+
+def option_help(spec: OptionSpec) -> str:
+    """The help as a reader sees it (argparse's `%%` escapes undone)."""
+    return spec.help.replace("%%", "%")
 
 
 def spec_defaults(specs: list[OptionSpec]) -> dict[str, Any]:
@@ -269,27 +309,45 @@ def environment_options(environment: Any) -> Options:
     return parse_options(getattr(environment, "parsed_options", None))
 
 
-def register_options(parser) -> None:
-    """Add every sm-locust option to Locust's parser (call from init_command_line_parser).
+def grouped_specs(specs: list[OptionSpec] | None = None) -> list[tuple[str, list[OptionSpec]]]:
+    """(group key, its options) in GROUPS' order, each group's options in declaration order."""
+    specs = all_option_specs() if specs is None else specs
+    return [(key, members) for key in GROUPS if (members := [s for s in specs if s.group == key])]
 
-    Locust's parser itself (not an argument group) knows env_var and include_in_web_ui.
+
+def register_options(parser) -> None:
+    """Add every sm-locust option to Locust's parser (call from init_command_line_parser), in argument
+    groups ("sm-locust: Endpoint", ...) for `locust --help`, in GROUPS' order (the web UI's too: it
+    lists custom arguments in the order they were added, under "Custom parameters").
+
+    Locust's `LocustArgumentParser.add_argument` takes `include_in_web_ui` and sets it (with
+    `is_secret`, `is_required`, `is_multiple`) on the action, where its web UI looks; an argument
+    group's `add_argument` is argparse's (configargparse adds `env_var`), so the same attributes are
+    set here on the action it returns.
     """
-    for spec in all_option_specs():
-        parser.add_argument(spec.flag, env_var=spec.env_var, include_in_web_ui=spec.web_ui, **spec.argparse_kwargs())
+    for key, specs in grouped_specs():
+        group = parser.add_argument_group(f"sm-locust: {GROUPS[key]}")
+        for spec in specs:
+            action = group.add_argument(spec.flag, env_var=spec.env_var, **spec.argparse_kwargs())
+            action.include_in_web_ui = spec.web_ui
+            action.is_secret = action.is_required = action.is_multiple = False
 
 
 def add_cli_options(parser, title: str = "sm-locust options (also SM_LOCUST_* env vars)") -> None:
-    """Declare the same options on an argparse parser (defaults from the same env vars)."""
-    group = parser.add_argument_group(title)
-    for spec in all_option_specs():
-        if not spec.forward:
+    """Declare the same options on an argparse parser (defaults from the same env vars), in one
+    argument group per GROUPS key ("sm-locust options: Endpoint", ...)."""
+    for key, specs in grouped_specs():
+        forwarded = [spec for spec in specs if spec.forward]
+        if not forwarded:
             continue
-        kwargs = spec.argparse_kwargs()
-        env_value = os.environ.get(spec.env_var)
-        if env_value is not None and env_value.strip():
-            kwargs["default"] = spec.from_env(env_value)
-        kwargs["help"] = f"{spec.help} [{spec.env_var}]"
-        group.add_argument(spec.flag, **kwargs)
+        group = parser.add_argument_group(f"{title}: {GROUPS[key]}")
+        for spec in forwarded:
+            kwargs = spec.argparse_kwargs()
+            env_value = os.environ.get(spec.env_var)
+            if env_value is not None and env_value.strip():
+                kwargs["default"] = spec.from_env(env_value)
+            kwargs["help"] = f"{spec.help} [{spec.env_var}]"
+            group.add_argument(spec.flag, **kwargs)
 
 
 def forwarded_arguments(options: Options) -> list[str]:

@@ -18,6 +18,7 @@ import ipaddress
 import os
 import re
 import socket
+import time
 import urllib.request
 from collections.abc import Mapping
 from urllib.parse import urlparse
@@ -46,15 +47,32 @@ def is_loopback(url: object) -> bool:
         return False
 
 
-def check_reachable(url: str, timeout: float = 3.0, hint: str = "check --endpoint-url") -> None:
-    """Raise RunError when nothing accepts TCP connections at url's host:port."""
+# A local endpoint started a moment ago (`sm-locust serve ... &` on the line before, as the README's
+# examples do) takes a second or two to listen: a refused loopback connection is retried this long.
+LOOPBACK_GRACE_S = 5.0
+
+
+def check_reachable(url: str, timeout: float = 3.0, hint: str = "check --endpoint-url",
+                    grace_s: float | None = None) -> None:
+    """Raise RunError when nothing accepts TCP connections at url's host:port; a refused connection
+    to this machine is retried for `grace_s` (default LOOPBACK_GRACE_S) while a local endpoint starts."""
     parsed = urlparse(url)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    grace = (LOOPBACK_GRACE_S if is_loopback(url) else 0.0) if grace_s is None else grace_s
+    deadline = time.monotonic() + grace
     try:
-        with socket.create_connection((parsed.hostname, port), timeout=timeout):
-            pass
+        while True:
+            try:
+                with socket.create_connection((parsed.hostname, port), timeout=timeout):
+                    return
+            except ConnectionRefusedError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
     except ConnectionRefusedError:
-        raise RunError(f"cannot connect to {url}: connection refused; is the endpoint running? ({hint})") from None
+        waited = f" (waited {grace:g} s for it to start)" if grace else ""
+        raise RunError(f"cannot connect to {url}: connection refused{waited}; is the endpoint running? "
+                       f"({hint})") from None
     except TimeoutError:
         raise RunError(f"cannot connect to {url}: no answer within {timeout:.0f} s ({hint})") from None
     except OSError as exc:

@@ -42,7 +42,7 @@ from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
-from sm_locust.util.formatting import MISSING, is_missing
+from sm_locust.util.formatting import MISSING, is_missing, with_interval
 from sm_locust.util.outputs import (
     IN_USE,
     PARTIAL_SUFFIX,
@@ -68,6 +68,8 @@ class LoadSettings:
     quiet: bool = False
     progress_every_s: float = 0.0
     locust_args: tuple[str, ...] = ()
+    locust_stats: bool = False  # Locust's periodic stats tables (off: the step and closing lines carry the figures)
+    closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
 
 
 def run_id(endpoint_name: str, now: float | None = None) -> str:
@@ -161,8 +163,10 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
         cmd += ["--run-time", load.run_time]
     if load.processes:
         cmd += ["--processes", str(load.processes)]
-    if load.quiet:
+    if load.quiet or not load.locust_stats:  # no table every 2 s; Locust's final summary stays in locust.log
         cmd += ["--only-summary"]
+    if load.closing_verdict:
+        cmd += ["--sm-closing", "true"]
     if load.progress_every_s:
         cmd += ["--sm-progress", str(load.progress_every_s)]
     cmd += forwarded
@@ -346,10 +350,11 @@ def verdict_line(summary: dict) -> str:
     errors = clean(", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items()))
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
-    line = (f"{t.get('requests', 0)} requests, {t.get('rps', 0):.1f} req/s"
+    ci = whole_run_intervals(summary)
+    line = (f"whole run: {t.get('requests', 0)} requests, {with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
             + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
-            + f", p95 {MISSING if is_missing(p95) else f'{p95:.0f}'} ms, {t.get('failures', 0)} failures"
-            + (f" ({errors})" if errors else ""))
+            + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
+            + f", {t.get('failures', 0)} failures" + (f" ({errors})" if errors else ""))
     in_flight = t.get("in_flight_at_stop") or 0
     if in_flight:  # cut short by the stop: in no count above
         line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"
@@ -366,7 +371,28 @@ def verdict_line(summary: dict) -> str:
     plateau = summary.get("plateau")
     if plateau and plateau.get("text"):
         line += f"\n{plateau['text']}"
+    inconclusive = inconclusive_reason(summary)
+    if inconclusive is not None and not (plateau and str(plateau.get("text", "")).startswith("INCONCLUSIVE")):
+        line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
     return line
+
+
+def whole_run_intervals(summary: dict) -> dict:
+    """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
+    load changed, the whole-run rate averages different loads and its interval says nothing useful
+    (the steps' intervals are the ones to read); {} otherwise."""
+    totals = summary.get("totals") or {}
+    if len(summary.get("steps") or []) > 1 or not isinstance(totals.get("ci95"), dict):
+        return {}
+    return totals["ci95"]
+
+
+def inconclusive_reason(summary: dict) -> str | None:
+    """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.run_verdict), or None."""
+    verdict = summary.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("status") == "inconclusive":
+        return str(verdict.get("reason") or "the load generator was the bottleneck")
+    return None
 
 
 def nothing_completed(summary: dict) -> str | None:

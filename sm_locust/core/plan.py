@@ -55,12 +55,17 @@ class RunSettings:
 
 def locust_load(options: Options, *, users: int | None, spawn_rate: float | None, run_time: str | None,
                   shape: str | None, processes: int | None, quiet: bool = False, progress_every_s: float | None = None,
-                  locust_args: list[str] | tuple[str, ...] = ()) -> LoadSettings:
+                  locust_args: list[str] | tuple[str, ...] = (), locust_stats: bool = False,
+                  closing_verdict: bool = False) -> LoadSettings:
     """Locust's load options from what was given (None = not given), by the run's rules: a shape that
     decides the load takes no user count; constant users default to 1 for a minute; shapes start
     users at up to 100/s. `progress_every_s` overrides the progress-line interval (default: every 5 s
-    with `quiet`, else none)."""
+    with `quiet`, else none). `locust_stats`: Locust's periodic tables (not with `quiet`, which hides
+    Locust's output); `closing_verdict`: the caller prints the verdict, so the shape does not."""
     check_users(users, shape)
+    if quiet and locust_stats:
+        raise UsageError("--locust-stats shows Locust's periodic tables and -q/--quiet hides Locust's output: "
+                         "pass one of them")
     if users is not None:
         check_number(users, "--users", int, minimum=1)
     if spawn_rate is not None:
@@ -80,15 +85,16 @@ def locust_load(options: Options, *, users: int | None, spawn_rate: float | None
         run_time=run_time, shape=shape, processes=processes, quiet=quiet,
         progress_every_s=progress_every_s if progress_every_s is not None else (
             QUIET_PROGRESS_EVERY_S if quiet else 0.0),
-        locust_args=tuple(locust_args),
+        locust_args=tuple(locust_args), locust_stats=locust_stats, closing_verdict=closing_verdict,
     )
 
 
-def plan_run(args: Any, *, progress_every_s: float | None = None) -> RunSettings:
+def plan_run(args: Any, *, progress_every_s: float | None = None, closing_verdict: bool = False) -> RunSettings:
     """Every option of `sm-locust run` (an argparse namespace: the CLI's, or the Python API's parsed
     by the same parser) parsed and checked together; UsageError (one line) when anything is wrong.
     Checks only: nothing is read from the network or written (the payloads and the preflight come
-    in `start_run`)."""
+    in `start_run`). `closing_verdict`: the caller states the verdict in its closing lines (`sm-locust
+    run`), so the shape does not print it too."""
     upload_url = option_value(args, "upload")
     upload = S3Location.parse(upload_url) if upload_url else None  # a malformed URL is the first thing to fail
     check_config_files()  # the locust.conf Locust will read here: UTF-8 text (a binary one was a traceback)
@@ -101,7 +107,8 @@ def plan_run(args: Any, *, progress_every_s: float | None = None) -> RunSettings
                          run_time=option_value(args, "run_time"), shape=shape,
                          processes=option_value(args, "processes"), quiet=bool(option_value(args, "quiet")),
                          progress_every_s=progress_every_s,
-                         locust_args=list(option_value(args, "passthrough") or []))
+                         locust_args=list(option_value(args, "passthrough") or []),
+                         locust_stats=bool(option_value(args, "locust_stats")), closing_verdict=closing_verdict)
     return RunSettings(options=options, endpoint=endpoint, shape=shape, shape_settings=shape_settings, load=load,
                        out=option_value(args, "out"), overwrite=bool(option_value(args, "overwrite")),
                        upload=upload, watch_scaling=bool(option_value(args, "watch_scaling")))

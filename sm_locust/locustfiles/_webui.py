@@ -12,6 +12,15 @@ the shown sm-locust numbers and booleans the way the command line does (`--think
 refused, not a server error; `--stop-at-knee maybe` is not read as false), and the number of users
 within `MAX_USERS` (a local runner; a master's users are spread over its workers).
 
+The sm-locust options in the start form: Locust shows custom arguments in one "Custom parameters"
+list, alphabetically (the page's JSON has its keys sorted), each field named by its dest in camel
+case and labelled with it title-cased and its help in parentheses (`Itl Slo Ms (LLM plateau:
+inter-token ...)`, cut off at the field's width); argument groups only shape `locust --help` (the
+options are registered in their groups there). So `FORM_SCRIPT` turns the list into groups with a
+heading each (`config.options.GROUPS`: the chosen shape's own settings first, then the settings
+every shape reads, then endpoint, payload, SLOs, LLM, mix, output), a readable label
+(`option_label`: "ITL SLO (ms)") and the full help under each field (`form_layout`, pure).
+
 The start form: with the sm-locust options given, Locust's "no host attribute set" warning is
 wrong (an endpoint, not a host, is what the users need), so it is cleared, and its Host field is
 hidden (`HIDE_HOST_FIELD`: the page has no switch for it); and the open-loop rate
@@ -32,8 +41,9 @@ from locust.runners import MasterRunner
 from flask import jsonify, request
 from werkzeug.datastructures import ImmutableMultiDict
 
-from sm_locust.config.options import all_option_specs
+from sm_locust.config.options import GROUPS, all_option_specs, grouped_specs, option_help, option_label
 from sm_locust.errors import UsageError
+from sm_locust.shapes import SHAPES
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
 from sm_locust.util.numbers import MAX_USERS, check_number
@@ -54,6 +64,136 @@ HIDE_HOST_FIELD = ("<script>/* sm-locust: the users need an endpoint, not a host
                    "var field = input.closest('.MuiFormControl-root') || input.parentElement;"
                    "if (field.style.display !== 'none') { field.style.display = 'none'; } }); })"
                    ".observe(document, {childList: true, subtree: true});</script>")
+
+
+def form_layout(shown: Iterable[str]) -> list[dict[str, Any]]:
+    """The sm-locust fields of the start form in groups, GROUPS' order: [{"key", "title", "fields":
+    [{"name", "label", "help"}]}], the options the form shows (`shown`: its extra options) only."""
+    shown = set(shown)
+    layout = []
+    for key, specs in grouped_specs():
+        fields = [{"name": spec.dest, "label": option_label(spec), "help": option_help(spec)}
+                  for spec in specs if spec.web_ui and spec.dest in shown]
+        if fields:
+            layout.append({"key": key, "title": GROUPS[key], "fields": fields})
+    return layout
+
+
+def shape_names(environment) -> dict[str, str]:
+    """Shape class name -> its sm-locust shape name, for the shapes the UI can pick (or runs)."""
+    classes = dict(environment.available_shape_classes or {})
+    if environment.shape_class is not None:
+        classes[type(environment.shape_class).__name__] = environment.shape_class
+    found = {}
+    for name, shape in classes.items():
+        shape_class = shape if isinstance(shape, type) else type(shape)
+        if issubclass(shape_class, SmLocustShape) and shape_class.shape_name:
+            found[name] = shape_class.shape_name
+    return found
+
+
+def current_shape(environment) -> str | None:
+    shape = environment.shape_class
+    return getattr(type(shape), "shape_name", None) if shape is not None else None
+
+
+def form_script(layout: list[dict[str, Any]], shapes: Mapping[str, str], current: str | None) -> str:
+    """The page's data (JSON; `<` escaped so no text can close the script) and FORM_SCRIPT."""
+    data = json.dumps({"groups": layout, "shapes": dict(shapes), "current": current,
+                       "shapeGroups": SHAPES.names()}).replace("<", "\\u003c")
+    return f"<script>window.smLocustForm = {data};</script>{FORM_SCRIPT}"
+
+
+# Groups the start form's "Custom parameters" by `window.smLocustForm` (form_layout): a heading per
+# group; with a shape picked (again whenever the picker changes) its own group first, then the
+# settings every shape reads, the other groups, and the other shapes' groups last; a readable label
+# and the full help under each field. Idempotent: it runs on every change of the page
+# (React draws the form late, and again) and does nothing until the shape picked changes.
+FORM_SCRIPT = """<style>
+.sm-locust-group{margin:18px 0 2px;padding-top:10px;border-top:1px solid rgba(128,128,128,.4);font-weight:600}
+.sm-locust-group small{font-weight:400;opacity:.7;margin-left:.5em}
+.sm-locust-help{margin:3px 2px 0;font-size:.8rem;line-height:1.3;opacity:.75;white-space:normal}
+</style><script>/* sm-locust: the options in groups, with readable labels and their full help */
+(function () {
+  var form = window.smLocustForm;
+  if (!form || !form.groups.length) { return; }
+  var applied = null;
+  var CONTROLS = 'input[name], select[name], textarea[name]';
+  function camel(name) { return name.replace(/_([a-z0-9])/g, function (m, c) { return c.toUpperCase(); }); }
+  function box(control) {
+    var el = control;
+    while (el.parentElement && el.parentElement.querySelectorAll(CONTROLS).length === 1) { el = el.parentElement; }
+    return el;
+  }
+  function field(container, name) {
+    var scope = container || document, wanted = [name, camel(name)];
+    for (var i = 0; i < wanted.length; i++) {
+      var control = scope.querySelector('[name="' + wanted[i] + '"]');
+      if (control) { return box(control); }
+    }
+    return null;
+  }
+  function chosen() {
+    var picker = document.querySelector('[name="shapeClass"], [name="shape_class"]');
+    return (picker ? form.shapes[picker.value] : form.current) || null;
+  }
+  function order(shape) {
+    var keys = form.groups.map(function (g) { return g.key; });
+    if (!shape) { return keys; }
+    var first = [shape, 'shape'].filter(function (k) { return keys.indexOf(k) >= 0; });
+    var rest = keys.filter(function (k) { return first.indexOf(k) < 0; });
+    var others = rest.filter(function (k) { return form.shapeGroups.indexOf(k) >= 0; });
+    return first.concat(rest.filter(function (k) { return others.indexOf(k) < 0; }), others);
+  }
+  function decorate(el, f) {
+    if (el.getAttribute('data-sm-locust-field')) { return; }
+    el.setAttribute('data-sm-locust-field', f.name);
+    var label = el.querySelector('label, .MuiFormControlLabel-label');
+    if (label) { label.textContent = f.label; }
+    var notch = el.querySelector('fieldset legend span');  /* the outline's gap is sized by this text */
+    if (notch) { notch.textContent = f.label; }
+    var help = document.createElement('p');
+    help.className = 'sm-locust-help';
+    help.textContent = f.help;
+    el.appendChild(help);
+  }
+  function apply() {
+    var start = field(null, form.groups[0].fields[0].name);
+    if (!start || !start.parentElement) { return; }
+    var container = start.parentElement, shape = chosen();
+    if (applied === shape && container.getAttribute('data-sm-locust')) { return; }
+    applied = shape;
+    container.setAttribute('data-sm-locust', 'grouped');
+    order(shape).forEach(function (key) {
+      var group = form.groups.filter(function (g) { return g.key === key; })[0];
+      var heading = container.querySelector('[data-sm-locust-group="' + key + '"]');
+      if (!heading) {
+        heading = document.createElement('div');
+        heading.className = 'sm-locust-group';
+        heading.setAttribute('data-sm-locust-group', key);
+        heading.appendChild(document.createTextNode(group.title));
+        heading.appendChild(document.createElement('small'));
+      }
+      heading.lastChild.textContent = key === shape ? 'the shape picked' : '';
+      container.appendChild(heading);
+      group.fields.forEach(function (f) {
+        var el = field(container, f.name);
+        if (el) { decorate(el, f); container.appendChild(el); }
+      });
+    });
+  }
+  var pending = false;
+  function schedule() {
+    if (pending) { return; }
+    pending = true;
+    window.requestAnimationFrame(function () { pending = false; apply(); });
+  }
+  new MutationObserver(schedule).observe(document, {childList: true, subtree: true, attributes: true,
+                                                    attributeFilter: ['value']});
+  document.addEventListener('click', schedule, true);
+  document.addEventListener('change', schedule, true);
+})();
+</script>"""
 
 
 def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterable[str]) -> list[str]:
@@ -164,10 +304,13 @@ def protect(environment, web_ui) -> None:
     web_ui.update_template_args = update_template_args
 
     @web_ui.app.after_request
-    def _hide_host_field(response):
-        """Locust's start form always shows a Host field (its page has no switch for it): hidden here."""
+    def _start_form(response):
+        """Locust's start form always shows a Host field (its page has no switch for it): hidden here;
+        and the sm-locust options grouped (FORM_SCRIPT)."""
         if request.path == "/" and response.mimetype == "text/html" and not response.direct_passthrough:
             page = response.get_data(as_text=True)
             if "</head>" in page:
-                response.set_data(page.replace("</head>", HIDE_HOST_FIELD + "</head>", 1))
+                layout = form_layout(ui_extra_args_dict())
+                script = form_script(layout, shape_names(environment), current_shape(environment))
+                response.set_data(page.replace("</head>", HIDE_HOST_FIELD + script + "</head>", 1))
         return response

@@ -49,7 +49,7 @@ from sm_locust.plateau.conditions import (
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
-from sm_locust.util.formatting import latency
+from sm_locust.util.formatting import latency, with_interval
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
 GROWTH_FACTOR = 2.0  # PlateauSearch doubles the load while throughput keeps growing
@@ -113,32 +113,68 @@ class Verdict:
     def capacity_rps(self) -> float | None:
         return self.capacity.goodput_rps if self.capacity else None
 
-    def text(self) -> str:
-        """One line for the console and the report."""
-        best = self._describe(self.plateau) if self.plateau else None
+    @property
+    def inconclusive_reason(self) -> str | None:
+        """Why the answer cannot be trusted, or None: the load generator, not the endpoint, was the
+        bottleneck at a step that decides it (the search stopped there, or the capacity or knee step
+        itself was measured client-bound). Never a pass or fail of the endpoint."""
         if self.client_bound:
-            tail = f"; best endpoint-bound step {best}" if best else ""
-            return f"client-bound, add workers: {self.client_reason}{tail}"
+            return f"the load generator was the bottleneck: {self.client_reason}"
+        for what, step in (("capacity", self.capacity), ("knee", self.plateau)):
+            if step is not None and step.client_bound:
+                return f"the {what} step ({step.load_label()}) was client-bound: {step.client_bound_reason}"
+        return None
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.inconclusive_reason is not None
+
+    def text(self, steps: Sequence[StepMeasurement] | None = None) -> str:
+        """One line for the console and the report. Each step it quotes is named (`step N`, its
+        place in `steps`: summary.json's list, the search's own steps by default) with that step's
+        own rate, load and percentile; the capacity carries its 95 % interval."""
+        listed = list(self.steps if steps is None else steps)
+        best = self._describe(self.plateau, listed) if self.plateau else None
+        if self.client_bound:
+            tail = f"; best endpoint-bound {best}" if best else ""
+            return f"INCONCLUSIVE: the load generator was the bottleneck (add workers): {self.client_reason}{tail}"
+        prefix = f"INCONCLUSIVE ({self.inconclusive_reason}): " if self.inconclusive else ""
         if best is None:
-            return f"no acceptable step: {self.reason}"
+            return f"{prefix}no acceptable step: {self.reason}"
         if self.reached:
-            return f"plateau: {self._reached(best)} \u2014 {self.reason}"
-        return f"no plateau reached ({self.reason}): best {best}"
+            return f"{prefix}plateau: {self._reached(best, listed)} \u2014 {self.reason}"
+        return f"{prefix}no plateau reached ({self.reason}): best {best}"
 
-    def _describe(self, step: StepMeasurement) -> str:
+    def _describe(self, step: StepMeasurement, steps: Sequence[StepMeasurement] = ()) -> str:
         """One step in the verdict's line (the token search words it in tokens)."""
-        return _describe_step(step)
+        return step_name(step, steps) + _describe_step(step)
 
-    def _reached(self, best: str) -> str:
-        """What a reached plateau's line says before its reason."""
-        return f"capacity {self.capacity_rps:.0f} req/s; knee {best}"
+    def _reached(self, best: str, steps: Sequence[StepMeasurement] = ()) -> str:
+        """What a reached plateau's line says before its reason: the capacity (its step, its interval,
+        its own load and percentile), then the knee."""
+        capacity = self.capacity
+        if capacity is None:
+            return f"knee {best}"
+        figure = with_interval(capacity.goodput_rps, capacity.ci95["goodput_rps"], " req/s")
+        where = f"{step_name(capacity, steps)}{capacity.load_label()}"
+        if capacity.p95_ms is not None:
+            where += f", p95 {latency(capacity.p95_ms, ' ms')}"
+        return f"capacity {figure} at {where}; knee {best}"
 
-    def as_dict(self) -> dict:
-        """The `plateau` object of summary.json."""
+    def as_dict(self, steps: Sequence[StepMeasurement] | None = None) -> dict:
+        """The `plateau` object of summary.json. `steps`: the step records summary.json lists (the
+        shape's measurements; the search's own steps by default): `capacity_step` and `knee_step`
+        index them."""
         step = self.plateau
         capacity = self.capacity
+        listed = list(self.steps if steps is None else steps)
         return {
             "capacity_rps": round(capacity.goodput_rps, 3) if capacity else None,
+            "capacity_ci95": capacity.ci95["goodput_rps"].as_list() if capacity else None,
+            "capacity_step": _index_of(capacity, listed),
+            "knee_step": _index_of(step, listed),
+            "inconclusive": self.inconclusive,
+            "inconclusive_reason": self.inconclusive_reason,
             "capacity_load": capacity.load if capacity else None,
             "capacity_stable": capacity.stable if capacity else None,
             "users": step.users if step else None,
@@ -160,8 +196,19 @@ class Verdict:
             "error_rate": round(step.error_rate, 6) if step else None,
             "model_knee_users": round(self.model_knee, 2) if self.model_knee is not None else None,
             "steps": len(self.steps),
-            "text": self.text(),
+            "text": self.text(listed),
         }
+
+
+def step_name(step: StepMeasurement, steps: Sequence[StepMeasurement]) -> str:
+    """'step 5: ' when `step` is listed in `steps` (1-based, as every surface numbers steps), else ''."""
+    index = _index_of(step, steps)
+    return "" if index is None else f"step {index + 1}: "
+
+
+def _index_of(step: StepMeasurement | None, steps: Sequence[StepMeasurement]) -> int | None:
+    """The position of this very measurement (not an equal one) in `steps`, or None."""
+    return next((i for i, listed in enumerate(steps) if listed is step), None) if step is not None else None
 
 
 def _describe_step(step: StepMeasurement) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
 DEFAULT_SLO_PERCENTILE = 95.0  # the percentile an SLO applies to unless one is given (--slo-percentile, sweeps, gates)
@@ -39,6 +40,7 @@ STABILITY_WINDOWS = 3  # perf_analyzer: 3 measurement windows ...
 STABILITY_TOLERANCE = 0.10  # ... each within 10 % of their mean
 MIN_SUBWINDOW_S = 3.0  # one Locust worker report period (a local runner's samples are exact per second: 1 s)
 CLIENT_CPU_LIMIT_PCT = 90.0
+CLIENT_WAIT_LIMIT_PCT = 25.0  # the generator waited for a CPU this long: its clock and its sends were late
 MIN_ACHIEVED_RATIO = 0.90
 
 MODE_USERS = "users"
@@ -114,6 +116,7 @@ class StepMeasurement:
     unstable_reason: str | None = None
     client_cpu_pct: float | None = None  # average over the steady window
     client_cpu_max: float | None = None
+    client_wait_pct: float | None = None  # average over the steady window: runnable, waiting for a CPU
     intended_rps: float | None = None  # open loop: mean target rate over the steady window
     sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
@@ -122,6 +125,8 @@ class StepMeasurement:
     t_start: float = 0.0
     t_end: float = 0.0
     percentiles: dict[float, float | None] = field(default_factory=dict)
+    window: list[Second] = field(default_factory=list, repr=False, compare=False)  # the steady window's samples
+    _ci95: dict[str, Interval] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -166,6 +171,15 @@ class StepMeasurement:
         return self.percentile(99.0)
 
     @property
+    def ci95(self) -> dict[str, Interval]:
+        """95 % intervals of `CI_FIGURES` over the steady window (`window_intervals`), computed once,
+        when first asked for (the drivers measure a step under way every tick; only the step they
+        keep is asked). All unknown for a measurement built without its window."""
+        if self._ci95 is None:
+            self._ci95 = window_intervals(self.window)
+        return self._ci95
+
+    @property
     def achieved_ratio(self) -> float | None:
         """Open loop: achieved / intended rate (None in closed loop)."""
         if not self.intended_rps:
@@ -177,6 +191,9 @@ class StepMeasurement:
         """Why the load generator (not the endpoint) limited this step, or None."""
         if self.client_cpu_pct is not None and self.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
             return f"client CPU {self.client_cpu_pct:.0f} % >= {CLIENT_CPU_LIMIT_PCT:g} %"
+        if self.client_wait_pct is not None and self.client_wait_pct >= CLIENT_WAIT_LIMIT_PCT:
+            return (f"the client waited for a CPU {self.client_wait_pct:.0f} % of the time"
+                    f" (>= {CLIENT_WAIT_LIMIT_PCT:g} %: the machine is busy)")
         if not self.intended_rps:
             return None
         if self.late_fraction is not None:
@@ -223,6 +240,7 @@ class StepMeasurement:
             "unstable_reason": self.unstable_reason,
             "client_cpu_pct": self.client_cpu_pct,
             "client_cpu_max": self.client_cpu_max,
+            "client_wait_pct": self.client_wait_pct,
             "intended_rps": self.intended_rps,
             "sent_rps": self.sent_rps,
             "late_fraction": self.late_fraction,
@@ -232,7 +250,30 @@ class StepMeasurement:
             "total_requests": self.total_requests,
             "t_start": self.t_start,
             "t_end": self.t_end,
+            "ci95": intervals_dict(self.ci95),
         }
+
+
+CI_FIGURES = ("rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")  # the figures a window's `ci95` covers
+
+
+def window_intervals(window: Sequence[Second], *, seed: int = 0) -> dict[str, Interval]:
+    """95 % intervals of a window's rps, goodput and p50 / p95 / p99 (`plateau.uncertainty`: batch
+    means for the rates, a block bootstrap for the percentiles), from its per-second samples."""
+    if not window:
+        return {name: UNKNOWN for name in CI_FIGURES}
+    intervals = [s.interval for s in window]
+    pcts = percentile_cis([s.hist for s in window], (50.0, 95.0, 99.0), seed=seed, intervals=intervals)
+    return {
+        "rps": rate_ci([s.requests for s in window], intervals),
+        "goodput_rps": rate_ci([s.successes for s in window], intervals),
+        "p50_ms": pcts[50.0], "p95_ms": pcts[95.0], "p99_ms": pcts[99.0],
+    }
+
+
+def intervals_dict(intervals: Mapping[str, Interval]) -> dict[str, list[float] | None]:
+    """summary.json's `ci95` object: each figure's `[low, high]`, or null when it cannot be computed."""
+    return {name: interval.as_list() for name, interval in intervals.items()}
 
 
 def _stability(window: Sequence[Second], min_subwindow_s: float = MIN_SUBWINDOW_S) -> tuple[bool, float, str | None]:
@@ -321,6 +362,7 @@ def measure_step(
     hist = merge_histograms(s.hist for s in window)
     stable, spread, why = _stability(window, min_subwindow_s)
     cpus = [s.client_cpu_pct for s in window if s.client_cpu_pct is not None]
+    waits = [s.client_wait_pct for s in window if s.client_wait_pct is not None]
     targets = [s.target_rate for s in window if s.target_rate is not None]
     users = window[-1].users
     intended = sum(targets) / len(targets) if targets else None
@@ -351,6 +393,7 @@ def measure_step(
         unstable_reason=why,
         client_cpu_pct=sum(cpus) / len(cpus) if cpus else None,
         client_cpu_max=max(cpus) if cpus else None,
+        client_wait_pct=sum(waits) / len(waits) if waits else None,
         intended_rps=intended if mode == MODE_RATE else None,
         sent_rps=sent_rps,
         late_fraction=late_fraction,
@@ -359,6 +402,7 @@ def measure_step(
         t_start=first.t - first.interval,
         t_end=seconds[-1].t,
         percentiles={float(p): histogram_percentile(hist, float(p)) for p in percentiles},
+        window=list(window),
     )
 
 

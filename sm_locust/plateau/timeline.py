@@ -33,6 +33,7 @@ class Second:
     hist: dict[int, int] = field(default_factory=dict)  # response time (ms bucket) -> count
     interval: float = 1.0
     client_cpu_pct: float | None = None  # load-generator CPU, when measured
+    client_wait_pct: float | None = None  # % of the interval the generator waited for a CPU (Linux schedstat)
     target_rate: float | None = None  # open-loop target arrival rate, when used
     sent: int | None = None  # open loop: sends made in the interval
     late: int | None = None  # open loop: of those, sent more than the late tolerance after their intended time
@@ -54,6 +55,7 @@ class Second:
             "hist": {str(k): v for k, v in self.hist.items()},
             "interval": self.interval,
             "client_cpu_pct": self.client_cpu_pct,
+            "client_wait_pct": self.client_wait_pct,
             "target_rate": self.target_rate,
             "sent": self.sent,
             "late": self.late,
@@ -72,6 +74,7 @@ class Second:
             hist={int(k): int(v) for k, v in data.get("hist", {}).items()},
             interval=float(data.get("interval", 1.0)),
             client_cpu_pct=data.get("client_cpu_pct"),
+            client_wait_pct=data.get("client_wait_pct"),
             target_rate=data.get("target_rate"),
             sent=data.get("sent"),
             late=data.get("late"),

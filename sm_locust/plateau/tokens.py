@@ -27,7 +27,7 @@ from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
 from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import PlateauSearch, Verdict
+from sm_locust.plateau.search import PlateauSearch, Verdict, step_name
 from sm_locust.plateau.steady import (
     DEFAULT_SLO_PERCENTILE,
     STABILITY_TOLERANCE,
@@ -179,7 +179,7 @@ class TokenStep(StepMeasurement):
     def of(cls, step: StepMeasurement, tokens: Bucket, duration_s: float, stable: bool | None = None,
            spread: float = 0.0, unstable_reason: str | None = None) -> TokenStep:
         """`step` judged on `tokens` (counted over `duration_s`); stability on tokens when given."""
-        fields = {name: getattr(step, name) for name in step.__dataclass_fields__}
+        fields = {name: getattr(step, name) for name, f in step.__dataclass_fields__.items() if f.init}
         if stable is not None:
             fields.update(stable=stable, spread=spread, unstable_reason=unstable_reason)
         return cls(**fields, tokens=tokens, tokens_s=duration_s)
@@ -297,7 +297,7 @@ class TokenVerdict(Verdict):
         fields = {name: getattr(verdict, name) for name in verdict.__dataclass_fields__}
         return cls(**fields, percentile=percentile)
 
-    def _describe(self, step: StepMeasurement) -> str:
+    def _describe(self, step: StepMeasurement, steps: Sequence[StepMeasurement] = ()) -> str:
         text = f"{step.load_label()}"
         if isinstance(step, TokenStep):
             tokens = step.describe_tokens(self.percentile)
@@ -305,13 +305,13 @@ class TokenVerdict(Verdict):
             text = f"{rate} at {text}, {rest}"
         if not step.stable:
             text += " (unstable)"
-        return text
+        return step_name(step, steps) + text
 
-    def _reached(self, best: str) -> str:
+    def _reached(self, best: str, steps: Sequence[StepMeasurement] = ()) -> str:
         return best
 
-    def as_dict(self) -> dict:
-        out = super().as_dict()
+    def as_dict(self, steps: Sequence[StepMeasurement] | None = None) -> dict:
+        out = super().as_dict(steps)
         step, capacity = self.plateau, self.capacity
         out["objective"] = OBJECTIVE
         if isinstance(step, TokenStep):
@@ -321,7 +321,7 @@ class TokenVerdict(Verdict):
         if isinstance(capacity, TokenStep):
             out["capacity_rps"] = round(capacity.request_goodput_rps, 3)
             out["capacity_output_tokens_per_s"] = round(capacity.output_tokens_per_s, 3)
-        out["text"] = self.text()
+        out["text"] = self.text(self.steps if steps is None else steps)
         return out
 
 

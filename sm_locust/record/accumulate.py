@@ -11,7 +11,11 @@ master; tests and bench/recorder_memory.py with synthetic ones). It holds:
   last `EXACT_S` seconds exactly, older ones merged into at most `MAX_BLOCKS` blocks of consecutive
   seconds (two neighbours merge when there are too many, so a block covers 1, 2, 4, ... seconds);
 - each finished step as its summary.json record (`record.summary.step_record`) and its steady
-  window (for the LLM figures), measured once when the step ends;
+  window (for the LLM figures), measured once when the step ends; when a shape's search judges the
+  steps (`judge`), ITS measurements are the steps, exactly as the search judged and the live line
+  printed them (same window, same figures, same intervals), and the cut by user count is not used;
+- the whole run in at most `MAX_BLOCKS` merged blocks (`run_seconds()`: summary.json's
+  `totals.ci95`, the intervals of the whole-run figures);
 - one record per hour of the run (`hours()`: throughput, goodput, error rate, p50 / p95 / p99 from
   the hour's merged histogram, users, client CPU), for the hourly progress line and summary.json's
   `hours`.
@@ -33,6 +37,7 @@ from collections.abc import Iterable
 from sm_locust.plateau.steady import (
     MODE_RATE,
     MODE_USERS,
+    StepMeasurement,
     histogram_percentile,
     measure_step,
     steady_window,
@@ -53,13 +58,15 @@ class _Block:
     """Consecutive seconds of one step merged: counts and histogram summed, CPU averaged."""
 
     __slots__ = ("t", "users", "target_rate", "requests", "failures", "hist", "interval", "cpu_sum", "cpu_n",
-                 "sent", "late", "dropped", "backoffs", "n")
+                 "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "n")
 
     def __init__(self, s: Second):
         self.t, self.users, self.target_rate = s.t, s.users, s.target_rate
         self.requests, self.failures, self.hist, self.interval = s.requests, s.failures, dict(s.hist), s.interval
         self.cpu_sum = s.client_cpu_pct or 0.0
         self.cpu_n = 0 if s.client_cpu_pct is None else 1
+        self.wait_sum = s.client_wait_pct or 0.0
+        self.wait_n = 0 if s.client_wait_pct is None else 1
         self.sent, self.late, self.dropped, self.backoffs = s.sent, s.late, s.dropped, s.backoffs
         self.n = 1
 
@@ -73,6 +80,8 @@ class _Block:
         self.interval += later.interval
         self.cpu_sum += later.cpu_sum
         self.cpu_n += later.cpu_n
+        self.wait_sum += later.wait_sum
+        self.wait_n += later.wait_n
         self.sent = _add_optional(self.sent, later.sent)
         self.late = _add_optional(self.late, later.late)
         self.dropped = _add_optional(self.dropped, later.dropped)
@@ -83,6 +92,7 @@ class _Block:
         return Second(t=self.t, users=self.users, spawning=False, requests=self.requests, failures=self.failures,
                       hist=self.hist, interval=self.interval,
                       client_cpu_pct=self.cpu_sum / self.cpu_n if self.cpu_n else None,
+                      client_wait_pct=self.wait_sum / self.wait_n if self.wait_n else None,
                       target_rate=self.target_rate, sent=self.sent, late=self.late, dropped=self.dropped,
                       backoffs=self.backoffs)
 
@@ -211,6 +221,9 @@ class RunTimeline:
         self.recent: deque[Second] = deque(maxlen=self.exact_s)
         self._done: list[tuple[dict, list[Second]]] = []
         self._step: _Step | None = None
+        self._run = _Step(None, 0, self.max_blocks)
+        self._judged: list[tuple[dict, list[Second]]] = []
+        self.judging = False  # a shape's search judges the steps (`judge`)
         self._hours: list[dict] = []
         self._hour: _Hour | None = None
 
@@ -220,6 +233,7 @@ class RunTimeline:
             self.origin = second.t - second.interval
         self.count += 1
         self.recent.append(second)
+        self._run.add(second)
         closed = self._add_hour(second)
         self._add_step(second)
         return closed
@@ -255,19 +269,31 @@ class RunTimeline:
         record = step_record(measure_step(seconds, mode=self.mode, min_subwindow_s=RECORDER_SUBWINDOW_S))
         return record, _spans(steady_window(seconds) or seconds)
 
+    def judge(self, step: StepMeasurement) -> None:
+        """A step as a shape's search judged it: from now on the steps are the judged ones."""
+        self.judging = True
+        self._judged.append((step_record(step), _spans(step.window)))
+
     @property
     def step_index(self) -> int:
         """The step under way, counted from 1 (the last one reached while users spawn); 0 before the first."""
         return len(self._done) + (1 if self._step is not None else 0)
 
     def measured_steps(self) -> list[tuple[dict, list[Second]]]:
-        """(summary.json record, steady window) of every step, the one under way measured as it stands.
-        A window is its time spans as empty `Second`s (t = end, interval = length): what the LLM
-        figures are cut by (`record.llm.LlmStats.annotate`), without the step's samples."""
+        """(summary.json record, steady window) of every step: the judged ones when a search judges
+        them, else the cut by user count with the one under way measured as it stands. A window is
+        its time spans as empty `Second`s (t = end, interval = length): what the LLM figures are cut
+        by (`record.llm.LlmStats.annotate`), without the step's samples."""
+        if self.judging:
+            return list(self._judged)
         return self._done + ([self._measure(self._step)] if self._step is not None else [])
 
     def steps(self) -> list[dict]:
         return [record for record, _window in self.measured_steps()]
+
+    def run_seconds(self) -> list[Second]:
+        """The whole run so far in at most `max_blocks` merged blocks (whole-run intervals)."""
+        return self._run.seconds()
 
     # -- hours ------------------------------------------------------------------------------------
     def _add_hour(self, s: Second) -> list[dict]:

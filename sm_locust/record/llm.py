@@ -30,7 +30,9 @@ its tokens so far, not on the answers that happened to finish), so a step's rate
 the few answers that happen to complete in it), `output_tokens` (of the answers completed in the
 window), `request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
 (`server`, `counted`, or `mixed` when some answers had the server's counts and some did not) and
-`unrecognised_streams`. docs/llm.md.
+`unrecognised_streams`. The run's `llm` also carries `ci95`: 95 % intervals of `ttft_p50_ms`,
+`ttft_p95_ms`, `itl_p50_ms`, `itl_p95_ms` (a block bootstrap) and `output_tokens_per_s` (batch
+means), from the per-second buckets (`plateau.uncertainty`). docs/llm.md.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from sm_locust.llm.tokens import (
 from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
+from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
 from sm_locust.util.shipped import WorkerShipped
 
 log = logging.getLogger(__name__)
@@ -271,6 +274,24 @@ class LlmStats(WorkerShipped):
             self._settled[key] = figures
         return figures
 
+    def run_intervals(self) -> dict[str, list[float] | None]:
+        """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour) a sample; the seconds
+        between the first and the last fine bucket that saw no answer count as samples of nothing."""
+        samples: list[tuple[float, Bucket]] = [(float(k[1]), b) for k, b in sorted(self.coarse.items())]
+        if self.buckets:
+            empty = Bucket()
+            samples += [(1.0, self.buckets.get(second, empty))
+                        for second in range(min(self.buckets), max(self.buckets) + 1)]
+        intervals = [d for d, _ in samples]
+        out: dict[str, list[float] | None] = {}
+        for series in ("ttft", "itl"):
+            cis = percentile_cis([b.hists.get(series, {}) for _, b in samples], (50.0, 95.0), intervals=intervals)
+            for pct, ci in cis.items():  # the histograms count tenths of a millisecond (`tokens._percentile`)
+                bounds = ci.as_list()
+                out[f"{series}_p{pct:g}_ms"] = None if bounds is None else [round(v / 10.0, 3) for v in bounds]
+        out["output_tokens_per_s"] = rate_ci([b.arrived for _, b in samples], intervals).as_list()
+        return out
+
     def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float,
                  windows: Sequence[Sequence[Second]] | None = None) -> dict:
         """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it.
@@ -278,6 +299,7 @@ class LlmStats(WorkerShipped):
         run = merged([*self.coarse.values(), *self.buckets.values()]).figures(max(1e-9, ended_at - started_at))
         if run is None:
             return summary
+        run["ci95"] = self.run_intervals()
         summary["llm"] = run
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows

@@ -5,7 +5,11 @@ and the Python API (`sm_locust.run`, which reads the Locust child's output) pars
 drive a notebook's progress display. Keeping the format and its parser side by side means the two
 cannot drift apart (tests/api/test_api_progress.py round-trips it):
 
-    sm-locust [   12s] users=8    rps=   180.6  goodput=   180.6  p95=89 ms  failures=0
+    sm-locust [   12s] users=8    rps=   180.6  goodput=   180.6  p95=89 ms  failures=0  (last 1 s, so far)
+
+Its figures are the last few seconds' (`window_s`), provisional: a step's figures are the ones
+printed when the step is judged (`sm-locust: step N: ...`, summary.json's record), so the line
+says "so far".
 
 Nothing here imports Locust or gevent: the parent process (a notebook kernel) imports it.
 """
@@ -31,18 +35,20 @@ class ProgressSample:
     p95_ms: float | None
     failures: int
     backoffs: int = 0
+    window_s: int = 1  # the seconds the figures cover
 
     def line(self) -> str:
         p95 = MISSING if is_missing(self.p95_ms) else f"{self.p95_ms:.0f}"
         return (f"{PREFIX}{self.elapsed_s:5.0f}s] users={self.users:<4d} rps={self.rps:8.1f}  "
                 f"goodput={self.goodput_rps:8.1f}  p95={p95} ms  failures={self.failures}"
-                + (f"  backoffs={self.backoffs} (connection errors)" if self.backoffs else ""))
+                + (f"  backoffs={self.backoffs} (connection errors)" if self.backoffs else "")
+                + f"  (last {self.window_s} s, so far)")
 
 
 _LINE = re.compile(
     r"^sm-locust \[\s*(?P<elapsed>-?\d+)s\] users=(?P<users>\d+)\s+rps=\s*(?P<rps>[\d.]+)\s+"
     r"goodput=\s*(?P<goodput>[\d.]+)\s+p95=(?P<p95>[\d.]+|n/a) ms\s+failures=(?P<failures>\d+)"
-    r"(?:\s+backoffs=(?P<backoffs>\d+))?")
+    r"(?:\s+backoffs=(?P<backoffs>\d+) \(connection errors\))?(?:\s+\(last (?P<window>\d+) s, so far\))?")
 
 
 def parse_progress(line: str) -> ProgressSample | None:
@@ -53,4 +59,5 @@ def parse_progress(line: str) -> ProgressSample | None:
     p95 = match["p95"]
     return ProgressSample(elapsed_s=float(match["elapsed"]), users=int(match["users"]), rps=float(match["rps"]),
                           goodput_rps=float(match["goodput"]), p95_ms=None if p95 == MISSING else float(p95),
-                          failures=int(match["failures"]), backoffs=int(match["backoffs"] or 0))
+                          failures=int(match["failures"]), backoffs=int(match["backoffs"] or 0),
+                          window_s=int(match["window"] or 1))

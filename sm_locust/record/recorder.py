@@ -26,7 +26,10 @@ Requests naming a model or inference component are also counted per target (`rec
 summary.json `targets`, and `model_cache` for a multi-model mix), bounded however many targets.
 
 Each `Second` also carries what a plateau search needs to judge the client: load-generator CPU
-(this process, or the busiest worker on a master) and, in open loop, the target rate (set by the
+(this process, or the busiest worker on a master), the share of the second this process spent
+runnable but waiting for a CPU (`client_wait_pct`, from Linux's /proc/self/schedstat: a busy
+machine starves the generator without its own CPU reading high; None elsewhere and on a master)
+and, in open loop, the target rate (set by the
 shape in `current_target_rate`, else derived from the running `OpenLoopUser`s) and the send counts
 (`sent`/`late`/`dropped`, from `openloop.OpenLoopCounters`, which also gathers workers' counts).
 Shapes read `seconds` live (`RunTimeline.view()`: the step under way and the last 10 minutes) and
@@ -51,7 +54,7 @@ import psutil
 
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.mix.spec import TARGET_MODEL
-from sm_locust.plateau.steady import histogram_percentile, merge_histograms
+from sm_locust.plateau.steady import histogram_percentile, intervals_dict, merge_histograms, window_intervals
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
@@ -200,6 +203,7 @@ class RunRecorder:
         self.current_target_rate: float | None = None
         self._greenlet = None
         self._process: psutil.Process | None = None
+        self._sched = SchedWait()
         self._last: tuple[int, int, dict] = (0, 0, {})
         self._last_t = 0.0
         self._last_sends = (0, 0, 0)
@@ -238,6 +242,8 @@ class RunRecorder:
             return
         self.started_at = time.time()
         self.timeline.reset(self.started_at)
+        self._sched = SchedWait()
+        self._sched.percent()  # the baseline: the first second's share is measured from here
         self.ended_at = None
         total = counted_entry(environment.runner.stats)
         self._last = (total.num_requests, total.num_failures, dict(total.response_times))
@@ -323,6 +329,7 @@ class RunRecorder:
             hist=delta,
             interval=max(1e-6, now - self._last_t),
             client_cpu_pct=self._client_cpu(runner),
+            client_wait_pct=None if isinstance(runner, MasterRunner) else self._sched.percent(),
             target_rate=target,
             sent=sent if open_loop else None,
             late=late if open_loop else None,
@@ -389,7 +396,8 @@ class RunRecorder:
             emitted = Second(
                 t=float(s + 1), users=state.users, spawning=state.spawning,
                 requests=total.num_reqs_per_sec.get(s, 0), failures=total.num_fail_per_sec.get(s, 0),
-                hist={}, interval=1.0, client_cpu_pct=state.client_cpu_pct, target_rate=state.target_rate,
+                hist={}, interval=1.0, client_cpu_pct=state.client_cpu_pct, client_wait_pct=state.client_wait_pct,
+                target_rate=state.target_rate,
                 sent=None if state.sent is None and pending.sent is None else 0,
                 late=None if state.sent is None and pending.sent is None else 0,
                 dropped=None if state.sent is None and pending.sent is None else 0,
@@ -416,7 +424,8 @@ class RunRecorder:
         sample = ProgressSample(elapsed_s=elapsed, users=window[-1].users,
                                 rps=sum(s.requests for s in window) / duration,
                                 goodput_rps=sum(s.successes for s in window) / duration, p95_ms=p95,
-                                failures=sum(s.failures for s in window), backoffs=backoffs)
+                                failures=sum(s.failures for s in window), backoffs=backoffs,
+                                window_s=max(1, round(duration)))
         print(sample.line(), flush=True)
 
     def _client_cpu(self, runner) -> float | None:
@@ -436,7 +445,8 @@ class RunRecorder:
         stats = self.environment.runner.stats
         total = counted_entry(stats)
         totals = {"requests": total.num_requests, "failures": total.num_failures, **_percentiles(total),
-                  "in_flight_at_stop": self.stopped.count}
+                  "in_flight_at_stop": self.stopped.count,
+                  "ci95": intervals_dict(window_intervals(self.timeline.run_seconds()))}
         errors: dict[str, int] = {}
         for err in stats.errors.values():
             if not is_invocation(err.method, str(err.name)):  # a part's failure is its logical request's
@@ -495,6 +505,40 @@ class RunRecorder:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+class SchedWait:
+    """The share of wall time this process spent runnable but waiting for a CPU, between two calls,
+    from Linux's /proc/self/schedstat (its second field: nanoseconds the main thread, where gevent
+    runs every greenlet, waited on a run queue). A load generator that the machine starves reads
+    low on its own CPU yet sends and reads late: this is how it shows. None where the file is not
+    there (not Linux, or a kernel without schedstats)."""
+
+    PATH = "/proc/self/schedstat"
+
+    def __init__(self) -> None:
+        self._last: tuple[float, int] | None = None
+        self._available = True
+
+    def _read(self) -> int | None:
+        try:
+            with open(self.PATH, encoding="ascii") as fh:
+                return int(fh.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            self._available = False
+            return None
+
+    def percent(self) -> float | None:
+        if not self._available:
+            return None
+        now = time.monotonic()
+        waited = self._read()
+        if waited is None:
+            return None
+        last, self._last = self._last, (now, waited)
+        if last is None or now <= last[0]:
+            return None
+        return round(min(100.0, max(0.0, (waited - last[1]) / 1e9 / (now - last[0]) * 100.0)), 1)
 
 
 RECORDER_ATTRIBUTE = "sm_locust_recorder"  # where a run's recorder hangs on Locust's Environment

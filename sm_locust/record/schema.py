@@ -24,11 +24,13 @@ from sm_locust.errors import UsageError
 
 MAX_MALFORMED_SHARE = 0.02  # above 2 % of its rows malformed, a history CSV is refused, not patched
 
-# kinds: "count" (whole number >= 0), "number" (finite), "text", "time" (ISO-8601), "bool", "object",
+# kinds: "count" (whole number >= 0), "number" (finite), "text", "time" (ISO-8601), "bool", "object", "interval"
+# ([low, high], the 95 % intervals),
 # "list"; a trailing "?" allows null.
 TOTALS = {
     "requests": "count", "failures": "count", "rps": "number", "goodput_rps": "number?",
     "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?", "errors": "object", "open_loop": "object",
+    "ci95": "object?",
 }
 STEP = {
     "users": "number", "start": "time", "end": "time", "duration_s": "number?", "steady_s": "number?",
@@ -36,13 +38,15 @@ STEP = {
     "p50_ms": "number?", "p90_ms": "number?", "p95_ms": "number?", "p99_ms": "number?", "p99_9_ms": "number?",
     "error_rate": "number?", "stable": "bool?", "unstable_reason": "text?", "client_cpu_pct": "number?",
     "client_bound": "bool?", "client_bound_reason": "text?", "target_rate": "number?", "sent_rps": "number?",
-    "late_fraction": "number?", "dropped_fraction": "number?",
+    "late_fraction": "number?", "dropped_fraction": "number?", "client_wait_pct": "number?", "ci95": "object?",
 }
 PLATEAU = {
     "users": "number?", "rps": "number?", "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?",
     "reason": "text?", "stable": "bool?", "reached": "bool?", "bound": "text?", "error_rate": "number?",
-    "text": "text?",
+    "text": "text?", "capacity_ci95": "interval?", "capacity_step": "count?", "knee_step": "count?",
+    "inconclusive": "bool?", "inconclusive_reason": "text?",
 }
+VERDICT = {"status": "text", "reason": "text?"}
 HOUR = {
     "hour": "count", "start": "time", "end": "time", "duration_s": "number?", "users": "number?",
     "users_max": "number?", "requests": "count", "failures": "count", "successes": "count?", "rps": "number",
@@ -72,7 +76,7 @@ SUMMARY = {
     "schema": "count", "endpoint": "text?", "started_at": "time?", "ended_at": "time?", "duration_s": "number?",
     "totals": "object", "steps": "list", "plateau": "object?", "payload": "object?", "by_name": "object?",
     "complete": "bool?", "hours": "list?", "targets": "list?", "model_cache": "object?", "mix": "object?",
-    "autoscaling": "object?", "traffic": "object?", "publish": "object?",
+    "autoscaling": "object?", "traffic": "object?", "verdict": "object?", "publish": "object?",
 }
 
 
@@ -92,11 +96,17 @@ def summary_problem(summary: Any) -> str | None:
     if problem:
         return problem
     for key, spec in (("totals", TOTALS), ("plateau", PLATEAU), ("model_cache", MODEL_CACHE), ("mix", MIX),
-                      ("autoscaling", AUTOSCALING)):
+                      ("autoscaling", AUTOSCALING), ("verdict", VERDICT)):
         if isinstance(summary.get(key), Mapping):
             problem = _check(summary[key], spec, f"{key}.")
             if problem:
                 return problem
+    problem = _check_intervals((summary.get("totals") or {}).get("ci95"), "totals.ci95")
+    for i, step in enumerate(summary.get("steps") or []):
+        problem = problem or (_check_intervals(step.get("ci95"), f"steps[{i}].ci95") if isinstance(step, Mapping)
+                              else None)
+    if problem:
+        return problem
     errors = (summary.get("totals") or {}).get("errors") or {}
     for code, count in errors.items():
         if not _is(count, "count"):
@@ -115,6 +125,16 @@ def summary_problem(summary: Any) -> str | None:
         problem = _check(record, TOTALS, f"by_name.{name}.")
         if problem:
             return problem
+    return None
+
+
+def _check_intervals(ci95: Any, prefix: str) -> str | None:
+    """A `ci95` object: each figure's `[low, high]` (low <= high) or null."""
+    if not isinstance(ci95, Mapping):
+        return None
+    for key, value in ci95.items():
+        if not _is(value, "interval?"):
+            return f"{prefix}.{key} is {_show(value)}, not {_KIND_WORDS['interval']}"
     return None
 
 
@@ -137,7 +157,8 @@ def _check(record: Mapping, spec: Mapping[str, str], prefix: str) -> str | None:
 
 
 _KIND_WORDS = {"count": "a whole number >= 0", "number": "a number", "text": "text", "time": "an ISO-8601 time",
-               "bool": "true or false", "object": "an object", "list": "a list"}
+               "bool": "true or false", "object": "an object", "list": "a list",
+               "interval": "an interval [low, high] (or null)"}
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -162,6 +183,9 @@ def _is(value: Any, kind: str) -> bool:
         return isinstance(value, bool)
     if kind == "object":
         return isinstance(value, Mapping)
+    if kind == "interval":
+        return (isinstance(value, list) and len(value) == 2 and all(_is(v, "number") for v in value)
+                and value[0] <= value[1])
     return isinstance(value, list)
 
 

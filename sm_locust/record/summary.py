@@ -27,8 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, measure_timeline, timeline_mode
+from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
+from sm_locust.util.formatting import with_interval
 from sm_locust.util.outputs import atomic_file
 
 SCHEMA_VERSION = 1
@@ -74,8 +75,10 @@ def step_record(step: StepMeasurement) -> dict:
         "stable": step.stable,
         "unstable_reason": step.unstable_reason,
         "client_cpu_pct": _round(step.client_cpu_pct, 1),
+        "client_wait_pct": _round(step.client_wait_pct, 1),
         "client_bound": step.client_bound,
         "client_bound_reason": step.client_bound_reason,
+        "ci95": intervals_dict(step.ci95),
     }
     if step.mode == MODE_RATE:
         record.update({
@@ -85,6 +88,42 @@ def step_record(step: StepMeasurement) -> dict:
             "dropped_fraction": _round(step.dropped_fraction, 6),
         })
     return record
+
+
+def step_load(record: Mapping) -> str:
+    """A step record's load: '12 users', '1 user' or '40 req/s offered'."""
+    if record.get("target_rate") is not None:
+        return f"{record['target_rate']:g} req/s offered"
+    users = int(record.get("users") or 0)
+    return f"{users} user{'s' if users != 1 else ''}"
+
+
+def step_line(index: int, record: Mapping) -> str:
+    """One step's figures on one line, from its summary.json record: the line printed when the step
+    is judged (`sm-locust: step 5: ...`), so what the terminal says IS what summary.json holds.
+
+    `step 5: 12 users: 166.6 req/s (±2.1), p95 97 ms [90, 110], client CPU 40 %`"""
+    ci = record.get("ci95") or {}
+    text = f"step {index}: {step_load(record)}: {with_interval(record.get('rps'), ci.get('rps'), ' req/s', 1)}"
+    goodput, rps = record.get("goodput_rps"), record.get("rps")
+    if goodput is not None and rps is not None and abs(goodput - rps) >= 0.05:
+        text += f", goodput {with_interval(goodput, ci.get('goodput_rps'), ' req/s', 1)}"
+    text += f", p95 {with_interval(record.get('p95_ms'), ci.get('p95_ms'), ' ms')}"
+    if record.get("error_rate"):
+        text += f", errors {record['error_rate'] * 100:.1f} %"
+    if record.get("client_cpu_pct") is not None:
+        text += f", client CPU {record['client_cpu_pct']:.0f} %"
+    if record.get("client_wait_pct"):
+        text += f", waited for a CPU {record['client_wait_pct']:.0f} %"
+    if record.get("late_fraction"):
+        text += f", late sends {record['late_fraction'] * 100:.1f} %"
+    if record.get("dropped_fraction"):
+        text += f", dropped {record['dropped_fraction'] * 100:.1f} %"
+    if record.get("stable") is False:
+        text += " (unstable)"
+    if record.get("client_bound"):
+        text += f" CLIENT-BOUND: {record.get('client_bound_reason')}"
+    return text
 
 
 def step_records(seconds: Sequence[Second]) -> list[dict]:
@@ -139,10 +178,12 @@ def build_summary(
             "goodput_rps": round((requests - failures) / duration, 3),
             "error_rate": round(failures / requests, 6) if requests else 0.0,
             "in_flight_at_stop": int(totals.get("in_flight_at_stop") or 0),
+            "ci95": dict(totals["ci95"]) if isinstance(totals.get("ci95"), Mapping) else None,
         },
         "steps": [dict(step) for step in steps] if steps is not None else step_records(seconds),
         "plateau": dict(plateau) if plateau else None,
     }
+    summary["verdict"] = run_verdict(summary["plateau"], summary["steps"])
     if complete is not None:
         summary["complete"] = bool(complete)
     if hours is not None:
@@ -159,6 +200,34 @@ def build_summary(
         for key, value in extra.items():
             summary.setdefault(key, value)
     return summary
+
+
+VERDICT_OK = "ok"
+VERDICT_INCONCLUSIVE = "inconclusive"
+
+
+def run_verdict(plateau: Mapping | None, steps: Sequence[Mapping]) -> dict:
+    """summary.json's `verdict`: {"status": "ok" | "inconclusive", "reason": text | None}.
+
+    Inconclusive when a step that decides the answer was measured while the load generator, not
+    the endpoint, was the bottleneck (`client_bound`: client CPU, waiting for a CPU, late sends):
+    with a plateau search, the search stopped on such a step or its capacity / knee step was one
+    (`plateau.inconclusive`); without one (a constant load, rate phases), any step. It judges the
+    measurement, never the endpoint: an inconclusive run is neither a pass nor a fail."""
+    if isinstance(plateau, Mapping):
+        if plateau.get("inconclusive") or (plateau.get("client_bound") and "inconclusive" not in plateau):
+            reason = plateau.get("inconclusive_reason") or plateau.get("client_reason")
+            return {"status": VERDICT_INCONCLUSIVE, "reason": reason}
+        return {"status": VERDICT_OK, "reason": None}
+    bound = [(i, s) for i, s in enumerate(steps) if s.get("client_bound")]
+    if not bound:
+        return {"status": VERDICT_OK, "reason": None}
+    index, step = bound[0]
+    load = (f"{step['target_rate']:g} req/s offered" if step.get("target_rate") is not None
+            else f"{step.get('users')} users")
+    more = f" (and {len(bound) - 1} more step{'s' if len(bound) > 2 else ''})" if len(bound) > 1 else ""
+    return {"status": VERDICT_INCONCLUSIVE,
+            "reason": f"step {index + 1} ({load}) was client-bound{more}: {step.get('client_bound_reason')}"}
 
 
 def write_json(path: str | Path, data) -> Path:

@@ -4,9 +4,11 @@ Only when the run watched an endpoint's scaling (summary.json has an `autoscalin
 `sm-locust run --watch-scaling` or an autoscaling sweep; `sm_locust.scaling.figures`). Then the
 report draws one figure (`fig-autoscaling`), three rows on one time axis in run seconds (emulated
 seconds on the local fleet emulation, so the axis reads as it would on SageMaker): throughput
-(requests completed per second), the SLO's percentile per second with the SLO as a line, and the
-instances, desired (dashed) and in service (solid), as steps; the windows whose percentile was over
-the SLO are shaded across all three. The summary table gains the scale events and the totals
+(requests completed per second) under the traffic's phases (the rate offered, summary.json
+`traffic`), the SLO's percentile per second with the SLO as a line, and the instances, in service
+(a filled step) under desired (a dashed line on top, so neither hides the other when they agree);
+the windows whose percentile was over the SLO are shaded across all three. An autoscaling sweep's
+page draws the same figure for each configuration (`figure_id`). The summary table gains the scale events and the totals
 (instance-hours, cost, seconds over the SLO, failed, throttled, flaps).
 
 The per-second percentile comes from the run's timeline.jsonl histograms (exact per second, where
@@ -44,6 +46,7 @@ class AutoscalingView:
     latency_ms: list[float | None] = field(default_factory=list)  # the SLO's percentile per second
     percentile: float = DEFAULT_SLO_PERCENTILE
     slo_ms: float | None = None
+    phases: list[dict[str, Any]] = field(default_factory=list)  # the traffic: {duration_s, rps}, run seconds
 
 
 def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingView | None:
@@ -53,7 +56,10 @@ def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingVi
         return None
     slo = figures.get("slo") or {}
     percentile = float(slo.get("percentile") or DEFAULT_SLO_PERCENTILE)
-    view = AutoscalingView(dict(figures), percentile=percentile, slo_ms=slo.get("slo_ms"))
+    traffic = summary.get("traffic")
+    phases = [dict(p) for p in (traffic.get("phases") if isinstance(traffic, dict) else None) or []
+              if isinstance(p, dict)]
+    view = AutoscalingView(dict(figures), percentile=percentile, slo_ms=slo.get("slo_ms"), phases=phases)
     path = timeline_path(run_dir)
     started = summary.get("started_at")
     if path is None or not started:
@@ -61,6 +67,8 @@ def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingVi
     start = datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
     scale = float(figures.get("time_scale") or 1.0)  # run seconds as scaling.timeline.RunClock counts them
     for second in read_seconds(path):
+        if second.interval < 0.5:  # a partial second at a stop: its rate would read as a spike
+            continue
         view.t_s.append((second.t - start) * scale)
         view.rps.append(second.requests / second.interval if second.interval else 0.0)
         view.latency_ms.append(histogram_percentile(second.hist, view.percentile))
@@ -91,35 +99,66 @@ def autoscaling_rows(view: AutoscalingView | None) -> list[tuple[str, str]]:
     return rows
 
 
+def phase_steps(phases: list[dict[str, Any]], end: float | None = None) -> tuple[list[float], list[float]]:
+    """The offered rate as a step line: (x, y) with a point at each phase's start and one at the end,
+    cut at `end` (a run stopped before its traffic did)."""
+    x, y, t = [], [], 0.0
+    for phase in phases:
+        if end is not None and t >= end:
+            break
+        x.append(t)
+        y.append(float(phase.get("rps") or 0.0))
+        t += float(phase.get("duration_s") or 0.0)
+    if x:
+        x.append(t if end is None else min(t, end))
+        y.append(y[-1])
+    return x, y
+
+
 def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
-                       missing: Callable[[str, str, str], str]) -> list[str]:
+                       missing: Callable[[str, str, str], str], figure_id: str = FIG_ID,
+                       title: str = "Autoscaling: instances under the traffic and latency (over the SLO shaded)",
+                       ) -> list[str]:
     """The figure (in a list, empty when the run watched no scaling)."""
     if view is None:
         return []
     steps = view.figures.get("instances") or []
     if not steps:
-        return [missing(FIG_ID, "Instances under throughput and latency", "no instance counts were recorded")]
+        return [missing(figure_id, "Instances under throughput and latency", "no instance counts were recorded")]
 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.35, 0.35, 0.3])
+    if view.phases:
+        px, py = phase_steps(view.phases, view.figures.get("duration_s"))
+        fig.add_trace(go.Scatter(x=px, y=py, name="offered (traffic phases)",
+                                 line={"shape": "hv", "dash": "dash", "color": "#5f6368"}), row=1, col=1)
     if view.t_s:
-        fig.add_trace(go.Scatter(x=view.t_s, y=view.rps, name="requests/s", line={"shape": "hv"}), row=1, col=1)
+        fig.add_trace(go.Scatter(x=view.t_s, y=view.rps, name="requests/s completed", line={"shape": "hv"}),
+                      row=1, col=1)
         fig.add_trace(go.Scatter(x=view.t_s, y=view.latency_ms, name=f"p{view.percentile:g} per second",
                                  line={"shape": "hv"}), row=2, col=1)
+    else:
+        fig.add_annotation(text="no per-second latency (timeline.jsonl) in the run folder", showarrow=False,
+                           xref="x2 domain", yref="y2 domain", x=0.5, y=0.5)
     if view.slo_ms is not None:
         fig.add_hline(y=view.slo_ms, line_dash="dash", line_color="crimson", row=2, col=1,
-                      annotation_text=f"SLO {view.slo_ms:g} ms")
+                      annotation_text=f"p{view.percentile:g} SLO {view.slo_ms:g} ms", annotation_position="top left",
+                      annotation_font_color="crimson")
     end = view.figures.get("duration_s") or steps[-1]["t_s"]
     x = [s["t_s"] for s in steps] + [end]
-    fig.add_trace(go.Scatter(x=x, y=[s["in_service"] for s in steps] + [steps[-1]["in_service"]], name="in service",
-                             line={"shape": "hv", "color": "#188038"}), row=3, col=1)
-    fig.add_trace(go.Scatter(x=x, y=[s["desired"] for s in steps] + [steps[-1]["desired"]], name="desired",
-                             line={"shape": "hv", "dash": "dash", "color": "#e8710a"}), row=3, col=1)
+    in_service = [s["in_service"] for s in steps] + [steps[-1]["in_service"]]
+    desired = [s["desired"] for s in steps] + [steps[-1]["desired"]]
+    fig.add_trace(go.Scatter(x=x, y=in_service, name="in service", fill="tozeroy", fillcolor="rgba(24,128,56,0.25)",
+                             line={"shape": "hv", "color": "#188038", "width": 1}), row=3, col=1)
+    fig.add_trace(go.Scatter(x=x, y=desired, name="desired", line={"shape": "hv", "dash": "dash", "color": "#e8710a",
+                                                                   "width": 2.5}), row=3, col=1)
     for start, stop in view.figures.get("breaches") or []:
         fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
     fig.update_yaxes(title_text="req/s", row=1, col=1)
-    fig.update_yaxes(title_text="ms", row=2, col=1)
-    fig.update_yaxes(title_text="instances", row=3, col=1, rangemode="tozero", dtick=1)
+    fig.update_yaxes(title_text="ms", row=2, col=1, rangemode="tozero")
+    top = max([*in_service, *desired, 1])
+    fig.update_yaxes(title_text="instances", row=3, col=1, range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1,
+                     tickformat="d")
     scale = view.figures.get("time_scale") or 1.0
     fig.update_xaxes(title_text="run seconds" + (f" (emulated, x{scale:g})" if scale != 1 else ""), row=3, col=1)
-    fig.update_layout(title="Autoscaling: instances under throughput and latency (over the SLO shaded)")
-    return [div(fig, FIG_ID, height=HEIGHT)]
+    fig.update_layout(title=title)
+    return [div(fig, figure_id, height=HEIGHT)]

@@ -12,7 +12,10 @@ invocations, read from each run's summary.json (exact, from Locust's in-memory s
 lagging locust_stats.csv), and goodput (successful invocations per second) stands beside the
 attempt rate, at the sustainable point and over the whole run.
 
-Outputs: `compare.csv` (one row per run) and `compare.html` (one self-contained page).
+Outputs: `compare.csv` (one row per run, the field names as columns) and `compare.html` (one
+self-contained page): the table with a human label per figure and, for every run after the first,
+its change against the first (the baseline), and the charts, each with every run or a line saying
+which run is not in it and why.
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ from plotly.offline import get_plotlyjs
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
 from sm_locust.report.llm import LLM_COLUMNS, llm_columns
+from sm_locust.report.loadaxis import by_load, integer_axis
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
 from sm_locust.sanitize import page_text
-from sm_locust.util.formatting import number
+from sm_locust.util.formatting import is_missing, number, percent
 from sm_locust.util.outputs import write_atomic
 
 ROW_COLUMNS = [
@@ -42,7 +46,60 @@ ROW_COLUMNS = [
     "p95_ms", "p99_ms", "error_rate", "usd_per_million", "transactions_per_hour",
     "autoscaling_target_invocations_per_instance", "cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct",
     "cw_ModelLatency_avg_ms", "run_requests", "run_failures", "run_goodput_rps", "gaps",
+    # issue 28: the point's step, its intervals, the capacity, and whether the run is inconclusive
+    "step", "rps_ci95_low", "rps_ci95_high", "p95_ms_ci95_low", "p95_ms_ci95_high", "capacity_rps",
+    "capacity_ci95_low", "capacity_ci95_high", "inconclusive",
 ]
+
+
+# column -> (what the page calls it, how it is printed: digits, or "%" for a fraction); in page order
+LABELS: dict[str, tuple[str, Any]] = {
+    "endpoint": ("endpoint", None), "instance_type": ("instance type", None),
+    "instance_count": ("instances", 0), "users": ("users at the sustainable point", 0),
+    "max_sustainable_rps": ("max sustainable throughput (req/s)", 1), "goodput_rps": ("goodput there (req/s)", 1),
+    "p50_ms": ("p50 there (ms)", 1), "p95_ms": ("p95 there (ms)", 1), "p99_ms": ("p99 there (ms)", 1),
+    "error_rate": ("error rate there", "%"), "usd_per_million": ("$ per 1M inferences", 2),
+    "transactions_per_hour": ("transactions per hour", 0),
+    "autoscaling_target_invocations_per_instance": ("autoscaling target (invocations per instance per minute)", 0),
+    "cw_CPUUtilization_avg_pct": ("endpoint CPU there (avg %, summed over cores)", 1),
+    "cw_MemoryUtilization_avg_pct": ("endpoint memory there (avg %)", 1),
+    "cw_ModelLatency_avg_ms": ("ModelLatency there (avg ms, CloudWatch)", 1),
+    "run_requests": ("whole run: requests", 0), "run_failures": ("whole run: failures", 0),
+    "run_goodput_rps": ("whole run: goodput (req/s)", 1), "gaps": ("gaps (see below)", 0),
+    "output_tokens_per_s": ("output tokens/s there", 1), "ttft_p95_ms": ("TTFT p95 there (ms)", 0),
+    "itl_p95_ms": ("ITL p95 there (ms)", 1), "usd_per_million_output_tokens": ("$ per 1M output tokens", 2),
+}
+NO_CHANGE = ("endpoint", "instance_type", "gaps")  # text, or not a figure of the run
+
+
+def label(column: str) -> str:
+    return LABELS.get(column, (column, 2))[0]
+
+
+def shown(column: str, value: Any) -> str:
+    """A cell of the compare table: the formatter's number with the figure's own digits."""
+    digits = LABELS.get(column, (column, 2))[1]
+    if digits == "%":
+        return percent(value, 2)
+    if digits is None:
+        return number(value)
+    if digits == 0 and not is_missing(value) and isinstance(value, (int, float, np.number)):
+        return number(int(round(float(value))), 0)
+    return number(value, digits)
+
+
+def change(column: str, value: Any, baseline: Any) -> str:
+    """The change of `value` against the baseline's, in %: '+12.3 %', '-4.0 %', '' when either is
+    missing, not a number, or the baseline is 0."""
+    if column in NO_CHANGE or is_missing(value) or is_missing(baseline):
+        return ""
+    try:
+        value, baseline = float(value), float(baseline)
+    except (TypeError, ValueError):
+        return ""
+    if baseline == 0:
+        return "" if value == 0 else "new"
+    return f"{(value - baseline) / abs(baseline) * 100:+.1f} %"
 
 
 @dataclass
@@ -89,6 +146,11 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         "usd_per_million": cost.get("usd_per_million"), "transactions_per_hour": cost.get("transactions_per_hour"),
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
     }
+    p = point or {}
+    row.update(step=p.get("step"), capacity_rps=p.get("capacity_rps"), inconclusive=bool(p.get("inconclusive")))
+    for key, interval in (("rps", p.get("rps_ci95")), ("p95_ms", p.get("p95_ms_ci95")),
+                          ("capacity", p.get("capacity_ci95"))):
+        row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = interval if isinstance(interval, list) else (None, None)
     if point and point.get("step") is not None and not steps.empty:
         at = steps[steps["step"] == point["step"]].iloc[0]
         row["error_rate"] = at.get("error_rate")
@@ -115,42 +177,93 @@ def _unique_names(runs: list[RunComparison]) -> None:
 
 
 def compare_table_html(table: pd.DataFrame) -> str:
-    """compare.csv's table turned on its side: one column per run, one row per figure (two to six
-    runs side by side fit a page where 20-odd figure columns did not); a wider table scrolls inside
-    its own box instead of the page."""
+    """compare.csv's table turned on its side: one row per figure (its label), one column per run, and
+    beside every run after the first its change against the first run (the baseline), in %; a wider
+    table scrolls inside its own box instead of the page."""
     runs = [str(r) for r in table["run"]]
-    head = "<th>figure</th>" + "".join(f"<th>{page_text(r)}</th>" for r in runs)
-    body = "".join(f"<tr><td>{page_text(str(column))}</td>"
-                   + "".join(f"<td>{page_text(number(v, 2))}</td>" for v in table[column]) + "</tr>"
-                   for column in table.columns if column != "run")
-    return f'<div class="scroll"><table id="compare"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    head = "<th>figure</th>" + "".join(
+        f"<th>{page_text(r)}</th>" + (f"<th>change vs {page_text(runs[0])}</th>" if i else "")
+        for i, r in enumerate(runs))
+    rows, empty = [], []
+    for column in table.columns:
+        if column == "run":
+            continue
+        values = list(table[column])
+        if all(is_missing(v) for v in values):  # no run has it: named under the table, not a row of n/a
+            empty.append(label(column))
+            continue
+        cells = "".join(f"<td>{page_text(shown(column, v))}</td>"
+                        + (f'<td class="change">{page_text(change(column, v, values[0]))}</td>' if i else "")
+                        for i, v in enumerate(values))
+        rows.append(f'<tr><td title="{page_text(str(column))}">{page_text(label(column))}</td>{cells}</tr>')
+    none = (f"<p><small>No run has: {page_text('; '.join(empty))}.</small></p>" if empty else "")
+    return (f'<div class="scroll"><table id="compare"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
+            f"</tbody></table></div>{none}")
+
+
+def terminal_table(table: pd.DataFrame, columns: tuple[str, ...] = ("max_sustainable_rps", "p95_ms",
+                                                                     "usd_per_million")) -> list[str]:
+    """`sm-locust compare`'s closing lines: one row per run, a few figures and each one's change
+    against the first run."""
+    present = [c for c in columns if c in table.columns and table[c].notna().any()]
+    first = table.iloc[0]
+    rows = [["run", *(label(c) for c in present)]]
+    for i, (_, row) in enumerate(table.iterrows()):
+        cells = [str(row["run"])]
+        for c in present:
+            text = shown(c, row[c])
+            delta = change(c, row[c], first[c]) if i else ""
+            cells.append(f"{text} ({delta})" if delta else text)
+        rows.append(cells)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths,
+                                                                                              strict=True)))
+            for r in rows]
 
 
 def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
-    def div(fig, div_id, title, ytitle, xtitle="users"):
+    def div(fig, div_id, title, ytitle, xtitle="users", left_out=()):
         fig.update_layout(title=title, xaxis_title=xtitle, yaxis_title=ytitle, template="plotly_white", height=420)
-        return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
+        chart = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
+        why = "".join(f"<li>{page_text(name)}: {page_text(reason)}</li>" for name, reason in left_out)
+        return chart + (f'<p class="left-out"><small>Not in this chart:</small></p><ul>{why}</ul>' if why else "")
 
     thr, lat = go.Figure(), go.Figure()
+    no_steps = [(r.name, "no load steps in the run") for r in runs if r.steps.empty]
+    users: list[Any] = []
     for r in runs:
         if not r.steps.empty:
-            thr.add_trace(go.Scatter(x=r.steps["users"], y=r.steps.get("goodput_rps", r.steps["rps"]),
+            ordered = by_load(r.steps)
+            users += list(ordered["users"])
+            thr.add_trace(go.Scatter(x=ordered["users"], y=ordered.get("goodput_rps", ordered["rps"]),
                                      mode="lines+markers", name=r.name))
-            lat.add_trace(go.Scatter(x=r.steps["users"], y=r.steps["p95_ms"], mode="lines+markers", name=r.name))
-    figs = [div(thr, "cmp-throughput", "Goodput vs users", "successful invocations/s"),
-            div(lat, "cmp-latency", "p95 latency vs users", "ms")]
+            lat.add_trace(go.Scatter(x=ordered["users"], y=ordered["p95_ms"], mode="lines+markers", name=r.name))
+    integer_axis(thr, users)
+    integer_axis(lat, users)
+    figs = [div(thr, "cmp-throughput", "Goodput vs users (each run joined by load)", "successful invocations/s",
+                left_out=no_steps),
+            div(lat, "cmp-latency", "p95 latency vs users (each run joined by load)", "ms", left_out=no_steps)]
     priced = table.dropna(subset=["usd_per_million"])
+    unpriced = [(str(name), "no price (pass --instance-type or --price-per-hour to sm-locust report, or --prices)")
+                for name in table.loc[table["usd_per_million"].isna(), "run"]]
     if len(priced):
-        bar = go.Figure(go.Bar(x=priced["run"], y=priced["usd_per_million"]))
-        figs.append(div(bar, "cmp-cost", "$ per 1M inferences at max sustainable throughput", "USD", "run"))
+        bar = go.Figure(go.Bar(x=priced["run"], y=priced["usd_per_million"],
+                               text=[shown("usd_per_million", v) for v in priced["usd_per_million"]],
+                               textposition="outside"))
+        figs.append(div(bar, "cmp-cost", "$ per 1M inferences at max sustainable throughput", "USD", "run",
+                        left_out=unpriced))
+    else:
+        figs.append('<div id="cmp-cost" class="missing"><h3>$ per 1M inferences</h3><p>Not drawn: no run has a '
+                    "price (pass --instance-type or --price-per-hour to sm-locust report, or --prices).</p></div>")
     gaps = "".join(f"<li>{page_text(r.name)}: {page_text(g)}</li>" for r in runs for g in r.gaps)
     gap_html = (f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps}</ul></section>' if gaps
                 else '<section id="gaps" class="none"><h2>Gaps and warnings</h2><p>None.</p></section>')
     return "\n".join([
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>sm-locust compare</title>',
         f"<style>{CSS}</style>", f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
-        f"<h1>sm-locust compare: {len(runs)} runs</h1>", gap_html,
-        compare_table_html(table), *figs, "</body></html>",
+        f"<h1>sm-locust compare: {len(runs)} runs</h1>",
+        f"<p><small>Changes are against the first run, {page_text(runs[0].name) if runs else ''}.</small></p>",
+        compare_table_html(table), *figs, gap_html, "</body></html>",
     ])
 
 

@@ -148,6 +148,20 @@ def serverless_cost_per_inference(memory_mb: int, duration_ms: float, usd_per_gb
     return memory_mb / 1024.0 * billed_s * usd_per_gb_second
 
 
+def cost_interval(price_per_hour: float, instance_count: int, rps_ci95: Any) -> list[float] | None:
+    """The 95 % interval of $ per 1M from the interval of the rate it divides by: [cost at the high
+    rate, cost at the low rate] (the cost falls as the rate rises); None without a rate interval or
+    when its low end is 0 (no upper bound on the cost)."""
+    if not isinstance(rps_ci95, (list, tuple)) or len(rps_ci95) != 2:
+        return None
+    low, high = rps_ci95
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or not 0 < low <= high:
+        return None
+    cheapest = cost_per_million(price_per_hour, instance_count, high)
+    dearest = cost_per_million(price_per_hour, instance_count, low)
+    return None if cheapest is None or dearest is None else [round(cheapest, 6), round(dearest, 6)]
+
+
 def cost_summary(
     point: dict[str, Any] | None,
     *,
@@ -202,6 +216,7 @@ def cost_summary(
         cost["autoscaling_target_invocations_per_instance"] = autoscaling_target(per_instance, safety_factor)
         if price_per_hour is not None:
             cost["usd_per_million"] = cost_per_million(price_per_hour, instance_count, rps)
+            cost["usd_per_million_ci95"] = cost_interval(price_per_hour, instance_count, (point or {}).get("rps_ci95"))
             cost["usd_per_hour_total"] = price_per_hour * instance_count
         if target_rps:
             cost["target_rps"] = target_rps

@@ -18,12 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from sm_locust.report.cost import cost_per_million_tokens
-from sm_locust.util.formatting import MISSING, money, number
+from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
+from sm_locust.util.formatting import MISSING, compact, is_missing, money, number
 
 LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
+STEP_COLUMNS = [("output_tokens_per_s", 1), ("ttft_p95_ms", 0), ("itl_p95_ms", 1)]  # the report's step table
 FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")
 
 
@@ -84,22 +88,31 @@ def llm_columns(summary: Mapping[str, Any], point: Mapping[str, Any] | None, cos
             "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
 
 
-def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Summary-table rows: token figures at the sustainable point, the whole run, $ per 1M output tokens."""
+def slo_verdict(value: Any, slo: Any) -> str:
+    """'; SLO 1000 ms: within' / '; SLO 60 ms: OVER' / '' (no SLO given)."""
+    if is_missing(slo):
+        return ""
+    if is_missing(value):
+        return f"; SLO {compact(float(slo))} ms: {MISSING}"
+    return f"; SLO {compact(float(slo))} ms: {'within' if float(value) <= float(slo) else 'OVER'}"
+
+
+def llm_rows(view: LlmView | None, cost: Mapping[str, Any],
+             slos: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+    """Summary-table rows, the page's lead for an LLM run: output tokens/s, TTFT and ITL against their
+    SLOs (at the SLO's percentile), $ per 1M output tokens, then the whole run's tokens."""
     if view is None:
         return []
+    slos = slos or {}
     at, run = view.point or {}, view.run
-    rows = [
-        (f"Output tokens/s there ({view.where})",
-         f"{number(at.get('output_tokens_per_s'))} tokens/s; TTFT p50 / p95 / p99 "
-         + " / ".join(number(at.get(k), 0) for k in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"))
-         + " ms; ITL p50 / p95 / p99 "
-         + " / ".join(number(at.get(k)) for k in ("itl_p50_ms", "itl_p95_ms", "itl_p99_ms"))
-         + " ms"),
-        ("Whole run (tokens)",
-         (f"{number(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or MISSING} counts), "
-          f"{number(run.get('input_tokens'))} input tokens, {number(run.get('output_tokens_per_s'))} output tokens/s")),
-    ]
+    pct = compact(float(slos.get("slo_percentile") or 95))
+    rows = [(f"Output tokens/s ({view.where})", f"{number(at.get('output_tokens_per_s'))} tokens/s")]
+    for key, label, digits in (("ttft", "Time to first token", 0), ("itl", "Inter-token latency", 1)):
+        figures = " / ".join(number(at.get(f"{key}_{p}_ms"), digits) for p in ("p50", "p95", "p99"))
+        slo = slos.get(f"{key}_slo_ms")
+        judged = at.get(f"{key}_p{pct.replace('.', '_')}_ms")
+        rows.append((f"{label} p50 / p95 / p99",
+                     f"{figures} ms{slo_verdict(judged, slo)}" + (f" (at p{pct})" if not is_missing(slo) else "")))
     priced = token_cost(cost, view)
     if priced.get("usd_per_million_output_tokens") is not None:
         rows.append(("$ per 1M output tokens",
@@ -108,33 +121,70 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any]) -> list[tuple[str, s
                       f"({number(priced['output_tokens_per_s'])} tokens/s x 3600))")))
     else:
         rows.append(("$ per 1M output tokens", f"{MISSING} (no price: pass --instance-type or --price-per-hour)"))
+    rows.append(("Whole run (tokens)",
+                 (f"{number(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or MISSING} counts), "
+                  f"{number(run.get('input_tokens'))} input tokens, {number(run.get('output_tokens_per_s'))} "
+                  "output tokens/s")))
     return rows
 
 
-def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[[Any, str], Any],
-                missing: Callable[[str, str, str], Any]) -> list[Any]:
-    """Output tokens/s vs users, and TTFT / ITL percentiles vs users (nothing without token figures);
-    `div` and `missing` are the report page's chart and placeholder writers."""
+def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:
+    """The token columns of the report's step table (STEP_COLUMNS), one row per row of `steps`: the
+    step records' own when they line up one for one, else matched by users in order; empty without tokens."""
+    if view is None or steps.empty:
+        return pd.DataFrame(index=steps.index)
+    figures = view.steps
+    if len(figures) != len(steps):
+        pool = list(figures)
+        figures = []
+        for users in steps["users"] if "users" in steps.columns else []:
+            match = next((f for f in pool if f.get("users") == users), None)
+            if match is not None:
+                pool.remove(match)
+            figures.append(match or {})
+    return pd.DataFrame([{c: (f or {}).get(c) for c, _ in STEP_COLUMNS} for f in figures], index=steps.index)
+
+
+def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[..., Any],
+                missing: Callable[[str, str, str], Any], slos: Mapping[str, Any] | None = None) -> list[Any]:
+    """Output tokens/s vs users, and TTFT / ITL percentiles vs users with their SLOs (nothing without
+    token figures), joined by load; `div` and `missing` are the report page's chart and placeholder
+    writers, `knee_users` the knee's load (None: nothing to mark)."""
     if view is None:
         return []
-
-    steps = [s for s in view.steps if s.get("users") is not None]
+    slos = slos or {}
+    steps = [(i, s) for i, s in enumerate(view.steps, start=1) if s.get("users") is not None]
     if not steps:
         why = "no per-step token figures (a run without steps)"
         return [missing("fig-llm-tokens", "Output tokens/s vs users", why),
                 missing("fig-llm-latency", "TTFT and inter-token latency vs users", why)]
-    users = [s["users"] for s in steps]
-    tokens = go.Figure(go.Scatter(x=users, y=[s.get("output_tokens_per_s") for s in steps], mode="lines+markers",
-                                  name="output tokens/s"))
-    latency = go.Figure()
-    for key, name in (("ttft_p50_ms", "TTFT p50"), ("ttft_p95_ms", "TTFT p95"), ("itl_p50_ms", "ITL p50"),
-                      ("itl_p95_ms", "ITL p95")):
-        latency.add_trace(go.Scatter(x=users, y=[s.get(key) for s in steps], mode="lines+markers", name=name,
-                                     yaxis="y2" if key.startswith("itl") else "y"))
-    if knee_users is not None:
+    steps.sort(key=lambda pair: (pair[1]["users"], pair[0]))
+    visits = [i for i, _ in steps]
+    numbered = visits if visits != sorted(visits) else None
+    users = [s["users"] for _, s in steps]
+    tokens = go.Figure(load_trace(users, [s.get("output_tokens_per_s") for _, s in steps], "output tokens/s",
+                                  numbered))
+    latency_fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
+                                subplot_titles=("time to first token", "inter-token latency"))
+    for row, prefix in ((1, "ttft"), (2, "itl")):
+        for p in ("p50", "p95"):
+            latency_fig.add_trace(go.Scatter(x=users, y=[s.get(f"{prefix}_{p}_ms") for _, s in steps],
+                                             mode="lines+markers", name=f"{prefix.upper()} {p}",
+                                             line={"dash": "dot"} if p == "p50" else {}), row=row, col=1)
+    pct = compact(float(slos.get("slo_percentile") or 95))
+    slo_line(latency_fig, slos.get("ttft_slo_ms"), f"TTFT p{pct} SLO", row=1, col=1)
+    slo_line(latency_fig, slos.get("itl_slo_ms"), f"ITL p{pct} SLO", row=2, col=1)
+    distinct = len(set(users)) > 1
+    if knee_users is not None and distinct:
         tokens.add_vline(x=knee_users, line_dash="dash", line_color="crimson")
-        latency.add_vline(x=knee_users, line_dash="dash", line_color="crimson")
-    tokens.update_layout(title="Output tokens/s vs users", xaxis_title="users", yaxis_title="output tokens/s")
-    latency.update_layout(title="Time to first token and inter-token latency vs users", xaxis_title="users",
-                          yaxis={"title": "TTFT ms"}, yaxis2={"title": "ITL ms", "overlaying": "y", "side": "right"})
-    return [div(tokens, "fig-llm-tokens"), div(latency, "fig-llm-latency")]
+        latency_fig.add_vline(x=knee_users, line_dash="dash", line_color="crimson")
+    note = f" ({VISIT_NOTE})" if numbered else ("" if distinct else " (constant load: one level)")
+    tokens.update_layout(title=f"Output tokens/s vs users{note}", xaxis_title="users", yaxis_title="output tokens/s")
+    latency_fig.update_layout(title="Time to first token and inter-token latency vs users")
+    latency_fig.update_yaxes(title_text="TTFT ms", rangemode="tozero", row=1, col=1)
+    latency_fig.update_yaxes(title_text="ITL ms", rangemode="tozero", row=2, col=1)
+    latency_fig.update_xaxes(title_text="users", row=2, col=1)
+    integer_axis(tokens, users)
+    integer_axis(latency_fig, users, row=1, col=1)
+    integer_axis(latency_fig, users, row=2, col=1)
+    return [div(tokens, "fig-llm-tokens"), div(latency_fig, "fig-llm-latency", height=560)]

@@ -34,6 +34,7 @@ import pandas as pd
 
 from sm_locust.record.summary import iso
 from sm_locust.report.metrics import STAT_ABBREV
+from sm_locust.util.formatting import is_missing, number, with_interval
 
 LOCUST_SECOND_COLUMNS = [
     "users", "rps", "failures_per_s", "requests", "failures", "avg_ms",
@@ -147,14 +148,15 @@ def with_time(seconds: pd.DataFrame) -> pd.DataFrame:
 
 
 def step_spans(summary: dict[str, Any], seconds: pd.DataFrame) -> list[dict[str, Any]]:
-    """Steps as {users, start_s, end_s, source}: summary.json's if it has them, else runs of one
+    """Steps as {step, users, start_s, end_s, source}: summary.json's if it has them (`step` is the
+    record's place in summary.json's list, 1-based, as every surface numbers steps), else runs of one
     user count in the history (ramps included; good enough for a run without a summary)."""
     spans = []
-    for step in summary.get("steps") or []:
+    for index, step in enumerate(summary.get("steps") or [], start=1):
         start, end = parse_time(step.get("start")), parse_time(step.get("end"))
         if start is None or end is None or end <= start:
             continue
-        spans.append({"users": step.get("users"), "start_s": start, "end_s": end, "source": "summary",
+        spans.append({"step": index, "users": step.get("users"), "start_s": start, "end_s": end, "source": "summary",
                       "summary": step})
     if spans or "users" not in seconds.columns:
         return spans
@@ -169,8 +171,8 @@ def step_spans(summary: dict[str, Any], seconds: pd.DataFrame) -> list[dict[str,
     for a, b in pairwise(bounds):
         if not valid[a]:
             continue
-        spans.append({"users": int(values[a]), "start_s": float(epochs[a]), "end_s": float(epochs[b - 1] + 1),
-                      "source": "history"})
+        spans.append({"step": len(spans) + 1, "users": int(values[a]), "start_s": float(epochs[a]),
+                      "end_s": float(epochs[b - 1] + 1), "source": "history"})
     return spans
 
 
@@ -224,8 +226,27 @@ def decomposition(seconds: pd.DataFrame, rows: slice, period: int = 60) -> dict[
             "decomposition_end": iso(float(covered.max() + 1), "seconds")}
 
 
+# A step's client figures that summary.json holds (one definition: `plateau.steady.measure_step` over
+# the step's steady window): the report shows these, never a recomputation from Locust's history.
+SUMMARY_STEP_FIGURES = ("requests", "failures", "successes", "rps", "goodput_rps", "error_rate", "p50_ms", "p95_ms",
+                        "p99_ms", "steady_s", "stable", "client_cpu_pct", "client_wait_pct", "client_bound",
+                        "client_bound_reason")
+
+
+def interval_columns(ci95: Any) -> dict[str, float]:
+    """summary.json's `ci95` object as flat columns: `rps_ci95_low`, `rps_ci95_high`, ... (NaN when null)."""
+    out: dict[str, float] = {}
+    for key, value in (ci95 or {}).items() if isinstance(ci95, dict) else ():
+        low, high = value if isinstance(value, list) and len(value) == 2 else (float("nan"), float("nan"))
+        out[f"{key}_ci95_low"], out[f"{key}_ci95_high"] = low, high
+    return out
+
+
 def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int = 60) -> pd.DataFrame:
-    """One record per step from the merged seconds (rows with start <= epoch_s < end)."""
+    """One record per step: the client's figures as summary.json records them (the step's steady
+    window, with their 95 % intervals); the endpoint's (CloudWatch) over the step's window in the
+    merged seconds (start <= epoch_s < end). A step without a summary.json record (a run folder
+    without one) gets its figures from the history's seconds."""
     epochs = seconds["epoch_s"].to_numpy()
     cw_cols = [c for c in seconds.columns if c.startswith("cw_")]
     share = bucket_share(epochs, period) if len(epochs) else np.array([])
@@ -240,31 +261,34 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
         def col(name: str, part: pd.DataFrame = part) -> np.ndarray:
             return part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])
 
-        requests = given.get("requests")
-        if requests is None:
-            requests = _nan(np.sum, col("requests")) if len(col("requests")) else float("nan")
-        failures = given.get("failures")
-        if failures is None:
-            failures = _nan(np.sum, col("failures")) if len(col("failures")) else float("nan")
-        rps = given.get("rps")
-        if rps is None:
-            rps = requests / duration if duration > 0 and not _isnan(requests) else float("nan")
         row: dict[str, Any] = {
-            "step": i,
+            "step": span.get("step", i),
             "users": span["users"],
             "start": iso(span["start_s"], "seconds"),
             "end": iso(span["end_s"], "seconds"),
             "duration_s": round(duration, 3),
             "seconds_with_data": int(np.count_nonzero(~np.isnan(col("requests")))) if len(col("requests")) else 0,
-            "requests": requests,
-            "failures": failures,
-            "rps": rps,
-            "error_rate": (failures / requests) if requests and not _isnan(requests) and not _isnan(failures)
-            else float("nan"),
         }
-        for p in ("p50_ms", "p95_ms", "p99_ms"):
-            # summary.json's are exact (the step's own histogram); the history's are ~10 s windows
-            row[p] = given.get(p) if given.get(p) is not None else _nan(np.median, col(p))
+        if given:
+            row.update({key: given[key] for key in SUMMARY_STEP_FIGURES if key in given})
+            if "target_rate" in given:
+                row["target_rate"] = given["target_rate"]
+            row.update(interval_columns(given.get("ci95")))
+        # what the record lacks (a run folder without summary.json steps, or an older summary.json):
+        # the history's seconds over the whole span
+        if row.get("requests") is None:
+            row["requests"] = _nan(np.sum, col("requests")) if len(col("requests")) else float("nan")
+        if row.get("failures") is None:
+            row["failures"] = _nan(np.sum, col("failures")) if len(col("failures")) else float("nan")
+        requests, failures = row["requests"], row["failures"]
+        if row.get("rps") is None:
+            row["rps"] = requests / duration if duration > 0 and not _isnan(requests) else float("nan")
+        if row.get("error_rate") is None:
+            row["error_rate"] = (failures / requests) if requests and not _isnan(requests) and not _isnan(failures) \
+                else float("nan")
+        for p in ("p50_ms", "p95_ms", "p99_ms"):  # the history's are Locust's ~10-s windows
+            if row.get(p) is None:
+                row[p] = _nan(np.median, col(p))
         row["client_avg_ms"] = _weighted_mean(col("avg_ms"), col("requests")) if len(col("avg_ms")) else float("nan")
         for c in cw_cols:
             values = col(c)
@@ -299,16 +323,31 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
                       max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
     with the highest goodput (successful invocations/s; rps without that column) among steps with
-    error rate <= max_error_rate."""
+    error rate <= max_error_rate.
+
+    Every figure of the point is ONE step's own (its summary.json record, the row of `steps` with
+    that step number): the knee's rate, users and percentiles come from the knee step
+    (`plateau.knee_step`), the capacity and its interval from the capacity step
+    (`plateau.capacity_step`), each named by its number. A summary.json written before those
+    indices existed is matched by the plateau's user count, as before."""
     plateau = summary.get("plateau")
     if isinstance(plateau, dict) and plateau.get("rps"):
-        point = {k: plateau.get(k) for k in ("users", "rps", "p50_ms", "p95_ms", "p99_ms", "capacity_rps")}
+        knee = _row_of(steps, plateau.get("knee_step"), plateau.get("users"))
+        capacity = _row_of(steps, plateau.get("capacity_step"), None)
+        source = knee if knee is not None else plateau
+        point = {k: _plain(source.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
         point["source"] = "plateau found during the run" + (f" ({plateau['reason']})" if plateau.get("reason") else "")
         point["stable"] = plateau.get("stable")
-        match = steps[steps["users"] == plateau.get("users")] if not steps.empty else steps
-        if len(match):
-            point["step"] = int(match.iloc[-1]["step"])
-            point["goodput_rps"] = _plain(match.iloc[-1].get("goodput_rps"))
+        point["capacity_rps"] = plateau.get("capacity_rps")
+        point["capacity_ci95"] = plateau.get("capacity_ci95")
+        point.update(_verdict_of(summary))
+        if knee is not None:
+            point["step"] = int(knee["step"])
+            point.update(_intervals_of(knee))
+        if capacity is not None:
+            point["capacity_step"] = int(capacity["step"])
+            point["capacity_users"] = _plain(capacity.get("users"))
+            point["capacity_p95_ms"] = _plain(capacity.get("p95_ms"))
         return point
     if steps.empty or "rps" not in steps.columns:
         return None
@@ -321,13 +360,75 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None
     point["step"] = int(best["step"])
+    point.update(_intervals_of(best))
+    point.update(_verdict_of(summary))
     return point
+
+
+def _verdict_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """{inconclusive, inconclusive_reason} from summary.json's `verdict` (record.summary.run_verdict),
+    else (an older summary.json) from its plateau."""
+    verdict = summary.get("verdict")
+    if isinstance(verdict, dict) and verdict.get("status"):
+        return {"inconclusive": verdict["status"] == "inconclusive", "inconclusive_reason": verdict.get("reason")}
+    plateau: dict[str, Any] = summary["plateau"] if isinstance(summary.get("plateau"), dict) else {}
+    bound = bool(plateau.get("inconclusive") or plateau.get("client_bound"))
+    reason = (plateau.get("inconclusive_reason") or plateau.get("client_reason")) if bound else None
+    return {"inconclusive": bound, "inconclusive_reason": reason}
+
+
+def describe_point(point: dict[str, Any]) -> dict[str, str]:
+    """The point's figures in words, each naming its step and quoting that step's own figures, with
+    their 95 % intervals: {"capacity": ..., "knee": ..., "latency": ..., "verdict": ...} (keys only for
+    what the point has). One wording for the report's page and `sm-locust report`'s lines."""
+    out: dict[str, str] = {}
+    if not is_missing(point.get("capacity_rps")):
+        where = ""
+        if point.get("capacity_step") is not None:
+            where = f" (step {point['capacity_step']}: {number(point.get('capacity_users'), 0)} users, p95 " \
+                    f"{number(point.get('capacity_p95_ms'), 0)} ms)"
+        out["capacity"] = with_interval(point["capacity_rps"], point.get("capacity_ci95"), " req/s", 1) + where
+    step = f"step {point['step']}: " if point.get("step") is not None else ""
+    goodput, rps = point.get("goodput_rps"), point.get("rps")
+    knee = f"{step}{with_interval(point.get('rps'), point.get('rps_ci95'), ' req/s', 1)} " \
+           f"at {number(point.get('users'), 0)} users"
+    if goodput is not None and rps is not None and not is_missing(goodput) and abs(goodput - rps) >= 0.05:
+        knee += f" (goodput {with_interval(goodput, point.get('goodput_rps_ci95'), ' req/s', 1)})"
+    out["knee"] = knee
+    out["latency"] = " / ".join(with_interval(point.get(k), point.get(f"{k}_ci95")) for k in ("p50_ms", "p95_ms",
+                                                                                               "p99_ms")) + " ms"
+    if point.get("inconclusive"):
+        out["verdict"] = f"INCONCLUSIVE: {point.get('inconclusive_reason')}"
+    return out
+
+
+def _row_of(steps: pd.DataFrame, index: Any, users: Any) -> dict[str, Any] | None:
+    """The step row of summary.json's step `index` (0-based), or (no index: an older summary.json) the
+    last step run at `users`; None when there is none."""
+    if steps.empty or "step" not in steps.columns:
+        return None
+    if isinstance(index, int) and not isinstance(index, bool):
+        match = steps[steps["step"] == index + 1]
+    elif users is not None and "users" in steps.columns:
+        match = steps[steps["users"] == users]
+    else:
+        return None
+    return {str(k): v for k, v in match.iloc[-1].to_dict().items()} if len(match) else None
+
+
+def _intervals_of(row: Any) -> dict[str, Any]:
+    """A step row's `<figure>_ci95` lists ([low, high] or None) for the point's figures."""
+    out: dict[str, Any] = {}
+    for key in ("rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms"):
+        low, high = _plain(row.get(f"{key}_ci95_low")), _plain(row.get(f"{key}_ci95_high"))
+        out[f"{key}_ci95"] = [low, high] if low is not None and high is not None else None
+    return out
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
-    if isinstance(value, (np.floating,)):
+    if isinstance(value, (float, np.floating)):
         return None if np.isnan(value) else float(value)
     return value
 

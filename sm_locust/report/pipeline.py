@@ -31,7 +31,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from sm_locust.report import merge
 from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
-from sm_locust.report.render import ReportModel, render_html
+from sm_locust.report.render import ReportModel, closing_rows, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
@@ -133,6 +133,7 @@ class ReportResult:
     point: dict[str, Any] | None
     cost: dict[str, Any]
     cloudwatch: dict[str, Any]
+    answers: list[tuple[str, str]] = field(default_factory=list)  # render.closing_rows: the terminal's lines
 
     @property
     def exit_code(self) -> int:
@@ -398,6 +399,17 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
+SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
+
+
+def run_slos(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The SLOs the run was given (options.json's parsed options), for the lines the charts draw."""
+    parsed = (options or {}).get("options") if isinstance(options, Mapping) else None
+    if not isinstance(parsed, Mapping):
+        return {}
+    return {k: parsed.get(k) for k in SLO_OPTIONS if parsed.get(k) is not None}
+
+
 @dataclass
 class PreparedReport:
     """Everything a report shows, computed and not yet written: the page's `model` (render.ReportModel),
@@ -448,6 +460,7 @@ def prepare_report(
         totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
         hours=hourly_rows(seconds, data.summary), targets=mix,
         autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
+        slos=run_slos(data.options),
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())
 
@@ -488,4 +501,5 @@ def build_report(
         else:
             model.notes.append("summary.json not updated (missing or unreadable)")
     say(f"report done in {time.perf_counter() - t0:.1f} s")
-    return ReportResult(outputs, model.gaps, model.notes, model.steps, model.point, model.cost, prepared.cloudwatch)
+    return ReportResult(outputs, model.gaps, model.notes, model.steps, model.point, model.cost, prepared.cloudwatch,
+                        closing_rows(model))

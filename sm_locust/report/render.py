@@ -32,10 +32,13 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
-from sm_locust.report.llm import llm_figures, llm_rows
-from sm_locust.report.targets import targets_section
+from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
+from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
+from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
+from sm_locust.report.merge import describe_point
+from sm_locust.report.targets import mix_rows, targets_section
 from sm_locust.sanitize import clean, page_text
-from sm_locust.util.formatting import MISSING, is_missing, money, number, percent
+from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
 
 MAX_POINTS = 3000
 FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time",
@@ -62,6 +65,19 @@ class ReportModel:
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
     targets: Any = None  # report.targets.TargetView when requests named models or components
     autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
+    slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+
+    @property
+    def constant_load(self) -> bool:
+        """One load level for the whole run (constant users): no knee to find, none to mark. Traffic
+        phases (a watched autoscaling run) are not one level, whatever their user count."""
+        if self.autoscaling is not None and getattr(self.autoscaling, "phases", None):
+            return False
+        return self.steps.empty or "users" not in self.steps.columns or self.steps["users"].nunique() <= 1
+
+    @property
+    def slo_label(self) -> str:
+        return f"p{self.slos.get('slo_percentile') or 95:g} SLO"
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -126,6 +142,36 @@ def _div(fig, div_id: str, height: int = 420) -> str:
                                config={"displaylogo": False, "responsive": True})
 
 
+def _point_on(steps: pd.DataFrame, point: dict[str, Any] | None, column: str) -> Any:
+    """`column` of the step the point names (where its marker sits on the drawn line), else None."""
+    if not point or point.get("step") is None or steps.empty or column not in steps.columns:
+        return None
+    match = steps[steps["step"] == point["step"]]
+    if not len(match) or is_missing(match.iloc[0][column]):
+        return None
+    return float(match.iloc[0][column])
+
+
+def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> Any:
+    """A mask of the steps whose SLO percentile was over the latency SLO (None: no SLO, no column)."""
+    slo = m.slos.get("latency_slo_ms")
+    column = f"p{float(m.slos.get('slo_percentile') or 95):g}_ms".replace(".", "_")
+    if slo is None or is_missing(slo) or column not in ordered.columns:
+        return None
+    return ordered[column].astype(float) > float(slo)
+
+
+def _visits(ordered: pd.DataFrame) -> Any:
+    """The steps' places in the run, for numbered markers, when they ran out of load order; else None."""
+    return ordered["visit"] if out_of_order(ordered) else None
+
+
+def _load_title(m: ReportModel, title: str) -> str:
+    if m.constant_load and not m.steps.empty:
+        return f"{title} (constant load: one level, no knee to find)"
+    return f"{title} ({VISIT_NOTE})" if out_of_order(by_load(m.steps)) else title
+
+
 def _missing(div_id: str, title: str, why: str) -> str:
     return (f'<div id="{div_id}" class="missing"><h3>{page_text(title)}</h3>'
             f"<p>Not drawn: {page_text(why)}</p></div>")
@@ -141,27 +187,47 @@ MissingWriter = Callable[[str, str, str], Any]
 
 
 def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+    """Throughput vs users, joined by load (the order the steps ran numbered on the markers), the knee
+    marked on the line it belongs to and the capacity as a line; nothing marked for a constant load."""
     s = m.steps
     if s.empty or not _has(s, "rps"):
         return missing("fig-throughput", "Throughput vs users",
                        "no per-step data (summary.json steps or Locust history)")
+    ordered = by_load(s)
+    visits = _visits(ordered)
+    # goodput is never above the attempt rate: a record whose goodput_rps says otherwise carries another
+    # figure (a token-objective step's output tokens/s), so requests/s are drawn
+    plausible = _has(ordered, "goodput_rps") and bool((ordered["goodput_rps"].fillna(0) <= ordered["rps"].fillna(0)
+                                                       * 1.001 + 1e-9).all())
+    main = "goodput_rps" if plausible else "rps"
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=s["users"], y=s["rps"], mode="lines+markers", name="client rps (attempted)"))
-    if _has(s, "goodput_rps"):
-        fig.add_trace(go.Scatter(x=s["users"], y=s["goodput_rps"], mode="lines+markers", name="goodput (successful/s)"))
-    if _has(s, "cw_invocations_per_s"):
-        fig.add_trace(go.Scatter(x=s["users"], y=s["cw_invocations_per_s"], mode="lines+markers",
+    fig.add_trace(load_trace(ordered["users"], ordered[main], "goodput (successful/s)" if main == "goodput_rps"
+                             else "client rps (attempted)", visits))
+    if main == "goodput_rps":
+        fig.add_trace(go.Scatter(x=ordered["users"], y=ordered["rps"], mode="lines+markers",
+                                 name="client rps (attempted)", line={"dash": "dot", "width": 1}))
+    if _has(ordered, "cw_invocations_per_s"):
+        fig.add_trace(go.Scatter(x=ordered["users"], y=ordered["cw_invocations_per_s"], mode="lines+markers",
                                  name="Invocations/s (CloudWatch)", line={"dash": "dot"}))
-    if m.point and m.point.get("users") is not None and m.point.get("rps"):
-        fig.add_trace(go.Scatter(x=[m.point["users"]], y=[m.point["rps"]], mode="markers+text", name="plateau (knee)",
+    over = _over_slo(ordered, m)
+    if over is not None and over.any():
+        fig.add_trace(go.Scatter(x=ordered["users"][over], y=ordered[main][over], mode="markers",
+                                 name=f"over the {m.slo_label}",
+                                 marker={"size": 13, "symbol": "circle-open", "color": "crimson",
+                                         "line": {"width": 2}}))
+    knee_y = _point_on(s, m.point, main)
+    if m.point and m.point.get("users") is not None and knee_y is not None and not m.constant_load:
+        right_half = m.point["users"] > (ordered["users"].min() + ordered["users"].max()) / 2
+        fig.add_trace(go.Scatter(x=[m.point["users"]], y=[knee_y], mode="markers+text", name="knee",
                                  marker={"size": 16, "symbol": "star", "color": "crimson"},
-                                 text=[f"plateau: {m.point['rps']:.1f} rps @ {m.point['users']} users"],
-                                 textposition="top left"))
-        fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
+                                 text=[f"knee: {knee_y:.1f} req/s at {m.point['users']} users"],
+                                 textposition="bottom left" if right_half else "bottom right"))
         if not is_missing(m.point.get("capacity_rps")):
             fig.add_hline(y=m.point["capacity_rps"], line_dash="dot", line_color="crimson",
-                          annotation_text=f"capacity {m.point['capacity_rps']:.1f} req/s")
-    fig.update_layout(title="Throughput vs users", xaxis_title="users", yaxis_title="requests/s")
+                          annotation_text=f"capacity {m.point['capacity_rps']:.1f} req/s",
+                          annotation_position="top left")
+    fig.update_layout(title=_load_title(m, "Throughput vs users"), xaxis_title="users", yaxis_title="requests/s")
+    integer_axis(fig, ordered["users"])
     return div(fig, "fig-throughput")
 
 
@@ -180,23 +246,31 @@ def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: Missin
         fig.add_trace(go.Scatter(x=d["time"], y=d["users"], name="users", line={"shape": "hv", "dash": "dot"}),
                       secondary_y=True)
     fig.update_layout(title="Throughput and users vs time (UTC)")
-    fig.update_yaxes(title_text="per second", secondary_y=False)
-    fig.update_yaxes(title_text="users", secondary_y=True)
+    fig.update_yaxes(title_text="per second", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="users", secondary_y=True, rangemode="tozero")
+    if _has(d, "users"):
+        integer_axis(fig, d["users"], axis="y", secondary_y=True)
     return div(fig, "fig-throughput-time")
 
 
 def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+    """Each percentile once, joined by load; the SLO as a line when one was given; the knee's load."""
     s = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
     if s.empty or not cols:
         return missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
+    ordered = by_load(s)
+    visits = _visits(ordered)
     fig = go.Figure()
     for c in cols:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers",
-                                 name=c.replace("_ms", "").replace("client_", "")))
-    if m.point and m.point.get("users") is not None:
-        fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson")
-    fig.update_layout(title="Client latency vs users", xaxis_title="users", yaxis_title="ms")
+        name = c.replace("_ms", "").replace("client_", "")
+        fig.add_trace(load_trace(ordered["users"], ordered[c], name, visits if c == "p95_ms" else None))
+    slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
+    if m.point and m.point.get("users") is not None and not m.constant_load:
+        fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson", annotation_text="knee",
+                      annotation_position="top")
+    fig.update_layout(title=_load_title(m, "Client latency vs users"), xaxis_title="users", yaxis_title="ms")
+    integer_axis(fig, ordered["users"])
     return div(fig, "fig-latency-users")
 
 
@@ -209,7 +283,9 @@ def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWr
     fig = go.Figure()
     _band(fig, d, "p95_ms", "p95")
     for c in cols:
-        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=c, line={"dash": "dot"} if c.startswith("cw_") else {}))
+        name = c if c.startswith("cw_") else c.replace("_ms", "")
+        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=name, line={"dash": "dot"} if c.startswith("cw_") else {}))
+    slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
     return div(fig, "fig-latency-time")
 
@@ -223,12 +299,14 @@ def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     if s.empty or not (pct or ms):
         return missing("fig-endpoint-load", "CPU, memory and ModelLatency vs load",
                        "no CloudWatch data for this run (see Gaps and warnings)")
+    s = by_load(s)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for c in pct:
         fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c), secondary_y=False)
     for c in ms:
         fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c, line={"dash": "dot"}),
                       secondary_y=True)
+    integer_axis(fig, s["users"])
     fig.update_layout(title="Endpoint CPU / memory (% summed over cores) and ModelLatency vs users")
     fig.update_xaxes(title_text="users")
     fig.update_yaxes(title_text="percent", secondary_y=False)
@@ -250,7 +328,8 @@ def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return missing("fig-decomposition", "Latency decomposition",
                        "needs CloudWatch ModelLatency and OverheadLatency next to Locust's latency")
-    x = [str(u) for u in s["users"]]
+    s = by_load(s)
+    x = [f"{u} users (step {v})" for u, v in zip(s["users"], s["visit"], strict=True)]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=x, y=s["model_latency_ms"], name="ModelLatency (model container)"))
     fig.add_trace(go.Bar(x=x, y=s["overhead_latency_ms"], name="OverheadLatency (SageMaker)"))
@@ -285,18 +364,22 @@ def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     p = m.point or {}
     c = m.cost or {}
-    goodput = f" (goodput {number(p.get('goodput_rps'))} req/s)" if not is_missing(p.get("goodput_rps")) else ""
-    knee = f"{number(p.get('rps'))} req/s at {number(p.get('users'), 0)} users{goodput}" if p else MISSING
-    if not is_missing(p.get("capacity_rps")):  # the plateau search's verdict: what it sustains, and where it starts
-        headline = [("Capacity (best stable goodput at or beyond the knee)", f"{number(p.get('capacity_rps'))} req/s"),
+    words = describe_point(p) if p else {}
+    knee = words.get("knee", MISSING)
+    if m.constant_load and p:
+        headline = [(f"Throughput (constant load: {number(p.get('users'), 0)} users, no knee to find)", knee)]
+    elif "capacity" in words:  # the plateau search's verdict: what it sustains, and where it starts
+        headline = [("Capacity (best stable goodput at or beyond the knee)", words["capacity"]),
                     ("Knee (least load within 5 % of the plateau)", knee)]
     else:
         headline = [("Max sustainable throughput", knee)]
+    if "verdict" in words:  # the load generator was the bottleneck where it decides the answer: say so first
+        headline.insert(0, ("Verdict", words["verdict"]))
     rows = [
         *headline,
         ("How it was found", p.get("source", "no plateau and no clean step")),
-        ("Latency there (p50 / p95 / p99)",
-         " / ".join(number(p.get(k)) for k in ("p50_ms", "p95_ms", "p99_ms")) + " ms" if p else MISSING),
+        ("Request latency there, whole answers (p50 / p95 / p99)" if m.llm is not None else
+         "Latency there (p50 / p95 / p99)", words.get("latency", MISSING)),
     ]
     step = _point_step(m)
     if step is not None:
@@ -315,14 +398,17 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     t = m.totals or {}
     if t.get("requests") is not None:
         backoff = t.get("backoff") or {}
+        ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
         rows.append(("Whole run (invocations)",
                      f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-                     f"{number(t.get('rps'))} req/s attempted, goodput {number(t.get('goodput_rps'))} req/s"
+                     f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
+                     f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
                      + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                         if backoff.get("count") else "")))
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
-        ("$ per 1M inferences", f"{money(c.get('usd_per_million'))} ({instance} at "
+        ("$ per 1M inferences", f"{_money_interval(c.get('usd_per_million'), c.get('usd_per_million_ci95'))} "
+                                f"({instance} at "
                                 f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
         ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
@@ -338,6 +424,33 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         rows.append(("Serverless estimate", f"{money(sv['usd_per_million'])} per 1M ({sv['memory_mb']} MB, "
                                             f"{number(sv['duration_ms'])} ms, ${sv['usd_per_gb_second']}/GB-s)"))
     return rows
+
+
+def headline_rows(m: ReportModel) -> list[tuple[str, str]]:
+    """The Summary table, led by the question the run asked: an LLM run by its tokens (output
+    tokens/s, TTFT and ITL against their SLOs, $ per 1M output tokens), a multi-model run by its cache
+    (hit rate, cold vs warm, models loaded), a watched autoscaling run by its scaling; then the
+    request-level figures every run has."""
+    return (autoscaling_rows(m.autoscaling) + llm_rows(m.llm, m.cost, m.slos) + mix_rows(m.targets)
+            + summary_rows(m))
+
+
+# The Summary rows `sm-locust report` also prints as its closing lines: what the run and its flags asked.
+CLOSING_ROWS = ("Verdict", "Capacity", "Knee", "Max sustainable", "Throughput (constant", "Output tokens/s",
+                "Time to first token", "Inter-token latency", "$ per 1M", "Model cache hit rate", "Cold vs warm",
+                "Models loaded", "Autoscaling target", "Instances needed", "seconds over the")
+
+
+def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
+    """The headline rows worth a line in the terminal: the sustainable point, an LLM run's tokens
+    against their SLOs and $ per 1M output tokens, a model mix's cache, $ per 1M inferences, the
+    autoscaling target and the instances for --target-rps, seconds over the SLO of a watched run."""
+    return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
+
+
+def _money_interval(value: Any, interval: Any) -> str:
+    """'$0.46 (±0.01)' / '$0.46 [0.44, 0.49]': the cost and its 95 % interval, or the cost alone."""
+    return MISSING if is_missing(value) else "$" + with_interval(value, interval, "", 2)
 
 
 def decomposition_text(step: dict[str, Any]) -> str:
@@ -360,21 +473,47 @@ def _point_step(m: ReportModel) -> dict[str, Any] | None:
 
 
 STEP_TABLE_COLUMNS = [
-    ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4), ("p50_ms", 1),
-    ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
+    ("step", 0), ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4),
+    ("p50_ms", 1), ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
     ("cw_OverheadLatency_avg_ms", 1), ("network_client_ms", 1), ("cw_CPUUtilization_avg_pct", 1),
     ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
 ]
 
 
-def steps_table(steps: pd.DataFrame) -> str:
+STEP_HEADINGS = {"users": "users", "duration_s": "seconds", "requests": "requests", "rps": "req/s",
+                 "goodput_rps": "goodput/s", "error_rate": "error rate", "p50_ms": "p50 ms", "p95_ms": "p95 ms",
+                 "p99_ms": "p99 ms", "client_avg_ms": "avg ms", "cw_ModelLatency_avg_ms": "ModelLatency ms",
+                 "cw_OverheadLatency_avg_ms": "OverheadLatency ms", "network_client_ms": "network + client ms",
+                 "cw_CPUUtilization_avg_pct": "CPU avg %", "cw_CPUUtilization_max_pct": "CPU max %",
+                 "cw_MemoryUtilization_avg_pct": "memory avg %", "output_tokens_per_s": "output tokens/s",
+                 "ttft_p95_ms": "TTFT p95 ms", "itl_p95_ms": "ITL p95 ms"}
+
+
+def step_cell(row: Any, column: str, digits: int) -> str:
+    """A step table's cell: the figure, with its 95 % interval where summary.json has one
+    (`<column>_ci95_low` / `_high`, report.merge.interval_columns); the error rate in %."""
+    if column == "error_rate":
+        return percent(row[column], 2)
+    low, high = row.get(f"{column}_ci95_low"), row.get(f"{column}_ci95_high")
+    if low is None or high is None or is_missing(low) or is_missing(high):
+        return number(row[column], digits)
+    return with_interval(row[column], [low, high], "", digits)
+
+
+def steps_table(steps: pd.DataFrame, llm: Any = None) -> str:
+    """The steps in the order they ran (# = that order), with the token columns of an LLM run."""
     if steps.empty:
         return "<p>No steps.</p>"
-    cols = [(c, d) for c, d in STEP_TABLE_COLUMNS if c in steps.columns]
-    head = "".join(f"<th>{page_text(c)}</th>" for c, _ in cols)
+    tokens = llm_step_columns(llm, steps)
+    frame = pd.concat([steps, tokens], axis=1) if len(tokens.columns) else steps
+    cols = [(c, d) for c, d in STEP_TABLE_COLUMNS if _has(frame, c)]  # a column with nothing in it says nothing
+    cols += [(c, d) for c, d in LLM_STEP_COLUMNS if _has(tokens, c)]
+    head = "<th>#</th>" + "".join(f"<th>{page_text(STEP_HEADINGS.get(c, c))}</th>" for c, _ in cols)
     body = []
-    for _, row in steps.iterrows():
-        body.append("<tr>" + "".join(f"<td>{number(row[c], d)}</td>" for c, d in cols) + "</tr>")
+    for position, (_, row) in enumerate(frame.iterrows(), start=1):
+        step = row["step"] if "step" in frame.columns and not is_missing(row.get("step")) else position
+        cells = "".join(f"<td>{page_text(step_cell(row, c, d))}</td>" for c, d in cols)
+        body.append(f"<tr><td>{number(step, 0)}</td>{cells}</tr>")
     return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
@@ -412,6 +551,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 small{color:#666}
 .scroll{overflow-x:auto;max-width:100%}#compare th{overflow-wrap:anywhere;max-width:14em}
 #compare td:first-child,#compare th:first-child{text-align:left;font-weight:600;white-space:nowrap}
+#compare td.change{color:#555;font-size:.9em}.left-out+ul{color:#555;font-size:.9em;margin-top:0}
 """
 
 
@@ -419,9 +559,11 @@ def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
     page = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load,
             fig_decomposition, fig_errors)
-    return [*(chart(model, div, missing) for chart in page),
-            *llm_figures(model.llm, (model.point or {}).get("users"), div, missing),
-            *autoscaling_figure(model.autoscaling, div, missing)]
+    tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
+                         model.slos)
+    # the run's own question first: an LLM run's tokens, a watched run's scaling
+    return [*autoscaling_figure(model.autoscaling, div, missing), *tokens,
+            *(chart(model, div, missing) for chart in page)]
 
 
 def figures(model: ReportModel) -> dict[str, Any]:
@@ -452,7 +594,7 @@ def render_html(model: ReportModel) -> str:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{page_text(k)}</td><td>{page_text(v)}</td></tr>" for k, v in
-                      summary_rows(model) + llm_rows(model.llm, model.cost) + autoscaling_rows(model.autoscaling))
+                      headline_rows(model))
     figures = charts(model)
     return "\n".join([
         "<!DOCTYPE html>",
@@ -465,11 +607,11 @@ def render_html(model: ReportModel) -> str:
         f"<p><small>{info}<br>generated {page_text(model.generated_at)} by sm-locust report</small></p>",
         gaps_html,
         f'<h2>Summary</h2><table id="summary">{summary}</table>',
+        targets_section(model.targets, _div, _missing),  # a traffic mix's cache is its run's question: first
         "<h2>Charts</h2>",
         *figures,
         hourly_section(model),
-        targets_section(model.targets, _div, _missing),
         "<h2>Steps</h2>",
-        steps_table(model.steps),
+        steps_table(model.steps, model.llm),
         "</body></html>",
     ])

@@ -116,8 +116,41 @@ def cache_table(cache: Mapping[str, Any]) -> str:
     return (f"<p>Cache hit rate {page_text(percent(cache.get('hit_rate')))} of "
             f"{page_text(number(cache.get('requests'), 0))} successful requests; cold vs warm from "
             f"{page_text(why)}.</p>"
-            '<table id="model-cache"><thead><tr><th>requests</th><th>count</th><th>p50 ms</th><th>p95 ms</th>'
+            '<table id="model-cache"><thead><tr><th>model was</th><th>requests</th><th>p50 ms</th><th>p95 ms</th>'
             f"<th>p99 ms</th><th>model wait p50 / p95 ms</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def distinct_targets(view: TargetView) -> int:
+    """How many targets the run's requests named (the top ones by name, and those counted in `others`)."""
+    named = [t for t in view.targets if t.get("name") != "others"]
+    others = next((t for t in view.targets if t.get("name") == "others"), {})
+    return len(named) + int(others.get("targets") or 0)
+
+
+def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
+    """Summary-table rows, the page's lead for a multi-model run: the cache hit rate, cold vs warm
+    latency and the models loaded ([] for a run without a model cache)."""
+    if view is None or view.cache is None:
+        return []
+    cache = view.cache
+    cold, warm = cache.get("cold") or {}, cache.get("warm") or {}
+    if cache.get("hit_rate") is None:
+        hit = f"{MISSING} (cold and warm not told apart: see Cold vs warm)"
+    else:
+        hit = (f"{percent(cache.get('hit_rate'))} of {number(cache.get('requests'), 0)} successful requests "
+               f"({number(cold.get('requests'), 0)} cold)")
+    latencies = "; ".join(f"{kind} {number(record.get('p50_ms'), 0)} / {number(record.get('p95_ms'), 0)} ms"
+                          for kind, record in (("cold", cold), ("warm", warm)))
+    loaded = [p["loaded"] for p in view.minutes if p.get("loaded") is not None]
+    models = (f"{number(loaded[-1], 0)} per instance at the end (CloudWatch LoadedModelCount), "
+              f"most {number(max(loaded), 0)}" if loaded else
+              f"{MISSING} (no CloudWatch LoadedModelCount: a SageMaker MME publishes it; the local emulation with "
+              "`serve --multi-model --cloudwatch-url URL`)")
+    mix = view.mix
+    named = f"{number(distinct_targets(view), 0)} models requested" + (
+        f" of {number(mix.get('targets'), 0)} in the mix ({mix.get('spec')})" if mix.get("targets") else "")
+    return [("Model cache hit rate", hit), ("Cold vs warm latency p50 / p95", latencies),
+            ("Models loaded", models), ("Models requested", named)]
 
 
 def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callable[[str, str, str], str]) -> str:

@@ -30,6 +30,7 @@ from sm_locust.config.options import environment_options, option_value, parse_nu
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.plateau.search import Search
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
+from sm_locust.record.summary import step_line, step_record
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings, parse_seconds
 from sm_locust.users.openloop import OpenLoopUser
 
@@ -51,20 +52,11 @@ def say(message: str) -> None:
 
 
 def describe_step(index: int, step) -> str:
-    p95 = "-" if step.p95_ms is None else f"{step.p95_ms:.0f}"
-    text = f"step {index}: {step.load_label()}: {step.rps:.1f} req/s, p95 {p95} ms"
+    """The line printed when step `index` is judged: its summary.json record's line
+    (`record.summary.step_line`), plus the token figures of an `--objective output-tokens` step."""
+    text = step_line(index, step_record(step))
     if hasattr(step, "describe_tokens"):  # --objective output-tokens (plateau/tokens.py)
-        text += f", {step.describe_tokens()}"
-    if step.error_rate:
-        text += f", errors {step.error_rate * 100:.1f} %"
-    if step.client_cpu_pct is not None:
-        text += f", client CPU {step.client_cpu_pct:.0f} %"
-    if step.late_fraction:
-        text += f", late sends {step.late_fraction * 100:.1f} %"
-    if step.dropped_fraction:
-        text += f", dropped {step.dropped_fraction * 100:.1f} %"
-    if not step.stable:
-        text += " (unstable)"
+        text += f"; {step.describe_tokens()}"
     return text
 
 
@@ -78,6 +70,7 @@ class SmLocustShape(LoadTestShape):
     set `stop_reason` when `decide` ends the run, and `stop(now, seconds, reason)` when a search runs."""
 
     abstract = True
+    shape_name: str | None = None  # its name in sm_locust.shapes.SHAPES (each shape sets it)
     # The shapes read --run-time (and the step shape --spawn-rate): Locust should neither warn that
     # they are ignored nor hide them in the web UI.
     use_common_options = True
@@ -154,6 +147,8 @@ class SmLocustShape(LoadTestShape):
                 load = self.decide(now, self.recorder.seconds)
         except SmLocustError as exc:
             return self._fail(exc)
+        if self.search is not None:  # the search's judged steps are summary.json's steps (record.accumulate)
+            self.recorder.timeline.judging = True
         self._report_steps()
         if load is None:
             self._finish()
@@ -171,18 +166,19 @@ class SmLocustShape(LoadTestShape):
         while self._reported < len(self.measurements):
             step = self.measurements[self._reported]
             self._reported += 1
+            self.recorder.timeline.judge(step)
             say(describe_step(self._reported, step))
             self._store_verdict()
 
     def _store_verdict(self) -> None:
         if self.search is not None and self.search.steps:
-            self.recorder.plateau = self.search.verdict().as_dict()
+            self.recorder.plateau = self.search.verdict().as_dict(self.measurements)
 
     def _finish(self) -> None:
         self._finished = True
         self._store_verdict()
-        if self.search is not None and self.search.steps:
-            say(self.search.verdict().text())
+        if self.search is not None and self.search.steps and not environment_options(self.environment).sm_closing:
+            say(self.search.verdict().text(self.measurements))  # else `sm-locust run` states it once, closing
         reason = self.stop_reason
         if reason is None and self.search is not None and self.search.done:
             reason = self.search.verdict().stop_reason

@@ -16,6 +16,8 @@ from sm_locust.shapes.settings import ShapeSettings
 class OpenLoopShape(SmLocustShape):
     """Constant arrival rate."""
 
+    shape_name = "open"  # its name in SHAPES, and the web UI form group of its own options
+
     def start(self, settings: ShapeSettings) -> None:
         if settings.target_rps is None:
             raise UsageError("the open shape needs --target-rps R (requests per second to send)")

@@ -23,6 +23,8 @@ from sm_locust.shapes.settings import ShapeSettings
 class PhasesShape(SmLocustShape):
     """Inference Recommender traffic pattern from `--traffic-pattern`."""
 
+    shape_name = "phases"  # its name in SHAPES, and the web UI form group of its own options
+
     search: ScheduleSearch
 
     def start(self, settings: ShapeSettings) -> None:

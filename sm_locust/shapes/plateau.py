@@ -30,6 +30,8 @@ DRAINED_IN_FLIGHT = 1  # ... it is drained when at most this many requests are s
 class PlateauShape(SmLocustShape):
     """Adaptive plateau search over users or arrival rate."""
 
+    shape_name = "plateau"  # its name in SHAPES, and the web UI form group of its own options
+
     search: PlateauSearch
 
     def start(self, settings: ShapeSettings) -> None:

@@ -20,6 +20,8 @@ from sm_locust.shapes.settings import ShapeSettings
 class StepLoadShape(SmLocustShape):
     """Step load from `--start-users/--step-users/--step-seconds/--max-users`, optionally stopping at the knee."""
 
+    shape_name = "step"  # its name in SHAPES, and the web UI form group of its own options
+
     search: StepSearch
 
     def start(self, settings: ShapeSettings) -> None:

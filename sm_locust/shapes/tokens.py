@@ -35,12 +35,13 @@ OBJECTIVES = (REQUESTS, OBJECTIVE)
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--objective", "SM_LOCUST_OBJECTIVE", REQUESTS,
                "plateau shape: what the search maximises: requests (goodput, default) or output-tokens (LLM output "
-               "tokens/s, with --ttft-slo-ms / --itl-slo-ms)", choices=OBJECTIVES),
+               "tokens/s, with --ttft-slo-ms / --itl-slo-ms)", choices=OBJECTIVES, group="plateau"),
     OptionSpec("--ttft-slo-ms", "SM_LOCUST_TTFT_SLO_MS", None,
                "LLM plateau: time-to-first-token SLO in ms at --slo-percentile; a step above it is not acceptable "
-               "(needs --stream)", float, above=0),
+               "(needs --stream)", float, above=0, group="slo"),
     OptionSpec("--itl-slo-ms", "SM_LOCUST_ITL_SLO_MS", None,
-               "LLM plateau: inter-token latency SLO in ms at --slo-percentile (needs --stream)", float, above=0),
+               "LLM plateau: inter-token latency SLO in ms at --slo-percentile (needs --stream)",
+               float, above=0, group="slo"),
 ]
 
 

@@ -19,6 +19,8 @@ from sm_locust.shapes.settings import ShapeSettings
 class TrafficShape(SmLocustShape):
     """Open-loop rate phases."""
 
+    shape_name = "traffic"  # its name in SHAPES, and the web UI form group of its own options
+
     def start(self, settings: ShapeSettings) -> None:
         self.traffic = settings.rate_phases()
         self.time_scale = settings.time_scale or 1.0

@@ -12,7 +12,6 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
-import html
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
+from sm_locust.sanitize import page_text
 from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep, held_by
 from sm_locust.sweep.deployers import DeployError, create_deployer
@@ -69,9 +69,9 @@ class SweepResult:
     def _repr_html_(self) -> str:
         reason = self.recommendation.get("reason") or "No recommendation."
         page = self.outputs.get("html")
-        return (f"<p><b>{html.escape(reason)}</b></p>"
+        return (f"<p><b>{page_text(reason)}</b></p>"
                 + self.table.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}")
-                + (f"<p><small>{html.escape(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
+                + (f"<p><small>{page_text(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
                    "</small></p>" if page else ""))
 
 
@@ -238,7 +238,7 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
             client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
-    `out`: the sweep folder (default sweeps/<sweep id>/), for kinds that keep what to undo there;
+    `out`: the sweep folder (default reports/sweeps/<sweep id>/), for kinds that keep what to undo there;
     `kind` None: the folder says (`folder_kind`); `deploy` None: the folder says, else sagemaker, and this
     machine's endpoint processes tagged with the sweep id are stopped too (a local sweep's)."""
     printer = printer or Printer()

@@ -42,11 +42,11 @@ from sm_locust.sweep.schema import SweepSpec
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
 
-DEFAULT_SWEEPS_DIR = "sweeps"
+DEFAULT_SWEEPS_DIR = "reports/sweeps"  # under reports/, which git ignores
 
 
 def sweep_folder(spec: SweepSpec, out: str | Path | None) -> Path:
-    """`--out`, or sweeps/<sweep id>/, checked before anything runs (`check_sweep_folder`)."""
+    """`--out`, or reports/sweeps/<sweep id>/, checked before anything runs (`check_sweep_folder`)."""
     folder = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / spec.sweep_id
     check_sweep_folder(folder, spec.sweep_id)
     return folder

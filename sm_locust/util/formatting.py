@@ -96,3 +96,50 @@ def duration(seconds: Any) -> str:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """'1 configuration', '2 configurations' (`plural` when adding an s is wrong)."""
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def _bounds(interval: Any) -> tuple[float, float] | None:
+    """(low, high) of an interval given as `[low, high]` (summary.json) or an object with `low` /
+    `high` (`plateau.uncertainty.Interval`); None when it is missing or not finite."""
+    if interval is None:
+        return None
+    if hasattr(interval, "low") and hasattr(interval, "high"):
+        low, high = interval.low, interval.high
+    elif isinstance(interval, (list, tuple)) and len(interval) == 2:
+        low, high = interval
+    else:
+        return None
+    if is_missing(low) or is_missing(high) or isinstance(low, bool) or isinstance(high, bool):
+        return None
+    if not isinstance(low, numbers.Real) or not isinstance(high, numbers.Real):
+        return None
+    return float(low), float(high)
+
+
+def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) -> str:
+    """A figure with its 95 % interval, the one way every surface shows one:
+
+    symmetric (batch means of a rate)  -> '189 req/s (±3)'
+    asymmetric (a bootstrapped percentile) -> '120 ms [112, 131]'
+    no interval (too few samples, an old summary.json) -> '189 req/s' (the figure alone)
+
+    `unit` follows the figure (with its own leading space, as `number`'s); `digits` decimals for
+    the figure and the bounds; a half-width that would print as 0 gets one significant digit."""
+    if is_missing(value):
+        return MISSING
+    figure = number(float(value), digits, unit)
+    bounds = _bounds(interval)
+    if bounds is None:
+        return figure
+    low, high = bounds
+    value = float(value)
+    above, below = high - value, value - low
+    # symmetric when both sides print the same or differ by under 2 % of the width (batch means' are,
+    # exactly; a rounded figure moves the centre a little)
+    if f"{above:.{digits}f}" == f"{below:.{digits}f}" or abs(above - below) <= 0.02 * (above + below):
+        half = (high - low) / 2.0
+        text = f"{half:,.{digits}f}"
+        if half > 0 and float(text.replace(",", "")) == 0:
+            text = f"{half:.1g}"
+        return f"{figure} (\u00b1{text})"
+    return f"{figure} [{number(low, digits)}, {number(high, digits)}]"

@@ -27,6 +27,7 @@ LINES = [
     ProgressSample(12, 8, 180.6, 180.6, 89.0, 0),
     ProgressSample(3, 1, 0.0, 0.0, None, 4),
     ProgressSample(7200, 1000, 12345.6, 12000.1, 1234.0, 345, backoffs=12),
+    ProgressSample(30, 4, 100.0, 100.0, 20.0, 0, window_s=5),
 ])
 def test_the_progress_line_round_trips(sample):
     assert parse_progress(sample.line()) == sample
@@ -43,7 +44,8 @@ def test_the_one_line_has_the_latest_figures_the_step_and_the_errors():
     changed = [state.feed(line) for line in LINES]
     assert changed == [True, False, False, True, True, True, True]  # Locust's own log and tables change nothing
     text = state.text()
-    assert text.startswith("[2 s of 60 s] 4 users, 131.0 req/s (goodput 120.0), p95 31 ms, 11 failed/s, 3 back-offs")
+    assert text.startswith("[2 s of 60 s] 4 users, 131.0 req/s (goodput 120.0), p95 31 ms, 11 failed/s, 3 back-offs"
+                           " (so far)")
     assert "| 1 error line in locust.log (last: boom: something broke) | step 1: 1 user: 44.6 req/s" in text
     assert "\n" not in text and len(text) <= 200
 
@@ -53,7 +55,7 @@ def test_the_start_line_gives_way_to_the_figures():
     state.feed(LINES[0])
     assert "running Locust against 'ep'" in state.text()
     state.feed(LINES[3])
-    assert state.text() == "[1 s] 1 user, 44.0 req/s, p95 22 ms, 0 failed/s"
+    assert state.text() == "[1 s] 1 user, 44.0 req/s, p95 22 ms, 0 failed/s (so far)"
 
 
 @pytest.mark.parametrize("progress, notebook, tty, tqdm, widgets, expected", [

@@ -76,8 +76,8 @@ def test_figures_are_the_reports_charts(runs):
     figures = runs[0].figures(cloudwatch=False)
     assert {"fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-latency-time"} <= set(figures)
     throughput = figures["fig-throughput"]
-    assert isinstance(throughput, go.Figure) and throughput.layout.title.text == "Throughput vs users"
-    assert list(throughput.data[0].x) == runs[0].steps["users"].tolist()
+    assert isinstance(throughput, go.Figure) and throughput.layout.title.text.startswith("Throughput vs users")
+    assert list(throughput.data[0].x) == sorted(runs[0].steps["users"].tolist())  # joined by load
     assert not (runs[0].run_dir / "report.html").exists()  # drawing writes nothing
 
 

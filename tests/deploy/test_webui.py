@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from sm_locust.config.options import all_option_specs
+from sm_locust.config.options import GROUPS, all_option_specs, option_help, option_label
 from sm_locust.endpoint.server import free_port
+from sm_locust.locustfiles._webui import form_layout
 from tests.conftest import ROOT, SAMPLE_PAYLOAD
 from tests.fakes import wait_exit
 
@@ -188,8 +189,8 @@ def test_browser_renders_the_sm_locust_options(web_locust, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     # rendered elements only: the page also embeds the options as JSON in a <script>
     text = html.unescape(re.sub(r"<script\b.*?</script>", "", dom.stdout, flags=re.S))
-    missing = [spec.flag for spec in web_options() if f"({spec.help})" not in text]
-    assert not missing, f"options not rendered as form fields: {missing}"
+    missing = [spec.flag for spec in web_options() if option_help(spec) not in text or option_label(spec) not in text]
+    assert not missing, f"options not rendered as form fields with their label and full help: {missing}"
     assert "Custom parameters" in text and "StepLoadShape" in text
     assert "no host attribute set" not in text  # the sm-locust options are all the users need
     host_field = re.search(r'<div[^>]*style="display: none;"[^>]*>(?:(?!</div>\s*</div>).)*?name="host"', dom.stdout,
@@ -285,3 +286,66 @@ def test_the_web_ui_and_the_master_listen_on_this_machine_unless_told_otherwise(
     assert (defaults.web_host, defaults.master_bind_host) == ("127.0.0.1", "127.0.0.1")
     chosen = parser.parse_args(["--web-host", "0.0.0.0", "--master-bind-host", "*"])  # compose, Kubernetes
     assert (chosen.web_host, chosen.master_bind_host) == ("0.0.0.0", "*")
+
+
+def test_the_form_layout_groups_every_shown_option_once_in_groups_order():
+    shown = {spec.dest for spec in web_options()}
+    layout = form_layout(shown | {"a_locustfiles_own_option"})
+    names = [f["name"] for group in layout for f in group["fields"]]
+    assert sorted(names) == sorted(shown)  # each shown sm-locust option once; nothing else
+    keys = [group["key"] for group in layout]
+    assert keys == [key for key in GROUPS if key in keys]
+    assert {"endpoint", "payload", "shape", "slo", "llm", "mix"} <= set(keys)
+    assert "output" not in keys  # --sm-out and the like stay off the form
+    fields = {f["name"]: (group["key"], f) for group in layout for f in group["fields"]}
+    assert fields["itl_slo_ms"][0] == "slo" and fields["itl_slo_ms"][1]["label"] == "ITL SLO (ms)"
+    assert fields["step_users"][0] == "step" and fields["search_mode"][0] == "plateau"
+    assert "%%" not in fields["stop_at_knee"][1]["help"] and "5 %" in fields["stop_at_knee"][1]["help"]
+
+
+PLAYWRIGHT = True
+HEADINGS = "els => els.map(e => e.dataset.smLocustGroup)"
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # the test extra installs it
+    PLAYWRIGHT = False
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(CHROMIUM is None or not PLAYWRIGHT,
+                    reason="needs chromium (apt-get install -y chromium; .ci/run tries it) and playwright (the test "
+                    "extra)")
+def test_the_options_show_in_groups_with_the_picked_shape_first(tmp_path, endpoint):
+    web = WebLocust(tmp_path, "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
+                    str(SAMPLE_PAYLOAD), more_files=(str(ROOT / "locustfiles" / "plateau.py"),))
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS[1:])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(web.url + "/")
+            page.get_by_text("Custom parameters").click()
+            page.wait_for_selector("[data-sm-locust-group]")
+            headings = page.eval_on_selector_all("[data-sm-locust-group]", HEADINGS)
+            assert headings[:3] == ["endpoint", "payload", "shape"], headings  # no shape picked: GROUPS' order
+            page.select_option("select[name=shapeClass]", "PlateauShape")
+            page.wait_for_function("document.querySelector('[data-sm-locust-group]').dataset.smLocustGroup"
+                                   " === 'plateau'")
+            headings = page.eval_on_selector_all("[data-sm-locust-group]", HEADINGS)
+            assert headings[:4] == ["plateau", "shape", "endpoint", "payload"], headings
+            assert headings[-1] == "traffic" and headings.index("slo") < headings.index("step"), headings
+            order = page.eval_on_selector_all("[data-sm-locust-group], [data-sm-locust-field]",
+                                              "els => els.map(e => e.dataset.smLocustGroup || e.dataset.smLocustField)")
+            assert order[order.index("plateau") + 1:order.index("shape")] == [
+                "min_step_seconds", "search_mode", "start_rps", "max_rps", "objective"]  # its own settings first
+            label = page.locator("[data-sm-locust-field=itl_slo_ms] label").inner_text()
+            assert label == "ITL SLO (ms)"
+            assert page.locator("[data-sm-locust-field=itl_slo_ms] .sm-locust-help").inner_text() == \
+                "LLM plateau: inter-token latency SLO in ms at --slo-percentile (needs --stream)"
+            assert not errors, errors
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "webui-grouped.png"), full_page=True)
+            browser.close()
+    finally:
+        web.stop()

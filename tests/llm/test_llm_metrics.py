@@ -179,6 +179,24 @@ def test_step_figures_cover_each_steps_steady_window():
     assert summary["llm"]["output_tokens"] == 20 * 50 and summary["llm"]["output_tokens_per_s"] == 50.0
 
 
+def test_the_runs_llm_figures_carry_their_intervals():
+    t0 = 1_000_000.0
+    seconds = steady_timeline(t0)
+    stats = LlmStats()
+    for second in range(int(t0), int(t0) + 20):  # answers of 5 tokens; TTFT 40, 50 or 60 ms; ITL 20 ms
+        for i in range(10):
+            stats.add(sample(40.0 + 10.0 * ((second + i) % 3), [20.0] * 4, 5, 100.0), now=second + 0.5)
+    summary = {"steps": step_records(seconds)}
+    llm = stats.annotate(summary, seconds, t0, t0 + 20)["llm"]
+    ci = llm["ci95"]
+    assert set(ci) == {"ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms", "itl_p95_ms", "output_tokens_per_s"}
+    for key in ("ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms", "output_tokens_per_s"):
+        low, high = ci[key]
+        assert low <= llm[key] <= high, key
+    assert ci["itl_p50_ms"] == [20.0, 20.0] and ci["output_tokens_per_s"] == [50.0, 50.0]  # no spread, no width
+    assert 40.0 <= ci["ttft_p50_ms"][0] <= ci["ttft_p95_ms"][1] <= 60.0
+
+
 def test_no_tokens_no_llm_object():
     summary = {"steps": []}
     assert "llm" not in LlmStats().annotate(summary, [], 0.0, 1.0)

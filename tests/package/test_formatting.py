@@ -76,3 +76,19 @@ def test_cli_lines_print_a_missing_latency_as_the_marker():
             "rps": 1.0, "goodput_rps": 1.0, "p50_ms": 12.0, "p95_ms": None, "p99_ms": float("nan"), "failures": 0,
             "error_rate": 0.0}
     assert "p50/p95/p99 12/n/a/n/a ms" in hour_line(hour)
+
+
+def test_a_figure_with_its_interval_reads_one_way_everywhere():
+    from sm_locust.plateau.uncertainty import Interval
+    from sm_locust.util.formatting import with_interval
+
+    assert with_interval(189.2, [186.1, 192.3], " req/s") == "189 req/s (±3)"  # batch means: symmetric
+    assert with_interval(120, [112, 131], " ms") == "120 ms [112, 131]"  # a bootstrapped percentile
+    assert with_interval(120, Interval(112.0, 131.0), " ms") == "120 ms [112, 131]"
+    assert with_interval(10.0, [9.96, 10.04], " req/s") == "10 req/s (±0.04)"  # never "±0" for a real width
+    assert with_interval(1234.5, [1200.5, 1268.5], " req/s", 1) == "1,234.5 req/s (±34.0)"
+    assert with_interval(5, None, " ms") == "5 ms" == with_interval(5, Interval(None, None), " ms")
+    assert with_interval(5, [float("nan"), 6], " ms") == "5 ms"
+    assert with_interval(None, [1, 2]) == "n/a"
+    assert with_interval(123.8, [78.8, 168.9], " req/s", 1) == "123.8 req/s (±45.1)"  # a rounded centre: still ±
+    assert with_interval(38, [37, 38], " ms") == "38 ms [37, 38]"

@@ -241,7 +241,7 @@ def _option_providers() -> set[str]:
     tree = ast.parse((PACKAGE / "config" / "options.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "OPTION_PROVIDERS":
-            return {ast.literal_eval(e).partition(":")[0] for e in node.value.elts}
+            return {ast.literal_eval(e)[0].partition(":")[0] for e in node.value.elts}
     raise AssertionError("sm_locust/config/options.py has no OPTION_PROVIDERS")
 
 

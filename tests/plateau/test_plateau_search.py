@@ -41,7 +41,8 @@ def test_clean_plateau_linear_steps():
     assert decision.reason == "throughput gain < 5 % over 4 steps"
     assert verdict.reached and verdict.bound == "throughput"
     assert verdict.plateau.load == 5 and verdict.plateau.rps == 1000
-    assert verdict.text() == ("plateau: capacity 1005 req/s; knee 1000 req/s at 5 users, p95 20 ms \u2014 "
+    assert verdict.text() == ("plateau: capacity 1,005 req/s at step 7: 7 users, p95 20 ms; "
+                              "knee step 5: 1000 req/s at 5 users, p95 20 ms \u2014 "
                               "throughput gain < 5 % over 4 steps")
     assert verdict.capacity.load == 7  # the best stable goodput at or beyond the knee
     plateau = verdict.as_dict()
@@ -78,7 +79,8 @@ def test_latency_explodes_before_throughput_plateaus():
     assert loads == [1, 2, 3, 4, 5, 6, 7]
     assert decision.reason == "p95 45 ms > SLO 40 ms at 7 users"
     assert verdict.reached and verdict.bound == "latency" and verdict.plateau.load == 6
-    assert verdict.text() == ("plateau: capacity 600 req/s; knee 600 req/s at 6 users, p95 35 ms \u2014 "
+    assert verdict.text() == ("plateau: capacity 600 req/s at step 6: 6 users, p95 35 ms; "
+                              "knee step 6: 600 req/s at 6 users, p95 35 ms \u2014 "
                               "p95 45 ms > SLO 40 ms at 7 users")  # beyond the knee every step breaks the SLO
 
     def growing(load, i):  # throughput linear up to 64 users, p95 = 20 + 3 u^2 ms
@@ -115,9 +117,10 @@ def test_client_bound_series_is_never_the_plateau():
     assert loads == [1, 2, 3, 4, 5]
     assert verdict.client_bound and not verdict.reached and verdict.bound == "client"
     assert verdict.plateau.load == 4  # best endpoint-bound step, reported as such
-    assert verdict.text() == ("client-bound, add workers: client CPU 92 % >= 90 % at 5 users; "
-                              "best endpoint-bound step 400 req/s at 4 users, p95 20 ms")
-    assert verdict.as_dict()["client_bound"] is True
+    assert verdict.text() == ("INCONCLUSIVE: the load generator was the bottleneck (add workers): "
+                              "client CPU 92 % >= 90 % at 5 users; "
+                              "best endpoint-bound step 4: 400 req/s at 4 users, p95 20 ms")
+    assert verdict.as_dict()["client_bound"] is True and verdict.as_dict()["inconclusive"] is True
 
 
 def test_open_loop_generator_falling_behind_is_client_bound():

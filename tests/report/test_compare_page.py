@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sm_locust.report.compare import compare_runs, compare_table_html
+from sm_locust.report.compare import compare_runs, compare_table_html, terminal_table
 
 GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
@@ -20,16 +20,33 @@ PROBE = ("<script>document.body.setAttribute('data-page-overflow', String(docume
          " > document.documentElement.clientWidth));</script></body>")
 
 
-def test_the_table_has_one_column_per_run_and_one_row_per_figure():
-    table = pd.DataFrame({"run": ["c5-xlarge", "g5-2xlarge"], "max_sustainable_rps": [20.0, None],
-                          "autoscaling_target_invocations_per_instance": [600, 1200]})
+def test_the_table_has_one_column_per_run_with_its_change_and_one_labelled_row_per_figure():
+    table = pd.DataFrame({"run": ["c5-xlarge", "g5-2xlarge", "inf2"], "max_sustainable_rps": [20.0, None, 30.0],
+                          "transactions_per_hour": [587926.8, 1200000.4, 600.0],
+                          "cw_CPUUtilization_avg_pct": [50.0, 75.0, 0.0]})
     page = compare_table_html(table)
     assert page.startswith('<div class="scroll"><table id="compare">')
     head = re.search(r"<thead><tr>(.*?)</tr></thead>", page).group(1)
-    assert re.findall(r"<th>(.*?)</th>", head) == ["figure", "c5-xlarge", "g5-2xlarge"]
+    assert re.findall(r"<th>(.*?)</th>", head) == ["figure", "c5-xlarge", "g5-2xlarge", "change vs c5-xlarge", "inf2",
+                                                   "change vs c5-xlarge"]
     rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
-    assert [re.findall(r"<td>(.*?)</td>", r) for r in rows] == [
-        ["max_sustainable_rps", "20.00", "n/a"], ["autoscaling_target_invocations_per_instance", "600", "1,200"]]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    assert cells == [
+        ["max sustainable throughput (req/s)", "20.0", "n/a", "", "30.0", "+50.0 %"],
+        ["transactions per hour", "587,927", "1,200,000", "+104.1 %", "600", "-99.9 %"],  # whole transactions
+        ["endpoint CPU there (avg %, summed over cores)", "50.0", "75.0", "+50.0 %", "0.0", "-100.0 %"]]
+    assert 'title="cw_CPUUtilization_avg_pct"' in page  # the field name is still there, on hover
+
+
+def test_the_terminal_table_has_a_row_per_run_and_the_change_vs_the_first():
+    table = pd.DataFrame({"run": ["a", "longer-name"], "max_sustainable_rps": [100.0, 125.0], "p95_ms": [40.0, 30.0],
+                          "usd_per_million": [None, None]})
+    lines = terminal_table(table)
+    assert len(lines) == 3
+    assert lines[0].split()[0] == "run" and "usd" not in lines[0] and "$" not in lines[0]  # no run is priced
+    assert lines[1].split() == ["a", "100.0", "40.0"]
+    assert lines[2].split() == ["longer-name", "125.0", "(+25.0", "%)", "30.0", "(-25.0", "%)"]
+    assert len({len(line) for line in lines}) == 1  # aligned
 
 
 def overflows(page: Path, tmp_path: Path) -> bool:

@@ -47,8 +47,24 @@ def test_summary_rows_print_a_missing_token_figure_as_n_a_not_nan():
     rows = dict(llm_rows(llm_view(summary, {"users": 4}), {"price_per_hour_usd": 3.6}))
     assert "nan" not in " ".join(rows.values())
     assert rows["Whole run (tokens)"].endswith("n/a output tokens/s")
-    assert "TTFT p50 / p95 / p99 n/a / n/a / n/a ms" in rows["Output tokens/s there (the step at 4 users)"]
+    assert rows["Output tokens/s (the step at 4 users)"] == "150.0 tokens/s"
+    assert rows["Time to first token p50 / p95 / p99"] == "n/a / n/a / n/a ms"
     assert rows["$ per 1M output tokens"].startswith("$6.67 ($3.600/h")
+
+
+def test_the_llm_rows_lead_with_tokens_and_judge_ttft_and_itl_against_their_slos():
+    summary = {"llm": {"output_tokens_per_s": 140.0},
+               "steps": [{"users": 4, "llm": {"output_tokens_per_s": 150.0, "ttft_p50_ms": 200.0, "ttft_p95_ms": 900.0,
+                                              "ttft_p99_ms": 1500.0, "itl_p50_ms": 30.0, "itl_p95_ms": 70.0,
+                                              "itl_p99_ms": 90.0}}]}
+    rows = llm_rows(llm_view(summary, {"users": 4}), {"price_per_hour_usd": 3.6},
+                    {"ttft_slo_ms": 1000.0, "itl_slo_ms": 60.0, "slo_percentile": 95.0})
+    assert [k for k, _ in rows][:4] == ["Output tokens/s (the step at 4 users)", "Time to first token p50 / p95 / p99",
+                                        "Inter-token latency p50 / p95 / p99", "$ per 1M output tokens"]
+    values = dict(rows)
+    assert values["Time to first token p50 / p95 / p99"] == "200 / 900 / 1,500 ms; SLO 1000 ms: within (at p95)"
+    assert values["Inter-token latency p50 / p95 / p99"] == "30.0 / 70.0 / 90.0 ms; SLO 60 ms: OVER (at p95)"
+    assert values["$ per 1M output tokens"].startswith("$6.67 ($3.600/h")  # 3.6 $/h / (150 tokens/s x 3600) x 1M
 
 
 @pytest.fixture(scope="module")

@@ -23,18 +23,36 @@ def test_sustainable_point_carries_the_capacity():
     assert point["capacity_rps"] == 199.0 and point["rps"] == 180.0 and point["users"] == 2
 
 
+def test_the_point_quotes_its_steps_own_figures_by_index():
+    plateau = {"users": 2, "rps": 180.0, "capacity_rps": 199.0, "capacity_ci95": [195.0, 203.0], "knee_step": 1,
+               "capacity_step": 2, "p95_ms": 8}
+    steps = STEPS.assign(rps_ci95_low=[98.0, 176.0, 196.0], rps_ci95_high=[102.0, 184.0, 202.0])
+    point = merge.sustainable_point({"plateau": plateau}, steps)
+    assert (point["step"], point["users"], point["rps"], point["rps_ci95"]) == (2, 2, 180.0, [176.0, 184.0])
+    assert (point["capacity_step"], point["capacity_users"], point["capacity_p95_ms"]) == (3, 4, 15)
+    words = merge.describe_point(point)
+    assert words["capacity"] == "199.0 req/s (±4.0) (step 3: 4 users, p95 15 ms)"
+    assert words["knee"] == "step 2: 180.0 req/s (±4.0) at 2 users" and "verdict" not in words
+    inconclusive = merge.sustainable_point({"plateau": plateau, "verdict": {"status": "inconclusive",
+                                                                            "reason": "client CPU 95 %"}}, steps)
+    assert merge.describe_point(inconclusive)["verdict"] == "INCONCLUSIVE: client CPU 95 %"
+
+
 def test_report_headline_shows_capacity_and_knee(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(GOLDEN, run)
     summary = json.loads((run / "summary.json").read_text())
-    users = summary["steps"][0]["users"]
-    summary["plateau"] = {"users": users, "rps": 180.0, "capacity_rps": 199.5, "p50_ms": 6.0, "p95_ms": 8.0,
+    knee = summary["steps"][0]
+    users = knee["users"]
+    summary["plateau"] = {"users": users, "rps": knee["rps"], "capacity_rps": 199.5, "p50_ms": 6.0, "p95_ms": 8.0,
                           "p99_ms": 10.0, "reason": "throughput gain < 5 % over 2 steps", "stable": True}
     (run / "summary.json").write_text(json.dumps(summary))
     build_report(run, ReportOptions(cloudwatch=False, write_summary=False))
     page = (run / "report.html").read_text()
     assert "Capacity (best stable goodput at or beyond the knee)" in page and "199.5 req/s" in page
-    assert "Knee (least load within 5 % of the plateau)" in page and f"180.0 req/s at {users} users" in page
+    # the knee row quotes the knee step's own record (an older summary.json: the step at the plateau's users)
+    assert "Knee (least load within 5 % of the plateau)" in page and f"step 1: {knee['rps']:.1f} req/s" in page
+    assert f"at {users} users" in page
     del summary["plateau"]["capacity_rps"]  # a run recorded before capacity_rps existed
     (run / "summary.json").write_text(json.dumps(summary))
     build_report(run, ReportOptions(cloudwatch=False, write_summary=False))

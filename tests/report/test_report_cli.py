@@ -66,7 +66,10 @@ def test_report_no_cloudwatch_writes_everything(run_dir, capsys):
     out, err = capsys.readouterr()
     assert code == 1  # the cut last line of the history is missing data
     assert "missing: Locust history: the last line" in err
-    assert "$2.83 per 1M inferences" in out
+    assert "sm-locust report: $ per 1M inferences: $2.83 (" in out
+    sizing = next(line for line in out.splitlines() if "Instances needed for 100 rps" in line)
+    assert sizing.startswith("sm-locust report: Instances needed for 100 rps: ") and "with safety factor 0.5" in sizing
+    assert "sm-locust report: Autoscaling target (SageMakerVariantInvocationsPerInstance): " in out
     for name in ("merged_timeseries.csv", "steps.csv", "report.html"):
         assert (run_dir / name).is_file() and str(run_dir / name) in out
     after = json.loads((run_dir / "summary.json").read_text())
@@ -94,9 +97,11 @@ def test_html_is_self_contained_and_holds_the_figures(run_dir, capsys):
                 "fig-endpoint-load", "fig-errors", "fig-decomposition", "gaps", "summary", "steps"):
         assert div in parser.ids
     thr = _plot_data(page, "fig-throughput")
-    assert thr[0]["y"] == [8.0, 20.0] and thr[0]["x"] == [1, 2]
-    knee = next(t for t in thr if t["name"] == "plateau (knee)")
-    assert knee["x"] == [2] and knee["y"] == [20.0]
+    attempted = next(t for t in thr if t["name"] == "client rps (attempted)")
+    assert attempted["y"] == [8.0, 20.0] and attempted["x"] == [1, 2]
+    assert thr[0]["name"].startswith("goodput") and thr[0]["x"] == [1, 2]
+    knee = next(t for t in thr if t["name"] == "knee")
+    assert knee["x"] == [2] and knee["y"] == [thr[0]["y"][1]]  # on the line it belongs to
     errors = _plot_data(page, "fig-errors")
     assert errors[0]["y"] == [1, 1]
     # without CloudWatch the endpoint charts say why instead of drawing nothing

@@ -19,6 +19,7 @@ from sm_locust.config.options import all_option_specs
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.synthetic import SyntheticEndpoint
+from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.shapes import base as shape_base
@@ -46,7 +47,8 @@ def fake_runner(opts, recorder_seconds=None):
     """Just enough of a runner for a shape's decide(): options, user classes, a recorder with seconds."""
     env = SimpleNamespace(parsed_options=opts, process_exit_code=None,
                           sm_locust_recorder=SimpleNamespace(seconds=recorder_seconds or [], plateau=None,
-                                                             current_target_rate=None, extra={}))
+                                                             current_target_rate=None, extra={},
+                                                             timeline=RunTimeline()))
     return SimpleNamespace(environment=env, user_classes=[InvokeEndpointUser])
 
 

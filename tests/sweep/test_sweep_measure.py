@@ -22,10 +22,26 @@ def test_plateau_capacity_and_the_knee():
     plateau = {"users": 4, "rps": 89.0, "capacity_rps": 108.0, "p50_ms": 25.0, "p95_ms": 51.0, "p99_ms": 60.0,
                "error_rate": 0.0, "reached": True, "text": "plateau: capacity 108 req/s; knee 89 req/s at 4 users"}
     m = measure({"steps": STEPS, "plateau": plateau, "totals": {"requests": 3000, "failures": 0}}, 95.0)
-    assert (m.capacity_rps, m.knee_rps, m.knee_users, m.latency_ms) == (108.0, 89.0, 4, 51.0)
+    # the knee step's own figures (this older summary.json's plateau said p95 51 for a step that measured 50)
+    assert (m.capacity_rps, m.knee_rps, m.knee_users, m.latency_ms) == (108.0, 89.0, 4, 50)
     assert m.knee_start == 1767225630.0  # the re-run of 4 users, closest to the plateau's rps
     assert [p["users"] for p in m.curve] == [1, 4, 8] and m.curve[1]["rps"] == 89.0  # last measurement per load
     assert measure({"steps": STEPS, "plateau": plateau}, 99.9).latency_ms == 70  # p99.9 from the knee step
+
+
+def test_each_figure_is_its_own_steps_by_index():
+    steps = [dict(s, ci95={"rps": [s["rps"] - 2, s["rps"] + 2], "p95_ms": [s["p95_ms"] - 3, s["p95_ms"] + 4]})
+             for s in STEPS]
+    plateau = {"users": 4, "rps": 89.0, "capacity_rps": 108.0, "capacity_ci95": [104.0, 112.0], "knee_step": 3,
+               "capacity_step": 2, "p95_ms": 50, "reached": True}
+    m = measure({"steps": steps, "plateau": plateau, "verdict": {"status": "ok", "reason": None}}, 95.0)
+    assert (m.knee_step, m.knee_rps, m.knee_users, m.latency_ms, m.latency_ci95) == (3, 89.0, 4, 50, [47, 54])
+    assert (m.capacity_step, m.capacity_rps, m.capacity_ci95, m.capacity_users, m.capacity_latency_ms) == \
+        (2, 108.0, [104.0, 112.0], 8, 95)
+    assert m.knee_start == 1767225630.0 and m.inconclusive is False
+    bound = measure({"steps": steps, "plateau": plateau,
+                     "verdict": {"status": "inconclusive", "reason": "client CPU 95 %"}}, 95.0)
+    assert bound.inconclusive and bound.inconclusive_reason == "client CPU 95 %"
 
 
 def test_an_older_summary_without_capacity_uses_the_knee():

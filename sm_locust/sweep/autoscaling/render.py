@@ -5,18 +5,23 @@ configuration its policy, the scale events with reaction and ready times, instan
 instance-hours, cost, seconds over the SLO, failed, throttled, flaps, and locally the model's
 reaction and ready times; the `recommendation` and why the others lost). `sweep.csv` is one row per
 configuration. `sweep.html`, offline like the run report: the recommendation in one sentence, the
-table, the instances (desired dashed, in service solid) of every configuration over the traffic,
-and cost against seconds over the SLO.
+table, then for each configuration the run report's autoscaling figure on one time axis (throughput
+under the traffic's phases, the percentile per second against the SLO line, in service under
+desired instances, the seconds over the SLO shaded: `report.autoscaling`, read from the
+configuration's run folder), the instances of every configuration together, and cost against
+seconds over the SLO.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 
+from sm_locust.record.runfolder import read_json
+from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_view
+from sm_locust.sanitize import page_text
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.progress import PREFIX
 from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
@@ -102,21 +107,57 @@ def table(document: dict[str, Any]) -> str:
 
 
 def fig_instances(document: dict[str, Any]) -> str:
+    """Every configuration's instances over the traffic: in service solid, desired dashed and drawn a
+    little wider (both show where they agree), whole-number ticks."""
     fig = go.Figure()
+    top = 1
     for i, c in enumerate(c for c in document.get("configurations") or [] if c.get("instances")):
         steps = c["instances"]
         end = c.get("duration_s") or steps[-1]["t_s"]
         x = [s["t_s"] for s in steps] + [end]
         color = ["#3367d6", "#e8710a", "#188038", "#a142f4", "#d93025"][i % 5]
-        fig.add_trace(go.Scatter(x=x, y=[s["in_service"] for s in steps] + [steps[-1]["in_service"]], mode="lines",
-                                 line={"shape": "hv", "color": color}, name=f"{c['label']}: in service"))
-        fig.add_trace(go.Scatter(x=x, y=[s["desired"] for s in steps] + [steps[-1]["desired"]], mode="lines",
-                                 line={"shape": "hv", "dash": "dash", "color": color}, name=f"{c['label']}: desired"))
+        in_service = [s["in_service"] for s in steps] + [steps[-1]["in_service"]]
+        desired = [s["desired"] for s in steps] + [steps[-1]["desired"]]
+        top = max(top, *in_service, *desired)
+        fig.add_trace(go.Scatter(x=x, y=in_service, mode="lines", line={"shape": "hv", "color": color, "width": 5},
+                                 opacity=0.45, name=f"{c['label']}: in service"))
+        fig.add_trace(go.Scatter(x=x, y=desired, mode="lines", line={"shape": "hv", "dash": "dash", "color": color,
+                                                                      "width": 2}, name=f"{c['label']}: desired"))
     if not fig.data:
         return '<p id="fig-as-instances">No instance timeline recorded.</p>'
-    fig.update_layout(title="Instances over the traffic (desired dashed, in service solid)",
-                      xaxis_title="run seconds (emulated on the local emulation)", yaxis_title="instances", height=420)
+    fig.update_layout(title="Instances over the traffic (in service: wide and pale; desired: dashed)",
+                      xaxis_title="run seconds (emulated on the local emulation)", yaxis_title="instances", height=420,
+                      template="plotly_white")
+    fig.update_yaxes(range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1, tickformat="d")
     return figure_html(fig, "fig-as-instances")
+
+
+def configuration_figures(document: dict[str, Any], folder: Path | None) -> str:
+    """Each configuration's run as the run report draws a watched run's scaling (read from its run
+    folder in the sweep folder), or a line saying why it is not drawn."""
+    parts = []
+    for c in document.get("configurations") or []:
+        div_id = f"fig-as-run-{c.get('index')}"
+        title = f"{c.get('label')}: latency and instances over the traffic (over the SLO shaded)"
+        summary = None
+        if folder is not None and c.get("run_dir"):
+            summary = read_json(folder / str(c["run_dir"]) / "summary.json", "summary", [])
+        view = autoscaling_view(summary, folder / str(c["run_dir"])) if summary and folder is not None else None
+        if view is None:
+            why = "its run folder has no summary.json with the scaling figures" if folder is not None else \
+                "the page was drawn without the sweep folder"
+            parts.append(f'<p id="{div_id}" class="note">{page_text(str(c.get("label")))}: not drawn: {why}.</p>')
+            continue
+
+        def div(fig: Any, fig_id: str, height: int = 640) -> str:
+            fig.update_layout(height=height, template="plotly_white")
+            return figure_html(fig, fig_id)
+
+        def missing(fig_id: str, heading: str, why: str) -> str:
+            return f'<p id="{fig_id}" class="note">{page_text(heading)}: not drawn: {page_text(why)}.</p>'
+
+        parts += autoscaling_figure(view, div, missing, figure_id=div_id, title=title)
+    return "".join(parts) or "<p>No configuration ran.</p>"
 
 
 def fig_cost(document: dict[str, Any]) -> str:
@@ -134,18 +175,19 @@ def fig_cost(document: dict[str, Any]) -> str:
     return figure_html(fig, "fig-as-cost")
 
 
-def render_html(document: dict[str, Any]) -> str:
+def render_html(document: dict[str, Any], folder: Path | None = None) -> str:
     traffic = ", ".join(f"{p['rps']:g} req/s for {p['duration_s']:g} s" for p in document.get("traffic") or [])
     note = (f"{document.get('description') or ''} deploy: {document.get('deploy', '')}; "
             f"{len(document.get('configurations') or [])} configurations; traffic: {traffic}; "
             f"{document.get('started_at', '')} to {document.get('ended_at', '')}.")
 
-    return page(document, "Autoscaling sweep", html.escape(note), [
+    return page(document, "Autoscaling sweep", page_text(note), [
         ("Configurations", table(document)),
-        ("Instances", fig_instances(document)),
+        ("Latency, traffic and instances over time", configuration_figures(document, folder)),
+        ("Instances of every configuration", fig_instances(document)),
         ("Cost vs SLO", fig_cost(document)),
     ])
 
 
 def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
-    return write_files(out_dir, document, write_csv, render_html, html_too)
+    return write_files(out_dir, document, write_csv, lambda d: render_html(d, out_dir), html_too)

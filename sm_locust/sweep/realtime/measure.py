@@ -5,12 +5,18 @@ the sweep reads what every other command reads:
 
 - **capacity** is the `plateau` object's `capacity_rps` when the search found one (what the
   endpoint sustains within the SLO; summaries written before that key existed give the knee's
-  `rps`), and the **knee** its `users` and `rps` (the least load that already gets the plateau's
-  throughput); with constant users or an open-loop rate (no search) it is the best step within the
-  error budget, labelled as measured at that load;
-- the **latency at the knee** is the plateau's own p50/p95/p99 (the figures its verdict printed);
-  p90 and p99.9 come from the knee step (the summary step at the plateau's users), whose start and
-  end are also the window for endpoint CPU and memory;
+  `rps`), with its 95 % interval (`capacity_ci95`) and ITS step's own users and latency
+  (`capacity_step`, `capacity_users`, `capacity_latency_ms`), and the **knee** its `users` and
+  `rps` (the least load that already gets the plateau's throughput); with constant users or an
+  open-loop rate (no search) it is the best step within the error budget, labelled as measured at
+  that load;
+- the **latency at the knee** is the knee step's own p50/p95/p99 (summary.json's step
+  `plateau.knee_step`, the figures the verdict printed; older summaries: the step at the plateau's
+  users), with the interval of the objective's percentile (`latency_ci95`); its start and end are
+  also the window for endpoint CPU and memory. Never the rate of one step with the users or latency
+  of another;
+- **inconclusive** (with its reason) when the run's verdict is (summary.json `verdict`: the load
+  generator was the bottleneck where it decides the answer);
 - the **curve** is one point per load held (the last measurement of a load re-run as unstable),
   for the throughput-vs-latency chart.
 
@@ -44,6 +50,14 @@ class Measurement:
     no_capacity_reason: str | None = None
     knee_start: float | None = None  # epoch seconds of the knee step
     knee_end: float | None = None
+    knee_step: int | None = None  # summary.json steps[] index of the knee step (None: no such record)
+    latency_ci95: list[float] | None = None  # the knee step's interval of latency_ms
+    capacity_ci95: list[float] | None = None  # the capacity step's interval of its goodput (capacity_rps)
+    capacity_step: int | None = None  # summary.json steps[] index of the capacity step
+    capacity_users: float | None = None  # the capacity step's own load and latency (objective percentile)
+    capacity_latency_ms: float | None = None
+    inconclusive: bool = False  # summary.json verdict: the load generator, not the endpoint, decided the answer
+    inconclusive_reason: str | None = None
     curve: list[dict[str, Any]] = field(default_factory=list)
     requests: int | None = None
     failures: int | None = None
@@ -85,6 +99,18 @@ def _knee_step(steps: Sequence[Mapping[str, Any]], users: Any, rps: float) -> Ma
     return min(same, key=lambda s: abs((s.get("rps") or 0.0) - rps))
 
 
+def _listed(steps: Sequence[Mapping[str, Any]], index: Any) -> Mapping[str, Any] | None:
+    """summary.json's step at `index` (the plateau's `knee_step` / `capacity_step`), or None."""
+    if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(steps):
+        return steps[index]
+    return None
+
+
+def _interval(step: Mapping[str, Any] | None, key: str) -> list[float] | None:
+    value = ((step or {}).get("ci95") or {}).get(key)
+    return list(value) if isinstance(value, list) and len(value) == 2 else None
+
+
 def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTILE,
             max_error_rate: float = 0.01) -> Measurement:
     """The figures of one run (summary.json's content) at its sustainable point."""
@@ -92,6 +118,9 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
     steps = list(summary.get("steps") or [])
     totals = summary.get("totals") or {}
     m = Measurement(curve=curve(steps, percentile), requests=totals.get("requests"), failures=totals.get("failures"))
+    verdict = summary.get("verdict") or {}
+    if verdict.get("status") == "inconclusive":
+        m.inconclusive, m.inconclusive_reason = True, verdict.get("reason")
     plateau = summary.get("plateau")
     if plateau is not None:
         if not plateau.get("rps"):
@@ -99,30 +128,38 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
             m.text = plateau.get("text") or ""
             m.no_capacity_reason = plateau.get("text") or "the search found no acceptable load"
             return m
-        step = _knee_step(steps, plateau.get("users"), plateau["rps"])
+        step = _listed(steps, plateau.get("knee_step")) or _knee_step(steps, plateau.get("users"), plateau["rps"])
+        m.knee_step = plateau.get("knee_step") if _listed(steps, plateau.get("knee_step")) is not None else None
         m.basis = "plateau" if plateau.get("reached", True) else "plateau not reached (a lower bound)"
         m.text = plateau.get("text") or ""
         m.capacity_rps = float(plateau.get("capacity_rps") or plateau["rps"])
-        m.knee_rps = float(plateau["rps"])
-        m.knee_users = plateau.get("users")
-        m.p50_ms, m.p95_ms, m.p99_ms = plateau.get("p50_ms"), plateau.get("p95_ms"), plateau.get("p99_ms")
-        m.error_rate = plateau.get("error_rate")
-        m.latency_ms = plateau.get(key)  # the verdict's own figure (p50, p95, p99)
+        m.capacity_ci95 = plateau.get("capacity_ci95")
+        capacity = _listed(steps, plateau.get("capacity_step"))
+        if capacity is not None:
+            m.capacity_step = plateau["capacity_step"]
+            m.capacity_users = capacity.get("users")
+            m.capacity_latency_ms = capacity.get(key)
+        source = step if step is not None else plateau  # the knee step's own figures (the plateau's are the same)
+        m.knee_rps = float(source.get("rps") or plateau["rps"])
+        m.knee_users = source.get("users", plateau.get("users"))
+        m.p50_ms, m.p95_ms, m.p99_ms = source.get("p50_ms"), source.get("p95_ms"), source.get("p99_ms")
+        m.error_rate = source.get("error_rate", plateau.get("error_rate"))
+        m.latency_ms = source.get(key, plateau.get(key))
+        m.latency_ci95 = _interval(step, key)
         if step is not None:
             m.knee_start, m.knee_end = epoch(step.get("start")), epoch(step.get("end"))
-            if m.latency_ms is None:  # p90, p99.9: the knee step's
-                m.latency_ms = step.get(key)
-            if m.error_rate is None:
-                m.error_rate = step.get("error_rate")
         return m
     within = [s for s in steps if s.get("rps") and (s.get("error_rate") or 0.0) <= max_error_rate]
     if within:
         best = max(within, key=lambda s: s["rps"])
         m.basis = "best step"
         m.capacity_rps = m.knee_rps = float(best["rps"])
-        m.knee_users = best.get("users")
+        m.capacity_ci95 = _interval(best, "rps")
+        m.knee_step = m.capacity_step = steps.index(best)
+        m.knee_users = m.capacity_users = best.get("users")
         m.p50_ms, m.p95_ms, m.p99_ms = best.get("p50_ms"), best.get("p95_ms"), best.get("p99_ms")
-        m.latency_ms = best.get(key)
+        m.latency_ms = m.capacity_latency_ms = best.get(key)
+        m.latency_ci95 = _interval(best, key)
         m.error_rate = best.get("error_rate")
         m.knee_start, m.knee_end = epoch(best.get("start")), epoch(best.get("end"))
         load = f"{best['target_rate']:g} req/s offered" if best.get("target_rate") is not None else \
@@ -141,6 +178,7 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
         requests = totals.get("requests") or 0
         m.basis = "totals"
         m.capacity_rps = float(totals["rps"])
+        m.capacity_ci95 = ((totals.get("ci95") or {}).get("rps"))
         m.p50_ms, m.p95_ms, m.p99_ms = totals.get("p50_ms"), totals.get("p95_ms"), totals.get("p99_ms")
         m.latency_ms = totals.get(key)
         m.error_rate = (totals.get("failures") or 0) / requests if requests else None

@@ -25,13 +25,14 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
-from sm_locust.util.formatting import MISSING, percent
+from sm_locust.util.formatting import MISSING, percent, with_interval
 
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
 FIGURE_COLUMNS = (
-    "capacity_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct", "memory_pct",
-    "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m", "cost_per_hour_at_target",
+    "capacity_rps", "knee_rps", "knee_users", "p50_ms", "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct",
+    "memory_pct", "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m",
+    "cost_per_hour_at_target",
     "meets_objective", "pareto", "lost_because", "run_dir", "deploy_s", "test_s", "wall_s", "billed_s", "cost_usd",
     "cache_hit_rate", "models_loaded", "cold_p95_ms", "cost_per_model_month",
 )
@@ -40,7 +41,9 @@ MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_lo
 
 
 def configuration_line(index: int, total: int, row: RealtimeRow, percentile_label: str) -> str:
-    """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors; $0.46 per 1M (38 s)`."""
+    """`[2/6] max_concurrency 5: 121.3 req/s at 6 users, p95 44 ms, 0 % errors, capacity 125.0 req/s (±2.1);
+    $0.46 per 1M (38 s)`: the knee step's own rate, users and latency (one step, never the rate of one
+    with the users of another), then the capacity with its interval when it is another step's."""
     f = row.figures or RealtimeFigures()
 
     def figures() -> str:
@@ -49,8 +52,11 @@ def configuration_line(index: int, total: int, row: RealtimeRow, percentile_labe
         users = f.knee_users
         at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
         latency = MISSING if f.latency_ms is None else f"{f.latency_ms:.0f}"
-        text = (f"{f.capacity_rps:.1f} req/s{at}, {percentile_label} {latency} ms, "
+        rate = f.knee_rps if f.knee_rps is not None else f.capacity_rps
+        text = (f"{rate:.1f} req/s{at}, {percentile_label} {latency} ms, "
                 f"{percent(f.error_rate, trim=True)} errors")
+        if f.capacity_step is not None and f.capacity_step != f.knee_step:
+            text += f", capacity {with_interval(f.capacity_rps, f.capacity_ci95, ' req/s', 1)}"
         return text + (f"; ${f.cost_per_1m:.2f} per 1M" if f.cost_per_1m is not None else "")
 
     return progress.configuration_line(index, total, row, figures)
@@ -83,7 +89,7 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
-               ("req/s at the knee", "capacity_rps", 1),
+               ("capacity req/s", "capacity_rps", 1), ("req/s at the knee", "knee_rps", 1),
                ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
                ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
@@ -107,25 +113,38 @@ def table(document: dict[str, Any]) -> str:
 def fig_curves(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     fig = go.Figure()
+    numbered = False
     for c in document.get("configurations") or []:
-        points = [p for p in c.get("curve") or [] if p.get("rps") is not None and p.get("latency_ms") is not None]
-        if not points:
+        visited = [(i, p) for i, p in enumerate(c.get("curve") or [], start=1)
+                   if p.get("rps") is not None and p.get("latency_ms") is not None]
+        if not visited:
             continue
+        ordered = sorted(visited, key=lambda pair: (pair[1].get("users") or 0, pair[0]))  # by load, not by visit
+        visits = [i for i, _ in ordered]
+        points = [p for _, p in ordered]
+        out_of_order = visits != sorted(visits)
+        numbered = numbered or out_of_order
         fig.add_trace(go.Scatter(x=[p["rps"] for p in points], y=[p["latency_ms"] for p in points],
-                                 mode="lines+markers",
-                                 name=c["label"], text=[f"{p.get('users')} users" for p in points],
-                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{text})"))
-        if c.get("capacity_rps") and c.get("latency_ms") is not None:
-            fig.add_trace(go.Scatter(x=[c["capacity_rps"]], y=[c["latency_ms"]], mode="markers", showlegend=False,
+                                 mode="lines+markers+text" if out_of_order else "lines+markers",
+                                 name=c["label"], text=[str(v) for v in visits] if out_of_order else None,
+                                 textposition="top center", textfont={"size": 10, "color": "#555"},
+                                 customdata=[f"{p.get('users')} users, step {v}" for v, p in zip(visits, points,
+                                                                                                   strict=True)],
+                                 hovertemplate="%{x:.1f} req/s, %{y:.0f} ms (%{customdata})"))
+        knee = next((p for p in points if c.get("knee_users") is not None and p.get("users") == c["knee_users"]), None)
+        if knee is not None:  # on the curve: the knee step's own throughput and latency
+            fig.add_trace(go.Scatter(x=[knee["rps"]], y=[knee["latency_ms"]], mode="markers", showlegend=False,
                                      marker={"symbol": "star", "size": 14, "color": "black"},
                                      hovertemplate=f"knee of {page_text(c['label'])}: "
                                                    "%{x:.1f} req/s, %{y:.0f} ms"))
     slo = document.get("objective", {}).get("slo_ms")
     if slo:
-        fig.add_hline(y=slo, line_dash="dash", annotation_text=f"SLO {slo:g} ms")
+        fig.add_hline(y=slo, line_dash="dash", line_color="crimson", annotation_text=f"{pct} SLO {slo:g} ms",
+                      annotation_font_color="crimson")
     if not fig.data:
         return '<p id="fig-sweep-curves">No configuration recorded load steps.</p>'
-    fig.update_layout(title=f"Throughput vs {pct} latency, every load step (stars: the knees)",
+    note = "; numbers: the order the steps ran" if numbered else ""
+    fig.update_layout(title=f"Throughput vs {pct} latency, every load step joined by load (stars: the knees{note})",
                       xaxis_title="throughput (req/s)", yaxis_title=f"{pct} latency (ms)", height=480)
     return figure_html(fig, "fig-sweep-curves")
 

@@ -1,0 +1,209 @@
+"""95 % confidence intervals of a window's figures, from its per-second samples (pure, seeded).
+
+A figure measured over a window (a step's steady window, a whole run) is an estimate: a second
+run of the same step would read a little differently. The interval says how much. Per-second
+samples of a load test are serially correlated (a slow second is followed by a slow second: a GC
+pause, a busy neighbour, a queue draining), so the textbook interval for independent samples is
+too narrow. Two methods that respect the correlation, both over consecutive batches of samples
+(docs/facts.md, "Confidence intervals", with sources):
+
+- **Rates** (`rate_ci`: requests/s, goodput, tokens/s) by **non-overlapping batch means**: the
+  window is cut into `k` consecutive batches of about `b` samples (`b = max(2, min(ceil(sqrt(n)),
+  n // 4))`, so at least 4 batches once there are 8 samples, and batches grow like sqrt(n) so
+  their means are nearly independent however long the window); the rate is the window's ratio
+  sum(counts) / sum(durations), its standard error comes from the batches' rates (the ratio
+  estimator: batches of unequal duration weigh by their duration), and the half-width is Student's
+  t with k - 1 degrees of freedom. Batches are cut by duration, so merged samples (a week-long
+  step keeps its older seconds in blocks: `record.accumulate`) are batched like seconds.
+- **Percentiles** (`percentile_ci` / `percentile_cis`: p50 / p95 / p99) by a **block
+  bootstrap**: the window is cut the same way into blocks of about n^(1/3) samples (the order of
+  block length that is optimal for a block bootstrap, Hall, Horowitz & Jing 1995; with blocks as
+  long as the rate's batches, a 24-s step has 4 of them and the bootstrap's interval is too narrow:
+  synthetic coverage of the p50 fell to 0.88, tests/plateau/test_uncertainty.py); `RESAMPLES`
+  times, as many blocks as there are drawn with replacement, their histograms merged, the
+  percentile read by Locust's rule (`steady.histogram_percentile`); the interval is the 2.5th and
+  97.5th percentile of those replicates, widened to contain the window's own figure. The RNG is
+  seeded, so the same window always gives the same interval.
+
+Fewer than `MIN_SAMPLES` samples (or no requests) give `Interval(None, None)`, printed "n/a":
+an interval cannot be estimated, and none is invented. Everything is numpy on small arrays: a
+step of 856 samples (a week-long step as the recorder keeps it) takes milliseconds
+(bench/uncertainty.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+LEVEL = 0.95  # every interval is a 95 % one
+RESAMPLES = 2000  # bootstrap replicates of a percentile
+MIN_SAMPLES = 4  # fewer samples: no interval (two batches of two is the least batch means can use)
+MIN_BATCH = 2
+BATCH_POWER = 0.5  # rates: batches of ~sqrt(n) samples
+BLOCK_POWER = 1.0 / 3.0  # percentiles: bootstrap blocks of ~n^(1/3) samples
+
+# Student's t quantile at 0.975 for 1..30 degrees of freedom (the usual table); beyond, the
+# Cornish-Fisher expansion below is exact to 1e-5.
+_T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788, 2.1604,
+         2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555,
+         2.0518, 2.0484, 2.0452, 2.0423)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95 % interval [low, high]; both None when it cannot be computed ("n/a")."""
+
+    low: float | None
+    high: float | None
+
+    @property
+    def known(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def as_list(self, digits: int = 3) -> list[float] | None:
+        """`[low, high]` rounded for summary.json, or None (JSON null) when unknown."""
+        if self.low is None or self.high is None:
+            return None
+        return [round(self.low, digits), round(self.high, digits)]
+
+    @classmethod
+    def from_list(cls, value: object) -> Interval:
+        """summary.json's `[low, high]` (or null) back into an Interval."""
+        if isinstance(value, (list, tuple)) and len(value) == 2 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+            return cls(float(value[0]), float(value[1]))
+        return UNKNOWN
+
+    def contains(self, x: float) -> bool:
+        """low <= x <= high (False when unknown)."""
+        return self.low is not None and self.high is not None and self.low <= x <= self.high
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.low is None or self.high is None else (self.high - self.low) / 2.0
+
+    def straddles(self, limit: float) -> bool:
+        """The limit lies inside the interval: the data cannot tell which side of it the figure is on.
+        An unknown interval straddles nothing (there is no interval to judge with; callers that need
+        one check `known`)."""
+        return self.contains(limit)
+
+
+UNKNOWN = Interval(None, None)
+
+
+def t_quantile(df: int) -> float:
+    """Student's t 0.975 quantile with `df` degrees of freedom (df >= 1)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom {df} must be >= 1")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = NormalDist().inv_cdf(0.5 + LEVEL / 2.0)
+    v = float(df)
+    g1 = (z ** 3 + z) / 4.0
+    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96.0
+    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384.0
+    g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160.0
+    return z + g1 / v + g2 / v ** 2 + g3 / v ** 3 + g4 / v ** 4
+
+
+def batch_count(n: int, power: float = BATCH_POWER) -> int:
+    """How many batches `n` samples are cut into: batches of max(2, min(ceil(n^power), n // 4))
+    samples (0: too few for an interval)."""
+    if n < MIN_SAMPLES:
+        return 0
+    size = max(MIN_BATCH, min(math.ceil(n ** power - 1e-9), n // 4))
+    return n // size
+
+
+def batch_index(intervals: Sequence[float] | np.ndarray, power: float = BATCH_POWER) -> tuple[np.ndarray, int]:
+    """(batch of each sample, number of batches): consecutive samples cut into `batch_count(n)`
+    batches of about equal DURATION (each sample goes to the batch its midpoint falls in); empty
+    batches (a merged block longer than a batch) are dropped and the rest renumbered."""
+    d = np.asarray(intervals, dtype="float64")
+    k = batch_count(len(d), power)
+    total = float(d.sum()) if len(d) else 0.0
+    if k == 0 or not total > 0:
+        return np.zeros(len(d), dtype="int64"), 0
+    mids = np.cumsum(d) - d / 2.0
+    raw = np.minimum((mids * k / total).astype("int64"), k - 1)
+    used, index = np.unique(raw, return_inverse=True)
+    return index.reshape(-1), len(used)
+
+
+def rate_ci(counts: Sequence[float], intervals: Sequence[float]) -> Interval:
+    """95 % interval of sum(counts) / sum(intervals) (events per second) by batch means (module doc).
+
+    `counts[i]` events happened in sample i, which lasted `intervals[i]` seconds."""
+    c = np.asarray(counts, dtype="float64")
+    d = np.asarray(intervals, dtype="float64")
+    if len(c) != len(d):
+        raise ValueError(f"{len(c)} counts but {len(d)} intervals")
+    index, k = batch_index(d)
+    if k < 2:
+        return UNKNOWN
+    batch_c = np.bincount(index, weights=c, minlength=k)
+    batch_d = np.bincount(index, weights=d, minlength=k)
+    rate = float(batch_c.sum() / batch_d.sum())
+    mean_d = float(batch_d.mean())
+    residuals = (batch_c - rate * batch_d) / mean_d  # = (batch rate - rate) x its duration share
+    se = math.sqrt(float(np.sum(residuals ** 2)) / (k * (k - 1)))
+    half = t_quantile(k - 1) * se
+    return Interval(max(0.0, rate - half), rate + half)
+
+
+def _percentiles(matrix: np.ndarray, buckets: np.ndarray, pct: float) -> np.ndarray:
+    """Each row's percentile by Locust's rule (`steady.histogram_percentile`), NaN for an empty row:
+    the largest bucket with no more than int(total x pct / 100) requests below it."""
+    totals = matrix.sum(axis=1)
+    wanted = np.floor(totals * pct / 100.0)
+    below = np.cumsum(matrix, axis=1) - matrix
+    last = (below <= wanted[:, None]).sum(axis=1) - 1
+    values = buckets[np.clip(last, 0, len(buckets) - 1)].astype("float64")
+    values[totals <= 0] = np.nan
+    return values
+
+
+def percentile_cis(hists: Sequence[Mapping[int, int]], pcts: Sequence[float], *, seed: int = 0,
+                   intervals: Sequence[float] | None = None, resamples: int = RESAMPLES) -> dict[float, Interval]:
+    """95 % intervals of several percentiles of the merged histograms, from one block bootstrap
+    (module doc; `intervals`: each sample's duration, 1 s each when not given)."""
+    wanted = [float(p) for p in pcts]
+    n = len(hists)
+    index, k = batch_index([1.0] * n if intervals is None else intervals, BLOCK_POWER)
+    buckets = np.array(sorted({b for h in hists for b in h}), dtype="int64")
+    if k < 2 or not len(buckets):
+        return {p: UNKNOWN for p in wanted}
+    column = {int(b): i for i, b in enumerate(buckets)}
+    blocks = np.zeros((k, len(buckets)), dtype="int64")
+    for sample, hist in enumerate(hists):
+        row = blocks[index[sample]]
+        for bucket, count in hist.items():
+            row[column[bucket]] += count
+    merged = np.random.default_rng(seed).multinomial(k, np.full(k, 1.0 / k), size=resamples) @ blocks
+    whole = blocks.sum(axis=0, keepdims=True)
+    tail = (1.0 - LEVEL) / 2.0
+    out: dict[float, Interval] = {}
+    for pct in wanted:
+        point = _percentiles(whole, buckets, pct)[0]
+        replicates = _percentiles(merged, buckets, pct)
+        replicates = replicates[~np.isnan(replicates)]
+        if not len(replicates) or np.isnan(point):
+            out[pct] = UNKNOWN
+            continue
+        low = float(np.quantile(replicates, tail, method="inverted_cdf"))
+        high = float(np.quantile(replicates, 1.0 - tail, method="higher"))
+        out[pct] = Interval(min(low, float(point)), max(high, float(point)))
+    return out
+
+
+def percentile_ci(hists: Sequence[Mapping[int, int]], pct: float, *, seed: int = 0,
+                  intervals: Sequence[float] | None = None, resamples: int = RESAMPLES) -> Interval:
+    """95 % interval of the `pct` percentile of the merged histograms, by a block bootstrap
+    (`percentile_cis` for several percentiles at once)."""
+    return percentile_cis(hists, [pct], seed=seed, intervals=intervals, resamples=resamples)[float(pct)]

@@ -1,0 +1,30 @@
+"""`sm-locust run`'s closing lines for what a run's options asked (core/answers.py): a model mix's
+hit rate with cold and warm latency, an LLM run's tokens at the verdict's step."""
+
+from __future__ import annotations
+
+from sm_locust.core.answers import answer_lines
+
+
+def test_a_plain_run_has_nothing_to_add():
+    assert answer_lines({"totals": {"requests": 10}}) == []
+
+
+def test_a_model_mix_prints_its_hit_rate_and_cold_vs_warm():
+    summary = {"model_cache": {"requests": 1000, "hit_rate": 0.9, "cold": {"requests": 100, "p95_ms": 1234.0},
+                               "warm": {"requests": 900, "p95_ms": 35.2}}}
+    assert answer_lines(summary) == [
+        "cache: hit rate 90.0 % of 1,000 successful requests (100 cold); p95 cold 1234 ms, warm 35.2 ms"]
+    unsplit = {"model_cache": {"requests": 10, "hit_rate": None}}
+    assert answer_lines(unsplit)[0].startswith("cache: cold and warm requests not told apart")
+
+
+def test_an_llm_run_prints_its_tokens_at_the_verdicts_step():
+    summary = {"llm": {"output_tokens_per_s": 75.0, "ttft_p95_ms": 400.0, "itl_p95_ms": 40.0},
+               "plateau": {"users": 4},
+               "steps": [{"users": 1, "llm": {"output_tokens_per_s": 36.0}},
+                         {"users": 4, "llm": {"output_tokens_per_s": 116.4, "ttft_p95_ms": 227.0, "itl_p95_ms": 35.9}}]}
+    assert answer_lines(summary) == [
+        "tokens: 116.4 output tokens/s (at the verdict's step, 4 users); TTFT p95 227 ms, ITL p95 35.9 ms"]
+    del summary["plateau"]
+    assert answer_lines(summary)[0].startswith("tokens: 75.0 output tokens/s (whole run)")

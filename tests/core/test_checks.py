@@ -1,0 +1,88 @@
+"""The end-of-run checks of `sm-locust run` (core/checks.py), on synthetic summary.json content:
+one check per limit given, judged at the verdict's step for a search and on the whole run otherwise,
+STOP for the stop condition that ended the run, and the closing block's wording."""
+
+from __future__ import annotations
+
+from sm_locust.config.options import parse_options
+from sm_locust.core.checks import FAIL, NOT_JUDGED, PASS, STOP, checks_lines, percentile_key, run_checks
+
+
+def step(users, **figures):
+    return {"users": users, "start": "2026-01-01T00:00:00.000Z", "end": "2026-01-01T00:00:10.000Z",
+            "p50_ms": 20.0, "p95_ms": 40.0, "p99_ms": 60.0, "p99_9_ms": 90.0, "error_rate": 0.0, **figures}
+
+
+SEARCH = {
+    "duration_s": 75.0,
+    "totals": {"requests": 9000, "p95_ms": 400.0, "p99_ms": 900.0, "error_rate": 0.2},  # the overloaded steps too
+    "steps": [step(1), step(4, p95_ms=48.0, error_rate=0.004, end="2026-01-01T00:01:00.000Z",
+                                llm={"ttft_p95_ms": 300.0, "itl_p95_ms": 70.0}),
+              step(8, p95_ms=400.0, error_rate=0.2, end="2026-01-01T00:01:10.000Z")],
+    "plateau": {"users": 4, "rps": 180.0, "p95_ms": 48.0, "p99_ms": 70.0, "error_rate": 0.004,
+                "stop_reason": "reached max users 8"},
+    "stop_reason": "reached max users 8",
+}
+
+
+def by_name(checks):
+    return {c.name: c for c in checks}
+
+
+def test_no_limit_given_no_checks():
+    assert run_checks(SEARCH, parse_options({})) == []
+    assert checks_lines([]) == []
+
+
+def test_a_search_is_judged_at_the_verdicts_step_not_on_the_whole_run():
+    options = parse_options({"latency_slo_ms": 50, "max_error_rate": 0.01})
+    checks = by_name(run_checks(SEARCH, options))
+    slo = checks["p95 latency <= 50 ms"]
+    assert (slo.value, slo.limit, slo.status) == ("48 ms", "50 ms", PASS)  # the whole run's p95 is 400
+    assert "4 users" in slo.where
+    rate = checks["error rate <= 1 %"]
+    assert (rate.value, rate.status) == ("0.40 %", PASS)
+
+
+def test_the_slo_percentile_picks_the_figure_and_a_breach_fails():
+    options = parse_options({"latency_slo_ms": 80, "slo_percentile": "99.9"})
+    (check,) = run_checks(SEARCH, options)
+    assert percentile_key(99.9) == "p99_9_ms"
+    assert (check.name, check.value, check.status) == ("p99.9 latency <= 80 ms", "90 ms", FAIL)
+
+
+def test_llm_slos_read_the_verdicts_step_token_figures():
+    options = parse_options({"ttft_slo_ms": 250, "itl_slo_ms": 100, "stream": "true"})
+    checks = by_name(run_checks(SEARCH, options))
+    assert (checks["TTFT p95 <= 250 ms"].value, checks["TTFT p95 <= 250 ms"].status) == ("300 ms", FAIL)
+    assert (checks["ITL p95 <= 100 ms"].value, checks["ITL p95 <= 100 ms"].status) == ("70 ms", PASS)
+
+
+def test_a_run_without_a_search_is_judged_whole():
+    constant = {"duration_s": 60.0, "totals": {"requests": 600, "p95_ms": 120.0, "error_rate": 0.0}, "steps": [step(2)]}
+    (check,) = run_checks(constant, parse_options({"latency_slo_ms": 100}))
+    assert (check.value, check.status, check.where) == ("120 ms", FAIL, "whole run")
+
+
+def test_stop_conditions_say_how_far_the_run_went_and_which_one_ended_it():
+    options = parse_options({"max_users": 8, "max_duration": "5m", "max_invocations": 100000})
+    checks = by_name(run_checks(SEARCH, options))
+    users = checks["users <= 8"]
+    assert (users.value, users.status) == ("8", STOP)  # the stop reason names it
+    duration = checks["duration <= 300 s"]
+    assert (duration.value, duration.status) == ("70 s", PASS)  # the steps' span, first start to last end
+    assert checks["requests <= 100000"].status == PASS
+
+
+def test_a_figure_that_is_not_there_is_not_judged():
+    empty = {"totals": {}, "steps": []}
+    (check,) = run_checks(empty, parse_options({"latency_slo_ms": 100}))
+    assert (check.value, check.status) == ("n/a", NOT_JUDGED)
+
+
+def test_the_closing_block_counts_the_judged_checks_and_aligns_them():
+    options = parse_options({"latency_slo_ms": 45, "max_error_rate": 0.01, "max_users": 8})
+    lines = checks_lines(run_checks(SEARCH, options))
+    assert lines[0] == "checks: 1 of 2 passed, 1 FAILED"  # STOP is neither
+    assert [line.split()[0] for line in lines[1:]] == ["FAIL", "PASS", "STOP"]
+    assert len({line.index("(") for line in lines[1:]}) == 1  # the windows line up
