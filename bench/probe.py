@@ -9,7 +9,10 @@ signals) in a scene folder, and ends well when:
 - stderr holds exactly one line, from sm-locust, naming the problem (the case's needles), and no
   traceback (a signal case: the line says the signal; a case that succeeds may print nothing);
 - nothing it started is left running (20 s grace for a killed parent's children to notice);
-- no folder was clobbered: the scene is unchanged except for the outputs the case may write.
+- no folder was clobbered: the scene is unchanged except for the outputs the case may write;
+- a case marked `bounded` (round 4, issue 32) ends within 10 s under a 3 GB address-space limit
+  (RLIMIT_AS), and a case marked `inert` prints no terminal control (ESC, BEL, C1 CSI, a bidi override)
+  on stdout or stderr.
 
     .venv/bin/python bench/probe.py               # all cases (~6 min on the 2-core box)
     .venv/bin/python bench/probe.py -k sweep      # the cases whose name contains "sweep"
@@ -38,9 +41,12 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.mounts
-from tests.mounts import mount_tmpfs  # noqa: E402
+from sm_locust.testing.mounts import mount_tmpfs, unmount
 
+BOUNDED_S = 10.0
+BOUNDED_AS = 3 << 30
+CONTROLS = ("\x1b", "\x07", "\x9b", "\x9d", "\u202e")
+HOSTILE = "boom \x1b]0;pwned-title\x07 \x1b[2J\x1b[H \x1b]52;c;ZXZpbA==\x07 \u202eevil \x9b31m"
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = str(ROOT / "sm_locust" / "data" / "ranking_10rows.json")
 PY = sys.executable
@@ -60,6 +66,8 @@ class Case:
     needs_root: bool = False
     shell: str | None = None  # a whole shell line instead of argv (pipes, two commands at once)
     group: str = ""  # the command a shell case is about
+    bounded: bool = False  # ends within BOUNDED_S under an address space of BOUNDED_AS bytes
+    inert: bool = False  # stdout and stderr hold no terminal control
 
     @property
     def command(self) -> str:
@@ -117,6 +125,19 @@ def build_scene(work: Path) -> None:
     import numpy
 
     numpy.save(work / "wide.npy", numpy.ones((10, 1000)))
+    # -- round 4 (issue 32) --
+    laughs = ["l0: &l0 [" + ", ".join(["lol"] * 9) + "]"]
+    laughs += [f"l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 9)]  # 9^9 values expanded
+    (work / "bomb_traffic.yaml").write_text("".join(f"- {line}\n" for line in laughs))
+    (work / "bomb_sweep.yaml").write_text("\n".join(laughs) + "\nname: bomb\nload: {users: *l8}\n")
+    (work / "stairs.json").write_text(json.dumps({"TrafficType": "STAIRS", "Stairs": {
+        "DurationInSeconds": 1, "NumberOfSteps": 100_000_000, "UsersPerStep": 1}}))
+    (work / "traffic.yaml").write_text("[{duration_s: 10, rps: 5}, {duration_s: 10, rps: 10}]\n")
+    (work / "huge_weights.csv").write_text("a,1e308\nb,1e308\n")
+    (work / "excel.csv").write_text("name,weight\r\nmodel-0001.tar.gz,3\r\nmodel-0002.tar.gz,1\r\n",
+                                    encoding="utf-8-sig")  # Excel's "CSV UTF-8"
+    os.mkfifo(work / "mix_fifo.csv")
+    (work / "sweep.bin").write_bytes(os.urandom(4096))
 
 
 def cases(urls: dict[str, str], busy_port: int) -> list[Case]:
@@ -357,6 +378,82 @@ def cases(urls: dict[str, str], busy_port: int) -> list[Case]:
               "for i in $(seq 300); do ls bg/*/summary.json >/dev/null 2>&1 && break; sleep 0.2; done; "
               "{sm} sweep long.yaml --out bg; rc=$?; kill -TERM $p; wait $p; exit $rc", outputs=("bg",), timeout=120,
         group="sweep")
+    # -- round 4 (issue 32): each within 10 s under a 3 GB address space ---------------------------
+    hostile, mme = urls["hostile"], urls["mme"]
+    four = {"bounded": True, "timeout": BOUNDED_S}
+    add("run endpoint escape sequences", ["run", "--endpoint-name", "ep", "--endpoint-url", hostile, "--payload",
+                                          PAYLOAD, "-u", "2", "-t", "2s", "--out", "esc"], 1, "every request failed",
+        outputs=("esc",), inert=True, **four)
+    add("smoke endpoint escape sequences", ["smoke", "--endpoint-name", "ep", "--endpoint-url", hostile, "--payload",
+                                            PAYLOAD, "-u", "2", "-t", "2s", "--out", "esc"], (1, 2), outputs=("esc",),
+        inert=True, **four)
+    add("sweep --cleanup of a running sweep", [], 2, "that sweep is running right now",
+        shell="{sm} sweep long.yaml --out bg >/dev/null 2>&1 & p=$!; "
+              "for i in $(seq 300); do ls bg/*/summary.json >/dev/null 2>&1 && break; sleep 0.2; done; "
+              "{sm} sweep --cleanup long; a=$?; {sm} sweep --cleanup long --out bg; b=$?; "
+              "kill -TERM $p; wait $p; s=$?; [ $s = 143 ] && [ $a = 2 ] && exit $b; exit 99", outputs=("bg",),
+        timeout=120, group="sweep")
+    add("serve --model-count 1e9", ["serve", "--multi-model", "--model-count", "1000000000"], 2, "--model-count",
+        **four)
+    add("serve --max-instances 1e9", ["serve", "--instances", "1", "--target-value", "5", "--max-instances",
+                                      "1000000000"], 2, "--max-instances", **four)
+    add("serve --instances 1e9", ["serve", "--instances", "1000000000"], 2, "--instances", **four)
+    add("serve --workers 1e5", ["serve", "--workers", "100000"], 2, "--workers", **four)
+    add("serve --time-scale 1e300", ["serve", "--instances", "2", "--time-scale", "1e300"], 2, "--time-scale", **four)
+    add("run IR stairs 1e8 steps", [*run, "--shape", "phases", "--traffic-pattern", "stairs.json"], 2,
+        "NumberOfSteps", **four)
+    add("run --prompts synthetic:1e6", ["run", *local[:-2], "--prompts", "synthetic:1000000", "-q"], 2, "--prompts",
+        **four)
+    add("run traffic alias bomb", [*run, "--traffic", "bomb_traffic.yaml"], 2, "--traffic", **four)
+    add("sweep alias bomb", ["sweep", "bomb_sweep.yaml", "--plan"], 2, "bomb_sweep.yaml", **four)
+    add("sweep binary file", ["sweep", "sweep.bin", "--plan"], 2, "not UTF-8", **four)
+    add("run mix weights overflow", [*run, "--target-models", "a=1e308,b=1e308"], 2, "--target-models", **four)
+    add("run mix file weights overflow", [*run, "--target-models", "huge_weights.csv"], 2, "--target-models", **four)
+    add("env mix weights overflow", run, 2, "--target-models", env={"SM_LOCUST_TARGET_MODELS": "a=1e308,b=1e308"},
+        **four)
+    add("plain locust mix weights overflow", [], 2, "--target-models",
+        shell=f"{shlex.quote(PY)} -m locust -f {shlex.quote(str(ROOT / 'locustfiles' / 'sagemaker.py'))} --headless "
+              f"-t 5s --endpoint-name ep --endpoint-url {up} --payload {PAYLOAD} --target-models a=1e308,b=1e308",
+        group="run", **four)
+    add("run mix fifo csv", [*run, "--target-models", "mix_fifo.csv"], 2, "not a regular file", **four)
+    add("run mix non-ascii name", [*run, "--target-models", "modèle.tar.gz"], 2, "TargetModel", **four)
+    add("run mix component a.b", [*run, "--inference-components", "a.b,c"], 2, "InferenceComponentName", **four)
+    add("run mix 2000-character name", [*run, "--target-models", "m" * 2000], 2, "2000 characters", **four)
+    add("run mix Excel CSV UTF-8 works", ["run", "--endpoint-name", "ep", "--endpoint-url", mme, "--payload", PAYLOAD,
+                                          "-u", "2", "-t", "1s", "-q", "--target-models", "excel.csv", "--out", "bom"],
+        0, outputs=("bom",), **four)
+    add("run --processes 64 -u 2", [*run, "--processes", str(max(64, 4 * (os.cpu_count() or 1) + 1)), "-u", "2"], 2,
+        "--processes", **four)
+    add("run --time-scale 1e300", [*run, "--traffic", "traffic.yaml", "--time-scale", "1e300"], 2, "--time-scale",
+        **four)
+    add("compare --target-rps=-5", ["compare", "run", "--target-rps=-5"], 2, "--target-rps", **four)
+    add("run disk fills mid-run", [], 0, needs_root=True, group="run",
+        shell="{sm} run --endpoint-name ep --endpoint-url " + up + " --payload " + PAYLOAD + " -u 2 -t 4s -q "
+              "--out {disk}/run >/dev/null 2>&1 & p=$!; "
+              "for i in $(seq 300); do [ -f {disk}/run/summary.json ] && break; sleep 0.1; done; "
+              "python3 -c \"import os; s=os.statvfs('{disk}'); open('{disk}/filler','wb').write(b'x'*max(0, "
+              "s.f_bavail*s.f_frsize-16384))\"; wait $p; "
+              "ls -a {disk}/run | grep -q -e '^locust_report.html$' -e '.partial$' && exit 3; "
+              "for f in {disk}/run/*.json; do "
+              "python3 -c \"import json,sys; json.load(open(sys.argv[1]))\" $f || exit 4; done; exit 0")
+    api = ("import sys; import sm_locust; from sm_locust.errors import UsageError\ntry:\n    {call}\n"
+           "except UsageError as exc:\n    print('sm-locust: error:', exc, file=sys.stderr); sys.exit(2)")
+    for name, call, needle in (
+            ("report price_per_hour=-1", "sm_locust.load('run').report(cloudwatch=False, price_per_hour=-1)",
+             "--price-per-hour"),
+            ("report price_per_hour=nan", "sm_locust.load('run').report(cloudwatch=False, price_per_hour=float('nan'))",
+             "--price-per-hour"),
+            ("report instance_count=0", "sm_locust.load('run').report(cloudwatch=False, instance_count=0)",
+             "--instance-count"),
+            ("report target_rps=inf", "sm_locust.load('run').report(cloudwatch=False, target_rps=float('inf'))",
+             "--target-rps"),
+            ("load(None)", "sm_locust.load(None)", "load()"), ("load(123)", "sm_locust.load(123)", "load()"),
+            ("sweep(123)", "sm_locust.sweep(123)", "sweep"),
+            ("compare('run')", "sm_locust.compare('run')", "compare()"),
+            ("run locust_args='--bogus'", f"sm_locust.run('ep', endpoint_url='{up}', payload='{PAYLOAD}', "
+             "run_time='1s', locust_args='--bogus', out='api_run', progress=False)", "locust_args=")):
+        add(f"api {name}", [], 2, needle, shell=f"{shlex.quote(PY)} -c {shlex.quote(api.format(call=call))}",
+            group="api", **four)
     add("run into a running run's folder", [], 2, "being written by another",
         shell=f"{{sm}} {shlex.join(long_run)} >/dev/null 2>&1 & p=$!; "
               "for i in $(seq 300); do [ -f bg/summary.json ] && break; sleep 0.2; done; "
@@ -368,6 +465,37 @@ def cases(urls: dict[str, str], busy_port: int) -> list[Case]:
               "{sm} report bg --no-cloudwatch; rc=$?; kill -TERM $p; wait $p; exit $rc", outputs=("bg",),
         group="report")
     return table
+
+
+def hostile_endpoint():
+    """A runtime stand-in on 127.0.0.1 that answers every invocation ModelError 424 whose message carries OSC 0
+    (title), CSI 2J (clear screen), OSC 52 (clipboard), a bidi override and an 8-bit CSI (no signature check)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *_args) -> None:
+            pass
+
+        def do_GET(self) -> None:  # /ping
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps({"message": HOSTILE, "OriginalStatusCode": 500, "OriginalMessage": HOSTILE,
+                               "LogStreamArn": "arn"}).encode()
+            self.send_response(424)
+            self.send_header("x-amzn-ErrorType", "ModelError:")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def snapshot(folder: Path, skip: tuple[str, ...]) -> dict[str, tuple[int, float]]:
@@ -403,9 +531,15 @@ def command_line(process: psutil.Process) -> str:
         return "?"
 
 
-def judge(case: Case, code: int | None, err: str, left: list[psutil.Process], changed: list[str]) -> str | None:
+def judge(case: Case, code: int | None, err: str, left: list[psutil.Process], changed: list[str],
+          elapsed: float = 0.0, out: str = "") -> str | None:
     """Why the case did not end well, or None."""
     wanted = case.code if isinstance(case.code, tuple) else (case.code,)
+    if case.bounded and (code is None or elapsed > BOUNDED_S):
+        return f"not within {BOUNDED_S:g} s under {BOUNDED_AS >> 30} GB: exit {code} after {elapsed:.1f} s"
+    if case.inert and any(c in out + err for c in CONTROLS):
+        found = sorted({repr(c) for c in CONTROLS if c in out + err})
+        return f"terminal controls reached the terminal: {', '.join(found)}"
     if code not in wanted:
         return f"exit {code}, expected {'/'.join(map(str, wanted))}: {err.strip()[-300:]}"
     if "Traceback" in err:
@@ -430,9 +564,17 @@ def judge(case: Case, code: int | None, err: str, left: list[psutil.Process], ch
     return None
 
 
+def _bounded() -> None:
+    """preexec_fn of a bounded case: the address space the issue allows (3 GB)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (BOUNDED_AS, BOUNDED_AS))
+
+
 def run_case(case: Case, scene: Path, env: dict[str, str], mounts: dict[str, Path]) -> str | None:
     sm = f"{shlex.quote(PY)} -m sm_locust"
-    argv = [a.format(**{k: str(v) for k, v in mounts.items()}) for a in case.argv]
+    places = {k: str(v) for k, v in mounts.items()}
+    argv = [a.format(**places) for a in case.argv]
     case_env = dict(env)
     for key, value in case.env.items():
         if value is None:
@@ -442,18 +584,19 @@ def run_case(case: Case, scene: Path, env: dict[str, str], mounts: dict[str, Pat
     before = snapshot(scene, case.outputs)
     me = {psutil.Process().pid}
     started = time.time()
-    err_path = scene.parent / "probe.err"
-    with open(err_path, "w") as err:
+    err_path, out_path = scene.parent / "probe.err", scene.parent / "probe.out"
+    limit = _bounded if case.bounded else None
+    with open(err_path, "w") as err, open(out_path, "w") as out:
         if case.shell:
-            proc = subprocess.Popen(["bash", "-c", case.shell.format(sm=sm)], cwd=scene, env=case_env,
-                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+            proc = subprocess.Popen(["bash", "-c", case.shell.format(sm=sm, **places)], cwd=scene, env=case_env,
+                                    stdout=out, stderr=err, start_new_session=True, preexec_fn=limit)
         elif case.signal_after:
             script = f"{sm} {shlex.join(argv)} >/dev/null & echo $! >{scene.parent}/probe.pid; wait $!"
             proc = subprocess.Popen(["bash", "-c", script], cwd=scene, env=case_env, stdout=subprocess.DEVNULL,
                                     stderr=err, start_new_session=True)
         else:
-            proc = subprocess.Popen([PY, "-m", "sm_locust", *argv], cwd=scene, env=case_env, stdout=subprocess.DEVNULL,
-                                    stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen([PY, "-m", "sm_locust", *argv], cwd=scene, env=case_env, stdout=out,
+                                    stderr=err, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limit)
         if case.signal_after:
             deadline = time.monotonic() + 90
             pid_file = scene.parent / "probe.pid"
@@ -476,7 +619,9 @@ def run_case(case: Case, scene: Path, env: dict[str, str], mounts: dict[str, Pat
             code = None
     if case.signal_after:  # the command's own exit code (bash's wait returns it)
         code = proc.returncode
+    elapsed = time.time() - started
     err_text = err_path.read_text(errors="replace")
+    out_text = out_path.read_text(errors="replace")
     leftover = ours(started, me, scene.parent)
     _, alive = psutil.wait_procs(leftover, timeout=20)
     for p in alive:
@@ -489,13 +634,14 @@ def run_case(case: Case, scene: Path, env: dict[str, str], mounts: dict[str, Pat
     for output in case.outputs:
         shutil.rmtree(scene / output, ignore_errors=True)
     (scene.parent / "probe.pid").unlink(missing_ok=True)
-    return judge(case, code, err_text, alive, changed)
+    return judge(case, code, err_text, alive, changed, elapsed, out_text)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", dest="match", default="", help="only the cases whose name contains this")
     args = parser.parse_args()
+    from sm_locust.endpoint.multimodel import MultiModelConfig
     from sm_locust.endpoint.server import LocalEndpoint
 
     work = Path(tempfile.mkdtemp(prefix="sm-locust-probe-"))
@@ -506,19 +652,22 @@ def main() -> int:
     env.update({"AWS_ACCESS_KEY_ID": "probe", "AWS_SECRET_ACCESS_KEY": "probe", "AWS_DEFAULT_REGION": "us-east-1",
                 "AWS_CONFIG_FILE": str(work / "aws_config"), "AWS_SHARED_CREDENTIALS_FILE": str(work / "aws_creds"),
                 "AWS_EC2_METADATA_DISABLED": "true", "PYTHONUNBUFFERED": "1"})
-    mounts = {"full": work / "full", "ro": work / "ro", "small": work / "small"}
+    mounts = {"full": work / "full", "ro": work / "ro", "small": work / "small", "disk": work / "disk"}
     root = (mount_tmpfs(mounts["full"], "1m", fill=900_000) and mount_tmpfs(mounts["ro"], "4m", read_only=True,
                                                                             copy=scene / "run")
-            and mount_tmpfs(mounts["small"], "1500k"))
+            and mount_tmpfs(mounts["small"], "1500k") and mount_tmpfs(mounts["disk"], "2m"))
     endpoints = {"up": LocalEndpoint(max_concurrency=4, service_time_ms=5), "slow": LocalEndpoint(latency_ms=8000),
-                 "failing": LocalEndpoint(model_error_ratio=1.0)}
+                 "failing": LocalEndpoint(model_error_ratio=1.0),
+                 "mme": LocalEndpoint(multi_model=MultiModelConfig(model_count=10, download_ms=0.0, load_ms=0.0))}
+    hostile = hostile_endpoint()
     busy = None
     results: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
     try:
         for ep in endpoints.values():
             ep.start()
         busy = endpoints["up"].config.port
-        table = [c for c in cases({k: ep.url for k, ep in endpoints.items()}, busy) if args.match in c.name]
+        urls = {k: ep.url for k, ep in endpoints.items()} | {"hostile": f"http://127.0.0.1:{hostile.server_port}"}
+        table = [c for c in cases(urls, busy) if args.match in c.name]
         print(f"sm-locust probe: {len(table)} cases in {scene}", flush=True)
         for case in table:
             if case.needs_root and not root:
@@ -529,14 +678,15 @@ def main() -> int:
             if verdict:
                 print(f"  NOT WELL  {case.name}: {verdict}", flush=True)
     finally:
+        hostile.shutdown()
         for ep in endpoints.values():
             ep.stop()
         for target in mounts.values():
-            subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
+            unmount(target)
         shutil.rmtree(work, ignore_errors=True)
     print("\ncommand   cases  ended well")
     total = well = 0
-    for command in ("serve", "run", "demo", "report", "compare", "smoke", "sweep"):
+    for command in ("serve", "run", "demo", "report", "compare", "smoke", "sweep", "api"):
         rows = [(n, v) for n, v in results.get(command, []) if not (v or "").startswith("skipped")]
         ok = sum(1 for _, v in rows if v is None)
         total, well = total + len(rows), well + ok

@@ -5,12 +5,16 @@ subclass of `SmLocustError`, carries a one-line message that says what is wrong 
 and knows its process exit code: 2 for usage errors, 1 for a run that failed, 128 + the signal's
 number for a command stopped by SIGINT (130) or SIGTERM (143). The CLI prints
 `sm-locust: error: <message>` and exits with that code; it never shows a traceback for these, and
-neither does a notebook (the Python API raises them as they are: `_render_traceback_`).
+neither does a notebook (the Python API raises them as they are: `_render_traceback_`). The message
+is sanitised once, here (`sm_locust.sanitize.clean`): whatever file or endpoint text it quotes,
+it reaches a terminal as one bounded line without terminal controls.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+
+from sm_locust.sanitize import clean
 
 
 class SmLocustError(Exception):
@@ -19,6 +23,7 @@ class SmLocustError(Exception):
     exit_code = 1
 
     def __init__(self, message: str):
+        message = clean(message)  # it may quote a file or an endpoint: no terminal controls, one bounded line
         super().__init__(message)
         self.message = message
 

@@ -9,7 +9,8 @@ the same way, so the failure table reads the same whichever is used:
   (`target_in_name=False`) and records each target apart (summary.json `targets`);
 - a failure is an `InvocationError` whose text starts with the error code botocore would give
   (`ThrottlingException: Rate exceeded`, `ModelError: ...`, `EndpointConnectionError: ...`), so
-  Locust's failure table groups failures by code. Its repr is that same text.
+  Locust's failure table groups failures by code. Its repr is that same text. Code and message are
+  the endpoint's words: sanitised (`sm_locust.sanitize`) and bounded before anything shows them.
 
 What counts (`is_invocation`, the one rule the recorder, summary.json, gates, compare and report
 apply): every entry is a logical invocation except the latency series timed inside one (`TTFT`,
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from sm_locust.sanitize import clean
 
 INVOKE_ENDPOINT = "InvokeEndpoint"
 INVOKE_ENDPOINT_STREAM = "InvokeEndpointWithResponseStream"
@@ -38,15 +41,17 @@ PART_SUFFIX = "/part"
 """Name suffix of a fan-out part (`--split K`): the endpoint's view, already inside its logical request."""
 
 _VOLATILE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # an endpoint's text is untrusted: no escape sequences reach a terminal
 MAX_MESSAGE = 200
+MAX_CODE = 80
 
 
 class InvocationError(Exception):
     """A failed invocation, named by its error code; reported to Locust, never raised to a User."""
 
     def __init__(self, code: str, message: str = "", status: int | None = None):
-        message = _VOLATILE.sub("<id>", _CONTROL.sub("?", " ".join(str(message).split())))[:MAX_MESSAGE]
+        # the endpoint's text: sanitised here, once, before Locust's failure table, its CSV, log and web UI
+        code = clean(code, MAX_CODE) or "Error"
+        message = clean(_VOLATILE.sub("<id>", " ".join(str(message).split())), MAX_MESSAGE)
         super().__init__(f"{code}: {message}" if message else code)
         self.code = code
         self.message = message

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from sm_locust.api.result import load
+from sm_locust.api.result import load, run_folder
 from sm_locust.errors import UsageError
 from sm_locust.report.compare import compare_table, write_compare
 from sm_locust.report.pipeline import check_report_values
@@ -25,7 +25,10 @@ from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,
             target_rps: float | None = None, safety_factor: float = 0.5) -> pd.DataFrame:
     """One row per run (columns as compare.csv); `prices`: a JSON price table file, as `--prices`."""
-    check_report_values(safety_factor=safety_factor)
+    check_report_values(safety_factor=safety_factor, target_rps=target_rps)
+    if isinstance(runs, str | bytes | os.PathLike) or hasattr(runs, "run_dir") or not isinstance(runs, Iterable):
+        raise UsageError(f"compare() takes a list of runs (RunResults, run folders or s3:// URLs), not one "
+                         f"{type(runs).__name__}: write compare([{runs!r}, ...])")
     folders = [str(_folder(r)) for r in runs]
     if not folders:
         raise UsageError("compare() needs at least one run (RunResults, run folders or s3:// URLs)")
@@ -45,5 +48,5 @@ def _folder(run: Any):
     run_dir = getattr(run, "run_dir", None)  # a RunResult
     if run_dir is not None:
         return run_dir
-    text = os.fspath(run)
+    text = os.fspath(run_folder(run, "compare()", also=" or a RunResult for each run"))
     return load(text).run_dir if str(text).startswith("s3://") else text

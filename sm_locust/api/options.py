@@ -115,7 +115,10 @@ def run_arguments(options: Mapping[str, Any], locust_args: Iterable[str] | None 
     args = parser.parse_args(argv)
     args.command = "run"
     args.accepts_passthrough = True  # as the `run` command's parser says (locust_args are its passthrough)
-    args.passthrough = list(locust_args or [])
+    if isinstance(locust_args, (str, bytes)) or not (locust_args is None or isinstance(locust_args, Iterable)):
+        raise UsageError(f"locust_args= takes a list of Locust's arguments, e.g. ['--stop-timeout', '5'], not "
+                         f"{type(locust_args).__name__} {locust_args!r}")
+    args.passthrough = [str(a) for a in locust_args or []]
     return args
 
 

@@ -198,7 +198,10 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
         if name not in known:
             raise UsageError(f"unknown report option {name}=; choose from {', '.join(sorted(known - {'cloudwatch'}))}")
     values = ReportOptions(cloudwatch=cloudwatch, **options)
-    check_report_values(period=values.period, safety_factor=values.safety_factor)
+    check_report_values(period=values.period, safety_factor=values.safety_factor,  # as `sm-locust report` checks
+                        price_per_hour=values.price_per_hour, instance_count=values.instance_count,
+                        target_rps=values.target_rps, wait_timeout=values.wait_timeout,
+                        serverless_memory_mb=values.serverless_memory_mb)
     check_report_names(values.endpoint_name, values.variant_name, values.inference_component)  # as SageMaker allows
     return values
 
@@ -229,12 +232,21 @@ def _json_seconds(path: Path):
     return read_seconds(path)
 
 
+def run_folder(value: Any, caller: str, also: str = "") -> str | os.PathLike[str]:
+    """`value` when it can name a run folder (a path, an s3:// URL), else a one-line UsageError naming the call
+    (`also`: what else it takes)."""
+    if isinstance(value, str | os.PathLike) and not isinstance(value, bytes):
+        return value
+    raise UsageError(f"{caller} takes a run folder (a path or an s3:// URL){also}, not {type(value).__name__} "
+                     f"{value!r}")
+
+
 def load(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None, profile: str | None = None,
          region: str | None = None, s3: Any = None) -> RunResult:
     """A finished run as a RunResult: a local run folder, or an s3:// one (`sm-locust run --upload`),
     downloaded first to `out` (default reports/<run-id>/) as `sm-locust report s3://...` does.
     UsageError when the folder is not a run."""
-    text = os.fspath(run_dir)
+    text = os.fspath(run_folder(run_dir, "load()"))
     if isinstance(text, str) and text.startswith("s3://"):
         local, _ = fetch_run(text, out=out, s3=s3 if s3 is not None else s3_client(profile, region))
         return RunResult(local)

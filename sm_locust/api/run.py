@@ -46,6 +46,7 @@ from sm_locust.core.start import start_run
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.record.runfolder import SUMMARY_JSON
 from sm_locust.shapes.settings import parse_seconds
+from sm_locust.util.outputs import write_atomic
 
 PAYLOAD_FILE = "payload.body"  # a `data=` body: no suffix the payload loaders read specially, sent verbatim
 PROGRESS_EVERY_S = 1.0
@@ -131,7 +132,7 @@ def _write_body(args: Any, out_dir: Path, body: bytes) -> bool:
     made the folder."""
     check_out_dir(out_dir, overwrite=args.overwrite)
     created = make_out_dir(out_dir)
-    (out_dir / PAYLOAD_FILE).write_bytes(body)
+    write_atomic(out_dir / PAYLOAD_FILE, body)  # every file of a run folder is written whole
     args.payload = str(out_dir / PAYLOAD_FILE)
     return created
 

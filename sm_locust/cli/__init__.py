@@ -69,12 +69,15 @@ def _raise_terminated(_signum, _frame) -> None:
 # A file system that refused mid-way (outputs are checked before the work starts, but a disk fills up,
 # a mount goes read-only): one line naming the file, not a traceback.
 FILE_SYSTEM_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
-                                errno.EFBIG, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR})
+                                errno.EFBIG, errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.ELOOP})
+# ... of which these say the name the user gave cannot be a path at all: bad input (exit 2), not a failed run
+NAME_ERRORS = frozenset({errno.ENAMETOOLONG, errno.ELOOP})
 
 
 def file_system_error(exc: OSError) -> str:
     """'full/rep/report.html: No space left on device (free some space ...)'"""
-    where = f"{exc.filename}: " if exc.filename else ""
+    name = str(exc.filename) if exc.filename else ""
+    where = f"{name[:80]}{'...' if len(name) > 80 else ''}: " if name else ""
     hint = " (free some space and run again)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
     return f"{where}{exc.strerror or exc}{hint}"
 
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno not in FILE_SYSTEM_ERRORS:
             raise
         print(f"sm-locust: error: {file_system_error(exc)}", file=sys.stderr)
-        return 1
+        return 2 if exc.errno in NAME_ERRORS else 1
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

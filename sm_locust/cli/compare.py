@@ -16,6 +16,7 @@ from pathlib import Path
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.report.compare import compare_table, terminal_table, write_compare
 from sm_locust.report.pipeline import check_report_values
+from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
@@ -29,13 +30,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports/compare", metavar="DIR",
                    help="output folder (default reports/compare, beside the runs)")
     p.add_argument("--prices", dest="prices_file", metavar="FILE", help="JSON price table overriding the bundled one")
-    p.add_argument("--target-rps", type=float, help="traffic to size for")
+    p.add_argument("--target-rps", type=argument_type(float, above=0), help="traffic to size for")
     p.add_argument("--safety-factor", type=float, default=0.5, help="headroom for the autoscaling target (default 0.5)")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    check_report_values(safety_factor=args.safety_factor)
+    check_report_values(safety_factor=args.safety_factor, target_rps=args.target_rps)
     check_output_dir(Path(args.out))
     for run_dir in args.run_dirs:
         refuse_in_progress(Path(run_dir))

@@ -43,7 +43,7 @@ from sm_locust.publish.verify import compare, read_published
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
 from sm_locust.util.formatting import MISSING
-from sm_locust.util.numbers import argument_type
+from sm_locust.util.numbers import MAX_USERS, argument_type
 from sm_locust.util.outputs import locked_folder
 
 DEMO_ENDPOINT = "sm-locust-demo"
@@ -66,9 +66,9 @@ def add_parser(subparsers) -> None:
                    help="local endpoint port (default: a free port)")
     p.add_argument("--step-seconds", type=argument_type(float, above=0), default=10.0,
                    help="seconds per load step (default 10; 6 steps)")
-    p.add_argument("--step-users", type=argument_type(int, minimum=1), default=2,
+    p.add_argument("--step-users", type=argument_type(int, minimum=1, maximum=MAX_USERS), default=2,
                    help="users added per step (default 2)")
-    p.add_argument("--max-users", type=argument_type(int, minimum=1), default=11,
+    p.add_argument("--max-users", type=argument_type(int, minimum=1, maximum=MAX_USERS), default=11,
                    help="users in the last step (default 11)")
     p.add_argument("--max-concurrency", type=argument_type(int, minimum=1), default=4,
                    help="local endpoint concurrency (default 4)")

@@ -9,7 +9,7 @@ from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import parse_bool
 from sm_locust.endpoint.components import parse_components
-from sm_locust.endpoint.faults import PROTOCOLS, EndpointConfig
+from sm_locust.endpoint.faults import MAX_STREAM_TOKENS, MAX_THREADS, PROTOCOLS, EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
@@ -17,10 +17,14 @@ from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.endpoint.serving import serve_forever
 from sm_locust.endpoint.triton import DEFAULT_INPUTS, DEFAULT_OUTPUTS, model_for
 from sm_locust.errors import UsageError
-from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
+from sm_locust.mix.spec import MAX_TARGETS
+from sm_locust.scaling.policy import INVOCATIONS, MAX_INSTANCES, ScalingPolicy
+from sm_locust.scaling.timeline import MAX_TIME_SCALE
+from sm_locust.util.numbers import argument_type, max_processes
 
 
 def add_parser(subparsers) -> None:
+    instances = argument_type(int, minimum=1, maximum=MAX_INSTANCES)
     p = add_command_parser(
         subparsers, "serve",
         description="Serve a real ranking model behind the SageMaker Runtime API (POST /endpoints/NAME/invocations) "
@@ -30,9 +34,9 @@ def add_parser(subparsers) -> None:
                    help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to your network)")
     p.add_argument("--port", type=int, default=None, help="port (default $SAGEMAKER_BIND_TO_PORT or 8080)")
     g = p.add_argument_group("capacity")
-    g.add_argument("--workers", type=int, default=None,
+    g.add_argument("--workers", type=argument_type(int, minimum=1, maximum=max_processes()), default=None,
                    help="worker processes (default $SAGEMAKER_MODEL_SERVER_WORKERS, $SAGEMAKER_GUNICORN_WORKERS or 1)")
-    g.add_argument("--threads", type=int, default=None,
+    g.add_argument("--threads", type=argument_type(int, minimum=1, maximum=MAX_THREADS), default=None,
                    help="threads per worker (>1 switches to gthread workers; default 1 = gevent)")
     g.add_argument("--max-concurrency", type=int, default=None,
                    help="requests served at once across workers; the excess queues (default 0 = unlimited)")
@@ -73,7 +77,7 @@ def add_parser(subparsers) -> None:
     s = p.add_argument_group("response streams (POST /endpoints/NAME/invocations-response-stream)")
     s.add_argument("--first-token-ms", type=float, default=None, help="delay before the first PayloadPart (default 0)")
     s.add_argument("--token-ms", type=float, default=None, help="delay between two PayloadParts (default 0)")
-    s.add_argument("--stream-tokens", type=int, default=None,
+    s.add_argument("--stream-tokens", type=argument_type(int, minimum=0, maximum=MAX_STREAM_TOKENS), default=None,
                    help="PayloadParts per streamed response (default 0: one per row's prediction)")
     s.add_argument("--stream-error-ratio", type=float, default=None,
                    help="share of streams that fail half-way with a ModelStreamError event (0-1)")
@@ -121,7 +125,8 @@ def add_parser(subparsers) -> None:
                     help="host --model-count models named model-0001.tar.gz ...: a request's TargetModel is loaded "
                     "into memory before it runs (downloaded first unless still on disk), least recently used models "
                     "unloaded when memory is full")
-    mm.add_argument("--model-count", type=int, default=None, help="models hosted (default 100)")
+    mm.add_argument("--model-count", type=argument_type(int, minimum=1, maximum=MAX_TARGETS), default=None,
+                    help=f"models hosted (default 100, at most {MAX_TARGETS:,})")
     mm.add_argument("--model-size-mb", default=None,
                     help="each model's size in MB, or LO-HI for sizes drawn once per model (default 100)")
     mm.add_argument("--instance-memory-mb", type=float, default=None, help="memory the models share (default 4096)")
@@ -143,14 +148,15 @@ def add_parser(subparsers) -> None:
                     help="host these components, e.g. a:2,b:1: each with its own copies (requests served at once, "
                     "across workers) and optionally its own service time in ms (default --service-time-ms)")
     a = p.add_argument_group("fleet emulation: a variant of several instances that autoscales (docs/autoscaling.md)")
-    a.add_argument("--instances", type=int, default=None,
+    a.add_argument("--instances", type=instances, default=None,
                    help="instances serving at the start, each with its own --max-concurrency slots; "
                    "turns the emulation on")
     a.add_argument("--target-value", type=float, default=None,
                    help="target-tracking policy: the metric's target per instance (InvocationsPerInstance: "
                    "per minute); turns autoscaling on (needs --max-instances)")
-    a.add_argument("--min-instances", type=int, default=None, help="the policy's minimum (default --instances)")
-    a.add_argument("--max-instances", type=int, default=None, help="the policy's maximum")
+    a.add_argument("--min-instances", type=instances, default=None, help="the policy's minimum (default --instances)")
+    a.add_argument("--max-instances", type=instances, default=None,
+                   help=f"the policy's maximum (at most {MAX_INSTANCES:,})")
     a.add_argument("--scaling-metric", default=None,
                    help="SageMakerVariantInvocationsPerInstance (default, one-minute periods) or "
                    "SageMakerVariantConcurrentRequestsPerModelHighResolution (10-s periods)")
@@ -158,7 +164,7 @@ def add_parser(subparsers) -> None:
     a.add_argument("--scale-in-cooldown-s", type=float, default=None, help="ScaleInCooldown (default 300, AWS's)")
     a.add_argument("--instance-start-s", type=float, default=None,
                    help="seconds from a scale-out decision until its instances serve (default 240)")
-    a.add_argument("--time-scale", type=float, default=None,
+    a.add_argument("--time-scale", type=argument_type(float, above=0, maximum=MAX_TIME_SCALE), default=None,
                    help="emulated seconds per real second: the control loop, its periods, cooldowns and instance "
                    "starts run this much faster (requests do not); everything reported is in emulated seconds "
                    "(default 1)")

@@ -16,6 +16,7 @@ import sys
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
+from sm_locust.sanitize import clean
 from sm_locust.sweep import api
 from sm_locust.sweep.schema import load_spec
 
@@ -62,15 +63,15 @@ def run(args: argparse.Namespace) -> int:
             deploy, region, profile, kind = spec.deploy, region or spec.region, spec.aws_profile, spec.kind
         deleted, left = api.cleanup(args.cleanup, deploy=deploy, region=region, profile=profile, kind=kind,
                                     out=args.out)
-        print(f"sm-locust sweep: cleanup {args.cleanup}: deleted {len(deleted)}"
-              + (f" ({', '.join(deleted)})" if deleted else "")
-              + (f"; NOT cleaned up: {'; '.join(left)}" if left else ""))
+        print(clean(f"sm-locust sweep: cleanup {args.cleanup}: deleted {len(deleted)}"  # AWS's and the file's words
+                    + (f" ({', '.join(deleted)})" if deleted else "")
+                    + (f"; NOT cleaned up: {'; '.join(left)}" if left else ""), None))
         return 1 if left else 0
     if not args.sweep_file:
         raise UsageError("give a sweep file (sm-locust sweep SWEEP.yaml), or --cleanup SWEEP_ID")
     sweep = api.load_sweep(args.sweep_file, out=args.out, overrides=args.overrides)
     if args.plan:
-        print("\n".join(api.plan_lines(sweep)))
+        print(clean("\n".join(api.plan_lines(sweep)), None, newlines=True))  # labels quote the file's values
         return 0
     result = api.run_sweep(sweep, yes=args.yes, confirm=_confirm if sys.stdin.isatty() else None)  # no tty: --yes
     if result.interrupted:

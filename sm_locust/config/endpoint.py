@@ -14,6 +14,13 @@ from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.options import Options, OptionSpec, settings_fields, spec_defaults
 from sm_locust.errors import UsageError
 
+
+def _header_check(field: str):
+    """The web UI's check of a header typed in its form: the rule `--<flag>` is held to (aws/runtime_api.py);
+    a CRLF or a non-ASCII name was accepted there, then failed every request."""
+    return lambda text: check_header(field, text)
+
+
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--endpoint-name", "SM_LOCUST_ENDPOINT_NAME", "", "SageMaker endpoint name to invoke (required)"),
     # Where the signed requests and the session token go, and code loading (module:function): set on
@@ -32,13 +39,20 @@ OPTIONS: list[OptionSpec] = [
                web_ui=False),
     OptionSpec("--content-type", "SM_LOCUST_CONTENT_TYPE", "",
                "Content-Type of the request body "
-               "(default: from the payload source; application/json for a plain file)"),
-    OptionSpec("--accept", "SM_LOCUST_ACCEPT", "", "Accept header: the response format to ask for"),
-    OptionSpec("--custom-attributes", "SM_LOCUST_CUSTOM_ATTRIBUTES", "", "X-Amzn-SageMaker-Custom-Attributes"),
-    OptionSpec("--target-model", "SM_LOCUST_TARGET_MODEL", "", "TargetModel (multi-model endpoints)"),
-    OptionSpec("--target-variant", "SM_LOCUST_TARGET_VARIANT", "", "TargetVariant (production variant)"),
-    OptionSpec("--inference-component", "SM_LOCUST_INFERENCE_COMPONENT", "", "InferenceComponentName"),
-    OptionSpec("--inference-id", "SM_LOCUST_INFERENCE_ID", "", "InferenceId sent with every request"),
+               "(default: from the payload source; application/json for a plain file)",
+               web_check=_header_check("content_type")),
+    OptionSpec("--accept", "SM_LOCUST_ACCEPT", "", "Accept header: the response format to ask for",
+               web_check=_header_check("accept")),
+    OptionSpec("--custom-attributes", "SM_LOCUST_CUSTOM_ATTRIBUTES", "", "X-Amzn-SageMaker-Custom-Attributes",
+               web_check=_header_check("custom_attributes")),
+    OptionSpec("--target-model", "SM_LOCUST_TARGET_MODEL", "", "TargetModel (multi-model endpoints)",
+               web_check=_header_check("target_model")),
+    OptionSpec("--target-variant", "SM_LOCUST_TARGET_VARIANT", "", "TargetVariant (production variant)",
+               web_check=_header_check("target_variant")),
+    OptionSpec("--inference-component", "SM_LOCUST_INFERENCE_COMPONENT", "", "InferenceComponentName",
+               web_check=_header_check("inference_component")),
+    OptionSpec("--inference-id", "SM_LOCUST_INFERENCE_ID", "", "InferenceId sent with every request",
+               web_check=_header_check("inference_id")),
     OptionSpec("--think-time", "SM_LOCUST_THINK_TIME", 0.0,
                "seconds each user waits between calls (default 0: invoke as fast as it can, one call after another)",
                float, minimum=0),

@@ -13,11 +13,13 @@ import argparse
 import os
 
 from sm_locust.config.options import add_cli_options
+from sm_locust.util.numbers import MAX_USERS, PROCESSES_PER_CORE, argument_type, max_processes
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("load")
-    group.add_argument("-u", "--users", type=int, default=None, help="number of users (no shape: default 1)")
+    group.add_argument("-u", "--users", type=argument_type(int, maximum=MAX_USERS), default=None,
+                       help=f"number of users (no shape: default 1; at most {MAX_USERS:,})")
     group.add_argument("-r", "--spawn-rate", type=float, default=None,
                        help="users started per second (default 1; with a shape 100)")
     group.add_argument("-t", "--run-time", default=None,
@@ -25,8 +27,9 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--shape", default=None,
                        help="load shape: step, plateau (adaptive search), phases (IR TrafficPattern), open (constant "
                        "arrival rate; implied by --target-rps) (default: constant users)")
-    group.add_argument("--processes", type=int, default=None,
-                       help="Locust worker processes on this machine (-1 = one per core)")
+    group.add_argument("--processes", type=argument_type(int, maximum=max_processes()), default=None,
+                       help=f"Locust worker processes on this machine (-1 = one per core; at most "
+                       f"{PROCESSES_PER_CORE} per core: {max_processes()} here)")
     out = parser.add_argument_group("output")
     out.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
     out.add_argument("--overwrite", action="store_true",

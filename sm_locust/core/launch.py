@@ -39,10 +39,19 @@ from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.publish.sender import closing_clause
 from sm_locust.record.summary import write_json
+from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
 from sm_locust.util.formatting import MISSING, is_missing, with_interval
-from sm_locust.util.outputs import IN_USE, check_output_dir, locked_folder, run_in_progress
+from sm_locust.util.outputs import (
+    IN_USE,
+    PARTIAL_SUFFIX,
+    check_output_dir,
+    locked_folder,
+    promote,
+    refuse_unusable,
+    run_in_progress,
+)
 
 DEFAULT_REPORTS_DIR = "reports"
 
@@ -82,8 +91,11 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
-RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", "locust_report.html",
-             "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv", "merged_timeseries.csv")
+LOCUST_REPORT = "locust_report.html"
+LOCUST_REPORT_PARTIAL = f".{LOCUST_REPORT}{PARTIAL_SUFFIX}"  # Locust writes here; renamed once whole (promote)
+RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", LOCUST_REPORT,
+             f".*{PARTIAL_SUFFIX}", "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv",
+             "merged_timeseries.csv")
 RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
 
 
@@ -94,6 +106,7 @@ def holds_run(folder: Path) -> bool:
 def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> None:
     """Refuse, before anything starts, a run folder that cannot be created or already holds a run
     (unless `overwrite`), or that a run is writing now. Creates nothing."""
+    refuse_unusable(out, flag)  # a name too long, a symlink loop: before anything asks whether it is a folder
     if out.is_dir() and run_in_progress(out):
         raise UsageError(f"{flag} {out} {IN_USE}")
     if out.is_dir() and holds_run(out) and not overwrite:
@@ -140,7 +153,7 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
     if load.shape:
         files.append(locustfile_path(SHAPES.get(load.shape)))
     cmd = [sys.executable, "-m", "locust", "-f", ",".join(files), "--headless",
-           "--csv", str(out / "locust"), "--csv-full-history", "--html", str(out / "locust_report.html"),
+           "--csv", str(out / "locust"), "--csv-full-history", "--html", str(out / LOCUST_REPORT_PARTIAL),
            "--exit-code-on-error", "0", "--sm-out", str(out)]
     if load.users is not None:
         cmd += ["--users", str(load.users)]
@@ -193,7 +206,8 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
                 "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}
     write_json(out / "options.json", recorded)
-    env = dict(os.environ)
+    # an empty SM_LOCUST_* is "not set" here (add_cli_options); Locust's parser would read '' as the value
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("SM_LOCUST_") and not v.strip())}
     env.update(extra_env or {})
     env.update(lifeline.child_env(out / "locust.log"))  # Locust stops if this process is killed (SIGKILL, OOM)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -208,6 +222,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
             tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
+    promote(out / LOCUST_REPORT_PARTIAL, out / LOCUST_REPORT, _whole_html)  # a full disk leaves none, not half
     summary_path = out / "summary.json"
     if forwarder.received is not None:
         name = signal.Signals(forwarder.received).name
@@ -290,7 +305,7 @@ def _hint(tail: str) -> str:
     """The line of Locust's output that says what went wrong: the last one with an error word,
     skipping stats-table rules and shutdown notices."""
     lines = [_LOG_PREFIX.sub("", line.strip()).replace("__main__.py: error:", "locust: error:")
-             for line in tail.splitlines()]
+             .removeprefix("sm-locust: error: ") for line in tail.splitlines()]
     useful = [line for line in lines if line and not set(line) <= set("-|=+ ") and "|" not in line
               and not line.startswith(("Shutting down", "Type ", "Response time percentiles", "Aggregated"))]
     for line in reversed(useful):
@@ -299,8 +314,18 @@ def _hint(tail: str) -> str:
     return useful[-1] if useful else "no output"
 
 
+def _whole_html(path: Path) -> bool:
+    """Locust's report ends with </html> once it is written whole."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 256))
+        return b"</html>" in fh.read().lower()
+
+
 def _print(line: str) -> None:
     print(line, flush=True)
+
+
+MAX_ECHOED = 4000  # characters of one line of Locust's output (a traceback line, a stats row)
 
 
 def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], None] | None = None) -> str:
@@ -309,8 +334,8 @@ def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], Non
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
-        log.write(raw)
-        line = raw.decode(errors="replace").rstrip()
+        line = clean(raw.decode(errors="replace").rstrip(), MAX_ECHOED)  # Locust quotes endpoint and user text
+        log.write(line.encode() + b"\n")
         tail = (tail + [line])[-20:]
         if echo is not None:
             echo(line)
@@ -322,7 +347,7 @@ def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], Non
 
 def verdict_line(summary: dict) -> str:
     t = summary.get("totals", {})
-    errors = ", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items())
+    errors = clean(", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items()))
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
     ci = whole_run_intervals(summary)
@@ -407,5 +432,4 @@ def first_failure(path: Path, limit: int = 200) -> str | None:
     def occurrences(row: dict) -> int:
         return int(row.get("Occurrences") or 0) if str(row.get("Occurrences")).isdigit() else 0
 
-    text = " ".join(max(rows, key=occurrences)["Error"].split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return clean(" ".join(max(rows, key=occurrences)["Error"].split()), limit)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.locust_parser import check_config_files
 from sm_locust.config.options import Options, option_value, parse_options
 from sm_locust.core.launch import LoadSettings
 from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_users, chosen_shape, default_run_time
@@ -97,6 +98,7 @@ def plan_run(args: Any, *, progress_every_s: float | None = None, closing_verdic
     run`), so the shape does not print it too."""
     upload_url = option_value(args, "upload")
     upload = S3Location.parse(upload_url) if upload_url else None  # a malformed URL is the first thing to fail
+    check_config_files()  # the locust.conf Locust will read here: UTF-8 text (a binary one was a traceback)
     options = parse_options(args)
     endpoint = SageMakerSettings.from_options(options).validate()
     spawn_rate = option_value(args, "spawn_rate")

@@ -17,6 +17,10 @@ import random
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from sm_locust.util.numbers import PROCESSES_PER_CORE, max_processes
+
+MAX_THREADS = 1000  # --threads per worker (gthread): each a thread with its own stack
+MAX_STREAM_TOKENS = 100_000  # --stream-tokens: PayloadParts in one streamed response
 INJECTED_MODEL_FAILURE = (500, "model failure injected")  # what an injected ModelError's container answered
 
 
@@ -114,6 +118,13 @@ class EndpointConfig:
                 raise ValueError(f"--{f.replace('_', '-')} must not be negative")
         if self.workers < 1 or self.threads < 1:
             raise ValueError("--workers and --threads must be at least 1")
+        if self.workers > max_processes():  # also SAGEMAKER_MODEL_SERVER_WORKERS: a fork per worker
+            raise ValueError(f"--workers must be at most {max_processes()} ({PROCESSES_PER_CORE} per core), "
+                             f"got {self.workers}")
+        if self.threads > MAX_THREADS:
+            raise ValueError(f"--threads must be at most {MAX_THREADS} per worker, got {self.threads}")
+        if self.stream_tokens > MAX_STREAM_TOKENS:
+            raise ValueError(f"--stream-tokens must be at most {MAX_STREAM_TOKENS:,}, got {self.stream_tokens}")
         if self.max_concurrency < 0:
             raise ValueError("--max-concurrency must be 0 (unlimited) or more")
         if not self.metrics_interval_s >= 1:

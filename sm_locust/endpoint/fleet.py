@@ -36,8 +36,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.scaling.policy import ScalingPolicy
-from sm_locust.scaling.timeline import InstanceSample, MetricPeriod
+from sm_locust.scaling.policy import MAX_INSTANCES, ScalingPolicy
+from sm_locust.scaling.timeline import MAX_TIME_SCALE, InstanceSample, MetricPeriod
 from sm_locust.util.registry import Registry
 
 DEFAULT_INSTANCE_START_S = 240.0  # the example: AWS publishes no figure (docs/facts.md)
@@ -74,11 +74,13 @@ class FleetConfig:
     def validate(self) -> FleetConfig:
         if isinstance(self.instances, bool) or not isinstance(self.instances, int) or self.instances < 1:
             raise UsageError(f"--instances must be a whole number of instances, at least 1, got {self.instances!r}")
+        if self.instances > MAX_INSTANCES:
+            raise UsageError(f"--instances must be at most {MAX_INSTANCES:,} instances, got {self.instances:,}")
         if not (math.isfinite(self.instance_start_s) and self.instance_start_s >= 0):
             raise UsageError(f"--instance-start-s must be 0 or more seconds, got {self.instance_start_s:g}")
-        if not (math.isfinite(self.time_scale) and self.time_scale > 0):
-            raise UsageError(f"--time-scale must be a number above 0 (emulated seconds per real second), "
-                             f"got {self.time_scale:g}")
+        if not (math.isfinite(self.time_scale) and 0 < self.time_scale <= MAX_TIME_SCALE):
+            raise UsageError(f"--time-scale must be a number above 0 and at most {MAX_TIME_SCALE:g} (emulated seconds "
+                             f"per real second), got {self.time_scale:g}")
         self.routing = ROUTINGS.canonical(self.routing)
         if self.policy is not None:
             self.policy = self.policy.check(POLICY_FLAGS)

@@ -43,6 +43,7 @@ from typing import Any
 
 from sm_locust.endpoint.modelcache import FULL, HIT, LOAD, CacheSpec, ModelCache, model_name, store_size
 from sm_locust.invocation import MODEL_WAIT_HEADER
+from sm_locust.mix.spec import MAX_TARGETS
 
 TARGET_MODEL_ENVIRON = "HTTP_X_AMZN_SAGEMAKER_TARGET_MODEL"
 WAIT_HEADER = MODEL_WAIT_HEADER  # the client reads it (transport/contract.py): one name in invocation.py
@@ -91,6 +92,8 @@ class MultiModelConfig:
     def validate(self) -> None:
         if isinstance(self.model_count, bool) or not isinstance(self.model_count, int) or self.model_count < 1:
             raise ValueError(f"--model-count must be a whole number of at least 1, got {self.model_count!r}")
+        if self.model_count > MAX_TARGETS:  # the names a mix can send to; each model is a row of the shared store
+            raise ValueError(f"--model-count must be at most {MAX_TARGETS:,}, got {self.model_count:,}")
         parse_size(self.model_size_mb)
         if self.cache_setting not in CACHE_SETTINGS:
             raise ValueError(f"--model-cache-setting {self.cache_setting!r}: use Enabled or Disabled")

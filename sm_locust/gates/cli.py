@@ -16,7 +16,9 @@ from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
 from sm_locust.record.runfolder import RunData, load_run
+from sm_locust.sanitize import clean
 from sm_locust.util.numbers import argument_type
+from sm_locust.util.outputs import write_atomic
 
 INCONCLUSIVE_CHOICES = ("fail", "pass")
 
@@ -97,13 +99,14 @@ def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, pre
     lenient = inconclusive == "pass"
     verdicts = evaluate(gates, run)
     if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
-        print(f"{prefix}: note: {run.interrupted}")
+        print(f"{prefix}: note: {clean(run.interrupted)}")  # from the run folder: a file
     for verdict in verdicts:
-        print(f"{prefix}: {verdict.line()}")
-    print(f"{prefix}: {closing_line(verdicts, lenient)}")
+        print(f"{prefix}: {clean(verdict.line())}")
+    print(f"{prefix}: {clean(closing_line(verdicts, lenient))}")
     if junit:
         path = Path(junit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(to_junit_xml(verdicts, time_s=duration_s, properties=properties, inconclusive_passes=lenient,
-                                     timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())))
+        write_atomic(path, to_junit_xml(verdicts, time_s=duration_s, properties=properties,
+                                        inconclusive_passes=lenient,
+                                        timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())))
     return verdicts, (1 if any(v.fails(lenient) for v in verdicts) else 0)

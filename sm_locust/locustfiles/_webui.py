@@ -9,7 +9,8 @@ SageMakerUser uses as its endpoint URL: signed requests and the session token go
 declared `web_ui=False` (not shown), and `protect` refuses any request that would change them or
 any other option the form does not show, with the one-line message the UI displays. It also checks
 the shown sm-locust numbers and booleans the way the command line does (`--think-time abc` is
-refused, not a server error; `--stop-at-knee maybe` is not read as false).
+refused, not a server error; `--stop-at-knee maybe` is not read as false), and the number of users
+within `MAX_USERS` (a local runner; a master's users are spread over its workers).
 
 The sm-locust options in the start form: Locust shows custom arguments in one "Custom parameters"
 list, alphabetically (the page's JSON has its keys sorted), each field named by its dest in camel
@@ -35,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from locust.argument_parser import ui_extra_args_dict
+from locust.runners import MasterRunner
 
 from flask import jsonify, request
 from werkzeug.datastructures import ImmutableMultiDict
@@ -44,6 +46,7 @@ from sm_locust.errors import UsageError
 from sm_locust.shapes import SHAPES
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.users.openloop import OpenLoopUser
+from sm_locust.util.numbers import MAX_USERS, check_number
 
 # Fields of Locust's own start form (its /swarm handler reads them itself).
 LOCUST_FORM_FIELDS = frozenset({"user_count", "spawn_rate", "host", "user_classes", "shape_class", "run_time",
@@ -249,6 +252,8 @@ def protect(environment, web_ui) -> None:
             return refuse(_refusal(refused))
         try:
             check_form_values(form.to_dict(), parsed)
+            if "user_count" in form and not isinstance(environment.runner, MasterRunner):  # workers share a master's
+                check_number(form["user_count"], "Number of users", int, minimum=0, maximum=MAX_USERS)
         except UsageError as exc:
             return refuse(str(exc))
         _add_open_loop_classes(form)

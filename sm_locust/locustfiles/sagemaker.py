@@ -29,6 +29,7 @@ from locust import events, task
 from locust.runners import WorkerRunner
 
 from sm_locust.config.endpoint import SageMakerSettings
+from sm_locust.config.locust_parser import guard_parser
 from sm_locust.config.options import Options, environment_options, parse_options, register_options
 from sm_locust.config.preflight import (
     aws_region,
@@ -59,6 +60,7 @@ LOCAL_BIND = "127.0.0.1"  # the web UI and the master have no login by default: 
 def _register_options(parser, **_kw) -> None:
     register_options(parser)
     parser.set_defaults(web_host=LOCAL_BIND, master_bind_host=LOCAL_BIND)
+    guard_parser(parser)  # locust.conf read as UTF-8 text; --processes / --users within this machine's bounds
 
 
 def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:

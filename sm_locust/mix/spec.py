@@ -20,7 +20,12 @@ Generated names are `model-0001.tar.gz` ... (`model_names`, also the names the e
 hosts): 1-based, zero-padded to at least four digits; rank 1 is the most popular. So
 `--target-models zipf:1.1:1000` against `serve --multi-model --model-count 1000` needs nothing else.
 Weights need not sum to 1 (they are normalised); a weight of 0 keeps a name in the mix without
-sending to it.
+sending to it, and weights whose sum overflows to infinity are refused. Each name obeys the rule of
+the single-target flag it stands in for (`sm_locust.aws.runtime_api`: TargetModel for
+`--target-models`, InferenceComponentName for `--inference-components`), so a name SageMaker would
+refuse on every request is refused before the test. A mix file is a regular file (a FIFO would
+block) of at most 64 MB, UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"); text that
+is not a file name (a name of 2,000 characters) is read as names, not looked up as a path.
 """
 
 from __future__ import annotations
@@ -30,17 +35,21 @@ import heapq
 import io
 import json
 import math
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from sm_locust.aws.runtime_api import HEADER_RULES
 from sm_locust.errors import UsageError
+from sm_locust.util.yamlsafe import names_a_file
 
 TARGET_MODEL = "target_model"
 INFERENCE_COMPONENT = "inference_component"
 FIELD_FLAGS = {TARGET_MODEL: "--target-models", INFERENCE_COMPONENT: "--inference-components"}
 MAX_TARGETS = 1_000_000
+MAX_FILE_BYTES = 64 << 20  # a mix file: a million names of ~60 characters
 JSONL_EXAMPLE = '{"name": "model.tar.gz", "weight": 0.5}'
-MAX_NAME = 1024  # botocore's TargetModel limit (InferenceComponentName: 63, checked by SageMaker)
 
 
 def model_name(index: int, count: int) -> str:
@@ -101,13 +110,13 @@ def parse_mix(text: str, field: str = TARGET_MODEL, *, allow_files: bool = True)
     if not spec:
         raise UsageError(f"{flag} is empty; give zipf:S:N, uniform:N, name=weight,... or a .csv/.jsonl file")
     head = spec.split(":", 1)[0].lower()
-    if head in ("zipf", "uniform") and not Path(spec).exists():
+    if head in ("zipf", "uniform") and not names_a_file(spec):
         if field != TARGET_MODEL:
             raise UsageError(f"{flag} {spec!r}: generated names (zipf:, uniform:) are model files for --target-models; "
                              "name the components: a=0.7,b=0.3 or a file")
         return _generated(spec, head, flag)
     path = Path(spec)
-    if path.suffix.lower() in (".csv", ".jsonl") or path.is_file():
+    if path.suffix.lower() in (".csv", ".jsonl") or names_a_file(spec):
         if not allow_files:
             raise UsageError(f"{flag}: a mix file can only be given on the command line (or SM_LOCUST_*); "
                              "in the web UI write zipf:S:N, uniform:N or name=weight,...")
@@ -150,14 +159,30 @@ def _pair(item: str) -> tuple[str, object]:
     return (name.strip(), weight.strip()) if sep else (item.strip(), None)
 
 
-def _from_file(path: Path, spec: str, field: str, flag: str) -> TargetMix:
+def _read(path: Path, spec: str, flag: str) -> str:
+    """The text of a regular mix file (UTF-8, a byte-order mark dropped), at most MAX_FILE_BYTES."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"{flag} {spec!r} is not a regular file (a FIFO or a device cannot be a mix file)")
+            if info.st_size > MAX_FILE_BYTES:
+                raise UsageError(f"{flag} {spec!r} is {info.st_size:,} bytes; a mix file is at most "
+                                 f"{MAX_FILE_BYTES:,}")
+            data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise UsageError(f"{flag} {spec!r}: no such file; give an existing .csv/.jsonl file, "
                          "zipf:S:N or uniform:N") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{flag} {spec!r} cannot be read: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"{flag} {spec!r} cannot be read: {exc.strerror or exc}") from None
+    try:
+        return data[:MAX_FILE_BYTES + 1].decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag} {spec!r} is not UTF-8 text (byte {exc.start:,}); save it as UTF-8 CSV") from None
+
+
+def _from_file(path: Path, spec: str, field: str, flag: str) -> TargetMix:
+    text = _read(path, spec, flag)
     if path.suffix.lower() == ".jsonl":
         pairs = _jsonl_pairs(text, spec, flag)
     else:
@@ -201,7 +226,7 @@ def _mix(field: str, pairs: list[tuple[str, object]], spec: str, kind: str, flag
     weights: list[float] = []
     seen: set[str] = set()
     for name, weight in pairs:
-        check_target_name(name, flag)
+        check_target_name(name, field)
         if name in seen:
             raise UsageError(f"{flag} {spec!r} names {name!r} twice; give each target once (its weight is its share)")
         seen.add(name)
@@ -210,6 +235,9 @@ def _mix(field: str, pairs: list[tuple[str, object]], spec: str, kind: str, flag
     total = sum(weights)
     if total <= 0:
         raise UsageError(f"{flag} {spec!r}: the weights sum to 0; give at least one target a positive weight")
+    if not math.isfinite(total):
+        raise UsageError(f"{flag} {spec!r}: the weights sum past the largest number (to infinity); give smaller "
+                         "weights (only their ratios count)")
     return TargetMix(field, tuple(names), tuple(w / total for w in weights), spec, kind)
 
 
@@ -225,10 +253,14 @@ def _weight(value: object, name: str, flag: str) -> float:
     return weight
 
 
-def check_target_name(name: str, flag: str) -> None:
-    """A name that can go in the request header: not empty, printable, no spaces, at most 1024 characters."""
+def check_target_name(name: str, field: str = TARGET_MODEL) -> None:
+    """A name that can be the request field `field`, by the rule its single-target flag applies
+    (`--target-model`: TargetModel, printable ASCII 1-1024; `--inference-component`:
+    InferenceComponentName, letters, digits and hyphens, at most 63); else a one-line UsageError."""
+    flag = FIELD_FLAGS[field]
     if not name:
         raise UsageError(f"{flag}: an empty target name; every entry needs a name")
-    if len(name) > MAX_NAME or not name.isprintable() or any(c.isspace() for c in name):
-        raise UsageError(f"{flag}: target name {name[:60]!r} must be printable, without spaces, "
-                         f"at most {MAX_NAME} characters")
+    problem = HEADER_RULES[field].problem(name)
+    if problem:
+        shown = repr(name) if len(name) <= 60 else repr(name[:56]) + "..."
+        raise UsageError(f"{flag}: target name {shown} {problem}")

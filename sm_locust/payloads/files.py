@@ -88,6 +88,15 @@ def read_payload_file(path: str | Path, max_bytes: int = MAX_SOURCE_BYTES, what:
     return data
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(data: bytes) -> bytes:
+    """A text file's bytes without the UTF-8 byte-order mark Excel and Notepad put first ("CSV UTF-8"),
+    for the readers that parse a file's lines (JSONL, prompts); a body sent verbatim keeps its bytes."""
+    return data[len(UTF8_BOM):] if data.startswith(UTF8_BOM) else data
+
+
 def load_file(path: Path, template: InvocationTemplate) -> list[Invocation]:
     body = read_payload_file(path, template.max_body_bytes or MAX_SOURCE_BYTES, hint=BODY_HINT)
     if not body:

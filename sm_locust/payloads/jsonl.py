@@ -23,7 +23,7 @@ import orjson
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.payloads.files import read_payload_file
+from sm_locust.payloads.files import read_payload_file, without_bom
 from sm_locust.payloads.template import InvocationTemplate
 
 # invoke-args key -> Invocation field
@@ -91,7 +91,7 @@ def parse_invoke_args(
 def load_jsonl(path: Path, template: InvocationTemplate,
                force_base64: bool = False) -> tuple[list[Invocation], list[float] | None]:
     """Invocations from an invoke-args JSONL file, plus weights when any line has `Weight`."""
-    data = read_payload_file(path)
+    data = without_bom(read_payload_file(path))
     invocations: list[Invocation] = []
     weights: list[float | None] = []
     for lineno, line in enumerate(data.splitlines(), start=1):

@@ -47,7 +47,7 @@ from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
-from sm_locust.payloads.files import read_payload_file
+from sm_locust.payloads.files import read_payload_file, without_bom
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.util.registry import Registry
 
@@ -155,7 +155,7 @@ def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int 
     if not path.exists():
         raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
     prompts = []
-    for number, raw in enumerate(read_payload_file(path, what="--prompts file").splitlines(), 1):
+    for number, raw in enumerate(without_bom(read_payload_file(path, what="--prompts file")).splitlines(), 1):
         if not raw.strip():
             continue
         where = f"{path.name}:{number}"
@@ -205,7 +205,7 @@ def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0) 
     """`count` prompts whose token lengths follow `spec` (each word counts one token)."""
     lengths = LengthDistribution.parse(spec, f"--prompts {SYNTHETIC}{spec}")
     rng = random.Random(seed)
-    return [(" ".join(rng.choice(_WORDS) for _ in range(lengths.sample(rng))), None) for _ in range(count)]
+    return [(" ".join(rng.choices(_WORDS, k=lengths.sample(rng))), None) for _ in range(count)]
 
 
 def prompt_tokens(prompt: str | list) -> int:

@@ -19,7 +19,10 @@ What the IR API reference documents, and how it is read here:
   This matches IR's own example (1 user, SpawnRate 1, 600 s: "1 concurrent user at the beginning
   and 10 at the end"). The Studio guide says "per second"; pass `spawn_unit="second"` for that.
 - Stairs: `DurationInSeconds` per step (min 1), `NumberOfSteps` (min 1), `UsersPerStep`
-  (1..3): step i (from 0) runs UsersPerStep * (i + 1) users.
+  (1..3): step i (from 0) runs UsersPerStep * (i + 1) users. The API sets no maximum on
+  NumberOfSteps; a job lasts at most 18,000 s (`JobDurationInSeconds`), so at most `MAX_STEPS`
+  (18,000) steps of one second can run, and more is refused (100 million steps took 2.7 GB). The
+  same bound holds for the number of Phases.
 - StoppingConditions: `MaxInvocations` is "the maximum number of requests per minute expected for
   the endpoint" (a rate, not a total); `ModelLatencyThresholds` holds exactly one
   `{Percentile, ValueInMilliseconds}` with Percentile `P95` or `P99` ("for custom load tests,
@@ -57,6 +60,8 @@ FLAT_CONTINUE = "Continue"
 ADVISED_INITIAL_USERS = (1, 3)
 ADVISED_PHASE_S = (120, 3600)
 MAX_USERS_PER_STEP = 3
+MAX_JOB_S = 18_000  # RecommendationJobInputConfig.JobDurationInSeconds: "The maximum value is 18,000 seconds"
+MAX_STEPS = MAX_JOB_S  # steps (or phases) of at least 1 s each that fit the longest job
 LEVEL_SPAWN_S = 1.0
 
 PHASE_KEYS = ("InitialNumberOfUsers", "SpawnRate", "DurationInSeconds")
@@ -198,6 +203,9 @@ def _int(obj: Mapping, key: str, where: str, minimum: int, maximum: int | None =
 def _phases(raw: object, spawn_unit: str, warnings: list[str]) -> list[Phase]:
     if not isinstance(raw, list) or not raw:
         raise UsageError("TrafficPattern.Phases must be a list with at least one phase")
+    if len(raw) > MAX_STEPS:
+        raise UsageError(f"TrafficPattern.Phases holds {len(raw):,} phases; at most {MAX_STEPS:,} (phases of at least "
+                         f"1 s in IR's longest job, {MAX_JOB_S:,} s)")
     phases = []
     for index, item in enumerate(raw):
         where = f"Phases[{index}]"
@@ -221,6 +229,9 @@ def _stairs(raw: object) -> list[Phase]:
     where = "Stairs"
     duration = _int(obj, "DurationInSeconds", where, 1)
     steps = _int(obj, "NumberOfSteps", where, 1)
+    if steps > MAX_STEPS:
+        raise UsageError(f"{where}.NumberOfSteps is {steps:,}; at most {MAX_STEPS:,} (steps of at least 1 s in IR's "
+                         f"longest job, JobDurationInSeconds {MAX_JOB_S:,})")
     per_step = _int(obj, "UsersPerStep", where, 1, MAX_USERS_PER_STEP)
     return [Phase(per_step * (i + 1), 0, duration) for i in range(steps)]
 

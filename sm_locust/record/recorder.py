@@ -38,6 +38,7 @@ store their verdict in `plateau` (summary.json's `plateau`).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
 import os
@@ -65,6 +66,7 @@ from sm_locust.transport.inflight import StoppedRequests
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
 from sm_locust.util.formatting import MISSING, is_missing
+from sm_locust.util.outputs import atomic_file
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
@@ -566,10 +568,13 @@ def rewrite_locust_csvs(environment) -> None:
     for suffix, write_rows in (("_stats.csv", stats_csv.requests_csv), ("_failures.csv", stats_csv.failures_csv),
                                ("_exceptions.csv", stats_csv.exceptions_csv)):
         try:
-            with open(f"{prefix}{suffix}", "w", newline="") as handle:
+            with atomic_file(f"{prefix}{suffix}", "w", newline="") as handle:
                 write_rows(csv.writer(handle))
-        except OSError as exc:
-            log.error("sm-locust: could not rewrite %s%s: %s", prefix, suffix, exc)
+        except OSError as exc:  # a full disk: Locust's own last write may be half a file; none is better
+            with contextlib.suppress(OSError):
+                os.unlink(f"{prefix}{suffix}")
+            log.error("sm-locust: could not rewrite %s%s (%s); removed it rather than leave half a file", prefix,
+                      suffix, exc)
 
 
 def hour_line(hour: dict) -> str:

@@ -53,6 +53,7 @@ from sm_locust.errors import UsageError
 from sm_locust.invocation import is_latency_series
 from sm_locust.record.schema import check_summary, drop_malformed_rows
 from sm_locust.record.timeline import head_reader, read_count_lines, timeline_path, whole_lines_size
+from sm_locust.util.yamlsafe import load_json
 
 PREFIX = "locust"
 SUMMARY_JSON = "summary.json"
@@ -253,8 +254,11 @@ def _read_text_tolerant(path: Path, what: str, gaps: list[str]) -> str | None:
     A last line with no newline and fewer fields than the header was cut mid-write; it is
     dropped and named. One with all its fields is kept (a file saved without a final newline).
     """
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+    if path.exists() and not path.is_file():  # a FIFO would block the read for ever
+        gaps.append(f"{what}: {path.name} is not a regular file")
+        return None
+    try:  # utf-8-sig: a CSV saved again from Excel ("CSV UTF-8") starts with a byte-order mark
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
     except FileNotFoundError:
         gaps.append(f"{what}: {path.name} is missing")
         return None
@@ -330,7 +334,7 @@ def _history_arrow(path: Path, gaps: list[str]) -> pd.DataFrame:
             tail = fh.read()
     except OSError:
         raise _Fallback() from None
-    if size == 0 or not header_line.strip():
+    if size == 0 or not header_line.strip() or header_line.startswith(b"\xef\xbb\xbf"):  # a BOM: the tolerant reader
         raise _Fallback()
     header = header_line.decode("utf-8", errors="replace").rstrip("\r\n").split(",")
     _check_columns(pd.DataFrame(columns=header), HISTORY_REQUIRED, path)
@@ -449,9 +453,12 @@ def read_timeline_counts(path: Path, gaps: list[str]) -> pd.DataFrame | None:
     fields are parsed: with pyarrow when installed, else line by line (which also skips damaged
     lines, counted in a gap)."""
     what = f"timeline: {path.name}"
+    if not path.is_file():  # a FIFO would block the read for ever
+        gaps.append(f"{what} is not a regular file; per-second figures come from the Locust history")
+        return None
     try:
         if path.suffix == ".json":  # an older folder: one JSON list
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = load_json(path.read_text(encoding="utf-8"))
             if not isinstance(data, list):
                 raise ValueError("not a list of seconds")
             return _timeline_frame([float(d["t"]) for d in data], [int(d["requests"]) for d in data],
@@ -484,8 +491,11 @@ def read_timeline(run_dir: Path, gaps: list[str]) -> pd.DataFrame | None:
 
 def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
     """A JSON object from `path`; missing or unreadable -> {} and a gap."""
+    if path.exists() and not path.is_file():  # a FIFO would block the read for ever
+        gaps.append(f"{what}: {path.name} is not a regular file")
+        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         gaps.append(f"{what}: {path.name} is missing")
         return {}
@@ -552,7 +562,7 @@ def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") ->
     if not summary_path.is_file():
         raise UsageError(f"{role} {str(path)!r} is not a run: it has no {SUMMARY_JSON}")
     try:
-        summary = json.loads(summary_path.read_text())
+        summary = load_json(summary_path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} is not readable JSON ({exc})") from None
     if not isinstance(summary, dict) or not isinstance(summary.get("totals"), dict):

@@ -22,8 +22,6 @@ second), totals and per step.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.util.formatting import with_interval
+from sm_locust.util.outputs import atomic_file
 
 SCHEMA_VERSION = 1
 
@@ -235,13 +234,7 @@ def write_json(path: str | Path, data) -> Path:
     """Write JSON atomically (temp file + rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, default=str)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as fh:
+        json.dump(data, fh, indent=2, default=str)
+        fh.write("\n")
     return path

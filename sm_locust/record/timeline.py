@@ -20,7 +20,6 @@ Nothing here imports pandas: this module runs inside every Locust process.
 from __future__ import annotations
 
 import io
-import json
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import BinaryIO
 import orjson
 
 from sm_locust.plateau.timeline import Second
+from sm_locust.util.yamlsafe import load_json
 
 TIMELINE_JSONL = "timeline.jsonl"
 TIMELINE_JSON = "timeline.json"  # folders written before timeline.jsonl existed
@@ -183,7 +183,7 @@ def read_seconds(path: Path) -> list[Second]:
     """Every `Second` of a timeline file (timeline.jsonl or an older timeline.json); a cut last line
     is left out. For tools and tests: the report reads only the counts (`runfolder.read_timeline`)."""
     if path.suffix == ".json":
-        return [decode_record(d) for d in json.loads(path.read_text(encoding="utf-8"))]
+        return [decode_record(d) for d in load_json(path.read_text(encoding="utf-8"))]
     return list(iter_seconds(path))
 
 

@@ -20,7 +20,6 @@ which run is not in it and why.
 
 from __future__ import annotations
 
-import html
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,9 @@ from sm_locust.report.loadaxis import by_load, integer_axis
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
+from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import is_missing, number, percent
+from sm_locust.util.outputs import write_atomic
 
 ROW_COLUMNS = [
     "run", "endpoint", "instance_type", "instance_count", "users", "max_sustainable_rps", "goodput_rps", "p50_ms",
@@ -181,7 +182,7 @@ def compare_table_html(table: pd.DataFrame) -> str:
     table scrolls inside its own box instead of the page."""
     runs = [str(r) for r in table["run"]]
     head = "<th>figure</th>" + "".join(
-        f"<th>{html.escape(r)}</th>" + (f"<th>change vs {html.escape(runs[0])}</th>" if i else "")
+        f"<th>{page_text(r)}</th>" + (f"<th>change vs {page_text(runs[0])}</th>" if i else "")
         for i, r in enumerate(runs))
     rows, empty = [], []
     for column in table.columns:
@@ -191,11 +192,11 @@ def compare_table_html(table: pd.DataFrame) -> str:
         if all(is_missing(v) for v in values):  # no run has it: named under the table, not a row of n/a
             empty.append(label(column))
             continue
-        cells = "".join(f"<td>{html.escape(shown(column, v))}</td>"
-                        + (f'<td class="change">{html.escape(change(column, v, values[0]))}</td>' if i else "")
+        cells = "".join(f"<td>{page_text(shown(column, v))}</td>"
+                        + (f'<td class="change">{page_text(change(column, v, values[0]))}</td>' if i else "")
                         for i, v in enumerate(values))
-        rows.append(f'<tr><td title="{html.escape(str(column))}">{html.escape(label(column))}</td>{cells}</tr>')
-    none = (f"<p><small>No run has: {html.escape('; '.join(empty))}.</small></p>" if empty else "")
+        rows.append(f'<tr><td title="{page_text(str(column))}">{page_text(label(column))}</td>{cells}</tr>')
+    none = (f"<p><small>No run has: {page_text('; '.join(empty))}.</small></p>" if empty else "")
     return (f'<div class="scroll"><table id="compare"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}'
             f"</tbody></table></div>{none}")
 
@@ -224,7 +225,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     def div(fig, div_id, title, ytitle, xtitle="users", left_out=()):
         fig.update_layout(title=title, xaxis_title=xtitle, yaxis_title=ytitle, template="plotly_white", height=420)
         chart = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config={"displaylogo": False})
-        why = "".join(f"<li>{html.escape(name)}: {html.escape(reason)}</li>" for name, reason in left_out)
+        why = "".join(f"<li>{page_text(name)}: {page_text(reason)}</li>" for name, reason in left_out)
         return chart + (f'<p class="left-out"><small>Not in this chart:</small></p><ul>{why}</ul>' if why else "")
 
     thr, lat = go.Figure(), go.Figure()
@@ -254,14 +255,14 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     else:
         figs.append('<div id="cmp-cost" class="missing"><h3>$ per 1M inferences</h3><p>Not drawn: no run has a '
                     "price (pass --instance-type or --price-per-hour to sm-locust report, or --prices).</p></div>")
-    gaps = "".join(f"<li>{html.escape(r.name)}: {html.escape(g)}</li>" for r in runs for g in r.gaps)
+    gaps = "".join(f"<li>{page_text(r.name)}: {page_text(g)}</li>" for r in runs for g in r.gaps)
     gap_html = (f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps}</ul></section>' if gaps
                 else '<section id="gaps" class="none"><h2>Gaps and warnings</h2><p>None.</p></section>')
     return "\n".join([
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>sm-locust compare</title>',
         f"<style>{CSS}</style>", f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
         f"<h1>sm-locust compare: {len(runs)} runs</h1>",
-        f"<p><small>Changes are against the first run, {html.escape(runs[0].name) if runs else ''}.</small></p>",
+        f"<p><small>Changes are against the first run, {page_text(runs[0].name) if runs else ''}.</small></p>",
         compare_table_html(table), *figs, gap_html, "</body></html>",
     ])
 
@@ -294,8 +295,8 @@ def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str |
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     outputs = {"csv": out / "compare.csv", "html": out / "compare.html"}
-    table.to_csv(outputs["csv"], index=False, float_format="%.6g")
-    outputs["html"].write_text(render_compare(runs, table), encoding="utf-8")
+    write_atomic(outputs["csv"], table.to_csv(index=False, float_format="%.6g"))
+    write_atomic(outputs["html"], render_compare(runs, table))
     return outputs
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.util.numbers import check_number
+from sm_locust.util.yamlsafe import load_json, read_text_file
 
 DEFAULT_SAFETY_FACTOR = 0.5  # AWS's suggested starting point for InvocationsPerInstance targets
 
@@ -82,6 +84,9 @@ def _merge(table: PriceTable, data: dict[str, Any], source: str) -> None:
     table.sources.append(source)
 
 
+MAX_PRICE_FILE_BYTES = 16 << 20  # a price table: every instance type of every region fits in a few MB
+
+
 def price_documents(bundled: str, user_file: str | Path | None = None,
                     what: str = "price file") -> list[tuple[str, dict[str, Any]]]:
     """(source, JSON object) of the bundled price file `bundled` (in sm_locust/report/), then of
@@ -91,14 +96,13 @@ def price_documents(bundled: str, user_file: str | Path | None = None,
                   json.loads(resources.files("sm_locust.report").joinpath(bundled).read_text(encoding="utf-8")))]
     if user_file:
         path = Path(user_file)
+        if not os.path.lexists(path):
+            raise UsageError(f"{what} {path} does not exist")
+        text = read_text_file(path, f"{what} {path}", limit=MAX_PRICE_FILE_BYTES)  # a regular UTF-8 file, bounded
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UsageError(f"{what} {path} does not exist") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            data = load_json(text)
+        except json.JSONDecodeError as exc:
             raise UsageError(f"{what} {path} is not valid JSON: {exc}") from None
-        except OSError as exc:
-            raise UsageError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
         if not isinstance(data, dict):
             raise UsageError(f"{what} {path} must hold a JSON object like the bundled {bundled}")
         documents.append((str(path), data))

@@ -53,6 +53,9 @@ from sm_locust.report.render import ReportModel, closing_rows, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
+from sm_locust.util.numbers import check_number
+from sm_locust.util.outputs import write_atomic
+from sm_locust.util.yamlsafe import load_json
 
 Progress = Callable[[str], None]
 
@@ -84,12 +87,31 @@ class ReportOptions:
     write_summary: bool = True
 
 
-def check_report_values(*, period: int | None = None, safety_factor: float | None = None) -> None:
-    """The report options' rules (`sm-locust report` / `compare` and the Python API): a one-line UsageError."""
-    if period is not None and (period <= 0 or period % 60):
-        raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
-    if safety_factor is not None and not 0 < safety_factor <= 1:
-        raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
+POSITIVE_REPORT_VALUES = {  # keyword -> (flag, cast): numbers above 0, whoever passes them
+    "price_per_hour": ("--price-per-hour", float), "instance_count": ("--instance-count", int),
+    "target_rps": ("--target-rps", float), "wait_timeout": ("--wait-timeout", float),
+    "serverless_memory_mb": ("--serverless-memory-mb", int),
+}
+
+
+def check_report_values(*, period: int | None = None, safety_factor: float | None = None, **positive: Any) -> None:
+    """The report options' rules (`sm-locust report` / `compare` and the Python API): a one-line UsageError.
+    `positive`: any of POSITIVE_REPORT_VALUES (None = not given), each finite and above 0 (a negative price
+    wrote "$-1.19 per 1M"; an infinite target rps raised OverflowError)."""
+    if period is not None:
+        period = int(check_number(period, "--period", int))
+        if period <= 0 or period % 60:
+            raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
+    if safety_factor is not None:
+        safety_factor = check_number(safety_factor, "--safety-factor", float)
+        if not 0 < safety_factor <= 1:
+            raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
+    for key, value in positive.items():
+        if key not in POSITIVE_REPORT_VALUES:
+            raise TypeError(f"check_report_values() got an unexpected keyword {key!r}")
+        if value is not None:
+            flag, cast = POSITIVE_REPORT_VALUES[key]
+            check_number(value, flag, cast, above=0)
 
 
 def check_report_names(endpoint_name: str | None, variant_name: str | None, inference_component: str | None) -> None:
@@ -291,15 +313,13 @@ def update_summary(path: Path, updates: dict[str, Any]) -> bool:
     Returns False (and leaves the file alone) when it is missing or not a JSON object.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return False
     if not isinstance(data, dict):
         return False
     data.update(_json_safe(updates))
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
     return True
 
 
@@ -467,7 +487,7 @@ def build_report(
     write_table(model.steps, outputs["steps"])
     write_table(model.hours, outputs["hourly"])
     say(f"rendering {outputs['html']}")
-    outputs["html"].write_text(render_html(model), encoding="utf-8")
+    write_atomic(outputs["html"], render_html(model))
     summary_path = prepared.run_dir / "summary.json"
     if opts.write_summary:
         updated = update_summary(summary_path, {

@@ -19,7 +19,6 @@ every attempt rate.
 
 from __future__ import annotations
 
-import html
 import math
 import warnings
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
 from sm_locust.report.merge import describe_point
 from sm_locust.report.targets import mix_rows, targets_section
+from sm_locust.sanitize import clean, page_text
 from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
 
 MAX_POINTS = 3000
@@ -173,8 +173,8 @@ def _load_title(m: ReportModel, title: str) -> str:
 
 
 def _missing(div_id: str, title: str, why: str) -> str:
-    return (f'<div id="{div_id}" class="missing"><h3>{html.escape(title)}</h3>'
-            f"<p>Not drawn: {html.escape(why)}</p></div>")
+    return (f'<div id="{div_id}" class="missing"><h3>{page_text(title)}</h3>'
+            f"<p>Not drawn: {page_text(why)}</p></div>")
 
 
 # What a figure function does with its chart, and with a chart it cannot draw: the page writes HTML
@@ -318,7 +318,7 @@ def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     if not m.errors:
         return missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
-    fig = go.Figure(go.Bar(x=[c[:60] for c in codes], y=[m.errors[c] for c in codes], name="failures"))
+    fig = go.Figure(go.Bar(x=[clean(c, 60) for c in codes], y=[m.errors[c] for c in codes], name="failures"))
     fig.update_layout(title="Errors by code", yaxis_title="requests")
     return div(fig, "fig-errors")
 
@@ -508,11 +508,11 @@ def steps_table(steps: pd.DataFrame, llm: Any = None) -> str:
     frame = pd.concat([steps, tokens], axis=1) if len(tokens.columns) else steps
     cols = [(c, d) for c, d in STEP_TABLE_COLUMNS if _has(frame, c)]  # a column with nothing in it says nothing
     cols += [(c, d) for c, d in LLM_STEP_COLUMNS if _has(tokens, c)]
-    head = "<th>#</th>" + "".join(f"<th>{html.escape(STEP_HEADINGS.get(c, c))}</th>" for c, _ in cols)
+    head = "<th>#</th>" + "".join(f"<th>{page_text(STEP_HEADINGS.get(c, c))}</th>" for c, _ in cols)
     body = []
     for position, (_, row) in enumerate(frame.iterrows(), start=1):
         step = row["step"] if "step" in frame.columns and not is_missing(row.get("step")) else position
-        cells = "".join(f"<td>{html.escape(step_cell(row, c, d))}</td>" for c, d in cols)
+        cells = "".join(f"<td>{page_text(step_cell(row, c, d))}</td>" for c, d in cols)
         body.append(f"<tr><td>{number(step, 0)}</td>{cells}</tr>")
     return f'<table id="steps"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
@@ -531,8 +531,8 @@ def hourly_section(m: ReportModel) -> str:
     if h is None or len(h) < 2:
         return ""
     cols = [(c, d) for c, d in HOURLY_TABLE_COLUMNS if c in h.columns]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c, _ in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(number(row[c], d))}</td>" for c, d in cols) + "</tr>"
+    head = "".join(f"<th>{page_text(c)}</th>" for c, _ in cols)
+    body = "".join("<tr>" + "".join(f"<td>{page_text(number(row[c], d))}</td>" for c, d in cols) + "</tr>"
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
@@ -583,9 +583,9 @@ def figures(model: ReportModel) -> dict[str, Any]:
 def render_html(model: ReportModel) -> str:
     """The complete page as a string (plotly.js inline)."""
     run = model.run
-    info = " &middot; ".join(html.escape(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
-    gaps_items = "".join(f"<li>{html.escape(g)}</li>" for g in model.gaps)
-    notes_items = "".join(f"<li>{html.escape(n)}</li>" for n in model.notes)
+    info = " &middot; ".join(page_text(f"{k}: {v}") for k, v in run.items() if v not in (None, ""))
+    gaps_items = "".join(f"<li>{page_text(g)}</li>" for g in model.gaps)
+    notes_items = "".join(f"<li>{page_text(n)}</li>" for n in model.notes)
     if model.gaps:
         gaps_html = f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps_items}</ul>'
     else:
@@ -593,18 +593,18 @@ def render_html(model: ReportModel) -> str:
     if notes_items:
         gaps_html += f"<h3>Notes</h3><ul>{notes_items}</ul>"
     gaps_html += "</section>"
-    summary = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in
+    summary = "".join(f"<tr><td>{page_text(k)}</td><td>{page_text(v)}</td></tr>" for k, v in
                       headline_rows(model))
     figures = charts(model)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(model.title)}</title>",
+        f"<title>{page_text(model.title)}</title>",
         f"<style>{CSS}</style>",
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head><body>",
-        f"<h1>{html.escape(model.title)}</h1>",
-        f"<p><small>{info}<br>generated {html.escape(model.generated_at)} by sm-locust report</small></p>",
+        f"<h1>{page_text(model.title)}</h1>",
+        f"<p><small>{info}<br>generated {page_text(model.generated_at)} by sm-locust report</small></p>",
         gaps_html,
         f'<h2>Summary</h2><table id="summary">{summary}</table>',
         targets_section(model.targets, _div, _missing),  # a traffic mix's cache is its run's question: first

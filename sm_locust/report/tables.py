@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sm_locust.util.outputs import atomic_file
+
 FLOAT_FORMAT = "%.6g"
 SIGNIFICANT = 6
 CHUNK_ROWS = 1 << 16
@@ -48,7 +50,8 @@ def round_column(values: np.ndarray) -> np.ndarray:
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """A small table (steps, hours) with pandas' writer."""
-    frame.to_csv(path, index=False, float_format=FLOAT_FORMAT)
+    with atomic_file(path, "w", newline="") as fh:
+        frame.to_csv(fh, index=False, float_format=FLOAT_FORMAT)
     return Path(path)
 
 
@@ -73,7 +76,7 @@ def write_timeseries(frame: pd.DataFrame, path: str | Path, *, time: Callable[[n
         dtype = frame[name].dtype
         kinds[name] = ("float" if pd.api.types.is_float_dtype(dtype) else
                        "int" if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) else "text")
-    with open(path, "wb") as fh:
+    with atomic_file(path, "wb") as fh:
         fh.write((",".join(names) + "\n").encode())
         writer = None
         for start in range(0, max(1, len(frame)), rows_per_chunk):

@@ -14,7 +14,6 @@ tables hold one row per endpoint for a mix, so the report adds
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +24,7 @@ from plotly.subplots import make_subplots
 
 from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.report.metrics import METRICS_BY_NAME
+from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import MISSING, number, percent
 
 FIG_ID = "fig-model-cache"
@@ -92,7 +92,7 @@ def targets_table(view: TargetView) -> str:
         cells = [name, number(t.get("requests"), 0), percent(share), number(t.get("failures"), 0),
                  number(t.get("p50_ms"), 0), number(t.get("p95_ms"), 0), number(t.get("p99_ms"), 0),
                  *([number(t.get("cold"), 0)] if cold else [])]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+        rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
     return (f'<table id="targets"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 
@@ -112,10 +112,10 @@ def cache_table(cache: Mapping[str, Any]) -> str:
                  if "wait_p50_ms" in record else MISSING)
         cells = [kind, number(record.get("requests"), 0), number(record.get("p50_ms"), 0),
                  number(record.get("p95_ms"), 0), number(record.get("p99_ms"), 0), waits]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-    return (f"<p>Cache hit rate {html.escape(percent(cache.get('hit_rate')))} of "
-            f"{html.escape(number(cache.get('requests'), 0))} successful requests; cold vs warm from "
-            f"{html.escape(why)}.</p>"
+        rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
+    return (f"<p>Cache hit rate {page_text(percent(cache.get('hit_rate')))} of "
+            f"{page_text(number(cache.get('requests'), 0))} successful requests; cold vs warm from "
+            f"{page_text(why)}.</p>"
             '<table id="model-cache"><thead><tr><th>model was</th><th>requests</th><th>p50 ms</th><th>p95 ms</th>'
             f"<th>p99 ms</th><th>model wait p50 / p95 ms</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
@@ -177,7 +177,7 @@ def targets_section(view: TargetView | None, div: Callable[[Any, str], str],
     if view is None:
         return ""
     mix = view.mix
-    described = (f"{html.escape(str(mix.get('spec')))} ({number(mix.get('targets'), 0)} "
+    described = (f"{page_text(str(mix.get('spec')))} ({number(mix.get('targets'), 0)} "
                  f"{'models' if mix.get('field') == TARGET_MODEL else 'components'}, seed {mix.get('seed')})"
                  if mix else "one target per request")
     parts = [f"<h2>Traffic mix</h2><p><small>Requests by the target they named: {described}. Locust keeps one "

@@ -46,6 +46,7 @@ from sm_locust.util.registry import Registry
 INVOCATIONS = "SageMakerVariantInvocationsPerInstance"
 CONCURRENCY = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 SCALE_IN_RATIO = 0.9  # the scale-in alarm's threshold: 90 % of the target ("usually more than 10 % lower")
+MAX_INSTANCES = 1000  # a variant's instances, emulated or real: the local fleet keeps a table row per instance
 DEFAULT_COOLDOWN_S = 300.0  # Application Auto Scaling's default for SageMaker endpoint variants
 OUT, IN = "out", "in"
 
@@ -101,6 +102,8 @@ class ScalingPolicy:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{name(key)} must be a whole number of instances, at least 1, got {value!r}")
+            if value > MAX_INSTANCES:
+                raise UsageError(f"{name(key)} must be at most {MAX_INSTANCES:,} instances, got {value:,}")
         if self.min_instances > self.max_instances:
             raise UsageError(f"{name('min_instances')} ({self.min_instances}) is above {name('max_instances')} "
                              f"({self.max_instances}); the minimum must not exceed the maximum")

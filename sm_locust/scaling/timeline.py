@@ -55,6 +55,9 @@ class MetricPeriod:
         return cls(float(data["t_s"]), None if value is None else float(value))
 
 
+MAX_TIME_SCALE = 1000.0  # emulated seconds per real second: a 60-s metric period still spans 60 ms of real time
+
+
 @dataclass(frozen=True)
 class RunClock:
     """Wall clock <-> run seconds: run second 0 is epoch `started_at`; one real second is

@@ -39,7 +39,7 @@ def is_number(cell: str) -> bool:
 def read_csv(data: bytes, what: str = "body", delimiter: str = ",") -> np.ndarray:
     """float64 [N, K] from CSV bytes (header line skipped when not numeric)."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
     except UnicodeDecodeError:
         raise SerializationError(f"{what} is not UTF-8 text, so not CSV") from None
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -96,7 +96,7 @@ def csv_rows(body: bytes) -> int:
 
 def split_csv(body: bytes, k: int, where: str, custom_attributes: str | None = None) -> list[Part]:
     """K CSV bodies of consecutive lines; a header line is kept on every part."""
-    lines = [ln for ln in body.decode("utf-8", errors="replace").splitlines() if ln.strip()]
+    lines = [ln for ln in body.decode("utf-8-sig", errors="replace").splitlines() if ln.strip()]
     header = lines[:1] if lines and not all(is_number(c) for c in lines[0].split(",")) else []
     rows = lines[len(header):]
     return [Part("\n".join(header + rows[s]).encode() + b"\n", s.stop - s.start, custom_attributes)

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sm_locust.config.openloop import DEFAULT_RATE_PER_USER, OpenLoopSettings
 from sm_locust.config.options import Options, OptionSpec, spec_defaults
 from sm_locust.errors import UsageError
@@ -43,7 +41,10 @@ from sm_locust.plateau.rates import Traffic, parse_traffic
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
+from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.shapes.tokens import TokenObjective, token_objective
+from sm_locust.util.numbers import MAX_USERS
+from sm_locust.util.yamlsafe import load_yaml, names_a_file, read_text_file
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
 DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
@@ -65,9 +66,9 @@ def _seconds(text: str) -> float:
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--start-users", "SM_LOCUST_START_USERS", 1, "step/plateau shape: users in the first step", int,
-               minimum=1),
+               minimum=1, maximum=MAX_USERS),
     OptionSpec("--step-users", "SM_LOCUST_STEP_USERS", 1, "step shape: users added each step", int, minimum=1,
-               group="step"),
+               maximum=MAX_USERS, group="step"),
     OptionSpec("--step-seconds", "SM_LOCUST_STEP_SECONDS", 30.0,
                "step shape: seconds each step is held; plateau shape: the longest a step is held (it ends once stable)",
                float, above=0),
@@ -76,7 +77,7 @@ OPTIONS: list[OptionSpec] = [
                "is stable (3 sub-windows within 10 %%), else at --step-seconds", float, above=0, group="plateau"),
     OptionSpec("--max-users", "SM_LOCUST_MAX_USERS", None,
                "step shape: users in the last step (default 10); plateau: most users to try (default 1000)", int,
-               minimum=1),
+               minimum=1, maximum=MAX_USERS),
     OptionSpec("--stop-at-knee", "SM_LOCUST_STOP_AT_KNEE", False,
                "step shape: stop once throughput gains < 5 %% over 4 steps", bool, group="step"),
     OptionSpec("--latency-slo-ms", "SM_LOCUST_LATENCY_SLO_MS", None,
@@ -111,7 +112,7 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
                "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
                "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float,
-               above=0, group="traffic"),
+               above=0, maximum=MAX_TIME_SCALE, group="traffic"),
 ]
 _DEFAULT = spec_defaults(OPTIONS)
 
@@ -142,33 +143,20 @@ def load_traffic_pattern(value: str) -> str:
     text = str(value).strip()
     if text.startswith("{"):
         return text
-    path = Path(text).expanduser()
-    if not path.is_file():
+    if not names_a_file(text):
         raise UsageError(f"--traffic-pattern {value!r} is neither JSON text nor a readable file")
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--traffic-pattern {value!r} cannot be read: {exc}") from None
+    return read_text_file(Path(text).expanduser(), f"--traffic-pattern {value!r}")  # a regular file, bounded
 
 
 def load_traffic(value: str, flag: str = "--traffic") -> Traffic:
     """`--traffic`: a YAML/JSON file, or the text itself (starts with `[` or `{`) -> checked rate phases."""
     text = str(value).strip()
     if not text.startswith(("[", "{")):
-        path = Path(text).expanduser()
-        if not path.is_file():
+        if not names_a_file(text):
             raise UsageError(f"{flag} {value!r} is neither a readable file nor phases written inline "
                              "([{duration_s: 300, rps: 20}, ...])")
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{flag} {value!r} cannot be read: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UsageError(f"{flag} {value!r} is not YAML or JSON: {problem}") from None
-    return parse_traffic(data, flag)
+        text = read_text_file(Path(text).expanduser(), f"{flag} {value!r}")  # bounded: sm_locust.util.yamlsafe
+    return parse_traffic(load_yaml(text, f"{flag} {value!r}"), flag)
 
 
 @dataclass(frozen=True)
@@ -307,7 +295,24 @@ class ShapeSettings:
             self.step_schedule()
         if shape == "plateau":
             self.plateau_search()
+        if open_loop:
+            self._check_open_loop_users(shape)
         return self
+
+    def _check_open_loop_users(self, shape: str | None) -> None:
+        """The most open-loop users (rate tokens) the shape would start is within MAX_USERS: `--target-rps 1e308`
+        or `--rate-per-user 1e-300` asked for more users than there are atoms."""
+        per_user = self.rate_per_user or DEFAULT_RATE_PER_USER
+        if shape == "open":
+            flag, rate = "--target-rps", self.target_rps or 0.0
+        elif shape == "traffic":
+            traffic = self.rate_phases()
+            flag, rate, per_user = "--traffic", traffic.peak_rps, self.rate_per_user or traffic.token_rate()
+        else:
+            flag, rate = "--max-rps", self.max_rps
+        if rate / per_user > MAX_USERS:
+            raise UsageError(f"{flag} {rate:g} req/s at --rate-per-user {per_user:g} needs {rate / per_user:,.0f} "
+                             f"open-loop users; at most {MAX_USERS:,} (raise --rate-per-user, or lower the rate)")
 
     # -- what the shapes build -------------------------------------------------------------------
     def constraints(self, default_error_rate: float | None) -> list[Condition]:

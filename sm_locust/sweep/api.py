@@ -12,7 +12,7 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
-import html
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import RunError, UsageError
+from sm_locust.sanitize import page_text
 from sm_locust.scaling.aws import JOURNAL_DIR
 from sm_locust.sweep.base import DEFAULT_SWEEPS_DIR, Sweep, held_by
 from sm_locust.sweep.deployers import DeployError, create_deployer
+from sm_locust.sweep.deployers.local import tagged_folders
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
 from sm_locust.sweep.progress import Printer, say
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 from sm_locust.util.formatting import count, duration, money
+from sm_locust.util.outputs import run_in_progress
 
 
 @dataclass
@@ -66,9 +69,9 @@ class SweepResult:
     def _repr_html_(self) -> str:
         reason = self.recommendation.get("reason") or "No recommendation."
         page = self.outputs.get("html")
-        return (f"<p><b>{html.escape(reason)}</b></p>"
+        return (f"<p><b>{page_text(reason)}</b></p>"
                 + self.table.to_html(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}")
-                + (f"<p><small>{html.escape(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
+                + (f"<p><small>{page_text(str(page))} (sweep.json, sweep.csv; one run folder per configuration)"
                    "</small></p>" if page else ""))
 
 
@@ -94,6 +97,9 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
                base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
+    if not isinstance(source, str | os.PathLike | Mapping) or isinstance(source, bytes):
+        raise UsageError(f"a sweep is a sweep file's path or a mapping of its keys, not {type(source).__name__} "
+                         f"{source!r}")
     if isinstance(source, Mapping):
         spec = parse_spec(source, source="<sweep>", base_dir=base_dir or Path.cwd())
     else:
@@ -198,6 +204,21 @@ def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = No
     return run_sweep(load_sweep(source, out=out, overrides=overrides, client=client, model=model), yes=yes)
 
 
+def refuse_live_sweep(sweep_id: str, folder: Path) -> None:
+    """A one-line UsageError, before anything is stopped or deleted, when the sweep `sweep_id` is running:
+    its folder (`folder`, or the one its local endpoints name) is locked by a live process
+    (`sm_locust.util.outputs.locked_folder`). Was: --cleanup stopped a live sweep's endpoint, whose
+    configuration was then measured as failing, and the sweep recommended from it."""
+    for candidate in [folder, *sorted(tagged_folders(sweep_id))]:
+        if not candidate.is_dir() or not run_in_progress(candidate):
+            continue
+        held = held_by(candidate, "sweep_id")
+        if held in (None, sweep_id):
+            raise UsageError(f"--cleanup {sweep_id}: that sweep is running right now ({candidate} is locked by a live "
+                             "sm-locust sweep); nothing was stopped. Stop the sweep (Ctrl+C or SIGTERM: it deletes "
+                             "what it created), then run --cleanup for anything it reports left behind")
+
+
 def folder_kind(out_dir: Path) -> str:
     """The kind of the sweep a folder holds, for `--cleanup ID` without its file: sweep.json's `kind`;
     else `autoscaling` when restore journals are there (a sweep killed before its first sweep.json);
@@ -222,6 +243,7 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
     machine's endpoint processes tagged with the sweep id are stopped too (a local sweep's)."""
     printer = printer or Printer()
     folder = Path(out) if out else Path(DEFAULT_SWEEPS_DIR) / sweep_id
+    refuse_live_sweep(sweep_id, folder)
     if kind is None:
         kind = folder_kind(folder)
     local: tuple[list[str], list[str]] = ([], [])

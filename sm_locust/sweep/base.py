@@ -25,7 +25,6 @@ keys that open every sweep.json.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +44,8 @@ from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
 from sm_locust.sweep.trust import client_bound_reason
-from sm_locust.util.outputs import IN_USE, check_output_dir, run_in_progress
+from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
+from sm_locust.util.yamlsafe import load_json
 
 DEFAULT_SWEEPS_DIR = "reports/sweeps"  # under reports/, which git ignores
 
@@ -61,7 +61,7 @@ def held_by(folder: Path, key: str) -> str | None:
     """A text value of the sweep.json in `folder` (`sweep_id`, `kind`, `deploy`), None when the file,
     the key or a text value is not there: what a sweep folder says about the sweep that wrote it."""
     try:
-        value = json.loads((folder / "sweep.json").read_text()).get(key)
+        value = load_json((folder / "sweep.json").read_text()).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) else None
@@ -73,6 +73,7 @@ def check_sweep_folder(folder: Path, sweep_id: str) -> None:
     different one used to overwrite it silently), a run folder, a file in the way, a place that cannot
     be written or a full disk (sm_locust.util.outputs), or a sweep running there right now."""
     flag = "--out"
+    refuse_unusable(folder, flag)
     if folder.is_dir():
         if run_in_progress(folder):
             raise UsageError(f"{flag} {folder} {IN_USE}")
@@ -137,7 +138,7 @@ class Sweep:
         reasons = []
         for label, folder in self.result_dirs(run_dir):
             try:
-                summary = json.loads((folder / "summary.json").read_text())
+                summary = load_json((folder / "summary.json").read_text())
             except (OSError, ValueError):
                 continue
             reason = (client_bound_reason(summary, every_step=self.every_step_decides)
@@ -149,7 +150,7 @@ class Sweep:
     def repeat_document(self, run_dir: Path) -> dict[str, Any] | None:
         """The run folder's repeat.json (`load: {repeat: N}`), None when it ran once."""
         try:
-            document = json.loads((run_dir / REPEAT_JSON).read_text())
+            document = load_json((run_dir / REPEAT_JSON).read_text())
         except (OSError, ValueError):
             return None
         return document if isinstance(document, dict) and document.get("folders") else None

@@ -3,7 +3,8 @@ and runs' progress lines, all through one `Printer` (thread-safe; deployments ru
 
 The ETA is the mean wall time of the configurations measured so far (resumed ones excluded) times
 the configurations still to measure: with overlapped deployments that mean already includes the
-saving.
+saving. A line may quote an endpoint's failure or a sweep file's value: the Printer sanitises every
+line it prints (`sm_locust.sanitize`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
+from sm_locust.sanitize import clean
 from sm_locust.sweep.rows import Row
 from sm_locust.util.formatting import duration
 
 PREFIX = "sm-locust sweep:"
+MAX_PRINTED = 4000  # characters of one printed line
 BAR_WIDTH = 20
 
 
@@ -48,7 +51,7 @@ class Printer:
 
     def __call__(self, line: str) -> None:
         with self._lock:
-            self.stream.write(line + "\n")
+            self.stream.write(clean(line, MAX_PRINTED, newlines=True) + "\n")
             self.stream.flush()
 
 

@@ -11,7 +11,6 @@ configuration lost. Like the run report, the page inlines plotly.js and works of
 from __future__ import annotations
 
 import csv
-import html
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,9 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 
+from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import number
+from sm_locust.util.outputs import atomic_file, write_atomic
 
 CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}
@@ -28,14 +29,12 @@ padding:10px 14px;margin:12px 0}.note{color:#666;font-size:13px}"""
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(document, indent=1, default=str))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(document, indent=1, default=str))
 
 
 def write_rows(path: Path, header: list[str], rows: list[dict[str, Any]]) -> None:
     """One CSV file, empty cells for None (every kind's sweep.csv)."""
-    with open(path, "w", newline="") as f:
+    with atomic_file(path, "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=header)
         out.writeheader()
         for row in rows:
@@ -51,7 +50,7 @@ def configurations_table(document: dict[str, Any], columns: list[tuple[str, str,
     `derived(configuration)` adds computed keys; the winner's row highlighted, failed rows grey, the label linking
     to the run report, the status carrying its reason; `note` follows the table."""
     winner = (document.get("recommendation") or {}).get("index")
-    head = "".join(f"<th>{html.escape(name)}</th>" for name, *_ in columns)
+    head = "".join(f"<th>{page_text(name)}</th>" for name, *_ in columns)
     body = []
     for c in document.get("configurations") or []:
         values = dict(c)
@@ -59,13 +58,13 @@ def configurations_table(document: dict[str, Any], columns: list[tuple[str, str,
         cls = "winner" if c.get("index") == winner else ("failed" if c.get("status") != "ok" else "")
         cells = []
         for _, key, digits in columns:
-            text = html.escape(number(values.get(key), digits))
+            text = page_text(number(values.get(key), digits))
             if key == "label" and c.get("report"):
-                text = f'<a href="{html.escape(c["report"])}">{text}</a>'
+                text = f'<a href="{page_text(c["report"])}">{text}</a>'
             if key == "status" and c.get("status") == "inconclusive":
                 text = "INCONCLUSIVE"  # said loudly: the client's figures, never a result of the endpoint
             if key == "status" and c.get("reason"):
-                text = f'{text}: {html.escape(str(c["reason"]))}'
+                text = f'{text}: {page_text(str(c["reason"]))}'
             cells.append(f"<td>{text}</td>")
         body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>{note}"
@@ -80,16 +79,16 @@ def page(document: dict[str, Any], kind: str, note: str, sections: list[tuple[st
     """A sweep page: `<kind> <name>` as title and heading, the `note` line (HTML), the recommendation, the
     `sections` as (heading, HTML) and why the others lost; plotly.js inlined so the page works offline."""
     rec = document.get("recommendation") or {}
-    name = html.escape(document.get("name", ""))
+    name = page_text(document.get("name", ""))
     why_not = (document.get("why_not") or {}).items()
-    lost = "".join(f"<li><b>{html.escape(label)}</b>: {html.escape(why)}</li>" for label, why in why_not)
+    lost = "".join(f"<li><b>{page_text(label)}</b>: {page_text(why)}</li>" for label, why in why_not)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>{kind.lower()} {name}</title><style>{CSS}</style>",
         f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>',
         f"<h1>{kind} {name}</h1>",
         f"<p class='note'>{note}</p>",
-        f"<div class='rec' id='recommendation'>{html.escape(rec.get('reason') or 'No recommendation.')}</div>",
+        f"<div class='rec' id='recommendation'>{page_text(rec.get('reason') or 'No recommendation.')}</div>",
     ]
     for heading, body in sections:
         parts += [f"<h2>{heading}</h2>", body]
@@ -107,5 +106,5 @@ def write_files(out_dir: Path, document: dict[str, Any], csv_writer: Callable[[P
     csv_writer(paths["csv"], document)
     if html_too:
         paths["html"] = out_dir / "sweep.html"
-        paths["html"].write_text(html_renderer(document), encoding="utf-8")
+        write_atomic(paths["html"], html_renderer(document))
     return paths

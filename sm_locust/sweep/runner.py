@@ -60,7 +60,8 @@ from sm_locust.sweep.pipeline import (
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Remeasure, Row, Teardown, Timing
-from sm_locust.util.outputs import locked_folder
+from sm_locust.util.outputs import locked_folder, write_atomic
+from sm_locust.util.yamlsafe import load_json
 
 MARKER = "sweep_configuration.json"
 FIRST_SUFFIX = ".client-bound"  # the first run folder of a configuration measured again by itself
@@ -84,7 +85,7 @@ def is_complete(run_dir: Path, key: str) -> bool:
     """A configuration measured before: its result (summary.json, or the file the marker names) plus
     our marker with the same key, status ok."""
     try:
-        marker = json.loads((run_dir / MARKER).read_text())
+        marker = load_json((run_dir / MARKER).read_text())
     except (OSError, ValueError):
         return False
     result = str(marker.get("result") or "summary.json")
@@ -436,7 +437,7 @@ class SweepRunner:
                   "settings": c.settings, "deploy": self.spec.deploy, "endpoint_name": d.endpoint_name,
                   "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "result": self.result_file, "remeasure": remeasure.as_dict() if remeasure else None}
-        (run_dir / MARKER).write_text(json.dumps(marker, indent=1, default=str))
+        write_atomic(run_dir / MARKER, json.dumps(marker, indent=1, default=str))
 
     # -- results ----------------------------------------------------------------------------------
     def _measured(self, i: int) -> None:

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sm_locust.errors import UsageError
 from sm_locust.sweep.grid import Configuration, flatten
 from sm_locust.sweep.kinds import KIND_KEY, Section, kind_keys, kind_of
@@ -29,6 +27,7 @@ from sm_locust.sweep.objective import (
     Objective,
 )
 from sm_locust.sweep.validate import Checker, spec_error
+from sm_locust.util.yamlsafe import load_yaml, read_text_file
 
 SHARED_KEYS = (
     "name", "sweep_id", "description", "deploy", "endpoint", "grid", "configurations", "load", "objective",
@@ -112,27 +111,19 @@ class SweepSpec:
 
 
 def read_file(path: str | Path) -> dict[str, Any]:
-    """The file's mapping; `.json` is read as JSON, anything else as YAML (which JSON also is)."""
+    """The file's mapping; `.json` is read as JSON, anything else as YAML (which JSON also is), both
+    bounded (`sm_locust.util.yamlsafe`: a regular UTF-8 file, its size, aliases, nesting)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"sweep file {p} does not exist") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read sweep file {p}: {exc.strerror or exc}") from None
+    text = read_text_file(p, f"sweep file {p}")
     if p.suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{p}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"{p}: nests lists or objects too deeply") from None
     else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise UsageError(f"{p}: not valid YAML{where}: {problem}") from None
+        data = load_yaml(text, str(p))
     if not isinstance(data, dict):
         raise UsageError(f"{p}: a sweep file holds a mapping (name:, deploy:, grid:, ...), not {type(data).__name__}")
     return data
@@ -147,8 +138,8 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
         if not sep or not key.strip():
             raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. --set load.run_time=30s")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = load_yaml(raw, f"--set {key}") if raw.strip() else ""
+        except UsageError:  # not YAML (or a bomb): the text as it is
             value = raw
         head, _, rest = key.strip().partition(".")
         if not rest:

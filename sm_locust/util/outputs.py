@@ -9,17 +9,25 @@ folder itself, so nothing is left behind and a killed process releases it): two 
 `--out` at the same time both claimed it, and an `--overwrite` could remove the files of a run in
 progress. `run_in_progress` tells a reader (`report`, `smoke --run-dir`, `compare`) that a folder
 is still being written, instead of reading it as a run that crashed.
+
+Every file of a run or sweep folder is written atomically (`atomic_file`, `write_atomic`): into a
+temporary file beside it, renamed over the final name only once it is whole, the temporary file
+removed when the write fails. A disk that fills up mid-way (round 4 left `locust_report.html`
+half-written) leaves the earlier file, or none, never half a file. `promote` does the same for a
+file another program writes (Locust's own HTML report goes to a temporary name first).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from sm_locust.errors import UsageError
 
@@ -28,6 +36,7 @@ def check_output_dir(folder: Path, flag: str = "--out") -> None:
     """A one-line UsageError when `folder` is not a writable folder and cannot be made one: a file in
     the way, a file above it, a folder this user cannot write, or a file system that refuses (/proc).
     Leaves nothing behind."""
+    refuse_unusable(folder, flag)
     if folder.exists():
         if not folder.is_dir():
             raise UsageError(f"{flag} {folder}: a file is in the way; pass a folder path")
@@ -49,8 +58,11 @@ def check_output_dir(folder: Path, flag: str = "--out") -> None:
 def check_output_file(path: Path, flag: str) -> None:
     """A one-line UsageError, before anything runs, when `path` cannot be written as a file: a folder in
     its place, a folder above it that cannot be made or written, a read-only or full file system."""
+    refuse_unusable(path, flag)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; pass a file path, e.g. {path / 'report.xml'}")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{flag} {path} is not a regular file (a device or a FIFO); pass a file path")
     if path.exists():
         if not os.access(path, os.W_OK):
             raise UsageError(f"{flag} {path}: the file is not writable"
@@ -68,6 +80,16 @@ def check_output_file(path: Path, flag: str) -> None:
 
 IN_USE = "is being written by another sm-locust run right now; wait for it to end, or choose another folder"
 MIN_FREE_BYTES = 1 << 20  # a run folder, a report or a JUnit file needs more than this; less means a full disk
+
+
+def refuse_unusable(path: Path, flag: str) -> None:
+    """A name no file or folder can have (too long), a symlink loop: one line naming `flag` (pathlib would
+    report the loop as "not there" and fail at mkdir, and the long name as an OSError)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            raise UsageError(f"{flag} {str(path)[:80]}{'...' if len(str(path)) > 80 else ''}: {exc.strerror}") from None
 
 
 def _existing_parent(path: Path) -> Path:
@@ -156,3 +178,69 @@ def refuse_in_progress(folder: Path, what: str = "RUN_DIR") -> None:
     if Path(folder).is_dir() and run_in_progress(Path(folder)):
         raise UsageError(f"{what} {folder} is being written by a run in progress; wait for it to end "
                          "(its summary.json is rewritten every minute meanwhile)")
+
+
+PARTIAL_SUFFIX = ".partial"  # what a file being written is called until it is whole
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, mode: str = "w", **open_kwargs: Any) -> Iterator[IO[Any]]:
+    """`with atomic_file(path) as fh: fh.write(...)`: the writes go to a temporary file in the same folder,
+    which replaces `path` when the block ends without an error (fsync'd, then renamed); on any error it
+    is removed and `path` is left as it was. `mode` is "w" or "wb"; `open_kwargs` go to `open`."""
+    path = Path(os.path.realpath(path))  # through a symlink: the file it names is replaced, the link stays
+    if path.exists() and not path.is_file():  # /dev/full: renaming over it would replace the device itself
+        raise UsageError(f"{path} is not a regular file (a device, a FIFO or a folder); write to a file")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **open_kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: str | Path, data: str | bytes, encoding: str = "utf-8") -> Path:
+    """`data` into `path` atomically (see `atomic_file`)."""
+    if isinstance(data, bytes):
+        with atomic_file(path, "wb") as fh:
+            fh.write(data)
+    else:
+        with atomic_file(path, "w", encoding=encoding, newline="") as fh:
+            fh.write(data)
+    return Path(path)
+
+
+def promote(partial: str | Path, path: str | Path, whole: Callable[[Path], bool]) -> bool:
+    """Rename `partial` (a file another program wrote) to `path` when `whole(partial)` says it is complete;
+    else remove it and leave `path` alone. True when promoted."""
+    partial, path = Path(partial), Path(path)
+    if not partial.is_file():
+        return False
+    try:
+        if whole(partial):
+            os.replace(partial, path)
+            return True
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        partial.unlink()
+    return False
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (mkstemp makes 0600 files; a run folder's files are
+    as readable as any other); 0o022 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022

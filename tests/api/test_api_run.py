@@ -69,7 +69,8 @@ def test_bad_options_raise_the_clis_one_line(keywords, cli_argv, endpoint, tmp_p
 
 
 def test_an_endpoint_that_refuses_connections_is_the_clis_line(tmp_path):
-    with pytest.raises(RunError, match=r"cannot connect to http://127.0.0.1:9: connection refused; is the endpoint "
+    with pytest.raises(RunError, match=r"cannot connect to http://127.0.0.1:9: connection refused "
+                                       r"\(waited 5 s for it to start\); is the endpoint "
                                        r"running\? \(check --endpoint-url\)"):
         sm_locust.run("ep", endpoint_url="http://127.0.0.1:9", data=b"{}", out=tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()  # the data= body's folder is removed with the failed start

@@ -32,11 +32,18 @@ from sm_locust.errors import UsageError
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.pickles import loads_plain
 from sm_locust.record.schema import drop_malformed_rows
+from sm_locust.testing.mounts import mount_tmpfs, unmount
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
-from tests.mounts import mount_tmpfs
 
 HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"
                   "Total Failure Count,Total Median Response Time,Total Average Response Time")
+
+
+def billion_laughs(item: str) -> str:
+    """YAML whose 9 levels of aliases expand to 9^9 values (`item`: "- " for list entries, "" for keys)."""
+    lines = [f"{item}l0: &l0 [" + ", ".join(["lol"] * 9) + "]"]
+    lines += [f"{item}l{n}: &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 9)]
+    return "\n".join(lines) + "\n"
 
 
 def history_row(t: int) -> str:
@@ -82,6 +89,16 @@ def scene(tmp_path, monkeypatch):
     (damaged / "locust_stats_history.csv").write_text("\n".join([HISTORY_HEADER, *rows]) + "\n")
     (work / "evil.pkl").write_bytes(pickle.dumps([{"Body": b"x", "ContentType": Evil(work / "pwned")}]))
     os.mkfifo(work / "fifo")  # a payload that would block the read forever
+    os.mkfifo(work / "fifo.csv")  # a traffic mix named like a CSV (round 4: the read hung)
+    os.mkfifo(work / "fifo.yaml")
+    (work / "loop").symlink_to("loop")
+    (work / "deep_summary").mkdir()
+    (work / "deep_summary" / "summary.json").write_text("[" * 100_000 + "]" * 100_000)  # a RecursionError
+    (work / "stairs.json").write_text(json.dumps({"TrafficType": "STAIRS", "Stairs": {
+        "DurationInSeconds": 1, "NumberOfSteps": 100_000_000, "UsersPerStep": 1}}))  # round 4: 2.7 GB
+    (work / "traffic.yaml").write_text("[{duration_s: 10, rps: 5}, {duration_s: 10, rps: 10}]\n")
+    (work / "bomb.yaml").write_text(billion_laughs("- "))  # 9^9 values once its aliases expand
+    (work / "bomb_sweep.yaml").write_text(billion_laughs("") + "name: bomb\nload: {users: *l8}\n")
     with open(work / "seven_mb.json", "wb") as fh:  # over SageMaker's 6 MB body limit (sparse: cheap)
         fh.truncate(7_000_000)
     numpy.save(work / "wide.npy", numpy.ones((10, 1000)))  # 2000 rows per body: ~10 MB of JSON
@@ -274,6 +291,73 @@ CASES: dict[str, tuple[list[str], dict, int, list[str]]] = {
                       ["objective.slo_ms: must be a finite number, got inf"]),
     "sweep think time nan": (["sweep", "sweep.yaml", "--plan", "--set", "load.think_time=.nan"], {}, 2,
                              ["load.think_time: must be a finite number"]),
+    # -- round 4: sizes that allocated without bound (issue 32 item 3, 6) --------------------------
+    "serve model count 1e9": (["serve", "--multi-model", "--model-count", "1000000000"], {}, 2,
+                              ["--model-count", "at most 1,000,000"]),
+    "serve max instances 1e9": (["serve", "--instances", "1", "--target-value", "5", "--max-instances", "1000000000"],
+                                {}, 2, ["--max-instances", "at most 1,000"]),
+    "serve instances 1e9": (["serve", "--instances", "1000000000"], {}, 2, ["--instances", "at most 1,000"]),
+    "serve workers 100000": (["serve", "--workers", "100000"], {}, 2, ["--workers", "at most"]),
+    "serve threads 1e6": (["serve", "--threads", "1000000"], {}, 2, ["--threads", "at most 1,000"]),
+    "serve time scale 1e300": (["serve", "--instances", "2", "--time-scale", "1e300"], {}, 2, ["--time-scale"]),
+    "serve workers from the environment": (["serve"], {"SAGEMAKER_MODEL_SERVER_WORKERS": "100000"}, 2,
+                                           ["--workers must be at most"]),
+    "run processes 100000": (["run", *LOCAL, "--processes", "100000", "-u", "2"], {}, 2,
+                             ["--processes", "at most"]),  # names --processes, not --users
+    "run time scale 1e300": (["run", *LOCAL, "--traffic", "traffic.yaml", "--time-scale", "1e300"], {}, 2,
+                             ["--time-scale", "at most 1,000"]),
+    "env time scale 5000": (["run", *LOCAL, "--traffic", "traffic.yaml"], {"SM_LOCUST_TIME_SCALE": "5000"}, 2,
+                            ["SM_LOCUST_TIME_SCALE", "at most 1,000"]),
+    "run prompts synthetic 1e6": (["run", *LOCAL[:-2], "--prompts", "synthetic:1000000"], {}, 2,
+                                  ["--prompts synthetic:1000000", "at most 131,072 tokens"]),
+    "run IR stairs 1e8 steps": (["run", *LOCAL, "--shape", "phases", "--traffic-pattern", "stairs.json"], {}, 2,
+                                ["NumberOfSteps is 100,000,000", "at most 18,000"]),
+    # -- round 4: one bounded YAML reader --------------------------------------------------------
+    "run traffic alias bomb": (["run", *LOCAL, "--traffic", "bomb.yaml"], {}, 2,
+                               ["--traffic 'bomb.yaml'", "more than 100,000 values"]),
+    "sweep alias bomb": (["sweep", "bomb_sweep.yaml", "--plan"], {}, 2,
+                         ["bomb_sweep.yaml", "more than 100,000 values"]),
+    "sweep binary file": (["sweep", "blob.bin", "--plan"], {}, 2, ["sweep file blob.bin", "not UTF-8 text"]),
+    "sweep fifo file": (["sweep", "fifo.yaml", "--plan"], {}, 2, ["fifo.yaml", "not a regular file"]),
+    "sweep set alias bomb is text": (["sweep", "sweep.yaml", "--plan", "--set", "load.users=&a [*a]"], {}, 2,
+                                     ["load.users"]),
+    # -- round 4: traffic mixes follow the single-target rules (issue 32 item 4) -----------------
+    "mix weights overflow": (["run", *LOCAL, "--target-models", "a=1e308,b=1e308"], {}, 2,
+                             ["--target-models", "sum past the largest number"]),
+    "env mix weights overflow": (["run", *LOCAL], {"SM_LOCUST_TARGET_MODELS": "a=1e308,b=1e308"}, 2,
+                                 ["--target-models", "sum past the largest number"]),
+    "mix fifo csv": (["run", *LOCAL, "--target-models", "fifo.csv"], {}, 2, ["'fifo.csv' is not a regular file"]),
+    "mix non-ascii name": (["run", *LOCAL, "--target-models", "modèle.tar.gz"], {}, 2,
+                           ["--target-models", "'modèle.tar.gz'", "TargetModel takes printable ASCII"]),
+    "mix component a.b": (["run", *LOCAL, "--inference-components", "a.b=1,c=1"], {}, 2,
+                          ["--inference-components", "'a.b'", "InferenceComponentName"]),
+    "mix 2000-character name": (["run", *LOCAL, "--target-models", "m" * 2000], {}, 2,
+                                ["--target-models", "2000 characters; TargetModel takes at most 1024"]),
+    "compare target rps -5": (["compare", "run", "--target-rps=-5"], {}, 2, ["--target-rps", "more than 0"]),
+    # -- round 4's own probe (bench/probe_round4.py): what it found --------------------------------
+    "run users 1e9": (["run", *LOCAL, "-u", "1000000000"], {}, 2, ["--users", "at most 100,000"]),
+    "run step max users 1e9": (["run", *LOCAL, "--shape", "step", "--max-users", "1000000000"], {}, 2,
+                               ["--max-users", "at most 100,000"]),
+    "run open loop 1e308 rps": (["run", *LOCAL, "--shape", "open", "--target-rps", "1e308"], {}, 2,
+                                ["--target-rps 1e+308 req/s", "open-loop users; at most 100,000"]),
+    "run open loop 1e-300 rps per user": (["run", *LOCAL, "--shape", "open", "--target-rps", "5", "--rate-per-user",
+                                           "1e-300"], {}, 2, ["--rate-per-user 1e-300", "at most 100,000"]),
+    "demo max users 1e9": (["demo", "--max-users", "1000000000"], {}, 2, ["--max-users", "at most 100,000"]),
+    "report summary nested 100,000 deep": (["report", "deep_summary", "--no-cloudwatch"], {}, 2,
+                                           ["deep_summary", "nested too deeply"]),
+    "smoke summary nested 100,000 deep": (["smoke", "--run-dir", "deep_summary"], {}, 2, ["nested too deeply"]),
+    "report prices a fifo": (["report", "run", "--no-cloudwatch", "--prices", "fifo"], {}, 2,
+                             ["price file fifo", "not a regular file"]),
+    "run out a symlink loop": (["run", *LOCAL, "--out", "loop"], {}, 2, ["--out loop", "symbolic links"]),
+    "report out a symlink loop": (["report", "run", "--no-cloudwatch", "--out", "loop"], {}, 2, ["--out loop"]),
+    "sweep out a symlink loop": (["sweep", "sweep.yaml", "--out", "loop"], {}, 2, ["--out loop"]),
+    "run out 300 characters": (["run", *LOCAL, "--out", "x" * 300], {}, 2, ["--out", "File name too long"]),
+    "report run dir 300 characters": (["report", "r" * 300, "--no-cloudwatch"], {}, 2, ["File name too long"]),
+    "run payload 300 characters": (["run", *LOCAL[:-1], "p" * 300], {}, 2, ["File name too long"]),
+    "smoke junit a fifo": (["smoke", "--run-dir", "run", "--junit", "fifo"], {}, 2,
+                           ["--junit fifo is not a regular file"]),
+    "run locust.conf not UTF-8": (["run", *LOCAL], {"LOCUST_CONFIG": "blob.bin"}, 2,
+                                  ["Locust config file blob.bin", "not UTF-8 text"]),
 }
 
 
@@ -320,6 +404,8 @@ PLAIN = {
     "bad url": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--endpoint-url", "ftp://x"], ["--endpoint-url"]),
     "sm-out is a file": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--sm-out", "/proc/version"],
                          ["--sm-out /proc/version", "a file is in the way"]),
+    "mix weights overflow": (["--endpoint-name", "ep", "--payload", PAYLOAD, "--target-models", "a=1e308,b=1e308"],
+                             ["--target-models", "sum past the largest number"]),
 }
 
 
@@ -667,7 +753,7 @@ def mount(tmp_path):
 
     yield make
     for target in reversed(mounted):
-        subprocess.run(["umount", "-l", str(target)], check=False)
+        unmount(target)
 
 
 FULL_CASES = {  # argv (FULL = a file system with 100 KB free), the needles of the one line
@@ -827,3 +913,77 @@ def test_a_serverless_sweep_without_its_stability_test_is_priced_from_the_lighte
     assert stand_in is not None and stand_in.source == "concurrency x0.5"
     assert (stand_in.warm_p95_ms, stand_in.warm_mean_ms) == (60.0, 60.0)  # what serverless bills
     assert figures.stability_window == (100.0, 105.0)
+
+
+# -- round 4 (issue 32): hostile endpoint text, a live sweep's cleanup, a disk that fills mid-run --------
+
+HOSTILE = ("boom \x1b]0;pwned-title\x07 \x1b[2J\x1b[H \x1b]52;c;ZXZpbA==\x07 \u202eevil \x9b31m")
+
+
+@pytest.mark.e2e
+def test_an_endpoints_escape_sequences_never_reach_the_terminal(tmp_path):
+    """Was: a ModelError message with OSC 0 (title), CSI 2J (clear screen) and OSC 52 (clipboard) printed raw
+    in `sm-locust run`'s closing line. The endpoint here answers every request with that message."""
+    from tests.fakes import ACCESS_KEY, SECRET_KEY, FakeRuntime, json_error
+
+    with FakeRuntime() as server:
+        server.routes["ep"] = lambda environ, body: json_error(424, "ModelError", HOSTILE, OriginalStatusCode=500,
+                                                               OriginalMessage=HOSTILE)
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", server.url, "--payload", PAYLOAD, "-u", "2",
+                         "-t", "2s", "--out", str(tmp_path / "run"),
+                         env={"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY})
+    assert server.hits  # the requests reached it
+    terminal = result.stdout + result.stderr  # not -q: Locust's tables, with their failure rows, are echoed too
+    assert result.returncode == 1 and "every request failed" in result.stderr, terminal[-2000:]
+    for byte in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert byte not in terminal
+    assert "\\x1b]0;pwned-title\\x07" in result.stderr  # shown, made inert
+    for name in ("locust_failures.csv", "summary.json", "locust.log"):
+        assert "\x1b" not in (tmp_path / "run" / name).read_text(), name
+
+
+@pytest.mark.e2e
+def test_cleanup_refuses_a_sweep_that_is_running_and_stops_nothing(endpoint, tmp_path):
+    """Was: `sweep --cleanup ID` killed the live sweep's endpoint (exit 0); the sweep then measured that
+    configuration as failing and recommended from it. With or without --out, it is refused now."""
+    argv, marker = SCRIPTED["sweep"]
+    sweep = ScriptedCommand(_argv(argv, endpoint, tmp_path, 0), tmp_path)
+    try:
+        processes = sweep.wait_until(_ready("sweep", tmp_path, marker, 0))
+        assert len(processes) >= 3, processes  # the sweep, its endpoint (and its workers), Locust
+        elsewhere = tmp_path / "cwd"
+        elsewhere.mkdir()
+        for extra in ([], ["--out", str(tmp_path / "out")]):  # the default folder is not where it runs; --out is
+            refused = run_cli("sweep", "--cleanup", "long", *extra, cwd=elsewhere)
+            assert_one_line_error(refused, 2, "--cleanup long: that sweep is running right now", "nothing was stopped")
+        assert all(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in processes)
+        os.kill(sweep.pid, signal.SIGTERM)
+        assert sweep.exit_code(timeout=60) == 143
+    finally:
+        sweep.close()
+    assert_gone(processes, timeout=15)
+
+
+@pytest.mark.e2e
+def test_a_disk_that_fills_mid_run_leaves_no_half_written_file(endpoint, mount, tmp_path):
+    """Was: locust_report.html half-written. Every file of the run folder is whole (or absent): JSON parses,
+    no temporary file is left, Locust's report is promoted only once complete."""
+    disk = mount("disk", "2m")
+    out = disk / "run"
+    run = ScriptedCommand(["run", *[a.format(url=endpoint.url, out=out) for a in RUN_ARGS[:-4]], "-u", "2", "-t", "4s",
+                           "-q", "--out", str(out)], tmp_path)
+    try:
+        run.wait_until(lambda: (out / "summary.json").is_file())
+        free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+        (disk / "filler").write_bytes(b"x" * max(0, free - 16_384))  # room for summary.json, not for the report
+        code = run.exit_code(timeout=60)
+    finally:
+        run.close()
+    assert code in (0, 1), run.output()
+    names = sorted(p.name for p in out.iterdir())
+    assert "locust_report.html" not in names and not [n for n in names if n.endswith(".partial")], names
+    for path in out.glob("*.json"):
+        json.loads(path.read_text())
+    if code == 1:
+        lines = run.stderr_lines()
+        assert len(lines) == 1 and "No space left on device" in lines[0], lines

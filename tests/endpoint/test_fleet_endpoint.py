@@ -301,8 +301,6 @@ def test_flags_build_the_fleet_and_round_trip_through_local_endpoint():
     (["--target-value", "0", "--max-instances", "2"], "--target-value must be a number above 0"),
     (["--target-value", "9", "--max-instances", "2", "--scaling-metric", "CPU"],
      "--scaling-metric: unknown scaling metric"),
-    (["--instances", "0"], "--instances must be a whole number of instances, at least 1"),
-    (["--instances", "2", "--time-scale", "0"], "--time-scale must be a number above 0"),
     (["--instances", "2", "--routing", "round-robin"], "unknown routing strategy 'round-robin'"),
     (["--instances", "2", "--llm"], "--llm cannot be combined with the fleet emulation"),
 ])
@@ -310,3 +308,20 @@ def test_bad_fleet_flags_are_one_line_usage_errors(flags, needle):
     with pytest.raises(UsageError) as info:
         _config(*flags)
     assert needle in info.value.message and "\n" not in info.value.message
+
+
+@pytest.mark.parametrize("settings, needle", [
+    ({"instances": 0}, "--instances must be a whole number of instances, at least 1"),
+    ({"instances": 1_000_000_000}, "--instances must be at most 1,000 instances"),  # was: an 8 GB shared table
+    ({"time_scale": 0.0}, "--time-scale must be a number above 0"),
+    ({"time_scale": 1e300}, "--time-scale must be a number above 0 and at most 1000"),
+])
+def test_a_fleet_is_bounded_wherever_it_is_built(settings, needle):
+    """The bounds serve's parser applies (--instances, --time-scale) hold for a fleet built from a sweep file."""
+    from sm_locust.endpoint.fleet import FleetConfig
+    from sm_locust.scaling.policy import ScalingPolicy
+
+    with pytest.raises(UsageError, match=needle):
+        FleetConfig(**settings).validate()
+    with pytest.raises(UsageError, match="max_instances must be at most 1,000 instances, got 1,000,000,000"):
+        ScalingPolicy(1, 1_000_000_000, 5.0).check()

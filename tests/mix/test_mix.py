@@ -70,7 +70,12 @@ def test_inline_lists_and_files(tmp_path):
     ("a=-1,b=2", "target_model", "must be a finite number >= 0"),
     ("a=0,b=0", "target_model", "the weights sum to 0"),
     ("a=x", "target_model", "is 'x', not a number"),
-    ("a b=1", "target_model", "without spaces"),
+    (" a=1,b\tc=1", "target_model", "does not match TargetModel's pattern"),
+    ("modèle=1", "target_model", "holds 'è': TargetModel"),  # --target-model's rule: was 9,600 failures a second
+    ("a.b=1", "inference_component", "'a.b' does not match InferenceComponentName's pattern"),
+    ("ic-=1", "inference_component", "InferenceComponentName"),
+    ("x" * 2000, "target_model", "is 2000 characters; TargetModel takes at most 1024"),  # not "File name too long"
+    ("a=1e308,b=1e308", "target_model", "the weights sum past the largest number"),
     ("missing.csv", "target_model", "no such file"),
     ("  ", "inference_component", "--inference-components is empty"),
 ])
@@ -90,6 +95,26 @@ def test_bad_files_name_the_line(tmp_path):
     wide.write_text("a,1,extra\n")
     with pytest.raises(UsageError, match="has 3 columns; write name,weight"):
         parse_mix(str(wide))
+
+
+def test_an_excel_csv_with_a_byte_order_mark_is_read_and_a_file_must_be_regular(tmp_path):
+    import os
+
+    excel = tmp_path / "excel.csv"
+    excel.write_text("name,weight\r\nm1.tar.gz,3\r\nm2.tar.gz,1\r\n", encoding="utf-8-sig")  # "CSV UTF-8"
+    assert parse_mix(str(excel)).names == ("m1.tar.gz", "m2.tar.gz")
+    jsonl = tmp_path / "bom.jsonl"
+    jsonl.write_text('{"name": "a"}\n', encoding="utf-8-sig")
+    assert parse_mix(str(jsonl)).names == ("a",)
+    os.mkfifo(tmp_path / "fifo.csv")  # was: the read blocked forever
+    with pytest.raises(UsageError, match="'.*fifo.csv' is not a regular file"):
+        parse_mix(str(tmp_path / "fifo.csv"))
+    (tmp_path / "latin1.csv").write_bytes(b"mod\xe8le,1\n")
+    with pytest.raises(UsageError, match="is not UTF-8 text"):
+        parse_mix(str(tmp_path / "latin1.csv"))
+    (tmp_path / "huge.csv").write_text("a,1e308\nb,1e308\n")
+    with pytest.raises(UsageError, match="sum past the largest number"):
+        parse_mix(str(tmp_path / "huge.csv"))
 
 
 def test_the_web_ui_may_not_name_a_file(tmp_path):
@@ -191,3 +216,22 @@ def test_the_web_ui_form_checks_a_changed_mix_and_keeps_the_command_lines_file(t
     with pytest.raises(UsageError, match="only be given on the command line"):
         check_form_values({"target_models": str(path)}, {"target_models": ""})
     check_form_values({"target_models": str(path)}, {"target_models": str(path)})  # the command line's, sent back
+    with pytest.raises(UsageError, match="the weights sum past the largest number"):  # was: AttributeError per task
+        check_form_values({"target_models": "a=1e308,b=1e308"}, {})
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("custom_attributes", "a=b\r\nX-Evil: 1", "--custom-attributes"),
+    ("content_type", "application/jsön", "--content-type"),
+    ("target_model", "modèle", "--target-model"),
+    ("target_variant", "All Traffic", "--target-variant"),
+    ("inference_component", "a.b", "--inference-component"),
+    ("inference_id", "i" * 65, "--inference-id"),
+])
+def test_the_web_ui_form_holds_a_header_to_its_flags_rule(field, value, needle):
+    """Was: accepted by the form, then every request failed (the round-4 probe's web UI cases)."""
+    from sm_locust.locustfiles._webui import check_form_values
+
+    with pytest.raises(UsageError, match=needle):
+        check_form_values({field: value}, {})
+    check_form_values({field: "fine-value1"}, {})

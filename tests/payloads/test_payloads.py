@@ -122,6 +122,23 @@ def test_an_empty_jsonl_is_refused(tmp_path):
         load_payloads(_write(tmp_path / "e.jsonl", "\n\n"))
 
 
+def test_files_saved_with_a_byte_order_mark_are_read(tmp_path):
+    """Excel's "CSV UTF-8" and Notepad start a file with EF BB BF: the first JSONL line, the first prompt
+    and a CSV body's first row were refused or miscounted."""
+    from sm_locust.payloads.llm import read_prompts
+    from sm_locust.serializers.csv_format import csv_rows, split_csv
+
+    bom = "\ufeff"
+    pool = load_payloads(_write(tmp_path / "args.jsonl", bom + '{"Body": "1,2"}\n{"Body": "3,4"}\n'))
+    assert [i.body for i in pool.invocations] == [b"1,2", b"3,4"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "hi"}\n', encoding="utf-8-sig")
+    assert read_prompts(prompts, "tgi") == [("hi", None)]
+    body = (bom + "1,2,3\n4,5,6\n").encode()
+    assert csv_rows(body) == 2  # the first row was read as a header
+    assert [part.body for part in split_csv(body, 2, "x")] == [b"1,2,3\n", b"4,5,6\n"]
+
+
 # -- folders ------------------------------------------------------------------------------------
 
 

@@ -43,6 +43,26 @@ def test_complete_last_line_without_newline_is_kept(tmp_path):
     assert h["epoch_s"].iloc[-1] == BASE + 65 and gaps == []
 
 
+def test_a_history_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Was: "missing column(s) 'Timestamp' (found '\\ufeffTimestamp', ...)" for a CSV saved again from Excel."""
+    p = tmp_path / "locust_stats_history.csv"
+    p.write_text((GOLDEN / "locust_stats_history.csv").read_text(), encoding="utf-8-sig")
+    h = runfolder.read_stats_history(p, [])
+    assert list(h["epoch_s"]) == list(range(BASE + 56, BASE + 66))
+
+
+def test_a_fifo_or_json_nested_too_deeply_is_a_gap_or_one_line(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "locust_failures.csv")  # was: the read blocked for ever
+    gaps: list[str] = []
+    assert runfolder.read_failures(tmp_path / "locust_failures.csv", gaps) is None
+    assert gaps == ["Locust failures: locust_failures.csv is not a regular file"]
+    (tmp_path / "summary.json").write_text("[" * 100_000 + "]" * 100_000)  # was: a RecursionError traceback
+    with pytest.raises(UsageError, match="summary.json is not readable JSON .*nested too deeply"):
+        runfolder.read_summary(tmp_path)
+
+
 def test_over_long_line_is_skipped_and_named(tmp_path):
     p = tmp_path / "locust_failures.csv"
     p.write_text("Method,Name,Error,Occurrences\nPOST,a,E1,2\nPOST,a,E2,3,extra,fields\nPOST,a,E3,4\n")

@@ -28,7 +28,7 @@ def test_traffic_from_a_file_or_inline(tmp_path):
 
 @pytest.mark.parametrize("value, needle", [
     ("missing.yaml", "--traffic 'missing.yaml' is neither a readable file nor phases written inline"),
-    ("[{duration_s: 5, rps: 1", "--traffic '[{duration_s: 5, rps: 1' is not YAML or JSON"),
+    ("[{duration_s: 5, rps: 1", "--traffic '[{duration_s: 5, rps: 1': not valid YAML"),
     ("[]", "--traffic is empty"),
     ("[{duration_s: 5}]", "--traffic[0] needs rps"),
 ])

@@ -219,4 +219,4 @@ def test_a_stream_the_chunk_listener_finds_an_in_band_error_in_is_that_failure(r
     stream = env.stats.entries[("ep", "InvokeEndpointWithResponseStream")]
     assert (stream.num_requests, stream.num_failures) == (2, 1)
     assert env.stats.entries[("ep", "TTFT")].num_requests == 2
-    assert [str(e.error) for e in env.stats.errors.values()] == ["TGI.generation: boom?[31m"]  # no terminal escape
+    assert [str(e.error) for e in env.stats.errors.values()] == ["TGI.generation: boom\\x1b[31m"]  # no escape: shown

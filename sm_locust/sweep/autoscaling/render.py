@@ -14,7 +14,6 @@ seconds over the SLO.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import plotly.graph_objects as go
 
 from sm_locust.record.runfolder import read_json
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_view
+from sm_locust.sanitize import page_text
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.progress import PREFIX
 from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
@@ -164,7 +164,7 @@ def configuration_figures(document: dict[str, Any], folder: Path | None) -> str:
         if view is None:
             why = "its run folder has no summary.json with the scaling figures" if folder is not None else \
                 "the page was drawn without the sweep folder"
-            parts.append(f'<p id="{div_id}" class="note">{html.escape(str(c.get("label")))}: not drawn: {why}.</p>')
+            parts.append(f'<p id="{div_id}" class="note">{page_text(str(c.get("label")))}: not drawn: {why}.</p>')
             continue
 
         def div(fig: Any, fig_id: str, height: int = 640) -> str:
@@ -172,7 +172,7 @@ def configuration_figures(document: dict[str, Any], folder: Path | None) -> str:
             return figure_html(fig, fig_id)
 
         def missing(fig_id: str, heading: str, why: str) -> str:
-            return f'<p id="{fig_id}" class="note">{html.escape(heading)}: not drawn: {html.escape(why)}.</p>'
+            return f'<p id="{fig_id}" class="note">{page_text(heading)}: not drawn: {page_text(why)}.</p>'
 
         parts += autoscaling_figure(view, div, missing, figure_id=div_id, title=title)
     return "".join(parts) or "<p>No configuration ran.</p>"
@@ -199,7 +199,7 @@ def render_html(document: dict[str, Any], folder: Path | None = None) -> str:
             f"{len(document.get('configurations') or [])} configurations; traffic: {traffic}; "
             f"{document.get('started_at', '')} to {document.get('ended_at', '')}.")
 
-    return page(document, "Autoscaling sweep", html.escape(note), [
+    return page(document, "Autoscaling sweep", page_text(note), [
         ("Configurations", table(document)),
         ("Latency, traffic and instances over time", configuration_figures(document, folder)),
         ("Instances of every configuration", fig_instances(document)),

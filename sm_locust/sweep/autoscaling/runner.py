@@ -25,6 +25,7 @@ from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan
 from sm_locust.sweep.deployers import Deployment
 from sm_locust.sweep.progress import StepEcho
 from sm_locust.sweep.runner import SweepRunner
+from sm_locust.util.outputs import write_atomic
 
 FLEET_LOG = "fleet_log.json"  # the local emulation's own log (GET /_sm_locust/scaling), in the run folder
 ECHOED = ("sm-locust: phase ", "sm-locust: scale ", "sm-locust: autoscaling: ")
@@ -72,4 +73,4 @@ class AutoscalingRunner(SweepRunner):
                     log = local_fleet(d.endpoint_url)
                     if log is not None:
                         run_dir.mkdir(parents=True, exist_ok=True)
-                        (run_dir / FLEET_LOG).write_text(json.dumps(log, indent=1))
+                        write_atomic(run_dir / FLEET_LOG, json.dumps(log, indent=1))

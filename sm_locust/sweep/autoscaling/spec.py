@@ -35,7 +35,8 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.plateau.rates import Traffic, parse_traffic
-from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy, metric_spec
+from sm_locust.scaling.policy import INVOCATIONS, MAX_INSTANCES, ScalingPolicy, metric_spec
+from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.sweep.validate import Checker
 
 SECTION = "autoscaling"
@@ -111,7 +112,7 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
         checked: list[Any] = []
         for value in check.values(path, section[key]):
             if key in ("min_instances", "max_instances"):
-                checked.append(check.integer(path, value, minimum=1))
+                checked.append(check.integer(path, value, minimum=1, maximum=MAX_INSTANCES))
             elif key == "target_value":
                 checked.append(check.number(path, value, above=0))
             elif key == "metric":
@@ -120,7 +121,7 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
                 except UsageError as exc:
                     raise check.prefixed(path, exc) from None
             elif key == "time_scale":
-                checked.append(check.number(path, value, above=0))
+                checked.append(check.number(path, value, above=0, maximum=MAX_TIME_SCALE))
             else:  # cooldowns, instance_start_s
                 checked.append(check.number(path, value, minimum=0))
         if len(set(map(str, checked))) != len(checked):

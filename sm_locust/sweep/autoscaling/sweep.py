@@ -21,7 +21,6 @@ answer for the same traffic is `scaling.simulate`, kept beside the measured one 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +47,7 @@ from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner
 from sm_locust.sweep.schema import SweepSpec
 from sm_locust.sweep.trust import client_bound_reason
+from sm_locust.util.yamlsafe import load_json
 
 
 @dataclass
@@ -66,7 +66,7 @@ class AutoscalingSweep(Sweep):
         """Any client-bound step, or seconds over the SLO the client caused that decide the verdict
         (sweep/trust.py, with the objective's `max_breach_s`)."""
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = load_json((run_dir / "summary.json").read_text())
         except (OSError, ValueError):
             return None
         if not isinstance(summary, dict):
@@ -91,7 +91,7 @@ class AutoscalingSweep(Sweep):
 
     def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
         assert isinstance(row, AutoscalingRow)
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = load_json((run_dir / "summary.json").read_text())
         scaling = summary.get("autoscaling")
         if not isinstance(scaling, dict):
             raise KeyError("summary.json has no autoscaling figures (the instance counts were not watched)")
@@ -149,7 +149,7 @@ def emulator_instances(run_dir: Path, summary: Mapping[str, Any]) -> list[dict[s
     if not path.exists() or not summary.get("started_at"):
         return None
 
-    log = json.loads(path.read_text())
+    log = load_json(path.read_text())
     started = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
     offset = RunClock(started, float(log.get("time_scale") or 1.0)).run_s(float(log["started_at"]))
     out: list[dict[str, Any]] = []

@@ -200,7 +200,8 @@ class LocalDeployer(Deployer):
         run_dir.mkdir(parents=True, exist_ok=True)
         deployment.created_at = time.time()
         endpoint = LocalEndpoint(self.config(deployment.settings), log_path=run_dir / "endpoint.log",
-                                 env={SWEEP_ENV: str(deployment.info.get("sweep_id") or "")})
+                                 env={SWEEP_ENV: str(deployment.info.get("sweep_id") or ""),
+                                      SWEEP_DIR_ENV: str(run_dir.resolve().parent)})
         deployment.handle = {"endpoint": endpoint}
         try:
             endpoint.start()
@@ -251,6 +252,21 @@ class LocalDeployer(Deployer):
 
 
 SWEEP_ENV = "SM_LOCUST_SWEEP_ID"  # in a local sweep's endpoint processes' environment: the sweep id
+SWEEP_DIR_ENV = "SM_LOCUST_SWEEP_DIR"  # ... and its sweep folder, which the sweep holds locked while it runs
+
+
+def tagged_folders(sweep_id: str) -> set[Path]:
+    """The sweep folders this machine's endpoints of `sweep_id` say they belong to (`SWEEP_DIR_ENV`): where
+    `--cleanup` looks for the lock of a sweep still running (its --out may not be the default folder)."""
+    folders = set()
+    for process in tagged_processes(sweep_id):
+        try:
+            folder = process.environ().get(SWEEP_DIR_ENV)
+        except (psutil.Error, OSError):
+            continue
+        if folder:
+            folders.add(Path(folder))
+    return folders
 
 
 def tagged_processes(sweep_id: str) -> list[psutil.Process]:

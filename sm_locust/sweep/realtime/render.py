@@ -10,12 +10,12 @@ lost, on the page every kind shares (`sweep/render.py`). Also the line printed p
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 
+from sm_locust.sanitize import page_text
 from sm_locust.sweep import progress
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.render import (
@@ -113,7 +113,7 @@ def table(document: dict[str, Any]) -> str:
                 "capacity_text": None if capacity is None else with_interval(capacity, c.get("capacity_ci95"), "", 1)}
 
     note = ('<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s '
-            f"throughput within the SLO); the objective's percentile is {html.escape(pct)}. CPU is summed over "
+            f"throughput within the SLO); the objective's percentile is {page_text(pct)}. CPU is summed over "
             "cores, as CloudWatch reports an endpoint's.</p>")
     return configurations_table(document, columns, derived, note)
 
@@ -143,7 +143,7 @@ def fig_curves(document: dict[str, Any]) -> str:
         if knee is not None:  # on the curve: the knee step's own throughput and latency
             fig.add_trace(go.Scatter(x=[knee["rps"]], y=[knee["latency_ms"]], mode="markers", showlegend=False,
                                      marker={"symbol": "star", "size": 14, "color": "black"},
-                                     hovertemplate=f"knee of {html.escape(c['label'])}: "
+                                     hovertemplate=f"knee of {page_text(c['label'])}: "
                                                    "%{x:.1f} req/s, %{y:.0f} ms"))
     slo = document.get("objective", {}).get("slo_ms")
     if slo:
@@ -191,11 +191,11 @@ def render_html(document: dict[str, Any]) -> str:
     if objective.get("slo_ms"):
         goal.append(f"{objective.get('percentile_label', 'p95')} ≤ {objective['slo_ms']:g} ms")
     goal.append(f"errors ≤ {100 * objective.get('max_error_rate', 0.01):g} %")
-    note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
-            f"sweep id {html.escape(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} "
+    note = (f"{page_text(document.get('description') or '')} deploy: {page_text(document.get('deploy', ''))}; "
+            f"sweep id {page_text(document.get('sweep_id', ''))}; {len(document.get('configurations') or [])} "
             f"configurations; "
-            f"{html.escape(', '.join(goal))}; {html.escape(document.get('started_at', ''))} to "
-            f"{html.escape(document.get('ended_at', ''))}.")
+            f"{page_text(', '.join(goal))}; {page_text(document.get('started_at', ''))} to "
+            f"{page_text(document.get('ended_at', ''))}.")
     return page(document, "Sweep", note, [
         ("Configurations", table(document)),
         ("Throughput vs latency", fig_curves(document)),

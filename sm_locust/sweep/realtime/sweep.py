@@ -12,7 +12,6 @@ then $ per 1M and the fleet for the target), how the rows are ranked (`realtime.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
 from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome
 from sm_locust.sweep.schema import SweepSpec
+from sm_locust.util.yamlsafe import load_json
 
 PRICING_ONLY = {"local": ("instance_type", "price_per_hour")}  # settings that price a configuration without changing it
 USAGE_FILE = "endpoint_usage.csv"  # the local deployer's CPU and memory samples
@@ -77,7 +77,7 @@ class RealtimeSweep(Sweep):
         objective = self.spec.objective
         quoted = self.quoted_dir(run_dir)  # with `repeat:`, the median run's folder
         try:
-            summary = json.loads((quoted / "summary.json").read_text())
+            summary = load_json((quoted / "summary.json").read_text())
         except (OSError, ValueError) as exc:
             row.fail("failed", f"cannot read {quoted / 'summary.json'}: {exc}")
             return

@@ -11,7 +11,6 @@ A CloudWatch figure that cannot be read is a note in the row, never a failure.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from sm_locust.sweep.serverless.measure import Phase, cold_starts, load_figures
 from sm_locust.sweep.serverless.plan import RESULTS
 from sm_locust.sweep.serverless.rows import ServerlessFigures
 from sm_locust.sweep.serverless.spec import CompareInstance
+from sm_locust.util.yamlsafe import load_json
 
 CLIENT_DURATION = ("mean warm latency of the stability test, client side (ModelLatency unknown: an upper bound of the "
                    "billed duration)")
@@ -43,14 +43,14 @@ class Collector:
 
     def figures(self, run_dir: Path, memory_mb: int) -> ServerlessFigures:
         """The configuration's figures and cost, from its run folder."""
-        results = json.loads((run_dir / RESULTS).read_text())
+        results = load_json((run_dir / RESULTS).read_text())
         phases = [Phase(**p) for p in results.get("phases") or []]
         cold_data = results.get("cold_start") or {}
         figures = ServerlessFigures(cold=cold_starts(cold_data.get("requests") or []),
                                     cold_start_gap_s=cold_data.get("gap_s"))
         bytes_in, bytes_out, stability_window = 0.0, None, None
         if phases:
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = load_json((run_dir / "summary.json").read_text())
             path = timeline_path(run_dir)
             if path is None:
                 raise FileNotFoundError(f"no timeline.jsonl in {run_dir}")
@@ -92,7 +92,7 @@ class Collector:
 
     def from_cloudwatch(self, run_dir: Path, metric: str, start: float, end: float) -> dict[str, Any] | None:
         try:
-            marker = json.loads((run_dir / MARKER).read_text())
+            marker = load_json((run_dir / MARKER).read_text())
         except (OSError, ValueError):
             marker = {}
         endpoint = marker.get("endpoint_name")

@@ -10,12 +10,12 @@ chart of monthly cost vs sustained traffic against the real-time instance, break
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 
+from sm_locust.sanitize import page_text
 from sm_locust.sweep import progress
 from sm_locust.sweep.render import (
     configurations_table,
@@ -199,13 +199,13 @@ def fig_cost(document: dict[str, Any]) -> str:
 def render_html(document: dict[str, Any]) -> str:
     compare = document.get("compare_instance") or {}
     prices = document.get("prices") or {}
-    versus = (f"compared with real-time {html.escape(str(compare.get('instance_type') or 'instance'))} at "
-              f"${compare['price_per_hour']:g}/h ({html.escape(str(compare.get('price_source') or ''))}); "
+    versus = (f"compared with real-time {page_text(str(compare.get('instance_type') or 'instance'))} at "
+              f"${compare['price_per_hour']:g}/h ({page_text(str(compare.get('price_source') or ''))}); "
               if compare.get("price_per_hour") is not None else "")
-    note = (f"{html.escape(document.get('description') or '')} deploy: {html.escape(document.get('deploy', ''))}; "
+    note = (f"{page_text(document.get('description') or '')} deploy: {page_text(document.get('deploy', ''))}; "
             f"{len(document.get('configurations') or [])} configurations; "
-            f"{versus}{html.escape(prices.get('serverless') or '')}; "
-            f"{html.escape(document.get('started_at', ''))} to {html.escape(document.get('ended_at', ''))}.")
+            f"{versus}{page_text(prices.get('serverless') or '')}; "
+            f"{page_text(document.get('started_at', ''))} to {page_text(document.get('ended_at', ''))}.")
     return page(document, "Serverless sweep", note, [
         ("Configurations", table(document)),
         ("Throttles vs callers", fig_throttle(document)),

@@ -28,6 +28,7 @@ from sm_locust.sweep.serverless.coldstart import fire_round, runtime_client
 from sm_locust.sweep.serverless.counters import CounterPoller, endpoint_counters
 from sm_locust.sweep.serverless.plan import RESULTS, ServerlessLoadPlan
 from sm_locust.sweep.serverless.spec import PREFIX as KEY_PREFIX
+from sm_locust.util.outputs import write_atomic
 
 SEARCH_OPTIONS_OFF = {"latency_slo_ms": None, "max_error_rate": None, "max_duration": None, "max_invocations": None}
 
@@ -63,7 +64,7 @@ class ServerlessRunner(SweepRunner):
         if "cold_start" in plan.serverless.tests:
             run_dir.mkdir(parents=True, exist_ok=True)
             results["cold_start"] = self.cold_start_test(i, d, c.settings, settings, options, extra_env, mc)
-        (run_dir / RESULTS).write_text(json.dumps(results, indent=1))
+        write_atomic(run_dir / RESULTS, json.dumps(results, indent=1))
 
     def cold_start_test(self, i: int, d: Deployment, config_settings: Mapping[str, Any], settings,
                         options: Options, extra_env: Mapping[str, str], mc: int) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """A tmpfs on demand: a full, small or read-only file system for the output-place checks (issue 23).
 
-Shared by tests/cli/test_bad_input.py and bench/probe.py (which runs outside pytest), so it imports only
-the standard library. Mounting needs root; `mount_tmpfs` returns False where it cannot mount."""
+Shared by tests/cli/test_bad_input.py and the probes under bench/ (which run outside pytest and must not
+import the tests), so it lives in the package and imports only the standard library. Mounting needs
+root; `mount_tmpfs` returns False where it cannot mount, `unmount` undoes it."""
 
 from __future__ import annotations
 
@@ -24,3 +25,8 @@ def mount_tmpfs(target: Path, size: str, read_only: bool = False, fill: int = 0,
     if read_only:
         subprocess.run(["mount", "-o", "remount,ro", str(target)], check=True)
     return True
+
+
+def unmount(target: Path) -> None:
+    """Lazily unmount a tmpfs `mount_tmpfs` made (nothing when it is not mounted)."""
+    subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)

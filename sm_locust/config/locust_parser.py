@@ -1,0 +1,90 @@
+"""What the sm-locust locustfile adds to Locust's own argument parser, beside the sm-locust options.
+
+Why: Locust reads its options from the command line, `LOCUST_*` variables and config files
+(`./locust.conf`, `~/.locust.conf`, `pyproject.toml`), before any sm-locust check runs, and `sm-locust
+run` starts Locust in the folder it was started in, so a `locust.conf` there reaches it too. The round-4
+probe (issue 32) found: `processes = 64` in a locust.conf forked 64 Locust processes on a 2-core machine
+(past `sm-locust run --processes`' bound); `users = 1000000000` asked for 20 TB of users; a locust.conf
+that is not UTF-8 ended in a UnicodeDecodeError traceback; one saved with a byte-order mark (Notepad)
+made its first key unknown (`--\\ufeffthink-time`).
+
+`guard_parser(parser)` (called from the locustfile's `init_command_line_parser` listener) makes
+Locust read its config files through `sm_locust.util.yamlsafe.read_text_file` (a regular UTF-8 file, a
+BOM dropped, bounded) and checks Locust's load options once they are parsed (`check_locust_load`: the
+bounds of `sm_locust.util.numbers`); a refusal is one line, `sm-locust: error: ...`, and exit 2, before
+anything starts. Locust's first parser (it only looks for `-f`) reads the same files before the
+locustfile is imported, out of reach of any hook: `check_config_files` is what `sm-locust run` checks
+before it starts Locust.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from sm_locust.errors import UsageError
+from sm_locust.util.numbers import MAX_USERS, PROCESSES_PER_CORE, max_processes
+from sm_locust.util.yamlsafe import read_text_file
+
+
+def check_locust_load(options: Any) -> None:
+    """`--processes` and `--users` (Locust's own options, from wherever Locust read them) within this
+    machine's bounds; a master spreads its users over workers, so its user count is not bounded here."""
+    processes = getattr(options, "processes", None)
+    if processes and processes > max_processes():
+        raise UsageError(f"--processes must be at most {max_processes()} ({PROCESSES_PER_CORE} per core on this "
+                         f"machine), got {processes}")
+    users = getattr(options, "num_users", None)
+    if users is not None and users > MAX_USERS and not getattr(options, "master", False):
+        raise UsageError(f"--users must be at most {MAX_USERS:,} on one machine, got {users:,} (more users is a "
+                         "distributed test: --master and --worker)")
+
+
+LOCUST_CONFIG_FILES = ("~/.locust.conf", "locust.conf")  # Locust's DEFAULT_CONFIG_FILES but pyproject.toml
+
+
+def check_config_files(environ: Mapping[str, str] | None = None) -> None:
+    """The config files Locust will read in this folder (`LOCUST_CONFIG_FILES`, `$LOCUST_CONFIG`) are regular
+    UTF-8 text files: `sm-locust run` checks them before it starts Locust, whose first parser (the one that
+    finds `-f`, before any locustfile is imported) reads them too and ends in a traceback on binary bytes."""
+    named = (environ if environ is not None else os.environ).get("LOCUST_CONFIG")
+    for entry in (*LOCUST_CONFIG_FILES, *([named] if named else [])):
+        path = Path(entry).expanduser()
+        if os.path.lexists(path):
+            read_text_file(path, f"Locust config file {entry}")
+
+
+def open_config_file(path: str) -> io.StringIO:
+    """A Locust config file's text, read as sm-locust reads every file a user names; else one line, exit 2."""
+    try:
+        stream = io.StringIO(read_text_file(path, f"Locust config file {path}"))
+    except UsageError as exc:
+        _quit(exc)
+    stream.name = path  # configargparse names the file it read from
+    return stream
+
+
+def guard_parser(parser: Any) -> None:
+    """Hook `open_config_file` and `check_locust_load` into Locust's parser (a configargparse parser)."""
+    if hasattr(parser, "_config_file_open_func"):  # configargparse's hook for opening config files
+        parser._config_file_open_func = open_config_file
+    parse_args = parser.parse_args
+
+    def checked_parse_args(*args: Any, **kwargs: Any) -> Any:
+        options = parse_args(*args, **kwargs)
+        try:
+            check_locust_load(options)
+        except UsageError as exc:
+            _quit(exc)
+        return options
+
+    parser.parse_args = checked_parse_args
+
+
+def _quit(exc: UsageError) -> NoReturn:
+    print(f"sm-locust: error: {exc.message}", file=sys.stderr, flush=True)
+    raise SystemExit(exc.exit_code)
