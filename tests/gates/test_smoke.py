@@ -31,8 +31,10 @@ def junit_cases(path) -> dict[str, bool]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A fast, a slow and a failing smoke run (each ~3 s), shared by the gate tests below. Each has its own
-    endpoint and run folder, so the three run at once (one wait for Locust's start-up instead of three)."""
+    """A fast, a slow and a failing smoke run, shared by the gate tests below. Each has its own endpoint and
+    run folder, so the three run at once (one wait for Locust's start-up instead of three). The fast one
+    runs 8 s: its per-second samples make 4 batches, so the goodput gate's interval (Student's t with 3
+    degrees of freedom) decides; 3 s make 2 batches and t(1) = 12.7 leaves it INCONCLUSIVE, rightly."""
     from sm_locust.endpoint.server import LocalEndpoint
 
     base = tmp_path_factory.mktemp("smoke")
@@ -48,7 +50,8 @@ def runs(tmp_path_factory):
         started = {}
         for name, (settings, gates) in plans.items():
             ep = stack.enter_context(LocalEndpoint(log_path=base / f"{name}.log", **settings))
-            started[name] = subprocess.Popen([sys.executable, "-m", "sm_locust", *smoke_args(ep, base / name, *gates)],
+            argv = smoke_args(ep, base / name, *gates, seconds="8s" if name == "fast" else "3s")
+            started[name] = subprocess.Popen([sys.executable, "-m", "sm_locust", *argv],
                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             stack.callback(lambda proc=started[name]: proc.poll() is None and proc.kill())  # a run that hung
         results = {}

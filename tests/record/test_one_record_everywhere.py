@@ -100,16 +100,17 @@ def test_every_surface_shows_the_same_figures_for_each_step(plateau_run):
     assert len(cells) == len(steps)
     for tr, record in zip(cells, steps, strict=True):
         shown = dict(zip(head, (html.unescape(c) for c in tr), strict=True))
-        assert shown["step"] == str(steps.index(record) + 1) and shown["users"] == str(record["users"])
-        assert shown["rps"] == with_interval(record["rps"], record["ci95"]["rps"], "", 1)
-        assert shown["p95_ms"] == with_interval(record["p95_ms"], record["ci95"]["p95_ms"], "", 1)
+        assert shown["#"] == str(steps.index(record) + 1) and shown["users"] == str(record["users"])
+        assert shown["req/s"] == with_interval(record["rps"], record["ci95"]["rps"], "", 1)
+        assert shown["p95 ms"] == with_interval(record["p95_ms"], record["ci95"]["p95_ms"], "", 1)
     capacity, knee = steps[plateau["capacity_step"]], steps[plateau["knee_step"]]
     capacity_words = (f"{with_interval(plateau['capacity_rps'], plateau['capacity_ci95'], ' req/s', 1)} "
                       f"(step {plateau['capacity_step'] + 1}: {capacity['users']} users")
     knee_words = f"step {plateau['knee_step'] + 1}: {with_interval(knee['rps'], knee['ci95']['rps'], ' req/s', 1)} " \
                  f"at {knee['users']} users"
     assert capacity_words in html.unescape(page) and knee_words in html.unescape(page)
-    assert f"capacity {capacity_words}" in report_stdout and f"knee {knee_words}" in report_stdout
+    assert f"Capacity (best stable goodput at or beyond the knee): {capacity_words}" in report_stdout
+    assert f"Knee (least load within 5 % of the plateau): {knee_words}" in report_stdout
 
     # the notebook: sm_locust.load(...).steps
     frame = sm_locust.load(out).steps
