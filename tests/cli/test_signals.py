@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -17,17 +18,34 @@ import pytest
 from tests.conftest import SAMPLE_PAYLOAD
 from tests.fakes import wait_exit
 
+OUTPUTS: dict[int, tuple] = {}  # a started command's pid -> its (stdout, stderr) files
+
 
 def start(*args: str, cwd=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sm_locust", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    """The command with its output going to files, not pipes: a pipe nobody reads while the command
+    runs fills (64 KiB on Linux) and the command then blocks in a write, so it never exits."""
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", *args], stdout=out, stderr=err,
                             text=True, cwd=cwd, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    OUTPUTS[proc.pid] = (out, err)
+    return proc
+
+
+def output(proc: subprocess.Popen) -> tuple[str, str]:
+    """What an exited command wrote: (stdout, stderr)."""
+    texts = []
+    for f in OUTPUTS.pop(proc.pid):
+        f.seek(0)
+        texts.append(f.read())
+        f.close()
+    return texts[0], texts[1]
 
 
 def wait_for(condition, proc: subprocess.Popen, timeout: float = 30.0, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            out, err = proc.communicate()
+            out, err = output(proc)
             raise AssertionError(f"exited {proc.returncode} before {what}: {out[-1500:]} {err[-1500:]}")
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
@@ -56,13 +74,13 @@ def assert_all_gone(processes: list[psutil.Process], timeout: float = 10.0) -> N
     assert not alive, [(p.pid, command_line(p)) for p in alive]
 
 
-def stop_with(proc: subprocess.Popen, signum: int, timeout: float = 30.0) -> tuple[int, str, str, list[psutil.Process]]:
+def stop_with(proc: subprocess.Popen, signum: int, timeout: float = 60.0) -> tuple[int, str, str, list[psutil.Process]]:
     """Send `signum` to the command alone; return (exit code, stdout, stderr, the processes it had started)."""
     children = descendants(proc)
     assert children, "nothing was started"
     proc.send_signal(signum)
     code = wait_exit(proc, timeout)
-    out, err = proc.communicate()
+    out, err = output(proc)
     return code, out, err, children
 
 

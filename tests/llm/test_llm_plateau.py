@@ -167,5 +167,8 @@ def test_a_plateau_on_tokens_on_the_emulation_finds_the_predicted_knee(endpoint_
     assert plateau["objective"] == "output-tokens" and plateau["users"] == predicted, result.stdout
     capacity = model.capacity(20, ANSWER_TOKENS)
     assert 0.75 * capacity <= plateau["output_tokens_per_s"] <= 1.05 * capacity  # a loaded 2-core host runs slow steps
-    assert plateau["text"].startswith("plateau: ") and " output tokens/s at 4 users, TTFT p95 " in plateau["text"]
-    assert "sm-locust: plateau: " in result.stdout
+    # the line names the knee's step in tokens; on a loaded host the last step's noise can keep the
+    # growth at the 5 % threshold, and the search then says it reached max users instead (both honest)
+    opening = "plateau: " if plateau["reached"] else "no plateau reached (reached max users 8; "
+    assert plateau["text"].startswith(opening) and " output tokens/s at 4 users, TTFT p95 " in plateau["text"]
+    assert f"sm-locust: {plateau['text']}" in result.stdout.splitlines()
