@@ -32,7 +32,9 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     users = [s["users"] for s in summary["steps"]]  # the steps the search judged (a 1-s step too short to judge
     assert users[0] == 1 and users[-1] == 4 and set(users) == {1, 4}  # is held once more), then any it did not
     assert summary["totals"]["requests"] > 0 and summary["totals"]["failures"] == 0
-    assert summary["steps"][-1]["rps"] > summary["steps"][0]["rps"]
+    # every step measured something (whether 4 users get more than 1 from the demo's endpoint in 1-s
+    # steps depends on what else the machine runs: a plateau's growth is tested on a synthetic clock)
+    assert all(s["rps"] > 0 and s["requests"] > 0 for s in summary["steps"])
     assert "CloudWatch stand-in (moto) on http://127.0.0.1:" in result.stdout
     assert f"report in {out / 'report.html'}" in result.stdout
     assert "missing:" not in result.stdout, result.stdout  # every expected metric arrived, no minute left out

@@ -7,12 +7,13 @@ pages work offline, self-contained), and kept as a screenshot in test-artifacts/
 a reason when Chromium or Playwright is missing).
 
 A fresh clone is made of the work tree's files (tracked and new, not ignored) in a git repository of
-its own; each document's blocks run there in order, with bash, against the local endpoint the
-blocks start themselves (`sm-locust serve ... &`). Only durations are shortened (`SHORTER`, and the
-`SM_LOCUST_*` variables the commands leave unset), and port 8080 becomes a free one: the commands
-are otherwise the documents' own. Each command's exit code is checked: 0, or 0 or 1 in a block
-marked `<!-- runnable: gates -->` (gates that may fail on a busy machine, a report that names a gap:
-exit 1 is a verdict, not a broken command); the block stops at the first other one.
+its own; each document's blocks run there in order, with bash, against the local endpoint the blocks
+start themselves (`sm-locust serve ... &`). Only durations are shortened and the set-up line's
+install left out (`SHORTER`, and the `SM_LOCUST_*` variables the commands leave unset), and port
+8080 becomes a free one: the commands are otherwise the documents' own. Each command's exit code is
+checked: 0, or 0 or 1 in a block marked `<!-- runnable: gates -->` (gates that may fail on a busy
+machine, a report that names a gap: exit 1 is a verdict, not a broken command); the block stops at
+the first other one.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ MARK = re.compile(r"^<!-- runnable(?::\s*(?P<tag>[\w-]+))?\s*-->\s*\n```(?P<lang
 DOCUMENTS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 # (pattern, replacement): the same commands, shorter
 SHORTER = [
+    # the set-up line's install: the blocks run in the suite's own installed environment, offline
+    (re.compile(r"^python3 -m venv \.venv && \. \.venv/bin/activate && pip install -e '\.\[[\w,]+\]' && ", re.M), ""),
     (re.compile(r"(?<=\s)-t \d+[smhd]?\b"), "-t 3s"),
     (re.compile(r"\bsm-locust demo\b"), "sm-locust demo --step-seconds 1"),
     (re.compile(r"(sm-locust sweep examples/sweeps/batching\.yaml)(?!\s+--plan)"),

@@ -32,6 +32,8 @@ def test_shortening_keeps_the_commands():
     assert shortened(block, {"8080": 1234}) == ("sm-locust run -u 8 -t 3s --payload examples/body.json "
                                                 "--endpoint-url http://127.0.0.1:1234\n")
     assert "--set" not in shortened("sm-locust sweep examples/sweeps/batching.yaml --plan", {})
+    setup = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[demo]' && sm-locust demo\n"
+    assert shortened(setup, {}) == "sm-locust demo --step-seconds 1\n"
 
 
 def test_each_foreground_command_is_checked():
