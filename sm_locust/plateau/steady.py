@@ -149,8 +149,15 @@ class StepMeasurement:
 
     @property
     def goodput_rps(self) -> float:
-        """Successful invocations per second over the steady window: what the searches judge
-        (failures completed fast would otherwise read as throughput)."""
+        """What the searches judge: successful invocations per second over the steady window
+        (failures completed fast would otherwise read as throughput); a step judged on another
+        objective (plateau.tokens.TokenStep: output tokens/s) overrides it."""
+        return self.request_goodput_rps
+
+    @property
+    def request_goodput_rps(self) -> float:
+        """Successful invocations per second over the steady window, whatever the search judges:
+        what every record calls `goodput_rps` (summary.json, steps.csv, the report)."""
         return self.rps * (self.successes / self.requests) if self.requests else 0.0
 
     def percentile(self, pct: float) -> float | None:
@@ -234,7 +241,7 @@ class StepMeasurement:
             "load": self.load,
             "users": self.users,
             "rps": round(self.rps, 3),
-            "goodput_rps": round(self.goodput_rps, 3),
+            "goodput_rps": round(self.request_goodput_rps, 3),
             "requests": self.requests,
             "failures": self.failures,
             "error_rate": round(self.error_rate, 6),

@@ -185,11 +185,6 @@ class TokenStep(StepMeasurement):
         return cls(**fields, tokens=tokens, tokens_s=duration_s)
 
     @property
-    def request_goodput_rps(self) -> float:
-        """Successful invocations/s, as a request step counts them."""
-        return super().goodput_rps
-
-    @property
     def output_tokens_per_s(self) -> float:
         return self.tokens.arrived / self.tokens_s if self.tokens_s > 0 else 0.0
 

@@ -62,6 +62,17 @@ def test_a_token_step_is_judged_on_output_tokens():
     assert step.token_percentile("itl", 95) == pytest.approx(MODEL.itl_ms(4, PROMPT, OUTPUT), abs=0.06)
 
 
+def test_a_token_steps_records_call_requests_goodput():
+    """summary.json's steps[] and a step's dict say `goodput_rps` for successful requests/s whatever the
+    search judged: a token search's tokens/s there read as 100x the request rate on every surface."""
+    from sm_locust.record.summary import step_record
+
+    step = token_step(4)
+    assert step.goodput_rps > 10 * step.rps  # the search's figure: tokens/s
+    for record in (step_record(step), step.as_dict()):
+        assert record["goodput_rps"] == pytest.approx(step.rps, abs=1e-3) and record["goodput_rps"] <= record["rps"]
+
+
 def test_the_search_finds_the_models_knee_on_tokens():
     search = TokenPlateauSearch(1, 256, conditions=[ErrorRate(0.05)], extend_unstable=False)
     loads = run_search(search)
