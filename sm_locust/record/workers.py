@@ -12,6 +12,13 @@ runs and keeps `summary.json`'s `workers` entry up to date through the recorder'
 `reason` is "missing" (no heartbeat for ~3 s: killed, crashed, network gone) or "quit" (the
 worker shut down and said so). `WorkerLedger` is the pure part, fed snapshots.
 
+At quit, Locust's master sends each worker "quit" and then sleeps a fixed 0.5 s "for final stats
+report from all workers" before it stops listening. A worker on a busy machine answers later, and the
+requests of its last report (seen: 1,751 of 5,652, a worker's last ~2 s) are then missing from the
+totals although the endpoint served them. `wait_for_final_reports` makes the master wait until every
+worker it can still hear from has said quit (a worker sends its final report first, on the same
+socket), up to `FINAL_REPORTS_WAIT_S` past the stop timeout.
+
 `--expect-workers-max-wait`: Locust gives up with exit code 1 and a generic log line. The tracker
 takes that wait over (Locust's own loop is told to wait forever) and, when the workers are still
 not all there in time, prints one line naming how many connected and exits with 2, a usage error:
@@ -26,12 +33,14 @@ import time
 from dataclasses import dataclass, field
 
 import gevent
-from locust.runners import MasterRunner
+from locust.rpc import Message
+from locust.runners import STATE_MISSING, MasterRunner
 
 from sm_locust.record.recorder import recorder_of
 
 log = logging.getLogger(__name__)
 POLL_INTERVAL_S = 0.5
+FINAL_REPORTS_WAIT_S = 30.0  # at quit, the longest the master waits for the workers' last reports (module doc)
 LOST_STATES = ("missing",)
 
 
@@ -166,10 +175,28 @@ class WorkerTracker:
         sys.exit(2)  # raised in the main greenlet, which is waiting in Locust's own loop
 
 
+def wait_for_final_reports(runner, wait_s: float) -> None:
+    """Make `runner.quit` (a MasterRunner's) wait for each worker's quit, and so its final report,
+    for up to `wait_s` before Locust's own quit (module doc). A worker gone missing is not waited for."""
+    locust_quit = runner.quit
+
+    def quit() -> None:
+        runner.stop(send_stop_to_client=False)
+        for client in list(runner.clients.all):
+            runner.server.send_to_client(Message("quit", None, client.id))
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(c.state != STATE_MISSING for c in list(runner.clients.all)):
+            gevent.sleep(0.05)
+        locust_quit()  # the workers that answered are gone from runner.clients: nothing is sent twice
+
+    runner.quit = quit
+
+
 def attach(environment) -> WorkerTracker | None:
     """Attach a tracker on a master (no-op for local runners and workers)."""
     if not isinstance(environment.runner, MasterRunner) or environment.parsed_options is None:
         return None
     tracker = WorkerTracker(environment)
     environment.sm_locust_workers = tracker
+    wait_for_final_reports(environment.runner, FINAL_REPORTS_WAIT_S + float(environment.stop_timeout or 0))
     return tracker

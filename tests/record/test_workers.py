@@ -14,7 +14,7 @@ import pytest
 
 from sm_locust.endpoint.server import free_port
 from sm_locust.record.timeline import read_seconds
-from sm_locust.record.workers import WorkerLedger, timeout_message
+from sm_locust.record.workers import WorkerLedger, timeout_message, wait_for_final_reports
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import wait_exit
 from tests.topology import demo_topology, endpoint_stats, start_cluster
@@ -28,6 +28,57 @@ def test_ledger_records_missing_and_quit_workers():
     ledger.observe(104.0, {"a": "running"})  # b removed after going missing: not lost twice
     assert ledger.as_dict() == {"expected": 3, "connected": 3, "at_end": 1, "lost": [
         {"id": "b", "reason": "missing", "after_s": 2.0}, {"id": "c", "reason": "quit", "after_s": 3.0}]}
+
+
+class FakeMaster:
+    """What `wait_for_final_reports` touches of a MasterRunner: clients, server.send_to_client, stop, quit."""
+
+    class Node:
+        def __init__(self, node_id: str, state: str) -> None:
+            self.id, self.state = node_id, state
+
+    class Clients(dict):
+        @property
+        def all(self):
+            return list(self.values())
+
+    def __init__(self, states: dict[str, str]) -> None:
+        self.clients = self.Clients({k: self.Node(k, s) for k, s in states.items()})
+        self.events: list[str] = []
+        self.server = self
+
+    def send_to_client(self, message) -> None:
+        self.events.append(f"{message.type} -> {message.node_id}")
+
+    def stop(self, send_stop_to_client: bool = True) -> None:
+        self.events.append(f"stop (tell workers: {send_stop_to_client})")
+
+    def quit(self) -> None:  # Locust's own: quit to whoever is left, its fixed 0.5 s, the end
+        self.events.append(f"locust quit with {sorted(self.clients)} left")
+
+    def worker_quits(self, node_id: str) -> None:  # the worker's final report, then its quit message
+        self.events.append(f"final report and quit <- {node_id}")
+        del self.clients[node_id]
+
+
+def test_the_master_quits_after_every_workers_final_report_not_after_a_fixed_half_second():
+    import gevent
+
+    master = FakeMaster({"w1": "running", "w2": "running", "w3": "missing"})
+    wait_for_final_reports(master, wait_s=60.0)
+    late = [gevent.spawn_later(0.3, master.worker_quits, "w1"), gevent.spawn_later(0.8, master.worker_quits, "w2")]
+    master.quit()
+    gevent.joinall(late)
+    assert master.events == ["stop (tell workers: False)", "quit -> w1", "quit -> w2", "quit -> w3",
+                             "final report and quit <- w1", "final report and quit <- w2",
+                             "locust quit with ['w3'] left"]  # a missing worker is not waited for
+
+
+def test_a_worker_that_never_answers_holds_the_quit_only_until_the_deadline():
+    master = FakeMaster({"w1": "running"})
+    wait_for_final_reports(master, wait_s=0.2)
+    master.quit()
+    assert master.events[-1] == "locust quit with ['w1'] left"
 
 
 @pytest.mark.e2e

@@ -73,5 +73,7 @@ def test_a_run_sends_each_phase_at_its_rate(endpoint, tmp_path):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["traffic"] == {"phases": phases, "time_scale": 1.0}
     sent = [s.sent or 0 for s in read_seconds(timeline_path(tmp_path / "out"))]
-    assert 8 * 2 + 24 * 2 - 12 <= sum(sent) <= 8 * 2 + 24 * 2 + 2  # the rate reached within a second of a change
+    # each change takes effect at the shape's next tick: within half a second either way on a busy machine
+    # (seen: the stop 0.12 s late, 3 more sends at 24/s)
+    assert 8 * 2 + 24 * 2 - 12 <= sum(sent) <= 8 * 2 + 24 * 2 + 12
     assert max(sent) >= 20 and min(sent[2:4]) <= 2  # the third phase at 24/s; the second sends nothing
