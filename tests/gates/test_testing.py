@@ -18,10 +18,12 @@ BODY = SAMPLE_PAYLOAD.read_bytes()
 
 @pytest.mark.e2e
 def test_fixture_runs_in_process_and_writes_the_run_folder(sm_load_test, endpoint, tmp_path):
-    result = sm_load_test([invoke_user(BODY)], users=2, run_time_s=2.5,
+    result = sm_load_test([invoke_user(BODY)], users=2, run_time_s=6,
                           options={"endpoint_name": "ep", "endpoint_url": endpoint.url})
     assert result.requests > 20 and result.failures == 0
-    result.assert_gates(max_p95_ms=500, max_error_rate=0.0, min_rps=5, max_p99_ms={"ep": 1000})
+    # no gate fails; one may be INCONCLUSIVE when a CPU hog beside the suite stalls a second of this short
+    # run (seen: p95 48 ms [43, 510] at 2.5 s), which is the honest answer (tests/gates/test_gates.py)
+    result.assert_gates(max_p95_ms=500, max_error_rate=0.0, min_rps=5, max_p99_ms={"ep": 1000}, inconclusive="pass")
     summary = json.loads((tmp_path / "sm-load-test-1" / "summary.json").read_text())
     assert summary["totals"]["requests"] == result.requests
     served = endpoint.stats()["requests"]
