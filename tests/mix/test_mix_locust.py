@@ -128,7 +128,10 @@ def test_a_thousand_models_keep_one_locust_row(tmp_path):
     assert [(r["Type"], r["Name"]) for r in rows] == [("InvokeEndpoint", "ep"), ("", "Aggregated")]
     targets = summary["targets"]
     assert len(targets) == 21 and targets[-1]["name"] == "others"
-    assert targets[-1]["targets"] == len(set(fake.targets)) - 20 > 20  # more models beyond the 20 named than in them
+    # more models beyond the 20 named than in them; a model the endpoint saw only in a request still in flight
+    # at the stop is not in summary.json (seen once with a CPU hog: 696 of 697)
+    beyond = len(set(fake.targets)) - 20
+    assert beyond - summary["totals"]["in_flight_at_stop"] <= targets[-1]["targets"] <= beyond and beyond > 20
     _check_counts(summary, fake.targets, users=4)
     assert summary["mix"]["spec"] == "zipf:0.8:1000" and summary["mix"]["seed"] == 3
 
