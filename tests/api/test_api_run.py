@@ -214,7 +214,8 @@ def test_the_stop_button_stops_the_run_and_returns_what_was_measured(endpoint, t
     assert proc.returncode == 0, stderr
     report = json.loads(stdout.splitlines()[-1])
     assert report["interrupted"].startswith("interrupted by SIGINT: Locust stopped; what it measured is in")
-    assert report["requests"] > 0 and report["duration_s"] < 3600 and report["wall_s"] < 3600
+    # it stopped on the interrupt, not at its -t of 1 h: the run's own duration fits inside the caller's wall time
+    assert report["requests"] > 0 and 0 < report["duration_s"] <= report["wall_s"]
     assert stderr.strip().splitlines()[-1].startswith("sm-locust: stopped after ")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is True and summary["totals"]["requests"] == report["requests"]
