@@ -11,10 +11,19 @@ client. `client_bound_reason` reads that from summary.json:
   and knee steps (`plateau.capacity_step` / `knee_step`, or the steps at the plateau's users), or
   every step of a run without a plateau;
 - with `every_step` (an autoscaling run, where every second of the traffic counts toward its
-  seconds over the SLO), any client-bound step; and the seconds over the SLO during which the
-  generator was behind (`autoscaling.breach_client_bound_s`) when they decide the verdict: without
-  them the configuration would be within `max_breach_s`, with them it is not. A breach the endpoint
-  made on its own (enough seconds over the SLO while the client kept up) stands.
+  seconds over the SLO and the answer is a breach or none), the two ways a client that fell behind
+  can make the answer wrong, judged on their own because they point in opposite directions:
+  - it offered less than the traffic asks (a client-bound step whose `sent_rps` is under
+    `MIN_ACHIEVED_RATIO` of its `target_rate`, or whose sent rate is unknown): the endpoint was let
+    off lightly, so neither a breach nor its absence can be trusted;
+  - it sent late and caught up (the step's sends reached the intended rate): a late send is timed
+    from its intended time and goes out in a burst, so it can only ADD latency. The seconds over the
+    SLO during which the generator was behind (`autoscaling.breach_client_bound_s`) then decide: a
+    breach they make (without them the configuration would be within `max_breach_s`) is the
+    client's; a breach the endpoint made on its own stands, and so does a run that stayed within
+    the SLO in spite of them. (Issue 28's flipped verdict was the first kind of breach; a CI run
+    on a busy machine called two passes that had kept their SLO through a 0.8-s stall INCONCLUSIVE
+    under the old any-client-bound-step rule.)
 
 The sweep measures such a configuration once more by itself (runner.py); still bound, it is
 INCONCLUSIVE: never ranked, never the recommendation.
@@ -29,6 +38,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
+
+from sm_locust.plateau.steady import MIN_ACHIEVED_RATIO
 
 T = TypeVar("T")
 Interval = tuple[float, float]
@@ -55,19 +66,36 @@ def _deciding_steps(summary: Mapping[str, Any]) -> list[int]:
     return [i for i, s in enumerate(steps) if isinstance(s, Mapping) and users is not None and s.get("users") == users]
 
 
+def under_offered(step: Mapping[str, Any]) -> bool:
+    """The step's sends fell short of its intended rate (under `MIN_ACHIEVED_RATIO` of it), or nothing
+    says what was sent (a closed-loop step, an older summary): the endpoint may have been let off."""
+    sent, target = step.get("sent_rps"), step.get("target_rate")
+    if not isinstance(sent, (int, float)) or not isinstance(target, (int, float)) or target <= 0:
+        return True
+    return sent < MIN_ACHIEVED_RATIO * target
+
+
+def _short_of(step: Mapping[str, Any]) -> str:
+    sent, target = step.get("sent_rps"), step.get("target_rate")
+    if isinstance(sent, (int, float)) and isinstance(target, (int, float)) and target > 0:
+        return f" (sent {sent:.1f} of {target:g} req/s: the endpoint was offered less than the traffic)"
+    return ""
+
+
 def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False,
                         max_breach_s: float | None = None) -> str | None:
     """Why this run measured the load generator rather than the endpoint, or None (module docstring)."""
     reasons: list[str] = []
     verdict = summary.get("verdict")
-    if isinstance(verdict, Mapping) and verdict.get("status") == "inconclusive":
-        reasons.append(str(verdict.get("reason") or "the run's verdict is inconclusive"))
     steps = [s for s in summary.get("steps") or [] if isinstance(s, Mapping)]
-    if not isinstance(verdict, Mapping) or every_step:
-        indexes = range(len(steps)) if every_step else _deciding_steps(summary)
-        for i in indexes:
-            if steps[i].get("client_bound"):
-                reasons.append(_step_reason(i, steps[i]))
+    if every_step:  # the run's own verdict knows no objective: judged here from its steps and breach
+        reasons += [_step_reason(i, s) + _short_of(s) for i, s in enumerate(steps)
+                    if s.get("client_bound") and under_offered(s)]
+    elif isinstance(verdict, Mapping):
+        if verdict.get("status") == "inconclusive":
+            reasons.append(str(verdict.get("reason") or "the run's verdict is inconclusive"))
+    else:
+        reasons += [_step_reason(i, steps[i]) for i in _deciding_steps(summary) if steps[i].get("client_bound")]
     scaling = summary.get("autoscaling")
     if every_step and isinstance(scaling, Mapping):
         behind = scaling.get("breach_client_bound_s")

@@ -49,8 +49,19 @@ def test_an_autoscaling_run_counts_every_step_and_the_seconds_over_the_slo_the_c
     ok = {"verdict": {"status": "ok", "reason": None}, "steps": steps[:1],
           "autoscaling": {"slo_breach_s": 400.0, "breach_client_bound_s": 0.0}}
     assert client_bound_reason(ok, every_step=True) is None
-    late = {**ok, "steps": steps}
+    late = {**ok, "steps": steps}  # nothing says what was sent: the endpoint may have been let off
     assert client_bound_reason(late, every_step=True) == f"step 2 (150 req/s offered): {LATE}"
+    short = {**ok, "steps": [steps[0], {**steps[1], "sent_rps": 120.0}]}
+    assert client_bound_reason(short, every_step=True) == (
+        f"step 2 (150 req/s offered): {LATE} (sent 120.0 of 150 req/s: the endpoint was offered less than the "
+        "traffic)")
+    # late sends that caught up only add latency: a run within its SLO in spite of them stands, even when
+    # the run's own verdict (which knows no objective) said inconclusive
+    caught_up = {**ok, "steps": [steps[0], {**steps[1], "sent_rps": 149.0}],
+                 "verdict": {"status": "inconclusive", "reason": f"step 2 (150 req/s offered) was client-bound: {LATE}"},
+                 "autoscaling": {"slo_breach_s": 0.0, "breach_client_bound_s": 0.0}}
+    assert client_bound_reason(caught_up, every_step=True) is None
+    assert client_bound_reason(caught_up) is not None  # a run without the objective keeps its verdict
     real = {**ok, "autoscaling": {"slo_breach_s": 400.0, "breach_client_bound_s": 120.0}}
     assert client_bound_reason(real, every_step=True) is None  # 280 s over the SLO the endpoint made on its own
     behind = {**ok, "autoscaling": {"slo_breach_s": 120.0, "breach_client_bound_s": 120.0}}
