@@ -58,7 +58,8 @@ def test_an_autoscaling_run_counts_every_step_and_the_seconds_over_the_slo_the_c
     # late sends that caught up only add latency: a run within its SLO in spite of them stands, even when
     # the run's own verdict (which knows no objective) said inconclusive
     caught_up = {**ok, "steps": [steps[0], {**steps[1], "sent_rps": 149.0}],
-                 "verdict": {"status": "inconclusive", "reason": f"step 2 (150 req/s offered) was client-bound: {LATE}"},
+                 "verdict": {"status": "inconclusive",
+                             "reason": f"step 2 (150 req/s offered) was client-bound: {LATE}"},
                  "autoscaling": {"slo_breach_s": 0.0, "breach_client_bound_s": 0.0}}
     assert client_bound_reason(caught_up, every_step=True) is None
     assert client_bound_reason(caught_up) is not None  # a run without the objective keeps its verdict
