@@ -305,6 +305,7 @@ class MetricsPublisher:
         self._previous = counters.take_window()  # start clean: earlier requests are not this run's
         self._window_start = clock()
         self._readings: list[ResourceUsage] = []
+        self._last_full: ResourceUsage | None = None  # the last reading with memory (see `sample`)
         self._lock = threading.Lock()  # one publication at a time (timer vs final flush)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -320,7 +321,11 @@ class MetricsPublisher:
         return self._client
 
     def sample(self, cpu_only: bool = False) -> None:
-        """Add one resource reading to the open window."""
+        """Add one resource reading to the open window. A CPU-only reading (at shutdown, when the
+        workers are gone and memory would read too low) carries the last full reading's memory,
+        disk and loaded models into a window that has none of its own: an instance that served into
+        that minute had its memory all along, and on AWS that minute has its MemoryUtilization (a run
+        that ended seconds into a minute left it missing from the report)."""
         if self.sampler is None and self.loaded_models is None:
             return
         try:
@@ -330,6 +335,12 @@ class MetricsPublisher:
         except Exception:  # noqa: BLE001 - a failed reading only costs one sample
             return
         with self._lock:
+            if not cpu_only:
+                self._last_full = reading
+            elif self._last_full is not None and not any(r.memory_pct is not None for r in self._readings):
+                last = self._last_full
+                reading = replace(reading, memory_pct=last.memory_pct, disk_pct=last.disk_pct,
+                                  loaded_models=last.loaded_models)
             self._readings.append(reading)
 
     def publish_once(self) -> int:

@@ -202,6 +202,38 @@ def test_publisher_thread_publishes_on_its_own_and_stops():
     assert invocations == 1
 
 
+def test_the_shutdown_window_keeps_the_memory_the_instance_had():
+    """A run that ends seconds into a minute: the window's only reading is the CPU-only one taken at
+    shutdown; its MemoryUtilization is the last full reading's, never missing and never the near-zero
+    of workers already gone. A window with readings of its own keeps them."""
+    counters, cw = SharedCounters(), FakeCloudWatch()
+    memory = iter([10.0, 12.0, 30.0])
+
+    class Sampler:
+        def sample(self, cpu_only=False):
+            return m.ResourceUsage(cpu_pct=50.0, memory_pct=None if cpu_only else next(memory), disk_pct=None)
+
+    pub = m.MetricsPublisher(counters, endpoint_name="ep", cloudwatch=cw, sampler=Sampler())
+
+    def memory_of_last_call():
+        found = [d for d in cw.calls[-1][1] if d["MetricName"] == "MemoryUtilization"]
+        return found[0]["StatisticValues"] if found else None
+
+    pub.sample()
+    pub.sample()  # 12 %: the last full reading
+    counters.add(requests=1, invocations=1)
+    pub.publish_once()
+    assert memory_of_last_call() == {"SampleCount": 2, "Sum": 22.0, "Minimum": 10.0, "Maximum": 12.0}
+    counters.add(requests=1, invocations=1)
+    pub.stop()  # the next minute's only reading: at shutdown
+    assert memory_of_last_call() == {"SampleCount": 1, "Sum": 12.0, "Minimum": 12.0, "Maximum": 12.0}
+
+    pub = m.MetricsPublisher(counters, endpoint_name="ep", cloudwatch=cw, sampler=Sampler())
+    pub.sample()  # 30 %: the window has its own memory; the shutdown reading adds CPU only
+    pub.stop()
+    assert memory_of_last_call() == {"SampleCount": 1, "Sum": 30.0, "Minimum": 30.0, "Maximum": 30.0}
+
+
 def test_endpoint_name_dimension_and_serve_flags():
     assert m.endpoint_name_for(EndpointConfig()) == m.DEFAULT_ENDPOINT_NAME
     assert m.endpoint_name_for(EndpointConfig(endpoint_name="a")) == "a"
