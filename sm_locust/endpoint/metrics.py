@@ -376,7 +376,11 @@ class MetricsPublisher:
             return sent
 
     def _loop(self) -> None:
-        closes = next_boundary(self.clock(), self.interval_s)
+        # The open window's boundary, from when it opened: a thread started after a minute had turned
+        # (a busy machine between the publisher's construction and `start`) would otherwise keep that
+        # window open across the minute, stamped with the minute before, where a report's aligned
+        # query never looks (CI saw a run's every metric "no data").
+        closes = next_boundary(self._window_start, self.interval_s)
         while True:
             wait = max(0.0, min(self.sample_every_s, closes - self.clock()))
             if self._stop.wait(wait):

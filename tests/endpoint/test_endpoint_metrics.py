@@ -163,6 +163,36 @@ def test_publisher_windows_stamps_and_final_flush():
     assert len(cw.calls) == 2
 
 
+def test_a_publisher_thread_that_starts_late_still_closes_the_window_at_its_minute():
+    """Built at :58, its thread running only at :61 (a busy machine): the window opened at :58 closes at
+    once, so the next one, holding the run's requests, is stamped in the minute they were served."""
+    counters, cw, clock = SharedCounters(), FakeCloudWatch(), Clock(1704110458.0)  # 12:00:58
+    pub = m.MetricsPublisher(counters, endpoint_name="ep", cloudwatch=cw, clock=clock)
+    clock.now += 3  # 12:01:01: the thread's first look
+
+    class StopAfter:
+        def __init__(self):
+            self.waits = 0
+
+        def wait(self, timeout):
+            self.waits += 1
+            return self.waits > 1
+
+        def is_set(self):
+            return False
+
+        def set(self):
+            pass
+
+    pub._stop = StopAfter()
+    pub._loop()
+    counters.add(requests=5, invocations=5)
+    clock.now += 2
+    pub.publish_once()
+    stamps = [d["Timestamp"] for _, data in cw.calls for d in data if d["MetricName"] == "Invocations"]
+    assert stamps == [datetime.fromtimestamp(1704110461.0, UTC)]  # the window opened at 12:01:01
+
+
 def test_publisher_failures_never_raise_and_log_one_line_per_streak(caplog):
     counters, cw = SharedCounters(), FakeCloudWatch(fail=3)
     pub = m.MetricsPublisher(counters, endpoint_name="ep", cloudwatch=cw, url="http://127.0.0.1:9")

@@ -186,9 +186,10 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
     # the knee: fewer users than slots cannot saturate them; on a quiet machine it is ~ one user per
     # slot (bench/plateau.py prints where it lands), but CPU contention lengthens the cycle and the
     # steps below the plateau read lower (seen beside a CPU hog and the suite: 15 users for 4 slots), so
-    # what holds everywhere is its definition: it gets the plateau's throughput, within the tolerance
+    # what holds everywhere is its definition: it gets the plateau's throughput (within the tolerance
+    # of the plateau's level, the median of the steps within the tolerance of the best: PlateauSearch.plateau_of)
     assert slots - 1 <= plateau["users"] <= 64, plateau["text"]
-    assert plateau["rps"] >= plateau["capacity_rps"] * (1 - PLATEAU_TOLERANCE) - 1e-6, plateau["text"]
+    assert plateau["rps"] >= plateau["capacity_rps"] * (1 - PLATEAU_TOLERANCE) ** 2 - 1e-6, plateau["text"]
     assert plateau["rps"] <= plateau["capacity_rps"] * 1.001
     assert plateau["text"].startswith("plateau: capacity ") and plateau["text"] in capsys.readouterr().out
     steps = summary["steps"]
