@@ -183,9 +183,10 @@ def test_the_endpoint_streams_tokens_one_step_apart(llm_endpoint, transport, bod
     assert count.output_tokens == 12 and count.counted == 12 and count.source == SERVER and count.server_input == 2
     figures = stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms=1000.0)
     one_step = STEP_MS + PER_SEQ_MS
-    # each token one decode step later: from the first chunk to the last, 11 steps at least (a busy client may
-    # read two tokens in one chunk, so fewer gaps, each longer; how close to one step each is: not asserted)
-    assert 1 <= len(figures.itl_ms) <= 11 and sum(figures.itl_ms) >= 11 * one_step * 0.8
+    # each token one decode step later: the last one read no sooner than 11 steps after the request was sent.
+    # Measured from the send, not between chunks: a busy client may read several tokens in one chunk (fewer
+    # gaps, each longer), or all twelve at once (seen beside a CPU hog: one read at 417 ms, no gap at all)
+    assert len(figures.itl_ms) <= 11 and result.ttft_ms + sum(figures.itl_ms) >= 11 * one_step * 0.8
 
 
 @pytest.mark.e2e
