@@ -12,7 +12,16 @@ import re
 import pytest
 
 from tests.conftest import ROOT
-from tests.docs.runnable import DOCUMENTS, MARK, check_document, checked_script, commands, runnable_blocks, shortened
+from tests.docs.runnable import (
+    DOCUMENTS,
+    MARK,
+    STARVED,
+    check_document,
+    checked_script,
+    commands,
+    runnable_blocks,
+    shortened,
+)
 
 
 def test_marked_blocks_are_shell_and_name_files_that_exist():
@@ -40,8 +49,13 @@ def test_each_foreground_command_is_checked():
     block = "sm-locust serve --port 8080 &   # a comment\n# a note\nsm-locust run \\\n    -u 2\nkill %1\n"
     assert commands(block) == ["sm-locust serve --port 8080 &   # a comment", "sm-locust run      -u 2", "kill %1"]
     script = checked_script(block, 1).splitlines()
-    assert script[1] == "sm-locust run      -u 2" and script[2].endswith('[ "$__rc" -le 1 ] || exit "$__rc"')
+    assert script[1] == "sm-locust run      -u 2" and script[2].endswith('{ [ "$__rc" -le 1 ]; } || exit "$__rc"')
     assert len(script) == 5  # the background command has no check
+    # a sweep's exit 1 passes only when the block's log ends saying the load generator was starved twice
+    sweep = checked_script("sm-locust sweep a.yaml --plan\nsm-locust sweep a.yaml --set x=1\n", 0).splitlines()
+    assert STARVED not in sweep[1] and sweep[1].endswith('{ [ "$__rc" -le 0 ]; } || exit "$__rc"')
+    assert sweep[3] == ('__rc=$?; echo "::rc $__rc"; { [ "$__rc" -le 0 ] || { [ "$__rc" -eq 1 ] && tail -n 3 '
+                        f'"$BLOCK_LOG" | grep -qF "{STARVED}"; }}; }} || exit "$__rc"')
 
 
 @pytest.mark.e2e
