@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
-from sm_locust.config.preflight import is_loopback
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.record.runfolder import RunData, read_run
