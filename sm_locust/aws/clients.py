@@ -2,8 +2,9 @@
 
 - region: `region.py`'s rule (the flag, AWS_REGION, AWS_DEFAULT_REGION, the profile's), else
   `default_region` (a caller that can do without one), else None (botocore: NoRegionError);
-- profile: `profile`, else boto3's chain (AWS_PROFILE, default); an unknown one raises botocore's
-  ProfileNotFound, which each caller words for its own command;
+- profile: `profile`, else boto3's chain (AWS_PROFILE, default); an unknown one is the region
+  rule's UsageError when the rule reads the profile, else botocore's ProfileNotFound, which each
+  caller words for its own command;
 - endpoint: `endpoint_url`, else botocore's own override from the environment
   (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, the config file), else AWS;
 - credentials: `keys` when given, else the chain; when the chain has none and the endpoint is this
@@ -142,8 +143,8 @@ def clients(services: Sequence[str], purpose: Purpose, *, region: str | None = N
     """One client per service, from one session (a session costs more than a client), as `client`."""
     import boto3  # lazy: boto3 costs ~230 ms to import (measured); only commands that talk to AWS need it
 
+    picked = region_for(region, profile) or default_region or None  # first: its words for an unknown profile
     session: Any = boto3.session.Session(profile_name=profile or None)  # Any: the stubs type one service per call
-    picked = region_for(region, profile) or default_region or None
     options = config(purpose, pool_size=pool_size, connect_timeout=connect_timeout, read_timeout=read_timeout)
 
     def build(service: str, with_keys: Keys | None) -> Any:

@@ -8,6 +8,7 @@ import pytest
 
 from sm_locust.aws import clients as c
 from sm_locust.aws.clients import PLACEHOLDER_KEY, Keys, Purpose, client, is_loopback
+from sm_locust.errors import UsageError
 
 LOCAL = "http://127.0.0.1:9"
 
@@ -79,8 +80,11 @@ def test_without_a_region_the_default_region_else_botocores_error(monkeypatch):
     assert c.runtime_region(None, None, None) is None
 
 
-def test_an_unknown_profile_is_botocores_error_for_the_caller_to_word():
-    with pytest.raises(botocore.exceptions.ProfileNotFound):
+def test_an_unknown_profile_is_one_line_when_the_region_rule_reads_it_else_botocores_error(monkeypatch):
+    with pytest.raises(botocore.exceptions.ProfileNotFound):  # the region came from AWS_DEFAULT_REGION
+        client("s3", Purpose.CONTROL, profile="nobody-has-this")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    with pytest.raises(UsageError, match="AWS profile 'nobody-has-this' not found"):
         client("s3", Purpose.CONTROL, profile="nobody-has-this")
 
 
