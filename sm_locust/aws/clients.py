@@ -1,21 +1,12 @@
-"""Every AWS client sm-locust makes comes from `client(service, purpose, ...)`, with one set of rules.
+"""The one AWS client factory: every boto3 client sm-locust makes comes from `client(service, purpose)`.
 
-- region: `region.py`'s rule (the flag, AWS_REGION, AWS_DEFAULT_REGION, the profile's), else
-  `default_region` (a caller that can do without one), else None (botocore: NoRegionError);
-- profile: `profile`, else boto3's chain (AWS_PROFILE, default); an unknown one is the region
-  rule's UsageError when the rule reads the profile, else botocore's ProfileNotFound, which each
-  caller words for its own command;
-- endpoint: `endpoint_url`, else botocore's own override from the environment
-  (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL, the config file), else AWS;
-- credentials: `keys` when given, else the chain; when the chain has none and the endpoint is this
-  machine (`is_loopback`), placeholders (`PLACEHOLDER_KEYS`): the local endpoint and CloudWatch
-  stand-ins check no signature, botocore still signs. The run's preflight gives its Locust child
-  the same placeholders by the same rule;
-- retries and timeouts: by `Purpose`. The runtime request path gets one attempt (a throttle is a
-  figure, never hidden behind a retry; docs/facts.md), the control plane botocore's defaults.
-
-The fast transport signs its own requests; it takes its region and credentials from the same rules
-(`runtime_region`, `chain_credentials`), and its endpoint from `region.endpoint_url_for`.
+Its rules: the region rule (`region.py`, else `default_region`); the profile (an unknown one: the
+region rule's one line, else botocore's ProfileNotFound for the caller to word); the endpoint (given, else botocore's AWS_ENDPOINT_URL_<SERVICE>); credentials (given, else
+the chain, else placeholders for an endpoint on this machine: the local endpoint and CloudWatch
+stand-ins check no signature, botocore still signs; the run's preflight gives its Locust child the
+same); retries and timeouts by `Purpose` (the runtime request path one attempt: a throttle is a
+figure, never hidden behind a retry). The fast transport signs its own requests and takes its
+region and credentials from the same rules (`runtime_region`, `chain_credentials`).
 """
 
 from __future__ import annotations
