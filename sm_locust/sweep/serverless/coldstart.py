@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Keys, Purpose, client
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Keys, Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.errors import aws_error
 
 COLD_READ_TIMEOUT_S = 120.0  # a cold start plus the model's time; longer is a failure named by its error
@@ -25,10 +26,10 @@ def runtime_client(endpoint_url: str, region: str | None, profile: str | None, e
     """A sagemaker-runtime client with retries off (a throttle or a timeout is a figure, not hidden);
     `extra_env`: the run's environment for its Locust child (its region, its placeholder keys)."""
     given = extra_env.get("AWS_ACCESS_KEY_ID"), extra_env.get("AWS_SECRET_ACCESS_KEY")
-    return client("sagemaker-runtime", Purpose.RUNTIME, region=region or extra_env.get("AWS_DEFAULT_REGION"),
-                  profile=profile, endpoint_url=endpoint_url, default_region=LOCAL_DEFAULT_REGION,
-                  keys=Keys(given[0], given[1]) if given[0] and given[1] else None,
-                  pool_size=max(10, size), connect_timeout=5, read_timeout=COLD_READ_TIMEOUT_S)
+    return aws_client("sagemaker-runtime", Purpose.RUNTIME, region=region or extra_env.get("AWS_DEFAULT_REGION"),
+                      profile=profile, endpoint_url=endpoint_url, default_region=LOCAL_DEFAULT_REGION,
+                      keys=Keys(given[0], given[1]) if given[0] and given[1] else None,
+                      pool_size=max(10, size), connect_timeout=5, read_timeout=COLD_READ_TIMEOUT_S)
 
 
 def fire_round(client, endpoint_name: str, invocations: list, n: int, round_no: int) -> list[dict[str, Any]]:
