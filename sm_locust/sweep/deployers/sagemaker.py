@@ -23,9 +23,9 @@ All three resources are named `<sweep id>-<configuration key>-<stamp>` and tagge
 `sm-locust:sweep=<sweep id>`; `cleanup(sweep_id)` lists resources whose name contains the sweep id,
 keeps those carrying the tag, and deletes them (what a killed sweep left behind).
 
-The client is injected (tests pass one aimed at a moto server); by default it comes from boto3's
-usual chain, so `AWS_ENDPOINT_URL_SAGEMAKER` redirects the control plane and, independently,
-`AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` the load test's runtime calls.
+The client is injected (tests pass one aimed at a moto server); by default it comes from the AWS
+client factory (`sm_locust.aws.clients`), so `AWS_ENDPOINT_URL_SAGEMAKER` redirects the control
+plane and, independently, `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` the load test's runtime calls.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sm_locust.aws.clients import Purpose, client
+from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
@@ -109,7 +110,7 @@ class SageMakerDeployer(Deployer):
             region = region_for(self.region, self.profile)  # the one rule: --region, AWS_REGION, ..., the profile
             if not region:
                 raise UsageError(NO_REGION.format(what=" for SageMaker"))
-            self._client = client("sagemaker", Purpose.CONTROL, region=region, profile=self.profile)
+            self._client = aws_client("sagemaker", Purpose.CONTROL, region=region, profile=self.profile)
         return self._client
 
     # -- before creating anything -----------------------------------------------------------------
