@@ -1,12 +1,13 @@
 """The one AWS client factory: every boto3 client sm-locust makes comes from `client(service, purpose)`.
 
 Its rules: the region rule (`region.py`, else `default_region`); the profile (an unknown one: the
-region rule's one line, else botocore's ProfileNotFound for the caller to word); the endpoint (given, else botocore's AWS_ENDPOINT_URL_<SERVICE>); credentials (given, else
-the chain, else placeholders for an endpoint on this machine: the local endpoint and CloudWatch
-stand-ins check no signature, botocore still signs; the run's preflight gives its Locust child the
-same); retries and timeouts by `Purpose` (the runtime request path one attempt: a throttle is a
-figure, never hidden behind a retry). The fast transport signs its own requests and takes its
-region and credentials from the same rules (`runtime_region`, `chain_credentials`).
+region rule's one line, else botocore's ProfileNotFound for the caller to word); the endpoint
+(given, else botocore's AWS_ENDPOINT_URL_<SERVICE>); credentials (given, else the chain, else
+placeholders for an endpoint on this machine: the local endpoint and CloudWatch stand-ins check no
+signature, botocore still signs; the run's preflight gives its Locust child the same); retries and
+timeouts by `Purpose` (the runtime request path one attempt: a throttle is a figure, never hidden
+behind a retry). The fast transport signs its own requests and takes its region and credentials
+from the same rules (`runtime_region`, `chain_credentials`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from sm_locust.aws.region import region_for
+
+if TYPE_CHECKING:  # botocore loads when a client is made, never at import time
+    from botocore.config import Config
+    from botocore.credentials import Credentials
 
 PLACEHOLDER_KEY = "sm-locust-local"
 LOCAL_DEFAULT_REGION = "us-east-1"  # a local endpoint does not care; signing still needs a region
@@ -35,10 +40,10 @@ class Keys:
     token: str | None = None
 
     @classmethod
-    def of(cls, credentials: Any) -> Keys:
+    def of(cls, credentials: Credentials) -> Keys:
         """A copy of a botocore credentials object's current keys."""
         frozen = credentials.get_frozen_credentials()
-        return cls(frozen.access_key, frozen.secret_key, frozen.token)
+        return cls(frozen.access_key or "", frozen.secret_key or "", frozen.token)
 
     def __repr__(self) -> str:  # never show the keys
         return "Keys(...)"
@@ -85,7 +90,7 @@ def runtime_region(region: str | None, profile: str | None, endpoint_url: str | 
     return region_for(region, profile) or (LOCAL_DEFAULT_REGION if endpoint_url else None)
 
 
-def chain_credentials(profile: str | None = None) -> Any:
+def chain_credentials(profile: str | None = None) -> Credentials | None:
     """The credentials boto3's chain finds for `profile` (None when it finds none); no network call
     beyond what the chain itself makes."""
     import botocore.session  # lazy: botocore costs ~190 ms (measured); after Locust has patched gevent
@@ -94,7 +99,7 @@ def chain_credentials(profile: str | None = None) -> Any:
 
 
 def config(purpose: Purpose, *, pool_size: int | None = None, connect_timeout: float | None = None,
-           read_timeout: float | None = None) -> Any:
+           read_timeout: float | None = None) -> Config:
     """The botocore `Config` of `purpose`; a given timeout or pool size replaces the purpose's."""
     from botocore.config import Config  # lazy: with boto3, only when a client is made
 
