@@ -29,13 +29,13 @@ from typing import Any
 
 import pandas as pd
 
+from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.core.launch import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
 from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path
 from sm_locust.report.merge import errors_by_code, interval_columns
-from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 TIMELINE_COLUMNS = ["time", "users", "spawning", "requests", "failures", "rps", "goodput_rps", "p50_ms", "p95_ms",

@@ -20,9 +20,10 @@ import contextlib
 import logging
 from importlib import resources
 
-import boto3
 import pandas as pd
 
+from sm_locust.aws.clients import Keys, Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import parse_options
@@ -99,8 +100,8 @@ class CloudWatchStandIn:
         self._server.stop()
 
     def client(self):
-        return boto3.client("cloudwatch", endpoint_url=self.url, region_name=STAND_IN_REGION,
-                            aws_access_key_id=STAND_IN_KEY, aws_secret_access_key=STAND_IN_KEY)
+        return aws_client("cloudwatch", Purpose.READ, region=STAND_IN_REGION, endpoint_url=self.url,
+                          keys=Keys(STAND_IN_KEY, STAND_IN_KEY))
 
 
 def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:

@@ -6,7 +6,7 @@ the run has an endpoint name and AWS configuration (or a CloudWatch URL) is pres
 off for a run against the local endpoint unless AWS_ENDPOINT_URL_CLOUDWATCH is set (see
 `cloudwatch_default`). Exit codes: 0 all data present, 1 report written but something missing
 (each gap printed), 2 usage error (not a run folder, bad option). An s3:// RUN_DIR (a run uploaded
-with `sm-locust run --upload`) is downloaded first (`sm_locust.report.s3`).
+with `sm-locust run --upload`) is downloaded first (`sm_locust.aws.s3`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.errors import UsageError
 from sm_locust.publish.verify import published_line
 from sm_locust.record.runfolder import read_summary
 from sm_locust.report.cloudwatch import make_client
 from sm_locust.report.pipeline import ReportOptions, build_report, check_report_names, check_report_values
-from sm_locust.report.s3 import fetch_run, s3_client
 from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 

@@ -15,13 +15,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.aws.s3 import S3Location
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import check_config_files
 from sm_locust.config.options import Options, option_value, parse_options
 from sm_locust.core.launch import LoadSettings
 from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_users, chosen_shape, default_run_time
 from sm_locust.errors import UsageError
-from sm_locust.report.s3 import S3Location
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.util.numbers import check_number
 

@@ -2,9 +2,10 @@
 
 One GetMetricData call carries up to 500 queries and answers up to 100,800 datapoints per page;
 the fetcher batches queries by 500 and follows NextToken, so a 24 h run at 60 s fits in a few
-calls. The client is injected (`cloudwatch=`); without one a boto3 client is built lazily from
-region/profile, and botocore itself honours `AWS_ENDPOINT_URL_CLOUDWATCH` (a moto server or the
-local endpoint's stand-in), so tests never need the network.
+calls. The client is injected (`cloudwatch=`); without one the AWS client factory
+(`sm_locust.aws.clients`) builds one from region/profile, and botocore itself honours
+`AWS_ENDPOINT_URL_CLOUDWATCH` (a moto server or the local endpoint's stand-in), so tests never need
+the network.
 
 CloudWatch publishes with a lag of a few minutes. A report asked for right after a run gets what
 exists, and the gap is named ("ModelLatency: data up to 14:22 UTC, the run ended 14:25 UTC, 3 min
@@ -30,7 +31,9 @@ import pandas as pd
 from botocore import exceptions as bx
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sm_locust.aws.region import NO_REGION, region_for
+from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import client as aws_client
+from sm_locust.aws.region import NO_REGION
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
     INFERENCE_COMPONENTS_NS,
@@ -49,14 +52,8 @@ Progress = Callable[[str], None]
 
 
 def make_client(region: str | None = None, profile: str | None = None):
-    """A boto3 CloudWatch client with short timeouts and one retry (a report must not hang)."""
-    # lazy: boto3 costs ~230 ms to import (measured) and --no-cloudwatch or an injected client never need it
-    import boto3
-    from botocore.config import Config
-
-    session = boto3.session.Session(profile_name=profile, region_name=region_for(region, profile) or None)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=30)
-    return session.client("cloudwatch", config=config)
+    """A CloudWatch client for reading metrics: short timeouts and one retry (a report must not hang)."""
+    return aws_client("cloudwatch", Purpose.READ, region=region, profile=profile)
 
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
-from sm_locust.config.preflight import is_loopback
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.record.runfolder import RunData, read_run
@@ -417,7 +417,7 @@ class PreparedReport:
 
     run_dir: Path
     options: ReportOptions
-    model: Any  # render.ReportModel (render is imported only when a report is made)
+    model: ReportModel
     cloudwatch: dict[str, Any]
 
 
@@ -485,7 +485,8 @@ def build_report(
     say(f"writing {outputs['timeseries']} ({len(model.seconds):,} rows)")
     write_timeseries(model.seconds, outputs["timeseries"], time=merge.iso_seconds)
     write_table(model.steps, outputs["steps"])
-    write_table(model.hours, outputs["hourly"])
+    if model.hours is not None:  # prepare_report always draws them; a model built elsewhere may not
+        write_table(model.hours, outputs["hourly"])
     say(f"rendering {outputs['html']}")
     write_atomic(outputs["html"], render_html(model))
     summary_path = prepared.run_dir / "summary.json"

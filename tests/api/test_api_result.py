@@ -13,8 +13,8 @@ import pytest
 from moto import mock_aws
 
 import sm_locust
+from sm_locust.aws.s3 import S3Location, upload_folder
 from sm_locust.errors import UsageError
-from sm_locust.report.s3 import S3Location, upload_folder
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
