@@ -35,6 +35,7 @@ from sm_locust.gates.decide import (
     longer_run_factor,
     longer_run_text,
 )
+from sm_locust.record.model import percentile_key
 from sm_locust.record.runfolder import Metrics, RunData
 from sm_locust.util.formatting import MISSING, compact, percent, with_interval
 
@@ -122,7 +123,7 @@ class MaxLatency(Gate):
 
     @property
     def key(self) -> str:
-        return f"p{self.percentile}_ms"
+        return percentile_key(self.percentile)
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
