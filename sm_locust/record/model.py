@@ -582,6 +582,12 @@ class Summary(Record):
     publish: Mapping[str, Any] | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
 
+    @classmethod
+    def of(cls, summary: Summary | Mapping[str, Any]) -> Summary:
+        """`summary` as typed records: itself, or summary.json's object read without judging it (this
+        process's own, or one already held to its shape)."""
+        return summary if isinstance(summary, Summary) else cls.from_json(summary, check=False)
+
     @property
     def inconclusive(self) -> bool:
         """The run's verdict says the load generator, not the endpoint, decided the answer."""
