@@ -581,6 +581,10 @@ class Summary(Record):
     traffic: Mapping[str, Any] | None = json_field("object?")
     publish: Mapping[str, Any] | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
+    # what `sm-locust report` adds to the file (report/pipeline.py)
+    cloudwatch: Mapping[str, Any] | None = json_field("object?")
+    cost: Mapping[str, Any] | None = json_field("object?")
+    report: Mapping[str, Any] | None = json_field("object?")
 
     @classmethod
     def of(cls, summary: Summary | Mapping[str, Any]) -> Summary:
