@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any, ClassVar, TypeVar
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
-from sm_locust.util.formatting import compact
+from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "Hour", "InstanceSample", "Llm", "Mix", "ModelCache",
            "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target", "Totals", "Verdict",
@@ -36,14 +36,6 @@ R = TypeVar("R", bound="Record")
 def percentile_key(percentile: float, prefix: str = "") -> str:
     """summary.json's name of a percentile: 95 -> 'p95_ms', 99.9 -> 'p99_9_ms'; `prefix` 'ttft_' -> 'ttft_p95_ms'."""
     return f"{prefix}p{compact(float(percentile)).replace('.', '_')}_ms"
-
-
-def load_words(users: float | None, rate: float | None) -> str:
-    """A step's load as every surface words it: '40 req/s offered' (open loop), '12 users', '1 user'."""
-    if rate is not None:
-        return f"{rate:g} req/s offered"
-    count = int(users or 0)
-    return f"{count} user{'s' if count != 1 else ''}"
 
 
 class ShapeError(ValueError):
