@@ -8,10 +8,7 @@ priced figures, `report.render.closing_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from sm_locust.record.model import Llm, Summary, load_words
+from sm_locust.record.model import JsonObject, Llm, Summary, load_words
 from sm_locust.util.formatting import latency, number, percent
 
 
@@ -24,7 +21,7 @@ def _verdict_llm(summary: Summary) -> tuple[Llm | None, str]:
     return summary.llm, "whole run"
 
 
-def answer_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
+def answer_lines(summary: Summary | JsonObject) -> list[str]:
     """'cache: ...' for a run with a model cache, 'tokens: ...' for a run that counted tokens; [] else."""
     record = Summary.of(summary)
     lines = []

@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from sm_locust.config.options import Options
 from sm_locust.gates import decide
-from sm_locust.record.model import Interval, Llm, Plateau, Step, Summary, load_words, percentile_key
+from sm_locust.record.model import Interval, JsonObject, Llm, Plateau, Step, Summary, load_words, percentile_key
 from sm_locust.util.formatting import MISSING, compact, is_missing, latency, percent, with_interval
 
 PASS, FAIL, INCONCLUSIVE = (decide.WORDS[status] for status in (decide.PASS, decide.FAIL, decide.INCONCLUSIVE))
@@ -109,7 +109,7 @@ def _latency_check(name: str, value: object, interval: Interval | None, limit: f
                  f"{where}; its 95 % interval straddles the limit")
 
 
-def run_checks(summary: Summary | Mapping[str, Any], options: Any) -> list[Check]:
+def run_checks(summary: Summary | JsonObject, options: Options) -> list[Check]:
     """One Check per limit given in `options` (parsed `Options`: `given` names the options set),
     judged on summary.json's figures; [] when no SLO or stop condition was given."""
     if not isinstance(summary, Summary):
@@ -153,7 +153,7 @@ STOP_CONDITIONS = {
 }
 
 
-def _stop_checks(summary: Summary, options: Any, given: set[str]) -> list[Check]:
+def _stop_checks(summary: Summary, options: Options, given: set[str]) -> list[Check]:
     """How far the run went against each stop condition given; STOP for the one that ended it."""
     steps = summary.steps
     reason = str(summary.stop_reason or (summary.plateau.stop_reason if summary.plateau else None) or "")

@@ -38,7 +38,7 @@ from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.publish.sender import closing_clause
-from sm_locust.record.model import Interval, Summary
+from sm_locust.record.model import Interval, JsonObject, Summary
 from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
@@ -346,7 +346,7 @@ def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], Non
     return "\n".join(tail)
 
 
-def verdict_line(summary: Summary | Mapping[str, Any]) -> str:
+def verdict_line(summary: Summary | JsonObject) -> str:
     """The totals line `run` closes with, the plateau's verdict and an INCONCLUSIVE line under it."""
     record = Summary.of(summary)
     t = record.totals
@@ -380,7 +380,7 @@ def verdict_line(summary: Summary | Mapping[str, Any]) -> str:
     return line
 
 
-def whole_run_intervals(summary: Summary | Mapping[str, Any]) -> Mapping[str, Interval | None]:
+def whole_run_intervals(summary: Summary | JsonObject) -> Mapping[str, Interval | None]:
     """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
     load changed, the whole-run rate averages different loads and its interval says nothing useful
     (the steps' intervals are the ones to read); {} otherwise."""
@@ -390,7 +390,7 @@ def whole_run_intervals(summary: Summary | Mapping[str, Any]) -> Mapping[str, In
     return record.totals.ci95
 
 
-def inconclusive_reason(summary: Summary | Mapping[str, Any]) -> str | None:
+def inconclusive_reason(summary: Summary | JsonObject) -> str | None:
     """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.verdict_of), or None."""
     record = Summary.of(summary)
     if record.inconclusive:
@@ -399,7 +399,7 @@ def inconclusive_reason(summary: Summary | Mapping[str, Any]) -> str | None:
     return None
 
 
-def nothing_completed(summary: Summary | Mapping[str, Any]) -> str | None:
+def nothing_completed(summary: Summary | JsonObject) -> str | None:
     """`no request completed: 4 were in flight at the stop (...)` when the run sent nothing that ended
     (a test shorter than the endpoint's answers, a shape that never started a user); else None."""
     totals = Summary.of(summary).totals
@@ -412,7 +412,7 @@ def nothing_completed(summary: Summary | Mapping[str, Any]) -> str | None:
     return "no request completed: nothing was sent (check --users, the shape and --run-time)"
 
 
-def every_request_failed(summary: Summary | Mapping[str, Any], out: Path) -> str | None:
+def every_request_failed(summary: Summary | JsonObject, out: Path) -> str | None:
     """`every request failed: ValidationError x2625 (first: ...)` when the run sent requests and none
     succeeded (the endpoint, the payload or the credentials are wrong, not the load); else None."""
     totals = Summary.of(summary).totals

@@ -23,13 +23,14 @@ from typing import Any, ClassVar, TypeVar
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
-__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "Hour", "InstanceSample", "Llm", "Mix", "ModelCache",
+__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix", "ModelCache",
            "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target", "Totals", "Verdict",
            "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
 Interval = tuple[float, float]
 Intervals = Mapping[str, Interval | None]
+JsonObject = Mapping[str, Any]  # a JSON object as read (a section this version does not type, or a whole file)
 R = TypeVar("R", bound="Record")
 
 
@@ -296,10 +297,10 @@ class Totals(Record, _Figures):
     error_rate: float | None = json_field("number?")
     in_flight_at_stop: int | None = json_field("count?")
     ci95: Intervals | None = json_field("intervals?")
-    open_loop: Mapping[str, Any] | None = json_field("object")
-    backoff: Mapping[str, Any] | None = json_field("object?")
+    open_loop: JsonObject | None = json_field("object")
+    backoff: JsonObject | None = json_field("object?")
     request_types: list[str] | None = json_field("list?")
-    latency_series: Mapping[str, Any] | None = json_field("object?")
+    latency_series: JsonObject | None = json_field("object?")
 
     @property
     def failure_rate(self) -> float:
@@ -459,7 +460,7 @@ class Hour(Record):
     client_cpu_pct: float | None = json_field("number?")
     backoffs: int | None = json_field("count?")
     target_rate: float | None = json_field("number?")
-    errors: Mapping[str, Any] | None = json_field("object?")
+    errors: JsonObject | None = json_field("object?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -484,8 +485,8 @@ class ModelCache(Record):
     requests: int = json_field("count", default=0)
     hit_rate: float | None = json_field("number?")
     threshold_ms: float | None = json_field("number?")
-    cold: Mapping[str, Any] | None = json_field("object?")
-    warm: Mapping[str, Any] | None = json_field("object?")
+    cold: JsonObject | None = json_field("object?")
+    warm: JsonObject | None = json_field("object?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -498,7 +499,7 @@ class Mix(Record):
     targets: int | None = json_field("count")
     seed: float | None = json_field("number?")
     zipf_s: float | None = json_field("number?")
-    top_weights: Mapping[str, Any] | None = json_field("object?")
+    top_weights: JsonObject | None = json_field("object?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -530,20 +531,20 @@ class Autoscaling(Record):
     source: str | None = json_field("text?")
     time_scale: float | None = json_field("number?")
     duration_s: float | None = json_field("number?")
-    policy: Mapping[str, Any] | None = json_field("object?")
+    policy: JsonObject | None = json_field("object?")
     scale_events: tuple[ScaleEvent, ...] = json_field(ListOf(ScaleEvent), default=())
     instances: tuple[InstanceSample, ...] = json_field(ListOf(InstanceSample), default=())
-    periods: list[Any] | None = json_field("list?")
+    periods: list[JsonObject] | None = json_field("list?")
     peak_instances: int | None = json_field("count?")
     instance_hours: float | None = json_field("number?")
     cost_usd: float | None = json_field("number?")
-    slo: Mapping[str, Any] | None = json_field("object?")
+    slo: JsonObject | None = json_field("object?")
     slo_breach_s: float | None = json_field("number?")
-    breaches: list[Any] | None = json_field("list?")
+    breaches: list[list[float]] | None = json_field("list?")
     failed: int | None = json_field("count?")
     throttled: int | None = json_field("count?")
     flaps: int | None = json_field("count?")
-    watched: Mapping[str, Any] | None = json_field("object?")
+    watched: JsonObject | None = json_field("object?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -563,23 +564,23 @@ class Summary(Record):
     complete: bool | None = json_field("bool?")
     hours: tuple[Hour, ...] | None = json_field(ListOf(Hour))
     by_name: Mapping[str, Totals] | None = json_field(MapOf(Totals))
-    latency_series: Mapping[str, Any] | None = json_field("object?")
-    payload: Mapping[str, Any] | None = json_field("object?")
+    latency_series: JsonObject | None = json_field("object?")
+    payload: JsonObject | None = json_field("object?")
     stop_reason: str | None = json_field("text?")
     targets: tuple[Target, ...] | None = json_field(ListOf(Target))
     model_cache: ModelCache | None = json_field(ModelCache)
     mix: Mix | None = json_field(Mix)
     autoscaling: Autoscaling | None = json_field(Autoscaling)
-    traffic: Mapping[str, Any] | None = json_field("object?")
-    publish: Mapping[str, Any] | None = json_field("object?")
+    traffic: JsonObject | None = json_field("object?")
+    publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
     # what `sm-locust report` adds to the file (report/pipeline.py)
-    cloudwatch: Mapping[str, Any] | None = json_field("object?")
-    cost: Mapping[str, Any] | None = json_field("object?")
-    report: Mapping[str, Any] | None = json_field("object?")
+    cloudwatch: JsonObject | None = json_field("object?")
+    cost: JsonObject | None = json_field("object?")
+    report: JsonObject | None = json_field("object?")
 
     @classmethod
-    def of(cls, summary: Summary | Mapping[str, Any]) -> Summary:
+    def of(cls, summary: Summary | JsonObject) -> Summary:
         """`summary` as typed records: itself, or summary.json's object read without judging it (this
         process's own, or one already held to its shape)."""
         return summary if isinstance(summary, Summary) else cls.from_json(summary, check=False)

@@ -41,7 +41,6 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,7 @@ import pandas as pd
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import is_latency_series
-from sm_locust.record.model import ShapeError, Summary, Totals
+from sm_locust.record.model import JsonObject, ShapeError, Summary, Totals
 from sm_locust.record.schema import check_summary, drop_malformed_rows
 from sm_locust.record.timeline import head_reader, read_count_lines, timeline_path, whole_lines_size
 from sm_locust.util.yamlsafe import load_json
@@ -140,7 +139,7 @@ class Metrics:
         return {50: self.p50_ms, 95: self.p95_ms, 99: self.p99_ms}[pct]
 
     @classmethod
-    def from_totals(cls, totals: Totals | Mapping[str, Any]) -> Metrics:
+    def from_totals(cls, totals: Totals | JsonObject) -> Metrics:
         """summary.json's `totals` object, or one of its `by_name` records (docs/summary.md)."""
         if not isinstance(totals, Totals):
             totals = Totals.from_json(totals, check=False)
@@ -150,7 +149,7 @@ class Metrics:
                    goodput_rps=_number(totals.goodput_rps))
 
 
-def summary_by_name(summary: Summary | Mapping[str, Any]) -> dict[str, Metrics] | None:
+def summary_by_name(summary: Summary | JsonObject) -> dict[str, Metrics] | None:
     """summary.json's exact per-name figures (`by_name`), None when the run has none (older runs)."""
     records = (summary if isinstance(summary, Summary) else _lenient(summary)).by_name
     if records is None:
@@ -158,7 +157,7 @@ def summary_by_name(summary: Summary | Mapping[str, Any]) -> dict[str, Metrics] 
     return {str(name): Metrics.from_totals(record) for name, record in records.items()}
 
 
-def _lenient(summary: Mapping[str, Any]) -> Summary:
+def _lenient(summary: JsonObject) -> Summary:
     """summary.json's object as typed records, without judging it (a folder's was judged when read;
     an in-process run's is this process's own); an object of the wrong shape reads as empty."""
     try:
@@ -249,7 +248,7 @@ class RunData:
         return interrupted_line(self.record)
 
 
-def interrupted_line(summary: Summary | Mapping[str, Any]) -> str | None:
+def interrupted_line(summary: Summary | JsonObject) -> str | None:
     """'the run did not end normally ...' for a summary.json that is a checkpoint, else None (a
     finished run, or one from before `complete` was written)."""
     record = summary if isinstance(summary, Summary) else _lenient(summary)
