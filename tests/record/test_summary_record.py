@@ -131,3 +131,20 @@ def test_one_name_per_percentile_and_one_wording_per_load():
     assert percentile_key(95, "ttft_") == "ttft_p95_ms"
     assert [load_words(1, None), load_words(12, None), load_words(0, 40.0), load_words(3, 2.5)] == [
         "1 user", "12 users", "40 req/s offered", "2.5 req/s offered"]
+
+
+def test_a_section_grows_by_one_field_and_reads_it_typed():
+    from dataclasses import dataclass
+
+    from sm_locust.record.model import json_field
+
+    @dataclass(frozen=True, kw_only=True)
+    class LaggedStep(Step):
+        loop_lag_ms: float | None = json_field("number?")
+
+    data = {"users": 2, "rps": 9.5, "loop_lag_ms": 3.25, "later": True}
+    step = LaggedStep.from_json(data)
+    assert (step.loop_lag_ms, step.rps, step.extra) == (3.25, 9.5, {"later": True})
+    assert step.to_json() == data and list(step.to_json()) == list(data)
+    with pytest.raises(ShapeError, match=r"^loop_lag_ms is 'slow' \(a JSON string\), not a number$"):
+        LaggedStep.from_json({**data, "loop_lag_ms": "slow"})
