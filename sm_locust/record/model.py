@@ -202,8 +202,9 @@ class Record:
     @classmethod
     def from_json(cls: type[R], data: object, where: str = "", *, check: bool = True) -> R:
         """Read one object of summary.json (`where`: its place, for the error); ShapeError when a
-        known key has the wrong kind (`check=False`: the figures of this process, taken as they are).
-        Unknown keys are kept in `extra`."""
+        known key has the wrong kind. `check=False` (this process's own figures, or a file already
+        held to its shape) takes values as they are, and a section that cannot be read at all reads
+        as its default (kept in `extra`, so it is written back as it was). Unknown keys are kept in `extra`."""
         if not isinstance(data, Mapping):
             raise ShapeError(f"{where or 'it'} is a JSON {_json_type(data)}, not an object"
                              if where else f"it holds a JSON {_json_type(data)}, not an object")
@@ -211,11 +212,16 @@ class Record:
         values: dict[str, object] = {}
         extra: dict[str, object] = {}
         for key, value in data.items():
-            if key in spec:
-                attribute, kind, nullable = spec[key]
-                values[attribute] = _read(value, kind, f"{where}.{key}" if where else key, nullable, check)
-            else:
+            if key not in spec:
                 extra[key] = value
+                continue
+            attribute, kind, nullable = spec[key]
+            try:
+                values[attribute] = _read(value, kind, f"{where}.{key}" if where else key, nullable, check)
+            except (ShapeError, TypeError, AttributeError, IndexError) as unreadable:
+                if check:
+                    raise ShapeError(str(unreadable)) from None
+                extra[key] = value  # the field keeps its default
         return cls(keys=tuple(data), extra=extra, **values)
 
     @classmethod
@@ -236,7 +242,8 @@ class Record:
         by_attribute = {attribute: (key, kind) for key, (attribute, kind, _nullable) in spec.items()}
         known = {name: _read(value, by_attribute[name][1], name, check=False)
                  for name, value in values.items() if name in by_attribute}
-        extra = {**self.extra, **{name: value for name, value in values.items() if name not in by_attribute}}
+        extra = {**{key: value for key, value in self.extra.items() if spec.get(key, ("",))[0] not in values},
+                 **{name: value for name, value in values.items() if name not in by_attribute}}
         new = [by_attribute[name][0] if name in by_attribute else name for name in values]
         keys = self.keys + tuple(key for key in new if key not in self.keys)
         return replace(self, keys=keys, extra=extra, **known)
@@ -250,7 +257,7 @@ class Record:
         spec = self.json_spec()
         out: dict[str, object] = {}
         for key in self.keys:
-            if key in spec:
+            if key in spec and key not in self.extra:
                 attribute, kind, _nullable = spec[key]
                 out[key] = _dump(getattr(self, attribute), kind)
             else:

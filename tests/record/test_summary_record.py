@@ -148,3 +148,16 @@ def test_a_section_grows_by_one_field_and_reads_it_typed():
     assert step.to_json() == data and list(step.to_json()) == list(data)
     with pytest.raises(ShapeError, match=r"^loop_lag_ms is 'slow' \(a JSON string\), not a number$"):
         LaggedStep.from_json({**data, "loop_lag_ms": "slow"})
+
+
+def test_unjudged_reading_skips_a_section_it_cannot_read_and_writes_it_back():
+    data = {"schema": 1, "totals": [], "steps": "none", "plateau": 3, "autoscaling": {"instances": [{"t_s": 1,
+                                                                                                   "desired": 2}]}}
+    summary = Summary.of(data)  # not judged: what a reader of this process's own dict does
+    assert summary.totals.requests == 0 and summary.steps == () and summary.plateau is None
+    assert summary.autoscaling is not None and summary.autoscaling.instances[0].desired == 2
+    assert summary.to_json() == data
+    with pytest.raises(ShapeError, match="^totals is"):
+        Summary.from_json(data)
+    fixed = summary.adding(plateau={"users": 2})
+    assert fixed.plateau is not None and fixed.plateau.users == 2 and fixed.to_json()["plateau"] == {"users": 2}
