@@ -1,7 +1,8 @@
 """`summary.json`: the public, versioned result of a run (documented in docs/summary.md).
 
-Schema 1 keys are a contract: later versions add keys, never rename or remove these.
-`build_summary` is pure (fed plain data); `write_json` writes atomically so a reader never sees a
+Schema 1 keys are a contract: later versions add keys, never rename or remove these. The file is
+defined by `record.model`'s typed records: `run_summary` builds a `model.Summary` (pure, fed plain
+data), `build_summary` its JSON object; `write_json` writes atomically so a reader never sees a
 half-written file; `iso` is the run folder's one time format (summary.json, the report's CSVs).
 
 Per-step entries come from the per-second timeline, and there is ONE implementation of per-step
