@@ -31,6 +31,7 @@ from sm_locust.core.start import start_run
 from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
 from sm_locust.gates.spec import with_default_error_gate
+from sm_locust.record.model import Summary
 from sm_locust.record.runfolder import load_run
 from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
@@ -98,4 +99,4 @@ def _short_run(args: argparse.Namespace):
     failed = nothing_completed(summary)
     if failed:  # no gate can judge a run in which nothing completed
         raise RunError(failed)
-    return out, float(summary.get("duration_s") or 0.0)
+    return out, float(Summary.of(summary).duration_s or 0.0)

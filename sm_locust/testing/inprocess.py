@@ -24,6 +24,7 @@ from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.cli import INCONCLUSIVE_CHOICES, closing_line
 from sm_locust.gates.spec import GateSpec
 from sm_locust.invocation import Invocation
+from sm_locust.record.model import Summary
 from sm_locust.record.recorder import RunRecorder, attach_recorder
 from sm_locust.record.runfolder import RunData, load_run
 from sm_locust.users import SageMakerUser
@@ -38,20 +39,26 @@ class LoadTestResult:
     out_dir: Path | None = None
 
     @property
+    def record(self) -> Summary:
+        """summary.json's content as typed records (`sm_locust.record.model`)."""
+        return Summary.of(self.summary)
+
+    @property
     def totals(self) -> dict:
-        return self.summary["totals"]
+        """summary.json's `totals` object (`record.totals` typed)."""
+        return self.record.totals.to_json()
 
     @property
     def requests(self) -> int:
-        return int(self.totals["requests"])
+        return int(self.record.totals.requests)
 
     @property
     def failures(self) -> int:
-        return int(self.totals["failures"])
+        return int(self.record.totals.failures)
 
     @property
     def errors(self) -> dict[str, int]:
-        return dict(self.totals.get("errors") or {})
+        return dict(self.record.totals.errors or {})
 
     def run_data(self):
         """The gates' view: totals and exact per-name figures from the summary (as `sm-locust smoke` reads them)."""
