@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))
         if stand_in is not None:
             stack.enter_context(stand_in)
-            config.cloudwatch_url = stand_in.url
+            config = config.with_changes(cloudwatch_url=stand_in.url)
             print(f"sm-locust demo: CloudWatch stand-in (moto) on {stand_in.url}", flush=True)
         print(f"sm-locust demo: starting the local endpoint (max concurrency {args.max_concurrency}, service time "
               f"{args.service_time_ms:g} ms: capacity ~{capacity:.0f} req/s)", flush=True)
