@@ -29,11 +29,14 @@ from sm_locust.core.launch import nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
 from sm_locust.errors import RunError, UsageError
-from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
+from sm_locust.gates.cli import GateSettings, add_gate_arguments, gates_from_settings, report
 from sm_locust.gates.spec import with_default_error_gate
 from sm_locust.record.runfolder import load_run
 from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
+# Gate options that are also `run` options, declared once there: `--max-error-rate` (the shapes' stop
+# condition) is the whole-run error-rate gate.
+SHARED_WITH_RUN = ("--max-error-rate",)
 SMOKE_USERS = 2
 SMOKE_RUN_TIME = "15s"  # long enough for a 95 % interval that can decide a gate (docs/gates.md)
 
@@ -50,18 +53,18 @@ def add_parser(subparsers) -> None:
                    help="gate this existing run folder instead of running a test")
     add_cli_options(p)
     add_load_arguments(p)
-    add_gate_arguments(p)  # last: a flag the options above already declare keeps its declaration
+    add_gate_arguments(p, shared=SHARED_WITH_RUN)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show Locust's output and its periodic tables (--locust-stats: the tables alone)")
     p.set_defaults(accepts_passthrough=True, quiet=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    gates = with_default_error_gate(gates_from_args(args),  # every usage error before anything runs
-                                    error_rate_given=_whole_run_limit(getattr(args, "max_error_rate", None)),
-                                    baseline=bool(args.baseline))
-    if args.junit:  # written at the end: a path that cannot be written fails now, not after the test
-        check_output_file(Path(args.junit), "--junit")
+    settings = GateSettings.parse(args)
+    gates = with_default_error_gate(gates_from_settings(settings),  # every usage error before anything runs
+                                    error_rate_given=settings.whole_run_error_rate, baseline=bool(settings.baseline))
+    if settings.junit:  # written at the end: a path that cannot be written fails now, not after the test
+        check_output_file(Path(settings.junit), "--junit")
     if args.run_dir:
         if args.endpoint_name or getattr(args, "passthrough", None):
             raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or "
@@ -73,16 +76,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         out, summary_duration = _short_run(args)
         run_data = load_run(out)
-    _, code = report(gates, run_data, junit=args.junit, prefix="sm-locust smoke", duration_s=summary_duration,
-                     properties={"run_dir": str(out)}, inconclusive=args.inconclusive)
+    _, code = report(gates, run_data, junit=settings.junit, prefix="sm-locust smoke", duration_s=summary_duration,
+                     properties={"run_dir": str(out)}, inconclusive=settings.inconclusive)
     return code
-
-
-def _whole_run_limit(value) -> bool:
-    """True when `--max-error-rate` was given for the whole run (a value without NAME=); the flag is
-    the shapes' float option or the gates' repeatable `[NAME=]VALUE`, whichever declared it."""
-    values = value if isinstance(value, (list, tuple)) else ([] if value is None else [value])
-    return any("=" not in str(v) for v in values)
 
 
 def _short_run(args: argparse.Namespace):
