@@ -24,6 +24,7 @@ import boto3
 import pandas as pd
 
 from sm_locust.cli.commands import add_command_parser
+from sm_locust.config.argtypes import argument_type
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import parse_options
 from sm_locust.config.preflight import preflight
@@ -43,7 +44,7 @@ from sm_locust.publish.verify import compare, read_published
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
 from sm_locust.util.formatting import MISSING
-from sm_locust.util.numbers import MAX_USERS, argument_type
+from sm_locust.util.numbers import MAX_USERS
 from sm_locust.util.outputs import locked_folder
 
 DEMO_ENDPOINT = "sm-locust-demo"

@@ -20,11 +20,12 @@ without a whole-run `--max-error-rate` or a `--baseline`, the default gate allow
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import add_cli_options
-from sm_locust.core.arguments import add_load_arguments
+from sm_locust.core.arguments import RunArguments, add_load_arguments
 from sm_locust.core.launch import nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
@@ -82,13 +83,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _short_run(args: argparse.Namespace):
-    if args.users is None and not args.shape:
-        args.users = SMOKE_USERS
-    if args.run_time is None and not args.shape:
-        args.run_time = SMOKE_RUN_TIME
-    if args.verbose or args.locust_stats:  # smoke is quiet unless asked: Locust's output, with its tables
-        args.quiet, args.locust_stats = False, True
-    out, summary = start_run(plan_run(args))
+    arguments = RunArguments.parse(args, args.passthrough)
+    run = arguments.run
+    changes: dict = {}
+    if run.users is None and not run.shape:
+        changes["users"] = SMOKE_USERS
+    if run.run_time is None and not run.shape:
+        changes["run_time"] = SMOKE_RUN_TIME
+    if args.verbose or run.locust_stats:  # smoke is quiet unless asked: Locust's output, with its tables
+        changes.update(quiet=False, locust_stats=True)
+    arguments = dataclasses.replace(arguments, run=run.replace(**changes))
+    out, summary = start_run(plan_run(arguments))
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")
     failed = nothing_completed(summary)

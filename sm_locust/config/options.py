@@ -111,6 +111,7 @@ class OptionSpec:
     name: str = ""  # the dest when it is not the flag's (`--metrics-interval` -> metrics_interval_s)
     multiple: bool = False  # repeatable (`--max-p95-ms 200 --max-p95-ms predict=150`): a tuple, each item parsed
     metavar: str | None = None
+    short: str = ""  # a one-letter alias on the command line (`-u` for `--users`)
 
     @property
     def dest(self) -> str:
@@ -357,7 +358,23 @@ def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionS
         if env_value is not None and env_value.strip():
             kwargs["default"] = spec.from_env(env_value)
         kwargs["help"] = spec.help_text(env)
-        parser.add_argument(spec.flag, **kwargs)
+        parser.add_argument(*([spec.short] if spec.short else []), spec.flag, **kwargs)
+
+
+def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, Any]:
+    """dest -> the value of each option whose variable is set (`SM_LOCUST_*`), as a command line takes it
+    for its default: what keywords that do not name an option fall back to (a UsageError names a bad one)."""
+    values: dict[str, Any] = {}
+    for spec in specs:
+        text = os.environ.get(spec.env_var) if spec.env_var else None
+        if text is not None and text.strip():
+            values[spec.dest] = spec.from_env(text)
+    return values
+
+
+def namespace(values: Mapping[str, Any]) -> argparse.Namespace:
+    """An argparse namespace of `values`: the form Locust's `parsed_options` take (sm_locust.testing)."""
+    return argparse.Namespace(**values)
 
 
 def environment_options(environment: Any) -> Options:

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -84,7 +83,7 @@ class GateSettings:
         return any("=" not in value for value in self.max_error_rate)
 
 
-def add_gate_arguments(parser: argparse.ArgumentParser, shared: tuple[str, ...] = ()) -> None:
+def add_gate_arguments(parser: Any, shared: tuple[str, ...] = ()) -> None:
     """Add the gate options. `shared`: the flags the command already declares as its run's options
     (smoke's `--max-error-rate`, the shapes' stop condition, whose value is also the whole-run gate):
     declared there, once, and read from there by `GateSettings.parse`."""

@@ -41,7 +41,8 @@ def test_one_bound_changed_in_its_spec_is_refused_everywhere(latency_at_most_100
         LocalEndpoint(port=8080, latency_ms=150).start()  # refused before it binds
 
     sweep = tmp_path / "sweep.yaml"  # a sweep file's endpoint: settings
-    sweep.write_text(f"name: t\nendpoint: {{latency_ms: 150}}\ngrid: {{max_concurrency: [2]}}\nload: {{payload: {SAMPLE_PAYLOAD}}}\n"
+    sweep.write_text(f"name: t\nendpoint: {{latency_ms: 150}}\ngrid: {{max_concurrency: [2]}}\n"
+                     f"load: {{payload: {SAMPLE_PAYLOAD}}}\n"
                      "objective: {target_rps: 100, slo_ms: 400}\nprice_per_hour: 0.2\n")
     assert main(["sweep", str(sweep), "--plan"]) == 2
     err = capsys.readouterr().err
