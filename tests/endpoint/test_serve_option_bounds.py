@@ -69,3 +69,24 @@ def test_the_config_defaults_are_the_specs():
 def test_the_config_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         EndpointConfig().latency_ms = 5  # type: ignore[misc]
+
+
+@pytest.mark.e2e
+def test_a_child_endpoint_does_not_take_the_shells_serve_variables(monkeypatch):
+    """LocalEndpoint's child gets its settings as flags: an SM_LOCUST_SERVE_* set for `sm-locust serve`
+    in the parent's shell would otherwise change the endpoint a run, a demo or a sweep starts."""
+    from sm_locust.endpoint import server
+
+    seen: dict = {}
+
+    def popen(command, **kwargs):
+        seen.update(command=command, env=kwargs["env"])
+        raise OSError("stop here")
+
+    monkeypatch.setenv("SM_LOCUST_SERVE_LATENCY_MS", "5000")
+    monkeypatch.setattr(server.subprocess, "Popen", popen)
+    endpoint = LocalEndpoint(service_time_ms=5)
+    with pytest.raises(OSError):
+        endpoint.start()
+    assert "SM_LOCUST_SERVE_LATENCY_MS" not in seen["env"]
+    assert "--service-time-ms" in seen["command"] and "--latency-ms" not in seen["command"]
