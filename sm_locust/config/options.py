@@ -185,7 +185,8 @@ class OptionSpec:
         try:
             return replace(self, multiple=False).parse(text, name="")
         except UsageError as exc:
-            raise _BadArgument(exc.message.strip()) from None
+            message = exc.message.strip()  # argparse names the flag first: a rule's own mention goes
+            raise _BadArgument(message.removeprefix(f"{self.flag} ")) from None
 
     def from_env(self, text: str) -> Any:
         """The value of `SM_LOCUST_*` text for this option, or a one-line UsageError naming the variable
