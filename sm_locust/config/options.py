@@ -185,8 +185,7 @@ class OptionSpec:
         try:
             return replace(self, multiple=False).parse(text, name="")
         except UsageError as exc:
-            message = exc.message.strip()  # argparse names the flag first: a rule's own mention goes
-            raise _BadArgument(message.removeprefix(f"{self.flag} ")) from None
+            raise _BadArgument(exc.message.strip()) from None
 
     def from_env(self, text: str) -> Any:
         """The value of `SM_LOCUST_*` text for this option, or a one-line UsageError naming the variable

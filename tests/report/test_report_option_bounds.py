@@ -59,13 +59,3 @@ def test_the_defaults_are_the_specs():
 def test_report_options_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         ReportOptions().period = 120  # type: ignore[misc]
-
-
-def test_a_rule_that_names_its_flag_is_not_named_twice(capsys, tmp_path):
-    with pytest.raises(SystemExit) as stop:
-        main(["report", str(tmp_path / "run"), "--period", "90"])
-    err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.count("--period") == 1
-    assert "argument --period: 90 must be a multiple of 60" in err
-    with pytest.raises(UsageError, match="^--period 90 must be a multiple of 60"):  # the keywords: the rule's words
-        ReportOptions.parse({"period": 90})
