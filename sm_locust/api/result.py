@@ -202,19 +202,14 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
     """`ReportOptions` from keywords; a one-line UsageError for a name that is no report option, or a
     value the CLI would refuse (`sm-locust report`'s own checks)."""
     # lazy: the report stack, ~120 ms (measured), only when a report is asked for
-    from sm_locust.report.pipeline import ReportOptions, check_report_names, check_report_values
+    from sm_locust.report.pipeline import ReportOptions
 
     known = {f.name for f in fields(ReportOptions)}
     for name in options:
         if name not in known:
             raise UsageError(f"unknown report option {name}=; choose from {', '.join(sorted(known - {'cloudwatch'}))}")
-    values = ReportOptions(cloudwatch=cloudwatch, **options)
-    check_report_values(period=values.period, safety_factor=values.safety_factor,  # as `sm-locust report` checks
-                        price_per_hour=values.price_per_hour, instance_count=values.instance_count,
-                        target_rps=values.target_rps, wait_timeout=values.wait_timeout,
-                        serverless_memory_mb=values.serverless_memory_mb)
-    check_report_names(values.endpoint_name, values.variant_name, values.inference_component)  # as SageMaker allows
-    return values
+    given = {name: value for name, value in options.items() if name != "write_summary"}  # each by its OptionSpec
+    return ReportOptions.parse(given, cloudwatch=cloudwatch, write_summary=options.get("write_summary", True))
 
 
 def timeline_frame(run_dir: Path) -> pd.DataFrame:

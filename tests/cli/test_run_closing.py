@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sm_locust.core.arguments import add_run_arguments
+from sm_locust.core.arguments import RunArguments, add_run_arguments
 from sm_locust.core.launch import LoadSettings, locust_command
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
@@ -27,10 +27,10 @@ def test_locust_tables_are_off_unless_asked_for():
     assert "--sm-closing" not in locust_command([], LoadSettings(), out)
 
 
-def _args(*argv: str):
+def _args(*argv: str) -> RunArguments:
     parser = argparse.ArgumentParser()
     add_run_arguments(parser)
-    return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
+    return RunArguments.parse(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv]))
 
 
 def test_locust_stats_and_quiet_contradict():
