@@ -24,6 +24,11 @@ timing (`arrival.count_late`), or record it in the `Second`s (`sent`, `late`, `d
 the endpoint's capacity. Sends DROPPED because the in-flight cap was reached are not the generator's
 fault (the endpoint queues past capacity) and do not make a step client-bound; they are reported as
 `dropped_fraction`.
+
+A step is also client-bound when the generator's own delay is a material share of what it measured
+(`plateau.looplag.client_affected_reason`: its event loop's lag p99 against the step's p50, or CPU
+throttling by a cgroup limit): a generator starved beside other work can read low CPU and little
+wait for a CPU while every response in flight waits each time it is descheduled.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
+from sm_locust.plateau.looplag import LoopLag, client_affected_reason, merge_counts
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 
@@ -124,6 +130,7 @@ class StepMeasurement:
     sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
     dropped_fraction: float | None = None  # open loop: share of intended sends skipped (in-flight cap)
+    loop_lag: LoopLag | None = None  # the generator's event-loop lag and CPU throttling over the steady window
     total_requests: int = 0
     t_start: float = 0.0
     t_end: float = 0.0
@@ -206,6 +213,9 @@ class StepMeasurement:
             return (f"the client ran or waited for a CPU {self.client_cpu_pct + self.client_wait_pct:.0f} % of the"
                     f" time (CPU {self.client_cpu_pct:.0f} %, waiting {self.client_wait_pct:.0f} %; >= "
                     f"{CLIENT_BUSY_LIMIT_PCT:g} %: the machine is too busy for it to keep up)")
+        affected = client_affected_reason(self.loop_lag, self.p50_ms)
+        if affected is not None:
+            return affected
         if not self.intended_rps:
             return None
         if self.late_fraction is not None:
@@ -257,6 +267,7 @@ class StepMeasurement:
             "sent_rps": self.sent_rps,
             "late_fraction": self.late_fraction,
             "dropped_fraction": self.dropped_fraction,
+            "loop_lag": self.loop_lag.to_json() if self.loop_lag is not None else None,
             "client_bound": self.client_bound,
             "client_bound_reason": self.client_bound_reason,
             "total_requests": self.total_requests,
@@ -388,6 +399,7 @@ def measure_step(
         if late_fraction is None and scheduled:
             late_fraction = sum(late for _, _, late in sends) / scheduled
         dropped_fraction = (scheduled - sent) / scheduled
+    lag = merge_counts(s.loop_lag for s in window)
     if load is None:
         load = float(intended if mode == MODE_RATE and intended is not None else users)
     first = seconds[0]
@@ -410,6 +422,7 @@ def measure_step(
         sent_rps=sent_rps,
         late_fraction=late_fraction,
         dropped_fraction=dropped_fraction,
+        loop_lag=LoopLag.of(lag) if lag is not None else None,
         total_requests=sum(s.requests for s in seconds),
         t_start=first.t - first.interval,
         t_end=seconds[-1].t,

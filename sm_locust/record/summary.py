@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.plateau.looplag import LoopLag
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.util.formatting import with_interval
@@ -79,6 +80,7 @@ def step_record(step: StepMeasurement) -> dict:
         "client_bound": step.client_bound,
         "client_bound_reason": step.client_bound_reason,
         "ci95": intervals_dict(step.ci95),
+        "loop_lag": step.loop_lag.to_json() if step.loop_lag is not None else None,
     }
     if step.mode == MODE_RATE:
         record.update({
@@ -115,6 +117,9 @@ def step_line(index: int, record: Mapping) -> str:
         text += f", client CPU {record['client_cpu_pct']:.0f} %"
     if record.get("client_wait_pct"):
         text += f", waited for a CPU {record['client_wait_pct']:.0f} %"
+    lag = LoopLag.from_json(record.get("loop_lag"))
+    if lag is not None and lag.text():
+        text += f", {lag.text()}"
     if record.get("late_fraction"):
         text += f", late sends {record['late_fraction'] * 100:.1f} %"
     if record.get("dropped_fraction"):
@@ -149,6 +154,7 @@ def build_summary(
     steps: Sequence[Mapping] | None = None,
     hours: Sequence[Mapping] | None = None,
     complete: bool | None = None,
+    loop_lag: Mapping | None = None,
 ) -> dict:
     """Assemble summary.json from totals (invocations: requests, failures, p50_ms, p95_ms, p99_ms),
     the timeline, and the exact per-name figures and latency series when given.
@@ -156,7 +162,9 @@ def build_summary(
     `steps`: the step records when already measured (the recorder's `record.accumulate.RunTimeline`
     keeps only those, not every second); otherwise they are measured from `seconds`. `hours`: one
     record per hour of the run. `complete`: False in the checkpoints written while the test runs,
-    True in the final write (docs/summary.md)."""
+    True in the final write (docs/summary.md). `loop_lag`: the load generator's loop lag over the run
+(`totals`: every generating process's merged; `processes`: each process's own, a master's workers
+with their share of the lag), from `record.looplag`."""
     duration = max(1e-9, ended_at - started_at)
     requests = int(totals.get("requests", 0))
     failures = int(totals.get("failures", 0))
@@ -192,6 +200,10 @@ def build_summary(
         summary["totals"]["open_loop"] = dict(open_loop)
     if backoff is not None:
         summary["totals"]["backoff"] = dict(backoff)
+    if loop_lag is not None:
+        summary["totals"]["loop_lag"] = loop_lag.get("totals")
+        if loop_lag.get("processes"):
+            summary["loop_lag"] = {"processes": dict(loop_lag["processes"])}
     if by_name is not None:
         summary["by_name"] = {name: dict(record) for name, record in by_name.items()}
     if latency_series is not None:
