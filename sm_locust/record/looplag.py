@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import gevent
+from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.plateau.looplag import LagCounts, LoopLag, merge_counts
 from sm_locust.util.shipped import WorkerShipped
@@ -199,12 +200,10 @@ class LoopLagMonitor(WorkerShipped):
             add(slept * 1e6, max(0.0, slept - interval) * 1e6)
 
     def _is_master(self) -> bool:
-        runner = getattr(self._environment, "runner", None)
-        return type(runner).__name__ == "MasterRunner"
+        return isinstance(getattr(self._environment, "runner", None), MasterRunner)
 
     def _is_worker(self) -> bool:
-        runner = getattr(self._environment, "runner", None)
-        return type(runner).__name__ == "WorkerRunner"
+        return isinstance(getattr(self._environment, "runner", None), WorkerRunner)
 
     def _fold(self) -> None:
         """The sampler's new readings into this process's total and into what goes next."""
@@ -219,7 +218,7 @@ class LoopLagMonitor(WorkerShipped):
 
     def _add_throttling(self) -> None:
         stat = self._throttling.take() if self._throttling is not None else None
-        if stat is None:
+        if stat is None or stat.periods == 0:  # no CFS period elapsed: no quota, or none since the last take
             return
         self._own.add_throttling(stat.periods, stat.throttled, stat.throttled_us)
         if self._is_worker():

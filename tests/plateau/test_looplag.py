@@ -1,0 +1,131 @@
+"""The load generator's own delay: loop-lag counts, their figures, and the client-affected rule."""
+
+from sm_locust.plateau.looplag import (
+    LAG_P99_OF_P50,
+    MIN_LAG_SAMPLES,
+    THROTTLED_PERIODS_LIMIT,
+    LagCounts,
+    LoopLag,
+    client_affected_reason,
+    lag_bucket_us,
+    merge_counts,
+)
+from sm_locust.plateau.steady import measure_step
+from sm_locust.plateau.timeline import Second
+from sm_locust.record.summary import run_verdict, step_line, step_record
+
+
+def counts(lags_us, interval_us=5000.0):
+    c = LagCounts()
+    for lag in lags_us:
+        c.add_sample(interval_us + lag, lag)
+    return c
+
+
+def lag(p99_ms, samples=1000, throttled=None):
+    return LoopLag(samples=samples, p50_ms=0.1, p99_ms=p99_ms, max_ms=p99_ms, lagging=0.01,
+                   throttled_periods=throttled)
+
+
+def test_buckets_keep_two_significant_digits():
+    assert [lag_bucket_us(v) for v in (0.4, 42, 99.6, 123, 1_234, 56_789)] == [0, 42, 100, 120, 1_200, 57_000]
+
+
+def test_figures_of_counts():
+    c = counts([100.0] * 98 + [20_000.0, 40_000.0])
+    figures = LoopLag.of(c)
+    assert figures.samples == 100
+    assert figures.p50_ms == 0.1 and figures.p99_ms == 20.0 and figures.max_ms == 40.0
+    assert figures.lagging == round(c.lag_us / c.span_us, 4)
+    assert figures.throttled_periods is None and figures.throttled_s is None  # no cgroup read
+
+
+def test_counts_merge_and_take_are_deltas():
+    a, b = counts([100.0] * 10), counts([3_000.0] * 10)
+    b.add_throttling(periods=50, throttled=5, throttled_us=80_000.0)
+    merged = merge_counts([a, None, b])
+    assert merged is not None and merged.samples == 20 and merged.max_us == 3_000.0
+    assert (merged.periods, merged.throttled, merged.throttled_us) == (50, 5, 80_000.0)
+    assert a.samples == 10  # the parts are not changed
+    assert merge_counts([None, None]) is None
+    taken = b.take()
+    assert taken.samples == 10 and taken.periods == 50
+    assert not b and b.samples == 0 and b.periods is None  # emptied: the next take is the next delta
+    assert LoopLag.of(merged).throttled_periods == 0.1 and LoopLag.of(merged).throttled_s == 0.08
+
+
+def test_json_round_trips_and_old_records_load():
+    c = counts([100.0, 2_500.0])
+    c.add_throttling(10, 1, 5.0)
+    assert LagCounts.from_json(c.to_json()) == LagCounts.from_json(c.to_json())
+    assert LagCounts.from_json(c.to_json()).to_json() == c.to_json()
+    figures = LoopLag.of(c)
+    assert LoopLag.from_json(figures.to_json()) == figures
+    assert LoopLag.from_json(None) is None  # a summary.json from before loop lag
+    assert LoopLag.from_json({"samples": 5, "p99_ms": "x"}) == LoopLag(5, None, None, None, None)
+
+
+def test_rule_lag_against_the_steps_median():
+    p50 = 80.0
+    at = LAG_P99_OF_P50 * p50
+    assert client_affected_reason(lag(at), p50) is not None
+    assert client_affected_reason(lag(at * 0.99), p50) is None
+    assert "add workers" in client_affected_reason(lag(at), p50)
+    assert client_affected_reason(lag(at, samples=MIN_LAG_SAMPLES - 1), p50) is None  # too few to judge
+    assert client_affected_reason(None, p50) is None
+    assert client_affected_reason(lag(at), None) is None  # no latency measured: nothing to compare
+
+
+def test_rule_throttling_names_the_pod_limit():
+    why = client_affected_reason(lag(0.1, throttled=THROTTLED_PERIODS_LIMIT), 80.0)
+    assert why is not None and "raise the pod's CPU limit" in why
+    assert client_affected_reason(lag(0.1, throttled=THROTTLED_PERIODS_LIMIT / 2), 80.0) is None
+    # a lag beside some throttling: the fix is the limit, not workers
+    assert "raise the pod's CPU limit" in client_affected_reason(lag(40.0, throttled=0.01), 80.0)
+
+
+def starved_seconds(lag_ms, n=10, p50_ms=80):
+    """`n` seconds of 100 requests at `p50_ms`, the client's low CPU and wait (what the old rule read),
+    and a loop whose every 20th wake-up was `lag_ms` late."""
+    out = []
+    for i in range(n):
+        lagc = counts([100.0] * 190 + [lag_ms * 1000.0] * 10)
+        out.append(Second(t=1000.0 + i, users=96, spawning=False, requests=100, failures=0, hist={p50_ms: 100},
+                          client_cpu_pct=8.0, client_wait_pct=5.0, loop_lag=lagc))
+    return out
+
+
+def test_a_starved_client_is_client_bound_where_cpu_and_wait_read_low():
+    step = measure_step(starved_seconds(lag_ms=30.0))
+    assert step.client_cpu_pct + step.client_wait_pct < 90  # the old rule alone would pass it
+    assert step.loop_lag is not None and step.loop_lag.p99_ms == 30.0
+    assert step.loop_lag.samples == 8 * 200  # the steady window's seconds (20 % warm-up dropped)
+    assert step.client_bound and "event loop lagged" in step.client_bound_reason
+    record = step_record(step)
+    assert record["client_bound"] is True and record["loop_lag"]["p99_ms"] == 30.0
+    line = step_line(1, record)
+    assert "loop lag p99 30 ms" in line and "CLIENT-BOUND" in line
+    verdict = run_verdict(None, [record])
+    assert verdict["status"] == "inconclusive" and "event loop lagged" in verdict["reason"]
+
+
+def test_a_quiet_client_is_not():
+    step = measure_step(starved_seconds(lag_ms=2.0))
+    assert not step.client_bound
+    assert "loop lag p99 2 ms" in step_line(1, step_record(step))
+
+
+def test_a_step_without_loop_lag_reads_as_before():
+    seconds = [Second(t=1000.0 + i, users=4, spawning=False, requests=100, failures=0, hist={10: 100})
+               for i in range(10)]
+    step = measure_step(seconds)
+    assert step.loop_lag is None and not step.client_bound
+    assert step_record(step)["loop_lag"] is None and "loop lag" not in step_line(1, step_record(step))
+    assert "loop_lag" not in seconds[0].as_dict()  # timeline lines without it stay as they were
+    assert Second.from_dict(seconds[0].as_dict()).loop_lag is None
+
+
+def test_timeline_line_keeps_the_counts():
+    second = starved_seconds(30.0, n=1)[0]
+    again = Second.from_dict(second.as_dict())
+    assert again.loop_lag == second.loop_lag
