@@ -30,7 +30,7 @@ MAX_MALFORMED_SHARE = 0.02  # above 2 % of its rows malformed, a history CSV is 
 TOTALS = {
     "requests": "count", "failures": "count", "rps": "number", "goodput_rps": "number?",
     "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?", "errors": "object", "open_loop": "object",
-    "ci95": "object?",
+    "ci95": "object?", "loop_lag": "object?",
 }
 STEP = {
     "users": "number", "start": "time", "end": "time", "duration_s": "number?", "steady_s": "number?",
@@ -39,7 +39,7 @@ STEP = {
     "error_rate": "number?", "stable": "bool?", "unstable_reason": "text?", "client_cpu_pct": "number?",
     "client_bound": "bool?", "client_bound_reason": "text?", "target_rate": "number?", "sent_rps": "number?",
     "late_fraction": "number?", "dropped_fraction": "number?", "client_wait_pct": "number?", "ci95": "object?",
-    "judged": "bool?",
+    "judged": "bool?", "loop_lag": "object?",
 }
 PLATEAU = {
     "users": "number?", "rps": "number?", "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?",
