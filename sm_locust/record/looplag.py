@@ -1,7 +1,7 @@
 """The load generator's own delay, measured on every Locust process: event-loop lag and CPU throttling.
 
-`LoopLagMonitor` runs a greenlet on each process (local runner, master, workers) while a test runs:
-it sleeps `SAMPLE_INTERVAL_S` and records how late it woke (`plateau.looplag.LagCounts`). A loop
+`LoopLagMonitor` arms a repeating gevent timer on each process (local runner, master, workers) while
+a test runs: every `SAMPLE_INTERVAL_S` its callback records how late it woke (`plateau.looplag.LagCounts`). A loop
 held up by other greenlets' work, by the OS giving the CPU to other processes, or by a cgroup CPU
 quota wakes late by as long as every response in flight waited to be read. Beside it, where the
 host has a cgroup CPU limit, `CgroupThrottling` reads the cgroup's `cpu.stat` (v2 `nr_periods`,
@@ -13,7 +13,8 @@ the master's recorder takes the workers' merged counts into its seconds and keep
 own for summary.json (`loop_lag.processes`: every worker's figures and its share of the lag). The
 master's own lag is shown there too, but judges nothing: the workers measure the latency.
 
-Cost: one timer wake-up per interval, a clock read and a dict update (bench/looplag_cost.py).
+Cost: one timer wake-up per interval, a clock read and a dict update: about 0.6 % of a core at 10 ms (1 % at 5 ms) on
+the 2-core development machine (bench/looplag_cost.py; docs/facts.md).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from sm_locust.plateau.looplag import LagCounts, LoopLag, merge_counts
 from sm_locust.util.shipped import WorkerShipped
 
-SAMPLE_INTERVAL_S = 0.005  # 5 ms: a stall of a few ms covers a wake-up often enough to show per second
+SAMPLE_INTERVAL_S = 0.010  # 10 ms: 100 samples a second, about 0.6 % of a core (bench/looplag_cost.py)
 REPORT_KEY = "sm_locust_loop_lag"
 MASTER = "master"
 
@@ -136,7 +137,8 @@ class LoopLagMonitor(WorkerShipped):
     def __init__(self, interval_s: float = SAMPLE_INTERVAL_S, throttling: CgroupThrottling | None = None) -> None:
         self.interval_s = interval_s
         self._throttling = throttling
-        self._greenlet: Any = None
+        self._timer: Any = None
+        self._last_wake = 0.0
         self._environment: Any = None
         self._clear()
 
@@ -176,28 +178,29 @@ class LoopLagMonitor(WorkerShipped):
 
     # -- sampling --------------------------------------------------------------------------------
     def start(self) -> None:
-        if self._greenlet is None:
-            self._greenlet = gevent.spawn(self._sample_forever)
+        """Arm the repeating timer on this thread's gevent loop (no greenlet: its callback runs in the
+        hub, the cheapest wake-up gevent has)."""
+        if self._timer is None:
+            loop = gevent.get_hub().loop
+            loop.update_now()
+            self._timer = loop.timer(self.interval_s, self.interval_s)
+            self._last_wake = time.perf_counter()
+            self._timer.start(self._wake)
 
     def stop(self) -> None:
-        if self._greenlet is not None:
-            self._greenlet.kill(block=False)
-            self._greenlet = None
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer.close()
+            self._timer = None
 
     def _on_test_stop(self, **_kw: Any) -> None:
         self.stop()
 
-    def _sample_forever(self) -> None:
-        interval = self.interval_s
-        clock = time.perf_counter
-        loop = gevent.get_hub().loop
-        add = self._fresh.add_sample  # `_fresh.take()` empties this object in place: the method stays valid
-        while True:
-            loop.update_now()  # the timer counts from now, not from the loop's cached time
-            start = clock()
-            gevent.sleep(interval)
-            slept = clock() - start
-            add(slept * 1e6, max(0.0, slept - interval) * 1e6)
+    def _wake(self) -> None:
+        """The timer fired: the time since the last wake-up beyond the interval is this wake-up's lag."""
+        now = time.perf_counter()
+        slept, self._last_wake = now - self._last_wake, now
+        self._fresh.add_sample(slept * 1e6, max(0.0, slept - self.interval_s) * 1e6)
 
     def _is_master(self) -> bool:
         return isinstance(getattr(self._environment, "runner", None), MasterRunner)
