@@ -26,7 +26,7 @@ from typing import Any
 
 from sm_locust.util.formatting import latency
 
-LAG_P99_OF_P50 = 0.25  # lag p99 >= 25 % of the step's p50: the generator's stalls are in the latency it measured
+LAG_P99_OF_P50 = 0.5  # lag p99 >= half the step's p50: the generator's stalls are in the latency it measured
 MIN_LAG_SAMPLES = 100  # fewer oversleep samples than this (under a second of sampling) judge nothing
 THROTTLED_PERIODS_LIMIT = 0.05  # throttled in >= 5 % of CFS periods: p95's requests may each have waited a period
 
@@ -190,6 +190,15 @@ class LoopLag:
         return words
 
 
+def throttled_reason(lag: LoopLag | None) -> str | None:
+    """The cgroup CPU limit held the generator back in `THROTTLED_PERIODS_LIMIT` of its CFS periods or more."""
+    throttled = (lag.throttled_periods or 0.0) if lag is not None else 0.0
+    if throttled < THROTTLED_PERIODS_LIMIT:
+        return None
+    return (f"the load generator was CPU-throttled by its cgroup limit in {throttled * 100:.0f} % of CFS periods "
+            f"(>= {THROTTLED_PERIODS_LIMIT * 100:g} %): raise the pod's CPU limit")
+
+
 def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | None:
     """Why the load generator's own delay makes a step's figures its own, or None (module doc).
 
@@ -197,14 +206,13 @@ def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | N
     without throttling names more workers (or a CPU of the generator's own)."""
     if lag is None:
         return None
-    throttled = lag.throttled_periods or 0.0
-    if throttled >= THROTTLED_PERIODS_LIMIT:
-        return (f"the load generator was CPU-throttled by its cgroup limit in {throttled * 100:.0f} % of CFS periods "
-                f"(>= {THROTTLED_PERIODS_LIMIT * 100:g} %): raise the pod's CPU limit")
+    throttled = throttled_reason(lag)
+    if throttled is not None:
+        return throttled
     if lag.samples < MIN_LAG_SAMPLES or lag.p99_ms is None or not p50_ms or p50_ms <= 0:
         return None
     if lag.p99_ms >= LAG_P99_OF_P50 * p50_ms:
-        fix = ("raise the pod's CPU limit" if throttled > 0
+        fix = ("raise the pod's CPU limit" if lag.throttled_periods
                else "add workers, or give the load generator a CPU of its own")
         return (f"the load generator's event loop lagged p99 {latency(lag.p99_ms, ' ms')} >= "
                 f"{LAG_P99_OF_P50 * 100:g} % of the step's p50 {latency(p50_ms, ' ms')}: responses waited for the "

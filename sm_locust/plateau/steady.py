@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.looplag import LoopLag, client_affected_reason, merge_counts
+from sm_locust.plateau.looplag import LoopLag, client_affected_reason, merge_counts, throttled_reason
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 
@@ -205,7 +205,11 @@ class StepMeasurement:
 
     @property
     def client_bound_reason(self) -> str | None:
-        """Why the load generator (not the endpoint) limited this step, or None."""
+        """Why the load generator (not the endpoint) limited this step, or None. A cgroup's CPU
+        throttling is named first: it also reads as waiting for a CPU, and its fix is the limit."""
+        throttled = throttled_reason(self.loop_lag)
+        if throttled is not None:
+            return throttled
         if self.client_cpu_pct is not None and self.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
             return f"client CPU {self.client_cpu_pct:.0f} % >= {CLIENT_CPU_LIMIT_PCT:g} %"
         if self.client_wait_pct is not None and self.client_cpu_pct is not None \

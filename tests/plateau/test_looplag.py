@@ -84,7 +84,7 @@ def test_rule_throttling_names_the_pod_limit():
     assert "raise the pod's CPU limit" in client_affected_reason(lag(40.0, throttled=0.01), 80.0)
 
 
-def starved_seconds(lag_ms, n=10, p50_ms=80):
+def starved_seconds(lag_ms, n=10, p50_ms=50):
     """`n` seconds of 100 requests at `p50_ms`, the client's low CPU and wait (what the old rule read),
     and a loop whose every 20th wake-up was `lag_ms` late."""
     out = []
@@ -129,3 +129,13 @@ def test_timeline_line_keeps_the_counts():
     second = starved_seconds(30.0, n=1)[0]
     again = Second.from_dict(second.as_dict())
     assert again.loop_lag == second.loop_lag
+
+
+def test_throttling_is_named_before_the_wait_it_also_reads_as():
+    seconds = starved_seconds(lag_ms=2.0)
+    for second in seconds:
+        second.client_wait_pct = 85.0  # a throttled process waits on the run queue: the old rule fires too
+        second.loop_lag.add_throttling(periods=10, throttled=9, throttled_us=500_000.0)
+    step = measure_step(seconds)
+    assert step.loop_lag.throttled_periods == 0.9
+    assert step.client_bound and "raise the pod's CPU limit" in step.client_bound_reason
