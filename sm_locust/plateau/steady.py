@@ -217,7 +217,9 @@ class StepMeasurement:
             return (f"the client ran or waited for a CPU {self.client_cpu_pct + self.client_wait_pct:.0f} % of the"
                     f" time (CPU {self.client_cpu_pct:.0f} %, waiting {self.client_wait_pct:.0f} %; >= "
                     f"{CLIENT_BUSY_LIMIT_PCT:g} %: the machine is too busy for it to keep up)")
-        affected = client_affected_reason(self.loop_lag, self.p50_ms)
+        # a window without completed requests measured nothing the lag could have changed (on a master,
+        # the workers' reports arrive in lumps: a worker's start-up stall can land on a second before any)
+        affected = client_affected_reason(self.loop_lag, self.p50_ms) if self.requests else None
         if affected is not None:
             return affected
         if not self.intended_rps:

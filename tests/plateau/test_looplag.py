@@ -139,3 +139,11 @@ def test_throttling_is_named_before_the_wait_it_also_reads_as():
     step = measure_step(seconds)
     assert step.loop_lag.throttled_periods == 0.9
     assert step.client_bound and "raise the pod's CPU limit" in step.client_bound_reason
+
+
+def test_a_window_without_requests_is_not_judged_on_its_lag():
+    seconds = starved_seconds(lag_ms=300.0)
+    for second in seconds:
+        second.requests = 0  # a master's first seconds: a worker's start-up stall arrived, no request completed
+    step = measure_step(seconds)
+    assert step.loop_lag.p99_ms == 300.0 and not step.client_bound
