@@ -183,7 +183,7 @@ class LoopLagMonitor(WorkerShipped):
         if self._timer is None:
             loop = gevent.get_hub().loop
             loop.update_now()
-            self._timer = loop.timer(self.interval_s, self.interval_s)
+            self._timer = loop.timer(self.interval_s, self.interval_s, ref=False)  # never keeps a loop alive
             self._last_wake = time.perf_counter()
             self._timer.start(self._wake)
 
