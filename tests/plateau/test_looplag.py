@@ -147,3 +147,18 @@ def test_a_window_without_requests_is_not_judged_on_its_lag():
         second.requests = 0  # a master's first seconds: a worker's start-up stall arrived, no request completed
     step = measure_step(seconds)
     assert step.loop_lag.p99_ms == 300.0 and not step.client_bound
+
+
+def test_a_sweep_distrusts_the_run_through_the_same_rule():
+    from sm_locust.record.summary import build_summary
+    from sm_locust.sweep.trust import client_bound_reason
+
+    starved = step_record(measure_step(starved_seconds(lag_ms=30.0)))
+    quiet = step_record(measure_step(starved_seconds(lag_ms=2.0)))
+    for steps, distrusted in (([quiet], False), ([quiet, starved], True)):
+        summary = build_summary(endpoint="e", started_at=0.0, ended_at=20.0, totals={}, errors={}, seconds=(),
+                                steps=steps)
+        reason = client_bound_reason(summary)
+        assert (reason is not None) is distrusted
+        if distrusted:
+            assert "event loop lagged" in reason and "step 2" in reason
