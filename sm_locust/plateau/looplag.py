@@ -15,7 +15,9 @@ process and reads the cgroup's CPU throttling; this module keeps what those read
 - `client_affected_reason`: the rule (docs/facts.md has its evidence). A step is client-affected
   when its loop lag p99 reaches `LAG_P99_OF_P50` of the step's own p50 latency (the generator's
   stalls are a material share of what it measured), or when the process was throttled in at least
-  `THROTTLED_PERIODS_LIMIT` of its CFS periods. The reason names the fix.
+  `THROTTLED_PERIODS_LIMIT` of its CFS periods, or (`slo_margin_reason`) when a latency SLO is broken
+  by less than the loop lag p99: without the generator's stalls the step might have met it. The
+  reason names the fix.
 """
 
 from __future__ import annotations
@@ -217,4 +219,18 @@ def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | N
         return (f"the load generator's event loop lagged p99 {latency(lag.p99_ms, ' ms')} >= "
                 f"{LAG_P99_OF_P50 * 100:g} % of the step's p50 {latency(p50_ms, ' ms')}: responses waited for the "
                 f"client, so its latency and throughput are the client's ({fix})")
+    return None
+
+
+def slo_margin_reason(lag: LoopLag | None, measured: Iterable[tuple[str, float | None, float]]) -> str | None:
+    """A latency SLO broken by less than the loop lag p99, or None. `measured`: (label, the step's
+    percentile in ms, the SLO in ms) per latency SLO. A percentile within its SLO is not judged: the
+    generator's stalls only add latency, so the endpoint's own was within it too."""
+    if lag is None or lag.samples < MIN_LAG_SAMPLES or lag.p99_ms is None:
+        return None
+    for label, value, slo_ms in measured:
+        if value is not None and slo_ms < value <= slo_ms + lag.p99_ms:
+            return (f"{label} {latency(value, ' ms')} is over its SLO {latency(slo_ms, ' ms')} by less than the load "
+                    f"generator's event-loop lag p99 {latency(lag.p99_ms, ' ms')}: the breach may be the client's "
+                    f"(add workers, or give the load generator a CPU of its own)")
     return None

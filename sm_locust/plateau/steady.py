@@ -37,7 +37,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.looplag import LoopLag, client_affected_reason, merge_counts, throttled_reason
+from sm_locust.plateau.looplag import (
+    LoopLag,
+    client_affected_reason,
+    merge_counts,
+    slo_margin_reason,
+    throttled_reason,
+)
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 
@@ -131,6 +137,7 @@ class StepMeasurement:
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
     dropped_fraction: float | None = None  # open loop: share of intended sends skipped (in-flight cap)
     loop_lag: LoopLag | None = None  # the generator's event-loop lag and CPU throttling over the steady window
+    latency_slos: tuple[tuple[float, float], ...] = ()  # (percentile, max ms) the search judges it by, when any
     total_requests: int = 0
     t_start: float = 0.0
     t_end: float = 0.0
@@ -219,9 +226,11 @@ class StepMeasurement:
                     f"{CLIENT_BUSY_LIMIT_PCT:g} %: the machine is too busy for it to keep up)")
         # a window without completed requests measured nothing the lag could have changed (on a master,
         # the workers' reports arrive in lumps: a worker's start-up stall can land on a second before any)
-        affected = client_affected_reason(self.loop_lag, self.p50_ms) if self.requests else None
-        if affected is not None:
-            return affected
+        if self.requests:
+            affected = client_affected_reason(self.loop_lag, self.p50_ms) or slo_margin_reason(
+                self.loop_lag, [(percentile_label(p), self.percentile(p), ms) for p, ms in self.latency_slos])
+            if affected is not None:
+                return affected
         if not self.intended_rps:
             return None
         if self.late_fraction is not None:

@@ -162,3 +162,36 @@ def test_a_sweep_distrusts_the_run_through_the_same_rule():
         assert (reason is not None) is distrusted
         if distrusted:
             assert "event loop lagged" in reason and "step 2" in reason
+
+
+def test_slo_margin_pure():
+    from sm_locust.plateau.looplag import slo_margin_reason
+
+    within = [("p95", 108.0, 100.0)]
+    assert "may be the client's" in slo_margin_reason(lag(10.0), within)
+    assert slo_margin_reason(lag(7.0), within) is None  # broken by more than the lag: the endpoint's
+    assert slo_margin_reason(lag(50.0), [("p95", 90.0, 100.0)]) is None  # met: the endpoint's own was lower still
+    assert slo_margin_reason(lag(50.0, samples=MIN_LAG_SAMPLES - 1), within) is None
+    assert slo_margin_reason(None, within) is None
+
+
+def test_a_search_sees_a_breach_within_the_lag_as_client_bound():
+    from sm_locust.plateau.conditions import LatencySLO
+    from sm_locust.plateau.search import PlateauSearch
+
+    def step(p95_ms, lag_ms):
+        seconds = starved_seconds(lag_ms=lag_ms, p50_ms=50)
+        for second in seconds:
+            second.hist = {50: 90, p95_ms: 10}
+        return measure_step(seconds)
+
+    assert not step(108, 10.0).client_bound  # the same step without an SLO to judge it by: fine
+    for p95_ms, lag_ms, bound in ((108, 10.0, True), (108, 5.0, False), (150, 10.0, False)):
+        search = PlateauSearch(4, 64, conditions=[LatencySLO(95, 100)])
+        search.first()
+        decision = search.feed(step(p95_ms, lag_ms))
+        assert search.steps[0].client_bound is bound
+        if bound:
+            assert decision.stop and search.verdict().client_bound
+            assert "over its SLO 100 ms by less than" in search.verdict().text()
+            assert "over its SLO" in step_record(search.steps[0])["client_bound_reason"]  # the record says the same
