@@ -172,7 +172,10 @@ class LoopLagMonitor(WorkerShipped):
     def merge_delta(self, delta: Any, client_id: str) -> None:
         if not isinstance(delta, Mapping):
             return
-        counts = LagCounts.from_json(delta)
+        try:
+            counts = LagCounts.from_json(delta)
+        except (TypeError, ValueError, AttributeError):  # not what a worker of this version sends: ignored
+            return
         self._pending.merge(counts)
         self.workers.setdefault(str(client_id), LagCounts()).merge(counts)
 

@@ -102,6 +102,7 @@ def test_worker_ships_deltas_and_master_merges_them_per_worker(tmp_path):
     worker._on_report_to_master(client_id="w1", data=second)
     master._on_worker_report(client_id="w1", data=second)
     master._on_worker_report(client_id="w2", data={"sm_locust_loop_lag": LagCounts().to_json()})
+    master._on_worker_report(client_id="w3", data={"sm_locust_loop_lag": {"hist_us": {"x": 1}}})  # ignored
     feed(master, [100.0] * 3)  # the master's own loop: shown, never mixed into the workers'
     taken = master.take_second()
     assert taken is not None and taken.samples == 10 and (taken.periods, taken.throttled) == (20, 2)
