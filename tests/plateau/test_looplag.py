@@ -2,6 +2,7 @@
 
 from sm_locust.plateau.looplag import (
     LAG_P99_OF_P50,
+    LAGGING_LIMIT,
     MIN_LAG_SAMPLES,
     THROTTLED_PERIODS_LIMIT,
     LagCounts,
@@ -22,8 +23,8 @@ def counts(lags_us, interval_us=5000.0):
     return c
 
 
-def lag(p99_ms, samples=1000, throttled=None):
-    return LoopLag(samples=samples, p50_ms=0.1, p99_ms=p99_ms, max_ms=p99_ms, lagging=0.01,
+def lag(p99_ms, samples=1000, throttled=None, lagging=LAGGING_LIMIT):
+    return LoopLag(samples=samples, p50_ms=0.1, p99_ms=p99_ms, max_ms=p99_ms, lagging=lagging,
                    throttled_periods=throttled)
 
 
@@ -70,6 +71,8 @@ def test_rule_lag_against_the_steps_median():
     at = LAG_P99_OF_P50 * p50
     assert client_affected_reason(lag(at), p50) is not None
     assert client_affected_reason(lag(at * 0.99), p50) is None
+    assert client_affected_reason(lag(at, lagging=LAGGING_LIMIT * 0.99), p50) is None  # long stalls, but rare
+    assert client_affected_reason(lag(at * 4, lagging=0.05), p50) is None  # e.g. one start-up stall in a short step
     assert "add workers" in client_affected_reason(lag(at), p50)
     assert client_affected_reason(lag(at, samples=MIN_LAG_SAMPLES - 1), p50) is None  # too few to judge
     assert client_affected_reason(None, p50) is None
@@ -86,10 +89,11 @@ def test_rule_throttling_names_the_pod_limit():
 
 def starved_seconds(lag_ms, n=10, p50_ms=50):
     """`n` seconds of 100 requests at `p50_ms`, the client's low CPU and wait (what the old rule read),
-    and a loop whose every 20th wake-up was `lag_ms` late."""
+    and a loop behind 40 % of the time whose every 20th wake-up was `lag_ms` late."""
     out = []
     for i in range(n):
         lagc = counts([100.0] * 190 + [lag_ms * 1000.0] * 10)
+        lagc.lag_us = 0.4 * lagc.span_us
         out.append(Second(t=1000.0 + i, users=96, spawning=False, requests=100, failures=0, hist={p50_ms: 100},
                           client_cpu_pct=8.0, client_wait_pct=5.0, loop_lag=lagc))
     return out
@@ -172,6 +176,7 @@ def test_slo_margin_pure():
     assert slo_margin_reason(lag(7.0), within) is None  # broken by more than the lag: the endpoint's
     assert slo_margin_reason(lag(50.0), [("p95", 90.0, 100.0)]) is None  # met: the endpoint's own was lower still
     assert slo_margin_reason(lag(50.0, samples=MIN_LAG_SAMPLES - 1), within) is None
+    assert slo_margin_reason(lag(10.0, lagging=LAGGING_LIMIT / 2), within) is None
     assert slo_margin_reason(None, within) is None
 
 
