@@ -43,6 +43,7 @@ from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
 from sm_locust.publish.live import attach_publisher
 from sm_locust.record.llm import accounting_for
+from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
@@ -184,6 +185,12 @@ class InvokeEndpointUser(SageMakerUser):
 def _attach_target_stats(environment, **_kw) -> None:
     """Every process counts the requests of a traffic mix per target (workers ship theirs to the master)."""
     TargetStats.for_environment(environment)
+
+
+@events.init.add_listener
+def _attach_loop_lag(environment, **_kw) -> None:
+    """Every process samples its event loop's lag while a test runs (workers ship theirs to the master)."""
+    LoopLagMonitor.for_environment(environment)
 
 
 @events.init.add_listener

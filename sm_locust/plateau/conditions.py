@@ -261,6 +261,11 @@ def check_all(conditions: Iterable[Condition], history: Sequence[StepMeasurement
     return fired
 
 
+def latency_slos(conditions: Iterable[Condition]) -> tuple[tuple[float, float], ...]:
+    """The (percentile, max ms) of every latency SLO among `conditions`."""
+    return tuple((c.percentile, c.max_ms) for c in conditions if isinstance(c, LatencySLO))
+
+
 def constraint_violation(conditions: Iterable[Condition], step: StepMeasurement) -> str | None:
     """The first constraint (SLO, error rate) this one step violates, or None."""
     for condition in conditions:

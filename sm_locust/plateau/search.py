@@ -46,6 +46,7 @@ from sm_locust.plateau.conditions import (
     ThroughputGain,
     check_all,
     constraint_violation,
+    latency_slos,
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
@@ -386,6 +387,7 @@ class Search:
         step.load = load
         self.steps.append(step)
         self._by_load[load] = step
+        step.latency_slos = latency_slos(self.conditions)  # a breach within the client's loop lag is client-bound
         if step.client_bound:
             self._client = f"{step.client_bound_reason} at {step.load_label()}"
             return self._halt(self._client, "client")
@@ -421,6 +423,7 @@ class Search:
             step.load = self._pending
             self.steps.append(step)
             self._by_load[step.load] = step
+            step.latency_slos = latency_slos(self.conditions)
             if step.client_bound:
                 self._client = f"{step.client_bound_reason} at {step.load_label()}"
         return self.halt(reason)

@@ -24,6 +24,11 @@ timing (`arrival.count_late`), or record it in the `Second`s (`sent`, `late`, `d
 the endpoint's capacity. Sends DROPPED because the in-flight cap was reached are not the generator's
 fault (the endpoint queues past capacity) and do not make a step client-bound; they are reported as
 `dropped_fraction`.
+
+A step is also client-bound when the generator's own delay is a material share of what it measured
+(`plateau.looplag.client_affected_reason`: its event loop's lag p99 against the step's p50, or CPU
+throttling by a cgroup limit): a generator starved beside other work can read low CPU and little
+wait for a CPU while every response in flight waits each time it is descheduled.
 """
 
 from __future__ import annotations
@@ -32,6 +37,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
+from sm_locust.plateau.looplag import (
+    LoopLag,
+    client_affected_reason,
+    merge_counts,
+    slo_margin_reason,
+    throttled_reason,
+)
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 from sm_locust.util.formatting import load_words
@@ -125,6 +137,8 @@ class StepMeasurement:
     sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
     dropped_fraction: float | None = None  # open loop: share of intended sends skipped (in-flight cap)
+    loop_lag: LoopLag | None = None  # the generator's event-loop lag and CPU throttling over the steady window
+    latency_slos: tuple[tuple[float, float], ...] = ()  # (percentile, max ms) the search judges it by, when any
     total_requests: int = 0
     t_start: float = 0.0
     t_end: float = 0.0
@@ -199,7 +213,11 @@ class StepMeasurement:
 
     @property
     def client_bound_reason(self) -> str | None:
-        """Why the load generator (not the endpoint) limited this step, or None."""
+        """Why the load generator (not the endpoint) limited this step, or None. A cgroup's CPU
+        throttling is named first: it also reads as waiting for a CPU, and its fix is the limit."""
+        throttled = throttled_reason(self.loop_lag)
+        if throttled is not None:
+            return throttled
         if self.client_cpu_pct is not None and self.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
             return f"client CPU {self.client_cpu_pct:.0f} % >= {CLIENT_CPU_LIMIT_PCT:g} %"
         if self.client_wait_pct is not None and self.client_cpu_pct is not None \
@@ -207,6 +225,13 @@ class StepMeasurement:
             return (f"the client ran or waited for a CPU {self.client_cpu_pct + self.client_wait_pct:.0f} % of the"
                     f" time (CPU {self.client_cpu_pct:.0f} %, waiting {self.client_wait_pct:.0f} %; >= "
                     f"{CLIENT_BUSY_LIMIT_PCT:g} %: the machine is too busy for it to keep up)")
+        # a window without completed requests measured nothing the lag could have changed (on a master,
+        # the workers' reports arrive in lumps: a worker's start-up stall can land on a second before any)
+        if self.requests:
+            affected = client_affected_reason(self.loop_lag, self.p50_ms) or slo_margin_reason(
+                self.loop_lag, [(percentile_label(p), self.percentile(p), ms) for p, ms in self.latency_slos])
+            if affected is not None:
+                return affected
         if not self.intended_rps:
             return None
         if self.late_fraction is not None:
@@ -255,6 +280,7 @@ class StepMeasurement:
             "sent_rps": self.sent_rps,
             "late_fraction": self.late_fraction,
             "dropped_fraction": self.dropped_fraction,
+            "loop_lag": self.loop_lag.to_json() if self.loop_lag is not None else None,
             "client_bound": self.client_bound,
             "client_bound_reason": self.client_bound_reason,
             "total_requests": self.total_requests,
@@ -386,6 +412,7 @@ def measure_step(
         if late_fraction is None and scheduled:
             late_fraction = sum(late for _, _, late in sends) / scheduled
         dropped_fraction = (scheduled - sent) / scheduled
+    lag = merge_counts(s.loop_lag for s in window)
     if load is None:
         load = float(intended if mode == MODE_RATE and intended is not None else users)
     first = seconds[0]
@@ -408,6 +435,7 @@ def measure_step(
         sent_rps=sent_rps,
         late_fraction=late_fraction,
         dropped_fraction=dropped_fraction,
+        loop_lag=LoopLag.of(lag) if lag is not None else None,
         total_requests=sum(s.requests for s in seconds),
         t_start=first.t - first.interval,
         t_end=seconds[-1].t,

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sm_locust.plateau.looplag import LagCounts
+
 
 @dataclass
 class Second:
@@ -39,6 +41,7 @@ class Second:
     late: int | None = None  # open loop: of those, sent more than the late tolerance after their intended time
     dropped: int | None = None  # open loop: intended sends skipped (max in-flight requests outstanding)
     backoffs: int | None = None  # closed loop: back-offs users took after connection errors (users/backoff.py)
+    loop_lag: LagCounts | None = None  # the generator's event-loop lag and CPU throttling (plateau/looplag.py)
 
     @property
     def successes(self) -> int:
@@ -46,7 +49,7 @@ class Second:
         return self.requests - self.failures
 
     def as_dict(self) -> dict:
-        return {
+        record = {
             "t": self.t,
             "users": self.users,
             "spawning": self.spawning,
@@ -62,6 +65,9 @@ class Second:
             "dropped": self.dropped,
             "backoffs": self.backoffs,
         }
+        if self.loop_lag is not None:  # absent where nothing sampled it (old lines, synthetic seconds)
+            record["loop_lag"] = self.loop_lag.to_json()
+        return record
 
     @classmethod
     def from_dict(cls, data: dict) -> Second:
@@ -80,4 +86,5 @@ class Second:
             late=data.get("late"),
             dropped=data.get("dropped"),
             backoffs=data.get("backoffs"),
+            loop_lag=LagCounts.from_json(data["loop_lag"]) if isinstance(data.get("loop_lag"), dict) else None,
         )

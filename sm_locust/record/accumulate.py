@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
 
+from sm_locust.plateau.looplag import merge_counts
 from sm_locust.plateau.steady import (
     MODE_RATE,
     MODE_USERS,
@@ -60,7 +61,7 @@ class _Block:
     """Consecutive seconds of one step merged: counts and histogram summed, CPU averaged."""
 
     __slots__ = ("t", "users", "target_rate", "requests", "failures", "hist", "interval", "cpu_sum", "cpu_n",
-                 "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "n")
+                 "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "loop_lag", "n")
 
     def __init__(self, s: Second):
         self.t, self.users, self.target_rate = s.t, s.users, s.target_rate
@@ -70,6 +71,7 @@ class _Block:
         self.wait_sum = s.client_wait_pct or 0.0
         self.wait_n = 0 if s.client_wait_pct is None else 1
         self.sent, self.late, self.dropped, self.backoffs = s.sent, s.late, s.dropped, s.backoffs
+        self.loop_lag = merge_counts([s.loop_lag])  # a copy: merging later blocks must not change the second
         self.n = 1
 
     def merge(self, later: _Block) -> None:
@@ -88,6 +90,7 @@ class _Block:
         self.late = _add_optional(self.late, later.late)
         self.dropped = _add_optional(self.dropped, later.dropped)
         self.backoffs = _add_optional(self.backoffs, later.backoffs)
+        self.loop_lag = merge_counts([self.loop_lag, later.loop_lag])
         self.n += later.n
 
     def second(self) -> Second:
@@ -96,7 +99,7 @@ class _Block:
                       client_cpu_pct=self.cpu_sum / self.cpu_n if self.cpu_n else None,
                       client_wait_pct=self.wait_sum / self.wait_n if self.wait_n else None,
                       target_rate=self.target_rate, sent=self.sent, late=self.late, dropped=self.dropped,
-                      backoffs=self.backoffs)
+                      backoffs=self.backoffs, loop_lag=self.loop_lag)
 
 
 class _Step:

@@ -308,6 +308,7 @@ class Totals(Record, _Figures):
     backoff: JsonObject | None = json_field("object?")
     request_types: list[str] | None = json_field("list?")
     latency_series: JsonObject | None = json_field("object?")
+    loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (plateau.looplag.LoopLag)
 
     @property
     def failure_rate(self) -> float:
@@ -382,6 +383,7 @@ class Step(Record, _Figures):
     dropped_fraction: float | None = json_field("number?")
     judged: bool | None = json_field("bool?")
     llm: Llm | None = json_field(Llm)
+    loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (plateau.looplag.LoopLag)
 
     @property
     def load(self) -> str:
@@ -581,6 +583,7 @@ class Summary(Record):
     traffic: JsonObject | None = json_field("object?")
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
+    loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

@@ -32,6 +32,8 @@ machine starves the generator without its own CPU reading high; None elsewhere a
 and, in open loop, the target rate (set by the
 shape in `current_target_rate`, else derived from the running `OpenLoopUser`s) and the send counts
 (`sent`/`late`/`dropped`, from `openloop.OpenLoopCounters`, which also gathers workers' counts).
+The generator's own delay rides along: each second's event-loop lag and cgroup CPU throttling
+(`record.looplag.LoopLagMonitor`: this process's, or on a master the workers' shipped counts).
 Shapes read `seconds` live (`RunTimeline.view()`: the step under way and the last 10 minutes) and
 store their verdict in `plateau` (summary.json's `plateau`).
 """
@@ -54,10 +56,12 @@ import psutil
 
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.plateau.looplag import merge_counts
 from sm_locust.plateau.steady import histogram_percentile, intervals_dict, merge_histograms, window_intervals
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
+from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.progress import ProgressSample
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
@@ -219,6 +223,7 @@ class RunRecorder:
         self.backoff = ConnectionBackoff.for_environment(environment)
         self.llm = LlmStats.for_environment(environment)  # tokens, TTFT, ITL (record/llm.py)
         self.targets = TargetStats.for_environment(environment)  # a mix's per-target figures (record/targets.py)
+        self.loop_lag = LoopLagMonitor.for_environment(environment)  # the generator's own delay (record/looplag.py)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -335,6 +340,7 @@ class RunRecorder:
             late=late if open_loop else None,
             dropped=dropped if open_loop else None,
             backoffs=backoffs - self._last_backoffs,
+            loop_lag=self.loop_lag.take_second(),
         )
         self._last = (requests, failures, hist)
         self._last_sends = sends
@@ -372,7 +378,7 @@ class RunRecorder:
         uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
         completion second) into the master's total entry, so second S is complete about
         `MASTER_LAG_S` later; it is then appended with the load that was running at S. Histograms
-        and open-loop send counts have no per-second breakdown: what arrived is attached to the
+        open-loop send counts and loop lag have no per-second breakdown: what arrived is attached to the
         second appended then (their ratios and percentiles, not their rates, are used).
         """
         second = int(now.t)
@@ -380,6 +386,7 @@ class RunRecorder:
         pending = self._pending
         pending.hist = {b: pending.hist.get(b, 0) + now.hist.get(b, 0) for b in set(pending.hist) | set(now.hist)}
         pending.backoffs = (pending.backoffs or 0) + (now.backoffs or 0)
+        pending.loop_lag = merge_counts([pending.loop_lag, now.loop_lag])
         if now.sent is not None:
             pending.sent = (pending.sent or 0) + now.sent
             pending.late = (pending.late or 0) + (now.late or 0)
@@ -406,6 +413,7 @@ class RunRecorder:
             if self._next_second > upto:  # the last second emitted now carries what arrived
                 emitted.hist = {b: c for b, c in pending.hist.items() if c}
                 emitted.backoffs = pending.backoffs or 0
+                emitted.loop_lag = pending.loop_lag
                 if pending.sent is not None:
                     emitted.sent, emitted.late, emitted.dropped = pending.sent, pending.late, pending.dropped
                 self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
@@ -487,6 +495,7 @@ class RunRecorder:
             by_name=per_name(stats, ended_at - started_at),
             latency_series=latency_series(stats),
             backoff=self.backoff.as_dict(),
+            loop_lag=self.loop_lag.figures(),
         ), (), started_at, ended_at, windows=[window for _record, window in measured])
         mix = self.extra.get("mix") or {}
         return self.targets.annotate(summary, models=mix.get("field") == TARGET_MODEL)

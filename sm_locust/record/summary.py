@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.plateau.looplag import LoopLag
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict
@@ -80,6 +81,8 @@ def step_summary(step: StepMeasurement) -> Step:
         client_bound_reason=step.client_bound_reason,
         ci95=intervals_dict(step.ci95),
     )
+    if step.loop_lag is not None:
+        record = record.adding(loop_lag=step.loop_lag.to_json())
     if step.mode == MODE_RATE:
         record = record.adding(
             target_rate=step.intended_rps,
@@ -112,6 +115,9 @@ def step_line(index: int, record: Step | Mapping[str, object]) -> str:
         text += f", client CPU {step.client_cpu_pct:.0f} %"
     if step.client_wait_pct:
         text += f", waited for a CPU {step.client_wait_pct:.0f} %"
+    lag = LoopLag.from_json(step.loop_lag)
+    if lag is not None and lag.text():
+        text += f", {lag.text()}"
     if step.late_fraction:
         text += f", late sends {step.late_fraction * 100:.1f} %"
     if step.dropped_fraction:
@@ -146,6 +152,7 @@ def run_summary(
     steps: Sequence[Mapping[str, object] | Step] | None = None,
     hours: Sequence[Mapping[str, object]] | None = None,
     complete: bool | None = None,
+    loop_lag: Mapping[str, Any] | None = None,
 ) -> Summary:
     """summary.json from totals (invocations: requests, failures, p50_ms, p95_ms, p99_ms), the
     timeline, and the exact per-name figures and latency series when given.
@@ -153,7 +160,9 @@ def run_summary(
     `steps`: the step records when already measured (the recorder's `record.accumulate.RunTimeline`
     keeps only those, not every second); otherwise they are measured from `seconds`. `hours`: one
     record per hour of the run. `complete`: False in the checkpoints written while the test runs,
-    True in the final write (docs/summary.md)."""
+    True in the final write (docs/summary.md). `loop_lag`: the load generator's loop lag over the run
+(`totals`: every generating process's merged; `processes`: each process's own, a master's workers
+with their share of the lag), from `record.looplag`."""
     duration = max(1e-9, ended_at - started_at)
     requests = int(_number(totals.get("requests")))
     failures = int(_number(totals.get("failures")))
@@ -176,6 +185,8 @@ def run_summary(
         run_totals = run_totals.adding(open_loop=dict(open_loop))
     if backoff is not None:
         run_totals = run_totals.adding(backoff=dict(backoff))
+    if loop_lag is not None:
+        run_totals = run_totals.adding(loop_lag=loop_lag.get("totals"))
     step_list = (tuple(s if isinstance(s, Step) else Step.from_json(s, check=False) for s in steps)
                  if steps is not None else tuple(step_summary(s) for s in
                                                  measure_timeline(seconds, timeline_mode(seconds),
@@ -196,6 +207,8 @@ def run_summary(
         sections["complete"] = bool(complete)
     if hours is not None:
         sections["hours"] = [dict(hour) for hour in hours]
+    if loop_lag is not None and loop_lag.get("processes"):
+        sections["loop_lag"] = {"processes": dict(loop_lag["processes"])}
     if by_name is not None:
         sections["by_name"] = {name: dict(record) for name, record in by_name.items()}
     if latency_series is not None:

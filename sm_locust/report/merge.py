@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sm_locust.plateau.looplag import LoopLag
 from sm_locust.record.summary import iso
 from sm_locust.report.metrics import STAT_ABBREV
 from sm_locust.util.formatting import is_missing, number, with_interval
@@ -233,6 +234,17 @@ SUMMARY_STEP_FIGURES = ("requests", "failures", "successes", "rps", "goodput_rps
                         "client_bound_reason")
 
 
+def loop_lag_columns(record: Any) -> dict[str, Any]:
+    """A step record's loop lag as columns (`loop_lag_p99_ms`, `loop_lag_max_ms`, `throttled_periods`)
+    and `client_flag` ("client-bound" when the step's figures are the load generator's); nothing
+    for a record from before loop lag."""
+    lag = LoopLag.from_json(record.get("loop_lag")) if isinstance(record, dict) else None
+    out: dict[str, Any] = {"client_flag": "client-bound" if record.get("client_bound") else None}
+    if lag is not None:
+        out.update(loop_lag_p99_ms=lag.p99_ms, loop_lag_max_ms=lag.max_ms, throttled_periods=lag.throttled_periods)
+    return out
+
+
 def interval_columns(ci95: Any) -> dict[str, float]:
     """summary.json's `ci95` object as flat columns: `rps_ci95_low`, `rps_ci95_high`, ... (NaN when null)."""
     out: dict[str, float] = {}
@@ -274,6 +286,7 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
             if "target_rate" in given:
                 row["target_rate"] = given["target_rate"]
             row.update(interval_columns(given.get("ci95")))
+            row.update(loop_lag_columns(given))
         # what the record lacks (a run folder without summary.json steps, or an older summary.json):
         # the history's seconds over the whole span
         if row.get("requests") is None:

@@ -477,7 +477,8 @@ STEP_TABLE_COLUMNS = [
     ("step", 0), ("users", 0), ("duration_s", 0), ("requests", 0), ("rps", 1), ("goodput_rps", 1), ("error_rate", 4),
     ("p50_ms", 1), ("p95_ms", 1), ("p99_ms", 1), ("client_avg_ms", 1), ("cw_ModelLatency_avg_ms", 1),
     ("cw_OverheadLatency_avg_ms", 1), ("network_client_ms", 1), ("cw_CPUUtilization_avg_pct", 1),
-    ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1),
+    ("cw_CPUUtilization_max_pct", 1), ("cw_MemoryUtilization_avg_pct", 1), ("loop_lag_p99_ms", 1),
+    ("client_flag", 0),
 ]
 
 
@@ -487,7 +488,8 @@ STEP_HEADINGS = {"users": "users", "duration_s": "seconds", "requests": "request
                  "cw_OverheadLatency_avg_ms": "OverheadLatency ms", "network_client_ms": "network + client ms",
                  "cw_CPUUtilization_avg_pct": "CPU avg %", "cw_CPUUtilization_max_pct": "CPU max %",
                  "cw_MemoryUtilization_avg_pct": "memory avg %", "output_tokens_per_s": "output tokens/s",
-                 "ttft_p95_ms": "TTFT p95 ms", "itl_p95_ms": "ITL p95 ms"}
+                 "ttft_p95_ms": "TTFT p95 ms", "itl_p95_ms": "ITL p95 ms", "loop_lag_p99_ms": "loop lag p99 ms",
+                 "client_flag": "load generator"}
 
 
 def step_cell(row: Any, column: str, digits: int) -> str:
@@ -495,6 +497,8 @@ def step_cell(row: Any, column: str, digits: int) -> str:
     (`<column>_ci95_low` / `_high`, report.merge.interval_columns); the error rate in %."""
     if column == "error_rate":
         return percent(row[column], 2)
+    if column == "client_flag":  # the step's figures are the load generator's (summary.json client_bound)
+        return str(row[column]) if isinstance(row[column], str) else ""
     low, high = row.get(f"{column}_ci95_low"), row.get(f"{column}_ci95_high")
     if low is None or high is None or is_missing(low) or is_missing(high):
         return number(row[column], digits)

@@ -1,0 +1,241 @@
+"""The load generator's own delay, the pure part: loop-lag counts, their figures, the client-affected rule.
+
+Why: a load generator that the machine starves (other processes on its core, a container's CPU
+quota) can read low on its own CPU and on its wait for a CPU, yet every response in flight waits
+each time its event loop is held up, so the latency and the throughput it measures are its own, not
+the endpoint's. What shows it is the event loop's lag: a timer asked to sleep `interval` wakes
+late by however long the loop could not run. `record.looplag` samples that lag on every Locust
+process and reads the cgroup's CPU throttling; this module keeps what those readings add up to:
+
+- `LagCounts`: one interval's (a second's, a worker report's, a step's) readings, mergeable:
+  oversleeps in a histogram of microseconds (2 significant digits), their sum, the time sampled,
+  the longest, and (where the host has a cgroup CPU limit) CFS periods and throttled periods.
+- `LoopLag`: the figures summary.json shows: samples, lag p50 / p99 / max (ms), the share of the
+  time the loop was lagging, and the share of CFS periods throttled.
+- `client_affected_reason`: the rule (docs/facts.md has its evidence). A step is client-affected
+  when its loop lag p99 reaches `LAG_P99_OF_P50` of the step's own p50 latency and its loop was
+  behind at least `LAGGING_LIMIT` of the time (the generator's stalls are long beside a request and
+  frequent: a material share of what it measured; either alone, on a shared machine, also fits a
+  quiet client: a start-up stall in a 3-s window, a busy but timely loop), or when the process was throttled in at least
+  `THROTTLED_PERIODS_LIMIT` of its CFS periods, or (`slo_margin_reason`) when a latency SLO is broken
+  by less than the loop lag p99: without the generator's stalls the step might have met it. The
+  reason names the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sm_locust.util.formatting import latency
+
+LAG_P99_OF_P50 = 0.5  # lag p99 >= half the step's p50: the generator's stalls are long beside a request ...
+LAGGING_LIMIT = 0.35  # ... and its loop was behind >= 35 % of the time: often enough to be in what it measured
+MIN_LAG_SAMPLES = 100  # fewer oversleep samples than this (under a second of sampling) judge nothing
+THROTTLED_PERIODS_LIMIT = 0.05  # throttled in >= 5 % of CFS periods: p95's requests may each have waited a period
+
+
+def lag_bucket_us(lag_us: float) -> int:
+    """An oversleep in microseconds rounded to 2 significant digits (Locust's histogram rule, in us)."""
+    value = int(round(lag_us))
+    if value < 100:
+        return max(0, value)
+    scale = 10 ** (len(str(value)) - 2)
+    return int(round(value / scale)) * scale
+
+
+@dataclass
+class LagCounts:
+    """Loop-lag readings over some interval, mergeable across intervals and processes.
+
+    `periods` / `throttled` / `throttled_us` are None where no cgroup CPU limit was read."""
+
+    hist_us: dict[int, int] = field(default_factory=dict)  # oversleep bucket (us) -> samples
+    lag_us: float = 0.0  # sum of oversleeps
+    span_us: float = 0.0  # sum of the sampled sleeps' wall time (requested + oversleep)
+    max_us: float = 0.0
+    periods: int | None = None  # CFS periods elapsed (cgroup cpu.stat nr_periods)
+    throttled: int | None = None  # of those, periods the cgroup was throttled in (nr_throttled)
+    throttled_us: float | None = None  # time throttled (v2 throttled_usec, v1 throttled_time / 1000)
+
+    @property
+    def samples(self) -> int:
+        return sum(self.hist_us.values())
+
+    def add_sample(self, slept_us: float, lag_us: float) -> None:
+        """One timer's sleep: the wall time it took and how much of it was oversleep."""
+        bucket = lag_bucket_us(lag_us)
+        self.hist_us[bucket] = self.hist_us.get(bucket, 0) + 1
+        self.lag_us += lag_us
+        self.span_us += slept_us
+        if lag_us > self.max_us:
+            self.max_us = lag_us
+
+    def add_throttling(self, periods: int, throttled: int, throttled_us: float) -> None:
+        self.periods = (self.periods or 0) + periods
+        self.throttled = (self.throttled or 0) + throttled
+        self.throttled_us = (self.throttled_us or 0.0) + throttled_us
+
+    def merge(self, other: LagCounts) -> None:
+        for bucket, count in other.hist_us.items():
+            self.hist_us[bucket] = self.hist_us.get(bucket, 0) + count
+        self.lag_us += other.lag_us
+        self.span_us += other.span_us
+        self.max_us = max(self.max_us, other.max_us)
+        if other.periods is not None:
+            self.add_throttling(other.periods, other.throttled or 0, other.throttled_us or 0.0)
+
+    def take(self) -> LagCounts:
+        """These counts, and this object emptied: the delta since the last take."""
+        taken = LagCounts(self.hist_us, self.lag_us, self.span_us, self.max_us, self.periods, self.throttled,
+                          self.throttled_us)
+        self.hist_us, self.lag_us, self.span_us, self.max_us = {}, 0.0, 0.0, 0.0
+        self.periods = self.throttled = None
+        self.throttled_us = None
+        return taken
+
+    def __bool__(self) -> bool:
+        return bool(self.hist_us) or self.periods is not None
+
+    def percentile_us(self, pct: float) -> float | None:
+        """A percentile (percent) of the oversleeps: the smallest bucket with `pct` % of samples at or below."""
+        total = self.samples
+        if not total:
+            return None
+        wanted = total * pct / 100.0
+        seen = 0
+        for bucket in sorted(self.hist_us):
+            seen += self.hist_us[bucket]
+            if seen >= wanted:
+                return float(bucket)
+        return float(max(self.hist_us))
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire and timeline.jsonl form (string keys: JSON and Locust's worker messages)."""
+        data: dict[str, Any] = {"hist_us": {str(k): v for k, v in self.hist_us.items()},
+                                "lag_us": round(self.lag_us, 1), "span_us": round(self.span_us, 1),
+                                "max_us": round(self.max_us, 1)}
+        if self.periods is not None:
+            data.update(periods=self.periods, throttled=self.throttled, throttled_us=self.throttled_us)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LagCounts:
+        periods = data.get("periods")
+        return cls(hist_us={int(k): int(v) for k, v in (data.get("hist_us") or {}).items()},
+                   lag_us=float(data.get("lag_us") or 0.0), span_us=float(data.get("span_us") or 0.0),
+                   max_us=float(data.get("max_us") or 0.0),
+                   periods=None if periods is None else int(periods),
+                   throttled=None if periods is None else int(data.get("throttled") or 0),
+                   throttled_us=None if periods is None else float(data.get("throttled_us") or 0.0))
+
+
+def merge_counts(parts: Iterable[LagCounts | None]) -> LagCounts | None:
+    """Every part added up; None when none was measured."""
+    merged: LagCounts | None = None
+    for part in parts:
+        if part is None:
+            continue
+        if merged is None:
+            merged = LagCounts()
+        merged.merge(part)
+    return merged
+
+
+@dataclass(frozen=True)
+class LoopLag:
+    """A step's (or a run's, or one process's) loop lag: what summary.json shows."""
+
+    samples: int
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+    lagging: float | None  # share of the sampled time the loop was behind its timer
+    throttled_periods: float | None = None  # share of CFS periods throttled (None: no cgroup limit read)
+    throttled_s: float | None = None
+
+    @classmethod
+    def of(cls, counts: LagCounts) -> LoopLag:
+        def ms(us: float | None) -> float | None:
+            return None if us is None else round(us / 1000.0, 3)
+
+        share = None
+        if counts.periods is not None:
+            share = round((counts.throttled or 0) / counts.periods, 4) if counts.periods else 0.0
+        return cls(samples=counts.samples, p50_ms=ms(counts.percentile_us(50.0)), p99_ms=ms(counts.percentile_us(99.0)),
+                   max_ms=ms(counts.max_us) if counts.samples else None,
+                   lagging=round(counts.lag_us / counts.span_us, 4) if counts.span_us > 0 else None,
+                   throttled_periods=share,
+                   throttled_s=None if counts.throttled_us is None else round(counts.throttled_us / 1e6, 3))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"samples": self.samples, "p50_ms": self.p50_ms, "p99_ms": self.p99_ms, "max_ms": self.max_ms,
+                "lagging": self.lagging, "throttled_periods": self.throttled_periods, "throttled_s": self.throttled_s}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> LoopLag | None:
+        """A summary.json record's `loop_lag`; None when absent (a run folder from before it)."""
+        if not isinstance(data, Mapping):
+            return None
+
+        def num(key: str) -> float | None:
+            value = data.get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        return cls(samples=int(data.get("samples") or 0), p50_ms=num("p50_ms"), p99_ms=num("p99_ms"),
+                   max_ms=num("max_ms"), lagging=num("lagging"), throttled_periods=num("throttled_periods"),
+                   throttled_s=num("throttled_s"))
+
+    def text(self) -> str:
+        """The step line's words: `loop lag p99 12 ms`, and throttling when there was some."""
+        words = f"loop lag p99 {latency(self.p99_ms, ' ms')}" if self.samples else ""
+        if self.throttled_periods:
+            words += f"{', ' if words else ''}CPU-throttled in {self.throttled_periods * 100:.0f} % of CFS periods"
+        return words
+
+
+def throttled_reason(lag: LoopLag | None) -> str | None:
+    """The cgroup CPU limit held the generator back in `THROTTLED_PERIODS_LIMIT` of its CFS periods or more."""
+    throttled = (lag.throttled_periods or 0.0) if lag is not None else 0.0
+    if throttled < THROTTLED_PERIODS_LIMIT:
+        return None
+    return (f"the load generator was CPU-throttled by its cgroup limit in {throttled * 100:.0f} % of CFS periods "
+            f"(>= {THROTTLED_PERIODS_LIMIT * 100:g} %): raise the pod's CPU limit")
+
+
+def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | None:
+    """Why the load generator's own delay makes a step's figures its own, or None (module doc).
+
+    `p50_ms`: the step's median latency. Throttling names the pod's CPU limit as the fix; a lag
+    without throttling names more workers (or a CPU of the generator's own)."""
+    if lag is None:
+        return None
+    throttled = throttled_reason(lag)
+    if throttled is not None:
+        return throttled
+    if lag.samples < MIN_LAG_SAMPLES or lag.p99_ms is None or not p50_ms or p50_ms <= 0:
+        return None
+    if lag.p99_ms >= LAG_P99_OF_P50 * p50_ms and (lag.lagging or 0.0) >= LAGGING_LIMIT:
+        fix = ("raise the pod's CPU limit" if lag.throttled_periods
+               else "add workers, or give the load generator a CPU of its own")
+        return (f"the load generator's event loop lagged p99 {latency(lag.p99_ms, ' ms')} (>= "
+                f"{LAG_P99_OF_P50 * 100:g} % of the step's p50 {latency(p50_ms, ' ms')}) and was behind "
+                f"{(lag.lagging or 0.0) * 100:.0f} % of the time (>= {LAGGING_LIMIT * 100:g} %): responses waited for "
+                f"the client, so its latency and throughput are the client's ({fix})")
+    return None
+
+
+def slo_margin_reason(lag: LoopLag | None, measured: Iterable[tuple[str, float | None, float]]) -> str | None:
+    """A latency SLO broken by less than the loop lag p99, or None. `measured`: (label, the step's
+    percentile in ms, the SLO in ms) per latency SLO. A percentile within its SLO is not judged: the
+    generator's stalls only add latency, so the endpoint's own was within it too. As for the p50 rule,
+    only a loop behind `LAGGING_LIMIT` of the time or more: rare stalls move no percentile by their p99."""
+    if lag is None or lag.samples < MIN_LAG_SAMPLES or lag.p99_ms is None or (lag.lagging or 0.0) < LAGGING_LIMIT:
+        return None
+    for label, value, slo_ms in measured:
+        if value is not None and slo_ms < value <= slo_ms + lag.p99_ms:
+            return (f"{label} {latency(value, ' ms')} is over its SLO {latency(slo_ms, ' ms')} by less than the load "
+                    f"generator's event-loop lag p99 {latency(lag.p99_ms, ' ms')}: the breach may be the client's "
+                    f"(add workers, or give the load generator a CPU of its own)")
+    return None

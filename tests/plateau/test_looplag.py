@@ -1,0 +1,202 @@
+"""The load generator's own delay: loop-lag counts, their figures, and the client-affected rule."""
+
+from sm_locust.plateau.looplag import (
+    LAG_P99_OF_P50,
+    LAGGING_LIMIT,
+    MIN_LAG_SAMPLES,
+    THROTTLED_PERIODS_LIMIT,
+    LagCounts,
+    LoopLag,
+    client_affected_reason,
+    lag_bucket_us,
+    merge_counts,
+)
+from sm_locust.plateau.steady import measure_step
+from sm_locust.plateau.timeline import Second
+from sm_locust.record.summary import run_verdict, step_line, step_record
+
+
+def counts(lags_us, interval_us=5000.0):
+    c = LagCounts()
+    for lag in lags_us:
+        c.add_sample(interval_us + lag, lag)
+    return c
+
+
+def lag(p99_ms, samples=1000, throttled=None, lagging=LAGGING_LIMIT):
+    return LoopLag(samples=samples, p50_ms=0.1, p99_ms=p99_ms, max_ms=p99_ms, lagging=lagging,
+                   throttled_periods=throttled)
+
+
+def test_buckets_keep_two_significant_digits():
+    assert [lag_bucket_us(v) for v in (0.4, 42, 99.6, 123, 1_234, 56_789)] == [0, 42, 100, 120, 1_200, 57_000]
+
+
+def test_figures_of_counts():
+    c = counts([100.0] * 98 + [20_000.0, 40_000.0])
+    figures = LoopLag.of(c)
+    assert figures.samples == 100
+    assert figures.p50_ms == 0.1 and figures.p99_ms == 20.0 and figures.max_ms == 40.0
+    assert figures.lagging == round(c.lag_us / c.span_us, 4)
+    assert figures.throttled_periods is None and figures.throttled_s is None  # no cgroup read
+
+
+def test_counts_merge_and_take_are_deltas():
+    a, b = counts([100.0] * 10), counts([3_000.0] * 10)
+    b.add_throttling(periods=50, throttled=5, throttled_us=80_000.0)
+    merged = merge_counts([a, None, b])
+    assert merged is not None and merged.samples == 20 and merged.max_us == 3_000.0
+    assert (merged.periods, merged.throttled, merged.throttled_us) == (50, 5, 80_000.0)
+    assert a.samples == 10  # the parts are not changed
+    assert merge_counts([None, None]) is None
+    taken = b.take()
+    assert taken.samples == 10 and taken.periods == 50
+    assert not b and b.samples == 0 and b.periods is None  # emptied: the next take is the next delta
+    assert LoopLag.of(merged).throttled_periods == 0.1 and LoopLag.of(merged).throttled_s == 0.08
+
+
+def test_json_round_trips_and_old_records_load():
+    c = counts([100.0, 2_500.0])
+    c.add_throttling(10, 1, 5.0)
+    assert LagCounts.from_json(c.to_json()) == LagCounts.from_json(c.to_json())
+    assert LagCounts.from_json(c.to_json()).to_json() == c.to_json()
+    figures = LoopLag.of(c)
+    assert LoopLag.from_json(figures.to_json()) == figures
+    assert LoopLag.from_json(None) is None  # a summary.json from before loop lag
+    assert LoopLag.from_json({"samples": 5, "p99_ms": "x"}) == LoopLag(5, None, None, None, None)
+
+
+def test_rule_lag_against_the_steps_median():
+    p50 = 80.0
+    at = LAG_P99_OF_P50 * p50
+    assert client_affected_reason(lag(at), p50) is not None
+    assert client_affected_reason(lag(at * 0.99), p50) is None
+    assert client_affected_reason(lag(at, lagging=LAGGING_LIMIT * 0.99), p50) is None  # long stalls, but rare
+    assert client_affected_reason(lag(at * 4, lagging=0.05), p50) is None  # e.g. one start-up stall in a short step
+    assert "add workers" in client_affected_reason(lag(at), p50)
+    assert client_affected_reason(lag(at, samples=MIN_LAG_SAMPLES - 1), p50) is None  # too few to judge
+    assert client_affected_reason(None, p50) is None
+    assert client_affected_reason(lag(at), None) is None  # no latency measured: nothing to compare
+
+
+def test_rule_throttling_names_the_pod_limit():
+    why = client_affected_reason(lag(0.1, throttled=THROTTLED_PERIODS_LIMIT), 80.0)
+    assert why is not None and "raise the pod's CPU limit" in why
+    assert client_affected_reason(lag(0.1, throttled=THROTTLED_PERIODS_LIMIT / 2), 80.0) is None
+    # a lag beside some throttling: the fix is the limit, not workers
+    assert "raise the pod's CPU limit" in client_affected_reason(lag(40.0, throttled=0.01), 80.0)
+
+
+def starved_seconds(lag_ms, n=10, p50_ms=50):
+    """`n` seconds of 100 requests at `p50_ms`, the client's low CPU and wait (what the old rule read),
+    and a loop behind 40 % of the time whose every 20th wake-up was `lag_ms` late."""
+    out = []
+    for i in range(n):
+        lagc = counts([100.0] * 190 + [lag_ms * 1000.0] * 10)
+        lagc.lag_us = 0.4 * lagc.span_us
+        out.append(Second(t=1000.0 + i, users=96, spawning=False, requests=100, failures=0, hist={p50_ms: 100},
+                          client_cpu_pct=8.0, client_wait_pct=5.0, loop_lag=lagc))
+    return out
+
+
+def test_a_starved_client_is_client_bound_where_cpu_and_wait_read_low():
+    step = measure_step(starved_seconds(lag_ms=30.0))
+    assert step.client_cpu_pct + step.client_wait_pct < 90  # the old rule alone would pass it
+    assert step.loop_lag is not None and step.loop_lag.p99_ms == 30.0
+    assert step.loop_lag.samples == 8 * 200  # the steady window's seconds (20 % warm-up dropped)
+    assert step.client_bound and "event loop lagged" in step.client_bound_reason
+    record = step_record(step)
+    assert record["client_bound"] is True and record["loop_lag"]["p99_ms"] == 30.0
+    line = step_line(1, record)
+    assert "loop lag p99 30 ms" in line and "CLIENT-BOUND" in line
+    verdict = run_verdict(None, [record])
+    assert verdict["status"] == "inconclusive" and "event loop lagged" in verdict["reason"]
+
+
+def test_a_quiet_client_is_not():
+    step = measure_step(starved_seconds(lag_ms=2.0))
+    assert not step.client_bound
+    assert "loop lag p99 2 ms" in step_line(1, step_record(step))
+
+
+def test_a_step_without_loop_lag_reads_as_before():
+    seconds = [Second(t=1000.0 + i, users=4, spawning=False, requests=100, failures=0, hist={10: 100})
+               for i in range(10)]
+    step = measure_step(seconds)
+    assert step.loop_lag is None and not step.client_bound
+    assert "loop_lag" not in step_record(step) and "loop lag" not in step_line(1, step_record(step))
+    assert "loop_lag" not in seconds[0].as_dict()  # timeline lines without it stay as they were
+    assert Second.from_dict(seconds[0].as_dict()).loop_lag is None
+
+
+def test_timeline_line_keeps_the_counts():
+    second = starved_seconds(30.0, n=1)[0]
+    again = Second.from_dict(second.as_dict())
+    assert again.loop_lag == second.loop_lag
+
+
+def test_throttling_is_named_before_the_wait_it_also_reads_as():
+    seconds = starved_seconds(lag_ms=2.0)
+    for second in seconds:
+        second.client_wait_pct = 85.0  # a throttled process waits on the run queue: the old rule fires too
+        second.loop_lag.add_throttling(periods=10, throttled=9, throttled_us=500_000.0)
+    step = measure_step(seconds)
+    assert step.loop_lag.throttled_periods == 0.9
+    assert step.client_bound and "raise the pod's CPU limit" in step.client_bound_reason
+
+
+def test_a_window_without_requests_is_not_judged_on_its_lag():
+    seconds = starved_seconds(lag_ms=300.0)
+    for second in seconds:
+        second.requests = 0  # a master's first seconds: a worker's start-up stall arrived, no request completed
+    step = measure_step(seconds)
+    assert step.loop_lag.p99_ms == 300.0 and not step.client_bound
+
+
+def test_a_sweep_distrusts_the_run_through_the_same_rule():
+    from sm_locust.record.summary import build_summary
+    from sm_locust.sweep.trust import client_bound_reason
+
+    starved = step_record(measure_step(starved_seconds(lag_ms=30.0)))
+    quiet = step_record(measure_step(starved_seconds(lag_ms=2.0)))
+    for steps, distrusted in (([quiet], False), ([quiet, starved], True)):
+        summary = build_summary(endpoint="e", started_at=0.0, ended_at=20.0, totals={}, errors={}, seconds=(),
+                                steps=steps)
+        reason = client_bound_reason(summary)
+        assert (reason is not None) is distrusted
+        if distrusted:
+            assert "event loop lagged" in reason and "step 2" in reason
+
+
+def test_slo_margin_pure():
+    from sm_locust.plateau.looplag import slo_margin_reason
+
+    within = [("p95", 108.0, 100.0)]
+    assert "may be the client's" in slo_margin_reason(lag(10.0), within)
+    assert slo_margin_reason(lag(7.0), within) is None  # broken by more than the lag: the endpoint's
+    assert slo_margin_reason(lag(50.0), [("p95", 90.0, 100.0)]) is None  # met: the endpoint's own was lower still
+    assert slo_margin_reason(lag(50.0, samples=MIN_LAG_SAMPLES - 1), within) is None
+    assert slo_margin_reason(lag(10.0, lagging=LAGGING_LIMIT / 2), within) is None
+    assert slo_margin_reason(None, within) is None
+
+
+def test_a_search_sees_a_breach_within_the_lag_as_client_bound():
+    from sm_locust.plateau.conditions import LatencySLO
+    from sm_locust.plateau.search import PlateauSearch
+
+    def step(p95_ms, lag_ms):
+        seconds = starved_seconds(lag_ms=lag_ms, p50_ms=50)
+        for second in seconds:
+            second.hist = {50: 90, p95_ms: 10}
+        return measure_step(seconds)
+
+    assert not step(108, 10.0).client_bound  # the same step without an SLO to judge it by: fine
+    for p95_ms, lag_ms, bound in ((108, 10.0, True), (108, 5.0, False), (150, 10.0, False)):
+        search = PlateauSearch(4, 64, conditions=[LatencySLO(95, 100)])
+        search.first()
+        decision = search.feed(step(p95_ms, lag_ms))
+        assert search.steps[0].client_bound is bound
+        if bound:
+            assert decision.stop and search.verdict().client_bound
+            assert "over its SLO 100 ms by less than" in search.verdict().text()
+            assert "over its SLO" in step_record(search.steps[0])["client_bound_reason"]  # the record says the same
