@@ -17,7 +17,7 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.report.compare import compare_table, terminal_table, write_compare
 from sm_locust.report.pipeline import check_report_values
 from sm_locust.util.numbers import argument_type
-from sm_locust.util.outputs import check_output_dir, refuse_in_progress
+from sm_locust.util.outputs import check_output_dir, refuse_in_progress, refuse_links_in
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -38,6 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     check_report_values(safety_factor=args.safety_factor, target_rps=args.target_rps)
     check_output_dir(Path(args.out))
+    refuse_links_in(args.out, ("compare.csv", "compare.html"))
     for run_dir in args.run_dirs:
         refuse_in_progress(Path(run_dir))
     runs, table = compare_table(args.run_dirs, prices_file=args.prices_file, safety_factor=args.safety_factor,

@@ -48,7 +48,9 @@ from sm_locust.util.outputs import (
     PARTIAL_SUFFIX,
     check_output_dir,
     locked_folder,
+    open_output,
     promote,
+    refuse_links_in,
     refuse_unusable,
     run_in_progress,
 )
@@ -93,6 +95,8 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
 LOCUST_REPORT = "locust_report.html"
 LOCUST_REPORT_PARTIAL = f".{LOCUST_REPORT}{PARTIAL_SUFFIX}"  # Locust writes here; renamed once whole (promote)
+LOCUST_OUTPUTS = (LOCUST_REPORT_PARTIAL, "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv",
+                  "locust_exceptions.csv")  # the files Locust itself writes into a run folder
 RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", LOCUST_REPORT,
              f".*{PARTIAL_SUFFIX}", "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv",
              "merged_timeseries.csv")
@@ -205,6 +209,8 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
                 "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}
+    # a link planted in the folder is refused before anything runs (Locust opens its files following links)
+    refuse_links_in(out, (*LOCUST_OUTPUTS, "locust.log", "options.json", "summary.json", "timeline.jsonl"))
     write_json(out / "options.json", recorded)
     # an empty SM_LOCUST_* is "not set" here (add_cli_options); Locust's parser would read '' as the value
     env = {k: v for k, v in os.environ.items() if not (k.startswith("SM_LOCUST_") and not v.strip())}
@@ -213,7 +219,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     env.setdefault("PYTHONUNBUFFERED", "1")
     (echo or _print)(f"sm-locust: running Locust against {settings.endpoint_name!r}"
                      f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/")
-    with open(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
+    with open_output(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
         # Only the main thread can forward; called from another thread Locust stays in our process
         # group, where a terminal's Ctrl+C still reaches it directly.

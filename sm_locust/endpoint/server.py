@@ -33,6 +33,7 @@ from pathlib import Path
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.errors import RunError
 from sm_locust.util import lifeline
+from sm_locust.util.outputs import open_output
 
 READY_TIMEOUT_S = 15.0
 LISTEN_FD_ENV = "SM_LOCUST_LISTEN_FD"  # `sm-locust serve` serves on this inherited listening socket
@@ -167,7 +168,7 @@ class LocalEndpoint:
         listener, self._listener = self._listener, None
         if listener is None:  # a port chosen by the caller, or a restart: the child binds it
             check_port_free(self.config.host, self.config.port)
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        out = open_output(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN", LISTEN_FD_ENV))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL

@@ -28,6 +28,7 @@ from typing import BinaryIO
 import orjson
 
 from sm_locust.plateau.timeline import Second
+from sm_locust.util.outputs import open_output
 from sm_locust.util.yamlsafe import load_json
 
 TIMELINE_JSONL = "timeline.jsonl"
@@ -76,7 +77,7 @@ class TimelineWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_every_s = flush_every_s
         self._clock = clock
-        self._fh: BinaryIO | None = open(self.path, "wb", buffering=0)  # kept open for the run; close() closes it
+        self._fh: BinaryIO | None = open_output(self.path, "wb", buffering=0)  # kept open; close() closes it
         self._pending: list[bytes] = []
         self._flushed_at = clock()
         self.lines = 0

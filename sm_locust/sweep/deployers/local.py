@@ -46,6 +46,7 @@ from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import RunError, UsageError
 from sm_locust.sweep.deployers import Deployer, DeployError, Deployment, Progress
+from sm_locust.util.outputs import open_output
 
 NOT_SETTINGS = ("host", "port", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s",
                 "metrics_endpoint_name", "extra", "multi_model", "inference_components")
@@ -124,7 +125,7 @@ class UsageSampler:
         return self
 
     def _run(self) -> None:
-        with open(self.path, "w", newline="") as f:
+        with open_output(self.path, "w", newline="") as f:
             out = csv.writer(f)
             out.writerow(["t", "cpu_pct", "memory_pct", *([LOADED_MODELS] if self.loaded_models else [])])
             while not self._stop.wait(self.every_s):
