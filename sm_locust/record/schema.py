@@ -22,6 +22,8 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 
+READ_SCHEMAS = (1,)  # the summary.json schemas these readers understand (record/summary.py SCHEMA_VERSION writes)
+
 MAX_MALFORMED_SHARE = 0.02  # above 2 % of its rows malformed, a history CSV is refused, not patched
 
 # kinds: "count" (whole number >= 0), "number" (finite), "text", "time" (ISO-8601), "bool", "object", "interval"
@@ -96,6 +98,9 @@ def summary_problem(summary: Any) -> str | None:
     problem = _check(summary, SUMMARY, "")
     if problem:
         return problem
+    if "schema" in summary and summary["schema"] not in READ_SCHEMAS:
+        return (f"its schema is {summary['schema']!r}, and this sm-locust reads schema "
+                f"{', '.join(map(str, READ_SCHEMAS))} (a newer sm-locust wrote it? upgrade to read it)")
     for key, spec in (("totals", TOTALS), ("plateau", PLATEAU), ("model_cache", MODEL_CACHE), ("mix", MIX),
                       ("autoscaling", AUTOSCALING), ("verdict", VERDICT)):
         if isinstance(summary.get(key), Mapping):
