@@ -47,6 +47,7 @@ from sm_locust.util.outputs import (
     IN_USE,
     PARTIAL_SUFFIX,
     check_output_dir,
+    locked_by_another,
     locked_folder,
     open_output,
     promote,
@@ -122,9 +123,11 @@ def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") ->
 def make_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> bool:
     """Create the run folder (a one-line UsageError when the system refuses, e.g. under /proc); with
     `overwrite`, remove an earlier run's files from it. Returns True when this call created it."""
-    created = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    try:  # created by this call only if its own mkdir made it (two runs into one folder: one of them did)
+        out.mkdir(parents=True)
+        created = True
+    except FileExistsError:
+        created = False
     except OSError as exc:
         raise UsageError(f"{flag} {out} cannot be created: {exc.strerror or exc}") from None
     if overwrite and not created:
@@ -144,7 +147,10 @@ def remove_run_files(folder: Path) -> list[Path]:
 
 
 def discard_out_dir(out: Path, created: bool) -> None:
-    """Undo a run folder after a usage error: the folder if this run created it, else the run's files."""
+    """Undo a run folder after a usage error: the folder if this run created it, else the run's files;
+    nothing while another run (another thread of this process too) holds the folder: it is that run's."""
+    if locked_by_another(out):
+        return
     if created:
         shutil.rmtree(out, ignore_errors=True)
     elif out.is_dir():

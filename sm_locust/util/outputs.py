@@ -178,6 +178,17 @@ def run_in_progress(folder: Path) -> bool:
         os.close(fd)
 
 
+def locked_by_another(folder: Path) -> bool:
+    """True while a run other than the calling thread's holds `folder` locked (another process, or another
+    thread of this one: `sm_locust.run(out=same)` from two threads)."""
+    key = os.path.realpath(folder)
+    with _LOCKED_GUARD:
+        held = _LOCKED.get(key)
+    if held is not None:
+        return held[1] != threading.get_ident()
+    return run_in_progress(folder)
+
+
 def refuse_in_progress(folder: Path, what: str = "RUN_DIR") -> None:
     """A one-line UsageError when a run is still writing `folder` (a report of it would read a run that
     has not ended as one that crashed)."""
