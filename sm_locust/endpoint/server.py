@@ -16,6 +16,7 @@ answer this one's /ping.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -33,7 +34,10 @@ from pathlib import Path
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.errors import RunError
 from sm_locust.util import lifeline
+from sm_locust.util.arguments import require_kind
 from sm_locust.util.outputs import open_output
+
+_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(EndpointConfig)}  # annotations, as text
 
 READY_TIMEOUT_S = 15.0
 LISTEN_FD_ENV = "SM_LOCUST_LISTEN_FD"  # `sm-locust serve` serves on this inherited listening socket
@@ -106,6 +110,7 @@ class LocalEndpoint:
         for key, value in overrides.items():
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown endpoint setting {key!r}")
+            require_kind(key, value, _FIELD_TYPES.get(key, ""))
             setattr(self.config, key, value)
         self._listener: socket.socket | None = None  # the bound port, until the child has it (start)
         if not self.config.port:
