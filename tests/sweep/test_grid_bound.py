@@ -20,3 +20,20 @@ def test_a_million_combinations_are_refused_without_expanding_them():
     values = list(range(1000))
     with pytest.raises(UsageError, match=r"has 1,000,000 configurations \(grid 1,000 x 1,000, 0 listed\)"):
         expand({}, {"a": values, "b": values})
+
+
+def test_a_full_disk_ends_the_usage_sampler_without_a_thread_traceback(monkeypatch):
+    """Was: a disk full mid-sweep printed the sampler thread's traceback before the sweep's clean exit 1."""
+    import os
+    import threading
+    from pathlib import Path
+
+    from sm_locust.sweep.deployers.local import UsageSampler
+
+    raised: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    sampler = UsageSampler(os.getpid(), Path("/dev/full"), every_s=0.01)  # every write: ENOSPC
+    sampler.start()
+    sampler._thread.join(5)
+    sampler.stop()
+    assert raised == [] and sampler.failed == "No space left on device"
