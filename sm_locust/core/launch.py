@@ -267,15 +267,22 @@ class SignalForwarder:
 
     In a container sm-locust is PID 1, and `kubectl delete` or a Job's deadline sends SIGTERM to it
     alone: without this Locust would be killed at the end of the grace period with nothing written
-    (and nothing uploaded). Only the main thread may set handlers; elsewhere this does nothing.
+    (and nothing uploaded). Only the main thread may set handlers. Started from another thread
+    (`sm_locust.run` in a thread), a watcher stops Locust as on SIGINT once the main thread has ended (a
+    script interrupted by Ctrl+C: Python waits for the run's thread, which used to run to its end). A main
+    thread that catches its KeyboardInterrupt and goes on (a notebook) cannot be told from one that was
+    never interrupted: Python delivers signals to the main thread only, and only it may set handlers.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    WATCH_EVERY_S = 0.25
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen, main_alive: Callable[[], bool] | None = None):
         self.proc = proc
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
+        self._main_alive = main_alive or (lambda: threading.main_thread().is_alive())
+        self._done = threading.Event()
 
     @staticmethod
     def can_forward() -> bool:
@@ -285,11 +292,22 @@ class SignalForwarder:
         if self.can_forward():
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
+        else:
+            threading.Thread(target=self._watch_main, name="sm-locust-main-watch", daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._done.set()
         for signum, previous in self._previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+    def _watch_main(self) -> None:
+        while not self._done.wait(self.WATCH_EVERY_S):
+            if self.proc.poll() is not None:
+                return
+            if not self._main_alive():  # the main thread ended (interrupted): stop Locust as on Ctrl+C
+                self._handle(signal.SIGINT, None)
+                return
 
     def _handle(self, signum: int, _frame) -> None:
         if self.proc.poll() is not None:

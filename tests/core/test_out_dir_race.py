@@ -58,3 +58,49 @@ def test_the_calling_threads_own_lock_does_not_count(tmp_path):
     out.mkdir()
     with locked_folder(out):
         assert not locked_by_another(out)
+
+
+class FakeLocust:
+    """A Locust child: running until it gets a signal."""
+
+    def __init__(self):
+        self.signals: list[int] = []
+        self.pid = -1
+
+    def poll(self):
+        return 0 if self.signals else None
+
+    def send_signal(self, signum):
+        self.signals.append(signum)
+
+
+def test_a_run_in_another_thread_stops_when_the_main_thread_has_ended():
+    """Was: a script's Ctrl+C ended its main thread, and Python waited for the run's thread to its end."""
+    import signal
+    import time
+
+    from sm_locust.core.launch import SignalForwarder
+
+    alive = {"main": True}
+    proc = FakeLocust()
+    result: list[SignalForwarder] = []
+
+    def run_thread():
+        with SignalForwarder(proc, main_alive=lambda: alive["main"]) as forwarder:
+            result.append(forwarder)
+            while proc.poll() is None and not stop.is_set():
+                time.sleep(0.01)
+
+    stop = threading.Event()
+    thread = threading.Thread(target=run_thread)
+    thread.start()
+    try:
+        time.sleep(3 * SignalForwarder.WATCH_EVERY_S)
+        assert proc.signals == []  # the main thread lives: the run goes on
+        alive["main"] = False
+        thread.join(10)
+        assert not thread.is_alive()
+        assert proc.signals == [signal.SIGINT] and result[0].received == signal.SIGINT
+    finally:
+        stop.set()
+        thread.join(5)
