@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
     streams = sys.stdout, sys.stderr
     if in_main_thread:  # every name a command echoes (a run folder, a sweep's value) reaches the terminal inert
-        sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)  # type: ignore[assignment]
+        sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
     try:
         return _main(argv)
     except Interrupted as exc:  # Locust stopped and wrote what it measured

@@ -23,7 +23,7 @@ import io
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import orjson
 
@@ -77,7 +77,7 @@ class TimelineWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_every_s = flush_every_s
         self._clock = clock
-        self._fh: BinaryIO | None = open_output(self.path, "wb", buffering=0)  # kept open; close() closes it
+        self._fh: BinaryIO | None = cast(BinaryIO, open_output(self.path, "wb", buffering=0))  # close() closes it
         self._pending: list[bytes] = []
         self._flushed_at = clock()
         self.lines = 0
