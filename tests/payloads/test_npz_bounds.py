@@ -74,5 +74,7 @@ def test_a_batch_at_the_bound_is_sampled_and_one_row_more_is_refused(tmp_path):
 
 def test_the_distinct_bodies_are_bounded_in_all(tmp_path, monkeypatch):
     np.save(tmp_path / "rows.npy", np.ones((1000, 128)))  # 1 KB a row
-    monkeypatch.setattr(arrays, "MAX_BATCHES_BYTES", 10 * 1024 * 10)
-    assert len(batches(tmp_path / "rows.npy", 10, 64, None)) == 10
+    monkeypatch.setattr(arrays, "MAX_BATCHES_BYTES", 10 * 1024 * 10)  # ten batches of ten 1-KB rows
+    assert len(batches(tmp_path / "rows.npy", 10, 10, None)) == 10  # at the bound: all asked for
+    assert len(batches(tmp_path / "rows.npy", 10, 64, None)) == 10  # past it: fewer distinct bodies
+    assert len(batches(tmp_path / "rows.npy", 5, 64, None)) == 20

@@ -73,6 +73,29 @@ def test_the_boto3_drain_reads_at_most_its_bound_then_closes():
     assert body.closed and DRAIN_BYTES == 1 << 20
 
 
+def test_a_rest_at_the_drain_bound_is_read_to_its_end_and_the_connection_kept():
+    class Raw:
+        def __init__(self, size):
+            self.size = size
+
+        def stream(self):
+            yield b"x" * self.size
+
+    class Body:
+        closed = False
+
+        def __init__(self, size):
+            self._raw_stream = Raw(size)
+
+        def close(self):
+            self.closed = True
+
+    at, past = Body(DRAIN_BYTES), Body(DRAIN_BYTES + 1)
+    _drain(at)
+    _drain(past)
+    assert (at.closed, past.closed) == (False, True)
+
+
 def test_an_event_that_never_ends_is_an_in_band_error_at_its_bound():
     at = StreamTokens()
     at.feed(b'{"token": {"text": "' + b"x" * (MAX_LINE_BYTES - 40))
