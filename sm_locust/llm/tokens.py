@@ -244,12 +244,14 @@ class StreamTokens:
         tail = part[start:]
         if tail and not self._skipping and self._room(len(tail)):
             self._buffer += tail
-            if self._nesting.feed(tail) and tail.rstrip().endswith(b"}"):
+            if not self._nesting.broken and self._nesting.feed(tail) and tail.rstrip().endswith(b"}"):
                 taken, rest = self._complete(bytes(self._buffer))
                 tokens += taken
                 if not rest:
                     self._buffer.clear()
                     self._nesting = _Nesting()
+                else:  # closed, yet not JSON: no later byte can mend it; its newline decides (as before)
+                    self._nesting.broken = True
         self._reader.result.per_part.append(tokens)
         return tokens
 
@@ -332,6 +334,7 @@ class _Nesting:
         self.opened = False
         self.in_string = False
         self.escaped = False
+        self.broken = False  # closed but not JSON: not decoded again before its newline
 
     def feed(self, data: bytes) -> bool:
         skip_at = 0 if self.escaped else -1  # a backslash ended the previous part: this one's first byte

@@ -131,3 +131,18 @@ def test_a_server_count_that_is_not_a_number_of_tokens_is_ignored():
 def test_crc_of_the_test_frame_is_what_botocore_checks():
     frame = eventstream.encode_payload_part(b"x")
     assert struct.unpack(">I", frame[-4:])[0] == crc32(frame[:-4]) & 0xFFFFFFFF
+
+
+def test_a_closed_line_that_is_not_json_is_not_decoded_again_on_every_part(monkeypatch):
+    """`{}` then a stray `}` per part: decoding the whole line at each part would cost quadratic time."""
+    from sm_locust.llm import tokens
+
+    calls = []
+    original = StreamTokens._complete
+    monkeypatch.setattr(StreamTokens, "_complete", lambda self, rest: calls.append(1) or original(self, rest))
+    stream = tokens.StreamTokens()
+    stream.feed(b'{"token": {"id": 1, "text": "a"}} }')
+    for _ in range(1000):
+        stream.feed(b"}")
+    assert len(calls) == 1
+    assert stream.feed(b'\n{"token": {"id": 2, "text": "b"}}') == 1  # the next line is taken at once again
