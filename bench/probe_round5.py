@@ -498,7 +498,8 @@ def run_check(index: int, scene: Path, up: str, triton: str, env: dict[str, str]
     started = time.monotonic()
     try:
         done = subprocess.run([PY, __file__, "--check", str(index), "--scene", str(scene), "--up", up, "--triton",
-                               triton], env=env, capture_output=True, text=True, timeout=90, preexec_fn=base._bounded)
+                               triton], env=env, capture_output=True, text=True, timeout=90, preexec_fn=base._bounded,
+                              cwd=scene)  # what a check writes lands in the scene (and `-m` finds no sm_locust here)
     except subprocess.TimeoutExpired:
         return "not done in 90 s"
     lines = done.stdout.strip().splitlines()
