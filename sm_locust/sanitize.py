@@ -58,6 +58,32 @@ def page_text(text: object, limit: int | None = MAX_LINE) -> str:
     return html.escape(clean(text, limit))
 
 
+# A terminal stream keeps what a progress line of ours writes (a carriage return, ESC [ K: erase to the end of
+# the line) and escapes every other control, as `clean` does.
+_STREAM_UNSAFE = re.compile("\x1b(?!\\[K)|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                            "\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+class TerminalStream:
+    """A text stream (stdout, stderr) that escapes terminal controls in everything written to it: a name
+    the command echoes (a run folder `run<ESC>]0;title<BEL>`, a sweep file's value) stays inert wherever
+    it is printed. Anything else is the wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_STREAM_UNSAFE.sub(_escape, text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def is_clean(text: str) -> bool:
     """True when `text` holds no character `clean` would escape (tests, and callers that only check)."""
     return _UNSAFE.search(text.replace("\n", "")) is None

@@ -19,12 +19,14 @@ from sm_locust.api.result import load, run_folder
 from sm_locust.errors import UsageError
 from sm_locust.report.compare import compare_table, write_compare
 from sm_locust.report.options import CompareSettings
+from sm_locust.util.arguments import require_path
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
 def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,
             target_rps: float | None = None, safety_factor: float = 0.5) -> pd.DataFrame:
     """One row per run (columns as compare.csv); `prices`: a JSON price table file, as `--prices`."""
+    require_path("out", out)
     settings = CompareSettings.parse({"prices_file": prices, "target_rps": target_rps, "safety_factor": safety_factor})
     if isinstance(runs, str | bytes | os.PathLike) or hasattr(runs, "run_dir") or not isinstance(runs, Iterable):
         raise UsageError(f"compare() takes a list of runs (RunResults, run folders or s3:// URLs), not one "

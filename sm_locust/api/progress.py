@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from sm_locust.errors import UsageError
 from sm_locust.record.progress import ProgressSample, parse_progress
+from sm_locust.sanitize import clean
 from sm_locust.util.formatting import load_words
 
 STATUS_PREFIX = "sm-locust: "
@@ -134,7 +135,7 @@ class TerminalLine(Display):
         self._status = ""
 
     def update(self, progress: RunProgress) -> None:
-        text = f"sm-locust {progress.text()}"
+        text = clean(f"sm-locust {progress.text()}", None)
         if self.tty:
             width = max(20, shutil.get_terminal_size((WIDTH, 20)).columns - 1)
             self.stream.write("\r" + text[:width] + "\x1b[K")
@@ -148,7 +149,7 @@ class TerminalLine(Display):
     def close(self, final: str) -> None:
         if self.tty:
             self.stream.write("\r\x1b[K")
-        print(f"sm-locust: {final}", file=self.stream, flush=True)
+        print(f"sm-locust: {clean(final, None)}", file=self.stream, flush=True)  # it names the run's folder
 
 
 class TqdmBar(Display):
@@ -171,7 +172,7 @@ class TqdmBar(Display):
 
     def close(self, final: str) -> None:
         self.bar.close()
-        print(f"sm-locust: {final}", file=self.stream, flush=True)
+        print(f"sm-locust: {clean(final, None)}", file=self.stream, flush=True)
 
 
 # ------------------------------------------------------------------------------------- choosing

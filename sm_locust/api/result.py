@@ -38,6 +38,7 @@ from sm_locust.record.model import Step, Summary
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
 from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path
 from sm_locust.report.merge import errors_by_code
+from sm_locust.util.arguments import require_bool
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 TIMELINE_COLUMNS = ["time", "users", "spawning", "requests", "failures", "rps", "goodput_rps", "p50_ms", "p95_ms",
@@ -204,6 +205,7 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
     # lazy: the report stack, ~120 ms (measured), only when a report is asked for
     from sm_locust.report.pipeline import ReportOptions
 
+    require_bool("cloudwatch", cloudwatch, optional=True)
     known = {f.name for f in fields(ReportOptions)}
     for name in options:
         if name not in known:

@@ -48,6 +48,7 @@ from sm_locust.core.start import start_run
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.record.runfolder import SUMMARY_JSON
 from sm_locust.shapes.settings import parse_seconds
+from sm_locust.util.arguments import require_path
 from sm_locust.util.outputs import write_atomic
 
 PAYLOAD_FILE = "payload.body"  # a `data=` body: no suffix the payload loaders read specially, sent verbatim
@@ -67,6 +68,7 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     a tqdm bar when tqdm is installed), "line", "tqdm" or False. `locust_args`: arguments for Locust
     itself (what follows `--` on the command line).
     """
+    require_path("out", out)
     given: dict[str, Any] = {**options, "endpoint_name": endpoint_name, "payload": payload, "shape": shape,
                              "out": None if out is None else str(out)}
     env = _take_predictor(given, predictor) if predictor is not None else {}

@@ -29,6 +29,7 @@ from sm_locust import __version__
 from sm_locust.cli.commands import COMMANDS
 from sm_locust.config.argtypes import register_number_types
 from sm_locust.errors import Interrupted, SmLocustError
+from sm_locust.sanitize import TerminalStream
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    streams = sys.stdout, sys.stderr
+    if in_main_thread:  # every name a command echoes (a run folder, a sweep's value) reaches the terminal inert
+        sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
     try:
         return _main(argv)
     except Interrupted as exc:  # Locust stopped and wrote what it measured
@@ -112,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+            sys.stdout, sys.stderr = streams
 
 
 def _main(argv: list[str]) -> int:

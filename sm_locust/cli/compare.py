@@ -17,7 +17,7 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import add_spec_arguments
 from sm_locust.report.compare import compare_table, terminal_table, write_compare
 from sm_locust.report.options import COMPARE_OUT, CompareSettings, compare_options
-from sm_locust.util.outputs import check_output_dir, refuse_in_progress
+from sm_locust.util.outputs import check_output_dir, refuse_in_progress, refuse_links_in
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     settings = CompareSettings.parse(args)
     out = settings.out or COMPARE_OUT
     check_output_dir(Path(out))
+    refuse_links_in(out, ("compare.csv", "compare.html"))
     for run_dir in args.run_dirs:
         refuse_in_progress(Path(run_dir))
     runs, table = compare_table(args.run_dirs, prices_file=settings.prices_file, safety_factor=settings.safety_factor,

@@ -25,8 +25,8 @@ from sm_locust.publish.verify import published_line
 from sm_locust.record.runfolder import read_summary
 from sm_locust.report import options as report_options
 from sm_locust.report.cloudwatch import make_client
-from sm_locust.report.pipeline import ReportOptions, build_report
-from sm_locust.util.outputs import check_output_dir, refuse_in_progress
+from sm_locust.report.pipeline import OUTPUT_FILES, ReportOptions, build_report
+from sm_locust.util.outputs import check_output_dir, refuse_in_progress, refuse_links_in
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -56,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
     run_dir, out_dir = args.run_dir, given.out_dir
     if out_dir:
         check_output_dir(Path(out_dir))
+        refuse_links_in(out_dir, OUTPUT_FILES.values())
     elif not run_dir.startswith("s3://") and Path(run_dir).is_dir():
         refuse_in_progress(Path(run_dir))
         try:  # the report goes next to the run: a read-only or full place fails now, not after the CloudWatch wait
             check_output_dir(Path(run_dir), "RUN_DIR")
+            refuse_links_in(run_dir, OUTPUT_FILES.values(), "RUN_DIR")
         except UsageError as exc:
             raise UsageError(f"{exc.message}; pass --out DIR to write the report elsewhere") from None
     if run_dir.startswith("s3://"):

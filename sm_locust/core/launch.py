@@ -48,8 +48,11 @@ from sm_locust.util.outputs import (
     IN_USE,
     PARTIAL_SUFFIX,
     check_output_dir,
+    locked_by_another,
     locked_folder,
+    open_output,
     promote,
+    refuse_links_in,
     refuse_unusable,
     run_in_progress,
 )
@@ -94,6 +97,8 @@ def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
 # marks of a folder that already holds a run. Nothing else in the folder is touched.
 LOCUST_REPORT = "locust_report.html"
 LOCUST_REPORT_PARTIAL = f".{LOCUST_REPORT}{PARTIAL_SUFFIX}"  # Locust writes here; renamed once whole (promote)
+LOCUST_OUTPUTS = (LOCUST_REPORT_PARTIAL, "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv",
+                  "locust_exceptions.csv")  # the files Locust itself writes into a run folder
 RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", LOCUST_REPORT,
              f".*{PARTIAL_SUFFIX}", "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv",
              "merged_timeseries.csv")
@@ -119,9 +124,11 @@ def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") ->
 def make_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> bool:
     """Create the run folder (a one-line UsageError when the system refuses, e.g. under /proc); with
     `overwrite`, remove an earlier run's files from it. Returns True when this call created it."""
-    created = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    try:  # created by this call only if its own mkdir made it (two runs into one folder: one of them did)
+        out.mkdir(parents=True)
+        created = True
+    except FileExistsError:
+        created = False
     except OSError as exc:
         raise UsageError(f"{flag} {out} cannot be created: {exc.strerror or exc}") from None
     if overwrite and not created:
@@ -141,7 +148,10 @@ def remove_run_files(folder: Path) -> list[Path]:
 
 
 def discard_out_dir(out: Path, created: bool) -> None:
-    """Undo a run folder after a usage error: the folder if this run created it, else the run's files."""
+    """Undo a run folder after a usage error: the folder if this run created it, else the run's files;
+    nothing while another run (another thread of this process too) holds the folder: it is that run's."""
+    if locked_by_another(out):
+        return
     if created:
         shutil.rmtree(out, ignore_errors=True)
     elif out.is_dir():
@@ -206,6 +216,8 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
                 "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}
+    # a link planted in the folder is refused before anything runs (Locust opens its files following links)
+    refuse_links_in(out, (*LOCUST_OUTPUTS, "locust.log", "options.json", "summary.json", "timeline.jsonl"))
     write_json(out / "options.json", recorded)
     # an empty SM_LOCUST_* is "not set" here (add_cli_options); Locust's parser would read '' as the value
     env = {k: v for k, v in os.environ.items() if not (k.startswith("SM_LOCUST_") and not v.strip())}
@@ -214,7 +226,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     env.setdefault("PYTHONUNBUFFERED", "1")
     (echo or _print)(f"sm-locust: running Locust against {settings.endpoint_name!r}"
                      f"{' at ' + settings.endpoint_url if settings.endpoint_url else ''}; results go to {out}/")
-    with open(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
+    with open_output(out / "locust.log", "wb", buffering=0) as log:  # unbuffered: a SIGKILL loses no line
         # Own session: a terminal's Ctrl+C reaches Locust once, from here (SignalForwarder), not twice.
         # Only the main thread can forward; called from another thread Locust stays in our process
         # group, where a terminal's Ctrl+C still reaches it directly.
@@ -256,15 +268,22 @@ class SignalForwarder:
 
     In a container sm-locust is PID 1, and `kubectl delete` or a Job's deadline sends SIGTERM to it
     alone: without this Locust would be killed at the end of the grace period with nothing written
-    (and nothing uploaded). Only the main thread may set handlers; elsewhere this does nothing.
+    (and nothing uploaded). Only the main thread may set handlers. Started from another thread
+    (`sm_locust.run` in a thread), a watcher stops Locust as on SIGINT once the main thread has ended (a
+    script interrupted by Ctrl+C: Python waits for the run's thread, which used to run to its end). A main
+    thread that catches its KeyboardInterrupt and goes on (a notebook) cannot be told from one that was
+    never interrupted: Python delivers signals to the main thread only, and only it may set handlers.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    WATCH_EVERY_S = 0.25
 
-    def __init__(self, proc: subprocess.Popen):
+    def __init__(self, proc: subprocess.Popen, main_alive: Callable[[], bool] | None = None):
         self.proc = proc
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
+        self._main_alive = main_alive or (lambda: threading.main_thread().is_alive())
+        self._done = threading.Event()
 
     @staticmethod
     def can_forward() -> bool:
@@ -274,11 +293,22 @@ class SignalForwarder:
         if self.can_forward():
             for signum in self.SIGNALS:
                 self._previous[signum] = signal.signal(signum, self._handle)
+        else:
+            threading.Thread(target=self._watch_main, name="sm-locust-main-watch", daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._done.set()
         for signum, previous in self._previous.items():
             signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+    def _watch_main(self) -> None:
+        while not self._done.wait(self.WATCH_EVERY_S):
+            if self.proc.poll() is not None:
+                return
+            if not self._main_alive():  # the main thread ended (interrupted): stop Locust as on Ctrl+C
+                self._handle(signal.SIGINT, None)
+                return
 
     def _handle(self, signum: int, _frame) -> None:
         if self.proc.poll() is not None:

@@ -16,6 +16,7 @@ answer this one's /ping.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -35,6 +36,10 @@ from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.options import SERVE_ENV_PREFIX
 from sm_locust.errors import RunError
 from sm_locust.util import lifeline
+from sm_locust.util.arguments import require_kind
+from sm_locust.util.outputs import open_output
+
+_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(EndpointConfig)}  # annotations, as text
 
 READY_TIMEOUT_S = 15.0
 LISTEN_FD_ENV = "SM_LOCUST_LISTEN_FD"  # `sm-locust serve` serves on this inherited listening socket
@@ -104,9 +109,10 @@ class LocalEndpoint:
                  env: Mapping[str, str] | None = None, **overrides):
         config = config or EndpointConfig(port=0)  # tests and demos: a free port, never 8080
         self.extra_env = dict(env or {})  # e.g. a local sweep's tag, by which `sweep --cleanup` finds it
-        unknown = [key for key in overrides if not hasattr(config, key)]
-        if unknown:
-            raise TypeError(f"unknown endpoint setting {unknown[0]!r}")
+        for key, value in overrides.items():
+            if not hasattr(config, key):
+                raise TypeError(f"unknown endpoint setting {key!r}")
+            require_kind(key, value, _FIELD_TYPES.get(key, ""))
         self._listener: socket.socket | None = None  # the bound port, until the child has it (start)
         if not overrides.get("port", config.port):
             self._listener = listening_socket(overrides.get("host", config.host))
@@ -169,7 +175,7 @@ class LocalEndpoint:
         listener, self._listener = self._listener, None
         if listener is None:  # a port chosen by the caller, or a restart: the child binds it
             check_port_free(self.config.host, self.config.port)
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        out = open_output(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN", LISTEN_FD_ENV, SERVE_ENV_PREFIX))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL

@@ -99,6 +99,13 @@ def serve_forever(config: EndpointConfig) -> int:
             self.stopped_by = signal.SIGINT
             super().handle_int()
 
+        def handle_hup(self):
+            # stops as on SIGTERM instead of gunicorn's reload: a reload re-reads no configuration (it is the
+            # command line) and would reset the emulation's state (counters, caches); a hang-up means the
+            # terminal that started it is gone
+            self.stopped_by = signal.SIGHUP
+            super().handle_term()
+
     class _Gunicorn(BaseApplication):
         def load_config(self):
             for key, value in settings.items():

@@ -51,6 +51,7 @@ MODEL_NAME = "model"  # SAGEMAKER_TRITON_DEFAULT_MODEL_NAME's role: the model /i
 MODEL_VERSION = "1"
 WILDCARD = -1
 BAD_REQUEST, SERVER_ERROR = 400, 500
+MAX_DEPTH = 1024  # orjson's nesting limit: a request nested deeper is a 400 (an HTML 500 at 5,000 levels)
 
 
 # -- the model description ------------------------------------------------------------------------
@@ -191,10 +192,16 @@ def _parse_document(header: bytes) -> dict:
     try:
         doc = orjson.loads(header)
     except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # this endpoint's own bound (orjson's), answered as a JSON error, not a crash
+            raise _refuse(BAD_REQUEST, f"failed to parse the request JSON buffer: nested more than {MAX_DEPTH:,} "
+                                       "levels deep (the local endpoint's limit)") from None
         text = header.decode("latin-1")  # one character per byte: positions are byte offsets
         start = len(text) - len(text.lstrip(" \t\n\r"))
         try:
             _, end = json.JSONDecoder().raw_decode(text, start)
+        except RecursionError:
+            raise _refuse(BAD_REQUEST, f"failed to parse the request JSON buffer: nested more than {MAX_DEPTH:,} "
+                                       "levels deep (the local endpoint's limit)") from None
         except ValueError as bad:
             position = getattr(bad, "pos", exc.pos)
             raise _refuse(SERVER_ERROR, f"failed to parse the request JSON buffer: Invalid value. at {position}") \

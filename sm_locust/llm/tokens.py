@@ -65,6 +65,12 @@ is several ms): their tokens share one gap, as the tokens of one part do."""
 INPUT_TOKENS = "llm_input_tokens"
 """`Invocation.extra` key: the prompt's token count as the sender knows it (sm_locust.payloads.llm)."""
 
+MAX_LINE_BYTES = 4 << 20
+"""A streamed line (one event) longer than this is an in-band error: a final TGI event with the whole
+generated text of a 128k-token answer is well under it."""
+MAX_SERVER_COUNT = 100_000_000
+"""A server's token count above this is not a count (ignored): 1e300 broke TTFT and ITL."""
+LINE_TOO_LONG = "stream.line_too_long"
 _WORD_PIECE = re.compile(r"\w+|[^\w\s]")
 _DECODER = json.JSONDecoder()
 _SSE_FIELDS = (b"event:", b"id:", b"retry:")
@@ -196,7 +202,11 @@ def _choice_tokens(choice: dict) -> int:
 
 
 def _int(value: Any, default: int | None) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    """A server's count as an int; `default` for anything that is not one: a bool, a negative number, NaN,
+    Infinity, or more than `MAX_SERVER_COUNT` (1e300 turned TTFT and ITL into nonsense; Infinity raised)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    if not 0 <= value <= MAX_SERVER_COUNT:  # NaN fails both comparisons
         return default
     return int(value)
 
@@ -206,26 +216,56 @@ class StreamTokens:
 
     Lines are buffered across parts; a complete JSON object not yet followed by a newline is
     taken at once (some containers end a part without one), so a token counts in the part it
-    arrived in.
+    arrived in. Each byte is looked at once: the unfinished line's JSON nesting is tracked as parts
+    arrive (`_Nesting`) and it is decoded only when its objects close (re-parsing it on every part
+    made a stream that never ends an event cost quadratic time, starving the run's timer). A line
+    longer than `MAX_LINE_BYTES` is an in-band error (`stream.line_too_long`); the rest of it is
+    skipped up to its newline.
     """
 
     def __init__(self) -> None:
         self._reader = _Reader()
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._nesting = _Nesting()
+        self._skipping = False  # inside a line over MAX_LINE_BYTES: dropped up to its newline
 
     def feed(self, part: bytes) -> int:
         """Tokens completed by this part."""
-        buffer = self._buffer + bytes(part)
-        tokens = 0
-        *lines, rest = buffer.split(b"\n")
-        for line in lines:
-            tokens += self._line(line)
-        if rest.strip():
-            taken, rest = self._complete(rest)
-            tokens += taken
-        self._buffer = rest
+        part = bytes(part)
+        tokens, start = 0, 0
+        while (end := part.find(b"\n", start)) >= 0:
+            if not self._skipping and self._room(end - start):
+                self._buffer += part[start:end]
+                tokens += self._line(bytes(self._buffer))
+            self._buffer.clear()
+            self._nesting = _Nesting()
+            self._skipping = False
+            start = end + 1
+        tail = part[start:]
+        if tail and not self._skipping and self._room(len(tail)):
+            self._buffer += tail
+            if not self._nesting.broken and self._nesting.feed(tail) and tail.rstrip().endswith(b"}"):
+                taken, rest = self._complete(bytes(self._buffer))
+                tokens += taken
+                if not rest:
+                    self._buffer.clear()
+                    self._nesting = _Nesting()
+                else:  # closed, yet not JSON: no later byte can mend it; its newline decides (as before)
+                    self._nesting.broken = True
         self._reader.result.per_part.append(tokens)
         return tokens
+
+    def _room(self, more: int) -> bool:
+        """False (and the line skipped, an in-band error noted) when `more` bytes would make it too long."""
+        if len(self._buffer) + more <= MAX_LINE_BYTES:
+            return True
+        self._skipping = True
+        self._buffer.clear()
+        self._nesting = _Nesting()
+        if self._reader.result.error is None:
+            self._reader.result.error = InBandError(LINE_TOO_LONG, f"a streamed line over {MAX_LINE_BYTES:,} "
+                                                                   "bytes without a newline")
+        return False
 
     @property
     def error(self) -> InBandError | None:
@@ -234,9 +274,9 @@ class StreamTokens:
 
     def finish(self) -> TokenCount:
         """The count, after the last part (a final line without a newline is taken too)."""
-        if self._buffer.strip():
-            tokens = self._line(self._buffer)
-            self._buffer = b""
+        if self._buffer.strip() and not self._skipping:
+            tokens = self._line(bytes(self._buffer))
+            self._buffer.clear()
             per_part = self._reader.result.per_part
             if per_part:
                 per_part[-1] += tokens
@@ -281,6 +321,41 @@ class StreamTokens:
         for obj in objects:
             tokens += self._reader.take(obj)
         return tokens, True
+
+
+class _Nesting:
+    """The JSON nesting of a line as its bytes arrive: `feed(bytes)` is True when, after them, every
+    object and array opened so far is closed (outside a string) and at least one was opened."""
+
+    _SIGNIFICANT = re.compile(rb'[\\"{}\[\]]')
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.opened = False
+        self.in_string = False
+        self.escaped = False
+        self.broken = False  # closed but not JSON: not decoded again before its newline
+
+    def feed(self, data: bytes) -> bool:
+        skip_at = 0 if self.escaped else -1  # a backslash ended the previous part: this one's first byte
+        for match in self._SIGNIFICANT.finditer(data):
+            if match.start() == skip_at:  # the character a backslash escapes
+                continue
+            char = match.group()
+            if self.in_string:
+                if char == b"\\":
+                    skip_at = match.end()
+                elif char == b'"':
+                    self.in_string = False
+            elif char == b'"':
+                self.in_string = True
+            elif char in (b"{", b"["):
+                self.depth += 1
+                self.opened = True
+            elif char in (b"}", b"]"):
+                self.depth -= 1
+        self.escaped = skip_at == len(data)
+        return self.opened and self.depth <= 0 and not self.in_string
 
 
 def _payload(line: bytes) -> bytes | None:

@@ -19,6 +19,7 @@ local runner; Locust's worker index, 0..W-1, with `--processes` or master/worker
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from sm_locust.config.options import Options, OptionSpec
@@ -70,8 +71,19 @@ def mix_settings(options: Options, *, split: int = 1) -> MixSettings:
                          "use --inference-components alone")
     if not (models or components):
         return MixSettings(None, seed)
-    mix = parse_mix(models, TARGET_MODEL) if models else parse_mix(components, INFERENCE_COMPONENT)
+    mix = (_parse(models, TARGET_MODEL, "SM_LOCUST_TARGET_MODELS") if models
+           else _parse(components, INFERENCE_COMPONENT, "SM_LOCUST_INFERENCE_COMPONENTS"))
     if split > 1:
         raise UsageError(f"{mix.flag} does not combine with --split {split}: a fan-out's parts are prepared before the "
                          "test with one target; drop --split or the mix")
     return MixSettings(mix, seed)
+
+
+def _parse(text: str, field: str, variable: str) -> TargetMix:
+    """`parse_mix`, its one-line error naming `variable` when the mix came from it (the user set no flag)."""
+    try:
+        return parse_mix(text, field)
+    except UsageError as exc:
+        if os.environ.get(variable, "").strip() == text.strip():
+            raise UsageError(f"{variable} (read as {exc.message})") from None
+        raise

@@ -5,6 +5,12 @@ rows (e.g. `feat_ids` [N,39] and `feat_vals` [N,39]), sampled together into a di
 from a seeded permutation (seed 0 unless given), `batch_size` per body, wrapping around when the
 file has fewer rows than needed; at most `max_bodies` distinct bodies are pre-encoded (64 by
 default). Files are opened with `allow_pickle=False`: object arrays are refused.
+
+An `.npz` is a zip archive, checked before anything is inflated (`check_npz`): at most
+`MAX_NPZ_MEMBERS` members, each a `.npy` whose header declares no more bytes than the member holds,
+and at most `MAX_NPZ_BYTES` inflated in all (a 3-MB zip bomb inflated to 3 GB; a member declaring
+shape (10**12,) asked for 8 TB). A batch is at most `MAX_BATCH_BYTES` of rows before encoding
+(`--batch-size 1000000000` asked for 8 GB), and the distinct bodies at most `MAX_BATCHES_BYTES` in all.
 """
 
 from __future__ import annotations
@@ -20,16 +26,56 @@ from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.payloads.files import check_payload_path
 from sm_locust.payloads.template import InvocationTemplate
+from sm_locust.sanitize import clean
 from sm_locust.serializers import SerializationError, Serializer
 from sm_locust.serializers.numpy_formats import PICKLE_REFUSED
 
 DEFAULT_MAX_BODIES = 64
+MAX_NPZ_MEMBERS = 1_000
+MAX_NPZ_BYTES = 1 << 30  # as much as any payload source read whole (payloads/files.py MAX_SOURCE_BYTES)
+MAX_BATCH_BYTES = 32 << 20  # no body under SageMaker's 6 MB holds more rows (one digit and a comma per float64)
+MAX_BATCHES_BYTES = 256 << 20  # the distinct bodies sampled, before encoding: fewer bodies past it
+
+
+def check_npz(path: Path) -> None:
+    """A one-line UsageError for an .npz that is not a small archive of .npy members (module docstring),
+    read from the zip directory and the members' headers only: nothing is inflated past a header."""
+    where = repr(str(path))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            if len(members) > MAX_NPZ_MEMBERS:
+                raise UsageError(f"{where} has {len(members):,} members; an .npz payload holds at most "
+                                 f"{MAX_NPZ_MEMBERS:,} arrays")
+            inflated = sum(m.file_size for m in members)
+            if inflated > MAX_NPZ_BYTES:
+                raise UsageError(f"{where} inflates to {inflated:,} bytes; an .npz payload is at most "
+                                 f"{MAX_NPZ_BYTES >> 30} GB unpacked")
+            for member in members:
+                if not member.filename.endswith(".npy"):
+                    raise UsageError(f"{where} holds {clean(member.filename, 80)!r}, which is not an array "
+                                     "(.npy); an .npz payload holds arrays only (numpy.savez)")
+                with archive.open(member) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(fh)  # the header only
+                    header = fh.tell()
+                if dtype.hasobject:
+                    raise UsageError(f"{where}: {PICKLE_REFUSED}")
+                declared = math.prod(shape) * dtype.itemsize
+                if declared > member.file_size - header:
+                    raise UsageError(f"{where}: {clean(member.filename, 80)} declares shape {shape} "
+                                     f"({declared:,} bytes) but holds {member.file_size - header:,}")
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise UsageError(f"{where} is not a readable numpy array file: {clean(exc, 200)}") from None
 
 
 def _load(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     check_payload_path(path)
     try:
         if path.suffix.lower() == ".npz":
+            check_npz(path)
             with np.load(path, allow_pickle=False) as npz:
                 arrays = {name: npz[name] for name in npz.files}
             if not arrays:
@@ -73,7 +119,14 @@ def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> l
         raise UsageError(f"max bodies must be a whole number >= 1; got {max_bodies!r}")
     data = _load(path)
     n = _rows(data, path)
-    count = min(max_bodies, max(1, math.ceil(n / batch_size)))
+    arrays = data.values() if isinstance(data, dict) else [data]
+    row_bytes = sum(arr.dtype.itemsize * math.prod(arr.shape[1:]) for arr in arrays)
+    if batch_size * row_bytes > MAX_BATCH_BYTES:
+        raise UsageError(f"--batch-size {batch_size:,}: a batch of rows of {str(path)!r} would be "
+                         f"{batch_size * row_bytes:,} bytes before encoding, more than any request body can hold; "
+                         f"use at most {max(1, MAX_BATCH_BYTES // max(1, row_bytes)):,}")
+    count = min(max_bodies, max(1, math.ceil(n / batch_size)),
+                max(1, MAX_BATCHES_BYTES // max(1, batch_size * row_bytes)))
     order = np.random.default_rng(0 if seed is None else seed).permutation(n)
     out: list[Any] = []  # one array, or one dict of arrays, per body
     for k in range(count):

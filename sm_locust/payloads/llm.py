@@ -34,20 +34,21 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
-from sm_locust.payloads.files import read_payload_file, without_bom
+from sm_locust.payloads.files import check_payload_path, without_bom
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.util.registry import Registry
 
@@ -57,6 +58,8 @@ TEMPLATES.add(TGI, TGI, "lmi", "inputs")
 TEMPLATES.add(MESSAGES, MESSAGES, "openai", "chat")
 SYNTHETIC = "synthetic:"
 SYNTHETIC_PROMPTS = 64
+MAX_PROMPTS = 100_000  # prompts in a --prompts file: each is kept as an encoded request (~5 KB)
+MAX_PROMPTS_BYTES = 256 << 20  # a --prompts file, read a line at a time
 LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
 # one-token words (each one token in common BPE vocabularies, with its leading space)
 _WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "  # noqa: SIM905
@@ -150,14 +153,19 @@ def request_body(template: str, prompt: str | list, max_new_tokens: int, stream:
 
 
 def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int | None]]:
-    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset."""
+    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset, read a line
+    at a time: at most `MAX_PROMPTS` prompts and `MAX_PROMPTS_BYTES` (3,000,000 lines read whole, then kept
+    as requests, took 8 GB)."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
-    prompts = []
-    for number, raw in enumerate(without_bom(read_payload_file(path, what="--prompts file")).splitlines(), 1):
+    prompts: list[tuple[str | list, int | None]] = []
+    for number, raw in _lines(path):
         if not raw.strip():
             continue
+        if len(prompts) == MAX_PROMPTS:
+            raise UsageError(f"--prompts {str(path)!r} holds more than {MAX_PROMPTS:,} prompts; a run samples from "
+                             "at most that many: keep a sample of them")
         where = f"{path.name}:{number}"
         try:
             line = orjson.loads(raw)
@@ -169,6 +177,25 @@ def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int 
     if not prompts:
         raise UsageError(f"--prompts {str(path)!r} holds no prompts; write one {{\"prompt\": ...}} per line")
     return prompts
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of a prompts file, streamed, the byte-order mark dropped; a one-line UsageError
+    past `MAX_PROMPTS_BYTES` (a line is never read past it either)."""
+    check_payload_path(path, "--prompts file")
+    total = 0
+    try:
+        with open(path, "rb") as fh:
+            number = 0
+            while raw := fh.readline(MAX_PROMPTS_BYTES - total + 1):
+                total += len(raw)
+                if total > MAX_PROMPTS_BYTES:
+                    raise UsageError(f"--prompts {str(path)!r} is over {MAX_PROMPTS_BYTES >> 20} MB; keep a sample "
+                                     "of its prompts")
+                number += 1
+                yield number, without_bom(raw) if number == 1 else raw
+    except OSError as exc:
+        raise UsageError(f"cannot read --prompts file {str(path)!r}: {exc.strerror}") from None
 
 
 def _prompt_of(line: dict, where: str, template: str) -> str | list:
@@ -225,9 +252,13 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
         prompts = read_prompts(settings.prompts, settings.template)
     fields = {k: v for k, v in (headers or {}).items() if v is not None}
     invocations = []
-    for prompt, length in prompts:
+    for number, (prompt, length) in enumerate(prompts, 1):
         body = orjson.dumps(request_body(settings.template, prompt, length or settings.max_new_tokens, stream,
                                          settings.details))
+        if len(body) > MAX_BODY_BYTES:  # refused now, not by the endpoint on every request
+            raise UsageError(f"--prompts {settings.prompts!r}: prompt {number:,} makes a request body of "
+                             f"{len(body):,} bytes, over {MAX_BODY_BYTES:,} (6 MB), SageMaker's InvokeEndpoint "
+                             "body limit; shorten it")
         invocation = Invocation(body=body, content_type="application/json", rows=1, **fields)
         invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt)
         invocations.append(invocation)

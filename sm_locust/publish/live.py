@@ -46,6 +46,7 @@ from sm_locust.config.options import environment_options
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.plateau.tokens import merged
 from sm_locust.publish.dashboard import console_url, dashboard_body, put_dashboard
+from sm_locust.publish.error_names import ErrorNames
 from sm_locust.publish.interval import Totals, difference
 from sm_locust.publish.metric_data import TARGET_DIMENSIONS, interval_datums, run_dimensions
 from sm_locust.publish.options import PublishSettings
@@ -94,6 +95,7 @@ class LivePublisher:
         self.server: Any = None
         self.dashboard: str | None = None
         self.dims: list[dict] = []
+        self.error_names = ErrorNames(on_fold=lambda text: log.warning("sm-locust: CloudWatch: %s", text))
         self._last: Totals | None = None
         self._period_start = 0.0
         self._last_period_start = 0.0
@@ -202,7 +204,8 @@ class LivePublisher:
             final = self._read(time.time())
             interval = difference(self._last, final, self._last_period_start)
             if not interval.empty:
-                self.sender.add(interval_datums(interval, self.dims, self.settings.storage_resolution))
+                self.sender.add(interval_datums(interval, self.dims, self.settings.storage_resolution,
+                                                self.error_names))
             self._last = final
         if self.sender is not None:
             self._stop.set()
@@ -225,6 +228,8 @@ class LivePublisher:
         if self.sender is not None:
             out["cloudwatch"] = {**self.sender.report(), "dimensions": {d["Name"]: d["Value"] for d in self.dims},
                                  "storage_resolution": self.settings.storage_resolution}
+            if self.error_names.folded:
+                out["cloudwatch"]["errors_as_other"] = self.error_names.folded
             if self.dashboard:
                 out["cloudwatch"]["dashboard"] = self.dashboard
         if self.settings.prometheus is not None:
@@ -252,7 +257,7 @@ class LivePublisher:
         totals = self._read(now)
         if self.sender is not None:
             interval = difference(self._last, totals, self._period_start)
-            self.sender.add(interval_datums(interval, self.dims, self.settings.storage_resolution))
+            self.sender.add(interval_datums(interval, self.dims, self.settings.storage_resolution, self.error_names))
             self.recorder.extra[PUBLISH_KEY] = self.report()  # the checkpoints carry it too
             self._wake.set()
         self._last = totals

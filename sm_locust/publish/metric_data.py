@@ -5,7 +5,8 @@ plus `VariantName`, `TargetModel` or `InferenceComponentName` when the run fixes
 
     EndToEndLatency    Milliseconds  Values/Counts of the interval's latencies (CloudWatch's pNN work)
     Requests           Count         logical invocations completed in the interval (0 is sent too)
-    Failures           Count         all failures; and one datum per error code with dimension `Error`
+    Failures           Count         all failures; and one datum per error name with dimension `Error`
+                                     (at most 20 names a run, the rest as `Other`: error_names.py)
     Throttles          Count         ThrottlingException failures
     InFlight           Count         mean requests in flight (Little's law: latency-seconds per second)
     TimeToFirstToken   Milliseconds  LLM runs: Values/Counts of the answers' TTFT
@@ -26,6 +27,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from sm_locust.publish.error_names import ErrorNames
 from sm_locust.publish.interval import Interval, chunks, latency_values
 
 MAX_DATUMS_PER_CALL = 1000
@@ -67,16 +69,18 @@ def _distribution(name: str, pairs: list[tuple[float, int]], dims: list[dict], s
             for part in chunks(pairs, MAX_VALUES_PER_DATUM)]
 
 
-def interval_datums(interval: Interval, dims: list[dict], resolution: int) -> list[dict]:
-    """The interval's datums (module docstring), stamped with its period's start."""
+def interval_datums(interval: Interval, dims: list[dict], resolution: int,
+                    names: ErrorNames | None = None) -> list[dict]:
+    """The interval's datums (module docstring), stamped with its period's start; the `Error` values are
+    the run's bounded set (`names`: publish/error_names.py)."""
     stamp = datetime.fromtimestamp(interval.start, UTC)
     pairs = latency_values(interval.hist, run_max=interval.run_max_ms, run_min=interval.run_min_ms,
                            new_max=interval.new_max_ms, new_min=interval.new_min_ms)
     out = _distribution("EndToEndLatency", pairs, dims, stamp, resolution)
     out.append(_datum("Requests", dims, stamp, resolution, Value=float(interval.requests)))
     out.append(_datum("Failures", dims, stamp, resolution, Value=float(interval.failures)))
-    for code, count in sorted(interval.errors.items()):
-        error_dims = [*dims, {"Name": ERROR_DIMENSION, "Value": code[:1024]}]
+    for code, count in sorted((names or ErrorNames()).fold(interval.errors).items()):
+        error_dims = [*dims, {"Name": ERROR_DIMENSION, "Value": code}]
         out.append(_datum("Failures", error_dims, stamp, resolution, Value=float(count)))
     out.append(_datum("Throttles", dims, stamp, resolution, Value=float(interval.throttles)))
     out.append(_datum("InFlight", dims, stamp, resolution, Value=round(interval.in_flight, 6)))

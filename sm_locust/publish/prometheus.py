@@ -6,7 +6,8 @@ master's merged Locust stats as they are at that moment (workers report every 3 
 stats are their merge), so a scrape at the end equals summary.json's totals:
 
     sm_locust_requests_total{endpoint,name}              logical invocations (what summary.json counts)
-    sm_locust_failures_total{endpoint,name,error}        failures by error code
+    sm_locust_failures_total{endpoint,name,error}        failures by error code (at most 20 names a run,
+                                                         the rest as `Other`: error_names.py)
     sm_locust_request_latency_seconds{endpoint,name}     histogram (Locust's buckets mapped onto `le`;
                                                          _sum exact, _count = requests)
     sm_locust_in_flight{endpoint}                        mean requests in flight over the last 10 s
@@ -23,6 +24,7 @@ imported only when `--publish prometheus` is given. The server is prometheus_cli
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +32,9 @@ from typing import Any
 from sm_locust.errors import UsageError
 from sm_locust.invocation import error_code, is_invocation
 from sm_locust.plateau.tokens import Bucket
+from sm_locust.publish.error_names import ErrorNames
 
+log = logging.getLogger(__name__)
 PREFIX = "sm_locust"
 LATENCY_BOUNDS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 TOKEN_BOUNDS_S = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -74,6 +78,7 @@ class RunCollector:
 
     def __init__(self, view: RunView):
         self.view = view
+        self.error_names = ErrorNames(on_fold=lambda text: log.warning("sm-locust: Prometheus: %s", text))
 
     def collect(self) -> Iterator[Any]:
         # lazy: prometheus_client is the optional extra `prometheus`, only loaded with --publish prometheus
@@ -106,8 +111,16 @@ class RunCollector:
             if is_invocation(err.method, str(err.name)):
                 key = (str(err.name), error_code(err.error))
                 by_error[key] = by_error.get(key, 0) + err.occurrences
-        for (name, code), n in sorted(by_error.items()):
-            failures.add_metric([endpoint, name, code], n)
+        by_code: dict[str, int] = {}
+        for (_, code), n in by_error.items():
+            by_code[code] = by_code.get(code, 0) + n
+        self.error_names.fold(by_code)  # admits this scrape's new names, most frequent first
+        labelled: dict[tuple[str, str], int] = {}
+        for (name, code), n in by_error.items():
+            label = self.error_names.name_of(code)
+            labelled[(name, label)] = labelled.get((name, label), 0) + n
+        for (name, label), n in sorted(labelled.items()):
+            failures.add_metric([endpoint, name, label], n)
         yield requests
         yield failures
         yield latency

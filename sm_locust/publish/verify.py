@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from sm_locust.publish.error_names import fold_like
 from sm_locust.publish.metric_data import ERROR_DIMENSION
 
 MAX_POINTS = 1440  # GetMetricStatistics answers at most 1,440 data points per call
@@ -65,7 +66,7 @@ def compare(published: Mapping, summary: Mapping) -> tuple[bool, str]:
     requests = int(totals.get("requests") or 0)
     in_flight = int(totals.get("in_flight_at_stop") or 0)
     samples = int(published.get("samples") or 0)
-    errors = {k: int(v) for k, v in (totals.get("errors") or {}).items()}
+    errors = fold_like(dict(published.get("errors") or {}), totals.get("errors") or {})  # as published: a bounded set
     same_count = requests <= samples <= requests + in_flight
     same_errors = dict(published.get("errors") or {}) == errors
     mean = published["sum_ms"] / samples if samples else None

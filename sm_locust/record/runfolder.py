@@ -502,13 +502,28 @@ def read_timeline(run_dir: Path, gaps: list[str]) -> pd.DataFrame | None:
     return None if path is None else read_timeline_counts(path, gaps)
 
 
+MAX_JSON_BYTES = 64 << 20
+"""A run folder's JSON file (summary.json, options.json) is read whole, and no run writes one this large:
+a 1-GB summary.json given as `smoke --baseline` was read whole before it was refused."""
+
+
+def read_json_text(path: Path, what: str = "") -> str:
+    """`path`'s text, read only when it is at most `MAX_JSON_BYTES` (UsageError otherwise)."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_JSON_BYTES + 1)
+    if len(data) > MAX_JSON_BYTES:
+        raise UsageError(f"{what + ' ' if what else ''}{path} is over {MAX_JSON_BYTES >> 20} MB; no run writes one "
+                         "this large: is it an sm-locust run folder?")
+    return data.decode("utf-8")
+
+
 def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
     """A JSON object from `path`; missing or unreadable -> {} and a gap."""
     if path.exists() and not path.is_file():  # a FIFO would block the read for ever
         gaps.append(f"{what}: {path.name} is not a regular file")
         return {}
     try:
-        data = load_json(path.read_text(encoding="utf-8"))
+        data = load_json(read_json_text(path))
     except FileNotFoundError:
         gaps.append(f"{what}: {path.name} is missing")
         return {}
@@ -575,7 +590,7 @@ def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") ->
     if not summary_path.is_file():
         raise UsageError(f"{role} {str(path)!r} is not a run: it has no {SUMMARY_JSON}")
     try:
-        summary = load_json(summary_path.read_text())
+        summary = load_json(read_json_text(summary_path, role))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{role} {str(path)!r}: {SUMMARY_JSON} is not readable JSON ({exc})") from None
     if not isinstance(summary, dict) or not isinstance(summary.get("totals"), dict):

@@ -19,17 +19,30 @@ from typing import TypeVar
 from sm_locust.errors import UsageError
 from sm_locust.record.model import ShapeError, Summary
 
+READ_SCHEMAS = (1,)  # the summary.json schemas these readers understand (record/summary.py SCHEMA_VERSION writes)
+
 MAX_MALFORMED_SHARE = 0.02  # above 2 % of its rows malformed, a history CSV is refused, not patched
 T = TypeVar("T")
 
 
 def read_summary(summary: object, source: str | Path) -> Summary:
-    """`summary` (summary.json's JSON) as typed records, else a one-line UsageError naming the first wrong key."""
-    try:
-        return Summary.from_json(summary)
-    except ShapeError as problem:
-        raise UsageError(f"{source} is not an sm-locust summary.json: {problem} (the format is in docs/summary.md)"
-                         ) from None
+    """`summary` (summary.json's JSON) as typed records, else a one-line UsageError naming the first wrong key
+    (or the schema this version cannot read)."""
+    problem = schema_problem(summary)
+    if problem is None:
+        try:
+            return Summary.from_json(summary)
+        except ShapeError as shape:
+            problem = str(shape)
+    raise UsageError(f"{source} is not an sm-locust summary.json: {problem} (the format is in docs/summary.md)")
+
+
+def schema_problem(summary: object) -> str | None:
+    """Why `summary`'s schema is not one these readers understand, or None."""
+    if isinstance(summary, dict) and "schema" in summary and summary["schema"] not in READ_SCHEMAS:
+        return (f"its schema is {summary['schema']!r}, and this sm-locust reads schema "
+                f"{', '.join(map(str, READ_SCHEMAS))} (a newer sm-locust wrote it? upgrade to read it)")
+    return None
 
 
 def check_summary(summary: T, source: str | Path) -> T:
@@ -40,6 +53,9 @@ def check_summary(summary: T, source: str | Path) -> T:
 
 def summary_problem(summary: object) -> str | None:
     """The first key of `summary` whose value does not have the documented type, as a phrase; None if none."""
+    schema = schema_problem(summary)
+    if schema is not None:
+        return schema
     try:
         Summary.from_json(summary)
     except ShapeError as problem:

@@ -23,11 +23,12 @@ import io
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import orjson
 
 from sm_locust.plateau.timeline import Second
+from sm_locust.util.outputs import open_output
 from sm_locust.util.yamlsafe import load_json
 
 TIMELINE_JSONL = "timeline.jsonl"
@@ -76,7 +77,7 @@ class TimelineWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_every_s = flush_every_s
         self._clock = clock
-        self._fh: BinaryIO | None = open(self.path, "wb", buffering=0)  # kept open for the run; close() closes it
+        self._fh: BinaryIO | None = cast(BinaryIO, open_output(self.path, "wb", buffering=0))  # close() closes it
         self._pending: list[bytes] = []
         self._flushed_at = clock()
         self.lines = 0

@@ -57,6 +57,11 @@ class ResponseValidator:
         if isinstance(decoded, bytes):
             return None  # raw bodies: decodable by definition, nothing else to check
         if isinstance(decoded, dict):
+            error = decoded.get("error")
+            if error is not None and not any(isinstance(v, np.ndarray) for v in decoded.values()):
+                # Triton's, KServe's and TF Serving's error document, answered with a 200 (read by the JSON reader
+                # when the Content-Type is application/json): an error, whatever the status said
+                return f"the answer is an error document: {str(error)[:200]}"
             missing = [k for k in self.expected_keys if k not in decoded]
             if missing:
                 return f"missing output {missing[0]!r}; got {sorted(decoded)}"

@@ -28,6 +28,7 @@ from sm_locust.sweep.deployers.local import tagged_folders
 from sm_locust.sweep.kinds import DEFAULT_KIND, KINDS
 from sm_locust.sweep.progress import Printer, say
 from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
+from sm_locust.util.arguments import require_bool, require_path
 from sm_locust.util.formatting import count, duration, money
 from sm_locust.util.outputs import run_in_progress
 
@@ -201,6 +202,8 @@ def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = No
           model: Any = None,
           client=None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep in one call (`model`: a sagemaker.model.Model to clone settings from)."""
+    require_path("out", out)
+    require_bool("yes", yes)
     return run_sweep(load_sweep(source, out=out, overrides=overrides, client=client, model=model), yes=yes)
 
 

@@ -14,12 +14,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.errors import UsageError
+
 LABEL_KEY = "name"  # an explicit configuration may name itself
+MAX_CONFIGURATIONS = 1_000  # each is a load test of its own; a 1000 x 1000 grid never finished its --plan
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,13 @@ def label_for(varying: Mapping[str, Any]) -> str:
 
 def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
            explicit: Sequence[Mapping[str, Any]] = ()) -> list[Configuration]:
-    """Every combination of the grid, then the explicit configurations, each over `shared`."""
+    """Every combination of the grid, then the explicit configurations, each over `shared`; a one-line
+    UsageError, before anything is expanded, when they would be more than `MAX_CONFIGURATIONS`."""
+    combinations = math.prod(len(values) for values in grid.values()) if grid else 0
+    if combinations + len(explicit) > MAX_CONFIGURATIONS:
+        sizes = " x ".join(f"{len(v):,}" for v in grid.values())
+        raise UsageError(f"the sweep has {combinations + len(explicit):,} configurations (grid {sizes or '-'}, "
+                         f"{len(explicit):,} listed); a sweep runs at most {MAX_CONFIGURATIONS:,}: split it")
     rows: list[tuple[dict[str, Any], str | None]] = []
     if grid:
         keys = list(grid)

@@ -41,6 +41,9 @@ def create_client(transport: str, environment: Any, endpoint_name: str, **settin
     connect_timeout, read_timeout, credentials, token_counter, inter_chunk) plus the transport's
     own extras (fast: signer, insecure, ca_bundle, ssl_context_factory; boto3: boto3_client).
     """
+    if not isinstance(transport, str):
+        raise TypeError(f"create_client() takes a transport name first ({' or '.join(TRANSPORTS.names())}), got "
+                        f"{type(transport).__name__} {transport!r:.60}")
     return TRANSPORTS.get(transport)(environment, endpoint_name, **settings)
 
 

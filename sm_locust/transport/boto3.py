@@ -117,13 +117,22 @@ class Boto3SageMakerClient(SageMakerClient):
         return f"{type(self).__name__}({self.endpoint_name!r}, endpoint_url={url!r})"
 
 
-def _drain(stream: Any) -> None:
+DRAIN_BYTES = 1 << 20
+"""What is read of a stream's rest after botocore stopped (an error): a bad frame followed by endless bytes
+was read for ever. More than this, and the connection is closed instead of reused."""
+
+
+def _drain(stream: Any, limit: int = DRAIN_BYTES) -> None:
     """Read what is left of an event stream's body (after an error botocore stops reading), so the
-    connection goes back to the pool clean."""
+    connection goes back to the pool clean; at most `limit` bytes, else the connection is closed."""
     raw = getattr(stream, "_raw_stream", None)
     try:
         if raw is not None:
-            for _ in raw.stream():
-                pass
+            read = 0
+            for chunk in raw.stream():
+                read += len(chunk)
+                if read > limit:
+                    stream.close()
+                    return
     except Exception:  # a broken connection: urllib3 discards it
         stream.close()

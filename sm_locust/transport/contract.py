@@ -54,6 +54,7 @@ from sm_locust.invocation import (
     Invocation,
     InvocationError,
 )
+from sm_locust.llm.tokens import LINE_TOO_LONG
 from sm_locust.transport.inflight import StoppedRequests
 
 DEFAULT_POOL_SIZE = 1024
@@ -254,6 +255,8 @@ class StreamMeasurement(Measurement):
             failure = self.on_chunk(payload)
             if failure is not None and self.in_band is None:
                 self.in_band = failure
+                if failure.code == LINE_TOO_LONG:  # an event that never ends: stop reading the stream now
+                    raise failure
         if len(self.chunks) == 1:
             self.fire(TTFT, (now - self.started) * 1000.0, len(payload), None, self.context)
 

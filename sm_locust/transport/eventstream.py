@@ -33,6 +33,8 @@ _PRELUDE = struct.Struct(">II")
 _CRC = struct.Struct(">I")
 MAX_PAYLOAD = 24 * 1024 * 1024  # botocore refuses larger payloads
 MAX_HEADERS = 128 * 1024
+MIN_FRAME = 16  # prelude (12) + message CRC (4)
+MAX_FRAME = MIN_FRAME + MAX_HEADERS + MAX_PAYLOAD  # the largest frame botocore reads; a longer claim is refused
 
 
 def _encode_header(name: str, value: Any) -> bytes:

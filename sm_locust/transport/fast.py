@@ -301,7 +301,10 @@ def read_event_stream(
     Each frame is read whole (its length is in the prelude) and timed when its last byte is in,
     then decoded by botocore's `EventStreamBuffer` (which checks both CRCs). PayloadPart payloads
     go to `on_chunk(payload, perf_counter time)`; other events are skipped, as botocore does. After
-    an exception message the rest of the body is still read, so the connection stays reusable.
+    an exception message the rest of the body is still read, so the connection stays reusable. A frame
+    that cannot be one (a length over botocore's own limits, `MAX_FRAME`) or a bad CRC ends the read at
+    once and the connection is discarded: a frame claiming 4 GB was read whole, and the bytes after a
+    bad CRC were read without end.
     """
     from botocore.eventstream import EventStreamBuffer, ParserError  # lazy: see FastSageMakerClient.__init__
 
@@ -313,14 +316,19 @@ def read_event_stream(
             if prelude:  # the body ended inside a frame
                 return network_error(ConnectionResetError("truncated event stream"), url)
             return error
-        frame = prelude + response.read(eventstream.frame_length(prelude) - 4)
+        length = eventstream.frame_length(prelude)
+        if not eventstream.MIN_FRAME <= length <= eventstream.MAX_FRAME:
+            _discard(response)
+            return InvocationError("InvalidPayloadLength", f"an event-stream frame of {length:,} bytes (at most "
+                                   f"{eventstream.MAX_FRAME:,}); the rest of the stream was not read")
+        frame = prelude + response.read(length - 4)
         now = time.perf_counter()
         buffer.add_data(frame)
         try:
             # Any: botocore-stubs type EventStreamMessage.headers as an int (it is a dict)
             messages: list[Any] = list(buffer)
-        except ParserError as exc:  # bad CRC or length: nothing after it can be trusted
-            response.read()
+        except ParserError as exc:  # bad CRC or length: nothing after it can be trusted, nor read
+            _discard(response)
             return InvocationError(type(exc).__name__, str(exc))
         for message in messages:
             kind = message.headers.get(":message-type")
@@ -330,3 +338,19 @@ def read_event_stream(
                     on_chunk(message.payload, now)
             elif error is None:
                 error = error_from_stream_message(message.headers, message.payload)
+
+
+def _discard(response: Any) -> None:
+    """Close the response's connection instead of returning it to the pool (its rest is not read)."""
+    pool, sock = getattr(response, "_pool", None), getattr(response, "_sock", None)
+    try:
+        if pool is not None and sock is not None:
+            pool.release_socket(sock)
+        elif sock is not None:
+            sock.close()
+    except OSError:
+        pass
+    finally:
+        if sock is not None:
+            response._sock = None
+            response._pool = None

@@ -102,7 +102,7 @@ def stop_self(log_path: str | None, grace_s: float = GRACE_S) -> None:
     """The parent is gone: keep the output, stop as on Ctrl+C, and make sure of it after `grace_s`."""
     try:
         if log_path:
-            target = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            target = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         else:
             target = os.open(os.devnull, os.O_WRONLY)
         os.dup2(target, 1)

@@ -10,6 +10,11 @@ folder itself, so nothing is left behind and a killed process releases it): two 
 progress. `run_in_progress` tells a reader (`report`, `smoke --run-dir`, `compare`) that a folder
 is still being written, instead of reading it as a run that crashed.
 
+No output is written through a symbolic link the tool did not make: a link planted where an output goes
+(`reports/compare/compare.html` pointing at another file) would have had its target overwritten, so
+`refuse_link` refuses it in one line, `atomic_file` renames a new file into the folder (a rename
+replaces a name, never follows it) and `open_output` opens a streamed log with O_NOFOLLOW.
+
 Every file of a run or sweep folder is written atomically (`atomic_file`, `write_atomic`): into a
 temporary file beside it, renamed over the final name only once it is whole, the temporary file
 removed when the write fails. A disk that fills up mid-way (round 4 left `locust_report.html`
@@ -25,7 +30,7 @@ import fcntl
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,6 +64,7 @@ def check_output_file(path: Path, flag: str) -> None:
     """A one-line UsageError, before anything runs, when `path` cannot be written as a file: a folder in
     its place, a folder above it that cannot be made or written, a read-only or full file system."""
     refuse_unusable(path, flag)
+    refuse_link(path, flag)
     if path.is_dir():
         raise UsageError(f"{flag} {path} is a folder; pass a file path, e.g. {path / 'report.xml'}")
     if path.exists() and not path.is_file():
@@ -172,6 +178,17 @@ def run_in_progress(folder: Path) -> bool:
         os.close(fd)
 
 
+def locked_by_another(folder: Path) -> bool:
+    """True while a run other than the calling thread's holds `folder` locked (another process, or another
+    thread of this one: `sm_locust.run(out=same)` from two threads)."""
+    key = os.path.realpath(folder)
+    with _LOCKED_GUARD:
+        held = _LOCKED.get(key)
+    if held is not None:
+        return held[1] != threading.get_ident()
+    return run_in_progress(folder)
+
+
 def refuse_in_progress(folder: Path, what: str = "RUN_DIR") -> None:
     """A one-line UsageError when a run is still writing `folder` (a report of it would read a run that
     has not ended as one that crashed)."""
@@ -188,7 +205,8 @@ def atomic_file(path: str | Path, mode: str = "w", **open_kwargs: Any) -> Iterat
     """`with atomic_file(path) as fh: fh.write(...)`: the writes go to a temporary file in the same folder,
     which replaces `path` when the block ends without an error (fsync'd, then renamed); on any error it
     is removed and `path` is left as it was. `mode` is "w" or "wb"; `open_kwargs` go to `open`."""
-    path = Path(os.path.realpath(path))  # through a symlink: the file it names is replaced, the link stays
+    path = Path(path)
+    refuse_link(path)  # a link planted in the output's place: its target would be overwritten
     if path.exists() and not path.is_file():  # /dev/full: renaming over it would replace the device itself
         raise UsageError(f"{path} is not a regular file (a device, a FIFO or a folder); write to a file")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=PARTIAL_SUFFIX, dir=path.parent)
@@ -203,6 +221,38 @@ def atomic_file(path: str | Path, mode: str = "w", **open_kwargs: Any) -> Iterat
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+LINK_REFUSED = ("is a symbolic link; sm-locust does not write through a link it did not make: "
+                "remove the link or choose another path")
+
+
+def refuse_link(path: str | Path, flag: str = "") -> None:
+    """A one-line UsageError when `path` itself is a symbolic link (lstat: the link is not followed)."""
+    if os.path.islink(path):
+        raise UsageError(f"{flag + ' ' if flag else ''}{path} {LINK_REFUSED}")
+
+
+def refuse_links_in(folder: str | Path, names: Iterable[str], flag: str = "--out") -> None:
+    """`refuse_link` for each output another program (Locust) will write as `folder`/name."""
+    for name in names:
+        refuse_link(Path(folder) / name, flag)
+
+
+def open_output(path: str | Path, mode: str = "wb", **open_kwargs: Any) -> IO[Any]:
+    """Open a file written as it grows (a log, timeline.jsonl) without following a link in its place
+    (O_NOFOLLOW): one-line UsageError instead. `mode` is "w", "wb", "a" or "ab"."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags |= os.O_APPEND if mode.startswith("a") else os.O_TRUNC
+
+    def opener(name: str, _flags: int) -> int:
+        try:
+            return os.open(name, flags, 0o666)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and os.path.islink(name):
+                raise UsageError(f"{name} {LINK_REFUSED}") from None
+            raise
+    return open(path, mode, opener=opener, **open_kwargs)
 
 
 def write_atomic(path: str | Path, data: str | bytes, encoding: str = "utf-8") -> Path:

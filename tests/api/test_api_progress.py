@@ -127,3 +127,13 @@ def test_a_tqdm_bar_counts_the_run_seconds():
     text = out.getvalue()
     assert "3/10 s" in text and "2 users, 10.0 req/s, p95 5 ms, 0 failed/s" in text
     assert text.rstrip().endswith("sm-locust: done in 4 s")
+
+
+def test_a_run_folder_named_with_controls_is_printed_escaped():
+    """The API prints its own closing line (no CLI around it): a folder named with ESC ] 0 ; ... BEL stays inert."""
+    out = _Tty()
+    display = TerminalLine(out)
+    display.close("done in 3 s; results in run\x1b]0;pwned\x07\u202e/")
+    text = out.getvalue()
+    assert "\x1b]" not in text and "\x07" not in text and "\u202e" not in text
+    assert text.endswith("results in run\\x1b]0;pwned\\x07\\u202e/\n")

@@ -138,3 +138,17 @@ def test_sigterm_to_serve_stops_its_workers(tmp_path):
     assert exit_code == 143, stdout + stderr
     assert_all_gone(children)
     assert "Traceback" not in stdout + stderr
+
+
+@pytest.mark.e2e
+def test_sighup_to_serve_stops_it_instead_of_reloading(tmp_path):
+    """Was: gunicorn reloaded on SIGHUP (new workers, the emulation's state reset) and kept serving."""
+    from sm_locust.endpoint.server import free_port
+
+    proc = start("serve", "--port", str(free_port()), "--workers", "2")
+    wait_for(lambda: len(descendants(proc)) >= 2, proc, what="two workers")
+    exit_code, stdout, stderr, children = stop_with(proc, signal.SIGHUP)
+    assert exit_code == 128 + signal.SIGHUP, stdout + stderr
+    assert "stopped on SIGHUP" in stderr
+    assert_all_gone(children)
+    assert "Traceback" not in stdout + stderr

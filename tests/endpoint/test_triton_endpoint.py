@@ -4,6 +4,8 @@ flags. The wire fixtures (tests/payloads/test_wire_triton.py) pin the bytes and 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -133,3 +135,21 @@ def test_endpoint_config_validates_the_protocol():
     with pytest.raises(ValueError, match="--protocol 'grpc' is unknown; choose one of: ranking, triton"):
         EndpointConfig(protocol="grpc").validate()
     EndpointConfig(protocol="triton", max_batch_size=8).validate()
+
+
+@pytest.mark.parametrize("depth", [5_000, triton.MAX_DEPTH + 1])
+def test_a_request_nested_past_the_depth_bound_is_a_400_in_the_json_error_format(depth):
+    """Was: an HTML 500 (a RecursionError in the fallback parser)."""
+    body = b'{"inputs": ' + b"[" * depth + b"]" * depth + b"}"
+    with pytest.raises(CodecError) as caught:
+        triton.parse_request(BERT, body, "application/json")
+    assert caught.value.status == 400
+    assert json.loads(caught.value.args[0])["error"].startswith("failed to parse the request JSON buffer: nested more")
+
+
+def test_a_request_nested_at_the_depth_bound_is_parsed_as_json():
+    depth = triton.MAX_DEPTH - 1  # the document's own object is one level
+    body = b'{"inputs": ' + b"[" * depth + b"]" * depth + b"}"
+    with pytest.raises(CodecError) as caught:  # parsed; then its inputs are not tensors, as Triton says
+        triton.parse_request(BERT, body, "application/json")
+    assert "nested more" not in caught.value.args[0]

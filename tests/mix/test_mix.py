@@ -235,3 +235,15 @@ def test_the_web_ui_form_holds_a_header_to_its_flags_rule(field, value, needle):
     with pytest.raises(UsageError, match=needle):
         check_form_values({field: value}, {})
     check_form_values({field: "fine-value1"}, {})
+
+
+def test_a_bad_mix_from_the_environment_names_the_variable(monkeypatch):
+    monkeypatch.setenv("SM_LOCUST_TARGET_MODELS", "a=1e308,b=1e308")
+    with pytest.raises(UsageError, match=r"^SM_LOCUST_TARGET_MODELS \(read as --target-models 'a=1e308,b=1e308': the "
+                                         r"weights sum past"):
+        mix_settings(Options(target_models="a=1e308,b=1e308"))
+    with pytest.raises(UsageError, match=r"^--target-models 'a=1e308,c=1e308'"):  # a flag of its own: named so
+        mix_settings(Options(target_models="a=1e308,c=1e308"))
+    monkeypatch.setenv("SM_LOCUST_INFERENCE_COMPONENTS", "x=1e308,y=1e308")
+    with pytest.raises(UsageError, match=r"^SM_LOCUST_INFERENCE_COMPONENTS \(read as --inference-components"):
+        mix_settings(Options(inference_components="x=1e308,y=1e308"))

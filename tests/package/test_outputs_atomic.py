@@ -1,5 +1,5 @@
 """Files written whole (sm_locust/util/outputs.py): a failed write leaves the earlier file and no temporary
-file; a device, a FIFO or a folder is never replaced; a symlink keeps pointing where it did; output paths
+file; a device, a FIFO or a folder is never replaced; a symlink planted in an output's place is refused; output paths
 that no file can have (too long, a symlink loop) are one line naming the option."""
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ import stat
 import pytest
 
 from sm_locust.errors import UsageError
-from sm_locust.util.outputs import atomic_file, check_output_dir, check_output_file, promote, write_atomic
+from sm_locust.util.outputs import (
+    atomic_file,
+    check_output_dir,
+    check_output_file,
+    open_output,
+    promote,
+    write_atomic,
+)
 
 
 def test_a_failed_write_leaves_the_earlier_file_and_no_temporary(tmp_path):
@@ -35,11 +42,38 @@ def test_a_device_a_fifo_or_a_folder_is_never_replaced(tmp_path):
         check_output_file(fifo, "--junit")
 
 
-def test_a_symlink_keeps_pointing_at_the_file_it_names(tmp_path):
+def test_a_planted_symlink_is_refused_and_its_target_left_alone(tmp_path):
+    """Was: a link planted at reports/compare/compare.html had its target replaced by the page."""
     (tmp_path / "real.xml").write_text("old")
     (tmp_path / "link.xml").symlink_to("real.xml")
-    write_atomic(tmp_path / "link.xml", "new")
-    assert (tmp_path / "link.xml").is_symlink() and (tmp_path / "real.xml").read_text() == "new"
+    with pytest.raises(UsageError, match=r"link.xml is a symbolic link; sm-locust does not write through"):
+        write_atomic(tmp_path / "link.xml", "new")
+    with pytest.raises(UsageError, match=r"^--junit .*link.xml is a symbolic link"):
+        check_output_file(tmp_path / "link.xml", "--junit")
+    with pytest.raises(UsageError, match=r"link.xml is a symbolic link"):
+        open_output(tmp_path / "link.xml", "ab")
+    assert (tmp_path / "real.xml").read_text() == "old" and (tmp_path / "link.xml").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.xml", "real.xml"]  # no temporary left
+
+
+def test_a_dangling_link_is_refused_too(tmp_path):
+    """A link to a file that does not exist yet would create it wherever the link points."""
+    (tmp_path / "link.csv").symlink_to(tmp_path / "elsewhere.csv")
+    for write in (lambda: write_atomic(tmp_path / "link.csv", "x"), lambda: open_output(tmp_path / "link.csv")):
+        with pytest.raises(UsageError, match="is a symbolic link"):
+            write()
+    assert not (tmp_path / "elsewhere.csv").exists()
+
+
+def test_open_output_writes_and_appends_a_plain_file(tmp_path):
+    with open_output(tmp_path / "a.log", "wb") as fh:
+        fh.write(b"one\n")
+    with open_output(tmp_path / "a.log", "ab") as fh:
+        fh.write(b"two\n")
+    assert (tmp_path / "a.log").read_bytes() == b"one\ntwo\n"
+    with open_output(tmp_path / "a.log", "w") as fh:
+        fh.write("new")
+    assert (tmp_path / "a.log").read_text() == "new"
 
 
 def test_promote_renames_only_a_whole_file(tmp_path):

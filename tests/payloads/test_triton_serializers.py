@@ -191,3 +191,17 @@ def test_batches_max_bodies_and_split_work_as_for_every_array_source(tmp_path):
             decoded = kserve.decode_request(part.body, part.content_type)
             assert [a.shape for a in decoded.tensors.values()] == [(2, 8), (2, 8)]
             assert part.content_type == kserve.binary_content_type(kserve.document_length(part.body))
+
+
+def test_a_200_answer_holding_only_an_error_document_fails_validation():
+    """Was: a Triton endpoint answering 200 {"error": ...} passed --validate-response on (read as JSON)."""
+    from sm_locust.serializers.json_format import JsonSerializer
+    from sm_locust.serializers.triton_format import TritonSerializer
+    from sm_locust.serializers.validation import ResponseValidator
+
+    for serializer in (TritonSerializer(), JsonSerializer()):
+        for body in (b'{"error": "model is not ready"}', b'{"error": {"code": 3, "message": "bad input"}}'):
+            error = ResponseValidator(serializer).validate(body, "application/json")
+            assert error is not None and error.code == "InvalidResponse" and "error document" in error.message
+        assert ResponseValidator(serializer).validate(b'{"prob": [0.5], "error": null}', "application/json") is None
+        assert ResponseValidator(serializer).validate(b'{"prob": [0.5]}', "application/json") is None

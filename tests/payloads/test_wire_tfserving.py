@@ -72,7 +72,7 @@ def test_an_error_document_is_an_invalid_answer():
     body = (WIRE / "error.json").read_bytes()
     assert json.loads(body) == {"error": INDEX["error"]}
     why = ResponseValidator(create_serializer("json"), expected_keys=["prob"]).check(body, "application/json")
-    assert why == "missing output 'prob'; got ['error']"
+    assert why == f"the answer is an error document: {INDEX['error']}"  # named as one, before the missing output
 
 
 def test_the_fixtures_are_what_make_py_writes(tmp_path):

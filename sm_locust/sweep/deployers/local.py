@@ -46,6 +46,7 @@ from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import RunError, UsageError
 from sm_locust.sweep.deployers import Deployer, DeployError, Deployment, Progress
+from sm_locust.util.outputs import open_output
 
 NOT_SETTINGS = ("host", "port", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s",
                 "metrics_endpoint_name", "extra", "multi_model", "inference_components")
@@ -116,6 +117,7 @@ class UsageSampler:
         self.path = path
         self.every_s = every_s
         self.loaded_models = loaded_models
+        self.failed: str | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sm-locust-endpoint-usage", daemon=True)
 
@@ -124,7 +126,15 @@ class UsageSampler:
         return self
 
     def _run(self) -> None:
-        with open(self.path, "w", newline="") as f:
+        """Samples until stopped; a write that fails (a full disk mid-sweep) ends the sampling quietly, noted
+        in `failed` (it printed a thread's traceback; the sweep then reports the full disk itself)."""
+        try:
+            self._sample()
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
+
+    def _sample(self) -> None:
+        with open_output(self.path, "w", newline="") as f:
             out = csv.writer(f)
             out.writerow(["t", "cpu_pct", "memory_pct", *([LOADED_MODELS] if self.loaded_models else [])])
             while not self._stop.wait(self.every_s):
