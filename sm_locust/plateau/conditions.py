@@ -22,7 +22,17 @@ from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
-from sm_locust.util.formatting import latency, percent
+from sm_locust.plateau.significance import (
+    ABOVE,
+    BELOW,
+    UNDECIDED,
+    growth_interval,
+    min_count,
+    relative_half_width,
+    side,
+)
+from sm_locust.plateau.uncertainty import UNKNOWN, Interval
+from sm_locust.util.formatting import latency, percent, with_interval
 
 KIND_CONSTRAINT = "constraint"
 KIND_SATURATION = "saturation"
@@ -66,20 +76,72 @@ class ThroughputGain(Condition):
         self.min_gain = float(min_gain)
         self.window = int(window)
 
-    def gain(self, history: Sequence[StepMeasurement]) -> float | None:
+    def _pair(self, history: Sequence[StepMeasurement]) -> tuple[StepMeasurement, StepMeasurement] | None:
+        """(the best recent step, the best earlier one), or None with fewer than `window` steps."""
         if len(history) < self.window:
             return None
         cut = len(history) - (self.window - 1)
-        baseline = max(m.goodput_rps for m in history[:cut])
-        recent = max(m.goodput_rps for m in history[cut:])
+        return (max(history[cut:], key=lambda m: m.goodput_rps), max(history[:cut], key=lambda m: m.goodput_rps))
+
+    def gain(self, history: Sequence[StepMeasurement]) -> float | None:
+        pair = self._pair(history)
+        if pair is None:
+            return None
+        recent, baseline = pair[0].goodput_rps, pair[1].goodput_rps
         if baseline <= 0:
             return None if recent <= 0 else float("inf")
         return recent / baseline - 1.0
 
+    def gain_interval(self, history: Sequence[StepMeasurement]) -> Interval:
+        """The gain's 95 % interval from the two steps' goodput intervals (unknown without them)."""
+        pair = self._pair(history)
+        if pair is None:
+            return UNKNOWN
+        recent, baseline = pair
+        return growth_interval(recent.goodput_rps, recent.goodput_ci, baseline.goodput_rps, baseline.goodput_ci)
+
+    def _waits(self, history: Sequence[StepMeasurement]) -> bool:
+        """A longer latest step could still decide the gain: it is the recent step compared, and the
+        less precise of the two (a baseline known worse than it is not narrowed by waiting)."""
+        pair = self._pair(history)
+        if pair is None or pair[0] is not history[-1]:
+            return False
+        recent, baseline = pair
+        a = relative_half_width(recent.goodput_rps, recent.goodput_ci)
+        b = relative_half_width(baseline.goodput_rps, baseline.goodput_ci)
+        return a is not None and b is not None and a > b
+
+    def undecided(self, history: Sequence[StepMeasurement]) -> str | None:
+        """Why the gain cannot be told from `min_gain` yet (its interval straddles it) while a longer
+        latest step could still tell it (`_waits`), or None."""
+        gain, interval = self.gain(history), self.gain_interval(history)
+        if gain is None or not interval.known or side(interval, self.min_gain) != UNDECIDED:
+            return None
+        if not self._waits(history):
+            return None
+        return f"throughput gain {self._gain_text(gain, interval)} straddles {percent(self.min_gain, 2, trim=True)}"
+
+    @staticmethod
+    def _gain_text(gain: float, interval: Interval) -> str:
+        low, high = interval.low or 0.0, interval.high or 0.0
+        return f"{gain * 100:+.1f} % [{low * 100:+.1f}, {high * 100:+.1f}]"
+
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        """Fires when the gain is under `min_gain`: its whole interval when known; an interval that still
+        straddles it fires on its point only once waiting cannot decide it (the latest step measured to
+        its budget, `StepMeasurement.undecided`, or not the less precise of the two), and the verdict
+        then says the decision was not supported; its point when the steps have no interval."""
         gain = self.gain(history)
-        if gain is not None and gain < self.min_gain:
-            return f"throughput gain < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
+        if gain is None or gain >= self.min_gain:
+            return None
+        interval = self.gain_interval(history)
+        reason = f"throughput gain < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
+        if not interval.known:
+            return reason
+        if side(interval, self.min_gain) == BELOW:
+            return f"{reason} ({self._gain_text(gain, interval)})"
+        if history[-1].undecided or not self._waits(history):
+            return f"{reason} on its point only ({self._gain_text(gain, interval)}: its interval straddles it)"
         return None
 
     def describe(self) -> str:
@@ -108,10 +170,40 @@ class LatencySLO(Condition):
         """The latency this SLO holds against `max_ms` (the token SLO reads TTFT or ITL instead)."""
         return step.percentile(self.percentile)
 
+    def interval(self, step: StepMeasurement) -> Interval:
+        """The 95 % interval of `value` over the step's window (unknown without its samples)."""
+        return step.percentile_interval(self.percentile)
+
+    def count(self, step: StepMeasurement) -> int:
+        """How many samples the percentile comes from (requests; answers or token gaps for tokens)."""
+        return step.requests
+
+    def _text(self, step: StepMeasurement) -> str:
+        return f"{self.label} {with_interval(self.value(step), self.interval(step), ' ms')}"
+
     def violation(self, step: StepMeasurement) -> str | None:
+        """A breach only when the percentile's interval lies wholly above the SLO (its point when the
+        step has no interval)."""
         value = self.value(step)
-        if value is not None and value > self.max_ms:
-            return f"{self.label} {latency(value, ' ms')} > SLO {latency(self.max_ms, ' ms')}"
+        if value is None or value <= self.max_ms:
+            return None
+        interval = self.interval(step)
+        if interval.known and side(interval, self.max_ms) != ABOVE:
+            return None
+        return f"{self._text(step)} > SLO {latency(self.max_ms, ' ms')}"
+
+    def undecided(self, step: StepMeasurement) -> str | None:
+        """Why the step cannot be said to meet or break the SLO yet, or None: too few samples for the
+        percentile (`significance.min_count`), or its interval straddles the SLO."""
+        value = self.value(step)
+        if value is None:
+            return None
+        count, needed = self.count(step), min_count(self.percentile)
+        if count < needed:
+            return f"{self.label} {latency(value, ' ms')} from {count} samples (needs {needed})"
+        interval = self.interval(step)
+        if interval.known and side(interval, self.max_ms) == UNDECIDED:
+            return f"{self._text(step)} straddles SLO {latency(self.max_ms, ' ms')}"
         return None
 
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
@@ -259,6 +351,16 @@ def check_all(conditions: Iterable[Condition], history: Sequence[StepMeasurement
         if reason:
             fired.append(Fired(condition, reason))
     return fired
+
+
+def constraint_undecided(conditions: Iterable[Condition], step: StepMeasurement) -> str | None:
+    """The first latency SLO this step can neither be said to meet nor to break yet, or None."""
+    for condition in conditions:
+        if isinstance(condition, LatencySLO):
+            reason = condition.undecided(step)
+            if reason:
+                return reason
+    return None
 
 
 def constraint_violation(conditions: Iterable[Condition], step: StepMeasurement) -> str | None:
