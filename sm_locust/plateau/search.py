@@ -65,6 +65,8 @@ MAX_MODEL_PROBES = 3  # loads placed by the model before the search falls back o
 MODEL_MARGIN = 0.15  # a model-placed step reading this far under the model's figure contradicts it
 MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval is measured once more
 
+IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
+
 BOUND_THROUGHPUT = "throughput"
 BOUND_LATENCY = "latency"
 BOUND_ERRORS = "errors"
@@ -309,7 +311,7 @@ class Search:
             return []
         reasons = []
         if not precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE):
-            reasons.append(f"goodput {self._figure(step)} not known to +-{PLATEAU_TOLERANCE * 100:g} %")
+            reasons.append(f"{IMPRECISE}{self._figure(step)} not known to +-{PLATEAU_TOLERANCE * 100:g} %")
         slo = constraint_undecided(self.conditions, step)
         if slo:
             reasons.append(slo)
@@ -556,10 +558,12 @@ class Search:
                 deciding.append(min(above, key=lambda m: m.load))
         seen: set[int] = set()
         for step in deciding:
-            if id(step) in seen or not step.undecided:
+            # a step's own precision matters for the capacity (above); elsewhere, the decisions it left open
+            reasons = [r for r in step.undecided if not r.startswith(IMPRECISE)]
+            if id(step) in seen or not reasons:
                 continue
             seen.add(id(step))
-            out.append(f"{step.load_label()} still undecided at its step budget: {'; '.join(step.undecided)}")
+            out.append(f"{step.load_label()} still undecided at its step budget: {'; '.join(reasons)}")
         stop = self._stop.reason if self._stop else ""
         if "on its point only" in stop:
             out.append(f"the search stopped on {stop}")
