@@ -21,7 +21,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
 from sm_locust.plateau.significance import (
     ABOVE,
     BELOW,
@@ -31,6 +30,7 @@ from sm_locust.plateau.significance import (
     relative_half_width,
     side,
 )
+from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval
 from sm_locust.util.formatting import latency, percent, with_interval
 

@@ -49,8 +49,9 @@ from sm_locust.plateau.conditions import (
     constraint_violation,
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
-from sm_locust.plateau.significance import precise
+from sm_locust.plateau.significance import Support, precise
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
+from sm_locust.plateau.uncertainty import UNKNOWN
 from sm_locust.util.formatting import latency, with_interval
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
@@ -208,12 +209,16 @@ class Verdict:
             "rate": step.intended_rps if step else None,
             "error_rate": round(step.error_rate, 6) if step else None,
             "model_knee_users": round(self.model_knee, 2) if self.model_knee is not None else None,
-            "knee_ci95": step.ci95["goodput_rps"].as_list() if step else None,
-            "knee_loads": list(self.knee_loads) if self.knee_loads else None,
-            "undecided": list(self.undecided),
             "steps": len(self.steps),
             "text": self.text(listed),
+            **self.support().to_json(),
         }
+
+    def support(self) -> Support:
+        """How far the measurement supports this verdict (summary.json `plateau`: knee_ci95, knee_loads,
+        undecided)."""
+        knee = self.plateau.ci95["goodput_rps"] if self.plateau is not None else UNKNOWN
+        return Support(knee, self.knee_loads, tuple(self.undecided))
 
 
 def step_name(step: StepMeasurement, steps: Sequence[StepMeasurement]) -> str:

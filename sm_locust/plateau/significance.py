@@ -16,6 +16,8 @@ synthetic tests do) is judged on its point, as before.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval
 
@@ -67,3 +69,26 @@ def growth_interval(new: float, new_ci: Interval, base: float, base_ci: Interval
     ratio = new / base
     half = ratio * math.sqrt(a * a + b * b)
     return Interval(ratio - 1.0 - half, ratio - 1.0 + half)
+
+
+@dataclass(frozen=True)
+class Support:
+    """What summary.json's `plateau` adds about how far the measurement supports the verdict: the
+    knee's goodput interval, the knee's interval in loads (against the capacity's interval), and the
+    decisions left unsupported (each with its reason; not empty = INCONCLUSIVE)."""
+
+    knee_ci95: Interval = UNKNOWN
+    knee_loads: tuple[float, float] | None = None
+    undecided: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"knee_ci95": self.knee_ci95.as_list(),
+                "knee_loads": list(self.knee_loads) if self.knee_loads else None,
+                "undecided": list(self.undecided)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Support:
+        loads = data.get("knee_loads")
+        pair = (float(loads[0]), float(loads[1])) if isinstance(loads, (list, tuple)) and len(loads) == 2 else None
+        return cls(Interval.from_list(data.get("knee_ci95")), pair,
+                   tuple(str(r) for r in data.get("undecided") or ()))

@@ -39,13 +39,13 @@ STEP = {
     "error_rate": "number?", "stable": "bool?", "unstable_reason": "text?", "client_cpu_pct": "number?",
     "client_bound": "bool?", "client_bound_reason": "text?", "target_rate": "number?", "sent_rps": "number?",
     "late_fraction": "number?", "dropped_fraction": "number?", "client_wait_pct": "number?", "ci95": "object?",
-    "judged": "bool?",
+    "judged": "bool?", "undecided": "list?",
 }
 PLATEAU = {
     "users": "number?", "rps": "number?", "p50_ms": "number?", "p95_ms": "number?", "p99_ms": "number?",
     "reason": "text?", "stable": "bool?", "reached": "bool?", "bound": "text?", "error_rate": "number?",
     "text": "text?", "capacity_ci95": "interval?", "capacity_step": "count?", "knee_step": "count?",
-    "inconclusive": "bool?", "inconclusive_reason": "text?",
+    "inconclusive": "bool?", "inconclusive_reason": "text?", "knee_ci95": "interval?", "undecided": "list?",
 }
 VERDICT = {"status": "text", "reason": "text?"}
 HOUR = {

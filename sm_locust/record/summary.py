@@ -79,6 +79,7 @@ def step_record(step: StepMeasurement) -> dict:
         "client_bound": step.client_bound,
         "client_bound_reason": step.client_bound_reason,
         "ci95": intervals_dict(step.ci95),
+        "undecided": list(step.undecided),  # what the step budget left undecided (docs/plateau.md)
     }
     if step.mode == MODE_RATE:
         record.update({

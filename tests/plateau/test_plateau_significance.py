@@ -33,7 +33,8 @@ def test_the_pure_rules():
     assert precise(100, Interval(96, 104), 0.05) and not precise(84, Interval(58, 110), 0.05)
     assert not precise(100, UNKNOWN, 0.05)
     growth = growth_interval(103, Interval(100, 106), 100, Interval(97, 103))
-    assert growth.low < 0.03 < growth.high and growth.high - growth.low == pytest.approx(2 * 1.03 * ((3 / 103) ** 2 + 0.03 ** 2) ** 0.5)
+    assert growth.low < 0.03 < growth.high
+    assert growth.high - growth.low == pytest.approx(2 * 1.03 * ((3 / 103) ** 2 + 0.03 ** 2) ** 0.5)
     assert growth_interval(103, UNKNOWN, 100, Interval(97, 103)) == UNKNOWN
 
 
@@ -181,3 +182,15 @@ def test_an_itl_slo_from_45_answers_is_undecided_not_passed_or_failed_on_its_poi
     assert "16 users still undecided at its step budget: ITL p95" in verdict.inconclusive_reason
     record = verdict.as_dict()
     assert record["output_tokens_per_s_ci95"] is not None and " (±" in verdict.text()
+
+
+def test_the_support_record_round_trips_and_steps_say_what_they_left_undecided():
+    from sm_locust.plateau.significance import Support
+    from sm_locust.record.summary import step_record
+
+    support = Support(Interval(90.0, 96.0), (4.0, 6.0), ("16 users still undecided at its step budget: p95",))
+    assert Support.from_json(support.to_json()) == support
+    assert Support.from_json({}) == Support()
+    step = window_step(4, [100] * 8)
+    step.undecided = ["p95 30 ms from 50 samples (needs 100)"]
+    assert step_record(step)["undecided"] == step.undecided == step.as_dict()["undecided"]
