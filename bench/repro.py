@@ -300,16 +300,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve_settings(words: list[str]) -> dict:
-    """`--max-concurrency 4 --service-time-ms 20` -> LocalEndpoint settings (flag names as attributes)."""
+    """`--max-concurrency 4 --service-time-ms 20` -> LocalEndpoint settings (flag names as attributes);
+    a bare `--llm` is the LLM emulation with its defaults (`sm-locust serve --llm`)."""
     settings: dict = {}
-    it = iter(words)
-    for word in it:
+    i = 0
+    while i < len(words):
+        word = words[i]
         if not word.startswith("--"):
             raise SystemExit(f"repro: --serve takes `--flag value` pairs, got {word!r}")
-        value = next(it, None)
-        if value is None:
-            raise SystemExit(f"repro: --serve {word} needs a value")
         key = word[2:].replace("-", "_")
+        if key == "llm":
+            from sm_locust.endpoint.llm import LlmConfig
+
+            settings["llm"] = LlmConfig()
+            i += 1
+            continue
+        if i + 1 >= len(words):
+            raise SystemExit(f"repro: --serve {word} needs a value")
+        value = words[i + 1]
+        i += 2
         try:
             settings[key] = int(value)
         except ValueError:

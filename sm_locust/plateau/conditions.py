@@ -41,6 +41,7 @@ KIND_LIMIT = "limit"
 DEFAULT_MIN_GAIN = 0.05  # Triton model_analyzer THROUGHPUT_MINIMUM_GAIN
 DEFAULT_GAIN_WINDOW = 4  # Triton model_analyzer THROUGHPUT_MINIMUM_CONSECUTIVE_PARAMETER_TRIES
 DEFAULT_MAX_ERROR_RATE = 0.05
+POINT_ONLY = "on its point only"  # a gain decided on its point: its interval straddled the threshold
 
 
 class Condition:
@@ -100,25 +101,29 @@ class ThroughputGain(Condition):
         recent, baseline = pair
         return growth_interval(recent.goodput_rps, recent.goodput_ci, baseline.goodput_rps, baseline.goodput_ci)
 
-    def _waits(self, history: Sequence[StepMeasurement]) -> bool:
-        """A longer latest step could still decide the gain: it is the recent step compared, and the
-        less precise of the two (a baseline known worse than it is not narrowed by waiting)."""
+    def less_precise(self, history: Sequence[StepMeasurement]) -> StepMeasurement | None:
+        """Of the two steps the gain compares, the one whose goodput is known worse (a longer
+        measurement of it narrows the gain's interval most), or None without both intervals."""
         pair = self._pair(history)
-        if pair is None or pair[0] is not history[-1]:
-            return False
-        recent, baseline = pair
-        a = relative_half_width(recent.goodput_rps, recent.goodput_ci)
-        b = relative_half_width(baseline.goodput_rps, baseline.goodput_ci)
-        return a is not None and b is not None and a > b
+        if pair is None:
+            return None
+        widths = [relative_half_width(m.goodput_rps, m.goodput_ci) for m in pair]
+        if widths[0] is None or widths[1] is None:
+            return None
+        return pair[0] if widths[0] > widths[1] else pair[1]
 
-    def undecided(self, history: Sequence[StepMeasurement]) -> str | None:
-        """Why the gain cannot be told from `min_gain` yet (its interval straddles it) while a longer
-        latest step could still tell it (`_waits`), or None."""
-        gain, interval = self.gain(history), self.gain_interval(history)
-        if gain is None or not interval.known or side(interval, self.min_gain) != UNDECIDED:
+    def straddles(self, history: Sequence[StepMeasurement]) -> bool:
+        """The gain's interval is known and holds `min_gain`: the data cannot tell which side it is on."""
+        interval = self.gain_interval(history)
+        return interval.known and side(interval, self.min_gain) == UNDECIDED
+
+    def undecided(self, history: Sequence[StepMeasurement], current: StepMeasurement | None = None) -> str | None:
+        """Why the gain cannot be told from `min_gain` yet (its interval straddles it) while measuring
+        `current` longer could still tell it (it is the less precise of the two compared), or None."""
+        gain = self.gain(history)
+        if gain is None or not self.straddles(history) or self.less_precise(history) is not current:
             return None
-        if not self._waits(history):
-            return None
+        interval = self.gain_interval(history)
         return f"throughput gain {self._gain_text(gain, interval)} straddles {percent(self.min_gain, 2, trim=True)}"
 
     @staticmethod
@@ -128,9 +133,9 @@ class ThroughputGain(Condition):
 
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
         """Fires when the gain is under `min_gain`: its whole interval when known; an interval that still
-        straddles it fires on its point only once waiting cannot decide it (the latest step measured to
-        its budget, `StepMeasurement.undecided`, or not the less precise of the two), and the verdict
-        then says the decision was not supported; its point when the steps have no interval."""
+        straddles it (the driver holds a step while measuring it longer could decide the gain) fires on
+        its point, saying so (`POINT_ONLY`): the search then measures the less precise step again once,
+        or its verdict says the decision was not supported. Its point when the steps have no interval."""
         gain = self.gain(history)
         if gain is None or gain >= self.min_gain:
             return None
@@ -140,9 +145,7 @@ class ThroughputGain(Condition):
             return reason
         if side(interval, self.min_gain) == BELOW:
             return f"{reason} ({self._gain_text(gain, interval)})"
-        if history[-1].undecided or not self._waits(history):
-            return f"{reason} on its point only ({self._gain_text(gain, interval)}: its interval straddles it)"
-        return None
+        return f"{reason} {POINT_ONLY} ({self._gain_text(gain, interval)}: its interval straddles it)"
 
     def describe(self) -> str:
         return f"stop when throughput gains < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"

@@ -39,6 +39,7 @@ from sm_locust.errors import UsageError
 from sm_locust.plateau.conditions import (
     KIND_CONSTRAINT,
     KIND_LIMIT,
+    POINT_ONLY,
     Condition,
     ErrorRate,
     LatencySLO,
@@ -322,10 +323,9 @@ class Search:
             reasons.append(slo)
         if constraint_violation(self.conditions, step) is None and slo is None:
             history = sorted([m for m in self._acceptable() if m.load != step.load] + [step], key=lambda m: m.load)
-            if history[-1] is step:
-                gain = self.gain.undecided(history)
-                if gain:
-                    reasons.append(gain)
+            gain = self.gain.undecided(history, step)
+            if gain:
+                reasons.append(gain)
         return reasons
 
     @staticmethod
@@ -489,12 +489,33 @@ class Search:
                 return self._run(load, f"{contradiction}: measuring it again", True)
             self._contradicted.append(f"the plateau is unstable: {contradiction}, measured twice")
         decision = self._next(step)
+        if decision.stop and self._stop_kind == "saturation":
+            again = self._remeasure_gain()
+            if again is not None:
+                return again
         if decision.stop and self._stop_kind != KIND_LIMIT:
             return decision  # a constraint or saturation: the plateau's own reason
         budget = self.budget_fired()
         if budget:  # a budget that fired is the condition that stopped the run, not the end of the schedule
             return self._halt(budget, KIND_LIMIT)
         return decision
+
+    remeasures_gain = False  # PlateauSearch: its refinement judges the bracket whatever load ran last
+
+    def _remeasure_gain(self) -> Decision | None:
+        """The search would stop on a growth whose interval straddles the threshold: measure the less
+        precise of the two steps it compares once more (the driver holds it until the gain is decided
+        or its budget runs out), when that step had not run to its budget. None: stop as decided."""
+        acceptable = self._acceptable()
+        if not self.remeasures_gain or not self.gain.straddles(acceptable):
+            return None
+        step = self.gain.less_precise(acceptable)
+        if step is None or step.undecided or self._remeasured.get(step.load, 0) >= MAX_REMEASURES:
+            return None
+        self._remeasured[step.load] = self._remeasured.get(step.load, 0) + 1
+        self._stop, self._stop_kind = None, None
+        return self._run(step.load, f"throughput gain straddles {self.gain.min_gain * 100:g} %: "
+                                    f"measuring {step.load_label()} again to decide it", True)
 
     def budget_fired(self, step: StepMeasurement | None = None) -> str | None:
         """The first budget (max duration, invocations, IR's MaxInvocations per minute) that fires on
@@ -570,7 +591,7 @@ class Search:
             seen.add(id(step))
             out.append(f"{step.load_label()} still undecided at its step budget: {'; '.join(reasons)}")
         stop = self._stop.reason if self._stop else ""
-        if "on its point only" in stop:
+        if POINT_ONLY in stop:
             out.append(f"the search stopped on {stop}")
         return out + self._contradicted
 
@@ -660,6 +681,7 @@ class PlateauSearch(Search):
     theory and confirm it (bisecting only where the model has nothing to say or is contradicted)."""
 
     default_gain_window = GEOMETRIC_GAIN_WINDOW
+    remeasures_gain = True
 
     def __init__(
         self,

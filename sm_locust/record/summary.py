@@ -124,6 +124,8 @@ def step_line(index: int, record: Mapping) -> str:
         text += " (unstable)"
     if record.get("client_bound"):
         text += f" CLIENT-BOUND: {record.get('client_bound_reason')}"
+    if record.get("undecided"):  # what the step budget left undecided (docs/plateau.md, "Deciding on intervals")
+        text += f"; undecided at the step budget: {'; '.join(str(r) for r in record['undecided'])}"
     return text
 
 

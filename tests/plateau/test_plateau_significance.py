@@ -71,10 +71,24 @@ def test_throughput_stopped_growing_only_when_the_growths_interval_is_below_the_
     assert gain.check(flat).startswith("throughput gain < 5 % over 2 steps (+")
     noisy_base = window_step(8, [100, 100, 100, 100] * 3)
     noisy = window_step(16, [70, 130, 80, 125, 75, 120, 90, 112, 85, 110, 95, 105])
-    assert gain.undecided([noisy_base, noisy]) is not None  # the newer step is the less precise: wait for it
-    assert gain.check([noisy_base, noisy]) is None
-    noisy.undecided = ["its budget ran out"]  # measured to its budget: decided on the point, and said so
-    assert "on its point only" in gain.check([noisy_base, noisy])
+    assert gain.less_precise([noisy_base, noisy]) is noisy
+    assert gain.undecided([noisy_base, noisy], noisy) is not None  # measuring it longer can decide: hold it
+    assert gain.undecided([noisy_base, noisy], noisy_base) is None  # the precise one cannot narrow it
+    assert "on its point only" in gain.check([noisy_base, noisy])  # taken on its point, and said so
+
+
+def test_a_stop_on_a_straddling_gain_measures_the_less_precise_step_again_once():
+    search = PlateauSearch(8, 64, use_model=False)  # doubles: 8, then 16
+    search.first()
+    nxt = search.feed(window_step(8, [100, 100, 100, 100] * 3))
+    assert nxt.load == 16
+    noisy = [70, 130, 80, 125, 75, 120, 90, 112, 85, 110, 95, 105]
+    again = search.feed(window_step(16, noisy))
+    assert again.load == 16 and again.extend and "measuring 16 users again" in again.reason
+    stop = search.feed(window_step(16, noisy))  # as noisy again: decided on its point, and the verdict says so
+    assert stop.stop and "on its point only" in stop.reason
+    verdict = search.verdict()
+    assert verdict.inconclusive and "the search stopped on throughput gain < 5 %" in verdict.inconclusive_reason
 
 
 def run_driver(driver, endpoint, limit=5000):
@@ -186,7 +200,7 @@ def test_an_itl_slo_from_45_answers_is_undecided_not_passed_or_failed_on_its_poi
 
 def test_the_support_record_round_trips_and_steps_say_what_they_left_undecided():
     from sm_locust.plateau.significance import Support
-    from sm_locust.record.summary import step_record
+    from sm_locust.record.summary import step_line, step_record
 
     support = Support(Interval(90.0, 96.0), (4.0, 6.0), ("16 users still undecided at its step budget: p95",))
     assert Support.from_json(support.to_json()) == support
@@ -194,3 +208,7 @@ def test_the_support_record_round_trips_and_steps_say_what_they_left_undecided()
     step = window_step(4, [100] * 8)
     step.undecided = ["p95 30 ms from 50 samples (needs 100)"]
     assert step_record(step)["undecided"] == step.undecided == step.as_dict()["undecided"]
+    assert step_line(1, step_record(step)).endswith("; undecided at the step budget: p95 30 ms from 50 samples "
+                                                    "(needs 100)")
+    step.undecided = []
+    assert "undecided" not in step_line(1, step_record(step))
