@@ -148,6 +148,32 @@ def test_plateau_shape_finds_the_knee_and_capacity_on_a_synthetic_clock(monkeypa
     assert f"sm-locust: {plateau['text']}" in out and f"sm-locust: stopped: {plateau['stop_reason']}" in out
 
 
+def test_plateau_shape_holds_a_noisy_step_until_its_figures_decide(monkeypatch, capsys):
+    """Through the shape as Locust ticks it: a noisy endpoint's steps run past --min-step-seconds while
+    their figures are undecided, never past --step-seconds, and summary.json's plateau carries the knee's
+    interval and what was left undecided (docs/plateau.md, "Deciding on intervals")."""
+    endpoint = SyntheticEndpoint(concurrency=4, service_ms=40.0, overhead_ms=3.0, noise=0.2, seed=2)
+    monkeypatch.setattr(shape_base, "time", SimpleNamespace(time=lambda: endpoint.clock))
+    timeline: list = []
+    shape = PlateauShape()
+    shape.runner = fake_runner(options(step_seconds=40.0, min_step_seconds=6.0, max_users=64), timeline)
+    shape.runner.environment.sm_locust_recorder.seconds = timeline
+    shape.runner.environment.sm_locust_llm = LlmStats()
+    load, users = shape.tick(), 0
+    while load is not None:
+        ramp = load[0] != users
+        users = load[0]
+        timeline.extend(endpoint.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
+        load = shape.tick()
+        assert len(timeline) < 2000, "the search never stopped"
+    plateau = shape.runner.environment.sm_locust_recorder.plateau
+    held = [m.t_end - m.t_start for m in shape.search.steps]  # a new user count's ramp second included
+    assert any(h > 6 + 1 for h in held) and all(h <= 40 + 1 for h in held), held
+    assert all(m.undecided == [] for m in shape.search.steps if m.t_end - m.t_start < 40 - 1)
+    assert {"knee_ci95", "knee_loads", "undecided"} <= set(plateau)
+    assert plateau["inconclusive"] == bool(plateau["undecided"]), plateau["text"]
+
+
 @pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoint_factory, tmp_path, capsys):
