@@ -68,6 +68,7 @@ MODEL_MARGIN = 0.15  # a model-placed step reading this far under the model's fi
 MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval is measured once more
 
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
+UNDECIDED_PREFIX = "undecided: "  # a constraint a step can neither be said to meet nor to break
 
 BOUND_THROUGHPUT = "throughput"
 BOUND_LATENCY = "latency"
@@ -305,7 +306,19 @@ class Search:
         if violation:
             return violation
         undecided = constraint_undecided(self.conditions, step)
-        return f"undecided: {undecided}" if undecided else None
+        if undecided is None:
+            return None
+        # latency grows with load: a higher load that surely meets every constraint vouches for this one
+        if any(m.load > step.load and not m.client_bound and constraint_violation(self.conditions, m) is None
+               and constraint_undecided(self.conditions, m) is None for m in self._by_load.values()):
+            return None
+        return f"{UNDECIDED_PREFIX}{undecided}"
+
+    def _blocking(self, step: StepMeasurement) -> str | None:
+        """What stops growth at this step: a breach, not an undecided constraint (the next load decides
+        it: a breach there bounds the plateau below, a pass there vouches for this step)."""
+        violation = self._violation(step)
+        return None if violation is None or violation.startswith(UNDECIDED_PREFIX) else violation
 
     def undecided(self, step: StepMeasurement) -> list[str]:
         """What this step's figures cannot decide yet (sequential measurement: the driver holds the step
@@ -665,7 +678,7 @@ class StepSearch(Search):
         return self._run(self.start, "first step")
 
     def _next(self, step: StepMeasurement) -> Decision:
-        violation = self._violation(step)
+        violation = self._blocking(step)
         if violation:
             return self._halt(f"{violation} at {step.load_label()}", KIND_CONSTRAINT)
         saturated = self._saturation()
@@ -736,7 +749,7 @@ class PlateauSearch(Search):
 
     def _next(self, step: StepMeasurement) -> Decision:
         if self.phase == "grow":
-            violation = self._violation(step)
+            violation = self._blocking(step)
             unserved = self.mode == MODE_RATE and self.served_ratio(step) is not None and not self._is_served(step)
             if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
