@@ -25,13 +25,15 @@ ABOVE = "above"
 BELOW = "below"
 UNDECIDED = "undecided"
 
-MIN_TAIL = 5  # a percentile is estimated only from a window with at least this many samples beyond it
+MIN_TAIL = 1  # a percentile is estimated only from a window with at least one sample beyond it ...
+MIN_COUNT = 10  # ... and never from fewer than this many
 
 
 def min_count(pct: float) -> int:
-    """The fewest samples a `pct` percentile is estimated from: `MIN_TAIL` of them beyond it
-    (p50: 10, p95: 100, p99: 500). Fewer, and its interval is mostly the bootstrap's guess."""
-    return max(MIN_TAIL, math.ceil(MIN_TAIL / (1.0 - pct / 100.0) - 1e-9))
+    """The fewest samples a `pct` percentile is estimated from: `MIN_TAIL` of them beyond it, at least
+    `MIN_COUNT` (p50: 10, p95: 20, p99: 100). Fewer, and the "percentile" is the window's maximum,
+    which the bootstrap cannot widen past: its interval would claim what the data cannot show."""
+    return max(MIN_COUNT, math.ceil(MIN_TAIL / (1.0 - pct / 100.0) - 1e-9))
 
 
 def relative_half_width(value: float, interval: Interval) -> float | None:

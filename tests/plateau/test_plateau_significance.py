@@ -27,7 +27,7 @@ def window_step(users: int, counts: list[int], hists=None, t0: float = 0.0):
 
 
 def test_the_pure_rules():
-    assert (min_count(50), min_count(95), min_count(99)) == (10, 100, 500)
+    assert (min_count(50), min_count(95), min_count(99)) == (10, 20, 100)
     assert side(Interval(61, 90), 60) == ABOVE and side(Interval(30, 60), 60) == BELOW
     assert side(Interval(41, 96), 60) == UNDECIDED and side(UNKNOWN, 60) == UNDECIDED
     assert precise(100, Interval(96, 104), 0.05) and not precise(84, Interval(58, 110), 0.05)
@@ -61,10 +61,10 @@ def test_an_slo_breach_needs_the_percentiles_whole_interval_above_it():
 
 
 def test_a_percentile_from_too_few_requests_decides_nothing():
-    few = synthetic_step(4, 2.5, duration_s=20, p95_ms=30)  # 50 requests: a p95 needs 100
+    few = synthetic_step(4, 0.5, duration_s=20, p95_ms=30)  # 10 requests: a p95 needs 20 (one beyond it)
     slo = LatencySLO(95, 100)
-    assert slo.violation(few) is None and slo.undecided(few) == "p95 30 ms from 50 samples (needs 100)"
-    assert LatencySLO(95, 100).undecided(synthetic_step(4, 10, duration_s=20, p95_ms=30)) is None
+    assert slo.violation(few) is None and slo.undecided(few) == "p95 30 ms from 10 samples (needs 20)"
+    assert LatencySLO(95, 100).undecided(synthetic_step(4, 1, duration_s=20, p95_ms=30)) is None
 
 
 def test_throughput_stopped_growing_only_when_the_growths_interval_is_below_the_tolerance():
@@ -222,7 +222,7 @@ def test_an_slo_undecided_for_want_of_answers_does_not_stop_growth_and_a_higher_
     slo = LatencySLO(95, 1000)
     search = PlateauSearch(1, 64, conditions=[slo], use_model=False)
     search.first()
-    few = synthetic_step(1, 0.25, duration_s=20, p95_ms=90)  # 5 requests
+    few = synthetic_step(1, 0.25, duration_s=20, p95_ms=90)  # 5 requests: a p95 needs 20
     assert slo.undecided(few) is not None
     nxt = search.feed(few)
     assert not nxt.stop and nxt.load == 2
