@@ -934,7 +934,7 @@ class ScheduleSearch(Search):
         return self.feed(step)
 
     def _next(self, step: StepMeasurement) -> Decision:
-        violation = self._violation(step)
+        violation = self._blocking(step)
         if violation:
             return self._halt(f"{violation} at {step.load_label()}", KIND_CONSTRAINT)
         saturated = self._saturation()

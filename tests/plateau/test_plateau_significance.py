@@ -229,3 +229,12 @@ def test_an_slo_undecided_for_want_of_answers_does_not_stop_growth_and_a_higher_
     assert search._violation(few).startswith("undecided: ")
     search.feed(synthetic_step(2, 5.0, duration_s=20, p95_ms=120))  # 100 requests, surely under 1,000 ms
     assert search._violation(few) is None
+
+
+def test_a_traffic_pattern_is_not_stopped_by_an_slo_it_cannot_decide_yet():
+    from sm_locust.plateau.search import ScheduleSearch
+
+    search = ScheduleSearch(1, 8, conditions=[LatencySLO(95, 100)])
+    search.first()
+    assert not search.follow(synthetic_step(1, 0.25, duration_s=20, p95_ms=90), 2).stop  # 5 requests: undecided
+    assert search.follow(synthetic_step(2, 5.0, duration_s=20, p95_ms=400), 4).stop  # 100 requests, surely over
