@@ -301,7 +301,8 @@ class Search:
 
     def _violation(self, step: StepMeasurement) -> str | None:
         """The constraint the step breaks, or one it cannot be said to meet (an undecided SLO: such a
-        step is never acceptable, and bounds the plateau like a breach, saying so)."""
+        step is not acceptable, and bounds the plateau like a breach, saying so, unless a higher load
+        surely meets every constraint: latency grows with load)."""
         violation = constraint_violation(self.conditions, step)
         if violation:
             return violation

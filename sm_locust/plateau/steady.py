@@ -131,6 +131,7 @@ class StepMeasurement:
     window: list[Second] = field(default_factory=list, repr=False, compare=False)  # the steady window's samples
     undecided: list[str] = field(default_factory=list)  # what its figures still could not decide at the step budget
     _ci95: dict[str, Interval] | None = field(default=None, init=False, repr=False, compare=False)
+    _pct_cis: dict[float, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -202,7 +203,10 @@ class StepMeasurement:
             return self.ci95[name]
         if not self.window:
             return UNKNOWN
-        return percentile_ci([s.hist for s in self.window], pct, intervals=[s.interval for s in self.window])
+        if pct not in self._pct_cis:  # another percentile (an SLO at p90, p99.9): computed once
+            self._pct_cis[pct] = percentile_ci([s.hist for s in self.window], pct,
+                                               intervals=[s.interval for s in self.window])
+        return self._pct_cis[pct]
 
     @property
     def achieved_ratio(self) -> float | None:

@@ -177,6 +177,7 @@ class TokenStep(StepMeasurement):
     """The length of the window the tokens were counted in (the step's steady window)."""
     per_second: list[tuple[float, Bucket]] = field(default_factory=list, repr=False, compare=False)
     """The window's answers second by second (duration, bucket): what the token intervals come from."""
+    _token_cis: dict[tuple[str, float], Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, step: StepMeasurement, tokens: Bucket, duration_s: float, stable: bool | None = None,
@@ -201,7 +202,14 @@ class TokenStep(StepMeasurement):
         return self.output_tokens_ci
 
     def token_interval(self, series: str, pct: float) -> Interval:
-        """95 % interval (ms) of a TTFT or ITL percentile (`uncertainty.percentile_ci` over the seconds)."""
+        """95 % interval (ms) of a TTFT or ITL percentile (`uncertainty.percentile_ci` over the seconds),
+        computed once per step (the searches ask for it at every tick)."""
+        key = (series, float(pct))
+        if key not in self._token_cis:
+            self._token_cis[key] = self._token_interval(series, pct)
+        return self._token_cis[key]
+
+    def _token_interval(self, series: str, pct: float) -> Interval:
         if not self.per_second:
             return UNKNOWN
         ci = percentile_ci([b.hists.get(series, {}) for _, b in self.per_second], pct,
