@@ -21,8 +21,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
+from sm_locust.plateau.significance import (
+    ABOVE,
+    BELOW,
+    UNDECIDED,
+    growth_interval,
+    min_count,
+    relative_half_width,
+    side,
+)
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
-from sm_locust.util.formatting import latency, percent
+from sm_locust.plateau.uncertainty import UNKNOWN, Interval
+from sm_locust.util.formatting import latency, percent, with_interval
 
 KIND_CONSTRAINT = "constraint"
 KIND_SATURATION = "saturation"
@@ -31,6 +41,7 @@ KIND_LIMIT = "limit"
 DEFAULT_MIN_GAIN = 0.05  # Triton model_analyzer THROUGHPUT_MINIMUM_GAIN
 DEFAULT_GAIN_WINDOW = 4  # Triton model_analyzer THROUGHPUT_MINIMUM_CONSECUTIVE_PARAMETER_TRIES
 DEFAULT_MAX_ERROR_RATE = 0.05
+POINT_ONLY = "on its point only"  # a gain decided on its point: its interval straddled the threshold
 
 
 class Condition:
@@ -66,21 +77,75 @@ class ThroughputGain(Condition):
         self.min_gain = float(min_gain)
         self.window = int(window)
 
-    def gain(self, history: Sequence[StepMeasurement]) -> float | None:
+    def _pair(self, history: Sequence[StepMeasurement]) -> tuple[StepMeasurement, StepMeasurement] | None:
+        """(the best recent step, the best earlier one), or None with fewer than `window` steps."""
         if len(history) < self.window:
             return None
         cut = len(history) - (self.window - 1)
-        baseline = max(m.goodput_rps for m in history[:cut])
-        recent = max(m.goodput_rps for m in history[cut:])
+        return (max(history[cut:], key=lambda m: m.goodput_rps), max(history[:cut], key=lambda m: m.goodput_rps))
+
+    def gain(self, history: Sequence[StepMeasurement]) -> float | None:
+        pair = self._pair(history)
+        if pair is None:
+            return None
+        recent, baseline = pair[0].goodput_rps, pair[1].goodput_rps
         if baseline <= 0:
             return None if recent <= 0 else float("inf")
         return recent / baseline - 1.0
 
-    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+    def gain_interval(self, history: Sequence[StepMeasurement]) -> Interval:
+        """The gain's 95 % interval from the two steps' goodput intervals (unknown without them)."""
+        pair = self._pair(history)
+        if pair is None:
+            return UNKNOWN
+        recent, baseline = pair
+        return growth_interval(recent.goodput_rps, recent.goodput_ci, baseline.goodput_rps, baseline.goodput_ci)
+
+    def less_precise(self, history: Sequence[StepMeasurement]) -> StepMeasurement | None:
+        """Of the two steps the gain compares, the one whose goodput is known worse (a longer
+        measurement of it narrows the gain's interval most), or None without both intervals."""
+        pair = self._pair(history)
+        if pair is None:
+            return None
+        widths = [relative_half_width(m.goodput_rps, m.goodput_ci) for m in pair]
+        if widths[0] is None or widths[1] is None:
+            return None
+        return pair[0] if widths[0] > widths[1] else pair[1]
+
+    def straddles(self, history: Sequence[StepMeasurement]) -> bool:
+        """The gain's interval is known and holds `min_gain`: the data cannot tell which side it is on."""
+        interval = self.gain_interval(history)
+        return interval.known and side(interval, self.min_gain) == UNDECIDED
+
+    def undecided(self, history: Sequence[StepMeasurement], current: StepMeasurement | None = None) -> str | None:
+        """Why the gain cannot be told from `min_gain` yet (its interval straddles it) while measuring
+        `current` longer could still tell it (it is the less precise of the two compared), or None."""
         gain = self.gain(history)
-        if gain is not None and gain < self.min_gain:
-            return f"throughput gain < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
-        return None
+        if gain is None or not self.straddles(history) or self.less_precise(history) is not current:
+            return None
+        interval = self.gain_interval(history)
+        return f"throughput gain {self._gain_text(gain, interval)} straddles {percent(self.min_gain, 2, trim=True)}"
+
+    @staticmethod
+    def _gain_text(gain: float, interval: Interval) -> str:
+        low, high = interval.low or 0.0, interval.high or 0.0
+        return f"{gain * 100:+.1f} % [{low * 100:+.1f}, {high * 100:+.1f}]"
+
+    def check(self, history: Sequence[StepMeasurement]) -> str | None:
+        """Fires when the gain is under `min_gain`: its whole interval when known; an interval that still
+        straddles it (the driver holds a step while measuring it longer could decide the gain) fires on
+        its point, saying so (`POINT_ONLY`): the search then measures the less precise step again once,
+        or its verdict says the decision was not supported. Its point when the steps have no interval."""
+        gain = self.gain(history)
+        if gain is None or gain >= self.min_gain:
+            return None
+        interval = self.gain_interval(history)
+        reason = f"throughput gain < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
+        if not interval.known:
+            return reason
+        if side(interval, self.min_gain) == BELOW:
+            return f"{reason} ({self._gain_text(gain, interval)})"
+        return f"{reason} {POINT_ONLY} ({self._gain_text(gain, interval)}: its interval straddles it)"
 
     def describe(self) -> str:
         return f"stop when throughput gains < {percent(self.min_gain, 2, trim=True)} over {self.window} steps"
@@ -108,10 +173,40 @@ class LatencySLO(Condition):
         """The latency this SLO holds against `max_ms` (the token SLO reads TTFT or ITL instead)."""
         return step.percentile(self.percentile)
 
+    def interval(self, step: StepMeasurement) -> Interval:
+        """The 95 % interval of `value` over the step's window (unknown without its samples)."""
+        return step.percentile_interval(self.percentile)
+
+    def count(self, step: StepMeasurement) -> int:
+        """How many samples the percentile comes from (requests; answers or token gaps for tokens)."""
+        return step.requests
+
+    def _text(self, step: StepMeasurement) -> str:
+        return f"{self.label} {with_interval(self.value(step), self.interval(step), ' ms')}"
+
     def violation(self, step: StepMeasurement) -> str | None:
+        """A breach only when the percentile's interval lies wholly above the SLO (its point when the
+        step has no interval)."""
         value = self.value(step)
-        if value is not None and value > self.max_ms:
-            return f"{self.label} {latency(value, ' ms')} > SLO {latency(self.max_ms, ' ms')}"
+        if value is None or value <= self.max_ms:
+            return None
+        interval = self.interval(step)
+        if interval.known and side(interval, self.max_ms) != ABOVE:
+            return None
+        return f"{self._text(step)} > SLO {latency(self.max_ms, ' ms')}"
+
+    def undecided(self, step: StepMeasurement) -> str | None:
+        """Why the step cannot be said to meet or break the SLO yet, or None: too few samples for the
+        percentile (`significance.min_count`), or its interval straddles the SLO."""
+        value = self.value(step)
+        if value is None:
+            return None
+        count, needed = self.count(step), min_count(self.percentile)
+        if count < needed:
+            return f"{self.label} {latency(value, ' ms')} from {count} samples (needs {needed})"
+        interval = self.interval(step)
+        if interval.known and side(interval, self.max_ms) == UNDECIDED:
+            return f"{self._text(step)} straddles SLO {latency(self.max_ms, ' ms')}"
         return None
 
     def check(self, history: Sequence[StepMeasurement]) -> str | None:
@@ -264,6 +359,16 @@ def check_all(conditions: Iterable[Condition], history: Sequence[StepMeasurement
 def latency_slos(conditions: Iterable[Condition]) -> tuple[tuple[float, float], ...]:
     """The (percentile, max ms) of every latency SLO among `conditions`."""
     return tuple((c.percentile, c.max_ms) for c in conditions if isinstance(c, LatencySLO))
+
+
+def constraint_undecided(conditions: Iterable[Condition], step: StepMeasurement) -> str | None:
+    """The first latency SLO this step can neither be said to meet nor to break yet, or None."""
+    for condition in conditions:
+        if isinstance(condition, LatencySLO):
+            reason = condition.undecided(step)
+            if reason:
+                return reason
+    return None
 
 
 def constraint_violation(conditions: Iterable[Condition], step: StepMeasurement) -> str | None:

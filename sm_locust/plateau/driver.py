@@ -6,10 +6,14 @@ hold each decided load until it is measured, then measure that step from the tim
 (ramping and warm-up dropped by `measure_step`), feed it to the search and return the next
 `Decision`. The shape only translates a Decision into `(users, spawn_rate)` or a target rate.
 
-A step is held only until it is stable, as perf_analyzer does: from `min_step_s` on (default
-`DEFAULT_MIN_STEP_S`, 10 s: a 2-s warm-up and three sub-windows of ~2.7 s) the step so far is
-measured every tick, and it ends as soon as its three sub-windows agree within 10 %; an unstable
-step is held to `step_s` (`--step-seconds`, the maximum) and judged as it is. `min_step_s` equal
+A step is held only until it is stable and its figures decide the search's next move (sequential
+measurement): from `min_step_s` on (default `DEFAULT_MIN_STEP_S`, 10 s: a 2-s warm-up and three
+sub-windows of ~2.7 s) the step so far is measured every tick, and it ends as soon as its three
+sub-windows agree within 10 % (perf_analyzer's rule) and `Search.undecided` is empty (its goodput
+known to +-5 %, each latency SLO met or broken by the percentile's whole interval, the growth over
+the best earlier step wholly on one side of the threshold); otherwise it is held to `step_s`
+(`--step-seconds`, the per-step budget) and judged as it is, what is still undecided recorded on it
+(`StepMeasurement.undecided`) for the verdict to say. `min_step_s` equal
 to `step_s` gives fixed-length steps. Both limits count the seconds the timeline already holds for
 the step at its load, not wall time: ramping seconds (Locust ramps down at the spawn rate too) are
 left out, and on a master the recorder appends a second about 4 s after it ended (worker reports),
@@ -122,8 +126,10 @@ class SearchDriver:
         if held < self.min_step_s - 1e-9:
             return self.decision
         step = self._measure(seconds)
-        if not step.stable and held < self.step_s - 1e-9:
-            return self.decision  # not settled yet: hold on, up to step_s
+        undecided = self.search.undecided(step)
+        if (not step.stable or undecided) and held < self.step_s - 1e-9:
+            return self.decision  # not settled, or its figures decide nothing yet: hold on, up to step_s
+        step.undecided = undecided  # what the budget left undecided: the verdict says so
         self.measurements.append(step)
         self.decision = self.search.feed(step)
         self.step_start = now
@@ -137,6 +143,7 @@ class SearchDriver:
             seconds = _window(timeline, self.step_start, now)
             if seconds:
                 step = self._measure(seconds)
+                step.undecided = self.search.undecided(step)  # cut short: what it had not decided stays so
                 self.measurements.append(step)
                 self.decision = self.search.feed_final(step, reason)
         if not self.decision.stop:

@@ -39,17 +39,21 @@ from sm_locust.errors import UsageError
 from sm_locust.plateau.conditions import (
     KIND_CONSTRAINT,
     KIND_LIMIT,
+    POINT_ONLY,
     Condition,
     ErrorRate,
     LatencySLO,
     MaxLoad,
     ThroughputGain,
     check_all,
+    constraint_undecided,
     constraint_violation,
     latency_slos,
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
+from sm_locust.plateau.significance import Support, precise
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
+from sm_locust.plateau.uncertainty import UNKNOWN
 from sm_locust.util.formatting import latency, with_interval
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
@@ -61,6 +65,11 @@ MAX_REFINE_STEPS = 12  # safety net: bisection of any sane range ends well befor
 MAX_EXTENSIONS = 1  # an unstable step is re-run once at the same load, then kept as "unstable"
 MODEL_TARGET = 1.0 - PLATEAU_TOLERANCE  # the model's knee: the fewest users it says reach the plateau
 MAX_MODEL_PROBES = 3  # loads placed by the model before the search falls back on bisection
+MODEL_MARGIN = 0.15  # a model-placed step reading this far under the model's figure contradicts it
+MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval is measured once more
+
+IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
+UNDECIDED_PREFIX = "undecided: "  # a constraint a step can neither be said to meet nor to break
 
 BOUND_THROUGHPUT = "throughput"
 BOUND_LATENCY = "latency"
@@ -109,6 +118,8 @@ class Verdict:
     steps: list[StepMeasurement] = field(default_factory=list)
     capacity: StepMeasurement | None = None  # the best stable goodput at or beyond the knee
     model_knee: float | None = None  # closed loop: Little's law knee (capacity x unqueued cycle), users
+    undecided: list[str] = field(default_factory=list)  # decisions the measurement could not support, with why
+    knee_loads: tuple[float, float] | None = None  # the knee's interval in loads, against the capacity's interval
 
     @property
     def capacity_rps(self) -> float | None:
@@ -118,12 +129,17 @@ class Verdict:
     def inconclusive_reason(self) -> str | None:
         """Why the answer cannot be trusted, or None: the load generator, not the endpoint, was the
         bottleneck at a step that decides it (the search stopped there, or the capacity or knee step
-        itself was measured client-bound). Never a pass or fail of the endpoint."""
+        itself was measured client-bound), or a decision the answer rests on was not supported by the
+        measurement (`undecided`: a figure's interval still straddled its line at the step budget, the
+        capacity known to worse than the tolerance, a step that contradicted Little's law twice).
+        Never a pass or fail of the endpoint."""
         if self.client_bound:
             return f"the load generator was the bottleneck: {self.client_reason}"
         for what, step in (("capacity", self.capacity), ("knee", self.plateau)):
             if step is not None and step.client_bound:
                 return f"the {what} step ({step.load_label()}) was client-bound: {step.client_bound_reason}"
+        if self.undecided:
+            return "; ".join(self.undecided)
         return None
 
     @property
@@ -198,7 +214,14 @@ class Verdict:
             "model_knee_users": round(self.model_knee, 2) if self.model_knee is not None else None,
             "steps": len(self.steps),
             "text": self.text(listed),
+            **self.support().to_json(),
         }
+
+    def support(self) -> Support:
+        """How far the measurement supports this verdict (summary.json `plateau`: knee_ci95, knee_loads,
+        undecided)."""
+        knee = self.plateau.ci95["goodput_rps"] if self.plateau is not None else UNKNOWN
+        return Support(knee, self.knee_loads, tuple(self.undecided))
 
 
 def step_name(step: StepMeasurement, steps: Sequence[StepMeasurement]) -> str:
@@ -251,6 +274,9 @@ class Search:
         self._stop: Decision | None = None
         self._stop_kind: str | None = None
         self._client: str | None = None
+        self._remeasured: dict[float, int] = {}
+        self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
+        self._contradicted: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------------
     def _check_load(self, value: float, what: str) -> float:
@@ -275,7 +301,85 @@ class Search:
         return self._stop
 
     def _violation(self, step: StepMeasurement) -> str | None:
-        return constraint_violation(self.conditions, step)
+        """The constraint the step breaks, or one it cannot be said to meet (an undecided SLO: such a
+        step is not acceptable, and bounds the plateau like a breach, saying so, unless a higher load
+        surely meets every constraint: latency grows with load)."""
+        violation = constraint_violation(self.conditions, step)
+        if violation:
+            return violation
+        undecided = constraint_undecided(self.conditions, step)
+        if undecided is None:
+            return None
+        # latency grows with load: a higher load that surely meets every constraint vouches for this one
+        if any(m.load > step.load and not m.client_bound and constraint_violation(self.conditions, m) is None
+               and constraint_undecided(self.conditions, m) is None for m in self._by_load.values()):
+            return None
+        return f"{UNDECIDED_PREFIX}{undecided}"
+
+    def _blocking(self, step: StepMeasurement) -> str | None:
+        """What stops growth at this step: a breach, not an undecided constraint (the next load decides
+        it: a breach there bounds the plateau below, a pass there vouches for this step)."""
+        violation = self._violation(step)
+        return None if violation is None or violation.startswith(UNDECIDED_PREFIX) else violation
+
+    def undecided(self, step: StepMeasurement) -> list[str]:
+        """What this step's figures cannot decide yet (sequential measurement: the driver holds the step
+        while the list is not empty, up to its budget): its goodput known to worse than
+        +-`PLATEAU_TOLERANCE`; a latency SLO it can neither be said to meet nor to break; whether
+        throughput stopped growing (the gain over the best earlier step straddles the threshold).
+        Judged only on a step measured with its window (none can be said of a bare figure)."""
+        if not step.window or step.client_bound:
+            return []
+        reasons = []
+        if not precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE):
+            reasons.append(f"{IMPRECISE}{self._figure(step)} not known to +-{PLATEAU_TOLERANCE * 100:g} %")
+        slo = constraint_undecided(self.conditions, step)
+        if slo:
+            reasons.append(slo)
+        if constraint_violation(self.conditions, step) is None and slo is None:
+            history = sorted([m for m in self._acceptable() if m.load != step.load] + [step], key=lambda m: m.load)
+            gain = self.gain.undecided(history, step)
+            if gain:
+                reasons.append(gain)
+        return reasons
+
+    @staticmethod
+    def _figure(step: StepMeasurement) -> str:
+        return with_interval(step.goodput_rps, step.goodput_ci, "", 1)
+
+    def _contradiction(self, step: StepMeasurement) -> str | None:
+        """Closed loop: a step whose goodput interval lies wholly below what the measured steps imply,
+        beyond a margin (a stall, a busy neighbour, a noisy plateau), or None. Two bounds: fewer users
+        cannot lose more than their share of a larger step's throughput, less the tolerance (Little's
+        law: a user's cycle only lengthens with load, so X(n) >= X(m) x n / m for n < m); and a load
+        the model placed cannot read more than `MODEL_MARGIN` under the model's own prediction (a knee
+        that bends early loses less)."""
+        high = step.goodput_ci.high
+        if self.mode != MODE_USERS or high is None:
+            return None
+        for other in self._acceptable():
+            low = other.goodput_ci.low
+            if other is step or other.load <= step.load or low is None:
+                continue
+            bound = low * step.load / other.load * (1.0 - PLATEAU_TOLERANCE)
+            if high < bound:
+                return (f"{step.load_label()} read {self._figure(step)} req/s, under the {bound:.1f} that the "
+                        f"{other.load_label()} step's {self._figure(other)} imply by Little's law")
+        if step.load in self._model_loads:
+            model = ClosedLoopModel.from_steps(self._acceptable(), self.level_of(self._acceptable()) or 0.0)
+            if model is not None and high < (1.0 - MODEL_MARGIN) * model.predict(step.load):
+                return (f"{step.load_label()} read {self._figure(step)} req/s, {MODEL_MARGIN * 100:g} %+ under the "
+                        f"{model.predict(step.load):.1f} the model predicts there")
+        return None
+        for other in self._acceptable():
+            low = other.goodput_ci.low
+            if other is step or other.load <= step.load or low is None:
+                continue
+            bound = low * step.load / other.load * (1.0 - PLATEAU_TOLERANCE)
+            if step.goodput_ci.high < bound:
+                return (f"{step.load_label()} read {self._figure(step)} req/s, under the {bound:.1f} that "
+                        f"{other.load_label()}'s {self._figure(other)} imply by Little's law")
+        return None
 
     def _acceptable(self) -> list[StepMeasurement]:
         steps = [m for m in self._by_load.values() if not m.client_bound and self._violation(m) is None]
@@ -394,13 +498,40 @@ class Search:
         if not step.stable and self.extend_unstable and self._extensions.get(load, 0) < MAX_EXTENSIONS:
             self._extensions[load] = self._extensions.get(load, 0) + 1
             return self._run(load, f"step at {step.load_label()} unstable ({step.unstable_reason}): extending", True)
+        contradiction = self._contradiction(step) if self._violation(step) is None else None
+        if contradiction is not None:
+            if self._remeasured.get(load, 0) < MAX_REMEASURES:
+                self._remeasured[load] = self._remeasured.get(load, 0) + 1
+                return self._run(load, f"{contradiction}: measuring it again", True)
+            self._contradicted.append(f"the plateau is unstable: {contradiction}, measured twice")
         decision = self._next(step)
+        if decision.stop and self._stop_kind == "saturation":
+            again = self._remeasure_gain()
+            if again is not None:
+                return again
         if decision.stop and self._stop_kind != KIND_LIMIT:
             return decision  # a constraint or saturation: the plateau's own reason
         budget = self.budget_fired()
         if budget:  # a budget that fired is the condition that stopped the run, not the end of the schedule
             return self._halt(budget, KIND_LIMIT)
         return decision
+
+    remeasures_gain = False  # PlateauSearch: its refinement judges the bracket whatever load ran last
+
+    def _remeasure_gain(self) -> Decision | None:
+        """The search would stop on a growth whose interval straddles the threshold: measure the less
+        precise of the two steps it compares once more (the driver holds it until the gain is decided
+        or its budget runs out), when that step had not run to its budget. None: stop as decided."""
+        acceptable = self._acceptable()
+        if not self.remeasures_gain or not self.gain.straddles(acceptable):
+            return None
+        step = self.gain.less_precise(acceptable)
+        if step is None or step.undecided or self._remeasured.get(step.load, 0) >= MAX_REMEASURES:
+            return None
+        self._remeasured[step.load] = self._remeasured.get(step.load, 0) + 1
+        self._stop, self._stop_kind = None, None
+        return self._run(step.load, f"throughput gain straddles {self.gain.min_gain * 100:g} %: "
+                                    f"measuring {step.load_label()} again to decide it", True)
 
     def budget_fired(self, step: StepMeasurement | None = None) -> str | None:
         """The first budget (max duration, invocations, IR's MaxInvocations per minute) that fires on
@@ -433,7 +564,53 @@ class Search:
         verdict = self._verdict()
         verdict.capacity = self._capacity(verdict.plateau)
         verdict.model_knee = self._model_knee(verdict.capacity)
+        verdict.knee_loads = self._knee_loads(verdict.capacity)
+        if not verdict.client_bound:
+            verdict.undecided = self._unsupported(verdict)
         return verdict
+
+    def _knee_loads(self, capacity: StepMeasurement | None) -> tuple[float, float] | None:
+        """The knee's interval in loads, against the capacity's interval (docs/plateau.md): from the
+        least acceptable load whose goodput MAY be within the tolerance of the capacity (its interval
+        reaches (1 - tolerance) x the capacity interval's low end) to the least that surely is (its
+        whole interval does). None without the intervals, or when no step surely is."""
+        if capacity is None or capacity.goodput_ci.low is None:
+            return None
+        floor = (1.0 - PLATEAU_TOLERANCE) * capacity.goodput_ci.low
+        acceptable = [m for m in self._acceptable() if m.goodput_ci.known]
+        may = [m.load for m in acceptable if (m.goodput_ci.high or 0.0) >= floor]
+        sure = [m.load for m in acceptable if (m.goodput_ci.low or 0.0) >= floor]
+        return (min(may), min(sure)) if may and sure else None
+
+    def _unsupported(self, verdict: Verdict) -> list[str]:
+        """The decisions the verdict rests on that the measurement did not support: the capacity's
+        goodput known to worse than +-`PLATEAU_TOLERANCE`; the knee step, the capacity step or the
+        step just above the knee (it bounds the knee) still undecided at its budget; a step that
+        contradicted Little's law twice."""
+        out: list[str] = []
+        capacity = verdict.capacity
+        if capacity is not None and capacity.window and not precise(capacity.goodput_rps, capacity.goodput_ci,
+                                                                    PLATEAU_TOLERANCE):
+            out.append(f"the capacity {self._figure(capacity)} at {capacity.load_label()} is not known to "
+                       f"+-{PLATEAU_TOLERANCE * 100:g} % (lengthen --step-seconds)")
+        knee = verdict.plateau
+        deciding: list[StepMeasurement] = [m for m in (knee, capacity) if m is not None]
+        if knee is not None:
+            above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
+            if above:
+                deciding.append(min(above, key=lambda m: m.load))
+        seen: set[int] = set()
+        for step in deciding:
+            # a step's own precision matters for the capacity (above); elsewhere, the decisions it left open
+            reasons = [r for r in step.undecided if not r.startswith(IMPRECISE)]
+            if id(step) in seen or not reasons:
+                continue
+            seen.add(id(step))
+            out.append(f"{step.load_label()} still undecided at its step budget: {'; '.join(reasons)}")
+        stop = self._stop.reason if self._stop else ""
+        if POINT_ONLY in stop:
+            out.append(f"the search stopped on {stop}")
+        return out + self._contradicted
 
     def _verdict(self) -> Verdict:
         acceptable = self._acceptable()
@@ -505,7 +682,7 @@ class StepSearch(Search):
         return self._run(self.start, "first step")
 
     def _next(self, step: StepMeasurement) -> Decision:
-        violation = self._violation(step)
+        violation = self._blocking(step)
         if violation:
             return self._halt(f"{violation} at {step.load_label()}", KIND_CONSTRAINT)
         saturated = self._saturation()
@@ -521,6 +698,7 @@ class PlateauSearch(Search):
     theory and confirm it (bisecting only where the model has nothing to say or is contradicted)."""
 
     default_gain_window = GEOMETRIC_GAIN_WINDOW
+    remeasures_gain = True
 
     def __init__(
         self,
@@ -575,7 +753,7 @@ class PlateauSearch(Search):
 
     def _next(self, step: StepMeasurement) -> Decision:
         if self.phase == "grow":
-            violation = self._violation(step)
+            violation = self._blocking(step)
             unserved = self.mode == MODE_RATE and self.served_ratio(step) is not None and not self._is_served(step)
             if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
@@ -760,7 +938,7 @@ class ScheduleSearch(Search):
         return self.feed(step)
 
     def _next(self, step: StepMeasurement) -> Decision:
-        violation = self._violation(step)
+        violation = self._blocking(step)
         if violation:
             return self._halt(f"{violation} at {step.load_label()}", KIND_CONSTRAINT)
         saturated = self._saturation()

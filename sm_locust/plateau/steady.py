@@ -45,7 +45,7 @@ from sm_locust.plateau.looplag import (
     throttled_reason,
 )
 from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
+from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_ci, percentile_cis, rate_ci
 from sm_locust.util.formatting import load_words
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -144,7 +144,9 @@ class StepMeasurement:
     t_end: float = 0.0
     percentiles: dict[float, float | None] = field(default_factory=dict)
     window: list[Second] = field(default_factory=list, repr=False, compare=False)  # the steady window's samples
+    undecided: list[str] = field(default_factory=list)  # what its figures still could not decide at the step budget
     _ci95: dict[str, Interval] | None = field(default=None, init=False, repr=False, compare=False)
+    _pct_cis: dict[float, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -203,6 +205,23 @@ class StepMeasurement:
         if self._ci95 is None:
             self._ci95 = window_intervals(self.window)
         return self._ci95
+
+    @property
+    def goodput_ci(self) -> Interval:
+        """The 95 % interval of `goodput_rps` (what the searches judge; tokens/s for a `TokenStep`)."""
+        return self.ci95["goodput_rps"]
+
+    def percentile_interval(self, pct: float) -> Interval:
+        """The 95 % interval of any percentile of the steady window (p50 / p95 / p99 from `ci95`)."""
+        name = f"p{pct:g}_ms"
+        if name in CI_FIGURES:
+            return self.ci95[name]
+        if not self.window:
+            return UNKNOWN
+        if pct not in self._pct_cis:  # another percentile (an SLO at p90, p99.9): computed once
+            self._pct_cis[pct] = percentile_ci([s.hist for s in self.window], pct,
+                                               intervals=[s.interval for s in self.window])
+        return self._pct_cis[pct]
 
     @property
     def achieved_ratio(self) -> float | None:
@@ -287,6 +306,7 @@ class StepMeasurement:
             "t_start": self.t_start,
             "t_end": self.t_end,
             "ci95": intervals_dict(self.ci95),
+            "undecided": list(self.undecided),
         }
 
 

@@ -39,7 +39,8 @@ from sm_locust.plateau.steady import (
     steady_window,
 )
 from sm_locust.plateau.timeline import Second
-from sm_locust.util.formatting import latency
+from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_ci, rate_ci
+from sm_locust.util.formatting import latency, with_interval
 
 MIXED = "mixed"
 OBJECTIVE = "output-tokens"
@@ -174,15 +175,52 @@ class TokenStep(StepMeasurement):
     tokens: Bucket = field(default_factory=Bucket)
     tokens_s: float = 0.0
     """The length of the window the tokens were counted in (the step's steady window)."""
+    per_second: list[tuple[float, Bucket]] = field(default_factory=list, repr=False, compare=False)
+    """The window's answers second by second (duration, bucket): what the token intervals come from."""
+    _token_cis: dict[tuple[str, float], Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, step: StepMeasurement, tokens: Bucket, duration_s: float, stable: bool | None = None,
-           spread: float = 0.0, unstable_reason: str | None = None) -> TokenStep:
-        """`step` judged on `tokens` (counted over `duration_s`); stability on tokens when given."""
+           spread: float = 0.0, unstable_reason: str | None = None,
+           per_second: Sequence[tuple[float, Bucket]] = ()) -> TokenStep:
+        """`step` judged on `tokens` (counted over `duration_s`); stability on tokens when given;
+        `per_second`: the window's buckets one by one, for the intervals."""
         fields = {name: getattr(step, name) for name, f in step.__dataclass_fields__.items() if f.init}
         if stable is not None:
             fields.update(stable=stable, spread=spread, unstable_reason=unstable_reason)
-        return cls(**fields, tokens=tokens, tokens_s=duration_s)
+        return cls(**fields, tokens=tokens, tokens_s=duration_s, per_second=list(per_second))
+
+    @property
+    def output_tokens_ci(self) -> Interval:
+        """95 % interval of the output tokens/s (`uncertainty.rate_ci` over the window's seconds)."""
+        if not self.per_second:
+            return UNKNOWN
+        return rate_ci([b.arrived for _, b in self.per_second], [d for d, _ in self.per_second])
+
+    @property
+    def goodput_ci(self) -> Interval:  # the searches' throughput: output tokens/s
+        return self.output_tokens_ci
+
+    def token_interval(self, series: str, pct: float) -> Interval:
+        """95 % interval (ms) of a TTFT or ITL percentile (`uncertainty.percentile_ci` over the seconds),
+        computed once per step (the searches ask for it at every tick)."""
+        key = (series, float(pct))
+        if key not in self._token_cis:
+            self._token_cis[key] = self._token_interval(series, pct)
+        return self._token_cis[key]
+
+    def _token_interval(self, series: str, pct: float) -> Interval:
+        if not self.per_second:
+            return UNKNOWN
+        ci = percentile_ci([b.hists.get(series, {}) for _, b in self.per_second], pct,
+                           intervals=[d for d, _ in self.per_second])
+        if ci.low is None or ci.high is None:
+            return UNKNOWN
+        return Interval(round(ci.low / 10.0, 3), round(ci.high / 10.0, 3))
+
+    def token_count(self, series: str) -> int:
+        """How many values a TTFT (answers) or ITL (token gaps) percentile comes from."""
+        return sum(self.tokens.hists.get(series, {}).values())
 
     @property
     def output_tokens_per_s(self) -> float:
@@ -197,12 +235,21 @@ class TokenStep(StepMeasurement):
         return _percentile(self.tokens.hists.get(series, {}), pct)
 
     def describe_tokens(self, pct: float = DEFAULT_SLO_PERCENTILE) -> str:
+        """'1,840 (±35) output tokens/s, TTFT p95 610 ms [580, 650], ITL p95 48 ms [45, 52]': each
+        figure with its interval when the step has its seconds."""
         label = percentile_label(pct)
-        parts = [f"{self.output_tokens_per_s:,.0f} output tokens/s"]
+        parts = [f"{with_interval(self.output_tokens_per_s, self.output_tokens_ci)} output tokens/s"]
         for series, name in SERIES.items():
             value = self.token_percentile(series, pct)
-            parts.append(f"{name} {label} {latency(value, ' ms')}")
+            parts.append(f"{name} {label} {_ms(value, self.token_interval(series, pct))}")
         return ", ".join(parts)
+
+
+def _ms(value: float | None, interval: Interval) -> str:
+    """A token latency in a sentence, with its interval when there is one (`formatting.with_interval`)."""
+    if value is None or not interval.known:
+        return latency(value, " ms")
+    return with_interval(value, interval, " ms", 0 if value >= 100 else 1)
 
 
 class TokenSLO(LatencySLO):
@@ -224,6 +271,12 @@ class TokenSLO(LatencySLO):
 
     def value(self, step: StepMeasurement) -> float | None:
         return step.token_percentile(self.series, self.percentile) if isinstance(step, TokenStep) else None
+
+    def interval(self, step: StepMeasurement) -> Interval:
+        return step.token_interval(self.series, self.percentile) if isinstance(step, TokenStep) else UNKNOWN
+
+    def count(self, step: StepMeasurement) -> int:
+        return step.token_count(self.series) if isinstance(step, TokenStep) else 0
 
 
 def sub_windows(window: Sequence[Second], count: int = STABILITY_WINDOWS) -> list[list[Second]]:
@@ -278,7 +331,9 @@ class TokenDriver(SearchDriver):
         window = steady_window(seconds, self.warmup_s, self.warmup_fraction) or [s for s in seconds if not s.spawning] \
             or list(seconds)
         stable, spread, why = token_stability(window, self.tokens, self.min_subwindow_s)
-        return TokenStep.of(step, self.tokens(window), sum(s.interval for s in window), stable, spread, why)
+        per_second = [(s.interval, self.tokens([s])) for s in window]
+        return TokenStep.of(step, self.tokens(window), sum(s.interval for s in window), stable, spread, why,
+                            per_second)
 
 
 @dataclass
@@ -312,10 +367,12 @@ class TokenVerdict(Verdict):
         if isinstance(step, TokenStep):
             out["goodput_rps"] = round(step.request_goodput_rps, 3)
             out["output_tokens_per_s"] = round(step.output_tokens_per_s, 3)
+            out["output_tokens_per_s_ci95"] = step.output_tokens_ci.as_list()
             out["llm"] = step.tokens.figures(step.tokens_s)
         if isinstance(capacity, TokenStep):
             out["capacity_rps"] = round(capacity.request_goodput_rps, 3)
             out["capacity_output_tokens_per_s"] = round(capacity.output_tokens_per_s, 3)
+            out["capacity_output_tokens_per_s_ci95"] = capacity.output_tokens_ci.as_list()
         out["text"] = self.text(self.steps if steps is None else steps)
         return out
 

@@ -384,6 +384,7 @@ class Step(Record, _Figures):
     judged: bool | None = json_field("bool?")
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (plateau.looplag.LoopLag)
+    undecided: list[str] | None = json_field("list?")  # what the step budget left undecided (docs/plateau.md)
 
     @property
     def load(self) -> str:
@@ -421,6 +422,9 @@ class Plateau(Record):
     rate: float | None = json_field("number?")
     error_rate: float | None = json_field("number?")
     model_knee_users: float | None = json_field("number?")
+    knee_ci95: Interval | None = json_field("interval?")  # the knee step's goodput interval (plateau.significance)
+    knee_loads: list[float] | None = json_field("list?")  # the knee's interval in loads, against the capacity's
+    undecided: list[str] | None = json_field("list?")  # decisions the measurement did not support
     steps: int | None = json_field("count?")
     text: str | None = json_field("text?")
 

@@ -83,6 +83,8 @@ def step_summary(step: StepMeasurement) -> Step:
     )
     if step.loop_lag is not None:
         record = record.adding(loop_lag=step.loop_lag.to_json())
+    if step.undecided:  # what the step budget left undecided (docs/plateau.md)
+        record = record.adding(undecided=list(step.undecided))
     if step.mode == MODE_RATE:
         record = record.adding(
             target_rate=step.intended_rps,
@@ -126,6 +128,8 @@ def step_line(index: int, record: Step | Mapping[str, object]) -> str:
         text += " (unstable)"
     if step.client_bound:
         text += f" CLIENT-BOUND: {step.client_bound_reason}"
+    if step.undecided:  # what the step budget left undecided (docs/plateau.md, "Deciding on intervals")
+        text += f"; undecided at the step budget: {'; '.join(str(r) for r in step.undecided)}"
     return text
 
 

@@ -173,11 +173,13 @@ def test_a_plateau_on_tokens_on_the_emulation_finds_the_predicted_knee(endpoint_
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:20",
                      "--max-new-tokens", str(ANSWER_TOKENS), "--stream", "true", "--shape", "plateau",
                      "--objective", "output-tokens", "--itl-slo-ms", "200", "--min-step-seconds", "6",
-                     "--step-seconds", "7", "--max-users", "8", "--max-duration", "32s", "--out", str(out), timeout=60)
+                     "--step-seconds", "20", "--max-users", "8", "--max-duration", "100s", "--out", str(out),
+                     timeout=150)  # steps run until their tokens/s is known to +-5 % (7-s steps never were)
     assert result.returncode == 0, result.stdout + result.stderr
     plateau = json.loads((out / "summary.json").read_text())["plateau"]
     capacity = model.capacity(20, ANSWER_TOKENS)
-    knee_line = re.search(rf"step \d+: {predicted} users: .*?; ([\d,.]+) output tokens/s", result.stdout)
+    knee_line = re.search(rf"step \d+: {predicted} users: .*?; ([\d,.]+)(?: \(±[\d,.]+\)| \[[^]]*\])? output tokens/s",
+                          result.stdout)
     if plateau["users"] != predicted and knee_line and float(knee_line[1].replace(",", "")) < 0.92 * capacity:
         # seen with a CPU hog beside the suite: the predicted step measured 12-15 % under the model (quiet:
         # 6-12 % under, docs/llm.md), the next one 8-12 % above it, and the search rightly went on

@@ -1,0 +1,333 @@
+"""Does the same command give the same answer? Run it N times and compare the verdicts.
+
+    python bench/repro.py --runs 10 --serve "--max-concurrency 4 --service-time-ms 20" -- \\
+        sm-locust run --endpoint-name e --endpoint-url {url} --payload examples/body.json \\
+        --shape plateau --latency-slo-ms 100 --out {out}
+    python bench/repro.py --runs 10 --hogs 6 --serve "..." -- sm-locust run ... --out {out}
+
+`{out}` is a fresh run folder per run (summary.json is read from it); `{url}` the local endpoint
+`--serve` starts once (`sm-locust serve` with those arguments, on a free port) for all runs.
+`--hogs K` pins the command (the load generator and every process it starts) to CPU 0 beside K
+`python -c 'while 1: pass'` hogs, and the local endpoint alone on CPU 1 (taskset); `--hogs 0`
+pins without hogs. It prints, per run and in total:
+
+- the verdict (summary.json `verdict.status`: ok / inconclusive, and why), the knee load, the
+  capacity (or, for an LLM run, output tokens/s) with its 95 % interval, a sweep's recommendation;
+- how often the verdicts agreed: the same knee load (within one granule: 1 user), every pair of
+  capacity intervals overlapping, the same recommendation; INCONCLUSIVE runs are counted apart;
+- the capacity interval's coverage of what the local endpoint itself counted (its
+  `/_sm_locust/stats` successes) over the capacity step's steady window;
+- the INCONCLUSIVE rate, the time each run took, and the load average (the machine may be shared).
+
+Figures are printed, not asserted (tests hold relations; timings and rates belong here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import combinations
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIENT_CPU, ENDPOINT_CPU = "0", "1"
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_EC2_METADATA_DISABLED": "true", "PYTHONUNBUFFERED": "1"})
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"):
+        env.pop(name, None)
+    return env
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
+
+
+def pin(pid: int, cpu: str) -> None:
+    """Every thread of `pid` and of its descendants onto `cpu` (children started later inherit it)."""
+    for each in descendants(pid):
+        subprocess.run(["taskset", "-a", "-p", "-c", cpu, str(each)], capture_output=True, check=False)
+
+
+class Counter:
+    """The endpoint's own `successes`, sampled every `period_s` with epoch timestamps (summary.json's clock)."""
+
+    def __init__(self, endpoint, period_s: float = 0.25):
+        self.endpoint, self.period_s = endpoint, period_s
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append((time.time(), float(self.endpoint.stats()["successes"])))
+            except (OSError, KeyError, ValueError):
+                pass
+            self._stop.wait(self.period_s)
+
+    def __enter__(self) -> Counter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def rate(self, start: float, end: float) -> float | None:
+        def at(t: float) -> float | None:
+            before = [(ts, n) for ts, n in self.samples if ts <= t]
+            after = [(ts, n) for ts, n in self.samples if ts >= t]
+            if not before or not after:
+                return None
+            (t0, n0), (t1, n1) = before[-1], after[0]
+            return n0 if t1 == t0 else n0 + (n1 - n0) * (t - t0) / (t1 - t0)
+
+        a, b = at(start), at(end)
+        return None if a is None or b is None or end <= start else (b - a) / (end - start)
+
+
+@dataclass
+class Run:
+    index: int
+    seconds: float
+    load_average: float
+    exit_code: int | None
+    status: str = "error"  # summary.json verdict.status: ok | inconclusive; error: no summary
+    reason: str | None = None
+    knee: float | None = None
+    figure: float | None = None  # capacity req/s, or output tokens/s for an LLM run
+    ci95: list[float] | None = None
+    unit: str = "req/s"
+    counted: float | None = None  # what the local endpoint counted over the capacity step's window
+    recommendation: str | None = None
+    text: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def covers(self) -> bool | None:
+        if self.counted is None or self.ci95 is None:
+            return None
+        return self.ci95[0] <= self.counted <= self.ci95[1]
+
+
+def read_run(run: Run, out: Path, counter: Counter | None) -> None:
+    """Fill `run` from the run folder: summary.json (a run) or sweep.json (a sweep)."""
+    sweep = out / "sweep.json"
+    if sweep.is_file():
+        doc = json.loads(sweep.read_text())
+        rec = doc.get("recommendation") or {}
+        run.status, run.recommendation = "ok", str(rec.get("index"))
+        run.text = str(rec.get("reason") or "")
+        return
+    path = out / "summary.json"
+    if not path.is_file():
+        return
+    summary = json.loads(path.read_text())
+    verdict, plateau = summary.get("verdict") or {}, summary.get("plateau") or {}
+    run.status, run.reason = verdict.get("status", "error"), verdict.get("reason")
+    run.text = plateau.get("text") or ""
+    run.knee = plateau.get("load", plateau.get("users"))
+    if plateau.get("objective") == "output-tokens":
+        run.unit = "output tokens/s"
+        run.figure, run.ci95 = plateau.get("output_tokens_per_s"), plateau.get("output_tokens_per_s_ci95")
+        return
+    run.figure, run.ci95 = plateau.get("capacity_rps"), plateau.get("capacity_ci95")
+    steps, index = summary.get("steps") or [], plateau.get("capacity_step")
+    if counter is not None and isinstance(index, int) and index < len(steps):
+        step = steps[index]
+        end = datetime.fromisoformat(step["end"]).timestamp()
+        run.counted = counter.rate(end - float(step.get("steady_s") or 0.0), end)
+
+
+def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, timeout_s: float) -> Run:
+    out = base / f"run{index}"
+    if out.exists():
+        shutil.rmtree(out)
+    url = endpoint.url if endpoint is not None else ""
+    argv = [a.replace("{out}", str(out)).replace("{url}", url) for a in command]
+    if argv and argv[0] == "sm-locust":
+        argv = [sys.executable, "-m", "sm_locust", *argv[1:]]
+    if pinned:
+        argv = ["taskset", "-c", CLIENT_CPU, *argv]
+    started = time.monotonic()
+    counter = Counter(endpoint) if endpoint is not None else None
+    code: int | None = None
+    log = (base / f"run{index}.log").open("w")
+    try:
+        if counter is not None:
+            counter.__enter__()
+        try:
+            code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT,
+                                  timeout=timeout_s).returncode
+        except subprocess.TimeoutExpired:
+            code = None
+    finally:
+        if counter is not None:
+            counter.__exit__()
+        log.close()
+    run = Run(index, time.monotonic() - started, os.getloadavg()[0], code)
+    read_run(run, out, counter)
+    if code is None:
+        run.notes.append(f"no answer within {timeout_s:g} s")
+    return run
+
+
+def agreement(runs: list[Run]) -> dict[str, str]:
+    """How often the conclusive runs agreed: knee within one granule, intervals overlapping, recommendation."""
+    ok = [r for r in runs if r.status == "ok"]
+    out: dict[str, str] = {}
+    pairs = list(combinations(ok, 2))
+    knees = [r.knee for r in ok if r.knee is not None]
+    if knees:
+        mode = max(set(knees), key=knees.count)
+        same = sum(1 for k in knees if abs(k - mode) <= 1)
+        out["knee"] = f"{same} of {len(ok)} conclusive runs within 1 of {mode:g}"
+    with_ci = [(a, b) for a, b in pairs if a.ci95 and b.ci95]
+    if with_ci:
+        overlap = sum(1 for a, b in with_ci if a.ci95[0] <= b.ci95[1] and b.ci95[0] <= a.ci95[1])
+        out["intervals"] = f"{overlap} of {len(with_ci)} pairs of intervals overlap"
+    recs = [r.recommendation for r in ok if r.recommendation is not None]
+    if recs:
+        mode_rec = max(set(recs), key=recs.count)
+        out["recommendation"] = f"{recs.count(mode_rec)} of {len(recs)} recommend configuration {mode_rec}"
+    covered = [r.covers for r in runs if r.covers is not None]
+    if covered:
+        out["coverage"] = (f"{sum(covered)} of {len(covered)} capacity intervals hold what the endpoint counted "
+                           "over the capacity step")
+    out["inconclusive"] = f"{sum(r.status == 'inconclusive' for r in runs)} of {len(runs)} runs INCONCLUSIVE"
+    errors = sum(r.status not in ("ok", "inconclusive") for r in runs)
+    if errors:
+        out["errors"] = f"{errors} of {len(runs)} runs left no verdict (see run*.log)"
+    return out
+
+
+def _f(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        print("repro: give the command after --, e.g. bench/repro.py --runs 3 -- sm-locust run ... --out {out}",
+              file=sys.stderr)
+        return 2
+    cut = argv.index("--")
+    command = argv[cut + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--hogs", type=int, default=None, help="pin the command to CPU 0 beside K CPU hogs, "
+                    "the endpoint alone on CPU 1")
+    ap.add_argument("--serve", default=None, help="start `sm-locust serve` with these arguments once: {url}")
+    ap.add_argument("--timeout-s", type=float, default=600.0)
+    ap.add_argument("--keep", default=None, help="keep the run folders here")
+    args = ap.parse_args(argv[:cut])
+    if not command or args.runs < 1 or (args.hogs is not None and args.hogs < 0):
+        print("repro: --runs must be >= 1, --hogs >= 0, and a command must follow --", file=sys.stderr)
+        return 2
+    pinned = args.hogs is not None
+    if pinned and (os.cpu_count() or 1) < 2:
+        print("repro: --hogs needs 2 CPUs (the client on one, the endpoint on the other)", file=sys.stderr)
+        return 2
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sm-locust-repro-"))
+    base.mkdir(parents=True, exist_ok=True)
+    hogs = [subprocess.Popen(["taskset", "-c", CLIENT_CPU, sys.executable, "-c", "while 1: pass"])
+            for _ in range(args.hogs or 0)]
+    endpoint = None
+    runs: list[Run] = []
+    print(f"repro: {args.runs} runs of: {shlex.join(command)}", flush=True)
+    where = (f"client pinned to CPU 0 beside {args.hogs} CPU hogs, endpoint alone on CPU 1; " if pinned else "")
+    print(f"  {os.cpu_count()} CPUs; {where}load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        if args.serve is not None:
+            sys.path.insert(0, str(ROOT))
+            from sm_locust.endpoint.server import LocalEndpoint  # lazy: after argument parsing
+
+            settings = _serve_settings(shlex.split(args.serve))
+            endpoint = LocalEndpoint(log_path=base / "endpoint.log", **settings).start()
+            if pinned and endpoint.process is not None:
+                pin(endpoint.process.pid, ENDPOINT_CPU)
+            print(f"  endpoint {endpoint.url}: {args.serve}", flush=True)
+        for i in range(1, args.runs + 1):
+            run = one_run(i, command, base, endpoint, pinned, args.timeout_s)
+            runs.append(run)
+            figure = f"{_f(run.figure)} {run.unit} {run.ci95 or ''}".strip()
+            counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
+            why = f" ({run.reason})" if run.reason else ""
+            print(f"  run {i}: {run.status}{why}; knee {run.knee}; {figure}{counted}; "
+                  f"{run.seconds:.0f} s; load average {run.load_average:.1f}"
+                  f"{'; ' + '; '.join(run.notes) if run.notes else ''}", flush=True)
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
+        for hog in hogs:
+            hog.terminate()
+            hog.wait(timeout=5)
+    print()
+    for name, line in agreement(runs).items():
+        print(f"  {name}: {line}")
+    times = [r.seconds for r in runs]
+    print(f"  time per run: {', '.join(f'{t:.0f}' for t in times)} s; load average now {os.getloadavg()[0]:.1f}")
+    print(f"  run folders and logs: {base}")
+    return 0
+
+
+def _serve_settings(words: list[str]) -> dict:
+    """`--max-concurrency 4 --service-time-ms 20` -> LocalEndpoint settings (flag names as attributes);
+    a bare `--llm` is the LLM emulation with its defaults (`sm-locust serve --llm`)."""
+    settings: dict = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("--"):
+            raise SystemExit(f"repro: --serve takes `--flag value` pairs, got {word!r}")
+        key = word[2:].replace("-", "_")
+        if key == "llm":
+            from sm_locust.endpoint.llm import LlmConfig
+
+            settings["llm"] = LlmConfig()
+            i += 1
+            continue
+        if i + 1 >= len(words):
+            raise SystemExit(f"repro: --serve {word} needs a value")
+        value = words[i + 1]
+        i += 2
+        try:
+            settings[key] = int(value)
+        except ValueError:
+            try:
+                settings[key] = float(value)
+            except ValueError:
+                settings[key] = value
+    return settings
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Decisions on intervals, not points: whether a step's figures already decide what they must decide.
+
+A search takes three kinds of decisions on a step: did throughput stop growing (the growth over the
+best earlier step against a tolerance), does a percentile meet its SLO, and is the step's goodput
+known well enough to be the capacity. Each is taken on the figure's 95 % interval
+(`plateau.uncertainty`), never on its point: a figure whose interval straddles the line it is held
+against decides nothing yet. The driver keeps such a step running (sequential measurement, up to
+its budget, `driver.SearchDriver`); what is still undecided at the budget is recorded on the step
+and makes the verdict INCONCLUSIVE for that decision, with the reason (docs/plateau.md,
+"Deciding on intervals").
+
+Pure arithmetic on `Interval`s; a figure without an interval (a step built without its window, as
+synthetic tests do) is judged on its point, as before.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sm_locust.plateau.uncertainty import UNKNOWN, Interval
+
+ABOVE = "above"
+BELOW = "below"
+UNDECIDED = "undecided"
+
+MIN_TAIL = 1  # a percentile is estimated only from a window with at least one sample beyond it ...
+MIN_COUNT = 10  # ... and never from fewer than this many
+
+
+def min_count(pct: float) -> int:
+    """The fewest samples a `pct` percentile is estimated from: `MIN_TAIL` of them beyond it, at least
+    `MIN_COUNT` (p50: 10, p95: 20, p99: 100). Fewer, and the "percentile" is the window's maximum,
+    which the bootstrap cannot widen past: its interval would claim what the data cannot show."""
+    return max(MIN_COUNT, math.ceil(MIN_TAIL / (1.0 - pct / 100.0) - 1e-9))
+
+
+def relative_half_width(value: float, interval: Interval) -> float | None:
+    """The interval's half-width as a fraction of `value` (None when unknown or `value` <= 0)."""
+    half = interval.half_width
+    if half is None or not value > 0:
+        return None
+    return half / value
+
+
+def precise(value: float, interval: Interval, tolerance: float) -> bool:
+    """The figure is known to within +-`tolerance` of itself (an unknown interval is not)."""
+    width = relative_half_width(value, interval)
+    return width is not None and width <= tolerance + 1e-12
+
+
+def side(interval: Interval, limit: float) -> str:
+    """Where the figure lies against `limit`, from its interval: ABOVE (low > limit), BELOW
+    (high <= limit) or UNDECIDED (it straddles the limit, or is unknown)."""
+    if interval.low is None or interval.high is None:
+        return UNDECIDED
+    if interval.low > limit:
+        return ABOVE
+    if interval.high <= limit:
+        return BELOW
+    return UNDECIDED
+
+
+def growth_interval(new: float, new_ci: Interval, base: float, base_ci: Interval) -> Interval:
+    """95 % interval of the growth new / base - 1 from the two figures' own intervals (independent
+    windows; the delta method: relative half-widths add in quadrature). Unknown when either is."""
+    a, b = relative_half_width(new, new_ci), relative_half_width(base, base_ci)
+    if a is None or b is None or not base > 0:
+        return UNKNOWN
+    ratio = new / base
+    half = ratio * math.sqrt(a * a + b * b)
+    return Interval(ratio - 1.0 - half, ratio - 1.0 + half)
+
+
+@dataclass(frozen=True)
+class Support:
+    """What summary.json's `plateau` adds about how far the measurement supports the verdict: the
+    knee's goodput interval, the knee's interval in loads (against the capacity's interval), and the
+    decisions left unsupported (each with its reason; not empty = INCONCLUSIVE)."""
+
+    knee_ci95: Interval = UNKNOWN
+    knee_loads: tuple[float, float] | None = None
+    undecided: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"knee_ci95": self.knee_ci95.as_list(),
+                "knee_loads": list(self.knee_loads) if self.knee_loads else None,
+                "undecided": list(self.undecided)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Support:
+        loads = data.get("knee_loads")
+        pair = (float(loads[0]), float(loads[1])) if isinstance(loads, (list, tuple)) and len(loads) == 2 else None
+        return cls(Interval.from_list(data.get("knee_ci95")), pair,
+                   tuple(str(r) for r in data.get("undecided") or ()))
