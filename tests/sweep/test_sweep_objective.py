@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sm_locust.sweep.costing import Price, estimate, figures
+from sm_locust.sweep.costing import Price, cost_intervals, estimate, figures
 from sm_locust.sweep.objective import Objective, pareto_front
 from sm_locust.sweep.realtime.rank import Candidate, disqualification, rank, recommend
 
@@ -12,8 +12,15 @@ OBJECTIVE = Objective(target_rps=100, slo_ms=400, percentile=95)
 
 
 def priced(index, label, capacity, latency, price=0.2, error_rate=0.0, count=1, objective=OBJECTIVE, **kw):
-    f = figures(capacity, Price(price, "test", None, count), objective)
-    return Candidate(index, label, capacity_rps=capacity, latency_ms=latency, error_rate=error_rate, **f, **kw)
+    """A measured candidate: capacity known within 1 %, latency within 5 % (narrow enough to separate
+    the figures these tests compare; the ties have their own tests)."""
+    cost = Price(price, "test", None, count)
+    ci = [capacity * 0.99, capacity * 1.01]
+    f = {**figures(capacity, cost, objective), **cost_intervals(ci, cost, objective)}
+    f.pop("instances_needed_ci95", None)
+    kw.setdefault("latency_ci95", [latency * 0.95, latency * 1.05])
+    return Candidate(index, label, capacity_rps=capacity, capacity_ci95=ci, latency_ms=latency, error_rate=error_rate,
+                     **f, **kw)
 
 
 def test_cost_figures_follow_the_report_formulas():
@@ -52,9 +59,11 @@ def test_same_fleet_cost_is_decided_by_cost_per_million_then_latency():
     a = priced(1, "a", 110.0, 60.0)
     b = priced(2, "b", 150.0, 80.0)
     rec = recommend([a, b], OBJECTIVE)
-    assert rec.winner is b  # one instance each; b has more headroom
-    assert "cheaper than a" in rec.reason
-    assert rec.lost[1].startswith("$0.51 per 1M vs $0.37")
+    assert rec.winner is b  # one instance each (the same fleet: a tie, said so); b has more headroom
+    assert rec.reason.endswith("it TIES with a on $ per hour at 100 req/s (95 % intervals overlap: a $0.20 "
+                               "[0.20, 0.20] vs b $0.20 [0.20, 0.20]): $ per 1M decides (b $0.37 [0.37, 0.37] vs "
+                               "a $0.51 [0.50, 0.51])")
+    assert rec.lost[1] == "ties with b on $ per hour at 100 req/s; $ per 1M $0.51 [0.50, 0.51] vs $0.37 [0.37, 0.37]"
 
 
 def test_a_cheaper_instance_type_beats_a_faster_one():
@@ -81,8 +90,8 @@ def test_no_configuration_meets_the_objective():
 
 def test_without_prices_the_ranking_is_by_throughput():
     objective = Objective(slo_ms=400)
-    a = Candidate(1, "a", capacity_rps=80.0, latency_ms=30.0, error_rate=0.0)
-    b = Candidate(2, "b", capacity_rps=100.0, latency_ms=60.0, error_rate=0.0)
+    a = Candidate(1, "a", capacity_rps=80.0, capacity_ci95=[78.0, 82.0], latency_ms=30.0, error_rate=0.0)
+    b = Candidate(2, "b", capacity_rps=100.0, capacity_ci95=[97.0, 103.0], latency_ms=60.0, error_rate=0.0)
     rec = recommend([a, b], objective)
     assert rec.winner is b
     assert "25 % more throughput than a" in rec.reason and "no prices known" in rec.reason
