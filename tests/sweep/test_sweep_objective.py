@@ -17,7 +17,6 @@ def priced(index, label, capacity, latency, price=0.2, error_rate=0.0, count=1, 
     cost = Price(price, "test", None, count)
     ci = [capacity * 0.99, capacity * 1.01]
     f = {**figures(capacity, cost, objective), **cost_intervals(ci, cost, objective)}
-    f.pop("instances_needed_ci95", None)
     kw.setdefault("latency_ci95", [latency * 0.95, latency * 1.05])
     return Candidate(index, label, capacity_rps=capacity, capacity_ci95=ci, latency_ms=latency, error_rate=error_rate,
                      **f, **kw)
@@ -50,8 +49,8 @@ def test_the_cheapest_fleet_for_the_target_wins_and_the_sentence_says_by_how_muc
     high = priced(2, "max_concurrency 5", 121.0, 44.0)
     rec = recommend([low, high], OBJECTIVE)
     assert rec.winner is high
-    assert rec.reason == ("max_concurrency 5: 121 req/s, p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
-                          "67 % cheaper at 100 req/s than max_concurrency 2")
+    assert rec.reason == ("max_concurrency 5: 121 req/s (±1), p95 44 ms (±2); 1 instance for 100 req/s; "
+                          "$0.46 (±0.005) per 1M — 67 % cheaper at 100 req/s than max_concurrency 2")
     assert rec.lost[1] == "3 instances for 100 req/s cost $0.60/h vs $0.20/h"
 
 
@@ -118,3 +117,13 @@ def test_plan_estimate_arithmetic():
     assert e.instance_hours == pytest.approx(2 * 900 / 3600)
     assert e.usd == pytest.approx(0.204 * 0.5)
     assert estimate(Price(None, None, None), deploy_s=1, test_s=1, delete_s=1).usd is None
+
+
+def test_the_headline_figures_carry_their_intervals():
+    # 48 (±4) req/s for a 100-req/s target: 3 instances at 44 or 48 req/s, 2 at 52
+    c = priced(1, "max_concurrency 2", 48.0, 45.0)
+    c.capacity_ci95 = [44.0, 52.0]
+    c.instances_needed_ci95 = cost_intervals(c.capacity_ci95, Price(0.2, "test", None, 1), OBJECTIVE)[
+        "instances_needed_ci95"]
+    text = recommend([c], OBJECTIVE).reason
+    assert text.startswith("max_concurrency 2: 48 req/s (±4), p95 45 ms (±2); 3 [2, 3] instances for 100 req/s; $1.16")

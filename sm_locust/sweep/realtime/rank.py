@@ -43,10 +43,12 @@ class Candidate:
     capacity_rps: float | None = None  # the capacity step's goodput
     knee_rps: float | None = None  # the knee step's own rate, users and percentile
     knee_users: float | None = None
+    knee_rps_ci95: list[float] | None = None
     latency_ms: float | None = None  # the objective's percentile at the knee step
     error_rate: float | None = None
     cost_per_1m: float | None = None
     instances_needed: int | None = None
+    instances_needed_ci95: list[int] | None = None
     cost_per_hour_at_target: float | None = None
     no_capacity_reason: str | None = None  # the run's own words when no load was acceptable
     capacity_ci95: list[float] | None = None  # 95 % intervals of the deciding figures
@@ -154,18 +156,20 @@ def headline(c: Candidate, objective: Objective) -> str:
     """'max_concurrency 5: 116 req/s at 6 users, p95 44 ms, capacity 121 req/s (±3); 1 instance for 100
     req/s; $0.46 per 1M': the knee step's own rate, users and percentile, then the capacity (its own
     step's) when it differs; never one step's rate beside another's users."""
-    rate = c.knee_rps if c.knee_rps is not None else c.capacity_rps
-    head = f"{c.label}: {rate:.0f} req/s{_load(c.knee_users)}"
+    rate, interval = (c.knee_rps, c.knee_rps_ci95) if c.knee_rps is not None else (c.capacity_rps, c.capacity_ci95)
+    head = f"{c.label}: {with_interval(rate, interval, ' req/s')}{_load(c.knee_users)}"
     if c.latency_ms is not None:
-        head += f", {objective.percentile_label} {c.latency_ms:.0f} ms"
+        head += f", {objective.percentile_label} {with_interval(c.latency_ms, c.latency_ci95, ' ms')}"
     if c.capacity_rps is not None and c.knee_rps is not None and abs(c.capacity_rps - c.knee_rps) >= 0.05:
         head += f", capacity {with_interval(c.capacity_rps, c.capacity_ci95, ' req/s')}"
     parts = [head]
     if objective.target_rps and c.instances_needed:
-        plural = "instance" if c.instances_needed == 1 else "instances"
-        parts.append(f"{c.instances_needed} {plural} for {objective.target_rps:g} req/s")
+        span = c.instances_needed_ci95  # whole instances: an interval of one count is the figure itself
+        span = span if span and span[0] != span[1] else None
+        plural = "instance" if c.instances_needed == 1 and span is None else "instances"
+        parts.append(f"{with_interval(c.instances_needed, span)} {plural} for {objective.target_rps:g} req/s")
     if c.cost_per_1m is not None:
-        parts.append(f"${c.cost_per_1m:.2f} per 1M")
+        parts.append(f"${with_interval(c.cost_per_1m, c.cost_per_1m_ci95, digits=2)} per 1M")
     return "; ".join(parts)
 
 

@@ -25,6 +25,7 @@ class RealtimeFigures(Measurement):
     cost_per_1m: float | None = None
     cost_per_1m_ci95: list[float] | None = None
     instances_needed: int | None = None
+    instances_needed_ci95: list[int] | None = None
     cost_per_hour_at_target: float | None = None
     cost_per_hour_at_target_ci95: list[float] | None = None
     # under a model mix (`realtime.mix`; null otherwise)
