@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sm_locust.util.formatting import latency, number, percent
+from sm_locust.util.formatting import latency, number, percent_interval
 
 
 def _verdict_llm(summary: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
@@ -33,7 +33,8 @@ def answer_lines(summary: Mapping[str, Any]) -> list[str]:
             lines.append("cache: cold and warm requests not told apart (no marks, no two latency modes)")
         else:
             cold, warm = cache.get("cold") or {}, cache.get("warm") or {}
-            lines.append(f"cache: hit rate {percent(cache['hit_rate'])} of {number(cache.get('requests'), 0)} "
+            hit = percent_interval(cache.get("hit_rate"), cache.get("hit_rate_ci95"))
+            lines.append(f"cache: hit rate {hit} of {number(cache.get('requests'), 0)} "
                          f"successful requests ({number(cold.get('requests'), 0)} cold); p95 cold "
                          f"{latency(cold.get('p95_ms'), ' ms')}, warm {latency(warm.get('p95_ms'), ' ms')}")
     if isinstance(summary.get("llm"), dict):

@@ -59,7 +59,8 @@ TARGET = {  # one entry of `targets` (a traffic mix, sm_locust.record.targets); 
     "p99_ms": "number?", "cold": "count?", "targets": "count?",
 }
 MODEL_CACHE = {
-    "source": "text", "requests": "count", "hit_rate": "number?", "threshold_ms": "number?", "cold": "object?",
+    "source": "text", "requests": "count", "hit_rate": "number?", "hit_rate_ci95": "interval?",
+    "threshold_ms": "number?", "cold": "object?",
     "warm": "object?",
 }
 AUTOSCALING = {  # sm_locust.scaling.figures.autoscaling_figures
