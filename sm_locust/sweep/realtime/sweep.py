@@ -111,6 +111,7 @@ class RealtimeSweep(Sweep):
             **vars(m), cpu_pct=None if cpu is None else round(cpu, 1),
             memory_pct=None if memory is None else round(memory, 2), **cost,
             **bounds, cache_hit_rate=cache["cache_hit_rate"],
+            cache_hit_rate_ci95=cache["cache_hit_rate_ci95"],
             cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
             cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None,
             repeat=repeat)
