@@ -60,9 +60,8 @@ def test_same_fleet_cost_is_decided_by_cost_per_million_then_latency():
     rec = recommend([a, b], OBJECTIVE)
     assert rec.winner is b  # one instance each (the same fleet: a tie, said so); b has more headroom
     assert rec.reason.endswith("it TIES with a on $ per hour at 100 req/s (95 % intervals overlap: a $0.20 "
-                               "[0.20, 0.20] vs b $0.20 [0.20, 0.20]): $ per 1M decides (b $0.37 [0.37, 0.37] vs "
-                               "a $0.51 [0.50, 0.51])")
-    assert rec.lost[1] == "ties with b on $ per hour at 100 req/s; $ per 1M $0.51 [0.50, 0.51] vs $0.37 [0.37, 0.37]"
+                               "vs b $0.20): $ per 1M decides (b $0.37 (±0.004) vs a $0.51 (±0.01))")
+    assert rec.lost[1] == "ties with b on $ per hour at 100 req/s; $ per 1M $0.51 (±0.01) vs $0.37 (±0.004)"
 
 
 def test_a_cheaper_instance_type_beats_a_faster_one():

@@ -105,8 +105,8 @@ def test_overlapping_throughput_ties_and_the_cheaper_to_run_is_recommended():
                         candidate(3, 80.0, [78.0, 82.0], 0.10))
     rec = recommend([dear, cheap, far], objective)
     assert rec.winner is cheap and rec.tied == [1]
-    assert ("it TIES with c1 on throughput (95 % intervals overlap: c1 121 req/s [115, 127] vs c2 118 req/s "
-            "[112, 124])") in rec.reason
+    assert ("it TIES with c1 on throughput (95 % intervals overlap: c1 121 req/s (±6) vs c2 118 req/s "
+            "(±6))") in rec.reason
     assert "the cheaper to run is recommended ($0.230/h vs $0.460/h)" in rec.reason
     assert rec.lost[1] == "ties with c2 on throughput; c2 costs less to run"
     assert rec.lost[3].startswith("80 req/s vs 118")

@@ -94,14 +94,12 @@ def ranking_mode(candidates: Iterable[Candidate], objective: Objective) -> str:
 
 
 def _interval_text(value: float | None, interval: Any, unit: str = "", dollars: bool = False) -> str:
-    """'121 req/s [115, 127]', '$0.46 [0.43, 0.50]' (the recommendation's own wording of a deciding figure)."""
+    """'121 req/s (±6)', '$0.46 [0.43, 0.50]': a deciding figure with its interval (`with_interval`)."""
     if value is None:
         return MISSING
-    text = f"${value:.2f}" if dollars else f"{value:.0f}{unit}"
-    if isinstance(interval, (list, tuple)) and len(interval) == 2:
-        low, high = interval
-        text += f" [{low:.2f}, {high:.2f}]" if dollars else f" [{low:.0f}, {high:.0f}]"
-    return text
+    if isinstance(interval, (list, tuple)) and len(interval) == 2 and interval[0] == interval[1]:
+        interval = None  # a fleet of whole instances: the same cost at both bounds is the figure itself
+    return "$" + with_interval(value, interval, digits=2) if dollars else with_interval(value, interval, unit)
 
 
 def criteria(mode: str, objective: Objective) -> list[Criterion[Candidate]]:
