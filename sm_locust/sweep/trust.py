@@ -37,8 +37,7 @@ on; what is left after the tier is ranked the same way. A measured figure withou
 (too few samples, an older run folder) separates nothing: the measurement cannot say, so it ties.
 `deciding` names the first criterion on which a winner beats another configuration (why that one
 lost), and `tie_note` the figures on which they tied ("MaxConcurrency 8 and 2 tie on warm p95
-(51 [40, 63] vs 39 [33, 47])"). `tied_with` and `cheapest` are the same rule for one figure and a
-price.
+(51 [40, 63] vs 39 [33, 47])").
 """
 
 from __future__ import annotations
@@ -123,24 +122,6 @@ def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False,
 def overlap(a: Interval | None, b: Interval | None) -> bool:
     """Two 95 % intervals share a value (both known)."""
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
-
-
-def tied_with(ranked: Sequence[T], interval: Callable[[T], Interval | None]) -> list[T]:
-    """The candidates after the first whose interval on the deciding figure overlaps the first's, or
-    that have no interval (the measurement cannot separate them), in rank order."""
-    if not ranked:
-        return []
-    best = _pair(interval(ranked[0]))
-    return [c for c in ranked[1:] if best is None or _pair(interval(c)) is None or overlap(best, _pair(interval(c)))]
-
-
-def cheapest(candidates: Sequence[T], price: Callable[[T], float | None]) -> T | None:
-    """The candidate with the lowest price per hour (the first, in rank order, among equals); None
-    when no candidate has a price (nothing tells which is cheaper)."""
-    priced = [c for c in candidates if price(c) is not None]
-    if not priced:
-        return None
-    return min(priced, key=lambda c: price(c))  # type: ignore[arg-type, return-value]
 
 
 def _pair(value: Any) -> Interval | None:

@@ -14,13 +14,11 @@ from sm_locust.sweep.realtime.rank import Candidate, recommend
 from sm_locust.sweep.runner import FIRST_SUFFIX
 from sm_locust.sweep.trust import (
     Criterion,
-    cheapest,
     client_bound_reason,
     deciding,
     overlap,
     rank_by_intervals,
     tie_note,
-    tied_with,
 )
 from sm_locust.util.formatting import with_interval
 from tests.sweep_fakes import FakeDeployer, FakeRunner, fake_summary
@@ -84,14 +82,9 @@ def test_an_autoscaling_run_counts_every_step_and_the_seconds_over_the_slo_the_c
 
 # -- ties (pure) --------------------------------------------------------------------------------------
 
-def test_overlap_tied_and_cheapest():
+def test_overlap():
     assert overlap((1, 3), (3, 5)) and overlap((1, 5), (2, 3)) and not overlap((1, 2), (2.5, 3))
     assert not overlap(None, (1, 2))
-    ranked = [{"ci": (10, 12), "p": 0.4}, {"ci": (11.5, 13), "p": 0.2}, {"ci": (5, 9), "p": 0.1},
-              {"ci": None, "p": 0.0}]
-    assert tied_with(ranked, lambda c: c["ci"]) == [ranked[1], ranked[3]]  # no interval: it cannot be told apart
-    assert cheapest(ranked[:2], lambda c: c["p"]) is ranked[1]
-    assert cheapest(ranked[:2], lambda c: None) is None
 
 
 def candidate(index, capacity, ci, price, latency=40.0, ci_latency=None):
