@@ -101,7 +101,7 @@ def test_optimize_latency():
     b = priced(2, "b", 100.0, 60.0, objective=objective)
     rec = recommend([a, b], objective)
     assert rec.winner is a and "p95 50 % lower than b" in rec.reason
-    assert rec.lost[2] == "p95 60 ms vs 30"
+    assert rec.lost[2] == "p95 60 ms (±3) vs 30 ms (±2)"
 
 
 def test_pareto_front():

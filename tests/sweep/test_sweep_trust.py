@@ -102,7 +102,7 @@ def test_overlapping_throughput_ties_and_the_cheaper_to_run_is_recommended():
             "(±6))") in rec.reason
     assert "the cheaper to run is recommended ($0.230/h vs $0.460/h)" in rec.reason
     assert rec.lost[1] == "ties with c2 on throughput; c2 costs less to run"
-    assert rec.lost[3].startswith("80 req/s vs 118")
+    assert rec.lost[3] == "80 req/s (±2) vs 118 req/s (±6)"
 
 
 def test_without_prices_a_tie_keeps_the_higher_point_and_says_so():

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, status_reason, why_lost
+from sm_locust.sweep.objective import Objective, nothing_meets, status_reason, why_lost
 from sm_locust.sweep.trust import Criterion, deciding, rank_by_intervals
 from sm_locust.util.formatting import MISSING, money, percent, with_interval
 
@@ -172,23 +172,17 @@ def headline(c: Candidate, objective: Objective) -> str:
 
 
 def _versus(winner: Candidate, other: Candidate, mode: str, objective: Objective) -> str:
-    """Why `other` ranks below `winner`, in the figure that decided it."""
-    p = objective.percentile_label
-    if mode == "throughput":
-        if (other.capacity_rps or 0) < (winner.capacity_rps or 0):
-            return f"{other.capacity_rps:.0f} req/s vs {winner.capacity_rps:.0f}"
-        return f"same throughput, {p} {big(other.latency_ms):.0f} ms vs {big(winner.latency_ms):.0f}"
-    if mode == "latency":
-        if big(other.latency_ms) > big(winner.latency_ms):
-            return f"{p} {other.latency_ms:.0f} ms vs {winner.latency_ms:.0f}"
-        return f"same latency, ${big(other.cost_per_1m):.2f} per 1M vs ${big(winner.cost_per_1m):.2f}"
-    if objective.target_rps and big(other.cost_per_hour_at_target) > big(winner.cost_per_hour_at_target):
+    """Why `other` ranks below `winner` when the deciding figure itself told them apart (beyond their
+    intervals): that figure, each with its interval."""
+    figure = deciding_figure(mode, objective)
+    if mode == "cost" and objective.target_rps:
         n = other.instances_needed
         return (f"{n} instance{'s' if n != 1 else ''} for {objective.target_rps:g} req/s cost "
-                f"${other.cost_per_hour_at_target:.2f}/h vs ${winner.cost_per_hour_at_target:.2f}/h")
-    if big(other.cost_per_1m) > big(winner.cost_per_1m):
-        return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
-    return f"as cheap, {p} {big(other.latency_ms):.0f} ms vs {big(winner.latency_ms):.0f}"
+                f"{figure.text(other)}/h vs {figure.text(winner)}/h")
+    if mode == "cost":
+        return f"{figure.text(other)} per 1M vs {figure.text(winner)}"
+    prefix = f"{objective.percentile_label} " if mode == "latency" else ""
+    return f"{prefix}{figure.text(other)} vs {figure.text(winner)}"
 
 
 def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: Objective) -> str:

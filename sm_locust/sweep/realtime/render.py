@@ -25,7 +25,7 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
-from sm_locust.util.formatting import percent, percent_interval, with_interval
+from sm_locust.util.formatting import percent, with_interval
 
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
@@ -38,7 +38,7 @@ FIGURE_COLUMNS = (
     "billed_s", "cost_usd",
     "cache_hit_rate", "cache_hit_rate_ci95", "models_loaded", "cold_p95_ms", "cost_per_model_month",
 )
-MIX_COLUMNS = [("cache hit", "cache_hit_pct", 1), ("models loaded", "models_loaded", 1),
+MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_loaded", 1),
                ("cold p95 ms", "cold_p95_ms", 0), ("$ per model-month", "cost_per_model_month", 4)]
 
 
@@ -95,6 +95,15 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------- html
 
 
+def _cache_hit_pct(c: dict[str, Any]) -> str | None:
+    """The cache hit rate in % with its interval, for the 'cache hit %' cell (None: no model cache)."""
+    rate, interval = c.get("cache_hit_rate"), c.get("cache_hit_rate_ci95")
+    if rate is None:
+        return None
+    bounds = [100.0 * v for v in interval] if isinstance(interval, list) and len(interval) == 2 else None
+    return with_interval(100.0 * rate, bounds, "", 1)
+
+
 def _interval_text(c: dict[str, Any], key: str, digits: int) -> str | None:
     """A sweep.json figure with its `<key>_ci95` interval, for a table cell (None: not measured); an
     interval of one whole count (instances) is the figure itself."""
@@ -122,8 +131,7 @@ def table(document: dict[str, Any]) -> str:
     def derived(c: dict[str, Any]) -> dict[str, Any]:
         capacity = c.get("capacity_rps")
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
-                "cache_hit_pct": (None if c.get("cache_hit_rate") is None else
-                                  percent_interval(c["cache_hit_rate"], c.get("cache_hit_rate_ci95"))),
+                "cache_hit_pct": _cache_hit_pct(c),
                 "instances_text": _interval_text(c, "instances_needed", 0),
                 "fleet_text": _interval_text(c, "cost_per_hour_at_target", 2),
                 "cost_text": _interval_text(c, "cost_per_1m", 2),
