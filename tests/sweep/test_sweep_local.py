@@ -66,7 +66,7 @@ def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     for marker in ('id="fig-sweep-curves"', 'id="fig-sweep-cost"', "Why the others lost", "max_concurrency 5: "):
         assert marker in page
     lines = r.stdout.splitlines()
-    assert any(line.startswith("sm-locust sweep: [1/2] max_concurrency 2: ") and "req/s at 6 users" in line
+    assert any(line.startswith("sm-locust sweep: [1/2] max_concurrency 2: ") and " at 6 users, p95 " in line
                for line in lines)
     assert any("[##########..........] 1/2 configurations" in line and "left" in line for line in lines)
     assert any(line.startswith("sm-locust sweep: recommendation: max_concurrency 5") for line in lines)
