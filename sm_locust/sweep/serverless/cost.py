@@ -179,12 +179,17 @@ def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, b
     """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
     it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the
     break-even rate and its requests a month; with the duration's 95 % interval, $ per 1M's (the
-    cost grows with the duration, so its bounds are the bounds' costs)."""
+    cost grows with the duration, so its bounds are the bounds' costs, billed from the low bound
+    rounded down to the high bound rounded up)."""
     if duration_ms is None:
         return ConfigurationCost()
     interval = None
     if isinstance(duration_ci95, (list, tuple)) and len(duration_ci95) == 2:
-        interval = [request_cost(memory_mb, float(d), prices, bytes_in, bytes_out).per_1m for d in duration_ci95]
+        # each request is billed rounded up to the ms, so the mean billed duration lies anywhere from the
+        # low bound rounded down to the high bound rounded up: two configurations billed the same whole
+        # ms are not told apart by the rounding (nor by a few bytes of data)
+        low, high = math.floor(float(duration_ci95[0])), float(duration_ci95[1])
+        interval = [request_cost(memory_mb, d, prices, bytes_in, bytes_out).per_1m for d in (low, high)]
     cost = request_cost(memory_mb, duration_ms, prices, bytes_in, bytes_out)
     detail = {**cost.as_dict(), "bytes_in": bytes_in, "bytes_out": bytes_out, "duration_source": source,
               "prices": prices.label()}
