@@ -9,7 +9,7 @@ priced figures, `report.render.closing_rows`).
 from __future__ import annotations
 
 from sm_locust.record.model import JsonObject, Llm, Summary, load_words
-from sm_locust.util.formatting import latency, number, percent
+from sm_locust.util.formatting import latency, number, percent_interval
 
 
 def _verdict_llm(summary: Summary) -> tuple[Llm | None, str]:
@@ -31,7 +31,8 @@ def answer_lines(summary: Summary | JsonObject) -> list[str]:
             lines.append("cache: cold and warm requests not told apart (no marks, no two latency modes)")
         else:
             cold, warm = cache.cold or {}, cache.warm or {}
-            lines.append(f"cache: hit rate {percent(cache.hit_rate)} of {number(cache.requests, 0)} "
+            hit = percent_interval(cache.hit_rate, cache.hit_rate_ci95)
+            lines.append(f"cache: hit rate {hit} of {number(cache.requests, 0)} "
                          f"successful requests ({number(cold.get('requests'), 0)} cold); p95 cold "
                          f"{latency(cold.get('p95_ms'), ' ms')}, warm {latency(warm.get('p95_ms'), ' ms')}")
     if record.llm is not None:

@@ -221,3 +221,25 @@ def percentile_ci(hists: Sequence[Mapping[int, int]], pct: float, *, seed: int =
     """95 % interval of the `pct` percentile of the merged histograms, by a block bootstrap
     (`percentile_cis` for several percentiles at once)."""
     return percentile_cis(hists, [pct], seed=seed, intervals=intervals, resamples=resamples)[float(pct)]
+
+
+def order_statistic_ci(values: Sequence[float], pct: float) -> Interval:
+    """95 % interval of the `pct` percentile of independent exact samples (cold starts timed one by
+    one), distribution-free: the order statistics x(l) <= x(u) whose ranks bound the binomial count of
+    samples below the percentile with at least 95 % probability (the narrowest such pair). Too few
+    samples for 95 % (under 6 for a median): unknown."""
+    ordered = sorted(float(v) for v in values)
+    n = len(ordered)
+    q = float(pct) / 100.0
+    if n < 2 or not 0.0 < q < 1.0:
+        return UNKNOWN
+    pmf = [math.comb(n, k) * q ** k * (1.0 - q) ** (n - k) for k in range(n + 1)]
+    best: tuple[int, int] | None = None
+    for low in range(1, n + 1):  # x(low) .. x(high), ranks from 1: covered when low <= B < high
+        for high in range(low + 1, n + 1):
+            if sum(pmf[low:high]) >= LEVEL and (best is None or high - low < best[1] - best[0]):
+                best = (low, high)
+                break
+    if best is None:
+        return UNKNOWN
+    return Interval(ordered[best[0] - 1], ordered[best[1] - 1])

@@ -497,6 +497,7 @@ class ModelCache(Record):
     source: str | None = json_field("text")
     requests: int = json_field("count", default=0)
     hit_rate: float | None = json_field("number?")
+    hit_rate_ci95: Interval | None = json_field("interval?")  # from the endpoint's cold/warm marks in time blocks
     threshold_ms: float | None = json_field("number?")
     cold: JsonObject | None = json_field("object?")
     warm: JsonObject | None = json_field("object?")

@@ -26,7 +26,12 @@ in ms, and a hit with nothing; so once any request of the run was marked, an unm
 warm. SageMaker itself has no per-request signal), else from the latency distribution's two modes
 (`source: "latency-modes"`: `latency_modes`, an Otsu split of the log latencies accepted only when a
 valley separates the two modes and they are at least `MIN_MODE_RATIO` x apart; otherwise no split
-is claimed).
+is claimed). With the endpoint's marks, the hit rate carries its 95 % interval (`hit_rate_ci95`):
+the successful requests are also counted per time block (one second at first, blocks doubling past
+`MAX_BLOCKS`, so memory stays bounded however long the run), and the warm share's interval comes
+from those blocks by batch means (`plateau.uncertainty.rate_ci` as the ratio of warm requests to
+successful ones): a cache's hits come in runs, so requests are not independent trials. A split from
+the latency's modes has no interval (its threshold is chosen on the whole run).
 
 Distributed runs: each worker ships what it counted since its last report inside Locust's own
 report (`report_to_master`) and forgets it; the master merges (`worker_report`), as `record.llm`.
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -44,6 +50,7 @@ from locust.stats import bucket_response_time
 
 from sm_locust.invocation import is_invocation
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
+from sm_locust.plateau.uncertainty import rate_ci
 from sm_locust.util.shipped import WorkerShipped
 
 REPORT_KEY = "sm_locust_targets"
@@ -54,6 +61,7 @@ MIN_MODE_RATIO = 4.0  # a load takes seconds, a warm request milliseconds: modes
 VALLEY_BIN = 0.2  # log-latency bin for the valley test (~22 % wide)
 MAX_VALLEY = 0.25  # a valley holds at most a quarter of the smaller peak
 MIN_MODE_REQUESTS = 3
+MAX_BLOCKS = 512  # time blocks of successful / cold counts kept for the hit rate's interval
 
 # a target's counters: requests, failures, cold (the endpoint said it waited for its model's load)
 REQUESTS, FAILURES, COLD_N = range(3)
@@ -79,6 +87,8 @@ class TargetTable:
         self.ok: dict[int, int] = {}  # every successful request
         self.cold: dict[int, int] = {}  # successful requests the endpoint said waited for a load
         self.waits: dict[int, int] = {}  # how long they waited (ms buckets)
+        self.block_s = 1  # seconds per time block (doubles past MAX_BLOCKS)
+        self.blocks: dict[int, list[int]] = {}  # block number (epoch s // block_s) -> [successful, cold]
 
     def __bool__(self) -> bool:
         return bool(self.counts)
@@ -97,8 +107,27 @@ class TargetTable:
             counts = self.counts[target] = [0, 0, 0]
         return counts
 
-    def add(self, target: str, response_time_ms: float, failed: bool, wait_ms: float | None = None) -> None:
-        """One request to `target`; `wait_ms`: the endpoint said it waited that long for its model (None: no)."""
+    def _coarsen(self) -> None:
+        """Double the time blocks' width, merging pairs."""
+        self.block_s *= 2
+        merged: dict[int, list[int]] = {}
+        for k, (ok, cold) in self.blocks.items():
+            into = merged.setdefault(k // 2, [0, 0])
+            into[0] += ok
+            into[1] += cold
+        self.blocks = merged
+
+    def _count_block(self, t: float, ok: int, cold: int) -> None:
+        block = self.blocks.setdefault(int(t // self.block_s), [0, 0])
+        block[0] += ok
+        block[1] += cold
+        while len(self.blocks) > MAX_BLOCKS:
+            self._coarsen()
+
+    def add(self, target: str, response_time_ms: float, failed: bool, wait_ms: float | None = None,
+            now: float | None = None) -> None:
+        """One request to `target`; `wait_ms`: the endpoint said it waited that long for its model (None: no);
+        `now`: when it ended (epoch seconds; None: not counted in time blocks)."""
         counts = self._counts(target)
         counts[REQUESTS] += 1
         bucket = bucket_response_time(response_time_ms)
@@ -111,12 +140,14 @@ class TargetTable:
             counts[COLD_N] += 1
             _add(self.cold, bucket)
             _add(self.waits, bucket_response_time(wait_ms))
+        if now is not None:
+            self._count_block(now, 1, int(wait_ms is not None))
 
     # -- worker -> master ---------------------------------------------------------------------------
     def to_wire(self) -> dict:
         """Plain data for a worker report (msgpack: int keys are fine)."""
         return {"c": self.counts, "h": self.hists, "o": self.others, "ok": self.ok, "cold": self.cold,
-                "waits": self.waits}
+                "waits": self.waits, "bs": self.block_s, "blk": self.blocks}
 
     def merge_wire(self, data: Mapping) -> None:
         for target, counts in (data.get("c") or {}).items():
@@ -130,6 +161,11 @@ class TargetTable:
         for key, into in (("o", self.others), ("ok", self.ok), ("cold", self.cold), ("waits", self.waits)):
             for bucket, n in (data.get(key) or {}).items():
                 _add(into, int(bucket), int(n))
+        width = int(data.get("bs") or 1)
+        while self.block_s < width:
+            self._coarsen()
+        for k, (ok, cold) in (data.get("blk") or {}).items():
+            self._count_block(int(k) * width, int(ok), int(cold))
 
     # -- summary.json ---------------------------------------------------------------------------------
     def entries(self, top: int = TOP_TARGETS) -> list[dict]:
@@ -171,18 +207,26 @@ class TargetTable:
                 cold.update(wait_p50_ms=histogram_percentile(self.waits, 50.0),
                             wait_p95_ms=histogram_percentile(self.waits, 95.0))
             return {"source": "endpoint", "requests": total, "hit_rate": round(sum(warm.values()) / total, 6),
-                    "threshold_ms": None, "cold": cold, "warm": _mode_record(warm)}
+                    "hit_rate_ci95": self.hit_rate_ci95(), "threshold_ms": None, "cold": cold,
+                    "warm": _mode_record(warm)}
         if not self.ok:
             return None
         threshold = latency_modes(self.ok)
         if threshold is None:
             return {"source": "latency-modes", "requests": sum(self.ok.values()), "hit_rate": None,
-                    "threshold_ms": None, "cold": None, "warm": None}
+                    "hit_rate_ci95": None, "threshold_ms": None, "cold": None, "warm": None}
         cold = {b: n for b, n in self.ok.items() if b >= threshold}
         warm = {b: n for b, n in self.ok.items() if b < threshold}
         total = sum(self.ok.values())
         return {"source": "latency-modes", "requests": total, "hit_rate": round(sum(warm.values()) / total, 6),
-                "threshold_ms": threshold, "cold": _mode_record(cold), "warm": _mode_record(warm)}
+                "hit_rate_ci95": None, "threshold_ms": threshold, "cold": _mode_record(cold),
+                "warm": _mode_record(warm)}
+
+    def hit_rate_ci95(self) -> list[float] | None:
+        """The endpoint-marked hit rate's 95 % interval from the time blocks (module docstring), or None."""
+        ordered = [self.blocks[k] for k in sorted(self.blocks)]
+        return rate_ci([ok - cold for ok, cold in ordered], [ok for ok, _ in ordered]).as_list(4)
+
 
 
 def _mode_record(hist: Mapping[int, int]) -> dict | None:
@@ -267,7 +311,7 @@ class TargetStats(WorkerShipped):
         target = context.get("target")
         if target is None or not is_invocation(request_type, name):
             return
-        self.table.add(target, response_time or 0.0, exception is not None, context.get("model_wait_ms"))
+        self.table.add(target, response_time or 0.0, exception is not None, context.get("model_wait_ms"), time.time())
 
     def _new_table(self) -> TargetTable:
         """A worker keeps every target's histogram (it ships and forgets them every 3 s: the master bounds)."""

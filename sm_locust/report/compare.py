@@ -49,6 +49,8 @@ ROW_COLUMNS = [
     # issue 28: the point's step, its intervals, the capacity, and whether the run is inconclusive
     "step", "rps_ci95_low", "rps_ci95_high", "p95_ms_ci95_low", "p95_ms_ci95_high", "capacity_rps",
     "capacity_ci95_low", "capacity_ci95_high", "inconclusive",
+    "usd_per_million_ci95_low", "usd_per_million_ci95_high", "autoscaling_target_ci95_low",
+    "autoscaling_target_ci95_high",
 ]
 
 
@@ -147,7 +149,8 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
     p = point or {}
     row.update(step=p.get("step"), capacity_rps=p.get("capacity_rps"), inconclusive=bool(p.get("inconclusive")))
     for key, interval in (("rps", p.get("rps_ci95")), ("p95_ms", p.get("p95_ms_ci95")),
-                          ("capacity", p.get("capacity_ci95"))):
+                          ("capacity", p.get("capacity_ci95")), ("usd_per_million", cost.get("usd_per_million_ci95")),
+                          ("autoscaling_target", cost.get("autoscaling_target_invocations_per_instance_ci95"))):
         row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = interval if isinstance(interval, list) else (None, None)
     if point and point.get("step") is not None and not steps.empty:
         at = steps[steps["step"] == point["step"]].iloc[0]

@@ -162,6 +162,38 @@ def cost_interval(price_per_hour: float, instance_count: int, rps_ci95: Any) -> 
     return None if cheapest is None or dearest is None else [round(cheapest, 6), round(dearest, 6)]
 
 
+def _rate_bounds(rps_ci95: Any, instance_count: int = 1) -> tuple[float, float] | None:
+    """A rate interval per instance, (low, high) with 0 < low <= high; None otherwise."""
+    if not isinstance(rps_ci95, (list, tuple)) or len(rps_ci95) != 2:
+        return None
+    low, high = rps_ci95
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)) or not 0 < low <= high:
+        return None
+    return low / instance_count, high / instance_count
+
+
+def instances_interval(target_rps: float, rps_ci95: Any, safety_factor: float = 1.0,
+                       instance_count: int = 1) -> list[int] | None:
+    """The 95 % interval of `instances_needed` from the measured rate's (`rps_ci95`, measured on
+    `instance_count` instances): [instances at the high rate, instances at the low rate]; None
+    without a rate interval or when its low end is 0 (no bound on the fleet)."""
+    bounds = _rate_bounds(rps_ci95, instance_count)
+    if bounds is None:
+        return None
+    fewest, most = instances_needed(target_rps, bounds[1], safety_factor), instances_needed(target_rps, bounds[0],
+                                                                                          safety_factor)
+    return None if fewest is None or most is None else [fewest, most]
+
+
+def autoscaling_target_interval(rps_ci95: Any, safety_factor: float = DEFAULT_SAFETY_FACTOR,
+                                instance_count: int = 1) -> list[float] | None:
+    """The 95 % interval of `autoscaling_target` from the measured rate's (it grows with the rate)."""
+    bounds = _rate_bounds(rps_ci95, instance_count)
+    if bounds is None:
+        return None
+    return [round(autoscaling_target(rate, safety_factor), 3) for rate in bounds]
+
+
 def cost_summary(
     point: dict[str, Any] | None,
     *,
@@ -214,6 +246,8 @@ def cost_summary(
         cost["rps_per_instance"] = per_instance
         cost["transactions_per_hour"] = transactions_per_hour(rps)
         cost["autoscaling_target_invocations_per_instance"] = autoscaling_target(per_instance, safety_factor)
+        cost["autoscaling_target_invocations_per_instance_ci95"] = autoscaling_target_interval(
+            (point or {}).get("rps_ci95"), safety_factor, instance_count)
         if price_per_hour is not None:
             cost["usd_per_million"] = cost_per_million(price_per_hour, instance_count, rps)
             cost["usd_per_million_ci95"] = cost_interval(price_per_hour, instance_count, (point or {}).get("rps_ci95"))
@@ -222,6 +256,8 @@ def cost_summary(
             cost["target_rps"] = target_rps
             cost["instances_needed"] = instances_needed(target_rps, per_instance, safety_factor)
             cost["instances_needed_no_headroom"] = instances_needed(target_rps, per_instance, 1.0)
+            cost["instances_needed_ci95"] = instances_interval(target_rps, (point or {}).get("rps_ci95"), safety_factor,
+                                                               instance_count)
             if price_per_hour is not None:
                 cost["usd_per_hour_at_target"] = price_per_hour * cost["instances_needed"]
     else:

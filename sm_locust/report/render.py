@@ -413,12 +413,14 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
                                 f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
         ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
-         f"{number(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
+         with_interval(c.get("autoscaling_target_invocations_per_instance"),
+                       c.get("autoscaling_target_invocations_per_instance_ci95")) + " per minute "
          f"(= {number(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)"),
     ]
     if c.get("target_rps"):
         rows.append((f"Instances needed for {number(c['target_rps'], 0)} rps",
-                     f"{number(c.get('instances_needed'), 0)} with safety factor {c.get('safety_factor')} "
+                     f"{with_interval(c.get('instances_needed'), c.get('instances_needed_ci95'))} with safety factor "
+                     f"{c.get('safety_factor')} "
                      f"({number(c.get('instances_needed_no_headroom'), 0)} with no headroom)"))
     if c.get("serverless"):
         sv = c["serverless"]

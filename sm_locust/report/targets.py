@@ -25,7 +25,7 @@ from plotly.subplots import make_subplots
 from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.report.metrics import METRICS_BY_NAME
 from sm_locust.sanitize import page_text
-from sm_locust.util.formatting import MISSING, number, percent
+from sm_locust.util.formatting import MISSING, number, percent, percent_interval
 
 FIG_ID = "fig-model-cache"
 HIT_COLUMN = METRICS_BY_NAME["ModelCacheHit"].columns()[0]  # cw_ModelCacheHit_avg_pct
@@ -113,7 +113,7 @@ def cache_table(cache: Mapping[str, Any]) -> str:
         cells = [kind, number(record.get("requests"), 0), number(record.get("p50_ms"), 0),
                  number(record.get("p95_ms"), 0), number(record.get("p99_ms"), 0), waits]
         rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
-    return (f"<p>Cache hit rate {page_text(percent(cache.get('hit_rate')))} of "
+    return (f"<p>Cache hit rate {page_text(percent_interval(cache.get('hit_rate'), cache.get('hit_rate_ci95')))} of "
             f"{page_text(number(cache.get('requests'), 0))} successful requests; cold vs warm from "
             f"{page_text(why)}.</p>"
             '<table id="model-cache"><thead><tr><th>model was</th><th>requests</th><th>p50 ms</th><th>p95 ms</th>'
@@ -137,7 +137,8 @@ def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
     if cache.get("hit_rate") is None:
         hit = f"{MISSING} (cold and warm not told apart: see Cold vs warm)"
     else:
-        hit = (f"{percent(cache.get('hit_rate'))} of {number(cache.get('requests'), 0)} successful requests "
+        rate = percent_interval(cache.get("hit_rate"), cache.get("hit_rate_ci95"))
+        hit = (f"{rate} of {number(cache.get('requests'), 0)} successful requests "
                f"({number(cold.get('requests'), 0)} cold)")
     latencies = "; ".join(f"{kind} {number(record.get('p50_ms'), 0)} / {number(record.get('p95_ms'), 0)} ms"
                           for kind, record in (("cold", cold), ("warm", warm)))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm_locust.errors import UsageError
-from sm_locust.report.cost import PriceTable, cost_per_million, instances_needed
+from sm_locust.report.cost import PriceTable, cost_per_million, instances_interval, instances_needed
 from sm_locust.sweep.objective import Objective
 
 
@@ -70,11 +70,15 @@ def figures(capacity_rps: float | None, price: Price, objective: Objective) -> d
     return out
 
 
-def cost_intervals(capacity_ci95: Any, price: Price, objective: Objective) -> dict[str, list[float] | None]:
-    """`cost_per_1m_ci95` and `cost_per_hour_at_target_ci95` from the capacity's 95 % interval (each
-    cost falls as capacity grows, so its low bound comes from the capacity's high one); None when
-    either is unknown or the low bound has no throughput to price."""
-    out: dict[str, list[float] | None] = {"cost_per_1m_ci95": None, "cost_per_hour_at_target_ci95": None}
+def cost_intervals(capacity_ci95: Any, price: Price, objective: Objective) -> dict[str, Any]:
+    """`cost_per_1m_ci95`, `instances_needed_ci95` and `cost_per_hour_at_target_ci95` from the
+    capacity's 95 % interval (each falls as capacity grows, so its low bound comes from the capacity's
+    high one); None when either is unknown or the low bound has no throughput to price."""
+    out: dict[str, Any] = {"cost_per_1m_ci95": None, "cost_per_hour_at_target_ci95": None,
+                           "instances_needed_ci95": None}
+    if objective.target_rps:
+        out["instances_needed_ci95"] = instances_interval(objective.target_rps, capacity_ci95, objective.safety_factor,
+                                                          price.instance_count)
     if not isinstance(capacity_ci95, (list, tuple)) or len(capacity_ci95) != 2:
         return out
     low, high = capacity_ci95

@@ -28,16 +28,24 @@ client. `client_bound_reason` reads that from summary.json:
 The sweep measures such a configuration once more by itself (runner.py); still bound, it is
 INCONCLUSIVE: never ranked, never the recommendation.
 
-Ties: two configurations whose 95 % intervals overlap on the figure that decides the ranking
-cannot be told apart by this measurement. `tied_with` finds the candidates that tie with the one
-ranked first, and `cheapest` picks among them the one that costs less to run (price per hour),
-which is what the sweep recommends, saying so.
+Ties, the one ranking rule of every sweep kind: two configurations whose 95 % intervals overlap on
+a measured figure cannot be told apart by this measurement. A kind ranks by a list of `Criterion`s
+(its figures in order of importance, each measured with its interval or exact, as a price or a
+setting is); `rank_by_intervals` sorts on the first, takes the best and every configuration that
+ties with it on that figure as one tier, orders the tier by the next criterion the same way, and so
+on; what is left after the tier is ranked the same way. A measured figure without an interval
+(too few samples, an older run folder) separates nothing: the measurement cannot say, so it ties.
+`deciding` names the first criterion on which a winner beats another configuration (why that one
+lost), and `tie_note` the figures on which they tied ("MaxConcurrency 8 and 2 tie on warm p95
+(51 [40, 63] vs 39 [33, 47])").
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from sm_locust.plateau.steady import MIN_ACHIEVED_RATIO
 
@@ -116,19 +124,80 @@ def overlap(a: Interval | None, b: Interval | None) -> bool:
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
-def tied_with(ranked: Sequence[T], interval: Callable[[T], Interval | None]) -> list[T]:
-    """The candidates after the first whose interval on the deciding figure overlaps the first's
-    (in rank order); empty when the first has no interval or nothing overlaps it."""
-    if not ranked or interval(ranked[0]) is None:
-        return []
-    best = interval(ranked[0])
-    return [c for c in ranked[1:] if overlap(best, interval(c))]
+def _pair(value: Any) -> Interval | None:
+    """A [low, high] of finite numbers as a pair, else None."""
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        return float(value[0]), float(value[1])
+    return None
 
 
-def cheapest(candidates: Sequence[T], price: Callable[[T], float | None]) -> T | None:
-    """The candidate with the lowest price per hour (the first, in rank order, among equals); None
-    when no candidate has a price (nothing tells which is cheaper)."""
-    priced = [c for c in candidates if price(c) is not None]
-    if not priced:
-        return None
-    return min(priced, key=lambda c: price(c))  # type: ignore[arg-type, return-value]
+@dataclass(frozen=True)
+class Criterion(Generic[T]):
+    """One figure a ranking orders by: its name in a sentence, its value, its 95 % interval (None for
+    an exact figure: a price, a setting), whether higher is better, and how it prints."""
+
+    name: str
+    value: Callable[[T], float | None]
+    interval: Callable[[T], Any] | None = None  # measured: the [low, high] interval; None: exact
+    higher: bool = False
+    show: Callable[[T], str] | None = None  # '51 ms [40, 63]'; default: the value
+
+    def key(self, c: T) -> float:
+        """Sorting key, best first; an unknown value last."""
+        v = self.value(c)
+        if v is None or not math.isfinite(v):
+            return math.inf
+        return -v if self.higher else v
+
+    def same(self, a: T, b: T) -> bool:
+        """The figure cannot tell `a` from `b`: exact values equal, or measured intervals that overlap
+        or are unknown. An unknown value never ties with a known one."""
+        va, vb = self.value(a), self.value(b)
+        if va is None or vb is None:
+            return va is None and vb is None
+        if self.interval is None:
+            return va == vb
+        ia, ib = _pair(self.interval(a)), _pair(self.interval(b))
+        return ia is None or ib is None or overlap(ia, ib)
+
+    def text(self, c: T) -> str:
+        return self.show(c) if self.show is not None else f"{self.value(c)}"
+
+
+def rank_by_intervals(candidates: Sequence[T], criteria: Sequence[Criterion[T]],
+                      last: Callable[[T], Any]) -> list[T]:
+    """The candidates best first, by tiers of ties (the module docstring); `last` orders what ties
+    on every criterion (file order)."""
+    if not criteria:
+        return sorted(candidates, key=last)
+    first, rest = criteria[0], criteria[1:]
+    pool = sorted(candidates, key=lambda c: (first.key(c), last(c)))
+    ordered: list[T] = []
+    while pool:
+        best = pool[0]
+        tier = [c for c in pool if c is best or first.same(best, c)]
+        ordered += rank_by_intervals(tier, rest, last)
+        pool = [c for c in pool if not any(c is t for t in tier)]
+    return ordered
+
+
+def deciding(winner: T, other: T, criteria: Sequence[Criterion[T]]) -> tuple[Criterion[T] | None, list[Criterion[T]]]:
+    """(the first criterion on which `winner` and `other` differ beyond their intervals, or None when
+    they tie on every one; the measured criteria before it, on which they tied)."""
+    tied: list[Criterion[T]] = []
+    for criterion in criteria:
+        if not criterion.same(winner, other):
+            return criterion, tied
+        if criterion.interval is not None and criterion.value(winner) is not None:
+            tied.append(criterion)
+    return None, tied
+
+
+def tie_note(winner: T, other: T, tied: Sequence[Criterion[T]], label: Callable[[T], str]) -> str:
+    """'MaxConcurrency 8 and MaxConcurrency 2 tie on warm p95 (51 ms [40, 63] vs 39 ms [33, 47])', the
+    figures joined with 'and'; '' when they tied on no measured figure."""
+    if not tied:
+        return ""
+    figures = " and ".join(f"{c.name} ({c.text(winner)} vs {c.text(other)})" for c in tied)
+    return f"{label(winner)} and {label(other)} tie on {figures}"

@@ -153,6 +153,16 @@ def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) ->
     return f"{figure} [{number(low, digits)}, {number(high, digits)}]"
 
 
+def percent_interval(fraction: Any, interval: Any, digits: int = 1) -> str:
+    """A fraction as a percentage with its 95 % interval, `with_interval`'s wording: (0.935, [0.923,
+    0.947]) -> '93.5 % (±1.2)'; no interval -> '93.5 %'."""
+    if is_missing(fraction):
+        return MISSING
+    bounds = _bounds(interval)
+    return with_interval(100.0 * float(fraction), None if bounds is None else [100.0 * b for b in bounds], " %",
+                         digits)
+
+
 def signed_percent(fraction: Any, digits: int = 0) -> str:
     """A relative change with its sign: 0.123 -> '+12'; -0.071 -> '-7'; 0 -> '+0' (no unit: see `change`)."""
     if is_missing(fraction):

@@ -18,6 +18,7 @@ from sm_locust.mix.sampler import Picker
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.targets import (
     DETAIL_LIMIT,
+    MAX_BLOCKS,
     OTHERS,
     TargetStats,
     TargetTable,
@@ -99,6 +100,37 @@ def test_cold_and_warm_from_the_endpoints_answer():
     assert table.entries()[0]["cold"] == 10
 
 
+def test_the_endpoints_hit_rate_carries_its_interval_from_time_blocks():
+    rng = random.Random(7)
+    table, master = TargetTable(), TargetTable()
+    workers = [TargetTable(None), TargetTable(None)]
+    for second in range(120):  # 120 s of 20 requests; misses come in runs (a cold phase every 30 s)
+        miss = 0.4 if second % 30 < 5 else 0.05
+        for k in range(20):
+            cold = rng.random() < miss
+            args = ("m", 3000.0 if cold else 20.0, False, 2900.0 if cold else None, 1000.0 + second + k / 20)
+            table.add(*args)
+            workers[k % 2].add(*args)
+    cache = table.model_cache()
+    low, high = cache["hit_rate_ci95"]
+    assert low < cache["hit_rate"] < high and high - low > 0.01
+    for worker in workers:  # workers ship their blocks; the master's interval is the one process's
+        master.merge_wire(worker.to_wire())
+    assert master.model_cache()["hit_rate_ci95"] == cache["hit_rate_ci95"]
+    # a long run keeps at most MAX_BLOCKS blocks, widening them; the rate's interval still brackets it
+    long = TargetTable()
+    for second in range(3 * MAX_BLOCKS):
+        long.add("m", 20.0, False, 2900.0 if second % 10 == 0 else None, float(second))
+    assert len(long.blocks) <= MAX_BLOCKS and long.block_s == 4
+    low, high = long.model_cache()["hit_rate_ci95"]
+    assert low <= 0.9 <= high
+    # requests without a time (older callers) give no interval, and none is invented
+    untimed = TargetTable()
+    for i in range(50):
+        untimed.add("m", 20.0, False, 2900.0 if i % 5 == 0 else None)
+    assert untimed.model_cache()["hit_rate_ci95"] is None
+
+
 def test_cold_and_warm_from_the_latency_modes_when_the_endpoint_does_not_tell():
     rng = random.Random(2)
     table = TargetTable()
@@ -127,8 +159,8 @@ def test_no_split_is_claimed_without_two_clear_modes(sampler):
     assert latency_modes(hist) is None
     table = TargetTable()
     table.ok = hist
-    assert table.model_cache() == {"source": "latency-modes", "requests": 5000, "hit_rate": None, "threshold_ms": None,
-                                   "cold": None, "warm": None}
+    assert table.model_cache() == {"source": "latency-modes", "requests": 5000, "hit_rate": None,
+                                   "hit_rate_ci95": None, "threshold_ms": None, "cold": None, "warm": None}
 
 
 def test_modes_need_a_few_requests_each():

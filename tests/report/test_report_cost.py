@@ -26,6 +26,21 @@ def test_sizing_and_autoscaling():
     assert cost.autoscaling_target(100, 0.5) == 3000  # per instance per minute
 
 
+def test_instances_and_the_autoscaling_target_carry_the_rates_interval():
+    # 100 req/s wanted; measured 48 (±4) req/s per instance: 3 instances at 44 (and at 48), 2 at 52
+    assert cost.instances_interval(100.0, [44.0, 52.0]) == [2, 3]
+    assert cost.instances_interval(100.0, [88.0, 104.0], instance_count=2) == [2, 3]  # measured on 2 instances
+    assert cost.instances_interval(100.0, [0.0, 52.0]) is None  # nothing bounds the fleet
+    assert cost.instances_interval(100.0, None) is None
+    assert cost.autoscaling_target_interval([44.0, 52.0], 0.5) == [1320.0, 1560.0]
+    summary, _, _ = cost.cost_summary({"rps": 48.0, "rps_ci95": [44.0, 52.0]}, instance_type="ml.c5.xlarge",
+                                      price_per_hour=None, target_rps=100.0, safety_factor=0.5,
+                                      prices=cost.load_prices())
+    assert summary["instances_needed"] == 5 and summary["instances_needed_ci95"] == [4, 5]
+    low, high = summary["autoscaling_target_invocations_per_instance_ci95"]
+    assert low < summary["autoscaling_target_invocations_per_instance"] < high
+
+
 def test_serverless_formula():
     # 2048 MB for 100.2 ms billed as 101 ms: 2 GB x 0.101 s x $0.00002
     assert cost.serverless_cost_per_inference(2048, 100.2, 0.00002) == pytest.approx(2 * 0.101 * 0.00002)

@@ -49,6 +49,8 @@ def test_report_and_compare_show_goodput_and_the_exact_totals(tmp_path):
     summary = json.loads((run / "summary.json").read_text())
     summary["totals"].update(successes=summary["totals"]["requests"] - summary["totals"]["failures"],
                              goodput_rps=12.5, backoff={"count": 7, "seconds": 3.1})
+    for step in summary["steps"]:  # each step's rate known within 10 %
+        step["ci95"] = {"rps": [0.9 * step["rps"], 1.1 * step["rps"]]}
     (run / "summary.json").write_text(json.dumps(summary))
     result = build_report(run, ReportOptions(cloudwatch=False, write_summary=False))
     assert "goodput_rps" in result.steps.columns
@@ -58,6 +60,9 @@ def test_report_and_compare_show_goodput_and_the_exact_totals(tmp_path):
     row = pd.read_csv(outputs["csv"]).iloc[0]
     assert row["run_requests"] == summary["totals"]["requests"] and row["run_goodput_rps"] == 12.5
     assert not pd.isna(row["goodput_rps"])
+    # the autoscaling target carries the sustainable point's interval
+    low, high = row["autoscaling_target_ci95_low"], row["autoscaling_target_ci95_high"]
+    assert low < row["autoscaling_target_invocations_per_instance"] < high
 
 
 def test_a_run_in_another_region_than_the_price_table_gets_one_warning():

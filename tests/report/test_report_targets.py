@@ -14,7 +14,7 @@ import pytest
 from sm_locust.endpoint.multimodel import MultiModelConfig
 from sm_locust.report.cloudwatch import select_metrics
 from sm_locust.report.sources import MetricRequest
-from sm_locust.report.targets import FIG_ID, cache_minutes, target_view, targets_section
+from sm_locust.report.targets import FIG_ID, cache_minutes, mix_rows, target_view, targets_section
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 SUMMARY = {
@@ -50,6 +50,11 @@ def test_the_section_shows_each_target_and_cold_vs_warm():
     assert '<table id="model-cache">' in page and "Cache hit rate 96.4 % of 999" in page
     assert "marked each request that waited" in page and "800 / 1,000" in page  # the waits
     assert f'<div id="{FIG_ID}">2 traces</div>' in page
+    measured = {**SUMMARY, "model_cache": {**SUMMARY["model_cache"], "hit_rate_ci95": [0.951, 0.977]}}
+    page = targets_section(target_view(measured), _div, _missing)
+    assert "Cache hit rate 96.4 % (±1.3) of 999" in page  # the hit rate with its 95 % interval
+    assert ("Model cache hit rate", "96.4 % (±1.3) of 999 successful requests (36 cold)") in mix_rows(
+        target_view(measured))
 
 
 def test_what_the_section_says_when_figures_are_missing():

@@ -7,9 +7,11 @@ import json
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.sweep.serverless.collect import duration_interval
 from sm_locust.sweep.serverless.cost import (
     GB,
     break_even_rps,
+    configuration_cost,
     load_serverless_prices,
     monthly_realtime_usd,
     monthly_serverless_usd,
@@ -25,6 +27,26 @@ def test_the_bundled_table_is_dated_approximate_and_linear_in_memory():
                                                   5120: 0.0001, 6144: 0.00012}
     assert prices.usd_per_gb_processed == 0.016
     assert "approximate us-east-1" in prices.label()
+
+
+def test_cost_per_1m_carries_the_billed_durations_interval():
+    prices = load_serverless_prices()
+    # ModelLatency 61.2 ms; the client's warm mean 60 ms [57, 66]: the billed duration's interval is the same
+    # share of it, [58.14, 67.32]; each request is billed rounded up to the ms, so the mean billed duration
+    # lies between 58 (the low bound rounded down) and 68 ms (the high bound rounded up)
+    duration = duration_interval(61.2, 60.0, [57.0, 66.0])
+    assert duration == pytest.approx([58.14, 67.32])
+    cost = configuration_cost(4096, 61.2, "ModelLatency", 0.0, 0.0, prices, duration_ci95=duration)
+    assert cost.cost_per_1m_ci95 == pytest.approx([0.058 * 0.00008 * 1e6, 0.068 * 0.00008 * 1e6])
+    # a narrow interval inside one billed ms still spans the rounding: 4096 MB at 32.1-32.9 ms and 2048 MB at
+    # 64-66 ms cost the same compute, and the few bytes' difference in data does not separate them
+    fast = configuration_cost(4096, 32.5, "x", 1000.0, 200.0, prices, duration_ci95=[32.1, 32.9])
+    slow = configuration_cost(2048, 64.5, "x", 1000.0, 100.0, prices, duration_ci95=[63.2, 65.8])
+    assert fast.cost_per_1m_ci95[0] < slow.cost_per_1m_ci95[1] and slow.cost_per_1m_ci95[0] < fast.cost_per_1m_ci95[1]
+    assert cost.cost_per_1m_ci95[0] <= cost.cost_per_1m <= cost.cost_per_1m_ci95[1]
+    assert cost.as_dict()["cost_per_1m_ci95"] == cost.cost_per_1m_ci95
+    assert duration_interval(61.2, 60.0, None) is None
+    assert configuration_cost(4096, 61.2, "x", 0.0, 0.0, prices).cost_per_1m_ci95 is None
 
 
 def test_request_cost_by_hand():

@@ -70,13 +70,46 @@ def test_cold_start_percentiles_are_nearest_rank_over_successes():
     assert (f.p50_ms, f.p99_ms, f.failures) == (710, 900, {"ThrottlingException": 1})
 
 
+def test_the_tests_figures_carry_their_95_percent_intervals():
+    # a steady single caller: 30 s of ~20 warm answers a second, one slow second in three; a cold start first
+    seconds = [_second(101, 1, {900: 1, 50: 19})]
+    seconds += [_second(102 + k, 1, {50: 16, 60: 3, 80: 1} if k % 3 else {50: 10, 70: 8, 90: 2}) for k in range(29)]
+    seconds += [_second(132 + k, 4, {50: 60 + (k % 3) * 5}) for k in range(10)]
+    phases = [Phase("stability", 1, 30), Phase("concurrency", 4, 10, 1.0)]
+    figures = load_figures(seconds, phases, {})
+    f = figures.stability
+    for key in ("warm_p50_ms", "warm_p95_ms", "warm_p99_ms", "warm_mean_ms"):
+        low, high = getattr(f, f"{key}_ci95")
+        assert low <= getattr(f, key) <= high, key
+    assert f.warm_mean_ms_ci95[1] > f.warm_mean_ms_ci95[0]  # a slow second in three: the mean is uncertain
+    assert f.warm_mean_ms_ci95[1] < 900  # the cold start is not in the warm figures
+    (x1,) = figures.concurrency
+    low, high = x1.goodput_rps_ci95
+    assert low < x1.goodput_rps < high and 60 <= low and high <= 70  # 60, 65 or 70 a second
+    too_short = load_figures(seconds[:3], [Phase("stability", 1, 3)], {}).stability
+    assert too_short.warm_p95_ms is not None and too_short.warm_p95_ms_ci95 is None  # no interval invented
+
+
+def test_cold_start_intervals_are_order_statistics():
+    samples = [{"ms": 700 + 10 * k, "code": "ok"} for k in range(20)]
+    f = cold_starts(samples)
+    assert f.p50_ms_ci95 == [750.0, 840.0]  # x(6) and x(15) of 20: the binomial 95 % ranks
+    assert f.p99_ms_ci95 is None  # 20 samples cannot bound a p99
+    assert cold_starts(samples[:5]).p50_ms_ci95 is None  # 5 samples cannot bound a median at 95 %
+
+
 # -- pure: ranking ----------------------------------------------------------------------------------------
 
 
-def _candidate(index, memory, mc, p95, cost, capacity, cold=800.0, throttle=0.0, be=9.7):
+def _candidate(index, memory, mc, p95, cost, capacity, cold=800.0, throttle=0.0, be=9.7, spread=0.04):
+    """A measured configuration: warm p95, $ per 1M and goodput each known within `spread` (relative)."""
+    def ci(v):
+        return [v * (1 - spread), v * (1 + spread)]
     return ServerlessCandidate(index, f"{memory}/{mc}", memory, mc, warm_ms={50.0: p95 * 0.9, 95.0: p95},
                                throttle_at_1=throttle, capacity_rps=capacity, cold_start_p50_ms=cold, cost_per_1m=cost,
-                               break_even_rps=be, break_even_requests_per_month=be * 3600 * 730)
+                               break_even_rps=be, break_even_requests_per_month=be * 3600 * 730,
+                               warm_ci95={50.0: ci(p95 * 0.9), 95.0: ci(p95)}, capacity_ci95=ci(capacity),
+                               cost_per_1m_ci95=ci(cost), cold_start_p50_ci95=ci(cold))
 
 
 def test_equally_cheap_sizes_are_decided_by_warm_latency_then_by_what_they_serve():
@@ -84,12 +117,38 @@ def test_equally_cheap_sizes_are_decided_by_warm_latency_then_by_what_they_serve
                   _candidate(3, 4096, 2, 61, 5.02, 32), _candidate(4, 4096, 8, 61, 5.03, 120),
                   _candidate(5, 6144, 8, 45, 6.10, 170)]
     rec = recommend(candidates, Objective(), CompareInstance("ml.c5.large", 0.119))
-    assert rec.winner.index == 4  # within 5 % of the cheapest; p95 61 vs 122; MaxConcurrency 8 serves more
-    assert rec.reason == ("serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.80 s, $5.03 per 1M; "
-                          "real-time ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)")
-    assert rec.lost[1] == "as cheap, but p95 122 ms warm vs 61"
-    assert rec.lost[3].startswith("as cheap and as fast, but serves at most 32.0 req/s vs 120.0")
-    assert rec.lost[5] == "$6.10 per 1M vs $5.03"
+    assert rec.winner.index == 4  # $ per 1M ties with the cheapest; p95 61 vs 122; MaxConcurrency 8 serves more
+    assert rec.reason == (
+        "serverless 4096 MB, MaxConcurrency 8: p95 61 ms (±2) warm, serves 120.0 req/s (±4.8), cold starts 0.80 s, "
+        "$5.03 (±0.20) per 1M; real-time ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month); "
+        "4096 MB, MaxConcurrency 8 and 4096 MB, MaxConcurrency 2 tie on $ per 1M ($5.03 (±0.20) vs $5.02 (±0.20)) "
+        "and warm p95 (61 ms (±2) vs 61 ms (±2)): goodput decides (120.0 req/s (±4.8) vs 32.0 req/s (±1.3))")
+    assert rec.lost[1] == ("ties with 4096 MB, MaxConcurrency 8 on $ per 1M; warm p95 122 ms (±5) vs 61 ms (±2)")
+    assert rec.lost[3] == ("ties with 4096 MB, MaxConcurrency 8 on $ per 1M and warm p95; serves at most 32.0 req/s "
+                           "(±1.3) vs 120.0 req/s (±4.8) (MaxConcurrency 2 vs 8)")
+    assert rec.lost[5] == "$ per 1M $6.10 (±0.24) vs $5.03 (±0.20)"
+    assert rec.tied == [3, 2, 1]  # the winner's tier on $ per 1M, in rank order
+
+
+def test_warm_latency_inside_its_interval_is_a_tie_and_what_it_serves_decides():
+    # the case of a serverless sweep that picked MaxConcurrency 2 over 8 at the same memory on "p95 51 ms warm
+    # vs 39" from single-caller stability tests: inside their intervals the two tie, and 8 serves more
+    two = _candidate(1, 4096, 2, 39, 4.97, 58)
+    two.warm_ci95[95.0] = [33.0, 47.0]
+    eight = _candidate(2, 4096, 8, 51, 4.98, 213)
+    eight.warm_ci95[95.0] = [40.0, 63.0]
+    rec = recommend([two, eight], Objective())
+    assert rec.winner is eight
+    assert rec.reason.endswith("4096 MB, MaxConcurrency 8 and 4096 MB, MaxConcurrency 2 tie on $ per 1M ($4.98 (±0.20) "
+                               "vs $4.97 (±0.20)) and warm p95 (51 ms [40, 63] vs 39 ms [33, 47]): goodput decides "
+                               "(213.0 req/s (±8.5) vs 58.0 req/s (±2.3))")
+    # separate intervals: the faster one wins on warm latency
+    two.warm_ci95[95.0] = [36.0, 42.0]
+    eight.warm_ci95[95.0] = [47.0, 55.0]
+    assert recommend([two, eight], Objective()).winner is two
+    # no interval (too few samples): the warm latency cannot decide
+    two.warm_ci95[95.0] = None
+    assert recommend([two, eight], Objective()).winner is eight
 
 
 def test_a_target_rate_picks_the_smallest_max_concurrency_that_serves_it_and_the_slo_rules_out():
@@ -98,7 +157,8 @@ def test_a_target_rate_picks_the_smallest_max_concurrency_that_serves_it_and_the
     rec = recommend(candidates, Objective(target_rps=50, slo_ms=100))
     assert rec.winner.index == 3
     assert rec.lost[1] == "serves at most 30.0 req/s < target 50 req/s"
-    assert rec.lost[2].startswith("MaxConcurrency 4 already serves 50 req/s")
+    assert rec.lost[2] == ("ties with 4096 MB, MaxConcurrency 4 on $ per 1M and warm p95; MaxConcurrency 4 already "
+                           "serves 50 req/s (this one takes 8 of the region's concurrency quota)")
     assert rec.lost[4] == "p95 130 ms warm > SLO 100 ms"
     assert "real-time" not in rec.reason  # no compare_instance
     none = recommend(candidates, Objective(target_rps=500))
@@ -175,7 +235,7 @@ serverless:
 tests: [stability, concurrency, cold_start]
 concurrency_multipliers: [1, 2]
 cold_start: {{rounds: 1}}
-load: {{payload: {SAMPLE_PAYLOAD}, run_time: 2s}}
+load: {{payload: {SAMPLE_PAYLOAD}, run_time: 6s}}    # each test: enough seconds for a 95 % interval
 compare_instance: {{instance_type: ml.c5.large}}
 report: false
 """
@@ -217,7 +277,10 @@ def test_a_short_local_serverless_sweep_end_to_end(tmp_path):
     assert doc["recommendation"]["label"] == "memory_size_mb 4096"
     assert doc["recommendation"]["reason"].startswith("serverless 4096 MB, MaxConcurrency 2: p95 ")
     assert "real-time ml.c5.large is cheaper above " in doc["recommendation"]["reason"]
-    assert doc["why_not"]["memory_size_mb 2048"].startswith("as cheap, but p95 ")
+    # $ per 1M ties within its interval; the warm p95 intervals are apart, and decide
+    assert small["warm_p95_ms_ci95"][0] > large["warm_p95_ms_ci95"][1]
+    assert doc["why_not"]["memory_size_mb 2048"].startswith(
+        "ties with 4096 MB, MaxConcurrency 2 on $ per 1M; warm p95 "), doc["why_not"]
     with open(out / "sweep.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [row["memory_size_mb"] for row in rows] == ["2048", "4096"] and "throttle_rate_x2" in rows[0]

@@ -18,7 +18,7 @@ SWEEP = f"""\
 name: local-e2e
 endpoint: {{service_time_ms: 40}}
 grid: {{max_concurrency: [2, 5]}}
-load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 2s}}
+load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 6s}}    # enough seconds for a 95 % interval
 objective: {{target_rps: 80, slo_ms: 400, percentile: 95}}
 price_per_hour: 0.2
 """
@@ -47,6 +47,8 @@ def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     assert high["cost_per_1m"] < low["cost_per_1m"]
     assert high["cpu_pct"] is not None and high["memory_pct"] is not None  # sampled from the endpoint's processes
     assert doc["recommendation"]["label"] == "max_concurrency 5"
+    assert low["capacity_ci95"] and high["capacity_ci95"]  # ranked on intervals, which do not overlap
+    assert low["capacity_ci95"][1] < high["capacity_ci95"][0]
     assert doc["recommendation"]["reason"].startswith("max_concurrency 5: ")
     assert "cheaper at 80 req/s than max_concurrency 2" in doc["recommendation"]["reason"]
     assert doc["why_not"]["max_concurrency 2"].startswith(f"{low['instances_needed']} instances for 80 req/s cost")
@@ -64,7 +66,7 @@ def test_short_local_sweep_end_to_end_and_resume(tmp_path):
     for marker in ('id="fig-sweep-curves"', 'id="fig-sweep-cost"', "Why the others lost", "max_concurrency 5: "):
         assert marker in page
     lines = r.stdout.splitlines()
-    assert any(line.startswith("sm-locust sweep: [1/2] max_concurrency 2: ") and "req/s at 6 users" in line
+    assert any(line.startswith("sm-locust sweep: [1/2] max_concurrency 2: ") and " at 6 users, p95 " in line
                for line in lines)
     assert any("[##########..........] 1/2 configurations" in line and "left" in line for line in lines)
     assert any(line.startswith("sm-locust sweep: recommendation: max_concurrency 5") for line in lines)

@@ -44,6 +44,28 @@ def test_each_figure_is_its_own_steps_by_index():
     assert bound.inconclusive and bound.inconclusive_reason == "client CPU 95 %"
 
 
+def test_an_unstable_knee_is_never_quoted_above_the_capacity():
+    # a batching sweep's configuration: the search's knee at 8 users read 65.8 (±17.4) req/s, p99 350 ms,
+    # unstable, above its capacity 63.3 measured at 6 users
+    steps = [step(4, 44.0, 90, "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", stable=True, ci95={"rps": [42, 46]}),
+             step(6, 63.3, 120, "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z", stable=True, ci95={"rps": [61, 65.6]}),
+             step(8, 65.8, 340, "2026-01-01T00:00:20Z", "2026-01-01T00:00:30Z", stable=False,
+                  ci95={"rps": [48.4, 83.2]})]
+    plateau = {"users": 8, "rps": 65.8, "capacity_rps": 63.3, "capacity_ci95": [61.0, 65.6], "knee_step": 2,
+               "capacity_step": 1, "reached": True}
+    m = measure({"steps": steps, "plateau": plateau}, 99.0)
+    assert (m.knee_step, m.knee_users, m.knee_rps, m.latency_ms, m.knee_rps_ci95) == (1, 6, 63.3, 130, [61, 65.6])
+    assert m.knee_note == "the search's knee step was unstable: quoted at the capacity step"
+    # no stable step to quote instead: the rate is capped at the capacity, and said so
+    shaky = [dict(s, stable=False) for s in steps]
+    capped = measure({"steps": shaky, "plateau": plateau}, 99.0)
+    assert (capped.knee_step, capped.knee_rps, capped.knee_rps_ci95) == (2, 63.3, [61.0, 65.6])
+    assert "not quoted above capacity" in capped.knee_note
+    # a stable knee stays where the search put it
+    calm = [dict(s, stable=True) for s in steps]
+    assert measure({"steps": calm, "plateau": plateau}, 99.0).knee_step == 2
+
+
 def test_an_older_summary_without_capacity_uses_the_knee():
     plateau = {"users": 4, "rps": 89.0, "p95_ms": 51.0}
     assert measure({"steps": STEPS, "plateau": plateau}).capacity_rps == 89.0

@@ -64,9 +64,10 @@ def test_the_deployer_gets_the_settings_it_knows():
 
 
 def test_figures():
-    summary = {"model_cache": {"source": "endpoint", "hit_rate": 0.91, "cold": {"p95_ms": 620.0}}}
-    assert mix_figures(summary) == {"cache_hit_rate": 0.91, "cold_p95_ms": 620.0}
-    assert mix_figures({}) == {"cache_hit_rate": None, "cold_p95_ms": None}
+    summary = {"model_cache": {"source": "endpoint", "hit_rate": 0.91, "hit_rate_ci95": [0.89, 0.93],
+                               "cold": {"p95_ms": 620.0}}}
+    assert mix_figures(summary) == {"cache_hit_rate": 0.91, "cache_hit_rate_ci95": [0.89, 0.93], "cold_p95_ms": 620.0}
+    assert mix_figures({}) == {"cache_hit_rate": None, "cache_hit_rate_ci95": None, "cold_p95_ms": None}
     samples = [{"t": "10", "loaded_models": "18"}, {"t": "11", "loaded_models": "20"},
                {"t": "30", "loaded_models": "5"}, {"t": "12", "loaded_models": ""}]
     assert models_loaded(samples, 10, 12) == 19.0 and models_loaded(samples, None, 12) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sm_locust.sweep.costing import Price, estimate, figures
+from sm_locust.sweep.costing import Price, cost_intervals, estimate, figures
 from sm_locust.sweep.objective import Objective, pareto_front
 from sm_locust.sweep.realtime.rank import Candidate, disqualification, rank, recommend
 
@@ -12,8 +12,14 @@ OBJECTIVE = Objective(target_rps=100, slo_ms=400, percentile=95)
 
 
 def priced(index, label, capacity, latency, price=0.2, error_rate=0.0, count=1, objective=OBJECTIVE, **kw):
-    f = figures(capacity, Price(price, "test", None, count), objective)
-    return Candidate(index, label, capacity_rps=capacity, latency_ms=latency, error_rate=error_rate, **f, **kw)
+    """A measured candidate: capacity known within 1 %, latency within 5 % (narrow enough to separate
+    the figures these tests compare; the ties have their own tests)."""
+    cost = Price(price, "test", None, count)
+    ci = [capacity * 0.99, capacity * 1.01]
+    f = {**figures(capacity, cost, objective), **cost_intervals(ci, cost, objective)}
+    kw.setdefault("latency_ci95", [latency * 0.95, latency * 1.05])
+    return Candidate(index, label, capacity_rps=capacity, capacity_ci95=ci, latency_ms=latency, error_rate=error_rate,
+                     **f, **kw)
 
 
 def test_cost_figures_follow_the_report_formulas():
@@ -43,8 +49,8 @@ def test_the_cheapest_fleet_for_the_target_wins_and_the_sentence_says_by_how_muc
     high = priced(2, "max_concurrency 5", 121.0, 44.0)
     rec = recommend([low, high], OBJECTIVE)
     assert rec.winner is high
-    assert rec.reason == ("max_concurrency 5: 121 req/s, p95 44 ms; 1 instance for 100 req/s; $0.46 per 1M — "
-                          "67 % cheaper at 100 req/s than max_concurrency 2")
+    assert rec.reason == ("max_concurrency 5: 121 req/s (±1), p95 44 ms (±2); 1 instance for 100 req/s; "
+                          "$0.46 (±0.005) per 1M — 67 % cheaper at 100 req/s than max_concurrency 2")
     assert rec.lost[1] == "3 instances for 100 req/s cost $0.60/h vs $0.20/h"
 
 
@@ -52,9 +58,10 @@ def test_same_fleet_cost_is_decided_by_cost_per_million_then_latency():
     a = priced(1, "a", 110.0, 60.0)
     b = priced(2, "b", 150.0, 80.0)
     rec = recommend([a, b], OBJECTIVE)
-    assert rec.winner is b  # one instance each; b has more headroom
-    assert "cheaper than a" in rec.reason
-    assert rec.lost[1].startswith("$0.51 per 1M vs $0.37")
+    assert rec.winner is b  # one instance each (the same fleet: a tie, said so); b has more headroom
+    assert rec.reason.endswith("it TIES with a on $ per hour at 100 req/s (95 % intervals overlap: a $0.20 "
+                               "vs b $0.20): $ per 1M decides (b $0.37 (±0.004) vs a $0.51 (±0.01))")
+    assert rec.lost[1] == "ties with b on $ per hour at 100 req/s; $ per 1M $0.51 (±0.01) vs $0.37 (±0.004)"
 
 
 def test_a_cheaper_instance_type_beats_a_faster_one():
@@ -81,8 +88,8 @@ def test_no_configuration_meets_the_objective():
 
 def test_without_prices_the_ranking_is_by_throughput():
     objective = Objective(slo_ms=400)
-    a = Candidate(1, "a", capacity_rps=80.0, latency_ms=30.0, error_rate=0.0)
-    b = Candidate(2, "b", capacity_rps=100.0, latency_ms=60.0, error_rate=0.0)
+    a = Candidate(1, "a", capacity_rps=80.0, capacity_ci95=[78.0, 82.0], latency_ms=30.0, error_rate=0.0)
+    b = Candidate(2, "b", capacity_rps=100.0, capacity_ci95=[97.0, 103.0], latency_ms=60.0, error_rate=0.0)
     rec = recommend([a, b], objective)
     assert rec.winner is b
     assert "25 % more throughput than a" in rec.reason and "no prices known" in rec.reason
@@ -94,7 +101,7 @@ def test_optimize_latency():
     b = priced(2, "b", 100.0, 60.0, objective=objective)
     rec = recommend([a, b], objective)
     assert rec.winner is a and "p95 50 % lower than b" in rec.reason
-    assert rec.lost[2] == "p95 60 ms vs 30"
+    assert rec.lost[2] == "p95 60 ms (±3) vs 30 ms (±2)"
 
 
 def test_pareto_front():
@@ -109,3 +116,13 @@ def test_plan_estimate_arithmetic():
     assert e.instance_hours == pytest.approx(2 * 900 / 3600)
     assert e.usd == pytest.approx(0.204 * 0.5)
     assert estimate(Price(None, None, None), deploy_s=1, test_s=1, delete_s=1).usd is None
+
+
+def test_the_headline_figures_carry_their_intervals():
+    # 48 (±4) req/s for a 100-req/s target: 3 instances at 44 or 48 req/s, 2 at 52
+    c = priced(1, "max_concurrency 2", 48.0, 45.0)
+    c.capacity_ci95 = [44.0, 52.0]
+    c.instances_needed_ci95 = cost_intervals(c.capacity_ci95, Price(0.2, "test", None, 1), OBJECTIVE)[
+        "instances_needed_ci95"]
+    text = recommend([c], OBJECTIVE).reason
+    assert text.startswith("max_concurrency 2: 48 req/s (±4), p95 45 ms (±2); 3 [2, 3] instances for 100 req/s; $1.16")

@@ -12,7 +12,14 @@ from sm_locust.sweep.api import load_sweep, run_sweep
 from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.realtime.rank import Candidate, recommend
 from sm_locust.sweep.runner import FIRST_SUFFIX
-from sm_locust.sweep.trust import cheapest, client_bound_reason, overlap, tied_with
+from sm_locust.sweep.trust import (
+    Criterion,
+    client_bound_reason,
+    deciding,
+    overlap,
+    rank_by_intervals,
+    tie_note,
+)
 from sm_locust.util.formatting import with_interval
 from tests.sweep_fakes import FakeDeployer, FakeRunner, fake_summary
 
@@ -75,14 +82,9 @@ def test_an_autoscaling_run_counts_every_step_and_the_seconds_over_the_slo_the_c
 
 # -- ties (pure) --------------------------------------------------------------------------------------
 
-def test_overlap_tied_and_cheapest():
+def test_overlap():
     assert overlap((1, 3), (3, 5)) and overlap((1, 5), (2, 3)) and not overlap((1, 2), (2.5, 3))
     assert not overlap(None, (1, 2))
-    ranked = [{"ci": (10, 12), "p": 0.4}, {"ci": (11.5, 13), "p": 0.2}, {"ci": (5, 9), "p": 0.1},
-              {"ci": None, "p": 0.0}]
-    assert tied_with(ranked, lambda c: c["ci"]) == [ranked[1]]
-    assert cheapest(ranked[:2], lambda c: c["p"]) is ranked[1]
-    assert cheapest(ranked[:2], lambda c: None) is None
 
 
 def candidate(index, capacity, ci, price, latency=40.0, ci_latency=None):
@@ -96,11 +98,11 @@ def test_overlapping_throughput_ties_and_the_cheaper_to_run_is_recommended():
                         candidate(3, 80.0, [78.0, 82.0], 0.10))
     rec = recommend([dear, cheap, far], objective)
     assert rec.winner is cheap and rec.tied == [1]
-    assert ("it TIES with c1 on throughput (95 % intervals overlap: c1 121 req/s [115, 127] vs c2 118 req/s "
-            "[112, 124])") in rec.reason
+    assert ("it TIES with c1 on throughput (95 % intervals overlap: c1 121 req/s (±6) vs c2 118 req/s "
+            "(±6))") in rec.reason
     assert "the cheaper to run is recommended ($0.230/h vs $0.460/h)" in rec.reason
     assert rec.lost[1] == "ties with c2 on throughput; c2 costs less to run"
-    assert rec.lost[3].startswith("80 req/s vs 118")
+    assert rec.lost[3] == "80 req/s (±2) vs 118 req/s (±6)"
 
 
 def test_without_prices_a_tie_keeps_the_higher_point_and_says_so():
@@ -110,13 +112,46 @@ def test_without_prices_a_tie_keeps_the_higher_point_and_says_so():
     assert "no price tells them apart" in rec.lost[2]
 
 
-def test_separate_intervals_or_none_rank_as_before():
+def test_separate_intervals_rank_by_the_figure_and_no_interval_is_a_tie():
     a, b = candidate(1, 121.0, [119.0, 123.0], 0.46), candidate(2, 100.0, [98.0, 102.0], 0.23)
     rec = recommend([a, b], Objective(optimize="throughput"))
     assert rec.winner is a and "TIES" not in rec.reason and rec.tied == []
+    # without an interval the measurement cannot say which serves more: never a point decision
     unknown = recommend([candidate(1, 121.0, None, 0.46), candidate(2, 118.0, None, 0.23)],
                         Objective(optimize="throughput"))
-    assert unknown.winner.index == 1 and "TIES" not in unknown.reason
+    assert unknown.winner.index == 2 and "it TIES with c1 on throughput" in unknown.reason
+    assert unknown.lost[1] == "ties with c2 on throughput; c2 costs less to run"
+
+
+def _c(label, value, ci, price=None, index=0):
+    return {"label": label, "v": value, "ci": ci, "price": price, "index": index}
+
+
+VALUE = Criterion("warm p95", lambda c: c["v"], lambda c: c["ci"], show=lambda c: f"{c['v']:g} ms {c['ci']}")
+PRICE = Criterion("price", lambda c: c["price"])
+
+
+def test_rank_by_intervals_ranks_tiers_of_ties_by_the_next_figure():
+    fast = _c("fast", 39.0, [33.0, 47.0], price=2.0, index=1)
+    close = _c("close", 51.0, [40.0, 63.0], price=1.0, index=2)  # overlaps fast: a tie, the cheaper first
+    slow = _c("slow", 90.0, [85.0, 95.0], price=0.5, index=3)  # cheapest, but slower beyond the intervals
+    unknown = _c("unknown", None, None, price=0.1, index=4)  # no figure: last, never tied with a figure
+    ranked = rank_by_intervals([slow, unknown, fast, close], [VALUE, PRICE], lambda c: c["index"])
+    assert [c["label"] for c in ranked] == ["close", "fast", "slow", "unknown"]
+    why, same = deciding(close, fast, [VALUE, PRICE])
+    assert why is PRICE and same == [VALUE]
+    assert tie_note(close, fast, same, lambda c: c["label"]) == (
+        "close and fast tie on warm p95 (51 ms [40.0, 63.0] vs 39 ms [33.0, 47.0])")
+    assert deciding(fast, slow, [VALUE, PRICE]) == (VALUE, [])
+    assert deciding(close, _c("twin", 50.0, [45.0, 55.0], price=1.0), [VALUE, PRICE])[0] is None
+    # a tier is judged against its best: 'far' overlaps 'close' but not 'fast', so it ranks after them
+    far = _c("far", 60.0, [50.0, 70.0], price=0.1, index=5)
+    assert [c["label"] for c in rank_by_intervals([far, fast, close], [VALUE, PRICE], lambda c: c["index"])] == [
+        "close", "fast", "far"]
+    # a measured figure without an interval ties with any other
+    blind = _c("blind", 80.0, None, price=0.2, index=6)
+    assert [c["label"] for c in rank_by_intervals([fast, blind], [VALUE, PRICE], lambda c: c["index"])] == [
+        "blind", "fast"]
 
 
 def test_latency_ties_on_the_percentiles_interval():

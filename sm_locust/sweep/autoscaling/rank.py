@@ -4,7 +4,10 @@ Eligible: the configuration ran; its seconds over the SLO (`slo_breach_s`, the r
 percentile was above `objective.slo_ms`) are at most `objective.max_breach_s` (0 when not given);
 its failed and throttled requests are within `objective.max_error_rate`. Among the eligible, the
 cheapest for the traffic wins (`cost_usd`: instance-hours x price; instance-hours when no price),
-then the fewer seconds over the SLO, the fewer flaps, file order.
+then the fewer seconds over the SLO, the fewer flaps, file order: the one ranking rule of every sweep
+(`trust.rank_by_intervals`), with these figures exact: each counts what happened in the run (the
+instance-hours its fleet was billed, its seconds over the SLO), not an estimate of a rate, so they
+carry no sampling interval.
 
 The sentence: "min_instances 2: 0 s over the p95 250 ms SLO, $0.21 for the traffic (0.90
 instance-hours, peak 3 instances); scale-out 180 s after the metric crossed, serving 420 s after".
@@ -17,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, status_reason, why_lost
+from sm_locust.sweep.objective import Objective, nothing_meets, status_reason, why_lost
+from sm_locust.sweep.trust import Criterion, rank_by_intervals
 from sm_locust.util.formatting import percent
 
 
@@ -61,6 +65,14 @@ def disqualification(c: ScalingCandidate, objective: Objective) -> str | None:
     return None
 
 
+CRITERIA: list[Criterion[ScalingCandidate]] = [
+    Criterion("cost for the traffic", lambda c: c.cost_usd),
+    Criterion("instance-hours", lambda c: c.instance_hours),
+    Criterion("seconds over the SLO", lambda c: c.slo_breach_s),
+    Criterion("flaps", lambda c: float(c.flaps)),
+]
+
+
 def _price(c: ScalingCandidate) -> str:
     if c.cost_usd is not None:
         return f"${c.cost_usd:.2f} for the traffic"
@@ -79,8 +91,7 @@ def _versus(winner: ScalingCandidate, other: ScalingCandidate) -> str:
 
 def recommend(candidates: Sequence[ScalingCandidate], objective: Objective) -> ScalingRecommendation:
     eligible = [c for c in candidates if disqualification(c, objective) is None]
-    ranked = sorted(eligible, key=lambda c: (big(c.cost_usd), big(c.instance_hours), big(c.slo_breach_s), c.flaps,
-                                             c.index))
+    ranked = rank_by_intervals(eligible, CRITERIA, lambda c: c.index)
     lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective), _versus)
     if not ranked:
         return ScalingRecommendation(None, nothing_meets("configuration", candidates, lost), lost)

@@ -14,7 +14,9 @@ the sweep reads what every other command reads:
   `plateau.knee_step`, the figures the verdict printed; older summaries: the step at the plateau's
   users), with the interval of the objective's percentile (`latency_ci95`); its start and end are
   also the window for endpoint CPU and memory. Never the rate of one step with the users or latency
-  of another;
+  of another. An **unstable** knee step (summary.json `stable: false`) is noise: the knee is then
+  quoted at the capacity step when that one is stable, else its rate is capped at the capacity, and
+  `knee_note` says so: a knee is never quoted above the capacity from an unstable step;
 - **inconclusive** (with its reason) when the run's verdict is (summary.json `verdict`: the load
   generator was the bottleneck where it decides the answer);
 - the **curve** is one point per load held (the last measurement of a load re-run as unstable),
@@ -52,10 +54,12 @@ class Measurement:
     knee_end: float | None = None
     knee_step: int | None = None  # summary.json steps[] index of the knee step (None: no such record)
     latency_ci95: list[float] | None = None  # the knee step's interval of latency_ms
+    knee_rps_ci95: list[float] | None = None  # the knee step's interval of its rate
     capacity_ci95: list[float] | None = None  # the capacity step's interval of its goodput (capacity_rps)
     capacity_step: int | None = None  # summary.json steps[] index of the capacity step
     capacity_users: float | None = None  # the capacity step's own load and latency (objective percentile)
     capacity_latency_ms: float | None = None
+    knee_note: str | None = None  # why the knee is quoted at another step than the search's
     inconclusive: bool = False  # summary.json verdict: the load generator, not the endpoint, decided the answer
     inconclusive_reason: str | None = None
     curve: list[dict[str, Any]] = field(default_factory=list)
@@ -106,6 +110,11 @@ def _listed(steps: Sequence[Mapping[str, Any]], index: Any) -> Mapping[str, Any]
     return None
 
 
+def _unstable(step: Mapping[str, Any] | None) -> bool:
+    """summary.json marks the step unstable (`stable: false`: its sub-windows disagree)."""
+    return step is not None and step.get("stable") is False
+
+
 def _interval(step: Mapping[str, Any] | None, key: str) -> list[float] | None:
     value = ((step or {}).get("ci95") or {}).get(key)
     return list(value) if isinstance(value, list) and len(value) == 2 else None
@@ -130,22 +139,30 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
             return m
         step = _listed(steps, plateau.get("knee_step")) or _knee_step(steps, plateau.get("users"), plateau["rps"])
         m.knee_step = plateau.get("knee_step") if _listed(steps, plateau.get("knee_step")) is not None else None
+        capacity = _listed(steps, plateau.get("capacity_step"))
+        if _unstable(step) and capacity is not None and not _unstable(capacity):
+            # an unstable step's figures are noise: the knee is quoted at the capacity step, never above it
+            step, m.knee_step = capacity, plateau["capacity_step"]
+            m.knee_note = "the search's knee step was unstable: quoted at the capacity step"
         m.basis = "plateau" if plateau.get("reached", True) else "plateau not reached (a lower bound)"
         m.text = plateau.get("text") or ""
         m.capacity_rps = float(plateau.get("capacity_rps") or plateau["rps"])
         m.capacity_ci95 = plateau.get("capacity_ci95")
-        capacity = _listed(steps, plateau.get("capacity_step"))
         if capacity is not None:
             m.capacity_step = plateau["capacity_step"]
             m.capacity_users = capacity.get("users")
             m.capacity_latency_ms = capacity.get(key)
         source = step if step is not None else plateau  # the knee step's own figures (the plateau's are the same)
         m.knee_rps = float(source.get("rps") or plateau["rps"])
+        if m.knee_note is None and _unstable(step) and m.knee_rps > m.capacity_rps:
+            m.knee_rps = m.capacity_rps  # no stable step to quote: never a knee above the capacity
+            m.knee_note = "the knee step was unstable (no stable step to quote): its rate is not quoted above capacity"
         m.knee_users = source.get("users", plateau.get("users"))
         m.p50_ms, m.p95_ms, m.p99_ms = source.get("p50_ms"), source.get("p95_ms"), source.get("p99_ms")
         m.error_rate = source.get("error_rate", plateau.get("error_rate"))
         m.latency_ms = source.get(key, plateau.get(key))
         m.latency_ci95 = _interval(step, key)
+        m.knee_rps_ci95 = m.capacity_ci95 if m.knee_rps == m.capacity_rps else _interval(step, "rps")
         if step is not None:
             m.knee_start, m.knee_end = epoch(step.get("start")), epoch(step.get("end"))
         return m
@@ -154,7 +171,7 @@ def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTI
         best = max(within, key=lambda s: s["rps"])
         m.basis = "best step"
         m.capacity_rps = m.knee_rps = float(best["rps"])
-        m.capacity_ci95 = _interval(best, "rps")
+        m.capacity_ci95 = m.knee_rps_ci95 = _interval(best, "rps")
         m.knee_step = m.capacity_step = steps.index(best)
         m.knee_users = m.capacity_users = best.get("users")
         m.p50_ms, m.p95_ms, m.p99_ms = best.get("p50_ms"), best.get("p95_ms"), best.get("p99_ms")

@@ -110,8 +110,10 @@ def cost_per_model_month(usd_per_hour: float | None, models: int | None) -> floa
     return round(usd_per_hour * HOURS_PER_MONTH / models, 6)
 
 
-def mix_figures(summary: Mapping[str, Any]) -> dict[str, float | None]:
-    """`cache_hit_rate` and `cold_p95_ms` from summary.json's `model_cache` (None without one)."""
+def mix_figures(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """`cache_hit_rate` (and its 95 % interval) and `cold_p95_ms` from summary.json's `model_cache` (None
+    without one)."""
     cache = summary.get("model_cache") or {}
     cold = cache.get("cold") or {}
-    return {"cache_hit_rate": cache.get("hit_rate"), "cold_p95_ms": cold.get("p95_ms")}
+    return {"cache_hit_rate": cache.get("hit_rate"), "cache_hit_rate_ci95": cache.get("hit_rate_ci95"),
+            "cold_p95_ms": cold.get("p95_ms")}

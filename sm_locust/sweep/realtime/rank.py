@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.sweep.objective import Objective, big, nothing_meets, status_reason, why_lost
-from sm_locust.sweep.trust import cheapest, tied_with
+from sm_locust.sweep.objective import Objective, nothing_meets, status_reason, why_lost
+from sm_locust.sweep.trust import Criterion, deciding, rank_by_intervals
 from sm_locust.util.formatting import MISSING, money, percent, with_interval
 
 
@@ -43,10 +43,12 @@ class Candidate:
     capacity_rps: float | None = None  # the capacity step's goodput
     knee_rps: float | None = None  # the knee step's own rate, users and percentile
     knee_users: float | None = None
+    knee_rps_ci95: list[float] | None = None
     latency_ms: float | None = None  # the objective's percentile at the knee step
     error_rate: float | None = None
     cost_per_1m: float | None = None
     instances_needed: int | None = None
+    instances_needed_ci95: list[int] | None = None
     cost_per_hour_at_target: float | None = None
     no_capacity_reason: str | None = None  # the run's own words when no load was acceptable
     capacity_ci95: list[float] | None = None  # 95 % intervals of the deciding figures
@@ -91,22 +93,48 @@ def ranking_mode(candidates: Iterable[Candidate], objective: Objective) -> str:
     return objective.optimize
 
 
-def sort_key(c: Candidate, mode: str, objective: Objective) -> tuple:
-    latency = big(c.latency_ms)
-    capacity = -(c.capacity_rps or 0.0)
+def _interval_text(value: float | None, interval: Any, unit: str = "", dollars: bool = False) -> str:
+    """'121 req/s (±6)', '$0.46 [0.43, 0.50]': a deciding figure with its interval (`with_interval`)."""
+    if value is None:
+        return MISSING
+    if isinstance(interval, (list, tuple)) and len(interval) == 2 and interval[0] == interval[1]:
+        interval = None  # a fleet of whole instances: the same cost at both bounds is the figure itself
+    return "$" + with_interval(value, interval, digits=2) if dollars else with_interval(value, interval, unit)
+
+
+def criteria(mode: str, objective: Objective) -> list[Criterion[Candidate]]:
+    """What the ranking `mode` orders by, most important first (module docstring): measured figures
+    with their 95 % intervals (a difference inside them is a tie), then the price to run it (exact)."""
+    p = objective.percentile_label
+    capacity = Criterion[Candidate]("throughput", lambda c: c.capacity_rps, lambda c: c.capacity_ci95, higher=True,
+                                    show=lambda c: _interval_text(c.capacity_rps, c.capacity_ci95, " req/s"))
+    latency = Criterion[Candidate](p, lambda c: c.latency_ms, lambda c: c.latency_ci95,
+                                   show=lambda c: _interval_text(c.latency_ms, c.latency_ci95, " ms"))
+    per_1m = Criterion[Candidate]("$ per 1M", lambda c: c.cost_per_1m, lambda c: c.cost_per_1m_ci95,
+                                  show=lambda c: _interval_text(c.cost_per_1m, c.cost_per_1m_ci95, dollars=True))
+    price = Criterion[Candidate]("price to run", lambda c: c.price_per_hour,
+                                 show=lambda c: f"{money(c.price_per_hour, 3)}/h")
     if mode == "throughput":
-        return (capacity, latency, c.index)
+        return [capacity, price, latency]
     if mode == "latency":
-        return (latency, big(c.cost_per_1m), capacity, c.index)
-    fleet = big(c.cost_per_hour_at_target) if objective.target_rps else 0.0
-    return (fleet, big(c.cost_per_1m), latency, c.index)
+        return [latency, per_1m, price, capacity]
+    if objective.target_rps:
+        fleet = Criterion[Candidate](f"$ per hour at {objective.target_rps:g} req/s",
+                                     lambda c: c.cost_per_hour_at_target,
+                                     lambda c: c.cost_per_hour_at_target_ci95,
+                                     show=lambda c: _interval_text(c.cost_per_hour_at_target,
+                                                                   c.cost_per_hour_at_target_ci95, dollars=True))
+        return [fleet, per_1m, price, latency]
+    return [per_1m, price, latency]
 
 
 def rank(candidates: Sequence[Candidate], objective: Objective) -> list[Candidate]:
-    """Eligible candidates, best first."""
+    """Eligible candidates, best first: by tiers of ties (`trust.rank_by_intervals`); what ties on
+    every figure keeps the higher point estimate of the deciding one, then file order."""
     mode = ranking_mode(candidates, objective)
     eligible = [c for c in candidates if disqualification(c, objective) is None]
-    return sorted(eligible, key=lambda c: sort_key(c, mode, objective))
+    order = criteria(mode, objective)
+    return rank_by_intervals(eligible, order, lambda c: (order[0].key(c), c.index))
 
 
 def _less(a: float | None, b: float | None) -> str:
@@ -126,39 +154,35 @@ def headline(c: Candidate, objective: Objective) -> str:
     """'max_concurrency 5: 116 req/s at 6 users, p95 44 ms, capacity 121 req/s (±3); 1 instance for 100
     req/s; $0.46 per 1M': the knee step's own rate, users and percentile, then the capacity (its own
     step's) when it differs; never one step's rate beside another's users."""
-    rate = c.knee_rps if c.knee_rps is not None else c.capacity_rps
-    head = f"{c.label}: {rate:.0f} req/s{_load(c.knee_users)}"
+    rate, interval = (c.knee_rps, c.knee_rps_ci95) if c.knee_rps is not None else (c.capacity_rps, c.capacity_ci95)
+    head = f"{c.label}: {with_interval(rate, interval, ' req/s')}{_load(c.knee_users)}"
     if c.latency_ms is not None:
-        head += f", {objective.percentile_label} {c.latency_ms:.0f} ms"
+        head += f", {objective.percentile_label} {with_interval(c.latency_ms, c.latency_ci95, ' ms')}"
     if c.capacity_rps is not None and c.knee_rps is not None and abs(c.capacity_rps - c.knee_rps) >= 0.05:
         head += f", capacity {with_interval(c.capacity_rps, c.capacity_ci95, ' req/s')}"
     parts = [head]
     if objective.target_rps and c.instances_needed:
-        plural = "instance" if c.instances_needed == 1 else "instances"
-        parts.append(f"{c.instances_needed} {plural} for {objective.target_rps:g} req/s")
+        span = c.instances_needed_ci95  # whole instances: an interval of one count is the figure itself
+        span = span if span and span[0] != span[1] else None
+        plural = "instance" if c.instances_needed == 1 and span is None else "instances"
+        parts.append(f"{with_interval(c.instances_needed, span)} {plural} for {objective.target_rps:g} req/s")
     if c.cost_per_1m is not None:
-        parts.append(f"${c.cost_per_1m:.2f} per 1M")
+        parts.append(f"${with_interval(c.cost_per_1m, c.cost_per_1m_ci95, digits=2)} per 1M")
     return "; ".join(parts)
 
 
 def _versus(winner: Candidate, other: Candidate, mode: str, objective: Objective) -> str:
-    """Why `other` ranks below `winner`, in the figure that decided it."""
-    p = objective.percentile_label
-    if mode == "throughput":
-        if (other.capacity_rps or 0) < (winner.capacity_rps or 0):
-            return f"{other.capacity_rps:.0f} req/s vs {winner.capacity_rps:.0f}"
-        return f"same throughput, {p} {big(other.latency_ms):.0f} ms vs {big(winner.latency_ms):.0f}"
-    if mode == "latency":
-        if big(other.latency_ms) > big(winner.latency_ms):
-            return f"{p} {other.latency_ms:.0f} ms vs {winner.latency_ms:.0f}"
-        return f"same latency, ${big(other.cost_per_1m):.2f} per 1M vs ${big(winner.cost_per_1m):.2f}"
-    if objective.target_rps and big(other.cost_per_hour_at_target) > big(winner.cost_per_hour_at_target):
+    """Why `other` ranks below `winner` when the deciding figure itself told them apart (beyond their
+    intervals): that figure, each with its interval."""
+    figure = deciding_figure(mode, objective)
+    if mode == "cost" and objective.target_rps:
         n = other.instances_needed
         return (f"{n} instance{'s' if n != 1 else ''} for {objective.target_rps:g} req/s cost "
-                f"${other.cost_per_hour_at_target:.2f}/h vs ${winner.cost_per_hour_at_target:.2f}/h")
-    if big(other.cost_per_1m) > big(winner.cost_per_1m):
-        return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
-    return f"as cheap, {p} {big(other.latency_ms):.0f} ms vs {big(winner.latency_ms):.0f}"
+                f"{figure.text(other)}/h vs {figure.text(winner)}/h")
+    if mode == "cost":
+        return f"{figure.text(other)} per 1M vs {figure.text(winner)}"
+    prefix = f"{objective.percentile_label} " if mode == "latency" else ""
+    return f"{prefix}{figure.text(other)} vs {figure.text(winner)}"
 
 
 def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: Objective) -> str:
@@ -177,74 +201,54 @@ def _comparison(winner: Candidate, runner_up: Candidate, mode: str, objective: O
     return f"as cheap as {runner_up.label}, with lower latency"
 
 
-@dataclass(frozen=True)
-class Deciding:
-    """The figure a ranking decides on: its name in a sentence, the candidate's attributes for its
-    value and 95 % interval, and how it prints."""
-
-    name: str
-    value: str
-    interval: str
-    unit: str = ""
-    dollars: bool = False
-
-    def show(self, c: Candidate) -> str:
-        """'121 req/s [115, 127]', '$0.46 [0.43, 0.50]'."""
-        value, interval = getattr(c, self.value), getattr(c, self.interval)
-        if value is None:
-            return MISSING
-        text = f"${value:.2f}" if self.dollars else f"{value:.0f}{self.unit}"
-        if interval:
-            low, high = interval
-            text += f" [{low:.2f}, {high:.2f}]" if self.dollars else f" [{low:.0f}, {high:.0f}]"
-        return text
+def deciding_figure(mode: str, objective: Objective) -> Criterion[Candidate]:
+    """The figure the ranking `mode` decides on first (see the module docstring)."""
+    return criteria(mode, objective)[0]
 
 
-def deciding_figure(mode: str, objective: Objective) -> Deciding:
-    """The figure the ranking `mode` decides on (see the module docstring)."""
-    if mode == "throughput":
-        return Deciding("throughput", "capacity_rps", "capacity_ci95", " req/s")
-    if mode == "latency":
-        return Deciding(objective.percentile_label, "latency_ms", "latency_ci95", " ms")
-    if objective.target_rps:
-        return Deciding(f"$ per hour at {objective.target_rps:g} req/s", "cost_per_hour_at_target",
-                        "cost_per_hour_at_target_ci95", dollars=True)
-    return Deciding("$ per 1M", "cost_per_1m", "cost_per_1m_ci95", dollars=True)
-
-
-def _tie(ranked: list[Candidate], mode: str, objective: Objective) -> tuple[list[Candidate], list[Candidate], str]:
-    """(ranked with the tie broken, the configurations tied with the first, the sentence's tail)."""
+def _tie(ranked: list[Candidate], mode: str, objective: Objective) -> tuple[list[Candidate], str]:
+    """(the configurations tied with the winner on the deciding figure, the sentence's tail)."""
     figure = deciding_figure(mode, objective)
-    tied = tied_with(ranked, lambda c: getattr(c, figure.interval))
+    if not ranked:
+        return [], ""
+    pick = ranked[0]
+    tied = [c for c in ranked[1:] if figure.same(pick, c)]
     if not tied:
-        return ranked, [], ""
-    group = [ranked[0], *tied]
-    pick = cheapest(group, lambda c: c.price_per_hour)
-    figures = " vs ".join(f"{c.label} {figure.show(c)}" for c in group)
-    others = ", ".join(c.label for c in group if c is not (pick or ranked[0]))
-    name = figure.name
-    if pick is None:
-        return ranked, tied, (f"; it TIES with {others} on {name} (95 % intervals overlap: {figures}), and no price "
-                              "tells the cheaper: the higher point estimate is kept")
-    reordered = [pick, *[c for c in ranked if c is not pick]]
-    prices = " vs ".join(f"{money(c.price_per_hour, 3)}/h" for c in [pick, *[c for c in group if c is not pick]])
-    return reordered, [c for c in group if c is not pick], (
-        f"; it TIES with {others} on {name} (95 % intervals overlap: {figures}): the cheaper to run is "
-        f"recommended ({prices})")
+        return [], ""
+    group = sorted([pick, *tied], key=lambda c: (figure.key(c), c.index))
+    figures = " vs ".join(f"{c.label} {figure.text(c)}" for c in group)
+    others = ", ".join(c.label for c in tied)
+    head = f"; it TIES with {others} on {figure.name} (95 % intervals overlap: {figures})"
+    why, _ = deciding(pick, tied[0], criteria(mode, objective))
+    if why is not None and why.name == "price to run":
+        prices = " vs ".join(f"{money(c.price_per_hour, 3)}/h" for c in [pick, *tied])
+        return tied, f"{head}: the cheaper to run is recommended ({prices})"
+    if why is not None:
+        other = tied[0]
+        return tied, f"{head}: {why.name} decides ({pick.label} {why.text(pick)} vs {other.label} {why.text(other)})"
+    if all(c.price_per_hour is None for c in group):
+        return tied, f"{head}, and no price tells the cheaper: the higher point estimate is kept"
+    return tied, f"{head}, and they tie on every figure: the higher point estimate is kept"
 
 
 def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommendation:
     """The winner, its one-sentence reason, and why each other configuration lost."""
     mode = ranking_mode(candidates, objective)
-    ranked, tied, tie_text = _tie(rank(candidates, objective), mode, objective)
-    name = deciding_figure(mode, objective).name
-    priced = ranked[0].price_per_hour is not None if ranked else False
+    ranked = rank(candidates, objective)
+    tied, tie_text = _tie(ranked, mode, objective)
+    order = criteria(mode, objective)
 
     def versus(winner: Candidate, other: Candidate) -> str:
-        if any(other is c for c in tied):
-            return f"ties with {winner.label} on {name}; " + (f"{winner.label} costs less to run" if priced else
-                                                               "no price tells them apart: the higher point was kept")
-        return _versus(winner, other, mode, objective)
+        why, same = deciding(winner, other, order)
+        if why is order[0]:
+            return _versus(winner, other, mode, objective)
+        names = " and ".join(c.name for c in same) or order[0].name
+        if why is None:
+            return (f"ties with {winner.label} on {names}; " + ("no price tells them apart: the higher point was kept"
+                                                                if winner.price_per_hour is None else "listed later"))
+        if why.name == "price to run":
+            return f"ties with {winner.label} on {names}; {winner.label} costs less to run"
+        return f"ties with {winner.label} on {names}; {why.name} {why.text(other)} vs {why.text(winner)}"
 
     lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective), versus)
     if not ranked:
@@ -259,5 +263,3 @@ def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommen
     if mode != objective.optimize:
         sentence += " (no prices known: ranked by throughput)"
     return Recommendation(winner, sentence, lost, ranked, [c.index for c in tied])
-
-

@@ -25,18 +25,18 @@ from sm_locust.sweep.render import (
     write_files,
     write_rows,
 )
-from sm_locust.util.formatting import MISSING, percent, with_interval
+from sm_locust.util.formatting import percent, with_interval
 
 SCHEMA = 1
 FIG_IDS = ("fig-sweep-curves", "fig-sweep-cost")
 FIGURE_COLUMNS = (
     "capacity_rps", "capacity_users", "capacity_step", "capacity_latency_ms", "knee_rps", "knee_users", "p50_ms",
     "p95_ms", "p99_ms", "latency_ms", "error_rate", "cpu_pct",
-    "memory_pct", "price_per_hour", "instance_type", "instance_count", "instances_needed", "cost_per_1m",
-    "cost_per_hour_at_target",
+    "memory_pct", "price_per_hour", "instance_type", "instance_count", "instances_needed", "instances_needed_ci95",
+    "cost_per_1m", "cost_per_1m_ci95", "cost_per_hour_at_target", "cost_per_hour_at_target_ci95",
     "meets_objective", "pareto", "lost_because", "client_bound", "run_dir", "deploy_s", "test_s", "wall_s",
     "billed_s", "cost_usd",
-    "cache_hit_rate", "models_loaded", "cold_p95_ms", "cost_per_model_month",
+    "cache_hit_rate", "cache_hit_rate_ci95", "models_loaded", "cold_p95_ms", "cost_per_model_month",
 )
 MIX_COLUMNS = [("cache hit %", "cache_hit_pct", 1), ("models loaded", "models_loaded", 1),
                ("cold p95 ms", "cold_p95_ms", 0), ("$ per model-month", "cost_per_model_month", 4)]
@@ -53,9 +53,9 @@ def configuration_line(index: int, total: int, row: RealtimeRow, percentile_labe
             return f"no sustainable throughput ({f.no_capacity_reason or 'see its run folder'})"
         users = f.knee_users
         at = f" at {users:g} user{'s' if users != 1 else ''}" if isinstance(users, (int, float)) else ""
-        latency = MISSING if f.latency_ms is None else f"{f.latency_ms:.0f}"
-        rate = f.knee_rps if f.knee_rps is not None else f.capacity_rps
-        text = (f"{rate:.1f} req/s{at}, {percentile_label} {latency} ms, "
+        latency = with_interval(f.latency_ms, f.latency_ci95, " ms")
+        rate, interval = (f.knee_rps, f.knee_rps_ci95) if f.knee_rps is not None else (f.capacity_rps, f.capacity_ci95)
+        text = (f"{with_interval(rate, interval, ' req/s', 1)}{at}, {percentile_label} {latency}, "
                 f"{percent(f.error_rate, trim=True)} errors")
         if f.capacity_step is not None and f.capacity_step != f.knee_step:
             text += f", capacity {with_interval(f.capacity_rps, f.capacity_ci95, ' req/s', 1)}"
@@ -63,7 +63,10 @@ def configuration_line(index: int, total: int, row: RealtimeRow, percentile_labe
             values = f.repeat["capacity_values"]
             text += (f" ({f.repeat['quoted_run']}, the median of {f.repeat['runs']} runs: run to run "
                      f"{min(values):.1f}..{max(values):.1f} req/s)")
-        return text + (f"; ${f.cost_per_1m:.2f} per 1M" if f.cost_per_1m is not None else "")
+        if f.knee_note:
+            text += f" ({f.knee_note})"
+        return text + (f"; ${with_interval(f.cost_per_1m, f.cost_per_1m_ci95, digits=2)} per 1M"
+                       if f.cost_per_1m is not None else "")
 
     return progress.configuration_line(index, total, row, figures)
 
@@ -92,6 +95,24 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------- html
 
 
+def _cache_hit_pct(c: dict[str, Any]) -> str | None:
+    """The cache hit rate in % with its interval, for the 'cache hit %' cell (None: no model cache)."""
+    rate, interval = c.get("cache_hit_rate"), c.get("cache_hit_rate_ci95")
+    if rate is None:
+        return None
+    bounds = [100.0 * v for v in interval] if isinstance(interval, list) and len(interval) == 2 else None
+    return with_interval(100.0 * rate, bounds, "", 1)
+
+
+def _interval_text(c: dict[str, Any], key: str, digits: int) -> str | None:
+    """A sweep.json figure with its `<key>_ci95` interval, for a table cell (None: not measured); an
+    interval of one whole count (instances) is the figure itself."""
+    interval = c.get(f"{key}_ci95")
+    if isinstance(interval, list) and len(interval) == 2 and interval[0] == interval[1] == c.get(key):
+        interval = None
+    return None if c.get(key) is None else with_interval(c[key], interval, "", digits)
+
+
 def table(document: dict[str, Any]) -> str:
     pct = document.get("objective", {}).get("percentile_label", "p95")
     columns = [("#", "index", 0), ("configuration", "label", 0), ("status", "status", 0),
@@ -99,8 +120,9 @@ def table(document: dict[str, Any]) -> str:
                ("users at the knee", "knee_users", 0), ("p50 ms", "p50_ms", 0), ("p95 ms", "p95_ms", 0),
                ("p99 ms", "p99_ms", 0), ("errors %", "error_pct", 2), ("endpoint CPU %", "cpu_pct", 0),
                ("endpoint memory %", "memory_pct", 1), ("$ per hour", "price_per_hour", 3),
-               ("instances for target", "instances_needed", 0), ("$ per hour at target", "cost_per_hour_at_target", 2),
-               ("$ per 1M", "cost_per_1m", 2), ("meets objective", "meets_objective", 0),
+               ("instances for target", "instances_text", 0),
+               ("$ per hour at target", "fleet_text", 2), ("$ per 1M", "cost_text", 2),
+               ("meets objective", "meets_objective", 0),
                ("why not", "lost_because", 0)]
     if any(c.get("cache_hit_rate") is not None or c.get("models_loaded") is not None
            for c in document.get("configurations") or []):  # a sweep under a model mix (realtime/mix.py)
@@ -109,7 +131,10 @@ def table(document: dict[str, Any]) -> str:
     def derived(c: dict[str, Any]) -> dict[str, Any]:
         capacity = c.get("capacity_rps")
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
-                "cache_hit_pct": None if c.get("cache_hit_rate") is None else 100.0 * c["cache_hit_rate"],
+                "cache_hit_pct": _cache_hit_pct(c),
+                "instances_text": _interval_text(c, "instances_needed", 0),
+                "fleet_text": _interval_text(c, "cost_per_hour_at_target", 2),
+                "cost_text": _interval_text(c, "cost_per_1m", 2),
                 "capacity_text": None if capacity is None else with_interval(capacity, c.get("capacity_ci95"), "", 1)}
 
     note = ('<p class="note">Figures at each configuration\'s knee (the least load that gets the plateau\'s '

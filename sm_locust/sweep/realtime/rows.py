@@ -25,10 +25,12 @@ class RealtimeFigures(Measurement):
     cost_per_1m: float | None = None
     cost_per_1m_ci95: list[float] | None = None
     instances_needed: int | None = None
+    instances_needed_ci95: list[int] | None = None
     cost_per_hour_at_target: float | None = None
     cost_per_hour_at_target_ci95: list[float] | None = None
     # under a model mix (`realtime.mix`; null otherwise)
     cache_hit_rate: float | None = None
+    cache_hit_rate_ci95: list[float] | None = None
     models_loaded: float | None = None
     cold_p95_ms: float | None = None
     cost_per_model_month: float | None = None

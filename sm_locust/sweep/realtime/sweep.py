@@ -110,8 +110,8 @@ class RealtimeSweep(Sweep):
         row.figures = RealtimeFigures(
             **vars(m), cpu_pct=None if cpu is None else round(cpu, 1),
             memory_pct=None if memory is None else round(memory, 2), **cost,
-            cost_per_1m_ci95=bounds["cost_per_1m_ci95"],
-            cost_per_hour_at_target_ci95=bounds["cost_per_hour_at_target_ci95"], cache_hit_rate=cache["cache_hit_rate"],
+            **bounds, cache_hit_rate=cache["cache_hit_rate"],
+            cache_hit_rate_ci95=cache["cache_hit_rate_ci95"],
             cold_p95_ms=cache["cold_p95_ms"], models_loaded=loaded,
             cost_per_model_month=cost_per_model_month(fleet, mix_size(mix)) if m.capacity_rps else None,
             repeat=repeat)
@@ -126,11 +126,12 @@ class RealtimeSweep(Sweep):
         price = row.price
         return Candidate(index=row.index, label=row.label, status=row.status, reason=row.reason,
                          capacity_rps=f.capacity_rps, knee_rps=f.knee_rps, knee_users=f.knee_users,
+                         knee_rps_ci95=f.knee_rps_ci95,
                          latency_ms=f.latency_ms,
                          error_rate=f.error_rate, cost_per_1m=f.cost_per_1m, instances_needed=f.instances_needed,
                          cost_per_hour_at_target=f.cost_per_hour_at_target, no_capacity_reason=f.no_capacity_reason,
                          capacity_ci95=f.capacity_ci95, latency_ci95=f.latency_ci95,
-                         cost_per_1m_ci95=f.cost_per_1m_ci95,
+                         cost_per_1m_ci95=f.cost_per_1m_ci95, instances_needed_ci95=f.instances_needed_ci95,
                          cost_per_hour_at_target_ci95=f.cost_per_hour_at_target_ci95,
                          price_per_hour=(price.usd_per_hour * price.instance_count
                                          if price.usd_per_hour is not None else None))

@@ -71,7 +71,9 @@ class Collector:
         latency = figures.model_latency or {}
         if latency.get("average_ms") is not None:
             duration, source = latency["average_ms"], f"ModelLatency mean ({latency['source']})"
-        figures.cost = configuration_cost(memory_mb, duration, source, bytes_in, bytes_out, self.prices, self.compare)
+        figures.cost = configuration_cost(memory_mb, duration, source, bytes_in, bytes_out, self.prices, self.compare,
+                                          duration_interval(duration, figures.warm_mean_ms,
+                                                            figures.warm_ci95("warm_mean_ms")))
         return figures
 
     def model_latency(self, run_dir: Path, results: Mapping[str, Any],
@@ -104,6 +106,14 @@ class Collector:
             return cloudwatch_ms(client, metric, endpoint, variant, start, end)
         except Exception as exc:  # noqa: BLE001 - the figure is optional; the sweep goes on
             return {"source": "CloudWatch", "count": 0, "note": f"not read: {type(exc).__name__}: {exc}"}
+
+
+def duration_interval(duration: float | None, warm_mean: float | None, warm_ci95: Any) -> list[float] | None:
+    """The billed duration's 95 % interval: the warm mean's, relative (ModelLatency's mean, read as
+    one figure, varies between runs as the client's mean of the same requests does)."""
+    if duration is None or not warm_mean or not isinstance(warm_ci95, (list, tuple)) or len(warm_ci95) != 2:
+        return None
+    return [duration * warm_ci95[0] / warm_mean, duration * warm_ci95[1] / warm_mean]
 
 
 def average_response_bytes(path: Path) -> float | None:

@@ -165,23 +165,36 @@ class ConfigurationCost:
     break_even_rps: float | None = None
     break_even_requests_per_month: float | None = None
     detail: dict[str, Any] | None = None
+    cost_per_1m_ci95: list[float] | None = None  # the same arithmetic at the duration's interval bounds
 
     def as_dict(self) -> dict[str, Any]:
-        return {"cost_per_1m": self.cost_per_1m, "break_even_rps": self.break_even_rps,
+        return {"cost_per_1m": self.cost_per_1m, "cost_per_1m_ci95": self.cost_per_1m_ci95,
+                "break_even_rps": self.break_even_rps,
                 "break_even_requests_per_month": self.break_even_requests_per_month, "cost": self.detail}
 
 
 def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
-                       prices: ServerlessPrices, compare: Any | None = None) -> ConfigurationCost:
+                       prices: ServerlessPrices, compare: Any | None = None,
+                       duration_ci95: Any = None) -> ConfigurationCost:
     """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
     it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the
-    break-even rate and its requests a month."""
+    break-even rate and its requests a month; with the duration's 95 % interval, $ per 1M's (the
+    cost grows with the duration, so its bounds are the bounds' costs, billed from the low bound
+    rounded down to the high bound rounded up)."""
     if duration_ms is None:
         return ConfigurationCost()
+    interval = None
+    if isinstance(duration_ci95, (list, tuple)) and len(duration_ci95) == 2:
+        # each request is billed rounded up to the ms, so the mean billed duration lies anywhere from the
+        # low bound rounded down to the high bound rounded up: two configurations billed the same whole
+        # ms are not told apart by the rounding (nor by a few bytes of data)
+        low, high = math.floor(float(duration_ci95[0])), float(duration_ci95[1])
+        interval = [request_cost(memory_mb, d, prices, bytes_in, bytes_out).per_1m for d in (low, high)]
     cost = request_cost(memory_mb, duration_ms, prices, bytes_in, bytes_out)
     detail = {**cost.as_dict(), "bytes_in": bytes_in, "bytes_out": bytes_out, "duration_source": source,
               "prices": prices.label()}
     rate = None
     if compare is not None and compare.price_per_hour is not None:
         rate = break_even_rps(cost.usd, compare.price_per_hour, compare.capacity_rps)
-    return ConfigurationCost(cost.per_1m, rate, requests_per_month(rate) if rate is not None else None, detail)
+    return ConfigurationCost(cost.per_1m, rate, requests_per_month(rate) if rate is not None else None, detail,
+                             interval)

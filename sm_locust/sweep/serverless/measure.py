@@ -25,6 +25,12 @@ recorder's `Second`s (`sm_locust.record.timeline.read_seconds`).
   (`source: "concurrency x0.5"` in sweep.json), so the sweep still ranks and prices.
 - **Cold starts**: percentiles of the cold-start test's successful first requests (exact times,
   not histogram buckets), nearest-rank.
+- **Intervals** (95 %, `plateau/uncertainty.py`, so a sweep ranks on what the measurement supports):
+  the warm percentiles by its block bootstrap over the stability window's per-second warm
+  histograms; the warm mean (what serverless bills) by its batch means, as the ratio of the
+  seconds' summed latencies to their requests; each concurrency phase's goodput by batch means;
+  the cold-start p50 and p99 by the order statistics of the samples (`order_statistic_ci`). A
+  window too short for one is null.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.uncertainty import order_statistic_ci, percentile_cis, rate_ci
 
 WARMUP_SHARE = 0.2  # concurrency phases: the first 20 % (at least MIN_WARMUP_S) is ramp and cold starts
 MIN_WARMUP_S = 1.0
@@ -122,6 +129,10 @@ class StabilityFigures:
     warm_p95_ms: float | None = None
     warm_p99_ms: float | None = None
     warm_mean_ms: float | None = None
+    warm_p50_ms_ci95: list[float] | None = None  # 95 % intervals (module docstring)
+    warm_p95_ms_ci95: list[float] | None = None
+    warm_p99_ms_ci95: list[float] | None = None
+    warm_mean_ms_ci95: list[float] | None = None
     source: str = "stability"  # or "concurrency x0.5": no stability test ran (`load_figures`)
     hist: dict[int, int] = field(default_factory=dict, repr=False)
 
@@ -140,6 +151,7 @@ class ConcurrencyFigures:
     throttled: int = 0
     throttle_rate: float | None = None
     goodput_rps: float | None = None
+    goodput_rps_ci95: list[float] | None = None
     p50_ms: float | None = None  # successful invocations
     p95_ms: float | None = None
 
@@ -154,6 +166,8 @@ class ColdStartFigures:
     p50_ms: float | None = None
     p99_ms: float | None = None
     mean_ms: float | None = None
+    p50_ms_ci95: list[float] | None = None
+    p99_ms_ci95: list[float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,7 +201,25 @@ def stability(window: Sequence[Second], throttle_part: float = 1.0,
     if warm:
         f.warm_p50_ms, f.warm_p95_ms, f.warm_p99_ms = (histogram_percentile(warm, p) for p in (50, 95, 99))
         f.warm_mean_ms = hist_mean(warm)
+        warm_intervals(f, window, throttle_part)
     return f
+
+
+def warm_intervals(f: StabilityFigures, window: Sequence[Second], throttle_part: float) -> None:
+    """The warm figures' 95 % intervals, from the window's seconds (each second's successes below the
+    cold threshold): percentiles by block bootstrap, the mean as a ratio by batch means."""
+    threshold = f.threshold_ms if f.threshold_ms is not None else math.inf
+    hists, durations, sums, counts = [], [], [], []
+    for s in window:
+        own = success_hist(s.hist, round(s.failures * throttle_part))
+        warm = {b: n for b, n in own.items() if b <= threshold}
+        hists.append(warm)
+        durations.append(s.interval or 1.0)
+        sums.append(float(sum(b * n for b, n in warm.items())))
+        counts.append(float(sum(warm.values())))
+    cis = percentile_cis(hists, (50.0, 95.0, 99.0), intervals=durations)
+    f.warm_p50_ms_ci95, f.warm_p95_ms_ci95, f.warm_p99_ms_ci95 = (cis[p].as_list(1) for p in (50.0, 95.0, 99.0))
+    f.warm_mean_ms_ci95 = rate_ci(sums, counts).as_list(2)
 
 
 def concurrency(window: Sequence[Second], phase: Phase, throttle_part: float = 1.0) -> ConcurrencyFigures:
@@ -200,6 +232,8 @@ def concurrency(window: Sequence[Second], phase: Phase, throttle_part: float = 1
     f.throttled = round(failures * throttle_part)
     f.throttle_rate = f.throttled / f.requests if f.requests else None
     f.goodput_rps = (f.requests - failures) / f.seconds if f.seconds else None
+    served = [s.requests - s.failures for s in window]
+    f.goodput_rps_ci95 = rate_ci(served, [s.interval or 1.0 for s in window]).as_list(2)
     hist = success_hist(merge_histograms(s.hist for s in window), f.throttled)
     if hist:
         f.p50_ms, f.p95_ms = histogram_percentile(hist, 50), histogram_percentile(hist, 95)
@@ -222,6 +256,8 @@ def cold_starts(samples: Iterable[Mapping[str, Any]]) -> ColdStartFigures:
             f.failures[str(s.get("code"))] = f.failures.get(str(s.get("code")), 0) + 1
     if f.samples_ms:
         f.p50_ms, f.p99_ms = nearest_rank(f.samples_ms, 50), nearest_rank(f.samples_ms, 99)
+        f.p50_ms_ci95 = order_statistic_ci(f.samples_ms, 50).as_list(1)
+        f.p99_ms_ci95 = order_statistic_ci(f.samples_ms, 99).as_list(1)
         f.mean_ms = sum(f.samples_ms) / len(f.samples_ms)
     return f
 

@@ -6,16 +6,22 @@ MaxConcurrency callers (multiplier 1, or the largest multiplier under it) within
 and, with `target_rps`, a measured goodput of at least that.
 
 Ranking, as seed 003 chooses (the cheapest memory size that performs, then the MaxConcurrency that
-handles the traffic):
+handles the traffic), by the one rule of every sweep (`trust.rank_by_intervals`): configurations
+whose 95 % intervals overlap on a figure tie on it, and the next figure decides between them:
 
-1. **cost**: configurations within `COST_TIE` (5 %) of the cheapest $ per 1M count as equally
-   cheap: with CPU proportional to memory, a size twice as large runs about twice as fast and costs
-   about the same per request, and measurement noise must not decide;
-2. **warm latency** among those: within `LATENCY_TIE` (10 %) of the best count as equal;
+1. **cost**, $ per 1M (its interval: the billed duration's): with CPU proportional to memory, a
+   size twice as large runs about twice as fast and costs about the same per request, and
+   measurement noise must not decide;
+2. **warm latency** (the objective's percentile, else p95) among those;
 3. **MaxConcurrency**: it costs nothing, so without a `target_rps` the configuration that serves
-   more (higher goodput) wins; with a target, the smallest MaxConcurrency that meets it (account
-   quota is shared by every serverless endpoint in the region);
-4. then the faster cold start, then file order.
+   more (higher goodput, by its interval) wins; with a target, the smallest MaxConcurrency that meets
+   it (account quota is shared by every serverless endpoint in the region);
+4. then the faster cold start (p50, by its interval), then file order.
+
+A figure without an interval (too few samples) separates nothing. The sentence names the figures the
+winner tied on and the one that decided: "...; it ties with 4096 MB, MaxConcurrency 2 on $ per 1M
+($4.97 (±0.10) vs $4.96 (±0.12)) and warm p95 (51 ms [40, 63] vs 39 ms [33, 47]): it serves more
+(213 req/s (±9) vs 58 req/s (±3))".
 
 The sentence: "serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.8 s, $4.97 per
 1M; real-time ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)".
@@ -29,11 +35,10 @@ from typing import Any
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
-from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
-from sm_locust.util.formatting import MISSING, percent
+from sm_locust.sweep.objective import Objective, nothing_meets, why_lost
+from sm_locust.sweep.trust import Criterion, deciding, rank_by_intervals, tie_note
+from sm_locust.util.formatting import MISSING, percent, with_interval
 
-COST_TIE = 0.05
-LATENCY_TIE = 0.10
 WARM_KEYS = {p: percentile_key(p, "warm_") for p in (50.0, 95.0, 99.0)}
 
 
@@ -52,6 +57,10 @@ class ServerlessCandidate:
     cost_per_1m: float | None = None
     break_even_rps: float | None = None
     break_even_requests_per_month: float | None = None
+    warm_ci95: dict[float, list[float] | None] = field(default_factory=dict)  # percentile -> its 95 % interval
+    capacity_ci95: list[float] | None = None
+    cold_start_p50_ci95: list[float] | None = None
+    cost_per_1m_ci95: list[float] | None = None
 
     @property
     def warm_p95_ms(self) -> float | None:
@@ -64,6 +73,7 @@ class ServerlessRecommendation:
     reason: str
     lost: dict[int, str]
     ranked: list[ServerlessCandidate]
+    tied: list[int] = field(default_factory=list)  # indexes of the configurations the winner ties with
 
 
 def _seconds(ms: float | None) -> str:
@@ -99,57 +109,89 @@ def disqualification(c: ServerlessCandidate, objective: Objective) -> str | None
     return None
 
 
+def _warm_percentile(objective: Objective) -> float:
+    return objective.percentile if objective.percentile in WARM_KEYS else DEFAULT_SLO_PERCENTILE
+
+
+def _label(c: ServerlessCandidate) -> str:
+    return f"{c.memory_mb} MB, MaxConcurrency {c.max_concurrency}"
+
+
+def criteria(objective: Objective) -> list[Criterion[ServerlessCandidate]]:
+    """What the ranking orders by, most important first (module docstring)."""
+    p = _warm_percentile(objective)
+    cost = Criterion[ServerlessCandidate](
+        "$ per 1M", lambda c: c.cost_per_1m, lambda c: c.cost_per_1m_ci95,
+        show=lambda c: "$" + with_interval(c.cost_per_1m, c.cost_per_1m_ci95, digits=2))
+    warm = Criterion[ServerlessCandidate](
+        f"warm p{p:g}", lambda c: c.warm_ms.get(p), lambda c: c.warm_ci95.get(p),
+        show=lambda c: with_interval(c.warm_ms.get(p), c.warm_ci95.get(p), " ms"))
+    cold = Criterion[ServerlessCandidate](
+        "cold start p50", lambda c: c.cold_start_p50_ms, lambda c: c.cold_start_p50_ci95,
+        show=lambda c: with_interval(c.cold_start_p50_ms, c.cold_start_p50_ci95, " ms"))
+    if objective.target_rps:
+        concurrency = Criterion[ServerlessCandidate]("MaxConcurrency", lambda c: float(c.max_concurrency),
+                                                     show=lambda c: f"{c.max_concurrency}")
+        return [cost, warm, concurrency, cold]
+    served = Criterion[ServerlessCandidate](
+        "goodput", lambda c: c.capacity_rps, lambda c: c.capacity_ci95, higher=True,
+        show=lambda c: with_interval(c.capacity_rps, c.capacity_ci95, " req/s", 1))
+    return [cost, warm, served, cold]
+
+
 def rank(candidates: Sequence[ServerlessCandidate], objective: Objective) -> list[ServerlessCandidate]:
     """Eligible candidates, best first (the rules in the module docstring)."""
     eligible = [c for c in candidates if disqualification(c, objective) is None]
-    ordered: list[ServerlessCandidate] = []
-    pool = list(eligible)
-    while pool:
-        cheapest = min(big(c.cost_per_1m) for c in pool)
-        if cheapest == float("inf"):
-            tier = list(pool)
-        else:
-            tier = [c for c in pool if big(c.cost_per_1m) <= cheapest * (1 + COST_TIE)]
-        while tier:
-            fastest = min(big(c.warm_p95_ms) for c in tier)
-            band = [c for c in tier if big(c.warm_p95_ms) <= fastest * (1 + LATENCY_TIE)]
-            if objective.target_rps:
-                band.sort(key=lambda c: (c.max_concurrency, big(c.cold_start_p50_ms), c.index))
-            else:
-                band.sort(key=lambda c: (-(c.capacity_rps or 0.0), big(c.cold_start_p50_ms), c.index))
-            ordered.extend(band)
-            tier = [c for c in tier if c not in band]
-        pool = [c for c in pool if c not in ordered]
-    return ordered
+    return rank_by_intervals(eligible, criteria(objective), lambda c: c.index)
 
 
 def _versus(winner: ServerlessCandidate, other: ServerlessCandidate, objective: Objective) -> str:
-    if big(other.cost_per_1m) > big(winner.cost_per_1m) * (1 + COST_TIE):
-        return f"${other.cost_per_1m:.2f} per 1M vs ${winner.cost_per_1m:.2f}"
-    if big(other.warm_p95_ms) > big(winner.warm_p95_ms) * (1 + LATENCY_TIE):
-        return f"as cheap, but p95 {other.warm_p95_ms:.0f} ms warm vs {winner.warm_p95_ms:.0f}"
-    if objective.target_rps and other.max_concurrency > winner.max_concurrency:
-        return (f"MaxConcurrency {winner.max_concurrency} already serves {objective.target_rps:g} req/s "
+    """Why `other` ranks below `winner`: the figures they tie on, and the one that decided."""
+    why, same = deciding(winner, other, criteria(objective))
+    tied = f"ties with {_label(winner)} on {' and '.join(c.name for c in same)}; " if same else ""
+    if why is None:
+        return tied + "as good on every figure; listed later"
+    if why.name == "MaxConcurrency":
+        return (f"{tied}MaxConcurrency {winner.max_concurrency} already serves {objective.target_rps:g} req/s "
                 f"(this one takes {other.max_concurrency} of the region's concurrency quota)")
-    if (other.capacity_rps or 0.0) < (winner.capacity_rps or 0.0):
-        return (f"as cheap and as fast, but serves at most {other.capacity_rps or 0:.1f} req/s vs "
-                f"{winner.capacity_rps or 0:.1f} (MaxConcurrency {other.max_concurrency} vs {winner.max_concurrency})")
-    if big(other.cold_start_p50_ms) > big(winner.cold_start_p50_ms):
-        return f"cold starts {_seconds(other.cold_start_p50_ms)} vs {_seconds(winner.cold_start_p50_ms)}"
-    return "as good; listed later"
+    if why.name == "goodput":
+        return (f"{tied}serves at most {why.text(other)} vs {why.text(winner)} "
+                f"(MaxConcurrency {other.max_concurrency} vs {winner.max_concurrency})")
+    return f"{tied}{why.name} {why.text(other)} vs {why.text(winner)}"
+
+
+def _tie_tail(ranked: Sequence[ServerlessCandidate], objective: Objective) -> tuple[list[ServerlessCandidate], str]:
+    """(the configurations the winner tied with on the first figure, the sentence's tail naming the figures
+    it tied the runner-up on and the one that decided)."""
+    if len(ranked) < 2:
+        return [], ""
+    order = criteria(objective)
+    winner = ranked[0]
+    tied = [c for c in ranked[1:] if order[0].same(winner, c)]
+    runner_up = ranked[1]
+    why, same = deciding(winner, runner_up, order)
+    if not same:
+        return tied, ""
+    note = tie_note(winner, runner_up, same, _label)
+    if why is None:
+        return tied, f"; {note}, and on every other figure: the first listed is recommended"
+    return tied, f"; {note}: {why.name} decides ({why.text(winner)} vs {why.text(runner_up)})"
 
 
 def headline(c: ServerlessCandidate, objective: Objective, compare: Any | None) -> str:
     """'serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.8 s, $4.97 per 1M; real-time
     ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)'."""
-    p = objective.percentile if objective.percentile in WARM_KEYS else DEFAULT_SLO_PERCENTILE
+    p = _warm_percentile(objective)
     warm = c.warm_ms.get(p)
     parts = [f"serverless {c.memory_mb} MB, MaxConcurrency {c.max_concurrency}: "
-             + (f"p{p:g} {warm:.0f} ms warm" if warm is not None else "warm latency unknown")]
+             + (f"p{p:g} {with_interval(warm, c.warm_ci95.get(p), ' ms')} warm" if warm is not None
+                else "warm latency unknown")]
+    if c.capacity_rps is not None:
+        parts.append(f"serves {with_interval(c.capacity_rps, c.capacity_ci95, ' req/s', 1)}")
     if c.cold_start_p50_ms is not None:
         parts.append(f"cold starts {_seconds(c.cold_start_p50_ms)}")
     if c.cost_per_1m is not None:
-        parts.append(f"${c.cost_per_1m:.2f} per 1M")
+        parts.append(f"${with_interval(c.cost_per_1m, c.cost_per_1m_ci95, digits=2)} per 1M")
     text = ", ".join(parts)
     if compare is not None and c.cost_per_1m is not None:
         if c.break_even_rps is not None:
@@ -169,4 +211,6 @@ def recommend(candidates: Sequence[ServerlessCandidate], objective: Objective,
                     lambda winner, other: _versus(winner, other, objective))
     if not ranked:
         return ServerlessRecommendation(None, nothing_meets("serverless configuration", candidates, lost), lost, [])
-    return ServerlessRecommendation(ranked[0], headline(ranked[0], objective, compare), lost, ranked)
+    tied, tail = _tie_tail(ranked, objective)
+    return ServerlessRecommendation(ranked[0], headline(ranked[0], objective, compare) + tail, lost, ranked,
+                                    [c.index for c in tied])

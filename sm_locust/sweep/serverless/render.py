@@ -30,7 +30,7 @@ from sm_locust.sweep.serverless.cost import (
     traffic_grid,
 )
 from sm_locust.sweep.serverless.rows import ServerlessFigures, ServerlessRow
-from sm_locust.util.formatting import percent
+from sm_locust.util.formatting import percent, with_interval
 
 SCHEMA = 1
 FIG_IDS = ("fig-sls-throttle", "fig-sls-latency", "fig-sls-cold", "fig-sls-cost")
@@ -48,7 +48,7 @@ def configuration_line(index: int, total: int, row: ServerlessRow) -> str:
     def figures() -> str:
         parts = []
         if f.warm_p95_ms is not None:
-            parts.append(f"warm p95 {f.warm_p95_ms:.0f} ms")
+            parts.append(f"warm p95 {with_interval(f.warm_p95_ms, f.warm_ci95('warm_p95_ms'), ' ms')}")
         if f.cold.p50_ms is not None:
             parts.append(f"cold start p50 {f.cold.p50_ms / 1000:.2f} s")
         throttles = f.throttle_rate
@@ -56,10 +56,10 @@ def configuration_line(index: int, total: int, row: ServerlessRow) -> str:
             parts.append(f"throttled {' / '.join(percent(v, trim=True) for v in throttles.values())} at "
                          f"{' / '.join('x' + m for m in throttles)}")
         if f.capacity_rps is not None:
-            parts.append(f"up to {f.capacity_rps:.1f} req/s")
+            parts.append(f"up to {with_interval(f.capacity_rps, f.capacity_rps_ci95, ' req/s', 1)}")
         text = ", ".join(parts or ["no figures"])
         if f.cost.cost_per_1m is not None:
-            text += f"; ${f.cost.cost_per_1m:.2f} per 1M"
+            text += f"; ${with_interval(f.cost.cost_per_1m, f.cost.cost_per_1m_ci95, digits=2)} per 1M"
             if f.cost.break_even_rps is not None:
                 text += f", real-time cheaper above {f.cost.break_even_rps:.1f} req/s"
         return text
@@ -93,17 +93,26 @@ def write_csv(path: Path, document: dict[str, Any]) -> None:
 # ------------------------------------------------------------------------------------------- html
 
 
+def _interval_text(c: dict[str, Any], key: str, digits: int) -> str | None:
+    """A sweep.json figure with its `<key>_ci95` interval, for a table cell (None: not measured)."""
+    return None if c.get(key) is None else with_interval(c[key], c.get(f"{key}_ci95"), "", digits)
+
+
 def table(document: dict[str, Any]) -> str:
     columns = [("configuration", "label", 0), ("status", "status", 0), ("memory MB", "memory_size_mb", 0),
                ("MaxConcurrency", "max_concurrency", 0), ("warm p50 ms", "warm_p50_ms", 0),
-               ("warm p95 ms", "warm_p95_ms", 0),
+               ("warm p95 ms [95 % interval]", "warm_p95_text", 0),
                ("cold start p50 s", "cold_p50_s", 2), ("cold start p99 s", "cold_p99_s", 2),
-               ("throttled with MaxConcurrency callers %", "throttle_pct", 1), ("most req/s served", "capacity_rps", 1),
-               ("$ per 1M", "cost_per_1m", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
+               ("throttled with MaxConcurrency callers %", "throttle_pct", 1),
+               ("most req/s served", "capacity_text", 1),
+               ("$ per 1M", "cost_text", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
                ("... requests a month (M)", "break_even_m", 1), ("why not", "lost_because", 0)]
 
     def derived(c: dict[str, Any]) -> dict[str, Any]:
         return {
+            "warm_p95_text": _interval_text(c, "warm_p95_ms", 0),
+            "capacity_text": _interval_text(c, "capacity_rps", 1),
+            "cost_text": _interval_text(c, "cost_per_1m", 2),
             "cold_p50_s": None if c.get("cold_start_p50_ms") is None else c["cold_start_p50_ms"] / 1000.0,
             "cold_p99_s": None if c.get("cold_start_p99_ms") is None else c["cold_start_p99_ms"] / 1000.0,
             "throttle_pct": (None if c.get("throttle_at_max_concurrency") is None

@@ -46,6 +46,10 @@ class ServerlessFigures:
     def warm_mean_ms(self) -> float | None:
         return self._warm("warm_mean_ms")
 
+    def warm_ci95(self, key: str) -> list[float] | None:
+        """The 95 % interval of a warm figure (`warm_p95_ms`, `warm_mean_ms`, ...), or None."""
+        return getattr(self.stability, f"{key}_ci95", None) if self.stability else None
+
     @property
     def throttle_rate(self) -> dict[str, float | None]:
         """Multiplier ('0.5', '1', '2') -> the throttled share of its steady window."""
@@ -60,6 +64,12 @@ class ServerlessFigures:
         """The best goodput of the concurrency test."""
         goodputs = [f.goodput_rps for f in self.concurrency if f.goodput_rps is not None]
         return max(goodputs) if goodputs else None
+
+    @property
+    def capacity_rps_ci95(self) -> list[float] | None:
+        """The 95 % interval of the best goodput (its phase's)."""
+        measured = [f for f in self.concurrency if f.goodput_rps is not None]
+        return max(measured, key=lambda f: f.goodput_rps or 0.0).goodput_rps_ci95 if measured else None
 
     @property
     def throttle_at_max_concurrency(self) -> float | None:
@@ -77,14 +87,21 @@ class ServerlessFigures:
             "cold_start_samples_ms": self.cold.samples_ms,
             "cold_start_p50_ms": self.cold.p50_ms,
             "cold_start_p99_ms": self.cold.p99_ms,
+            "cold_start_p50_ms_ci95": self.cold.p50_ms_ci95,
+            "cold_start_p99_ms_ci95": self.cold.p99_ms_ci95,
             "cold_start_gap_s": self.cold_start_gap_s,
             "warm_p50_ms": self.warm_p50_ms,
             "warm_p95_ms": self.warm_p95_ms,
             "warm_p99_ms": self.warm_p99_ms,
             "warm_mean_ms": self.warm_mean_ms,
+            "warm_p50_ms_ci95": self.warm_ci95("warm_p50_ms"),
+            "warm_p95_ms_ci95": self.warm_ci95("warm_p95_ms"),
+            "warm_p99_ms_ci95": self.warm_ci95("warm_p99_ms"),
+            "warm_mean_ms_ci95": self.warm_ci95("warm_mean_ms"),
             "model_setup_time": self.model_setup_time,
             "model_latency": self.model_latency,
             "capacity_rps": self.capacity_rps,
+            "capacity_rps_ci95": self.capacity_rps_ci95,
             "throttle_at_max_concurrency": self.throttle_at_max_concurrency,
             "latency_ms": self.warm_p95_ms,  # the shared vocabulary: latency and error rate compared across kinds
             "error_rate": self.throttle_at_max_concurrency,

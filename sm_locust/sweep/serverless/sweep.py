@@ -112,7 +112,9 @@ class ServerlessSweep(Sweep):
             status=row.status, reason=row.reason, warm_ms={p: getattr(f, key) for p, key in WARM_KEYS.items()},
             throttle_at_1=f.throttle_at_max_concurrency, capacity_rps=f.capacity_rps, cold_start_p50_ms=f.cold.p50_ms,
             cost_per_1m=f.cost.cost_per_1m, break_even_rps=f.cost.break_even_rps,
-            break_even_requests_per_month=f.cost.break_even_requests_per_month)
+            break_even_requests_per_month=f.cost.break_even_requests_per_month,
+            warm_ci95={p: f.warm_ci95(key) for p, key in WARM_KEYS.items()}, capacity_ci95=f.capacity_rps_ci95,
+            cold_start_p50_ci95=f.cold.p50_ms_ci95, cost_per_1m_ci95=f.cost.cost_per_1m_ci95)
 
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         objective = self.spec.objective
