@@ -43,7 +43,7 @@ from sm_locust.sweep.pipeline import Durations, simulate
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.sweep.trust import client_bound_reason
+from sm_locust.sweep.trust import client_bound_reason, untrusted_words
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
 
@@ -319,8 +319,10 @@ class Sweep:
             return {"index": None, "label": None, "settings": None, "reason": rec.reason, "inconclusive": inconclusive}
         reason = rec.reason
         if inconclusive:
-            reason += (f" (chosen without {', '.join(inconclusive)}: INCONCLUSIVE, the load generator was the "
-                       "bottleneck in both measurements; measure it on a less busy machine or with more workers)")
+            why = untrusted_words(" ".join(r.reason or "" for r in rows if r.status == "inconclusive"))
+            fix = ("measure it on a less busy machine or with more workers" if "load generator" in why
+                   else "measure it with longer steps")
+            reason += f" (chosen without {', '.join(inconclusive)}: INCONCLUSIVE, {why} in both measurements; {fix})"
         tied = [self.configuration(i).label for i in getattr(rec, "tied", [])]
         return {"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
                 "reason": reason, "tied_with": tied, "inconclusive": inconclusive}

@@ -60,6 +60,7 @@ from sm_locust.sweep.pipeline import (
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Remeasure, Row, Teardown, Timing
+from sm_locust.sweep.trust import untrusted_words
 from sm_locust.util.outputs import locked_folder, write_atomic
 from sm_locust.util.yamlsafe import load_json
 
@@ -225,7 +226,7 @@ class SweepRunner:
             i = self.remeasure_queue.pop(0)
             row = self.rows[i]
             if not self.sweep.budget_allows(i, self.rows, []):
-                row.fail("inconclusive", f"the load generator, not the endpoint, was the bottleneck "
+                row.fail("inconclusive", f"{untrusted_words(row.client_bound)} "
                          f"({row.client_bound}); not measured again: max_cost_usd {self.spec.max_cost_usd:g} would be "
                          "passed")
                 self._line(i)
@@ -241,7 +242,7 @@ class SweepRunner:
                                       first_cost_usd=teardown.cost_usd if teardown else None,
                                       first_billed_s=teardown.billed_s if teardown else None)
             say(self.printer, f"[{i}/{self.total}] {row.label}: measuring it again by itself (the first measurement "
-                             f"was the load generator's, not the endpoint's: {row.client_bound})")
+                             f"was not trusted: {untrusted_words(row.client_bound)}: {row.client_bound})")
             row.status, row.reason, row.figures, row.client_bound, row.marks = "pending", None, None, None, None
             row.resumed = False
             self.torn_down.discard(i)
@@ -493,14 +494,17 @@ class SweepRunner:
         row = self.rows[i]
         line = self.sweep.configuration_line(i, self.total, row)
         if row.status == "ok" and row.client_bound and i in self.remeasure_queue:
-            line += (f" - NOT TRUSTED: the load generator was the bottleneck ({row.client_bound}); measuring it "
+            line += (f" - NOT TRUSTED: {untrusted_words(row.client_bound)} ({row.client_bound}); measuring it "
                      "again by itself once the others are done")
         elif row.status == "ok" and row.remeasure is not None:
-            line += f" (measured again by itself: the first measurement was client-bound: {row.remeasure.first_reason})"
+            line += (f" (measured again by itself: the first measurement was not trusted: "
+                     f"{row.remeasure.first_reason})")
         self.printer(line)
 
 
 def inconclusive_reason(first: str, again: str) -> str:
     """Why a configuration is INCONCLUSIVE after its second measurement."""
-    return (f"the load generator, not the endpoint, was the bottleneck in both measurements (first: {first}; "
-            f"again by itself: {again}); its figures are the client's: not ranked, not recommended")
+    words = untrusted_words(f"{first} {again}")
+    figures = "its figures are the client's" if "load generator" in words else "its figures are not decided"
+    return (f"{words} in both measurements (first: {first}; again by itself: {again}); {figures}: not ranked, "
+            "not recommended")

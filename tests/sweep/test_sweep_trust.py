@@ -263,3 +263,13 @@ def test_the_line_quotes_one_steps_own_rate_users_and_percentile(tmp_path, paylo
     reason = result.document["recommendation"]["reason"]
     assert reason.startswith("max_concurrency 1: 242 req/s at 22 users, p95 140 ms, capacity "
                              f"{with_interval(245.6, [240.0, 251.0], ' req/s')}")
+
+
+def test_untrusted_words_name_the_load_generator_only_when_the_reason_does():
+    from sm_locust.sweep.trust import untrusted_words
+
+    assert "load generator" in untrusted_words("step 3 (12 users): loop lag p99 40 ms, 60 % of its p50 (add workers)")
+    assert "load generator" in untrusted_words("the load generator was the bottleneck: client CPU 95 %")
+    assert untrusted_words("the capacity 84 (±26) at 4 users is not known to +-5 % (lengthen --step-seconds)") == (
+        "the measurement did not decide")
+    assert untrusted_words(None) == "the measurement did not decide"
