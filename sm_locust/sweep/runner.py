@@ -494,8 +494,8 @@ class SweepRunner:
         row = self.rows[i]
         line = self.sweep.configuration_line(i, self.total, row)
         if row.status == "ok" and row.client_bound and i in self.remeasure_queue:
-            line += (f" - NOT TRUSTED: {untrusted_words(row.client_bound)} ({row.client_bound}); measuring it "
-                     "again by itself once the others are done")
+            why = untrusted_words(row.client_bound, short=True)
+            line += f" - NOT TRUSTED: {why} ({row.client_bound}); measuring it again by itself once the others are done"
         elif row.status == "ok" and row.remeasure is not None:
             line += (f" (measured again by itself: the first measurement was not trusted: "
                      f"{row.remeasure.first_reason})")

@@ -90,13 +90,14 @@ def _short_of(step: Mapping[str, Any]) -> str:
     return ""
 
 
-def untrusted_words(reason: str | None) -> str:
+def untrusted_words(reason: str | None, *, short: bool = False) -> str:
     """Why a measurement is not trusted, in a few words, from its reason: the load generator when the
     reason names it (a client-bound or throttled step), else the search's own doubt (a decision its
     intervals did not support: plateau.search `undecided`)."""
     text = (reason or "").lower()
     if any(word in text for word in ("load generator", "client", "throttl", "loop lag", "late", "sent ")):
-        return "the load generator, not the endpoint, was the bottleneck"
+        return ("the load generator was the bottleneck" if short
+                else "the load generator, not the endpoint, was the bottleneck")
     return "the measurement did not decide"
 
 
