@@ -27,7 +27,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.publish.sender import closing_clause
+from sm_locust.record.folders import DEFAULT_REPORTS_DIR, choose_out_dir, run_id  # noqa: F401  (re-exported)
 from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
@@ -52,8 +52,6 @@ from sm_locust.util.outputs import (
     refuse_unusable,
     run_in_progress,
 )
-
-DEFAULT_REPORTS_DIR = "reports"
 
 
 @dataclass(frozen=True)
@@ -70,23 +68,6 @@ class LoadSettings:
     locust_args: tuple[str, ...] = ()
     locust_stats: bool = False  # Locust's periodic stats tables (off: the step and closing lines carry the figures)
     closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
-
-
-def run_id(endpoint_name: str, now: float | None = None) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now or time.time()))
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", endpoint_name).strip("-") or "run"
-    return f"{stamp}-{safe}"
-
-
-def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
-    if out:
-        return Path(out)
-    base = Path(DEFAULT_REPORTS_DIR) / run_id(endpoint_name)
-    candidate, n = base, 1
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}-{n}")
-    return candidate
 
 
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the

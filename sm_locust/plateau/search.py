@@ -277,7 +277,8 @@ class Search:
         return constraint_violation(self.conditions, step)
 
     def _acceptable(self) -> list[StepMeasurement]:
-        steps = [m for m in self._by_load.values() if not m.client_bound and self._violation(m) is None]
+        steps = [m for m in self._by_load.values()
+                 if not m.client_bound and not m.failure_dominated and self._violation(m) is None]
         return sorted(steps, key=lambda m: m.load)
 
     def _violating(self) -> list[StepMeasurement]:
@@ -386,6 +387,8 @@ class Search:
         step.load = load
         self.steps.append(step)
         self._by_load[load] = step
+        if step.failure_dominated:  # the failures are the answer: no further load is worth sending
+            return self._halt(f"{step.failure_reason()} at {step.load_label()}", KIND_CONSTRAINT)
         if step.client_bound:
             self._client = f"{step.client_bound_reason} at {step.load_label()}"
             return self._halt(self._client, "client")

@@ -24,6 +24,10 @@ timing (`arrival.count_late`), or record it in the `Second`s (`sent`, `late`, `d
 the endpoint's capacity. Sends DROPPED because the in-flight cap was reached are not the generator's
 fault (the endpoint queues past capacity) and do not make a step client-bound; they are reported as
 `dropped_fraction`.
+
+A step where most requests failed (`FAILURE_MAJORITY`) is failure-dominated: its failures, not the
+load generator, explain it (a client answering 100 % NoCredentialsError at 46,000 failures/s is
+busy, but failing), so it is never client-bound, and the searches stop on it naming the failures.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ MIN_SUBWINDOW_S = 3.0  # one Locust worker report period (a local runner's sampl
 CLIENT_CPU_LIMIT_PCT = 90.0
 CLIENT_BUSY_LIMIT_PCT = 90.0  # running + waiting for a CPU: the generator always had work it could not finish
 MIN_ACHIEVED_RATIO = 0.90
+FAILURE_MAJORITY = 0.5  # more than half the requests failed: the step is its failures (module docstring)
 
 MODE_USERS = "users"
 MODE_RATE = "rate"
@@ -197,8 +202,20 @@ class StepMeasurement:
         return self.rps / self.intended_rps
 
     @property
+    def failure_dominated(self) -> bool:
+        """More than FAILURE_MAJORITY of the step's requests failed."""
+        return self.requests > 0 and self.error_rate > FAILURE_MAJORITY
+
+    def failure_reason(self) -> str:
+        """The failures of a failure-dominated step, in one phrase."""
+        return f"{self.error_rate * 100:.0f} % of {self.requests:,} requests failed"
+
+    @property
     def client_bound_reason(self) -> str | None:
-        """Why the load generator (not the endpoint) limited this step, or None."""
+        """Why the load generator (not the endpoint) limited this step, or None (never for a step
+        whose failures dominate it: those are the answer)."""
+        if self.failure_dominated:
+            return None
         if self.client_cpu_pct is not None and self.client_cpu_pct >= CLIENT_CPU_LIMIT_PCT:
             return f"client CPU {self.client_cpu_pct:.0f} % >= {CLIENT_CPU_LIMIT_PCT:g} %"
         if self.client_wait_pct is not None and self.client_cpu_pct is not None \

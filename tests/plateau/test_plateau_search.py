@@ -249,3 +249,15 @@ def test_flat_last_steps_short_of_the_window_are_not_called_growing():
     text = verdict.text()
     assert "still growing" not in text
     assert "flat over the last step" in text
+
+
+@pytest.mark.parametrize("search", [lambda: PlateauSearch(1, 64), lambda: StepSearch(1, 1, 10)])
+def test_a_step_dominated_by_failures_is_its_failures_not_a_client_bottleneck(search):
+    """100 % of requests failing fast at 100 % client CPU (NoCredentialsError at 46,000/s): failures, not the client."""
+    step = synthetic_step(1, 46_000, error_rate=1.0, client_cpu_pct=100)
+    assert step.failure_dominated and not step.client_bound
+    loads, decision, verdict = drive(search(), lambda load, i: step)
+    assert loads == [1] and not verdict.client_bound and not verdict.inconclusive and verdict.plateau is None
+    assert verdict.text() == "no acceptable step: 100 % of 920,000 requests failed at 1 user"
+    half = synthetic_step(1, 100, error_rate=0.5, client_cpu_pct=100)  # half: not a majority, the client's CPU counts
+    assert not half.failure_dominated and half.client_bound
