@@ -35,8 +35,9 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--overwrite", action="store_true",
                      help="--out may name a folder that holds an earlier run: its files are removed first")
     out.add_argument("-q", "--quiet", action="store_true",
-                     help="only sm-locust's own lines (steps, verdict, checks) and one progress line every 5 s; "
-                     "Locust's log and tables go to locust.log")
+                     help="only sm-locust's own lines (steps, progress every 5 s, verdict, checks) and errors; without "
+                     "it Locust's warnings show too (its INFO lines with `-- --loglevel INFO`, its tables with "
+                     "--locust-stats); all of Locust's output is in locust.log")
     out.add_argument("--locust-stats", action="store_true",
                      help="show Locust's periodic stats tables (every 2 s; off by default: the step lines and the "
                      "closing lines carry the figures, and every table is in locust_stats_history.csv)")

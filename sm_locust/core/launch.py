@@ -202,7 +202,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
         proc = subprocess.Popen(lifeline.wrap(cmd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
-            tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
+            tail = _pump(proc, log, shown=echo_mode(load), echo=echo)
     promote(out / LOCUST_REPORT_PARTIAL, out / LOCUST_REPORT, _whole_html)  # a full disk leaves none, not half
     summary_path = out / "summary.json"
     if forwarder.received is not None:
@@ -309,9 +309,31 @@ def _print(line: str) -> None:
 MAX_ECHOED = 4000  # characters of one line of Locust's output (a traceback line, a stats row)
 
 
-def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], None] | None = None) -> str:
-    """Copy Locust's output to locust.log and echo it (quiet: only progress and errors; every line to
-    `echo` when given); return the tail."""
+ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET = "all", "default", "quiet"
+_LOCUST_LEVELS = {ECHO_DEFAULT: ("/WARNING/", "/ERROR/", "/CRITICAL/"), ECHO_QUIET: ("/ERROR/", "/CRITICAL/")}
+
+
+def echo_mode(load: LoadSettings) -> str:
+    """What of Locust's output reaches the terminal (all of it is in locust.log): every line when asked
+    for (`--locust-stats`, or Locust's `--loglevel` / `-L` after `--`); by default sm-locust's own lines
+    (steps, progress, verdict) and Locust's warnings and errors, no INFO line and no table; with -q
+    only sm-locust's lines and errors."""
+    args = load.locust_args
+    if load.locust_stats or any(a in ("--loglevel", "-L") or a.startswith(("--loglevel=", "-L")) for a in args):
+        return ECHO_ALL
+    return ECHO_QUIET if load.quiet else ECHO_DEFAULT
+
+
+def shows(line: str, shown: str) -> bool:
+    """Whether a line of Locust's output is echoed in mode `shown` (echo_mode)."""
+    if shown == ECHO_ALL or line.startswith("sm-locust"):
+        return True
+    return any(level in line for level in _LOCUST_LEVELS[shown])
+
+
+def _pump(proc: subprocess.Popen, log, shown: str, echo: Callable[[str], None] | None = None) -> str:
+    """Copy Locust's output to locust.log and echo it (`shown`: echo_mode; every line to `echo` when
+    given); return the tail."""
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
@@ -320,7 +342,7 @@ def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], Non
         tail = (tail + [line])[-20:]
         if echo is not None:
             echo(line)
-        elif echo_all or line.startswith("sm-locust") or "/ERROR/" in line or "/CRITICAL/" in line:
+        elif shows(line, shown):
             _print(line)
     proc.wait()
     return "\n".join(tail)
