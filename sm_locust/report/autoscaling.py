@@ -75,24 +75,30 @@ def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingVi
     return view
 
 
-def autoscaling_rows(view: AutoscalingView | None) -> list[tuple[str, str]]:
-    """Summary-table rows: one per scale event, then the totals."""
+def autoscaling_rows(view: AutoscalingView | None, verdict_shown: bool = False) -> list[tuple[str, str]]:
+    """Summary-table rows: one per scale event, then the totals (`verdict_shown`: the policy's verdict
+    rows, report/policy.py, already give the instances, their cost and the seconds over the SLO)."""
     if view is None:
         return []
     f = view.figures
     rows = []
-    for e in f.get("scale_events") or []:
+    events = list(f.get("scale_events") or [])
+    if verdict_shown:  # the first scale-out is the verdict's "Scale-out reaction"
+        first_out = next((e for e in events if e.get("direction") == "out"), None)
+        events = [e for e in events if e is not first_out]
+    for e in events:
         text = f"{e['from']} -> {e['to']} at {number(e['t_s'], 0)} s"
         if e.get("reaction_s") is not None:
             text += f", {number(e['reaction_s'], 0)} s after the metric crossed"
         if e.get("ready_s") is not None:
             text += f", serving {number(e['ready_s'], 0)} s after"
         rows.append((f"scale {e['direction']}", text))
-    cost = f" ({money(f['cost_usd'])})" if f.get("cost_usd") is not None else ""
-    rows.append(("instances", f"peak {f.get('peak_instances')}, {number(f.get('instance_hours'), 3)} "
-                              f"instance-hours{cost}"))
-    if f.get("slo_breach_s") is not None:
-        rows.append((f"seconds over the p{view.percentile:g} SLO", number(f["slo_breach_s"], 0)))
+    if not verdict_shown:
+        cost = f" ({money(f['cost_usd'])})" if f.get("cost_usd") is not None else ""
+        rows.append(("instances", f"peak {f.get('peak_instances')}, {number(f.get('instance_hours'), 3)} "
+                                  f"instance-hours{cost}"))
+        if f.get("slo_breach_s") is not None:
+            rows.append((f"seconds over the p{view.percentile:g} SLO", number(f["slo_breach_s"], 0)))
     rows.append(("failed / throttled / flaps", f"{f.get('failed', 0)} / {f.get('throttled', 0)} / {f.get('flaps', 0)}"))
     if (f.get("time_scale") or 1.0) != 1.0:
         rows.append(("autoscaling clock", f"emulated, x{f['time_scale']:g} (run seconds are emulated seconds)"))

@@ -46,6 +46,17 @@ FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-la
 HOURLY_FIG_ID = "fig-hourly"  # runs longer than an hour, in the "Per hour" section
 
 
+@dataclass(frozen=True)
+class RateView:
+    """A run whose load was rate phases (report/policy.py): the SLO it is judged by, the watched
+    policy's verdict rows (empty when no scaling was watched), and why it has no per-instance figure
+    (None when it has one)."""
+
+    slo: Any  # report.policy.RateSlo
+    policy: list[tuple[str, str]] = field(default_factory=list)
+    no_point_reason: str | None = None
+
+
 @dataclass
 class ReportModel:
     """Everything the page shows; built by the pipeline, plain data only."""
@@ -66,6 +77,7 @@ class ReportModel:
     targets: Any = None  # report.targets.TargetView when requests named models or components
     autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
     slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+    rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
 
     @property
     def constant_load(self) -> bool:
@@ -361,7 +373,32 @@ def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
 # ---------------------------------------------------------------------------------------- tables
 
 
+def rate_rows(m: ReportModel) -> list[tuple[str, str]]:
+    """A traffic run's per-instance rows: the SLO-holding step's figures per instance, or the reason
+    there are none (no sustainable throughput, autoscaling target or instances needed from a step
+    that broke the SLO)."""
+    p, c = m.point or {}, m.cost or {}
+    if m.rate is None or m.rate.no_point_reason or not p:
+        return [("Per-instance figures", m.rate.no_point_reason if m.rate else MISSING)]
+    instances = p.get("instances") or 1
+    rows = [("Most goodput per instance within the SLO",
+             f"{number(c.get('rps_per_instance'), 1, ' req/s')} per instance (step {p.get('step')}: "
+             f"{number(p.get('goodput_rps'), 1, ' req/s')} over {instances} instance{'s' if instances != 1 else ''}, "
+             f"p95 {number(p.get('p95_ms'), 0, ' ms')})"),
+            ("How it was found", str(p.get("source") or MISSING)),
+            ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
+             f"{number(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
+             f"(= {number(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)")]
+    if c.get("target_rps"):
+        rows.append((f"Instances needed for {number(c['target_rps'], 0)} rps",
+                     f"{number(c.get('instances_needed'), 0)} with safety factor {c.get('safety_factor')} "
+                     f"({number(c.get('instances_needed_no_headroom'), 0)} with no headroom)"))
+    return rows
+
+
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
+    if m.rate is not None:
+        return rate_rows(m) + whole_run_rows(m)
     p = m.point or {}
     c = m.cost or {}
     words = describe_point(p) if p else {}
@@ -395,16 +432,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
                          decomposition_text(step)))
-    t = m.totals or {}
-    if t.get("requests") is not None:
-        backoff = t.get("backoff") or {}
-        ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
-        rows.append(("Whole run (invocations)",
-                     f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-                     f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
-                     f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
-                     + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
-                        if backoff.get("count") else "")))
+    rows += whole_run_rows(m)
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
         ("$ per 1M inferences", f"{_money_interval(c.get('usd_per_million'), c.get('usd_per_million_ci95'))} "
@@ -426,19 +454,35 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     return rows
 
 
+def whole_run_rows(m: ReportModel) -> list[tuple[str, str]]:
+    t = m.totals or {}
+    if t.get("requests") is None:
+        return []
+    backoff = t.get("backoff") or {}
+    ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    return [("Whole run (invocations)",
+             f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
+             f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
+             f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
+             + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
+                if backoff.get("count") else ""))]
+
+
 def headline_rows(m: ReportModel) -> list[tuple[str, str]]:
     """The Summary table, led by the question the run asked: an LLM run by its tokens (output
     tokens/s, TTFT and ITL against their SLOs, $ per 1M output tokens), a multi-model run by its cache
     (hit rate, cold vs warm, models loaded), a watched autoscaling run by its scaling; then the
     request-level figures every run has."""
-    return (autoscaling_rows(m.autoscaling) + llm_rows(m.llm, m.cost, m.slos) + mix_rows(m.targets)
-            + summary_rows(m))
+    policy = m.rate.policy if m.rate is not None else []
+    return (policy + autoscaling_rows(m.autoscaling, verdict_shown=bool(policy)) + llm_rows(m.llm, m.cost, m.slos)
+            + mix_rows(m.targets) + summary_rows(m))
 
 
 # The Summary rows `sm-locust report` also prints as its closing lines: what the run and its flags asked.
-CLOSING_ROWS = ("Verdict", "Capacity", "Knee", "Max sustainable", "Throughput (constant", "Output tokens/s",
-                "Time to first token", "Inter-token latency", "$ per 1M", "Model cache hit rate", "Cold vs warm",
-                "Models loaded", "Autoscaling target", "Instances needed", "seconds over the")
+CLOSING_ROWS = ("Policy verdict", "Scale-out reaction", "Peak instances", "Instance-hours", "Per-instance figures",
+                "Most goodput per instance", "Verdict", "Capacity", "Knee", "Max sustainable", "Throughput (constant",
+                "Output tokens/s", "Time to first token", "Inter-token latency", "$ per 1M", "Model cache hit rate",
+                "Cold vs warm", "Models loaded", "Autoscaling target", "Instances needed", "seconds over the")
 
 
 def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
@@ -559,6 +603,8 @@ def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
     page = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load,
             fig_decomposition, fig_errors)
+    if model.rate is not None:  # rate phases: over time (the autoscaling figure draws the phases), never vs users
+        page = (fig_throughput_time, fig_latency_time, fig_decomposition, fig_errors)
     tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
                          model.slos)
     # the run's own question first: an LLM run's tokens, a watched run's scaling
