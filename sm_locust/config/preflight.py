@@ -27,6 +27,7 @@ from sm_locust.aws.region import NO_REGION, child_environment, endpoint_url_for,
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import RunError, UsageError
 
+LOCAL_REGION = "us-east-1"  # a local stand-in does not care which; botocore still signs for one
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
 # botocore's own rule for a region name (a host-name label); AWS's regions also read like us-east-1.
 REGION_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
@@ -143,7 +144,7 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
     if not region:
         if not settings.endpoint_url:
             raise UsageError(NO_REGION.format(what=""))
-        region = "us-east-1"  # a local endpoint does not care; botocore still signs for one
+        region = LOCAL_REGION
     check_region(region, aws=not runtime_url(settings))
     extra.update(child_environment(region))  # both transports in the Locust process sign for this one
     return extra

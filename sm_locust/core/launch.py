@@ -42,7 +42,7 @@ from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
-from sm_locust.util.formatting import MISSING, is_missing, with_interval
+from sm_locust.util.formatting import MISSING, is_missing, number, with_interval
 from sm_locust.util.outputs import (
     IN_USE,
     PARTIAL_SUFFIX,
@@ -354,10 +354,11 @@ def verdict_line(summary: dict) -> str:
     p95 = t.get("p95_ms")
     goodput = t.get("goodput_rps")
     ci = whole_run_intervals(summary)
-    line = (f"whole run: {t.get('requests', 0)} requests, {with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
-            + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
+    line = (f"whole run: {number(t.get('requests', 0))} requests, "
+            f"{with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
+            + ("" if goodput is None else f", goodput {number(goodput, 1)} req/s")
             + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
-            + f", {t.get('failures', 0)} failures" + (f" ({errors})" if errors else ""))
+            + f", {number(t.get('failures', 0))} failures" + (f" ({errors})" if errors else ""))
     in_flight = t.get("in_flight_at_stop") or 0
     if in_flight:  # cut short by the stop: in no count above
         line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"

@@ -21,6 +21,7 @@ both).
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from botocore import exceptions as bx
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sm_locust.aws.region import NO_REGION, region_for
+from sm_locust.config.preflight import LOCAL_CREDENTIALS, LOCAL_REGION, is_loopback
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
     INFERENCE_COMPONENTS_NS,
@@ -49,14 +51,23 @@ Progress = Callable[[str], None]
 
 
 def make_client(region: str | None = None, profile: str | None = None):
-    """A boto3 CloudWatch client with short timeouts and one retry (a report must not hang)."""
+    """A boto3 CloudWatch client with short timeouts and one retry (a report must not hang). Aimed at a
+    loopback stand-in (AWS_ENDPOINT_URL_CLOUDWATCH: moto, the demo's), it gets the local rule
+    `sm-locust run` applies to a local endpoint: a region when none is set, placeholder credentials
+    when none are found (config/preflight.py), never the user's keys asked for."""
     # lazy: boto3 costs ~230 ms to import (measured) and --no-cloudwatch or an injected client never need it
     import boto3
     from botocore.config import Config
 
-    session = boto3.session.Session(profile_name=profile, region_name=region_for(region, profile) or None)
+    local = is_loopback(os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH") or os.environ.get("AWS_ENDPOINT_URL"))
+    chosen = region_for(region, profile) or (LOCAL_REGION if local else None)
+    session = boto3.session.Session(profile_name=profile, region_name=chosen)
     config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=30)
-    return session.client("cloudwatch", config=config)
+    keys = {}
+    if local and session.get_credentials() is None:
+        keys = {"aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}
+    return session.client("cloudwatch", config=config, **keys)
 
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:

@@ -437,7 +437,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     rows += [
         ("$ per 1M inferences", f"{_money_interval(c.get('usd_per_million'), c.get('usd_per_million_ci95'))} "
                                 f"({instance} at "
-                                f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
+                                f"{_per_hour(c.get('price_per_hour_usd'))}, {c.get('price_source') or 'no price'})"),
         ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
          f"{number(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
@@ -490,6 +490,11 @@ def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
     against their SLOs and $ per 1M output tokens, a model mix's cache, $ per 1M inferences, the
     autoscaling target and the instances for --target-rps, seconds over the SLO of a watched run."""
     return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
+
+
+def _per_hour(price: Any) -> str:
+    """'$0.230/h', or 'no price per hour' (never 'n/a/h')."""
+    return "no price per hour" if is_missing(price) else f"{money(price, 3)}/h"
 
 
 def _money_interval(value: Any, interval: Any) -> str:
