@@ -63,11 +63,10 @@ def make_client(region: str | None = None, profile: str | None = None):
     chosen = region_for(region, profile) or (LOCAL_REGION if local else None)
     session = boto3.session.Session(profile_name=profile, region_name=chosen)
     config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=30)
-    keys = {}
-    if local and session.get_credentials() is None:
-        keys = {"aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]}
-    return session.client("cloudwatch", config=config, **keys)
+    placeholder = local and session.get_credentials() is None
+    return session.client("cloudwatch", config=config,
+                          aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"] if placeholder else None,
+                          aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"] if placeholder else None)
 
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:

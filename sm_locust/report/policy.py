@@ -35,6 +35,11 @@ def is_rate_run(summary: Mapping[str, Any]) -> bool:
     return isinstance(summary.get("traffic"), dict) or isinstance(summary.get("autoscaling"), dict)
 
 
+def _float(value: Any) -> float:
+    """A figure already checked not missing, as a float (mypy: the records are JSON, Any)."""
+    return float(value)
+
+
 def _seconds(text: Any) -> float | None:
     try:
         return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
@@ -64,7 +69,7 @@ def rate_slo(summary: Mapping[str, Any], slos: Mapping[str, Any]) -> RateSlo:
     slo = (block.get("slo") if isinstance(block, dict) else None) or {}
     slo_ms = slo.get("slo_ms", slos.get("latency_slo_ms"))
     percentile = slo.get("percentile") or slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE
-    return RateSlo(None if is_missing(slo_ms) else float(slo_ms), float(percentile))
+    return RateSlo(None if is_missing(slo_ms) else _float(slo_ms), _float(percentile))
 
 
 def instances_during(timeline: Sequence[Mapping[str, Any]], start_s: float, end_s: float) -> int | None:
@@ -86,7 +91,7 @@ def held_slo(step: Mapping[str, Any], slo: RateSlo) -> bool:
     key = percentile_key(slo.percentile)
     interval = (step.get("ci95") or {}).get(key)
     figure = interval[1] if isinstance(interval, (list, tuple)) and len(interval) == 2 else step.get(key)
-    return not is_missing(figure) and float(figure) <= slo.slo_ms
+    return not is_missing(figure) and _float(figure) <= slo.slo_ms
 
 
 def per_instance_point(summary: Mapping[str, Any], slo: RateSlo,
@@ -99,10 +104,13 @@ def per_instance_point(summary: Mapping[str, Any], slo: RateSlo,
         return None, (f"{what}: a traffic run gives one only from a step that held an SLO, and none was given "
                       "(--latency-slo-ms)")
     steps = [s for s in summary.get("steps") or [] if isinstance(s, dict)]
-    block = summary.get("autoscaling") if isinstance(summary.get("autoscaling"), dict) else {}
+    found = summary.get("autoscaling")
+    block: dict[str, Any] = found if isinstance(found, dict) else {}
+    traffic = summary.get("traffic")
+    traffic_scale = traffic.get("time_scale") if isinstance(traffic, dict) else None
     timeline = [i for i in block.get("instances") or [] if isinstance(i, dict) and "t_s" in i]
     started = _seconds(summary.get("started_at"))
-    scale = float(block.get("time_scale") or (summary.get("traffic") or {}).get("time_scale") or 1.0)
+    scale = _float(block.get("time_scale") or traffic_scale or 1.0)
     best: tuple[float, int, dict[str, Any], int] | None = None
     for number_, step in enumerate(steps, start=1):
         if not held_slo(step, slo) or is_missing(step.get("goodput_rps")):
@@ -115,7 +123,7 @@ def per_instance_point(summary: Mapping[str, Any], slo: RateSlo,
             instances = instances_during(timeline, (begin - started) * scale, (end - started) * scale) or 0
         if instances < 1:
             continue
-        per = float(step["goodput_rps"]) / instances
+        per = _float(step["goodput_rps"]) / instances
         if best is None or per > best[0]:
             best = (per, number_, step, instances)
     if best is None:
@@ -137,9 +145,9 @@ def policy_lines(figures: Mapping[str, Any], slo: RateSlo, price_per_hour: float
     breach = figures.get("slo_breach_s")
     if slo.slo_ms is not None and not is_missing(breach):
         behind = figures.get("breach_client_bound_s")
-        verdict = "PASS" if float(breach) <= 0 else "FAIL"
+        verdict = "PASS" if _float(breach) <= 0 else "FAIL"
         text = f"{verdict}: {number(breach, 0)} s over the SLO"
-        if not is_missing(behind) and float(behind) > 0:
+        if not is_missing(behind) and _float(behind) > 0:
             text += f" ({number(behind, 0)} s of it while the load generator was behind)"
         rows.append((f"Policy verdict ({slo.text})", text))
     else:
@@ -157,7 +165,7 @@ def policy_lines(figures: Mapping[str, Any], slo: RateSlo, price_per_hour: float
     hours = figures.get("instance_hours")
     cost = figures.get("cost_usd")
     if is_missing(cost) and price_per_hour is not None and not is_missing(hours):
-        cost = float(hours) * price_per_hour
+        cost = _float(hours) * price_per_hour
     priced = f" ({money(cost)})" if not is_missing(cost) else " (no price: pass --price-per-hour)"
     rows.append(("Instance-hours and cost", f"{number(hours, 3)}{priced}"))
     return rows

@@ -379,7 +379,7 @@ def rate_rows(m: ReportModel) -> list[tuple[str, str]]:
     that broke the SLO)."""
     p, c = m.point or {}, m.cost or {}
     if m.rate is None or m.rate.no_point_reason or not p:
-        return [("Per-instance figures", m.rate.no_point_reason if m.rate else MISSING)]
+        return [("Per-instance figures", (m.rate.no_point_reason if m.rate else None) or MISSING)]
     instances = p.get("instances") or 1
     rows = [("Most goodput per instance within the SLO",
              f"{number(c.get('rps_per_instance'), 1, ' req/s')} per instance (step {p.get('step')}: "
@@ -606,8 +606,8 @@ small{color:#666}
 
 def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> list[Any]:
     """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
-    page = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load,
-            fig_decomposition, fig_errors)
+    page: tuple[Callable[..., Any], ...] = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time,
+                                            fig_endpoint_load, fig_decomposition, fig_errors)
     if model.rate is not None:  # rate phases: over time (the autoscaling figure draws the phases), never vs users
         page = (fig_throughput_time, fig_latency_time, fig_decomposition, fig_errors)
     tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
