@@ -20,6 +20,7 @@ every attempt rate.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,7 +221,8 @@ def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWrit
                                  name="client rps (attempted)", line={"dash": "dot", "width": 1}))
     if _has(ordered, "cw_invocations_per_s"):
         fig.add_trace(go.Scatter(x=ordered["users"], y=ordered["cw_invocations_per_s"], mode="lines+markers",
-                                 name="Invocations/s (CloudWatch)", line={"dash": "dot"}))
+                                 name="Invocations/s (CloudWatch, per-minute average over the step)",
+                                 line={"dash": "dot"}))
     over = _over_slo(ordered, m)
     if over is not None and over.any():
         fig.add_trace(go.Scatter(x=ordered["users"][over], y=ordered[main][over], mode="markers",
@@ -286,6 +288,22 @@ def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-latency-users")
 
 
+CW_STATS = {"avg": "average", "max": "maximum", "min": "minimum", "sum": "sum", "samples": "samples"}
+CW_UNITS = {"pct": "%", "ms": "ms", "per_s": "/s"}
+_CW_COLUMN = re.compile(r"^cw_(?P<metric>[A-Za-z0-9]+)_(?P<stat>avg|max|min|sum|samples)_(?P<unit>\w+)$")
+
+
+def series_label(column: str) -> str:
+    """A chart legend for a merged column: `cw_CPUUtilization_avg_pct` -> 'CPUUtilization average %
+    (CloudWatch, per minute)': CloudWatch's figures are per-minute values, whatever the axis steps
+    by; other columns as they are, without the unit suffix."""
+    match = _CW_COLUMN.match(column)
+    if match is None:
+        return column.removesuffix("_ms")
+    unit = CW_UNITS.get(match["unit"], match["unit"])
+    return f"{match['metric']} {CW_STATS[match['stat']]} {unit} (CloudWatch, per minute)"
+
+
 def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
@@ -295,8 +313,8 @@ def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWr
     fig = go.Figure()
     _band(fig, d, "p95_ms", "p95")
     for c in cols:
-        name = c if c.startswith("cw_") else c.replace("_ms", "")
-        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=name, line={"dash": "dot"} if c.startswith("cw_") else {}))
+        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=series_label(c),
+                                 line={"dash": "dot"} if c.startswith("cw_") else {}))
     slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
     return div(fig, "fig-latency-time")
@@ -314,10 +332,10 @@ def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     s = by_load(s)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for c in pct:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c), secondary_y=False)
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=series_label(c)), secondary_y=False)
     for c in ms:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c, line={"dash": "dot"}),
-                      secondary_y=True)
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=series_label(c),
+                                 line={"dash": "dot"}), secondary_y=True)
     integer_axis(fig, s["users"])
     fig.update_layout(title="Endpoint CPU / memory (% summed over cores) and ModelLatency vs users")
     fig.update_xaxes(title_text="users")
@@ -598,6 +616,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 .missing{border:1px dashed #999;padding:1em;margin:1em 0;color:#555}
 #gaps{background:#fff6e0;border:1px solid #e0b040;padding:.5em 1.5em}#gaps.none{background:#eef8ee;border-color:#6a6}
 small{color:#666}
+#steps{font-size:.82em}#steps th,#steps td{padding:3px 5px}#steps th{max-width:6.5em;overflow-wrap:break-word}
 .scroll{overflow-x:auto;max-width:100%}#compare th{overflow-wrap:anywhere;max-width:14em}
 #compare td:first-child,#compare th:first-child{text-align:left;font-weight:600;white-space:nowrap}
 #compare td.change{color:#555;font-size:.9em}.left-out+ul{color:#555;font-size:.9em;margin-top:0}

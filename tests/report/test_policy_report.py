@@ -111,3 +111,11 @@ def test_a_rate_run_draws_over_time_never_vs_users():
     charts(model(data, None, "x"), lambda fig, div_id, height=420: drawn.append(div_id),
            lambda div_id, *_: drawn.append(div_id))
     assert drawn and not {"fig-throughput", "fig-latency-users", "fig-endpoint-load"} & set(drawn)
+
+
+def test_cloudwatch_series_are_labelled_in_words_and_per_minute():
+    from sm_locust.report.render import series_label
+
+    assert series_label("cw_CPUUtilization_avg_pct") == "CPUUtilization average % (CloudWatch, per minute)"
+    assert series_label("cw_ModelLatency_max_ms") == "ModelLatency maximum ms (CloudWatch, per minute)"
+    assert series_label("p95_ms") == "p95"
