@@ -383,6 +383,18 @@ def wait_stopped(web: WebLocust, timeout_s: float = 60) -> dict:
         time.sleep(0.2)
 
 
+def complete_summary(path: Path, timeout_s: float = 30) -> dict:
+    """summary.json once the swarm's stop has written it whole (`complete`: Locust reports the state
+    "stopped" before its test_stop listeners, the recorder's among them, have run)."""
+    deadline = time.monotonic() + timeout_s  # long only when it fails
+    while True:
+        summary = json.loads(path.read_text()) if path.is_file() else {}
+        if summary.get("complete") is True:
+            return summary
+        assert time.monotonic() < deadline, summary
+        time.sleep(0.2)
+
+
 @pytest.mark.e2e
 def test_a_swarm_from_the_form_works_offline_and_writes_its_run_folder(tmp_path, endpoint):
     """README's web UI against `sm-locust serve` with no AWS variable: placeholder credentials as
@@ -400,7 +412,7 @@ def test_a_swarm_from_the_form_works_offline_and_writes_its_run_folder(tmp_path,
             assert total["num_requests"] > 0 and total["num_failures"] == 0, (total, web.log_path.read_text()[-3000:])
             folders = sorted((tmp_path / "reports").iterdir())
             assert len(folders) == swarm, folders  # one run folder per swarm
-            summary = json.loads((folders[-1] / "summary.json").read_text())
+            summary = complete_summary(folders[-1] / "summary.json")
             assert summary["endpoint"] == "webui-offline" and summary["totals"]["failures"] == 0
             assert summary["totals"]["requests"] > 0
             time.sleep(1.1)  # the run id is stamped to the second
