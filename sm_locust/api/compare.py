@@ -18,14 +18,14 @@ import pandas as pd
 from sm_locust.api.result import load, run_folder
 from sm_locust.errors import UsageError
 from sm_locust.report.compare import compare_table, write_compare
-from sm_locust.report.pipeline import check_report_values
+from sm_locust.report.options import CompareSettings
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
 def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,
             target_rps: float | None = None, safety_factor: float = 0.5) -> pd.DataFrame:
     """One row per run (columns as compare.csv); `prices`: a JSON price table file, as `--prices`."""
-    check_report_values(safety_factor=safety_factor, target_rps=target_rps)
+    settings = CompareSettings.parse({"prices_file": prices, "target_rps": target_rps, "safety_factor": safety_factor})
     if isinstance(runs, str | bytes | os.PathLike) or hasattr(runs, "run_dir") or not isinstance(runs, Iterable):
         raise UsageError(f"compare() takes a list of runs (RunResults, run folders or s3:// URLs), not one "
                          f"{type(runs).__name__}: write compare([{runs!r}, ...])")
@@ -36,7 +36,8 @@ def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, p
         check_output_dir(Path(out))
     for folder in folders:
         refuse_in_progress(Path(folder))  # a run still writing it would read as one that crashed
-    compared, table = compare_table(folders, prices_file=prices, safety_factor=safety_factor, target_rps=target_rps)
+    compared, table = compare_table(folders, prices_file=settings.prices_file, safety_factor=settings.safety_factor,
+                                     target_rps=settings.target_rps)
     if out is not None:
         write_compare(compared, table, out)
     gaps = [f"{r.name}: {g}" for r in compared for g in r.gaps]

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from sm_locust.errors import UsageError
 from sm_locust.record.progress import ProgressSample, parse_progress
+from sm_locust.util.formatting import load_words
 
 STATUS_PREFIX = "sm-locust: "
 EVERY_S = 5.0  # a line this often when the output is not a terminal (like `sm-locust run -q`)
@@ -72,7 +73,7 @@ class RunProgress:
         if s is None:
             return ""
         p95 = "-" if s.p95_ms is None else f"{s.p95_ms:.0f}"
-        text = f"{s.users} user{'s' if s.users != 1 else ''}, {s.rps:.1f} req/s"
+        text = f"{load_words(s.users, None)}, {s.rps:.1f} req/s"
         if abs(s.goodput_rps - s.rps) >= 0.05:
             text += f" (goodput {s.goodput_rps:.1f})"
         text += f", p95 {p95} ms, {s.failures / max(self.interval_s, 1e-9):.0f} failed/s"

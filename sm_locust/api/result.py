@@ -4,6 +4,7 @@ The run folder stays the one record of a run (what `sm-locust run` writes, what 
 and the gates read); a `RunResult` is a view of it for notebooks, built from the same readers:
 
     .run_dir     the folder                         .summary   summary.json (a dict, docs/summary.md)
+    .record      summary.json as typed records (`sm_locust.record.model.Summary`: .totals.p95_ms, .steps[0].load)
     .verdict     the line the CLI prints at the end .plateau   summary.json's plateau (a pandas Series) or None
     .inconclusive  True when the load generator, not the endpoint, decided the answer (.inconclusive_reason)
     .steps       one row per load held (summary.json steps; start/end as UTC timestamps)
@@ -29,13 +30,14 @@ from typing import Any
 
 import pandas as pd
 
+from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.core.launch import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.record.model import Step, Summary
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
 from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path
-from sm_locust.report.merge import errors_by_code, interval_columns
-from sm_locust.report.s3 import fetch_run, s3_client
+from sm_locust.report.merge import errors_by_code
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 TIMELINE_COLUMNS = ["time", "users", "spawning", "requests", "failures", "rps", "goodput_rps", "p50_ms", "p95_ms",
@@ -44,12 +46,22 @@ OPEN_LOOP_COLUMNS = ("target_rate", "sent", "late", "dropped")
 INLINE_FIGURES = ("fig-throughput", "fig-latency-users")  # what a notebook shows under the verdict
 
 
+def _interval_columns(step: Step) -> dict[str, float]:
+    """A step's `ci95` as flat columns: `rps_ci95_low`, `rps_ci95_high`, ... (NaN when null)."""
+    out: dict[str, float] = {}
+    for name, pair in (step.ci95 or {}).items():
+        low, high = pair if pair is not None else (float("nan"), float("nan"))
+        out[f"{name}_ci95_low"], out[f"{name}_ci95_high"] = low, high
+    return out
+
+
 class RunResult:
     """A finished run (see the module docstring)."""
 
     def __init__(self, run_dir: str | os.PathLike[str], *, interrupted: str | None = None):
         self.run_dir = Path(run_dir)
         self._summary = read_summary(self.run_dir)
+        self.record = Summary.from_json(self._summary)  # summary.json as typed records (held to its shape)
         self.interrupted = interrupted or interrupted_line(self._summary)
         self._frames: dict[str, pd.DataFrame] = {}
 
@@ -81,16 +93,16 @@ class RunResult:
     def plateau(self) -> pd.Series | None:
         """summary.json's plateau (capacity_rps, users, rps, p95_ms, reason, reached, text, ...), or
         None when no plateau-finding shape ran."""
-        plateau = self._summary.get("plateau")
-        return pd.Series(plateau, dtype=object, name="plateau") if isinstance(plateau, dict) else None
+        plateau = self.record.plateau
+        return None if plateau is None else pd.Series(plateau.to_json(), dtype=object, name="plateau")
 
     @property
     def steps(self) -> pd.DataFrame:
         """One row per step, as summary.json records them (the figures the search judged, over each
         step's steady window), with each figure's 95 % interval as `<figure>_ci95_low` / `_high`."""
         if "steps" not in self._frames:
-            records = [{**{k: v for k, v in step.items() if k != "ci95"}, **interval_columns(step.get("ci95"))}
-                       for step in self._summary.get("steps") or []]
+            records = [{**{k: v for k, v in step.to_json().items() if k != "ci95"}, **_interval_columns(step)}
+                       for step in self.record.steps]
             frame = pd.DataFrame(records)
             for column in ("start", "end"):
                 if column in frame.columns:
@@ -102,8 +114,7 @@ class RunResult:
     def errors(self) -> pd.DataFrame:
         """Failures by error code, most frequent first (summary.json totals, else Locust's failures CSV)."""
         if "errors" not in self._frames:
-            errors = (self._summary.get("totals") or {}).get("errors")
-            failures = None if errors else read_failures(self.run_dir / FAILURES_CSV, [])
+            failures = None if self.record.totals.errors else read_failures(self.run_dir / FAILURES_CSV, [])
             counts = errors_by_code(self._summary, failures)
             self._frames["errors"] = pd.DataFrame({"error": list(counts), "count": list(counts.values())},
                                                   columns=["error", "count"])
@@ -191,19 +202,14 @@ def report_options(cloudwatch: bool | None, options: dict[str, Any]):
     """`ReportOptions` from keywords; a one-line UsageError for a name that is no report option, or a
     value the CLI would refuse (`sm-locust report`'s own checks)."""
     # lazy: the report stack, ~120 ms (measured), only when a report is asked for
-    from sm_locust.report.pipeline import ReportOptions, check_report_names, check_report_values
+    from sm_locust.report.pipeline import ReportOptions
 
     known = {f.name for f in fields(ReportOptions)}
     for name in options:
         if name not in known:
             raise UsageError(f"unknown report option {name}=; choose from {', '.join(sorted(known - {'cloudwatch'}))}")
-    values = ReportOptions(cloudwatch=cloudwatch, **options)
-    check_report_values(period=values.period, safety_factor=values.safety_factor,  # as `sm-locust report` checks
-                        price_per_hour=values.price_per_hour, instance_count=values.instance_count,
-                        target_rps=values.target_rps, wait_timeout=values.wait_timeout,
-                        serverless_memory_mb=values.serverless_memory_mb)
-    check_report_names(values.endpoint_name, values.variant_name, values.inference_component)  # as SageMaker allows
-    return values
+    given = {name: value for name, value in options.items() if name != "write_summary"}  # each by its OptionSpec
+    return ReportOptions.parse(given, cloudwatch=cloudwatch, write_summary=options.get("write_summary", True))
 
 
 def timeline_frame(run_dir: Path) -> pd.DataFrame:

@@ -24,6 +24,7 @@ The calling process never imports Locust or gevent (tests/api/test_api_run.py ch
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +34,7 @@ from sm_locust.api.options import run_arguments
 from sm_locust.api.predictor import read_predictor, request_body
 from sm_locust.api.progress import RunProgress, make_display
 from sm_locust.api.result import RunResult
+from sm_locust.core.arguments import RunArguments
 from sm_locust.core.launch import (
     check_out_dir,
     choose_out_dir,
@@ -75,11 +77,12 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
         body, content_type = request_body(data, predictor)
         if content_type and given.get("content_type") is None:
             given["content_type"] = content_type
-    args = run_arguments(given, locust_args)  # every name and value, as the CLI parses them
-    state = RunProgress(total_s=_planned_seconds(args), interval_s=PROGRESS_EVERY_S)
+    arguments = run_arguments(given, locust_args)  # every name and value, by the options' own specs
+    state = RunProgress(total_s=_planned_seconds(arguments), interval_s=PROGRESS_EVERY_S)
     display = make_display(progress, state.total_s)  # a bad progress= is refused before anything is written
-    out_dir = Path(args.out) if args.out else choose_out_dir(None, args.endpoint_name or "")
-    args.out = str(out_dir)
+    out = arguments.run.out
+    out_dir = Path(out) if out else choose_out_dir(None, arguments.options.endpoint_name or "")
+    arguments = dataclasses.replace(arguments, run=arguments.run.replace(out=str(out_dir)))
     created, started = False, time.monotonic()
 
     def echo(line: str) -> None:
@@ -88,8 +91,10 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
 
     try:
         if body is not None:
-            created = _write_body(args, out_dir, body)
-        planned = plan_run(args, progress_every_s=PROGRESS_EVERY_S)
+            created = _write_body(arguments, out_dir, body)
+            arguments = dataclasses.replace(
+                arguments, options=arguments.options.replace(payload=str(out_dir / PAYLOAD_FILE)))
+        planned = plan_run(arguments, progress_every_s=PROGRESS_EVERY_S)
         if planned.repeat > 1:  # one RunResult is one run folder
             raise UsageError("repeat: the Python API runs one test and returns its result; call sm_locust.run(...) "
                              "once per repetition, or use `sm-locust run --repeat N` (repeat.json)")
@@ -127,19 +132,18 @@ def _take_predictor(given: dict[str, Any], predictor: Any) -> dict[str, str]:
     return target.env
 
 
-def _write_body(args: Any, out_dir: Path, body: bytes) -> bool:
-    """The data= body into the run folder (checked as --out is), as the run's payload; True when this
+def _write_body(arguments: RunArguments, out_dir: Path, body: bytes) -> bool:
+    """The data= body into the run folder (checked as --out is), to be the run's payload; True when this
     made the folder."""
-    check_out_dir(out_dir, overwrite=args.overwrite)
+    check_out_dir(out_dir, overwrite=arguments.run.overwrite)
     created = make_out_dir(out_dir)
     write_atomic(out_dir / PAYLOAD_FILE, body)  # every file of a run folder is written whole
-    args.payload = str(out_dir / PAYLOAD_FILE)
     return created
 
 
-def _planned_seconds(args: Any) -> float | None:
+def _planned_seconds(arguments: RunArguments) -> float | None:
     """How long the run is planned to take (its -t, else a shape's --max-duration), for a progress bar."""
-    for value, flag in ((args.run_time, "--run-time"), (getattr(args, "max_duration", None), "--max-duration")):
+    for value, flag in ((arguments.run.run_time, "--run-time"), (arguments.options.max_duration, "--max-duration")):
         if value:
             try:
                 return parse_seconds(value, flag)

@@ -27,8 +27,8 @@ from typing import NoReturn
 
 from sm_locust import __version__
 from sm_locust.cli.commands import COMMANDS
+from sm_locust.config.argtypes import register_number_types
 from sm_locust.errors import Interrupted, SmLocustError
-from sm_locust.util.numbers import register_number_types
 
 
 class CommandParser(argparse.ArgumentParser):

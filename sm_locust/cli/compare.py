@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
+from sm_locust.config.options import add_spec_arguments
 from sm_locust.report.compare import compare_table, terminal_table, write_compare
-from sm_locust.report.pipeline import check_report_values
-from sm_locust.util.numbers import argument_type
+from sm_locust.report.options import COMPARE_OUT, CompareSettings, compare_options
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
@@ -27,23 +27,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "transactions per hour. Writes compare.csv and compare.html (self-contained).",
     )
     p.add_argument("run_dirs", metavar="RUN_DIR", nargs="+", help="run folders written by `sm-locust run`")
-    p.add_argument("--out", default="reports/compare", metavar="DIR",
-                   help="output folder (default reports/compare, beside the runs)")
-    p.add_argument("--prices", dest="prices_file", metavar="FILE", help="JSON price table overriding the bundled one")
-    p.add_argument("--target-rps", type=argument_type(float, above=0), help="traffic to size for")
-    p.add_argument("--safety-factor", type=float, default=0.5, help="headroom for the autoscaling target (default 0.5)")
+    add_spec_arguments(p, compare_options())
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    check_report_values(safety_factor=args.safety_factor, target_rps=args.target_rps)
-    check_output_dir(Path(args.out))
+    settings = CompareSettings.parse(args)
+    out = settings.out or COMPARE_OUT
+    check_output_dir(Path(out))
     for run_dir in args.run_dirs:
         refuse_in_progress(Path(run_dir))
-    runs, table = compare_table(args.run_dirs, prices_file=args.prices_file, safety_factor=args.safety_factor,
-                                target_rps=args.target_rps,
+    runs, table = compare_table(args.run_dirs, prices_file=settings.prices_file, safety_factor=settings.safety_factor,
+                                target_rps=settings.target_rps,
                                 progress=lambda m: print(f"sm-locust compare: {m}", flush=True))
-    outputs = write_compare(runs, table, args.out)
+    outputs = write_compare(runs, table, out)
     gaps = [f"{r.name}: {g}" for r in runs for g in r.gaps]
     columns: tuple[str, ...] = ("max_sustainable_rps", "p95_ms", "usd_per_million")
     if "usd_per_million_output_tokens" in table.columns:

@@ -20,10 +20,12 @@ import contextlib
 import logging
 from importlib import resources
 
-import boto3
 import pandas as pd
 
+from sm_locust.aws.clients import Keys, Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.cli.commands import add_command_parser
+from sm_locust.config.argtypes import argument_type
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import parse_options
 from sm_locust.config.preflight import preflight
@@ -43,7 +45,7 @@ from sm_locust.publish.verify import compare, read_published
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
 from sm_locust.util.formatting import MISSING
-from sm_locust.util.numbers import MAX_USERS, argument_type
+from sm_locust.util.numbers import MAX_USERS
 from sm_locust.util.outputs import locked_folder
 
 DEMO_ENDPOINT = "sm-locust-demo"
@@ -99,8 +101,8 @@ class CloudWatchStandIn:
         self._server.stop()
 
     def client(self):
-        return boto3.client("cloudwatch", endpoint_url=self.url, region_name=STAND_IN_REGION,
-                            aws_access_key_id=STAND_IN_KEY, aws_secret_access_key=STAND_IN_KEY)
+        return aws_client("cloudwatch", Purpose.READ, region=STAND_IN_REGION, endpoint_url=self.url,
+                          keys=Keys(STAND_IN_KEY, STAND_IN_KEY))
 
 
 def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))
         if stand_in is not None:
             stack.enter_context(stand_in)
-            config.cloudwatch_url = stand_in.url
+            config = config.with_changes(cloudwatch_url=stand_in.url)
             print(f"sm-locust demo: CloudWatch stand-in (moto) on {stand_in.url}", flush=True)
         print(f"sm-locust demo: starting the local endpoint (max concurrency {args.max_concurrency}, service time "
               f"{args.service_time_ms:g} ms: capacity ~{capacity:.0f} req/s)", flush=True)

@@ -11,7 +11,7 @@ import argparse
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.core.answers import answer_lines
-from sm_locust.core.arguments import add_run_arguments
+from sm_locust.core.arguments import RunArguments, add_run_arguments
 from sm_locust.core.checks import checks_lines, run_checks
 from sm_locust.core.launch import every_request_failed, nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     not an exit code: `sm-locust smoke` gates), 1 when every request failed or none completed (in any
     run, with --repeat). The closing lines: the totals, the verdict, a model mix's cache and an LLM
     run's tokens, the checks of the SLOs and stop conditions given."""
-    planned = plan_run(args, closing_verdict=True)  # the verdict once, here, not also from the shape
+    arguments = RunArguments.parse(args, args.passthrough)  # the namespace, read once, here
+    planned = plan_run(arguments, closing_verdict=True)  # the verdict once, here, not also from the shape
     if planned.repeat > 1:
         return _repeated(planned)
     out, summary = start_run(planned)

@@ -3,209 +3,70 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from typing import Any
 
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.config.options import parse_bool
+from sm_locust.config.options import Options, add_spec_arguments, parse_specs
+from sm_locust.endpoint import options as specs
 from sm_locust.endpoint.components import parse_components
-from sm_locust.endpoint.faults import MAX_STREAM_TOKENS, MAX_THREADS, PROTOCOLS, EndpointConfig
+from sm_locust.endpoint.faults import EMULATIONS, EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.endpoint.multimodel import SERVE_OPTIONS, MultiModelConfig
 from sm_locust.endpoint.serverless import ServerlessConfig
 from sm_locust.endpoint.serving import serve_forever
-from sm_locust.endpoint.triton import DEFAULT_INPUTS, DEFAULT_OUTPUTS, model_for
+from sm_locust.endpoint.triton import model_for
 from sm_locust.errors import UsageError
-from sm_locust.mix.spec import MAX_TARGETS
-from sm_locust.scaling.policy import INVOCATIONS, MAX_INSTANCES, ScalingPolicy
-from sm_locust.scaling.timeline import MAX_TIME_SCALE
-from sm_locust.util.numbers import argument_type, max_processes
+from sm_locust.scaling.policy import INVOCATIONS, ScalingPolicy
 
 
 def add_parser(subparsers) -> None:
-    instances = argument_type(int, minimum=1, maximum=MAX_INSTANCES)
     p = add_command_parser(
         subparsers, "serve",
         description="Serve a real ranking model behind the SageMaker Runtime API (POST /endpoints/NAME/invocations) "
-        "and the container contract (GET /ping, POST /invocations), with capacity knobs and fault injection.",
+        "and the container contract (GET /ping, POST /invocations), with capacity knobs and fault injection. "
+        "Every option can also be set by its SM_LOCUST_SERVE_* variable.",
     )
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to your network)")
-    p.add_argument("--port", type=int, default=None, help="port (default $SAGEMAKER_BIND_TO_PORT or 8080)")
-    g = p.add_argument_group("capacity")
-    g.add_argument("--workers", type=argument_type(int, minimum=1, maximum=max_processes()), default=None,
-                   help="worker processes (default $SAGEMAKER_MODEL_SERVER_WORKERS, $SAGEMAKER_GUNICORN_WORKERS or 1)")
-    g.add_argument("--threads", type=argument_type(int, minimum=1, maximum=MAX_THREADS), default=None,
-                   help="threads per worker (>1 switches to gthread workers; default 1 = gevent)")
-    g.add_argument("--max-concurrency", type=int, default=None,
-                   help="requests served at once across workers; the excess queues (default 0 = unlimited)")
-    g.add_argument("--service-time-ms", type=float, default=None,
-                   help="fixed time each request holds a slot: capacity = max-concurrency / service time")
-    b = p.add_argument_group("dynamic batching (as TF-Serving / Triton; docs/endpoint.md)")
-    b.add_argument("--max-batch-size", type=int, default=None,
-                   help="requests run together as one batch, at most (default 0 = no batching)")
-    b.add_argument("--max-batch-delay-ms", type=float, default=None,
-                   help="how long a batch's first request waits for others to join (default "
-                        "0: only those already waiting)")
-    b.add_argument("--batch-item-cost", type=float, default=None,
-                   help="share of --service-time-ms each request after the first adds to a batch (0-1, default 0.2)")
-    t = p.add_argument_group("protocol (docs/endpoint.md, \"Triton\")")
-    t.add_argument("--protocol", default=None, choices=PROTOCOLS,
-                   help="the model behind the endpoint: ranking (default: the ranking model's JSON, protobuf, npy, "
-                   "CSV) or triton (NVIDIA Triton's KServe v2 protocol, JSON or binary tensors, as on SageMaker)")
-    t.add_argument("--model-inputs", default=None, metavar="NAME:DATATYPE:DIMS;...",
-                   help=f"--protocol triton: the model's inputs, full shapes with the batch dimension first as -1 "
-                   f"when --max-batch-size > 0 (default {DEFAULT_INPUTS})")
-    t.add_argument("--model-outputs", default=None, metavar="NAME:DATATYPE:DIMS;...",
-                   help=f"--protocol triton: the model's outputs (default {DEFAULT_OUTPUTS})")
-    f = p.add_argument_group("fault injection")
-    f.add_argument("--latency-ms", type=float, default=None, help="added latency per request")
-    f.add_argument("--jitter-ms", type=float, default=None, help="uniform random extra latency up to this")
-    f.add_argument("--throttle-ratio", type=float, default=None,
-                   help="share of requests answered ThrottlingException (0-1)")
-    f.add_argument("--model-error-ratio", type=float, default=None, help="share answered ModelError 424 (0-1)")
-    f.add_argument("--error-ratio", type=float, default=None,
-                   help="share answered InternalFailure 500 / ServiceUnavailable 503 (0-1)")
-    f.add_argument("--drop-ratio", type=float, default=None, help="share of connections closed without an answer (0-1)")
-    f.add_argument("--cold-start-ms", type=float, default=None,
-                   help="extra latency on each worker's first invocation; with the serverless emulation: each "
-                   "instance's start (ModelSetupTime) when new or idle for --idle-timeout-s")
-    f.add_argument("--not-ready-s", type=float, default=None,
-                   help="answer ModelNotReadyException for this long after start")
-    f.add_argument("--seed", type=int, default=None, help="seed for fault draws (repeatable runs)")
-    s = p.add_argument_group("response streams (POST /endpoints/NAME/invocations-response-stream)")
-    s.add_argument("--first-token-ms", type=float, default=None, help="delay before the first PayloadPart (default 0)")
-    s.add_argument("--token-ms", type=float, default=None, help="delay between two PayloadParts (default 0)")
-    s.add_argument("--stream-tokens", type=argument_type(int, minimum=0, maximum=MAX_STREAM_TOKENS), default=None,
-                   help="PayloadParts per streamed response (default 0: one per row's prediction)")
-    s.add_argument("--stream-error-ratio", type=float, default=None,
-                   help="share of streams that fail half-way with a ModelStreamError event (0-1)")
-    m = p.add_argument_group("LLM emulation (continuous batching, docs/llm.md)")
-    m.add_argument("--llm", action="store_true",
-                   help="serve an emulated LLM instead of the ranking model: TGI / LMI {\"inputs\": ...} and "
-                   "OpenAI-style {\"messages\": [...]} requests, tokens streamed as a continuous batch makes them")
-    m.add_argument("--llm-max-sequences", type=int, default=None,
-                   help="sequences decoded at once per worker; more wait in a queue (default 16)")
-    m.add_argument("--llm-step-ms", type=float, default=None, help="a decode step's fixed time (default 25)")
-    m.add_argument("--llm-step-ms-per-seq", type=float, default=None,
-                   help="what each sequence in the batch adds to a step (default 0.6)")
-    m.add_argument("--llm-prefill-ms-per-token", type=float, default=None,
-                   help="what each prompt token admitted adds to its step (default 0.1)")
-    m.add_argument("--llm-output-tokens", default=None,
-                   help="answer lengths: 128, 64-256 (uniform) or 128~32 (normal), capped by the request's "
-                   "max_new_tokens (default: the request's max_new_tokens, else 128)")
-    m.add_argument("--llm-format", default=None, choices=("auto", "tgi", "lmi", "openai"),
-                   help="the container whose bytes the streams copy: tgi (SSE events), lmi (JSON lines), openai "
-                        "(vLLM's SSE chat chunks) or auto (from the request: inputs -> tgi, messages -> openai)")
-    m.add_argument("--llm-server-counts", default=None,
-                   help="answers carry the server's token counts when the request asks (details, "
-                        "stream_options.include_usage): true (default) or false (never)")
-    m.add_argument("--llm-error-ratio", type=float, default=None,
-                   help="share of streams that end half-way with their format's in-band error (TGI's error event, "
-                        "LMI's error token, vLLM's error chunk) (0-1, default 0)")
-    v = p.add_argument_group("serverless emulation (SageMaker Serverless Inference, docs/serverless.md)")
-    v.add_argument("--serverless-memory-mb", type=int, default=None,
-                   help="MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x 6144 / this "
-                   "(CPU share proportional to memory); turns the emulation on (default 2048 when another "
-                   "--serverless-* flag is given)")
-    v.add_argument("--serverless-max-concurrency", type=int, default=None,
-                   help="MaxConcurrency, 1-200: instances serving at once across workers; a request beyond them is "
-                   "answered ThrottlingException (429) at once (default 20)")
-    v.add_argument("--idle-timeout-s", type=float, default=None,
-                   help="an instance idle this long is reclaimed; its next request starts cold "
-                        "with --cold-start-ms (default 60)")
-    v.add_argument("--serverless-compute-share", type=float, default=None,
-                   help="share of --service-time-ms that scales with the memory size (0-1, default 1)")
-    v.add_argument("--serverless-throttle-ms", type=float, default=None,
-                   help="time before a throttled request is answered: the round trip a "
-                        "refusal costs a caller (default 10)")
-    mm = p.add_argument_group("multi-model endpoint emulation (TargetModel, docs/multi-model.md)")
-    mm.add_argument("--multi-model", action="store_true",
-                    help="host --model-count models named model-0001.tar.gz ...: a request's TargetModel is loaded "
-                    "into memory before it runs (downloaded first unless still on disk), least recently used models "
-                    "unloaded when memory is full")
-    mm.add_argument("--model-count", type=argument_type(int, minimum=1, maximum=MAX_TARGETS), default=None,
-                    help=f"models hosted (default 100, at most {MAX_TARGETS:,})")
-    mm.add_argument("--model-size-mb", default=None,
-                    help="each model's size in MB, or LO-HI for sizes drawn once per model (default 100)")
-    mm.add_argument("--instance-memory-mb", type=float, default=None, help="memory the models share (default 4096)")
-    mm.add_argument("--instance-disk-mb", type=float, default=None,
-                    help="disk for downloaded models (default: unlimited); a full disk deletes the least recently used")
-    mm.add_argument("--model-download-ms", type=float, default=None,
-                    help="download time from S3 per model (default 500)")
-    mm.add_argument("--model-load-ms", type=float, default=None, help="load time into memory per model (default 500)")
-    mm.add_argument("--model-unload-ms", type=float, default=None,
-                    help="unload time per model unloaded to make room; the load waits for it (default 0)")
-    mm.add_argument("--model-cache-setting", default=None, type=str.capitalize, choices=("Enabled", "Disabled"),
-                    help="MultiModelConfig.ModelCacheSetting: Disabled unloads a model after each request "
-                    "(default Enabled)")
-    mm.add_argument("--model-ready-timeout-s", type=float, default=None,
-                    help="a request still waiting for its model after this long is answered ModelNotReadyException "
-                    "(default 60, SageMaker's)")
-    ic = p.add_argument_group("inference components (InferenceComponentName, docs/multi-model.md)")
-    ic.add_argument("--inference-components", default=None, metavar="NAME:COPIES[:MS],...",
-                    help="host these components, e.g. a:2,b:1: each with its own copies (requests served at once, "
-                    "across workers) and optionally its own service time in ms (default --service-time-ms)")
-    a = p.add_argument_group("fleet emulation: a variant of several instances that autoscales (docs/autoscaling.md)")
-    a.add_argument("--instances", type=instances, default=None,
-                   help="instances serving at the start, each with its own --max-concurrency slots; "
-                   "turns the emulation on")
-    a.add_argument("--target-value", type=float, default=None,
-                   help="target-tracking policy: the metric's target per instance (InvocationsPerInstance: "
-                   "per minute); turns autoscaling on (needs --max-instances)")
-    a.add_argument("--min-instances", type=instances, default=None, help="the policy's minimum (default --instances)")
-    a.add_argument("--max-instances", type=instances, default=None,
-                   help=f"the policy's maximum (at most {MAX_INSTANCES:,})")
-    a.add_argument("--scaling-metric", default=None,
-                   help="SageMakerVariantInvocationsPerInstance (default, one-minute periods) or "
-                   "SageMakerVariantConcurrentRequestsPerModelHighResolution (10-s periods)")
-    a.add_argument("--scale-out-cooldown-s", type=float, default=None, help="ScaleOutCooldown (default 300, AWS's)")
-    a.add_argument("--scale-in-cooldown-s", type=float, default=None, help="ScaleInCooldown (default 300, AWS's)")
-    a.add_argument("--instance-start-s", type=float, default=None,
-                   help="seconds from a scale-out decision until its instances serve (default 240)")
-    a.add_argument("--time-scale", type=argument_type(float, above=0, maximum=MAX_TIME_SCALE), default=None,
-                   help="emulated seconds per real second: the control loop, its periods, cooldowns and instance "
-                   "starts run this much faster (requests do not); everything reported is in emulated seconds "
-                   "(default 1)")
-    a.add_argument("--routing", default=None,
-                   help="how requests spread over the instances: random (default) or least-outstanding")
-    e = p.add_argument_group("identity and metrics")
-    e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
-    e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
-    e.add_argument("--cloudwatch-url", default=None,
-                   help="publish the metrics a SageMaker endpoint has (Invocations, ModelLatency, CPUUtilization, ...) "
-                   "to this CloudWatch API URL, e.g. a moto server (docs/endpoint.md)")
-    e.add_argument("--metrics-interval", dest="metrics_interval_s", metavar="SECONDS", type=float, default=None,
-                   help="seconds between two publications with --cloudwatch-url (default 10)")
-    e.add_argument("--metrics-endpoint-name", default=None,
-                   help="EndpointName dimension of the metrics (default: --endpoint-name, else sm-locust-local)")
+    for key, title in specs.GROUPS.items():
+        add_spec_arguments(p.add_argument_group(title) if key else p, [s for s in specs.OPTIONS if s.group == key])
 
 
-def check_names(args: argparse.Namespace) -> None:
+def serve_options(args: argparse.Namespace) -> Options:
+    """The serve options of the command line, each parsed once by its OptionSpec."""
+    return parse_specs(specs.OPTIONS, args)
+
+
+def check_names(options: Options) -> None:
     """The names the endpoint answers to and reports follow SageMaker's rules (sm_locust.aws.runtime_api)."""
     for flag in ("endpoint_name", "metrics_endpoint_name"):
-        if getattr(args, flag, None):
-            check_endpoint_name(getattr(args, flag), "--" + flag.replace("_", "-"))
-    if getattr(args, "variant_name", None):
-        check_header("target_variant", args.variant_name, "--variant-name")
+        if options[flag]:
+            check_endpoint_name(options[flag], "--" + flag.replace("_", "-"))
+    if options.variant_name:
+        check_header("target_variant", options.variant_name, "--variant-name")
 
 
-def config_from_args(args: argparse.Namespace):
-    keys = ("host", "port", "workers", "threads", "max_concurrency", "service_time_ms", "latency_ms", "jitter_ms",
-            "throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio", "cold_start_ms", "not_ready_s",
-            "seed", "endpoint_name", "variant_name", "cloudwatch_url", "metrics_interval_s", "metrics_endpoint_name",
-            "first_token_ms", "token_ms", "stream_tokens", "stream_error_ratio", "max_batch_size", "max_batch_delay_ms",
-            "batch_item_cost", "protocol", "model_inputs", "model_outputs")
-    check_names(args)
+# EndpointConfig's own fields (the emulations' settings objects are built below)
+CONFIG_KEYS = tuple(f.name for f in fields(EndpointConfig) if f.name not in EMULATIONS)
+
+
+def config_from_args(args: argparse.Namespace) -> EndpointConfig:
+    return endpoint_config(serve_options(args))
+
+
+def endpoint_config(options: Options) -> EndpointConfig:
+    """The frozen EndpointConfig of parsed serve options (the SageMaker container's variables fill the port and
+    workers not given)."""
+    check_names(options)
+    given = {k: options[k] for k in CONFIG_KEYS if k in options.given}
     try:
-        config = EndpointConfig.from_environment(**{k: getattr(args, k) for k in keys})
-        config.llm = llm_config_from_args(args)
-        config.serverless = serverless_config_from_args(args)
-        config.multi_model = multi_model_config_from_args(args)
-        if getattr(args, "inference_components", None):
-            config.inference_components = parse_components(args.inference_components)
-        config.fleet = fleet_config_from_args(args)
+        inference_components = (parse_components(options.inference_components)
+                                if options.inference_components else None)
+        config = EndpointConfig.from_environment(
+            **given, llm=llm_config(options), serverless=serverless_config(options),
+            multi_model=multi_model_config(options), inference_components=inference_components,
+            fleet=fleet_config(options))
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -216,12 +77,11 @@ LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token
             "server_counts", "error_ratio")
 
 
-def emulation_flags(args: argparse.Namespace, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:
-    """The flags given for an emulation ({setting: value}, from `dests`: setting -> argparse dest) when its
+def emulation_flags(options: Options, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:
+    """The flags given for an emulation ({setting: value}, from `dests`: setting -> option dest) when its
     `switch` is on, None when it is off; one of its flags without the switch is a usage error."""
-    given = {key: getattr(args, dest, None) for key, dest in dests.items()}
-    given = {k: v for k, v in given.items() if v is not None}
-    if getattr(args, switch.removeprefix("--").replace("-", "_"), False):
+    given = {key: options[dest] for key, dest in dests.items() if dest in options.given}
+    if options[switch.removeprefix("--").replace("-", "_")]:
         return given
     if given:
         flags = ", ".join(f"--{dests[k].replace('_', '-')}" for k in given)
@@ -229,14 +89,10 @@ def emulation_flags(args: argparse.Namespace, dests: dict[str, str], switch: str
     return None
 
 
-def llm_config_from_args(args: argparse.Namespace):
+def llm_config(options: Options) -> LlmConfig | None:
     """The LlmConfig of `--llm` (None without it); an --llm-* flag without --llm is a usage error."""
-    given = emulation_flags(args, {k: f"llm_{k}" for k in LLM_KEYS}, "--llm", "the LLM emulation")
-    if given is None:
-        return None
-    if "server_counts" in given:
-        given["server_counts"] = parse_bool(given["server_counts"], "--llm-server-counts")
-    return LlmConfig(**given)
+    given = emulation_flags(options, {k: f"llm_{k}" for k in LLM_KEYS}, "--llm", "the LLM emulation")
+    return None if given is None else LlmConfig(**given)
 
 
 SERVERLESS_FLAGS = {"memory_mb": "serverless_memory_mb", "max_concurrency": "serverless_max_concurrency",
@@ -244,10 +100,9 @@ SERVERLESS_FLAGS = {"memory_mb": "serverless_memory_mb", "max_concurrency": "ser
                     "throttle_ms": "serverless_throttle_ms"}
 
 
-def serverless_config_from_args(args: argparse.Namespace):
+def serverless_config(options: Options) -> ServerlessConfig | None:
     """The ServerlessConfig of the --serverless-* flags (None without any); --idle-timeout-s alone is a usage error."""
-    given: dict[str, Any] = {key: getattr(args, dest) for key, dest in SERVERLESS_FLAGS.items()
-                             if getattr(args, dest, None) is not None}
+    given: dict[str, Any] = {key: options[dest] for key, dest in SERVERLESS_FLAGS.items() if dest in options.given}
     if not given:
         return None
     if set(given) <= {"idle_timeout_s"}:
@@ -256,9 +111,9 @@ def serverless_config_from_args(args: argparse.Namespace):
     return ServerlessConfig(**given)
 
 
-def multi_model_config_from_args(args: argparse.Namespace):
+def multi_model_config(options: Options) -> MultiModelConfig | None:
     """The MultiModelConfig of `--multi-model` (None without it); a model flag without it is a usage error."""
-    given = emulation_flags(args, SERVE_OPTIONS, "--multi-model", "the multi-model emulation")
+    given = emulation_flags(options, SERVE_OPTIONS, "--multi-model", "the multi-model emulation")
     return MultiModelConfig(**given) if given is not None else None
 
 
@@ -270,10 +125,10 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def fleet_config_from_args(args: argparse.Namespace):
+def fleet_config(options: Options) -> FleetConfig | None:
     """The FleetConfig of --instances / --target-value and their flags (None without either)."""
     names = ("instances", "target_value", *POLICY_ARGS, *FLEET_ARGS)
-    given: dict[str, Any] = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    given: dict[str, Any] = {k: options[k] for k in names if k in options.given}
     if not given:
         return None
     if "instances" not in given and "target_value" not in given:

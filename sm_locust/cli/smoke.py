@@ -20,20 +20,25 @@ without a whole-run `--max-error-rate` or a `--baseline`, the default gate allow
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import add_cli_options
-from sm_locust.core.arguments import add_load_arguments
+from sm_locust.core.arguments import RunArguments, add_load_arguments
 from sm_locust.core.launch import nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
 from sm_locust.errors import RunError, UsageError
-from sm_locust.gates.cli import add_gate_arguments, gates_from_args, report
+from sm_locust.gates.cli import GateSettings, add_gate_arguments, gates_from_settings, report
 from sm_locust.gates.spec import with_default_error_gate
+from sm_locust.record.model import Summary
 from sm_locust.record.runfolder import load_run
 from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
+# Gate options that are also `run` options, declared once there: `--max-error-rate` (the shapes' stop
+# condition) is the whole-run error-rate gate.
+SHARED_WITH_RUN = ("--max-error-rate",)
 SMOKE_USERS = 2
 SMOKE_RUN_TIME = "15s"  # long enough for a 95 % interval that can decide a gate (docs/gates.md)
 
@@ -50,18 +55,18 @@ def add_parser(subparsers) -> None:
                    help="gate this existing run folder instead of running a test")
     add_cli_options(p)
     add_load_arguments(p)
-    add_gate_arguments(p)  # last: a flag the options above already declare keeps its declaration
+    add_gate_arguments(p, shared=SHARED_WITH_RUN)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show Locust's output and its periodic tables (--locust-stats: the tables alone)")
     p.set_defaults(accepts_passthrough=True, quiet=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    gates = with_default_error_gate(gates_from_args(args),  # every usage error before anything runs
-                                    error_rate_given=_whole_run_limit(getattr(args, "max_error_rate", None)),
-                                    baseline=bool(args.baseline))
-    if args.junit:  # written at the end: a path that cannot be written fails now, not after the test
-        check_output_file(Path(args.junit), "--junit")
+    settings = GateSettings.parse(args)
+    gates = with_default_error_gate(gates_from_settings(settings),  # every usage error before anything runs
+                                    error_rate_given=settings.whole_run_error_rate, baseline=bool(settings.baseline))
+    if settings.junit:  # written at the end: a path that cannot be written fails now, not after the test
+        check_output_file(Path(settings.junit), "--junit")
     if args.run_dir:
         if args.endpoint_name or getattr(args, "passthrough", None):
             raise UsageError("--run-dir checks an existing run folder; drop --endpoint-name and Locust arguments, or "
@@ -73,29 +78,26 @@ def run(args: argparse.Namespace) -> int:
     else:
         out, summary_duration = _short_run(args)
         run_data = load_run(out)
-    _, code = report(gates, run_data, junit=args.junit, prefix="sm-locust smoke", duration_s=summary_duration,
-                     properties={"run_dir": str(out)}, inconclusive=args.inconclusive)
+    _, code = report(gates, run_data, junit=settings.junit, prefix="sm-locust smoke", duration_s=summary_duration,
+                     properties={"run_dir": str(out)}, inconclusive=settings.inconclusive)
     return code
 
 
-def _whole_run_limit(value) -> bool:
-    """True when `--max-error-rate` was given for the whole run (a value without NAME=); the flag is
-    the shapes' float option or the gates' repeatable `[NAME=]VALUE`, whichever declared it."""
-    values = value if isinstance(value, (list, tuple)) else ([] if value is None else [value])
-    return any("=" not in str(v) for v in values)
-
-
 def _short_run(args: argparse.Namespace):
-    if args.users is None and not args.shape:
-        args.users = SMOKE_USERS
-    if args.run_time is None and not args.shape:
-        args.run_time = SMOKE_RUN_TIME
-    if args.verbose or args.locust_stats:  # smoke is quiet unless asked: Locust's output, with its tables
-        args.quiet, args.locust_stats = False, True
-    out, summary = start_run(plan_run(args))
+    arguments = RunArguments.parse(args, args.passthrough)
+    run = arguments.run
+    changes: dict = {}
+    if run.users is None and not run.shape:
+        changes["users"] = SMOKE_USERS
+    if run.run_time is None and not run.shape:
+        changes["run_time"] = SMOKE_RUN_TIME
+    if args.verbose or run.locust_stats:  # smoke is quiet unless asked: Locust's output, with its tables
+        changes.update(quiet=False, locust_stats=True)
+    arguments = dataclasses.replace(arguments, run=run.replace(**changes))
+    out, summary = start_run(plan_run(arguments))
     print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
     print(f"sm-locust smoke: results in {out}/")
     failed = nothing_completed(summary)
     if failed:  # no gate can judge a run in which nothing completed
         raise RunError(failed)
-    return out, float(summary.get("duration_s") or 0.0)
+    return out, float(Summary.of(summary).duration_s or 0.0)

@@ -13,12 +13,55 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 from sm_locust.cli.commands import add_command_parser
+from sm_locust.config.options import OptionSpec, add_spec_arguments, parse_specs
 from sm_locust.errors import UsageError
 from sm_locust.sanitize import clean
 from sm_locust.sweep import api
 from sm_locust.sweep.schema import load_spec
+
+
+def _spec(flag: str, help: str, type: Any = None, **rest: Any) -> OptionSpec:
+    """A sweep option: no variable (a shell set up once must not create or delete endpoints by itself)."""
+    return OptionSpec(flag, "", False if type is bool else None, help, type=type, web_ui=False, forward=False,
+                      const=True if type is bool else None, **rest)
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    _spec("--out", "sweep folder (default reports/sweeps/<sweep id>/); rerunning resumes in it"),
+    _spec("--plan", "list the configurations, what each would deploy, the estimated time, instance-hours and $; "
+          "deploy nothing", bool),
+    _spec("--yes", "create SageMaker endpoints without asking", bool),
+    _spec("--set", "override a key of the file for this run, e.g. --set load.step_seconds=10 (repeatable)",
+          name="overrides", multiple=True, metavar="KEY=VALUE"),
+    _spec("--cleanup", "delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID; for an "
+          "autoscaling sweep also put back the scaling it changed (journals in --out, default "
+          "reports/sweeps/SWEEP_ID/)", metavar="SWEEP_ID"),
+    _spec("--region", "with --cleanup and no SWEEP: the AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the "
+          "profile's region)"),
+)
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What `sm-locust sweep` was asked, parsed once by its specs."""
+
+    sweep_file: str | None
+    out: str | None
+    plan: bool
+    yes: bool
+    overrides: tuple[str, ...]
+    cleanup: str | None
+    region: str | None
+
+    @classmethod
+    def parse(cls, args: argparse.Namespace) -> SweepSettings:
+        options = parse_specs(OPTIONS, args)
+        return cls(sweep_file=args.sweep_file, out=options.out, plan=options.plan, yes=options.yes,
+                   overrides=tuple(options.overrides or ()), cleanup=options.cleanup, region=options.region)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -30,19 +73,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "recommended; 1: a configuration failed or none meets the objective; 2: bad input; 130: interrupted.",
     )
     p.add_argument("sweep_file", metavar="SWEEP", nargs="?", help="the sweep file (docs/sweep.md)")
-    p.add_argument("--out", default=None,
-                   help="sweep folder (default reports/sweeps/<sweep id>/); rerunning resumes in it")
-    p.add_argument("--plan", action="store_true", help="list the configurations, what each would deploy, the estimated "
-                   "time, instance-hours and $; deploy nothing")
-    p.add_argument("--yes", action="store_true", help="create SageMaker endpoints without asking")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a key of the file for this run, e.g. --set load.step_seconds=10 (repeatable)")
-    p.add_argument("--cleanup", metavar="SWEEP_ID", default=None,
-                   help="delete the endpoints, endpoint configs and models tagged sm-locust:sweep=SWEEP_ID; for an "
-                   "autoscaling sweep also put back the scaling it changed (journals in --out, default "
-                   "reports/sweeps/SWEEP_ID/)")
-    p.add_argument("--region", default=None, help="with --cleanup and no SWEEP: the AWS region (default: AWS_REGION, "
-                   "AWS_DEFAULT_REGION, the profile's region)")
+    add_spec_arguments(p, OPTIONS)
     return p
 
 
@@ -53,13 +84,14 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(args: argparse.Namespace) -> int:
+def run(namespace: argparse.Namespace) -> int:
+    args = SweepSettings.parse(namespace)
     if args.cleanup:
         deploy: str | None = None  # without the file: the sweep folder says, else sagemaker (api.cleanup)
         region, profile = args.region, None
         kind: str | None = None  # without the file, the sweep folder says (api.folder_kind)
         if args.sweep_file:
-            spec = load_spec(args.sweep_file, args.overrides)
+            spec = load_spec(args.sweep_file, list(args.overrides))
             deploy, region, profile, kind = spec.deploy, region or spec.region, spec.aws_profile, spec.kind
         deleted, left = api.cleanup(args.cleanup, deploy=deploy, region=region, profile=profile, kind=kind,
                                     out=args.out)
@@ -69,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         return 1 if left else 0
     if not args.sweep_file:
         raise UsageError("give a sweep file (sm-locust sweep SWEEP.yaml), or --cleanup SWEEP_ID")
-    sweep = api.load_sweep(args.sweep_file, out=args.out, overrides=args.overrides)
+    sweep = api.load_sweep(args.sweep_file, out=args.out, overrides=list(args.overrides))
     if args.plan:
         print(clean("\n".join(api.plan_lines(sweep)), None, newlines=True))  # labels quote the file's values
         return 0

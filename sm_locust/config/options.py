@@ -108,10 +108,14 @@ class OptionSpec:
     hint: Callable[[float], str] | None = None  # numbers: advice appended when the range refuses a value
     group: str = ""  # a key of GROUPS: where --help and the web UI show it; "" = its provider's group
     const: Any = None  # the value of the flag given alone (`--dashboard` = `--dashboard auto`); None: it takes one
+    name: str = ""  # the dest when it is not the flag's (`--metrics-interval` -> metrics_interval_s)
+    multiple: bool = False  # repeatable (`--max-p95-ms 200 --max-p95-ms predict=150`): a tuple, each item parsed
+    metavar: str | None = None
+    short: str = ""  # a one-letter alias on the command line (`-u` for `--users`)
 
     @property
     def dest(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
+        return self.name or self.flag.lstrip("-").replace("-", "_")
 
     @property
     def bounds(self) -> dict[str, float]:
@@ -124,6 +128,10 @@ class OptionSpec:
         UsageError naming the option (`name`, default the flag) otherwise."""
         if value is None or value == "":
             return None
+        if self.multiple:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            single = replace(self, multiple=False)
+            return tuple(single.parse(item, name) for item in items) or None
         name = self.flag if name is None else name
         if self.type is bool:
             parsed: Any = parse_bool(value, name)
@@ -137,7 +145,8 @@ class OptionSpec:
             try:
                 parsed = self.convert(str(value))
             except UsageError as exc:
-                raise UsageError(f"{name}: {exc.message}" if name else exc.message) from None
+                named = not name or exc.message.startswith(name)  # a rule that words its own flag
+                raise UsageError(exc.message if named else f"{name}: {exc.message}") from None
         else:
             if isinstance(value, (dict, list, tuple, set)):
                 raise UsageError(f"{name + ' ' if name else ''}takes text, got {value!r}")
@@ -149,18 +158,32 @@ class OptionSpec:
 
     def argparse_kwargs(self) -> dict:
         kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
-        if self.type is not None or self.convert is not None:
+        if self.type is not None or self.convert is not None or self.multiple:
             kwargs["type"] = self._argument
         if self.choices:
             kwargs["choices"] = list(self.choices)
         if self.const is not None:
             kwargs.update(nargs="?", const=self.const)
+        if self.name:
+            kwargs["dest"] = self.name
+        if self.metavar:
+            kwargs["metavar"] = self.metavar
+        if self.multiple:
+            kwargs["action"] = "append"
         return kwargs
+
+    def help_text(self, env: bool = True) -> str:
+        """The help as --help shows it: the text, the default (from the spec, so it is written once) and
+        the variable."""
+        default = self.default
+        shown = "" if default is None or default is False or default == "" else (
+            f" (default {default:g})" if isinstance(default, float) else f" (default {default})")
+        return f"{self.help}{shown}{f' [{self.env_var}]' if env and self.env_var else ''}"
 
     def _argument(self, text: str) -> Any:
         """argparse's `type=`: `parse` with argparse's error type (it prefixes "argument --x: ")."""
         try:
-            return self.parse(text, name="")
+            return replace(self, multiple=False).parse(text, name="")
         except UsageError as exc:
             raise _BadArgument(exc.message.strip()) from None
 
@@ -250,11 +273,13 @@ class Options(Mapping[str, Any]):
     filled where it was not given. Frozen. Read like a namespace (`options.step_seconds`) or a
     mapping; `given` holds the dests that were set to something other than their default."""
 
-    __slots__ = ("_values", "given")
+    __slots__ = ("_values", "given", "_specs")
 
-    def __init__(self, values: Mapping[str, Any], given: frozenset[str] = frozenset()):
+    def __init__(self, values: Mapping[str, Any], given: frozenset[str] = frozenset(),
+                 specs: tuple[OptionSpec, ...] | None = None):
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "given", frozenset(given))
+        object.__setattr__(self, "_specs", specs)  # None: every provider's (`run`); else a command's own
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -279,7 +304,8 @@ class Options(Mapping[str, Any]):
 
     def replace(self, **changes: Any) -> Options:
         """These options with `changes` (by dest; each parsed by its spec, None = back to the default)."""
-        return parse_options({**{k: self._values[k] for k in self.given}, **changes})
+        values = {**{k: self._values[k] for k in self.given}, **changes}
+        return parse_options(values) if self._specs is None else parse_specs(self._specs, values)
 
 
 def parse_options(source: Any = None, *, name: Callable[[OptionSpec], str] | None = None) -> Options:
@@ -297,6 +323,58 @@ def parse_options(source: Any = None, *, name: Callable[[OptionSpec], str] | Non
         if parsed != spec.default:
             given.add(spec.dest)
     return Options(values, frozenset(given))
+
+
+def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Any = None, *,
+                name: Callable[[OptionSpec], str] | None = None) -> Options:
+    """A command's own options (`serve`, `report`, `smoke`, ...) from `source` (an argparse namespace,
+    a mapping of keywords or a sweep file's settings; None or "" = not given), each parsed by its spec:
+    the one conversion, so a bound is refused alike wherever the value came from. `given` holds the
+    options that were given, whatever their value (an emulation's flag without its switch is an error
+    even at its default)."""
+    values: dict[str, Any] = {}
+    given: set[str] = set()
+    for spec in specs:
+        parsed = spec.parse(option_value(source, spec.dest), name(spec) if name else None)
+        if parsed is None:
+            values[spec.dest] = spec.default
+        else:
+            values[spec.dest] = parsed
+            given.add(spec.dest)
+    return Options(values, frozenset(given), tuple(specs))
+
+
+def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionSpec], *, env: bool = True) -> None:
+    """Declare a command's own options on `parser` (a parser or an argument group). The parser's default
+    is None (not given) unless the option's variable is set: `parse_specs` fills the spec's default,
+    so --help shows the default written in the spec and nothing else keeps a copy."""
+    for spec in specs:
+        kwargs = spec.argparse_kwargs()
+        if spec.type is bool and spec.const is True:  # a switch, as store_true: `--llm`, never `--llm false`
+            kwargs = {key: kwargs[key] for key in ("dest", "help") if key in kwargs}
+            kwargs.update(action="store_const", const=True)
+        kwargs["default"] = None
+        env_value = os.environ.get(spec.env_var) if env and spec.env_var else None
+        if env_value is not None and env_value.strip():
+            kwargs["default"] = spec.from_env(env_value)
+        kwargs["help"] = spec.help_text(env)
+        parser.add_argument(*([spec.short] if spec.short else []), spec.flag, **kwargs)
+
+
+def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, Any]:
+    """dest -> the value of each option whose variable is set (`SM_LOCUST_*`), as a command line takes it
+    for its default: what keywords that do not name an option fall back to (a UsageError names a bad one)."""
+    values: dict[str, Any] = {}
+    for spec in specs:
+        text = os.environ.get(spec.env_var) if spec.env_var else None
+        if text is not None and text.strip():
+            values[spec.dest] = spec.from_env(text)
+    return values
+
+
+def namespace(values: Mapping[str, Any]) -> argparse.Namespace:
+    """An argparse namespace of `values`: the form Locust's `parsed_options` take (sm_locust.testing)."""
+    return argparse.Namespace(**values)
 
 
 def environment_options(environment: Any) -> Options:

@@ -8,13 +8,13 @@ reached (no network: one line before the test, not a run of EndpointConnectionEr
 Credentials are looked up, never printed; `plain_http_warning` names the one case where they
 would travel unencrypted (a signed request over http:// to another machine).
 
-`is_loopback` is the one test of "this URL is this machine" (placeholder credentials for the local
-endpoint and for CloudWatch stand-ins, a report that knows the run was local).
+`is_loopback` (from `sm_locust.aws.clients`) is the one test of "this URL is this machine"
+(placeholder credentials for the local endpoint and for CloudWatch stand-ins, a report that knows
+the run was local).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import socket
@@ -23,29 +23,16 @@ import urllib.request
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
+from sm_locust.aws.clients import PLACEHOLDER_KEY, chain_credentials, is_loopback
 from sm_locust.aws.region import NO_REGION, child_environment, endpoint_url_for, region_for
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import RunError, UsageError
 
-LOCAL_REGION = "us-east-1"  # a local stand-in does not care which; botocore still signs for one
-LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "sm-locust-local", "AWS_SECRET_ACCESS_KEY": "sm-locust-local"}
+# the AWS client factory's placeholders, as the Locust child's environment
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": PLACEHOLDER_KEY, "AWS_SECRET_ACCESS_KEY": PLACEHOLDER_KEY}
 # botocore's own rule for a region name (a host-name label); AWS's regions also read like us-east-1.
 REGION_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
 AWS_REGION_NAME = re.compile(r"^[a-z]{2}(?:-[a-z]+)+-\d+$")
-
-
-def is_loopback(url: object) -> bool:
-    """True for a URL whose host is this machine: localhost, 127.0.0.0/8, ::1, or 0.0.0.0 (the
-    any-address a local server listens on); False for anything that is not a URL."""
-    if not isinstance(url, str) or "://" not in url:
-        return False
-    host = (urlparse(url).hostname or "").lower()
-    if host in ("localhost", "0.0.0.0"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 # A local endpoint started a moment ago (`sm-locust serve ... &` on the line before, as the README's
@@ -120,15 +107,13 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
     for the Locust process (a SageMaker SDK session's keys, from the Python API): its keys count as
     credentials found.
     """
-    # lazy: botocore.session costs ~190 ms (measured); serve and report import this module for is_loopback only
+    # lazy: botocore costs ~190 ms (measured); serve and report import this module for is_loopback only
     import botocore.exceptions
-    import botocore.session
 
     extra: dict[str, str] = {}
     try:
-        session = botocore.session.Session(profile=settings.aws_profile or None)
         given = bool((env or {}).get("AWS_ACCESS_KEY_ID"))
-        credentials = None if given else session.get_credentials()
+        credentials = None if given else chain_credentials(settings.aws_profile)
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {settings.aws_profile!r} not found; check --aws-profile / AWS_PROFILE and "
                          "~/.aws/config") from None
@@ -144,7 +129,7 @@ def aws_environment(settings: SageMakerSettings, env: Mapping[str, str] | None =
     if not region:
         if not settings.endpoint_url:
             raise UsageError(NO_REGION.format(what=""))
-        region = LOCAL_REGION
+        region = "us-east-1"  # a local endpoint does not care; botocore still signs for one
     check_region(region, aws=not runtime_url(settings))
     extra.update(child_environment(region))  # both transports in the Locust process sign for this one
     return extra

@@ -2,42 +2,41 @@
 hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL.
 
 Why: a multi-model run never printed its hit rate and an LLM run its tokens; both were only in
-summary.json (and later the report). Pure: summary.json's dict in, lines out (the report adds the
+summary.json (and later the report). Pure: summary.json's records in, lines out (the report adds the
 priced figures, `report.render.closing_rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from sm_locust.record.model import JsonObject, Llm, Summary, load_words
 from sm_locust.util.formatting import latency, number, percent
 
 
-def _verdict_llm(summary: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+def _verdict_llm(summary: Summary) -> tuple[Llm | None, str]:
     """The token figures of the verdict's step when the search named one, else the whole run's."""
-    plateau = summary.get("plateau") or {}
-    users = plateau.get("users")
-    for step in summary.get("steps") or []:
-        if users is not None and step.get("users") == users and isinstance(step.get("llm"), dict):
-            return step["llm"], f"at the verdict's step, {users} users"
-    return summary.get("llm") or {}, "whole run"
+    users = summary.plateau.users if summary.plateau is not None else None
+    for step in summary.steps:
+        if users is not None and step.users == users and step.llm is not None:
+            return step.llm, f"at the verdict's step, {load_words(users, None)}"
+    return summary.llm, "whole run"
 
 
-def answer_lines(summary: Mapping[str, Any]) -> list[str]:
+def answer_lines(summary: Summary | JsonObject) -> list[str]:
     """'cache: ...' for a run with a model cache, 'tokens: ...' for a run that counted tokens; [] else."""
+    record = Summary.of(summary)
     lines = []
-    cache = summary.get("model_cache")
-    if isinstance(cache, dict):
-        if cache.get("hit_rate") is None:
+    cache = record.model_cache
+    if cache is not None:
+        if cache.hit_rate is None:
             lines.append("cache: cold and warm requests not told apart (no marks, no two latency modes)")
         else:
-            cold, warm = cache.get("cold") or {}, cache.get("warm") or {}
-            lines.append(f"cache: hit rate {percent(cache['hit_rate'])} of {number(cache.get('requests'), 0)} "
+            cold, warm = cache.cold or {}, cache.warm or {}
+            lines.append(f"cache: hit rate {percent(cache.hit_rate)} of {number(cache.requests, 0)} "
                          f"successful requests ({number(cold.get('requests'), 0)} cold); p95 cold "
                          f"{latency(cold.get('p95_ms'), ' ms')}, warm {latency(warm.get('p95_ms'), ' ms')}")
-    if isinstance(summary.get("llm"), dict):
-        at, where = _verdict_llm(summary)
-        lines.append(f"tokens: {number(at.get('output_tokens_per_s'))} output tokens/s ({where}); TTFT p95 "
-                     f"{latency(at.get('ttft_p95_ms'), ' ms')}, ITL p95 {latency(at.get('itl_p95_ms'), ' ms')}")
+    if record.llm is not None:
+        at, where = _verdict_llm(record)
+        lines.append(f"tokens: {number(at.output_tokens_per_s if at else None)} output tokens/s ({where}); TTFT p95 "
+                     f"{latency(at.ttft_p95_ms if at else None, ' ms')}, ITL p95 "
+                     f"{latency(at.itl_p95_ms if at else None, ' ms')}")
     return lines

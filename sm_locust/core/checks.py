@@ -1,10 +1,8 @@
 """The end-of-run checks of `sm-locust run`: every limit its options set, with the value it was
 judged on and whether it held (k6's thresholds summary, for a load test's SLOs).
 
-Why: a run given `--latency-slo-ms 100 --max-error-rate 0.01` ended with a totals line and a
-verdict, and the user had to work out whether each limit held, and on which figures. Here each
-limit the user gave becomes one `Check`: its value, its limit, PASS or FAIL (or STOP for a stop
-condition that ended the run, n/a when there is nothing to judge), and the window it was judged on:
+Each limit the user gave becomes one `Check`: its value, its limit, the outcome and the window it
+was judged on:
 
 - a search (step, plateau, phases: summary.json has `plateau`) judges each step by the SLOs, so the
   SLO and error-rate checks read the step the verdict names (its percentile, error rate, TTFT and
@@ -13,20 +11,28 @@ condition that ended the run, n/a when there is nothing to judge), and the windo
 - stop conditions (`--max-users`, `--max-rps`, `--max-duration`, `--max-invocations`) say how far
   the run went against them, and STOP when one of them ended it.
 
-Pure: summary.json's dict and the run's parsed options in, checks out (`sm-locust smoke` is the
+A latency limit is judged by the gates' one judge (`gates.decide`): on the figure's 95 % interval
+when summary.json records one (PASS or FAIL when the whole interval is on one side, INCONCLUSIVE
+when it straddles the limit), on the point value otherwise. The error rate and the stop conditions
+are counts, judged as counted (n/a when there is nothing to judge).
+
+Pure: summary.json's records and the run's parsed options in, checks out (`sm-locust smoke` is the
 command whose exit code gates a deploy; `run` prints these and exits 0 when the run completed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sm_locust.util.formatting import MISSING, compact, is_missing, latency, number, percent
+from sm_locust.config.options import Options
+from sm_locust.gates import decide
+from sm_locust.record.model import Interval, JsonObject, Llm, Plateau, Step, Summary, load_words, percentile_key
+from sm_locust.util.formatting import MISSING, compact, is_missing, latency, percent, with_interval
 
-PASS, FAIL, STOP, NOT_JUDGED = "PASS", "FAIL", "STOP", "n/a"
+PASS, FAIL, INCONCLUSIVE = (decide.WORDS[status] for status in (decide.PASS, decide.FAIL, decide.INCONCLUSIVE))
+STOP, NOT_JUDGED = "STOP", "n/a"
 
 
 @dataclass(frozen=True)
@@ -45,70 +51,95 @@ class Check:
         return self.status == FAIL
 
 
-def percentile_key(percentile: float, prefix: str = "") -> str:
-    """95 -> 'p95_ms', 99.9 -> 'p99_9_ms' (summary.json's names); `prefix` 'ttft_' -> 'ttft_p95_ms'."""
-    return f"{prefix}p{compact(percentile).replace('.', '_')}_ms"
+@dataclass(frozen=True)
+class _Window:
+    """What the checks read: the figures of the judged window, their intervals, its LLM figures, its name."""
+
+    figures: Mapping[str, object]
+    intervals: Mapping[str, Interval | None]
+    llm: Llm | None
+    where: str
 
 
-def _judged(summary: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], str]:
-    """(figures, LLM figures, where): the step the verdict names for a search, else the whole run."""
-    plateau = summary.get("plateau") or {}
-    if not plateau:
-        return summary.get("totals") or {}, summary.get("llm") or {}, "whole run"
-    if plateau.get("users") is None and plateau.get("rate") is None:
-        return {}, {}, "the verdict names no step"
-    step = _verdict_step(summary.get("steps") or [], plateau) or {}
-    figures = {**step, **{k: v for k, v in plateau.items() if not is_missing(v)}}
-    return figures, step.get("llm") or {}, f"at the verdict's step, {_load_words(plateau)}"
+def _judged(summary: Summary) -> _Window:
+    """The step the verdict names for a search, else the whole run."""
+    plateau = summary.plateau
+    if plateau is None or not plateau.keys:
+        totals = summary.totals
+        return _Window(totals.to_json(), totals.ci95 or {}, summary.llm, "whole run")
+    if plateau.users is None and plateau.rate is None:
+        return _Window({}, {}, None, "the verdict names no step")
+    step = _verdict_step(summary.steps, plateau)
+    known = {k: v for k, v in plateau.to_json().items() if not is_missing(v)}
+    figures = {**(step.to_json() if step else {}), **known}
+    return _Window(figures, (step.ci95 or {}) if step else {}, step.llm if step else None,
+                   f"at the verdict's step, {_load_words(plateau)}")
 
 
-def _load_words(plateau: Mapping[str, Any]) -> str:
-    if plateau.get("mode") == "rate" and not is_missing(plateau.get("rate")):
-        return f"{number(plateau.get('rate'))} req/s offered"
-    users = plateau.get("users")
-    return MISSING if users is None else f"{users} user{'s' if users != 1 else ''}"
+def _load_words(plateau: Plateau) -> str:
+    if plateau.mode == "rate" and not is_missing(plateau.rate):
+        return load_words(None, plateau.rate)
+    return MISSING if plateau.users is None else load_words(plateau.users, None)
 
 
-def _verdict_step(steps: list[Mapping[str, Any]], plateau: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _verdict_step(steps: Sequence[Step], plateau: Plateau) -> Step | None:
     """The steps[] entry at the verdict's load (its offered rate in rate mode, else its users)."""
-    rate, users = plateau.get("rate"), plateau.get("users")
+    rate, users = plateau.rate, plateau.users
     for step in steps:
-        if rate is not None and step.get("target_rate") == rate:
+        if rate is not None and step.target_rate == rate:
             return step
-        if rate is None and users is not None and step.get("users") == users:
+        if rate is None and users is not None and step.users == users:
             return step
     return None
 
 
-def _limit_check(name: str, value: Any, limit: float, shown: str, limit_shown: str, where: str) -> Check:
-    if is_missing(value):
+def _latency_check(name: str, value: object, interval: Interval | None, limit: float, where: str) -> Check:
+    """A latency limit judged by `gates.decide`: on the interval when there is one, else on the point."""
+    limit_shown = f"{compact(limit)} ms"
+    if is_missing(value) or not isinstance(value, (int, float)):
         return Check(name, MISSING, limit_shown, NOT_JUDGED, where)
-    return Check(name, shown, limit_shown, PASS if value <= limit else FAIL, where)
+    if interval is None:
+        status = decide.judge_point(float(value), limit, upper=True)
+        return Check(name, latency(value, " ms"), limit_shown, decide.WORDS[status], where)
+    bounds = decide.Bounds.of(value, *interval)
+    status = decide.judge(bounds, limit, upper=True)
+    if status != decide.INCONCLUSIVE:
+        return Check(name, latency(value, " ms"), limit_shown, decide.WORDS[status], where)
+    return Check(name, with_interval(value, [bounds.low, bounds.high], " ms"), limit_shown, INCONCLUSIVE,
+                 f"{where}; its 95 % interval straddles the limit")
 
 
-def run_checks(summary: Mapping[str, Any], options: Any) -> list[Check]:
+def run_checks(summary: Summary | JsonObject, options: Options) -> list[Check]:
     """One Check per limit given in `options` (parsed `Options`: `given` names the options set),
     judged on summary.json's figures; [] when no SLO or stop condition was given."""
+    if not isinstance(summary, Summary):
+        summary = Summary.from_json(summary, check=False)
     given = set(getattr(options, "given", ()))
-    figures, llm, where = _judged(summary)
+    window = _judged(summary)
     checks: list[Check] = []
     pct = float(options.slo_percentile)
     if "latency_slo_ms" in given:
         slo = options.latency_slo_ms
-        value = figures.get(percentile_key(pct))
-        checks.append(_limit_check(f"p{compact(pct)} latency <= {compact(slo)} ms", value, slo,
-                                   latency(value, " ms"), f"{compact(slo)} ms", where))
+        key = percentile_key(pct)
+        checks.append(_latency_check(f"p{compact(pct)} latency <= {compact(slo)} ms", window.figures.get(key),
+                                     window.intervals.get(key), slo, window.where))
     if "max_error_rate" in given:
         limit = options.max_error_rate
-        value = figures.get("error_rate")
-        checks.append(_limit_check(f"error rate <= {percent(limit, 2, trim=True)}", value, limit,
-                                   percent(value, 2), percent(limit, 2, trim=True), where))
+        value = window.figures.get("error_rate")
+        name, limit_shown = f"error rate <= {percent(limit, 2, trim=True)}", percent(limit, 2, trim=True)
+        if is_missing(value) or not isinstance(value, (int, float)):
+            checks.append(Check(name, MISSING, limit_shown, NOT_JUDGED, window.where))
+        else:  # a count, judged as counted (as the gates judge it)
+            status = decide.WORDS[decide.judge_point(float(value), limit, upper=True)]
+            checks.append(Check(name, percent(value, 2), limit_shown, status, window.where))
     for dest, label in (("ttft_slo_ms", "TTFT"), ("itl_slo_ms", "ITL")):
         if dest in given:
             slo = getattr(options, dest)
-            value = llm.get(percentile_key(pct, label.lower() + "_"))
-            checks.append(_limit_check(f"{label} p{compact(pct)} <= {compact(slo)} ms", value, slo,
-                                       latency(value, " ms"), f"{compact(slo)} ms", where))
+            llm = window.llm
+            key = percentile_key(pct, label.lower() + "_")
+            checks.append(_latency_check(f"{label} p{compact(pct)} <= {compact(slo)} ms",
+                                         llm.percentile(pct, label.lower() + "_") if llm else None,
+                                         llm.interval(key) if llm else None, slo, window.where))
     checks += _stop_checks(summary, options, given)
     return checks
 
@@ -122,15 +153,15 @@ STOP_CONDITIONS = {
 }
 
 
-def _stop_checks(summary: Mapping[str, Any], options: Any, given: set[str]) -> list[Check]:
+def _stop_checks(summary: Summary, options: Options, given: set[str]) -> list[Check]:
     """How far the run went against each stop condition given; STOP for the one that ended it."""
-    steps = summary.get("steps") or []
-    reason = str(summary.get("stop_reason") or (summary.get("plateau") or {}).get("stop_reason") or "")
-    went: dict[str, Any] = {
-        "max_users": max((s["users"] for s in steps if s.get("users")), default=None),
-        "max_rps": max((s["target_rate"] for s in steps if s.get("target_rate")), default=None),
-        "max_duration": _search_span_s(steps) or summary.get("duration_s"),
-        "max_invocations": (summary.get("totals") or {}).get("requests"),
+    steps = summary.steps
+    reason = str(summary.stop_reason or (summary.plateau.stop_reason if summary.plateau else None) or "")
+    went: dict[str, float | None] = {
+        "max_users": max((s.users for s in steps if s.users), default=None),
+        "max_rps": max((s.target_rate for s in steps if s.target_rate), default=None),
+        "max_duration": _search_span_s(steps) or summary.duration_s,
+        "max_invocations": summary.totals.requests if summary.totals.has("requests") else None,
     }
     checks = []
     for dest, (label, unit, words) in STOP_CONDITIONS.items():
@@ -139,7 +170,7 @@ def _stop_checks(summary: Mapping[str, Any], options: Any, given: set[str]) -> l
         limit, value = getattr(options, dest), went[dest]
         limit_shown = compact(limit, unit)
         name = f"{label} <= {limit_shown}"
-        if is_missing(value):
+        if value is None or is_missing(value):
             checks.append(Check(name, MISSING, limit_shown, NOT_JUDGED, "stop condition"))
             continue
         shown = compact(round(float(value), 1 if unit.strip() == "s" else 3), unit)
@@ -150,12 +181,12 @@ def _stop_checks(summary: Mapping[str, Any], options: Any, given: set[str]) -> l
     return checks
 
 
-def _search_span_s(steps: list[Mapping[str, Any]]) -> float | None:
+def _search_span_s(steps: Sequence[Step]) -> float | None:
     """Seconds from the first step's start to the last one's end (what --max-duration counts), or None."""
     try:
-        start = datetime.fromisoformat(str(steps[0]["start"]).replace("Z", "+00:00"))
-        end = datetime.fromisoformat(str(steps[-1]["end"]).replace("Z", "+00:00"))
-    except (IndexError, KeyError, ValueError):
+        start = datetime.fromisoformat(str(steps[0].start).replace("Z", "+00:00"))
+        end = datetime.fromisoformat(str(steps[-1].end).replace("Z", "+00:00"))
+    except (IndexError, ValueError):
         return None
     return (end - start).total_seconds()
 
@@ -164,10 +195,14 @@ def checks_lines(checks: list[Check]) -> list[str]:
     """The closing block: a headline ('checks: 3 of 4 passed') and one aligned line per check."""
     if not checks:
         return []
-    judged = [c for c in checks if c.status in (PASS, FAIL)]
+    judged = [c for c in checks if c.status in (PASS, FAIL, INCONCLUSIVE)]
     passed = sum(c.status == PASS for c in judged)
-    failed = len(judged) - passed
-    head = f"checks: {passed} of {len(judged)} passed" + (f", {failed} FAILED" if failed else "")
+    failed = sum(c.status == FAIL for c in judged)
+    undecided = len(judged) - passed - failed
+    head = (f"checks: {passed} of {len(judged)} passed" + (f", {failed} FAILED" if failed else "")
+            + (f", {undecided} {INCONCLUSIVE}" if undecided else ""))
+    status_width = max(4, *(len(c.status) for c in checks))
     width = max(len(c.name) for c in checks)
     value_width = max(len(c.value) for c in checks)
-    return [head, *(f"  {c.status:<4}  {c.name:<{width}}  {c.value:>{value_width}}  ({c.where})" for c in checks)]
+    return [head, *(f"  {c.status:<{status_width}}  {c.name:<{width}}  {c.value:>{value_width}}  ({c.where})"
+                    for c in checks)]

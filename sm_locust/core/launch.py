@@ -27,7 +27,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -38,6 +38,7 @@ from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.publish.sender import closing_clause
 from sm_locust.record.folders import DEFAULT_REPORTS_DIR, choose_out_dir, run_id  # noqa: F401  (re-exported)
+from sm_locust.record.model import Interval, JsonObject, Summary
 from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
@@ -348,78 +349,80 @@ def _pump(proc: subprocess.Popen, log, shown: str, echo: Callable[[str], None] |
     return "\n".join(tail)
 
 
-def verdict_line(summary: dict) -> str:
-    t = summary.get("totals", {})
-    errors = clean(", ".join(f"{code} {n}" for code, n in (t.get("errors") or {}).items()))
-    p95 = t.get("p95_ms")
-    goodput = t.get("goodput_rps")
-    ci = whole_run_intervals(summary)
-    line = (f"whole run: {number(t.get('requests', 0))} requests, "
-            f"{with_interval(t.get('rps', 0), ci.get('rps'), ' req/s', 1)}"
+def verdict_line(summary: Summary | JsonObject) -> str:
+    """The totals line `run` closes with, the plateau's verdict and an INCONCLUSIVE line under it."""
+    record = Summary.of(summary)
+    t = record.totals
+    errors = clean(", ".join(f"{code} {n}" for code, n in (t.errors or {}).items()))
+    p95, goodput = t.p95_ms, t.goodput_rps
+    ci = whole_run_intervals(record)
+    rate = with_interval(t.rps if t.rps is not None else 0, ci.get("rps"), " req/s", 1)
+    line = (f"whole run: {number(t.requests)} requests, {rate}"
             + ("" if goodput is None else f", goodput {number(goodput, 1)} req/s")
             + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
-            + f", {number(t.get('failures', 0))} failures" + (f" ({errors})" if errors else ""))
-    in_flight = t.get("in_flight_at_stop") or 0
+            + f", {number(t.failures)} failures" + (f" ({errors})" if errors else ""))
+    in_flight = t.in_flight_at_stop or 0
     if in_flight:  # cut short by the stop: in no count above
         line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"
-    backoff = t.get("backoff") or {}
+    backoff = t.backoff or {}
     if backoff.get("count"):  # sm_locust.users.backoff: the endpoint could not be reached
         line += f"; {backoff['count']} back-offs after connection errors ({backoff.get('seconds', 0):.1f} s)"
-    open_loop = t.get("open_loop")
+    open_loop = t.open_loop
     if open_loop:
         line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
                  f"{open_loop.get('dropped', 0)} dropped")
-    published = (summary.get("publish") or {}).get("cloudwatch")
+    published = (record.publish or {}).get("cloudwatch")
     if published:  # --publish cloudwatch (sm_locust.publish): what went out, and what did not
         line += f"; {closing_clause(published)}"
-    plateau = summary.get("plateau")
-    if plateau and plateau.get("text"):
-        line += f"\n{plateau['text']}"
-    inconclusive = inconclusive_reason(summary)
-    if inconclusive is not None and not (plateau and str(plateau.get("text", "")).startswith("INCONCLUSIVE")):
+    text = record.plateau.text if record.plateau is not None else None
+    if text:
+        line += f"\n{text}"
+    inconclusive = inconclusive_reason(record)
+    if inconclusive is not None and not str(text or "").startswith("INCONCLUSIVE"):
         line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
     return line
 
 
-def whole_run_intervals(summary: dict) -> dict:
+def whole_run_intervals(summary: Summary | JsonObject) -> Mapping[str, Interval | None]:
     """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
     load changed, the whole-run rate averages different loads and its interval says nothing useful
     (the steps' intervals are the ones to read); {} otherwise."""
-    totals = summary.get("totals") or {}
-    if len(summary.get("steps") or []) > 1 or not isinstance(totals.get("ci95"), dict):
+    record = Summary.of(summary)
+    if len(record.steps) > 1 or record.totals.ci95 is None:
         return {}
-    return totals["ci95"]
+    return record.totals.ci95
 
 
-def inconclusive_reason(summary: dict) -> str | None:
-    """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.run_verdict), or None."""
-    verdict = summary.get("verdict")
-    if isinstance(verdict, dict) and verdict.get("status") == "inconclusive":
-        return str(verdict.get("reason") or "the load generator was the bottleneck")
+def inconclusive_reason(summary: Summary | JsonObject) -> str | None:
+    """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.verdict_of), or None."""
+    record = Summary.of(summary)
+    if record.inconclusive:
+        assert record.verdict is not None
+        return str(record.verdict.reason or "the load generator was the bottleneck")
     return None
 
 
-def nothing_completed(summary: dict) -> str | None:
+def nothing_completed(summary: Summary | JsonObject) -> str | None:
     """`no request completed: 4 were in flight at the stop (...)` when the run sent nothing that ended
     (a test shorter than the endpoint's answers, a shape that never started a user); else None."""
-    totals = summary.get("totals") or {}
-    if totals.get("requests"):
+    totals = Summary.of(summary).totals
+    if totals.requests:
         return None
-    in_flight = totals.get("in_flight_at_stop") or 0
+    in_flight = totals.in_flight_at_stop or 0
     if in_flight:
         return (f"no request completed: {in_flight} {'were' if in_flight != 1 else 'was'} in flight at the stop "
                 "(the endpoint answered none within the run: a longer -t/--run-time, or check the endpoint's latency)")
     return "no request completed: nothing was sent (check --users, the shape and --run-time)"
 
 
-def every_request_failed(summary: dict, out: Path) -> str | None:
+def every_request_failed(summary: Summary | JsonObject, out: Path) -> str | None:
     """`every request failed: ValidationError x2625 (first: ...)` when the run sent requests and none
     succeeded (the endpoint, the payload or the credentials are wrong, not the load); else None."""
-    totals = summary.get("totals") or {}
-    requests, failures = totals.get("requests") or 0, totals.get("failures") or 0
+    totals = Summary.of(summary).totals
+    requests, failures = totals.requests or 0, totals.failures or 0
     if not requests or failures < requests:
         return None
-    errors = ", ".join(f"{code} x{n}" for code, n in (totals.get("errors") or {}).items()) or f"x{failures}"
+    errors = ", ".join(f"{code} x{n}" for code, n in (totals.errors or {}).items()) or f"x{failures}"
     first = first_failure(out / "locust_failures.csv")
     return f"every request failed: {errors}" + (f" (first: {first})" if first else "")
 

@@ -1,12 +1,13 @@
-"""What a run is, parsed and checked once: `RunSettings`, built from the command line's (or the
-Python API's, which parses the same way) namespace by `plan_run`.
+"""What a run is, parsed and checked once: `RunSettings`, built by `plan_run` from `RunArguments`
+(core/arguments.py: the command line's namespace or the Python API's keywords, parsed by one set of
+OptionSpecs).
 
 options -> typed settings -> checks -> launch -> the result: this module is the first three. Every
 sm-locust option is parsed by its `OptionSpec` into `Options` (config/options.py); the settings the
 run needs are built from them once (the endpoint, the shape, Locust's load) and handed down frozen;
 every rule that needs several options at once is checked here, before anything starts (no folder,
-no traffic). `core.start.start_run` then runs it. Nothing below the core reads the command line's
-namespace: the Locust child re-parses the forwarded options by the same specs.
+no traffic). `core.start.start_run` then runs it. Nothing here reads a command line's namespace: the
+Locust child re-parses the forwarded options by the same specs.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.aws.s3 import S3Location
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import check_config_files
-from sm_locust.config.options import Options, option_value, parse_options
+from sm_locust.config.options import Options
+from sm_locust.core.arguments import RunArguments
 from sm_locust.core.launch import LoadSettings
 from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_users, chosen_shape, default_run_time
 from sm_locust.errors import UsageError
-from sm_locust.report.s3 import S3Location
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.util.numbers import check_number
 
@@ -90,30 +92,26 @@ def locust_load(options: Options, *, users: int | None, spawn_rate: float | None
     )
 
 
-def plan_run(args: Any, *, progress_every_s: float | None = None, closing_verdict: bool = False) -> RunSettings:
-    """Every option of `sm-locust run` (an argparse namespace: the CLI's, or the Python API's parsed
-    by the same parser) parsed and checked together; UsageError (one line) when anything is wrong.
+def plan_run(arguments: RunArguments, *, progress_every_s: float | None = None,
+             closing_verdict: bool = False) -> RunSettings:
+    """What a run was asked (`RunArguments`: the command line's, or the Python API's keywords, parsed by
+    the same specs) checked together into `RunSettings`; UsageError (one line) when anything is wrong.
     Checks only: nothing is read from the network or written (the payloads and the preflight come
     in `start_run`). `closing_verdict`: the caller states the verdict in its closing lines (`sm-locust
     run`), so the shape does not print it too."""
-    upload_url = option_value(args, "upload")
-    upload = S3Location.parse(upload_url) if upload_url else None  # a malformed URL is the first thing to fail
+    run = arguments.run
+    upload = S3Location.parse(run.upload) if run.upload else None  # a malformed URL is the first thing to fail
     check_config_files()  # the locust.conf Locust will read here: UTF-8 text (a binary one was a traceback)
-    options = parse_options(args)
+    options = arguments.options
     endpoint = SageMakerSettings.from_options(options).validate()
-    spawn_rate = option_value(args, "spawn_rate")
-    shape = chosen_shape(option_value(args, "shape"), target_rps=options.target_rps, traffic=options.traffic)
-    shape_settings = ShapeSettings.from_options(options, spawn_rate).check(shape)
-    load = locust_load(options, users=option_value(args, "users"), spawn_rate=spawn_rate,
-                         run_time=option_value(args, "run_time"), shape=shape,
-                         processes=option_value(args, "processes"), quiet=bool(option_value(args, "quiet")),
-                         progress_every_s=progress_every_s,
-                         locust_args=list(option_value(args, "passthrough") or []),
-                         locust_stats=bool(option_value(args, "locust_stats")), closing_verdict=closing_verdict)
-    repeat = option_value(args, "repeat")
-    if repeat is not None:
-        check_number(repeat, "--repeat", int, minimum=1)
+    shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic)
+    shape_settings = ShapeSettings.from_options(options, run.spawn_rate).check(shape)
+    load = locust_load(options, users=run.users, spawn_rate=run.spawn_rate, run_time=run.run_time, shape=shape,
+                       processes=run.processes, quiet=run.quiet, progress_every_s=progress_every_s,
+                       locust_args=list(arguments.passthrough), locust_stats=run.locust_stats,
+                       closing_verdict=closing_verdict)
+    if run.repeat is not None:
+        check_number(run.repeat, "--repeat", int, minimum=1)
     return RunSettings(options=options, endpoint=endpoint, shape=shape, shape_settings=shape_settings, load=load,
-                       out=option_value(args, "out"), overwrite=bool(option_value(args, "overwrite")),
-                       upload=upload, watch_scaling=bool(option_value(args, "watch_scaling")),
-                       repeat=int(repeat or 1))
+                       out=run.out, overwrite=run.overwrite, upload=upload, watch_scaling=run.watch_scaling,
+                       repeat=int(run.repeat or 1))

@@ -13,12 +13,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from sm_locust.config.preflight import is_loopback, preflight
+from sm_locust.aws.clients import is_loopback
+from sm_locust.aws.s3 import check_writable, s3_client, upload_folder
+from sm_locust.config.preflight import preflight
 from sm_locust.core.launch import check_out_dir, choose_out_dir, execute
 from sm_locust.core.plan import RunSettings
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.payloads.options import prepare_payloads
-from sm_locust.report.s3 import check_writable, s3_client, upload_folder
 from sm_locust.scaling.watch import ScalingWatch, local_fleet, start_watch
 from sm_locust.shapes.settings import load_traffic
 

@@ -1,6 +1,8 @@
 """Fault injection and capacity settings for the local endpoint, and the per-request decision.
 
-`EndpointConfig` holds every knob `sm-locust serve` exposes (capacity and faults); `FaultPlan`
+`EndpointConfig` holds every knob `sm-locust serve` exposes (capacity and faults), frozen; each
+field's range is its `OptionSpec`'s (sm_locust/endpoint/options.py), checked by `validate` with the
+words the command line uses, and `validate` adds what spans fields. `FaultPlan`
 turns it into one decision per request: answer normally, or with which SageMaker error, after how
 much added latency. It is pure (a seeded RNG, no I/O), so it is tested directly.
 
@@ -11,16 +13,20 @@ only, so tests and demos can provoke each error deterministically.
 
 from __future__ import annotations
 
-import math
 import os
 import random
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from sm_locust.util.numbers import PROCESSES_PER_CORE, max_processes
+from sm_locust.endpoint import options as specs
+from sm_locust.endpoint.options import BY_DEST, MAX_STREAM_TOKENS, MAX_THREADS, PROTOCOLS
+from sm_locust.errors import UsageError
+from sm_locust.util.numbers import PROCESSES_PER_CORE
 
-MAX_THREADS = 1000  # --threads per worker (gthread): each a thread with its own stack
-MAX_STREAM_TOKENS = 100_000  # --stream-tokens: PayloadParts in one streamed response
+__all__ = ["MAX_STREAM_TOKENS", "MAX_THREADS", "PROTOCOLS", "EndpointConfig", "FaultPlan"]
+
+EMULATIONS = ("llm", "serverless", "multi_model", "inference_components", "fleet")  # settings objects, not flags
+
 INJECTED_MODEL_FAILURE = (500, "model failure injected")  # what an injected ModelError's container answered
 
 
@@ -42,11 +48,13 @@ ERRORS: dict[str, tuple[int, str]] = {
     "ServiceUnavailable": (503, "The service is unavailable"),
 }
 
-PROTOCOLS = ("ranking", "triton")
-"""The models `--protocol` chooses: the ranking model (JSON, protobuf, npy, CSV) or a Triton model (KServe v2)."""
-
 FORCE_ATTRIBUTE = "sm-locust-fault"
 DROP = "DropConnection"
+
+
+def _default(dest: str) -> Any:
+    """A field's default: its OptionSpec's, written once there."""
+    return BY_DEST[dest].default
 
 
 def _env_int(*names: str) -> int | None:
@@ -60,83 +68,64 @@ def _env_int(*names: str) -> int | None:
     return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class EndpointConfig:
-    """Everything `sm-locust serve` can be told. Ratios are in [0, 1]; times in milliseconds."""
+    """Everything `sm-locust serve` can be told, frozen (`dataclasses.replace` for a changed copy).
+    Ratios are in [0, 1]; times in milliseconds; defaults and ranges are the OptionSpecs'."""
 
-    host: str = "127.0.0.1"
+    host: str = _default("host")
     port: int = 8080
     workers: int = 1
-    threads: int = 1
-    max_concurrency: int = 0  # 0 = unlimited; otherwise the total across workers, excess queues
-    service_time_ms: float = 0.0  # fixed time each request holds a concurrency slot
-    latency_ms: float = 0.0  # added latency per request (outside the slot)
-    jitter_ms: float = 0.0  # uniform extra latency in [0, jitter_ms]
-    throttle_ratio: float = 0.0
-    model_error_ratio: float = 0.0
-    error_ratio: float = 0.0  # 5xx: InternalFailure and ServiceUnavailable, half each
-    drop_ratio: float = 0.0  # close the connection without an answer
-    cold_start_ms: float = 0.0  # extra latency on each worker's first invocation
-    not_ready_s: float = 0.0  # answer ModelNotReadyException for this long after start
+    threads: int = _default("threads")
+    max_concurrency: int = _default("max_concurrency")
+    service_time_ms: float = _default("service_time_ms")  # fixed time each request holds a concurrency slot
+    latency_ms: float = _default("latency_ms")  # added latency per request (outside the slot)
+    jitter_ms: float = _default("jitter_ms")  # uniform extra latency in [0, jitter_ms]
+    throttle_ratio: float = _default("throttle_ratio")
+    model_error_ratio: float = _default("model_error_ratio")
+    error_ratio: float = _default("error_ratio")  # 5xx: InternalFailure and ServiceUnavailable, half each
+    drop_ratio: float = _default("drop_ratio")  # close the connection without an answer
+    cold_start_ms: float = _default("cold_start_ms")  # extra latency on each worker's first invocation
+    not_ready_s: float = _default("not_ready_s")  # answer ModelNotReadyException for this long after start
     endpoint_name: str | None = None  # when set, other names answer ValidationError
-    variant_name: str = "AllTraffic"
+    variant_name: str = _default("variant_name")
     seed: int | None = None
     cloudwatch_url: str | None = None  # publish CloudWatch-style metrics there (see metrics.py)
-    metrics_interval_s: float = 10.0  # seconds between two publications to cloudwatch_url
+    metrics_interval_s: float = _default("metrics_interval_s")  # seconds between two publications to cloudwatch_url
     metrics_endpoint_name: str | None = None  # EndpointName dimension (default: endpoint_name, else "sm-locust-local")
-    first_token_ms: float = 0.0  # streams: delay before the first PayloadPart (sm_locust/endpoint/streaming.py)
-    token_ms: float = 0.0  # streams: delay between two PayloadParts
-    stream_tokens: int = 0  # streams: PayloadParts per response; 0 = one per row's prediction
-    stream_error_ratio: float = 0.0  # streams: share failing mid-stream with ModelStreamError
-    max_batch_size: int = 0  # dynamic batching (sm_locust/endpoint/batching.py): 0 or 1 = off
-    max_batch_delay_ms: float = 0.0  # how long a batch's first request waits for others to join
-    batch_item_cost: float = 0.2  # share of the service time each request after the first adds to a batch
-    protocol: str = "ranking"  # the model: ranking (the ranking model's formats) or triton (endpoint/triton.py)
-    model_inputs: str = ""  # --protocol triton: the model's inputs, NAME:DATATYPE:DIMS;... (default: BERT's at 512)
-    model_outputs: str = ""  # --protocol triton: the model's outputs (default logits:FP32:-1,2)
+    first_token_ms: float = _default("first_token_ms")
+    token_ms: float = _default("token_ms")  # streams: delay between two PayloadParts
+    stream_tokens: int = _default("stream_tokens")  # streams: PayloadParts per response; 0 = one per row's prediction
+    stream_error_ratio: float = _default("stream_error_ratio")
+    max_batch_size: int = _default("max_batch_size")  # dynamic batching (sm_locust/endpoint/batching.py): 0 or 1 = off
+    max_batch_delay_ms: float = _default("max_batch_delay_ms")
+    batch_item_cost: float = _default("batch_item_cost")
+    protocol: str = _default("protocol")
+    model_inputs: str = _default("model_inputs")
+    model_outputs: str = _default("model_outputs")  # --protocol triton: the model's outputs (default logits:FP32:-1,2)
     llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
     serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
     multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
     inference_components: Any = None  # a tuple of sm_locust.endpoint.components.ComponentSpec (--inference-components)
     fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
-    extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:
-        for item in fields(self):  # nan and inf pass every comparison below: refused first, whatever the field
+        """Each field by its OptionSpec (type, range, choices: a ValueError with the command line's words),
+        then what spans fields."""
+        for item in fields(self):
+            spec = specs.by_dest().get(item.name)
             value = getattr(self, item.name)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"--{item.name.replace('_', '-')} must be a finite number, got {value}")
-        for f in ("throttle_ratio", "model_error_ratio", "error_ratio", "drop_ratio"):
-            value = getattr(self, f)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"--{f.replace('_', '-')} must be between 0 and 1, got {value}")
+            if spec is None or value is None or item.name in EMULATIONS:
+                continue
+            try:
+                spec.parse(value)
+            except UsageError as exc:
+                if item.name == "workers":  # a fork per worker (also SAGEMAKER_MODEL_SERVER_WORKERS)
+                    raise ValueError(f"{exc.message} ({PROCESSES_PER_CORE} per core)") from None
+                raise ValueError(exc.message) from None
         total = self.throttle_ratio + self.model_error_ratio + self.error_ratio + self.drop_ratio
         if total > 1.0:
             raise ValueError(f"fault ratios add up to {total:g}; their sum must not exceed 1")
-        for f in ("service_time_ms", "latency_ms", "jitter_ms", "cold_start_ms", "not_ready_s"):
-            if getattr(self, f) < 0:
-                raise ValueError(f"--{f.replace('_', '-')} must not be negative")
-        if self.workers < 1 or self.threads < 1:
-            raise ValueError("--workers and --threads must be at least 1")
-        if self.workers > max_processes():  # also SAGEMAKER_MODEL_SERVER_WORKERS: a fork per worker
-            raise ValueError(f"--workers must be at most {max_processes()} ({PROCESSES_PER_CORE} per core), "
-                             f"got {self.workers}")
-        if self.threads > MAX_THREADS:
-            raise ValueError(f"--threads must be at most {MAX_THREADS} per worker, got {self.threads}")
-        if self.stream_tokens > MAX_STREAM_TOKENS:
-            raise ValueError(f"--stream-tokens must be at most {MAX_STREAM_TOKENS:,}, got {self.stream_tokens}")
-        if self.max_concurrency < 0:
-            raise ValueError("--max-concurrency must be 0 (unlimited) or more")
-        if not self.metrics_interval_s >= 1:
-            raise ValueError(f"--metrics-interval must be at least 1 second, got {self.metrics_interval_s}")
-        if not 0.0 <= self.stream_error_ratio <= 1.0:
-            raise ValueError(f"--stream-error-ratio must be between 0 and 1, got {self.stream_error_ratio}")
-        if self.first_token_ms < 0 or self.token_ms < 0 or self.stream_tokens < 0:
-            raise ValueError("--first-token-ms, --token-ms and --stream-tokens must not be negative")
-        if self.max_batch_size < 0 or self.max_batch_delay_ms < 0 or not 0 <= self.batch_item_cost <= 1:
-            raise ValueError("--max-batch-size and --max-batch-delay-ms must not be negative; --batch-item-cost is "
-                             f"between 0 and 1 (got {self.max_batch_size}, {self.max_batch_delay_ms}, "
-                             f"{self.batch_item_cost})")
         if self.llm is not None:
             self.llm.validate()
             if self.stream_error_ratio + self.llm.error_ratio > 1.0:
@@ -163,13 +152,9 @@ class EndpointConfig:
             if clash:
                 raise ValueError(f"{', '.join(clash)} cannot be combined with the fleet emulation (--instances); "
                                  "leave it out")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"--port {self.port} is not a TCP port")
 
     def _check_protocol(self) -> None:
         """--protocol triton: a model its flags describe, and nothing it cannot run with."""
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"--protocol {self.protocol!r} is not one of: {', '.join(PROTOCOLS)}")
         if self.protocol != "triton":
             given = [flag for flag, value in (("--model-inputs", self.model_inputs),
                                               ("--model-outputs", self.model_outputs)) if value]
@@ -211,20 +196,22 @@ class EndpointConfig:
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def with_changes(self, **changes: Any) -> EndpointConfig:
+        """This config with `changes` (an unknown name is a TypeError naming it)."""
+        return replace(self, **changes)
+
     @classmethod
     def from_environment(cls, **overrides) -> EndpointConfig:
-        """Defaults from the SageMaker container environment, then explicit overrides."""
-        config = cls()
+        """Defaults from the SageMaker container environment, then explicit overrides (None = not given)."""
+        values: dict[str, Any] = {}
         port = _env_int("SAGEMAKER_BIND_TO_PORT")
         workers = _env_int("SAGEMAKER_MODEL_SERVER_WORKERS", "SAGEMAKER_GUNICORN_WORKERS")
         if port is not None:
-            config.port = port
+            values["port"] = port
         if workers is not None:
-            config.workers = workers
-        for key, value in overrides.items():
-            if value is not None:
-                setattr(config, key, value)
-        return config
+            values["workers"] = workers
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import psutil
 
-from sm_locust.config.preflight import is_loopback
+from sm_locust.aws.clients import PLACEHOLDER_KEYS, Purpose, client, is_loopback
 from sm_locust.report.metrics import METRICS_BY_NAME
 
 DEFAULT_INTERVAL_S = 10.0
@@ -62,7 +61,6 @@ MAX_METRICS_PER_CALL = 1000  # PutMetricData: at most 1,000 metrics (and 1 MB) p
 MICROSECONDS = "Microseconds"
 PERCENT = "Percent"
 NONE = "None"
-PLACEHOLDER_KEY = "sm-locust-local"  # credentials for a local CloudWatch stand-in that checks none
 DEFAULT_REGION = "us-east-1"
 
 log = logging.getLogger(__name__)
@@ -257,21 +255,13 @@ class ProcessSampler:
 
 
 def make_client(url: str):
-    """A boto3 CloudWatch client aimed at `url`. A loopback URL is a stand-in (moto and the like
+    """A CloudWatch client aimed at `url`. A loopback URL is a stand-in (moto and the like
     check no credentials): it gets placeholder credentials, never the user's. Any other URL gets the
     usual credential chain (placeholders when it finds none, so the failure is CloudWatch's answer).
     Short timeouts and one attempt: a slow stand-in never holds the publisher or shutdown for long."""
-    # lazy: boto3 costs ~230 ms to import (measured); `serve` without --cloudwatch-url never needs it
-    import boto3
-    from botocore.config import Config
-
-    session = boto3.session.Session()
-    kwargs: dict[str, Any] = {}
-    if is_loopback(url) or session.get_credentials() is None:
-        kwargs.update(aws_access_key_id=PLACEHOLDER_KEY, aws_secret_access_key=PLACEHOLDER_KEY)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=2, read_timeout=5)
-    return session.client("cloudwatch", endpoint_url=url, region_name=session.region_name or DEFAULT_REGION,
-                          config=config, **kwargs)
+    return client("cloudwatch", Purpose.PUBLISH, endpoint_url=url, default_region=DEFAULT_REGION,
+                  keys=PLACEHOLDER_KEYS if is_loopback(url) else None, when_none="placeholders",
+                  connect_timeout=2, read_timeout=5)
 
 
 class MetricsPublisher:

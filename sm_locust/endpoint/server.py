@@ -28,9 +28,11 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from sm_locust.endpoint.faults import EndpointConfig
+from sm_locust.endpoint.options import SERVE_ENV_PREFIX
 from sm_locust.errors import RunError
 from sm_locust.util import lifeline
 
@@ -100,16 +102,16 @@ class LocalEndpoint:
 
     def __init__(self, config: EndpointConfig | None = None, *, log_path: str | Path | None = None,
                  env: Mapping[str, str] | None = None, **overrides):
-        self.config = config or EndpointConfig(port=0)  # tests and demos: a free port, never 8080
+        config = config or EndpointConfig(port=0)  # tests and demos: a free port, never 8080
         self.extra_env = dict(env or {})  # e.g. a local sweep's tag, by which `sweep --cleanup` finds it
-        for key, value in overrides.items():
-            if not hasattr(self.config, key):
-                raise TypeError(f"unknown endpoint setting {key!r}")
-            setattr(self.config, key, value)
+        unknown = [key for key in overrides if not hasattr(config, key)]
+        if unknown:
+            raise TypeError(f"unknown endpoint setting {unknown[0]!r}")
         self._listener: socket.socket | None = None  # the bound port, until the child has it (start)
-        if not self.config.port:
-            self._listener = listening_socket(self.config.host)
-            self.config.port = self._listener.getsockname()[1]
+        if not overrides.get("port", config.port):
+            self._listener = listening_socket(overrides.get("host", config.host))
+            overrides["port"] = self._listener.getsockname()[1]
+        self.config = replace(config, **overrides)
         self.log_path = Path(log_path) if log_path else None
         self.process: subprocess.Popen | None = None
 
@@ -169,7 +171,7 @@ class LocalEndpoint:
             check_port_free(self.config.host, self.config.port)
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN", LISTEN_FD_ENV))}
+               if not k.startswith(("SAGEMAKER_MODEL_SERVER", "SAGEMAKER_GUNICORN", LISTEN_FD_ENV, SERVE_ENV_PREFIX))}
         env.update(lifeline.child_env())  # the endpoint stops when this process is gone, even after a SIGKILL
         env.update(self.extra_env)
         if listener is not None:

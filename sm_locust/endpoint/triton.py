@@ -40,12 +40,13 @@ import numpy as np
 import orjson
 
 from sm_locust.endpoint.codecs import CodecError
+from sm_locust.endpoint.options import DEFAULT_TRITON_INPUTS, DEFAULT_TRITON_OUTPUTS
 from sm_locust.serializers import kserve
 from sm_locust.serializers.base import SerializationError
 
 PROTOCOLS = ("sagemaker", "triton")
-DEFAULT_INPUTS = "input_ids:INT32:-1,512;attention_mask:INT32:-1,512"
-DEFAULT_OUTPUTS = "logits:FP32:-1,2"
+DEFAULT_INPUTS = DEFAULT_TRITON_INPUTS
+DEFAULT_OUTPUTS = DEFAULT_TRITON_OUTPUTS
 MODEL_NAME = "model"  # SAGEMAKER_TRITON_DEFAULT_MODEL_NAME's role: the model /invocations runs
 MODEL_VERSION = "1"
 WILDCARD = -1

@@ -170,7 +170,7 @@ class Regression(Gate):
         centre = math.log(c.ratio)
         reach = abs((math.log(c.low) if self.higher_is_better else math.log(c.high)) - centre)  # type: ignore[arg-type]
         factor = longer_run_factor_split(abs(limit - centre), reach, c.var_base, c.var_new)
-        duration = run.summary.get("duration_s")
+        duration = run.record.duration_s
         more = longer_run_text(factor, float(duration) if duration else None, baseline=True)
         return Outcome(PASS, f"{self._shown(c)}: not a significant regression beyond the {tol * 100:g}% tolerance, "
                        f"but the interval reaches past it; {more}")

@@ -1,78 +1,107 @@
-"""Gate flags for an argparse parser and the steps every gate-running command shares.
+"""Gate options, declared once as OptionSpecs, and the steps every gate-running command shares.
 
-`sm-locust smoke` uses these; `sm-locust run` can gain the same flags with three calls
-(`add_gate_arguments(parser)`, `gates_from_args(args)` before the run, `report(...)` after).
+`sm-locust smoke` uses these; `sm-locust run` can gain the same options with three calls
+(`add_gate_arguments(parser)`, `GateSettings.parse(args)` then `gates_from_settings` before the run,
+`report(...)` after).
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
+from sm_locust.config.options import OptionSpec, add_spec_arguments, parse_specs
 from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
 from sm_locust.record.runfolder import RunData, load_run
 from sm_locust.sanitize import clean
-from sm_locust.util.numbers import argument_type
 from sm_locust.util.outputs import write_atomic
 
 INCONCLUSIVE_CHOICES = ("fail", "pass")
 
-
-def add_gate_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the gate flags. A flag the parser already has (e.g. a shape's `--max-error-rate` stop
-    condition, declared by the sm-locust options) is left to it: its value becomes the whole-run gate."""
-    g = parser.add_argument_group("gates (VALUE for the whole run, NAME=VALUE for one request name; repeatable)")
-    taken = set(getattr(parser, "_option_string_actions", {}))
-
-    def add(flag: str, **kwargs) -> None:
-        if flag not in taken:
-            g.add_argument(flag, **kwargs)
-
-    add("--max-p95-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p95 latency is above MS")
-    add("--max-p99-ms", action="append", default=[], metavar="[NAME=]MS", help="fail if p99 latency is above MS")
-    add("--max-error-rate", action="append", default=[], metavar="[NAME=]FRACTION",
-        help="fail if failed/attempted invocations is above FRACTION (0.01 = 1%%)")
-    add("--min-rps", action="append", default=[], metavar="[NAME=]RPS",
-        help="fail if goodput (successful invocations per second) is under RPS")
-    add("--min-requests", type=int, default=1, help="fail if the run sent fewer requests (default 1)")
-    add("--baseline", default=None, metavar="RUN_DIR",
-        help="fail when p95, p99 or goodput regressed significantly beyond --tolerance against this earlier run "
-        "folder (the change's 95%% interval, from both runs' per-second samples), or the error rate beyond it")
-    add("--tolerance", type=argument_type(float, minimum=0), default=DEFAULT_TOLERANCE,
-        help=f"allowed regression against --baseline, a fraction (default {DEFAULT_TOLERANCE:g} = "
-        f"{DEFAULT_TOLERANCE * 100:g}%%)")
-    add("--inconclusive", choices=INCONCLUSIVE_CHOICES, default="fail",
-        help="a gate whose figure's 95%% interval straddles its limit is INCONCLUSIVE: count it as a failure "
-        "(fail, the default) or let it pass (pass)")
-    add("--junit", default=None, metavar="PATH", help="write a JUnit XML report, one testcase per gate")
+# The gate options, declared once. The limits are repeatable [NAME=]VALUE texts, checked as a whole by
+# GateSpec (a limit, its range, p95 against p99); they have no variable (a variable cannot be repeated).
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("--max-p95-ms", "", None, "fail if p95 latency is above MS", multiple=True, metavar="[NAME=]MS",
+               web_ui=False, forward=False),
+    OptionSpec("--max-p99-ms", "", None, "fail if p99 latency is above MS", multiple=True, metavar="[NAME=]MS",
+               web_ui=False, forward=False),
+    OptionSpec("--max-error-rate", "", None, "fail if failed/attempted invocations is above FRACTION (0.01 = 1%%)",
+               multiple=True, metavar="[NAME=]FRACTION", web_ui=False, forward=False),
+    OptionSpec("--min-rps", "", None, "fail if goodput (successful invocations per second) is under RPS",
+               multiple=True, metavar="[NAME=]RPS", web_ui=False, forward=False),
+    OptionSpec("--min-requests", "SM_LOCUST_MIN_REQUESTS", 1, "fail if the run sent fewer requests", int, minimum=0,
+               web_ui=False, forward=False),
+    OptionSpec("--baseline", "SM_LOCUST_BASELINE", None, "fail when p95, p99 or goodput regressed significantly "
+               "beyond --tolerance against this earlier run folder (the change's 95%% interval, from both runs' "
+               "per-second samples), or the error rate beyond it", metavar="RUN_DIR", web_ui=False, forward=False),
+    OptionSpec("--tolerance", "SM_LOCUST_TOLERANCE", DEFAULT_TOLERANCE, "allowed regression against --baseline, a "
+               f"fraction ({DEFAULT_TOLERANCE:g} = {DEFAULT_TOLERANCE * 100:g}%%)", float, minimum=0, web_ui=False,
+               forward=False),
+    OptionSpec("--inconclusive", "SM_LOCUST_INCONCLUSIVE", "fail", "a gate whose figure's 95%% interval straddles "
+               "its limit is INCONCLUSIVE: count it as a failure (fail) or let it pass (pass)",
+               choices=INCONCLUSIVE_CHOICES, web_ui=False, forward=False),
+    OptionSpec("--junit", "SM_LOCUST_JUNIT", None, "write a JUnit XML report, one testcase per gate", metavar="PATH",
+               web_ui=False, forward=False),
+)
 
 
-def _values(args: argparse.Namespace, dest: str) -> list[str]:
-    """A gate flag's values as a list of strings, whoever declared the flag (a list, one value or None)."""
-    value = getattr(args, dest, None)
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [str(value)]
+@dataclass(frozen=True)
+class GateSettings:
+    """The gate options, parsed once. `max_error_rate` holds the gates' own `[NAME=]VALUE`s, or, where a
+    command declares `--max-error-rate` as its run's option (`smoke`), that option's value."""
+
+    max_p95_ms: tuple[str, ...] = ()
+    max_p99_ms: tuple[str, ...] = ()
+    max_error_rate: tuple[str, ...] = ()
+    min_rps: tuple[str, ...] = ()
+    min_requests: int = 1
+    baseline: str | None = None
+    tolerance: float = DEFAULT_TOLERANCE
+    inconclusive: str = "fail"
+    junit: str | None = None
+
+    @classmethod
+    def parse(cls, source: Any) -> GateSettings:
+        """From an argparse namespace or a mapping of keywords, each option by its spec (UsageError otherwise)."""
+        options = parse_specs(OPTIONS, source)
+        values = {f.name: options[f.name] for f in fields(cls)}
+        values = {k: (tuple(str(x) for x in v) if isinstance(v, tuple) else v) for k, v in values.items()}
+        for spec in OPTIONS:
+            if spec.multiple and values[spec.dest] is None:
+                values[spec.dest] = ()
+        return cls(**values)
+
+    @property
+    def whole_run_error_rate(self) -> bool:
+        """True when `--max-error-rate` was given for the whole run (a value without NAME=)."""
+        return any("=" not in value for value in self.max_error_rate)
 
 
-def gates_from_args(args: argparse.Namespace) -> list[Gate]:
+def add_gate_arguments(parser: Any, shared: tuple[str, ...] = ()) -> None:
+    """Add the gate options. `shared`: the flags the command already declares as its run's options
+    (smoke's `--max-error-rate`, the shapes' stop condition, whose value is also the whole-run gate):
+    declared there, once, and read from there by `GateSettings.parse`."""
+    group = parser.add_argument_group("gates (VALUE for the whole run, NAME=VALUE for one request name; repeatable)")
+    add_spec_arguments(group, [spec for spec in OPTIONS if spec.flag not in shared])
+
+
+def gates_from_settings(settings: GateSettings) -> list[Gate]:
     """Validated gates (UsageError on bad or contradictory limits, or a baseline that is not a run).
 
     With no limit and no baseline, the default smoke gate applies: no failed requests.
     """
-    spec = GateSpec(max_p95_ms=_values(args, "max_p95_ms"), max_p99_ms=_values(args, "max_p99_ms"),
-                    max_error_rate=_values(args, "max_error_rate"), min_rps=_values(args, "min_rps"),
-                    min_requests=args.min_requests)
+    spec = GateSpec(max_p95_ms=settings.max_p95_ms, max_p99_ms=settings.max_p99_ms,
+                    max_error_rate=settings.max_error_rate, min_rps=settings.min_rps,
+                    min_requests=settings.min_requests)
     gates = spec.build()
-    if args.baseline:
-        gates += regression_gates(load_run(args.baseline, role="baseline"), args.tolerance)
+    if settings.baseline:
+        gates += regression_gates(load_run(settings.baseline, role="baseline"), settings.tolerance)
     elif spec.is_empty():
         gates.append(MaxErrorRate(0.0))
     return gates

@@ -20,7 +20,7 @@ throughput gate on its attempts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from sm_locust.gates.decide import (
     longer_run_factor,
     longer_run_text,
 )
+from sm_locust.record.model import percentile_key
 from sm_locust.record.runfolder import Metrics, RunData
 from sm_locust.util.formatting import MISSING, compact, percent, with_interval
 
@@ -122,7 +123,7 @@ class MaxLatency(Gate):
 
     @property
     def key(self) -> str:
-        return f"p{self.percentile}_ms"
+        return percentile_key(self.percentile)
 
     def observed(self, run: RunData) -> str:
         metrics = run.scope(self.scope)
@@ -292,19 +293,13 @@ def recorded_interval(run: RunData, scope: str | None, key: str) -> Any:
     """The figure's 95 % interval as summary.json records it: (low, high); None when recorded as
     null (too few seconds to compute one); `NO_INTERVAL` when none is recorded at all (one request
     name's figures, or a run folder from before intervals)."""
-    if scope is not None:
+    totals = run.record.totals
+    if scope is not None or not totals.records_interval(key):
         return NO_INTERVAL
-    totals = run.summary.get("totals")
-    ci95 = totals.get("ci95") if isinstance(totals, Mapping) else None
-    if not isinstance(ci95, Mapping) or key not in ci95:
-        return NO_INTERVAL
-    pair = ci95[key]
-    if not isinstance(pair, (list, tuple)) or len(pair) != 2 or any(v is None for v in pair):
+    pair = totals.interval(key)
+    if pair is None or not all(isinstance(v, (int, float)) for v in pair):
         return None
-    try:
-        return float(pair[0]), float(pair[1])
-    except (TypeError, ValueError):
-        return None
+    return float(pair[0]), float(pair[1])
 
 
 def _number(value: float, digits: int | None) -> str:
@@ -351,11 +346,8 @@ def judge_figure(run: RunData, scope: str | None, key: str, value: float, limit:
 
 
 def _duration(run: RunData) -> float | None:
-    try:
-        value = float(run.summary.get("duration_s") or 0.0)
-    except (TypeError, ValueError):
-        return None
-    return value if value > 0 else None
+    value = run.record.duration_s
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:

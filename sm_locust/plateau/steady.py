@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from sm_locust.errors import UsageError
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
+from sm_locust.util.formatting import load_words
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
 DEFAULT_SLO_PERCENTILE = 95.0  # the percentile an SLO applies to unless one is given (--slo-percentile, sweeps, gates)
@@ -247,10 +248,7 @@ class StepMeasurement:
         return self.client_bound_reason is not None
 
     def load_label(self) -> str:
-        if self.mode == MODE_RATE:
-            return f"{self.load:g} req/s offered"
-        users = int(self.users or self.load)
-        return f"{users} user{'s' if users != 1 else ''}"
+        return load_words(self.users or self.load, self.load if self.mode == MODE_RATE else None)
 
     def as_dict(self) -> dict:
         return {

@@ -40,7 +40,7 @@ import gevent
 from gevent.event import Event
 from locust.runners import WorkerRunner
 
-from sm_locust.aws.region import region_for
+from sm_locust.aws.clients import Purpose, client
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import environment_options
 from sm_locust.errors import SmLocustError, UsageError
@@ -66,15 +66,8 @@ def cloudwatch_client(settings: SageMakerSettings) -> Any:
     """A CloudWatch client by the usual chain (--aws-profile, the environment, the role) in the one
     region rule's region; AWS_ENDPOINT_URL_CLOUDWATCH aims it elsewhere (a moto stand-in). botocore's
     own retries are off: the sender backs off and counts every retry itself."""
-    # lazy: boto3 costs ~230 ms to import (measured); only runs that publish to CloudWatch need it
-    import boto3
-    from botocore.config import Config
-
-    session = boto3.session.Session(profile_name=settings.aws_profile or None)
-    region = region_for(settings.region, settings.aws_profile) or session.region_name or "us-east-1"
-    config = Config(retries={"total_max_attempts": 1}, connect_timeout=CONNECT_TIMEOUT_S,
-                    read_timeout=READ_TIMEOUT_S)
-    return session.client("cloudwatch", region_name=region, config=config)
+    return client("cloudwatch", Purpose.PUBLISH, region=settings.region, profile=settings.aws_profile,
+                  default_region="us-east-1", connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S)
 
 
 def grid(t: float, period_s: int) -> float:

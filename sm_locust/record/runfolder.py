@@ -41,7 +41,6 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ import pandas as pd
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import is_latency_series
+from sm_locust.record.model import JsonObject, ShapeError, Summary, Totals
 from sm_locust.record.schema import check_summary, drop_malformed_rows
 from sm_locust.record.timeline import head_reader, read_count_lines, timeline_path, whole_lines_size
 from sm_locust.util.yamlsafe import load_json
@@ -139,21 +139,31 @@ class Metrics:
         return {50: self.p50_ms, 95: self.p95_ms, 99: self.p99_ms}[pct]
 
     @classmethod
-    def from_totals(cls, totals: Mapping[str, Any]) -> Metrics:
+    def from_totals(cls, totals: Totals | JsonObject) -> Metrics:
         """summary.json's `totals` object, or one of its `by_name` records (docs/summary.md)."""
-        return cls(requests=int(_number(totals.get("requests")) or 0),
-                   failures=int(_number(totals.get("failures")) or 0),
-                   rps=float(_number(totals.get("rps")) or 0.0), p50_ms=_number(totals.get("p50_ms")),
-                   p95_ms=_number(totals.get("p95_ms")), p99_ms=_number(totals.get("p99_ms")),
-                   goodput_rps=_number(totals.get("goodput_rps")))
+        if not isinstance(totals, Totals):
+            totals = Totals.from_json(totals, check=False)
+        return cls(requests=int(_number(totals.requests) or 0), failures=int(_number(totals.failures) or 0),
+                   rps=float(_number(totals.rps) or 0.0), p50_ms=_number(totals.p50_ms),
+                   p95_ms=_number(totals.p95_ms), p99_ms=_number(totals.p99_ms),
+                   goodput_rps=_number(totals.goodput_rps))
 
 
-def summary_by_name(summary: Mapping[str, Any]) -> dict[str, Metrics] | None:
+def summary_by_name(summary: Summary | JsonObject) -> dict[str, Metrics] | None:
     """summary.json's exact per-name figures (`by_name`), None when the run has none (older runs)."""
-    records = summary.get("by_name")
-    if not isinstance(records, Mapping):
+    records = (summary if isinstance(summary, Summary) else _lenient(summary)).by_name
+    if records is None:
         return None
-    return {str(name): Metrics.from_totals(record) for name, record in records.items() if isinstance(record, Mapping)}
+    return {str(name): Metrics.from_totals(record) for name, record in records.items()}
+
+
+def _lenient(summary: JsonObject) -> Summary:
+    """summary.json's object as typed records, without judging it (a folder's was judged when read;
+    an in-process run's is this process's own); an object of the wrong shape reads as empty."""
+    try:
+        return Summary.from_json(summary, check=False)
+    except (ShapeError, TypeError, AttributeError, KeyError, IndexError):
+        return Summary()
 
 
 def per_name_metrics(stats: pd.DataFrame | None) -> dict[str, Metrics]:
@@ -195,7 +205,7 @@ class RunData:
     """
 
     run_dir: Path | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)  # summary.json's object (`record`: the same, typed)
     options: dict[str, Any] = field(default_factory=dict)
     history: pd.DataFrame | None = None  # Aggregated rows of locust_stats_history.csv, one per second
     stats: pd.DataFrame | None = None  # locust_stats.csv: one row per request name plus Aggregated
@@ -206,9 +216,12 @@ class RunData:
     source: str = ""  # where it came from, for messages (the folder by default)
     timeline: pd.DataFrame | None = None  # timeline.jsonl: t, requests, failures per second (None: an older run)
 
+    record: Summary = field(init=False, repr=False)  # summary.json as typed records (`record.model`)
+
     def __post_init__(self) -> None:
+        self.record = _lenient(self.summary)
         if not self.by_name:
-            exact = summary_by_name(self.summary)
+            exact = summary_by_name(self.record)
             self.by_name = exact if exact is not None else per_name_metrics(self.stats)
         if not self.source and self.run_dir is not None:
             self.source = str(self.run_dir)
@@ -216,8 +229,7 @@ class RunData:
     @property
     def totals(self) -> Metrics:
         """The whole run, from summary.json (zeros when it has none)."""
-        totals = self.summary.get("totals")
-        return Metrics.from_totals(totals if isinstance(totals, Mapping) else {})
+        return Metrics.from_totals(self.record.totals)
 
     @property
     def folder(self) -> Path:
@@ -233,15 +245,16 @@ class RunData:
     @property
     def interrupted(self) -> str | None:
         """One line when the run did not end normally (summary.json `complete: false`), else None."""
-        return interrupted_line(self.summary)
+        return interrupted_line(self.record)
 
 
-def interrupted_line(summary: Mapping[str, Any]) -> str | None:
+def interrupted_line(summary: Summary | JsonObject) -> str | None:
     """'the run did not end normally ...' for a summary.json that is a checkpoint, else None (a
     finished run, or one from before `complete` was written)."""
-    if summary.get("complete") is not False:
+    record = summary if isinstance(summary, Summary) else _lenient(summary)
+    if not record.killed:
         return None
-    started, ended = summary.get("started_at") or "?", summary.get("ended_at") or "?"
+    started, ended = record.started_at or "?", record.ended_at or "?"
     return (f"the run did not end normally (its Locust process was killed or crashed): summary.json is its last "
             f"checkpoint, written at {ended}; the figures cover {started} .. {ended}")
 

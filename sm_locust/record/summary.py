@@ -1,7 +1,8 @@
 """`summary.json`: the public, versioned result of a run (documented in docs/summary.md).
 
-Schema 1 keys are a contract: later versions add keys, never rename or remove these.
-`build_summary` is pure (fed plain data); `write_json` writes atomically so a reader never sees a
+Schema 1 keys are a contract: later versions add keys, never rename or remove these. The file is
+defined by `record.model`'s typed records: `run_summary` builds a `model.Summary` (pure, fed plain
+data), `build_summary` its JSON object; `write_json` writes atomically so a reader never sees a
 half-written file; `iso` is the run folder's one time format (summary.json, the report's CSVs).
 
 Per-step entries come from the per-second timeline, and there is ONE implementation of per-step
@@ -29,10 +30,9 @@ from typing import Any
 
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
+from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict
 from sm_locust.util.formatting import with_interval
 from sm_locust.util.outputs import atomic_file
-
-SCHEMA_VERSION = 1
 
 # The recorder's seconds are exact per second on a local runner and on a master (see recorder.py),
 # so stability sub-windows of 1 s can be judged, as the shapes judge them.
@@ -52,182 +52,198 @@ def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def step_record(step: StepMeasurement) -> dict:
-    """summary.json's entry for one measured step."""
-    record = {
-        "users": step.users,
-        "start": iso(step.t_start),
-        "end": iso(step.t_end),
-        "duration_s": round(step.t_end - step.t_start, 3),
-        "requests": step.requests,
-        "failures": step.failures,
-        "rps": round(step.rps, 3),
-        "successes": step.successes,
-        "goodput_rps": round(step.request_goodput_rps, 3),  # requests, whatever the search judged
-        "p50_ms": step.p50_ms,
-        "p95_ms": step.p95_ms,
-        "p99_ms": step.p99_ms,
-        "p90_ms": step.percentile(90.0),
-        "p99_9_ms": step.percentile(99.9),
-        "steady_s": round(step.duration_s, 3),
-        "total_requests": step.total_requests,
-        "error_rate": round(step.error_rate, 6),
-        "stable": step.stable,
-        "unstable_reason": step.unstable_reason,
-        "client_cpu_pct": _round(step.client_cpu_pct, 1),
-        "client_wait_pct": _round(step.client_wait_pct, 1),
-        "client_bound": step.client_bound,
-        "client_bound_reason": step.client_bound_reason,
-        "ci95": intervals_dict(step.ci95),
-    }
+def step_summary(step: StepMeasurement) -> Step:
+    """summary.json's entry for one measured step, typed."""
+    record = Step.make(
+        users=step.users,
+        start=iso(step.t_start),
+        end=iso(step.t_end),
+        duration_s=round(step.t_end - step.t_start, 3),
+        requests=step.requests,
+        failures=step.failures,
+        rps=round(step.rps, 3),
+        successes=step.successes,
+        goodput_rps=round(step.request_goodput_rps, 3),  # requests, whatever the search judged
+        p50_ms=step.p50_ms,
+        p95_ms=step.p95_ms,
+        p99_ms=step.p99_ms,
+        p90_ms=step.percentile(90.0),
+        p99_9_ms=step.percentile(99.9),
+        steady_s=round(step.duration_s, 3),
+        total_requests=step.total_requests,
+        error_rate=round(step.error_rate, 6),
+        stable=step.stable,
+        unstable_reason=step.unstable_reason,
+        client_cpu_pct=_round(step.client_cpu_pct, 1),
+        client_wait_pct=_round(step.client_wait_pct, 1),
+        client_bound=step.client_bound,
+        client_bound_reason=step.client_bound_reason,
+        ci95=intervals_dict(step.ci95),
+    )
     if step.mode == MODE_RATE:
-        record.update({
-            "target_rate": step.intended_rps,
-            "sent_rps": _round(step.sent_rps),
-            "late_fraction": _round(step.late_fraction, 6),
-            "dropped_fraction": _round(step.dropped_fraction, 6),
-        })
+        record = record.adding(
+            target_rate=step.intended_rps,
+            sent_rps=_round(step.sent_rps),
+            late_fraction=_round(step.late_fraction, 6),
+            dropped_fraction=_round(step.dropped_fraction, 6),
+        )
     return record
 
 
-def step_load(record: Mapping) -> str:
-    """A step record's load: '12 users', '1 user' or '40 req/s offered'."""
-    if record.get("target_rate") is not None:
-        return f"{record['target_rate']:g} req/s offered"
-    users = int(record.get("users") or 0)
-    return f"{users} user{'s' if users != 1 else ''}"
+def step_record(step: StepMeasurement) -> dict[str, object]:
+    """summary.json's entry for one measured step, as its JSON object (what the recorder keeps)."""
+    return step_summary(step).to_json()
 
 
-def step_line(index: int, record: Mapping) -> str:
+def step_line(index: int, record: Step | Mapping[str, object]) -> str:
     """One step's figures on one line, from its summary.json record: the line printed when the step
     is judged (`sm-locust: step 5: ...`), so what the terminal says IS what summary.json holds.
 
     `step 5: 12 users: 166.6 req/s (±2.1), p95 97 ms [90, 110], client CPU 40 %`"""
-    ci = record.get("ci95") or {}
-    text = f"step {index}: {step_load(record)}: {with_interval(record.get('rps'), ci.get('rps'), ' req/s', 1)}"
-    goodput, rps = record.get("goodput_rps"), record.get("rps")
+    step = record if isinstance(record, Step) else Step.from_json(record, check=False)
+    text = f"step {index}: {step.load}: {with_interval(step.rps, step.interval('rps'), ' req/s', 1)}"
+    goodput, rps = step.goodput_rps, step.rps
     if goodput is not None and rps is not None and abs(goodput - rps) >= 0.05:
-        text += f", goodput {with_interval(goodput, ci.get('goodput_rps'), ' req/s', 1)}"
-    text += f", p95 {with_interval(record.get('p95_ms'), ci.get('p95_ms'), ' ms')}"
-    if record.get("error_rate"):
-        text += f", errors {record['error_rate'] * 100:.1f} %"
-    if record.get("client_cpu_pct") is not None:
-        text += f", client CPU {record['client_cpu_pct']:.0f} %"
-    if record.get("client_wait_pct"):
-        text += f", waited for a CPU {record['client_wait_pct']:.0f} %"
-    if record.get("late_fraction"):
-        text += f", late sends {record['late_fraction'] * 100:.1f} %"
-    if record.get("dropped_fraction"):
-        text += f", dropped {record['dropped_fraction'] * 100:.1f} %"
-    if record.get("stable") is False:
+        text += f", goodput {with_interval(goodput, step.interval('goodput_rps'), ' req/s', 1)}"
+    text += f", p95 {with_interval(step.p95_ms, step.interval('p95_ms'), ' ms')}"
+    if step.error_rate:
+        text += f", errors {step.error_rate * 100:.1f} %"
+    if step.client_cpu_pct is not None:
+        text += f", client CPU {step.client_cpu_pct:.0f} %"
+    if step.client_wait_pct:
+        text += f", waited for a CPU {step.client_wait_pct:.0f} %"
+    if step.late_fraction:
+        text += f", late sends {step.late_fraction * 100:.1f} %"
+    if step.dropped_fraction:
+        text += f", dropped {step.dropped_fraction * 100:.1f} %"
+    if step.stable is False:
         text += " (unstable)"
-    if record.get("client_bound"):
-        text += f" CLIENT-BOUND: {record.get('client_bound_reason')}"
+    if step.client_bound:
+        text += f" CLIENT-BOUND: {step.client_bound_reason}"
     return text
 
 
-def step_records(seconds: Sequence[Second]) -> list[dict]:
+def step_records(seconds: Sequence[Second]) -> list[dict[str, object]]:
     """Every step of a timeline as summary.json records, in time order."""
     steps = measure_timeline(seconds, timeline_mode(seconds), min_subwindow_s=RECORDER_SUBWINDOW_S)
     return [step_record(step) for step in steps]
 
 
-def build_summary(
+def run_summary(
     *,
     endpoint: str,
     started_at: float,
     ended_at: float,
-    totals: Mapping,
+    totals: Mapping[str, object],
     errors: Mapping[str, int],
     seconds: Sequence[Second],
-    plateau: Mapping | None = None,
-    extra: Mapping | None = None,
-    open_loop: Mapping | None = None,
-    by_name: Mapping[str, Mapping] | None = None,
-    latency_series: Mapping[str, Mapping] | None = None,
-    backoff: Mapping | None = None,
-    steps: Sequence[Mapping] | None = None,
-    hours: Sequence[Mapping] | None = None,
+    plateau: Mapping[str, object] | None = None,
+    extra: Mapping[str, object] | None = None,
+    open_loop: Mapping[str, object] | None = None,
+    by_name: Mapping[str, Mapping[str, object]] | None = None,
+    latency_series: Mapping[str, Mapping[str, object]] | None = None,
+    backoff: Mapping[str, object] | None = None,
+    steps: Sequence[Mapping[str, object] | Step] | None = None,
+    hours: Sequence[Mapping[str, object]] | None = None,
     complete: bool | None = None,
-) -> dict:
-    """Assemble summary.json from totals (invocations: requests, failures, p50_ms, p95_ms, p99_ms),
-    the timeline, and the exact per-name figures and latency series when given.
+) -> Summary:
+    """summary.json from totals (invocations: requests, failures, p50_ms, p95_ms, p99_ms), the
+    timeline, and the exact per-name figures and latency series when given.
 
     `steps`: the step records when already measured (the recorder's `record.accumulate.RunTimeline`
     keeps only those, not every second); otherwise they are measured from `seconds`. `hours`: one
     record per hour of the run. `complete`: False in the checkpoints written while the test runs,
     True in the final write (docs/summary.md)."""
     duration = max(1e-9, ended_at - started_at)
-    requests = int(totals.get("requests", 0))
-    failures = int(totals.get("failures", 0))
-    summary: dict[str, Any] = {
+    requests = int(_number(totals.get("requests")))
+    failures = int(_number(totals.get("failures")))
+    ci95 = totals.get("ci95")
+    run_totals = Totals.make(
+        requests=requests,
+        failures=failures,
+        rps=round(requests / duration, 3),
+        p50_ms=totals.get("p50_ms"),
+        p95_ms=totals.get("p95_ms"),
+        p99_ms=totals.get("p99_ms"),
+        errors=dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
+        successes=requests - failures,
+        goodput_rps=round((requests - failures) / duration, 3),
+        error_rate=round(failures / requests, 6) if requests else 0.0,
+        in_flight_at_stop=int(_number(totals.get("in_flight_at_stop"))),
+        ci95=dict(ci95) if isinstance(ci95, Mapping) else None,
+    )
+    if open_loop:
+        run_totals = run_totals.adding(open_loop=dict(open_loop))
+    if backoff is not None:
+        run_totals = run_totals.adding(backoff=dict(backoff))
+    step_list = (tuple(s if isinstance(s, Step) else Step.from_json(s, check=False) for s in steps)
+                 if steps is not None else tuple(step_summary(s) for s in
+                                                 measure_timeline(seconds, timeline_mode(seconds),
+                                                                  min_subwindow_s=RECORDER_SUBWINDOW_S)))
+    found = Plateau.from_json(plateau, "plateau", check=False) if plateau else None
+    sections: dict[str, object] = {
         "schema": SCHEMA_VERSION,
         "endpoint": endpoint,
         "started_at": iso(started_at),
         "ended_at": iso(ended_at),
         "duration_s": round(duration, 3),
-        "totals": {
-            "requests": requests,
-            "failures": failures,
-            "rps": round(requests / duration, 3),
-            "p50_ms": totals.get("p50_ms"),
-            "p95_ms": totals.get("p95_ms"),
-            "p99_ms": totals.get("p99_ms"),
-            "errors": dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "successes": requests - failures,
-            "goodput_rps": round((requests - failures) / duration, 3),
-            "error_rate": round(failures / requests, 6) if requests else 0.0,
-            "in_flight_at_stop": int(totals.get("in_flight_at_stop") or 0),
-            "ci95": dict(totals["ci95"]) if isinstance(totals.get("ci95"), Mapping) else None,
-        },
-        "steps": [dict(step) for step in steps] if steps is not None else step_records(seconds),
-        "plateau": dict(plateau) if plateau else None,
+        "totals": run_totals,
+        "steps": step_list,
+        "plateau": found,
+        "verdict": verdict_of(found, step_list),
     }
-    summary["verdict"] = run_verdict(summary["plateau"], summary["steps"])
     if complete is not None:
-        summary["complete"] = bool(complete)
+        sections["complete"] = bool(complete)
     if hours is not None:
-        summary["hours"] = [dict(hour) for hour in hours]
-    if open_loop:
-        summary["totals"]["open_loop"] = dict(open_loop)
-    if backoff is not None:
-        summary["totals"]["backoff"] = dict(backoff)
+        sections["hours"] = [dict(hour) for hour in hours]
     if by_name is not None:
-        summary["by_name"] = {name: dict(record) for name, record in by_name.items()}
+        sections["by_name"] = {name: dict(record) for name, record in by_name.items()}
     if latency_series is not None:
-        summary["latency_series"] = {kind: dict(record) for kind, record in latency_series.items()}
-    if extra:
-        for key, value in extra.items():
-            summary.setdefault(key, value)
-    return summary
+        sections["latency_series"] = {kind: dict(record) for kind, record in latency_series.items()}
+    for key, value in (extra or {}).items():
+        sections.setdefault(key, value)
+    return Summary.make(**sections)
+
+
+def build_summary(**inputs: Any) -> dict[str, object]:
+    """summary.json as its JSON object (`run_summary`'s arguments): what the recorder writes."""
+    return run_summary(**inputs).to_json()
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 VERDICT_OK = "ok"
 VERDICT_INCONCLUSIVE = "inconclusive"
 
 
-def run_verdict(plateau: Mapping | None, steps: Sequence[Mapping]) -> dict:
-    """summary.json's `verdict`: {"status": "ok" | "inconclusive", "reason": text | None}.
+def verdict_of(plateau: Plateau | None, steps: Sequence[Step]) -> Verdict:
+    """summary.json's `verdict`: status "ok" or "inconclusive", and the reason (None when ok).
 
     Inconclusive when a step that decides the answer was measured while the load generator, not
     the endpoint, was the bottleneck (`client_bound`: client CPU, waiting for a CPU, late sends):
     with a plateau search, the search stopped on such a step or its capacity / knee step was one
     (`plateau.inconclusive`); without one (a constant load, rate phases), any step. It judges the
     measurement, never the endpoint: an inconclusive run is neither a pass nor a fail."""
-    if isinstance(plateau, Mapping):
-        if plateau.get("inconclusive") or (plateau.get("client_bound") and "inconclusive" not in plateau):
-            reason = plateau.get("inconclusive_reason") or plateau.get("client_reason")
-            return {"status": VERDICT_INCONCLUSIVE, "reason": reason}
-        return {"status": VERDICT_OK, "reason": None}
-    bound = [(i, s) for i, s in enumerate(steps) if s.get("client_bound")]
+    if plateau is not None:
+        if plateau.inconclusive or (plateau.client_bound and not plateau.has("inconclusive")):
+            return Verdict.make(status=VERDICT_INCONCLUSIVE,
+                                reason=plateau.inconclusive_reason or plateau.client_reason)
+        return Verdict.make(status=VERDICT_OK, reason=None)
+    bound = [(i, s) for i, s in enumerate(steps) if s.client_bound]
     if not bound:
-        return {"status": VERDICT_OK, "reason": None}
+        return Verdict.make(status=VERDICT_OK, reason=None)
     index, step = bound[0]
-    load = (f"{step['target_rate']:g} req/s offered" if step.get("target_rate") is not None
-            else f"{step.get('users')} users")
     more = f" (and {len(bound) - 1} more step{'s' if len(bound) > 2 else ''})" if len(bound) > 1 else ""
-    return {"status": VERDICT_INCONCLUSIVE,
-            "reason": f"step {index + 1} ({load}) was client-bound{more}: {step.get('client_bound_reason')}"}
+    return Verdict.make(status=VERDICT_INCONCLUSIVE,
+                        reason=f"step {index + 1} ({step.load}) was client-bound{more}: {step.client_bound_reason}")
+
+
+def run_verdict(plateau: Mapping[str, object] | None, steps: Sequence[Mapping[str, object]]) -> dict[str, object]:
+    """`verdict_of` on summary.json's objects: {"status": ..., "reason": ...}."""
+    return verdict_of(Plateau.from_json(plateau, check=False) if isinstance(plateau, Mapping) else None,
+                      [Step.from_json(step, check=False) for step in steps]).to_json()
 
 
 def write_json(path: str | Path, data) -> Path:

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
+from sm_locust.record.model import Autoscaling, JsonObject, Summary
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.util.formatting import money, number
 
@@ -40,7 +41,7 @@ HEIGHT = 640  # three rows
 class AutoscalingView:
     """What the page shows of a run's scaling (plain data)."""
 
-    figures: dict[str, Any]  # summary.json `autoscaling`
+    figures: Autoscaling  # summary.json `autoscaling`
     t_s: list[float] = field(default_factory=list)  # run second each per-second sample ends at
     rps: list[float] = field(default_factory=list)
     latency_ms: list[float | None] = field(default_factory=list)  # the SLO's percentile per second
@@ -49,23 +50,23 @@ class AutoscalingView:
     phases: list[dict[str, Any]] = field(default_factory=list)  # the traffic: {duration_s, rps}, run seconds
 
 
-def autoscaling_view(summary: Mapping[str, Any], run_dir: Path) -> AutoscalingView | None:
+def autoscaling_view(summary: Summary | JsonObject, run_dir: Path) -> AutoscalingView | None:
     """The run's scaling figures and its per-second series in run seconds, or None without the block."""
-    figures = summary.get("autoscaling")
-    if not isinstance(figures, dict):
+    record = Summary.of(summary)
+    figures = record.autoscaling
+    if figures is None:
         return None
-    slo = figures.get("slo") or {}
+    slo = figures.slo or {}
     percentile = float(slo.get("percentile") or DEFAULT_SLO_PERCENTILE)
-    traffic = summary.get("traffic")
-    phases = [dict(p) for p in (traffic.get("phases") if isinstance(traffic, dict) else None) or []
-              if isinstance(p, dict)]
-    view = AutoscalingView(dict(figures), percentile=percentile, slo_ms=slo.get("slo_ms"), phases=phases)
+    traffic = record.traffic or {}
+    phases = [dict(p) for p in traffic.get("phases") or [] if isinstance(p, Mapping)]
+    view = AutoscalingView(figures, percentile=percentile, slo_ms=slo.get("slo_ms"), phases=phases)
     path = timeline_path(run_dir)
-    started = summary.get("started_at")
+    started = record.started_at
     if path is None or not started:
         return view
     start = datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
-    scale = float(figures.get("time_scale") or 1.0)  # run seconds as scaling.timeline.RunClock counts them
+    scale = float(figures.time_scale or 1.0)  # run seconds as scaling.timeline.RunClock counts them
     for second in read_seconds(path):
         if second.interval < 0.5:  # a partial second at a stop: its rate would read as a spike
             continue
@@ -82,27 +83,32 @@ def autoscaling_rows(view: AutoscalingView | None, verdict_shown: bool = False) 
         return []
     f = view.figures
     rows = []
-    events = list(f.get("scale_events") or [])
+    events = list(f.scale_events)
     if verdict_shown:  # the first scale-out is the verdict's "Scale-out reaction"
-        first_out = next((e for e in events if e.get("direction") == "out"), None)
+        first_out = next((e for e in events if e.direction == "out"), None)
         events = [e for e in events if e is not first_out]
     for e in events:
-        text = f"{e['from']} -> {e['to']} at {number(e['t_s'], 0)} s"
-        if e.get("reaction_s") is not None:
-            text += f", {number(e['reaction_s'], 0)} s after the metric crossed"
-        if e.get("ready_s") is not None:
-            text += f", serving {number(e['ready_s'], 0)} s after"
-        rows.append((f"scale {e['direction']}", text))
+        text = f"{e.from_} -> {e.to} at {number(e.t_s, 0)} s"
+        if e.reaction_s is not None:
+            text += f", {number(e.reaction_s, 0)} s after the metric crossed"
+        if e.ready_s is not None:
+            text += f", serving {number(e.ready_s, 0)} s after"
+        rows.append((f"scale {e.direction}", text))
     if not verdict_shown:
-        cost = f" ({money(f['cost_usd'])})" if f.get("cost_usd") is not None else ""
-        rows.append(("instances", f"peak {f.get('peak_instances')}, {number(f.get('instance_hours'), 3)} "
-                                  f"instance-hours{cost}"))
-        if f.get("slo_breach_s") is not None:
-            rows.append((f"seconds over the p{view.percentile:g} SLO", number(f["slo_breach_s"], 0)))
-    rows.append(("failed / throttled / flaps", f"{f.get('failed', 0)} / {f.get('throttled', 0)} / {f.get('flaps', 0)}"))
-    if (f.get("time_scale") or 1.0) != 1.0:
-        rows.append(("autoscaling clock", f"emulated, x{f['time_scale']:g} (run seconds are emulated seconds)"))
+        cost = f" ({money(f.cost_usd)})" if f.cost_usd is not None else ""
+        rows.append(("instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
+        if f.slo_breach_s is not None:
+            rows.append((f"seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
+    rows.append(("failed / throttled / flaps", " / ".join(str(_count(f, key)) for key in ("failed", "throttled",
+                                                                                              "flaps"))))
+    if (f.time_scale or 1.0) != 1.0:
+        rows.append(("autoscaling clock", f"emulated, x{f.time_scale:g} (run seconds are emulated seconds)"))
     return rows
+
+
+def _count(figures: Autoscaling, key: str) -> object:
+    """A count as the file holds it: 0 when the key is absent (null stays None, as it was shown)."""
+    return getattr(figures, key) if figures.has(key) else 0
 
 
 def phase_steps(phases: list[dict[str, Any]], end: float | None = None) -> tuple[list[float], list[float]]:
@@ -128,13 +134,13 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
     """The figure (in a list, empty when the run watched no scaling)."""
     if view is None:
         return []
-    steps = view.figures.get("instances") or []
+    steps = view.figures.instances
     if not steps:
         return [missing(figure_id, "Instances under throughput and latency", "no instance counts were recorded")]
 
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.35, 0.35, 0.3])
     if view.phases:
-        px, py = phase_steps(view.phases, view.figures.get("duration_s"))
+        px, py = phase_steps(view.phases, view.figures.duration_s)
         fig.add_trace(go.Scatter(x=px, y=py, name="offered (traffic phases)",
                                  line={"shape": "hv", "dash": "dash", "color": "#5f6368"}), row=1, col=1)
     if view.t_s:
@@ -149,22 +155,22 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
         fig.add_hline(y=view.slo_ms, line_dash="dash", line_color="crimson", row=2, col=1,
                       annotation_text=f"p{view.percentile:g} SLO {view.slo_ms:g} ms", annotation_position="top left",
                       annotation_font_color="crimson")
-    end = view.figures.get("duration_s") or steps[-1]["t_s"]
-    x = [s["t_s"] for s in steps] + [end]
-    in_service = [s["in_service"] for s in steps] + [steps[-1]["in_service"]]
-    desired = [s["desired"] for s in steps] + [steps[-1]["desired"]]
+    end = view.figures.duration_s or steps[-1].t_s
+    x = [s.t_s for s in steps] + [end]
+    in_service = [s.in_service for s in steps] + [steps[-1].in_service]
+    desired = [s.desired for s in steps] + [steps[-1].desired]
     fig.add_trace(go.Scatter(x=x, y=in_service, name="in service", fill="tozeroy", fillcolor="rgba(24,128,56,0.25)",
                              line={"shape": "hv", "color": "#188038", "width": 1}), row=3, col=1)
     fig.add_trace(go.Scatter(x=x, y=desired, name="desired", line={"shape": "hv", "dash": "dash", "color": "#e8710a",
                                                                    "width": 2.5}), row=3, col=1)
-    for start, stop in view.figures.get("breaches") or []:
+    for start, stop in view.figures.breaches or []:
         fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
     fig.update_yaxes(title_text="req/s", row=1, col=1)
     fig.update_yaxes(title_text="ms", row=2, col=1, rangemode="tozero")
-    top = max([*in_service, *desired, 1])
+    top = max([*(n or 0 for n in in_service), *(n or 0 for n in desired), 1])
     fig.update_yaxes(title_text="instances", row=3, col=1, range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1,
                      tickformat="d")
-    scale = view.figures.get("time_scale") or 1.0
+    scale = view.figures.time_scale or 1.0
     fig.update_xaxes(title_text="run seconds" + (f" (emulated, x{scale:g})" if scale != 1 else ""), row=3, col=1)
     fig.update_layout(title=title)
     return [div(fig, figure_id, height=HEIGHT)]

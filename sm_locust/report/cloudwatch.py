@@ -2,9 +2,10 @@
 
 One GetMetricData call carries up to 500 queries and answers up to 100,800 datapoints per page;
 the fetcher batches queries by 500 and follows NextToken, so a 24 h run at 60 s fits in a few
-calls. The client is injected (`cloudwatch=`); without one a boto3 client is built lazily from
-region/profile, and botocore itself honours `AWS_ENDPOINT_URL_CLOUDWATCH` (a moto server or the
-local endpoint's stand-in), so tests never need the network.
+calls. The client is injected (`cloudwatch=`); without one the AWS client factory
+(`sm_locust.aws.clients`) builds one from region/profile, and botocore itself honours
+`AWS_ENDPOINT_URL_CLOUDWATCH` (a moto server or the local endpoint's stand-in), so tests never need
+the network.
 
 CloudWatch publishes with a lag of a few minutes. A report asked for right after a run gets what
 exists, and the gap is named ("ModelLatency: data up to 14:22 UTC, the run ended 14:25 UTC, 3 min
@@ -31,8 +32,9 @@ import pandas as pd
 from botocore import exceptions as bx
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sm_locust.aws.region import NO_REGION, region_for
-from sm_locust.config.preflight import LOCAL_CREDENTIALS, LOCAL_REGION, is_loopback
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, is_loopback
+from sm_locust.aws.clients import client as aws_client
+from sm_locust.aws.region import NO_REGION
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
     INFERENCE_COMPONENTS_NS,
@@ -51,22 +53,12 @@ Progress = Callable[[str], None]
 
 
 def make_client(region: str | None = None, profile: str | None = None):
-    """A boto3 CloudWatch client with short timeouts and one retry (a report must not hang). Aimed at a
-    loopback stand-in (AWS_ENDPOINT_URL_CLOUDWATCH: moto, the demo's), it gets the local rule
-    `sm-locust run` applies to a local endpoint: a region when none is set, placeholder credentials
-    when none are found (config/preflight.py), never the user's keys asked for."""
-    # lazy: boto3 costs ~230 ms to import (measured) and --no-cloudwatch or an injected client never need it
-    import boto3
-    from botocore.config import Config
-
+    """A CloudWatch client for reading metrics: short timeouts and one retry (a report must not hang).
+    Aimed at a loopback stand-in (AWS_ENDPOINT_URL_CLOUDWATCH: moto, the demo's), it gets a region when
+    none is set; the factory gives it placeholder keys when none are found, as for a local endpoint."""
     local = is_loopback(os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH") or os.environ.get("AWS_ENDPOINT_URL"))
-    chosen = region_for(region, profile) or (LOCAL_REGION if local else None)
-    session = boto3.session.Session(profile_name=profile, region_name=chosen)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=30)
-    placeholder = local and session.get_credentials() is None
-    return session.client("cloudwatch", config=config,
-                          aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"] if placeholder else None,
-                          aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"] if placeholder else None)
+    return aws_client("cloudwatch", Purpose.READ, region=region, profile=profile,
+                      default_region=LOCAL_DEFAULT_REGION if local else None)
 
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:

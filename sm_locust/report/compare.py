@@ -113,9 +113,7 @@ class RunComparison:
 def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, *, safety_factor: float = 0.5,
                   target_rps: float | None = None) -> RunComparison:
     data = read_run(run_dir)
-    previous = data.summary.get("cost")
-    if not isinstance(previous, dict):
-        previous = {}
+    previous = data.record.cost or {}
     opts = resolve_defaults(ReportOptions(
         cloudwatch=False, instance_type=previous.get("instance_type"), instance_count=previous.get("instance_count"),
         price_per_hour=previous.get("price_per_hour_usd") if previous.get("price_source") == "--price-per-hour"
@@ -156,7 +154,7 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         row["error_rate"] = at.get("error_rate")
         for col in ("cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct", "cw_ModelLatency_avg_ms"):
             row[col] = at.get(col, float("nan"))
-    if isinstance(data.summary.get("totals"), dict):  # the whole run, exact (summary.json)
+    if data.record.has("totals"):  # the whole run, exact (summary.json)
         totals = data.totals
         row.update(run_requests=totals.requests, run_failures=totals.failures, run_goodput_rps=totals.goodput_rps)
     row["gaps"] = len(gaps)

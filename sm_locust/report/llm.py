@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE
 from sm_locust.report.cost import cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number
@@ -105,7 +106,7 @@ def llm_rows(view: LlmView | None, cost: Mapping[str, Any],
         return []
     slos = slos or {}
     at, run = view.point or {}, view.run
-    pct = compact(float(slos.get("slo_percentile") or 95))
+    pct = compact(float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
     rows = [(f"Output tokens/s ({view.where})", f"{number(at.get('output_tokens_per_s'))} tokens/s")]
     for key, label, digits in (("ttft", "Time to first token", 0), ("itl", "Inter-token latency", 1)):
         figures = " / ".join(number(at.get(f"{key}_{p}_ms"), digits) for p in ("p50", "p95", "p99"))
@@ -171,7 +172,7 @@ def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[..., Any],
             latency_fig.add_trace(go.Scatter(x=users, y=[s.get(f"{prefix}_{p}_ms") for _, s in steps],
                                              mode="lines+markers", name=f"{prefix.upper()} {p}",
                                              line={"dash": "dot"} if p == "p50" else {}), row=row, col=1)
-    pct = compact(float(slos.get("slo_percentile") or 95))
+    pct = compact(float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
     slo_line(latency_fig, slos.get("ttft_slo_ms"), f"TTFT p{pct} SLO", row=1, col=1)
     slo_line(latency_fig, slos.get("itl_slo_ms"), f"ITL p{pct} SLO", row=2, col=1)
     distinct = len(set(users)) > 1

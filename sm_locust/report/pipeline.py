@@ -31,21 +31,22 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
-from sm_locust.config.preflight import is_loopback
-from sm_locust.errors import UsageError
+from sm_locust.config.options import parse_specs
 from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
+from sm_locust.report import options as report_options
 from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
@@ -54,7 +55,6 @@ from sm_locust.report.render import RateView, ReportModel, closing_rows, render_
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
-from sm_locust.util.numbers import check_number
 from sm_locust.util.outputs import write_atomic
 from sm_locust.util.yamlsafe import load_json
 
@@ -64,9 +64,14 @@ OUTPUT_FILES = {"timeseries": "merged_timeseries.csv", "steps": "steps.csv", "ho
                 "html": "report.html"}
 
 
-@dataclass
+def _default(dest: str) -> Any:
+    return report_options.BY_DEST[dest].default
+
+
+@dataclass(frozen=True)
 class ReportOptions:
-    """What `sm-locust report` was asked; None means "take it from the run folder"."""
+    """What `sm-locust report` was asked, frozen; None means "take it from the run folder". Defaults and
+    ranges are the OptionSpecs' (sm_locust/report/options.py); `parse` is the one way in from text or keywords."""
 
     cloudwatch: bool | None = None  # None: decide with cloudwatch_default
     endpoint_name: str | None = None
@@ -79,40 +84,23 @@ class ReportOptions:
     price_per_hour: float | None = None
     prices_file: str | None = None
     target_rps: float | None = None
-    safety_factor: float = cost_mod.DEFAULT_SAFETY_FACTOR
+    safety_factor: float = _default("safety_factor")
     serverless_memory_mb: int | None = None
-    wait: bool = False
-    wait_timeout: float = 900.0
-    period: int = 60
+    wait: bool = _default("wait")
+    wait_timeout: float = _default("wait_timeout")
+    period: int = _default("period")
     out_dir: str | None = None
     write_summary: bool = True
 
-
-POSITIVE_REPORT_VALUES = {  # keyword -> (flag, cast): numbers above 0, whoever passes them
-    "price_per_hour": ("--price-per-hour", float), "instance_count": ("--instance-count", int),
-    "target_rps": ("--target-rps", float), "wait_timeout": ("--wait-timeout", float),
-    "serverless_memory_mb": ("--serverless-memory-mb", int),
-}
-
-
-def check_report_values(*, period: int | None = None, safety_factor: float | None = None, **positive: Any) -> None:
-    """The report options' rules (`sm-locust report` / `compare` and the Python API): a one-line UsageError.
-    `positive`: any of POSITIVE_REPORT_VALUES (None = not given), each finite and above 0 (a negative price
-    wrote "$-1.19 per 1M"; an infinite target rps raised OverflowError)."""
-    if period is not None:
-        period = int(check_number(period, "--period", int))
-        if period <= 0 or period % 60:
-            raise UsageError(f"--period {period} must be a multiple of 60 (CloudWatch standard resolution)")
-    if safety_factor is not None:
-        safety_factor = check_number(safety_factor, "--safety-factor", float)
-        if not 0 < safety_factor <= 1:
-            raise UsageError(f"--safety-factor {safety_factor} must be in (0, 1]")
-    for key, value in positive.items():
-        if key not in POSITIVE_REPORT_VALUES:
-            raise TypeError(f"check_report_values() got an unexpected keyword {key!r}")
-        if value is not None:
-            flag, cast = POSITIVE_REPORT_VALUES[key]
-            check_number(value, flag, cast, above=0)
+    @classmethod
+    def parse(cls, source: Any = None, *, cloudwatch: bool | None = None, write_summary: bool = True) -> ReportOptions:
+        """From an argparse namespace or a mapping of keywords: each option parsed by its spec (a one-line
+        UsageError naming the flag), then the names checked as SageMaker allows them."""
+        options = parse_specs(report_options.OPTIONS, source)
+        values = cls(cloudwatch=cloudwatch, write_summary=write_summary,
+                     **{f.name: options[f.name] for f in fields(cls) if f.name in options})
+        check_report_names(values.endpoint_name, values.variant_name, values.inference_component)
+        return values
 
 
 def check_report_names(endpoint_name: str | None, variant_name: str | None, inference_component: str | None) -> None:
@@ -178,14 +166,12 @@ def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
                      run_options: Mapping[str, Any]) -> ReportOptions:
     """Fill the options the user left out from summary.json, then options.json."""
     sources = _sources(summary, run_options)
-    resolved = ReportOptions(**{**options.__dict__})
-    for attr, names in _KEYS.items():
-        if getattr(resolved, attr) is None:
-            setattr(resolved, attr, _lookup(sources, names))
+    found = {attr: _lookup(sources, names) for attr, names in _KEYS.items() if getattr(options, attr) is None}
+    resolved = replace(options, **found)
     if resolved.instance_count is not None:
-        resolved.instance_count = int(resolved.instance_count)
+        resolved = replace(resolved, instance_count=int(resolved.instance_count))
     if resolved.variant_name is None:
-        resolved.variant_name = "AllTraffic"
+        resolved = replace(resolved, variant_name="AllTraffic")
     return resolved
 
 
@@ -433,7 +419,7 @@ class PreparedReport:
 
     run_dir: Path
     options: ReportOptions
-    model: Any  # render.ReportModel (render is imported only when a report is made)
+    model: ReportModel
     cloudwatch: dict[str, Any]
 
 
@@ -502,7 +488,8 @@ def build_report(
     say(f"writing {outputs['timeseries']} ({len(model.seconds):,} rows)")
     write_timeseries(model.seconds, outputs["timeseries"], time=merge.iso_seconds)
     write_table(model.steps, outputs["steps"])
-    write_table(model.hours, outputs["hourly"])
+    if model.hours is not None:  # prepare_report always draws them; a model built elsewhere may not
+        write_table(model.hours, outputs["hourly"])
     say(f"rendering {outputs['html']}")
     write_atomic(outputs["html"], render_html(model))
     summary_path = prepared.run_dir / "summary.json"

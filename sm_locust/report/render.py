@@ -32,6 +32,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, percentile_key
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
 from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
@@ -90,7 +91,7 @@ class ReportModel:
 
     @property
     def slo_label(self) -> str:
-        return f"p{self.slos.get('slo_percentile') or 95:g} SLO"
+        return f"p{self.slos.get('slo_percentile') or DEFAULT_SLO_PERCENTILE:g} SLO"
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -168,7 +169,7 @@ def _point_on(steps: pd.DataFrame, point: dict[str, Any] | None, column: str) ->
 def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> Any:
     """A mask of the steps whose SLO percentile was over the latency SLO (None: no SLO, no column)."""
     slo = m.slos.get("latency_slo_ms")
-    column = f"p{float(m.slos.get('slo_percentile') or 95):g}_ms".replace(".", "_")
+    column = percentile_key(float(m.slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
     if slo is None or is_missing(slo) or column not in ordered.columns:
         return None
     return ordered[column].astype(float) > float(slo)

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from sm_locust.aws.region import region_for
+from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import clients as aws_clients
 from sm_locust.errors import RunError, SmLocustError, UsageError, aws_error
 from sm_locust.record.summary import write_json
 from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, METRICS, ScalingPolicy
@@ -397,10 +398,9 @@ def read_only(client):
 def clients(region: str | None = None, profile: str | None = None):
     """(application-autoscaling, sagemaker) clients from boto3's usual chain; AWS_ENDPOINT_URL_SAGEMAKER and
     AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING redirect them."""
-    import boto3  # lazy: ~230 ms (measured); the pure policy code and the local fleet never need it
-
-    session = boto3.session.Session(profile_name=profile or None, region_name=region_for(region, profile) or None)
-    return session.client("application-autoscaling"), session.client("sagemaker")
+    autoscaling, sagemaker = aws_clients(("application-autoscaling", "sagemaker"), Purpose.CONTROL,
+                                         region=region, profile=profile)
+    return autoscaling, sagemaker
 
 
 def invoke(client, call: Call, *, sleep: Callable[[float], None] = time.sleep, attempts: int = 5) -> None:

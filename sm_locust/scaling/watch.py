@@ -25,8 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, client, is_loopback
 from sm_locust.config.endpoint import SageMakerSettings
-from sm_locust.config.preflight import LOCAL_CREDENTIALS, is_loopback
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.summary import write_json
@@ -205,14 +205,9 @@ def _start_local(settings: SageMakerSettings, url: str, *, say: Say, sm=None) ->
     if info is None:
         raise UsageError(f"--watch-scaling: the endpoint at {url} is not a local fleet (no {LOCAL_ROUTE}); start one "
                          "with `sm-locust serve --instances N ...`, or watch a SageMaker endpoint")
-    if sm is None:
-        import boto3  # lazy: ~230 ms (measured), only to watch a SageMaker endpoint
-
-        session = boto3.session.Session(region_name=settings.region or "us-east-1")
-        placeholder = session.get_credentials() is None  # the local fleet checks no signature; botocore still signs
-        sm = session.client("sagemaker", endpoint_url=url,
-                            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"] if placeholder else None,
-                            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"] if placeholder else None)
+    if sm is None:  # the local fleet checks no signature: placeholders when there are no credentials
+        sm = client("sagemaker", Purpose.CONTROL, region=settings.region, profile=settings.aws_profile,
+                    endpoint_url=url, default_region=LOCAL_DEFAULT_REGION)
     sm = read_only(sm)
     ref = choose_variant(sm, settings.endpoint_name, settings.target_variant)
     policy = ScalingPolicy(**info["policy"]).check() if info.get("policy") else None

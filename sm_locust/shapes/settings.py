@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,11 @@ class StepSchedule:
         return self.start_users + index * self.step_users
 
 
+# ShapeSettings fields read from an option of another name, and those that are no option
+OPTION_OF = {"max_duration_s": "max_duration"}
+NOT_OPTIONS = frozenset({"spawn_rate", "objective"})
+
+
 @dataclass(frozen=True)
 class ShapeSettings:
     """The shapes' options of one run, typed (defaults: their `OptionSpec`s), and what the shapes build
@@ -222,31 +227,11 @@ class ShapeSettings:
 
     @classmethod
     def from_options(cls, options: Options, spawn_rate: float | None = None) -> ShapeSettings:
-        settings = cls(
-            start_users=options.start_users,
-            step_users=options.step_users,
-            step_seconds=options.step_seconds,
-            min_step_seconds=options.min_step_seconds,
-            max_users=options.max_users,
-            stop_at_knee=options.stop_at_knee,
-            latency_slo_ms=options.latency_slo_ms,
-            slo_percentile=options.slo_percentile,
-            max_error_rate=options.max_error_rate,
-            max_duration_s=options.max_duration,
-            max_invocations=options.max_invocations,
-            search_mode=options.search_mode,
-            start_rps=options.start_rps,
-            max_rps=options.max_rps,
-            target_rps=options.target_rps,
-            arrival=options.arrival,
-            rate_per_user=options.rate_per_user,
-            max_in_flight=options.max_in_flight,
-            traffic_pattern=options.traffic_pattern,
-            traffic=options.traffic,
-            time_scale=options.time_scale,
-            spawn_rate=spawn_rate,
-            objective=token_objective(options, options.slo_percentile),
-        )
+        """Each field from the option of its name (`OPTION_OF` names the ones that differ); the
+        fields in `NOT_OPTIONS` are given or computed here."""
+        values = {f.name: getattr(options, OPTION_OF.get(f.name, f.name)) for f in fields(cls)
+                  if f.name not in NOT_OPTIONS}
+        settings = cls(**values, spawn_rate=spawn_rate, objective=token_objective(options, options.slo_percentile))
         return settings.validate()
 
     # -- checks that hold whatever the shape ------------------------------------------------------

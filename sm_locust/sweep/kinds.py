@@ -12,16 +12,19 @@ key names; neither: `realtime`. Two kinds' sections in one file are one message.
 a section registers here, in `KINDS`:
 
 - `section`, its top-level key, and `keys`, its other top-level keys (refused without the section);
-- `parse(data, check, deploy, base_dir)`: the section checked with the shared `validate.Checker`,
-  returned as a `Section`: `grid()` (its lists, the grid axes, as settings `<section>.<key>`),
-  `shared` (its single values, settings every configuration gets) and `as_dict()` (sweep.json);
-- `refused`: shared top-level keys that mean nothing to this kind, each with why;
+- `spec`: the module that reads the section: `parse_section(data, check, deploy, base_dir)`, the
+  section checked with the shared `validate.Checker`, returned as a `Section`: `grid()` (its lists,
+  the grid axes, as settings `<section>.<key>`), `shared` (its single values, settings every
+  configuration gets) and `as_dict()` (sweep.json); and `REFUSED`, the shared top-level keys that
+  mean nothing to this kind, each with why;
 - `loader`: "module:function(spec, *, out, client, poll_s) -> Sweep" building the checked sweep
   (its deployer, load plan, prices, configuration keys; a `base.Sweep` subclass);
 - `cleanup` (optional): what `--cleanup` does for this kind when deleting the resources its
-  deployer tagged is not all (restoring what it changed on an existing endpoint). Named by string
-  and imported when chosen, like the deployers: the kind's package builds on `schema.py`, which
-  reads this registry, and a `realtime` sweep never imports another kind's runner.
+  deployer tagged is not all (restoring what it changed on an existing endpoint).
+
+The code is named by string and imported when a file of that kind is read, like the deployers: the
+registry sits below the kinds (their packages build on `schema.py`, which reads it), so it never
+imports them, and a `realtime` sweep never imports another kind's code.
 
 docs/sweep.md documents the shared keys and, under "Adding a sweep kind", what a new kind implements;
 each kind's own page (docs/serverless.md) its section.
@@ -31,13 +34,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
-from sm_locust.sweep.autoscaling import spec as autoscaling_spec
-from sm_locust.sweep.serverless import spec as serverless_spec
 from sm_locust.sweep.validate import Checker
 from sm_locust.util.registry import Registry
 
@@ -68,14 +69,23 @@ class SweepKind:
     section: str | None = None  # None: the default kind (no section of its own)
     keys: tuple[str, ...] = ()  # its other top-level keys
     hint: str = ""  # what the section holds, for "add a <section>: section (<hint>)"
-    parse: SectionParser | None = None
-    refused: Mapping[str, str] = field(default_factory=dict)  # shared key -> why this kind refuses it
+    spec: str | None = None  # the module with `parse_section` (a SectionParser) and `REFUSED`
     # what `sm-locust sweep --cleanup ID SWEEP` does for this kind, when more than its deployer's cleanup:
     # "module:function(sweep_id, *, deploy, region, profile, client, out_dir, progress) -> (deleted, left)"
     cleanup: str | None = None
 
     def own_keys(self) -> tuple[str, ...]:
         return ((self.section,) if self.section else ()) + self.keys
+
+    @property
+    def parse(self) -> SectionParser | None:
+        """The section's parser (None: a kind without a section)."""
+        return _resolve(f"{self.spec}:parse_section") if self.spec else None
+
+    @property
+    def refused(self) -> Mapping[str, str]:
+        """Shared top-level keys this kind refuses -> why."""
+        return getattr(importlib.import_module(self.spec), "REFUSED", {}) if self.spec else {}
 
     def load(self) -> Callable[..., Any]:
         """The loader: `load(spec, *, out, client, poll_s) -> Sweep`."""
@@ -93,12 +103,12 @@ def _resolve(target: str) -> Callable[..., Any]:
 KINDS: Registry[SweepKind] = Registry("sweep kind")
 KINDS.add("realtime", SweepKind("realtime", "sm_locust.sweep.realtime.sweep:load"), "real-time")
 KINDS.add("serverless", SweepKind(
-    "serverless", "sm_locust.sweep.serverless.sweep:load", section=serverless_spec.SECTION, keys=serverless_spec.KEYS,
-    hint="memory_size_mb, max_concurrency", parse=serverless_spec.parse_section, refused=serverless_spec.REFUSED))
+    "serverless", "sm_locust.sweep.serverless.sweep:load", section="serverless",
+    keys=("tests", "concurrency_multipliers", "compare_instance", "cold_start", "serverless_prices"),
+    hint="memory_size_mb, max_concurrency", spec="sm_locust.sweep.serverless.spec"))
 KINDS.add("autoscaling", SweepKind(
-    "autoscaling", "sm_locust.sweep.autoscaling.sweep:load", section=autoscaling_spec.SECTION,
-    keys=autoscaling_spec.KEYS, hint="min_instances, max_instances, target_value",
-    parse=autoscaling_spec.parse_section, refused=autoscaling_spec.REFUSED,
+    "autoscaling", "sm_locust.sweep.autoscaling.sweep:load", section="autoscaling", keys=("traffic",),
+    hint="min_instances, max_instances, target_value", spec="sm_locust.sweep.autoscaling.spec",
     cleanup="sm_locust.sweep.autoscaling.sagemaker:cleanup"))
 DEFAULT_KIND = "realtime"
 

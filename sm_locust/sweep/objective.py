@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.record.model import percentile_key
 from sm_locust.report.cost import DEFAULT_SAFETY_FACTOR  # one default: the report's, the sweeps', the notebook's
 
 OPTIMIZE = ("cost", "throughput", "latency")
 # the percentiles summary.json records per step (docs/summary.md) -> their keys
-PERCENTILE_KEYS = {50.0: "p50_ms", 90.0: "p90_ms", 95.0: "p95_ms", 99.0: "p99_ms", 99.9: "p99_9_ms"}
+PERCENTILE_KEYS = {p: percentile_key(p) for p in (50.0, 90.0, 95.0, 99.0, 99.9)}
 DEFAULT_MAX_ERROR_RATE = 0.01  # the report's rule for a sustainable step (docs/report.md, Cost)
 class Ranked(Protocol):
     """What the shared helpers read of a kind's candidate (realtime.rank.Candidate, ServerlessCandidate)."""

@@ -9,21 +9,22 @@ test session loads, reaches it only when a test runs a load test.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gevent
 from locust import task
 from locust.env import Environment
 
-from sm_locust.config.options import all_option_specs
+from sm_locust.config.options import all_option_specs, namespace
 from sm_locust.gates import evaluate
 from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.cli import INCONCLUSIVE_CHOICES, closing_line
 from sm_locust.gates.spec import GateSpec
 from sm_locust.invocation import Invocation
+from sm_locust.record.model import Summary
 from sm_locust.record.recorder import RunRecorder, attach_recorder
 from sm_locust.record.runfolder import RunData, load_run
 from sm_locust.users import SageMakerUser
@@ -38,20 +39,26 @@ class LoadTestResult:
     out_dir: Path | None = None
 
     @property
+    def record(self) -> Summary:
+        """summary.json's content as typed records (`sm_locust.record.model`)."""
+        return Summary.of(self.summary)
+
+    @property
     def totals(self) -> dict:
-        return self.summary["totals"]
+        """summary.json's `totals` object (`record.totals` typed)."""
+        return self.record.totals.to_json()
 
     @property
     def requests(self) -> int:
-        return int(self.totals["requests"])
+        return int(self.record.totals.requests)
 
     @property
     def failures(self) -> int:
-        return int(self.totals["failures"])
+        return int(self.record.totals.failures)
 
     @property
     def errors(self) -> dict[str, int]:
-        return dict(self.totals.get("errors") or {})
+        return dict(self.record.totals.errors or {})
 
     def run_data(self):
         """The gates' view: totals and exact per-name figures from the summary (as `sm-locust smoke` reads them)."""
@@ -110,14 +117,14 @@ def invoke_user(body: bytes | str, *, content_type: str = "application/json", na
     return type(name, (SageMakerUser,), {"invoke_body": task(invoke), "__module__": __name__})
 
 
-def options_namespace(options: dict | None = None) -> argparse.Namespace:
+def options_namespace(options: dict | None = None) -> Any:
     """Every sm-locust option at its default, overridden by `options` (dest names)."""
     values = {spec.dest: spec.default for spec in all_option_specs()}
     unknown = sorted(set(options or {}) - set(values))
     if unknown:
         raise ValueError(f"unknown sm-locust option(s) {unknown}; use dest names such as endpoint_name, endpoint_url")
     values.update(options or {})
-    return argparse.Namespace(**values)
+    return namespace(values)  # argparse.Namespace, as Locust's parsed_options
 
 
 def run_load_test(user_classes: Sequence[type], *, users: int = 2, spawn_rate: float = 10.0, run_time_s: float = 3.0,

@@ -7,7 +7,8 @@ throttle is counted, not hidden behind a silent retry), the connection pool is s
 sharing the client, and the response body is always read inside the timed block. Failures are
 named by their botocore error code (`name_error`: `ThrottlingException: Rate exceeded`).
 
-Region, credentials and endpoint follow the boto3 chain (`AWS_PROFILE`, `AWS_REGION`,
+The client comes from the AWS client factory (`sm_locust.aws.clients`, purpose RUNTIME): region,
+credentials and endpoint follow its rules (`AWS_PROFILE`, `AWS_REGION`,
 `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`, ...) unless given. boto3 itself is imported when a client is
 made, never at import time (Locust must patch gevent first).
 """
@@ -17,9 +18,9 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any
 
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Keys, Purpose, client
 from sm_locust.invocation import MODEL_WAIT_HEADER, Invocation, InvocationError
 from sm_locust.transport.contract import (
-    LOCAL_DEFAULT_REGION,
     AsyncResult,
     ClientSettings,
     InvokeResult,
@@ -42,29 +43,11 @@ def make_boto3_client(**settings: Any):
     connect_timeout, read_timeout, credentials); `credentials` (a botocore credentials object) is
     used as a static copy of its current keys.
     """
-    # lazy: boto3 (~230 ms, measured) loads after Locust has patched gevent, and only for this transport
-    import boto3
-    from botocore.config import Config
-
     s = ClientSettings(**settings)
-    keys = {}
-    if s.credentials is not None:
-        frozen = s.credentials.get_frozen_credentials()
-        keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key,
-                "aws_session_token": frozen.token}
-    session = boto3.session.Session(profile_name=s.profile or None, **keys)
-    region = s.region
-    if not (region or session.region_name) and s.endpoint_url:
-        region = LOCAL_DEFAULT_REGION  # a local endpoint does not care, botocore still needs one
-    config = Config(
-        retries={"mode": "standard", "total_max_attempts": 1},
-        max_pool_connections=s.pool_size,
-        connect_timeout=s.connect_timeout,
-        read_timeout=s.read_timeout,
-        tcp_keepalive=True,
-    )
-    return session.client("sagemaker-runtime", region_name=region or None, endpoint_url=s.endpoint_url or None,
-                          config=config)
+    return client("sagemaker-runtime", Purpose.RUNTIME, region=s.region, profile=s.profile,
+                  endpoint_url=s.endpoint_url, default_region=LOCAL_DEFAULT_REGION if s.endpoint_url else None,
+                  keys=None if s.credentials is None else Keys.of(s.credentials), when_none="fail",
+                  pool_size=s.pool_size, connect_timeout=s.connect_timeout, read_timeout=s.read_timeout)
 
 
 def name_error(exc: BaseException) -> InvocationError:

@@ -59,7 +59,6 @@ from sm_locust.transport.inflight import StoppedRequests
 DEFAULT_POOL_SIZE = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 60.0
-LOCAL_DEFAULT_REGION = "us-east-1"  # a local endpoint does not care; signing still needs a region
 
 INTER_CHUNK_MODES = ("mean", "each", "none")
 INVALID_RESPONSE = "InvalidResponse"

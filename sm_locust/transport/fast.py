@@ -36,7 +36,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from sm_locust.aws.region import endpoint_url_for, region_for
+from sm_locust.aws.clients import chain_credentials, runtime_region
+from sm_locust.aws.region import endpoint_url_for
 from sm_locust.errors import UsageError
 from sm_locust.invocation import (
     INVOKE_ENDPOINT,
@@ -48,7 +49,6 @@ from sm_locust.invocation import (
 )
 from sm_locust.transport import eventstream
 from sm_locust.transport.contract import (
-    LOCAL_DEFAULT_REGION,
     AsyncResult,
     InvokeResult,
     SageMakerClient,
@@ -88,13 +88,12 @@ _ASYNC_HEADERS = {
 }
 
 
-def _region(region: str | None, session: Any, endpoint_url: str | None) -> str:
-    """`region`, else AWS_REGION / AWS_DEFAULT_REGION, else the profile's, else (local endpoint) us-east-1."""
-    found = region_for(region, session.profile)  # the one rule: flag, AWS_REGION, AWS_DEFAULT_REGION, profile
+def _region(region: str | None, profile: str | None, endpoint_url: str | None) -> str:
+    """The AWS client factory's runtime region (`region`, AWS_REGION / AWS_DEFAULT_REGION, the profile's,
+    else us-east-1 for a local endpoint), or a UsageError."""
+    found = runtime_region(region, profile, endpoint_url)
     if found:
         return found
-    if endpoint_url:
-        return LOCAL_DEFAULT_REGION  # as the boto3 client: a local endpoint does not care
     raise UsageError("no AWS region: pass region=..., or set AWS_REGION / AWS_DEFAULT_REGION")
 
 
@@ -124,15 +123,14 @@ class FastSageMakerClient(SageMakerClient):
         super().__init__(environment, endpoint_name, **contract)
         # lazy: botocore and geventhttpclient load after Locust has patched gevent (this module is imported
         # before, by preflight in the parent); botocore also costs ~190 ms (measured)
-        import botocore.session
         from geventhttpclient import HTTPClient
         from geventhttpclient.response import HTTPSocketPoolResponse
 
         settings = self.settings
-        session = botocore.session.Session(profile=settings.profile or None)  # no network
-        # resolved now, as boto3 resolves them when its client is made: not inside the first timed call
-        credentials = settings.credentials or session.get_credentials()  # None: every call fails NoCredentialsError
-        self.region = _region(settings.region, session, settings.endpoint_url)
+        # resolved now, as boto3 resolves them when its client is made: not inside the first timed call;
+        # None: every call fails NoCredentialsError (the run's preflight gives a local endpoint placeholders)
+        credentials = settings.credentials or chain_credentials(settings.profile)
+        self.region = _region(settings.region, settings.profile, settings.endpoint_url)
         self.base_url = endpoint_url_for(self.region, settings.endpoint_url)
         parts = urlsplit(self.base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from sm_locust.aws.clients import chain_credentials
 from sm_locust.errors import UsageError
 from sm_locust.util.registry import Registry
 
@@ -140,9 +141,7 @@ class CredentialSource:
 
 
 def _default_credentials() -> Any:
-    import botocore.session  # lazy: botocore (~190 ms, measured) only when a client signs; after Locust patched gevent
-
-    credentials = botocore.session.Session().get_credentials()
+    credentials = chain_credentials()  # botocore loads only when a client signs: after Locust patched gevent
     if credentials is None:
         raise NoCredentialsError()
     return credentials

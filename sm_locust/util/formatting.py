@@ -98,6 +98,14 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
+def load_words(users: float | None, rate: float | None) -> str:
+    """A step's load as every surface words it: '40 req/s offered' (open loop), '12 users', '1 user'."""
+    if rate is not None:
+        return f"{rate:g} req/s offered"
+    users = int(users or 0)
+    return f"{users} user{'s' if users != 1 else ''}"
+
+
 def _bounds(interval: Any) -> tuple[float, float] | None:
     """(low, high) of an interval given as `[low, high]` (summary.json) or an object with `low` /
     `high` (`plateau.uncertainty.Interval`); None when it is missing or not finite."""

@@ -7,9 +7,7 @@ files, web UI fields, SM_LOCUST_* variables) goes through `check_number`, whose 
 option and the range: `--price-per-hour must be more than 0, got -1` (the sweep files' checker,
 `sweep/validate.py`, words it the same way, from the same function).
 
-`argument_type` is the same rule as an argparse `type=`; `register_number_types(parser)` makes a
-parser's plain `type=float` / `type=int` use it (finite, whole for int), so no option of any command
-accepts nan or inf, including options added later.
+The same rule as an argparse `type=` is `sm_locust.config.argtypes` (argparse stays in cli/ and config/).
 
 `max_processes()` is the one bound on processes started on this machine (`run --processes`, `serve
 --workers`): `PROCESSES_PER_CORE` per core. `run --processes 64` on 2 cores took 90 s and 3.8 GB and
@@ -21,10 +19,8 @@ UI's user count): a user is a greenlet of about 20 KB (5,000 idle users: 145 MB 
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-from collections.abc import Callable
 from typing import Any
 
 from sm_locust.errors import UsageError
@@ -91,27 +87,3 @@ def check_number(value: Any, name: str, cast: type = float, **bounds: Any) -> Nu
         raise UsageError(f"{name} {problem}")
     assert number is not None
     return number
-
-
-class NumberArgumentError(argparse.ArgumentTypeError, ValueError):
-    """argparse prints its text after "argument --flag:"; callers of the type function catch a ValueError."""
-
-
-def argument_type(cast: type = float, **bounds: Any) -> Callable[[str], Number]:
-    """An argparse `type=` applying the rule: `--x nan` -> "argument --x: must be a finite number, got 'nan'"."""
-
-    def parse(text: str) -> Number:
-        number, problem = number_problem(text, cast, **bounds)
-        if problem is not None:
-            raise NumberArgumentError(problem)
-        assert number is not None
-        return number
-
-    parse.__name__ = cast.__name__  # argparse names the type in some messages
-    return parse
-
-
-def register_number_types(parser: argparse.ArgumentParser) -> None:
-    """Make this parser's (and its argument groups') `type=float` / `type=int` refuse nan and inf."""
-    parser.register("type", float, argument_type(float))
-    parser.register("type", int, argument_type(int))

@@ -68,7 +68,7 @@ def test_locust_args_is_a_list():
     """Was: locust_args='--bogus' became Locust's arguments '-', '-', 'b', ... ("Unknown User(s): u, g, -, s, o, b")."""
     for bad in ("--bogus", b"--bogus", 5):
         assert one_line(lambda bad=bad: run_arguments({}, bad)).startswith("locust_args= takes a list")
-    assert run_arguments({}, ("--stop-timeout", 5)).passthrough == ["--stop-timeout", "5"]
+    assert run_arguments({}, ("--stop-timeout", 5)).passthrough == ("--stop-timeout", "5")
 
 
 def test_a_mix_whose_weights_overflow_is_one_line_before_anything_starts(tmp_path):

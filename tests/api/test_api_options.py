@@ -1,5 +1,5 @@
-"""`sm_locust.run`'s keywords are `sm-locust run`'s options: parsed by the same parser, to the same
-namespace, the same Locust command, with the same defaults and the same one-line errors."""
+"""`sm_locust.run`'s keywords are `sm-locust run`'s options: parsed by the same OptionSpecs into the
+same RunArguments, the same Locust command, with the same defaults and the same one-line errors."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ import pytest
 from sm_locust.api.options import run_arguments
 from sm_locust.cli import build_parser
 from sm_locust.config.options import forwarded_arguments
+from sm_locust.core.arguments import RunArguments
 from sm_locust.core.launch import locust_command
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import SmLocustError, UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
-def cli_args(*argv: str):
-    args = build_parser("run").parse_args(["run", *argv])
-    args.passthrough = []
-    return args
+def cli_args(*argv: str) -> RunArguments:
+    return RunArguments.parse(build_parser("run").parse_args(["run", *argv]))
 
 
 CASES = [
@@ -38,7 +37,7 @@ CASES = [
 @pytest.mark.parametrize("keywords, argv", CASES)
 def test_keywords_parse_like_the_command_line(keywords, argv):
     api, cli = run_arguments(keywords), cli_args(*argv)
-    assert vars(api) == {**vars(cli), "command": "run"}
+    assert api == cli and api.options.given == cli.options.given and api.run.given == cli.run.given
     # ... and so start the same Locust process with the same settings
     planned_api, planned_cli = plan_run(api), plan_run(cli)
     assert forwarded_arguments(planned_api.options) == forwarded_arguments(planned_cli.options)
@@ -49,18 +48,20 @@ def test_the_defaults_are_the_commands_including_the_environment(monkeypatch):
     monkeypatch.setenv("SM_LOCUST_THINK_TIME", "0.25")
     monkeypatch.setenv("SM_LOCUST_TRANSPORT", "boto3")
     args = run_arguments({"endpoint_name": "ep"})
-    assert (args.think_time, args.transport, args.users, args.shape, args.out) == (0.25, "boto3", None, None, None)
-    assert vars(args) == {**vars(cli_args("--endpoint-name", "ep")), "command": "run"}
+    assert (args.options.think_time, args.options.transport) == (0.25, "boto3")
+    assert (args.run.users, args.run.shape, args.run.out) == (None, None, None)
+    assert args == cli_args("--endpoint-name", "ep")
+    assert run_arguments({"endpoint_name": "ep", "think_time": 0.5}).options.think_time == 0.5  # a keyword wins
 
 
 def test_values_of_other_types():
     pattern = {"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1, "DurationInSeconds": 5}]}
     args = run_arguments({"traffic_pattern": pattern, "stop_at_knee": True, "validate_response": False,
                           "processes": -1, "payload": "-odd-name.json"})
-    assert json.loads(args.traffic_pattern) == pattern  # a dict goes as the JSON text the option takes
-    assert args.stop_at_knee is True and args.validate_response is False
-    assert args.processes == -1 and args.payload == "-odd-name.json"  # --flag=value: no option look-alikes
-    assert run_arguments({"users": None}).users is None  # None = not given
+    assert json.loads(args.options.traffic_pattern) == pattern  # a dict goes as the JSON text the option takes
+    assert args.options.stop_at_knee is True and args.options.validate_response is False
+    assert args.run.processes == -1 and args.options.payload == "-odd-name.json"  # text, never a flag
+    assert run_arguments({"users": None}).run.users is None  # None = not given
 
 
 def test_locust_arguments_follow_as_after_double_dash(tmp_path):
@@ -96,8 +97,10 @@ def test_a_bad_value_gets_the_commands_own_line(keywords, argv):
     with pytest.raises(UsageError) as caught:
         run_arguments({"endpoint_name": "ep", **keywords})
     cli = run_cli("run", "--endpoint-name", "ep", *argv)
-    assert cli.returncode == 2
-    assert cli.stderr.strip() == f"sm-locust run: error: {caught.value.message} (see --help)"
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1
+    flag, _, problem = caught.value.message.partition(" ")  # "--users must be a whole number, got 'ten'"
+    rule = problem.split(", got")[0]  # the same spec's words; the CLI shows the text it was given
+    assert cli.stderr.startswith("sm-locust run: error: argument ") and flag in cli.stderr and rule in cli.stderr
 
 
 def test_a_notebook_shows_the_line_not_a_traceback():

@@ -13,8 +13,8 @@ import pytest
 from moto import mock_aws
 
 import sm_locust
+from sm_locust.aws.s3 import S3Location, upload_folder
 from sm_locust.errors import UsageError
-from sm_locust.report.s3 import S3Location, upload_folder
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
@@ -118,7 +118,7 @@ def test_compare_is_the_clis_table(runs, tmp_path):
     assert (tmp_path / "api" / "compare.html").is_file() and len(written) == 2
     assert (tmp_path / "api" / "compare.csv").read_text() == (tmp_path / "cli" / "compare.csv").read_text()
     pd.testing.assert_frame_equal(written, table)
-    with pytest.raises(UsageError, match=r"--safety-factor 2.0 must be in \(0, 1\]"):
+    with pytest.raises(UsageError, match=r"--safety-factor must be at most 1, got 2.0"):
         sm_locust.compare([runs[0]], safety_factor=2.0)
     with pytest.raises(UsageError, match="compare\\(\\) needs at least one run"):
         sm_locust.compare([])

@@ -878,7 +878,7 @@ def test_aws_region_alone_reaches_every_client(make, monkeypatch):
 
         region = make_client().meta.region_name
     elif make == "s3":
-        from sm_locust.report.s3 import s3_client
+        from sm_locust.aws.s3 import s3_client
 
         region = s3_client(None, None).meta.region_name
     elif make == "autoscaling":

@@ -5,7 +5,8 @@ STOP for the stop condition that ended the run, and the closing block's wording.
 from __future__ import annotations
 
 from sm_locust.config.options import parse_options
-from sm_locust.core.checks import FAIL, NOT_JUDGED, PASS, STOP, checks_lines, percentile_key, run_checks
+from sm_locust.core.checks import FAIL, INCONCLUSIVE, NOT_JUDGED, PASS, STOP, checks_lines, percentile_key, run_checks
+from sm_locust.gates.decide import Bounds, judge
 
 
 def step(users, **figures):
@@ -86,3 +87,38 @@ def test_the_closing_block_counts_the_judged_checks_and_aligns_them():
     assert lines[0] == "checks: 1 of 2 passed, 1 FAILED"  # STOP is neither
     assert [line.split()[0] for line in lines[1:]] == ["FAIL", "PASS", "STOP"]
     assert len({line.index("(") for line in lines[1:]}) == 1  # the windows line up
+
+
+def with_interval_at_the_knee(low, high):
+    steps = [dict(s) for s in SEARCH["steps"]]
+    steps[1] = {**steps[1], "ci95": {"p95_ms": [low, high], "p99_ms": None}}
+    return {**SEARCH, "steps": steps}
+
+
+def test_a_latency_limit_is_judged_on_the_interval_by_the_gates_judge():
+    options = parse_options({"latency_slo_ms": 50})
+    # p95 48 ms at the knee: the point passes; the interval decides
+    for (low, high), status in (((44.0, 49.0), PASS), ((46.0, 53.0), INCONCLUSIVE)):
+        (check,) = run_checks(with_interval_at_the_knee(low, high), options)
+        assert check.status == status == judge(Bounds.of(48.0, low, high), 50, upper=True).upper()
+    (check,) = run_checks(with_interval_at_the_knee(46.0, 53.0), options)
+    assert check.value == "48 ms [46, 53]" and "interval straddles the limit" in check.where
+    (check,) = run_checks(with_interval_at_the_knee(46.0, 53.0), parse_options({"latency_slo_ms": 45}))
+    assert (check.value, check.status) == ("48 ms", FAIL)  # the whole interval is over 45
+    lines = checks_lines(run_checks(with_interval_at_the_knee(46.0, 53.0),
+                                    parse_options({"latency_slo_ms": 50, "max_error_rate": 0.01})))
+    assert lines[0] == "checks: 1 of 2 passed, 1 INCONCLUSIVE"
+    assert [line.split()[0] for line in lines[1:]] == ["INCONCLUSIVE", "PASS"]
+    assert len({line.index("(") for line in lines[1:]}) == 1
+
+
+def test_a_whole_run_and_token_limits_read_their_own_intervals():
+    constant = {"duration_s": 60.0, "steps": [step(2)],
+                "llm": {"ttft_p95_ms": 240.0, "ci95": {"ttft_p95_ms": [200, 260]}},
+                "totals": {"requests": 600, "p95_ms": 98.0, "error_rate": 0.0, "ci95": {"p95_ms": [90.0, 104.0]}}}
+    checks = by_name(run_checks(constant, parse_options({"latency_slo_ms": 100, "ttft_slo_ms": 250})))
+    assert checks["p95 latency <= 100 ms"].status == INCONCLUSIVE
+    assert checks["TTFT p95 <= 250 ms"].status == INCONCLUSIVE
+    constant["totals"]["ci95"] = {"p95_ms": None}  # recorded as too short for one: the point decides
+    (check,) = run_checks(constant, parse_options({"latency_slo_ms": 100}))
+    assert (check.value, check.status) == ("98 ms", PASS)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from sm_locust.aws.clients import PLACEHOLDER_KEY, is_loopback
 from sm_locust.endpoint import metrics as m
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import EndpointConfig
@@ -293,6 +294,6 @@ def test_loopback_client_gets_placeholder_credentials_never_the_users(monkeypatc
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "user-secret")
     client = m.make_client("http://127.0.0.1:5000")
     creds = client._request_signer._credentials.get_frozen_credentials()
-    assert creds.access_key == m.PLACEHOLDER_KEY and creds.secret_key == m.PLACEHOLDER_KEY
+    assert creds.access_key == PLACEHOLDER_KEY and creds.secret_key == PLACEHOLDER_KEY
     assert client.meta.endpoint_url == "http://127.0.0.1:5000"
-    assert m.is_loopback("http://localhost:1") and not m.is_loopback("https://monitoring.us-east-1.amazonaws.com")
+    assert is_loopback("http://localhost:1") and not is_loopback("https://monitoring.us-east-1.amazonaws.com")

@@ -130,6 +130,6 @@ def test_the_batcher_fills_batches_by_rows():
 
 
 def test_endpoint_config_validates_the_protocol():
-    with pytest.raises(ValueError, match="--protocol 'grpc' is not one of: ranking, triton"):
+    with pytest.raises(ValueError, match="--protocol 'grpc' is unknown; choose one of: ranking, triton"):
         EndpointConfig(protocol="grpc").validate()
     EndpointConfig(protocol="triton", max_batch_size=8).validate()

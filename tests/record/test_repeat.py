@@ -59,12 +59,10 @@ def test_the_document_reads_each_runs_figure_and_interval_and_names_inconclusive
 def test_repeat_must_be_a_whole_number_of_runs():
     from sm_locust.api.options import run_arguments
 
-    args = run_arguments({"endpoint_name": "ep", "endpoint_url": "http://127.0.0.1:9", "payload": str(SAMPLE_PAYLOAD),
-                          "repeat": 0}, [])
+    given = {"endpoint_name": "ep", "endpoint_url": "http://127.0.0.1:9", "payload": str(SAMPLE_PAYLOAD)}
     with pytest.raises(UsageError, match="--repeat must be at least 1"):
-        plan_run(args)
-    args.repeat = None
-    assert plan_run(args).repeat == 1
+        plan_run(run_arguments({**given, "repeat": 0}, []))
+    assert plan_run(run_arguments({**given, "repeat": None}, [])).repeat == 1
 
 
 @pytest.mark.e2e

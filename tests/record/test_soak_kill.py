@@ -118,12 +118,13 @@ def test_compare_and_smoke_work_on_the_killed_run_and_say_so(killed_run, tmp_pat
                                                           ("90m", None, "90m")])
 def test_a_soak_run_time_in_days_reaches_locust_in_seconds(given, shape, to_locust):
     from sm_locust.cli import build_parser
+    from sm_locust.core.arguments import RunArguments
     from sm_locust.core.plan import plan_run
 
     argv = ["run", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), "-t", given] + (
         ["--shape", shape, "--target-rps", "5"] if shape else [])
     args, _ = build_parser("run").parse_known_args(argv)
-    load = plan_run(args).load
+    load = plan_run(RunArguments.parse(args)).load
     assert load.run_time == to_locust
     cmd = locust_command([], load, Path("out"))
     assert cmd[cmd.index("--run-time") + 1] == to_locust  # Locust's -t has no days

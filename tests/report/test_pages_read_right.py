@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from sm_locust.record.model import Autoscaling
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, phase_steps
 from sm_locust.report.llm import LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
@@ -131,7 +132,8 @@ SCALING = {"duration_s": 900.0, "instances": INSTANCES, "breaches": [[300.0, 540
 
 
 def test_the_autoscaling_figure_shows_traffic_latency_and_both_instance_counts():
-    view = AutoscalingView(SCALING, t_s=[10.0, 20.0], rps=[20.0, 150.0], latency_ms=[40.0, 300.0], slo_ms=250.0,
+    view = AutoscalingView(Autoscaling.from_json(SCALING), t_s=[10.0, 20.0], rps=[20.0, 150.0],
+                           latency_ms=[40.0, 300.0], slo_ms=250.0,
                            phases=[{"duration_s": 300, "rps": 20}, {"duration_s": 600, "rps": 150}])
     assert phase_steps(view.phases) == ([0.0, 300.0, 900.0], [20.0, 150.0, 150.0])
     assert phase_steps(view.phases, end=200.0) == ([0.0, 200.0], [20.0, 20.0])  # the run stopped in phase 1

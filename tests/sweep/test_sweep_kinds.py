@@ -3,6 +3,7 @@ file that mixes two kinds, and the same wording for the same mistake in any sect
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -178,3 +179,26 @@ def test_cleanup_runs_the_kinds_own_cleanup_when_it_has_one(monkeypatch, tmp_pat
                                                                     "region": "eu-west-1"}
     assert lines == ["sm-locust sweep: restored the scaling policy of sid"]
     assert api.cleanup("sid", kind="serverless", deploy="local") == ([], [])  # the deployer's (local: nothing tagged)
+
+
+def test_the_registry_names_the_kinds_code_and_never_imports_it():
+    """The kinds build on schema.py, which reads the registry: the registry imports none of them, and
+    each kind's section parser and refused keys are found by name when a file of that kind is read."""
+    import ast
+    from pathlib import Path
+
+    import sm_locust.sweep.kinds as registry
+
+    tree = ast.parse(Path(registry.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    kinds = [f"sm_locust.sweep.{name}" for name in KINDS]
+    assert not [m for m in imported if m and any(m == k or m.startswith(k + ".") for k in kinds)]
+    for name in KINDS:
+        kind = KINDS.get(name)
+        if kind.section is None:
+            assert kind.parse is None and kind.refused == {}
+            continue
+        spec = importlib.import_module(kind.spec or "")
+        assert kind.parse is spec.parse_section and kind.refused is spec.REFUSED
+        assert (spec.SECTION, spec.KEYS) == (kind.section, kind.keys)

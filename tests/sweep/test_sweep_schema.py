@@ -48,7 +48,7 @@ def test_the_good_file_plans(tmp_path, capsys):
     (("max_concurrency: [2, 5]", "max_concurrency: [2, five]"),
      "grid.max_concurrency: expected a whole number, got 'five'"),
     (("service_time_ms: 40", "service_time_ms: -4"),
-     "configuration 'max_concurrency 2': --service-time-ms must not be negative"),
+     "configuration 'max_concurrency 2': --service-time-ms must be at least 0, got -4"),
     (("payload: ", "stepseconds: 3, payload: "), "load.stepseconds: unknown key; did you mean step_seconds?"),
     (("payload: ", "users: 3, shape: plateau, payload: "),
      "load.users conflicts with the plateau shape: the shape decides the load"),

@@ -13,6 +13,7 @@ applied and restored) is `sagemaker.py`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from sm_locust.endpoint.faults import EndpointConfig
@@ -55,8 +56,7 @@ class LocalFleetDeployer(LocalDeployer):
             fleet["instance_start_s"] = float(own["instance_start_s"])
         if own.get("time_scale") is not None:
             fleet["time_scale"] = float(own["time_scale"])
-        config.fleet = FleetConfig(**fleet)
-        return config
+        return replace(config, fleet=FleetConfig(**fleet))
 
     def describe(self, settings: Mapping[str, Any]) -> str:
         config = self.config(settings)

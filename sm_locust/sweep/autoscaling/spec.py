@@ -37,10 +37,11 @@ from sm_locust.errors import UsageError
 from sm_locust.plateau.rates import Traffic, parse_traffic
 from sm_locust.scaling.policy import INVOCATIONS, MAX_INSTANCES, ScalingPolicy, metric_spec
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
+from sm_locust.sweep.kinds import KINDS
 from sm_locust.sweep.validate import Checker
 
-SECTION = "autoscaling"
-KEYS = ("traffic",)  # besides the section
+SECTION = "autoscaling"  # the kind's name (sweep/kinds.py registers its section and keys)
+KEYS = KINDS.get(SECTION).keys  # besides the section
 POLICY_KEYS = ("min_instances", "max_instances", "metric", "target_value", "scale_out_cooldown_s",
                "scale_in_cooldown_s")
 LOCAL_ONLY = ("instance_start_s", "time_scale")  # the emulation's; on SageMaker the instances and the clock are real

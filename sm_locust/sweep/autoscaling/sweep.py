@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, percentile_key
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample, RunClock
@@ -96,9 +97,10 @@ class AutoscalingSweep(Sweep):
         if not isinstance(scaling, dict):
             raise KeyError("summary.json has no autoscaling figures (the instance counts were not watched)")
         totals = summary.get("totals") or {}
-        percentile_key = {50.0: "p50_ms", 95.0: "p95_ms", 99.0: "p99_ms"}.get(self.spec.objective.percentile, "p95_ms")
+        pct = self.spec.objective.percentile  # totals record p50, p95, p99
+        key = percentile_key(pct if pct in (50.0, 95.0, 99.0) else DEFAULT_SLO_PERCENTILE)
         figures = AutoscalingFigures(scaling=scaling, requests=totals.get("requests"), failures=totals.get("failures"),
-                                     latency_ms=totals.get(percentile_key))
+                                     latency_ms=totals.get(key))
         settings = self.configuration(index).settings
         if self.spec.deploy == "local":
             policy = policy_of(settings)

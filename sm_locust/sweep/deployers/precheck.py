@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.aws.clients import Purpose, chain_credentials, client
 from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
 
@@ -147,35 +148,30 @@ def check_before_creating(needs: Sequence[Need], *, region: str | None = None, p
                           sagemaker: Any = None, quotas: Any = None) -> Precheck:
     """Credentials and region, each model, each instance type, each quota, before anything is created.
 
-    `sagemaker` / `quotas`: boto3 clients (default: a session with the region rule, sm_locust.aws.region);
+    `sagemaker` / `quotas`: boto3 clients (default: the AWS client factory's, sm_locust.aws.clients);
     tests inject them. Never raises for what it finds: read `failed` / `unknown`, or call
     `raise_for_failures()`."""
     result = Precheck()
     add = result.checks.append
     if sagemaker is None or quotas is None:
-        # lazy: boto3 (~230 ms, measured), only for a SageMaker sweep about to create endpoints
-        import boto3
-        import botocore.exceptions
+        import botocore.exceptions  # lazy: botocore (~190 ms, measured), only for a SageMaker sweep about to create
 
         picked = region_for(region, profile)
         if not picked:
             add(Check("region", FAILED, NO_REGION.format(what="").removeprefix("no AWS region: ")))
             return result
         try:
-            session = boto3.session.Session(profile_name=profile or None, region_name=picked)
+            found = chain_credentials(profile)
         except botocore.exceptions.ProfileNotFound:
             add(Check("credentials", FAILED, f"AWS profile {profile!r} not found (AWS_PROFILE, ~/.aws/config)"))
             return result
-        if session.get_credentials() is None:
+        if found is None:
             add(Check("credentials", FAILED, "none found: configure them (aws configure, AWS_PROFILE, or "
                                              "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"))
             return result
-        from botocore.config import Config  # lazy: with boto3 above
-
-        sagemaker = sagemaker or session.client("sagemaker")
+        sagemaker = sagemaker or client("sagemaker", Purpose.CONTROL, region=picked, profile=profile)
         # short timeouts: a quota that cannot be read is a warning, not a wait
-        quotas = quotas or session.client("service-quotas", config=Config(connect_timeout=5, read_timeout=15,
-                                                                          retries={"total_max_attempts": 2}))
+        quotas = quotas or client("service-quotas", Purpose.READ, region=picked, profile=profile, read_timeout=15)
     region_name = getattr(getattr(sagemaker, "meta", None), "region_name", None) or region or "?"
     try:  # the cheapest signed call: are the credentials accepted in this region?
         sagemaker.list_endpoints(MaxResults=1)

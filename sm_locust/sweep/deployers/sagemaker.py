@@ -23,9 +23,9 @@ All three resources are named `<sweep id>-<configuration key>-<stamp>` and tagge
 `sm-locust:sweep=<sweep id>`; `cleanup(sweep_id)` lists resources whose name contains the sweep id,
 keeps those carrying the tag, and deletes them (what a killed sweep left behind).
 
-The client is injected (tests pass one aimed at a moto server); by default it comes from boto3's
-usual chain, so `AWS_ENDPOINT_URL_SAGEMAKER` redirects the control plane and, independently,
-`AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` the load test's runtime calls.
+The client is injected (tests pass one aimed at a moto server); by default it comes from the AWS
+client factory (`sm_locust.aws.clients`), so `AWS_ENDPOINT_URL_SAGEMAKER` redirects the control
+plane and, independently, `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` the load test's runtime calls.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
 from sm_locust.sweep.deployers import TAG_KEY, Cancelled, Deployer, DeployError, Deployment, Progress
@@ -105,15 +107,10 @@ class SageMakerDeployer(Deployer):
     @property
     def client(self) -> Any:
         if self._client is None:
-            # lazy: boto3 costs ~190 ms to import (python -X importtime); `--plan`, bad input
-            # and local serverless sweeps load this module without ever needing the client
-            import boto3
-
             region = region_for(self.region, self.profile)  # the one rule: --region, AWS_REGION, ..., the profile
             if not region:
                 raise UsageError(NO_REGION.format(what=" for SageMaker"))
-            session = boto3.session.Session(profile_name=self.profile or None, region_name=region)
-            self._client = session.client("sagemaker")
+            self._client = aws_client("sagemaker", Purpose.CONTROL, region=region, profile=self.profile)
         return self._client
 
     # -- before creating anything -----------------------------------------------------------------

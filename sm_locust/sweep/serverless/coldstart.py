@@ -15,29 +15,21 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Keys, Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.errors import aws_error
 
 COLD_READ_TIMEOUT_S = 120.0  # a cold start plus the model's time; longer is a failure named by its error
 
 
 def runtime_client(endpoint_url: str, region: str | None, profile: str | None, extra_env: Mapping[str, str], size: int):
-    """A sagemaker-runtime client with retries off (a throttle or a timeout is a figure, not hidden)."""
-    # lazy: boto3 costs ~190 ms to import (python -X importtime) and only this test calls the
-    # runtime directly; `--plan` and sweeps without a cold-start test never need it
-    import boto3
-    from botocore.config import Config
-
-    session = boto3.session.Session(profile_name=profile or None,
-                                    region_name=region or extra_env.get("AWS_DEFAULT_REGION") or None,
-                                    aws_access_key_id=extra_env.get("AWS_ACCESS_KEY_ID"),
-                                    aws_secret_access_key=extra_env.get("AWS_SECRET_ACCESS_KEY"))
-    if session.region_name is None:
-        session = boto3.session.Session(profile_name=profile or None, region_name="us-east-1",
-                                        aws_access_key_id=extra_env.get("AWS_ACCESS_KEY_ID"),
-                                        aws_secret_access_key=extra_env.get("AWS_SECRET_ACCESS_KEY"))
-    config = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=5,
-                    read_timeout=COLD_READ_TIMEOUT_S, max_pool_connections=max(10, size))
-    return session.client("sagemaker-runtime", endpoint_url=endpoint_url or None, config=config)
+    """A sagemaker-runtime client with retries off (a throttle or a timeout is a figure, not hidden);
+    `extra_env`: the run's environment for its Locust child (its region, its placeholder keys)."""
+    given = extra_env.get("AWS_ACCESS_KEY_ID"), extra_env.get("AWS_SECRET_ACCESS_KEY")
+    return aws_client("sagemaker-runtime", Purpose.RUNTIME, region=region or extra_env.get("AWS_DEFAULT_REGION"),
+                      profile=profile, endpoint_url=endpoint_url, default_region=LOCAL_DEFAULT_REGION,
+                      keys=Keys(given[0], given[1]) if given[0] and given[1] else None,
+                      pool_size=max(10, size), connect_timeout=5, read_timeout=COLD_READ_TIMEOUT_S)
 
 
 def fire_round(client, endpoint_name: str, invocations: list, n: int, round_no: int) -> list[dict[str, Any]]:

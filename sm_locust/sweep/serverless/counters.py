@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Self
 
-from sm_locust.config.preflight import is_loopback
+from sm_locust.aws.clients import is_loopback
 
 STATS_PATH = "/_sm_locust/stats"
 

@@ -11,6 +11,7 @@ configuration would run, for `--plan`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from sm_locust.endpoint.faults import EndpointConfig
@@ -50,14 +51,13 @@ class LocalServerlessDeployer(LocalDeployer):
         own, rest = split_settings(settings)
         rest.setdefault("service_time_ms", DEFAULT_SERVICE_TIME_MS)
         config = LocalDeployer.config(rest)
-        config.cold_start_ms = float(own.get("cold_start_ms", 0.0))
         kwargs: dict[str, Any] = {"memory_mb": int(own.get("memory_size_mb", 2048)),
                                   "max_concurrency": int(own.get("max_concurrency", 20))}
         for key in ("idle_timeout_s", "compute_share", "throttle_ms"):
             if key in own:
                 kwargs[key] = float(own[key])
-        config.serverless = ServerlessConfig(**kwargs)
-        return config
+        return replace(config, cold_start_ms=float(own.get("cold_start_ms", 0.0)),
+                       serverless=ServerlessConfig(**kwargs))
 
     def describe(self, settings: Mapping[str, Any]) -> str:
         return super().describe(settings) + describe_tests(self.plan, settings)

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.record.model import percentile_key
 from sm_locust.sweep.objective import Objective, big, nothing_meets, why_lost
 from sm_locust.util.formatting import MISSING, percent
 
 COST_TIE = 0.05
 LATENCY_TIE = 0.10
-WARM_KEYS = {50.0: "warm_p50_ms", 95.0: "warm_p95_ms", 99.0: "warm_p99_ms"}
+WARM_KEYS = {p: percentile_key(p, "warm_") for p in (50.0, 95.0, 99.0)}
 
 
 @dataclass

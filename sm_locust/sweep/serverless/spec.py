@@ -33,11 +33,11 @@ from sm_locust.endpoint.serverless import (
     concurrency_error,
     memory_error,
 )
+from sm_locust.sweep.kinds import KINDS
 from sm_locust.sweep.validate import Checker
 
-SECTION = "serverless"
-# besides the section
-KEYS = ("tests", "concurrency_multipliers", "compare_instance", "cold_start", "serverless_prices")
+SECTION = "serverless"  # the kind's name (sweep/kinds.py registers its section and keys)
+KEYS = KINDS.get(SECTION).keys  # besides the section
 SECTION_KEYS = ("memory_size_mb", "max_concurrency", "cold_start_ms", "idle_timeout_s", "compute_share", "throttle_ms")
 GRID_KEYS = ("memory_size_mb", "max_concurrency")
 # the emulation's; SageMaker ignores them

@@ -7,7 +7,7 @@ when it failed), and a laptop reads it back with `sm-locust report s3://bucket/p
 Bad input is found before any traffic: `S3Location.parse` rejects a malformed URL, and
 `check_writable` puts and deletes a small marker object where the run will go, so a missing
 bucket or a role without s3:PutObject is one line (exit 2) before the test, not after it ran.
-Every S3 call takes an optional client (`s3=None` -> boto3 from the usual credential chain), so
+Every S3 call takes an optional client (`s3=None` -> the client factory's, `sm_locust.aws.clients`), so
 tests pass moto's or a botocore Stubber's.
 """
 
@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import botocore.exceptions
 
-from sm_locust.aws.region import region_for
+from sm_locust.aws.clients import Purpose, client
 from sm_locust.errors import RunError, UsageError
 
 #: written and deleted by `check_writable`; skipped when a run is read back
@@ -97,16 +97,13 @@ class Transfer:
 
 
 def s3_client(profile: str | None = None, region: str | None = None):
-    """A boto3 S3 client from the usual chain (env, profile, IRSA web identity, instance role).
+    """An S3 client from the usual chain (env, profile, IRSA web identity, instance role).
 
     `AWS_ENDPOINT_URL_S3` (botocore's service-specific endpoint variable) points it elsewhere,
     e.g. at a moto server in tests.
     """
-    import boto3  # lazy: ~230 ms (measured); `sm-locust report RUN_DIR` on a local folder never needs it
-
     try:
-        session = boto3.session.Session(profile_name=profile or None)
-        return session.client("s3", region_name=region_for(region, profile) or None)
+        return client("s3", Purpose.CONTROL, region=region, profile=profile)
     except botocore.exceptions.ProfileNotFound:
         raise UsageError(f"AWS profile {profile!r} not found; "
                          "check the profile option / AWS_PROFILE and ~/.aws/config") from None
