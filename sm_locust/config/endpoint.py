@@ -58,7 +58,9 @@ OPTIONS: list[OptionSpec] = [
                float, minimum=0),
     OptionSpec("--connect-timeout", "SM_LOCUST_CONNECT_TIMEOUT", 5.0, "connection timeout in seconds", float, above=0),
     OptionSpec("--read-timeout", "SM_LOCUST_READ_TIMEOUT", 60.0, "read timeout in seconds", float, above=0),
-    OptionSpec("--sm-out", "SM_LOCUST_OUT", "", "run folder to write summary.json and timeline.jsonl into",
+    OptionSpec("--sm-out", "SM_LOCUST_OUT", "",
+               "run folder to write summary.json and timeline.jsonl into (default: a new reports/<run-id>/ per "
+               "swarm; with this, later swarms of the web UI write DIR-2, DIR-3, ...)",
                web_ui=False, forward=False, group="output"),
     OptionSpec("--sm-progress", "SM_LOCUST_PROGRESS", 0.0, "print a one-line progress report every N seconds (0 = off)",
                float, web_ui=False, forward=False, minimum=0, group="output"),

@@ -47,8 +47,9 @@ LOAD_OPTIONS: tuple[OptionSpec, ...] = (
 OUTPUT_OPTIONS: tuple[OptionSpec, ...] = (
     _spec("--out", "run folder (default reports/<run-id>/)"),
     _switch("--overwrite", "--out may name a folder that holds an earlier run: its files are removed first"),
-    _switch("--quiet", "only sm-locust's own lines (steps, verdict, checks) and one progress line every 5 s; "
-            "Locust's log and tables go to locust.log", short="-q"),
+    _switch("--quiet", "only sm-locust's own lines (steps, progress every 5 s, verdict, checks) and errors; "
+            "without it Locust's warnings show too (its INFO lines with `-- --loglevel INFO`, its tables with "
+            "--locust-stats); all of Locust's output is in locust.log", short="-q"),
     _switch("--locust-stats", "show Locust's periodic stats tables (every 2 s; off by default: the step lines and "
             "the closing lines carry the figures, and every table is in locust_stats_history.csv)"),
 )

@@ -27,7 +27,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,12 +37,13 @@ from sm_locust.config.options import Options, forwarded_arguments, parse_options
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.publish.sender import closing_clause
+from sm_locust.record.folders import DEFAULT_REPORTS_DIR, choose_out_dir, run_id  # noqa: F401  (re-exported)
 from sm_locust.record.model import Interval, JsonObject, Summary
 from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
-from sm_locust.util.formatting import MISSING, is_missing, with_interval
+from sm_locust.util.formatting import MISSING, is_missing, number, with_interval
 from sm_locust.util.outputs import (
     IN_USE,
     PARTIAL_SUFFIX,
@@ -56,8 +56,6 @@ from sm_locust.util.outputs import (
     refuse_unusable,
     run_in_progress,
 )
-
-DEFAULT_REPORTS_DIR = "reports"
 
 
 @dataclass(frozen=True)
@@ -74,23 +72,6 @@ class LoadSettings:
     locust_args: tuple[str, ...] = ()
     locust_stats: bool = False  # Locust's periodic stats tables (off: the step and closing lines carry the figures)
     closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
-
-
-def run_id(endpoint_name: str, now: float | None = None) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now or time.time()))
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", endpoint_name).strip("-") or "run"
-    return f"{stamp}-{safe}"
-
-
-def choose_out_dir(out: str | None, endpoint_name: str) -> Path:
-    if out:
-        return Path(out)
-    base = Path(DEFAULT_REPORTS_DIR) / run_id(endpoint_name)
-    candidate, n = base, 1
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}-{n}")
-    return candidate
 
 
 # What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
@@ -234,7 +215,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
         proc = subprocess.Popen(lifeline.wrap(cmd), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=SignalForwarder.can_forward())
         with SignalForwarder(proc) as forwarder:
-            tail = _pump(proc, log, echo_all=not load.quiet, echo=echo)
+            tail = _pump(proc, log, shown=echo_mode(load), echo=echo)
     promote(out / LOCUST_REPORT_PARTIAL, out / LOCUST_REPORT, _whole_html)  # a full disk leaves none, not half
     summary_path = out / "summary.json"
     if forwarder.received is not None:
@@ -359,9 +340,31 @@ def _print(line: str) -> None:
 MAX_ECHOED = 4000  # characters of one line of Locust's output (a traceback line, a stats row)
 
 
-def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], None] | None = None) -> str:
-    """Copy Locust's output to locust.log and echo it (quiet: only progress and errors; every line to
-    `echo` when given); return the tail."""
+ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET = "all", "default", "quiet"
+_LOCUST_LEVELS = {ECHO_DEFAULT: ("/WARNING/", "/ERROR/", "/CRITICAL/"), ECHO_QUIET: ("/ERROR/", "/CRITICAL/")}
+
+
+def echo_mode(load: LoadSettings) -> str:
+    """What of Locust's output reaches the terminal (all of it is in locust.log): every line when asked
+    for (`--locust-stats`, or Locust's `--loglevel` / `-L` after `--`); by default sm-locust's own lines
+    (steps, progress, verdict) and Locust's warnings and errors, no INFO line and no table; with -q
+    only sm-locust's lines and errors."""
+    args = load.locust_args
+    if load.locust_stats or any(a in ("--loglevel", "-L") or a.startswith(("--loglevel=", "-L")) for a in args):
+        return ECHO_ALL
+    return ECHO_QUIET if load.quiet else ECHO_DEFAULT
+
+
+def shows(line: str, shown: str) -> bool:
+    """Whether a line of Locust's output is echoed in mode `shown` (echo_mode)."""
+    if shown == ECHO_ALL or line.startswith("sm-locust"):
+        return True
+    return any(level in line for level in _LOCUST_LEVELS[shown])
+
+
+def _pump(proc: subprocess.Popen, log, shown: str, echo: Callable[[str], None] | None = None) -> str:
+    """Copy Locust's output to locust.log and echo it (`shown`: echo_mode; every line to `echo` when
+    given); return the tail."""
     tail: list[str] = []
     assert proc.stdout is not None
     for raw in proc.stdout:
@@ -370,7 +373,7 @@ def _pump(proc: subprocess.Popen, log, echo_all: bool, echo: Callable[[str], Non
         tail = (tail + [line])[-20:]
         if echo is not None:
             echo(line)
-        elif echo_all or line.startswith("sm-locust") or "/ERROR/" in line or "/CRITICAL/" in line:
+        elif shows(line, shown):
             _print(line)
     proc.wait()
     return "\n".join(tail)
@@ -384,10 +387,10 @@ def verdict_line(summary: Summary | JsonObject) -> str:
     p95, goodput = t.p95_ms, t.goodput_rps
     ci = whole_run_intervals(record)
     rate = with_interval(t.rps if t.rps is not None else 0, ci.get("rps"), " req/s", 1)
-    line = (f"whole run: {t.requests} requests, {rate}"
-            + ("" if goodput is None else f" (goodput {goodput:.1f} req/s)")
+    line = (f"whole run: {number(t.requests)} requests, {rate}"
+            + ("" if goodput is None else f", goodput {number(goodput, 1)} req/s")
             + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
-            + f", {t.failures} failures" + (f" ({errors})" if errors else ""))
+            + f", {number(t.failures)} failures" + (f" ({errors})" if errors else ""))
     in_flight = t.in_flight_at_stop or 0
     if in_flight:  # cut short by the stop: in no count above
         line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"

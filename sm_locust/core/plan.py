@@ -29,7 +29,8 @@ from sm_locust.util.numbers import check_number
 
 DEFAULT_USERS = 1  # constant users when no shape decides
 DEFAULT_SPAWN_RATE = 1.0  # Locust's own default, for constant users
-QUIET_PROGRESS_EVERY_S = 5.0
+PROGRESS_EVERY_S = 5.0  # a progress line while a step runs (always: a step may last minutes)
+QUIET_PROGRESS_EVERY_S = PROGRESS_EVERY_S
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,9 @@ def locust_load(options: Options, *, users: int | None, spawn_rate: float | None
                   closing_verdict: bool = False) -> LoadSettings:
     """Locust's load options from what was given (None = not given), by the run's rules: a shape that
     decides the load takes no user count; constant users default to 1 for a minute; shapes start
-    users at up to 100/s. `progress_every_s` overrides the progress-line interval (default: every 5 s
-    with `quiet`, else none). `locust_stats`: Locust's periodic tables (not with `quiet`, which hides
-    Locust's output); `closing_verdict`: the caller prints the verdict, so the shape does not."""
+    users at up to 100/s. `progress_every_s` overrides the progress-line interval (default: every
+    5 s). `locust_stats`: Locust's periodic tables (not with `quiet`, which hides Locust's output);
+    `closing_verdict`: the caller prints the verdict, so the shape does not."""
     check_users(users, shape)
     if quiet and locust_stats:
         raise UsageError("--locust-stats shows Locust's periodic tables and -q/--quiet hides Locust's output: "
@@ -86,8 +87,7 @@ def locust_load(options: Options, *, users: int | None, spawn_rate: float | None
         users=users if users is not None else (None if shape else DEFAULT_USERS),
         spawn_rate=spawn_rate if spawn_rate is not None else (SHAPE_SPAWN_RATE if shape else DEFAULT_SPAWN_RATE),
         run_time=run_time, shape=shape, processes=processes, quiet=quiet,
-        progress_every_s=progress_every_s if progress_every_s is not None else (
-            QUIET_PROGRESS_EVERY_S if quiet else 0.0),
+        progress_every_s=progress_every_s if progress_every_s is not None else PROGRESS_EVERY_S,
         locust_args=tuple(locust_args), locust_stats=locust_stats, closing_verdict=closing_verdict,
     )
 

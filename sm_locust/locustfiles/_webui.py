@@ -31,8 +31,9 @@ sm-locust shape is picked (a shape picks its own classes from those loaded).
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from locust.argument_parser import ui_extra_args_dict
@@ -107,7 +108,9 @@ def form_script(layout: list[dict[str, Any]], shapes: Mapping[str, str], current
 # Groups the start form's "Custom parameters" by `window.smLocustForm` (form_layout): a heading per
 # group; with a shape picked (again whenever the picker changes) its own group first, then the
 # settings every shape reads, the other groups, and the other shapes' groups last; a readable label
-# and the full help under each field. Idempotent: it runs on every change of the page
+# and the full help under each field; with an sm-locust shape picked, what it does not read is hidden:
+# Locust's "Number of users" (every shape sets its own), the ramp-up (only the step shape reads it)
+# and the other shapes' groups. Idempotent: it runs on every change of the page
 # (React draws the form late, and again) and does nothing until the shape picked changes.
 FORM_SCRIPT = """<style>
 .sm-locust-group{margin:18px 0 2px;padding-top:10px;border-top:1px solid rgba(128,128,128,.4);font-weight:600}
@@ -157,10 +160,29 @@ FORM_SCRIPT = """<style>
     help.textContent = f.help;
     el.appendChild(help);
   }
+  function show(el, visible) {
+    if (!el) { return; }
+    var wanted = visible ? '' : 'none';
+    if (el.style.display !== wanted) { el.style.display = wanted; }
+  }
+  function fit(container, shape) {  /* what the shape picked does not read: hidden (its value still sent) */
+    show(field(null, 'userCount'), !shape);
+    show(field(null, 'spawnRate'), !shape || shape === 'step');
+    if (!container) { return; }
+    form.groups.forEach(function (group) {
+      var applies = !shape || form.shapeGroups.indexOf(group.key) < 0 || group.key === shape;
+      show(container.querySelector('[data-sm-locust-group="' + group.key + '"]'), applies);
+      group.fields.forEach(function (f) {
+        show(container.querySelector('[data-sm-locust-field="' + f.name + '"]'), applies);
+      });
+    });
+  }
   function apply() {
+    fit(null, chosen());
     var start = field(null, form.groups[0].fields[0].name);
     if (!start || !start.parentElement) { return; }
     var container = start.parentElement, shape = chosen();
+    fit(container, shape);
     if (applied === shape && container.getAttribute('data-sm-locust')) { return; }
     applied = shape;
     container.setAttribute('data-sm-locust', 'grouped');
@@ -181,6 +203,7 @@ FORM_SCRIPT = """<style>
         if (el) { decorate(el, f); container.appendChild(el); }
       });
     });
+    fit(container, shape);
   }
   var pending = false;
   function schedule() {
@@ -216,6 +239,15 @@ def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None
         spec.parse(value)
 
 
+def form_options(parsed: Any, form: Mapping[str, str], shown: Iterable[str]) -> Any:
+    """A copy of Locust's parsed options with the shown options the form sends (its text, as the
+    command line's would be) in place: what the swarm will run with, for the start-up check."""
+    merged = copy.copy(parsed)
+    for name in set(shown) & set(form):
+        setattr(merged, name, form[name])
+    return merged
+
+
 def _refusal(fields: list[str]) -> str:
     flags = ", ".join("--" + f.replace("_", "-") if f != "host" else "host" for f in fields)
     return (f"{flags} cannot be changed from the web UI (code loading and where the signed requests go stay on the "
@@ -226,8 +258,10 @@ def is_open_loop_class(cls: type) -> bool:
     return isinstance(cls, type) and issubclass(cls, OpenLoopUser)
 
 
-def protect(environment, web_ui) -> None:
-    """Register the checks above on the web UI's Flask app, and trim its start form."""
+def protect(environment, web_ui, check: Callable[[Any], object] | None = None) -> None:
+    """Register the checks above on the web UI's Flask app, and trim its start form. `check(parsed)`:
+    the command line's start-up check (endpoint name, headers, payload options and their bounds), run
+    on the options the form would start the swarm with; its UsageError refuses the swarm."""
     def refuse(message: str):
         return jsonify({"success": False, "message": message, "host": environment.host})
 
@@ -252,6 +286,8 @@ def protect(environment, web_ui) -> None:
             return refuse(_refusal(refused))
         try:
             check_form_values(form.to_dict(), parsed)
+            if check is not None and environment.parsed_options is not None:
+                check(form_options(environment.parsed_options, form.to_dict(), ui_extra_args_dict()))
             if "user_count" in form and not isinstance(environment.runner, MasterRunner):  # workers share a master's
                 check_number(form["user_count"], "Number of users", int, minimum=0, maximum=MAX_USERS)
         except UsageError as exc:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -32,8 +33,10 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import guard_parser
 from sm_locust.config.options import Options, environment_options, parse_options, register_options
 from sm_locust.config.preflight import (
+    aws_environment,
     aws_region,
     check_region,
+    is_loopback,
     plain_http_warning,
     runtime_url,
 )
@@ -42,6 +45,7 @@ from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locus
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
 from sm_locust.publish.live import attach_publisher
+from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
@@ -92,8 +96,24 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
     warning = plain_http_warning(runtime_url(settings))
     if warning:
         print(f"sm-locust: warning: {warning}", file=sys.stderr, flush=True)
-    if web_ui is not None:
-        protect_web_ui(environment, web_ui)
+    if web_ui is not None:  # the form's values: the same start-up check, the endpoint name now required
+        protect_web_ui(environment, web_ui, check=lambda parsed: check_startup(parse_options(parsed), web_ui=False))
+
+
+@events.init.add_listener
+def _local_credentials(environment, **_kw) -> None:
+    """A loopback endpoint without credentials gets placeholder keys and a region, as `sm-locust run`
+    gives its Locust process (`aws_environment`, the one rule): plain Locust against `sm-locust serve`
+    would otherwise fail every request with NoCredentialsError. Every process (workers too)."""
+    if environment.parsed_options is None or (os.environ.get("AWS_ACCESS_KEY_ID") and (
+            os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))):
+        return  # given already (`sm-locust run` gives its Locust both): no botocore session to build (~190 ms)
+    try:
+        settings = SageMakerSettings.from_options(parse_options(environment.parsed_options))
+        if is_loopback(runtime_url(settings)):
+            os.environ.update(aws_environment(settings))
+    except SmLocustError:
+        return  # _check_settings has said so and quits (a worker: the master did)
 
 
 @events.init.add_listener
@@ -112,6 +132,35 @@ def _attach_recorder(environment, **_kw) -> None:
 def _attach_publisher(environment, **_kw) -> None:
     """--publish / --dashboard (sm_locust.publish): checked now, before any user starts (one line, exit 2)."""
     attach_publisher(environment, recorder_of(environment))
+
+
+def swarm_folder(sm_out: str, endpoint_name: str, swarm: int) -> Path:
+    """The run folder of the `swarm`-th swarm (1, 2, ...) of this Locust process: `--sm-out DIR` is the
+    first one's, DIR-2, DIR-3, ... the later ones' (the web UI starts many); without it each swarm
+    gets a new `reports/<run-id>/`, as `sm-locust run` names them."""
+    if not sm_out:
+        return choose_out_dir(None, endpoint_name or "run")
+    return Path(sm_out) if swarm <= 1 else Path(f"{sm_out.rstrip('/')}-{swarm}")
+
+
+@events.test_start.add_listener
+def _run_folder(environment, **_kw) -> None:
+    """Every swarm writes a run folder (summary.json, timeline.jsonl): set before the recorder starts."""
+    recorder = recorder_of(environment)
+    if recorder is None or isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+        return
+    environment.sm_locust_swarms = getattr(environment, "sm_locust_swarms", 0) + 1
+    try:
+        settings = SageMakerSettings.from_options(parse_options(environment.parsed_options))
+        folder = swarm_folder(settings.sm_out, settings.endpoint_name, environment.sm_locust_swarms)
+        folder.mkdir(parents=True, exist_ok=True)
+    except (SmLocustError, OSError) as exc:
+        log.error("sm-locust: no run folder for this swarm: %s", exc)
+        recorder.out_dir = None
+        return
+    recorder.out_dir = folder
+    if not settings.sm_out or environment.sm_locust_swarms > 1:
+        log.info("sm-locust: this swarm's run folder is %s", folder)
 
 
 @events.test_start.add_listener

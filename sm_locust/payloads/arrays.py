@@ -10,18 +10,22 @@ An `.npz` is a zip archive, checked before anything is inflated (`check_npz`): a
 `MAX_NPZ_MEMBERS` members, each a `.npy` whose header declares no more bytes than the member holds,
 and at most `MAX_NPZ_BYTES` inflated in all (a 3-MB zip bomb inflated to 3 GB; a member declaring
 shape (10**12,) asked for 8 TB). A batch is at most `MAX_BATCH_BYTES` of rows before encoding
-(`--batch-size 1000000000` asked for 8 GB), and the distinct bodies at most `MAX_BATCHES_BYTES` in all.
+(8 x InvokeEndpoint's 6 MB body: no serializer encodes rows into less than an eighth of their bytes;
+`--batch-size 1000000000` asked for 8 GB), refused before any row is copied, and the distinct
+bodies at most `MAX_BATCHES_BYTES` in all. Bodies are sampled one at a time, each encoded before the next is drawn.
 """
 
 from __future__ import annotations
 
 import math
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.payloads.files import check_payload_path
@@ -33,7 +37,7 @@ from sm_locust.serializers.numpy_formats import PICKLE_REFUSED
 DEFAULT_MAX_BODIES = 64
 MAX_NPZ_MEMBERS = 1_000
 MAX_NPZ_BYTES = 1 << 30  # as much as any payload source read whole (payloads/files.py MAX_SOURCE_BYTES)
-MAX_BATCH_BYTES = 32 << 20  # no body under SageMaker's 6 MB holds more rows (one digit and a comma per float64)
+MAX_BATCH_BYTES = 8 * MAX_BODY_BYTES  # raw row bytes per body (module docstring)
 MAX_BATCHES_BYTES = 256 << 20  # the distinct bodies sampled, before encoding: fewer bodies past it
 
 
@@ -111,31 +115,39 @@ def _rows(data: np.ndarray | dict[str, np.ndarray], path: Path) -> int:
     return n
 
 
-def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> list[Any]:
-    """The request objects (arrays or dicts of arrays) sampled from the file."""
+def row_bytes(data: np.ndarray | dict[str, np.ndarray]) -> int:
+    """Bytes of one row (every array's row, for a .npz)."""
+    arrays = data.values() if isinstance(data, dict) else [data]
+    return sum(int(arr.itemsize * math.prod(arr.shape[1:])) for arr in arrays)
+
+
+def check_batch_bytes(batch_size: int, per_row: int, path: Path) -> None:
+    """A UsageError when `batch_size` rows of `per_row` bytes exceed MAX_BATCH_BYTES."""
+    if batch_size * per_row > MAX_BATCH_BYTES:
+        most = max(1, MAX_BATCH_BYTES // max(1, per_row))
+        raise UsageError(f"--batch-size {batch_size:,} rows of {str(path)!r} ({per_row:,} bytes each) make a body far "
+                         f"over SageMaker's 6 MB limit; use --batch-size {most:,} or fewer")
+
+
+def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> Iterator[Any]:
+    """The request objects (arrays or dicts of arrays) sampled from the file, one at a time."""
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise UsageError(f"batch size must be a whole number >= 1; got {batch_size!r}")
     if not isinstance(max_bodies, int) or max_bodies < 1:
         raise UsageError(f"max bodies must be a whole number >= 1; got {max_bodies!r}")
     data = _load(path)
     n = _rows(data, path)
-    arrays = data.values() if isinstance(data, dict) else [data]
-    row_bytes = sum(arr.dtype.itemsize * math.prod(arr.shape[1:]) for arr in arrays)
-    if batch_size * row_bytes > MAX_BATCH_BYTES:
-        raise UsageError(f"--batch-size {batch_size:,}: a batch of rows of {str(path)!r} would be "
-                         f"{batch_size * row_bytes:,} bytes before encoding, more than any request body can hold; "
-                         f"use at most {max(1, MAX_BATCH_BYTES // max(1, row_bytes)):,}")
+    per_row = row_bytes(data)
+    check_batch_bytes(batch_size, per_row, path)
     count = min(max_bodies, max(1, math.ceil(n / batch_size)),
-                max(1, MAX_BATCHES_BYTES // max(1, batch_size * row_bytes)))
+                max(1, MAX_BATCHES_BYTES // max(1, batch_size * per_row)))
     order = np.random.default_rng(0 if seed is None else seed).permutation(n)
-    out: list[Any] = []  # one array, or one dict of arrays, per body
-    for k in range(count):
+    for k in range(count):  # one array, or one dict of arrays, per body
         idx = order[(k * batch_size + np.arange(batch_size)) % n]
         if isinstance(data, dict):
-            out.append({name: np.asarray(arr[idx]) for name, arr in data.items()})
+            yield {name: np.asarray(arr[idx]) for name, arr in data.items()}
         else:
-            out.append(np.asarray(data[idx]))
-    return out
+            yield np.asarray(data[idx])
 
 
 def load_arrays(

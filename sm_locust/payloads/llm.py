@@ -51,6 +51,7 @@ from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
 from sm_locust.payloads.files import check_payload_path, without_bom
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.util.registry import Registry
+from sm_locust.util.yamlsafe import inline_only
 
 TGI, MESSAGES = "tgi", "messages"
 TEMPLATES: Registry[str] = Registry("LLM template")
@@ -73,7 +74,8 @@ _WORDS = ("the of and to in is was for on that with as by at from his her this h
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
                "LLM endpoints: prompts instead of --payload: a JSONL file ({\"prompt\": ..., \"max_new_tokens\": N} "
-               "per line) or synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)"),
+               "per line) or synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)",
+               web_check=inline_only("--prompts", "synthetic:")),
     OptionSpec("--llm-template", "SM_LOCUST_LLM_TEMPLATE", "",
                "LLM endpoints: request schema for --prompts: tgi ({\"inputs\", \"parameters\"}: TGI, LMI; the default) "
                "or messages (OpenAI-style chat: LMI, vLLM)"),

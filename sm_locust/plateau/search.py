@@ -52,9 +52,9 @@ from sm_locust.plateau.conditions import (
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.significance import Support, precise
-from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement
+from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
 from sm_locust.plateau.uncertainty import UNKNOWN
-from sm_locust.util.formatting import latency, with_interval
+from sm_locust.util.formatting import latency, number, with_interval
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
 GROWTH_FACTOR = 2.0  # PlateauSearch doubles the load while throughput keeps growing
@@ -158,9 +158,34 @@ class Verdict:
         prefix = f"INCONCLUSIVE ({self.inconclusive_reason}): " if self.inconclusive else ""
         if best is None:
             return f"{prefix}no acceptable step: {self.reason}"
+        falling = self.falling(listed)
+        tail = f"; WARNING: {falling}" if falling else ""
         if self.reached:
-            return f"{prefix}plateau: {self._reached(best, listed)} \u2014 {self.reason}"
-        return f"{prefix}no plateau reached ({self.reason}): best {best}"
+            return f"{prefix}plateau: {self._reached(best, listed)} \u2014 {self.reason}{tail}"
+        return f"{prefix}no plateau reached ({self.reason}): best {best}{tail}"
+
+    def falling(self, steps: Sequence[StepMeasurement] = ()) -> str | None:
+        """'throughput falls as load grows: ...' when a step at more load than the capacity (else the
+        knee) served less goodput, their 95 % intervals apart (without intervals: under 90 % of it);
+        None otherwise. More load made the endpoint slower: contention, not a plateau."""
+        peak = self.capacity or self.plateau
+        if peak is None:
+            return None
+        listed = list(steps) or list(self.steps)
+        peak_ci = peak.ci95.get("goodput_rps")
+        for step in sorted((s for s in self.steps if s.load > peak.load and not s.client_bound),
+                           key=lambda s: -s.load):
+            ci = step.ci95.get("goodput_rps")
+            if peak_ci is not None and ci is not None and peak_ci.known and ci.known:
+                below = ci.high < peak_ci.low  # type: ignore[operator]
+            else:
+                below = step.goodput_rps < (1.0 - STABILITY_TOLERANCE) * peak.goodput_rps
+            if below:
+                return (f"throughput falls as load grows: {number(peak.goodput_rps, 1)} req/s at "
+                        f"{step_name(peak, listed)}{peak.load_label()}, {number(step.goodput_rps, 1)} req/s at "
+                        f"{step_name(step, listed)}{step.load_label()} (more load served less: contention, "
+                        "not a plateau; size for the lower load)")
+        return None
 
     def _describe(self, step: StepMeasurement, steps: Sequence[StepMeasurement] = ()) -> str:
         """One step in the verdict's line (the token search words it in tokens)."""
@@ -382,7 +407,8 @@ class Search:
         return None
 
     def _acceptable(self) -> list[StepMeasurement]:
-        steps = [m for m in self._by_load.values() if not m.client_bound and self._violation(m) is None]
+        steps = [m for m in self._by_load.values()
+                 if not m.client_bound and not m.failure_dominated and self._violation(m) is None]
         return sorted(steps, key=lambda m: m.load)
 
     def _violating(self) -> list[StepMeasurement]:
@@ -492,6 +518,8 @@ class Search:
         self.steps.append(step)
         self._by_load[load] = step
         step.latency_slos = latency_slos(self.conditions)  # a breach within the client's loop lag is client-bound
+        if step.failure_dominated:  # the failures are the answer: no further load is worth sending
+            return self._halt(f"{step.failure_reason()} at {step.load_label()}", KIND_CONSTRAINT)
         if step.client_bound:
             self._client = f"{step.client_bound_reason} at {step.load_label()}"
             return self._halt(self._client, "client")

@@ -29,6 +29,10 @@ A step is also client-bound when the generator's own delay is a material share o
 (`plateau.looplag.client_affected_reason`: its event loop's lag p99 against the step's p50, or CPU
 throttling by a cgroup limit): a generator starved beside other work can read low CPU and little
 wait for a CPU while every response in flight waits each time it is descheduled.
+
+A step where most requests failed (`FAILURE_MAJORITY`) is failure-dominated: its failures, not the
+load generator, explain it (a client answering 100 % NoCredentialsError at 46,000 failures/s is
+busy, but failing), so it is never client-bound, and the searches stop on it naming the failures.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ MIN_SUBWINDOW_S = 3.0  # one Locust worker report period (a local runner's sampl
 CLIENT_CPU_LIMIT_PCT = 90.0
 CLIENT_BUSY_LIMIT_PCT = 90.0  # running + waiting for a CPU: the generator always had work it could not finish
 MIN_ACHIEVED_RATIO = 0.90
+FAILURE_MAJORITY = 0.5  # more than half the requests failed: the step is its failures (module docstring)
 
 MODE_USERS = "users"
 MODE_RATE = "rate"
@@ -231,9 +236,21 @@ class StepMeasurement:
         return self.rps / self.intended_rps
 
     @property
+    def failure_dominated(self) -> bool:
+        """More than FAILURE_MAJORITY of the step's requests failed."""
+        return self.requests > 0 and self.error_rate > FAILURE_MAJORITY
+
+    def failure_reason(self) -> str:
+        """The failures of a failure-dominated step, in one phrase."""
+        return f"{self.error_rate * 100:.0f} % of {self.requests:,} requests failed"
+
+    @property
     def client_bound_reason(self) -> str | None:
-        """Why the load generator (not the endpoint) limited this step, or None. A cgroup's CPU
-        throttling is named first: it also reads as waiting for a CPU, and its fix is the limit."""
+        """Why the load generator (not the endpoint) limited this step, or None (never for a step
+        whose failures dominate it: those are the answer). A cgroup's CPU throttling is named first:
+        it also reads as waiting for a CPU, and its fix is the limit."""
+        if self.failure_dominated:
+            return None
         throttled = throttled_reason(self.loop_lag)
         if throttled is not None:
             return throttled

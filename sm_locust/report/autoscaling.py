@@ -76,23 +76,29 @@ def autoscaling_view(summary: Summary | JsonObject, run_dir: Path) -> Autoscalin
     return view
 
 
-def autoscaling_rows(view: AutoscalingView | None) -> list[tuple[str, str]]:
-    """Summary-table rows: one per scale event, then the totals."""
+def autoscaling_rows(view: AutoscalingView | None, verdict_shown: bool = False) -> list[tuple[str, str]]:
+    """Summary-table rows: one per scale event, then the totals (`verdict_shown`: the policy's verdict
+    rows, report/policy.py, already give the instances, their cost and the seconds over the SLO)."""
     if view is None:
         return []
     f = view.figures
     rows = []
-    for e in f.scale_events:
+    events = list(f.scale_events)
+    if verdict_shown:  # the first scale-out is the verdict's "Scale-out reaction"
+        first_out = next((e for e in events if e.direction == "out"), None)
+        events = [e for e in events if e is not first_out]
+    for e in events:
         text = f"{e.from_} -> {e.to} at {number(e.t_s, 0)} s"
         if e.reaction_s is not None:
             text += f", {number(e.reaction_s, 0)} s after the metric crossed"
         if e.ready_s is not None:
             text += f", serving {number(e.ready_s, 0)} s after"
         rows.append((f"scale {e.direction}", text))
-    cost = f" ({money(f.cost_usd)})" if f.cost_usd is not None else ""
-    rows.append(("instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
-    if f.slo_breach_s is not None:
-        rows.append((f"seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
+    if not verdict_shown:
+        cost = f" ({money(f.cost_usd)})" if f.cost_usd is not None else ""
+        rows.append(("instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
+        if f.slo_breach_s is not None:
+            rows.append((f"seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
     rows.append(("failed / throttled / flaps", " / ".join(str(_count(f, key)) for key in ("failed", "throttled",
                                                                                               "flaps"))))
     if (f.time_scale or 1.0) != 1.0:

@@ -22,6 +22,7 @@ both).
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -31,7 +32,7 @@ import pandas as pd
 from botocore import exceptions as bx
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, is_loopback
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.aws.region import NO_REGION
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
@@ -52,8 +53,12 @@ Progress = Callable[[str], None]
 
 
 def make_client(region: str | None = None, profile: str | None = None):
-    """A CloudWatch client for reading metrics: short timeouts and one retry (a report must not hang)."""
-    return aws_client("cloudwatch", Purpose.READ, region=region, profile=profile)
+    """A CloudWatch client for reading metrics: short timeouts and one retry (a report must not hang).
+    Aimed at a loopback stand-in (AWS_ENDPOINT_URL_CLOUDWATCH: moto, the demo's), it gets a region when
+    none is set; the factory gives it placeholder keys when none are found, as for a local endpoint."""
+    local = is_loopback(os.environ.get("AWS_ENDPOINT_URL_CLOUDWATCH") or os.environ.get("AWS_ENDPOINT_URL"))
+    return aws_client("cloudwatch", Purpose.READ, region=region, profile=profile,
+                      default_region=LOCAL_DEFAULT_REGION if local else None)
 
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:

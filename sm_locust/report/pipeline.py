@@ -50,7 +50,8 @@ from sm_locust.report import options as report_options
 from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
-from sm_locust.report.render import ReportModel, closing_rows, render_html
+from sm_locust.report.policy import is_rate_run, per_instance_point, policy_lines, rate_slo
+from sm_locust.report.render import RateView, ReportModel, closing_rows, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
@@ -374,15 +375,30 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     gaps: list[str] = []
     if steps.empty:
         gaps.append("steps: no steps in summary.json and none could be derived from the Locust history")
-    point = merge.sustainable_point(data.summary, steps)
+    point, instance_count = merge.sustainable_point(data.summary, steps), opts.instance_count or 1
+    if is_rate_run(data.summary):  # rate phases: per instance only from a step that held the SLO (report/policy.py)
+        point, _why = per_instance_point(data.summary, rate_slo(data.summary, run_slos(data.options)), instance_count)
+        instance_count = point["instances"] if point else instance_count
     cost, cost_gaps, cost_notes = cost_mod.cost_summary(
-        point, prices=prices, instance_type=opts.instance_type, instance_count=opts.instance_count or 1,
+        point, prices=prices, instance_type=opts.instance_type, instance_count=instance_count,
         price_per_hour=opts.price_per_hour, target_rps=opts.target_rps, safety_factor=opts.safety_factor,
         serverless_memory_mb=opts.serverless_memory_mb, serverless_duration_ms=serverless_duration(point, steps),
         region=opts.region,
     )
     errors = merge.errors_by_code(data.summary, data.failures)
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
+
+
+def rate_view(summary: Mapping[str, Any], slos: Mapping[str, Any], instance_count: int,
+              price_per_hour: float | None) -> RateView | None:
+    """A traffic or watched run's verdict and why it has no per-instance figure (report/policy.py)."""
+    if not is_rate_run(summary):
+        return None
+    slo = rate_slo(summary, slos)
+    _point, why = per_instance_point(summary, slo, instance_count)
+    block = summary.get("autoscaling")
+    policy = policy_lines(block, slo, price_per_hour) if isinstance(block, dict) else []
+    return RateView(slo=slo, policy=policy, no_point_reason=why)
 
 
 SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
@@ -447,6 +463,7 @@ def prepare_report(
         hours=hourly_rows(seconds, data.summary), targets=mix,
         autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
         slos=run_slos(data.options),
+        rate=rate_view(data.summary, run_slos(data.options), opts.instance_count or 1, cost.get("price_per_hour_usd")),
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())
 

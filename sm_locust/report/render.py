@@ -20,6 +20,7 @@ every attempt rate.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +48,17 @@ FIG_IDS = ("fig-throughput", "fig-throughput-time", "fig-latency-users", "fig-la
 HOURLY_FIG_ID = "fig-hourly"  # runs longer than an hour, in the "Per hour" section
 
 
+@dataclass(frozen=True)
+class RateView:
+    """A run whose load was rate phases (report/policy.py): the SLO it is judged by, the watched
+    policy's verdict rows (empty when no scaling was watched), and why it has no per-instance figure
+    (None when it has one)."""
+
+    slo: Any  # report.policy.RateSlo
+    policy: list[tuple[str, str]] = field(default_factory=list)
+    no_point_reason: str | None = None
+
+
 @dataclass
 class ReportModel:
     """Everything the page shows; built by the pipeline, plain data only."""
@@ -67,6 +79,7 @@ class ReportModel:
     targets: Any = None  # report.targets.TargetView when requests named models or components
     autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
     slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+    rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
 
     @property
     def constant_load(self) -> bool:
@@ -209,7 +222,8 @@ def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWrit
                                  name="client rps (attempted)", line={"dash": "dot", "width": 1}))
     if _has(ordered, "cw_invocations_per_s"):
         fig.add_trace(go.Scatter(x=ordered["users"], y=ordered["cw_invocations_per_s"], mode="lines+markers",
-                                 name="Invocations/s (CloudWatch)", line={"dash": "dot"}))
+                                 name="Invocations/s (CloudWatch, per-minute average over the step)",
+                                 line={"dash": "dot"}))
     over = _over_slo(ordered, m)
     if over is not None and over.any():
         fig.add_trace(go.Scatter(x=ordered["users"][over], y=ordered[main][over], mode="markers",
@@ -275,6 +289,22 @@ def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-latency-users")
 
 
+CW_STATS = {"avg": "average", "max": "maximum", "min": "minimum", "sum": "sum", "samples": "samples"}
+CW_UNITS = {"pct": "%", "ms": "ms", "per_s": "/s"}
+_CW_COLUMN = re.compile(r"^cw_(?P<metric>[A-Za-z0-9]+)_(?P<stat>avg|max|min|sum|samples)_(?P<unit>\w+)$")
+
+
+def series_label(column: str) -> str:
+    """A chart legend for a merged column: `cw_CPUUtilization_avg_pct` -> 'CPUUtilization average %
+    (CloudWatch, per minute)': CloudWatch's figures are per-minute values, whatever the axis steps
+    by; other columns as they are, without the unit suffix."""
+    match = _CW_COLUMN.match(column)
+    if match is None:
+        return column.removesuffix("_ms")
+    unit = CW_UNITS.get(match["unit"], match["unit"])
+    return f"{match['metric']} {CW_STATS[match['stat']]} {unit} (CloudWatch, per minute)"
+
+
 def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
@@ -284,8 +314,8 @@ def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWr
     fig = go.Figure()
     _band(fig, d, "p95_ms", "p95")
     for c in cols:
-        name = c if c.startswith("cw_") else c.replace("_ms", "")
-        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=name, line={"dash": "dot"} if c.startswith("cw_") else {}))
+        fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=series_label(c),
+                                 line={"dash": "dot"} if c.startswith("cw_") else {}))
     slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
     return div(fig, "fig-latency-time")
@@ -303,10 +333,10 @@ def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     s = by_load(s)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for c in pct:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c), secondary_y=False)
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=series_label(c)), secondary_y=False)
     for c in ms:
-        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=c, line={"dash": "dot"}),
-                      secondary_y=True)
+        fig.add_trace(go.Scatter(x=s["users"], y=s[c], mode="lines+markers", name=series_label(c),
+                                 line={"dash": "dot"}), secondary_y=True)
     integer_axis(fig, s["users"])
     fig.update_layout(title="Endpoint CPU / memory (% summed over cores) and ModelLatency vs users")
     fig.update_xaxes(title_text="users")
@@ -362,7 +392,32 @@ def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
 # ---------------------------------------------------------------------------------------- tables
 
 
+def rate_rows(m: ReportModel) -> list[tuple[str, str]]:
+    """A traffic run's per-instance rows: the SLO-holding step's figures per instance, or the reason
+    there are none (no sustainable throughput, autoscaling target or instances needed from a step
+    that broke the SLO)."""
+    p, c = m.point or {}, m.cost or {}
+    if m.rate is None or m.rate.no_point_reason or not p:
+        return [("Per-instance figures", (m.rate.no_point_reason if m.rate else None) or MISSING)]
+    instances = p.get("instances") or 1
+    rows = [("Most goodput per instance within the SLO",
+             f"{number(c.get('rps_per_instance'), 1, ' req/s')} per instance (step {p.get('step')}: "
+             f"{number(p.get('goodput_rps'), 1, ' req/s')} over {instances} instance{'s' if instances != 1 else ''}, "
+             f"p95 {number(p.get('p95_ms'), 0, ' ms')})"),
+            ("How it was found", str(p.get("source") or MISSING)),
+            ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
+             f"{number(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
+             f"(= {number(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)")]
+    if c.get("target_rps"):
+        rows.append((f"Instances needed for {number(c['target_rps'], 0)} rps",
+                     f"{number(c.get('instances_needed'), 0)} with safety factor {c.get('safety_factor')} "
+                     f"({number(c.get('instances_needed_no_headroom'), 0)} with no headroom)"))
+    return rows
+
+
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
+    if m.rate is not None:
+        return rate_rows(m) + whole_run_rows(m)
     p = m.point or {}
     c = m.cost or {}
     words = describe_point(p) if p else {}
@@ -396,21 +451,12 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         if not is_missing(step.get("model_latency_ms")):
             rows.append(("Latency decomposition there (client avg = model + overhead + network/client)",
                          decomposition_text(step)))
-    t = m.totals or {}
-    if t.get("requests") is not None:
-        backoff = t.get("backoff") or {}
-        ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
-        rows.append(("Whole run (invocations)",
-                     f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-                     f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
-                     f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
-                     + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
-                        if backoff.get("count") else "")))
+    rows += whole_run_rows(m)
     instance = f"{c.get('instance_count', 1)} x {c.get('instance_type') or 'unknown instance'}"
     rows += [
         ("$ per 1M inferences", f"{_money_interval(c.get('usd_per_million'), c.get('usd_per_million_ci95'))} "
                                 f"({instance} at "
-                                f"{money(c.get('price_per_hour_usd'), 3)}/h, {c.get('price_source') or 'no price'})"),
+                                f"{_per_hour(c.get('price_per_hour_usd'))}, {c.get('price_source') or 'no price'})"),
         ("Transactions per hour", number(c.get("transactions_per_hour"), 0)),
         ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
          with_interval(c.get("autoscaling_target_invocations_per_instance"),
@@ -429,19 +475,35 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     return rows
 
 
+def whole_run_rows(m: ReportModel) -> list[tuple[str, str]]:
+    t = m.totals or {}
+    if t.get("requests") is None:
+        return []
+    backoff = t.get("backoff") or {}
+    ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    return [("Whole run (invocations)",
+             f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
+             f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
+             f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
+             + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
+                if backoff.get("count") else ""))]
+
+
 def headline_rows(m: ReportModel) -> list[tuple[str, str]]:
     """The Summary table, led by the question the run asked: an LLM run by its tokens (output
     tokens/s, TTFT and ITL against their SLOs, $ per 1M output tokens), a multi-model run by its cache
     (hit rate, cold vs warm, models loaded), a watched autoscaling run by its scaling; then the
     request-level figures every run has."""
-    return (autoscaling_rows(m.autoscaling) + llm_rows(m.llm, m.cost, m.slos) + mix_rows(m.targets)
-            + summary_rows(m))
+    policy = m.rate.policy if m.rate is not None else []
+    return (policy + autoscaling_rows(m.autoscaling, verdict_shown=bool(policy)) + llm_rows(m.llm, m.cost, m.slos)
+            + mix_rows(m.targets) + summary_rows(m))
 
 
 # The Summary rows `sm-locust report` also prints as its closing lines: what the run and its flags asked.
-CLOSING_ROWS = ("Verdict", "Capacity", "Knee", "Max sustainable", "Throughput (constant", "Output tokens/s",
-                "Time to first token", "Inter-token latency", "$ per 1M", "Model cache hit rate", "Cold vs warm",
-                "Models loaded", "Autoscaling target", "Instances needed", "seconds over the")
+CLOSING_ROWS = ("Policy verdict", "Scale-out reaction", "Peak instances", "Instance-hours", "Per-instance figures",
+                "Most goodput per instance", "Verdict", "Capacity", "Knee", "Max sustainable", "Throughput (constant",
+                "Output tokens/s", "Time to first token", "Inter-token latency", "$ per 1M", "Model cache hit rate",
+                "Cold vs warm", "Models loaded", "Autoscaling target", "Instances needed", "seconds over the")
 
 
 def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
@@ -449,6 +511,11 @@ def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
     against their SLOs and $ per 1M output tokens, a model mix's cache, $ per 1M inferences, the
     autoscaling target and the instances for --target-rps, seconds over the SLO of a watched run."""
     return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
+
+
+def _per_hour(price: Any) -> str:
+    """'$0.230/h', or 'no price per hour' (never 'n/a/h')."""
+    return "no price per hour" if is_missing(price) else f"{money(price, 3)}/h"
 
 
 def _money_interval(value: Any, interval: Any) -> str:
@@ -556,6 +623,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 .missing{border:1px dashed #999;padding:1em;margin:1em 0;color:#555}
 #gaps{background:#fff6e0;border:1px solid #e0b040;padding:.5em 1.5em}#gaps.none{background:#eef8ee;border-color:#6a6}
 small{color:#666}
+#steps{font-size:.82em}#steps th,#steps td{padding:3px 5px}#steps th{max-width:6.5em;overflow-wrap:break-word}
 .scroll{overflow-x:auto;max-width:100%}#compare th{overflow-wrap:anywhere;max-width:14em}
 #compare td:first-child,#compare th:first-child{text-align:left;font-weight:600;white-space:nowrap}
 #compare td.change{color:#555;font-size:.9em}.left-out+ul{color:#555;font-size:.9em;margin-top:0}
@@ -564,8 +632,10 @@ small{color:#666}
 
 def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> list[Any]:
     """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
-    page = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load,
-            fig_decomposition, fig_errors)
+    page: tuple[Callable[..., Any], ...] = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time,
+                                            fig_endpoint_load, fig_decomposition, fig_errors)
+    if model.rate is not None:  # rate phases: over time (the autoscaling figure draws the phases), never vs users
+        page = (fig_throughput_time, fig_latency_time, fig_decomposition, fig_errors)
     tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
                          model.slos)
     # the run's own question first: an LLM run's tokens, a watched run's scaling

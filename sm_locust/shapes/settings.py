@@ -44,7 +44,7 @@ from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.shapes.tokens import TokenObjective, token_objective
 from sm_locust.util.numbers import MAX_USERS
-from sm_locust.util.yamlsafe import load_yaml, names_a_file, read_text_file
+from sm_locust.util.yamlsafe import inline_only, load_yaml, names_a_file, read_text_file
 
 DEFAULT_STEP_MAX_USERS = 10  # the step shape's last step (unchanged default)
 DEFAULT_SEARCH_MAX_USERS = 1000  # the plateau search's ceiling
@@ -103,12 +103,12 @@ OPTIONS: list[OptionSpec] = [
                "plateau shape, rate mode: highest arrival rate to try (req/s)", float, above=0, group="plateau"),
     OptionSpec("--traffic-pattern", "SM_LOCUST_TRAFFIC_PATTERN", None,
                "phases shape: Inference Recommender TrafficPattern (+ StoppingConditions), JSON text or file",
-               group="phases"),
+               group="phases", web_check=inline_only("--traffic-pattern", "{")),
     OptionSpec("--target-rps", "SM_LOCUST_TARGET_RPS", None, "open shape: constant arrival rate to send (req/s)",
                float, above=0, group="open"),
     OptionSpec("--traffic", "SM_LOCUST_TRAFFIC", None,
                "traffic shape: open-loop rate phases, a YAML/JSON file or text: [{duration_s: 300, rps: 20}, ...] "
-               "(docs/autoscaling.md)", group="traffic"),
+               "(docs/autoscaling.md)", group="traffic", web_check=inline_only("--traffic", "[", "{")),
     OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
                "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
                "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float,

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
+from sm_locust.report.cost import DEFAULT_SAFETY_FACTOR  # one default: the report's, the sweeps', the notebook's
 
 OPTIMIZE = ("cost", "throughput", "latency")
 # the percentiles summary.json records per step (docs/summary.md) -> their keys
@@ -43,7 +44,7 @@ class Objective:
     slo_ms: float | None = None
     percentile: float = DEFAULT_SLO_PERCENTILE
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
-    safety_factor: float = 1.0  # instances for the target at this share of the measured capacity
+    safety_factor: float = DEFAULT_SAFETY_FACTOR  # instances for the target at this share of the measured capacity
     optimize: str = "cost"
     max_breach_s: float | None = None  # autoscaling sweeps: seconds over the SLO a configuration may have
 

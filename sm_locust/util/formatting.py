@@ -67,11 +67,11 @@ def compact(value: Any, unit: str = "") -> str:
 
 
 def latency(value: Any, unit: str = "") -> str:
-    """A latency in a sentence: whole numbers from 100 up or when exact, else three significant
-    digits. 48.0 -> '48'; 12.345 -> '12.3'; 1234.5 -> '1234'."""
+    """A latency in a sentence: whole numbers from 100 up or when exact (thousands separated, as
+    `number`'s), else three significant digits. 48.0 -> '48'; 12.345 -> '12.3'; 7100.0 -> '7,100'."""
     if is_missing(value):
         return MISSING
-    return (f"{value:.0f}" if value >= 100 or float(value).is_integer() else f"{value:.3g}") + unit
+    return (f"{value:,.0f}" if value >= 100 or float(value).is_integer() else f"{value:.3g}") + unit
 
 
 def money(value: Any, digits: int = 2) -> str:

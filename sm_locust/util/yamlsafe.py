@@ -71,6 +71,17 @@ def names_a_file(text: str | Path) -> bool:
         return False
 
 
+def inline_only(flag: str, *starts: str):
+    """The web UI's check of a file-or-text option (`OptionSpec.web_check`): text written inline (starting
+    with one of `starts`) passes; anything else could name a file on the server, which only the command
+    line may name (a form field must not make the tool read one)."""
+    def check(text: str) -> None:
+        if not str(text).strip().startswith(starts):
+            raise UsageError(f"{flag}: a file can only be named on the command line (or SM_LOCUST_*); in the web UI "
+                             f"write the value itself (starting with {' or '.join(starts)})")
+    return check
+
+
 def _nonblocking(path: str, flags: int) -> int:
     """open() without blocking on a FIFO that has no writer (fstat then refuses it)."""
     return os.open(path, flags | os.O_NONBLOCK)

@@ -1,5 +1,6 @@
-"""What `sm-locust run` prints: no periodic Locust tables unless `--locust-stats`, the verdict once,
-and the checks block whenever SLOs or stop conditions were given."""
+"""What `sm-locust run` prints: progress while a step runs, no Locust INFO line or table unless asked
+for (`-- --loglevel INFO`, `--locust-stats`), the verdict once, and the checks block whenever SLOs or
+stop conditions were given."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sm_locust.core.arguments import RunArguments, add_run_arguments
-from sm_locust.core.launch import LoadSettings, locust_command
+from sm_locust.core.launch import ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET, LoadSettings, echo_mode, locust_command, shows
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
@@ -48,7 +49,7 @@ def test_run_prints_no_periodic_table_the_verdict_once_and_its_checks(endpoint_f
                      "--max-error-rate", "0.5", "--out", str(tmp_path / "run"))
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert sum(line.startswith(TABLE_HEADER) for line in lines) == 2  # Locust's final two tables, nothing periodic
+    assert not any(line.startswith(TABLE_HEADER) for line in lines)  # Locust's tables: --locust-stats brings them
     head = lines.index(next(line for line in lines if line.startswith("sm-locust: checks: ")))
     verdict = lines[head - 1]  # totals, verdict, checks: whatever the verdict (a busy machine: inconclusive)
     assert lines[head - 2].startswith("sm-locust: ") and " requests, " in lines[head - 2], result.stdout
@@ -57,3 +58,36 @@ def test_run_prints_no_periodic_table_the_verdict_once_and_its_checks(endpoint_f
     assert closing[0] == "sm-locust: checks: 2 of 2 passed" or "n/a" in closing[1], result.stdout
     assert closing[1].split()[2:4] == ["p95", "latency"] and closing[2].split()[2:4] == ["error", "rate"]
     assert closing[-1].startswith("sm-locust: results in")
+
+
+INFO = "[2026-01-01 00:00:00,000] host/INFO/locust.main: Starting Locust 2.47.0"
+WARNING = "[2026-01-01 00:00:00,000] host/WARNING/locust.runners: CPU usage above 90%!"
+ERROR = "[2026-01-01 00:00:00,000] host/ERROR/locust.runners: something broke"
+
+
+def test_what_of_locusts_output_reaches_the_terminal():
+    assert echo_mode(LoadSettings()) == ECHO_DEFAULT and echo_mode(LoadSettings(quiet=True)) == ECHO_QUIET
+    assert echo_mode(LoadSettings(locust_stats=True)) == ECHO_ALL
+    for args in (("--loglevel", "INFO"), ("--loglevel=DEBUG",), ("-L", "INFO"), ("-LINFO",)):
+        assert echo_mode(LoadSettings(locust_args=args)) == ECHO_ALL, args
+    shown = {mode: [line for line in (INFO, WARNING, ERROR, "sm-locust [    5s] users=2", TABLE_HEADER)
+                    if shows(line, mode)] for mode in (ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET)}
+    assert shown[ECHO_ALL] == [INFO, WARNING, ERROR, "sm-locust [    5s] users=2", TABLE_HEADER]
+    assert shown[ECHO_DEFAULT] == [WARNING, ERROR, "sm-locust [    5s] users=2"]
+    assert shown[ECHO_QUIET] == [ERROR, "sm-locust [    5s] users=2"]
+    assert plan_run(_args()).load.progress_every_s == plan_run(_args("-q")).load.progress_every_s == 5.0
+
+
+@pytest.mark.e2e
+def test_run_shows_progress_by_default_and_locusts_log_only_when_asked(endpoint_factory, tmp_path):
+    ep = endpoint_factory()
+    base = ("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD), "-u", "2")
+    result = run_cli(*base, "-t", "7s", "--out", str(tmp_path / "plain"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert sum(line.startswith("sm-locust [") and "users=2" in line for line in lines) >= 1, result.stdout
+    assert not any("/INFO/" in line or line.startswith(TABLE_HEADER) for line in lines), result.stdout
+    assert "/INFO/" in (tmp_path / "plain" / "locust.log").read_text()  # all of it kept
+    asked = run_cli(*base, "-t", "2s", "--out", str(tmp_path / "asked"), "--", "--loglevel", "INFO")
+    assert asked.returncode == 0, asked.stdout + asked.stderr
+    assert any("/INFO/" in line for line in asked.stdout.splitlines()), asked.stdout

@@ -152,3 +152,26 @@ def test_sighup_to_serve_stops_it_instead_of_reloading(tmp_path):
     assert "stopped on SIGHUP" in stderr
     assert_all_gone(children)
     assert "Traceback" not in stdout + stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("extra", [(), ("--serverless-memory-mb", "2048")], ids=["realtime", "serverless"])
+def test_ctrl_c_on_serve_stops_it_without_a_traceback(tmp_path, extra):
+    """A terminal's Ctrl+C reaches the whole process group (gunicorn's master and its gevent worker):
+    the worker raised SystemExit in a greenlet, which gevent printed as a traceback."""
+    from sm_locust.endpoint.server import free_port
+
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "serve", "--port", str(free_port()), *extra],
+                            stdout=out, stderr=err, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                            start_new_session=True)
+    OUTPUTS[proc.pid] = (out, err)
+    wait_for(lambda: len(descendants(proc)) >= 1, proc, what="its worker")
+    time.sleep(1.0)  # the worker's loop running
+    children = descendants(proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    exit_code = wait_exit(proc, 30)
+    stdout, stderr = output(proc)
+    assert exit_code == 130, stdout + stderr
+    assert_all_gone(children)
+    assert "Traceback" not in stdout + stderr and "stopped on SIGINT" in stderr

@@ -14,7 +14,7 @@ def test_a_model_mix_prints_its_hit_rate_and_cold_vs_warm():
     summary = {"model_cache": {"requests": 1000, "hit_rate": 0.9, "cold": {"requests": 100, "p95_ms": 1234.0},
                                "warm": {"requests": 900, "p95_ms": 35.2}}}
     assert answer_lines(summary) == [
-        "cache: hit rate 90.0 % of 1,000 successful requests (100 cold); p95 cold 1234 ms, warm 35.2 ms"]
+        "cache: hit rate 90.0 % of 1,000 successful requests (100 cold); p95 cold 1,234 ms, warm 35.2 ms"]
     summary["model_cache"]["hit_rate_ci95"] = [0.88, 0.92]
     assert answer_lines(summary)[0].startswith("cache: hit rate 90.0 % (±2.0) of 1,000 successful requests")
     unsplit = {"model_cache": {"requests": 10, "hit_rate": None}}

@@ -41,7 +41,8 @@ def web_options() -> list:
 class WebLocust:
     """`locust -f sagemaker.py,step.py --class-picker` with its web UI on 127.0.0.1:FREE."""
 
-    def __init__(self, tmp_path: Path, *extra: str, env: dict | None = None, more_files: tuple[str, ...] = ()):
+    def __init__(self, tmp_path: Path, *extra: str, env: dict | None = None, more_files: tuple[str, ...] = (),
+                 base_env: dict | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = tmp_path / "locust-web.log"
@@ -49,7 +50,7 @@ class WebLocust:
                           *more_files])
         cmd = [sys.executable, "-m", "locust", "-f", files, "--class-picker", "--web-host", "127.0.0.1",
                "--web-port", str(self.port), *extra]
-        full_env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
+        full_env = dict(os.environ if base_env is None else base_env, PYTHONUNBUFFERED="1", **(env or {}))
         self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT, env=full_env,
                                      cwd=tmp_path, start_new_session=True)
         deadline = time.monotonic() + 30
@@ -345,6 +346,13 @@ def test_the_options_show_in_groups_with_the_picked_shape_first(tmp_path, endpoi
                                               "els => els.map(e => e.dataset.smLocustGroup || e.dataset.smLocustField)")
             assert order[order.index("plateau") + 1:order.index("shape")] == [
                 "min_step_seconds", "search_mode", "start_rps", "max_rps", "objective"]  # its own settings first
+            # what the plateau shape does not read is hidden: Locust's user count and ramp-up, other shapes' groups
+            assert not page.locator("input[name=userCount]").is_visible()
+            assert not page.locator("input[name=spawnRate]").is_visible()
+            assert not page.locator("[data-sm-locust-group=step]").is_visible()
+            assert not page.locator("[data-sm-locust-field=traffic]").is_visible()
+            assert page.locator("[data-sm-locust-field=search_mode]").is_visible()
+            assert page.locator("[data-sm-locust-field=latency_slo_ms]").is_visible()
             label = page.locator("[data-sm-locust-field=itl_slo_ms] label").inner_text()
             assert label == "ITL SLO (ms)"
             assert page.locator("[data-sm-locust-field=itl_slo_ms] .sm-locust-help").inner_text() == \
@@ -352,6 +360,96 @@ def test_the_options_show_in_groups_with_the_picked_shape_first(tmp_path, endpoi
             assert not errors, errors
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "webui-grouped.png"), full_page=True)
+            page.select_option("select[name=shapeClass]", "Default")  # no shape: every field back
+            page.wait_for_function("document.querySelector('input[name=userCount]').offsetParent !== null")
+            assert page.locator("[data-sm-locust-group=step]").is_visible()
             browser.close()
     finally:
         web.stop()
+
+
+def without_aws(home: Path) -> dict[str, str]:
+    """This environment with no AWS variable and a HOME without ~/.aws: a new user's machine, offline."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | {"HOME": str(home)}
+
+
+def wait_stopped(web: WebLocust, timeout_s: float = 60) -> dict:
+    deadline = time.monotonic() + timeout_s  # long only when it fails
+    while True:
+        stats = json.loads(web.get("/stats/requests")[1])
+        if stats["state"] == "stopped":
+            return stats
+        assert time.monotonic() < deadline, (stats["state"], web.log_path.read_text()[-2000:])
+        time.sleep(0.2)
+
+
+def complete_summary(path: Path, timeout_s: float = 30) -> dict:
+    """summary.json once the swarm's stop has written it whole (`complete`: Locust reports the state
+    "stopped" before its test_stop listeners, the recorder's among them, have run)."""
+    deadline = time.monotonic() + timeout_s  # long only when it fails
+    while True:
+        summary = json.loads(path.read_text()) if path.is_file() else {}
+        if summary.get("complete") is True:
+            return summary
+        assert time.monotonic() < deadline, summary
+        time.sleep(0.2)
+
+
+@pytest.mark.e2e
+def test_a_swarm_from_the_form_works_offline_and_writes_its_run_folder(tmp_path, endpoint):
+    """README's web UI against `sm-locust serve` with no AWS variable: placeholder credentials as
+    `sm-locust run` gives (0 failures), and each swarm's run folder under reports/."""
+    home = tmp_path / "home"
+    home.mkdir()
+    web = WebLocust(tmp_path, "--endpoint-name", "webui-offline", "--endpoint-url", endpoint.url, "--payload",
+                    str(SAMPLE_PAYLOAD), base_env=without_aws(home))
+    try:
+        for swarm in (1, 2):
+            _, body = web.post("/swarm", swarm_form(user_count="2", run_time="3s"))
+            assert json.loads(body)["success"] is True, body
+            stopped = wait_stopped(web)
+            total = next(e for e in stopped["stats"] if e["name"] == "Aggregated")
+            assert total["num_requests"] > 0 and total["num_failures"] == 0, (total, web.log_path.read_text()[-3000:])
+            folders = sorted((tmp_path / "reports").iterdir())
+            assert len(folders) == swarm, folders  # one run folder per swarm
+            summary = complete_summary(folders[-1] / "summary.json")
+            assert summary["endpoint"] == "webui-offline" and summary["totals"]["failures"] == 0
+            assert summary["totals"]["requests"] > 0
+            time.sleep(1.1)  # the run id is stamped to the second
+    finally:
+        web.stop()
+    assert "NoCredentialsError" not in web.log_path.read_text()
+
+
+@pytest.mark.e2e
+def test_the_form_names_no_file_and_is_held_to_the_command_lines_bounds(tmp_path, endpoint):
+    """A form field may not make the master read a file the command line did not name, nor pass a
+    value the command line refuses (an endpoint name SageMaker cannot have, a batch of 3 GB)."""
+    import numpy as np
+
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"Phases": [{"InitialNumberOfUsers": 1, "SpawnRate": 1, "DurationInSeconds": 4242}]}')
+    rows = tmp_path / "rows.npz"
+    np.savez(rows, x=np.zeros((10, 39), dtype=np.float32))
+    web = WebLocust(tmp_path, "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload", str(rows),
+                    more_files=(str(ROOT / "locustfiles" / "phases.py"),))
+    try:
+        for fields, says in (({"shape_class": "PhasesShape", "traffic_pattern": str(secret)},
+                              "--traffic-pattern: a file can only be named on the command line"),
+                             ({"traffic": str(secret)}, "--traffic: a file can only be named on the command line"),
+                             ({"prompts": str(secret)}, "--prompts: a file can only be named on the command line"),
+                             ({"batch_size": "200000000"}, "--batch-size 200,000,000 rows"),
+                             ({"endpoint_name": "<script>alert(1)</script>"}, "--endpoint-name '<script>"),
+                             ({"endpoint_name": "../../admin"}, "--endpoint-name '../../admin'")):
+            _, body = web.post("/swarm", swarm_form(**fields))
+            answer = json.loads(body)
+            assert answer["success"] is False and says in answer["message"], (fields, answer)
+        assert endpoint.stats()["requests"] == 0
+        _, body = web.post("/swarm", swarm_form(batch_size="4", run_time="2s"))  # within the bounds: it runs
+        assert json.loads(body)["success"] is True, body
+        wait_stopped(web)
+        assert endpoint.stats()["requests"] > 0
+    finally:
+        web.stop()
+    log = web.log_path.read_text()
+    assert "4242" not in log and "Traceback" not in log

@@ -17,7 +17,8 @@ the first other one. A sweep may also exit 1 when its last lines say a configura
 INCONCLUSIVE because the load generator was the bottleneck in both measurements (`STARVED`): that
 is the tool's documented answer on a machine too busy to measure (a CI runner beside a CPU hog: an
 autoscaling example's client fell 2 s behind, 240 emulated seconds at x120), never a broken command;
-every other exit 1 of a sweep fails.
+every other exit 1 of a sweep fails. A block stops what it starts: a process still in its shell's
+process group 10 s after it ended (a `moto_server &` never killed) fails it, named.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,21 +111,46 @@ def fresh_clone(tmp_path: Path) -> Path:
     return clone
 
 
-def run_block(clone: Path, script: str, env: dict, log: Path) -> subprocess.CompletedProcess:
+LEFT_GRACE_S = 10.0  # a `kill %1` without `wait`: the process may take this long to go
+
+
+def left_running(group: int, grace_s: float = LEFT_GRACE_S) -> list[str]:
+    """The command lines of the processes still in process group `group` (a block's background jobs
+    share its shell's group) once `grace_s` has passed without them all ending."""
+    import psutil
+
+    deadline = time.monotonic() + grace_s
+    while True:
+        left = []
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                if os.getpgid(process.pid) == group and process.status() != psutil.STATUS_ZOMBIE:
+                    left.append(" ".join(process.info["cmdline"] or [])[:200])
+            except (ProcessLookupError, psutil.Error):
+                continue
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.2)
+
+
+def run_block(clone: Path, script: str, env: dict, log: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
     """The script under bash in a session of its own, its output into `log` (a background job it
-    leaves running would hold a pipe open); whatever it left running is ended after it."""
+    leaves running would hold a pipe open); what it left running (`left_running`) is named, then
+    ended."""
+    left: list[str] = []
     with open(log, "wb") as out:
         proc = subprocess.Popen(["bash", "-c", script], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
             proc.wait(timeout=600)
+            left = left_running(proc.pid)
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)  # a `serve ... &` the block did not stop
             except ProcessLookupError:
                 pass
             proc.wait()
-    return subprocess.CompletedProcess(proc.args, proc.returncode, log.read_text(errors="replace"), "")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, log.read_text(errors="replace"), ""), left
 
 
 
@@ -135,11 +162,13 @@ def check_document(document: str, tmp_path: Path) -> None:
     for tag, block in runnable_blocks((ROOT / document).read_text()):
         script = checked_script(shortened(block, {"8080": free_port(), "5000": free_port()}),
                                 highest=1 if tag == "gates" else 0)
-        result = run_block(clone, script, {**env, "BLOCK_LOG": str(tmp_path / "block.log")}, tmp_path / "block.log")
+        result, left = run_block(clone, script, {**env, "BLOCK_LOG": str(tmp_path / "block.log")},
+                                 tmp_path / "block.log")
         codes = [int(code) for code in re.findall(r"^::rc (\d+)$", result.stdout, re.M)]
         assert result.returncode == 0 and len(codes) == script.count("::rc"), \
             f"{document}:\n{script}\n---\n{result.stdout[-4000:]}"
         assert "Traceback" not in result.stdout, result.stdout[-4000:]
+        assert not left, f"{document}: a block left these running (stop what it starts):\n{script}\n---\n{left}"
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
     assert status.stdout == "", f"{document}'s examples left files git sees:\n{status.stdout}"
     pages = sorted((clone / "reports").rglob("*.html"))

@@ -7,6 +7,7 @@ Also the pure parts of the machinery: which blocks are marked, how they are shor
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -64,3 +65,14 @@ def test_each_foreground_command_is_checked():
                                       if d != "README.md" and runnable_blocks((ROOT / d).read_text())])
 def test_runnable_blocks_run_and_leave_git_status_clean(document, tmp_path):
     check_document(document, tmp_path)
+
+
+@pytest.mark.e2e
+def test_a_block_that_leaves_a_process_running_is_named(tmp_path):
+    """The process-tree check after each block: a background job not stopped is named, one stopped is not."""
+    from tests.docs.runnable import run_block
+
+    _, left = run_block(tmp_path, "sleep 60 &\necho started\n", dict(os.environ), tmp_path / "a.log")
+    assert len(left) == 1 and left[0].startswith("sleep 60"), left
+    _, left = run_block(tmp_path, "sleep 60 &\nkill %1\n", dict(os.environ), tmp_path / "b.log")
+    assert left == []

@@ -51,7 +51,7 @@ def test_compact_and_latency_read_like_the_user_wrote_them():
     assert compact(0.125) == "0.125"
     assert latency(48.0) == "48"
     assert latency(12.345, " ms") == "12.3 ms"
-    assert latency(1234.4) == "1234"
+    assert latency(1234.4) == "1,234"  # thousands separated, as number's
 
 
 def test_money_and_durations():
@@ -92,3 +92,15 @@ def test_a_figure_with_its_interval_reads_one_way_everywhere():
     assert with_interval(None, [1, 2]) == "n/a"
     assert with_interval(123.8, [78.8, 168.9], " req/s", 1) == "123.8 req/s (±45.1)"  # a rounded centre: still ±
     assert with_interval(38, [37, 38], " ms") == "38 ms [37, 38]"
+
+
+def test_the_run_line_and_the_price_read_in_one_number_format():
+    from sm_locust.core.launch import verdict_line
+    from sm_locust.report.render import _per_hour
+
+    totals = {"requests": 12345, "rps": 1299.7, "goodput_rps": 1299.7, "failures": 1234, "p95_ms": 7100.0,
+              "ci95": {"rps": [881.8, 1717.6]}}
+    line = verdict_line({"totals": totals, "steps": []})
+    assert line.startswith("whole run: 12,345 requests, 1,299.7 req/s (±417.9), goodput 1,299.7 req/s, "
+                           "p95 7,100 ms, 1,234 failures"), line
+    assert _per_hour(None) == "no price per hour" and _per_hour(0.23) == "$0.230/h"

@@ -14,6 +14,11 @@ from sm_locust.payloads import arrays
 from sm_locust.payloads.arrays import MAX_BATCH_BYTES, batches, check_npz
 
 
+def sampled(*args):
+    """Every body `batches` samples (it yields them one at a time)."""
+    return list(batches(*args))
+
+
 def npz(path, members: dict[str, bytes]):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():
@@ -51,7 +56,7 @@ def test_a_member_declaring_more_than_it_holds_is_refused(tmp_path):
     with pytest.raises(UsageError, match=r"x.npy declares shape \(1000000000000,\) \(8,000,000,000,000 bytes\)"):
         check_npz(path)
     with pytest.raises(UsageError):  # the whole load path refuses it too, in one line
-        batches(path, 1, 4, None)
+        sampled(path, 1, 4, None)
 
 
 def test_a_member_that_is_not_an_array_is_refused(tmp_path):
@@ -64,17 +69,17 @@ def test_a_batch_at_the_bound_is_sampled_and_one_row_more_is_refused(tmp_path):
     rows = np.ones((8, 1024))  # 8 KB a row
     np.save(tmp_path / "rows.npy", rows)
     at = MAX_BATCH_BYTES // (8 * 1024)
-    out = batches(tmp_path / "rows.npy", at, 1, None)
+    out = sampled(tmp_path / "rows.npy", at, 1, None)
     assert len(out) == 1 and out[0].shape == (at, 1024)
-    with pytest.raises(UsageError, match=rf"--batch-size {at + 1:,}: .* use at most {at:,}"):
-        batches(tmp_path / "rows.npy", at + 1, 1, None)
+    with pytest.raises(UsageError, match=rf"--batch-size {at + 1:,} rows .* use --batch-size {at:,} or fewer"):
+        sampled(tmp_path / "rows.npy", at + 1, 1, None)
     with pytest.raises(UsageError, match=r"--batch-size 1,000,000,000"):
-        batches(tmp_path / "rows.npy", 1_000_000_000, 64, None)
+        sampled(tmp_path / "rows.npy", 1_000_000_000, 64, None)
 
 
 def test_the_distinct_bodies_are_bounded_in_all(tmp_path, monkeypatch):
     np.save(tmp_path / "rows.npy", np.ones((1000, 128)))  # 1 KB a row
     monkeypatch.setattr(arrays, "MAX_BATCHES_BYTES", 10 * 1024 * 10)  # ten batches of ten 1-KB rows
-    assert len(batches(tmp_path / "rows.npy", 10, 10, None)) == 10  # at the bound: all asked for
-    assert len(batches(tmp_path / "rows.npy", 10, 64, None)) == 10  # past it: fewer distinct bodies
-    assert len(batches(tmp_path / "rows.npy", 5, 64, None)) == 20
+    assert len(sampled(tmp_path / "rows.npy", 10, 10, None)) == 10  # at the bound: all asked for
+    assert len(sampled(tmp_path / "rows.npy", 10, 64, None)) == 10  # past it: fewer distinct bodies
+    assert len(sampled(tmp_path / "rows.npy", 5, 64, None)) == 20

@@ -278,3 +278,27 @@ def test_flat_last_steps_short_of_the_window_are_not_called_growing():
     text = verdict.text()
     assert "still growing" not in text
     assert "flat over the last step" in text
+
+
+@pytest.mark.parametrize("search", [lambda: PlateauSearch(1, 64), lambda: StepSearch(1, 1, 10)])
+def test_a_step_dominated_by_failures_is_its_failures_not_a_client_bottleneck(search):
+    """100 % of requests failing fast at 100 % client CPU (NoCredentialsError at 46,000/s): failures, not the client."""
+    step = synthetic_step(1, 46_000, error_rate=1.0, client_cpu_pct=100)
+    assert step.failure_dominated and not step.client_bound
+    loads, decision, verdict = drive(search(), lambda load, i: step)
+    assert loads == [1] and not verdict.client_bound and not verdict.inconclusive and verdict.plateau is None
+    assert verdict.text() == "no acceptable step: 100 % of 920,000 requests failed at 1 user"
+    half = synthetic_step(1, 100, error_rate=0.5, client_cpu_pct=100)  # half: not a majority, the client's CPU counts
+    assert not half.failure_dominated and half.client_bound
+
+
+def test_a_plateau_whose_throughput_falls_as_load_grows_says_so():
+    """Inference components: the most at 1 user, 1,104 req/s at 4: contention, said on the verdict's line."""
+    rps = [2022, 1500, 1300, 1104]
+    loads, decision, verdict = drive(StepSearch(1, 1, 4), from_series(rps))
+    assert verdict.capacity.load == 1
+    assert verdict.text().endswith("; WARNING: throughput falls as load grows: 2,022.0 req/s at step 1: 1 user, "
+                                   "1,104.0 req/s at step 4: 4 users (more load served less: contention, not a "
+                                   "plateau; size for the lower load)"), verdict.text()
+    flat = drive(StepSearch(1, 1, 4), from_series([100, 200, 300, 290]))[2]  # within 10 %: a plateau, no warning
+    assert "WARNING" not in flat.text() and flat.falling() is None

@@ -263,9 +263,28 @@ def test_cli_report_with_moto_is_complete(moto_url, tmp_path, monkeypatch, capsy
 
 
 def test_no_region_is_a_gap(monkeypatch, tmp_path):
-    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     result = create_source("cloudwatch").fetch(MetricRequest("ep", BASE, BASE + 60))
     assert result.gaps == ["CloudWatch: no AWS region: pass --region, or set AWS_REGION or AWS_DEFAULT_REGION, or give "
                            "the AWS profile a region (aws configure set region us-east-1)"]
+
+
+def test_a_loopback_cloudwatch_gets_a_region_and_placeholder_credentials(monkeypatch, tmp_path):
+    """A moto stand-in (AWS_ENDPOINT_URL_CLOUDWATCH on this machine) needs neither: the local rule of
+    `sm-locust run`; an AWS URL keeps the user's chain (no region: none made up)."""
+    from sm_locust.config.preflight import LOCAL_CREDENTIALS
+    from sm_locust.report.cloudwatch import make_client
+
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", "http://127.0.0.1:5000")
+    client = make_client()
+    assert client.meta.region_name == "us-east-1"
+    assert client._request_signer._credentials.access_key == LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDWATCH", "https://monitoring.example.com")
+    with pytest.raises(Exception, match="region"):
+        make_client()

@@ -8,7 +8,7 @@ from sm_locust.sweep.costing import Price, cost_intervals, estimate, figures
 from sm_locust.sweep.objective import Objective, pareto_front
 from sm_locust.sweep.realtime.rank import Candidate, disqualification, rank, recommend
 
-OBJECTIVE = Objective(target_rps=100, slo_ms=400, percentile=95)
+OBJECTIVE = Objective(target_rps=100, slo_ms=400, percentile=95, safety_factor=1.0)  # no headroom: the formulas
 
 
 def priced(index, label, capacity, latency, price=0.2, error_rate=0.0, count=1, objective=OBJECTIVE, **kw):
@@ -32,6 +32,14 @@ def test_cost_figures_follow_the_report_formulas():
     assert fleet["instances_needed"] == 1 and fleet["cost_per_1m"] == pytest.approx(0.8 / (200 * 3600) * 1e6)
     half = figures(121.0, Price(0.2, "x", None, 1), Objective(target_rps=100, safety_factor=0.5))
     assert half["instances_needed"] == 2
+
+
+def test_the_sweeps_safety_factor_default_is_the_reports():
+    from sm_locust.report.cost import DEFAULT_SAFETY_FACTOR
+    from sm_locust.report.pipeline import ReportOptions
+
+    assert Objective().safety_factor == ReportOptions().safety_factor == DEFAULT_SAFETY_FACTOR == 0.5
+    assert figures(121.0, Price(0.2, "x", None, 1), Objective(target_rps=100))["instances_needed"] == 2
 
 
 def test_disqualification_names_the_figure():
