@@ -46,6 +46,7 @@ from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
+from sm_locust.llm.tokenizer import Counter, Tokenizer, exact_prompt, load_tokenizer, words_for
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
 from sm_locust.payloads.files import read_payload_file, without_bom
 from sm_locust.payloads.pool import PayloadPool
@@ -80,6 +81,10 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--llm-details", "SM_LOCUST_LLM_DETAILS", True,
                "LLM endpoints: the tgi template asks for \"details\": true (TGI / LMI then send their token counts: "
                "generated_tokens, input_length); false leaves it out", bool),
+    OptionSpec("--tokenizer", "SM_LOCUST_TOKENIZER", "",
+               "LLM endpoints: the model's tokenizer.json (Hugging Face tokenizers; or the folder holding it), read "
+               "offline: synthetic prompts are made to exact lengths by it, dataset prompts and answers without the "
+               "server's counts are counted by it (needs: pip install 'sm-locust[tokenizer]')"),
 ]
 
 
@@ -92,11 +97,13 @@ class LlmSettings:
     max_new_tokens: int = 0
     details: bool = True
     """The tgi template asks for the server's `details` (its token counts)."""
+    tokenizer: str = ""
+    """`--tokenizer`: a local tokenizer.json (or its folder); "" = the words-and-punctuation estimate."""
 
     @classmethod
     def from_options(cls, options: Options) -> LlmSettings:
         return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens,
-                   details=options.llm_details)
+                   details=options.llm_details, tokenizer=options.tokenizer)
 
     @property
     def active(self) -> bool:
@@ -108,7 +115,8 @@ class LlmSettings:
         if not self.prompts:
             given = [flag for flag, value in (("--llm-template", self.template),
                                               ("--max-new-tokens", self.max_new_tokens),
-                                              ("--llm-details false", not self.details)) if value]
+                                              ("--llm-details false", not self.details),
+                                              ("--tokenizer", self.tokenizer)) if value]
             if given:
                 raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from "
                                  "--prompts; pass --prompts FILE.jsonl or --prompts synthetic:512")
@@ -201,26 +209,76 @@ def _length_of(line: dict, where: str) -> int | None:
     return None
 
 
-def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0) -> list[tuple[str, None]]:
-    """`count` prompts whose token lengths follow `spec` (each word counts one token)."""
-    lengths = LengthDistribution.parse(spec, f"--prompts {SYNTHETIC}{spec}")
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """`synthetic:DIST[,prefix=N,prefixes=K]`: prompt lengths, and K fixed N-token prefixes shared by them."""
+
+    lengths: LengthDistribution
+    prefix: int = 0
+    prefixes: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> SyntheticSpec:
+        flag = f"--prompts {SYNTHETIC}{text}"
+        head, *rest = text.split(",")
+        lengths = LengthDistribution.parse(head, flag)
+        fields: dict[str, int] = {}
+        for item in rest:
+            key, _, value = item.partition("=")
+            if key.strip() not in ("prefix", "prefixes") or not value.strip().isdigit():
+                raise UsageError(f"{flag}: {item!r} is not prefix=TOKENS or prefixes=COUNT; write e.g. "
+                                 f"{SYNTHETIC}512,prefix=256,prefixes=4")
+            fields[key.strip()] = int(value)
+        prefix, prefixes = fields.get("prefix", 0), fields.get("prefixes", 1 if "prefix" in fields else 0)
+        if prefixes and not prefix:
+            raise UsageError(f"{flag}: prefixes=COUNT needs prefix=TOKENS (the shared prefix's length)")
+        if prefix and not 1 <= prefixes <= SYNTHETIC_PROMPTS:
+            raise UsageError(f"{flag}: prefixes must be 1 to {SYNTHETIC_PROMPTS} (one per prompt at most)")
+        shortest = lengths.a if lengths.kind != "normal" else 1
+        if prefix and lengths.kind != "normal" and shortest <= prefix:
+            raise UsageError(f"{flag}: the prompts ({lengths.text()} tokens) must be longer than their prefix "
+                             f"({prefix}); write e.g. {SYNTHETIC}{prefix * 2},prefix={prefix}")
+        return cls(lengths, prefix, prefixes)
+
+
+def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0,
+                      tokenizer: Tokenizer | None = None) -> list[tuple[str, None]]:
+    """`count` prompts whose token lengths follow `spec`, exact by `tokenizer` (else each word counts
+    one token); with `prefix=N,prefixes=K` each starts with one of K fixed N-token prefixes, the
+    prompts spread evenly over them in a seeded order."""
+    parsed = SyntheticSpec.parse(spec)
+    count_tokens: Counter = tokenizer.count if tokenizer is not None else estimate_tokens
+    words = words_for(tokenizer, _WORDS) if tokenizer is not None else _WORDS
     rng = random.Random(seed)
-    return [(" ".join(rng.choices(_WORDS, k=lengths.sample(rng))), None) for _ in range(count)]
+    heads = [exact_prompt(rng, parsed.prefix, words, count_tokens) for _ in range(parsed.prefixes)]
+    order = [i % len(heads) for i in range(count)] if heads else []
+    rng.shuffle(order)
+    prompts = []
+    for i in range(count):
+        length = parsed.lengths.sample(rng)
+        if heads:
+            length = max(length, parsed.prefix + 1)
+            prompts.append((exact_prompt(rng, length, words, count_tokens, head=heads[order[i]]), None))
+        else:
+            prompts.append((exact_prompt(rng, length, words, count_tokens), None))
+    return prompts
 
 
-def prompt_tokens(prompt: str | list) -> int:
-    """The prompt's token estimate (messages: their contents summed)."""
+def prompt_tokens(prompt: str | list, count: Counter = estimate_tokens) -> int:
+    """The prompt's token count by `count` (messages: their contents summed)."""
     if isinstance(prompt, list):
-        return sum(estimate_tokens(str(m.get("content", ""))) for m in prompt)
-    return estimate_tokens(prompt)
+        return sum(count(str(m.get("content", ""))) for m in prompt)
+    return count(prompt)
 
 
 def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = None, selection: str | None = None,
                seed: int = 0) -> PayloadPool:
     """The pool of LLM invocations for a run (`settings` already checked)."""
     prompts: Sequence[tuple[str | list, int | None]]
+    tokenizer = load_tokenizer(settings.tokenizer) if settings.tokenizer else None
+    count_tokens: Counter = tokenizer.count if tokenizer is not None else estimate_tokens
     if settings.prompts.startswith(SYNTHETIC):
-        prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed)
+        prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed, tokenizer=tokenizer)
     else:
         prompts = read_prompts(settings.prompts, settings.template)
     fields = {k: v for k, v in (headers or {}).items() if v is not None}
@@ -229,7 +287,7 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
         body = orjson.dumps(request_body(settings.template, prompt, length or settings.max_new_tokens, stream,
                                          settings.details))
         invocation = Invocation(body=body, content_type="application/json", rows=1, **fields)
-        invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt)
+        invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt, count_tokens)
         invocations.append(invocation)
     return PayloadPool(invocations, settings.prompts, selection=selection, seed=seed)
 

@@ -48,12 +48,14 @@ from gevent import getcurrent
 
 from sm_locust.config.options import Options
 from sm_locust.invocation import InvocationError
+from sm_locust.llm.tokenizer import load_tokenizer
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
     StreamTokens,
     count_response,
     count_stream,
+    estimate_tokens,
     response_figures,
     stream_figures,
 )
@@ -72,9 +74,11 @@ HOURS_AFTER_S = 7200  # minutes older than this are merged into hours
 SETTLED_S = 30  # a step window that ended this long ago has all its answers (workers report every 3 s)
 
 
-def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True) -> RequestTokens | None:
+def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True,
+              count_text: Callable[[str], int] = estimate_tokens) -> RequestTokens | None:
     """The LLM sample of one successful call's result (a StreamResult, or an InvokeResult when
-    `responses`), or None when the result is not one to count."""
+    `responses`), or None when the result is not one to count; `count_text` counts a non-streamed
+    answer's text when the server gives no count."""
     input_tokens = getattr(invocation, "extra", {}).get(INPUT_TOKENS)
     if hasattr(result, "chunks"):  # a StreamResult
         count = count_stream(result.chunks)
@@ -82,7 +86,7 @@ def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = Tru
             return None
         return stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms, input_tokens)
     if responses and hasattr(result, "body"):
-        return response_figures(count_response(result.body), e2e_ms, input_tokens)
+        return response_figures(count_response(result.body, count_text), e2e_ms, input_tokens)
     return None
 
 
@@ -321,10 +325,12 @@ class LlmStats(WorkerShipped):
         return summary
 
 
-def token_accounting(call: Callable, environment: Any, *, responses: bool = False) -> Callable:
+def token_accounting(call: Callable, environment: Any, *, responses: bool = False,
+                     count_text: Callable[[str], int] = estimate_tokens) -> Callable:
     """`call` (e.g. `client.invoke_stream`), recording each answer's tokens into the process's
     `LlmStats`. Streams are always counted; non-streamed answers with `responses=True` (LLM
-    requests). The result is returned unchanged."""
+    requests), their text by `count_text` when the server gives no count. The result is returned
+    unchanged."""
     stats = LlmStats.for_environment(environment)
     clock = time.perf_counter
 
@@ -349,7 +355,7 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
                                         getattr(invocation, "extra", {}).get(INPUT_TOKENS))
             else:
                 live = None
-                sample = sample_of(result, invocation, e2e_ms, responses)
+                sample = sample_of(result, invocation, e2e_ms, responses, count_text)
         except Exception:  # never let accounting break the User
             log.exception("sm-locust: token accounting failed")
             sample = None
@@ -366,4 +372,5 @@ def accounting_for(call: Callable, environment: Any, options: Options) -> Callab
     llm = bool(options.prompts)
     if not (options.stream or llm):
         return call
-    return token_accounting(call, environment, responses=llm)
+    count_text = load_tokenizer(options.tokenizer).count if options.tokenizer else estimate_tokens
+    return token_accounting(call, environment, responses=llm, count_text=count_text)
