@@ -19,9 +19,12 @@ other payload source):
   optional; `output_tokens` or `expected_output_tokens` also read). A line may instead carry its
   own `messages` list (messages template only); a line holding a TGI request (`inputs`) or
   messages under the other template is refused, naming the line and the template to use;
+- a CSV or Parquet file (`payloads.datasets`: streamed, bounded, a seeded sample beyond its bound);
+  `--prompt-column` and `--output-tokens-column` map any dataset's columns (JSONL's keys too);
 - `synthetic:DIST`: `SYNTHETIC_PROMPTS` prompts whose lengths follow a token-length
   distribution (`synthetic:512`, `synthetic:256-1024`, `synthetic:512~64`, sm_locust.llm.lengths),
-  made of words that count one token each, seeded by `--payload-seed`.
+  made of words that count one token each (or exactly by `--tokenizer`), seeded by `--payload-seed`;
+  `synthetic:512,prefix=256,prefixes=4`: each starts with one of 4 fixed 256-token prefixes.
 
 Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`: the dataset's estimate,
 exact for synthetic prompts), used for `input_tokens` when the server does not count them.
@@ -41,6 +44,7 @@ from typing import Any
 
 import orjson
 
+from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
@@ -48,6 +52,7 @@ from sm_locust.invocation import Invocation
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.llm.tokenizer import Counter, Tokenizer, exact_prompt, load_tokenizer, words_for
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
+from sm_locust.payloads.datasets import DEFAULT_COLUMNS, LENGTH_KEYS, Columns, is_table, mapped, read_table
 from sm_locust.payloads.files import read_payload_file, without_bom
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.util.registry import Registry
@@ -58,7 +63,6 @@ TEMPLATES.add(TGI, TGI, "lmi", "inputs")
 TEMPLATES.add(MESSAGES, MESSAGES, "openai", "chat")
 SYNTHETIC = "synthetic:"
 SYNTHETIC_PROMPTS = 64
-LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
 # one-token words (each one token in common BPE vocabularies, with its leading space)
 _WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "  # noqa: SIM905
           "one all their there been has have when who will more no if out so said what up its about into than "
@@ -81,6 +85,12 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--llm-details", "SM_LOCUST_LLM_DETAILS", True,
                "LLM endpoints: the tgi template asks for \"details\": true (TGI / LMI then send their token counts: "
                "generated_tokens, input_length); false leaves it out", bool),
+    OptionSpec("--prompt-column", "SM_LOCUST_PROMPT_COLUMN", "",
+               "LLM endpoints: the --prompts dataset's column holding the prompt (or a chat: a list of messages); "
+               "default prompt (or messages)"),
+    OptionSpec("--output-tokens-column", "SM_LOCUST_OUTPUT_TOKENS_COLUMN", "",
+               "LLM endpoints: the --prompts dataset's column holding the answer length to ask for; default "
+               "max_new_tokens, output_tokens or expected_output_tokens"),
     OptionSpec("--tokenizer", "SM_LOCUST_TOKENIZER", "",
                "LLM endpoints: the model's tokenizer.json (Hugging Face tokenizers; or the folder holding it), read "
                "offline: synthetic prompts are made to exact lengths by it, dataset prompts and answers without the "
@@ -99,11 +109,14 @@ class LlmSettings:
     """The tgi template asks for the server's `details` (its token counts)."""
     tokenizer: str = ""
     """`--tokenizer`: a local tokenizer.json (or its folder); "" = the words-and-punctuation estimate."""
+    columns: Columns = DEFAULT_COLUMNS
+    """`--prompt-column`, `--output-tokens-column`: a dataset's columns."""
 
     @classmethod
     def from_options(cls, options: Options) -> LlmSettings:
         return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens,
-                   details=options.llm_details, tokenizer=options.tokenizer)
+                   details=options.llm_details, tokenizer=options.tokenizer,
+                   columns=Columns(options.prompt_column, options.output_tokens_column))
 
     @property
     def active(self) -> bool:
@@ -116,11 +129,17 @@ class LlmSettings:
             given = [flag for flag, value in (("--llm-template", self.template),
                                               ("--max-new-tokens", self.max_new_tokens),
                                               ("--llm-details false", not self.details),
-                                              ("--tokenizer", self.tokenizer)) if value]
+                                              ("--tokenizer", self.tokenizer),
+                                              ("--prompt-column", self.columns.prompt),
+                                              ("--output-tokens-column", self.columns.output_tokens)) if value]
             if given:
                 raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from "
                                  "--prompts; pass --prompts FILE.jsonl or --prompts synthetic:512")
             return self
+        if self.columns.given and self.prompts.startswith(SYNTHETIC):
+            flag = "--prompt-column" if self.columns.prompt else "--output-tokens-column"
+            raise UsageError(f"{flag} maps a dataset's columns; --prompts {self.prompts!r} is synthetic: "
+                             f"drop {flag} or pass --prompts FILE (JSONL, CSV or Parquet)")
         if payload:
             raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the "
                              "prompts: drop --payload")
@@ -157,8 +176,10 @@ def request_body(template: str, prompt: str | list, max_new_tokens: int, stream:
     return body
 
 
-def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int | None]]:
-    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset."""
+def read_prompts(path: str | Path, template: str,
+                 columns: Columns = DEFAULT_COLUMNS) -> list[tuple[str | list, int | None]]:
+    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset,
+    its keys mapped by `columns` when given."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
@@ -173,9 +194,27 @@ def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int 
             raise UsageError(f"{where}: not a JSON object; write one {{\"prompt\": ...}} per line") from None
         if not isinstance(line, dict):
             raise UsageError(f"{where}: not a JSON object; write one {{\"prompt\": ...}} per line")
+        if columns.given:
+            line = mapped(line, columns, where, list(line))
         prompts.append((_prompt_of(line, where, template), _length_of(line, where)))
     if not prompts:
         raise UsageError(f"--prompts {str(path)!r} holds no prompts; write one {{\"prompt\": ...}} per line")
+    return prompts
+
+
+def read_table_prompts(path: str | Path, template: str, columns: Columns = DEFAULT_COLUMNS,
+                       seed: int = 0) -> list[tuple[str | list, int | None]]:
+    """(prompt or messages, expected output length or None) per row of a CSV or Parquet dataset
+    (`payloads.datasets`: streamed, at most MAX_PROMPTS rows, a seeded sample beyond)."""
+    prompts = []
+    for where, row, names in read_table(path, seed):
+        line = mapped(row, columns, where, names)
+        prompt = _prompt_of(line, where, template)
+        if isinstance(prompt, str) and len(prompt) > MAX_BODY_BYTES:
+            raise UsageError(f"{where}: a prompt of {len(prompt):,} characters is over SageMaker's 6 MB request body")
+        prompts.append((prompt, _length_of(line, where)))
+    if not prompts:
+        raise UsageError(f"--prompts {str(path)!r} holds no rows; a header row, then one prompt per row")
     return prompts
 
 
@@ -279,8 +318,10 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
     count_tokens: Counter = tokenizer.count if tokenizer is not None else estimate_tokens
     if settings.prompts.startswith(SYNTHETIC):
         prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed, tokenizer=tokenizer)
+    elif is_table(settings.prompts):
+        prompts = read_table_prompts(settings.prompts, settings.template, settings.columns, seed)
     else:
-        prompts = read_prompts(settings.prompts, settings.template)
+        prompts = read_prompts(settings.prompts, settings.template, settings.columns)
     fields = {k: v for k, v in (headers or {}).items() if v is not None}
     invocations = []
     for prompt, length in prompts:
