@@ -26,7 +26,7 @@ from pathlib import Path
 
 import gevent
 from locust import events, task
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import guard_parser
@@ -37,13 +37,14 @@ from sm_locust.config.preflight import (
     plain_http_warning,
     runtime_url,
 )
-from sm_locust.errors import SmLocustError
+from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
 from sm_locust.publish.live import attach_publisher
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
+from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
 from sm_locust.transport.options import operation
@@ -72,6 +73,9 @@ def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:
     checked.validate()
     if settings.sm_out:  # summary.json goes there: a path that cannot be written fails now, not at the end
         check_output_dir(Path(settings.sm_out), "--sm-out")
+    elif options.log_requests:
+        raise UsageError("--log-requests writes requests.jsonl.gz into the run folder; give --sm-out DIR "
+                         "(sm-locust run gives it its --out)")
     prepare_payloads(checked, options)
     check_region(aws_region(settings) if not runtime_url(settings) else settings.region, aws=not runtime_url(settings))
     return settings
@@ -93,6 +97,30 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
         print(f"sm-locust: warning: {warning}", file=sys.stderr, flush=True)
     if web_ui is not None:
         protect_web_ui(environment, web_ui)
+
+
+@events.init.add_listener
+def _attach_request_log(environment, **_kw) -> None:
+    """--log-requests: each process that sends writes its rows (sm_locust.record.requests_log); registered
+    before the recorder, so the rows are on disk and counted when it writes summary.json at the stop."""
+    if environment.parsed_options is None or isinstance(environment.runner, MasterRunner):
+        return
+    try:
+        options = parse_options(environment.parsed_options)
+    except SmLocustError:
+        return  # _check_settings has said so and quits
+    folder = SageMakerSettings.from_options(options).sm_out
+    if not (options.log_requests and folder):
+        return
+    worker = process_index(environment.runner) if isinstance(environment.runner, WorkerRunner) else None
+    request_log = attach_request_log(environment, folder, worker)
+    request_log.on_counts = lambda counts: _record_counts(environment, counts)
+
+
+def _record_counts(environment, counts: dict) -> None:
+    recorder = recorder_of(environment)
+    if recorder is not None:
+        recorder.extra["request_log"] = counts
 
 
 @events.init.add_listener

@@ -63,6 +63,7 @@ from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
 from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
+from sm_locust.record.requests_log import request_log_of
 from sm_locust.util.shipped import WorkerShipped
 
 log = logging.getLogger(__name__)
@@ -333,6 +334,9 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
     unchanged."""
     stats = LlmStats.for_environment(environment)
     clock = time.perf_counter
+    request_log = request_log_of(environment)
+    if request_log is not None:
+        request_log.accounted = True  # each row waits for its tokens (`complete` below)
 
     client = getattr(call, "__self__", None)
     if client is not None and hasattr(client, "chunk_listener"):
@@ -345,6 +349,8 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
         if result is None:
             if live is not None:
                 stats.discard(live)
+            if request_log is not None:
+                request_log.complete(None)
             return None
         e2e_ms = (clock() - started) * 1000.0
         sample: RequestTokens | None
@@ -361,6 +367,8 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
             sample = None
         if sample is not None:
             stats.add(sample, live=live)
+        if request_log is not None:
+            request_log.complete(sample)
         return result
 
     return counted
