@@ -16,6 +16,7 @@ counter when no tokenizer is given.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.llm.tokens import estimate_tokens
 
 FILE = "tokenizer.json"
 EXTRA = "pip install 'sm-locust[tokenizer]' (or: pip install tokenizers)"
@@ -54,6 +56,12 @@ class Tokenizer:
         return sorted(words)
 
 
+def text_counter(path: str | Path | None) -> Counter:
+    """The token counter of `--tokenizer` (`path`), else the words-and-punctuation estimate."""
+    return load_tokenizer(path).count if path else estimate_tokens
+
+
+@functools.lru_cache(maxsize=4)  # each User asks; a model's tokenizer.json takes ~0.1 s to load
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """The tokenizer at `path` (a tokenizer.json, or a folder holding one); a one-line UsageError when
     the file is missing or unreadable, or the `tokenizers` package is not installed."""

@@ -38,6 +38,8 @@ from sm_locust.config.preflight import (
     runtime_url,
 )
 from sm_locust.errors import SmLocustError, UsageError
+from sm_locust.llm.conversation import conversational
+from sm_locust.llm.tokenizer import text_counter
 from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
@@ -195,6 +197,8 @@ class InvokeEndpointUser(SageMakerUser):
         options = environment_options(self.environment)
         # invoke, --stream or async; tokens counted
         self.call = accounting_for(operation(self.client, options), self.environment, options)
+        if options.turns > 1:  # --turns: this user's requests become conversations (sm_locust.llm.conversation)
+            self.call = conversational(self.call, options.turns, text_counter(options.tokenizer))
 
     @task
     def invoke_endpoint(self) -> None:

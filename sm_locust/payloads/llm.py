@@ -91,6 +91,10 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--output-tokens-column", "SM_LOCUST_OUTPUT_TOKENS_COLUMN", "",
                "LLM endpoints: the --prompts dataset's column holding the answer length to ask for; default "
                "max_new_tokens, output_tokens or expected_output_tokens"),
+    OptionSpec("--turns", "SM_LOCUST_TURNS", 1,
+               "LLM endpoints, messages template: each user keeps a conversation for N turns (each request carries "
+               "the earlier user and assistant messages, the assistant's being what it streamed), then starts "
+               "a new one; 1 = single requests", int, minimum=1, maximum=64),
     OptionSpec("--tokenizer", "SM_LOCUST_TOKENIZER", "",
                "LLM endpoints: the model's tokenizer.json (Hugging Face tokenizers; or the folder holding it), read "
                "offline: synthetic prompts are made to exact lengths by it, dataset prompts and answers without the "
@@ -111,12 +115,14 @@ class LlmSettings:
     """`--tokenizer`: a local tokenizer.json (or its folder); "" = the words-and-punctuation estimate."""
     columns: Columns = DEFAULT_COLUMNS
     """`--prompt-column`, `--output-tokens-column`: a dataset's columns."""
+    turns: int = 1
+    """`--turns`: turns per conversation (messages template)."""
 
     @classmethod
     def from_options(cls, options: Options) -> LlmSettings:
         return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens,
                    details=options.llm_details, tokenizer=options.tokenizer,
-                   columns=Columns(options.prompt_column, options.output_tokens_column))
+                   columns=Columns(options.prompt_column, options.output_tokens_column), turns=options.turns)
 
     @property
     def active(self) -> bool:
@@ -131,7 +137,8 @@ class LlmSettings:
                                               ("--llm-details false", not self.details),
                                               ("--tokenizer", self.tokenizer),
                                               ("--prompt-column", self.columns.prompt),
-                                              ("--output-tokens-column", self.columns.output_tokens)) if value]
+                                              ("--output-tokens-column", self.columns.output_tokens),
+                                              ("--turns", self.turns > 1)) if value]
             if given:
                 raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from "
                                  "--prompts; pass --prompts FILE.jsonl or --prompts synthetic:512")
@@ -145,6 +152,9 @@ class LlmSettings:
                              "prompts: drop --payload")
         # the registry's error lists the valid names
         checked = dataclasses.replace(self, template=TEMPLATES.canonical(self.template) if self.template else TGI)
+        if checked.turns > 1 and checked.template != MESSAGES:
+            raise UsageError(f"--turns {checked.turns} makes conversations of chat messages; pass --llm-template "
+                             "messages")
         if not checked.details and checked.template != TGI:
             raise UsageError("--llm-details false shapes the tgi template's requests; the messages template asks for "
                              "usage instead (stream_options.include_usage): drop --llm-details")

@@ -48,7 +48,7 @@ from gevent import getcurrent
 
 from sm_locust.config.options import Options
 from sm_locust.invocation import InvocationError
-from sm_locust.llm.tokenizer import load_tokenizer
+from sm_locust.llm.tokenizer import text_counter
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
@@ -380,5 +380,4 @@ def accounting_for(call: Callable, environment: Any, options: Options) -> Callab
     llm = bool(options.prompts)
     if not (options.stream or llm):
         return call
-    count_text = load_tokenizer(options.tokenizer).count if options.tokenizer else estimate_tokens
-    return token_accounting(call, environment, responses=llm, count_text=count_text)
+    return token_accounting(call, environment, responses=llm, count_text=text_counter(options.tokenizer))

@@ -108,12 +108,14 @@ def test_bad_tokenizer_paths(tmp_path, monkeypatch):
     (tmp_path / "tokenizer.json").write_text("{\"not\": \"a tokenizer\"}")
     with pytest.raises(UsageError, match="is not a Hugging Face tokenizer.json"):
         load_tokenizer(tmp_path)
+    load_tokenizer.cache_clear()
     monkeypatch.setitem(sys.modules, "tokenizers", None)  # not installed
     with pytest.raises(UsageError, match=r"needs the tokenizers package.*sm-locust\[tokenizer\]"):
         load_tokenizer(tmp_path)
 
 
 def test_missing_package_is_one_line_exit_2(tokenizer_dir, tmp_path, capsys, monkeypatch):
+    load_tokenizer.cache_clear()  # loaded once per path and process: forget the loads of the tests above
     monkeypatch.setitem(sys.modules, "tokenizers", None)
     out = tmp_path / "run"
     code = main(["run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out", str(out),
