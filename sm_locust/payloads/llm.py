@@ -49,7 +49,7 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.llm.lengths import LengthDistribution
+from sm_locust.llm.lengths import NORMAL, LengthDistribution
 from sm_locust.llm.tokenizer import Counter, Tokenizer, exact_prompt, load_tokenizer, words_for
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
 from sm_locust.payloads.datasets import DEFAULT_COLUMNS, LENGTH_KEYS, Columns, is_table, mapped, read_table
@@ -283,8 +283,7 @@ class SyntheticSpec:
             raise UsageError(f"{flag}: prefixes=COUNT needs prefix=TOKENS (the shared prefix's length)")
         if prefix and not 1 <= prefixes <= SYNTHETIC_PROMPTS:
             raise UsageError(f"{flag}: prefixes must be 1 to {SYNTHETIC_PROMPTS} (one per prompt at most)")
-        shortest = lengths.a if lengths.kind != "normal" else 1
-        if prefix and lengths.kind != "normal" and shortest <= prefix:
+        if prefix and lengths.kind != NORMAL and lengths.a <= prefix:
             raise UsageError(f"{flag}: the prompts ({lengths.text()} tokens) must be longer than their prefix "
                              f"({prefix}); write e.g. {SYNTHETIC}{prefix * 2},prefix={prefix}")
         return cls(lengths, prefix, prefixes)

@@ -54,7 +54,8 @@ ATTRIBUTE = "sm_locust_request_log"
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--log-requests", "SM_LOCUST_LOG_REQUESTS", False,
                "write one row per request (send time, TTFT, e2e latency, tokens, ITL p50/max, error, worker) to the "
-               "run folder's requests.jsonl.gz, rotated and bounded (dropped rows counted)", bool),
+               "run folder's requests.jsonl.gz, rotated and bounded (dropped rows counted)", bool,
+               web_ui=False),  # an output option, as --sm-out: set when the run starts, not on the form
 ]
 
 
