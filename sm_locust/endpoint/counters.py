@@ -39,6 +39,13 @@ FIELDS: tuple[str, ...] = (
     "model_downloading_time_us_sum",  # ModelDownloadingTime, one per download (endpoint/multimodel.py)
     "model_loading_time_us_sum",  # ModelLoadingTime, one per load
     "model_unloading_time_us_sum",  # ModelUnloadingTime, one per unload
+    "llm_messages_1",  # LLM chats received by their number of messages (endpoint/llm_wire.py chat_counts)
+    "llm_messages_3",
+    "llm_messages_5",
+    "llm_messages_other",
+    "llm_roles_alternating",  # ... whose roles alternate user / assistant, ending with the user's
+    "llm_assistant_messages",  # assistant messages received (a multi-turn chat's earlier answers)
+    "llm_assistant_echoed",  # ... that are an answer this emulation streamed
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by

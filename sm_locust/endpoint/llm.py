@@ -51,7 +51,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sm_locust.endpoint.llm_wire import AUTO, FORMATS, BadLlmRequest, Formatter, parse_request
+from sm_locust.endpoint.llm_wire import AUTO, FORMATS, BadLlmRequest, Formatter, chat_counts, parse_request
 from sm_locust.errors import UsageError
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.transport import eventstream as es
@@ -468,12 +468,19 @@ def invoke_stream(app: Any, engine: LlmEngine, start_response: Callable, body: b
         formatter, sequence = engine.start(body)
     except BadLlmRequest as exc:
         return app.reject(start_response, exc)  # ModelError 424, before the stream starts
+    _count_chat(app, formatter)
     headers = [("Content-Type", es.CONTENT_TYPE), ("X-Amzn-SageMaker-Content-Type", formatter.content_type),
                ("x-Amzn-Invoked-Production-Variant", variant), ("x-amzn-RequestId", str(uuid.uuid4()))]
     if attributes_header:
         headers.append(("X-Amzn-SageMaker-Custom-Attributes", attributes_header))
     start_response("200 OK", headers)
     return _frames(app, engine, formatter, sequence, fault)
+
+
+def _count_chat(app: Any, formatter: Formatter) -> None:
+    counts = chat_counts(formatter.request)
+    if counts:
+        app.counters.add(**counts)
 
 
 def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequence, fault: str | None):
@@ -504,6 +511,7 @@ def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, h
         formatter, sequence = engine.start(body)
     except BadLlmRequest as exc:
         return app.reject(start_response, exc)
+    _count_chat(app, formatter)
     for _ in engine.tokens(formatter, sequence):
         pass
     app.counters.add(invocations=1, successes=1, model_latency_us_sum=(time.perf_counter() - started) * 1e6)

@@ -71,6 +71,10 @@ class LlmRequest:
     details: bool = False
     """TGI / LMI: `parameters.details` asks for the token counts."""
     prompt: str = ""
+    roles: tuple[str, ...] = ()
+    """OpenAI-style: the messages' roles, in order."""
+    assistant: tuple[str, ...] = ()
+    """OpenAI-style: the assistant messages' texts (a multi-turn chat's earlier answers)."""
 
 
 def parse_request(body: bytes) -> LlmRequest:
@@ -100,7 +104,10 @@ def parse_request(body: bytes) -> LlmRequest:
         length = doc.get("max_tokens", doc.get("max_completion_tokens"))
         options = doc.get("stream_options")
         usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        return LlmRequest(OPENAI, estimate_tokens(text), _length(length, "max_tokens"), usage, prompt=text)
+        chat = [m for m in messages or () if isinstance(m, dict)]
+        return LlmRequest(OPENAI, estimate_tokens(text), _length(length, "max_tokens"), usage, prompt=text,
+                          roles=tuple(str(m.get("role", "")) for m in chat),
+                          assistant=tuple(str(m.get("content", "")) for m in chat if m.get("role") == "assistant"))
     raise BadLlmRequest("the LLM expects {\"inputs\": ...} (TGI, LMI) or {\"messages\": [...]} (OpenAI-style chat)")
 
 
@@ -110,6 +117,35 @@ def _length(value: Any, name: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BadLlmRequest(f"{name} must be a whole number >= 1, got {value!r}")
     return value
+
+
+CHAT_SIZES = (1, 3, 5)
+"""Chats counted by their number of messages (`llm_messages_N`; others `llm_messages_other`)."""
+
+
+def chat_counts(request: LlmRequest) -> dict[str, int]:
+    """The endpoint's counters for an OpenAI-style chat: its size, whether its roles alternate
+    (user, assistant, ..., user; a system message first allowed), and its assistant messages, with
+    those that are an answer this emulation streams (a multi-turn client sends back what it got)."""
+    if not request.roles:
+        return {}
+    size = len(request.roles)
+    roles = request.roles[1:] if request.roles[0] == "system" else request.roles
+    alternating = bool(roles) and len(roles) % 2 == 1 and all(
+        role == ("user" if i % 2 == 0 else "assistant") for i, role in enumerate(roles))
+    counts = {f"llm_messages_{size}" if size in CHAT_SIZES else "llm_messages_other": 1,
+              "llm_roles_alternating": int(alternating), "llm_assistant_messages": len(request.assistant),
+              "llm_assistant_echoed": sum(is_answer(text) for text in request.assistant)}
+    return {k: v for k, v in counts.items() if v}
+
+
+def is_answer(text: str) -> bool:
+    """`text` is an answer this emulation streams: its first n tokens' words, for some n >= 1."""
+    made, index = "", 0
+    while len(made) < len(text):
+        made += word(index)
+        index += 1
+    return bool(text) and made == text
 
 
 def word(index: int) -> str:

@@ -6,7 +6,9 @@ local endpoint's emulation and the plateau objective.
 - `errors.py`: the containers' in-band errors (TGI's error event, LMI's error token, an OpenAI-style
   error chunk), named by format;
 - `lengths.py`: token-length distributions (`128`, `64-256`, `128~32`) for synthetic prompts and
-  emulated answers.
+  emulated answers;
+- `tokenizer.py`: a model's own tokenizer.json (`--tokenizer`, the optional `tokenizers` package) and
+  prompts written to exact token lengths under any counter.
 
 Nothing here imports Locust, gevent or the other sm_locust packages: they import this (docs/llm.md).
 """

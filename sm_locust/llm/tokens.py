@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,11 +378,11 @@ def count_stream(parts: Iterable[bytes]) -> TokenCount:
     return parser.finish()
 
 
-def count_response(body: bytes) -> TokenCount:
+def count_response(body: bytes, count_text: Callable[[str], int] = estimate_tokens) -> TokenCount:
     """Token accounting of a non-streamed answer (OpenAI completion, TGI / LMI generated_text).
 
-    Without server counts the generated text is estimated (`estimate_tokens`); a body that is
-    not a recognised LLM answer gives `source` None.
+    Without server counts the generated text is counted by `count_text` (the run's `--tokenizer`,
+    else `estimate_tokens`); a body that is not a recognised LLM answer gives `source` None.
     """
     try:
         obj = json.loads(body)
@@ -394,7 +394,7 @@ def count_response(body: bytes) -> TokenCount:
     texts = list(_generated_texts(obj))
     if texts:
         result.format = result.format or TGI
-    result.counted = sum(estimate_tokens(t) for t in texts)
+    result.counted = sum(count_text(t) for t in texts)
     return result
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import gevent
 from locust import events, task
-from locust.runners import WorkerRunner
+from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import guard_parser
@@ -40,7 +40,9 @@ from sm_locust.config.preflight import (
     plain_http_warning,
     runtime_url,
 )
-from sm_locust.errors import SmLocustError
+from sm_locust.errors import SmLocustError, UsageError
+from sm_locust.llm.conversation import conversational
+from sm_locust.llm.tokenizer import text_counter
 from sm_locust.locustfiles._webui import protect as protect_web_ui  # `_`: Locust skips it in a folder of locustfiles
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
@@ -49,6 +51,7 @@ from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.llm import accounting_for
 from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
+from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
 from sm_locust.transport.options import operation
@@ -77,6 +80,9 @@ def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:
     checked.validate()
     if settings.sm_out:  # summary.json goes there: a path that cannot be written fails now, not at the end
         check_output_dir(Path(settings.sm_out), "--sm-out")
+    elif options.log_requests:
+        raise UsageError("--log-requests writes requests.jsonl.gz into the run folder; give --sm-out DIR "
+                         "(sm-locust run gives it its --out)")
     prepare_payloads(checked, options)
     check_region(aws_region(settings) if not runtime_url(settings) else settings.region, aws=not runtime_url(settings))
     return settings
@@ -114,6 +120,30 @@ def _local_credentials(environment, **_kw) -> None:
             os.environ.update(aws_environment(settings))
     except SmLocustError:
         return  # _check_settings has said so and quits (a worker: the master did)
+
+
+@events.init.add_listener
+def _attach_request_log(environment, **_kw) -> None:
+    """--log-requests: each process that sends writes its rows (sm_locust.record.requests_log); registered
+    before the recorder, so the rows are on disk and counted when it writes summary.json at the stop."""
+    if environment.parsed_options is None or isinstance(environment.runner, MasterRunner):
+        return
+    try:
+        options = parse_options(environment.parsed_options)
+    except SmLocustError:
+        return  # _check_settings has said so and quits
+    folder = SageMakerSettings.from_options(options).sm_out
+    if not (options.log_requests and folder):
+        return
+    worker = process_index(environment.runner) if isinstance(environment.runner, WorkerRunner) else None
+    request_log = attach_request_log(environment, folder, worker)
+    request_log.on_counts = lambda counts: _record_counts(environment, counts)
+
+
+def _record_counts(environment, counts: dict) -> None:
+    recorder = recorder_of(environment)
+    if recorder is not None:
+        recorder.extra["request_log"] = counts
 
 
 @events.init.add_listener
@@ -217,6 +247,8 @@ class InvokeEndpointUser(SageMakerUser):
         options = environment_options(self.environment)
         # invoke, --stream or async; tokens counted
         self.call = accounting_for(operation(self.client, options), self.environment, options)
+        if options.turns > 1:  # --turns: this user's requests become conversations (sm_locust.llm.conversation)
+            self.call = conversational(self.call, options.turns, text_counter(options.tokenizer))
 
     @task
     def invoke_endpoint(self) -> None:

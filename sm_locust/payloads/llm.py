@@ -19,9 +19,12 @@ other payload source):
   optional; `output_tokens` or `expected_output_tokens` also read). A line may instead carry its
   own `messages` list (messages template only); a line holding a TGI request (`inputs`) or
   messages under the other template is refused, naming the line and the template to use;
+- a CSV or Parquet file (`payloads.datasets`: streamed, bounded, a seeded sample beyond its bound);
+  `--prompt-column` and `--output-tokens-column` map any dataset's columns (JSONL's keys too);
 - `synthetic:DIST`: `SYNTHETIC_PROMPTS` prompts whose lengths follow a token-length
   distribution (`synthetic:512`, `synthetic:256-1024`, `synthetic:512~64`, sm_locust.llm.lengths),
-  made of words that count one token each, seeded by `--payload-seed`.
+  made of words that count one token each (or exactly by `--tokenizer`), seeded by `--payload-seed`;
+  `synthetic:512,prefix=256,prefixes=4`: each starts with one of 4 fixed 256-token prefixes.
 
 Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`: the dataset's estimate,
 exact for synthetic prompts), used for `input_tokens` when the server does not count them.
@@ -46,8 +49,10 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.llm.lengths import LengthDistribution
+from sm_locust.llm.lengths import NORMAL, LengthDistribution
+from sm_locust.llm.tokenizer import Counter, Tokenizer, exact_prompt, load_tokenizer, words_for
 from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
+from sm_locust.payloads.datasets import DEFAULT_COLUMNS, LENGTH_KEYS, MAX_PROMPTS, Columns, is_table, mapped, read_table
 from sm_locust.payloads.files import check_payload_path, without_bom
 from sm_locust.payloads.pool import PayloadPool
 from sm_locust.util.registry import Registry
@@ -59,9 +64,7 @@ TEMPLATES.add(TGI, TGI, "lmi", "inputs")
 TEMPLATES.add(MESSAGES, MESSAGES, "openai", "chat")
 SYNTHETIC = "synthetic:"
 SYNTHETIC_PROMPTS = 64
-MAX_PROMPTS = 100_000  # prompts in a --prompts file: each is kept as an encoded request (~5 KB)
-MAX_PROMPTS_BYTES = 256 << 20  # a --prompts file, read a line at a time
-LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
+MAX_PROMPTS_BYTES = 256 << 20  # a --prompts file, read a line at a time (MAX_PROMPTS: payloads.datasets)
 # one-token words (each one token in common BPE vocabularies, with its leading space)
 _WORDS = ("the of and to in is was for on that with as by at from his her this had not are but which were "  # noqa: SIM905
           "one all their there been has have when who will more no if out so said what up its about into than "
@@ -85,6 +88,20 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--llm-details", "SM_LOCUST_LLM_DETAILS", True,
                "LLM endpoints: the tgi template asks for \"details\": true (TGI / LMI then send their token counts: "
                "generated_tokens, input_length); false leaves it out", bool),
+    OptionSpec("--prompt-column", "SM_LOCUST_PROMPT_COLUMN", "",
+               "LLM endpoints: the --prompts dataset's column holding the prompt (or a chat: a list of messages); "
+               "default prompt (or messages)"),
+    OptionSpec("--output-tokens-column", "SM_LOCUST_OUTPUT_TOKENS_COLUMN", "",
+               "LLM endpoints: the --prompts dataset's column holding the answer length to ask for; default "
+               "max_new_tokens, output_tokens or expected_output_tokens"),
+    OptionSpec("--turns", "SM_LOCUST_TURNS", 1,
+               "LLM endpoints, messages template: each user keeps a conversation for N turns (each request carries "
+               "the earlier user and assistant messages, the assistant's being what it streamed), then starts "
+               "a new one; 1 = single requests", int, minimum=1, maximum=64),
+    OptionSpec("--tokenizer", "SM_LOCUST_TOKENIZER", "",
+               "LLM endpoints: the model's tokenizer.json (Hugging Face tokenizers; or the folder holding it), read "
+               "offline: synthetic prompts are made to exact lengths by it, dataset prompts and answers without the "
+               "server's counts are counted by it (needs: pip install 'sm-locust[tokenizer]')"),
 ]
 
 
@@ -97,11 +114,18 @@ class LlmSettings:
     max_new_tokens: int = 0
     details: bool = True
     """The tgi template asks for the server's `details` (its token counts)."""
+    tokenizer: str = ""
+    """`--tokenizer`: a local tokenizer.json (or its folder); "" = the words-and-punctuation estimate."""
+    columns: Columns = DEFAULT_COLUMNS
+    """`--prompt-column`, `--output-tokens-column`: a dataset's columns."""
+    turns: int = 1
+    """`--turns`: turns per conversation (messages template)."""
 
     @classmethod
     def from_options(cls, options: Options) -> LlmSettings:
         return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens,
-                   details=options.llm_details)
+                   details=options.llm_details, tokenizer=options.tokenizer,
+                   columns=Columns(options.prompt_column, options.output_tokens_column), turns=options.turns)
 
     @property
     def active(self) -> bool:
@@ -113,16 +137,27 @@ class LlmSettings:
         if not self.prompts:
             given = [flag for flag, value in (("--llm-template", self.template),
                                               ("--max-new-tokens", self.max_new_tokens),
-                                              ("--llm-details false", not self.details)) if value]
+                                              ("--llm-details false", not self.details),
+                                              ("--tokenizer", self.tokenizer),
+                                              ("--prompt-column", self.columns.prompt),
+                                              ("--output-tokens-column", self.columns.output_tokens),
+                                              ("--turns", self.turns > 1)) if value]
             if given:
                 raise UsageError(f"{' and '.join(given)} shape{'s' if len(given) == 1 else ''} LLM requests built from "
                                  "--prompts; pass --prompts FILE.jsonl or --prompts synthetic:512")
             return self
+        if self.columns.given and self.prompts.startswith(SYNTHETIC):
+            flag = "--prompt-column" if self.columns.prompt else "--output-tokens-column"
+            raise UsageError(f"{flag} maps a dataset's columns; --prompts {self.prompts!r} is synthetic: "
+                             f"drop {flag} or pass --prompts FILE (JSONL, CSV or Parquet)")
         if payload:
             raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the "
                              "prompts: drop --payload")
         # the registry's error lists the valid names
         checked = dataclasses.replace(self, template=TEMPLATES.canonical(self.template) if self.template else TGI)
+        if checked.turns > 1 and checked.template != MESSAGES:
+            raise UsageError(f"--turns {checked.turns} makes conversations of chat messages; pass --llm-template "
+                             "messages")
         if not checked.details and checked.template != TGI:
             raise UsageError("--llm-details false shapes the tgi template's requests; the messages template asks for "
                              "usage instead (stream_options.include_usage): drop --llm-details")
@@ -154,10 +189,11 @@ def request_body(template: str, prompt: str | list, max_new_tokens: int, stream:
     return body
 
 
-def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int | None]]:
-    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset, read a line
-    at a time: at most `MAX_PROMPTS` prompts and `MAX_PROMPTS_BYTES` (3,000,000 lines read whole, then kept
-    as requests, took 8 GB)."""
+def read_prompts(path: str | Path, template: str,
+                 columns: Columns = DEFAULT_COLUMNS) -> list[tuple[str | list, int | None]]:
+    """(prompt or messages, expected output length or None) per line of a JSONL prompt dataset, its keys
+    mapped by `columns` when given, read a line at a time: at most `MAX_PROMPTS` prompts and
+    `MAX_PROMPTS_BYTES` (3,000,000 lines read whole, then kept as requests, took 8 GB)."""
     path = Path(path)
     if not path.exists():
         raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL dataset, or synthetic:LENGTH)")
@@ -175,6 +211,8 @@ def read_prompts(path: str | Path, template: str) -> list[tuple[str | list, int 
             raise UsageError(f"{where}: not a JSON object; write one {{\"prompt\": ...}} per line") from None
         if not isinstance(line, dict):
             raise UsageError(f"{where}: not a JSON object; write one {{\"prompt\": ...}} per line")
+        if columns.given:
+            line = mapped(line, columns, where, list(line))
         prompts.append((_prompt_of(line, where, template), _length_of(line, where)))
     if not prompts:
         raise UsageError(f"--prompts {str(path)!r} holds no prompts; write one {{\"prompt\": ...}} per line")
@@ -198,6 +236,22 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number, without_bom(raw) if number == 1 else raw
     except OSError as exc:
         raise UsageError(f"cannot read --prompts file {str(path)!r}: {exc.strerror}") from None
+
+
+def read_table_prompts(path: str | Path, template: str, columns: Columns = DEFAULT_COLUMNS,
+                       seed: int = 0) -> list[tuple[str | list, int | None]]:
+    """(prompt or messages, expected output length or None) per row of a CSV or Parquet dataset
+    (`payloads.datasets`: streamed, at most MAX_PROMPTS rows, a seeded sample beyond)."""
+    prompts = []
+    for where, row, names in read_table(path, seed):
+        line = mapped(row, columns, where, names)
+        prompt = _prompt_of(line, where, template)
+        if isinstance(prompt, str) and len(prompt) > MAX_BODY_BYTES:
+            raise UsageError(f"{where}: a prompt of {len(prompt):,} characters is over SageMaker's 6 MB request body")
+        prompts.append((prompt, _length_of(line, where)))
+    if not prompts:
+        raise UsageError(f"--prompts {str(path)!r} holds no rows; a header row, then one prompt per row")
+    return prompts
 
 
 def _prompt_of(line: dict, where: str, template: str) -> str | list:
@@ -230,28 +284,79 @@ def _length_of(line: dict, where: str) -> int | None:
     return None
 
 
-def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0) -> list[tuple[str, None]]:
-    """`count` prompts whose token lengths follow `spec` (each word counts one token)."""
-    lengths = LengthDistribution.parse(spec, f"--prompts {SYNTHETIC}{spec}")
+@dataclass(frozen=True)
+class SyntheticSpec:
+    """`synthetic:DIST[,prefix=N,prefixes=K]`: prompt lengths, and K fixed N-token prefixes shared by them."""
+
+    lengths: LengthDistribution
+    prefix: int = 0
+    prefixes: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> SyntheticSpec:
+        flag = f"--prompts {SYNTHETIC}{text}"
+        head, *rest = text.split(",")
+        lengths = LengthDistribution.parse(head, flag)
+        fields: dict[str, int] = {}
+        for item in rest:
+            key, _, value = item.partition("=")
+            if key.strip() not in ("prefix", "prefixes") or not value.strip().isdigit():
+                raise UsageError(f"{flag}: {item!r} is not prefix=TOKENS or prefixes=COUNT; write e.g. "
+                                 f"{SYNTHETIC}512,prefix=256,prefixes=4")
+            fields[key.strip()] = int(value)
+        prefix, prefixes = fields.get("prefix", 0), fields.get("prefixes", 1 if "prefix" in fields else 0)
+        if prefixes and not prefix:
+            raise UsageError(f"{flag}: prefixes=COUNT needs prefix=TOKENS (the shared prefix's length)")
+        if prefix and not 1 <= prefixes <= SYNTHETIC_PROMPTS:
+            raise UsageError(f"{flag}: prefixes must be 1 to {SYNTHETIC_PROMPTS} (one per prompt at most)")
+        if prefix and lengths.kind != NORMAL and lengths.a <= prefix:
+            raise UsageError(f"{flag}: the prompts ({lengths.text()} tokens) must be longer than their prefix "
+                             f"({prefix}); write e.g. {SYNTHETIC}{prefix * 2},prefix={prefix}")
+        return cls(lengths, prefix, prefixes)
+
+
+def synthetic_prompts(spec: str, count: int = SYNTHETIC_PROMPTS, seed: int = 0,
+                      tokenizer: Tokenizer | None = None) -> list[tuple[str, None]]:
+    """`count` prompts whose token lengths follow `spec`, exact by `tokenizer` (else each word counts
+    one token); with `prefix=N,prefixes=K` each starts with one of K fixed N-token prefixes, the
+    prompts spread evenly over them in a seeded order."""
+    parsed = SyntheticSpec.parse(spec)
+    count_tokens: Counter = tokenizer.count if tokenizer is not None else estimate_tokens
+    words = words_for(tokenizer, _WORDS) if tokenizer is not None else _WORDS
     rng = random.Random(seed)
-    return [(" ".join(rng.choices(_WORDS, k=lengths.sample(rng))), None) for _ in range(count)]
+    heads = [exact_prompt(rng, parsed.prefix, words, count_tokens) for _ in range(parsed.prefixes)]
+    order = [i % len(heads) for i in range(count)] if heads else []
+    rng.shuffle(order)
+    prompts = []
+    for i in range(count):
+        length = parsed.lengths.sample(rng)
+        if heads:
+            length = max(length, parsed.prefix + 1)
+            prompts.append((exact_prompt(rng, length, words, count_tokens, head=heads[order[i]]), None))
+        else:
+            prompts.append((exact_prompt(rng, length, words, count_tokens), None))
+    return prompts
 
 
-def prompt_tokens(prompt: str | list) -> int:
-    """The prompt's token estimate (messages: their contents summed)."""
+def prompt_tokens(prompt: str | list, count: Counter = estimate_tokens) -> int:
+    """The prompt's token count by `count` (messages: their contents summed)."""
     if isinstance(prompt, list):
-        return sum(estimate_tokens(str(m.get("content", ""))) for m in prompt)
-    return estimate_tokens(prompt)
+        return sum(count(str(m.get("content", ""))) for m in prompt)
+    return count(prompt)
 
 
 def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = None, selection: str | None = None,
                seed: int = 0) -> PayloadPool:
     """The pool of LLM invocations for a run (`settings` already checked)."""
     prompts: Sequence[tuple[str | list, int | None]]
+    tokenizer = load_tokenizer(settings.tokenizer) if settings.tokenizer else None
+    count_tokens: Counter = tokenizer.count if tokenizer is not None else estimate_tokens
     if settings.prompts.startswith(SYNTHETIC):
-        prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed)
+        prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed, tokenizer=tokenizer)
+    elif is_table(settings.prompts):
+        prompts = read_table_prompts(settings.prompts, settings.template, settings.columns, seed)
     else:
-        prompts = read_prompts(settings.prompts, settings.template)
+        prompts = read_prompts(settings.prompts, settings.template, settings.columns)
     fields = {k: v for k, v in (headers or {}).items() if v is not None}
     invocations = []
     for number, (prompt, length) in enumerate(prompts, 1):
@@ -262,7 +367,7 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
                              f"{len(body):,} bytes, over {MAX_BODY_BYTES:,} (6 MB), SageMaker's InvokeEndpoint "
                              "body limit; shorten it")
         invocation = Invocation(body=body, content_type="application/json", rows=1, **fields)
-        invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt)
+        invocation.extra[INPUT_TOKENS] = prompt_tokens(prompt, count_tokens)
         invocations.append(invocation)
     return PayloadPool(invocations, settings.prompts, selection=selection, seed=seed)
 

@@ -48,12 +48,14 @@ from gevent import getcurrent
 
 from sm_locust.config.options import Options
 from sm_locust.invocation import InvocationError
+from sm_locust.llm.tokenizer import text_counter
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
     RequestTokens,
     StreamTokens,
     count_response,
     count_stream,
+    estimate_tokens,
     response_figures,
     stream_figures,
 )
@@ -61,6 +63,7 @@ from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
 from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
+from sm_locust.record.requests_log import request_log_of
 from sm_locust.util.shipped import WorkerShipped
 
 log = logging.getLogger(__name__)
@@ -72,9 +75,11 @@ HOURS_AFTER_S = 7200  # minutes older than this are merged into hours
 SETTLED_S = 30  # a step window that ended this long ago has all its answers (workers report every 3 s)
 
 
-def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True) -> RequestTokens | None:
+def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True,
+              count_text: Callable[[str], int] = estimate_tokens) -> RequestTokens | None:
     """The LLM sample of one successful call's result (a StreamResult, or an InvokeResult when
-    `responses`), or None when the result is not one to count."""
+    `responses`), or None when the result is not one to count; `count_text` counts a non-streamed
+    answer's text when the server gives no count."""
     input_tokens = getattr(invocation, "extra", {}).get(INPUT_TOKENS)
     if hasattr(result, "chunks"):  # a StreamResult
         count = count_stream(result.chunks)
@@ -82,7 +87,7 @@ def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = Tru
             return None
         return stream_figures(count, result.ttft_ms, result.inter_chunk_ms, e2e_ms, input_tokens)
     if responses and hasattr(result, "body"):
-        return response_figures(count_response(result.body), e2e_ms, input_tokens)
+        return response_figures(count_response(result.body, count_text), e2e_ms, input_tokens)
     return None
 
 
@@ -321,12 +326,17 @@ class LlmStats(WorkerShipped):
         return summary
 
 
-def token_accounting(call: Callable, environment: Any, *, responses: bool = False) -> Callable:
+def token_accounting(call: Callable, environment: Any, *, responses: bool = False,
+                     count_text: Callable[[str], int] = estimate_tokens) -> Callable:
     """`call` (e.g. `client.invoke_stream`), recording each answer's tokens into the process's
     `LlmStats`. Streams are always counted; non-streamed answers with `responses=True` (LLM
-    requests). The result is returned unchanged."""
+    requests), their text by `count_text` when the server gives no count. The result is returned
+    unchanged."""
     stats = LlmStats.for_environment(environment)
     clock = time.perf_counter
+    request_log = request_log_of(environment)
+    if request_log is not None:
+        request_log.accounted = True  # each row waits for its tokens (`complete` below)
 
     client = getattr(call, "__self__", None)
     if client is not None and hasattr(client, "chunk_listener"):
@@ -339,6 +349,8 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
         if result is None:
             if live is not None:
                 stats.discard(live)
+            if request_log is not None:
+                request_log.complete(None)
             return None
         e2e_ms = (clock() - started) * 1000.0
         sample: RequestTokens | None
@@ -349,12 +361,14 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
                                         getattr(invocation, "extra", {}).get(INPUT_TOKENS))
             else:
                 live = None
-                sample = sample_of(result, invocation, e2e_ms, responses)
+                sample = sample_of(result, invocation, e2e_ms, responses, count_text)
         except Exception:  # never let accounting break the User
             log.exception("sm-locust: token accounting failed")
             sample = None
         if sample is not None:
             stats.add(sample, live=live)
+        if request_log is not None:
+            request_log.complete(sample)
         return result
 
     return counted
@@ -366,4 +380,4 @@ def accounting_for(call: Callable, environment: Any, options: Options) -> Callab
     llm = bool(options.prompts)
     if not (options.stream or llm):
         return call
-    return token_accounting(call, environment, responses=llm)
+    return token_accounting(call, environment, responses=llm, count_text=text_counter(options.tokenizer))

@@ -1,0 +1,114 @@
+"""`--turns N` (sm_locust.llm.conversation): each request carries the earlier turns, roles alternating,
+the assistant's text what it streamed; the local endpoint counts the chats it receives
+(`llm_wire.chat_counts`), and a run with `--turns 3` sends 1, 3 and 5 messages."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import orjson
+import pytest
+
+from sm_locust.endpoint.llm import LlmConfig
+from sm_locust.endpoint.llm_wire import OPENAI, TGI, Formatter, LlmRequest, chat_counts, is_answer, parse_request
+from sm_locust.errors import UsageError
+from sm_locust.invocation import Invocation
+from sm_locust.llm.conversation import Conversation, answer_text, conversational
+from sm_locust.llm.tokens import INPUT_TOKENS
+from sm_locust.payloads.llm import LlmSettings, request_body
+from sm_locust.transport.contract import InvokeResult, StreamResult
+from tests.conftest import run_cli
+
+
+def body(text, system=False):
+    messages = ([{"role": "system", "content": "Be brief."}] if system else []) + [{"role": "user", "content": text}]
+    return orjson.dumps(request_body("messages", messages, 8, stream=True))
+
+
+def streamed(fmt, length):
+    """A StreamResult of the emulation's answer of `length` tokens in `fmt` (one chunk per token)."""
+    request = LlmRequest(fmt, 3, length, stream_usage=True, details=True)
+    formatter = Formatter(fmt, request, length, True)
+    chunks = [formatter.token(i) for i in range(length)]
+    return StreamResult(b"".join(chunks), "text/event-stream", None, chunks=chunks, ttft_ms=1.0, inter_chunk_ms=[])
+
+
+def test_turns_carry_the_conversation_then_start_again():
+    chat = Conversation(3)
+    sent = []
+    for turn, text in enumerate(["q1", "q2", "q3", "q4"], 1):
+        out, number = chat.next_body(body(text, system=True))
+        sent.append(orjson.loads(out)["messages"])
+        chat.answered(f"a{turn}")
+        assert number == (turn - 1) % 3 + 1
+    assert [len(m) for m in sent] == [2, 4, 6, 2]  # a system message first, then 1, 3, 5 and 1
+    assert [m["role"] for m in sent[2]] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in sent[2]] == ["Be brief.", "q1", "a1", "q2", "a2", "q3"]
+    failed = Conversation(3)
+    failed.next_body(body("q1"))
+    failed.answered(None)  # a failed turn: nothing to carry on from
+    assert orjson.loads(failed.next_body(body("q2"))[0])["messages"] == [{"role": "user", "content": "q2"}]
+
+
+@pytest.mark.parametrize("fmt", [OPENAI, TGI])
+def test_the_answer_text_is_what_was_streamed(fmt):
+    text = answer_text(streamed(fmt, 5))
+    assert is_answer(text) and not is_answer(text + " extra") and not is_answer("")
+    whole = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Hi there"}}]}).encode()
+    assert answer_text(InvokeResult(whole, "application/json", None)) == "Hi there"
+    assert answer_text(None) is None
+
+
+def test_conversational_call_sends_the_history_and_counts_it():
+    seen = []
+
+    def call(invocation):
+        seen.append(invocation)
+        return streamed(OPENAI, 4)
+
+    send = conversational(call, 2)
+    first = Invocation(body=body("one two"), extra={INPUT_TOKENS: 2})
+    send(first)
+    send(first)
+    messages = [orjson.loads(i.body)["messages"] for i in seen]
+    assert [len(m) for m in messages] == [1, 3] and is_answer(messages[1][1]["content"])
+    assert seen[1].extra[INPUT_TOKENS] == 2 + 4 + 2 and first.extra[INPUT_TOKENS] == 2  # the pool's is left alone
+
+
+def test_the_endpoint_counts_chats():
+    three = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": " the a"},
+                          {"role": "user", "content": "q"}]}
+    assert chat_counts(parse_request(orjson.dumps(three))) == {
+        "llm_messages_3": 1, "llm_roles_alternating": 1, "llm_assistant_messages": 1, "llm_assistant_echoed": 1}
+    broken = {"messages": [{"role": "user", "content": "q"}, {"role": "user", "content": "q"}]}
+    assert chat_counts(parse_request(orjson.dumps(broken))) == {"llm_messages_other": 1}
+    assert chat_counts(parse_request(orjson.dumps({"inputs": "x"}))) == {}
+
+
+def test_turns_need_the_messages_template():
+    with pytest.raises(UsageError, match="--turns 3 makes conversations of chat messages; pass --llm-template"):
+        LlmSettings("synthetic:8", turns=3).check()
+    with pytest.raises(UsageError, match="--turns shapes LLM requests"):
+        LlmSettings(turns=3).check()
+    assert LlmSettings("synthetic:8", "messages", turns=3).check().turns == 3
+
+
+@pytest.mark.e2e
+def test_a_run_with_three_turns_sends_1_3_and_5_messages(endpoint_factory, tmp_path):
+    users = 2
+    ep = endpoint_factory(llm=LlmConfig(max_sequences=8, step_ms=10.0, step_ms_per_seq=1.0))
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:10",
+                     "--llm-template", "messages", "--max-new-tokens", "6", "--stream", "true", "--turns", "3",
+                     "-u", str(users), "-t", "5s", "--out", str(out), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with urllib.request.urlopen(f"{ep.url}/_sm_locust/stats", timeout=10) as answer:
+        stats = json.loads(answer.read())
+    ones, threes, fives = stats["llm_messages_1"], stats["llm_messages_3"], stats["llm_messages_5"]
+    chats = ones + threes + fives
+    assert fives >= 3 and stats["llm_messages_other"] == 0 and stats["llm_roles_alternating"] == chats
+    assert ones >= threes >= fives >= ones - users  # each user: 1, 3, 5, 1, 3, 5, ...
+    assert stats["llm_assistant_messages"] == threes + 2 * fives == stats["llm_assistant_echoed"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["totals"]["requests"] <= chats
