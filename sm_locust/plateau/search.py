@@ -396,15 +396,6 @@ class Search:
                 return (f"{step.load_label()} read {self._figure(step)} req/s, {MODEL_MARGIN * 100:g} %+ under the "
                         f"{model.predict(step.load):.1f} the model predicts there")
         return None
-        for other in self._acceptable():
-            low = other.goodput_ci.low
-            if other is step or other.load <= step.load or low is None:
-                continue
-            bound = low * step.load / other.load * (1.0 - PLATEAU_TOLERANCE)
-            if step.goodput_ci.high < bound:
-                return (f"{step.load_label()} read {self._figure(step)} req/s, under the {bound:.1f} that "
-                        f"{other.load_label()}'s {self._figure(other)} imply by Little's law")
-        return None
 
     def _acceptable(self) -> list[StepMeasurement]:
         steps = [m for m in self._by_load.values()
