@@ -232,7 +232,7 @@ OPTION_PROVIDERS: tuple[tuple[str, str], ...] = (
     ("sm_locust.shapes.tokens:OPTIONS", "llm"),
     ("sm_locust.mix.options:OPTIONS", "mix"),
     ("sm_locust.publish.options:OPTIONS", "publish"),
-    ("sm_locust.record.requests_log:OPTIONS", "output"),
+    ("sm_locust.record.requests_log_options:OPTIONS", "output"),
 )
 
 

@@ -17,18 +17,32 @@ existing run folder, a baseline comparison). Layers, as elsewhere in sm-locust:
 - `junit`: JUnit XML, one testcase per gate.
 """
 
+from typing import TYPE_CHECKING
+
 from sm_locust.gates.decide import FAIL, INCONCLUSIVE, PASS
-from sm_locust.gates.gates import (
-    Gate,
-    MaxErrorRate,
-    MaxLatency,
-    MinRequests,
-    MinRps,
-    NoRegression,
-    Outcome,
-    Verdict,
-    evaluate,
-)
+
+if TYPE_CHECKING:
+    from sm_locust.gates.gates import (
+        Gate,
+        MaxErrorRate,
+        MaxLatency,
+        MinRequests,
+        MinRps,
+        NoRegression,
+        Outcome,
+        Verdict,
+        evaluate,
+    )
 
 __all__ = ["FAIL", "INCONCLUSIVE", "PASS", "Gate", "MaxErrorRate", "MaxLatency", "MinRequests", "MinRps",
            "NoRegression", "Outcome", "Verdict", "evaluate"]
+
+
+def __getattr__(name: str) -> object:
+    """The gates' names, imported when first used: `decide` (the one judge of a limit, which the run's
+    closing checks use) must not pull the run-folder reader and pandas into `sm-locust run`'s parent."""
+    if name in __all__:
+        from sm_locust.gates import gates  # lazy: gates.gates reads run folders (pandas); decide is light
+
+        return getattr(gates, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

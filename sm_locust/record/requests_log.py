@@ -34,7 +34,6 @@ from gevent import getcurrent
 
 import orjson
 
-from sm_locust.config.options import OptionSpec
 from sm_locust.invocation import error_code, is_invocation
 from sm_locust.sanitize import clean
 
@@ -50,14 +49,6 @@ MAX_PARTS = 16
 """Parts kept: at most ~1 GiB of rows on disk, the newest."""
 ERROR_CHARS = 300
 ATTRIBUTE = "sm_locust_request_log"
-
-OPTIONS: list[OptionSpec] = [
-    OptionSpec("--log-requests", "SM_LOCUST_LOG_REQUESTS", False,
-               "write one row per request (send time, TTFT, e2e latency, tokens, ITL p50/max, error, worker) to the "
-               "run folder's requests.jsonl.gz, rotated and bounded (dropped rows counted)", bool,
-               web_ui=False),  # an output option, as --sm-out: set when the run starts, not on the form
-]
-
 
 class Row:
     """One request's row, filled by the request event and then by the token accounting."""

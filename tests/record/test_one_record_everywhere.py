@@ -144,4 +144,5 @@ def test_every_surface_shows_the_same_figures_for_each_step(plateau_run):
                       price=Price(usd_per_hour=None, source=None, instance_type="local"),
                       figures=RealtimeFigures(**vars(m)))
     line = configuration_line(1, 1, row, "p95")
-    assert f"{knee['rps']:.1f} req/s at {knee['users']} users, p95 {knee['p95_ms']:.0f} ms" in line
+    assert (f"{with_interval(knee['rps'], m.knee_rps_ci95, ' req/s', 1)} at {knee['users']} users, "
+            f"p95 {with_interval(knee['p95_ms'], m.latency_ci95, ' ms')}") in line
