@@ -8,6 +8,8 @@ from typing import Any
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import parse_bool
+from sm_locust.endpoint.asyncqueue import MAX_CONCURRENT as MAX_ASYNC_CONCURRENT
+from sm_locust.endpoint.asyncqueue import AsyncEndpointConfig
 from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import MAX_STREAM_TOKENS, MAX_THREADS, PROTOCOLS, EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
@@ -170,6 +172,15 @@ def add_parser(subparsers) -> None:
                    "(default 1)")
     a.add_argument("--routing", default=None,
                    help="how requests spread over the instances: random (default) or least-outstanding")
+    q = p.add_argument_group("asynchronous inference (InvokeEndpointAsync answered in S3, docs/async.md)")
+    q.add_argument("--async", action="store_true",
+                   help="queue InvokeEndpointAsync, read its input from S3, write the answer to --async-output-path")
+    q.add_argument("--async-output-path", default=None, metavar="S3_URI", help="S3OutputPath (needs --async)")
+    q.add_argument("--async-failure-path", default=None, metavar="S3_URI",
+                   help="S3FailurePath (default: the output path's failures/)")
+    q.add_argument("--async-max-concurrent", type=argument_type(int, minimum=1, maximum=MAX_ASYNC_CONCURRENT),
+                   default=None, help="MaxConcurrentInvocationsPerInstance: queue workers (default 1)")
+    q.add_argument("--async-s3-url", default=None, help="S3 API URL, e.g. a moto server (default: AWS's)")
     e = p.add_argument_group("identity and metrics")
     e.add_argument("--endpoint-name", default=None, help="answer only this endpoint name (default: any name)")
     e.add_argument("--variant-name", default=None, help="production variant reported back (default AllTraffic)")
@@ -206,6 +217,7 @@ def config_from_args(args: argparse.Namespace):
         if getattr(args, "inference_components", None):
             config.inference_components = parse_components(args.inference_components)
         config.fleet = fleet_config_from_args(args)
+        config.async_inference = async_config_from_args(args, config)
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -296,6 +308,22 @@ def fleet_config_from_args(args: argparse.Namespace):
     fleet_settings = {k: given[k] for k in FLEET_ARGS if k in given}
     instances = given.get("instances", policy.min_instances if policy is not None else 1)
     return FleetConfig(instances=instances, policy=policy, **fleet_settings).validate()
+
+
+ASYNC_FLAGS = {"output_path": "async_output_path", "failure_path": "async_failure_path",
+               "max_concurrent": "async_max_concurrent", "s3_url": "async_s3_url"}
+
+
+def async_config_from_args(args: argparse.Namespace, config: EndpointConfig) -> AsyncEndpointConfig | None:
+    """The AsyncEndpointConfig of `--async` (None without it); its flags without it are a usage error."""
+    given = emulation_flags(args, ASYNC_FLAGS, "--async", "the asynchronous inference emulation")
+    if given is None:
+        return None
+    if "output_path" not in given:
+        raise UsageError("--async needs --async-output-path s3://bucket/prefix (the S3OutputPath)")
+    if config.workers > 1:
+        raise UsageError("--async keeps its queue in one worker process; drop --workers (or set it to 1)")
+    return AsyncEndpointConfig(**given).validate()
 
 
 def run(args: argparse.Namespace) -> int:

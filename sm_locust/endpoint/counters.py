@@ -39,6 +39,9 @@ FIELDS: tuple[str, ...] = (
     "model_downloading_time_us_sum",  # ModelDownloadingTime, one per download (endpoint/multimodel.py)
     "model_loading_time_us_sum",  # ModelLoadingTime, one per load
     "model_unloading_time_us_sum",  # ModelUnloadingTime, one per unload
+    "async_accepted",  # serve --async: InvokeEndpointAsync requests queued (endpoint/asyncqueue.py)
+    "async_results",  # ... answers written to the OutputLocation
+    "async_failures",  # ... failure documents written to the FailureLocation
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by

@@ -99,6 +99,7 @@ class EndpointConfig:
     multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
     inference_components: Any = None  # a tuple of sm_locust.endpoint.components.ComponentSpec (--inference-components)
     fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
+    async_inference: Any = None  # InvokeEndpointAsync queued, results to S3: endpoint.asyncqueue (--async)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> None:

@@ -1,0 +1,113 @@
+"""`serve --async` against a moto S3, waited for by `--async-result s3`: what the endpoint wrote is
+what the client counted, failures are failure objects, named; the time to result agrees."""
+
+from __future__ import annotations
+
+import gevent
+import locust  # noqa: F401  (gevent monkey-patching before botocore)
+from locust.env import Environment
+
+import pytest
+
+from sm_locust.config.options import parse_options
+from sm_locust.endpoint.asyncqueue import TIME_TO_RESULT_KEY, AsyncEndpointConfig
+from sm_locust.endpoint.server import LocalEndpoint
+from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
+from sm_locust.plateau.asyncresults import RESULT
+from sm_locust.transport import create_client
+from sm_locust.transport.asyncwait import AsyncLedger
+from sm_locust.transport.options import async_waiter
+from tests.conftest import SAMPLE_PAYLOAD
+from tests.fakes import MotoServer
+
+BUCKET = "async-bucket"
+INPUT = f"s3://{BUCKET}/inputs/request.json"
+SERVICE_MS = 300
+WORKERS = 2
+CALLS = 6
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
+    s3 = server.client()
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_object(Bucket=BUCKET, Key="inputs/request.json", Body=SAMPLE_PAYLOAD.read_bytes())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def endpoint(moto, tmp_path_factory):
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/out", failure_path=f"s3://{BUCKET}/failed",
+                                 max_concurrent=WORKERS, s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path_factory.mktemp("ep") / "endpoint.log", service_time_ms=SERVICE_MS,
+                       async_inference=config) as ep:
+        yield ep
+
+
+def _send(endpoint, moto, monkeypatch, location: str, n: int, **options):
+    for key, value in moto.env().items():
+        monkeypatch.setenv(key, value)
+    env = Environment()
+    events: list[dict] = []
+    env.events.request.add_listener(lambda **kw: events.append(kw))
+    client = create_client("fast", env, "ep", endpoint_url=endpoint.url)
+    waiter = async_waiter(client, parse_options({"async_result": "s3", "async_input_location": location,
+                                                 "async_poll_ms": 50, **options}))
+    invocation = Invocation(body=b"", content_type="application/json")
+    gevent.joinall([gevent.spawn(client.invoke_async, invocation, location, waiter=waiter) for _ in range(n)])
+    return events, AsyncLedger.for_environment(env)
+
+
+def _median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+@pytest.mark.e2e
+def test_results_counted_are_results_written_and_the_time_agrees(endpoint, moto, monkeypatch):
+    before = endpoint.stats()
+    events, ledger = _send(endpoint, moto, monkeypatch, INPUT, CALLS)
+    stats = endpoint.stats()
+    written = moto.keys(BUCKET, "out/")
+    assert len(events) == CALLS and all(e["request_type"] == INVOKE_ENDPOINT_ASYNC for e in events)
+    assert [e["exception"] for e in events] == [None] * CALLS
+    assert stats["async_accepted"] - before["async_accepted"] == CALLS
+    assert stats["async_results"] - before["async_results"] == CALLS == len(written)
+    assert stats["async_failures"] == before["async_failures"]
+    assert [c.outcome for c in ledger.calls] == [RESULT] * CALLS
+    s3 = moto.client()
+    own = [float(s3.head_object(Bucket=BUCKET, Key=key)["Metadata"][TIME_TO_RESULT_KEY]) for key in written]
+    # queued in front of 2 workers: the i-th result waited for i // 2 rounds of the service time first
+    assert all(ms >= (i // WORKERS + 1) * SERVICE_MS for i, ms in enumerate(sorted(own)))
+    client = [c.time_to_result_ms for c in ledger.calls]
+    resolution = max(c.resolution_ms for c in ledger.calls)
+    assert _median(client) >= _median(own)  # the client sees an object after it was written
+    assert _median(client) - _median(own) <= resolution  # ... by at most the polling resolution
+    assert all(c.polls >= 2 for c in ledger.calls)  # a miss is 2 HeadObjects: output, then failure
+    assert [e["response_time"] for e in events] == pytest.approx(client, abs=1.0)
+
+
+@pytest.mark.e2e
+def test_a_missing_input_object_fails_every_request_named(endpoint, moto, monkeypatch):
+    before = endpoint.stats()
+    events, ledger = _send(endpoint, moto, monkeypatch, f"s3://{BUCKET}/inputs/missing.json", 4)
+    stats = endpoint.stats()
+    failures = moto.keys(BUCKET, "failed/")
+    assert len(events) == 4 and all(e["exception"] is not None for e in events)
+    names = {str(e["exception"]) for e in events}
+    assert len(names) == 1
+    [name] = names
+    assert name.startswith("AsyncFailure: ") and "NoSuchKey" in name and "missing.json" in name
+    assert stats["async_failures"] - before["async_failures"] == 4 <= len(failures)
+    assert stats["async_results"] == before["async_results"]
+    assert all(c.outcome == name and c.time_to_result_ms is None for c in ledger.calls)
+
+
+@pytest.mark.e2e
+def test_no_result_within_the_timeout_is_named(endpoint, moto, monkeypatch):
+    events, ledger = _send(endpoint, moto, monkeypatch, INPUT, 1, async_timeout=0.05)
+    [event] = events
+    assert str(event["exception"]) == "AsyncTimeout: no result within 0.05 s"
+    assert ledger.calls[0].polls == 2
