@@ -1,5 +1,6 @@
 """The figures a run's options asked for, in `sm-locust run`'s closing lines: a model mix's cache
-hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL.
+hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL, an async run's
+time to result (`--async-result s3`).
 
 Why: a multi-model run never printed its hit rate and an LLM run its tokens; both were only in
 summary.json (and later the report). Pure: summary.json's dict in, lines out (the report adds the
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sm_locust.record.asyncsummary import AsyncSummary
 from sm_locust.util.formatting import latency, number, percent
 
 
@@ -25,7 +27,8 @@ def _verdict_llm(summary: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
 
 
 def answer_lines(summary: Mapping[str, Any]) -> list[str]:
-    """'cache: ...' for a run with a model cache, 'tokens: ...' for a run that counted tokens; [] else."""
+    """'cache: ...' for a run with a model cache, 'tokens: ...' for a run that counted tokens, 'async: ...'
+    for one that waited for async results; [] else."""
     lines = []
     cache = summary.get("model_cache")
     if isinstance(cache, dict):
@@ -40,4 +43,6 @@ def answer_lines(summary: Mapping[str, Any]) -> list[str]:
         at, where = _verdict_llm(summary)
         lines.append(f"tokens: {number(at.get('output_tokens_per_s'))} output tokens/s ({where}); TTFT p95 "
                      f"{latency(at.get('ttft_p95_ms'), ' ms')}, ITL p95 {latency(at.get('itl_p95_ms'), ' ms')}")
+    if isinstance(summary.get("async"), dict):
+        lines.append(AsyncSummary.from_json(summary["async"]).closing_line())
     return lines

@@ -77,7 +77,12 @@ SUMMARY = {
     "schema": "count", "endpoint": "text?", "started_at": "time?", "ended_at": "time?", "duration_s": "number?",
     "totals": "object", "steps": "list", "plateau": "object?", "payload": "object?", "by_name": "object?",
     "complete": "bool?", "hours": "list?", "targets": "list?", "model_cache": "object?", "mix": "object?",
-    "autoscaling": "object?", "traffic": "object?", "verdict": "object?", "publish": "object?",
+    "autoscaling": "object?", "traffic": "object?", "verdict": "object?", "publish": "object?", "async": "object?",
+}
+ASYNC = {  # sm_locust.record.asyncsummary.AsyncSummary.to_json
+    "accepted": "count", "results": "count", "failures": "count", "failed": "object", "time_to_result": "object",
+    "acceptance": "object", "awaited_at_stop": "count", "polls": "count", "poll_resolution_max_ms": "number?",
+    "backlog_max": "count", "not_kept": "count?",
 }
 
 
@@ -97,7 +102,7 @@ def summary_problem(summary: Any) -> str | None:
     if problem:
         return problem
     for key, spec in (("totals", TOTALS), ("plateau", PLATEAU), ("model_cache", MODEL_CACHE), ("mix", MIX),
-                      ("autoscaling", AUTOSCALING), ("verdict", VERDICT)):
+                      ("autoscaling", AUTOSCALING), ("verdict", VERDICT), ("async", ASYNC)):
         if isinstance(summary.get(key), Mapping):
             problem = _check(summary[key], spec, f"{key}.")
             if problem:
