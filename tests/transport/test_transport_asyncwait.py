@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from locust.env import Environment
 
@@ -9,12 +11,15 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sm_locust.config.options import parse_options
+from sm_locust.core.arguments import add_run_arguments
+from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
 from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
 from sm_locust.plateau.asyncresults import RESULT, PollSchedule
 from sm_locust.transport.asyncwait import AsyncLedger, ResultWaiter, split_s3_uri
 from sm_locust.transport.contract import AsyncResult, SageMakerClient
 from sm_locust.transport.options import async_result_mode, async_waiter
+from tests.conftest import SAMPLE_PAYLOAD
 
 ACCEPTED = AsyncResult("id-1", "s3://out/r/id-1.out", "s3://fail/r/id-1-error.out")
 
@@ -177,3 +182,16 @@ def test_split_s3_uri():
     for bad in ("s3://b", "https://b/k", "s3:///k"):
         with pytest.raises(ValueError):
             split_s3_uri(bad)
+
+
+def test_run_refuses_s3_results_without_an_input_before_anything_starts():
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+
+    def args(*argv):
+        return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
+
+    with pytest.raises(UsageError, match="needs --async-input-location"):
+        plan_run(args("--async-result", "s3"))
+    planned = plan_run(args("--async-result", "s3", "--async-input-location", "s3://b/in.json"))
+    assert planned.options.async_result == "s3"
