@@ -14,7 +14,7 @@ from sm_locust.endpoint.asyncqueue import TIME_TO_RESULT_KEY, AsyncEndpointConfi
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
 from sm_locust.plateau.asyncresults import RESULT
-from sm_locust.transport import create_client
+from sm_locust.transport import TRANSPORTS, create_client
 from sm_locust.transport.asyncwait import AsyncLedger
 from sm_locust.transport.options import async_waiter
 from tests.conftest import SAMPLE_PAYLOAD
@@ -46,18 +46,29 @@ def endpoint(moto, tmp_path_factory):
         yield ep
 
 
-def _send(endpoint, moto, monkeypatch, location: str, n: int, **options):
+def _send(endpoint, moto, monkeypatch, location: str, n: int, transport: str = "fast", **options):
     for key, value in moto.env().items():
         monkeypatch.setenv(key, value)
     env = Environment()
     events: list[dict] = []
     env.events.request.add_listener(lambda **kw: events.append(kw))
-    client = create_client("fast", env, "ep", endpoint_url=endpoint.url)
+    client = create_client(transport, env, "ep", endpoint_url=endpoint.url)
     waiter = async_waiter(client, parse_options({"async_result": "s3", "async_input_location": location,
                                                  "async_poll_ms": 50, **options}))
     invocation = Invocation(body=b"", content_type="application/json")
     gevent.joinall([gevent.spawn(client.invoke_async, invocation, location, waiter=waiter) for _ in range(n)])
     return events, AsyncLedger.for_environment(env)
+
+
+def _drained(endpoint) -> dict:
+    """The endpoint's counters once every accepted request has been answered in S3 (a test that
+    stopped waiting early leaves its request to finish before the next test counts)."""
+    for _ in range(200):
+        stats = endpoint.stats()
+        if stats["async_accepted"] == stats["async_results"] + stats["async_failures"]:
+            return stats
+        gevent.sleep(0.05)
+    raise AssertionError(f"the endpoint's queue did not drain: {stats}")
 
 
 def _median(values):
@@ -67,10 +78,10 @@ def _median(values):
 
 @pytest.mark.e2e
 def test_results_counted_are_results_written_and_the_time_agrees(endpoint, moto, monkeypatch):
-    before = endpoint.stats()
+    before, earlier = _drained(endpoint), set(moto.keys(BUCKET, "out/"))
     events, ledger = _send(endpoint, moto, monkeypatch, INPUT, CALLS)
     stats = endpoint.stats()
-    written = moto.keys(BUCKET, "out/")
+    written = {key for key in moto.keys(BUCKET, "out/") if key not in earlier}
     assert len(events) == CALLS and all(e["request_type"] == INVOKE_ENDPOINT_ASYNC for e in events)
     assert [e["exception"] for e in events] == [None] * CALLS
     assert stats["async_accepted"] - before["async_accepted"] == CALLS
@@ -90,9 +101,10 @@ def test_results_counted_are_results_written_and_the_time_agrees(endpoint, moto,
 
 
 @pytest.mark.e2e
-def test_a_missing_input_object_fails_every_request_named(endpoint, moto, monkeypatch):
-    before = endpoint.stats()
-    events, ledger = _send(endpoint, moto, monkeypatch, f"s3://{BUCKET}/inputs/missing.json", 4)
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_a_missing_input_object_fails_every_request_named(endpoint, moto, monkeypatch, transport):
+    before = _drained(endpoint)
+    events, ledger = _send(endpoint, moto, monkeypatch, f"s3://{BUCKET}/inputs/missing.json", 4, transport)
     stats = endpoint.stats()
     failures = moto.keys(BUCKET, "failed/")
     assert len(events) == 4 and all(e["exception"] is not None for e in events)
@@ -100,14 +112,17 @@ def test_a_missing_input_object_fails_every_request_named(endpoint, moto, monkey
     assert len(names) == 1
     [name] = names
     assert name.startswith("AsyncFailure: ") and "NoSuchKey" in name and "missing.json" in name
-    assert stats["async_failures"] - before["async_failures"] == 4 <= len(failures)
+    assert stats["async_failures"] - before["async_failures"] == 4
+    assert len(failures) == stats["async_failures"]  # one failure object per failure, across the tests
     assert stats["async_results"] == before["async_results"]
     assert all(c.outcome == name and c.time_to_result_ms is None for c in ledger.calls)
 
 
 @pytest.mark.e2e
 def test_no_result_within_the_timeout_is_named(endpoint, moto, monkeypatch):
+    _drained(endpoint)
     events, ledger = _send(endpoint, moto, monkeypatch, INPUT, 1, async_timeout=0.05)
+    _drained(endpoint)
     [event] = events
     assert str(event["exception"]) == "AsyncTimeout: no result within 0.05 s"
     assert ledger.calls[0].polls == 2
