@@ -4,8 +4,10 @@ what that says (docs/async.md).
 An InvokeEndpointAsync call is accepted (HTTP 202) and its result appears later as an S3 object.
 The client polls for it on a schedule (`PollSchedule`: a first delay, then each delay times a
 factor, up to a ceiling), so it sees a result at the first poll after the object appeared: the
-time to result it measures is late by at most the delay before that poll, the poll's
-**resolution**. From the calls (`AsyncCall`: sent, accepted, seen, outcome, polls) this module
+time to result it measures is late by at most the window from the last poll that missed it to
+the one that found it (the delay before that poll, `PollSchedule.resolution_ms`, plus the polls'
+own time): the poll's **resolution**, measured per call (`AsyncCall.resolution_ms`). From the
+calls (`AsyncCall`: sent, accepted, seen, outcome, polls) this module
 gives the time-to-result histograms per second (Locust's buckets, for the intervals of
 `plateau.uncertainty`), the resolution, and the client-side **backlog**: calls accepted whose
 result has not been seen yet, at each second.
@@ -69,7 +71,8 @@ class AsyncCall:
     """One InvokeEndpointAsync call, in run seconds: `sent_s` (call start), `accepted_s` (the 202),
     `seen_s` (the poll that found its result or failure object; None while still awaited),
     `outcome` (`RESULT`, else the failure's name), `polls` (HeadObject calls made), `resolution_ms`
-    (the delay before the poll that found it)."""
+    (the window the object appeared in unseen: from the last poll that missed it, or the acceptance,
+    to the answer of the one that found it)."""
 
     sent_s: float
     accepted_s: float

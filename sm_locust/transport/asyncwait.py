@@ -8,6 +8,11 @@ sanitised and bounded by `InvocationError`), no object in time is `AsyncTimeout`
 than "not found" is `AsyncPollError`. Nothing is raised into a User: `SageMakerClient.invoke_async`
 puts the failure on its one `InvokeEndpointAsync` event, whose response time is the time to result.
 
+The resolution of a call's time to result is measured, not assumed: the object appeared after the
+last HeadObject that missed it was sent (or the acceptance) and before the one that found it
+answered; that window (the schedule's wait plus the HeadObjects' own time) is the call's
+`resolution_ms`.
+
 Every call goes into the process's `AsyncLedger` (sent, accepted, seen, outcome, HeadObject polls):
 a call a stop cuts short is recorded as still awaited. Workers ship their new calls to the master
 (`util.shipped`), where summary.json's `async` is built (record/asyncsummary.py).
@@ -121,23 +126,29 @@ class ResultWaiter:
                 error = InvocationError(ASYNC_NO_LOCATION, "InvokeEndpointAsync answered without an OutputLocation")
                 outcome, seen = str(error), self.clock()
                 return error
+            missed = {output: accepted, failure: accepted}  # when each was last asked and not there
             for delay_ms in self.schedule.delays(self.timeout_s * 1000.0):
                 self.sleep(delay_ms / 1000.0)
-                resolution = delay_ms
+                asked = self.clock()
                 found, polls = self._exists(output, polls)
                 if found is True:
+                    resolution = (self.clock() - missed[output]) * 1000.0
                     break
                 if isinstance(found, InvocationError):
                     error = found
                     break
+                missed[output] = asked
                 if failure:
+                    asked = self.clock()
                     failed, polls = self._exists(failure, polls)
                     if isinstance(failed, InvocationError):
                         error = failed
                         break
                     if failed:
+                        resolution = (self.clock() - missed[failure]) * 1000.0
                         error = InvocationError(ASYNC_FAILURE, self._read(failure))
                         break
+                    missed[failure] = asked
             else:
                 error = InvocationError(ASYNC_TIMEOUT, f"no result within {self.timeout_s:g} s")
             seen = self.clock()

@@ -55,7 +55,8 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--async-poll-ms", "SM_LOCUST_ASYNC_POLL_MS", DEFAULT_FIRST_POLL_MS,
                f"with --async-result s3: the first HeadObject poll this many ms after the acceptance, then each "
                f"wait x{DEFAULT_POLL_FACTOR:g} up to {DEFAULT_MAX_POLL_MS:g} ms (the time to result is late by at "
-               "most the wait before the poll that found it)", float, minimum=1, maximum=DEFAULT_MAX_POLL_MS),
+               "most the poll resolution: the wait before the poll that found it plus the HeadObjects' own "
+               "time, measured per call)", float, minimum=1, maximum=DEFAULT_MAX_POLL_MS),
     OptionSpec("--async-timeout", "SM_LOCUST_ASYNC_TIMEOUT", DEFAULT_ASYNC_TIMEOUT_S,
                "with --async-result s3: seconds from the acceptance before a call with no result fails as "
                "AsyncTimeout (default 900 = SageMaker's default InvocationTimeoutSeconds)", float,

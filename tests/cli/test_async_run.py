@@ -61,8 +61,9 @@ def test_results_and_time_to_result_against_the_endpoints_own(moto, tmp_path):
         own[locust_bucket(ms)] = own.get(locust_bucket(ms), 0) + 1
     own_p50 = histogram_percentile(own, 50)
     ttr = figures["time_to_result"]
-    # the client's time to result = the 202's latency + the endpoint's own + the poll's lateness
-    slack = figures["poll_resolution_max_ms"] + figures["acceptance"]["p50_ms"]
+    # each call's time to result = its 202's latency + the endpoint's own + at most its poll resolution
+    # (+ 10 ms: Locust's buckets are 10 ms wide from 100 ms up)
+    slack = figures["poll_resolution_max_ms"] + figures["acceptance"]["p99_ms"] + 10
     assert own_p50 - 10 <= ttr["p50_ms"] <= own_p50 + slack, (figures, own)
     low, high = ttr["ci95"]["p50_ms"]
     assert low <= ttr["p50_ms"] <= high

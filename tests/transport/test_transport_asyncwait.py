@@ -28,7 +28,8 @@ class FakeS3:
     """Objects appear at a given poll number; every HeadObject and GetObject is recorded."""
 
     def __init__(self, appear: dict[str, int] | None = None, bodies: dict[str, bytes] | None = None,
-                 code: str = "404"):
+                 code: str = "404", clock: list[float] | None = None):
+        self.clock = clock if clock is not None else [0.0]
         self.appear = appear or {}
         self.bodies = bodies or {}
         self.code = code
@@ -37,6 +38,7 @@ class FakeS3:
 
     def head_object(self, Bucket, Key):
         uri = f"s3://{Bucket}/{Key}"
+        self.clock[0] += 0.005  # each HeadObject takes 5 ms
         self.heads.append(uri)
         if uri.startswith("s3://out/"):
             self.polls += 1
@@ -59,9 +61,15 @@ SCHEDULE = PollSchedule(100, 2, 400)
 
 
 def _waiter(s3, timeout_s=10.0, schedule=SCHEDULE):
+    """A waiter on `s3`'s clock: a sleep moves it on, as each HeadObject does."""
     slept: list[float] = []
     ledger = AsyncLedger()
-    return ResultWaiter(s3, schedule, timeout_s, ledger, sleep=slept.append), slept, ledger
+
+    def sleep(seconds):
+        slept.append(seconds)
+        s3.clock[0] += seconds
+
+    return ResultWaiter(s3, schedule, timeout_s, ledger, sleep=sleep, clock=lambda: s3.clock[0]), slept, ledger
 
 
 def test_result_found_at_the_third_poll():
@@ -72,7 +80,11 @@ def test_result_found_at_the_third_poll():
     # each miss looks at the failure object too; the hit stops at the output
     assert s3.heads == [ACCEPTED.output_location, ACCEPTED.failure_location] * 2 + [ACCEPTED.output_location]
     [call] = ledger.calls
-    assert (call.outcome, call.polls, call.resolution_ms) == (RESULT, 5, 400)
+    assert (call.outcome, call.polls) == (RESULT, 5)
+    # the object appeared after the second poll's output HeadObject was sent (t 0.31 s) and was seen
+    # when the third one answered (t 0.725 s): the schedule's 400 ms plus the HeadObjects' time
+    assert call.resolution_ms == pytest.approx(415)
+    assert call.seen_s - call.accepted_s == pytest.approx(0.725)
     assert call.seen_s is not None and call.seen_s >= call.accepted_s >= call.sent_s == 1000.0
 
 
