@@ -34,8 +34,9 @@ ASYNC_POLL_ERROR = "AsyncPollError"
 ASYNC_NO_LOCATION = "AsyncNoOutputLocation"
 FAILURE_READ_BYTES = 1024
 """How much of a FailureLocation object names the failure (InvocationError bounds it further)."""
-MAX_CALLS = 500_000
-"""Calls a process keeps for summary.json (about 60 MB at most); past it calls are counted, not kept."""
+MAX_CALLS = 200_000
+"""Calls a process keeps for summary.json (about 25 MB; their figures take ~3 s at the end of the run);
+past it calls are counted, not kept."""
 NOT_FOUND = ("404", "NoSuchKey", "NotFound")
 
 
