@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import Options, add_spec_arguments, parse_specs
 from sm_locust.endpoint import options as specs
+from sm_locust.endpoint.asyncqueue import AsyncEndpointConfig
 from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import EMULATIONS, EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
@@ -67,6 +68,7 @@ def endpoint_config(options: Options) -> EndpointConfig:
             **given, llm=llm_config(options), serverless=serverless_config(options),
             multi_model=multi_model_config(options), inference_components=inference_components,
             fleet=fleet_config(options))
+        config = replace(config, async_inference=async_config(options, config))
         config.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -151,6 +153,22 @@ def fleet_config(options: Options) -> FleetConfig | None:
     fleet_settings = {k: given[k] for k in FLEET_ARGS if k in given}
     instances = given.get("instances", policy.min_instances if policy is not None else 1)
     return FleetConfig(instances=instances, policy=policy, **fleet_settings).validate()
+
+
+ASYNC_FLAGS = {"output_path": "async_output_path", "failure_path": "async_failure_path",
+               "max_concurrent": "async_max_concurrent", "s3_url": "async_s3_url"}
+
+
+def async_config(options: Options, config: EndpointConfig) -> AsyncEndpointConfig | None:
+    """The AsyncEndpointConfig of `--async` (None without it); its flags without it are a usage error."""
+    given = emulation_flags(options, ASYNC_FLAGS, "--async", "the asynchronous inference emulation")
+    if given is None:
+        return None
+    if "output_path" not in given:
+        raise UsageError("--async needs --async-output-path s3://bucket/prefix (the S3OutputPath)")
+    if config.workers > 1:
+        raise UsageError("--async keeps its queue in one worker process; drop --workers (or set it to 1)")
+    return AsyncEndpointConfig(**given).validate()
 
 
 def run(args: argparse.Namespace) -> int:

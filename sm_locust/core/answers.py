@@ -1,5 +1,6 @@
 """The figures a run's options asked for, in `sm-locust run`'s closing lines: a model mix's cache
-hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL.
+hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL, an async run's
+time to result (`--async-result s3`).
 
 Why: a multi-model run never printed its hit rate and an LLM run its tokens; both were only in
 summary.json (and later the report). Pure: summary.json's records in, lines out (the report adds the
@@ -8,6 +9,7 @@ priced figures, `report.render.closing_rows`).
 
 from __future__ import annotations
 
+from sm_locust.record.asyncsummary import AsyncSummary
 from sm_locust.record.model import JsonObject, Llm, Summary, load_words
 from sm_locust.util.formatting import latency, number, percent_interval
 
@@ -22,7 +24,8 @@ def _verdict_llm(summary: Summary) -> tuple[Llm | None, str]:
 
 
 def answer_lines(summary: Summary | JsonObject) -> list[str]:
-    """'cache: ...' for a run with a model cache, 'tokens: ...' for a run that counted tokens; [] else."""
+    """'cache: ...' for a run with a model cache, 'tokens: ...' for a run that counted tokens, 'async: ...'
+    for one that waited for async results; [] else."""
     record = Summary.of(summary)
     lines = []
     cache = record.model_cache
@@ -40,4 +43,6 @@ def answer_lines(summary: Summary | JsonObject) -> list[str]:
         lines.append(f"tokens: {number(at.output_tokens_per_s if at else None)} output tokens/s ({where}); TTFT p95 "
                      f"{latency(at.ttft_p95_ms if at else None, ' ms')}, ITL p95 "
                      f"{latency(at.itl_p95_ms if at else None, ' ms')}")
+    if record.async_ is not None:
+        lines.append(AsyncSummary.from_json(record.async_).closing_line())
     return lines

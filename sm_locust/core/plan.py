@@ -25,6 +25,7 @@ from sm_locust.core.launch import LoadSettings
 from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_users, chosen_shape, default_run_time
 from sm_locust.errors import UsageError
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
+from sm_locust.transport.options import check_async_result
 from sm_locust.util.numbers import check_number
 
 DEFAULT_USERS = 1  # constant users when no shape decides
@@ -104,6 +105,7 @@ def plan_run(arguments: RunArguments, *, progress_every_s: float | None = None,
     check_config_files()  # the locust.conf Locust will read here: UTF-8 text (a binary one was a traceback)
     options = arguments.options
     endpoint = SageMakerSettings.from_options(options).validate()
+    check_async_result(options)  # --async-result s3 needs the input object
     shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic)
     shape_settings = ShapeSettings.from_options(options, run.spawn_rate).check(shape)
     load = locust_load(options, users=run.users, spawn_rate=run.spawn_rate, run_time=run.run_time, shape=shape,

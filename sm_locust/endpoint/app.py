@@ -28,7 +28,18 @@ from urllib.parse import unquote
 import orjson
 
 from sm_locust.aws.runtime_api import MAX_BODY_BYTES
-from sm_locust.endpoint import batching, codecs, control, fleet, llm, serverless, streaming, targets, triton
+from sm_locust.endpoint import (
+    asyncqueue,
+    batching,
+    codecs,
+    control,
+    fleet,
+    llm,
+    serverless,
+    streaming,
+    targets,
+    triton,
+)
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -84,6 +95,8 @@ class EndpointApp:
         # one model, --multi-model (TargetModel) or --inference-components (endpoint/targets.py)
         self.targets = targets.router_for(config, self.counters, shared_targets)
         self.fleet = fleet.router_for(config, fleet_state)  # sm-locust serve --instances N (endpoint/fleet.py)
+        self.async_queue = (asyncqueue.AsyncQueue(config.async_inference, self)  # serve --async (asyncqueue.py)
+                            if config.async_inference is not None else None)
 
     # -- WSGI entry point -------------------------------------------------------------------
     def __call__(self, environ, start_response):

@@ -46,6 +46,9 @@ FIELDS: tuple[str, ...] = (
     "llm_roles_alternating",  # ... whose roles alternate user / assistant, ending with the user's
     "llm_assistant_messages",  # assistant messages received (a multi-turn chat's earlier answers)
     "llm_assistant_echoed",  # ... that are an answer this emulation streamed
+    "async_accepted",  # serve --async: InvokeEndpointAsync requests queued (endpoint/asyncqueue.py)
+    "async_results",  # ... answers written to the OutputLocation
+    "async_failures",  # ... failure documents written to the FailureLocation
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by

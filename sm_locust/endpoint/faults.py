@@ -25,7 +25,8 @@ from sm_locust.util.numbers import PROCESSES_PER_CORE
 
 __all__ = ["MAX_STREAM_TOKENS", "MAX_THREADS", "PROTOCOLS", "EndpointConfig", "FaultPlan"]
 
-EMULATIONS = ("llm", "serverless", "multi_model", "inference_components", "fleet")  # settings objects, not flags
+# settings objects, not flags
+EMULATIONS = ("llm", "serverless", "multi_model", "inference_components", "fleet", "async_inference")
 
 INJECTED_MODEL_FAILURE = (500, "model failure injected")  # what an injected ModelError's container answered
 
@@ -108,6 +109,7 @@ class EndpointConfig:
     multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
     inference_components: Any = None  # a tuple of sm_locust.endpoint.components.ComponentSpec (--inference-components)
     fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
+    async_inference: Any = None  # InvokeEndpointAsync queued, results to S3: endpoint.asyncqueue (--async)
 
     def validate(self) -> None:
         """Each field by its OptionSpec (type, range, choices: a ValueError with the command line's words),

@@ -17,6 +17,7 @@ from sm_locust.scaling.policy import MAX_INSTANCES
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.util.numbers import max_processes
 
+MAX_ASYNC_CONCURRENT = 1000  # --async-max-concurrent: queue worker threads (MaxConcurrentInvocationsPerInstance)
 MAX_THREADS = 1000  # --threads per worker (gthread): each a thread with its own stack
 MAX_STREAM_TOKENS = 100_000  # --stream-tokens: PayloadParts in one streamed response
 PROTOCOLS = ("ranking", "triton")
@@ -38,6 +39,7 @@ GROUPS: dict[str, str] = {
     "multi_model": "multi-model endpoint emulation (TargetModel, docs/multi-model.md)",
     "components": "inference components (InferenceComponentName, docs/multi-model.md)",
     "fleet": "fleet emulation: a variant of several instances that autoscales (docs/autoscaling.md)",
+    "async": "asynchronous inference (InvokeEndpointAsync answered in S3, docs/async.md)",
     "identity": "identity and metrics",
 }
 
@@ -176,6 +178,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
           None, float, "fleet", above=0, maximum=MAX_TIME_SCALE),
     _spec("--routing", "how requests spread over the instances: random (default) or least-outstanding", None, None,
           "fleet"),
+    # asynchronous inference: the settings in sm_locust.endpoint.asyncqueue.AsyncEndpointConfig
+    _spec("--async", "queue InvokeEndpointAsync, read its input from S3, write the answer to --async-output-path",
+          False, bool, "async", const=True),
+    _spec("--async-output-path", "S3OutputPath (needs --async)", None, None, "async", metavar="S3_URI"),
+    _spec("--async-failure-path", "S3FailurePath (default: the output path's failures/)", None, None, "async",
+          metavar="S3_URI"),
+    _spec("--async-max-concurrent", "MaxConcurrentInvocationsPerInstance: queue workers (default 1)", None, int,
+          "async", minimum=1, maximum=MAX_ASYNC_CONCURRENT),
+    _spec("--async-s3-url", "S3 API URL, e.g. a moto server (default: AWS's)", None, None, "async"),
     # identity and metrics
     _spec("--endpoint-name", "answer only this endpoint name (default: any name)", None, None, "identity"),
     _spec("--variant-name", "production variant reported back", "AllTraffic", None, "identity"),

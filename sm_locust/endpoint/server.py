@@ -168,6 +168,8 @@ class LocalEndpoint:
             args += ["--inference-components", ",".join(spec.flag() for spec in c.inference_components)]
         if c.fleet is not None:
             args += c.fleet.flags()
+        if c.async_inference is not None:
+            args += c.async_inference.flags()
         return args
 
     def start(self) -> LocalEndpoint:

@@ -24,9 +24,10 @@ TGI / LMI style that `sm_locust.transport.tokens.json_lines_with_token` counts::
 
 `POST /endpoints/{name}/async-invocations`: InvokeEndpointAsync. `X-Amzn-SageMaker-InputLocation`
 is required (ValidationError otherwise, as SageMaker); the fault plan applies (throttles, 5xx...).
-The answer is 202 with `{"InferenceId": ...}` and fake `X-Amzn-SageMaker-OutputLocation` /
-`-FailureLocation` URIs under `s3://sm-locust-local/`: the local endpoint neither reads the input
-nor runs the model nor stores an output; it measures the acceptance path only.
+The answer is 202 with `{"InferenceId": ...}` and `X-Amzn-SageMaker-OutputLocation` /
+`-FailureLocation`. Without `serve --async` the URIs are fake (under `s3://sm-locust-local/`): the
+endpoint neither reads the input nor runs the model, it answers the acceptance path only; with it
+the request is queued and answered in S3 (endpoint/asyncqueue.py).
 
 Server counters: a stream counts as a request and an invocation, and as a success unless it
 failed mid-stream (then `stream_errors`, or `in_band_errors` for an LLM's in-band error); an
@@ -41,6 +42,7 @@ import uuid
 import orjson
 
 from sm_locust.endpoint import codecs, llm
+from sm_locust.endpoint.asyncqueue import Job
 from sm_locust.endpoint.faults import FORCE_ATTRIBUTE
 from sm_locust.transport import eventstream as es
 
@@ -135,11 +137,22 @@ def invoke_async(app, environ, start_response, endpoint_name: str):
     if refused is not None:
         return refused
     inference_id = environ.get("HTTP_X_AMZN_SAGEMAKER_INFERENCE_ID") or str(uuid.uuid4())
-    body = orjson.dumps({"InferenceId": inference_id})
+    queued = app.async_queue
+    if queued is None:
+        output = f"{ASYNC_BUCKET}/async-output/{inference_id}.out"
+        failure = f"{ASYNC_BUCKET}/async-failures/{inference_id}-error.out"
+    else:
+        output = queued.config.output_location(inference_id)
+        failure = queued.config.failure_location(inference_id)
+        queued.submit(Job(inference_id, environ["HTTP_X_AMZN_SAGEMAKER_INPUTLOCATION"], output, failure,
+                          environ.get("HTTP_X_AMZN_SAGEMAKER_CONTENT_TYPE") or environ.get("CONTENT_TYPE"),
+                          environ.get("HTTP_X_AMZN_SAGEMAKER_ACCEPT") or environ.get("HTTP_ACCEPT"),
+                          environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES"), time.monotonic()))
+    body = orjson.dumps({"InferenceId": inference_id})  # the locations are headers (botocore's model)
     start_response("202 Accepted", [
         ("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-        ("X-Amzn-SageMaker-OutputLocation", f"{ASYNC_BUCKET}/async-output/{inference_id}.out"),
-        ("X-Amzn-SageMaker-FailureLocation", f"{ASYNC_BUCKET}/async-failures/{inference_id}-error.out"),
+        ("X-Amzn-SageMaker-OutputLocation", output),
+        ("X-Amzn-SageMaker-FailureLocation", failure),
         ("x-amzn-RequestId", str(uuid.uuid4())),
     ])
     return [body]

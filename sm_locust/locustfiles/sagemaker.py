@@ -54,7 +54,7 @@ from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
-from sm_locust.transport.options import operation
+from sm_locust.transport.options import check_async_result, operation
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
 from sm_locust.util.outputs import check_output_dir
@@ -78,6 +78,7 @@ def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:
     placeholder = settings.endpoint_name or "from-the-form"  # a name SageMaker could have: the form gives the real one
     checked = dataclasses.replace(settings, endpoint_name=placeholder) if web_ui else settings
     checked.validate()
+    check_async_result(options)
     if settings.sm_out:  # summary.json goes there: a path that cannot be written fails now, not at the end
         check_output_dir(Path(settings.sm_out), "--sm-out")
     elif options.log_requests:

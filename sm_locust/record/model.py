@@ -589,6 +589,7 @@ class Summary(Record):
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
+    async_: JsonObject | None = json_field("object?", "async")  # asynchronous inference (record.asyncsummary)
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

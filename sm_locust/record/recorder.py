@@ -60,12 +60,14 @@ from sm_locust.plateau.looplag import merge_counts
 from sm_locust.plateau.steady import histogram_percentile, intervals_dict, merge_histograms, window_intervals
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
+from sm_locust.record.asyncsummary import AsyncSummary
 from sm_locust.record.llm import LlmStats
 from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.progress import ProgressSample
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
+from sm_locust.transport.asyncwait import AsyncLedger
 from sm_locust.transport.inflight import StoppedRequests
 from sm_locust.users.backoff import ConnectionBackoff
 from sm_locust.users.openloop import OpenLoopCounters, offered_rate
@@ -230,6 +232,7 @@ class RunRecorder:
         events.quitting.add_listener(self.on_quitting)
         events.quit.add_listener(self.on_quit)
         self.stopped = StoppedRequests.for_environment(environment)  # in flight at the stop (transport/inflight.py)
+        self.async_calls = AsyncLedger.for_environment(environment)  # --async-result s3 (transport/asyncwait.py)
 
     @property
     def seconds(self) -> list[Second]:
@@ -498,6 +501,10 @@ class RunRecorder:
             loop_lag=self.loop_lag.figures(),
         ), (), started_at, ended_at, windows=[window for _record, window in measured])
         mix = self.extra.get("mix") or {}
+        if self.async_calls.active and complete is not False:  # --async-result s3 (record/asyncsummary.py): at
+            # the end only, ~1.5 s per 100,000 calls would stall the sampling every checkpoint
+            summary["async"] = AsyncSummary.from_calls(self.async_calls.calls, started_at, ended_at,
+                                                       self.async_calls.dropped).to_json()
         return self.targets.annotate(summary, models=mix.get("field") == TARGET_MODEL)
 
     def write(self, complete: bool = True) -> None:

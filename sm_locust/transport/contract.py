@@ -432,16 +432,23 @@ class SageMakerClient(ABC):
         return stream.result
 
     def invoke_async(self, invocation: Invocation, input_location: str | None = None, name: str | None = None, *,
-                     started: float | None = None, context: dict | None = None) -> AsyncResult | None:
+                     started: float | None = None, context: dict | None = None,
+                     waiter: Any = None) -> AsyncResult | None:
         """InvokeEndpointAsync for the S3 object at `input_location` (the body is not sent: the input is
-        the S3 object); one `InvokeEndpointAsync` event timing the acceptance, not the result."""
+        the S3 object); one `InvokeEndpointAsync` event. Without a `waiter` it times the acceptance;
+        with one (`transport.asyncwait.ResultWaiter`, `--async-result s3`) the call waits for the
+        result and the event times call start -> result seen, failing as the waiter names it."""
         result = None
-        with Measurement(self.request_event, INVOKE_ENDPOINT_ASYNC, name or invocation.request_name(self.endpoint_name),
-                         {"endpoint": self.endpoint_name, "target": invocation.target, **(context or {})},
-                         url=self.urls[INVOKE_ENDPOINT_ASYNC],
-                         started=started, to_error=self.error, stopped=self.stopped_request):
+        request = Measurement(self.request_event, INVOKE_ENDPOINT_ASYNC,
+                              name or invocation.request_name(self.endpoint_name),
+                              {"endpoint": self.endpoint_name, "target": invocation.target, **(context or {})},
+                              url=self.urls[INVOKE_ENDPOINT_ASYNC],
+                              started=started, to_error=self.error, stopped=self.stopped_request)
+        with request:
             result = self._async(invocation, input_location)
-        return result
+            if waiter is not None:
+                request.exception = waiter.wait(result, request.started, request.start_time)
+        return result if request.exception is None else None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.endpoint_name!r}, endpoint_url={self.urls[INVOKE_ENDPOINT]!r})"

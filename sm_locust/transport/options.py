@@ -1,5 +1,6 @@
 """The transport options: which client sends (`--transport`) and which API is called (`--stream`,
-`--async-input-location`).
+`--async-input-location`), and whether an async call waits for its result (`--async-result`,
+`--async-poll-ms`, `--async-timeout`; transport/asyncwait.py, docs/async.md).
 
 Both transports fire the same entries with the same names and failure texts, so a run reads the
 same whichever is chosen; what differs is the client CPU per call (docs/transport.md, the bench).
@@ -13,8 +14,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import client as aws_client
 from sm_locust.config.options import Options, OptionSpec
+from sm_locust.errors import UsageError
+from sm_locust.plateau.asyncresults import DEFAULT_FIRST_POLL_MS, DEFAULT_MAX_POLL_MS, DEFAULT_POLL_FACTOR, PollSchedule
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
+from sm_locust.transport.asyncwait import AsyncLedger, ResultWaiter
+
+ASYNC_RESULTS = ("none", "s3")
+DEFAULT_ASYNC_TIMEOUT_S = 900.0
+"""SageMaker's default InvocationTimeoutSeconds (docs/facts.md): past it the endpoint gives up too."""
+
+
+def async_result_mode(text: str) -> str:
+    """`--async-result`'s text -> `none` or `s3`; `sqs:QUEUE_URL` is refused (not supported yet)."""
+    value = text.strip()
+    if value.lower() in ASYNC_RESULTS:
+        return value.lower()
+    if value.lower().startswith("sqs:"):
+        raise UsageError("sqs:QUEUE_URL is not supported yet; use s3 (HeadObject polling) or none")
+    raise UsageError(f"{value!r} is unknown; choose one of: none, s3 (sqs:QUEUE_URL is not supported yet)")
+
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--transport", "SM_LOCUST_TRANSPORT", DEFAULT_TRANSPORT,
@@ -27,7 +48,45 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--async-input-location", "SM_LOCUST_ASYNC_INPUT_LOCATION", "",
                "call InvokeEndpointAsync for this S3 input URI instead of InvokeEndpoint (times the 202 acceptance, "
                "not the result); the payload's headers are used, its body is not sent"),
+    OptionSpec("--async-result", "SM_LOCUST_ASYNC_RESULT", "none",
+               "with --async-input-location: none (time the 202 acceptance) or s3 (each call waits for its "
+               "OutputLocation or FailureLocation object, polled with HeadObject; the entry is the time to result)",
+               convert=async_result_mode),
+    OptionSpec("--async-poll-ms", "SM_LOCUST_ASYNC_POLL_MS", DEFAULT_FIRST_POLL_MS,
+               f"with --async-result s3: the first HeadObject poll this many ms after the acceptance, then each "
+               f"wait x{DEFAULT_POLL_FACTOR:g} up to {DEFAULT_MAX_POLL_MS:g} ms (the time to result is late by at "
+               "most the poll resolution: the wait before the poll that found it plus the HeadObjects' own "
+               "time, measured per call)", float, minimum=1, maximum=DEFAULT_MAX_POLL_MS),
+    OptionSpec("--async-timeout", "SM_LOCUST_ASYNC_TIMEOUT", DEFAULT_ASYNC_TIMEOUT_S,
+               "with --async-result s3: seconds from the acceptance before a call with no result fails as "
+               "AsyncTimeout (default 900 = SageMaker's default InvocationTimeoutSeconds)", float,
+               above=0, maximum=86400),
 ]
+
+
+def check_async_result(options: Options) -> None:
+    """`--async-result s3` needs the input object: a one-line UsageError before the test otherwise."""
+    if options.async_result == "s3" and not options.async_input_location:
+        raise UsageError("--async-result s3 needs --async-input-location s3://bucket/key (the input object)")
+
+
+def async_waiter(client: Any, options: Options) -> ResultWaiter | None:
+    """The waiter `--async-result s3` gives `client`'s async calls (one per client, its S3 client from
+    the AWS client factory), or None (`none`: the acceptance is timed)."""
+    if options.async_result != "s3":
+        return None
+    check_async_result(options)
+    key = (options.async_poll_ms, options.async_timeout)
+    cached = getattr(client, "_sm_locust_async_waiter", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    settings = client.settings
+    s3 = aws_client("s3", Purpose.CONTROL, region=settings.region, profile=settings.profile,
+                    keys=None, pool_size=settings.pool_size)
+    waiter = ResultWaiter(s3, PollSchedule(first_ms=options.async_poll_ms), options.async_timeout,
+                          AsyncLedger.for_environment(client.environment))
+    client._sm_locust_async_waiter = (key, waiter)
+    return waiter
 
 
 def operation(client: Any, options: Options) -> Callable:
@@ -38,5 +97,8 @@ def operation(client: Any, options: Options) -> Callable:
     if options.stream:
         return client.invoke_stream
     if location:
-        return lambda invocation, name=None: client.invoke_async(invocation, location, name)
+        waiter = async_waiter(client, options)
+        if waiter is None:
+            return lambda invocation, name=None: client.invoke_async(invocation, location, name)
+        return lambda invocation, name=None: client.invoke_async(invocation, location, name, waiter=waiter)
     return client.invoke

@@ -1,0 +1,84 @@
+"""`sm-locust run --async-result s3` end to end: the local endpoint queues (`serve --async`), moto is S3.
+
+Done when: results counted = results written (give or take those awaited at the stop); failures =
+failure objects, named; the time to result's p50 within the polling resolution of the endpoint's
+own; its interval in summary.json; a missing input object fails every request, named, none a success.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sm_locust.endpoint.asyncqueue import TIME_TO_RESULT_KEY, AsyncEndpointConfig
+from sm_locust.endpoint.server import LocalEndpoint
+from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.plateau.synthetic import locust_bucket
+from tests.conftest import SAMPLE_PAYLOAD, run_cli
+from tests.fakes import MotoServer
+
+BUCKET = "async-run"
+
+
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
+    server.client().create_bucket(Bucket=BUCKET)
+    server.client().put_object(Bucket=BUCKET, Key="in/request.json", Body=SAMPLE_PAYLOAD.read_bytes())
+    yield server
+    server.stop()
+
+
+def _run(moto, tmp_path, prefix: str, input_key: str):
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/{prefix}/out", failure_path=f"s3://{BUCKET}/{prefix}/err",
+                                 max_concurrent=2, s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=150, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "-u", "3", "-t", "6s", "--async-input-location", f"s3://{BUCKET}/{input_key}",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--out", str(tmp_path / "run"),
+                         env=moto.env())
+        stats = ep.stats()
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    return result, summary, stats
+
+
+@pytest.mark.e2e
+def test_results_and_time_to_result_against_the_endpoints_own(moto, tmp_path):
+    result, summary, stats = _run(moto, tmp_path, "ok", "in/request.json")
+    figures = summary["async"]
+    written = moto.keys(BUCKET, "ok/out/")
+    assert figures["accepted"] == stats["async_accepted"] > 0
+    assert stats["async_results"] == len(written)
+    assert figures["results"] <= len(written) <= figures["results"] + figures["awaited_at_stop"]
+    assert figures["failures"] == stats["async_failures"] == 0 and figures["failed"] == {}
+    assert summary["totals"]["requests"] == figures["results"]  # one InvokeEndpointAsync entry per result
+    s3 = moto.client()
+    own = {}
+    for key in written:
+        ms = float(s3.head_object(Bucket=BUCKET, Key=f"ok/out/{key.split('/')[-1]}")["Metadata"][TIME_TO_RESULT_KEY])
+        own[locust_bucket(ms)] = own.get(locust_bucket(ms), 0) + 1
+    own_p50 = histogram_percentile(own, 50)
+    ttr = figures["time_to_result"]
+    # each call's time to result = its 202's latency + the endpoint's own + at most its poll resolution
+    # (+ 10 ms: Locust's buckets are 10 ms wide from 100 ms up)
+    slack = figures["poll_resolution_max_ms"] + figures["acceptance"]["p99_ms"] + 10
+    assert own_p50 - 10 <= ttr["p50_ms"] <= own_p50 + slack, (figures, own)
+    low, high = ttr["ci95"]["p50_ms"]
+    assert low <= ttr["p50_ms"] <= high
+    assert figures["polls"] >= figures["results"]
+    assert any(line.startswith("sm-locust: async: accepted ") for line in result.stdout.splitlines()), result.stdout
+
+
+@pytest.mark.e2e
+def test_a_missing_input_object_fails_every_request_named(moto, tmp_path):
+    _, summary, stats = _run(moto, tmp_path, "missing", "in/missing.json")
+    figures = summary["async"]
+    failure_objects = moto.keys(BUCKET, "missing/err/")
+    assert figures["results"] == 0 == stats["async_results"] and summary["totals"]["successes"] == 0
+    [(name, count)] = figures["failed"].items()
+    assert name.startswith("AsyncFailure: ") and "NoSuchKey" in name
+    assert count == figures["failures"] == summary["totals"]["failures"] > 0
+    assert count <= len(failure_objects) == stats["async_failures"] <= count + figures["awaited_at_stop"]
+    assert summary["totals"]["errors"] == {"AsyncFailure": count}  # Locust's error table: by code

@@ -1,0 +1,68 @@
+"""summary.json `async` from synthetic calls: counts, names, percentiles with intervals, backlog."""
+
+from __future__ import annotations
+
+import json
+
+from sm_locust.core.answers import answer_lines
+from sm_locust.plateau.asyncresults import RESULT, AsyncCall
+from sm_locust.record.asyncsummary import AsyncSummary
+from sm_locust.record.schema import summary_problem
+
+START = 1_000_000.0
+
+
+def _calls():
+    calls = []
+    for i in range(120):  # two a second for 60 s; the time to result 400 + 10 * (i % 9) ms
+        sent = START + i / 2
+        if i % 20 == 7:
+            calls.append(AsyncCall(sent, sent + 0.02, sent + 0.3, "AsyncFailure: ModelError: bad row", 3, 100))
+        else:
+            calls.append(AsyncCall(sent, sent + 0.02, sent + 0.4 + 0.01 * (i % 9), RESULT, 4, 200))
+    calls.append(AsyncCall(START + 59.5, START + 59.52))  # still awaited at the stop
+    calls.append(AsyncCall(START + 1, START + 1.02, START + 1 + 900, "AsyncTimeout: no result within 900 s", 50, 5000))
+    return calls
+
+
+def test_figures_from_calls():
+    summary = AsyncSummary.from_calls(_calls(), START, START + 60.0)
+    assert summary.accepted == 122
+    assert summary.results == 114
+    assert dict(summary.failed) == {"AsyncFailure: ModelError: bad row": 6}  # the timeout came after the stop
+    assert summary.awaited_at_stop == 2  # the one never answered and the one that timed out later
+    ttr = dict(summary.time_to_result)
+    assert ttr["p50_ms"] == 440 and ttr["p95_ms"] <= ttr["p99_ms"] == 480
+    ci = dict(summary.time_to_result_ci95)
+    assert ci["p50_ms"].known and ci["p50_ms"].contains(440)
+    assert dict(summary.acceptance)["p50_ms"] == 20
+    assert summary.polls == 114 * 4 + 6 * 3 + 50
+    assert summary.poll_resolution_max_ms == 200
+    assert summary.backlog_max >= 1
+
+
+def test_json_round_trip_and_schema():
+    summary = AsyncSummary.from_calls(_calls(), START, START + 60.0)
+    data = json.loads(json.dumps(summary.to_json()))
+    assert AsyncSummary.from_json(data) == summary
+    assert data["time_to_result"]["ci95"]["p50_ms"][0] <= 440 <= data["time_to_result"]["ci95"]["p50_ms"][1]
+    assert data["failures"] == 6
+    base = {"schema": 1, "totals": {}, "steps": []}
+    assert summary_problem({**base, "async": data}) is None
+    assert summary_problem({**base, "async": {**data, "results": "many"}}) is not None
+
+
+def test_failure_names_bounded():
+    calls = [AsyncCall(START, START + 0.01, START + 1, f"AsyncFailure: kind {i}") for i in range(30)]
+    summary = AsyncSummary.from_calls(calls, START, START + 5)
+    assert len(summary.failed) == 21 and dict(summary.failed)["other"] == 10
+    assert summary.failures == 30 and summary.results == 0
+    assert not dict(summary.time_to_result_ci95)["p50_ms"].known  # no result: no interval, none invented
+
+
+def test_closing_line():
+    data = AsyncSummary.from_calls(_calls(), START, START + 60.0).to_json()
+    [line] = answer_lines({"async": data})
+    assert line.startswith("async: accepted 122, results 114, failed 6 (AsyncFailure: ModelError: bad row x6); ")
+    assert "time to result p50 440 ms (95 % " in line and "awaited at the stop 2" in line
+    assert answer_lines({}) == []
