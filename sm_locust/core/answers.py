@@ -44,5 +44,5 @@ def answer_lines(summary: Summary | JsonObject) -> list[str]:
                      f"{latency(at.ttft_p95_ms if at else None, ' ms')}, ITL p95 "
                      f"{latency(at.itl_p95_ms if at else None, ' ms')}")
     if record.async_ is not None:
-        lines.append(AsyncSummary.from_json(record.async_).closing_line())
+        lines.append(AsyncSummary.from_json(record.async_.to_json()).closing_line())
     return lines

@@ -452,6 +452,23 @@ class Verdict(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Async(Record):
+    """`async`: what an `--async-result` run waited for (record.asyncsummary.AsyncSummary writes it)."""
+
+    accepted: int = json_field("count", default=0)
+    results: int = json_field("count", default=0)
+    failures: int = json_field("count", default=0)
+    failed: JsonObject | None = json_field("object")
+    time_to_result: JsonObject | None = json_field("object")
+    acceptance: JsonObject | None = json_field("object")
+    awaited_at_stop: int = json_field("count", default=0)
+    polls: int = json_field("count", default=0)
+    poll_resolution_max_ms: float | None = json_field("number?")
+    backlog_max: int = json_field("count", default=0)
+    not_kept: int | None = json_field("count?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Hour(Record):
     """One `hours[]` entry."""
 
@@ -589,7 +606,7 @@ class Summary(Record):
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
-    async_: JsonObject | None = json_field("object?", "async")  # asynchronous inference (record.asyncsummary)
+    async_: Async | None = json_field(Async, "async")  # asynchronous inference (record.asyncsummary)
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

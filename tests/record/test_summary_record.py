@@ -91,11 +91,11 @@ def test_a_client_bound_step_makes_the_verdict_inconclusive_naming_it():
 def test_unknown_keys_of_a_newer_writer_are_kept_aside_at_every_level():
     data = json.loads((DATA / "summaries/built-2026-12-07-search.json").read_text())
     data["schema"] = 2
-    data["async"] = {"queued": 3}
+    data["queued_elsewhere"] = {"queued": 3}
     data["steps"][0]["loop_lag_ms"] = {"p99": 4.5}
     data["totals"]["loop_lag_ms"] = 2
     summary = Summary.from_json(data)
-    assert summary.schema == 2 and summary.extra["async"] == {"queued": 3}
+    assert summary.schema == 2 and summary.extra["queued_elsewhere"] == {"queued": 3}
     assert summary.steps[0].extra == {"loop_lag_ms": {"p99": 4.5}}
     assert list(summary.to_json()) == list(data) and summary.to_json() == data
 

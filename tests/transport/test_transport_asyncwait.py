@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sm_locust.config.options import parse_options
-from sm_locust.core.arguments import add_run_arguments
+from sm_locust.core.arguments import RunArguments, add_run_arguments
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
 from sm_locust.invocation import INVOKE_ENDPOINT_ASYNC, Invocation
@@ -204,6 +204,6 @@ def test_run_refuses_s3_results_without_an_input_before_anything_starts():
         return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
 
     with pytest.raises(UsageError, match="needs --async-input-location"):
-        plan_run(args("--async-result", "s3"))
-    planned = plan_run(args("--async-result", "s3", "--async-input-location", "s3://b/in.json"))
+        plan_run(RunArguments.parse(args("--async-result", "s3")))
+    planned = plan_run(RunArguments.parse(args("--async-result", "s3", "--async-input-location", "s3://b/in.json")))
     assert planned.options.async_result == "s3"
