@@ -101,6 +101,19 @@ def untrusted_words(reason: str | None, *, short: bool = False) -> str:
     return "the measurement did not decide"
 
 
+def only_undecided(summary: Mapping[str, Any]) -> bool:
+    """The run's verdict is inconclusive only because its search could not decide within its budget (the
+    plateau's `undecided`: an interval wider than the tolerance, a figure straddling its SLO), not because the
+    load generator was the bottleneck. Such a measurement is imprecise, not biased: a sweep ranks it by its
+    intervals (wide ones tie) instead of measuring it again."""
+    plateau = summary.get("plateau")
+    verdict = summary.get("verdict")
+    if not isinstance(plateau, Mapping) or not isinstance(verdict, Mapping) or plateau.get("client_bound"):
+        return False
+    undecided = [str(reason) for reason in plateau.get("undecided") or []]
+    return bool(undecided) and verdict.get("reason") == "; ".join(undecided)
+
+
 def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False,
                         max_breach_s: float | None = None) -> str | None:
     """Why this run measured the load generator rather than the endpoint, or None (module docstring)."""
@@ -111,7 +124,7 @@ def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False,
         reasons += [_step_reason(i, s) + _short_of(s) for i, s in enumerate(steps)
                     if s.get("client_bound") and under_offered(s)]
     elif isinstance(verdict, Mapping):
-        if verdict.get("status") == "inconclusive":
+        if verdict.get("status") == "inconclusive" and not only_undecided(summary):
             reasons.append(str(verdict.get("reason") or "the run's verdict is inconclusive"))
     else:
         reasons += [_step_reason(i, steps[i]) for i in _deciding_steps(summary) if steps[i].get("client_bound")]

@@ -273,3 +273,17 @@ def test_untrusted_words_name_the_load_generator_only_when_the_reason_does():
     assert untrusted_words("the capacity 84 (±26) at 4 users is not known to +-5 % (lengthen --step-seconds)") == (
         "the measurement did not decide")
     assert untrusted_words(None) == "the measurement did not decide"
+
+
+def test_a_verdict_left_undecided_by_its_budget_is_ranked_by_its_intervals_not_measured_again():
+    from sm_locust.sweep.trust import client_bound_reason
+
+    undecided = ["the capacity 57.9 (±9.3) at 4 users is not known to +-5 % (lengthen --step-seconds)"]
+    summary = {"plateau": {"client_bound": False, "undecided": undecided},
+               "verdict": {"status": "inconclusive", "reason": undecided[0]}, "steps": []}
+    assert client_bound_reason(summary) is None
+    starved = {**summary, "verdict": {"status": "inconclusive",
+                                      "reason": "the load generator was the bottleneck: client CPU 97 %"}}
+    assert client_bound_reason(starved) == "the load generator was the bottleneck: client CPU 97 %"
+    bound = {**summary, "plateau": {"client_bound": True, "undecided": undecided}}
+    assert client_bound_reason(bound) == undecided[0]
