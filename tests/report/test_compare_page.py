@@ -101,3 +101,17 @@ def test_the_terminal_table_shows_intervals_and_sanitised_run_names():
     assert lines[1].split() == ["a", "100.0", "(±4.0)", "40.0", "(±2.0)"]
     assert lines[2].split() == ["b\\x1b[31m", "125.0", "(+25.0", "%)", "30.0", "[25.0,", "31.0]", "(-25.0", "%)"]
     assert "\x1b" not in "".join(lines)
+
+
+def test_a_real_compare_page_labels_every_row_and_names_no_interval_bound(tmp_path):
+    outputs, _ = compare_runs([str(GOLDEN), str(GOLDEN)], tmp_path / "cmp")
+    page = outputs["html"].read_text()
+    table = page.split('<table id="compare">')[1].split("</table>")[0]
+    rows = {cells[0]: cells[1:] for cells in (re.findall(r"<td[^>]*>(.*?)</td>", r)
+                                              for r in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1]))}
+    assert not [name for name in rows if "_" in name]  # a label in words, never a field name
+    assert "ci95" not in re.sub(r'title="[^"]*"', "", page)  # nor in "No run has: ..." under the table
+    assert rows["sustainable step (index)"][2] == ""  # an index: no change, not "+0.0 %"
+    assert rows["max sustainable throughput (req/s)"][2] == "+0.0 %"  # a figure: its change
+    csv = outputs["csv"].read_text().splitlines()[0].split(",")
+    assert {"step", "rps_ci95_low", "rps_ci95_high", "capacity_ci95_high"} <= set(csv)  # the CSV stays machine-readable
