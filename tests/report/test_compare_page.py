@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sm_locust.report.compare import compare_runs, compare_table_html, terminal_table
+from sm_locust.report.compare import (BOUNDS, INTERVALS, LABELS, ROW_COLUMNS, compare_runs, compare_table_html,
+                                      terminal_table)
+from sm_locust.report.llm import LLM_COLUMNS
 
 GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
@@ -115,3 +117,8 @@ def test_a_real_compare_page_labels_every_row_and_names_no_interval_bound(tmp_pa
     assert rows["max sustainable throughput (req/s)"][2] == "+0.0 %"  # a figure: its change
     csv = outputs["csv"].read_text().splitlines()[0].split(",")
     assert {"step", "rps_ci95_low", "rps_ci95_high", "capacity_ci95_high"} <= set(csv)  # the CSV stays machine-readable
+
+
+def test_every_compare_column_has_a_label_or_is_the_bound_of_a_labelled_figure():
+    assert [c for c in ROW_COLUMNS + LLM_COLUMNS if c != "run" and c not in LABELS and c not in BOUNDS] == []
+    assert set(INTERVALS) <= set(LABELS) and BOUNDS <= set(ROW_COLUMNS)
