@@ -11,8 +11,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sm_locust.report.compare import (BOUNDS, INTERVALS, LABELS, ROW_COLUMNS, compare_runs, compare_table_html,
-                                      terminal_table)
+from sm_locust.report.compare import (
+    BOUNDS,
+    INTERVALS,
+    LABELS,
+    ROW_COLUMNS,
+    compare_runs,
+    compare_table_html,
+    terminal_table,
+)
 from sm_locust.report.llm import LLM_COLUMNS
 
 GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
