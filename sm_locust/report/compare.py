@@ -37,8 +37,8 @@ from sm_locust.report.loadaxis import by_load, integer_axis
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
-from sm_locust.sanitize import page_text
-from sm_locust.util.formatting import is_missing, number, percent
+from sm_locust.sanitize import clean, page_text
+from sm_locust.util.formatting import is_missing, number, percent, with_interval
 from sm_locust.util.outputs import write_atomic
 
 ROW_COLUMNS = [
@@ -70,17 +70,34 @@ LABELS: dict[str, tuple[str, Any]] = {
     "run_goodput_rps": ("whole run: goodput (req/s)", 1), "gaps": ("gaps (see below)", 0),
     "output_tokens_per_s": ("output tokens/s there", 1), "ttft_p95_ms": ("TTFT p95 there (ms)", 0),
     "itl_p95_ms": ("ITL p95 there (ms)", 1), "usd_per_million_output_tokens": ("$ per 1M output tokens", 2),
+    "step": ("sustainable step (index)", 0), "capacity_rps": ("capacity (req/s)", 1),
+    "inconclusive": ("inconclusive (no step decided)", None),
 }
-NO_CHANGE = ("endpoint", "instance_type", "gaps")  # text, or not a figure of the run
+# text, an index or a flag: not a figure of the run, so no change in % against the baseline
+NO_CHANGE = ("endpoint", "instance_type", "gaps", "step", "inconclusive")
+# figure -> the columns of its 95 % interval; shown beside the figure, never as rows of their own
+INTERVALS: dict[str, tuple[str, str]] = {
+    "max_sustainable_rps": ("rps_ci95_low", "rps_ci95_high"),
+    "p95_ms": ("p95_ms_ci95_low", "p95_ms_ci95_high"),
+    "capacity_rps": ("capacity_ci95_low", "capacity_ci95_high"),
+    "usd_per_million": ("usd_per_million_ci95_low", "usd_per_million_ci95_high"),
+    "autoscaling_target_invocations_per_instance": ("autoscaling_target_ci95_low", "autoscaling_target_ci95_high"),
+}
+BOUNDS = frozenset(c for pair in INTERVALS.values() for c in pair)
 
 
 def label(column: str) -> str:
     return LABELS.get(column, (column, 2))[0]
 
 
-def shown(column: str, value: Any) -> str:
-    """A cell of the compare table: the formatter's number with the figure's own digits."""
+def shown(column: str, value: Any, interval: Any = None) -> str:
+    """A cell of the compare table: the formatter's number with the figure's own digits, and its 95 %
+    interval (`with_interval`'s wording) when the run has one."""
     digits = LABELS.get(column, (column, 2))[1]
+    if isinstance(digits, int) and interval is not None and not is_missing(value):
+        return with_interval(value, interval, digits=digits)
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
     if digits == "%":
         return percent(value, 2)
     if digits is None:
@@ -102,6 +119,15 @@ def change(column: str, value: Any, baseline: Any) -> str:
     if baseline == 0:
         return "" if value == 0 else "new"
     return f"{(value - baseline) / abs(baseline) * 100:+.1f} %"
+
+
+def interval_of(column: str, row: Any) -> tuple[Any, Any] | None:
+    """The figure's 95 % interval in a row of compare.csv's table, or None (no interval for it, or
+    a bound missing)."""
+    pair = INTERVALS.get(column)
+    if pair is None or any(c not in row or is_missing(row[c]) for c in pair):
+        return None
+    return row[pair[0]], row[pair[1]]
 
 
 @dataclass
@@ -186,14 +212,15 @@ def compare_table_html(table: pd.DataFrame) -> str:
         f"<th>{page_text(r)}</th>" + (f"<th>change vs {page_text(runs[0])}</th>" if i else "")
         for i, r in enumerate(runs))
     rows, empty = [], []
+    records = [row for _, row in table.iterrows()]
     for column in table.columns:
-        if column == "run":
+        if column == "run" or column in BOUNDS:  # the bounds are shown beside their figure
             continue
         values = list(table[column])
         if all(is_missing(v) for v in values):  # no run has it: named under the table, not a row of n/a
             empty.append(label(column))
             continue
-        cells = "".join(f"<td>{page_text(shown(column, v))}</td>"
+        cells = "".join(f"<td>{page_text(shown(column, v, interval_of(column, records[i])))}</td>"
                         + (f'<td class="change">{page_text(change(column, v, values[0]))}</td>' if i else "")
                         for i, v in enumerate(values))
         rows.append(f'<tr><td title="{page_text(str(column))}">{page_text(label(column))}</td>{cells}</tr>')
@@ -204,15 +231,15 @@ def compare_table_html(table: pd.DataFrame) -> str:
 
 def terminal_table(table: pd.DataFrame, columns: tuple[str, ...] = ("max_sustainable_rps", "p95_ms",
                                                                      "usd_per_million")) -> list[str]:
-    """`sm-locust compare`'s closing lines: one row per run, a few figures and each one's change
-    against the first run."""
+    """`sm-locust compare`'s closing lines: one row per run, a few figures (each with its 95 % interval
+    when the run has one) and each one's change against the first run; run names sanitised."""
     present = [c for c in columns if c in table.columns and table[c].notna().any()]
     first = table.iloc[0]
     rows = [["run", *(label(c) for c in present)]]
     for i, (_, row) in enumerate(table.iterrows()):
-        cells = [str(row["run"])]
+        cells = [clean(row["run"])]
         for c in present:
-            text = shown(c, row[c])
+            text = shown(c, row[c], interval_of(c, row))
             delta = change(c, row[c], first[c]) if i else ""
             cells.append(f"{text} ({delta})" if delta else text)
         rows.append(cells)

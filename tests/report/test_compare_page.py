@@ -11,7 +11,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sm_locust.report.compare import compare_runs, compare_table_html, terminal_table
+from sm_locust.report.compare import (
+    BOUNDS,
+    INTERVALS,
+    LABELS,
+    ROW_COLUMNS,
+    compare_runs,
+    compare_table_html,
+    terminal_table,
+)
+from sm_locust.report.llm import LLM_COLUMNS
 
 GOLDEN = Path(__file__).parent.parent / "data" / "report" / "golden"
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
@@ -73,3 +82,50 @@ def test_compare_page_is_no_wider_than_a_laptop_window(tmp_path, count):
         runs.append(str(run))
     outputs, _ = compare_runs(runs, tmp_path / "cmp")
     assert not overflows(outputs["html"], tmp_path)
+
+
+def test_the_page_shows_human_labels_with_intervals_and_no_change_for_a_step_index():
+    table = pd.DataFrame({"run": ["a", "b"], "max_sustainable_rps": [100.0, 170.0], "step": [5, 1],
+                          "rps_ci95_low": [98.0, 166.0], "rps_ci95_high": [102.0, 174.0],
+                          "capacity_rps": [120.0, 170.0], "capacity_ci95_low": [None, 166.0],
+                          "capacity_ci95_high": [None, 174.0], "inconclusive": [False, True]})
+    page = compare_table_html(table)
+    rows = re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in rows]
+    assert cells == [
+        ["max sustainable throughput (req/s)", "100.0 (±2.0)", "170.0 (±4.0)", "+70.0 %"],
+        ["sustainable step (index)", "5", "1", ""],  # an index: no change in %
+        ["capacity (req/s)", "120.0", "170.0 (±4.0)", "+41.7 %"],  # the first run has no interval
+        ["inconclusive (no step decided)", "no", "yes", ""]]
+    shown_text = re.sub(r'title="[^"]*"', "", page)  # the field names stay on hover only
+    assert "ci95" not in shown_text and "capacity_rps" not in shown_text and "%" not in cells[1][3]
+
+
+def test_the_terminal_table_shows_intervals_and_sanitised_run_names():
+    table = pd.DataFrame({"run": ["a", "b\x1b[31m"], "max_sustainable_rps": [100.0, 125.0],
+                          "rps_ci95_low": [96.0, None], "rps_ci95_high": [104.0, None], "p95_ms": [40.0, 30.0],
+                          "p95_ms_ci95_low": [38.0, 25.0], "p95_ms_ci95_high": [42.0, 31.0]})
+    lines = terminal_table(table)
+    assert lines[0].split("  ")[0] == "run" and "ci95" not in lines[0]
+    assert lines[1].split() == ["a", "100.0", "(±4.0)", "40.0", "(±2.0)"]
+    assert lines[2].split() == ["b\\x1b[31m", "125.0", "(+25.0", "%)", "30.0", "[25.0,", "31.0]", "(-25.0", "%)"]
+    assert "\x1b" not in "".join(lines)
+
+
+def test_a_real_compare_page_labels_every_row_and_names_no_interval_bound(tmp_path):
+    outputs, _ = compare_runs([str(GOLDEN), str(GOLDEN)], tmp_path / "cmp")
+    page = outputs["html"].read_text()
+    table = page.split('<table id="compare">')[1].split("</table>")[0]
+    rows = {cells[0]: cells[1:] for cells in (re.findall(r"<td[^>]*>(.*?)</td>", r)
+                                              for r in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1]))}
+    assert not [name for name in rows if "_" in name]  # a label in words, never a field name
+    assert "ci95" not in re.sub(r'title="[^"]*"', "", page)  # nor in "No run has: ..." under the table
+    assert rows["sustainable step (index)"][2] == ""  # an index: no change, not "+0.0 %"
+    assert rows["max sustainable throughput (req/s)"][2] == "+0.0 %"  # a figure: its change
+    csv = outputs["csv"].read_text().splitlines()[0].split(",")
+    assert {"step", "rps_ci95_low", "rps_ci95_high", "capacity_ci95_high"} <= set(csv)  # the CSV stays machine-readable
+
+
+def test_every_compare_column_has_a_label_or_is_the_bound_of_a_labelled_figure():
+    assert [c for c in ROW_COLUMNS + LLM_COLUMNS if c != "run" and c not in LABELS and c not in BOUNDS] == []
+    assert set(INTERVALS) <= set(LABELS) and BOUNDS <= set(ROW_COLUMNS)
