@@ -1,15 +1,10 @@
 """sm-locust: load-test Amazon SageMaker inference endpoints with Locust.
 
 Importing `sm_locust` is cheap and has no side effects: everything below is loaded on first use.
-The Python API (docs/python-api.md) never imports Locust into the calling process (a notebook
-kernel stays un-patched by gevent; Locust runs in a child process):
-
-    sm_locust.run(...) -> RunResult      sm_locust.load(run_dir) -> RunResult
-    sm_locust.compare([...]) -> DataFrame  sm_locust.sweep(...) -> SweepResult (the callable package)
-    sm_locust.LocalEndpoint(...)          the local SageMaker-compatible endpoint, in a child process
-
-The Locust-facing classes (`from sm_locust import SageMakerUser`) import Locust, which patches
-gevent, as any locustfile does.
+The Python API (`run`, `load`, `compare`, `sweep`, `LocalEndpoint`; docs/python-api.md) never
+imports Locust into the calling process: Locust runs in a child process, so a notebook kernel is
+not patched by gevent. The Locust-facing classes (`from sm_locust import SageMakerUser`) do import
+Locust, as any locustfile does.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Keyword arguments -> what `sm-locust run` was asked (`RunArguments`), by the run's own OptionSpecs.
 
-`sm_locust.run(users=8, latency_slo_ms=200, shape="plateau")` means exactly
-`sm-locust run --users 8 --latency-slo-ms 200 --shape plateau`: each keyword is the option of that
-name (its dest), parsed by the option's spec (`OptionSpec.parse`, the one conversion the command
-line's argparse `type=` also calls), with the same defaults (including the `SM_LOCUST_*`
-variables) and the same one-line refusals; a keyword that names no option gets the closest names.
-
-Values: a number, a string or a path is the option's text; a switch (`overwrite=True`) takes True or
-False; `True` / `False` for an option that takes a value mean true / false; a list for a repeatable
-option holds its values; a dict or list for any other option is written as JSON
-(`traffic_pattern={...}`); None means "not given" (the default applies).
+`sm_locust.run(users=8, shape="plateau")` means exactly `sm-locust run --users 8 --shape plateau`:
+each keyword is the option of that dest, parsed by its `OptionSpec.parse`, with the same defaults
+(including `SM_LOCUST_*` variables) and one-line refusals; an unknown keyword gets the closest names.
+Values: text for a value, True/False for a switch, a list for a repeatable option, a dict or list
+for any other option is written as JSON, None means "not given" (docs/python-api.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """A run's progress for the Python API: one line that updates in place, not hundreds of lines.
 
-The Locust child prints a progress line every second (record/progress.py), the shapes print one
-line per step (`sm-locust: step 3: 8 users: ...`), and Locust logs errors; `sm_locust.run` passes
-every line here (launch.execute's `echo`). `RunProgress` keeps the latest of each and writes the
-one line (pure: fed lines, tested with synthetic ones); a display shows it:
-
-- in a notebook (a Jupyter kernel): a display whose content is replaced each time
-  (`IPython.display` with a display id), or a tqdm widget bar when tqdm and ipywidgets are installed;
-- in a terminal: a tqdm bar when tqdm is installed, else the line rewritten in place (`\\r`);
-  when output goes to a file or a pipe, a line every `EVERY_S` seconds and one per step, as `-q` does;
-- `progress=False`: nothing.
-
-Everything Locust printed is in the run folder's locust.log, as for the CLI.
+`RunProgress` is fed every line the Locust child prints (the progress line of record/progress.py,
+the shapes' step lines, Locust's errors) and keeps the latest of each; it is pure. The display shows
+its line: a replaced display (or tqdm widget) in a notebook, a tqdm bar or a line rewritten in place
+in a terminal, a line every `EVERY_S` seconds when output is a file or a pipe, nothing with
+`progress=False`. Everything Locust printed is in the run folder's locust.log.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """`sm_locust.run(...)`: `sm-locust run` from Python, returning a `RunResult`.
 
-The keywords are the CLI's options (`api/options.py`: parsed by the `run` command's own parser), the
-run is the CLI's (the run core: `sm_locust.core.plan.plan_run` and `core.start.start_run`: every check
-before anything starts, Locust in a child process of its own session, the run folder), so the two
-cannot drift apart. What only the
-Python API adds:
-
-- `predictor=` (api/predictor.py): the endpoint, region, inference component, Content-Type and
-  Accept of a SageMaker SDK Predictor, its credentials passed to the Locust child in its
-  environment; `data=`: one request body, through the predictor's serializer when there is one
-  (written to the run folder as `payload.body` and sent verbatim);
-- a progress display (api/progress.py) instead of Locust's output on the terminal;
-- the stop button: a notebook's interrupt (SIGINT to the kernel) is forwarded to Locust once, as the
-  CLI forwards Ctrl+C; Locust stops and writes what it measured, and `run` returns that result with
-  `.interrupted` set instead of raising. Interrupted before Locust wrote anything, it raises
-  KeyboardInterrupt;
-- errors: the CLI's one-line `UsageError` / `RunError`, raised (a notebook shows the line, no
-  traceback). A run where every request failed raises RunError as the CLI exits 1, naming the folder.
-
-The calling process never imports Locust or gevent (tests/api/test_api_run.py checks
-`gevent.monkey.is_module_patched("socket")` after a run).
+The keywords are the CLI's options (`api/options.py`) and the run is the CLI's run core
+(`core.plan.plan_run`, `core.start.start_run`), so the two cannot drift apart. The API adds
+`predictor=` / `data=` (api/predictor.py), a progress display (api/progress.py), and the stop
+button: a notebook interrupt is forwarded to Locust once and `run` returns the result with
+`.interrupted` (KeyboardInterrupt if nothing was written yet). Errors are the CLI's `UsageError` /
+`RunError`, raised. The calling process never imports Locust or gevent (tests/api/test_api_run.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""What SageMaker's runtime API accepts, checked before a test sends anything.
+"""What SageMaker's runtime API accepts, checked once before a test sends anything.
 
-Why: a value SageMaker refuses is refused on every request. An endpoint name with a `/` or 64
-characters, a CRLF in `--custom-attributes`, a 65 MB body: each used to reach the test and fail
-there, thousands of times a second (38,540 errors in 3 s for the CRLF), or not at all against the
-local endpoint. Checked here once, before anything starts, each is one line naming the option and
-the rule.
-
-The rules are those of botocore's service model for `sagemaker-runtime` (InvokeEndpoint's members:
-their `pattern`, `min` and `max`; docs/facts.md, "SageMaker Runtime request limits"). The patterns
-are Java regular expressions matched against the whole value; `\\p{ASCII}` is read as printable
-ASCII plus tab, because a control character (CR, LF, NUL) cannot travel in an HTTP header at all.
-`MAX_BODY_BYTES` is the body limit (the local endpoint answers a larger body ValidationError, as
-SageMaker does).
+A value SageMaker refuses is refused on every request, so it is one line here naming the option and
+the rule. The rules are botocore's service model for `sagemaker-runtime` (InvokeEndpoint's `pattern`,
+`min`, `max`; docs/facts.md, "SageMaker Runtime request limits"): Java patterns matched against the
+whole value, the ASCII class read as printable ASCII plus tab (a control character cannot travel in an
+HTTP header). `MAX_BODY_BYTES` is the body limit; the local endpoint enforces it as SageMaker does.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Run folders to and from S3: `sm-locust run --upload s3://...` and `sm-locust report s3://...`.
 
-A run on Kubernetes (deploy/kubernetes/) writes its run folder to an emptyDir that disappears with
-the pod, so the folder has to leave the cluster: the master uploads it when the run ends (also
-when it failed), and a laptop reads it back with `sm-locust report s3://bucket/prefix/run-id`.
-
-Bad input is found before any traffic: `S3Location.parse` rejects a malformed URL, and
-`check_writable` puts and deletes a small marker object where the run will go, so a missing
-bucket or a role without s3:PutObject is one line (exit 2) before the test, not after it ran.
-Every S3 call takes an optional client (`s3=None` -> the client factory's, `sm_locust.aws.clients`), so
-tests pass moto's or a botocore Stubber's.
+For runs whose disk does not outlive them (a Kubernetes pod): the master uploads the run folder when
+the run ends, also when it failed. Bad input fails before any traffic: `S3Location.parse` rejects a
+malformed URL and `check_writable` puts and deletes a marker object (exit 2 on a missing bucket or
+permission). Every S3 call takes an optional client (`s3=None`: the `sm_locust.aws.clients` factory's).
 """
 
 from __future__ import annotations

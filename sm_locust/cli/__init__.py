@@ -1,17 +1,11 @@
 """The `sm-locust` command.
 
-Each sub-command lives in its own module under `sm_locust.cli` and provides two functions:
-`add_parser(subparsers)` (registers its argparse sub-parser) and `run(args) -> int` (does the work,
-returns the exit code). `cli/commands.py` is the table of commands (name, module, help line): only
-the chosen command's module is imported, the others get a placeholder sub-parser carrying their
-help line, so `sm-locust report` never imports Locust and `sm-locust serve` never imports pandas,
-while each command module imports what it needs at its top. Errors derived from `SmLocustError`
-print as one line (`sm-locust: error: ...`) and exit with their code; argparse usage errors exit 2.
-
-Signals: Ctrl+C (SIGINT) raises KeyboardInterrupt and SIGTERM raises `Terminated`, its subclass, so
-every `with` / `finally` on the way out stops what the command started (the local endpoint, moto);
-while Locust runs as a child, `sm_locust.core.launch` forwards either signal to it instead and raises
-`Interrupted` once Locust has stopped and written its results. Exit 130 (SIGINT) or 143 (SIGTERM).
+Each sub-command module provides `add_parser(subparsers)` and `run(args) -> int`; `cli/commands.py`
+is the table of commands, and only the chosen command's module is imported (`report` never imports
+Locust, `serve` never imports pandas). `SmLocustError`s print as one line and exit with their code;
+usage errors exit 2. SIGINT raises KeyboardInterrupt and SIGTERM `Terminated`, so every `with` /
+`finally` stops what the command started; while Locust runs as a child, `core.launch` forwards the
+signal and raises `Interrupted` once Locust has written its results. Exit 130 / 143.
 """
 
 from __future__ import annotations

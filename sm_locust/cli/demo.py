@@ -1,16 +1,10 @@
 """`sm-locust demo`: the whole workflow on this machine, no AWS account needed.
 
-Starts a CloudWatch stand-in (moto's server on 127.0.0.1, when moto is installed) and the local
-endpoint with a known capacity (max concurrency / service time), publishing the metrics a real
-SageMaker endpoint has to that stand-in, and the client publishes its own live metrics there too
-(`--publish cloudwatch`, 10-s periods; a line then says whether what CloudWatch holds equals
-summary.json); runs a step load of about a minute against it; writes the
-run folder; then runs `sm-locust report` on it with the stand-in's metrics, so report.html,
-merged_timeseries.csv and steps.csv hold the endpoint's side (cw_* columns) as they would for a real
-endpoint. Everything started is stopped, also on Ctrl+C or failure.
-
-moto is only in the `demo`/`test` extras: without it (or with --no-cloudwatch) the demo says so in
-one line and the report is drawn from Locust's data alone.
+Starts a CloudWatch stand-in (moto's server on 127.0.0.1) and the local endpoint with a known
+capacity publishing an endpoint's metrics to it, runs a step load of about a minute (publishing its
+own live metrics too), then `sm-locust report` with the stand-in's metrics (cw_* columns). Everything
+started is stopped, also on Ctrl+C or failure. Without moto (the `demo`/`test` extras) or with
+--no-cloudwatch, one line says so and the report uses Locust's data alone.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """What the sm-locust locustfile adds to Locust's own argument parser, beside the sm-locust options.
 
-Why: Locust reads its options from the command line, `LOCUST_*` variables and config files
-(`./locust.conf`, `~/.locust.conf`, `pyproject.toml`), before any sm-locust check runs, and `sm-locust
-run` starts Locust in the folder it was started in, so a `locust.conf` there reaches it too. The round-4
-probe (issue 32) found: `processes = 64` in a locust.conf forked 64 Locust processes on a 2-core machine
-(past `sm-locust run --processes`' bound); `users = 1000000000` asked for 20 TB of users; a locust.conf
-that is not UTF-8 ended in a UnicodeDecodeError traceback; one saved with a byte-order mark (Notepad)
-made its first key unknown (`--\\ufeffthink-time`).
-
-`guard_parser(parser)` (called from the locustfile's `init_command_line_parser` listener) makes
-Locust read its config files through `sm_locust.util.yamlsafe.read_text_file` (a regular UTF-8 file, a
-BOM dropped, bounded) and checks Locust's load options once they are parsed (`check_locust_load`: the
-bounds of `sm_locust.util.numbers`); a refusal is one line, `sm-locust: error: ...`, and exit 2, before
-anything starts. Locust's first parser (it only looks for `-f`) reads the same files before the
-locustfile is imported, out of reach of any hook: `check_config_files` is what `sm-locust run` checks
-before it starts Locust.
+Locust reads the command line, `LOCUST_*` variables and config files (`./locust.conf`, ...) before
+any sm-locust check runs. `guard_parser(parser)` makes Locust read its config files through
+`util.yamlsafe.read_text_file` (a regular UTF-8 file, a BOM dropped, bounded) and checks Locust's
+load options once parsed (`check_locust_load`: the bounds of `util.numbers`); a refusal is one line,
+exit 2. Locust's first parser (looking for `-f`) reads the same files out of reach of any hook:
+`check_config_files` is what `sm-locust run` checks before it starts Locust.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Checks made before a run starts, so bad input fails in one line instead of mid-run.
 
-Each check raises a `UsageError` (exit 2) or `RunError` (exit 1) naming what is wrong and how to
-fix it: no endpoint, unreadable payload, unknown profile, no region or a malformed one (checked
-here for both transports, since botocore would raise it inside a greenlet mid-run), no
-credentials, an endpoint URL that refuses connections, or an AWS runtime host that cannot be
-reached (no network: one line before the test, not a run of EndpointConnectionErrors).
-Credentials are looked up, never printed; `plain_http_warning` names the one case where they
+Each check raises `UsageError` (exit 2) or `RunError` (exit 1) naming what is wrong and how to fix
+it: endpoint, payload, profile, region, credentials, a refusing endpoint URL, an unreachable AWS
+host. Credentials are looked up, never printed; `plain_http_warning` names the one case where they
 would travel unencrypted (a signed request over http:// to another machine).
-
-`is_loopback` (from `sm_locust.aws.clients`) is the one test of "this URL is this machine"
-(placeholder credentials for the local endpoint and for CloudWatch stand-ins, a report that knows
-the run was local).
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """Dynamic batching for the local endpoint, as TF-Serving's and Triton's batchers do it.
 
-Servers batch because a batch of requests costs less per request than the same requests run one
-by one (one pass over the weights, vectorised compute). Their batchers hold the first request of a
-batch for at most a delay (`--max-batch-delay-ms`, Triton's max_queue_delay_microseconds,
-TF-Serving's batch_timeout_micros) so that more can join, up to `--max-batch-size`, and run the
-batch as one call. The trade: more throughput per slot, some latency added by the wait.
-
-`Batcher` is that scheduler, per worker process: a request joins the open batch; the batch's first
-request (its leader) waits until the batch is full or the delay has passed, then for a concurrency
-slot (the batch stays open meanwhile, so batches grow when the server is busy, as on Triton), then
-runs the whole batch once and hands each request its own result. It uses `threading` primitives,
-which gevent's monkey-patching makes cooperative in gevent workers and which are real locks in
-gthread workers.
-
-A request may count for several rows (`submit(item, size=rows)`): Triton's batcher fills a batch
-up to max_batch_size *rows* (`sm-locust serve --protocol triton`); a request that would overflow
-the open batch starts the next one. The ranking model counts one per request.
-
-The cost model (`batch_service_s`): a batch of n requests (rows, for Triton) holds its slot for
-`service time x (1 + (n - 1) x batch item cost)`; with the default item cost 0.2, eight requests
-batched hold one slot 2.4 x the service time instead of 8 x. The model's own compute runs once
-over all the batch's rows (`predict_batch`), so that part really is cheaper per row too.
+`Batcher` (per worker): a request joins the open batch; its leader waits until the batch is full
+(`--max-batch-size`, in rows with `size=`) or `--max-batch-delay-ms` passed, then for a concurrency
+slot (the batch stays open meanwhile), then runs the batch once and hands each request its result.
+`threading` primitives: cooperative under gevent, real locks in gthread workers. Cost
+(`batch_service_s`): n requests hold one slot for `service time x (1 + (n - 1) x batch item cost)`;
+the model computes once over the batch's rows (`predict_batch`).
 """
 
 from __future__ import annotations

@@ -1,37 +1,11 @@
 """Request decoding and response encoding for the local endpoint's ranking model.
 
-The model takes, per row, 39 feature ids and 39 feature values (the TF-Serving ranking case in the
-seeds). Requests name their format by Content-Type; responses follow Accept. Anything that does not
-decode into that schema raises `CodecError` with the status the container answers (400 a body
-that does not fit, 415 an unsupported Content-Type, 406 an unsupported Accept), which reaches the
-caller as on SageMaker: `ModelError` (424) carrying that status and message
-(OriginalStatusCode, OriginalMessage).
-Nothing here unpickles: `.npy` bodies are read with `allow_pickle=False`.
-
-Requests (Content-Type):
-- `application/json` (also `text/json`), row-wise (TF-Serving "instances"):
-      {"instances": [{"feat_ids": [39 ints], "feat_vals": [39 floats]}, ...]}
-  or column-wise ("inputs"):
-      {"inputs": {"feat_ids": [[39 ints], ...], "feat_vals": [[39 floats], ...]}}
-  or packed rows: {"instances": [[78 numbers], ...]}.
-- `application/jsonlines`: one row per line, `{"feat_ids": [39 ints], "feat_vals": [39 floats]}`
-  or `[78 numbers]` (a line may also be a whole JSON request as above); a one-line body is read
-  as `application/json`.
-- `application/x-protobuf` (also `application/protobuf`, `x-protobuf` as in the seed's
-  `X-protobuf`): a TF-Serving PredictRequest with inputs `feat_ids` int64 [N,39] and `feat_vals`
-  float32 [N,39], or one input holding the packed [N,78] array.
-- `application/x-npy`: np.save bytes of the packed [N,78] array (columns 0..38 ids, 39..77 values).
-- `application/octet-stream`: a bare little-endian buffer of the packed array, float32 [N,78]
-  unless the `X-Amzn-SageMaker-Custom-Attributes` header says otherwise:
-  `shape=N,78;dtype=float32` (other `key=value` pairs in the header are ignored; dtype one of
-  float16, float32, float64, int32, int64).
-- `text/csv`: 78 columns per line (an optional non-numeric header line is skipped).
-
-Responses (Accept): `application/json` (default, `{"predictions": [p0, ...]}`), `application/x-npy`
-(float32 [N]), `application/octet-stream` (float32 [N] bytes), `text/csv` (one line per row),
-`application/x-protobuf` (a PredictResponse with output `prob`, float32 [N]).
-Which Content-Type names which format is `sm_locust.serializers.content_types` (one table for
-the client and the endpoint); a request without one is JSON.
+Per row, 39 feature ids and 39 feature values (`serializers/ranking.py`); requests name their format
+by Content-Type (JSON, JSON lines, protobuf, npy, octet-stream, CSV; `serializers.content_types`;
+none is JSON), responses follow Accept. What does not decode raises `CodecError` with the
+container's status (400 body, 415 Content-Type, 406 Accept), which reaches the caller as SageMaker's
+ModelError 424. A bare buffer is float32 [N, 78] unless Custom-Attributes say `shape=` / `dtype=`.
+Nothing here unpickles: `.npy` loads with `allow_pickle=False`. Formats: docs/endpoint.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Local emulation of SageMaker inference components (`sm-locust serve --inference-components a:2,b:1`).
 
-Why: an endpoint can host several models as inference components, each with its own copies (each
-copy serves requests; docs/facts.md); a request names its component with InferenceComponentName.
-A mix over components (`--inference-components a=0.7,b=0.3` on the client, docs/multi-model.md)
-shows how each component's copies hold under its share of the traffic; offline that needs an
-endpoint with components.
-
-- **Components.** `NAME:COPIES[:SERVICE_MS]`, comma-separated: each component has COPIES
-  concurrency slots, held for SERVICE_MS per request (default `--service-time-ms`) plus the
-  model's compute; requests beyond its copies queue for one. The slots of every component live in
-  one shared-memory table made before gunicorn forks, so the copies hold for the endpoint as a
-  whole whatever `--workers` says. A waiting request looks for a free copy every millisecond
-  (across processes there is no queue to sleep on), so queueing order is not strictly FIFO.
-- **Routing.** InferenceComponentName picks the component; a request without one, or naming a
-  component the endpoint does not host, is the ValidationError SageMaker gives (docs/facts.md).
-- **Counting.** Per component: requests, copies busy now, the most busy at once; served on
-  `/_sm_locust/stats` under `inference_components`.
-
-`parse_components` and `ComponentSpec` are pure; `ComponentTable` is the shared table;
-`ComponentRouter` runs around one invocation and takes a sleep so tests drive it.
+Each component (`NAME:COPIES[:SERVICE_MS]`) has COPIES concurrency slots in one shared-memory table
+made before gunicorn forks, so copies hold for the whole endpoint; a request beyond them polls every
+millisecond for a free copy (not strictly FIFO). InferenceComponentName picks the component; none,
+or an unknown one, is SageMaker's ValidationError (docs/facts.md). Per-component counts are on
+`/_sm_locust/stats` under `inference_components`. `parse_components` and `ComponentSpec` are pure;
+`ComponentRouter` takes a sleep so tests drive it (docs/multi-model.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Fault injection and capacity settings for the local endpoint, and the per-request decision.
 
-`EndpointConfig` holds every knob `sm-locust serve` exposes (capacity and faults), frozen; each
-field's range is its `OptionSpec`'s (sm_locust/endpoint/options.py), checked by `validate` with the
-words the command line uses, and `validate` adds what spans fields. `FaultPlan`
-turns it into one decision per request: answer normally, or with which SageMaker error, after how
-much added latency. It is pure (a seeded RNG, no I/O), so it is tested directly.
-
-A request can force a fault with the custom attribute `sm-locust-fault=<Code>` (e.g.
-`X-Amzn-SageMaker-Custom-Attributes: sm-locust-fault=ModelError`): a hook of the local endpoint
-only, so tests and demos can provoke each error deterministically.
+`EndpointConfig` is every knob of `sm-locust serve`, frozen; `validate` checks each field by its
+`OptionSpec` (endpoint/options.py) and what spans fields. `FaultPlan` decides per request: a normal
+answer or which SageMaker error, after how much added latency; pure (seeded RNG, no I/O). A request
+can force a fault with the custom attribute `sm-locust-fault=<Code>` (local endpoint only).
 """
 
 from __future__ import annotations

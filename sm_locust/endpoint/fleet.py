@@ -1,28 +1,12 @@
-"""Local emulation of a real-time variant of several instances that autoscales (`sm-locust serve --instances N`).
+"""Local emulation of a real-time variant of several instances that autoscales (`serve --instances N`).
 
-Why: a target-tracking policy can only be tested against an endpoint whose instance count moves. This
-emulates the variant the policy scales, so the autoscaling sweep and its tests run offline
-(docs/autoscaling.md; the facts it follows are in docs/facts.md, "Autoscaling"):
-
-- **Instances.** Up to `max_instances` instances, each with its own `--max-concurrency` slots (0: no
-  limit); a request beyond an instance's slots waits in that instance's queue (first come, first
-  served), as a real-time container queues. Requests go to an instance in service, at random
-  (`--routing random`, ProductionVariantRoutingConfig RANDOM) or to the one with the fewest
-  outstanding requests (`least-outstanding`).
-- **Shared across workers.** The instances' state lives in one shared-memory table made before
-  gunicorn forks (as the serverless slots do), so every worker routes to, queues at and counts the
-  same instances whatever `--workers` says.
-- **Scaling.** With a policy (`--target-value` ...), the gunicorn master runs Application Auto
-  Scaling's target tracking (`sm_locust.scaling.policy.TargetTracking`) on the requests the variant
-  receives: `fleet_control.FleetController`. A new instance serves `--instance-start-s` after the
-  decision; a scale-in removes instances at once (their requests in flight finish).
-- **Compressed time.** `--time-scale S` runs the control loop's clock S times faster than the wall
-  clock: periods, cooldowns and instance starts are in emulated seconds; the requests are not
-  compressed (service time stays real), so a period's datapoint is the real request rate per
-  emulated minute. Every time the emulation reports (its log, DescribeEndpoint) is emulated.
-
-Pure parts (`FleetConfig`, `choose_instance`, `queue_wait_s`) are tested directly; `SharedFleet` and
-`FleetRouter` take a clock and a sleep so tests drive them without waiting.
+Up to `max_instances` instances, each with `--max-concurrency` slots and its own FIFO queue, routed
+`random` or `least-outstanding`, in one shared-memory table made before gunicorn forks, so all
+workers see the same instances. With a policy, the gunicorn master runs target tracking
+(`fleet_control.FleetController`); a new instance serves `--instance-start-s` after the decision, a
+scale-in is immediate. `--time-scale S` speeds the control clock only: requests stay real, and every
+time the emulation reports is emulated. `SharedFleet` and `FleetRouter` take a clock and a sleep
+(docs/autoscaling.md; facts: docs/facts.md, "Autoscaling").
 """
 
 from __future__ import annotations

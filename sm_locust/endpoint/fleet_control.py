@@ -1,26 +1,12 @@
 """The fleet emulation's control loop, in the gunicorn master: Application Auto Scaling for the local variant.
 
-Why a module of its own: `fleet.py` is what every worker runs per request; this is the one thread
-that, like Application Auto Scaling and CloudWatch together, turns the requests the variant received
-into one datapoint per period (emulated seconds), feeds the pure target-tracking loop
-(`sm_locust.scaling.policy.TargetTracking`), applies its decisions to the shared instance table, and
-keeps the emulator's own log of desired / in-service changes and datapoints (what
-`GET /_sm_locust/scaling` and DescribeEndpoint answer from, `endpoint/control.py`).
-
-The datapoint of a period follows AWS's definitions (docs/facts.md): InvocationsPerInstance adds
-1 / (instances in service) for every request *received* (queued ones included), per emulated minute
-of the real request rate; ConcurrentRequestsPerModel is the period's mean of requests in the
-containers (queued included) per instance in service. A period with no request is no data.
-
-With `--cloudwatch-url`, each emulated minute is also published to the CloudWatch stand-in, stamped
-with its emulated time (the endpoint's start + emulated seconds): Invocations and
-InvocationsPerInstance (AWS/SageMaker), and the instance counts DescribeEndpoint reports at the
-minute's end as `DesiredInstanceCount` / `CurrentInstanceCount` under the namespace
-`sm-locust/Endpoints` (SageMaker publishes no such metric: they are the emulator's, for dashboards).
-A failed publication logs one warning and the endpoint goes on.
-
-`FleetController.tick()` does one step from the clock, so tests drive it with a fake clock;
-`start()` runs it on a daemon thread.
+One thread turns the requests the variant received into one datapoint per period (emulated seconds,
+by AWS's definitions, docs/facts.md; a period with no request is no data), feeds
+`scaling.policy.TargetTracking`, applies its decisions to the shared instance table and keeps the
+emulator's log (what `/_sm_locust/scaling` and DescribeEndpoint answer from). With
+`--cloudwatch-url` each emulated minute is published, stamped with emulated time; instance counts go
+under `sm-locust/Endpoints` (SageMaker publishes no such metric). A failed publication is one
+warning. `FleetController.tick()` is one step from the clock; `start()` runs it on a daemon thread.
 """
 
 from __future__ import annotations

@@ -1,41 +1,13 @@
 """A local LLM for the local endpoint (`sm-locust serve --llm`): continuous batching with real dynamics.
 
-LLM servers (vLLM, TGI, LMI) generate with *continuous batching*: one loop runs decode steps; each
-step produces one token for every sequence in the batch, and takes longer the more sequences there
-are; a new request joins at the next step (its prompt is prefilled in that step, which also makes
-that step longer); at most `max_sequences` run at once and the rest wait in a queue, which is what
-raises time to first token under load. This module emulates exactly that, with a clock instead of
-a GPU:
-
-    step time  = step_ms + step_ms_per_seq x (sequences in the step)
-                 + prefill_ms_per_token x (prompt tokens admitted in it)
-
-- `BatchModel` is the cost model and its closed-form predictions (docs/llm.md): a pure object.
-- `ContinuousBatcher` is the scheduler, pure: `submit` a `Sequence`; `plan()` admits waiting
-  sequences (FIFO, up to the cap) and returns the next step; `finish(step)` gives each of its
-  sequences one token and retires the finished ones. `simulate()` runs it on a virtual clock with
-  closed-loop users, which the tests compare with the model's predictions.
-- `LlmEngine` runs the same scheduler in real time, one loop per worker process (each gunicorn
-  worker is one model replica), and streams each sequence's tokens as they are produced, in the
-  bytes a real container writes (endpoint/llm_wire.py): TGI's SSE events for `{"inputs": ...}`,
-  vLLM's chat chunks for `{"messages": [...]}`, or the one `--llm-format` (`tgi`, `lmi`, `openai`)
-  forces. The answer length is the request's `max_new_tokens` / `max_tokens`, or a draw from
-  `--llm-output-tokens` (capped by the request's), else `DEFAULT_OUTPUT_TOKENS`; the prompt length is
-  `sm_locust.llm.tokens.estimate_tokens` of the prompt. Answers carry the server's counts when the
-  request asks for them (TGI / LMI `parameters.details`, OpenAI `stream_options.include_usage`),
-  unless `--llm-server-counts false`.
-
-Stream faults: a share `--llm-error-ratio` of the streams (or a request with the custom attribute
-`sm-locust-fault=InBandError`) ends after half its tokens with its format's in-band error, as a
-container whose generation fails mid-stream; `--stream-error-ratio` (or `sm-locust-fault=
-ModelStreamError` / `InternalStreamFailure`) ends it with SageMaker's exception frame instead. The
-endpoint counts them (`in_band_errors`, `stream_errors` in /_sm_locust/stats) once the frame is
-written; a complete stream is a success.
-
-The hooks: `EndpointApp` builds the engine when `config.llm` is set and hands it InvokeEndpoint
-bodies; the stream route hands it InvokeEndpointWithResponseStream bodies, after the same request
-checks and fault plan as any request. A body that is not an LLM request is refused as the model's
-400, which SageMaker turns into ModelError 424.
+One loop runs decode steps; each gives one token to every sequence in the batch and lasts
+step_ms + step_ms_per_seq x sequences + prefill_ms_per_token x prompt tokens admitted; at most
+`max_sequences` run, the rest queue (docs/llm.md). `BatchModel` (cost model, closed-form
+predictions) and `ContinuousBatcher` (the scheduler, `simulate` on a virtual clock) are pure;
+`LlmEngine` runs it in real time per worker and streams tokens in a real container's bytes
+(endpoint/llm_wire.py). Stream faults (`--llm-error-ratio`, `--stream-error-ratio`, or the
+`sm-locust-fault` attribute) end a stream mid-way; a body that is not an LLM request is the model's
+400 (ModelError 424).
 """
 
 from __future__ import annotations

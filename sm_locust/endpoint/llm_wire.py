@@ -1,29 +1,11 @@
 """The bytes each LLM container streams, for the local LLM emulation (`sm-locust serve --llm`).
 
-The emulation (endpoint/llm.py) decides when each token is made; this module decides what the
-answer looks like on the wire, as the real containers write it (docs/facts.md, "LLM containers'
-streams", has each fact and its upstream source; tests/fixtures/wire/ holds byte-exact samples that
-both the client's parser and this module are tested against):
-
-- `tgi`: TGI's generate_stream, SSE (`text/event-stream`): one `data:{json}\n\n` event per token
-  (`data:` without a space, compact JSON: axum's framing); `details` (finish_reason,
-  generated_tokens, seed, input_length) on the last event only when the request's
-  `parameters.details` is true, else null. In-band error: `data:{"error":"Request failed during
-  generation: ...","error_type":"generation"}\n\n`, the stream's last event.
-- `lmi`: LMI / DJL's rolling-batch `jsonlines` (`application/jsonlines`): `{"token": {"id", "text",
-  "log_prob"}}\n` per token (Python's `json.dumps`: spaced separators); the last line adds
-  `generated_text` and, when asked, `details` (finish_reason, generated_tokens, inputs). In-band
-  error: a last token line of id -1 with `error_msg` and `details.finish_reason: "error"`.
-- `openai`: vLLM's chat completions, SSE `data: {json}\n\n` (with a space, compact JSON): the role
-  chunk, a chunk per token, the last with its finish_reason, the usage chunk (`choices: []`) when
-  `stream_options.include_usage` asks, then `data: [DONE]`. In-band error: `data: {"error":
-  {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}`,
-  then `data: [DONE]`.
-
-`auto` (the default) answers `{"inputs": ...}` requests as `tgi` and `{"messages": [...]}` /
-`{"prompt": ...}` requests as `openai`. With `--llm-server-counts false` no answer carries counts,
-whatever the request asks. Non-streamed answers (InvokeEndpoint): TGI's `[{"generated_text": ...}]`,
-LMI's object without the list, an OpenAI `chat.completion` with `usage`.
+endpoint/llm.py decides when each token is made; this module writes it as the real containers do:
+`tgi` (TGI's SSE events), `lmi` (LMI / DJL's jsonlines), `openai` (vLLM's chat-completion SSE), each
+with its in-band error and non-streamed answer. Each format's facts and sources are in docs/facts.md
+("LLM containers' streams"); tests/fixtures/wire/ holds byte-exact samples both this module and the
+client's parser are tested against. `auto` answers `{"inputs": ...}` as `tgi` and `messages` /
+`prompt` as `openai`; `--llm-server-counts false` drops the counts whatever the request asks.
 """
 
 from __future__ import annotations

@@ -1,38 +1,11 @@
 """The local endpoint's CloudWatch metrics: the same series a real SageMaker endpoint publishes.
 
-`sm-locust report` reads an endpoint's CloudWatch metrics (Invocations, ModelLatency, CPU, ...)
-and lines them up with Locust's view. Against the local endpoint there was nothing to read, so the
-report's endpoint charts and latency decomposition could not be exercised offline. With
-`sm-locust serve --cloudwatch-url URL` (a moto server, or any CloudWatch API) the gunicorn master
-publishes the series SageMaker documents, under the names, namespaces, units and dimensions
-(EndpointName + VariantName) that `sm_locust/report/metrics.py` asks for:
-
-    AWS/SageMaker             Invocations, InvocationsPerInstance (each request counts 1),
-                              Invocation4XXErrors, Invocation5XXErrors (1 per error, 0 otherwise:
-                              Sum = errors, Average = error rate), ModelLatency, OverheadLatency
-                              (MICROseconds), ModelSetupTime (µs, one per cold start of the
-                              serverless emulation, endpoint/serverless.py)
-    /aws/sagemaker/Endpoints  CPUUtilization (percent summed over cores, master + workers),
-                              MemoryUtilization (their memory as a percent of the machine's),
-                              DiskUtilization (the working directory's file system), read about
-                              once a second
-    multi-model emulation     ModelCacheHit (1 per hit, 0 per miss: Average = hit ratio),
-    (endpoint/multimodel.py)  ModelLoadingWaitTime, ModelDownloadingTime, ModelLoadingTime,
-                              ModelUnloadingTime (µs) in AWS/SageMaker; LoadedModelCount (read
-                              with the resources) in /aws/sagemaker/Endpoints
-
-Every datum is a statistic set (SampleCount/Sum/Minimum/Maximum), so Sum, Average, Minimum,
-Maximum and SampleCount all answer as they do for SageMaker. Like SageMaker, request metrics are
-sent only for windows that had requests; utilization every window. Windows end on multiples of
-the interval and never straddle a minute, and each datum is stamped with its window's start, so
-every request lands in the CloudWatch minute it was served in (what the report's merge needs).
-
-Two layers. Pure: `build_datums` turns two counter snapshots (sm_locust/endpoint/counters.py) and
-the window's `ResourceUsage` readings into PutMetricData datums; `cpu_percent`, `next_boundary`
-and `batches` (1,000 metrics per PutMetricData) are small helpers. I/O: `ProcessSampler` (psutil)
-and `MetricsPublisher`, a daemon thread in the gunicorn master that publishes at each window's end
-and once more on `stop()` (the final flush). Publishing failures never reach the endpoint: the
-first failure of a streak is logged as one warning line, and serving goes on.
+With `sm-locust serve --cloudwatch-url URL` the gunicorn master publishes the series, names, units
+and dimensions `report/metrics.py` reads (docs/facts.md, "CloudWatch metrics of a SageMaker
+real-time endpoint"), as statistic sets, request metrics only for windows with requests. Windows
+never straddle a minute and are stamped with their start, so a request lands in the minute it was
+served in. `build_datums` is pure; `MetricsPublisher` is a daemon thread that flushes once more on
+`stop()`. Publishing failures never reach the endpoint: one warning per streak.
 """
 
 from __future__ import annotations

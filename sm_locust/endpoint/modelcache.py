@@ -1,33 +1,12 @@
-"""The model cache of a SageMaker multi-model endpoint (MME), as pure code: which request waits
-for which download and load, which models are unloaded to make room, what is a cache hit.
+"""The model cache of a SageMaker multi-model endpoint (MME), as pure code: which request waits for
+which download and load, which models are unloaded to make room, what is a cache hit.
 
-Why: an MME's latency depends on the traffic mix: a request naming a model that is not in memory
-waits for its download (if it is not on the instance's disk either) and its load, seconds against
-milliseconds. How often that happens is a property of the mix, the model sizes and the instance's
-memory, so it can be computed without an endpoint: `lru_simulation` does, and the emulation
-(`sm-locust serve --multi-model`, endpoint/multimodel.py) runs this same `ModelCache` around real
-requests, so a load test's measured hit rate can be checked against the simulation of its mix.
-
-The model (docs/facts.md, "Multi-model endpoints and inference components"):
-
-- **Two tiers.** A model is in S3, on the instance's disk, and/or in memory. A request for a model
-  in memory is a hit. Otherwise the model is downloaded (unless it is on disk) and loaded; the
-  request waits for both. Memory and disk have a size (`memory_mb`, `disk_mb`, None = unlimited
-  disk); each model has its own size.
-- **Least recently used out first.** To make room in memory, the least recently used models that
-  no request is using (or still loading) are unloaded; they stay on disk. To make room on disk,
-  the least recently used models on disk that are not in memory are deleted. When no such models
-  free enough room, the request cannot start its load yet (`FULL`): its caller tries again later.
-- **One load per model.** A request for a model whose load is under way waits for that load and
-  is a miss (`WAIT`); only a request whose model was loaded when it arrived is a hit.
-- **ModelCacheSetting Disabled.** A model is unloaded from memory and deleted from disk when its
-  last request in flight ends, so every request that finds it gone downloads and loads it again.
-
-State lives in one flat array of floats (`store`): a list for tests and simulations, or a
-shared-memory array that every worker of the endpoint uses under its lock (endpoint/multimodel.py),
-so one instance has one cache whatever the number of gunicorn workers. The least recently used
-order is a doubly linked list inside the array (O(1) per request). Time is whatever the caller
-passes as `now` (seconds); loads complete lazily: a model whose `ready_at` has passed is loaded.
+Two tiers (memory, disk), least recently used out first, models in use never unloaded, one load per
+model (a request waiting for another's load is a miss, `WAIT`; no room is `FULL`), and
+ModelCacheSetting Disabled (docs/facts.md, "Multi-model endpoints and inference components").
+`lru_simulation` computes a mix's hit rate; the emulation (endpoint/multimodel.py) runs the same
+`ModelCache`. State is one flat float array (a list, or shared memory under a lock), the LRU order a
+linked list in it (O(1) per request); time is the caller's `now`, and loads complete lazily.
 """
 
 from __future__ import annotations

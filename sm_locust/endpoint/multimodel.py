@@ -1,34 +1,13 @@
 """Local emulation of a SageMaker multi-model endpoint (`sm-locust serve --multi-model`).
 
-Why: on an MME the latency of a request depends on whether its model is in memory; a miss waits
-for the model's download and load (seconds). Load-testing a traffic mix over many models
-(`--target-models`, docs/multi-model.md) offline needs an endpoint whose models come and go as
-they would on SageMaker, that says which requests waited, and that counts per model what it saw.
-
-- **Models.** `--model-count N` models named `model-0001.tar.gz` ... (`modelcache.model_name`),
-  each `--model-size-mb` (one size, or `LO-HI`: each model its own size, drawn once with a fixed
-  seed); the instance has `--instance-memory-mb` of memory and `--instance-disk-mb` of disk.
-- **One cache per instance.** The `ModelCache` (endpoint/modelcache.py: least recently used out
-  first, one load per model, models in use never unloaded, `--model-cache-setting Disabled`)
-  lives in a shared-memory array made before gunicorn forks, used under its lock by every worker:
-  whatever `--workers` says, the endpoint has one memory, as an instance has.
-- **A request.** Its TargetModel is checked (missing, or not among the models: ValidationError, as
-  SageMaker answers, docs/facts.md); a model in memory is served at once (ModelCacheHit); else the
-  request waits for the download (`--model-download-ms`, skipped when the model is still on disk)
-  and the load (`--model-load-ms`, after `--model-unload-ms` per model unloaded to make room) that
-  it starts or that another request started. A wait longer than `--model-ready-timeout-s` (60 s,
-  SageMaker's) is answered `ModelNotReadyException` at the timeout while the load goes on. When
-  every model in memory is in use, the request waits for room (polling) within the same timeout.
-- **Telling the client.** A request that waited carries `X-Sm-Locust-Model-Wait-Ms` (the wait in
-  ms) in its answer; a cache hit does not. The wait is outside ModelLatency (it is counted in
-  OverheadLatency: the container answers once the model is loaded).
-- **Counting.** Per model (requests, cold, hits) in the store, served on `/_sm_locust/stats`;
-  ModelCacheHit, ModelLoadingWaitTime, ModelDownloadingTime, ModelLoadingTime and
-  ModelUnloadingTime go to the shared counters the CloudWatch stand-in publishes (metrics.py), and
-  LoadedModelCount is read from the cache at each resource reading.
-
-`MultiModelConfig` is pure; `MultiModelEmulator` takes a clock and a sleep so tests drive it
-without waiting.
+`--model-count` models of `--model-size-mb`, one `ModelCache` per instance (endpoint/modelcache.py)
+in a shared-memory array made before gunicorn forks, so all workers share one memory. A request's
+TargetModel is checked (ValidationError, as SageMaker); a model in memory is served at once, else
+the request waits for download and load, answered `ModelNotReadyException` after
+`--model-ready-timeout-s` while the load goes on. A request that waited carries
+`X-Sm-Locust-Model-Wait-Ms`; the wait is outside ModelLatency. Per-model counts go to
+`/_sm_locust/stats` and the CloudWatch counters. `MultiModelEmulator` takes a clock and a sleep, so
+tests do not wait (docs/multi-model.md).
 """
 
 from __future__ import annotations

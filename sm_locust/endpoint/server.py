@@ -1,17 +1,11 @@
-"""Running the local endpoint as a child process managed by `LocalEndpoint` (tests, `sm-locust
-demo`, local sweeps); `serving.py` is the gunicorn side (`sm-locust serve`), kept apart so a process
-that only manages an endpoint does not import the endpoint's application.
+"""Running the local endpoint as a child process managed by `LocalEndpoint`.
 
-SageMaker's framework containers run gunicorn with gevent workers behind nginx; the local endpoint
-runs gunicorn with gevent workers (gthread when --threads > 1), binds 127.0.0.1 unless told
-otherwise, is ready in well under 2 s and exits cleanly on SIGINT/SIGTERM (130 / 143, as every
-sm-locust command). A `LocalEndpoint` runs under `sm_locust.util.lifeline`: it stops when the process
-that started it is gone, even after a SIGKILL.
-
-A `LocalEndpoint` given no port binds a free one itself and hands the listening socket to its child
-(`LISTEN_FD_ENV`): a port looked up free and bound later by the child could be taken in between by
-another process doing the same (parallel test processes, two demos), whose endpoint would then
-answer this one's /ping.
+`serving.py` is the gunicorn side (`sm-locust serve`), kept apart so a managing process never imports
+the application. The child runs gunicorn with gevent workers (gthread when --threads > 1), binds
+127.0.0.1 unless told otherwise and exits 130 / 143 on SIGINT / SIGTERM; under `util.lifeline` it
+stops when its parent is gone, even after a SIGKILL. Given no port, `LocalEndpoint` binds a free one
+itself and hands the listening socket to the child (`LISTEN_FD_ENV`), so no other process can take
+the port in between.
 """
 
 from __future__ import annotations

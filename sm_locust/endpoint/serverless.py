@@ -1,31 +1,11 @@
-"""Local emulation of SageMaker Serverless Inference in the embedded endpoint (`sm-locust serve --serverless-*`).
+"""Local emulation of SageMaker Serverless Inference in the embedded endpoint (`serve --serverless-*`).
 
-Why: choosing a serverless configuration (memory size x MaxConcurrency) or serverless against a
-real-time instance means measuring throttles, cold starts and latency per configuration. Against
-the local endpoint that needs an endpoint that behaves like a serverless one, so the serverless
-sweep (`sm_locust/sweep/serverless/`) and its tests run offline. The model (docs/serverless.md):
-
-- **Instances are concurrency slots.** `MaxConcurrency` slots, held in one shared-memory table made
-  before gunicorn forks its workers (as the counters are, `counters.py`), so the limit holds for the
-  endpoint as a whole whatever `--workers` says; nothing forces one worker.
-- **Throttling.** A request takes a free slot; when all `MaxConcurrency` slots are busy it is
-  answered `ThrottlingException` (HTTP 429, botocore's throttle code; docs/facts.md) at once,
-  without model work (after `--serverless-throttle-ms`, the round trip a refusal still costs a
-  caller). Requests never queue for a slot.
-- **Cold starts.** A slot that never served, or has been idle for `--idle-timeout-s` or longer, is
-  a new instance: it starts cold, waiting `--cold-start-ms` (its ModelSetupTime) before the model
-  runs, busy meanwhile. A request prefers the warm slot used most recently, so under a light load
-  one instance stays warm while the others idle out, as SageMaker keeps routing to warm capacity.
-- **Memory scales compute.** Serverless gives CPU in proportion to memory, so the model's time
-  `--service-time-ms` (its time at 6144 MB, the largest size) becomes
-  `service time x ((1 - s) + s x 6144 / memory_mb)`, `s` the share of the service time that is
-  compute (`--serverless-compute-share`, default 1: all of it); 2048 MB takes 3 x as long.
-- **Metrics.** Each cold start adds its setup time to `ModelSetupTime` (microseconds, published to
-  the CloudWatch stand-in by `metrics.py`) and to the counters (`cold_starts`); the setup wait is
-  part of `OverheadLatency` (SageMaker's time outside the container's answer), not `ModelLatency`.
-
-Pure parts (`compute_factor`, `choose_slot`, `ServerlessConfig`) are tested directly; `SlotTable`
-and `ServerlessEmulator` take a clock and a sleep so tests drive them without waiting.
+`MaxConcurrency` slots in one shared-memory table made before gunicorn forks, so the limit holds for
+the whole endpoint. With every slot busy a request is answered `ThrottlingException` (429) at once,
+never queued. A slot unused for `--idle-timeout-s` starts cold (`--cold-start-ms`, counted in
+`ModelSetupTime` and OverheadLatency); requests prefer the most recent warm slot. Service time
+scales with memory: `service time x ((1 - s) + s x 6144 / memory_mb)`. Pure parts are tested
+directly; `SlotTable` and `ServerlessEmulator` take a clock and a sleep (docs/serverless.md).
 """
 
 from __future__ import annotations

@@ -1,37 +1,11 @@
 """The local endpoint's InvokeEndpointWithResponseStream and InvokeEndpointAsync handlers.
 
-`POST /endpoints/{name}/invocations-response-stream`: the request is checked, fault-injected and
-decoded exactly as for InvokeEndpoint (same HTTP errors before the stream starts: throttles,
-ModelError, 5xx, dropped connections), the ranking model scores its rows, then the answer streams
-in the AWS event-stream framing (`application/vnd.amazon.eventstream`, written by
-`sm_locust.transport.eventstream`), one `PayloadPart` per token, each token a JSON line in the
-TGI / LMI style that `sm_locust.transport.tokens.json_lines_with_token` counts::
-
-    {"token": {"id": 0, "text": "0.734521"}}
-
-- tokens: one per row's prediction (its probability as text), or `--stream-tokens N` tokens
-  (the predictions repeated);
-- timing: `--first-token-ms` before the first token, `--token-ms` between tokens (a model that
-  generates at 1000/token-ms tokens/s after a prefill of first-token-ms);
-- mid-stream failures: with `--stream-error-ratio R` a share R of the streams (seeded by `--seed`)
-  send half their tokens and then a `ModelStreamError` exception event; the custom attribute
-  `sm-locust-fault=ModelStreamError` (or `InternalStreamFailure`) forces one. The status is 200
-  and the failure is in the stream, as SageMaker sends it; botocore raises `EventStreamError`.
-  With `--llm` the same faults apply to the LLM's streams, and `sm-locust-fault=InBandError` (or
-  `--llm-error-ratio`) ends one with its format's in-band error instead (endpoint/llm.py).
-- `X-Amzn-SageMaker-Content-Type` is `application/jsonlines`; `x-Amzn-Invoked-Production-Variant`
-  as for InvokeEndpoint.
-
-`POST /endpoints/{name}/async-invocations`: InvokeEndpointAsync. `X-Amzn-SageMaker-InputLocation`
-is required (ValidationError otherwise, as SageMaker); the fault plan applies (throttles, 5xx...).
-The answer is 202 with `{"InferenceId": ...}` and `X-Amzn-SageMaker-OutputLocation` /
-`-FailureLocation`. Without `serve --async` the URIs are fake (under `s3://sm-locust-local/`): the
-endpoint neither reads the input nor runs the model, it answers the acceptance path only; with it
-the request is queued and answered in S3 (endpoint/asyncqueue.py).
-
-Server counters: a stream counts as a request and an invocation, and as a success unless it
-failed mid-stream (then `stream_errors`, or `in_band_errors` for an LLM's in-band error); an
-accepted async call counts as a request.
+A stream request is checked, fault-injected and decoded as for InvokeEndpoint, then answered in the
+event-stream framing (`transport.eventstream`), one `PayloadPart` per token in the TGI / LMI JSON-line
+style (`--stream-tokens`, `--first-token-ms`, `--token-ms`). Mid-stream faults (`--stream-error-ratio`,
+`sm-locust-fault=ModelStreamError`) send half the tokens then an exception event, status 200, as
+SageMaker does. An async request needs `X-Amzn-SageMaker-InputLocation` and is answered 202;
+without `serve --async` its S3 URIs are fake and nothing runs (endpoint/asyncqueue.py otherwise).
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """The local endpoint speaking Triton on SageMaker (`sm-locust serve --protocol triton`).
 
-NVIDIA Triton behind a SageMaker endpoint takes the KServe v2 protocol on `/invocations`: JSON, or
-binary tensors named by `application/vnd.sagemaker-triton.binary+json;json-header-size=N`
-(`sm_locust.serializers.kserve`). This module reads a request the way Triton's SageMaker front end
-and core do, in their order and with their words and statuses (docs/facts.md, "Triton / KServe v2
-on SageMaker"; triton-inference-server/server `src/sagemaker_server.cc`, `src/http_server.cc`,
-core `src/infer_request.cc`):
-
-1. the header size, from a Content-Type that starts exactly (case-sensitive) with the binary MIME;
-   otherwise the whole body is the JSON document; `json-header-size=0` is a raw single-input body;
-2. the document: `id`, `parameters` (`binary_data_output`), each input in order (exactly one of
-   `data` / `binary_data_size`; name, datatype, shape; its binary slice or JSON values), no bytes
-   left over, the requested `outputs`;
-3. the model's checks: requested outputs exist, the input count, each name, the batch size (the
-   first dimension, equal across inputs, at most `--max-batch-size`), each datatype, shape and
-   byte size.
-
-A refusal is Triton's `{"error": "..."}` with its status (400 for a bad argument, 500 where Triton's
-JSON reader fails), which the endpoint returns as SageMaker does for a container error: ModelError
-424 with OriginalStatusCode and OriginalMessage (`codecs.CodecError`). The model is described by
-`--model-inputs` / `--model-outputs` (`name:DATATYPE:dims;...`, the batch dimension first as -1
-when `--max-batch-size` > 0, as Triton prints shapes). It computes each output from each row's
-inputs (a deterministic function of the values, `predict_batch`), one call per batch, so the
-endpoint's dynamic batcher (`--max-batch-size`, `--max-batch-delay-ms`: Triton's dynamic_batching)
-and its concurrency slots (`--max-concurrency`: the instance_group count) shape its capacity.
-Answers carry each requested output in binary or JSON as asked.
+Reads a KServe v2 request (JSON, or binary tensors after a `json-header-size=N` header;
+`serializers.kserve`) as Triton's SageMaker front end and core do, in their order, with their words
+and statuses (docs/facts.md, "Triton / KServe v2 on SageMaker", with the upstream sources). A
+refusal is Triton's `{"error": ...}` with its status, returned as SageMaker's ModelError 424
+(`codecs.CodecError`). The model is `--model-inputs` / `--model-outputs`; outputs are a
+deterministic function of each row's inputs (`predict_batch`), one call per batch, so the dynamic
+batcher (`--max-batch-size`, `--max-batch-delay-ms`) and `--max-concurrency` shape its capacity.
 """
 
 from __future__ import annotations

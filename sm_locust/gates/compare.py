@@ -1,30 +1,13 @@
 """Two runs compared the way latency distributions allow: the change of a percentile (or of goodput)
 with a 95 % interval from a moving-block bootstrap of each run's per-second samples (pure).
 
-Why this method (docs/facts.md has the sources):
-
-- a percentile is not a mean: no t test or z test of means applies to it, and a p95 from 600
-  requests moves by several % from run to run of the same endpoint;
-- a run's seconds are not independent (a busy machine, a GC pause, a cold connection pool slow
-  several seconds in a row), so resampling single requests or single seconds would understate the
-  noise; resampling blocks of consecutive seconds keeps that serial correlation (Kunsch 1989, the
-  moving-block bootstrap; block length ~ n^(1/3), Hall, Horowitz & Jing 1995);
-- timeline.jsonl already holds each second's response-time histogram (Locust's buckets), so a
-  resample is a sum of histograms and its percentile is Locust's own rule on the sum
-  (`plateau.uncertainty.row_percentiles`): the figure the report shows, recomputed, never a
-  percentile of percentiles;
-- the change is a ratio (new / baseline), as criterion and pyperf report it, bootstrapped on the
-  log scale; the interval is the 2.5th..97.5th percentile of the resampled log ratios, widened as
-  Hesterberg's expanded percentile interval (a bootstrap percentile interval is too narrow for few
-  independent units: here k = n // b blocks, so its half-widths are scaled by
-  sqrt(k / (k - 1)) x t(k-1) / z), then moved to be centred on the runs' own figures (summary.json's,
-  when given). On synthetic A/A runs of 15 s with serially correlated seconds the plain interval
-  missed 1.0 in 14 % of 300 seeds, the expanded one in 5 % (tests/gates/test_compare.py keeps the relation).
-
-Each run is resampled on its own (the runs are independent), `RESAMPLES` times, with a seeded
-generator: the same two run folders always give the same line. Besides the interval, each run's
-bootstrap variance of its log figure is returned, so a gate can say how much longer the new run
-would have to be to decide (`decide.longer_run_factor_split`).
+A run's seconds are serially correlated, so blocks of consecutive seconds are resampled, each
+resample's percentile read by Locust's rule on the summed histograms (never a percentile of
+percentiles). The change is the ratio new / baseline, bootstrapped on the log scale, its interval
+widened as Hesterberg's expanded percentile interval and centred on the runs' own figures (methods
+and sources: docs/facts.md). Each run is resampled on its own, `RESAMPLES` times, seeded, so the
+same two folders always give the same line; each run's bootstrap variance is returned for
+`decide.longer_run_factor_split`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """A gate's three answers (pass, fail, inconclusive) from a figure, its 95 % interval and a limit,
 and how much longer a run would have decided an undecided one (pure arithmetic).
 
-Why three: a figure measured over a short run is an estimate. When its 95 % interval lies on one
-side of the limit the run decides the gate; when the interval straddles the limit the run cannot
-tell a pass from a fail, and saying either would be a guess: the gate is INCONCLUSIVE. The interval
-comes from summary.json (`totals.ci95`, docs/summary.md); a figure that has none recorded (a run
-folder from before intervals, or one request name's figures) is judged on its point value and the
-line says so.
-
-How much longer: the half-width of a batch-means or block-bootstrap interval shrinks as
-1 / sqrt(duration) when the run is stationary (its variance is sigma^2 / n for n seconds), so if the
-figure stays where it is, the interval stops reaching the limit after
-
-    T' = T x (reach / distance)^2
-
-where `reach` is the interval's half on the limit's side (point to bound) and `distance` the point's
-distance to the limit. It is an estimate: the figure moves as the run goes on, Locust's histogram
-buckets (1 ms under 100 ms, 10 ms under 1 s) keep a percentile's interval from shrinking below a
-bucket, and a t quantile with more batches shrinks a little faster than 1 / sqrt(T) (so the
-estimate errs long). docs/gates.md shows the line; docs/facts.md has the sources.
+An interval wholly on one side of the limit decides the gate; one that straddles it is INCONCLUSIVE.
+The interval comes from summary.json (`totals.ci95`); a figure without one is judged on its point
+and the line says so. How much longer: a stationary run's half-width shrinks as 1 / sqrt(duration),
+so T' = T x (reach / distance)^2, an estimate that errs long (Locust's buckets bound a percentile's
+interval). docs/gates.md shows the line; docs/facts.md has the sources.
 """
 
 from __future__ import annotations

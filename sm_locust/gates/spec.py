@@ -1,16 +1,10 @@
 """Gate limits as the command line gives them -> validated gate objects.
 
-Each limit flag takes `VALUE` (the whole run) or `NAME=VALUE` (one request name, as Locust's
-stats table names it) and can be repeated: `--max-p95-ms 200 --max-p95-ms my-endpoint=150`.
-Limits that cannot be met by construction, or that contradict each other, are usage errors (exit
-2) naming the flag and the value: a negative or zero latency, an error rate outside 0..1, a
-negative throughput, or a p95 limit above the p99 limit of the same scope (p95 <= p99 always, so
-the pair says two different things about the same tail).
-
-`sm-locust smoke` keeps failures counting whatever else is gated: unless a whole-run
-`--max-error-rate` or a `--baseline` (whose regression check covers errors) is given, it adds
-`DefaultMaxErrorRate` (no failed requests; `--max-error-rate 0.05` or `1` relaxes it), printed as a
-gate line like the others (`with_default_error_gate`).
+Each limit flag takes `VALUE` (whole run) or `NAME=VALUE` (one request name) and can be repeated.
+Limits that cannot be met or contradict each other (latency <= 0, an error rate outside 0..1, a p95
+limit above the p99 limit of the same scope) are usage errors naming the flag. `sm-locust smoke`
+adds `DefaultMaxErrorRate` (no failed requests) unless a whole-run `--max-error-rate` or a
+`--baseline` is given (`with_default_error_gate`).
 """
 
 from __future__ import annotations

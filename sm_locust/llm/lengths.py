@@ -1,16 +1,9 @@
 """Token-length distributions, written as one short text so they fit one option value.
 
-Used for synthetic prompts (`--prompts synthetic:512~64`) and for the local endpoint's answer
-lengths (`sm-locust serve --llm --llm-output-tokens 64-256`):
-
-| text | distribution |
-|---|---|
-| `128` | always 128 |
-| `64-256` | uniform whole numbers from 64 to 256, both included |
-| `128~32` | normal, mean 128, standard deviation 32, rounded, at least 1 |
-
+`128` (always 128), `64-256` (uniform whole numbers, both ends included), `128~32` (normal, mean
+128, sd 32, rounded, at least 1); used by `--prompts synthetic:...` and `serve --llm-output-tokens`.
 Draws take a `random.Random`, so a seeded run repeats. A length is at most `MAX_TOKENS` (a 128k
-context window): a million-token synthetic prompt took over 60 s and 612 MB to write, 64 times.
+context window).
 """
 
 from __future__ import annotations

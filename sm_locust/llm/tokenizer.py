@@ -1,17 +1,10 @@
-"""A model's own tokenizer, read from a local `tokenizer.json` (`--tokenizer PATH`), used offline.
+"""A model's own tokenizer, read offline from a local `tokenizer.json` (`--tokenizer PATH`).
 
-`load_tokenizer(path)` takes a Hugging Face `tokenizers` file (`tokenizer.json`) or a folder
-holding one (a model's snapshot). The `tokenizers` package is an optional extra
-(`pip install 'sm-locust[tokenizer]'`), imported only here and only when a tokenizer is asked for.
-
-A prompt's length is its content's tokens, without the special tokens the tokenizer's post-processor
-adds (`add_special_tokens=False`): the server's chat template adds its own, which no client can
-know.
-
-`exact_prompt(rng, length, words, count)` writes a prompt of exactly `length` tokens under any
-counter: words that count one token each, alone and in a row (`one_token_words`), then checked by
-`count` and corrected a word at a time. `estimate_tokens` (words and punctuation marks) is the
-counter when no tokenizer is given.
+`load_tokenizer(path)` takes the file or a folder holding one; the `tokenizers` package is an
+optional extra, imported only when a tokenizer is asked for. A prompt's length is its content's
+tokens, without special tokens (`add_special_tokens=False`: the server's template adds its own).
+`exact_prompt` writes a prompt of exactly `length` tokens under any counter; `estimate_tokens` is
+the counter when no tokenizer is given.
 """
 
 from __future__ import annotations

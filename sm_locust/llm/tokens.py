@@ -1,47 +1,12 @@
 """Token accounting for LLM answers: how many tokens came back, when each arrived, who counted them.
 
-LLM containers on SageMaker stream in one of two shapes (each PayloadPart holds some bytes of it;
-a line may be split across parts, or a part may hold several lines):
-
-- `tgi` (TGI, LMI / DJL, JSON lines, optionally behind SSE `data:`): lines
-  `{"token": {"id": 5, "text": " the", ...}, ...}`, one per token (LMI may send `"id": [..]`: that
-  many tokens); the server's counts: the last line's `details.generated_tokens` (also a top-level
-  `generated_tokens`); input: `details.input_length` (TGI), `details.prompt_tokens` / `input_tokens`,
-  else `len(details.prefill)`.
-- `openai` (vLLM, LMI's chat completions, TGI's Messages API, SSE): lines `data: {"choices": [{"delta":
-  {"content": " the"}}]}`, one per non-empty delta (or `text`; a choice's `token_ids` list: that
-  many; a finishing choice with empty content: the stop token, which vLLM and LMI count);
-  `data: [DONE]` ends it; the server's counts: a chunk's `usage`: `completion_tokens`,
-  `prompt_tokens` (sent with `stream_options.include_usage`). With vLLM's
-  `stream_options.continuous_usage_stats` every chunk carries the running count from the first
-  (role) chunk on, and a chunk's tokens are the count's increase.
-
-In-band errors (`sm_locust.llm.errors`: TGI's `error` event, LMI's error token, an OpenAI-style
-error chunk or `finish_reason: "error"`) are recorded in `TokenCount.error`, the first one only; an
-error line is never a token.
-
-Non-streaming answers: OpenAI `usage`; TGI / LMI `[{"generated_text": ..., "details": {...}}]`
-or the same object without the list; without server counts the generated text is estimated with
-`estimate_tokens`.
-
-**The server's count wins** when it gives one (`source: "server"`), else the tokens seen are
-counted (`source: "counted"`); a stream in which nothing is recognised has `source: None`, and the
-caller says so once and keeps timing it. Per-token timing (`stream_figures`):
-
-- TTFT: call start -> the first PayloadPart that carries a token (an OpenAI role-only first
-  chunk is not a token, so it can be later than the stream's first-chunk TTFT);
-- ITL (inter-token latency): for each later part carrying k tokens, k values of
-  (its arrival - the previous token-carrying part's arrival) / k: one value per token, summing to
-  the time between the first and the last token. A part's k is what its events say (one per
-  TGI / LMI line, an LMI id list's length, a vLLM running count's increase), and when the server's
-  total is larger than the tokens seen (a chunk carrying several tokens, with no per-chunk count),
-  the server's tokens are spread over the parts in proportion to the tokens seen in each: a chunk
-  of 2 tokens 50 ms after the previous gives two 25-ms gaps, not one of 50 ms. Parts that arrive
-  less than `SAME_WRITE_MS` apart are one write the transport split, and share one gap likewise;
-- time per output token (TPOT): (e2e - TTFT) / (output tokens - 1), with the output count the
-  server's when it gave one; output tokens/s of a request: output tokens / e2e.
-
-Pure (bytes in, numbers out): the recorder, the local endpoint and the tests all use it.
+Reads the `tgi` (TGI, LMI: JSON lines, optionally SSE) and `openai` (vLLM, LMI chat, TGI Messages:
+SSE chunks) streams, a line possibly split across PayloadParts, and non-streaming answers (the
+fields: docs/facts.md, "LLM containers' streams"). **The server's count wins** (`source: "server"`),
+else the tokens seen are counted (`"counted"`), else `None`; an in-band error (`llm.errors`) is
+recorded once in `TokenCount.error` and is never a token. `stream_figures`: TTFT to the first part
+carrying a token; ITL one value per token, summing to the time from first to last token (parts less
+than `SAME_WRITE_MS` apart share one gap); TPOT = (e2e - TTFT) / (output tokens - 1). Pure.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """What the default locustfile does to Locust's web UI (not a locustfile itself).
 
-Locust's UI has no notion of options that must not be edited from a browser: `POST /swarm` copies
-every form field that names a parsed option into it, whether the form shows that option or not,
-and `POST /user` sets any attribute on a User class. Two kinds of sm-locust options must stay on
-the command line: code loading (`--payload module:function` imports and calls code) and
-credential routing (`--endpoint-url`, `--region`, `--aws-profile`, and Locust's `host`, which a
-SageMakerUser uses as its endpoint URL: signed requests and the session token go there). They are
-declared `web_ui=False` (not shown), and `protect` refuses any request that would change them or
-any other option the form does not show, with the one-line message the UI displays. It also checks
-the shown sm-locust numbers and booleans the way the command line does (`--think-time abc` is
-refused, not a server error; `--stop-at-knee maybe` is not read as false), and the number of users
-within `MAX_USERS` (a local runner; a master's users are spread over its workers).
-
-The sm-locust options in the start form: Locust shows custom arguments in one "Custom parameters"
-list, alphabetically (the page's JSON has its keys sorted), each field named by its dest in camel
-case and labelled with it title-cased and its help in parentheses (`Itl Slo Ms (LLM plateau:
-inter-token ...)`, cut off at the field's width); argument groups only shape `locust --help` (the
-options are registered in their groups there). So `FORM_SCRIPT` turns the list into groups with a
-heading each (`config.options.GROUPS`: the chosen shape's own settings first, then the settings
-every shape reads, then endpoint, payload, SLOs, LLM, mix, output), a readable label
-(`option_label`: "ITL SLO (ms)") and the full help under each field (`form_layout`, pure).
-
-The start form: with the sm-locust options given, Locust's "no host attribute set" warning is
-wrong (an endpoint, not a host, is what the users need), so it is cleared, and its Host field is
-hidden (`HIDE_HOST_FIELD`: the page has no switch for it); and the open-loop rate
-tokens (`OpenLoopUser`) are left out of the class picker, where they would be preselected beside
-`InvokeEndpointUser`: they belong to the open-loop shapes, and are added to the run when an
-sm-locust shape is picked (a shape picks its own classes from those loaded).
+Locust's `POST /swarm` and `POST /user` can set any parsed option or User attribute, so options
+that load code or route credentials (`--payload`, `--endpoint-url`, `--region`, `--aws-profile`,
+`host`) are declared `web_ui=False`, and `protect` refuses any request changing an option the form
+does not show, checks the shown numbers and booleans as the command line does and bounds users by
+`MAX_USERS`. `FORM_SCRIPT` groups the sm-locust fields under headings with readable labels
+(`form_layout`, pure); the start form hides Locust's host warning and field (`HIDE_HOST_FIELD`) and
+leaves `OpenLoopUser` out of the class picker.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Weighted picks in O(1): Walker's alias table, and the seeded stream each Locust process draws from.
 
-Why an alias table: the pick runs once per request on the request path, with up to a million
-targets. Cumulative weights + bisect costs O(log N); the alias table (Vose's construction, built
-once in O(N)) costs one uniform draw, one multiply and one comparison whatever N is (bench/mix.py
-measures both).
-
-Reproducibility: a `Picker` draws from its own `random.Random`, seeded from the run's `--seed` and
-the process's index (`stream_seed`), so process k of a run always draws the same sequence. Python
-seeds a `Random` from a string through SHA-512 and the Mersenne Twister's output is fixed across
-platforms and versions, so "the same sequence" holds between machines too.
+The pick runs once per request with up to a million targets: the alias table (Vose's construction,
+O(N) once) costs one draw, one multiply and one comparison whatever N (bench/mix.py). A `Picker`
+draws from its own `random.Random`, seeded from `--seed` and the process's index (`stream_seed`), so
+process k always draws the same sequence, on any machine (string seeds go through SHA-512).
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """What a traffic mix is, and how a user writes one: names and weights, from a file or a spec.
 
-Why its own module: a multi-model endpoint's latency depends on *which* models the traffic names
-(a model not in memory is downloaded and loaded first), so a load test must send a realistic mix,
-and the same mix must be readable from the command line, `SM_LOCUST_*`, the web UI, a sweep's
-`load:` and a notebook. This module is the one parser; it is pure (no Locust, no I/O but reading
-the one file named) so the emulation, the LRU simulation and the tests share its definitions.
-
-Forms (`parse_mix`):
-
-| text | mix |
-|---|---|
-| `zipf:S:N` | N generated model names, rank k weighted 1 / k^S (S >= 0; S = 0 is uniform) |
-| `uniform:N` | N generated model names, equal weights |
-| `a=0.7,b=0.3` | the names given, with their weights (a bare `a,b` weighs each 1) |
-| `FILE.csv` | one `name,weight` row per target (a header row and the weight column are optional) |
-| `FILE.jsonl` | one `{"name": ..., "weight": ...}` object per line (`weight` optional, default 1) |
-
-Generated names are `model-0001.tar.gz` ... (`model_names`, also the names the endpoint emulation
-hosts): 1-based, zero-padded to at least four digits; rank 1 is the most popular. So
-`--target-models zipf:1.1:1000` against `serve --multi-model --model-count 1000` needs nothing else.
-Weights need not sum to 1 (they are normalised); a weight of 0 keeps a name in the mix without
-sending to it, and weights whose sum overflows to infinity are refused. Each name obeys the rule of
-the single-target flag it stands in for (`sm_locust.aws.runtime_api`: TargetModel for
-`--target-models`, InferenceComponentName for `--inference-components`), so a name SageMaker would
-refuse on every request is refused before the test. A mix file is a regular file (a FIFO would
-block) of at most 64 MB, UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"); text that
-is not a file name (a name of 2,000 characters) is read as names, not looked up as a path.
+`parse_mix` is the one parser (pure but for reading the named file): `zipf:S:N`, `uniform:N`,
+`a=0.7,b=0.3`, a CSV or a JSONL file (docs/multi-model.md). Generated names are `model_names`'
+`model-0001.tar.gz` ..., as the endpoint emulation hosts, rank 1 the most popular. Weights are
+normalised; 0 keeps a name without sending to it; an infinite sum is refused. Each name obeys the
+runtime rule of the flag it stands in for (`aws.runtime_api`). A mix file is a regular file of at
+most 64 MB, UTF-8 with or without a BOM.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """Prompt datasets as tables: CSV and Parquet files read row by row, with their columns mapped.
 
-`--prompts FILE.csv` / `FILE.parquet` (JSONL stays with `payloads/llm.py`'s reader, which maps the
-same columns); `--prompt-column NAME` names the prompt's column (default `prompt`, else a `messages`
-column), `--output-tokens-column NAME` the answer length to ask for (default the first of
-`max_new_tokens`, `output_tokens`, `expected_output_tokens` present). A chat column (a list of
-`{"role", "content"}`, or in a CSV cell that list as JSON) works with the messages template.
-
-The file is streamed (csv's reader; pyarrow's Parquet batches), never read whole: at most
-`MAX_PROMPTS` rows are kept, a seeded uniform sample of the rest (reservoir sampling, seeded by
-`--payload-seed`), and a prompt of more than SageMaker's 6 MB body is refused, naming its row.
+`--prompt-column` names the prompt's column (default `prompt`, else `messages`), and
+`--output-tokens-column` the answer length (default the first of `max_new_tokens`, `output_tokens`,
+`expected_output_tokens`). The file is streamed, never read whole: at most `MAX_PROMPTS` rows are
+kept, a seeded reservoir sample of the rest (`--payload-seed`); a prompt over SageMaker's 6 MB body
+is refused, naming its row. JSONL prompts are `payloads/llm.py`'s.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Invoke-args JSONL: one `invoke_endpoint` argument set per line (sm-serverless-benchmarking format).
 
-    {"Body": "1,2,3,4,5", "ContentType": "text/csv"}
-    {"Body": "iVBORw0KGgo...", "BodyEncoding": "base64", "ContentType": "image/png", "Weight": 3}
-
-`Body` is text (sent as UTF-8) or, for binary bodies, base64 text marked with
-`"BodyEncoding": "base64"` (or every line at once with `--payload-base64`, i.e.
-`load_payloads(..., base64=True)`). A JSON object or array as `Body` is sent as compact JSON.
-The other keys are the boto3 `invoke_endpoint` argument names; `Weight` (>= 0) feeds weighted
-selection. sm-serverless-benchmarking stores binary bodies in a pickle file instead: `pickles.py`
-reads those with a plain-data unpickler (bytes bodies); here, the base64 marker carries them.
-Every error names file:line and why.
+`Body` is text (sent as UTF-8), base64 marked with `"BodyEncoding": "base64"` (or every line with
+`--payload-base64`), or a JSON object/array sent as compact JSON. The other keys are boto3's
+`invoke_endpoint` argument names; `Weight` (>= 0) feeds weighted selection. Binary bodies travel as
+base64 here (`pickles.py` reads the pickle form with a plain-data unpickler). Every error names
+file:line and why.
 """
 
 from __future__ import annotations

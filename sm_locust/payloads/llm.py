@@ -1,36 +1,12 @@
 """LLM request templates: prompts in, request bodies for the common LLM containers out.
 
-`--prompts` names the prompts, `--llm-template` the request schema, `--max-new-tokens` the answer
-length asked for; they replace `--payload` (the pool is built here, before the test, like any
-other payload source):
-
-| `--llm-template` | body (`--stream` adds `"stream": true`) | containers |
-|---|---|---|
-| `tgi` (default) | `{"inputs": PROMPT, "parameters": {"max_new_tokens": N, "details": true}}` (1) | TGI, LMI / DJL |
-| `messages` | `{"messages": [{"role": "user", "content": PROMPT}], "max_tokens": N}` (2) | LMI, vLLM, OpenAI API |
-
-(1) `details: true` asks TGI and LMI for the server's counts (`details.generated_tokens`, TGI's
-`details.input_length`); they send none without it. `--llm-details false` leaves it out.
-(2) streams also ask for `"stream_options": {"include_usage": true}` (the server's token counts).
-
-`--prompts`:
-
-- a JSONL file, one prompt per line: `{"prompt": "...", "max_new_tokens": 64}` (the length is
-  optional; `output_tokens` or `expected_output_tokens` also read). A line may instead carry its
-  own `messages` list (messages template only); a line holding a TGI request (`inputs`) or
-  messages under the other template is refused, naming the line and the template to use;
-- a CSV or Parquet file (`payloads.datasets`: streamed, bounded, a seeded sample beyond its bound);
-  `--prompt-column` and `--output-tokens-column` map any dataset's columns (JSONL's keys too);
-- `synthetic:DIST`: `SYNTHETIC_PROMPTS` prompts whose lengths follow a token-length
-  distribution (`synthetic:512`, `synthetic:256-1024`, `synthetic:512~64`, sm_locust.llm.lengths),
-  made of words that count one token each (or exactly by `--tokenizer`), seeded by `--payload-seed`;
-  `synthetic:512,prefix=256,prefixes=4`: each starts with one of 4 fixed 256-token prefixes.
-
-Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`: the dataset's estimate,
-exact for synthetic prompts), used for `input_tokens` when the server does not count them.
-Bad input is one line, exit 2: a line that is not JSON or has no prompt, a template that does not
-match the line, `--llm-template`, `--max-new-tokens` or `--llm-details` without `--prompts`,
-`--llm-details false` with the messages template, `--prompts` with `--payload`.
+`--prompts` (a JSONL file, a CSV/Parquet dataset via `payloads.datasets`, or `synthetic:DIST` with
+`sm_locust.llm.lengths`), `--llm-template` (`tgi`, the default, or `messages`) and `--max-new-tokens`
+replace `--payload`; the pool is built before the test (bodies and options: docs/llm.md). Templates
+ask for the server's token counts (`details: true`, `include_usage`) unless `--llm-details false`.
+Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`), used when the server does
+not count. Bad input (a line that is not JSON or does not match the template, LLM options without
+`--prompts`, `--prompts` with `--payload`) is one line, exit 2.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The payload options (`--serializer`, `--selection`, `--split`, `--validate-response`, ...) and
-the one function that turns them into what a test sends.
+"""The payload options (`--serializer`, `--selection`, `--split`, ...) and `prepare_payloads`, the one
+function that turns them into what a test sends.
 
-Why here: the same options are read in two places that must agree, `sm-locust run` (which checks
-them before anything starts, so a typo is a one-line error and no half-made run folder) and the
-default locustfile (which builds the pool once per process at test start, also from the web UI).
-Both call `prepare_payloads`; the options themselves are declared once, as `OptionSpec`s listed in
-`sm_locust.config.options.OPTION_PROVIDERS`, so they show in the web UI and `sm-locust run` forwards them.
-
-Serializer options are explicit flags rather than one repeated `KEY=VALUE` flag, because Locust's
-web UI edits one value per option. Each applies to the serializers that take it; giving one to a
-serializer that does not is an error that names the flag and the serializers it belongs to.
+`sm-locust run` (checking before anything starts) and the default locustfile (building the pool per
+process) both call it, so they agree. The options are `OptionSpec`s listed in
+`config.options.OPTION_PROVIDERS`, one value each so the web UI can edit them; a serializer option
+given to a serializer that does not take it is an error naming the serializers it belongs to.
 """
 
 from __future__ import annotations

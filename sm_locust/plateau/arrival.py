@@ -1,15 +1,10 @@
 """Open-loop arrival schedules, and how to tell when the generator fell behind them.
 
-Closed-loop users wait for a response before sending again, so a slow endpoint quietly lowers the
-offered load and hides its own latency ("coordinated omission"). Open loop fixes the send times in
-advance, from the target rate alone: evenly spaced (`constant_arrivals`) or with exponential gaps
-(`poisson_arrivals`, seeded, the memoryless traffic of many independent clients). Latency is then
-measured from the INTENDED send time (`latency_from_intended_ms`), so time spent waiting to send
-counts against the endpoint, as a real client would feel it.
-
-If the sends themselves run late, the generator could not keep up (CPU, too few users or
-connections): `count_late` compares intended and actual send times; its `late_fraction` feeds
-`measure_step(..., late_fraction=...)`, which marks the step client-bound.
+Open loop fixes the send times in advance from the target rate (`constant_arrivals`, or seeded
+`poisson_arrivals`), so a slow endpoint cannot lower the offered load ("coordinated omission").
+Latency is measured from the INTENDED send time (`latency_from_intended_ms`). `count_late` compares
+intended and actual send times; its `late_fraction` feeds `measure_step`, which marks the step
+client-bound.
 """
 
 from __future__ import annotations

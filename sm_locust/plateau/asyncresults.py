@@ -1,16 +1,10 @@
-"""Asynchronous inference from the client's side, pure: when each call's result was seen, and
-what that says (docs/async.md).
+"""Asynchronous inference from the client's side, pure: when each call's result was seen, and what
+that says (docs/async.md).
 
-An InvokeEndpointAsync call is accepted (HTTP 202) and its result appears later as an S3 object.
-The client polls for it on a schedule (`PollSchedule`: a first delay, then each delay times a
-factor, up to a ceiling), so it sees a result at the first poll after the object appeared: the
-time to result it measures is late by at most the window from the last poll that missed it to
-the one that found it (the delay before that poll, `PollSchedule.resolution_ms`, plus the polls'
-own time): the poll's **resolution**, measured per call (`AsyncCall.resolution_ms`). From the
-calls (`AsyncCall`: sent, accepted, seen, outcome, polls) this module
-gives the time-to-result histograms per second (Locust's buckets, for the intervals of
-`plateau.uncertainty`), the resolution, and the client-side **backlog**: calls accepted whose
-result has not been seen yet, at each second.
+A call is accepted (202) and its result appears later in S3; the client polls on a `PollSchedule`,
+so a measured time to result is late by at most the poll's **resolution** (`AsyncCall.resolution_ms`).
+From the calls this gives time-to-result histograms per second (for `plateau.uncertainty`), the
+resolution, and the **backlog**: calls accepted whose result has not been seen, per second.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """Clock-driven glue between a search and a once-a-second shape tick, still free of Locust.
 
-A Locust `LoadTestShape.tick()` is called about once a second and must answer the load to run
-now. `SearchDriver.tick(now, timeline)` does the bookkeeping every shape would otherwise repeat:
-hold each decided load until it is measured, then measure that step from the timeline's `Second`s
-(ramping and warm-up dropped by `measure_step`), feed it to the search and return the next
-`Decision`. The shape only translates a Decision into `(users, spawn_rate)` or a target rate.
-
-A step is held only until it is stable and its figures decide the search's next move (sequential
-measurement): from `min_step_s` on (default `DEFAULT_MIN_STEP_S`, 10 s: a 2-s warm-up and three
-sub-windows of ~2.7 s) the step so far is measured every tick, and it ends as soon as its three
-sub-windows agree within 10 % (perf_analyzer's rule) and `Search.undecided` is empty (its goodput
-known to +-5 %, each latency SLO met or broken by the percentile's whole interval, the growth over
-the best earlier step wholly on one side of the threshold); otherwise it is held to `step_s`
-(`--step-seconds`, the per-step budget) and judged as it is, what is still undecided recorded on it
-(`StepMeasurement.undecided`) for the verdict to say. `min_step_s` equal
-to `step_s` gives fixed-length steps. Both limits count the seconds the timeline already holds for
-the step at its load, not wall time: ramping seconds (Locust ramps down at the spawn rate too) are
-left out, and on a master the recorder appends a second about 4 s after it ended (worker reports),
-so a step measured on wall time alone would lose its last seconds. If the timeline falls more than
-`TIMELINE_LAG_S` behind, wall time decides.
-
-`ScheduleDriver` is the same for a load that follows a clock instead of a search (an Inference
-Recommender traffic pattern, `traffic.Schedule.at`): every user level is a step, judged by a
-`ScheduleSearch` when the level ends; levels shorter than `MIN_LEVEL_S` are folded into the next
-one (a ramp of one user per second is judged in `MIN_LEVEL_S` windows, not second by second).
-Budgets (IR's MaxInvocations per minute, max duration, max invocations) are also checked while a
-long level runs, every `MIN_LEVEL_S` once it has lasted `BUDGET_CHECK_AFTER_S`, so a pattern stops
-when its stopping condition fires, not when the level ends.
-
-Both drivers take an outside stop (`finish(now, timeline, reason)`: a run-time limit, a stop from
-the web UI): the step under way is judged if it lasted long enough, and `reason` becomes the
-verdict's stop reason.
+`SearchDriver.tick(now, timeline)` holds each decided load until it is measured (`measure_step`),
+feeds the step to the search and returns the next `Decision`. A step ends from `min_step_s` on as
+soon as it is stable and `Search.undecided` is empty, at the latest at `step_s` (what is undecided
+is recorded on it). Both limits count the timeline's seconds at the step's load, not wall time,
+unless the timeline lags more than `TIMELINE_LAG_S`. `ScheduleDriver` does the same for a clock-driven
+load (`traffic.Schedule`): levels shorter than `MIN_LEVEL_S` fold into the next, and budgets are
+checked during long levels. `finish(now, timeline, reason)` takes an outside stop.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """The load generator's own delay, the pure part: loop-lag counts, their figures, the client-affected rule.
 
-Why: a load generator that the machine starves (other processes on its core, a container's CPU
-quota) can read low on its own CPU and on its wait for a CPU, yet every response in flight waits
-each time its event loop is held up, so the latency and the throughput it measures are its own, not
-the endpoint's. What shows it is the event loop's lag: a timer asked to sleep `interval` wakes
-late by however long the loop could not run. `record.looplag` samples that lag on every Locust
-process and reads the cgroup's CPU throttling; this module keeps what those readings add up to:
-
-- `LagCounts`: one interval's (a second's, a worker report's, a step's) readings, mergeable:
-  oversleeps in a histogram of microseconds (2 significant digits), their sum, the time sampled,
-  the longest, and (where the host has a cgroup CPU limit) CFS periods and throttled periods.
-- `LoopLag`: the figures summary.json shows: samples, lag p50 / p99 / max (ms), the share of the
-  time the loop was lagging, and the share of CFS periods throttled.
-- `client_affected_reason`: the rule (docs/facts.md has its evidence). A step is client-affected
-  when its loop lag p99 reaches `LAG_P99_OF_P50` of the step's own p50 latency and its loop was
-  behind at least `LAGGING_LIMIT` of the time (the generator's stalls are long beside a request and
-  frequent: a material share of what it measured; either alone, on a shared machine, also fits a
-  quiet client: a start-up stall in a 3-s window, a busy but timely loop), or when the process was throttled in at least
-  `THROTTLED_PERIODS_LIMIT` of its CFS periods, or (`slo_margin_reason`) when a latency SLO is broken
-  by less than the loop lag p99: without the generator's stalls the step might have met it. The
-  reason names the fix.
+A starved generator can read low CPU yet delay every response in flight; its event loop's lag (a
+timer waking late) shows it. `record.looplag` samples the lag and the cgroup's CPU throttling; here
+`LagCounts` (one interval's mergeable readings), `LoopLag` (summary.json's figures) and
+`client_affected_reason`: lag p99 at `LAG_P99_OF_P50` of the step's p50 while lagging at least
+`LAGGING_LIMIT` of the time, throttled in `THROTTLED_PERIODS_LIMIT` of CFS periods, or an SLO broken
+by less than the lag p99 (`slo_margin_reason`). The rule's evidence is in docs/facts.md; the reason
+names the fix.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Open-loop rate phases: the `traffic:` of an autoscaling test (`sm-locust run --traffic FILE`).
 
-Why: a scaling policy is judged on traffic that changes: a quiet start, a surge, the quiet again. That
-is a list of phases, each an arrival rate held for a while (`{duration_s, rps}`), sent open loop
-(`sm_locust.users.openloop`: the sends keep their schedule whatever the endpoint does, so a fleet that
-is still starting shows its queueing in the latency instead of hiding it by slowing the callers).
-
-Durations are *run* seconds: against the local fleet emulation they are emulated seconds (its clock
-runs `time_scale` times faster), and `Traffic.rate_at(t)` is asked with run seconds; the rate itself is
-real requests per second (the requests are not compressed, only the clock). This module is pure: it
-checks the parsed YAML/JSON (`parse_traffic`: one-line UsageError naming the bad phase) and answers
-what rate holds when; reading the file is `shapes.settings.load_traffic`.
+A list of phases, each an arrival rate held for a while (`{duration_s, rps}`), sent open loop so a
+fleet still starting shows its queueing in the latency. Durations are *run* seconds (emulated
+seconds against the local fleet emulation); the rate is real requests per second. Pure:
+`parse_traffic` checks the parsed YAML/JSON (one-line UsageError naming the bad phase) and
+`Traffic.rate_at(t)` answers; reading the file is `shapes.settings.load_traffic`.
 """
 
 from __future__ import annotations

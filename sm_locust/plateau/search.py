@@ -1,31 +1,12 @@
 """Which load to run next, and when to stop: the plateau searches as pure objects fed one step at a time.
 
-Modelled on Triton model_analyzer's parameter_search: the search never touches Locust. A shape asks
-`first()` for the first load, runs it for a step, summarises the step with `measure_step`, hands
-it to `feed()` and gets the next `Decision` (run this load, or stop and why). `verdict()` then
-names the plateau. Both searches step users (closed loop) or target req/s (open loop).
-
-- `StepSearch`: linear steps start, start + step, ... up to max; stops at the knee (throughput
-  gain under 5 % over the last 4 steps) unless told to keep going, at a constraint violation
-  (latency SLO, error rate) or when a budget runs out.
-- `ScheduleSearch`: the loads come from outside (an Inference Recommender traffic pattern played
-  by `driver.ScheduleDriver`); the search only judges each level, stops on the pattern's stopping
-  conditions and names the plateau like the others.
-- `PlateauSearch`: adaptive. Doubles the load (quadruples it while throughput still follows the
-  no-queueing bound users / cycle time) until the last step gained < 5 % or a
-  constraint is violated. Past saturation it uses what was measured: closed-loop theory
-  (`model.py`, Little's law: knee users = capacity x unqueued cycle time) says where the knee is,
-  the search runs that load and the one just below it to confirm (in open loop: the measured
-  capacity and the rate just above it), and only bisects when the model is contradicted or the
-  boundary is a constraint (latency SLO, errors), until it is known to +-5 % (or to the
-  1-user / 1-req/s granularity).
-
-Throughput is judged as goodput (successful invocations/s). The plateau (see docs/plateau.md) is
-the lowest acceptable load whose goodput is within `PLATEAU_TOLERANCE` of the best acceptable
-goodput (the knee), where acceptable means: no constraint violated, and not client-bound. The
-capacity is the best stable goodput at or beyond the knee: what the endpoint sustains. A
-client-bound step (load generator saturated) stops the search and is never reported as the
-endpoint's plateau; the verdict says "client-bound, add workers".
+A shape asks `first()`, runs the load, hands the measured step to `feed()` and gets the next
+`Decision`; `verdict()` names the plateau. `StepSearch` steps linearly, `ScheduleSearch` judges
+levels chosen from outside (a traffic pattern), `PlateauSearch` doubles until saturation, places the
+knee by Little's law (`model.py`) and confirms it, bisecting only when contradicted. Throughput is
+goodput; the plateau is the lowest acceptable load within `PLATEAU_TOLERANCE` of the best acceptable
+goodput, acceptable meaning no constraint violated and not client-bound; a client-bound step stops
+the search and is never the plateau (docs/plateau.md).
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Decisions on intervals, not points: whether a step's figures already decide what they must decide.
 
-A search takes three kinds of decisions on a step: did throughput stop growing (the growth over the
-best earlier step against a tolerance), does a percentile meet its SLO, and is the step's goodput
-known well enough to be the capacity. Each is taken on the figure's 95 % interval
-(`plateau.uncertainty`), never on its point: a figure whose interval straddles the line it is held
-against decides nothing yet. The driver keeps such a step running (sequential measurement, up to
-its budget, `driver.SearchDriver`); what is still undecided at the budget is recorded on the step
-and makes the verdict INCONCLUSIVE for that decision, with the reason (docs/plateau.md,
-"Deciding on intervals").
-
-Pure arithmetic on `Interval`s; a figure without an interval (a step built without its window, as
-synthetic tests do) is judged on its point, as before.
+Three decisions per step (throughput stopped growing, a percentile meets its SLO, goodput known well
+enough to be the capacity) are taken on the figure's 95 % interval (`plateau.uncertainty`): an
+interval that straddles its line decides nothing yet, the driver keeps the step running, and what
+is undecided at the budget makes the verdict INCONCLUSIVE with the reason (docs/plateau.md,
+"Deciding on intervals"). Pure; a figure without an interval is judged on its point.
 """
 
 from __future__ import annotations

@@ -1,38 +1,12 @@
 """Steady-state figures of one load step, computed from the step's own per-second samples.
 
-A plateau search compares steps, so each step must be summarised the same way and only from its
-own requests: Locust's live `current_rps` averages a sliding t-12..t-3 s window and its live
-percentiles cover ~10 s, so both mix the previous step into the current one. Here a step is a run
-of `Second`s (see `timeline.py`); the warm-up part and ramping seconds are dropped, the
-rest is the steady window, and its figures come from the window's merged histogram.
-
-Stability follows perf_analyzer: the steady window is cut into `STABILITY_WINDOWS` sub-windows and
-the step is stable when every sub-window's throughput is within `STABILITY_TOLERANCE` of their
-mean. Sub-windows shorter than `MIN_SUBWINDOW_S` cannot be judged (Locust workers report every
-3 s, so per-second counts on a master are lumpy) and make the step unstable ("too short").
-
-A step is client-bound when the load generator, not the endpoint, was the bottleneck: client CPU at
-or above `CLIENT_CPU_LIMIT_PCT`, or its CPU plus the time it waited for a CPU (`client_wait_pct`: a
-machine busy with other work starves the generator while its own CPU reads low) at or above
-`CLIENT_BUSY_LIMIT_PCT` (it always had work pending: it did not keep up), or (open loop) the
-generator did not offer the intended rate: more than 1 - `MIN_ACHIEVED_RATIO` of sends late
-(`late_fraction`), else a sent rate (`sent_rps`) under `MIN_ACHIEVED_RATIO` of the intended rate,
-else - when the caller knows neither - a completed rate under that ratio. The last fallback cannot
-tell a generator that fell behind from a saturated endpoint, so open-loop callers should pass send
-timing (`arrival.count_late`), or record it in the `Second`s (`sent`, `late`, `dropped`, filled by
-`sm_locust.users.openloop`), from which `measure_step` derives it. Such a step says nothing about
-the endpoint's capacity. Sends DROPPED because the in-flight cap was reached are not the generator's
-fault (the endpoint queues past capacity) and do not make a step client-bound; they are reported as
-`dropped_fraction`.
-
-A step is also client-bound when the generator's own delay is a material share of what it measured
-(`plateau.looplag.client_affected_reason`: its event loop's lag p99 against the step's p50, or CPU
-throttling by a cgroup limit): a generator starved beside other work can read low CPU and little
-wait for a CPU while every response in flight waits each time it is descheduled.
-
-A step where most requests failed (`FAILURE_MAJORITY`) is failure-dominated: its failures, not the
-load generator, explain it (a client answering 100 % NoCredentialsError at 46,000 failures/s is
-busy, but failing), so it is never client-bound, and the searches stop on it naming the failures.
+Only the step's own requests count (Locust's live figures mix in the previous step): warm-up and
+ramping seconds are dropped and the figures come from the window's merged histogram. Stable when
+each of `STABILITY_WINDOWS` sub-windows is within `STABILITY_TOLERANCE` of their mean (perf_analyzer's
+rule); sub-windows under `MIN_SUBWINDOW_S` make the step unstable. Client-bound: CPU at
+`CLIENT_CPU_LIMIT_PCT`, CPU plus wait at `CLIENT_BUSY_LIMIT_PCT`, open-loop sends late or under
+`MIN_ACHIEVED_RATIO`, or the generator's own delay (`plateau.looplag`); drops at the in-flight cap do
+not count. A step with a failure majority (`FAILURE_MAJORITY`) is never client-bound.
 """
 
 from __future__ import annotations

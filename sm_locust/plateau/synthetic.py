@@ -1,15 +1,10 @@
 """A closed-form endpoint model that produces `Second`s, to exercise the searches without Locust.
 
-The model is the textbook one: an endpoint with `concurrency` parallel slots and a fixed
-`service_ms` per request has capacity C = concurrency / service time. With `users` closed-loop
-users, each spending `overhead_ms` outside the slot per request (network, client), throughput is
-min(users / (service + overhead), C) and Little's law puts the latency at users / throughput (past
-the knee requests queue). `contention_ms` adds that much to every user's cycle per other user (a
-client and an endpoint sharing CPUs: the cycle grows with load before the knee). `smoothness` k
-bends the corner into linear / (1 + (linear / C)^k)^(1/k): throughput falls short of the bound
-before the knee, as on an endpoint whose service times vary. Open loop offers `rate` req/s and
-completes min(rate, C). Optional noise, error rate and client CPU let tests build the awkward cases
-(noisy plateau, error burst, client-bound generator). Deterministic for a given seed.
+`concurrency` slots of `service_ms` each give capacity C; closed-loop `users` with `overhead_ms`
+outside the slot get min(users / (service + overhead), C), latency by Little's law. `contention_ms`
+grows each cycle per other user, `smoothness` k bends the corner (linear / (1 + (linear / C)^k)^(1/k)),
+open loop completes min(rate, C). Optional noise, errors and client CPU build the awkward cases.
+Deterministic for a given seed.
 """
 
 from __future__ import annotations

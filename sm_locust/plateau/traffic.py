@@ -1,41 +1,12 @@
 """SageMaker Inference Recommender traffic patterns, parsed and checked, as a schedule a shape can follow.
 
-Teams that already describe load tests as an Inference Recommender (IR) `TrafficPattern` plus
-`StoppingConditions` can replay the same pattern with Locust. `parse_traffic_pattern` accepts the
-pattern itself, `{"TrafficPattern": ..., "StoppingConditions": ...}`, or a whole
-CreateInferenceRecommendationsJob request (`InputConfig.TrafficPattern`), as a dict or JSON text,
-and returns a `Schedule` whose `at(elapsed_s)` answers `(users, spawn_rate)` or None (done).
-
-What the IR API reference documents, and how it is read here:
-
-- `TrafficType`: `PHASES` or `STAIRS`; give either `Phases` or `Stairs`, not both.
-- Phase: `InitialNumberOfUsers` (min 1; "should be between 1 and 3"), `SpawnRate` ("how many new
-  users to spawn in a minute", min 0), `DurationInSeconds` (min 1; "for custom load tests ...
-  between 120 and 3600", not above `JobDurationInSeconds`). `Phases` has at least one item; phases
-  run one after another and each starts at its own InitialNumberOfUsers (IR does not say how
-  phases chain; this is the literal reading).
-  SpawnRate is read PER MINUTE (the API reference) and spread evenly: users(t) = initial +
-  floor(SpawnRate * t / 60), t seconds into the phase, i.e. one new user every 60 / SpawnRate s.
-  This matches IR's own example (1 user, SpawnRate 1, 600 s: "1 concurrent user at the beginning
-  and 10 at the end"). The Studio guide says "per second"; pass `spawn_unit="second"` for that.
-- Stairs: `DurationInSeconds` per step (min 1), `NumberOfSteps` (min 1), `UsersPerStep`
-  (1..3): step i (from 0) runs UsersPerStep * (i + 1) users. The API sets no maximum on
-  NumberOfSteps; a job lasts at most 18,000 s (`JobDurationInSeconds`), so at most `MAX_STEPS`
-  (18,000) steps of one second can run, and more is refused (100 million steps took 2.7 GB). The
-  same bound holds for the number of Phases.
-- StoppingConditions: `MaxInvocations` is "the maximum number of requests per minute expected for
-  the endpoint" (a rate, not a total); `ModelLatencyThresholds` holds exactly one
-  `{Percentile, ValueInMilliseconds}` with Percentile `P95` or `P99` ("for custom load tests,
-  specify P95"); `FlatInvocations` `Stop` (default) or `Continue` stops when invocations flatten.
-  IR measures ModelLatency server-side; Locust's latency is end-to-end and larger, so the same
-  threshold is stricter here.
-
-Hard API limits (types, minimums, UsersPerStep 1..3, unknown keys) raise `UsageError`; the
-"should" advice (1..3 initial users, 120..3600 s phases, job duration) is reported in
-`Schedule.warnings`, since IR's own examples step outside it (e.g. a second phase starting at 5).
-
-Locust's spawn rate is per second and a shape tick is ~1 s, so `at` returns, with each user
-level, a spawn rate that reaches the level within `LEVEL_SPAWN_S` (IR levels are instantaneous).
+`parse_traffic_pattern` takes a `TrafficPattern`, `{"TrafficPattern", "StoppingConditions"}` or a
+whole CreateInferenceRecommendationsJob request (dict or JSON) and returns a `Schedule` whose
+`at(elapsed_s)` answers `(users, spawn_rate)` or None (done). SpawnRate is read per minute and
+spread evenly (`spawn_unit="second"` for the Studio guide's reading); phases run one after another,
+each from its own InitialNumberOfUsers; at most `MAX_STEPS` steps or phases (docs/facts.md,
+"Inference Recommender limits"). Hard API limits raise `UsageError`; the API's "should" advice goes
+to `Schedule.warnings`. Each level is reached within `LEVEL_SPAWN_S`.
 """
 
 from __future__ import annotations

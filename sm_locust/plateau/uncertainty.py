@@ -1,34 +1,12 @@
 """95 % confidence intervals of a window's figures, from its per-second samples (pure, seeded).
 
-A figure measured over a window (a step's steady window, a whole run) is an estimate: a second
-run of the same step would read a little differently. The interval says how much. Per-second
-samples of a load test are serially correlated (a slow second is followed by a slow second: a GC
-pause, a busy neighbour, a queue draining), so the textbook interval for independent samples is
-too narrow. Two methods that respect the correlation, both over consecutive batches of samples
-(docs/facts.md, "Confidence intervals", with sources):
-
-- **Rates** (`rate_ci`: requests/s, goodput, tokens/s) by **non-overlapping batch means**: the
-  window is cut into `k` consecutive batches of about `b` samples (`b = max(2, min(ceil(sqrt(n)),
-  n // 4))`, so at least 4 batches once there are 8 samples, and batches grow like sqrt(n) so
-  their means are nearly independent however long the window); the rate is the window's ratio
-  sum(counts) / sum(durations), its standard error comes from the batches' rates (the ratio
-  estimator: batches of unequal duration weigh by their duration), and the half-width is Student's
-  t with k - 1 degrees of freedom. Batches are cut by duration, so merged samples (a week-long
-  step keeps its older seconds in blocks: `record.accumulate`) are batched like seconds.
-- **Percentiles** (`percentile_ci` / `percentile_cis`: p50 / p95 / p99) by a **block
-  bootstrap**: the window is cut the same way into blocks of about n^(1/3) samples (the order of
-  block length that is optimal for a block bootstrap, Hall, Horowitz & Jing 1995; with blocks as
-  long as the rate's batches, a 24-s step has 4 of them and the bootstrap's interval is too narrow:
-  synthetic coverage of the p50 fell to 0.88, tests/plateau/test_uncertainty.py); `RESAMPLES`
-  times, as many blocks as there are drawn with replacement, their histograms merged, the
-  percentile read by Locust's rule (`steady.histogram_percentile`); the interval is the 2.5th and
-  97.5th percentile of those replicates, widened to contain the window's own figure. The RNG is
-  seeded, so the same window always gives the same interval.
-
-Fewer than `MIN_SAMPLES` samples (or no requests) give `Interval(None, None)`, printed "n/a":
-an interval cannot be estimated, and none is invented. Everything is numpy on small arrays: a
-step of 856 samples (a week-long step as the recorder keeps it) takes milliseconds
-(bench/uncertainty.py).
+Per-second samples are serially correlated, so both methods work on consecutive batches (docs/facts.md,
+"Confidence intervals", with sources). Rates (`rate_ci`) by non-overlapping batch means: the
+window's ratio sum(counts) / sum(durations), Student's t over about sqrt(n)-sample batches cut by
+duration. Percentiles (`percentile_ci`, `percentile_cis`) by a block bootstrap over blocks of about
+n^(1/3) samples, `RESAMPLES` seeded replicates read by Locust's rule, widened to contain the
+window's own figure. Fewer than `MIN_SAMPLES` samples give `Interval(None, None)` ("n/a"): none is
+invented.
 """
 
 from __future__ import annotations

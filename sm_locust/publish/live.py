@@ -1,30 +1,13 @@
 """`LivePublisher`: the Locust side of `--publish` and `--dashboard`, on the master or local runner only.
 
-Where the figures come from: the master's Locust stats, into which Locust merges every worker's
-report (every 3 s), read through the recorder's `counted_entry` (logical invocations) and
-`RunRecorder.totals` (errors by code), and the LLM buckets `record.llm.LlmStats` merges from the
-workers' reports. Workers publish nothing, so nothing is counted twice; each CloudWatch period is
-the difference of two readings of those cumulative figures (`publish.interval`), so the periods add
-up to the run's totals. On a master a request lands in the period its worker's report arrived in
-(at most ~3 s after it completed).
-
-When (listeners registered here, locust-plugins style):
-
-- init: the checks, before any user starts. `--publish cloudwatch`: one real PutMetricData (the
-  run's `Requests` = 0 at this moment: true, and part of the metric set, so no extra metric is
-  created or billed); refused (no `cloudwatch:PutMetricData`, no or bad credentials, CloudWatch
-  unreachable) -> one line, exit 2. AWS documents no dry run for PutMetricData, and
-  IAM's policy simulator needs permissions of its own. `--dashboard`: PutDashboard, its console
-  URL printed. `--publish prometheus`: the /metrics server starts.
-- test_start: the baseline reading; a 1-s ticker closes each period on the period grid (stamped
-  with its start) and keeps the last 10 s of latency-seconds for the in-flight gauge; a sender
-  greenlet sends what the ticker buffered (`publish.sender`: bounded, backed off, counted). The
-  load never waits for either: the ticker only reads and appends; all I/O is in the sender.
-- test_stop: the period under way is closed.
-- quit (after the recorder's last write): what reached the master after the stop (workers' last
-  reports) goes out as a last interval of the same period; the sender gets `CLOSE_TIMEOUT_S` to
-  send what is left; summary.json is written again with `publish`; one line says what was
-  published and what was dropped, with why.
+Figures come from the master's merged stats (`counted_entry`, `RunRecorder.totals`, `LlmStats`);
+workers publish nothing, so nothing counts twice, and each period is the difference of two
+cumulative readings (`publish.interval`), so periods add up to the run's totals. At init the
+destination is checked with one real call (PutMetricData of `Requests` = 0, PutDashboard) or the
+/metrics server starts; a refusal is one line, exit 2. From test_start a 1-s ticker closes periods
+on the period grid and a sender greenlet does all I/O (`publish.sender`), so the load never waits.
+At quit the last reports go out, the sender gets `CLOSE_TIMEOUT_S`, and summary.json records
+`publish` (docs/live-metrics.md).
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """An interval as PutMetricData datums, and datums as PutMetricData calls within the API's limits.
 
-Pure. The metric set (docs/live-metrics.md), every datum with the run's dimensions (`EndpointName`,
-plus `VariantName`, `TargetModel` or `InferenceComponentName` when the run fixes one):
-
-    EndToEndLatency    Milliseconds  Values/Counts of the interval's latencies (CloudWatch's pNN work)
-    Requests           Count         logical invocations completed in the interval (0 is sent too)
-    Failures           Count         all failures; and one datum per error name with dimension `Error`
-                                     (at most 20 names a run, the rest as `Other`: error_names.py)
-    Throttles          Count         ThrottlingException failures
-    InFlight           Count         mean requests in flight (Little's law: latency-seconds per second)
-    TimeToFirstToken   Milliseconds  LLM runs: Values/Counts of the answers' TTFT
-    InterTokenLatency  Milliseconds  LLM runs: Values/Counts of the gaps between tokens
-    OutputTokens       Count         LLM runs: output tokens of the answers completed in the interval
-
-PutMetricData's limits (API reference, docs/facts.md): at most 1,000 metrics per call, at most 150
-values per `Values` array, 1 MB per request; `StorageResolution` 1 marks a high-resolution metric.
-A histogram with more than 150 distinct values becomes several datums of the same metric and
-timestamp (CloudWatch aggregates them); `calls` never puts two datums of the same metric, dimensions
-and timestamp in one call (so each call holds at most 150 values per metric whichever way the
-limit is read) and keeps each call under 1,000 datums and a size budget.
+Pure. Every datum carries the run's dimensions (`EndpointName`, plus `VariantName`, `TargetModel` or
+`InferenceComponentName` when the run fixes one); the metric set is in docs/live-metrics.md
+(`Requests` is sent also when 0; failures by error name keep at most 20 names, `error_names.py`).
+A histogram of more than 150 distinct values becomes several datums of the same metric and
+timestamp; `calls` never puts two datums of the same metric, dimensions and timestamp in one call
+and keeps each call within 1,000 datums and a size budget (limits: docs/facts.md).
 """
 
 from __future__ import annotations

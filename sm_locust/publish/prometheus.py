@@ -1,25 +1,10 @@
 """`--publish prometheus[:HOST:PORT]`: the run's figures at `/metrics` on the master, for Prometheus
 and Grafana (deploy/grafana/sm-locust.json).
 
-A collector, not instrumentation: nothing is counted on the request path. Each scrape reads the
-master's merged Locust stats as they are at that moment (workers report every 3 s; the master's
-stats are their merge), so a scrape at the end equals summary.json's totals:
-
-    sm_locust_requests_total{endpoint,name}              logical invocations (what summary.json counts)
-    sm_locust_failures_total{endpoint,name,error}        failures by error code (at most 20 names a run,
-                                                         the rest as `Other`: error_names.py)
-    sm_locust_request_latency_seconds{endpoint,name}     histogram (Locust's buckets mapped onto `le`;
-                                                         _sum exact, _count = requests)
-    sm_locust_in_flight{endpoint}                        mean requests in flight over the last 10 s
-                                                         (Little's law; rate(..._sum) says the same)
-    sm_locust_users{endpoint}                            users running
-    sm_locust_step{endpoint}                             the load step under way (1, 2, ...; 0 before)
-    sm_locust_llm_requests_total, sm_locust_output_tokens_total,
-    sm_locust_time_to_first_token_seconds, sm_locust_inter_token_latency_seconds   (LLM runs)
-
-`prometheus_client` is the optional extra `prometheus` (`pip install 'sm-locust[prometheus]'`),
-imported only when `--publish prometheus` is given. The server is prometheus_client's own, on
-127.0.0.1:9646 unless told otherwise (`prometheus:0.0.0.0:9646` in a container).
+A collector: nothing is counted on the request path; each scrape reads the master's merged stats, so
+a last scrape equals summary.json's totals (metric names: docs/live-metrics.md). Failures keep at
+most 20 error names (`error_names.py`). `prometheus_client` (the `prometheus` extra) is imported
+only with `--publish prometheus`; the server binds 127.0.0.1:9646 unless told otherwise.
 """
 
 from __future__ import annotations

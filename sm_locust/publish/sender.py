@@ -1,25 +1,11 @@
 """`CloudWatchSender`: a bounded buffer of PutMetricData datums, sent in calls within the API's
 limits, with back-off while CloudWatch throttles, and an account of everything (summary.json `publish`).
 
-Why its own piece: publishing must never delay the load and never lose data silently. The load
-side only appends to the buffer (`add`, no I/O); a background greenlet (`publish.live`) calls
-`drain`, which sends what is buffered one call at a time. What happens to each datum is counted:
-
-- sent: `data_points`, in `calls` (and `periods` once all of a period's datums are in);
-- throttled (`Throttling`, `ThrottlingException`, ... or HTTP 429) or not reached (a connection
-  refused or reset before the request was sent, HTTP 5xx): retried after an exponential back-off
-  with jitter (1 s doubling to `max_backoff_s`), each retry counted in `retries`; nothing is lost
-  while it fits the buffer, however long the throttling lasts;
-- the buffer full (`capacity` datums, about 2 hours of 10-s periods for a plain run): the OLDEST
-  datums are dropped (a live view wants the newest), counted with that reason;
-- refused by CloudWatch (an invalid value, a permission revoked mid-run): that call's datums are
-  dropped, counted under the error's code;
-- a call that got no answer (read timeout): its datums are not re-sent, since CloudWatch may
-  have stored them and a re-send would count them twice; counted as dropped with that reason;
-- still buffered when the run ends and `close` has spent its `timeout`: dropped, counted.
-
-`report()` is the `publish` object of summary.json. Pure of Locust and gevent: the client, the
-clock, `sleep` and `random` are injected, so tests drive a 30-s throttle in no time.
+The load side only appends (`add`, no I/O); `drain` sends from a background greenlet. Every datum is
+accounted for: sent; throttled or not reached, retried with jittered back-off up to `max_backoff_s`;
+dropped oldest-first when the buffer is full; dropped under the error's code when refused; not
+re-sent after a call with no answer (CloudWatch may have stored it); dropped when `close` runs out of
+time. `report()` is summary.json's `publish`. Client, clock, `sleep` and `random` are injected.
 """
 
 from __future__ import annotations

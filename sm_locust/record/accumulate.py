@@ -1,32 +1,12 @@
 """What the recorder keeps of a running test: only what decisions and summary.json need, so a week
 of 1-s samples costs the memory of a few minutes.
 
-`RunTimeline` is a pure object fed `Second`s in time order (the recorder on a local runner or a
-master; tests and bench/recorder_memory.py with synthetic ones). It holds:
-
-- `recent`: the last `EXACT_S` seconds exactly, whatever step they belong to (the progress line,
-  and the shapes' view of the step under way: `view()`);
-- the step under way, cut as `plateau.steady.split_steps` cuts a whole timeline (one user count, or
-  in open loop one target rate; ramping seconds and seconds without users belong to no step): its
-  last `EXACT_S` seconds exactly, older ones merged into at most `MAX_BLOCKS` blocks of consecutive
-  seconds (two neighbours merge when there are too many, so a block covers 1, 2, 4, ... seconds);
-- each finished step as its summary.json record (`record.summary.step_record`) and its steady
-  window (for the LLM figures), measured once when the step ends; when a shape's search judges the
-  steps (`judge`), ITS measurements are the steps, exactly as the search judged and the live line
-  printed them (same window, same figures, same intervals), and the cut by user count is not used;
-- the whole run in at most `MAX_BLOCKS` merged blocks (`run_seconds()`: summary.json's
-  `totals.ci95`, the intervals of the whole-run figures);
-- one record per hour of the run (`hours()`: throughput, goodput, error rate, p50 / p95 / p99 from
-  the hour's merged histogram, users, client CPU), for the hourly progress line and summary.json's
-  `hours`.
-
-A step measured from blocks is `plateau.steady.measure_step` over fewer, longer samples: requests,
-failures and the histogram are exact sums; the warm-up cut (the first 20 %) and the three stability
-sub-windows fall on block boundaries, i.e. within 1/`MAX_BLOCKS` of the step (for a week-long step,
-~40 min of 7 days). Steps up to `EXACT_S` long, which is every step a plateau search holds by
-default, are measured exactly as from the whole timeline. Open loop is recognised as
-`timeline_mode` does for a whole timeline: from the first second with a target rate on, steps are
-cut by target rate and the earlier ones (cut by users) are dropped.
+`RunTimeline` is a pure object fed `Second`s in time order. It keeps the last `EXACT_S` seconds
+exactly (`recent`, `view()`), the step under way (older seconds merged into at most `MAX_BLOCKS`
+blocks), each finished step's record (the search's own measurements when it `judge`s), the whole
+run in at most `MAX_BLOCKS` blocks (`run_seconds()`) and one record per hour (`hours()`). Counts
+and histograms are exact sums; a blocked step's warm-up and stability cuts fall within
+1/`MAX_BLOCKS` of the step, and steps up to `EXACT_S` long are measured exactly.
 """
 
 from __future__ import annotations

@@ -1,38 +1,12 @@
 """LLM figures of a run: tokens and per-token latencies, per second, per step and for the run.
 
-`token_accounting(call, environment)` wraps the call a User makes (`client.invoke_stream`, or
-`client.invoke` for LLM requests) and, for every answer that came back, counts its tokens
-(`sm_locust.llm.tokens`: the server's counts preferred) and times them: TTFT, each inter-token gap
-(ITL), time per output token, end-to-end latency, input / output tokens, output tokens/s. Failed
-calls carry no tokens and are not counted here (the request entry counts them as usual). A stream
-whose chunks carry no recognisable token is timed as any stream and said so once per process. A
-stream that carries an in-band error (TGI's error event, LMI's error token, an OpenAI-style error
-chunk: `sm_locust.llm.errors`) is failed by the client (`on_chunk` returns the error to the
-contract's StreamMeasurement, which reports the stream under that name); its tokens, counted as they
-came, are taken back as for any failed stream, and an error line is never a token.
-
-`LlmStats` (one per Locust process, `for_environment`) keeps those samples in per-second buckets
-(keyed by the epoch second the answer completed in, as the recorder's master timeline is), each a
-few counters and ~2-significant-digit histograms, so a worker can ship its buckets to the master
-inside Locust's own reports (`report_to_master` / `worker_report`). Bounded however long the run
-(the buckets used to grow by one a second for the whole run): the last `FINE_S` seconds stay one
-by one (a step's steady window, the shape's live reading), older seconds are merged into minutes
-and minutes older than `HOURS_AFTER_S` into hours; the run's figures are exact whatever the
-merging, a finished step's figures are kept once its window has settled, and only a window reaching
-into merged time is read at minute (or hour) grain at its edges.
-`annotate(summary, seconds, ...)` adds the `llm` object to summary.json whenever tokens were
-counted, for the run and for each step (over the step's steady window, the same seconds its rps
-comes from): `ttft_p50_ms` .. `ttft_p99_ms`, `itl_p50_ms` .. `itl_p99_ms`, `tpot_p50_ms`,
-`tpot_p95_ms`, `e2e_p50_ms`, `e2e_p95_ms`, `input_tokens` (the server's counts, else the sender's),
-`output_tokens_per_s` (the output tokens that arrived in the window / its length: a stream's tokens
-count in the second each arrived (live, as each PayloadPart comes in, so a running step is judged on
-its tokens so far, not on the answers that happened to finish), so a step's rate does not jump with
-the few answers that happen to complete in it), `output_tokens` (of the answers completed in the
-window), `request_output_tokens_per_s_p50` (one answer's own rate), `requests`, `tokens_source`
-(`server`, `counted`, or `mixed` when some answers had the server's counts and some did not) and
-`unrecognised_streams`. The run's `llm` also carries `ci95`: 95 % intervals of `ttft_p50_ms`,
-`ttft_p95_ms`, `itl_p50_ms`, `itl_p95_ms` (a block bootstrap) and `output_tokens_per_s` (batch
-means), from the per-second buckets (`plateau.uncertainty`). docs/llm.md.
+`token_accounting(call, environment)` wraps a User's call and counts and times each answer's tokens
+(`sm_locust.llm.tokens`); failed calls carry no tokens, and a stream's in-band error fails it.
+`LlmStats` (one per process) keeps per-second buckets of counters and histograms that workers ship
+to the master; memory is bounded (seconds merge into minutes, then hours) and the run's figures stay
+exact. `annotate` adds summary.json's `llm` object for the run and each step's steady window (keys:
+docs/summary.md); `output_tokens_per_s` counts each token in the second it arrived, and the run's
+`ci95` holds the intervals (`plateau.uncertainty`). docs/llm.md.
 """
 
 from __future__ import annotations

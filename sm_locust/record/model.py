@@ -1,14 +1,10 @@
 """summary.json as typed records: the definition of the file (docs/summary.md describes it for users).
 
-Each section is a frozen dataclass whose fields name its keys and their kinds. `from_json` reads
-any summary.json sm-locust has written (schema 1: later writes add keys, never rename them): a key
-that is there must have its kind, else `ShapeError` names the first wrong key; a key that is not
-there reads as None (or empty); a key this version does not know is kept aside, untouched, so a
-newer file reads without a crash. `to_json` writes the keys in the order they were read or built,
-with the values as they were, so a file read and written back is byte for byte the same.
-
-A section that grows a key adds one field (`json_field`); a new sub-record is one more `Record`
-subclass named in a field's kind. `make` builds a record in code, its keys in argument order.
+Each section is a frozen dataclass whose fields name its keys and kinds. `from_json` reads any
+summary.json sm-locust has written (schema 1: keys are added, never renamed): a present key must have
+its kind (else `ShapeError` names it), a missing key reads as None or empty, an unknown key is kept
+aside untouched. `to_json` writes keys in the order read or built, so read-then-write is byte for
+byte the same. A new key is one field (`json_field`); `make` builds a record in code.
 """
 
 from __future__ import annotations

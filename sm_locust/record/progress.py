@@ -1,17 +1,9 @@
-"""The progress line a run prints every `--sm-progress` seconds, written and read in one place.
+"""The progress line a run prints every `--sm-progress` seconds, written and parsed in one place.
 
-The recorder (inside the Locust process) prints it; `sm-locust run -q` echoes it to the terminal,
-and the Python API (`sm_locust.run`, which reads the Locust child's output) parses it back to
-drive a notebook's progress display. Keeping the format and its parser side by side means the two
-cannot drift apart (tests/api/test_api_progress.py round-trips it):
-
-    sm-locust [   12s] users=8    rps=   180.6  goodput=   180.6  p95=89 ms  failures=0  (last 1 s, so far)
-
-Its figures are the last few seconds' (`window_s`), provisional: a step's figures are the ones
-printed when the step is judged (`sm-locust: step N: ...`, summary.json's record), so the line
-says "so far".
-
-Nothing here imports Locust or gevent: the parent process (a notebook kernel) imports it.
+The recorder prints it; `sm-locust run -q` echoes it and the Python API parses it back for its
+progress display, so format and parser cannot drift (tests/api/test_api_progress.py round-trips it).
+Its figures are the last `window_s` seconds', provisional ("so far"): a step's figures are those of
+its judged step line. Nothing here imports Locust or gevent (a notebook kernel imports it).
 """
 
 from __future__ import annotations

@@ -1,41 +1,12 @@
 """`RunRecorder`: the Locust listener that samples the timeline and writes the run folder files.
 
-It runs where the whole picture is: on the local runner, or on the master in distributed runs
-(workers report every 3 s; the master's totals are the merged view). Once a second it samples
-`runner.stats.total` (a `Second` of deltas) and appends it to `timeline.jsonl` in the run folder
-(`--sm-out`; `record.timeline`, flushed every 5 s). `summary.json` is rewritten atomically when the
-test starts, every `checkpoint_seconds()` (60 s; `SM_LOCUST_CHECKPOINT_SECONDS`) with
-`complete: false`, and when the test stops and Locust quits with `complete: true`: a Locust process
-killed mid-run (an OOM kill, a lost master) leaves a readable folder that lacks at most the last
-minute. Totals and per-name figures (`by_name`) come from the in-memory stats at that moment, not
-from the CSVs, which can miss the last second (docs/facts.md, Locust).
-
-Memory stays flat however long the run: the seconds go to the file, and `record.accumulate.RunTimeline`
-keeps only the last 10 minutes, the step under way (older seconds merged into blocks), each
-finished step's record and one record per hour. Locust's own per-second request counters, which it
-keeps for the whole run, are trimmed to the last `KEEP_PER_SECOND_S` seconds at each checkpoint.
-Each full hour prints one progress line (`sm-locust: hour N: ...`) and lands in summary.json's
-`hours`, with that hour's errors by code.
-
-What is counted: logical invocations (`sm_locust.invocation.is_invocation`). A stream's `TTFT` and
-`InterChunk` entries are latency series beside it (summary.json `latency_series`, and per name),
-and a fan-out request's `/part` entries are inside it; neither is a request, in the totals, the
-per-second timeline, the error counts or the per-name figures. Goodput is the successful ones.
-Back-offs after connection errors (`sm_locust.users.backoff`) are counted per second and in total.
-Requests naming a model or inference component are also counted per target (`record.targets`:
-summary.json `targets`, and `model_cache` for a multi-model mix), bounded however many targets.
-
-Each `Second` also carries what a plateau search needs to judge the client: load-generator CPU
-(this process, or the busiest worker on a master), the share of the second this process spent
-runnable but waiting for a CPU (`client_wait_pct`, from Linux's /proc/self/schedstat: a busy
-machine starves the generator without its own CPU reading high; None elsewhere and on a master)
-and, in open loop, the target rate (set by the
-shape in `current_target_rate`, else derived from the running `OpenLoopUser`s) and the send counts
-(`sent`/`late`/`dropped`, from `openloop.OpenLoopCounters`, which also gathers workers' counts).
-The generator's own delay rides along: each second's event-loop lag and cgroup CPU throttling
-(`record.looplag.LoopLagMonitor`: this process's, or on a master the workers' shipped counts).
-Shapes read `seconds` live (`RunTimeline.view()`: the step under way and the last 10 minutes) and
-store their verdict in `plateau` (summary.json's `plateau`).
+Runs on the local runner or the master. Once a second it appends a `Second` of deltas to
+`timeline.jsonl`; `summary.json` is rewritten atomically at start, every `checkpoint_seconds()`
+(`complete: false`) and at stop (`complete: true`), so a killed run loses at most the last minute.
+Totals come from the in-memory stats, not the CSVs (docs/facts.md, Locust). Memory stays flat
+(`record.accumulate.RunTimeline`). Only logical invocations count (`invocation.is_invocation`): TTFT,
+InterChunk and `/part` entries are not requests. Each `Second` also carries what judges the client:
+generator CPU, `client_wait_pct`, open-loop send counts, loop lag and CPU throttling.
 """
 
 from __future__ import annotations

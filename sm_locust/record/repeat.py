@@ -1,24 +1,11 @@
 """N runs of the same test: the run-to-run spread of each headline figure beside the within-run
 interval (pure: fed the runs' summary.json contents), written as `repeat.json` in the parent folder.
 
-Why: a within-run interval (summary.json's `ci95`) says how precisely ONE run measured its figure;
-it says nothing about how much a second run on the same machine would differ (a busy neighbour, a
-cold cache, where the endpoint's workers landed). Kalibera & Jones (docs/facts.md) repeat at the
-level where the variation arises. `sm-locust run --repeat N` (and a sweep's `load: {repeat: N}`)
-runs the test N times and reports, per figure:
-
-- `values`: each run's figure; `mean`, `sd` (sample standard deviation), `min`, `max`;
-- `ci95`: the 95 % interval of the mean over runs, mean +- t(N-1) x sd / sqrt(N) (N >= 2);
-- `within_run_half_width`: the median half-width of the runs' own 95 % intervals (null when the
-  runs recorded none);
-- `spread_ratio`: sd / (within-run half-width / 1.96): about 1 when the runs differ as much as
-  one run's interval says they should; well above 1 when something between runs (the machine) moves
-  the figure more than the within-run interval admits: trust the run-to-run interval then.
-
-Figures: the whole run's `rps`, `goodput_rps`, `p50_ms`, `p95_ms`, `p99_ms` (summary.json `totals`
-and `totals.ci95`), and the plateau's `capacity_rps` (`plateau.capacity_ci95`) when the runs searched
-one. `median_run` names the run whose figure is the median (a real run, whose steps and lines are
-one run's own), for whoever needs one run to quote.
+A within-run interval says how precisely one run measured; `--repeat N` says how much runs differ
+(Kalibera & Jones, docs/facts.md). Per figure (`rps`, `goodput_rps`, p50/p95/p99, `capacity_rps`):
+values, mean, sd, min, max, `ci95` of the mean (t, N >= 2), `within_run_half_width` and
+`spread_ratio` (about 1 when runs differ as one run's interval says; well above 1: trust the
+run-to-run interval). `median_run` names a real run to quote (keys: docs/summary.md).
 """
 
 from __future__ import annotations

@@ -1,38 +1,12 @@
 """The one reader of a finished run folder: `RunData`, for `sm_locust.report` and `sm_locust.gates`.
 
-A run folder is what `sm-locust run` / `smoke` / `demo` write: `summary.json` (the recorder's
-totals and steps, docs/summary.md), `timeline.jsonl` (its per-second samples, `record.timeline`;
-`timeline.json` in older folders), `options.json`, and Locust's CSVs (`locust_stats.csv`,
-`locust_stats_history.csv`, `locust_failures.csv`). Two readers, one type:
-
-- `read_run` (the report): tolerant. A report is most useful exactly when a run went wrong, so it
-  accepts what a killed or crashed run leaves behind: `N/A` cells, a last line cut mid-write, a
-  missing file, even a missing summary.json (the report then works from the CSVs alone). Each of
-  those becomes a line in `gaps`, not an exception.
-- `load_run` (the gates, `--baseline`): strict about summary.json. A gate judges the run's totals,
-  which come only from summary.json (the CSVs are rewritten on an interval and can miss the last
-  second, docs/facts.md, Locust), so a folder without a readable summary.json with a `totals`
-  object is a usage error naming the folder.
-
-A run whose Locust process was killed (an OOM kill, a lost master) leaves summary.json as its last
-checkpoint, `complete: false` (the recorder rewrites it every minute): `RunData.interrupted` is then
-one line saying so, which `read_run` adds to the gaps (the report and compare print it) and the
-gates print beside their verdict.
-
-Week-long runs: the history CSV (1.2 M rows for 7 days) is read with pyarrow's multi-threaded CSV
-reader, only the columns the report uses and only the Aggregated rows converted to pandas; when
-pyarrow is not installed, or the file has a malformed row, the tolerant reader below takes over
-(the same frame, and the same gap lines). The timeline is read the same way (`record.timeline`:
-only `t`, `requests`, `failures`).
-
-Both refuse a CSV that is not Locust's at all (another tool's export): a `UsageError` naming the
-columns that are missing, since nothing drawn from it would mean anything. Columns are renamed to
-short snake_case names with units (`p95_ms`, `rps`) at the edge, so no consumer sees Locust's
-spelling. A gate sees a run as `Metrics` per scope: `RunData.totals` (from summary.json) and
-`RunData.by_name` (one entry per request name: summary.json's exact `by_name`, written from
-Locust's in-memory stats; only a folder from an older sm-locust without it falls back to
-`locust_stats.csv`, which lags, and then TTFT / InterChunk rows are left out as they are from
-the totals: `sm_locust.invocation.is_invocation`).
+`read_run` (the report) is tolerant: `N/A` cells, a cut last line, a missing file or summary.json
+each become a line in `gaps`, not an exception. `load_run` (gates, `--baseline`) needs a readable
+summary.json with `totals`, since totals come only from it (the CSVs can miss the last second,
+docs/facts.md, Locust). A checkpointed `complete: false` summary makes `RunData.interrupted` one line.
+Large history CSVs go through pyarrow (the tolerant reader when it is missing or a row is bad). A CSV
+that is not Locust's is a `UsageError` naming the missing columns; columns are renamed at the edge
+(`p95_ms`, `rps`), so no consumer sees Locust's spelling.
 """
 
 from __future__ import annotations

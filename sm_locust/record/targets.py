@@ -1,40 +1,11 @@
 """Per-target figures of a traffic mix: summary.json's `targets` and `model_cache`.
 
-Why not Locust's entries: a mix of 1,000 models as 1,000 Locust entries is a table nobody reads,
-and Locust's cost per entry (a StatsEntry with per-second counters, shipped by every worker every
-3 s) grows with it. So a mixed request keeps the endpoint's one entry (`Invocation.target_in_name`)
-and this module counts it per target from the `request` event's `context["target"]`
-(`sm_locust.transport.contract`), beside Locust's stats, with bounded memory:
-
-- every target: requests, failures, and how many the endpoint said waited for a load (3 integers);
-- a latency histogram (Locust's ~2-significant-digit buckets, at most ~310 keys) for the first
-  `DETAIL_LIMIT` targets seen; the latencies of targets beyond it go to one shared `others`
-  histogram (under a skewed mix the popular targets are the first seen; with a mix wider than the
-  limit the top 20 are chosen among the detailed targets, docs/summary.md);
-- the successful requests' latencies over all, and those of the requests the endpoint said were
-  cold, with their waits (the cold vs warm split below).
-
-`targets` lists the top `TOP_TARGETS` targets by requests, each {name, requests, failures, p50_ms,
-p95_ms, p99_ms} (+ `cold` when the endpoint tells), then one {name: "others", targets: K, ...} for
-the rest; the requests of all entries sum to totals.requests (both count logical invocations,
-`sm_locust.invocation.is_invocation`).
-
-`model_cache` (a multi-model mix) splits requests into cold (waited for a model load) and warm:
-from the endpoint's answer when it gives one (`source: "endpoint"`: the local emulation marks each
-request that waited for its model's download and load with `invocation.MODEL_WAIT_HEADER`, the wait
-in ms, and a hit with nothing; so once any request of the run was marked, an unmarked success was
-warm. SageMaker itself has no per-request signal), else from the latency distribution's two modes
-(`source: "latency-modes"`: `latency_modes`, an Otsu split of the log latencies accepted only when a
-valley separates the two modes and they are at least `MIN_MODE_RATIO` x apart; otherwise no split
-is claimed). With the endpoint's marks, the hit rate carries its 95 % interval (`hit_rate_ci95`):
-the successful requests are also counted per time block (one second at first, blocks doubling past
-`MAX_BLOCKS`, so memory stays bounded however long the run), and the warm share's interval comes
-from those blocks by batch means (`plateau.uncertainty.rate_ci` as the ratio of warm requests to
-successful ones): a cache's hits come in runs, so requests are not independent trials. A split from
-the latency's modes has no interval (its threshold is chosen on the whole run).
-
-Distributed runs: each worker ships what it counted since its last report inside Locust's own
-report (`report_to_master`) and forgets it; the master merges (`worker_report`), as `record.llm`.
+A mixed request keeps its endpoint's one Locust entry; this counts it per target from the request
+event's `context["target"]`, with bounded memory: 3 integers per target, a latency histogram for the
+first `DETAIL_LIMIT` targets and one shared `others` beyond. `targets`: the top `TOP_TARGETS` then
+`others`, summing to totals.requests (logical invocations). `model_cache` splits cold from warm by
+the endpoint's marks (`MODEL_WAIT_HEADER`, with `hit_rate_ci95` by batch means), else by the latency's
+two modes (`latency_modes`, no interval), else claims no split. Workers ship deltas, the master merges.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """Worker bookkeeping for distributed runs: who connected, who was lost, and a clear
 `--expect-workers` timeout.
 
-Why: Locust's master keeps going when a worker dies mid-run (its users are gone, the other workers
-carry on), and says so only in a log line; a run folder should say it too. `WorkerTracker` (a
-listener on the master, registering its own handlers) watches `runner.clients` while the test
-runs and keeps `summary.json`'s `workers` entry up to date through the recorder's `extra` dict:
-
-    "workers": {"expected": 2, "connected": 2, "at_end": 1,
-                "lost": [{"id": "host_ab12", "reason": "missing", "after_s": 2.1}]}
-
-`reason` is "missing" (no heartbeat for ~3 s: killed, crashed, network gone) or "quit" (the
-worker shut down and said so). `WorkerLedger` is the pure part, fed snapshots.
-
-At quit, Locust's master sends each worker "quit" and then sleeps a fixed 0.5 s "for final stats
-report from all workers" before it stops listening. A worker on a busy machine answers later, and the
-requests of its last report (seen: 1,751 of 5,652, a worker's last ~2 s) are then missing from the
-totals although the endpoint served them. `wait_for_final_reports` makes the master wait until every
-worker it can still hear from has said quit (a worker sends its final report first, on the same
-socket), up to `FINAL_REPORTS_WAIT_S` past the stop timeout.
-
-`--expect-workers-max-wait`: Locust gives up with exit code 1 and a generic log line. The tracker
-takes that wait over (Locust's own loop is told to wait forever) and, when the workers are still
-not all there in time, prints one line naming how many connected and exits with 2, a usage error:
-the test never started.
+`WorkerTracker` (on the master) watches `runner.clients` and keeps summary.json's `workers` entry
+(expected, connected, at_end, lost with "missing" or "quit"); `WorkerLedger` is the pure part, fed
+snapshots. `wait_for_final_reports` makes the master wait, up to `FINAL_REPORTS_WAIT_S` past the stop
+timeout, until every worker it still hears from has said quit: Locust's master waits a fixed 0.5 s
+for the workers' final reports, and a busy worker's last report would miss the totals. It also takes
+over `--expect-workers-max-wait`: workers missing in time is one line naming how many connected, exit 2.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Pure compute: one row per hour of the run, so a soak test's drift is visible at a glance.
 
-A day- or week-long run at one load is one step; its per-step record hides what a soak test is
-for: latency creeping up, errors appearing on day 3, endpoint memory growing. `hourly_rows` cuts
-the merged per-second frame into hours from the run's start and gives each hour its throughput,
-goodput, error rate, p50 / p95 / p99, the errors by code, load-generator CPU, and the endpoint's
-CPU / memory / ModelLatency (CloudWatch: time-weighted mean and the max of the minutes in it).
-
-Where the figures come from: summary.json's `hours` (the recorder's exact per-hour records:
-counts and percentiles from the hour's own merged histogram, errors by code) when the run has
-them; otherwise the per-second frame (requests and failures from the timeline or Locust's history;
-percentiles the median of Locust's ~10-s windows). CloudWatch columns always come from the frame.
-
-No I/O here: a DataFrame and summary.json's dict in, a DataFrame out.
+`hourly_rows` cuts the merged per-second frame into hours from the run's start: throughput, goodput,
+error rate, p50 / p95 / p99, errors by code, generator CPU, and the endpoint's CloudWatch CPU /
+memory / ModelLatency. Figures come from summary.json's `hours` when present, else from the frame;
+CloudWatch columns always from the frame. No I/O: a DataFrame and summary.json's dict in.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The report's LLM part: tokens/s, TTFT and ITL vs users, and $ per 1M output tokens.
 
-Only when the run counted tokens (summary.json has an `llm` object, sm_locust.record.llm): then
-the report draws output tokens/s vs users (`fig-llm-tokens`) and TTFT / ITL percentiles vs users
-(`fig-llm-latency`), adds the token figures at the sustainable point to the summary table, and
-prices the tokens:
-
-    $ per 1M output tokens = price per hour x instances / (output tokens/s x 3600) x 1,000,000
-
-The output tokens/s used is the one at the sustainable point: the plateau's own when the search ran
-on tokens (`--objective output-tokens`), else that of the last step run at the point's users, else
-the whole run's. `sm-locust compare` shows the same columns when a run has them (`LLM_COLUMNS`).
+Only when summary.json has an `llm` object. $ per 1M output tokens = price per hour x instances /
+(output tokens/s x 3600) x 1,000,000, with the tokens/s at the sustainable point: the plateau's own
+when the search ran on tokens, else the last step at the point's users, else the whole run's.
+`sm-locust compare` shows the same columns (`LLM_COLUMNS`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Pure compute: put the client's and the endpoint's view of a run on one UTC time axis.
 
-Locust's history has one row per second; CloudWatch has one value per minute. `per_second`
-builds one row per second of the run with Locust's columns, and `attach_metrics` writes each
-minute's CloudWatch value on the seconds of that minute (second T belongs to the bucket
-`T - T % period`). `step_records` then reduces the seconds of each step (one user count held) to
-one record: throughput, percentiles, error rate, endpoint CPU/memory/latency, and the latency
-decomposition
-
-    client avg latency - ModelLatency avg - OverheadLatency avg = network + client time
-
-(all three are means, so the difference is a mean too). CloudWatch averages in a step are
-time-weighted: a minute half inside the step counts half. A minute's Sum (Invocations) is spread
-over the seconds of that minute the run covered (`bucket_share`): a run that starts at :30 made
-its first minute's invocations in 30 s, not 60, and spreading them over 60 read half the client's
-rate there. The decomposition compares like with like: CloudWatch knows only whole minutes, so the
-client's average is taken over the same minutes (every request in the minutes the step touches,
-neighbouring steps' included) and the CloudWatch averages are weighted by each minute's
-invocations. Against the step's own client average a one-minute CloudWatch value that mixes a
-heavier step's requests could exceed it, and the "network" share came out negative.
-
-No I/O here: DataFrames and dicts in, DataFrames and dicts out.
+`per_second` builds one row per second; `attach_metrics` writes each CloudWatch minute on its
+seconds (second T in bucket `T - T % period`), a minute's Sum spread over the seconds the run covered
+(`bucket_share`). `step_records` reduces each step to one record with time-weighted CloudWatch means
+and the latency decomposition client avg - ModelLatency - OverheadLatency = network + client time,
+the client's average taken over the same whole minutes and the CloudWatch means weighted by
+invocations, so like is compared with like (docs/report.md). No I/O: DataFrames and dicts in and out.
 """
 
 from __future__ import annotations

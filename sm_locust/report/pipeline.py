@@ -1,27 +1,11 @@
 """The report pipeline: read -> compute -> render/write, for `sm-locust report`.
 
-`build_report(run_dir, ReportOptions(...))` reads the run folder, fetches endpoint metrics from
-the chosen metric source, merges them on UTC time, computes the per-step records, the sustainable
-point and its cost, and writes next to the run (or into `out_dir`):
-
-    merged_timeseries.csv   one row per second: Locust columns + cw_<Metric>_<stat>_<unit>
-    steps.csv               one row per step (user count held)
-    hourly.csv              one row per hour of the run (report.hourly: a soak test's drift)
-    report.html             one self-contained page (plotly inline, works offline)
-    summary.json            gains `cloudwatch`, `cost` and `report` keys; other keys untouched
-
-It never stops at missing data: every gap becomes a line in the report and in `ReportResult.gaps`,
-and the exit code says whether anything was missing (0 all present, 1 something missing).
-
-Which options a run implies (endpoint, variant, region, instance type) and whether CloudWatch is
-on by default are decided by the pure functions `resolve_defaults` and `cloudwatch_default`.
-
-What is counted: logical invocations, as everywhere (`sm_locust.invocation.is_invocation`). Per
-step the figures are summary.json's; per second they come from timeline.jsonl (the recorder's
-invocation counts) when the run has one, since Locust's Aggregated history row adds a stream's
-TTFT / InterChunk entries and fan-out parts to the requests. Beside each attempt rate stands the
-goodput (`goodput_rps`: successful invocations per second), and the sustainable point is the
-step with the best goodput when no plateau was found during the run.
+`build_report(run_dir, ReportOptions(...))` reads the run folder, fetches endpoint metrics, merges
+them on UTC time and writes merged_timeseries.csv, steps.csv, hourly.csv, an offline report.html, and
+summary.json's `cloudwatch`, `cost` and `report` keys (others untouched) (docs/report.md). It never
+stops at missing data: each gap is a line in the report and `ReportResult.gaps`, and the exit code
+is 1 when anything was missing. `resolve_defaults` and `cloudwatch_default` are pure. Only logical
+invocations count (`invocation.is_invocation`): per second from timeline.jsonl when the run has one.
 """
 
 from __future__ import annotations

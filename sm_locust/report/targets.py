@@ -1,15 +1,8 @@
 """The report's traffic-mix part: per-target figures, cold vs warm, the cache over time.
 
-Only for a run that named targets (summary.json `targets`, sm_locust.record.targets): Locust's own
-tables hold one row per endpoint for a mix, so the report adds
-
-- the per-target table (`targets`): the 20 most requested models or components, then `others`, with
-  requests, share, failures and p50/p95/p99 (and cold requests when the endpoint said);
-- cold vs warm (`model-cache`, a multi-model mix): requests, hit rate and percentiles of each,
-  with where the split comes from (the endpoint's answer, or the latency's two modes, or none);
-- the cache over time (`fig-model-cache`): CloudWatch's ModelCacheHit (the share of requests whose
-  model was in memory) and LoadedModelCount per minute, fetched for a multi-model mix (the local
-  emulation publishes them to a CloudWatch API with `serve --cloudwatch-url`; SageMaker always).
+Only for a run that named targets (summary.json `targets`): the 20 most requested targets then
+`others` (requests, share, failures, p50/p95/p99, cold requests), cold vs warm for a multi-model mix
+(with where the split comes from), and CloudWatch's ModelCacheHit and LoadedModelCount per minute.
 """
 
 from __future__ import annotations

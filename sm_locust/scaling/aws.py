@@ -1,31 +1,12 @@
 """Application Auto Scaling on a SageMaker variant: snapshot, apply, watch, restore.
 
-Why: a scaling policy is only known to hold the SLO once it has been seen scaling under traffic, and
-on SageMaker that means changing a real endpoint's scaling configuration. Whatever ends the test
-(success, a failure, Ctrl-C, SIGTERM, even a kill, after which `sm-locust sweep --cleanup ID`
-finishes the job) the user's own configuration must come back exactly as it was. So:
-
-- `snapshot` reads, without changing anything, what exists for the variant: the scalable target
-  (min, max, suspended state), every scaling policy with its whole configuration, the instance count;
-- `apply_plan` and `restore_plan` are pure: a snapshot, the policy under test and what is there now
-  in, the list of calls out (tested on synthetic snapshots);
-- `ScalingUnderTest` runs them: the journal (the snapshot, as JSON) is written before the first
-  change and marked restored after the last one; `restore` is idempotent and compares against what
-  is there, so running it twice, or after a half-finished restore, changes only what differs;
-- `InstancePoller` samples DescribeEndpoint (DesiredInstanceCount, CurrentInstanceCount) every 10 s
-  into the instance timeline; `read_only(client)` makes a client refuse every call but Describe* and
-  List* (what `sm-locust run --watch-scaling` promises).
-
-Restoring means: our policy deleted; the scalable target's min, max and suspended state put back (or
-the target deregistered when there was none); the user's policies put back with the same name, type
-and configuration (AWS gives them a new PolicyARN and re-creates their alarms); the variant's
-instance count set back. A variant with a step scaling policy is refused before anything changes:
-deleting one strips its action from the user's own CloudWatch alarm, and a re-created policy has a
-new ARN that alarm does not point at, so it could not be put back exactly.
-
-The AWS facts relied on, with their sources, are in docs/facts.md ("Application Auto Scaling on a
-SageMaker variant"). Clients are injected (tests aim them at a moto server); `clients()` makes them
-from boto3's usual chain.
+Whatever ends the test (even a kill, then `sm-locust sweep --cleanup ID`), the user's scaling
+configuration comes back as it was. `snapshot` only reads; `apply_plan` and `restore_plan` are pure
+(snapshot in, calls out); `ScalingUnderTest` writes the journal before the first change, and
+`restore` is idempotent, changing only what differs. A variant with a step scaling policy is refused
+before anything changes (it could not be put back exactly). `InstancePoller` samples
+DescribeEndpoint every 10 s; `read_only(client)` refuses every call but Describe* / List*. AWS facts
+and sources: docs/facts.md, "Application Auto Scaling on a SageMaker variant".
 """
 
 from __future__ import annotations

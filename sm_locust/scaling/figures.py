@@ -1,27 +1,13 @@
 """The figures of an autoscaling test, from its timelines: what summary.json `autoscaling` and each row
 of an autoscaling sweep hold (docs/summary.md, docs/autoscaling.md).
 
-Why one pure function for both sides: the local emulation and SageMaker produce the same three
-series (the instance timeline, the client's per-second samples, the metric's datapoints), and a
-configuration must be judged by the same arithmetic wherever it ran. Everything here is in run
-seconds (emulated on the local fleet, `timeline.RunClock` converts the client's wall-clock seconds):
-
-- `scale_events`: one per change of the desired count: `t_s`, `direction` ("out"/"in"), `from`, `to`,
-  `reaction_s` (from the start of the first breaching period, above the target for "out" and below
-  90 % of it for "in", to the change), `ready_s` (from that same start to the new count serving) and
-  `ready_at_s`. Without a policy (nothing to say what breaches) reaction_s and ready_s are None.
-- `instances` (the steps of desired and in service), `peak_instances`, `instance_hours` (instances
-  provisioned, the larger of desired and in service: a starting instance is billed), `cost_usd`.
-- `slo_breach_s`: run seconds whose percentile was above the SLO (`breaches`: the windows, for the
-  report's shading); `failed` and `throttled` (ThrottlingException) requests; `flaps`: scale-ins
-  followed by a scale-out within `FLAP_WINDOW_S` (10 minutes).
-- their 95 % intervals and where they come from (`intervals.py`): each event's `reaction_s_ci95` and
-  `ready_s_ci95` (the poll's resolution), `reaction_s_ci95` of the first scale-out at the top,
-  `breach_s_ci95` (each second's requests resampled), and `breach_client_bound_s`, the seconds over
-  the SLO during which the load generator was behind.
-
-`metric_periods` rebuilds the metric's datapoints from the client's own sends when CloudWatch's are
-not at hand: InvocationsPerInstance is "requests sent / instances in service", per minute.
+One pure function for the local emulation and SageMaker, so a configuration is judged by the same
+arithmetic wherever it ran; all times are run seconds (`timeline.RunClock`). It gives the
+`scale_events` (reaction and ready times from the first breaching period; None without a policy),
+the instances and `instance_hours` (the larger of desired and in service: a starting instance is
+billed), cost, `slo_breach_s`, failed and throttled requests, `flaps` (within `FLAP_WINDOW_S`), and
+their 95 % intervals (`intervals.py`). `metric_periods` rebuilds the metric's datapoints from the
+client's sends when CloudWatch's are not at hand.
 """
 
 from __future__ import annotations

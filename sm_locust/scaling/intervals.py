@@ -1,25 +1,11 @@
 """The 95 % intervals of an autoscaling test's figures, and the seconds over the SLO the client caused (pure).
 
-Where the uncertainty comes from (docs/autoscaling.md, "How sure"):
-
-- **reaction and ready times** (`reaction_s_ci95`, `ready_s_ci95` on each scale event): the instance
-  counts are read by polling DescribeEndpoint (every 10 s, emulated seconds on the local fleet), so a
-  change seen at a reading happened after the reading before it. The metric's periods are on a fixed
-  grid, so the alarm's start is exact; the change's time is known to the gap between the two
-  readings. The interval is [time - gap, time]: a bound from the poll's resolution, which holds
-  every time (not a statistical 95 %), stated as such.
-- **seconds over the SLO** (`breach_s_ci95`): a second is over the SLO when its percentile of that
-  second's requests is above it; with tens of requests a second, a second near the SLO could have
-  read either way. Each second's requests are resampled (a multinomial draw from its own histogram,
-  `RESAMPLES` times, seeded), its percentile read by Locust's rule, and the seconds over the SLO
-  summed: the 2.5th..97.5th percentiles of that sum. Seconds whose every bucket is on one side of the
-  SLO cannot flip and are not resampled. The sum counts whole sample intervals (30 emulated seconds
-  each at a time scale of 30), which is the figure's resolution.
-- **seconds over the SLO the client caused** (`breach_client_bound_s`): seconds over the SLO during
-  which the load generator was behind (more than 10 % of that second's sends late, its CPU at 90 %
-  or more, or its CPU plus the time it waited for a CPU at 90 % or more: the thresholds a step is
-  judged client-bound by, `plateau.steady`). Such a breach
-  cannot be told from the endpoint's own; a sweep treats the run as client-bound (sweep/trust.py).
+Reaction and ready times: the change happened between two DescribeEndpoint readings, so the interval
+is [time - gap, time], a bound from the poll's resolution, stated as such (not a statistical 95 %).
+Seconds over the SLO (`breach_s_ci95`): each second's requests resampled from its histogram
+(`RESAMPLES`, seeded), seconds that cannot flip skipped. `breach_client_bound_s`: seconds over the
+SLO while the generator was behind by `plateau.steady`'s thresholds; such a breach cannot be told
+from the endpoint's own (sweep/trust.py). docs/autoscaling.md, "How sure".
 """
 
 from __future__ import annotations

@@ -1,36 +1,13 @@
 """Application Auto Scaling target tracking on a SageMaker variant, as pure code.
 
-Why: after the plateau, users set a target-tracking policy (InvocationsPerInstance = max rps x safety
-factor x 60) and hope. To test a policy offline, and to say what it *should* do on SageMaker, the
-control loop AWS runs must exist as code fed a metric series. This is that loop; the local fleet
-emulation (`endpoint/fleet.py`) runs it on the requests it receives, `simulate.py` runs it on a
-traffic pattern, and the figures (`figures.py`) compare both. The behaviour below is what AWS
-documents, each fact with its source in docs/facts.md ("Autoscaling (Application Auto Scaling
-target tracking)"); where AWS publishes no number the model says so and takes the value users
-observe (the alarm datapoints).
-
-- **Datapoints.** One per period of the metric (`MetricSpec.period_s`): 60 s for
-  SageMakerVariantInvocationsPerInstance (invocations per instance per minute), 10 s for the
-  high-resolution SageMakerVariantConcurrentRequestsPerModelHighResolution. A period without data
-  (no requests) breaks every streak: an alarm with missing data does not act.
-- **Alarms.** Scale out when the last `scale_out_periods` (3) consecutive datapoints are above the
-  target; scale in when the last `scale_in_periods` consecutive datapoints (15 one-minute periods;
-  90 ten-second ones for the high-resolution metric, which scales in "at the same rate") are below
-  `SCALE_IN_RATIO` (90 %) of it. The loop re-evaluates at every period's end while an alarm holds.
-- **The count.** desired = ceil(capacity x metric / target), clamped to min..max (AWS scales
-  "proportionally to the metric" and rounds so it never adds too little or removes too much).
-  `capacity` is the current desired count; during a scale-out cooldown it is the instances the
-  datapoint was measured with, so the capacity the previous scale-out added counts towards the next
-  one (AWS: the cooldown blocks further scale-out "unless a larger scale out is triggered").
-- **Activities.** A scale-out lasts until the new instances serve (`activity_s`, the emulation's
-  instance start): SageMaker does not update an endpoint that is Updating, so nothing else scales
-  meanwhile. Cooldowns count from the activity's end. A scale-in removes instances at once.
-- **Cooldowns.** `scale_out_cooldown_s` after a scale-out blocks scale-outs that do not raise the
-  count; `scale_in_cooldown_s` after a scale-in blocks scale-ins; a scale-out during a scale-in
-  cooldown happens at once and ends that cooldown. AWS's default for variants is 300 s for both.
-
-`TargetTracking.observe(t_s, value, in_service)` takes one datapoint at a time (the period starting at
-`t_s`) and returns the `ScaleDecision` taken at the period's end, or None.
+The control loop AWS runs, fed a metric series, so a policy can be tested offline: the local fleet
+emulation (`endpoint/fleet.py`) and `simulate.py` run it. Every behaviour is AWS's documented one,
+sources in docs/facts.md ("Autoscaling (Application Auto Scaling target tracking)"); where AWS
+publishes no number the model says so. One datapoint per metric period (a period without data
+breaks every streak); desired = ceil(capacity x metric / target) clamped to min..max; a scale-out
+lasts `activity_s` and blocks other scaling; cooldowns count from the activity's end.
+`TargetTracking.observe(t_s, value, in_service)` takes one datapoint and returns the
+`ScaleDecision` taken at its period's end, or None.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """`sm-locust run --watch-scaling`: what an endpoint's own scaling policy did under the run's traffic.
 
-Why: a team with a policy already in production wants the same figures an autoscaling sweep gives
-(scale events with reaction and ready times, instance-hours, seconds over the SLO, flaps) for the
-policy they have, without sm-locust touching it. So this only reads: before the run, the variant's
-scaling configuration (Application Auto Scaling's Describe calls: the target's range and its
-policies, printed in one line) and its instance type (for the cost); during the run, DescribeEndpoint
-every 10 s (`aws.InstancePoller`); after it, the shared figures (`figures.autoscaling_figures`)
-go into summary.json as `autoscaling`. Every client it makes is `aws.read_only`: a mutating call
-would raise instead of reaching AWS.
-
-Against the local fleet emulation (a loopback `--endpoint-url` whose `/_sm_locust/scaling` answers),
-DescribeEndpoint is asked of the emulator itself, every 10 *emulated* seconds, and its policy and
-time scale come from that route.
+It only reads: before the run, the variant's scaling configuration and instance type; during it,
+DescribeEndpoint every 10 s (`aws.InstancePoller`); after it, the shared figures go into
+summary.json as `autoscaling`. Every client it makes is `aws.read_only` (a mutating call raises).
+Against the local fleet emulation it polls the emulator itself, every 10 *emulated* seconds.
 """
 
 from __future__ import annotations

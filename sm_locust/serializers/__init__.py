@@ -1,25 +1,10 @@
 """Payload serializers: how a request object becomes bytes, and a response body becomes arrays.
 
 Looked up by the name users type (`--serializer protobuf`) in `SERIALIZERS`; `create_serializer`
-builds one with its options and names the valid serializers or options on a typo.
-
-| name | aliases | Content-Type | carries |
-|---|---|---|---|
-| `json` | | application/json | dict of tensors, one array, or a ready request |
-| `protobuf` | `tfs-protobuf`, `protobuf-string`, `tfs` | application/x-protobuf | TF-Serving PredictRequest |
-| `npy` | `numpy` | application/x-npy | one array (np.save) |
-| `numpy-raw` | `numpy-string`, `numpy-bytes` | application/octet-stream | one array, bare buffer |
-| `csv` | | text/csv | one 2-D array |
-| `raw` | `bytes` | application/octet-stream | bytes as given |
-| `triton` | `triton-binary`, `kserve-binary` | (Triton's binary MIME; `triton_format.py`) | KServe v2 binary tensors |
-| `triton-json` | `kserve-v2`, `kserve-json` | application/json | KServe v2 JSON tensors |
-
-Ranking requests are `{"feat_ids": int64 [N,39], "feat_vals": float32 [N,39]}`; the single-array
-formats pack them into [N, 78] (see `ranking.py`). Response checks live in `validation.py`.
-
-Formats are named by Content-Type in ONE table, `content_types.py` (`format_of`,
-`base_content_type`); rows of a request and fan-out's splitting of encoded bodies, each in its
-own format, are in `rows.py`.
+builds one with its options and names the valid serializers or options on a typo (the table of
+names and formats: docs/payloads.md). Formats are named by Content-Type in one table,
+`content_types.py`; a request's rows and fan-out splitting are in `rows.py`, response checks in
+`validation.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The serializer contract: one object in, request bytes out; response bytes in, arrays out.
 
-A serializer is chosen by name before a test (`create_serializer("protobuf", model_name=...)`),
-encodes every static body once, and may decode responses on the hot path for validation. The
-format of a *response* is named by its Content-Type, not by the serializer that built the request
-(a TF-Serving `inference.py` often answers a protobuf request with JSON), so `deserialize` hands a
-body whose Content-Type names another known format to that format's decoder: each serializer
-class names the wire format it reads (`format`, a key of `content_types.FORMATS`), and the base
-class keeps format -> class as subclasses are defined, so this module needs none of them.
-
-Fan-out splits an encoded body into K parts of consecutive rows in the body's own format; the
-parts' shape (`Part`) and the row ranges (`part_slices`) are part of this contract, and each
-format module implements its own splitting (see `rows.py`).
+A serializer is chosen by name (`create_serializer`), encodes static bodies once and may decode
+responses for validation. A response's format is named by its Content-Type, not by the request's
+serializer: `deserialize` hands it to that format's decoder (each class names its `format`; the base
+class registers subclasses, so this module imports none). Fan-out splits a body into K parts of
+consecutive rows in its own format (`Part`, `part_slices`; see `rows.py`).
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """The KServe v2 inference protocol as Triton speaks it through SageMaker: datatypes, tensors, documents.
 
-One home for the wire facts both sides need (docs/facts.md, "Triton / KServe v2 on SageMaker"): the
-client's `triton` / `triton-json` serializers build requests and read answers with it, the local
-endpoint (`sm-locust serve --protocol triton`) reads requests and builds answers with it.
-
-- A request is a JSON document `{"inputs": [{"name", "shape", "datatype", ...}], "outputs": [...],
-  "parameters": {...}}`. An input carries its values either in the document (`"data"`: a flat,
-  row-major list) or as binary data after it (`"parameters": {"binary_data_size": N}`): the raw
-  little-endian tensors follow the document, in input order, without padding.
-- Through SageMaker the binary kind is named by its Content-Type,
-  `application/vnd.sagemaker-triton.binary+json;json-header-size=N`, N the document's length in
-  bytes; Triton's front end matches that prefix exactly (case-sensitive, no space after `;`).
-- Datatypes: BOOL (1 byte, 0 or 1), UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BF16 (2 bytes:
-  the upper half of an FP32) and BYTES (each element a 4-byte little-endian length, then its bytes).
-  FP16 and BF16 cannot travel in JSON.
-- An answer is `{"model_name", "model_version", "outputs": [{"name", "datatype", "shape",
-  "data" | "parameters": {"binary_data_size": N}}]}`, binary outputs after it in the same order; an
-  error is `{"error": "..."}`.
-
-Values are checked, not trusted: a cast that would change a value (int64 ids above 2**31 sent as
-INT32, 0.1 as FP16) is refused with a one-line `SerializationError` before anything is sent. BF16
-is carried as its 16 bits (numpy has no bfloat16) and decoded to float32.
+One home for the wire facts (docs/facts.md, "Triton / KServe v2 on SageMaker") both the client's
+`triton` / `triton-json` serializers and the local endpoint (`serve --protocol triton`) use: JSON
+documents, binary tensors after a `json-header-size=N` Content-Type, the datatypes (FP16 and BF16
+cannot travel in JSON), answers and errors. Values are checked, not trusted: a cast that would
+change a value is a one-line `SerializationError` before anything is sent. BF16 travels as its 16
+bits and decodes to float32.
 """
 
 from __future__ import annotations

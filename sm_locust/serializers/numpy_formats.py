@@ -1,17 +1,9 @@
 """Bodies that carry one numpy array: `npy` (np.save format) and `numpy-raw` (bare buffer).
 
-The seed compares three response encodings for its ranking model: JSON, `np.save` bytes ("binary
-byte", read with `np.load(io.BytesIO(...))`) and `ndarray.tobytes()` ("string", read with
-`np.frombuffer`). `npy` keeps dtype and shape in a header; `numpy-raw` is just the buffer, so both
-sides must agree on dtype and shape: note the seed's `np.frombuffer(body)` reads float64 unless
-told otherwise. A ranking dict is sent as the packed [N, 78] array (see `ranking.py`).
-
-Safety: `.npy` bytes are loaded with `allow_pickle=False`; an object array (which needs pickle) is
-refused, never unpickled.
-
-Bodies read as bytes: a `.npy` has the rows of its first dimension and splits into `.npy` parts;
-a bare buffer has rows only when its `CustomAttributes` say `shape=` (`raw_layout`), and its
-parts carry their own `shape=`.
+`npy` keeps dtype and shape in a header; `numpy-raw` is only the buffer, so both sides must agree
+(`np.frombuffer` reads float64 unless told). A ranking dict is sent as the packed [N, 78] array
+(`ranking.py`). `.npy` bytes load with `allow_pickle=False`: an object array is refused, never
+unpickled. A bare buffer has rows only when its `CustomAttributes` say `shape=` (`raw_layout`).
 """
 
 from __future__ import annotations

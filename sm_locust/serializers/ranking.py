@@ -1,17 +1,10 @@
 """The ranking model's request schema, shared by the serializers and the local endpoint.
 
-The one home of its constants (field count, tensor names, packed width): the local endpoint's
-model and codecs import them from here, so the endpoint depends on the serializers and never the
-other way round.
-
-A ranking request holds, per row, 39 feature ids and 39 feature values (the DeepFM case of the
-TF-Serving seed). Formats with named inputs (JSON, protobuf) carry them as two tensors:
-
-    {"feat_ids": int64 [N, 39], "feat_vals": float32 [N, 39]}
-
-Formats that carry ONE array (npy, numpy-raw, CSV) carry a packed [N, 78] array: columns 0..38
-are the feature ids, columns 39..77 the feature values. Packing needs a float dtype; float32 holds
-whole numbers exactly only up to 2**24, so larger ids are refused in float32 (use float64).
+The one home of its constants: the endpoint imports them from here, never the other way round. Per
+row, 39 feature ids and 39 feature values (DeepFM): named-input formats (JSON, protobuf) carry
+`feat_ids` int64 [N, 39] and `feat_vals` float32 [N, 39]; one-array formats (npy, numpy-raw, CSV)
+carry a packed [N, 78] array, ids in columns 0..38. Packing needs a float dtype; float32 holds whole
+numbers exactly only up to 2**24, so larger ids are refused in float32 (use float64).
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """TF-Serving `PredictRequest` / `PredictResponse` without installing TensorFlow.
 
-The "protobuf string" payload of the TF-Serving seed is `predict_pb2.PredictRequest` serialized
-to bytes. Pulling in `tensorflow-serving-api` (and TensorFlow) for four small messages is not
-worth it: the wire format only depends on field numbers and types, so this module describes the
-messages itself (field numbers from tensorflow/core/framework/{types,tensor_shape,tensor}.proto
-and tensorflow_serving/apis/{model,predict}.proto, see docs/facts.md) with
-`descriptor_pb2.FileDescriptorProto`, adds them to a *private* descriptor pool (so a real
-TensorFlow in the same process never clashes) and gets classes from `message_factory`. Nothing is
-built at import; the first call builds and caches the classes.
-
-Tensors are written with `tensor_content` (raw little-endian bytes: fast, the default) or with
-the typed repeated fields (`float_val`, `int64_val`, ...) as `make_tensor_proto` does for small
-tensors; both are read back.
+The messages are described here with `descriptor_pb2` (field numbers per docs/facts.md), added to a
+*private* descriptor pool (a real TensorFlow in the process never clashes), and their classes made
+by `message_factory` on first call, then cached. Tensors are written with `tensor_content` (raw
+little-endian bytes, the default) or the typed repeated fields (`float_val`, ...); both are read.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """`PhasesShape`: replay a SageMaker Inference Recommender TrafficPattern (PHASES or STAIRS) with Locust.
 
-`--traffic-pattern` takes the pattern as JSON text or a file: a `TrafficPattern`, `{"TrafficPattern",
-"StoppingConditions"}` or a whole CreateInferenceRecommendationsJob request; it is parsed and checked
-against IR's rules by `sm_locust.plateau.traffic` (SpawnRate is users per MINUTE, as the API
-reference says). The shape follows `Schedule.at(elapsed)`; every user level is judged when it ends
-(`ScheduleDriver` + `ScheduleSearch`) against the pattern's StoppingConditions (MaxInvocations per
-minute, ModelLatencyThresholds, FlatInvocations) plus `--latency-slo-ms`, `--max-error-rate`,
-`--max-duration` and `--max-invocations` if given; budgets are also checked while a long level runs,
-so `MaxInvocations` stops the pattern once a level sustains that rate. The verdict names the plateau
-like the other shapes, and its stop reason the condition that fired (not "traffic pattern finished"
-when a budget fired first).
+`--traffic-pattern` is parsed and checked by `sm_locust.plateau.traffic` (SpawnRate is users per
+MINUTE). Each user level is judged when it ends against the pattern's StoppingConditions plus
+`--latency-slo-ms`, `--max-error-rate`, `--max-duration` and `--max-invocations`; budgets are also
+checked during a long level. The stop reason names the condition that fired.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """`PlateauShape`: find the plateau in as few steps as possible (adaptive `PlateauSearch`).
 
-Doubles the load while throughput grows; once it saturates, closed-loop theory (Little's law:
-knee = capacity x unqueued cycle) places the knee and two steps confirm it, bisecting only when
-the model is contradicted. Each step is held from `--min-step-seconds` (10) until its throughput is
-stable, at most `--step-seconds` (30). The verdict names the knee and the capacity (best stable
-goodput at or beyond it).
-`--search-mode users` (default) steps closed-loop users; `--search-mode rate` steps the open-loop
-arrival rate (`--start-rps` .. `--max-rps`, sent by `OpenLoopUser`s, see sm_locust.users.openloop), which
-measures latency without coordinated omission and tells a generator that fell behind (late sends)
-from a saturated endpoint. Constraints (`--latency-slo-ms` at `--slo-percentile`, `--max-error-rate`,
-default 5 %) bound the plateau from above; budgets (`--max-users`/`--max-rps`, `--max-duration`,
-`--max-invocations`) end the search early. A client-bound step (load generator CPU >= 90 %, or
-> 10 % late sends) stops the search and is never reported as the plateau.
+Doubles the load while throughput grows, places the knee by Little's law and confirms it; each step
+is held from `--min-step-seconds` until stable, at most `--step-seconds`. `--search-mode users`
+steps closed-loop users, `rate` the open-loop arrival rate. SLO and error-rate constraints bound the
+plateau; budgets end the search early. A client-bound step (generator CPU >= 90 % or > 10 % late
+sends) stops the search and is never the plateau (docs/plateau.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The plateau search on output tokens (`--objective output-tokens`): its options and how the plateau
-shape is wired to it.
-
-    sm-locust run ... --prompts synthetic:512 --stream true --shape plateau --objective output-tokens \
-        --ttft-slo-ms 800 --itl-slo-ms 60 --slo-percentile 95
+"""The plateau search on output tokens (`--objective output-tokens`): its options and wiring.
 
 The search (`sm_locust.plateau.tokens`) looks for the most output tokens/s while TTFT and ITL stay
-under their SLOs (at `--slo-percentile`, 95 by default), each step's tokens taken from the run's
-token figures (`sm_locust.record.llm.LlmStats`) over the step's steady window. Checked before
-anything starts, one line and exit 2: TTFT / ITL SLOs without `--stream` (they are measured on
-response streams), SLOs without `--objective output-tokens`, the objective with another shape or
-with `--search-mode rate` (tokens are judged per user count).
+under their SLOs at `--slo-percentile`. Refused before anything starts (exit 2): TTFT / ITL SLOs
+without `--stream`, SLOs without the objective, the objective with another shape or with
+`--search-mode rate`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """`Sweep`: what every sweep kind is, and the part of it every kind shares.
 
-A checked sweep is its file (`SweepSpec`), a deployer, the load plan, the configurations with
-their keys and prices, the sweep folder and the plan's estimates. The shared runner
-(`runner.SweepRunner`: deploy, test, delete, resume, budget, signals) drives any `Sweep`; a kind
-(`sweep/kinds.py`) subclasses it and supplies what differs:
-
-    runner_class          the runner (a subclass of SweepRunner when the kind's test differs)
-    base_row(c)           a configuration's row before it runs (`rows.Row` subclass: its identity)
-    measure_row(i, dir)   its figures (`row.figures`), read back from its run folder once it ran
-                          (or was resumed)
-    client_bound(dir)     why its run measured the load generator, not the endpoint (sweep/trust.py;
-                          `every_step_decides` for kinds whose every second counts, e.g. autoscaling;
-                          `judges_client` False for kinds whose result is not one normal run)
-    configuration_line    the line printed when a configuration is done
-    document(rows)        sweep.json: `document_head`, the rows marked by the kind's ranking
-                          (`mark_rows`), `recommendation`, `why_not`, and the kind's own keys
-    write_outputs         sweep.json, sweep.csv, sweep.html (the kind's render module)
-    estimate()            the plan's estimates (extend it when the kind is billed otherwise)
-
-Everything here is shared: the lookups the runner needs, the plan's estimates (what was measured
-before, the overlap's wall time, the `max_cost_usd` cut), the budget check while running, and the
-keys that open every sweep.json.
+A checked sweep is its file (`SweepSpec`), a deployer, the load plan, the configurations with keys
+and prices, the sweep folder and the plan's estimates. `runner.SweepRunner` drives any `Sweep`; a
+kind (`sweep/kinds.py`) subclasses it for what differs (`runner_class`, `base_row`, `measure_row`,
+`client_bound`, `configuration_line`, `document`, `write_outputs`, `estimate`; docs/sweep.md, "Adding
+a sweep kind"). Shared here: the runner's lookups, the plan's estimates and `max_cost_usd` cut, the
+budget check while running, and the keys that open every sweep.json.
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """Sweep kinds, and the one registry that names them.
 
-A sweep's *kind* decides what a configuration is and what its test measures: `realtime` (the
-default: instance-backed endpoints, a plateau search per configuration), `serverless` (memory x
-MaxConcurrency, stability / concurrency / cold-start tests). Every kind shares the rest of the
-machinery: the file's shared keys (`schema.py`), the grid (`grid.py`), the deployers, the runner
-(resume, `--plan`, `--yes`, `max_cost_usd`, cleanup on every exit), sweep.json/csv/html and the
-recommendation with why the others lost.
-
-A file's kind is the kind whose section it has (`serverless:`), or the one its optional `kind:`
-key names; neither: `realtime`. Two kinds' sections in one file are one message. A kind that has
-a section registers here, in `KINDS`:
-
-- `section`, its top-level key, and `keys`, its other top-level keys (refused without the section);
-- `spec`: the module that reads the section: `parse_section(data, check, deploy, base_dir)`, the
-  section checked with the shared `validate.Checker`, returned as a `Section`: `grid()` (its lists,
-  the grid axes, as settings `<section>.<key>`), `shared` (its single values, settings every
-  configuration gets) and `as_dict()` (sweep.json); and `REFUSED`, the shared top-level keys that
-  mean nothing to this kind, each with why;
-- `loader`: "module:function(spec, *, out, client, poll_s) -> Sweep" building the checked sweep
-  (its deployer, load plan, prices, configuration keys; a `base.Sweep` subclass);
-- `cleanup` (optional): what `--cleanup` does for this kind when deleting the resources its
-  deployer tagged is not all (restoring what it changed on an existing endpoint).
-
-The code is named by string and imported when a file of that kind is read, like the deployers: the
-registry sits below the kinds (their packages build on `schema.py`, which reads it), so it never
-imports them, and a `realtime` sweep never imports another kind's code.
-
-docs/sweep.md documents the shared keys and, under "Adding a sweep kind", what a new kind implements;
-each kind's own page (docs/serverless.md) its section.
+A kind (`realtime`, the default, or `serverless`, ...) decides what a configuration is and what its
+test measures; everything else is shared. A file's kind is the kind whose section it has, or its
+`kind:` key; two kinds' sections are one message. Each entry of `KINDS` names its `section`, other
+`keys`, `spec` (the module that parses the section), `loader` ("module:function") and optional
+`cleanup`. Code is named by string and imported only for a file of that kind, so the registry never
+imports the kinds and a `realtime` sweep never imports another kind's code. Adding a kind:
+docs/sweep.md, "Adding a sweep kind".
 """
 
 from __future__ import annotations

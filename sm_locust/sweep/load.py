@@ -1,23 +1,11 @@
 """The sweep file's `load:` section -> the options and `LoadSettings` of one `sm-locust run`.
 
-`load:` takes `sm-locust run`'s options in snake_case (`payload`, `step_seconds`,
-`latency_slo_ms`, `users`, `run_time`, `shape`, ...), checked here once by the same specs and rules
-the run command applies (`config.options.OptionSpec.parse`, `core.rules`, `core.plan.locust_load`),
-so a typo fails before anything is deployed; a file's values are typed (a number must be a number,
-not text). Differences from `sm-locust run`:
-
-- the default shape is `plateau` (unless `users`, `shape` or `target_rps` says otherwise): a sweep
-  compares capacities;
-- the objective's SLO, percentile and error budget become the search's `latency_slo_ms`,
-  `slo_percentile` and `max_error_rate` unless `load:` sets them, so the plateau each configuration
-  reports is the highest load that still meets the objective;
-- constant users all start at once (spawn_rate defaults to `users`, not 1 per second): the
-  sweep measures the load, not a ramp;
-- relative paths (`payload`, `traffic_pattern`) are relative to the sweep file;
-- `repeat: N` runs each configuration's test N times on its deployment (run-1/ .. run-N/ and
-  repeat.json in its run folder, as `sm-locust run --repeat N`): its figures are the median run's
-  (one run's own steps), its capacity interval also covers the run-to-run interval;
-- `endpoint_name` and `endpoint_url` come from the deployer, per configuration.
+`load:` takes `sm-locust run`'s options in snake_case, checked once by the run command's own specs
+and rules (`OptionSpec.parse`, `core.rules`, `core.plan.locust_load`), so a typo fails before
+anything is deployed; values are typed. Unlike `sm-locust run`: the default shape is `plateau`; the
+objective's SLO, percentile and error budget feed the search; constant users start at once; relative
+paths are relative to the sweep file; `repeat: N` quotes the median run; `endpoint_name` and
+`endpoint_url` come from the deployer (docs/sweep.md).
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""What "best" means for every sweep kind: the `objective:` section, and the helpers every kind's
-ranking shares (pure).
+"""What "best" means for every sweep kind: the `objective:` section, and the ranking helpers (pure).
 
-`Objective` is the sweep file's `objective:` section (target rate, SLO and its percentile, error
-budget, safety factor, what to optimize). Each kind ranks its own figures (`realtime/rank.py`:
-capacity and $ per hour at the target; `serverless/rank.py`: $ per 1M, warm latency,
-MaxConcurrency) with the same vocabulary: a configuration that cannot be recommended has a
-*disqualification*; the winner is the first of the eligible ones ranked; every other configuration
-gets one reason it lost (`why_lost`), and when none is eligible the sentence lists each one's
-reason (`nothing_meets`). `pareto_front` marks the configurations no other one beats on both cost
-and latency.
+`Objective` holds the target rate, SLO and percentile, error budget, safety factor and what to
+optimize. Each kind ranks its own figures with the same vocabulary: an ineligible configuration has
+a *disqualification*, the winner is the first eligible one, every other gets one reason it lost
+(`why_lost`, `nothing_meets`); `pareto_front` marks those no other beats on both cost and latency.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Which endpoint to create, test and delete next, with never more than N alive (pure).
 
-On SageMaker an endpoint takes minutes to create and the test only uses it for a few; with
-`max_parallel_endpoints: N` the next configurations' endpoints are created while the current one
-is under test, so a sweep's wall time approaches the sum of its tests rather than of its
-deployments. An endpoint counts as alive (and billed) from the moment its creation starts until
-its deletion has finished; tests run one at a time (one load generator), the ready configuration
-with the lowest index first.
-
-`Pipeline` is the state machine the runner drives from its threads' events; `simulate` drives the
-same machine with durations on a virtual clock, for the plan's wall-time estimate and for tests.
+With `max_parallel_endpoints: N` the next endpoints are created while the current one is under test.
+An endpoint is alive (billed) from the start of its creation to the end of its deletion; tests run
+one at a time, the ready configuration with the lowest index first. `Pipeline` is the state machine
+the runner drives; `simulate` drives it on a virtual clock (the plan's estimate, tests).
 """
 
 from __future__ import annotations

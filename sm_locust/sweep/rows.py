@@ -1,23 +1,11 @@
 """A configuration's row: what a sweep records about one configuration, typed, and the one place a
 row becomes a sweep.json object.
 
-The runner fills a row as the configuration goes (status and reason, the run's timing, the
-deployer's teardown), the kind reads its figures back from the run folder (`Sweep.measure_row`),
-and its ranking marks it; `Row.as_dict` writes it, in one order for every kind and every path
-(docs/sweep.md lists the keys):
-
-    index, label, key, settings, status, reason, resumed, run_dir     who it is, where it stands
-    client_bound, [remeasured]                                        whether the load generator was the bottleneck
-    <the kind's identity>                                             price / memory size, ...
-    report_gaps                                                       when a report was drawn
-    wall_s, deploy_s, test_s                                          when it was deployed this time
-    <the kind's figures>                                              when it was measured
-    meets_objective, lost_because, [pareto,] report                   the ranking's marks
-    deployed, [billed_s,] [cost_usd,] [left_behind]                   after its teardown
-
-A group is absent until it happened (a skipped configuration has no timing and no figures; a
-resumed one no timing); inside a group a figure that could not be known is null. A kind subclasses
-`Row` with its identity fields (`identity()`) and a figures dataclass with `as_dict()`.
+The runner fills a row as the configuration goes, the kind reads its figures back from the run
+folder (`Sweep.measure_row`) and its ranking marks it; `Row.as_dict` writes the groups in one order
+for every kind and path (keys: docs/sweep.md). A group is absent until it happened; inside a group a
+figure that could not be known is null. A kind subclasses `Row` with its identity fields
+(`identity()`) and a figures dataclass with `as_dict()`.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """Runs a checked sweep: deploy, test, delete every configuration; always clean up.
 
-The main thread runs the tests one at a time (one load generator) with the normal run machinery
-(`sm_locust.config.preflight` + `sm_locust.core.launch.execute`, exactly what `sm-locust run` does), so each
-configuration leaves a normal run folder. Creations and deletions run in worker threads, driven by
-the `Pipeline` (at most `max_parallel_endpoints` alive). Each configuration's figures are read back
-from its run folder's `summary.json` (and the report's `steps.csv` or the local deployer's
-`endpoint_usage.csv` for CPU and memory).
-
-Guarantees:
-- **cleanup**: every deployment is torn down after its test, after a failed creation, and on
-  Ctrl-C or SIGTERM (creations in flight are cancelled, the running Locust process is stopped,
-  then everything created is deleted; further signals during that cleanup are refused with a note
-  on `sm-locust sweep --cleanup`);
-- **resume**: a configuration whose run folder holds `summary.json` and a `sweep_configuration.json`
-  with the same key and status ok is not run again;
-- **budget**: with `max_cost_usd`, a configuration is not deployed when what was spent plus the
-  estimates of the ones alive and of this one would pass the sum;
-- **failure is local**: a configuration that fails (control-plane error, FailureReason, a run
-  that did not complete) is recorded with its reason and the sweep goes on;
-- **trust**: a configuration measured while the load generator was the bottleneck
-  (`Sweep.client_bound`, sweep/trust.py) is measured once more by itself, after every other one,
-  on a fresh deployment with nothing else alive (its first run folder kept as
-  `<run folder>.client-bound`); still client-bound, it is INCONCLUSIVE: never ranked, never the
-  recommendation, said in its line, sweep.json and sweep.html.
+Tests run one at a time in the main thread with the normal run machinery (`config.preflight` +
+`core.launch.execute`), so each configuration leaves a normal run folder; creations and deletions
+run in threads driven by the `Pipeline`. Guarantees: **cleanup** after every test, failed creation,
+Ctrl-C or SIGTERM; **resume** skips a configuration whose folder holds an ok result with the same
+key; **budget** (`max_cost_usd`) stops a deployment that would pass it; **failure is local**; and
+**trust**: a client-bound configuration is measured once more alone, after the others, and still
+bound is INCONCLUSIVE, never ranked (sweep/trust.py).
 """
 
 from __future__ import annotations

@@ -1,43 +1,13 @@
 """Whether a configuration's measurement can be trusted, and when two configurations tie (pure).
 
-A measurement taken while the load generator was the bottleneck is not a measurement of the
-endpoint: late sends, a saturated client CPU or the generator's own checks make the endpoint look
-slower or smaller than it is, and an autoscaling run's seconds over the SLO then belong to the
-client. `client_bound_reason` reads that from summary.json:
-
-- the run's own `verdict` (`{"status": "inconclusive", "reason": ...}`, docs/summary.md), written
-  when a step that decides the run's answer was client-bound;
-- else (a run folder from before the verdict) its steps' `client_bound`: the plateau's capacity
-  and knee steps (`plateau.capacity_step` / `knee_step`, or the steps at the plateau's users), or
-  every step of a run without a plateau;
-- with `every_step` (an autoscaling run, where every second of the traffic counts toward its
-  seconds over the SLO and the answer is a breach or none), the two ways a client that fell behind
-  can make the answer wrong, judged on their own because they point in opposite directions:
-  - it offered less than the traffic asks (a client-bound step whose `sent_rps` is under
-    `MIN_ACHIEVED_RATIO` of its `target_rate`, or whose sent rate is unknown): the endpoint was let
-    off lightly, so neither a breach nor its absence can be trusted;
-  - it sent late and caught up (the step's sends reached the intended rate): a late send is timed
-    from its intended time and goes out in a burst, so it can only ADD latency. The seconds over the
-    SLO during which the generator was behind (`autoscaling.breach_client_bound_s`) then decide: a
-    breach they make (without them the configuration would be within `max_breach_s`) is the
-    client's; a breach the endpoint made on its own stands, and so does a run that stayed within
-    the SLO in spite of them. (Issue 28's flipped verdict was the first kind of breach; a CI run
-    on a busy machine called two passes that had kept their SLO through a 0.8-s stall INCONCLUSIVE
-    under the old any-client-bound-step rule.)
-
-The sweep measures such a configuration once more by itself (runner.py); still bound, it is
-INCONCLUSIVE: never ranked, never the recommendation.
-
-Ties, the one ranking rule of every sweep kind: two configurations whose 95 % intervals overlap on
-a measured figure cannot be told apart by this measurement. A kind ranks by a list of `Criterion`s
-(its figures in order of importance, each measured with its interval or exact, as a price or a
-setting is); `rank_by_intervals` sorts on the first, takes the best and every configuration that
-ties with it on that figure as one tier, orders the tier by the next criterion the same way, and so
-on; what is left after the tier is ranked the same way. A measured figure without an interval
-(too few samples, an older run folder) separates nothing: the measurement cannot say, so it ties.
-`deciding` names the first criterion on which a winner beats another configuration (why that one
-lost), and `tie_note` the figures on which they tied ("MaxConcurrency 8 and 2 tie on warm p95
-(51 [40, 63] vs 39 [33, 47])").
+`client_bound_reason` reads summary.json: the run's `verdict`, else the client-bound flags of the
+steps that decide its answer; with `every_step` (an autoscaling run) a client that offered less than
+the traffic asks (under `MIN_ACHIEVED_RATIO`) makes the result untrustworthy, and one that sent late
+and caught up only makes the breaches that `autoscaling.breach_client_bound_s` alone causes the
+client's. Such a configuration is measured once more; still bound, it is INCONCLUSIVE, never ranked.
+Ties: `rank_by_intervals` ranks by `Criterion`s in order, grouping configurations whose 95 %
+intervals overlap into one tier (a figure without an interval ties); `deciding` and `tie_note` say
+why one lost or where they tied.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Load tests inside pytest: run a short Locust test in-process and assert on the result.
 
 The work is `sm_locust.testing.inprocess` (`run_load_test`, `invoke_user`, `options_namespace`,
-`LoadTestResult`: importable from here too); this module is the pytest plugin. pytest loads it in
-every session of an environment where sm-locust is installed (the `pytest11` entry point), so it
-imports nothing heavy: `sm_locust.testing.inprocess` imports Locust, which patches gevent, and loads only
-when a test runs a load test.
-
-    from sm_locust.testing import invoke_user, run_load_test
-
-    def test_endpoint_holds_its_latency(local_endpoint_url):
-        result = run_load_test([invoke_user(b'{"instances": []}')], users=4, run_time_s=3,
-                               options={"endpoint_name": "ep", "endpoint_url": local_endpoint_url})
-        result.assert_gates(max_p95_ms=100, max_error_rate=0.0)
-
-As a pytest plugin (`pytest_plugins = ["sm_locust.testing"]` in conftest.py, or the `pytest11`
-entry point) it adds the fixture `sm_load_test`: the same function, writing its run folder under
-the test's tmp_path. (Locust's own plugin already owns the fixture names `session` and
-`fastsession`.) Import `sm_locust.testing`'s functions after `locust` (gevent patching), as
-conftest.py does.
+`LoadTestResult`: importable from here too); this module is the pytest plugin (the `pytest11` entry
+point) and adds the fixture `sm_load_test`, writing its run folder under the test's tmp_path. pytest
+loads it in every session, so it imports nothing heavy: `inprocess` imports Locust (which patches
+gevent) only when a test runs a load test. Import its functions after `locust`, as conftest.py does.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""A tmpfs on demand: a full, small or read-only file system for the output-place checks (issue 23).
+"""A tmpfs on demand: a full, small or read-only file system for the output-place checks.
 
 Shared by tests/cli/test_bad_input.py and the probes under bench/ (which run outside pytest and must not
 import the tests), so it lives in the package and imports only the standard library. Mounting needs
-root; `mount_tmpfs` returns False where it cannot mount, `unmount` undoes it."""
+root; `mount_tmpfs` returns False where it cannot mount, `unmount` undoes it.
+"""
 
 from __future__ import annotations
 

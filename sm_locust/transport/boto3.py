@@ -1,16 +1,10 @@
 """`Boto3SageMakerClient` (transport `boto3`): botocore's `sagemaker-runtime` end to end, the reference.
 
-It implements the three transport primitives of `sm_locust.transport.contract` (the contract
-times, validates and reports them) on a boto3 client built for load tests: the botocore defaults
-that distort them are fixed (docs/facts.md): retries are really off (`total_max_attempts=1`: a
-throttle is counted, not hidden behind a silent retry), the connection pool is sized for the users
-sharing the client, and the response body is always read inside the timed block. Failures are
-named by their botocore error code (`name_error`: `ThrottlingException: Rate exceeded`).
-
-The client comes from the AWS client factory (`sm_locust.aws.clients`, purpose RUNTIME): region,
-credentials and endpoint follow its rules (`AWS_PROFILE`, `AWS_REGION`,
-`AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`, ...) unless given. boto3 itself is imported when a client is
-made, never at import time (Locust must patch gevent first).
+It implements the transport primitives of `sm_locust.transport.contract` with the botocore defaults
+that distort them fixed (docs/facts.md): retries really off (`total_max_attempts=1`), the connection
+pool sized for the users sharing the client, the body read inside the timed block. Failures are
+named by botocore error code (`name_error`). The client comes from `sm_locust.aws.clients`
+(purpose RUNTIME), whose rules for region, credentials and endpoint apply.
 """
 
 from __future__ import annotations

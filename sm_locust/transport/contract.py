@@ -1,38 +1,12 @@
 """The transport contract: what every SageMaker Runtime client takes, returns and reports.
 
-Why one module: a test must read the same whichever client sends it (`--transport fast|boto3`), so
-everything but the wire lives here, once:
-
-- **one constructor** (`SageMakerClient.__init__`): environment, endpoint name, then keyword-only
-  region, endpoint_url, profile, pool_size, connect_timeout, read_timeout, credentials,
-  token_counter, inter_chunk (a transport may add its own extras, e.g. the fast client's `signer`);
-- **one result family**: `InvokeResult` (InvokeEndpoint), `StreamResult` (the same plus chunks and
-  their timings), `AsyncResult` (InvokeEndpointAsync); None after a reported failure;
-- **one timing/event helper**, `Measurement` (`measure(...)`), in the spirit of Locust's
-  `EventHook.measure()`: response time in milliseconds from `time.perf_counter()` (from `started`,
-  an open-loop sender's intended send time, when given), an exception raised inside the block
-  becomes the failure (named by the transport's `error()`), and the block fires exactly one
-  `request` event on exit. `StreamMeasurement` adds the `TTFT` and `InterChunk` entries;
-- **the operations**, written once here on top of three transport primitives: `send` / `invoke`
-  (InvokeEndpoint, then the validation hook), `invoke_stream`, `invoke_async`. A transport only
-  implements `_invoke`, `_stream`, `_async` (do the call, raise on failure) and `error` (name a
-  failure as botocore names it).
-- **the response-validation hook** (`check_response`): with a `validator` set (None = off, one
-  attribute test on the hot path), each successful InvokeEndpoint body is checked after the
-  response time is taken (decoding does not inflate latency) and before the event fires; a
-  rejected body is reported as the failure the validator returns (`InvalidResponse: ...`). A
-  validator is anything with `validate(body, content_type, invocation) -> InvocationError | None`
-  (e.g. `sm_locust.serializers.ResponseValidator`); one that raises counts as InvalidResponse.
-
-Entries (docs/transport.md): `InvokeEndpoint`, `InvokeEndpointWithResponseStream` (+ `TTFT`,
-`InterChunk`), `InvokeEndpointAsync`; name `invocation.request_name(endpoint)` or `name=`;
-`response_length` the body bytes of a success (0 for a failure, 0 for async; a stream counts the
-payload bytes received, also when it fails); `context` `{"endpoint", "variant", "target"}`
-(`target`: the model or inference component named, `Invocation.target`; streams add `chunks`,
-`tokens`, `ttft_ms`, `inter_chunk_ms`), updated with the caller's `context=`. Failures are
-reported, never raised into a User. A stream whose bytes carry an in-band error (an LLM container's
-error event: the client's `chunk_listener` returns it, `sm_locust.record.llm`) is a failure too,
-named by that error (`TGI.generation: ...`), although SageMaker answered 200.
+Everything but the wire lives here once, so a test reads the same whichever client sends it: one
+constructor, one result family (`InvokeResult`, `StreamResult`, `AsyncResult`; None after a reported
+failure), one timing helper (`Measurement`: milliseconds from `perf_counter`, or from an open-loop
+`started`; exactly one `request` event per block), and the operations built on the primitives a
+transport implements (`_invoke`, `_stream`, `_async`, `error`). A `validator` checks a success's body
+after its response time is taken. Failures are reported, never raised into a User; a stream with an
+in-band error is a failure named by it, although SageMaker answered 200. Entries: docs/transport.md.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """Failures of the fast transport, named exactly as botocore names them.
 
-Two kinds of failure reach Locust's failure table as an `InvocationError`:
-
-- an HTTP error response (status >= 300): `parse_error_response` reproduces botocore's rest-json
-  error parsing step by step (see `botocore.parsers.ResponseParser.parse`, `BaseJSONParser.
-  _do_error_parse`, `RestJSONParser._inject_error_code` and `Endpoint._add_modeled_error_fields`):
-
-  1. status >= 500 with an empty body or one starting with `<html>`: code = the status number,
-     message = the HTTP reason phrase;
-  2. otherwise the body is read as JSON (not JSON: the text becomes the message); message from
-     `message`, else `Message`; code from `__type` (text before `:`, after `#`), else the status;
-     then the `x-amzn-ErrorType` header, else the body's `code`/`Code`, overrides it;
-  3. a modeled error adds its fields: ModelError's `OriginalStatusCode`, `OriginalMessage`,
-     `LogStreamArn`.
-
-  `error_from_parsed` turns that (or a botocore `ClientError.response`, via
-  `error_from_client_error`) into the `InvocationError`; a ModelError keeps the model's status in
-  the message, first so truncation cannot cut it: `ModelError: (original status 400) ...`, the
-  text the boto3 client (`sm_locust.transport.boto3.name_error`) gives, so both transports report the same
-  failure text for the same response.
-
-- a network failure: `network_error` maps the exception to botocore's error names and texts:
-  `EndpointConnectionError`, `ConnectTimeoutError`, `ReadTimeoutError`, `ConnectionClosedError`,
-  `SSLError`, `NoCredentialsError`. As on the boto3 path, a text naming the endpoint URL is cut
-  before the URL (`ReadTimeoutError: Read timeout on endpoint URL`), so failures group by kind.
+An HTTP error response (status >= 300): `parse_error_response` reproduces botocore's rest-json
+error parsing (the rules: docs/transport.md and docs/facts.md), and `error_from_parsed` /
+`error_from_client_error` make the `InvocationError`; a ModelError keeps the model's status first
+(`ModelError: (original status 400) ...`), the text the boto3 transport gives, so both transports
+report the same failure for the same response. A network failure: `network_error` maps it to
+botocore's names (`EndpointConnectionError`, `ReadTimeoutError`, ...), the text cut before the
+endpoint URL so failures group by kind.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The AWS event-stream binary framing (`application/vnd.amazon.eventstream`): an encoder.
 
-InvokeEndpointWithResponseStream answers with a sequence of messages, each:
-
-    prelude   total length (uint32 BE) | headers length (uint32 BE) | CRC32 of those 8 bytes
-    headers   repeated: name length (uint8) | name (UTF-8) | value type (uint8) | value
-    payload   raw bytes
-    trailer   CRC32 of everything before it (uint32 BE)
-
-SageMaker sends `PayloadPart` events whose payload is the model's bytes, and mid-stream failures
-as exceptions (`ModelStreamError`, `InternalStreamFailure`) with a JSON payload
-`{"Message": ..., "ErrorCode": ...}`. Decoding is botocore's (`botocore.eventstream.
-EventStreamBuffer`); this module writes frames that decoder reads back identically, so the local
-endpoint can stream exactly what SageMaker streams.
+Each message: prelude (total and headers lengths, uint32 BE, and their CRC32), headers, payload,
+and a CRC32 trailer. SageMaker sends `PayloadPart` events and mid-stream failures as exceptions
+(`ModelStreamError`, `InternalStreamFailure`) with a JSON payload. Frames written here decode
+identically with botocore's `EventStreamBuffer`, so the local endpoint streams what SageMaker does.
 """
 
 from __future__ import annotations

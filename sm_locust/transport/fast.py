@@ -1,28 +1,12 @@
 """`FastSageMakerClient` (transport `fast`): SageMaker Runtime over geventhttpclient, SigV4-signed, no boto3.
 
-One client owns one keep-alive connection pool to the runtime host, like
-`locust.contrib.fasthttp.FastHttpSession` does for plain HTTP. It implements the three transport
-primitives of `sm_locust.transport.contract` (the contract times, validates and reports them):
-
-- InvokeEndpoint: `/endpoints/{name}/invocations`, headers `Invocation.http_headers()`;
-- InvokeEndpointWithResponseStream: `.../invocations-response-stream`, the modeled headers, `Accept`
-  as `X-Amzn-SageMaker-Accept`;
-- InvokeEndpointAsync: `/endpoints/{name}/async-invocations`, content type / accept as
-  `X-Amzn-SageMaker-*`, `InputLocation`; no body.
-
-The endpoint name is percent-encoded in the path as botocore encodes it. Response times start before
-signing (the boto3 client times its signing too). Failures are named as botocore names them
-(`sm_locust.transport.errors`). Credentials and region are resolved when the client is built, as
-boto3 resolves them (docs/transport.md).
-
-**One request, sent once.** The request is written here, not by `HTTPClient.request`: the head
-(request line and headers) is built once per request shape and signature-only parts are added per
-call (`_head`), then head and body go out in one write on a pooled connection and the answer is
-parsed by geventhttpclient's response parser. Nothing is re-sent: `HTTPClient.request` retries a
-request whose connection closed before the answer (every method before geventhttpclient 2.6, the
-idempotent ones since), which would hide POSTs from the counts; here a connection that breaks or
-closes is the call's failure (`ConnectionClosedError`), counted once. Every response body is read
-to its end so the connection goes back to the pool.
+One client owns one keep-alive connection pool to the runtime host and implements the primitives of
+`sm_locust.transport.contract` for InvokeEndpoint, InvokeEndpointWithResponseStream and
+InvokeEndpointAsync (paths and headers: docs/transport.md). The endpoint name is percent-encoded as
+botocore does; response times start before signing; failures are named as botocore names them
+(`transport.errors`). **One request, sent once**: the request is written here (head built once per
+shape, `_head`), head and body in one write, never re-sent, so a broken or closed connection is the
+call's one failure (`ConnectionClosedError`). Every body is read to its end.
 """
 
 from __future__ import annotations

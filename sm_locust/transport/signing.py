@@ -1,28 +1,12 @@
 """SigV4 signing of SageMaker Runtime requests, three interchangeable signers.
 
-A signer turns the headers of one request into the headers to send: it adds `Host`,
-`X-Amz-Date`, `X-Amz-Security-Token` (temporary credentials) and `Authorization`, signing every
-header it was given plus those. All three produce the same signature for the same request and time
-(the tests check it), so the choice is only about CPU per request:
-
-- `lean` (default): SigV4 written out for this one job. Everything but the date and the body is
-  computed once per request shape (`SigningTemplate`: method, URL, header values, credentials),
-  the scope, signing key and date string once per second, so a signature costs one SHA-256 of the
-  body, one of the canonical request and one HMAC (a body sent again within the second: none).
-  Differential-tested against botocore's `SigV4Auth` on every header SageMaker uses.
-
-The payload is always hashed into the signature, as botocore does for this service (its model
-marks no sagemaker-runtime operation `unsignedPayload` / `v4-unsigned-body`, so botocore never
-sends `X-Amz-Content-SHA256: UNSIGNED-PAYLOAD` here; docs/transport.md).
-- `botocore`: `botocore.auth.SigV4Auth`, the reference (what boto3 does).
-- `crt`: the C signer of `awscrt` (`pip install 'sm-locust[crt]'`).
-
-Figures (µs per signature) are in docs/transport.md; `python bench/signing.py` measures them.
-
-Credentials come from botocore's provider chain (environment, profile, SSO, container, instance
-metadata...) unless given. Temporary credentials are refreshed by botocore; the frozen copy is
-re-read at most every `CREDENTIAL_CHECK_SECONDS`, far inside botocore's 15-minute refresh window.
-Nothing here prints or logs a credential.
+A signer adds `Host`, `X-Amz-Date`, `X-Amz-Security-Token` and `Authorization` to one request's
+headers. All three give the same signature for the same request and time (tested), so the choice is
+CPU per request: `lean` (default, precomputed per request shape and per second,
+differential-tested against botocore), `botocore` (`SigV4Auth`, the reference), `crt` (`awscrt`).
+The payload is always signed, as botocore does for this service (docs/transport.md, with the
+figures). Credentials come from botocore's chain; the frozen copy is re-read every
+`CREDENTIAL_CHECK_SECONDS`. Nothing here prints or logs a credential.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """Fan-out sending (`--split K`): one logical request of N rows sent as K concurrent sub-requests.
 
-Why: a caller with a large batch can send it as K smaller requests at once, on separate
-connections, so more of the endpoint's workers serve it in parallel; each part pays its own
-per-request overhead. What the caller feels is the time until the *last* part returns, and what
-the endpoint sees is K smaller requests, so one split call is recorded both ways:
-
-- ONE logical request: request_type `InvokeEndpointSplit`, name = the usual entry name
-  (`endpoint`, `endpoint/variant`); response time from the first send until the last part
-  returns; response length the sum of the parts' bodies; a failure when any part fails, named by
-  the first failing part's error (in part order), so the failure table still reads
-  `ThrottlingException: ...`, `InvalidResponse: ...`;
-- each part as its own request: request_type `InvokeEndpoint`, name `<entry name>/part`, exactly
-  as the client reports any call (`SageMakerClient.send`).
-
-Locust's `total` row adds up every entry: with `--split` it counts the logical requests *and*
-their parts (summary.json's totals leave the `/part` entries out, by the one counting rule,
-`sm_locust.invocation.is_invocation`). Read the `InvokeEndpointSplit` entry for the caller's
-view and the `/part` entry for the endpoint's.
-
-The parts run in gevent greenlets sharing the User's client (both transports' clients may be used
-concurrently; the connection pool gives each in-flight part its own connection). Parts are
-prepared before the test, never on the request path (`sm_locust.payloads.split`, which asks the
-serializers to split each body in its own format); this module only sends them.
+One split call is recorded both ways: ONE logical request (`InvokeEndpointSplit`, the usual name,
+first send to last part, failed when any part fails, named by the first failing part) and each part
+as its own `InvokeEndpoint` request named `<entry name>/part`. Locust's `total` row counts both;
+summary.json's totals leave the parts out (`invocation.is_invocation`). Parts run in greenlets
+sharing the User's client, each on its own pooled connection; they are prepared before the test
+(`payloads.split`), never on the request path.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """Open-loop load in Locust terms: send at a target arrival rate, whatever the response times.
 
-Why: closed-loop users wait for each response before sending again, so a slow endpoint quietly
-lowers the load it is offered and its queueing never shows in the latency (coordinated omission).
-Open loop fixes the send times in advance from the target rate alone and measures latency from the
-INTENDED send time (`sm_locust.plateau.arrival` holds the pure part).
-
-How it maps onto Locust, so that distributed runs, the web UI and shapes work unchanged:
-
-- `OpenLoopUser` is a rate token: each running user adds `--rate-per-user` req/s (default 1) to
-  its process's arrival stream and does nothing else (it sleeps, so stopping it is instant).
-  Locust's user dispatcher therefore splits the rate across worker processes for free, the web UI
-  "number of users" is the rate in req/s, and a shape offers R req/s by asking for R / rate-per-user
-  users of this class.
-- One `OpenLoopScheduler` per Locust process (local runner or worker) turns the process's rate into
-  intended send times (`--arrival constant`: evenly spaced; `poisson`: exponential gaps) and, at
-  each, hands the invocation to a greenlet from a pool of `--max-in-flight` (default 1000). The
-  request event's response time runs from the intended send time, so waiting to send is charged to
-  the endpoint, as a real client would feel it.
-- Every intended send is counted: `sent`, `late` (sent more than `SEND_LATE_TOLERANCE_S`, 25 ms, after its
-  intended time: the generator fell behind: CPU, event loop) and `dropped` (skipped because
-  max-in-flight requests were outstanding: the endpoint queues far past capacity). Counts travel to
-  the master with Locust's own worker reports (`report_to_master` / `worker_report`), land in
-  `OpenLoopCounters` on the master or local runner, and the recorder puts them in each
-  `timeline.Second`. They are NOT Locust request entries (that would add to the request totals):
-  summary.json has them under `totals.open_loop` and per step (`sent_rps`, `late_fraction`,
-  `dropped_fraction`). A step with more than 10 % late sends is client-bound.
-
-Both transports time a request from its intended send time (`client.invoke(..., started=intended)`).
+`OpenLoopUser` is a rate token: each running user adds `--rate-per-user` req/s to its process's
+arrival stream and only sleeps, so Locust's dispatcher, web UI and shapes work unchanged. One
+`OpenLoopScheduler` per process turns the rate into intended send times (`--arrival constant` or
+`poisson`) and hands each invocation to a pool of `--max-in-flight` greenlets; response time runs
+from the intended send time. Every intended send is counted as `sent`, `late` (more than
+`SEND_LATE_TOLERANCE_S` behind) or `dropped` (the in-flight cap), shipped to the master into
+`OpenLoopCounters`; they are not Locust request entries (summary.json `totals.open_loop`).
 """
 
 from __future__ import annotations

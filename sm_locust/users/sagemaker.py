@@ -1,17 +1,11 @@
 """`SageMakerUser`: the one public Locust User for SageMaker endpoints, a thin shell over a client.
 
-Subclass it in your own locustfile and call `self.client.invoke(...)` (or `self.invoke(body)`) in
-your tasks. Settings are typed class attributes, with the same names and defaults whichever
-transport sends; the sm-locust options override them when given (command line, `SM_LOCUST_*` env
-vars, locust.conf, web UI). The client comes from `sm_locust.transport.create_client` (the
-`transport` attribute / `--transport`), or from `client_cls` when a subclass sets one. One client
-(and one connection pool) is shared by the users of a process with the same settings, created on
-first use, i.e. after `--processes` forks. By default a user invokes as fast as it can, one call
-after another; `think_time` / `--think-time` adds a pause. After a task that could not reach the
-endpoint (refused, reset, connect timeout) the user backs off, 50 ms doubling to 1 s and reset by
-a task that reached it, whatever `wait_time` a subclass sets (`sm_locust.users.backoff`).
-
-`FastSageMakerUser` is `SageMakerUser` with `transport = "fast"` (CHANGELOG.md: what was renamed).
+Subclass it and call `self.client.invoke(...)` (or `self.invoke(body)`) in tasks. Settings are typed
+class attributes, overridden by the sm-locust options when given. The client comes from
+`transport.create_client` (or `client_cls`); one is shared per process and settings, created after
+`--processes` forks. A user invokes back to back (`think_time` adds a pause); after a task that
+could not reach the endpoint it backs off, 50 ms doubling to 1 s (`sm_locust.users.backoff`).
+`FastSageMakerUser` is `SageMakerUser` with `transport = "fast"`.
 """
 
 from __future__ import annotations

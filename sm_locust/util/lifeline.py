@@ -1,26 +1,11 @@
 """Child processes that stop when told, and when the sm-locust process that started them is gone.
 
-Why: sm-locust runs Locust and the local endpoint as child processes, and scripts, CI jobs and
-containers stop sm-locust in ways a terminal never does:
-
-- a background job of a non-interactive shell (`sm-locust run ... &`) starts with SIGINT ignored,
-  and a child inherits that: Python then installs no KeyboardInterrupt handler, so the SIGINT that
-  sm-locust forwards on SIGTERM did nothing and Locust ran on until `-t` ended;
-- SIGKILL (an OOM kill, a CI runner's hard timeout, `kill -9`) runs no handler at all: Locust kept
-  loading the endpoint for the rest of `-t`, and a local endpoint stayed up for good.
-
-So every such child runs as `python -m sm_locust.util.lifeline MODULE ARGS...` (`wrap()` turns a
-`python -m MODULE ...` command into that), which, before it runs MODULE as `python -m` would:
-
-1. handles SIGINT as an interactive Python does (KeyboardInterrupt) and SIGTERM / SIGHUP by their
-   default, whatever the parent ignored;
-2. with `SM_LOCUST_PARENT_PID` in its environment (`child_env()`), watches its parent from a thread:
-   once that process is no longer its parent (it died; the child was re-parented), its output goes
-   to `SM_LOCUST_CHILD_LOG` when given (the pipe it wrote to has no reader any more), it sends
-   itself SIGINT (Locust stops as on Ctrl+C and writes its CSVs and summary.json; gunicorn stops
-   its workers), and if it still runs `GRACE_S` later, SIGKILL goes to its process group.
-
-`parent_gone` is the decision, pure; the rest is the thin I/O around it.
+A child started from a background job inherits SIGINT ignored, and SIGKILL runs no handler, so every
+child (Locust, the local endpoint) runs as `python -m sm_locust.util.lifeline MODULE ARGS...`
+(`wrap()`), which first restores SIGINT as KeyboardInterrupt and SIGTERM / SIGHUP to their default,
+then, with `SM_LOCUST_PARENT_PID` set (`child_env()`), watches its parent: once re-parented it sends
+itself SIGINT (output to `SM_LOCUST_CHILD_LOG` if given) and, `GRACE_S` later, SIGKILL to its
+process group. `parent_gone` is the decision, pure.
 """
 
 from __future__ import annotations

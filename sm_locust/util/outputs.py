@@ -1,25 +1,12 @@
 """Output paths: checked before anything starts, and a run folder locked while a run writes it.
 
-Why: a load test is expensive to repeat. An output path that cannot be written (a file where a folder
-should be, a folder where a file should be, a read-only or full file system) used to end in a
-traceback, several only after the whole test had run (a JUnit file, a report next to a run).
-`check_output_dir` / `check_output_file` refuse such a path in one line before the test; they
-create nothing. A run folder is locked while a run writes it (`locked_folder`: an flock on the
-folder itself, so nothing is left behind and a killed process releases it): two runs into one
-`--out` at the same time both claimed it, and an `--overwrite` could remove the files of a run in
-progress. `run_in_progress` tells a reader (`report`, `smoke --run-dir`, `compare`) that a folder
-is still being written, instead of reading it as a run that crashed.
-
-No output is written through a symbolic link the tool did not make: a link planted where an output goes
-(`reports/compare/compare.html` pointing at another file) would have had its target overwritten, so
-`refuse_link` refuses it in one line, `atomic_file` renames a new file into the folder (a rename
-replaces a name, never follows it) and `open_output` opens a streamed log with O_NOFOLLOW.
-
-Every file of a run or sweep folder is written atomically (`atomic_file`, `write_atomic`): into a
-temporary file beside it, renamed over the final name only once it is whole, the temporary file
-removed when the write fails. A disk that fills up mid-way (round 4 left `locust_report.html`
-half-written) leaves the earlier file, or none, never half a file. `promote` does the same for a
-file another program writes (Locust's own HTML report goes to a temporary name first).
+`check_output_dir` / `check_output_file` refuse an unwritable path in one line before the test and
+create nothing. `locked_folder` flocks a run folder while a run writes it (a killed process releases
+it); `run_in_progress` tells a reader the folder is still being written. No output goes through a
+symbolic link the tool did not make (`refuse_link`; `open_output` uses O_NOFOLLOW). Every file of a
+run or sweep folder is written atomically (`atomic_file`, `write_atomic`: a temporary file renamed
+over the name once whole), so a full disk leaves the earlier file or none, never half a file;
+`promote` does the same for a file another program writes.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """`WorkerShipped`: per-environment state that Locust workers ship to the master as deltas.
 
-Why one base class: five features keep counts or histograms per Locust process that the master must
-add up in a distributed run (requests cut short by a stop, back-offs, open-loop sends, a traffic
-mix's per-target figures, LLM token buckets). Each had its own copy of the same wiring: one
-instance per environment, reset at each test start, the part not yet shipped put into Locust's
-worker report (`report_to_master`) and merged on the master (`worker_report`). A copy that forgot
-the reset or shipped twice counts twice; here it is written once.
-
-A subclass names its environment attribute and report key, and says what a test start resets, what
-a worker ships (`take_delta`: None when there is nothing new; after it, the state counts the delta
-as shipped) and how the master merges one (`merge_delta`). On a local runner nothing is shipped:
-the state is the whole run's. Locust's event API is used by duck typing (`environment.events`), so
-this module imports nothing of Locust.
+One base class for the wiring every per-process count needs in a distributed run: one instance per
+environment, reset at test start, the unshipped part put into the worker report and merged on the
+master. A subclass names its attribute and report key and says what a start resets, what a worker
+ships (`take_delta`: None when nothing is new) and how the master merges it (`merge_delta`). On a
+local runner nothing is shipped. Locust is used by duck typing; this module imports nothing of it.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """The one way sm-locust reads YAML (sweep files, `--traffic`, `--set` values) and the JSON a user hands in
 (run folders, price tables): bounded and quiet.
 
-Why: `yaml.safe_load` refuses code, not size. A 2 KB "billion laughs" file (`a: &a [x, x, ...]`,
-`b: &b [*a, *a, ...]`, ...) expands, through aliases, to billions of values: round 4 saw a traffic
-file take 1.9 GB and over 60 s, and the checker then quoted the expanded value back in a stderr
-"line" of 4.3 million characters. A self-referring alias (`&a [*a]`) makes a structure no checker
-can walk, a nesting 10,000 deep a RecursionError, and a binary file a UnicodeDecodeError traceback.
-
-`read_text_file` reads a file the user named: a regular file (a FIFO would block forever, /dev/zero
-never ends), at most `limit` bytes, UTF-8 with or without a byte-order mark. `load_yaml` composes
-the document's node graph first and counts the values it stands for once every alias is expanded
-(each shared node counted per use, without expanding anything): more than `MAX_YAML_VALUES`, a
-cycle or a nesting deeper than `MAX_YAML_DEPTH` is refused before a Python object is built. Every
-refusal is one `UsageError` naming the source, the line and the rule, never the value.
-`load_json` is `json.loads` whose nesting too deep for Python's parser (`[[[[...` 100,000 deep: a
-RecursionError that escaped every handler, round 4) is the `JSONDecodeError` it is.
+`yaml.safe_load` refuses code, not size (docs/facts.md, "Reading untrusted files"). `read_text_file`
+reads a regular file of at most `limit` bytes, UTF-8 with or without a BOM. `load_yaml` composes the
+node graph and counts the values it stands for with every alias expanded, without expanding
+anything: more than `MAX_YAML_VALUES`, a cycle or nesting deeper than `MAX_YAML_DEPTH` is refused
+before a Python object is built. Every refusal is one `UsageError` naming the source, the line and
+the rule, never the value. `load_json` turns nesting too deep for Python's parser into the
+`JSONDecodeError` it is.
 """
 
 from __future__ import annotations

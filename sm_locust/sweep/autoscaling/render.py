@@ -1,15 +1,9 @@
 """An autoscaling sweep's result files: `sweep.json`, `sweep.csv`, `sweep.html` (docs/autoscaling.md).
 
-`sweep.json` is the document `AutoscalingSweep.document` builds (`kind: autoscaling`; per
-configuration its policy, the scale events with reaction and ready times, instances over time,
-instance-hours, cost, seconds over the SLO, failed, throttled, flaps, and locally the model's
-reaction and ready times; the `recommendation` and why the others lost). `sweep.csv` is one row per
-configuration. `sweep.html`, offline like the run report: the recommendation in one sentence, the
-table, then for each configuration the run report's autoscaling figure on one time axis (throughput
-under the traffic's phases, the percentile per second against the SLO line, in service under
-desired instances, the seconds over the SLO shaded: `report.autoscaling`, read from the
-configuration's run folder), the instances of every configuration together, and cost against
-seconds over the SLO.
+`sweep.json` is `AutoscalingSweep.document` (`kind: autoscaling`); `sweep.csv` one row per
+configuration; `sweep.html`, offline, the recommendation, the table, each configuration's
+autoscaling figure (`report.autoscaling`, from its run folder), every configuration's instances
+together, and cost against seconds over the SLO.
 """
 
 from __future__ import annotations

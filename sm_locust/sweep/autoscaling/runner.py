@@ -1,14 +1,9 @@
 """Runs one autoscaling configuration: the traffic against the endpoint its deployer set up, watched.
 
-The shared runner deploys (the local fleet emulation with the configuration's policy, or, on
-SageMaker, the policy applied to the variant) and tears down; this runs the test in between: one
-normal Locust run (`launch.execute`, what `sm-locust run --traffic` does) while the instance counts
-are polled from DescribeEndpoint (`scaling.watch`, what `--watch-scaling` does: every 10 emulated
-seconds against the emulation), then the figures go into the run's summary.json (`autoscaling`).
-On the local emulation the emulator's own log is saved beside it (`fleet_log.json`, emulated
-seconds since the endpoint started), so its counts can be compared with what was polled.
-
-Progress: one line per traffic phase and per scale event, under the configuration's line.
+Between the shared runner's deploy and teardown: one normal Locust run (`launch.execute`) while the
+instance counts are polled (`scaling.watch`), the figures into summary.json's `autoscaling`. On the
+local emulation the emulator's own log is saved beside it (`fleet_log.json`, emulated seconds).
+Progress: one line per traffic phase and per scale event.
 """
 
 from __future__ import annotations

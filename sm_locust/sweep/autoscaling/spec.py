@@ -1,28 +1,10 @@
-"""The autoscaling kind's keys of a sweep file, checked (docs/autoscaling.md).
+"""The autoscaling kind's keys of a sweep file, checked (docs/autoscaling.md has an example).
 
-```yaml
-autoscaling:
-  min_instances: [1, 2]              # every list is a grid axis (autoscaling.min_instances)
-  max_instances: 3
-  metric: SageMakerVariantInvocationsPerInstance
-  target_value: 4200                 # per instance per minute for InvocationsPerInstance
-  scale_out_cooldown_s: 60
-  scale_in_cooldown_s: 300
-  instance_start_s: 240              # local only: seconds until a new instance serves
-  time_scale: 30                     # local only: emulated seconds per real second
-traffic:                             # open-loop rate phases; durations in (emulated) seconds
-  - {duration_s: 300, rps: 20}
-  - {duration_s: 600, rps: 150}
-objective: {slo_ms: 250, percentile: 95, max_breach_s: 0}
-```
-
-An `autoscaling:` section turns the sweep into an autoscaling one: each key that holds a list is a
-grid axis (`autoscaling.<key>`; labels read `min_instances 1`), each single value a setting every
-configuration shares. Every combination must be a policy Application Auto Scaling accepts
-(`scaling.policy.ScalingPolicy.check`: min <= max, target above 0, a metric AWS offers); the local
-emulation's own keys (`instance_start_s`, `time_scale`) are refused with `deploy: sagemaker`, where
-the instances and the clock are real. `traffic:` is required and checked by `plateau/rates.py`.
-One `UsageError` naming the key, before anything is deployed.
+An `autoscaling:` section makes the sweep an autoscaling one: a key holding a list is a grid axis
+(`autoscaling.<key>`), a single value a shared setting. Every combination must be a policy
+Application Auto Scaling accepts (`scaling.policy.ScalingPolicy.check`); the local emulation's own
+keys (`instance_start_s`, `time_scale`) are refused with `deploy: sagemaker`. `traffic:` is required
+(`plateau/rates.py`). One `UsageError` naming the key, before anything is deployed.
 """
 
 from __future__ import annotations

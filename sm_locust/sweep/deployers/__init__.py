@@ -1,16 +1,10 @@
 """Where a sweep's configurations run: deployers behind a registry (`local`, `sagemaker`).
 
-A deployer knows which settings exist where it deploys (`check` names an unknown key with its
-path), says what a configuration would deploy (`describe`, for `--plan`), creates it (`deploy`,
-returning the endpoint to load-test) and deletes it (`teardown`, always: after the test, after a
-failed creation, on Ctrl-C or SIGTERM). `cleanup(sweep_id)` deletes what a crashed sweep left.
-
-The runner gives each configuration a `Deployment` handle before creating anything; the handle
-names every resource the configuration may create, so teardown deletes by name whatever exists,
-even when creation failed half-way or was interrupted.
-
-The registry maps names to "module:Class" so `sm-locust sweep` with the local deployer never
-imports boto3's SageMaker model, and an unknown `deploy:` lists the valid names.
+A deployer checks settings (`check`), describes (`describe`, for `--plan`), creates (`deploy`) and
+deletes (`teardown`: always, also after a failed creation or Ctrl-C); `cleanup(sweep_id)` deletes
+what a crashed sweep left. The `Deployment` handle names every resource before any is created, so
+teardown deletes by name whatever exists. The registry maps names to "module:Class", so the local
+deployer never imports boto3's SageMaker model.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """The `local` deployer: the embedded endpoint (`sm-locust serve`), one per configuration.
 
-Each configuration starts `LocalEndpoint` on 127.0.0.1 with a free port and the configuration's
-settings (`sm-locust serve`'s, in snake_case), and stops it after the test. The knobs that change
-capacity and latency on a small machine: `workers`, `threads`, `max_concurrency`,
-`service_time_ms`, `latency_ms`/`jitter_ms`, and dynamic batching (`max_batch_size`,
-`max_batch_delay_ms`, `batch_item_cost`; docs/endpoint.md). `environment.SAGEMAKER_MODEL_SERVER_WORKERS`
-(or `..._GUNICORN_WORKERS`) sets `workers`, as the framework containers read it, so a grid written
-for SageMaker runs locally too. `instance_type` and `price_per_hour` only price the configuration
-("as if it ran on one ml.c5.xlarge").
-
-While the endpoint runs, a thread samples its CPU (summed over cores, as CloudWatch reports an
-endpoint's) and memory once a second into `endpoint_usage.csv` in the run folder, with the same
-sampler the endpoint's CloudWatch publisher uses; the sweep reads the knee step's window from it.
-
-The multi-model emulation and inference components are settings too, named as `sm-locust serve`'s
-flags: `multi_model: true`, `model_count`, `model_size_mb`, `instance_memory_mb`, `instance_disk_mb`,
-`model_download_ms`, `model_load_ms`, `model_unload_ms`, `model_cache_setting`,
-`model_ready_timeout_s` (any of them turns the emulation on) and `inference_components: a:2,b:1`; an
-MME's count of loaded models is sampled into `endpoint_usage.csv` (`loaded_models`) beside CPU.
-
-Left behind: each endpoint runs under `sm_locust.util.lifeline` (it stops by itself when the sweep's
-process is killed) and carries the sweep id in its environment (`SWEEP_ENV`), so
-`sm-locust sweep --cleanup ID` finds and stops any endpoint of that sweep still running on this machine.
+Each configuration starts `LocalEndpoint` on 127.0.0.1 on a free port with its settings
+(`sm-locust serve`'s flags in snake_case; `environment.SAGEMAKER_MODEL_SERVER_WORKERS` sets `workers`
+as the containers read it), and stops it after the test. `instance_type` and `price_per_hour` only
+price it. A thread samples CPU, memory (and an MME's loaded models) once a second into
+`endpoint_usage.csv`. Each endpoint runs under `util.lifeline` and carries the sweep id (`SWEEP_ENV`),
+so `sm-locust sweep --cleanup ID` finds any left running (docs/sweep.md).
 """
 
 from __future__ import annotations

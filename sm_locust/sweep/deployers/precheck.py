@@ -1,24 +1,11 @@
 """Before a SageMaker sweep (or autoscaling test) creates anything: can it?
 
-Why: a sweep spends minutes and money per configuration, and what stops it is usually known before
-the first call that creates anything: no credentials or no region (a sweep without credentials
-reported six resources "NOT deleted" that were never created), a `model_name` that does not exist,
-an instance type SageMaker does not have, or an account quota that cannot hold
-`max_parallel_endpoints x instance_count` instances of a type at once (CreateEndpoint then fails
-with ResourceLimitExceeded, each configuration after minutes of waiting). `check_before_creating`
-answers all of them in one table: each check `ok`, `failed` (sure: the sweep must not start, exit 2)
-or `unknown` (it cannot tell, e.g. no permission to read Service Quotas: a warning).
-
-The quota of an instance type for real-time endpoints is the Service Quotas quota named
-"<instance type> for endpoint usage" of the service `sagemaker` (docs/facts.md); it is read with
-ListServiceQuotas (the applied values) and, for quotas that lists nothing for,
-ListAWSDefaultServiceQuotas. The codes (L-...) differ per instance type, so quotas are matched by
-name. The pure parts (`needs_for`, `quota_checks`, `Precheck`) are fed data; the I/O is in
-`check_before_creating`, whose clients are injected (tests: moto for SageMaker, botocore's Stubber
-for Service Quotas, which moto lacks).
-
-Autoscaling (`sm_locust.sweep.autoscaling`): pass `Need(instance_type, max_instances, model_name)`,
-the most instances the policy may scale to.
+`check_before_creating` checks credentials, region, `model_name`, instance types and the account's
+"<instance type> for endpoint usage" quota against `max_parallel_endpoints x instance_count` (read
+by name with ListServiceQuotas, then ListAWSDefaultServiceQuotas; docs/facts.md), in one table: each
+check `ok`, `failed` (exit 2, nothing created) or `unknown` (a warning). The pure parts (`needs_for`,
+`quota_checks`, `Precheck`) are fed data; clients are injected. Autoscaling passes
+`Need(instance_type, max_instances, model_name)`.
 """
 
 from __future__ import annotations

@@ -1,31 +1,13 @@
 """The `sagemaker` deployer: one real-time endpoint per configuration, through boto3's control plane.
 
-Per configuration (docs/sweep.md has the whole story):
-
-1. CreateModel: a clone of `model_name` (DescribeModel: its containers, role, VPC and network
-   isolation) with the configuration's `environment.*` merged into each container's Environment
-   (this is how serving settings such as SAGEMAKER_MODEL_SERVER_WORKERS or OMP_NUM_THREADS reach a
-   framework container); or, without `model_name`, `image` + `model_data_url` + `role`.
-2. CreateEndpointConfig: one production variant, `instance_type` x `instance_count`.
-3. CreateEndpoint, then DescribeEndpoint every `poll_s` until InService; `Failed` ends the
-   configuration with its FailureReason.
-4. Teardown, always: DeleteEndpoint (waiting until it is gone), DeleteEndpointConfig, DeleteModel,
-   of what a create call may have made (`Deployment.created`: not a call SageMaker refused, not one
-   never sent; a sweep without credentials used to report six resources "NOT deleted" that were
-   never created). An endpoint still Creating may refuse deletion; teardown waits for it to leave
-   Creating and retries. Resources that are already gone count as deleted.
-
-Before the first configuration is created, `before_creating` checks credentials, region, models,
-instance types and the account's endpoint-usage quotas (`precheck.py`): one table, exit 2 on a sure
-failure.
-
-All three resources are named `<sweep id>-<configuration key>-<stamp>` and tagged
-`sm-locust:sweep=<sweep id>`; `cleanup(sweep_id)` lists resources whose name contains the sweep id,
-keeps those carrying the tag, and deletes them (what a killed sweep left behind).
-
-The client is injected (tests pass one aimed at a moto server); by default it comes from the AWS
-client factory (`sm_locust.aws.clients`), so `AWS_ENDPOINT_URL_SAGEMAKER` redirects the control
-plane and, independently, `AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME` the load test's runtime calls.
+Per configuration: CreateModel (a clone of `model_name` with the configuration's `environment.*`
+merged into each container, or `image` + `model_data_url` + `role`), CreateEndpointConfig (one
+variant), CreateEndpoint polled every `poll_s` until InService (`Failed` ends it with its reason);
+then always teardown of what a create call may have made (`Deployment.created`), waiting out
+Creating; resources already gone count as deleted. `before_creating` runs `precheck.py` first.
+Resources are named `<sweep id>-<key>-<stamp>` and tagged `sm-locust:sweep=<sweep id>`, which
+`cleanup(sweep_id)` deletes by. The client is injected, by default from `sm_locust.aws.clients`
+(docs/sweep.md).
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
-"""A configuration's run folder -> the figures a sweep compares (pure: fed the parsed files).
+"""A configuration's run folder -> the figures a sweep compares (pure: fed the parsed summary.json).
 
-The source is the run's `summary.json` (docs/summary.md), the public contract of a run folder, so
-the sweep reads what every other command reads:
-
-- **capacity** is the `plateau` object's `capacity_rps` when the search found one (what the
-  endpoint sustains within the SLO; summaries written before that key existed give the knee's
-  `rps`), with its 95 % interval (`capacity_ci95`) and ITS step's own users and latency
-  (`capacity_step`, `capacity_users`, `capacity_latency_ms`), and the **knee** its `users` and
-  `rps` (the least load that already gets the plateau's throughput); with constant users or an
-  open-loop rate (no search) it is the best step within the error budget, labelled as measured at
-  that load;
-- the **latency at the knee** is the knee step's own p50/p95/p99 (summary.json's step
-  `plateau.knee_step`, the figures the verdict printed; older summaries: the step at the plateau's
-  users), with the interval of the objective's percentile (`latency_ci95`); its start and end are
-  also the window for endpoint CPU and memory. Never the rate of one step with the users or latency
-  of another. An **unstable** knee step (summary.json `stable: false`) is noise: the knee is then
-  quoted at the capacity step when that one is stable, else its rate is capped at the capacity, and
-  `knee_note` says so: a knee is never quoted above the capacity from an unstable step;
-- **inconclusive** (with its reason) when the run's verdict is (summary.json `verdict`: the load
-  generator was the bottleneck where it decides the answer);
-- the **curve** is one point per load held (the last measurement of a load re-run as unstable),
-  for the throughput-vs-latency chart.
-
-Endpoint CPU and memory come from the local deployer's samples (`endpoint_usage.csv`) or from the
-report's `steps.csv` CloudWatch columns, whichever the run folder has.
+**capacity** is the plateau's `capacity_rps` with its interval and its own step's users and latency
+(without a search: the best step within the error budget); the **knee** is the plateau's users and
+rps, its latency the knee step's own percentiles with `latency_ci95`. Never the rate of one step
+with the users or latency of another, and a knee from an unstable step is never quoted above the
+capacity (`knee_note`). **inconclusive** follows the run's verdict. The **curve** is one point per
+load held. Endpoint CPU and memory come from `endpoint_usage.csv` or `steps.csv`'s CloudWatch
+columns.
 """
 
 from __future__ import annotations

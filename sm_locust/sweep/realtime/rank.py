@@ -1,24 +1,11 @@
 """Which real-time configuration wins: eligibility, ranking, the recommendation (pure).
 
-A configuration is *eligible* when it ran, found a sustainable throughput, and at that point meets
-the SLO (the objective's percentile at or under `slo_ms`) and the error budget. Eligible
-configurations are ranked by the objective's `optimize`:
-
-- `cost` (default): the $ per hour of the fleet that serves `target_rps` (instances needed x price),
-  then $ per 1M inferences (more headroom for the same fleet), then latency. Without a target, $
-  per 1M first. Without prices it falls back to throughput.
-- `throughput`: capacity (req/s), then latency.
-- `latency`: the percentile at the knee, then cost.
-
-`recommend` returns the winner, a one-sentence reason with the figure that decided against the
-runner-up, and for every other configuration why it lost.
-
-Ties: when the 95 % interval of the deciding figure (capacity for `throughput`, the percentile for
-`latency`, the fleet's $ per hour at the target or $ per 1M for `cost`) of a configuration ranked
-below the first overlaps the first's, the measurement cannot tell them apart: they tie, the one
-that costs less per hour to run (price x instance count) is recommended, and the sentence says so
-(`sweep/trust.py`). Without prices nothing tells the cheaper: the first on the point figure stays,
-and the sentence says they tie.
+Eligible: it ran, found a sustainable throughput, and there meets the SLO and the error budget.
+Ranked by the objective's `optimize`: `cost` (default: the fleet's $ per hour at `target_rps`, then
+$ per 1M, then latency; throughput without prices), `throughput`, or `latency`. `recommend` returns
+the winner, a sentence with the deciding figure, and why each other lost. Overlapping 95 % intervals
+on the deciding figure tie (`sweep/trust.py`): the cheaper per hour is recommended (without prices
+the first stays), and the sentence says they tie.
 """
 
 from __future__ import annotations

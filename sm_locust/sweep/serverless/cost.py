@@ -1,24 +1,11 @@
 """Serverless cost, pure: $ per 1M inferences of a serverless configuration, and the traffic above
-which a real-time instance is cheaper (the break-even of seed 003's cost-vs-traffic chart).
+which a real-time instance is cheaper (the break-even).
 
-SageMaker Serverless Inference bills the compute of each inference by the millisecond, at a rate
-that grows with the memory size, plus the data processed in and out (docs/serverless.md):
-
-    compute $ per request  = ceil(duration ms) / 1000 x $ per second at the memory size
-    data $ per request     = (request bytes + response bytes) / 2^30 x $ per GB processed
-    cost_per_1m            = (compute + data) x 1,000,000
-    serverless $ per hour  = rps x 3600 x $ per request            (grows with traffic)
-    real-time $ per hour   = price per hour                        (flat: one instance, busy or idle)
-    break_even_rps         = price per hour / (3600 x $ per request)
-    per month              = x 3600 x 730 hours (AWS's month)
-
-Above `break_even_rps` sustained, the real-time instance is cheaper. When the instance's own
-capacity is known (`capacity_rps`) and the break-even lies above it, one instance cannot carry that
-traffic and every extra instance costs as much again, so serverless stays cheaper at any rate
-(`break_even_rps` is None).
-
-Prices come from the bundled `sm_locust/report/serverless_prices.json` (approximate us-east-1, dated),
-overridden entry by entry by a file of the same shape (`serverless_prices:` in the sweep file).
+Compute is billed per millisecond at a rate set by the memory size, plus data processed in and out;
+`break_even_rps` = price per hour / (3600 x $ per request), None when it lies above the instance's
+own `capacity_rps` (serverless then stays cheaper at any rate); a month is 730 hours (formulas:
+docs/serverless.md). Prices come from the bundled `sm_locust/report/serverless_prices.json`
+(approximate us-east-1, dated), overridden entry by entry by `serverless_prices:` in the sweep file.
 """
 
 from __future__ import annotations

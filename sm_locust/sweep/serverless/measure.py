@@ -1,36 +1,12 @@
 """The serverless tests' figures from what a configuration's runs recorded (pure: fed parsed files).
 
-One Locust run per configuration holds the stability test and the concurrency test as consecutive
-phases (`plan.py` builds them as an Inference Recommender PHASES pattern): first one caller
-at a time, then `multiplier x MaxConcurrency` callers per multiplier. Its `timeline.json` (one
-Locust histogram per second) is cut into those phases here; the cold-start test's requests are
-timed one by one by the sweep itself (`cold_start` in `serverless.json`). Seconds are the
-recorder's `Second`s (`sm_locust.record.timeline.read_seconds`).
-
-- **Phases** follow the schedule; a phase whose user count differs from the one before starts at
-  the first second showing that count (the shape's tick and the recorder's second can be a second
-  apart), one with the same count at its scheduled time.
-- **Successful invocations' latency** in a phase: Locust's histogram holds every answer, throttles
-  too, and a throttle is answered before any model work, faster than any success; so the phase's
-  histogram minus its `throttled` fastest entries is the successes' histogram (`success_hist`).
-- **Throttle rate** of a phase: throttled / invocations, with throttled = the phase's failures x the
-  run's share of ThrottlingException among its failures (normally every failure is a throttle).
-  Concurrency phases drop their first 20 % (at least 1 s): the user ramp and the new instances'
-  cold starts; what is left is the steady state at that concurrency.
-- **Stability** keeps every request (a fresh endpoint: the first one is cold) and splits them at a
-  threshold: slower than the geometric mean of the phase's median and the cold-start test's median
-  (without a cold-start test: `COLD_FACTOR` x the median) is a cold start. `warm_*` figures are
-  the rest; `mean` of the warm ones is the duration serverless bills (`cost.py`). Without a
-  stability test, these figures come from the lightest concurrency phase's successful requests
-  (`source: "concurrency x0.5"` in sweep.json), so the sweep still ranks and prices.
-- **Cold starts**: percentiles of the cold-start test's successful first requests (exact times,
-  not histogram buckets), nearest-rank.
-- **Intervals** (95 %, `plateau/uncertainty.py`, so a sweep ranks on what the measurement supports):
-  the warm percentiles by its block bootstrap over the stability window's per-second warm
-  histograms; the warm mean (what serverless bills) by its batch means, as the ratio of the
-  seconds' summed latencies to their requests; each concurrency phase's goodput by batch means;
-  the cold-start p50 and p99 by the order statistics of the samples (`order_statistic_ci`). A
-  window too short for one is null.
+One run holds the stability test and the concurrency tests as consecutive phases (`plan.py`); its
+seconds are cut into phases here, a changed user count starting a phase at the first second showing
+it. A throttle is answered faster than any success, so the successes' histogram is the phase's minus
+its `throttled` fastest entries (`success_hist`). Concurrency phases drop their first 20 % (at least
+1 s). Stability splits cold from warm at a threshold (`COLD_FACTOR` without a cold-start test); the
+warm mean is what serverless bills. Intervals are 95 % (`plateau/uncertainty.py`), null for a window
+too short; cold-start percentiles are exact, nearest-rank (docs/serverless.md).
 """
 
 from __future__ import annotations

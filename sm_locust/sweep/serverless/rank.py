@@ -1,30 +1,11 @@
 """Which serverless configuration to recommend, and why the others lost (pure).
 
-Eligible: the configuration ran; its warm latency is known; it meets the objective when one is
-given: the objective's percentile of *warm* latency at or under `slo_ms`, the throttle rate with
-MaxConcurrency callers (multiplier 1, or the largest multiplier under it) within `max_error_rate`,
-and, with `target_rps`, a measured goodput of at least that.
-
-Ranking, as seed 003 chooses (the cheapest memory size that performs, then the MaxConcurrency that
-handles the traffic), by the one rule of every sweep (`trust.rank_by_intervals`): configurations
-whose 95 % intervals overlap on a figure tie on it, and the next figure decides between them:
-
-1. **cost**, $ per 1M (its interval: the billed duration's): with CPU proportional to memory, a
-   size twice as large runs about twice as fast and costs about the same per request, and
-   measurement noise must not decide;
-2. **warm latency** (the objective's percentile, else p95) among those;
-3. **MaxConcurrency**: it costs nothing, so without a `target_rps` the configuration that serves
-   more (higher goodput, by its interval) wins; with a target, the smallest MaxConcurrency that meets
-   it (account quota is shared by every serverless endpoint in the region);
-4. then the faster cold start (p50, by its interval), then file order.
-
-A figure without an interval (too few samples) separates nothing. The sentence names the figures the
-winner tied on and the one that decided: "...; it ties with 4096 MB, MaxConcurrency 2 on $ per 1M
-($4.97 (±0.10) vs $4.96 (±0.12)) and warm p95 (51 ms [40, 63] vs 39 ms [33, 47]): it serves more
-(213 req/s (±9) vs 58 req/s (±3))".
-
-The sentence: "serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.8 s, $4.97 per
-1M; real-time ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)".
+Eligible: it ran, its warm latency is known, and it meets the objective (warm percentile under
+`slo_ms`, throttle rate at MaxConcurrency callers within `max_error_rate`, goodput >= `target_rps`).
+Ranked by `trust.rank_by_intervals` (overlapping 95 % intervals tie): $ per 1M, then warm latency,
+then MaxConcurrency (more goodput without a target; the smallest that meets it with one), then cold
+start, then file order. The sentence names the figures the winner tied on and the one that decided
+(docs/serverless.md).
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""The serverless kind's keys of a sweep file, checked (docs/serverless.md).
+"""The serverless kind's keys of a sweep file, checked (docs/serverless.md has an example).
 
-```yaml
-serverless:
-  memory_size_mb: [2048, 4096]     # grid (or one value)
-  max_concurrency: [2, 8]          # grid (or one value)
-  cold_start_ms: 700               # local emulation only
-  idle_timeout_s: 4                # local emulation only
-tests: [stability, concurrency, cold_start]
-concurrency_multipliers: [0.5, 1, 2]
-compare_instance: {instance_type: ml.c5.large, price_per_hour: 0.119}
-```
-
-A `serverless:` section turns the sweep into a serverless one: its memory sizes x MaxConcurrency
-values become the grid (`serverless.memory_size_mb`, `serverless.max_concurrency`; labels read
-`memory_size_mb 2048, max_concurrency 8`), its other keys settings every configuration shares.
+A `serverless:` section makes the sweep a serverless one: memory sizes x MaxConcurrency values are
+the grid (`serverless.memory_size_mb`, `serverless.max_concurrency`), other keys shared settings.
 Memory sizes outside SageMaker's set (1024-6144 in 1 GB steps), MaxConcurrency outside 1-200,
 multipliers <= 0 and unknown tests are one `UsageError` naming the key, before anything is deployed.
-
-This module only reads the keys, with the sweep's one checker (`sweep/validate.py`); the kind's
-registration (`sweep/kinds.py`) hands it the file, `sweep/serverless/sweep.py` runs what it describes.
+Only reads the keys, with the sweep's one checker (`sweep/validate.py`).
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """A serverless sweep: the `serverless` kind's hooks on the shared `base.Sweep`, and its loader
 (docs/serverless.md).
 
-A sweep file with a `serverless:` section (`spec.py`) is loaded here (`kinds.py` names `load`)
-into a `ServerlessSweep`: the same deploy / test / delete loop, cleanup, resume and progress lines
-as every sweep, with the kind's parts in one module each:
-
-    spec.py       the section and the kind's keys, checked
-    plan.py       the `load:` section and the tests' phases (stability, concurrency, cold start)
-    deploy.py     the local emulation and SageMaker's ServerlessConfig as deployers
-    runner.py     one configuration's tests (one Locust run, then the cold-start requests)
-    coldstart.py  the cold-start requests, each timed
-    counters.py   the local endpoint's counters, sampled during the run
-    collect.py    a run folder -> the row's figures (CloudWatch on SageMaker)
-    rows.py       the typed row: what was measured, and what is read from it
-    measure.py    the tests' figures from the run's seconds (pure)
-    cost.py       $ per 1M and the break-even against a real-time instance (pure)
-    rank.py       which configuration to recommend, and why the others lost (pure)
-    render.py     sweep.json's CSV and page, the line printed per configuration
-
-A serverless configuration is billed per use, so its plan estimate is a ceiling: every
-MaxConcurrency slot busy for the whole test.
+A sweep file with a `serverless:` section (`spec.py`) is loaded here (`kinds.py` names `load`) into
+a `ServerlessSweep`: the shared deploy / test / delete loop, cleanup, resume and progress lines, with
+the kind's parts in the package's other modules. A serverless configuration is billed per use, so
+its plan estimate is a ceiling: every MaxConcurrency slot busy for the whole test.
 """
 
 from __future__ import annotations
