@@ -174,7 +174,7 @@ def test_a_dead_endpoint_mid_run_is_named_and_the_run_finishes(endpoint_factory,
                              dying.url, "--payload", str(SAMPLE_PAYLOAD), "-u", "2", "-r", "10", "-t", "3s", "--out",
                              str(out), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while dying.stats()["requests"] < 30:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.1)

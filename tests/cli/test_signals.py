@@ -41,7 +41,7 @@ def output(proc: subprocess.Popen) -> tuple[str, str]:
     return texts[0], texts[1]
 
 
-def wait_for(condition, proc: subprocess.Popen, timeout: float = 30.0, what: str = "") -> None:
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 120.0, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
@@ -119,7 +119,9 @@ def test_sigterm_to_smoke_stops_the_run_before_any_gate(endpoint, tmp_path):
 def test_sigterm_to_demo_stops_locust_and_the_local_endpoint(tmp_path):
     out = tmp_path / "demo"
     proc = start("demo", "--out", str(out), "--no-cloudwatch", "--step-seconds", "20", "--max-users", "3")
-    wait_for(lambda: locust_child(proc) and (out / "locust_stats_history.csv").is_file(), proc, timeout=60,
+    # summary.json is first written at Locust's test_start: the run is under way. (Locust opens its
+    # history CSV before that; a SIGTERM in between stops a run that never started, with nothing to sum.)
+    wait_for(lambda: locust_child(proc) and (out / "summary.json").is_file(), proc, timeout=120,
              what="the demo's Locust run")
     exit_code, stdout, stderr, children = stop_with(proc, signal.SIGTERM)
     assert exit_code == 143, stdout + stderr

@@ -502,7 +502,7 @@ def test_webui_overlay_as_processes_serves_the_ui_and_takes_a_worker(endpoint, t
         cluster.start("worker1", manifests.worker())
         probe = only_container(manifests.master())["readinessProbe"]["httpGet"]
         url = f"http://127.0.0.1:{cluster.ports['8089']}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         workers = []
         while time.monotonic() < deadline:
             try:

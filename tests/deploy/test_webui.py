@@ -53,7 +53,7 @@ class WebLocust:
         full_env = dict(os.environ if base_env is None else base_env, PYTHONUNBUFFERED="1", **(env or {}))
         self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT, env=full_env,
                                      cwd=tmp_path, start_new_session=True)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while True:
             try:
                 urllib.request.urlopen(self.url + "/login", timeout=1).close()
@@ -271,7 +271,7 @@ def test_the_start_form_needs_no_host_and_the_open_loop_user_comes_with_its_shap
         assert "OpenLoopUser" not in args["users"] and "PlateauShape" in args["available_shape_classes"]
         _, body = web.post("/swarm", swarm_form(shape_class="PlateauShape"))
         assert json.loads(body)["success"] is True, body
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while endpoint.stats()["requests"] < 20:  # rate mode sends through OpenLoopUser, added with the shape
             assert time.monotonic() < deadline, web.log_path.read_text()[-2000:]
             time.sleep(0.2)

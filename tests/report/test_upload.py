@@ -249,7 +249,7 @@ def test_sigterm_stops_the_test_writes_the_results_and_uploads_them(endpoint, mo
                              "--out", str(out), "-q", "--upload", f"s3://{BUCKET}/runs"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while endpoint.stats()["requests"] - served_before < 50:  # the test is running
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.2)

@@ -87,7 +87,9 @@ def test_locust_run_reports_entries_and_throttles(aws_env):
         assert throttled.num_requests > 5 and throttled.num_failures == throttled.num_requests
         assert streamed.num_requests > 5 and streamed.num_failures == 0
         assert ttft.num_requests >= streamed.num_requests and gaps.num_requests >= streamed.num_requests
-        assert ttft.avg_response_time < streamed.avg_response_time
+        # each stream's first token comes before its end (two 5-ms gaps later): so does the fastest one's.
+        # (Means are no relation: TTFT also counts the streams quit cut short, slow on a busy machine.)
+        assert ttft.min_response_time < streamed.min_response_time
         errors = {str(e.error): e.occurrences for e in stats.errors.values()}
         assert errors == {"ThrottlingException: Rate exceeded": throttled.num_failures}
         # one HTTP request per reported call: no hidden retries (quit may cut a few in flight)
