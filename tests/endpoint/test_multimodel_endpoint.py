@@ -173,7 +173,9 @@ def test_concurrent_requests_for_a_cold_model_share_one_load(serve_app):
     jobs = [gevent.spawn(invoke, client, TargetModel=NAMES[3]) for _ in range(6)]
     gevent.joinall(jobs, timeout=10, raise_error=True)
     waits = [wait_ms(j.value[1]) for j in jobs]
-    assert all(w is not None and w >= 150 for w in waits)  # all waited for the same load (started within ~50 ms)
+    # every one waited for a load, and the first the whole 200 ms of it (a busy machine spreads the
+    # arrivals, so a later one may wait less): one download and one load for the six (below)
+    assert all(w is not None for w in waits) and max(waits) >= 200
     mm = app.targets.stats()["multi_model"]
     assert (mm["downloads"], mm["loads"]) == (1, 1)
     assert app.targets.stats()["models"][NAMES[3]] == {"requests": 6, "cold": 6, "hits": 0}
