@@ -74,7 +74,10 @@ def test_stream_parsed_identically_by_botocore_and_the_fast_path(streaming):
         assert len(result.inter_chunk_ms) == len(expected) - 1
         ttft, gaps, total = seen
         assert ttft["response_time"] >= FIRST_TOKEN_MS * 0.9
-        assert TOKEN_MS * 0.5 <= gaps["response_time"] <= TOKEN_MS * 10
+        # the mean gap is the client's reading pace (a late client reads buffered chunks back to back):
+        # it fits between the first chunk and the end, and the whole stream took the server's pacing
+        assert 0 <= ttft["response_time"] + 9 * gaps["response_time"] <= total["response_time"] + 1e-6
+        assert total["response_time"] >= (FIRST_TOKEN_MS + 9 * TOKEN_MS) * 0.9
         assert total["context"]["chunks"] == 10 and total["response_time"] >= ttft["response_time"]
         results[transport] = _shape(seen)
     assert results["boto3"] == results["fast"] == [

@@ -64,7 +64,7 @@ def test_a_dead_endpoint_is_not_a_busy_loop(transport, user, refused_url):
     # without the back-off: 400 (boto3) to 1,800 (fast) per user here; how many fewer is the back-off's, or the
     # machine's (at load 9 with CPU hogs, the boto3 users had sent nothing yet when the 2 s ended)
     assert attempts_per_user_s < 10, totals
-    assert totals["failures"] == totals["requests"] and set(totals["errors"]) == {"EndpointConnectionError"}
+    assert totals["failures"] == totals["requests"] and set(totals["errors"]) <= {"EndpointConnectionError"}
     assert totals["successes"] == 0 and totals["goodput_rps"] == 0.0
     backoff = totals["backoff"]
     # every failed attempt but each user's last is followed by a back-off of 50 ms or more (how many fit in
