@@ -18,6 +18,7 @@ reads the block as data and imports nothing of `sm_locust.scaling` (which prices
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -166,7 +167,10 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
     for start, stop in view.figures.breaches or []:
         fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
     fig.update_yaxes(title_text="req/s", row=1, col=1)
-    fig.update_yaxes(title_text="ms", row=2, col=1, rangemode="tozero")
+    # the SLO line inside its panel: plotly's autorange reads the traces, not the line (an endpoint
+    # that kept well under the SLO drew the line above the panel, over the throughput's)
+    highest = max([v for v in view.latency_ms if v is not None and math.isfinite(v)] + [view.slo_ms or 0.0])
+    fig.update_yaxes(title_text="ms", row=2, col=1, range=[0, highest * 1.15 or 1])
     top = max([*(n or 0 for n in in_service), *(n or 0 for n in desired), 1])
     fig.update_yaxes(title_text="instances", row=3, col=1, range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1,
                      tickformat="d")
