@@ -167,8 +167,8 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
     for start, stop in view.figures.breaches or []:
         fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
     fig.update_yaxes(title_text="req/s", row=1, col=1)
-    # the SLO line inside its panel: plotly's autorange reads the traces, not the line (an endpoint
-    # that kept well under the SLO drew the line above the panel, over the throughput's)
+    # headroom over the SLO line: autoranged, a latency under the SLO put the line on the panel's top
+    # edge and its label in the gap under the throughput panel, as if it belonged to neither
     highest = max([v for v in view.latency_ms if v is not None and math.isfinite(v)] + [view.slo_ms or 0.0])
     fig.update_yaxes(title_text="ms", row=2, col=1, range=[0, highest * 1.15 or 1])
     top = max([*(n or 0 for n in in_service), *(n or 0 for n in desired), 1])
