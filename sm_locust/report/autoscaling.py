@@ -94,16 +94,16 @@ def autoscaling_rows(view: AutoscalingView | None, verdict_shown: bool = False) 
             text += f", {number(e.reaction_s, 0)} s after the metric crossed"
         if e.ready_s is not None:
             text += f", serving {number(e.ready_s, 0)} s after"
-        rows.append((f"scale {e.direction}", text))
+        rows.append((f"Scale {e.direction}", text))
     if not verdict_shown:
         cost = f" ({money(f.cost_usd)})" if f.cost_usd is not None else ""
-        rows.append(("instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
+        rows.append(("Instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
         if f.slo_breach_s is not None:
-            rows.append((f"seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
-    rows.append(("failed / throttled / flaps", " / ".join(str(_count(f, key)) for key in ("failed", "throttled",
+            rows.append((f"Seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
+    rows.append(("Failed / throttled / flaps", " / ".join(str(_count(f, key)) for key in ("failed", "throttled",
                                                                                               "flaps"))))
     if (f.time_scale or 1.0) != 1.0:
-        rows.append(("autoscaling clock", f"emulated, x{f.time_scale:g} (run seconds are emulated seconds)"))
+        rows.append(("Autoscaling clock", f"emulated, x{f.time_scale:g} (run seconds are emulated seconds)"))
     return rows
 
 
