@@ -18,7 +18,7 @@ from sm_locust.report.llm import LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
 from sm_locust.report.render import ReportModel, figures, headline_rows, steps_table
 from sm_locust.report.targets import TargetView
-from sm_locust.sweep.autoscaling.render import configuration_figures, fig_instances
+from sm_locust.sweep.autoscaling.render import configuration_figures, fig_instances, seconds_title
 
 USERS = [1, 4, 8, 16, 12, 5]  # a search's visits, out of load order
 GOODPUT = [50.0, 180.0, 300.0, 320.0, 318.0, 220.0]
@@ -170,6 +170,16 @@ def test_an_autoscaling_sweep_page_draws_each_configuration_from_its_run_folder(
     assert 'id="fig-as-run-1"' in page and "min_instances 1: latency and instances over the traffic" in page
     assert 'id="fig-as-run-2" class="note">min_instances 2: not drawn' in page
     assert '"tickformat":"d"' in fig_instances(document).replace(" ", "")
+
+
+def test_the_sweep_pages_time_axis_says_emulated_only_on_a_local_sweep():
+    local = {"deploy": "local", "configurations": [{"settings": {"autoscaling.time_scale": 120.0}, "label": "a",
+                                                    "instances": INSTANCES, "duration_s": 900.0}]}
+    assert seconds_title(local) == "run seconds (emulated, x120)"
+    assert '"text":"run seconds (emulated, x120)"' in fig_instances(local).replace(": ", ":")
+    assert seconds_title({**local, "deploy": "sagemaker"}) == "run seconds"  # real seconds on AWS
+    mixed = {"deploy": "local", "configurations": [{"settings": {"autoscaling.time_scale": s}} for s in (30, 120)]}
+    assert seconds_title(mixed) == "run seconds (emulated)"
 
 
 def test_a_goodput_above_the_attempt_rate_is_not_drawn_as_goodput():

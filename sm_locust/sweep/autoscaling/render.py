@@ -118,6 +118,15 @@ def table(document: dict[str, Any]) -> str:
     return configurations_table(document, columns, derived, note)
 
 
+def seconds_title(document: dict[str, Any]) -> str:
+    """The time axis's title: run seconds, said emulated (with the clock's factor) on a local sweep."""
+    if document.get("deploy") != "local":
+        return "run seconds"
+    scales = {(c.get("settings") or {}).get("autoscaling.time_scale") for c in document.get("configurations") or []}
+    scales.discard(None)
+    return "run seconds (emulated" + (f", x{float(scales.pop()):g})" if len(scales) == 1 else ")")
+
+
 def fig_instances(document: dict[str, Any]) -> str:
     """Every configuration's instances over the traffic: in service solid, desired dashed and drawn a
     little wider (both show where they agree), whole-number ticks."""
@@ -138,7 +147,7 @@ def fig_instances(document: dict[str, Any]) -> str:
     if not fig.data:
         return '<p id="fig-as-instances">No instance timeline recorded.</p>'
     fig.update_layout(title="Instances over the traffic (in service: wide and pale; desired: dashed)",
-                      xaxis_title="run seconds (emulated on the local emulation)", yaxis_title="instances", height=420,
+                      xaxis_title=seconds_title(document), yaxis_title="instances", height=420,
                       template="plotly_white")
     fig.update_yaxes(range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1, tickformat="d")
     return figure_html(fig, "fig-as-instances")
