@@ -128,6 +128,12 @@ def checked_script(block: str, highest: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def exit_codes(output: str) -> list[int]:
+    """The `::rc N` lines `checked_script` printed, also one that follows output without a newline
+    (`curl -s` of a JSON body)."""
+    return [int(code) for code in re.findall(r"::rc (\d+)$", output, re.M)]
+
+
 def fresh_clone(tmp_path: Path) -> Path:
     """The work tree's files (what `git status` would commit) in a repository of their own."""
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
@@ -221,7 +227,7 @@ def check_documents(documents: list[str], tmp_path: Path) -> list[Path]:
                                     highest=1 if tag == "gates" else 0)
             log = logs / f"{n:02d}-{Path(document).stem}.log"
             result, left = run_block(clone, script, {**env, "BLOCK_LOG": str(log)}, log)
-            codes = [int(code) for code in re.findall(r"^::rc (\d+)$", result.stdout, re.M)]
+            codes = exit_codes(result.stdout)
             assert result.returncode == 0 and len(codes) == script.count("::rc"), \
                 f"{where}:\n{script}\n---\n{result.stdout[-4000:]}"
             assert "Traceback" not in result.stdout, f"{where}:\n{result.stdout[-4000:]}"

@@ -21,6 +21,7 @@ from tests.docs.runnable import (
     checked_script,
     commands,
     drawn_share,
+    exit_codes,
     groups,
     linked_order,
     png_pixels,
@@ -57,6 +58,7 @@ def test_each_foreground_command_is_checked():
     script = checked_script(block, 1).splitlines()
     assert script[1] == "sm-locust run      -u 2" and script[2].endswith('{ [ "$__rc" -le 1 ]; } || exit "$__rc"')
     assert len(script) == 5  # the background command has no check
+    assert exit_codes('::rc 0\n{"rows": 4}::rc 0\n::rc 1\n') == [0, 0, 1]  # curl -s ends with no newline
     # a sweep's exit 1 passes only when the block's log ends saying the load generator was starved twice
     sweep = checked_script("sm-locust sweep a.yaml --plan\nsm-locust sweep a.yaml --set x=1\n", 0).splitlines()
     assert STARVED not in sweep[1] and sweep[1].endswith('{ [ "$__rc" -le 0 ]; } || exit "$__rc"')
