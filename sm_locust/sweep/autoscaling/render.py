@@ -122,9 +122,9 @@ def seconds_title(document: dict[str, Any]) -> str:
     """The time axis's title: run seconds, said emulated (with the clock's factor) on a local sweep."""
     if document.get("deploy") != "local":
         return "run seconds"
-    scales = {(c.get("settings") or {}).get("autoscaling.time_scale") for c in document.get("configurations") or []}
-    scales.discard(None)
-    return "run seconds (emulated" + (f", x{float(scales.pop()):g})" if len(scales) == 1 else ")")
+    scales = {float(scale) for c in document.get("configurations") or []
+              if (scale := (c.get("settings") or {}).get("autoscaling.time_scale")) is not None}
+    return "run seconds (emulated" + (f", x{scales.pop():g})" if len(scales) == 1 else ")")
 
 
 def fig_instances(document: dict[str, Any]) -> str:
