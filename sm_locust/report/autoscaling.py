@@ -166,7 +166,7 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
                                                                    "width": 2.5}), row=3, col=1)
     for start, stop in view.figures.breaches or []:
         fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
-    fig.update_yaxes(title_text="req/s", row=1, col=1)
+    fig.update_yaxes(title_text="req/s", row=1, col=1, rangemode="tozero")  # 20 req/s is not the bottom
     # headroom over the SLO line: autoranged, a latency under the SLO put the line on the panel's top
     # edge and its label in the gap under the throughput panel, as if it belonged to neither
     highest = max([v for v in view.latency_ms if v is not None and math.isfinite(v)] + [view.slo_ms or 0.0])

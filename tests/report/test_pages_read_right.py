@@ -146,6 +146,7 @@ def test_the_autoscaling_figure_shows_traffic_latency_and_both_instance_counts()
     assert fig.layout.yaxis3.dtick == 1 and fig.layout.yaxis3.tickformat == "d"
     assert [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"] == [(300.0, 540.0)] * 3  # every row
     assert fig.layout.yaxis2.range[0] == 0 and fig.layout.yaxis2.range[1] > 300.0  # the p95 at its highest
+    assert fig.layout.yaxis.rangemode == "tozero"  # the throughput from 0, not from its lowest rate
 
 
 def test_the_slo_line_and_its_label_sit_inside_the_latency_panel_when_the_latency_kept_under_it():
