@@ -7,6 +7,7 @@ sweep's page draws each configuration's latency, traffic and instances."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,7 @@ from sm_locust.report.llm import LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
 from sm_locust.report.render import ReportModel, figures, headline_rows, steps_table
 from sm_locust.report.targets import TargetView
-from sm_locust.sweep.autoscaling.render import configuration_figures, fig_instances, seconds_title
+from sm_locust.sweep.autoscaling.render import configuration_figures, fig_cost, fig_instances, seconds_title
 
 USERS = [1, 4, 8, 16, 12, 5]  # a search's visits, out of load order
 GOODPUT = [50.0, 180.0, 300.0, 320.0, 318.0, 220.0]
@@ -189,3 +190,22 @@ def test_a_goodput_above_the_attempt_rate_is_not_drawn_as_goodput():
     fig = figures(model(steps, {"users": 4, "step": 2, "rps": 1.8}))["fig-throughput"]
     assert fig.data[0].name == "client rps (attempted)" and list(fig.data[0].y) == [0.6, 1.8]
     assert trace(fig, "knee").y == (1.8,)
+
+
+def _range(page: str, axis: str) -> list[float]:
+    """The range set on the layout's `axis` (the template's axes, set earlier in the page, have none)."""
+    ranges = dict(re.findall(r'"(\w+)":\{"title":\{"text":"[^"]*"\},"range":\[([^\]]*)\]', page.replace(" ", "")))
+    return [float(v) for v in ranges[axis].split(",")]
+
+
+def test_the_cost_chart_leaves_room_for_the_labels_of_its_extreme_points():
+    document = {"configurations": [{"label": "min_instances 1", "cost_usd": 0.116, "slo_breach_s": 610.0},
+                                   {"label": "min_instances 2", "cost_usd": 0.151, "slo_breach_s": 0.0}]}
+    page = fig_cost(document)
+    x_range, y_range = _range(page, "xaxis"), _range(page, "yaxis")
+    assert x_range[0] < 0.116 - 0.005 and x_range[1] > 0.151 + 0.005  # 15 % of the span each side
+    assert y_range[0] < 0 and y_range[1] >= 610.0 * 1.25  # the top label inside the plot
+    # one unpriced: all drawn by instance-hours; one without them either is left out, not drawn at None
+    document["configurations"] += [{"label": "unpriced", "instance_hours": 0.5, "slo_breach_s": 3.0}]
+    page = fig_cost(document)
+    assert "unpriced" in page and "min_instances 1" not in page and _range(page, "xaxis")[0] < 0.5
