@@ -18,6 +18,7 @@ reads the block as data and imports nothing of `sm_locust.scaling` (which prices
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -93,16 +94,16 @@ def autoscaling_rows(view: AutoscalingView | None, verdict_shown: bool = False) 
             text += f", {number(e.reaction_s, 0)} s after the metric crossed"
         if e.ready_s is not None:
             text += f", serving {number(e.ready_s, 0)} s after"
-        rows.append((f"scale {e.direction}", text))
+        rows.append((f"Scale {e.direction}", text))
     if not verdict_shown:
         cost = f" ({money(f.cost_usd)})" if f.cost_usd is not None else ""
-        rows.append(("instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
+        rows.append(("Instances", f"peak {f.peak_instances}, {number(f.instance_hours, 3)} instance-hours{cost}"))
         if f.slo_breach_s is not None:
-            rows.append((f"seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
-    rows.append(("failed / throttled / flaps", " / ".join(str(_count(f, key)) for key in ("failed", "throttled",
+            rows.append((f"Seconds over the p{view.percentile:g} SLO", number(f.slo_breach_s, 0)))
+    rows.append(("Failed / throttled / flaps", " / ".join(str(_count(f, key)) for key in ("failed", "throttled",
                                                                                               "flaps"))))
     if (f.time_scale or 1.0) != 1.0:
-        rows.append(("autoscaling clock", f"emulated, x{f.time_scale:g} (run seconds are emulated seconds)"))
+        rows.append(("Autoscaling clock", f"emulated, x{f.time_scale:g} (run seconds are emulated seconds)"))
     return rows
 
 
@@ -165,8 +166,11 @@ def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
                                                                    "width": 2.5}), row=3, col=1)
     for start, stop in view.figures.breaches or []:
         fig.add_vrect(x0=start, x1=stop, fillcolor=BREACH_COLOR, line_width=0, row="all", col=1)
-    fig.update_yaxes(title_text="req/s", row=1, col=1)
-    fig.update_yaxes(title_text="ms", row=2, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="req/s", row=1, col=1, rangemode="tozero")  # 20 req/s is not the bottom
+    # headroom over the SLO line: autoranged, a latency under the SLO put the line on the panel's top
+    # edge and its label in the gap under the throughput panel, as if it belonged to neither
+    highest = max([v for v in view.latency_ms if v is not None and math.isfinite(v)] + [view.slo_ms or 0.0])
+    fig.update_yaxes(title_text="ms", row=2, col=1, range=[0, highest * 1.15 or 1])
     top = max([*(n or 0 for n in in_service), *(n or 0 for n in desired), 1])
     fig.update_yaxes(title_text="instances", row=3, col=1, range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1,
                      tickformat="d")

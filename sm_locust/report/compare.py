@@ -35,6 +35,7 @@ from sm_locust.report import cost as cost_mod
 from sm_locust.report.llm import LLM_COLUMNS, llm_columns
 from sm_locust.report.loadaxis import by_load, integer_axis
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
+from sm_locust.report.policy import is_rate_run
 from sm_locust.report.render import CSS
 from sm_locust.report.sources import MetricRequest, create_source
 from sm_locust.sanitize import clean, page_text
@@ -136,6 +137,7 @@ class RunComparison:
     row: dict[str, Any]
     steps: pd.DataFrame
     gaps: list[str] = field(default_factory=list)
+    rate_phases: bool = False  # its load was rate phases (traffic, a watched policy): not set by users
 
 
 def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, *, safety_factor: float = 0.5,
@@ -190,7 +192,7 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
     row.update(llm_columns(data.summary, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
     return RunComparison(data.folder.name,
                          {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
-                         steps, gaps)
+                         steps, gaps, rate_phases=is_rate_run(data.summary))
 
 
 def _unique_names(runs: list[RunComparison]) -> None:
@@ -258,9 +260,11 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
 
     thr, lat = go.Figure(), go.Figure()
     no_steps = [(r.name, "no load steps in the run") for r in runs if r.steps.empty]
+    no_steps += [(r.name, "its load was rate phases, which users do not set (its report draws them over time)")
+                 for r in runs if r.rate_phases and not r.steps.empty]
     users: list[Any] = []
     for r in runs:
-        if not r.steps.empty:
+        if not r.steps.empty and not r.rate_phases:
             ordered = by_load(r.steps)
             users += list(ordered["users"])
             thr.add_trace(go.Scatter(x=ordered["users"], y=ordered.get("goodput_rps", ordered["rps"]),
@@ -268,9 +272,14 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
             lat.add_trace(go.Scatter(x=ordered["users"], y=ordered["p95_ms"], mode="lines+markers", name=r.name))
     integer_axis(thr, users)
     integer_axis(lat, users)
-    figs = [div(thr, "cmp-throughput", "Goodput vs users (each run joined by load)", "successful invocations/s",
-                left_out=no_steps),
-            div(lat, "cmp-latency", "p95 latency vs users (each run joined by load)", "ms", left_out=no_steps)]
+    if thr.data:
+        figs = [div(thr, "cmp-throughput", "Goodput vs users (each run joined by load)", "successful invocations/s",
+                    left_out=no_steps),
+                div(lat, "cmp-latency", "p95 latency vs users (each run joined by load)", "ms", left_out=no_steps)]
+    else:  # no run to draw: a note, not two empty charts
+        why = "".join(f"<li>{page_text(name)}: {page_text(reason)}</li>" for name, reason in no_steps)
+        figs = [f'<div id="cmp-throughput" class="missing"><h3>Goodput and p95 latency vs users</h3><p>Not drawn:'
+                f"</p><ul>{why}</ul></div>"]
     priced = table.dropna(subset=["usd_per_million"])
     unpriced = [(str(name), "no price (pass --instance-type or --price-per-hour to sm-locust report, or --prices)")
                 for name in table.loc[table["usd_per_million"].isna(), "run"]]

@@ -16,8 +16,10 @@ from sm_locust.report.compare import (
     INTERVALS,
     LABELS,
     ROW_COLUMNS,
+    RunComparison,
     compare_runs,
     compare_table_html,
+    render_compare,
     terminal_table,
 )
 from sm_locust.report.llm import LLM_COLUMNS
@@ -129,3 +131,21 @@ def test_a_real_compare_page_labels_every_row_and_names_no_interval_bound(tmp_pa
 def test_every_compare_column_has_a_label_or_is_the_bound_of_a_labelled_figure():
     assert [c for c in ROW_COLUMNS + LLM_COLUMNS if c != "run" and c not in LABELS and c not in BOUNDS] == []
     assert set(INTERVALS) <= set(LABELS) and BOUNDS <= set(ROW_COLUMNS)
+
+
+def _steps(users: list[int], rps: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"step": range(1, len(users) + 1), "users": users, "rps": rps, "goodput_rps": rps,
+                         "p95_ms": [50.0] * len(users)})
+
+
+def test_a_run_loaded_by_rate_phases_is_not_drawn_against_users():
+    plateau = RunComparison("plateau", {}, _steps([1, 4, 8], [20.0, 80.0, 150.0]))
+    watched = RunComparison("watched", {}, _steps([2, 15, 11], [12.0, 86.8, 132.7]), rate_phases=True)
+    table = pd.DataFrame({"run": ["plateau", "watched"], "usd_per_million": [None, None]})
+    page = render_compare([plateau, watched], table)
+    drawn = re.findall(r'"name":"(\w+)"', page.split('id="cmp-throughput"')[1].split("</script>")[0])
+    assert drawn == ["plateau"]
+    assert page.count("watched: its load was rate phases, which users do not set") == 2  # both charts say why
+    only = render_compare([watched], table.iloc[1:])
+    assert '<div id="cmp-throughput" class="missing">' in only and 'id="cmp-latency"' not in only  # no empty chart
+    assert "watched: its load was rate phases" in only

@@ -7,6 +7,7 @@ sweep's page draws each configuration's latency, traffic and instances."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +19,7 @@ from sm_locust.report.llm import LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
 from sm_locust.report.render import ReportModel, figures, headline_rows, steps_table
 from sm_locust.report.targets import TargetView
-from sm_locust.sweep.autoscaling.render import configuration_figures, fig_instances
+from sm_locust.sweep.autoscaling.render import configuration_figures, fig_cost, fig_instances, seconds_title
 
 USERS = [1, 4, 8, 16, 12, 5]  # a search's visits, out of load order
 GOODPUT = [50.0, 180.0, 300.0, 320.0, 318.0, 220.0]
@@ -145,6 +146,18 @@ def test_the_autoscaling_figure_shows_traffic_latency_and_both_instance_counts()
     assert trace(fig, "in service").fill == "tozeroy" and trace(fig, "desired").line.dash == "dash"  # both seen
     assert fig.layout.yaxis3.dtick == 1 and fig.layout.yaxis3.tickformat == "d"
     assert [(s.x0, s.x1) for s in fig.layout.shapes if s.type == "rect"] == [(300.0, 540.0)] * 3  # every row
+    assert fig.layout.yaxis2.range[0] == 0 and fig.layout.yaxis2.range[1] > 300.0  # the p95 at its highest
+    assert fig.layout.yaxis.rangemode == "tozero"  # the throughput from 0, not from its lowest rate
+
+
+def test_the_slo_line_and_its_label_sit_inside_the_latency_panel_when_the_latency_kept_under_it():
+    view = AutoscalingView(Autoscaling.from_json(SCALING), t_s=[10.0, 20.0, 30.0], rps=[20.0, 150.0, 150.0],
+                           latency_ms=[40.0, None, 160.0], slo_ms=250.0, phases=[{"duration_s": 900, "rps": 150}])
+    drawn = []
+    autoscaling_figure(view, lambda fig, div_id, height=0: drawn.append(fig), lambda *a: None)
+    low, high = drawn[0].layout.yaxis2.range
+    [slo] = [s for s in drawn[0].layout.shapes if s.type == "line"]
+    assert low == 0 and slo.y0 == 250.0 and high >= 1.1 * 250.0  # not on the panel's top edge
 
 
 def test_an_autoscaling_sweep_page_draws_each_configuration_from_its_run_folder(tmp_path: Path):
@@ -161,9 +174,38 @@ def test_an_autoscaling_sweep_page_draws_each_configuration_from_its_run_folder(
     assert '"tickformat":"d"' in fig_instances(document).replace(" ", "")
 
 
+def test_the_sweep_pages_time_axis_says_emulated_only_on_a_local_sweep():
+    local = {"deploy": "local", "configurations": [{"settings": {"autoscaling.time_scale": 120.0}, "label": "a",
+                                                    "instances": INSTANCES, "duration_s": 900.0}]}
+    assert seconds_title(local) == "run seconds (emulated, x120)"
+    assert '"text":"run seconds (emulated, x120)"' in fig_instances(local).replace(": ", ":")
+    assert seconds_title({**local, "deploy": "sagemaker"}) == "run seconds"  # real seconds on AWS
+    mixed = {"deploy": "local", "configurations": [{"settings": {"autoscaling.time_scale": s}} for s in (30, 120)]}
+    assert seconds_title(mixed) == "run seconds (emulated)"
+
+
 def test_a_goodput_above_the_attempt_rate_is_not_drawn_as_goodput():
     steps = steps_frame([1, 4], [0.6, 1.8], [900.0, 1500.0])
     steps["goodput_rps"] = [36.2, 121.1]  # a token-objective step record: output tokens/s, not requests
     fig = figures(model(steps, {"users": 4, "step": 2, "rps": 1.8}))["fig-throughput"]
     assert fig.data[0].name == "client rps (attempted)" and list(fig.data[0].y) == [0.6, 1.8]
     assert trace(fig, "knee").y == (1.8,)
+
+
+def _range(page: str, axis: str) -> list[float]:
+    """The range set on the layout's `axis` (the template's axes, set earlier in the page, have none)."""
+    ranges = dict(re.findall(r'"(\w+)":\{"title":\{"text":"[^"]*"\},"range":\[([^\]]*)\]', page.replace(" ", "")))
+    return [float(v) for v in ranges[axis].split(",")]
+
+
+def test_the_cost_chart_leaves_room_for_the_labels_of_its_extreme_points():
+    document = {"configurations": [{"label": "min_instances 1", "cost_usd": 0.116, "slo_breach_s": 610.0},
+                                   {"label": "min_instances 2", "cost_usd": 0.151, "slo_breach_s": 0.0}]}
+    page = fig_cost(document)
+    x_range, y_range = _range(page, "xaxis"), _range(page, "yaxis")
+    assert x_range[0] < 0.116 - 0.005 and x_range[1] > 0.151 + 0.005  # 15 % of the span each side
+    assert y_range[0] < 0 and y_range[1] >= 610.0 * 1.25  # the top label inside the plot
+    # one unpriced: all drawn by instance-hours; one without them either is left out, not drawn at None
+    document["configurations"] += [{"label": "unpriced", "instance_hours": 0.5, "slo_breach_s": 3.0}]
+    page = fig_cost(document)
+    assert "unpriced" in page and "min_instances 1" not in page and _range(page, "xaxis")[0] < 0.5

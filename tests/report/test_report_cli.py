@@ -161,6 +161,18 @@ def test_compare(run_dir, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_compare_leaves_a_run_loaded_by_rate_phases_out_of_the_charts_vs_users(run_dir, tmp_path, capsys):
+    watched = tmp_path / "watched"
+    shutil.copytree(GOLDEN, watched)
+    summary = json.loads((watched / "summary.json").read_text())
+    summary["traffic"] = {"phases": [{"duration_s": 60, "rps": 20}]}
+    (watched / "summary.json").write_text(json.dumps(summary))
+    main(["compare", str(run_dir), str(watched), "--out", str(tmp_path / "cmp")])
+    capsys.readouterr()
+    page = (tmp_path / "cmp" / "compare.html").read_text()
+    assert page.count("watched: its load was rate phases") == 2 and '"name":"run"' in page
+
+
 def test_cloudwatch_default_rule(tmp_path):
     home = {"HOME": str(tmp_path)}
     summary = {"endpoint": "ep"}

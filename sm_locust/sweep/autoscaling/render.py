@@ -118,6 +118,15 @@ def table(document: dict[str, Any]) -> str:
     return configurations_table(document, columns, derived, note)
 
 
+def seconds_title(document: dict[str, Any]) -> str:
+    """The time axis's title: run seconds, said emulated (with the clock's factor) on a local sweep."""
+    if document.get("deploy") != "local":
+        return "run seconds"
+    scales = {float(scale) for c in document.get("configurations") or []
+              if (scale := (c.get("settings") or {}).get("autoscaling.time_scale")) is not None}
+    return "run seconds (emulated" + (f", x{scales.pop():g})" if len(scales) == 1 else ")")
+
+
 def fig_instances(document: dict[str, Any]) -> str:
     """Every configuration's instances over the traffic: in service solid, desired dashed and drawn a
     little wider (both show where they agree), whole-number ticks."""
@@ -138,7 +147,7 @@ def fig_instances(document: dict[str, Any]) -> str:
     if not fig.data:
         return '<p id="fig-as-instances">No instance timeline recorded.</p>'
     fig.update_layout(title="Instances over the traffic (in service: wide and pale; desired: dashed)",
-                      xaxis_title="run seconds (emulated on the local emulation)", yaxis_title="instances", height=420,
+                      xaxis_title=seconds_title(document), yaxis_title="instances", height=420,
                       template="plotly_white")
     fig.update_yaxes(range=[0, top + 0.5], tickmode="linear", tick0=0, dtick=1, tickformat="d")
     return figure_html(fig, "fig-as-instances")
@@ -178,13 +187,26 @@ def fig_cost(document: dict[str, Any]) -> str:
     if not points:
         return '<p id="fig-as-cost">No cost and SLO figures to compare.</p>'
     priced = all(c.get("cost_usd") is not None for c in points)
-    fig = go.Figure(go.Scatter(
-        x=[c["cost_usd"] if priced else c["instance_hours"] for c in points], y=[c["slo_breach_s"] for c in points],
-        mode="markers+text", text=[c["label"] for c in points], textposition="top center", marker={"size": 12}))
+    points = [c for c in points if (c["cost_usd"] if priced else c.get("instance_hours")) is not None]
+    x = [float(c["cost_usd"] if priced else c["instance_hours"]) for c in points]
+    y = [float(c["slo_breach_s"]) for c in points]
+    fig = go.Figure(go.Scatter(x=x, y=y, mode="markers+text", text=[c["label"] for c in points],
+                               textposition="top center", marker={"size": 12}))
     fig.update_layout(title="Cost of the traffic vs seconds over the SLO",
                       xaxis_title="$ for the traffic" if priced else "instance-hours",
-                      yaxis_title="seconds over the SLO", height=420)
+                      yaxis_title="seconds over the SLO", height=420, template="plotly_white")
+    # room around the points for their labels: autoranged, the extreme ones were cut at the plot's edge
+    fig.update_xaxes(range=padded(x, 0.15, 0.15))
+    fig.update_yaxes(range=padded(y, 0.1, 0.25))
     return figure_html(fig, "fig-as-cost")
+
+
+def padded(values: list[float], below: float, above: float) -> list[float]:
+    """An axis range around `values` with these shares of their span (or of the value, when all are
+    equal) left free below and above."""
+    low, high = min(values), max(values)
+    span = (high - low) or abs(high) or 1.0
+    return [low - below * span, high + above * span]
 
 
 def render_html(document: dict[str, Any], folder: Path | None = None) -> str:
