@@ -49,6 +49,8 @@ FIELDS: tuple[str, ...] = (
     "async_accepted",  # serve --async: InvokeEndpointAsync requests queued (endpoint/asyncqueue.py)
     "async_results",  # ... answers written to the OutputLocation
     "async_failures",  # ... failure documents written to the FailureLocation
+    "async_notifications",  # ... SNS notifications published (--async-success-topic / --async-error-topic)
+    "async_notification_errors",  # ... notifications SNS refused (the result is in S3 all the same)
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by

@@ -138,6 +138,7 @@ class AsyncSummary:
         return (f"async: accepted {number(self.accepted, 0)}, results {number(self.results, 0)}{failed}; "
                 f"time to result p50 {latency(ttr.get('p50_ms'), ' ms')}{interval}, "
                 f"p95 {latency(ttr.get('p95_ms'), ' ms')}, p99 {latency(ttr.get('p99_ms'), ' ms')} "
-                f"(poll resolution <= {latency(self.poll_resolution_max_ms, ' ms')}); "
+                f"({'poll resolution' if self.polls or not self.results else 'notification delivery'} "
+                f"<= {latency(self.poll_resolution_max_ms, ' ms')}); "
                 f"awaited at the stop {number(self.awaited_at_stop, 0)}, backlog max {number(self.backlog_max, 0)}, "
                 f"polls {number(self.polls, 0)}")

@@ -175,8 +175,11 @@ def test_one_event_per_call_with_the_waiters_verdict(appear, failed):
 
 def test_the_options():
     assert async_result_mode(" S3 ") == "s3" and async_result_mode("none") == "none"
-    with pytest.raises(UsageError, match="not supported yet"):
-        async_result_mode("sqs:https://sqs.us-east-1.amazonaws.com/1/q")
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/q"
+    assert async_result_mode(f" sqs:{url}") == f"sqs:{url}"
+    for bad in ("sqs:", "sqs:q", "sqs:https://a b"):
+        with pytest.raises(UsageError, match="queue's URL"):
+            async_result_mode(bad)
     with pytest.raises(UsageError, match="unknown"):
         parse_options({"async_result": "sns"})
     options = parse_options({})
@@ -187,6 +190,8 @@ def test_the_options():
     assert async_waiter(client, options) is None
     with pytest.raises(UsageError, match="needs --async-input-location"):
         async_waiter(client, parse_options({"async_result": "s3"}))
+    with pytest.raises(UsageError, match="--async-result sqs needs --async-input-location"):
+        async_waiter(client, parse_options({"async_result": f"sqs:{url}"}))
 
 
 def test_split_s3_uri():
