@@ -34,7 +34,7 @@ BOUNDED = "bounded"
 UNDECIDED = "undecided"
 
 
-def mean_ci(values: Sequence[float]) -> tuple[float | None, Interval]:
+def mean_ci(values: Sequence[float] | np.ndarray) -> tuple[float | None, Interval]:
     """The mean of consecutive, serially correlated `values` and its 95 % interval by batch means
     (about sqrt(n)-sample batches, Student's t); (None, unknown) for fewer than 4 values."""
     x = np.asarray(values, dtype="float64")
