@@ -121,6 +121,7 @@ def operation(client: Any, options: Options) -> Callable:
     if location:
         waiter = async_waiter(client, options)
         if waiter is None:
-            return lambda invocation, name=None: client.invoke_async(invocation, location, name)
-        return lambda invocation, name=None: client.invoke_async(invocation, location, name, waiter=waiter)
+            return lambda invocation, name=None, **kw: client.invoke_async(invocation, location, name, **kw)
+        return lambda invocation, name=None, **kw: client.invoke_async(invocation, location, name, waiter=waiter,
+                                                                      **kw)
     return client.invoke

@@ -122,3 +122,29 @@ def test_results_through_the_notifications_without_polling_s3(moto, tmp_path):
     own_p50, ttr = histogram_percentile(own, 50), figures["time_to_result"]
     slack = figures["poll_resolution_max_ms"] + figures["acceptance"]["p99_ms"] + 10  # the delivery, the 202
     assert own_p50 - 10 <= ttr["p50_ms"] <= own_p50 + slack, (figures, own)
+
+
+@pytest.mark.e2e
+def test_the_async_search_stops_where_the_backlog_grows(moto, tmp_path):
+    """`--shape async` against 2 workers of 200 ms (at most 10 results/s): rate steps of 3 req/s until
+    the backlog's slope is shown above 0; the capacity named is below what the workers can do."""
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/search/out", max_concurrent=2, s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=200, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "--shape", "async", "--start-rps", "3", "--max-rps", "30", "--step-seconds", "10",
+                         "--max-duration", "150", "--async-input-location", f"s3://{BUCKET}/in/request.json",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--out", str(tmp_path / "run"),
+                         env=moto.env())
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    search = summary["async_search"]
+    steps = search["steps"]
+    assert [s["rate_rps"] for s in steps] == [3.0 * (i + 1) for i in range(len(steps))]
+    assert steps[-1]["backlog"] == "grows" and steps[-1]["backlog_slope_ci95"][0] > 0, search
+    assert all(s["backlog"] != "grows" for s in steps[:-1])
+    assert "backlog grows" in search["stop_reason"] and "backlog grows" in summary["stop_reason"]
+    assert search["capacity_rps"] is None or search["capacity_rps"] <= 10  # 2 workers x 5 results/s
+    assert search["grows_at_rps"] == steps[-1]["rate_rps"] > (search["capacity_rps"] or 0)
+    backlog = summary["async"]["backlog"]
+    assert summary["async"]["backlog_every_s"] == 1 and max(backlog) == summary["async"]["backlog_max"] > 0
+    assert any(line.startswith("sm-locust: step ") or "step " in line for line in result.stdout.splitlines())

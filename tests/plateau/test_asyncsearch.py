@@ -73,17 +73,28 @@ def _run(search: AsyncRateSearch, service_rps: float, seconds: int = 30) -> list
     return rates
 
 
-def test_the_search_stops_at_the_first_growing_step_and_names_the_rate_before():
+def test_the_search_stops_at_the_first_growing_step_and_brackets_the_capacity():
     search = AsyncRateSearch(start_rps=2, step_rps=2, max_rps=40)
     rates = _run(search, service_rps=9)
     assert rates == [2 * (i + 1) for i in range(len(rates))]
+    verdicts = [s.slope.verdict for s in search.steps]
+    assert verdicts[-1] == GROWS and GROWS not in verdicts[:-1]
     assert rates[-1] > 9  # never stopped below what the queue completes
-    assert [s.slope.verdict for s in search.steps] == [BOUNDED] * (len(rates) - 1) + [GROWS]
-    assert search.capacity_rps == rates[-2]
-    assert f"capacity {rates[-2]:g} req/s" in search.stop_reason
+    bounded = [s.rate_rps for s in search.steps if s.slope.verdict == BOUNDED]
+    assert search.capacity_rps == max(bounded) <= 9 < search.grows_at_rps == rates[-1]
+    assert f"capacity {search.capacity_rps:g} to {rates[-1]:g} req/s" in search.stop_reason
     record = search.as_dict()
-    assert record["capacity_rps"] == rates[-2] and len(record["steps"]) == len(rates)
+    assert (record["capacity_rps"], record["grows_at_rps"], len(record["steps"])) == (
+        search.capacity_rps, rates[-1], len(rates))
     assert record["steps"][-1]["backlog"] == GROWS and record["steps"][-1]["backlog_slope_ci95"][0] > 0
+    assert record["steps"][0]["tolerance_per_s"] == pytest.approx(0.2)  # a tenth of 2 req/s
+
+
+def test_a_wide_interval_is_undecided_not_bounded():
+    wandering = [0, 3, 1, 6, 2, 9, 4, 8, 1, 7, 3, 5]
+    assert backlog_slope(wandering).verdict == BOUNDED  # no tolerance: it reaches 0
+    assert backlog_slope(wandering, tolerance=0.5).verdict == UNDECIDED
+    assert backlog_slope([5] * 12, tolerance=0.5).verdict == BOUNDED
 
 
 def test_growth_at_the_first_step_and_no_growth_up_to_the_max():
@@ -91,19 +102,20 @@ def test_growth_at_the_first_step_and_no_growth_up_to_the_max():
     _run(first, service_rps=5)
     assert len(first.steps) == 1 and first.capacity_rps is None and "below 20 req/s" in first.stop_reason
     never = AsyncRateSearch(start_rps=1, step_rps=1, max_rps=3)
-    assert _run(never, service_rps=50) == [1, 2, 3]
-    assert never.capacity_rps == 3 and never.stop_reason.startswith("max rate 3 req/s reached")
+    assert _run(never, service_rps=50, seconds=120) == [1, 2, 3]
+    assert never.grows_at_rps is None and never.stop_reason.startswith("max rate 3 req/s reached")
     with pytest.raises(ValueError):
         AsyncRateSearch(start_rps=0, step_rps=1, max_rps=3)
 
 
-def test_longer_steps_tell_a_smaller_growth_from_noise():
-    """The rule only calls growth its interval shows: a rate a little past the capacity grows too
-    slowly for a short step, so the capacity found comes closer to the true one as steps lengthen."""
-    found = {}
+def test_longer_steps_narrow_the_bracket():
+    """The rule calls only what its interval shows: near the capacity a short step is undecided, so
+    the bracket [highest bounded, first growing) narrows as steps lengthen, and always holds 9."""
+    brackets = []
     for seconds in (30, 60, 120):
         search = AsyncRateSearch(start_rps=2, step_rps=2, max_rps=40)
         _run(search, service_rps=9, seconds=seconds)
-        found[seconds] = search.capacity_rps
-    assert found[30] >= found[60] >= found[120]
-    assert found[120] < 9 < found[120] + 2  # the last rate below what the queue completes
+        assert search.capacity_rps is not None and search.grows_at_rps is not None
+        assert search.capacity_rps <= 9 < search.grows_at_rps
+        brackets.append(search.grows_at_rps - search.capacity_rps)
+    assert brackets == sorted(brackets, reverse=True) and brackets[-1] < brackets[0]
