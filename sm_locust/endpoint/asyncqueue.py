@@ -12,7 +12,9 @@ the server counters count what it wrote (`async_accepted`, `async_results`, `asy
 test can hold the client's figures against the endpoint's own. With NotificationConfig's topics
 (`--async-success-topic`, `--async-error-topic`) each answer, once written, is also published to SNS
 as SageMaker's notification (aws/async_notification.py; counted `async_notifications`, a refused
-publish `async_notification_errors`: the answer is in S3 all the same).
+publish `async_notification_errors`: the answer is in S3 all the same). For the async CloudWatch
+metrics (endpoint/metrics.py) it keeps each request's time in the backlog and total processing time
+(windowed counters) and when the oldest request still queued was accepted (a gauge).
 
 The queue lives in the worker process (one: `--async` refuses `--workers` > 1); its S3 client comes
 from the AWS client factory, pointed at `--async-s3-url` (a moto server) when given.
@@ -152,15 +154,28 @@ class AsyncQueue:
                 for i in range(self.config.max_concurrent):
                     threading.Thread(target=self._work, name=f"async-worker-{i}", daemon=True).start()
         self.app.counters.add(async_accepted=1)
-        self._jobs.put(job)
+        with self._lock:
+            if not self._jobs.queue:  # it is the oldest waiting now
+                self.app.counters.set_value("async_oldest_waiting_since", job.received_at or time.time())
+            self._jobs.put(job)
+
+    def _taken(self, job: Job) -> None:
+        """A worker took `job`: its time in the backlog, and the next oldest waiting (none: 0)."""
+        self.app.counters.add(async_time_in_backlog_us_sum=(time.monotonic() - job.accepted) * 1e6)
+        with self._lock:
+            head = self._jobs.queue[0] if self._jobs.queue else None
+            self.app.counters.set_value("async_oldest_waiting_since",
+                                        (head.received_at or time.time()) if head is not None else 0.0)
 
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
+            self._taken(job)
             try:
                 self.process(job)
             except Exception as exc:  # a worker never dies: the request fails, named
                 self._fail(job, "InternalFailure", f"{type(exc).__name__}: {exc}")
+            self.app.counters.add(async_total_processing_time_ms_sum=(time.monotonic() - job.accepted) * 1000.0)
 
     def process(self, job: Job) -> None:
         """Read the input, run the model for its service time, write the answer or the failure."""

@@ -253,6 +253,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
         multi_model=(data.summary.get("mix") or {}).get("field") == TARGET_MODEL,  # a model mix: the MME's metrics
+        async_inference=bool(data.summary.get("async")),  # a run that waited for async results: the queue's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
