@@ -85,9 +85,11 @@ def test_a_missing_input_object_fails_every_request_named(moto, tmp_path):
 
 
 @pytest.mark.e2e
-def test_results_through_the_notifications_without_polling_s3(moto, tmp_path):
+@pytest.mark.parametrize("processes", [None, 2])
+def test_results_through_the_notifications_without_polling_s3(moto, tmp_path, processes):
     """`--async-result sqs:QUEUE_URL`: the endpoint's topics subscribed to a queue; every result counted
-    was announced, none polled in S3, the time to result as the endpoint's own (plus the delivery)."""
+    was announced, none polled in S3, the time to result as the endpoint's own (plus the delivery). With
+    two Locust worker processes each reads the one queue and hands the other's notifications back."""
     import boto3
 
     def aws(service):
@@ -95,28 +97,30 @@ def test_results_through_the_notifications_without_polling_s3(moto, tmp_path):
                             aws_access_key_id="testing", aws_secret_access_key="testing")
 
     sns, sqs = aws("sns"), aws("sqs")
-    queue = sqs.create_queue(QueueName="run-results")["QueueUrl"]
+    queue = sqs.create_queue(QueueName=f"run-results-{processes}")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    topics = [sns.create_topic(Name=name)["TopicArn"] for name in ("run-ok", "run-failed")]
+    topics = [sns.create_topic(Name=f"{name}-{processes}")["TopicArn"] for name in ("run-ok", "run-failed")]
     for topic in topics:
         sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
-    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/sqs/out", max_concurrent=2, s3_url=moto.url,
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/sqs-{processes}/out", max_concurrent=2, s3_url=moto.url,
                                  success_topic=topics[0], error_topic=topics[1], sns_url=moto.url)
     with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=150, async_inference=config) as ep:
         result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
-                         "-u", "3", "-t", "6s", "--async-input-location", f"s3://{BUCKET}/in/request.json",
-                         "--async-result", f"sqs:{queue}", "--out", str(tmp_path / "run"),
+                         "-u", "3", "-t", "8s", "--async-input-location", f"s3://{BUCKET}/in/request.json",
+                         "--async-result", f"sqs:{queue}", "--async-timeout", "4", "--out", str(tmp_path / "run"),
+                         *(["--processes", str(processes)] if processes else []),
                          env={**moto.env(), "AWS_ENDPOINT_URL_SQS": moto.url})
         stats = ep.stats()
     assert result.returncode in (0, 1), result.stdout + result.stderr
     figures = json.loads((tmp_path / "run" / "summary.json").read_text())["async"]
     assert figures["accepted"] == stats["async_accepted"] > 0
-    assert figures["results"] > 0 and figures["failures"] == 0 and figures["polls"] == 0
+    # a notification lost (deleted by the other process, say) would be an AsyncTimeout after 4 s
+    assert figures["results"] > 0 and figures["failures"] == 0 and figures["polls"] == 0, figures["failed"]
     assert stats["async_notifications"] == stats["async_results"]
     assert figures["results"] <= stats["async_results"] <= figures["results"] + figures["awaited_at_stop"]
     s3 = moto.client()
     own = {}
-    for key in moto.keys(BUCKET, "sqs/out/"):
+    for key in moto.keys(BUCKET, f"sqs-{processes}/out/"):
         ms = float(s3.head_object(Bucket=BUCKET, Key=key)["Metadata"][TIME_TO_RESULT_KEY])
         own[locust_bucket(ms)] = own.get(locust_bucket(ms), 0) + 1
     own_p50, ttr = histogram_percentile(own, 50), figures["time_to_result"]
