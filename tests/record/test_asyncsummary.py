@@ -96,3 +96,11 @@ def test_the_ledger_counts_the_live_backlog_and_ships_it():
     master.merge_delta(worker.take_delta(), "w1")
     assert master.backlog == worker.backlog == 1
     assert worker.take_delta() is None
+
+
+def test_the_closing_line_names_the_notifications_delivery_when_nothing_was_polled():
+    calls = [AsyncCall(START + i, START + i + 0.02, START + i + 0.5, RESULT, 0, 40.0 + i) for i in range(8)]
+    line = AsyncSummary.from_calls(calls, START, START + 10).closing_line()
+    assert "(notification delivery <= 47 ms)" in line and "polls 0" in line
+    polled = [AsyncCall(START, START + 0.02, START + 0.5, RESULT, 3, 100.0)]
+    assert "(poll resolution <= 100 ms)" in AsyncSummary.from_calls(polled, START, START + 10).closing_line()
