@@ -212,3 +212,20 @@ def test_run_refuses_s3_results_without_an_input_before_anything_starts():
         plan_run(RunArguments.parse(args("--async-result", "s3")))
     planned = plan_run(RunArguments.parse(args("--async-result", "s3", "--async-input-location", "s3://b/in.json")))
     assert planned.options.async_result == "s3"
+
+
+def test_the_async_shape_needs_calls_that_wait_for_their_results():
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+
+    def args(*argv):
+        return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
+
+    with pytest.raises(UsageError, match="--shape async needs --async-result"):
+        plan_run(RunArguments.parse(args("--shape", "async", "--async-input-location", "s3://b/in.json")))
+    with pytest.raises(UsageError, match="conflicts with the async shape"):
+        plan_run(RunArguments.parse(args("--shape", "async", "-u", "3", "--async-result", "s3",
+                                         "--async-input-location", "s3://b/in.json")))
+    planned = plan_run(RunArguments.parse(args("--shape", "async-search", "--async-result", "s3",
+                                               "--async-input-location", "s3://b/in.json", "--start-rps", "2")))
+    assert planned.shape == "async" and planned.shape_settings.start_rps == 2
