@@ -156,7 +156,9 @@ def fleet_config(options: Options) -> FleetConfig | None:
 
 
 ASYNC_FLAGS = {"output_path": "async_output_path", "failure_path": "async_failure_path",
-               "max_concurrent": "async_max_concurrent", "s3_url": "async_s3_url"}
+               "max_concurrent": "async_max_concurrent", "s3_url": "async_s3_url",
+               "success_topic": "async_success_topic", "error_topic": "async_error_topic",
+               "sns_url": "async_sns_url"}
 
 
 def async_config(options: Options, config: EndpointConfig) -> AsyncEndpointConfig | None:

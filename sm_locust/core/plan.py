@@ -22,7 +22,7 @@ from sm_locust.config.locust_parser import check_config_files
 from sm_locust.config.options import Options
 from sm_locust.core.arguments import RunArguments
 from sm_locust.core.launch import LoadSettings
-from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_users, chosen_shape, default_run_time
+from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_async_shape, check_users, chosen_shape, default_run_time
 from sm_locust.errors import UsageError
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.transport.options import check_async_result
@@ -107,6 +107,7 @@ def plan_run(arguments: RunArguments, *, progress_every_s: float | None = None,
     endpoint = SageMakerSettings.from_options(options).validate()
     check_async_result(options)  # --async-result s3 needs the input object
     shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic)
+    check_async_shape(shape, options.async_result)
     shape_settings = ShapeSettings.from_options(options, run.spawn_rate).check(shape)
     load = locust_load(options, users=run.users, spawn_rate=run.spawn_rate, run_time=run.run_time, shape=shape,
                        processes=run.processes, quiet=run.quiet, progress_every_s=progress_every_s,

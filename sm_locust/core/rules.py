@@ -15,7 +15,7 @@ from sm_locust.errors import UsageError
 from sm_locust.shapes import SHAPES
 
 # Shapes whose own logic decides how many users run: a fixed user count beside them contradicts it.
-SHAPES_THAT_DECIDE_THE_LOAD = ("plateau", "phases", "open", "traffic")
+SHAPES_THAT_DECIDE_THE_LOAD = ("plateau", "phases", "open", "traffic", "async")
 DEFAULT_RUN_TIME = "1m"  # a run without a shape (constant users) or with the open shape and no budget
 SHAPE_SPAWN_RATE = 100.0  # users/s when a shape decides: Locust warns above 100 (shapes/settings.py)
 
@@ -40,6 +40,13 @@ def check_users(users: int | None, shape: str | None, *, word: Callable[[str], s
     if users is not None and shape in SHAPES_THAT_DECIDE_THE_LOAD:
         raise UsageError(f"{word('users')} conflicts with the {shape} shape: the shape decides the load; "
                          f"leave {word('users')} out")
+
+
+def check_async_shape(shape: str | None, async_result: str) -> None:
+    """The async shape judges the backlog of calls waiting for their results: it needs them to wait."""
+    if shape == "async" and async_result == "none":
+        raise UsageError("--shape async needs --async-result s3 or sqs:QUEUE_URL (and --async-input-location): "
+                         "its backlog is the calls waiting for their results")
 
 
 def default_run_time(shape: str | None, max_duration_s: float | None) -> str | None:

@@ -9,7 +9,12 @@ OutputLocation; an input that cannot be read (a missing object: `NoSuchKey`) or 
 refuses becomes a failure document at the FailureLocation. Every object it writes carries the
 endpoint's own time to result (acceptance -> written) as the S3 metadata `time-to-result-ms`, and
 the server counters count what it wrote (`async_accepted`, `async_results`, `async_failures`), so a
-test can hold the client's figures against the endpoint's own.
+test can hold the client's figures against the endpoint's own. With NotificationConfig's topics
+(`--async-success-topic`, `--async-error-topic`) each answer, once written, is also published to SNS
+as SageMaker's notification (aws/async_notification.py; counted `async_notifications`, a refused
+publish `async_notification_errors`: the answer is in S3 all the same). For the async CloudWatch
+metrics (endpoint/metrics.py) it keeps each request's time in the backlog and total processing time
+(windowed counters) and when the oldest request still queued was accepted (a gauge).
 
 The queue lives in the worker process (one: `--async` refuses `--workers` > 1); its S3 client comes
 from the AWS client factory, pointed at `--async-s3-url` (a moto server) when given.
@@ -18,6 +23,7 @@ from the AWS client factory, pointed at `--async-s3-url` (a moto server) when gi
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -25,10 +31,13 @@ from typing import Any
 
 import orjson
 
+from sm_locust.aws.async_notification import COMPLETED, FAILED, AsyncNotification
 from sm_locust.aws.clients import Purpose
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.endpoint import codecs
 
+TOPIC_ARN = re.compile(r"arn:aws[a-z\-]*:sns:[a-z0-9\-]*:[0-9]{12}:[a-zA-Z0-9_.-]+")
+"""AsyncInferenceNotificationConfig's topic pattern (docs/facts.md)."""
 MAX_CONCURRENT = 1000  # queue workers; the serve flag takes its bound from endpoint/options.py MAX_ASYNC_CONCURRENT
 TIME_TO_RESULT_KEY = "time-to-result-ms"
 
@@ -44,14 +53,18 @@ def split_s3_uri(uri: str, what: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class AsyncEndpointConfig:
     """AsyncInferenceConfig as the local endpoint emulates it: OutputConfig's S3OutputPath and
-    S3FailurePath (default: the output path's `failures/`), ClientConfig's
-    MaxConcurrentInvocationsPerInstance, and where S3 is (None: botocore's chain,
-    AWS_ENDPOINT_URL_S3)."""
+    S3FailurePath (default: the output path's `failures/`), NotificationConfig's SuccessTopic and
+    ErrorTopic (SNS topic ARNs; none: no notification), ClientConfig's
+    MaxConcurrentInvocationsPerInstance, and where S3 and SNS are (None: botocore's chain,
+    AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_SNS)."""
 
     output_path: str
     failure_path: str = ""
     max_concurrent: int = 1
     s3_url: str | None = None
+    success_topic: str = ""
+    error_topic: str = ""
+    sns_url: str | None = None
 
     def validate(self) -> AsyncEndpointConfig:
         split_s3_uri(self.output_path, "--async-output-path")
@@ -59,6 +72,9 @@ class AsyncEndpointConfig:
             split_s3_uri(self.failure_path, "--async-failure-path")
         if not 1 <= int(self.max_concurrent) <= MAX_CONCURRENT:
             raise ValueError(f"--async-max-concurrent must be 1-{MAX_CONCURRENT}, got {self.max_concurrent}")
+        for flag, arn in (("--async-success-topic", self.success_topic), ("--async-error-topic", self.error_topic)):
+            if arn and not TOPIC_ARN.fullmatch(arn):
+                raise ValueError(f"{flag} must be an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME), got {arn!r}")
         return self
 
     def flags(self) -> list[str]:
@@ -68,6 +84,12 @@ class AsyncEndpointConfig:
             args += ["--async-failure-path", self.failure_path]
         if self.s3_url:
             args += ["--async-s3-url", self.s3_url]
+        if self.success_topic:
+            args += ["--async-success-topic", self.success_topic]
+        if self.error_topic:
+            args += ["--async-error-topic", self.error_topic]
+        if self.sns_url:
+            args += ["--async-sns-url", self.sns_url]
         return args
 
     def output_location(self, inference_id: str) -> str:
@@ -92,6 +114,8 @@ class Job:
     accept: str | None
     attributes: str | None
     accepted: float  # time.monotonic() at the acceptance
+    received_at: float = 0.0  # time.time() at the acceptance (the notification's receivedTime)
+    endpoint_name: str = ""
 
 
 def _error_code(exc: BaseException) -> str:
@@ -104,10 +128,13 @@ def _error_code(exc: BaseException) -> str:
 class AsyncQueue:
     """The queue and its workers (started on the first request, after gunicorn forked)."""
 
-    def __init__(self, config: AsyncEndpointConfig, app: Any, s3: Any = None):
+    def __init__(self, config: AsyncEndpointConfig, app: Any, s3: Any = None, sns: Any = None):
         self.config = config
         self.app = app
         self._s3 = s3 if s3 is not None else self._client()  # now: boto3 takes ~1 s to load, not in a request
+        self._sns = sns if sns is not None else (
+            aws_client("sns", Purpose.CONTROL, endpoint_url=config.sns_url, default_region="us-east-1")
+            if config.success_topic or config.error_topic else None)
         self._jobs: queue.Queue[Job] = queue.Queue()
         self._started = False
         self._lock = threading.Lock()
@@ -127,15 +154,28 @@ class AsyncQueue:
                 for i in range(self.config.max_concurrent):
                     threading.Thread(target=self._work, name=f"async-worker-{i}", daemon=True).start()
         self.app.counters.add(async_accepted=1)
-        self._jobs.put(job)
+        with self._lock:
+            if not self._jobs.queue:  # it is the oldest waiting now
+                self.app.counters.set_value("async_oldest_waiting_since", job.received_at or time.time())
+            self._jobs.put(job)
+
+    def _taken(self, job: Job) -> None:
+        """A worker took `job`: its time in the backlog, and the next oldest waiting (none: 0)."""
+        self.app.counters.add(async_time_in_backlog_us_sum=(time.monotonic() - job.accepted) * 1e6)
+        with self._lock:
+            head = self._jobs.queue[0] if self._jobs.queue else None
+            self.app.counters.set_value("async_oldest_waiting_since",
+                                        (head.received_at or time.time()) if head is not None else 0.0)
 
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
+            self._taken(job)
             try:
                 self.process(job)
             except Exception as exc:  # a worker never dies: the request fails, named
                 self._fail(job, "InternalFailure", f"{type(exc).__name__}: {exc}")
+            self.app.counters.add(async_total_processing_time_ms_sum=(time.monotonic() - job.accepted) * 1000.0)
 
     def process(self, job: Job) -> None:
         """Read the input, run the model for its service time, write the answer or the failure."""
@@ -161,11 +201,31 @@ class AsyncQueue:
             return
         self._write(job.output_location, out, out_type, job)
         self.app.counters.add(async_results=1, invocations=1, successes=1, rows=len(feat_ids))
+        self._notify(job, AsyncNotification(
+            job.inference_id, COMPLETED, event_time=time.time(), received_time=job.received_at or None,
+            output_location=job.output_location, input_location=job.input_location,
+            endpoint_name=job.endpoint_name or None, content_type=job.content_type,
+            output_content_type=out_type), self.config.success_topic)
 
     def _fail(self, job: Job, code: str, message: str) -> None:
         doc = orjson.dumps({"ErrorCode": code, "Message": message, "InferenceId": job.inference_id})
         self._write(job.failure_location, doc, "application/json", job)
         self.app.counters.add(async_failures=1)
+        self._notify(job, AsyncNotification(
+            job.inference_id, FAILED, event_time=time.time(), received_time=job.received_at or None,
+            failure_reason=f"{code}: {message}", input_location=job.input_location,
+            endpoint_name=job.endpoint_name or None, content_type=job.content_type),
+            self.config.error_topic)
+
+    def _notify(self, job: Job, note: AsyncNotification, topic: str) -> None:
+        """Publish `note` to `topic` (none: nothing); a refused publish is counted, the answer stays in S3."""
+        if not topic or self._sns is None:
+            return
+        try:
+            self._sns.publish(TopicArn=topic, Message=note.to_json(topic.split(":")[3] or "us-east-1").decode())
+            self.app.counters.add(async_notifications=1)
+        except Exception:  # SNS down or the topic gone: the result is in S3; the count says so
+            self.app.counters.add(async_notification_errors=1)
 
     def _write(self, uri: str, body: bytes, content_type: str, job: Job) -> None:
         bucket, key = _object(uri)

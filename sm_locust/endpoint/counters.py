@@ -49,19 +49,25 @@ FIELDS: tuple[str, ...] = (
     "async_accepted",  # serve --async: InvokeEndpointAsync requests queued (endpoint/asyncqueue.py)
     "async_results",  # ... answers written to the OutputLocation
     "async_failures",  # ... failure documents written to the FailureLocation
+    "async_notifications",  # ... SNS notifications published (--async-success-topic / --async-error-topic)
+    "async_notification_errors",  # ... notifications SNS refused (the result is in S3 all the same)
+    "async_time_in_backlog_us_sum",  # ... acceptance -> a worker took it (CloudWatch TimeInBacklog)
+    "async_total_processing_time_ms_sum",  # ... acceptance -> answered and announced (TotalProcessingTime)
+    "async_oldest_waiting_since",  # ... epoch s the oldest request still queued was accepted, 0: none (a gauge)
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by
 # `add` whenever a `<base>_sum` below is added to (one add = one request) and read-and-reset by
 # `take_window`: the StatisticValues the CloudWatch publisher sends (sm_locust/endpoint/metrics.py).
 WINDOWED = ("model_latency_us", "overhead_latency_us", "model_setup_time_us", "model_loading_wait_time_us",
-            "model_downloading_time_us", "model_loading_time_us", "model_unloading_time_us")
+            "model_downloading_time_us", "model_loading_time_us", "model_unloading_time_us",
+            "async_time_in_backlog_us", "async_total_processing_time_ms")
 WINDOW_STATS = ("count", "sum", "min", "max")
 WINDOW_FIELDS = tuple(f"{base}_window_{stat}" for base in WINDOWED for stat in WINDOW_STATS)
 FIELDS = FIELDS + WINDOW_FIELDS
 _INDEX = {name: i for i, name in enumerate(FIELDS)}
 _WINDOW_OF = {f"{base}_sum": tuple(_INDEX[f"{base}_window_{stat}"] for stat in WINDOW_STATS) for base in WINDOWED}
-_FLOAT_SUFFIXES = ("_sum", "_max", "_min")
+_FLOAT_SUFFIXES = ("_sum", "_max", "_min", "_since")  # the rest are counts
 
 
 class SharedCounters:
@@ -86,6 +92,11 @@ class SharedCounters:
             a[high] = value
         a[count] += 1
         a[total] += value
+
+    def set_value(self, name: str, value: float) -> None:
+        """A gauge: `name` becomes `value` (the last writer wins)."""
+        with self._array.get_lock():
+            self._array[_INDEX[name]] = value
 
     def record_max(self, name: str, value: float) -> None:
         with self._array.get_lock():

@@ -4,7 +4,8 @@ With `sm-locust serve --cloudwatch-url URL` the gunicorn master publishes the se
 and dimensions `report/metrics.py` reads (docs/facts.md, "CloudWatch metrics of a SageMaker
 real-time endpoint"), as statistic sets, request metrics only for windows with requests. Windows
 never straddle a minute and are stamped with their start, so a request lands in the minute it was
-served in. `build_datums` is pure; `MetricsPublisher` is a daemon thread that flushes once more on
+served in. With `serve --async` the async endpoint's own metrics instead of Invocations (`put_async`).
+`build_datums` is pure; `MetricsPublisher` is a daemon thread that flushes once more on
 `stop()`. Publishing failures never reach the endpoint: one warning per streak.
 """
 
@@ -32,6 +33,8 @@ MINUTE_S = 60  # CloudWatch's standard resolution: a window never straddles a mi
 DEFAULT_ENDPOINT_NAME = "sm-locust-local"  # EndpointName when neither name flag is given
 MAX_METRICS_PER_CALL = 1000  # PutMetricData: at most 1,000 metrics (and 1 MB) per request
 MICROSECONDS = "Microseconds"
+MILLISECONDS = "Milliseconds"
+SECONDS = "Seconds"
 PERCENT = "Percent"
 NONE = "None"
 DEFAULT_REGION = "us-east-1"
@@ -55,6 +58,8 @@ class ResourceUsage:
     memory_pct: float | None = None
     disk_pct: float | None = None
     loaded_models: int | None = None  # multi-model emulation: LoadedModelCount (endpoint/multimodel.py)
+    async_backlog: float | None = None  # serve --async: requests queued or being processed (ApproximateBacklogSize)
+    async_oldest_age_s: float | None = None  # ... the oldest still queued (ApproximateAgeOfOldestRequest)
 
 
 def dimensions(endpoint_name: str, variant_name: str) -> list[dict[str, str]]:
@@ -69,6 +74,51 @@ def _statistic_set(name: str, dims, timestamp, unit: str, count: float, total: f
 
 def _delta(previous: Mapping[str, float], current: Mapping[str, float], name: str) -> float:
     return max(0.0, float(current.get(name, 0)) - float(previous.get(name, 0)))
+
+
+def async_gauges(counters, clock: Callable[[], float] = time.time) -> tuple[float, float]:
+    """(backlog, age of the oldest queued request in s) of `serve --async` from its shared counters."""
+    now = counters.snapshot()
+    backlog = max(0.0, float(now["async_accepted"]) - now["async_results"] - now["async_failures"])
+    since = float(now["async_oldest_waiting_since"])
+    return backlog, (max(0.0, clock() - since) if since > 0 else 0.0)
+
+
+def put_async(out: dict[str, list[dict]], previous: Mapping[str, float], current: Mapping[str, float],
+              endpoint_name: str, dims: list[dict[str, str]], timestamp: datetime, usage: Sequence[ResourceUsage],
+              instance_count: int) -> None:
+    """An async endpoint's metrics (docs/facts.md, "Asynchronous inference"): the backlog, its share per
+    instance, the oldest request's age and HasBacklogWithoutCapacity from the window's readings, with
+    EndpointName alone; processed requests, failures, TimeInBacklog and TotalProcessingTime from the
+    counters, with EndpointName and VariantName. Nothing without `serve --async`'s readings or counts."""
+    endpoint_dims = [d for d in dims if d["Name"] == "EndpointName"]
+
+    def put(name: str, dimensions, count: float, total: float, low: float, high: float, unit: str) -> None:
+        datum = _statistic_set(name, dimensions, timestamp, unit, count, total, low, high)
+        out.setdefault(METRICS_BY_NAME[name].namespace, []).append(datum)
+
+    backlogs = [r.async_backlog for r in usage if r.async_backlog is not None]
+    if backlogs:
+        per = 1.0 / max(1, instance_count)
+        put("ApproximateBacklogSize", endpoint_dims, len(backlogs), sum(backlogs), min(backlogs), max(backlogs), NONE)
+        put("ApproximateBacklogSizePerInstance", endpoint_dims, len(backlogs), sum(backlogs) * per,
+            min(backlogs) * per, max(backlogs) * per, NONE)
+        without = [1.0 if b > 0 and instance_count == 0 else 0.0 for b in backlogs]
+        put("HasBacklogWithoutCapacity", endpoint_dims, len(without), sum(without), min(without), max(without), NONE)
+    ages = [r.async_oldest_age_s for r in usage if r.async_oldest_age_s is not None]
+    if ages:
+        put("ApproximateAgeOfOldestRequest", endpoint_dims, len(ages), sum(ages), min(ages), max(ages), SECONDS)
+    failures = _delta(previous, current, "async_failures")
+    processed = _delta(previous, current, "async_results") + failures
+    if processed:
+        put("InvocationsProcessed", dims, 1, processed, processed, processed, NONE)
+        put("InvocationFailures", dims, 1, failures, failures, failures, NONE)
+    for name, base, unit in (("TimeInBacklog", "async_time_in_backlog_us", MICROSECONDS),
+                             ("TotalProcessingTime", "async_total_processing_time_ms", MILLISECONDS)):
+        samples = float(current.get(f"{base}_window_count", 0))
+        if samples:
+            put(name, dims, samples, current[f"{base}_window_sum"], current[f"{base}_window_min"],
+                current[f"{base}_window_max"], unit)
 
 
 def build_datums(
@@ -96,6 +146,7 @@ def build_datums(
         datum = _statistic_set(name, dims, timestamp, unit, count, total, low, high)
         out.setdefault(METRICS_BY_NAME[name].namespace, []).append(datum)
 
+    put_async(out, previous, current, endpoint_name, dims, timestamp, usage, instance_count)
     invocations = _delta(previous, current, "invocations")
     if invocations and invocation_counts:  # the fleet emulation sends its own, per emulated minute (fleet_control.py)
         put("Invocations", invocations, invocations, 1, 1, NONE)
@@ -250,7 +301,8 @@ class MetricsPublisher:
                  url: str | None = None, cloudwatch=None, interval_s: float = DEFAULT_INTERVAL_S,
                  sampler: ProcessSampler | None = None, sample_every_s: float = SAMPLE_EVERY_S,
                  clock: Callable[[], float] = time.time, logger: logging.Logger = log,
-                 loaded_models: Callable[[], int] | None = None, invocation_counts: bool = True):
+                 loaded_models: Callable[[], int] | None = None, invocation_counts: bool = True,
+                 async_gauges: Callable[[], tuple[float, float]] | None = None):
         if cloudwatch is None and not url:
             raise ValueError("MetricsPublisher needs a CloudWatch url or client")
         self.counters = counters
@@ -265,6 +317,7 @@ class MetricsPublisher:
         self.clock = clock
         self.log = logger
         self.invocation_counts = invocation_counts
+        self.async_gauges = async_gauges  # serve --async: (backlog, oldest age s), read with each sample
         self._previous = counters.take_window()  # start clean: earlier requests are not this run's
         self._window_start = clock()
         self._readings: list[ResourceUsage] = []
@@ -289,12 +342,15 @@ class MetricsPublisher:
         disk and loaded models into a window that has none of its own: an instance that served into
         that minute had its memory all along, and on AWS that minute has its MemoryUtilization (a run
         that ended seconds into a minute left it missing from the report)."""
-        if self.sampler is None and self.loaded_models is None:
+        if self.sampler is None and self.loaded_models is None and self.async_gauges is None:
             return
         try:
             reading = self.sampler.sample(cpu_only=cpu_only) if self.sampler is not None else ResourceUsage()
             if self.loaded_models is not None and not cpu_only:
                 reading = replace(reading, loaded_models=self.loaded_models())
+            if self.async_gauges is not None:
+                backlog, age = self.async_gauges()
+                reading = replace(reading, async_backlog=backlog, async_oldest_age_s=age)
         except Exception:  # noqa: BLE001 - a failed reading only costs one sample
             return
         with self._lock:
@@ -376,7 +432,9 @@ def publisher_for(config, counters, loaded_models: Callable[[], int] | None = No
     (`loaded_models`: the multi-model emulation's LoadedModelCount reader)."""
     if not config.cloudwatch_url:
         return None
+    queued = getattr(config, "async_inference", None) is not None  # serve --async: Invocations is not published
     return MetricsPublisher(counters, endpoint_name=endpoint_name_for(config), variant_name=config.variant_name,
                             url=config.cloudwatch_url, interval_s=config.metrics_interval_s,
                             sampler=ProcessSampler(os.getpid(), disk_path="."), loaded_models=loaded_models,
-                            invocation_counts=getattr(config, "fleet", None) is None)
+                            invocation_counts=getattr(config, "fleet", None) is None and not queued,
+                            async_gauges=(lambda: async_gauges(counters)) if queued else None)

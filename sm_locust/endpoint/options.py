@@ -187,6 +187,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _spec("--async-max-concurrent", "MaxConcurrentInvocationsPerInstance: queue workers (default 1)", None, int,
           "async", minimum=1, maximum=MAX_ASYNC_CONCURRENT),
     _spec("--async-s3-url", "S3 API URL, e.g. a moto server (default: AWS's)", None, None, "async"),
+    _spec("--async-success-topic", "NotificationConfig SuccessTopic: an SNS topic ARN each result is announced to",
+          None, None, "async", metavar="TOPIC_ARN"),
+    _spec("--async-error-topic", "NotificationConfig ErrorTopic: an SNS topic ARN each failure is announced to",
+          None, None, "async", metavar="TOPIC_ARN"),
+    _spec("--async-sns-url", "SNS API URL, e.g. a moto server (default: AWS's)", None, None, "async"),
     # identity and metrics
     _spec("--endpoint-name", "answer only this endpoint name (default: any name)", None, None, "identity"),
     _spec("--variant-name", "production variant reported back", "AllTraffic", None, "identity"),

@@ -121,7 +121,8 @@ def invoke_async(app, environ, start_response, endpoint_name: str):
         queued.submit(Job(inference_id, environ["HTTP_X_AMZN_SAGEMAKER_INPUTLOCATION"], output, failure,
                           environ.get("HTTP_X_AMZN_SAGEMAKER_CONTENT_TYPE") or environ.get("CONTENT_TYPE"),
                           environ.get("HTTP_X_AMZN_SAGEMAKER_ACCEPT") or environ.get("HTTP_ACCEPT"),
-                          environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES"), time.monotonic()))
+                          environ.get("HTTP_X_AMZN_SAGEMAKER_CUSTOM_ATTRIBUTES"), time.monotonic(),
+                          received_at=time.time(), endpoint_name=endpoint_name))
     body = orjson.dumps({"InferenceId": inference_id})  # the locations are headers (botocore's model)
     start_response("202 Accepted", [
         ("Content-Type", "application/json"), ("Content-Length", str(len(body))),

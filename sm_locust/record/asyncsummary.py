@@ -5,7 +5,8 @@ Built from the calls the processes recorded (`transport.asyncwait.AsyncLedger`, 
 master) by the pure model (`plateau.asyncresults`): accepted calls, results, failures by name, the
 time to result (call start -> result seen) p50 / p95 / p99 with 95 % intervals
 (`plateau.uncertainty`, per-second histograms), the acceptance latency, results still awaited at
-the stop, HeadObject polls, the poll resolution, and the client-side backlog's maximum.
+the stop, HeadObject polls, the poll resolution, and the client-side backlog: its maximum and its
+series (the end of each second, at most 3,600 values: a longer run keeps each span's maximum).
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ from sm_locust.util.formatting import latency, number
 PERCENTILES = (50.0, 95.0, 99.0)
 MAX_NAMES = 20
 """Failure names kept (the most frequent); the rest add up under `other`."""
+MAX_BACKLOG_POINTS = 3600
+"""The backlog series' length at most: a longer run keeps each span's maximum (`backlog_every_s`)."""
+
+
+def thin(series: Sequence[int], points: int = MAX_BACKLOG_POINTS) -> tuple[tuple[int, ...], int]:
+    """`series` as at most `points` values, each the maximum over `every` consecutive seconds: (values, every)."""
+    every = max(1, -(-len(series) // points))
+    return tuple(max(series[i:i + every]) for i in range(0, len(series), every)), every
 
 
 def _percentiles(values: Sequence[float]) -> dict[float, float | None]:
@@ -52,6 +61,8 @@ class AsyncSummary:
     poll_resolution_max_ms: float | None
     backlog_max: int
     not_kept: int = 0
+    backlog: tuple[int, ...] = ()
+    backlog_every_s: int = 1
 
     @property
     def failures(self) -> int:
@@ -74,6 +85,7 @@ class AsyncSummary:
         cis = percentile_cis(result_histograms(done, started_at), PERCENTILES)
         resolutions = [c.resolution_ms for c in done if c.resolution_ms is not None]
         backlog = backlog_series(calls, started_at, ended_at)
+        series, every = thin(backlog)
         return cls(
             accepted=len(calls) + not_kept,
             results=len(ttr),
@@ -86,6 +98,8 @@ class AsyncSummary:
             poll_resolution_max_ms=max(resolutions) if resolutions else None,
             backlog_max=max(backlog, default=0),
             not_kept=not_kept,
+            backlog=series,
+            backlog_every_s=every,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +116,8 @@ class AsyncSummary:
             "poll_resolution_max_ms": self.poll_resolution_max_ms,
             "backlog_max": self.backlog_max,
             "not_kept": self.not_kept,
+            "backlog": list(self.backlog),
+            "backlog_every_s": self.backlog_every_s,
         }
 
     @classmethod
@@ -126,6 +142,8 @@ class AsyncSummary:
                                     else float(data["poll_resolution_max_ms"])),
             backlog_max=int(data.get("backlog_max") or 0),
             not_kept=int(data.get("not_kept") or 0),
+            backlog=tuple(int(v) for v in data.get("backlog") or ()),
+            backlog_every_s=int(data.get("backlog_every_s") or 1),
         )
 
     def closing_line(self) -> str:
@@ -138,6 +156,7 @@ class AsyncSummary:
         return (f"async: accepted {number(self.accepted, 0)}, results {number(self.results, 0)}{failed}; "
                 f"time to result p50 {latency(ttr.get('p50_ms'), ' ms')}{interval}, "
                 f"p95 {latency(ttr.get('p95_ms'), ' ms')}, p99 {latency(ttr.get('p99_ms'), ' ms')} "
-                f"(poll resolution <= {latency(self.poll_resolution_max_ms, ' ms')}); "
+                f"({'poll resolution' if self.polls or not self.results else 'notification delivery'} "
+                f"<= {latency(self.poll_resolution_max_ms, ' ms')}); "
                 f"awaited at the stop {number(self.awaited_at_stop, 0)}, backlog max {number(self.backlog_max, 0)}, "
                 f"polls {number(self.polls, 0)}")

@@ -462,6 +462,8 @@ class Async(Record):
     poll_resolution_max_ms: float | None = json_field("number?")
     backlog_max: int = json_field("count", default=0)
     not_kept: int | None = json_field("count?")
+    backlog: list[float] | None = json_field("list?")  # the client-side backlog per backlog_every_s seconds (its max)
+    backlog_every_s: int | None = json_field("count?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -603,6 +605,7 @@ class Summary(Record):
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
     async_: Async | None = json_field(Async, "async")  # asynchronous inference (record.asyncsummary)
+    async_search: JsonObject | None = json_field("object?")  # --shape async (plateau.asyncsearch)
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

@@ -37,6 +37,7 @@ from sm_locust.aws.clients import client as aws_client
 from sm_locust.aws.region import NO_REGION
 from sm_locust.report.metric_data import MetricRequest, MetricResult, empty_frame
 from sm_locust.report.metrics import (
+    ASYNC_METRICS,
     INFERENCE_COMPONENTS_NS,
     METRICS,
     MULTI_MODEL_METRICS,
@@ -63,9 +64,11 @@ def make_client(region: str | None = None, profile: str | None = None):
 
 def select_metrics(request: MetricRequest, metrics: tuple[MetricDef, ...] = METRICS) -> list[MetricDef]:
     """Metrics worth asking for: GPU metrics are skipped when the instance is known to have none; a
-    multi-model endpoint's (`request.multi_model`) are added."""
+    multi-model endpoint's (`request.multi_model`) and an async endpoint's (`request.async_inference`) are added."""
     if request.multi_model and not request.inference_component:
         metrics = (*metrics, *MULTI_MODEL_METRICS)
+    if request.async_inference and not request.inference_component:  # an async endpoint's own (report/metrics.py)
+        metrics = (*metrics, *ASYNC_METRICS)
     return [m for m in metrics if not (m.gpu and request.gpus == 0)]
 
 
@@ -75,13 +78,14 @@ def build_queries(request: MetricRequest, metrics: list[MetricDef]) -> list[tupl
     dims = request.dimensions()
     for metric in metrics:
         namespace, name = metric.namespace, metric.name
+        metric_dims = [d for d in dims if d.get("Name") == "EndpointName"] if metric.endpoint_only else dims
         if request.inference_component and namespace != "AWS/SageMaker":
             namespace, name = INFERENCE_COMPONENTS_NS, metric.ic_name or metric.name
         for stat in metric.stats:
             query = {
                 "Id": f"m{len(out)}",
                 "MetricStat": {
-                    "Metric": {"Namespace": namespace, "MetricName": name, "Dimensions": dims},
+                    "Metric": {"Namespace": namespace, "MetricName": name, "Dimensions": metric_dims},
                     "Period": request.period,
                     "Stat": stat,
                 },

@@ -26,6 +26,7 @@ class MetricRequest:
     vcpus: int | None = None  # known vCPU count: adds per-vCPU CPU columns
     gpus: int | None = None  # known GPU count: 0 skips GPU metrics, n adds per-GPU columns
     multi_model: bool = False  # a multi-model endpoint's metrics too (ModelCacheHit, LoadedModelCount, ...)
+    async_inference: bool = False  # an async endpoint's metrics too (ApproximateBacklogSize, TimeInBacklog, ...)
 
     def dimensions(self) -> list[dict[str, str]]:
         if self.inference_component:

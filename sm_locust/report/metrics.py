@@ -36,6 +36,7 @@ class MetricDef:
     per_unit: str | None = None  # "vcpu"/"gpu": also report value / count (summed over cores)
     ic_name: str | None = None  # metric name under an inference component, if different
     description: str = ""
+    endpoint_only: bool = False  # published with the EndpointName dimension alone (no VariantName)
 
     def column(self, stat: str) -> str:
         return column_name(self.name, stat, self.unit)
@@ -104,7 +105,29 @@ MULTI_MODEL_METRICS: tuple[MetricDef, ...] = (
               description="models loaded in memory, per instance"),
 )
 
-METRICS_BY_NAME = {m.name: m for m in (*METRICS, *MULTI_MODEL_METRICS)}
+# An asynchronous endpoint's own metrics ("Asynchronous inference" in docs/facts.md: names, units and
+# dimensions). Not in METRICS: a report asks for them only for a run that waited for async results. The
+# backlog, its age and HasBacklogWithoutCapacity carry EndpointName alone.
+ASYNC_METRICS: tuple[MetricDef, ...] = (
+    MetricDef("ApproximateBacklogSize", SAGEMAKER_NS, ("Average", "Maximum"), "count", expected=False,
+              endpoint_only=True, description="requests queued or being processed"),
+    MetricDef("ApproximateBacklogSizePerInstance", SAGEMAKER_NS, ("Average", "Maximum"), "count", expected=False,
+              endpoint_only=True, description="the backlog divided by the instances (the autoscaling metric)"),
+    MetricDef("ApproximateAgeOfOldestRequest", SAGEMAKER_NS, ("Average", "Maximum"), "s", expected=False,
+              endpoint_only=True, description="age of the oldest request in the queue (CloudWatch: seconds)"),
+    MetricDef("HasBacklogWithoutCapacity", SAGEMAKER_NS, ("Maximum",), "count", expected=False,
+              endpoint_only=True, description="1 when requests wait and no instance runs (scale from zero)"),
+    MetricDef("TimeInBacklog", SAGEMAKER_NS, _AVG_MAX, "ms", scale=0.001, expected=False,
+              description="time a request was queued before processing (CloudWatch: µs)"),
+    MetricDef("TotalProcessingTime", SAGEMAKER_NS, _AVG_MAX, "ms", expected=False,
+              description="received -> processed, backlog, upload and notification included (CloudWatch: ms)"),
+    MetricDef("InvocationsProcessed", SAGEMAKER_NS, ("Sum",), "count", direction="higher", expected=False,
+              description="async requests processed"),
+    MetricDef("InvocationFailures", SAGEMAKER_NS, ("Sum",), "count", expected=False,
+              description="async requests that failed"),
+)
+
+METRICS_BY_NAME = {m.name: m for m in (*METRICS, *MULTI_MODEL_METRICS, *ASYNC_METRICS)}
 
 
 def all_columns(metrics: tuple[MetricDef, ...] = METRICS) -> list[str]:

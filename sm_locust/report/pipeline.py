@@ -31,6 +31,7 @@ from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
 from sm_locust.report import options as report_options
+from sm_locust.report.asyncview import async_view
 from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
@@ -253,6 +254,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
         multi_model=(data.summary.get("mix") or {}).get("field") == TARGET_MODEL,  # a model mix: the MME's metrics
+        async_inference=bool(data.summary.get("async")),  # a run that waited for async results: the queue's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
@@ -448,6 +450,7 @@ def prepare_report(
         autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
         slos=run_slos(data.options),
         rate=rate_view(data.summary, run_slos(data.options), opts.instance_count or 1, cost.get("price_per_hour_usd")),
+        async_inference=async_view(data.summary, seconds, steps),  # report/asyncview.py
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())
 

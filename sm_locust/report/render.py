@@ -33,6 +33,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, percentile_key
+from sm_locust.report.asyncview import async_section
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
 from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
@@ -80,6 +81,7 @@ class ReportModel:
     autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
     slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
     rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
+    async_inference: Any = None  # report.asyncview.AsyncView when the run waited for async results
 
     @property
     def constant_load(self) -> bool:
@@ -685,6 +687,7 @@ def render_html(model: ReportModel) -> str:
         gaps_html,
         f'<h2>Summary</h2><table id="summary">{summary}</table>',
         targets_section(model.targets, _div, _missing),  # a traffic mix's cache is its run's question: first
+        async_section(model.async_inference, _div, _missing),  # an async run's results and queue (asyncview.py)
         "<h2>Charts</h2>",
         *figures,
         hourly_section(model),

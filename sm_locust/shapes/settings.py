@@ -249,7 +249,7 @@ class ShapeSettings:
         """Contradictions between the options and the chosen shape (None = constant users)."""
         if self.objective is not None:
             self.objective.check(shape, self.search_mode)
-        open_loop = shape in ("open", "traffic") or (shape == "plateau" and self.search_mode == MODE_RATE)
+        open_loop = shape in ("open", "traffic", "async") or (shape == "plateau" and self.search_mode == MODE_RATE)
         if self.traffic is not None and shape != "traffic":
             raise UsageError("--traffic describes the load itself (open-loop rate phases): use it with --shape traffic")
         if self.time_scale is not None and shape != "traffic":

@@ -66,9 +66,21 @@ class AsyncLedger(WorkerShipped):
     def __init__(self) -> None:
         self.calls: list[AsyncCall] = []
         self.dropped = 0
+        self.opened = 0  # calls accepted so far (finished or not): the live backlog is opened - finished
         self._shipped = 0
         self._shipped_dropped = 0
+        self._shipped_opened = 0
         self.active = False
+
+    def open(self) -> None:
+        """A call was accepted and now waits for its result (counted in `backlog` until it is added)."""
+        self.active = True
+        self.opened += 1
+
+    @property
+    def backlog(self) -> int:
+        """Calls accepted whose wait has not ended (on a master: as its workers last reported)."""
+        return max(0, self.opened - len(self.calls) - self.dropped)
 
     def add(self, call: AsyncCall) -> None:
         self.active = True
@@ -79,13 +91,15 @@ class AsyncLedger(WorkerShipped):
 
     def reset(self) -> None:
         self.calls, self.dropped, self._shipped, self._shipped_dropped = [], 0, 0, 0
+        self.opened = self._shipped_opened = 0
 
     def take_delta(self) -> dict | None:
-        if self._shipped == len(self.calls) and self._shipped_dropped == self.dropped:
+        if (self._shipped == len(self.calls) and self._shipped_dropped == self.dropped
+                and self._shipped_opened == self.opened):
             return None
         delta = {"calls": [c.as_tuple() for c in self.calls[self._shipped:]],
-                 "dropped": self.dropped - self._shipped_dropped}
-        self._shipped, self._shipped_dropped = len(self.calls), self.dropped
+                 "dropped": self.dropped - self._shipped_dropped, "opened": self.opened - self._shipped_opened}
+        self._shipped, self._shipped_dropped, self._shipped_opened = len(self.calls), self.dropped, self.opened
         return delta
 
     def merge_delta(self, delta: Any, client_id: str) -> None:
@@ -94,6 +108,7 @@ class AsyncLedger(WorkerShipped):
         for values in delta.get("calls") or ():
             self.add(AsyncCall.from_tuple(values))
         self.dropped += int(delta.get("dropped") or 0)
+        self.opened += int(delta.get("opened") or 0)
         self.active = True
 
 
@@ -114,6 +129,7 @@ class ResultWaiter:
         """Poll for `result` (an `AsyncResult`) accepted now; `started` the call's perf_counter
         start, `start_time` its wall-clock start. The failure, or None once the output exists."""
         accepted = self.clock()
+        self.ledger.open()
         polls, resolution, outcome, seen = 0, None, None, None
         error: InvocationError | None = None
 

@@ -1,6 +1,6 @@
 """The transport options: which client sends (`--transport`) and which API is called (`--stream`,
 `--async-input-location`), and whether an async call waits for its result (`--async-result`,
-`--async-poll-ms`, `--async-timeout`; transport/asyncwait.py, docs/async.md).
+`--async-poll-ms`, `--async-timeout`; transport/asyncwait.py, transport/asyncnotify.py, docs/async.md).
 
 Both transports fire the same entries with the same names and failure texts, so a run reads the
 same whichever is chosen; what differs is the client CPU per call (docs/transport.md, the bench).
@@ -20,21 +20,31 @@ from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
 from sm_locust.plateau.asyncresults import DEFAULT_FIRST_POLL_MS, DEFAULT_MAX_POLL_MS, DEFAULT_POLL_FACTOR, PollSchedule
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
+from sm_locust.transport.asyncnotify import RECEIVE_WAIT_S, NotificationWaiter, listener_for
 from sm_locust.transport.asyncwait import AsyncLedger, ResultWaiter
 
 ASYNC_RESULTS = ("none", "s3")
+SQS_PREFIX = "sqs:"
 DEFAULT_ASYNC_TIMEOUT_S = 900.0
 """SageMaker's default InvocationTimeoutSeconds (docs/facts.md): past it the endpoint gives up too."""
 
 
 def async_result_mode(text: str) -> str:
-    """`--async-result`'s text -> `none` or `s3`; `sqs:QUEUE_URL` is refused (not supported yet)."""
+    """`--async-result`'s text -> `none`, `s3` or `sqs:QUEUE_URL` (an http(s) queue URL)."""
     value = text.strip()
     if value.lower() in ASYNC_RESULTS:
         return value.lower()
-    if value.lower().startswith("sqs:"):
-        raise UsageError("sqs:QUEUE_URL is not supported yet; use s3 (HeadObject polling) or none")
-    raise UsageError(f"{value!r} is unknown; choose one of: none, s3 (sqs:QUEUE_URL is not supported yet)")
+    if value.lower().startswith(SQS_PREFIX):
+        url = value[len(SQS_PREFIX):].strip()
+        if not url.startswith(("https://", "http://")) or len(url) > 2048 or any(c.isspace() for c in url):
+            raise UsageError(f"sqs: needs the queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME), got {url!r}")
+        return SQS_PREFIX + url
+    raise UsageError(f"{value!r} is unknown; choose one of: none, s3, sqs:QUEUE_URL")
+
+
+def sqs_queue_url(mode: str) -> str | None:
+    """The queue URL of an `sqs:QUEUE_URL` mode; None for the others."""
+    return mode[len(SQS_PREFIX):] if mode.startswith(SQS_PREFIX) else None
 
 
 OPTIONS: list[OptionSpec] = [
@@ -49,8 +59,10 @@ OPTIONS: list[OptionSpec] = [
                "call InvokeEndpointAsync for this S3 input URI instead of InvokeEndpoint (times the 202 acceptance, "
                "not the result); the payload's headers are used, its body is not sent"),
     OptionSpec("--async-result", "SM_LOCUST_ASYNC_RESULT", "none",
-               "with --async-input-location: none (time the 202 acceptance) or s3 (each call waits for its "
-               "OutputLocation or FailureLocation object, polled with HeadObject; the entry is the time to result)",
+               "with --async-input-location: none (time the 202 acceptance), s3 (each call waits for its "
+               "OutputLocation or FailureLocation object, polled with HeadObject; the entry is the time to result) "
+               "or sqs:QUEUE_URL (each call waits for the endpoint's SNS success / error notification, read from "
+               "that queue subscribed to both topics; nothing is polled in S3)",
                convert=async_result_mode),
     OptionSpec("--async-poll-ms", "SM_LOCUST_ASYNC_POLL_MS", DEFAULT_FIRST_POLL_MS,
                f"with --async-result s3: the first HeadObject poll this many ms after the acceptance, then each "
@@ -58,33 +70,43 @@ OPTIONS: list[OptionSpec] = [
                "most the poll resolution: the wait before the poll that found it plus the HeadObjects' own "
                "time, measured per call)", float, minimum=1, maximum=DEFAULT_MAX_POLL_MS),
     OptionSpec("--async-timeout", "SM_LOCUST_ASYNC_TIMEOUT", DEFAULT_ASYNC_TIMEOUT_S,
-               "with --async-result s3: seconds from the acceptance before a call with no result fails as "
+               "with --async-result s3 or sqs: seconds from the acceptance before a call with no result fails as "
                "AsyncTimeout (default 900 = SageMaker's default InvocationTimeoutSeconds)", float,
                above=0, maximum=86400),
 ]
 
 
 def check_async_result(options: Options) -> None:
-    """`--async-result s3` needs the input object: a one-line UsageError before the test otherwise."""
-    if options.async_result == "s3" and not options.async_input_location:
-        raise UsageError("--async-result s3 needs --async-input-location s3://bucket/key (the input object)")
+    """`--async-result s3|sqs:...` needs the input object: a one-line UsageError before the test otherwise."""
+    if options.async_result != "none" and not options.async_input_location:
+        mode = "sqs" if sqs_queue_url(options.async_result) else options.async_result
+        raise UsageError(f"--async-result {mode} needs --async-input-location s3://bucket/key (the input object)")
 
 
-def async_waiter(client: Any, options: Options) -> ResultWaiter | None:
-    """The waiter `--async-result s3` gives `client`'s async calls (one per client, its S3 client from
-    the AWS client factory), or None (`none`: the acceptance is timed)."""
-    if options.async_result != "s3":
+def async_waiter(client: Any, options: Options) -> ResultWaiter | NotificationWaiter | None:
+    """The waiter `--async-result s3` (HeadObject polls) or `sqs:QUEUE_URL` (notifications) gives
+    `client`'s async calls (one per client, its AWS clients from the factory), or None (`none`: the
+    acceptance is timed)."""
+    if options.async_result == "none":
         return None
     check_async_result(options)
-    key = (options.async_poll_ms, options.async_timeout)
+    key = (options.async_result, options.async_poll_ms, options.async_timeout)
     cached = getattr(client, "_sm_locust_async_waiter", None)
     if cached is not None and cached[0] == key:
         return cached[1]
     settings = client.settings
-    s3 = aws_client("s3", Purpose.CONTROL, region=settings.region, profile=settings.profile,
-                    keys=None, pool_size=settings.pool_size)
-    waiter = ResultWaiter(s3, PollSchedule(first_ms=options.async_poll_ms), options.async_timeout,
-                          AsyncLedger.for_environment(client.environment))
+    ledger = AsyncLedger.for_environment(client.environment)
+    queue_url = sqs_queue_url(options.async_result)
+    waiter: ResultWaiter | NotificationWaiter
+    if queue_url is not None:
+        listener = listener_for(queue_url, lambda: aws_client("sqs", Purpose.CONTROL, region=settings.region,
+                                                              profile=settings.profile, keys=None,
+                                                              read_timeout=RECEIVE_WAIT_S + 30))
+        waiter = NotificationWaiter(listener, options.async_timeout, ledger)
+    else:
+        s3 = aws_client("s3", Purpose.CONTROL, region=settings.region, profile=settings.profile,
+                        keys=None, pool_size=settings.pool_size)
+        waiter = ResultWaiter(s3, PollSchedule(first_ms=options.async_poll_ms), options.async_timeout, ledger)
     client._sm_locust_async_waiter = (key, waiter)
     return waiter
 
@@ -99,6 +121,7 @@ def operation(client: Any, options: Options) -> Callable:
     if location:
         waiter = async_waiter(client, options)
         if waiter is None:
-            return lambda invocation, name=None: client.invoke_async(invocation, location, name)
-        return lambda invocation, name=None: client.invoke_async(invocation, location, name, waiter=waiter)
+            return lambda invocation, name=None, **kw: client.invoke_async(invocation, location, name, **kw)
+        return lambda invocation, name=None, **kw: client.invoke_async(invocation, location, name, waiter=waiter,
+                                                                      **kw)
     return client.invoke

@@ -24,6 +24,7 @@ from sm_locust.config.options import environment_options
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.plateau.arrival import ARRIVALS
+from sm_locust.transport.options import operation
 from sm_locust.users.sagemaker import SageMakerUser
 from sm_locust.util.shipped import WorkerShipped
 
@@ -101,13 +102,15 @@ class OpenLoopCounters(WorkerShipped):
             self._worker_in_flight[client_id] = int(delta[3])
 
 
-def invoke_from_intended(client, invocation: Invocation, intended: float, lag_s: float) -> None:
-    """One InvokeEndpoint whose response time runs from `intended` (a perf_counter time).
+def invoke_from_intended(client, invocation: Invocation, intended: float, lag_s: float, call=None) -> None:
+    """One invocation whose response time runs from `intended` (a perf_counter time): `call` (the
+    options' operation, `transport.options.operation`: InvokeEndpoint, a stream, or InvokeEndpointAsync
+    with its waiter), else InvokeEndpoint.
 
     Both transports' clients take `started=`; `lag_s` (how late the send was) is counted by the
     scheduler, not here.
     """
-    client.invoke(invocation, started=intended)
+    (call or client.invoke)(invocation, started=intended)
 
 
 class OpenLoopScheduler:
@@ -123,6 +126,7 @@ class OpenLoopScheduler:
         self.pool = Pool(max_in_flight)
         self.counters = OpenLoopCounters.for_environment(environment)
         self.counters._pools.append(self.pool)
+        self.call = operation(client, environment_options(environment))  # --stream, --async-input-location
         self.users: set[int] = set()
         self._wake = Event()
         self._generation = 0
@@ -163,7 +167,7 @@ class OpenLoopScheduler:
     def _send(self, intended: float, lag_s: float) -> None:
         pool = getattr(self.environment, "sm_locust_payloads", None)
         if pool is not None:
-            invoke_from_intended(self.client, pool.next(), intended, lag_s)
+            invoke_from_intended(self.client, pool.next(), intended, lag_s, self.call)
 
     def _loop(self) -> None:
         while True:

@@ -82,3 +82,73 @@ def test_a_missing_input_object_fails_every_request_named(moto, tmp_path):
     assert count == figures["failures"] == summary["totals"]["failures"] > 0
     assert count <= len(failure_objects) == stats["async_failures"] <= count + figures["awaited_at_stop"]
     assert summary["totals"]["errors"] == {"AsyncFailure": count}  # Locust's error table: by code
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("processes", [None, 2])
+def test_results_through_the_notifications_without_polling_s3(moto, tmp_path, processes):
+    """`--async-result sqs:QUEUE_URL`: the endpoint's topics subscribed to a queue; every result counted
+    was announced, none polled in S3, the time to result as the endpoint's own (plus the delivery). With
+    two Locust worker processes each reads the one queue and hands the other's notifications back."""
+    import boto3
+
+    def aws(service):
+        return boto3.client(service, endpoint_url=moto.url, region_name="us-east-1",
+                            aws_access_key_id="testing", aws_secret_access_key="testing")
+
+    sns, sqs = aws("sns"), aws("sqs")
+    queue = sqs.create_queue(QueueName=f"run-results-{processes}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    topics = [sns.create_topic(Name=f"{name}-{processes}")["TopicArn"] for name in ("run-ok", "run-failed")]
+    for topic in topics:
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/sqs-{processes}/out", max_concurrent=2, s3_url=moto.url,
+                                 success_topic=topics[0], error_topic=topics[1], sns_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=150, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "-u", "3", "-t", "8s", "--async-input-location", f"s3://{BUCKET}/in/request.json",
+                         "--async-result", f"sqs:{queue}", "--async-timeout", "4", "--out", str(tmp_path / "run"),
+                         *(["--processes", str(processes)] if processes else []),
+                         env={**moto.env(), "AWS_ENDPOINT_URL_SQS": moto.url})
+        stats = ep.stats()
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    figures = json.loads((tmp_path / "run" / "summary.json").read_text())["async"]
+    assert figures["accepted"] == stats["async_accepted"] > 0
+    # a notification lost (deleted by the other process, say) would be an AsyncTimeout after 4 s
+    assert figures["results"] > 0 and figures["failures"] == 0 and figures["polls"] == 0, figures["failed"]
+    assert stats["async_notifications"] == stats["async_results"]
+    assert figures["results"] <= stats["async_results"] <= figures["results"] + figures["awaited_at_stop"]
+    s3 = moto.client()
+    own = {}
+    for key in moto.keys(BUCKET, f"sqs-{processes}/out/"):
+        ms = float(s3.head_object(Bucket=BUCKET, Key=key)["Metadata"][TIME_TO_RESULT_KEY])
+        own[locust_bucket(ms)] = own.get(locust_bucket(ms), 0) + 1
+    own_p50, ttr = histogram_percentile(own, 50), figures["time_to_result"]
+    slack = figures["poll_resolution_max_ms"] + figures["acceptance"]["p99_ms"] + 10  # the delivery, the 202
+    assert own_p50 - 10 <= ttr["p50_ms"] <= own_p50 + slack, (figures, own)
+
+
+@pytest.mark.e2e
+def test_the_async_search_stops_where_the_backlog_grows(moto, tmp_path):
+    """`--shape async` against 2 workers of 200 ms (at most 10 results/s): rate steps of 3 req/s until
+    the backlog's slope is shown above 0; the capacity named is below what the workers can do."""
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/search/out", max_concurrent=2, s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=200, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "--shape", "async", "--start-rps", "3", "--max-rps", "30", "--step-seconds", "10",
+                         "--max-duration", "150", "--async-input-location", f"s3://{BUCKET}/in/request.json",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--out", str(tmp_path / "run"),
+                         env=moto.env())
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    search = summary["async_search"]
+    steps = search["steps"]
+    assert [s["rate_rps"] for s in steps] == [3.0 * (i + 1) for i in range(len(steps))]
+    assert steps[-1]["backlog"] == "grows" and steps[-1]["backlog_slope_ci95"][0] > 0, search
+    assert all(s["backlog"] != "grows" for s in steps[:-1])
+    assert "backlog grows" in search["stop_reason"] and "backlog grows" in summary["stop_reason"]
+    assert search["capacity_rps"] is None or search["capacity_rps"] <= 10  # 2 workers x 5 results/s
+    assert search["grows_at_rps"] == steps[-1]["rate_rps"] > (search["capacity_rps"] or 0)
+    backlog = summary["async"]["backlog"]
+    assert summary["async"]["backlog_every_s"] == 1 and max(backlog) == summary["async"]["backlog_max"] > 0
+    assert any(line.startswith("sm-locust: step ") or "step " in line for line in result.stdout.splitlines())

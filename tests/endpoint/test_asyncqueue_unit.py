@@ -60,7 +60,7 @@ class App:
 
 def _job(config, i, location="s3://b/in.json"):
     return Job(f"id{i}", location, config.output_location(f"id{i}"), config.failure_location(f"id{i}"),
-               "application/json", None, None, time.monotonic())
+               "application/json", None, None, time.monotonic(), received_at=time.time())
 
 
 def test_no_more_than_the_workers_at_once_and_every_job_answered_once():
@@ -98,3 +98,62 @@ def test_locations(path, failures):
         AsyncEndpointConfig("http://b/out").validate()
     with pytest.raises(ValueError, match="--async-max-concurrent"):
         AsyncEndpointConfig("s3://b", max_concurrent=0).validate()
+
+
+class FakeSNS:
+    def __init__(self, refuse: bool = False):
+        self.published: list[tuple[str, str]] = []
+        self.refuse = refuse
+
+    def publish(self, TopicArn, Message):
+        if self.refuse:
+            raise RuntimeError("topic gone")
+        self.published.append((TopicArn, Message))
+
+
+SUCCESS_TOPIC = "arn:aws:sns:eu-west-1:123456789012:ok"
+ERROR_TOPIC = "arn:aws:sns:eu-west-1:123456789012:bad"
+
+
+def test_each_answer_is_announced_on_its_topic_after_it_is_written():
+    from sm_locust.aws.async_notification import parse
+
+    config = AsyncEndpointConfig("s3://b/out", "s3://b/err", success_topic=SUCCESS_TOPIC,
+                                 error_topic=ERROR_TOPIC).validate()
+    s3, sns, app = FakeS3(), FakeSNS(), App()
+    app.counters = SharedCounters()
+    queue = AsyncQueue(config, app, s3=s3, sns=sns)
+    queue.process(_job(config, 1))
+    queue.process(_job(config, 2, "s3://b/nothing.json"))
+    assert [topic for topic, _ in sns.published] == [SUCCESS_TOPIC, ERROR_TOPIC]
+    ok, bad = (parse(message) for _, message in sns.published)
+    assert ok is not None and ok.succeeded and ok.output_location == "s3://b/out/id1.out"
+    assert bad is not None and not bad.succeeded and bad.failure_reason == (
+        "NoSuchKey: could not read the input s3://b/nothing.json")
+    assert ok.event_time is not None and ok.received_time is not None and ok.event_time >= ok.received_time
+    assert '"awsRegion":"eu-west-1"' in sns.published[0][1]
+    stats = app.counters.snapshot()
+    assert (stats["async_notifications"], stats["async_notification_errors"]) == (2, 0)
+
+
+def test_a_refused_publish_is_counted_and_the_answer_stays_written():
+    config = AsyncEndpointConfig("s3://b/out", "s3://b/err", success_topic=SUCCESS_TOPIC)
+    s3, app = FakeS3(), App()
+    app.counters = SharedCounters()
+    AsyncQueue(config, app, s3=s3, sns=FakeSNS(refuse=True)).process(_job(config, 1))
+    assert "s3://b/out/id1.out" in s3.objects
+    stats = app.counters.snapshot()
+    assert (stats["async_results"], stats["async_notifications"], stats["async_notification_errors"]) == (1, 0, 1)
+
+
+def test_topics_are_checked_and_given_back_as_flags():
+    for bad in ("ok", "arn:aws:sqs:us-east-1:123456789012:q", "arn:aws:sns:us-east-1:12:t"):
+        with pytest.raises(ValueError, match="--async-success-topic"):
+            AsyncEndpointConfig("s3://b", success_topic=bad).validate()
+    config = AsyncEndpointConfig("s3://b", success_topic=SUCCESS_TOPIC, error_topic=ERROR_TOPIC,
+                                 sns_url="http://127.0.0.1:5000")
+    flags = config.flags()
+    assert flags[flags.index("--async-success-topic") + 1] == SUCCESS_TOPIC
+    assert flags[flags.index("--async-error-topic") + 1] == ERROR_TOPIC
+    assert flags[flags.index("--async-sns-url") + 1] == "http://127.0.0.1:5000"
+    assert "--async-success-topic" not in AsyncEndpointConfig("s3://b").flags()

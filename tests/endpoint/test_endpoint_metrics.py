@@ -297,3 +297,45 @@ def test_loopback_client_gets_placeholder_credentials_never_the_users(monkeypatc
     assert creds.access_key == PLACEHOLDER_KEY and creds.secret_key == PLACEHOLDER_KEY
     assert client.meta.endpoint_url == "http://127.0.0.1:5000"
     assert is_loopback("http://localhost:1") and not is_loopback("https://monitoring.us-east-1.amazonaws.com")
+
+
+def test_an_async_endpoints_metrics_units_and_dimensions():
+    previous = window(async_results=10, async_failures=1)
+    current = window(async_results=16, async_failures=3,
+                     async_time_in_backlog_us_window_count=8, async_time_in_backlog_us_window_sum=8 * 250_000.0,
+                     async_time_in_backlog_us_window_min=0.0, async_time_in_backlog_us_window_max=900_000.0,
+                     async_total_processing_time_ms_window_count=8, async_total_processing_time_ms_window_sum=8 * 450.0,
+                     async_total_processing_time_ms_window_min=200.0, async_total_processing_time_ms_window_max=1100.0)
+    usage = [m.ResourceUsage(async_backlog=b, async_oldest_age_s=a) for b, a in ((4, 0.5), (6, 0.9), (0, 0.0))]
+    got = by_name(m.build_datums(previous, current, endpoint_name="ep", timestamp=T0, usage=usage,
+                                 instance_count=2, invocation_counts=False))
+    assert set(got) == {"ApproximateBacklogSize", "ApproximateBacklogSizePerInstance", "ApproximateAgeOfOldestRequest",
+                        "HasBacklogWithoutCapacity", "InvocationsProcessed", "InvocationFailures", "TimeInBacklog",
+                        "TotalProcessingTime"}
+    endpoint_only = {"ApproximateBacklogSize", "ApproximateBacklogSizePerInstance", "ApproximateAgeOfOldestRequest",
+                     "HasBacklogWithoutCapacity"}
+    for name, (namespace, datum) in got.items():
+        assert namespace == "AWS/SageMaker" == METRICS_BY_NAME[name].namespace
+        assert datum["Dimensions"] == (DIMS[:1] if name in endpoint_only else DIMS)
+        assert METRICS_BY_NAME[name].endpoint_only == (name in endpoint_only)  # what the report asks with
+    stats = {name: datum["StatisticValues"] for name, (_, datum) in got.items()}
+    assert stats["ApproximateBacklogSize"] == {"SampleCount": 3.0, "Sum": 10.0, "Minimum": 0.0, "Maximum": 6.0}
+    assert stats["ApproximateBacklogSizePerInstance"]["Maximum"] == 3.0  # two instances
+    assert stats["HasBacklogWithoutCapacity"]["Maximum"] == 0.0  # instances running
+    assert got["ApproximateAgeOfOldestRequest"][1]["Unit"] == "Seconds"
+    assert stats["InvocationsProcessed"]["Sum"] == 8.0 and stats["InvocationFailures"]["Sum"] == 2.0
+    assert got["TimeInBacklog"][1]["Unit"] == "Microseconds" and stats["TimeInBacklog"]["Maximum"] == 900_000.0
+    assert got["TotalProcessingTime"][1]["Unit"] == "Milliseconds" and stats["TotalProcessingTime"]["Sum"] == 3600.0
+    without = by_name(m.build_datums(previous, current, endpoint_name="ep", timestamp=T0,
+                                     usage=[m.ResourceUsage(async_backlog=3)], instance_count=0))
+    assert without["HasBacklogWithoutCapacity"][1]["StatisticValues"]["Maximum"] == 1.0  # scale from zero
+    assert "ApproximateBacklogSize" not in by_name(m.build_datums(window(), window(), endpoint_name="ep",
+                                                                  timestamp=T0, usage=[m.ResourceUsage(10.0)]))
+
+
+def test_async_gauges_from_the_shared_counters():
+    counters = SharedCounters()
+    counters.add(async_accepted=7, async_results=3, async_failures=1)
+    assert m.async_gauges(counters, clock=lambda: 100.0) == (3.0, 0.0)
+    counters.set_value("async_oldest_waiting_since", 97.5)
+    assert m.async_gauges(counters, clock=lambda: 100.0) == (3.0, 2.5)

@@ -152,3 +152,64 @@ def test_a_multi_model_endpoint_publishes_the_mme_metrics(endpoint_factory, moto
     assert statistic(cw, "ModelUnloadingTime", "SampleCount", endpoint="mm-ep") == 2
     waited_us = statistic(cw, "ModelLoadingWaitTime", "Sum", endpoint="mm-ep")
     assert statistic(cw, "ModelLoadingWaitTime", "SampleCount", endpoint="mm-ep") == 4 and waited_us >= 3 * 30_000
+
+
+def invoke_async(ep, name: str, location: str) -> int:
+    req = urllib.request.Request(f"{ep.url}/endpoints/{name}/async-invocations", data=b"", method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "X-Amzn-SageMaker-InputLocation": location})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status
+
+
+@pytest.mark.e2e
+def test_an_async_endpoint_publishes_its_queue_metrics_and_the_report_reads_them(endpoint_factory, moto_url):
+    """6 requests (one with a missing input) on 1 worker of 300 ms: 6 processed, 1 failure, a backlog
+    of up to 5 with EndpointName alone, each one's time in the backlog, and no Invocations."""
+    from sm_locust.endpoint.asyncqueue import AsyncEndpointConfig
+
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=moto_url,
+                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3.create_bucket(Bucket="async-metrics")
+    s3.put_object(Bucket="async-metrics", Key="in.json", Body=SAMPLE_PAYLOAD.read_bytes())
+    cw = cloudwatch(moto_url)
+    config = AsyncEndpointConfig(output_path="s3://async-metrics/out", max_concurrent=1, s3_url=moto_url)
+    ep = endpoint_factory(cloudwatch_url=moto_url, metrics_interval_s=INTERVAL_S, endpoint_name="aq-ep",
+                          service_time_ms=300, async_inference=config)
+    start = time.time()
+    locations = ["s3://async-metrics/in.json"] * 5 + ["s3://async-metrics/missing.json"]
+    assert [invoke_async(ep, "aq-ep", loc) for loc in locations] == [202] * 6
+    deadline = time.monotonic() + 60
+    while (ep.stats()["async_results"] + ep.stats()["async_failures"] < 6) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2 * INTERVAL_S)  # a gauge reading with the queue empty again
+    end = time.time()
+    assert ep.stop() == 0  # the final flush
+    assert statistic(cw, "InvocationsProcessed", "Sum", endpoint="aq-ep") == 6
+    assert statistic(cw, "InvocationFailures", "Sum", endpoint="aq-ep") == 1
+    assert statistic(cw, "TimeInBacklog", "SampleCount", endpoint="aq-ep") == 6
+    assert statistic(cw, "TimeInBacklog", "Maximum", endpoint="aq-ep") >= 4 * 300_000 * 0.9  # µs: the last waited 4
+    assert statistic(cw, "TotalProcessingTime", "Maximum", endpoint="aq-ep") >= 5 * 300 * 0.9  # ms
+    assert statistic(cw, "Invocations", "Sum", endpoint="aq-ep") is None  # not published for an async endpoint
+
+    def endpoint_only(name, stat):
+        now = datetime.now(UTC)
+        points = cw.get_metric_statistics(
+            Namespace="AWS/SageMaker", MetricName=name, Statistics=[stat], Period=3600,
+            Dimensions=[{"Name": "EndpointName", "Value": "aq-ep"}],
+            StartTime=now - timedelta(hours=1), EndTime=now + timedelta(minutes=1))["Datapoints"]
+        return max(p[stat] for p in points) if points else None
+
+    assert 1 <= endpoint_only("ApproximateBacklogSize", "Maximum") <= 6
+    assert endpoint_only("ApproximateBacklogSizePerInstance", "Maximum") == endpoint_only(
+        "ApproximateBacklogSize", "Maximum")
+    assert endpoint_only("ApproximateBacklogSize", "Minimum") == 0
+    assert endpoint_only("ApproximateAgeOfOldestRequest", "Maximum") > 0
+    assert endpoint_only("HasBacklogWithoutCapacity", "Maximum") == 0  # one instance all along
+    result = cwmod.fetch_endpoint_metrics(MetricRequest("aq-ep", start, end, async_inference=True), cloudwatch=cw)
+    frame = result.frame
+    assert frame["cw_InvocationsProcessed_sum_count"].sum() == 6
+    assert frame["cw_ApproximateBacklogSize_max_count"].max() >= 1
+    assert frame["cw_TimeInBacklog_max_ms"].max() >= 4 * 300 * 0.9
+    plain = cwmod.fetch_endpoint_metrics(MetricRequest("aq-ep", start, end), cloudwatch=cw).frame
+    assert "cw_ApproximateBacklogSize_max_count" not in plain.columns  # asked for only for an async run

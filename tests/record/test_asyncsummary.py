@@ -66,3 +66,41 @@ def test_closing_line():
     assert line.startswith("async: accepted 122, results 114, failed 6 (AsyncFailure: ModelError: bad row x6); ")
     assert "time to result p50 440 ms (95 % " in line and "awaited at the stop 2" in line
     assert answer_lines({}) == []
+
+
+def test_the_backlog_series_per_second_and_thinned_for_long_runs():
+    from sm_locust.record.asyncsummary import thin
+
+    calls = [AsyncCall(START + i, START + i + 0.1, START + i + 0.1 + 3.0, RESULT) for i in range(10)]
+    summary = AsyncSummary.from_calls(calls, START, START + 20)
+    assert len(summary.backlog) == 20 and summary.backlog_every_s == 1
+    assert max(summary.backlog) == summary.backlog_max == 3  # three calls in flight at each second's end
+    assert summary.backlog[-1] == 0
+    assert AsyncSummary.from_json(json.loads(json.dumps(summary.to_json()))).backlog == summary.backlog
+    values, every = thin(list(range(7200)) + [5], points=3600)
+    assert every == 3 and len(values) == 2401 and values[0] == 2 and values[-1] == 5
+    assert thin([4, 1, 2])[0] == (4, 1, 2)
+
+
+def test_the_ledger_counts_the_live_backlog_and_ships_it():
+    from sm_locust.transport.asyncwait import AsyncLedger
+
+    worker, master = AsyncLedger(), AsyncLedger()
+    for _ in range(3):
+        worker.open()
+    worker.add(AsyncCall(START, START + 0.1, START + 1, RESULT))
+    assert worker.backlog == 2
+    master.merge_delta(worker.take_delta(), "w1")
+    assert master.backlog == 2 and len(master.calls) == 1
+    worker.add(AsyncCall(START, START + 0.1, START + 2, RESULT))
+    master.merge_delta(worker.take_delta(), "w1")
+    assert master.backlog == worker.backlog == 1
+    assert worker.take_delta() is None
+
+
+def test_the_closing_line_names_the_notifications_delivery_when_nothing_was_polled():
+    calls = [AsyncCall(START + i, START + i + 0.02, START + i + 0.5, RESULT, 0, 40.0 + i) for i in range(8)]
+    line = AsyncSummary.from_calls(calls, START, START + 10).closing_line()
+    assert "(notification delivery <= 47 ms)" in line and "polls 0" in line
+    polled = [AsyncCall(START, START + 0.02, START + 0.5, RESULT, 3, 100.0)]
+    assert "(poll resolution <= 100 ms)" in AsyncSummary.from_calls(polled, START, START + 10).closing_line()

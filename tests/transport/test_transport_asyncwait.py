@@ -175,8 +175,11 @@ def test_one_event_per_call_with_the_waiters_verdict(appear, failed):
 
 def test_the_options():
     assert async_result_mode(" S3 ") == "s3" and async_result_mode("none") == "none"
-    with pytest.raises(UsageError, match="not supported yet"):
-        async_result_mode("sqs:https://sqs.us-east-1.amazonaws.com/1/q")
+    url = "https://sqs.us-east-1.amazonaws.com/123456789012/q"
+    assert async_result_mode(f" sqs:{url}") == f"sqs:{url}"
+    for bad in ("sqs:", "sqs:q", "sqs:https://a b"):
+        with pytest.raises(UsageError, match="queue's URL"):
+            async_result_mode(bad)
     with pytest.raises(UsageError, match="unknown"):
         parse_options({"async_result": "sns"})
     options = parse_options({})
@@ -187,6 +190,8 @@ def test_the_options():
     assert async_waiter(client, options) is None
     with pytest.raises(UsageError, match="needs --async-input-location"):
         async_waiter(client, parse_options({"async_result": "s3"}))
+    with pytest.raises(UsageError, match="--async-result sqs needs --async-input-location"):
+        async_waiter(client, parse_options({"async_result": f"sqs:{url}"}))
 
 
 def test_split_s3_uri():
@@ -207,3 +212,20 @@ def test_run_refuses_s3_results_without_an_input_before_anything_starts():
         plan_run(RunArguments.parse(args("--async-result", "s3")))
     planned = plan_run(RunArguments.parse(args("--async-result", "s3", "--async-input-location", "s3://b/in.json")))
     assert planned.options.async_result == "s3"
+
+
+def test_the_async_shape_needs_calls_that_wait_for_their_results():
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+
+    def args(*argv):
+        return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
+
+    with pytest.raises(UsageError, match="--shape async needs --async-result"):
+        plan_run(RunArguments.parse(args("--shape", "async", "--async-input-location", "s3://b/in.json")))
+    with pytest.raises(UsageError, match="conflicts with the async shape"):
+        plan_run(RunArguments.parse(args("--shape", "async", "-u", "3", "--async-result", "s3",
+                                         "--async-input-location", "s3://b/in.json")))
+    planned = plan_run(RunArguments.parse(args("--shape", "async-search", "--async-result", "s3",
+                                               "--async-input-location", "s3://b/in.json", "--start-rps", "2")))
+    assert planned.shape == "async" and planned.shape_settings.start_rps == 2
