@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import queue
 import random
 import threading
@@ -23,7 +24,15 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sm_locust.endpoint.llm_wire import AUTO, FORMATS, BadLlmRequest, Formatter, chat_counts, parse_request
+from sm_locust.endpoint.llm_wire import (
+    AUTO,
+    FORMATS,
+    BadLlmRequest,
+    Formatter,
+    chat_counts,
+    parse_request,
+    request_record,
+)
 from sm_locust.errors import UsageError
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.transport import eventstream as es
@@ -61,10 +70,15 @@ class LlmConfig:
     error_ratio: float = 0.0
     """Share of streams that end half-way with their format's in-band error (TGI's error event, LMI's error
     token, vLLM's error chunk)."""
+    request_log: str = ""
+    """A file each request received is appended to as one JSON line (`llm_wire.request_record`: arrival time,
+    prompt tokens, answer length asked, prompt block hashes): what the server saw, for checking a replay."""
 
     def validate(self) -> None:
         if self.max_sequences < 1:
             raise ValueError(f"--llm-max-sequences must be at least 1, got {self.max_sequences}")
+        if self.request_log and not os.path.isdir(os.path.dirname(os.path.abspath(self.request_log))):
+            raise ValueError(f"--llm-request-log {self.request_log!r}: its folder does not exist")
         if min(self.step_ms, self.step_ms_per_seq, self.prefill_ms_per_token) < 0:
             raise ValueError("--llm-step-ms, --llm-step-ms-per-seq and --llm-prefill-ms-per-token must not be negative")
         if self.step_ms + self.step_ms_per_seq <= 0:
@@ -337,11 +351,15 @@ class LlmEngine:
         self._work = threading.Condition()
         self._loop: threading.Thread | None = None
         self.steps = itertools.count()
+        self._log_fd: int | None = None
 
     # -- requests --
     def start(self, body: bytes) -> tuple[Formatter, Sequence]:
         """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence."""
+        arrived = time.time()
         request = parse_request(body)
+        if self.config.request_log:
+            self._log(request_record(request, arrived))
         fmt = request.format if self.config.format == AUTO else self.config.format
         length = self.output_length(request.max_new_tokens)
         sequence = Sequence(request.prompt_tokens, length, arrived=self._clock(), tokens=queue.SimpleQueue())
@@ -351,6 +369,13 @@ class LlmEngine:
             self._work.notify()
         self._ensure_loop()
         return formatter, sequence
+
+    def _log(self, line: bytes) -> None:
+        """One whole line per write, appended (O_APPEND: the workers' lines never interleave)."""
+        if self._log_fd is None:
+            self._log_fd = os.open(self.config.request_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                                   0o600)
+        os.write(self._log_fd, line)
 
     def output_length(self, asked: int | None) -> int:
         if self.lengths is not None:

@@ -349,9 +349,9 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
 
 
 def accounting_for(call: Callable, environment: Any, options: Options) -> Callable:
-    """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`)
+    """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`, `--trace`)
     or streams (`--stream`); else `call` itself."""
-    llm = bool(options.prompts)
+    llm = bool(options.prompts or options.trace)
     if not (options.stream or llm):
         return call
     return token_accounting(call, environment, responses=llm, count_text=text_counter(options.tokenizer))

@@ -599,6 +599,7 @@ class Summary(Record):
     mix: Mix | None = json_field(Mix)
     autoscaling: Autoscaling | None = json_field(Autoscaling)
     traffic: JsonObject | None = json_field("object?")
+    trace: JsonObject | None = json_field("object?")  # --trace: the trace replayed and the sends' lateness
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers

@@ -2,7 +2,7 @@
 
 Each shape lives in its own locustfile (`sm_locust/locustfiles/<name>_shape.py`) because Locust uses
 the first shape class it finds: `sm-locust run --shape NAME` adds the right file. Shapes: `step`,
-`plateau`, `phases`, `open`, `traffic` (docs/plateau.md).
+`plateau`, `phases`, `open`, `traffic` (docs/plateau.md), `trace` (docs/llm.md).
 """
 
 from __future__ import annotations
@@ -16,3 +16,4 @@ SHAPES.add("plateau", "plateau_shape", "search", "adaptive")
 SHAPES.add("phases", "phases_shape", "stairs", "traffic-pattern", "ir")
 SHAPES.add("open", "open_shape", "open-loop", "rate")
 SHAPES.add("traffic", "traffic_shape", "rates", "rate-phases")
+SHAPES.add("trace", "trace_shape", "replay")
