@@ -336,6 +336,7 @@ class Llm(Record, _Figures):
     requests: int | None = json_field("count?")
     tokens_source: str | None = json_field("text?")
     ci95: Intervals | None = json_field("intervals?")
+    excluded: JsonObject | None = json_field("object?")  # --warmup-s / --cooldown-s: what was left out
 
     def percentile(self, percentile: float, prefix: str = "ttft_") -> float | None:
         """A token latency's percentile: `prefix` 'ttft_', 'itl_', 'tpot_' or 'e2e_'."""
