@@ -109,6 +109,10 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--traffic", "SM_LOCUST_TRAFFIC", None,
                "traffic shape: open-loop rate phases, a YAML/JSON file or text: [{duration_s: 300, rps: 20}, ...] "
                "(docs/autoscaling.md)", group="traffic", web_check=inline_only("--traffic", "[", "{")),
+    OptionSpec("--stop-when-oversaturated", "SM_LOCUST_STOP_WHEN_OVERSATURATED", False,
+               "open shape, --trace: stop the run, saying why, once the endpoint is over-saturated (over the last "
+               "30-120 s the requests waiting grow while completions do not, on their 95 %% intervals)", bool,
+               group="slo"),
     OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
                "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
                "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float,
@@ -225,6 +229,7 @@ class ShapeSettings:
     spawn_rate: float | None = None  # Locust's -r, when given (the step shape's ramp)
     objective: TokenObjective | None = None  # --objective output-tokens (shapes/tokens.py); None = requests
     trace: str = ""  # --trace: a request trace to replay (the trace shape; the option is payloads/llm.py's)
+    stop_when_oversaturated: bool = _DEFAULT["stop_when_oversaturated"]  # shapes/saturation.py
 
     @classmethod
     def from_options(cls, options: Options, spawn_rate: float | None = None) -> ShapeSettings:
@@ -254,6 +259,9 @@ class ShapeSettings:
         if self.trace and shape != "trace":
             raise UsageError(f"--trace sets when each request is sent; it replaces the {shape or 'constant users'} "
                              "shape: leave --shape out (or --shape trace)")
+        if self.stop_when_oversaturated and shape not in ("open", "trace"):
+            raise UsageError("--stop-when-oversaturated judges an open-loop run at a set load: use it with "
+                             "--target-rps R (the open shape) or --trace FILE")
         if shape == "trace" and not self.trace:
             raise UsageError("--shape trace needs --trace FILE (a Mooncake-format JSONL trace)")
         if self.traffic is not None and shape != "traffic":

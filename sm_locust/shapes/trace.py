@@ -43,6 +43,10 @@ class TraceShape(SmLocustShape):
         if self.max_duration_s is not None and now - self.started >= self.max_duration_s:
             self.stop_reason = f"max duration {self.max_duration_s:g} s reached (--max-duration)"
             return None
+        reason = self.oversaturated(seconds)
+        if reason is not None:
+            self.stop_reason = reason
+            return None
         classes = [c for c in self.active_runner.user_classes if issubclass(c, TraceReplayUser)]
         if not classes:
             raise UsageError("--trace needs the trace locustfile's user (sm_locust/locustfiles/trace_shape.py)")
