@@ -24,6 +24,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import orjson
+
 from sm_locust.endpoint.llm_wire import (
     AUTO,
     FORMATS,
@@ -72,7 +74,8 @@ class LlmConfig:
     token, vLLM's error chunk)."""
     request_log: str = ""
     """A file each request received is appended to as one JSON line (`llm_wire.request_record`: arrival time,
-    prompt tokens, answer length asked, prompt block hashes): what the server saw, for checking a replay."""
+    prompt tokens, answer length asked, prompt block hashes), and each streamed answer its token gaps: what the
+    server saw and sent, for checking a replay or a client's ITL."""
 
     def validate(self) -> None:
         if self.max_sequences < 1:
@@ -377,6 +380,12 @@ class LlmEngine:
                                    0o600)
         os.write(self._log_fd, line)
 
+    def log_answer(self, written: list[float], generated: list[float]) -> None:
+        """`--llm-request-log`: a streamed answer's gaps between tokens (ms), as written to the socket and as
+        the batch made them, one line (`"answer": true`)."""
+        self._log(orjson.dumps({"answer": True, "written_itl_ms": _gaps(written),
+                                "generated_itl_ms": _gaps(generated)}) + b"\n")
+
     def output_length(self, asked: int | None) -> int:
         if self.lengths is not None:
             drawn = self.lengths.sample(self.rng)
@@ -426,6 +435,10 @@ class LlmEngine:
             for sequence in step.sequences:
                 if not sequence.cancelled:
                     sequence.tokens.put(True)
+
+
+def _gaps(times: list[float]) -> list[float]:
+    return [round((b - a) * 1000.0, 3) for a, b in itertools.pairwise(times)]
 
 
 def _sleep(seconds: float) -> None:
@@ -484,14 +497,18 @@ def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequenc
     started = time.perf_counter()
     fail_at = sequence.output_tokens // 2 if fault else None
     tokens = engine.tokens(formatter, sequence, fail_at)
+    written: list[float] = []
     try:
         for part in tokens:
+            written.append(time.perf_counter())  # handed to the socket: the ITL this server delivers
             yield es.encode_payload_part(part)
     finally:  # a client that went away: its sequence leaves the batch
         tokens.close()
     model_us = (time.perf_counter() - started) * 1e6
     if fault is None:
         app.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us)
+        if engine.config.request_log:
+            engine.log_answer(written, sequence.token_times)
         return
     if fault == IN_BAND:
         yield es.encode_payload_part(formatter.error(fail_at or 0))

@@ -248,8 +248,11 @@ def test_a_forty_request_trace_arrives_at_its_times_with_its_lengths(endpoint_fa
                      "--out", str(out), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stopped: trace replayed: 40 of 40 requests sent" in result.stdout
-    received = [orjson.loads(line) for line in log.read_bytes().splitlines()]
-    assert len(received) == 40
+    lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    received = [line for line in lines if "prompt_tokens" in line]
+    answers = [line for line in lines if line.get("answer")]
+    assert len(received) == 40 and len(answers) == 40 and len(lines) == 80
+    assert sorted(len(a["written_itl_ms"]) + 1 for a in answers) == sorted(r["output_length"] for r in rows)
     by_lengths = {(r["input_length"], r["output_length"]): r for r in rows}
     assert len(by_lengths) == 40
     matched = [(by_lengths[(q["prompt_tokens"], q["max_new_tokens"])], q) for q in received]  # lengths as traced
