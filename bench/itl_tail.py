@@ -37,8 +37,8 @@ def measure(streams: int, seconds: int, tokens: int, folder: Path) -> dict:
         out = folder / f"run-{streams}"
         result = subprocess.run(
             [sys.executable, "-m", "sm_locust", "run", "--endpoint-name", "llm", "--endpoint-url", ep.url,
-             "--prompts", "synthetic:16", "--max-new-tokens", str(tokens), "--stream", "true", "-u", str(streams), "-r", str(streams),
-             "-t", f"{seconds}s", "--out", str(out), "-q"],
+             "--prompts", "synthetic:16", "--max-new-tokens", str(tokens), "--stream", "true",
+             "-u", str(streams), "-r", str(streams), "-t", f"{seconds}s", "--out", str(out), "-q"],
             capture_output=True, text=True, timeout=seconds + 120)
         if result.returncode != 0:
             raise SystemExit(result.stdout + result.stderr)
