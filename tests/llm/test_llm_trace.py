@@ -293,3 +293,18 @@ def test_prompts_are_exact_under_a_tokenizer(tmp_path):
     plain = build_pool(LlmSettings(trace=path).check(), stream=True)
     assert any(len(tok.encode(parse_request(plain.invocation(i).body).prompt, add_special_tokens=False).ids)
                != plain.trace.rows[i].input_length for i in range(12))
+
+
+def test_a_trace_is_sent_as_it_is(tmp_path, capsys):
+    path = write_trace(tmp_path / "t.jsonl", forty_rows()[:3])
+    out = tmp_path / "run"
+    base = ["run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out", str(out),
+            "--trace", path]
+    for extra, needle in ((["--split", "2"], "drop --split"),
+                          (["--target-models", "uniform:3"], "drop --target-models / --inference-components"),
+                          (["--async-input-location", "s3://bucket/in.json"], "drop --async-input-location")):
+        code = main(base + extra)
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and "--trace sends each traced request once" in lines[0], (extra, lines)
+        assert needle in lines[0]
+    assert not out.exists()
