@@ -10,6 +10,7 @@ the one user the trace shape starts; the default locustfile's subclass adds toke
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,12 +21,14 @@ from locust import task
 
 from sm_locust.config.openloop import OpenLoopSettings
 from sm_locust.config.options import environment_options
+from sm_locust.errors import SmLocustError
 from sm_locust.llm.trace import lateness
 from sm_locust.transport.options import operation
 from sm_locust.users.openloop import IDLE_WAIT_S, SEND_LATE_TOLERANCE_S, OpenLoopCounters
 from sm_locust.users.sagemaker import SageMakerUser
 
 ATTRIBUTE = "sm_locust_trace_replay"
+log = logging.getLogger(__name__)
 
 
 class TraceReplay:
@@ -44,6 +47,8 @@ class TraceReplay:
         counters._pools.append(self.in_flight)
         self.lags_s: list[float] = []
         self.dropped = 0
+        self.unbuilt = 0
+        """Rows whose prompt could not be written (the tokenizer): skipped."""
         self.started: float | None = None
         self.done = False
         self.stopped = False
@@ -54,12 +59,24 @@ class TraceReplay:
         return self
 
     def run(self) -> None:
+        try:
+            self._send_all()
+            self.in_flight.join()
+        finally:
+            self.done = True  # the shape ends the run: never left waiting on a replay that died
+
+    def _send_all(self) -> None:
         offsets = self.pool.trace.offsets_s(self.time_scale)
         start = self.started = self.clock()
         for index, offset in enumerate(offsets):
             if self.stopped:
                 break
-            invocation = self.pool.invocation(index)  # before it is due
+            try:
+                invocation = self.pool.invocation(index)  # before it is due
+            except SmLocustError as exc:  # a row the tokenizer cannot write: said, counted, skipped
+                self.unbuilt += 1
+                log.error("sm-locust: %s", exc)
+                continue
             intended = start + offset
             delay = intended - self.clock()
             if delay > 0:
@@ -74,8 +91,6 @@ class TraceReplay:
             self.lags_s.append(lag)
             self.counters.add(sent=1, late=int(lag > SEND_LATE_TOLERANCE_S))
             self.in_flight.spawn(self.call, invocation, started=intended)
-        self.in_flight.join()
-        self.done = True
 
     def stop(self) -> None:
         self.stopped = True
@@ -87,8 +102,8 @@ class TraceReplay:
         """summary.json's `trace`: the trace replayed, and how the sends kept its times."""
         rows = len(self.pool)
         return {**self.pool.trace.describe(self.time_scale), "sent": len(self.lags_s), "dropped": self.dropped,
-                "not_sent": rows - len(self.lags_s) - self.dropped, "late_after_ms": SEND_LATE_TOLERANCE_S * 1000,
-                "send_lag_ms": lateness(self.lags_s)}
+                "unbuilt": self.unbuilt, "not_sent": rows - len(self.lags_s) - self.dropped - self.unbuilt,
+                "late_after_ms": SEND_LATE_TOLERANCE_S * 1000, "send_lag_ms": lateness(self.lags_s)}
 
 
 def replay_of(environment: Any) -> TraceReplay | None:

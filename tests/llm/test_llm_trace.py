@@ -200,6 +200,31 @@ def test_a_late_send_is_counted_and_a_full_pool_drops():
     assert full.counters.snapshot() == (0, 0, 2) and full.describe()["dropped"] == 2
 
 
+def test_a_row_that_cannot_be_written_is_skipped_and_the_replay_still_ends():
+    clock = FakeClock()
+    sent: list[int] = []
+    replay = TraceReplay(Pool([TraceRow(t, 5, 1) for t in (0, 10, 20)]),
+                         lambda invocation, started: sent.append(invocation[1]), OpenLoopCounters(), clock=clock,
+                         sleep=clock.sleep)
+    real_invocation = replay.pool.invocation
+
+    def failing(index):
+        if index == 1:
+            raise UsageError("trace line 2: cannot write a prompt of exactly 5 tokens with this tokenizer")
+        return real_invocation(index)
+
+    replay.pool.invocation = failing
+    replay.run()
+    assert replay.done and sent == [0, 2] and replay.describe()["unbuilt"] == 1
+    assert replay.describe()["not_sent"] == 0
+    broken = TraceReplay(Pool([TraceRow(0, 5, 1)]), lambda invocation, started: None, OpenLoopCounters(),
+                         clock=clock, sleep=clock.sleep)
+    broken.pool.invocation = lambda index: 1 / 0
+    with pytest.raises(ZeroDivisionError):
+        broken.run()
+    assert broken.done  # the shape is never left waiting
+
+
 def test_the_endpoint_records_what_it_received():
     prompts = TracePrompts(WORDS, seed=0)
     text = prompts.prompt(TraceRow(0, 1100, 1, (5, 6, 7)), 0)
