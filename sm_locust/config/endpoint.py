@@ -97,6 +97,7 @@ class SageMakerSettings:
     sm_progress: float = _DEFAULT["sm_progress"]
     transport: str = "fast"  # --transport's default (sm_locust.transport.options; a test checks they agree)
     prompts: str = ""  # --prompts: LLM prompts instead of a payload (sm_locust.payloads.llm)
+    trace: str = ""  # --trace: a request trace replayed instead of a payload (sm_locust.payloads.trace)
 
     @classmethod
     def from_options(cls, options: Options) -> SageMakerSettings:
@@ -108,9 +109,9 @@ class SageMakerSettings:
         check_endpoint_name(self.endpoint_name)  # SageMaker's pattern: it becomes part of the request path
         for name, value in {"content_type": self.content_type or None, **self.headers()}.items():
             check_header(name, value)  # a CRLF or a 2 KB value would fail every request
-        if need_payload and not (self.payload or self.prompts):
+        if need_payload and not (self.payload or self.prompts or self.trace):
             raise UsageError("no payload: pass --payload PATH to a request body file (or set SM_LOCUST_PAYLOAD), "
-                             "or --prompts for an LLM endpoint")
+                             "or --prompts (or --trace) for an LLM endpoint")
         if self.endpoint_url and not self.endpoint_url.startswith(("http://", "https://")):
             raise UsageError(f"--endpoint-url {self.endpoint_url!r} must start with http:// or https://")
         return self

@@ -230,6 +230,7 @@ OPTION_PROVIDERS: tuple[tuple[str, str], ...] = (
     ("sm_locust.transport.options:OPTIONS", "endpoint"),
     ("sm_locust.payloads.llm:OPTIONS", "llm"),
     ("sm_locust.shapes.tokens:OPTIONS", "llm"),
+    ("sm_locust.record.llm_options:OPTIONS", "llm"),
     ("sm_locust.mix.options:OPTIONS", "mix"),
     ("sm_locust.publish.options:OPTIONS", "publish"),
     ("sm_locust.record.requests_log_options:OPTIONS", "output"),

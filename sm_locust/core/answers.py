@@ -20,6 +20,10 @@ def _verdict_llm(summary: Summary) -> tuple[Llm | None, str]:
     for step in summary.steps:
         if users is not None and step.users == users and step.llm is not None:
             return step.llm, f"at the verdict's step, {load_words(users, None)}"
+    excluded = summary.llm.excluded if summary.llm is not None else None
+    if excluded and excluded.get("applied"):  # --warmup-s / --cooldown-s left the run's edges out
+        return summary.llm, (f"whole run without its first {float(excluded.get('warmup_s') or 0):g} s and last "
+                             f"{float(excluded.get('cooldown_s') or 0):g} s")
     return summary.llm, "whole run"
 
 

@@ -78,6 +78,9 @@ def locust_load(options: Options, *, users: int | None, spawn_rate: float | None
     if processes is not None and (processes == 0 or processes < -1):
         raise UsageError(f"--processes must be a number of worker processes (N >= 1, or -1 for one per core), "
                          f"got {processes}")
+    if processes is not None and shape == "trace":
+        raise UsageError("--trace replays from one Locust process (its sends keep the trace's times); drop "
+                         "--processes")
     if run_time is None:
         run_time = default_run_time(shape, options.max_duration)
     else:
@@ -106,7 +109,7 @@ def plan_run(arguments: RunArguments, *, progress_every_s: float | None = None,
     options = arguments.options
     endpoint = SageMakerSettings.from_options(options).validate()
     check_async_result(options)  # --async-result s3 needs the input object
-    shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic)
+    shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic, trace=options.trace)
     check_async_shape(shape, options.async_result)
     shape_settings = ShapeSettings.from_options(options, run.spawn_rate).check(shape)
     load = locust_load(options, users=run.users, spawn_rate=run.spawn_rate, run_time=run.run_time, shape=shape,

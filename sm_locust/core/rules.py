@@ -15,18 +15,20 @@ from sm_locust.errors import UsageError
 from sm_locust.shapes import SHAPES
 
 # Shapes whose own logic decides how many users run: a fixed user count beside them contradicts it.
-SHAPES_THAT_DECIDE_THE_LOAD = ("plateau", "phases", "open", "traffic", "async")
+SHAPES_THAT_DECIDE_THE_LOAD = ("plateau", "phases", "open", "traffic", "async", "trace")
 DEFAULT_RUN_TIME = "1m"  # a run without a shape (constant users) or with the open shape and no budget
 SHAPE_SPAWN_RATE = 100.0  # users/s when a shape decides: Locust warns above 100 (shapes/settings.py)
 
 
 def chosen_shape(shape: str | None, *, target_rps: float | None, traffic: str | None,
-                 default: str | None = None) -> str | None:
+                 default: str | None = None, trace: str | None = None) -> str | None:
     """The canonical shape name: the one named (an alias resolved; unknown: a UsageError listing the
-    shapes), else the one the options imply (`--target-rps` alone: open; `--traffic` alone: traffic),
-    else `default` (None: constant users)."""
+    shapes), else the one the options imply (`--target-rps` alone: open; `--traffic` alone: traffic;
+    `--trace`: trace), else `default` (None: constant users)."""
     if shape:
         return SHAPES.canonical(shape)
+    if trace:
+        return "trace"
     if target_rps is not None:
         return "open"
     if traffic:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 import queue
 import random
 import threading
@@ -23,7 +24,17 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sm_locust.endpoint.llm_wire import AUTO, FORMATS, BadLlmRequest, Formatter, chat_counts, parse_request
+import orjson
+
+from sm_locust.endpoint.llm_wire import (
+    AUTO,
+    FORMATS,
+    BadLlmRequest,
+    Formatter,
+    chat_counts,
+    parse_request,
+    request_record,
+)
 from sm_locust.errors import UsageError
 from sm_locust.llm.lengths import LengthDistribution
 from sm_locust.transport import eventstream as es
@@ -61,10 +72,16 @@ class LlmConfig:
     error_ratio: float = 0.0
     """Share of streams that end half-way with their format's in-band error (TGI's error event, LMI's error
     token, vLLM's error chunk)."""
+    request_log: str = ""
+    """A file each request received is appended to as one JSON line (`llm_wire.request_record`: arrival time,
+    prompt tokens, answer length asked, prompt block hashes), and each streamed answer its token gaps: what the
+    server saw and sent, for checking a replay or a client's ITL."""
 
     def validate(self) -> None:
         if self.max_sequences < 1:
             raise ValueError(f"--llm-max-sequences must be at least 1, got {self.max_sequences}")
+        if self.request_log and not os.path.isdir(os.path.dirname(os.path.abspath(self.request_log))):
+            raise ValueError(f"--llm-request-log {self.request_log!r}: its folder does not exist")
         if min(self.step_ms, self.step_ms_per_seq, self.prefill_ms_per_token) < 0:
             raise ValueError("--llm-step-ms, --llm-step-ms-per-seq and --llm-prefill-ms-per-token must not be negative")
         if self.step_ms + self.step_ms_per_seq <= 0:
@@ -337,11 +354,15 @@ class LlmEngine:
         self._work = threading.Condition()
         self._loop: threading.Thread | None = None
         self.steps = itertools.count()
+        self._log_fd: int | None = None
 
     # -- requests --
     def start(self, body: bytes) -> tuple[Formatter, Sequence]:
         """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence."""
+        arrived = time.time()
         request = parse_request(body)
+        if self.config.request_log:
+            self._log(request_record(request, arrived))
         fmt = request.format if self.config.format == AUTO else self.config.format
         length = self.output_length(request.max_new_tokens)
         sequence = Sequence(request.prompt_tokens, length, arrived=self._clock(), tokens=queue.SimpleQueue())
@@ -351,6 +372,19 @@ class LlmEngine:
             self._work.notify()
         self._ensure_loop()
         return formatter, sequence
+
+    def _log(self, line: bytes) -> None:
+        """One whole line per write, appended (O_APPEND: the workers' lines never interleave)."""
+        if self._log_fd is None:
+            self._log_fd = os.open(self.config.request_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                                   0o600)
+        os.write(self._log_fd, line)
+
+    def log_answer(self, written: list[float], generated: list[float]) -> None:
+        """`--llm-request-log`: a streamed answer's gaps between tokens (ms), as written to the socket and as
+        the batch made them, one line (`"answer": true`)."""
+        self._log(orjson.dumps({"answer": True, "written_itl_ms": _gaps(written),
+                                "generated_itl_ms": _gaps(generated)}) + b"\n")
 
     def output_length(self, asked: int | None) -> int:
         if self.lengths is not None:
@@ -401,6 +435,10 @@ class LlmEngine:
             for sequence in step.sequences:
                 if not sequence.cancelled:
                     sequence.tokens.put(True)
+
+
+def _gaps(times: list[float]) -> list[float]:
+    return [round((b - a) * 1000.0, 3) for a, b in itertools.pairwise(times)]
 
 
 def _sleep(seconds: float) -> None:
@@ -459,14 +497,18 @@ def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequenc
     started = time.perf_counter()
     fail_at = sequence.output_tokens // 2 if fault else None
     tokens = engine.tokens(formatter, sequence, fail_at)
+    written: list[float] = []
     try:
         for part in tokens:
+            written.append(time.perf_counter())  # handed to the socket: the ITL this server delivers
             yield es.encode_payload_part(part)
     finally:  # a client that went away: its sequence leaves the batch
         tokens.close()
     model_us = (time.perf_counter() - started) * 1e6
     if fault is None:
         app.counters.add(invocations=1, successes=1, model_latency_us_sum=model_us)
+        if engine.config.request_log:
+            engine.log_answer(written, sequence.token_times)
         return
     if fault == IN_BAND:
         yield es.encode_payload_part(formatter.error(fail_at or 0))

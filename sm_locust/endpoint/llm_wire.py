@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,22 @@ def parse_request(body: bytes) -> LlmRequest:
                           roles=tuple(str(m.get("role", "")) for m in chat),
                           assistant=tuple(str(m.get("content", "")) for m in chat if m.get("role") == "assistant"))
     raise BadLlmRequest("the LLM expects {\"inputs\": ...} (TGI, LMI) or {\"messages\": [...]} (OpenAI-style chat)")
+
+
+RECORD_BLOCK_WORDS = 512
+"""A request record's prompt blocks: as many words as a Mooncake trace's hash_id block has tokens."""
+
+
+def request_record(request: LlmRequest, arrived: float) -> bytes:
+    """One line of `--llm-request-log`: when the request arrived (Unix time), its prompt's tokens (the
+    words-and-punctuation count), the answer length asked, and a CRC-32 of each whole 512-word block of
+    its prompt (equal blocks, equal numbers: the prefix reuse the server saw)."""
+    words = request.prompt.split()
+    blocks = [zlib.crc32(" ".join(words[i:i + RECORD_BLOCK_WORDS]).encode())
+              for i in range(0, len(words) - RECORD_BLOCK_WORDS + 1, RECORD_BLOCK_WORDS)]
+    return orjson.dumps({"t": round(arrived, 6), "format": request.format, "prompt_tokens": request.prompt_tokens,
+                         "max_new_tokens": request.max_new_tokens, "messages": len(request.roles),
+                         "blocks": blocks}) + b"\n"
 
 
 def _length(value: Any, name: str) -> int | None:

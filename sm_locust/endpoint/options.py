@@ -125,6 +125,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
           "stream_options.include_usage): true (default) or false (never)", None, bool, "llm"),
     _spec("--llm-error-ratio", "share of streams that end half-way with their format's in-band error (TGI's error "
           "event, LMI's error token, vLLM's error chunk) (0-1, default 0)", None, float, "llm"),
+    _spec("--llm-request-log", "append one JSON line per request received to this file (arrival time, prompt "
+          "tokens, answer length asked, a hash of each 512-word prompt block): what the server saw", None, None,
+          "llm"),
     # serverless emulation: defaults and ranges in sm_locust.endpoint.serverless.ServerlessConfig
     _spec("--serverless-memory-mb", "MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x "
           "6144 / this (CPU share proportional to memory); turns the emulation on (default 2048 when another "

@@ -48,7 +48,8 @@ from sm_locust.payloads.options import prepare_payloads
 from sm_locust.payloads.split import PARTS
 from sm_locust.publish.live import attach_publisher
 from sm_locust.record.folders import choose_out_dir
-from sm_locust.record.llm import accounting_for
+from sm_locust.record.llm import LlmStats, accounting_for
+from sm_locust.record.llm_options import FigureTrim
 from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.requests_log import attach_request_log
@@ -219,6 +220,7 @@ def _load_payloads(environment, **_kw) -> None:
         return
     environment.sm_locust_payloads = prepared.pool
     environment.sm_locust_validator = prepared.validator
+    LlmStats.for_environment(environment).trim = FigureTrim.from_options(options)  # --warmup-s, --cooldown-s
     recorder = recorder_of(environment)
     if recorder is not None:
         recorder.endpoint = settings.endpoint_name

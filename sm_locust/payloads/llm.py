@@ -12,6 +12,7 @@ not count. Bad input (a line that is not JSON or does not match the template, LL
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
 from sm_locust.payloads.datasets import DEFAULT_COLUMNS, LENGTH_KEYS, MAX_PROMPTS, Columns, is_table, mapped, read_table
 from sm_locust.payloads.files import check_payload_path, without_bom
 from sm_locust.payloads.pool import PayloadPool
+from sm_locust.payloads.trace import TracePool, trace_pool
 from sm_locust.util.registry import Registry
 from sm_locust.util.yamlsafe import inline_only
 
@@ -49,6 +51,13 @@ _WORDS = ("the of and to in is was for on that with as by at from his her this h
           "down should because each just those people how too little state good very make world still own see "
           "men work long get here between both life being under never day same another know while last might us "
           "great old year off come since against go came right used take three").split()
+
+def _command_line_only(flag: str):
+    """The web UI's check of an option that names a file: only the command line may name one."""
+    def check(_text: str) -> None:
+        raise UsageError(f"{flag}: a file can only be named on the command line (or SM_LOCUST_*), not in the web UI")
+    return check
+
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
@@ -78,6 +87,11 @@ OPTIONS: list[OptionSpec] = [
                "LLM endpoints: the model's tokenizer.json (Hugging Face tokenizers; or the folder holding it), read "
                "offline: synthetic prompts are made to exact lengths by it, dataset prompts and answers without the "
                "server's counts are counted by it (needs: pip install 'sm-locust[tokenizer]')"),
+    OptionSpec("--trace", "SM_LOCUST_TRACE", "",
+               "LLM endpoints: replay a Mooncake-format trace (JSONL: timestamp ms, input_length, output_length, "
+               "hash_ids): each request sent open-loop at its time (--time-scale 2: twice as fast), its prompt "
+               "input_length tokens whose hash_ids blocks are shared, output_length asked for",
+               web_check=_command_line_only("--trace")),
 ]
 
 
@@ -96,20 +110,25 @@ class LlmSettings:
     """`--prompt-column`, `--output-tokens-column`: a dataset's columns."""
     turns: int = 1
     """`--turns`: turns per conversation (messages template)."""
+    trace: str = ""
+    """`--trace`: a Mooncake-format trace to replay (payloads/trace.py)."""
 
     @classmethod
     def from_options(cls, options: Options) -> LlmSettings:
         return cls(prompts=options.prompts, template=options.llm_template, max_new_tokens=options.max_new_tokens,
                    details=options.llm_details, tokenizer=options.tokenizer,
-                   columns=Columns(options.prompt_column, options.output_tokens_column), turns=options.turns)
+                   columns=Columns(options.prompt_column, options.output_tokens_column), turns=options.turns,
+                   trace=options.trace)
 
     @property
     def active(self) -> bool:
-        """LLM requests are built (`--prompts` given)."""
-        return bool(self.prompts)
+        """LLM requests are built (`--prompts` or `--trace` given)."""
+        return bool(self.prompts or self.trace)
 
     def check(self, payload: str = "") -> LlmSettings:
         """The combinations that cannot work (one line each)."""
+        if self.trace:
+            return self._check_trace(payload)
         if not self.prompts:
             given = [flag for flag, value in (("--llm-template", self.template),
                                               ("--max-new-tokens", self.max_new_tokens),
@@ -138,6 +157,15 @@ class LlmSettings:
             raise UsageError("--llm-details false shapes the tgi template's requests; the messages template asks for "
                              "usage instead (stream_options.include_usage): drop --llm-details")
         return checked
+
+    def _check_trace(self, payload: str) -> LlmSettings:
+        given = [flag for flag, value in (("--prompts", self.prompts), ("--max-new-tokens", self.max_new_tokens),
+                                          ("--prompt-column", self.columns.prompt),
+                                          ("--output-tokens-column", self.columns.output_tokens),
+                                          ("--turns", self.turns > 1), ("--payload", payload)) if value]
+        if given:
+            raise UsageError(f"--trace gives each request's lengths and time; drop {' and '.join(given)}")
+        return dataclasses.replace(self, template=TEMPLATES.canonical(self.template) if self.template else TGI)
 
 
 def request_body(template: str, prompt: str | list, max_new_tokens: int, stream: bool, details: bool = True) -> dict:
@@ -321,11 +349,18 @@ def prompt_tokens(prompt: str | list, count: Counter = estimate_tokens) -> int:
     return count(prompt)
 
 
+def _trace_body(template: str, stream: bool, details: bool, prompt: str, output_length: int) -> dict:
+    return request_body(template, prompt, output_length, stream, details)
+
+
 def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = None, selection: str | None = None,
-               seed: int = 0) -> PayloadPool:
+               seed: int = 0) -> PayloadPool | TracePool:
     """The pool of LLM invocations for a run (`settings` already checked)."""
     prompts: Sequence[tuple[str | list, int | None]]
     tokenizer = load_tokenizer(settings.tokenizer) if settings.tokenizer else None
+    if settings.trace:
+        return trace_pool(settings.trace, functools.partial(_trace_body, settings.template, stream, settings.details),
+                          tokenizer=tokenizer, english=_WORDS, seed=seed, headers=headers)
     count_tokens: Counter = tokenizer.count if tokenizer is not None else estimate_tokens
     if settings.prompts.startswith(SYNTHETIC):
         prompts = synthetic_prompts(settings.prompts[len(SYNTHETIC):], seed=seed, tokenizer=tokenizer)
@@ -348,8 +383,8 @@ def build_pool(settings: LlmSettings, *, stream: bool, headers: dict | None = No
     return PayloadPool(invocations, settings.prompts, selection=selection, seed=seed)
 
 
-def llm_pool(settings: SageMakerSettings, options: Options) -> PayloadPool | None:
-    """The LLM pool when `--prompts` is given, else None (then `--payload` is read as usual).
+def llm_pool(settings: SageMakerSettings, options: Options) -> PayloadPool | TracePool | None:
+    """The LLM pool when `--prompts` or `--trace` is given, else None (then `--payload` is read as usual).
 
     `settings` is the run's `SageMakerSettings`; `options` the run's parsed options.
     """

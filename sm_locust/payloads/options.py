@@ -22,6 +22,7 @@ from sm_locust.mix.pool import MixedPool
 from sm_locust.payloads import encoded_by_serializer, load_payloads
 from sm_locust.payloads.llm import llm_pool
 from sm_locust.payloads.split import parts_of
+from sm_locust.payloads.trace import TracePool
 from sm_locust.serializers import SERIALIZERS, ResponseValidator, create_serializer
 
 OPTIONS: list[OptionSpec] = [
@@ -202,6 +203,15 @@ class PreparedPayloads:
         return out
 
 
+def check_trace_alone(split: int, mixed: bool, async_input: str) -> None:
+    """`--trace` sends each row once, whole, by InvokeEndpoint(WithResponseStream): no fan-out, traffic mix or
+    asynchronous input (one line naming the flag)."""
+    for flag, given in (("--split", split > 1), ("--target-models / --inference-components", mixed),
+                        ("--async-input-location", bool(async_input))):
+        if given:
+            raise UsageError(f"--trace sends each traced request once, as it is, at its time; drop {flag}")
+
+
 def prepare_payloads(settings: SageMakerSettings, options: Options, *, process: int = 0) -> PreparedPayloads:
     """Build and check everything the payload options ask for (UsageError, one line, when wrong).
 
@@ -228,6 +238,8 @@ def prepare_payloads(settings: SageMakerSettings, options: Options, *, process: 
         max_body_bytes=None if options.async_input_location else MAX_BODY_BYTES,  # async: the input is in S3
         **settings.headers(),
     )
+    if isinstance(pool, TracePool):  # each traced request is sent once, as it is, at its time
+        check_trace_alone(ps.split, mix.mix is not None, options.async_input_location)
     if mix.mix is not None:
         pool = MixedPool(pool, mix.mix, mix.seed, process)
     return PreparedPayloads(pool, validator, ps.split, serializer.name, mix)

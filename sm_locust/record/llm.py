@@ -37,6 +37,7 @@ from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
 from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
+from sm_locust.record.llm_options import NO_TRIM, FigureTrim
 from sm_locust.record.requests_log import request_log_of
 from sm_locust.util.shipped import WorkerShipped
 
@@ -108,6 +109,8 @@ class LlmStats(WorkerShipped):
         self.warned = False
         self._live: dict[Any, Live] = {}
         self.clock: Callable[[], float] = time.time
+        self.trim: FigureTrim = NO_TRIM
+        """`--warmup-s`, `--cooldown-s`: what the figures leave out (the locustfile sets it per test)."""
         if environment is not None:
             self.attach(environment)
 
@@ -253,7 +256,7 @@ class LlmStats(WorkerShipped):
             self._settled[key] = figures
         return figures
 
-    def run_intervals(self, started_at: float, ended_at: float) -> dict[str, list[float] | None]:
+    def run_intervals(self, started_at: float, ended_at: float, within: bool = False) -> dict[str, list[float] | None]:
         """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour: its part inside the run)
         a sample; the seconds between the first and the last fine bucket that saw no answer count as
         samples of nothing."""
@@ -269,8 +272,10 @@ class LlmStats(WorkerShipped):
                 samples.append((covered, bucket))
         if self.buckets:
             empty = Bucket()
-            samples += [(1.0, self.buckets.get(second, empty))
-                        for second in range(min(self.buckets), max(self.buckets) + 1)]
+            first, last = min(self.buckets), max(self.buckets)
+            if within:  # only the seconds whose middle is in (started_at, ended_at]: a trimmed run
+                first, last = max(first, math.ceil(started_at - 0.5)), min(last, math.floor(ended_at - 0.5))
+            samples += [(1.0, self.buckets.get(second, empty)) for second in range(first, last + 1)]
         intervals = [d for d, _ in samples]
         out: dict[str, list[float] | None] = {}
         for series in ("ttft", "itl"):
@@ -284,17 +289,29 @@ class LlmStats(WorkerShipped):
     def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float,
                  windows: Sequence[Sequence[Second]] | None = None) -> dict:
         """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it.
-        `windows`: each step's steady window when already cut (the recorder keeps no whole timeline)."""
-        run = merged([*self.coarse.values(), *self.buckets.values()]).figures(max(1e-9, ended_at - started_at))
+        `windows`: each step's steady window when already cut (the recorder keeps no whole timeline).
+        `self.trim` (`--warmup-s`, `--cooldown-s`) leaves the run's first and last seconds, and each
+        step's last, out of the figures; `llm.excluded` says what was left out."""
+        everything = merged([*self.coarse.values(), *self.buckets.values()])
+        trim = self.trim
+        counted = trim.run_window(started_at, ended_at) if trim.active else None
+        start, end = counted if counted is not None else (started_at, ended_at)
+        bucket = self.window(start, end) if counted is not None else everything
+        run = bucket.figures(max(1e-9, end - start))
         if run is None:
             return summary
-        run["ci95"] = self.run_intervals(started_at, ended_at)
+        run["ci95"] = self.run_intervals(start, end, within=counted is not None)
+        if trim.active:
+            run["excluded"] = {"warmup_s": trim.warmup_s, "cooldown_s": trim.cooldown_s,
+                               "applied": counted is not None,
+                               "requests": everything.requests - bucket.requests,
+                               "output_tokens": round(everything.arrived - bucket.arrived, 3)}
         summary["llm"] = run
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
             for record, window in zip(steps, windows, strict=True):
-                figures = self._step_figures(window)
+                figures = self._step_figures(trim.step_window(window))
                 if figures is not None:
                     record["llm"] = figures
         return summary
@@ -349,9 +366,9 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
 
 
 def accounting_for(call: Callable, environment: Any, options: Options) -> Callable:
-    """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`)
+    """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`, `--trace`)
     or streams (`--stream`); else `call` itself."""
-    llm = bool(options.prompts)
+    llm = bool(options.prompts or options.trace)
     if not (options.stream or llm):
         return call
     return token_accounting(call, environment, responses=llm, count_text=text_counter(options.tokenizer))

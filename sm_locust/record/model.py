@@ -336,6 +336,7 @@ class Llm(Record, _Figures):
     requests: int | None = json_field("count?")
     tokens_source: str | None = json_field("text?")
     ci95: Intervals | None = json_field("intervals?")
+    excluded: JsonObject | None = json_field("object?")  # --warmup-s / --cooldown-s: what was left out
 
     def percentile(self, percentile: float, prefix: str = "ttft_") -> float | None:
         """A token latency's percentile: `prefix` 'ttft_', 'itl_', 'tpot_' or 'e2e_'."""
@@ -601,6 +602,7 @@ class Summary(Record):
     mix: Mix | None = json_field(Mix)
     autoscaling: Autoscaling | None = json_field(Autoscaling)
     traffic: JsonObject | None = json_field("object?")
+    trace: JsonObject | None = json_field("object?")  # --trace: the trace replayed and the sends' lateness
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers

@@ -2,7 +2,7 @@
 
 Each shape lives in its own locustfile (`sm_locust/locustfiles/<name>_shape.py`) because Locust uses
 the first shape class it finds: `sm-locust run --shape NAME` adds the right file. Shapes: `step`,
-`plateau`, `phases`, `open`, `traffic` (docs/plateau.md), `async` (docs/async.md).
+`plateau`, `phases`, `open`, `traffic` (docs/plateau.md), `async` (docs/async.md), `trace` (docs/llm.md).
 """
 
 from __future__ import annotations
@@ -17,3 +17,4 @@ SHAPES.add("phases", "phases_shape", "stairs", "traffic-pattern", "ir")
 SHAPES.add("open", "open_shape", "open-loop", "rate")
 SHAPES.add("traffic", "traffic_shape", "rates", "rate-phases")
 SHAPES.add("async", "async_shape", "async-search")
+SHAPES.add("trace", "trace_shape", "replay")

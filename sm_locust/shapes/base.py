@@ -31,6 +31,7 @@ from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.plateau.search import Search
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.summary import step_line, step_record
+from sm_locust.shapes.saturation import MAX_WINDOW_S, judge
 from sm_locust.shapes.settings import MAX_SPAWN_RATE, ShapeSettings, parse_seconds
 from sm_locust.users.openloop import OpenLoopUser
 
@@ -213,6 +214,20 @@ class SmLocustShape(LoadTestShape):
         # Rate tokens cost nothing to start, but Locust warns above 100 users/s: a change of more
         # than 100 tokens takes a few seconds, marked as spawning and left out of the step.
         return users, min(MAX_SPAWN_RATE, max(1.0, float(users))), classes[:1]
+
+    def oversaturated(self, seconds: list) -> str | None:
+        """`--stop-when-oversaturated`: why the run stops (shapes/saturation.py), else None. The seconds judged
+        are the last ones with open-loop sends since the load last changed (users started or stopped)."""
+        if self.settings is None or not self.settings.stop_when_oversaturated:
+            return None
+        window: list = []
+        for second in reversed(seconds[-MAX_WINDOW_S:]):
+            if second.spawning or second.sent is None:
+                break
+            window.append(second)
+        window.reverse()
+        verdict = judge([s.sent for s in window], [s.requests for s in window], [s.interval for s in window])
+        return verdict.reason() if verdict is not None and verdict.oversaturated else None
 
     def open_loop_pause(self):
         """No open-loop sends (0 users) while the endpoint drains; these seconds belong to no step."""

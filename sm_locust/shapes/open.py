@@ -32,4 +32,8 @@ class OpenLoopShape(SmLocustShape):
         if self.max_duration_s is not None and now - self.started >= self.max_duration_s:
             self.stop_reason = f"max duration {self.max_duration_s:g} s reached (--max-duration)"
             return None
+        reason = self.oversaturated(seconds)
+        if reason is not None:
+            self.stop_reason = reason
+            return None
         return self.open_loop(self.rate)

@@ -109,6 +109,10 @@ OPTIONS: list[OptionSpec] = [
     OptionSpec("--traffic", "SM_LOCUST_TRAFFIC", None,
                "traffic shape: open-loop rate phases, a YAML/JSON file or text: [{duration_s: 300, rps: 20}, ...] "
                "(docs/autoscaling.md)", group="traffic", web_check=inline_only("--traffic", "[", "{")),
+    OptionSpec("--stop-when-oversaturated", "SM_LOCUST_STOP_WHEN_OVERSATURATED", False,
+               "open shape, --trace: stop the run, saying why, once the endpoint is over-saturated (over the last "
+               "30-120 s the requests waiting grow while completions do not, on their 95 %% intervals)", bool,
+               group="slo"),
     OptionSpec("--time-scale", "SM_LOCUST_TIME_SCALE", None,
                "traffic shape: emulated seconds per real second of a local fleet (sm-locust serve --time-scale): "
                "phase durations are divided by it (default 1; sm-locust run reads it from a local fleet)", float,
@@ -224,6 +228,8 @@ class ShapeSettings:
     time_scale: float | None = _DEFAULT["time_scale"]  # --time-scale: emulated seconds per real second
     spawn_rate: float | None = None  # Locust's -r, when given (the step shape's ramp)
     objective: TokenObjective | None = None  # --objective output-tokens (shapes/tokens.py); None = requests
+    trace: str = ""  # --trace: a request trace to replay (the trace shape; the option is payloads/llm.py's)
+    stop_when_oversaturated: bool = _DEFAULT["stop_when_oversaturated"]  # shapes/saturation.py
 
     @classmethod
     def from_options(cls, options: Options, spawn_rate: float | None = None) -> ShapeSettings:
@@ -250,10 +256,19 @@ class ShapeSettings:
         if self.objective is not None:
             self.objective.check(shape, self.search_mode)
         open_loop = shape in ("open", "traffic", "async") or (shape == "plateau" and self.search_mode == MODE_RATE)
+        if self.trace and shape != "trace":
+            raise UsageError(f"--trace sets when each request is sent; it replaces the {shape or 'constant users'} "
+                             "shape: leave --shape out (or --shape trace)")
+        if self.stop_when_oversaturated and shape not in ("open", "trace"):
+            raise UsageError("--stop-when-oversaturated judges an open-loop run at a set load: use it with "
+                             "--target-rps R (the open shape) or --trace FILE")
+        if shape == "trace" and not self.trace:
+            raise UsageError("--shape trace needs --trace FILE (a Mooncake-format JSONL trace)")
         if self.traffic is not None and shape != "traffic":
             raise UsageError("--traffic describes the load itself (open-loop rate phases): use it with --shape traffic")
-        if self.time_scale is not None and shape != "traffic":
-            raise UsageError("--time-scale compresses the phases of --traffic; use it with --traffic FILE")
+        if self.time_scale is not None and shape not in ("traffic", "trace"):
+            raise UsageError("--time-scale compresses the phases of --traffic or the times of --trace; use it with "
+                             "--traffic FILE or --trace FILE")
         if self.traffic_pattern is not None and shape != "phases":
             raise UsageError("--traffic-pattern describes the load itself: use it with --shape phases")
         if self.target_rps is not None and shape != "open":
@@ -262,7 +277,12 @@ class ShapeSettings:
         if self.search_mode == MODE_RATE and shape != "plateau":
             raise UsageError("--search-mode rate steps the arrival rate of the plateau "
                              "search: use it with --shape plateau")
-        if not open_loop:
+        if shape == "trace":
+            for flag, value in (("--arrival", self.arrival), ("--rate-per-user", self.rate_per_user)):
+                if value is not None:
+                    raise UsageError(f"{flag} shapes a rate; --trace sends each request at its traced time: drop "
+                                     f"{flag}")
+        elif not open_loop:
             for flag, value in (("--arrival", self.arrival), ("--rate-per-user", self.rate_per_user),
                                 ("--max-in-flight", self.max_in_flight)):
                 if value is not None:

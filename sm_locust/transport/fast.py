@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -32,6 +31,7 @@ from sm_locust.invocation import (
     InvocationError,
 )
 from sm_locust.transport import eventstream
+from sm_locust.transport.arrival import arrival_clock
 from sm_locust.transport.contract import (
     AsyncResult,
     InvokeResult,
@@ -282,7 +282,8 @@ def read_event_stream(
 ) -> InvocationError | None:
     """Read an event-stream body frame by frame to its end; the first stream error, if any.
 
-    Each frame is read whole (its length is in the prelude) and timed when its last byte is in,
+    Each frame is read whole (its length is in the prelude) and timed when its last byte is in (as of the
+    loop's wake-up that read it: `transport.arrival`),
     then decoded by botocore's `EventStreamBuffer` (which checks both CRCs). PayloadPart payloads
     go to `on_chunk(payload, perf_counter time)`; other events are skipped, as botocore does. After
     an exception message the rest of the body is still read, so the connection stays reusable. A frame
@@ -294,6 +295,8 @@ def read_event_stream(
 
     buffer = EventStreamBuffer()
     error: InvocationError | None = None
+    stamp = arrival_clock()  # the loop's wake-up time, not this greenlet's turn (transport/arrival.py)
+    now: float | None = None
     while True:
         prelude = response.read(4)
         if len(prelude) < 4:
@@ -306,7 +309,7 @@ def read_event_stream(
             return InvocationError("InvalidPayloadLength", f"an event-stream frame of {length:,} bytes (at most "
                                    f"{eventstream.MAX_FRAME:,}); the rest of the stream was not read")
         frame = prelude + response.read(length - 4)
-        now = time.perf_counter()
+        now = stamp(now)
         buffer.add_data(frame)
         try:
             # Any: botocore-stubs type EventStreamMessage.headers as an int (it is a dict)

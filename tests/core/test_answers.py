@@ -30,3 +30,8 @@ def test_an_llm_run_prints_its_tokens_at_the_verdicts_step():
         "tokens: 116.4 output tokens/s (at the verdict's step, 4 users); TTFT p95 227 ms, ITL p95 35.9 ms"]
     del summary["plateau"]
     assert answer_lines(summary)[0].startswith("tokens: 75.0 output tokens/s (whole run)")
+    summary["llm"]["excluded"] = {"warmup_s": 3.0, "cooldown_s": 0.5, "applied": True, "requests": 9}
+    assert answer_lines(summary)[0].startswith(
+        "tokens: 75.0 output tokens/s (whole run without its first 3 s and last 0.5 s)")
+    summary["llm"]["excluded"]["applied"] = False
+    assert answer_lines(summary)[0].startswith("tokens: 75.0 output tokens/s (whole run)")
