@@ -423,6 +423,7 @@ class Plateau(Record):
     undecided: list[str] | None = json_field("list?")  # decisions the measurement did not support
     steps: int | None = json_field("count?")
     text: str | None = json_field("text?")
+    llm: Llm | None = json_field(Llm)  # the knee step's token figures, when the search ran on tokens
 
     def percentile(self, percentile: float) -> float | None:
         """The knee's recorded percentile (`p95_ms` for 95), None when not recorded."""
@@ -567,6 +568,7 @@ class Autoscaling(Record):
     cost_usd: float | None = json_field("number?")
     slo: JsonObject | None = json_field("object?")
     slo_breach_s: float | None = json_field("number?")
+    breach_client_bound_s: float | None = json_field("number?")  # of them, seconds the load generator was behind
     breaches: list[list[float]] | None = json_field("list?")
     failed: int | None = json_field("count?")
     throttled: int | None = json_field("count?")
