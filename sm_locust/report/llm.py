@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Summary
 from sm_locust.report.cost import cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number
@@ -30,35 +30,35 @@ FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")
 class LlmView:
     """What the page shows of a run's tokens (plain data)."""
 
-    run: dict[str, Any]
-    steps: list[dict[str, Any]] = field(default_factory=list)  # {"users": n, **step llm figures}
-    point: dict[str, Any] | None = None  # the token figures at the sustainable point
+    run: dict[str, object]  # summary.json's `llm` figures
+    steps: list[dict[str, object]] = field(default_factory=list)  # {"users": n, **step llm figures}
+    point: dict[str, object] | None = None  # the token figures at the sustainable point
     where: str = ""  # which figures `point` holds
 
 
-def llm_view(summary: Mapping[str, Any], point: Mapping[str, Any] | None) -> LlmView | None:
+def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView | None:
     """The run's token figures, or None when it counted none."""
-    run = summary.get("llm")
-    if not isinstance(run, dict):
+    record = Summary.of(summary)
+    if record.llm is None:
         return None
-    steps = [{"users": s.get("users"), **s["llm"]} for s in summary.get("steps") or []
-             if isinstance(s, dict) and isinstance(s.get("llm"), dict)]
-    at, where = _at_point(summary, steps, point)
-    return LlmView(dict(run), steps, at, where)
+    steps = [{"users": s.users, **s.llm.to_json()} for s in record.steps if s.llm is not None]
+    at, where = _at_point(record, steps, point)
+    return LlmView(record.llm.to_json(), steps, at, where)
 
 
-def _at_point(summary: Mapping[str, Any], steps: list[dict], point: Mapping[str, Any] | None) -> tuple[dict, str]:
-    plateau = summary.get("plateau")
-    if isinstance(plateau, dict) and isinstance(plateau.get("llm"), dict):
-        return dict(plateau["llm"]), "the plateau's step"
+def _at_point(summary: Summary, steps: list[dict[str, object]],
+              point: JsonObject | None) -> tuple[dict[str, object], str]:
+    if summary.plateau is not None and summary.plateau.llm is not None:
+        return summary.plateau.llm.to_json(), "the plateau's step"
     users = (point or {}).get("users")
     matching = [s for s in steps if users is not None and s.get("users") == users]
     if matching:
         return dict(matching[-1]), f"the step at {users} users"
-    return dict(summary["llm"]), "the whole run"
+    assert summary.llm is not None
+    return summary.llm.to_json(), "the whole run"
 
 
-def token_cost(cost: Mapping[str, Any], view: LlmView | None) -> dict[str, Any]:
+def token_cost(cost: JsonObject, view: LlmView | None) -> dict[str, Any]:
     """summary.json `cost` plus `output_tokens_per_s` and `usd_per_million_output_tokens` (when priced)."""
     out = dict(cost)
     if view is None or not view.point:
@@ -66,12 +66,12 @@ def token_cost(cost: Mapping[str, Any], view: LlmView | None) -> dict[str, Any]:
     rate = view.point.get("output_tokens_per_s")
     out["output_tokens_per_s"] = rate
     price = cost.get("price_per_hour_usd")
-    if price is not None and rate:
+    if price is not None and isinstance(rate, (int, float)) and rate:
         out["usd_per_million_output_tokens"] = cost_per_million_tokens(price, cost.get("instance_count") or 1, rate)
     return out
 
 
-def llm_columns(summary: Mapping[str, Any], point: Mapping[str, Any] | None, cost: Mapping[str, Any]) -> dict[str, Any]:
+def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: JsonObject) -> dict[str, object]:
     """`sm-locust compare`'s token columns for one run ({} when it counted no tokens)."""
     view = llm_view(summary, point)
     if view is None:

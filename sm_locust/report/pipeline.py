@@ -26,6 +26,7 @@ from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.options import parse_specs
 from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.record.model import JsonObject, Summary, Totals
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
@@ -221,8 +222,8 @@ def cloudwatch_default(
 
 
 def run_span(data: RunData) -> tuple[float | None, float | None]:
-    start = merge.parse_time(data.summary.get("started_at"))
-    end = merge.parse_time(data.summary.get("ended_at"))
+    start = merge.parse_time(data.record.started_at)
+    end = merge.parse_time(data.record.ended_at)
     if data.history is not None and not data.history.empty:
         h0, h1 = float(data.history["epoch_s"].iloc[0]), float(data.history["epoch_s"].iloc[-1])
         start = h0 if start is None else start
@@ -252,7 +253,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
-        multi_model=(data.summary.get("mix") or {}).get("field") == TARGET_MODEL,  # a model mix: the MME's metrics
+        multi_model=data.record.mix is not None and data.record.mix.field == TARGET_MODEL,  # a model mix: the MME's
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
@@ -354,14 +355,14 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     seconds = merge.per_second(data.history, start, end)
     seconds = invocation_seconds(seconds, data.timeline)
     seconds = merge.attach_metrics(seconds, metrics.frame, metrics.period)
-    spans = merge.step_spans(data.summary, seconds)
+    spans = merge.step_spans(data.record, seconds)
     steps = with_goodput(merge.step_records(seconds, spans, metrics.period))
     gaps: list[str] = []
     if steps.empty:
         gaps.append("steps: no steps in summary.json and none could be derived from the Locust history")
-    point, instance_count = merge.sustainable_point(data.summary, steps), opts.instance_count or 1
-    if is_rate_run(data.summary):  # rate phases: per instance only from a step that held the SLO (report/policy.py)
-        point, _why = per_instance_point(data.summary, rate_slo(data.summary, run_slos(data.options)), instance_count)
+    point, instance_count = merge.sustainable_point(data.record, steps), opts.instance_count or 1
+    if is_rate_run(data.record):  # rate phases: per instance only from a step that held the SLO (report/policy.py)
+        point, _why = per_instance_point(data.record, rate_slo(data.record, run_slos(data.options)), instance_count)
         instance_count = point["instances"] if point else instance_count
     cost, cost_gaps, cost_notes = cost_mod.cost_summary(
         point, prices=prices, instance_type=opts.instance_type, instance_count=instance_count,
@@ -369,19 +370,20 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
         serverless_memory_mb=opts.serverless_memory_mb, serverless_duration_ms=serverless_duration(point, steps),
         region=opts.region,
     )
-    errors = merge.errors_by_code(data.summary, data.failures)
+    errors = merge.errors_by_code(data.record, data.failures)
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
-def rate_view(summary: Mapping[str, Any], slos: Mapping[str, Any], instance_count: int,
+def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: int,
               price_per_hour: float | None) -> RateView | None:
     """A traffic or watched run's verdict and why it has no per-instance figure (report/policy.py)."""
-    if not is_rate_run(summary):
+    record = Summary.of(summary)
+    if not is_rate_run(record):
         return None
-    slo = rate_slo(summary, slos)
-    _point, why = per_instance_point(summary, slo, instance_count)
-    block = summary.get("autoscaling")
-    policy = policy_lines(block, slo, price_per_hour) if isinstance(block, dict) else []
+    slo = rate_slo(record, slos)
+    _point, why = per_instance_point(record, slo, instance_count)
+    block = record.autoscaling
+    policy = policy_lines(block, slo, price_per_hour) if block is not None else []
     return RateView(slo=slo, policy=policy, no_point_reason=why)
 
 
@@ -428,8 +430,8 @@ def prepare_report(
     seconds, steps, point, cost, errors, gaps, notes = compute(data, opts, metrics, prices)
     start, end = run_span(data)
     data.history = metrics.frame = None  # merged into `seconds`: let a week's worth of rows go now
-    tokens = llm_view(data.summary, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
-    mix = target_view(data.summary, seconds)  # a traffic mix: per target, cold vs warm, the cache (report/targets.py)
+    tokens = llm_view(data.record, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
+    mix = target_view(data.record, seconds)  # a traffic mix: per target, cold vs warm, the cache (report/targets.py)
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
@@ -443,11 +445,11 @@ def prepare_report(
         title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes,
         generated_at=iso(time.time(), "seconds"),
-        totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hourly_rows(seconds, data.summary), targets=mix,
-        autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
+        totals=data.record.totals or Totals(), llm=tokens,
+        hours=hourly_rows(seconds, data.record), targets=mix,
+        autoscaling=autoscaling_view(data.record, data.folder),  # report/autoscaling.py
         slos=run_slos(data.options),
-        rate=rate_view(data.summary, run_slos(data.options), opts.instance_count or 1, cost.get("price_per_hour_usd")),
+        rate=rate_view(data.record, run_slos(data.options), opts.instance_count or 1, cost.get("price_per_hour_usd")),
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())
 

@@ -32,13 +32,14 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, percentile_key
-from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Totals, percentile_key
+from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, autoscaling_rows
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
-from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
+from sm_locust.report.llm import LlmView, llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
 from sm_locust.report.merge import describe_point
-from sm_locust.report.targets import mix_rows, targets_section
+from sm_locust.report.policy import RateSlo
+from sm_locust.report.targets import TargetView, mix_rows, targets_section
 from sm_locust.sanitize import clean, page_text
 from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
 
@@ -54,7 +55,7 @@ class RateView:
     policy's verdict rows (empty when no scaling was watched), and why it has no per-instance figure
     (None when it has one)."""
 
-    slo: Any  # report.policy.RateSlo
+    slo: RateSlo
     policy: list[tuple[str, str]] = field(default_factory=list)
     no_point_reason: str | None = None
 
@@ -73,11 +74,11 @@ class ReportModel:
     gaps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
-    totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
-    llm: Any = None  # report.llm.LlmView when the run counted tokens
+    totals: Totals = field(default_factory=Totals)  # summary.json's totals (invocations, goodput, back-off)
+    llm: LlmView | None = None  # when the run counted tokens
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
-    targets: Any = None  # report.targets.TargetView when requests named models or components
-    autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
+    targets: TargetView | None = None  # when requests named models or components
+    autoscaling: AutoscalingView | None = None  # when the run watched an endpoint's scaling
     slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
     rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
 
@@ -85,7 +86,7 @@ class ReportModel:
     def constant_load(self) -> bool:
         """One load level for the whole run (constant users): no knee to find, none to mark. Traffic
         phases (a watched autoscaling run) are not one level, whatever their user count."""
-        if self.autoscaling is not None and getattr(self.autoscaling, "phases", None):
+        if self.autoscaling is not None and self.autoscaling.phases:
             return False
         return self.steps.empty or "users" not in self.steps.columns or self.steps["users"].nunique() <= 1
 
@@ -476,15 +477,16 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
 
 
 def whole_run_rows(m: ReportModel) -> list[tuple[str, str]]:
-    t = m.totals or {}
-    if t.get("requests") is None:
+    t = m.totals
+    if not t.has("requests") or t.requests is None:
         return []
-    backoff = t.get("backoff") or {}
-    ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    backoff = t.backoff or {}
+    ci = (t.ci95 or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    failures = t.failures if t.has("failures") else None
     return [("Whole run (invocations)",
-             f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-             f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
-             f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
+             f"{number(t.requests, 0)} attempted, {number(failures, 0)} failed; "
+             f"{with_interval(t.rps, ci.get('rps'), '', 1)} req/s attempted, goodput "
+             f"{with_interval(t.goodput_rps, ci.get('goodput_rps'), '', 1)} req/s"
              + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                 if backoff.get("count") else ""))]
 

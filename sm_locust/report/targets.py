@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.record.model import JsonObject, Summary
 from sm_locust.report.metrics import METRICS_BY_NAME
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import MISSING, number, percent, percent_interval
@@ -41,18 +42,18 @@ class TargetView:
     minutes: list[dict[str, Any]] = field(default_factory=list)  # {time, hit_pct, loaded}: CloudWatch's
 
 
-def target_view(summary: Mapping[str, Any], seconds: Any = None) -> TargetView | None:
+def target_view(summary: Summary | JsonObject, seconds: pd.DataFrame | None = None) -> TargetView | None:
     """The run's per-target figures, or None when no request named a target."""
-    targets = summary.get("targets")
-    if not isinstance(targets, list) or not targets:
+    record = Summary.of(summary)
+    if not record.targets:
         return None
-    totals = summary.get("totals") or {}
-    cache = summary.get("model_cache") if isinstance(summary.get("model_cache"), dict) else None
-    return TargetView([dict(t) for t in targets if isinstance(t, dict)], int(totals.get("requests") or 0),
-                      dict(summary.get("mix") or {}), cache, cache_minutes(seconds))
+    requests = record.totals.requests if record.totals is not None else 0
+    cache = record.model_cache.to_json() if record.model_cache is not None else None
+    return TargetView([t.to_json() for t in record.targets], int(requests or 0),
+                      record.mix.to_json() if record.mix is not None else {}, cache, cache_minutes(seconds))
 
 
-def cache_minutes(seconds: Any) -> list[dict[str, Any]]:
+def cache_minutes(seconds: pd.DataFrame | None) -> list[dict[str, Any]]:
     """One point per CloudWatch minute with ModelCacheHit or LoadedModelCount (the per-second frame
     repeats each minute's value): {time, hit_pct, loaded}."""
     if seconds is None or len(seconds) == 0 or not ({HIT_COLUMN, LOADED_COLUMN} & set(seconds.columns)):
