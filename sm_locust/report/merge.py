@@ -136,6 +136,36 @@ def with_time(seconds: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- steps
 
 
+class Point(TypedDict, total=False):
+    """The sustainable point a report, compare and summary.json's `report.sustainable` quote: one step's
+    own figures (`step`, 1-based), the capacity step's, the verdict, and for a rate run the instances
+    its rates are divided by (report/policy.py)."""
+
+    users: float | None
+    rps: float | None
+    goodput_rps: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    source: str
+    stable: bool | None
+    capacity_rps: float | None
+    capacity_ci95: list[float] | None
+    inconclusive: bool
+    inconclusive_reason: str | None
+    step: int
+    capacity_step: int
+    capacity_users: float | None
+    capacity_p95_ms: float | None
+    rps_ci95: list[float] | None
+    goodput_rps_ci95: list[float] | None
+    p50_ms_ci95: list[float] | None
+    p95_ms_ci95: list[float] | None
+    p99_ms_ci95: list[float] | None
+    instances: int
+    per_instance: bool
+
+
 class Span(TypedDict, total=False):
     """A step's place on the time axis: its number (1-based), users, start and end (epoch s), where it
     came from ("summary" or "history") and summary.json's record of it."""
@@ -333,7 +363,7 @@ def _isnan(x: object) -> bool:
 
 
 def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
-                      max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
+                      max_error_rate: float = MAX_ERROR_RATE) -> Point | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
     with the highest goodput (successful invocations/s; rps without that column) among steps with
     error rate <= max_error_rate.
@@ -348,16 +378,15 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
     if plateau is not None and plateau.rps:
         knee = _row_of(steps, plateau.knee_step, plateau.users)
         capacity = _row_of(steps, plateau.capacity_step, None)
-        figures = ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")
-        point = {k: _plain(knee.get(k) if knee is not None else getattr(plateau, k)) for k in figures}
+        point = _figures(knee) if knee is not None else _figures(plateau.to_json())
         point["source"] = "plateau found during the run" + (f" ({plateau.reason})" if plateau.reason else "")
         point["stable"] = plateau.stable
         point["capacity_rps"] = plateau.capacity_rps
         point["capacity_ci95"] = _listed(plateau.capacity_ci95)
-        point.update(_verdict_of(record))
+        point["inconclusive"], point["inconclusive_reason"] = _verdict_of(record)
         if knee is not None:
             point["step"] = int(knee["step"])
-            point.update(_intervals_of(knee))
+            _add_intervals(point, knee)
         if capacity is not None:
             point["capacity_step"] = int(capacity["step"])
             point["capacity_users"] = _plain(capacity.get("users"))
@@ -370,13 +399,20 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
         return None
     ranked = ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"]
     best = ok.loc[[ranked.idxmax()]].iloc[0]
-    point = {k: _plain(best.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
+    point = _figures(best)
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None
     point["step"] = int(best["step"])
-    point.update(_intervals_of(best))
-    point.update(_verdict_of(record))
+    _add_intervals(point, best)
+    point["inconclusive"], point["inconclusive_reason"] = _verdict_of(record)
     return point
+
+
+def _figures(row: Mapping[str, object] | pd.Series) -> Point:
+    """A step's (or the plateau's) users, rates and percentiles, as the point's first keys."""
+    return {"users": _plain(row.get("users")), "rps": _plain(row.get("rps")),
+            "goodput_rps": _plain(row.get("goodput_rps")), "p50_ms": _plain(row.get("p50_ms")),
+            "p95_ms": _plain(row.get("p95_ms")), "p99_ms": _plain(row.get("p99_ms"))}
 
 
 def _listed(interval: Interval | None) -> list[float] | None:
@@ -384,31 +420,31 @@ def _listed(interval: Interval | None) -> list[float] | None:
     return None if interval is None else list(interval)
 
 
-def _verdict_of(summary: Summary) -> dict[str, bool | str | None]:
-    """{inconclusive, inconclusive_reason} from summary.json's `verdict` (record.summary.run_verdict),
-    else (an older summary.json) from its plateau."""
+def _verdict_of(summary: Summary) -> tuple[bool, str | None]:
+    """(inconclusive, the reason) from summary.json's `verdict` (record.summary.run_verdict), else (an
+    older summary.json) from its plateau."""
     verdict: Verdict | None = summary.verdict
     if verdict is not None and verdict.status:
-        return {"inconclusive": verdict.status == "inconclusive", "inconclusive_reason": verdict.reason}
+        return verdict.status == "inconclusive", verdict.reason
     plateau = summary.plateau
     if plateau is None:
-        return {"inconclusive": False, "inconclusive_reason": None}
+        return False, None
     bound = bool(plateau.inconclusive or plateau.client_bound)
-    reason = (plateau.inconclusive_reason or plateau.client_reason) if bound else None
-    return {"inconclusive": bound, "inconclusive_reason": reason}
+    return bound, (plateau.inconclusive_reason or plateau.client_reason) if bound else None
 
 
-def describe_point(point: dict[str, Any]) -> dict[str, str]:
+def describe_point(point: Point) -> dict[str, str]:
     """The point's figures in words, each naming its step and quoting that step's own figures, with
     their 95 % intervals: {"capacity": ..., "knee": ..., "latency": ..., "verdict": ...} (keys only for
     what the point has). One wording for the report's page and `sm-locust report`'s lines."""
     out: dict[str, str] = {}
-    if not is_missing(point.get("capacity_rps")):
+    capacity = point.get("capacity_rps")
+    if capacity is not None and not is_missing(capacity):
         where = ""
         if point.get("capacity_step") is not None:
             where = f" (step {point['capacity_step']}: {number(point.get('capacity_users'), 0)} users, p95 " \
                     f"{number(point.get('capacity_p95_ms'), 0)} ms)"
-        out["capacity"] = with_interval(point["capacity_rps"], point.get("capacity_ci95"), " req/s", 1) + where
+        out["capacity"] = with_interval(capacity, point.get("capacity_ci95"), " req/s", 1) + where
     step = f"step {point['step']}: " if point.get("step") is not None else ""
     goodput, rps = point.get("goodput_rps"), point.get("rps")
     knee = f"{step}{with_interval(point.get('rps'), point.get('rps_ci95'), ' req/s', 1)} " \
@@ -416,8 +452,9 @@ def describe_point(point: dict[str, Any]) -> dict[str, str]:
     if goodput is not None and rps is not None and not is_missing(goodput) and abs(goodput - rps) >= 0.05:
         knee += f" (goodput {with_interval(goodput, point.get('goodput_rps_ci95'), ' req/s', 1)})"
     out["knee"] = knee
-    out["latency"] = " / ".join(with_interval(point.get(k), point.get(f"{k}_ci95")) for k in ("p50_ms", "p95_ms",
-                                                                                               "p99_ms")) + " ms"
+    latencies = ((point.get("p50_ms"), point.get("p50_ms_ci95")), (point.get("p95_ms"), point.get("p95_ms_ci95")),
+                 (point.get("p99_ms"), point.get("p99_ms_ci95")))
+    out["latency"] = " / ".join(with_interval(value, interval) for value, interval in latencies) + " ms"
     if point.get("inconclusive"):
         out["verdict"] = f"INCONCLUSIVE: {point.get('inconclusive_reason')}"
     return out
@@ -437,21 +474,27 @@ def _row_of(steps: pd.DataFrame, index: int | None, users: float | None) -> dict
     return {str(k): v for k, v in match.iloc[-1].to_dict().items()} if len(match) else None
 
 
-def _intervals_of(row: Mapping[str, object] | pd.Series) -> dict[str, list[object] | None]:
-    """A step row's `<figure>_ci95` lists ([low, high] or None) for the point's figures."""
-    out: dict[str, list[object] | None] = {}
-    for key in ("rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms"):
-        low, high = _plain(row.get(f"{key}_ci95_low")), _plain(row.get(f"{key}_ci95_high"))
-        out[f"{key}_ci95"] = [low, high] if low is not None and high is not None else None
-    return out
+def _add_intervals(point: Point, row: Mapping[str, object] | pd.Series) -> None:
+    """The step row's `<figure>_ci95` lists ([low, high] or None) for the point's figures."""
+    point["rps_ci95"] = _pair(row, "rps")
+    point["goodput_rps_ci95"] = _pair(row, "goodput_rps")
+    point["p50_ms_ci95"] = _pair(row, "p50_ms")
+    point["p95_ms_ci95"] = _pair(row, "p95_ms")
+    point["p99_ms_ci95"] = _pair(row, "p99_ms")
 
 
-def _plain(value: object) -> object:
+def _pair(row: Mapping[str, object] | pd.Series, key: str) -> list[float] | None:
+    low, high = _plain(row.get(f"{key}_ci95_low")), _plain(row.get(f"{key}_ci95_high"))
+    return [low, high] if low is not None and high is not None else None
+
+
+def _plain(value: object) -> float | None:
+    """A frame's figure as JSON holds it: a whole number stays whole, NaN is None."""
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return None if np.isnan(value) else float(value)
-    return value
+    return value if isinstance(value, int) else None
 
 
 def errors_by_code(summary: Summary | JsonObject, failures: pd.DataFrame | None) -> dict[str, int]:

@@ -35,6 +35,7 @@ from sm_locust.report import options as report_options
 from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
+from sm_locust.report.merge import Point
 from sm_locust.report.policy import is_rate_run, per_instance_point, policy_lines, rate_slo
 from sm_locust.report.render import RateView, ReportModel, closing_rows, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
@@ -103,8 +104,8 @@ class ReportResult:
     outputs: dict[str, Path]
     gaps: list[str]
     notes: list[str]
-    steps: Any  # DataFrame
-    point: dict[str, Any] | None
+    steps: pd.DataFrame
+    point: Point | None
     cost: dict[str, Any]
     cloudwatch: dict[str, Any]
     answers: list[tuple[str, str]] = field(default_factory=list)  # render.closing_rows: the terminal's lines
@@ -295,7 +296,7 @@ def update_summary(path: Path, updates: dict[str, Any]) -> bool:
     return True
 
 
-def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
+def serverless_duration(point: Point | None, steps: pd.DataFrame) -> float | None:
     """Billed duration estimate: ModelLatency avg at the sustainable step, else client p50."""
     if point is None:
         return None
@@ -307,7 +308,7 @@ def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
     return point.get("p50_ms")
 
 
-def invocation_seconds(seconds, timeline) -> Any:
+def invocation_seconds(seconds: pd.DataFrame, timeline: pd.DataFrame | None) -> pd.DataFrame:
     """Per-second `requests`, `failures`, `rps`, `failures_per_s` and `goodput_rps` from the recorder's
     timeline (logical invocations; `RunData.timeline`: `t`, `requests`, `failures`) instead of
     Locust's Aggregated history row; seconds the timeline does not cover are NaN. Without a
@@ -335,7 +336,7 @@ def invocation_seconds(seconds, timeline) -> Any:
     return out
 
 
-def with_goodput(steps) -> Any:
+def with_goodput(steps: pd.DataFrame) -> pd.DataFrame:
     """Steps with `successes` and `goodput_rps`: summary.json's when it has them, else from rps and the error rate."""
     if steps.empty or "rps" not in steps.columns:
         return steps

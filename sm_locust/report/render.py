@@ -37,7 +37,7 @@ from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, au
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
 from sm_locust.report.llm import LlmView, llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
-from sm_locust.report.merge import describe_point
+from sm_locust.report.merge import Point, describe_point
 from sm_locust.report.policy import RateSlo
 from sm_locust.report.targets import TargetView, mix_rows, targets_section
 from sm_locust.sanitize import clean, page_text
@@ -68,7 +68,7 @@ class ReportModel:
     run: dict[str, Any]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
     steps: pd.DataFrame
     seconds: pd.DataFrame  # merged per-second frame
-    point: dict[str, Any] | None
+    point: Point | None
     cost: dict[str, Any]
     errors: dict[str, int]
     gaps: list[str] = field(default_factory=list)
@@ -157,7 +157,7 @@ def _div(fig, div_id: str, height: int = 420) -> str:
                                config={"displaylogo": False, "responsive": True})
 
 
-def _point_on(steps: pd.DataFrame, point: dict[str, Any] | None, column: str) -> Any:
+def _point_on(steps: pd.DataFrame, point: Point | None, column: str) -> float | None:
     """`column` of the step the point names (where its marker sits on the drawn line), else None."""
     if not point or point.get("step") is None or steps.empty or column not in steps.columns:
         return None
@@ -167,7 +167,7 @@ def _point_on(steps: pd.DataFrame, point: dict[str, Any] | None, column: str) ->
     return float(match.iloc[0][column])
 
 
-def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> Any:
+def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> pd.Series | None:
     """A mask of the steps whose SLO percentile was over the latency SLO (None: no SLO, no column)."""
     slo = m.slos.get("latency_slo_ms")
     column = percentile_key(float(m.slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
@@ -176,7 +176,7 @@ def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> Any:
     return ordered[column].astype(float) > float(slo)
 
 
-def _visits(ordered: pd.DataFrame) -> Any:
+def _visits(ordered: pd.DataFrame) -> pd.Series | None:
     """The steps' places in the run, for numbered markers, when they ran out of load order; else None."""
     return ordered["visit"] if out_of_order(ordered) else None
 
@@ -515,12 +515,12 @@ def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
     return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
 
 
-def _per_hour(price: Any) -> str:
+def _per_hour(price: object) -> str:
     """'$0.230/h', or 'no price per hour' (never 'n/a/h')."""
     return "no price per hour" if is_missing(price) else f"{money(price, 3)}/h"
 
 
-def _money_interval(value: Any, interval: Any) -> str:
+def _money_interval(value: object, interval: object) -> str:
     """'$0.46 (±0.01)' / '$0.46 [0.44, 0.49]': the cost and its 95 % interval, or the cost alone."""
     return MISSING if is_missing(value) else "$" + with_interval(value, interval, "", 2)
 
@@ -541,7 +541,7 @@ def _point_step(m: ReportModel) -> dict[str, Any] | None:
     if not m.point or m.steps.empty or m.point.get("step") is None:
         return None
     match = m.steps[m.steps["step"] == m.point["step"]]
-    return match.iloc[0].to_dict() if len(match) else None
+    return {str(k): v for k, v in match.iloc[0].to_dict().items()} if len(match) else None
 
 
 STEP_TABLE_COLUMNS = [
@@ -563,7 +563,7 @@ STEP_HEADINGS = {"users": "users", "duration_s": "seconds", "requests": "request
                  "client_flag": "load generator"}
 
 
-def step_cell(row: Any, column: str, digits: int) -> str:
+def step_cell(row: pd.Series, column: str, digits: int) -> str:
     """A step table's cell: the figure, with its 95 % interval where summary.json has one
     (`<column>_ci95_low` / `_high`, report.merge.interval_columns); the error rate in %."""
     if column == "error_rate":
@@ -576,7 +576,7 @@ def step_cell(row: Any, column: str, digits: int) -> str:
     return with_interval(row[column], [low, high], "", digits)
 
 
-def steps_table(steps: pd.DataFrame, llm: Any = None) -> str:
+def steps_table(steps: pd.DataFrame, llm: LlmView | None = None) -> str:
     """The steps in the order they ran (# = that order), with the token columns of an LLM run."""
     if steps.empty:
         return "<p>No steps.</p>"
