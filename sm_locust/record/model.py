@@ -20,7 +20,8 @@ from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix", "ModelCache",
-           "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target", "Totals", "Verdict",
+           "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target", "Totals", "Traffic",
+           "Verdict",
            "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
@@ -577,6 +578,22 @@ class Autoscaling(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Phase(Record):
+    """One `traffic.phases[]` entry: a rate offered for a duration (run seconds)."""
+
+    duration_s: float | None = json_field("number")
+    rps: float | None = json_field("number")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic(Record):
+    """`traffic`: the rate phases of a `--traffic` run (docs/autoscaling.md)."""
+
+    phases: tuple[Phase, ...] = json_field(ListOf(Phase), default=())
+    time_scale: float | None = json_field("number?")  # emulated seconds per real second
+
+
+@dataclass(frozen=True, kw_only=True)
 class Summary(Record):
     """summary.json: a run's result (docs/summary.md). Sections this version does not type (payload,
     traffic, publish, workers, ...) are plain JSON objects."""
@@ -600,7 +617,7 @@ class Summary(Record):
     model_cache: ModelCache | None = json_field(ModelCache)
     mix: Mix | None = json_field(Mix)
     autoscaling: Autoscaling | None = json_field(Autoscaling)
-    traffic: JsonObject | None = json_field("object?")
+    traffic: Traffic | None = json_field(Traffic)
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers

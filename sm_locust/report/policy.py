@@ -110,7 +110,7 @@ def per_instance_point(summary: Summary | JsonObject, slo: RateSlo,
                       "(--latency-slo-ms)")
     record = Summary.of(summary)
     block = record.autoscaling or Autoscaling()
-    traffic_scale = (record.traffic or {}).get("time_scale")
+    traffic_scale = record.traffic.time_scale if record.traffic is not None else None
     timeline = [i for i in block.instances if i.has("t_s")]
     started = _seconds(record.started_at)
     scale = _float(block.time_scale or traffic_scale or 1.0)
