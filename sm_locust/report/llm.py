@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -24,6 +24,7 @@ from sm_locust.util.formatting import MISSING, compact, is_missing, money, numbe
 LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
 STEP_COLUMNS = [("output_tokens_per_s", 1), ("ttft_p95_ms", 0), ("itl_p95_ms", 1)]  # the report's step table
 FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")
+T = TypeVar("T")  # what a chart writer makes of a chart: the page's HTML, or the figure itself
 
 
 @dataclass
@@ -93,7 +94,7 @@ def slo_verdict(value: Any, slo: Any) -> str:
 
 
 def llm_rows(view: LlmView | None, cost: Mapping[str, Any],
-             slos: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+             slos: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
     """Summary-table rows, the page's lead for an LLM run: output tokens/s, TTFT and ITL against their
     SLOs (at the SLO's percentile), $ per 1M output tokens, then the whole run's tokens."""
     if view is None:
@@ -140,8 +141,8 @@ def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{c: (f or {}).get(c) for c, _ in STEP_COLUMNS} for f in figures], index=steps.index)
 
 
-def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[..., Any],
-                missing: Callable[[str, str, str], Any], slos: Mapping[str, Any] | None = None) -> list[Any]:
+def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..., T],
+                missing: Callable[[str, str, str], T], slos: Mapping[str, float] | None = None) -> list[T]:
     """Output tokens/s vs users, and TTFT / ITL percentiles vs users with their SLOs (nothing without
     token figures), joined by load; `div` and `missing` are the report page's chart and placeholder
     writers, `knee_users` the knee's load (None: nothing to mark)."""

@@ -129,7 +129,7 @@ _KEYS = {
 }
 
 
-def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
+def _lookup(sources: list[JsonObject], names: tuple[str, ...]) -> Any:
     for src in sources:
         for name in names:
             value = src.get(name)
@@ -140,7 +140,7 @@ def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
     return None
 
 
-def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _sources(summary: JsonObject, run_options: JsonObject) -> list[JsonObject]:
     """Where run facts may sit: summary.json, its `variant` object, options.json's `sm_locust`
     and `options` sections (written by `sm-locust run` / `demo`), options.json's top level."""
     variant = summary.get("variant") if isinstance(summary.get("variant"), dict) else {}
@@ -148,8 +148,7 @@ def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list
     return [summary, variant, *nested, run_options]
 
 
-def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
-                     run_options: Mapping[str, Any]) -> ReportOptions:
+def resolve_defaults(options: ReportOptions, summary: JsonObject, run_options: JsonObject) -> ReportOptions:
     """Fill the options the user left out from summary.json, then options.json."""
     sources = _sources(summary, run_options)
     found = {attr: _lookup(sources, names) for attr, names in _KEYS.items() if getattr(options, attr) is None}
@@ -161,7 +160,7 @@ def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
     return resolved
 
 
-def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> bool:
+def is_local_run(summary: JsonObject, run_options: JsonObject) -> bool:
     """The run targeted the local endpoint: a loopback URL among its options, or `local: true`."""
     for src in _sources(summary, run_options):
         if src.get("local") is True or str(src.get("target", "")).lower() == "local":
@@ -172,7 +171,7 @@ def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> 
     return False
 
 
-def cloudwatch_url(run_options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+def cloudwatch_url(run_options: JsonObject, env: Mapping[str, str]) -> str | None:
     nested = run_options.get("sm_locust")
     if not isinstance(nested, dict):
         nested = {}
@@ -192,7 +191,7 @@ def has_aws_config(env: Mapping[str, str]) -> bool:
 
 
 def cloudwatch_default(
-    options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any], env: Mapping[str, str]
+    options: ReportOptions, summary: JsonObject, run_options: JsonObject, env: Mapping[str, str]
 ) -> tuple[bool, str, bool]:
     """(on?, why, is_gap). The rule, in order:
 
@@ -391,12 +390,12 @@ def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: i
 SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
 
 
-def run_slos(options: Mapping[str, Any] | None) -> dict[str, Any]:
+def run_slos(options: JsonObject | None) -> dict[str, float]:
     """The SLOs the run was given (options.json's parsed options), for the lines the charts draw."""
     parsed = (options or {}).get("options") if isinstance(options, Mapping) else None
     if not isinstance(parsed, Mapping):
         return {}
-    return {k: parsed.get(k) for k in SLO_OPTIONS if parsed.get(k) is not None}
+    return {k: parsed[k] for k in SLO_OPTIONS if parsed.get(k) is not None}
 
 
 @dataclass

@@ -79,7 +79,7 @@ class ReportModel:
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
     targets: TargetView | None = None  # when requests named models or components
     autoscaling: AutoscalingView | None = None  # when the run watched an endpoint's scaling
-    slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+    slos: dict[str, float] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
     rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -31,15 +31,23 @@ SOURCES = {
 }
 
 
+class CacheMinute(TypedDict):
+    """One CloudWatch minute of a model cache: its start, ModelCacheHit %, LoadedModelCount (None: not published)."""
+
+    time: pd.Timestamp
+    hit_pct: float | None
+    loaded: float | None
+
+
 @dataclass
 class TargetView:
     """What the page shows of a run's traffic mix (plain data)."""
 
-    targets: list[dict[str, Any]]
+    targets: list[dict[str, Any]]  # summary.json `targets` entries
     requests: int
-    mix: dict[str, Any] = field(default_factory=dict)
-    cache: dict[str, Any] | None = None
-    minutes: list[dict[str, Any]] = field(default_factory=list)  # {time, hit_pct, loaded}: CloudWatch's
+    mix: dict[str, Any] = field(default_factory=dict)  # summary.json `mix`
+    cache: dict[str, Any] | None = None  # summary.json `model_cache`
+    minutes: list[CacheMinute] = field(default_factory=list)  # CloudWatch's
 
 
 def target_view(summary: Summary | JsonObject, seconds: pd.DataFrame | None = None) -> TargetView | None:
@@ -53,12 +61,12 @@ def target_view(summary: Summary | JsonObject, seconds: pd.DataFrame | None = No
                       record.mix.to_json() if record.mix is not None else {}, cache, cache_minutes(seconds))
 
 
-def cache_minutes(seconds: pd.DataFrame | None) -> list[dict[str, Any]]:
+def cache_minutes(seconds: pd.DataFrame | None) -> list[CacheMinute]:
     """One point per CloudWatch minute with ModelCacheHit or LoadedModelCount (the per-second frame
     repeats each minute's value): {time, hit_pct, loaded}."""
     if seconds is None or len(seconds) == 0 or not ({HIT_COLUMN, LOADED_COLUMN} & set(seconds.columns)):
         return []
-    out = []
+    out: list[CacheMinute] = []
     minute = (seconds["epoch_s"] // 60).astype("int64")
     for _, group in seconds.groupby(minute, sort=True):
         row = group.iloc[0]
@@ -70,7 +78,7 @@ def cache_minutes(seconds: pd.DataFrame | None) -> list[dict[str, Any]]:
     return out
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and value == value  # not NaN
 
 
@@ -136,7 +144,7 @@ def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
                f"({number(cold.get('requests'), 0)} cold)")
     latencies = "; ".join(f"{kind} {number(record.get('p50_ms'), 0)} / {number(record.get('p95_ms'), 0)} ms"
                           for kind, record in (("cold", cold), ("warm", warm)))
-    loaded = [p["loaded"] for p in view.minutes if p.get("loaded") is not None]
+    loaded = [count for p in view.minutes if (count := p.get("loaded")) is not None]
     models = (f"{number(loaded[-1], 0)} per instance at the end (CloudWatch LoadedModelCount), "
               f"most {number(max(loaded), 0)}" if loaded else
               f"{MISSING} (no CloudWatch LoadedModelCount: a SageMaker MME publishes it; the local emulation with "
@@ -148,7 +156,7 @@ def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
             ("Models loaded", models), ("Models requested", named)]
 
 
-def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callable[[str, str, str], str]) -> str:
+def fig_cache(view: TargetView, div: Callable[[go.Figure, str], str], missing: Callable[[str, str, str], str]) -> str:
     points = view.minutes
     if not points:
         return missing(FIG_ID, "Model cache over time", "no CloudWatch ModelCacheHit or LoadedModelCount for the run "
@@ -166,7 +174,7 @@ def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callabl
     return div(fig, FIG_ID)
 
 
-def targets_section(view: TargetView | None, div: Callable[[Any, str], str],
+def targets_section(view: TargetView | None, div: Callable[[go.Figure, str], str],
                     missing: Callable[[str, str, str], str]) -> str:
     """The "Traffic mix" section, or '' for a run without targets."""
     if view is None:
