@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -32,6 +33,7 @@ from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.util.formatting import money, number
 
 FIG_ID = "fig-autoscaling"
+T = TypeVar("T")  # what the chart writers make (report.render)
 BREACH_COLOR = "rgba(217,48,37,0.12)"
 HEIGHT = 640  # three rows
 
@@ -126,10 +128,10 @@ def phase_steps(phases: Sequence[Phase | JsonObject], end: float | None = None) 
     return x, y
 
 
-def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
-                       missing: Callable[[str, str, str], str], figure_id: str = FIG_ID,
+def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., T],
+                       missing: Callable[[str, str, str], T], figure_id: str = FIG_ID,
                        title: str = "Autoscaling: instances under the traffic and latency (over the SLO shaded)",
-                       ) -> list[str]:
+                       ) -> list[T]:
     """The figure (in a list, empty when the run watched no scaling)."""
     if view is None:
         return []

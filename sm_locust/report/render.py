@@ -24,7 +24,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -194,14 +194,15 @@ def _missing(div_id: str, title: str, why: str) -> str:
 
 # What a figure function does with its chart, and with a chart it cannot draw: the page writes HTML
 # (`_div`, `_missing`); `figures()` keeps the plotly Figure objects (the Python API's RunResult).
-ChartWriter = Callable[..., Any]  # (figure, div id, height=420)
-MissingWriter = Callable[[str, str, str], Any]
+T = TypeVar("T")  # what the writers make: the page's HTML (`_div`, `_missing`), or the Figure kept (`figures`)
+ChartWriter = Callable[..., T]  # (figure, div id, height=420)
+MissingWriter = Callable[[str, str, str], T]
 
 
 # -------------------------------------------------------------------------------------- figures
 
 
-def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_throughput(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Throughput vs users, joined by load (the order the steps ran numbered on the markers), the knee
     marked on the line it belongs to and the capacity as a line; nothing marked for a constant load."""
     s = m.steps
@@ -247,7 +248,7 @@ def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWrit
     return div(fig, "fig-throughput")
 
 
-def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_throughput_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     if not _has(m.seconds, "rps"):
         return missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
     d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"], envelope=("rps",))
@@ -269,7 +270,7 @@ def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: Missin
     return div(fig, "fig-throughput-time")
 
 
-def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_latency_users(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Each percentile once, joined by load; the SLO as a line when one was given; the knee's load."""
     s = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
@@ -306,7 +307,7 @@ def series_label(column: str) -> str:
     return f"{match['metric']} {CW_STATS[match['stat']]} {unit} (CloudWatch, per minute)"
 
 
-def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_latency_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
     if not cols:
@@ -322,7 +323,7 @@ def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWr
     return div(fig, "fig-latency-time")
 
 
-def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_endpoint_load(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     s = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
@@ -346,7 +347,7 @@ def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-endpoint-load")
 
 
-def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_errors(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     if not m.errors:
         return missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
@@ -355,7 +356,7 @@ def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     return div(fig, "fig-errors")
 
 
-def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_decomposition(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     s = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return missing("fig-decomposition", "Latency decomposition",
@@ -374,7 +375,7 @@ def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-decomposition")
 
 
-def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
+def fig_hourly(h: pd.DataFrame, div: ChartWriter[T]) -> T:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -612,7 +613,7 @@ def hourly_section(m: ReportModel) -> str:
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
-            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h)}"
+            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h, _div)}"
             f'<table id="hours"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
@@ -632,10 +633,11 @@ small{color:#666}
 """
 
 
-def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> list[Any]:
+def charts(model: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> list[T]:
     """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
-    page: tuple[Callable[..., Any], ...] = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time,
-                                            fig_endpoint_load, fig_decomposition, fig_errors)
+    page: tuple[Callable[[ReportModel, ChartWriter[T], MissingWriter[T]], T], ...] = (
+        fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load, fig_decomposition,
+        fig_errors)
     if model.rate is not None:  # rate phases: over time (the autoscaling figure draws the phases), never vs users
         page = (fig_throughput_time, fig_latency_time, fig_decomposition, fig_errors)
     tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
@@ -674,7 +676,7 @@ def render_html(model: ReportModel) -> str:
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{page_text(k)}</td><td>{page_text(v)}</td></tr>" for k, v in
                       headline_rows(model))
-    figures = charts(model)
+    figures = charts(model, _div, _missing)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
