@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from sm_locust.errors import UsageError
 from sm_locust.report.merge import Point
@@ -195,6 +195,45 @@ def autoscaling_target_interval(rps_ci95: object, safety_factor: float = DEFAULT
     return [round(autoscaling_target(rate, safety_factor), 3) for rate in bounds]
 
 
+class ServerlessCost(TypedDict):
+    """A serverless endpoint's estimate at the point's latency (`cost.serverless`)."""
+
+    memory_mb: int
+    duration_ms: float
+    usd_per_gb_second: float
+    usd_per_inference: float
+    usd_per_million: float
+    formula: str
+
+
+class Cost(TypedDict, total=False):
+    """summary.json's `cost` as the report builds it (docs/summary.md): the price, the point's rate per
+    instance, $ per 1M, the autoscaling target, the instances for --target-rps (each with its 95 %
+    interval when the rate has one), a serverless estimate, an LLM run's $ per 1M output tokens."""
+
+    instance_type: str | None
+    instance_count: int
+    price_per_hour_usd: float | None
+    price_source: str | None
+    rps: float | None
+    safety_factor: float
+    rps_per_instance: float
+    transactions_per_hour: float
+    autoscaling_target_invocations_per_instance: float
+    autoscaling_target_invocations_per_instance_ci95: list[float] | None
+    usd_per_million: float | None
+    usd_per_million_ci95: list[float] | None
+    usd_per_hour_total: float
+    target_rps: float
+    instances_needed: int | None
+    instances_needed_no_headroom: int | None
+    instances_needed_ci95: list[int] | None
+    usd_per_hour_at_target: float
+    serverless: ServerlessCost
+    output_tokens_per_s: float | None
+    usd_per_million_output_tokens: float | None
+
+
 def cost_summary(
     point: Point | None,
     *,
@@ -207,7 +246,7 @@ def cost_summary(
     serverless_memory_mb: int | None = None,
     serverless_duration_ms: float | None = None,
     region: str | None = None,
-) -> tuple[dict[str, Any], list[str], list[str]]:
+) -> tuple[Cost, list[str], list[str]]:
     """The `cost` key of summary.json for the sustainable point; returns (cost, gaps, notes).
 
     A price from the table for a run in another `region` than the table's adds a one-line warning
@@ -235,7 +274,7 @@ def cost_summary(
         else:
             notes.append("cost: no instance type known; pass --instance-type or "
                          "--price-per-hour for $ per 1M inferences")
-    cost: dict[str, Any] = {
+    cost: Cost = {
         "instance_type": instance_type,
         "instance_count": instance_count,
         "price_per_hour_usd": price_per_hour,
@@ -256,12 +295,13 @@ def cost_summary(
             cost["usd_per_hour_total"] = price_per_hour * instance_count
         if target_rps:
             cost["target_rps"] = target_rps
-            cost["instances_needed"] = instances_needed(target_rps, per_instance, safety_factor)
+            needed = instances_needed(target_rps, per_instance, safety_factor)  # a number: rate and factor > 0
+            cost["instances_needed"] = needed
             cost["instances_needed_no_headroom"] = instances_needed(target_rps, per_instance, 1.0)
             cost["instances_needed_ci95"] = instances_interval(target_rps, figures.get("rps_ci95"), safety_factor,
                                                                instance_count)
-            if price_per_hour is not None:
-                cost["usd_per_hour_at_target"] = price_per_hour * cost["instances_needed"]
+            if price_per_hour is not None and needed is not None:
+                cost["usd_per_hour_at_target"] = price_per_hour * needed
     else:
         gaps.append("cost: no sustainable throughput found, so no $ per 1M inferences")
     if serverless_memory_mb:

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Summary
-from sm_locust.report.cost import cost_per_million_tokens
+from sm_locust.report.cost import Cost, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number
 
@@ -59,20 +59,20 @@ def _at_point(summary: Summary, steps: list[dict[str, object]],
     return summary.llm.to_json(), "the whole run"
 
 
-def token_cost(cost: JsonObject, view: LlmView | None) -> dict[str, Any]:
+def token_cost(cost: Cost, view: LlmView | None) -> Cost:
     """summary.json `cost` plus `output_tokens_per_s` and `usd_per_million_output_tokens` (when priced)."""
-    out = dict(cost)
+    out = cost.copy()
     if view is None or not view.point:
         return out
     rate = view.point.get("output_tokens_per_s")
-    out["output_tokens_per_s"] = rate
+    out["output_tokens_per_s"] = rate if isinstance(rate, (int, float)) else None
     price = cost.get("price_per_hour_usd")
     if price is not None and isinstance(rate, (int, float)) and rate:
         out["usd_per_million_output_tokens"] = cost_per_million_tokens(price, cost.get("instance_count") or 1, rate)
     return out
 
 
-def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: JsonObject) -> dict[str, object]:
+def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: Cost) -> dict[str, object]:
     """`sm-locust compare`'s token columns for one run ({} when it counted no tokens)."""
     view = llm_view(summary, point)
     if view is None:
@@ -93,7 +93,7 @@ def slo_verdict(value: Any, slo: Any) -> str:
     return f"; SLO {compact(float(slo))} ms: {'within' if float(value) <= float(slo) else 'OVER'}"
 
 
-def llm_rows(view: LlmView | None, cost: Mapping[str, Any],
+def llm_rows(view: LlmView | None, cost: Cost,
              slos: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
     """Summary-table rows, the page's lead for an LLM run: output tokens/s, TTFT and ITL against their
     SLOs (at the SLO's percentile), $ per 1M output tokens, then the whole run's tokens."""

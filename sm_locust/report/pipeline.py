@@ -33,6 +33,7 @@ from sm_locust.report import cost as cost_mod
 from sm_locust.report import merge
 from sm_locust.report import options as report_options
 from sm_locust.report.autoscaling import autoscaling_view
+from sm_locust.report.cost import Cost
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
 from sm_locust.report.merge import Point
@@ -106,7 +107,7 @@ class ReportResult:
     notes: list[str]
     steps: pd.DataFrame
     point: Point | None
-    cost: dict[str, Any]
+    cost: Cost
     cloudwatch: dict[str, Any]
     answers: list[tuple[str, str]] = field(default_factory=list)  # render.closing_rows: the terminal's lines
 

@@ -34,6 +34,7 @@ from plotly.subplots import make_subplots
 
 from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Totals, percentile_key
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, autoscaling_rows
+from sm_locust.report.cost import Cost
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
 from sm_locust.report.llm import LlmView, llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
@@ -69,7 +70,7 @@ class ReportModel:
     steps: pd.DataFrame
     seconds: pd.DataFrame  # merged per-second frame
     point: Point | None
-    cost: dict[str, Any]
+    cost: Cost
     errors: dict[str, int]
     gaps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
