@@ -261,7 +261,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
 
     thr, lat = go.Figure(), go.Figure()
     no_steps = [(r.name, "no load steps in the run") for r in runs if r.steps.empty]
-    users: list[Any] = []
+    users: list[float] = []
     for r in runs:
         if not r.steps.empty:
             ordered = by_load(r.steps)
@@ -331,9 +331,9 @@ def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str |
     return outputs
 
 
-def best(table: pd.DataFrame) -> dict[str, Any]:
+def best(table: pd.DataFrame) -> dict[str, str]:
     """Which run wins on throughput (goodput at the sustainable point) and on cost (for a one-line verdict)."""
-    out: dict[str, Any] = {}
+    out: dict[str, str] = {}
     rank = "goodput_rps" if table["goodput_rps"].notna().any() else "max_sustainable_rps"
     if table[rank].notna().any():
         out["highest_rps"] = table["run"].iloc[int(np.nanargmax(table[rank].to_numpy(dtype=float)))]

@@ -66,7 +66,7 @@ class ReportModel:
     """Everything the page shows; built by the pipeline, plain data only."""
 
     title: str
-    run: dict[str, Any]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
+    run: dict[str, str | None]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
     steps: pd.DataFrame
     seconds: pd.DataFrame  # merged per-second frame
     point: Point | None
@@ -648,10 +648,10 @@ def charts(model: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -
             *(chart(model, div, missing) for chart in page)]
 
 
-def figures(model: ReportModel) -> dict[str, Any]:
+def figures(model: ReportModel) -> dict[str, go.Figure]:
     """The page's charts as plotly Figure objects by their div id (`fig-throughput`, ...; the per-hour
     chart as `fig-hourly` for runs longer than an hour); charts without data are left out."""
-    drawn: dict[str, Any] = {}
+    drawn: dict[str, go.Figure] = {}
 
     def keep(fig, div_id: str, height: int = 420) -> None:
         drawn[div_id] = _style(fig, height)
