@@ -19,10 +19,9 @@ from typing import Any, ClassVar, TypeVar
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
-__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix", "ModelCache",
-           "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target", "Totals", "Traffic",
-           "Verdict",
-           "load_words", "percentile_key"]
+__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix",
+           "ModelCache", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target",
+           "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
 Interval = tuple[float, float]
@@ -506,6 +505,18 @@ class Target(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CacheSide(Record):
+    """`model_cache.cold` / `warm`: the requests that waited for their model's load, or found it loaded."""
+
+    requests: int | None = json_field("count?")
+    p50_ms: float | None = json_field("number?")
+    p95_ms: float | None = json_field("number?")
+    p99_ms: float | None = json_field("number?")
+    wait_p50_ms: float | None = json_field("number?")  # cold only: the waits the endpoint reported
+    wait_p95_ms: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelCache(Record):
     """`model_cache`: warm and cold requests of a multi-model mix."""
 
@@ -514,8 +525,8 @@ class ModelCache(Record):
     hit_rate: float | None = json_field("number?")
     hit_rate_ci95: Interval | None = json_field("interval?")  # from the endpoint's cold/warm marks in time blocks
     threshold_ms: float | None = json_field("number?")
-    cold: JsonObject | None = json_field("object?")
-    warm: JsonObject | None = json_field("object?")
+    cold: CacheSide | None = json_field(CacheSide)
+    warm: CacheSide | None = json_field(CacheSide)
 
 
 @dataclass(frozen=True, kw_only=True)
