@@ -34,10 +34,10 @@ from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.core.launch import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import histogram_percentile
-from sm_locust.record.model import Step, Summary
+from sm_locust.record.model import Summary
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
 from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path
-from sm_locust.report.merge import errors_by_code
+from sm_locust.report.merge import errors_by_code, interval_columns
 from sm_locust.util.arguments import require_bool
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
@@ -47,15 +47,6 @@ OPEN_LOOP_COLUMNS = ("target_rate", "sent", "late", "dropped")
 INLINE_FIGURES = ("fig-throughput", "fig-latency-users")  # what a notebook shows under the verdict
 
 
-def _interval_columns(step: Step) -> dict[str, float]:
-    """A step's `ci95` as flat columns: `rps_ci95_low`, `rps_ci95_high`, ... (NaN when null)."""
-    out: dict[str, float] = {}
-    for name, pair in (step.ci95 or {}).items():
-        low, high = pair if pair is not None else (float("nan"), float("nan"))
-        out[f"{name}_ci95_low"], out[f"{name}_ci95_high"] = low, high
-    return out
-
-
 class RunResult:
     """A finished run (see the module docstring)."""
 
@@ -63,7 +54,7 @@ class RunResult:
         self.run_dir = Path(run_dir)
         self._summary = read_summary(self.run_dir)
         self.record = Summary.from_json(self._summary)  # summary.json as typed records (held to its shape)
-        self.interrupted = interrupted or interrupted_line(self._summary)
+        self.interrupted = interrupted or interrupted_line(self.record)
         self._frames: dict[str, pd.DataFrame] = {}
 
     def __repr__(self) -> str:
@@ -77,18 +68,18 @@ class RunResult:
     @property
     def verdict(self) -> str:
         """What `sm-locust run` prints at the end: totals, and the plateau's verdict on a second line."""
-        return verdict_line(self._summary)
+        return verdict_line(self.record)
 
     @property
     def inconclusive(self) -> bool:
         """True when the run's answer cannot be trusted: a step that decides it was measured while the
         load generator was the bottleneck (summary.json `verdict`; the reason in `inconclusive_reason`
         and on `verdict`'s last line). Neither a pass nor a fail of the endpoint."""
-        return inconclusive_reason(self._summary) is not None
+        return inconclusive_reason(self.record) is not None
 
     @property
     def inconclusive_reason(self) -> str | None:
-        return inconclusive_reason(self._summary)
+        return inconclusive_reason(self.record)
 
     @property
     def plateau(self) -> pd.Series | None:
@@ -102,7 +93,7 @@ class RunResult:
         """One row per step, as summary.json records them (the figures the search judged, over each
         step's steady window), with each figure's 95 % interval as `<figure>_ci95_low` / `_high`."""
         if "steps" not in self._frames:
-            records = [{**{k: v for k, v in step.to_json().items() if k != "ci95"}, **_interval_columns(step)}
+            records = [{**{k: v for k, v in step.to_json().items() if k != "ci95"}, **interval_columns(step.ci95)}
                        for step in self.record.steps]
             frame = pd.DataFrame(records)
             for column in ("start", "end"):
@@ -116,7 +107,7 @@ class RunResult:
         """Failures by error code, most frequent first (summary.json totals, else Locust's failures CSV)."""
         if "errors" not in self._frames:
             failures = None if self.record.totals.errors else read_failures(self.run_dir / FAILURES_CSV, [])
-            counts = errors_by_code(self._summary, failures)
+            counts = errors_by_code(self.record, failures)
             self._frames["errors"] = pd.DataFrame({"error": list(counts), "count": list(counts.values())},
                                                   columns=["error", "count"])
         return self._frames["errors"]
@@ -145,6 +136,7 @@ class RunResult:
         for gap in result.gaps:
             print(f"sm-locust report: missing: {gap}", flush=True)
         self._summary = read_summary(self.run_dir)  # the report adds cloudwatch / cost / report keys
+        self.record = Summary.from_json(self._summary)
         return result.outputs["html"]
 
     def figures(self, cloudwatch: bool | None = None, **options: Any) -> dict[str, Any]:

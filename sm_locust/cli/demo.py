@@ -36,6 +36,7 @@ from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
 from sm_locust.publish.verify import compare, read_published
+from sm_locust.record.model import Summary
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
 from sm_locust.util.formatting import MISSING
@@ -154,9 +155,8 @@ def run(args: argparse.Namespace) -> int:
         published = read_published(stand_in.client(), summary) if stand_in is not None else None
         if published is not None:
             print(f"sm-locust demo: published: {compare(published, summary)[1]}")
-        for step in summary["steps"]:
-            print(f"  {step['users']:>3} users: {step['rps']:8.1f} req/s  p50 {step['p50_ms']} ms  p95 "
-                  f"{step['p95_ms']} ms")
+        for step in Summary.of(summary).steps:
+            print(f"  {step.users:>3} users: {step.rps:8.1f} req/s  p50 {step.p50_ms} ms  p95 {step.p95_ms} ms")
         report = _report(out, stand_in)
     print(f"sm-locust demo: results in {out}/ (summary.json, locust_stats_history.csv, locust_report.html)")
     outputs = report.outputs

@@ -10,7 +10,7 @@ priced figures, `report.render.closing_rows`).
 from __future__ import annotations
 
 from sm_locust.record.asyncsummary import AsyncSummary
-from sm_locust.record.model import JsonObject, Llm, Summary, load_words
+from sm_locust.record.model import CacheSide, JsonObject, Llm, Summary, load_words
 from sm_locust.util.formatting import latency, number, percent_interval
 
 
@@ -37,11 +37,11 @@ def answer_lines(summary: Summary | JsonObject) -> list[str]:
         if cache.hit_rate is None:
             lines.append("cache: cold and warm requests not told apart (no marks, no two latency modes)")
         else:
-            cold, warm = cache.cold or {}, cache.warm or {}
+            cold, warm = cache.cold or CacheSide(), cache.warm or CacheSide()
             hit = percent_interval(cache.hit_rate, cache.hit_rate_ci95)
             lines.append(f"cache: hit rate {hit} of {number(cache.requests, 0)} "
-                         f"successful requests ({number(cold.get('requests'), 0)} cold); p95 cold "
-                         f"{latency(cold.get('p95_ms'), ' ms')}, warm {latency(warm.get('p95_ms'), ' ms')}")
+                         f"successful requests ({number(cold.requests, 0)} cold); p95 cold "
+                         f"{latency(cold.p95_ms, ' ms')}, warm {latency(warm.p95_ms, ' ms')}")
     if record.llm is not None:
         at, where = _verdict_llm(record)
         lines.append(f"tokens: {number(at.output_tokens_per_s if at else None)} output tokens/s ({where}); TTFT p95 "

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Final, Literal
 
 from sm_locust.gates.decide import (
     FAIL,
@@ -35,11 +36,17 @@ from sm_locust.gates.decide import (
     longer_run_factor,
     longer_run_text,
 )
-from sm_locust.record.model import percentile_key
+from sm_locust.record.model import Interval, percentile_key
 from sm_locust.record.runfolder import Metrics, RunData
 from sm_locust.util.formatting import MISSING, compact, percent, with_interval
 
-NO_INTERVAL = object()  # summary.json records no interval for the figure (older run, one request name)
+
+class _NoInterval(Enum):
+    NO_INTERVAL = "no interval"
+
+
+NO_INTERVAL: Final = _NoInterval.NO_INTERVAL  # summary.json records no interval for the figure (older run, one name)
+Recorded = Interval | None | Literal[_NoInterval.NO_INTERVAL]  # what recorded_interval finds
 
 
 def _scope_label(name: str | None) -> str:
@@ -289,7 +296,7 @@ class NoRegression(Gate):
         return Outcome(PASS)
 
 
-def recorded_interval(run: RunData, scope: str | None, key: str) -> Any:
+def recorded_interval(run: RunData, scope: str | None, key: str) -> Recorded:
     """The figure's 95 % interval as summary.json records it: (low, high); None when recorded as
     null (too few seconds to compute one); `NO_INTERVAL` when none is recorded at all (one request
     name's figures, or a run folder from before intervals)."""
@@ -306,7 +313,7 @@ def _number(value: float, digits: int | None) -> str:
     return compact(value) if digits is None else f"{value:.{digits}f}"
 
 
-def _with_interval(value: float | None, interval: Any, unit: str, digits: int | None = None) -> str:
+def _with_interval(value: float | None, interval: Recorded, unit: str, digits: int | None = None) -> str:
     """The figure as every surface shows it (`formatting.with_interval`: '48 ms [46, 51]', '45.0 req/s
     (±1.2)'), the interval widened to hold the figure; the figure alone when none is recorded."""
     if value is None:

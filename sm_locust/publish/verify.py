@@ -18,6 +18,7 @@ from typing import Any
 
 from sm_locust.publish.error_names import fold_like
 from sm_locust.publish.metric_data import ERROR_DIMENSION
+from sm_locust.record.model import JsonObject, Summary, Totals
 
 MAX_POINTS = 1440  # GetMetricStatistics answers at most 1,440 data points per call
 
@@ -60,13 +61,13 @@ def read_published(cloudwatch: Any, summary: Mapping) -> dict | None:
             "errors": dict(sorted(errors.items()))}
 
 
-def compare(published: Mapping, summary: Mapping) -> tuple[bool, str]:
+def compare(published: Mapping, summary: Summary | JsonObject) -> tuple[bool, str]:
     """(equal, one line): CloudWatch's figures against summary.json's totals."""
-    totals = summary.get("totals") or {}
-    requests = int(totals.get("requests") or 0)
-    in_flight = int(totals.get("in_flight_at_stop") or 0)
+    totals = Summary.of(summary).totals or Totals()
+    requests = int(totals.requests or 0)
+    in_flight = int(totals.in_flight_at_stop or 0)
     samples = int(published.get("samples") or 0)
-    errors = fold_like(dict(published.get("errors") or {}), totals.get("errors") or {})  # as published: a bounded set
+    errors = fold_like(dict(published.get("errors") or {}), totals.errors or {})  # as published: a bounded set
     same_count = requests <= samples <= requests + in_flight
     same_errors = dict(published.get("errors") or {}) == errors
     mean = published["sum_ms"] / samples if samples else None

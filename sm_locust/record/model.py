@@ -19,9 +19,9 @@ from typing import Any, ClassVar, TypeVar
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
-__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix", "ModelCache",
-           "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target", "Totals", "Verdict",
-           "load_words", "percentile_key"]
+__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix",
+           "ModelCache", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target",
+           "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
 Interval = tuple[float, float]
@@ -424,6 +424,7 @@ class Plateau(Record):
     undecided: list[str] | None = json_field("list?")  # decisions the measurement did not support
     steps: int | None = json_field("count?")
     text: str | None = json_field("text?")
+    llm: Llm | None = json_field(Llm)  # the knee step's token figures, when the search ran on tokens
 
     def percentile(self, percentile: float) -> float | None:
         """The knee's recorded percentile (`p95_ms` for 95), None when not recorded."""
@@ -507,6 +508,18 @@ class Target(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CacheSide(Record):
+    """`model_cache.cold` / `warm`: the requests that waited for their model's load, or found it loaded."""
+
+    requests: int | None = json_field("count?")
+    p50_ms: float | None = json_field("number?")
+    p95_ms: float | None = json_field("number?")
+    p99_ms: float | None = json_field("number?")
+    wait_p50_ms: float | None = json_field("number?")  # cold only: the waits the endpoint reported
+    wait_p95_ms: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelCache(Record):
     """`model_cache`: warm and cold requests of a multi-model mix."""
 
@@ -515,8 +528,8 @@ class ModelCache(Record):
     hit_rate: float | None = json_field("number?")
     hit_rate_ci95: Interval | None = json_field("interval?")  # from the endpoint's cold/warm marks in time blocks
     threshold_ms: float | None = json_field("number?")
-    cold: JsonObject | None = json_field("object?")
-    warm: JsonObject | None = json_field("object?")
+    cold: CacheSide | None = json_field(CacheSide)
+    warm: CacheSide | None = json_field(CacheSide)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -570,11 +583,28 @@ class Autoscaling(Record):
     cost_usd: float | None = json_field("number?")
     slo: JsonObject | None = json_field("object?")
     slo_breach_s: float | None = json_field("number?")
+    breach_client_bound_s: float | None = json_field("number?")  # of them, seconds the load generator was behind
     breaches: list[list[float]] | None = json_field("list?")
     failed: int | None = json_field("count?")
     throttled: int | None = json_field("count?")
     flaps: int | None = json_field("count?")
     watched: JsonObject | None = json_field("object?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase(Record):
+    """One `traffic.phases[]` entry: a rate offered for a duration (run seconds)."""
+
+    duration_s: float | None = json_field("number")
+    rps: float | None = json_field("number")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic(Record):
+    """`traffic`: the rate phases of a `--traffic` run (docs/autoscaling.md)."""
+
+    phases: tuple[Phase, ...] = json_field(ListOf(Phase), default=())
+    time_scale: float | None = json_field("number?")  # emulated seconds per real second
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -601,7 +631,7 @@ class Summary(Record):
     model_cache: ModelCache | None = json_field(ModelCache)
     mix: Mix | None = json_field(Mix)
     autoscaling: Autoscaling | None = json_field(Autoscaling)
-    traffic: JsonObject | None = json_field("object?")
+    traffic: Traffic | None = json_field(Traffic)
     trace: JsonObject | None = json_field("object?")  # --trace: the trace replayed and the sends' lateness
     publish: JsonObject | None = json_field("object?")
     llm: Llm | None = json_field(Llm)

@@ -19,21 +19,22 @@ reads the block as data and imports nothing of `sm_locust.scaling` (which prices
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
-from sm_locust.record.model import Autoscaling, JsonObject, Summary
+from sm_locust.record.model import Autoscaling, JsonObject, Phase, Summary
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.util.formatting import money, number
 
 FIG_ID = "fig-autoscaling"
+T = TypeVar("T")  # what the chart writers make (report.render)
 BREACH_COLOR = "rgba(217,48,37,0.12)"
 HEIGHT = 640  # three rows
 
@@ -48,7 +49,7 @@ class AutoscalingView:
     latency_ms: list[float | None] = field(default_factory=list)  # the SLO's percentile per second
     percentile: float = DEFAULT_SLO_PERCENTILE
     slo_ms: float | None = None
-    phases: list[dict[str, Any]] = field(default_factory=list)  # the traffic: {duration_s, rps}, run seconds
+    phases: Sequence[Phase | JsonObject] = ()  # the traffic: {duration_s, rps}, run seconds
 
 
 def autoscaling_view(summary: Summary | JsonObject, run_dir: Path) -> AutoscalingView | None:
@@ -59,8 +60,7 @@ def autoscaling_view(summary: Summary | JsonObject, run_dir: Path) -> Autoscalin
         return None
     slo = figures.slo or {}
     percentile = float(slo.get("percentile") or DEFAULT_SLO_PERCENTILE)
-    traffic = record.traffic or {}
-    phases = [dict(p) for p in traffic.get("phases") or [] if isinstance(p, Mapping)]
+    phases = record.traffic.phases if record.traffic is not None else ()
     view = AutoscalingView(figures, percentile=percentile, slo_ms=slo.get("slo_ms"), phases=phases)
     path = timeline_path(run_dir)
     started = record.started_at
@@ -112,26 +112,27 @@ def _count(figures: Autoscaling, key: str) -> object:
     return getattr(figures, key) if figures.has(key) else 0
 
 
-def phase_steps(phases: list[dict[str, Any]], end: float | None = None) -> tuple[list[float], list[float]]:
+def phase_steps(phases: Sequence[Phase | JsonObject], end: float | None = None) -> tuple[list[float], list[float]]:
     """The offered rate as a step line: (x, y) with a point at each phase's start and one at the end,
     cut at `end` (a run stopped before its traffic did)."""
     x, y, t = [], [], 0.0
-    for phase in phases:
+    for given in phases:
         if end is not None and t >= end:
             break
+        phase = given if isinstance(given, Phase) else Phase.from_json(given, check=False)
         x.append(t)
-        y.append(float(phase.get("rps") or 0.0))
-        t += float(phase.get("duration_s") or 0.0)
+        y.append(float(phase.rps or 0.0))
+        t += float(phase.duration_s or 0.0)
     if x:
         x.append(t if end is None else min(t, end))
         y.append(y[-1])
     return x, y
 
 
-def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., str],
-                       missing: Callable[[str, str, str], str], figure_id: str = FIG_ID,
+def autoscaling_figure(view: AutoscalingView | None, div: Callable[..., T],
+                       missing: Callable[[str, str, str], T], figure_id: str = FIG_ID,
                        title: str = "Autoscaling: instances under the traffic and latency (over the SLO shaded)",
-                       ) -> list[str]:
+                       ) -> list[T]:
     """The figure (in a list, empty when the run watched no scaling)."""
     if view is None:
         return []

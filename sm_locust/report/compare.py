@@ -21,9 +21,10 @@ which run is not in it and why.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 import pandas as pd
@@ -56,7 +57,7 @@ ROW_COLUMNS = [
 
 
 # column -> (what the page calls it, how it is printed: digits, or "%" for a fraction); in page order
-LABELS: dict[str, tuple[str, Any]] = {
+LABELS: dict[str, tuple[str, int | str | None]] = {
     "endpoint": ("endpoint", None), "instance_type": ("instance type", None),
     "instance_count": ("instances", 0), "users": ("users at the sustainable point", 0),
     "max_sustainable_rps": ("max sustainable throughput (req/s)", 1), "goodput_rps": ("goodput there (req/s)", 1),
@@ -91,7 +92,7 @@ def label(column: str) -> str:
     return LABELS.get(column, (column, 2))[0]
 
 
-def shown(column: str, value: Any, interval: Any = None) -> str:
+def shown(column: str, value: object, interval: tuple[object, object] | None = None) -> str:
     """A cell of the compare table: the formatter's number with the figure's own digits, and its 95 %
     interval (`with_interval`'s wording) when the run has one."""
     digits = LABELS.get(column, (column, 2))[1]
@@ -99,7 +100,7 @@ def shown(column: str, value: Any, interval: Any = None) -> str:
         return with_interval(value, interval, digits=digits)
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
-    if digits == "%":
+    if isinstance(digits, str):  # "%": a fraction
         return percent(value, 2)
     if digits is None:
         return number(value)
@@ -108,21 +109,23 @@ def shown(column: str, value: Any, interval: Any = None) -> str:
     return number(value, digits)
 
 
-def change(column: str, value: Any, baseline: Any) -> str:
+def change(column: str, value: object, baseline: object) -> str:
     """The change of `value` against the baseline's, in %: '+12.3 %', '-4.0 %', '' when either is
     missing, not a number, or the baseline is 0."""
     if column in NO_CHANGE or is_missing(value) or is_missing(baseline):
         return ""
+    if not isinstance(value, (SupportsFloat, str)) or not isinstance(baseline, (SupportsFloat, str)):
+        return ""
     try:
-        value, baseline = float(value), float(baseline)
+        now, then = float(value), float(baseline)
     except (TypeError, ValueError):
         return ""
-    if baseline == 0:
-        return "" if value == 0 else "new"
-    return f"{(value - baseline) / abs(baseline) * 100:+.1f} %"
+    if then == 0:
+        return "" if now == 0 else "new"
+    return f"{(now - then) / abs(then) * 100:+.1f} %"
 
 
-def interval_of(column: str, row: Any) -> tuple[Any, Any] | None:
+def interval_of(column: str, row: pd.Series | Mapping[str, object]) -> tuple[object, object] | None:
     """The figure's 95 % interval in a row of compare.csv's table, or None (no interval for it, or
     a bound missing)."""
     pair = INTERVALS.get(column)
@@ -189,7 +192,7 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         totals = data.totals
         row.update(run_requests=totals.requests, run_failures=totals.failures, run_goodput_rps=totals.goodput_rps)
     row["gaps"] = len(gaps)
-    row.update(llm_columns(data.summary, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
+    row.update(llm_columns(data.record, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
     return RunComparison(data.folder.name,
                          {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
                          steps, gaps, rate_phases=is_rate_run(data.summary))
@@ -262,7 +265,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     no_steps = [(r.name, "no load steps in the run") for r in runs if r.steps.empty]
     no_steps += [(r.name, "its load was rate phases, which users do not set (its report draws them over time)")
                  for r in runs if r.rate_phases and not r.steps.empty]
-    users: list[Any] = []
+    users: list[float] = []
     for r in runs:
         if not r.steps.empty and not r.rate_phases:
             ordered = by_load(r.steps)
@@ -337,9 +340,9 @@ def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str |
     return outputs
 
 
-def best(table: pd.DataFrame) -> dict[str, Any]:
+def best(table: pd.DataFrame) -> dict[str, str]:
     """Which run wins on throughput (goodput at the sustainable point) and on cost (for a one-line verdict)."""
-    out: dict[str, Any] = {}
+    out: dict[str, str] = {}
     rank = "goodput_rps" if table["goodput_rps"].notna().any() else "max_sustainable_rps"
     if table[rank].notna().any():
         out["highest_rps"] = table["run"].iloc[int(np.nanargmax(table[rank].to_numpy(dtype=float)))]

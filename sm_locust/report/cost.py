@@ -26,9 +26,10 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from sm_locust.errors import UsageError
+from sm_locust.report.merge import Point
 from sm_locust.util.numbers import check_number
 from sm_locust.util.yamlsafe import load_json, read_text_file
 
@@ -148,7 +149,7 @@ def serverless_cost_per_inference(memory_mb: int, duration_ms: float, usd_per_gb
     return memory_mb / 1024.0 * billed_s * usd_per_gb_second
 
 
-def cost_interval(price_per_hour: float, instance_count: int, rps_ci95: Any) -> list[float] | None:
+def cost_interval(price_per_hour: float, instance_count: int, rps_ci95: object) -> list[float] | None:
     """The 95 % interval of $ per 1M from the interval of the rate it divides by: [cost at the high
     rate, cost at the low rate] (the cost falls as the rate rises); None without a rate interval or
     when its low end is 0 (no upper bound on the cost)."""
@@ -162,7 +163,7 @@ def cost_interval(price_per_hour: float, instance_count: int, rps_ci95: Any) -> 
     return None if cheapest is None or dearest is None else [round(cheapest, 6), round(dearest, 6)]
 
 
-def _rate_bounds(rps_ci95: Any, instance_count: int = 1) -> tuple[float, float] | None:
+def _rate_bounds(rps_ci95: object, instance_count: int = 1) -> tuple[float, float] | None:
     """A rate interval per instance, (low, high) with 0 < low <= high; None otherwise."""
     if not isinstance(rps_ci95, (list, tuple)) or len(rps_ci95) != 2:
         return None
@@ -172,7 +173,7 @@ def _rate_bounds(rps_ci95: Any, instance_count: int = 1) -> tuple[float, float] 
     return low / instance_count, high / instance_count
 
 
-def instances_interval(target_rps: float, rps_ci95: Any, safety_factor: float = 1.0,
+def instances_interval(target_rps: float, rps_ci95: object, safety_factor: float = 1.0,
                        instance_count: int = 1) -> list[int] | None:
     """The 95 % interval of `instances_needed` from the measured rate's (`rps_ci95`, measured on
     `instance_count` instances): [instances at the high rate, instances at the low rate]; None
@@ -185,7 +186,7 @@ def instances_interval(target_rps: float, rps_ci95: Any, safety_factor: float = 
     return None if fewest is None or most is None else [fewest, most]
 
 
-def autoscaling_target_interval(rps_ci95: Any, safety_factor: float = DEFAULT_SAFETY_FACTOR,
+def autoscaling_target_interval(rps_ci95: object, safety_factor: float = DEFAULT_SAFETY_FACTOR,
                                 instance_count: int = 1) -> list[float] | None:
     """The 95 % interval of `autoscaling_target` from the measured rate's (it grows with the rate)."""
     bounds = _rate_bounds(rps_ci95, instance_count)
@@ -194,8 +195,47 @@ def autoscaling_target_interval(rps_ci95: Any, safety_factor: float = DEFAULT_SA
     return [round(autoscaling_target(rate, safety_factor), 3) for rate in bounds]
 
 
+class ServerlessCost(TypedDict):
+    """A serverless endpoint's estimate at the point's latency (`cost.serverless`)."""
+
+    memory_mb: int
+    duration_ms: float
+    usd_per_gb_second: float
+    usd_per_inference: float
+    usd_per_million: float
+    formula: str
+
+
+class Cost(TypedDict, total=False):
+    """summary.json's `cost` as the report builds it (docs/summary.md): the price, the point's rate per
+    instance, $ per 1M, the autoscaling target, the instances for --target-rps (each with its 95 %
+    interval when the rate has one), a serverless estimate, an LLM run's $ per 1M output tokens."""
+
+    instance_type: str | None
+    instance_count: int
+    price_per_hour_usd: float | None
+    price_source: str | None
+    rps: float | None
+    safety_factor: float
+    rps_per_instance: float
+    transactions_per_hour: float
+    autoscaling_target_invocations_per_instance: float
+    autoscaling_target_invocations_per_instance_ci95: list[float] | None
+    usd_per_million: float | None
+    usd_per_million_ci95: list[float] | None
+    usd_per_hour_total: float
+    target_rps: float
+    instances_needed: int | None
+    instances_needed_no_headroom: int | None
+    instances_needed_ci95: list[int] | None
+    usd_per_hour_at_target: float
+    serverless: ServerlessCost
+    output_tokens_per_s: float | None
+    usd_per_million_output_tokens: float | None
+
+
 def cost_summary(
-    point: dict[str, Any] | None,
+    point: Point | None,
     *,
     prices: PriceTable,
     instance_type: str | None = None,
@@ -206,7 +246,7 @@ def cost_summary(
     serverless_memory_mb: int | None = None,
     serverless_duration_ms: float | None = None,
     region: str | None = None,
-) -> tuple[dict[str, Any], list[str], list[str]]:
+) -> tuple[Cost, list[str], list[str]]:
     """The `cost` key of summary.json for the sustainable point; returns (cost, gaps, notes).
 
     A price from the table for a run in another `region` than the table's adds a one-line warning
@@ -214,7 +254,8 @@ def cost_summary(
     """
     gaps: list[str] = []
     notes: list[str] = []
-    rps = (point or {}).get("rps")
+    figures: Point = point or {}
+    rps = figures.get("rps")
     instance_count = instance_count or 1
     priced = prices.lookup(instance_type)
     if price_per_hour is not None:
@@ -233,7 +274,7 @@ def cost_summary(
         else:
             notes.append("cost: no instance type known; pass --instance-type or "
                          "--price-per-hour for $ per 1M inferences")
-    cost: dict[str, Any] = {
+    cost: Cost = {
         "instance_type": instance_type,
         "instance_count": instance_count,
         "price_per_hour_usd": price_per_hour,
@@ -247,19 +288,20 @@ def cost_summary(
         cost["transactions_per_hour"] = transactions_per_hour(rps)
         cost["autoscaling_target_invocations_per_instance"] = autoscaling_target(per_instance, safety_factor)
         cost["autoscaling_target_invocations_per_instance_ci95"] = autoscaling_target_interval(
-            (point or {}).get("rps_ci95"), safety_factor, instance_count)
+            figures.get("rps_ci95"), safety_factor, instance_count)
         if price_per_hour is not None:
             cost["usd_per_million"] = cost_per_million(price_per_hour, instance_count, rps)
-            cost["usd_per_million_ci95"] = cost_interval(price_per_hour, instance_count, (point or {}).get("rps_ci95"))
+            cost["usd_per_million_ci95"] = cost_interval(price_per_hour, instance_count, figures.get("rps_ci95"))
             cost["usd_per_hour_total"] = price_per_hour * instance_count
         if target_rps:
             cost["target_rps"] = target_rps
-            cost["instances_needed"] = instances_needed(target_rps, per_instance, safety_factor)
+            needed = instances_needed(target_rps, per_instance, safety_factor)  # a number: rate and factor > 0
+            cost["instances_needed"] = needed
             cost["instances_needed_no_headroom"] = instances_needed(target_rps, per_instance, 1.0)
-            cost["instances_needed_ci95"] = instances_interval(target_rps, (point or {}).get("rps_ci95"), safety_factor,
+            cost["instances_needed_ci95"] = instances_interval(target_rps, figures.get("rps_ci95"), safety_factor,
                                                                instance_count)
-            if price_per_hour is not None:
-                cost["usd_per_hour_at_target"] = price_per_hour * cost["instances_needed"]
+            if price_per_hour is not None and needed is not None:
+                cost["usd_per_hour_at_target"] = price_per_hour * needed
     else:
         gaps.append("cost: no sustainable throughput found, so no $ per 1M inferences")
     if serverless_memory_mb:

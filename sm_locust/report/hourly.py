@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sm_locust.record.model import Hour, JsonObject, Summary
 from sm_locust.record.summary import iso
 from sm_locust.report.merge import parse_time
 
@@ -31,15 +31,15 @@ HOURLY_COLUMNS = [
 ]
 
 
-def _errors_text(errors: Any) -> str:
+def _errors_text(errors: JsonObject | None) -> str:
     """{code: n} -> 'ModelError 30, ThrottlingException 2' (most first), '' when none."""
     if not isinstance(errors, Mapping) or not errors:
         return ""
     return ", ".join(f"{code} {n}" for code, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _origin(summary: Mapping[str, Any], seconds: pd.DataFrame) -> float | None:
-    start = parse_time(summary.get("started_at"))
+def _origin(summary: Summary, seconds: pd.DataFrame) -> float | None:
+    start = parse_time(summary.started_at)
     if start is not None:
         return start
     if not seconds.empty:
@@ -47,7 +47,7 @@ def _origin(summary: Mapping[str, Any], seconds: pd.DataFrame) -> float | None:
     return None
 
 
-def hourly_rows(seconds: pd.DataFrame, summary: Mapping[str, Any] | None = None) -> pd.DataFrame:
+def hourly_rows(seconds: pd.DataFrame, summary: Summary | JsonObject | None = None) -> pd.DataFrame:
     """One row per hour of the run (HOURLY_COLUMNS; CloudWatch columns only when the frame has them).
 
     `seconds`: the merged per-second frame (`epoch_s`, and `requests`, `failures`, `users`,
@@ -55,9 +55,9 @@ def hourly_rows(seconds: pd.DataFrame, summary: Mapping[str, Any] | None = None)
     the exact counts, percentiles and errors. Second T (the sample ending at T) belongs to hour
     k = floor((T - 1 - start) / 3600).
     """
-    summary = summary or {}
-    recorded = [h for h in (summary.get("hours") or []) if isinstance(h, Mapping) and h.get("hour")]
-    origin = _origin(summary, seconds)
+    record = Summary.of(summary or {})
+    recorded = [h for h in record.hours or () if h.hour]
+    origin = _origin(record, seconds)
     if origin is None:
         return pd.DataFrame(columns=HOURLY_COLUMNS[:15])
     frame_hours: dict[int, pd.DataFrame] = {}
@@ -67,7 +67,7 @@ def hourly_rows(seconds: pd.DataFrame, summary: Mapping[str, Any] | None = None)
         cuts = np.flatnonzero(np.diff(index)) + 1
         for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(index)], strict=True):
             frame_hours[int(index[a])] = seconds.iloc[a:b]
-    by_hour = {int(h["hour"]) - 1: h for h in recorded}
+    by_hour = {int(h.hour) - 1: h for h in recorded if h.hour}
     keys = sorted(set(by_hour) | set(frame_hours))
     cw = [(c, how) for c, how in ENDPOINT_COLUMNS if c in seconds.columns and seconds[c].notna().any()]
     rows = []
@@ -91,17 +91,18 @@ def _column(part: pd.DataFrame | None, name: str) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
-def _row(k: int, origin: float, part: pd.DataFrame | None, exact: Mapping[str, Any] | None) -> dict[str, Any]:
+def _row(k: int, origin: float, part: pd.DataFrame | None, exact: Hour | None) -> dict[str, object]:
     start = origin + k * HOUR_S
     if exact is not None:
-        duration = float(exact.get("duration_s") or 0.0)
-        end = parse_time(exact.get("end")) or start + duration
+        duration = float(exact.duration_s or 0.0)
+        end = parse_time(exact.end) or start + duration
         return {
             "hour": k + 1, "start": iso(start, "seconds"), "end": iso(end, "seconds"), "duration_s": round(duration, 3),
-            "users": exact.get("users"), "requests": exact.get("requests"), "failures": exact.get("failures"),
-            "rps": exact.get("rps"), "goodput_rps": exact.get("goodput_rps"), "error_rate": exact.get("error_rate"),
-            "p50_ms": exact.get("p50_ms"), "p95_ms": exact.get("p95_ms"), "p99_ms": exact.get("p99_ms"),
-            "errors": _errors_text(exact.get("errors")), "client_cpu_pct": exact.get("client_cpu_pct"),
+            "users": exact.users, "requests": exact.requests if exact.has("requests") else None,
+            "failures": exact.failures if exact.has("failures") else None,
+            "rps": exact.rps, "goodput_rps": exact.goodput_rps, "error_rate": exact.error_rate,
+            "p50_ms": exact.p50_ms, "p95_ms": exact.p95_ms, "p99_ms": exact.p99_ms,
+            "errors": _errors_text(exact.errors), "client_cpu_pct": exact.client_cpu_pct,
         }
     epochs = _column(part, "epoch_s")
     last = float(epochs.max()) if len(epochs) else start

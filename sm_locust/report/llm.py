@@ -10,68 +10,69 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE
-from sm_locust.report.cost import cost_per_million_tokens
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Summary
+from sm_locust.report.cost import Cost, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number
 
 LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
 STEP_COLUMNS = [("output_tokens_per_s", 1), ("ttft_p95_ms", 0), ("itl_p95_ms", 1)]  # the report's step table
 FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")
+T = TypeVar("T")  # what a chart writer makes of a chart: the page's HTML, or the figure itself
 
 
 @dataclass
 class LlmView:
     """What the page shows of a run's tokens (plain data)."""
 
-    run: dict[str, Any]
-    steps: list[dict[str, Any]] = field(default_factory=list)  # {"users": n, **step llm figures}
-    point: dict[str, Any] | None = None  # the token figures at the sustainable point
+    run: dict[str, object]  # summary.json's `llm` figures
+    steps: list[dict[str, object]] = field(default_factory=list)  # {"users": n, **step llm figures}
+    point: dict[str, object] | None = None  # the token figures at the sustainable point
     where: str = ""  # which figures `point` holds
 
 
-def llm_view(summary: Mapping[str, Any], point: Mapping[str, Any] | None) -> LlmView | None:
+def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView | None:
     """The run's token figures, or None when it counted none."""
-    run = summary.get("llm")
-    if not isinstance(run, dict):
+    record = Summary.of(summary)
+    if record.llm is None:
         return None
-    steps = [{"users": s.get("users"), **s["llm"]} for s in summary.get("steps") or []
-             if isinstance(s, dict) and isinstance(s.get("llm"), dict)]
-    at, where = _at_point(summary, steps, point)
-    return LlmView(dict(run), steps, at, where)
+    steps = [{"users": s.users, **s.llm.to_json()} for s in record.steps if s.llm is not None]
+    at, where = _at_point(record, steps, point)
+    return LlmView(record.llm.to_json(), steps, at, where)
 
 
-def _at_point(summary: Mapping[str, Any], steps: list[dict], point: Mapping[str, Any] | None) -> tuple[dict, str]:
-    plateau = summary.get("plateau")
-    if isinstance(plateau, dict) and isinstance(plateau.get("llm"), dict):
-        return dict(plateau["llm"]), "the plateau's step"
+def _at_point(summary: Summary, steps: list[dict[str, object]],
+              point: JsonObject | None) -> tuple[dict[str, object], str]:
+    if summary.plateau is not None and summary.plateau.llm is not None:
+        return summary.plateau.llm.to_json(), "the plateau's step"
     users = (point or {}).get("users")
     matching = [s for s in steps if users is not None and s.get("users") == users]
     if matching:
         return dict(matching[-1]), f"the step at {users} users"
-    return dict(summary["llm"]), "the whole run"
+    assert summary.llm is not None
+    return summary.llm.to_json(), "the whole run"
 
 
-def token_cost(cost: Mapping[str, Any], view: LlmView | None) -> dict[str, Any]:
+def token_cost(cost: Cost, view: LlmView | None) -> Cost:
     """summary.json `cost` plus `output_tokens_per_s` and `usd_per_million_output_tokens` (when priced)."""
-    out = dict(cost)
+    out = cost.copy()
     if view is None or not view.point:
         return out
     rate = view.point.get("output_tokens_per_s")
-    out["output_tokens_per_s"] = rate
+    out["output_tokens_per_s"] = rate if isinstance(rate, (int, float)) else None
     price = cost.get("price_per_hour_usd")
-    if price is not None and rate:
+    if price is not None and isinstance(rate, (int, float)) and rate:
         out["usd_per_million_output_tokens"] = cost_per_million_tokens(price, cost.get("instance_count") or 1, rate)
     return out
 
 
-def llm_columns(summary: Mapping[str, Any], point: Mapping[str, Any] | None, cost: Mapping[str, Any]) -> dict[str, Any]:
+def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: Cost) -> dict[str, object]:
     """`sm-locust compare`'s token columns for one run ({} when it counted no tokens)."""
     view = llm_view(summary, point)
     if view is None:
@@ -92,8 +93,8 @@ def slo_verdict(value: Any, slo: Any) -> str:
     return f"; SLO {compact(float(slo))} ms: {'within' if float(value) <= float(slo) else 'OVER'}"
 
 
-def llm_rows(view: LlmView | None, cost: Mapping[str, Any],
-             slos: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+def llm_rows(view: LlmView | None, cost: Cost,
+             slos: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
     """Summary-table rows, the page's lead for an LLM run: output tokens/s, TTFT and ITL against their
     SLOs (at the SLO's percentile), $ per 1M output tokens, then the whole run's tokens."""
     if view is None:
@@ -140,8 +141,8 @@ def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{c: (f or {}).get(c) for c, _ in STEP_COLUMNS} for f in figures], index=steps.index)
 
 
-def llm_figures(view: LlmView | None, knee_users: Any, div: Callable[..., Any],
-                missing: Callable[[str, str, str], Any], slos: Mapping[str, Any] | None = None) -> list[Any]:
+def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..., T],
+                missing: Callable[[str, str, str], T], slos: Mapping[str, float] | None = None) -> list[T]:
     """Output tokens/s vs users, and TTFT / ITL percentiles vs users with their SLOs (nothing without
     token figures), joined by load; `div` and `missing` are the report page's chart and placeholder
     writers, `knee_users` the knee's load (None: nothing to mark)."""

@@ -11,14 +11,16 @@ invocations, so like is compared with like (docs/report.md). No I/O: DataFrames 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
 
 from sm_locust.plateau.looplag import LoopLag
+from sm_locust.record.model import Interval, Intervals, JsonObject, Step, Summary, Verdict
 from sm_locust.record.summary import iso
 from sm_locust.report.metrics import STAT_ABBREV
 from sm_locust.util.formatting import is_missing, number, with_interval
@@ -32,7 +34,7 @@ LOCUST_SECOND_COLUMNS = [
 MAX_ERROR_RATE = 0.01  # a step with more failures than this is not "sustainable"
 
 
-def parse_time(value: Any) -> float | None:
+def parse_time(value: object) -> float | None:
     """ISO-8601 (with Z or an offset; naive = UTC) or epoch number -> epoch seconds."""
     if value is None or value == "":
         return None
@@ -134,16 +136,58 @@ def with_time(seconds: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- steps
 
 
-def step_spans(summary: dict[str, Any], seconds: pd.DataFrame) -> list[dict[str, Any]]:
+class Point(TypedDict, total=False):
+    """The sustainable point a report, compare and summary.json's `report.sustainable` quote: one step's
+    own figures (`step`, 1-based), the capacity step's, the verdict, and for a rate run the instances
+    its rates are divided by (report/policy.py)."""
+
+    users: float | None
+    rps: float | None
+    goodput_rps: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    source: str
+    stable: bool | None
+    capacity_rps: float | None
+    capacity_ci95: list[float] | None
+    inconclusive: bool
+    inconclusive_reason: str | None
+    step: int
+    capacity_step: int
+    capacity_users: float | None
+    capacity_p95_ms: float | None
+    rps_ci95: list[float] | None
+    goodput_rps_ci95: list[float] | None
+    p50_ms_ci95: list[float] | None
+    p95_ms_ci95: list[float] | None
+    p99_ms_ci95: list[float] | None
+    instances: int
+    per_instance: bool
+
+
+class Span(TypedDict, total=False):
+    """A step's place on the time axis: its number (1-based), users, start and end (epoch s), where it
+    came from ("summary" or "history") and summary.json's record of it."""
+
+    step: int
+    users: float | None
+    start_s: float
+    end_s: float
+    source: str
+    summary: Step
+
+
+def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Span]:
     """Steps as {step, users, start_s, end_s, source}: summary.json's if it has them (`step` is the
     record's place in summary.json's list, 1-based, as every surface numbers steps), else runs of one
     user count in the history (ramps included; good enough for a run without a summary)."""
-    spans = []
-    for index, step in enumerate(summary.get("steps") or [], start=1):
-        start, end = parse_time(step.get("start")), parse_time(step.get("end"))
+    spans: list[Span] = []
+    for index, step in enumerate(Summary.of(summary).steps or (), start=1):
+        start, end = parse_time(step.start), parse_time(step.end)
         if start is None or end is None or end <= start:
             continue
-        spans.append({"step": index, "users": step.get("users"), "start_s": start, "end_s": end, "source": "summary",
+        spans.append({"step": index, "users": step.users, "start_s": start, "end_s": end, "source": "summary",
                       "summary": step})
     if spans or "users" not in seconds.columns:
         return spans
@@ -184,7 +228,7 @@ def bucket_share(epochs: np.ndarray, period: int = 60) -> np.ndarray:
     return 1.0 / counts[inverse.ravel()]
 
 
-def decomposition(seconds: pd.DataFrame, rows: slice, period: int = 60) -> dict[str, Any]:
+def decomposition(seconds: pd.DataFrame, rows: slice, period: int = 60) -> dict[str, float | str]:
     """The latency decomposition of the seconds `rows` over the CloudWatch minutes they touch:
     the client's average over every request in those minutes, ModelLatency and OverheadLatency
     averaged over the same minutes weighted by each minute's invocations (equal weights without
@@ -220,27 +264,27 @@ SUMMARY_STEP_FIGURES = ("requests", "failures", "successes", "rps", "goodput_rps
                         "client_bound_reason")
 
 
-def loop_lag_columns(record: Any) -> dict[str, Any]:
+def loop_lag_columns(record: Step) -> dict[str, object]:
     """A step record's loop lag as columns (`loop_lag_p99_ms`, `loop_lag_max_ms`, `throttled_periods`)
     and `client_flag` ("client-bound" when the step's figures are the load generator's); nothing
     for a record from before loop lag."""
-    lag = LoopLag.from_json(record.get("loop_lag")) if isinstance(record, dict) else None
-    out: dict[str, Any] = {"client_flag": "client-bound" if record.get("client_bound") else None}
+    lag = LoopLag.from_json(record.loop_lag)
+    out: dict[str, object] = {"client_flag": "client-bound" if record.client_bound else None}
     if lag is not None:
         out.update(loop_lag_p99_ms=lag.p99_ms, loop_lag_max_ms=lag.max_ms, throttled_periods=lag.throttled_periods)
     return out
 
 
-def interval_columns(ci95: Any) -> dict[str, float]:
+def interval_columns(ci95: Intervals | None) -> dict[str, float]:
     """summary.json's `ci95` object as flat columns: `rps_ci95_low`, `rps_ci95_high`, ... (NaN when null)."""
     out: dict[str, float] = {}
-    for key, value in (ci95 or {}).items() if isinstance(ci95, dict) else ():
-        low, high = value if isinstance(value, list) and len(value) == 2 else (float("nan"), float("nan"))
+    for key, value in (ci95 or {}).items():
+        low, high = value if value is not None else (float("nan"), float("nan"))
         out[f"{key}_ci95_low"], out[f"{key}_ci95_high"] = low, high
     return out
 
 
-def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int = 60) -> pd.DataFrame:
+def step_records(seconds: pd.DataFrame, spans: list[Span], period: int = 60) -> pd.DataFrame:
     """One record per step: the client's figures as summary.json records them (the step's steady
     window, with their 95 % intervals); the endpoint's (CloudWatch) over the step's window in the
     merged seconds (start <= epoch_s < end). A step without a summary.json record (a run folder
@@ -254,12 +298,12 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
         b = int(np.searchsorted(epochs, span["end_s"], side="left"))
         part = seconds.iloc[a:b]
         duration = span["end_s"] - span["start_s"]
-        given = span.get("summary") or {}
+        given = span.get("summary")
 
         def col(name: str, part: pd.DataFrame = part) -> np.ndarray:
             return part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])
 
-        row: dict[str, Any] = {
+        row: dict[str, Any] = {  # Any: a frame's row (numbers, text, flags)
             "step": span.get("step", i),
             "users": span["users"],
             "start": iso(span["start_s"], "seconds"),
@@ -267,11 +311,11 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
             "duration_s": round(duration, 3),
             "seconds_with_data": int(np.count_nonzero(~np.isnan(col("requests")))) if len(col("requests")) else 0,
         }
-        if given:
-            row.update({key: given[key] for key in SUMMARY_STEP_FIGURES if key in given})
-            if "target_rate" in given:
-                row["target_rate"] = given["target_rate"]
-            row.update(interval_columns(given.get("ci95")))
+        if given is not None:
+            row.update({key: getattr(given, key) for key in SUMMARY_STEP_FIGURES if given.has(key)})
+            if given.has("target_rate"):
+                row["target_rate"] = given.target_rate
+            row.update(interval_columns(given.ci95))
             row.update(loop_lag_columns(given))
         # what the record lacks (a run folder without summary.json steps, or an older summary.json):
         # the history's seconds over the whole span
@@ -311,15 +355,15 @@ def step_records(seconds: pd.DataFrame, spans: list[dict[str, Any]], period: int
     return pd.DataFrame(rows)
 
 
-def _isnan(x: Any) -> bool:
+def _isnan(x: object) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 # ------------------------------------------------------------------------------------- findings
 
 
-def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
-                      max_error_rate: float = MAX_ERROR_RATE) -> dict[str, Any] | None:
+def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
+                      max_error_rate: float = MAX_ERROR_RATE) -> Point | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
     with the highest goodput (successful invocations/s; rps without that column) among steps with
     error rate <= max_error_rate.
@@ -329,20 +373,20 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
     (`plateau.knee_step`), the capacity and its interval from the capacity step
     (`plateau.capacity_step`), each named by its number. A summary.json written before those
     indices existed is matched by the plateau's user count, as before."""
-    plateau = summary.get("plateau")
-    if isinstance(plateau, dict) and plateau.get("rps"):
-        knee = _row_of(steps, plateau.get("knee_step"), plateau.get("users"))
-        capacity = _row_of(steps, plateau.get("capacity_step"), None)
-        source = knee if knee is not None else plateau
-        point = {k: _plain(source.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
-        point["source"] = "plateau found during the run" + (f" ({plateau['reason']})" if plateau.get("reason") else "")
-        point["stable"] = plateau.get("stable")
-        point["capacity_rps"] = plateau.get("capacity_rps")
-        point["capacity_ci95"] = plateau.get("capacity_ci95")
-        point.update(_verdict_of(summary))
+    record = Summary.of(summary)
+    plateau = record.plateau
+    if plateau is not None and plateau.rps:
+        knee = _row_of(steps, plateau.knee_step, plateau.users)
+        capacity = _row_of(steps, plateau.capacity_step, None)
+        point = _figures(knee) if knee is not None else _figures(plateau.to_json())
+        point["source"] = "plateau found during the run" + (f" ({plateau.reason})" if plateau.reason else "")
+        point["stable"] = plateau.stable
+        point["capacity_rps"] = plateau.capacity_rps
+        point["capacity_ci95"] = _listed(plateau.capacity_ci95)
+        point["inconclusive"], point["inconclusive_reason"] = _verdict_of(record)
         if knee is not None:
             point["step"] = int(knee["step"])
-            point.update(_intervals_of(knee))
+            _add_intervals(point, knee)
         if capacity is not None:
             point["capacity_step"] = int(capacity["step"])
             point["capacity_users"] = _plain(capacity.get("users"))
@@ -355,38 +399,52 @@ def sustainable_point(summary: dict[str, Any], steps: pd.DataFrame,
         return None
     ranked = ok["goodput_rps" if "goodput_rps" in ok.columns else "rps"]
     best = ok.loc[[ranked.idxmax()]].iloc[0]
-    point = {k: _plain(best.get(k)) for k in ("users", "rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")}
+    point = _figures(best)
     point["source"] = f"highest-throughput step with error rate <= {max_error_rate:.0%} (no plateau in summary.json)"
     point["stable"] = None
     point["step"] = int(best["step"])
-    point.update(_intervals_of(best))
-    point.update(_verdict_of(summary))
+    _add_intervals(point, best)
+    point["inconclusive"], point["inconclusive_reason"] = _verdict_of(record)
     return point
 
 
-def _verdict_of(summary: dict[str, Any]) -> dict[str, Any]:
-    """{inconclusive, inconclusive_reason} from summary.json's `verdict` (record.summary.run_verdict),
-    else (an older summary.json) from its plateau."""
-    verdict = summary.get("verdict")
-    if isinstance(verdict, dict) and verdict.get("status"):
-        return {"inconclusive": verdict["status"] == "inconclusive", "inconclusive_reason": verdict.get("reason")}
-    plateau: dict[str, Any] = summary["plateau"] if isinstance(summary.get("plateau"), dict) else {}
-    bound = bool(plateau.get("inconclusive") or plateau.get("client_bound"))
-    reason = (plateau.get("inconclusive_reason") or plateau.get("client_reason")) if bound else None
-    return {"inconclusive": bound, "inconclusive_reason": reason}
+def _figures(row: Mapping[str, object] | pd.Series) -> Point:
+    """A step's (or the plateau's) users, rates and percentiles, as the point's first keys."""
+    return {"users": _plain(row.get("users")), "rps": _plain(row.get("rps")),
+            "goodput_rps": _plain(row.get("goodput_rps")), "p50_ms": _plain(row.get("p50_ms")),
+            "p95_ms": _plain(row.get("p95_ms")), "p99_ms": _plain(row.get("p99_ms"))}
 
 
-def describe_point(point: dict[str, Any]) -> dict[str, str]:
+def _listed(interval: Interval | None) -> list[float] | None:
+    """An interval as summary.json writes it ([low, high]), for the point's JSON."""
+    return None if interval is None else list(interval)
+
+
+def _verdict_of(summary: Summary) -> tuple[bool, str | None]:
+    """(inconclusive, the reason) from summary.json's `verdict` (record.summary.run_verdict), else (an
+    older summary.json) from its plateau."""
+    verdict: Verdict | None = summary.verdict
+    if verdict is not None and verdict.status:
+        return verdict.status == "inconclusive", verdict.reason
+    plateau = summary.plateau
+    if plateau is None:
+        return False, None
+    bound = bool(plateau.inconclusive or plateau.client_bound)
+    return bound, (plateau.inconclusive_reason or plateau.client_reason) if bound else None
+
+
+def describe_point(point: Point) -> dict[str, str]:
     """The point's figures in words, each naming its step and quoting that step's own figures, with
     their 95 % intervals: {"capacity": ..., "knee": ..., "latency": ..., "verdict": ...} (keys only for
     what the point has). One wording for the report's page and `sm-locust report`'s lines."""
     out: dict[str, str] = {}
-    if not is_missing(point.get("capacity_rps")):
+    capacity = point.get("capacity_rps")
+    if capacity is not None and not is_missing(capacity):
         where = ""
         if point.get("capacity_step") is not None:
             where = f" (step {point['capacity_step']}: {number(point.get('capacity_users'), 0)} users, p95 " \
                     f"{number(point.get('capacity_p95_ms'), 0)} ms)"
-        out["capacity"] = with_interval(point["capacity_rps"], point.get("capacity_ci95"), " req/s", 1) + where
+        out["capacity"] = with_interval(capacity, point.get("capacity_ci95"), " req/s", 1) + where
     step = f"step {point['step']}: " if point.get("step") is not None else ""
     goodput, rps = point.get("goodput_rps"), point.get("rps")
     knee = f"{step}{with_interval(point.get('rps'), point.get('rps_ci95'), ' req/s', 1)} " \
@@ -394,14 +452,15 @@ def describe_point(point: dict[str, Any]) -> dict[str, str]:
     if goodput is not None and rps is not None and not is_missing(goodput) and abs(goodput - rps) >= 0.05:
         knee += f" (goodput {with_interval(goodput, point.get('goodput_rps_ci95'), ' req/s', 1)})"
     out["knee"] = knee
-    out["latency"] = " / ".join(with_interval(point.get(k), point.get(f"{k}_ci95")) for k in ("p50_ms", "p95_ms",
-                                                                                               "p99_ms")) + " ms"
+    latencies = ((point.get("p50_ms"), point.get("p50_ms_ci95")), (point.get("p95_ms"), point.get("p95_ms_ci95")),
+                 (point.get("p99_ms"), point.get("p99_ms_ci95")))
+    out["latency"] = " / ".join(with_interval(value, interval) for value, interval in latencies) + " ms"
     if point.get("inconclusive"):
         out["verdict"] = f"INCONCLUSIVE: {point.get('inconclusive_reason')}"
     return out
 
 
-def _row_of(steps: pd.DataFrame, index: Any, users: Any) -> dict[str, Any] | None:
+def _row_of(steps: pd.DataFrame, index: int | None, users: float | None) -> dict[str, Any] | None:
     """The step row of summary.json's step `index` (0-based), or (no index: an older summary.json) the
     last step run at `users`; None when there is none."""
     if steps.empty or "step" not in steps.columns:
@@ -415,27 +474,34 @@ def _row_of(steps: pd.DataFrame, index: Any, users: Any) -> dict[str, Any] | Non
     return {str(k): v for k, v in match.iloc[-1].to_dict().items()} if len(match) else None
 
 
-def _intervals_of(row: Any) -> dict[str, Any]:
-    """A step row's `<figure>_ci95` lists ([low, high] or None) for the point's figures."""
-    out: dict[str, Any] = {}
-    for key in ("rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms"):
-        low, high = _plain(row.get(f"{key}_ci95_low")), _plain(row.get(f"{key}_ci95_high"))
-        out[f"{key}_ci95"] = [low, high] if low is not None and high is not None else None
-    return out
+def _add_intervals(point: Point, row: Mapping[str, object] | pd.Series) -> None:
+    """The step row's `<figure>_ci95` lists ([low, high] or None) for the point's figures."""
+    point["rps_ci95"] = _pair(row, "rps")
+    point["goodput_rps_ci95"] = _pair(row, "goodput_rps")
+    point["p50_ms_ci95"] = _pair(row, "p50_ms")
+    point["p95_ms_ci95"] = _pair(row, "p95_ms")
+    point["p99_ms_ci95"] = _pair(row, "p99_ms")
 
 
-def _plain(value: Any) -> Any:
+def _pair(row: Mapping[str, object] | pd.Series, key: str) -> list[float] | None:
+    low, high = _plain(row.get(f"{key}_ci95_low")), _plain(row.get(f"{key}_ci95_high"))
+    return [low, high] if low is not None and high is not None else None
+
+
+def _plain(value: object) -> float | None:
+    """A frame's figure as JSON holds it: a whole number stays whole, NaN is None."""
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return None if np.isnan(value) else float(value)
-    return value
+    return value if isinstance(value, int) else None
 
 
-def errors_by_code(summary: dict[str, Any], failures: pd.DataFrame | None) -> dict[str, int]:
+def errors_by_code(summary: Summary | JsonObject, failures: pd.DataFrame | None) -> dict[str, int]:
     """{error code or message: count}: summary.json's totals.errors, else Locust's failures table."""
-    errors = (summary.get("totals") or {}).get("errors")
-    if isinstance(errors, dict) and errors:
+    totals = Summary.of(summary).totals
+    errors = totals.errors if totals is not None else None
+    if errors:
         return {str(k): int(v) for k, v in sorted(errors.items(), key=lambda kv: -kv[1])}
     if failures is None or failures.empty:
         return {}

@@ -43,7 +43,7 @@ class MetricResult:
     """Endpoint metrics in period buckets: `frame` index = bucket start (epoch s), columns cw_*."""
 
     source: str
-    frame: Any  # pandas.DataFrame
+    frame: pd.DataFrame | None
     period: int = 60
     fetched: dict[str, int] = field(default_factory=dict)  # column -> datapoints
     gaps: list[str] = field(default_factory=list)

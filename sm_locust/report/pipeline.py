@@ -26,6 +26,7 @@ from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.options import parse_specs
 from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.record.model import JsonObject, Summary, Totals
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
@@ -33,8 +34,10 @@ from sm_locust.report import merge
 from sm_locust.report import options as report_options
 from sm_locust.report.asyncview import async_view
 from sm_locust.report.autoscaling import autoscaling_view
+from sm_locust.report.cost import Cost
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
+from sm_locust.report.merge import Point
 from sm_locust.report.policy import is_rate_run, per_instance_point, policy_lines, rate_slo
 from sm_locust.report.render import RateView, ReportModel, closing_rows, render_html
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
@@ -103,9 +106,9 @@ class ReportResult:
     outputs: dict[str, Path]
     gaps: list[str]
     notes: list[str]
-    steps: Any  # DataFrame
-    point: dict[str, Any] | None
-    cost: dict[str, Any]
+    steps: pd.DataFrame
+    point: Point | None
+    cost: Cost
     cloudwatch: dict[str, Any]
     answers: list[tuple[str, str]] = field(default_factory=list)  # render.closing_rows: the terminal's lines
 
@@ -128,7 +131,7 @@ _KEYS = {
 }
 
 
-def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
+def _lookup(sources: list[JsonObject], names: tuple[str, ...]) -> Any:
     for src in sources:
         for name in names:
             value = src.get(name)
@@ -139,7 +142,7 @@ def _lookup(sources: list[Mapping[str, Any]], names: tuple[str, ...]) -> Any:
     return None
 
 
-def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _sources(summary: JsonObject, run_options: JsonObject) -> list[JsonObject]:
     """Where run facts may sit: summary.json, its `variant` object, options.json's `sm_locust`
     and `options` sections (written by `sm-locust run` / `demo`), options.json's top level."""
     variant = summary.get("variant") if isinstance(summary.get("variant"), dict) else {}
@@ -147,8 +150,7 @@ def _sources(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> list
     return [summary, variant, *nested, run_options]
 
 
-def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
-                     run_options: Mapping[str, Any]) -> ReportOptions:
+def resolve_defaults(options: ReportOptions, summary: JsonObject, run_options: JsonObject) -> ReportOptions:
     """Fill the options the user left out from summary.json, then options.json."""
     sources = _sources(summary, run_options)
     found = {attr: _lookup(sources, names) for attr, names in _KEYS.items() if getattr(options, attr) is None}
@@ -160,7 +162,7 @@ def resolve_defaults(options: ReportOptions, summary: Mapping[str, Any],
     return resolved
 
 
-def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> bool:
+def is_local_run(summary: JsonObject, run_options: JsonObject) -> bool:
     """The run targeted the local endpoint: a loopback URL among its options, or `local: true`."""
     for src in _sources(summary, run_options):
         if src.get("local") is True or str(src.get("target", "")).lower() == "local":
@@ -171,7 +173,7 @@ def is_local_run(summary: Mapping[str, Any], run_options: Mapping[str, Any]) -> 
     return False
 
 
-def cloudwatch_url(run_options: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+def cloudwatch_url(run_options: JsonObject, env: Mapping[str, str]) -> str | None:
     nested = run_options.get("sm_locust")
     if not isinstance(nested, dict):
         nested = {}
@@ -191,7 +193,7 @@ def has_aws_config(env: Mapping[str, str]) -> bool:
 
 
 def cloudwatch_default(
-    options: ReportOptions, summary: Mapping[str, Any], run_options: Mapping[str, Any], env: Mapping[str, str]
+    options: ReportOptions, summary: JsonObject, run_options: JsonObject, env: Mapping[str, str]
 ) -> tuple[bool, str, bool]:
     """(on?, why, is_gap). The rule, in order:
 
@@ -222,8 +224,8 @@ def cloudwatch_default(
 
 
 def run_span(data: RunData) -> tuple[float | None, float | None]:
-    start = merge.parse_time(data.summary.get("started_at"))
-    end = merge.parse_time(data.summary.get("ended_at"))
+    start = merge.parse_time(data.record.started_at)
+    end = merge.parse_time(data.record.ended_at)
     if data.history is not None and not data.history.empty:
         h0, h1 = float(data.history["epoch_s"].iloc[0]), float(data.history["epoch_s"].iloc[-1])
         start = h0 if start is None else start
@@ -253,8 +255,8 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
         opts.endpoint_name, start, end, variant_name=opts.variant_name or "AllTraffic",
         inference_component=opts.inference_component, period=opts.period,
         vcpus=priced.vcpus if priced else None, gpus=priced.gpus if priced else None,
-        multi_model=(data.summary.get("mix") or {}).get("field") == TARGET_MODEL,  # a model mix: the MME's metrics
-        async_inference=bool(data.summary.get("async")),  # a run that waited for async results: the queue's metrics
+        multi_model=data.record.mix is not None and data.record.mix.field == TARGET_MODEL,  # a model mix: the MME's
+        async_inference=data.record.async_ is not None,  # a run that waited for async results: the queue's metrics
     )
     if progress:
         progress(f"fetching CloudWatch metrics for {request.describe()} "
@@ -296,7 +298,7 @@ def update_summary(path: Path, updates: dict[str, Any]) -> bool:
     return True
 
 
-def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
+def serverless_duration(point: Point | None, steps: pd.DataFrame) -> float | None:
     """Billed duration estimate: ModelLatency avg at the sustainable step, else client p50."""
     if point is None:
         return None
@@ -308,7 +310,7 @@ def serverless_duration(point: dict[str, Any] | None, steps) -> float | None:
     return point.get("p50_ms")
 
 
-def invocation_seconds(seconds, timeline) -> Any:
+def invocation_seconds(seconds: pd.DataFrame, timeline: pd.DataFrame | None) -> pd.DataFrame:
     """Per-second `requests`, `failures`, `rps`, `failures_per_s` and `goodput_rps` from the recorder's
     timeline (logical invocations; `RunData.timeline`: `t`, `requests`, `failures`) instead of
     Locust's Aggregated history row; seconds the timeline does not cover are NaN. Without a
@@ -336,7 +338,7 @@ def invocation_seconds(seconds, timeline) -> Any:
     return out
 
 
-def with_goodput(steps) -> Any:
+def with_goodput(steps: pd.DataFrame) -> pd.DataFrame:
     """Steps with `successes` and `goodput_rps`: summary.json's when it has them, else from rps and the error rate."""
     if steps.empty or "rps" not in steps.columns:
         return steps
@@ -356,14 +358,14 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     seconds = merge.per_second(data.history, start, end)
     seconds = invocation_seconds(seconds, data.timeline)
     seconds = merge.attach_metrics(seconds, metrics.frame, metrics.period)
-    spans = merge.step_spans(data.summary, seconds)
+    spans = merge.step_spans(data.record, seconds)
     steps = with_goodput(merge.step_records(seconds, spans, metrics.period))
     gaps: list[str] = []
     if steps.empty:
         gaps.append("steps: no steps in summary.json and none could be derived from the Locust history")
-    point, instance_count = merge.sustainable_point(data.summary, steps), opts.instance_count or 1
-    if is_rate_run(data.summary):  # rate phases: per instance only from a step that held the SLO (report/policy.py)
-        point, _why = per_instance_point(data.summary, rate_slo(data.summary, run_slos(data.options)), instance_count)
+    point, instance_count = merge.sustainable_point(data.record, steps), opts.instance_count or 1
+    if is_rate_run(data.record):  # rate phases: per instance only from a step that held the SLO (report/policy.py)
+        point, _why = per_instance_point(data.record, rate_slo(data.record, run_slos(data.options)), instance_count)
         instance_count = point["instances"] if point else instance_count
     cost, cost_gaps, cost_notes = cost_mod.cost_summary(
         point, prices=prices, instance_type=opts.instance_type, instance_count=instance_count,
@@ -371,31 +373,32 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
         serverless_memory_mb=opts.serverless_memory_mb, serverless_duration_ms=serverless_duration(point, steps),
         region=opts.region,
     )
-    errors = merge.errors_by_code(data.summary, data.failures)
+    errors = merge.errors_by_code(data.record, data.failures)
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
-def rate_view(summary: Mapping[str, Any], slos: Mapping[str, Any], instance_count: int,
+def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: int,
               price_per_hour: float | None) -> RateView | None:
     """A traffic or watched run's verdict and why it has no per-instance figure (report/policy.py)."""
-    if not is_rate_run(summary):
+    record = Summary.of(summary)
+    if not is_rate_run(record):
         return None
-    slo = rate_slo(summary, slos)
-    _point, why = per_instance_point(summary, slo, instance_count)
-    block = summary.get("autoscaling")
-    policy = policy_lines(block, slo, price_per_hour) if isinstance(block, dict) else []
+    slo = rate_slo(record, slos)
+    _point, why = per_instance_point(record, slo, instance_count)
+    block = record.autoscaling
+    policy = policy_lines(block, slo, price_per_hour) if block is not None else []
     return RateView(slo=slo, policy=policy, no_point_reason=why)
 
 
 SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
 
 
-def run_slos(options: Mapping[str, Any] | None) -> dict[str, Any]:
+def run_slos(options: JsonObject | None) -> dict[str, float]:
     """The SLOs the run was given (options.json's parsed options), for the lines the charts draw."""
     parsed = (options or {}).get("options") if isinstance(options, Mapping) else None
     if not isinstance(parsed, Mapping):
         return {}
-    return {k: parsed.get(k) for k in SLO_OPTIONS if parsed.get(k) is not None}
+    return {k: parsed[k] for k in SLO_OPTIONS if parsed.get(k) is not None}
 
 
 @dataclass
@@ -430,8 +433,8 @@ def prepare_report(
     seconds, steps, point, cost, errors, gaps, notes = compute(data, opts, metrics, prices)
     start, end = run_span(data)
     data.history = metrics.frame = None  # merged into `seconds`: let a week's worth of rows go now
-    tokens = llm_view(data.summary, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
-    mix = target_view(data.summary, seconds)  # a traffic mix: per target, cold vs warm, the cache (report/targets.py)
+    tokens = llm_view(data.record, point)  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens (report/llm.py)
+    mix = target_view(data.record, seconds)  # a traffic mix: per target, cold vs warm, the cache (report/targets.py)
     cost = token_cost(cost, tokens)
     gaps = data.gaps + metrics.gaps + gaps
     notes = data.notes + metrics.notes + notes
@@ -445,11 +448,11 @@ def prepare_report(
         title=f"sm-locust report: {opts.endpoint_name or data.folder.name}", run=run_info, steps=steps,
         seconds=seconds, point=point, cost=cost, errors=errors, gaps=gaps, notes=notes,
         generated_at=iso(time.time(), "seconds"),
-        totals=totals if isinstance(totals := data.summary.get("totals"), dict) else {}, llm=tokens,
-        hours=hourly_rows(seconds, data.summary), targets=mix,
-        autoscaling=autoscaling_view(data.summary, data.folder),  # report/autoscaling.py
+        totals=data.record.totals or Totals(), llm=tokens,
+        hours=hourly_rows(seconds, data.record), targets=mix,
+        autoscaling=autoscaling_view(data.record, data.folder),  # report/autoscaling.py
         slos=run_slos(data.options),
-        rate=rate_view(data.summary, run_slos(data.options), opts.instance_count or 1, cost.get("price_per_hour_usd")),
+        rate=rate_view(data.record, run_slos(data.options), opts.instance_count or 1, cost.get("price_per_hour_usd")),
         async_inference=async_view(data.summary, seconds, steps),  # report/asyncview.py
     )
     return PreparedReport(data.folder, opts, model, metrics.as_summary())

@@ -24,7 +24,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -32,14 +32,16 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, percentile_key
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Totals, percentile_key
 from sm_locust.report.asyncview import async_section
-from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_rows
+from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, autoscaling_rows
+from sm_locust.report.cost import Cost
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
-from sm_locust.report.llm import llm_figures, llm_rows, llm_step_columns
+from sm_locust.report.llm import LlmView, llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
-from sm_locust.report.merge import describe_point
-from sm_locust.report.targets import mix_rows, targets_section
+from sm_locust.report.merge import Point, describe_point
+from sm_locust.report.policy import RateSlo
+from sm_locust.report.targets import TargetView, mix_rows, targets_section
 from sm_locust.sanitize import clean, page_text
 from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
 
@@ -55,7 +57,7 @@ class RateView:
     policy's verdict rows (empty when no scaling was watched), and why it has no per-instance figure
     (None when it has one)."""
 
-    slo: Any  # report.policy.RateSlo
+    slo: RateSlo
     policy: list[tuple[str, str]] = field(default_factory=list)
     no_point_reason: str | None = None
 
@@ -65,21 +67,21 @@ class ReportModel:
     """Everything the page shows; built by the pipeline, plain data only."""
 
     title: str
-    run: dict[str, Any]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
+    run: dict[str, str | None]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
     steps: pd.DataFrame
     seconds: pd.DataFrame  # merged per-second frame
-    point: dict[str, Any] | None
-    cost: dict[str, Any]
+    point: Point | None
+    cost: Cost
     errors: dict[str, int]
     gaps: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
-    totals: dict[str, Any] = field(default_factory=dict)  # summary.json's totals (invocations, goodput, back-off)
-    llm: Any = None  # report.llm.LlmView when the run counted tokens
+    totals: Totals = field(default_factory=Totals)  # summary.json's totals (invocations, goodput, back-off)
+    llm: LlmView | None = None  # when the run counted tokens
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
-    targets: Any = None  # report.targets.TargetView when requests named models or components
-    autoscaling: Any = None  # report.autoscaling.AutoscalingView when the run watched an endpoint's scaling
-    slos: dict[str, Any] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+    targets: TargetView | None = None  # when requests named models or components
+    autoscaling: AutoscalingView | None = None  # when the run watched an endpoint's scaling
+    slos: dict[str, float] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
     rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
     async_inference: Any = None  # report.asyncview.AsyncView when the run waited for async results
 
@@ -87,7 +89,7 @@ class ReportModel:
     def constant_load(self) -> bool:
         """One load level for the whole run (constant users): no knee to find, none to mark. Traffic
         phases (a watched autoscaling run) are not one level, whatever their user count."""
-        if self.autoscaling is not None and getattr(self.autoscaling, "phases", None):
+        if self.autoscaling is not None and self.autoscaling.phases:
             return False
         return self.steps.empty or "users" not in self.steps.columns or self.steps["users"].nunique() <= 1
 
@@ -158,7 +160,7 @@ def _div(fig, div_id: str, height: int = 420) -> str:
                                config={"displaylogo": False, "responsive": True})
 
 
-def _point_on(steps: pd.DataFrame, point: dict[str, Any] | None, column: str) -> Any:
+def _point_on(steps: pd.DataFrame, point: Point | None, column: str) -> float | None:
     """`column` of the step the point names (where its marker sits on the drawn line), else None."""
     if not point or point.get("step") is None or steps.empty or column not in steps.columns:
         return None
@@ -168,7 +170,7 @@ def _point_on(steps: pd.DataFrame, point: dict[str, Any] | None, column: str) ->
     return float(match.iloc[0][column])
 
 
-def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> Any:
+def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> pd.Series | None:
     """A mask of the steps whose SLO percentile was over the latency SLO (None: no SLO, no column)."""
     slo = m.slos.get("latency_slo_ms")
     column = percentile_key(float(m.slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
@@ -177,7 +179,7 @@ def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> Any:
     return ordered[column].astype(float) > float(slo)
 
 
-def _visits(ordered: pd.DataFrame) -> Any:
+def _visits(ordered: pd.DataFrame) -> pd.Series | None:
     """The steps' places in the run, for numbered markers, when they ran out of load order; else None."""
     return ordered["visit"] if out_of_order(ordered) else None
 
@@ -195,14 +197,15 @@ def _missing(div_id: str, title: str, why: str) -> str:
 
 # What a figure function does with its chart, and with a chart it cannot draw: the page writes HTML
 # (`_div`, `_missing`); `figures()` keeps the plotly Figure objects (the Python API's RunResult).
-ChartWriter = Callable[..., Any]  # (figure, div id, height=420)
-MissingWriter = Callable[[str, str, str], Any]
+T = TypeVar("T")  # what the writers make: the page's HTML (`_div`, `_missing`), or the Figure kept (`figures`)
+ChartWriter = Callable[..., T]  # (figure, div id, height=420)
+MissingWriter = Callable[[str, str, str], T]
 
 
 # -------------------------------------------------------------------------------------- figures
 
 
-def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_throughput(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Throughput vs users, joined by load (the order the steps ran numbered on the markers), the knee
     marked on the line it belongs to and the capacity as a line; nothing marked for a constant load."""
     s = m.steps
@@ -248,7 +251,7 @@ def fig_throughput(m: ReportModel, div: ChartWriter = _div, missing: MissingWrit
     return div(fig, "fig-throughput")
 
 
-def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_throughput_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     if not _has(m.seconds, "rps"):
         return missing("fig-throughput-time", "Throughput and users vs time", "no Locust history")
     d = _downsample(m.seconds, ["rps", "goodput_rps", "failures_per_s", "users"], envelope=("rps",))
@@ -270,7 +273,7 @@ def fig_throughput_time(m: ReportModel, div: ChartWriter = _div, missing: Missin
     return div(fig, "fig-throughput-time")
 
 
-def fig_latency_users(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_latency_users(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Each percentile once, joined by load; the SLO as a line when one was given; the knee's load."""
     s = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
@@ -307,7 +310,7 @@ def series_label(column: str) -> str:
     return f"{match['metric']} {CW_STATS[match['stat']]} {unit} (CloudWatch, per minute)"
 
 
-def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_latency_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "avg_ms", "cw_ModelLatency_avg_ms", "cw_OverheadLatency_avg_ms")
             if _has(m.seconds, c)]
     if not cols:
@@ -323,7 +326,7 @@ def fig_latency_time(m: ReportModel, div: ChartWriter = _div, missing: MissingWr
     return div(fig, "fig-latency-time")
 
 
-def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_endpoint_load(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     s = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
@@ -347,7 +350,7 @@ def fig_endpoint_load(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-endpoint-load")
 
 
-def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_errors(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     if not m.errors:
         return missing("fig-errors", "Errors by code", "no failed requests were recorded")
     codes = list(m.errors)
@@ -356,7 +359,7 @@ def fig_errors(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
     return div(fig, "fig-errors")
 
 
-def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> Any:
+def fig_decomposition(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     s = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return missing("fig-decomposition", "Latency decomposition",
@@ -375,7 +378,7 @@ def fig_decomposition(m: ReportModel, div: ChartWriter = _div, missing: MissingW
     return div(fig, "fig-decomposition")
 
 
-def fig_hourly(h: pd.DataFrame, div: ChartWriter = _div) -> Any:
+def fig_hourly(h: pd.DataFrame, div: ChartWriter[T]) -> T:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = h["hour"]
     for c, name in (("rps", "requests/s"), ("goodput_rps", "goodput/s")):
@@ -478,15 +481,16 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
 
 
 def whole_run_rows(m: ReportModel) -> list[tuple[str, str]]:
-    t = m.totals or {}
-    if t.get("requests") is None:
+    t = m.totals
+    if not t.has("requests") or t.requests is None:
         return []
-    backoff = t.get("backoff") or {}
-    ci = (t.get("ci95") or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    backoff = t.backoff or {}
+    ci = (t.ci95 or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    failures = t.failures if t.has("failures") else None
     return [("Whole run (invocations)",
-             f"{number(t.get('requests'), 0)} attempted, {number(t.get('failures'), 0)} failed; "
-             f"{with_interval(t.get('rps'), ci.get('rps'), '', 1)} req/s attempted, goodput "
-             f"{with_interval(t.get('goodput_rps'), ci.get('goodput_rps'), '', 1)} req/s"
+             f"{number(t.requests, 0)} attempted, {number(failures, 0)} failed; "
+             f"{with_interval(t.rps, ci.get('rps'), '', 1)} req/s attempted, goodput "
+             f"{with_interval(t.goodput_rps, ci.get('goodput_rps'), '', 1)} req/s"
              + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                 if backoff.get("count") else ""))]
 
@@ -515,12 +519,12 @@ def closing_rows(m: ReportModel) -> list[tuple[str, str]]:
     return [(label, value) for label, value in headline_rows(m) if label.startswith(CLOSING_ROWS)]
 
 
-def _per_hour(price: Any) -> str:
+def _per_hour(price: object) -> str:
     """'$0.230/h', or 'no price per hour' (never 'n/a/h')."""
     return "no price per hour" if is_missing(price) else f"{money(price, 3)}/h"
 
 
-def _money_interval(value: Any, interval: Any) -> str:
+def _money_interval(value: object, interval: object) -> str:
     """'$0.46 (±0.01)' / '$0.46 [0.44, 0.49]': the cost and its 95 % interval, or the cost alone."""
     return MISSING if is_missing(value) else "$" + with_interval(value, interval, "", 2)
 
@@ -541,7 +545,7 @@ def _point_step(m: ReportModel) -> dict[str, Any] | None:
     if not m.point or m.steps.empty or m.point.get("step") is None:
         return None
     match = m.steps[m.steps["step"] == m.point["step"]]
-    return match.iloc[0].to_dict() if len(match) else None
+    return {str(k): v for k, v in match.iloc[0].to_dict().items()} if len(match) else None
 
 
 STEP_TABLE_COLUMNS = [
@@ -563,7 +567,7 @@ STEP_HEADINGS = {"users": "users", "duration_s": "seconds", "requests": "request
                  "client_flag": "load generator"}
 
 
-def step_cell(row: Any, column: str, digits: int) -> str:
+def step_cell(row: pd.Series, column: str, digits: int) -> str:
     """A step table's cell: the figure, with its 95 % interval where summary.json has one
     (`<column>_ci95_low` / `_high`, report.merge.interval_columns); the error rate in %."""
     if column == "error_rate":
@@ -576,7 +580,7 @@ def step_cell(row: Any, column: str, digits: int) -> str:
     return with_interval(row[column], [low, high], "", digits)
 
 
-def steps_table(steps: pd.DataFrame, llm: Any = None) -> str:
+def steps_table(steps: pd.DataFrame, llm: LlmView | None = None) -> str:
     """The steps in the order they ran (# = that order), with the token columns of an LLM run."""
     if steps.empty:
         return "<p>No steps.</p>"
@@ -612,7 +616,7 @@ def hourly_section(m: ReportModel) -> str:
                    for _, row in h.iterrows())
     return (f"<h2>Per hour</h2><p><small>One row per hour from the start of the run; counts and percentiles are "
             f"the recorder's own for the hour (summary.json hours) when the run has them; endpoint columns are "
-            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h)}"
+            f"CloudWatch's minutes in the hour (mean, or max for *_max_*).</small></p>{fig_hourly(h, _div)}"
             f'<table id="hours"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
 
@@ -632,10 +636,11 @@ small{color:#666}
 """
 
 
-def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter = _missing) -> list[Any]:
+def charts(model: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> list[T]:
     """The page's charts in page order, each through `div` (drawn) or `missing` (not drawable)."""
-    page: tuple[Callable[..., Any], ...] = (fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time,
-                                            fig_endpoint_load, fig_decomposition, fig_errors)
+    page: tuple[Callable[[ReportModel, ChartWriter[T], MissingWriter[T]], T], ...] = (
+        fig_throughput, fig_throughput_time, fig_latency_users, fig_latency_time, fig_endpoint_load, fig_decomposition,
+        fig_errors)
     if model.rate is not None:  # rate phases: over time (the autoscaling figure draws the phases), never vs users
         page = (fig_throughput_time, fig_latency_time, fig_decomposition, fig_errors)
     tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
@@ -645,10 +650,10 @@ def charts(model: ReportModel, div: ChartWriter = _div, missing: MissingWriter =
             *(chart(model, div, missing) for chart in page)]
 
 
-def figures(model: ReportModel) -> dict[str, Any]:
+def figures(model: ReportModel) -> dict[str, go.Figure]:
     """The page's charts as plotly Figure objects by their div id (`fig-throughput`, ...; the per-hour
     chart as `fig-hourly` for runs longer than an hour); charts without data are left out."""
-    drawn: dict[str, Any] = {}
+    drawn: dict[str, go.Figure] = {}
 
     def keep(fig, div_id: str, height: int = 420) -> None:
         drawn[div_id] = _style(fig, height)
@@ -674,7 +679,7 @@ def render_html(model: ReportModel) -> str:
     gaps_html += "</section>"
     summary = "".join(f"<tr><td>{page_text(k)}</td><td>{page_text(v)}</td></tr>" for k, v in
                       headline_rows(model))
-    figures = charts(model)
+    figures = charts(model, _div, _missing)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -7,15 +7,16 @@ Only for a run that named targets (summary.json `targets`): the 20 most requeste
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, TypeGuard
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.record.model import CacheSide, JsonObject, Mix, ModelCache, Record, Summary, Target
 from sm_locust.report.metrics import METRICS_BY_NAME
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import MISSING, number, percent, percent_interval
@@ -30,34 +31,52 @@ SOURCES = {
 }
 
 
+class CacheMinute(TypedDict):
+    """One CloudWatch minute of a model cache: its start, ModelCacheHit %, LoadedModelCount (None: not published)."""
+
+    time: pd.Timestamp
+    hit_pct: float | None
+    loaded: float | None
+
+
 @dataclass
 class TargetView:
-    """What the page shows of a run's traffic mix (plain data)."""
+    """What the page shows of a run's traffic mix: summary.json's `targets`, `mix` and `model_cache` as
+    typed records (given as JSON objects, they are read as records), and CloudWatch's cache minutes."""
 
-    targets: list[dict[str, Any]]
+    targets: Sequence[Target]
     requests: int
-    mix: dict[str, Any] = field(default_factory=dict)
-    cache: dict[str, Any] | None = None
-    minutes: list[dict[str, Any]] = field(default_factory=list)  # {time, hit_pct, loaded}: CloudWatch's
+    mix: Mix | None = None  # None: no mix (one target per request)
+    cache: ModelCache | None = None
+    minutes: list[CacheMinute] = field(default_factory=list)  # CloudWatch's
+
+    def __post_init__(self) -> None:
+        targets: Sequence[Target | JsonObject] = self.targets
+        self.targets = tuple(t if isinstance(t, Target) else Target.from_json(t, check=False) for t in targets)
+        mix: Mix | JsonObject | None = self.mix
+        if mix is not None and not isinstance(mix, Mix):
+            mix = Mix.from_json(mix, check=False)
+        self.mix = mix if mix is not None and mix.keys else None  # an empty object: no mix
+        cache: ModelCache | JsonObject | None = self.cache
+        if cache is not None and not isinstance(cache, ModelCache):
+            self.cache = ModelCache.from_json(cache, check=False)
 
 
-def target_view(summary: Mapping[str, Any], seconds: Any = None) -> TargetView | None:
+def target_view(summary: Summary | JsonObject, seconds: pd.DataFrame | None = None) -> TargetView | None:
     """The run's per-target figures, or None when no request named a target."""
-    targets = summary.get("targets")
-    if not isinstance(targets, list) or not targets:
+    record = Summary.of(summary)
+    if not record.targets:
         return None
-    totals = summary.get("totals") or {}
-    cache = summary.get("model_cache") if isinstance(summary.get("model_cache"), dict) else None
-    return TargetView([dict(t) for t in targets if isinstance(t, dict)], int(totals.get("requests") or 0),
-                      dict(summary.get("mix") or {}), cache, cache_minutes(seconds))
+    requests = record.totals.requests if record.totals is not None else 0
+    return TargetView(record.targets, int(requests or 0), record.mix, record.model_cache, cache_minutes(seconds))
 
 
-def cache_minutes(seconds: Any) -> list[dict[str, Any]]:
+def cache_minutes(seconds: pd.DataFrame | None) -> list[CacheMinute]:
     """One point per CloudWatch minute with ModelCacheHit or LoadedModelCount (the per-second frame
     repeats each minute's value): {time, hit_pct, loaded}."""
     if seconds is None or len(seconds) == 0 or not ({HIT_COLUMN, LOADED_COLUMN} & set(seconds.columns)):
         return []
-    out = []
+    out: list[CacheMinute] = []
     minute = (seconds["epoch_s"] // 60).astype("int64")
     for _, group in seconds.groupby(minute, sort=True):
         row = group.iloc[0]
@@ -69,45 +88,49 @@ def cache_minutes(seconds: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and value == value  # not NaN
 
 
+def _count(record: Record, value: int | None, key: str) -> int | None:
+    """A count as the file holds it: None when the key is absent (the record's 0 is its default)."""
+    return value if record.has(key) else None
+
+
 def targets_table(view: TargetView) -> str:
-    cold = any("cold" in t for t in view.targets)
+    cold = any(t.has("cold") for t in view.targets)
     head = ["target", "requests", "share", "failures", "p50 ms", "p95 ms", "p99 ms", *(["cold"] if cold else [])]
     rows = []
     for t in view.targets:
-        name = t.get("name", "")
+        name = t.name if t.has("name") else ""
         if name == "others":
-            name = f"others ({number(t.get('targets'), 0)} targets)"
-        share = t.get("requests", 0) / view.requests if view.requests else None
-        cells = [name, number(t.get("requests"), 0), percent(share), number(t.get("failures"), 0),
-                 number(t.get("p50_ms"), 0), number(t.get("p95_ms"), 0), number(t.get("p99_ms"), 0),
-                 *([number(t.get("cold"), 0)] if cold else [])]
+            name = f"others ({number(t.targets, 0)} targets)"
+        share = t.requests / view.requests if view.requests else None
+        cells = [name, number(_count(t, t.requests, "requests"), 0), percent(share),
+                 number(_count(t, t.failures, "failures"), 0), number(t.p50_ms, 0), number(t.p95_ms, 0),
+                 number(t.p99_ms, 0), *([number(t.cold, 0)] if cold else [])]
         rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
     return (f'<table id="targets"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def cache_table(cache: Mapping[str, Any]) -> str:
+def cache_table(cache: ModelCache) -> str:
     """Cold vs warm: requests and percentiles of each, and where the split comes from."""
-    source = cache.get("source")
-    if cache.get("hit_rate") is None:
+    source = cache.source
+    if cache.hit_rate is None:
         return ('<p id="model-cache">Cold vs warm: not split. The endpoint marked no request, and the successful '
                 "requests' latencies have no two clearly separate modes (a cache that always hits, or always "
                 "misses, looks like this too).</p>")
-    why = SOURCES.get(str(source), str(source)).format(threshold=number(cache.get("threshold_ms"), 0))
+    why = SOURCES.get(str(source), str(source)).format(threshold=number(cache.threshold_ms, 0))
     rows = []
-    for kind in ("cold", "warm"):
-        record = cache.get(kind) or {}
-        waits = (f"{number(record.get('wait_p50_ms'), 0)} / {number(record.get('wait_p95_ms'), 0)}"
-                 if "wait_p50_ms" in record else MISSING)
-        cells = [kind, number(record.get("requests"), 0), number(record.get("p50_ms"), 0),
-                 number(record.get("p95_ms"), 0), number(record.get("p99_ms"), 0), waits]
+    for kind, side in (("cold", cache.cold or CacheSide()), ("warm", cache.warm or CacheSide())):
+        waits = (f"{number(side.wait_p50_ms, 0)} / {number(side.wait_p95_ms, 0)}" if side.has("wait_p50_ms")
+                 else MISSING)
+        cells = [kind, number(side.requests, 0), number(side.p50_ms, 0), number(side.p95_ms, 0),
+                 number(side.p99_ms, 0), waits]
         rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
-    return (f"<p>Cache hit rate {page_text(percent_interval(cache.get('hit_rate'), cache.get('hit_rate_ci95')))} of "
-            f"{page_text(number(cache.get('requests'), 0))} successful requests; cold vs warm from "
+    return (f"<p>Cache hit rate {page_text(percent_interval(cache.hit_rate, cache.hit_rate_ci95))} of "
+            f"{page_text(number(_count(cache, cache.requests, 'requests'), 0))} successful requests; cold vs warm from "
             f"{page_text(why)}.</p>"
             '<table id="model-cache"><thead><tr><th>model was</th><th>requests</th><th>p50 ms</th><th>p95 ms</th>'
             f"<th>p99 ms</th><th>model wait p50 / p95 ms</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
@@ -115,9 +138,9 @@ def cache_table(cache: Mapping[str, Any]) -> str:
 
 def distinct_targets(view: TargetView) -> int:
     """How many targets the run's requests named (the top ones by name, and those counted in `others`)."""
-    named = [t for t in view.targets if t.get("name") != "others"]
-    others = next((t for t in view.targets if t.get("name") == "others"), {})
-    return len(named) + int(others.get("targets") or 0)
+    named = [t for t in view.targets if t.name != "others"]
+    others = next((t for t in view.targets if t.name == "others"), None)
+    return len(named) + int((others.targets if others is not None else None) or 0)
 
 
 def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
@@ -126,28 +149,28 @@ def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
     if view is None or view.cache is None:
         return []
     cache = view.cache
-    cold, warm = cache.get("cold") or {}, cache.get("warm") or {}
-    if cache.get("hit_rate") is None:
+    cold, warm = cache.cold or CacheSide(), cache.warm or CacheSide()
+    if cache.hit_rate is None:
         hit = f"{MISSING} (cold and warm not told apart: see Cold vs warm)"
     else:
-        rate = percent_interval(cache.get("hit_rate"), cache.get("hit_rate_ci95"))
-        hit = (f"{rate} of {number(cache.get('requests'), 0)} successful requests "
-               f"({number(cold.get('requests'), 0)} cold)")
-    latencies = "; ".join(f"{kind} {number(record.get('p50_ms'), 0)} / {number(record.get('p95_ms'), 0)} ms"
-                          for kind, record in (("cold", cold), ("warm", warm)))
-    loaded = [p["loaded"] for p in view.minutes if p.get("loaded") is not None]
+        rate = percent_interval(cache.hit_rate, cache.hit_rate_ci95)
+        hit = (f"{rate} of {number(_count(cache, cache.requests, 'requests'), 0)} successful requests "
+               f"({number(cold.requests, 0)} cold)")
+    latencies = "; ".join(f"{kind} {number(side.p50_ms, 0)} / {number(side.p95_ms, 0)} ms"
+                          for kind, side in (("cold", cold), ("warm", warm)))
+    loaded = [count for p in view.minutes if (count := p.get("loaded")) is not None]
     models = (f"{number(loaded[-1], 0)} per instance at the end (CloudWatch LoadedModelCount), "
               f"most {number(max(loaded), 0)}" if loaded else
               f"{MISSING} (no CloudWatch LoadedModelCount: a SageMaker MME publishes it; the local emulation with "
               "`serve --multi-model --cloudwatch-url URL`)")
     mix = view.mix
     named = f"{number(distinct_targets(view), 0)} models requested" + (
-        f" of {number(mix.get('targets'), 0)} in the mix ({mix.get('spec')})" if mix.get("targets") else "")
+        f" of {number(mix.targets, 0)} in the mix ({mix.spec})" if mix is not None and mix.targets else "")
     return [("Model cache hit rate", hit), ("Cold vs warm latency p50 / p95", latencies),
             ("Models loaded", models), ("Models requested", named)]
 
 
-def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callable[[str, str, str], str]) -> str:
+def fig_cache(view: TargetView, div: Callable[[go.Figure, str], str], missing: Callable[[str, str, str], str]) -> str:
     points = view.minutes
     if not points:
         return missing(FIG_ID, "Model cache over time", "no CloudWatch ModelCacheHit or LoadedModelCount for the run "
@@ -165,15 +188,15 @@ def fig_cache(view: TargetView, div: Callable[[Any, str], str], missing: Callabl
     return div(fig, FIG_ID)
 
 
-def targets_section(view: TargetView | None, div: Callable[[Any, str], str],
+def targets_section(view: TargetView | None, div: Callable[[go.Figure, str], str],
                     missing: Callable[[str, str, str], str]) -> str:
     """The "Traffic mix" section, or '' for a run without targets."""
     if view is None:
         return ""
     mix = view.mix
-    described = (f"{page_text(str(mix.get('spec')))} ({number(mix.get('targets'), 0)} "
-                 f"{'models' if mix.get('field') == TARGET_MODEL else 'components'}, seed {mix.get('seed')})"
-                 if mix else "one target per request")
+    described = (f"{page_text(str(mix.spec))} ({number(mix.targets, 0)} "
+                 f"{'models' if mix.field == TARGET_MODEL else 'components'}, seed {mix.seed})"
+                 if mix is not None else "one target per request")
     parts = [f"<h2>Traffic mix</h2><p><small>Requests by the target they named: {described}. Locust keeps one "
              "entry for the endpoint; these figures are the recorder's (summary.json targets).</small></p>",
              targets_table(view)]

@@ -21,6 +21,7 @@ from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, client, is_loop
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.record.model import Summary
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.report.cost import load_prices
@@ -123,7 +124,8 @@ class ScalingWatch:
         timeline = timeline_path(out)
         seconds = read_seconds(timeline) if timeline else []
         samples = self.poller.timeline(RunClock(started_at, self.time_scale))
-        errors = (summary.get("totals") or {}).get("errors") or {}
+        totals = Summary.of(summary).totals
+        errors = dict(totals.errors or {}) if totals is not None else {}
         figures = autoscaling_figures(samples, seconds, started_at=started_at, policy=self.policy, slo_ms=slo_ms,
                                       percentile=percentile, price_per_hour=self.price_per_hour, failures=errors,
                                       time_scale=self.time_scale, source=self.source, grid_epoch=self.grid_epoch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import boto3
 import pandas as pd
@@ -16,6 +17,8 @@ import sm_locust
 from sm_locust.aws.s3 import S3Location, upload_folder
 from sm_locust.errors import UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "report" / "golden"
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +109,16 @@ def test_report_writes_the_page_and_returns_its_path(runs, tmp_path):
         result.report(instance="ml.c5.xlarge")
     with pytest.raises(UsageError, match=r"--period 30 must be a multiple of 60"):
         result.report(period=30)
+
+
+def test_the_typed_record_follows_the_summary_the_report_added_to(tmp_path):
+    copy = tmp_path / "golden"
+    shutil.copytree(GOLDEN, copy)
+    result = sm_locust.load(copy)
+    assert result.record.cost is None
+    result.report(cloudwatch=False, instance_type="ml.c5.xlarge")
+    assert result.record.cost is not None and result.record.cost["instance_type"] == "ml.c5.xlarge"
+    assert result.record.to_json() == result.summary
 
 
 @pytest.mark.e2e

@@ -4,6 +4,7 @@ byte, today's builder writes the bytes the dict builder wrote, and the readers' 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,35 @@ def test_a_key_of_the_wrong_kind_is_named_and_refused_with_one_line():
                        ({"by_name": {"x": 3}}, "by_name.x is a JSON number, not an object"),
                        ({"totals": {"errors": {"E": 1.5}}}, "totals.errors.E is 1.5, not a whole number")):
         with pytest.raises(ShapeError, match="^" + where.replace(".", r"\.")):
+            Summary.from_json(bad)
+
+
+def test_traffic_plateau_tokens_seconds_behind_and_cache_sides_read_typed_and_are_held_to_their_kinds():
+    data = {"schema": 1, "traffic": {"phases": [{"duration_s": 300, "rps": 20}, {"duration_s": 600, "rps": 150.5}],
+                                     "time_scale": 30.0},
+            "plateau": {"users": 4, "llm": {"output_tokens_per_s": 140.0, "ttft_p95_ms": 250.0}},
+            "autoscaling": {"slo_breach_s": 781.0, "breach_client_bound_s": 12.0},
+            "model_cache": {"source": "endpoint", "requests": 99, "hit_rate": 0.9,
+                            "cold": {"requests": 9, "p95_ms": 900, "wait_p50_ms": 350}, "warm": None}}
+    summary = Summary.from_json(data)
+    assert summary.traffic is not None and summary.traffic.time_scale == 30.0
+    assert [(p.duration_s, p.rps) for p in summary.traffic.phases] == [(300, 20), (600, 150.5)]
+    assert summary.plateau is not None and summary.plateau.llm is not None
+    assert summary.plateau.llm.output_tokens_per_s == 140.0 and summary.plateau.llm.percentile(95) == 250.0
+    assert summary.autoscaling is not None and summary.autoscaling.breach_client_bound_s == 12.0
+    cache = summary.model_cache
+    assert cache is not None and cache.cold is not None and cache.warm is None
+    assert (cache.cold.requests, cache.cold.p95_ms, cache.cold.wait_p50_ms, cache.cold.p50_ms) == (9, 900, 350, None)
+    assert summary.to_json() == data
+    for bad, where in (({"traffic": {"phases": [{"duration_s": "5 min", "rps": 20}]}},
+                        "traffic.phases[0].duration_s is '5 min' (a JSON string), not a number"),
+                       ({"traffic": {"phases": {}}}, "traffic.phases is {}"),
+                       ({"plateau": {"llm": [140.0]}}, "plateau.llm is [140.0] (a JSON list), not an object"),
+                       ({"autoscaling": {"breach_client_bound_s": "12"}},
+                        "autoscaling.breach_client_bound_s is '12' (a JSON string), not a number"),
+                       ({"model_cache": {"cold": {"p95_ms": "slow"}}},
+                        "model_cache.cold.p95_ms is 'slow' (a JSON string), not a number")):
+        with pytest.raises(ShapeError, match="^" + re.escape(where)):
             Summary.from_json(bad)
 
 
