@@ -5,8 +5,9 @@ A shape asks `first()`, runs the load, hands the measured step to `feed()` and g
 levels chosen from outside (a traffic pattern), `PlateauSearch` doubles until saturation, places the
 knee by Little's law (`model.py`) and confirms it, bisecting only when contradicted. Throughput is
 goodput; the plateau is the lowest acceptable load within `PLATEAU_TOLERANCE` of the best acceptable
-goodput, acceptable meaning no constraint violated and not client-bound; a client-bound step stops
-the search and is never the plateau (docs/plateau.md).
+goodput, acceptable meaning no constraint violated and not client-bound; a client-bound step is measured
+once more (the load generator's stall may pass), then stops the search; it is never the plateau
+(docs/plateau.md).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sm_locust.plateau.conditions import (
     constraint_violation,
     latency_slos,
 )
+from sm_locust.plateau.looplag import FIX_WORKERS, generator_fix
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.significance import Support, precise
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
@@ -48,6 +50,7 @@ MODEL_TARGET = 1.0 - PLATEAU_TOLERANCE  # the model's knee: the fewest users it 
 MAX_MODEL_PROBES = 3  # loads placed by the model before the search falls back on bisection
 MODEL_MARGIN = 0.15  # a model-placed step reading this far under the model's figure contradicts it
 MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval is measured once more
+MAX_CLIENT_REMEASURES = 1  # a client-bound step is measured once more (the generator's stall may pass)
 
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
 UNDECIDED_PREFIX = "undecided: "  # a constraint a step can neither be said to meet nor to break
@@ -101,6 +104,7 @@ class Verdict:
     model_knee: float | None = None  # closed loop: Little's law knee (capacity x unqueued cycle), users
     undecided: list[str] = field(default_factory=list)  # decisions the measurement could not support, with why
     knee_loads: tuple[float, float] | None = None  # the knee's interval in loads, against the capacity's interval
+    client_fix: str = FIX_WORKERS  # what to do about the load generator when it was the bottleneck
 
     @property
     def capacity_rps(self) -> float | None:
@@ -115,7 +119,9 @@ class Verdict:
         capacity known to worse than the tolerance, a step that contradicted Little's law twice).
         Never a pass or fail of the endpoint."""
         if self.client_bound:
-            return f"the load generator was the bottleneck: {self.client_reason}"
+            reason = self.client_reason or ""
+            fix = "" if self.client_fix in reason else f" ({self.client_fix})"
+            return f"the load generator was the bottleneck: {reason}{fix}"
         for what, step in (("capacity", self.capacity), ("knee", self.plateau)):
             if step is not None and step.client_bound:
                 return f"the {what} step ({step.load_label()}) was client-bound: {step.client_bound_reason}"
@@ -135,7 +141,8 @@ class Verdict:
         best = self._describe(self.plateau, listed) if self.plateau else None
         if self.client_bound:
             tail = f"; best endpoint-bound {best}" if best else ""
-            return f"INCONCLUSIVE: the load generator was the bottleneck (add workers): {self.client_reason}{tail}"
+            return (f"INCONCLUSIVE: the load generator was the bottleneck ({self.client_fix}): "
+                    f"{self.client_reason}{tail}")
         prefix = f"INCONCLUSIVE ({self.inconclusive_reason}): " if self.inconclusive else ""
         if best is None:
             return f"{prefix}no acceptable step: {self.reason}"
@@ -281,6 +288,8 @@ class Search:
         self._stop_kind: str | None = None
         self._client: str | None = None
         self._remeasured: dict[float, int] = {}
+        self._client_remeasured: dict[float, int] = {}
+        self._client_fix = FIX_WORKERS
         self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
         self._contradicted: list[str] = []
 
@@ -493,7 +502,13 @@ class Search:
         if step.failure_dominated:  # the failures are the answer: no further load is worth sending
             return self._halt(f"{step.failure_reason()} at {step.load_label()}", KIND_CONSTRAINT)
         if step.client_bound:
-            self._client = f"{step.client_bound_reason} at {step.load_label()}"
+            if self.remeasures_client and self._client_remeasured.get(load, 0) < MAX_CLIENT_REMEASURES:
+                self._client_remeasured[load] = self._client_remeasured.get(load, 0) + 1
+                return self._run(load, f"{step.load_label()} client-bound ({step.client_bound_reason}): measuring it "
+                                       "again (the load generator's stall may be transient)", True)
+            again = " (measured twice)" if self._client_remeasured.get(load, 0) else ""
+            self._client = f"{step.client_bound_reason} at {step.load_label()}{again}"
+            self._client_fix = generator_fix(step.loop_lag)
             return self._halt(self._client, "client")
         if not step.stable and self.extend_unstable and self._extensions.get(load, 0) < MAX_EXTENSIONS:
             self._extensions[load] = self._extensions.get(load, 0) + 1
@@ -516,6 +531,7 @@ class Search:
             return self._halt(budget, KIND_LIMIT)
         return decision
 
+    remeasures_client = True  # a client-bound step is measured once more before the search gives up
     remeasures_gain = False  # PlateauSearch: its refinement judges the bracket whatever load ran last
 
     def _remeasure_gain(self) -> Decision | None:
@@ -557,6 +573,7 @@ class Search:
             step.latency_slos = latency_slos(self.conditions)
             if step.client_bound:
                 self._client = f"{step.client_bound_reason} at {step.load_label()}"
+                self._client_fix = generator_fix(step.loop_lag)
         return self.halt(reason)
 
     def verdict(self) -> Verdict:
@@ -620,7 +637,7 @@ class Search:
         stop_reason = self._stop.reason if self._stop else "search not finished"
         if self._client is not None:
             return Verdict(plateau, False, BOUND_CLIENT, self._client, stop_reason, True, self._client,
-                           self.mode, list(self.steps))
+                           self.mode, list(self.steps), client_fix=self._client_fix)
         if plateau is None:
             first_bad = self._violating()
             reason = (f"{self._violation(first_bad[0])} at {first_bad[0].load_label()}" if first_bad
@@ -905,10 +922,11 @@ class ScheduleSearch(Search):
     The caller sets the load that follows each step with `follow(step, next_load)`; `next_load`
     None means the schedule is over. Saturation stops the run only when a `ThroughputGain` is among
     the conditions (IR's `FlatInvocations: Stop`); without one it only informs the verdict.
-    Unstable steps are never extended: the schedule owns the clock.
+    Unstable or client-bound steps are never measured again: the schedule owns the clock.
     """
 
     default_gain_window = 4
+    remeasures_client = False
 
     def __init__(
         self,
