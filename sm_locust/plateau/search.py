@@ -34,7 +34,7 @@ from sm_locust.plateau.conditions import (
 )
 from sm_locust.plateau.looplag import FIX_WORKERS, generator_fix
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
-from sm_locust.plateau.significance import Support, precise
+from sm_locust.plateau.significance import Support, growth_interval, precise
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
 from sm_locust.plateau.uncertainty import UNKNOWN
 from sm_locust.util.formatting import latency, number, with_interval
@@ -105,6 +105,17 @@ class Verdict:
     undecided: list[str] = field(default_factory=list)  # decisions the measurement could not support, with why
     knee_loads: tuple[float, float] | None = None  # the knee's interval in loads, against the capacity's interval
     client_fix: str = FIX_WORKERS  # what to do about the load generator when it was the bottleneck
+    knee_granule: float = LOAD_GRANULARITY  # the search's load resolution: knee_loads wider than this is uncertain
+
+    @property
+    def knee_uncertain(self) -> str | None:
+        """'uncertain: 5 to 16 users' when the knee's interval in loads (`knee_loads`) spans more than one
+        granule of the search's load: another run may place the knee anywhere in it. None otherwise."""
+        if self.knee_loads is None or self.knee_loads[1] - self.knee_loads[0] <= self.knee_granule + 1e-9:
+            return None
+        low, high = self.knee_loads
+        unit = "users" if self.mode == MODE_USERS else "req/s"
+        return f"uncertain: {low:g} to {high:g} {unit}"
 
     @property
     def capacity_rps(self) -> float | None:
@@ -183,6 +194,9 @@ class Verdict:
         """What a reached plateau's line says before its reason: the capacity (its step, its interval,
         its own load and percentile), then the knee."""
         capacity = self.capacity
+        uncertain = self.knee_uncertain
+        if uncertain is not None:
+            best += f" ({uncertain})"
         if capacity is None:
             return f"knee {best}"
         figure = with_interval(capacity.goodput_rps, capacity.ci95["goodput_rps"], " req/s")
@@ -290,6 +304,7 @@ class Search:
         self._remeasured: dict[float, int] = {}
         self._client_remeasured: dict[float, int] = {}
         self._client_fix = FIX_WORKERS
+        self.granule = LOAD_GRANULARITY  # the load resolution the knee is placed to (StepSearch: its step)
         self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
         self._contradicted: list[str] = []
 
@@ -582,6 +597,7 @@ class Search:
         verdict.capacity = self._capacity(verdict.plateau)
         verdict.model_knee = self._model_knee(verdict.capacity)
         verdict.knee_loads = self._knee_loads(verdict.capacity)
+        verdict.knee_granule = self.granule
         if not verdict.client_bound:
             verdict.undecided = self._unsupported(verdict)
         return verdict
@@ -597,7 +613,13 @@ class Search:
         acceptable = [m for m in self._acceptable() if m.goodput_ci.known]
         may = [m.load for m in acceptable if (m.goodput_ci.high or 0.0) >= floor]
         sure = [m.load for m in acceptable if (m.goodput_ci.low or 0.0) >= floor]
-        return (min(may), min(sure)) if may and sure else None
+        if not may or not sure:
+            return None
+        # a load not measured may be the knee too: the least that may is one granule above the highest
+        # load measured surely short of it
+        short = [m.load for m in acceptable if m.load < min(may)]
+        low = min(min(may), max(short) + self.granule) if short else min(may)
+        return low, min(sure)
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
         """The decisions the verdict rests on that the measurement did not support: the capacity's
@@ -691,6 +713,7 @@ class StepSearch(Search):
         super().__init__(mode=mode, max_load=max_load, conditions=conditions, extend_unstable=extend_unstable)
         self.start = self._check_load(start, "start")
         self.step = self._check_load(step, "step")
+        self.granule = self.step
         if self.start > self.max_load:
             raise UsageError(f"start load {start!r} is above the maximum {max_load!r}")
         self.stop_at_knee = stop_at_knee
@@ -743,6 +766,7 @@ class PlateauSearch(Search):
         self.factor = float(factor)
         self.tolerance = float(tolerance)
         self.granularity = max(float(granularity), 1.0) if mode == MODE_USERS else float(granularity)
+        self.granule = self.granularity
         self.use_model = use_model
         self.phase = "grow"
         self._refine_steps = 0
@@ -801,8 +825,44 @@ class PlateauSearch(Search):
         if violating:
             hi = violating[0]
             below = [m.load for m in acceptable if m.load < hi.load]
-            return (max(below) if below else None), hi.load, f"{self._violation(hi)} at {hi.load_label()}"
+            why = f"{self._violation(hi)} at {hi.load_label()}"
+            if below and self._flat(self._by_load[max(below)], hi):
+                knee = self.knee_bracket()  # saturated before the constraint broke: the knee lies below
+                if knee is not None:
+                    return knee[0], knee[1], f"{why}, throughput already flat from {max(below):g} users"
+            return (max(below) if below else None), hi.load, why
         return None, None, "no boundary"
+
+    def _flat(self, lower: StepMeasurement, higher: StepMeasurement) -> bool:
+        """Closed loop: `higher` surely gained less than the gain threshold over `lower` (the growth's
+        whole interval below it; on its point when the steps carry no interval): the endpoint was
+        saturated at `lower` already, so a constraint that breaks between them bounds latency only."""
+        if self.mode != MODE_USERS or not lower.goodput_rps > 0:
+            return False
+        growth = growth_interval(higher.goodput_rps, higher.goodput_ci, lower.goodput_rps, lower.goodput_ci)
+        if growth.high is not None:
+            return growth.high < self.gain.min_gain
+        return higher.goodput_rps / lower.goodput_rps - 1.0 < self.gain.min_gain
+
+    def knee_bracket(self) -> tuple[float, float] | None:
+        """Closed loop: (the highest acceptable load below the knee, the knee) while that gap is wider than
+        the refinement's resolution (`_narrow`) and the endpoint is saturated at the knee (a step above
+        it is on the plateau too, or the first one breaking a constraint gained nothing over it): any
+        load in the gap may then be the least on the plateau. None when the knee is bracketed, when it
+        is the last load a constraint allowed while throughput still grew, or in open loop (its plateau
+        is the highest rate served)."""
+        if self.mode != MODE_USERS:
+            return None
+        acceptable = self._acceptable()
+        knee = self.plateau_of(acceptable)
+        below = [m.load for m in acceptable if knee is not None and m.load < knee.load]
+        if knee is None or not below or self._narrow(max(below), knee.load):
+            return None
+        above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
+        nearest = min(above, key=lambda m: m.load) if above else None
+        if nearest is None or not (any(m is nearest for m in acceptable) or self._flat(knee, nearest)):
+            return None
+        return max(below), knee.load
 
     def _narrow(self, lo: float, hi: float) -> bool:
         return (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance + 1e-9
@@ -812,12 +872,18 @@ class PlateauSearch(Search):
         if hi is None:  # nothing to refine (cannot happen after a boundary was seen, but be safe)
             return self._halt(why, KIND_LIMIT)
         kind = "saturation" if self._saturation() or self._unserved_above(self._plateau()) else KIND_CONSTRAINT
+        knee = self.knee_bracket()
+        guide = kind == "saturation" or (knee is not None and (lo, hi) == knee)
+        if (lo is None or self._narrow(lo, hi)) and knee is not None:
+            # the constraint's boundary is found (or starts at the first step), but the knee below it
+            # is not: refine the knee, else its place is the search's path, not the endpoint's
+            (lo, hi), guide = knee, True
         if lo is None:
             return self._halt(why, kind)
         if self._narrow(lo, hi) or self._refine_steps >= MAX_REFINE_STEPS:
             return self._halt(why, kind)
         guided = None
-        if self.use_model and kind == "saturation" and self._model_probes < MAX_MODEL_PROBES:
+        if self.use_model and guide and self._model_probes < MAX_MODEL_PROBES:
             guided = self._guided(lo, hi)
         if guided is not None:
             self._model_probes += 1
