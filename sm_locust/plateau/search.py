@@ -355,8 +355,10 @@ class Search:
     def undecided(self, step: StepMeasurement) -> list[str]:
         """What this step's figures cannot decide yet (sequential measurement: the driver holds the step
         while the list is not empty, up to its budget): its goodput known to worse than
-        +-`PLATEAU_TOLERANCE`; a latency SLO it can neither be said to meet nor to break; whether
-        throughput stopped growing (the gain over the best earlier step straddles the threshold).
+        +-`PLATEAU_TOLERANCE`; a latency SLO it can neither be said to meet nor to break, unless the
+        step surely gained nothing over the acceptable load below it (`_flat`: saturated, it bounds the
+        plateau either way); whether throughput stopped growing (the gain over the best earlier step
+        straddles the threshold).
         Judged only on a step measured with its window (none can be said of a bare figure)."""
         if not step.window or step.client_bound:
             return []
@@ -364,8 +366,9 @@ class Search:
         if not precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE):
             reasons.append(f"{IMPRECISE}{self._figure(step)} not known to +-{PLATEAU_TOLERANCE * 100:g} %")
         slo = constraint_undecided(self.conditions, step)
-        if slo:
-            reasons.append(slo)
+        lower = [m for m in self._acceptable() if m.load < step.load]
+        if slo and not (lower and self._flat(max(lower, key=lambda m: m.load), step)):
+            reasons.append(slo)  # (past saturation its side moves neither the knee nor the capacity)
         if constraint_violation(self.conditions, step) is None and slo is None:
             history = sorted([m for m in self._acceptable() if m.load != step.load] + [step], key=lambda m: m.load)
             gain = self.gain.undecided(history, step)

@@ -3,9 +3,12 @@ granule) whether the search saturated first or broke an SLO first, or the verdic
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from sm_locust.plateau.conditions import LatencySLO
+from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, StepSearch, Verdict
 from sm_locust.plateau.steady import measure_step
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
@@ -108,3 +111,70 @@ def test_knee_loads_count_unmeasured_loads_and_a_wide_one_is_said_uncertain():
     for i, (load, counts) in enumerate({4: [130, 131], 8: [200, 201], 12: [201, 200]}.items()):
         steps.feed(measure_step(seconds_of(load, counts, t0=20.0 * i), warmup_fraction=0.0, min_subwindow_s=1))
     assert steps.verdict().knee_loads == (8.0, 8.0) and steps.verdict().knee_uncertain is None
+
+
+class StraddlingEndpoint:
+    """Linear to 8 users at 12.5 req/s each, 100 req/s flat beyond; each second's slow tail (10 % of its
+    requests) at 10 ms per user, -25 % or +25 % at random each second: a p95 SLO of 130 ms is met up to
+    8 users, straddled at 12 and 16 for as long as they run, broken from 20 on."""
+
+    def __init__(self, seed=1):
+        self.clock = 1_700_000_000.0
+        self.rng = random.Random(seed)
+
+    def users_step(self, users, seconds=1, ramp_s=0):
+        out = []
+        for i in range(ramp_s + seconds):
+            self.clock += 1.0
+            n = round(min(12.5 * users, 100.0)) if i >= ramp_s else 0
+            tail = round(10.0 * users * self.rng.choice((0.75, 1.25)))
+            out.append(Second(t=self.clock, users=users, spawning=i < ramp_s, requests=n, failures=0,
+                              hist={10: n - n // 10, tail: n // 10} if n else {}))
+        return out
+
+
+def test_a_step_straddling_its_slo_for_the_whole_budget_is_bounded_and_said():
+    driver = SearchDriver(PlateauSearch(1, 64, conditions=[LatencySLO(95, 130)]), step_s=30, min_step_s=10,
+                          min_subwindow_s=1)
+    source, timeline, users = StraddlingEndpoint(), [], None
+    decision = driver.tick(source.clock, timeline)
+    while not decision.stop:
+        ramp = decision.users != users
+        users = decision.users
+        timeline.extend(source.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
+        decision = driver.tick(source.clock, timeline)
+        assert len(timeline) < 2000
+    verdict = driver.search.verdict()
+    held = [(m.load, m.t_end - m.t_start) for m in driver.measurements]
+    assert all(seconds <= 30 + 1 for _, seconds in held), held  # never past the budget
+    straddled = [m for m in driver.measurements if 8 < m.load < 20]
+    assert straddled, held
+    # a straddling step held to its budget only while its SLO could still move the knee or capacity:
+    # past saturation (flat over the acceptable load below it) it ends at the minimum
+    late = [m for m in straddled if any(a.load < m.load and a.goodput_rps >= 99 and not a.undecided
+                                        for a in driver.measurements[:driver.measurements.index(m)])]
+    assert all(m.t_end - m.t_start < 30 for m in late), held
+    assert verdict.plateau.load == 8 and verdict.reached, (held, verdict.text())  # the knee placed below it
+    assert not verdict.inconclusive, verdict.text()
+
+
+def straddling_step(users, rps, seed=2):
+    source = StraddlingEndpoint(seed)
+    seconds = source.users_step(users, 24)
+    for second in seconds:
+        factor = rps / 100.0
+        second.requests = round(second.requests * factor)
+        second.hist = {k: round(v * factor) for k, v in second.hist.items()}
+    return measure_step(seconds, warmup_fraction=0.0, min_subwindow_s=1)
+
+
+def test_an_slo_straddled_past_saturation_does_not_hold_the_step():
+    search = PlateauSearch(4, 64, conditions=[LatencySLO(95, 130)])
+    search.first()
+    search.feed(straddling_step(8, 100))  # met: p95 at most 100 ms
+    search._pending = 16.0
+    flat, growing = straddling_step(16, 100), straddling_step(16, 130)
+    assert LatencySLO(95, 130).undecided(flat) and LatencySLO(95, 130).undecided(growing)  # both straddle
+    assert not any("SLO" in r for r in search.undecided(flat))  # saturated at 8: its side moves nothing
+    assert any("straddles SLO 130 ms" in r for r in search.undecided(growing))  # it may bound the capacity
+    assert search._violation(flat).startswith("undecided: ")  # either way it is not acceptable
