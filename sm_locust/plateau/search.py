@@ -607,9 +607,10 @@ class Search:
 
     def _knee_loads(self, capacity: StepMeasurement | None) -> tuple[float, float] | None:
         """The knee's interval in loads, against the capacity's interval (docs/plateau.md): from the
-        least acceptable load whose goodput MAY be within the tolerance of the capacity (its interval
-        reaches (1 - tolerance) x the capacity interval's low end) to the least that surely is (its
-        whole interval does). None without the intervals, or when no step surely is."""
+        least load whose goodput MAY be within the tolerance of the capacity (a measured one whose
+        interval reaches (1 - tolerance) x the capacity interval's low end, or one not measured that
+        Little's law lets reach it) to the least measured that surely is (its whole interval does).
+        None without the intervals, or when no step surely is."""
         if capacity is None or capacity.goodput_ci.low is None:
             return None
         floor = (1.0 - PLATEAU_TOLERANCE) * capacity.goodput_ci.low
@@ -618,10 +619,15 @@ class Search:
         sure = [m.load for m in acceptable if (m.goodput_ci.low or 0.0) >= floor]
         if not may or not sure:
             return None
-        # a load not measured may be the knee too: the least that may is one granule above the highest
-        # load measured surely short of it
-        short = [m.load for m in acceptable if m.load < min(may)]
-        low = min(min(may), max(short) + self.granule) if short else min(may)
+        # A load not measured may be the knee too, from one granule above the highest load measured
+        # surely short of it, if it can reach the floor at all: closed loop, n users complete at most
+        # n x the best goodput per user measured (a user's cycle only lengthens with load).
+        low = min(may)
+        short = [m.load for m in acceptable if m.load < low]
+        if short and self.mode == MODE_USERS:
+            per_user = max((m.goodput_ci.high or 0.0) / m.load for m in acceptable)
+            reach = math.ceil(floor / per_user / self.granule - 1e-9) * self.granule if per_user > 0 else low
+            low = min(low, max(max(short) + self.granule, reach))
         return low, min(sure)
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
