@@ -222,9 +222,9 @@ def agreement(runs: list[Run]) -> dict[str, str]:
         out["knee"] = (f"{same} of {len(ok)} conclusive runs within {KNEE_GRANULE:g} of {mode:g}"
                        + (f"; {said} more said their knee uncertain (knee_loads wider than {KNEE_GRANULE:g})"
                           if said else ""))
-    with_ci = [(a, b) for a, b in pairs if a.ci95 and b.ci95]
+    with_ci = [(a.ci95, b.ci95) for a, b in pairs if a.ci95 and b.ci95]
     if with_ci:
-        overlap = sum(1 for a, b in with_ci if a.ci95[0] <= b.ci95[1] and b.ci95[0] <= a.ci95[1])
+        overlap = sum(1 for a, b in with_ci if a[0] <= b[1] and b[0] <= a[1])
         out["intervals"] = f"{overlap} of {len(with_ci)} pairs of intervals overlap"
     recs = [r.recommendation for r in ok if r.recommendation is not None]
     if recs:

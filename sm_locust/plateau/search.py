@@ -376,6 +376,17 @@ class Search:
                 reasons.append(gain)
         return reasons
 
+    def _flat(self, lower: StepMeasurement, higher: StepMeasurement) -> bool:
+        """Closed loop: `higher` surely gained less than the gain threshold over `lower` (the growth's
+        whole interval below it; on its point when the steps carry no interval): the endpoint was
+        saturated at `lower` already, so a constraint that breaks between them bounds latency only."""
+        if self.mode != MODE_USERS or not lower.goodput_rps > 0:
+            return False
+        growth = growth_interval(higher.goodput_rps, higher.goodput_ci, lower.goodput_rps, lower.goodput_ci)
+        if growth.high is not None:
+            return growth.high < self.gain.min_gain
+        return higher.goodput_rps / lower.goodput_rps - 1.0 < self.gain.min_gain
+
     @staticmethod
     def _figure(step: StepMeasurement) -> str:
         return with_interval(step.goodput_rps, step.goodput_ci, "", 1)
@@ -524,8 +535,8 @@ class Search:
                 self._client_remeasured[load] = self._client_remeasured.get(load, 0) + 1
                 return self._run(load, f"{step.load_label()} client-bound ({step.client_bound_reason}): measuring it "
                                        "again (the load generator's stall may be transient)", True)
-            again = " (measured twice)" if self._client_remeasured.get(load, 0) else ""
-            self._client = f"{step.client_bound_reason} at {step.load_label()}{again}"
+            twice = " (measured twice)" if self._client_remeasured.get(load, 0) else ""
+            self._client = f"{step.client_bound_reason} at {step.load_label()}{twice}"
             self._client_fix = generator_fix(step.loop_lag)
             return self._halt(self._client, "client")
         if not step.stable and self.extend_unstable and self._extensions.get(load, 0) < MAX_EXTENSIONS:
@@ -841,17 +852,6 @@ class PlateauSearch(Search):
                     return knee[0], knee[1], f"{why}, throughput already flat from {max(below):g} users"
             return (max(below) if below else None), hi.load, why
         return None, None, "no boundary"
-
-    def _flat(self, lower: StepMeasurement, higher: StepMeasurement) -> bool:
-        """Closed loop: `higher` surely gained less than the gain threshold over `lower` (the growth's
-        whole interval below it; on its point when the steps carry no interval): the endpoint was
-        saturated at `lower` already, so a constraint that breaks between them bounds latency only."""
-        if self.mode != MODE_USERS or not lower.goodput_rps > 0:
-            return False
-        growth = growth_interval(higher.goodput_rps, higher.goodput_ci, lower.goodput_rps, lower.goodput_ci)
-        if growth.high is not None:
-            return growth.high < self.gain.min_gain
-        return higher.goodput_rps / lower.goodput_rps - 1.0 < self.gain.min_gain
 
     def knee_bracket(self) -> tuple[float, float] | None:
         """Closed loop: (the highest acceptable load below the knee, the knee) while that gap is wider than

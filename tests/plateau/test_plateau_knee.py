@@ -188,3 +188,11 @@ def test_an_slo_straddled_past_saturation_does_not_hold_the_step():
     assert not any("SLO" in r for r in search.undecided(flat))  # saturated at 8: its side moves nothing
     assert any("straddles SLO 130 ms" in r for r in search.undecided(growing))  # it may bound the capacity
     assert search._violation(flat).startswith("undecided: ")  # either way it is not acceptable
+
+
+def test_a_linear_search_judges_a_straddled_slo_the_same_way():
+    search = StepSearch(8, 8, 64, conditions=[LatencySLO(95, 130)])
+    search.first()
+    search.feed(straddling_step(8, 100))
+    assert not any("SLO" in r for r in search.undecided(straddling_step(16, 100)))
+    assert any("straddles SLO 130 ms" in r for r in search.undecided(straddling_step(16, 130)))
