@@ -854,12 +854,12 @@ class PlateauSearch(Search):
         return None, None, "no boundary"
 
     def knee_bracket(self) -> tuple[float, float] | None:
-        """Closed loop: (the highest acceptable load below the knee, the knee) while that gap is wider than
-        the refinement's resolution (`_narrow`) and the endpoint is saturated at the knee (a step above
-        it is on the plateau too, or the first one breaking a constraint gained nothing over it): any
-        load in the gap may then be the least on the plateau. None when the knee is bracketed, when it
-        is the last load a constraint allowed while throughput still grew, or in open loop (its plateau
-        is the highest rate served)."""
+        """Closed loop: (the highest acceptable load below the knee, the knee) while a load between them,
+        not measured, may be the knee: the gap is wider than the refinement's resolution (`_narrow`) and
+        Little's law lets a load in it reach 95 % of the plateau level (n users complete at most n x the
+        best goodput per user measured: a user's cycle only lengthens with load). None when the knee is
+        bracketed, when it is a constraint's last load with throughput still linear below it, or in
+        open loop (its plateau is the highest rate served)."""
         if self.mode != MODE_USERS:
             return None
         acceptable = self._acceptable()
@@ -867,9 +867,10 @@ class PlateauSearch(Search):
         below = [m.load for m in acceptable if knee is not None and m.load < knee.load]
         if knee is None or not below or self._narrow(max(below), knee.load):
             return None
-        above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
-        nearest = min(above, key=lambda m: m.load) if above else None
-        if nearest is None or not (any(m is nearest for m in acceptable) or self._flat(knee, nearest)):
+        per_user = max(m.goodput_rps / m.load for m in acceptable)
+        floor = (1.0 - PLATEAU_TOLERANCE) * (self.level_of(acceptable) or 0.0)
+        reach = math.ceil(floor / per_user / self.granule - 1e-9) * self.granule if per_user > 0 else knee.load
+        if max(max(below) + self.granule, reach) >= knee.load:
             return None
         return max(below), knee.load
 

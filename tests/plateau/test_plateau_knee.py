@@ -196,3 +196,30 @@ def test_a_linear_search_judges_a_straddled_slo_the_same_way():
     search.feed(straddling_step(8, 100))
     assert not any("SLO" in r for r in search.undecided(straddling_step(16, 100)))
     assert any("straddles SLO 130 ms" in r for r in search.undecided(straddling_step(16, 130)))
+
+
+def test_a_constraints_boundary_on_a_noisy_plateau_still_leaves_the_knee_refined():
+    # a quiet README run: 4 users 154 req/s, 16 users 170 breaking the 100-ms SLO, bisected to 10 (met)
+    # and 11 (broken); 10 -> 11 read +3.6 % with +-6 % steps, not surely flat, so the knee was left at
+    # 10 with nothing measured between 4 and 10, though 5 users reach the plateau by Little's law
+    steady, wobble = [1.01, 0.99] * 6, [1.1, 0.9, 1.05, 0.95, 1.12, 0.88] * 2
+    tilt = {10: 0.98, 11: 1.02, 12: 1.04, 13: 1.03}
+
+    def measure(load, i):
+        rps = min(38.0 * load, 170.0) * tilt.get(int(load), 1.0)
+        p95 = 9.6 * load
+        counts = [round(rps * w) for w in (wobble if 8 <= load <= 13 else steady)]
+        hists = [{10: c - c // 10, round(p95): c // 10} for c in counts]
+        seconds = [Second(t=20.0 * i + j + 1, users=int(load), spawning=False, requests=c, failures=0, hist=h)
+                   for j, (c, h) in enumerate(zip(counts, hists, strict=True))]
+        return measure_step(seconds, warmup_fraction=0.0, min_subwindow_s=1)
+
+    search = PlateauSearch(1, 256, conditions=[LatencySLO(95, 100)])
+    decision, loads = search.first(), []
+    while not decision.stop:
+        loads.append(decision.load)
+        decision = search.feed(measure(decision.load, len(loads)))
+        assert len(loads) < 30, loads
+    verdict = search.verdict()
+    assert 10 in loads and 11 in loads, loads  # the SLO's boundary was refined
+    assert verdict.plateau.load in (5, 6) and verdict.knee_uncertain is None, (loads, verdict.text())
