@@ -879,16 +879,21 @@ class PlateauSearch(Search):
 
     def _refine(self) -> Decision:
         lo, hi, why = self.bracket()
-        if hi is None:  # nothing to refine (cannot happen after a boundary was seen, but be safe)
-            return self._halt(why, KIND_LIMIT)
+        if hi is None and self.knee_bracket() is None:
+            # the boundary seen is gone (a step measured again no longer reads saturated): grow on
+            highest = max(self._acceptable(), key=lambda m: m.load, default=None)
+            if highest is None or highest.load >= self.max_load:
+                return self._halt(why, KIND_LIMIT)
+            self.phase = "grow"
+            return self._run(*self._grow_to(highest))
         kind = "saturation" if self._saturation() or self._unserved_above(self._plateau()) else KIND_CONSTRAINT
         knee = self.knee_bracket()
         guide = kind == "saturation" or (knee is not None and (lo, hi) == knee)
-        if (lo is None or self._narrow(lo, hi)) and knee is not None:
+        if (lo is None or hi is None or self._narrow(lo, hi)) and knee is not None:
             # the constraint's boundary is found (or starts at the first step), but the knee below it
             # is not: refine the knee, else its place is the search's path, not the endpoint's
             (lo, hi), guide = knee, True
-        if lo is None:
+        if lo is None or hi is None:
             return self._halt(why, kind)
         if self._narrow(lo, hi) or self._refine_steps >= MAX_REFINE_STEPS:
             return self._halt(why, kind)

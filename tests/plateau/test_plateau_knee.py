@@ -223,3 +223,33 @@ def test_a_constraints_boundary_on_a_noisy_plateau_still_leaves_the_knee_refined
     verdict = search.verdict()
     assert 10 in loads and 11 in loads, loads  # the SLO's boundary was refined
     assert verdict.plateau.load in (5, 6) and verdict.knee_uncertain is None, (loads, verdict.text())
+
+
+def test_a_saturation_undone_by_a_re_measure_refines_the_knee_instead_of_stopping():
+    # with hogs: 4 users read 177.8 (±8.1), 16 users 185.3 (+4.2 %, straddling 5 %): saturated on its
+    # point, so 4 users were measured again and read 167.0: +11 %, no boundary left. The search
+    # stopped there ("no boundary") with nothing measured between 4 and 16.
+    reads = {1: [44], 4: [178, 167], 16: [185], 3: [132]}
+    seen: dict[int, int] = {}
+
+    def measure(load, i):
+        load = int(load)
+        values = reads.get(load) or [min(44.0 * load, 185.0)]
+        rps = values[min(seen.get(load, 0), len(values) - 1)]
+        seen[load] = seen.get(load, 0) + 1
+        wobble = [1.05, 0.95] * 6 if load == 4 and seen[load] == 1 else [1.005, 0.995] * 6
+        counts = [round(rps * w) for w in wobble]
+        return measure_step([Second(t=20.0 * i + j + 1, users=load, spawning=False, requests=c, failures=0,
+                                    hist={20: c}) for j, c in enumerate(counts)],
+                            warmup_fraction=0.0, min_subwindow_s=1)
+
+    search = PlateauSearch(1, 256)
+    decision, loads = search.first(), []
+    while not decision.stop:
+        loads.append(decision.load)
+        decision = search.feed(measure(decision.load, len(loads)))
+        assert len(loads) < 30, loads
+    verdict = search.verdict()
+    assert decision.reason != "no boundary", loads
+    assert any(4 < load < 16 for load in loads), loads
+    assert verdict.reached and verdict.knee_uncertain is None, (loads, verdict.text())
