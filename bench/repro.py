@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import shutil
@@ -135,8 +136,11 @@ class Run:
 
     @property
     def knee_uncertain(self) -> bool:
-        """The verdict said its knee is uncertain: `knee_loads` spans more than one granule (1 user)."""
-        return self.knee_loads is not None and self.knee_loads[1] - self.knee_loads[0] > KNEE_GRANULE + 1e-9
+        """The verdict said its knee is uncertain (`knee_loads`' low end further below the knee than the
+        search's resolution there: 1 user, or 5 % of the knee)."""
+        if self.knee_loads is None or self.knee is None:
+            return False
+        return self.knee - self.knee_loads[0] > max(KNEE_GRANULE, math.ceil(0.05 * self.knee - 1e-9)) + 1e-9
 
     @property
     def covers(self) -> bool | None:
@@ -220,7 +224,7 @@ def agreement(runs: list[Run]) -> dict[str, str]:
         same = sum(1 for k in knees if abs(k - mode) <= KNEE_GRANULE)
         said = sum(1 for r in ok if r.knee is not None and abs(r.knee - mode) > KNEE_GRANULE and r.knee_uncertain)
         out["knee"] = (f"{same} of {len(ok)} conclusive runs within {KNEE_GRANULE:g} of {mode:g}"
-                       + (f"; {said} more said their knee uncertain (knee_loads wider than {KNEE_GRANULE:g})"
+                       + (f"; {said} more said their knee uncertain (knee_loads reaching further below it)"
                           if said else ""))
     with_ci = [(a.ci95, b.ci95) for a, b in pairs if a.ci95 and b.ci95]
     if with_ci:

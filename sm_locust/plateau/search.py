@@ -105,15 +105,20 @@ class Verdict:
     undecided: list[str] = field(default_factory=list)  # decisions the measurement could not support, with why
     knee_loads: tuple[float, float] | None = None  # the knee's interval in loads, against the capacity's interval
     client_fix: str = FIX_WORKERS  # what to do about the load generator when it was the bottleneck
-    knee_granule: float = LOAD_GRANULARITY  # the search's load resolution: knee_loads wider than this is uncertain
+    knee_granule: float = LOAD_GRANULARITY  # the search's resolution at the knee (knee_uncertain)
 
     @property
     def knee_uncertain(self) -> str | None:
-        """'uncertain: 5 to 16 users' when the knee's interval in loads (`knee_loads`) spans more than one
-        granule of the search's load: another run may place the knee anywhere in it. None otherwise."""
-        if self.knee_loads is None or self.knee_loads[1] - self.knee_loads[0] <= self.knee_granule + 1e-9:
+        """'uncertain: 5 to 16 users' when a load more than the search's resolution at the knee
+        (`knee_granule`) below it may be the knee too (`knee_loads`' low end: measured, or not measured
+        and within Little's law's reach): another run may place the knee anywhere from there. None
+        otherwise. (The high end, the least load measured surely on the plateau, is often a growth
+        step far above a knee whose own interval straddles the 95 % line: it says how precise the knee
+        step is, not where another run would put the knee.)"""
+        if self.knee_loads is None or self.plateau is None \
+                or self.plateau.load - self.knee_loads[0] <= self.knee_granule + 1e-9:
             return None
-        low, high = self.knee_loads
+        low, high = self.knee_loads[0], self.plateau.load
         unit = "users" if self.mode == MODE_USERS else "req/s"
         return f"uncertain: {low:g} to {high:g} {unit}"
 
@@ -309,6 +314,10 @@ class Search:
         self._contradicted: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _resolution(self, load: float) -> float:
+        """How finely the search places a knee near `load` (PlateauSearch: also its tolerance)."""
+        return self.granule
+
     def _check_load(self, value: float, what: str) -> float:
         try:
             load = float(value)
@@ -611,7 +620,7 @@ class Search:
         verdict.capacity = self._capacity(verdict.plateau)
         verdict.model_knee = self._model_knee(verdict.capacity)
         verdict.knee_loads = self._knee_loads(verdict.capacity)
-        verdict.knee_granule = self.granule
+        verdict.knee_granule = self._resolution(verdict.plateau.load) if verdict.plateau else self.granule
         if not verdict.client_bound:
             verdict.undecided = self._unsupported(verdict)
         return verdict
@@ -873,6 +882,10 @@ class PlateauSearch(Search):
         if max(max(below) + self.granule, reach) >= knee.load:
             return None
         return max(below), knee.load
+
+    def _resolution(self, load: float) -> float:
+        width = self.tolerance * load
+        return max(self.granularity, math.ceil(width - 1e-9) if self.mode == MODE_USERS else width)
 
     def _narrow(self, lo: float, hi: float) -> bool:
         return (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance + 1e-9

@@ -253,3 +253,16 @@ def test_a_saturation_undone_by_a_re_measure_refines_the_knee_instead_of_stoppin
     assert decision.reason != "no boundary", loads
     assert any(4 < load < 16 for load in loads), loads
     assert verdict.reached and verdict.knee_uncertain is None, (loads, verdict.text())
+
+
+def test_the_knee_is_uncertain_only_where_a_load_further_below_it_may_be_the_knee():
+    # the 400 req/s bench profile: knee 39 users read 375.6 [365.0, 386.3] beside a capacity of 390.8
+    # [387.2, 394.3]; 38 users may reach the 95 % line, 37 by Little's law, 64 surely is. Another run
+    # would put the knee at 37-39: within the search's resolution there (5 % of 39: 2 users).
+    knee = synthetic_step(39, 375.6)
+    close = Verdict(knee, True, "throughput", "", "", knee_loads=(37.0, 64.0), knee_granule=2.0)
+    assert close.knee_uncertain is None
+    assert Verdict(knee, True, "throughput", "", "", knee_loads=(30.0, 64.0), knee_granule=2.0).knee_uncertain \
+        == "uncertain: 30 to 39 users"
+    search = PlateauSearch(1, 256)
+    assert (search._resolution(39), search._resolution(5), search._resolution(16)) == (2, 1.0, 1)
