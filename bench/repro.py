@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import shutil
@@ -41,6 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_CPU, ENDPOINT_CPU = "0", "1"
+KNEE_GRANULE = 1.0  # the plateau search's load resolution in users: knees this far apart agree
 
 
 def _env() -> dict:
@@ -123,6 +125,7 @@ class Run:
     status: str = "error"  # summary.json verdict.status: ok | inconclusive; error: no summary
     reason: str | None = None
     knee: float | None = None
+    knee_loads: list[float] | None = None  # summary.json plateau.knee_loads: the knee's interval in loads
     figure: float | None = None  # capacity req/s, or output tokens/s for an LLM run
     ci95: list[float] | None = None
     unit: str = "req/s"
@@ -130,6 +133,14 @@ class Run:
     recommendation: str | None = None
     text: str = ""
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def knee_uncertain(self) -> bool:
+        """The verdict said its knee is uncertain (`knee_loads`' low end further below the knee than the
+        search's resolution there: 1 user, or 5 % of the knee)."""
+        if self.knee_loads is None or self.knee is None:
+            return False
+        return self.knee - self.knee_loads[0] > max(KNEE_GRANULE, math.ceil(0.05 * self.knee - 1e-9)) + 1e-9
 
     @property
     def covers(self) -> bool | None:
@@ -155,6 +166,8 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
     run.status, run.reason = verdict.get("status", "error"), verdict.get("reason")
     run.text = plateau.get("text") or ""
     run.knee = plateau.get("load", plateau.get("users"))
+    loads = plateau.get("knee_loads")
+    run.knee_loads = [float(x) for x in loads] if isinstance(loads, list) and len(loads) == 2 else None
     if plateau.get("objective") == "output-tokens":
         run.unit = "output tokens/s"
         run.figure, run.ci95 = plateau.get("output_tokens_per_s"), plateau.get("output_tokens_per_s_ci95")
@@ -208,11 +221,14 @@ def agreement(runs: list[Run]) -> dict[str, str]:
     knees = [r.knee for r in ok if r.knee is not None]
     if knees:
         mode = max(set(knees), key=knees.count)
-        same = sum(1 for k in knees if abs(k - mode) <= 1)
-        out["knee"] = f"{same} of {len(ok)} conclusive runs within 1 of {mode:g}"
-    with_ci = [(a, b) for a, b in pairs if a.ci95 and b.ci95]
+        same = sum(1 for k in knees if abs(k - mode) <= KNEE_GRANULE)
+        said = sum(1 for r in ok if r.knee is not None and abs(r.knee - mode) > KNEE_GRANULE and r.knee_uncertain)
+        out["knee"] = (f"{same} of {len(ok)} conclusive runs within {KNEE_GRANULE:g} of {mode:g}"
+                       + (f"; {said} more said their knee uncertain (knee_loads reaching further below it)"
+                          if said else ""))
+    with_ci = [(a.ci95, b.ci95) for a, b in pairs if a.ci95 and b.ci95]
     if with_ci:
-        overlap = sum(1 for a, b in with_ci if a.ci95[0] <= b.ci95[1] and b.ci95[0] <= a.ci95[1])
+        overlap = sum(1 for a, b in with_ci if a[0] <= b[1] and b[0] <= a[1])
         out["intervals"] = f"{overlap} of {len(with_ci)} pairs of intervals overlap"
     recs = [r.recommendation for r in ok if r.recommendation is not None]
     if recs:
@@ -281,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             figure = f"{_f(run.figure)} {run.unit} {run.ci95 or ''}".strip()
             counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
             why = f" ({run.reason})" if run.reason else ""
-            print(f"  run {i}: {run.status}{why}; knee {run.knee}; {figure}{counted}; "
+            loads = f" {run.knee_loads}" if run.knee_loads else ""
+            print(f"  run {i}: {run.status}{why}; knee {run.knee}{loads}; {figure}{counted}; "
                   f"{run.seconds:.0f} s; load average {run.load_average:.1f}"
                   f"{'; ' + '; '.join(run.notes) if run.notes else ''}", flush=True)
     finally:

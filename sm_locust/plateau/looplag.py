@@ -21,6 +21,8 @@ LAG_P99_OF_P50 = 0.5  # lag p99 >= half the step's p50: the generator's stalls a
 LAGGING_LIMIT = 0.35  # ... and its loop was behind >= 35 % of the time: often enough to be in what it measured
 MIN_LAG_SAMPLES = 100  # fewer oversleep samples than this (under a second of sampling) judge nothing
 THROTTLED_PERIODS_LIMIT = 0.05  # throttled in >= 5 % of CFS periods: p95's requests may each have waited a period
+FIX_WORKERS = "add workers"  # what a verdict says to do about a starved load generator ...
+FIX_CPU_LIMIT = "raise the pod's CPU limit"  # ... and about one its cgroup's CPU limit throttled
 
 
 def lag_bucket_us(lag_us: float) -> int:
@@ -188,7 +190,13 @@ def throttled_reason(lag: LoopLag | None) -> str | None:
     if throttled < THROTTLED_PERIODS_LIMIT:
         return None
     return (f"the load generator was CPU-throttled by its cgroup limit in {throttled * 100:.0f} % of CFS periods "
-            f"(>= {THROTTLED_PERIODS_LIMIT * 100:g} %): raise the pod's CPU limit")
+            f"(>= {THROTTLED_PERIODS_LIMIT * 100:g} %): {FIX_CPU_LIMIT}")
+
+
+def generator_fix(lag: LoopLag | None) -> str:
+    """What to do about a load generator that held a step back: raise the pod's CPU limit when its
+    cgroup throttled it (`throttled_reason`), else add workers."""
+    return FIX_CPU_LIMIT if throttled_reason(lag) is not None else FIX_WORKERS
 
 
 def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | None:
@@ -204,8 +212,7 @@ def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | N
     if lag.samples < MIN_LAG_SAMPLES or lag.p99_ms is None or not p50_ms or p50_ms <= 0:
         return None
     if lag.p99_ms >= LAG_P99_OF_P50 * p50_ms and (lag.lagging or 0.0) >= LAGGING_LIMIT:
-        fix = ("raise the pod's CPU limit" if lag.throttled_periods
-               else "add workers, or give the load generator a CPU of its own")
+        fix = FIX_CPU_LIMIT if lag.throttled_periods else f"{FIX_WORKERS}, or give the load generator a CPU of its own"
         return (f"the load generator's event loop lagged p99 {latency(lag.p99_ms, ' ms')} (>= "
                 f"{LAG_P99_OF_P50 * 100:g} % of the step's p50 {latency(p50_ms, ' ms')}) and was behind "
                 f"{(lag.lagging or 0.0) * 100:.0f} % of the time (>= {LAGGING_LIMIT * 100:g} %): responses waited for "

@@ -5,8 +5,9 @@ A shape asks `first()`, runs the load, hands the measured step to `feed()` and g
 levels chosen from outside (a traffic pattern), `PlateauSearch` doubles until saturation, places the
 knee by Little's law (`model.py`) and confirms it, bisecting only when contradicted. Throughput is
 goodput; the plateau is the lowest acceptable load within `PLATEAU_TOLERANCE` of the best acceptable
-goodput, acceptable meaning no constraint violated and not client-bound; a client-bound step stops
-the search and is never the plateau (docs/plateau.md).
+goodput, acceptable meaning no constraint violated and not client-bound; a client-bound step is measured
+once more (the load generator's stall may pass), then stops the search; it is never the plateau
+(docs/plateau.md).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from sm_locust.plateau.conditions import (
     constraint_violation,
     latency_slos,
 )
+from sm_locust.plateau.looplag import FIX_WORKERS, generator_fix
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
-from sm_locust.plateau.significance import Support, precise
+from sm_locust.plateau.significance import Support, growth_interval, precise
 from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
 from sm_locust.plateau.uncertainty import UNKNOWN
 from sm_locust.util.formatting import latency, number, with_interval
@@ -48,6 +50,7 @@ MODEL_TARGET = 1.0 - PLATEAU_TOLERANCE  # the model's knee: the fewest users it 
 MAX_MODEL_PROBES = 3  # loads placed by the model before the search falls back on bisection
 MODEL_MARGIN = 0.15  # a model-placed step reading this far under the model's figure contradicts it
 MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval is measured once more
+MAX_CLIENT_REMEASURES = 1  # a client-bound step is measured once more (the generator's stall may pass)
 
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
 UNDECIDED_PREFIX = "undecided: "  # a constraint a step can neither be said to meet nor to break
@@ -101,6 +104,23 @@ class Verdict:
     model_knee: float | None = None  # closed loop: Little's law knee (capacity x unqueued cycle), users
     undecided: list[str] = field(default_factory=list)  # decisions the measurement could not support, with why
     knee_loads: tuple[float, float] | None = None  # the knee's interval in loads, against the capacity's interval
+    client_fix: str = FIX_WORKERS  # what to do about the load generator when it was the bottleneck
+    knee_granule: float = LOAD_GRANULARITY  # the search's resolution at the knee (knee_uncertain)
+
+    @property
+    def knee_uncertain(self) -> str | None:
+        """'uncertain: 5 to 16 users' when a load more than the search's resolution at the knee
+        (`knee_granule`) below it may be the knee too (`knee_loads`' low end: measured, or not measured
+        and within Little's law's reach): another run may place the knee anywhere from there. None
+        otherwise. (The high end, the least load measured surely on the plateau, is often a growth
+        step far above a knee whose own interval straddles the 95 % line: it says how precise the knee
+        step is, not where another run would put the knee.)"""
+        if self.knee_loads is None or self.plateau is None \
+                or self.plateau.load - self.knee_loads[0] <= self.knee_granule + 1e-9:
+            return None
+        low, high = self.knee_loads[0], self.plateau.load
+        unit = "users" if self.mode == MODE_USERS else "req/s"
+        return f"uncertain: {low:g} to {high:g} {unit}"
 
     @property
     def capacity_rps(self) -> float | None:
@@ -115,7 +135,9 @@ class Verdict:
         capacity known to worse than the tolerance, a step that contradicted Little's law twice).
         Never a pass or fail of the endpoint."""
         if self.client_bound:
-            return f"the load generator was the bottleneck: {self.client_reason}"
+            reason = self.client_reason or ""
+            fix = "" if self.client_fix in reason else f" ({self.client_fix})"
+            return f"the load generator was the bottleneck: {reason}{fix}"
         for what, step in (("capacity", self.capacity), ("knee", self.plateau)):
             if step is not None and step.client_bound:
                 return f"the {what} step ({step.load_label()}) was client-bound: {step.client_bound_reason}"
@@ -135,7 +157,8 @@ class Verdict:
         best = self._describe(self.plateau, listed) if self.plateau else None
         if self.client_bound:
             tail = f"; best endpoint-bound {best}" if best else ""
-            return f"INCONCLUSIVE: the load generator was the bottleneck (add workers): {self.client_reason}{tail}"
+            return (f"INCONCLUSIVE: the load generator was the bottleneck ({self.client_fix}): "
+                    f"{self.client_reason}{tail}")
         prefix = f"INCONCLUSIVE ({self.inconclusive_reason}): " if self.inconclusive else ""
         if best is None:
             return f"{prefix}no acceptable step: {self.reason}"
@@ -176,6 +199,9 @@ class Verdict:
         """What a reached plateau's line says before its reason: the capacity (its step, its interval,
         its own load and percentile), then the knee."""
         capacity = self.capacity
+        uncertain = self.knee_uncertain
+        if uncertain is not None:
+            best += f" ({uncertain})"
         if capacity is None:
             return f"knee {best}"
         figure = with_interval(capacity.goodput_rps, capacity.ci95["goodput_rps"], " req/s")
@@ -281,10 +307,17 @@ class Search:
         self._stop_kind: str | None = None
         self._client: str | None = None
         self._remeasured: dict[float, int] = {}
+        self._client_remeasured: dict[float, int] = {}
+        self._client_fix = FIX_WORKERS
+        self.granule = LOAD_GRANULARITY  # the load resolution the knee is placed to (StepSearch: its step)
         self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
         self._contradicted: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _resolution(self, load: float) -> float:
+        """How finely the search places a knee near `load` (PlateauSearch: also its tolerance)."""
+        return self.granule
+
     def _check_load(self, value: float, what: str) -> float:
         try:
             load = float(value)
@@ -331,8 +364,10 @@ class Search:
     def undecided(self, step: StepMeasurement) -> list[str]:
         """What this step's figures cannot decide yet (sequential measurement: the driver holds the step
         while the list is not empty, up to its budget): its goodput known to worse than
-        +-`PLATEAU_TOLERANCE`; a latency SLO it can neither be said to meet nor to break; whether
-        throughput stopped growing (the gain over the best earlier step straddles the threshold).
+        +-`PLATEAU_TOLERANCE`; a latency SLO it can neither be said to meet nor to break, unless the
+        step surely gained nothing over the acceptable load below it (`_flat`: saturated, it bounds the
+        plateau either way); whether throughput stopped growing (the gain over the best earlier step
+        straddles the threshold).
         Judged only on a step measured with its window (none can be said of a bare figure)."""
         if not step.window or step.client_bound:
             return []
@@ -340,14 +375,26 @@ class Search:
         if not precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE):
             reasons.append(f"{IMPRECISE}{self._figure(step)} not known to +-{PLATEAU_TOLERANCE * 100:g} %")
         slo = constraint_undecided(self.conditions, step)
-        if slo:
-            reasons.append(slo)
+        lower = [m for m in self._acceptable() if m.load < step.load]
+        if slo and not (lower and self._flat(max(lower, key=lambda m: m.load), step)):
+            reasons.append(slo)  # (past saturation its side moves neither the knee nor the capacity)
         if constraint_violation(self.conditions, step) is None and slo is None:
             history = sorted([m for m in self._acceptable() if m.load != step.load] + [step], key=lambda m: m.load)
             gain = self.gain.undecided(history, step)
             if gain:
                 reasons.append(gain)
         return reasons
+
+    def _flat(self, lower: StepMeasurement, higher: StepMeasurement) -> bool:
+        """Closed loop: `higher` surely gained less than the gain threshold over `lower` (the growth's
+        whole interval below it; on its point when the steps carry no interval): the endpoint was
+        saturated at `lower` already, so a constraint that breaks between them bounds latency only."""
+        if self.mode != MODE_USERS or not lower.goodput_rps > 0:
+            return False
+        growth = growth_interval(higher.goodput_rps, higher.goodput_ci, lower.goodput_rps, lower.goodput_ci)
+        if growth.high is not None:
+            return growth.high < self.gain.min_gain
+        return higher.goodput_rps / lower.goodput_rps - 1.0 < self.gain.min_gain
 
     @staticmethod
     def _figure(step: StepMeasurement) -> str:
@@ -493,7 +540,13 @@ class Search:
         if step.failure_dominated:  # the failures are the answer: no further load is worth sending
             return self._halt(f"{step.failure_reason()} at {step.load_label()}", KIND_CONSTRAINT)
         if step.client_bound:
-            self._client = f"{step.client_bound_reason} at {step.load_label()}"
+            if self.remeasures_client and self._client_remeasured.get(load, 0) < MAX_CLIENT_REMEASURES:
+                self._client_remeasured[load] = self._client_remeasured.get(load, 0) + 1
+                return self._run(load, f"{step.load_label()} client-bound ({step.client_bound_reason}): measuring it "
+                                       "again (the load generator's stall may be transient)", True)
+            twice = " (measured twice)" if self._client_remeasured.get(load, 0) else ""
+            self._client = f"{step.client_bound_reason} at {step.load_label()}{twice}"
+            self._client_fix = generator_fix(step.loop_lag)
             return self._halt(self._client, "client")
         if not step.stable and self.extend_unstable and self._extensions.get(load, 0) < MAX_EXTENSIONS:
             self._extensions[load] = self._extensions.get(load, 0) + 1
@@ -516,6 +569,7 @@ class Search:
             return self._halt(budget, KIND_LIMIT)
         return decision
 
+    remeasures_client = True  # a client-bound step is measured once more before the search gives up
     remeasures_gain = False  # PlateauSearch: its refinement judges the bracket whatever load ran last
 
     def _remeasure_gain(self) -> Decision | None:
@@ -557,6 +611,7 @@ class Search:
             step.latency_slos = latency_slos(self.conditions)
             if step.client_bound:
                 self._client = f"{step.client_bound_reason} at {step.load_label()}"
+                self._client_fix = generator_fix(step.loop_lag)
         return self.halt(reason)
 
     def verdict(self) -> Verdict:
@@ -565,22 +620,35 @@ class Search:
         verdict.capacity = self._capacity(verdict.plateau)
         verdict.model_knee = self._model_knee(verdict.capacity)
         verdict.knee_loads = self._knee_loads(verdict.capacity)
+        verdict.knee_granule = self._resolution(verdict.plateau.load) if verdict.plateau else self.granule
         if not verdict.client_bound:
             verdict.undecided = self._unsupported(verdict)
         return verdict
 
     def _knee_loads(self, capacity: StepMeasurement | None) -> tuple[float, float] | None:
         """The knee's interval in loads, against the capacity's interval (docs/plateau.md): from the
-        least acceptable load whose goodput MAY be within the tolerance of the capacity (its interval
-        reaches (1 - tolerance) x the capacity interval's low end) to the least that surely is (its
-        whole interval does). None without the intervals, or when no step surely is."""
+        least load whose goodput MAY be within the tolerance of the capacity (a measured one whose
+        interval reaches (1 - tolerance) x the capacity interval's low end, or one not measured that
+        Little's law lets reach it) to the least measured that surely is (its whole interval does).
+        None without the intervals, or when no step surely is."""
         if capacity is None or capacity.goodput_ci.low is None:
             return None
         floor = (1.0 - PLATEAU_TOLERANCE) * capacity.goodput_ci.low
         acceptable = [m for m in self._acceptable() if m.goodput_ci.known]
         may = [m.load for m in acceptable if (m.goodput_ci.high or 0.0) >= floor]
         sure = [m.load for m in acceptable if (m.goodput_ci.low or 0.0) >= floor]
-        return (min(may), min(sure)) if may and sure else None
+        if not may or not sure:
+            return None
+        # A load not measured may be the knee too, from one granule above the highest load measured
+        # surely short of it, if it can reach the floor at all: closed loop, n users complete at most
+        # n x the best goodput per user measured (a user's cycle only lengthens with load).
+        low = min(may)
+        short = [m.load for m in acceptable if m.load < low]
+        if short and self.mode == MODE_USERS:
+            per_user = max((m.goodput_ci.high or 0.0) / m.load for m in acceptable)
+            reach = math.ceil(floor / per_user / self.granule - 1e-9) * self.granule if per_user > 0 else low
+            low = min(low, max(max(short) + self.granule, reach))
+        return low, min(sure)
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
         """The decisions the verdict rests on that the measurement did not support: the capacity's
@@ -620,7 +688,7 @@ class Search:
         stop_reason = self._stop.reason if self._stop else "search not finished"
         if self._client is not None:
             return Verdict(plateau, False, BOUND_CLIENT, self._client, stop_reason, True, self._client,
-                           self.mode, list(self.steps))
+                           self.mode, list(self.steps), client_fix=self._client_fix)
         if plateau is None:
             first_bad = self._violating()
             reason = (f"{self._violation(first_bad[0])} at {first_bad[0].load_label()}" if first_bad
@@ -674,6 +742,7 @@ class StepSearch(Search):
         super().__init__(mode=mode, max_load=max_load, conditions=conditions, extend_unstable=extend_unstable)
         self.start = self._check_load(start, "start")
         self.step = self._check_load(step, "step")
+        self.granule = self.step
         if self.start > self.max_load:
             raise UsageError(f"start load {start!r} is above the maximum {max_load!r}")
         self.stop_at_knee = stop_at_knee
@@ -726,6 +795,7 @@ class PlateauSearch(Search):
         self.factor = float(factor)
         self.tolerance = float(tolerance)
         self.granularity = max(float(granularity), 1.0) if mode == MODE_USERS else float(granularity)
+        self.granule = self.granularity
         self.use_model = use_model
         self.phase = "grow"
         self._refine_steps = 0
@@ -784,23 +854,64 @@ class PlateauSearch(Search):
         if violating:
             hi = violating[0]
             below = [m.load for m in acceptable if m.load < hi.load]
-            return (max(below) if below else None), hi.load, f"{self._violation(hi)} at {hi.load_label()}"
+            why = f"{self._violation(hi)} at {hi.load_label()}"
+            if below and self._flat(self._by_load[max(below)], hi):
+                knee = self.knee_bracket()  # saturated before the constraint broke: the knee lies below
+                if knee is not None:
+                    return knee[0], knee[1], f"{why}, throughput already flat from {max(below):g} users"
+            return (max(below) if below else None), hi.load, why
         return None, None, "no boundary"
+
+    def knee_bracket(self) -> tuple[float, float] | None:
+        """Closed loop: (the highest acceptable load below the knee, the knee) while a load between them,
+        not measured, may be the knee: the gap is wider than the refinement's resolution (`_narrow`) and
+        Little's law lets a load in it reach 95 % of the plateau level (n users complete at most n x the
+        best goodput per user measured: a user's cycle only lengthens with load). None when the knee is
+        bracketed, when it is a constraint's last load with throughput still linear below it, or in
+        open loop (its plateau is the highest rate served)."""
+        if self.mode != MODE_USERS:
+            return None
+        acceptable = self._acceptable()
+        knee = self.plateau_of(acceptable)
+        below = [m.load for m in acceptable if knee is not None and m.load < knee.load]
+        if knee is None or not below or self._narrow(max(below), knee.load):
+            return None
+        per_user = max(m.goodput_rps / m.load for m in acceptable)
+        floor = (1.0 - PLATEAU_TOLERANCE) * (self.level_of(acceptable) or 0.0)
+        reach = math.ceil(floor / per_user / self.granule - 1e-9) * self.granule if per_user > 0 else knee.load
+        if max(max(below) + self.granule, reach) >= knee.load:
+            return None
+        return max(below), knee.load
+
+    def _resolution(self, load: float) -> float:
+        width = self.tolerance * load
+        return max(self.granularity, math.ceil(width - 1e-9) if self.mode == MODE_USERS else width)
 
     def _narrow(self, lo: float, hi: float) -> bool:
         return (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance + 1e-9
 
     def _refine(self) -> Decision:
         lo, hi, why = self.bracket()
-        if hi is None:  # nothing to refine (cannot happen after a boundary was seen, but be safe)
-            return self._halt(why, KIND_LIMIT)
+        if hi is None and self.knee_bracket() is None:
+            # the boundary seen is gone (a step measured again no longer reads saturated): grow on
+            highest = max(self._acceptable(), key=lambda m: m.load, default=None)
+            if highest is None or highest.load >= self.max_load:
+                return self._halt(why, KIND_LIMIT)
+            self.phase = "grow"
+            return self._run(*self._grow_to(highest))
         kind = "saturation" if self._saturation() or self._unserved_above(self._plateau()) else KIND_CONSTRAINT
-        if lo is None:
+        knee = self.knee_bracket()
+        guide = kind == "saturation" or (knee is not None and (lo, hi) == knee)
+        if (lo is None or hi is None or self._narrow(lo, hi)) and knee is not None:
+            # the constraint's boundary is found (or starts at the first step), but the knee below it
+            # is not: refine the knee, else its place is the search's path, not the endpoint's
+            (lo, hi), guide = knee, True
+        if lo is None or hi is None:
             return self._halt(why, kind)
         if self._narrow(lo, hi) or self._refine_steps >= MAX_REFINE_STEPS:
             return self._halt(why, kind)
         guided = None
-        if self.use_model and kind == "saturation" and self._model_probes < MAX_MODEL_PROBES:
+        if self.use_model and guide and self._model_probes < MAX_MODEL_PROBES:
             guided = self._guided(lo, hi)
         if guided is not None:
             self._model_probes += 1
@@ -905,10 +1016,11 @@ class ScheduleSearch(Search):
     The caller sets the load that follows each step with `follow(step, next_load)`; `next_load`
     None means the schedule is over. Saturation stops the run only when a `ThroughputGain` is among
     the conditions (IR's `FlatInvocations: Stop`); without one it only informs the verdict.
-    Unstable steps are never extended: the schedule owns the clock.
+    Unstable or client-bound steps are never measured again: the schedule owns the clock.
     """
 
     default_gain_window = 4
+    remeasures_client = False
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ Doubles the load while throughput grows, places the knee by Little's law and con
 is held from `--min-step-seconds` until stable, at most `--step-seconds`. `--search-mode users`
 steps closed-loop users, `rate` the open-loop arrival rate. SLO and error-rate constraints bound the
 plateau; budgets end the search early. A client-bound step (generator CPU >= 90 % or > 10 % late
-sends) stops the search and is never the plateau (docs/plateau.md).
+sends) is measured once more, then stops the search; it is never the plateau (docs/plateau.md).
 """
 
 from __future__ import annotations

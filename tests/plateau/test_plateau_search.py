@@ -114,11 +114,11 @@ def test_client_bound_series_is_never_the_plateau():
     rps = [100, 200, 300, 400, 450, 452]
     cpu = [20, 40, 60, 80, 92, 97]
     loads, decision, verdict = drive(StepSearch(1, 1, 10), from_series(rps, client_cpu_pct=cpu))
-    assert loads == [1, 2, 3, 4, 5]
+    assert loads == [1, 2, 3, 4, 5, 5]  # the client-bound step is measured once more before the search gives up
     assert verdict.client_bound and not verdict.reached and verdict.bound == "client"
     assert verdict.plateau.load == 4  # best endpoint-bound step, reported as such
     assert verdict.text() == ("INCONCLUSIVE: the load generator was the bottleneck (add workers): "
-                              "client CPU 92 % >= 90 % at 5 users; "
+                              "client CPU 97 % >= 90 % at 5 users (measured twice); "
                               "best endpoint-bound step 4: 400 req/s at 4 users, p95 20 ms")
     assert verdict.as_dict()["client_bound"] is True and verdict.as_dict()["inconclusive"] is True
 
@@ -128,7 +128,7 @@ def test_open_loop_generator_falling_behind_is_client_bound():
         return synthetic_step(rate, min(rate, 300), mode="rate", sent_rps=min(rate, 300), t_start=20.0 * i)
 
     loads, decision, verdict = drive(PlateauSearch(50, 2000, mode="rate"), measure)
-    assert loads == [50, 100, 200, 400] and verdict.client_bound
+    assert loads == [50, 100, 200, 400, 400] and verdict.client_bound
     assert "sent 300.0 req/s is 75 % of the intended 400.0 req/s" in verdict.text()
 
 
