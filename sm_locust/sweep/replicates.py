@@ -1,0 +1,115 @@
+"""Two measurements of one configuration, and the sweep's leaders judged on both (pure).
+
+A 95 % interval from one run's seconds holds that run's noise, not what moves between runs minutes
+apart on a machine whose load changes. So when the leader and the runner-up are told apart by
+their intervals (`contenders`), the runner measures both once more in the reverse order (A B ... B
+A), and each then stands for both replicates (`combine`): its value the mean of the two, its
+interval the hull of the two intervals (and of the two values). Ranked again on those, what the
+hulls no longer tell apart is a tie (`trust.rank_by_intervals`); `disagreements` names the figures
+on which one configuration's replicates do not overlap, which `drift_note` says in words.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from sm_locust.sweep.trust import Criterion, _pair, deciding, overlap
+
+T = TypeVar("T")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def combine(first: Any, first_ci: Any, second: Any, second_ci: Any) -> tuple[float | None, list[float] | None]:
+    """(value, interval) of a figure measured twice: the mean of the two values and the hull of both
+    intervals and both values. One value unknown: the other replicate's figure as it is; a replicate
+    without an interval leaves the hull without one (such a figure separates nothing)."""
+    a, b = _number(first), _number(second)
+    if a is None or b is None:
+        return (a, _list(first_ci)) if b is None else (b, _list(second_ci))
+    ia, ib = _pair(first_ci), _pair(second_ci)
+    if ia is None or ib is None:
+        return (a + b) / 2, None
+    return (a + b) / 2, [min(ia[0], ib[0], a, b), max(ia[1], ib[1], a, b)]
+
+
+def _list(interval: Any) -> list[float] | None:
+    pair = _pair(interval)
+    return None if pair is None else [pair[0], pair[1]]
+
+
+def merged(first: T, second: T, pairs: Sequence[tuple[str, str]]) -> T:
+    """`first` (a dataclass) with each (value field, interval field) of `pairs` `combine`d with
+    `second`'s; whole counts (an instance count) stay whole: the larger, and the hull of the two."""
+    changes: dict[str, Any] = {}
+    for value_name, interval_name in pairs:
+        va, vb = getattr(first, value_name), getattr(second, value_name)
+        value, interval = combine(va, getattr(first, interval_name), vb, getattr(second, interval_name))
+        if isinstance(va, int) and isinstance(vb, int) and not isinstance(va, bool):
+            value = max(va, vb)
+            interval = None if interval is None else [math.floor(interval[0]), math.ceil(interval[1])]
+        changes[value_name], changes[interval_name] = value, interval
+    return replace(first, **changes)  # type: ignore[type-var]
+
+
+def contenders(ranked: Sequence[T], criteria: Sequence[Criterion[T]]) -> list[T]:
+    """[leader, runner-up] when a measured figure told them apart beyond their intervals (what a
+    second measurement could overturn); [] when there is no runner-up, or they tie on every measured
+    figure and an exact one (a price, a setting) decided."""
+    if len(ranked) < 2:
+        return []
+    why, _ = deciding(ranked[0], ranked[1], criteria)
+    if why is None or why.interval is None:
+        return []
+    return [ranked[0], ranked[1]]
+
+
+def disagreements(first: T, second: T, criteria: Sequence[Criterion[T]]) -> list[Criterion[T]]:
+    """The measured figures on which two replicates of one configuration do not overlap: the machine
+    moved between them by more than either run's own noise."""
+    out: list[Criterion[T]] = []
+    for criterion in criteria:
+        if criterion.interval is None:
+            continue
+        a, b = _pair(criterion.interval(first)), _pair(criterion.interval(second))
+        if a is not None and b is not None and not overlap(a, b):
+            out.append(criterion)
+    return out
+
+
+def drift_note(label: str, first: T, second: T, criteria: Sequence[Criterion[T]]) -> str:
+    """'max_concurrency 4: replicates 50 ms [45, 52] and 41 ms [38, 44] on p95 disagree: the machine
+    drifted between them, so its interval is their hull'; '' when they agree on every figure."""
+    figures = disagreements(first, second, criteria)
+    if not figures:
+        return ""
+    said = " and ".join(f"{c.text(first)} and {c.text(second)} on {c.name}" for c in figures)
+    return f"{label}: replicates {said} disagree: the machine drifted between them, so its interval is their hull"
+
+
+def confirmation_note(labels: Sequence[str], notes: Sequence[str], tied: bool) -> str:
+    """The recommendation's tail after the confirmation: which configurations were measured twice,
+    whether the ranking held, and any drift."""
+    if not labels:
+        return ""
+    who = " and ".join(labels)
+    drift = "; ".join(n for n in notes if n)
+    if tied and drift:
+        return f"; tie after measuring {who} again in reverse order: {drift}"
+    if tied:
+        return f"; measured {who} again in reverse order: on both replicates they tie"
+    if drift:
+        return f"; confirmed by measuring {who} again in reverse order ({drift}), still apart"
+    return f"; confirmed by measuring {who} again in reverse order: the replicates agree"
+
+
+def pair_by_index(candidates: Sequence[T], index: Callable[[T], int]) -> dict[int, T]:
+    """The candidates by their configuration index."""
+    return {index(c): c for c in candidates}
