@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
-from sm_locust.plateau.conditions import LatencySLO
+from sm_locust.plateau.conditions import KIND_LIMIT, LatencySLO, latency_slos
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import PlateauSearch, Verdict, step_name
+from sm_locust.plateau.search import Decision, PlateauSearch, Verdict, step_name
 from sm_locust.plateau.steady import (
     DEFAULT_SLO_PERCENTILE,
     STABILITY_TOLERANCE,
@@ -377,12 +377,101 @@ class TokenVerdict(Verdict):
         return out
 
 
-class TokenPlateauSearch(PlateauSearch):
-    """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens."""
+def slo_figures(step: StepMeasurement, slos: Sequence[TokenSLO]) -> str:
+    """'ITL p95 61 ms [52, 68], TTFT p95 820 ms [700, 950]': the figures a step's SLO decision rests on."""
+    return ", ".join(f"{c.label} {_ms(c.value(step), c.interval(step))}" for c in slos)
 
-    def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, **kwargs):
+
+def knee_moved(first: StepMeasurement | None, again: StepMeasurement | None,
+               replicates: Sequence[tuple[StepMeasurement, StepMeasurement]], slos: Sequence[TokenSLO]) -> str | None:
+    """Why the knee is not confirmed, or None: the knee placed on the first measurements (`first`) and
+    the one placed once the deciding steps were measured again (`again`) are different loads. The reason
+    quotes each deciding step's SLO figures on both replicates: within-step intervals that do not hold
+    what moved between the replicates (a shared machine's load)."""
+    if (first.load if first else None) == (again.load if again else None):
+        return None
+    said = "; ".join(f"{a.load_label()}: {slo_figures(a, slos)}, then {slo_figures(b, slos)}"
+                     for a, b in replicates) if slos else ""
+    before = first.load_label() if first else "no load"
+    after = again.load_label() if again else "no load"
+    return (f"the knee moved between replicates: {before} at first, {after} when its deciding steps were measured "
+            f"again" + (f" ({said})" if said else "") + ": the machine drifted between them beyond the steps' "
+            "intervals; measure on a quieter machine or with longer --step-seconds")
+
+
+class TokenPlateauSearch(PlateauSearch):
+    """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens.
+
+    Before it stops, the steps that place the knee (the knee, the first load above it) are measured
+    once more, the higher first (the reverse of their first order), and the knee is placed again on
+    the replicates: a knee that moves is INCONCLUSIVE, saying why (`knee_moved`), never a confident
+    other answer. Not when a budget (duration, invocations) stopped the search, or the client did."""
+
+    def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, confirm: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.percentile = percentile
+        self.confirm = confirm
+        self._confirming: list[float] = []  # loads still to measure again
+        self._first: dict[float, StepMeasurement] = {}  # each re-measured load's first measurement
+        self._held: tuple[Decision, str | None] | None = None  # the stop decided before the confirmation
+        self._first_knee: StepMeasurement | None = None
+        self._moved: str | None = None
+
+    @property
+    def slos(self) -> list[TokenSLO]:
+        return [c for c in self.conditions if isinstance(c, TokenSLO)]
+
+    def feed(self, step: StepMeasurement) -> Decision:
+        if self._confirming and self._stop is None and self._pending == self._confirming[0]:
+            return self._feed_replicate(step)
+        decision = super().feed(step)
+        if not decision.stop or not self.confirm or self._held is not None or self._client is not None \
+                or self.budget_fired():
+            return decision
+        knee = self._plateau()
+        if knee is None:
+            return decision
+        above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
+        loads = ([min(above, key=lambda m: m.load).load] if above else []) + [knee.load]
+        self._held = (decision, self._stop_kind)
+        self._first_knee = knee
+        self._first = {load: self._by_load[load] for load in loads}
+        self._confirming = loads
+        self._stop, self._stop_kind = None, None
+        return self._run(loads[0], self._confirm_reason(loads))
+
+    def _confirm_reason(self, loads: Sequence[float]) -> str:
+        steps = [self._first[load] for load in loads]
+        return f"confirming the knee: measuring {' then '.join(m.load_label() for m in steps)} again"
+
+    def _feed_replicate(self, step: StepMeasurement) -> Decision:
+        """Record a confirmation step (as `feed` records any), then the next one, or the held stop."""
+        load = self._confirming.pop(0)
+        step.load = load
+        self.steps.append(step)
+        self._by_load[load] = step
+        step.latency_slos = latency_slos(self.conditions)
+        if step.client_bound:
+            self._client = f"{step.client_bound_reason} at {step.load_label()}"
+            self._confirming = []
+            return self._halt(self._client, "client")
+        budget = self.budget_fired()
+        if budget:
+            self._confirming = []
+        elif self._confirming:
+            return self._run(self._confirming[0], self._confirm_reason(self._confirming))
+        replicates = [(self._first[m], self._by_load[m]) for m in sorted(self._first)
+                      if self._by_load[m] is not self._first[m]]
+        self._moved = knee_moved(self._first_knee, self._plateau(), replicates, self.slos) if not budget else None
+        held, kind = self._held or (Decision(None, "confirmed"), None)
+        if budget:
+            return self._halt(budget, KIND_LIMIT)
+        self._stop, self._stop_kind, self._pending = held, kind, None
+        return held
+
+    def _unsupported(self, verdict: Verdict) -> list[str]:
+        out = super()._unsupported(verdict)
+        return out + [self._moved] if self._moved else out
 
     def verdict(self) -> TokenVerdict:
         return TokenVerdict.of(super().verdict(), self.percentile)
