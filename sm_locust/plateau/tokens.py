@@ -27,7 +27,7 @@ from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
 from sm_locust.plateau.conditions import KIND_LIMIT, LatencySLO, latency_slos
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import Decision, PlateauSearch, Verdict, step_name
+from sm_locust.plateau.search import UNDECIDED_PREFIX, Decision, PlateauSearch, Verdict, step_name
 from sm_locust.plateau.steady import (
     DEFAULT_SLO_PERCENTILE,
     STABILITY_TOLERANCE,
@@ -470,7 +470,16 @@ class TokenPlateauSearch(PlateauSearch):
         return held
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
+        """The search's own (`Search._unsupported`), a knee that moved between replicates, and "no
+        acceptable step" resting on an SLO the lowest load could not decide (an LLM's first steps hold a
+        handful of answers): not knowing is not a failure of the endpoint."""
         out = super()._unsupported(verdict)
+        if verdict.plateau is None and not verdict.client_bound:
+            measured = [m for m in self._by_load.values() if not m.client_bound]
+            lowest = min(measured, key=lambda m: m.load) if measured else None
+            why = self._violation(lowest) if lowest is not None else None
+            if lowest is not None and why is not None and why.startswith(UNDECIDED_PREFIX):
+                out.append(f"no load surely met the SLOs: {why[len(UNDECIDED_PREFIX):]} at {lowest.load_label()}")
         return out + [self._moved] if self._moved else out
 
     def verdict(self) -> TokenVerdict:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from sm_locust.endpoint.llm import BatchModel
 from sm_locust.plateau.conditions import ErrorRate
-from sm_locust.plateau.tokens import TokenPlateauSearch, TokenSLO, knee_moved
+from sm_locust.plateau.steady import measure_step
+from sm_locust.plateau.timeline import Second
+from sm_locust.plateau.tokens import Bucket, TokenPlateauSearch, TokenSLO, TokenStep, _key, knee_moved
 from tests.llm.test_llm_plateau import MODEL, token_step
 
 ITL_SLO = TokenSLO("itl", 95, 60.0)
@@ -63,3 +65,48 @@ def test_confirm_false_stops_where_the_search_stops():
     search = TokenPlateauSearch(1, 64, conditions=[ITL_SLO], extend_unstable=False, confirm=False)
     _, confirming = run(search, MODEL, BUSIER)
     assert confirming == [] and not search.verdict().inconclusive
+
+
+def windowed_step(users: int, answers_per_second: int, slow_share: float, seconds: int = 9) -> TokenStep:
+    """A step measured second by second (so its percentiles carry intervals): `answers_per_second`
+    answers of 60 tokens each second, TTFT 200 ms, a `slow_share` of the token gaps at 96 ms, the others
+    at 44 ms."""
+    per_second = []
+    for _ in range(seconds):
+        bucket = Bucket(requests=answers_per_second, output_tokens=answers_per_second * 60,
+                        server=answers_per_second, arrived=answers_per_second * 60.0)
+        gaps = answers_per_second * 59
+        slow = round(gaps * slow_share)
+        bucket.hists["itl"] = {k: v for k, v in ((_key(44.0), gaps - slow), (_key(96.0), slow)) if v}
+        bucket.hists["ttft"] = {_key(200.0): answers_per_second}
+        per_second.append((1.0, bucket))
+    whole = Bucket()
+    for _, b in per_second:
+        whole.merge(b)
+    timeline = [Second(t=i + 1.0, users=users, spawning=False, requests=answers_per_second, failures=0,
+                       hist={2000: answers_per_second}) for i in range(seconds)]
+    base = measure_step(timeline, warmup_fraction=0.0, min_subwindow_s=1)
+    return TokenStep.of(base, whole, float(seconds), per_second=per_second)
+
+
+def search_on(step_for) -> TokenPlateauSearch:
+    search = TokenPlateauSearch(1, 64, conditions=[TokenSLO("ttft", 95, 1000.0), ITL_SLO], extend_unstable=False)
+    decision = search.first()
+    while not decision.stop:
+        step = step_for(decision.users)
+        step.undecided = search.undecided(step)
+        decision = search.feed(step)
+    return search
+
+
+def test_no_acceptable_step_on_an_slo_the_lowest_load_could_not_decide_is_inconclusive():
+    # 1 user: 4 answers in 4 s, a TTFT p95 from too few to decide; every higher load breaks ITL surely
+    search = search_on(lambda users: windowed_step(1, 1, 0.0, seconds=4) if users == 1
+                       else windowed_step(users, 5, 0.5))
+    verdict = search.verdict()
+    assert verdict.plateau is None and verdict.inconclusive
+    assert verdict.inconclusive_reason.startswith("no load surely met the SLOs: TTFT p95") and "at 1 user" in \
+        verdict.inconclusive_reason
+    # the lowest load surely breaks the SLO: "no acceptable step" is the endpoint's answer, not a doubt
+    sure = search_on(lambda users: windowed_step(users, 5, 0.5)).verdict()
+    assert sure.plateau is None and not sure.inconclusive, sure.inconclusive_reason
