@@ -25,11 +25,11 @@ from sm_locust.sweep.deployers import Deployer, Deployment
 from sm_locust.sweep.grid import Configuration
 from sm_locust.sweep.load import LoadPlan
 from sm_locust.sweep.pipeline import Durations, simulate
-from sm_locust.sweep.replicates import confirmation_note, contenders, drift_note
+from sm_locust.sweep.replicates import confirmation_note, drift_note
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.sweep.trust import client_bound_reason, untrusted_words
+from sm_locust.sweep.trust import client_bound_reason, deciding, untrusted_words
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
 
@@ -152,7 +152,9 @@ class Sweep:
             return ""
         labels = [self.configuration(i).label for i in sorted(pairs)]
         notes = [drift_note(labels[k], *pairs[i], criteria) for k, i in enumerate(sorted(pairs))]
-        return confirmation_note(labels, notes, tied=len(ranked) >= 2 and not contenders(ranked, criteria))
+        both = [c for c in ranked if getattr(c, "index", None) in pairs]  # as ranked on both replicates
+        why = deciding(both[0], both[1], criteria)[0] if len(both) == 2 else None
+        return confirmation_note(labels, notes, tied=len(both) == 2 and (why is None or why.interval is None))
 
     def client_bound(self, run_dir: Path) -> str | None:
         """Why this configuration's run measured the load generator rather than the endpoint, or None

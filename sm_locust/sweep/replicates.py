@@ -59,16 +59,38 @@ def merged(first: T, second: T, pairs: Sequence[tuple[str, str]]) -> T:
     return replace(first, **changes)  # type: ignore[type-var]
 
 
+def separation(a: T, b: T, criterion: Criterion[T]) -> float | None:
+    """How far apart two configurations' intervals on `criterion` are, relative to the larger value (0.02:
+    a gap of 2 % between the nearer bounds); None when the figure is exact, unknown, or they overlap."""
+    if criterion.interval is None:
+        return None
+    ia, ib = _pair(criterion.interval(a)), _pair(criterion.interval(b))
+    va, vb = _number(criterion.value(a)), _number(criterion.value(b))
+    if ia is None or ib is None or va is None or vb is None or overlap(ia, ib):
+        return None
+    gap = max(ib[0] - ia[1], ia[0] - ib[1])
+    return gap / max(abs(va), abs(vb), 1e-12)
+
+
 def contenders(ranked: Sequence[T], criteria: Sequence[Criterion[T]]) -> list[T]:
-    """[leader, runner-up] when a measured figure told them apart beyond their intervals (what a
-    second measurement could overturn); [] when there is no runner-up, or they tie on every measured
-    figure and an exact one (a price, a setting) decided."""
+    """[leader, runner-up] when a measured figure told them apart beyond their intervals (what a second
+    measurement could overturn): the runner-up is the closest call, the configuration whose intervals on
+    the figure that decided against it lie nearest the leader's (relative to the figure), whichever rank
+    it holds (a serverless sweep can rank second one that lost on goodput by 70 %, third one that lost
+    on $ per 1M by 1 %). [] when no runner-up lost on a measured figure (a price or a setting decided:
+    a tie said so already)."""
     if len(ranked) < 2:
         return []
-    why, _ = deciding(ranked[0], ranked[1], criteria)
-    if why is None or why.interval is None:
+    leader = ranked[0]
+    calls: list[tuple[float, int, T]] = []
+    for k, other in enumerate(ranked[1:]):
+        why, _ = deciding(leader, other, criteria)
+        gap = separation(leader, other, why) if why is not None else None
+        if gap is not None:
+            calls.append((gap, k, other))
+    if not calls:
         return []
-    return [ranked[0], ranked[1]]
+    return [leader, min(calls, key=lambda call: (call[0], call[1]))[2]]
 
 
 def disagreements(first: T, second: T, criteria: Sequence[Criterion[T]]) -> list[Criterion[T]]:

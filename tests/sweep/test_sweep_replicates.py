@@ -15,6 +15,7 @@ from sm_locust.sweep.replicates import combine, confirmation_note, contenders, d
 from sm_locust.sweep.runner import REPLICATE_SUFFIX
 from sm_locust.sweep.serverless.rank import ServerlessCandidate, replicated
 from sm_locust.sweep.serverless.rank import criteria as serverless_criteria
+from sm_locust.sweep.serverless.rank import rank as serverless_rank
 from sm_locust.sweep.serverless.rank import recommend as serverless_recommend
 from tests.sweep_fakes import FakeDeployer, FakeRunner, fake_summary
 
@@ -51,6 +52,22 @@ def test_contenders_only_when_a_measured_figure_told_them_apart():
     tied = rank([cand(1, 100.0, [90.0, 110.0]), cand(2, 95.0, [90.0, 100.0], price=0.1)], THROUGHPUT)
     assert contenders(tied, order) == []  # the price (exact) decided: already a tie said so
     assert contenders(apart[:1], order) == []
+
+
+def test_the_runner_up_is_the_closest_call_not_the_second_rank():
+    """A serverless sweep ranked second the configuration that lost on goodput (110 vs 30 req/s), and third
+    the one that lost on $ per 1M by a hair ($2.72 vs $2.74): the hair is what drift overturns."""
+    objective = Objective()
+    leader = serverless(1, 8, 74.0, [72.0, 76.0], 110.0)
+    leader.cost_per_1m, leader.cost_per_1m_ci95 = 2.66, [2.56, 2.72]
+    far = serverless(2, 2, 75.0, [71.0, 80.0], 30.0)
+    far.cost_per_1m, far.cost_per_1m_ci95 = 2.70, [2.56, 2.76]
+    near = serverless(3, 8, 44.0, [42.0, 48.0], 180.0)
+    near.cost_per_1m, near.cost_per_1m_ci95 = 2.88, [2.74, 3.04]
+    order = serverless_criteria(objective)
+    ranked = serverless_rank([near, far, leader], objective)
+    assert [c.index for c in ranked[:2]] == [1, 2]
+    assert [c.index for c in contenders(ranked, order)] == [1, 3]
 
 
 def test_replicates_that_drift_turn_a_confident_pick_into_a_tie_said_so():
