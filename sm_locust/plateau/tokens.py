@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
-from sm_locust.plateau.conditions import KIND_LIMIT, LatencySLO, latency_slos
+from sm_locust.plateau.conditions import (
+    KIND_LIMIT,
+    Condition,
+    LatencySLO,
+    constraint_undecided,
+    constraint_violation,
+    latency_slos,
+)
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import UNDECIDED_PREFIX, Decision, PlateauSearch, Verdict, step_name
 from sm_locust.plateau.steady import (
@@ -382,30 +389,48 @@ def slo_figures(step: StepMeasurement, slos: Sequence[TokenSLO]) -> str:
     return ", ".join(f"{c.label} {_ms(c.value(step), c.interval(step))}" for c in slos)
 
 
-def knee_moved(first: StepMeasurement | None, again: StepMeasurement | None,
-               replicates: Sequence[tuple[StepMeasurement, StepMeasurement]], slos: Sequence[TokenSLO]) -> str | None:
-    """Why the knee is not confirmed, or None: the knee placed on the first measurements (`first`) and
-    the one placed once the deciding steps were measured again (`again`) are different loads. The reason
-    quotes each deciding step's SLO figures on both replicates: within-step intervals that do not hold
-    what moved between the replicates (a shared machine's load)."""
-    if (first.load if first else None) == (again.load if again else None):
+MEETS, BREAKS, UNDECIDED = "meets", "breaks", "undecided"
+
+
+def slo_decision(step: StepMeasurement, conditions: Sequence[Condition]) -> str:
+    """What one step says of the constraints on its own: it surely breaks one, it cannot be said to meet
+    one (an interval straddling its SLO, too few answers), or it surely meets them all."""
+    if constraint_violation(conditions, step):
+        return BREAKS
+    return UNDECIDED if constraint_undecided(conditions, step) else MEETS
+
+
+def replicates_disagree(replicates: Sequence[tuple[StepMeasurement, StepMeasurement]],
+                        conditions: Sequence[Condition], slos: Sequence[TokenSLO]) -> str | None:
+    """Why the knee is not confirmed, or None. Each pair is one deciding step's first measurement and
+    its replicate. They disagree when one surely meets the constraints and the other surely breaks one,
+    or when their decisions differ and an SLO's two intervals do not overlap (the machine moved by more
+    than either step's own noise). An undecided replicate whose intervals overlap the first's adds no
+    contradiction: it is the same answer, measured less precisely."""
+    said = []
+    for first, again in replicates:
+        a, b = slo_decision(first, conditions), slo_decision(again, conditions)
+        apart = [c for c in slos if c.interval(first).known and c.interval(again).known
+                 and ((c.interval(first).high or 0.0) < (c.interval(again).low or 0.0)
+                      or (c.interval(again).high or 0.0) < (c.interval(first).low or 0.0))]
+        if {a, b} == {MEETS, BREAKS} or (a != b and apart):
+            said.append(f"{first.load_label()}: {slo_figures(first, slos)} ({a}), then {slo_figures(again, slos)} "
+                        f"({b})")
+    if not said:
         return None
-    said = "; ".join(f"{a.load_label()}: {slo_figures(a, slos)}, then {slo_figures(b, slos)}"
-                     for a, b in replicates) if slos else ""
-    before = first.load_label() if first else "no load"
-    after = again.load_label() if again else "no load"
-    return (f"the knee moved between replicates: {before} at first, {after} when its deciding steps were measured "
-            f"again" + (f" ({said})" if said else "") + ": the machine drifted between them beyond the steps' "
-            "intervals; measure on a quieter machine or with longer --step-seconds")
+    return (f"the knee is not confirmed: its deciding steps disagree between replicates ({'; '.join(said)}): the "
+            "machine drifted between them beyond the steps' intervals; measure on a quieter machine or with longer "
+            "--step-seconds")
 
 
 class TokenPlateauSearch(PlateauSearch):
     """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens.
 
     Before it stops, the steps that place the knee (the knee, the first load above it) are measured
-    once more, the higher first (the reverse of their first order), and the knee is placed again on
-    the replicates: a knee that moves is INCONCLUSIVE, saying why (`knee_moved`), never a confident
-    other answer. Not when a budget (duration, invocations) stopped the search, or the client did."""
+    once more, the higher first (the reverse of their first order). Replicates that disagree
+    (`replicates_disagree`) make the run INCONCLUSIVE, saying why, never a confident other answer;
+    otherwise the knee stands where the first measurements put it. Not when a budget (duration,
+    invocations) stopped the search, or the client did."""
 
     def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, confirm: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
@@ -414,7 +439,6 @@ class TokenPlateauSearch(PlateauSearch):
         self._confirming: list[float] = []  # loads still to measure again
         self._first: dict[float, StepMeasurement] = {}  # each re-measured load's first measurement
         self._held: tuple[Decision, str | None] | None = None  # the stop decided before the confirmation
-        self._first_knee: StepMeasurement | None = None
         self._moved: str | None = None
 
     @property
@@ -434,7 +458,6 @@ class TokenPlateauSearch(PlateauSearch):
         above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
         loads = ([min(above, key=lambda m: m.load).load] if above else []) + [knee.load]
         self._held = (decision, self._stop_kind)
-        self._first_knee = knee
         self._first = {load: self._by_load[load] for load in loads}
         self._confirming = loads
         self._stop, self._stop_kind = None, None
@@ -462,7 +485,8 @@ class TokenPlateauSearch(PlateauSearch):
             return self._run(self._confirming[0], self._confirm_reason(self._confirming))
         replicates = [(self._first[m], self._by_load[m]) for m in sorted(self._first)
                       if self._by_load[m] is not self._first[m]]
-        self._moved = knee_moved(self._first_knee, self._plateau(), replicates, self.slos) if not budget else None
+        self._by_load.update(self._first)  # the knee stays where the first measurements put it ...
+        self._moved = replicates_disagree(replicates, self.conditions, self.slos)  # ... unless the replicates say no
         held, kind = self._held or (Decision(None, "confirmed"), None)
         if budget:
             return self._halt(budget, KIND_LIMIT)
@@ -470,7 +494,7 @@ class TokenPlateauSearch(PlateauSearch):
         return held
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
-        """The search's own (`Search._unsupported`), a knee that moved between replicates, and "no
+        """The search's own (`Search._unsupported`), replicates that disagree on the knee, and "no
         acceptable step" resting on an SLO the lowest load could not decide (an LLM's first steps hold a
         handful of answers): not knowing is not a failure of the endpoint."""
         out = super()._unsupported(verdict)
