@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from sm_locust.sweep.trust import Criterion, _pair, deciding, overlap
+from sm_locust.sweep.trust import Criterion, as_interval, deciding, overlap
 
 T = TypeVar("T")
 
@@ -34,14 +34,14 @@ def combine(first: Any, first_ci: Any, second: Any, second_ci: Any) -> tuple[flo
     a, b = _number(first), _number(second)
     if a is None or b is None:
         return (a, _list(first_ci)) if b is None else (b, _list(second_ci))
-    ia, ib = _pair(first_ci), _pair(second_ci)
+    ia, ib = as_interval(first_ci), as_interval(second_ci)
     if ia is None or ib is None:
         return (a + b) / 2, None
     return (a + b) / 2, [min(ia[0], ib[0], a, b), max(ia[1], ib[1], a, b)]
 
 
 def _list(interval: Any) -> list[float] | None:
-    pair = _pair(interval)
+    pair = as_interval(interval)
     return None if pair is None else [pair[0], pair[1]]
 
 
@@ -64,7 +64,7 @@ def separation(a: T, b: T, criterion: Criterion[T]) -> float | None:
     a gap of 2 % between the nearer bounds); None when the figure is exact, unknown, or they overlap."""
     if criterion.interval is None:
         return None
-    ia, ib = _pair(criterion.interval(a)), _pair(criterion.interval(b))
+    ia, ib = as_interval(criterion.interval(a)), as_interval(criterion.interval(b))
     va, vb = _number(criterion.value(a)), _number(criterion.value(b))
     if ia is None or ib is None or va is None or vb is None or overlap(ia, ib):
         return None
@@ -100,7 +100,7 @@ def disagreements(first: T, second: T, criteria: Sequence[Criterion[T]]) -> list
     for criterion in criteria:
         if criterion.interval is None:
             continue
-        a, b = _pair(criterion.interval(first)), _pair(criterion.interval(second))
+        a, b = as_interval(criterion.interval(first)), as_interval(criterion.interval(second))
         if a is not None and b is not None and not overlap(a, b):
             out.append(criterion)
     return out

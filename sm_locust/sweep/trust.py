@@ -118,7 +118,7 @@ def overlap(a: Interval | None, b: Interval | None) -> bool:
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
-def _pair(value: Any) -> Interval | None:
+def as_interval(value: Any) -> Interval | None:
     """A [low, high] of finite numbers as a pair, else None."""
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
@@ -152,7 +152,7 @@ class Criterion(Generic[T]):
             return va is None and vb is None
         if self.interval is None:
             return va == vb
-        ia, ib = _pair(self.interval(a)), _pair(self.interval(b))
+        ia, ib = as_interval(self.interval(a)), as_interval(self.interval(b))
         return ia is None or ib is None or overlap(ia, ib)
 
     def text(self, c: T) -> str:
