@@ -27,7 +27,7 @@ from sm_locust.sweep.load import LoadPlan
 from sm_locust.sweep.pipeline import Durations, simulate
 from sm_locust.sweep.replicates import confirmation_note, drift_note
 from sm_locust.sweep.rows import Marks, Row
-from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
+from sm_locust.sweep.runner import CONFIRM_ROUNDS, RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
 from sm_locust.sweep.trust import client_bound_reason, deciding, untrusted_words
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
@@ -118,13 +118,14 @@ class Sweep:
     confirms: ClassVar[bool] = False  # the kind ranks on replicates: `contenders` names who to measure again
 
     def confirmation_estimate(self) -> Estimate | None:
-        """The most the confirmation adds (`confirm: true`, the default): the two dearest configurations
-        to run deployed, tested and deleted once more, one after the other; None when it cannot happen."""
+        """The most the confirmation adds (`confirm: true`, the default): the dearest configurations to run,
+        up to `CONFIRM_ROUNDS` x 2 of them, deployed, tested and deleted once more, one after the other; None
+        when it cannot happen."""
         run = self.to_run()
         if not (self.spec.confirm and self.confirms and len(self.configurations) >= 2 and run):
             return None
-        dearest = sorted(run, key=lambda i: self.estimates[i].usd or 0.0)[-2:]
-        each = [self.estimates[i] for i in dearest] * (2 // len(dearest))
+        dearest = sorted(run, key=lambda i: self.estimates[i].usd or 0.0)[-2 * CONFIRM_ROUNDS:]
+        each = [self.estimates[i] for i in dearest]
         usd = [e.usd for e in each]
         return Estimate(sum(e.deploy_s for e in each), sum(e.test_s for e in each), sum(e.delete_s for e in each),
                         0.0, sum(e.instance_hours for e in each),
@@ -152,9 +153,12 @@ class Sweep:
             return ""
         labels = [self.configuration(i).label for i in sorted(pairs)]
         notes = [drift_note(labels[k], *pairs[i], criteria) for k, i in enumerate(sorted(pairs))]
-        both = [c for c in ranked if getattr(c, "index", None) in pairs]  # as ranked on both replicates
-        why = deciding(both[0], both[1], criteria)[0] if len(both) == 2 else None
-        return confirmation_note(labels, notes, tied=len(both) == 2 and (why is None or why.interval is None))
+        twice = [c for c in ranked if getattr(c, "index", None) in pairs]  # as ranked on both replicates
+        tied = False
+        if ranked and twice and twice[0] is ranked[0] and len(twice) >= 2:  # the leader vs the next measured twice
+            why = deciding(twice[0], twice[1], criteria)[0]
+            tied = why is None or why.interval is None
+        return confirmation_note(labels, notes, tied=tied)
 
     def client_bound(self, run_dir: Path) -> str | None:
         """Why this configuration's run measured the load generator rather than the endpoint, or None

@@ -126,7 +126,7 @@ def confirmation_note(labels: Sequence[str], notes: Sequence[str], tied: bool) -
     if tied and drift:
         return f"; tie after measuring {who} again in reverse order: {drift}"
     if tied:
-        return f"; measured {who} again in reverse order: on both replicates they tie"
+        return f"; measured {who} again in reverse order: on both replicates the leader ties"
     if drift:
         return f"; confirmed by measuring {who} again in reverse order ({drift}), still apart"
     return f"; confirmed by measuring {who} again in reverse order: the replicates agree"

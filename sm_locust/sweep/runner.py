@@ -54,6 +54,7 @@ from sm_locust.util.yamlsafe import load_json
 MARKER = "sweep_configuration.json"
 FIRST_SUFFIX = ".client-bound"  # the first run folder of a configuration measured again by itself
 REPLICATE_SUFFIX = ".replicate-1"  # the first run folder of a configuration measured twice to confirm the ranking
+CONFIRM_ROUNDS = 2  # the confirmation measures at most 2 x 2 configurations again (sweep/replicates.py)
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -241,25 +242,31 @@ class SweepRunner:
             self._loop(self.pipeline)
 
     def _confirm(self) -> None:
-        """The leader and the runner-up, when their intervals tell them apart, each deployed and tested
-        once more, in the reverse order of their first measurement (sweep/replicates.py); a configuration
-        already measured twice (a resumed sweep) is not measured a third time."""
-        if not self.spec.confirm or self.cancel.is_set():
+        """The leader and the runner-up (the closest call), when their intervals tell them apart, each
+        deployed and tested once more, in the reverse order of their first measurement (sweep/replicates.py).
+        Ranked again on both replicates, a new leader or closest call measured once gets a second round
+        (`CONFIRM_ROUNDS`); a configuration measured twice is never measured a third time."""
+        if not self.spec.confirm:
             return
-        pair = self.sweep.contenders(self.rows)
-        if len(pair) < 2 or any(self.rows[i].confirm is not None for i in pair):
-            return
-        labels = " and ".join(self.rows[i].label for i in pair)
-        say(self.printer, f"confirming the ranking: {labels} are told apart by their intervals; measuring both "
-                         "again in the reverse order (`confirm: false` skips this)")
-        for i in sorted(pair, reverse=True):
+        for _ in range(CONFIRM_ROUNDS):
             if self.cancel.is_set():
                 return
-            if not self.sweep.budget_allows(i, self.rows, []):
-                say(self.printer, f"[{i}/{self.total}] {self.rows[i].label}: not measured again: max_cost_usd "
-                                 f"{self.spec.max_cost_usd:g} would be passed")
-                continue
-            self._replicate(i)
+            pair = self.sweep.contenders(self.rows)
+            todo = [i for i in pair if self.rows[i].confirm is None]
+            if len(pair) < 2 or not todo:
+                return
+            labels = " and ".join(self.rows[i].label for i in pair)
+            say(self.printer, f"confirming the ranking: {labels} are told apart by their intervals; measuring "
+                             f"{'both' if len(todo) == 2 else self.rows[todo[0]].label} again in the reverse order "
+                             "(`confirm: false` skips this)")
+            for i in sorted(todo, reverse=True):
+                if self.cancel.is_set():
+                    return
+                if not self.sweep.budget_allows(i, self.rows, []):
+                    say(self.printer, f"[{i}/{self.total}] {self.rows[i].label}: not measured again: max_cost_usd "
+                                     f"{self.spec.max_cost_usd:g} would be passed")
+                    return
+                self._replicate(i)
 
     def _replicate(self, i: int) -> None:
         """Configuration `i` measured a second time; its first run folder kept as `<run_dir>.replicate-1`. A
