@@ -12,7 +12,7 @@ on which one configuration's replicates do not overlap, which `drift_note` says 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -131,7 +131,3 @@ def confirmation_note(labels: Sequence[str], notes: Sequence[str], tied: bool) -
         return f"; confirmed by measuring {who} again in reverse order ({drift}), still apart"
     return f"; confirmed by measuring {who} again in reverse order: the replicates agree"
 
-
-def pair_by_index(candidates: Sequence[T], index: Callable[[T], int]) -> dict[int, T]:
-    """The candidates by their configuration index."""
-    return {index(c): c for c in candidates}
