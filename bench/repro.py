@@ -131,6 +131,7 @@ class Run:
     unit: str = "req/s"
     counted: float | None = None  # what the local endpoint counted over the capacity step's window
     recommendation: str | None = None
+    tied: bool = False  # a sweep's recommendation says it ties with another configuration
     text: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -157,6 +158,7 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
         rec = doc.get("recommendation") or {}
         run.status, run.recommendation = "ok", str(rec.get("index"))
         run.text = str(rec.get("reason") or "")
+        run.tied = bool(rec.get("tied_with")) or " tie" in run.text.lower()
         return
     path = out / "summary.json"
     if not path.is_file():
@@ -234,6 +236,9 @@ def agreement(runs: list[Run]) -> dict[str, str]:
     if recs:
         mode_rec = max(set(recs), key=recs.count)
         out["recommendation"] = f"{recs.count(mode_rec)} of {len(recs)} recommend configuration {mode_rec}"
+        differ = [r for r in ok if r.recommendation is not None and r.recommendation != mode_rec]
+        out["ties"] = (f"{sum(r.tied for r in ok)} of {len(recs)} say a tie; of the {len(differ)} that recommend "
+                       f"another configuration, {sum(r.tied for r in differ)} say a tie")
     covered = [r.covers for r in runs if r.covers is not None]
     if covered:
         out["coverage"] = (f"{sum(covered)} of {len(covered)} capacity intervals hold what the endpoint counted "
@@ -298,6 +303,9 @@ def main(argv: list[str] | None = None) -> int:
             counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
             why = f" ({run.reason})" if run.reason else ""
             loads = f" {run.knee_loads}" if run.knee_loads else ""
+            if run.recommendation is not None:
+                print(f"  run {i}: recommends {run.recommendation}{' (a tie, said so)' if run.tied else ''}: "
+                      f"{run.text}", flush=True)
             print(f"  run {i}: {run.status}{why}; knee {run.knee}{loads}; {figure}{counted}; "
                   f"{run.seconds:.0f} s; load average {run.load_average:.1f}"
                   f"{'; ' + '; '.join(run.notes) if run.notes else ''}", flush=True)

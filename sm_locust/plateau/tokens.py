@@ -25,9 +25,16 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
-from sm_locust.plateau.conditions import LatencySLO
+from sm_locust.plateau.conditions import (
+    KIND_LIMIT,
+    Condition,
+    LatencySLO,
+    constraint_undecided,
+    constraint_violation,
+    latency_slos,
+)
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import PlateauSearch, Verdict, step_name
+from sm_locust.plateau.search import UNDECIDED_PREFIX, Decision, PlateauSearch, Verdict, step_name
 from sm_locust.plateau.steady import (
     DEFAULT_SLO_PERCENTILE,
     STABILITY_TOLERANCE,
@@ -377,12 +384,127 @@ class TokenVerdict(Verdict):
         return out
 
 
-class TokenPlateauSearch(PlateauSearch):
-    """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens."""
+def slo_figures(step: StepMeasurement, slos: Sequence[TokenSLO]) -> str:
+    """'ITL p95 61 ms [52, 68], TTFT p95 820 ms [700, 950]': the figures a step's SLO decision rests on."""
+    return ", ".join(f"{c.label} {_ms(c.value(step), c.interval(step))}" for c in slos)
 
-    def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, **kwargs):
+
+MEETS, BREAKS, UNDECIDED = "meets", "breaks", "undecided"
+
+
+def slo_decision(step: StepMeasurement, conditions: Sequence[Condition]) -> str:
+    """What one step says of the constraints on its own: it surely breaks one, it cannot be said to meet
+    one (an interval straddling its SLO, too few answers), or it surely meets them all."""
+    if constraint_violation(conditions, step):
+        return BREAKS
+    return UNDECIDED if constraint_undecided(conditions, step) else MEETS
+
+
+def replicates_disagree(replicates: Sequence[tuple[StepMeasurement, StepMeasurement]],
+                        conditions: Sequence[Condition], slos: Sequence[TokenSLO]) -> str | None:
+    """Why the knee is not confirmed, or None. Each pair is one deciding step's first measurement and
+    its replicate. They disagree when one surely meets the constraints and the other surely breaks one,
+    or when their decisions differ and an SLO's two intervals do not overlap (the machine moved by more
+    than either step's own noise). An undecided replicate whose intervals overlap the first's adds no
+    contradiction: it is the same answer, measured less precisely."""
+    said = []
+    for first, again in replicates:
+        a, b = slo_decision(first, conditions), slo_decision(again, conditions)
+        apart = [c for c in slos if c.interval(first).known and c.interval(again).known
+                 and ((c.interval(first).high or 0.0) < (c.interval(again).low or 0.0)
+                      or (c.interval(again).high or 0.0) < (c.interval(first).low or 0.0))]
+        if {a, b} == {MEETS, BREAKS} or (a != b and apart):
+            said.append(f"{first.load_label()}: {slo_figures(first, slos)} ({a}), then {slo_figures(again, slos)} "
+                        f"({b})")
+    if not said:
+        return None
+    return (f"the knee is not confirmed: its deciding steps disagree between replicates ({'; '.join(said)}): the "
+            "machine drifted between them beyond the steps' intervals; measure on a quieter machine or with longer "
+            "--step-seconds")
+
+
+class TokenPlateauSearch(PlateauSearch):
+    """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens.
+
+    Before it stops, the steps that place the knee (the knee, the first load above it) are measured
+    once more, the higher first (the reverse of their first order). Replicates that disagree
+    (`replicates_disagree`) make the run INCONCLUSIVE, saying why, never a confident other answer;
+    otherwise the knee stands where the first measurements put it. Not when a budget (duration,
+    invocations) stopped the search, or the client did."""
+
+    def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, confirm: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
         self.percentile = percentile
+        self.confirm = confirm
+        self._confirming: list[float] = []  # loads still to measure again
+        self._first: dict[float, StepMeasurement] = {}  # each re-measured load's first measurement
+        self._held: tuple[Decision, str | None] | None = None  # the stop decided before the confirmation
+        self._moved: str | None = None
+
+    @property
+    def slos(self) -> list[TokenSLO]:
+        return [c for c in self.conditions if isinstance(c, TokenSLO)]
+
+    def feed(self, step: StepMeasurement) -> Decision:
+        if self._confirming and self._stop is None and self._pending == self._confirming[0]:
+            return self._feed_replicate(step)
+        decision = super().feed(step)
+        if not decision.stop or not self.confirm or self._held is not None or self._client is not None \
+                or self.budget_fired():
+            return decision
+        knee = self._plateau()
+        if knee is None:
+            return decision
+        above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
+        loads = ([min(above, key=lambda m: m.load).load] if above else []) + [knee.load]
+        self._held = (decision, self._stop_kind)
+        self._first = {load: self._by_load[load] for load in loads}
+        self._confirming = loads
+        self._stop, self._stop_kind = None, None
+        return self._run(loads[0], self._confirm_reason(loads))
+
+    def _confirm_reason(self, loads: Sequence[float]) -> str:
+        steps = [self._first[load] for load in loads]
+        return f"confirming the knee: measuring {' then '.join(m.load_label() for m in steps)} again"
+
+    def _feed_replicate(self, step: StepMeasurement) -> Decision:
+        """Record a confirmation step (as `feed` records any), then the next one, or the held stop."""
+        load = self._confirming.pop(0)
+        step.load = load
+        self.steps.append(step)
+        self._by_load[load] = step
+        step.latency_slos = latency_slos(self.conditions)
+        if step.client_bound:
+            self._client = f"{step.client_bound_reason} at {step.load_label()}"
+            self._confirming = []
+            return self._halt(self._client, "client")
+        budget = self.budget_fired()
+        if budget:
+            self._confirming = []
+        elif self._confirming:
+            return self._run(self._confirming[0], self._confirm_reason(self._confirming))
+        replicates = [(self._first[m], self._by_load[m]) for m in sorted(self._first)
+                      if self._by_load[m] is not self._first[m]]
+        self._by_load.update(self._first)  # the knee stays where the first measurements put it ...
+        self._moved = replicates_disagree(replicates, self.conditions, self.slos)  # ... unless the replicates say no
+        held, kind = self._held or (Decision(None, "confirmed"), None)
+        if budget:
+            return self._halt(budget, KIND_LIMIT)
+        self._stop, self._stop_kind, self._pending = held, kind, None
+        return held
+
+    def _unsupported(self, verdict: Verdict) -> list[str]:
+        """The search's own (`Search._unsupported`), replicates that disagree on the knee, and "no
+        acceptable step" resting on an SLO the lowest load could not decide (an LLM's first steps hold a
+        handful of answers): not knowing is not a failure of the endpoint."""
+        out = super()._unsupported(verdict)
+        if verdict.plateau is None and not verdict.client_bound:
+            measured = [m for m in self._by_load.values() if not m.client_bound]
+            lowest = min(measured, key=lambda m: m.load) if measured else None
+            why = self._violation(lowest) if lowest is not None else None
+            if lowest is not None and why is not None and why.startswith(UNDECIDED_PREFIX):
+                out.append(f"no load surely met the SLOs: {why[len(UNDECIDED_PREFIX):]} at {lowest.load_label()}")
+        return out + [self._moved] if self._moved else out
 
     def verdict(self) -> TokenVerdict:
         return TokenVerdict.of(super().verdict(), self.percentile)

@@ -161,6 +161,11 @@ def plan_lines(sweep: Sweep) -> list[str]:
                       for k, v in sweep.plan.given.items() if k not in ("payload", "shape"))
     lines.append(f"  load per configuration: shape {sweep.plan.shape or 'constant users'}"
                  + (f", {shown}" if shown else "") + f"; about {duration(sweep.plan.expected_test_s())} per test")
+    extra = sweep.confirmation_estimate()
+    if extra is not None:
+        lines.append(f"  confirmation: when the leader and the runner-up are told apart by their intervals, both are "
+                     f"measured again in the reverse order: at most about {duration(extra.billed_s)} more, "
+                     f"{extra.instance_hours:.3f} instance-hours, {_money(extra.usd)} (`confirm: false` skips it)")
     return lines
 
 

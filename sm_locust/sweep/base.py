@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,10 +25,11 @@ from sm_locust.sweep.deployers import Deployer, Deployment
 from sm_locust.sweep.grid import Configuration
 from sm_locust.sweep.load import LoadPlan
 from sm_locust.sweep.pipeline import Durations, simulate
+from sm_locust.sweep.replicates import confirmation_note, drift_note
 from sm_locust.sweep.rows import Marks, Row
-from sm_locust.sweep.runner import RunOutcome, SweepRunner, is_complete
+from sm_locust.sweep.runner import CONFIRM_ROUNDS, RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.sweep.trust import client_bound_reason, untrusted_words
+from sm_locust.sweep.trust import client_bound_reason, deciding, untrusted_words
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
 
@@ -114,6 +115,50 @@ class Sweep:
     runner_class: ClassVar[type[SweepRunner]] = SweepRunner  # what runs this kind
     every_step_decides: ClassVar[bool] = False  # a client-bound step anywhere in the run makes it untrustworthy
     judges_client: ClassVar[bool] = True  # whether `client_bound` reads the run's summary.json at all
+    confirms: ClassVar[bool] = False  # the kind ranks on replicates: `contenders` names who to measure again
+
+    def confirmation_estimate(self) -> Estimate | None:
+        """The most the confirmation adds (`confirm: true`, the default): the dearest configurations to run,
+        up to `CONFIRM_ROUNDS` x 2 of them, deployed, tested and deleted once more, one after the other; None
+        when it cannot happen."""
+        run = self.to_run()
+        if not (self.spec.confirm and self.confirms and len(self.configurations) >= 2 and run):
+            return None
+        dearest = sorted(run, key=lambda i: self.estimates[i].usd or 0.0)[-2 * CONFIRM_ROUNDS:]
+        each = [self.estimates[i] for i in dearest]
+        usd = [e.usd for e in each]
+        return Estimate(sum(e.deploy_s for e in each), sum(e.test_s for e in each), sum(e.delete_s for e in each),
+                        0.0, sum(e.instance_hours for e in each),
+                        None if any(u is None for u in usd) else sum(u or 0.0 for u in usd))
+
+    def contenders(self, rows: Mapping[int, Row]) -> list[int]:
+        """Indexes of the leader and the runner-up to measure again (`replicates.contenders` on the kind's
+        ranking), [] when nothing needs confirming or the kind does not confirm."""
+        return []
+
+    def replicate_pairs(self, ordered: Sequence[Row], candidate: Callable[[Any], Any]) -> dict[int, tuple[Any, Any]]:
+        """Configuration index -> (its candidate, its other replicate's candidate) for each ok row measured
+        twice (`Row.confirm`)."""
+        pairs: dict[int, tuple[Any, Any]] = {}
+        for r in ordered:
+            if r.status == "ok" and r.confirm is not None and r.confirm.figures is not None:
+                pairs[r.index] = (candidate(r), candidate(replace(r, figures=r.confirm.figures)))
+        return pairs
+
+    def confirmation_tail(self, ranked: Sequence[Any], pairs: Mapping[int, tuple[Any, Any]],
+                          criteria: Sequence[Any]) -> str:
+        """The recommendation's words on the confirmation (`replicates.confirmation_note`): who was measured
+        twice, whether the winner and the runner-up still differ on both replicates, and any drift."""
+        if not pairs:
+            return ""
+        labels = [self.configuration(i).label for i in sorted(pairs)]
+        notes = [drift_note(labels[k], *pairs[i], criteria) for k, i in enumerate(sorted(pairs))]
+        twice = [c for c in ranked if getattr(c, "index", None) in pairs]  # as ranked on both replicates
+        tied = False
+        if ranked and twice and twice[0] is ranked[0] and len(twice) >= 2:  # the leader vs the next measured twice
+            why = deciding(twice[0], twice[1], criteria)[0]
+            tied = why is None or why.interval is None
+        return confirmation_note(labels, notes, tied=tied)
 
     def client_bound(self, run_dir: Path) -> str | None:
         """Why this configuration's run measured the load generator rather than the endpoint, or None
@@ -294,7 +339,7 @@ class Sweep:
             "load": self.plan.given,
         }
 
-    def recommendation(self, rec: Any, rows: Sequence[Row] = ()) -> dict[str, Any]:
+    def recommendation(self, rec: Any, rows: Sequence[Row] = (), tail: str = "") -> dict[str, Any]:
         """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence; with
         a winner while other configurations are INCONCLUSIVE (measured twice with the load generator as
         the bottleneck), the sentence says they were not compared, so the choice is among the rest."""
@@ -302,7 +347,7 @@ class Sweep:
         inconclusive = [r.label for r in rows if r.status == "inconclusive"]
         if winner is None:
             return {"index": None, "label": None, "settings": None, "reason": rec.reason, "inconclusive": inconclusive}
-        reason = rec.reason
+        reason = rec.reason + tail
         if inconclusive:
             why = untrusted_words(" ".join(r.reason or "" for r in rows if r.status == "inconclusive"))
             fix = ("measure it on a less busy machine or with more workers" if "load generator" in why

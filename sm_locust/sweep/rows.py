@@ -94,6 +94,30 @@ class Remeasure:
 
 
 @dataclass(kw_only=True)
+class Confirm:
+    """The other replicate of a configuration measured twice to confirm the ranking (runner.py,
+    sweep/replicates.py): its run folder, kept beside the configuration's as `<run_dir>.replicate-1`,
+    and its figures (read back from that folder; not written to sweep.json twice)."""
+
+    first_run_dir: str
+    figures: Figures | None = None
+    first_cost_usd: float | None = None  # what the first deployment was billed (added to the row's cost_usd)
+    first_billed_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"first_run_dir": self.first_run_dir, "first_cost_usd": self.first_cost_usd,
+                "first_billed_s": self.first_billed_s,
+                "first_figures": self.figures.as_dict() if self.figures is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Confirm | None:
+        if not isinstance(data, dict) or not data.get("first_run_dir"):
+            return None
+        return cls(first_run_dir=str(data["first_run_dir"]), first_cost_usd=data.get("first_cost_usd"),
+                   first_billed_s=data.get("first_billed_s"))
+
+
+@dataclass(kw_only=True)
 class Row:
     """One configuration's row (a kind subclasses it with its identity and figures)."""
 
@@ -107,6 +131,7 @@ class Row:
     resumed: bool = False  # measured by an earlier run of the sweep
     client_bound: str | None = None  # why its (last) measurement was the load generator's, not the endpoint's
     remeasure: Remeasure | None = None  # measured again by itself after a client-bound first measurement
+    confirm: Confirm | None = None  # measured twice to confirm the ranking: the other replicate
     report_gaps: list[str] | None = None  # what `sm-locust report` found missing (None: no report drawn)
     timing: Timing | None = None
     figures: Figures | None = None
@@ -133,6 +158,8 @@ class Row:
                                "run_dir": self.run_dir, "client_bound": self.client_bound}
         if self.remeasure is not None:
             out["remeasured"] = self.remeasure.as_dict()
+        if self.confirm is not None:
+            out["replicate"] = self.confirm.as_dict()
         out.update(self.identity())
         if self.report_gaps is not None:
             out["report_gaps"] = list(self.report_gaps)

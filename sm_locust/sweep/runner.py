@@ -6,12 +6,15 @@ run in threads driven by the `Pipeline`. Guarantees: **cleanup** after every tes
 Ctrl-C or SIGTERM; **resume** skips a configuration whose folder holds an ok result with the same
 key; **budget** (`max_cost_usd`) stops a deployment that would pass it; **failure is local**; and
 **trust**: a client-bound configuration is measured once more alone, after the others, and still
-bound is INCONCLUSIVE, never ranked (sweep/trust.py).
+bound is INCONCLUSIVE, never ranked (sweep/trust.py); **confirmation**: the leader and the runner-up,
+told apart by their intervals, are measured once more in the reverse order and ranked on both
+replicates (sweep/replicates.py; `confirm: false` turns it off).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import queue
@@ -43,13 +46,15 @@ from sm_locust.sweep.pipeline import (
     Pipeline,
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
-from sm_locust.sweep.rows import Remeasure, Row, Teardown, Timing
+from sm_locust.sweep.rows import Confirm, Remeasure, Row, Teardown, Timing
 from sm_locust.sweep.trust import untrusted_words
 from sm_locust.util.outputs import locked_folder, write_atomic
 from sm_locust.util.yamlsafe import load_json
 
 MARKER = "sweep_configuration.json"
 FIRST_SUFFIX = ".client-bound"  # the first run folder of a configuration measured again by itself
+REPLICATE_SUFFIX = ".replicate-1"  # the first run folder of a configuration measured twice to confirm the ranking
+CONFIRM_ROUNDS = 2  # the confirmation measures at most 2 x 2 configurations again (sweep/replicates.py)
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -124,6 +129,7 @@ class SweepRunner:
         self.measured = 0
         self.finished: set[int] = set()
         self.remeasure_queue: list[int] = []  # client-bound configurations to measure again by themselves
+        self.confirming: int | None = None  # the configuration being measured a second time to confirm the ranking
         self.signum: int = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
@@ -178,6 +184,7 @@ class SweepRunner:
         try:
             self._loop(pipeline)
             self._remeasure_client_bound()
+            self._confirm()
         except KeyboardInterrupt:
             outcome.interrupted = True
             outcome.signum = self.signum
@@ -233,6 +240,74 @@ class SweepRunner:
             self.finished.discard(i)
             self.pipeline = Pipeline([i], 1)
             self._loop(self.pipeline)
+
+    def _confirm(self) -> None:
+        """The leader and the runner-up (the closest call), when their intervals tell them apart, each
+        deployed and tested once more, in the reverse order of their first measurement (sweep/replicates.py).
+        Ranked again on both replicates, a new leader or closest call measured once gets a second round
+        (`CONFIRM_ROUNDS`); a configuration measured twice is never measured a third time."""
+        if not self.spec.confirm:
+            return
+        for _ in range(CONFIRM_ROUNDS):
+            if self.cancel.is_set():
+                return
+            pair = self.sweep.contenders(self.rows)
+            todo = [i for i in pair if self.rows[i].confirm is None]
+            if len(pair) < 2 or not todo:
+                return
+            labels = " and ".join(self.rows[i].label for i in pair)
+            say(self.printer, f"confirming the ranking: {labels} are told apart by their intervals; measuring "
+                             f"{'both' if len(todo) == 2 else self.rows[todo[0]].label} again in the reverse order "
+                             "(`confirm: false` skips this)")
+            for i in sorted(todo, reverse=True):
+                if self.cancel.is_set():
+                    return
+                if not self.sweep.budget_allows(i, self.rows, []):
+                    say(self.printer, f"[{i}/{self.total}] {self.rows[i].label}: not measured again: max_cost_usd "
+                                     f"{self.spec.max_cost_usd:g} would be passed")
+                    return
+                self._replicate(i)
+
+    def _replicate(self, i: int) -> None:
+        """Configuration `i` measured a second time; its first run folder kept as `<run_dir>.replicate-1`. A
+        second measurement that fails or is client-bound is dropped: the first stands alone."""
+        row = self.rows[i]
+        run_dir = self.sweep.run_dir(self.sweep.configuration(i))
+        first = run_dir.with_name(run_dir.name + REPLICATE_SUFFIX)
+        if first.exists():
+            shutil.rmtree(first)
+        if run_dir.exists():
+            run_dir.rename(first)
+        saved = (row.figures, row.teardown, row.timing, row.marks, row.report_gaps)
+        teardown = row.teardown
+        row.confirm = Confirm(first_run_dir=first.name, figures=row.figures,
+                              first_cost_usd=teardown.cost_usd if teardown else None,
+                              first_billed_s=teardown.billed_s if teardown else None)
+        row.status, row.reason, row.figures, row.client_bound, row.marks = "pending", None, None, None, None
+        row.resumed = False
+        self.torn_down.discard(i)
+        self.finished.discard(i)
+        self.confirming = i
+        try:
+            self.pipeline = Pipeline([i], 1)
+            self._loop(self.pipeline)
+        finally:
+            self.confirming = None
+        if i in self.remeasure_queue:
+            self.remeasure_queue.remove(i)
+        if row.status == "ok" and not row.client_bound:
+            return
+        why = row.client_bound or row.reason or row.status
+        say(self.printer, f"[{i}/{self.total}] {row.label}: the second measurement is not used ({why}); the first "
+                         "stands alone")
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        first.rename(run_dir)
+        cost = row.teardown.cost_usd if row.teardown else None
+        row.figures, row.teardown, row.timing, row.marks, row.report_gaps = saved
+        if row.teardown is not None and cost is not None:  # both deployments were billed
+            row.teardown.cost_usd = round(cost, 6)
+        row.status, row.reason, row.client_bound, row.confirm = "ok", None, None, None
 
     def _loop(self, pipeline: Pipeline) -> None:
         while not pipeline.finished:
@@ -341,14 +416,14 @@ class SweepRunner:
         row = self.rows[i]
         teardown = Teardown(deployed={"endpoint_name": d.endpoint_name, "resources": dict(d.resources),
                                       **{k: v for k, v in d.info.items() if k != "sweep_id"}}, left_behind=list(left))
-        first = row.remeasure
+        before = [m for m in (row.remeasure, row.confirm) if m is not None]  # earlier deployments, billed too
         if d.created_at is not None:
             billed = (d.deleted_at or time.time()) - d.created_at
-            teardown.billed_s = round(billed + (first.first_billed_s or 0.0 if first else 0.0), 1)
+            teardown.billed_s = round(billed + sum(m.first_billed_s or 0.0 for m in before), 1)
             price = self.sweep.prices[i]
             if price.usd_per_hour is not None:
                 cost = price.usd_per_hour * price.instance_count * billed / 3600.0
-                teardown.cost_usd = round(cost + (first.first_cost_usd or 0.0 if first else 0.0), 6)
+                teardown.cost_usd = round(cost + sum(m.first_cost_usd or 0.0 for m in before), 6)
         row.teardown = teardown
         if left:
             say(self.printer, f"[{i}/{self.total}] NOT cleaned up: {'; '.join(left)} "
@@ -417,11 +492,12 @@ class SweepRunner:
 
     def _write_marker(self, i: int, run_dir: Path, d: Deployment) -> None:
         c = self.sweep.configuration(i)
-        remeasure = self.rows[i].remeasure
+        remeasure, confirm = self.rows[i].remeasure, self.rows[i].confirm
         marker = {"sweep_id": self.spec.sweep_id, "key": self.sweep.keys[i], "index": i, "label": c.label,
                   "settings": c.settings, "deploy": self.spec.deploy, "endpoint_name": d.endpoint_name,
                   "status": "ok", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "result": self.result_file, "remeasure": remeasure.as_dict() if remeasure else None}
+                  "result": self.result_file, "remeasure": remeasure.as_dict() if remeasure else None,
+                  "confirm": confirm.as_dict() if confirm else None}
         write_atomic(run_dir / MARKER, json.dumps(marker, indent=1, default=str))
 
     # -- results ----------------------------------------------------------------------------------
@@ -461,6 +537,28 @@ class SweepRunner:
             except (OSError, ValueError):
                 marker = {}
             row.remeasure = Remeasure.from_dict(marker.get("remeasure"))
+        if row.resumed and row.confirm is None:
+            self._resume_replicate(i, run_dir)
+
+    def _resume_replicate(self, i: int, run_dir: Path) -> None:
+        """A configuration measured twice by an earlier run of the sweep: its first replicate's figures,
+        read back from the folder its marker names (gone or unreadable: the second stands alone)."""
+        try:
+            marker = json.loads((run_dir / MARKER).read_text())
+        except (OSError, ValueError):
+            return
+        confirm = Confirm.from_dict(marker.get("confirm"))
+        if confirm is None or not (run_dir.parent / confirm.first_run_dir).is_dir():
+            return
+        row = self.rows[i]
+        other = copy.copy(row)
+        try:
+            self.sweep.measure_row(i, run_dir.parent / confirm.first_run_dir, other)
+        except (OSError, ValueError, KeyError):
+            return
+        if other.status == row.status and other.figures is not None:
+            confirm.figures = other.figures
+            row.confirm = confirm
 
     def _judge_client(self, i: int) -> None:
         """A client-bound measurement: queued to be measured again by itself, or (already measured again)
@@ -480,6 +578,8 @@ class SweepRunner:
         if row.status == "ok" and row.client_bound and i in self.remeasure_queue:
             why = untrusted_words(row.client_bound, short=True)
             line += f" - NOT TRUSTED: {why} ({row.client_bound}); measuring it again by itself once the others are done"
+        elif row.status == "ok" and self.confirming == i:
+            line += " (second measurement, confirming the ranking)"
         elif row.status == "ok" and row.remeasure is not None:
             line += (f" (measured again by itself: the first measurement was not trusted: "
                      f"{row.remeasure.first_reason})")

@@ -32,7 +32,7 @@ from sm_locust.util.yamlsafe import load_yaml, read_text_file
 SHARED_KEYS = (
     "name", "sweep_id", "description", "deploy", "endpoint", "grid", "configurations", "load", "objective",
     "price_per_hour", "instance_type", "prices", "max_cost_usd", "max_parallel_endpoints", "region", "aws_profile",
-    "report", "expected_deploy_minutes", "deploy_timeout_minutes",
+    "report", "expected_deploy_minutes", "deploy_timeout_minutes", "confirm",
 )
 TOP_LEVEL_KEYS = SHARED_KEYS + (KIND_KEY,) + kind_keys()  # each kind's section and keys (sweep/kinds.py)
 OBJECTIVE_KEYS = ("target_rps", "slo_ms", "percentile", "max_error_rate", "safety_factor", "optimize",
@@ -63,6 +63,7 @@ class SweepSpec:
     region: str | None = None
     aws_profile: str | None = None
     report: bool = True
+    confirm: bool = True  # measure the leader and the runner-up once more (sweep/replicates.py)
     expected_deploy_minutes: float | None = None
     deploy_timeout_minutes: float = 60.0
     description: str = ""
@@ -284,6 +285,8 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
         spec.aws_profile = check.text("aws_profile", data["aws_profile"])
     if data.get("report") is not None:
         spec.report = check.flag("report", data["report"])
+    if data.get("confirm") is not None:
+        spec.confirm = check.flag("confirm", data["confirm"])
     if data.get("expected_deploy_minutes") is not None:
         spec.expected_deploy_minutes = check.number("expected_deploy_minutes", data["expected_deploy_minutes"],
                                                     minimum=0)

@@ -6,8 +6,8 @@ the traffic asks (under `MIN_ACHIEVED_RATIO`) makes the result untrustworthy, an
 and caught up only makes the breaches that `autoscaling.breach_client_bound_s` alone causes the
 client's. Such a configuration is measured once more; still bound, it is INCONCLUSIVE, never ranked.
 Ties: `rank_by_intervals` ranks by `Criterion`s in order, grouping configurations whose 95 %
-intervals overlap into one tier (a figure without an interval ties); `deciding` and `tie_note` say
-why one lost or where they tied.
+intervals overlap, directly or through a chain, into one tier (a figure without an interval ties);
+`deciding` and `tie_note` say why one lost or where they tied.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def overlap(a: Interval | None, b: Interval | None) -> bool:
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
-def _pair(value: Any) -> Interval | None:
+def as_interval(value: Any) -> Interval | None:
     """A [low, high] of finite numbers as a pair, else None."""
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
@@ -152,7 +152,7 @@ class Criterion(Generic[T]):
             return va is None and vb is None
         if self.interval is None:
             return va == vb
-        ia, ib = _pair(self.interval(a)), _pair(self.interval(b))
+        ia, ib = as_interval(self.interval(a)), as_interval(self.interval(b))
         return ia is None or ib is None or overlap(ia, ib)
 
     def text(self, c: T) -> str:
@@ -169,19 +169,35 @@ def rank_by_intervals(candidates: Sequence[T], criteria: Sequence[Criterion[T]],
     pool = sorted(candidates, key=lambda c: (first.key(c), last(c)))
     ordered: list[T] = []
     while pool:
-        best = pool[0]
-        tier = [c for c in pool if c is best or first.same(best, c)]
+        tier = _tier(pool, first)
         ordered += rank_by_intervals(tier, rest, last)
         pool = [c for c in pool if not any(c is t for t in tier)]
     return ordered
 
 
+def _tier(pool: Sequence[T], criterion: Criterion[T]) -> list[T]:
+    """The best of `pool` (sorted best first) and every candidate the figure cannot tell from it, directly or
+    through a chain of overlapping intervals (a ~ b and b ~ c: the measurement cannot order a and c
+    consistently with b, so all three tie). A figure without an interval ties with the tier's members but
+    links nothing (it would chain every candidate into one tier)."""
+    best = pool[0]
+    tier = [best]
+    linked = [best] if criterion.interval is None or as_interval(criterion.interval(best)) is not None else []
+    for c in pool[1:]:
+        if any(criterion.same(member, c) for member in (linked or [best])):
+            tier.append(c)
+            if criterion.interval is not None and as_interval(criterion.interval(c)) is not None:
+                linked.append(c)
+    return tier
+
+
 def deciding(winner: T, other: T, criteria: Sequence[Criterion[T]]) -> tuple[Criterion[T] | None, list[Criterion[T]]]:
-    """(the first criterion on which `winner` and `other` differ beyond their intervals, or None when
-    they tie on every one; the measured criteria before it, on which they tied)."""
+    """(the first criterion on which `winner` beats `other` beyond their intervals, or None when they tie
+    on every one; the measured criteria before it, on which they tied: overlapping, or apart in `other`'s
+    favour, which only a chain of overlaps put in one tier)."""
     tied: list[Criterion[T]] = []
     for criterion in criteria:
-        if not criterion.same(winner, other):
+        if not criterion.same(winner, other) and criterion.key(winner) <= criterion.key(other):
             return criterion, tied
         if criterion.interval is not None and criterion.value(winner) is not None:
             tied.append(criterion)

@@ -21,6 +21,7 @@ grid: {{max_concurrency: [2, 5]}}
 load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 6s}}    # enough seconds for a 95 % interval
 objective: {{target_rps: 80, slo_ms: 400, percentile: 95}}
 price_per_hour: 0.2
+confirm: false    # one measurement each: the sentence and the resume below; confirmation: test_sweep_replicates.py
 """
 
 

@@ -68,8 +68,10 @@ def test_sagemaker_plan_prices_each_instance_type():
     lines = plan_lines(sweep)
     assert ("1 x ml.c5.2xlarge, clone of model my-model, environment SAGEMAKER_MODEL_SERVER_WORKERS=1 ($0.408/h)"
             in lines[2])
-    assert (lines[-2].startswith("  total: 6 to run (0 measured before, 0 over budget)")
-            and "$0.28 (billed by AWS)" in lines[-2])
+    total = next(line for line in lines if line.startswith("  total:"))
+    assert total.startswith("  total: 6 to run (0 measured before, 0 over budget)") and "$0.28 (billed by AWS)" in total
+    dearest = (3 * 0.408 + 0.204) * billed / 3600  # the confirmation's most: the 4 dearest measured again
+    assert lines[-1].startswith("  confirmation: ") and f"${dearest:.2f} (" in lines[-1]
 
 
 def test_overlap_shortens_the_wall_time_and_bills_the_waiting():

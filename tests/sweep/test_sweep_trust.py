@@ -144,10 +144,16 @@ def test_rank_by_intervals_ranks_tiers_of_ties_by_the_next_figure():
         "close and fast tie on warm p95 (51 ms [40.0, 63.0] vs 39 ms [33.0, 47.0])")
     assert deciding(fast, slow, [VALUE, PRICE]) == (VALUE, [])
     assert deciding(close, _c("twin", 50.0, [45.0, 55.0], price=1.0), [VALUE, PRICE])[0] is None
-    # a tier is judged against its best: 'far' overlaps 'close' but not 'fast', so it ranks after them
+    # a tier is a chain of overlaps: 'far' overlaps 'close', which overlaps 'fast': the measurement cannot order
+    # 'far' and 'fast' consistently with 'close', so the three tie and the cheapest leads; 'far' beats 'fast' on
+    # no figure beyond the intervals in its own favour, and says so
     far = _c("far", 60.0, [50.0, 70.0], price=0.1, index=5)
     assert [c["label"] for c in rank_by_intervals([far, fast, close], [VALUE, PRICE], lambda c: c["index"])] == [
-        "close", "fast", "far"]
+        "far", "close", "fast"]
+    assert deciding(far, fast, [VALUE, PRICE]) == (PRICE, [VALUE])  # apart in fast's favour: tied through close
+    # a figure without an interval ties with the tier but links nothing: 'slow' stays out
+    assert [c["label"] for c in rank_by_intervals([fast, slow, _c("blind", 80.0, None, price=3.0, index=7)],
+                                                  [VALUE, PRICE], lambda c: c["index"])] == ["fast", "blind", "slow"]
     # a measured figure without an interval ties with any other
     blind = _c("blind", 80.0, None, price=0.2, index=6)
     assert [c["label"] for c in rank_by_intervals([fast, blind], [VALUE, PRICE], lambda c: c["index"])] == [

@@ -46,6 +46,13 @@ class Candidate:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+REPLICATE_FIELDS = (  # (figure, its interval): what a configuration measured twice combines (sweep/replicates.py)
+    ("capacity_rps", "capacity_ci95"), ("knee_rps", "knee_rps_ci95"), ("latency_ms", "latency_ci95"),
+    ("cost_per_1m", "cost_per_1m_ci95"), ("instances_needed", "instances_needed_ci95"),
+    ("cost_per_hour_at_target", "cost_per_hour_at_target_ci95"),
+)
+
+
 @dataclass
 class Recommendation:
     winner: Candidate | None

@@ -15,7 +15,7 @@ import csv
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sm_locust.errors import UsageError
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
@@ -41,8 +41,17 @@ from sm_locust.sweep.realtime.mix import (
     models_loaded,
     models_loaded_from_steps,
 )
-from sm_locust.sweep.realtime.rank import Candidate, disqualification, recommend
+from sm_locust.sweep.realtime.rank import (
+    REPLICATE_FIELDS,
+    Candidate,
+    criteria,
+    disqualification,
+    rank,
+    ranking_mode,
+    recommend,
+)
 from sm_locust.sweep.realtime.rows import RealtimeFigures, RealtimeRow
+from sm_locust.sweep.replicates import contenders, merged
 from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome
 from sm_locust.sweep.schema import SweepSpec
@@ -58,6 +67,8 @@ class RealtimeSweep(Sweep):
     """A checked real-time sweep."""
 
     mixes: dict[int, str | None] = field(default_factory=dict)  # each configuration's --target-models (realtime.mix)
+
+    confirms: ClassVar[bool] = True
 
     def deployer_settings(self, c: Configuration) -> dict[str, Any]:
         return deployer_settings(c.settings, self.deployer.known_keys)
@@ -136,20 +147,35 @@ class RealtimeSweep(Sweep):
                          price_per_hour=(price.usd_per_hour * price.instance_count
                                          if price.usd_per_hour is not None else None))
 
+    def candidates(self, ordered: list[Row]) -> tuple[list[Candidate], dict[int, tuple[Candidate, Candidate]]]:
+        """Each row's candidate, one measured twice standing for both replicates (`replicates.merged`),
+        and the replicate pairs."""
+        pairs = self.replicate_pairs(ordered, self.candidate)
+        out = [merged(*pairs[r.index], REPLICATE_FIELDS) if r.index in pairs else self.candidate(r)
+               for r in ordered if isinstance(r, RealtimeRow)]
+        return out, pairs
+
+    def contenders(self, rows: Mapping[int, Row]) -> list[int]:
+        candidates, _ = self.candidates(self.ordered_rows(rows))
+        finished = [c for c in candidates if c.status == "ok"]
+        order = criteria(ranking_mode(finished, self.spec.objective), self.spec.objective)
+        return [c.index for c in contenders(rank(finished, self.spec.objective), order)]
+
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         """sweep.json's content for the rows so far (docs/sweep.md)."""
         objective = self.spec.objective
         ordered = self.ordered_rows(rows)
-        candidates = [self.candidate(r) for r in ordered if isinstance(r, RealtimeRow)]
+        candidates, pairs = self.candidates(ordered)
         finished = [c for c in candidates if c.status not in ("pending", "running")]
         rec = recommend(finished, objective)
+        tail = self.confirmation_tail(rec.ranked, pairs, criteria(ranking_mode(finished, objective), objective))
         front = pareto_front([(c.index, c.cost_per_1m, c.latency_ms) for c in finished
                               if c.status == "ok" and c.cost_per_1m is not None and c.latency_ms is not None])
         self.mark_rows(candidates, ordered, rec.lost, disqualification, front)
         return {
             **self.document_head(render.SCHEMA, outcome),
             "configurations": [r.as_dict() for r in ordered],
-            "recommendation": self.recommendation(rec, ordered),
+            "recommendation": self.recommendation(rec, ordered, tail),
             "pareto": front,
             "why_not": self.why_not(rec),
         }

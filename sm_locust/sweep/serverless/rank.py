@@ -11,12 +11,13 @@ start, then file order. The sentence names the figures the winner tied on and th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
 from sm_locust.sweep.objective import Objective, nothing_meets, why_lost
+from sm_locust.sweep.replicates import combine, merged
 from sm_locust.sweep.trust import Criterion, deciding, rank_by_intervals, tie_note
 from sm_locust.util.formatting import MISSING, percent, with_interval
 
@@ -46,6 +47,20 @@ class ServerlessCandidate:
     @property
     def warm_p95_ms(self) -> float | None:
         return self.warm_ms.get(DEFAULT_SLO_PERCENTILE)
+
+
+def replicated(first: ServerlessCandidate, second: ServerlessCandidate) -> ServerlessCandidate:
+    """A configuration measured twice, standing for both replicates (`replicates.combine`: the mean, the
+    hull of the intervals); the throttle rate is the worse of the two."""
+    out = merged(first, second, (("capacity_rps", "capacity_ci95"), ("cold_start_p50_ms", "cold_start_p50_ci95"),
+                                 ("cost_per_1m", "cost_per_1m_ci95")))
+    warm: dict[float, float | None] = {}
+    warm_ci: dict[float, list[float] | None] = {}
+    for p in sorted(set(first.warm_ms) | set(second.warm_ms)):
+        warm[p], warm_ci[p] = combine(first.warm_ms.get(p), first.warm_ci95.get(p), second.warm_ms.get(p),
+                                      second.warm_ci95.get(p))
+    throttles = [t for t in (first.throttle_at_1, second.throttle_at_1) if t is not None]
+    return replace(out, warm_ms=warm, warm_ci95=warm_ci, throttle_at_1=max(throttles) if throttles else None)
 
 
 @dataclass

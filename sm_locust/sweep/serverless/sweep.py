@@ -22,6 +22,7 @@ from sm_locust.sweep.costing import Estimate, Price
 from sm_locust.sweep.deployers import Deployer
 from sm_locust.sweep.grid import Configuration, configuration_key, expand
 from sm_locust.sweep.load import check_payload
+from sm_locust.sweep.replicates import contenders
 from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome, SweepRunner
 from sm_locust.sweep.schema import SweepSpec
@@ -36,8 +37,11 @@ from sm_locust.sweep.serverless.plan import serverless_load_plan
 from sm_locust.sweep.serverless.rank import (
     WARM_KEYS,
     ServerlessCandidate,
+    criteria,
     disqualification,
+    rank,
     recommend,
+    replicated,
 )
 from sm_locust.sweep.serverless.rows import ServerlessFigures, ServerlessRow
 from sm_locust.sweep.serverless.runner import ServerlessRunner
@@ -54,6 +58,7 @@ class ServerlessSweep(Sweep):
 
     runner_class: ClassVar[type[SweepRunner]] = ServerlessRunner
     judges_client: ClassVar[bool] = False  # its result is its own tests' (results.json), not one run's verdict
+    confirms: ClassVar[bool] = True
 
     @property
     def serverless(self) -> ServerlessSpec:
@@ -101,12 +106,26 @@ class ServerlessSweep(Sweep):
             warm_ci95={p: f.warm_ci95(key) for p, key in WARM_KEYS.items()}, capacity_ci95=f.capacity_rps_ci95,
             cold_start_p50_ci95=f.cold.p50_ms_ci95, cost_per_1m_ci95=f.cost.cost_per_1m_ci95)
 
+    def candidates(self, ordered: list[Row]) -> tuple[list[ServerlessCandidate],
+                                                      dict[int, tuple[ServerlessCandidate, ServerlessCandidate]]]:
+        """Each row's candidate, one measured twice standing for both replicates, and the replicate pairs."""
+        pairs = self.replicate_pairs(ordered, self.candidate)
+        out = [replicated(*pairs[r.index]) if r.index in pairs else self.candidate(r)
+               for r in ordered if isinstance(r, ServerlessRow)]
+        return out, pairs
+
+    def contenders(self, rows: Mapping[int, Row]) -> list[int]:
+        candidates, _ = self.candidates(self.ordered_rows(rows))
+        finished = [c for c in candidates if c.status == "ok"]
+        return [c.index for c in contenders(rank(finished, self.spec.objective), criteria(self.spec.objective))]
+
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         objective = self.spec.objective
         ordered = self.ordered_rows(rows)
-        candidates = [self.candidate(r) for r in ordered if isinstance(r, ServerlessRow)]
+        candidates, pairs = self.candidates(ordered)
         finished = [c for c in candidates if c.status not in ("pending", "running")]
         rec = recommend(finished, objective, self.compare)
+        tail = self.confirmation_tail(rec.ranked, pairs, criteria(objective))
         self.mark_rows(candidates, ordered, rec.lost, disqualification)
         compare = None
         if self.compare is not None:
@@ -121,7 +140,7 @@ class ServerlessSweep(Sweep):
                                                        v in self.serverless_prices.usd_per_second_by_memory_mb.items()},
                        "usd_per_gb_processed": self.serverless_prices.usd_per_gb_processed},
             "configurations": [r.as_dict() for r in ordered],
-            "recommendation": self.recommendation(rec),
+            "recommendation": self.recommendation(rec, (), tail),
             "why_not": self.why_not(rec),
         }
 
