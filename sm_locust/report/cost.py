@@ -26,12 +26,14 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sm_locust.errors import UsageError
-from sm_locust.report.merge import Point
 from sm_locust.util.numbers import check_number
 from sm_locust.util.yamlsafe import load_json, read_text_file
+
+if TYPE_CHECKING:  # merge loads pandas: `run`'s parent imports this module (scaling/watch.py)
+    from sm_locust.report.merge import Point
 
 DEFAULT_SAFETY_FACTOR = 0.5  # AWS's suggested starting point for InvocationsPerInstance targets
 
