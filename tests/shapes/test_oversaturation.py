@@ -113,4 +113,4 @@ def test_an_open_run_past_the_endpoints_capacity_stops_saying_why(endpoint_facto
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stopped: over-saturated: the requests waiting grew by" in result.stdout
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stop_reason"].startswith("over-saturated") and summary["duration_s"] < 100
+    assert summary["stop_reason"].startswith("over-saturated") and summary["duration_s"] < 120  # before -t ended
