@@ -1,9 +1,8 @@
 """How the shell blocks README.md and docs/*.md mark runnable (`<!-- runnable -->` on the line
 before the fence) are run: as written, one after another in one fresh clone, offline, as a newcomer
 pastes them (README.md first, then the docs in the order README.md links them: `ORDER`); no block
-leaves a process running, and `git status` of the clone is clean at the end. The documents are
-dealt into `GROUPS` so tests/run.py can run them on two processes, a clone per group, the order
-kept within each.
+leaves a process running, and `git status` of the clone is clean at the end (`check_documents`
+over `documents_in_order()`).
 
 Every HTML page the blocks wrote under reports/ (report.html, sweep.html, compare.html) is then
 opened in headless Chromium at 1400 px, with every request that is not the file itself refused (the
@@ -188,20 +187,9 @@ def linked_order(readme: str) -> list[str]:
 
 
 ORDER = linked_order((ROOT / "README.md").read_text())
-# The documents whose blocks run, dealt into groups that tests/run.py can put on different processes
-# (one clone each; ORDER kept within a group). README.md's group holds the docs that run README's
-# own commands again (the gates against a baseline, the autoscaling sweep file): where one clone
-# matters, blocks tripping over each other's folders or results. The other docs write folders of
-# their own (`test_no_two_documents_write_one_folder`), so their own clone changes nothing.
-GROUPS = {"readme": ["README.md", "docs/gates.md", "docs/autoscaling.md"]}
-
-
-def groups(order: list[str] = ORDER) -> dict[str, list[str]]:
-    """GROUPS in `order`, then every other document with runnable blocks, in `order`, as "docs"."""
-    named = {name: [d for d in order if d in members] for name, members in GROUPS.items()}
-    taken = {d for members in GROUPS.values() for d in members}
-    rest = [d for d in order if d not in taken and runnable_blocks((ROOT / d).read_text())]
-    return {**named, "docs": rest}
+def documents_in_order(order: list[str] = ORDER) -> list[str]:
+    """The documents with runnable blocks, in the newcomer's `order` (README.md first)."""
+    return [d for d in order if runnable_blocks((ROOT / d).read_text())]
 
 
 def written_folders(block: str) -> list[str]:

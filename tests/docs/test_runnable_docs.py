@@ -1,7 +1,6 @@
 """The pure parts of the docs test's machinery (tests/docs/runnable.py): which blocks are marked, in
 which order they run, how they are shortened and checked, how a screenshot is read; and the
-process-tree check. The blocks themselves run, one clone per group, in
-test_runnable_readme_group.py and test_runnable_docs_group.py."""
+process-tree check. The blocks themselves run, all in one clone, in test_runnable_all.py."""
 
 from __future__ import annotations
 
@@ -20,9 +19,9 @@ from tests.docs.runnable import (
     STARVED,
     checked_script,
     commands,
+    documents_in_order,
     drawn_share,
     exit_codes,
-    groups,
     linked_order,
     png_pixels,
     runnable_blocks,
@@ -148,20 +147,17 @@ def test_a_screenshot_is_read_through_every_png_filter():
     assert drawn_share(png(5, 2, [white, bytes(15)], [0, 2])) == (5, 2, 0.0)  # blank: one colour
 
 
-def test_every_document_with_runnable_blocks_runs_once_in_one_group_in_the_order():
-    dealt = groups()
-    assert dealt["readme"][0] == "README.md"
-    runs = [d for members in dealt.values() for d in members]
-    with_blocks = [d for d in ORDER if runnable_blocks((ROOT / d).read_text())]
-    assert sorted(runs) == sorted(with_blocks) and len(set(runs)) == len(runs)
-    for members in dealt.values():
-        assert members == [d for d in ORDER if d in members]  # the newcomer's order within each group
-    assert groups(["docs/async.md", "README.md", "docs/gates.md"])["readme"] == ["README.md", "docs/gates.md"]
+def test_every_document_with_runnable_blocks_runs_once_in_the_newcomers_order():
+    runs = documents_in_order()
+    assert runs[0] == "README.md" and len(set(runs)) == len(runs)
+    assert runs == [d for d in ORDER if runnable_blocks((ROOT / d).read_text())]
+    assert "docs/payloads.md" in runs and "docs/gates.md" in runs  # the Triton heredoc; README's gates again
+    assert documents_in_order(["docs/gates.md", "README.md"]) == ["docs/gates.md", "README.md"]  # order as given
 
 
 def test_no_two_documents_write_one_folder():
-    """Groups run in clones of their own, so a folder two documents' blocks both wrote would not
-    trip there: this is the one-clone check for it, over every document."""
+    """Each document writes folders of its own: a later document's `--out` never meets an earlier
+    one's run in the shared clone (sm-locust refuses a folder that holds a run)."""
     assert written_folders("sm-locust run --out reports/a -u 1\nx --sm-out=reports/b/c\n") == ["reports/a",
                                                                                               "reports/b/c"]
     writers: dict[str, set[str]] = {}
