@@ -84,6 +84,10 @@ class ThroughputGain(Condition):
         cut = len(history) - (self.window - 1)
         return (max(history[cut:], key=lambda m: m.goodput_rps), max(history[:cut], key=lambda m: m.goodput_rps))
 
+    def compared(self, history: Sequence[StepMeasurement]) -> tuple[StepMeasurement, StepMeasurement] | None:
+        """The two steps the gain compares: (the best recent one, the best earlier one), or None."""
+        return self._pair(history)
+
     def gain(self, history: Sequence[StepMeasurement]) -> float | None:
         pair = self._pair(history)
         if pair is None:

@@ -87,10 +87,31 @@ def test_a_stop_on_a_straddling_gain_measures_the_less_precise_step_again_once()
     noisy = [70, 130, 80, 125, 75, 120, 90, 112, 85, 110, 95, 105]
     again = search.feed(window_step(16, noisy))
     assert again.load == 16 and again.extend and "measuring 16 users again" in again.reason
-    stop = search.feed(window_step(16, noisy))  # as noisy again: decided on its point, and the verdict says so
+    between = search.feed(window_step(16, noisy))  # as noisy again: a load between the two is measured
+    assert between.load == 12 and not between.extend and "measuring 12 between them" in between.reason
+    stop = search.feed(window_step(12, noisy))  # as noisy there too: decided on its point, and the verdict says so
     assert stop.stop and "on its point only" in stop.reason
     verdict = search.verdict()
     assert verdict.inconclusive and "the search stopped on throughput gain < 5 %" in verdict.inconclusive_reason
+
+
+def test_a_growth_at_the_threshold_is_decided_by_a_load_between_the_two_steps():
+    """4 slots read 92 req/s at the lower step (the client's own time per request keeps them from full)
+    and 95.5 (±4 %) at twice the users: +3.8 % [-0.3, +7.9] straddles 5 %, measured twice. The plateau
+    begins between them: the load between reads 96 and the growth from it, -0.5 % [-1.9, +0.9], decides
+    (a CI run beside a load ended INCONCLUSIVE on the known-capacity endpoint before this)."""
+    search = PlateauSearch(8, 64, use_model=False)
+    search.first()
+    assert search.feed(window_step(8, [90, 94, 91, 93] * 3)).load == 16
+    moderate = [91, 100, 93, 98, 90, 101, 92, 99, 94, 97, 95, 96]
+    assert search.feed(window_step(16, moderate)).extend  # measured again first
+    between = search.feed(window_step(16, moderate))
+    assert between.load == 12 and "from 8 to 16 straddles 5 %" in between.reason
+    stop = search.feed(window_step(12, [96, 97, 95, 96] * 3))
+    assert stop.stop and "on its point only" not in stop.reason and stop.reason.startswith("throughput gain < 5 %")
+    verdict = search.verdict()
+    assert verdict.reached and not verdict.inconclusive, verdict.text()
+    assert [m.load for m in search.steps] == [8, 16, 16, 12]
 
 
 def run_driver(driver, endpoint, limit=5000):
