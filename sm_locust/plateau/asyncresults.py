@@ -136,5 +136,6 @@ def backlog_series(calls: Sequence[AsyncCall], start_s: float, end_s: float) -> 
 
 
 def awaited_at(calls: Sequence[AsyncCall], at_s: float) -> int:
-    """Calls accepted by `at_s` with no result or failure seen by then (the stop's backlog)."""
-    return sum(1 for c in calls if c.accepted_s <= at_s and (c.seen_s is None or c.seen_s > at_s))
+    """Calls sent by `at_s` with no result or failure seen by then (the stop's backlog): one whose 202
+    came after `at_s` was in flight at the stop, and the endpoint answers it all the same."""
+    return sum(1 for c in calls if c.sent_s <= at_s and (c.seen_s is None or c.seen_s > at_s))

@@ -80,3 +80,5 @@ def test_backlog_counts_calls_never_answered_to_the_end():
     calls = [AsyncCall(float(t), t + 0.01) for t in range(5)]
     assert backlog_series(calls, 0.0, 6.0) == [1, 2, 3, 4, 5, 5]
     assert awaited_at(calls, 2.5) == 3
+    # sent before the stop, its 202 after it (in flight at the stop): awaited, the endpoint answers it
+    assert awaited_at([AsyncCall(2.4, 2.7)], 2.5) == 1 and awaited_at([AsyncCall(2.6, 2.7)], 2.5) == 0
