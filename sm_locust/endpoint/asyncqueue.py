@@ -174,7 +174,10 @@ class AsyncQueue:
             try:
                 self.process(job)
             except Exception as exc:  # a worker never dies: the request fails, named
-                self._fail(job, "InternalFailure", f"{type(exc).__name__}: {exc}")
+                try:
+                    self._fail(job, "InternalFailure", f"{type(exc).__name__}: {exc}")
+                except Exception:  # S3 itself is gone (moto stopped first, or down): nowhere to write it
+                    self.app.counters.add(async_failures=1)
             self.app.counters.add(async_total_processing_time_ms_sum=(time.monotonic() - job.accepted) * 1000.0)
 
     def process(self, job: Job) -> None:

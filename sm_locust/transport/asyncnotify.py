@@ -201,7 +201,8 @@ class NotificationWaiter:
         self.ledger = ledger
         self.clock = clock
 
-    def wait(self, result: Any, started: float, start_time: float) -> InvocationError | None:
+    def wait(self, result: Any, started: float, start_time: float,
+             measurement: Any = None) -> InvocationError | None:
         """Wait for `result`'s (an `AsyncResult`) notification; `started` the call's perf_counter
         start, `start_time` its wall-clock start. The failure, or None for a `Completed` one."""
         accepted = self.clock()
@@ -245,3 +246,5 @@ class NotificationWaiter:
                 self.listener.forget(inference_id)
             self.ledger.add(AsyncCall(start_time, epoch(accepted), None if seen is None else epoch(seen),
                                       outcome, 0, delivery_ms))
+            if measurement is not None and seen is not None:  # its entry times call start -> result seen
+                measurement.end = seen

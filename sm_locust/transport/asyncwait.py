@@ -125,7 +125,8 @@ class ResultWaiter:
         self.sleep = sleep
         self.clock = clock
 
-    def wait(self, result: Any, started: float, start_time: float) -> InvocationError | None:
+    def wait(self, result: Any, started: float, start_time: float,
+             measurement: Any = None) -> InvocationError | None:
         """Poll for `result` (an `AsyncResult`) accepted now; `started` the call's perf_counter
         start, `start_time` its wall-clock start. The failure, or None once the output exists."""
         accepted = self.clock()
@@ -174,6 +175,8 @@ class ResultWaiter:
         finally:  # also when a stop cuts the wait short: then the call is still awaited
             self.ledger.add(AsyncCall(start_time, epoch(accepted), None if seen is None else epoch(seen),
                                       outcome, polls, resolution))
+            if measurement is not None and seen is not None:  # its entry times call start -> result seen
+                measurement.end = seen
 
     def _exists(self, uri: str, polls: int) -> tuple[bool | InvocationError, int]:
         """HeadObject on `uri`: True, False (not found), or the failure; the polls counted."""

@@ -421,7 +421,7 @@ class SageMakerClient(ABC):
         with request:
             result = self._async(invocation, input_location)
             if waiter is not None:
-                request.exception = waiter.wait(result, request.started, request.start_time)
+                request.exception = waiter.wait(result, request.started, request.start_time, request)
         return result if request.exception is None else None
 
     def __repr__(self) -> str:
