@@ -228,7 +228,7 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
     assert all({"users", "start", "end", "requests", "failures", "rps", "p50_ms", "p95_ms", "p99_ms",
                 "stable", "client_cpu_pct"} <= set(s) for s in steps)
     assert any(s["users"] == plateau["users"] for s in steps)
-    assert plateau["steps"] <= 8  # growth to saturation, then the model's knee and the load next to it
+    assert plateau["steps"] <= 8 + MAX_GAIN_SPLITS  # growth, the knee and the load next to it, re-measures, splits
     assert summary["stop_reason"] == plateau["stop_reason"]
     print(f"{slots} x {service_ms:g} ms: {plateau['text']}; endpoint counted {served:.1f} req/s "
           f"({saturated:.1f} saturated); {wall:.0f} s")
