@@ -136,6 +136,8 @@ def backlog_series(calls: Sequence[AsyncCall], start_s: float, end_s: float) -> 
 
 
 def awaited_at(calls: Sequence[AsyncCall], at_s: float) -> int:
-    """Calls sent by `at_s` with no result or failure seen by then (the stop's backlog): one whose 202
-    came after `at_s` was in flight at the stop, and the endpoint answers it all the same."""
-    return sum(1 for c in calls if c.sent_s <= at_s and (c.seen_s is None or c.seen_s > at_s))
+    """The calls of a run that ended at `at_s` with no result or failure seen by then (the stop's
+    backlog), so accepted = results + failures + awaited. That includes the calls sent after `at_s`:
+    the run's end is stamped when its stop begins, a user mid-task (or a worker process the stop has
+    not reached yet) still sends, and the endpoint answers those calls all the same."""
+    return sum(1 for c in calls if c.seen_s is None or c.seen_s > at_s)

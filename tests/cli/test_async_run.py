@@ -81,6 +81,7 @@ def test_a_missing_input_object_fails_every_request_named(moto, tmp_path):
     assert name.startswith("AsyncFailure: ") and "NoSuchKey" in name
     assert count == figures["failures"] == summary["totals"]["failures"] > 0
     assert count <= len(failure_objects) == stats["async_failures"] <= count + figures["awaited_at_stop"]
+    assert figures["accepted"] == count + figures["awaited_at_stop"]  # each call answered or awaited, once
     assert summary["totals"]["errors"] == {"AsyncFailure": count}  # Locust's error table: by code
 
 
@@ -118,6 +119,7 @@ def test_results_through_the_notifications_without_polling_s3(moto, tmp_path, pr
     assert figures["results"] > 0 and figures["failures"] == 0 and figures["polls"] == 0, figures["failed"]
     assert stats["async_notifications"] == stats["async_results"]
     assert figures["results"] <= stats["async_results"] <= figures["results"] + figures["awaited_at_stop"]
+    assert figures["accepted"] == figures["results"] + figures["awaited_at_stop"]  # answered or awaited, once
     s3 = moto.client()
     own = {}
     for key in moto.keys(BUCKET, f"sqs-{processes}/out/"):

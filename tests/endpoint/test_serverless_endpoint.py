@@ -211,7 +211,7 @@ def test_max_concurrency_holds_across_two_gunicorn_workers(endpoint_factory):
     results = _together(client, 8)
     ok = [ms for ms, code in results if code == "ok"]
     assert len(ok) == 3  # one table for both workers, not 3 each
-    # the three cold starts overlap: a worker never blocks on one (its sleeps are gevent's), or one would take >= 800 ms
-    assert max(ok) < 700
     stats = ep.stats()
+    # three instances busy at once and five refused: two workers that blocked on a cold start (a sleep
+    # not gevent's) would hold at most two leases at a time, serve all eight and start two instances
     assert stats["ThrottlingException"] == 5 and stats["cold_starts"] == 3

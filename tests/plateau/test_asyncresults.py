@@ -79,6 +79,9 @@ def test_backlog_grows_when_results_lag_the_arrivals():
 def test_backlog_counts_calls_never_answered_to_the_end():
     calls = [AsyncCall(float(t), t + 0.01) for t in range(5)]
     assert backlog_series(calls, 0.0, 6.0) == [1, 2, 3, 4, 5, 5]
-    assert awaited_at(calls, 2.5) == 3
-    # sent before the stop, its 202 after it (in flight at the stop): awaited, the endpoint answers it
-    assert awaited_at([AsyncCall(2.4, 2.7)], 2.5) == 1 and awaited_at([AsyncCall(2.6, 2.7)], 2.5) == 0
+    assert awaited_at(calls, 6.0) == 5
+    # sent before the stop with its 202 after it, or sent while the stop reached the users: awaited
+    # all the same (the endpoint answers them), so accepted = results + failures + awaited
+    assert awaited_at([AsyncCall(2.4, 2.7)], 2.5) == 1 and awaited_at([AsyncCall(2.6, 2.7)], 2.5) == 1
+    answered = [AsyncCall(1.0, 1.1, 2.0, RESULT), AsyncCall(1.0, 1.1, 2.4, "AsyncFailure: x")]
+    assert awaited_at(answered, 2.5) == 0 and awaited_at(answered, 2.2) == 1

@@ -22,15 +22,17 @@ def _calls():
             calls.append(AsyncCall(sent, sent + 0.02, sent + 0.4 + 0.01 * (i % 9), RESULT, 4, 200))
     calls.append(AsyncCall(START + 59.5, START + 59.52))  # still awaited at the stop
     calls.append(AsyncCall(START + 1, START + 1.02, START + 1 + 900, "AsyncTimeout: no result within 900 s", 50, 5000))
+    calls.append(AsyncCall(START + 60.1, START + 60.2))  # sent while the stop reached the users
     return calls
 
 
 def test_figures_from_calls():
     summary = AsyncSummary.from_calls(_calls(), START, START + 60.0)
-    assert summary.accepted == 122
+    assert summary.accepted == 123
     assert summary.results == 114
     assert dict(summary.failed) == {"AsyncFailure: ModelError: bad row": 6}  # the timeout came after the stop
-    assert summary.awaited_at_stop == 2  # the one never answered and the one that timed out later
+    assert summary.awaited_at_stop == 3  # never answered, timed out later, sent during the stop
+    assert summary.accepted == summary.results + summary.failures + summary.awaited_at_stop
     ttr = dict(summary.time_to_result)
     assert ttr["p50_ms"] == 440 and ttr["p95_ms"] <= ttr["p99_ms"] == 480
     ci = dict(summary.time_to_result_ci95)
@@ -63,8 +65,8 @@ def test_failure_names_bounded():
 def test_closing_line():
     data = AsyncSummary.from_calls(_calls(), START, START + 60.0).to_json()
     [line] = answer_lines({"async": data})
-    assert line.startswith("async: accepted 122, results 114, failed 6 (AsyncFailure: ModelError: bad row x6); ")
-    assert "time to result p50 440 ms (95 % " in line and "awaited at the stop 2" in line
+    assert line.startswith("async: accepted 123, results 114, failed 6 (AsyncFailure: ModelError: bad row x6); ")
+    assert "time to result p50 440 ms (95 % " in line and "awaited at the stop 3" in line
     assert answer_lines({}) == []
 
 
