@@ -111,8 +111,9 @@ class LocalTopology:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                if path:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=1).close()
+                if path:  # one long try, not 1-s tries queueing pages behind a starved server's first
+                    wait = max(1.0, deadline - time.monotonic())
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=wait).close()
                 else:
                     socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return

@@ -55,8 +55,9 @@ class WebLocust:
                                      cwd=tmp_path, start_new_session=True)
         deadline = time.monotonic() + 120
         while True:
-            try:
-                urllib.request.urlopen(self.url + "/login", timeout=1).close()
+            try:  # a long wait per try: a starved UI answers its first page in > 1 s, and 1-s tries that give
+                # up and ask again only queue more pages behind it (CI at load 21 never saw one answered)
+                urllib.request.urlopen(self.url + "/login", timeout=max(1.0, deadline - time.monotonic())).close()
                 break
             except (urllib.error.URLError, OSError):
                 assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
