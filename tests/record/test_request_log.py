@@ -96,7 +96,9 @@ def test_itl_summary():
 
 @pytest.mark.e2e
 def test_a_run_logs_one_row_per_request(endpoint_factory, tmp_path):
-    ep = endpoint_factory(llm=LlmConfig(max_sequences=8, step_ms=10.0, step_ms_per_seq=1.0))
+    received_log = tmp_path / "received.jsonl"
+    ep = endpoint_factory(llm=LlmConfig(max_sequences=8, step_ms=10.0, step_ms_per_seq=1.0,
+                                        request_log=str(received_log)))
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:20",
                      "--max-new-tokens", "12", "--stream", "true", "-u", "4", "-t", "5s", "--log-requests", "true",
@@ -106,6 +108,8 @@ def test_a_run_logs_one_row_per_request(endpoint_factory, tmp_path):
     logged = rows(out / "requests.jsonl.gz")
     requests = summary["totals"]["requests"]
     assert requests > 20 and len(logged) == requests
+    received = sum(1 for line in received_log.read_bytes().splitlines() if b'"prompt_tokens"' in line)
+    assert requests <= received <= requests + 4  # what the endpoint received: each answered once, 4 users cut at most
     assert summary["request_log"] == {"rows": requests, "dropped": 0, "files": 1, "file": "requests.jsonl.gz"}
     assert {r["type"] for r in logged} == {STREAM} and {r["worker"] for r in logged} == {0}
     assert {r["output_tokens"] for r in logged} == {12} and {r["input_tokens"] for r in logged} == {20}
