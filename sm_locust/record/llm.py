@@ -379,11 +379,12 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
         started = clock()
         result = call(invocation, *args, **kwargs)
         live = stats.take_live()
+        turn = getattr(invocation, "extra", {}).get(TURN)
         if result is None:
             if live is not None:
                 stats.discard(live)
             if request_log is not None:
-                request_log.complete(None)
+                request_log.complete(None, turn)
             return None
         e2e_ms = (clock() - started) * 1000.0
         sample: RequestTokens | None
@@ -399,9 +400,9 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
             log.exception("sm-locust: token accounting failed")
             sample = None
         if sample is not None:
-            stats.add(sample, live=live, turn=getattr(invocation, "extra", {}).get(TURN))
+            stats.add(sample, live=live, turn=turn)
         if request_log is not None:
-            request_log.complete(sample)
+            request_log.complete(sample, turn)
         return result
 
     return counted

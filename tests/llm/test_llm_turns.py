@@ -5,8 +5,10 @@ the assistant's text what it streamed; the local endpoint counts the chats it re
 
 from __future__ import annotations
 
+import gzip
 import json
 import urllib.request
+from collections import Counter
 
 import orjson
 import pytest
@@ -152,7 +154,7 @@ def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(en
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:10",
                      "--llm-template", "messages", "--max-new-tokens", "6", "--stream", "true", "--turns", "3",
-                     "-u", str(users), "-t", "5s", "--out", str(out), timeout=60)
+                     "-u", str(users), "-t", "5s", "--log-requests", "true", "--out", str(out), timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     with urllib.request.urlopen(f"{ep.url}/_sm_locust/stats", timeout=10) as answer:
         stats = json.loads(answer.read())
@@ -169,3 +171,7 @@ def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(en
     assert all(0 < t.requests <= stats[f"llm_messages_{2 * t.turn - 1}"] for t in turns)  # answered of received
     assert turns[0].input_tokens_mean < turns[1].input_tokens_mean < turns[2].input_tokens_mean
     assert turns[2].input_tokens_mean >= turns[0].input_tokens_mean + 2 * 6  # two answers of 6 tokens carried
+    with gzip.open(out / "requests.jsonl.gz") as fh:  # each request's row says its turn
+        rows = [json.loads(line) for line in fh]
+    assert all(r["error"] is None for r in rows)
+    assert Counter(r["turn"] for r in rows) == {t.turn: t.requests for t in turns}

@@ -38,7 +38,7 @@ def test_one_row_per_request_with_the_token_figures(tmp_path):
                                input_tokens=30, source="server"))
     fire(log, "InterChunk", e2e=4.0)
     fire(log, t=101.5, e2e=7.0, exception=InvocationError("ThrottlingException", "Rate exceeded\x1b[2J"))
-    log.complete(None)
+    log.complete(None, turn=2)  # a --turns conversation's second turn
     log.write_pending()
     log.writer.close()
     first, second = rows(tmp_path / "requests.jsonl.gz")
@@ -47,6 +47,7 @@ def test_one_row_per_request_with_the_token_figures(tmp_path):
                      "worker": 3}
     assert second["t"] == 101.5 and second["error"].startswith("ThrottlingException: Rate exceeded")
     assert "\x1b" not in second["error"] and second["output_tokens"] is None and second["ttft_ms"] is None
+    assert "turn" not in first and second["turn"] == 2  # only a --turns request says its turn
     assert log.counts() == {"rows": 2, "dropped": 0, "files": 1, "file": "requests.jsonl.gz"}
 
 
