@@ -175,3 +175,4 @@ def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(en
         rows = [json.loads(line) for line in fh]
     assert all(r["error"] is None for r in rows)
     assert Counter(r["turn"] for r in rows) == {t.turn: t.requests for t in turns}
+    assert "turns 1-3: TTFT p95 " in result.stdout  # the closing lines say it too
