@@ -76,7 +76,7 @@ def endpoint_config(options: Options) -> EndpointConfig:
 
 
 LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format",
-            "server_counts", "error_ratio", "request_log")
+            "server_counts", "error_ratio", "request_log", "tokenizer", "block_tokens")
 
 
 def emulation_flags(options: Options, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """The figures a run's options asked for, in `sm-locust run`'s closing lines: a model mix's cache
-hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL, an async run's
-time to result (`--async-result s3`).
+hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL (and a `--turns`
+run's TTFT p95 turn by turn), an async run's time to result (`--async-result s3`).
 
 Why: a multi-model run never printed its hit rate and an LLM run its tokens; both were only in
 summary.json (and later the report). Pure: summary.json's records in, lines out (the report adds the
@@ -47,6 +47,10 @@ def answer_lines(summary: Summary | JsonObject) -> list[str]:
         lines.append(f"tokens: {number(at.output_tokens_per_s if at else None)} output tokens/s ({where}); TTFT p95 "
                      f"{latency(at.ttft_p95_ms if at else None, ' ms')}, ITL p95 "
                      f"{latency(at.itl_p95_ms if at else None, ' ms')}")
+        if record.llm.turns:
+            turns = record.llm.turns
+            lines.append(f"turns 1-{len(turns)}: TTFT p95 {' / '.join(latency(t.ttft_p95_ms) for t in turns)} ms, "
+                         f"prompt tokens {' / '.join(number(t.input_tokens_mean, 0) for t in turns)}")
     if record.async_ is not None:
         lines.append(AsyncSummary.from_json(record.async_.to_json()).closing_line())
     return lines

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import orjson
@@ -29,14 +29,17 @@ import orjson
 from sm_locust.endpoint.llm_wire import (
     AUTO,
     FORMATS,
+    RECORD_BLOCK_WORDS,
     BadLlmRequest,
     Formatter,
+    LlmRequest,
     chat_counts,
     parse_request,
     request_record,
 )
 from sm_locust.errors import UsageError
 from sm_locust.llm.lengths import LengthDistribution
+from sm_locust.llm.tokenizer import Tokenizer, load_tokenizer
 from sm_locust.transport import eventstream as es
 
 DEFAULT_OUTPUT_TOKENS = 128
@@ -76,6 +79,11 @@ class LlmConfig:
     """A file each request received is appended to as one JSON line (`llm_wire.request_record`: arrival time,
     prompt tokens, answer length asked, prompt block hashes), and each streamed answer its token gaps: what the
     server saw and sent, for checking a replay or a client's ITL."""
+    tokenizer: str = ""
+    """A Hugging Face tokenizer.json (or the folder holding one): each prompt is counted by it (its prefill,
+    usage counts and request log), as `run --tokenizer` counts it; empty: words and punctuation marks."""
+    block_tokens: int = RECORD_BLOCK_WORDS
+    """The request log's prompt blocks: a CRC-32 of each whole block of this many tokens."""
 
     def validate(self) -> None:
         if self.max_sequences < 1:
@@ -95,6 +103,18 @@ class LlmConfig:
                 LengthDistribution.parse(self.output_tokens, "--llm-output-tokens")
             except UsageError as exc:  # the serve command reports ValueErrors
                 raise ValueError(str(exc)) from None
+        if self.block_tokens < 1:
+            raise ValueError(f"--llm-block-tokens must be at least 1, got {self.block_tokens}")
+        self.prompt_tokenizer()
+
+    def prompt_tokenizer(self) -> Tokenizer | None:
+        """`--llm-tokenizer` loaded (None without it); a ValueError saying what is wrong."""
+        if not self.tokenizer:
+            return None
+        try:
+            return load_tokenizer(self.tokenizer)
+        except UsageError as exc:  # the serve command reports ValueErrors
+            raise ValueError(str(exc).replace("--tokenizer", "--llm-tokenizer", 1)) from None
 
     def model(self) -> BatchModel:
         return BatchModel(self.max_sequences, self.step_ms, self.step_ms_per_seq, self.prefill_ms_per_token)
@@ -355,14 +375,12 @@ class LlmEngine:
         self._loop: threading.Thread | None = None
         self.steps = itertools.count()
         self._log_fd: int | None = None
+        self.tokenizer = config.prompt_tokenizer()
 
     # -- requests --
     def start(self, body: bytes) -> tuple[Formatter, Sequence]:
         """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence."""
-        arrived = time.time()
-        request = parse_request(body)
-        if self.config.request_log:
-            self._log(request_record(request, arrived))
+        request = self.received(body)
         fmt = request.format if self.config.format == AUTO else self.config.format
         length = self.output_length(request.max_new_tokens)
         sequence = Sequence(request.prompt_tokens, length, arrived=self._clock(), tokens=queue.SimpleQueue())
@@ -372,6 +390,19 @@ class LlmEngine:
             self._work.notify()
         self._ensure_loop()
         return formatter, sequence
+
+    def received(self, body: bytes) -> LlmRequest:
+        """A request as the emulation reads it (BadLlmRequest when it is not an LLM request): its prompt
+        counted by `--llm-tokenizer` when given, and logged to `--llm-request-log`."""
+        arrived = time.time()
+        request = parse_request(body)
+        ids = None
+        if self.tokenizer is not None:  # the prompt counted as the client's --tokenizer counts it
+            ids = self.tokenizer.backend.encode(request.prompt, add_special_tokens=False).ids
+            request = replace(request, prompt_tokens=len(ids))
+        if self.config.request_log:
+            self._log(request_record(request, arrived, self.config.block_tokens, ids))
+        return request
 
     def _log(self, line: bytes) -> None:
         """One whole line per write, appended (O_APPEND: the workers' lines never interleave)."""

@@ -14,6 +14,8 @@ import json
 import time
 import uuid
 import zlib
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,16 +97,20 @@ def parse_request(body: bytes) -> LlmRequest:
 
 
 RECORD_BLOCK_WORDS = 512
-"""A request record's prompt blocks: as many words as a Mooncake trace's hash_id block has tokens."""
+"""A request record's prompt blocks by default: as many words as a Mooncake trace's hash_id block has tokens."""
 
 
-def request_record(request: LlmRequest, arrived: float) -> bytes:
-    """One line of `--llm-request-log`: when the request arrived (Unix time), its prompt's tokens (the
-    words-and-punctuation count), the answer length asked, and a CRC-32 of each whole 512-word block of
-    its prompt (equal blocks, equal numbers: the prefix reuse the server saw)."""
-    words = request.prompt.split()
-    blocks = [zlib.crc32(" ".join(words[i:i + RECORD_BLOCK_WORDS]).encode())
-              for i in range(0, len(words) - RECORD_BLOCK_WORDS + 1, RECORD_BLOCK_WORDS)]
+def request_record(request: LlmRequest, arrived: float, block: int = RECORD_BLOCK_WORDS,
+                   ids: Sequence[int] | None = None) -> bytes:
+    """One line of `--llm-request-log`: when the request arrived (Unix time), its prompt's tokens, the
+    answer length asked, and a CRC-32 of each whole `block`-token block of its prompt (equal blocks,
+    equal numbers: the prefix reuse the server saw). `ids`: the prompt's token ids by
+    `--llm-tokenizer` (blocks of ids), else the prompt's words are its tokens."""
+    if ids is not None:
+        blocks = [zlib.crc32(array("q", ids[i:i + block]).tobytes()) for i in range(0, len(ids) - block + 1, block)]
+    else:
+        words = request.prompt.split()
+        blocks = [zlib.crc32(" ".join(words[i:i + block]).encode()) for i in range(0, len(words) - block + 1, block)]
     return orjson.dumps({"t": round(arrived, 6), "format": request.format, "prompt_tokens": request.prompt_tokens,
                          "max_new_tokens": request.max_new_tokens, "messages": len(request.roles),
                          "blocks": blocks}) + b"\n"

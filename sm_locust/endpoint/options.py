@@ -128,6 +128,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _spec("--llm-request-log", "append one JSON line per request received to this file (arrival time, prompt "
           "tokens, answer length asked, a hash of each 512-word prompt block): what the server saw", None, None,
           "llm"),
+    _spec("--llm-tokenizer", "a Hugging Face tokenizer.json (or its folder): prompts counted by it, as run "
+          "--tokenizer counts them (prefill, usage counts, --llm-request-log); default: words and punctuation "
+          "marks", None, None, "llm"),
+    _spec("--llm-block-tokens", "--llm-request-log's prompt blocks: a hash of each whole block of this many tokens "
+          "(default 512)", None, int, "llm", minimum=1),
     # serverless emulation: defaults and ranges in sm_locust.endpoint.serverless.ServerlessConfig
     _spec("--serverless-memory-mb", "MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x "
           "6144 / this (CPU share proportional to memory); turns the emulation on (default 2048 when another "

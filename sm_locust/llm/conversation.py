@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from sm_locust.llm.tokens import INPUT_TOKENS, estimate_tokens
+from sm_locust.llm.tokens import INPUT_TOKENS, TURN, estimate_tokens
 
 
 class Conversation:
@@ -113,12 +113,13 @@ def _answer_texts(doc: Any) -> Iterable[str]:
 def conversational(call: Callable, turns: int, count: Callable[[str], int] = estimate_tokens) -> Callable:
     """`call` (the User's send, token accounting included) with its requests made into `turns`-turn
     conversations, one per User (each User wraps its own call); the prompt's token count (`count`)
-    covers the whole conversation sent."""
+    covers the whole conversation sent, and the turn's number rides along (`TURN`: figures per turn)."""
     conversation = Conversation(turns)
 
     def send(invocation: Any, *args: Any, **kwargs: Any) -> Any:
-        body, _turn, messages = conversation.next_request(invocation.body)
-        extra = {**invocation.extra, INPUT_TOKENS: sum(count(str(m.get("content", ""))) for m in messages)}
+        body, turn, messages = conversation.next_request(invocation.body)
+        extra = {**invocation.extra, INPUT_TOKENS: sum(count(str(m.get("content", ""))) for m in messages),
+                 TURN: turn}
         result = call(dataclasses.replace(invocation, body=body, extra=extra), *args, **kwargs)
         conversation.answered(answer_text(result))
         return result

@@ -29,6 +29,8 @@ SAME_WRITE_MS = 1.0
 is several ms): their tokens share one gap, as the tokens of one part do."""
 INPUT_TOKENS = "llm_input_tokens"
 """`Invocation.extra` key: the prompt's token count as the sender knows it (sm_locust.payloads.llm)."""
+TURN = "llm_turn"
+"""`Invocation.extra` key: the request's turn in its conversation (1 = the first; `--turns`)."""
 
 MAX_LINE_BYTES = 4 << 20
 """A streamed line (one event) longer than this is an in-band error: a final TGI event with the whole

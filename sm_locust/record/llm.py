@@ -6,7 +6,8 @@
 to the master; memory is bounded (seconds merge into minutes, then hours) and the run's figures stay
 exact. `annotate` adds summary.json's `llm` object for the run and each step's steady window (keys:
 docs/summary.md); `output_tokens_per_s` counts each token in the second it arrived, and the run's
-`ci95` holds the intervals (`plateau.uncertainty`). docs/llm.md.
+`ci95` holds the intervals (`plateau.uncertainty`). A `--turns` run's answers are also kept per turn
+index (an `LlmStats` each, the same buckets and intervals), summary.json's `llm.turns`. docs/llm.md.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from sm_locust.invocation import InvocationError
 from sm_locust.llm.tokenizer import text_counter
 from sm_locust.llm.tokens import (
     INPUT_TOKENS,
+    TURN,
     RequestTokens,
     StreamTokens,
     count_response,
@@ -38,6 +40,7 @@ from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, merged
 from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
 from sm_locust.record.llm_options import NO_TRIM, FigureTrim
+from sm_locust.record.model import LlmTurn
 from sm_locust.record.requests_log import request_log_of
 from sm_locust.util.shipped import WorkerShipped
 
@@ -48,6 +51,9 @@ MINUTE_S = 60
 HOUR_S = 3600
 HOURS_AFTER_S = 7200  # minutes older than this are merged into hours
 SETTLED_S = 30  # a step window that ended this long ago has all its answers (workers report every 3 s)
+TURNS_KEY = "turns"  # a worker report's per-turn buckets ({turn: its LlmStats' delta}); the seconds are ints
+RUN_SERIES = ("ttft", "itl")  # the run's `ci95` percentiles
+TURN_SERIES = ("ttft", "itl", "e2e")  # each turn's
 
 
 def sample_of(result: Any, invocation: Any, e2e_ms: float, responses: bool = True,
@@ -111,15 +117,20 @@ class LlmStats(WorkerShipped):
         self.clock: Callable[[], float] = time.time
         self.trim: FigureTrim = NO_TRIM
         """`--warmup-s`, `--cooldown-s`: what the figures leave out (the locustfile sets it per test)."""
+        self.turns: dict[int, LlmStats] = {}
+        """`--turns`: the answers of each turn index (1 = a conversation's first), kept as the run's are."""
         if environment is not None:
             self.attach(environment)
 
     # -- recording -------------------------------------------------------------------------------
-    def add(self, sample: RequestTokens, now: float | None = None, live: Live | None = None) -> None:
+    def add(self, sample: RequestTokens, now: float | None = None, live: Live | None = None,
+            turn: int | None = None) -> None:
         """One answer's figures, in the second it completed; its output tokens in the seconds they arrived:
         already counted live (`live`, then only the server's correction is added now), else spread over
-        the stream's token times, else all now."""
+        the stream's token times, else all now. `turn`: its conversation turn, kept per turn index too."""
         now = time.time() if now is None else now
+        if turn is not None:
+            self._turn(turn).add(sample, now)
         self._bucket(int(now)).add(sample)
         if live is not None:
             extra = (sample.output_tokens or 0) - live.total  # the server counted more (or fewer) than seen
@@ -166,6 +177,13 @@ class LlmStats(WorkerShipped):
         for second, tokens in live.added.items():
             self._bucket(second).arrived -= tokens
 
+    def _turn(self, turn: int) -> LlmStats:
+        stats = self.turns.get(turn)
+        if stats is None:
+            stats = self.turns[turn] = LlmStats()
+            stats.clock = self.clock
+        return stats
+
     def _bucket(self, second: int) -> Bucket:
         bucket = self.buckets.get(second)
         if bucket is None:
@@ -196,16 +214,23 @@ class LlmStats(WorkerShipped):
         self._newest = None
         self._settled = {}
         self._live = {}  # streams of users stopped mid-answer never finished
+        self.turns = {}
 
     def take_delta(self) -> dict | None:  # worker side: ship, then forget
-        if not self.buckets:
+        turns = {turn: d for turn, stats in self.turns.items() if (d := stats.take_delta()) is not None}
+        if not self.buckets and not turns:
             return None
-        wire = {second: bucket.to_wire() for second, bucket in self.buckets.items()}
+        wire: dict = {second: bucket.to_wire() for second, bucket in self.buckets.items()}
+        if turns:
+            wire[TURNS_KEY] = turns
         self.buckets = {}
         return wire
 
     def merge_delta(self, delta: dict, client_id: str) -> None:
-        for second, wire in (delta or {}).items():
+        delta = dict(delta or {})
+        for turn, turn_delta in (delta.pop(TURNS_KEY, None) or {}).items():
+            self._turn(int(turn)).merge_delta(turn_delta, client_id)
+        for second, wire in delta.items():
             second = int(second)
             bucket = self.buckets.get(second)
             if bucket is None:
@@ -256,10 +281,11 @@ class LlmStats(WorkerShipped):
             self._settled[key] = figures
         return figures
 
-    def run_intervals(self, started_at: float, ended_at: float, within: bool = False) -> dict[str, list[float] | None]:
+    def run_intervals(self, started_at: float, ended_at: float, within: bool = False,
+                      series: Sequence[str] = RUN_SERIES) -> dict[str, list[float] | None]:
         """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour: its part inside the run)
         a sample; the seconds between the first and the last fine bucket that saw no answer count as
-        samples of nothing."""
+        samples of nothing. `series`: the latencies whose p50 and p95 get an interval (`Bucket` histograms)."""
         samples: list[tuple[float, Bucket]] = []
         coarse = sorted(self.coarse.items())
         fine = min(self.buckets, default=math.inf)
@@ -278,11 +304,11 @@ class LlmStats(WorkerShipped):
             samples += [(1.0, self.buckets.get(second, empty)) for second in range(first, last + 1)]
         intervals = [d for d, _ in samples]
         out: dict[str, list[float] | None] = {}
-        for series in ("ttft", "itl"):
-            cis = percentile_cis([b.hists.get(series, {}) for _, b in samples], (50.0, 95.0), intervals=intervals)
+        for name in series:
+            cis = percentile_cis([b.hists.get(name, {}) for _, b in samples], (50.0, 95.0), intervals=intervals)
             for pct, ci in cis.items():  # the histograms count tenths of a millisecond (`tokens._percentile`)
                 bounds = ci.as_list()
-                out[f"{series}_p{pct:g}_ms"] = None if bounds is None else [round(v / 10.0, 3) for v in bounds]
+                out[f"{name}_p{pct:g}_ms"] = None if bounds is None else [round(v / 10.0, 3) for v in bounds]
         out["output_tokens_per_s"] = rate_ci([b.arrived for _, b in samples], intervals).as_list()
         return out
 
@@ -306,6 +332,9 @@ class LlmStats(WorkerShipped):
                                "applied": counted is not None,
                                "requests": everything.requests - bucket.requests,
                                "output_tokens": round(everything.arrived - bucket.arrived, 3)}
+        if self.turns:
+            run[TURNS_KEY] = [self.turns[turn].turn_figures(turn, start, end, counted is not None).to_json()
+                              for turn in sorted(self.turns)]
         summary["llm"] = run
         steps = summary.get("steps") or []
         windows = step_windows(seconds) if windows is None else windows
@@ -315,6 +344,19 @@ class LlmStats(WorkerShipped):
                 if figures is not None:
                     record["llm"] = figures
         return summary
+
+    def turn_figures(self, turn: int, start: float, end: float, within: bool) -> LlmTurn:
+        """summary.json's `llm.turns[]` entry of this (one turn index's) stats: the answers completed in
+        (start, end] when `within` (a trimmed run), else all, with the run's intervals (`run_intervals`)."""
+        bucket = self.window(start, end) if within else merged([*self.coarse.values(), *self.buckets.values()])
+        figures = bucket.figures(max(1e-9, end - start)) or {}
+        ci = self.run_intervals(start, end, within=within, series=TURN_SERIES)
+        mean = round(bucket.input_tokens / bucket.input_known, 3) if bucket.input_known else None
+        return LlmTurn.make(turn=turn, requests=bucket.requests, input_tokens_mean=mean,
+                            **{key: figures.get(key) for key in ("ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms",
+                                                                 "itl_p95_ms", "e2e_p50_ms", "e2e_p95_ms")},
+                            output_tokens=bucket.output_tokens,
+                            ci95={key: value for key, value in ci.items() if key != "output_tokens_per_s"})
 
 
 def token_accounting(call: Callable, environment: Any, *, responses: bool = False,
@@ -337,11 +379,12 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
         started = clock()
         result = call(invocation, *args, **kwargs)
         live = stats.take_live()
+        turn = getattr(invocation, "extra", {}).get(TURN)
         if result is None:
             if live is not None:
                 stats.discard(live)
             if request_log is not None:
-                request_log.complete(None)
+                request_log.complete(None, turn)
             return None
         e2e_ms = (clock() - started) * 1000.0
         sample: RequestTokens | None
@@ -357,9 +400,9 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
             log.exception("sm-locust: token accounting failed")
             sample = None
         if sample is not None:
-            stats.add(sample, live=live)
+            stats.add(sample, live=live, turn=turn)
         if request_log is not None:
-            request_log.complete(sample)
+            request_log.complete(sample, turn)
         return result
 
     return counted

@@ -19,9 +19,9 @@ from typing import Any, ClassVar, TypeVar
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
-__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm", "Mix",
-           "ModelCache", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary", "Target",
-           "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
+__all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm",
+           "LlmTurn", "Mix", "ModelCache", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary",
+           "Target", "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
 Interval = tuple[float, float]
@@ -315,6 +315,24 @@ class Totals(Record, _Figures):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LlmTurn(Record, _Figures):
+    """One `llm.turns[]` entry (`--turns N`): the answers of one turn index of the conversations, whose
+    prompts carry the turns before it (TTFT grows with the context); `ci95` holds each percentile's interval."""
+
+    turn: int | None = json_field("count")
+    requests: int = json_field("count", default=0)
+    input_tokens_mean: float | None = json_field("number?")  # the prompt's tokens, the whole conversation sent
+    ttft_p50_ms: float | None = json_field("number?")
+    ttft_p95_ms: float | None = json_field("number?")
+    itl_p50_ms: float | None = json_field("number?")
+    itl_p95_ms: float | None = json_field("number?")
+    e2e_p50_ms: float | None = json_field("number?")
+    e2e_p95_ms: float | None = json_field("number?")
+    output_tokens: float | None = json_field("number?")
+    ci95: Intervals | None = json_field("intervals?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Llm(Record, _Figures):
     """`llm` (the run's and each step's): token figures when tokens were counted (docs/llm.md)."""
 
@@ -337,6 +355,7 @@ class Llm(Record, _Figures):
     tokens_source: str | None = json_field("text?")
     ci95: Intervals | None = json_field("intervals?")
     excluded: JsonObject | None = json_field("object?")  # --warmup-s / --cooldown-s: what was left out
+    turns: tuple[LlmTurn, ...] | None = json_field(ListOf(LlmTurn))  # --turns: the figures of each turn index
 
     def percentile(self, percentile: float, prefix: str = "ttft_") -> float | None:
         """A token latency's percentile: `prefix` 'ttft_', 'itl_', 'tpot_' or 'e2e_'."""

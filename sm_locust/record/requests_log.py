@@ -54,7 +54,7 @@ class Row:
     """One request's row, filled by the request event and then by the token accounting."""
 
     __slots__ = ("t", "type", "name", "e2e_ms", "ttft_ms", "itl", "input_tokens", "output_tokens", "bytes",
-                 "error", "awaiting")
+                 "error", "awaiting", "turn")
 
     def __init__(self, t: float, request_type: str, name: str, e2e_ms: float, length: int, error: str | None,
                  ttft_ms: float | None, gaps: Sequence[float] | None, awaiting: bool):
@@ -62,13 +62,17 @@ class Row:
         self.ttft_ms, self.itl, self.awaiting = ttft_ms, gaps, awaiting
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
+        self.turn: int | None = None
 
     def as_dict(self, worker: int) -> dict:
         p50, most = itl_summary(self.itl)
-        return {"t": round(self.t, 3), "type": self.type, "name": self.name, "e2e_ms": _ms(self.e2e_ms),
-                "ttft_ms": _ms(self.ttft_ms), "itl_p50_ms": p50, "itl_max_ms": most,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "bytes": self.bytes,
-                "error": self.error, "worker": worker}
+        row = {"t": round(self.t, 3), "type": self.type, "name": self.name, "e2e_ms": _ms(self.e2e_ms),
+               "ttft_ms": _ms(self.ttft_ms), "itl_p50_ms": p50, "itl_max_ms": most,
+               "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "bytes": self.bytes,
+               "error": self.error, "worker": worker}
+        if self.turn is not None:  # --turns: the request's turn in its conversation
+            row["turn"] = self.turn
+        return row
 
 
 def _error_text(exception: BaseException) -> str:
@@ -188,13 +192,14 @@ class RequestLog:
         if self.accounted:
             self._last[getcurrent()] = row
 
-    def complete(self, sample: Any) -> None:
+    def complete(self, sample: Any, turn: int | None = None) -> None:
         """The token accounting's figures (`llm.tokens.RequestTokens`, or None) for the calling greenlet's
-        last request."""
+        last request; `turn`: its turn in a `--turns` conversation."""
         row = self._last.pop(getcurrent(), None)
         if row is None:
             return
         row.awaiting = False
+        row.turn = turn
         if sample is not None:
             row.input_tokens, row.output_tokens = sample.input_tokens, sample.output_tokens
             if sample.ttft_ms is not None:

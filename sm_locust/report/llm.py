@@ -3,7 +3,8 @@
 Only when summary.json has an `llm` object. $ per 1M output tokens = price per hour x instances /
 (output tokens/s x 3600) x 1,000,000, with the tokens/s at the sustainable point: the plateau's own
 when the search ran on tokens, else the last step at the point's users, else the whole run's.
-`sm-locust compare` shows the same columns (`LLM_COLUMNS`).
+A `--turns` run adds a row per turn index: its prompt tokens, TTFT, ITL and end-to-end percentiles
+with their 95 % intervals. `sm-locust compare` shows the same columns (`LLM_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Summary
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, LlmTurn, Summary
 from sm_locust.report.cost import Cost, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
-from sm_locust.util.formatting import MISSING, compact, is_missing, money, number
+from sm_locust.util.formatting import MISSING, compact, is_missing, money, number, with_interval
 
 LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
 STEP_COLUMNS = [("output_tokens_per_s", 1), ("ttft_p95_ms", 0), ("itl_p95_ms", 1)]  # the report's step table
@@ -35,6 +36,7 @@ class LlmView:
     steps: list[dict[str, object]] = field(default_factory=list)  # {"users": n, **step llm figures}
     point: dict[str, object] | None = None  # the token figures at the sustainable point
     where: str = ""  # which figures `point` holds
+    turns: tuple[LlmTurn, ...] = ()  # --turns: each turn index's figures
 
 
 def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView | None:
@@ -44,7 +46,7 @@ def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView
         return None
     steps = [{"users": s.users, **s.llm.to_json()} for s in record.steps if s.llm is not None]
     at, where = _at_point(record, steps, point)
-    return LlmView(record.llm.to_json(), steps, at, where)
+    return LlmView(record.llm.to_json(), steps, at, where, record.llm.turns or ())
 
 
 def _at_point(summary: Summary, steps: list[dict[str, object]],
@@ -121,7 +123,20 @@ def llm_rows(view: LlmView | None, cost: Cost,
                  (f"{number(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or MISSING} counts), "
                   f"{number(run.get('input_tokens'))} input tokens, {number(run.get('output_tokens_per_s'))} "
                   "output tokens/s")))
-    return rows
+    return rows + [turn_row(turn, len(view.turns)) for turn in view.turns]
+
+
+def turn_row(turn: LlmTurn, of: int) -> tuple[str, str]:
+    """('Turn 2 of 3', '120 answers, 412 prompt tokens; TTFT p50 / p95 88 ms [85, 90] / ...'): one turn
+    index's figures, each percentile with its 95 % interval."""
+    parts = []
+    for key, label, digits in (("ttft", "TTFT", 0), ("itl", "ITL", 1), ("e2e", "end-to-end", 0)):
+        figures = [with_interval(getattr(turn, f"{key}_{p}_ms"), turn.interval(f"{key}_{p}_ms"), " ms", digits)
+                   for p in ("p50", "p95")]
+        parts.append(f"{label} p50 / p95 {figures[0]} / {figures[1]}")
+    return (f"Turn {turn.turn} of {of}",
+            f"{number(turn.requests, 0)} answers, {number(turn.input_tokens_mean, 0)} prompt tokens; "
+            + "; ".join(parts))
 
 
 def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:

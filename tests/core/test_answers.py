@@ -35,3 +35,10 @@ def test_an_llm_run_prints_its_tokens_at_the_verdicts_step():
         "tokens: 75.0 output tokens/s (whole run without its first 3 s and last 0.5 s)")
     summary["llm"]["excluded"]["applied"] = False
     assert answer_lines(summary)[0].startswith("tokens: 75.0 output tokens/s (whole run)")
+
+
+def test_a_multi_turn_run_prints_ttft_turn_by_turn():
+    turns = [{"turn": k, "requests": 10, "input_tokens_mean": 64.0 + 80.0 * (k - 1), "ttft_p95_ms": ttft}
+             for k, ttft in ((1, 68.0), (2, 75.4), (3, 1234.0))]
+    lines = answer_lines({"llm": {"output_tokens_per_s": 75.0, "turns": turns}})
+    assert lines[1] == "turns 1-3: TTFT p95 68 / 75.4 / 1,234 ms, prompt tokens 64 / 144 / 224"

@@ -1,6 +1,6 @@
 """Prompt datasets with mapped columns (sm_locust.payloads.datasets): CSV and Parquet streamed, JSONL's
-keys mapped alike, a chat column under the messages template, the seeded bounded sample, and bad
-input as one line."""
+keys mapped alike, a chat column under the messages template, the seeded bounded sample, bad
+input as one line, and what the local endpoint receives of a mapped CSV."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ import pytest
 
 import sm_locust.payloads.datasets as datasets
 from sm_locust.cli import main
+from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.errors import UsageError
+from sm_locust.llm.tokens import estimate_tokens
 from sm_locust.payloads.datasets import Columns
 from sm_locust.payloads.llm import INPUT_TOKENS, LlmSettings, build_pool
+from tests.conftest import run_cli
 
 QUESTIONS = [("What is prefix caching?", 17), ("Name three rivers, briefly.", 5), ("Why, \"exactly\"?", 230),
              ("Summarise: a, b; c.", 64)]
@@ -111,3 +114,22 @@ def test_column_options_bad_input_is_one_line_exit_2(argv, needle, tmp_path, cap
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and needle in lines[0], lines
     assert not out.exists()
+
+
+@pytest.mark.e2e
+def test_the_endpoint_is_asked_the_datasets_answer_lengths(endpoint_factory, tmp_path):
+    """A CSV with mapped columns against `serve --llm` counting what it receives: each request asks its
+    row's answer length (never --max-new-tokens'), and every row is asked."""
+    path = write_csv(tmp_path / "d.csv", ["id", "question", "answer_len"],
+                     [[n, q, length] for n, (q, length) in enumerate(QUESTIONS)])
+    log = tmp_path / "received.jsonl"
+    ep = endpoint_factory(llm=LlmConfig(max_sequences=16, step_ms=2.0, step_ms_per_seq=0.1, prefill_ms_per_token=0.0,
+                                        request_log=str(log)))
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", path, "--prompt-column",
+                     "question", "--output-tokens-column", "answer_len", "--max-new-tokens", "999", "--stream", "true",
+                     "-u", "4", "-t", "4s", "--out", str(tmp_path / "run"), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    received = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    asked = [(line["prompt_tokens"], line["max_new_tokens"]) for line in received if "prompt_tokens" in line]
+    rows = {(estimate_tokens(q), length) for q, length in QUESTIONS}
+    assert len(asked) >= len(QUESTIONS) and set(asked) == rows  # every row, each with its own length

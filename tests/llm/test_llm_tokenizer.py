@@ -1,7 +1,8 @@
 """`--tokenizer` (sm_locust.llm.tokenizer) and shared prefixes: synthetic prompts of exact lengths by a
 model's own tokenizer, dataset prompts and non-streamed answers counted by it, the prefixes of
-`synthetic:512,prefix=256,prefixes=4`. The tokenizer is trained here on a few lines (a byte-level BPE
-with few merges, so English words are several tokens each under it): nothing is downloaded."""
+`synthetic:512,prefix=256,prefixes=4`, and what the local endpoint counts of them under the same
+tokenizer (`serve --llm --llm-tokenizer`). The tokenizer is trained here on a few lines (a byte-level
+BPE with few merges, so English words are several tokens each under it): nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import orjson
 import pytest
 
 from sm_locust.cli import main
+from sm_locust.endpoint.llm import LlmConfig, LlmEngine
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokenizer import load_tokenizer
 from sm_locust.llm.tokens import count_response, estimate_tokens
 from sm_locust.payloads.llm import INPUT_TOKENS, LlmSettings, build_pool, synthetic_prompts
+from tests.conftest import run_cli
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -127,3 +130,48 @@ def test_missing_package_is_one_line_exit_2(tokenizer_dir, tmp_path, capsys, mon
                  "--payload", "x.json", "--tokenizer", str(tokenizer_dir)])
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and "--tokenizer shapes LLM requests" in lines[0], lines
+
+
+def test_the_endpoint_counts_prompts_by_the_same_tokenizer(tokenizer_dir, tmp_path):
+    log = tmp_path / "received.jsonl"
+    engine = LlmEngine(LlmConfig(tokenizer=str(tokenizer_dir), block_tokens=4, request_log=str(log)))
+    prompt = "the quick brown fox jumps over the lazy dog"
+    request = engine.received(json.dumps({"inputs": prompt, "parameters": {"max_new_tokens": 2}}).encode())
+    tokenizer = load_tokenizer(tokenizer_dir)
+    count = len(ids(tokenizer, prompt))
+    assert request.prompt_tokens == count != estimate_tokens(prompt)  # the prefill is the tokenizer's count too
+    record = orjson.loads(log.read_bytes().splitlines()[0])
+    assert record["prompt_tokens"] == count and len(record["blocks"]) == count // 4
+    with pytest.raises(ValueError, match="--llm-tokenizer .*no such file"):
+        LlmConfig(tokenizer=str(tmp_path / "none.json")).validate()
+    with pytest.raises(ValueError, match="--llm-block-tokens must be at least 1"):
+        LlmConfig(block_tokens=0).validate()
+
+
+@pytest.mark.e2e
+def test_the_endpoint_receives_exact_lengths_and_four_prefixes(endpoint_factory, tokenizer_dir, tmp_path):
+    """Against `serve --llm --llm-tokenizer` counting what it receives: every `synthetic:300` request is 300
+    tokens by the tokenizer, and `synthetic:512,prefix=256,prefixes=4` sends exactly 4 distinct 256-token
+    prefixes (the first 256-token block's hash), the rest of each prompt its own."""
+    received = {}
+    for name, spec in (("exact", "synthetic:300"), ("prefixed", "synthetic:512,prefix=256,prefixes=4")):
+        log = tmp_path / f"{name}.jsonl"
+        ep = endpoint_factory(llm=LlmConfig(max_sequences=16, step_ms=5.0, step_ms_per_seq=0.1,
+                                            prefill_ms_per_token=0.0, tokenizer=str(tokenizer_dir),
+                                            block_tokens=256, request_log=str(log)))
+        out = tmp_path / name
+        result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", spec, "--tokenizer",
+                         str(tokenizer_dir), "--max-new-tokens", "2", "--stream", "true", "-u", "8", "-t", "8s",
+                         "--out", str(out), timeout=90)
+        assert result.returncode == 0, result.stdout + result.stderr
+        received[name] = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+        received[name] = [line for line in received[name] if "prompt_tokens" in line]
+        assert len(received[name]) >= 64, len(received[name])  # round-robin: every one of the 64 prompts sent
+    assert {line["prompt_tokens"] for line in received["exact"]} == {300}
+    prefixed = received["prefixed"]
+    assert {line["prompt_tokens"] for line in prefixed} == {512} and {len(line["blocks"]) for line in prefixed} == {2}
+    tails_of: dict[int, set[int]] = {}  # each prefix block: the prompts' own blocks sent after it
+    for line in prefixed:
+        tails_of.setdefault(line["blocks"][0], set()).add(line["blocks"][1])
+    assert len(tails_of) == 4 and sorted(len(tails) for tails in tails_of.values()) == [16, 16, 16, 16]
+    assert len(set().union(*tails_of.values())) == 64  # 64 prompts, 16 behind each prefix

@@ -1,11 +1,14 @@
 """`--turns N` (sm_locust.llm.conversation): each request carries the earlier turns, roles alternating,
 the assistant's text what it streamed; the local endpoint counts the chats it receives
-(`llm_wire.chat_counts`), and a run with `--turns 3` sends 1, 3 and 5 messages."""
+(`llm_wire.chat_counts`), and a run with `--turns 3` sends 1, 3 and 5 messages; summary.json's
+`llm.turns` holds each turn index's figures with their intervals (sm_locust.record.llm)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import urllib.request
+from collections import Counter
 
 import orjson
 import pytest
@@ -15,8 +18,11 @@ from sm_locust.endpoint.llm_wire import OPENAI, TGI, Formatter, LlmRequest, chat
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
 from sm_locust.llm.conversation import Conversation, answer_text, conversational
-from sm_locust.llm.tokens import INPUT_TOKENS
+from sm_locust.llm.tokens import INPUT_TOKENS, SERVER, TURN, RequestTokens
 from sm_locust.payloads.llm import LlmSettings, request_body
+from sm_locust.record.llm import LlmStats
+from sm_locust.record.model import Llm, LlmTurn, Summary
+from sm_locust.report.llm import llm_rows, llm_view
 from sm_locust.transport.contract import InvokeResult, StreamResult
 from tests.conftest import run_cli
 
@@ -74,6 +80,53 @@ def test_conversational_call_sends_the_history_and_counts_it():
     messages = [orjson.loads(i.body)["messages"] for i in seen]
     assert [len(m) for m in messages] == [1, 3] and is_answer(messages[1][1]["content"])
     assert seen[1].extra[INPUT_TOKENS] == 2 + 4 + 2 and first.extra[INPUT_TOKENS] == 2  # the pool's is left alone
+    assert [i.extra[TURN] for i in seen] == [1, 2] and TURN not in first.extra
+
+
+def turn_sample(turn, second, i):
+    """Turn k's answer: its prompt 100 k tokens, TTFT 40 k ms (+0..20 by the answer), ITL 10 k ms, e2e 200 k."""
+    return RequestTokens(e2e_ms=200.0 * turn, ttft_ms=40.0 * turn + 10.0 * ((second + i) % 3),
+                         itl_ms=[10.0 * turn] * 4, output_tokens=5, input_tokens=100 * turn, source=SERVER)
+
+
+def test_each_turn_gets_its_own_figures_and_intervals():
+    t0, stats = 1_000_000, LlmStats()
+    for second in range(t0, t0 + 20):  # every second: 4 first turns, 3 second ones, 2 third ones
+        for turn, count in ((1, 4), (2, 3), (3, 2)):
+            for i in range(count):
+                stats.add(turn_sample(turn, second, i), now=second + 0.5, turn=turn)
+    stats.add(turn_sample(1, t0, 0), now=t0 + 0.5)  # a request outside any conversation: the run's, no turn's
+    llm = Summary.of(stats.annotate({"steps": []}, [], t0, t0 + 20)).llm
+    assert llm is not None and llm.turns is not None and llm.requests == 20 * 9 + 1
+    turns = llm.turns
+    assert [t.turn for t in turns] == [1, 2, 3] and [t.requests for t in turns] == [80, 60, 40]
+    assert [t.input_tokens_mean for t in turns] == [100.0, 200.0, 300.0]
+    assert [t.itl_p50_ms for t in turns] == [10.0, 20.0, 30.0] and [t.e2e_p95_ms for t in turns] == [200, 400, 600]
+    assert turns[0].ttft_p95_ms < turns[1].ttft_p50_ms < turns[2].ttft_p50_ms  # TTFT grows with the context
+    for turn in turns:
+        for key in ("ttft_p50_ms", "ttft_p95_ms", "itl_p50_ms", "itl_p95_ms", "e2e_p50_ms", "e2e_p95_ms"):
+            low, high = turn.interval(key)
+            assert low <= getattr(turn, key) <= high, (turn.turn, key)
+        assert turn.interval("itl_p95_ms") == (10.0 * turn.turn,) * 2  # no spread, no width
+    low, high = turns[0].interval("ttft_p50_ms")
+    assert 40.0 <= low <= high <= 60.0
+    again = Llm.from_json(llm.to_json())  # the typed record reads back what it wrote
+    assert again.turns == turns and LlmTurn.from_json(turns[2].to_json()).input_tokens_mean == 300.0
+
+
+def test_worker_turns_reach_the_master_and_the_report():
+    worker, master = LlmStats(), LlmStats()
+    for turn in (1, 2):
+        worker.add(turn_sample(turn, 0, 0), now=1000.5, turn=turn)
+    data: dict = {}
+    worker._on_report_to_master("w1", data)
+    assert worker.turns[1].buckets == {}
+    master._on_worker_report("w1", json.loads(json.dumps(data)))  # keys become text on some wires
+    master._on_worker_report("w2", data)
+    summary = master.annotate({"steps": []}, [], 999.0, 1001.0)
+    assert [(t["turn"], t["requests"]) for t in summary["llm"]["turns"]] == [(1, 2), (2, 2)]
+    rows = dict(llm_rows(llm_view(summary, None), {}))
+    assert rows["Turn 2 of 2"].startswith("2 answers, 200 prompt tokens; TTFT p50 / p95 80")
 
 
 def test_the_endpoint_counts_chats():
@@ -95,13 +148,13 @@ def test_turns_need_the_messages_template():
 
 
 @pytest.mark.e2e
-def test_a_run_with_three_turns_sends_1_3_and_5_messages(endpoint_factory, tmp_path):
+def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(endpoint_factory, tmp_path):
     users = 2
     ep = endpoint_factory(llm=LlmConfig(max_sequences=8, step_ms=10.0, step_ms_per_seq=1.0))
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:10",
                      "--llm-template", "messages", "--max-new-tokens", "6", "--stream", "true", "--turns", "3",
-                     "-u", str(users), "-t", "5s", "--out", str(out), timeout=60)
+                     "-u", str(users), "-t", "5s", "--log-requests", "true", "--out", str(out), timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     with urllib.request.urlopen(f"{ep.url}/_sm_locust/stats", timeout=10) as answer:
         stats = json.loads(answer.read())
@@ -112,3 +165,14 @@ def test_a_run_with_three_turns_sends_1_3_and_5_messages(endpoint_factory, tmp_p
     assert stats["llm_assistant_messages"] == threes + 2 * fives == stats["llm_assistant_echoed"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["totals"]["requests"] <= chats
+    turns = Summary.from_json(summary).llm.turns  # each turn index counted apart, its prompt the whole chat so far
+    assert [t.turn for t in turns] == [1, 2, 3]
+    assert sum(t.requests for t in turns) == summary["llm"]["requests"]
+    assert all(0 < t.requests <= stats[f"llm_messages_{2 * t.turn - 1}"] for t in turns)  # answered of received
+    assert turns[0].input_tokens_mean < turns[1].input_tokens_mean < turns[2].input_tokens_mean
+    assert turns[2].input_tokens_mean >= turns[0].input_tokens_mean + 2 * 6  # two answers of 6 tokens carried
+    with gzip.open(out / "requests.jsonl.gz") as fh:  # each request's row says its turn
+        rows = [json.loads(line) for line in fh]
+    assert all(r["error"] is None for r in rows)
+    assert Counter(r["turn"] for r in rows) == {t.turn: t.requests for t in turns}
+    assert "turns 1-3: TTFT p95 " in result.stdout  # the closing lines say it too

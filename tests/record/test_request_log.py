@@ -38,7 +38,7 @@ def test_one_row_per_request_with_the_token_figures(tmp_path):
                                input_tokens=30, source="server"))
     fire(log, "InterChunk", e2e=4.0)
     fire(log, t=101.5, e2e=7.0, exception=InvocationError("ThrottlingException", "Rate exceeded\x1b[2J"))
-    log.complete(None)
+    log.complete(None, turn=2)  # a --turns conversation's second turn
     log.write_pending()
     log.writer.close()
     first, second = rows(tmp_path / "requests.jsonl.gz")
@@ -47,6 +47,7 @@ def test_one_row_per_request_with_the_token_figures(tmp_path):
                      "worker": 3}
     assert second["t"] == 101.5 and second["error"].startswith("ThrottlingException: Rate exceeded")
     assert "\x1b" not in second["error"] and second["output_tokens"] is None and second["ttft_ms"] is None
+    assert "turn" not in first and second["turn"] == 2  # only a --turns request says its turn
     assert log.counts() == {"rows": 2, "dropped": 0, "files": 1, "file": "requests.jsonl.gz"}
 
 
@@ -96,7 +97,9 @@ def test_itl_summary():
 
 @pytest.mark.e2e
 def test_a_run_logs_one_row_per_request(endpoint_factory, tmp_path):
-    ep = endpoint_factory(llm=LlmConfig(max_sequences=8, step_ms=10.0, step_ms_per_seq=1.0))
+    received_log = tmp_path / "received.jsonl"
+    ep = endpoint_factory(llm=LlmConfig(max_sequences=8, step_ms=10.0, step_ms_per_seq=1.0,
+                                        request_log=str(received_log)))
     out = tmp_path / "run"
     result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:20",
                      "--max-new-tokens", "12", "--stream", "true", "-u", "4", "-t", "5s", "--log-requests", "true",
@@ -106,6 +109,8 @@ def test_a_run_logs_one_row_per_request(endpoint_factory, tmp_path):
     logged = rows(out / "requests.jsonl.gz")
     requests = summary["totals"]["requests"]
     assert requests > 20 and len(logged) == requests
+    received = sum(1 for line in received_log.read_bytes().splitlines() if b'"prompt_tokens"' in line)
+    assert requests <= received <= requests + 4  # what the endpoint received: each answered once, 4 users cut at most
     assert summary["request_log"] == {"rows": requests, "dropped": 0, "files": 1, "file": "requests.jsonl.gz"}
     assert {r["type"] for r in logged} == {STREAM} and {r["worker"] for r in logged} == {0}
     assert {r["output_tokens"] for r in logged} == {12} and {r["input_tokens"] for r in logged} == {20}
