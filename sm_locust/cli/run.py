@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     not an exit code: `sm-locust smoke` gates), 1 when every request failed or none completed (in any
     run, with --repeat). The closing lines: the totals, the verdict, a model mix's cache and an LLM
     run's tokens, the checks of the SLOs and stop conditions given."""
-    arguments = RunArguments.parse(args, args.passthrough)  # the namespace, read once, here
+    arguments = RunArguments.parse(vars(args), args.passthrough)  # the namespace, read once, here
     planned = plan_run(arguments, closing_verdict=True)  # the verdict once, here, not also from the shape
     if planned.repeat > 1:
         return _repeated(planned)

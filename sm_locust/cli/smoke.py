@@ -62,7 +62,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = GateSettings.parse(args)
+    settings = GateSettings.parse(vars(args))
     gates = with_default_error_gate(gates_from_settings(settings),  # every usage error before anything runs
                                     error_rate_given=settings.whole_run_error_rate, baseline=bool(settings.baseline))
     if settings.junit:  # written at the end: a path that cannot be written fails now, not after the test
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _short_run(args: argparse.Namespace):
-    arguments = RunArguments.parse(args, args.passthrough)
+    arguments = RunArguments.parse(vars(args), args.passthrough)
     run = arguments.run
     changes: dict = {}
     if run.users is None and not run.shape:

@@ -193,7 +193,7 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
 def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, created: bool,
                     extra_env: dict[str, str] | None, options: Options | None,
                     echo: Callable[[str], None] | None) -> dict:
-    options = parse_options(settings) if options is None else options
+    options = parse_options(asdict(settings)) if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
                 "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}

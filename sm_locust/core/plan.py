@@ -1,5 +1,5 @@
 """What a run is, parsed and checked once: `RunSettings`, built by `plan_run` from `RunArguments`
-(core/arguments.py: the command line's namespace or the Python API's keywords, parsed by one set of
+(core/arguments.py: the command line's values or the Python API's keywords, parsed by one set of
 OptionSpecs).
 
 options -> typed settings -> checks -> launch -> the result: this module is the first three. Every

@@ -18,7 +18,7 @@ from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
 def cli_args(*argv: str) -> RunArguments:
-    return RunArguments.parse(build_parser("run").parse_args(["run", *argv]))
+    return RunArguments.parse(vars(build_parser("run").parse_args(["run", *argv])))
 
 
 CASES = [

@@ -31,7 +31,8 @@ def test_locust_tables_are_off_unless_asked_for():
 def _args(*argv: str) -> RunArguments:
     parser = argparse.ArgumentParser()
     add_run_arguments(parser)
-    return RunArguments.parse(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv]))
+    return RunArguments.parse(vars(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD),
+                                                     *argv])))
 
 
 def test_locust_stats_and_quiet_contradict():
