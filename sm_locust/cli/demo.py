@@ -23,19 +23,14 @@ from sm_locust.config.argtypes import argument_type
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import parse_options
 from sm_locust.config.preflight import preflight
-from sm_locust.core.launch import (
-    LoadSettings,
-    check_out_dir,
-    choose_out_dir,
-    execute,
-    make_out_dir,
-    remove_run_files,
-    verdict_line,
-)
+from sm_locust.core.child import LoadSettings, execute
+from sm_locust.core.folder import check_out_dir, make_out_dir, remove_run_files
+from sm_locust.core.verdict import verdict_line
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
 from sm_locust.publish.verify import compare, read_published
+from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.model import Summary
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
@@ -152,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
-        published = read_published(stand_in.client(), summary) if stand_in is not None else None
+        published = read_published(stand_in.client(), summary.to_json()) if stand_in is not None else None
         if published is not None:
             print(f"sm-locust demo: published: {compare(published, summary)[1]}")
         for step in Summary.of(summary).steps:

@@ -13,10 +13,10 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.core.answers import answer_lines
 from sm_locust.core.arguments import RunArguments, add_run_arguments
 from sm_locust.core.checks import checks_lines, run_checks
-from sm_locust.core.launch import every_request_failed, nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.repeat import start_repeated
 from sm_locust.core.start import start_run
+from sm_locust.core.verdict import every_request_failed, nothing_completed, verdict_line
 from sm_locust.errors import RunError
 from sm_locust.record.repeat import REPEAT_JSON, repeat_lines
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import add_cli_options
 from sm_locust.core.arguments import RunArguments, add_load_arguments
-from sm_locust.core.launch import nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
+from sm_locust.core.verdict import nothing_completed, verdict_line
 from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import GateSettings, add_gate_arguments, gates_from_settings, report
 from sm_locust.gates.spec import with_default_error_gate
