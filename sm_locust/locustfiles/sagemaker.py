@@ -106,7 +106,7 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
         print(f"sm-locust: warning: {warning}", file=sys.stderr, flush=True)
     if web_ui is not None:  # the form's values: the same start-up check, the endpoint name now required
         protect_web_ui(environment, web_ui,
-                       check=lambda parsed: check_startup(parse_options(locust_values(parsed)), web_ui=False))
+                       check=lambda values: check_startup(parse_options(values), web_ui=False))
 
 
 @events.init.add_listener
