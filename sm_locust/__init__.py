@@ -10,12 +10,13 @@ Locust, as any locustfile does.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use (_LAZY)
-    from sm_locust import sweep
     from sm_locust.api.compare import compare
     from sm_locust.api.result import RunResult, load
     from sm_locust.api.run import run
@@ -56,9 +57,22 @@ __all__ = [  # written out, not computed, so linters and type checkers read it (
 ]
 
 
+# The sweep package is imported first (its marker imports nothing), so the import system binds the
+# attribute `sweep` to it now, once; the function below then takes the name, and importing any sweep
+# module later leaves it alone (the import system binds a package's attribute only when it first loads it).
+importlib.import_module("sm_locust.sweep")
+
+
+def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
+          model: Any = None, client: Any = None, overrides: list[str] | None = None) -> SweepResult:
+    """Check, plan and run a sweep as `sm-locust sweep` does (docs/python-api.md): `source` a sweep file's
+    path or its content as a mapping, `model` a sagemaker.model.Model to clone settings from."""
+    from sm_locust.sweep.api import sweep as run_sweep  # lazy: every sweep kind; `import sm_locust` stays cheap
+
+    return run_sweep(source, out=out, yes=yes, model=model, client=client, overrides=overrides)
+
+
 def __getattr__(name: str):
-    if name == "sweep":  # a callable package (sm_locust/sweep/__init__.py says why): the same object always
-        return importlib.import_module("sm_locust.sweep")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'sm_locust' has no attribute {name!r}")

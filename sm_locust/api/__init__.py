@@ -15,7 +15,7 @@ process exactly as for the CLI and the calling interpreter (a notebook kernel) i
 monkey-patched by gevent. `predictor.py` reads a SageMaker SDK Predictor by duck typing (the
 `sagemaker` package stays an optional extra), `progress.py` turns the child's output into one line
 that updates in place, `result.py` is `RunResult` and `load`, `compare.py` is `compare`. The
-sweep's entry point is the callable package `sm_locust.sweep` (see sm_locust/sweep/__init__.py).
+sweep's entry point is the function `sm_locust.sweep` (sm_locust/__init__.py), which runs `sweep.api.sweep`.
 
 Nothing is imported here: `import sm_locust` stays cheap (sm_locust/__init__.py loads these lazily).
 """

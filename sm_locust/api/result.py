@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from sm_locust.aws.s3 import fetch_run, s3_client
-from sm_locust.core.launch import inconclusive_reason, verdict_line
+from sm_locust.core.verdict import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
 from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.model import Summary

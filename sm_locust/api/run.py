@@ -21,17 +21,12 @@ from sm_locust.api.predictor import read_predictor, request_body
 from sm_locust.api.progress import RunProgress, make_display
 from sm_locust.api.result import RunResult
 from sm_locust.core.arguments import RunArguments
-from sm_locust.core.launch import (
-    check_out_dir,
-    choose_out_dir,
-    discard_out_dir,
-    every_request_failed,
-    holds_run,
-    make_out_dir,
-)
+from sm_locust.core.folder import check_out_dir, discard_out_dir, holds_run, make_out_dir
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
+from sm_locust.core.verdict import every_request_failed
 from sm_locust.errors import Interrupted, RunError, UsageError
+from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.runfolder import SUMMARY_JSON
 from sm_locust.shapes.settings import parse_seconds
 from sm_locust.util.arguments import require_path

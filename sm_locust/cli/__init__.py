@@ -4,7 +4,7 @@ Each sub-command module provides `add_parser(subparsers)` and `run(args) -> int`
 is the table of commands, and only the chosen command's module is imported (`report` never imports
 Locust, `serve` never imports pandas). `SmLocustError`s print as one line and exit with their code;
 usage errors exit 2. SIGINT raises KeyboardInterrupt and SIGTERM `Terminated`, so every `with` /
-`finally` stops what the command started; while Locust runs as a child, `core.launch` forwards the
+`finally` stops what the command started; while Locust runs as a child, `core.child` forwards the
 signal and raises `Interrupted` once Locust has written its results. Exit 130 / 143.
 """
 

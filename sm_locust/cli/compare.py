@@ -32,7 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = CompareSettings.parse(args)
+    settings = CompareSettings.parse(vars(args))
     out = settings.out or COMPARE_OUT
     check_output_dir(Path(out))
     refuse_links_in(out, ("compare.csv", "compare.html"))

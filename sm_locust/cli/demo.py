@@ -4,7 +4,8 @@ Starts a CloudWatch stand-in (moto's server on 127.0.0.1) and the local endpoint
 capacity publishing an endpoint's metrics to it, runs a step load of about a minute (publishing its
 own live metrics too), then `sm-locust report` with the stand-in's metrics (cw_* columns). Everything
 started is stopped, also on Ctrl+C or failure. Without moto (the `demo`/`test` extras) or with
---no-cloudwatch, one line says so and the report uses Locust's data alone.
+--no-cloudwatch, one line says so and the report uses Locust's data alone. Its options are
+OptionSpecs, parsed once into `DemoSettings`.
 """
 
 from __future__ import annotations
@@ -12,30 +13,27 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from importlib import resources
+from typing import Any
 
 import pandas as pd
 
 from sm_locust.aws.clients import Keys, Purpose
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.cli.commands import add_command_parser
-from sm_locust.config.argtypes import argument_type
 from sm_locust.config.endpoint import SageMakerSettings
-from sm_locust.config.options import parse_options
+from sm_locust.config.options import OptionSpec, add_spec_arguments, parse_options, parse_specs
 from sm_locust.config.preflight import preflight
-from sm_locust.core.launch import (
-    LoadSettings,
-    check_out_dir,
-    choose_out_dir,
-    execute,
-    make_out_dir,
-    remove_run_files,
-    verdict_line,
-)
+from sm_locust.core.child import LoadSettings, execute
+from sm_locust.core.folder import check_out_dir, make_out_dir, remove_run_files
+from sm_locust.core.verdict import verdict_line
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
 from sm_locust.publish.verify import compare, read_published
+from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.model import Summary
 from sm_locust.report.pipeline import ReportOptions, build_report
 from sm_locust.shapes.settings import StepSchedule
@@ -49,6 +47,50 @@ STAND_IN_REGION = "us-east-1"
 STAND_IN_KEY = "sm-locust-demo"  # placeholder credentials: moto checks none
 
 
+def _spec(flag: str, help: str, type: Any = None, default: Any = None, **rest: Any) -> OptionSpec:
+    return OptionSpec(flag, "", default, help, type=type, web_ui=False, forward=False, **rest)
+
+
+def _switch(flag: str, help: str, **rest: Any) -> OptionSpec:
+    return _spec(flag, help, bool, False, const=True, **rest)
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    _spec("--out", "run folder (default reports/<run-id>/)"),
+    _switch("--overwrite", "--out may name a folder that holds an earlier run: its files are removed first"),
+    _spec("--port", "local endpoint port (0: a free port)", int, 0, minimum=0, maximum=65535),
+    _spec("--step-seconds", "seconds per load step (6 steps)", float, 10.0, above=0),
+    _spec("--step-users", "users added per step", int, 2, minimum=1, maximum=MAX_USERS),
+    _spec("--max-users", "users in the last step", int, 11, minimum=1, maximum=MAX_USERS),
+    _spec("--max-concurrency", "local endpoint concurrency", int, 4, minimum=1),
+    _spec("--service-time-ms", "local endpoint service time in ms", float, 20.0, above=0),
+    _switch("--no-cloudwatch", "no CloudWatch stand-in: the report shows Locust's data only"),
+    _switch("--verbose", "show Locust's own periodic tables", short="-v"),
+)
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """What `sm-locust demo` was asked, parsed once by its specs."""
+
+    out: str | None = None
+    overwrite: bool = False
+    port: int = 0
+    step_seconds: float = 10.0
+    step_users: int = 2
+    max_users: int = 11
+    max_concurrency: int = 4
+    service_time_ms: float = 20.0
+    no_cloudwatch: bool = False
+    verbose: bool = False
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> DemoSettings:
+        """From a mapping (the command line's `vars(args)`), each option by its spec (UsageError otherwise)."""
+        options = parse_specs(OPTIONS, values)
+        return cls(**{f.name: options[f.name] for f in fields(cls)})
+
+
 def add_parser(subparsers) -> None:
     p = add_command_parser(
         subparsers, "demo",
@@ -56,24 +98,7 @@ def add_parser(subparsers) -> None:
         "publishing its CloudWatch metrics to a local moto server, step load 1 -> 11 users, run folder with "
         "summary.json, report.html, merged_timeseries.csv and steps.csv.",
     )
-    p.add_argument("--out", default=None, help="run folder (default reports/<run-id>/)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="--out may name a folder that holds an earlier run: its files are removed first")
-    p.add_argument("--port", type=argument_type(int, minimum=0, maximum=65535), default=0,
-                   help="local endpoint port (default: a free port)")
-    p.add_argument("--step-seconds", type=argument_type(float, above=0), default=10.0,
-                   help="seconds per load step (default 10; 6 steps)")
-    p.add_argument("--step-users", type=argument_type(int, minimum=1, maximum=MAX_USERS), default=2,
-                   help="users added per step (default 2)")
-    p.add_argument("--max-users", type=argument_type(int, minimum=1, maximum=MAX_USERS), default=11,
-                   help="users in the last step (default 11)")
-    p.add_argument("--max-concurrency", type=argument_type(int, minimum=1), default=4,
-                   help="local endpoint concurrency (default 4)")
-    p.add_argument("--service-time-ms", type=argument_type(float, above=0), default=20.0,
-                   help="local endpoint service time (default 20 ms)")
-    p.add_argument("--no-cloudwatch", dest="cloudwatch", action="store_false",
-                   help="no CloudWatch stand-in: the report shows Locust's data only")
-    p.add_argument("-v", "--verbose", action="store_true", help="show Locust's own periodic tables")
+    add_spec_arguments(p, OPTIONS)
 
 
 class CloudWatchStandIn:
@@ -113,7 +138,8 @@ def cloudwatch_stand_in(wanted: bool) -> CloudWatchStandIn | None:
         return None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(namespace: argparse.Namespace) -> int:
+    args = DemoSettings.parse(vars(namespace))
     schedule = StepSchedule(start_users=1, step_users=args.step_users, step_seconds=args.step_seconds,
                             max_users=args.max_users).validate()
     config = EndpointConfig(port=args.port, max_concurrency=args.max_concurrency, service_time_ms=args.service_time_ms,
@@ -128,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         stack.enter_context(locked_folder(out))  # before --overwrite removes anything: no other run is writing it
         if args.overwrite:
             remove_run_files(out)
-        stand_in = cloudwatch_stand_in(getattr(args, "cloudwatch", True))
+        stand_in = cloudwatch_stand_in(not args.no_cloudwatch)
         if stand_in is not None:
             stack.enter_context(stand_in)
             config = config.with_changes(cloudwatch_url=stand_in.url)
@@ -152,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
-        published = read_published(stand_in.client(), summary) if stand_in is not None else None
+        published = read_published(stand_in.client(), summary.to_json()) if stand_in is not None else None
         if published is not None:
             print(f"sm-locust demo: published: {compare(published, summary)[1]}")
         for step in Summary.of(summary).steps:

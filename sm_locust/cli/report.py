@@ -52,7 +52,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = ReportOptions.parse(args, cloudwatch=args.cloudwatch, write_summary=args.write_summary)
+    given = ReportOptions.parse(vars(args), cloudwatch=args.cloudwatch, write_summary=args.write_summary)
     run_dir, out_dir = args.run_dir, given.out_dir
     if out_dir:
         check_output_dir(Path(out_dir))

@@ -13,10 +13,10 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.core.answers import answer_lines
 from sm_locust.core.arguments import RunArguments, add_run_arguments
 from sm_locust.core.checks import checks_lines, run_checks
-from sm_locust.core.launch import every_request_failed, nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.repeat import start_repeated
 from sm_locust.core.start import start_run
+from sm_locust.core.verdict import every_request_failed, nothing_completed, verdict_line
 from sm_locust.errors import RunError
 from sm_locust.record.repeat import REPEAT_JSON, repeat_lines
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     not an exit code: `sm-locust smoke` gates), 1 when every request failed or none completed (in any
     run, with --repeat). The closing lines: the totals, the verdict, a model mix's cache and an LLM
     run's tokens, the checks of the SLOs and stop conditions given."""
-    arguments = RunArguments.parse(args, args.passthrough)  # the namespace, read once, here
+    arguments = RunArguments.parse(vars(args), args.passthrough)  # the namespace, read once, here
     planned = plan_run(arguments, closing_verdict=True)  # the verdict once, here, not also from the shape
     if planned.repeat > 1:
         return _repeated(planned)

@@ -36,7 +36,7 @@ def add_parser(subparsers) -> None:
 
 def serve_options(args: argparse.Namespace) -> Options:
     """The serve options of the command line, each parsed once by its OptionSpec."""
-    return parse_specs(specs.OPTIONS, args)
+    return parse_specs(specs.OPTIONS, vars(args))
 
 
 def check_names(options: Options) -> None:

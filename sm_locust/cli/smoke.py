@@ -26,9 +26,9 @@ from pathlib import Path
 from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import add_cli_options
 from sm_locust.core.arguments import RunArguments, add_load_arguments
-from sm_locust.core.launch import nothing_completed, verdict_line
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
+from sm_locust.core.verdict import nothing_completed, verdict_line
 from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import GateSettings, add_gate_arguments, gates_from_settings, report
 from sm_locust.gates.spec import with_default_error_gate
@@ -62,7 +62,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = GateSettings.parse(args)
+    settings = GateSettings.parse(vars(args))
     gates = with_default_error_gate(gates_from_settings(settings),  # every usage error before anything runs
                                     error_rate_given=settings.whole_run_error_rate, baseline=bool(settings.baseline))
     if settings.junit:  # written at the end: a path that cannot be written fails now, not after the test
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _short_run(args: argparse.Namespace):
-    arguments = RunArguments.parse(args, args.passthrough)
+    arguments = RunArguments.parse(vars(args), args.passthrough)
     run = arguments.run
     changes: dict = {}
     if run.users is None and not run.shape:

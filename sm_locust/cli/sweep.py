@@ -59,7 +59,7 @@ class SweepSettings:
 
     @classmethod
     def parse(cls, args: argparse.Namespace) -> SweepSettings:
-        options = parse_specs(OPTIONS, args)
+        options = parse_specs(OPTIONS, vars(args))
         return cls(sweep_file=args.sweep_file, out=options.out, plan=options.plan, yes=options.yes,
                    overrides=tuple(options.overrides or ()), cleanup=options.cleanup, region=options.region)
 

@@ -13,8 +13,9 @@ argparse's `type=` (the CLI, locust.conf), the environment variables (`from_env`
 text, a sweep's `load:` and the Python API all go through `OptionSpec.parse`, so a bound changed in
 the spec is refused everywhere alike.
 
-One parse per process: `parse_options(source)` turns whatever holds the options (an argparse
-namespace, Locust's parsed options with the web UI's strings, a sweep's mapping) into `Options`:
+One parse per process: `parse_options(source)` turns a mapping of the options (a command's
+`vars(args)`, Locust's parsed options through `locust_values`, with the web UI's strings, a sweep's
+`load:`, the Python API's keywords) into `Options`:
 every option typed, in range, its default filled. The settings classes (`SageMakerSettings`,
 `ShapeSettings`, `PayloadSettings`, ...) are built from `Options` and never parse text themselves;
 garbage is a one-line `UsageError` naming the flag and the value, wherever it came from.
@@ -36,14 +37,23 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
 
-def option_value(options: Any, name: str) -> Any:
-    """The option `name` (dest) from a mapping, parsed options, argparse args or settings; None when
-    unset or empty."""
-    if isinstance(options, Mapping):
-        value = options.get(name)
-    else:
-        value = getattr(options, name, None)
+def option_value(options: Mapping[str, Any] | None, name: str) -> Any:
+    """The option `name` (dest) from a mapping of options (None: none given); None when unset or empty.
+    A namespace is refused: a command reads its own in cli/ and hands down `vars(args)`, and a Locust
+    process's goes through `locust_values`, so nothing else reads one."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options come as a mapping (dest -> value), not {type(options).__name__}: pass "
+                        "vars(namespace), or locust_values(parsed_options) for Locust's")
+    value = options.get(name)
     return None if value == "" else value
+
+
+def locust_values(parsed_options: Any) -> dict[str, Any]:
+    """Locust's parsed options (its argparse namespace, which the web UI's form changes between swarms)
+    as a mapping: the one place a Locust process's namespace is read. None: no options."""
+    return {} if parsed_options is None else dict(vars(parsed_options))
 
 
 def settings_fields(settings_class: type, options: Options) -> dict[str, Any]:
@@ -310,9 +320,10 @@ class Options(Mapping[str, Any]):
         return parse_options(values) if self._specs is None else parse_specs(self._specs, values)
 
 
-def parse_options(source: Any = None, *, name: Callable[[OptionSpec], str] | None = None) -> Options:
-    """Every option of every provider from `source` (an argparse namespace, Locust's parsed options,
-    a mapping; a missing, None or "" value = not given), parsed by its spec; `name(spec)` words the
+def parse_options(source: Mapping[str, Any] | None = None, *,
+                  name: Callable[[OptionSpec], str] | None = None) -> Options:
+    """Every option of every provider from `source` (a mapping of dests; a missing, None or "" value =
+    not given; `locust_values` for Locust's parsed options), parsed by its spec; `name(spec)` words the
     option in errors (default its flag; a sweep file says `load.key`)."""
     values: dict[str, Any] = {}
     given: set[str] = set()
@@ -327,10 +338,10 @@ def parse_options(source: Any = None, *, name: Callable[[OptionSpec], str] | Non
     return Options(values, frozenset(given))
 
 
-def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Any = None, *,
+def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Mapping[str, Any] | None = None, *,
                 name: Callable[[OptionSpec], str] | None = None) -> Options:
-    """A command's own options (`serve`, `report`, `smoke`, ...) from `source` (an argparse namespace,
-    a mapping of keywords or a sweep file's settings; None or "" = not given), each parsed by its spec:
+    """A command's own options (`serve`, `report`, `smoke`, ...) from `source` (a mapping: a command's
+    `vars(args)`, keywords or a sweep file's settings; None or "" = not given), each parsed by its spec:
     the one conversion, so a bound is refused alike wherever the value came from. `given` holds the
     options that were given, whatever their value (an emulation's flag without its switch is an error
     even at its default)."""
@@ -386,7 +397,7 @@ def environment_options(environment: Any) -> Options:
     options = getattr(environment, "sm_locust_options", None)
     if isinstance(options, Options):
         return options
-    return parse_options(getattr(environment, "parsed_options", None))
+    return parse_options(locust_values(getattr(environment, "parsed_options", None)))
 
 
 def grouped_specs(specs: list[OptionSpec] | None = None) -> list[tuple[str, list[OptionSpec]]]:

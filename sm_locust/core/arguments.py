@@ -10,6 +10,7 @@ keyword means exactly its flag: one declaration, below every entry point (nothin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,8 +95,8 @@ class RunArguments:
     passthrough: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, source: Any, passthrough: Any = (), *, environment: bool = False) -> RunArguments:
-        """From a command line's namespace or a mapping of keywords (None = not given). `environment`: the
+    def parse(cls, source: Mapping[str, Any], passthrough: Any = (), *, environment: bool = False) -> RunArguments:
+        """From a mapping: a command line's `vars(args)` or keywords (None = not given). `environment`: the
         options not given take their SM_LOCUST_* variable, as a command line's defaults do (a keyword
         source has none of its own)."""
         if environment:

@@ -1,5 +1,5 @@
 """What a run is, parsed and checked once: `RunSettings`, built by `plan_run` from `RunArguments`
-(core/arguments.py: the command line's namespace or the Python API's keywords, parsed by one set of
+(core/arguments.py: the command line's values or the Python API's keywords, parsed by one set of
 OptionSpecs).
 
 options -> typed settings -> checks -> launch -> the result: this module is the first three. Every
@@ -21,7 +21,7 @@ from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import check_config_files
 from sm_locust.config.options import Options
 from sm_locust.core.arguments import RunArguments
-from sm_locust.core.launch import LoadSettings
+from sm_locust.core.child import LoadSettings
 from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_async_shape, check_users, chosen_shape, default_run_time
 from sm_locust.errors import UsageError
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds

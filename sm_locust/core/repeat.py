@@ -13,10 +13,13 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from sm_locust.core.launch import RUN_MARKS, choose_out_dir, holds_run, verdict_line
+from sm_locust.core.folder import RUN_MARKS, holds_run
 from sm_locust.core.plan import RunSettings
 from sm_locust.core.start import start_run
+from sm_locust.core.verdict import verdict_line
 from sm_locust.errors import UsageError
+from sm_locust.record.folders import choose_out_dir
+from sm_locust.record.model import Summary
 from sm_locust.record.repeat import REPEAT_JSON, repeat_document
 from sm_locust.record.summary import write_json
 from sm_locust.util.outputs import check_output_dir
@@ -37,11 +40,11 @@ def check_parent(parent: Path, overwrite: bool) -> None:
 
 
 def start_repeated(run: RunSettings, *, echo: Callable[[str], None] | None = None, env: dict[str, str] | None = None,
-                   say: Callable[[str], None] = print) -> tuple[Path, dict, list[dict]]:
+                   say: Callable[[str], None] = print) -> tuple[Path, dict, list[Summary]]:
     """Run `run.repeat` times; returns (parent folder, repeat.json's document, each run's summary)."""
     parent = choose_out_dir(run.out, run.endpoint.endpoint_name)
     check_parent(parent, run.overwrite)
-    summaries: list[dict] = []
+    summaries: list[Summary] = []
     folders: list[str] = []
     document: dict = {}
     for k in range(1, run.repeat + 1):
@@ -53,6 +56,6 @@ def start_repeated(run: RunSettings, *, echo: Callable[[str], None] | None = Non
         say(f"sm-locust: repeat {k} of {run.repeat}: {verdict_line(summary).splitlines()[0]}")
         summaries.append(summary)
         folders.append(name)
-        document = repeat_document(summaries, folders)
+        document = repeat_document([s.to_json() for s in summaries], folders)
         write_json(parent / REPEAT_JSON, document)
     return parent, document, summaries

@@ -3,7 +3,7 @@
 Shared by `sm-locust run`, `smoke` and the Python API (`sm_locust.run`): nothing starts (no folder,
 no traffic) until all input is valid: the output folder, every payload encoded, the region and the
 endpoint reachable (`config.preflight`), the scaling to watch read, the upload destination
-writable. Then Locust runs in a child (`core.launch.execute`), and with `--upload` the run folder
+writable. Then Locust runs in a child (`core.child.execute`), and with `--upload` the run folder
 goes to S3 when it ends, also after a failure.
 """
 
@@ -16,10 +16,13 @@ from pathlib import Path
 from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.s3 import check_writable, s3_client, upload_folder
 from sm_locust.config.preflight import preflight
-from sm_locust.core.launch import check_out_dir, choose_out_dir, execute
+from sm_locust.core.child import execute
+from sm_locust.core.folder import check_out_dir
 from sm_locust.core.plan import RunSettings
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.payloads.options import prepare_payloads
+from sm_locust.record.folders import choose_out_dir
+from sm_locust.record.model import Summary
 from sm_locust.scaling.watch import ScalingWatch, local_fleet, start_watch
 from sm_locust.shapes.settings import load_traffic
 
@@ -46,10 +49,10 @@ def with_traffic_defaults(run: RunSettings) -> RunSettings:
 
 
 def start_run(run: RunSettings, *, echo: Callable[[str], None] | None = None,
-              env: dict[str, str] | None = None) -> tuple[Path, dict]:
-    """Make the last checks, then run Locust into the run folder; returns (out_dir, summary).
+              env: dict[str, str] | None = None) -> tuple[Path, Summary]:
+    """Make the last checks, then run Locust into the run folder; returns (out_dir, summary.json typed).
 
-    `echo` receives Locust's output lines (launch.execute), `env` is extra environment for the Locust
+    `echo` receives Locust's output lines (child.execute), `env` is extra environment for the Locust
     process (never recorded in options.json)."""
     run = with_traffic_defaults(run)
     if run.out:
@@ -78,10 +81,10 @@ def start_run(run: RunSettings, *, echo: Callable[[str], None] | None = None,
 
 
 def _execute(run: RunSettings, out: Path, extra_env: dict[str, str], watch: ScalingWatch | None,
-             echo: Callable[[str], None] | None) -> dict:
+             echo: Callable[[str], None] | None) -> Summary:
     """Locust into `out`; with --watch-scaling, the autoscaling figures into summary.json after it,
     also when the run was interrupted (what was measured is kept)."""
-    def locust() -> dict:
+    def locust() -> Summary:
         # the earlier run's files go, under the folder's lock, before any is written
         return execute(run.endpoint, run.load, out, extra_env, options=run.options, overwrite=run.overwrite,
                        echo=echo)
@@ -95,9 +98,7 @@ def _execute(run: RunSettings, out: Path, extra_env: dict[str, str], watch: Scal
         watch.finish(out, slo_ms=slo_ms, percentile=percentile)
         raise
     figures = watch.finish(out, slo_ms=slo_ms, percentile=percentile)
-    if figures is not None:
-        summary["autoscaling"] = figures
-    return summary
+    return summary if figures is None else summary.adding(autoscaling=figures)
 
 
 def _upload(out: Path, destination, s3) -> None:

@@ -1,14 +1,14 @@
 """Gate options, declared once as OptionSpecs, and the steps every gate-running command shares.
 
 `sm-locust smoke` uses these; `sm-locust run` can gain the same options with three calls
-(`add_gate_arguments(parser)`, `GateSettings.parse(args)` then `gates_from_settings` before the run,
+(`add_gate_arguments(parser)`, `GateSettings.parse(vars(args))` then `gates_from_settings` before the run,
 `report(...)` after).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -67,8 +67,8 @@ class GateSettings:
     junit: str | None = None
 
     @classmethod
-    def parse(cls, source: Any) -> GateSettings:
-        """From an argparse namespace or a mapping of keywords, each option by its spec (UsageError otherwise)."""
+    def parse(cls, source: Mapping[str, Any]) -> GateSettings:
+        """From a mapping (a command's `vars(args)`, keywords), each option by its spec (UsageError otherwise)."""
         options = parse_specs(OPTIONS, source)
         values = {f.name: options[f.name] for f in fields(cls)}
         values = {k: (tuple(str(x) for x in v) if isinstance(v, tuple) else v) for k, v in values.items()}

@@ -11,7 +11,6 @@ leaves `OpenLoopUser` out of the class picker.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -22,7 +21,14 @@ from locust.runners import MasterRunner
 from flask import jsonify, request
 from werkzeug.datastructures import ImmutableMultiDict
 
-from sm_locust.config.options import GROUPS, all_option_specs, grouped_specs, option_help, option_label
+from sm_locust.config.options import (
+    GROUPS,
+    all_option_specs,
+    grouped_specs,
+    locust_values,
+    option_help,
+    option_label,
+)
 from sm_locust.errors import UsageError
 from sm_locust.shapes import SHAPES
 from sm_locust.shapes.base import SmLocustShape
@@ -219,13 +225,10 @@ def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None
         spec.parse(value)
 
 
-def form_options(parsed: Any, form: Mapping[str, str], shown: Iterable[str]) -> Any:
-    """A copy of Locust's parsed options with the shown options the form sends (its text, as the
+def form_options(parsed: Mapping[str, Any], form: Mapping[str, str], shown: Iterable[str]) -> dict[str, Any]:
+    """Locust's parsed options (`locust_values`) with the shown options the form sends (its text, as the
     command line's would be) in place: what the swarm will run with, for the start-up check."""
-    merged = copy.copy(parsed)
-    for name in set(shown) & set(form):
-        setattr(merged, name, form[name])
-    return merged
+    return {**parsed, **{name: form[name] for name in set(shown) & set(form)}}
 
 
 def _refusal(fields: list[str]) -> str:
@@ -258,7 +261,7 @@ def protect(environment, web_ui, check: Callable[[Any], object] | None = None) -
 
     def _check_swarm():
         form = request.form
-        parsed = vars(environment.parsed_options) if environment.parsed_options else {}
+        parsed = locust_values(environment.parsed_options)
         refused = refused_fields(form.keys(), parsed, ui_extra_args_dict())
         if "host" in form and (form.get("host") or "") != (environment.host or ""):
             refused = sorted({*refused, "host"})
@@ -267,7 +270,7 @@ def protect(environment, web_ui, check: Callable[[Any], object] | None = None) -
         try:
             check_form_values(form.to_dict(), parsed)
             if check is not None and environment.parsed_options is not None:
-                check(form_options(environment.parsed_options, form.to_dict(), ui_extra_args_dict()))
+                check(form_options(parsed, form.to_dict(), ui_extra_args_dict()))
             if "user_count" in form and not isinstance(environment.runner, MasterRunner):  # workers share a master's
                 check_number(form["user_count"], "Number of users", int, minimum=0, maximum=MAX_USERS)
         except UsageError as exc:

@@ -31,7 +31,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.locust_parser import guard_parser
-from sm_locust.config.options import Options, environment_options, parse_options, register_options
+from sm_locust.config.options import Options, environment_options, locust_values, parse_options, register_options
 from sm_locust.config.preflight import (
     aws_environment,
     aws_region,
@@ -96,7 +96,7 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
         return
     try:
-        settings = check_startup(parse_options(environment.parsed_options), web_ui=web_ui is not None)
+        settings = check_startup(parse_options(locust_values(environment.parsed_options)), web_ui=web_ui is not None)
     except SmLocustError as exc:
         print(f"sm-locust: error: {exc.message}", file=sys.stderr, flush=True)
         environment.process_exit_code = exc.exit_code
@@ -105,7 +105,8 @@ def _check_settings(environment, web_ui=None, **_kw) -> None:
     if warning:
         print(f"sm-locust: warning: {warning}", file=sys.stderr, flush=True)
     if web_ui is not None:  # the form's values: the same start-up check, the endpoint name now required
-        protect_web_ui(environment, web_ui, check=lambda parsed: check_startup(parse_options(parsed), web_ui=False))
+        protect_web_ui(environment, web_ui,
+                       check=lambda values: check_startup(parse_options(values), web_ui=False))
 
 
 @events.init.add_listener
@@ -117,7 +118,7 @@ def _local_credentials(environment, **_kw) -> None:
             os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))):
         return  # given already (`sm-locust run` gives its Locust both): no botocore session to build (~190 ms)
     try:
-        settings = SageMakerSettings.from_options(parse_options(environment.parsed_options))
+        settings = SageMakerSettings.from_options(parse_options(locust_values(environment.parsed_options)))
         if is_loopback(runtime_url(settings)):
             os.environ.update(aws_environment(settings))
     except SmLocustError:
@@ -131,7 +132,7 @@ def _attach_request_log(environment, **_kw) -> None:
     if environment.parsed_options is None or isinstance(environment.runner, MasterRunner):
         return
     try:
-        options = parse_options(environment.parsed_options)
+        options = parse_options(locust_values(environment.parsed_options))
     except SmLocustError:
         return  # _check_settings has said so and quits
     folder = SageMakerSettings.from_options(options).sm_out
@@ -153,7 +154,7 @@ def _attach_recorder(environment, **_kw) -> None:
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
         return
     try:
-        settings = SageMakerSettings.from_options(parse_options(environment.parsed_options))
+        settings = SageMakerSettings.from_options(parse_options(locust_values(environment.parsed_options)))
     except SmLocustError:
         return  # _check_settings has said so and quits
     attach_recorder(environment, RunRecorder(environment, settings.sm_out or None, endpoint=settings.endpoint_name,
@@ -183,7 +184,7 @@ def _run_folder(environment, **_kw) -> None:
         return
     environment.sm_locust_swarms = getattr(environment, "sm_locust_swarms", 0) + 1
     try:
-        settings = SageMakerSettings.from_options(parse_options(environment.parsed_options))
+        settings = SageMakerSettings.from_options(parse_options(locust_values(environment.parsed_options)))
         folder = swarm_folder(settings.sm_out, settings.endpoint_name, environment.sm_locust_swarms)
         folder.mkdir(parents=True, exist_ok=True)
     except (SmLocustError, OSError) as exc:
@@ -207,7 +208,7 @@ def _load_payloads(environment, **_kw) -> None:
     environment.sm_locust_options = None
     try:
         # parsed once per swarm (the web UI may have changed them), read by the users and shapes
-        options = environment.sm_locust_options = parse_options(environment.parsed_options)
+        options = environment.sm_locust_options = parse_options(locust_values(environment.parsed_options))
         settings = SageMakerSettings.from_options(options).validate()
         prepared = prepare_payloads(settings, options, process=process_index(environment.runner))
     except SmLocustError as exc:

@@ -8,6 +8,7 @@ through `OptionSpec.parse`, so a range written here is refused alike wherever th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,7 @@ class CompareSettings:
     safety_factor: float = DEFAULT_SAFETY_FACTOR
 
     @classmethod
-    def parse(cls, source: Any) -> CompareSettings:
+    def parse(cls, source: Mapping[str, Any]) -> CompareSettings:
+        """From a mapping (a command's `vars(args)`, keywords), each option by its spec."""
         options = parse_specs(compare_options(), source)
         return cls(**{dest: options[dest] for dest in ("out", *COMPARE_SHARED)})

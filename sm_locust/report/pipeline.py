@@ -81,8 +81,9 @@ class ReportOptions:
     write_summary: bool = True
 
     @classmethod
-    def parse(cls, source: Any = None, *, cloudwatch: bool | None = None, write_summary: bool = True) -> ReportOptions:
-        """From an argparse namespace or a mapping of keywords: each option parsed by its spec (a one-line
+    def parse(cls, source: Mapping[str, Any] | None = None, *, cloudwatch: bool | None = None,
+              write_summary: bool = True) -> ReportOptions:
+        """From a mapping (a command's `vars(args)`, keywords): each option parsed by its spec (a one-line
         UsageError naming the flag), then the names checked as SageMaker allows them."""
         options = parse_specs(report_options.OPTIONS, source)
         values = cls(cloudwatch=cloudwatch, write_summary=write_summary,

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from locust import LoadTestShape
 from locust.runners import Runner
 
-from sm_locust.config.options import environment_options, option_value, parse_number
+from sm_locust.config.options import environment_options, locust_values, option_value, parse_number
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.plateau.search import Search
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
@@ -61,7 +63,7 @@ def describe_step(index: int, step) -> str:
     return text
 
 
-def run_time_s(options) -> float | None:
+def run_time_s(options: Mapping[str, Any]) -> float | None:
     """`-t/--run-time` in seconds (Locust's own option: it hands it over parsed; the web UI form too), or None."""
     return parse_seconds(option_value(options, "run_time"), "--run-time")
 
@@ -135,7 +137,7 @@ class SmLocustShape(LoadTestShape):
         now = time.time()
         try:
             if self.settings is None:
-                locust_options = self.environment.parsed_options  # Locust's own: -t, -r
+                locust_options = locust_values(self.environment.parsed_options)  # Locust's own: -t, -r
                 spawn_rate = parse_number(option_value(locust_options, "spawn_rate"), "--spawn-rate", float)
                 self.settings = ShapeSettings.from_options(environment_options(self.environment), spawn_rate)
                 self._run_time_s = run_time_s(locust_options)

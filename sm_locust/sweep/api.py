@@ -12,6 +12,7 @@ SDK stays an optional extra. The CLI (`sm_locust/cli/sweep.py`) is a thin adapte
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -92,6 +93,22 @@ def _apply_model(spec: SweepSpec, model: Any) -> None:
             spec.endpoint[key] = value
 
 
+# Each kind's code, named here, above the kinds (the registry, sweep/kinds.py, sits below them and names
+# none), and imported for a sweep of that kind only: the kinds' modules take about a second to import.
+# load(spec, *, out, client, poll_s) -> Sweep
+LOADERS = {"realtime": "sm_locust.sweep.realtime.sweep:load", "serverless": "sm_locust.sweep.serverless.sweep:load",
+           "autoscaling": "sm_locust.sweep.autoscaling.sweep:load"}
+# what `--cleanup ID` does for a kind, when more than its deployer's cleanup:
+# cleanup(sweep_id, *, deploy, region, profile, client, out_dir, progress) -> (deleted, left)
+CLEANUPS = {"autoscaling": "sm_locust.sweep.autoscaling.sagemaker:cleanup"}
+
+
+def code_of(target: str) -> Callable[..., Any]:
+    """The function a "module:function" target names, its module imported now."""
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
                overrides: list[str] | None = None,
                client: Any = None, model: Any = None, poll_s: float | None = None,
@@ -107,7 +124,7 @@ def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None
         spec = load_spec(source, overrides)
     if model is not None:
         _apply_model(spec, model)
-    return KINDS.get(spec.kind).load()(spec, out=out, client=client, poll_s=poll_s)
+    return code_of(LOADERS[KINDS.get(spec.kind).name])(spec, out=out, client=client, poll_s=poll_s)
 
 
 # ------------------------------------------------------------------------------------------ plan
@@ -266,10 +283,10 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
 
     options: dict[str, Any] = {"client": client, "region": region, "profile": profile} if deploy == "sagemaker" else {}
     try:
-        cleaner = KINDS.get(kind).cleaner()
-        if cleaner is not None:
-            deleted, left = cleaner(sweep_id, deploy=deploy, region=region, profile=profile, client=client,
-                                    out_dir=folder, progress=progress)
+        target = CLEANUPS.get(KINDS.get(kind).name)
+        if target is not None:
+            deleted, left = code_of(target)(sweep_id, deploy=deploy, region=region, profile=profile, client=client,
+                                            out_dir=folder, progress=progress)
         else:
             deleted, left = create_deployer(deploy, **options).cleanup(sweep_id, progress)
         return local[0] + deleted, local[1] + left

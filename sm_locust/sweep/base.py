@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sm_locust.core.launch import holds_run
+from sm_locust.core.folder import holds_run
 from sm_locust.errors import UsageError
 from sm_locust.record.repeat import REPEAT_JSON, median_run
 from sm_locust.report.cost import load_prices

@@ -2,19 +2,16 @@
 
 A kind (`realtime`, the default, or `serverless`, ...) decides what a configuration is and what its
 test measures; everything else is shared. A file's kind is the kind whose section it has, or its
-`kind:` key; two kinds' sections are one message. Each entry of `KINDS` names its `section`, other
-`keys`, `spec` (the module that parses the section), `loader` ("module:function") and optional
-`cleanup`. Code is named by string and imported only for a file of that kind, so the registry never
-imports the kinds and a `realtime` sweep never imports another kind's code. Adding a kind:
-docs/sweep.md, "Adding a sweep kind".
+`kind:` key; two kinds' sections are one message. Each entry of `KINDS` is data: its name, `section`,
+other `keys` and the section's `hint`. The registry sits below the kinds and names none of their
+code: the kinds' section parsers read it (`schema.py` holds them), and `api.py`, above the kinds,
+loads a kind's code for a file of that kind only. Adding a kind: docs/sweep.md, "Adding a sweep kind".
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from sm_locust.errors import UsageError
@@ -38,57 +35,25 @@ class Section(Protocol):
         ...
 
 
-SectionParser = Callable[[Mapping[str, Any], Checker, str, Path], Section]
-
-
 @dataclass(frozen=True)
 class SweepKind:
     name: str
-    loader: str  # "module:function(spec, *, out, client, poll_s) -> Sweep"
     section: str | None = None  # None: the default kind (no section of its own)
     keys: tuple[str, ...] = ()  # its other top-level keys
     hint: str = ""  # what the section holds, for "add a <section>: section (<hint>)"
-    spec: str | None = None  # the module with `parse_section` (a SectionParser) and `REFUSED`
-    # what `sm-locust sweep --cleanup ID SWEEP` does for this kind, when more than its deployer's cleanup:
-    # "module:function(sweep_id, *, deploy, region, profile, client, out_dir, progress) -> (deleted, left)"
-    cleanup: str | None = None
 
     def own_keys(self) -> tuple[str, ...]:
         return ((self.section,) if self.section else ()) + self.keys
 
-    @property
-    def parse(self) -> SectionParser | None:
-        """The section's parser (None: a kind without a section)."""
-        return _resolve(f"{self.spec}:parse_section") if self.spec else None
-
-    @property
-    def refused(self) -> Mapping[str, str]:
-        """Shared top-level keys this kind refuses -> why."""
-        return getattr(importlib.import_module(self.spec), "REFUSED", {}) if self.spec else {}
-
-    def load(self) -> Callable[..., Any]:
-        """The loader: `load(spec, *, out, client, poll_s) -> Sweep`."""
-        return _resolve(self.loader)
-
-    def cleaner(self) -> Callable[..., tuple[list[str], list[str]]] | None:
-        return _resolve(self.cleanup) if self.cleanup else None
-
-
-def _resolve(target: str) -> Callable[..., Any]:
-    module, _, function = target.partition(":")
-    return getattr(importlib.import_module(module), function)
-
 
 KINDS: Registry[SweepKind] = Registry("sweep kind")
-KINDS.add("realtime", SweepKind("realtime", "sm_locust.sweep.realtime.sweep:load"), "real-time")
+KINDS.add("realtime", SweepKind("realtime"), "real-time")
 KINDS.add("serverless", SweepKind(
-    "serverless", "sm_locust.sweep.serverless.sweep:load", section="serverless",
+    "serverless", section="serverless",
     keys=("tests", "concurrency_multipliers", "compare_instance", "cold_start", "serverless_prices"),
-    hint="memory_size_mb, max_concurrency", spec="sm_locust.sweep.serverless.spec"))
+    hint="memory_size_mb, max_concurrency"))
 KINDS.add("autoscaling", SweepKind(
-    "autoscaling", "sm_locust.sweep.autoscaling.sweep:load", section="autoscaling", keys=("traffic",),
-    hint="min_instances, max_instances, target_value", spec="sm_locust.sweep.autoscaling.spec",
-    cleanup="sm_locust.sweep.autoscaling.sagemaker:cleanup"))
+    "autoscaling", section="autoscaling", keys=("traffic",), hint="min_instances, max_instances, target_value"))
 DEFAULT_KIND = "realtime"
 
 

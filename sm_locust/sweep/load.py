@@ -17,7 +17,7 @@ from typing import Any
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, OptionSpec, all_option_specs, parse_options
-from sm_locust.core.launch import LoadSettings
+from sm_locust.core.child import LoadSettings
 from sm_locust.core.plan import locust_load
 from sm_locust.core.rules import DEFAULT_RUN_TIME, check_users, chosen_shape
 from sm_locust.errors import UsageError

@@ -1,7 +1,7 @@
 """Runs a checked sweep: deploy, test, delete every configuration; always clean up.
 
 Tests run one at a time in the main thread with the normal run machinery (`config.preflight` +
-`core.launch.execute`), so each configuration leaves a normal run folder; creations and deletions
+`core.child.execute`), so each configuration leaves a normal run folder; creations and deletions
 run in threads driven by the `Pipeline`. Guarantees: **cleanup** after every test, failed creation,
 Ctrl-C or SIGTERM; **resume** skips a configuration whose folder holds an ok result with the same
 key; **budget** (`max_cost_usd`) stops a deployment that would pass it; **failure is local**; and
@@ -31,7 +31,7 @@ import psutil
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import preflight
-from sm_locust.core.launch import execute
+from sm_locust.core.child import execute
 from sm_locust.core.repeat import RUN_PREFIX
 from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.record.repeat import REPEAT_JSON, repeat_document
@@ -468,7 +468,8 @@ class SweepRunner:
             folders: list[str] = []
             for k in range(1, plan.repeat + 1):  # the same test again on the same deployment (record/repeat.py)
                 folders.append(f"{RUN_PREFIX}{k}")
-                summaries.append(execute(settings, plan.load, run_dir / folders[-1], extra_env, options=options))
+                run = execute(settings, plan.load, run_dir / folders[-1], extra_env, options=options)
+                summaries.append(run.to_json())
                 write_json(run_dir / REPEAT_JSON, repeat_document(summaries, folders))
 
     def _report(self, i: int, run_dir: Path, d: Deployment) -> None:

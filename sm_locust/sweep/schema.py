@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.sweep.autoscaling import spec as autoscaling_spec
 from sm_locust.sweep.grid import Configuration, flatten
 from sm_locust.sweep.kinds import KIND_KEY, Section, kind_keys, kind_of
 from sm_locust.sweep.objective import (
@@ -26,6 +27,7 @@ from sm_locust.sweep.objective import (
     PERCENTILE_KEYS,
     Objective,
 )
+from sm_locust.sweep.serverless import spec as serverless_spec
 from sm_locust.sweep.validate import Checker, spec_error
 from sm_locust.util.yamlsafe import load_yaml, read_text_file
 
@@ -35,6 +37,8 @@ SHARED_KEYS = (
     "report", "expected_deploy_minutes", "deploy_timeout_minutes", "confirm",
 )
 TOP_LEVEL_KEYS = SHARED_KEYS + (KIND_KEY,) + kind_keys()  # each kind's section and keys (sweep/kinds.py)
+# each kind's section parser (`parse_section`) and the shared keys it refuses (`REFUSED`), by kind name
+SECTION_PARSERS = {serverless_spec.SECTION: serverless_spec, autoscaling_spec.SECTION: autoscaling_spec}
 OBJECTIVE_KEYS = ("target_rps", "slo_ms", "percentile", "max_error_rate", "safety_factor", "optimize",
                   "max_breach_s")  # max_breach_s: autoscaling sweeps only
 SWEEP_ID = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*$")
@@ -250,11 +254,12 @@ def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Pa
             spec.configurations.append(dict(item))
     kind = kind_of(data, check)
     spec.kind = kind.name
-    if kind.parse is not None:
-        for key, why in kind.refused.items():
+    section = SECTION_PARSERS.get(kind.name)
+    if section is not None:
+        for key, why in section.REFUSED.items():
             if data.get(key) is not None:
                 raise check.error(key, why)
-        spec.section = kind.parse(data, check, spec.deploy, spec.base_dir)
+        spec.section = section.parse_section(data, check, spec.deploy, spec.base_dir)
         for key in spec.grid:  # one home per setting: the section's axes are not repeated in grid:
             if key in spec.section.grid() or key in spec.section.shared:
                 raise check.error(f"grid.{key}", f"also set in the {kind.section}: section; set it in one place")

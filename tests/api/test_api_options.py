@@ -11,14 +11,14 @@ from sm_locust.api.options import run_arguments
 from sm_locust.cli import build_parser
 from sm_locust.config.options import forwarded_arguments
 from sm_locust.core.arguments import RunArguments
-from sm_locust.core.launch import locust_command
+from sm_locust.core.child import locust_command
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import SmLocustError, UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 
 def cli_args(*argv: str) -> RunArguments:
-    return RunArguments.parse(build_parser("run").parse_args(["run", *argv]))
+    return RunArguments.parse(vars(build_parser("run").parse_args(["run", *argv])))
 
 
 CASES = [

@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 import sm_locust
-from sm_locust.core.launch import verdict_line
+from sm_locust.core.verdict import verdict_line
 from sm_locust.errors import RunError, UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 

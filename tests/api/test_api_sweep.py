@@ -1,9 +1,10 @@
-"""`sm_locust.sweep(...)` is the sweep package itself, callable, so the name means the same thing before
-and after any sweep module is imported; it returns a SweepResult with a table, the recommendation
-and an inline view."""
+"""`sm_locust.sweep(...)` is a plain function, the same before and after any sweep module is imported
+(the package `sm_locust.sweep` stays a module in sys.modules); it returns a SweepResult with a table,
+the recommendation and an inline view."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -38,17 +39,30 @@ ORDERS = {
 }
 
 
-def test_the_name_is_the_same_callable_whatever_was_imported_first():
+def test_the_name_is_the_same_function_whatever_was_imported_first():
     for name, code in ORDERS.items():
         script = textwrap.dedent(code) + textwrap.dedent("""
             import inspect, sys
+            from sm_locust.sweep import kinds
             from sm_locust.sweep.api import sweep as entry
-            assert before is after is sys.modules["sm_locust.sweep"], "one object"
-            assert callable(before) and inspect.ismodule(before)
+            assert before is after, "one object"
+            assert inspect.isfunction(before) and before is not entry
+            package = sys.modules["sm_locust.sweep"]
+            assert inspect.ismodule(package) and not callable(package) and package.kinds is kinds
             print("ok", "locust" in sys.modules)
         """)
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0 and result.stdout.split() == ["ok", "False"], (name, result.stderr)
+
+
+def test_the_function_takes_the_sweep_entry_points_arguments():
+    """One signature: the function at the package's root forwards every argument of `sweep.api.sweep`."""
+    from sm_locust.sweep.api import sweep as entry
+
+    def shape(function):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+    assert shape(sm_locust.sweep) == shape(entry)
 
 
 def test_calling_it_runs_a_sweep_and_returns_its_result(tmp_path):

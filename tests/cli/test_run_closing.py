@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sm_locust.core.arguments import RunArguments, add_run_arguments
-from sm_locust.core.launch import ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET, LoadSettings, echo_mode, locust_command, shows
+from sm_locust.core.child import ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET, LoadSettings, echo_mode, locust_command, shows
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
@@ -31,7 +31,8 @@ def test_locust_tables_are_off_unless_asked_for():
 def _args(*argv: str) -> RunArguments:
     parser = argparse.ArgumentParser()
     add_run_arguments(parser)
-    return RunArguments.parse(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv]))
+    return RunArguments.parse(vars(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD),
+                                                     *argv])))
 
 
 def test_locust_stats_and_quiet_contradict():

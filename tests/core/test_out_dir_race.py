@@ -1,11 +1,11 @@
 """Two runs into one folder from two threads: only one of them made the folder, and the refused one's clean-up
-leaves the folder the other is running in (core/launch.py `make_out_dir`, `discard_out_dir`)."""
+leaves the folder the other is running in (core/folder.py `make_out_dir`, `discard_out_dir`)."""
 
 from __future__ import annotations
 
 import threading
 
-from sm_locust.core.launch import discard_out_dir, make_out_dir
+from sm_locust.core.folder import discard_out_dir, make_out_dir
 from sm_locust.util.outputs import locked_by_another, locked_folder
 
 
@@ -79,7 +79,7 @@ def test_a_run_in_another_thread_stops_when_the_main_thread_has_ended():
     import signal
     import time
 
-    from sm_locust.core.launch import SignalForwarder
+    from sm_locust.core.child import SignalForwarder
 
     alive = {"main": True}
     proc = FakeLocust()

@@ -42,7 +42,7 @@ def test_smoke_declares_max_error_rate_once_and_gates_read_it():
     args = build_parser("smoke").parse_args(["smoke", "--run-dir", "x", "--max-error-rate", "0.05",
                                              "--max-p95-ms", "200", "--max-p95-ms", "predict=150"])
     assert args.max_error_rate == 0.05  # the run's option (a float), not the gates' repeatable text
-    settings = GateSettings.parse(args)
+    settings = GateSettings.parse(vars(args))
     assert settings.max_error_rate == ("0.05",) and settings.whole_run_error_rate
     assert settings.max_p95_ms == ("200", "predict=150")
     with pytest.raises(SystemExit):  # the run's declaration: one number, its range

@@ -118,7 +118,7 @@ def test_options_are_registered_and_prompts_stand_in_for_the_payload(tmp_path):
     assert {s.flag for s in OPTIONS} <= set(flags) and len(flags) == len(set(flags))
     args = argparse.Namespace(endpoint_name="ep", prompts="synthetic:8", llm_template="messages", max_new_tokens=12,
                               stream=True, payload_seed=1)
-    options = parse_options(args)
+    options = parse_options(vars(args))
     settings = SageMakerSettings.from_options(options).validate()
     prepared = prepare_payloads(settings, options)
     body = orjson.loads(prepared.pool.next().body)

@@ -65,7 +65,7 @@ def test_money_and_durations():
 
 
 def test_cli_lines_print_a_missing_latency_as_the_marker():
-    from sm_locust.core.launch import verdict_line
+    from sm_locust.core.verdict import verdict_line
     from sm_locust.record.progress import ProgressSample, parse_progress
     from sm_locust.record.recorder import hour_line
 
@@ -95,7 +95,7 @@ def test_a_figure_with_its_interval_reads_one_way_everywhere():
 
 
 def test_the_run_line_and_the_price_read_in_one_number_format():
-    from sm_locust.core.launch import verdict_line
+    from sm_locust.core.verdict import verdict_line
     from sm_locust.report.render import _per_hour
 
     totals = {"requests": 12345, "rps": 1299.7, "goodput_rps": 1299.7, "failures": 1234, "p95_ms": 7100.0,

@@ -8,6 +8,7 @@ cannot be understood, tested or moved apart; the fix is to move the shared thing
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,59 @@ def test_no_module_imports_a_private_name_of_another():
                 if private and not own_submodule:
                     found.append(f"{name}: from {node.module} import {alias.name}")
     assert not found, "private names imported across modules: " + "; ".join(found)
+
+
+# ------------------------------------------------------------------------- modules named by text
+
+NAMED = re.compile(r"^(sm_locust(?:\.\w+)+)(?::\w+)?$")  # "sm_locust.x.y" or "sm_locust.x.y:name"
+# Registries that still name, in text, modules that import them back: a cycle no import statement
+# shows. The list only shrinks (the last test fails on an entry that no longer does it).
+NAMES_BACK_UP = {"sm_locust.config.options", "sm_locust.sweep.deployers"}
+
+
+def _named(path: Path, known: set[str]) -> set[str]:
+    """The sm_locust modules a module's string constants name (an importlib target, a registry's entry)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        match = NAMED.match(node.value) if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+        target = match.group(1) if match else ""
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target:
+            found.add(target)
+    return found
+
+
+def _reaches(graph: dict[str, set[str]], source: str, target: str) -> bool:
+    seen, stack = set(), [source]
+    while stack:
+        module = stack.pop()
+        if module == target:
+            return True
+        if module not in seen:
+            seen.add(module)
+            stack.extend(graph.get(module, ()))
+    return False
+
+
+def _named_back_up() -> set[tuple[str, str]]:
+    graph, modules = _graph(), _modules()
+    return {(name, target) for name, path in modules.items() for target in _named(path, set(modules))
+            if target != name and _reaches(graph, target, name)}
+
+
+def test_the_text_reader_finds_a_named_module_that_imports_back():
+    graph = {"pkg.registry": set(), "pkg.kind": {"pkg.registry"}, "pkg.top": {"pkg.kind"}}
+    assert _reaches(graph, "pkg.kind", "pkg.registry") and not _reaches(graph, "pkg.registry", "pkg.kind")
+    assert NAMED.match("sm_locust.sweep.realtime.sweep:load") and not NAMED.match("sm_locust run")
+
+
+def test_no_module_names_in_text_a_module_that_imports_it():
+    """A registry that names its entries' code by string ("module:function", imported later) hides an
+    import from the statements: when that code imports the registry back, it is a cycle all the same.
+    A registry sits below the code it lists only if it does not name it: the code is named above it
+    (sweep/api.py's LOADERS over sweep/kinds.py)."""
+    found = _named_back_up()
+    hidden = sorted(f"{name} -> {target}" for name, target in found if name not in NAMES_BACK_UP)
+    assert not hidden, "modules named in text that import the namer back: " + ", ".join(hidden)
+    assert {name for name, _ in found} == NAMES_BACK_UP, "remove the registries that no longer do it"

@@ -43,7 +43,7 @@ def test_sm_locust_run_forwards_what_locust_parses_back():
     given = SimpleNamespace(serializer="protobuf", model_name="ranker", selection="random", payload_seed=7,
                             batch_size=50, payload_base64=True, split=4, validate_response=True, expect_shape="N",
                             array_dtype="")
-    args = forwarded_arguments(parse_options(given))
+    args = forwarded_arguments(parse_options(vars(given)))
     assert args == ["--serializer", "protobuf", "--model-name", "ranker", "--selection", "random", "--payload-seed",
                     "7", "--batch-size", "50", "--payload-base64", "true", "--split", "4", "--validate-response",
                     "true", "--expect-shape", "N"]

@@ -119,12 +119,10 @@ def test_a_run_logs_one_row_per_request(endpoint_factory, tmp_path):
 
 
 def test_log_requests_needs_a_run_folder():
-    import argparse
-
     from sm_locust.config.options import parse_options
     from sm_locust.locustfiles.sagemaker import check_startup
 
-    options = parse_options(argparse.Namespace(endpoint_name="ep", endpoint_url="http://127.0.0.1:9",
-                                               log_requests=True, payload="", prompts="synthetic:4"))
+    options = parse_options({"endpoint_name": "ep", "endpoint_url": "http://127.0.0.1:9", "log_requests": True,
+                             "payload": "", "prompts": "synthetic:4"})
     with pytest.raises(UsageError, match="--log-requests writes requests.jsonl.gz into the run folder; give --sm-out"):
         check_startup(options, web_ui=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sm_locust.core.launch import LoadSettings, locust_command
+from sm_locust.core.child import LoadSettings, locust_command
 from sm_locust.record.recorder import CHECKPOINT_ENV
 from sm_locust.record.runfolder import read_run
 from sm_locust.record.schema import check_summary
@@ -124,7 +124,7 @@ def test_a_soak_run_time_in_days_reaches_locust_in_seconds(given, shape, to_locu
     argv = ["run", "--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), "-t", given] + (
         ["--shape", shape, "--target-rps", "5"] if shape else [])
     args, _ = build_parser("run").parse_known_args(argv)
-    load = plan_run(RunArguments.parse(args)).load
+    load = plan_run(RunArguments.parse(vars(args))).load
     assert load.run_time == to_locust
     cmd = locust_command([], load, Path("out"))
     assert cmd[cmd.index("--run-time") + 1] == to_locust  # Locust's -t has no days

@@ -4,7 +4,6 @@ and a short plateau search that prints its verdict and writes it into summary.js
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
@@ -74,10 +73,10 @@ def test_one_bool_and_one_number_parser():
 
 
 def test_open_loop_settings_come_from_the_shape_settings_parser():
-    options = parse_options(SimpleNamespace(arrival="Poisson", rate_per_user="2", max_in_flight=""))
+    options = parse_options({"arrival": "Poisson", "rate_per_user": "2", "max_in_flight": ""})
     assert OpenLoopSettings.from_options(options) == OpenLoopSettings("poisson", 2.0, 1000)
     assert ShapeSettings.from_options(options).open_loop() == OpenLoopSettings.from_options(options)
-    assert OpenLoopSettings.from_options(parse_options(SimpleNamespace())) == OpenLoopSettings("constant", 1.0, 1000)
+    assert OpenLoopSettings.from_options(parse_options({})) == OpenLoopSettings("constant", 1.0, 1000)
 
 
 @pytest.mark.e2e

@@ -61,7 +61,7 @@ def test_phases_shape_plays_the_triton_pattern():
     from sm_locust.config.options import parse_options
     from sm_locust.shapes.settings import ShapeSettings
 
-    shape.start(ShapeSettings.from_options(parse_options(shape.runner.environment.parsed_options)))
+    shape.start(ShapeSettings.from_options(parse_options(vars(shape.runner.environment.parsed_options))))
     t0 = 1_000_000.0
     users = {t: shape.decide(t0 + t, []) for t in (0, 10, 29, 30, 59, 60, 600, 1499)}
     assert {t: u[0] for t, u in users.items()} == {0: 2, 10: 2, 29: 2, 30: 3, 59: 3, 60: 4, 600: 22, 1499: 51}
@@ -81,7 +81,7 @@ def test_phases_shape_stops_when_invocations_flatten_and_names_the_plateau():
     from sm_locust.config.options import parse_options
     from sm_locust.shapes.settings import ShapeSettings
 
-    shape.start(ShapeSettings.from_options(parse_options(shape.runner.environment.parsed_options)))
+    shape.start(ShapeSettings.from_options(parse_options(vars(shape.runner.environment.parsed_options))))
     t0 = endpoint.clock
     load = shape.decide(t0, timeline)
     while load is not None:
@@ -271,7 +271,7 @@ def test_phases_shape_names_max_invocations_when_it_fires(capsys):
     from sm_locust.config.options import parse_options
     from sm_locust.shapes.settings import ShapeSettings
 
-    shape.start(ShapeSettings.from_options(parse_options(shape.runner.environment.parsed_options)))
+    shape.start(ShapeSettings.from_options(parse_options(vars(shape.runner.environment.parsed_options))))
     load = shape.decide(endpoint.clock, timeline)
     while load is not None:
         timeline.extend(endpoint.users_step(load[0], seconds=1, ramp_s=0))

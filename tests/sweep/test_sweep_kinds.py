@@ -3,7 +3,6 @@ file that mixes two kinds, and the same wording for the same mistake in any sect
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
@@ -84,7 +83,7 @@ def fake_kinds() -> Registry[SweepKind]:
     kinds: Registry[SweepKind] = Registry("sweep kind")
     for name in KINDS:
         kinds.add(name, KINDS.get(name))
-    kinds.add("scaling", SweepKind("scaling", "unused:load", section="scaling", keys=("ramp",),
+    kinds.add("scaling", SweepKind("scaling", section="scaling", keys=("ramp",),
                                    hint="policy, target_value"))
     return kinds
 
@@ -168,9 +167,9 @@ def test_cleanup_runs_the_kinds_own_cleanup_when_it_has_one(monkeypatch, tmp_pat
     from sm_locust.sweep import api
 
     kinds = fake_kinds()
-    kinds.add("restoring", SweepKind("restoring", "unused:load", section="restoring",
-                                     cleanup="tests.sweep.test_sweep_kinds:fake_cleanup"))
+    kinds.add("restoring", SweepKind("restoring", section="restoring"))
     monkeypatch.setattr(api, "KINDS", kinds)
+    monkeypatch.setitem(api.CLEANUPS, "restoring", "tests.sweep.test_sweep_kinds:fake_cleanup")
     lines: list[str] = []
     deleted, left = api.cleanup("sid", kind="restoring", deploy="sagemaker", region="eu-west-1", out=tmp_path,
                                 printer=lines.append)
@@ -181,24 +180,29 @@ def test_cleanup_runs_the_kinds_own_cleanup_when_it_has_one(monkeypatch, tmp_pat
     assert api.cleanup("sid", kind="serverless", deploy="local") == ([], [])  # the deployer's (local: nothing tagged)
 
 
-def test_the_registry_names_the_kinds_code_and_never_imports_it():
-    """The kinds build on schema.py, which reads the registry: the registry imports none of them, and
-    each kind's section parser and refused keys are found by name when a file of that kind is read."""
+def test_the_registry_names_none_of_the_kinds_code_and_each_kind_has_its_own():
+    """The kinds build on the registry: it neither imports nor names (by string) any of their modules.
+    schema.py holds each section's parser, api.py (above the kinds) each kind's loader and cleanup."""
     import ast
     from pathlib import Path
 
-    import sm_locust.sweep.kinds as registry
+    from sm_locust.sweep import api, schema
+    from sm_locust.sweep import kinds as registry
 
     tree = ast.parse(Path(registry.__file__).read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    named = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     kinds = [f"sm_locust.sweep.{name}" for name in KINDS]
-    assert not [m for m in imported if m and any(m == k or m.startswith(k + ".") for k in kinds)]
+    assert not [m for m in imported | named if m and any(m == k or m.startswith(k + ".") for k in kinds)]
+    assert "importlib" not in imported
+    assert set(api.LOADERS) == set(KINDS) and set(api.CLEANUPS) <= set(KINDS)
     for name in KINDS:
         kind = KINDS.get(name)
+        assert callable(api.code_of(api.LOADERS[name]))
         if kind.section is None:
-            assert kind.parse is None and kind.refused == {}
+            assert name not in schema.SECTION_PARSERS
             continue
-        spec = importlib.import_module(kind.spec or "")
-        assert kind.parse is spec.parse_section and kind.refused is spec.REFUSED
+        spec = schema.SECTION_PARSERS[name]
+        assert callable(spec.parse_section) and isinstance(spec.REFUSED, dict)
         assert (spec.SECTION, spec.KEYS) == (kind.section, kind.keys)

@@ -206,7 +206,7 @@ def test_run_refuses_s3_results_without_an_input_before_anything_starts():
     add_run_arguments(parser)
 
     def args(*argv):
-        return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
+        return vars(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv]))
 
     with pytest.raises(UsageError, match="needs --async-input-location"):
         plan_run(RunArguments.parse(args("--async-result", "s3")))
@@ -219,7 +219,7 @@ def test_the_async_shape_needs_calls_that_wait_for_their_results():
     add_run_arguments(parser)
 
     def args(*argv):
-        return parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv])
+        return vars(parser.parse_args(["--endpoint-name", "ep", "--payload", str(SAMPLE_PAYLOAD), *argv]))
 
     with pytest.raises(UsageError, match="--shape async needs --async-result"):
         plan_run(RunArguments.parse(args("--shape", "async", "--async-input-location", "s3://b/in.json")))

@@ -1,6 +1,6 @@
 """Runs one autoscaling configuration: the traffic against the endpoint its deployer set up, watched.
 
-Between the shared runner's deploy and teardown: one normal Locust run (`launch.execute`) while the
+Between the shared runner's deploy and teardown: one normal Locust run (`core.child.execute`) while the
 instance counts are polled (`scaling.watch`), the figures into summary.json's `autoscaling`. On the
 local emulation the emulator's own log is saved beside it (`fleet_log.json`, emulated seconds).
 Progress: one line per traffic phase and per scale event.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.preflight import preflight
-from sm_locust.core.launch import execute
+from sm_locust.core.child import execute
 from sm_locust.scaling.watch import local_fleet, start_watch
 from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan
 from sm_locust.sweep.deployers import Deployment

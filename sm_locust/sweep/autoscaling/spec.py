@@ -72,7 +72,7 @@ def policy_of(settings: Mapping[str, Any]) -> ScalingPolicy:
 
 def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> AutoscalingSpec:
-    """The autoscaling keys of a sweep file that has an `autoscaling:` section, checked (`kinds.py` calls
+    """The autoscaling keys of a sweep file that has an `autoscaling:` section, checked (`schema.py` calls
     it; the shared keys it refuses, `REFUSED`, are checked before)."""
     if deploy not in ("local", "sagemaker"):
         raise check.error("deploy", f"an autoscaling sweep deploys local or sagemaker, not {deploy!r}")

@@ -1,7 +1,7 @@
 """An autoscaling sweep: the `autoscaling` kind's hooks on the shared `base.Sweep`, and its loader
 (docs/autoscaling.md).
 
-A sweep file with an `autoscaling:` section (`spec.py`) is loaded here (`kinds.py` names `load`) into
+A sweep file with an `autoscaling:` section (`spec.py`) is loaded here (`api.py` names `load`) into
 an `AutoscalingSweep`: the same deploy / test / delete loop, `--plan`, `--yes`, resume,
 `max_cost_usd`, cleanup on every exit and sweep.json / csv / html as every sweep, with the kind's
 parts in one module each:

@@ -2,7 +2,7 @@
 of the plateau search.
 
 The stability and concurrency phases are one normal Locust run into the configuration's run
-folder (`launch.execute`, exactly what `sm-locust run` does, with the phases as a PHASES pattern
+folder (`core.child.execute`, exactly what `sm-locust run` does, with the phases as a PHASES pattern
 and the search's stop conditions off), the local endpoint's counters sampled meanwhile; then the
 cold-start test, timed here request by request. What was run goes to `serverless.json` beside the
 run (the phases, the counters, every cold-start request), which `serverless/collect.py` reads back.
@@ -19,7 +19,7 @@ from typing import Any
 
 from sm_locust.config.options import Options
 from sm_locust.config.preflight import preflight
-from sm_locust.core.launch import LoadSettings, execute
+from sm_locust.core.child import LoadSettings, execute
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.sweep.deployers import Deployment
 from sm_locust.sweep.progress import PREFIX, StepEcho

@@ -121,7 +121,7 @@ def _sizes(check: Checker, key: str, value: Any, problem_of: Callable[[Any], str
 
 def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> ServerlessSpec:
-    """The serverless keys of a sweep file that has a `serverless:` section, checked (`kinds.py`
+    """The serverless keys of a sweep file that has a `serverless:` section, checked (`schema.py`
     calls it; the shared keys a serverless sweep refuses, `REFUSED`, are checked before)."""
     if deploy not in ("local", "sagemaker"):
         raise check.error("deploy", f"a serverless sweep deploys local or sagemaker, not {deploy!r}")

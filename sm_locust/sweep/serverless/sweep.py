@@ -1,7 +1,7 @@
 """A serverless sweep: the `serverless` kind's hooks on the shared `base.Sweep`, and its loader
 (docs/serverless.md).
 
-A sweep file with a `serverless:` section (`spec.py`) is loaded here (`kinds.py` names `load`) into
+A sweep file with a `serverless:` section (`spec.py`) is loaded here (`api.py` names `load`) into
 a `ServerlessSweep`: the shared deploy / test / delete loop, cleanup, resume and progress lines, with
 the kind's parts in the package's other modules. A serverless configuration is billed per use, so
 its plan estimate is a ceiling: every MaxConcurrency slot busy for the whole test.

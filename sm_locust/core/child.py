@@ -1,61 +1,50 @@
-"""Headless runs: turn sm-locust settings into a Locust process and a run folder.
+"""The Locust child: one headless Locust process into a run folder, and what it leaves there.
 
-`sm-locust run` and `sm-locust demo` both come here. Locust itself runs in a child process (its
-own CLI, so `--processes`, master/worker and every Locust flag behave as documented); the run
-folder gets Locust's CSVs with full history, `options.json` (what was asked, no credentials) and
-`summary.json` (written by the recorder inside the Locust process).
-
-The run folder: `check_out_dir` refuses, before anything starts, a `--out` that cannot be created
-or that already holds a run (unless `--overwrite`, which removes that run's files first, so no
-stale report.html or steps.csv sits beside the new data); a run Locust rejects as a usage error
-leaves no folder behind. Signals: Locust runs in its own session, so a Ctrl+C or a SIGTERM reaches
-it once, from here: the first SIGINT / SIGTERM is forwarded (as SIGINT: Locust stops, writes its
-CSVs and summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143) is raised.
-Locust runs under `sm_locust.util.lifeline`: the forwarded SIGINT works even when a script started this
-process with SIGINT ignored (`sm-locust run ... &`), and Locust stops by itself, writing its results,
-when this process is killed outright (SIGKILL, an OOM kill).
+Locust runs in a child process (its own CLI, so `--processes`, master/worker and every Locust flag
+behave as documented); the run folder gets Locust's CSVs with full history, `options.json` (what
+was asked, no credentials) and `summary.json` (written by the recorder inside Locust), read back as
+the typed record `record.model.Summary`. Signals: Locust runs in its own session, so a Ctrl+C or a
+SIGTERM reaches it once, from here: the first SIGINT / SIGTERM is forwarded (as SIGINT: Locust stops,
+writes its CSVs and summary.json, exits), a second one kills it; then `Interrupted` (exit 130 / 143).
+Locust runs under `sm_locust.util.lifeline`: the forwarded SIGINT works even when a script started
+this process with SIGINT ignored (`sm-locust run ... &`), and Locust stops by itself, writing its
+results, when this process is killed outright (SIGKILL, an OOM kill). A run Locust rejects as a
+usage error leaves no folder behind.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Self
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import Options, forwarded_arguments, parse_options
+from sm_locust.core.folder import (
+    LOCUST_OUTPUTS,
+    LOCUST_REPORT,
+    LOCUST_REPORT_PARTIAL,
+    discard_out_dir,
+    holds_run,
+    make_out_dir,
+    remove_run_files,
+)
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
-from sm_locust.publish.sender import closing_clause
-from sm_locust.record.folders import DEFAULT_REPORTS_DIR, choose_out_dir, run_id  # noqa: F401  (re-exported)
-from sm_locust.record.model import Interval, JsonObject, Summary
+from sm_locust.record.model import Summary
 from sm_locust.record.summary import write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
-from sm_locust.util.formatting import MISSING, is_missing, number, with_interval
-from sm_locust.util.outputs import (
-    IN_USE,
-    PARTIAL_SUFFIX,
-    check_output_dir,
-    locked_by_another,
-    locked_folder,
-    open_output,
-    promote,
-    refuse_links_in,
-    refuse_unusable,
-    run_in_progress,
-)
+from sm_locust.util.outputs import locked_folder, open_output, promote, refuse_links_in
 
 
 @dataclass(frozen=True)
@@ -72,71 +61,6 @@ class LoadSettings:
     locust_args: tuple[str, ...] = ()
     locust_stats: bool = False  # Locust's periodic stats tables (off: the step and closing lines carry the figures)
     closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
-
-
-# What a run (and `sm-locust report` on it) writes into its folder: removed by --overwrite, and the
-# marks of a folder that already holds a run. Nothing else in the folder is touched.
-LOCUST_REPORT = "locust_report.html"
-LOCUST_REPORT_PARTIAL = f".{LOCUST_REPORT}{PARTIAL_SUFFIX}"  # Locust writes here; renamed once whole (promote)
-LOCUST_OUTPUTS = (LOCUST_REPORT_PARTIAL, "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv",
-                  "locust_exceptions.csv")  # the files Locust itself writes into a run folder
-RUN_FILES = ("summary.json", "timeline.jsonl", "timeline.json", "options.json", "locust.log", LOCUST_REPORT,
-             f".*{PARTIAL_SUFFIX}", "locust_*.csv", "endpoint.log", "report.html", "steps.csv", "hourly.csv",
-             "merged_timeseries.csv")
-RUN_MARKS = ("summary.json", "options.json", "locust_stats.csv", "locust_stats_history.csv")
-
-
-def holds_run(folder: Path) -> bool:
-    return any((folder / name).is_file() for name in RUN_MARKS)
-
-
-def check_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> None:
-    """Refuse, before anything starts, a run folder that cannot be created or already holds a run
-    (unless `overwrite`), or that a run is writing now. Creates nothing."""
-    refuse_unusable(out, flag)  # a name too long, a symlink loop: before anything asks whether it is a folder
-    if out.is_dir() and run_in_progress(out):
-        raise UsageError(f"{flag} {out} {IN_USE}")
-    if out.is_dir() and holds_run(out) and not overwrite:
-        raise UsageError(f"{flag} {out} already holds a run (summary.json, locust_*.csv); pass --overwrite to "
-                         "replace it, or another folder")
-    check_output_dir(out, flag)
-
-
-def make_out_dir(out: Path, *, overwrite: bool = False, flag: str = "--out") -> bool:
-    """Create the run folder (a one-line UsageError when the system refuses, e.g. under /proc); with
-    `overwrite`, remove an earlier run's files from it. Returns True when this call created it."""
-    try:  # created by this call only if its own mkdir made it (two runs into one folder: one of them did)
-        out.mkdir(parents=True)
-        created = True
-    except FileExistsError:
-        created = False
-    except OSError as exc:
-        raise UsageError(f"{flag} {out} cannot be created: {exc.strerror or exc}") from None
-    if overwrite and not created:
-        remove_run_files(out)
-    return created
-
-
-def remove_run_files(folder: Path) -> list[Path]:
-    """Delete the files a run wrote into `folder` (RUN_FILES); returns them."""
-    removed = []
-    for pattern in RUN_FILES:
-        for path in folder.glob(pattern):
-            if path.is_file():
-                path.unlink()
-                removed.append(path)
-    return removed
-
-
-def discard_out_dir(out: Path, created: bool) -> None:
-    """Undo a run folder after a usage error: the folder if this run created it, else the run's files;
-    nothing while another run (another thread of this process too) holds the folder: it is that run's."""
-    if locked_by_another(out):
-        return
-    if created:
-        shutil.rmtree(out, ignore_errors=True)
-    elif out.is_dir():
-        remove_run_files(out)
 
 
 def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[str]:
@@ -167,8 +91,8 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
 
 def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_env: dict[str, str] | None = None,
             options: Options | None = None, overwrite: bool | None = None,
-            echo: Callable[[str], None] | None = None) -> dict:
-    """Run Locust headless into `out`, locked while it runs (`locked_folder`); return summary.json's content.
+            echo: Callable[[str], None] | None = None) -> Summary:
+    """Run Locust headless into `out`, locked while it runs (`locked_folder`); return summary.json, typed.
 
     `options` are the run's parsed options; the ones that differ from their defaults are forwarded
     to Locust (default: `settings`' own).
@@ -192,8 +116,8 @@ def execute(settings: SageMakerSettings, load: LoadSettings, out: Path, extra_en
 
 def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, created: bool,
                     extra_env: dict[str, str] | None, options: Options | None,
-                    echo: Callable[[str], None] | None) -> dict:
-    options = parse_options(settings) if options is None else options
+                    echo: Callable[[str], None] | None) -> Summary:
+    options = parse_options(asdict(settings)) if options is None else options
     cmd = locust_command(forwarded_arguments(options), load, out)
     recorded = {"sm_locust": {k: v for k, v in asdict(settings).items() if v not in ("", None)},
                 "options": dict(options), "load": asdict(load), "locust_command": cmd[1:]}
@@ -235,7 +159,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
         raise UsageError(f"Locust rejected the run: {_hint(tail)}; full log in {out / 'locust.log'}")
     if proc.returncode != 0 or not summary_path.exists():
         raise RunError(f"Locust exited with code {proc.returncode} ({_hint(tail)}); full log in {out / 'locust.log'}")
-    return json.loads(summary_path.read_text())
+    return Summary.of(json.loads(summary_path.read_text()))  # this run's own file, written by the recorder
 
 
 class SignalForwarder:
@@ -377,96 +301,3 @@ def _pump(proc: subprocess.Popen, log, shown: str, echo: Callable[[str], None] |
             _print(line)
     proc.wait()
     return "\n".join(tail)
-
-
-def verdict_line(summary: Summary | JsonObject) -> str:
-    """The totals line `run` closes with, the plateau's verdict and an INCONCLUSIVE line under it."""
-    record = Summary.of(summary)
-    t = record.totals
-    errors = clean(", ".join(f"{code} {n}" for code, n in (t.errors or {}).items()))
-    p95, goodput = t.p95_ms, t.goodput_rps
-    ci = whole_run_intervals(record)
-    rate = with_interval(t.rps if t.rps is not None else 0, ci.get("rps"), " req/s", 1)
-    line = (f"whole run: {number(t.requests)} requests, {rate}"
-            + ("" if goodput is None else f", goodput {number(goodput, 1)} req/s")
-            + f", p95 {f'{MISSING} ms' if is_missing(p95) else with_interval(p95, ci.get('p95_ms'), ' ms')}"
-            + f", {number(t.failures)} failures" + (f" ({errors})" if errors else ""))
-    in_flight = t.in_flight_at_stop or 0
-    if in_flight:  # cut short by the stop: in no count above
-        line += f"; {in_flight} request{'s' if in_flight != 1 else ''} in flight at the stop"
-    backoff = t.backoff or {}
-    if backoff.get("count"):  # sm_locust.users.backoff: the endpoint could not be reached
-        line += f"; {backoff['count']} back-offs after connection errors ({backoff.get('seconds', 0):.1f} s)"
-    open_loop = t.open_loop
-    if open_loop:
-        line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
-                 f"{open_loop.get('dropped', 0)} dropped")
-    published = (record.publish or {}).get("cloudwatch")
-    if published:  # --publish cloudwatch (sm_locust.publish): what went out, and what did not
-        line += f"; {closing_clause(published)}"
-    text = record.plateau.text if record.plateau is not None else None
-    if text:
-        line += f"\n{text}"
-    inconclusive = inconclusive_reason(record)
-    if inconclusive is not None and not str(text or "").startswith("INCONCLUSIVE"):
-        line += f"\nINCONCLUSIVE: {inconclusive} (a measurement of the load generator, not of the endpoint)"
-    return line
-
-
-def whole_run_intervals(summary: Summary | JsonObject) -> Mapping[str, Interval | None]:
-    """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
-    load changed, the whole-run rate averages different loads and its interval says nothing useful
-    (the steps' intervals are the ones to read); {} otherwise."""
-    record = Summary.of(summary)
-    if len(record.steps) > 1 or record.totals.ci95 is None:
-        return {}
-    return record.totals.ci95
-
-
-def inconclusive_reason(summary: Summary | JsonObject) -> str | None:
-    """Why the run's answer is inconclusive (summary.json `verdict`, record.summary.verdict_of), or None."""
-    record = Summary.of(summary)
-    if record.inconclusive:
-        assert record.verdict is not None
-        return str(record.verdict.reason or "the load generator was the bottleneck")
-    return None
-
-
-def nothing_completed(summary: Summary | JsonObject) -> str | None:
-    """`no request completed: 4 were in flight at the stop (...)` when the run sent nothing that ended
-    (a test shorter than the endpoint's answers, a shape that never started a user); else None."""
-    totals = Summary.of(summary).totals
-    if totals.requests:
-        return None
-    in_flight = totals.in_flight_at_stop or 0
-    if in_flight:
-        return (f"no request completed: {in_flight} {'were' if in_flight != 1 else 'was'} in flight at the stop "
-                "(the endpoint answered none within the run: a longer -t/--run-time, or check the endpoint's latency)")
-    return "no request completed: nothing was sent (check --users, the shape and --run-time)"
-
-
-def every_request_failed(summary: Summary | JsonObject, out: Path) -> str | None:
-    """`every request failed: ValidationError x2625 (first: ...)` when the run sent requests and none
-    succeeded (the endpoint, the payload or the credentials are wrong, not the load); else None."""
-    totals = Summary.of(summary).totals
-    requests, failures = totals.requests or 0, totals.failures or 0
-    if not requests or failures < requests:
-        return None
-    errors = ", ".join(f"{code} x{n}" for code, n in (totals.errors or {}).items()) or f"x{failures}"
-    first = first_failure(out / "locust_failures.csv")
-    return f"every request failed: {errors}" + (f" (first: {first})" if first else "")
-
-
-def first_failure(path: Path, limit: int = 200) -> str | None:
-    """The error text of the most frequent failure in Locust's failures CSV, shortened to `limit`."""
-    try:
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            rows = [row for row in csv.DictReader(fh) if row.get("Error")]
-    except OSError:
-        return None
-    if not rows:
-        return None
-    def occurrences(row: dict) -> int:
-        return int(row.get("Occurrences") or 0) if str(row.get("Occurrences")).isdigit() else 0
-
-    return clean(" ".join(max(rows, key=occurrences)["Error"].split()), limit)
