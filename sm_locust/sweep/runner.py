@@ -48,6 +48,7 @@ from sm_locust.sweep.pipeline import (
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Confirm, Remeasure, Row, Teardown, Timing
 from sm_locust.sweep.trust import untrusted_words
+from sm_locust.util.formatting import count
 from sm_locust.util.outputs import locked_folder, write_atomic
 from sm_locust.util.yamlsafe import load_json
 
@@ -130,6 +131,8 @@ class SweepRunner:
         self.finished: set[int] = set()
         self.remeasure_queue: list[int] = []  # client-bound configurations to measure again by themselves
         self.confirming: int | None = None  # the configuration being measured a second time to confirm the ranking
+        self.rounds_over = False  # measuring again and confirming are over: the bar may say "done"
+        self.measured_again = False  # a bar said another round was next
         self.signum: int = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
@@ -185,6 +188,9 @@ class SweepRunner:
             self._loop(pipeline)
             self._remeasure_client_bound()
             self._confirm()
+            self.rounds_over = True
+            if self.measured_again:  # the last bar said another round was next: now it is done
+                self._progress_bar()
         except KeyboardInterrupt:
             outcome.interrupted = True
             outcome.signum = self.signum
@@ -519,9 +525,25 @@ class SweepRunner:
         self._line(i)
         sweep.write_progress(self.rows)
         self.finished.add(i)
+        self._progress_bar()
+
+    def _progress_bar(self) -> None:
+        """The bar; once every configuration is measured, 'done' only when no other round follows."""
         remaining = self.total - len(self.finished)
         elapsed = time.monotonic() - self.started
-        self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
+        then = None
+        if self.rounds_over:
+            pass
+        elif self.confirming is not None:
+            then = "confirming the ranking"
+        elif self.remeasure_queue:
+            n = len(self.remeasure_queue)
+            then = f"next: measuring {count(n, 'configuration')} again by {'itself' if n == 1 else 'themselves'}"
+        elif self.spec.confirm:
+            then = "next: confirming the ranking, if its leaders need it"
+        self.measured_again = self.measured_again or (then is not None and not remaining)
+        self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining),
+                                   then))
 
     def _measure(self, i: int, run_dir: Path) -> None:
         row = self.rows[i]

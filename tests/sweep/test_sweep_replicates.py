@@ -205,3 +205,27 @@ def test_confirm_false_measures_each_once_and_the_plan_shows_the_extra_cost(tmp_
     estimate = confirming.confirmation_estimate()
     one = confirming.estimates[1]
     assert estimate is not None and estimate.billed_s == pytest.approx(3 * one.billed_s)  # 2 rounds of 2, of 3
+
+
+def test_the_progress_bar_says_done_only_once_the_confirmation_round_is_over(tmp_path, payload):
+    sweep = drift_sweep(tmp_path, drift=1.0)
+    lines: list[str] = []
+    run_sweep(sweep, yes=True, printer=lines.append, handle_signals=False)
+    bars = [i for i, line in enumerate(lines) if " configurations, " in line and " elapsed, " in line]
+    done = [i for i in bars if lines[i].endswith(", done")]
+    confirming = [i for i, line in enumerate(lines) if "confirming the ranking: " in line]
+    second = [i for i, line in enumerate(lines) if line.endswith("(second measurement, confirming the ranking)")]
+    assert len(confirming) == 1 and len(second) == 2  # max_concurrency 3 and 2 measured again
+    assert done == [bars[-1]] and done[0] > max(second)  # said once, after the round
+    first_round = [lines[i] for i in bars if i < confirming[0]]
+    assert " 3/3 configurations, " in first_round[-1]
+    assert first_round[-1].endswith(" elapsed, measured once; next: confirming the ranking, if its leaders need it")
+    assert all(lines[i].endswith(" elapsed, measured once; confirming the ranking") for i in bars
+               if confirming[0] < i < done[0])
+    (tmp_path / "once").mkdir()
+    (tmp_path / "once" / "x.json").write_text("{}")
+    once = drift_sweep(tmp_path / "once", drift=1.0, confirm=False)
+    plain: list[str] = []
+    run_sweep(once, yes=True, printer=plain.append, handle_signals=False)
+    assert [line for line in plain if "next:" in line] == []  # no round follows: the last bar is "done"
+    assert [line for line in plain if line.endswith(", done")] == [[line for line in plain if " elapsed, " in line][-1]]

@@ -219,6 +219,10 @@ def test_a_client_bound_configuration_is_measured_again_by_itself_and_then_trust
     assert result.document["recommendation"]["index"] == 2 and result.exit_code == 0
     assert any("NOT TRUSTED: the load generator was the bottleneck" in line for line in lines)
     assert any("measuring it again by itself" in line for line in lines)
+    bars = [line for line in lines if " elapsed, " in line]  # "done" only once nothing else will run
+    assert [line for line in bars if line.endswith(", done")] == [bars[-1]]
+    assert any(" 3/3 configurations, " in line and line.endswith(" elapsed, measured once; next: measuring 1 "
+                                                                  "configuration again by itself") for line in bars)
 
 
 def test_still_client_bound_is_inconclusive_never_recommended_and_said_loudly(tmp_path, payload):
