@@ -134,7 +134,7 @@ class SweepRunner:
         self.rounds_over = False  # measuring again and confirming are over: the bar may say "done"
         # the confirmation measurement under way: (index, run folder, first replicate's folder, the row's first figures)
         self.replicating: tuple[int, Path, Path, tuple] | None = None
-        self.measured_again = False  # a bar said another round was next
+        self.bar_said_next = False  # a bar said another round was next
         self.signum: int = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
@@ -191,7 +191,7 @@ class SweepRunner:
             self._remeasure_client_bound()
             self._confirm()
             self.rounds_over = True
-            if self.measured_again:  # the last bar said another round was next: now it is done
+            if self.bar_said_next:  # the last bar said another round was next: now it is done
                 self._progress_bar()
         except KeyboardInterrupt:
             outcome.interrupted = True
@@ -572,7 +572,7 @@ class SweepRunner:
             then = f"next: measuring {count(n, 'configuration')} again by {'itself' if n == 1 else 'themselves'}"
         elif self.spec.confirm and self.sweep.confirms and self.total >= 2:
             then = "next: confirming the ranking, if its leaders need it"
-        self.measured_again = self.measured_again or (then is not None and not remaining)
+        self.bar_said_next = self.bar_said_next or (then is not None and not remaining)
         self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining),
                                    then))
 
