@@ -3,7 +3,8 @@
 Thin adapter over `sm_locust.report.compare` (`compare_table`, `write_compare`). No CloudWatch
 calls: endpoint-side columns come from each run's steps.csv when `sm-locust report` already wrote
 one. Its closing lines are a table: one row per run, throughput, p95 and $ per 1M (per 1M output
-tokens for LLM runs), each with its change against the first run. Exit codes:
+tokens for LLM runs), each with its change against the first run, then one line per run whose verdict
+is INCONCLUSIVE, with the reason (a warning, not a gap). Exit codes:
 0 every run complete, 1 written but some run has gaps (printed), 2 usage error.
 """
 
