@@ -3,7 +3,8 @@
 Each run is reduced to the row `sm-locust compare` writes to compare.csv (max sustainable
 throughput, latency there, error rate, $ per 1M, ...), by the same code. Runs are RunResults, run
 folders or s3:// URLs (downloaded as `sm_locust.load` does). `out=` also writes compare.csv and
-compare.html there. The rows' gaps (missing or damaged data) are in `table.attrs["gaps"]`.
+compare.html there. The rows' gaps (missing or damaged data) are in `table.attrs["gaps"]`; runs
+whose verdict is INCONCLUSIVE are in `table.attrs["warnings"]`, with the reason.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, p
         write_compare(compared, table, out)
     gaps = [f"{r.name}: {g}" for r in compared for g in r.gaps]
     table.attrs["gaps"] = gaps
+    table.attrs["warnings"] = [f"{r.name}: {w}" for r in compared for w in r.warnings]  # INCONCLUSIVE runs
     return table
 
 

@@ -3,7 +3,8 @@
 Thin adapter over `sm_locust.report.compare` (`compare_table`, `write_compare`). No CloudWatch
 calls: endpoint-side columns come from each run's steps.csv when `sm-locust report` already wrote
 one. Its closing lines are a table: one row per run, throughput, p95 and $ per 1M (per 1M output
-tokens for LLM runs), each with its change against the first run. Exit codes:
+tokens for LLM runs), each with its change against the first run, then one line per run whose verdict
+is INCONCLUSIVE, with the reason (a warning, not a gap). Exit codes:
 0 every run complete, 1 written but some run has gaps (printed), 2 usage error.
 """
 
@@ -17,6 +18,7 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import add_spec_arguments
 from sm_locust.report.compare import compare_table, terminal_table, write_compare
 from sm_locust.report.options import COMPARE_OUT, CompareSettings, compare_options
+from sm_locust.sanitize import clean
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress, refuse_links_in
 
 
@@ -48,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         columns = ("max_sustainable_rps", "output_tokens_per_s", "ttft_p95_ms", "usd_per_million_output_tokens")
     for line in terminal_table(table, columns):
         print(f"sm-locust compare: {line}")
+    for r in runs:  # complete, but its answer is not decided: said, not a gap
+        for warning in r.warnings:
+            print(f"sm-locust compare: {clean(r.name)}: {clean(warning)}")
     for gap in gaps:
         print(f"sm-locust compare: missing: {gap}", file=sys.stderr)
     for key, path in outputs.items():

@@ -33,8 +33,9 @@ from plotly.offline import get_plotlyjs
 
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
-from sm_locust.report.llm import LLM_COLUMNS, llm_columns
+from sm_locust.report.llm import LLM_COLUMNS, LLM_FIGURES, llm_columns
 from sm_locust.report.loadaxis import by_load, integer_axis
+from sm_locust.report.merge import inconclusive_of
 from sm_locust.report.pipeline import ReportOptions, compute, resolve_defaults
 from sm_locust.report.policy import is_rate_run
 from sm_locust.report.render import CSS
@@ -52,7 +53,9 @@ ROW_COLUMNS = [
     "step", "rps_ci95_low", "rps_ci95_high", "p95_ms_ci95_low", "p95_ms_ci95_high", "capacity_rps",
     "capacity_ci95_low", "capacity_ci95_high", "inconclusive",
     "usd_per_million_ci95_low", "usd_per_million_ci95_high", "autoscaling_target_ci95_low",
-    "autoscaling_target_ci95_high",
+    "autoscaling_target_ci95_high", "goodput_rps_ci95_low", "goodput_rps_ci95_high", "p50_ms_ci95_low",
+    "p50_ms_ci95_high", "p99_ms_ci95_low", "p99_ms_ci95_high", "transactions_per_hour_ci95_low",
+    "transactions_per_hour_ci95_high",
 ]
 
 
@@ -84,6 +87,11 @@ INTERVALS: dict[str, tuple[str, str]] = {
     "capacity_rps": ("capacity_ci95_low", "capacity_ci95_high"),
     "usd_per_million": ("usd_per_million_ci95_low", "usd_per_million_ci95_high"),
     "autoscaling_target_invocations_per_instance": ("autoscaling_target_ci95_low", "autoscaling_target_ci95_high"),
+    "goodput_rps": ("goodput_rps_ci95_low", "goodput_rps_ci95_high"),
+    "p50_ms": ("p50_ms_ci95_low", "p50_ms_ci95_high"),
+    "p99_ms": ("p99_ms_ci95_low", "p99_ms_ci95_high"),
+    "transactions_per_hour": ("transactions_per_hour_ci95_low", "transactions_per_hour_ci95_high"),
+    **{column: (f"{column}_ci95_low", f"{column}_ci95_high") for column in LLM_FIGURES},
 }
 BOUNDS = frozenset(c for pair in INTERVALS.values() for c in pair)
 
@@ -106,6 +114,8 @@ def shown(column: str, value: object, interval: tuple[object, object] | None = N
         return number(value)
     if digits == 0 and not is_missing(value) and isinstance(value, (int, float, np.number)):
         return number(int(round(float(value))), 0)
+    if isinstance(value, (int, float, np.number)):  # a whole number read from JSON prints as the others: 5.0
+        return number(float(value), digits)
     return number(value, digits)
 
 
@@ -141,6 +151,7 @@ class RunComparison:
     steps: pd.DataFrame
     gaps: list[str] = field(default_factory=list)
     rate_phases: bool = False  # its load was rate phases (traffic, a watched policy): not set by users
+    warnings: list[str] = field(default_factory=list)  # complete, but its answer is not decided (INCONCLUSIVE)
 
 
 def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, *, safety_factor: float = 0.5,
@@ -178,10 +189,17 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
     }
     p = point or {}
-    row.update(step=p.get("step"), capacity_rps=p.get("capacity_rps"), inconclusive=bool(p.get("inconclusive")))
-    for key, interval in (("rps", p.get("rps_ci95")), ("p95_ms", p.get("p95_ms_ci95")),
+    inconclusive, why = (bool(p.get("inconclusive")), p.get("inconclusive_reason")) if point else \
+        inconclusive_of(data.record)
+    row.update(step=p.get("step"), capacity_rps=p.get("capacity_rps"), inconclusive=inconclusive)
+    rate = p.get("rps_ci95")
+    for key, interval in (("rps", rate), ("p95_ms", p.get("p95_ms_ci95")),
                           ("capacity", p.get("capacity_ci95")), ("usd_per_million", cost.get("usd_per_million_ci95")),
-                          ("autoscaling_target", cost.get("autoscaling_target_invocations_per_instance_ci95"))):
+                          ("autoscaling_target", cost.get("autoscaling_target_invocations_per_instance_ci95")),
+                          ("goodput_rps", p.get("goodput_rps_ci95")), ("p50_ms", p.get("p50_ms_ci95")),
+                          ("p99_ms", p.get("p99_ms_ci95")),
+                          ("transactions_per_hour", [cost_mod.transactions_per_hour(r) for r in rate]
+                           if isinstance(rate, list) and row["transactions_per_hour"] is not None else None)):
         row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = interval if isinstance(interval, list) else (None, None)
     if point and point.get("step") is not None and not steps.empty:
         at = steps[steps["step"] == point["step"]].iloc[0]
@@ -195,7 +213,13 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
     row.update(llm_columns(data.record, point, cost))  # LLM runs: tokens/s, TTFT, ITL, $ per 1M output tokens
     return RunComparison(data.folder.name,
                          {c: row.get(c) for c in ROW_COLUMNS + LLM_COLUMNS if c in ROW_COLUMNS or c in row},
-                         steps, gaps, rate_phases=is_rate_run(data.summary))
+                         steps, gaps, rate_phases=is_rate_run(data.summary),
+                         warnings=[inconclusive_warning(why)] if inconclusive else [])
+
+
+def inconclusive_warning(reason: object) -> str:
+    """What compare says of a run whose verdict is INCONCLUSIVE: the verdict and its reason, as the report says it."""
+    return f"INCONCLUSIVE: {reason or 'the run did not decide its answer'}"
 
 
 def _unique_names(runs: list[RunComparison]) -> None:
@@ -295,7 +319,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     else:
         figs.append('<div id="cmp-cost" class="missing"><h3>$ per 1M inferences</h3><p>Not drawn: no run has a '
                     "price (pass --instance-type or --price-per-hour to sm-locust report, or --prices).</p></div>")
-    gaps = "".join(f"<li>{page_text(r.name)}: {page_text(g)}</li>" for r in runs for g in r.gaps)
+    gaps = "".join(f"<li>{page_text(r.name)}: {page_text(g)}</li>" for r in runs for g in r.warnings + r.gaps)
     gap_html = (f'<section id="gaps"><h2>Gaps and warnings</h2><ul>{gaps}</ul></section>' if gaps
                 else '<section id="gaps" class="none"><h2>Gaps and warnings</h2><p>None.</p></section>')
     return "\n".join([
@@ -339,13 +363,3 @@ def write_compare(runs: list[RunComparison], table: pd.DataFrame, out_dir: str |
     write_atomic(outputs["html"], render_compare(runs, table))
     return outputs
 
-
-def best(table: pd.DataFrame) -> dict[str, str]:
-    """Which run wins on throughput (goodput at the sustainable point) and on cost (for a one-line verdict)."""
-    out: dict[str, str] = {}
-    rank = "goodput_rps" if table["goodput_rps"].notna().any() else "max_sustainable_rps"
-    if table[rank].notna().any():
-        out["highest_rps"] = table["run"].iloc[int(np.nanargmax(table[rank].to_numpy(dtype=float)))]
-    if table["usd_per_million"].notna().any():
-        out["cheapest"] = table["run"].iloc[int(np.nanargmin(table["usd_per_million"].to_numpy(dtype=float)))]
-    return out

@@ -18,11 +18,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, LlmTurn, Summary
-from sm_locust.report.cost import Cost, cost_per_million_tokens
+from sm_locust.report.cost import Cost, cost_interval, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number, with_interval
 
-LLM_COLUMNS = ["output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens"]
+LLM_FIGURES = ("output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens")
+# compare's token columns: each figure, then the bounds of its 95 % interval (empty when the record has none)
+LLM_COLUMNS = [*LLM_FIGURES, *(f"{figure}_ci95_{end}" for figure in LLM_FIGURES for end in ("low", "high"))]
 STEP_COLUMNS = [("output_tokens_per_s", 1), ("ttft_p95_ms", 0), ("itl_p95_ms", 1)]  # the report's step table
 FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")
 T = TypeVar("T")  # what a chart writer makes of a chart: the page's HTML, or the figure itself
@@ -81,9 +83,21 @@ def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: C
         return {}
     priced = token_cost(cost, view)
     at = view.point or {}
-    return {"output_tokens_per_s": at.get("output_tokens_per_s"), "ttft_p95_ms": at.get("ttft_p95_ms"),
-            "itl_p95_ms": at.get("itl_p95_ms"),
-            "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
+    found = at.get("ci95")
+    intervals = found if isinstance(found, Mapping) else {}
+    tokens = intervals.get("output_tokens_per_s")
+    price = cost.get("price_per_hour_usd")
+    token_cost_ci95 = (cost_interval(price, cost.get("instance_count") or 1, tokens)
+                        if price is not None and priced.get("usd_per_million_output_tokens") is not None else None)
+    out: dict[str, object] = {"output_tokens_per_s": at.get("output_tokens_per_s"),
+                              "ttft_p95_ms": at.get("ttft_p95_ms"), "itl_p95_ms": at.get("itl_p95_ms"),
+                              "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
+    for figure, interval in (("output_tokens_per_s", tokens), ("ttft_p95_ms", intervals.get("ttft_p95_ms")),
+                             ("itl_p95_ms", intervals.get("itl_p95_ms")),
+                             ("usd_per_million_output_tokens", token_cost_ci95)):
+        pair = interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None)
+        out[f"{figure}_ci95_low"], out[f"{figure}_ci95_high"] = pair
+    return out
 
 
 def slo_verdict(value: Any, slo: Any) -> str:

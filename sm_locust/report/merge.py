@@ -383,7 +383,7 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
         point["stable"] = plateau.stable
         point["capacity_rps"] = plateau.capacity_rps
         point["capacity_ci95"] = _listed(plateau.capacity_ci95)
-        point["inconclusive"], point["inconclusive_reason"] = _verdict_of(record)
+        point["inconclusive"], point["inconclusive_reason"] = inconclusive_of(record)
         if knee is not None:
             point["step"] = int(knee["step"])
             _add_intervals(point, knee)
@@ -404,7 +404,7 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
     point["stable"] = None
     point["step"] = int(best["step"])
     _add_intervals(point, best)
-    point["inconclusive"], point["inconclusive_reason"] = _verdict_of(record)
+    point["inconclusive"], point["inconclusive_reason"] = inconclusive_of(record)
     return point
 
 
@@ -420,7 +420,7 @@ def _listed(interval: Interval | None) -> list[float] | None:
     return None if interval is None else list(interval)
 
 
-def _verdict_of(summary: Summary) -> tuple[bool, str | None]:
+def inconclusive_of(summary: Summary) -> tuple[bool, str | None]:
     """(inconclusive, the reason) from summary.json's `verdict` (record.summary.run_verdict), else (an
     older summary.json) from its plateau."""
     verdict: Verdict | None = summary.verdict

@@ -37,8 +37,13 @@ def eta_s(elapsed_s: float, measured: int, remaining: int) -> float | None:
     return elapsed_s / measured * remaining
 
 
-def progress_line(done: int, total: int, elapsed_s: float, eta: float | None) -> str:
-    left = "done" if done >= total else (f"about {duration(eta)} left" if eta is not None else "ETA after the first")
+def progress_line(done: int, total: int, elapsed_s: float, eta: float | None, then: str | None = None) -> str:
+    """The progress bar: `done` of `total` measured once; `then`, when every one is but another round
+    is under way or follows (measuring again, confirming the ranking), says which instead of 'done'."""
+    if done >= total:
+        left = f"measured once; {then}" if then else "done"
+    else:
+        left = f"about {duration(eta)} left" if eta is not None else "ETA after the first"
     return f"{PREFIX} {bar(done, total)} {done}/{total} configurations, {duration(elapsed_s)} elapsed, {left}"
 
 

@@ -48,6 +48,7 @@ from sm_locust.sweep.pipeline import (
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Confirm, Remeasure, Row, Teardown, Timing
 from sm_locust.sweep.trust import untrusted_words
+from sm_locust.util.formatting import count
 from sm_locust.util.outputs import locked_folder, write_atomic
 from sm_locust.util.yamlsafe import load_json
 
@@ -130,6 +131,10 @@ class SweepRunner:
         self.finished: set[int] = set()
         self.remeasure_queue: list[int] = []  # client-bound configurations to measure again by themselves
         self.confirming: int | None = None  # the configuration being measured a second time to confirm the ranking
+        self.rounds_over = False  # measuring again and confirming are over: the bar may say "done"
+        # the confirmation measurement under way: (index, run folder, first replicate's folder, the row's first figures)
+        self.replicating: tuple[int, Path, Path, tuple] | None = None
+        self.bar_said_next = False  # a bar said another round was next
         self.signum: int = signal.SIGINT
         self.started = time.monotonic()
         self._previous_handlers: dict[int, Any] = {}
@@ -185,6 +190,9 @@ class SweepRunner:
             self._loop(pipeline)
             self._remeasure_client_bound()
             self._confirm()
+            self.rounds_over = True
+            if self.bar_said_next:  # the last bar said another round was next: now it is done
+                self._progress_bar()
         except KeyboardInterrupt:
             outcome.interrupted = True
             outcome.signum = self.signum
@@ -201,6 +209,7 @@ class SweepRunner:
             for i in list(self.deployments):
                 if i not in self.torn_down:
                     self._teardown(i)
+            self._put_back_first_replicate()
             for row in self.rows.values():
                 if row.status in ("pending", "running"):
                     row.fail("interrupted" if outcome.interrupted else "failed",
@@ -288,11 +297,13 @@ class SweepRunner:
         self.torn_down.discard(i)
         self.finished.discard(i)
         self.confirming = i
+        self.replicating = (i, run_dir, first, saved)
         try:
             self.pipeline = Pipeline([i], 1)
             self._loop(self.pipeline)
         finally:
             self.confirming = None
+        self.replicating = None  # finished (an interruption leaves it set: `_put_back_first_replicate`)
         if i in self.remeasure_queue:
             self.remeasure_queue.remove(i)
         if row.status == "ok" and not row.client_bound:
@@ -300,6 +311,12 @@ class SweepRunner:
         why = row.client_bound or row.reason or row.status
         say(self.printer, f"[{i}/{self.total}] {row.label}: the second measurement is not used ({why}); the first "
                          "stands alone")
+        self._first_stands_alone(i, run_dir, first, saved)
+
+    def _first_stands_alone(self, i: int, run_dir: Path, first: Path, saved: tuple) -> None:
+        """The second measurement's folder deleted, the first's put back under the configuration's own name,
+        and the row's first figures with it (both deployments billed)."""
+        row = self.rows[i]
         if run_dir.exists():
             shutil.rmtree(run_dir)
         first.rename(run_dir)
@@ -308,6 +325,26 @@ class SweepRunner:
         if row.teardown is not None and cost is not None:  # both deployments were billed
             row.teardown.cost_usd = round(cost, 6)
         row.status, row.reason, row.client_bound, row.confirm = "ok", None, None, None
+
+    def _put_back_first_replicate(self) -> None:
+        """A confirmation measurement cut short (Ctrl-C, SIGTERM, an error), once its test is stopped and its
+        endpoint deleted: the first measurement stands alone, as when the second fails. No `.replicate-1`
+        folder is left behind, and a resumed sweep takes the configuration as measured before (its folder is
+        complete) and confirms the ranking afresh."""
+        if self.replicating is None:
+            return
+        i, run_dir, first, saved = self.replicating
+        self.replicating = None
+        if not first.is_dir():
+            return
+        try:
+            self._first_stands_alone(i, run_dir, first, saved)
+        except OSError as exc:
+            say(self.printer, f"[{i}/{self.total}] {self.rows[i].label}: the second measurement was cut short, and "
+                             f"the first could not be put back ({exc}): it is in {first.name}")
+            return
+        say(self.printer, f"[{i}/{self.total}] {self.rows[i].label}: the second measurement was cut short; the "
+                         "first stands alone")
 
     def _loop(self, pipeline: Pipeline) -> None:
         while not pipeline.finished:
@@ -520,9 +557,25 @@ class SweepRunner:
         self._line(i)
         sweep.write_progress(self.rows)
         self.finished.add(i)
+        self._progress_bar()
+
+    def _progress_bar(self) -> None:
+        """The bar; once every configuration is measured, 'done' only when no other round follows."""
         remaining = self.total - len(self.finished)
         elapsed = time.monotonic() - self.started
-        self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining)))
+        then = None
+        if self.rounds_over:
+            pass
+        elif self.confirming is not None:
+            then = "confirming the ranking"
+        elif self.remeasure_queue:
+            n = len(self.remeasure_queue)
+            then = f"next: measuring {count(n, 'configuration')} again by {'itself' if n == 1 else 'themselves'}"
+        elif self.spec.confirm and self.sweep.confirms and self.total >= 2:
+            then = "next: confirming the ranking, if its leaders need it"
+        self.bar_said_next = self.bar_said_next or (then is not None and not remaining)
+        self.printer(progress_line(len(self.finished), self.total, elapsed, eta_s(elapsed, self.measured, remaining),
+                                   then))
 
     def _measure(self, i: int, run_dir: Path) -> None:
         row = self.rows[i]

@@ -130,14 +130,18 @@ def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) ->
     symmetric (batch means of a rate)  -> '189 req/s (±3)'
     asymmetric (a bootstrapped percentile) -> '120 ms [112, 131]'
     no interval (too few samples, an old summary.json) -> '189 req/s' (the figure alone)
+    a zero-width interval ([45, 45]) -> '45 ms' (the figure alone, as unknown)
 
+    A zero-width interval is not a measured certainty: every batch or resample gave the same value
+    (one distinct sample, or a spread finer than the data resolve, such as one latency bucket), so
+    its width is unknown and '(±0)' would claim an exactness nobody measured.
     `unit` follows the figure (with its own leading space, as `number`'s); `digits` decimals for
     the figure and the bounds; a half-width that would print as 0 gets one significant digit."""
     if is_missing(value):
         return MISSING
     figure = number(float(value), digits, unit)
     bounds = _bounds(interval)
-    if bounds is None:
+    if bounds is None or bounds[1] <= bounds[0]:
         return figure
     low, high = bounds
     value = float(value)

@@ -80,7 +80,7 @@ def test_cli_lines_print_a_missing_latency_as_the_marker():
 
 def test_a_figure_with_its_interval_reads_one_way_everywhere():
     from sm_locust.plateau.uncertainty import Interval
-    from sm_locust.util.formatting import with_interval
+    from sm_locust.util.formatting import percent_interval, with_interval
 
     assert with_interval(189.2, [186.1, 192.3], " req/s") == "189 req/s (±3)"  # batch means: symmetric
     assert with_interval(120, [112, 131], " ms") == "120 ms [112, 131]"  # a bootstrapped percentile
@@ -92,6 +92,10 @@ def test_a_figure_with_its_interval_reads_one_way_everywhere():
     assert with_interval(None, [1, 2]) == "n/a"
     assert with_interval(123.8, [78.8, 168.9], " req/s", 1) == "123.8 req/s (±45.1)"  # a rounded centre: still ±
     assert with_interval(38, [37, 38], " ms") == "38 ms [37, 38]"
+    # zero width: every batch or resample the same (one bucket, one distinct sample): unknown, never "(±0)"
+    assert with_interval(45.0, [45.0, 45.0], " ms", 1) == "45.0 ms" == with_interval(45.0, None, " ms", 1)
+    assert with_interval(150, Interval(150.0, 150.0), " req/s") == "150 req/s"
+    assert percent_interval(0.5, [0.5, 0.5]) == "50.0 %"
 
 
 def test_the_run_line_and_the_price_read_in_one_number_format():

@@ -79,7 +79,9 @@ def test_capacity_is_reported_beside_the_knee():
     plateau = verdict.as_dict()
     assert plateau["capacity_rps"] == pytest.approx(150.0) and plateau["users"] == 6
     assert plateau["rps"] == pytest.approx(142.9, rel=0.01) and plateau["capacity_stable"] is True
-    assert verdict.text().startswith("plateau: capacity 150 req/s (±0) at step 3: 16 users, p95 190 ms; "
+    # a synthetic endpoint: every step exactly the same rate, a zero-width interval, printed as none ("(±0)" would
+    # claim an exactness no measurement has)
+    assert verdict.text().startswith("plateau: capacity 150 req/s at step 3: 16 users, p95 190 ms; "
                                      "knee step 5: 143 req/s at 6 users")
 
 

@@ -183,13 +183,13 @@ def test_the_knee_and_capacity_carry_intervals():
 
 
 def token_step(users: int, slow_gaps: list[int], answers_per_second: int = 5, rate: float = 300.0,
-               itl: float = 44.0, slow: float = 96.0):
+               itl: float = 44.0, slow: float = 96.0, jitter: float = 0.0):
     """A 9-s LLM step: each second's answers (60 tokens each) with `slow_gaps[i]` of its token gaps at
-    `slow` ms, the others at `itl` ms."""
+    `slow` ms, the others at `itl` ms; `rate` tokens arrive each second, `jitter` of it more, then less."""
     per_second = []
-    for k in slow_gaps:
+    for i, k in enumerate(slow_gaps):
         bucket = Bucket(requests=answers_per_second, output_tokens=answers_per_second * 60, server=answers_per_second,
-                        arrived=rate)
+                        arrived=rate * (1.0 + jitter * (-1) ** i))
         gaps = answers_per_second * 59
         bucket.hists["itl"] = {_key(itl): gaps - k, _key(slow): k} if k else {_key(itl): gaps}
         bucket.hists["ttft"] = {_key(200.0): answers_per_second}
@@ -211,7 +211,7 @@ def test_an_itl_slo_from_45_answers_is_undecided_not_passed_or_failed_on_its_poi
     search = TokenPlateauSearch(1, 64, conditions=[slo], extend_unstable=False)
     search.first()
     for users in (1, 4, 16):
-        s = step if users == 16 else token_step(users, [0] * 9, rate=users * 20.0, itl=30.0)
+        s = step if users == 16 else token_step(users, [0] * 9, rate=users * 20.0, itl=30.0, jitter=0.1)
         s.undecided = search.undecided(s)
         search.feed(s)
     verdict = search.verdict()

@@ -3,6 +3,7 @@ than the page scrolls in its own box; checked in headless chromium when it is in
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from sm_locust.report.compare import (
     ROW_COLUMNS,
     RunComparison,
     compare_runs,
+    compare_table,
     compare_table_html,
     render_compare,
     terminal_table,
@@ -130,7 +132,7 @@ def test_a_real_compare_page_labels_every_row_and_names_no_interval_bound(tmp_pa
 
 def test_every_compare_column_has_a_label_or_is_the_bound_of_a_labelled_figure():
     assert [c for c in ROW_COLUMNS + LLM_COLUMNS if c != "run" and c not in LABELS and c not in BOUNDS] == []
-    assert set(INTERVALS) <= set(LABELS) and BOUNDS <= set(ROW_COLUMNS)
+    assert set(INTERVALS) <= set(LABELS) and BOUNDS <= set(ROW_COLUMNS + LLM_COLUMNS)
 
 
 def _steps(users: list[int], rps: list[float]) -> pd.DataFrame:
@@ -149,3 +151,69 @@ def test_a_run_loaded_by_rate_phases_is_not_drawn_against_users():
     only = render_compare([watched], table.iloc[1:])
     assert '<div id="cmp-throughput" class="missing">' in only and 'id="cmp-latency"' not in only  # no empty chart
     assert "watched: its load was rate phases" in only
+
+
+SEARCH = Path(__file__).parent.parent / "data" / "summaries" / "built-2026-12-07-search.json"
+
+
+def _run(tmp_path: Path, name: str, **changes) -> Path:
+    """The golden run folder as `name`, its summary.json the built search run's with `changes`, its history
+    without the line cut off mid-write (a run with no gap)."""
+    folder = tmp_path / name
+    shutil.copytree(GOLDEN, folder)
+    history = folder / "locust_stats_history.csv"
+    history.write_text("".join(history.read_text().splitlines(keepends=True)[:-1]))
+    summary = {**json.loads(SEARCH.read_text()), **changes}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_an_inconclusive_run_says_why_under_gaps_and_warnings_on_the_page_and_the_terminal(tmp_path, capsys):
+    why = "step 2 (4 users) was client-bound: the load generator's CPU <b>95 %</b> (add workers)"
+    decided = _run(tmp_path, "decided")
+    starved = _run(tmp_path, "starved", verdict={"status": "inconclusive", "reason": why})
+    outputs, gaps = compare_runs([str(decided), str(starved)], tmp_path / "cmp")
+    section = outputs["html"].read_text().split('<section id="gaps"')[1].split("</section>")[0]
+    assert "None." not in section
+    assert ("<li>starved: INCONCLUSIVE: step 2 (4 users) was client-bound: the load generator&#x27;s CPU "
+            "&lt;b&gt;95 %&lt;/b&gt; (add workers)</li>") in section  # the reason, sanitised for the page
+    assert "decided:" not in section and gaps == []  # a warning, not a missing figure
+    compare_runs([str(decided), str(_run(tmp_path, "again"))], tmp_path / "same")
+    assert 'class="none"><h2>Gaps and warnings</h2><p>None.</p>' in (tmp_path / "same" / "compare.html").read_text()
+
+    from sm_locust.cli import main
+
+    capsys.readouterr()
+    code = main(["compare", str(decided), str(starved), "--out", str(tmp_path / "cli")])
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if "INCONCLUSIVE" in line] == [f"sm-locust compare: starved: "
+                                                                              f"INCONCLUSIVE: {why}"]
+    assert code == main(["compare", str(decided), str(tmp_path / "again"), "--out", str(tmp_path / "cli2")])
+
+
+def test_every_figure_with_an_interval_in_the_record_shows_it_in_the_table_page_and_terminal(tmp_path):
+    run = _run(tmp_path, "search")
+    steps = json.loads(SEARCH.read_text())["steps"]  # the knee step's token figures with their intervals
+    steps[0]["llm"]["ci95"] = {"ttft_p95_ms": [18, 23], "itl_p95_ms": [4.5, 6.0], "output_tokens_per_s": [90.0, 110.0]}
+    _run(tmp_path, "tokens", steps=steps)
+    runs, table = compare_table([str(run), str(tmp_path / "tokens")], prices_file=None)
+    row = table.iloc[0]
+    knee = json.loads(SEARCH.read_text())["steps"][0]["ci95"]  # the plateau's knee step
+    for figure in ("goodput_rps", "p50_ms", "p99_ms"):
+        assert [row[f"{figure}_ci95_low"], row[f"{figure}_ci95_high"]] == knee[figure], figure
+    assert [row["transactions_per_hour_ci95_low"], row["transactions_per_hour_ci95_high"]] == \
+        pytest.approx([3600 * b for b in knee["rps"]])  # the one function, at each end of the rate's interval
+    tokens = table.iloc[1]
+    assert [tokens["output_tokens_per_s_ci95_low"], tokens["output_tokens_per_s_ci95_high"]] == [90.0, 110.0]
+    page = compare_table_html(table)
+    cells = {re.findall(r"<td[^>]*>(.*?)</td>", r)[0]: re.findall(r"<td[^>]*>(.*?)</td>", r)[1:]
+             for r in re.findall(r"<tr>(.*?)</tr>", page.split("<tbody>")[1])}
+    assert cells["goodput there (req/s)"][0] == "43.9 (±2.2)"
+    assert cells["p50 there (ms)"][0] == "21.0 [21.0, 22.0]"
+    assert cells["p99 there (ms)"][0] == "45.0"  # a zero-width interval: unknown, never "(±0)"
+    assert cells["transactions per hour"][0] == "158,760 (±8,420)"
+    assert cells["output tokens/s there"][:2] == ["99.4", "99.4 [90.0, 110.0]"]  # the first run's record has none
+    assert cells["ITL p95 there (ms)"][:2] == ["5.0", "5.0 [4.5, 6.0]"]  # one format, with or without its interval
+    assert "ci95" not in re.sub(r'title="[^"]*"', "", page)
+    terminal = terminal_table(table, ("max_sustainable_rps", "output_tokens_per_s", "ttft_p95_ms"))
+    assert "99.4 [90.0, 110.0]" in terminal[2] and "20 [18, 23]" in terminal[2]

@@ -27,6 +27,7 @@ import pytest
 from sm_locust.scaling.aws import VariantRef, snapshot
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import NOTHING, leftovers, moto_sagemaker
+from tests.starved import skip_if_the_load_generator_was_the_bottleneck
 
 pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
@@ -91,13 +92,19 @@ def journals(tmp_path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "autoscaling-restore").glob("*.json"))]
 
 
+@pytest.mark.timeout(600)  # beside CPU hogs: each configuration measured twice, Locust started 4 times (> 240 s)
 def test_an_existing_endpoints_scaling_is_tested_then_put_back_exactly(aws, tmp_path):
     aas, sm = aws
     before = state(aas, sm)
     write(tmp_path)
-    r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=240)
-    assert r.returncode == 0, r.stdout + r.stderr
+    r = run_cli("sweep", "sweep.yaml", "--yes", "--out", "out", cwd=tmp_path, timeout=540)  # a hung sweep's guard
+    # put back exactly, whatever the measurement said
+    assert state(aas, sm) == before, r.stdout + r.stderr
+    assert [j["state"] for j in journals(tmp_path)] == ["restored"]
+    assert "sm-locust sweep: " in r.stdout and "policy 'prod-invocations' back" in r.stdout
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    skip_if_the_load_generator_was_the_bottleneck(doc, r)  # a starved machine: INCONCLUSIVE is right
+    assert r.returncode == 0, r.stdout + r.stderr
     assert [c["status"] for c in doc["configurations"]] == ["ok", "ok"], r.stdout
     for row, low in zip(doc["configurations"], (1, 2), strict=True):
         watched = json.loads((tmp_path / "out" / row["run_dir"] / "summary.json").read_text())["autoscaling"]["watched"]
@@ -106,9 +113,6 @@ def test_an_existing_endpoints_scaling_is_tested_then_put_back_exactly(aws, tmp_
                                              "TargetTracking SageMakerVariantInvocationsPerInstance 4200, cooldowns "
                                              f"out 60 s / in 300 s; {low} instance")
         assert row["deployed"]["existing"] is True and "prod-invocations" in row["deployed"]["scaling_before"]
-    assert state(aas, sm) == before
-    assert [j["state"] for j in journals(tmp_path)] == ["restored"]
-    assert "sm-locust sweep: " in r.stdout and "policy 'prod-invocations' back" in r.stdout
 
 
 @pytest.mark.parametrize("signame, code", [("INT", 130), ("TERM", 143)])

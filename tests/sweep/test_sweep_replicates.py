@@ -12,7 +12,7 @@ from sm_locust.sweep.api import load_sweep, plan_lines, run_sweep
 from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.realtime.rank import REPLICATE_FIELDS, Candidate, criteria, rank, recommend
 from sm_locust.sweep.replicates import combine, confirmation_note, contenders, disagreements, drift_note, merged
-from sm_locust.sweep.runner import REPLICATE_SUFFIX
+from sm_locust.sweep.runner import REPLICATE_SUFFIX, SweepInterrupted
 from sm_locust.sweep.serverless.rank import ServerlessCandidate, replicated
 from sm_locust.sweep.serverless.rank import criteria as serverless_criteria
 from sm_locust.sweep.serverless.rank import rank as serverless_rank
@@ -205,3 +205,61 @@ def test_confirm_false_measures_each_once_and_the_plan_shows_the_extra_cost(tmp_
     estimate = confirming.confirmation_estimate()
     one = confirming.estimates[1]
     assert estimate is not None and estimate.billed_s == pytest.approx(3 * one.billed_s)  # 2 rounds of 2, of 3
+
+
+def test_the_progress_bar_says_done_only_once_the_confirmation_round_is_over(tmp_path, payload):
+    sweep = drift_sweep(tmp_path, drift=1.0)
+    lines: list[str] = []
+    run_sweep(sweep, yes=True, printer=lines.append, handle_signals=False)
+    bars = [i for i, line in enumerate(lines) if " configurations, " in line and " elapsed, " in line]
+    done = [i for i in bars if lines[i].endswith(", done")]
+    confirming = [i for i, line in enumerate(lines) if "confirming the ranking: " in line]
+    second = [i for i, line in enumerate(lines) if line.endswith("(second measurement, confirming the ranking)")]
+    assert len(confirming) == 1 and len(second) == 2  # max_concurrency 3 and 2 measured again
+    assert done == [bars[-1]] and done[0] > max(second)  # said once, after the round
+    first_round = [lines[i] for i in bars if i < confirming[0]]
+    assert " 3/3 configurations, " in first_round[-1]
+    assert first_round[-1].endswith(" elapsed, measured once; next: confirming the ranking, if its leaders need it")
+    assert all(lines[i].endswith(" elapsed, measured once; confirming the ranking") for i in bars
+               if confirming[0] < i < done[0])
+    (tmp_path / "once").mkdir()
+    (tmp_path / "once" / "x.json").write_text("{}")
+    once = drift_sweep(tmp_path / "once", drift=1.0, confirm=False)
+    plain: list[str] = []
+    run_sweep(once, yes=True, printer=plain.append, handle_signals=False)
+    assert [line for line in plain if "next:" in line] == []  # no round follows: the last bar is "done"
+    assert [line for line in plain if line.endswith(", done")] == [[line for line in plain if " elapsed, " in line][-1]]
+
+
+class CutShortRunner(DriftRunner):
+    """The leader's second measurement is cut short by Ctrl-C after Locust wrote part of its folder."""
+
+    def run_configuration(self, i, d, run_dir):
+        if i == 3 and 3 in self.tested:
+            self.tested.append(i)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "locust_stats_history.csv").write_text("Timestamp\n")
+            raise SweepInterrupted()
+        super().run_configuration(i, d, run_dir)
+
+
+def test_a_confirmation_cut_short_leaves_no_replicate_folder_and_the_first_measurement_resumes(tmp_path, payload):
+    sweep = drift_sweep(tmp_path, drift=1.0)
+    sweep.runner_class = type("Runner", (CutShortRunner,), {"tested": [], "drift": 1.0})
+    lines: list[str] = []
+    result = run_sweep(sweep, yes=True, printer=lines.append, handle_signals=False)
+    assert sweep.runner_class.tested == [1, 2, 3, 3] and result.exit_code == 130
+    assert not list(sweep.out_dir.glob(f"*{REPLICATE_SUFFIX}"))  # nothing left behind
+    rows = {row["index"]: row for row in result.document["configurations"]}
+    assert rows[3]["status"] == "ok" and rows[3]["capacity_rps"] == 30.0 and not rows[3].get("replicate")
+    folder = sweep.out_dir / rows[3]["run_dir"]
+    assert json.loads((folder / "summary.json").read_text())["plateau"]["capacity_rps"] == 30.0  # the first
+    assert not (folder / "locust_stats_history.csv").exists()  # the cut-short one's files are gone
+    assert any("max_concurrency 3: the second measurement was cut short; the first stands alone" in line
+               for line in lines)
+    # resumed: all three measured before, and the ranking confirmed afresh
+    again = drift_sweep(tmp_path, drift=1.0)
+    second = run_sweep(again, yes=True, printer=lambda _: None, handle_signals=False)
+    assert again.runner_class.tested == [3, 2] and second.exit_code == 0  # the confirmation only, none from scratch
+    assert len(list(again.out_dir.glob(f"*{REPLICATE_SUFFIX}"))) == 2  # its own first replicates, kept
+    assert second.document["recommendation"]["reason"].endswith("the replicates agree")

@@ -30,6 +30,7 @@ from sm_locust.sweep.deployers import Cancelled, Deployment
 from sm_locust.sweep.deployers.sagemaker import SageMakerDeployer
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 from tests.fakes import NOTHING, ROLE, leftovers, moto_sagemaker
+from tests.starved import skip_if_the_load_generator_was_the_bottleneck
 
 pytestmark = pytest.mark.e2e  # every test here starts a server, a process or Locust
 
@@ -67,8 +68,10 @@ def test_example_two_as_written(aws, tmp_path, capsys):
     # cheaper type wins whatever the machine.
     r = run_cli("sweep", "workers.yaml", "--yes", "--set", "load.run_time=2s", "--set", "objective.target_rps=5",
                 "--out", "out", cwd=tmp_path, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert leftovers(aws) == NOTHING, r.stdout + r.stderr  # whatever the measurement said
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    skip_if_the_load_generator_was_the_bottleneck(doc, r)  # a starved machine: INCONCLUSIVE is right
+    assert r.returncode == 0, r.stdout + r.stderr
     assert [c["status"] for c in doc["configurations"]] == ["ok"] * 6
     for c in doc["configurations"]:  # one definition: the figure is the cost module's, from the measured capacity
         assert c["capacity_rps"] > 0

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, run_cli
+from tests.starved import skip_if_the_load_generator_was_the_bottleneck
 
 pytestmark = pytest.mark.e2e
 EXAMPLE = ROOT / "examples" / "sweeps" / "triton-bert.yaml"
@@ -31,8 +32,9 @@ def test_the_triton_bert_sweep_ends_in_a_recommendation(tmp_path):
     shutil.copy(EXAMPLE.parent / spec["load"]["payload"], tmp_path)
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(spec))
     result = run_cli("sweep", "sweep.yaml", "--out", "out", cwd=tmp_path, timeout=240)
-    assert result.returncode == 0, result.stdout + result.stderr
     doc = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    skip_if_the_load_generator_was_the_bottleneck(doc, result)  # a starved machine: INCONCLUSIVE is right
+    assert result.returncode == 0, result.stdout + result.stderr
     by_label = {c["label"]: c for c in doc["configurations"]}
     assert sorted(by_label) == ["max_batch_size 1, max_concurrency 1", "max_batch_size 1, max_concurrency 2",
                                 "max_batch_size 16, max_concurrency 1", "max_batch_size 16, max_concurrency 2"]

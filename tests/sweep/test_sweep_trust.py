@@ -219,6 +219,10 @@ def test_a_client_bound_configuration_is_measured_again_by_itself_and_then_trust
     assert result.document["recommendation"]["index"] == 2 and result.exit_code == 0
     assert any("NOT TRUSTED: the load generator was the bottleneck" in line for line in lines)
     assert any("measuring it again by itself" in line for line in lines)
+    bars = [line for line in lines if " elapsed, " in line]  # "done" only once nothing else will run
+    assert [line for line in bars if line.endswith(", done")] == [bars[-1]]
+    assert any(" 3/3 configurations, " in line and line.endswith(" elapsed, measured once; next: measuring 1 "
+                                                                  "configuration again by itself") for line in bars)
 
 
 def test_still_client_bound_is_inconclusive_never_recommended_and_said_loudly(tmp_path, payload):
@@ -293,3 +297,28 @@ def test_a_verdict_left_undecided_by_its_budget_is_ranked_by_its_intervals_not_m
     assert client_bound_reason(starved) == "the load generator was the bottleneck: client CPU 97 %"
     bound = {**summary, "plateau": {"client_bound": True, "undecided": undecided}}
     assert client_bound_reason(bound) == undecided[0]
+
+
+def test_the_starved_machine_rule_accepts_exactly_a_sweep_that_names_the_load_generator(tmp_path, payload):
+    """tests/starved.py, fed what a sweep really writes and prints: the e2e sweep tests skip on it only."""
+    import subprocess
+
+    from tests.starved import skip_if_the_load_generator_was_the_bottleneck
+
+    def finished(result, lines):
+        return subprocess.CompletedProcess([], result.exit_code, "\n".join(lines), "")
+
+    result, lines, _ = run(bound_sweep(tmp_path, bound_runs=2))  # max_concurrency 2 client-bound twice
+    with pytest.raises(pytest.skip.Exception):
+        skip_if_the_load_generator_was_the_bottleneck(result.document, finished(result, lines))
+    with pytest.raises(AssertionError):  # exit 0 with an INCONCLUSIVE configuration: not the right answer
+        skip_if_the_load_generator_was_the_bottleneck(result.document, subprocess.CompletedProcess([], 0, "\n".join(
+            lines), ""))
+    undecided = json.loads(json.dumps(result.document))
+    undecided["configurations"][1]["reason"] = "the measurement did not decide in both measurements"
+    with pytest.raises(AssertionError):  # INCONCLUSIVE for another reason: the test must not skip
+        skip_if_the_load_generator_was_the_bottleneck(undecided, finished(result, lines))
+    (tmp_path / "again").mkdir()
+    (tmp_path / "again" / "x.json").write_text("{}")
+    trusted, trusted_lines, _ = run(bound_sweep(tmp_path / "again", bound_runs=1))
+    assert skip_if_the_load_generator_was_the_bottleneck(trusted.document, finished(trusted, trusted_lines)) is None
