@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.sweep.objective import Objective, nothing_meets, status_reason, why_lost
-from sm_locust.sweep.trust import Criterion, deciding, rank_by_intervals
+from sm_locust.sweep.trust import Criterion, as_interval, deciding, rank_by_intervals
 from sm_locust.util.formatting import MISSING, money, percent, with_interval
 
 
@@ -212,17 +212,29 @@ def _tie(ranked: list[Candidate], mode: str, objective: Objective) -> tuple[list
     group = sorted([pick, *tied], key=lambda c: (figure.key(c), c.index))
     figures = " vs ".join(f"{c.label} {figure.text(c)}" for c in group)
     others = ", ".join(c.label for c in tied)
-    head = f"; it TIES with {others} on {figure.name} (95 % intervals overlap: {figures})"
-    why, _ = deciding(pick, tied[0], criteria(mode, objective))
+    unknown = [c.label for c in group if figure.interval is not None and as_interval(figure.interval(c)) is None]
+    told = (f"no 95 % interval for {', '.join(unknown)}, so the measurement cannot order them" if unknown
+            else "95 % intervals overlap")
+    head = f"; it TIES with {others} on {figure.name} ({told}: {figures})"
+    order = criteria(mode, objective)
+    decided = [(c, deciding(pick, c, order)[0]) for c in tied]
+    why, first = decided[0][1], tied[0]
+    # the tied it beats on a later figure than the first tied one, named with that figure (else "they tie on
+    # every figure" would cover configurations the price or another figure does tell apart)
+    beyond = [(c, w) for c, w in decided[1:] if w is not None and (why is None or w.name != why.name)]
+    tail = "".join(f"; {w.name} puts it ahead of {c.label} ({w.text(pick)} vs {w.text(c)})" for c, w in beyond)
     if why is not None and why.name == "price to run":
         prices = " vs ".join(f"{money(c.price_per_hour, 3)}/h" for c in [pick, *tied])
-        return tied, f"{head}: the cheaper to run is recommended ({prices})"
+        return tied, f"{head}: the cheaper to run is recommended ({prices}){tail}"
     if why is not None:
-        other = tied[0]
-        return tied, f"{head}: {why.name} decides ({pick.label} {why.text(pick)} vs {other.label} {why.text(other)})"
+        versus = f"{pick.label} {why.text(pick)} vs {first.label} {why.text(first)}"
+        return tied, f"{head}: {why.name} decides ({versus}){tail}"
     if all(c.price_per_hour is None for c in group):
-        return tied, f"{head}, and no price tells the cheaper: the higher point estimate is kept"
-    return tied, f"{head}, and they tie on every figure: the higher point estimate is kept"
+        return tied, f"{head}, and no price tells the cheaper: the higher point estimate is kept{tail}"
+    if not beyond:
+        return tied, f"{head}, and they tie on every figure: the higher point estimate is kept"
+    even = ", ".join(c.label for c, w in decided if w is None)
+    return tied, f"{head}; with {even} it ties on every figure: the higher point estimate is kept{tail}"
 
 
 def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommendation:
