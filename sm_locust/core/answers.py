@@ -1,6 +1,7 @@
 """The figures a run's options asked for, in `sm-locust run`'s closing lines: a model mix's cache
 hit rate with cold and warm latency (for streams to LoRA adapters, cold and warm TTFT too), an LLM
-run's output tokens/s with TTFT and ITL (and a `--turns` run's TTFT p95 turn by turn), an async run's time to result (`--async-result s3`).
+run's output tokens/s with TTFT and ITL (and a `--turns` run's TTFT p95 turn by turn), an async
+run's time to result (`--async-result s3`).
 
 Why: a multi-model run never printed its hit rate and an LLM run its tokens; both were only in
 summary.json (and later the report). Pure: summary.json's records in, lines out (the report adds the
