@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.mix.spec import INFERENCE_COMPONENT, TARGET_MODEL
 from sm_locust.record.model import CacheSide, JsonObject, Mix, ModelCache, Record, Summary, Target
 from sm_locust.report.metrics import METRICS_BY_NAME
 from sm_locust.sanitize import page_text
@@ -26,7 +26,7 @@ FIG_ID = "fig-model-cache"
 HIT_COLUMN = METRICS_BY_NAME["ModelCacheHit"].columns()[0]  # cw_ModelCacheHit_avg_pct
 LOADED_COLUMN = METRICS_BY_NAME["LoadedModelCount"].columns()[0]  # cw_LoadedModelCount_avg_count
 SOURCES = {
-    "endpoint": "the endpoint marked each request that waited for its model's (or LoRA adapter's) load",
+    "endpoint": "the endpoint marked each request that waited for its model's load",
     "latency-modes": "the latency's two modes (SageMaker marks no request): requests from {threshold} ms on "
                      "are taken as cold",
 }
@@ -183,7 +183,7 @@ def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
         ttft = [("Cold vs warm TTFT p50 / p95", "; ".join(
             f"{kind} {number(side.p50_ms, 0)} / {number(side.p95_ms, 0)} ms ({number(side.requests or 0, 0)})"
             for kind, side in (("cold", cache.ttft_cold or CacheSide()), ("warm", cache.ttft_warm or CacheSide()))))]
-    if mix is not None and mix.field != TARGET_MODEL:  # adapter components: no MME metrics to show
+    if mix is not None and mix.field == INFERENCE_COMPONENT:  # adapter components: no MME metrics to show
         return [("Adapter cache hit rate", hit), ("Cold vs warm latency p50 / p95", latencies), *ttft]
     named = f"{number(distinct_targets(view), 0)} models requested" + (
         f" of {number(mix.targets, 0)} in the mix ({mix.spec})" if mix is not None and mix.targets else "")
@@ -222,6 +222,6 @@ def targets_section(view: TargetView | None, div: Callable[[go.Figure, str], str
              "entry for the endpoint; these figures are the recorder's (summary.json targets).</small></p>",
              targets_table(view)]
     if view.cache is not None:
-        models = mix is None or mix.field == TARGET_MODEL  # adapter components: CloudWatch has no cache minutes
+        models = mix is None or mix.field != INFERENCE_COMPONENT  # adapters: CloudWatch has no cache minutes
         parts += ["<h3>Cold vs warm</h3>", cache_table(view.cache), fig_cache(view, div, missing) if models else ""]
     return "".join(parts)
