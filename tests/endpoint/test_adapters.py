@@ -137,3 +137,22 @@ def test_missing_and_unknown_components_are_validation_errors():
     assert _call(cache, None)[0][0] == "ValidationError"
     code, message = _call(cache, "adapter-9")[0]
     assert code == "ValidationError" and "adapter-9" in message and "not found" in message
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--llm-adapters", "4"], "add --llm"),
+    (["--llm", "--llm-adapter-cache", "2"], "add --llm-adapters"),
+    (["--llm", "--llm-adapters", "4", "--llm-adapter-cache", "0"], "--llm-adapter-cache"),
+    (["--llm", "--llm-adapters", "a_b"], "not an inference component name"),
+    (["--llm", "--llm-adapters", "2", "--inference-components", "a:1"], "cannot be combined with --llm"),
+])
+def test_serve_refuses_bad_adapter_flags_in_one_line(argv, words, capsys):
+    from sm_locust.cli import main
+
+    try:
+        code = main(["serve", *argv])
+    except SystemExit as exc:  # argparse's own range check
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
