@@ -25,14 +25,12 @@ from sm_locust.endpoint.components import ACCOUNT, COMPONENT_ENVIRON, NAME_MAX, 
 from sm_locust.endpoint.modelcache import FULL, HIT, CacheSpec, ModelCache, store_size
 from sm_locust.invocation import MODEL_WAIT_HEADER
 
-ADAPTER_PREFIX = "adapter-"  # `--llm-adapters N` hosts adapter-1 ... adapter-N
+# The adapters' names have one home, shared with the traffic mixes (`--inference-components zipf:S:N`),
+# below both; re-exported here for the emulation's tests.
+from sm_locust.mix.spec import adapter_names as adapter_names
+
 MAX_ADAPTERS = 10_000
 FULL_POLL_S = 0.01  # how often a request waiting for a free place in the cache looks again
-
-
-def adapter_names(count: int) -> tuple[str, ...]:
-    """The names `--llm-adapters N` hosts: adapter-1 ... adapter-N."""
-    return tuple(f"{ADAPTER_PREFIX}{i}" for i in range(1, count + 1))
 
 
 def parse_adapters(text: str) -> tuple[str, ...]:
@@ -42,7 +40,7 @@ def parse_adapters(text: str) -> tuple[str, ...]:
         count = int(raw)
         if not 1 <= count <= MAX_ADAPTERS:
             raise ValueError(f"--llm-adapters {raw}: host between 1 and {MAX_ADAPTERS:,} adapters")
-        return adapter_names(count)
+        return tuple(adapter_names(count))
     names = tuple(part.strip() for part in raw.split(",") if part.strip())
     if not names:
         raise ValueError("--llm-adapters needs a count (e.g. 4) or adapter names (e.g. sql,chat)")
