@@ -79,3 +79,26 @@ def test_a_streams_adapter_wait_reaches_its_ttft_through_either_transport(endpoi
     streams = [e["context"].get("model_wait_ms") for e in seen
                if e["request_type"] == "InvokeEndpointWithResponseStream"]
     assert streams == waits and all(e["exception"] is None for e in seen)
+
+
+def test_two_workers_share_one_adapter_cache_and_the_client_counts_as_the_endpoint(endpoint_factory, tmp_path):
+    """4 users, 2 endpoint workers: a request may find its adapter's load under way (cold, not a load of
+    its own), and a request for a third adapter waits while both places hold adapters in use; still the
+    client's cold count is the endpoint's, adapter by adapter, and the loads are one cache's."""
+    ep = endpoint_factory(workers=2, llm=LlmConfig(max_sequences=16, step_ms=2.0, step_ms_per_seq=0.1,
+                                                   prefill_ms_per_token=0.0, adapters="4", adapter_cache=2,
+                                                   adapter_load_ms=100.0))
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:16",
+                     "--max-new-tokens", "8", "--stream", "true", "--seed", "5", "--inference-components", "zipf:1:4",
+                     "-u", "4", "-r", "4", "-t", "6s", "--out", str(out), "--", "--stop-timeout", "10", timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    stats = ep.stats()
+    summary = json.loads((out / "summary.json").read_text())
+    adapters, cache = stats["adapters"], stats["adapter_cache"]
+    targets = {t["name"]: t for t in summary["targets"]}
+    for name, entry in targets.items():
+        assert (entry["requests"], entry["cold"]) == (adapters[name]["requests"], adapters[name]["cold"]), name
+    cold = sum(a["cold"] for a in adapters.values())
+    assert summary["model_cache"]["ttft_cold"]["requests"] == cold >= cache["loads"] > cache["cache"]
+    assert cache["loaded"] <= cache["cache"]  # one cache for both workers: never more than its places
