@@ -76,7 +76,8 @@ def endpoint_config(options: Options) -> EndpointConfig:
 
 
 LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format",
-            "server_counts", "error_ratio", "request_log", "tokenizer", "block_tokens")
+            "server_counts", "error_ratio", "request_log", "tokenizer", "block_tokens", "adapters", "adapter_cache",
+            "adapter_load_ms", "base_component")
 
 
 def emulation_flags(options: Options, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:
@@ -177,6 +178,9 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if config.llm is not None:
         print(f"sm-locust endpoint: {describe_llm(config)}", flush=True)
+        adapters = config.llm.adapter_spec()
+        if adapters is not None:
+            print(f"sm-locust endpoint: {adapters.describe()}", flush=True)
     if config.protocol == "triton":
         print(f"sm-locust endpoint: {describe_triton(config)}", flush=True)
     if config.serverless is not None:

@@ -1,6 +1,7 @@
 """The figures a run's options asked for, in `sm-locust run`'s closing lines: a model mix's cache
-hit rate with cold and warm latency, an LLM run's output tokens/s with TTFT and ITL (and a `--turns`
-run's TTFT p95 turn by turn), an async run's time to result (`--async-result s3`).
+hit rate with cold and warm latency (for streams to LoRA adapters, cold and warm TTFT too), an LLM
+run's output tokens/s with TTFT and ITL (and a `--turns` run's TTFT p95 turn by turn), an async
+run's time to result (`--async-result s3`).
 
 Why: a multi-model run never printed its hit rate and an LLM run its tokens; both were only in
 summary.json (and later the report). Pure: summary.json's records in, lines out (the report adds the
@@ -42,6 +43,11 @@ def answer_lines(summary: Summary | JsonObject) -> list[str]:
             lines.append(f"cache: hit rate {hit} of {number(cache.requests, 0)} "
                          f"successful requests ({number(cold.requests, 0)} cold); p95 cold "
                          f"{latency(cold.p95_ms, ' ms')}, warm {latency(warm.p95_ms, ' ms')}")
+        if cache.ttft_cold is not None or cache.ttft_warm is not None:  # streams (an LLM's LoRA adapters)
+            cold, warm = cache.ttft_cold or CacheSide(), cache.ttft_warm or CacheSide()
+            lines.append(f"TTFT cold p50 / p95 {latency(cold.p50_ms)} / {latency(cold.p95_ms, ' ms')} "
+                         f"({number(cold.requests or 0, 0)} cold), warm {latency(warm.p50_ms)} / "
+                         f"{latency(warm.p95_ms, ' ms')} ({number(warm.requests or 0, 0)} warm)")
     if record.llm is not None:
         at, where = _verdict_llm(record)
         lines.append(f"tokens: {number(at.output_tokens_per_s if at else None)} output tokens/s ({where}); TTFT p95 "

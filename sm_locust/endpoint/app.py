@@ -182,8 +182,10 @@ class EndpointApp:
         refused, added_latency_ms = self.apply_faults(environ, start_response, attributes)
         if refused is not None:
             return refused
-        if self.llm is not None:  # sm-locust serve --llm (endpoint/llm.py)
-            return llm.invoke(self, self.llm, start_response, body, [("x-Amzn-Invoked-Production-Variant", variant)])
+        if self.llm is not None:  # sm-locust serve --llm (endpoint/llm.py); its adapters' loads (--llm-adapters)
+            headers = [("x-Amzn-Invoked-Production-Variant", variant)]
+            return self.targets.serve(environ, start_response, lambda respond: llm.invoke(
+                self, self.llm, respond, body, headers), self._error)
         answer = (start_response, body, content_type, accept, attributes_header, variant, arrived, added_latency_ms)
         if self.targets.serves:  # the model's load (--multi-model) or a component's copy (--inference-components)
             return self.targets.serve(environ, start_response, lambda respond, service_s=None: self._answer(

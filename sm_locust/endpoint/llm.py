@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from sm_locust.endpoint.adapters import AdapterSpec, parse_adapters
 from sm_locust.endpoint.llm_wire import (
     AUTO,
     FORMATS,
@@ -84,6 +85,15 @@ class LlmConfig:
     usage counts and request log), as `run --tokenizer` counts it; empty: words and punctuation marks."""
     block_tokens: int = RECORD_BLOCK_WORDS
     """The request log's prompt blocks: a CRC-32 of each whole block of this many tokens."""
+    adapters: str = ""
+    """LoRA adapters as inference components on the base component (endpoint/adapters.py): a count N
+    (adapter-1 ... adapter-N) or names; empty: none (InferenceComponentName refused)."""
+    adapter_cache: int = 0
+    """Adapters in memory at once; 0: every adapter (each loads once)."""
+    adapter_load_ms: float = 500.0
+    """What loading an adapter takes, before its request's prefill."""
+    base_component: str = "base"
+    """The base inference component's name: it answers without an adapter."""
 
     def validate(self) -> None:
         if self.max_sequences < 1:
@@ -106,6 +116,23 @@ class LlmConfig:
         if self.block_tokens < 1:
             raise ValueError(f"--llm-block-tokens must be at least 1, got {self.block_tokens}")
         self.prompt_tokenizer()
+        given = [flag for flag, on in (("--llm-adapter-cache", self.adapter_cache != 0),
+                                       ("--llm-adapter-load-ms", self.adapter_load_ms != 500.0),
+                                       ("--llm-base-component", self.base_component != "base")) if on]
+        if given and not self.adapters:
+            raise ValueError(f"{', '.join(given)} shape{'s' if len(given) == 1 else ''} the LoRA adapters; add "
+                             "--llm-adapters N (or names)")
+        spec = self.adapter_spec()
+        problems = spec.problems() if spec is not None else []
+        if problems:
+            raise ValueError(problems[0])
+
+    def adapter_spec(self) -> AdapterSpec | None:
+        """`--llm-adapters` as an AdapterSpec (None without it); a ValueError saying what is wrong."""
+        if not self.adapters:
+            return None
+        names = parse_adapters(self.adapters)
+        return AdapterSpec(self.base_component, names, self.adapter_cache or len(names), float(self.adapter_load_ms))
 
     def prompt_tokenizer(self) -> Tokenizer | None:
         """`--llm-tokenizer` loaded (None without it); a ValueError saying what is wrong."""

@@ -131,6 +131,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _spec("--llm-tokenizer", "a Hugging Face tokenizer.json (or its folder): prompts counted by it, as run "
           "--tokenizer counts them (prefill, usage counts, --llm-request-log); default: words and punctuation "
           "marks", None, None, "llm"),
+    _spec("--llm-adapters", "LoRA adapters as inference components on the base component: a count N (adapter-1 ... "
+          "adapter-N) or names (sql,chat); a request names one by InferenceComponentName and waits for its load when "
+          "it is not in memory", None, None, "llm", metavar="N|NAME,..."),
+    _spec("--llm-adapter-cache", "--llm-adapters: adapters in memory at once, least recently used unloaded first "
+          "(default: all)", None, int, "llm", minimum=1),
+    _spec("--llm-adapter-load-ms", "--llm-adapters: what loading an adapter takes, before its request's prefill "
+          "(default 500)", None, float, "llm", **NOT_NEGATIVE),
+    _spec("--llm-base-component", "--llm-adapters: the base inference component's name, answered without an adapter "
+          "(default base)", None, None, "llm"),
     _spec("--llm-block-tokens", "--llm-request-log's prompt blocks: a hash of each whole block of this many tokens "
           "(default 512)", None, int, "llm", minimum=1),
     # serverless emulation: defaults and ranges in sm_locust.endpoint.serverless.ServerlessConfig

@@ -40,6 +40,10 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
     if isinstance(read, list):
         return read
     body, attributes_header, attributes = read
+    if app.llm is not None:  # InferenceComponentName: the base component or an adapter (--llm-adapters)
+        rejected = app.targets.check(environ, endpoint_name)
+        if rejected:
+            return app._error(start_response, *rejected)
     forced = attributes.get(FORCE_ATTRIBUTE)
     stream_faults = (*STREAM_FAULTS, llm.IN_BAND) if app.llm is not None else STREAM_FAULTS
     if forced in stream_faults:  # a stream fault is decided here, not by the fault plan
@@ -52,7 +56,8 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
     if app.llm is not None:  # sm-locust serve --llm: tokens as the batch makes them (endpoint/llm.py)
         variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or app.config.variant_name
         fault = llm.stream_fault(app.llm, forced, app.config.stream_error_ratio, app.plan.rng.random)
-        return llm.invoke_stream(app, app.llm, start_response, body, variant, attributes_header, fault)
+        return app.targets.serve(environ, start_response, lambda respond: llm.invoke_stream(  # an adapter's load
+            app, app.llm, respond, body, variant, attributes_header, fault), app._error)
     try:
         feat_ids, feat_vals = app.decode(body, environ.get("CONTENT_TYPE"), attributes_header)
     except codecs.CodecError as exc:

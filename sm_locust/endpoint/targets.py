@@ -1,6 +1,7 @@
 """What the local endpoint hosts and how a request names it: one model (the default), many models
-behind TargetModel (`--multi-model`, endpoint/multimodel.py), or inference components behind
-InferenceComponentName (`--inference-components`, endpoint/components.py).
+behind TargetModel (`--multi-model`, endpoint/multimodel.py), inference components behind
+InferenceComponentName (`--inference-components`, endpoint/components.py), or an LLM's base component
+and its LoRA adapter components (`--llm --llm-adapters`, endpoint/adapters.py).
 
 Why one module: SageMaker checks these headers against what the endpoint is before any model
 work, and each kind of endpoint refuses the other kinds' header with its own ValidationError
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sm_locust.endpoint import adapters
 from sm_locust.endpoint.components import COMPONENT_ENVIRON, ComponentRouter, ComponentTable
 from sm_locust.endpoint.multimodel import TARGET_MODEL_ENVIRON, MultiModelEmulator, shared_store
 
@@ -89,10 +91,41 @@ class Components(SingleModel):
         return self.router.stats()
 
 
+class Adapters(SingleModel):
+    """An LLM's base component and its LoRA adapter components (`serve --llm --llm-adapters`): every request
+    names one; an adapter waits for its load (endpoint/adapters.py); TargetModel is refused."""
+
+    serves = True
+
+    def __init__(self, cache: adapters.AdapterCache, endpoint_name: str | None):
+        self.cache = cache
+        self.endpoint_name = endpoint_name
+
+    def check(self, environ, endpoint_name: str | None = None) -> tuple[str, str] | None:
+        if environ.get(TARGET_MODEL_ENVIRON):
+            return "ValidationError", NOT_MULTI_MODEL.format(name=endpoint_name or self.endpoint_name or "local")
+        return self.cache.check(environ)
+
+    def serve(self, environ, start_response, answer, error) -> Any:
+        return self.cache.serve(environ, start_response, answer, error)
+
+    def stats(self) -> dict:
+        return self.cache.stats()
+
+
+def _adapter_spec(config: Any) -> adapters.AdapterSpec | None:
+    llm = getattr(config, "llm", None)
+    return llm.adapter_spec() if llm is not None else None
+
+
 def shared_state(config: Any) -> Any:
-    """What `serve_forever` makes before the fork: the MME's cache store, the components' table, or None."""
+    """What `serve_forever` makes before the fork: the MME's cache store, the components' table, the LLM's
+    adapter cache, or None."""
     if getattr(config, "multi_model", None) is not None:
         return shared_store(config.multi_model)
+    spec = _adapter_spec(config)
+    if spec is not None:
+        return adapters.shared_store(spec)
     if getattr(config, "inference_components", None):
         return ComponentTable(config.inference_components)
     return None
@@ -106,6 +139,9 @@ def router_for(config: Any, counters, shared: Any = None) -> SingleModel:
         router = ComponentRouter(config.inference_components, shared,
                                  default_service_ms=float(getattr(config, "service_time_ms", 0.0) or 0.0))
         return Components(router, getattr(config, "endpoint_name", None))
+    spec = _adapter_spec(config)
+    if spec is not None:
+        return Adapters(adapters.AdapterCache(spec, shared), getattr(config, "endpoint_name", None))
     return SingleModel(getattr(config, "endpoint_name", None))
 
 

@@ -2,7 +2,8 @@
 
 `parse_mix` is the one parser (pure but for reading the named file): `zipf:S:N`, `uniform:N`,
 `a=0.7,b=0.3`, a CSV or a JSONL file (docs/multi-model.md). Generated names are `model_names`'
-`model-0001.tar.gz` ..., as the endpoint emulation hosts, rank 1 the most popular. Weights are
+`model-0001.tar.gz` ... for --target-models and `adapter_names`' `adapter-1` ... (LoRA adapter
+components) for --inference-components, as the endpoint emulation hosts, rank 1 the most popular. Weights are
 normalised; 0 keeps a name without sending to it; an infinite sum is refused. Each name obeys the
 runtime rule of the flag it stands in for (`aws.runtime_api`). A mix file is a regular file of at
 most 64 MB, UTF-8 with or without a BOM.
@@ -42,6 +43,16 @@ def model_name(index: int, count: int) -> str:
 def model_names(count: int) -> list[str]:
     """Every model name of `count` models, in rank order: what `zipf:S:N` and `uniform:N` send to."""
     return [model_name(i, count) for i in range(count)]
+
+
+ADAPTER_PREFIX = "adapter-"
+
+
+def adapter_names(count: int) -> list[str]:
+    """The names `--inference-components zipf:S:N` and `uniform:N` send to, rank 1 first: adapter-1 ...
+    adapter-N, the LoRA adapter components `serve --llm --llm-adapters N` hosts (endpoint/adapters.py
+    imports them from here)."""
+    return [f"{ADAPTER_PREFIX}{i}" for i in range(1, count + 1)]
 
 
 def zipf_weights(s: float, count: int) -> list[float]:
@@ -91,10 +102,7 @@ def parse_mix(text: str, field: str = TARGET_MODEL, *, allow_files: bool = True)
         raise UsageError(f"{flag} is empty; give zipf:S:N, uniform:N, name=weight,... or a .csv/.jsonl file")
     head = spec.split(":", 1)[0].lower()
     if head in ("zipf", "uniform") and not names_a_file(spec):
-        if field != TARGET_MODEL:
-            raise UsageError(f"{flag} {spec!r}: generated names (zipf:, uniform:) are model files for --target-models; "
-                             "name the components: a=0.7,b=0.3 or a file")
-        return _generated(spec, head, flag)
+        return _generated(spec, head, flag, field)
     path = Path(spec)
     if path.suffix.lower() in (".csv", ".jsonl") or names_a_file(spec):
         if not allow_files:
@@ -105,22 +113,25 @@ def parse_mix(text: str, field: str = TARGET_MODEL, *, allow_files: bool = True)
     return _mix(field, pairs, spec, "list", flag)
 
 
-def _generated(spec: str, head: str, flag: str) -> TargetMix:
+def _generated(spec: str, head: str, flag: str, field: str = TARGET_MODEL) -> TargetMix:
+    """`zipf:S:N` / `uniform:N`: models `model-0001.tar.gz` ... for --target-models, LoRA adapter
+    components `adapter-1` ... for --inference-components."""
     parts = spec.split(":")
     expected = 3 if head == "zipf" else 2
     usage = "zipf:S:N (e.g. zipf:1.1:1000)" if head == "zipf" else "uniform:N (e.g. uniform:100)"
     if len(parts) != expected:
         raise UsageError(f"{flag} {spec!r} is not {usage}")
     count = _count(parts[-1], spec, flag, usage)
+    names = tuple(model_names(count) if field == TARGET_MODEL else adapter_names(count))
     if head == "uniform":
-        return TargetMix(TARGET_MODEL, tuple(model_names(count)), tuple([1.0 / count] * count), spec, "uniform")
+        return TargetMix(field, names, tuple([1.0 / count] * count), spec, "uniform")
     try:
         s = float(parts[1])
     except ValueError:
         raise UsageError(f"{flag} {spec!r}: S must be a number >= 0, as in {usage}") from None
     if not math.isfinite(s) or s < 0:
         raise UsageError(f"{flag} {spec!r}: S must be a finite number >= 0 (0 = uniform), as in {usage}")
-    return TargetMix(TARGET_MODEL, tuple(model_names(count)), tuple(zipf_weights(s, count)), spec, "zipf", s)
+    return TargetMix(field, names, tuple(zipf_weights(s, count)), spec, "zipf", s)
 
 
 def _count(text: str, spec: str, flag: str, usage: str) -> int:

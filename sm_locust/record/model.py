@@ -513,20 +513,6 @@ class Hour(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target(Record):
-    """One `targets[]` entry: a model or inference component of a traffic mix (`others` adds `targets`)."""
-
-    name: str | None = json_field("text")
-    requests: int = json_field("count", default=0)
-    failures: int = json_field("count", default=0)
-    p50_ms: float | None = json_field("number?")
-    p95_ms: float | None = json_field("number?")
-    p99_ms: float | None = json_field("number?")
-    cold: int | None = json_field("count?")
-    targets: int | None = json_field("count?")
-
-
-@dataclass(frozen=True, kw_only=True)
 class CacheSide(Record):
     """`model_cache.cold` / `warm`: the requests that waited for their model's load, or found it loaded."""
 
@@ -539,8 +525,25 @@ class CacheSide(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Target(Record):
+    """One `targets[]` entry: a model or inference component of a traffic mix (`others` adds `targets`)."""
+
+    name: str | None = json_field("text")
+    requests: int = json_field("count", default=0)
+    failures: int = json_field("count", default=0)
+    p50_ms: float | None = json_field("number?")
+    p95_ms: float | None = json_field("number?")
+    p99_ms: float | None = json_field("number?")
+    cold: int | None = json_field("count?")
+    targets: int | None = json_field("count?")
+    ttft: CacheSide | None = json_field(CacheSide)  # a stream's TTFT at this target (no cold marks)
+    ttft_cold: CacheSide | None = json_field(CacheSide)  # ... of the streams the endpoint marked cold
+    ttft_warm: CacheSide | None = json_field(CacheSide)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelCache(Record):
-    """`model_cache`: warm and cold requests of a multi-model mix."""
+    """`model_cache`: warm and cold requests of a multi-model mix (or of LoRA adapters, marked by the endpoint)."""
 
     source: str | None = json_field("text")
     requests: int = json_field("count", default=0)
@@ -549,6 +552,8 @@ class ModelCache(Record):
     threshold_ms: float | None = json_field("number?")
     cold: CacheSide | None = json_field(CacheSide)
     warm: CacheSide | None = json_field(CacheSide)
+    ttft_cold: CacheSide | None = json_field(CacheSide)  # streams: time to first token, cold and warm
+    ttft_warm: CacheSide | None = json_field(CacheSide)
 
 
 @dataclass(frozen=True, kw_only=True)

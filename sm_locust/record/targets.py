@@ -5,7 +5,10 @@ event's `context["target"]`, with bounded memory: 3 integers per target, a laten
 first `DETAIL_LIMIT` targets and one shared `others` beyond. `targets`: the top `TOP_TARGETS` then
 `others`, summing to totals.requests (logical invocations). `model_cache` splits cold from warm by
 the endpoint's marks (`MODEL_WAIT_HEADER`, with `hit_rate_ci95` by batch means), else by the latency's
-two modes (`latency_modes`, no interval), else claims no split. Workers ship deltas, the master merges.
+two modes (`latency_modes`, no interval), else claims no split. A streamed request's time to first
+token is kept per target too, cold apart from warm by the same marks (an LLM's LoRA adapters,
+`serve --llm --llm-adapters`): `targets[].ttft_cold` / `ttft_warm`, and run-wide in `model_cache`.
+Workers ship deltas, the master merges.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from locust.runners import WorkerRunner
 from locust.stats import bucket_response_time
 
-from sm_locust.invocation import is_invocation
+from sm_locust.invocation import TTFT, is_invocation
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.uncertainty import rate_ci
 from sm_locust.util.shipped import WorkerShipped
@@ -60,6 +63,8 @@ class TargetTable:
         self.waits: dict[int, int] = {}  # how long they waited (ms buckets)
         self.block_s = 1  # seconds per time block (doubles past MAX_BLOCKS)
         self.blocks: dict[int, list[int]] = {}  # block number (epoch s // block_s) -> [successful, cold]
+        self.ttfts: dict[str, tuple[dict[int, int], dict[int, int]]] = {}  # target -> (cold, warm) TTFT histograms
+        self.ttft_others: tuple[dict[int, int], dict[int, int]] = ({}, {})  # targets beyond the detail limit
 
     def __bool__(self) -> bool:
         return bool(self.counts)
@@ -114,11 +119,25 @@ class TargetTable:
         if now is not None:
             self._count_block(now, 1, int(wait_ms is not None))
 
+    def _ttft(self, target: str) -> tuple[dict[int, int], dict[int, int]]:
+        pair = self.ttfts.get(target)
+        if pair is None:
+            if self.detail_limit is not None and len(self.ttfts) >= self.detail_limit:
+                return self.ttft_others
+            pair = self.ttfts[target] = ({}, {})
+        return pair
+
+    def add_ttft(self, target: str, ttft_ms: float, wait_ms: float | None = None) -> None:
+        """One stream's time to first token at `target`; `wait_ms`: the endpoint said it waited for a load."""
+        cold, warm = self._ttft(target)
+        _add(cold if wait_ms is not None else warm, bucket_response_time(ttft_ms))
+
     # -- worker -> master ---------------------------------------------------------------------------
     def to_wire(self) -> dict:
         """Plain data for a worker report (msgpack: int keys are fine)."""
         return {"c": self.counts, "h": self.hists, "o": self.others, "ok": self.ok, "cold": self.cold,
-                "waits": self.waits, "bs": self.block_s, "blk": self.blocks}
+                "waits": self.waits, "bs": self.block_s, "blk": self.blocks,
+                "t": {name: list(pair) for name, pair in self.ttfts.items()}, "to": list(self.ttft_others)}
 
     def merge_wire(self, data: Mapping) -> None:
         for target, counts in (data.get("c") or {}).items():
@@ -131,6 +150,13 @@ class TargetTable:
                 _add(mine_hist, int(bucket), int(n))
         for key, into in (("o", self.others), ("ok", self.ok), ("cold", self.cold), ("waits", self.waits)):
             for bucket, n in (data.get(key) or {}).items():
+                _add(into, int(bucket), int(n))
+        for target, pair in (data.get("t") or {}).items():
+            for into, hist in zip(self._ttft(str(target)), pair, strict=False):
+                for bucket, n in hist.items():
+                    _add(into, int(bucket), int(n))
+        for into, hist in zip(self.ttft_others, data.get("to") or (), strict=False):
+            for bucket, n in hist.items():
                 _add(into, int(bucket), int(n))
         width = int(data.get("bs") or 1)
         while self.block_s < width:
@@ -151,6 +177,7 @@ class TargetTable:
                       **_percentiles(self.hists[name])}
             if told:
                 record["cold"] = counts[COLD_N]
+            record.update(self._ttft_records(self.ttfts.get(name), told))
             out.append(record)
         shown_names = {name for _, name in shown}
         rest = len(self.counts) - len(shown_names)
@@ -165,8 +192,29 @@ class TargetTable:
             record = {"name": OTHERS, "targets": rest, "requests": requests, "failures": failures, **_percentiles(hist)}
             if told:
                 record["cold"] = cold
+            pairs = [self.ttft_others, *(p for name, p in self.ttfts.items() if name not in shown_names)]
+            record.update(self._ttft_records((merge_histograms([p[0] for p in pairs]),
+                                              merge_histograms([p[1] for p in pairs])), told))
             out.append(record)
         return out
+
+    @staticmethod
+    def _ttft_records(pair: tuple[Mapping[int, int], Mapping[int, int]] | None, told: bool) -> dict:
+        """A target's TTFT: `ttft_cold` and `ttft_warm` when the endpoint marks cold requests, else `ttft`."""
+        if pair is None or not (pair[0] or pair[1]):
+            return {}
+        if told or pair[0]:
+            return {"ttft_cold": _mode_record(pair[0]), "ttft_warm": _mode_record(pair[1])}
+        return {"ttft": _mode_record(pair[1])}
+
+    def ttft_split(self) -> dict:
+        """Every stream's TTFT, cold and warm (model_cache's `ttft_cold` / `ttft_warm`); {} without streams."""
+        pairs = [self.ttft_others, *self.ttfts.values()]
+        cold = merge_histograms([p[0] for p in pairs])
+        warm = merge_histograms([p[1] for p in pairs])
+        if not (cold or warm):
+            return {}
+        return {"ttft_cold": _mode_record(cold), "ttft_warm": _mode_record(warm)}
 
     def model_cache(self) -> dict | None:
         """summary.json `model_cache`: cold vs warm, from the endpoint's answers, else the latency's modes."""
@@ -179,7 +227,7 @@ class TargetTable:
                             wait_p95_ms=histogram_percentile(self.waits, 95.0))
             return {"source": "endpoint", "requests": total, "hit_rate": round(sum(warm.values()) / total, 6),
                     "hit_rate_ci95": self.hit_rate_ci95(), "threshold_ms": None, "cold": cold,
-                    "warm": _mode_record(warm)}
+                    "warm": _mode_record(warm), **self.ttft_split()}
         if not self.ok:
             return None
         threshold = latency_modes(self.ok)
@@ -280,7 +328,12 @@ class TargetStats(WorkerShipped):
         if not context:
             return
         target = context.get("target")
-        if target is None or not is_invocation(request_type, name):
+        if target is None:
+            return
+        if request_type == TTFT:
+            self.table.add_ttft(target, response_time or 0.0, context.get("model_wait_ms"))
+            return
+        if not is_invocation(request_type, name):
             return
         self.table.add(target, response_time or 0.0, exception is not None, context.get("model_wait_ms"), time.time())
 
@@ -304,12 +357,13 @@ class TargetStats(WorkerShipped):
             self.table.merge_wire(delta)
 
     def annotate(self, summary: dict, *, models: bool) -> dict:
-        """Add `targets` (and, for a multi-model mix, `model_cache`) to summary.json when requests named
-        targets; returns it. `models`: the mix names models (TargetModel), so cold vs warm applies."""
+        """Add `targets` (and, for a multi-model mix or marked cold requests, `model_cache`) to summary.json
+        when requests named targets; returns it. `models`: the mix names models (TargetModel), so cold vs
+        warm applies; a component mix gets it only when the endpoint marked cold requests (LoRA adapters)."""
         if not self.table:
             return summary
         summary["targets"] = self.table.entries()
-        if models:
+        if models or self.table.cold:
             cache = self.table.model_cache()
             if cache is not None:
                 summary["model_cache"] = cache

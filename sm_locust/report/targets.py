@@ -1,8 +1,9 @@
 """The report's traffic-mix part: per-target figures, cold vs warm, the cache over time.
 
 Only for a run that named targets (summary.json `targets`): the 20 most requested targets then
-`others` (requests, share, failures, p50/p95/p99, cold requests), cold vs warm for a multi-model mix
-(with where the split comes from), and CloudWatch's ModelCacheHit and LoadedModelCount per minute.
+`others` (requests, share, failures, p50/p95/p99, cold requests, and for streams TTFT p95 cold and
+warm), cold vs warm for a multi-model mix or LoRA adapters (with where the split comes from, and
+the streams' TTFT), and CloudWatch's ModelCacheHit and LoadedModelCount per minute.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.mix.spec import TARGET_MODEL
+from sm_locust.mix.spec import INFERENCE_COMPONENT, TARGET_MODEL
 from sm_locust.record.model import CacheSide, JsonObject, Mix, ModelCache, Record, Summary, Target
 from sm_locust.report.metrics import METRICS_BY_NAME
 from sm_locust.sanitize import page_text
@@ -97,9 +98,16 @@ def _count(record: Record, value: int | None, key: str) -> int | None:
     return value if record.has(key) else None
 
 
+def _ttft_cells(t: Target) -> list[str]:
+    """A target's TTFT p95, cold then warm (a stream run to LoRA adapters)."""
+    return [number(side.p95_ms if side is not None else None, 0) for side in (t.ttft_cold, t.ttft_warm)]
+
+
 def targets_table(view: TargetView) -> str:
     cold = any(t.has("cold") for t in view.targets)
-    head = ["target", "requests", "share", "failures", "p50 ms", "p95 ms", "p99 ms", *(["cold"] if cold else [])]
+    ttft = any(t.has("ttft_cold") for t in view.targets)
+    head = ["target", "requests", "share", "failures", "p50 ms", "p95 ms", "p99 ms", *(["cold"] if cold else []),
+            *(["TTFT p95 cold ms", "TTFT p95 warm ms"] if ttft else [])]
     rows = []
     for t in view.targets:
         name = t.name if t.has("name") else ""
@@ -108,7 +116,7 @@ def targets_table(view: TargetView) -> str:
         share = t.requests / view.requests if view.requests else None
         cells = [name, number(_count(t, t.requests, "requests"), 0), percent(share),
                  number(_count(t, t.failures, "failures"), 0), number(t.p50_ms, 0), number(t.p95_ms, 0),
-                 number(t.p99_ms, 0), *([number(t.cold, 0)] if cold else [])]
+                 number(t.p99_ms, 0), *([number(t.cold, 0)] if cold else []), *(_ttft_cells(t) if ttft else [])]
         rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
     return (f'<table id="targets"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
@@ -129,6 +137,12 @@ def cache_table(cache: ModelCache) -> str:
         cells = [kind, number(side.requests, 0), number(side.p50_ms, 0), number(side.p95_ms, 0),
                  number(side.p99_ms, 0), waits]
         rows.append("<tr>" + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
+    for kind, ttft in (("cold", cache.ttft_cold), ("warm", cache.ttft_warm)):
+        if cache.has("ttft_cold") or cache.has("ttft_warm"):
+            first = ttft or CacheSide()
+            cells = [f"{kind}: time to first token", number(first.requests, 0), number(first.p50_ms, 0),
+                     number(first.p95_ms, 0), number(first.p99_ms, 0), MISSING]
+            rows.append('<tr class="ttft">' + "".join(f"<td>{page_text(c)}</td>" for c in cells) + "</tr>")
     return (f"<p>Cache hit rate {page_text(percent_interval(cache.hit_rate, cache.hit_rate_ci95))} of "
             f"{page_text(number(_count(cache, cache.requests, 'requests'), 0))} successful requests; cold vs warm from "
             f"{page_text(why)}.</p>"
@@ -164,9 +178,16 @@ def mix_rows(view: TargetView | None) -> list[tuple[str, str]]:
               f"{MISSING} (no CloudWatch LoadedModelCount: a SageMaker MME publishes it; the local emulation with "
               "`serve --multi-model --cloudwatch-url URL`)")
     mix = view.mix
+    ttft = []
+    if cache.ttft_cold is not None or cache.ttft_warm is not None:  # streams to LoRA adapters
+        ttft = [("Cold vs warm TTFT p50 / p95", "; ".join(
+            f"{kind} {number(side.p50_ms, 0)} / {number(side.p95_ms, 0)} ms ({number(side.requests or 0, 0)})"
+            for kind, side in (("cold", cache.ttft_cold or CacheSide()), ("warm", cache.ttft_warm or CacheSide()))))]
+    if mix is not None and mix.field == INFERENCE_COMPONENT:  # adapter components: no MME metrics to show
+        return [("Adapter cache hit rate", hit), ("Cold vs warm latency p50 / p95", latencies), *ttft]
     named = f"{number(distinct_targets(view), 0)} models requested" + (
         f" of {number(mix.targets, 0)} in the mix ({mix.spec})" if mix is not None and mix.targets else "")
-    return [("Model cache hit rate", hit), ("Cold vs warm latency p50 / p95", latencies),
+    return [("Model cache hit rate", hit), ("Cold vs warm latency p50 / p95", latencies), *ttft,
             ("Models loaded", models), ("Models requested", named)]
 
 
@@ -201,5 +222,6 @@ def targets_section(view: TargetView | None, div: Callable[[go.Figure, str], str
              "entry for the endpoint; these figures are the recorder's (summary.json targets).</small></p>",
              targets_table(view)]
     if view.cache is not None:
-        parts += ["<h3>Cold vs warm</h3>", cache_table(view.cache), fig_cache(view, div, missing)]
+        models = mix is None or mix.field != INFERENCE_COMPONENT  # adapters: CloudWatch has no cache minutes
+        parts += ["<h3>Cold vs warm</h3>", cache_table(view.cache), fig_cache(view, div, missing) if models else ""]
     return "".join(parts)

@@ -82,7 +82,9 @@ class Boto3SageMakerClient(SageMakerClient):
     def _stream(self, invocation: Invocation, stream: StreamMeasurement) -> None:
         kwargs = {k: v for k, v in invocation.boto3_kwargs().items() if k in _STREAM_KWARGS}
         response = self.runtime.invoke_endpoint_with_response_stream(EndpointName=self.endpoint_name, **kwargs)
-        stream.opened(response.get("ContentType"), response.get("InvokedProductionVariant"))
+        headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})  # botocore: lower-case names
+        stream.opened(response.get("ContentType"), response.get("InvokedProductionVariant"),
+                      wait_ms(headers.get(_MODEL_WAIT)))
         body = response["Body"]
         try:
             for event in body:

@@ -218,8 +218,13 @@ class StreamMeasurement(Measurement):
         self.result: StreamResult | None = None
         self.in_band: InvocationError | None = None
 
-    def opened(self, content_type: str | None, variant: str | None) -> None:
+    def opened(self, content_type: str | None, variant: str | None, model_wait_ms: float | None = None) -> None:
+        """The answer's headers are in: its content type, variant, and the model wait the endpoint reported
+        (`invocation.MODEL_WAIT_HEADER`: then `TTFT` and the stream entry carry `model_wait_ms`)."""
         self.content_type, self.variant = content_type, variant
+        if model_wait_ms is not None:
+            self.context = {**(self.context or {}), "model_wait_ms": model_wait_ms}
+            self.extra = {**(self.extra or {}), "model_wait_ms": model_wait_ms}
 
     def chunk(self, payload: bytes, now: float) -> None:
         """A PayloadPart whose last byte arrived at `now` (perf_counter)."""
@@ -251,8 +256,8 @@ class StreamMeasurement(Measurement):
                    "chunks": len(self.chunks), "tokens": tokens, "ttft_ms": ttft_ms, "inter_chunk_ms": gaps}
         self.fire(INVOKE_ENDPOINT_STREAM, (end - self.started) * 1000.0, len(body), self.exception, context)
         if self.exception is None:
-            self.result = StreamResult(body, self.content_type, self.variant, chunks=self.chunks, ttft_ms=ttft_ms,
-                                       inter_chunk_ms=gaps, tokens=tokens)
+            self.result = StreamResult(body, self.content_type, self.variant, (self.extra or {}).get("model_wait_ms"),
+                                       chunks=self.chunks, ttft_ms=ttft_ms, inter_chunk_ms=gaps, tokens=tokens)
 
 
 # -- the client -------------------------------------------------------------------------------

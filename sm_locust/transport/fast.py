@@ -170,7 +170,7 @@ class FastSageMakerClient(SageMakerClient):
         headers = _headers(response)
         if response.status_code >= 300:
             raise error_from_response(response.status_code, headers, response.read())
-        stream.opened(headers.get(STREAM_CONTENT_TYPE), headers.get(INVOKED_VARIANT))
+        stream.opened(headers.get(STREAM_CONTENT_TYPE), headers.get(INVOKED_VARIANT), wait_ms(headers.get(MODEL_WAIT)))
         error = read_event_stream(response, stream.chunk, self._urls[INVOKE_ENDPOINT_STREAM])
         if error is not None:  # the body has been read to its end: the connection is clean
             raise error

@@ -42,3 +42,14 @@ def test_a_multi_turn_run_prints_ttft_turn_by_turn():
              for k, ttft in ((1, 68.0), (2, 75.4), (3, 1234.0))]
     lines = answer_lines({"llm": {"output_tokens_per_s": 75.0, "turns": turns}})
     assert lines[1] == "turns 1-3: TTFT p95 68 / 75.4 / 1,234 ms, prompt tokens 64 / 144 / 224"
+
+
+def test_streams_to_lora_adapters_print_ttft_cold_and_warm():
+    summary = {"model_cache": {"requests": 97, "hit_rate": 0.546, "cold": {"requests": 44, "p95_ms": 2100.0},
+                               "warm": {"requests": 53, "p95_ms": 530.0},
+                               "ttft_cold": {"requests": 44, "p50_ms": 460.0, "p95_ms": 1700.0},
+                               "ttft_warm": {"requests": 55, "p50_ms": 68.0, "p95_ms": 76.0}}}
+    lines = answer_lines(summary)
+    assert lines[1] == "TTFT cold p50 / p95 460 / 1,700 ms (44 cold), warm 68 / 76 ms (55 warm)"
+    del summary["model_cache"]["ttft_cold"], summary["model_cache"]["ttft_warm"]
+    assert len(answer_lines(summary)) == 1  # no streams: no TTFT line

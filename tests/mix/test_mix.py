@@ -44,6 +44,18 @@ def test_generated_names_and_weights():
     assert parse_mix("zipf:0:4").weights == uniform.weights  # S = 0 is uniform
 
 
+def test_generated_component_names_are_the_lora_adapters_the_emulation_hosts():
+    from sm_locust.endpoint.adapters import parse_adapters
+
+    mix = parse_mix("zipf:1.1:12", "inference_component")
+    assert mix.names == parse_adapters("12") and mix.names[0] == "adapter-1" and mix.names[-1] == "adapter-12"
+    assert mix.field == mix.describe()["field"] == "inference_component" and mix.kind == "zipf"
+    assert math.isclose(mix.weights[0] / mix.weights[1], 2 ** 1.1)
+    uniform = parse_mix("uniform:3", "inference_component")
+    assert uniform.names == ("adapter-1", "adapter-2", "adapter-3") and uniform.weights == (1 / 3,) * 3
+    assert parse_mix("uniform:3").names[0] == "model-0001.tar.gz"  # --target-models: model files
+
+
 def test_inline_lists_and_files(tmp_path):
     mix = parse_mix("a=0.7, b=0.3", "inference_component")
     assert mix.names == ("a", "b") and mix.weights == (0.7, 0.3) and mix.field == "inference_component"
@@ -65,7 +77,7 @@ def test_inline_lists_and_files(tmp_path):
     ("zipf:-1:10", "target_model", "S must be a finite number >= 0"),
     ("uniform:0", "target_model", "N must be between 1 and"),
     ("uniform:ten", "target_model", "N must be a whole number"),
-    ("zipf:1:10", "inference_component", "name the components"),
+    ("zipf:1", "inference_component", "is not zipf:S:N"),
     ("a=0.7,a=0.3", "target_model", "names 'a' twice"),
     ("a=-1,b=2", "target_model", "must be a finite number >= 0"),
     ("a=0,b=0", "target_model", "the weights sum to 0"),

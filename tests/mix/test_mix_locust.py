@@ -94,7 +94,11 @@ def test_inference_components_and_an_unknown_name(tmp_path, transport):
     assert by_target["ic-gone"]["failures"] == by_target["ic-gone"]["requests"] > 0
     assert summary["totals"]["errors"] == {"ValidationError": by_target["ic-gone"]["requests"]}
     _check_counts(summary, received, users=1)
-    assert "model_cache" not in summary  # components have copies, not a model cache
+    # components have copies, not a model cache; but an endpoint that marks cold requests (as the fake marks
+    # each name's first, and LoRA adapters' loads are) gets its split: ic-a's first request, and no other
+    cache = summary["model_cache"]
+    assert (cache["source"], cache["cold"]["requests"]) == ("endpoint", 1)
+    assert cache["requests"] == by_target["ic-a"]["requests"]
     assert summary["mix"]["field"] == "inference_component"
 
 

@@ -192,7 +192,48 @@ def test_only_invocations_naming_a_target_are_counted():
     summary = stats.annotate({}, models=True)
     assert [(e["name"], e["requests"], e["failures"]) for e in summary["targets"]] == [("a", 2, 0), ("b", 1, 1)]
     assert summary["model_cache"]["source"] == "endpoint"
-    assert "model_cache" not in stats.annotate({}, models=False)
+    assert stats.annotate({}, models=False)["model_cache"]["source"] == "endpoint"  # components marked cold
+    unmarked = TargetStats(_Environment())
+    unmarked.on_request("InvokeEndpoint", "ep", 10.0, None, {"target": "a"})
+    assert "model_cache" not in unmarked.annotate({}, models=False)  # components: no latency-modes guess
+
+
+def test_ttft_per_target_is_split_cold_and_warm_by_the_endpoints_marks():
+    stats = TargetStats(_Environment())
+    for i in range(40):  # adapter a: 4 cold streams (the endpoint said it loaded a for them), 36 warm
+        wait = {"model_wait_ms": 500.0} if i % 10 == 0 else {}
+        ttft = 560.0 if wait else 60.0
+        stats.on_request("TTFT", "ep", ttft, None, {"target": "a", **wait})
+        stats.on_request("InvokeEndpointWithResponseStream", "ep", ttft + 200, None, {"target": "a", **wait})
+    for _ in range(10):  # b: warm only
+        stats.on_request("TTFT", "ep", 70.0, None, {"target": "b"})
+        stats.on_request("InvokeEndpointWithResponseStream", "ep", 270.0, None, {"target": "b"})
+    summary = stats.annotate({}, models=False)
+    a, b = summary["targets"]
+    assert (a["cold"], a["ttft_cold"]["requests"], a["ttft_warm"]["requests"]) == (4, 4, 36)
+    assert (a["ttft_cold"]["p50_ms"], a["ttft_warm"]["p50_ms"]) == (560, 60)
+    assert (b["cold"], b["ttft_cold"], b["ttft_warm"]["requests"]) == (0, None, 10)
+    cache = summary["model_cache"]
+    assert (cache["ttft_cold"]["requests"], cache["ttft_warm"]["requests"]) == (4, 46)
+    assert cache["cold"]["requests"] == 4 and cache["hit_rate"] == pytest.approx(46 / 50)
+
+
+def test_ttft_without_marks_is_one_figure_per_target_and_merges_across_workers():
+    one, master = TargetTable(), TargetTable()
+    streams = [("a" if i % 3 else "b", 50.0 + i) for i in range(90)]
+    for name, ms in streams:
+        one.add_ttft(name, ms)
+    for part in (streams[:30], streams[30:]):
+        worker = TargetTable(None)
+        for name, ms in part:
+            worker.add_ttft(name, ms)
+            worker.add(name, ms + 100, False)
+            one.add(name, ms + 100, False)
+        master.merge_wire(worker.to_wire())
+    assert master.entries() == one.entries()
+    entry = {e["name"]: e for e in one.entries()}["a"]
+    assert entry["ttft"]["requests"] == 60 and "ttft_cold" not in entry
+    assert one.ttft_split() == {"ttft_cold": None, "ttft_warm": one.ttft_split()["ttft_warm"]}
 
 
 def test_the_per_target_memory_stays_small():

@@ -97,3 +97,29 @@ def test_the_report_draws_the_cache_from_cloudwatch(endpoint_factory, moto_url, 
     assert "cw_ModelCacheHit_avg_pct" in steps and "cw_LoadedModelCount_avg_count" in steps
     summary = json.loads((out / "summary.json").read_text())
     assert summary["model_cache"]["source"] == "endpoint"
+
+
+def test_lora_adapters_show_ttft_cold_and_warm_per_target_and_overall():
+    side = {"requests": 4, "p50_ms": 460.0, "p95_ms": 1700.0, "p99_ms": 2400.0}
+    adapters = {"totals": {"requests": 50},
+                "mix": {"field": "inference_component", "spec": "adapter-1=1,adapter-2=1", "kind": "list",
+                        "targets": 2, "seed": 0},
+                "targets": [{"name": "adapter-1", "requests": 30, "failures": 0, "p50_ms": 500.0, "p95_ms": 900.0,
+                             "p99_ms": 950.0, "cold": 4, "ttft_cold": side,
+                             "ttft_warm": {"requests": 26, "p50_ms": 68.0, "p95_ms": 76.0, "p99_ms": 80.0}},
+                            {"name": "adapter-2", "requests": 20, "failures": 0, "p50_ms": 500.0, "p95_ms": 530.0,
+                             "p99_ms": 540.0, "cold": 0, "ttft_cold": None,
+                             "ttft_warm": {"requests": 20, "p50_ms": 66.0, "p95_ms": 72.0, "p99_ms": 74.0}}],
+                "model_cache": {"source": "endpoint", "requests": 50, "hit_rate": 0.92, "threshold_ms": None,
+                                "cold": {"requests": 4, "p50_ms": 910.0, "p95_ms": 2100.0}, "warm": {"requests": 46},
+                                "ttft_cold": side, "ttft_warm": {"requests": 46, "p50_ms": 67.0, "p95_ms": 75.0}}}
+    view = target_view(adapters)
+    page = targets_section(view, _div, _missing)
+    assert "<th>TTFT p95 cold ms</th><th>TTFT p95 warm ms</th>" in page
+    assert "<td>1,700</td><td>76</td>" in page and "<td>n/a</td><td>72</td>" in page  # adapter-2: never cold
+    assert "cold: time to first token" in page and "warm: time to first token" in page
+    assert FIG_ID not in page  # CloudWatch's MME cache minutes do not apply to adapters
+    rows = dict(mix_rows(view))
+    assert rows["Cold vs warm TTFT p50 / p95"] == "cold 460 / 1,700 ms (4); warm 67 / 75 ms (46)"
+    assert "Adapter cache hit rate" in rows and "Models loaded" not in rows
+    assert "TTFT" not in "".join(dict(mix_rows(target_view(SUMMARY))))  # a model mix without streams: no row
