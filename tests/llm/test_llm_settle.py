@@ -10,7 +10,16 @@ import pytest
 
 from sm_locust.endpoint.llm import ContinuousBatcher, LlmConfig, Sequence
 from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.tokens import SETTLE_MAX_S, SETTLE_MIN_S, Bucket, TokenDriver, TokenPlateauSearch, settle_s
+from sm_locust.plateau.tokens import (
+    ONE_AT_A_TIME,
+    SETTLE_MAX_S,
+    SETTLE_MIN_S,
+    Bucket,
+    TokenDriver,
+    TokenPlateauSearch,
+    settle_s,
+    spread_rate,
+)
 
 PROMPT, OUTPUT = 512, 64  # README's example: synthetic:512~64, --max-new-tokens 64
 
@@ -95,6 +104,25 @@ def test_the_token_driver_stops_the_users_between_steps():
     for step in driver.measurements:
         assert step.users != 0 and step.duration_s <= 10.0
     assert 0 < SETTLE_MIN_S <= 3.0 <= SETTLE_MAX_S
+
+
+def test_the_next_steps_users_start_over_one_answer():
+    driver = TokenDriver(TokenPlateauSearch(1, 64), tokens, 10.0, min_step_s=6.0)
+    timeline: list[Second] = []
+    rates = [(driver.tick(1000.0, timeline).users, driver.spawn_rate)]
+    for i in range(1, 40):
+        decision = driver.tick(1000.0 + i, timeline)
+        rates.append((decision.users, driver.spawn_rate))
+        timeline.append(second(1000.0 + i, decision.users or 0))
+    assert rates[0] == (1, None)  # the first step: nothing measured yet
+    assert all(rate is None for users, rate in rates if users == 0)  # the users stop at once
+    after = rates[[users for users, _ in rates].index(0):]  # from the first settle on
+    started = [(users, rate) for users, rate in after if users]
+    # one by one (Locust starts floor(rate) users at once), over at least one answer (3 s)
+    assert started and all(rate == pytest.approx(min(users / 3.0, ONE_AT_A_TIME), rel=0.05) for users, rate in started)
+    assert all(rate < 2.0 for _, rate in started)
+    assert spread_rate(4, driver.measurements[0]) == pytest.approx(4 / 3.0, rel=0.05)
+    assert spread_rate(16, driver.measurements[0]) == ONE_AT_A_TIME
 
 
 def test_a_stop_while_settling_judges_no_step():
