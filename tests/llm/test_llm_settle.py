@@ -75,6 +75,10 @@ def test_the_same_load_reads_differently_after_a_queue_and_alike_from_idle():
     # from idle, the same load reads the same whatever came before
     fresh = [closed_loop([(9, 30)], seed=s)[-1] for s in (1, 2, 3)]
     assert len(set(fresh)) == 1 and fresh[0] < 40.0
+    # started one by one (as the token search starts them), each brings its own prefill step, every time
+    apart = [closed_loop(path, seed=s, spawn_gap_s=0.6)[-1] for s in (1, 2, 3)
+             for path in ([(9, 30)], [(1, 10), (16, 10), (32, 20), (9, 30)])]
+    assert apart == [pytest.approx(prefill, abs=1.0)] * 6
 
 
 def second(t: float, users: int) -> Second:
