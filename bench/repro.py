@@ -43,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_CPU, ENDPOINT_CPU = "0", "1"
 KNEE_GRANULE = 1.0  # the plateau search's load resolution in users: knees this far apart agree
+CONCLUSIVE = ("ok", "below-lowest-load")  # verdict.status values that answer (the second: no load met the SLOs)
 
 
 def _env() -> dict:
@@ -122,7 +123,7 @@ class Run:
     seconds: float
     load_average: float
     exit_code: int | None
-    status: str = "error"  # summary.json verdict.status: ok | inconclusive; error: no summary
+    status: str = "error"  # summary.json verdict.status: ok | inconclusive | below-lowest-load; error: no summary
     reason: str | None = None
     knee: float | None = None
     knee_loads: list[float] | None = None  # summary.json plateau.knee_loads: the knee's interval in loads
@@ -217,7 +218,7 @@ def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, 
 
 def agreement(runs: list[Run]) -> dict[str, str]:
     """How often the conclusive runs agreed: knee within one granule, intervals overlapping, recommendation."""
-    ok = [r for r in runs if r.status == "ok"]
+    ok = [r for r in runs if r.status in CONCLUSIVE]
     out: dict[str, str] = {}
     pairs = list(combinations(ok, 2))
     knees = [r.knee for r in ok if r.knee is not None]
@@ -244,7 +245,10 @@ def agreement(runs: list[Run]) -> dict[str, str]:
         out["coverage"] = (f"{sum(covered)} of {len(covered)} capacity intervals hold what the endpoint counted "
                            "over the capacity step")
     out["inconclusive"] = f"{sum(r.status == 'inconclusive' for r in runs)} of {len(runs)} runs INCONCLUSIVE"
-    errors = sum(r.status not in ("ok", "inconclusive") for r in runs)
+    below = sum(r.status == "below-lowest-load" for r in runs)
+    if below:
+        out["below"] = f"{below} of {len(runs)} runs: the capacity within the SLOs is below the lowest load measured"
+    errors = sum(r.status not in (*CONCLUSIVE, "inconclusive") for r in runs)
     if errors:
         out["errors"] = f"{errors} of {len(runs)} runs left no verdict (see run*.log)"
     return out

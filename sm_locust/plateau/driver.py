@@ -64,6 +64,11 @@ class SearchDriver:
         self.step_start = 0.0  # set by the first tick
         self.measurements: list[StepMeasurement] = []
 
+    @property
+    def spawn_rate(self) -> float | None:
+        """Users per second to start the current step's users at; None: as fast as the shape starts any."""
+        return None
+
     def restart_step(self, now: float) -> None:
         """The current load only really starts now (e.g. after the endpoint drained a backlog)."""
         self.step_start = now

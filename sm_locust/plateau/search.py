@@ -62,6 +62,7 @@ BOUND_ERRORS = "errors"
 BOUND_LIMIT = "limit"
 BOUND_CLIENT = "client"
 BOUND_NONE = "none"
+BOUND_BELOW = "below-lowest-load"  # the lowest load measured surely broke a constraint: the capacity is below it
 
 
 @dataclass(frozen=True)
@@ -701,7 +702,26 @@ class Search:
         stop = self._stop.reason if self._stop else ""
         if POINT_ONLY in stop:
             out.append(f"the search stopped on {stop}")
+        if verdict.plateau is None and verdict.bound != BOUND_BELOW:
+            out.append(self._nothing_acceptable(verdict))
         return out + self._contradicted
+
+    def _lowest(self) -> StepMeasurement | None:
+        """The lowest load measured on the endpoint (client-bound steps measured the load generator)."""
+        measured = [m for m in self._by_load.values() if not m.client_bound]
+        return min(measured, key=lambda m: m.load) if measured else None
+
+    def _nothing_acceptable(self, verdict: Verdict) -> str:
+        """Why a search with no acceptable step and no load surely breaking a constraint knows nothing of
+        the capacity: no step measured, or the lowest load's constraint undecided (a handful of answers),
+        or its failures dominating without a constraint on them."""
+        lowest = self._lowest()
+        if lowest is None:
+            return f"no step was measured on the endpoint ({verdict.stop_reason})"
+        why = self._violation(lowest)
+        if why is not None and why.startswith(UNDECIDED_PREFIX):
+            return f"no load surely met the constraints: {why[len(UNDECIDED_PREFIX):]} at {lowest.load_label()}"
+        return f"no load was acceptable and none surely broke a constraint: {verdict.reason}"
 
     def _verdict(self) -> Verdict:
         acceptable = self._acceptable()
@@ -714,6 +734,15 @@ class Search:
                            self.mode, list(self.steps), client_fix=self._client_fix)
         if plateau is None:
             first_bad = self._violating()
+            lowest = self._lowest()
+            why = self._violation(lowest) if lowest is not None else None
+            if lowest is not None and why is None and lowest.failure_dominated:
+                why = lowest.failure_reason()  # more than half its requests failed: goodput is their rest
+            if lowest is not None and why is not None and not why.startswith(UNDECIDED_PREFIX):
+                where = lowest.load_label()
+                return Verdict(None, False, BOUND_BELOW, f"the capacity within the constraints is below the lowest "
+                               f"load measured, {where} ({why} at {where})", stop_reason, mode=self.mode,
+                               steps=list(self.steps))
             reason = (f"{self._violation(first_bad[0])} at {first_bad[0].load_label()}" if first_bad
                       else stop_reason)
             return Verdict(None, False, BOUND_NONE, reason, stop_reason, mode=self.mode, steps=list(self.steps))

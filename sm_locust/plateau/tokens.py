@@ -34,7 +34,7 @@ from sm_locust.plateau.conditions import (
     latency_slos,
 )
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import UNDECIDED_PREFIX, Decision, PlateauSearch, Verdict, step_name
+from sm_locust.plateau.search import Decision, PlateauSearch, Verdict, step_name
 from sm_locust.plateau.steady import (
     DEFAULT_SLO_PERCENTILE,
     STABILITY_TOLERANCE,
@@ -325,13 +325,83 @@ def token_stability(window: Sequence[Second], tokens: Callable[[Sequence[Second]
     return True, spread, None
 
 
+SETTLE_MIN_S = 1.0
+SETTLE_MAX_S = 30.0
+
+
+def settle_s(step: StepMeasurement) -> float:
+    """How long the users stay stopped after `step` before the next step starts: its p95 latency (by
+    then the answers the stopped users left behind, queued ones included, are done or abandoned),
+    within [`SETTLE_MIN_S`, `SETTLE_MAX_S`]."""
+    p95 = step.p95_ms
+    return min(SETTLE_MAX_S, max(SETTLE_MIN_S, (p95 or 0.0) / 1000.0))
+
+
+ONE_AT_A_TIME = 1.9
+"""The fastest spawn rate at which Locust starts users one by one: it starts floor(rate) users at once,
+every floor(rate) / rate seconds (locust.dispatch.UsersDispatcher), and users started together enter
+the batch in the same decode step."""
+
+
+def spread_rate(users: int, last: StepMeasurement) -> float:
+    """Users/s that start `users` one by one, evenly over `last`'s median answer time when that leaves
+    them at least 1 / `ONE_AT_A_TIME` s apart, else that far apart: each enters the batch in its own
+    decode step."""
+    p50 = last.p50_ms
+    if not users or not p50 or p50 <= 0:
+        return ONE_AT_A_TIME
+    return min(ONE_AT_A_TIME, users / (p50 / 1000.0))
+
+
 class TokenDriver(SearchDriver):
     """`SearchDriver` whose steps are `TokenStep`s: `tokens(seconds)` gives the answers and tokens of
-    those timeline seconds (`record.llm.LlmStats.over`); stability is judged on tokens/s."""
+    those timeline seconds (`record.llm.LlmStats.over`); stability is judged on tokens/s.
 
-    def __init__(self, search: PlateauSearch, tokens: Callable[[Sequence[Second]], Bucket], step_s: float, **kwargs):
+    Every step starts from an idle endpoint: after a step, the users are stopped for `settle_s` (0
+    users, seconds that belong to no step) and the next step's users start together. A continuous
+    batch remembers its past: users that entered it in the same decode step stay in lockstep (equal
+    answers, no think time), so their prompts' prefills share one step per cycle, while a step above
+    the batch cap (a queue) spreads them over as many steps as there are users, and that spread
+    outlives the step. The same load then read ITL p95 39 ms before a 32-user step and 84 ms after it
+    (docs/llm.md): what a step reads must depend on its load, not on the path to it."""
+
+    def __init__(self, search: PlateauSearch, tokens: Callable[[Sequence[Second]], Bucket], step_s: float, *,
+                 settle: bool = True, **kwargs):
         super().__init__(search, step_s, **kwargs)
         self.tokens = tokens
+        self.settle = settle
+        self.settle_until: float | None = None
+        """While set: the users are stopped until then (the next step's clock starts when it passes)."""
+        self._spawn_rate: float | None = None
+
+    @property
+    def spawn_rate(self) -> float | None:
+        """Users/s that start the step's users one by one (`spread_rate`; None for the first step: at once)."""
+        return self._spawn_rate
+
+    def tick(self, now: float, timeline: Sequence[Second]) -> Decision:
+        """The driver's `tick`, with the users stopped for `settle_s` between two steps."""
+        if self.settle_until is not None:
+            if now < self.settle_until - 1e-9:
+                return Decision(0.0, "settling: the endpoint works off the last step's answers")
+            self.settle_until = None
+            self.step_start = now
+            assert self.decision is not None  # a step was fed before the settle began
+            self._spawn_rate = spread_rate(self.decision.users or 0, self.measurements[-1])
+            return self.decision
+        measured = len(self.measurements)
+        decision = super().tick(now, timeline)
+        if self.settle and len(self.measurements) > measured and not decision.stop:
+            self.settle_until = now + settle_s(self.measurements[-1])
+            self._spawn_rate = None  # the users stop at once
+            return Decision(0.0, "settling: the endpoint works off the last step's answers")
+        return decision
+
+    def finish(self, now: float, timeline: Sequence[Second], reason: str) -> Decision:
+        if self.settle_until is not None:  # stopped while settling: no step is under way
+            self.settle_until = None
+            self.step_start = now
+        return super().finish(now, timeline, reason)
 
     def _measure(self, seconds: Sequence[Second]) -> TokenStep:
         step = super()._measure(seconds)
@@ -494,16 +564,10 @@ class TokenPlateauSearch(PlateauSearch):
         return held
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
-        """The search's own (`Search._unsupported`), replicates that disagree on the knee, and "no
-        acceptable step" resting on an SLO the lowest load could not decide (an LLM's first steps hold a
-        handful of answers): not knowing is not a failure of the endpoint."""
+        """The search's own (`Search._unsupported`: "no acceptable step" resting on an SLO the lowest load
+        could not decide, as an LLM's first steps of a handful of answers, is INCONCLUSIVE there), and
+        replicates that disagree on the knee."""
         out = super()._unsupported(verdict)
-        if verdict.plateau is None and not verdict.client_bound:
-            measured = [m for m in self._by_load.values() if not m.client_bound]
-            lowest = min(measured, key=lambda m: m.load) if measured else None
-            why = self._violation(lowest) if lowest is not None else None
-            if lowest is not None and why is not None and why.startswith(UNDECIDED_PREFIX):
-                out.append(f"no load surely met the SLOs: {why[len(UNDECIDED_PREFIX):]} at {lowest.load_label()}")
         return out + [self._moved] if self._moved else out
 
     def verdict(self) -> TokenVerdict:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.plateau.looplag import LoopLag
+from sm_locust.plateau.search import BOUND_BELOW
 from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.plateau.timeline import Second
 from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict
@@ -233,10 +234,12 @@ def _number(value: object) -> float:
 
 VERDICT_OK = "ok"
 VERDICT_INCONCLUSIVE = "inconclusive"
+VERDICT_BELOW = "below-lowest-load"  # no load measured was acceptable: the lowest surely broke a constraint
 
 
 def verdict_of(plateau: Plateau | None, steps: Sequence[Step]) -> Verdict:
-    """summary.json's `verdict`: status "ok" or "inconclusive", and the reason (None when ok).
+    """summary.json's `verdict`: status "ok", "inconclusive" or "below-lowest-load" (a plateau search
+    whose lowest load surely broke a constraint: the capacity is below it), and the reason (None when ok).
 
     Inconclusive when a step that decides the answer was measured while the load generator, not
     the endpoint, was the bottleneck (`client_bound`: client CPU, waiting for a CPU, late sends):
@@ -247,6 +250,8 @@ def verdict_of(plateau: Plateau | None, steps: Sequence[Step]) -> Verdict:
         if plateau.inconclusive or (plateau.client_bound and not plateau.has("inconclusive")):
             return Verdict.make(status=VERDICT_INCONCLUSIVE,
                                 reason=plateau.inconclusive_reason or plateau.client_reason)
+        if plateau.bound == BOUND_BELOW:
+            return Verdict.make(status=VERDICT_BELOW, reason=plateau.reason)
         return Verdict.make(status=VERDICT_OK, reason=None)
     bound = [(i, s) for i, s in enumerate(steps) if s.client_bound]
     if not bound:

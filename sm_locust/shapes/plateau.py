@@ -44,7 +44,7 @@ class PlateauShape(SmLocustShape):
         if decision.users is None:  # stop
             self.stop_reason = decision.reason
             return None
-        return self.closed_loop(decision.users)
+        return self.closed_loop(decision.users, self.driver.spawn_rate)
 
     def _decide_rate(self, now, seconds):
         """Open loop: an overloaded step leaves a queue behind; the next step starts once it is gone.

@@ -132,7 +132,7 @@ def test_no_acceptable_step_on_an_slo_the_lowest_load_could_not_decide_is_inconc
                        else windowed_step(users, 5, [150] * 9))
     verdict = search.verdict()
     assert verdict.plateau is None and verdict.inconclusive
-    assert verdict.inconclusive_reason.startswith("no load surely met the SLOs: TTFT p95") and "at 1 user" in \
+    assert verdict.inconclusive_reason.startswith("no load surely met the constraints: TTFT p95") and "at 1 user" in \
         verdict.inconclusive_reason
     # the lowest load surely breaks the SLO: "no acceptable step" is the endpoint's answer, not a doubt
     sure = search_on(lambda users: windowed_step(users, 5, [150] * 9)).verdict()

@@ -106,8 +106,9 @@ def test_first_step_already_violates():
     loads, decision, verdict = drive(PlateauSearch(4, 64, conditions=[LatencySLO(95, 10)]),
                                      lambda load, i: synthetic_step(load, 100, p95_ms=50))
     assert loads == [4] and verdict.plateau is None and not verdict.reached
-    assert verdict.text() == "no acceptable step: p95 50 ms > SLO 10 ms at 4 users"
-    assert verdict.as_dict()["users"] is None
+    assert verdict.text() == ("no acceptable step: the capacity within the constraints is below the lowest load "
+                              "measured, 4 users (p95 50 ms > SLO 10 ms at 4 users)")
+    assert verdict.as_dict()["users"] is None and verdict.bound == "below-lowest-load" and not verdict.inconclusive
 
 
 def test_client_bound_series_is_never_the_plateau():
@@ -287,7 +288,8 @@ def test_a_step_dominated_by_failures_is_its_failures_not_a_client_bottleneck(se
     assert step.failure_dominated and not step.client_bound
     loads, decision, verdict = drive(search(), lambda load, i: step)
     assert loads == [1] and not verdict.client_bound and not verdict.inconclusive and verdict.plateau is None
-    assert verdict.text() == "no acceptable step: 100 % of 920,000 requests failed at 1 user"
+    assert verdict.text() == ("no acceptable step: the capacity within the constraints is below the lowest load "
+                              "measured, 1 user (100 % of 920,000 requests failed at 1 user)")
     half = synthetic_step(1, 100, error_rate=0.5, client_cpu_pct=100)  # half: not a majority, the client's CPU counts
     assert not half.failure_dominated and half.client_bound
 
