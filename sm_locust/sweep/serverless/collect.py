@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.record.model import Summary
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.sweep.runner import MARKER
 from sm_locust.sweep.serverless.cost import ServerlessPrices, configuration_cost
@@ -50,14 +51,14 @@ class Collector:
                                     cold_start_gap_s=cold_data.get("gap_s"))
         bytes_in, bytes_out, stability_window = 0.0, None, None
         if phases:
-            summary = load_json((run_dir / "summary.json").read_text())
+            summary = Summary.of(load_json((run_dir / "summary.json").read_text()))
             path = timeline_path(run_dir)
             if path is None:
                 raise FileNotFoundError(f"no timeline.jsonl in {run_dir}")
-            load = load_figures(read_seconds(path), phases, summary.get("totals") or {}, figures.cold.p50_ms)
+            load = load_figures(read_seconds(path), phases, summary.totals, figures.cold.p50_ms)
             figures.stability, figures.concurrency = load.stability, load.concurrency
             stability_window = load.stability_window
-            bytes_in = float((summary.get("payload") or {}).get("avg_bytes") or 0.0)
+            bytes_in = float((summary.payload.avg_bytes if summary.payload is not None else None) or 0.0)
             bytes_out = average_response_bytes(run_dir / "locust_stats.csv")
         if bytes_out is None:
             sizes = [r["bytes_out"] for r in cold_data.get("requests") or [] if r.get("code") == "ok"]
