@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.core.launch import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
@@ -242,7 +243,7 @@ def run_folder(value: Any, caller: str, also: str = "") -> str | os.PathLike[str
 
 
 def load(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None, profile: str | None = None,
-         region: str | None = None, s3: Any = None) -> RunResult:
+         region: str | None = None, s3: AwsClient = None) -> RunResult:
     """A finished run as a RunResult: a local run folder, or an s3:// one (`sm-locust run --upload`),
     downloaded first to `out` (default reports/<run-id>/) as `sm-locust report s3://...` does.
     UsageError when the folder is not a run."""

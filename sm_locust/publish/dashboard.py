@@ -25,6 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import UsageError
 
 SAGEMAKER = "AWS/SageMaker"
@@ -116,7 +117,7 @@ def console_url(region: str, name: str) -> str:
     return f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#dashboards/dashboard/{name}"
 
 
-def put_dashboard(client: Any, name: str, body: Mapping) -> list[str]:
+def put_dashboard(client: AwsClient, name: str, body: Mapping) -> list[str]:
     """PutDashboard (creates or replaces); a UsageError naming CloudWatch's objection when refused.
     Returns CloudWatch's validation messages (warnings: the dashboard was written, some part of it
     may not render)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import RunError, UsageError
 from sm_locust.sanitize import page_text
 from sm_locust.scaling.aws import JOURNAL_DIR
@@ -94,7 +95,7 @@ def _apply_model(spec: SweepSpec, model: Any) -> None:
 
 def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
                overrides: list[str] | None = None,
-               client: Any = None, model: Any = None, poll_s: float | None = None,
+               client: AwsClient = None, model: Any = None, poll_s: float | None = None,
                base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
@@ -243,7 +244,7 @@ def folder_deploy(out_dir: Path) -> str | None:
 
 
 def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | None = None, profile: str | None = None,
-            client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
+            client: AwsClient = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
     `out`: the sweep folder (default reports/sweeps/<sweep id>/), for kinds that keep what to undo there;

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.core.launch import holds_run
 from sm_locust.errors import UsageError
 from sm_locust.record.repeat import REPEAT_JSON, median_run
@@ -83,7 +84,7 @@ def configuration_prices(spec: SweepSpec, configurations: list[Configuration]) -
     return {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
 
 
-def sagemaker_options(spec: SweepSpec, client: Any = None, poll_s: float | None = None) -> dict[str, Any]:
+def sagemaker_options(spec: SweepSpec, client: AwsClient = None, poll_s: float | None = None) -> dict[str, Any]:
     """The keyword arguments of a SageMaker deployer for this file (injected client, region,
     profile, creation timeout, polling interval); empty for other deployers."""
     if spec.deploy != "sagemaker":

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.scaling.aws import (
     JOURNAL_DIR,
@@ -224,8 +225,9 @@ class SageMakerScalingDeployer(SageMakerDeployer):
         return left + super().teardown(deployment, progress)
 
 
-def cleanup(sweep_id: str, *, deploy: str, region: str | None = None, profile: str | None = None, client: Any = None,
-            out_dir: Path, progress: Progress, aas: Any = None) -> tuple[list[str], list[str]]:
+def cleanup(sweep_id: str, *, deploy: str, region: str | None = None, profile: str | None = None,
+            client: AwsClient = None, out_dir: Path, progress: Progress,
+            aas: AwsClient = None) -> tuple[list[str], list[str]]:
     """`sm-locust sweep --cleanup ID` for an autoscaling sweep: (done, left)."""
     if deploy != "sagemaker":
         return create_deployer(deploy).cleanup(sweep_id, progress)

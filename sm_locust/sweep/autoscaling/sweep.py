@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Summary
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
@@ -167,7 +168,7 @@ def emulator_instances(run_dir: Path, summary: Summary) -> list[dict[str, float 
     return out
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: AwsClient = None,
          poll_s: float | None = None) -> AutoscalingSweep:
     """An autoscaling sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     assert isinstance(spec.section, AutoscalingSpec)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import AwsClient, Purpose
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
@@ -75,7 +75,7 @@ class SageMakerDeployer(Deployer):
 
     def __init__(self, client=None, *, region: str | None = None, profile: str | None = None, poll_s: float = 15.0,
                  timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0,
-                 sleep: Callable[[float], None] = time.sleep, quotas_client: Any = None):
+                 sleep: Callable[[float], None] = time.sleep, quotas_client: AwsClient = None):
         self._client = client
         self.quotas_client = quotas_client  # Service Quotas (precheck.py); None: from the same session
         self.region = region
@@ -87,7 +87,7 @@ class SageMakerDeployer(Deployer):
 
     # -- client -----------------------------------------------------------------------------------
     @property
-    def client(self) -> Any:
+    def client(self) -> AwsClient:
         if self._client is None:
             region = region_for(self.region, self.profile)  # the one rule: --region, AWS_REGION, ..., the profile
             if not region:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import UsageError
 from sm_locust.record.model import Summary
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
@@ -185,7 +186,7 @@ class RealtimeSweep(Sweep):
         return render.write_all(self.out_dir, document, html_too)
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: AwsClient = None,
          poll_s: float | None = None) -> RealtimeSweep:
     """A real-time sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     check = spec.check

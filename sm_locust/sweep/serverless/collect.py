@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.record.model import Summary
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.sweep.runner import MARKER
@@ -40,7 +41,7 @@ class Collector:
     deploy: str
     prices: ServerlessPrices
     compare: CompareInstance | None
-    cloudwatch: Callable[[], Any]  # the CloudWatch client (made when first needed, on SageMaker only)
+    cloudwatch: Callable[[], AwsClient]  # the CloudWatch client (made when first needed, on SageMaker only)
 
     def figures(self, run_dir: Path, memory_mb: int) -> ServerlessFigures:
         """The configuration's figures and cost, from its run folder."""
@@ -129,7 +130,7 @@ def average_response_bytes(path: Path) -> float | None:
     return None
 
 
-def cloudwatch_ms(cloudwatch: Any, metric: str, endpoint_name: str, variant: str, start: float,
+def cloudwatch_ms(cloudwatch: AwsClient, metric: str, endpoint_name: str, variant: str, start: float,
                   end: float) -> dict[str, Any]:
     """A microsecond metric of the endpoint (ModelSetupTime, ModelLatency) over the minutes of
     [start, end]: its count, average and maximum in ms (count 0 and a note when CloudWatch has none yet)."""
