@@ -110,7 +110,7 @@ def request_record(request: LlmRequest, arrived: float) -> bytes:
                          "blocks": blocks}) + b"\n"
 
 
-def _length(value: Any, name: str) -> int | None:
+def _length(value: object, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -152,7 +152,7 @@ def word(index: int) -> str:
     return _VOCABULARY[index % len(_VOCABULARY)]
 
 
-def _spaced(obj: Any) -> bytes:
+def _spaced(obj: object) -> bytes:
     """Python's `json.dumps(obj, ensure_ascii=False)`: what LMI (and vLLM's error chunk) write."""
     return json.dumps(obj, ensure_ascii=False).encode()
 
@@ -243,7 +243,7 @@ class Formatter:
         p, n = self.request.prompt_tokens, self.output_tokens
         return {"prompt_tokens": p, "total_tokens": p + n, "completion_tokens": n}
 
-    def _chunk(self, choices: list, **extra: Any) -> bytes:
+    def _chunk(self, choices: list, **extra: object) -> bytes:
         chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
                                  "model": MODEL_NAME, "choices": choices, **extra}
         return b"data: " + orjson.dumps(chunk) + b"\n\n"

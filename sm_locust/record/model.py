@@ -62,7 +62,7 @@ _KIND_WORDS = {"count": "a whole number >= 0", "number": "a number", "text": "te
                "interval": "an interval [low, high] (or null)", "intervals": "an object", "counts": "an object"}
 
 
-def json_field(kind: Kind, key: str | None = None, *, default: Any = None) -> Any:
+def json_field(kind: Kind, key: str | None = None, *, default: object = None) -> Any:
     """A dataclass field read from summary.json key `key` (the attribute's name by default) of `kind`."""
     if isinstance(default, (list, dict)):
         raise TypeError("use an immutable default")

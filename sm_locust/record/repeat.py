@@ -31,7 +31,7 @@ FIGURES: dict[str, tuple[str, str, str, str]] = {
 }
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)

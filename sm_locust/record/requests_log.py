@@ -172,7 +172,7 @@ class RequestLog:
     # -- the request path ----------------------------------------------------------------------
     def on_request(self, request_type: str, name: str, response_time: float, response_length: int,
                    exception: BaseException | None = None, context: dict | None = None,
-                   start_time: float | None = None, **_kw: Any) -> None:
+                   start_time: float | None = None, **_kw: object) -> None:
         if not is_invocation(request_type, name):
             return
         if len(self.pending) >= self.max_pending:
@@ -252,7 +252,7 @@ class RequestLog:
         self.writer.close()
 
 
-def request_log_of(environment: Any) -> RequestLog | None:
+def request_log_of(environment: object) -> RequestLog | None:
     return getattr(environment, ATTRIBUTE, None)
 
 

@@ -268,7 +268,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
     return result
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> Any:
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -515,7 +515,7 @@ class ScalingUnderTest:
         self.before: ScalingSnapshot | None = None
         self.left: list[str] = []
 
-    def _write(self, state: str, **extra: Any) -> None:
+    def _write(self, state: str, **extra: object) -> None:
         assert self.before is not None
         write_json(self.journal, {"schema": JOURNAL_SCHEMA, "sweep_id": self.sweep_id, "policy_name": self.policy_name,
                                   "region": self.region, "state": state, "updated_at": self.clock(),

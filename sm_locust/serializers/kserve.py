@@ -213,7 +213,7 @@ def array_from_bytes(data: bytes | memoryview, dt: Datatype, shape: Sequence[int
     return arr.astype(dt.values, copy=False).reshape(tuple(shape))
 
 
-def flatten(data: Any) -> list:
+def flatten(data: object) -> list:
     """A nested JSON list, flat and row-major."""
     if not isinstance(data, list):
         return [data]
@@ -225,7 +225,7 @@ def flatten(data: Any) -> list:
     return data
 
 
-def array_from_json(data: Any, dt: Datatype, shape: Sequence[int], what: str) -> np.ndarray:
+def array_from_json(data: object, dt: Datatype, shape: Sequence[int], what: str) -> np.ndarray:
     """A tensor's values from its JSON `data` (flat or nested, row-major)."""
     flat = flatten(data)
     if len(flat) != _count(shape):
@@ -341,7 +341,7 @@ def _load(header: bytes) -> dict:
     return doc
 
 
-def decode_tensors(items: Any, binary: memoryview, key: str) -> dict[str, np.ndarray]:
+def decode_tensors(items: object, binary: memoryview, key: str) -> dict[str, np.ndarray]:
     """{name: array} from a document's `inputs` / `outputs` list and the binary data after it."""
     if not isinstance(items, list):
         raise SerializationError(f"{key!r} is not a list of tensors")
@@ -388,7 +388,7 @@ def decode_request(body: bytes, content_type: str | None) -> Decoded:
     return Decoded(doc, decode_tensors(doc.get("inputs"), binary, "inputs"))
 
 
-def is_outputs_document(doc: Any) -> bool:
+def is_outputs_document(doc: object) -> bool:
     """True for a document whose `outputs` is a KServe v2 list of named tensors."""
     items = doc.get("outputs") if isinstance(doc, Mapping) else None
     return (isinstance(items, list) and bool(items)

@@ -185,7 +185,7 @@ def fill_tensor(tensor: Any, value: Any, *, use_tensor_content: bool = True) -> 
         getattr(tensor, typed_field).extend(arr.ravel().tolist())
 
 
-def make_tensor_proto(value: Any, *, use_tensor_content: bool = True) -> Any:
+def make_tensor_proto(value: object, *, use_tensor_content: bool = True) -> Any:
     """A new TensorProto holding `value` (like `tf.make_tensor_proto`, without TensorFlow)."""
     tensor = messages().TensorProto()
     fill_tensor(tensor, value, use_tensor_content=use_tensor_content)

@@ -80,7 +80,7 @@ class SweepResult:
 # -------------------------------------------------------------------------------------- checking
 
 
-def _apply_model(spec: SweepSpec, model: Any) -> None:
+def _apply_model(spec: SweepSpec, model: object) -> None:
     """A sagemaker.model.Model's image, model data, role and env as shared endpoint defaults."""
     defaults = {"image": getattr(model, "image_uri", None), "role": getattr(model, "role", None)}
     data = getattr(model, "model_data", None)
@@ -95,7 +95,7 @@ def _apply_model(spec: SweepSpec, model: Any) -> None:
 
 def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
                overrides: list[str] | None = None,
-               client: AwsClient = None, model: Any = None, poll_s: float | None = None,
+               client: AwsClient = None, model: object = None, poll_s: float | None = None,
                base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
@@ -205,7 +205,7 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
 
 
 def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
-          model: Any = None,
+          model: object = None,
           client=None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep in one call (`model`: a sagemaker.model.Model to clone settings from)."""
     require_path("out", out)

@@ -70,7 +70,7 @@ def figures(capacity_rps: float | None, price: Price, objective: Objective) -> d
     return out
 
 
-def cost_intervals(capacity_ci95: Any, price: Price, objective: Objective) -> dict[str, Any]:
+def cost_intervals(capacity_ci95: object, price: Price, objective: Objective) -> dict[str, Any]:
     """`cost_per_1m_ci95`, `instances_needed_ci95` and `cost_per_hour_at_target_ci95` from the
     capacity's 95 % interval (each falls as capacity grows, so its low bound comes from the capacity's
     high one); None when either is unknown or the low bound has no throughput to price."""

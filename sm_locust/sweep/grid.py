@@ -57,7 +57,7 @@ def short_key(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
@@ -116,10 +116,10 @@ def _varying_keys(all_settings: list[dict[str, Any]], owns: list[dict[str, Any]]
     return [k for k in order if len({canonical({"v": s.get(k)}) for s in all_settings}) > 1]
 
 
-def canonical(value: Any) -> str:
+def canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def configuration_key(*parts: Any) -> str:
+def configuration_key(*parts: object) -> str:
     """A short stable hash of everything that decides a configuration's result."""
     return hashlib.sha1(canonical(list(parts)).encode()).hexdigest()[:12]

@@ -47,7 +47,7 @@ class LoadPlan:
     repeat: int = 1  # runs of each configuration's test (record/repeat.py)
 
     def run_options(self, endpoint_name: str, endpoint_url: str = "", region: str | None = None,
-                    **changes: Any) -> Options:
+                    **changes: object) -> Options:
         """The options of one configuration's run: the endpoint the deployer gave, the region unless
         `load:` names one, and a kind's own `changes` (by dest)."""
         extra: dict[str, Any] = {"endpoint_name": endpoint_name, "endpoint_url": endpoint_url or None}
@@ -81,7 +81,7 @@ def _specs() -> dict[str, OptionSpec]:
     return {spec.dest: spec for spec in all_option_specs() if spec.forward}
 
 
-def _convert(spec: OptionSpec, value: Any, path: str, check: Checker) -> Any:
+def _convert(spec: OptionSpec, value: object, path: str, check: Checker) -> Any:
     """An option's value from the file: of the option's type as YAML typed it (a number is a number,
     true/false a bool), then by the option's own rule (`OptionSpec.parse`: its range, choices,
     vocabulary), worded under `path`."""

@@ -86,7 +86,7 @@ class Remeasure:
                 "first_cost_usd": self.first_cost_usd, "first_billed_s": self.first_billed_s}
 
     @classmethod
-    def from_dict(cls, data: Any) -> Remeasure | None:
+    def from_dict(cls, data: object) -> Remeasure | None:
         if not isinstance(data, dict) or not data.get("first_reason"):
             return None
         return cls(first_reason=str(data["first_reason"]), first_run_dir=str(data.get("first_run_dir") or ""),
@@ -110,7 +110,7 @@ class Confirm:
                 "first_figures": self.figures.as_dict() if self.figures is not None else None}
 
     @classmethod
-    def from_dict(cls, data: Any) -> Confirm | None:
+    def from_dict(cls, data: object) -> Confirm | None:
         if not isinstance(data, dict) or not data.get("first_run_dir"):
             return None
         return cls(first_run_dir=str(data["first_run_dir"]), first_cost_usd=data.get("first_cost_usd"),

@@ -166,7 +166,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
     return data
 
 
-def _percentile(check: Checker, value: Any) -> float:
+def _percentile(check: Checker, value: object) -> float:
     text = str(value).strip().lower().lstrip("p")
     try:
         pct = float(text)
@@ -178,7 +178,7 @@ def _percentile(check: Checker, value: Any) -> float:
     return pct
 
 
-def parse_objective(source: str, value: Any) -> Objective:
+def parse_objective(source: str, value: object) -> Objective:
     check = Checker(source)
     data = check.mapping("objective", value)
     check.unknown("objective", data, OBJECTIVE_KEYS)

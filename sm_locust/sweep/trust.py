@@ -117,7 +117,7 @@ def overlap(a: Interval | None, b: Interval | None) -> bool:
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
-def as_interval(value: Any) -> Interval | None:
+def as_interval(value: object) -> Interval | None:
     """A [low, high] of finite numbers as a pair, else None."""
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):

@@ -102,7 +102,7 @@ class NotificationListener:
             self._remember(self._done, inference_id, None)
 
     @staticmethod
-    def _remember(store: OrderedDict, key: str, value: Any) -> None:
+    def _remember(store: OrderedDict, key: str, value: object) -> None:
         store[key] = value
         store.move_to_end(key)
         while len(store) > MAX_KEPT:

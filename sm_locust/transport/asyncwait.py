@@ -103,7 +103,7 @@ class AsyncLedger(WorkerShipped):
         self._shipped, self._shipped_dropped, self._shipped_opened = len(self.calls), self.dropped, self.opened
         return delta
 
-    def merge_delta(self, delta: Any, client_id: str) -> None:
+    def merge_delta(self, delta: object, client_id: str) -> None:
         if not isinstance(delta, dict):
             return
         for values in delta.get("calls") or ():

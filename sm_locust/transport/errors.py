@@ -73,7 +73,7 @@ def _json_body(body: bytes) -> dict:
     return parsed if isinstance(parsed, dict) else {"message": text}
 
 
-def _strip_code(code: Any) -> Any:
+def _strip_code(code: object) -> Any:
     if isinstance(code, str):
         return code.split(":", 1)[0].rsplit("#", 1)[-1]
     return code
@@ -143,7 +143,7 @@ def error_from_response(
     return error_from_parsed(parse_error_response(status, headers, body), status)
 
 
-def error_from_client_error(exc: Any) -> InvocationError:
+def error_from_client_error(exc: object) -> InvocationError:
     """`InvocationError` for a botocore `ClientError`: the boto3 path's twin of the above."""
     response = getattr(exc, "response", None) or {}
     return error_from_parsed(response)

@@ -29,7 +29,7 @@ MIN_FRAME = 16  # prelude (12) + message CRC (4)
 MAX_FRAME = MIN_FRAME + MAX_HEADERS + MAX_PAYLOAD  # the largest frame botocore reads; a longer claim is refused
 
 
-def _encode_header(name: str, value: Any) -> bytes:
+def _encode_header(name: str, value: object) -> bytes:
     raw_name = name.encode("utf-8")
     if len(raw_name) > 255:
         raise ValueError(f"event-stream header name longer than 255 bytes: {name!r}")

@@ -64,7 +64,7 @@ def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
 class SageMakerScalingDeployer(SageMakerDeployer):
     """A configuration's policy on a SageMaker variant (an existing endpoint's, or one deployed for it)."""
 
-    def __init__(self, client=None, *, plan: Any = None, aas=None, **kwargs):
+    def __init__(self, client=None, *, plan: object = None, aas=None, **kwargs):
         super().__init__(client, **kwargs)
         self.plan = plan
         self._aas = aas

@@ -110,7 +110,7 @@ class Collector:
             return {"source": "CloudWatch", "count": 0, "note": f"not read: {type(exc).__name__}: {exc}"}
 
 
-def duration_interval(duration: float | None, warm_mean: float | None, warm_ci95: Any) -> list[float] | None:
+def duration_interval(duration: float | None, warm_mean: float | None, warm_ci95: object) -> list[float] | None:
     """The billed duration's 95 % interval: the warm mean's, relative (ModelLatency's mean, read as
     one figure, varies between runs as the client's mean of the same requests does)."""
     if duration is None or not warm_mean or not isinstance(warm_ci95, (list, tuple)) or len(warm_ci95) != 2:
