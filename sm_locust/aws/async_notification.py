@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -71,7 +70,7 @@ class AsyncNotification:
         request = {key: value for key, value in (("contentType", self.content_type),
                                                  ("endpointName", self.endpoint_name),
                                                  ("inputLocation", self.input_location)) if value}
-        message: dict[str, Any] = {"awsRegion": region}
+        message: dict[str, object] = {"awsRegion": region}
         if self.event_time is not None:
             message["eventTime"] = iso(self.event_time)
         if self.received_time is not None:

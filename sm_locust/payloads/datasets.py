@@ -53,7 +53,7 @@ def is_table(path: str | Path) -> bool:
 def mapped(row: dict, columns: Columns, where: str, names: Sequence[str]) -> dict:
     """The row as a prompt line (`{"prompt" | "messages": ..., "max_new_tokens": ...}`), its columns
     mapped; a named column the dataset lacks is a one-line UsageError listing the ones it has."""
-    line: dict[str, Any] = {}
+    line: dict[str, object] = {}
     if columns.prompt:
         if columns.prompt not in row:
             raise UsageError(f"{where}: no column {columns.prompt!r} (--prompt-column); the dataset has "

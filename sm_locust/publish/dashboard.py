@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import UsageError
@@ -52,7 +51,7 @@ def _endpoint_metric(namespace: str, name: str, endpoint: str, variant: str | No
 
 def _widget(title: str, metrics: list, x: int, y: int, region: str, period: int, *, label: str = "",
             stat: str = "Sum") -> dict:
-    properties: dict[str, Any] = {"title": title, "view": "timeSeries", "stacked": False, "region": region,
+    properties: dict[str, object] = {"title": title, "view": "timeSeries", "stacked": False, "region": region,
                                   "metrics": metrics, "period": period, "stat": stat}
     if label:
         properties["yAxis"] = {"left": {"label": label, "showUnits": False}}

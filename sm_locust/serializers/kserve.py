@@ -291,7 +291,7 @@ def encode_request(inputs: Iterable[Tensor], *, binary: bool, outputs: Sequence[
     for tensor in inputs:
         where = f"{what}: input {tensor.name!r}"
         wire = to_wire(tensor.values, tensor.datatype, where)
-        doc: dict[str, Any] = {"name": tensor.name, "shape": list(wire.shape), "datatype": tensor.datatype.name}
+        doc: dict[str, object] = {"name": tensor.name, "shape": list(wire.shape), "datatype": tensor.datatype.name}
         if binary:
             blob = tensor_bytes(wire, tensor.datatype)
             doc["parameters"] = {BINARY_DATA_SIZE: len(blob)}
@@ -301,7 +301,7 @@ def encode_request(inputs: Iterable[Tensor], *, binary: bool, outputs: Sequence[
         documents.append(doc)
     if not documents:
         raise SerializationError(f"{what}: a Triton request needs at least one input tensor")
-    request: dict[str, Any] = {"inputs": documents}
+    request: dict[str, object] = {"inputs": documents}
     if outputs:
         request["outputs"] = [{"name": name, "parameters": {BINARY_DATA: binary_output}} for name in outputs]
     elif binary_output:
@@ -403,7 +403,7 @@ def encode_answer(model_name: str, model_version: str, outputs: Iterable[tuple[T
     documents, blobs = [], []
     for tensor, binary in outputs:
         wire = to_wire(tensor.values, tensor.datatype, f"output {tensor.name!r}")
-        doc: dict[str, Any] = {"name": tensor.name, "datatype": tensor.datatype.name, "shape": list(wire.shape)}
+        doc: dict[str, object] = {"name": tensor.name, "datatype": tensor.datatype.name, "shape": list(wire.shape)}
         if binary:
             blob = tensor_bytes(wire, tensor.datatype)
             doc["parameters"] = {BINARY_DATA_SIZE: len(blob)}
@@ -412,7 +412,7 @@ def encode_answer(model_name: str, model_version: str, outputs: Iterable[tuple[T
         else:
             doc["data"] = _answer_data(wire, tensor.datatype)
         documents.append(doc)
-    answer: dict[str, Any] = {"id": request_id} if request_id else {}
+    answer: dict[str, object] = {"id": request_id} if request_id else {}
     answer.update({"model_name": model_name, "model_version": model_version, "outputs": documents})
     header = orjson.dumps(answer)
     if not blobs:

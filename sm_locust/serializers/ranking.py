@@ -64,7 +64,7 @@ def _check_rows(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return ids, vals
 
 
-def ranking_arrays(obj: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def ranking_arrays(obj: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
     """(feat_ids int64 [N,39], feat_vals float32 [N,39]) from a ranking dict; one row may be 1-D."""
     ids = _as_numeric(obj[FEAT_IDS], FEAT_IDS)
     vals = _as_numeric(obj[FEAT_VALS], FEAT_VALS)
@@ -72,7 +72,7 @@ def ranking_arrays(obj: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return _whole_ids(ids, FEAT_IDS), vals.astype(np.float32, copy=False)
 
 
-def pack(obj: Mapping[str, Any], dtype: Any = np.float32) -> np.ndarray:
+def pack(obj: Mapping[str, object], dtype: Any = np.float32) -> np.ndarray:
     """The packed [N, 78] array of a ranking dict, in a float dtype."""
     dt = np.dtype(dtype)
     if dt.kind != "f":

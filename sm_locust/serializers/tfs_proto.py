@@ -252,7 +252,7 @@ def _read_spec(msg: Any, tensors: dict[str, np.ndarray], **extra: Any) -> Predic
 
 
 def encode_predict_request(
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, object],
     *,
     model_name: str = "model",
     signature_name: str = "serving_default",
@@ -290,7 +290,7 @@ def decode_predict_request(data: bytes) -> Predict:
 
 
 def encode_predict_response(
-    outputs: Mapping[str, Any],
+    outputs: Mapping[str, object],
     *,
     model_name: str = "model",
     signature_name: str = "serving_default",

@@ -265,7 +265,8 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
     def progress(text: str) -> None:
         say(printer, text)
 
-    options: dict[str, Any] = {"client": client, "region": region, "profile": profile} if deploy == "sagemaker" else {}
+    options: dict[str, object] = ({"client": client, "region": region, "profile": profile}
+                                  if deploy == "sagemaker" else {})
     try:
         cleaner = KINDS.get(kind).cleaner()
         if cleaner is not None:

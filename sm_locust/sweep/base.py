@@ -89,7 +89,7 @@ def sagemaker_options(spec: SweepSpec, client: AwsClient = None, poll_s: float |
     profile, creation timeout, polling interval); empty for other deployers."""
     if spec.deploy != "sagemaker":
         return {}
-    options: dict[str, Any] = {"client": client, "region": spec.region, "profile": spec.aws_profile,
+    options: dict[str, object] = {"client": client, "region": spec.region, "profile": spec.aws_profile,
                                "timeout_s": spec.deploy_timeout_minutes * 60.0}
     if poll_s is not None:
         options["poll_s"] = poll_s

@@ -40,9 +40,9 @@ class Configuration:
         return f"{text}-{key[:6]}"
 
 
-def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(mapping: Mapping[str, object], prefix: str = "") -> dict[str, Any]:
     """{'environment': {'A': 1}} -> {'environment.A': 1}."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in mapping.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
@@ -63,11 +63,11 @@ def _text(value: object) -> str:
     return str(value)
 
 
-def label_for(varying: Mapping[str, Any]) -> str:
+def label_for(varying: Mapping[str, object]) -> str:
     return ", ".join(f"{short_key(k)} {_text(v)}" for k, v in varying.items())
 
 
-def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
+def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
            explicit: Sequence[Mapping[str, Any]] = ()) -> list[Configuration]:
     """Every combination of the grid, then the explicit configurations, each over `shared`; a one-line
     UsageError, before anything is expanded, when they would be more than `MAX_CONFIGURATIONS`."""

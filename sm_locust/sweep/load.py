@@ -50,7 +50,7 @@ class LoadPlan:
                     **changes: object) -> Options:
         """The options of one configuration's run: the endpoint the deployer gave, the region unless
         `load:` names one, and a kind's own `changes` (by dest)."""
-        extra: dict[str, Any] = {"endpoint_name": endpoint_name, "endpoint_url": endpoint_url or None}
+        extra: dict[str, object] = {"endpoint_name": endpoint_name, "endpoint_url": endpoint_url or None}
         if region and not self.options.region:
             extra["region"] = region
         return self.options.replace(**extra, **changes)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sm_locust.sweep.trust import Criterion, as_interval, deciding, overlap
 
@@ -49,7 +49,7 @@ def _list(interval: object) -> list[float] | None:
 def merged(first: T, second: T, pairs: Sequence[tuple[str, str]]) -> T:
     """`first` (a dataclass) with each (value field, interval field) of `pairs` `combine`d with
     `second`'s; whole counts (an instance count) stay whole: the larger, and the hull of the two."""
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for value_name, interval_name in pairs:
         va, vb = getattr(first, value_name), getattr(second, value_name)
         value, interval = combine(va, getattr(first, interval_name), vb, getattr(second, interval_name))

@@ -44,7 +44,7 @@ class Marks:
     report: str | None = None  # `<run folder>/report.html` when it exists
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"meets_objective": self.meets_objective, "lost_because": self.lost_because}
+        out: dict[str, object] = {"meets_objective": self.meets_objective, "lost_because": self.lost_because}
         if self.pareto is not None:
             out["pareto"] = self.pareto
         out["report"] = self.report
@@ -61,7 +61,7 @@ class Teardown:
     left_behind: list[str] = field(default_factory=list)  # what could not be deleted
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"deployed": self.deployed}
+        out: dict[str, object] = {"deployed": self.deployed}
         if self.billed_s is not None:
             out["billed_s"] = self.billed_s
         if self.cost_usd is not None:
@@ -152,7 +152,7 @@ class Row:
 
     def as_dict(self) -> dict[str, Any]:
         """The row as sweep.json's configuration object (the one place rows are written)."""
-        out: dict[str, Any] = {"index": self.index, "label": self.label, "key": self.key,
+        out: dict[str, object] = {"index": self.index, "label": self.label, "key": self.key,
                                "settings": dict(self.settings),
                                "status": self.status, "reason": self.reason, "resumed": self.resumed,
                                "run_dir": self.run_dir, "client_bound": self.client_bound}

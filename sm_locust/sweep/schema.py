@@ -80,7 +80,7 @@ class SweepSpec:
 
     def shared_settings(self) -> dict[str, Any]:
         """The settings every configuration starts from: top-level pricing, then `endpoint:`."""
-        shared: dict[str, Any] = {}
+        shared: dict[str, object] = {}
         if self.instance_type is not None:
             shared["instance_type"] = self.instance_type
         if self.price_per_hour is not None:
@@ -212,7 +212,7 @@ def sweep_id_from(name: str) -> str:
     return text or "sweep"
 
 
-def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Path | None = None) -> SweepSpec:
+def parse_spec(data: Mapping[str, object], *, source: str = "<sweep>", base_dir: Path | None = None) -> SweepSpec:
     """Check the structure and top-level values; returns a SweepSpec (settings flattened)."""
     check = Checker(source)
     check.unknown("", data, TOP_LEVEL_KEYS)

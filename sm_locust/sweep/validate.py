@@ -42,7 +42,7 @@ class Checker:
     def error(self, path: str, message: str) -> UsageError:
         return spec_error(self.source, path, message)
 
-    def unknown(self, path: str, mapping: Mapping[str, Any], valid: Iterable[str]) -> None:
+    def unknown(self, path: str, mapping: Mapping[str, object], valid: Iterable[str]) -> None:
         """The first key of `mapping` not in `valid`, named with its path and the valid keys listed."""
         valid = tuple(valid)
         for key in mapping:

@@ -376,7 +376,7 @@ class SageMakerClient(ABC):
         `started` is the `time.perf_counter()` time the response time counts from (default: now);
         open-loop senders pass the intended send time, so a late send is not hidden.
         """
-        ctx: dict[str, Any] = {"endpoint": self.endpoint_name, "variant": None, "target": invocation.target}
+        ctx: dict[str, object] = {"endpoint": self.endpoint_name, "variant": None, "target": invocation.target}
         if context:
             ctx.update(context)
         request = Measurement(self.request_event, INVOKE_ENDPOINT, name or invocation.request_name(self.endpoint_name),

@@ -12,7 +12,6 @@ import json
 import struct
 from binascii import crc32
 from collections.abc import Mapping
-from typing import Any
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 PAYLOAD_PART = "PayloadPart"
@@ -50,7 +49,7 @@ def _encode_header(name: str, value: object) -> bytes:
     raise TypeError(f"event-stream header {name!r}: unsupported value type {type(value).__name__}")
 
 
-def encode_message(headers: Mapping[str, Any], payload: bytes = b"") -> bytes:
+def encode_message(headers: Mapping[str, object], payload: bytes = b"") -> bytes:
     """One event-stream message with the given headers (str, bytes, int, bool) and payload."""
     raw_headers = b"".join(_encode_header(k, v) for k, v in headers.items())
     if len(raw_headers) > MAX_HEADERS:

@@ -54,7 +54,7 @@ EXISTING_APPLY_S = 60.0  # plan estimate on an existing endpoint: the calls, and
 EXISTING_RESTORE_S = 30.0
 
 
-def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_settings(settings: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the autoscaling.* settings without the prefix, the rest: the endpoint's)."""
     own = {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
     rest = {k: v for k, v in settings.items() if not k.startswith(PREFIX)}
@@ -88,7 +88,7 @@ class SageMakerScalingDeployer(SageMakerDeployer):
     def known_keys(self) -> list[str]:
         return [k for k in SAGEMAKER_KEYS if k != "instance_count"] + [EXISTING] + [f"{PREFIX}{k}" for k in POLICY_KEYS]
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         _own, rest = split_settings(settings)
         if "instance_count" in rest:
             raise UsageError(f"{where('instance_count')}: an autoscaling sweep starts every configuration at "
@@ -114,7 +114,7 @@ class SageMakerScalingDeployer(SageMakerDeployer):
         values = {k: v for k, v in rest.items() if k != EXISTING}
         super().check({"model_name": name, "instance_type": "-", **values}, where)
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         _own, rest = split_settings(settings)
         policy = policy_of(settings)
         if rest.get(EXISTING):

@@ -70,11 +70,11 @@ class Deployer:
         """What running `count` configurations does, for the confirmation question (`--yes`)."""
         return f"create {count} {self.name} endpoint{'s' if count != 1 else ''}"
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         """UsageError for an unknown or impossible setting; `where(key)` gives the key's path."""
         raise NotImplementedError
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         raise NotImplementedError
 
     def prepare(self, deployment: Deployment, sweep_id: str) -> None:

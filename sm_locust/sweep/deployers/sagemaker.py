@@ -54,7 +54,7 @@ def _stamp(now: float) -> str:
     return out[-6:]
 
 
-def environment_of(settings: Mapping[str, Any]) -> dict[str, str]:
+def environment_of(settings: Mapping[str, object]) -> dict[str, str]:
     """`environment.X` settings -> {X: text}; booleans as true/false, 4.0 as 4."""
     env = {}
     for key, value in settings.items():
@@ -172,7 +172,7 @@ class SageMakerDeployer(Deployer):
         """CreateModel's arguments for a configuration (a clone of model_name, or image + role)."""
         s = deployment.settings
         env = environment_of(s)
-        request: dict[str, Any] = {"ModelName": deployment.resources["model"], "Tags": self._tags(deployment)}
+        request: dict[str, object] = {"ModelName": deployment.resources["model"], "Tags": self._tags(deployment)}
         if s.get("model_name"):
             base = self._call("describe_model", ModelName=s["model_name"])
             containers = [copy.deepcopy(c) for c in base.get("Containers") or []]

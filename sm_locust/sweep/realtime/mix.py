@@ -37,7 +37,7 @@ LOADED_MODELS = "loaded_models"  # the local deployer's endpoint_usage.csv colum
 CW_LOADED_MODELS = METRICS_BY_NAME["LoadedModelCount"].columns()[0]  # steps.csv: CloudWatch's average, per instance
 
 
-def deployer_settings(settings: Mapping[str, Any], known: Callable[[], Iterable[str]]) -> dict[str, Any]:
+def deployer_settings(settings: Mapping[str, object], known: Callable[[], Iterable[str]]) -> dict[str, Any]:
     """A configuration's settings minus the mix keys the deployer does not know (they shape the test);
     `known`: the deployer's `known_keys`, asked only when a mix key is there."""
     if not any(key in settings for key in MIX_KEYS):
@@ -46,7 +46,7 @@ def deployer_settings(settings: Mapping[str, Any], known: Callable[[], Iterable[
     return {k: v for k, v in settings.items() if k not in MIX_KEYS or k in keys}
 
 
-def configuration_mix(settings: Mapping[str, Any], load_mix: str | None, where: Callable[[str], str]) -> str | None:
+def configuration_mix(settings: Mapping[str, object], load_mix: str | None, where: Callable[[str], str]) -> str | None:
     """The `--target-models` of one configuration (None: the `load:` section's, unchanged); a one-line
     UsageError naming the key when the configuration's mix settings cannot make one."""
     s, n = settings.get(ZIPF_S), settings.get(MODEL_COUNT)
