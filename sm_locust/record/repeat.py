@@ -54,7 +54,7 @@ def figure_of(summary: Mapping[str, object], figure: str) -> tuple[float | None,
     return value, None
 
 
-def spread(values: Sequence[float], half_widths: Sequence[float]) -> dict[str, Any]:
+def spread(values: Sequence[float], half_widths: Sequence[float]) -> dict[str, object]:
     """The run-to-run statistics of one figure (module docstring)."""
     n = len(values)
     mean = statistics.fmean(values)

@@ -491,7 +491,7 @@ def read_json_text(path: Path, what: str = "") -> str:
     return data.decode("utf-8")
 
 
-def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
+def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, object]:
     """A JSON object from `path`; missing or unreadable -> {} and a gap."""
     if path.exists() and not path.is_file():  # a FIFO would block the read for ever
         gaps.append(f"{what}: {path.name} is not a regular file")
@@ -554,7 +554,7 @@ def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> Run
     return _read_folder(Path(folder), read_summary(folder, role=role), [])
 
 
-def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") -> dict[str, Any]:
+def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") -> dict[str, object]:
     """summary.json of a run folder, held to its schema; a one-line UsageError naming the folder and
     `role` when the folder is not a run (no summary.json, unreadable, no `totals` object)."""
     path = Path(folder)

@@ -51,7 +51,7 @@ def load_trace(x: Iterable[Any], y: Iterable[Any], name: str, visits: Iterable[A
                       customdata=labels, hovertemplate="%{x}, %{y:.1f} (step %{customdata})", **kwargs)
 
 
-def integer_ticks(values: Iterable[Any], most: int = 12) -> dict[str, Any]:
+def integer_ticks(values: Iterable[Any], most: int = 12) -> dict[str, object]:
     """Axis settings for whole-number ticks over `values` (at most `most` of them); {} without values."""
     numbers = [float(v) for v in values if not is_missing(v)]
     if not numbers:

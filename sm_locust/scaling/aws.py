@@ -290,7 +290,7 @@ class Call:
     gone_ok: bool = False  # a delete of something already gone counts as done
 
 
-def target_tracking_configuration(policy: ScalingPolicy) -> dict[str, Any]:
+def target_tracking_configuration(policy: ScalingPolicy) -> dict[str, object]:
     """TargetTrackingScalingPolicyConfiguration of the policy under test."""
     return {"TargetValue": float(policy.target_value),
             "PredefinedMetricSpecification": {"PredefinedMetricType": str(policy.metric)},

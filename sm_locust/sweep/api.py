@@ -57,7 +57,7 @@ class SweepResult:
         return self.sweep.out_dir
 
     @property
-    def recommendation(self) -> dict[str, Any]:
+    def recommendation(self) -> dict[str, object]:
         """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence why."""
         return self.document["recommendation"]
 

@@ -84,7 +84,7 @@ def configuration_prices(spec: SweepSpec, configurations: list[Configuration]) -
     return {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
 
 
-def sagemaker_options(spec: SweepSpec, client: AwsClient = None, poll_s: float | None = None) -> dict[str, Any]:
+def sagemaker_options(spec: SweepSpec, client: AwsClient = None, poll_s: float | None = None) -> dict[str, object]:
     """The keyword arguments of a SageMaker deployer for this file (injected client, region,
     profile, creation timeout, polling interval); empty for other deployers."""
     if spec.deploy != "sagemaker":
@@ -324,7 +324,7 @@ class Sweep:
                             lost_because=lost.get(c.index), pareto=None if front is None else c.index in front,
                             report=f"{r.run_dir}/report.html" if report.exists() else None)
 
-    def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, Any]:
+    def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, object]:
         """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
         objective = self.spec.objective
         return {
@@ -340,7 +340,7 @@ class Sweep:
             "load": self.plan.given,
         }
 
-    def recommendation(self, rec: Any, rows: Sequence[Row] = (), tail: str = "") -> dict[str, Any]:
+    def recommendation(self, rec: Any, rows: Sequence[Row] = (), tail: str = "") -> dict[str, object]:
         """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence; with
         a winner while other configurations are INCONCLUSIVE (measured twice with the load generator as
         the bottleneck), the sentence says they were not compared, so the choice is among the rest."""

@@ -40,7 +40,7 @@ class Configuration:
         return f"{text}-{key[:6]}"
 
 
-def flatten(mapping: Mapping[str, object], prefix: str = "") -> dict[str, Any]:
+def flatten(mapping: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     """{'environment': {'A': 1}} -> {'environment.A': 1}."""
     out: dict[str, object] = {}
     for key, value in mapping.items():

@@ -78,7 +78,7 @@ class SweepSpec:
     def error(self, path: str, message: str) -> UsageError:
         return spec_error(self.source, path, message)
 
-    def shared_settings(self) -> dict[str, Any]:
+    def shared_settings(self) -> dict[str, object]:
         """The settings every configuration starts from: top-level pricing, then `endpoint:`."""
         shared: dict[str, object] = {}
         if self.instance_type is not None:
@@ -111,7 +111,7 @@ class SweepSpec:
         return where
 
 
-def read_file(path: str | Path) -> dict[str, Any]:
+def read_file(path: str | Path) -> dict[str, object]:
     """The file's mapping; `.json` is read as JSON, anything else as YAML (which JSON also is), both
     bounded (`sm_locust.util.yamlsafe`: a regular UTF-8 file, its size, aliases, nesting)."""
     p = Path(path)
@@ -130,7 +130,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, Any]:
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, object]:
     """`--set load.run_time=3s`: the value is read as YAML (`3`, `true`, `[1, 2]`). The first dotted
     part names a section; inside `grid:` the rest is one (dotted) key, elsewhere a nested path."""
     data = dict(data)

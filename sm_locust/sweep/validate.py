@@ -50,7 +50,7 @@ class Checker:
                 where = f"{path}.{key}" if path else str(key)
                 raise self.error(where, f"unknown key; valid keys: {', '.join(valid)}")
 
-    def mapping(self, path: str, value: object) -> dict[str, Any]:
+    def mapping(self, path: str, value: object) -> dict[str, object]:
         if value is None:
             return {}
         if not isinstance(value, dict):

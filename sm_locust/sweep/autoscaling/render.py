@@ -101,7 +101,7 @@ def table(document: dict[str, Any]) -> str:
                ("throttled", "throttled", 0),
                ("flaps", "flaps", 0), ("why not", "lost_because", 0)]
 
-    def derived(c: dict[str, Any]) -> dict[str, Any]:
+    def derived(c: dict[str, Any]) -> dict[str, object]:
         out = {k: (c.get("policy") or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
         breach, reaction = c.get("slo_breach_s"), c.get("reaction_s")
         out["breach_text"] = None if breach is None else f"{breach:.0f}{bracket(c.get('breach_s_ci95'))}"

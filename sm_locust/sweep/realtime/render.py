@@ -128,7 +128,7 @@ def table(document: dict[str, Any]) -> str:
            for c in document.get("configurations") or []):  # a sweep under a model mix (realtime/mix.py)
         columns[-2:-2] = MIX_COLUMNS
 
-    def derived(c: dict[str, Any]) -> dict[str, Any]:
+    def derived(c: dict[str, Any]) -> dict[str, object]:
         capacity = c.get("capacity_rps")
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
                 "cache_hit_pct": _cache_hit_pct(c),

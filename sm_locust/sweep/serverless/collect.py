@@ -131,7 +131,7 @@ def average_response_bytes(path: Path) -> float | None:
 
 
 def cloudwatch_ms(cloudwatch: AwsClient, metric: str, endpoint_name: str, variant: str, start: float,
-                  end: float) -> dict[str, Any]:
+                  end: float) -> dict[str, object]:
     """A microsecond metric of the endpoint (ModelSetupTime, ModelLatency) over the minutes of
     [start, end]: its count, average and maximum in ms (count 0 and a note when CloudWatch has none yet)."""
     points = cloudwatch.get_metric_statistics(

@@ -108,7 +108,7 @@ def table(document: dict[str, Any]) -> str:
                ("$ per 1M", "cost_text", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
                ("... requests a month (M)", "break_even_m", 1), ("why not", "lost_because", 0)]
 
-    def derived(c: dict[str, Any]) -> dict[str, Any]:
+    def derived(c: dict[str, Any]) -> dict[str, object]:
         return {
             "warm_p95_text": _interval_text(c, "warm_p95_ms", 0),
             "capacity_text": _interval_text(c, "capacity_rps", 1),

@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sm_locust.config.options import Options
 from sm_locust.config.preflight import preflight
@@ -67,7 +66,7 @@ class ServerlessRunner(SweepRunner):
         write_atomic(run_dir / RESULTS, json.dumps(results, indent=1))
 
     def cold_start_test(self, i: int, d: Deployment, config_settings: Mapping[str, object], settings,
-                        options: Options, extra_env: Mapping[str, str], mc: int) -> dict[str, Any]:
+                        options: Options, extra_env: Mapping[str, str], mc: int) -> dict[str, object]:
         plan: ServerlessLoadPlan = self.sweep.plan
         cold = plan.serverless.cold_start
         gap = plan.gap_s(config_settings)
