@@ -132,7 +132,7 @@ class Criterion(Generic[T]):
 
     name: str
     value: Callable[[T], float | None]
-    interval: Callable[[T], Any] | None = None  # measured: the [low, high] interval; None: exact
+    interval: Callable[[T], object] | None = None  # measured: the [low, high] interval; None: exact
     higher: bool = False
     show: Callable[[T], str] | None = None  # '51 ms [40, 63]'; default: the value
 

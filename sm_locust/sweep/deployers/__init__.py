@@ -13,6 +13,7 @@ import importlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
@@ -42,7 +43,7 @@ class Deployment:
     index: int
     key: str
     settings: dict[str, Any]
-    run_dir: Any  # Path: logs and samples of the deployment go there
+    run_dir: Path  # logs and samples of the deployment go there
     endpoint_name: str = ""
     endpoint_url: str = ""  # empty: the usual boto3 runtime endpoint (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME works)
     region: str | None = None
