@@ -518,7 +518,7 @@ def is_run_dir(path: Path) -> bool:
     )
 
 
-def _read_folder(path: Path, summary: dict[str, Any], gaps: list[str]) -> RunData:
+def _read_folder(path: Path, summary: dict[str, object], gaps: list[str]) -> RunData:
     options = read_json(path / OPTIONS_JSON, "options", gaps)
     history = read_stats_history(path / HISTORY_CSV, gaps)
     stats = read_stats(path / STATS_CSV, gaps)

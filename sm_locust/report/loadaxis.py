@@ -40,7 +40,7 @@ def out_of_order(frame: pd.DataFrame) -> bool:
     return "visit" in frame.columns and list(frame["visit"]) != sorted(frame["visit"])
 
 
-def load_trace(x: Iterable[Any], y: Iterable[Any], name: str, visits: Iterable[Any] | None = None,
+def load_trace(x: Iterable[object], y: Iterable[object], name: str, visits: Iterable[Any] | None = None,
                **kwargs: object) -> go.Scatter:
     """A line through points ordered by load; with `visits`, each marker numbered by its place in the run."""
     if visits is None:
@@ -61,7 +61,7 @@ def integer_ticks(values: Iterable[Any], most: int = 12) -> dict[str, object]:
     return {"tickmode": "linear", "tick0": 0, "dtick": dtick, "tickformat": "d"}
 
 
-def integer_axis(fig: go.Figure, values: Iterable[Any], axis: str = "x", **where: object) -> None:
+def integer_axis(fig: go.Figure, values: Iterable[object], axis: str = "x", **where: object) -> None:
     """Whole-number ticks on `axis` ("x" or "y") of `fig` (`where`: row / col / secondary_y)."""
     ticks = integer_ticks(values)
     if ticks:

@@ -282,7 +282,7 @@ def _json_safe(value: object) -> Any:
     return value
 
 
-def update_summary(path: Path, updates: dict[str, Any]) -> bool:
+def update_summary(path: Path, updates: dict[str, object]) -> bool:
     """Add/replace `updates` keys in summary.json, keeping every other key; atomic replace.
 
     Returns False (and leaves the file alone) when it is missing or not a JSON object.

@@ -68,7 +68,7 @@ def label_for(varying: Mapping[str, object]) -> str:
 
 
 def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
-           explicit: Sequence[Mapping[str, Any]] = ()) -> list[Configuration]:
+           explicit: Sequence[Mapping[str, object]] = ()) -> list[Configuration]:
     """Every combination of the grid, then the explicit configurations, each over `shared`; a one-line
     UsageError, before anything is expanded, when they would be more than `MAX_CONFIGURATIONS`."""
     combinations = math.prod(len(values) for values in grid.values()) if grid else 0
@@ -103,7 +103,7 @@ def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
     return configurations
 
 
-def _varying_keys(all_settings: list[dict[str, Any]], owns: list[dict[str, Any]]) -> list[str]:
+def _varying_keys(all_settings: list[dict[str, object]], owns: list[dict[str, object]]) -> list[str]:
     """Keys whose value differs between configurations, in first-seen order; with one
     configuration, the keys it set itself."""
     order: list[str] = []

@@ -116,7 +116,7 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
     specs = _specs()
     valid = sorted(set(specs) | set(RUN_KEYS))
     given: dict[str, Any] = {}
-    run: dict[str, Any] = {}
+    run: dict[str, object] = {}
     for key, value in load.items():
         path = f"load.{key}"
         if key in SET_BY_DEPLOYER:

@@ -130,7 +130,7 @@ def read_file(path: str | Path) -> dict[str, object]:
     return data
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, object]:
+def apply_overrides(data: dict[str, object], overrides: list[str], source: str) -> dict[str, object]:
     """`--set load.run_time=3s`: the value is read as YAML (`3`, `true`, `[1, 2]`). The first dotted
     part names a section; inside `grid:` the rest is one (dotted) key, elsewhere a nested path."""
     data = dict(data)

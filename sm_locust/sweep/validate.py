@@ -97,7 +97,7 @@ class Checker:
             raise self.error(path, "empty list: give at least one value")
         return values
 
-    def axis(self, path: str, value: object) -> list[Any]:
+    def axis(self, path: str, value: object) -> list[object]:
         """A `grid:` axis: a list of numbers or text, at least one."""
         if not isinstance(value, list):
             raise self.error(path, f"expected a list of values, e.g. [{value!r}], got {type(value).__name__}")

@@ -85,7 +85,7 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
     return header, rows
 
 
-def write_csv(path: Path, document: dict[str, Any]) -> None:
+def write_csv(path: Path, document: dict[str, object]) -> None:
     write_rows(path, *csv_rows(document))
 
 
@@ -224,5 +224,5 @@ def render_html(document: dict[str, Any], folder: Path | None = None) -> str:
     ])
 
 
-def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+def write_all(out_dir: Path, document: dict[str, object], html_too: bool = True) -> dict[str, Path]:
     return write_files(out_dir, document, write_csv, lambda d: render_html(d, out_dir), html_too)

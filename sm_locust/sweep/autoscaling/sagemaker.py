@@ -178,7 +178,7 @@ class SageMakerScalingDeployer(SageMakerDeployer):
             deployment.info.update(endpoint_name=deployment.endpoint_name,
                                    variant_name=self.variant(deployment).variant, existing=True)
 
-    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+    def creation_needs(self, configurations: list[Mapping[str, object]], max_parallel: int) -> list[Need]:
         """Before anything is created (`precheck.py`): a deployed endpoint may scale to `max_instances`, so
         that is what its instance type's quota must hold; an existing endpoint creates nothing."""
         deployed = []

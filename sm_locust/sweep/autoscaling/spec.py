@@ -92,7 +92,7 @@ def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "loc
         if key not in section:
             continue
         path = f"{SECTION}.{key}"
-        checked: list[Any] = []
+        checked: list[object] = []
         for value in check.values(path, section[key]):
             if key in ("min_instances", "max_instances"):
                 checked.append(check.integer(path, value, minimum=1, maximum=MAX_INSTANCES))

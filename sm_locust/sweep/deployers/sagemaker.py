@@ -96,7 +96,7 @@ class SageMakerDeployer(Deployer):
         return self._client
 
     # -- before creating anything -----------------------------------------------------------------
-    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+    def creation_needs(self, configurations: list[Mapping[str, object]], max_parallel: int) -> list[Need]:
         """What the sweep holds at once per instance type (an autoscaling deployer: up to max_instances)."""
         return needs_for(configurations, max_parallel)
 
