@@ -49,7 +49,7 @@ def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, p
     return table
 
 
-def _folder(run: Any):
+def _folder(run: object):
     run_dir = getattr(run, "run_dir", None)  # a RunResult
     if run_dir is not None:
         return run_dir

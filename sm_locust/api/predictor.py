@@ -50,7 +50,7 @@ class PredictorTarget:
                 "accept": self.accept}
 
 
-def read_predictor(predictor: Any) -> PredictorTarget:
+def read_predictor(predictor: object) -> PredictorTarget:
     """The target of a Predictor (or any object with its attributes); UsageError when it has no endpoint."""
     name = getattr(predictor, "endpoint_name", None)
     if not isinstance(name, str) or not name:
@@ -68,7 +68,7 @@ def read_predictor(predictor: Any) -> PredictorTarget:
         accept=accept_header(predictor), env=credential_env(boto_session))
 
 
-def _text_attribute(obj: Any, name: str) -> str | None:
+def _text_attribute(obj: object, name: str) -> str | None:
     try:
         value = getattr(obj, name, None)
     except Exception:  # an SDK property that raises (e.g. no serializer set)
@@ -76,7 +76,7 @@ def _text_attribute(obj: Any, name: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def accept_header(predictor: Any) -> str | None:
+def accept_header(predictor: object) -> str | None:
     """The Accept header the SDK would send: `predictor.accept`, else `deserializer.ACCEPT`; a
     tuple of types joined with ", "."""
     for owner, name in ((predictor, "accept"), (getattr(predictor, "deserializer", None), "ACCEPT")):
@@ -91,7 +91,7 @@ def accept_header(predictor: Any) -> str | None:
     return None
 
 
-def credential_env(boto_session: Any) -> dict[str, str]:
+def credential_env(boto_session: object) -> dict[str, str]:
     """AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN for the Locust child, from a boto3
     session's credentials; {} when it has none, or when the child resolves the same source itself (a
     self-refreshing source found through the same profile as the child's default chain)."""
@@ -113,7 +113,7 @@ def credential_env(boto_session: Any) -> dict[str, str]:
             "AWS_SECURITY_TOKEN": token}
 
 
-def request_body(data: Any, predictor: Any = None) -> tuple[bytes, str | None]:
+def request_body(data: object, predictor: object = None) -> tuple[bytes, str | None]:
     """(body, content type) for `data=`: through the predictor's serializer when there is one (the
     body `predictor.predict(data)` sends); without one, bytes and text as they are and a dict or list
     as JSON."""

@@ -15,7 +15,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 from sm_locust.errors import UsageError
 from sm_locust.record.progress import ProgressSample, parse_progress
@@ -177,7 +177,7 @@ def in_notebook() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def is_tty(stream: Any) -> bool:
+def is_tty(stream: object) -> bool:
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty()) if callable(isatty) else False
@@ -189,7 +189,7 @@ def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def choose_display(progress: Any, *, notebook: bool, tty: bool, has_tqdm: bool, has_widgets: bool) -> str:
+def choose_display(progress: object, *, notebook: bool, tty: bool, has_tqdm: bool, has_widgets: bool) -> str:
     """Which display a run gets: "notebook-line", "terminal-line", "tqdm", "tqdm-notebook" or "off".
 
     `progress`: True / "auto" (a tqdm bar when tqdm is installed, in a notebook only with ipywidgets
@@ -208,7 +208,7 @@ def choose_display(progress: Any, *, notebook: bool, tty: bool, has_tqdm: bool, 
     return "notebook-line" if notebook else "terminal-line"
 
 
-def make_display(progress: Any, total_s: float | None) -> Display:
+def make_display(progress: object, total_s: float | None) -> Display:
     notebook = in_notebook()
     kind = choose_display(progress, notebook=notebook, tty=is_tty(sys.stderr), has_tqdm=installed("tqdm"),
                           has_widgets=installed("ipywidgets"))

@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.core.verdict import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
@@ -122,7 +123,7 @@ class RunResult:
         return self._frames["timeline"]
 
     # -- the report ----------------------------------------------------------------------------------
-    def report(self, cloudwatch: bool | None = None, **options: Any) -> Path:
+    def report(self, cloudwatch: bool | None = None, **options: object) -> Path:
         """Write report.html (+ steps.csv, merged_timeseries.csv, hourly.csv) as `sm-locust report`
         does and return its path. `cloudwatch`: None = the CLI's rule (on for a real endpoint with AWS
         configuration, off for the local one); other keywords are `sm-locust report`'s options
@@ -139,7 +140,7 @@ class RunResult:
         self.record = Summary.from_json(self._summary)
         return result.outputs["html"]
 
-    def figures(self, cloudwatch: bool | None = None, **options: Any) -> dict[str, Any]:
+    def figures(self, cloudwatch: bool | None = None, **options: object) -> dict[str, Any]:
         """The report's charts as plotly Figures by id (fig-throughput, fig-throughput-time,
         fig-latency-users, fig-latency-time, ...; only those with data), computed as `report()`
         would, without writing anything."""
@@ -232,7 +233,7 @@ def _json_seconds(path: Path):
     return read_seconds(path)
 
 
-def run_folder(value: Any, caller: str, also: str = "") -> str | os.PathLike[str]:
+def run_folder(value: object, caller: str, also: str = "") -> str | os.PathLike[str]:
     """`value` when it can name a run folder (a path, an s3:// URL), else a one-line UsageError naming the call
     (`also`: what else it takes)."""
     if isinstance(value, str | os.PathLike) and not isinstance(value, bytes):
@@ -242,7 +243,7 @@ def run_folder(value: Any, caller: str, also: str = "") -> str | os.PathLike[str
 
 
 def load(run_dir: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None, profile: str | None = None,
-         region: str | None = None, s3: Any = None) -> RunResult:
+         region: str | None = None, s3: AwsClient = None) -> RunResult:
     """A finished run as a RunResult: a local run folder, or an s3:// one (`sm-locust run --upload`),
     downloaded first to `out` (default reports/<run-id>/) as `sm-locust report s3://...` does.
     UsageError when the folder is not a run."""

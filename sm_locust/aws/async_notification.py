@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -34,7 +33,7 @@ def iso(epoch_s: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def epoch(text: Any) -> float | None:
+def epoch(text: object) -> float | None:
     """An ISO 8601 timestamp -> epoch seconds; None for anything else."""
     if not isinstance(text, str) or not text:
         return None
@@ -71,7 +70,7 @@ class AsyncNotification:
         request = {key: value for key, value in (("contentType", self.content_type),
                                                  ("endpointName", self.endpoint_name),
                                                  ("inputLocation", self.input_location)) if value}
-        message: dict[str, Any] = {"awsRegion": region}
+        message: dict[str, object] = {"awsRegion": region}
         if self.event_time is not None:
             message["eventTime"] = iso(self.event_time)
         if self.received_time is not None:
@@ -88,7 +87,7 @@ class AsyncNotification:
         return orjson.dumps(message)
 
 
-def _object(text: Any) -> dict | None:
+def _object(text: object) -> dict | None:
     if isinstance(text, (bytes, str)) and 0 < len(text) <= MAX_BODY:
         try:
             value = orjson.loads(text)
@@ -98,7 +97,7 @@ def _object(text: Any) -> dict | None:
     return None
 
 
-def parse(body: Any) -> AsyncNotification | None:
+def parse(body: object) -> AsyncNotification | None:
     """An SQS message body -> the notification (SNS envelope or raw delivery), or None when the body is
     not an async inference notification (anything else on the queue is ignored, not an error)."""
     message = _object(body)
@@ -117,7 +116,7 @@ def parse(body: Any) -> AsyncNotification | None:
         response = {}
     reason = message.get("failureReason")
 
-    def text(value: Any) -> str | None:
+    def text(value: object) -> str | None:
         return value if isinstance(value, str) and value else None
 
     return AsyncNotification(

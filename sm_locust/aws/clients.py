@@ -29,6 +29,9 @@ PLACEHOLDER_KEY = "sm-locust-local"
 LOCAL_DEFAULT_REGION = "us-east-1"  # a local endpoint does not care; signing still needs a region
 
 Missing = Literal["fail", "local-placeholders", "placeholders"]
+# A boto3 client (or a test's fake or Stubber-wrapped one): the stubs type one service per call, so every
+# client is this one alias, the only Any an AWS call needs.
+AwsClient = Any
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def config(purpose: Purpose, *, pool_size: int | None = None, connect_timeout: f
 def client(service: str, purpose: Purpose, *, region: str | None = None, profile: str | None = None,
            endpoint_url: str | None = None, default_region: str | None = None, keys: Keys | None = None,
            when_none: Missing = "local-placeholders", pool_size: int | None = None,
-           connect_timeout: float | None = None, read_timeout: float | None = None) -> Any:
+           connect_timeout: float | None = None, read_timeout: float | None = None) -> AwsClient:
     """A boto3 client for `service` by the module's rules.
 
     `when_none`: what happens when neither `keys` nor the chain gives credentials: "fail" (botocore's
@@ -135,7 +138,7 @@ def client(service: str, purpose: Purpose, *, region: str | None = None, profile
 def clients(services: Sequence[str], purpose: Purpose, *, region: str | None = None, profile: str | None = None,
             endpoint_url: str | None = None, default_region: str | None = None, keys: Keys | None = None,
             when_none: Missing = "local-placeholders", pool_size: int | None = None,
-            connect_timeout: float | None = None, read_timeout: float | None = None) -> tuple[Any, ...]:
+            connect_timeout: float | None = None, read_timeout: float | None = None) -> tuple[AwsClient, ...]:
     """One client per service, from one session (a session costs more than a client), as `client`."""
     import boto3  # lazy: boto3 costs ~230 ms to import (measured); only commands that talk to AWS need it
 
@@ -143,14 +146,14 @@ def clients(services: Sequence[str], purpose: Purpose, *, region: str | None = N
     session: Any = boto3.session.Session(profile_name=profile or None)  # Any: the stubs type one service per call
     options = config(purpose, pool_size=pool_size, connect_timeout=connect_timeout, read_timeout=read_timeout)
 
-    def build(service: str, with_keys: Keys | None) -> Any:
+    def build(service: str, with_keys: Keys | None) -> AwsClient:
         secrets = {} if with_keys is None else {"aws_access_key_id": with_keys.access_key,
                                                 "aws_secret_access_key": with_keys.secret_key,
                                                 "aws_session_token": with_keys.token}
         return session.client(service, region_name=picked, endpoint_url=endpoint_url or None, config=options,
                               **secrets)
 
-    def made(service: str) -> Any:
+    def made(service: str) -> AwsClient:
         built = build(service, keys)
         if keys is None and when_none != "fail":
             wanted = when_none == "placeholders" or is_loopback(built.meta.endpoint_url)

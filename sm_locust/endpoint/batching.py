@@ -66,7 +66,7 @@ class Batcher:
         self._lock = threading.Lock()
         self._open: _Batch | None = None
 
-    def submit(self, item: Any, size: int = 1) -> Any:
+    def submit(self, item: object, size: int = 1) -> Any:
         """Run `item` (counting `size` towards the batch's maximum) in a batch; returns its result (or
         raises what the batch raised)."""
         with self._lock:

@@ -144,5 +144,5 @@ class ComponentRouter:
         finally:
             self.table.release(k)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, object]:
         return {"inference_components": self.table.snapshot()}

@@ -303,13 +303,13 @@ class FleetRouter:
             self.fleet.finish(instance)
 
 
-def shared_fleet(config: Any) -> SharedFleet | None:
+def shared_fleet(config: object) -> SharedFleet | None:
     """The table `serve_forever` makes before the fork when `config.fleet` is set, else None."""
     fleet = getattr(config, "fleet", None)
     return SharedFleet(fleet, int(getattr(config, "max_concurrency", 0) or 0)) if fleet is not None else None
 
 
-def router_for(config: Any, fleet: SharedFleet | None) -> FleetRouter | None:
+def router_for(config: object, fleet: SharedFleet | None) -> FleetRouter | None:
     """What an endpoint worker runs when the fleet emulation is on, else None."""
     if fleet is None:
         return None

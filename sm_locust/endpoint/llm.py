@@ -503,7 +503,7 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)  # looked up per call: gevent-patched in the worker (the module is imported before the patch)
 
 
-def engine_for(config: Any) -> LlmEngine | None:
+def engine_for(config: object) -> LlmEngine | None:
     """The engine an endpoint worker runs when `config.llm` (an LlmConfig) is set, else None."""
     llm = getattr(config, "llm", None)
     return LlmEngine(llm, getattr(config, "seed", None)) if llm is not None else None

@@ -17,7 +17,6 @@ import zlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -116,7 +115,7 @@ def request_record(request: LlmRequest, arrived: float, block: int = RECORD_BLOC
                          "blocks": blocks}) + b"\n"
 
 
-def _length(value: Any, name: str) -> int | None:
+def _length(value: object, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -158,7 +157,7 @@ def word(index: int) -> str:
     return _VOCABULARY[index % len(_VOCABULARY)]
 
 
-def _spaced(obj: Any) -> bytes:
+def _spaced(obj: object) -> bytes:
     """Python's `json.dumps(obj, ensure_ascii=False)`: what LMI (and vLLM's error chunk) write."""
     return json.dumps(obj, ensure_ascii=False).encode()
 
@@ -194,7 +193,7 @@ class Formatter:
         last = index == self.output_tokens - 1
         token_id = 1000 + index % len(_VOCABULARY)
         if self.fmt == TGI:
-            event: dict[str, Any] = {"index": index + 1,
+            event: dict[str, object] = {"index": index + 1,
                                      "token": {"id": token_id, "text": text, "logprob": -0.5, "special": False},
                                      "generated_text": None, "details": None}
             if last:
@@ -204,7 +203,7 @@ class Formatter:
                                         "seed": None, "input_length": self.request.prompt_tokens}
             return b"data:" + orjson.dumps(event) + b"\n\n"
         if self.fmt == LMI:
-            line: dict[str, Any] = {"token": {"id": token_id, "text": text, "log_prob": -0.5}}
+            line: dict[str, object] = {"token": {"id": token_id, "text": text, "log_prob": -0.5}}
             if last:
                 line["generated_text"] = "".join(self.words)
                 if self.details:
@@ -214,7 +213,7 @@ class Formatter:
         if index == 0:
             out += self._chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                  "finish_reason": None}], prompt_token_ids=None)
-        choice: dict[str, Any] = {"index": 0, "delta": {"content": text}, "logprobs": None}
+        choice: dict[str, object] = {"index": 0, "delta": {"content": text}, "logprobs": None}
         if last:
             choice.update(finish_reason="length", stop_reason=None, token_ids=None)
         else:
@@ -231,7 +230,7 @@ class Formatter:
         if self.fmt == TGI:
             return b"data:" + orjson.dumps({"error": TGI_ERROR, "error_type": TGI_ERROR_TYPE}) + b"\n\n"
         if self.fmt == LMI:
-            line: dict[str, Any] = {"token": dict(LMI_ERROR_TOKEN), "generated_text": "".join(self.words)}
+            line: dict[str, object] = {"token": dict(LMI_ERROR_TOKEN), "generated_text": "".join(self.words)}
             line["details"] = (self._lmi_details("error", sent + 1) if self.details  # the error token is in the list
                                else {"finish_reason": "error"})
             return _spaced(line) + b"\n"
@@ -249,8 +248,8 @@ class Formatter:
         p, n = self.request.prompt_tokens, self.output_tokens
         return {"prompt_tokens": p, "total_tokens": p + n, "completion_tokens": n}
 
-    def _chunk(self, choices: list, **extra: Any) -> bytes:
-        chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+    def _chunk(self, choices: list, **extra: object) -> bytes:
+        chunk: dict[str, object] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
                                  "model": MODEL_NAME, "choices": choices, **extra}
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
@@ -258,12 +257,12 @@ class Formatter:
         """The whole answer (InvokeEndpoint), after every token."""
         text = "".join(word(i) for i in range(self.output_tokens))
         if self.fmt in (TGI, LMI):
-            answer: dict[str, Any] = {"generated_text": text}
+            answer: dict[str, object] = {"generated_text": text}
             if self.details:
                 answer["details"] = ({"finish_reason": "length", "generated_tokens": self.output_tokens, "seed": None}
                                      if self.fmt == TGI else self._lmi_details("length", self.output_tokens))
             return orjson.dumps([answer]) if self.fmt == TGI else _spaced(answer)
-        completion: dict[str, Any] = {"id": self.id, "object": "chat.completion", "created": self.created,
+        completion: dict[str, object] = {"id": self.id, "object": "chat.completion", "created": self.created,
                                       "model": MODEL_NAME,
                                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                                    "finish_reason": "length"}]}

@@ -32,7 +32,7 @@ FULL_POLL_S = 0.01  # how often a request waiting for room in memory looks again
 SIZE_SEED = 0  # model sizes drawn from a range: the same sizes on every start
 
 
-def parse_size(text: Any) -> tuple[float, float]:
+def parse_size(text: object) -> tuple[float, float]:
     """`100` or `50-200` (MB) -> (low, high); ValueError with a one-line reason otherwise."""
     raw = str(text).strip()
     low_text, sep, high_text = raw.partition("-")

@@ -14,7 +14,6 @@ import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
 
 MEMORY_SIZES_MB = (1024, 2048, 3072, 4096, 5120, 6144)  # ServerlessConfig.MemorySizeInMB's allowed values
 REFERENCE_MEMORY_MB = 6144  # --service-time-ms is the model's time at this size (the largest CPU share)
@@ -22,7 +21,7 @@ MAX_CONCURRENCY_RANGE = (1, 200)  # ServerlessConfig.MaxConcurrency
 NEVER = -1.0  # last_used of a slot that never served
 
 
-def memory_error(memory_mb: Any) -> str | None:
+def memory_error(memory_mb: object) -> str | None:
     """Why `memory_mb` is not a serverless memory size, or None when it is one."""
     if isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float)) or memory_mb not in MEMORY_SIZES_MB:
         return (f"memory size {memory_mb!r} MB is not one SageMaker allows; use 1024-6144 in 1 GB steps "
@@ -30,7 +29,7 @@ def memory_error(memory_mb: Any) -> str | None:
     return None
 
 
-def concurrency_error(max_concurrency: Any) -> str | None:
+def concurrency_error(max_concurrency: object) -> str | None:
     """Why `max_concurrency` is not a serverless MaxConcurrency, or None when it is one."""
     low, high = MAX_CONCURRENCY_RANGE
     if (isinstance(max_concurrency, bool) or not isinstance(max_concurrency, (int, float))
@@ -94,7 +93,7 @@ class ServerlessConfig:
                 f"above), cold start {cold_start_ms:g} ms for an instance idle {self.idle_timeout_s:g} s or new")
 
 
-def service_s(config: Any) -> float:
+def service_s(config: object) -> float:
     """Seconds a request holds its slot for the model: --service-time-ms, scaled by the memory size
     when the serverless emulation is on."""
     base = float(getattr(config, "service_time_ms", 0.0) or 0.0) / 1000.0
@@ -204,13 +203,13 @@ class ServerlessEmulator:
         self.counters.add(cold_starts=1, model_setup_time_us_sum=self.cold_start_ms * 1000.0)
 
 
-def shared_slots(config: Any) -> SlotTable | None:
+def shared_slots(config: object) -> SlotTable | None:
     """The slot table `serve_forever` makes before the fork when the emulation is on, else None."""
     serverless = getattr(config, "serverless", None)
     return SlotTable(serverless.max_concurrency) if serverless is not None else None
 
 
-def emulator_for(config: Any, counters, table: SlotTable | None = None) -> ServerlessEmulator | None:
+def emulator_for(config: object, counters, table: SlotTable | None = None) -> ServerlessEmulator | None:
     """What an endpoint worker runs when `config.serverless` is set (a ServerlessConfig), else None."""
     serverless = getattr(config, "serverless", None)
     if serverless is None:

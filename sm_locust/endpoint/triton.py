@@ -209,7 +209,7 @@ NOT_BOOL = "attempt to access JSON non-boolean as boolean"
 NOT_NUMBER = "attempt to access JSON non-number as double"
 
 
-def _member(obj: Any, key: str, kind: type, problem: str) -> Any:
+def _member(obj: object, key: str, kind: type, problem: str) -> Any:
     if not isinstance(obj, dict) or key not in obj:
         raise _json_error(key, MISSING.format(key))
     value = obj[key]
@@ -218,7 +218,7 @@ def _member(obj: Any, key: str, kind: type, problem: str) -> Any:
     return value
 
 
-def _is_uint(value: Any) -> bool:
+def _is_uint(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64
 
 
@@ -230,7 +230,7 @@ class _Input:
     data: bytes
 
 
-def _content_kind(item: Any) -> None:
+def _content_kind(item: object) -> None:
     """http_server.cc ValidateInputContentType: exactly one of data / binary_data_size / shared memory."""
     params = item.get("parameters") if isinstance(item, dict) else None
     params = params if isinstance(params, dict) else {}
@@ -250,7 +250,7 @@ _JSON_ELEMENT = {  # datatype -> (accepts the JSON value?, TritonJson's words wh
 }
 
 
-def _json_values(name: str, dt: kserve.Datatype, data: Any, count: int) -> bytes:
+def _json_values(name: str, dt: kserve.Datatype, data: object, count: int) -> bytes:
     """An input's JSON `data` as its binary data, read as ReadDataFromJson does."""
     if not isinstance(data, list):
         raise _json_error("data", NOT_ARRAY)

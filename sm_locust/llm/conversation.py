@@ -54,7 +54,7 @@ class Conversation:
         self.history = self.history + self._asked + [{"role": "assistant", "content": text}]
 
 
-def answer_text(result: Any) -> str | None:
+def answer_text(result: object) -> str | None:
     """The generated text of a call's result (a StreamResult's chunks, or a whole body), None when it has
     none (a failed call)."""
     if result is None:
@@ -83,7 +83,7 @@ def _stream_texts(data: bytes) -> Iterable[str]:
         yield from _event_texts(obj)
 
 
-def _event_texts(obj: Any) -> Iterable[str]:
+def _event_texts(obj: object) -> Iterable[str]:
     if not isinstance(obj, dict):
         return
     token = obj.get("token")
@@ -98,7 +98,7 @@ def _event_texts(obj: Any) -> Iterable[str]:
                 yield choice["text"]
 
 
-def _answer_texts(doc: Any) -> Iterable[str]:
+def _answer_texts(doc: object) -> Iterable[str]:
     for item in doc if isinstance(doc, list) else [doc]:
         if not isinstance(item, dict):
             continue

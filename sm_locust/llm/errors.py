@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 TGI_PREFIX = "TGI."
 LMI_ERROR = "LMI.error"
@@ -46,16 +45,16 @@ class InBandError:
     message: str = ""
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     """A container's error kind as a code suffix: letters, digits and `_` only (it is untrusted text)."""
     return _KIND.sub("_", str(value)).strip("_")[:MAX_KIND] or "error"
 
 
-def _status_prefix(status: Any) -> str:
+def _status_prefix(status: object) -> str:
     return f"(status {status}) " if isinstance(status, int) and not isinstance(status, bool) else ""
 
 
-def in_band_error(obj: Any) -> InBandError | None:
+def in_band_error(obj: object) -> InBandError | None:
     """The in-band error `obj` (one decoded JSON object of a stream) carries, or None."""
     if not isinstance(obj, dict):
         return None
@@ -78,7 +77,7 @@ def in_band_error(obj: Any) -> InBandError | None:
     return None
 
 
-def _error_member(obj: dict, error: Any) -> InBandError | None:
+def _error_member(obj: dict, error: object) -> InBandError | None:
     """An object with an `error` member: TGI's event, an OpenAI-style error chunk, LMI's error objects."""
     if isinstance(error, str):
         if "error_type" in obj:

@@ -15,7 +15,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sm_locust.llm.errors import InBandError, in_band_error
 
@@ -97,7 +96,7 @@ class _Reader:
         self.running: int | None = None
         """vLLM continuous usage: the running completion count of the last chunk (None: not that mode)."""
 
-    def take(self, obj: Any) -> int:
+    def take(self, obj: object) -> int:
         """Tokens `obj` carries (a dict, or a list of them); notes the server's counts and an in-band error."""
         if isinstance(obj, list):
             return sum(self.take(item) for item in obj if isinstance(item, dict))
@@ -142,7 +141,7 @@ class _Reader:
         self.taken += tokens
         return tokens
 
-    def _chunk_tokens(self, choices: list, usage: Any) -> int:
+    def _chunk_tokens(self, choices: list, usage: object) -> int:
         """An OpenAI-style chunk's tokens: one per non-empty delta, or the running count's increase when
         every chunk carries usage (vLLM's continuous_usage_stats, from the first chunk on)."""
         running = _int(usage.get("completion_tokens"), None) if isinstance(usage, dict) and choices else None
@@ -168,7 +167,7 @@ def _choice_tokens(choice: dict) -> int:
     return 1 if choice.get("text") else 0
 
 
-def _int(value: Any, default: int | None) -> int | None:
+def _int(value: object, default: int | None) -> int | None:
     """A server's count as an int; `default` for anything that is not one: a bool, a negative number, NaN,
     Infinity, or more than `MAX_SERVER_COUNT` (1e300 turned TTFT and ITL into nonsense; Infinity raised)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -365,7 +364,7 @@ def count_response(body: bytes, count_text: Callable[[str], int] = estimate_toke
     return result
 
 
-def _generated_texts(obj: Any) -> Iterable[str]:
+def _generated_texts(obj: object) -> Iterable[str]:
     items = obj if isinstance(obj, list) else [obj]
     for item in items:
         if not isinstance(item, dict):

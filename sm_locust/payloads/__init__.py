@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from sm_locust.aws.runtime_api import MAX_BODY_BYTES
 from sm_locust.errors import UsageError
@@ -50,7 +49,7 @@ from sm_locust.serializers import Serializer, create_serializer
 DEFAULT_SERIALIZER = "json"
 
 
-def _serializer(serializer: str | Serializer | None, options: Mapping[str, Any] | None) -> Serializer:
+def _serializer(serializer: str | Serializer | None, options: Mapping[str, object] | None) -> Serializer:
     if isinstance(serializer, Serializer):
         return serializer
     return create_serializer(serializer or DEFAULT_SERIALIZER, **dict(options or {}))
@@ -71,7 +70,7 @@ def load_payloads(
     content_type: str | None = None,
     accept: str | None = None,
     serializer: str | Serializer | None = None,
-    serializer_options: Mapping[str, Any] | None = None,
+    serializer_options: Mapping[str, object] | None = None,
     selection: str | None = None,
     weights: Sequence[float] | Mapping[str, float] | None = None,
     seed: int | None = None,

@@ -21,7 +21,6 @@ import math
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -129,7 +128,7 @@ def check_batch_bytes(batch_size: int, per_row: int, path: Path) -> None:
                          f"over SageMaker's 6 MB limit; use --batch-size {most:,} or fewer")
 
 
-def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> Iterator[Any]:
+def batches(path: Path, batch_size: int, max_bodies: int, seed: int | None) -> Iterator[object]:
     """The request objects (arrays or dicts of arrays) sampled from the file, one at a time."""
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise UsageError(f"batch size must be a whole number >= 1; got {batch_size!r}")

@@ -74,7 +74,7 @@ def resolve(spec: str) -> Callable[[], Any]:
     return obj
 
 
-def _items(result: Any) -> Iterable[Any]:
+def _items(result: object) -> Iterable[Any]:
     single = (bytes, bytearray, memoryview, str, dict, np.ndarray, Invocation)
     if isinstance(result, single) or not isinstance(result, Iterable):
         return [result]

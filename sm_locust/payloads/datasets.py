@@ -53,7 +53,7 @@ def is_table(path: str | Path) -> bool:
 def mapped(row: dict, columns: Columns, where: str, names: Sequence[str]) -> dict:
     """The row as a prompt line (`{"prompt" | "messages": ..., "max_new_tokens": ...}`), its columns
     mapped; a named column the dataset lacks is a one-line UsageError listing the ones it has."""
-    line: dict[str, Any] = {}
+    line: dict[str, object] = {}
     if columns.prompt:
         if columns.prompt not in row:
             raise UsageError(f"{where}: no column {columns.prompt!r} (--prompt-column); the dataset has "
@@ -74,13 +74,13 @@ def mapped(row: dict, columns: Columns, where: str, names: Sequence[str]) -> dic
     return line
 
 
-def _is_chat(value: Any) -> bool:
+def _is_chat(value: object) -> bool:
     if isinstance(value, list):
         return True
     return isinstance(value, str) and value.lstrip().startswith("[{")
 
 
-def _chat(value: Any) -> Any:
+def _chat(value: object) -> Any:
     if isinstance(value, str):
         try:
             return orjson.loads(value)
@@ -89,7 +89,7 @@ def _chat(value: Any) -> Any:
     return value
 
 
-def _whole(value: Any) -> Any:
+def _whole(value: object) -> Any:
     """A CSV cell's number as an int ("" = none); other types pass through to be checked."""
     if isinstance(value, str):
         text = value.strip()

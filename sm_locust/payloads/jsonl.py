@@ -62,7 +62,7 @@ def _body(args: dict, where: str, force_base64: bool) -> bytes:
 
 
 def parse_invoke_args(
-    args: Any, where: str, template: InvocationTemplate, force_base64: bool = False
+    args: object, where: str, template: InvocationTemplate, force_base64: bool = False
 ) -> tuple[Invocation, float | None]:
     """One invoke-args object -> (Invocation, its Weight or None)."""
     if not isinstance(args, dict):

@@ -17,7 +17,6 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -172,8 +171,8 @@ def request_body(template: str, prompt: str | list, max_new_tokens: int, stream:
     """The request object for one prompt (a list of messages is sent as it is, messages template only);
     `details`: the tgi template asks for the server's token counts."""
     if template == TGI:
-        body: dict[str, Any] = {"inputs": prompt}
-        parameters: dict[str, Any] = {}
+        body: dict[str, object] = {"inputs": prompt}
+        parameters: dict[str, object] = {}
         if max_new_tokens:
             parameters["max_new_tokens"] = max_new_tokens
         if details:

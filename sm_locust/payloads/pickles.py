@@ -35,7 +35,7 @@ class PlainDataUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         raise pickle.UnpicklingError(f"it names {module}.{name}, and sm-locust unpickles plain data only")
 
-    def persistent_load(self, pid: Any) -> Any:
+    def persistent_load(self, pid: object) -> Any:
         raise pickle.UnpicklingError("it holds a persistent id, and sm-locust unpickles plain data only")
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,7 @@ PARTS = "split_parts"  # Invocation.extra key: the pre-encoded parts
 MAX_SPLIT = 64
 
 
-def check_split(k: Any) -> int:
+def check_split(k: object) -> int:
     """`k` as the number of parts, or a UsageError naming the bad value."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= MAX_SPLIT:
         raise UsageError(f"--split must be a whole number from 1 (no fan-out) to {MAX_SPLIT}; got {k!r}")

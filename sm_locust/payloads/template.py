@@ -33,7 +33,7 @@ class InvocationTemplate:
     """SageMaker's body limit; None when bodies are not sent (InvokeEndpointAsync reads S3)."""
 
     def make(self, body: bytes, *, content_type: str | None = None, where: str = "", rows: int | None = None,
-             **fields: Any) -> Invocation:
+             **fields: object) -> Invocation:
         """An Invocation for `body`; `content_type` is the source's guess, used when the user set none."""
         if not body:
             raise UsageError(f"{where or 'payload'}: the body is empty; SageMaker rejects empty bodies")
@@ -50,7 +50,7 @@ class InvocationTemplate:
             rows = body_rows(body, ctype)
         return Invocation(body=body, content_type=ctype, rows=rows, **merged)
 
-    def encode(self, obj: Any, serializer: Serializer, *, where: str = "") -> Invocation:
+    def encode(self, obj: object, serializer: Serializer, *, where: str = "") -> Invocation:
         """Encode one request object with `serializer` (bytes are sent as they are)."""
         body, content_type = serializer.encode(obj)
         attributes = self.headers.get("custom_attributes") or serializer.custom_attributes(obj)

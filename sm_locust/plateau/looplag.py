@@ -102,7 +102,7 @@ class LagCounts:
 
     def to_json(self) -> dict[str, Any]:
         """The wire and timeline.jsonl form (string keys: JSON and Locust's worker messages)."""
-        data: dict[str, Any] = {"hist_us": {str(k): v for k, v in self.hist_us.items()},
+        data: dict[str, object] = {"hist_us": {str(k): v for k, v in self.hist_us.items()},
                                 "lag_us": round(self.lag_us, 1), "span_us": round(self.span_us, 1),
                                 "max_us": round(self.max_us, 1)}
         if self.periods is not None:

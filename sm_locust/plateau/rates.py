@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sm_locust.errors import UsageError
 
@@ -88,7 +87,7 @@ class Traffic:
         return [{"duration_s": p.duration_s, "rps": p.rps} for p in self.phases]
 
 
-def _number(value: Any, where: str, *, positive: bool) -> float:
+def _number(value: object, where: str, *, positive: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise UsageError(f"{where} must be a number, got {value!r}")
     if value < 0 or (positive and value == 0):
@@ -96,7 +95,7 @@ def _number(value: Any, where: str, *, positive: bool) -> float:
     return float(value)
 
 
-def parse_traffic(data: Any, where: str = "traffic") -> Traffic:
+def parse_traffic(data: object, where: str = "traffic") -> Traffic:
     """A list of `{duration_s, rps}` (or `{phases: [...]}`) -> Traffic; one-line UsageError otherwise."""
     if isinstance(data, Mapping):
         unknown = sorted(set(data) - {"phases"})

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import UsageError
 
 SAGEMAKER = "AWS/SageMaker"
@@ -51,7 +51,7 @@ def _endpoint_metric(namespace: str, name: str, endpoint: str, variant: str | No
 
 def _widget(title: str, metrics: list, x: int, y: int, region: str, period: int, *, label: str = "",
             stat: str = "Sum") -> dict:
-    properties: dict[str, Any] = {"title": title, "view": "timeSeries", "stacked": False, "region": region,
+    properties: dict[str, object] = {"title": title, "view": "timeSeries", "stacked": False, "region": region,
                                   "metrics": metrics, "period": period, "stat": stat}
     if label:
         properties["yAxis"] = {"left": {"label": label, "showUnits": False}}
@@ -116,7 +116,7 @@ def console_url(region: str, name: str) -> str:
     return f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#dashboards/dashboard/{name}"
 
 
-def put_dashboard(client: Any, name: str, body: Mapping) -> list[str]:
+def put_dashboard(client: AwsClient, name: str, body: Mapping) -> list[str]:
     """PutDashboard (creates or replaces); a UsageError naming CloudWatch's objection when refused.
     Returns CloudWatch's validation messages (warnings: the dashboard was written, some part of it
     may not render)."""

@@ -23,7 +23,7 @@ import gevent
 from gevent.event import Event
 from locust.runners import WorkerRunner
 
-from sm_locust.aws.clients import Purpose, client
+from sm_locust.aws.clients import AwsClient, Purpose, client
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.config.options import environment_options
 from sm_locust.errors import SmLocustError, UsageError
@@ -46,7 +46,7 @@ CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 15
 
 
-def cloudwatch_client(settings: SageMakerSettings) -> Any:
+def cloudwatch_client(settings: SageMakerSettings) -> AwsClient:
     """A CloudWatch client by the usual chain (--aws-profile, the environment, the role) in the one
     region rule's region; AWS_ENDPOINT_URL_CLOUDWATCH aims it elsewhere (a moto stand-in). botocore's
     own retries are off: the sender backs off and counts every retry itself."""
@@ -67,7 +67,7 @@ class LivePublisher:
     """Registers its own listeners on `environment.events`; attach with `attach_publisher`."""
 
     def __init__(self, environment: Any, settings: PublishSettings, endpoint: SageMakerSettings,
-                 recorder: RunRecorder, *, cloudwatch: Any = None, close_timeout_s: float = CLOSE_TIMEOUT_S):
+                 recorder: RunRecorder, *, cloudwatch: AwsClient = None, close_timeout_s: float = CLOSE_TIMEOUT_S):
         self.environment = environment
         self.settings = settings
         self.endpoint = endpoint
@@ -289,7 +289,8 @@ class LivePublisher:
                        in_flight=self.in_flight, llm=llm_totals)
 
 
-def attach_publisher(environment: Any, recorder: RunRecorder | None, *, cloudwatch: Any = None) -> LivePublisher | None:
+def attach_publisher(environment: Any, recorder: RunRecorder | None, *,
+                     cloudwatch: AwsClient = None) -> LivePublisher | None:
     """On the master or local runner, when the options publish anything: the publisher, checked
     (init). A failed check is one line on stderr and exit 2, before any user starts."""
     if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None or recorder is None:

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.publish.metric_data import ERROR_DIMENSION, calls
 
 THROTTLE_ERRORS = frozenset({"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
@@ -66,7 +67,7 @@ def backoff_s(attempt: int, rand: Callable[[], float] = random.random, first: fl
 class CloudWatchSender:
     """The buffer and its account (module docstring)."""
 
-    def __init__(self, client: Any, namespace: str, *, capacity: int = DEFAULT_CAPACITY,
+    def __init__(self, client: AwsClient, namespace: str, *, capacity: int = DEFAULT_CAPACITY,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
                  rand: Callable[[], float] = random.random, max_backoff_s: float = MAX_BACKOFF_S):
         self.client = client

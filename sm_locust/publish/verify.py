@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.publish.error_names import fold_like
 from sm_locust.publish.metric_data import ERROR_DIMENSION
 from sm_locust.record.model import JsonObject, Summary, Totals
@@ -31,7 +31,7 @@ def _window(summary: Mapping) -> tuple[datetime, datetime, int]:
     return start - timedelta(seconds=period + 60), end + timedelta(seconds=period + 60), period
 
 
-def read_published(cloudwatch: Any, summary: Mapping) -> dict | None:
+def read_published(cloudwatch: AwsClient, summary: Mapping) -> dict | None:
     """The run's published figures as CloudWatch holds them; None when summary.json shows no publishing."""
     report = (summary.get("publish") or {}).get("cloudwatch")
     if not report:
@@ -82,7 +82,7 @@ def compare(published: Mapping, summary: Summary | JsonObject) -> tuple[bool, st
     return False, text + f"; failures by error: CloudWatch {dict(published.get('errors') or {})}, summary.json {errors}"
 
 
-def published_line(summary: Mapping, cloudwatch: Any) -> str | None:
+def published_line(summary: Mapping, cloudwatch: AwsClient) -> str | None:
     """`compare`'s line for a run that published to CloudWatch (None for one that did not); a failure
     to read CloudWatch back is said in the line, never raised (a report goes on without it)."""
     if not (summary.get("publish") or {}).get("cloudwatch"):

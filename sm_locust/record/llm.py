@@ -105,7 +105,7 @@ class LlmStats(WorkerShipped):
     ATTRIBUTE = "sm_locust_llm"
     REPORT_KEY = REPORT_KEY
 
-    def __init__(self, environment: Any = None):
+    def __init__(self, environment: object = None):
         self.buckets: dict[int, Bucket] = {}
         """The per-second buckets of the last FINE_S seconds (and any later arrival for an older one)."""
         self.coarse: dict[tuple[int, int], Bucket] = {}
@@ -359,7 +359,7 @@ class LlmStats(WorkerShipped):
                             ci95={key: value for key, value in ci.items() if key != "output_tokens_per_s"})
 
 
-def token_accounting(call: Callable, environment: Any, *, responses: bool = False,
+def token_accounting(call: Callable, environment: object, *, responses: bool = False,
                      count_text: Callable[[str], int] = estimate_tokens) -> Callable:
     """`call` (e.g. `client.invoke_stream`), recording each answer's tokens into the process's
     `LlmStats`. Streams are always counted; non-streamed answers with `responses=True` (LLM
@@ -408,7 +408,7 @@ def token_accounting(call: Callable, environment: Any, *, responses: bool = Fals
     return counted
 
 
-def accounting_for(call: Callable, environment: Any, options: Options) -> Callable:
+def accounting_for(call: Callable, environment: object, options: Options) -> Callable:
     """The default locustfile's call with token accounting when the run is an LLM one (`--prompts`, `--trace`)
     or streams (`--stream`); else `call` itself."""
     llm = bool(options.prompts or options.trace)

@@ -169,7 +169,7 @@ class LoopLagMonitor(WorkerShipped):
         delta = self._unshipped.take()
         return delta.to_json() if delta else None
 
-    def merge_delta(self, delta: Any, client_id: str) -> None:
+    def merge_delta(self, delta: object, client_id: str) -> None:
         if not isinstance(delta, Mapping):
             return
         try:
@@ -196,7 +196,7 @@ class LoopLagMonitor(WorkerShipped):
             self._timer.close()
             self._timer = None
 
-    def _on_test_stop(self, **_kw: Any) -> None:
+    def _on_test_stop(self, **_kw: object) -> None:
         self.stop()
 
     def _wake(self) -> None:

@@ -20,7 +20,8 @@ from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm",
-           "LlmTurn", "Mix", "ModelCache", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step", "Summary",
+           "LlmTurn", "Mix", "ModelCache", "Payload", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step",
+           "Summary",
            "Target", "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
@@ -62,7 +63,7 @@ _KIND_WORDS = {"count": "a whole number >= 0", "number": "a number", "text": "te
                "interval": "an interval [low, high] (or null)", "intervals": "an object", "counts": "an object"}
 
 
-def json_field(kind: Kind, key: str | None = None, *, default: Any = None) -> Any:
+def json_field(kind: Kind, key: str | None = None, *, default: object = None) -> Any:
     """A dataclass field read from summary.json key `key` (the attribute's name by default) of `kind`."""
     if isinstance(default, (list, dict)):
         raise TypeError("use an immutable default")
@@ -219,6 +220,12 @@ class Record:
                     raise ShapeError(str(unreadable)) from None
                 extra[key] = value  # the field keeps its default
         return cls(keys=tuple(data), extra=extra, **values)
+
+    @classmethod
+    def of(cls: type[R], data: R | JsonObject) -> R:
+        """`data` as this record: itself, or summary.json's object read without judging it (this
+        process's own, or one already held to its shape)."""
+        return data if isinstance(data, cls) else cls.from_json(data, check=False)
 
     @classmethod
     def make(cls: type[R], **values: object) -> R:
@@ -580,6 +587,8 @@ class ScaleEvent(Record):
     reaction_s: float | None = json_field("number?")
     ready_s: float | None = json_field("number?")
     ready_at_s: float | None = json_field("number?")
+    reaction_s_ci95: Interval | None = json_field("interval?")  # [value - gap, value]: the poll's resolution
+    ready_s_ci95: Interval | None = json_field("interval?")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -607,6 +616,7 @@ class Autoscaling(Record):
     cost_usd: float | None = json_field("number?")
     slo: JsonObject | None = json_field("object?")
     slo_breach_s: float | None = json_field("number?")
+    breach_s_ci95: Interval | None = json_field("interval?")  # each second's requests resampled (scaling.intervals)
     breach_client_bound_s: float | None = json_field("number?")  # of them, seconds the load generator was behind
     breaches: list[list[float]] | None = json_field("list?")
     failed: int | None = json_field("count?")
@@ -632,9 +642,20 @@ class Traffic(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Payload(Record):
+    """`payload`: where the request bodies came from and their sizes (the options that shaped them are extra keys)."""
+
+    source: str | None = json_field("text?")
+    count: int | None = json_field("count?")
+    min_bytes: float | None = json_field("number?")
+    avg_bytes: float | None = json_field("number?")
+    max_bytes: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Summary(Record):
-    """summary.json: a run's result (docs/summary.md). Sections this version does not type (payload,
-    traffic, publish, workers, ...) are plain JSON objects."""
+    """summary.json: a run's result (docs/summary.md). Sections this version does not type (publish,
+    workers, ...) are plain JSON objects."""
 
     schema: int | None = json_field("count")
     endpoint: str | None = json_field("text?")
@@ -649,7 +670,7 @@ class Summary(Record):
     hours: tuple[Hour, ...] | None = json_field(ListOf(Hour))
     by_name: Mapping[str, Totals] | None = json_field(MapOf(Totals))
     latency_series: JsonObject | None = json_field("object?")
-    payload: JsonObject | None = json_field("object?")
+    payload: Payload | None = json_field(Payload)
     stop_reason: str | None = json_field("text?")
     targets: tuple[Target, ...] | None = json_field(ListOf(Target))
     model_cache: ModelCache | None = json_field(ModelCache)
@@ -666,12 +687,6 @@ class Summary(Record):
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")
     report: JsonObject | None = json_field("object?")
-
-    @classmethod
-    def of(cls, summary: Summary | JsonObject) -> Summary:
-        """`summary` as typed records: itself, or summary.json's object read without judging it (this
-        process's own, or one already held to its shape)."""
-        return summary if isinstance(summary, Summary) else cls.from_json(summary, check=False)
 
     @property
     def inconclusive(self) -> bool:

@@ -17,7 +17,6 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import gevent
 from locust.runners import STATE_SPAWNING, MasterRunner, WorkerRunner
@@ -531,12 +530,12 @@ class SchedWait:
 RECORDER_ATTRIBUTE = "sm_locust_recorder"  # where a run's recorder hangs on Locust's Environment
 
 
-def recorder_of(environment: Any) -> RunRecorder | None:
+def recorder_of(environment: object) -> RunRecorder | None:
     """The recorder attached to this Locust environment, if any."""
     return getattr(environment, RECORDER_ATTRIBUTE, None)
 
 
-def attach_recorder(environment: Any, recorder: RunRecorder) -> RunRecorder:
+def attach_recorder(environment: object, recorder: RunRecorder) -> RunRecorder:
     """Hang `recorder` on the environment, where shapes, the locustfile and the workers' ledger find it."""
     setattr(environment, RECORDER_ATTRIBUTE, recorder)
     return recorder

@@ -31,13 +31,13 @@ FIGURES: dict[str, tuple[str, str, str, str]] = {
 }
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 
 
-def figure_of(summary: Mapping[str, Any], figure: str) -> tuple[float | None, list[float] | None]:
+def figure_of(summary: Mapping[str, object], figure: str) -> tuple[float | None, list[float] | None]:
     """(the run's figure, its recorded 95 % interval or None)."""
     block_name, key, _, _ = FIGURES[figure]
     block = summary.get(block_name)
@@ -54,7 +54,7 @@ def figure_of(summary: Mapping[str, Any], figure: str) -> tuple[float | None, li
     return value, None
 
 
-def spread(values: Sequence[float], half_widths: Sequence[float]) -> dict[str, Any]:
+def spread(values: Sequence[float], half_widths: Sequence[float]) -> dict[str, object]:
     """The run-to-run statistics of one figure (module docstring)."""
     n = len(values)
     mean = statistics.fmean(values)
@@ -71,7 +71,7 @@ def spread(values: Sequence[float], half_widths: Sequence[float]) -> dict[str, A
 
 def repeat_document(summaries: Sequence[Mapping[str, Any]], folders: Sequence[str]) -> dict[str, Any]:
     """repeat.json: the runs, and each figure's spread (figures no run recorded are left out)."""
-    figures: dict[str, Any] = {}
+    figures: dict[str, object] = {}
     for figure in FIGURES:
         pairs = [figure_of(s, figure) for s in summaries]
         values = [v for v, _ in pairs if v is not None]

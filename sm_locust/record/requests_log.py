@@ -27,7 +27,7 @@ import os
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from gevent import getcurrent
@@ -36,6 +36,9 @@ import orjson
 
 from sm_locust.invocation import error_code, is_invocation
 from sm_locust.sanitize import clean
+
+if TYPE_CHECKING:
+    from locust.env import Environment
 
 log = logging.getLogger(__name__)
 BASE = "requests"
@@ -176,7 +179,7 @@ class RequestLog:
     # -- the request path ----------------------------------------------------------------------
     def on_request(self, request_type: str, name: str, response_time: float, response_length: int,
                    exception: BaseException | None = None, context: dict | None = None,
-                   start_time: float | None = None, **_kw: Any) -> None:
+                   start_time: float | None = None, **_kw: object) -> None:
         if not is_invocation(request_type, name):
             return
         if len(self.pending) >= self.max_pending:
@@ -245,7 +248,7 @@ class RequestLog:
             self.write_pending()
             self.writer.flush()
 
-    def start(self, environment: Any) -> None:
+    def start(self, environment: Environment) -> None:
         environment.events.request.add_listener(self.on_request)
         self._greenlet = gevent.spawn(self._write_forever)
 
@@ -257,11 +260,11 @@ class RequestLog:
         self.writer.close()
 
 
-def request_log_of(environment: Any) -> RequestLog | None:
+def request_log_of(environment: object) -> RequestLog | None:
     return getattr(environment, ATTRIBUTE, None)
 
 
-def attach_request_log(environment: Any, folder: str | Path, worker: int | None = None) -> RequestLog:
+def attach_request_log(environment: Environment, folder: str | Path, worker: int | None = None) -> RequestLog:
     """Start this process's request log in `folder` (`worker`: a worker's index, its own file); closed
     and its last rows written when the process quits."""
     tag = "" if worker is None else f".w{worker}"

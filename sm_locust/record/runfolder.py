@@ -491,7 +491,7 @@ def read_json_text(path: Path, what: str = "") -> str:
     return data.decode("utf-8")
 
 
-def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, Any]:
+def read_json(path: Path, what: str, gaps: list[str]) -> dict[str, object]:
     """A JSON object from `path`; missing or unreadable -> {} and a gap."""
     if path.exists() and not path.is_file():  # a FIFO would block the read for ever
         gaps.append(f"{what}: {path.name} is not a regular file")
@@ -518,7 +518,7 @@ def is_run_dir(path: Path) -> bool:
     )
 
 
-def _read_folder(path: Path, summary: dict[str, Any], gaps: list[str]) -> RunData:
+def _read_folder(path: Path, summary: dict[str, object], gaps: list[str]) -> RunData:
     options = read_json(path / OPTIONS_JSON, "options", gaps)
     history = read_stats_history(path / HISTORY_CSV, gaps)
     stats = read_stats(path / STATS_CSV, gaps)
@@ -554,7 +554,7 @@ def load_run(folder: str | os.PathLike[str], *, role: str = "run folder") -> Run
     return _read_folder(Path(folder), read_summary(folder, role=role), [])
 
 
-def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") -> dict[str, Any]:
+def read_summary(folder: str | os.PathLike[str], *, role: str = "run folder") -> dict[str, object]:
     """summary.json of a run folder, held to its schema; a one-line UsageError naming the folder and
     `role` when the folder is not a run (no summary.json, unreadable, no `totals` object)."""
     path = Path(folder)

@@ -311,7 +311,7 @@ class TargetStats(WorkerShipped):
     ATTRIBUTE = "sm_locust_targets"
     REPORT_KEY = REPORT_KEY
 
-    def __init__(self, environment: Any = None, detail_limit: int | None = DETAIL_LIMIT):
+    def __init__(self, environment: object = None, detail_limit: int | None = DETAIL_LIMIT):
         self.environment = environment
         self.detail_limit = detail_limit
         self.table = self._new_table()
@@ -323,7 +323,7 @@ class TargetStats(WorkerShipped):
         self.table = self._new_table()
         environment.events.request.add_listener(self.on_request)
 
-    def on_request(self, request_type: str, name: str, response_time: float, exception: Any = None,
+    def on_request(self, request_type: str, name: str, response_time: float, exception: object = None,
                    context: Mapping | None = None, **_kw) -> None:
         if not context:
             return

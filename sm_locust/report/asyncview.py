@@ -52,7 +52,7 @@ class AsyncView:
     steps: pd.DataFrame  # step + the async cw_ columns present
 
 
-def async_view(summary: Mapping[str, Any], seconds: pd.DataFrame, steps: pd.DataFrame) -> AsyncView | None:
+def async_view(summary: Mapping[str, object], seconds: pd.DataFrame, steps: pd.DataFrame) -> AsyncView | None:
     """The section's data, or None for a run without `async`."""
     figures = summary.get("async")
     if not isinstance(figures, Mapping):

@@ -26,7 +26,6 @@ import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import pandas as pd
 from botocore import exceptions as bx
@@ -113,7 +112,7 @@ def get_metric_data(cloudwatch, queries: list[dict], start: int, end: int) -> tu
     problems: list[str] = []
     for i in range(0, len(queries), MAX_QUERIES_PER_CALL):
         batch = queries[i : i + MAX_QUERIES_PER_CALL]
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             "MetricDataQueries": batch,
             "StartTime": datetime.fromtimestamp(start, UTC),
             "EndTime": datetime.fromtimestamp(end, UTC),

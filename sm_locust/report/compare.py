@@ -178,7 +178,7 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
                         steps[col] = saved_steps[col].to_numpy()
         except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError):
             gaps.append(f"{saved} could not be read")
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "run": data.folder.name, "endpoint": opts.endpoint_name, "instance_type": opts.instance_type,
         "instance_count": opts.instance_count or 1,
         "users": (point or {}).get("users"), "max_sustainable_rps": (point or {}).get("rps"),

@@ -9,15 +9,15 @@ with their 95 % intervals. `sm-locust compare` shows the same columns (`LLM_COLU
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, LlmTurn, Summary
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Llm, LlmTurn, Summary
 from sm_locust.report.cost import Cost, cost_interval, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number, with_interval
@@ -30,14 +30,23 @@ FIG_IDS = ("fig-llm-tokens", "fig-llm-latency")
 T = TypeVar("T")  # what a chart writer makes of a chart: the page's HTML, or the figure itself
 
 
-@dataclass
-class LlmView:
-    """What the page shows of a run's tokens (plain data)."""
+@dataclass(frozen=True)
+class LlmStep:
+    """One step's load and its token figures."""
 
-    run: dict[str, object]  # summary.json's `llm` figures
-    steps: list[dict[str, object]] = field(default_factory=list)  # {"users": n, **step llm figures}
-    point: dict[str, object] | None = None  # the token figures at the sustainable point
-    where: str = ""  # which figures `point` holds
+    users: float | None
+    llm: Llm
+
+
+@dataclass(frozen=True)
+class LlmView:
+    """What the page shows of a run's tokens: summary.json's `llm` figures, each step's, and those at the
+    sustainable point (`where` says which figures `point` holds)."""
+
+    run: Llm
+    steps: tuple[LlmStep, ...] = ()
+    point: Llm | None = None
+    where: str = ""
     turns: tuple[LlmTurn, ...] = ()  # --turns: each turn index's figures
 
 
@@ -46,29 +55,39 @@ def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView
     record = Summary.of(summary)
     if record.llm is None:
         return None
-    steps = [{"users": s.users, **s.llm.to_json()} for s in record.steps if s.llm is not None]
+    steps = tuple(LlmStep(s.users, s.llm) for s in record.steps if s.llm is not None)
     at, where = _at_point(record, steps, point)
-    return LlmView(record.llm.to_json(), steps, at, where, record.llm.turns or ())
+    return LlmView(record.llm, steps, at, where, record.llm.turns or ())
 
 
-def _at_point(summary: Summary, steps: list[dict[str, object]],
-              point: JsonObject | None) -> tuple[dict[str, object], str]:
+def _at_point(summary: Summary, steps: Sequence[LlmStep], point: JsonObject | None) -> tuple[Llm, str]:
     if summary.plateau is not None and summary.plateau.llm is not None:
-        return summary.plateau.llm.to_json(), "the plateau's step"
+        return summary.plateau.llm, "the plateau's step"
     users = (point or {}).get("users")
-    matching = [s for s in steps if users is not None and s.get("users") == users]
+    matching = [s for s in steps if users is not None and s.users == users]
     if matching:
-        return dict(matching[-1]), f"the step at {users} users"
+        return matching[-1].llm, f"the step at {users} users"
     assert summary.llm is not None
-    return summary.llm.to_json(), "the whole run"
+    return summary.llm, "the whole run"
+
+
+def _held(view: LlmView | None) -> Llm | None:
+    """The figures at the sustainable point; None without any: no view, or an empty `llm` object of the
+    plateau or the run (a step's, even empty, is its step's)."""
+    if view is None or view.point is None:
+        return None
+    if not view.point.keys and not any(s.llm is view.point for s in view.steps):
+        return None
+    return view.point
 
 
 def token_cost(cost: Cost, view: LlmView | None) -> Cost:
     """summary.json `cost` plus `output_tokens_per_s` and `usd_per_million_output_tokens` (when priced)."""
     out = cost.copy()
-    if view is None or not view.point:
+    at = _held(view)
+    if at is None:
         return out
-    rate = view.point.get("output_tokens_per_s")
+    rate = at.output_tokens_per_s
     out["output_tokens_per_s"] = rate if isinstance(rate, (int, float)) else None
     price = cost.get("price_per_hour_usd")
     if price is not None and isinstance(rate, (int, float)) and rate:
@@ -82,15 +101,14 @@ def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: C
     if view is None:
         return {}
     priced = token_cost(cost, view)
-    at = view.point or {}
-    found = at.get("ci95")
-    intervals = found if isinstance(found, Mapping) else {}
+    at = _held(view) or Llm()
+    intervals = at.ci95 or {}
     tokens = intervals.get("output_tokens_per_s")
     price = cost.get("price_per_hour_usd")
     token_cost_ci95 = (cost_interval(price, cost.get("instance_count") or 1, tokens)
-                        if price is not None and priced.get("usd_per_million_output_tokens") is not None else None)
-    out: dict[str, object] = {"output_tokens_per_s": at.get("output_tokens_per_s"),
-                              "ttft_p95_ms": at.get("ttft_p95_ms"), "itl_p95_ms": at.get("itl_p95_ms"),
+                       if price is not None and priced.get("usd_per_million_output_tokens") is not None else None)
+    out: dict[str, object] = {"output_tokens_per_s": at.output_tokens_per_s, "ttft_p95_ms": at.ttft_p95_ms,
+                              "itl_p95_ms": at.itl_p95_ms,
                               "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
     for figure, interval in (("output_tokens_per_s", tokens), ("ttft_p95_ms", intervals.get("ttft_p95_ms")),
                              ("itl_p95_ms", intervals.get("itl_p95_ms")),
@@ -100,11 +118,11 @@ def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: C
     return out
 
 
-def slo_verdict(value: Any, slo: Any) -> str:
+def slo_verdict(value: float | None, slo: float | None) -> str:
     """'; SLO 1000 ms: within' / '; SLO 60 ms: OVER' / '' (no SLO given)."""
-    if is_missing(slo):
+    if slo is None or is_missing(slo):
         return ""
-    if is_missing(value):
+    if value is None or is_missing(value):
         return f"; SLO {compact(float(slo))} ms: {MISSING}"
     return f"; SLO {compact(float(slo))} ms: {'within' if float(value) <= float(slo) else 'OVER'}"
 
@@ -116,13 +134,14 @@ def llm_rows(view: LlmView | None, cost: Cost,
     if view is None:
         return []
     slos = slos or {}
-    at, run = view.point or {}, view.run
-    pct = compact(float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
-    rows = [(f"Output tokens/s ({view.where})", f"{number(at.get('output_tokens_per_s'))} tokens/s")]
+    at, run = _held(view) or Llm(), view.run
+    percentile = float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE)
+    pct = compact(percentile)
+    rows = [(f"Output tokens/s ({view.where})", f"{number(at.output_tokens_per_s)} tokens/s")]
     for key, label, digits in (("ttft", "Time to first token", 0), ("itl", "Inter-token latency", 1)):
-        figures = " / ".join(number(at.get(f"{key}_{p}_ms"), digits) for p in ("p50", "p95", "p99"))
+        figures = " / ".join(number(at.percentile(p, f"{key}_"), digits) for p in (50, 95, 99))
         slo = slos.get(f"{key}_slo_ms")
-        judged = at.get(f"{key}_p{pct.replace('.', '_')}_ms")
+        judged = at.percentile(percentile, f"{key}_")
         rows.append((f"{label} p50 / p95 / p99",
                      f"{figures} ms{slo_verdict(judged, slo)}" + (f" (at p{pct})" if not is_missing(slo) else "")))
     priced = token_cost(cost, view)
@@ -134,8 +153,8 @@ def llm_rows(view: LlmView | None, cost: Cost,
     else:
         rows.append(("$ per 1M output tokens", f"{MISSING} (no price: pass --instance-type or --price-per-hour)"))
     rows.append(("Whole run (tokens)",
-                 (f"{number(run.get('output_tokens'))} output tokens ({run.get('tokens_source') or MISSING} counts), "
-                  f"{number(run.get('input_tokens'))} input tokens, {number(run.get('output_tokens_per_s'))} "
+                 (f"{number(run.output_tokens)} output tokens ({run.tokens_source or MISSING} counts), "
+                  f"{number(run.input_tokens)} input tokens, {number(run.output_tokens_per_s)} "
                   "output tokens/s")))
     return rows + [turn_row(turn, len(view.turns)) for turn in view.turns]
 
@@ -158,16 +177,24 @@ def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:
     step records' own when they line up one for one, else matched by users in order; empty without tokens."""
     if view is None or steps.empty:
         return pd.DataFrame(index=steps.index)
-    figures = view.steps
+    figures: list[LlmStep | None] = list(view.steps)
     if len(figures) != len(steps):
-        pool = list(figures)
+        pool = list(view.steps)
         figures = []
         for users in steps["users"] if "users" in steps.columns else []:
-            match = next((f for f in pool if f.get("users") == users), None)
+            match = next((f for f in pool if f.users == users), None)
             if match is not None:
                 pool.remove(match)
-            figures.append(match or {})
-    return pd.DataFrame([{c: (f or {}).get(c) for c, _ in STEP_COLUMNS} for f in figures], index=steps.index)
+            figures.append(match)
+    return pd.DataFrame([_step_columns(None if f is None else f.llm) for f in figures], index=steps.index)
+
+
+def _step_columns(llm: Llm | None) -> dict[str, float | None]:
+    """One row of the step table's token columns (STEP_COLUMNS)."""
+    if llm is None:
+        return {"output_tokens_per_s": None, "ttft_p95_ms": None, "itl_p95_ms": None}
+    return {"output_tokens_per_s": llm.output_tokens_per_s, "ttft_p95_ms": llm.ttft_p95_ms,
+            "itl_p95_ms": llm.itl_p95_ms}
 
 
 def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..., T],
@@ -178,24 +205,24 @@ def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..
     if view is None:
         return []
     slos = slos or {}
-    steps = [(i, s) for i, s in enumerate(view.steps, start=1) if s.get("users") is not None]
+    steps = [(i, s.users, s.llm) for i, s in enumerate(view.steps, start=1) if s.users is not None]
     if not steps:
         why = "no per-step token figures (a run without steps)"
         return [missing("fig-llm-tokens", "Output tokens/s vs users", why),
                 missing("fig-llm-latency", "TTFT and inter-token latency vs users", why)]
-    steps.sort(key=lambda pair: (pair[1]["users"], pair[0]))
-    visits = [i for i, _ in steps]
+    steps.sort(key=lambda held: (held[1], held[0]))
+    visits = [i for i, _, _ in steps]
     numbered = visits if visits != sorted(visits) else None
-    users = [s["users"] for _, s in steps]
-    tokens = go.Figure(load_trace(users, [s.get("output_tokens_per_s") for _, s in steps], "output tokens/s",
+    users = [u for _, u, _ in steps]
+    tokens = go.Figure(load_trace(users, [llm.output_tokens_per_s for _, _, llm in steps], "output tokens/s",
                                   numbered))
     latency_fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                                 subplot_titles=("time to first token", "inter-token latency"))
     for row, prefix in ((1, "ttft"), (2, "itl")):
-        for p in ("p50", "p95"):
-            latency_fig.add_trace(go.Scatter(x=users, y=[s.get(f"{prefix}_{p}_ms") for _, s in steps],
-                                             mode="lines+markers", name=f"{prefix.upper()} {p}",
-                                             line={"dash": "dot"} if p == "p50" else {}), row=row, col=1)
+        for p in (50, 95):
+            latency_fig.add_trace(go.Scatter(x=users, y=[llm.percentile(p, f"{prefix}_") for _, _, llm in steps],
+                                             mode="lines+markers", name=f"{prefix.upper()} p{p}",
+                                             line={"dash": "dot"} if p == 50 else {}), row=row, col=1)
     pct = compact(float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
     slo_line(latency_fig, slos.get("ttft_slo_ms"), f"TTFT p{pct} SLO", row=1, col=1)
     slo_line(latency_fig, slos.get("itl_slo_ms"), f"ITL p{pct} SLO", row=2, col=1)

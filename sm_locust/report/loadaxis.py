@@ -40,8 +40,8 @@ def out_of_order(frame: pd.DataFrame) -> bool:
     return "visit" in frame.columns and list(frame["visit"]) != sorted(frame["visit"])
 
 
-def load_trace(x: Iterable[Any], y: Iterable[Any], name: str, visits: Iterable[Any] | None = None,
-               **kwargs: Any) -> go.Scatter:
+def load_trace(x: Iterable[object], y: Iterable[object], name: str, visits: Iterable[Any] | None = None,
+               **kwargs: object) -> go.Scatter:
     """A line through points ordered by load; with `visits`, each marker numbered by its place in the run."""
     if visits is None:
         return go.Scatter(x=list(x), y=list(y), mode="lines+markers", name=name, **kwargs)
@@ -51,7 +51,7 @@ def load_trace(x: Iterable[Any], y: Iterable[Any], name: str, visits: Iterable[A
                       customdata=labels, hovertemplate="%{x}, %{y:.1f} (step %{customdata})", **kwargs)
 
 
-def integer_ticks(values: Iterable[Any], most: int = 12) -> dict[str, Any]:
+def integer_ticks(values: Iterable[Any], most: int = 12) -> dict[str, object]:
     """Axis settings for whole-number ticks over `values` (at most `most` of them); {} without values."""
     numbers = [float(v) for v in values if not is_missing(v)]
     if not numbers:
@@ -61,7 +61,7 @@ def integer_ticks(values: Iterable[Any], most: int = 12) -> dict[str, Any]:
     return {"tickmode": "linear", "tick0": 0, "dtick": dtick, "tickformat": "d"}
 
 
-def integer_axis(fig: go.Figure, values: Iterable[Any], axis: str = "x", **where: Any) -> None:
+def integer_axis(fig: go.Figure, values: Iterable[object], axis: str = "x", **where: object) -> None:
     """Whole-number ticks on `axis` ("x" or "y") of `fig` (`where`: row / col / secondary_y)."""
     ticks = integer_ticks(values)
     if ticks:

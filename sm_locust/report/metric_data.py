@@ -8,7 +8,6 @@ below both means neither imports the other's importer (no cycle).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
@@ -51,7 +50,7 @@ class MetricResult:
     complete: bool = False
     data_until: float | None = None  # end of the last bucket any expected metric has
 
-    def as_summary(self) -> dict[str, Any]:
+    def as_summary(self) -> dict[str, object]:
         """The `cloudwatch` key of summary.json."""
         return {
             "source": self.source,

@@ -269,7 +269,7 @@ def fetch_metrics(data: RunData, opts: ReportOptions, *, cloudwatch=None, progre
     return result
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> Any:
     if isinstance(value, dict):
         return {str(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -283,7 +283,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def update_summary(path: Path, updates: dict[str, Any]) -> bool:
+def update_summary(path: Path, updates: dict[str, object]) -> bool:
     """Add/replace `updates` keys in summary.json, keeping every other key; atomic replace.
 
     Returns False (and leaves the file alone) when it is missing or not a JSON object.

@@ -541,7 +541,7 @@ def decomposition_text(step: dict[str, Any]) -> str:
             f"average is taken over the same minutes (the step's own: {number(step.get('client_avg_ms'))} ms)")
 
 
-def _point_step(m: ReportModel) -> dict[str, Any] | None:
+def _point_step(m: ReportModel) -> dict[str, object] | None:
     if not m.point or m.steps.empty or m.point.get("step") is None:
         return None
     match = m.steps[m.steps["step"] == m.point["step"]]

@@ -34,7 +34,7 @@ class NoMetricSource:
 
     name = "none"
 
-    def __init__(self, reason: str = "endpoint metrics not requested", **_: Any):
+    def __init__(self, reason: str = "endpoint metrics not requested", **_: object):
         self.reason = reason
 
     def fetch(self, request: MetricRequest) -> MetricResult:

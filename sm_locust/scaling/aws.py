@@ -98,17 +98,17 @@ def policy_name_for(sweep_id: str) -> str:
     return f"{POLICY_PREFIX}{sweep_id}"
 
 
-def suspended_state(value: Mapping[str, Any] | None) -> dict[str, bool]:
+def suspended_state(value: Mapping[str, object] | None) -> dict[str, bool]:
     """A SuspendedState with its three flags explicit (a missing flag is false, as AWS documents)."""
     value = value or {}
     return {key: bool(value.get(key, False)) for key in SUSPENDED_KEYS}
 
 
-def policy_arguments(described: Mapping[str, Any]) -> dict[str, Any]:
+def policy_arguments(described: Mapping[str, object]) -> dict[str, Any]:
     """PutScalingPolicy's arguments (without the target's identity) that re-create a described policy:
     its name, type and configuration; PolicyARN, Alarms and CreationTime are AWS's, not the policy's."""
     policy_type = str(described.get("PolicyType") or "")
-    out: dict[str, Any] = {"PolicyName": described["PolicyName"], "PolicyType": policy_type}
+    out: dict[str, object] = {"PolicyName": described["PolicyName"], "PolicyType": policy_type}
     key = CONFIG_KEYS.get(policy_type)
     if key and described.get(key) is not None:
         out[key] = copy.deepcopy(described[key])
@@ -263,7 +263,7 @@ def snapshot(aas, sm, ref: VariantRef, clock: Callable[[], float] = time.time) -
         if t.get("ResourceId") == ref.resource_id and t.get("ScalableDimension") == DIMENSION:
             target = {"MinCapacity": int(t["MinCapacity"]), "MaxCapacity": int(t["MaxCapacity"]),
                       "SuspendedState": suspended_state(t.get("SuspendedState"))}
-    policies: list[dict[str, Any]] = []
+    policies: list[dict[str, object]] = []
     token = None
     while True:
         page = _aas_call(aas, "describe_scaling_policies", **ref.identity, **({"NextToken": token} if token else {}))
@@ -290,7 +290,7 @@ class Call:
     gone_ok: bool = False  # a delete of something already gone counts as done
 
 
-def target_tracking_configuration(policy: ScalingPolicy) -> dict[str, Any]:
+def target_tracking_configuration(policy: ScalingPolicy) -> dict[str, object]:
     """TargetTrackingScalingPolicyConfiguration of the policy under test."""
     return {"TargetValue": float(policy.target_value),
             "PredefinedMetricSpecification": {"PredefinedMetricType": str(policy.metric)},
@@ -515,7 +515,7 @@ class ScalingUnderTest:
         self.before: ScalingSnapshot | None = None
         self.left: list[str] = []
 
-    def _write(self, state: str, **extra: Any) -> None:
+    def _write(self, state: str, **extra: object) -> None:
         assert self.before is not None
         write_json(self.journal, {"schema": JOURNAL_SCHEMA, "sweep_id": self.sweep_id, "policy_name": self.policy_name,
                                   "region": self.region, "state": state, "updated_at": self.clock(),
@@ -614,7 +614,7 @@ def delete_sweep_policies(aas, sweep_id: str, *, progress: Progress = lambda _t:
     """Delete every SageMaker scaling policy named after this sweep, on any variant (what a sweep
     killed before its journal was written can leave): (deleted, left)."""
     name = policy_name_for(sweep_id)
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, object]] = []
     token = None
     while True:
         page = _aas_call(aas, "describe_scaling_policies", ServiceNamespace=NAMESPACE,

@@ -112,7 +112,7 @@ class ScalingWatch:
         self.poller.stop()
 
     def finish(self, out: Path, *, slo_ms: float | None = None, percentile: float = DEFAULT_SLO_PERCENTILE,
-               say: Say = _say) -> dict[str, Any] | None:
+               say: Say = _say) -> dict[str, object] | None:
         """Stop polling; the figures into `out`/summary.json `autoscaling` (returned). None when the
         run wrote no summary.json."""
         self.stop()

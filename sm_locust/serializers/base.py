@@ -67,7 +67,7 @@ class Serializer:
     default_content_type: ClassVar[str] = canonical(NUMPY_RAW)
     _readers: ClassVar[dict[str, type[Serializer]]] = {}
 
-    def __init_subclass__(cls, **kwargs: Any):
+    def __init_subclass__(cls, **kwargs: object):
         super().__init_subclass__(**kwargs)
         if cls.format is not None:
             Serializer._readers.setdefault(cls.format, cls)  # the first class for a format reads it
@@ -79,13 +79,13 @@ class Serializer:
         return f"{type(self).__name__}(content_type={self.content_type!r})"
 
     # -- requests ---------------------------------------------------------------------------
-    def serialize(self, obj: Any) -> bytes:
+    def serialize(self, obj: object) -> bytes:
         """Encode one request body."""
         if isinstance(obj, (bytes, bytearray, memoryview)):
             return bytes(obj)
         return self._serialize(obj)
 
-    def encode(self, obj: Any) -> tuple[bytes, str]:
+    def encode(self, obj: object) -> tuple[bytes, str]:
         """One request body and the Content-Type it goes with (a format whose Content-Type describes
         each body, such as Triton's `json-header-size=N`, gives the body's own)."""
         body = self.serialize(obj)
@@ -95,7 +95,7 @@ class Serializer:
         """The Content-Type of an encoded body (the serializer's, unless its format describes each body)."""
         return self.content_type
 
-    def custom_attributes(self, obj: Any) -> str | None:
+    def custom_attributes(self, obj: object) -> str | None:
         """A `CustomAttributes` value describing the body, for formats that need one (else None)."""
         return None
 
@@ -105,7 +105,7 @@ class Serializer:
         return decoder_for(content_type, self)._deserialize_typed(bytes(data), content_type)
 
     # -- for subclasses ---------------------------------------------------------------------
-    def _serialize(self, obj: Any) -> bytes:  # pragma: no cover - abstract
+    def _serialize(self, obj: object) -> bytes:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _deserialize(self, data: bytes) -> Any:  # pragma: no cover - abstract

@@ -11,7 +11,6 @@ header line kept on every part (`split_body`).
 from __future__ import annotations
 
 import io
-from typing import Any
 
 import numpy as np
 
@@ -66,7 +65,7 @@ class CsvSerializer(Serializer):
         self.header = parse_bool(header, "header")
         self.delimiter = delimiter
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         if is_ranking(obj):
             arr = as_single_array(obj, np.float64)
             fmt: str | list[str] = ["%d"] * NUM_FIELDS + ["%.9g"] * NUM_FIELDS

@@ -36,7 +36,7 @@ LAYOUTS = ("inputs", "instances")
 _OPTS = orjson.OPT_SERIALIZE_NUMPY
 
 
-def _default(obj: Any) -> Any:
+def _default(obj: object) -> Any:
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):
@@ -46,7 +46,7 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: object) -> bytes:
     """orjson with numpy support; a clear SerializationError for what JSON cannot hold."""
     try:
         return orjson.dumps(obj, default=_default, option=_OPTS)
@@ -54,7 +54,7 @@ def dumps(obj: Any) -> bytes:
         raise SerializationError(f"cannot encode the payload as JSON: {exc}") from None
 
 
-def _arrays(value: Any) -> Any:
+def _arrays(value: object) -> Any:
     if isinstance(value, list):
         try:
             arr = np.asarray(value)
@@ -79,7 +79,7 @@ class JsonSerializer(Serializer):
             raise SerializationError(f"unknown JSON layout {layout!r}; choose one of: {', '.join(LAYOUTS)}")
         self.layout = layout
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         if isinstance(obj, Mapping) and not (REQUEST_KEYS & set(obj)):
             tensors = dict(obj)
             if is_ranking(obj):

@@ -213,7 +213,7 @@ def array_from_bytes(data: bytes | memoryview, dt: Datatype, shape: Sequence[int
     return arr.astype(dt.values, copy=False).reshape(tuple(shape))
 
 
-def flatten(data: Any) -> list:
+def flatten(data: object) -> list:
     """A nested JSON list, flat and row-major."""
     if not isinstance(data, list):
         return [data]
@@ -225,7 +225,7 @@ def flatten(data: Any) -> list:
     return data
 
 
-def array_from_json(data: Any, dt: Datatype, shape: Sequence[int], what: str) -> np.ndarray:
+def array_from_json(data: object, dt: Datatype, shape: Sequence[int], what: str) -> np.ndarray:
     """A tensor's values from its JSON `data` (flat or nested, row-major)."""
     flat = flatten(data)
     if len(flat) != _count(shape):
@@ -291,7 +291,7 @@ def encode_request(inputs: Iterable[Tensor], *, binary: bool, outputs: Sequence[
     for tensor in inputs:
         where = f"{what}: input {tensor.name!r}"
         wire = to_wire(tensor.values, tensor.datatype, where)
-        doc: dict[str, Any] = {"name": tensor.name, "shape": list(wire.shape), "datatype": tensor.datatype.name}
+        doc: dict[str, object] = {"name": tensor.name, "shape": list(wire.shape), "datatype": tensor.datatype.name}
         if binary:
             blob = tensor_bytes(wire, tensor.datatype)
             doc["parameters"] = {BINARY_DATA_SIZE: len(blob)}
@@ -301,7 +301,7 @@ def encode_request(inputs: Iterable[Tensor], *, binary: bool, outputs: Sequence[
         documents.append(doc)
     if not documents:
         raise SerializationError(f"{what}: a Triton request needs at least one input tensor")
-    request: dict[str, Any] = {"inputs": documents}
+    request: dict[str, object] = {"inputs": documents}
     if outputs:
         request["outputs"] = [{"name": name, "parameters": {BINARY_DATA: binary_output}} for name in outputs]
     elif binary_output:
@@ -341,7 +341,7 @@ def _load(header: bytes) -> dict:
     return doc
 
 
-def decode_tensors(items: Any, binary: memoryview, key: str) -> dict[str, np.ndarray]:
+def decode_tensors(items: object, binary: memoryview, key: str) -> dict[str, np.ndarray]:
     """{name: array} from a document's `inputs` / `outputs` list and the binary data after it."""
     if not isinstance(items, list):
         raise SerializationError(f"{key!r} is not a list of tensors")
@@ -388,7 +388,7 @@ def decode_request(body: bytes, content_type: str | None) -> Decoded:
     return Decoded(doc, decode_tensors(doc.get("inputs"), binary, "inputs"))
 
 
-def is_outputs_document(doc: Any) -> bool:
+def is_outputs_document(doc: object) -> bool:
     """True for a document whose `outputs` is a KServe v2 list of named tensors."""
     items = doc.get("outputs") if isinstance(doc, Mapping) else None
     return (isinstance(items, list) and bool(items)
@@ -403,7 +403,7 @@ def encode_answer(model_name: str, model_version: str, outputs: Iterable[tuple[T
     documents, blobs = [], []
     for tensor, binary in outputs:
         wire = to_wire(tensor.values, tensor.datatype, f"output {tensor.name!r}")
-        doc: dict[str, Any] = {"name": tensor.name, "datatype": tensor.datatype.name, "shape": list(wire.shape)}
+        doc: dict[str, object] = {"name": tensor.name, "datatype": tensor.datatype.name, "shape": list(wire.shape)}
         if binary:
             blob = tensor_bytes(wire, tensor.datatype)
             doc["parameters"] = {BINARY_DATA_SIZE: len(blob)}
@@ -412,7 +412,7 @@ def encode_answer(model_name: str, model_version: str, outputs: Iterable[tuple[T
         else:
             doc["data"] = _answer_data(wire, tensor.datatype)
         documents.append(doc)
-    answer: dict[str, Any] = {"id": request_id} if request_id else {}
+    answer: dict[str, object] = {"id": request_id} if request_id else {}
     answer.update({"model_name": model_name, "model_version": model_version, "outputs": documents})
     header = orjson.dumps(answer)
     if not blobs:

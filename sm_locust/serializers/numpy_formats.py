@@ -92,11 +92,11 @@ class NpySerializer(Serializer):
     format = NPY
     default_content_type = canonical(NPY)
 
-    def __init__(self, dtype: Any = None, content_type: str | None = None):
+    def __init__(self, dtype: object = None, content_type: str | None = None):
         super().__init__(content_type)
         self.dtype = None if dtype in (None, "") else parse_dtype(dtype)
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         arr = as_single_array(obj, self.dtype)
         if self.dtype is not None and arr.dtype != self.dtype:
             arr = _cast(arr, self.dtype)
@@ -124,21 +124,21 @@ class NumpyRawSerializer(Serializer):
     format = NUMPY_RAW
     default_content_type = canonical(NUMPY_RAW)
 
-    def __init__(self, dtype: Any = "float32", shape: Sequence[int] | str | None = None,
+    def __init__(self, dtype: object = "float32", shape: Sequence[int] | str | None = None,
                  content_type: str | None = None):
         super().__init__(content_type)
         self.dtype = parse_dtype(dtype).newbyteorder("<")
         self.shape = parse_shape(shape)
 
-    def _array(self, obj: Any) -> np.ndarray:
+    def _array(self, obj: object) -> np.ndarray:
         arr = as_single_array(obj, self.dtype)
         arr = _cast(arr, self.dtype) if arr.dtype != self.dtype else arr
         return fit_shape(arr, self.shape, "the payload")
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         return np.ascontiguousarray(self._array(obj)).tobytes()
 
-    def custom_attributes(self, obj: Any) -> str | None:
+    def custom_attributes(self, obj: object) -> str | None:
         if isinstance(obj, (bytes, bytearray, memoryview)):
             return None
         arr = self._array(obj)

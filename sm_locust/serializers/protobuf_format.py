@@ -12,7 +12,6 @@ PredictRequests of consecutive rows with the same model spec (`split_body`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -38,7 +37,7 @@ def parse_names(value: Mapping[str, str] | str | None) -> dict[str, str]:
     return names
 
 
-def _tensor(value: Any) -> np.ndarray:
+def _tensor(value: object) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
         arr = arr.astype(np.float32)  # Python floats become DT_FLOAT, as tf.make_tensor_proto does
@@ -74,7 +73,7 @@ class ProtobufSerializer(Serializer):
         self.output_filter = list(output_filter)
         self.use_tensor_content = use_tensor_content
 
-    def tensors(self, obj: Any) -> dict[str, np.ndarray]:
+    def tensors(self, obj: object) -> dict[str, np.ndarray]:
         """The named input tensors for `obj` (a dict of arrays, a ranking dict, or one array)."""
         if isinstance(obj, Mapping):
             tensors = {str(k): _tensor(v) for k, v in obj.items()}
@@ -84,7 +83,7 @@ class ProtobufSerializer(Serializer):
             tensors = {self.input_name: _tensor(obj)}
         return {self.input_names.get(k, k): v for k, v in tensors.items()}
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         return tfs_proto.encode_predict_request(
             self.tensors(obj),
             model_name=self.model_name,

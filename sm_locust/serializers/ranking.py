@@ -25,12 +25,12 @@ PACKED_COLUMNS = 2 * NUM_FIELDS
 FLOAT32_EXACT_MAX = 2**24
 
 
-def is_ranking(obj: Any) -> bool:
+def is_ranking(obj: object) -> bool:
     """True for a mapping holding both `feat_ids` and `feat_vals`."""
     return isinstance(obj, Mapping) and FEAT_IDS in obj and FEAT_VALS in obj
 
 
-def _as_numeric(value: Any, what: str) -> np.ndarray:
+def _as_numeric(value: object, what: str) -> np.ndarray:
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError) as exc:
@@ -64,7 +64,7 @@ def _check_rows(ids: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return ids, vals
 
 
-def ranking_arrays(obj: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def ranking_arrays(obj: Mapping[str, object]) -> tuple[np.ndarray, np.ndarray]:
     """(feat_ids int64 [N,39], feat_vals float32 [N,39]) from a ranking dict; one row may be 1-D."""
     ids = _as_numeric(obj[FEAT_IDS], FEAT_IDS)
     vals = _as_numeric(obj[FEAT_VALS], FEAT_VALS)
@@ -72,7 +72,7 @@ def ranking_arrays(obj: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return _whole_ids(ids, FEAT_IDS), vals.astype(np.float32, copy=False)
 
 
-def pack(obj: Mapping[str, Any], dtype: Any = np.float32) -> np.ndarray:
+def pack(obj: Mapping[str, object], dtype: Any = np.float32) -> np.ndarray:
     """The packed [N, 78] array of a ranking dict, in a float dtype."""
     dt = np.dtype(dtype)
     if dt.kind != "f":
@@ -92,7 +92,7 @@ def pack(obj: Mapping[str, Any], dtype: Any = np.float32) -> np.ndarray:
     return out
 
 
-def unpack(array: Any) -> tuple[np.ndarray, np.ndarray]:
+def unpack(array: object) -> tuple[np.ndarray, np.ndarray]:
     """(feat_ids, feat_vals) from a packed [N, 78] array (a single 78-value row is accepted)."""
     arr = _as_numeric(array, "the packed ranking array")
     if arr.ndim == 1 and arr.shape[0] == PACKED_COLUMNS:

@@ -8,7 +8,6 @@ model expects (`image/jpeg`, ...).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -22,7 +21,7 @@ class RawSerializer(Serializer):
     name = "raw"
     default_content_type = canonical(NUMPY_RAW)  # a bare buffer; responses stay bytes (format None)
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         if isinstance(obj, str):
             return obj.encode("utf-8")
         if isinstance(obj, np.ndarray) and not obj.dtype.hasobject:

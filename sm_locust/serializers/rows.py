@@ -96,7 +96,7 @@ def body_rows(body: bytes, content_type: str | None) -> int | None:
         return None
 
 
-def split_rows(obj: Any, k: int, where: str) -> list[Any]:
+def split_rows(obj: object, k: int, where: str) -> list[object]:
     """K request objects holding consecutive rows of `obj` (an array, or a dict of arrays)."""
     if isinstance(obj, Mapping):
         arrays = {key: np.asarray(value) for key, value in obj.items()}

@@ -185,7 +185,7 @@ def fill_tensor(tensor: Any, value: Any, *, use_tensor_content: bool = True) -> 
         getattr(tensor, typed_field).extend(arr.ravel().tolist())
 
 
-def make_tensor_proto(value: Any, *, use_tensor_content: bool = True) -> Any:
+def make_tensor_proto(value: object, *, use_tensor_content: bool = True) -> Any:
     """A new TensorProto holding `value` (like `tf.make_tensor_proto`, without TensorFlow)."""
     tensor = messages().TensorProto()
     fill_tensor(tensor, value, use_tensor_content=use_tensor_content)
@@ -252,7 +252,7 @@ def _read_spec(msg: Any, tensors: dict[str, np.ndarray], **extra: Any) -> Predic
 
 
 def encode_predict_request(
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, object],
     *,
     model_name: str = "model",
     signature_name: str = "serving_default",
@@ -290,7 +290,7 @@ def decode_predict_request(data: bytes) -> Predict:
 
 
 def encode_predict_response(
-    outputs: Mapping[str, Any],
+    outputs: Mapping[str, object],
     *,
     model_name: str = "model",
     signature_name: str = "serving_default",

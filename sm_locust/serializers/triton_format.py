@@ -34,7 +34,7 @@ TRUE_WORDS = ("on", "true", "yes", "1")
 FALSE_WORDS = ("off", "false", "no", "0")
 
 
-def _switch(value: Any, what: str) -> bool:
+def _switch(value: object, what: str) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -88,7 +88,7 @@ class TritonSerializer(Serializer):
 
     def __init__(self, input_names: Mapping[str, str] | str | None = None,
                  input_datatypes: Mapping[str, str] | str | None = None,
-                 output_names: Any = None, binary_output: Any = None, content_type: str | None = None):
+                 output_names: object = None, binary_output: object = None, content_type: str | None = None):
         super().__init__(content_type)
         self.input_names, self.array_name = parse_input_names(input_names)
         self.input_datatypes = {key: kserve.datatype(v, f"--input-datatypes {key}=")
@@ -101,7 +101,7 @@ class TritonSerializer(Serializer):
         return (f"{type(self).__name__}(outputs={list(self.output_names)}, binary_output={self.binary_output}, "
                 f"content_type={self.content_type!r})")
 
-    def tensors(self, obj: Any) -> list[kserve.Tensor]:
+    def tensors(self, obj: object) -> list[kserve.Tensor]:
         """The named input tensors of a request object (a dict of arrays, or one array and its name)."""
         if isinstance(obj, Mapping):
             if self.array_name is not None:
@@ -124,14 +124,14 @@ class TritonSerializer(Serializer):
             out.append(kserve.Tensor(name, given or kserve.datatype_of(arr.dtype, f"input {name!r}"), arr))
         return out
 
-    def encode(self, obj: Any) -> tuple[bytes, str]:
+    def encode(self, obj: object) -> tuple[bytes, str]:
         if isinstance(obj, (bytes, bytearray, memoryview)):
             return bytes(obj), self.content_type_of(bytes(obj))
         body, content_type = kserve.encode_request(self.tensors(obj), binary=self.binary_inputs,
                                                    outputs=self.output_names, binary_output=self.binary_output)
         return body, self.content_type if self.content_type != self.default_content_type else content_type
 
-    def _serialize(self, obj: Any) -> bytes:
+    def _serialize(self, obj: object) -> bytes:
         return self.encode(obj)[0]
 
     def content_type_of(self, body: bytes) -> str:

@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import RunError, UsageError
 from sm_locust.sanitize import page_text
 from sm_locust.scaling.aws import JOURNAL_DIR
@@ -32,6 +33,9 @@ from sm_locust.sweep.schema import SweepSpec, load_spec, parse_spec
 from sm_locust.util.arguments import require_bool, require_path
 from sm_locust.util.formatting import count, duration, money
 from sm_locust.util.outputs import run_in_progress
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -57,12 +61,12 @@ class SweepResult:
         return self.sweep.out_dir
 
     @property
-    def recommendation(self) -> dict[str, Any]:
+    def recommendation(self) -> dict[str, object]:
         """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence why."""
         return self.document["recommendation"]
 
     @property
-    def table(self) -> Any:
+    def table(self) -> pd.DataFrame:
         """sweep.csv as a pandas DataFrame: one row per configuration, whatever the sweep's kind."""
         import pandas as pd  # lazy: ~335 ms (measured), only for this table
 
@@ -80,7 +84,7 @@ class SweepResult:
 # -------------------------------------------------------------------------------------- checking
 
 
-def _apply_model(spec: SweepSpec, model: Any) -> None:
+def _apply_model(spec: SweepSpec, model: object) -> None:
     """A sagemaker.model.Model's image, model data, role and env as shared endpoint defaults."""
     defaults = {"image": getattr(model, "image_uri", None), "role": getattr(model, "role", None)}
     data = getattr(model, "model_data", None)
@@ -111,7 +115,7 @@ def code_of(target: str) -> Callable[..., Any]:
 
 def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
                overrides: list[str] | None = None,
-               client: Any = None, model: Any = None, poll_s: float | None = None,
+               client: AwsClient = None, model: object = None, poll_s: float | None = None,
                base_dir: Path | None = None) -> Sweep:
     """Read and check a sweep (a file or a mapping); UsageError naming the key when anything is wrong.
     The file's kind (sweep/kinds.py) builds it: its deployer, load plan, prices and estimates."""
@@ -221,7 +225,7 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
 
 
 def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
-          model: Any = None,
+          model: object = None,
           client=None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep in one call (`model`: a sagemaker.model.Model to clone settings from)."""
     require_path("out", out)
@@ -260,7 +264,7 @@ def folder_deploy(out_dir: Path) -> str | None:
 
 
 def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | None = None, profile: str | None = None,
-            client: Any = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
+            client: AwsClient = None, printer: Printer | None = None, kind: str | None = DEFAULT_KIND,
             out: str | Path | None = None) -> tuple[list[str], list[str]]:
     """Delete every resource tagged with this sweep id (and undo what its kind changed): (deleted, left).
     `out`: the sweep folder (default reports/sweeps/<sweep id>/), for kinds that keep what to undo there;
@@ -281,7 +285,8 @@ def cleanup(sweep_id: str, *, deploy: str | None = "sagemaker", region: str | No
     def progress(text: str) -> None:
         say(printer, text)
 
-    options: dict[str, Any] = {"client": client, "region": region, "profile": profile} if deploy == "sagemaker" else {}
+    options: dict[str, object] = ({"client": client, "region": region, "profile": profile}
+                                  if deploy == "sagemaker" else {})
     try:
         target = CLEANUPS.get(KINDS.get(kind).name)
         if target is not None:

@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.core.folder import holds_run
 from sm_locust.errors import UsageError
 from sm_locust.record.repeat import REPEAT_JSON, median_run
@@ -24,14 +25,17 @@ from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
 from sm_locust.sweep.grid import Configuration
 from sm_locust.sweep.load import LoadPlan
+from sm_locust.sweep.objective import J, Objective, Recommended
 from sm_locust.sweep.pipeline import Durations, simulate
 from sm_locust.sweep.replicates import confirmation_note, drift_note
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import CONFIRM_ROUNDS, RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.sweep.trust import client_bound_reason, deciding, untrusted_words
+from sm_locust.sweep.trust import Criterion, client_bound_reason, deciding, untrusted_words
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
+
+T = TypeVar("T")  # a kind's ranking candidate
 
 DEFAULT_SWEEPS_DIR = "reports/sweeps"  # under reports/, which git ignores
 
@@ -83,12 +87,12 @@ def configuration_prices(spec: SweepSpec, configurations: list[Configuration]) -
     return {c.index: price_of(c.settings, table, where=spec.where(c)("instance_type")) for c in configurations}
 
 
-def sagemaker_options(spec: SweepSpec, client: Any = None, poll_s: float | None = None) -> dict[str, Any]:
+def sagemaker_options(spec: SweepSpec, client: AwsClient = None, poll_s: float | None = None) -> dict[str, object]:
     """The keyword arguments of a SageMaker deployer for this file (injected client, region,
     profile, creation timeout, polling interval); empty for other deployers."""
     if spec.deploy != "sagemaker":
         return {}
-    options: dict[str, Any] = {"client": client, "region": spec.region, "profile": spec.aws_profile,
+    options: dict[str, object] = {"client": client, "region": spec.region, "profile": spec.aws_profile,
                                "timeout_s": spec.deploy_timeout_minutes * 60.0}
     if poll_s is not None:
         options["poll_s"] = poll_s
@@ -145,8 +149,8 @@ class Sweep:
                 pairs[r.index] = (candidate(r), candidate(replace(r, figures=r.confirm.figures)))
         return pairs
 
-    def confirmation_tail(self, ranked: Sequence[Any], pairs: Mapping[int, tuple[Any, Any]],
-                          criteria: Sequence[Any]) -> str:
+    def confirmation_tail(self, ranked: Sequence[T], pairs: Mapping[int, tuple[T, T]],
+                          criteria: Sequence[Criterion[T]]) -> str:
         """The recommendation's words on the confirmation (`replicates.confirmation_note`): who was measured
         twice, whether the winner and the runner-up still differ on both replicates, and any drift."""
         if not pairs:
@@ -314,8 +318,8 @@ class Sweep:
         """The rows in file order."""
         return [rows[c.index] for c in self.configurations if c.index in rows]
 
-    def mark_rows(self, candidates: list[Any], ordered: list[Row], lost: Mapping[int, str],
-                  disqualify: Callable[[Any, Any], str | None], front: list[int] | None = None) -> None:
+    def mark_rows(self, candidates: Sequence[J], ordered: list[Row], lost: Mapping[int, str],
+                  disqualify: Callable[[J, Objective], str | None], front: list[int] | None = None) -> None:
         """Each row's marks: meets_objective, lost_because, (with `front`) pareto, its run report's link."""
         for c, r in zip(candidates, ordered, strict=True):
             report = self.out_dir / r.run_dir / "report.html"
@@ -323,7 +327,7 @@ class Sweep:
                             lost_because=lost.get(c.index), pareto=None if front is None else c.index in front,
                             report=f"{r.run_dir}/report.html" if report.exists() else None)
 
-    def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, Any]:
+    def document_head(self, schema: int, outcome: RunOutcome | None, kind: str | None = None) -> dict[str, object]:
         """sweep.json's opening keys: the sweep's identity, timing, parallelism, objective and load."""
         objective = self.spec.objective
         return {
@@ -339,7 +343,7 @@ class Sweep:
             "load": self.plan.given,
         }
 
-    def recommendation(self, rec: Any, rows: Sequence[Row] = (), tail: str = "") -> dict[str, Any]:
+    def recommendation(self, rec: Recommended, rows: Sequence[Row] = (), tail: str = "") -> dict[str, object]:
         """sweep.json's `recommendation`: the winner's index, label and settings, and the sentence; with
         a winner while other configurations are INCONCLUSIVE (measured twice with the load generator as
         the bottleneck), the sentence says they were not compared, so the choice is among the rest."""
@@ -357,7 +361,7 @@ class Sweep:
         return {"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,
                 "reason": reason, "tied_with": tied, "inconclusive": inconclusive}
 
-    def why_not(self, rec: Any) -> dict[str, str]:
+    def why_not(self, rec: Recommended) -> dict[str, str]:
         """sweep.json's `why_not`: label -> why that configuration lost, in file order."""
         return {self.configuration(i).label: why for i, why in sorted(rec.lost.items())}
 

@@ -70,11 +70,11 @@ def figures(capacity_rps: float | None, price: Price, objective: Objective) -> d
     return out
 
 
-def cost_intervals(capacity_ci95: Any, price: Price, objective: Objective) -> dict[str, Any]:
+def cost_intervals(capacity_ci95: object, price: Price, objective: Objective) -> dict[str, Any]:
     """`cost_per_1m_ci95`, `instances_needed_ci95` and `cost_per_hour_at_target_ci95` from the
     capacity's 95 % interval (each falls as capacity grows, so its low bound comes from the capacity's
     high one); None when either is unknown or the low bound has no throughput to price."""
-    out: dict[str, Any] = {"cost_per_1m_ci95": None, "cost_per_hour_at_target_ci95": None,
+    out: dict[str, object] = {"cost_per_1m_ci95": None, "cost_per_hour_at_target_ci95": None,
                            "instances_needed_ci95": None}
     if objective.target_rps:
         out["instances_needed_ci95"] = instances_interval(objective.target_rps, capacity_ci95, objective.safety_factor,

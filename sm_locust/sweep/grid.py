@@ -40,9 +40,9 @@ class Configuration:
         return f"{text}-{key[:6]}"
 
 
-def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(mapping: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     """{'environment': {'A': 1}} -> {'environment.A': 1}."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in mapping.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
@@ -57,18 +57,18 @@ def short_key(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
 
 
-def label_for(varying: Mapping[str, Any]) -> str:
+def label_for(varying: Mapping[str, object]) -> str:
     return ", ".join(f"{short_key(k)} {_text(v)}" for k, v in varying.items())
 
 
-def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
-           explicit: Sequence[Mapping[str, Any]] = ()) -> list[Configuration]:
+def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
+           explicit: Sequence[Mapping[str, object]] = ()) -> list[Configuration]:
     """Every combination of the grid, then the explicit configurations, each over `shared`; a one-line
     UsageError, before anything is expanded, when they would be more than `MAX_CONFIGURATIONS`."""
     combinations = math.prod(len(values) for values in grid.values()) if grid else 0
@@ -103,7 +103,7 @@ def expand(shared: Mapping[str, Any], grid: Mapping[str, Sequence[Any]],
     return configurations
 
 
-def _varying_keys(all_settings: list[dict[str, Any]], owns: list[dict[str, Any]]) -> list[str]:
+def _varying_keys(all_settings: list[dict[str, object]], owns: list[dict[str, object]]) -> list[str]:
     """Keys whose value differs between configurations, in first-seen order; with one
     configuration, the keys it set itself."""
     order: list[str] = []
@@ -116,10 +116,10 @@ def _varying_keys(all_settings: list[dict[str, Any]], owns: list[dict[str, Any]]
     return [k for k in order if len({canonical({"v": s.get(k)}) for s in all_settings}) > 1]
 
 
-def canonical(value: Any) -> str:
+def canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def configuration_key(*parts: Any) -> str:
+def configuration_key(*parts: object) -> str:
     """A short stable hash of everything that decides a configuration's result."""
     return hashlib.sha1(canonical(list(parts)).encode()).hexdigest()[:12]

@@ -47,10 +47,10 @@ class LoadPlan:
     repeat: int = 1  # runs of each configuration's test (record/repeat.py)
 
     def run_options(self, endpoint_name: str, endpoint_url: str = "", region: str | None = None,
-                    **changes: Any) -> Options:
+                    **changes: object) -> Options:
         """The options of one configuration's run: the endpoint the deployer gave, the region unless
         `load:` names one, and a kind's own `changes` (by dest)."""
-        extra: dict[str, Any] = {"endpoint_name": endpoint_name, "endpoint_url": endpoint_url or None}
+        extra: dict[str, object] = {"endpoint_name": endpoint_name, "endpoint_url": endpoint_url or None}
         if region and not self.options.region:
             extra["region"] = region
         return self.options.replace(**extra, **changes)
@@ -81,7 +81,7 @@ def _specs() -> dict[str, OptionSpec]:
     return {spec.dest: spec for spec in all_option_specs() if spec.forward}
 
 
-def _convert(spec: OptionSpec, value: Any, path: str, check: Checker) -> Any:
+def _convert(spec: OptionSpec, value: object, path: str, check: Checker) -> Any:
     """An option's value from the file: of the option's type as YAML typed it (a number is a number,
     true/false a bool), then by the option's own rule (`OptionSpec.parse`: its range, choices,
     vocabulary), worded under `path`."""
@@ -116,7 +116,7 @@ def parse_load(load: dict[str, Any], objective: Objective, *, source: str = "<sw
     specs = _specs()
     valid = sorted(set(specs) | set(RUN_KEYS))
     given: dict[str, Any] = {}
-    run: dict[str, Any] = {}
+    run: dict[str, object] = {}
     for key, value in load.items():
         path = f"load.{key}"
         if key in SET_BY_DEPLOYER:

@@ -9,7 +9,7 @@ a *disqualification*, the winner is the first eligible one, every other gets one
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -28,7 +28,28 @@ class Ranked(Protocol):
     label: str
 
 
+class Judged(Ranked, Protocol):
+    """A candidate with its run's status (ok, failed, inconclusive, ...)."""
+
+    status: str
+
+
+class Recommended(Protocol):
+    """What sweep.json's writer reads of a kind's recommendation (realtime.rank.Recommendation, ...)."""
+
+    @property
+    def winner(self) -> Ranked | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def lost(self) -> Mapping[int, str]: ...
+
+
 C = TypeVar("C", bound=Ranked)
+J = TypeVar("J", bound=Judged)
+P = TypeVar("P")  # what names a point of a Pareto front
 
 
 @dataclass(frozen=True)
@@ -79,13 +100,13 @@ def why_lost(candidates: Sequence[C], ranked: Sequence[C], disqualify: Callable[
     return lost
 
 
-def nothing_meets(noun: str, candidates: Sequence[Any], lost: dict[int, str]) -> str:
+def nothing_meets(noun: str, candidates: Sequence[Ranked], lost: dict[int, str]) -> str:
     """The recommendation's sentence when no configuration is eligible: each one's reason."""
     reasons = "; ".join(f"{c.label}: {lost[c.index]}" for c in candidates) or "no configurations"
     return f"no {noun} meets the objective ({reasons})"
 
 
-def pareto_front(points: Sequence[tuple[Any, float, float]]) -> list[Any]:
+def pareto_front(points: Sequence[tuple[P, float, float]]) -> list[P]:
     """Ids of the points (id, cost, latency) no other point beats on both (lower is better),
     sorted by cost. A point equal to another on both counts stays on the front."""
     front = []

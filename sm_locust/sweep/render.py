@@ -32,7 +32,7 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(document, indent=1, default=str))
 
 
-def write_rows(path: Path, header: list[str], rows: list[dict[str, Any]]) -> None:
+def write_rows(path: Path, header: list[str], rows: list[dict[str, object]]) -> None:
     """One CSV file, empty cells for None (every kind's sweep.csv)."""
     with atomic_file(path, "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=header)
@@ -97,7 +97,7 @@ def page(document: dict[str, Any], kind: str, note: str, sections: list[tuple[st
     return "\n".join(parts)
 
 
-def write_files(out_dir: Path, document: dict[str, Any], csv_writer: Callable[[Path, dict[str, Any]], None],
+def write_files(out_dir: Path, document: dict[str, object], csv_writer: Callable[[Path, dict[str, Any]], None],
                 html_renderer: Callable[[dict[str, Any]], str], html_too: bool = True) -> dict[str, Path]:
     """sweep.json, sweep.csv and (with `html_too`) sweep.html in `out_dir`; returns their paths by kind."""
     out_dir.mkdir(parents=True, exist_ok=True)

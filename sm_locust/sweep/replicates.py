@@ -14,20 +14,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sm_locust.sweep.trust import Criterion, as_interval, deciding, overlap
 
 T = TypeVar("T")
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 
 
-def combine(first: Any, first_ci: Any, second: Any, second_ci: Any) -> tuple[float | None, list[float] | None]:
+def combine(first: object, first_ci: object, second: object,
+            second_ci: object) -> tuple[float | None, list[float] | None]:
     """(value, interval) of a figure measured twice: the mean of the two values and the hull of both
     intervals and both values. One value unknown: the other replicate's figure as it is; a replicate
     without an interval leaves the hull without one (such a figure separates nothing)."""
@@ -40,7 +41,7 @@ def combine(first: Any, first_ci: Any, second: Any, second_ci: Any) -> tuple[flo
     return (a + b) / 2, [min(ia[0], ib[0], a, b), max(ia[1], ib[1], a, b)]
 
 
-def _list(interval: Any) -> list[float] | None:
+def _list(interval: object) -> list[float] | None:
     pair = as_interval(interval)
     return None if pair is None else [pair[0], pair[1]]
 
@@ -48,7 +49,7 @@ def _list(interval: Any) -> list[float] | None:
 def merged(first: T, second: T, pairs: Sequence[tuple[str, str]]) -> T:
     """`first` (a dataclass) with each (value field, interval field) of `pairs` `combine`d with
     `second`'s; whole counts (an instance count) stay whole: the larger, and the hull of the two."""
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     for value_name, interval_name in pairs:
         va, vb = getattr(first, value_name), getattr(second, value_name)
         value, interval = combine(va, getattr(first, interval_name), vb, getattr(second, interval_name))

@@ -44,7 +44,7 @@ class Marks:
     report: str | None = None  # `<run folder>/report.html` when it exists
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"meets_objective": self.meets_objective, "lost_because": self.lost_because}
+        out: dict[str, object] = {"meets_objective": self.meets_objective, "lost_because": self.lost_because}
         if self.pareto is not None:
             out["pareto"] = self.pareto
         out["report"] = self.report
@@ -61,7 +61,7 @@ class Teardown:
     left_behind: list[str] = field(default_factory=list)  # what could not be deleted
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"deployed": self.deployed}
+        out: dict[str, object] = {"deployed": self.deployed}
         if self.billed_s is not None:
             out["billed_s"] = self.billed_s
         if self.cost_usd is not None:
@@ -86,7 +86,7 @@ class Remeasure:
                 "first_cost_usd": self.first_cost_usd, "first_billed_s": self.first_billed_s}
 
     @classmethod
-    def from_dict(cls, data: Any) -> Remeasure | None:
+    def from_dict(cls, data: object) -> Remeasure | None:
         if not isinstance(data, dict) or not data.get("first_reason"):
             return None
         return cls(first_reason=str(data["first_reason"]), first_run_dir=str(data.get("first_run_dir") or ""),
@@ -110,7 +110,7 @@ class Confirm:
                 "first_figures": self.figures.as_dict() if self.figures is not None else None}
 
     @classmethod
-    def from_dict(cls, data: Any) -> Confirm | None:
+    def from_dict(cls, data: object) -> Confirm | None:
         if not isinstance(data, dict) or not data.get("first_run_dir"):
             return None
         return cls(first_run_dir=str(data["first_run_dir"]), first_cost_usd=data.get("first_cost_usd"),
@@ -152,7 +152,7 @@ class Row:
 
     def as_dict(self) -> dict[str, Any]:
         """The row as sweep.json's configuration object (the one place rows are written)."""
-        out: dict[str, Any] = {"index": self.index, "label": self.label, "key": self.key,
+        out: dict[str, object] = {"index": self.index, "label": self.label, "key": self.key,
                                "settings": dict(self.settings),
                                "status": self.status, "reason": self.reason, "resumed": self.resumed,
                                "run_dir": self.run_dir, "client_bound": self.client_bound}

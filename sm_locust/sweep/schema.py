@@ -82,9 +82,9 @@ class SweepSpec:
     def error(self, path: str, message: str) -> UsageError:
         return spec_error(self.source, path, message)
 
-    def shared_settings(self) -> dict[str, Any]:
+    def shared_settings(self) -> dict[str, object]:
         """The settings every configuration starts from: top-level pricing, then `endpoint:`."""
-        shared: dict[str, Any] = {}
+        shared: dict[str, object] = {}
         if self.instance_type is not None:
             shared["instance_type"] = self.instance_type
         if self.price_per_hour is not None:
@@ -115,7 +115,7 @@ class SweepSpec:
         return where
 
 
-def read_file(path: str | Path) -> dict[str, Any]:
+def read_file(path: str | Path) -> dict[str, object]:
     """The file's mapping; `.json` is read as JSON, anything else as YAML (which JSON also is), both
     bounded (`sm_locust.util.yamlsafe`: a regular UTF-8 file, its size, aliases, nesting)."""
     p = Path(path)
@@ -134,7 +134,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, Any]:
+def apply_overrides(data: dict[str, object], overrides: list[str], source: str) -> dict[str, object]:
     """`--set load.run_time=3s`: the value is read as YAML (`3`, `true`, `[1, 2]`). The first dotted
     part names a section; inside `grid:` the rest is one (dotted) key, elsewhere a nested path."""
     data = dict(data)
@@ -170,7 +170,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
     return data
 
 
-def _percentile(check: Checker, value: Any) -> float:
+def _percentile(check: Checker, value: object) -> float:
     text = str(value).strip().lower().lstrip("p")
     try:
         pct = float(text)
@@ -182,7 +182,7 @@ def _percentile(check: Checker, value: Any) -> float:
     return pct
 
 
-def parse_objective(source: str, value: Any) -> Objective:
+def parse_objective(source: str, value: object) -> Objective:
     check = Checker(source)
     data = check.mapping("objective", value)
     check.unknown("objective", data, OBJECTIVE_KEYS)
@@ -216,7 +216,7 @@ def sweep_id_from(name: str) -> str:
     return text or "sweep"
 
 
-def parse_spec(data: Mapping[str, Any], *, source: str = "<sweep>", base_dir: Path | None = None) -> SweepSpec:
+def parse_spec(data: Mapping[str, object], *, source: str = "<sweep>", base_dir: Path | None = None) -> SweepSpec:
     """Check the structure and top-level values; returns a SweepSpec (settings flattened)."""
     check = Checker(source)
     check.unknown("", data, TOP_LEVEL_KEYS)

@@ -13,48 +13,47 @@ intervals overlap, directly or through a chain, into one tier (a figure without 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sm_locust.plateau.steady import MIN_ACHIEVED_RATIO
+from sm_locust.record.model import JsonObject, Step, Summary
 
 T = TypeVar("T")
 Interval = tuple[float, float]
 
 
-def _step_reason(index: int, step: Mapping[str, Any]) -> str:
-    users = step.get("users")
-    rate = step.get("target_rate")
-    load = f"{rate:g} req/s offered" if isinstance(rate, (int, float)) else f"{users} users"
-    return f"step {index + 1} ({load}): {step.get('client_bound_reason') or 'the load generator was the bottleneck'}"
+def _step_reason(index: int, step: Step) -> str:
+    rate = step.target_rate
+    load = f"{rate:g} req/s offered" if isinstance(rate, (int, float)) else f"{step.users} users"
+    return f"step {index + 1} ({load}): {step.client_bound_reason or 'the load generator was the bottleneck'}"
 
 
-def _deciding_steps(summary: Mapping[str, Any]) -> list[int]:
+def _deciding_steps(summary: Summary) -> list[int]:
     """Indexes of the steps the run's answer rests on (see the module docstring)."""
-    steps = summary.get("steps") or []
-    plateau = summary.get("plateau")
-    if not isinstance(plateau, Mapping):
+    steps, plateau = summary.steps, summary.plateau
+    if plateau is None:
         return list(range(len(steps)))
-    named = [plateau.get(key) for key in ("capacity_step", "knee_step")]
+    named = [plateau.capacity_step, plateau.knee_step]
     chosen = sorted({i for i in named if isinstance(i, int) and 0 <= i < len(steps)})
     if chosen:
         return chosen
-    users = plateau.get("users")
-    return [i for i, s in enumerate(steps) if isinstance(s, Mapping) and users is not None and s.get("users") == users]
+    users = plateau.users
+    return [i for i, s in enumerate(steps) if users is not None and s.users == users]
 
 
-def under_offered(step: Mapping[str, Any]) -> bool:
+def under_offered(step: Step) -> bool:
     """The step's sends fell short of its intended rate (under `MIN_ACHIEVED_RATIO` of it), or nothing
     says what was sent (a closed-loop step, an older summary): the endpoint may have been let off."""
-    sent, target = step.get("sent_rps"), step.get("target_rate")
+    sent, target = step.sent_rps, step.target_rate
     if not isinstance(sent, (int, float)) or not isinstance(target, (int, float)) or target <= 0:
         return True
     return sent < MIN_ACHIEVED_RATIO * target
 
 
-def _short_of(step: Mapping[str, Any]) -> str:
-    sent, target = step.get("sent_rps"), step.get("target_rate")
+def _short_of(step: Step) -> str:
+    sent, target = step.sent_rps, step.target_rate
     if isinstance(sent, (int, float)) and isinstance(target, (int, float)) and target > 0:
         return f" (sent {sent:.1f} of {target:g} req/s: the endpoint was offered less than the traffic)"
     return ""
@@ -71,37 +70,37 @@ def untrusted_words(reason: str | None, *, short: bool = False) -> str:
     return "the measurement did not decide"
 
 
-def only_undecided(summary: Mapping[str, Any]) -> bool:
+def only_undecided(summary: Summary | JsonObject) -> bool:
     """The run's verdict is inconclusive only because its search could not decide within its budget (the
     plateau's `undecided`: an interval wider than the tolerance, a figure straddling its SLO), not because the
     load generator was the bottleneck. Such a measurement is imprecise, not biased: a sweep ranks it by its
     intervals (wide ones tie) instead of measuring it again."""
-    plateau = summary.get("plateau")
-    verdict = summary.get("verdict")
-    if not isinstance(plateau, Mapping) or not isinstance(verdict, Mapping) or plateau.get("client_bound"):
+    record = Summary.of(summary)
+    plateau, verdict = record.plateau, record.verdict
+    if plateau is None or verdict is None or plateau.client_bound:
         return False
-    undecided = [str(reason) for reason in plateau.get("undecided") or []]
-    return bool(undecided) and verdict.get("reason") == "; ".join(undecided)
+    undecided = [str(reason) for reason in plateau.undecided or []]
+    return bool(undecided) and verdict.reason == "; ".join(undecided)
 
 
-def client_bound_reason(summary: Mapping[str, Any], *, every_step: bool = False,
+def client_bound_reason(summary: Summary | JsonObject, *, every_step: bool = False,
                         max_breach_s: float | None = None) -> str | None:
     """Why this run measured the load generator rather than the endpoint, or None (module docstring)."""
+    record = Summary.of(summary)
     reasons: list[str] = []
-    verdict = summary.get("verdict")
-    steps = [s for s in summary.get("steps") or [] if isinstance(s, Mapping)]
+    verdict, steps = record.verdict, record.steps
     if every_step:  # the run's own verdict knows no objective: judged here from its steps and breach
         reasons += [_step_reason(i, s) + _short_of(s) for i, s in enumerate(steps)
-                    if s.get("client_bound") and under_offered(s)]
-    elif isinstance(verdict, Mapping):
-        if verdict.get("status") == "inconclusive" and not only_undecided(summary):
-            reasons.append(str(verdict.get("reason") or "the run's verdict is inconclusive"))
+                    if s.client_bound and under_offered(s)]
+    elif verdict is not None:
+        if verdict.status == "inconclusive" and not only_undecided(record):
+            reasons.append(str(verdict.reason or "the run's verdict is inconclusive"))
     else:
-        reasons += [_step_reason(i, steps[i]) for i in _deciding_steps(summary) if steps[i].get("client_bound")]
-    scaling = summary.get("autoscaling")
-    if every_step and isinstance(scaling, Mapping):
-        behind = scaling.get("breach_client_bound_s")
-        breach = scaling.get("slo_breach_s") or 0.0
+        reasons += [_step_reason(i, steps[i]) for i in _deciding_steps(record) if steps[i].client_bound]
+    scaling = record.autoscaling
+    if every_step and scaling is not None:
+        behind = scaling.breach_client_bound_s
+        breach = scaling.slo_breach_s or 0.0
         budget = max_breach_s or 0.0
         if isinstance(behind, (int, float)) and behind > 0 and breach - behind <= budget + 1e-9 < breach:
             reasons.append(f"{behind:.0f} s of the {breach:.0f} s over the SLO came while the load generator was "
@@ -118,7 +117,7 @@ def overlap(a: Interval | None, b: Interval | None) -> bool:
     return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
 
 
-def as_interval(value: Any) -> Interval | None:
+def as_interval(value: object) -> Interval | None:
     """A [low, high] of finite numbers as a pair, else None."""
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
@@ -133,7 +132,7 @@ class Criterion(Generic[T]):
 
     name: str
     value: Callable[[T], float | None]
-    interval: Callable[[T], Any] | None = None  # measured: the [low, high] interval; None: exact
+    interval: Callable[[T], object] | None = None  # measured: the [low, high] interval; None: exact
     higher: bool = False
     show: Callable[[T], str] | None = None  # '51 ms [40, 63]'; default: the value
 

@@ -42,7 +42,7 @@ class Checker:
     def error(self, path: str, message: str) -> UsageError:
         return spec_error(self.source, path, message)
 
-    def unknown(self, path: str, mapping: Mapping[str, Any], valid: Iterable[str]) -> None:
+    def unknown(self, path: str, mapping: Mapping[str, object], valid: Iterable[str]) -> None:
         """The first key of `mapping` not in `valid`, named with its path and the valid keys listed."""
         valid = tuple(valid)
         for key in mapping:
@@ -50,7 +50,7 @@ class Checker:
                 where = f"{path}.{key}" if path else str(key)
                 raise self.error(where, f"unknown key; valid keys: {', '.join(valid)}")
 
-    def mapping(self, path: str, value: Any) -> dict[str, Any]:
+    def mapping(self, path: str, value: object) -> dict[str, object]:
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -60,18 +60,18 @@ class Checker:
                 raise self.error(f"{path}.{key}", "keys must be text")
         return value
 
-    def number(self, path: str, value: Any, *, minimum: float | None = None, above: float | None = None,
+    def number(self, path: str, value: object, *, minimum: float | None = None, above: float | None = None,
                maximum: float | None = None, expected: str | None = None) -> float:
         """A finite number within the bounds; `expected` replaces the wording of every failure
         (`"<expected>, got <value>"`) where a key needs its own explanation."""
         return float(self._checked(path, value, minimum, above, maximum, False, expected))
 
-    def integer(self, path: str, value: Any, *, minimum: float | None = None, maximum: float | None = None,
+    def integer(self, path: str, value: object, *, minimum: float | None = None, maximum: float | None = None,
                 expected: str | None = None) -> int:
         """A whole number (2 or 2.0) within the bounds."""
         return int(self._checked(path, value, minimum, None, maximum, True, expected))
 
-    def _checked(self, path: str, value: Any, minimum: float | None, above: float | None, maximum: float | None,
+    def _checked(self, path: str, value: object, minimum: float | None, above: float | None, maximum: float | None,
                  whole: bool, expected: str | None) -> float:
         number, problem = number_problem(value, int if whole else float, minimum=minimum, above=above,
                                          maximum=maximum, text=False)  # the one rule (sm_locust/util/numbers.py)
@@ -80,24 +80,24 @@ class Checker:
         assert number is not None
         return number
 
-    def text(self, path: str, value: Any) -> str:
+    def text(self, path: str, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.error(path, f"expected text, got {value!r}")
         return value.strip()
 
-    def flag(self, path: str, value: Any) -> bool:
+    def flag(self, path: str, value: object) -> bool:
         if not isinstance(value, bool):
             raise self.error(path, f"expected true or false, got {value!r}")
         return value
 
-    def values(self, path: str, value: Any) -> list[Any]:
+    def values(self, path: str, value: object) -> list[Any]:
         """One value or a list of them (a kind's grid axis): the list, at least one value."""
         values = value if isinstance(value, list) else [value]
         if not values:
             raise self.error(path, "empty list: give at least one value")
         return values
 
-    def axis(self, path: str, value: Any) -> list[Any]:
+    def axis(self, path: str, value: object) -> list[object]:
         """A `grid:` axis: a list of numbers or text, at least one."""
         if not isinstance(value, list):
             raise self.error(path, f"expected a list of values, e.g. [{value!r}], got {type(value).__name__}")
@@ -108,7 +108,7 @@ class Checker:
                 raise self.error(path, f"values are numbers or text, got {item!r}")
         return list(value)
 
-    def file(self, path: str, value: Any, base_dir: Path) -> str:
+    def file(self, path: str, value: object, base_dir: Path) -> str:
         """A file name; a relative one is relative to the sweep file's folder (`base_dir`)."""
         if not isinstance(value, str) or not value.strip():
             raise self.error(path, f"expected a file name, got {value!r}")

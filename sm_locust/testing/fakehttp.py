@@ -40,7 +40,7 @@ class KeepAliveServer:
         self.server.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.server.stop(timeout=1)
 
     def serve_forever(self) -> None:
@@ -50,7 +50,7 @@ class KeepAliveServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_port}"
 
-    def _handle(self, sock: socket.socket, address: Any) -> None:
+    def _handle(self, sock: socket.socket, address: object) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         buffer = b""
         while True:

@@ -19,12 +19,15 @@ Importing this package imports neither boto3 nor geventhttpclient (clients impor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sm_locust.transport.boto3 import Boto3SageMakerClient
 from sm_locust.transport.contract import SageMakerClient
 from sm_locust.transport.fast import FastSageMakerClient
 from sm_locust.util.registry import Registry
+
+if TYPE_CHECKING:
+    from locust.env import Environment
 
 TRANSPORTS: Registry[type[SageMakerClient]] = Registry("transport")
 TRANSPORTS.add(FastSageMakerClient.transport, FastSageMakerClient)
@@ -34,7 +37,7 @@ TRANSPORTS.add(Boto3SageMakerClient.transport, Boto3SageMakerClient)
 DEFAULT_TRANSPORT = FastSageMakerClient.transport
 
 
-def create_client(transport: str, environment: Any, endpoint_name: str, **settings: Any) -> SageMakerClient:
+def create_client(transport: str, environment: Environment, endpoint_name: str, **settings: Any) -> SageMakerClient:
     """A client of the named transport: `create_client("fast", env, "my-endpoint", region="us-east-1")`.
 
     `settings` are the contract's keyword arguments (region, endpoint_url, profile, pool_size,

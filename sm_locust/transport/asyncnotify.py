@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sm_locust.aws.async_notification import AsyncNotification, parse
+from sm_locust.aws.clients import AwsClient
 from sm_locust.invocation import InvocationError
 from sm_locust.plateau.asyncresults import RESULT, AsyncCall
 from sm_locust.transport.asyncwait import ASYNC_FAILURE, ASYNC_POLL_ERROR, ASYNC_TIMEOUT, AsyncLedger
@@ -62,7 +63,7 @@ class Slot:
 class NotificationListener:
     """Reads one queue for the calls of this process (module doc). `sqs` is a boto3 SQS client."""
 
-    def __init__(self, sqs: Any, queue_url: str, clock: Callable[[], float] = time.perf_counter,
+    def __init__(self, sqs: AwsClient, queue_url: str, clock: Callable[[], float] = time.perf_counter,
                  wall: Callable[[], float] = time.time):
         self.sqs = sqs
         self.queue_url = queue_url
@@ -101,7 +102,7 @@ class NotificationListener:
             self._remember(self._done, inference_id, None)
 
     @staticmethod
-    def _remember(store: OrderedDict, key: str, value: Any) -> None:
+    def _remember(store: OrderedDict, key: str, value: object) -> None:
         store[key] = value
         store.move_to_end(key)
         while len(store) > MAX_KEPT:
@@ -182,7 +183,7 @@ _LISTENERS: dict[str, NotificationListener] = {}
 _LISTENERS_LOCK = threading.Lock()
 
 
-def listener_for(queue_url: str, make_sqs: Callable[[], Any]) -> NotificationListener:
+def listener_for(queue_url: str, make_sqs: Callable[[], AwsClient]) -> NotificationListener:
     """The process's listener on `queue_url` (one per queue, so that no two compete for its messages)."""
     with _LISTENERS_LOCK:
         listener = _LISTENERS.get(queue_url)

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.invocation import InvocationError
 from sm_locust.plateau.asyncresults import RESULT, AsyncCall, PollSchedule
 from sm_locust.util.shipped import WorkerShipped
@@ -102,7 +103,7 @@ class AsyncLedger(WorkerShipped):
         self._shipped, self._shipped_dropped, self._shipped_opened = len(self.calls), self.dropped, self.opened
         return delta
 
-    def merge_delta(self, delta: Any, client_id: str) -> None:
+    def merge_delta(self, delta: object, client_id: str) -> None:
         if not isinstance(delta, dict):
             return
         for values in delta.get("calls") or ():
@@ -116,7 +117,7 @@ class ResultWaiter:
     """Polls S3 for one accepted call's result (module doc). `s3` is a boto3 S3 client (from
     `aws.clients`), `sleep` the process's sleep (gevent's, patched, in a Locust process)."""
 
-    def __init__(self, s3: Any, schedule: PollSchedule, timeout_s: float, ledger: AsyncLedger,
+    def __init__(self, s3: AwsClient, schedule: PollSchedule, timeout_s: float, ledger: AsyncLedger,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.perf_counter):
         self.s3 = s3
         self.schedule = schedule

@@ -12,7 +12,7 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any
 
-from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Keys, Purpose, client
+from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, AwsClient, Keys, Purpose, client
 from sm_locust.invocation import MODEL_WAIT_HEADER, Invocation, InvocationError
 from sm_locust.transport.contract import (
     AsyncResult,
@@ -69,7 +69,7 @@ class Boto3SageMakerClient(SageMakerClient):
 
     transport = "boto3"
 
-    def __init__(self, environment: Any, endpoint_name: str, *, boto3_client: Any = None, **contract: Any):
+    def __init__(self, environment: Any, endpoint_name: str, *, boto3_client: AwsClient = None, **contract: Any):
         super().__init__(environment, endpoint_name, **contract)
         self.runtime = boto3_client or make_boto3_client(**vars(self.settings))
 

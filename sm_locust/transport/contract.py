@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import (
@@ -30,6 +30,9 @@ from sm_locust.invocation import (
 )
 from sm_locust.llm.tokens import LINE_TOO_LONG
 from sm_locust.transport.inflight import StoppedRequests
+
+if TYPE_CHECKING:
+    from locust.env import Environment
 
 DEFAULT_POOL_SIZE = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -312,7 +315,7 @@ class SageMakerClient(ABC):
 
     def __init__(
         self,
-        environment: Any,
+        environment: Environment,
         endpoint_name: str,
         *,
         region: str | None = None,
@@ -381,7 +384,7 @@ class SageMakerClient(ABC):
         `started` is the `time.perf_counter()` time the response time counts from (default: now);
         open-loop senders pass the intended send time, so a late send is not hidden.
         """
-        ctx: dict[str, Any] = {"endpoint": self.endpoint_name, "variant": None, "target": invocation.target}
+        ctx: dict[str, object] = {"endpoint": self.endpoint_name, "variant": None, "target": invocation.target}
         if context:
             ctx.update(context)
         request = Measurement(self.request_event, INVOKE_ENDPOINT, name or invocation.request_name(self.endpoint_name),

@@ -73,7 +73,7 @@ def _json_body(body: bytes) -> dict:
     return parsed if isinstance(parsed, dict) else {"message": text}
 
 
-def _strip_code(code: Any) -> Any:
+def _strip_code(code: object) -> Any:
     if isinstance(code, str):
         return code.split(":", 1)[0].rsplit("#", 1)[-1]
     return code
@@ -92,7 +92,7 @@ def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: by
         return {"Error": {"Code": str(status), "Message": _REASONS.get(status, "")}}
     parsed = _json_body(body or b"")
     message = parsed.get("message", parsed.get("Message", ""))
-    error: dict[str, Any] = {"Message": message, "Code": ""}
+    error: dict[str, object] = {"Message": message, "Code": ""}
     code = parsed.get("__type", str(status))
     if code is not None:
         code = _strip_code(str(code))
@@ -109,7 +109,7 @@ def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: by
         error["Code"] = _strip_code(error_type)
     elif "code" in parsed or "Code" in parsed:
         error["Code"] = _strip_code(parsed.get("code", parsed.get("Code", "")))
-    result: dict[str, Any] = {"Error": error}
+    result: dict[str, object] = {"Error": error}
     if error["Code"] == MODEL_ERROR:
         # Endpoint._add_modeled_error_fields: the error shape's members, from the body
         for name, kind in MODEL_ERROR_FIELDS.items():
@@ -143,7 +143,7 @@ def error_from_response(
     return error_from_parsed(parse_error_response(status, headers, body), status)
 
 
-def error_from_client_error(exc: Any) -> InvocationError:
+def error_from_client_error(exc: object) -> InvocationError:
     """`InvocationError` for a botocore `ClientError`: the boto3 path's twin of the above."""
     response = getattr(exc, "response", None) or {}
     return error_from_parsed(response)
@@ -207,7 +207,7 @@ STREAM_EXCEPTION_MEMBERS = {
 }
 
 
-def error_from_stream_message(headers: Mapping[str, Any], payload: bytes) -> InvocationError:
+def error_from_stream_message(headers: Mapping[str, object], payload: bytes) -> InvocationError:
     """InvocationError for an `exception` / `error` event-stream message, as botocore names it.
 
     botocore (`BaseEventStreamParser._do_error_parse`): a modeled exception is named by

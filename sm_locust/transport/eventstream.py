@@ -12,7 +12,6 @@ import json
 import struct
 from binascii import crc32
 from collections.abc import Mapping
-from typing import Any
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 PAYLOAD_PART = "PayloadPart"
@@ -29,7 +28,7 @@ MIN_FRAME = 16  # prelude (12) + message CRC (4)
 MAX_FRAME = MIN_FRAME + MAX_HEADERS + MAX_PAYLOAD  # the largest frame botocore reads; a longer claim is refused
 
 
-def _encode_header(name: str, value: Any) -> bytes:
+def _encode_header(name: str, value: object) -> bytes:
     raw_name = name.encode("utf-8")
     if len(raw_name) > 255:
         raise ValueError(f"event-stream header name longer than 255 bytes: {name!r}")
@@ -50,7 +49,7 @@ def _encode_header(name: str, value: Any) -> bytes:
     raise TypeError(f"event-stream header {name!r}: unsupported value type {type(value).__name__}")
 
 
-def encode_message(headers: Mapping[str, Any], payload: bytes = b"") -> bytes:
+def encode_message(headers: Mapping[str, object], payload: bytes = b"") -> bytes:
     """One event-stream message with the given headers (str, bytes, int, bool) and payload."""
     raw_headers = b"".join(_encode_header(k, v) for k, v in headers.items())
     if len(raw_headers) > MAX_HEADERS:

@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from sm_locust.aws.clients import chain_credentials, runtime_region
@@ -41,6 +41,9 @@ from sm_locust.transport.contract import (
 )
 from sm_locust.transport.errors import error_from_response, error_from_stream_message, network_error
 from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, SigningTemplate, create_signer
+
+if TYPE_CHECKING:
+    from locust.env import Environment
 
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
@@ -95,7 +98,7 @@ class FastSageMakerClient(SageMakerClient):
 
     def __init__(
         self,
-        environment: Any,
+        environment: Environment,
         endpoint_name: str,
         *,
         signer: str | BaseSigner = DEFAULT_SIGNER,

@@ -12,9 +12,8 @@ The names are those of the `sm_locust.transport.TRANSPORTS` registry (`fast`, th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import AwsClient, Purpose
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
@@ -83,7 +82,7 @@ def check_async_result(options: Options) -> None:
         raise UsageError(f"--async-result {mode} needs --async-input-location s3://bucket/key (the input object)")
 
 
-def async_waiter(client: Any, options: Options) -> ResultWaiter | NotificationWaiter | None:
+def async_waiter(client: AwsClient, options: Options) -> ResultWaiter | NotificationWaiter | None:
     """The waiter `--async-result s3` (HeadObject polls) or `sqs:QUEUE_URL` (notifications) gives
     `client`'s async calls (one per client, its AWS clients from the factory), or None (`none`: the
     acceptance is timed)."""
@@ -111,7 +110,7 @@ def async_waiter(client: Any, options: Options) -> ResultWaiter | NotificationWa
     return waiter
 
 
-def operation(client: Any, options: Options) -> Callable:
+def operation(client: AwsClient, options: Options) -> Callable:
     """The client method the default locustfile calls per invocation, from the parsed options:
     `invoke_stream` with `--stream` (it wins over `--async-input-location`), `invoke_async` with
     `--async-input-location`, else `invoke`."""

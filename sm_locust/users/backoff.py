@@ -22,7 +22,6 @@ reported to the master with Locust's worker reports; the recorder writes them in
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 from gevent import getcurrent
 
@@ -41,7 +40,7 @@ CONNECTION_ERRORS = frozenset((
 ))
 
 
-def connection_error_code(exception: Any) -> str | None:
+def connection_error_code(exception: object) -> str | None:
     """The code of a failure to reach the endpoint, None for anything else (an answer, a read timeout)."""
     if exception is None:
         return None

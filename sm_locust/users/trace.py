@@ -106,7 +106,7 @@ class TraceReplay:
                 "late_after_ms": SEND_LATE_TOLERANCE_S * 1000, "send_lag_ms": lateness(self.lags_s)}
 
 
-def replay_of(environment: Any) -> TraceReplay | None:
+def replay_of(environment: object) -> TraceReplay | None:
     return getattr(environment, ATTRIBUTE, None)
 
 
@@ -143,7 +143,7 @@ class TraceReplayUser(SageMakerUser):
         """Nothing to do: the replay sends."""
 
 
-def _forget(environment: Any, replay: TraceReplay) -> None:
+def _forget(environment: object, replay: TraceReplay) -> None:
     replay.stop()
     if replay_of(environment) is replay:
         setattr(environment, ATTRIBUTE, None)

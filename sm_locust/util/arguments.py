@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Any
 
 
-def _got(value: Any) -> str:
+def _got(value: object) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
-def require_path(name: str, value: Any, *, optional: bool = True) -> None:
+def require_path(name: str, value: object, *, optional: bool = True) -> None:
     """`value` is a path (str or os.PathLike, not bytes), or None when `optional`."""
     if value is None and optional:
         return
@@ -25,7 +24,7 @@ def require_path(name: str, value: Any, *, optional: bool = True) -> None:
         raise TypeError(f"{name}= must be a path (a str or a pathlib.Path), got {_got(value)}")
 
 
-def require_bool(name: str, value: Any, *, optional: bool = False) -> None:
+def require_bool(name: str, value: object, *, optional: bool = False) -> None:
     """`value` is True or False (None too when `optional`): a string such as 'no' would read as true."""
     if value is None and optional:
         return
@@ -33,7 +32,7 @@ def require_bool(name: str, value: Any, *, optional: bool = False) -> None:
         raise TypeError(f"{name}= must be True or False{' (or None)' if optional else ''}, got {_got(value)}")
 
 
-def require_kind(name: str, value: Any, annotation: str) -> None:
+def require_kind(name: str, value: object, annotation: str) -> None:
     """`value` fits a dataclass field's annotation text (`int`, `float`, `str`, `bool`, each `| None`);
     any other annotation is not checked here."""
     parts = {p.strip() for p in str(annotation).split("|")}

@@ -18,7 +18,7 @@ from typing import Any
 MISSING = "n/a"
 
 
-def is_missing(value: Any) -> bool:
+def is_missing(value: object) -> bool:
     """True for None and for a number that is not finite (NaN, +-inf): a figure with nothing to print."""
     if value is None:
         return True
@@ -27,7 +27,7 @@ def is_missing(value: Any) -> bool:
     return False
 
 
-def number(value: Any, digits: int = 1, unit: str = "") -> str:
+def number(value: object, digits: int = 1, unit: str = "") -> str:
     """A figure for a table or a sentence: integers as they are, other numbers with `digits`
     decimals, both with thousands separators; booleans as yes/no; text unchanged.
 
@@ -59,7 +59,7 @@ def percent(fraction: Any, digits: int = 1, *, unit: str = " %", trim: bool = Fa
     return (_trimmed(text) if trim else text) + unit
 
 
-def compact(value: Any, unit: str = "") -> str:
+def compact(value: object, unit: str = "") -> str:
     """A value as the user wrote it, no padding: 250.0 -> '250', 0.125 -> '0.125' (thresholds, baselines)."""
     if is_missing(value):
         return MISSING
@@ -106,7 +106,7 @@ def load_words(users: float | None, rate: float | None) -> str:
     return f"{users} user{'s' if users != 1 else ''}"
 
 
-def _bounds(interval: Any) -> tuple[float, float] | None:
+def _bounds(interval: object) -> tuple[float, float] | None:
     """(low, high) of an interval given as `[low, high]` (summary.json) or an object with `low` /
     `high` (`plateau.uncertainty.Interval`); None when it is missing or not finite."""
     if interval is None:
@@ -175,7 +175,7 @@ def signed_percent(fraction: Any, digits: int = 0) -> str:
     return "+" + text[1:] if float(text) == 0 else text  # never '-0'
 
 
-def change(fraction: Any, low: Any = None, high: Any = None, digits: int = 0) -> str:
+def change(fraction: object, low: object = None, high: object = None, digits: int = 0) -> str:
     """A relative change and, when known, its interval: '+12 % [+7, +18]'; '+12 %' without one."""
     if is_missing(fraction):
         return MISSING

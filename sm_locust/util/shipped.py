@@ -19,7 +19,7 @@ class WorkerShipped:
     REPORT_KEY: ClassVar[str]  # the key of its delta in Locust's worker report
 
     @classmethod
-    def for_environment(cls, environment: Any) -> Self:
+    def for_environment(cls, environment: object) -> Self:
         """This environment's instance, made and attached on first use."""
         state = getattr(environment, cls.ATTRIBUTE, None)
         if state is None:
@@ -37,7 +37,7 @@ class WorkerShipped:
         self.listen(environment)
 
     # -- what a subclass says ---------------------------------------------------------------------
-    def listen(self, environment: Any) -> None:
+    def listen(self, environment: object) -> None:
         """Further listeners a subclass registers (e.g. on `request`)."""
 
     def reset(self) -> None:  # pragma: no cover - each subclass defines it
@@ -53,15 +53,15 @@ class WorkerShipped:
         raise NotImplementedError
 
     # -- Locust's events ---------------------------------------------------------------------------
-    def _on_test_start(self, **_kw: Any) -> None:
+    def _on_test_start(self, **_kw: object) -> None:
         self.reset()
 
-    def _on_report_to_master(self, client_id: str, data: dict, **_kw: Any) -> None:
+    def _on_report_to_master(self, client_id: str, data: dict, **_kw: object) -> None:
         delta = self.take_delta()
         if delta is not None:
             data[self.REPORT_KEY] = delta
 
-    def _on_worker_report(self, client_id: str, data: dict, **_kw: Any) -> None:
+    def _on_worker_report(self, client_id: str, data: dict, **_kw: object) -> None:
         delta = data.get(self.REPORT_KEY)
         if delta is not None:
             self.merge_delta(delta, client_id)

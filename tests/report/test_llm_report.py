@@ -29,11 +29,11 @@ def test_dollars_per_million_output_tokens():
 
 def test_token_figures_at_the_sustainable_point():
     view = llm_view(SUMMARY, {"users": 4})
-    assert view.point["output_tokens_per_s"] == 150.0 and view.where == "the step at 4 users"
-    assert [s["users"] for s in view.steps] == [2, 4]
+    assert view.point.output_tokens_per_s == 150.0 and view.where == "the step at 4 users"
+    assert [s.users for s in view.steps] == [2, 4]
     assert llm_view(SUMMARY, {"users": 16}).where == "the whole run"
     plateau = {**SUMMARY, "plateau": {"users": 4, "llm": {"output_tokens_per_s": 140.0}}}
-    assert llm_view(plateau, {"users": 4}).point["output_tokens_per_s"] == 140.0
+    assert llm_view(plateau, {"users": 4}).point.output_tokens_per_s == 140.0
     cost = token_cost({"price_per_hour_usd": 3.6, "instance_count": 2}, view)
     assert cost["usd_per_million_output_tokens"] == pytest.approx(3.6 * 2 / (150.0 * 3600) * 1e6)
     assert "usd_per_million_output_tokens" not in token_cost({"price_per_hour_usd": None}, view)

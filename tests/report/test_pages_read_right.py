@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from sm_locust.record.model import Autoscaling
+from sm_locust.record.model import Autoscaling, Llm
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, phase_steps
-from sm_locust.report.llm import LlmView
+from sm_locust.report.llm import LlmStep, LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
 from sm_locust.report.render import ReportModel, figures, headline_rows, steps_table
 from sm_locust.report.targets import TargetView
@@ -89,7 +89,8 @@ def test_a_constant_load_has_no_knee_and_says_so():
 def test_an_llm_run_leads_with_tokens_and_draws_ttft_and_itl_with_their_slos():
     steps = [{"users": u, "output_tokens_per_s": 40.0 * u, "ttft_p50_ms": 100.0 * u, "ttft_p95_ms": 150.0 * u,
               "itl_p50_ms": 20.0 + u, "itl_p95_ms": 30.0 + u} for u in (1, 4, 2)]
-    view = LlmView(run={"output_tokens_per_s": 100.0}, steps=steps, point=steps[1], where="the plateau's step")
+    held = tuple(LlmStep(s["users"], Llm.make(**{k: v for k, v in s.items() if k != "users"})) for s in steps)
+    view = LlmView(run=Llm.make(output_tokens_per_s=100.0), steps=held, point=held[1].llm, where="the plateau's step")
     slos = {"ttft_slo_ms": 1000.0, "itl_slo_ms": 60.0, "slo_percentile": 95.0}
     m = model(steps_frame([1, 4, 2], [1.0, 3.0, 2.0], [900.0, 1500.0, 1100.0]), {"users": 4, "step": 2, "rps": 3.0},
               llm=view, slos=slos, cost={"price_per_hour_usd": 1.212, "instance_count": 1})

@@ -26,7 +26,7 @@ NOT_WITH_A_FLEET = ("max_batch_size", "max_batch_delay_ms", "batch_item_cost", "
                     "inference_components", "fleet")
 
 
-def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_settings(settings: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the autoscaling.* settings without the prefix, the rest: one instance's endpoint settings)."""
     own = {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
     rest = {k: v for k, v in settings.items() if not k.startswith(PREFIX)}
@@ -39,7 +39,7 @@ class LocalFleetDeployer(LocalDeployer):
     def known_keys(self) -> list[str]:
         return [k for k in super().known_keys() if k not in NOT_WITH_A_FLEET] + [f"{PREFIX}{k}" for k in SECTION_KEYS]
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         super().check(settings, where)
         if not settings.get("max_concurrency"):
             raise UsageError(f"{where('max_concurrency')}: missing: give each instance's concurrency slots "
@@ -58,7 +58,7 @@ class LocalFleetDeployer(LocalDeployer):
             fleet["time_scale"] = float(own["time_scale"])
         return replace(config, fleet=FleetConfig(**fleet))
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         config = self.config(settings)
         fleet = config.fleet.describe(config.service_time_ms, config.max_concurrency)
         return f"{super().describe(settings)} ({fleet})"

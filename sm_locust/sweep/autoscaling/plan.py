@@ -55,7 +55,7 @@ class AutoscalingLoadPlan(LoadPlan):
         return float(settings.get(f"{PREFIX}time_scale") or 1.0)
 
     def scaling_run_options(self, endpoint_name: str, endpoint_url: str, region: str | None,
-                            settings: Mapping[str, Any]) -> Options:
+                            settings: Mapping[str, object]) -> Options:
         """The run's options for one configuration: the traffic, its time scale, the token rate."""
         scale = self.time_scale(settings)
         rate = self.options.rate_per_user if self.options.rate_per_user is not None else self.traffic.token_rate()

@@ -29,7 +29,7 @@ COLUMNS = ("reaction_s", "ready_s", "model_reaction_s", "model_ready_s", "peak_i
            "meets_objective", "lost_because", "client_bound", "run_dir", "deploy_s", "test_s", "wall_s")
 
 
-def bracket(interval: Any) -> str:
+def bracket(interval: object) -> str:
     """' [171, 181]' for a 95 % interval (or a resolution bound), '' without one."""
     if not isinstance(interval, (list, tuple)) or len(interval) != 2 or None in interval:
         return ""
@@ -45,27 +45,28 @@ def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
         status = row.status.upper() if row.status == "inconclusive" else row.status  # said loudly
         return f"{head}{status}: {row.reason}{took}"
     f = row.figures or AutoscalingFigures()
-    events = f.get("scale_events") or []
+    scaling = f.scaling
+    events = scaling.scale_events
     parts = []
     for e in events[:3]:
-        text = f"{e['direction']} {e['from']} -> {e['to']}"
-        if e.get("reaction_s") is not None:
-            text += f" after {e['reaction_s']:.0f} s{bracket(e.get('reaction_s_ci95'))}"
-        if e.get("ready_s") is not None:
-            text += f" (serving {e['ready_s']:.0f} s)"
+        text = f"{e.direction} {e.from_} -> {e.to}"
+        if e.reaction_s is not None:
+            text += f" after {e.reaction_s:.0f} s{bracket(e.reaction_s_ci95)}"
+        if e.ready_s is not None:
+            text += f" (serving {e.ready_s:.0f} s)"
         parts.append(text)
     if len(events) > 3:
         parts.append(f"{len(events) - 3} more scale events")
     if not events:
         parts.append("no scaling")
-    if f.get("peak_instances") is not None:
-        parts.append(f"peak {f.get('peak_instances')}")
-    if f.get("instance_hours") is not None:
-        cost = f" (${f.get('cost_usd'):.2f})" if f.get("cost_usd") is not None else ""
-        parts.append(f"{f.get('instance_hours'):.2f} instance-hours{cost}")
-    if f.get("slo_breach_s") is not None:
-        parts.append(f"{f.get('slo_breach_s'):.0f} s{bracket(f.get('breach_s_ci95'))} over the SLO")
-    parts.append(f"{f.get('flaps') or 0} flaps")
+    if scaling.peak_instances is not None:
+        parts.append(f"peak {scaling.peak_instances}")
+    if scaling.instance_hours is not None:
+        cost = f" (${scaling.cost_usd:.2f})" if scaling.cost_usd is not None else ""
+        parts.append(f"{scaling.instance_hours:.2f} instance-hours{cost}")
+    if scaling.slo_breach_s is not None:
+        parts.append(f"{scaling.slo_breach_s:.0f} s{bracket(scaling.breach_s_ci95)} over the SLO")
+    parts.append(f"{scaling.flaps or 0} flaps")
     text = head + ", ".join(parts)
     if row.resumed:
         text += " (measured before: run folder complete)"
@@ -84,7 +85,7 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
     return header, rows
 
 
-def write_csv(path: Path, document: dict[str, Any]) -> None:
+def write_csv(path: Path, document: dict[str, object]) -> None:
     write_rows(path, *csv_rows(document))
 
 
@@ -100,7 +101,7 @@ def table(document: dict[str, Any]) -> str:
                ("throttled", "throttled", 0),
                ("flaps", "flaps", 0), ("why not", "lost_because", 0)]
 
-    def derived(c: dict[str, Any]) -> dict[str, Any]:
+    def derived(c: dict[str, Any]) -> dict[str, object]:
         out = {k: (c.get("policy") or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
         breach, reaction = c.get("slo_breach_s"), c.get("reaction_s")
         out["breach_text"] = None if breach is None else f"{breach:.0f}{bracket(c.get('breach_s_ci95'))}"
@@ -223,5 +224,5 @@ def render_html(document: dict[str, Any], folder: Path | None = None) -> str:
     ])
 
 
-def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+def write_all(out_dir: Path, document: dict[str, object], html_too: bool = True) -> dict[str, Path]:
     return write_files(out_dir, document, write_csv, lambda d: render_html(d, out_dir), html_too)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.record.model import Autoscaling, ScaleEvent
 from sm_locust.sweep.rows import Row
 
 FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "slo_breach_s", "breach_s_ci95",
@@ -20,36 +21,37 @@ FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "
                "duration_s")
 
 
+ModelEvent = dict[str, float | int | str | None]  # a model scale event (scaling.simulate) as sweep.json holds it
+
+
 @dataclass(kw_only=True)
 class AutoscalingFigures:
-    scaling: dict[str, Any] = field(default_factory=dict)  # summary.json `autoscaling` (FIGURE_KEYS and more)
+    scaling: Autoscaling = field(default_factory=Autoscaling)  # summary.json `autoscaling` (FIGURE_KEYS and more)
     requests: int | None = None
     failures: int | None = None
     latency_ms: float | None = None  # the objective's percentile over the whole run
-    model_events: list[dict[str, Any]] | None = None  # local: the model's scale events for this traffic
-    emulator_instances: list[dict[str, Any]] | None = None  # local: the emulator's own log, in run seconds
-
-    def get(self, key: str) -> Any:
-        return self.scaling.get(key)
+    model_events: list[ModelEvent] | None = None  # local: the model's scale events for this traffic
+    emulator_instances: list[dict[str, float | int]] | None = None  # local: the emulator's own log, in run seconds
 
     @property
-    def first_out(self) -> dict[str, Any] | None:
-        return next((e for e in self.scaling.get("scale_events") or [] if e.get("direction") == "out"), None)
+    def first_out(self) -> ScaleEvent | None:
+        return next((e for e in self.scaling.scale_events if e.direction == "out"), None)
 
     @property
     def reaction_s(self) -> float | None:
-        return (self.first_out or {}).get("reaction_s")
+        return None if self.first_out is None else self.first_out.reaction_s
 
     @property
     def ready_s(self) -> float | None:
-        return (self.first_out or {}).get("ready_s")
+        return None if self.first_out is None else self.first_out.ready_s
 
     @property
     def reaction_s_ci95(self) -> list[float] | None:
-        return (self.first_out or {}).get("reaction_s_ci95")
+        interval = None if self.first_out is None else self.first_out.reaction_s_ci95
+        return None if interval is None else list(interval)
 
     @property
-    def model_out(self) -> dict[str, Any] | None:
+    def model_out(self) -> ModelEvent | None:
         return next((e for e in self.model_events or [] if e.get("direction") == "out"), None)
 
     @property
@@ -57,10 +59,11 @@ class AutoscalingFigures:
         """Failed and throttled requests over all of them."""
         if not self.requests:
             return None
-        return ((self.scaling.get("failed") or 0) + (self.scaling.get("throttled") or 0)) / self.requests
+        return ((self.scaling.failed or 0) + (self.scaling.throttled or 0)) / self.requests
 
-    def as_dict(self) -> dict[str, Any]:
-        out = {key: self.scaling.get(key) for key in FIGURE_KEYS}
+    def as_dict(self) -> dict[str, object]:
+        written = self.scaling.to_json()
+        out = {key: written.get(key) for key in FIGURE_KEYS}
         out.update({
             "reaction_s": self.reaction_s, "reaction_s_ci95": self.reaction_s_ci95, "ready_s": self.ready_s,
             "model_reaction_s": (self.model_out or {}).get("reaction_s"),
@@ -90,5 +93,5 @@ class AutoscalingRow(Row):
         if self.teardown is not None and self.teardown.cost_usd is not None:
             out["deployment_cost_usd"] = self.teardown.cost_usd
         if self.figures is not None:
-            out["cost_usd"] = self.figures.get("cost_usd")
+            out["cost_usd"] = self.figures.scaling.cost_usd
         return out

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import SmLocustError, UsageError
 from sm_locust.scaling.aws import (
     JOURNAL_DIR,
@@ -53,7 +54,7 @@ EXISTING_APPLY_S = 60.0  # plan estimate on an existing endpoint: the calls, and
 EXISTING_RESTORE_S = 30.0
 
 
-def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_settings(settings: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the autoscaling.* settings without the prefix, the rest: the endpoint's)."""
     own = {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
     rest = {k: v for k, v in settings.items() if not k.startswith(PREFIX)}
@@ -63,7 +64,7 @@ def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
 class SageMakerScalingDeployer(SageMakerDeployer):
     """A configuration's policy on a SageMaker variant (an existing endpoint's, or one deployed for it)."""
 
-    def __init__(self, client=None, *, plan: Any = None, aas=None, **kwargs):
+    def __init__(self, client=None, *, plan: object = None, aas=None, **kwargs):
         super().__init__(client, **kwargs)
         self.plan = plan
         self._aas = aas
@@ -87,7 +88,7 @@ class SageMakerScalingDeployer(SageMakerDeployer):
     def known_keys(self) -> list[str]:
         return [k for k in SAGEMAKER_KEYS if k != "instance_count"] + [EXISTING] + [f"{PREFIX}{k}" for k in POLICY_KEYS]
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         _own, rest = split_settings(settings)
         if "instance_count" in rest:
             raise UsageError(f"{where('instance_count')}: an autoscaling sweep starts every configuration at "
@@ -113,7 +114,7 @@ class SageMakerScalingDeployer(SageMakerDeployer):
         values = {k: v for k, v in rest.items() if k != EXISTING}
         super().check({"model_name": name, "instance_type": "-", **values}, where)
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         _own, rest = split_settings(settings)
         policy = policy_of(settings)
         if rest.get(EXISTING):
@@ -177,7 +178,7 @@ class SageMakerScalingDeployer(SageMakerDeployer):
             deployment.info.update(endpoint_name=deployment.endpoint_name,
                                    variant_name=self.variant(deployment).variant, existing=True)
 
-    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+    def creation_needs(self, configurations: list[Mapping[str, object]], max_parallel: int) -> list[Need]:
         """Before anything is created (`precheck.py`): a deployed endpoint may scale to `max_instances`, so
         that is what its instance type's quota must hold; an existing endpoint creates nothing."""
         deployed = []
@@ -224,8 +225,9 @@ class SageMakerScalingDeployer(SageMakerDeployer):
         return left + super().teardown(deployment, progress)
 
 
-def cleanup(sweep_id: str, *, deploy: str, region: str | None = None, profile: str | None = None, client: Any = None,
-            out_dir: Path, progress: Progress, aas: Any = None) -> tuple[list[str], list[str]]:
+def cleanup(sweep_id: str, *, deploy: str, region: str | None = None, profile: str | None = None,
+            client: AwsClient = None, out_dir: Path, progress: Progress,
+            aas: AwsClient = None) -> tuple[list[str], list[str]]:
     """`sm-locust sweep --cleanup ID` for an autoscaling sweep: (done, left)."""
     if deploy != "sagemaker":
         return create_deployer(deploy).cleanup(sweep_id, progress)

@@ -56,12 +56,12 @@ class AutoscalingSpec:
         return {k: section[k] for k in SECTION_KEYS if k in section}
 
 
-def own_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+def own_settings(settings: Mapping[str, object]) -> dict[str, Any]:
     """The `autoscaling.*` settings of a configuration, without the prefix."""
     return {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
 
 
-def policy_of(settings: Mapping[str, Any]) -> ScalingPolicy:
+def policy_of(settings: Mapping[str, object]) -> ScalingPolicy:
     """The target-tracking policy a configuration tests (its `autoscaling.*` settings)."""
     own = own_settings(settings)
     policy = {k: own[k] for k in POLICY_KEYS if k in own}
@@ -70,7 +70,7 @@ def policy_of(settings: Mapping[str, Any]) -> ScalingPolicy:
     return ScalingPolicy(**policy).check()
 
 
-def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
+def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> AutoscalingSpec:
     """The autoscaling keys of a sweep file that has an `autoscaling:` section, checked (`schema.py` calls
     it; the shared keys it refuses, `REFUSED`, are checked before)."""
@@ -92,7 +92,7 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
         if key not in section:
             continue
         path = f"{SECTION}.{key}"
-        checked: list[Any] = []
+        checked: list[object] = []
         for value in check.values(path, section[key]):
             if key in ("min_instances", "max_instances"):
                 checked.append(check.integer(path, value, minimum=1, maximum=MAX_INSTANCES))

@@ -27,7 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, percentile_key
+from sm_locust.aws.clients import AwsClient
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Summary
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample, RunClock
@@ -92,15 +93,16 @@ class AutoscalingSweep(Sweep):
 
     def measure_row(self, index: int, run_dir: Path, row: Row) -> None:
         assert isinstance(row, AutoscalingRow)
-        summary = load_json((run_dir / "summary.json").read_text())
-        scaling = summary.get("autoscaling")
-        if not isinstance(scaling, dict):
+        summary = Summary.of(load_json((run_dir / "summary.json").read_text()))
+        scaling = summary.autoscaling
+        if scaling is None:
             raise KeyError("summary.json has no autoscaling figures (the instance counts were not watched)")
-        totals = summary.get("totals") or {}
+        totals = summary.totals
         pct = self.spec.objective.percentile  # totals record p50, p95, p99
-        key = percentile_key(pct if pct in (50.0, 95.0, 99.0) else DEFAULT_SLO_PERCENTILE)
-        figures = AutoscalingFigures(scaling=scaling, requests=totals.get("requests"), failures=totals.get("failures"),
-                                     latency_ms=totals.get(key))
+        figures = AutoscalingFigures(scaling=scaling, requests=totals.requests if totals.has("requests") else None,
+                                     failures=totals.failures if totals.has("failures") else None,
+                                     latency_ms=totals.percentile(pct if pct in (50.0, 95.0, 99.0)
+                                                                  else DEFAULT_SLO_PERCENTILE))
         settings = self.configuration(index).settings
         if self.spec.deploy == "local":
             policy = policy_of(settings)
@@ -120,10 +122,11 @@ class AutoscalingSweep(Sweep):
     def candidate(self, row: AutoscalingRow) -> ScalingCandidate:
         f = row.figures or AutoscalingFigures()
         return ScalingCandidate(
-            index=row.index, label=row.label, status=row.status, reason=row.reason, cost_usd=f.get("cost_usd"),
-            instance_hours=f.get("instance_hours"), peak_instances=f.get("peak_instances"),
-            slo_breach_s=f.get("slo_breach_s"), breach_cause=breach_cause(f.scaling) if f.scaling else None,
-            error_rate=f.error_rate, flaps=f.get("flaps") or 0, reaction_s=f.reaction_s, ready_s=f.ready_s)
+            index=row.index, label=row.label, status=row.status, reason=row.reason, cost_usd=f.scaling.cost_usd,
+            instance_hours=f.scaling.instance_hours, peak_instances=f.scaling.peak_instances,
+            slo_breach_s=f.scaling.slo_breach_s,
+            breach_cause=breach_cause(f.scaling.to_json()) if f.scaling.keys else None,
+            error_rate=f.error_rate, flaps=f.scaling.flaps or 0, reaction_s=f.reaction_s, ready_s=f.ready_s)
 
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         ordered = self.ordered_rows(rows)
@@ -144,17 +147,17 @@ class AutoscalingSweep(Sweep):
         return render.write_all(self.out_dir, document, html_too)
 
 
-def emulator_instances(run_dir: Path, summary: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+def emulator_instances(run_dir: Path, summary: Summary) -> list[dict[str, float | int]] | None:
     """The emulator's own log of instance counts (fleet_log.json), moved to the run's seconds: its
     emulated second 0 is the endpoint's start, the run's is summary.json's started_at."""
     path = run_dir / FLEET_LOG
-    if not path.exists() or not summary.get("started_at"):
+    if not path.exists() or not summary.started_at:
         return None
 
     log = load_json(path.read_text())
-    started = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
+    started = datetime.fromisoformat(summary.started_at.replace("Z", "+00:00")).timestamp()
     offset = RunClock(started, float(log.get("time_scale") or 1.0)).run_s(float(log["started_at"]))
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, float | int]] = []
     for item in log.get("instances") or []:
         sample = InstanceSample.from_dict(item)
         t_s = sample.t_s + offset
@@ -165,7 +168,7 @@ def emulator_instances(run_dir: Path, summary: Mapping[str, Any]) -> list[dict[s
     return out
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: AwsClient = None,
          poll_s: float | None = None) -> AutoscalingSweep:
     """An autoscaling sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     assert isinstance(spec.section, AutoscalingSpec)

@@ -13,6 +13,7 @@ import importlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
@@ -42,7 +43,7 @@ class Deployment:
     index: int
     key: str
     settings: dict[str, Any]
-    run_dir: Any  # Path: logs and samples of the deployment go there
+    run_dir: Path  # logs and samples of the deployment go there
     endpoint_name: str = ""
     endpoint_url: str = ""  # empty: the usual boto3 runtime endpoint (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME works)
     region: str | None = None
@@ -70,11 +71,11 @@ class Deployer:
         """What running `count` configurations does, for the confirmation question (`--yes`)."""
         return f"create {count} {self.name} endpoint{'s' if count != 1 else ''}"
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         """UsageError for an unknown or impossible setting; `where(key)` gives the key's path."""
         raise NotImplementedError
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         raise NotImplementedError
 
     def prepare(self, deployment: Deployment, sweep_id: str) -> None:

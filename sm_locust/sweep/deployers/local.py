@@ -172,14 +172,14 @@ class LocalDeployer(Deployer):
             raise UsageError(f"{where('')}: {exc}") from None
 
     @staticmethod
-    def config(settings: Mapping[str, Any]) -> EndpointConfig:
+    def config(settings: Mapping[str, object]) -> EndpointConfig:
         kwargs = endpoint_kwargs(settings)
         for key, value in kwargs.items():
             if key in INTEGER_KEYS and value is not None:
                 kwargs[key] = int(value)
         return EndpointConfig(port=0, **kwargs)
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         command = LocalEndpoint(self.config(settings)).command()
         flags = command[command.index("--port") + 2:]  # after python -m sm_locust serve --host H --port P
         return "sm-locust serve " + shlex.join(flags)  # quoted: --model-inputs holds `;`

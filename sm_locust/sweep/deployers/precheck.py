@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sm_locust.aws.clients import Purpose, chain_credentials, client
+from sm_locust.aws.clients import AwsClient, Purpose, chain_credentials, client
 from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
 
@@ -119,7 +119,7 @@ def _message(exc: Exception) -> str:
     return (aws_error(exc) or ("", str(exc)))[1]
 
 
-def _list_quotas(quotas: Any) -> dict[str, float]:
+def _list_quotas(quotas: AwsClient) -> dict[str, float]:
     """Quota name -> value for the service: the applied values, and the defaults of the quotas the
     applied list leaves out (ListServiceQuotas omits quotas whose applied value is not available)."""
     values: dict[str, float] = {}
@@ -132,7 +132,7 @@ def _list_quotas(quotas: Any) -> dict[str, float]:
 
 
 def check_before_creating(needs: Sequence[Need], *, region: str | None = None, profile: str | None = None,
-                          sagemaker: Any = None, quotas: Any = None) -> Precheck:
+                          sagemaker: AwsClient = None, quotas: AwsClient = None) -> Precheck:
     """Credentials and region, each model, each instance type, each quota, before anything is created.
 
     `sagemaker` / `quotas`: boto3 clients (default: the AWS client factory's, sm_locust.aws.clients);

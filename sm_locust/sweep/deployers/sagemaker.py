@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sm_locust.aws.clients import Purpose
+from sm_locust.aws.clients import AwsClient, Purpose
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.aws.region import NO_REGION, region_for
 from sm_locust.errors import UsageError, aws_error
@@ -54,7 +54,7 @@ def _stamp(now: float) -> str:
     return out[-6:]
 
 
-def environment_of(settings: Mapping[str, Any]) -> dict[str, str]:
+def environment_of(settings: Mapping[str, object]) -> dict[str, str]:
     """`environment.X` settings -> {X: text}; booleans as true/false, 4.0 as 4."""
     env = {}
     for key, value in settings.items():
@@ -75,7 +75,7 @@ class SageMakerDeployer(Deployer):
 
     def __init__(self, client=None, *, region: str | None = None, profile: str | None = None, poll_s: float = 15.0,
                  timeout_s: float = 3600.0, delete_timeout_s: float = 1800.0,
-                 sleep: Callable[[float], None] = time.sleep, quotas_client: Any = None):
+                 sleep: Callable[[float], None] = time.sleep, quotas_client: AwsClient = None):
         self._client = client
         self.quotas_client = quotas_client  # Service Quotas (precheck.py); None: from the same session
         self.region = region
@@ -87,7 +87,7 @@ class SageMakerDeployer(Deployer):
 
     # -- client -----------------------------------------------------------------------------------
     @property
-    def client(self) -> Any:
+    def client(self) -> AwsClient:
         if self._client is None:
             region = region_for(self.region, self.profile)  # the one rule: --region, AWS_REGION, ..., the profile
             if not region:
@@ -96,7 +96,7 @@ class SageMakerDeployer(Deployer):
         return self._client
 
     # -- before creating anything -----------------------------------------------------------------
-    def creation_needs(self, configurations: list[Mapping[str, Any]], max_parallel: int) -> list[Need]:
+    def creation_needs(self, configurations: list[Mapping[str, object]], max_parallel: int) -> list[Need]:
         """What the sweep holds at once per instance type (an autoscaling deployer: up to max_instances)."""
         return needs_for(configurations, max_parallel)
 
@@ -172,7 +172,7 @@ class SageMakerDeployer(Deployer):
         """CreateModel's arguments for a configuration (a clone of model_name, or image + role)."""
         s = deployment.settings
         env = environment_of(s)
-        request: dict[str, Any] = {"ModelName": deployment.resources["model"], "Tags": self._tags(deployment)}
+        request: dict[str, object] = {"ModelName": deployment.resources["model"], "Tags": self._tags(deployment)}
         if s.get("model_name"):
             base = self._call("describe_model", ModelName=s["model_name"])
             containers = [copy.deepcopy(c) for c in base.get("Containers") or []]

@@ -17,7 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.record.model import JsonObject, Step, Summary, Totals
 from sm_locust.sweep.objective import PERCENTILE_KEYS
+
+CurvePoint = dict[str, float | None]  # one load held: users, load, rps, latency_ms, p50/p95/p99_ms, error_rate
 
 
 @dataclass
@@ -45,7 +48,7 @@ class Measurement:
     knee_note: str | None = None  # why the knee is quoted at another step than the search's
     inconclusive: bool = False  # summary.json verdict: the load generator, not the endpoint, decided the answer
     inconclusive_reason: str | None = None
-    curve: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[CurvePoint] = field(default_factory=list)
     requests: int | None = None
     failures: int | None = None
 
@@ -59,136 +62,149 @@ def epoch(iso: str | None) -> float | None:
         return None
 
 
-def _load_of(step: Mapping[str, Any]) -> float:
-    rate = step.get("target_rate")
-    return float(rate) if rate is not None else float(step.get("users") or 0)
+def _load_of(step: Step) -> float:
+    rate = step.target_rate
+    return float(rate) if rate is not None else float(step.users or 0)
 
 
-def curve(steps: Sequence[Mapping[str, Any]], percentile: float) -> list[dict[str, Any]]:
+def curve(steps: Sequence[Step], percentile: float) -> list[CurvePoint]:
     """One point per load held, lowest load first; a load measured twice keeps its last measurement."""
-    key = PERCENTILE_KEYS[percentile]
-    by_load: dict[float, Mapping[str, Any]] = {}
+    by_load: dict[float, Step] = {}
     for step in steps:
         by_load[_load_of(step)] = step
-    points = []
+    points: list[CurvePoint] = []
     for load in sorted(by_load):
         s = by_load[load]
-        points.append({"users": s.get("users"), "load": load, "rps": s.get("rps"), "latency_ms": s.get(key),
-                       "p50_ms": s.get("p50_ms"), "p95_ms": s.get("p95_ms"), "p99_ms": s.get("p99_ms"),
-                       "error_rate": s.get("error_rate")})
+        points.append({"users": s.users, "load": load, "rps": s.rps, "latency_ms": s.percentile(percentile),
+                       "p50_ms": s.p50_ms, "p95_ms": s.p95_ms, "p99_ms": s.p99_ms, "error_rate": s.error_rate})
     return points
 
 
-def _knee_step(steps: Sequence[Mapping[str, Any]], users: Any, rps: float) -> Mapping[str, Any] | None:
-    same = [s for s in steps if s.get("users") == users]
+def _knee_step(steps: Sequence[Step], users: float | None, rps: float) -> Step | None:
+    same = [s for s in steps if s.users == users]
     if not same:
         return None
-    return min(same, key=lambda s: abs((s.get("rps") or 0.0) - rps))
+    return min(same, key=lambda s: abs((s.rps or 0.0) - rps))
 
 
-def _listed(steps: Sequence[Mapping[str, Any]], index: Any) -> Mapping[str, Any] | None:
+def _listed(steps: Sequence[Step], index: int | None) -> Step | None:
     """summary.json's step at `index` (the plateau's `knee_step` / `capacity_step`), or None."""
     if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(steps):
         return steps[index]
     return None
 
 
-def _unstable(step: Mapping[str, Any] | None) -> bool:
+def _unstable(step: Step | None) -> bool:
     """summary.json marks the step unstable (`stable: false`: its sub-windows disagree)."""
-    return step is not None and step.get("stable") is False
+    return step is not None and step.stable is False
 
 
-def _interval(step: Mapping[str, Any] | None, key: str) -> list[float] | None:
-    value = ((step or {}).get("ci95") or {}).get(key)
-    return list(value) if isinstance(value, list) and len(value) == 2 else None
+def _interval(figures: Step | Totals | None, key: str) -> list[float] | None:
+    value = None if figures is None else figures.interval(key)
+    return list(value) if value is not None else None
 
 
-def measure(summary: Mapping[str, Any], percentile: float = DEFAULT_SLO_PERCENTILE,
+def _own(step: Step | None, key: str, value: float | None, plateau: float | None) -> float | None:
+    """The knee step's own figure `key` when its record holds the key (a null included), else the plateau's."""
+    return value if step is not None and step.has(key) else plateau
+
+
+def measure(summary: Summary | JsonObject, percentile: float = DEFAULT_SLO_PERCENTILE,
             max_error_rate: float = 0.01) -> Measurement:
     """The figures of one run (summary.json's content) at its sustainable point."""
+    record = Summary.of(summary)
     key = PERCENTILE_KEYS[percentile]
-    steps = list(summary.get("steps") or [])
-    totals = summary.get("totals") or {}
-    m = Measurement(curve=curve(steps, percentile), requests=totals.get("requests"), failures=totals.get("failures"))
-    verdict = summary.get("verdict") or {}
-    if verdict.get("status") == "inconclusive":
-        m.inconclusive, m.inconclusive_reason = True, verdict.get("reason")
-    plateau = summary.get("plateau")
+    steps = list(record.steps)
+    totals = record.totals
+    m = Measurement(curve=curve(steps, percentile), requests=totals.requests if totals.has("requests") else None,
+                    failures=totals.failures if totals.has("failures") else None)
+    verdict = record.verdict
+    if verdict is not None and verdict.status == "inconclusive":
+        m.inconclusive, m.inconclusive_reason = True, verdict.reason
+    plateau = record.plateau
     if plateau is not None:
-        if not plateau.get("rps"):
+        if not plateau.rps:
             m.basis = "plateau"
-            m.text = plateau.get("text") or ""
-            m.no_capacity_reason = plateau.get("text") or "the search found no acceptable load"
+            m.text = plateau.text or ""
+            m.no_capacity_reason = plateau.text or "the search found no acceptable load"
             return m
-        step = _listed(steps, plateau.get("knee_step")) or _knee_step(steps, plateau.get("users"), plateau["rps"])
-        m.knee_step = plateau.get("knee_step") if _listed(steps, plateau.get("knee_step")) is not None else None
-        capacity = _listed(steps, plateau.get("capacity_step"))
+        knee_rps = plateau.rps
+        step = _listed(steps, plateau.knee_step) or _knee_step(steps, plateau.users, knee_rps)
+        m.knee_step = plateau.knee_step if _listed(steps, plateau.knee_step) is not None else None
+        capacity = _listed(steps, plateau.capacity_step)
         if _unstable(step) and capacity is not None and not _unstable(capacity):
             # an unstable step's figures are noise: the knee is quoted at the capacity step, never above it
-            step, m.knee_step = capacity, plateau["capacity_step"]
+            step, m.knee_step = capacity, plateau.capacity_step
             m.knee_note = "the search's knee step was unstable: quoted at the capacity step"
-        m.basis = "plateau" if plateau.get("reached", True) else "plateau not reached (a lower bound)"
-        m.text = plateau.get("text") or ""
-        m.capacity_rps = float(plateau.get("capacity_rps") or plateau["rps"])
-        m.capacity_ci95 = plateau.get("capacity_ci95")
+        m.basis = "plateau" if (plateau.reached if plateau.has("reached") else True) else \
+            "plateau not reached (a lower bound)"
+        m.text = plateau.text or ""
+        m.capacity_rps = float(plateau.capacity_rps or knee_rps)
+        m.capacity_ci95 = None if plateau.capacity_ci95 is None else list(plateau.capacity_ci95)
         if capacity is not None:
-            m.capacity_step = plateau["capacity_step"]
-            m.capacity_users = capacity.get("users")
-            m.capacity_latency_ms = capacity.get(key)
-        source = step if step is not None else plateau  # the knee step's own figures (the plateau's are the same)
-        m.knee_rps = float(source.get("rps") or plateau["rps"])
+            m.capacity_step = plateau.capacity_step
+            m.capacity_users = capacity.users
+            m.capacity_latency_ms = capacity.percentile(percentile)
+        # the knee step's own figures (the plateau's are the same)
+        m.knee_rps = float((step.rps if step is not None else plateau.rps) or knee_rps)
         if m.knee_note is None and _unstable(step) and m.knee_rps > m.capacity_rps:
             m.knee_rps = m.capacity_rps  # no stable step to quote: never a knee above the capacity
             m.knee_note = "the knee step was unstable (no stable step to quote): its rate is not quoted above capacity"
-        m.knee_users = source.get("users", plateau.get("users"))
-        m.p50_ms, m.p95_ms, m.p99_ms = source.get("p50_ms"), source.get("p95_ms"), source.get("p99_ms")
-        m.error_rate = source.get("error_rate", plateau.get("error_rate"))
-        m.latency_ms = source.get(key, plateau.get(key))
+        if step is not None:
+            m.knee_users = _own(step, "users", step.users, plateau.users)
+            m.p50_ms, m.p95_ms, m.p99_ms = step.p50_ms, step.p95_ms, step.p99_ms
+            m.error_rate = _own(step, "error_rate", step.error_rate, plateau.error_rate)
+            m.latency_ms = _own(step, key, step.percentile(percentile), plateau.percentile(percentile))
+        else:
+            m.knee_users, m.error_rate = plateau.users, plateau.error_rate
+            m.p50_ms, m.p95_ms, m.p99_ms = plateau.p50_ms, plateau.p95_ms, plateau.p99_ms
+            m.latency_ms = plateau.percentile(percentile)
         m.latency_ci95 = _interval(step, key)
         m.knee_rps_ci95 = m.capacity_ci95 if m.knee_rps == m.capacity_rps else _interval(step, "rps")
         if step is not None:
-            m.knee_start, m.knee_end = epoch(step.get("start")), epoch(step.get("end"))
+            m.knee_start, m.knee_end = epoch(step.start), epoch(step.end)
         return m
-    within = [s for s in steps if s.get("rps") and (s.get("error_rate") or 0.0) <= max_error_rate]
+    within = [s for s in steps if s.rps and (s.error_rate or 0.0) <= max_error_rate]
     if within:
-        best = max(within, key=lambda s: s["rps"])
+        best = max(within, key=lambda s: s.rps or 0.0)
+        best_rps = best.rps or 0.0
         m.basis = "best step"
-        m.capacity_rps = m.knee_rps = float(best["rps"])
+        m.capacity_rps = m.knee_rps = float(best_rps)
         m.capacity_ci95 = m.knee_rps_ci95 = _interval(best, "rps")
-        m.knee_step = m.capacity_step = steps.index(best)
-        m.knee_users = m.capacity_users = best.get("users")
-        m.p50_ms, m.p95_ms, m.p99_ms = best.get("p50_ms"), best.get("p95_ms"), best.get("p99_ms")
-        m.latency_ms = m.capacity_latency_ms = best.get(key)
+        m.knee_step = m.capacity_step = next(i for i, s in enumerate(steps) if s is best)
+        m.knee_users = m.capacity_users = best.users
+        m.p50_ms, m.p95_ms, m.p99_ms = best.p50_ms, best.p95_ms, best.p99_ms
+        m.latency_ms = m.capacity_latency_ms = best.percentile(percentile)
         m.latency_ci95 = _interval(best, key)
-        m.error_rate = best.get("error_rate")
-        m.knee_start, m.knee_end = epoch(best.get("start")), epoch(best.get("end"))
-        load = f"{best['target_rate']:g} req/s offered" if best.get("target_rate") is not None else \
-            f"{best.get('users')} user{'s' if best.get('users') != 1 else ''}"
-        m.text = f"measured at {load} (no plateau search): {best['rps']:.1f} req/s"
+        m.error_rate = best.error_rate
+        m.knee_start, m.knee_end = epoch(best.start), epoch(best.end)
+        load = f"{best.target_rate:g} req/s offered" if best.target_rate is not None else \
+            f"{best.users} user{'s' if best.users != 1 else ''}"
+        m.text = f"measured at {load} (no plateau search): {best_rps:.1f} req/s"
         return m
     if steps:
-        worst = max(steps, key=lambda s: s.get("error_rate") or 0.0)
+        worst = max(steps, key=lambda s: s.error_rate or 0.0)
         m.basis = "best step"
-        m.error_rate = worst.get("error_rate")
+        m.error_rate = worst.error_rate
         m.no_capacity_reason = (f"no step within the error budget (error rate "
-                                f"{100 * (worst.get('error_rate') or 0):.1f} % "
+                                f"{100 * (worst.error_rate or 0):.1f} % "
                                 f"> {100 * max_error_rate:g} %)")
         return m
-    if totals.get("rps"):
-        requests = totals.get("requests") or 0
+    if totals.rps:
+        requests = totals.requests or 0
         m.basis = "totals"
-        m.capacity_rps = float(totals["rps"])
-        m.capacity_ci95 = ((totals.get("ci95") or {}).get("rps"))
-        m.p50_ms, m.p95_ms, m.p99_ms = totals.get("p50_ms"), totals.get("p95_ms"), totals.get("p99_ms")
-        m.latency_ms = totals.get(key)
-        m.error_rate = (totals.get("failures") or 0) / requests if requests else None
+        m.capacity_rps = float(totals.rps)
+        m.capacity_ci95 = _interval(totals, "rps")
+        m.p50_ms, m.p95_ms, m.p99_ms = totals.p50_ms, totals.p95_ms, totals.p99_ms
+        m.latency_ms = totals.percentile(percentile)
+        m.error_rate = (totals.failures or 0) / requests if requests else None
         m.text = "whole-run totals (no steps recorded)"
         return m
     m.no_capacity_reason = "the run recorded no requests"
     return m
 
 
-def usage_in_window(samples: Iterable[Mapping[str, Any]], start: float | None,
+def usage_in_window(samples: Iterable[Mapping[str, str]], start: float | None,
                     end: float | None) -> tuple[float | None, float | None]:
     """Mean CPU % and memory % of the samples (t, cpu_pct, memory_pct) taken in [start, end]."""
     if start is None or end is None:
@@ -205,10 +221,10 @@ def usage_in_window(samples: Iterable[Mapping[str, Any]], start: float | None,
     return (sum(cpu) / len(cpu) if cpu else None), (sum(memory) / len(memory) if memory else None)
 
 
-def usage_from_steps_csv(rows: Iterable[Mapping[str, Any]], users: Any) -> tuple[float | None, float | None]:
+def usage_from_steps_csv(rows: Iterable[Mapping[str, str]], users: float | None) -> tuple[float | None, float | None]:
     """CPU % and memory % of the knee's row in the report's steps.csv (CloudWatch averages)."""
 
-    def number(value: Any) -> float | None:
+    def number(value: str | None) -> float | None:
         try:
             return float(value) if value not in (None, "") else None
         except ValueError:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import parse_mix
+from sm_locust.record.model import JsonObject, Summary
 from sm_locust.report.metrics import METRICS_BY_NAME
 
 ZIPF_S = "zipf_s"
@@ -36,7 +37,7 @@ LOADED_MODELS = "loaded_models"  # the local deployer's endpoint_usage.csv colum
 CW_LOADED_MODELS = METRICS_BY_NAME["LoadedModelCount"].columns()[0]  # steps.csv: CloudWatch's average, per instance
 
 
-def deployer_settings(settings: Mapping[str, Any], known: Callable[[], Iterable[str]]) -> dict[str, Any]:
+def deployer_settings(settings: Mapping[str, object], known: Callable[[], Iterable[str]]) -> dict[str, Any]:
     """A configuration's settings minus the mix keys the deployer does not know (they shape the test);
     `known`: the deployer's `known_keys`, asked only when a mix key is there."""
     if not any(key in settings for key in MIX_KEYS):
@@ -45,7 +46,7 @@ def deployer_settings(settings: Mapping[str, Any], known: Callable[[], Iterable[
     return {k: v for k, v in settings.items() if k not in MIX_KEYS or k in keys}
 
 
-def configuration_mix(settings: Mapping[str, Any], load_mix: str | None, where: Callable[[str], str]) -> str | None:
+def configuration_mix(settings: Mapping[str, object], load_mix: str | None, where: Callable[[str], str]) -> str | None:
     """The `--target-models` of one configuration (None: the `load:` section's, unchanged); a one-line
     UsageError naming the key when the configuration's mix settings cannot make one."""
     s, n = settings.get(ZIPF_S), settings.get(MODEL_COUNT)
@@ -82,7 +83,7 @@ def mix_size(mix: str | None) -> int | None:
     return len(parse_mix(mix).names) if mix else None
 
 
-def models_loaded(samples: Iterable[Mapping[str, Any]], start: float | None, end: float | None) -> float | None:
+def models_loaded(samples: Iterable[Mapping[str, str]], start: float | None, end: float | None) -> float | None:
     """The mean of the `loaded_models` samples taken in [start, end] (the knee step), or None."""
     if start is None or end is None:
         return None
@@ -91,7 +92,7 @@ def models_loaded(samples: Iterable[Mapping[str, Any]], start: float | None, end
     return round(sum(values) / len(values), 1) if values else None
 
 
-def models_loaded_from_steps(rows: Iterable[Mapping[str, Any]], users: Any) -> float | None:
+def models_loaded_from_steps(rows: Iterable[Mapping[str, str]], users: float | None) -> float | None:
     """CloudWatch's LoadedModelCount (average, per instance) in the knee's row of the report's steps.csv."""
     found = None
     for row in rows:
@@ -110,10 +111,20 @@ def cost_per_model_month(usd_per_hour: float | None, models: int | None) -> floa
     return round(usd_per_hour * HOURS_PER_MONTH / models, 6)
 
 
-def mix_figures(summary: Mapping[str, Any]) -> dict[str, Any]:
+class CacheFigures(TypedDict):
+    """A model mix's cache figures as sweep.json holds them (None without a `model_cache`)."""
+
+    cache_hit_rate: float | None
+    cache_hit_rate_ci95: list[float] | None
+    cold_p95_ms: float | None
+
+
+def mix_figures(summary: Summary | JsonObject) -> CacheFigures:
     """`cache_hit_rate` (and its 95 % interval) and `cold_p95_ms` from summary.json's `model_cache` (None
     without one)."""
-    cache = summary.get("model_cache") or {}
-    cold = cache.get("cold") or {}
-    return {"cache_hit_rate": cache.get("hit_rate"), "cache_hit_rate_ci95": cache.get("hit_rate_ci95"),
-            "cold_p95_ms": cold.get("p95_ms")}
+    cache = Summary.of(summary).model_cache
+    if cache is None:
+        return {"cache_hit_rate": None, "cache_hit_rate_ci95": None, "cold_p95_ms": None}
+    interval = cache.hit_rate_ci95
+    return {"cache_hit_rate": cache.hit_rate, "cache_hit_rate_ci95": None if interval is None else list(interval),
+            "cold_p95_ms": None if cache.cold is None else cache.cold.p95_ms}

@@ -87,7 +87,7 @@ def ranking_mode(candidates: Iterable[Candidate], objective: Objective) -> str:
     return objective.optimize
 
 
-def _interval_text(value: float | None, interval: Any, unit: str = "", dollars: bool = False) -> str:
+def _interval_text(value: float | None, interval: object, unit: str = "", dollars: bool = False) -> str:
     """'121 req/s (±6)', '$0.46 [0.43, 0.50]': a deciding figure with its interval (`with_interval`)."""
     if value is None:
         return MISSING

@@ -88,7 +88,7 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
     return header, rows
 
 
-def write_csv(path: Path, document: dict[str, Any]) -> None:
+def write_csv(path: Path, document: dict[str, object]) -> None:
     write_rows(path, *csv_rows(document))
 
 
@@ -128,7 +128,7 @@ def table(document: dict[str, Any]) -> str:
            for c in document.get("configurations") or []):  # a sweep under a model mix (realtime/mix.py)
         columns[-2:-2] = MIX_COLUMNS
 
-    def derived(c: dict[str, Any]) -> dict[str, Any]:
+    def derived(c: dict[str, Any]) -> dict[str, object]:
         capacity = c.get("capacity_rps")
         return {"error_pct": None if c.get("error_rate") is None else 100.0 * c["error_rate"],
                 "cache_hit_pct": _cache_hit_pct(c),
@@ -228,7 +228,7 @@ def render_html(document: dict[str, Any]) -> str:
     ])
 
 
-def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+def write_all(out_dir: Path, document: dict[str, object], html_too: bool = True) -> dict[str, Path]:
     return write_files(out_dir, document, write_csv, render_html, html_too)
 
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import UsageError
+from sm_locust.record.model import Summary
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
 from sm_locust.sweep.costing import cost_intervals, figures
 from sm_locust.sweep.deployers import create_deployer
@@ -88,7 +90,7 @@ class RealtimeSweep(Sweep):
         objective = self.spec.objective
         quoted = self.quoted_dir(run_dir)  # with `repeat:`, the median run's folder
         try:
-            summary = load_json((quoted / "summary.json").read_text())
+            summary = Summary.of(load_json((quoted / "summary.json").read_text()))
         except (OSError, ValueError) as exc:
             row.fail("failed", f"cannot read {quoted / 'summary.json'}: {exc}")
             return
@@ -184,7 +186,7 @@ class RealtimeSweep(Sweep):
         return render.write_all(self.out_dir, document, html_too)
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None,
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: AwsClient = None,
          poll_s: float | None = None) -> RealtimeSweep:
     """A real-time sweep file, checked (UsageError naming the key), priced and planned; nothing deployed."""
     check = spec.check

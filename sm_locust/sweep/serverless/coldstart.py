@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Keys, Purpose
 from sm_locust.aws.clients import client as aws_client
@@ -32,11 +31,11 @@ def runtime_client(endpoint_url: str, region: str | None, profile: str | None, e
                       pool_size=max(10, size), connect_timeout=5, read_timeout=COLD_READ_TIMEOUT_S)
 
 
-def fire_round(client, endpoint_name: str, invocations: list, n: int, round_no: int) -> list[dict[str, Any]]:
+def fire_round(client, endpoint_name: str, invocations: list, n: int, round_no: int) -> list[dict[str, object]]:
     """`n` requests sent together (each needs an instance of its own); each one timed."""
     barrier = threading.Barrier(n)
 
-    def one(k: int) -> dict[str, Any]:
+    def one(k: int) -> dict[str, object]:
         invocation = invocations[k % len(invocations)]
         with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait(timeout=10)

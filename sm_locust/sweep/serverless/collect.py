@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sm_locust.aws.clients import AwsClient
+from sm_locust.record.model import Summary
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.sweep.runner import MARKER
 from sm_locust.sweep.serverless.cost import ServerlessPrices, configuration_cost
@@ -39,7 +41,7 @@ class Collector:
     deploy: str
     prices: ServerlessPrices
     compare: CompareInstance | None
-    cloudwatch: Callable[[], Any]  # the CloudWatch client (made when first needed, on SageMaker only)
+    cloudwatch: Callable[[], AwsClient]  # the CloudWatch client (made when first needed, on SageMaker only)
 
     def figures(self, run_dir: Path, memory_mb: int) -> ServerlessFigures:
         """The configuration's figures and cost, from its run folder."""
@@ -50,14 +52,14 @@ class Collector:
                                     cold_start_gap_s=cold_data.get("gap_s"))
         bytes_in, bytes_out, stability_window = 0.0, None, None
         if phases:
-            summary = load_json((run_dir / "summary.json").read_text())
+            summary = Summary.of(load_json((run_dir / "summary.json").read_text()))
             path = timeline_path(run_dir)
             if path is None:
                 raise FileNotFoundError(f"no timeline.jsonl in {run_dir}")
-            load = load_figures(read_seconds(path), phases, summary.get("totals") or {}, figures.cold.p50_ms)
+            load = load_figures(read_seconds(path), phases, summary.totals, figures.cold.p50_ms)
             figures.stability, figures.concurrency = load.stability, load.concurrency
             stability_window = load.stability_window
-            bytes_in = float((summary.get("payload") or {}).get("avg_bytes") or 0.0)
+            bytes_in = float((summary.payload.avg_bytes if summary.payload is not None else None) or 0.0)
             bytes_out = average_response_bytes(run_dir / "locust_stats.csv")
         if bytes_out is None:
             sizes = [r["bytes_out"] for r in cold_data.get("requests") or [] if r.get("code") == "ok"]
@@ -108,7 +110,7 @@ class Collector:
             return {"source": "CloudWatch", "count": 0, "note": f"not read: {type(exc).__name__}: {exc}"}
 
 
-def duration_interval(duration: float | None, warm_mean: float | None, warm_ci95: Any) -> list[float] | None:
+def duration_interval(duration: float | None, warm_mean: float | None, warm_ci95: object) -> list[float] | None:
     """The billed duration's 95 % interval: the warm mean's, relative (ModelLatency's mean, read as
     one figure, varies between runs as the client's mean of the same requests does)."""
     if duration is None or not warm_mean or not isinstance(warm_ci95, (list, tuple)) or len(warm_ci95) != 2:
@@ -128,8 +130,8 @@ def average_response_bytes(path: Path) -> float | None:
     return None
 
 
-def cloudwatch_ms(cloudwatch: Any, metric: str, endpoint_name: str, variant: str, start: float,
-                  end: float) -> dict[str, Any]:
+def cloudwatch_ms(cloudwatch: AwsClient, metric: str, endpoint_name: str, variant: str, start: float,
+                  end: float) -> dict[str, object]:
     """A microsecond metric of the endpoint (ModelSetupTime, ModelLatency) over the minutes of
     [start, end]: its count, average and maximum in ms (count 0 and a note when CloudWatch has none yet)."""
     points = cloudwatch.get_metric_statistics(

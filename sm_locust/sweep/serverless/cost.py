@@ -44,7 +44,7 @@ class ServerlessPrices:
         return f"approximate {self.region} serverless prices as of {self.as_of}"
 
 
-def _merge(prices: ServerlessPrices, data: Any, source: str) -> None:
+def _merge(prices: ServerlessPrices, data: object, source: str) -> None:
     if not isinstance(data, dict):
         raise UsageError(f"serverless price file {source} must hold a JSON object like the bundled {PRICES_FILE}")
     by_memory = data.get("usd_per_second_by_memory_mb") or {}
@@ -162,7 +162,7 @@ class ConfigurationCost:
 
 def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
                        prices: ServerlessPrices, compare: Any | None = None,
-                       duration_ci95: Any = None) -> ConfigurationCost:
+                       duration_ci95: object = None) -> ConfigurationCost:
     """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
     it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the
     break-even rate and its requests a month; with the duration's 95 % interval, $ per 1M's (the

@@ -27,7 +27,7 @@ from sm_locust.sweep.serverless.spec import LOCAL_ONLY, PREFIX
 DEFAULT_SERVICE_TIME_MS = 20.0  # local emulation: the model's time at 6144 MB unless endpoint.service_time_ms says
 
 
-def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_settings(settings: Mapping[str, object]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the serverless.* settings without the prefix, the rest)."""
     own = {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
     rest = {k: v for k, v in settings.items() if not k.startswith(PREFIX)}
@@ -59,7 +59,7 @@ class LocalServerlessDeployer(LocalDeployer):
         return replace(config, cold_start_ms=float(own.get("cold_start_ms", 0.0)),
                        serverless=ServerlessConfig(**kwargs))
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         return super().describe(settings) + describe_tests(self.plan, settings)
 
 
@@ -77,7 +77,7 @@ class SageMakerServerlessDeployer(SageMakerDeployer):
         shared = [k for k in SAGEMAKER_KEYS if k not in ("instance_type", "instance_count", "price_per_hour")]
         return shared + [f"{PREFIX}{k}" for k in ("memory_size_mb", "max_concurrency", *LOCAL_ONLY)]
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         for key in ("instance_type", "instance_count"):
             if key in settings:
                 raise UsageError(f"{where(key)}: a serverless endpoint has no instances; compare_instance names the "
@@ -93,7 +93,7 @@ class SageMakerServerlessDeployer(SageMakerDeployer):
             raise UsageError(f"{where('model_name')}: missing; give model_name (an existing Model to clone) or "
                              "image + role (+ model_data_url)")
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         own, rest = split_settings(settings)
         source = f"clone of model {rest['model_name']}" if rest.get("model_name") else f"image {rest.get('image')}"
         ignored = [k for k in LOCAL_ONLY if k in own]

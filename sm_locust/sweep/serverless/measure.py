@@ -19,6 +19,7 @@ from typing import Any
 from sm_locust.plateau.steady import histogram_percentile, merge_histograms
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.uncertainty import order_statistic_ci, percentile_cis, rate_ci
+from sm_locust.record.model import JsonObject, Totals
 
 WARMUP_SHARE = 0.2  # concurrency phases: the first 20 % (at least MIN_WARMUP_S) is ramp and cold starts
 MIN_WARMUP_S = 1.0
@@ -149,12 +150,13 @@ class ColdStartFigures:
         return asdict(self)
 
 
-def throttle_share(totals: Mapping[str, Any]) -> float:
+def throttle_share(totals: Totals | JsonObject) -> float:
     """The share of the run's failures that were ThrottlingException (1 when it failed nothing)."""
-    failures = int(totals.get("failures") or 0)
+    record = Totals.of(totals)
+    failures = int(record.failures or 0)
     if not failures:
         return 1.0
-    return min(1.0, int((totals.get("errors") or {}).get("ThrottlingException", 0)) / failures)
+    return min(1.0, int((record.errors or {}).get("ThrottlingException", 0)) / failures)
 
 
 def stability(window: Sequence[Second], throttle_part: float = 1.0,
@@ -245,7 +247,7 @@ class LoadFigures:
     stability_window: tuple[float, float] | None = None  # epoch seconds
 
 
-def load_figures(seconds: Sequence[Second], phases: Sequence[Phase], totals: Mapping[str, Any],
+def load_figures(seconds: Sequence[Second], phases: Sequence[Phase], totals: Totals | JsonObject,
                  cold_p50_ms: float | None = None) -> LoadFigures:
     """The stability and concurrency figures of one load run (its timeline and summary totals)."""
     part = throttle_share(totals)

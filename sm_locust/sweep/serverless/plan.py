@@ -65,7 +65,7 @@ class ServerlessLoadPlan(LoadPlan):
             {"InitialNumberOfUsers": p.users, "SpawnRate": 0, "DurationInSeconds": math.ceil(p.duration_s)}
             for p in phases]}, "StoppingConditions": {"FlatInvocations": "Continue"}})
 
-    def gap_s(self, settings: Mapping[str, Any]) -> float:
+    def gap_s(self, settings: Mapping[str, object]) -> float:
         return self.serverless.cold_start.gap_for(self.deploy, self.serverless.idle_timeout_s(settings))
 
     def expected_test_s(self) -> float:

@@ -86,7 +86,7 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
     return header, rows
 
 
-def write_csv(path: Path, document: dict[str, Any]) -> None:
+def write_csv(path: Path, document: dict[str, object]) -> None:
     write_rows(path, *csv_rows(document))
 
 
@@ -108,7 +108,7 @@ def table(document: dict[str, Any]) -> str:
                ("$ per 1M", "cost_text", 2), ("real-time cheaper above req/s", "break_even_rps", 1),
                ("... requests a month (M)", "break_even_m", 1), ("why not", "lost_because", 0)]
 
-    def derived(c: dict[str, Any]) -> dict[str, Any]:
+    def derived(c: dict[str, Any]) -> dict[str, object]:
         return {
             "warm_p95_text": _interval_text(c, "warm_p95_ms", 0),
             "capacity_text": _interval_text(c, "capacity_rps", 1),
@@ -224,5 +224,5 @@ def render_html(document: dict[str, Any]) -> str:
     ])
 
 
-def write_all(out_dir: Path, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+def write_all(out_dir: Path, document: dict[str, object], html_too: bool = True) -> dict[str, Path]:
     return write_files(out_dir, document, write_csv, render_html, html_too)

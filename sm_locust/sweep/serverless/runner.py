@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sm_locust.config.options import Options
 from sm_locust.config.preflight import preflight
@@ -45,7 +44,7 @@ class ServerlessRunner(SweepRunner):
         mc = int(c.settings[f"{KEY_PREFIX}max_concurrency"])
         region = d.region or self.spec.region
         phases = plan.phases(mc)
-        results: dict[str, Any] = {"phases": [vars(p) for p in phases], "max_concurrency": mc,
+        results: dict[str, object] = {"phases": [vars(p) for p in phases], "max_concurrency": mc,
                                    "memory_size_mb": int(c.settings[f"{KEY_PREFIX}memory_size_mb"])}
         options = plan.run_options(d.endpoint_name, d.endpoint_url, region, **SEARCH_OPTIONS_OFF)
         settings = plan.settings(d.endpoint_name, d.endpoint_url, region)
@@ -66,8 +65,8 @@ class ServerlessRunner(SweepRunner):
             results["cold_start"] = self.cold_start_test(i, d, c.settings, settings, options, extra_env, mc)
         write_atomic(run_dir / RESULTS, json.dumps(results, indent=1))
 
-    def cold_start_test(self, i: int, d: Deployment, config_settings: Mapping[str, Any], settings,
-                        options: Options, extra_env: Mapping[str, str], mc: int) -> dict[str, Any]:
+    def cold_start_test(self, i: int, d: Deployment, config_settings: Mapping[str, object], settings,
+                        options: Options, extra_env: Mapping[str, str], mc: int) -> dict[str, object]:
         plan: ServerlessLoadPlan = self.sweep.plan
         cold = plan.serverless.cold_start
         gap = plan.gap_s(config_settings)
@@ -75,14 +74,14 @@ class ServerlessRunner(SweepRunner):
         invocations = list(prepare_payloads(settings, options).pool.invocations)
         client = runtime_client(d.endpoint_url, d.region or self.spec.region, self.spec.aws_profile, extra_env, n)
         before = endpoint_counters(d.endpoint_url)
-        requests: list[dict[str, Any]] = []
+        requests: list[dict[str, object]] = []
         start = time.time()
         for round_no in range(1, cold.rounds + 1):
             self.printer(f"{PREFIX} {'':>4}[{i}/{self.total}] cold start {round_no}/{cold.rounds}: {gap:g} s idle, "
                          f"then {n} first request{'s' if n != 1 else ''} together")
             time.sleep(gap)
             requests.extend(fire_round(client, d.endpoint_name, invocations, n, round_no))
-        out: dict[str, Any] = {"gap_s": gap, "rounds": cold.rounds, "concurrency": n, "start": start,
+        out: dict[str, object] = {"gap_s": gap, "rounds": cold.rounds, "concurrency": n, "start": start,
                                "end": time.time(),
                                "requests": requests}
         after = endpoint_counters(d.endpoint_url)

@@ -108,7 +108,7 @@ class ServerlessSpec:
                                "concurrency": self.cold_start.concurrency}}
 
 
-def _sizes(check: Checker, key: str, value: Any, problem_of: Callable[[Any], str | None]) -> list[int]:
+def _sizes(check: Checker, key: str, value: object, problem_of: Callable[[Any], str | None]) -> list[int]:
     """One value or a list of whole numbers SageMaker allows (`problem_of` says why one is not)."""
     sizes = []
     for item in check.values(f"{SECTION}.{key}", value):

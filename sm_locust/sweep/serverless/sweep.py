@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sm_locust.aws.clients import AwsClient
 from sm_locust.errors import UsageError
 from sm_locust.report.cloudwatch import make_client
 from sm_locust.report.cost import load_prices
@@ -54,7 +55,7 @@ class ServerlessSweep(Sweep):
 
     serverless_prices: ServerlessPrices = field(default_factory=ServerlessPrices)
     compare: CompareInstance | None = None
-    cloudwatch: Any = None  # injected CloudWatch client (tests); default: made when first needed, on AWS
+    cloudwatch: AwsClient = None  # injected CloudWatch client (tests); default: made when first needed, on AWS
 
     runner_class: ClassVar[type[SweepRunner]] = ServerlessRunner
     judges_client: ClassVar[bool] = False  # its result is its own tests' (results.json), not one run's verdict
@@ -83,7 +84,7 @@ class ServerlessSweep(Sweep):
         collector = Collector(self.spec.deploy, self.serverless_prices, self.compare, self.cloudwatch_client)
         row.figures = collector.figures(run_dir, row.memory_size_mb)
 
-    def cloudwatch_client(self) -> Any:
+    def cloudwatch_client(self) -> AwsClient:
         if self.cloudwatch is None:
             region = self.spec.region or self.deployer.client.meta.region_name  # type: ignore[attr-defined]
             self.cloudwatch = make_client(region, self.spec.aws_profile)
@@ -165,8 +166,8 @@ def priced_compare(spec: SweepSpec, compare: CompareInstance | None) -> CompareI
                    price_source=f"{priced.source} (approximate {table.region} on-demand price as of {table.as_of})")
 
 
-def load(spec: SweepSpec, *, out: str | Path | None = None, client: Any = None, poll_s: float | None = None,
-         cloudwatch: Any = None) -> ServerlessSweep:
+def load(spec: SweepSpec, *, out: str | Path | None = None, client: AwsClient = None, poll_s: float | None = None,
+         cloudwatch: AwsClient = None) -> ServerlessSweep:
     """A serverless sweep file, checked (UsageError naming the key), planned, nothing deployed."""
     assert isinstance(spec.section, ServerlessSpec)
     sls = spec.section
