@@ -21,7 +21,7 @@ import time
 
 import gevent
 
-from sm_locust.plateau.looplag import LoopLag
+from sm_locust.measure.looplag import LoopLag
 from sm_locust.record.looplag import SAMPLE_INTERVAL_S, CgroupThrottling, LoopLagMonitor
 
 

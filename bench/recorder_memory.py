@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.summary import build_summary
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter

@@ -1,4 +1,4 @@
-"""How long the 95 % intervals take (sm_locust/plateau/uncertainty.py): a plateau step, a long step, a week.
+"""How long the 95 % intervals take (sm_locust/measure/uncertainty.py): a plateau step, a long step, a week.
 
 A step's intervals are computed once, when the search judges it (or when summary.json is written,
 for a step the recorder cut); the recorder keeps a week-long step as at most 256 merged blocks plus
@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from sm_locust.plateau.steady import window_intervals
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import window_intervals
+from sm_locust.measure.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 
 WEEK_S = 7 * 24 * 3600

@@ -34,7 +34,7 @@ from sm_locust.aws.clients import AwsClient
 from sm_locust.aws.s3 import fetch_run, s3_client
 from sm_locust.core.verdict import inconclusive_reason, verdict_line
 from sm_locust.errors import UsageError
-from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.measure.steady import histogram_percentile
 from sm_locust.record.model import Summary
 from sm_locust.record.runfolder import FAILURES_CSV, interrupted_line, read_failures, read_summary
 from sm_locust.record.timeline import iter_seconds, read_seconds, timeline_path

@@ -35,7 +35,7 @@ from sm_locust.gates.compare import (
 )
 from sm_locust.gates.decide import FAIL, PASS, longer_run_factor_split, longer_run_text
 from sm_locust.gates.gates import Gate, NoRegression, Outcome
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.runfolder import RunData
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.util.formatting import MISSING, change, compact

@@ -19,7 +19,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from sm_locust.plateau.uncertainty import row_percentiles, t_quantile
+from sm_locust.measure.uncertainty import row_percentiles, t_quantile
 
 Z975 = NormalDist().inv_cdf(0.975)
 RESAMPLES = 2000

@@ -5,6 +5,7 @@ Nothing here imports Locust, boto3, gevent or psutil, or does I/O: the Locust sh
 (`timeline.py`, filled by `sm_locust.record.recorder`) and act on their answers. See docs/plateau.md.
 """
 
+from sm_locust.measure.steady import StepMeasurement, measure_step, measure_timeline, split_steps
 from sm_locust.plateau.arrival import constant_arrivals, count_late, latency_from_intended_ms, poisson_arrivals
 from sm_locust.plateau.conditions import (
     ErrorRate,
@@ -20,7 +21,6 @@ from sm_locust.plateau.conditions import (
 from sm_locust.plateau.driver import ScheduleDriver, SearchDriver
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.search import Decision, PlateauSearch, ScheduleSearch, StepSearch, Verdict
-from sm_locust.plateau.steady import StepMeasurement, measure_step, measure_timeline, split_steps
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 
 __all__ = [

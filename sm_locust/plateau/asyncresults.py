@@ -3,7 +3,7 @@ that says (docs/async.md).
 
 A call is accepted (202) and its result appears later in S3; the client polls on a `PollSchedule`,
 so a measured time to result is late by at most the poll's **resolution** (`AsyncCall.resolution_ms`).
-From the calls this gives time-to-result histograms per second (for `plateau.uncertainty`), the
+From the calls this gives time-to-result histograms per second (for `measure.uncertainty`), the
 resolution, and the **backlog**: calls accepted whose result has not been seen, per second.
 """
 
@@ -100,7 +100,7 @@ class AsyncCall:
 
 def result_histograms(calls: Sequence[AsyncCall], start_s: float = 0.0) -> list[dict[int, int]]:
     """Per second of the run (from `start_s`, by the second each result was seen), the time to
-    result in Locust's buckets: the samples `plateau.uncertainty.percentile_cis` takes. Seconds
+    result in Locust's buckets: the samples `measure.uncertainty.percentile_cis` takes. Seconds
     without a result are empty histograms, so the blocks are cut by time."""
     seen = [(c.seen_s, c.time_to_result_ms) for c in calls if c.time_to_result_ms is not None]
     if not seen:

@@ -4,7 +4,7 @@
 Below its capacity an asynchronous endpoint's backlog (calls accepted, result not yet seen) wanders
 around a level; above it, it grows by (arrivals - completions) each second for as long as the rate is
 held. So a step is judged by the backlog's **slope**: the mean of its per-second changes, with a 95 %
-interval by batch means over those changes (`plateau.uncertainty`: the changes are a stationary,
+interval by batch means over those changes (`measure.uncertainty`: the changes are a stationary,
 serially correlated series; the backlog itself is not, so no regression on it). The backlog
 **grows** when the slope's interval lies above 0; it is **bounded** when the interval reaches 0 or
 below and its upper end is within the tolerance (in the search: a tenth of the step's rate, at most
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval, batch_index, t_quantile
+from sm_locust.measure.uncertainty import UNKNOWN, Interval, batch_index, t_quantile
 
 GROWS = "grows"
 BOUNDED = "bounded"

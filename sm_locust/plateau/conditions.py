@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
+from sm_locust.measure.uncertainty import UNKNOWN, Interval
 from sm_locust.plateau.significance import (
     ABOVE,
     BELOW,
@@ -30,8 +32,6 @@ from sm_locust.plateau.significance import (
     relative_half_width,
     side,
 )
-from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, StepMeasurement, parse_percentile, percentile_label
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval
 from sm_locust.util.formatting import latency, percent, with_interval
 
 KIND_CONSTRAINT = "constraint"

@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.search import Decision, ScheduleSearch, Search
-from sm_locust.plateau.steady import (
+from sm_locust.measure.steady import (
     DEFAULT_WARMUP_FRACTION,
     DEFAULT_WARMUP_S,
     MIN_SUBWINDOW_S,
     StepMeasurement,
     measure_step,
 )
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
+from sm_locust.plateau.search import Decision, ScheduleSearch, Search
 
 DEFAULT_STEP_S = 30.0  # the longest a step is held (--step-seconds): 24 s after warm-up, 3 sub-windows of 8 s
 DEFAULT_MIN_STEP_S = 10.0  # the shortest: 2 s warm-up, then 3 sub-windows of ~2.7 s (1-s samples)

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sm_locust.plateau.steady import MODE_USERS, StepMeasurement
+from sm_locust.measure.steady import MODE_USERS, StepMeasurement
 
 CYCLE_TOLERANCE = 0.05  # steps whose cycle is within 5 % of the shortest count as unqueued
 

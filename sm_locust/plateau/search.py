@@ -18,6 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
+from sm_locust.measure.looplag import FIX_WORKERS, generator_fix
+from sm_locust.measure.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
+from sm_locust.measure.uncertainty import UNKNOWN
 from sm_locust.plateau.conditions import (
     KIND_CONSTRAINT,
     KIND_LIMIT,
@@ -32,11 +35,8 @@ from sm_locust.plateau.conditions import (
     constraint_violation,
     latency_slos,
 )
-from sm_locust.plateau.looplag import FIX_WORKERS, generator_fix
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.significance import Support, growth_interval, precise
-from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
-from sm_locust.plateau.uncertainty import UNKNOWN
 from sm_locust.util.formatting import latency, number, with_interval
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput

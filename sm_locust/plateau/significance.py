@@ -1,7 +1,7 @@
 """Decisions on intervals, not points: whether a step's figures already decide what they must decide.
 
 Three decisions per step (throughput stopped growing, a percentile meets its SLO, goodput known well
-enough to be the capacity) are taken on the figure's 95 % interval (`plateau.uncertainty`): an
+enough to be the capacity) are taken on the figure's 95 % interval (`measure.uncertainty`): an
 interval that straddles its line decides nothing yet, the driver keeps the step running, and what
 is undecided at the budget makes the verdict INCONCLUSIVE with the reason (docs/plateau.md,
 "Deciding on intervals"). Pure; a figure without an interval is judged on its point.
@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval
+from sm_locust.measure.uncertainty import UNKNOWN, Interval
 
 ABOVE = "above"
 BELOW = "below"

@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sm_locust.plateau.steady import MODE_RATE, MODE_USERS, StepMeasurement
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import MODE_RATE, MODE_USERS, StepMeasurement
+from sm_locust.measure.timeline import Second
 
 # Shape of the per-second latency distribution around its centre (fraction of requests, factor).
 LATENCY_SHAPE: tuple[tuple[float, float], ...] = ((0.5, 0.9), (0.3, 1.0), (0.15, 1.3), (0.04, 1.8), (0.01, 3.0))

@@ -25,6 +25,18 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import COUNTED, SERVER, RequestTokens
+from sm_locust.measure.steady import (
+    DEFAULT_SLO_PERCENTILE,
+    STABILITY_TOLERANCE,
+    STABILITY_WINDOWS,
+    StepMeasurement,
+    histogram_percentile,
+    parse_percentile,
+    percentile_label,
+    steady_window,
+)
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import UNKNOWN, Interval, percentile_ci, rate_ci
 from sm_locust.plateau.conditions import (
     KIND_LIMIT,
     Condition,
@@ -35,18 +47,6 @@ from sm_locust.plateau.conditions import (
 )
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import Decision, PlateauSearch, Verdict, step_name
-from sm_locust.plateau.steady import (
-    DEFAULT_SLO_PERCENTILE,
-    STABILITY_TOLERANCE,
-    STABILITY_WINDOWS,
-    StepMeasurement,
-    histogram_percentile,
-    parse_percentile,
-    percentile_label,
-    steady_window,
-)
-from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_ci, rate_ci
 from sm_locust.util.formatting import latency, with_interval
 
 MIXED = "mixed"
@@ -288,7 +288,7 @@ class TokenSLO(LatencySLO):
 
 def sub_windows(window: Sequence[Second], count: int = STABILITY_WINDOWS) -> list[list[Second]]:
     """`window` cut into `count` parts of equal duration (a second belongs to the part it ends in, as
-    `plateau.steady` judges request stability)."""
+    `measure.steady` judges request stability)."""
     total = sum(s.interval for s in window)
     bounds = [total * (i + 1) / count for i in range(count)]
     parts: list[list[Second]] = [[] for _ in range(count)]

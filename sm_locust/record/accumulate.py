@@ -16,8 +16,8 @@ from collections import deque
 from collections.abc import Iterable
 from datetime import datetime
 
-from sm_locust.plateau.looplag import merge_counts
-from sm_locust.plateau.steady import (
+from sm_locust.measure.looplag import merge_counts
+from sm_locust.measure.steady import (
     MODE_RATE,
     MODE_USERS,
     StepMeasurement,
@@ -25,7 +25,7 @@ from sm_locust.plateau.steady import (
     measure_step,
     steady_window,
 )
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.summary import RECORDER_SUBWINDOW_S, iso, step_record
 
 EXACT_S = 600  # the last 10 minutes are kept second by second

@@ -4,7 +4,7 @@ results (`--async-result s3`; docs/async.md, docs/summary.md).
 Built from the calls the processes recorded (`transport.asyncwait.AsyncLedger`, merged on the
 master) by the pure model (`plateau.asyncresults`): accepted calls, results, failures by name, the
 time to result (call start -> result seen) p50 / p95 / p99 with 95 % intervals
-(`plateau.uncertainty`, per-second histograms), the acceptance latency, results still awaited at
+(`measure.uncertainty`, per-second histograms), the acceptance latency, results still awaited at
 the stop, HeadObject polls, the poll resolution, and the client-side backlog: its maximum and its
 series (the end of each second, at most 3,600 values: a longer run keeps each span's maximum).
 """
@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sm_locust.measure.steady import histogram_percentile
+from sm_locust.measure.uncertainty import Interval, percentile_cis
 from sm_locust.plateau.asyncresults import RESULT, AsyncCall, awaited_at, backlog_series, result_histograms
-from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.plateau.synthetic import locust_bucket
-from sm_locust.plateau.uncertainty import Interval, percentile_cis
 from sm_locust.util.formatting import latency, number
 
 PERCENTILES = (50.0, 95.0, 99.0)

@@ -6,7 +6,7 @@
 to the master; memory is bounded (seconds merge into minutes, then hours) and the run's figures stay
 exact. `annotate` adds summary.json's `llm` object for the run and each step's steady window (keys:
 docs/summary.md); `output_tokens_per_s` counts each token in the second it arrived, and the run's
-`ci95` holds the intervals (`plateau.uncertainty`). A `--turns` run's answers are also kept per turn
+`ci95` holds the intervals (`measure.uncertainty`). A `--turns` run's answers are also kept per turn
 index (an `LlmStats` each, the same buckets and intervals), summary.json's `llm.turns`. docs/llm.md.
 """
 
@@ -35,10 +35,10 @@ from sm_locust.llm.tokens import (
     response_figures,
     stream_figures,
 )
-from sm_locust.plateau.steady import split_steps, steady_window, timeline_mode
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import split_steps, steady_window, timeline_mode
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import percentile_cis, rate_ci
 from sm_locust.plateau.tokens import Bucket, merged
-from sm_locust.plateau.uncertainty import percentile_cis, rate_ci
 from sm_locust.record.llm_options import NO_TRIM, FigureTrim
 from sm_locust.record.model import LlmTurn
 from sm_locust.record.requests_log import request_log_of
@@ -85,7 +85,7 @@ class Live:
 
 def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
     """Each step's steady window, in the order summary.json lists steps (`split_steps` +
-    `steady_window`, as `plateau.steady.measure_step` cuts them)."""
+    `steady_window`, as `measure.steady.measure_step` cuts them)."""
     return [steady_window(step) or [s for s in step if not s.spawning] or list(step)
             for step in split_steps(seconds, timeline_mode(seconds))]
 

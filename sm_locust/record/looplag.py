@@ -1,7 +1,7 @@
 """The load generator's own delay, measured on every Locust process: event-loop lag and CPU throttling.
 
 `LoopLagMonitor` arms a repeating gevent timer on each process (local runner, master, workers) while
-a test runs: every `SAMPLE_INTERVAL_S` its callback records how late it woke (`plateau.looplag.LagCounts`). A loop
+a test runs: every `SAMPLE_INTERVAL_S` its callback records how late it woke (`measure.looplag.LagCounts`). A loop
 held up by other greenlets' work, by the OS giving the CPU to other processes, or by a cgroup CPU
 quota wakes late by as long as every response in flight waited to be read. Beside it, where the
 host has a cgroup CPU limit, `CgroupThrottling` reads the cgroup's `cpu.stat` (v2 `nr_periods`,
@@ -28,7 +28,7 @@ from typing import Any
 import gevent
 from locust.runners import MasterRunner, WorkerRunner
 
-from sm_locust.plateau.looplag import LagCounts, LoopLag, merge_counts
+from sm_locust.measure.looplag import LagCounts, LoopLag, merge_counts
 from sm_locust.util.shipped import WorkerShipped
 
 SAMPLE_INTERVAL_S = 0.010  # 10 ms: 100 samples a second, about 0.6 % of a core (bench/looplag_cost.py)

@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, ClassVar, TypeVar
 
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm",
@@ -311,7 +311,7 @@ class Totals(Record, _Figures):
     backoff: JsonObject | None = json_field("object?")
     request_types: list[str] | None = json_field("list?")
     latency_series: JsonObject | None = json_field("object?")
-    loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (plateau.looplag.LoopLag)
+    loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (measure.looplag.LoopLag)
 
     @property
     def failure_rate(self) -> float:
@@ -406,7 +406,7 @@ class Step(Record, _Figures):
     dropped_fraction: float | None = json_field("number?")
     judged: bool | None = json_field("bool?")
     llm: Llm | None = json_field(Llm)
-    loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (plateau.looplag.LoopLag)
+    loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (measure.looplag.LoopLag)
     undecided: list[str] | None = json_field("list?")  # what the step budget left undecided (docs/plateau.md)
 
     @property

@@ -25,10 +25,10 @@ from locust.stats import PERCENTILES_TO_REPORT, StatsCSV, StatsEntry
 import psutil
 
 from sm_locust.invocation import error_code, is_invocation, is_latency_series
+from sm_locust.measure.looplag import merge_counts
+from sm_locust.measure.steady import histogram_percentile, intervals_dict, merge_histograms, window_intervals
+from sm_locust.measure.timeline import Second
 from sm_locust.mix.spec import TARGET_MODEL
-from sm_locust.plateau.looplag import merge_counts
-from sm_locust.plateau.steady import histogram_percentile, intervals_dict, merge_histograms, window_intervals
-from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.asyncsummary import AsyncSummary
 from sm_locust.record.llm import LlmStats

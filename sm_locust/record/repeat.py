@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sm_locust.plateau.uncertainty import t_quantile
+from sm_locust.measure.uncertainty import t_quantile
 
 REPEAT_JSON = "repeat.json"
 SCHEMA = 1

@@ -6,7 +6,7 @@ data), `build_summary` its JSON object; `write_json` writes atomically so a read
 half-written file; `iso` is the run folder's one time format (summary.json, the report's CSVs).
 
 Per-step entries come from the per-second timeline, and there is ONE implementation of per-step
-figures: `sm_locust.plateau.steady` (`measure_timeline`: `split_steps` + `measure_step`), the same
+figures: `sm_locust.measure.steady` (`measure_timeline`: `split_steps` + `measure_step`), the same
 code the plateau searches judge steps with, so a step's rps and p95 here are exactly the figures
 the verdict was based on. This module only turns each `StepMeasurement` into its summary.json
 record (schema 1 keys plus the added ones). A step is a maximal run of seconds with one user count
@@ -28,10 +28,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sm_locust.plateau.looplag import LoopLag
+from sm_locust.measure.looplag import LoopLag
+from sm_locust.measure.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.search import BOUND_BELOW
-from sm_locust.plateau.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
-from sm_locust.plateau.timeline import Second
 from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict
 from sm_locust.util.formatting import with_interval
 from sm_locust.util.outputs import atomic_file

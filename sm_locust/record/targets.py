@@ -23,8 +23,8 @@ from locust.runners import WorkerRunner
 from locust.stats import bucket_response_time
 
 from sm_locust.invocation import TTFT, is_invocation
-from sm_locust.plateau.steady import histogram_percentile, merge_histograms
-from sm_locust.plateau.uncertainty import rate_ci
+from sm_locust.measure.steady import histogram_percentile, merge_histograms
+from sm_locust.measure.uncertainty import rate_ci
 from sm_locust.util.shipped import WorkerShipped
 
 REPORT_KEY = "sm_locust_targets"

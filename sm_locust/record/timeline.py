@@ -27,7 +27,7 @@ from typing import BinaryIO, cast
 
 import orjson
 
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.util.outputs import open_output
 from sm_locust.util.yamlsafe import load_json
 

@@ -28,7 +28,7 @@ from typing import TypeVar
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
 from sm_locust.record.model import Autoscaling, JsonObject, Phase, Summary
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.util.formatting import money, number

@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 import numpy as np
 import pandas as pd
 
-from sm_locust.plateau.looplag import LoopLag
+from sm_locust.measure.looplag import LoopLag
 from sm_locust.record.model import Interval, Intervals, JsonObject, Step, Summary, Verdict
 from sm_locust.record.summary import iso
 from sm_locust.report.metrics import STAT_ABBREV
@@ -257,7 +257,7 @@ def decomposition(seconds: pd.DataFrame, rows: slice, period: int = 60) -> dict[
             "decomposition_end": iso(float(covered.max() + 1), "seconds")}
 
 
-# A step's client figures that summary.json holds (one definition: `plateau.steady.measure_step` over
+# A step's client figures that summary.json holds (one definition: `measure.steady.measure_step` over
 # the step's steady window): the report shows these, never a recomputation from Locust's history.
 SUMMARY_STEP_FIGURES = ("requests", "failures", "successes", "rps", "goodput_rps", "error_rate", "p50_ms", "p95_ms",
                         "p99_ms", "steady_s", "stable", "client_cpu_pct", "client_wait_pct", "client_bound",

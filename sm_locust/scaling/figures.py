@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
+from sm_locust.measure.timeline import Second
 from sm_locust.scaling.intervals import breach_client_bound_s, breach_interval, with_event_intervals
 from sm_locust.scaling.policy import CONCURRENCY, IN, OUT, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod, RunClock, compact, counts_at

@@ -4,7 +4,7 @@ Reaction and ready times: the change happened between two DescribeEndpoint readi
 is [time - gap, time], a bound from the poll's resolution, stated as such (not a statistical 95 %).
 Seconds over the SLO (`breach_s_ci95`): each second's requests resampled from its histogram
 (`RESAMPLES`, seeded), seconds that cannot flip skipped. `breach_client_bound_s`: seconds over the
-SLO while the generator was behind by `plateau.steady`'s thresholds; such a breach cannot be told
+SLO while the generator was behind by `measure.steady`'s thresholds; such a breach cannot be told
 from the endpoint's own (sweep/trust.py). docs/autoscaling.md, "How sure".
 """
 
@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from sm_locust.plateau.steady import (
+from sm_locust.measure.steady import (
     CLIENT_BUSY_LIMIT_PCT,
     CLIENT_CPU_LIMIT_PCT,
     MIN_ACHIEVED_RATIO,
     histogram_percentile,
 )
-from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import row_percentiles
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import row_percentiles
 from sm_locust.scaling.timeline import InstanceSample, RunClock
 
 RESAMPLES = 1000

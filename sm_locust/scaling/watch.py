@@ -20,7 +20,7 @@ from typing import Any
 from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, client, is_loopback
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import UsageError
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import Summary
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path

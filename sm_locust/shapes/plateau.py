@@ -9,8 +9,8 @@ sends) is measured once more, then stops the search; it is never the plateau (do
 
 from __future__ import annotations
 
+from sm_locust.measure.steady import MODE_RATE
 from sm_locust.plateau.search import PlateauSearch
-from sm_locust.plateau.steady import MODE_RATE
 from sm_locust.record.llm import LlmStats
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.shapes.settings import ShapeSettings

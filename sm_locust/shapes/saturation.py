@@ -3,7 +3,7 @@
 Open-loop sends keep coming whatever the answers, so an endpoint past its capacity queues them: the
 requests waiting grow without bound while completions stay where they are, and every latency (an
 LLM's TTFT first) grows with the queue. Over the last `WINDOW_S` to `MAX_WINDOW_S` seconds, the rule says
-over-saturated when all hold, each on its 95 % interval (`plateau.uncertainty.rate_ci`, batch means):
+over-saturated when all hold, each on its 95 % interval (`measure.uncertainty.rate_ci`, batch means):
 
 - the backlog (sends minus completions a second) grows: its rate's low end times the window is at
   least `MIN_GROWTH_REQUESTS`, and at least `MIN_GROWTH_SHARE` of the arrival rate;
@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval, rate_ci, t_quantile
+from sm_locust.measure.uncertainty import UNKNOWN, Interval, rate_ci, t_quantile
 
 WINDOW_S = 30
 """The fewest seconds judged: the last ones with open-loop sends at the load under way."""

@@ -28,6 +28,7 @@ from typing import Any
 from sm_locust.config.openloop import DEFAULT_RATE_PER_USER, OpenLoopSettings
 from sm_locust.config.options import Options, OptionSpec, spec_defaults
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.conditions import (
     DEFAULT_MAX_ERROR_RATE,
     Condition,
@@ -39,7 +40,6 @@ from sm_locust.plateau.conditions import (
 from sm_locust.plateau.driver import DEFAULT_MIN_STEP_S, SearchDriver
 from sm_locust.plateau.rates import Traffic, parse_traffic
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE, MODE_USERS, MODES, parse_percentile
 from sm_locust.plateau.traffic import Schedule, parse_traffic_pattern
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.shapes.tokens import TokenObjective, token_objective

@@ -13,9 +13,9 @@ from typing import Any
 
 from sm_locust.config.options import Options, OptionSpec
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE
 from sm_locust.plateau.conditions import Condition
 from sm_locust.plateau.search import PlateauSearch
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE, MODE_RATE
 from sm_locust.plateau.tokens import (
     OBJECTIVE,
     TokenDriver,

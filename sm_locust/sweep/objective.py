@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
 from sm_locust.report.cost import DEFAULT_SAFETY_FACTOR  # one default: the report's, the sweeps', the notebook's
 

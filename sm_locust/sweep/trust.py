@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from sm_locust.plateau.steady import MIN_ACHIEVED_RATIO
+from sm_locust.measure.steady import MIN_ACHIEVED_RATIO
 from sm_locust.record.model import JsonObject, Step, Summary
 
 T = TypeVar("T")

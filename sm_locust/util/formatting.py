@@ -108,7 +108,7 @@ def load_words(users: float | None, rate: float | None) -> str:
 
 def _bounds(interval: object) -> tuple[float, float] | None:
     """(low, high) of an interval given as `[low, high]` (summary.json) or an object with `low` /
-    `high` (`plateau.uncertainty.Interval`); None when it is missing or not finite."""
+    `high` (`measure.uncertainty.Interval`); None when it is missing or not finite."""
     if interval is None:
         return None
     if hasattr(interval, "low") and hasattr(interval, "high"):

@@ -13,7 +13,7 @@ import pytest
 
 from sm_locust.endpoint.asyncqueue import TIME_TO_RESULT_KEY, AsyncEndpointConfig
 from sm_locust.endpoint.server import LocalEndpoint
-from sm_locust.plateau.steady import histogram_percentile
+from sm_locust.measure.steady import histogram_percentile
 from sm_locust.plateau.synthetic import locust_bucket
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 from tests.fakes import MotoServer

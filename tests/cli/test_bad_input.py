@@ -899,7 +899,7 @@ def test_aws_region_alone_reaches_every_client(make, monkeypatch):
 def test_a_serverless_sweep_without_its_stability_test_is_priced_from_the_lightest_concurrency_phase():
     """Was: "no configuration meets the objective" (no warm latency, no cost). Synthetic: x0.5 = 1 user at
     60 ms for 5 s, then x1 = 2 users with throttles; the lightest phase's successes stand in."""
-    from sm_locust.plateau.timeline import Second
+    from sm_locust.measure.timeline import Second
     from sm_locust.sweep.serverless.measure import Phase, load_figures
 
     def second(t: float, users: int, hist: dict[int, int], failures: int = 0) -> Second:

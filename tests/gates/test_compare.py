@@ -13,9 +13,9 @@ from sm_locust.gates import compare as C
 from sm_locust.gates.baseline import Regression, regression_gates
 from sm_locust.gates.compare import compare, percentile_replicates, rate_replicates
 from sm_locust.gates.gates import evaluate
-from sm_locust.plateau.steady import histogram_percentile, merge_histograms
-from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import row_percentiles
+from sm_locust.measure.steady import histogram_percentile, merge_histograms
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import row_percentiles
 from sm_locust.record.runfolder import load_run
 from sm_locust.record.timeline import TIMELINE_JSONL, encode_line
 from tests.conftest import run_cli

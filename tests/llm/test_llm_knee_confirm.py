@@ -5,9 +5,9 @@ INCONCLUSIVE, saying why, never a confident other answer."""
 from __future__ import annotations
 
 from sm_locust.endpoint.llm import BatchModel
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.conditions import ErrorRate
-from sm_locust.plateau.steady import measure_step
-from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import (
     BREAKS,
     MEETS,

@@ -16,7 +16,7 @@ import pytest
 
 from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import COUNTED, INPUT_TOKENS, SERVER, RequestTokens
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.tokens import Bucket
 from sm_locust.record.llm import LlmStats, step_windows, token_accounting
 from sm_locust.record.summary import step_records

@@ -12,9 +12,9 @@ import pytest
 from sm_locust.config.options import parse_options
 from sm_locust.endpoint.llm import BatchModel, LlmConfig
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import StepMeasurement
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.conditions import ErrorRate
-from sm_locust.plateau.steady import StepMeasurement
-from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import (
     Bucket,
     TokenPlateauSearch,

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from sm_locust.endpoint.llm import ContinuousBatcher, LlmConfig, Sequence
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.tokens import (
     ONE_AT_A_TIME,
     SETTLE_MAX_S,

@@ -10,7 +10,7 @@ import pytest
 from sm_locust.config.options import parse_options
 from sm_locust.errors import UsageError
 from sm_locust.llm.tokens import SERVER, RequestTokens
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.llm import LlmStats, step_windows
 from sm_locust.record.llm_options import NO_TRIM, FigureTrim
 from sm_locust.record.model import Summary

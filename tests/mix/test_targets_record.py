@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
+from sm_locust.measure.steady import histogram_percentile
 from sm_locust.mix import model_names, zipf_weights
 from sm_locust.mix.sampler import Picker
-from sm_locust.plateau.steady import histogram_percentile
 from sm_locust.record.targets import (
     DETAIL_LIMIT,
     MAX_BLOCKS,

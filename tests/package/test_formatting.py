@@ -79,7 +79,7 @@ def test_cli_lines_print_a_missing_latency_as_the_marker():
 
 
 def test_a_figure_with_its_interval_reads_one_way_everywhere():
-    from sm_locust.plateau.uncertainty import Interval
+    from sm_locust.measure.uncertainty import Interval
     from sm_locust.util.formatting import percent_interval, with_interval
 
     assert with_interval(189.2, [186.1, 192.3], " req/s") == "189 req/s (±3)"  # batch means: symmetric

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sm_locust.measure.uncertainty import percentile_cis
 from sm_locust.plateau.asyncresults import (
     RESULT,
     AsyncCall,
@@ -12,7 +13,6 @@ from sm_locust.plateau.asyncresults import (
     backlog_series,
     result_histograms,
 )
-from sm_locust.plateau.uncertainty import percentile_cis
 
 
 def test_schedule_backs_off_to_its_ceiling_and_ends_at_the_timeout():

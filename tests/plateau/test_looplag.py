@@ -1,6 +1,6 @@
 """The load generator's own delay: loop-lag counts, their figures, and the client-affected rule."""
 
-from sm_locust.plateau.looplag import (
+from sm_locust.measure.looplag import (
     LAG_P99_OF_P50,
     LAGGING_LIMIT,
     MIN_LAG_SAMPLES,
@@ -11,8 +11,8 @@ from sm_locust.plateau.looplag import (
     lag_bucket_us,
     merge_counts,
 )
-from sm_locust.plateau.steady import measure_step
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.record.summary import run_verdict, step_line, step_record
 
 
@@ -169,7 +169,7 @@ def test_a_sweep_distrusts_the_run_through_the_same_rule():
 
 
 def test_slo_margin_pure():
-    from sm_locust.plateau.looplag import slo_margin_reason
+    from sm_locust.measure.looplag import slo_margin_reason
 
     within = [("p95", 108.0, 100.0)]
     assert "may be the client's" in slo_margin_reason(lag(10.0), within)

@@ -6,6 +6,8 @@ import statistics
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.arrival import (
     constant_arrivals,
     count_late,
@@ -14,8 +16,6 @@ from sm_locust.plateau.arrival import (
     latency_from_intended_ms,
     poisson_arrivals,
 )
-from sm_locust.plateau.steady import measure_step
-from sm_locust.plateau.timeline import Second
 
 
 def test_constant_arrivals():

@@ -3,8 +3,8 @@ may be transient; bound twice, the verdict is INCONCLUSIVE and names the generat
 
 from __future__ import annotations
 
+from sm_locust.measure.looplag import FIX_CPU_LIMIT, FIX_WORKERS, LoopLag, generator_fix
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.looplag import FIX_CPU_LIMIT, FIX_WORKERS, LoopLag, generator_fix
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
 

@@ -7,12 +7,12 @@ import random
 
 import pytest
 
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, StepSearch, Verdict
-from sm_locust.plateau.steady import measure_step
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
-from sm_locust.plateau.timeline import Second
 
 
 def search_endpoint(search, endpoint, seconds=12):

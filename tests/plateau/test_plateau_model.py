@@ -4,13 +4,13 @@ All driven with synthetic series and the closed-form endpoint (no Locust)."""
 
 import pytest
 
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.conditions import MaxInvocationsPerMinute
 from sm_locust.plateau.driver import ScheduleDriver, SearchDriver
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch
-from sm_locust.plateau.steady import measure_step
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
-from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.traffic import parse_traffic_pattern
 
 

@@ -3,9 +3,9 @@ measured (it surely broke a constraint), or INCONCLUSIVE with the reason; never 
 
 from __future__ import annotations
 
+from sm_locust.measure.steady import measure_step
 from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.search import BOUND_BELOW, PlateauSearch
-from sm_locust.plateau.steady import measure_step
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
 from sm_locust.record.summary import VERDICT_BELOW, VERDICT_INCONCLUSIVE, VERDICT_OK, run_verdict
 

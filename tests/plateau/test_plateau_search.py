@@ -5,9 +5,9 @@ import math
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import measure_step
 from sm_locust.plateau.conditions import ErrorRate, LatencySLO, MaxDuration, ThroughputGain
 from sm_locust.plateau.search import PlateauSearch, StepSearch
-from sm_locust.plateau.steady import measure_step
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
 
 

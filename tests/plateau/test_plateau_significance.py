@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import UNKNOWN, Interval
 from sm_locust.plateau.conditions import LatencySLO, ThroughputGain
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch
 from sm_locust.plateau.significance import ABOVE, BELOW, UNDECIDED, growth_interval, min_count, precise, side
-from sm_locust.plateau.steady import measure_step
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
-from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, TokenPlateauSearch, TokenSLO, TokenStep, _key
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval
 
 
 def seconds_of(users: int, counts: list[int], hists: list[dict[int, int]] | None = None, t0: float = 0.0):

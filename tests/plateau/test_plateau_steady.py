@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.steady import (
+from sm_locust.measure.steady import (
     histogram_percentile,
     measure_step,
     measure_timeline,
@@ -14,7 +14,7 @@ from sm_locust.plateau.steady import (
     split_steps,
     steady_window,
 )
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 
 
 def sec(t, users=4, requests=100, failures=0, hist=None, spawning=False, cpu=None, rate=None):

@@ -1,13 +1,13 @@
-"""95 % intervals (plateau/uncertainty.py): coverage of the truth on synthetic series, and the rules."""
+"""95 % intervals (measure/uncertainty.py): coverage of the truth on synthetic series, and the rules."""
 
 import math
 
 import numpy as np
 import pytest
 
-from sm_locust.plateau.steady import histogram_percentile, measure_step, window_intervals
-from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import (
+from sm_locust.measure.steady import histogram_percentile, measure_step, window_intervals
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import (
     UNKNOWN,
     Interval,
     batch_count,

@@ -4,8 +4,8 @@ modules add): tests/data/summaries/built-*.json holds what the builder of that d
 
 from __future__ import annotations
 
-from sm_locust.plateau.steady import MODE_RATE, measure_step
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import MODE_RATE, measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.record.summary import step_record
 
 T0 = 1_704_067_200.0

@@ -10,8 +10,8 @@ import locust  # noqa: F401
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from sm_locust.plateau.looplag import LagCounts
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.looplag import LagCounts
+from sm_locust.measure.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.looplag import (
     CgroupThrottling,

@@ -11,7 +11,7 @@ import pytest
 
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
-from sm_locust.plateau.uncertainty import t_quantile
+from sm_locust.measure.uncertainty import t_quantile
 from sm_locust.record.repeat import figure_of, median_run, repeat_document, repeat_lines, spread
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 

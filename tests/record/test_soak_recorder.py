@@ -12,8 +12,8 @@ import tracemalloc
 import pytest
 
 from bench.recorder_memory import feed, histogram_pool, synthetic_seconds
-from sm_locust.plateau.steady import histogram_percentile, measure_step, merge_histograms
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import histogram_percentile, measure_step, merge_histograms
+from sm_locust.measure.timeline import Second
 from sm_locust.record.accumulate import EXACT_S, RunTimeline
 from sm_locust.record.llm import step_windows
 from sm_locust.record.recorder import hour_line

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import locust  # noqa: F401
 from locust.env import Environment
 
-from sm_locust.plateau.steady import measure_step
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.record.recorder import MASTER_LAG_S, RunRecorder
 from sm_locust.record.summary import step_record, step_records
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sm_locust.measure.steady import intervals_dict, measure_step, window_intervals
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.search import PlateauSearch
-from sm_locust.plateau.steady import intervals_dict, measure_step, window_intervals
 from sm_locust.plateau.synthetic import SyntheticEndpoint
-from sm_locust.plateau.timeline import Second
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.schema import summary_problem
 from sm_locust.record.summary import build_summary, run_verdict, step_line, step_record, step_records

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.schema import summary_problem
 from sm_locust.record.timeline import TimelineWriter
 from sm_locust.report.autoscaling import FIG_ID, autoscaling_figure, autoscaling_rows, autoscaling_view

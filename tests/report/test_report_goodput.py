@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.runfolder import read_run
 from sm_locust.record.timeline import encode_line
 from sm_locust.report import cost, merge

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.measure.timeline import Second
 from sm_locust.plateau.rates import parse_traffic
-from sm_locust.plateau.timeline import Second
 from sm_locust.scaling.figures import (
     alarm_start,
     autoscaling_figures,

@@ -4,7 +4,7 @@ client caused."""
 
 from __future__ import annotations
 
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.scaling.figures import autoscaling_figures
 from sm_locust.scaling.intervals import (
     breach_client_bound_s,

@@ -11,7 +11,7 @@ import pytest
 
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.errors import UsageError
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.shapes.base import SmLocustShape
 from sm_locust.shapes.saturation import MAX_WINDOW_S, MIN_GROWTH_REQUESTS, WINDOW_S, judge, slope_ci
 from sm_locust.shapes.settings import ShapeSettings

@@ -17,8 +17,8 @@ import pytest
 
 from sm_locust.config.options import all_option_specs
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
+from sm_locust.measure.looplag import LoopLag, client_affected_reason
 from sm_locust.payloads import load_payloads
-from sm_locust.plateau.looplag import LoopLag, client_affected_reason
 from sm_locust.plateau.search import MAX_GAIN_SPLITS, PLATEAU_TOLERANCE
 from sm_locust.plateau.synthetic import SyntheticEndpoint
 from sm_locust.record.accumulate import RunTimeline

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from sm_locust.cli import main
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.serverless.measure import (

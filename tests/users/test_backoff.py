@@ -13,7 +13,7 @@ from locust.env import Environment
 import pytest
 
 from sm_locust.invocation import InvocationError
-from sm_locust.plateau.timeline import Second
+from sm_locust.measure.timeline import Second
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.record.timeline import read_seconds
 from sm_locust.testing import invoke_user, run_load_test

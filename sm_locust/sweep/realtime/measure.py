@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import JsonObject, Step, Summary, Totals
 from sm_locust.sweep.objective import PERCENTILE_KEYS
 

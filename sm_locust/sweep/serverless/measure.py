@@ -5,7 +5,7 @@ seconds are cut into phases here, a changed user count starting a phase at the f
 it. A throttle is answered faster than any success, so the successes' histogram is the phase's minus
 its `throttled` fastest entries (`success_hist`). Concurrency phases drop their first 20 % (at least
 1 s). Stability splits cold from warm at a threshold (`COLD_FACTOR` without a cold-start test); the
-warm mean is what serverless bills. Intervals are 95 % (`plateau/uncertainty.py`), null for a window
+warm mean is what serverless bills. Intervals are 95 % (`measure/uncertainty.py`), null for a window
 too short; cold-start percentiles are exact, nearest-rank (docs/serverless.md).
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sm_locust.plateau.steady import histogram_percentile, merge_histograms
-from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import order_statistic_ci, percentile_cis, rate_ci
+from sm_locust.measure.steady import histogram_percentile, merge_histograms
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import order_statistic_ci, percentile_cis, rate_ci
 from sm_locust.record.model import JsonObject, Totals
 
 WARMUP_SHARE = 0.2  # concurrency phases: the first 20 % (at least MIN_WARMUP_S) is ramp and cold starts

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sm_locust.plateau.steady import DEFAULT_SLO_PERCENTILE
+from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
 from sm_locust.sweep.objective import Objective, nothing_meets, why_lost
 from sm_locust.sweep.replicates import combine, merged

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sm_locust.plateau.looplag import LagCounts
+from sm_locust.measure.looplag import LagCounts
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Second:
     late: int | None = None  # open loop: of those, sent more than the late tolerance after their intended time
     dropped: int | None = None  # open loop: intended sends skipped (max in-flight requests outstanding)
     backoffs: int | None = None  # closed loop: back-offs users took after connection errors (users/backoff.py)
-    loop_lag: LagCounts | None = None  # the generator's event-loop lag and CPU throttling (plateau/looplag.py)
+    loop_lag: LagCounts | None = None  # the generator's event-loop lag and CPU throttling (measure/looplag.py)
 
     @property
     def successes(self) -> int:

@@ -5,7 +5,7 @@ ramping seconds are dropped and the figures come from the window's merged histog
 each of `STABILITY_WINDOWS` sub-windows is within `STABILITY_TOLERANCE` of their mean (perf_analyzer's
 rule); sub-windows under `MIN_SUBWINDOW_S` make the step unstable. Client-bound: CPU at
 `CLIENT_CPU_LIMIT_PCT`, CPU plus wait at `CLIENT_BUSY_LIMIT_PCT`, open-loop sends late or under
-`MIN_ACHIEVED_RATIO`, or the generator's own delay (`plateau.looplag`); drops at the in-flight cap do
+`MIN_ACHIEVED_RATIO`, or the generator's own delay (`measure.looplag`); drops at the in-flight cap do
 not count. A step with a failure majority (`FAILURE_MAJORITY`) is never client-bound.
 """
 
@@ -15,15 +15,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.plateau.looplag import (
+from sm_locust.measure.looplag import (
     LoopLag,
     client_affected_reason,
     merge_counts,
     slo_margin_reason,
     throttled_reason,
 )
-from sm_locust.plateau.timeline import Second
-from sm_locust.plateau.uncertainty import UNKNOWN, Interval, percentile_ci, percentile_cis, rate_ci
+from sm_locust.measure.timeline import Second
+from sm_locust.measure.uncertainty import UNKNOWN, Interval, percentile_ci, percentile_cis, rate_ci
 from sm_locust.util.formatting import load_words
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -305,7 +305,7 @@ CI_FIGURES = ("rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")  # the figures
 
 
 def window_intervals(window: Sequence[Second], *, seed: int = 0) -> dict[str, Interval]:
-    """95 % intervals of a window's rps, goodput and p50 / p95 / p99 (`plateau.uncertainty`: batch
+    """95 % intervals of a window's rps, goodput and p50 / p95 / p99 (`measure.uncertainty`: batch
     means for the rates, a block bootstrap for the percentiles), from its per-second samples."""
     if not window:
         return {name: UNKNOWN for name in CI_FIGURES}
