@@ -206,7 +206,7 @@ class NotificationWaiter:
         """Wait for `result`'s (an `AsyncResult`) notification; `started` the call's perf_counter
         start, `start_time` its wall-clock start. The failure, or None for a `Completed` one."""
         accepted = self.clock()
-        self.ledger.open()
+        self.ledger.open(start_time + (accepted - started))
         seen: float | None = None
         outcome: str | None = None
         delivery_ms: float | None = None

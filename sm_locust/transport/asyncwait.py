@@ -14,8 +14,10 @@ answered; that window (the schedule's wait plus the HeadObjects' own time) is th
 `resolution_ms`.
 
 Every call goes into the process's `AsyncLedger` (sent, accepted, seen, outcome, HeadObject polls):
-a call a stop cuts short is recorded as still awaited. Workers ship their new calls to the master
-(`util.shipped`), where summary.json's `async` is built (record/asyncsummary.py).
+a call a stop cuts short is recorded as still awaited. The calls awaited now are counted by the second
+of their acceptance (`awaited_by_second`: the async search's SLO counts those older than the SLO).
+Workers ship their new calls and that count to the master (`util.shipped`), where summary.json's
+`async` is built (record/asyncsummary.py).
 """
 
 from __future__ import annotations
@@ -67,15 +69,29 @@ class AsyncLedger(WorkerShipped):
         self.calls: list[AsyncCall] = []
         self.dropped = 0
         self.opened = 0  # calls accepted so far (finished or not): the live backlog is opened - finished
+        self.pending: dict[int, int] = {}  # calls awaited now, by epoch second of their acceptance
+        self._remote_pending: dict[str, dict[int, int]] = {}  # on a master: each worker's, as last shipped
         self._shipped = 0
         self._shipped_dropped = 0
         self._shipped_opened = 0
         self.active = False
 
-    def open(self) -> None:
-        """A call was accepted and now waits for its result (counted in `backlog` until it is added)."""
+    def open(self, accepted_s: float | None = None) -> None:
+        """A call was accepted (at epoch `accepted_s`) and now waits for its result (counted in
+        `backlog`, and in `pending` by its second, until it is added)."""
         self.active = True
         self.opened += 1
+        if accepted_s is not None:
+            second = int(accepted_s)
+            self.pending[second] = self.pending.get(second, 0) + 1
+
+    def awaited_by_second(self) -> dict[int, int]:
+        """Calls awaited now by epoch second of acceptance (on a master: its workers' as last shipped)."""
+        out = dict(self.pending)
+        for remote in self._remote_pending.values():
+            for second, n in remote.items():
+                out[second] = out.get(second, 0) + n
+        return out
 
     @property
     def backlog(self) -> int:
@@ -84,6 +100,12 @@ class AsyncLedger(WorkerShipped):
 
     def add(self, call: AsyncCall) -> None:
         self.active = True
+        second = int(call.accepted_s)
+        left = self.pending.get(second, 0) - 1
+        if left > 0:
+            self.pending[second] = left
+        else:
+            self.pending.pop(second, None)
         if len(self.calls) < MAX_CALLS:
             self.calls.append(call)
         else:
@@ -92,13 +114,15 @@ class AsyncLedger(WorkerShipped):
     def reset(self) -> None:
         self.calls, self.dropped, self._shipped, self._shipped_dropped = [], 0, 0, 0
         self.opened = self._shipped_opened = 0
+        self.pending, self._remote_pending = {}, {}
 
     def take_delta(self) -> dict | None:
         if (self._shipped == len(self.calls) and self._shipped_dropped == self.dropped
                 and self._shipped_opened == self.opened):
             return None
         delta = {"calls": [c.as_tuple() for c in self.calls[self._shipped:]],
-                 "dropped": self.dropped - self._shipped_dropped, "opened": self.opened - self._shipped_opened}
+                 "dropped": self.dropped - self._shipped_dropped, "opened": self.opened - self._shipped_opened,
+                 "pending": [[second, n] for second, n in self.pending.items()]}
         self._shipped, self._shipped_dropped, self._shipped_opened = len(self.calls), self.dropped, self.opened
         return delta
 
@@ -109,6 +133,8 @@ class AsyncLedger(WorkerShipped):
             self.add(AsyncCall.from_tuple(values))
         self.dropped += int(delta.get("dropped") or 0)
         self.opened += int(delta.get("opened") or 0)
+        if "pending" in delta:  # a snapshot: the worker's calls awaited when it shipped
+            self._remote_pending[client_id] = {int(second): int(n) for second, n in delta.get("pending") or ()}
         self.active = True
 
 
@@ -130,7 +156,7 @@ class ResultWaiter:
         """Poll for `result` (an `AsyncResult`) accepted now; `started` the call's perf_counter
         start, `start_time` its wall-clock start. The failure, or None once the output exists."""
         accepted = self.clock()
-        self.ledger.open()
+        self.ledger.open(start_time + (accepted - started))
         polls, resolution, outcome, seen = 0, None, None, None
         error: InvocationError | None = None
 

@@ -154,3 +154,37 @@ def test_the_async_search_stops_where_the_backlog_grows(moto, tmp_path):
     backlog = summary["async"]["backlog"]
     assert summary["async"]["backlog_every_s"] == 1 and max(backlog) == summary["async"]["backlog_max"] > 0
     assert any(line.startswith("sm-locust: step ") or "step " in line for line in result.stdout.splitlines())
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("slo_ms", "verdict"), [(60, "breach"), (1000, "keeps")])
+def test_the_async_search_judges_the_time_to_result_slo_on_its_interval(moto, tmp_path, slo_ms, verdict):
+    """`--time-to-result-slo-ms` against 1 worker of 100 ms at 3 req/s: every result takes longer than
+    60 ms (the first step breaks that SLO and ends the search, no capacity), and far less than 1 s (the
+    step keeps it, held longer if its first window was too short to say so: the capacity is the one
+    rate tried when its backlog is shown bounded too)."""
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/slo{slo_ms}/out", max_concurrent=1, s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=100, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "--shape", "async", "--start-rps", "3", "--max-rps", "3", "--step-seconds", "9",
+                         "--time-to-result-slo-ms", str(slo_ms), "--slo-percentile", "50", "--max-duration", "60",
+                         "--async-input-location", f"s3://{BUCKET}/in/request.json",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--out", str(tmp_path / "run"),
+                         env=moto.env())
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    search = json.loads((tmp_path / "run" / "summary.json").read_text())["async_search"]
+    (step,) = search["steps"]
+    assert step["slo"] == verdict and step["extensions"] <= 2, search
+    assert (search["time_to_result_slo_ms"], search["slo_percentile"]) == (slo_ms, 50.0)
+    low, high = step["time_to_result_ci95"]
+    assert low <= step["time_to_result_ms"] <= high and step["results"] + step["awaited"] >= 10
+    if verdict == "breach":
+        assert low > slo_ms and search["capacity_rps"] is None and search["slo_breach_at_rps"] == 3.0
+        assert search["stop_reason"].startswith("at 3 req/s the p50 time to result ")
+        assert "above the SLO 60 ms: capacity below 3 req/s" in search["stop_reason"]
+    else:
+        assert high <= slo_ms and search["slo_breach_at_rps"] is None
+        # the capacity needs the backlog shown bounded too (7 changes may be too few to show it)
+        assert search["capacity_rps"] == (3.0 if step["backlog"] == "bounded" else None)
+        assert search["stop_reason"].startswith("max rate 3 req/s reached")
+    assert search["verdict"] == "conclusive" and "step 1: 3 req/s" in result.stdout

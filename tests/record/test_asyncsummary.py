@@ -100,6 +100,25 @@ def test_the_ledger_counts_the_live_backlog_and_ships_it():
     assert worker.take_delta() is None
 
 
+def test_the_ledger_counts_the_awaited_calls_by_second_of_acceptance_and_ships_them():
+    from sm_locust.transport.asyncwait import AsyncLedger
+
+    worker, master = AsyncLedger(), AsyncLedger()
+    for accepted in (START + 0.1, START + 0.7, START + 1.2):
+        worker.open(accepted)
+    worker.add(AsyncCall(START, START + 0.7, START + 2, RESULT))
+    assert worker.awaited_by_second() == {int(START): 1, int(START) + 1: 1}
+    master.merge_delta(worker.take_delta(), "w1")
+    master.merge_delta({"calls": [], "opened": 1, "pending": [[int(START) + 5, 1]]}, "w2")
+    assert master.awaited_by_second() == {int(START): 1, int(START) + 1: 1, int(START) + 5: 1}
+    worker.add(AsyncCall(START, START + 0.1, START + 3, RESULT))
+    worker.add(AsyncCall(START, START + 1.2, START + 3, RESULT))
+    master.merge_delta(worker.take_delta(), "w1")  # a snapshot replaces the worker's last one
+    assert master.awaited_by_second() == {int(START) + 5: 1} and worker.awaited_by_second() == {}
+    master.reset()
+    assert master.awaited_by_second() == {}
+
+
 def test_the_closing_line_names_the_notifications_delivery_when_nothing_was_polled():
     calls = [AsyncCall(START + i, START + i + 0.02, START + i + 0.5, RESULT, 0, 40.0 + i) for i in range(8)]
     line = AsyncSummary.from_calls(calls, START, START + 10).closing_line()
