@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sm_locust.core.answers import answer_lines
 from sm_locust.plateau.asyncresults import RESULT, AsyncCall
 from sm_locust.record.asyncsummary import AsyncSummary
@@ -125,3 +127,13 @@ def test_the_closing_line_names_the_notifications_delivery_when_nothing_was_poll
     assert "(notification delivery <= 47 ms)" in line and "polls 0" in line
     polled = [AsyncCall(START, START + 0.02, START + 0.5, RESULT, 3, 100.0)]
     assert "(poll resolution <= 100 ms)" in AsyncSummary.from_calls(polled, START, START + 10).closing_line()
+
+
+def test_the_first_calls_time_to_result_is_kept_apart():
+    calls = [AsyncCall(START + 1, START + 1.1, START + 2, RESULT), AsyncCall(START, START + 0.1, START + 5, RESULT)]
+    summary = AsyncSummary.from_calls(calls, START, START + 10)
+    assert summary.first_time_to_result_ms == pytest.approx(5000)  # sent first, answered last
+    assert AsyncSummary.from_json(json.loads(json.dumps(summary.to_json()))).first_time_to_result_ms == \
+        pytest.approx(5000)
+    waiting = [AsyncCall(START, START + 0.1), AsyncCall(START + 1, START + 1.1, START + 2, RESULT)]
+    assert AsyncSummary.from_calls(waiting, START, START + 10).first_time_to_result_ms is None
