@@ -11,7 +11,9 @@ HasBacklogWithoutCapacity (`--async-scale-from-zero`). A scale-out's instances s
 `--async-instance-start-s` after the decision; a scale-in is immediate (a worker of a removed
 instance finishes the request it holds). `--async-time-scale S` runs the control clock S times
 faster (requests stay real); every time it reports is emulated. Counters: the instances in service
-and desired, the instance-seconds billed, the scale events; each event is printed.
+and desired, the instance-seconds billed, the scale events; each event is printed. `log()` is its
+record in the fleet emulation's format (`GET /_sm_locust/scaling`, and DescribeEndpoint's counts:
+endpoint/control.py), so `run --watch-scaling` watches it as it watches a real-time fleet.
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sm_locust.scaling.asyncpolicy import AsyncAutoscaler, BacklogPolicy, InstanceClock, StepFromZero
+from sm_locust.scaling.asyncpolicy import (
+    AsyncAutoscaler,
+    BacklogPolicy,
+    InstanceClock,
+    StepFromZero,
+    backlog_per_instance,
+)
 from sm_locust.scaling.policy import DEFAULT_COOLDOWN_S, IN, MAX_INSTANCES, ScaleDecision
-from sm_locust.scaling.timeline import MAX_TIME_SCALE
+from sm_locust.scaling.timeline import MAX_TIME_SCALE, InstanceSample, MetricPeriod
 
 DEFAULT_INSTANCE_START_S = 240.0  # as the real-time fleet's (endpoint/fleet.py): AWS publishes no figure
 POLL_S = 0.02  # how often an idle worker of an instance out of service looks again (real seconds)
+MAX_LOG = 8192  # instance changes and metric periods kept for the log (the oldest dropped past it)
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,7 @@ class AsyncCapacity:
 
     def __init__(self, config: AsyncScalingConfig, backlog: Callable[[], float], counters: Any = None,
                  say: Callable[[str], None] = lambda line: print(line, flush=True),
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time):
         self.config = config
         self.backlog = backlog
         self.counters = counters
@@ -113,6 +122,10 @@ class AsyncCapacity:
         self.billed = InstanceClock(0.0, config.instances)
         self._pending: list[ScaleDecision] = []
         self._started: float | None = None
+        self.started_epoch = wall()  # emulated second 0 on the wall clock (reset when the loop starts)
+        self._wall = wall
+        self.events: list[InstanceSample] = [InstanceSample(0.0, self.desired, self.in_service)]
+        self.periods: list[MetricPeriod] = []
         self._lock = threading.Lock()
         self._publish(0.0)
 
@@ -129,6 +142,7 @@ class AsyncCapacity:
             if self._started is not None:
                 return
             self._started = self.clock()
+            self.started_epoch = self._wall()
         if self.scaler is not None:
             threading.Thread(target=self._loop, name="async-scaling", daemon=True).start()
 
@@ -153,10 +167,13 @@ class AsyncCapacity:
         """One period's average backlog to the policies; the decision applied (pure of threads: tests call it)."""
         if self.scaler is None:
             return None
+        self._keep(self.periods, MetricPeriod(period_start, backlog_per_instance(backlog, self.in_service)))
         decision = self.scaler.observe(period_start, backlog, self.in_service)
         if decision is None:
             return None
         self.desired = decision.to_count
+        if decision.direction != IN:
+            self._keep(self.events, InstanceSample(decision.t_s, self.desired, self.in_service))
         cause = self.scaler.cause
         if decision.direction == IN:
             self._set_in_service(decision.t_s, decision.to_count)
@@ -181,6 +198,31 @@ class AsyncCapacity:
     def _set_in_service(self, t: float, count: int) -> None:
         self.billed.at(t, count)
         self.in_service = count
+        self._keep(self.events, InstanceSample(t, self.desired, count))
+
+    @staticmethod
+    def _keep(log: list, item: Any) -> None:
+        log.append(item)
+        if len(log) > MAX_LOG:
+            del log[: len(log) - MAX_LOG]
+
+    def log(self, max_concurrent: int) -> dict[str, Any]:
+        """The record `GET /_sm_locust/scaling` answers, in the fleet emulation's format (emulated seconds).
+        `policy` is None: the real-time fleet's ScalingPolicy cannot hold MinCapacity 0; `async_policy` says it."""
+        config = self.config
+        return {
+            "fleet": {"instances": config.instances, "slots": max_concurrent, "routing": "queue"},
+            "time_scale": config.time_scale,
+            "started_at": self.started_epoch,
+            "now_s": self.now_s(),
+            "instance_start_s": config.instance_start_s,
+            "policy": None,
+            "async_policy": config.describe(max_concurrent),
+            "desired": self.desired,
+            "in_service": self.in_service,
+            "instances": [s.as_dict() for s in self.events],
+            "periods": [p.as_dict() for p in self.periods],
+        }
 
     def _publish(self, t: float) -> None:
         if self.counters is None:

@@ -83,19 +83,21 @@ def _from_zero(moto, tmp_path, name: str, scale_from_zero: bool):
         result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
                          "--shape", "open", "--target-rps", "1", "-t", "9s", "--async-timeout", "12",
                          "--async-input-location", f"s3://{BUCKET}/in/request.json", "--async-result", "s3",
-                         "--async-poll-ms", "50", "--out", str(tmp_path / name), env=moto.env())
+                         "--async-poll-ms", "50", "--watch-scaling", "--out", str(tmp_path / name), env=moto.env())
         stats = ep.stats()
     assert result.returncode in (0, 1), result.stdout + result.stderr
-    return json.loads((tmp_path / name / "summary.json").read_text())["async"], stats, ep.log_path.read_text()
+    summary = json.loads((tmp_path / name / "summary.json").read_text())
+    return summary["async"], stats, ep.log_path.read_text(), summary["autoscaling"]
 
 
 @pytest.mark.e2e
 def test_scale_from_zero_answers_what_target_tracking_alone_leaves_waiting(moto, tmp_path):
-    alone, alone_stats, _ = _from_zero(moto, tmp_path, "tracking", scale_from_zero=False)
+    alone, alone_stats, _, alone_watched = _from_zero(moto, tmp_path, "tracking", scale_from_zero=False)
     assert alone["accepted"] >= 2 and alone["results"] == 0  # the backlog never exceeds 10: no instance ever
     assert alone_stats["async_instances"] == 0 and alone_stats["async_instance_seconds_sum"] == 0
     assert alone_stats["async_scale_events"] == 0
-    woken, stats, log = _from_zero(moto, tmp_path, "from-zero", scale_from_zero=True)
+    assert alone_watched["peak_instances"] == 0 and alone_watched["instance_hours"] == 0
+    woken, stats, log, watched = _from_zero(moto, tmp_path, "from-zero", scale_from_zero=True)
     assert woken["accepted"] >= 2 and woken["results"] >= 1, woken
     assert "async scale out 0 -> 1" in log and "(HasBacklogWithoutCapacity" in log
     assert stats["async_scale_events"] >= 1 and stats["async_instance_seconds_sum"] > 0
@@ -103,3 +105,6 @@ def test_scale_from_zero_answers_what_target_tracking_alone_leaves_waiting(moto,
     # start (240 emulated s: 4 real s at x60), the calls after it find the instance serving
     assert woken["first_time_to_result_ms"] >= 4000 > woken["time_to_result"]["p50_ms"]
     assert alone["first_time_to_result_ms"] is None
+    # `run --watch-scaling` read the instances as it reads a fleet's: DescribeEndpoint and the emulator's log
+    assert watched["peak_instances"] >= 1 and watched["instance_hours"] > 0
+    assert watched["scale_events"] and watched["scale_events"][0]["from"] == 0, watched["scale_events"]
