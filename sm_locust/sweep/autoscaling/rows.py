@@ -17,7 +17,9 @@ from sm_locust.sweep.rows import Row
 
 FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "slo_breach_s", "breach_s_ci95",
                "breach_client_bound_s", "breaches", "failed", "throttled", "flaps", "instances", "periods",
-               "duration_s")
+               "duration_s", "first_time_to_result_ms", "awaited")
+"""`first_time_to_result_ms` and `awaited` are an async variant's: its cold start from zero, and the calls
+accepted that had no result by the end (they count against the error budget as failures do)."""
 
 
 @dataclass(kw_only=True)
@@ -54,10 +56,12 @@ class AutoscalingFigures:
 
     @property
     def error_rate(self) -> float | None:
-        """Failed and throttled requests over all of them."""
+        """Failed and throttled requests over all of them (an async variant's: and those never answered)."""
         if not self.requests:
             return None
-        return ((self.scaling.get("failed") or 0) + (self.scaling.get("throttled") or 0)) / self.requests
+        missed = (self.scaling.get("failed") or 0) + (self.scaling.get("throttled") or 0) + (
+            self.scaling.get("awaited") or 0)
+        return missed / self.requests
 
     def as_dict(self) -> dict[str, Any]:
         out = {key: self.scaling.get(key) for key in FIGURE_KEYS}

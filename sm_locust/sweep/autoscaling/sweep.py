@@ -38,7 +38,7 @@ from sm_locust.sweep.autoscaling.rank import ScalingCandidate, disqualification,
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.autoscaling.runner import FLEET_LOG, AutoscalingRunner
 from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer
-from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, policy_of
+from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, is_async, policy_of
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
 from sm_locust.sweep.costing import Estimate
 from sm_locust.sweep.deployers import Deployer
@@ -102,7 +102,14 @@ class AutoscalingSweep(Sweep):
         figures = AutoscalingFigures(scaling=scaling, requests=totals.get("requests"), failures=totals.get("failures"),
                                      latency_ms=totals.get(key))
         settings = self.configuration(index).settings
-        if self.spec.deploy == "local":
+        waited = summary.get("async")
+        if isinstance(waited, dict):  # an async variant: its cold start from zero, and the calls never answered
+            figures.scaling = {**scaling, "first_time_to_result_ms": waited.get("first_time_to_result_ms"),
+                               "awaited": waited.get("awaited_at_stop")}
+            figures.requests = waited.get("accepted")
+        if self.spec.deploy == "local" and is_async(settings):
+            figures.emulator_instances = emulator_instances(run_dir, summary)
+        if self.spec.deploy == "local" and not is_async(settings):
             policy = policy_of(settings)
             start = float(settings.get(f"{PREFIX}instance_start_s") or 0.0)
             model = simulate(policy, self.autoscaling.traffic, instance_start_s=start)
@@ -123,7 +130,10 @@ class AutoscalingSweep(Sweep):
             index=row.index, label=row.label, status=row.status, reason=row.reason, cost_usd=f.get("cost_usd"),
             instance_hours=f.get("instance_hours"), peak_instances=f.get("peak_instances"),
             slo_breach_s=f.get("slo_breach_s"), breach_cause=breach_cause(f.scaling) if f.scaling else None,
-            error_rate=f.error_rate, flaps=f.get("flaps") or 0, reaction_s=f.reaction_s, ready_s=f.ready_s)
+            error_rate=f.error_rate, flaps=f.get("flaps") or 0, reaction_s=f.reaction_s, ready_s=f.ready_s,
+            awaited=int(f.get("awaited") or 0),
+            scaled_out=any(e.get("direction") == "out" for e in f.get("scale_events") or []),
+            first_result_ms=f.get("first_time_to_result_ms"))
 
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         ordered = self.ordered_rows(rows)
