@@ -172,7 +172,8 @@ def test_the_async_search_judges_the_time_to_result_slo_on_its_interval(moto, tm
                          "--async-result", "s3", "--async-poll-ms", "40", "--out", str(tmp_path / "run"),
                          env=moto.env())
     assert result.returncode in (0, 1), result.stdout + result.stderr
-    search = json.loads((tmp_path / "run" / "summary.json").read_text())["async_search"]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    search = summary["async_search"]
     (step,) = search["steps"]
     assert step["slo"] == verdict and step["extensions"] <= 2, search
     assert (search["time_to_result_slo_ms"], search["slo_percentile"]) == (slo_ms, 50.0)
@@ -188,3 +189,8 @@ def test_the_async_search_judges_the_time_to_result_slo_on_its_interval(moto, tm
         assert search["capacity_rps"] == (3.0 if step["backlog"] == "bounded" else None)
         assert search["stop_reason"].startswith("max rate 3 req/s reached")
     assert search["verdict"] == "conclusive" and "step 1: 3 req/s" in result.stdout
+    # the client-side backlog per second is in timeline.jsonl too
+    lines = [json.loads(line) for line in (tmp_path / "run" / "timeline.jsonl").read_text().splitlines()]
+    backlog = [line["async_backlog"] for line in lines if "async_backlog" in line]
+    assert len(backlog) >= len(lines) - 2  # every second once calls waited
+    assert 0 <= min(backlog) and max(backlog) <= summary["async"]["accepted"]

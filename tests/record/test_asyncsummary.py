@@ -137,3 +137,16 @@ def test_the_first_calls_time_to_result_is_kept_apart():
         pytest.approx(5000)
     waiting = [AsyncCall(START, START + 0.1), AsyncCall(START + 1, START + 1.1, START + 2, RESULT)]
     assert AsyncSummary.from_calls(waiting, START, START + 10).first_time_to_result_ms is None
+
+
+def test_the_async_backlog_rides_on_a_timeline_line_only_when_measured():
+    import orjson
+
+    from sm_locust.plateau.timeline import Second
+    from sm_locust.record.timeline import decode_record, encode_line
+
+    waited = Second(t=START, users=2, spawning=False, requests=3, failures=0, async_backlog=7)
+    line = orjson.loads(encode_line(waited))
+    assert line["async_backlog"] == 7 and decode_record(line).async_backlog == 7
+    plain = orjson.loads(encode_line(Second(t=START, users=2, spawning=False, requests=3, failures=0)))
+    assert "async_backlog" not in plain and decode_record(plain).async_backlog is None
