@@ -34,6 +34,10 @@ ASYNC_FAILURE = "AsyncFailure"
 ASYNC_TIMEOUT = "AsyncTimeout"
 ASYNC_POLL_ERROR = "AsyncPollError"
 ASYNC_NO_LOCATION = "AsyncNoOutputLocation"
+ASYNC_FETCH_ERROR = "AsyncFetchError"
+MAX_FETCH_BYTES = 64 * 1024 * 1024
+"""The most of an output object `--async-fetch` reads (an async answer may be up to 1 GB: past this the
+answer is checked on its first 64 MB, as a validator reading a synchronous answer would never see more)."""
 FAILURE_READ_BYTES = 1024
 """How much of a FailureLocation object names the failure (InvocationError bounds it further)."""
 MAX_CALLS = 200_000
@@ -138,6 +142,31 @@ class AsyncLedger(WorkerShipped):
         self.active = True
 
 
+class OutputFetcher:
+    """`--async-fetch`: GetObject on a result's OutputLocation once it was seen, so it can be validated
+    like a synchronous answer (`contract.check_response`). Its time is not the time to result's."""
+
+    def __init__(self, s3: Any):
+        self.s3 = s3
+
+    def checked(self, result: Any, check: Callable[[bytes, str | None], InvocationError | None] | None
+                ) -> InvocationError | None:
+        """Fetch `result`'s output and give it to `check` (None: fetched, nothing to check): the failure, or None."""
+        fetched = self.fetch(getattr(result, "output_location", "") or "")
+        if isinstance(fetched, InvocationError):
+            return fetched
+        return check(*fetched) if check is not None else None
+
+    def fetch(self, uri: str) -> tuple[bytes, str | None] | InvocationError:
+        """(body, content type) of the object at `uri`, or the failure (`AsyncFetchError: ...`)."""
+        try:
+            bucket, key = split_s3_uri(uri)
+            answer = self.s3.get_object(Bucket=bucket, Key=key)
+            return answer["Body"].read(MAX_FETCH_BYTES), answer.get("ContentType")
+        except Exception as exc:  # a missing or unreadable output: the call fails, named
+            return InvocationError(ASYNC_FETCH_ERROR, f"GetObject {_error_code(exc) or type(exc).__name__}: {exc}")
+
+
 class ResultWaiter:
     """Polls S3 for one accepted call's result (module doc). `s3` is a boto3 S3 client (from
     `aws.clients`), `sleep` the process's sleep (gevent's, patched, in a Locust process)."""
@@ -145,16 +174,18 @@ class ResultWaiter:
     def __init__(self, s3: Any, schedule: PollSchedule, timeout_s: float, ledger: AsyncLedger,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.perf_counter):
         self.s3 = s3
+        self.fetcher: OutputFetcher | None = None  # --async-fetch
         self.schedule = schedule
         self.timeout_s = timeout_s
         self.ledger = ledger
         self.sleep = sleep
         self.clock = clock
 
-    def wait(self, result: Any, started: float, start_time: float,
-             measurement: Any = None) -> InvocationError | None:
+    def wait(self, result: Any, started: float, start_time: float, measurement: Any = None,
+             check: Callable[[bytes, str | None], InvocationError | None] | None = None) -> InvocationError | None:
         """Poll for `result` (an `AsyncResult`) accepted now; `started` the call's perf_counter
-        start, `start_time` its wall-clock start. The failure, or None once the output exists."""
+        start, `start_time` its wall-clock start. The failure, or None once the output exists (with
+        `--async-fetch`, once it was read and `check` passed it: after the time to result)."""
         accepted = self.clock()
         self.ledger.open(start_time + (accepted - started))
         polls, resolution, outcome, seen = 0, None, None, None
@@ -196,6 +227,8 @@ class ResultWaiter:
             else:
                 error = InvocationError(ASYNC_TIMEOUT, f"no result within {self.timeout_s:g} s")
             seen = self.clock()
+            if error is None and self.fetcher is not None:
+                error = self.fetcher.checked(result, check)
             outcome = RESULT if error is None else str(error)
             return error
         finally:  # also when a stop cuts the wait short: then the call is still awaited

@@ -194,3 +194,30 @@ def test_the_async_search_judges_the_time_to_result_slo_on_its_interval(moto, tm
     backlog = [line["async_backlog"] for line in lines if "async_backlog" in line]
     assert len(backlog) >= len(lines) - 2  # every second once calls waited
     assert 0 <= min(backlog) and max(backlog) <= summary["async"]["accepted"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("input_key", "invalid"), [("in/request.json", False), ("in/rows50.json", True)])
+def test_async_fetch_validates_each_output_like_a_synchronous_answer(moto, tmp_path, input_key, invalid):
+    """`--async-fetch --validate-response`: each result's output object is read and checked, its rows
+    against the request's (10); an input object of 50 rows gives answers of 50: each call an
+    InvalidResponse failure, never a success."""
+    moto.client().put_object(Bucket=BUCKET, Key="in/rows50.json",
+                             Body=(SAMPLE_PAYLOAD.parent / "ranking_50rows.json").read_bytes())
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/fetch-{int(invalid)}/out", max_concurrent=2,
+                                 s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=50, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "-u", "2", "-t", "5s", "--async-input-location", f"s3://{BUCKET}/{input_key}",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--async-fetch", "true",
+                         "--validate-response", "true", "--out", str(tmp_path / "run"), env=moto.env())
+        stats = ep.stats()
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    figures = json.loads((tmp_path / "run" / "summary.json").read_text())["async"]
+    answered = figures["results"] + figures["failures"]
+    assert stats["async_results"] >= answered > 0
+    if invalid:
+        assert figures["results"] == 0 and list(figures["failed"]) and all(
+            name.startswith("InvalidResponse") for name in figures["failed"]), figures["failed"]
+    else:
+        assert figures["failures"] == 0 and figures["results"] > 0, figures["failed"]
