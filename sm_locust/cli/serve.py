@@ -11,6 +11,7 @@ from sm_locust.cli.commands import add_command_parser
 from sm_locust.config.options import Options, add_spec_arguments, parse_specs
 from sm_locust.endpoint import options as specs
 from sm_locust.endpoint.asyncqueue import AsyncEndpointConfig
+from sm_locust.endpoint.asyncscaling import AsyncScalingConfig
 from sm_locust.endpoint.components import parse_components
 from sm_locust.endpoint.faults import EMULATIONS, EndpointConfig
 from sm_locust.endpoint.fleet import FleetConfig
@@ -162,16 +163,42 @@ ASYNC_FLAGS = {"output_path": "async_output_path", "failure_path": "async_failur
                "sns_url": "async_sns_url"}
 
 
+SCALING_FLAGS = {"max_instances": "async_max_instances", "instances": "async_instances",
+                 "min_instances": "async_min_instances", "target_backlog": "async_target_backlog",
+                 "scale_from_zero": "async_scale_from_zero", "instance_start_s": "async_instance_start_s",
+                 "time_scale": "async_time_scale", "scale_out_cooldown_s": "async_scale_out_cooldown_s",
+                 "scale_in_cooldown_s": "async_scale_in_cooldown_s"}
+
+
+def async_scaling(options: Options) -> AsyncScalingConfig | None:
+    """The AsyncScalingConfig of --async-max-instances and its flags (None without them)."""
+    given = {key: options[dest] for key, dest in SCALING_FLAGS.items()
+             if dest in options.given and not (key == "scale_from_zero" and not options[dest])}
+    if not given:
+        return None
+    if "max_instances" not in given:
+        flags = ", ".join(_flag(SCALING_FLAGS[k]) for k in given)
+        raise UsageError(f"{flags} shape{'s' if len(given) == 1 else ''} the async instances; add "
+                         "--async-max-instances N (the most instances the variant may run)")
+    given.setdefault("instances", given.get("min_instances", 0))
+    try:
+        return AsyncScalingConfig(**given).validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def async_config(options: Options, config: EndpointConfig) -> AsyncEndpointConfig | None:
     """The AsyncEndpointConfig of `--async` (None without it); its flags without it are a usage error."""
-    given = emulation_flags(options, ASYNC_FLAGS, "--async", "the asynchronous inference emulation")
+    given = emulation_flags(options, {**ASYNC_FLAGS, **SCALING_FLAGS}, "--async",
+                            "the asynchronous inference emulation")
     if given is None:
         return None
+    given = {key: value for key, value in given.items() if key in ASYNC_FLAGS}
     if "output_path" not in given:
         raise UsageError("--async needs --async-output-path s3://bucket/prefix (the S3OutputPath)")
     if config.workers > 1:
         raise UsageError("--async keeps its queue in one worker process; drop --workers (or set it to 1)")
-    return AsyncEndpointConfig(**given).validate()
+    return AsyncEndpointConfig(**given, scaling=async_scaling(options)).validate()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -194,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"sm-locust endpoint: inference components {parts}, routed by InferenceComponentName", flush=True)
     if config.fleet is not None:
         print(f"sm-locust endpoint: {config.fleet.describe(config.service_time_ms, config.max_concurrency)}",
+              flush=True)
+    if config.async_inference is not None and config.async_inference.scaling is not None:
+        print(f"sm-locust endpoint: {config.async_inference.scaling.describe(config.async_inference.max_concurrent)}",
               flush=True)
     return serve_forever(config)
 

@@ -16,6 +16,9 @@ publish `async_notification_errors`: the answer is in S3 all the same). For the 
 metrics (endpoint/metrics.py) it keeps each request's time in the backlog and total processing time
 (windowed counters) and when the oldest request still queued was accepted (a gauge).
 
+With `--async-max-instances` the queue is served by instances that autoscale on the backlog
+(endpoint/asyncscaling.py): each has its own workers, which take requests only while it serves.
+
 The queue lives in the worker process (one: `--async` refuses `--workers` > 1); its S3 client comes
 from the AWS client factory, pointed at `--async-s3-url` (a moto server) when given.
 """
@@ -35,6 +38,7 @@ from sm_locust.aws.async_notification import COMPLETED, FAILED, AsyncNotificatio
 from sm_locust.aws.clients import Purpose
 from sm_locust.aws.clients import client as aws_client
 from sm_locust.endpoint import codecs
+from sm_locust.endpoint.asyncscaling import POLL_S, AsyncCapacity, AsyncScalingConfig
 
 TOPIC_ARN = re.compile(r"arn:aws[a-z\-]*:sns:[a-z0-9\-]*:[0-9]{12}:[a-zA-Z0-9_.-]+")
 """AsyncInferenceNotificationConfig's topic pattern (docs/facts.md)."""
@@ -65,8 +69,11 @@ class AsyncEndpointConfig:
     success_topic: str = ""
     error_topic: str = ""
     sns_url: str | None = None
+    scaling: AsyncScalingConfig | None = None  # instances and their autoscaling (endpoint/asyncscaling.py)
 
     def validate(self) -> AsyncEndpointConfig:
+        if self.scaling is not None:
+            self.scaling.validate()
         split_s3_uri(self.output_path, "--async-output-path")
         if self.failure_path:
             split_s3_uri(self.failure_path, "--async-failure-path")
@@ -90,6 +97,8 @@ class AsyncEndpointConfig:
             args += ["--async-error-topic", self.error_topic]
         if self.sns_url:
             args += ["--async-sns-url", self.sns_url]
+        if self.scaling is not None:
+            args += self.scaling.flags()
         return args
 
     def output_location(self, inference_id: str) -> str:
@@ -138,6 +147,9 @@ class AsyncQueue:
         self._jobs: queue.Queue[Job] = queue.Queue()
         self._started = False
         self._lock = threading.Lock()
+        self._outstanding = 0  # accepted, not yet answered: the backlog (ApproximateBacklogSize)
+        self.capacity = (AsyncCapacity(config.scaling, lambda: self._outstanding, app.counters)
+                         if config.scaling is not None else None)
 
     def _client(self) -> Any:
         return aws_client("s3", Purpose.CONTROL, endpoint_url=self.config.s3_url, default_region="us-east-1")
@@ -151,10 +163,15 @@ class AsyncQueue:
         with self._lock:
             if not self._started:
                 self._started = True
-                for i in range(self.config.max_concurrent):
-                    threading.Thread(target=self._work, name=f"async-worker-{i}", daemon=True).start()
+                instances = self.config.scaling.max_instances if self.config.scaling is not None else 1
+                for i in range(self.config.max_concurrent * instances):
+                    threading.Thread(target=self._work, args=(i // self.config.max_concurrent,),
+                                     name=f"async-worker-{i}", daemon=True).start()
+                if self.capacity is not None:
+                    self.capacity.start()
         self.app.counters.add(async_accepted=1)
         with self._lock:
+            self._outstanding += 1
             if not self._jobs.queue:  # it is the oldest waiting now
                 self.app.counters.set_value("async_oldest_waiting_since", job.received_at or time.time())
             self._jobs.put(job)
@@ -167,9 +184,23 @@ class AsyncQueue:
             self.app.counters.set_value("async_oldest_waiting_since",
                                         (head.received_at or time.time()) if head is not None else 0.0)
 
-    def _work(self) -> None:
+    def _next(self, instance: int) -> Job | None:
+        """The next request for a worker of `instance` (None: its instance is out of service, or none came)."""
+        if self.capacity is None:
+            return self._jobs.get()
+        if not self.capacity.serves(instance):
+            time.sleep(POLL_S)
+            return None
+        try:
+            return self._jobs.get(timeout=POLL_S)
+        except queue.Empty:
+            return None
+
+    def _work(self, instance: int = 0) -> None:
         while True:
-            job = self._jobs.get()
+            job = self._next(instance)
+            if job is None:
+                continue
             self._taken(job)
             try:
                 self.process(job)
@@ -179,6 +210,8 @@ class AsyncQueue:
                 except Exception:  # S3 itself is gone (moto stopped first, or down): nowhere to write it
                     self.app.counters.add(async_failures=1)
             self.app.counters.add(async_total_processing_time_ms_sum=(time.monotonic() - job.accepted) * 1000.0)
+            with self._lock:
+                self._outstanding -= 1
 
     def process(self, job: Job) -> None:
         """Read the input, run the model for its service time, write the answer or the failure."""

@@ -7,7 +7,8 @@ local fleet emulation (`endpoint/fleet.py`): point the `sagemaker` client's endp
 endpoint. Only DescribeEndpoint is answered (JSON 1.1, `X-Amz-Target: SageMaker.DescribeEndpoint`,
 as botocore sends it); any other control-plane call is an `UnknownOperationException`, and an
 endpoint name other than `--endpoint-name` (when set) the ValidationException SageMaker gives.
-Without the fleet emulation the endpoint is one instance, always InService.
+Without the fleet emulation the endpoint is one instance, always InService; with the async instances
+(`serve --async --async-max-instances`) their counts and their record.
 
 `GET /_sm_locust/scaling` (local only; 404 on an endpoint that is not a fleet) is the emulator's own
 record: its clock (`time_scale`, the epoch of emulated second 0), the policy, the desired /
@@ -41,10 +42,13 @@ def describe_endpoint(app, name: str) -> dict:
     """DescribeEndpoint's answer for endpoint `name` (counts in emulated time)."""
     config = app.config
     router = getattr(app, "fleet", None)
+    capacity = _async_capacity(app)
     if router is not None:
         fleet = router.fleet
         desired, serving = fleet.counts(fleet.now_s())
         created = fleet.started_epoch
+    elif capacity is not None:  # serve --async --async-max-instances (endpoint/asyncscaling.py)
+        desired, serving, created = capacity.desired, capacity.in_service, capacity.started_epoch
     else:
         desired = serving = 1
         created = app.started_at
@@ -82,11 +86,18 @@ def answer(app, environ, start_response) -> list[bytes]:
     return _json(start_response, "200 OK", describe_endpoint(app, name))
 
 
+def _async_capacity(app):
+    """The async variant's instances (`serve --async --async-max-instances`), or None."""
+    queue = getattr(app, "async_queue", None)
+    return getattr(queue, "capacity", None)
+
+
 def scaling_log(app) -> dict | None:
-    """The fleet emulation's own record (GET /_sm_locust/scaling); None without the emulation."""
+    """The fleet emulation's own record (GET /_sm_locust/scaling), or the async instances'; None without either."""
     router = getattr(app, "fleet", None)
     if router is None:
-        return None
+        capacity = _async_capacity(app)
+        return capacity.log(app.async_queue.config.max_concurrent) if capacity is not None else None
     fleet = router.fleet
     config = fleet.config
     now = fleet.now_s()

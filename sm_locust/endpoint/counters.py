@@ -54,6 +54,11 @@ FIELDS: tuple[str, ...] = (
     "async_time_in_backlog_us_sum",  # ... acceptance -> a worker took it (CloudWatch TimeInBacklog)
     "async_total_processing_time_ms_sum",  # ... acceptance -> answered and announced (TotalProcessingTime)
     "async_oldest_waiting_since",  # ... epoch s the oldest request still queued was accepted, 0: none (a gauge)
+    "async_instances",  # ... with --async-max-instances: instances in service (endpoint/asyncscaling.py; a gauge)
+    "async_desired_instances",  # ... the policies' desired count (a gauge)
+    "async_instance_seconds_sum",  # ... emulated instance-seconds in service since the first request (a gauge)
+    "async_emulated_s_sum",  # ... emulated seconds since the first request (a gauge)
+    "async_scale_events",  # ... scale-outs and scale-ins decided
 )
 
 # Latency statistics per publishing window (count, sum, min, max of each request's value), kept by

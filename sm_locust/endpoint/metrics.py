@@ -302,7 +302,7 @@ class MetricsPublisher:
                  sampler: ProcessSampler | None = None, sample_every_s: float = SAMPLE_EVERY_S,
                  clock: Callable[[], float] = time.time, logger: logging.Logger = log,
                  loaded_models: Callable[[], int] | None = None, invocation_counts: bool = True,
-                 async_gauges: Callable[[], tuple[float, float]] | None = None):
+                 async_gauges: Callable[[], tuple[float, float]] | None = None, async_scaled: bool = False):
         if cloudwatch is None and not url:
             raise ValueError("MetricsPublisher needs a CloudWatch url or client")
         self.counters = counters
@@ -318,6 +318,7 @@ class MetricsPublisher:
         self.log = logger
         self.invocation_counts = invocation_counts
         self.async_gauges = async_gauges  # serve --async: (backlog, oldest age s), read with each sample
+        self.async_scaled = async_scaled  # --async-max-instances: the instances in service are the counters' gauge
         self._previous = counters.take_window()  # start clean: earlier requests are not this run's
         self._window_start = clock()
         self._readings: list[ResourceUsage] = []
@@ -374,7 +375,9 @@ class MetricsPublisher:
                 stamp = datetime.fromtimestamp(start, UTC)
                 by_namespace = build_datums(previous, current, endpoint_name=self.endpoint_name,
                                             variant_name=self.variant_name, timestamp=stamp, usage=readings,
-                                            invocation_counts=self.invocation_counts)
+                                            invocation_counts=self.invocation_counts,
+                                            instance_count=(int(current.get("async_instances", 0))
+                                                            if self.async_scaled else 1))
                 for namespace, datums in by_namespace.items():
                     for batch in batches(datums):
                         self.client.put_metric_data(Namespace=namespace, MetricData=batch)
@@ -437,4 +440,5 @@ def publisher_for(config, counters, loaded_models: Callable[[], int] | None = No
                             url=config.cloudwatch_url, interval_s=config.metrics_interval_s,
                             sampler=ProcessSampler(os.getpid(), disk_path="."), loaded_models=loaded_models,
                             invocation_counts=getattr(config, "fleet", None) is None and not queued,
-                            async_gauges=(lambda: async_gauges(counters)) if queued else None)
+                            async_gauges=(lambda: async_gauges(counters)) if queued else None,
+                            async_scaled=queued and config.async_inference.scaling is not None)

@@ -209,6 +209,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _spec("--async-error-topic", "NotificationConfig ErrorTopic: an SNS topic ARN each failure is announced to",
           None, None, "async", metavar="TOPIC_ARN"),
     _spec("--async-sns-url", "SNS API URL, e.g. a moto server (default: AWS's)", None, None, "async"),
+    # the async variant's instances and autoscaling: sm_locust.endpoint.asyncscaling.AsyncScalingConfig
+    _spec("--async-max-instances", "instances the async variant may run, each with --async-max-concurrent workers; "
+          "turns the instance emulation on (MaxCapacity)", None, int, "async", minimum=1, maximum=MAX_INSTANCES),
+    _spec("--async-instances", "instances in service at the start, 0 for an endpoint scaled to zero (default "
+          "--async-min-instances)", None, int, "async", minimum=0, maximum=MAX_INSTANCES),
+    _spec("--async-min-instances", "MinCapacity, 0 allowed (default 0)", None, int, "async", minimum=0,
+          maximum=MAX_INSTANCES),
+    _spec("--async-target-backlog", "target tracking on ApproximateBacklogSizePerInstance: its TargetValue",
+          None, float, "async", above=0),
+    _spec("--async-scale-from-zero", "add the step scaling policy on HasBacklogWithoutCapacity (+1 instance when "
+          "requests wait and none serves)", False, bool, "async", const=True),
+    _spec("--async-instance-start-s", "seconds from a scale-out decision until its instances serve (default 240)",
+          None, float, "async", minimum=0),
+    _spec("--async-time-scale", "emulated seconds per real second of the async control loop (default 1)", None,
+          float, "async", above=0, maximum=MAX_TIME_SCALE),
+    _spec("--async-scale-out-cooldown-s", "ScaleOutCooldown, and the step policy's Cooldown (default 300)", None,
+          float, "async", minimum=0),
+    _spec("--async-scale-in-cooldown-s", "ScaleInCooldown (default 300)", None, float, "async", minimum=0),
     # identity and metrics
     _spec("--endpoint-name", "answer only this endpoint name (default: any name)", None, None, "identity"),
     _spec("--variant-name", "production variant reported back", "AllTraffic", None, "identity"),

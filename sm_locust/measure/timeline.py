@@ -42,6 +42,7 @@ class Second:
     dropped: int | None = None  # open loop: intended sends skipped (max in-flight requests outstanding)
     backoffs: int | None = None  # closed loop: back-offs users took after connection errors (users/backoff.py)
     loop_lag: LagCounts | None = None  # the generator's event-loop lag and CPU throttling (measure/looplag.py)
+    async_backlog: int | None = None  # --async-result: calls accepted, result not seen yet, at the interval's end
 
     @property
     def successes(self) -> int:
@@ -67,6 +68,8 @@ class Second:
         }
         if self.loop_lag is not None:  # absent where nothing sampled it (old lines, synthetic seconds)
             record["loop_lag"] = self.loop_lag.to_json()
+        if self.async_backlog is not None:  # only when calls waited for their async results
+            record["async_backlog"] = self.async_backlog
         return record
 
     @classmethod
@@ -87,4 +90,5 @@ class Second:
             dropped=data.get("dropped"),
             backoffs=data.get("backoffs"),
             loop_lag=LagCounts.from_json(data["loop_lag"]) if isinstance(data.get("loop_lag"), dict) else None,
+            async_backlog=None if data.get("async_backlog") is None else int(data["async_backlog"]),
         )

@@ -18,6 +18,13 @@ reaching `max_rps` without growth says the capacity is at least the highest boun
 past the capacity grows too slowly for a short step's interval to show it, and a rate just below it
 wanders too much to be shown bounded, so the bracket narrows as steps lengthen
 (tests/plateau/test_asyncsearch.py, synthetic queues).
+
+With a time-to-result SLO (`plateau.asyncslo`), a step counts toward the capacity only when its
+backlog is bounded AND its percentile time to result keeps the SLO (its interval wholly within it);
+the first step whose interval lies wholly above the SLO ends the search too. A step whose SLO verdict
+is undecided is held longer (`extend`), at most `max_extensions` times its length; still undecided
+and above the capacity found, it makes the search INCONCLUSIVE (`inconclusive_reason`): the capacity
+may lie there.
 """
 
 from __future__ import annotations
@@ -29,7 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sm_locust.measure.uncertainty import UNKNOWN, Interval, batch_index, t_quantile
+from sm_locust.plateau.asyncslo import BREACH, KEEPS, SloJudgement, TimeToResultSlo
+from sm_locust.plateau.asyncslo import UNDECIDED as SLO_UNDECIDED
 
+MAX_EXTENSIONS = 2
+"""With an SLO, a step whose SLO verdict is undecided is held up to this many more times its length."""
 GROWS = "grows"
 BOUNDED = "bounded"
 UNDECIDED = "undecided"
@@ -85,25 +96,43 @@ def backlog_slope(backlog: Sequence[float], settle_s: int = 0, tolerance: float 
 
 @dataclass(frozen=True)
 class AsyncStep:
-    """One judged step: its arrival rate and its backlog's slope."""
+    """One judged step: its arrival rate, its backlog's slope, and its time to result against the SLO
+    (None without one); `extensions`: how many times it was held longer to decide the SLO."""
 
     rate_rps: float
     slope: BacklogSlope
     backlog_last: float | None = None
+    slo: SloJudgement | None = None
+    extensions: int = 0
+
+    @property
+    def acceptable(self) -> bool:
+        """Bounded backlog and, with an SLO, a time to result shown within it."""
+        return self.slope.verdict == BOUNDED and (self.slo is None or self.slo.verdict == KEEPS)
+
+    @property
+    def stops(self) -> bool:
+        """The backlog grows or the time to result breaks the SLO: no higher rate is tried."""
+        return self.slope.verdict == GROWS or (self.slo is not None and self.slo.verdict == BREACH)
 
     def as_dict(self) -> dict:
-        return {"rate_rps": self.rate_rps, **self.slope.as_dict(), "backlog_last": self.backlog_last}
+        out = {"rate_rps": self.rate_rps, **self.slope.as_dict(), "backlog_last": self.backlog_last}
+        if self.slo is not None:
+            out.update(self.slo.as_dict(), extensions=self.extensions)
+        return out
 
 
 @dataclass
 class AsyncRateSearch:
-    """Rate steps until the backlog grows (module doc)."""
+    """Rate steps until the backlog grows or the time to result breaks the SLO (module doc)."""
 
     start_rps: float
     step_rps: float
     max_rps: float
     settle_s: int = 2
     tolerance_share: float = 0.1
+    slo: TimeToResultSlo | None = None
+    max_extensions: int = MAX_EXTENSIONS
     steps: list[AsyncStep] = field(default_factory=list)
     stop_reason: str | None = None
 
@@ -116,29 +145,46 @@ class AsyncRateSearch:
         """The rate of the step under way."""
         return min(self.max_rps, self.start_rps + self.step_rps * len(self.steps))
 
-    def judge(self, backlog: Sequence[float]) -> AsyncStep:
-        """Judge the step under way from its per-second backlog; sets `stop_reason` when the search ends."""
-        slope = backlog_slope(backlog, self.settle_s, self.tolerance_share * self.rate_rps)
-        step = AsyncStep(self.rate_rps, slope, float(backlog[-1]) if len(backlog) else None)
+    def slope_of(self, backlog: Sequence[float]) -> BacklogSlope:
+        """The step under way's backlog slope, with the search's settling and tolerance."""
+        return backlog_slope(backlog, self.settle_s, self.tolerance_share * self.rate_rps)
+
+    def extend(self, backlog: Sequence[float], slo: SloJudgement | None, extensions: int) -> bool:
+        """Whether the step under way, held `extensions` times longer so far, should be held once more:
+        its SLO verdict is undecided, its backlog does not grow, and its budget is not spent."""
+        if slo is None or slo.verdict != SLO_UNDECIDED or extensions >= self.max_extensions:
+            return False
+        return self.slope_of(backlog).verdict != GROWS
+
+    def judge(self, backlog: Sequence[float], slo: SloJudgement | None = None, extensions: int = 0) -> AsyncStep:
+        """Judge the step under way from its per-second backlog (and its SLO judgement, with an SLO);
+        sets `stop_reason` when the search ends."""
+        step = AsyncStep(self.rate_rps, self.slope_of(backlog), float(backlog[-1]) if len(backlog) else None,
+                         slo, extensions)
         self.steps.append(step)
+        capacity = self.capacity_rps
+        bracket = (f"capacity {capacity:g} to {step.rate_rps:g} req/s" if capacity is not None
+                   else f"capacity below {step.rate_rps:g} req/s")
+        slope = step.slope
         if slope.verdict == GROWS:
-            capacity = self.capacity_rps
             self.stop_reason = (f"backlog grows at {step.rate_rps:g} req/s ({slope.slope:+.2f} calls/s, 95 % "
-                                f"{slope.interval.low:+.2f} to {slope.interval.high:+.2f}): capacity "
-                                + (f"{capacity:g} to {step.rate_rps:g} req/s" if capacity is not None
-                                   else f"below {step.rate_rps:g} req/s"))
+                                f"{slope.interval.low:+.2f} to {slope.interval.high:+.2f}): {bracket}")
+        elif slo is not None and slo.verdict == BREACH:
+            self.stop_reason = f"at {step.rate_rps:g} req/s the {slo.reason()}: {bracket}"
         elif step.rate_rps >= self.max_rps:
-            self.stop_reason = f"max rate {self.max_rps:g} req/s reached without a growing backlog"
+            self.stop_reason = (f"max rate {self.max_rps:g} req/s reached without a growing backlog"
+                                + ("" if self.slo is None else " or a time to result above the SLO"))
         return step
 
     @property
     def capacity_rps(self) -> float | None:
-        """The highest rate judged before the first growing backlog whose own backlog was bounded."""
+        """The highest rate judged before the first stopping step that was acceptable (bounded
+        backlog; with an SLO, a time to result within it)."""
         best = None
         for step in self.steps:
-            if step.slope.verdict == GROWS:
+            if step.stops:
                 break
-            if step.slope.verdict == BOUNDED:
+            if step.acceptable:
                 best = step.rate_rps
         return best
 
@@ -147,8 +193,33 @@ class AsyncRateSearch:
         """The rate whose backlog was shown growing (the search's last step), or None."""
         return self.steps[-1].rate_rps if self.steps and self.steps[-1].slope.verdict == GROWS else None
 
+    @property
+    def slo_breach_at_rps(self) -> float | None:
+        """The rate whose time to result was shown above the SLO (the search's last step), or None."""
+        last = self.steps[-1] if self.steps else None
+        return last.rate_rps if last is not None and last.slo is not None and last.slo.verdict == BREACH else None
+
+    @property
+    def inconclusive_reason(self) -> str | None:
+        """Why the capacity cannot be stated: a step above it whose SLO verdict stayed undecided after
+        its extensions (the capacity may lie there), or None."""
+        capacity = self.capacity_rps
+        for step in self.steps:
+            if step.slo is None or step.slo.verdict != SLO_UNDECIDED or step.slope.verdict == GROWS:
+                continue
+            if capacity is None or step.rate_rps > capacity:
+                return (f"at {step.rate_rps:g} req/s the {step.slo.reason()} after {step.extensions} extension(s) "
+                        "of the step: hold steps longer (--step-seconds)")
+        return None
+
     def as_dict(self) -> dict:
-        return {"start_rps": self.start_rps, "step_rps": self.step_rps, "max_rps": self.max_rps,
-                "capacity_rps": self.capacity_rps, "grows_at_rps": self.grows_at_rps,
-                "stop_reason": self.stop_reason,
-                "steps": [step.as_dict() for step in self.steps]}
+        out = {"start_rps": self.start_rps, "step_rps": self.step_rps, "max_rps": self.max_rps,
+               "capacity_rps": self.capacity_rps, "grows_at_rps": self.grows_at_rps,
+               "stop_reason": self.stop_reason,
+               "steps": [step.as_dict() for step in self.steps]}
+        if self.slo is not None:
+            reason = self.inconclusive_reason
+            out.update(time_to_result_slo_ms=self.slo.max_ms, slo_percentile=self.slo.percentile,
+                       slo_breach_at_rps=self.slo_breach_at_rps,
+                       verdict="INCONCLUSIVE" if reason else "conclusive", inconclusive_reason=reason)
+        return out

@@ -63,6 +63,7 @@ class AsyncSummary:
     not_kept: int = 0
     backlog: tuple[int, ...] = ()
     backlog_every_s: int = 1
+    first_time_to_result_ms: float | None = None  # the run's first call: against an idle endpoint, its cold start
 
     @property
     def failures(self) -> int:
@@ -86,6 +87,9 @@ class AsyncSummary:
         resolutions = [c.resolution_ms for c in done if c.resolution_ms is not None]
         backlog = backlog_series(calls, started_at, ended_at)
         series, every = thin(backlog)
+        first = min(calls, key=lambda c: c.sent_s) if calls else None
+        first_ms = first.time_to_result_ms if first is not None and first.seen_s is not None and \
+            first.seen_s <= ended_at else None
         return cls(
             accepted=len(calls) + not_kept,
             results=len(ttr),
@@ -100,6 +104,7 @@ class AsyncSummary:
             not_kept=not_kept,
             backlog=series,
             backlog_every_s=every,
+            first_time_to_result_ms=first_ms,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +123,7 @@ class AsyncSummary:
             "not_kept": self.not_kept,
             "backlog": list(self.backlog),
             "backlog_every_s": self.backlog_every_s,
+            "first_time_to_result_ms": self.first_time_to_result_ms,
         }
 
     @classmethod
@@ -144,6 +150,8 @@ class AsyncSummary:
             not_kept=int(data.get("not_kept") or 0),
             backlog=tuple(int(v) for v in data.get("backlog") or ()),
             backlog_every_s=int(data.get("backlog_every_s") or 1),
+            first_time_to_result_ms=(None if data.get("first_time_to_result_ms") is None
+                                     else float(data["first_time_to_result_ms"])),
         )
 
     def closing_line(self) -> str:

@@ -492,6 +492,7 @@ class Async(Record):
     not_kept: int | None = json_field("count?")
     backlog: list[float] | None = json_field("list?")  # the client-side backlog per backlog_every_s seconds (its max)
     backlog_every_s: int | None = json_field("count?")
+    first_time_to_result_ms: float | None = json_field("number?")  # the run's first call: from idle, its cold start
 
 
 @dataclass(frozen=True, kw_only=True)

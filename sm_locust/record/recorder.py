@@ -314,6 +314,7 @@ class RunRecorder:
             dropped=dropped if open_loop else None,
             backoffs=backoffs - self._last_backoffs,
             loop_lag=self.loop_lag.take_second(),
+            async_backlog=self.async_calls.backlog if self.async_calls.active else None,
         )
         self._last = (requests, failures, hist)
         self._last_sends = sends
@@ -381,7 +382,7 @@ class RunRecorder:
                 sent=None if state.sent is None and pending.sent is None else 0,
                 late=None if state.sent is None and pending.sent is None else 0,
                 dropped=None if state.sent is None and pending.sent is None else 0,
-                backoffs=0,
+                backoffs=0, async_backlog=state.async_backlog,
             )
             if self._next_second > upto:  # the last second emitted now carries what arrived
                 emitted.hist = {b: c for b, c in pending.hist.items() if c}

@@ -97,18 +97,32 @@ def _table(rows: list[tuple[str, str]], table_id: str) -> str:
     return f'<table id="{table_id}">{body}</table>'
 
 
+def _interval(ci: Any, digits: int) -> str:
+    return f"{number(ci[0], digits)} to {number(ci[1], digits)}" if isinstance(ci, list) and len(ci) == 2 else MISSING
+
+
 def _search_table(search: Mapping[str, Any]) -> str:
+    slo = search.get("time_to_result_slo_ms")
+    pct = compact(search.get("slo_percentile"))
     head = ("<tr><th>rate req/s</th><th>backlog slope /s</th><th>95 % interval</th><th>backlog</th>"
-            "<th>at the end</th></tr>")
+            "<th>at the end</th>" + ("" if slo is None else f"<th>p{page_text(pct)} time to result ms</th>"
+                                     "<th>95 % interval</th><th>awaited past the SLO</th><th>SLO</th>") + "</tr>")
     rows = []
     for step in search.get("steps") or []:
-        ci = step.get("backlog_slope_ci95")
-        interval = f"{number(ci[0], 2)} to {number(ci[1], 2)}" if isinstance(ci, list) and len(ci) == 2 else MISSING
-        rows.append(f"<tr><td>{compact(step.get('rate_rps'))}</td><td>{number(step.get('backlog_slope_per_s'), 2)}</td>"
-                    f"<td>{page_text(interval)}</td><td>{page_text(str(step.get('backlog')))}</td>"
-                    f"<td>{number(step.get('backlog_last'), 0)}</td></tr>")
+        cells = (f"<td>{compact(step.get('rate_rps'))}</td><td>{number(step.get('backlog_slope_per_s'), 2)}</td>"
+                 f"<td>{page_text(_interval(step.get('backlog_slope_ci95'), 2))}</td>"
+                 f"<td>{page_text(str(step.get('backlog')))}</td><td>{number(step.get('backlog_last'), 0)}</td>")
+        if slo is not None:
+            cells += (f"<td>{number(step.get('time_to_result_ms'), 0)}</td>"
+                      f"<td>{page_text(_interval(step.get('time_to_result_ci95'), 0))}</td>"
+                      f"<td>{number(step.get('awaited'), 0)}</td><td>{page_text(str(step.get('slo') or MISSING))}</td>")
+        rows.append(f"<tr>{cells}</tr>")
     bracket = (f"capacity at least {compact(search.get('capacity_rps'))} req/s, below "
-               f"{compact(search.get('grows_at_rps'))} req/s")
+               f"{compact(search.get('grows_at_rps') or search.get('slo_breach_at_rps'))} req/s")
+    if slo is not None:
+        bracket += f" (time-to-result SLO p{pct} <= {compact(slo)} ms)"
+        if search.get("verdict") == "INCONCLUSIVE":
+            bracket += f"; INCONCLUSIVE: {search.get('inconclusive_reason') or ''}"
     return (f"<h3>Capacity search</h3><p>{page_text(bracket)}; {page_text(str(search.get('stop_reason') or ''))}</p>"
             f'<table id="async-search">{head}{"".join(rows)}</table>')
 

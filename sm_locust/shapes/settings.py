@@ -84,6 +84,10 @@ OPTIONS: list[OptionSpec] = [
                "latency SLO in ms: a step whose --slo-percentile exceeds it is not "
                "acceptable (and stops the step shape)",
                float, above=0, group="slo"),
+    OptionSpec("--time-to-result-slo-ms", "SM_LOCUST_TIME_TO_RESULT_SLO_MS", None,
+               "async shape: time-to-result SLO in ms at --slo-percentile: a rate whose percentile's 95 %% interval "
+               "lies above it stops the search; only rates shown within it count as capacity (docs/async.md)",
+               float, above=0, group="slo"),
     OptionSpec("--slo-percentile", "SM_LOCUST_SLO_PERCENTILE", DEFAULT_SLO_PERCENTILE,
                "percentile the SLO applies to: 95, p99, 99.9", convert=parse_percentile, group="slo"),
     OptionSpec("--max-error-rate", "SM_LOCUST_MAX_ERROR_RATE", None,
@@ -212,6 +216,7 @@ class ShapeSettings:
     max_users: int | None = _DEFAULT["max_users"]
     stop_at_knee: bool = _DEFAULT["stop_at_knee"]
     latency_slo_ms: float | None = _DEFAULT["latency_slo_ms"]
+    time_to_result_slo_ms: float | None = _DEFAULT["time_to_result_slo_ms"]  # --shape async (plateau/asyncslo.py)
     slo_percentile: float = _DEFAULT["slo_percentile"]
     max_error_rate: float | None = _DEFAULT["max_error_rate"]
     max_duration_s: float | None = _DEFAULT["max_duration"]
@@ -264,6 +269,9 @@ class ShapeSettings:
                              "--target-rps R (the open shape) or --trace FILE")
         if shape == "trace" and not self.trace:
             raise UsageError("--shape trace needs --trace FILE (a Mooncake-format JSONL trace)")
+        if self.time_to_result_slo_ms is not None and shape != "async":
+            raise UsageError("--time-to-result-slo-ms is the async capacity search's SLO: use it with --shape async "
+                             "(--async-result s3 or sqs:QUEUE_URL)")
         if self.traffic is not None and shape != "traffic":
             raise UsageError("--traffic describes the load itself (open-loop rate phases): use it with --shape traffic")
         if self.time_scale is not None and shape not in ("traffic", "trace"):

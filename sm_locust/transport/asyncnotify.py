@@ -200,14 +200,15 @@ class NotificationWaiter:
         self.listener = listener
         self.timeout_s = timeout_s
         self.ledger = ledger
+        self.fetcher: Any = None  # --async-fetch: transport.asyncwait.OutputFetcher
         self.clock = clock
 
-    def wait(self, result: Any, started: float, start_time: float,
-             measurement: Any = None) -> InvocationError | None:
+    def wait(self, result: Any, started: float, start_time: float, measurement: Any = None,
+             check: Callable[[bytes, str | None], InvocationError | None] | None = None) -> InvocationError | None:
         """Wait for `result`'s (an `AsyncResult`) notification; `started` the call's perf_counter
         start, `start_time` its wall-clock start. The failure, or None for a `Completed` one."""
         accepted = self.clock()
-        self.ledger.open()
+        self.ledger.open(start_time + (accepted - started))
         seen: float | None = None
         outcome: str | None = None
         delivery_ms: float | None = None
@@ -240,6 +241,8 @@ class NotificationWaiter:
                     reason = (note.failure_reason if note is not None else None) or (
                         f"invocationStatus {note.status}" if note is not None else "no notification")
                     error = InvocationError(ASYNC_FAILURE, reason)
+            if error is None and self.fetcher is not None:  # --async-fetch: after the time to result
+                error = self.fetcher.checked(result, check)
             outcome = RESULT if error is None else str(error)
             return error
         finally:  # also when a stop cuts the wait short: then the call is still awaited

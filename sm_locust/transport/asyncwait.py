@@ -14,8 +14,10 @@ answered; that window (the schedule's wait plus the HeadObjects' own time) is th
 `resolution_ms`.
 
 Every call goes into the process's `AsyncLedger` (sent, accepted, seen, outcome, HeadObject polls):
-a call a stop cuts short is recorded as still awaited. Workers ship their new calls to the master
-(`util.shipped`), where summary.json's `async` is built (record/asyncsummary.py).
+a call a stop cuts short is recorded as still awaited. The calls awaited now are counted by the second
+of their acceptance (`awaited_by_second`: the async search's SLO counts those older than the SLO).
+Workers ship their new calls and that count to the master (`util.shipped`), where summary.json's
+`async` is built (record/asyncsummary.py).
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ ASYNC_FAILURE = "AsyncFailure"
 ASYNC_TIMEOUT = "AsyncTimeout"
 ASYNC_POLL_ERROR = "AsyncPollError"
 ASYNC_NO_LOCATION = "AsyncNoOutputLocation"
+ASYNC_FETCH_ERROR = "AsyncFetchError"
+MAX_FETCH_BYTES = 64 * 1024 * 1024
+"""The most of an output object `--async-fetch` reads (an async answer may be up to 1 GB: past this the
+answer is checked on its first 64 MB, as a validator reading a synchronous answer would never see more)."""
 FAILURE_READ_BYTES = 1024
 """How much of a FailureLocation object names the failure (InvocationError bounds it further)."""
 MAX_CALLS = 200_000
@@ -68,15 +74,29 @@ class AsyncLedger(WorkerShipped):
         self.calls: list[AsyncCall] = []
         self.dropped = 0
         self.opened = 0  # calls accepted so far (finished or not): the live backlog is opened - finished
+        self.pending: dict[int, int] = {}  # calls awaited now, by epoch second of their acceptance
+        self._remote_pending: dict[str, dict[int, int]] = {}  # on a master: each worker's, as last shipped
         self._shipped = 0
         self._shipped_dropped = 0
         self._shipped_opened = 0
         self.active = False
 
-    def open(self) -> None:
-        """A call was accepted and now waits for its result (counted in `backlog` until it is added)."""
+    def open(self, accepted_s: float | None = None) -> None:
+        """A call was accepted (at epoch `accepted_s`) and now waits for its result (counted in
+        `backlog`, and in `pending` by its second, until it is added)."""
         self.active = True
         self.opened += 1
+        if accepted_s is not None:
+            second = int(accepted_s)
+            self.pending[second] = self.pending.get(second, 0) + 1
+
+    def awaited_by_second(self) -> dict[int, int]:
+        """Calls awaited now by epoch second of acceptance (on a master: its workers' as last shipped)."""
+        out = dict(self.pending)
+        for remote in self._remote_pending.values():
+            for second, n in remote.items():
+                out[second] = out.get(second, 0) + n
+        return out
 
     @property
     def backlog(self) -> int:
@@ -85,6 +105,12 @@ class AsyncLedger(WorkerShipped):
 
     def add(self, call: AsyncCall) -> None:
         self.active = True
+        second = int(call.accepted_s)
+        left = self.pending.get(second, 0) - 1
+        if left > 0:
+            self.pending[second] = left
+        else:
+            self.pending.pop(second, None)
         if len(self.calls) < MAX_CALLS:
             self.calls.append(call)
         else:
@@ -93,13 +119,15 @@ class AsyncLedger(WorkerShipped):
     def reset(self) -> None:
         self.calls, self.dropped, self._shipped, self._shipped_dropped = [], 0, 0, 0
         self.opened = self._shipped_opened = 0
+        self.pending, self._remote_pending = {}, {}
 
     def take_delta(self) -> dict | None:
         if (self._shipped == len(self.calls) and self._shipped_dropped == self.dropped
                 and self._shipped_opened == self.opened):
             return None
         delta = {"calls": [c.as_tuple() for c in self.calls[self._shipped:]],
-                 "dropped": self.dropped - self._shipped_dropped, "opened": self.opened - self._shipped_opened}
+                 "dropped": self.dropped - self._shipped_dropped, "opened": self.opened - self._shipped_opened,
+                 "pending": [[second, n] for second, n in self.pending.items()]}
         self._shipped, self._shipped_dropped, self._shipped_opened = len(self.calls), self.dropped, self.opened
         return delta
 
@@ -110,7 +138,34 @@ class AsyncLedger(WorkerShipped):
             self.add(AsyncCall.from_tuple(values))
         self.dropped += int(delta.get("dropped") or 0)
         self.opened += int(delta.get("opened") or 0)
+        if "pending" in delta:  # a snapshot: the worker's calls awaited when it shipped
+            self._remote_pending[client_id] = {int(second): int(n) for second, n in delta.get("pending") or ()}
         self.active = True
+
+
+class OutputFetcher:
+    """`--async-fetch`: GetObject on a result's OutputLocation once it was seen, so it can be validated
+    like a synchronous answer (`contract.check_response`). Its time is not the time to result's."""
+
+    def __init__(self, s3: Any):
+        self.s3 = s3
+
+    def checked(self, result: Any, check: Callable[[bytes, str | None], InvocationError | None] | None
+                ) -> InvocationError | None:
+        """Fetch `result`'s output and give it to `check` (None: fetched, nothing to check): the failure, or None."""
+        fetched = self.fetch(getattr(result, "output_location", "") or "")
+        if isinstance(fetched, InvocationError):
+            return fetched
+        return check(*fetched) if check is not None else None
+
+    def fetch(self, uri: str) -> tuple[bytes, str | None] | InvocationError:
+        """(body, content type) of the object at `uri`, or the failure (`AsyncFetchError: ...`)."""
+        try:
+            bucket, key = split_s3_uri(uri)
+            answer = self.s3.get_object(Bucket=bucket, Key=key)
+            return answer["Body"].read(MAX_FETCH_BYTES), answer.get("ContentType")
+        except Exception as exc:  # a missing or unreadable output: the call fails, named
+            return InvocationError(ASYNC_FETCH_ERROR, f"GetObject {_error_code(exc) or type(exc).__name__}: {exc}")
 
 
 class ResultWaiter:
@@ -120,18 +175,20 @@ class ResultWaiter:
     def __init__(self, s3: AwsClient, schedule: PollSchedule, timeout_s: float, ledger: AsyncLedger,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.perf_counter):
         self.s3 = s3
+        self.fetcher: OutputFetcher | None = None  # --async-fetch
         self.schedule = schedule
         self.timeout_s = timeout_s
         self.ledger = ledger
         self.sleep = sleep
         self.clock = clock
 
-    def wait(self, result: Any, started: float, start_time: float,
-             measurement: Any = None) -> InvocationError | None:
+    def wait(self, result: Any, started: float, start_time: float, measurement: Any = None,
+             check: Callable[[bytes, str | None], InvocationError | None] | None = None) -> InvocationError | None:
         """Poll for `result` (an `AsyncResult`) accepted now; `started` the call's perf_counter
-        start, `start_time` its wall-clock start. The failure, or None once the output exists."""
+        start, `start_time` its wall-clock start. The failure, or None once the output exists (with
+        `--async-fetch`, once it was read and `check` passed it: after the time to result)."""
         accepted = self.clock()
-        self.ledger.open()
+        self.ledger.open(start_time + (accepted - started))
         polls, resolution, outcome, seen = 0, None, None, None
         error: InvocationError | None = None
 
@@ -171,6 +228,8 @@ class ResultWaiter:
             else:
                 error = InvocationError(ASYNC_TIMEOUT, f"no result within {self.timeout_s:g} s")
             seen = self.clock()
+            if error is None and self.fetcher is not None:
+                error = self.fetcher.checked(result, check)
             outcome = RESULT if error is None else str(error)
             return error
         finally:  # also when a stop cuts the wait short: then the call is still awaited

@@ -429,7 +429,14 @@ class SageMakerClient(ABC):
         with request:
             result = self._async(invocation, input_location)
             if waiter is not None:
-                request.exception = waiter.wait(result, request.started, request.start_time, request)
+                validator = self.validator
+
+                def check(body: bytes, content_type: str | None) -> InvocationError | None:
+                    """--async-fetch: the output, validated as a synchronous answer is."""
+                    return check_response(validator, body, content_type, invocation)
+
+                request.exception = waiter.wait(result, request.started, request.start_time, request,
+                                                check=check if validator is not None else None)
         return result if request.exception is None else None
 
     def __repr__(self) -> str:

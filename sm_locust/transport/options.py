@@ -20,7 +20,7 @@ from sm_locust.errors import UsageError
 from sm_locust.plateau.asyncresults import DEFAULT_FIRST_POLL_MS, DEFAULT_MAX_POLL_MS, DEFAULT_POLL_FACTOR, PollSchedule
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from sm_locust.transport.asyncnotify import RECEIVE_WAIT_S, NotificationWaiter, listener_for
-from sm_locust.transport.asyncwait import AsyncLedger, ResultWaiter
+from sm_locust.transport.asyncwait import AsyncLedger, OutputFetcher, ResultWaiter
 
 ASYNC_RESULTS = ("none", "s3")
 SQS_PREFIX = "sqs:"
@@ -72,6 +72,10 @@ OPTIONS: list[OptionSpec] = [
                "with --async-result s3 or sqs: seconds from the acceptance before a call with no result fails as "
                "AsyncTimeout (default 900 = SageMaker's default InvocationTimeoutSeconds)", float,
                above=0, maximum=86400),
+    OptionSpec("--async-fetch", "SM_LOCUST_ASYNC_FETCH", False,
+               "with --async-result s3 or sqs: read each result's OutputLocation object (GetObject) and validate it "
+               "as a synchronous answer is (--validate-response); a missing or invalid one is the call's failure "
+               "(its time to result is unchanged)", bool),
 ]
 
 
@@ -80,16 +84,18 @@ def check_async_result(options: Options) -> None:
     if options.async_result != "none" and not options.async_input_location:
         mode = "sqs" if sqs_queue_url(options.async_result) else options.async_result
         raise UsageError(f"--async-result {mode} needs --async-input-location s3://bucket/key (the input object)")
+    if options.async_fetch and options.async_result == "none":
+        raise UsageError("--async-fetch reads each result's output: add --async-result s3 or sqs:QUEUE_URL")
 
 
 def async_waiter(client: AwsClient, options: Options) -> ResultWaiter | NotificationWaiter | None:
     """The waiter `--async-result s3` (HeadObject polls) or `sqs:QUEUE_URL` (notifications) gives
     `client`'s async calls (one per client, its AWS clients from the factory), or None (`none`: the
     acceptance is timed)."""
+    check_async_result(options)
     if options.async_result == "none":
         return None
-    check_async_result(options)
-    key = (options.async_result, options.async_poll_ms, options.async_timeout)
+    key = (options.async_result, options.async_poll_ms, options.async_timeout, options.async_fetch)
     cached = getattr(client, "_sm_locust_async_waiter", None)
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -106,6 +112,10 @@ def async_waiter(client: AwsClient, options: Options) -> ResultWaiter | Notifica
         s3 = aws_client("s3", Purpose.CONTROL, region=settings.region, profile=settings.profile,
                         keys=None, pool_size=settings.pool_size)
         waiter = ResultWaiter(s3, PollSchedule(first_ms=options.async_poll_ms), options.async_timeout, ledger)
+    if options.async_fetch:
+        waiter.fetcher = OutputFetcher(waiter.s3 if isinstance(waiter, ResultWaiter) else aws_client(
+            "s3", Purpose.CONTROL, region=settings.region, profile=settings.profile, keys=None,
+            pool_size=settings.pool_size))
     client._sm_locust_async_waiter = (key, waiter)
     return waiter
 

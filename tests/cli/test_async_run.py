@@ -154,3 +154,70 @@ def test_the_async_search_stops_where_the_backlog_grows(moto, tmp_path):
     backlog = summary["async"]["backlog"]
     assert summary["async"]["backlog_every_s"] == 1 and max(backlog) == summary["async"]["backlog_max"] > 0
     assert any(line.startswith("sm-locust: step ") or "step " in line for line in result.stdout.splitlines())
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("slo_ms", "verdict"), [(60, "breach"), (1000, "keeps")])
+def test_the_async_search_judges_the_time_to_result_slo_on_its_interval(moto, tmp_path, slo_ms, verdict):
+    """`--time-to-result-slo-ms` against 1 worker of 100 ms at 3 req/s: every result takes longer than
+    60 ms (the first step breaks that SLO and ends the search, no capacity), and far less than 1 s (the
+    step keeps it, held longer if its first window was too short to say so: the capacity is the one
+    rate tried when its backlog is shown bounded too)."""
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/slo{slo_ms}/out", max_concurrent=1, s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=100, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "--shape", "async", "--start-rps", "3", "--max-rps", "3", "--step-seconds", "9",
+                         "--time-to-result-slo-ms", str(slo_ms), "--slo-percentile", "50", "--max-duration", "60",
+                         "--async-input-location", f"s3://{BUCKET}/in/request.json",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--out", str(tmp_path / "run"),
+                         env=moto.env())
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    search = summary["async_search"]
+    (step,) = search["steps"]
+    assert step["slo"] == verdict and step["extensions"] <= 2, search
+    assert (search["time_to_result_slo_ms"], search["slo_percentile"]) == (slo_ms, 50.0)
+    low, high = step["time_to_result_ci95"]
+    assert low <= step["time_to_result_ms"] <= high and step["results"] + step["awaited"] >= 10
+    if verdict == "breach":
+        assert low > slo_ms and search["capacity_rps"] is None and search["slo_breach_at_rps"] == 3.0
+        assert search["stop_reason"].startswith("at 3 req/s the p50 time to result ")
+        assert "above the SLO 60 ms: capacity below 3 req/s" in search["stop_reason"]
+    else:
+        assert high <= slo_ms and search["slo_breach_at_rps"] is None
+        # the capacity needs the backlog shown bounded too (7 changes may be too few to show it)
+        assert search["capacity_rps"] == (3.0 if step["backlog"] == "bounded" else None)
+        assert search["stop_reason"].startswith("max rate 3 req/s reached")
+    assert search["verdict"] == "conclusive" and "step 1: 3 req/s" in result.stdout
+    # the client-side backlog per second is in timeline.jsonl too
+    lines = [json.loads(line) for line in (tmp_path / "run" / "timeline.jsonl").read_text().splitlines()]
+    backlog = [line["async_backlog"] for line in lines if "async_backlog" in line]
+    assert len(backlog) >= len(lines) - 2  # every second once calls waited
+    assert 0 <= min(backlog) and max(backlog) <= summary["async"]["accepted"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("input_key", "invalid"), [("in/request.json", False), ("in/rows50.json", True)])
+def test_async_fetch_validates_each_output_like_a_synchronous_answer(moto, tmp_path, input_key, invalid):
+    """`--async-fetch --validate-response`: each result's output object is read and checked, its rows
+    against the request's (10); an input object of 50 rows gives answers of 50: each call an
+    InvalidResponse failure, never a success."""
+    moto.client().put_object(Bucket=BUCKET, Key="in/rows50.json",
+                             Body=(SAMPLE_PAYLOAD.parent / "ranking_50rows.json").read_bytes())
+    config = AsyncEndpointConfig(output_path=f"s3://{BUCKET}/fetch-{int(invalid)}/out", max_concurrent=2,
+                                 s3_url=moto.url)
+    with LocalEndpoint(log_path=tmp_path / "endpoint.log", service_time_ms=50, async_inference=config) as ep:
+        result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", ep.url, "--payload", str(SAMPLE_PAYLOAD),
+                         "-u", "2", "-t", "5s", "--async-input-location", f"s3://{BUCKET}/{input_key}",
+                         "--async-result", "s3", "--async-poll-ms", "40", "--async-fetch", "true",
+                         "--validate-response", "true", "--out", str(tmp_path / "run"), env=moto.env())
+        stats = ep.stats()
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    figures = json.loads((tmp_path / "run" / "summary.json").read_text())["async"]
+    answered = figures["results"] + figures["failures"]
+    assert stats["async_results"] >= answered > 0
+    if invalid:
+        assert figures["results"] == 0 and list(figures["failed"]) and all(
+            name.startswith("InvalidResponse") for name in figures["failed"]), figures["failed"]
+    else:
+        assert figures["failures"] == 0 and figures["results"] > 0, figures["failed"]

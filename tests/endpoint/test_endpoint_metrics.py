@@ -164,6 +164,23 @@ def test_publisher_windows_stamps_and_final_flush():
     assert len(cw.calls) == 2
 
 
+def test_an_autoscaled_async_endpoint_publishes_its_backlog_over_the_instances_in_service():
+    counters, cw = SharedCounters(), FakeCloudWatch()
+    gauges = iter([(4.0, 1.0), (4.0, 1.0)])
+    pub = m.MetricsPublisher(counters, endpoint_name="ep", cloudwatch=cw, clock=Clock(1704110405.0),
+                             invocation_counts=False, async_gauges=lambda: next(gauges), async_scaled=True)
+    pub.sample(cpu_only=True)
+    pub.publish_once()  # no instance in service: requests wait without capacity
+    sent = {d["MetricName"]: d for _, data in cw.calls for d in data}
+    assert sent["HasBacklogWithoutCapacity"]["StatisticValues"]["Maximum"] == 1.0
+    counters.set_value("async_instances", 2.0)
+    pub.sample(cpu_only=True)
+    pub.publish_once()
+    sent = {d["MetricName"]: d for d in cw.calls[-1][1]}
+    assert sent["HasBacklogWithoutCapacity"]["StatisticValues"]["Maximum"] == 0.0
+    assert sent["ApproximateBacklogSizePerInstance"]["StatisticValues"]["Maximum"] == 2.0  # 4 over 2 instances
+
+
 def test_a_publisher_thread_that_starts_late_still_closes_the_window_at_its_minute():
     """Built at :58, its thread running only at :61 (a busy machine): the window opened at :58 closes at
     once, so the next one, holding the run's requests, is stamped in the minute they were served."""

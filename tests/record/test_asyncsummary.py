@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sm_locust.core.answers import answer_lines
 from sm_locust.plateau.asyncresults import RESULT, AsyncCall
 from sm_locust.record.asyncsummary import AsyncSummary
@@ -100,9 +102,51 @@ def test_the_ledger_counts_the_live_backlog_and_ships_it():
     assert worker.take_delta() is None
 
 
+def test_the_ledger_counts_the_awaited_calls_by_second_of_acceptance_and_ships_them():
+    from sm_locust.transport.asyncwait import AsyncLedger
+
+    worker, master = AsyncLedger(), AsyncLedger()
+    for accepted in (START + 0.1, START + 0.7, START + 1.2):
+        worker.open(accepted)
+    worker.add(AsyncCall(START, START + 0.7, START + 2, RESULT))
+    assert worker.awaited_by_second() == {int(START): 1, int(START) + 1: 1}
+    master.merge_delta(worker.take_delta(), "w1")
+    master.merge_delta({"calls": [], "opened": 1, "pending": [[int(START) + 5, 1]]}, "w2")
+    assert master.awaited_by_second() == {int(START): 1, int(START) + 1: 1, int(START) + 5: 1}
+    worker.add(AsyncCall(START, START + 0.1, START + 3, RESULT))
+    worker.add(AsyncCall(START, START + 1.2, START + 3, RESULT))
+    master.merge_delta(worker.take_delta(), "w1")  # a snapshot replaces the worker's last one
+    assert master.awaited_by_second() == {int(START) + 5: 1} and worker.awaited_by_second() == {}
+    master.reset()
+    assert master.awaited_by_second() == {}
+
+
 def test_the_closing_line_names_the_notifications_delivery_when_nothing_was_polled():
     calls = [AsyncCall(START + i, START + i + 0.02, START + i + 0.5, RESULT, 0, 40.0 + i) for i in range(8)]
     line = AsyncSummary.from_calls(calls, START, START + 10).closing_line()
     assert "(notification delivery <= 47 ms)" in line and "polls 0" in line
     polled = [AsyncCall(START, START + 0.02, START + 0.5, RESULT, 3, 100.0)]
     assert "(poll resolution <= 100 ms)" in AsyncSummary.from_calls(polled, START, START + 10).closing_line()
+
+
+def test_the_first_calls_time_to_result_is_kept_apart():
+    calls = [AsyncCall(START + 1, START + 1.1, START + 2, RESULT), AsyncCall(START, START + 0.1, START + 5, RESULT)]
+    summary = AsyncSummary.from_calls(calls, START, START + 10)
+    assert summary.first_time_to_result_ms == pytest.approx(5000)  # sent first, answered last
+    assert AsyncSummary.from_json(json.loads(json.dumps(summary.to_json()))).first_time_to_result_ms == \
+        pytest.approx(5000)
+    waiting = [AsyncCall(START, START + 0.1), AsyncCall(START + 1, START + 1.1, START + 2, RESULT)]
+    assert AsyncSummary.from_calls(waiting, START, START + 10).first_time_to_result_ms is None
+
+
+def test_the_async_backlog_rides_on_a_timeline_line_only_when_measured():
+    import orjson
+
+    from sm_locust.measure.timeline import Second
+    from sm_locust.record.timeline import decode_record, encode_line
+
+    waited = Second(t=START, users=2, spawning=False, requests=3, failures=0, async_backlog=7)
+    line = orjson.loads(encode_line(waited))
+    assert line["async_backlog"] == 7 and decode_record(line).async_backlog == 7
+    plain = orjson.loads(encode_line(Second(t=START, users=2, spawning=False, requests=3, failures=0)))
+    assert "async_backlog" not in plain and decode_record(plain).async_backlog is None

@@ -63,6 +63,22 @@ def test_the_section_shows_the_client_the_search_and_the_endpoints_queue():
     assert "<script>" not in page  # the failure's name is text from the endpoint
 
 
+def test_the_search_with_a_time_to_result_slo_shows_each_steps_percentile_and_verdict():
+    seconds, steps = _frames()
+    search = {"capacity_rps": 3.0, "grows_at_rps": None, "slo_breach_at_rps": 6.0, "stop_reason": "p95 above",
+              "time_to_result_slo_ms": 500.0, "slo_percentile": 95.0, "verdict": "INCONCLUSIVE",
+              "inconclusive_reason": "at 4.5 req/s <b>straddles</b>",
+              "steps": [{"rate_rps": 3.0, "backlog": "bounded", "time_to_result_ms": 310.0,
+                         "time_to_result_ci95": [300.0, 330.0], "awaited": 0, "slo": "keeps"},
+                        {"rate_rps": 6.0, "backlog": "bounded", "time_to_result_ms": 900.0,
+                         "time_to_result_ci95": [800.0, 1100.0], "awaited": 4, "slo": "breach"}]}
+    page = async_section(async_view({**SUMMARY, "async_search": search}, seconds, steps), _div, _missing)
+    assert "<th>p95 time to result ms</th>" in page and "<td>800 to 1,100</td>" in page
+    assert "<td>breach</td>" in page and "<td>keeps</td>" in page and "below 6 req/s" in page
+    assert "(time-to-result SLO p95 &lt;= 500 ms); INCONCLUSIVE: at 4.5 req/s &lt;b&gt;straddles" in page
+    assert "time to result ms" not in async_section(async_view(SUMMARY, seconds, steps), _div, _missing)
+
+
 def test_without_async_there_is_no_section_and_without_data_the_chart_says_why():
     seconds, steps = _frames()
     assert async_view({"totals": {}}, seconds, steps) is None

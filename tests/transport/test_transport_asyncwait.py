@@ -229,3 +229,71 @@ def test_the_async_shape_needs_calls_that_wait_for_their_results():
     planned = plan_run(RunArguments.parse(args("--shape", "async-search", "--async-result", "s3",
                                                "--async-input-location", "s3://b/in.json", "--start-rps", "2")))
     assert planned.shape == "async" and planned.shape_settings.start_rps == 2
+
+
+class OutputS3(FakeS3):
+    """FakeS3 whose GetObject without a range answers the whole output object (`--async-fetch`)."""
+
+    def __init__(self, outputs: dict[str, bytes], **kw):
+        super().__init__(**kw)
+        self.outputs = outputs
+        self.fetched: list[str] = []
+
+    def get_object(self, Bucket, Key, Range=None):
+        uri = f"s3://{Bucket}/{Key}"
+        if Range is not None:
+            return super().get_object(Bucket, Key, Range)
+        self.fetched.append(uri)
+        if uri not in self.outputs:
+            raise ClientError({"Error": {"Code": "NoSuchKey", "Message": "gone"}}, "GetObject")
+
+        class Body:
+            def read(self, n):
+                return outputs[uri][:n]
+        outputs = self.outputs
+        return {"Body": Body(), "ContentType": "application/json"}
+
+
+class Expects:
+    """A validator that wants `scores` in the answer (as --validate-response's are called)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bytes, str | None]] = []
+
+    def validate(self, body, content_type, invocation):
+        from sm_locust.invocation import InvocationError
+
+        self.seen.append((body, content_type))
+        return None if b"scores" in body else InvocationError("InvalidResponse", "no scores")
+
+
+@pytest.mark.parametrize(("output", "failed"), [(b'{"scores": [0.1]}', None),
+                                                (b'{"oops": 1}', "InvalidResponse: no scores"),
+                                                (None, "AsyncFetchError: GetObject NoSuchKey")])
+def test_async_fetch_validates_the_output_as_a_synchronous_answer(output, failed):
+    from sm_locust.transport.asyncwait import OutputFetcher
+
+    env = Environment()
+    seen: list[dict] = []
+    env.events.request.add_listener(lambda **kw: seen.append(kw))
+    client = AcceptingClient(env, "ep")
+    client.validator = Expects()
+    s3 = OutputS3({} if output is None else {ACCEPTED.output_location: output},
+                  appear={ACCEPTED.output_location: 1})
+    waiter, _, ledger = _waiter(s3)
+    waiter.fetcher = OutputFetcher(s3)
+    result = client.invoke_async(Invocation(body=b""), "s3://in/x", waiter=waiter)
+    [event] = seen
+    assert (event["exception"] is None) == (failed is None)
+    if failed is not None:
+        assert str(event["exception"]).startswith(failed)
+    assert s3.fetched == [ACCEPTED.output_location] and (result is None) == (failed is not None)
+    assert client.validator.seen == ([] if output is None else [(output, "application/json")])
+    call = ledger.calls[0]  # the async figures count what the entry counted; the time the result was seen stands
+    assert call.outcome == ("result" if failed is None else str(event["exception"])) and call.seen_s is not None
+
+
+def test_async_fetch_needs_results_to_fetch():
+    client = AcceptingClient(Environment(), "ep")
+    with pytest.raises(UsageError, match="--async-fetch reads each result's output"):
+        async_waiter(client, parse_options({"async_fetch": True, "async_input_location": "s3://in/x"}))

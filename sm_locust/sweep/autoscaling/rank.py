@@ -40,6 +40,9 @@ class ScalingCandidate:
     flaps: int = 0
     reaction_s: float | None = None
     ready_s: float | None = None
+    awaited: int = 0  # an async variant's calls with no result by the end (in `error_rate`)
+    scaled_out: bool = False  # a scale-out happened (timed or not: an async variant's reactions are not timed)
+    first_result_ms: float | None = None  # an async variant's first request's time to result (its cold start)
 
 
 @dataclass
@@ -60,7 +63,8 @@ def disqualification(c: ScalingCandidate, objective: Objective) -> str | None:
         allowed = f" (max_breach_s {budget:g})" if budget else ""
         return (c.breach_cause or f"{c.slo_breach_s:.0f} s over the SLO") + allowed
     if c.error_rate is not None and c.error_rate > objective.max_error_rate:
-        return (f"{percent(c.error_rate, trim=True)} of requests failed or were throttled "
+        return (f"{percent(c.error_rate, trim=True)} of requests failed or were throttled"
+                f"{', or had no result' if c.awaited else ''} "
                 f"(budget {percent(objective.max_error_rate, trim=True)})")
     return None
 
@@ -110,8 +114,10 @@ def recommend(candidates: Sequence[ScalingCandidate], objective: Objective) -> S
         text += f"; scale-out {w.reaction_s:.0f} s after the metric crossed"
         if w.ready_s is not None:
             text += f", serving {w.ready_s:.0f} s after"
-    elif w.peak_instances is not None:
+    elif w.peak_instances is not None and not w.scaled_out:
         text += "; it never scaled out"
+    if w.first_result_ms is not None:
+        text += f"; its first request's result came {w.first_result_ms / 1000:.1f} s after it (the cold start)"
     if w.flaps:
         text += f"; {w.flaps} flap{'s' if w.flaps != 1 else ''}"
     return ScalingRecommendation(w, text, lost)

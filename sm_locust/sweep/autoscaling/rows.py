@@ -18,7 +18,9 @@ from sm_locust.sweep.rows import Row
 
 FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "slo_breach_s", "breach_s_ci95",
                "breach_client_bound_s", "breaches", "failed", "throttled", "flaps", "instances", "periods",
-               "duration_s")
+               "duration_s", "first_time_to_result_ms", "awaited")
+"""`first_time_to_result_ms` and `awaited` are an async variant's: its cold start from zero, and the calls
+accepted that had no result by the end (they count against the error budget as failures do)."""
 
 
 ModelEvent = dict[str, float | int | str | None]  # a model scale event (scaling.simulate) as sweep.json holds it
@@ -32,6 +34,8 @@ class AutoscalingFigures:
     latency_ms: float | None = None  # the objective's percentile over the whole run
     model_events: list[ModelEvent] | None = None  # local: the model's scale events for this traffic
     emulator_instances: list[dict[str, float | int]] | None = None  # local: the emulator's own log, in run seconds
+    first_time_to_result_ms: float | None = None  # an async variant's: its first call's time to result (cold start)
+    awaited: int | None = None  # an async variant's: calls accepted with no result by the end
 
     @property
     def first_out(self) -> ScaleEvent | None:
@@ -56,13 +60,14 @@ class AutoscalingFigures:
 
     @property
     def error_rate(self) -> float | None:
-        """Failed and throttled requests over all of them."""
+        """Failed and throttled requests over all of them (an async variant's: and those never answered)."""
         if not self.requests:
             return None
-        return ((self.scaling.failed or 0) + (self.scaling.throttled or 0)) / self.requests
+        return ((self.scaling.failed or 0) + (self.scaling.throttled or 0) + (self.awaited or 0)) / self.requests
 
     def as_dict(self) -> dict[str, object]:
-        written = self.scaling.to_json()
+        written = {**self.scaling.to_json(), "first_time_to_result_ms": self.first_time_to_result_ms,
+                   "awaited": self.awaited}
         out = {key: written.get(key) for key in FIGURE_KEYS}
         out.update({
             "reaction_s": self.reaction_s, "reaction_s_ci95": self.reaction_s_ci95, "ready_s": self.ready_s,

@@ -5,6 +5,12 @@ An `autoscaling:` section makes the sweep an autoscaling one: a key holding a li
 Application Auto Scaling accepts (`scaling.policy.ScalingPolicy.check`); the local emulation's own
 keys (`instance_start_s`, `time_scale`) are refused with `deploy: sagemaker`. `traffic:` is required
 (`plateau/rates.py`). One `UsageError` naming the key, before anything is deployed.
+
+With `async_target_backlog` the variant is an asynchronous one (local only: `serve --async
+--async-max-instances`): target tracking on ApproximateBacklogSizePerInstance
+(`scaling.asyncpolicy.BacklogPolicy`, `min_instances` 0 allowed, the default), and `scale_from_zero`
+(true / false, or both as a grid axis) adds the step policy on HasBacklogWithoutCapacity; `metric`
+and `target_value` are the real-time policy's and are refused then (docs/async.md).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.plateau.rates import Traffic, parse_traffic
+from sm_locust.scaling.asyncpolicy import BacklogPolicy
 from sm_locust.scaling.policy import INVOCATIONS, MAX_INSTANCES, ScalingPolicy, metric_spec
 from sm_locust.scaling.timeline import MAX_TIME_SCALE
 from sm_locust.sweep.kinds import KINDS
@@ -27,7 +34,8 @@ KEYS = KINDS.get(SECTION).keys  # besides the section
 POLICY_KEYS = ("min_instances", "max_instances", "metric", "target_value", "scale_out_cooldown_s",
                "scale_in_cooldown_s")
 LOCAL_ONLY = ("instance_start_s", "time_scale")  # the emulation's; on SageMaker the instances and the clock are real
-SECTION_KEYS = POLICY_KEYS + LOCAL_ONLY
+ASYNC_KEYS = ("async_target_backlog", "scale_from_zero")  # an async variant's backlog policies (local only)
+SECTION_KEYS = POLICY_KEYS + LOCAL_ONLY + ASYNC_KEYS
 PREFIX = "autoscaling."
 DEFAULT_MIN_INSTANCES = 1
 DEFAULT_INSTANCE_START_S = 240.0  # the issue's example; AWS publishes no figure (docs/facts.md)
@@ -61,9 +69,19 @@ def own_settings(settings: Mapping[str, object]) -> dict[str, Any]:
     return {k[len(PREFIX):]: v for k, v in settings.items() if k.startswith(PREFIX)}
 
 
+def is_async(settings: Mapping[str, object]) -> bool:
+    """Whether a configuration's variant is an async one (its `autoscaling.async_target_backlog`)."""
+    return own_settings(settings).get("async_target_backlog") is not None
+
+
 def policy_of(settings: Mapping[str, object]) -> ScalingPolicy:
-    """The target-tracking policy a configuration tests (its `autoscaling.*` settings)."""
+    """The target-tracking policy a configuration tests (its `autoscaling.*` settings); an async
+    variant's is a `BacklogPolicy` (ApproximateBacklogSizePerInstance, MinCapacity 0 by default)."""
     own = own_settings(settings)
+    if own.get("async_target_backlog") is not None:
+        cooldowns = {k: own[k] for k in ("scale_out_cooldown_s", "scale_in_cooldown_s") if k in own}
+        return BacklogPolicy(int(own.get("min_instances", 0)), int(own["max_instances"]),
+                             float(own["async_target_backlog"]), **cooldowns).check(SECTION)
     policy = {k: own[k] for k in POLICY_KEYS if k in own}
     policy.setdefault("min_instances", DEFAULT_MIN_INSTANCES)
     policy.setdefault("metric", INVOCATIONS)
@@ -78,7 +96,19 @@ def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "loc
         raise check.error("deploy", f"an autoscaling sweep deploys local or sagemaker, not {deploy!r}")
     section = check.mapping(SECTION, data[SECTION])
     check.unknown(SECTION, section, SECTION_KEYS)
-    for key in ("max_instances", "target_value"):
+    asynchronous = any(k in section for k in ASYNC_KEYS)
+    if asynchronous:
+        if "async_target_backlog" not in section:
+            raise check.error(f"{SECTION}.async_target_backlog", "missing: an async variant's target tracking on "
+                              "ApproximateBacklogSizePerInstance needs its target, e.g. async_target_backlog: 5")
+        if deploy != "local":
+            raise check.error(f"{SECTION}.async_target_backlog", "local emulation only (serve --async); leave it "
+                              "out with deploy: sagemaker")
+        for key in ("metric", "target_value"):
+            if key in section:
+                raise check.error(f"{SECTION}.{key}", "the real-time policy's; an async variant tracks "
+                                  "ApproximateBacklogSizePerInstance (async_target_backlog): leave it out")
+    for key in (("max_instances",) if asynchronous else ("max_instances", "target_value")):
         if key not in section:
             example = "max_instances: 3" if key == "max_instances" else "target_value: 4200"
             raise check.error(f"{SECTION}.{key}", f"missing: give one value or a list (a grid axis), e.g. {example}")
@@ -95,8 +125,11 @@ def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "loc
         checked: list[object] = []
         for value in check.values(path, section[key]):
             if key in ("min_instances", "max_instances"):
-                checked.append(check.integer(path, value, minimum=1, maximum=MAX_INSTANCES))
-            elif key == "target_value":
+                low = 0 if asynchronous and key == "min_instances" else 1
+                checked.append(check.integer(path, value, minimum=low, maximum=MAX_INSTANCES))
+            elif key == "scale_from_zero":
+                checked.append(check.flag(path, value))
+            elif key in ("target_value", "async_target_backlog"):
                 checked.append(check.number(path, value, above=0))
             elif key == "metric":
                 try:
@@ -110,12 +143,17 @@ def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "loc
         if len(set(map(str, checked))) != len(checked):
             raise check.error(path, f"{checked!r} repeats a value; give each value once")
         values[key] = checked
-    policies = []
-    for combination in itertools.product(*(values.get(k, [None]) for k in POLICY_KEYS)):
-        given = {k: v for k, v in zip(POLICY_KEYS, combination, strict=True) if v is not None}
-        given.setdefault("min_instances", DEFAULT_MIN_INSTANCES)
+    policies: list[ScalingPolicy] = []
+    keys = (("min_instances", "max_instances", "async_target_backlog", "scale_out_cooldown_s", "scale_in_cooldown_s")
+            if asynchronous else POLICY_KEYS)
+    for combination in itertools.product(*(values.get(k, [None]) for k in keys)):
+        given = {k: v for k, v in zip(keys, combination, strict=True) if v is not None}
         try:
-            policies.append(ScalingPolicy(**given).check(SECTION))
+            if asynchronous:
+                policies.append(policy_of({f"{PREFIX}{k}": v for k, v in given.items()}))
+            else:
+                given.setdefault("min_instances", DEFAULT_MIN_INSTANCES)
+                policies.append(ScalingPolicy(**given).check(SECTION))
         except UsageError as exc:
             raise UsageError(f"{check.source}: {exc.message}") from None
     if "traffic" not in data or data.get("traffic") is None:
@@ -128,7 +166,7 @@ def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "loc
     axes = {k: v for k, v in values.items() if isinstance(section[k], list)}
     if not axes and not data.get("grid") and not data.get("configurations"):
         # one policy, tested on its own: its policy settings label the single configuration
-        axes = {k: v for k, v in values.items() if k in POLICY_KEYS}
+        axes = {k: v for k, v in values.items() if k in POLICY_KEYS + ASYNC_KEYS}
     shared = {f"{PREFIX}{k}": v[0] for k, v in values.items() if k not in axes}
     if deploy == "local":
         shared.setdefault(f"{PREFIX}instance_start_s", DEFAULT_INSTANCE_START_S)

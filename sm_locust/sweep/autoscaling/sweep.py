@@ -39,7 +39,7 @@ from sm_locust.sweep.autoscaling.rank import ScalingCandidate, disqualification,
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.autoscaling.runner import FLEET_LOG, AutoscalingRunner
 from sm_locust.sweep.autoscaling.sagemaker import SageMakerScalingDeployer
-from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, policy_of
+from sm_locust.sweep.autoscaling.spec import PREFIX, AutoscalingSpec, is_async, policy_of
 from sm_locust.sweep.base import Sweep, configuration_prices, sagemaker_options, sweep_folder
 from sm_locust.sweep.costing import Estimate
 from sm_locust.sweep.deployers import Deployer
@@ -104,7 +104,14 @@ class AutoscalingSweep(Sweep):
                                      latency_ms=totals.percentile(pct if pct in (50.0, 95.0, 99.0)
                                                                   else DEFAULT_SLO_PERCENTILE))
         settings = self.configuration(index).settings
-        if self.spec.deploy == "local":
+        waited = summary.async_
+        if waited is not None:  # an async variant: its cold start from zero, and the calls never answered
+            figures.first_time_to_result_ms = waited.first_time_to_result_ms
+            figures.awaited = waited.awaited_at_stop
+            figures.requests = waited.accepted
+        if self.spec.deploy == "local" and is_async(settings):
+            figures.emulator_instances = emulator_instances(run_dir, summary)
+        if self.spec.deploy == "local" and not is_async(settings):
             policy = policy_of(settings)
             start = float(settings.get(f"{PREFIX}instance_start_s") or 0.0)
             model = simulate(policy, self.autoscaling.traffic, instance_start_s=start)
@@ -126,7 +133,10 @@ class AutoscalingSweep(Sweep):
             instance_hours=f.scaling.instance_hours, peak_instances=f.scaling.peak_instances,
             slo_breach_s=f.scaling.slo_breach_s,
             breach_cause=breach_cause(f.scaling.to_json()) if f.scaling.keys else None,
-            error_rate=f.error_rate, flaps=f.scaling.flaps or 0, reaction_s=f.reaction_s, ready_s=f.ready_s)
+            error_rate=f.error_rate, flaps=f.scaling.flaps or 0, reaction_s=f.reaction_s, ready_s=f.ready_s,
+            awaited=int(f.awaited or 0),
+            scaled_out=any(e.direction == "out" for e in f.scaling.scale_events),
+            first_result_ms=f.first_time_to_result_ms)
 
     def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
         ordered = self.ordered_rows(rows)
