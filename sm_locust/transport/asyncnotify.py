@@ -246,6 +246,8 @@ class NotificationWaiter:
             outcome = RESULT if error is None else str(error)
             return error
         finally:  # also when a stop cuts the wait short: then the call is still awaited
+            if outcome is None:  # cut short after the result was seen, while --async-fetch read it: awaited
+                seen = None
             if inference_id:
                 self.listener.forget(inference_id)
             self.ledger.add(AsyncCall(start_time, epoch(accepted), None if seen is None else epoch(seen),

@@ -233,6 +233,8 @@ class ResultWaiter:
             outcome = RESULT if error is None else str(error)
             return error
         finally:  # also when a stop cuts the wait short: then the call is still awaited
+            if outcome is None:  # cut short after the result was seen, while --async-fetch read it: awaited
+                seen = None
             self.ledger.add(AsyncCall(start_time, epoch(accepted), None if seen is None else epoch(seen),
                                       outcome, polls, resolution))
             if measurement is not None and seen is not None:  # its entry times call start -> result seen

@@ -129,6 +129,22 @@ def test_a_stop_during_the_wait_leaves_the_call_awaited():
     assert call.seen_s is None and call.outcome is None
 
 
+def test_a_stop_while_the_output_is_fetched_leaves_the_call_awaited():
+    """--async-fetch: a stop after the result was seen but before its output was read and checked leaves the
+    call awaited (no outcome), never a failure named 'unknown' (CI read {'unknown': 2} for a stopped run)."""
+
+    class StoppedFetch:
+        def checked(self, result, check):
+            raise KeyboardInterrupt  # what a stopped greenlet sees inside GetObject
+
+    waiter, _, ledger = _waiter(FakeS3(appear={ACCEPTED.output_location: 1}))
+    waiter.fetcher = StoppedFetch()
+    with pytest.raises(KeyboardInterrupt):
+        waiter.wait(ACCEPTED, 0.0, 0.0)
+    [call] = ledger.calls
+    assert call.seen_s is None and call.outcome is None
+
+
 def test_ledger_ships_only_new_calls_and_the_master_merges_them():
     worker, master = AsyncLedger(), AsyncLedger()
     waiter = ResultWaiter(FakeS3(appear={ACCEPTED.output_location: 1}), PollSchedule(), 10.0, worker,
