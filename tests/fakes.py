@@ -34,7 +34,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -342,3 +342,13 @@ def write_run_folder(folder, summary: dict, rows: list[dict]):
         lines = [",".join(header)] + [",".join(f'"{r.get(h, "")}"' for h in header) for r in rows]
         (folder / "locust_stats.csv").write_text("\n".join(lines) + "\n")
     return folder
+
+
+def moto_with_input(log_dir: Path, bucket: str, body: bytes, key: str = "in/request.json") -> Iterator[MotoServer]:
+    """A module fixture's body: a moto server holding `bucket` with one input object at `key`, stopped after."""
+    server = MotoServer(log_dir / "moto_server.log")
+    server.client().create_bucket(Bucket=bucket)
+    server.client().put_object(Bucket=bucket, Key=key, Body=body)
+    yield server
+    server.stop()
+

@@ -16,18 +16,14 @@ from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.measure.steady import histogram_percentile
 from sm_locust.plateau.synthetic import locust_bucket
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.fakes import MotoServer
+from tests.fakes import moto_with_input
 
 BUCKET = "async-run"
 
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory):
-    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
-    server.client().create_bucket(Bucket=BUCKET)
-    server.client().put_object(Bucket=BUCKET, Key="in/request.json", Body=SAMPLE_PAYLOAD.read_bytes())
-    yield server
-    server.stop()
+    yield from moto_with_input(tmp_path_factory.mktemp("moto"), BUCKET, SAMPLE_PAYLOAD.read_bytes())
 
 
 def _run(moto, tmp_path, prefix: str, input_key: str):

@@ -11,23 +11,11 @@ from sm_locust.endpoint.adapters import FULL_POLL_S, AdapterCache, AdapterSpec, 
 from sm_locust.endpoint.components import COMPONENT_ENVIRON
 from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.invocation import MODEL_WAIT_HEADER
+from tests.clocks import StepClock
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-def _cache(cache: int = 2, count: int = 4, load_ms: float = 300.0) -> tuple[AdapterCache, Clock]:
-    clock = Clock()
+def _cache(cache: int = 2, count: int = 4, load_ms: float = 300.0) -> tuple[AdapterCache, StepClock]:
+    clock = StepClock()
     spec = AdapterSpec("base", adapter_names(count), cache, load_ms)
     return AdapterCache(spec, clock=clock, sleep=clock.sleep), clock
 

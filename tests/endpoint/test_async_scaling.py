@@ -14,7 +14,7 @@ from sm_locust.endpoint.asyncscaling import AsyncCapacity, AsyncScalingConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
-from tests.fakes import MotoServer
+from tests.fakes import moto_with_input
 
 BUCKET = "async-scaling"
 
@@ -65,11 +65,7 @@ def test_the_serve_flags_refuse_what_cannot_run():
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory):
-    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
-    server.client().create_bucket(Bucket=BUCKET)
-    server.client().put_object(Bucket=BUCKET, Key="in/request.json", Body=SAMPLE_PAYLOAD.read_bytes())
-    yield server
-    server.stop()
+    yield from moto_with_input(tmp_path_factory.mktemp("moto"), BUCKET, SAMPLE_PAYLOAD.read_bytes())
 
 
 def _from_zero(moto, tmp_path, name: str, scale_from_zero: bool):

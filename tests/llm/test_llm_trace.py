@@ -18,6 +18,7 @@ from sm_locust.llm.trace import BLOCK_TOKENS, TracePrompts, TraceRow, lateness, 
 from sm_locust.payloads.llm import LlmSettings, build_pool
 from sm_locust.users.openloop import OpenLoopCounters
 from sm_locust.users.trace import TraceReplay
+from tests.clocks import StepClock
 from tests.conftest import run_cli
 
 WORDS = "the of and to in is was for on that with as by at from his her this had not are but".split()
@@ -135,17 +136,6 @@ def test_a_body_over_6_mb_is_refused_before_the_run(tmp_path):
         build_pool(LlmSettings(trace=path).check(), stream=True)
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 class Pool:
@@ -162,7 +152,7 @@ class Pool:
 
 
 def test_the_replay_sends_each_row_at_its_time():
-    clock = FakeClock()
+    clock = StepClock(100.0)
     sent: list[tuple] = []
 
     def call(invocation, started):
@@ -179,7 +169,7 @@ def test_the_replay_sends_each_row_at_its_time():
 
 
 def test_a_late_send_is_counted_and_a_full_pool_drops():
-    clock = FakeClock()
+    clock = StepClock(100.0)
     replay = TraceReplay(Pool([TraceRow(t, 5, 1) for t in (0, 10, 20)]), lambda invocation, started: None,
                          OpenLoopCounters(), clock=clock, sleep=clock.sleep)
     real_invocation = replay.pool.invocation
@@ -201,7 +191,7 @@ def test_a_late_send_is_counted_and_a_full_pool_drops():
 
 
 def test_a_row_that_cannot_be_written_is_skipped_and_the_replay_still_ends():
-    clock = FakeClock()
+    clock = StepClock(100.0)
     sent: list[int] = []
     replay = TraceReplay(Pool([TraceRow(t, 5, 1) for t in (0, 10, 20)]),
                          lambda invocation, started: sent.append(invocation[1]), OpenLoopCounters(), clock=clock,

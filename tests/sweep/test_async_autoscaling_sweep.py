@@ -11,7 +11,7 @@ import pytest
 
 from sm_locust.sweep.api import load_sweep, plan_lines
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
-from tests.fakes import MotoServer
+from tests.fakes import moto_with_input
 
 BUCKET = "async-sweep"
 
@@ -57,11 +57,7 @@ def test_bad_async_autoscaling_input_is_one_line_exit_2(tmp_path, section, needl
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory):
-    server = MotoServer(tmp_path_factory.mktemp("moto") / "moto_server.log")
-    server.client().create_bucket(Bucket=BUCKET)
-    server.client().put_object(Bucket=BUCKET, Key="in/request.json", Body=SAMPLE_PAYLOAD.read_bytes())
-    yield server
-    server.stop()
+    yield from moto_with_input(tmp_path_factory.mktemp("moto"), BUCKET, SAMPLE_PAYLOAD.read_bytes())
 
 
 @pytest.mark.e2e
