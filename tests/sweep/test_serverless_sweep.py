@@ -49,6 +49,21 @@ def test_phases_are_cut_from_the_timeline_where_the_user_count_changes():
     assert x2.p50_ms == x2.p95_ms == 60.0  # the throttles (12 ms) are the fastest answers: taken out
 
 
+def test_a_phase_found_late_ends_where_the_next_begins_and_keeps_its_own_user_count():
+    # x1's 2 users sampled a second late (the second ending at 106 still says 1 user); x2's 4 callers on
+    # time at 109, throttled from their first second: none of it is x1's
+    seconds = [_second(101 + k, 1, {60: 10}) for k in range(5)]
+    seconds += [_second(106 + k, 2, {60: 20}) for k in range(3)]
+    seconds += [_second(109 + k, 4, {12: 60, 60: 20}, failures=60) for k in range(4)]
+    phases = [Phase("stability", 1, 4), Phase("concurrency", 2, 4, 1.0), Phase("concurrency", 4, 4, 2.0)]
+    bounds = phase_bounds(seconds, phases)
+    assert bounds[1] == (105.0, 108.0) and bounds[2][0] == 108.0
+    x1, _ = load_figures(seconds, phases, {"failures": 240, "errors": {"ThrottlingException": 240}}).concurrency
+    assert (x1.users, x1.throttle_rate) == (2, 0.0)
+    stability = load_figures(seconds, phases, {}).stability
+    assert stability.requests == 40  # the fifth 1-user second lies past the stability phase's 4 s
+
+
 def test_success_hist_drops_the_fastest_entries():
     assert success_hist({10: 5, 20: 3, 60: 4}, 6) == {20: 2, 60: 4}
     assert success_hist({10: 5}, 0) == {10: 5}
