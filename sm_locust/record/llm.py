@@ -89,6 +89,20 @@ def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
             for step in split_steps(seconds, timeline_mode(seconds))]
 
 
+def one_second_pieces(window: Sequence[Second]) -> list[tuple[float, float]]:
+    """The (start, end] of each second of a window, the samples its intervals come from: a timeline
+    second as it is, a merged span (the recorder keeps a step's window as its contiguous spans) cut
+    into seconds from its start, a remainder under half a second joined to the second before it."""
+    pieces: list[tuple[float, float]] = []
+    for second in window:
+        start, end = second.t - second.interval, second.t
+        cut = [start]
+        while end - cut[-1] >= 1.5:
+            cut.append(cut[-1] + 1.0)
+        pieces += list(zip(cut, [*cut[1:], end], strict=True))
+    return pieces
+
+
 def _overlap(second: int, start: float, end: float, now: float) -> float:
     """The share of second `second`'s tokens that arrived in (start, end], arrivals taken as even over
     the second, or over its part so far when it is the current one (it is still filling up)."""
@@ -278,7 +292,7 @@ class LlmStats(WorkerShipped):
             return self._settled[key]
         figures = self.over(window).figures(sum(s.interval for s in window))
         if figures is not None:  # the intervals the token search computes for the same seconds (TokenStep)
-            figures["ci95"] = token_intervals([(s.interval, self.over([s])) for s in window])
+            figures["ci95"] = token_intervals([(e - a, self.spans([(a, e)])) for a, e in one_second_pieces(window)])
         if self._newest is not None and window[-1].t < self._newest - SETTLED_S:
             self._settled[key] = figures
         return figures

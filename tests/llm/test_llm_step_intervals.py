@@ -7,7 +7,7 @@ import random
 
 from sm_locust.plateau.timeline import Second
 from sm_locust.plateau.tokens import Bucket, TokenDriver, TokenPlateauSearch, TokenVerdict, token_intervals
-from sm_locust.record.llm import LlmStats
+from sm_locust.record.llm import LlmStats, one_second_pieces, step_windows
 from sm_locust.record.model import Summary
 from sm_locust.record.summary import step_records
 from tests.llm.test_llm_metrics import sample, steady_timeline
@@ -72,3 +72,19 @@ def test_a_window_too_short_for_an_interval_records_nulls_and_old_files_still_lo
     assert token_intervals([(1.0, one)])["ttft_p95_ms"] is None  # one sample: no interval
     old = Summary.of({"steps": [{"users": 2, "llm": {"output_tokens_per_s": 80.0, "ttft_p95_ms": 200.0}}]})
     assert old.steps[0].llm.interval("ttft_p95_ms") is None and not old.steps[0].llm.records_interval("ttft_p95_ms")
+
+
+def test_the_recorders_merged_spans_give_the_same_intervals_as_the_seconds():
+    """The recorder keeps a step's window as its contiguous spans (one `Second` of 16 s here): the
+    intervals come from its seconds all the same, not from one sample (which has none)."""
+    seconds = steady_timeline(T0, users_per_step=(4,), step_s=20)
+    stats = noisy_stats()
+    window = step_windows(seconds)[0]
+    span = Second(t=window[-1].t, users=4, spawning=False, requests=0, failures=0,
+                  interval=window[-1].t - (window[0].t - window[0].interval))
+    by_second = stats.annotate({"steps": [{}]}, seconds, T0, T0 + 20, windows=[window])["steps"][0]["llm"]["ci95"]
+    by_span = stats.annotate({"steps": [{}]}, seconds, T0, T0 + 20, windows=[[span]])["steps"][0]["llm"]["ci95"]
+    assert by_span == by_second and by_span["output_tokens_per_s"] is not None and by_span["itl_p95_ms"] is not None
+    assert one_second_pieces([span]) == [(w.t - w.interval, w.t) for w in window]
+    assert one_second_pieces([Second(t=10.0, users=1, spawning=False, requests=0, failures=0, interval=2.4)]) == \
+        [(7.6, 8.6), (8.6, 10.0)]  # a remainder under half a second joins the second before it
