@@ -36,7 +36,7 @@ from sm_locust.measure.steady import (
     steady_window,
 )
 from sm_locust.measure.timeline import Second
-from sm_locust.measure.uncertainty import UNKNOWN, Interval, percentile_ci, rate_ci
+from sm_locust.measure.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 from sm_locust.plateau.conditions import (
     KIND_LIMIT,
     Condition,
@@ -172,6 +172,46 @@ def merged(buckets: Iterable[Bucket]) -> Bucket:
     return out
 
 
+# -- intervals: the one definition of each token figure's 95 % interval ---------------------------
+
+INTERVAL_SERIES = ("ttft", "itl")  # the latencies whose p50 and p95 get an interval in an `llm.ci95`
+INTERVAL_PERCENTILES = (50.0, 95.0)
+
+
+def tokens_rate_ci(samples: Sequence[tuple[float, Bucket]]) -> Interval:
+    """95 % interval of the output tokens/s of `samples` ((seconds, bucket) in time order: a window's
+    seconds, or a run's merged minutes and hours), by batch means (`uncertainty.rate_ci`)."""
+    if not samples:
+        return UNKNOWN
+    return rate_ci([b.arrived for _, b in samples], [d for d, _ in samples])
+
+
+def token_percentile_cis(samples: Sequence[tuple[float, Bucket]], series: str,
+                         pcts: Sequence[float]) -> dict[float, Interval]:
+    """95 % intervals (ms) of percentiles of histogram `series` ('ttft', 'itl', 'e2e', ...) over
+    `samples`, by a block bootstrap (`uncertainty.percentile_cis`; the histograms count tenths of a
+    millisecond)."""
+    wanted = [float(p) for p in pcts]
+    if not samples:
+        return {p: UNKNOWN for p in wanted}
+    cis = percentile_cis([b.hists.get(series, {}) for _, b in samples], wanted, intervals=[d for d, _ in samples])
+    return {p: UNKNOWN if ci.low is None or ci.high is None else Interval(round(ci.low / 10.0, 3),
+                                                                          round(ci.high / 10.0, 3))
+            for p, ci in cis.items()}
+
+
+def token_intervals(samples: Sequence[tuple[float, Bucket]],
+                    series: Sequence[str] = INTERVAL_SERIES) -> dict[str, list[float] | None]:
+    """An `llm.ci95` object (the run's, each step's, the token plateau's): `<series>_p50_ms`,
+    `<series>_p95_ms` for each of `series`, and `output_tokens_per_s`, each [low, high] or None."""
+    out: dict[str, list[float] | None] = {}
+    for name in series:
+        for pct, ci in token_percentile_cis(samples, name, INTERVAL_PERCENTILES).items():
+            out[f"{name}_p{pct:g}_ms"] = ci.as_list()
+    out["output_tokens_per_s"] = tokens_rate_ci(samples).as_list()
+    return out
+
+
 # -- the objective ------------------------------------------------------------------------------
 
 
@@ -199,10 +239,8 @@ class TokenStep(StepMeasurement):
 
     @property
     def output_tokens_ci(self) -> Interval:
-        """95 % interval of the output tokens/s (`uncertainty.rate_ci` over the window's seconds)."""
-        if not self.per_second:
-            return UNKNOWN
-        return rate_ci([b.arrived for _, b in self.per_second], [d for d, _ in self.per_second])
+        """95 % interval of the output tokens/s (`tokens_rate_ci` over the window's seconds)."""
+        return tokens_rate_ci(self.per_second)
 
     @property
     def goodput_ci(self) -> Interval:  # the searches' throughput: output tokens/s
@@ -217,13 +255,12 @@ class TokenStep(StepMeasurement):
         return self._token_cis[key]
 
     def _token_interval(self, series: str, pct: float) -> Interval:
-        if not self.per_second:
-            return UNKNOWN
-        ci = percentile_ci([b.hists.get(series, {}) for _, b in self.per_second], pct,
-                           intervals=[d for d, _ in self.per_second])
-        if ci.low is None or ci.high is None:
-            return UNKNOWN
-        return Interval(round(ci.low / 10.0, 3), round(ci.high / 10.0, 3))
+        return token_percentile_cis(self.per_second, series, (pct,))[float(pct)]
+
+    def token_intervals(self) -> dict[str, list[float] | None]:
+        """The step's `llm.ci95` (`token_intervals` over its seconds): what summary.json and the report
+        show beside its tokens/s, TTFT and ITL, the intervals its decisions used."""
+        return token_intervals(self.per_second)
 
     def token_count(self, series: str) -> int:
         """How many values a TTFT (answers) or ITL (token gaps) percentile comes from."""
@@ -446,6 +483,8 @@ class TokenVerdict(Verdict):
             out["output_tokens_per_s"] = round(step.output_tokens_per_s, 3)
             out["output_tokens_per_s_ci95"] = step.output_tokens_ci.as_list()
             out["llm"] = step.tokens.figures(step.tokens_s)
+            if out["llm"] is not None:
+                out["llm"]["ci95"] = step.token_intervals()
         if isinstance(capacity, TokenStep):
             out["capacity_rps"] = round(capacity.request_goodput_rps, 3)
             out["capacity_output_tokens_per_s"] = round(capacity.output_tokens_per_s, 3)

@@ -6,7 +6,8 @@
 to the master; memory is bounded (seconds merge into minutes, then hours) and the run's figures stay
 exact. `annotate` adds summary.json's `llm` object for the run and each step's steady window (keys:
 docs/summary.md); `output_tokens_per_s` counts each token in the second it arrived, and the run's
-`ci95` holds the intervals (`measure.uncertainty`). A `--turns` run's answers are also kept per turn
+and each step's `ci95` hold the intervals (`plateau.tokens.token_intervals`, what the token search
+decides on). A `--turns` run's answers are also kept per turn
 index (an `LlmStats` each, the same buckets and intervals), summary.json's `llm.turns`. docs/llm.md.
 """
 
@@ -37,8 +38,7 @@ from sm_locust.llm.tokens import (
 )
 from sm_locust.measure.steady import split_steps, steady_window, timeline_mode
 from sm_locust.measure.timeline import Second
-from sm_locust.measure.uncertainty import percentile_cis, rate_ci
-from sm_locust.plateau.tokens import Bucket, merged
+from sm_locust.plateau.tokens import INTERVAL_SERIES, Bucket, merged, token_intervals
 from sm_locust.record.llm_options import NO_TRIM, FigureTrim
 from sm_locust.record.model import LlmTurn
 from sm_locust.record.requests_log import request_log_of
@@ -52,7 +52,6 @@ HOUR_S = 3600
 HOURS_AFTER_S = 7200  # minutes older than this are merged into hours
 SETTLED_S = 30  # a step window that ended this long ago has all its answers (workers report every 3 s)
 TURNS_KEY = "turns"  # a worker report's per-turn buckets ({turn: its LlmStats' delta}); the seconds are ints
-RUN_SERIES = ("ttft", "itl")  # the run's `ci95` percentiles
 TURN_SERIES = ("ttft", "itl", "e2e")  # each turn's
 
 
@@ -88,6 +87,20 @@ def step_windows(seconds: Sequence[Second]) -> list[list[Second]]:
     `steady_window`, as `measure.steady.measure_step` cuts them)."""
     return [steady_window(step) or [s for s in step if not s.spawning] or list(step)
             for step in split_steps(seconds, timeline_mode(seconds))]
+
+
+def one_second_pieces(window: Sequence[Second]) -> list[tuple[float, float]]:
+    """The (start, end] of each second of a window, the samples its intervals come from: a timeline
+    second as it is, a merged span (the recorder keeps a step's window as its contiguous spans) cut
+    into seconds from its start, a remainder under half a second joined to the second before it."""
+    pieces: list[tuple[float, float]] = []
+    for second in window:
+        start, end = second.t - second.interval, second.t
+        cut = [start]
+        while end - cut[-1] >= 1.5:
+            cut.append(cut[-1] + 1.0)
+        pieces += list(zip(cut, [*cut[1:], end], strict=True))
+    return pieces
 
 
 def _overlap(second: int, start: float, end: float, now: float) -> float:
@@ -270,19 +283,22 @@ class LlmStats(WorkerShipped):
         return self.spans([(s.t - s.interval, s.t) for s in seconds])
 
     def _step_figures(self, window: Sequence[Second]) -> dict | None:
-        """A step window's figures; kept once the window has settled (its seconds may be merged later)."""
+        """A step window's figures and their `ci95` (from the window's seconds one by one, as `TokenDriver`
+        measures a step); kept once the window has settled (its seconds may be merged later)."""
         if not window:
             return None
         key = (window[0].t, window[-1].t, len(window))
         if key in self._settled:
             return self._settled[key]
         figures = self.over(window).figures(sum(s.interval for s in window))
+        if figures is not None:  # the intervals the token search computes for the same seconds (TokenStep)
+            figures["ci95"] = token_intervals([(e - a, self.spans([(a, e)])) for a, e in one_second_pieces(window)])
         if self._newest is not None and window[-1].t < self._newest - SETTLED_S:
             self._settled[key] = figures
         return figures
 
     def run_intervals(self, started_at: float, ended_at: float, within: bool = False,
-                      series: Sequence[str] = RUN_SERIES) -> dict[str, list[float] | None]:
+                      series: Sequence[str] = INTERVAL_SERIES) -> dict[str, list[float] | None]:
         """The run's `llm.ci95`: each bucket (a second, or a merged minute / hour: its part inside the run)
         a sample; the seconds between the first and the last fine bucket that saw no answer count as
         samples of nothing. `series`: the latencies whose p50 and p95 get an interval (`Bucket` histograms)."""
@@ -302,15 +318,7 @@ class LlmStats(WorkerShipped):
             if within:  # only the seconds whose middle is in (started_at, ended_at]: a trimmed run
                 first, last = max(first, math.ceil(started_at - 0.5)), min(last, math.floor(ended_at - 0.5))
             samples += [(1.0, self.buckets.get(second, empty)) for second in range(first, last + 1)]
-        intervals = [d for d, _ in samples]
-        out: dict[str, list[float] | None] = {}
-        for name in series:
-            cis = percentile_cis([b.hists.get(name, {}) for _, b in samples], (50.0, 95.0), intervals=intervals)
-            for pct, ci in cis.items():  # the histograms count tenths of a millisecond (`tokens._percentile`)
-                bounds = ci.as_list()
-                out[f"{name}_p{pct:g}_ms"] = None if bounds is None else [round(v / 10.0, 3) for v in bounds]
-        out["output_tokens_per_s"] = rate_ci([b.arrived for _, b in samples], intervals).as_list()
-        return out
+        return token_intervals(samples, series)
 
     def annotate(self, summary: dict, seconds: Sequence[Second], started_at: float, ended_at: float,
                  windows: Sequence[Sequence[Second]] | None = None) -> dict:

@@ -3,8 +3,10 @@
 Only when summary.json has an `llm` object. $ per 1M output tokens = price per hour x instances /
 (output tokens/s x 3600) x 1,000,000, with the tokens/s at the sustainable point: the plateau's own
 when the search ran on tokens, else the last step at the point's users, else the whole run's.
-A `--turns` run adds a row per turn index: its prompt tokens, TTFT, ITL and end-to-end percentiles
-with their 95 % intervals. `sm-locust compare` shows the same columns (`LLM_COLUMNS`).
+Each figure shows its 95 % interval (`llm.ci95`, the run's or the step's: the token search's own)
+where the record has one. A `--turns` run adds a row per turn index: its prompt tokens, TTFT, ITL
+and end-to-end percentiles with their 95 % intervals. `sm-locust compare` shows the same columns
+(`LLM_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -130,16 +132,20 @@ def slo_verdict(value: float | None, slo: float | None) -> str:
 def llm_rows(view: LlmView | None, cost: Cost,
              slos: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
     """Summary-table rows, the page's lead for an LLM run: output tokens/s, TTFT and ITL against their
-    SLOs (at the SLO's percentile), $ per 1M output tokens, then the whole run's tokens."""
+    SLOs (at the SLO's percentile), each with its 95 % interval where the record has one, $ per 1M
+    output tokens, then the whole run's tokens."""
     if view is None:
         return []
     slos = slos or {}
     at, run = _held(view) or Llm(), view.run
     percentile = float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE)
     pct = compact(percentile)
-    rows = [(f"Output tokens/s ({view.where})", f"{number(at.output_tokens_per_s)} tokens/s")]
+    intervals = at.ci95 or {}
+    rows = [(f"Output tokens/s ({view.where})",
+             _figure(at.output_tokens_per_s, intervals.get("output_tokens_per_s"), " tokens/s", 1))]
     for key, label, digits in (("ttft", "Time to first token", 0), ("itl", "Inter-token latency", 1)):
-        figures = " / ".join(number(at.percentile(p, f"{key}_"), digits) for p in (50, 95, 99))
+        figures = " / ".join(_figure(at.percentile(p, f"{key}_"), intervals.get(f"{key}_p{p}_ms"), "", digits)
+                             for p in (50, 95, 99))
         slo = slos.get(f"{key}_slo_ms")
         judged = at.percentile(percentile, f"{key}_")
         rows.append((f"{label} p50 / p95 / p99",
@@ -159,6 +165,12 @@ def llm_rows(view: LlmView | None, cost: Cost,
     return rows + [turn_row(turn, len(view.turns)) for turn in view.turns]
 
 
+def _figure(value: float | None, interval: object, unit: str, digits: int) -> str:
+    """A token figure with its interval when the record has one (`with_interval`), else as `number`
+    writes it (a whole number stays whole)."""
+    return number(value, digits, unit) if interval is None else with_interval(value, interval, unit, digits)
+
+
 def turn_row(turn: LlmTurn, of: int) -> tuple[str, str]:
     """('Turn 2 of 3', '120 answers, 412 prompt tokens; TTFT p50 / p95 88 ms [85, 90] / ...'): one turn
     index's figures, each percentile with its 95 % interval."""
@@ -173,8 +185,9 @@ def turn_row(turn: LlmTurn, of: int) -> tuple[str, str]:
 
 
 def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:
-    """The token columns of the report's step table (STEP_COLUMNS), one row per row of `steps`: the
-    step records' own when they line up one for one, else matched by users in order; empty without tokens."""
+    """The token columns of the report's step table (STEP_COLUMNS, each with its 95 % interval's bounds),
+    one row per row of `steps`: the step records' own when they line up one for one, else matched by
+    users in order; empty without tokens."""
     if view is None or steps.empty:
         return pd.DataFrame(index=steps.index)
     figures: list[LlmStep | None] = list(view.steps)
@@ -186,15 +199,20 @@ def llm_step_columns(view: LlmView | None, steps: pd.DataFrame) -> pd.DataFrame:
             if match is not None:
                 pool.remove(match)
             figures.append(match)
-    return pd.DataFrame([_step_columns(None if f is None else f.llm) for f in figures], index=steps.index)
+    return pd.DataFrame([_step_row(None if f is None else f.llm) for f in figures], index=steps.index)
 
 
-def _step_columns(llm: Llm | None) -> dict[str, float | None]:
-    """One row of the step table's token columns (STEP_COLUMNS)."""
-    if llm is None:
-        return {"output_tokens_per_s": None, "ttft_p95_ms": None, "itl_p95_ms": None}
-    return {"output_tokens_per_s": llm.output_tokens_per_s, "ttft_p95_ms": llm.ttft_p95_ms,
-            "itl_p95_ms": llm.itl_p95_ms}
+def _step_row(llm: Llm | None) -> dict[str, object]:
+    """One step's token cells: each STEP_COLUMNS figure and its interval's bounds (`<figure>_ci95_low`,
+    `_high`, as the step table reads them; None when the record has none)."""
+    intervals = (llm.ci95 if llm is not None else None) or {}
+    row: dict[str, object] = {}
+    for column, _ in STEP_COLUMNS:
+        row[column] = getattr(llm, column) if llm is not None else None
+        bounds = intervals.get(column)
+        pair = bounds if isinstance(bounds, (list, tuple)) and len(bounds) == 2 else (None, None)
+        row[f"{column}_ci95_low"], row[f"{column}_ci95_high"] = pair
+    return row
 
 
 def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..., T],

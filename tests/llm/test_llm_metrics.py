@@ -4,6 +4,7 @@ an unrecognised stream said once and still timed."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -272,8 +273,10 @@ def test_a_long_run_keeps_a_bounded_number_of_buckets_and_exact_run_figures():
         reference.add(answer)
         reference.arrived += 5  # not streamed: its tokens arrive at completion
         if i == 200:  # the first step, read while fresh and again once its seconds are merged
-            fresh = stats.over(early).figures(60.0)
-            stats.annotate({"steps": [{}]}, early, t0, t0 + i, windows=[early])
+            read = stats.annotate({"steps": [{}]}, early, t0, t0 + i, windows=[early])
+            fresh = copy.deepcopy(read["steps"][0]["llm"])
+            assert {k: v for k, v in fresh.items() if k != "ci95"} == stats.over(early).figures(60.0)
+            assert fresh["ci95"]["output_tokens_per_s"] is not None
     assert len(stats.buckets) <= 600 + 60 and len(stats.coarse) <= 2 * 60 + 2  # compacted once a minute
     summary = stats.annotate({"steps": [{}]}, early, t0, t0 + 3 * 3600, windows=[early])
     intervals = summary["llm"].pop("ci95")

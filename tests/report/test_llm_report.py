@@ -113,3 +113,31 @@ def test_compare_shows_token_columns_when_a_run_has_them(runs, tmp_path):
     assert table.loc[0, "output_tokens_per_s"] > 0 and pd.isna(table.loc[1, "output_tokens_per_s"])
     only_plain = run_cli("compare", str(runs / "plain"), "--out", str(tmp_path / "cmp2"))
     assert "output_tokens_per_s" not in pd.read_csv(tmp_path / "cmp2" / "compare.csv").columns, only_plain.stderr
+
+
+STEP_INTERVALS = {"output_tokens_per_s": [140.0, 160.0], "ttft_p50_ms": [180.0, 230.0], "ttft_p95_ms": [800.0, 990.0],
+                  "itl_p50_ms": [28.0, 33.0], "itl_p95_ms": [62.0, 81.0]}
+INTERVAL_SUMMARY = {"llm": {"output_tokens_per_s": 140.0},
+                    "steps": [{"users": 2, "llm": {"output_tokens_per_s": 80.0, "ttft_p95_ms": 200.0}},
+                              {"users": 4, "llm": {"output_tokens_per_s": 150.0, "ttft_p50_ms": 200.0,
+                                                   "ttft_p95_ms": 900.0, "itl_p50_ms": 30.0, "itl_p95_ms": 70.0,
+                                                   "ci95": STEP_INTERVALS}}]}
+
+
+def test_the_steps_token_intervals_reach_the_step_table_the_lead_rows_and_compare():
+    """A step's `llm.ci95` shows beside its tokens/s, TTFT and ITL (`with_interval`'s wording); a step
+    recorded without one (an older summary.json) shows the figure alone."""
+    from sm_locust.report.render import steps_table
+
+    view = llm_view(INTERVAL_SUMMARY, {"users": 4})
+    table = steps_table(pd.DataFrame({"users": [2, 4], "rps": [1.0, 2.0]}), view)
+    rows = table.split("<tr>")[2:]
+    assert "<td>80.0</td><td>200</td>" in rows[0]  # no interval recorded: the figure alone
+    assert "<td>150.0 (±10.0)</td><td>900 [800, 990]</td><td>70.0 [62.0, 81.0]</td>" in rows[1]
+    lead = dict(llm_rows(view, {}))
+    assert lead["Output tokens/s (the step at 4 users)"] == "150.0 tokens/s (±10.0)"
+    assert lead["Time to first token p50 / p95 / p99"] == "200 [180, 230] / 900 [800, 990] / n/a ms"
+    columns = llm_columns(INTERVAL_SUMMARY, {"users": 4}, {})
+    assert (columns["output_tokens_per_s_ci95_low"], columns["output_tokens_per_s_ci95_high"]) == (140.0, 160.0)
+    assert (columns["itl_p95_ms_ci95_low"], columns["itl_p95_ms_ci95_high"]) == (62.0, 81.0)
+    assert llm_columns(INTERVAL_SUMMARY, {"users": 2}, {})["ttft_p95_ms_ci95_low"] is None
