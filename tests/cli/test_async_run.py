@@ -40,14 +40,22 @@ def _run(moto, tmp_path, prefix: str, input_key: str):
     return result, summary, stats
 
 
+def _cut_short(summary) -> int:
+    """Calls the stop cut short (`totals.in_flight_at_stop`): the endpoint may have queued one whose 202 its
+    user never read, so it is in the endpoint's counts and not the client's (CI's two-process sqs run: 58
+    queued, 57 accepted seen)."""
+    return int(summary["totals"].get("in_flight_at_stop") or 0)
+
+
 @pytest.mark.e2e
 def test_results_and_time_to_result_against_the_endpoints_own(moto, tmp_path):
     result, summary, stats = _run(moto, tmp_path, "ok", "in/request.json")
     figures = summary["async"]
     written = moto.keys(BUCKET, "ok/out/")
-    assert figures["accepted"] == stats["async_accepted"] > 0
+    cut = _cut_short(summary)
+    assert 0 < figures["accepted"] <= stats["async_accepted"] <= figures["accepted"] + cut
     assert stats["async_results"] == len(written)
-    assert figures["results"] <= len(written) <= figures["results"] + figures["awaited_at_stop"]
+    assert figures["results"] <= len(written) <= figures["results"] + figures["awaited_at_stop"] + cut
     assert figures["failures"] == stats["async_failures"] == 0 and figures["failed"] == {}
     assert summary["totals"]["requests"] == figures["results"]  # one InvokeEndpointAsync entry per result
     s3 = moto.client()
@@ -76,7 +84,8 @@ def test_a_missing_input_object_fails_every_request_named(moto, tmp_path):
     [(name, count)] = figures["failed"].items()
     assert name.startswith("AsyncFailure: ") and "NoSuchKey" in name
     assert count == figures["failures"] == summary["totals"]["failures"] > 0
-    assert count <= len(failure_objects) == stats["async_failures"] <= count + figures["awaited_at_stop"]
+    assert count <= len(failure_objects) == stats["async_failures"] <= (
+        count + figures["awaited_at_stop"] + _cut_short(summary))
     assert figures["accepted"] == count + figures["awaited_at_stop"]  # each call answered or awaited, once
     assert summary["totals"]["errors"] == {"AsyncFailure": count}  # Locust's error table: by code
 
@@ -109,12 +118,14 @@ def test_results_through_the_notifications_without_polling_s3(moto, tmp_path, pr
                          env={**moto.env(), "AWS_ENDPOINT_URL_SQS": moto.url})
         stats = ep.stats()
     assert result.returncode in (0, 1), result.stdout + result.stderr
-    figures = json.loads((tmp_path / "run" / "summary.json").read_text())["async"]
-    assert figures["accepted"] == stats["async_accepted"] > 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    figures = summary["async"]
+    cut = _cut_short(summary)
+    assert 0 < figures["accepted"] <= stats["async_accepted"] <= figures["accepted"] + cut
     # a notification lost (deleted by the other process, say) would be an AsyncTimeout after 4 s
     assert figures["results"] > 0 and figures["failures"] == 0 and figures["polls"] == 0, figures["failed"]
     assert stats["async_notifications"] == stats["async_results"]
-    assert figures["results"] <= stats["async_results"] <= figures["results"] + figures["awaited_at_stop"]
+    assert figures["results"] <= stats["async_results"] <= figures["results"] + figures["awaited_at_stop"] + cut
     assert figures["accepted"] == figures["results"] + figures["awaited_at_stop"]  # answered or awaited, once
     s3 = moto.client()
     own = {}
