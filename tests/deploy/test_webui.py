@@ -53,12 +53,18 @@ class WebLocust:
         full_env = dict(os.environ if base_env is None else base_env, PYTHONUNBUFFERED="1", **(env or {}))
         self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT, env=full_env,
                                      cwd=tmp_path, start_new_session=True)
-        deadline = time.monotonic() + 120
+        try:
+            self._wait_up(time.monotonic() + 120)
+        except BaseException:  # no caller holds it yet to stop it: a UI that never came up is stopped here
+            self.stop()
+            raise
+
+    def _wait_up(self, deadline: float) -> None:
         while True:
             try:  # a long wait per try: a starved UI answers its first page in > 1 s, and 1-s tries that give
                 # up and ask again only queue more pages behind it (CI at load 21 never saw one answered)
                 urllib.request.urlopen(self.url + "/login", timeout=max(1.0, deadline - time.monotonic())).close()
-                break
+                return
             except (urllib.error.URLError, OSError):
                 assert self.proc.poll() is None, self.log_path.read_text()[-2000:]
                 assert time.monotonic() < deadline, "web UI did not come up"
