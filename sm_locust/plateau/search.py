@@ -485,17 +485,21 @@ class Search:
 
     @classmethod
     def plateau_of(cls, steps: Sequence[StepMeasurement]) -> StepMeasurement | None:
-        """The lowest-load step whose goodput is within PLATEAU_TOLERANCE of the plateau level.
+        """The knee: the lowest-load stable step whose goodput is within PLATEAU_TOLERANCE of the
+        plateau level (the lowest-load such step when none of them is stable).
 
         The level is the median goodput of the steps within PLATEAU_TOLERANCE of the best one, not
         the best one alone: on a noisy plateau the single best step is an outlier, and measuring
-        against it would push the plateau to a needlessly high load.
+        against it would push the plateau to a needlessly high load. An unstable step (its
+        sub-windows disagree) does not place the knee while a stable one can: its rate is noise, and
+        every surface quotes the knee this returns (summary.json `knee_step`).
         """
         level = cls.level_of(steps)
         if level is None:
             return None
         floor = (1.0 - PLATEAU_TOLERANCE) * level
-        return min((m for m in steps if m.goodput_rps >= floor), key=lambda m: m.load)
+        on = [m for m in steps if m.goodput_rps >= floor]
+        return min([m for m in on if m.stable] or on, key=lambda m: m.load)
 
     def _capacity(self, plateau: StepMeasurement | None) -> StepMeasurement | None:
         """The best stable goodput at or beyond the knee (any such step when none was stable).

@@ -266,3 +266,16 @@ def test_the_knee_is_uncertain_only_where_a_load_further_below_it_may_be_the_kne
         == "uncertain: 30 to 39 users"
     search = PlateauSearch(1, 256)
     assert (search._resolution(39), search._resolution(5), search._resolution(16)) == (2, 1.0, 1)
+
+
+def test_an_unstable_step_does_not_place_the_knee_while_a_stable_one_reaches_the_plateau():
+    # CI's steps: 5 users read 88.2 req/s but unstable, 8 users 90.7 stable, 6 users 90.0 stable; the
+    # knee (summary.json knee_step, quoted by every surface) is the least load *stably* on the plateau
+    steps = [synthetic_step(1, 22.0), synthetic_step(4, 80.0), synthetic_step(8, 90.7),
+             synthetic_step(6, 90.0), synthetic_step(5, 88.2, stable=False)]
+    assert PlateauSearch.plateau_of(steps).load == 6
+    # with every step on the plateau unstable, the least such load is still the knee (flagged by its record)
+    shaky = [synthetic_step(m.load, m.goodput_rps, stable=m.load < 5) for m in steps]
+    assert PlateauSearch.plateau_of(shaky).load == 5
+    # a stable step below the plateau's floor is not the knee
+    assert PlateauSearch.plateau_of([synthetic_step(4, 80.0), synthetic_step(5, 88.2, stable=False)]).load == 5

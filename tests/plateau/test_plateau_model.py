@@ -92,7 +92,8 @@ def test_capacity_prefers_stable_steps_beyond_the_knee():
         decision = search.feed(synthetic_step(load, rps, stable=stable))
     assert decision.stop or decision.load is not None
     verdict = search.verdict()
-    assert verdict.plateau.load == 8 and verdict.capacity.load == 16 and verdict.capacity_rps == 420
+    # 8 users' 440 is noise (unstable): neither the capacity nor the knee, the least load stably on the plateau
+    assert verdict.plateau.load == 16 and verdict.capacity.load == 16 and verdict.capacity_rps == 420
 
 
 def test_goodput_not_completions_is_judged():

@@ -44,26 +44,27 @@ def test_each_figure_is_its_own_steps_by_index():
     assert bound.inconclusive and bound.inconclusive_reason == "client CPU 95 %"
 
 
-def test_an_unstable_knee_is_never_quoted_above_the_capacity():
-    # a batching sweep's configuration: the search's knee at 8 users read 65.8 (±17.4) req/s, p99 350 ms,
-    # unstable, above its capacity 63.3 measured at 6 users
-    steps = [step(4, 44.0, 90, "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", stable=True, ci95={"rps": [42, 46]}),
-             step(6, 63.3, 120, "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z", stable=True, ci95={"rps": [61, 65.6]}),
-             step(8, 65.8, 340, "2026-01-01T00:00:20Z", "2026-01-01T00:00:30Z", stable=False,
-                  ci95={"rps": [48.4, 83.2]})]
-    plateau = {"users": 8, "rps": 65.8, "capacity_rps": 63.3, "capacity_ci95": [61.0, 65.6], "knee_step": 2,
-               "capacity_step": 1, "reached": True}
-    m = measure({"steps": steps, "plateau": plateau}, 99.0)
-    assert (m.knee_step, m.knee_users, m.knee_rps, m.latency_ms, m.knee_rps_ci95) == (1, 6, 63.3, 130, [61, 65.6])
-    assert m.knee_note == "the search's knee step was unstable: quoted at the capacity step"
-    # no stable step to quote instead: the rate is capped at the capacity, and said so
-    shaky = [dict(s, stable=False) for s in steps]
-    capped = measure({"steps": shaky, "plateau": plateau}, 99.0)
-    assert (capped.knee_step, capped.knee_rps, capped.knee_rps_ci95) == (2, 63.3, [61.0, 65.6])
-    assert "not quoted above capacity" in capped.knee_note
-    # a stable knee stays where the search put it
+def test_the_knee_is_the_searchs_knee_step_even_where_a_naive_reading_differs():
+    # CI read: the plateau's knee step 4 (5 users, 88.2 req/s, p95 96) and capacity step 2 (8 users, 90.7,
+    # p95 150); the sweep once moved an unstable knee to the capacity step and quoted a knee the run never had
+    steps = [step(1, 22.0, 48, "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", stable=True),
+             step(4, 80.0, 50, "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z", stable=True),
+             step(8, 90.7, 150, "2026-01-01T00:00:20Z", "2026-01-01T00:00:30Z", stable=True,
+                  ci95={"rps": [88.0, 93.0]}),
+             step(6, 90.0, 120, "2026-01-01T00:00:30Z", "2026-01-01T00:00:40Z", stable=True),
+             step(5, 88.2, 96, "2026-01-01T00:00:40Z", "2026-01-01T00:00:50Z", stable=False,
+                  ci95={"rps": [80.0, 96.0], "p95_ms": [90, 104]})]
+    plateau = {"users": 5, "rps": 88.2, "capacity_rps": 90.7, "capacity_ci95": [88.0, 93.0], "knee_step": 4,
+               "capacity_step": 2, "p95_ms": 96, "reached": True}
+    m = measure({"steps": steps, "plateau": plateau}, 95.0)
+    # not the capacity step, not the other step at 5-ish users closest in rate: the record's knee_step
+    assert (m.knee_step, m.knee_users, m.knee_rps, m.latency_ms, m.latency_ci95, m.knee_rps_ci95) == \
+        (4, 5, 88.2, 96, [90, 104], [80.0, 96.0])
+    assert (m.capacity_step, m.capacity_users, m.capacity_rps) == (2, 8, 90.7)
+    assert m.knee_note == "the knee step was unstable: no stable step reached the plateau"
     calm = [dict(s, stable=True) for s in steps]
-    assert measure({"steps": calm, "plateau": plateau}, 99.0).knee_step == 2
+    calm_m = measure({"steps": calm, "plateau": plateau}, 95.0)
+    assert calm_m.knee_step == 4 and calm_m.knee_note is None
 
 
 def test_an_older_summary_without_capacity_uses_the_knee():

@@ -2,9 +2,10 @@
 
 **capacity** is the plateau's `capacity_rps` with its interval and its own step's users and latency
 (without a search: the best step within the error budget); the **knee** is the plateau's users and
-rps, its latency the knee step's own percentiles with `latency_ci95`. Never the rate of one step
-with the users or latency of another, and a knee from an unstable step is never quoted above the
-capacity (`knee_note`). **inconclusive** follows the run's verdict. The **curve** is one point per
+rps, its latency the knee step's own percentiles with `latency_ci95`: the search's `knee_step`
+as summary.json records it (the search, not this reader, chooses the knee: a stable step when one
+reached the plateau; `knee_note` says when none did). Never the rate of one step with the users or
+latency of another. **inconclusive** follows the run's verdict. The **curve** is one point per
 load held. Endpoint CPU and memory come from `endpoint_usage.csv` or `steps.csv`'s CloudWatch
 columns.
 """
@@ -132,10 +133,8 @@ def measure(summary: Summary | JsonObject, percentile: float = DEFAULT_SLO_PERCE
         step = _listed(steps, plateau.knee_step) or _knee_step(steps, plateau.users, knee_rps)
         m.knee_step = plateau.knee_step if _listed(steps, plateau.knee_step) is not None else None
         capacity = _listed(steps, plateau.capacity_step)
-        if _unstable(step) and capacity is not None and not _unstable(capacity):
-            # an unstable step's figures are noise: the knee is quoted at the capacity step, never above it
-            step, m.knee_step = capacity, plateau.capacity_step
-            m.knee_note = "the search's knee step was unstable: quoted at the capacity step"
+        if _unstable(step):
+            m.knee_note = "the knee step was unstable: no stable step reached the plateau"
         m.basis = "plateau" if (plateau.reached if plateau.has("reached") else True) else \
             "plateau not reached (a lower bound)"
         m.text = plateau.text or ""
@@ -147,9 +146,6 @@ def measure(summary: Summary | JsonObject, percentile: float = DEFAULT_SLO_PERCE
             m.capacity_latency_ms = capacity.percentile(percentile)
         # the knee step's own figures (the plateau's are the same)
         m.knee_rps = float((step.rps if step is not None else plateau.rps) or knee_rps)
-        if m.knee_note is None and _unstable(step) and m.knee_rps > m.capacity_rps:
-            m.knee_rps = m.capacity_rps  # no stable step to quote: never a knee above the capacity
-            m.knee_note = "the knee step was unstable (no stable step to quote): its rate is not quoted above capacity"
         if step is not None:
             m.knee_users = _own(step, "users", step.users, plateau.users)
             m.p50_ms, m.p95_ms, m.p99_ms = step.p50_ms, step.p95_ms, step.p99_ms
