@@ -161,6 +161,18 @@ def test_compare(run_dir, tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_compare_sanitises_the_missing_lines(tmp_path, capsys):
+    # a folder's name (and the gap text that quotes it) is untrusted: the CLI's TerminalStream lets no terminal
+    # control reach stderr (the "missing:" lines print gap text unchanged)
+    hostile = tmp_path / "run\x1b]0;pwned\x07\x1b[2J"
+    shutil.copytree(GOLDEN, hostile)
+    assert main(["compare", str(hostile), "--out", str(tmp_path / "cmp")]) == 1  # the golden run's cut-line gap
+    out, err = capsys.readouterr()
+    missing = [line for line in err.splitlines() if "missing:" in line]
+    assert missing and all("\x1b" not in line and "\x07" not in line for line in missing), missing
+    assert "\x1b" not in out
+
+
 def test_compare_leaves_a_run_loaded_by_rate_phases_out_of_the_charts_vs_users(run_dir, tmp_path, capsys):
     watched = tmp_path / "watched"
     shutil.copytree(GOLDEN, watched)
