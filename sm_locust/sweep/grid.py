@@ -58,6 +58,9 @@ def short_key(key: str) -> str:
 
 
 def _text(value: object) -> str:
+    """A value as the sweep file spells it (YAML's `true`, `null`), not as Python prints it."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

@@ -32,7 +32,7 @@ def sweep_text(s3_url: str = "http://127.0.0.1:9", section: str = "") -> str:
 def test_the_two_policies_are_a_grid_axis_and_the_plan_names_the_async_instances(tmp_path):
     (tmp_path / "s.yaml").write_text(sweep_text())
     sweep = load_sweep(tmp_path / "s.yaml", out=tmp_path / "out")
-    assert [c.label for c in sweep.configurations] == ["scale_from_zero False", "scale_from_zero True"]
+    assert [c.label for c in sweep.configurations] == ["scale_from_zero false", "scale_from_zero true"]
     lines = plan_lines(sweep)
     assert "--async-max-instances 2 --async-instances 0 --async-min-instances 0" in lines[1]
     assert "--async-scale-from-zero" not in lines[1] and "--async-scale-from-zero" in lines[2]
@@ -70,7 +70,7 @@ def test_the_sweep_compares_the_policies_from_zero(moto, tmp_path):
     assert r.returncode in (0, 1), r.stdout + r.stderr
     document = json.loads((tmp_path / "out" / "sweep.json").read_text())
     rows = {row["label"]: row for row in document["configurations"]}
-    alone, woken = rows["scale_from_zero False"], rows["scale_from_zero True"]
+    alone, woken = rows["scale_from_zero false"], rows["scale_from_zero true"]
     assert alone["peak_instances"] == 0 and alone["first_time_to_result_ms"] is None
     assert alone["awaited"] == alone["requests"] > 0 and alone["error_rate"] == 1.0  # none answered
     assert woken["peak_instances"] == 1 and woken["instance_hours"] > 0 and woken["scale_events"][0]["from"] == 0
@@ -78,6 +78,6 @@ def test_the_sweep_compares_the_policies_from_zero(moto, tmp_path):
     assert woken["emulator_instances"][-1]["in_service"] == 1  # the emulator's own log, beside the watch's
     # target tracking alone is not recommended for being cheap: its requests never got a result
     assert "had no result" in alone["lost_because"], alone["lost_because"]
-    assert document["recommendation"]["label"] == "scale_from_zero True", document["recommendation"]
+    assert document["recommendation"]["label"] == "scale_from_zero true", document["recommendation"]
     reason = document["recommendation"]["reason"]
     assert "never scaled out" not in reason and "s after it (the cold start)" in reason, reason

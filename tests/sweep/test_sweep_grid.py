@@ -3,7 +3,7 @@ grid's, identical settings once, labels naming what varies, keys stable across r
 
 from __future__ import annotations
 
-from sm_locust.sweep.grid import configuration_key, expand, flatten
+from sm_locust.sweep.grid import configuration_key, expand, flatten, label_for
 
 
 def test_every_combination_is_one_configuration_last_key_fastest():
@@ -55,3 +55,8 @@ def test_run_folder_names_are_readable_and_stable():
     assert slug == "instance_type-ml.c5.xlarge-abcdef"
     odd = expand({}, {"latency_ms": [1.5, 2.0]})
     assert odd[1].slug("0123456789ab") == "latency_ms-2-012345"
+
+
+def test_a_label_spells_values_as_the_sweep_file_does():
+    assert label_for({"scale_from_zero": True, "async.fetch": False, "environment.X": None, "memory": 2048.0}) == \
+        "scale_from_zero true, fetch false, X null, memory 2048"
