@@ -326,6 +326,7 @@ class Search:
         self._remeasured: dict[float, int] = {}
         self._client_remeasured: dict[float, int] = {}
         self._gain_splits = 0
+        self._grown_to_decide = False  # one step above the highest load measured to decide a straddling growth
         self._client_fix = FIX_WORKERS
         self.granule = LOAD_GRANULARITY  # the load resolution the knee is placed to (StepSearch: its step)
         self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
@@ -597,13 +598,14 @@ class Search:
     def _remeasure_gain(self) -> Decision | None:
         """The search would stop on a growth whose interval straddles the threshold: measure the less
         precise of the two steps it compares once more (the driver holds it until the gain is decided
-        or its budget runs out), when that step had not run to its budget. None: stop as decided."""
+        or its budget runs out), when that step had not run to its budget; else a load between them, else
+        one above the highest (`_grow_to_decide`), after which nothing more. None: stop as decided."""
         acceptable = self._acceptable()
-        if not self.remeasures_gain or not self.gain.straddles(acceptable):
+        if not self.remeasures_gain or self._grown_to_decide or not self.gain.straddles(acceptable):
             return None
         step = self.gain.less_precise(acceptable)
         if step is None or step.undecided or self._remeasured.get(step.load, 0) >= MAX_REMEASURES:
-            return self._split_gain(acceptable)
+            return self._split_gain(acceptable) or self._grow_to_decide(acceptable)
         self._remeasured[step.load] = self._remeasured.get(step.load, 0) + 1
         self._stop, self._stop_kind = None, None
         return self._run(step.load, f"throughput gain straddles {self.gain.min_gain * 100:g} %: "
@@ -628,6 +630,11 @@ class Search:
 
     def _between(self, lo: float, hi: float) -> float | None:
         """An unmeasured load between `lo` and `hi` wider apart than the search's resolution, or None."""
+        return None
+
+    def _grow_to_decide(self, acceptable: list[StepMeasurement]) -> Decision | None:
+        """The growth still straddles the threshold with its steps measured again and nothing left to
+        measure between them: measure once above the highest load (PlateauSearch). None: stop."""
         return None
 
     def budget_fired(self, step: StepMeasurement | None = None) -> str | None:
@@ -994,6 +1001,25 @@ class PlateauSearch(Search):
         if max(max(below) + self.granule, reach) >= knee.load:
             return None
         return max(below), knee.load
+
+    def _grow_to_decide(self, acceptable: list[StepMeasurement]) -> Decision | None:
+        """Closed loop, once: the growth to the highest load still straddles the threshold after both steps
+        were measured again and the loads between them split, so whether throughput stopped growing is open
+        (and with it the capacity). One step x`factor` above the highest load decides it: the growth from
+        the highest load to it is what the saturation rule then compares (on a plateau it is near zero, the
+        two steps' intervals narrow). Not when a load above the highest acceptable one was measured (it
+        broke a constraint) or at the maximum. None: stop as decided."""
+        if self.mode != MODE_USERS or self._grown_to_decide or not acceptable:
+            return None
+        highest = acceptable[-1]
+        if highest.load >= self.max_load or any(m.load > highest.load for m in self._by_load.values()):
+            return None
+        load = min(float(math.ceil(highest.load * self.factor)), self.max_load)
+        self._grown_to_decide = True
+        self._stop, self._stop_kind = None, None
+        return self._run(load, f"throughput gain to {highest.load:g} straddles {self.gain.min_gain * 100:g} % "
+                               f"measured twice: measuring {load:g} above it to decide whether throughput stopped "
+                               "growing")
 
     def _resolution(self, load: float) -> float:
         width = self.tolerance * load

@@ -355,3 +355,37 @@ def test_only_a_gain_left_open_beside_the_knee_places_the_knee_alone():
     assert not knee_only(loads=(5.0, 8.0))  # open over 3 users: wider than the resolution at 5 users
     assert not knee_only(loads=(6.0, 7.0))  # an interval that does not hold the knee
     assert not knee_only(capacity=None)
+
+
+def test_a_gain_still_straddling_after_re_measures_and_splits_is_decided_above_the_highest_load():
+    # CI-like run of 4 slots x 40 ms on a busy machine: 1, 4, 16, 3 users, then 4 and 16 measured again
+    # (91.1 +-1.9 and 93.9 +-1.2 req/s) and 10 between them (91.0): 16 over 4 still read +3.1 % [+0.6, +5.6],
+    # and the search stopped on that point (INCONCLUSIVE) though the knee was placed against the capacity's
+    # interval. One step above the highest load (32 users, flat) decides that throughput stopped growing.
+    reads = {1: [23.0], 3: [66.6], 4: [91.4, 91.1], 10: [91.0], 16: [93.7, 93.9], 32: [94.0]}
+    wobble = {(4, 1): [1.07, 0.93], (4, 2): [1.03, 0.97], (16, 1): [1.04, 0.96], (16, 2): [1.02, 0.98],
+              (10, 1): [1.04, 0.96], (32, 1): [1.02, 0.98], (3, 1): [1.04, 0.96]}
+    seen: dict[int, int] = {}
+
+    def measure(load, i):
+        load = int(load)
+        seen[load] = seen.get(load, 0) + 1
+        rps = reads[load][min(seen[load], len(reads[load])) - 1]
+        counts = [round(rps * w) for w in wobble.get((load, seen[load]), [1.005, 0.995]) * 6]
+        return measure_step([Second(t=20.0 * i + j + 1, users=load, spawning=False, requests=c, failures=0,
+                                    hist={20: c}) for j, c in enumerate(counts)],
+                            warmup_fraction=0.0, min_subwindow_s=1)
+
+    search = PlateauSearch(1, 256)
+    decision, loads = search.first(), []
+    while not decision.stop:
+        loads.append(decision.load)
+        step = measure(decision.load, len(loads))
+        step.undecided = search.undecided(step)
+        decision = search.feed(step)
+        assert len(loads) < 30, loads
+    verdict = search.verdict()
+    assert loads[:7] == [1, 4, 16, 3, 4, 16, 10], loads
+    assert loads[7:] == [32], loads  # once, above the highest load
+    assert verdict.reached and not verdict.inconclusive, verdict.text()
+    assert verdict.plateau.load == 4 and "on its point only" not in verdict.stop_reason, verdict.text()
