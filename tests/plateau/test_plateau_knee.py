@@ -389,3 +389,16 @@ def test_a_gain_still_straddling_after_re_measures_and_splits_is_decided_above_t
     assert loads[7:] == [32], loads  # once, above the highest load
     assert verdict.reached and not verdict.inconclusive, verdict.text()
     assert verdict.plateau.load == 4 and "on its point only" not in verdict.stop_reason, verdict.text()
+
+
+def test_the_token_verdict_names_a_knee_left_open_too():
+    from sm_locust.plateau.tokens import TokenVerdict
+
+    open_knee = ["5 users still undecided at its step budget: throughput gain +3.1 % [+1.1, +5.0] straddles 5 %"]
+    verdict = Verdict(synthetic_step(5, 97.0), True, "throughput", "throughput gain < 5 % over 2 steps", "",
+                      knee_loads=(4.0, 5.0), knee_undecided=open_knee)
+    text = TokenVerdict.of(verdict, 95.0).text()
+    assert f"plateau: 5 users (uncertain: 4 to 5 users, the knee only: {open_knee[0]})" in text, text
+    assert not TokenVerdict.of(verdict, 95.0).inconclusive
+    placed = Verdict(synthetic_step(5, 97.0), True, "throughput", "", "", knee_loads=(4.0, 5.0))
+    assert "uncertain" not in TokenVerdict.of(placed, 95.0).text()
