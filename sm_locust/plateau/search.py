@@ -54,6 +54,7 @@ MAX_CLIENT_REMEASURES = 1  # a client-bound step is measured once more (the gene
 MAX_GAIN_SPLITS = 2  # loads measured between two steps whose growth still straddles the threshold
 
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
+GAIN_OPEN = "throughput gain "  # how an undecided growth's reason starts (ThroughputGain.undecided)
 UNDECIDED_PREFIX = "undecided: "  # a constraint a step can neither be said to meet nor to break
 
 BOUND_THROUGHPUT = "throughput"
@@ -108,6 +109,7 @@ class Verdict:
     knee_loads: tuple[float, float] | None = None  # the knee's interval in loads, against the capacity's interval
     client_fix: str = FIX_WORKERS  # what to do about the load generator when it was the bottleneck
     knee_granule: float = LOAD_GRANULARITY  # the search's resolution at the knee (knee_uncertain)
+    knee_undecided: list[str] = field(default_factory=list)  # left open, placing only the knee within knee_loads
 
     @property
     def knee_uncertain(self) -> str | None:
@@ -123,6 +125,19 @@ class Verdict:
         low, high = self.knee_loads[0], self.plateau.load
         unit = "users" if self.mode == MODE_USERS else "req/s"
         return f"uncertain: {low:g} to {high:g} {unit}"
+
+    @property
+    def knee_open(self) -> str | None:
+        """'uncertain: 4 to 5 users, the knee only: 5 users still undecided at its step budget: ...' when a
+        decision the step budget left open (`knee_undecided`) places only the knee, within its interval in
+        loads (`knee_loads`, at most the search's resolution at the knee wide): the capacity and the
+        constraints stand, and the verdict is not INCONCLUSIVE for it. None otherwise."""
+        if not self.knee_undecided or self.knee_loads is None:
+            return None
+        low, high = self.knee_loads
+        unit = "users" if self.mode == MODE_USERS else "req/s"
+        where = f"{low:g} to {high:g} {unit}" if high > low else f"{low:g} {unit}"
+        return f"uncertain: {where}, the knee only: {'; '.join(self.knee_undecided)}"
 
     @property
     def capacity_rps(self) -> float | None:
@@ -201,7 +216,7 @@ class Verdict:
         """What a reached plateau's line says before its reason: the capacity (its step, its interval,
         its own load and percentile), then the knee."""
         capacity = self.capacity
-        uncertain = self.knee_uncertain
+        uncertain = self.knee_uncertain or self.knee_open
         if uncertain is not None:
             best += f" ({uncertain})"
         if capacity is None:
@@ -255,7 +270,7 @@ class Verdict:
         """How far the measurement supports this verdict (summary.json `plateau`: knee_ci95, knee_loads,
         undecided)."""
         knee = self.plateau.ci95["goodput_rps"] if self.plateau is not None else UNKNOWN
-        return Support(knee, self.knee_loads, tuple(self.undecided))
+        return Support(knee, self.knee_loads, tuple(self.undecided), tuple(self.knee_undecided))
 
 
 def step_name(step: StepMeasurement, steps: Sequence[StepMeasurement]) -> str:
@@ -311,6 +326,7 @@ class Search:
         self._remeasured: dict[float, int] = {}
         self._client_remeasured: dict[float, int] = {}
         self._gain_splits = 0
+        self._grown_to_decide = False  # one step above the highest load measured to decide a straddling growth
         self._client_fix = FIX_WORKERS
         self.granule = LOAD_GRANULARITY  # the load resolution the knee is placed to (StepSearch: its step)
         self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
@@ -582,13 +598,14 @@ class Search:
     def _remeasure_gain(self) -> Decision | None:
         """The search would stop on a growth whose interval straddles the threshold: measure the less
         precise of the two steps it compares once more (the driver holds it until the gain is decided
-        or its budget runs out), when that step had not run to its budget. None: stop as decided."""
+        or its budget runs out), when that step had not run to its budget; else a load between them, else
+        one above the highest (`_grow_to_decide`), after which nothing more. None: stop as decided."""
         acceptable = self._acceptable()
-        if not self.remeasures_gain or not self.gain.straddles(acceptable):
+        if not self.remeasures_gain or self._grown_to_decide or not self.gain.straddles(acceptable):
             return None
         step = self.gain.less_precise(acceptable)
         if step is None or step.undecided or self._remeasured.get(step.load, 0) >= MAX_REMEASURES:
-            return self._split_gain(acceptable)
+            return self._split_gain(acceptable) or self._grow_to_decide(acceptable)
         self._remeasured[step.load] = self._remeasured.get(step.load, 0) + 1
         self._stop, self._stop_kind = None, None
         return self._run(step.load, f"throughput gain straddles {self.gain.min_gain * 100:g} %: "
@@ -613,6 +630,11 @@ class Search:
 
     def _between(self, lo: float, hi: float) -> float | None:
         """An unmeasured load between `lo` and `hi` wider apart than the search's resolution, or None."""
+        return None
+
+    def _grow_to_decide(self, acceptable: list[StepMeasurement]) -> Decision | None:
+        """The growth still straddles the threshold with its steps measured again and nothing left to
+        measure between them: measure once above the highest load (PlateauSearch). None: stop."""
         return None
 
     def budget_fired(self, step: StepMeasurement | None = None) -> str | None:
@@ -651,6 +673,7 @@ class Search:
         verdict.knee_granule = self._resolution(verdict.plateau.load) if verdict.plateau else self.granule
         if not verdict.client_bound:
             verdict.undecided = self._unsupported(verdict)
+            verdict.knee_undecided = self._knee_only(verdict)
         return verdict
 
     def _knee_loads(self, capacity: StepMeasurement | None) -> tuple[float, float] | None:
@@ -699,16 +722,56 @@ class Search:
         for step in deciding:
             # a step's own precision matters for the capacity (above); elsewhere, the decisions it left open
             reasons = [r for r in step.undecided if not r.startswith(IMPRECISE)]
-            if id(step) in seen or not reasons:
+            if id(step) in seen or not reasons or self._places_knee_only(verdict, step):
                 continue
             seen.add(id(step))
-            out.append(f"{step.load_label()} still undecided at its step budget: {'; '.join(reasons)}")
+            out.append(self._open(step))
         stop = self._stop.reason if self._stop else ""
         if POINT_ONLY in stop:
             out.append(f"the search stopped on {stop}")
         if verdict.plateau is None and verdict.bound != BOUND_BELOW:
             out.append(self._nothing_acceptable(verdict))
         return out + self._contradicted
+
+    @staticmethod
+    def _open(step: StepMeasurement) -> str:
+        reasons = [r for r in step.undecided if not r.startswith(IMPRECISE)]
+        return f"{step.load_label()} still undecided at its step budget: {'; '.join(reasons)}"
+
+    def _knee_neighbours(self, knee: StepMeasurement) -> list[StepMeasurement]:
+        """The knee step and the step just above it (it bounds the knee), as measured last."""
+        above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
+        return [knee] + ([min(above, key=lambda m: m.load)] if above else [])
+
+    def _places_knee_only(self, verdict: Verdict, step: StepMeasurement) -> bool:
+        """What `step` left open at its budget moves only the knee, and by no more than the search's
+        resolution there: the step is the knee or the one just above it, all it left open is whether
+        throughput still grew (no SLO), a higher acceptable load was measured (so it is not whether the
+        endpoint saturated at all), the plateau was reached with a capacity known to the tolerance, and
+        the knee's interval in loads (`knee_loads`, against the capacity's interval) holds the knee and
+        spans at most `knee_granule`. Another run would then place the knee within that interval: the
+        verdict says so (`knee_undecided`) instead of INCONCLUSIVE."""
+        knee, capacity, loads = verdict.plateau, verdict.capacity, verdict.knee_loads
+        reasons = [r for r in step.undecided if not r.startswith(IMPRECISE)]
+        if knee is None or capacity is None or loads is None or not verdict.reached or not reasons:
+            return False
+        if not all(r.startswith(GAIN_OPEN) for r in reasons):
+            return False
+        if not any(step is m for m in self._knee_neighbours(knee)):
+            return False
+        if not any(m.load > step.load for m in self._acceptable()):
+            return False
+        if capacity.window and not precise(capacity.goodput_rps, capacity.goodput_ci, PLATEAU_TOLERANCE):
+            return False
+        low, high = loads
+        return low <= knee.load <= high and high - low <= verdict.knee_granule + 1e-9
+
+    def _knee_only(self, verdict: Verdict) -> list[str]:
+        """The decisions left open at the step budget that place only the knee (`_places_knee_only`)."""
+        if verdict.plateau is None:
+            return []
+        return [self._open(step) for step in self._knee_neighbours(verdict.plateau)
+                if self._places_knee_only(verdict, step)]
 
     def _lowest(self) -> StepMeasurement | None:
         """The lowest load measured on the endpoint (client-bound steps measured the load generator)."""
@@ -938,6 +1001,25 @@ class PlateauSearch(Search):
         if max(max(below) + self.granule, reach) >= knee.load:
             return None
         return max(below), knee.load
+
+    def _grow_to_decide(self, acceptable: list[StepMeasurement]) -> Decision | None:
+        """Closed loop, once: the growth to the highest load still straddles the threshold after both steps
+        were measured again and the loads between them split, so whether throughput stopped growing is open
+        (and with it the capacity). One step x`factor` above the highest load decides it: the growth from
+        the highest load to it is what the saturation rule then compares (on a plateau it is near zero, the
+        two steps' intervals narrow). Not when a load above the highest acceptable one was measured (it
+        broke a constraint) or at the maximum. None: stop as decided."""
+        if self.mode != MODE_USERS or self._grown_to_decide or not acceptable:
+            return None
+        highest = acceptable[-1]
+        if highest.load >= self.max_load or any(m.load > highest.load for m in self._by_load.values()):
+            return None
+        load = min(float(math.ceil(highest.load * self.factor)), self.max_load)
+        self._grown_to_decide = True
+        self._stop, self._stop_kind = None, None
+        return self._run(load, f"throughput gain to {highest.load:g} straddles {self.gain.min_gain * 100:g} % "
+                               f"measured twice: measuring {load:g} above it to decide whether throughput stopped "
+                               "growing")
 
     def _resolution(self, load: float) -> float:
         width = self.tolerance * load

@@ -70,21 +70,25 @@ def growth_interval(new: float, new_ci: Interval, base: float, base_ci: Interval
 @dataclass(frozen=True)
 class Support:
     """What summary.json's `plateau` adds about how far the measurement supports the verdict: the
-    knee's goodput interval, the knee's interval in loads (against the capacity's interval), and the
-    decisions left unsupported (each with its reason; not empty = INCONCLUSIVE)."""
+    knee's goodput interval, the knee's interval in loads (against the capacity's interval), the
+    decisions left unsupported (each with its reason; not empty = INCONCLUSIVE), and those left open
+    that only place the knee within its interval in loads (`knee_undecided`: said, not INCONCLUSIVE)."""
 
     knee_ci95: Interval = UNKNOWN
     knee_loads: tuple[float, float] | None = None
     undecided: tuple[str, ...] = ()
+    knee_undecided: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {"knee_ci95": self.knee_ci95.as_list(),
                 "knee_loads": list(self.knee_loads) if self.knee_loads else None,
-                "undecided": list(self.undecided)}
+                "undecided": list(self.undecided),
+                "knee_undecided": list(self.knee_undecided)}
 
     @classmethod
     def from_json(cls, data: Mapping) -> Support:
         loads = data.get("knee_loads")
         pair = (float(loads[0]), float(loads[1])) if isinstance(loads, (list, tuple)) and len(loads) == 2 else None
         return cls(Interval.from_list(data.get("knee_ci95")), pair,
-                   tuple(str(r) for r in data.get("undecided") or ()))
+                   tuple(str(r) for r in data.get("undecided") or ()),
+                   tuple(str(r) for r in data.get("knee_undecided") or ()))

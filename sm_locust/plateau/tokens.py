@@ -472,7 +472,8 @@ class TokenVerdict(Verdict):
         return step_name(step, steps) + text
 
     def _reached(self, best: str, steps: Sequence[StepMeasurement] = ()) -> str:
-        return best
+        uncertain = self.knee_uncertain or self.knee_open
+        return f"{best} ({uncertain})" if uncertain is not None else best
 
     def as_dict(self, steps: Sequence[StepMeasurement] | None = None) -> dict:
         out = super().as_dict(steps)

@@ -448,6 +448,7 @@ class Plateau(Record):
     knee_ci95: Interval | None = json_field("interval?")  # the knee step's goodput interval (plateau.significance)
     knee_loads: list[float] | None = json_field("list?")  # the knee's interval in loads, against the capacity's
     undecided: list[str] | None = json_field("list?")  # decisions the measurement did not support
+    knee_undecided: list[str] | None = json_field("list?")  # decisions left open that only place the knee in knee_loads
     steps: int | None = json_field("count?")
     text: str | None = json_field("text?")
     llm: Llm | None = json_field(Llm)  # the knee step's token figures, when the search ran on tokens

@@ -279,3 +279,126 @@ def test_an_unstable_step_does_not_place_the_knee_while_a_stable_one_reaches_the
     assert PlateauSearch.plateau_of(shaky).load == 5
     # a stable step below the plateau's floor is not the knee
     assert PlateauSearch.plateau_of([synthetic_step(4, 80.0), synthetic_step(5, 88.2, stable=False)]).load == 5
+
+
+def search_at_budget(reads, wobbles):
+    """Run a PlateauSearch on per-load reads (req/s, each second's factor cycling through its wobble), each
+    step recording what it left undecided as the driver does at the step budget."""
+    def measure(load, i):
+        counts = [round(reads[int(load)] * w) for w in wobbles.get(int(load), [1.005, 0.995]) * 6]
+        return measure_step([Second(t=20.0 * i + j + 1, users=int(load), spawning=False, requests=c, failures=0,
+                                    hist={20: c}) for j, c in enumerate(counts)],
+                            warmup_fraction=0.0, min_subwindow_s=1)
+
+    search = PlateauSearch(1, 256)
+    decision, loads = search.first(), []
+    while not decision.stop:
+        loads.append(decision.load)
+        step = measure(decision.load, len(loads))
+        step.undecided = search.undecided(step)  # held to its budget: what it still could not decide
+        decision = search.feed(step)
+        assert len(loads) < 30, loads
+    return loads, search.verdict()
+
+
+# 1, 4, 16 (linear: x4), 32 (flat: saturated), then Little's law's 5 users: 97 req/s (+-2.8 %), whose gain to
+# 32 users' 100 (+-0.3 %) straddles 5 % for its whole budget; the capacity is 32 users' narrow interval
+KNEE_SIDE = {1: 22.5, 4: 91.0, 5: 97.0, 16: 96.0, 18: 99.0, 32: 100.0}
+
+
+def test_a_knee_side_gain_left_open_places_the_knee_within_a_granule_and_the_verdict_stands():
+    loads, verdict = search_at_budget(KNEE_SIDE, {4: [1.075, 0.925], 5: [1.028, 0.972]})
+    assert loads[:5] == [1, 4, 16, 32, 5], loads
+    knee = verdict.plateau
+    assert knee.load == 5 and any("throughput gain" in r and "straddles 5 %" in r for r in knee.undecided)
+    capacity = verdict.capacity
+    assert capacity.load == 32 and capacity.goodput_ci.half_width < 0.01 * capacity.goodput_rps
+    # the capacity and the saturation stand; what is open is whether the knee is 4 or 5 users
+    assert verdict.reached and not verdict.inconclusive and verdict.undecided == [], verdict.text()
+    assert verdict.knee_loads == (4.0, 5.0)  # one granule, holding the knee
+    assert verdict.knee_undecided == [f"5 users still undecided at its step budget: {knee.undecided[0]}"]
+    assert f"at 5 users, p95 20 ms (uncertain: 4 to 5 users, the knee only: 5 users still undecided at its step " \
+           f"budget: {knee.undecided[0]})" in verdict.text(), verdict.text()
+    plateau = verdict.as_dict()
+    assert plateau["inconclusive"] is False and plateau["inconclusive_reason"] is None
+    assert plateau["knee_loads"] == [4.0, 5.0] and plateau["knee_undecided"] == verdict.knee_undecided
+    assert plateau["undecided"] == []
+
+
+def test_a_knee_side_gain_left_open_over_more_than_a_granule_stays_inconclusive():
+    # the same search with 5 users read 96.5: its interval no longer surely reaches 95 % of the capacity's
+    # low end, so the least load surely on the plateau is 16 users: the knee is open from 4 to 16 users
+    loads, verdict = search_at_budget({**KNEE_SIDE, 5: 96.5}, {4: [1.075, 0.925], 5: [1.028, 0.972]})
+    assert verdict.plateau.load == 5 and verdict.knee_loads == (4.0, 16.0), (loads, verdict.knee_loads)
+    assert verdict.inconclusive and verdict.knee_undecided == []
+    assert verdict.inconclusive_reason.startswith("5 users still undecided at its step budget: throughput gain")
+
+
+def test_only_a_gain_left_open_beside_the_knee_places_the_knee_alone():
+    knee, above, top = synthetic_step(5, 97.0), synthetic_step(6, 99.0), synthetic_step(32, 100.0)
+    gain = "throughput gain +3.1 % [+1.1, +5.0] straddles 5 %"
+    search = PlateauSearch(1, 64)
+    search._by_load = {5.0: knee, 6.0: above, 32.0: top}
+
+    def knee_only(step=knee, reached=True, loads=(5.0, 6.0), capacity=top):
+        v = Verdict(knee, reached, "throughput", "", "", capacity=capacity, knee_loads=loads)
+        return search._places_knee_only(v, step)
+
+    knee.undecided = [gain]
+    assert knee_only() and not knee_only(reached=False)
+    knee.undecided = [gain, "p95 101 ms [95, 110] straddles SLO 100 ms"]  # a constraint left open is not the knee's
+    assert not knee_only()
+    knee.undecided, above.undecided = [], [gain]
+    assert knee_only(above)  # the step just above the knee bounds it
+    top.undecided = [gain]  # the highest load's gain: whether the endpoint saturated at all
+    assert not knee_only(top)
+    assert not knee_only(loads=(5.0, 8.0))  # open over 3 users: wider than the resolution at 5 users
+    assert not knee_only(loads=(6.0, 7.0))  # an interval that does not hold the knee
+    assert not knee_only(capacity=None)
+
+
+def test_a_gain_still_straddling_after_re_measures_and_splits_is_decided_above_the_highest_load():
+    # CI-like run of 4 slots x 40 ms on a busy machine: 1, 4, 16, 3 users, then 4 and 16 measured again
+    # (91.1 +-1.9 and 93.9 +-1.2 req/s) and 10 between them (91.0): 16 over 4 still read +3.1 % [+0.6, +5.6],
+    # and the search stopped on that point (INCONCLUSIVE) though the knee was placed against the capacity's
+    # interval. One step above the highest load (32 users, flat) decides that throughput stopped growing.
+    reads = {1: [23.0], 3: [66.6], 4: [91.4, 91.1], 10: [91.0], 16: [93.7, 93.9], 32: [94.0]}
+    wobble = {(4, 1): [1.07, 0.93], (4, 2): [1.03, 0.97], (16, 1): [1.04, 0.96], (16, 2): [1.02, 0.98],
+              (10, 1): [1.04, 0.96], (32, 1): [1.02, 0.98], (3, 1): [1.04, 0.96]}
+    seen: dict[int, int] = {}
+
+    def measure(load, i):
+        load = int(load)
+        seen[load] = seen.get(load, 0) + 1
+        rps = reads[load][min(seen[load], len(reads[load])) - 1]
+        counts = [round(rps * w) for w in wobble.get((load, seen[load]), [1.005, 0.995]) * 6]
+        return measure_step([Second(t=20.0 * i + j + 1, users=load, spawning=False, requests=c, failures=0,
+                                    hist={20: c}) for j, c in enumerate(counts)],
+                            warmup_fraction=0.0, min_subwindow_s=1)
+
+    search = PlateauSearch(1, 256)
+    decision, loads = search.first(), []
+    while not decision.stop:
+        loads.append(decision.load)
+        step = measure(decision.load, len(loads))
+        step.undecided = search.undecided(step)
+        decision = search.feed(step)
+        assert len(loads) < 30, loads
+    verdict = search.verdict()
+    assert loads[:7] == [1, 4, 16, 3, 4, 16, 10], loads
+    assert loads[7:] == [32], loads  # once, above the highest load
+    assert verdict.reached and not verdict.inconclusive, verdict.text()
+    assert verdict.plateau.load == 4 and "on its point only" not in verdict.stop_reason, verdict.text()
+
+
+def test_the_token_verdict_names_a_knee_left_open_too():
+    from sm_locust.plateau.tokens import TokenVerdict
+
+    open_knee = ["5 users still undecided at its step budget: throughput gain +3.1 % [+1.1, +5.0] straddles 5 %"]
+    verdict = Verdict(synthetic_step(5, 97.0), True, "throughput", "throughput gain < 5 % over 2 steps", "",
+                      knee_loads=(4.0, 5.0), knee_undecided=open_knee)
+    text = TokenVerdict.of(verdict, 95.0).text()
+    assert f"plateau: 5 users (uncertain: 4 to 5 users, the knee only: {open_knee[0]})" in text, text
+    assert not TokenVerdict.of(verdict, 95.0).inconclusive
+    placed = Verdict(synthetic_step(5, 97.0), True, "throughput", "", "", knee_loads=(4.0, 5.0))
+    assert "uncertain" not in TokenVerdict.of(placed, 95.0).text()

@@ -89,8 +89,11 @@ def test_a_stop_on_a_straddling_gain_measures_the_less_precise_step_again_once()
     assert again.load == 16 and again.extend and "measuring 16 users again" in again.reason
     between = search.feed(window_step(16, noisy))  # as noisy again: a load between the two is measured
     assert between.load == 12 and not between.extend and "measuring 12 between them" in between.reason
-    stop = search.feed(window_step(12, noisy))  # as noisy there too: decided on its point, and the verdict says so
+    above = search.feed(window_step(12, noisy))  # as noisy there too: one load above the highest is measured
+    assert above.load == 32 and "measuring 32 above it" in above.reason
+    stop = search.feed(window_step(32, noisy))  # as noisy there: decided on its point, and the verdict says so
     assert stop.stop and "on its point only" in stop.reason
+    assert [m.load for m in search.steps] == [8, 16, 16, 12, 32]  # nothing more measured after the step above
     verdict = search.verdict()
     assert verdict.inconclusive and "the search stopped on throughput gain < 5 %" in verdict.inconclusive_reason
 

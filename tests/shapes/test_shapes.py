@@ -235,17 +235,37 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
     assert plateau["rps"] >= plateau["capacity_rps"] * (1 - PLATEAU_TOLERANCE) ** 2 - 1e-6, plateau["text"]
     assert plateau["rps"] <= plateau["capacity_rps"] * 1.001
     text = plateau["text"]
+    verdict = search.verdict()
+    granule = verdict.knee_granule  # the search's resolution at the knee (1 user below 30 users)
+    above = min((s["users"] for s in summary["steps"] if s["users"] > plateau["users"]), default=None)
+    gain_open = re.compile(r"(\d+) users still undecided at its step budget: throughput gain [+-][\d.]+ % "
+                           r"\[[+-]?[\d.]+, [+-]?[\d.]+\] straddles 5 %")
+    loads = plateau["knee_loads"]
+    if plateau["knee_undecided"]:
+        # what a busy machine may leave open at the step budget is whether throughput still grew beside the knee
+        # (a gain whose interval straddles the 5 % line); within one granule of the knee, the verdict stands and
+        # says so on the knee: its interval in loads holds it, one granule wide at most
+        for line in plateau["knee_undecided"]:
+            found = gain_open.fullmatch(line)
+            assert found and int(found.group(1)) in (plateau["users"], above), plateau["text"]
+        assert loads[0] <= plateau["users"] <= loads[1] and loads[1] - loads[0] <= granule, plateau["text"]
+        assert "the knee only: " in text, text
+        # and the endpoint's own count puts the knee there too, within one granule: the least load measured
+        # whose count reached 95 % of what it counted over the capacity step
+        truth = min(m.load for m in search.steps
+                    if _counted_rate(counted, m.t_start + 0.2 * (m.t_end - m.t_start), m.t_end)
+                    >= (1 - PLATEAU_TOLERANCE) * served)
+        assert loads[0] - granule <= truth <= loads[1] + granule, (plateau["text"], truth)
     if text.startswith("INCONCLUSIVE ("):
-        # the capacity above stands either way; what a busy machine may leave open at the step budget is
-        # whether throughput still grew at the knee (a gain whose interval straddles the 5 % line): the verdict
-        # must then say so, for the knee's step or the one just above it, and for nothing else
+        # the capacity above stands either way; INCONCLUSIVE only for a gain left open beside the knee whose
+        # place it leaves open over more than one granule (its interval in loads wider, or not holding it)
         reason, _, text = text[len("INCONCLUSIVE ("):].partition("): plateau: capacity ")
         text = "plateau: capacity " + text
-        found = re.fullmatch(r"(\d+) users still undecided at its step budget: throughput gain [+-][\d.]+ % "
-                             r"\[[+-]?[\d.]+, [+-]?[\d.]+\] straddles 5 %", reason)
+        found = gain_open.fullmatch(reason)
         assert found, plateau["text"]
-        above = min((s["users"] for s in summary["steps"] if s["users"] > plateau["users"]), default=None)
         assert int(found.group(1)) in (plateau["users"], above), plateau["text"]
+        assert loads is None or not loads[0] <= plateau["users"] <= loads[1] or loads[1] - loads[0] > granule, \
+            plateau["text"]
     assert text.startswith("plateau: capacity ") and plateau["text"] in capsys.readouterr().out
     steps = summary["steps"]
     assert all({"users", "start", "end", "requests", "failures", "rps", "p50_ms", "p95_ms", "p99_ms",

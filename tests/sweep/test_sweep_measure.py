@@ -97,3 +97,30 @@ def test_endpoint_usage_over_the_knee_window():
             {"users": "4", "cw_CPUUtilization_avg_pct": "", "cw_MemoryUtilization_avg_pct": ""}]
     assert usage_from_steps_csv(rows, 2) == (40.0, 3.5)
     assert usage_from_steps_csv(rows, 4) == (None, None)
+
+
+def test_a_knee_placed_only_within_a_granule_spans_the_steps_there():
+    # the search left open whether the knee is 4 or 5 users (a gain straddling 5 % at the step budget) and
+    # said so (knee_undecided, knee_loads [4, 5]): the knee's latency is any of those steps', so a sweep
+    # compares the span of their intervals, never the knee step's point alone
+    steps = [step(1, 22.0, 48, "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", ci95={"rps": [21, 23]}),
+             step(4, 88.0, 50, "2026-01-01T00:00:10Z", "2026-01-01T00:00:20Z",
+                  ci95={"rps": [85.0, 91.0], "p95_ms": [47, 54]}),
+             step(16, 96.0, 160, "2026-01-01T00:00:20Z", "2026-01-01T00:00:30Z",
+                  ci95={"rps": [95.0, 97.0], "p95_ms": [150, 170]}),
+             step(5, 93.0, 62, "2026-01-01T00:00:30Z", "2026-01-01T00:00:40Z",
+                  ci95={"rps": [90.0, 96.0], "p95_ms": [58, 66]})]
+    plateau = {"users": 4, "rps": 88.0, "capacity_rps": 96.0, "capacity_ci95": [95.0, 97.0], "knee_step": 1,
+               "capacity_step": 2, "p95_ms": 50, "reached": True, "knee_loads": [4.0, 5.0]}
+    placed = measure({"steps": steps, "plateau": plateau}, 95.0)
+    assert (placed.knee_users, placed.latency_ms, placed.latency_ci95, placed.knee_rps_ci95) == \
+        (4, 50, [47, 54], [85.0, 91.0]) and placed.knee_note is None
+    open_knee = dict(plateau, knee_undecided=["5 users still undecided at its step budget: throughput gain +3.2 % "
+                                              "[+1.1, +5.3] straddles 5 %"])
+    m = measure({"steps": steps, "plateau": open_knee}, 95.0)
+    assert (m.knee_users, m.latency_ms, m.knee_rps) == (4, 50, 88.0)  # the knee step's own figures
+    assert (m.latency_ci95, m.knee_rps_ci95) == ([47, 66], [85.0, 96.0])  # 4 and 5 users, not 16
+    assert m.knee_note == ("the knee lies between 4 and 5 users (a throughput gain left open at the step budget): "
+                           "its intervals span those steps")
+    bare = [dict(s, ci95=None) if s["users"] == 5 else s for s in steps]  # a step without intervals: unknown
+    assert measure({"steps": bare, "plateau": open_knee}, 95.0).latency_ci95 is None

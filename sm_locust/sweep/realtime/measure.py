@@ -5,7 +5,10 @@
 rps, its latency the knee step's own percentiles with `latency_ci95`: the search's `knee_step`
 as summary.json records it (the search, not this reader, chooses the knee: a stable step when one
 reached the plateau; `knee_note` says when none did). Never the rate of one step with the users or
-latency of another. **inconclusive** follows the run's verdict. The **curve** is one point per
+latency of another. A knee the search could place only within its interval in loads (`knee_undecided`:
+a gain left open at the step budget beside it, at most one granule) keeps the knee step's figures, but
+their intervals span every step measured in that interval (`_knee_hull`): a sweep then compares what
+the knee may be, not a point inside it. **inconclusive** follows the run's verdict. The **curve** is one point per
 load held. Endpoint CPU and memory come from `endpoint_usage.csv` or `steps.csv`'s CloudWatch
 columns.
 """
@@ -110,6 +113,22 @@ def _own(step: Step | None, key: str, value: float | None, plateau: float | None
     return value if step is not None and step.has(key) else plateau
 
 
+def _knee_steps(steps: Sequence[Step], loads: Sequence[float] | None) -> list[Step]:
+    """The steps measured at a load within the knee's interval in loads (`plateau.knee_loads`)."""
+    if not loads or len(loads) != 2:
+        return []
+    return [s for s in steps if loads[0] <= _load_of(s) <= loads[1]]
+
+
+def _knee_hull(steps: Sequence[Step], key: str) -> list[float] | None:
+    """The smallest interval holding every step's 95 % interval of `key` (None when one has none: the
+    figure then ties with any other, as a figure without an interval does)."""
+    intervals = [_interval(s, key) for s in steps]
+    if any(i is None for i in intervals):
+        return None
+    return [min(i[0] for i in intervals if i), max(i[1] for i in intervals if i)]
+
+
 def measure(summary: Summary | JsonObject, percentile: float = DEFAULT_SLO_PERCENTILE,
             max_error_rate: float = 0.01) -> Measurement:
     """The figures of one run (summary.json's content) at its sustainable point."""
@@ -157,6 +176,15 @@ def measure(summary: Summary | JsonObject, percentile: float = DEFAULT_SLO_PERCE
             m.latency_ms = plateau.percentile(percentile)
         m.latency_ci95 = _interval(step, key)
         m.knee_rps_ci95 = m.capacity_ci95 if m.knee_rps == m.capacity_rps else _interval(step, "rps")
+        placed = _knee_steps(steps, plateau.knee_loads) if plateau.knee_undecided else []
+        if len(placed) > 1:
+            m.latency_ci95 = _knee_hull(placed, key)
+            m.knee_rps_ci95 = _knee_hull(placed, "rps")
+            low, high = (plateau.knee_loads or [0.0, 0.0])[:2]
+            unit = "req/s offered" if plateau.mode == "rate" else "users"
+            span = (f"the knee lies between {low:g} and {high:g} {unit} (a throughput gain left open at the "
+                    "step budget): its intervals span those steps")
+            m.knee_note = f"{m.knee_note}; {span}" if m.knee_note else span
         if step is not None:
             m.knee_start, m.knee_end = epoch(step.start), epoch(step.end)
         return m
