@@ -43,7 +43,18 @@ def test_the_sweeps_safety_factor_default_is_the_reports():
 
 
 def test_disqualification_names_the_figure():
-    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms at the knee > SLO 400 ms"
+    assert disqualification(priced(1, "a", 100, 450), OBJECTIVE) == "p95 450 ms (±22) at the knee > SLO 400 ms"
+    # the SLO is judged on the knee's interval, as a gate judges it: one that straddles it is undecided, never a pass
+    straddles = priced(1, "a", 100, 390)
+    straddles.latency_ci95 = [370.0, 430.0]
+    assert disqualification(straddles, OBJECTIVE) == \
+        "p95 390 ms [370, 430] at the knee straddles the SLO 400 ms: undecided (measure the knee longer)"
+    above = priced(1, "a", 100, 410)
+    above.latency_ci95 = [370.0, 430.0]
+    assert "straddles" in disqualification(above, OBJECTIVE)  # a point above, not surely above: undecided too
+    clear = priced(1, "a", 100, 380)
+    clear.latency_ci95 = [360.0, 399.0]
+    assert disqualification(clear, OBJECTIVE) is None
     assert disqualification(priced(1, "a", 100, 40, error_rate=0.03), OBJECTIVE) == "error rate 3 % at the knee > 1 %"
     assert disqualification(Candidate(1, "a", status="failed", reason="CreateEndpoint: ResourceLimitExceeded: quota"),
                             OBJECTIVE) == "failed: CreateEndpoint: ResourceLimitExceeded: quota"
@@ -85,7 +96,7 @@ def test_slo_violators_and_failures_lose_with_their_reason():
     rec = recommend([fast_cheap, ok, failed], OBJECTIVE)
     assert rec.winner is ok
     assert rec.reason.endswith("— the only configuration that meets the objective")
-    assert rec.lost == {1: "p95 450 ms at the knee > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
+    assert rec.lost == {1: "p95 450 ms (±22) at the knee > SLO 400 ms", 3: "failed: endpoint x Failed: image not found"}
 
 
 def test_no_configuration_meets_the_objective():

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sm_locust.gates.decide import FAIL, INCONCLUSIVE, Bounds, judge, judge_point
 from sm_locust.sweep.objective import Objective, nothing_meets, status_reason, why_lost
 from sm_locust.sweep.trust import Criterion, as_interval, deciding, rank_by_intervals
 from sm_locust.util.formatting import MISSING, money, percent, with_interval
@@ -72,12 +73,24 @@ def disqualification(c: Candidate, objective: Objective) -> str | None:
     if objective.slo_ms is not None:
         if c.latency_ms is None:
             return f"no {p} measured at the knee"
-        if c.latency_ms > objective.slo_ms:
-            return f"{p} {c.latency_ms:.0f} ms at the knee > SLO {objective.slo_ms:g} ms"
+        verdict = _slo_verdict(c.latency_ms, c.latency_ci95, objective.slo_ms)
+        figure = _interval_text(c.latency_ms, c.latency_ci95, " ms")
+        if verdict == FAIL:
+            return f"{p} {figure} at the knee > SLO {objective.slo_ms:g} ms"
+        if verdict == INCONCLUSIVE:
+            return (f"{p} {figure} at the knee straddles the SLO {objective.slo_ms:g} ms: undecided "
+                    "(measure the knee longer)")
     if c.error_rate is not None and c.error_rate > objective.max_error_rate:
         return (f"error rate {percent(c.error_rate, trim=True)} at the knee > "
                 f"{percent(objective.max_error_rate, trim=True)}")
     return None
+
+
+def _slo_verdict(value: float, interval: Sequence[float] | None, slo_ms: float) -> str:
+    """The gates' judge of the SLO at the knee: on the 95 % interval when there is one, else the point."""
+    if interval is not None and len(interval) == 2:
+        return judge(Bounds.of(value, interval[0], interval[1]), slo_ms, upper=True)
+    return judge_point(value, slo_ms, upper=True)
 
 
 def ranking_mode(candidates: Iterable[Candidate], objective: Objective) -> str:
