@@ -111,7 +111,8 @@ class OptionSpec:
     web_ui: bool = True
     choices: tuple | None = None
     forward: bool = True  # `sm-locust run` passes it on to the Locust process
-    web_check: Callable[[str], object] | None = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
+    # text typed in the web UI form -> a one-line UsageError when it cannot work
+    web_check: Callable[[str], object] | None = None
     minimum: float | None = None  # numbers: the range (sm_locust.util.numbers), wherever the value comes from
     above: float | None = None
     maximum: float | None = None
