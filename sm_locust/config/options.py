@@ -75,7 +75,7 @@ def parse_bool(value: object, flag: str | None = None, default: bool = False) ->
     raise UsageError(f"{flag + ' ' if flag else ''}must be true or false (or on/off, yes/no, 1/0), got {value!r}")
 
 
-def parse_number(value: object, flag: str, cast: type = float, default: Any = None, **bounds: float) -> Any:
+def parse_number(value: object, flag: str, cast: type = float, default: object = None, **bounds: float) -> Any:
     """`value` as a finite float (or an int with `cast=int`) within `bounds` (minimum, maximum, above,
     below: `sm_locust.util.numbers`); None or "" -> `default`; else a UsageError naming `flag`."""
     if value is None or value == "":
@@ -171,7 +171,7 @@ class OptionSpec:
         return parsed
 
     def argparse_kwargs(self) -> dict:
-        kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
+        kwargs: dict[str, object] = {"default": self.default, "help": self.help}
         if self.type is not None or self.convert is not None or self.multiple:
             kwargs["type"] = self._argument
         if self.choices:
@@ -291,7 +291,7 @@ class Options(Mapping[str, Any]):
 
     __slots__ = ("_values", "given", "_specs")
 
-    def __init__(self, values: Mapping[str, Any], given: frozenset[str] = frozenset(),
+    def __init__(self, values: Mapping[str, object], given: frozenset[str] = frozenset(),
                  specs: tuple[OptionSpec, ...] | None = None):
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "given", frozenset(given))
@@ -303,7 +303,7 @@ class Options(Mapping[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Options are frozen: use replace()")
 
     def __getitem__(self, name: str) -> Any:
@@ -318,7 +318,7 @@ class Options(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"Options({', '.join(f'{k}={self._values[k]!r}' for k in sorted(self.given))})"
 
-    def replace(self, **changes: Any) -> Options:
+    def replace(self, **changes: object) -> Options:
         """These options with `changes` (by dest; each parsed by its spec, None = back to the default)."""
         values = {**{k: self._values[k] for k in self.given}, **changes}
         return parse_options(values) if self._specs is None else parse_specs(self._specs, values)
@@ -329,7 +329,7 @@ def parse_options(source: Mapping[str, object] | None = None, *,
     """Every option of every provider from `source` (a mapping of dests; a missing, None or "" value =
     not given; `locust_values` for Locust's parsed options), parsed by its spec; `name(spec)` words the
     option in errors (default its flag; a sweep file says `load.key`)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     given: set[str] = set()
     for spec in all_option_specs():
         parsed = spec.parse(option_value(source, spec.dest), name(spec) if name else None)
@@ -349,7 +349,7 @@ def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Mappin
     the one conversion, so a bound is refused alike wherever the value came from. `given` holds the
     options that were given, whatever their value (an emulation's flag without its switch is an error
     even at its default)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     given: set[str] = set()
     for spec in specs:
         parsed = spec.parse(option_value(source, spec.dest), name(spec) if name else None)
@@ -381,7 +381,7 @@ def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionS
 def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, Any]:
     """dest -> the value of each option whose variable is set (`SM_LOCUST_*`), as a command line takes it
     for its default: what keywords that do not name an option fall back to (a UsageError names a bad one)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for spec in specs:
         text = os.environ.get(spec.env_var) if spec.env_var else None
         if text is not None and text.strip():

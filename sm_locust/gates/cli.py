@@ -67,7 +67,7 @@ class GateSettings:
     junit: str | None = None
 
     @classmethod
-    def parse(cls, source: Mapping[str, Any]) -> GateSettings:
+    def parse(cls, source: Mapping[str, object]) -> GateSettings:
         """From a mapping (a command's `vars(args)`, keywords), each option by its spec (UsageError otherwise)."""
         options = parse_specs(OPTIONS, source)
         values = {f.name: options[f.name] for f in fields(cls)}

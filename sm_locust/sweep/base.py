@@ -143,7 +143,7 @@ class Sweep:
     def replicate_pairs(self, ordered: Sequence[Row], candidate: Callable[[Any], Any]) -> dict[int, tuple[Any, Any]]:
         """Configuration index -> (its candidate, its other replicate's candidate) for each ok row measured
         twice (`Row.confirm`)."""
-        pairs: dict[int, tuple[Any, Any]] = {}
+        pairs: dict[int, tuple[object, object]] = {}
         for r in ordered:
             if r.status == "ok" and r.confirm is not None and r.confirm.figures is not None:
                 pairs[r.index] = (candidate(r), candidate(replace(r, figures=r.confirm.figures)))

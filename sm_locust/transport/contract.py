@@ -184,7 +184,7 @@ class Measurement:
         self.fire(self.request_type, (end - self.started) * 1000.0, self.response_length, self.exception, self.context)
 
 
-def measure(event: Any, request_type: str, name: str, context: dict | None = None, *, url: str | None = None,
+def measure(event: object, request_type: str, name: str, context: dict | None = None, *, url: str | None = None,
             started: float | None = None, stopped: Callable[[str, str], None] | None = None) -> Measurement:
     """`with measure(environment.events.request, "InvokeEndpointSplit", name) as request: ...`"""
     return Measurement(event, request_type, name, context, url=url, started=started, stopped=stopped)
@@ -324,7 +324,7 @@ class SageMakerClient(ABC):
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
         read_timeout: float = DEFAULT_READ_TIMEOUT_S,
-        credentials: Any = None,
+        credentials: object = None,
         token_counter: Callable[[bytes], int] | None = None,
         inter_chunk: str = "mean",
     ):

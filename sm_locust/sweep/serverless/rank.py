@@ -201,7 +201,7 @@ def headline(c: ServerlessCandidate, objective: Objective, compare: Any | None) 
 
 
 def recommend(candidates: Sequence[ServerlessCandidate], objective: Objective,
-              compare: Any | None = None) -> ServerlessRecommendation:
+              compare: object = None) -> ServerlessRecommendation:
     ranked = rank(candidates, objective)
     lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective),
                     lambda winner, other: _versus(winner, other, objective))

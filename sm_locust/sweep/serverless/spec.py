@@ -119,7 +119,7 @@ def _sizes(check: Checker, key: str, value: object, problem_of: Callable[[Any], 
     return sizes
 
 
-def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
+def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> ServerlessSpec:
     """The serverless keys of a sweep file that has a `serverless:` section, checked (`schema.py`
     calls it; the shared keys a serverless sweep refuses, `REFUSED`, are checked before)."""
@@ -128,7 +128,7 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
     section = check.mapping(SECTION, data[SECTION])
     check.unknown(SECTION, section, SECTION_KEYS)
     grid_value = data.get("grid")
-    grid: Mapping[str, Any] = grid_value if isinstance(grid_value, Mapping) else {}
+    grid: Mapping[str, object] = grid_value if isinstance(grid_value, Mapping) else {}
     for key in GRID_KEYS:  # was: "the local deployer has no setting 'max_concurrency'" (a different concurrency)
         if key in grid:
             raise check.error(f"grid.{key}", f"a serverless sweep's {key} is {SECTION}.{key} (one value or a list: "
