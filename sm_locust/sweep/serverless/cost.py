@@ -95,7 +95,7 @@ class RequestCost:
     def per_1m(self) -> float:
         return self.usd * 1e6
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"memory_mb": self.memory_mb, "duration_ms": self.duration_ms, "billed_ms": self.billed_ms,
                 "bytes_processed": self.bytes_processed, "compute_usd_per_1m": self.compute_usd * 1e6,
                 "data_usd_per_1m": self.data_usd * 1e6, "usd_per_1m": self.per_1m}
@@ -154,7 +154,7 @@ class ConfigurationCost:
     detail: dict[str, Any] | None = None
     cost_per_1m_ci95: list[float] | None = None  # the same arithmetic at the duration's interval bounds
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"cost_per_1m": self.cost_per_1m, "cost_per_1m_ci95": self.cost_per_1m_ci95,
                 "break_even_rps": self.break_even_rps,
                 "break_even_requests_per_month": self.break_even_requests_per_month, "cost": self.detail}

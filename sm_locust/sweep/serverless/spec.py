@@ -100,7 +100,7 @@ class ServerlessSpec:
         value = settings.get(f"{PREFIX}idle_timeout_s")
         return float(value) if value is not None else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"memory_size_mb": self.memory_sizes, "max_concurrency": self.max_concurrencies,
                 **{k[len(PREFIX):]: v for k, v in self.shared.items()}, "tests": list(self.tests),
                 "concurrency_multipliers": self.multipliers,
