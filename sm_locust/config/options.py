@@ -378,7 +378,7 @@ def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionS
         parser.add_argument(*([spec.short] if spec.short else []), spec.flag, **kwargs)
 
 
-def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, Any]:
+def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, object]:
     """dest -> the value of each option whose variable is set (`SM_LOCUST_*`), as a command line takes it
     for its default: what keywords that do not name an option fall back to (a UsageError names a bad one)."""
     values: dict[str, object] = {}

@@ -225,7 +225,7 @@ def check_form_values(form: Mapping[str, str], current: Mapping[str, object] | N
         spec.parse(value)
 
 
-def form_options(parsed: Mapping[str, object], form: Mapping[str, str], shown: Iterable[str]) -> dict[str, Any]:
+def form_options(parsed: Mapping[str, object], form: Mapping[str, str], shown: Iterable[str]) -> dict[str, object]:
     """Locust's parsed options (`locust_values`) with the shown options the form sends (its text, as the
     command line's would be) in place: what the swarm will run with, for the start-up check."""
     return {**parsed, **{name: form[name] for name in set(shown) & set(form)}}

@@ -242,11 +242,11 @@ class Sweep:
         own = self.estimates[index].usd or 0.0 if index in self.estimates else 0.0
         return spent + alive + own <= self.spec.max_cost_usd + 1e-9
 
-    def deployer_settings(self, c: Configuration) -> dict[str, Any]:
+    def deployer_settings(self, c: Configuration) -> dict[str, object]:
         """What the deployer is given of configuration `c`'s settings (a kind may keep some for its test)."""
         return dict(c.settings)
 
-    def run_options(self, index: int) -> dict[str, Any]:
+    def run_options(self, index: int) -> dict[str, object]:
         """`sm-locust run` options of configuration `index`'s test beyond the `load:` section's (by dest)."""
         return {}
 
