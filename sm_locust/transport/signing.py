@@ -17,10 +17,10 @@ import hmac
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
-from sm_locust.aws.clients import chain_credentials
+from sm_locust.aws.clients import FrozenCredentialsSource, chain_credentials
 from sm_locust.errors import UsageError
 from sm_locust.util.registry import Registry
 
@@ -83,12 +83,6 @@ def host_header(url: str) -> str:
     if parts.port is not None and parts.port != default:
         return f"{host}:{parts.port}"
     return host
-
-
-class FrozenCredentialsSource(Protocol):
-    """What a signer reads keys from: botocore's `Credentials` or `RefreshableCredentials` (or a test's stand-in)."""
-
-    def get_frozen_credentials(self) -> ReadOnlyCredentials: ...
 
 
 class CredentialSource:
