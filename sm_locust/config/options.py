@@ -33,6 +33,8 @@ from typing import Any, SupportsFloat, SupportsIndex
 from sm_locust.errors import UsageError
 from sm_locust.util.numbers import check_number
 
+# a command line's parser or one of its argument groups: what options are declared on
+ArgumentContainer = argparse._ActionsContainer
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
@@ -361,7 +363,8 @@ def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Mappin
     return Options(values, frozenset(given), tuple(specs))
 
 
-def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionSpec], *, env: bool = True) -> None:
+def add_spec_arguments(parser: ArgumentContainer, specs: tuple[OptionSpec, ...] | list[OptionSpec], *,
+                       env: bool = True) -> None:
     """Declare a command's own options on `parser` (a parser or an argument group). The parser's default
     is None (not given) unless the option's variable is set: `parse_specs` fills the spec's default,
     so --help shows the default written in the spec and nothing else keeps a copy."""
@@ -428,7 +431,7 @@ def register_options(parser) -> None:
             action.is_secret = action.is_required = action.is_multiple = False
 
 
-def add_cli_options(parser, title: str = "sm-locust options (also SM_LOCUST_* env vars)") -> None:
+def add_cli_options(parser: ArgumentContainer, title: str = "sm-locust options (also SM_LOCUST_* env vars)") -> None:
     """Declare the same options on an argparse parser (defaults from the same env vars), in one
     argument group per GROUPS key ("sm-locust options: Endpoint", ...)."""
     for key, specs in grouped_specs():
