@@ -140,10 +140,10 @@ class Sweep:
         ranking), [] when nothing needs confirming or the kind does not confirm."""
         return []
 
-    def replicate_pairs(self, ordered: Sequence[Row], candidate: Callable[[Any], Any]) -> dict[int, tuple[Any, Any]]:
+    def replicate_pairs(self, ordered: Sequence[Row], candidate: Callable[[Any], T]) -> dict[int, tuple[T, T]]:
         """Configuration index -> (its candidate, its other replicate's candidate) for each ok row measured
         twice (`Row.confirm`)."""
-        pairs: dict[int, tuple[object, object]] = {}
+        pairs: dict[int, tuple[T, T]] = {}
         for r in ordered:
             if r.status == "ok" and r.confirm is not None and r.confirm.figures is not None:
                 pairs[r.index] = (candidate(r), candidate(replace(r, figures=r.confirm.figures)))
