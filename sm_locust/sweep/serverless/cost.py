@@ -14,10 +14,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sm_locust.errors import UsageError
 from sm_locust.report.cost import price_documents
+
+if TYPE_CHECKING:
+    from sm_locust.sweep.serverless.spec import CompareInstance
 
 GB = 1024 ** 3  # data processed is priced per GB; bytes / 2^30
 HOURS_PER_MONTH = 730  # AWS's pricing month
@@ -161,7 +164,7 @@ class ConfigurationCost:
 
 
 def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
-                       prices: ServerlessPrices, compare: Any | None = None,
+                       prices: ServerlessPrices, compare: CompareInstance | None = None,
                        duration_ci95: object = None) -> ConfigurationCost:
     """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
     it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the
