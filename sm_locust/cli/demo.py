@@ -178,7 +178,7 @@ def run(namespace: argparse.Namespace) -> int:
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
-        published = read_published(stand_in.client(), summary.to_json()) if stand_in is not None else None
+        published = read_published(stand_in.client(), summary) if stand_in is not None else None
         if published is not None:
             print(f"sm-locust demo: published: {compare(published, summary)[1]}")
         for step in Summary.of(summary).steps:

@@ -120,7 +120,7 @@ class ScalingWatch:
         if not path.exists():
             return None
         summary = json.loads(path.read_text())
-        started_at = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
+        started_at = datetime.fromisoformat(str(Summary.of(summary).started_at).replace("Z", "+00:00")).timestamp()
         timeline = timeline_path(out)
         seconds = read_seconds(timeline) if timeline else []
         samples = self.poller.timeline(RunClock(started_at, self.time_scale))
