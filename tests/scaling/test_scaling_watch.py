@@ -70,7 +70,6 @@ def comparable(aas, sm) -> dict:
     return d
 
 
-@pytest.mark.e2e
 def test_the_closing_line_says_every_figure_the_record_holds():
     figures = Autoscaling.of({"scale_events": [{"t_s": 60, "direction": "out", "from": 1, "to": 3}],
                               "peak_instances": 3, "instance_hours": 0.4125, "cost_usd": 0.0949,
@@ -83,6 +82,7 @@ def test_the_closing_line_says_every_figure_the_record_holds():
     assert result_line(bare) == "autoscaling: 0 scale events, peak 1 instances, 0.100 instance-hours, 0 flaps"
 
 
+@pytest.mark.e2e
 def test_the_watch_only_describes(aws, tmp_path):
     test_sm = aws[1]
     aas, sm = boto3.client("application-autoscaling"), boto3.client("sagemaker")  # the watch's own (made read-only)
