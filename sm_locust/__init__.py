@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -63,8 +63,8 @@ __all__ = [  # written out, not computed, so linters and type checkers read it (
 importlib.import_module("sm_locust.sweep")
 
 
-def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
-          model: Any = None, client: Any = None, overrides: list[str] | None = None) -> SweepResult:
+def sweep(source: str | Path | Mapping[str, object], *, out: str | Path | None = None, yes: bool = False,
+          model: object = None, client: object = None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep as `sm-locust sweep` does (docs/python-api.md): `source` a sweep file's
     path or its content as a mapping, `model` a sagemaker.model.Model to clone settings from."""
     from sm_locust.sweep.api import sweep as run_sweep  # lazy: every sweep kind; `import sm_locust` stays cheap

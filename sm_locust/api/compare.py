@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -24,7 +23,7 @@ from sm_locust.util.arguments import require_path
 from sm_locust.util.outputs import check_output_dir, refuse_in_progress
 
 
-def compare(runs: Iterable[Any], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,
+def compare(runs: Iterable[object], *, out: str | os.PathLike[str] | None = None, prices: str | None = None,
             target_rps: float | None = None, safety_factor: float = 0.5) -> pd.DataFrame:
     """One row per run (columns as compare.csv); `prices`: a JSON price table file, as `--prices`."""
     require_path("out", out)

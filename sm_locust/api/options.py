@@ -13,7 +13,6 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import PurePath
-from typing import Any
 
 from sm_locust.config.options import OptionSpec, all_option_specs
 from sm_locust.core.arguments import RUN_OPTIONS, RunArguments
@@ -29,7 +28,7 @@ def _is_switch(spec: OptionSpec) -> bool:
     return spec.type is bool and spec.const is True and not spec.forward
 
 
-def keyword_value(name: str, value: Any, spec: OptionSpec) -> Any:
+def keyword_value(name: str, value: object, spec: OptionSpec) -> object:
     """One keyword's value as its option takes it (OptionSpec.parse does the rest)."""
     if _is_switch(spec):  # a switch: --overwrite
         if not isinstance(value, bool):
@@ -48,11 +47,11 @@ def keyword_value(name: str, value: Any, spec: OptionSpec) -> Any:
     raise UsageError(f"{name}= takes a number, text or True/False ({spec.flag}), got a {type(value).__name__}")
 
 
-def run_arguments(options: Mapping[str, Any], locust_args: Iterable[str] | None = None) -> RunArguments:
+def run_arguments(options: Mapping[str, object], locust_args: Iterable[str] | None = None) -> RunArguments:
     """What `sm-locust run` would be asked by these keyword arguments (None = not given), parsed by the
     run's OptionSpecs; UsageError for a name that is no option or a value the option refuses."""
     specs = run_specs()
-    given: dict[str, Any] = {}
+    given: dict[str, object] = {}
     for name, value in options.items():
         if value is None:
             continue
@@ -66,7 +65,7 @@ def run_arguments(options: Mapping[str, Any], locust_args: Iterable[str] | None 
     return RunArguments.parse(given, locust_args or (), environment=True)
 
 
-def unknown_option(name: str, specs: Mapping[str, Any]) -> str:
+def unknown_option(name: str, specs: Mapping[str, object]) -> str:
     """`unknown option 'user'=: did you mean users? ...` (close names first)."""
     close = difflib.get_close_matches(name, list(specs), n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(close)}? " if close else ""

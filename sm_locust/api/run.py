@@ -36,9 +36,9 @@ PAYLOAD_FILE = "payload.body"  # a `data=` body: no suffix the payload loaders r
 PROGRESS_EVERY_S = 1.0
 
 
-def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = None, payload: str | None = None,
+def run(endpoint_name: str | None = None, *, predictor: object = None, data: object = None, payload: str | None = None,
         shape: str | None = None, out: str | Path | None = None, progress: bool | str = True,
-        locust_args: Iterable[str] | None = None, **options: Any) -> RunResult:
+        locust_args: Iterable[str] | None = None, **options: object) -> RunResult:
     """Run a headless load test as `sm-locust run` does and return its RunResult.
 
     `endpoint_name`, `payload`, `shape`, `out` and every other keyword are the options of `sm-locust
@@ -50,7 +50,7 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     itself (what follows `--` on the command line).
     """
     require_path("out", out)
-    given: dict[str, Any] = {**options, "endpoint_name": endpoint_name, "payload": payload, "shape": shape,
+    given: dict[str, object] = {**options, "endpoint_name": endpoint_name, "payload": payload, "shape": shape,
                              "out": None if out is None else str(out)}
     env = _take_predictor(given, predictor) if predictor is not None else {}
     body = None
@@ -100,7 +100,7 @@ def run(endpoint_name: str | None = None, *, predictor: Any = None, data: Any = 
     return RunResult(out_dir)
 
 
-def _take_predictor(given: dict[str, Any], predictor: Any) -> dict[str, str]:
+def _take_predictor(given: dict[str, Any], predictor: object) -> dict[str, str]:
     """Fill the options a Predictor determines (what the caller passed wins, except another endpoint);
     return the environment carrying its credentials to the Locust child."""
     target = read_predictor(predictor)

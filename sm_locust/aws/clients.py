@@ -16,14 +16,14 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlparse
 
 from sm_locust.aws.region import region_for
 
 if TYPE_CHECKING:  # botocore loads when a client is made, never at import time
     from botocore.config import Config
-    from botocore.credentials import Credentials
+    from botocore.credentials import Credentials, ReadOnlyCredentials
 
 PLACEHOLDER_KEY = "sm-locust-local"
 LOCAL_DEFAULT_REGION = "us-east-1"  # a local endpoint does not care; signing still needs a region
@@ -32,6 +32,12 @@ Missing = Literal["fail", "local-placeholders", "placeholders"]
 # A boto3 client (or a test's fake or Stubber-wrapped one): the stubs type one service per call, so every
 # client is this one alias, the only Any an AWS call needs.
 AwsClient = Any
+
+
+class FrozenCredentialsSource(Protocol):
+    """Where keys are read from: botocore's `Credentials` or `RefreshableCredentials` (or a test's stand-in)."""
+
+    def get_frozen_credentials(self) -> ReadOnlyCredentials: ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class Keys:
     token: str | None = None
 
     @classmethod
-    def of(cls, credentials: Credentials) -> Keys:
+    def of(cls, credentials: FrozenCredentialsSource) -> Keys:
         """A copy of a botocore credentials object's current keys."""
         frozen = credentials.get_frozen_credentials()
         return cls(frozen.access_key or "", frozen.secret_key or "", frozen.token)

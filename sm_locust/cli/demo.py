@@ -51,7 +51,7 @@ def _spec(flag: str, help: str, type: Any = None, default: Any = None, **rest: A
     return OptionSpec(flag, "", default, help, type=type, web_ui=False, forward=False, **rest)
 
 
-def _switch(flag: str, help: str, **rest: Any) -> OptionSpec:
+def _switch(flag: str, help: str, **rest: object) -> OptionSpec:
     return _spec(flag, help, bool, False, const=True, **rest)
 
 
@@ -85,7 +85,7 @@ class DemoSettings:
     verbose: bool = False
 
     @classmethod
-    def parse(cls, values: Mapping[str, Any]) -> DemoSettings:
+    def parse(cls, values: Mapping[str, object]) -> DemoSettings:
         """From a mapping (the command line's `vars(args)`), each option by its spec (UsageError otherwise)."""
         options = parse_specs(OPTIONS, values)
         return cls(**{f.name: options[f.name] for f in fields(cls)})
@@ -178,7 +178,7 @@ def run(namespace: argparse.Namespace) -> int:
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
         print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
-        published = read_published(stand_in.client(), summary.to_json()) if stand_in is not None else None
+        published = read_published(stand_in.client(), summary) if stand_in is not None else None
         if published is not None:
             print(f"sm-locust demo: published: {compare(published, summary)[1]}")
         for step in Summary.of(summary).steps:

@@ -22,7 +22,7 @@ from sm_locust.util.numbers import MAX_USERS, PROCESSES_PER_CORE, max_processes
 from sm_locust.util.yamlsafe import read_text_file
 
 
-def check_locust_load(options: Any) -> None:
+def check_locust_load(options: object) -> None:
     """`--processes` and `--users` (Locust's own options, from wherever Locust read them) within this
     machine's bounds; a master spreads its users over workers, so its user count is not bounded here."""
     processes = getattr(options, "processes", None)

@@ -28,16 +28,18 @@ import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, SupportsFloat, SupportsIndex
 
 from sm_locust.errors import UsageError
 from sm_locust.util.numbers import check_number
 
+# a command line's parser or one of its argument groups: what options are declared on
+ArgumentContainer = argparse._ActionsContainer
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
 
-def option_value(options: Mapping[str, Any] | None, name: str) -> Any:
+def option_value(options: Mapping[str, object] | None, name: str) -> Any:
     """The option `name` (dest) from a mapping of options (None: none given); None when unset or empty.
     A namespace is refused: a command reads its own in cli/ and hands down `vars(args)`, and a Locust
     process's goes through `locust_values`, so nothing else reads one."""
@@ -50,7 +52,7 @@ def option_value(options: Mapping[str, Any] | None, name: str) -> Any:
     return None if value == "" else value
 
 
-def locust_values(parsed_options: Any) -> dict[str, Any]:
+def locust_values(parsed_options: object) -> dict[str, object]:
     """Locust's parsed options (its argparse namespace, which the web UI's form changes between swarms)
     as a mapping: the one place a Locust process's namespace is read. None: no options."""
     return {} if parsed_options is None else dict(vars(parsed_options))
@@ -61,7 +63,7 @@ def settings_fields(settings_class: type, options: Options) -> dict[str, Any]:
     return {f.name: options[f.name] for f in fields(settings_class) if f.name in options}
 
 
-def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bool:
+def parse_bool(value: object, flag: str | None = None, default: bool = False) -> bool:
     """true/false, on/off, yes/no, 1/0 (any case) or a bool; None -> `default`; else a UsageError."""
     if value is None:
         return default
@@ -75,7 +77,7 @@ def parse_bool(value: Any, flag: str | None = None, default: bool = False) -> bo
     raise UsageError(f"{flag + ' ' if flag else ''}must be true or false (or on/off, yes/no, 1/0), got {value!r}")
 
 
-def parse_number(value: Any, flag: str, cast: type = float, default: Any = None, **bounds: Any) -> Any:
+def parse_number(value: object, flag: str, cast: type = float, default: object = None, **bounds: float) -> Any:
     """`value` as a finite float (or an int with `cast=int`) within `bounds` (minimum, maximum, above,
     below: `sm_locust.util.numbers`); None or "" -> `default`; else a UsageError naming `flag`."""
     if value is None or value == "":
@@ -87,12 +89,14 @@ class _BadArgument(argparse.ArgumentTypeError, ValueError):
     """argparse prints its text after the flag; an env-var default catches it as a ValueError."""
 
 
-def _is_number(value: Any) -> bool:
+def _as_number(value: object) -> float | None:
+    """`value` as a float when it reads as one (text or a number), else None."""
+    if not isinstance(value, (str, bytes, SupportsFloat, SupportsIndex)):
+        return None
     try:
-        float(value)
+        return float(value)
     except (TypeError, ValueError):
-        return False
-    return True
+        return None
 
 
 @dataclass(frozen=True)
@@ -105,16 +109,17 @@ class OptionSpec:
     env_var: str
     default: Any
     help: str
-    type: Any = None  # None = str
+    type: type | None = None  # None = str
     web_ui: bool = True
     choices: tuple | None = None
     forward: bool = True  # `sm-locust run` passes it on to the Locust process
-    web_check: Any = None  # text typed in the web UI form -> a one-line UsageError when it cannot work
+    # text typed in the web UI form -> a one-line UsageError when it cannot work
+    web_check: Callable[[str], object] | None = None
     minimum: float | None = None  # numbers: the range (sm_locust.util.numbers), wherever the value comes from
     above: float | None = None
     maximum: float | None = None
     below: float | None = None
-    convert: Callable[[str], Any] | None = None
+    convert: Callable[[str], object] | None = None
     hint: Callable[[float], str] | None = None  # numbers: advice appended when the range refuses a value
     group: str = ""  # a key of GROUPS: where --help and the web UI show it; "" = its provider's group
     const: Any = None  # the value of the flag given alone (`--dashboard` = `--dashboard auto`); None: it takes one
@@ -132,7 +137,7 @@ class OptionSpec:
         pairs = (("minimum", self.minimum), ("above", self.above), ("maximum", self.maximum), ("below", self.below))
         return {k: v for k, v in pairs if v is not None}
 
-    def parse(self, value: Any, name: str | None = None) -> Any:
+    def parse(self, value: object, name: str | None = None) -> Any:
         """`value` (text from a command line, a variable or a form; or a typed value) as this option's
         type, in its range and among its choices; None or "" -> None (not given). A one-line
         UsageError naming the option (`name`, default the flag) otherwise."""
@@ -144,12 +149,13 @@ class OptionSpec:
             return tuple(single.parse(item, name) for item in items) or None
         name = self.flag if name is None else name
         if self.type is bool:
-            parsed: Any = parse_bool(value, name)
+            parsed: object = parse_bool(value, name)
         elif self.type in (int, float):
             try:
                 parsed = check_number(value, name, self.type, **self.bounds)
             except UsageError as exc:
-                advice = self.hint(float(value)) if self.hint and _is_number(value) else ""
+                number = _as_number(value)
+                advice = self.hint(number) if self.hint and number is not None else ""
                 raise UsageError(f"{exc.message.strip()}{advice}") from None
         elif self.convert is not None:
             try:
@@ -167,7 +173,7 @@ class OptionSpec:
         return parsed
 
     def argparse_kwargs(self) -> dict:
-        kwargs: dict[str, Any] = {"default": self.default, "help": self.help}
+        kwargs: dict[str, object] = {"default": self.default, "help": self.help}
         if self.type is not None or self.convert is not None or self.multiple:
             kwargs["type"] = self._argument
         if self.choices:
@@ -287,7 +293,7 @@ class Options(Mapping[str, Any]):
 
     __slots__ = ("_values", "given", "_specs")
 
-    def __init__(self, values: Mapping[str, Any], given: frozenset[str] = frozenset(),
+    def __init__(self, values: Mapping[str, object], given: frozenset[str] = frozenset(),
                  specs: tuple[OptionSpec, ...] | None = None):
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "given", frozenset(given))
@@ -299,7 +305,7 @@ class Options(Mapping[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Options are frozen: use replace()")
 
     def __getitem__(self, name: str) -> Any:
@@ -314,18 +320,18 @@ class Options(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"Options({', '.join(f'{k}={self._values[k]!r}' for k in sorted(self.given))})"
 
-    def replace(self, **changes: Any) -> Options:
+    def replace(self, **changes: object) -> Options:
         """These options with `changes` (by dest; each parsed by its spec, None = back to the default)."""
         values = {**{k: self._values[k] for k in self.given}, **changes}
         return parse_options(values) if self._specs is None else parse_specs(self._specs, values)
 
 
-def parse_options(source: Mapping[str, Any] | None = None, *,
+def parse_options(source: Mapping[str, object] | None = None, *,
                   name: Callable[[OptionSpec], str] | None = None) -> Options:
     """Every option of every provider from `source` (a mapping of dests; a missing, None or "" value =
     not given; `locust_values` for Locust's parsed options), parsed by its spec; `name(spec)` words the
     option in errors (default its flag; a sweep file says `load.key`)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     given: set[str] = set()
     for spec in all_option_specs():
         parsed = spec.parse(option_value(source, spec.dest), name(spec) if name else None)
@@ -338,14 +344,14 @@ def parse_options(source: Mapping[str, Any] | None = None, *,
     return Options(values, frozenset(given))
 
 
-def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Mapping[str, Any] | None = None, *,
+def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Mapping[str, object] | None = None, *,
                 name: Callable[[OptionSpec], str] | None = None) -> Options:
     """A command's own options (`serve`, `report`, `smoke`, ...) from `source` (a mapping: a command's
     `vars(args)`, keywords or a sweep file's settings; None or "" = not given), each parsed by its spec:
     the one conversion, so a bound is refused alike wherever the value came from. `given` holds the
     options that were given, whatever their value (an emulation's flag without its switch is an error
     even at its default)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     given: set[str] = set()
     for spec in specs:
         parsed = spec.parse(option_value(source, spec.dest), name(spec) if name else None)
@@ -357,7 +363,8 @@ def parse_specs(specs: tuple[OptionSpec, ...] | list[OptionSpec], source: Mappin
     return Options(values, frozenset(given), tuple(specs))
 
 
-def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionSpec], *, env: bool = True) -> None:
+def add_spec_arguments(parser: ArgumentContainer, specs: tuple[OptionSpec, ...] | list[OptionSpec], *,
+                       env: bool = True) -> None:
     """Declare a command's own options on `parser` (a parser or an argument group). The parser's default
     is None (not given) unless the option's variable is set: `parse_specs` fills the spec's default,
     so --help shows the default written in the spec and nothing else keeps a copy."""
@@ -374,10 +381,10 @@ def add_spec_arguments(parser: Any, specs: tuple[OptionSpec, ...] | list[OptionS
         parser.add_argument(*([spec.short] if spec.short else []), spec.flag, **kwargs)
 
 
-def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, Any]:
+def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict[str, object]:
     """dest -> the value of each option whose variable is set (`SM_LOCUST_*`), as a command line takes it
     for its default: what keywords that do not name an option fall back to (a UsageError names a bad one)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for spec in specs:
         text = os.environ.get(spec.env_var) if spec.env_var else None
         if text is not None and text.strip():
@@ -385,12 +392,12 @@ def environment_values(specs: tuple[OptionSpec, ...] | list[OptionSpec]) -> dict
     return values
 
 
-def namespace(values: Mapping[str, Any]) -> argparse.Namespace:
+def namespace(values: Mapping[str, object]) -> argparse.Namespace:
     """An argparse namespace of `values`: the form Locust's `parsed_options` take (sm_locust.testing)."""
     return argparse.Namespace(**values)
 
 
-def environment_options(environment: Any) -> Options:
+def environment_options(environment: object) -> Options:
     """The options a Locust process runs with: parsed once per test start by the default locustfile
     (`environment.sm_locust_options`; the web UI may change them between swarms), else (a shape or
     user in a locustfile of one's own) parsed now from Locust's parsed options."""
@@ -424,7 +431,7 @@ def register_options(parser) -> None:
             action.is_secret = action.is_required = action.is_multiple = False
 
 
-def add_cli_options(parser, title: str = "sm-locust options (also SM_LOCUST_* env vars)") -> None:
+def add_cli_options(parser: ArgumentContainer, title: str = "sm-locust options (also SM_LOCUST_* env vars)") -> None:
     """Declare the same options on an argparse parser (defaults from the same env vars), in one
     argument group per GROUPS key ("sm-locust options: Endpoint", ...)."""
     for key, specs in grouped_specs():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sm_locust.config.options import (
+    ArgumentContainer,
     Options,
     OptionSpec,
     add_cli_options,
@@ -31,7 +32,7 @@ def _spec(flag: str, help: str, type: Any = None, default: Any = None, **rest: A
     return OptionSpec(flag, rest.pop("env_var", ""), default, help, type=type, web_ui=False, forward=False, **rest)
 
 
-def _switch(flag: str, help: str, **rest: Any) -> OptionSpec:
+def _switch(flag: str, help: str, **rest: object) -> OptionSpec:
     return _spec(flag, help, bool, False, const=True, **rest)
 
 
@@ -68,12 +69,12 @@ EXTRA_OPTIONS: tuple[OptionSpec, ...] = (
 RUN_OPTIONS = LOAD_OPTIONS + OUTPUT_OPTIONS + EXTRA_OPTIONS
 
 
-def add_load_arguments(parser: Any) -> None:
+def add_load_arguments(parser: ArgumentContainer) -> None:
     add_spec_arguments(parser.add_argument_group("load"), LOAD_OPTIONS)
     add_spec_arguments(parser.add_argument_group("output"), OUTPUT_OPTIONS)
 
 
-def add_run_arguments(parser: Any) -> None:
+def add_run_arguments(parser: ArgumentContainer) -> None:
     """Everything `sm-locust run` takes (the Python API's keywords are these, with underscores)."""
     add_cli_options(parser)
     add_load_arguments(parser)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from sm_locust.aws.s3 import S3Location
 from sm_locust.config.endpoint import SageMakerSettings
@@ -50,7 +49,7 @@ class RunSettings:
     watch_scaling: bool = False
     repeat: int = 1  # runs of the same test (core/repeat.py); each its own run folder under `out`
 
-    def with_options(self, **changes: Any) -> RunSettings:
+    def with_options(self, **changes: object) -> RunSettings:
         """The same run with some options changed (parsed by their specs), e.g. a default the run
         learns before it starts (a local fleet's time scale)."""
         options = self.options.replace(**changes)

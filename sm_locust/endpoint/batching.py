@@ -38,12 +38,12 @@ class _Batch:
     __slots__ = ("items", "size", "closed", "full", "done", "results", "error")
 
     def __init__(self) -> None:
-        self.items: list[Any] = []
+        self.items: list[object] = []
         self.size = 0  # the rows (or requests) it holds
         self.closed = False
         self.full = threading.Event()
         self.done = threading.Event()
-        self.results: list[Any] = []  # one per item once the batch ran (unless it raised)
+        self.results: list[object] = []  # one per item once the batch ran (unless it raised)
         self.error: BaseException | None = None
 
 

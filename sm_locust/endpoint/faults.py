@@ -11,12 +11,20 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sm_locust.endpoint import options as specs
 from sm_locust.endpoint.options import BY_DEST, MAX_STREAM_TOKENS, MAX_THREADS, PROTOCOLS
 from sm_locust.errors import UsageError
 from sm_locust.util.numbers import PROCESSES_PER_CORE
+
+if TYPE_CHECKING:
+    from sm_locust.endpoint.asyncqueue import AsyncEndpointConfig
+    from sm_locust.endpoint.components import ComponentSpec
+    from sm_locust.endpoint.fleet import FleetConfig
+    from sm_locust.endpoint.llm import LlmConfig
+    from sm_locust.endpoint.multimodel import MultiModelConfig
+    from sm_locust.endpoint.serverless import ServerlessConfig
 
 __all__ = ["MAX_STREAM_TOKENS", "MAX_THREADS", "PROTOCOLS", "EndpointConfig", "FaultPlan"]
 
@@ -99,12 +107,12 @@ class EndpointConfig:
     protocol: str = _default("protocol")
     model_inputs: str = _default("model_inputs")
     model_outputs: str = _default("model_outputs")  # --protocol triton: the model's outputs (default logits:FP32:-1,2)
-    llm: Any = None  # an LLM instead of the ranking model: sm_locust.endpoint.llm.LlmConfig (sm-locust serve --llm)
-    serverless: Any = None  # serverless emulation: sm_locust.endpoint.serverless.ServerlessConfig (--serverless-*)
-    multi_model: Any = None  # MME emulation: sm_locust.endpoint.multimodel.MultiModelConfig (--multi-model)
-    inference_components: Any = None  # a tuple of sm_locust.endpoint.components.ComponentSpec (--inference-components)
-    fleet: Any = None  # several instances that autoscale: sm_locust.endpoint.fleet.FleetConfig (--instances)
-    async_inference: Any = None  # InvokeEndpointAsync queued, results to S3: endpoint.asyncqueue (--async)
+    llm: LlmConfig | None = None  # an LLM instead of the ranking model (sm-locust serve --llm)
+    serverless: ServerlessConfig | None = None  # serverless emulation (--serverless-*)
+    multi_model: MultiModelConfig | None = None  # MME emulation (--multi-model)
+    inference_components: tuple[ComponentSpec, ...] | None = None  # --inference-components
+    fleet: FleetConfig | None = None  # several instances that autoscale (--instances)
+    async_inference: AsyncEndpointConfig | None = None  # InvokeEndpointAsync queued, results to S3 (--async)
 
     def validate(self) -> None:
         """Each field by its OptionSpec (type, range, choices: a ValueError with the command line's words),

@@ -17,7 +17,6 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.scaling.policy import MAX_INSTANCES, ScalingPolicy
@@ -292,7 +291,7 @@ class FleetRouter:
         # time.sleep looked up when called: gunicorn's gevent worker patches it after this module is imported
         self.sleep = sleep or (lambda seconds: time.sleep(seconds))
 
-    def serve(self, answer: Callable[[], Any]) -> Any:
+    def serve(self, answer: Callable[[], object]) -> object:
         instance, ticket = self.fleet.admit(self.rng)
         try:
             if self.fleet.slots:

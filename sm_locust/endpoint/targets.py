@@ -113,7 +113,7 @@ class Adapters(SingleModel):
         return self.cache.stats()
 
 
-def _adapter_spec(config: Any) -> adapters.AdapterSpec | None:
+def _adapter_spec(config: object) -> adapters.AdapterSpec | None:
     llm = getattr(config, "llm", None)
     return llm.adapter_spec() if llm is not None else None
 

@@ -11,9 +11,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
-from sm_locust.config.options import OptionSpec, add_spec_arguments, parse_specs
+from sm_locust.config.options import ArgumentContainer, OptionSpec, add_spec_arguments, parse_specs
 from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
@@ -67,7 +66,7 @@ class GateSettings:
     junit: str | None = None
 
     @classmethod
-    def parse(cls, source: Mapping[str, Any]) -> GateSettings:
+    def parse(cls, source: Mapping[str, object]) -> GateSettings:
         """From a mapping (a command's `vars(args)`, keywords), each option by its spec (UsageError otherwise)."""
         options = parse_specs(OPTIONS, source)
         values = {f.name: options[f.name] for f in fields(cls)}
@@ -83,7 +82,7 @@ class GateSettings:
         return any("=" not in value for value in self.max_error_rate)
 
 
-def add_gate_arguments(parser: Any, shared: tuple[str, ...] = ()) -> None:
+def add_gate_arguments(parser: ArgumentContainer, shared: tuple[str, ...] = ()) -> None:
     """Add the gate options. `shared`: the flags the command already declares as its run's options
     (smoke's `--max-error-rate`, the shapes' stop condition, whose value is also the whole-run gate):
     declared there, once, and read from there by `GateSettings.parse`."""

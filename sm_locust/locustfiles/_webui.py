@@ -205,13 +205,13 @@ FORM_SCRIPT = """<style>
 </script>"""
 
 
-def refused_fields(form: Iterable[str], parsed: Mapping[str, Any], shown: Iterable[str]) -> list[str]:
+def refused_fields(form: Iterable[str], parsed: Mapping[str, object], shown: Iterable[str]) -> list[str]:
     """Form fields that would change a parsed option the UI does not show (pure: for tests)."""
     shown = set(shown) | LOCUST_FORM_FIELDS
     return sorted({key for key in form if key in parsed and key not in shown})
 
 
-def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None = None) -> None:
+def check_form_values(form: Mapping[str, str], current: Mapping[str, object] | None = None) -> None:
     """A UsageError for a shown sm-locust option value that the command line would refuse (its
     OptionSpec: type, range, choices), or a changed value its option's `web_check` refuses (a traffic
     mix naming a file, say); `current`: the parsed options, whose values the form may send back
@@ -225,7 +225,7 @@ def check_form_values(form: Mapping[str, str], current: Mapping[str, Any] | None
         spec.parse(value)
 
 
-def form_options(parsed: Mapping[str, Any], form: Mapping[str, str], shown: Iterable[str]) -> dict[str, Any]:
+def form_options(parsed: Mapping[str, object], form: Mapping[str, str], shown: Iterable[str]) -> dict[str, object]:
     """Locust's parsed options (`locust_values`) with the shown options the form sends (its text, as the
     command line's would be) in place: what the swarm will run with, for the start-up check."""
     return {**parsed, **{name: form[name] for name in set(shown) & set(form)}}

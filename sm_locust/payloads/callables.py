@@ -17,7 +17,6 @@ import itertools
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -36,7 +35,7 @@ def looks_like_callable(source: str) -> bool:
     return bool(_SPEC.match(source))
 
 
-def resolve(spec: str) -> Callable[[], Any]:
+def resolve(spec: str) -> Callable[[], object]:
     """Import the function named by `spec`, or a UsageError saying what is missing."""
     match = _SPEC.match(spec)
     if not match:
@@ -64,7 +63,7 @@ def resolve(spec: str) -> Callable[[], Any]:
             ) from None
         except Exception as exc:
             raise UsageError(f"importing {target!r} failed: {type(exc).__name__}: {exc}") from None
-    obj: Any = module
+    obj: object = module
     for part in name.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
@@ -74,7 +73,7 @@ def resolve(spec: str) -> Callable[[], Any]:
     return obj
 
 
-def _items(result: object) -> Iterable[Any]:
+def _items(result: object) -> Iterable[object]:
     single = (bytes, bytearray, memoryview, str, dict, np.ndarray, Invocation)
     if isinstance(result, single) or not isinstance(result, Iterable):
         return [result]

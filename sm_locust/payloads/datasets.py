@@ -14,7 +14,6 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -80,7 +79,7 @@ def _is_chat(value: object) -> bool:
     return isinstance(value, str) and value.lstrip().startswith("[{")
 
 
-def _chat(value: object) -> Any:
+def _chat(value: object) -> object:
     if isinstance(value, str):
         try:
             return orjson.loads(value)
@@ -89,7 +88,7 @@ def _chat(value: object) -> Any:
     return value
 
 
-def _whole(value: object) -> Any:
+def _whole(value: object) -> object:
     """A CSV cell's number as an int ("" = none); other types pass through to be checked."""
     if isinstance(value, str):
         text = value.strip()

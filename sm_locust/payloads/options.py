@@ -225,7 +225,7 @@ def prepare_payloads(settings: SageMakerSettings, options: Options, *, process: 
     validator = ps.build_validator(serializer)
     check_serializer_applies(ps, settings, validator is not None)
     mix = mix_settings(options, split=ps.split)
-    pool: Any = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
+    pool: object = llm_pool(settings, options) or load_payloads(  # --prompts: LLM requests (payloads/llm.py)
         settings.payload,
         content_type=settings.content_type or None,
         serializer=serializer,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import pickle
 from pathlib import Path
-from typing import Any
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
@@ -32,14 +31,14 @@ class PlainDataUnpickler(pickle.Unpickler):
     """An unpickler for data only: every global (hence every class and every callable a REDUCE,
     NEWOBJ, INST or OBJ opcode could call) and every persistent id is refused."""
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> object:
         raise pickle.UnpicklingError(f"it names {module}.{name}, and sm-locust unpickles plain data only")
 
-    def persistent_load(self, pid: object) -> Any:
+    def persistent_load(self, pid: object) -> object:
         raise pickle.UnpicklingError("it holds a persistent id, and sm-locust unpickles plain data only")
 
 
-def loads_plain(data: bytes) -> Any:
+def loads_plain(data: bytes) -> object:
     """Unpickle `data` into plain data; pickle.UnpicklingError (and the parser's own errors) otherwise."""
     return PlainDataUnpickler(io.BytesIO(data)).load()
 

@@ -12,12 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sm_locust.errors import UsageError
 from sm_locust.invocation import error_code, is_invocation
 from sm_locust.plateau.tokens import Bucket
 from sm_locust.publish.error_names import ErrorNames
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from locust.stats import RequestStats
+
+    from prometheus_client.metrics_core import Metric
 
 log = logging.getLogger(__name__)
 PREFIX = "sm_locust"
@@ -50,7 +57,7 @@ def cumulative_buckets(hist: Mapping[int, int], bounds_s: tuple[float, ...], sca
 class RunView:
     """What a scrape reads, as callables (the live run's, or a test's)."""
 
-    stats: Callable[[], Any]  # Locust's RequestStats (the master's merged ones)
+    stats: Callable[[], RequestStats]  # Locust's RequestStats (the master's merged ones)
     endpoint: Callable[[], str]
     users: Callable[[], int]
     step: Callable[[], int]
@@ -65,7 +72,7 @@ class RunCollector:
         self.view = view
         self.error_names = ErrorNames(on_fold=lambda text: log.warning("sm-locust: Prometheus: %s", text))
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         # lazy: prometheus_client is the optional extra `prometheus`, only loaded with --publish prometheus
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
@@ -134,7 +141,7 @@ class RunCollector:
                 yield family
 
 
-def serve(view: RunView, host: str, port: int) -> Any:
+def serve(view: RunView, host: str, port: int) -> WSGIServer:
     """Start prometheus_client's HTTP server with a registry holding only the run's collector; returns
     the server (shut it down with `.shutdown()`). A one-line UsageError when the extra is missing or
     the port is taken."""

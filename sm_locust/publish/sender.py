@@ -116,14 +116,14 @@ class CloudWatchSender:
 
     # -- the sending side --------------------------------------------------------------------------
     def drain(self, deadline: float | None = None, *, stop: Callable[[], bool] | None = None,
-              sleep: Callable[[float], Any] | None = None) -> None:
+              sleep: Callable[[float], object] | None = None) -> None:
         """Send everything buffered, one call at a time; back off while throttled. With `deadline`
         (a `clock()` time) give up when it passes, with `stop` when it says so (what is left stays
         buffered); `sleep` overrides the back-off's wait (an interruptible one)."""
         with self._lock:
             self._drain(deadline, stop, sleep or self.sleep)
 
-    def _drain(self, deadline: float | None, stop: Callable[[], bool] | None, sleep: Callable[[float], Any]) -> None:
+    def _drain(self, deadline: float | None, stop: Callable[[], bool] | None, sleep: Callable[[float], object]) -> None:
         attempt = 0
         while self._buffer:
             if (deadline is not None and self.clock() >= deadline) or (stop is not None and stop()):

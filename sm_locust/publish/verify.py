@@ -23,22 +23,23 @@ from sm_locust.record.model import JsonObject, Summary, Totals
 MAX_POINTS = 1440  # GetMetricStatistics answers at most 1,440 data points per call
 
 
-def _window(summary: Mapping) -> tuple[datetime, datetime, int]:
-    start = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00"))
-    end = datetime.fromisoformat(str(summary["ended_at"]).replace("Z", "+00:00"))
+def _window(summary: Summary) -> tuple[datetime, datetime, int]:
+    start = datetime.fromisoformat(str(summary.started_at).replace("Z", "+00:00"))
+    end = datetime.fromisoformat(str(summary.ended_at).replace("Z", "+00:00"))
     minutes = max(1.0, (end - start).total_seconds() / 60 + 4)
     period = 60 * max(1, math.ceil(minutes / MAX_POINTS))
     return start - timedelta(seconds=period + 60), end + timedelta(seconds=period + 60), period
 
 
-def read_published(cloudwatch: AwsClient, summary: Mapping) -> dict | None:
+def read_published(cloudwatch: AwsClient, summary: Summary | JsonObject) -> dict | None:
     """The run's published figures as CloudWatch holds them; None when summary.json shows no publishing."""
-    report = (summary.get("publish") or {}).get("cloudwatch")
+    record = Summary.of(summary)
+    report = (record.publish or {}).get("cloudwatch")
     if not report:
         return None
     namespace = report["namespace"]
     dims = [{"Name": k, "Value": v} for k, v in (report.get("dimensions") or {}).items()]
-    start, end, period = _window(summary)
+    start, end, period = _window(record)
 
     def points(metric: str, stats: list[str], dimensions: list[dict]) -> list[dict]:
         return cloudwatch.get_metric_statistics(Namespace=namespace, MetricName=metric, Dimensions=dimensions,
@@ -82,13 +83,14 @@ def compare(published: Mapping, summary: Summary | JsonObject) -> tuple[bool, st
     return False, text + f"; failures by error: CloudWatch {dict(published.get('errors') or {})}, summary.json {errors}"
 
 
-def published_line(summary: Mapping, cloudwatch: AwsClient) -> str | None:
+def published_line(summary: Summary | JsonObject, cloudwatch: AwsClient) -> str | None:
     """`compare`'s line for a run that published to CloudWatch (None for one that did not); a failure
     to read CloudWatch back is said in the line, never raised (a report goes on without it)."""
-    if not (summary.get("publish") or {}).get("cloudwatch"):
+    record = Summary.of(summary)
+    if not (record.publish or {}).get("cloudwatch"):
         return None
     try:
-        published = read_published(cloudwatch, summary)
+        published = read_published(cloudwatch, record)
     except Exception as exc:  # noqa: BLE001 - the report's other parts do not depend on it
         return f"the published metrics could not be read back from CloudWatch ({type(exc).__name__})"
-    return compare(published, summary)[1] if published is not None else None
+    return compare(published, record)[1] if published is not None else None

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, SupportsFloat
+from typing import SupportsFloat
 
 import numpy as np
 import pandas as pd
@@ -147,7 +147,7 @@ def interval_of(column: str, row: pd.Series | Mapping[str, object]) -> tuple[obj
 @dataclass
 class RunComparison:
     name: str
-    row: dict[str, Any]
+    row: dict[str, object]
     steps: pd.DataFrame
     gaps: list[str] = field(default_factory=list)
     rate_phases: bool = False  # its load was rate phases (traffic, a watched policy): not set by users

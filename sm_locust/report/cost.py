@@ -91,7 +91,7 @@ MAX_PRICE_FILE_BYTES = 16 << 20  # a price table: every instance type of every r
 
 
 def price_documents(bundled: str, user_file: str | Path | None = None,
-                    what: str = "price file") -> list[tuple[str, dict[str, Any]]]:
+                    what: str = "price file") -> list[tuple[str, dict[str, object]]]:
     """(source, JSON object) of the bundled price file `bundled` (in sm_locust/report/), then of
     `user_file` when given, which overrides it entry by entry: the one reader of every price file
     (instances, serverless), so a missing or broken one is worded the same."""

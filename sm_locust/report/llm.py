@@ -104,16 +104,15 @@ def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: C
         return {}
     priced = token_cost(cost, view)
     at = _held(view) or Llm()
-    intervals = at.ci95 or {}
-    tokens = intervals.get("output_tokens_per_s")
+    tokens = at.interval("output_tokens_per_s")
     price = cost.get("price_per_hour_usd")
     token_cost_ci95 = (cost_interval(price, cost.get("instance_count") or 1, tokens)
                        if price is not None and priced.get("usd_per_million_output_tokens") is not None else None)
     out: dict[str, object] = {"output_tokens_per_s": at.output_tokens_per_s, "ttft_p95_ms": at.ttft_p95_ms,
                               "itl_p95_ms": at.itl_p95_ms,
                               "usd_per_million_output_tokens": priced.get("usd_per_million_output_tokens")}
-    for figure, interval in (("output_tokens_per_s", tokens), ("ttft_p95_ms", intervals.get("ttft_p95_ms")),
-                             ("itl_p95_ms", intervals.get("itl_p95_ms")),
+    for figure, interval in (("output_tokens_per_s", tokens), ("ttft_p95_ms", at.interval("ttft_p95_ms")),
+                             ("itl_p95_ms", at.interval("itl_p95_ms")),
                              ("usd_per_million_output_tokens", token_cost_ci95)):
         pair = interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None)
         out[f"{figure}_ci95_low"], out[f"{figure}_ci95_high"] = pair
@@ -140,11 +139,10 @@ def llm_rows(view: LlmView | None, cost: Cost,
     at, run = _held(view) or Llm(), view.run
     percentile = float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE)
     pct = compact(percentile)
-    intervals = at.ci95 or {}
     rows = [(f"Output tokens/s ({view.where})",
-             _figure(at.output_tokens_per_s, intervals.get("output_tokens_per_s"), " tokens/s", 1))]
+             _figure(at.output_tokens_per_s, at.interval("output_tokens_per_s"), " tokens/s", 1))]
     for key, label, digits in (("ttft", "Time to first token", 0), ("itl", "Inter-token latency", 1)):
-        figures = " / ".join(_figure(at.percentile(p, f"{key}_"), intervals.get(f"{key}_p{p}_ms"), "", digits)
+        figures = " / ".join(_figure(at.percentile(p, f"{key}_"), at.interval(f"{key}_p{p}_ms"), "", digits)
                              for p in (50, 95, 99))
         slo = slos.get(f"{key}_slo_ms")
         judged = at.percentile(percentile, f"{key}_")

@@ -79,7 +79,7 @@ class CompareSettings:
     safety_factor: float = DEFAULT_SAFETY_FACTOR
 
     @classmethod
-    def parse(cls, source: Mapping[str, Any]) -> CompareSettings:
+    def parse(cls, source: Mapping[str, object]) -> CompareSettings:
         """From a mapping (a command's `vars(args)`, keywords), each option by its spec."""
         options = parse_specs(compare_options(), source)
         return cls(**{dest: options[dest] for dest in ("out", *COMPARE_SHARED)})

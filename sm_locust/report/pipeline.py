@@ -81,7 +81,7 @@ class ReportOptions:
     write_summary: bool = True
 
     @classmethod
-    def parse(cls, source: Mapping[str, Any] | None = None, *, cloudwatch: bool | None = None,
+    def parse(cls, source: Mapping[str, object] | None = None, *, cloudwatch: bool | None = None,
               write_summary: bool = True) -> ReportOptions:
         """From a mapping (a command's `vars(args)`, keywords): each option parsed by its spec (a one-line
         UsageError naming the flag), then the names checked as SageMaker allows them."""

@@ -54,7 +54,7 @@ class CloudWatchSource:
         return fetch_endpoint_metrics(request, **self.options)
 
 
-def create_source(name: str, **options: Any) -> MetricSource:
+def create_source(name: str, **options: object) -> MetricSource:
     """A metric source by name (or alias) with its options; an unknown name lists the valid ones."""
     return METRIC_SOURCES.get(name)(**options)
 

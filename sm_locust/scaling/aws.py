@@ -170,7 +170,7 @@ class ScalingSnapshot:
             parts.append(f"{self.desired_instances} instance{'s' if self.desired_instances != 1 else ''}")
         return "; ".join(parts)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"endpoint": self.ref.endpoint, "variant": self.ref.variant, "target": self.target,
                 "policies": self.policies, "desired_instances": self.desired_instances,
                 "in_service_instances": self.in_service_instances, "endpoint_status": self.endpoint_status,

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE, histogram_percentile
 from sm_locust.measure.timeline import Second
+from sm_locust.record.model import Autoscaling, JsonObject, ScaleEvent
+from sm_locust.record.model import InstanceSample as RecordedSample
 from sm_locust.scaling.intervals import breach_client_bound_s, breach_interval, with_event_intervals
 from sm_locust.scaling.policy import CONCURRENCY, IN, OUT, ScalingPolicy
 from sm_locust.scaling.timeline import InstanceSample, MetricPeriod, RunClock, compact, counts_at
@@ -139,13 +141,15 @@ def scale_events(instances: Sequence[InstanceSample], *, policy: ScalingPolicy |
     return events
 
 
-def count_flaps(events: Sequence[Mapping], window_s: float = FLAP_WINDOW_S) -> int:
+def count_flaps(events: Sequence[ScaleEvent | JsonObject], window_s: float = FLAP_WINDOW_S) -> int:
     """Scale-ins followed by a scale-out within `window_s`."""
+    read = [ScaleEvent.of(event) for event in events]
     flaps = 0
-    for i, event in enumerate(events):
-        if event["direction"] != IN:
+    for i, event in enumerate(read):
+        if event.direction != IN or event.t_s is None:
             continue
-        if any(later["direction"] == OUT and later["t_s"] - event["t_s"] <= window_s for later in events[i + 1:]):
+        if any(later.direction == OUT and later.t_s is not None and later.t_s - event.t_s <= window_s
+               for later in read[i + 1:]):
             flaps += 1
     return flaps
 
@@ -228,18 +232,19 @@ def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[S
     }
 
 
-def describe_event(event: Mapping) -> str:
+def describe_event(scale_event: ScaleEvent | JsonObject) -> str:
     """One progress line for a scale event."""
-    text = f"scale {event['direction']} {event['from']} -> {event['to']} at {event['t_s']:.0f} s"
-    if event.get("reaction_s") is not None:
-        text += f", {event['reaction_s']:.0f} s after the metric crossed"
-        bound = event.get("reaction_s_ci95")
+    event = ScaleEvent.of(scale_event)
+    text = f"scale {event.direction} {event.from_} -> {event.to} at {event.t_s:.0f} s"
+    if event.reaction_s is not None:
+        text += f", {event.reaction_s:.0f} s after the metric crossed"
+        bound = event.reaction_s_ci95
         if bound:
             text += f" ({bound[0]:.0f}..{bound[1]:.0f} s: the poll's resolution)"
-    if event.get("ready_s") is not None:
-        text += f", serving {event['ready_s']:.0f} s after"
-    elif event.get("ready_at_s") is not None:
-        text += f", serving at {event['ready_at_s']:.0f} s"
+    if event.ready_s is not None:
+        text += f", serving {event.ready_s:.0f} s after"
+    elif event.ready_at_s is not None:
+        text += f", serving at {event.ready_at_s:.0f} s"
     return text
 
 
@@ -261,17 +266,18 @@ def describe_change(desired_before: int | None, in_service_before: int | None, d
     return f"scale under way: {in_service} of {desired} instances in service"
 
 
-def breach_cause(figures: Mapping) -> str | None:
+def breach_cause(autoscaling: Autoscaling | JsonObject) -> str | None:
     """Why a configuration breached its SLO, in one clause for the sweep's why-not sentence:
     "310 s over the SLO while 2 instances started"; None when it did not breach."""
-    breach = figures.get("slo_breach_s")
+    figures = Autoscaling.of(autoscaling)
+    breach = figures.slo_breach_s
     if not breach:
         return None
     starting = []
-    for window in figures.get("breaches") or []:
-        for sample in figures.get("instances") or []:
+    for window in figures.breaches or []:
+        for sample in figures.instances:
             if _covers(figures, window, sample):
-                gap = sample["desired"] - sample["in_service"]
+                gap = (sample.desired or 0) - (sample.in_service or 0)
                 if gap > 0:
                     starting.append(gap)
     text = f"{breach:.0f} s over the SLO"
@@ -281,10 +287,10 @@ def breach_cause(figures: Mapping) -> str | None:
     return text
 
 
-def _covers(figures: Mapping, window: Sequence[float], sample: Mapping) -> bool:
+def _covers(figures: Autoscaling, window: Sequence[float], sample: RecordedSample) -> bool:
     """The instance step `sample` is in force during part of `window`."""
-    steps = figures.get("instances") or []
-    later = [s["t_s"] for s in steps if s["t_s"] > sample["t_s"]]
+    at = sample.t_s if sample.t_s is not None else math.inf
+    later = [s.t_s for s in figures.instances if s.t_s is not None and s.t_s > at]
     until = min(later) if later else math.inf
-    return sample["t_s"] < window[1] and until > window[0]
+    return at < window[1] and until > window[0]
 

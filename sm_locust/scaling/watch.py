@@ -21,7 +21,7 @@ from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, client, is_loop
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import UsageError
 from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
-from sm_locust.record.model import Summary
+from sm_locust.record.model import Autoscaling, Summary
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.report.cost import load_prices
@@ -120,7 +120,7 @@ class ScalingWatch:
         if not path.exists():
             return None
         summary = json.loads(path.read_text())
-        started_at = datetime.fromisoformat(str(summary["started_at"]).replace("Z", "+00:00")).timestamp()
+        started_at = datetime.fromisoformat(str(Summary.of(summary).started_at).replace("Z", "+00:00")).timestamp()
         timeline = timeline_path(out)
         seconds = read_seconds(timeline) if timeline else []
         samples = self.poller.timeline(RunClock(started_at, self.time_scale))
@@ -138,29 +138,30 @@ class ScalingWatch:
         }
         summary["autoscaling"] = figures
         write_json(path, summary)
-        for event in figures["scale_events"]:
+        record = Autoscaling.of(figures)
+        for event in record.scale_events:
             say(describe_event(event))
-        say(result_line(figures))
+        say(result_line(record))
         if self.poller.errors:
             say(f"{self.poller.errors} DescribeEndpoint reading(s) failed (last: {self.poller.last_error})")
         return figures
 
 
-def result_line(figures: dict[str, Any]) -> str:
+def result_line(figures: Autoscaling) -> str:
     """`autoscaling: 3 scale events, peak 3 instances, 0.41 instance-hours ($0.09), 40 s over the SLO, 0 flaps`."""
-    events = len(figures.get("scale_events") or [])
+    events = len(figures.scale_events)
     plural = "s" if events != 1 else ""
-    text = f"autoscaling: {events} scale event{plural}, peak {figures.get('peak_instances')} instances"
-    text += f", {figures.get('instance_hours', 0):.3f} instance-hours"
-    if figures.get("cost_usd") is not None:
-        text += f" (${figures['cost_usd']:.2f})"
-    if figures.get("slo_breach_s") is not None:
-        interval = figures.get("breach_s_ci95")
+    text = f"autoscaling: {events} scale event{plural}, peak {figures.peak_instances} instances"
+    text += f", {figures.instance_hours or 0:.3f} instance-hours"
+    if figures.cost_usd is not None:
+        text += f" (${figures.cost_usd:.2f})"
+    if figures.slo_breach_s is not None:
+        interval = figures.breach_s_ci95
         bounds = f" [{interval[0]:.0f}, {interval[1]:.0f}]" if interval else ""
-        text += f", {figures['slo_breach_s']:.0f} s{bounds} over the SLO"
-        if figures.get("breach_client_bound_s"):
-            text += f" ({figures['breach_client_bound_s']:.0f} s of it while the load generator was behind)"
-    return text + f", {figures.get('flaps', 0)} flaps"
+        text += f", {figures.slo_breach_s:.0f} s{bounds} over the SLO"
+        if figures.breach_client_bound_s:
+            text += f" ({figures.breach_client_bound_s:.0f} s of it while the load generator was behind)"
+    return text + f", {figures.flaps or 0} flaps"
 
 
 def live_lines(say: Say) -> Callable[[InstanceReading, InstanceReading], None]:

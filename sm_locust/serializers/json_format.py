@@ -20,7 +20,6 @@ line and splits between lines; a body of one line is one JSON document, read as 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import orjson
@@ -36,7 +35,7 @@ LAYOUTS = ("inputs", "instances")
 _OPTS = orjson.OPT_SERIALIZE_NUMPY
 
 
-def _default(obj: object) -> Any:
+def _default(obj: object) -> object:
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):
@@ -54,7 +53,7 @@ def dumps(obj: object) -> bytes:
         raise SerializationError(f"cannot encode the payload as JSON: {exc}") from None
 
 
-def _arrays(value: object) -> Any:
+def _arrays(value: object) -> object:
     if isinstance(value, list):
         try:
             arr = np.asarray(value)
@@ -95,7 +94,7 @@ class JsonSerializer(Serializer):
             return dumps({"instances": obj if not isinstance(obj, tuple) else list(obj)})
         return dumps(obj)
 
-    def _deserialize(self, data: bytes) -> Any:
+    def _deserialize(self, data: bytes) -> object:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:

@@ -14,7 +14,6 @@ import json
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import orjson
@@ -97,7 +96,7 @@ def datatype_of(dtype: np.dtype, what: str = "array") -> Datatype:
 # -- values <-> the wire --------------------------------------------------------------------------
 
 
-def _first_changed(original: np.ndarray, back: np.ndarray) -> Any:
+def _first_changed(original: np.ndarray, back: np.ndarray) -> object:
     flat_o, flat_b = original.reshape(-1), back.reshape(-1)
     same = (flat_o == flat_b) | ((flat_o != flat_o) & (flat_b != flat_b))  # NaN is itself
     return flat_o[int(np.argmin(same))].item()

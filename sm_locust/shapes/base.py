@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from locust import LoadTestShape
 from locust.runners import Runner
@@ -63,7 +62,7 @@ def describe_step(index: int, step) -> str:
     return text
 
 
-def run_time_s(options: Mapping[str, Any]) -> float | None:
+def run_time_s(options: Mapping[str, object]) -> float | None:
     """`-t/--run-time` in seconds (Locust's own option: it hands it over parsed; the web UI form too), or None."""
     return parse_seconds(option_value(options, "run_time"), "--run-time")
 

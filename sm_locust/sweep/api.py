@@ -113,7 +113,7 @@ def code_of(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
-def load_sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None,
+def load_sweep(source: str | Path | Mapping[str, object], *, out: str | Path | None = None,
                overrides: list[str] | None = None,
                client: AwsClient = None, model: object = None, poll_s: float | None = None,
                base_dir: Path | None = None) -> Sweep:
@@ -224,7 +224,7 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     return SweepResult(sweep, document, outputs, outcome.interrupted, outcome.signum)
 
 
-def sweep(source: str | Path | Mapping[str, Any], *, out: str | Path | None = None, yes: bool = False,
+def sweep(source: str | Path | Mapping[str, object], *, out: str | Path | None = None, yes: bool = False,
           model: object = None,
           client=None, overrides: list[str] | None = None) -> SweepResult:
     """Check, plan and run a sweep in one call (`model`: a sagemaker.model.Model to clone settings from)."""

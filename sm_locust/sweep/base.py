@@ -140,10 +140,10 @@ class Sweep:
         ranking), [] when nothing needs confirming or the kind does not confirm."""
         return []
 
-    def replicate_pairs(self, ordered: Sequence[Row], candidate: Callable[[Any], Any]) -> dict[int, tuple[Any, Any]]:
+    def replicate_pairs(self, ordered: Sequence[Row], candidate: Callable[[Any], T]) -> dict[int, tuple[T, T]]:
         """Configuration index -> (its candidate, its other replicate's candidate) for each ok row measured
         twice (`Row.confirm`)."""
-        pairs: dict[int, tuple[Any, Any]] = {}
+        pairs: dict[int, tuple[T, T]] = {}
         for r in ordered:
             if r.status == "ok" and r.confirm is not None and r.confirm.figures is not None:
                 pairs[r.index] = (candidate(r), candidate(replace(r, figures=r.confirm.figures)))
@@ -242,11 +242,11 @@ class Sweep:
         own = self.estimates[index].usd or 0.0 if index in self.estimates else 0.0
         return spent + alive + own <= self.spec.max_cost_usd + 1e-9
 
-    def deployer_settings(self, c: Configuration) -> dict[str, Any]:
+    def deployer_settings(self, c: Configuration) -> dict[str, object]:
         """What the deployer is given of configuration `c`'s settings (a kind may keep some for its test)."""
         return dict(c.settings)
 
-    def run_options(self, index: int) -> dict[str, Any]:
+    def run_options(self, index: int) -> dict[str, object]:
         """`sm-locust run` options of configuration `index`'s test beyond the `load:` section's (by dest)."""
         return {}
 

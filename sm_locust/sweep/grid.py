@@ -70,7 +70,7 @@ def label_for(varying: Mapping[str, object]) -> str:
     return ", ".join(f"{short_key(k)} {_text(v)}" for k, v in varying.items())
 
 
-def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
+def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[object]],
            explicit: Sequence[Mapping[str, object]] = ()) -> list[Configuration]:
     """Every combination of the grid, then the explicit configurations, each over `shared`; a one-line
     UsageError, before anything is expanded, when they would be more than `MAX_CONFIGURATIONS`."""
@@ -79,7 +79,7 @@ def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
         sizes = " x ".join(f"{len(v):,}" for v in grid.values())
         raise UsageError(f"the sweep has {combinations + len(explicit):,} configurations (grid {sizes or '-'}, "
                          f"{len(explicit):,} listed); a sweep runs at most {MAX_CONFIGURATIONS:,}: split it")
-    rows: list[tuple[dict[str, Any], str | None]] = []
+    rows: list[tuple[dict[str, object], str | None]] = []
     if grid:
         keys = list(grid)
         for values in itertools.product(*(grid[k] for k in keys)):
@@ -88,7 +88,7 @@ def expand(shared: Mapping[str, object], grid: Mapping[str, Sequence[Any]],
         item = dict(item)
         name = item.pop(LABEL_KEY, None)
         rows.append((flatten(item), None if name is None else str(name)))
-    merged: list[tuple[dict[str, Any], dict[str, Any], str | None]] = []
+    merged: list[tuple[dict[str, object], dict[str, object], str | None]] = []
     seen: set[str] = set()
     for own, name in rows:
         settings = {**shared, **own}

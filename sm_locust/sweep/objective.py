@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
@@ -68,7 +68,7 @@ class Objective:
     def percentile_label(self) -> str:
         return f"p{self.percentile:g}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"target_rps": self.target_rps, "slo_ms": self.slo_ms, "percentile": self.percentile,
                 "max_error_rate": self.max_error_rate, "safety_factor": self.safety_factor, "optimize": self.optimize,
                 **({"max_breach_s": self.max_breach_s} if self.max_breach_s is not None else {})}

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 class Figures(Protocol):
     """A kind's measured figures of one configuration."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """Its sweep.json keys, in order."""
         ...
 
@@ -30,7 +30,7 @@ class Timing:
     deploy_s: float | None = None  # creation (None: it failed or was interrupted)
     test_s: float | None = None  # the test
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"wall_s": self.wall_s, "deploy_s": self.deploy_s, "test_s": self.test_s}
 
 
@@ -43,7 +43,7 @@ class Marks:
     pareto: bool | None = None  # kinds that draw a Pareto front (None: not written)
     report: str | None = None  # `<run folder>/report.html` when it exists
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"meets_objective": self.meets_objective, "lost_because": self.lost_because}
         if self.pareto is not None:
             out["pareto"] = self.pareto
@@ -60,7 +60,7 @@ class Teardown:
     cost_usd: float | None = None  # billed_s x price x count (None: no price)
     left_behind: list[str] = field(default_factory=list)  # what could not be deleted
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"deployed": self.deployed}
         if self.billed_s is not None:
             out["billed_s"] = self.billed_s
@@ -81,7 +81,7 @@ class Remeasure:
     first_cost_usd: float | None = None  # what the first deployment was billed (added to the row's cost_usd)
     first_billed_s: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"first_reason": self.first_reason, "first_run_dir": self.first_run_dir,
                 "first_cost_usd": self.first_cost_usd, "first_billed_s": self.first_billed_s}
 
@@ -104,7 +104,7 @@ class Confirm:
     first_cost_usd: float | None = None  # what the first deployment was billed (added to the row's cost_usd)
     first_billed_s: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"first_run_dir": self.first_run_dir, "first_cost_usd": self.first_cost_usd,
                 "first_billed_s": self.first_billed_s,
                 "first_figures": self.figures.as_dict() if self.figures is not None else None}
@@ -138,7 +138,7 @@ class Row:
     marks: Marks | None = None
     teardown: Teardown | None = None
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """The kind's keys that say what the configuration is, after the shared ones."""
         return {}
 
@@ -150,7 +150,7 @@ class Row:
         """What it was billed, once torn down (None before, or without a price)."""
         return self.teardown.cost_usd if self.teardown is not None else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The row as sweep.json's configuration object (the one place rows are written)."""
         out: dict[str, object] = {"index": self.index, "label": self.label, "key": self.key,
                                "settings": dict(self.settings),

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Self
 
 from gevent.server import StreamServer
 
-Answer = Callable[[bytes, Any], bytes]  # (request head without the blank line, peer address) -> response bytes
+Answer = Callable[[bytes, object], bytes]  # (request head without the blank line, peer address) -> response bytes
 
 
 def header_value(head: bytes, name: bytes) -> bytes | None:

@@ -10,7 +10,7 @@ named by botocore error code (`name_error`). The client comes from `sm_locust.aw
 from __future__ import annotations
 
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, AwsClient, Keys, Purpose, client
 from sm_locust.invocation import MODEL_WAIT_HEADER, Invocation, InvocationError
@@ -22,6 +22,9 @@ from sm_locust.transport.contract import (
     StreamMeasurement,
     wait_ms,
 )
+
+if TYPE_CHECKING:
+    from locust.env import Environment
 
 _MODEL_WAIT = MODEL_WAIT_HEADER.lower()
 # the members each operation models (botocore's sagemaker-runtime service model)
@@ -69,7 +72,8 @@ class Boto3SageMakerClient(SageMakerClient):
 
     transport = "boto3"
 
-    def __init__(self, environment: Any, endpoint_name: str, *, boto3_client: AwsClient = None, **contract: Any):
+    def __init__(self, environment: Environment, endpoint_name: str, *, boto3_client: AwsClient = None,
+                 **contract: Any):
         super().__init__(environment, endpoint_name, **contract)
         self.runtime = boto3_client or make_boto3_client(**vars(self.settings))
 

@@ -33,6 +33,9 @@ from sm_locust.transport.inflight import StoppedRequests
 
 if TYPE_CHECKING:
     from locust.env import Environment
+    from locust.event import EventHook
+
+    from sm_locust.aws.clients import FrozenCredentialsSource
 
 DEFAULT_POOL_SIZE = 1024
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -135,7 +138,7 @@ class Measurement:
     __slots__ = ("_event", "request_type", "name", "context", "url", "started", "start_time", "end",
                  "response_length", "exception", "_to_error", "_stopped")
 
-    def __init__(self, event: Any, request_type: str, name: str, context: dict | None = None,
+    def __init__(self, event: EventHook, request_type: str, name: str, context: dict | None = None,
                  url: str | None = None, started: float | None = None,
                  to_error: Callable[[BaseException, str | None], InvocationError] = name_exception,
                  stopped: Callable[[str, str], None] | None = None):
@@ -184,7 +187,7 @@ class Measurement:
         self.fire(self.request_type, (end - self.started) * 1000.0, self.response_length, self.exception, self.context)
 
 
-def measure(event: Any, request_type: str, name: str, context: dict | None = None, *, url: str | None = None,
+def measure(event: EventHook, request_type: str, name: str, context: dict | None = None, *, url: str | None = None,
             started: float | None = None, stopped: Callable[[str, str], None] | None = None) -> Measurement:
     """`with measure(environment.events.request, "InvokeEndpointSplit", name) as request: ...`"""
     return Measurement(event, request_type, name, context, url=url, started=started, stopped=stopped)
@@ -276,7 +279,7 @@ class ClientSettings:
     pool_size: int = DEFAULT_POOL_SIZE
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
-    credentials: Any = field(default=None, repr=False)
+    credentials: FrozenCredentialsSource | None = field(default=None, repr=False)
 
 
 class SageMakerClient(ABC):
@@ -324,7 +327,7 @@ class SageMakerClient(ABC):
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
         read_timeout: float = DEFAULT_READ_TIMEOUT_S,
-        credentials: Any = None,
+        credentials: FrozenCredentialsSource | None = None,
         token_counter: Callable[[bytes], int] | None = None,
         inter_chunk: str = "mean",
     ):

@@ -79,7 +79,7 @@ def _strip_code(code: object) -> Any:
     return code
 
 
-def parse_error_response(status: int, headers: Mapping[str, str] | Any, body: bytes | None) -> dict:
+def parse_error_response(status: int, headers: object, body: bytes | None) -> dict:
     """botocore's parsed error response for an InvokeEndpoint* call.
 
     Returns `{"Error": {"Code": ..., "Message": ...}, **modeled fields}` as found in
@@ -137,7 +137,7 @@ def error_from_parsed(parsed: Mapping[str, Any], status: int | None = None) -> I
 
 
 def error_from_response(
-    status: int, headers: Mapping[str, str] | Any, body: bytes | None
+    status: int, headers: object, body: bytes | None
 ) -> InvocationError:
     """`InvocationError` for an HTTP error response, as botocore would name it."""
     return error_from_parsed(parse_error_response(status, headers, body), status)

@@ -45,6 +45,8 @@ from sm_locust.transport.signing import DEFAULT_SIGNER, BaseSigner, LeanSigner, 
 if TYPE_CHECKING:
     from locust.env import Environment
 
+    from geventhttpclient.response import HTTPSocketPoolResponse
+
 USER_AGENT = "sm-locust-fast/0.1 geventhttpclient"
 INVOKED_VARIANT = "x-amzn-invoked-production-variant"
 MODEL_WAIT = MODEL_WAIT_HEADER.lower()
@@ -203,7 +205,7 @@ class FastSageMakerClient(SageMakerClient):
 
     # ---------------------------------------------------------------- internals
 
-    def _start(self, operation: str, headers: dict[str, str], body: bytes) -> Any:
+    def _start(self, operation: str, headers: dict[str, str], body: bytes) -> HTTPSocketPoolResponse:
         return self._send(self._head(self.paths[operation], self._urls[operation], headers, body), body)
 
     def _head(self, path: str, url: str, headers: dict[str, str], body: bytes) -> bytes:
@@ -238,7 +240,7 @@ class FastSageMakerClient(SageMakerClient):
             lines.append(f"{name}: {value}\r\n")
         return "".join(lines)
 
-    def _send(self, head: bytes, body: bytes) -> Any:
+    def _send(self, head: bytes, body: bytes) -> HTTPSocketPoolResponse:
         """Send one request on a pooled connection and read the answer's head; never re-sent.
 
         A connection that breaks while sending may still carry the server's early answer (a 413 for
@@ -266,13 +268,13 @@ def _select(headers: dict[str, str], allowed: dict[str, str]) -> dict[str, str]:
     return {allowed[k]: v for k, v in headers.items() if k in allowed}
 
 
-def _header(response: Any, name: str) -> str | None:
+def _header(response: HTTPSocketPoolResponse, name: str) -> str | None:
     """One response header (lower-case `name`), repeated values joined by commas as `_headers` does."""
     value = response.get(name)
-    return ",".join(value) if type(value) is list else value
+    return ",".join(value) if isinstance(value, list) else value
 
 
-def _headers(response: Any) -> dict[str, str]:
+def _headers(response: HTTPSocketPoolResponse) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in response.items():
         key = key.lower()
@@ -281,7 +283,7 @@ def _headers(response: Any) -> dict[str, str]:
 
 
 def read_event_stream(
-    response: Any, on_chunk: Callable[[bytes, float], None], url: str
+    response: HTTPSocketPoolResponse, on_chunk: Callable[[bytes, float], None], url: str
 ) -> InvocationError | None:
     """Read an event-stream body frame by frame to its end; the first stream error, if any.
 
@@ -330,7 +332,7 @@ def read_event_stream(
                 error = error_from_stream_message(message.headers, message.payload)
 
 
-def _discard(response: Any) -> None:
+def _discard(response: HTTPSocketPoolResponse) -> None:
     """Close the response's connection instead of returning it to the pool (its rest is not read)."""
     pool, sock = getattr(response, "_pool", None), getattr(response, "_sock", None)
     try:

@@ -17,12 +17,15 @@ import hmac
 import time
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
-from sm_locust.aws.clients import chain_credentials
+from sm_locust.aws.clients import FrozenCredentialsSource, chain_credentials
 from sm_locust.errors import UsageError
 from sm_locust.util.registry import Registry
+
+if TYPE_CHECKING:
+    from botocore.credentials import ReadOnlyCredentials
 
 SIGNING_NAME = "sagemaker"
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -89,14 +92,15 @@ class CredentialSource:
     `RefreshableCredentials`); None means botocore's default provider chain, resolved on first use.
     """
 
-    def __init__(self, credentials: Any = None, check_interval: float = CREDENTIAL_CHECK_SECONDS):
+    def __init__(self, credentials: FrozenCredentialsSource | None = None,
+                 check_interval: float = CREDENTIAL_CHECK_SECONDS):
         self._credentials = credentials
         self._check_interval = check_interval
-        self._frozen: Any = None
+        self._frozen: ReadOnlyCredentials | None = None
         self._error: Exception | None = None
         self._checked_at = float("-inf")
 
-    def get(self) -> Any:
+    def get(self) -> ReadOnlyCredentials:
         """A `ReadOnlyCredentials(access_key, secret_key, token)`; raises NoCredentialsError.
 
         A miss is remembered for the check interval too: without credentials every call fails at
@@ -124,7 +128,7 @@ class CredentialSource:
         return f"{type(self).__name__}(check_interval={self._check_interval})"
 
 
-def _default_credentials() -> Any:
+def _default_credentials() -> FrozenCredentialsSource:
     credentials = chain_credentials()  # botocore loads only when a client signs: after Locust patched gevent
     if credentials is None:
         raise NoCredentialsError()
@@ -158,7 +162,7 @@ class BaseSigner:
 
     name = "base"
 
-    def __init__(self, region: str, credentials: Any = None, service: str = SIGNING_NAME):
+    def __init__(self, region: str, credentials: FrozenCredentialsSource | None = None, service: str = SIGNING_NAME):
         if not region:
             raise ValueError("a SigV4 signer needs a region")
         self.region = region
@@ -202,7 +206,7 @@ class SigningTemplate:
     __slots__ = ("headers", "canonical_head", "canonical_tail", "signed_headers", "credentials")
 
     def __init__(self, headers: dict[str, str], canonical_head: str, canonical_tail: str, signed_headers: str,
-                 credentials: Any):
+                 credentials: ReadOnlyCredentials):
         self.headers = headers
         self.canonical_head = canonical_head
         self.canonical_tail = canonical_tail
@@ -223,7 +227,7 @@ class LeanSigner(BaseSigner):
 
     name = "lean"
 
-    def __init__(self, region: str, credentials: Any = None, service: str = SIGNING_NAME):
+    def __init__(self, region: str, credentials: FrozenCredentialsSource | None = None, service: str = SIGNING_NAME):
         super().__init__(region, credentials, service)
         self._key_for: tuple[str, str] | None = None
         self._key = b""
@@ -296,17 +300,19 @@ class LeanSigner(BaseSigner):
         signature = hmac.digest(second[3], string_to_sign.encode(), "sha256").hex()
         return f"{second[4]}{template.signed_headers}, Signature={signature}"
 
-    def _new_second(self, amz_date: str, creds: Any) -> tuple:
+    def _new_second(self, amz_date: str, creds: ReadOnlyCredentials) -> tuple:
         """Scope, string-to-sign head, signing key and Authorization head for this second; the memo restarts."""
         day = amz_date[:8]
         scope = f"{day}/{self.region}/{self.service}/aws4_request"
+        assert creds.secret_key is not None  # CredentialSource.get refuses credentials without keys
         second = (amz_date, creds, f"{ALGORITHM}\n{amz_date}\n{scope}\n", self._signing_key(creds.secret_key, day),
                   f"{ALGORITHM} Credential={creds.access_key}/{scope}, SignedHeaders=")
         self._memo.clear()
         self._second = second
         return second
 
-    def _template(self, method: str, url: str, headers: Mapping[str, str], creds: Any, key: tuple) -> SigningTemplate:
+    def _template(self, method: str, url: str, headers: Mapping[str, str], creds: ReadOnlyCredentials,
+                  key: tuple) -> SigningTemplate:
         """The headers kept (`_base_headers`' rule) and the canonical request around the date and the
         payload hash; headers botocore never signs (`UNSIGNED_HEADERS`) are sent but not signed."""
         token = creds.token
@@ -406,7 +412,7 @@ class CrtSigner(BaseSigner):
 
     name = "crt"
 
-    def __init__(self, region: str, credentials: Any = None, service: str = SIGNING_NAME):
+    def __init__(self, region: str, credentials: FrozenCredentialsSource | None = None, service: str = SIGNING_NAME):
         super().__init__(region, credentials, service)
         try:  # lazy: awscrt is the optional `crt` extra
             import awscrt.auth
@@ -414,10 +420,10 @@ class CrtSigner(BaseSigner):
         except ImportError as exc:
             raise UsageError(f"the 'crt' signer needs awscrt: {CRT_INSTALL_HINT}") from exc
         self._auth, self._http = awscrt.auth, awscrt.http
-        self._provider_for: Any = None
-        self._provider: Any = None
+        self._provider_for: ReadOnlyCredentials | None = None
+        self._provider: object = None
 
-    def _credentials_provider(self, creds: Any) -> Any:
+    def _credentials_provider(self, creds: ReadOnlyCredentials) -> object:
         if self._provider_for is not creds:
             self._provider = self._auth.AwsCredentialsProvider.new_static(
                 creds.access_key, creds.secret_key, creds.token
@@ -466,7 +472,8 @@ def _crt_should_sign(name: str) -> bool:
     return name.lower() not in UNSIGNED_HEADERS
 
 
-def create_signer(signer: str | BaseSigner, region: str, credentials: Any = None) -> BaseSigner:
+def create_signer(signer: str | BaseSigner, region: str,
+                  credentials: FrozenCredentialsSource | None = None) -> BaseSigner:
     """A signer by registry name (`lean`, `botocore`, `crt`), or the given instance unchanged."""
     if isinstance(signer, BaseSigner):
         return signer

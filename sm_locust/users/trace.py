@@ -36,7 +36,7 @@ class TraceReplay:
 
     def __init__(self, pool: Any, call: Callable, counters: OpenLoopCounters, *, time_scale: float = 1.0,
                  max_in_flight: int = 1000, clock: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], Any] = gevent.sleep):
+                 sleep: Callable[[float], object] = gevent.sleep):
         self.pool = pool
         self.call = call
         self.counters = counters

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
 
 MISSING = "n/a"
 
@@ -25,6 +24,13 @@ def is_missing(value: object) -> bool:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return not math.isfinite(value)
     return False
+
+
+def _real(value: object) -> float:
+    """A figure the caller checked is not missing, as a float; a TypeError naming it when it is not a number."""
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"a figure must be a number, not {type(value).__name__} {value!r}")
 
 
 def number(value: object, digits: int = 1, unit: str = "") -> str:
@@ -48,14 +54,14 @@ def _trimmed(text: str) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def percent(fraction: Any, digits: int = 1, *, unit: str = " %", trim: bool = False) -> str:
+def percent(fraction: object, digits: int = 1, *, unit: str = " %", trim: bool = False) -> str:
     """A fraction as a percentage with `digits` decimals; `trim` drops trailing zeros.
 
     0.075 -> '7.5 %'; (0.005, 2, unit='%') -> '0.50%'; (0.05, 2, unit='', trim=True) -> '5'.
     """
     if is_missing(fraction):
         return MISSING
-    text = f"{fraction * 100:.{digits}f}"
+    text = f"{_real(fraction) * 100:.{digits}f}"
     return (_trimmed(text) if trim else text) + unit
 
 
@@ -66,31 +72,32 @@ def compact(value: object, unit: str = "") -> str:
     return f"{value:g}{unit}"
 
 
-def latency(value: Any, unit: str = "") -> str:
+def latency(value: object, unit: str = "") -> str:
     """A latency in a sentence: whole numbers from 100 up or when exact (thousands separated, as
     `number`'s), else three significant digits. 48.0 -> '48'; 12.345 -> '12.3'; 7100.0 -> '7,100'."""
     if is_missing(value):
         return MISSING
-    return (f"{value:,.0f}" if value >= 100 or float(value).is_integer() else f"{value:.3g}") + unit
+    figure = _real(value)
+    return (f"{figure:,.0f}" if figure >= 100 or figure.is_integer() else f"{figure:.3g}") + unit
 
 
-def money(value: Any, digits: int = 2) -> str:
+def money(value: object, digits: int = 2) -> str:
     """US dollars: (1234.5) -> '$1,234.50'; (0.25, 3) -> '$0.250'; missing -> 'n/a' (never '$n/a')."""
     if is_missing(value):
         return MISSING
-    return "$" + number(float(value), digits)
+    return "$" + number(_real(value), digits)
 
 
-def duration(seconds: Any) -> str:
+def duration(seconds: object) -> str:
     """A wall-clock span for progress lines: '38 s', '12 min 5 s', '2 h 30 min'."""
     if is_missing(seconds):
         return MISSING
-    seconds = max(0.0, float(seconds))
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
-    return f"{seconds // 3600:.0f} h {(seconds % 3600) // 60:.0f} min"
+    span = max(0.0, _real(seconds))
+    if span < 90:
+        return f"{span:.0f} s"
+    if span < 5400:
+        return f"{span // 60:.0f} min {span % 60:.0f} s"
+    return f"{span // 3600:.0f} h {(span % 3600) // 60:.0f} min"
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -124,7 +131,7 @@ def _bounds(interval: object) -> tuple[float, float] | None:
     return float(low), float(high)
 
 
-def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) -> str:
+def with_interval(value: object, interval: object, unit: str = "", digits: int = 0) -> str:
     """A figure with its 95 % interval, the one way every surface shows one:
 
     symmetric (batch means of a rate)  -> '189 req/s (±3)'
@@ -139,13 +146,13 @@ def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) ->
     the figure and the bounds; a half-width that would print as 0 gets one significant digit."""
     if is_missing(value):
         return MISSING
-    figure = number(float(value), digits, unit)
+    central = _real(value)
+    figure = number(central, digits, unit)
     bounds = _bounds(interval)
     if bounds is None or bounds[1] <= bounds[0]:
         return figure
     low, high = bounds
-    value = float(value)
-    above, below = high - value, value - low
+    above, below = high - central, central - low
     # symmetric when both sides print the same or differ by under 2 % of the width (batch means' are,
     # exactly; a rounded figure moves the centre a little)
     if f"{above:.{digits}f}" == f"{below:.{digits}f}" or abs(above - below) <= 0.02 * (above + below):
@@ -157,21 +164,21 @@ def with_interval(value: Any, interval: Any, unit: str = "", digits: int = 0) ->
     return f"{figure} [{number(low, digits)}, {number(high, digits)}]"
 
 
-def percent_interval(fraction: Any, interval: Any, digits: int = 1) -> str:
+def percent_interval(fraction: object, interval: object, digits: int = 1) -> str:
     """A fraction as a percentage with its 95 % interval, `with_interval`'s wording: (0.935, [0.923,
     0.947]) -> '93.5 % (±1.2)'; no interval -> '93.5 %'."""
     if is_missing(fraction):
         return MISSING
     bounds = _bounds(interval)
-    return with_interval(100.0 * float(fraction), None if bounds is None else [100.0 * b for b in bounds], " %",
+    return with_interval(100.0 * _real(fraction), None if bounds is None else [100.0 * b for b in bounds], " %",
                          digits)
 
 
-def signed_percent(fraction: Any, digits: int = 0) -> str:
+def signed_percent(fraction: object, digits: int = 0) -> str:
     """A relative change with its sign: 0.123 -> '+12'; -0.071 -> '-7'; 0 -> '+0' (no unit: see `change`)."""
     if is_missing(fraction):
         return MISSING
-    text = f"{fraction * 100:+.{digits}f}"
+    text = f"{_real(fraction) * 100:+.{digits}f}"
     return "+" + text[1:] if float(text) == 0 else text  # never '-0'
 
 

@@ -23,9 +23,10 @@ import pytest
 
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.endpoint.fleet import FleetConfig
+from sm_locust.record.model import Autoscaling
 from sm_locust.scaling.aws import VariantRef, snapshot
 from sm_locust.scaling.policy import ScalingPolicy
-from sm_locust.scaling.watch import start_watch
+from sm_locust.scaling.watch import result_line, start_watch
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import ROLE
 
@@ -67,6 +68,18 @@ def comparable(aas, sm) -> dict:
     d = snapshot(aas, sm, REF).as_dict()
     d.pop("taken_at")
     return d
+
+
+def test_the_closing_line_says_every_figure_the_record_holds():
+    figures = Autoscaling.of({"scale_events": [{"t_s": 60, "direction": "out", "from": 1, "to": 3}],
+                              "peak_instances": 3, "instance_hours": 0.4125, "cost_usd": 0.0949,
+                              "slo_breach_s": 40.0, "breach_s_ci95": [31.0, 52.0], "breach_client_bound_s": 5.0,
+                              "flaps": 1})
+    assert result_line(figures) == ("autoscaling: 1 scale event, peak 3 instances, 0.412 instance-hours ($0.09), "
+                                    "40 s [31, 52] over the SLO (5 s of it while the load generator was behind), "
+                                    "1 flaps")
+    bare = Autoscaling.of({"scale_events": [], "peak_instances": 1, "instance_hours": 0.1, "flaps": 0})
+    assert result_line(bare) == "autoscaling: 0 scale events, peak 1 instances, 0.100 instance-hours, 0 flaps"
 
 
 @pytest.mark.e2e

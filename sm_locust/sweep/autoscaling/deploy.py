@@ -90,5 +90,6 @@ class LocalFleetDeployer(LocalDeployer):
         if config.async_inference is not None and config.async_inference.scaling is not None:
             return (f"{super().describe(settings)} "
                     f"({config.async_inference.scaling.describe(config.async_inference.max_concurrent)})")
+        assert config.fleet is not None  # config() gives an endpoint one or the other
         fleet = config.fleet.describe(config.service_time_ms, config.max_concurrency)
         return f"{super().describe(settings)} ({fleet})"

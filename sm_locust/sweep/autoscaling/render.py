@@ -73,7 +73,7 @@ def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
     return text + took
 
 
-def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, object]]]:
     header = ["index", "label", "status", "reason", *POLICY_COLUMNS, "price_per_hour", *COLUMNS, "scale_events"]
     rows = []
     for c in document.get("configurations") or []:

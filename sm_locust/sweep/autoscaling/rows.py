@@ -11,7 +11,6 @@ is read from them (the first scale-out's reaction and ready times, the error rat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sm_locust.record.model import Autoscaling, ScaleEvent
 from sm_locust.sweep.rows import Row
@@ -83,15 +82,15 @@ class AutoscalingFigures:
 
 @dataclass(kw_only=True)
 class AutoscalingRow(Row):
-    policy: dict[str, Any]
+    policy: dict[str, object]
     price_per_hour: float | None = None
     price_source: str | None = None
     figures: AutoscalingFigures | None = None
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"policy": dict(self.policy), "price_per_hour": self.price_per_hour, "price_source": self.price_source}
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The shared row, with `cost_usd` the traffic's (instance-hours x price, what the fleet cost as it
         scaled) and the runner's one-instance billing of the endpoint's life as `deployment_cost_usd`."""
         out = super().as_dict()

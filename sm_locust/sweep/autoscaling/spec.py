@@ -58,7 +58,7 @@ class AutoscalingSpec:
     def grid(self) -> dict[str, list[Any]]:
         return {f"{PREFIX}{k}": list(v) for k, v in self.axes.items()}
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         section = {k[len(PREFIX):]: v for k, v in self.shared.items()}
         section.update(self.axes)
         return {k: section[k] for k in SECTION_KEYS if k in section}

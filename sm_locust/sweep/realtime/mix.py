@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from sm_locust.errors import UsageError
 from sm_locust.mix.spec import parse_mix
@@ -37,7 +37,7 @@ LOADED_MODELS = "loaded_models"  # the local deployer's endpoint_usage.csv colum
 CW_LOADED_MODELS = METRICS_BY_NAME["LoadedModelCount"].columns()[0]  # steps.csv: CloudWatch's average, per instance
 
 
-def deployer_settings(settings: Mapping[str, object], known: Callable[[], Iterable[str]]) -> dict[str, Any]:
+def deployer_settings(settings: Mapping[str, object], known: Callable[[], Iterable[str]]) -> dict[str, object]:
     """A configuration's settings minus the mix keys the deployer does not know (they shape the test);
     `known`: the deployer's `known_keys`, asked only when a mix key is there."""
     if not any(key in settings for key in MIX_KEYS):

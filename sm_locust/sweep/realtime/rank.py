@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sm_locust.gates.decide import FAIL, INCONCLUSIVE, Bounds, judge, judge_point
 from sm_locust.sweep.objective import Objective, nothing_meets, status_reason, why_lost
@@ -44,7 +43,7 @@ class Candidate:
     cost_per_1m_ci95: list[float] | None = None
     cost_per_hour_at_target_ci95: list[float] | None = None
     price_per_hour: float | None = None  # what running it costs (price x instance count): breaks a tie
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 REPLICATE_FIELDS = (  # (figure, its interval): what a configuration measured twice combines (sweep/replicates.py)

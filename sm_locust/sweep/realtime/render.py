@@ -71,7 +71,7 @@ def configuration_line(index: int, total: int, row: RealtimeRow, percentile_labe
     return progress.configuration_line(index, total, row, figures)
 
 
-def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, object]]]:
     configurations = document.get("configurations") or []
     setting_keys: list[str] = []
     for c in configurations:

@@ -37,7 +37,7 @@ class RealtimeFigures(Measurement):
     # with `load: {repeat: N}` (`realtime.measure.repeat_figures`; null otherwise)
     repeat: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {("verdict" if k == "text" else k): v for k, v in asdict(self).items() if k not in WINDOW}
 
 
@@ -46,6 +46,6 @@ class RealtimeRow(Row):
     price: Price
     figures: RealtimeFigures | None = None
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"price_per_hour": self.price.usd_per_hour, "price_source": self.price.source,
                 "instance_type": self.price.instance_type, "instance_count": self.price.instance_count}

@@ -94,7 +94,7 @@ class Collector:
             return self.from_cloudwatch(run_dir, "ModelLatency", results["load_started"], results["load_ended"])
         return None
 
-    def from_cloudwatch(self, run_dir: Path, metric: str, start: float, end: float) -> dict[str, Any] | None:
+    def from_cloudwatch(self, run_dir: Path, metric: str, start: float, end: float) -> dict[str, object] | None:
         try:
             marker = load_json((run_dir / MARKER).read_text())
         except (OSError, ValueError):

@@ -14,10 +14,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sm_locust.errors import UsageError
 from sm_locust.report.cost import price_documents
+
+if TYPE_CHECKING:
+    from sm_locust.sweep.serverless.spec import CompareInstance
 
 GB = 1024 ** 3  # data processed is priced per GB; bytes / 2^30
 HOURS_PER_MONTH = 730  # AWS's pricing month
@@ -95,7 +98,7 @@ class RequestCost:
     def per_1m(self) -> float:
         return self.usd * 1e6
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"memory_mb": self.memory_mb, "duration_ms": self.duration_ms, "billed_ms": self.billed_ms,
                 "bytes_processed": self.bytes_processed, "compute_usd_per_1m": self.compute_usd * 1e6,
                 "data_usd_per_1m": self.data_usd * 1e6, "usd_per_1m": self.per_1m}
@@ -154,14 +157,14 @@ class ConfigurationCost:
     detail: dict[str, Any] | None = None
     cost_per_1m_ci95: list[float] | None = None  # the same arithmetic at the duration's interval bounds
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"cost_per_1m": self.cost_per_1m, "cost_per_1m_ci95": self.cost_per_1m_ci95,
                 "break_even_rps": self.break_even_rps,
                 "break_even_requests_per_month": self.break_even_requests_per_month, "cost": self.detail}
 
 
 def configuration_cost(memory_mb: int, duration_ms: float | None, source: str, bytes_in: float, bytes_out: float,
-                       prices: ServerlessPrices, compare: Any | None = None,
+                       prices: ServerlessPrices, compare: CompareInstance | None = None,
                        duration_ci95: object = None) -> ConfigurationCost:
     """The cost of a configuration whose requests take `duration_ms` (billed; `source` says whose figure
     it is) and carry `bytes_in` / `bytes_out`; against `compare` (a CompareInstance with a price), the

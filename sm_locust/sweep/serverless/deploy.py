@@ -47,7 +47,7 @@ class LocalServerlessDeployer(LocalDeployer):
             f"{PREFIX}{k}" for k in ("memory_size_mb", "max_concurrency", *LOCAL_ONLY)]
 
     @staticmethod
-    def config(settings: Mapping[str, Any]) -> EndpointConfig:
+    def config(settings: Mapping[str, object]) -> EndpointConfig:
         own, rest = split_settings(settings)
         rest.setdefault("service_time_ms", DEFAULT_SERVICE_TIME_MS)
         config = LocalDeployer.config(rest)

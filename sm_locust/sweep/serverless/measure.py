@@ -116,7 +116,7 @@ class StabilityFigures:
     source: str = "stability"  # or "concurrency x0.5": no stability test ran (`load_figures`)
     hist: dict[int, int] = field(default_factory=dict, repr=False)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         out = asdict(self)
         out.pop("hist")
         return out
@@ -135,7 +135,7 @@ class ConcurrencyFigures:
     p50_ms: float | None = None  # successful invocations
     p95_ms: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -149,7 +149,7 @@ class ColdStartFigures:
     p50_ms_ci95: list[float] | None = None
     p99_ms_ci95: list[float] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.record.model import percentile_key
@@ -20,6 +20,9 @@ from sm_locust.sweep.objective import Objective, nothing_meets, why_lost
 from sm_locust.sweep.replicates import combine, merged
 from sm_locust.sweep.trust import Criterion, deciding, rank_by_intervals, tie_note
 from sm_locust.util.formatting import MISSING, percent, with_interval
+
+if TYPE_CHECKING:
+    from sm_locust.sweep.serverless.spec import CompareInstance
 
 WARM_KEYS = {p: percentile_key(p, "warm_") for p in (50.0, 95.0, 99.0)}
 
@@ -174,7 +177,7 @@ def _tie_tail(ranked: Sequence[ServerlessCandidate], objective: Objective) -> tu
     return tied, f"; {note}: {why.name} decides ({why.text(winner)} vs {why.text(runner_up)})"
 
 
-def headline(c: ServerlessCandidate, objective: Objective, compare: Any | None) -> str:
+def headline(c: ServerlessCandidate, objective: Objective, compare: CompareInstance | None) -> str:
     """'serverless 4096 MB, MaxConcurrency 8: p95 61 ms warm, cold starts 0.8 s, $4.97 per 1M; real-time
     ml.c5.large is cheaper above 9.7 req/s sustained (25.5M requests a month)'."""
     p = _warm_percentile(objective)
@@ -201,7 +204,7 @@ def headline(c: ServerlessCandidate, objective: Objective, compare: Any | None) 
 
 
 def recommend(candidates: Sequence[ServerlessCandidate], objective: Objective,
-              compare: Any | None = None) -> ServerlessRecommendation:
+              compare: CompareInstance | None = None) -> ServerlessRecommendation:
     ranked = rank(candidates, objective)
     lost = why_lost(candidates, ranked, lambda c: disqualification(c, objective),
                     lambda winner, other: _versus(winner, other, objective))

@@ -67,7 +67,7 @@ def configuration_line(index: int, total: int, row: ServerlessRow) -> str:
     return progress.configuration_line(index, total, row, figures)
 
 
-def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, object]]]:
     configurations = document.get("configurations") or []
     multipliers: list[str] = []
     for c in configurations:

@@ -77,7 +77,7 @@ class ServerlessFigures:
         at_one = [f for f in self.concurrency if f.multiplier <= 1.0]
         return at_one[-1].throttle_rate if at_one else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "stability": self.stability.as_dict() if self.stability else None,
             "concurrency": [f.as_dict() for f in self.concurrency],
@@ -115,5 +115,5 @@ class ServerlessRow(Row):
     max_concurrency: int
     figures: ServerlessFigures | None = None
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"memory_size_mb": self.memory_size_mb, "max_concurrency": self.max_concurrency}

@@ -100,7 +100,7 @@ class ServerlessSpec:
         value = settings.get(f"{PREFIX}idle_timeout_s")
         return float(value) if value is not None else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"memory_size_mb": self.memory_sizes, "max_concurrency": self.max_concurrencies,
                 **{k[len(PREFIX):]: v for k, v in self.shared.items()}, "tests": list(self.tests),
                 "concurrency_multipliers": self.multipliers,
@@ -119,7 +119,7 @@ def _sizes(check: Checker, key: str, value: object, problem_of: Callable[[Any], 
     return sizes
 
 
-def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
+def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> ServerlessSpec:
     """The serverless keys of a sweep file that has a `serverless:` section, checked (`schema.py`
     calls it; the shared keys a serverless sweep refuses, `REFUSED`, are checked before)."""
@@ -128,7 +128,7 @@ def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local"
     section = check.mapping(SECTION, data[SECTION])
     check.unknown(SECTION, section, SECTION_KEYS)
     grid_value = data.get("grid")
-    grid: Mapping[str, Any] = grid_value if isinstance(grid_value, Mapping) else {}
+    grid: Mapping[str, object] = grid_value if isinstance(grid_value, Mapping) else {}
     for key in GRID_KEYS:  # was: "the local deployer has no setting 'max_concurrency'" (a different concurrency)
         if key in grid:
             raise check.error(f"grid.{key}", f"a serverless sweep's {key} is {SECTION}.{key} (one value or a list: "
