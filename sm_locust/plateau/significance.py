@@ -10,7 +10,6 @@ is undecided at the budget makes the verdict INCONCLUSIVE with the reason (docs/
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sm_locust.measure.uncertainty import UNKNOWN, Interval
@@ -85,10 +84,3 @@ class Support:
                 "undecided": list(self.undecided),
                 "knee_undecided": list(self.knee_undecided)}
 
-    @classmethod
-    def from_json(cls, data: Mapping) -> Support:
-        loads = data.get("knee_loads")
-        pair = (float(loads[0]), float(loads[1])) if isinstance(loads, (list, tuple)) and len(loads) == 2 else None
-        return cls(Interval.from_list(data.get("knee_ci95")), pair,
-                   tuple(str(r) for r in data.get("undecided") or ()),
-                   tuple(str(r) for r in data.get("knee_undecided") or ()))

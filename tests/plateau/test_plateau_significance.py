@@ -226,11 +226,15 @@ def test_an_itl_slo_from_45_answers_is_undecided_not_passed_or_failed_on_its_poi
 
 def test_the_support_record_round_trips_and_steps_say_what_they_left_undecided():
     from sm_locust.plateau.significance import Support
+    from sm_locust.record.model import Plateau
     from sm_locust.record.summary import step_line, step_record
 
-    support = Support(Interval(90.0, 96.0), (4.0, 6.0), ("16 users still undecided at its step budget: p95",))
-    assert Support.from_json(support.to_json()) == support
-    assert Support.from_json({}) == Support()
+    support = Support(Interval(90.0, 96.0), (4.0, 6.0), ("16 users still undecided at its step budget: p95",),
+                      ("5 users still undecided at its step budget: throughput gain",))
+    read = Plateau.from_json(support.to_json())  # summary.json's one reader of these keys: record.model
+    assert (list(read.knee_ci95), read.knee_loads, read.undecided, read.knee_undecided) == \
+        ([90.0, 96.0], [4.0, 6.0], list(support.undecided), list(support.knee_undecided))
+    assert Plateau.from_json(Support().to_json()).knee_loads is None
     step = window_step(4, [100] * 8)
     step.undecided = ["p95 30 ms from 50 samples (needs 100)"]
     assert step_record(step)["undecided"] == step.undecided == step.as_dict()["undecided"]
