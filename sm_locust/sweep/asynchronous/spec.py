@@ -17,9 +17,11 @@ from typing import Any
 
 from sm_locust.endpoint.options import MAX_ASYNC_CONCURRENT
 from sm_locust.scaling.policy import MAX_INSTANCES
+from sm_locust.sweep.kinds import KINDS
 from sm_locust.sweep.validate import Checker
 
 SECTION = "async"  # the kind's name and section (sweep/kinds.py registers it)
+KEYS = KINDS.get(SECTION).keys  # besides the section (none)
 PREFIX = "async."
 INSTANCES = "instance_count"
 WORKERS = "max_concurrent_invocations_per_instance"
