@@ -16,7 +16,7 @@ from sm_locust.measure.uncertainty import Interval
 from sm_locust.plateau.asyncsearch import AsyncRateSearch
 from sm_locust.plateau.asyncslo import SloJudgement, TimeToResultSlo
 from sm_locust.sweep.api import load_sweep, plan_lines
-from sm_locust.sweep.asynchronous.deploy import SageMakerAsyncDeployer, async_inference_config
+from sm_locust.sweep.asynchronous.deploy import LocalAsyncDeployer, SageMakerAsyncDeployer, async_inference_config
 from sm_locust.sweep.asynchronous.measure import measure, priced
 from sm_locust.sweep.asynchronous.rank import AsyncCandidate, recommend
 from sm_locust.sweep.deployers import Deployment
@@ -224,6 +224,21 @@ def test_a_missing_output_path_is_named(tmp_path):
     with pytest.raises(UsageError) as err:
         load_sweep(write(tmp_path, endpoint="service_time_ms: 200"), out=tmp_path / "out")
     assert "async_output_path: missing" in err.value.message
+
+
+def test_a_local_configuration_is_a_fixed_fleet_of_that_many_instances_and_workers():
+    """No scaling policy: N instances in service from the start and at every moment, K workers each."""
+    settings = {"service_time_ms": 100, "async_output_path": "s3://demo/out", "async_s3_url": "http://127.0.0.1:9",
+                "async.instance_count": 3, "async.max_concurrent_invocations_per_instance": 4}
+    config = LocalAsyncDeployer.config(settings)
+    config.validate()
+    queue = config.async_inference
+    assert (queue.max_concurrent, queue.output_path, queue.s3_url) == (4, "s3://demo/out", "http://127.0.0.1:9")
+    fleet = queue.scaling
+    assert (fleet.instances, fleet.min_instances, fleet.max_instances, fleet.autoscaler()) == (3, 3, 3, None)
+    assert config.service_time_ms == 100
+    with pytest.raises(UsageError, match="endpoint.workers: the local deployer has no setting 'workers'"):
+        LocalAsyncDeployer().check({**settings, "workers": 2}, lambda key: f"endpoint.{key}")
 
 
 # ------------------------------------------------------------------------------ SageMaker, stubbed
