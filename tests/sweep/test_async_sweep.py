@@ -80,7 +80,7 @@ def test_inconclusive_is_never_recommended_however_good_its_figures():
                      inconclusive_reason="at 66 req/s the p95 time to result straddles the SLO")
     plain = candidate(2, 2, 1, 6, 9)
     rec = recommend([best, plain], OBJECTIVE)
-    assert rec.winner is plain
+    assert rec.winner is plain and "(chosen without c1: INCONCLUSIVE" in rec.reason, rec.reason
     assert rec.lost[1].startswith("INCONCLUSIVE: at 66 req/s") and "never recommended" in rec.lost[1]
     alone = recommend([best], OBJECTIVE)
     assert alone.winner is None and "INCONCLUSIVE" in alone.reason

@@ -213,4 +213,8 @@ def recommend(candidates: Sequence[AsyncCandidate], objective: Objective) -> Asy
                      f"({runner_up.label})")
     elif len(candidates) > 1:
         sentence += " — the only configuration that meets the objective"
+    undecided = [c.label for c in candidates if c.status == "ok" and c.inconclusive]
+    if undecided:
+        sentence += (f" (chosen without {', '.join(undecided)}: INCONCLUSIVE, a step above the capacity its search "
+                     "could not decide; measure it with longer steps)")
     return AsyncRecommendation(winner, sentence, lost, ranked, [c.index for c in tied])
