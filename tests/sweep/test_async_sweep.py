@@ -21,7 +21,7 @@ from sm_locust.sweep.asynchronous.measure import measure, priced
 from sm_locust.sweep.asynchronous.rank import AsyncCandidate, recommend
 from sm_locust.sweep.deployers import Deployment
 from sm_locust.sweep.objective import Objective
-from tests.conftest import SAMPLE_PAYLOAD
+from tests.conftest import ROOT, SAMPLE_PAYLOAD
 
 PRICE = 0.23
 OBJECTIVE = Objective(slo_ms=1500, percentile=95)
@@ -288,3 +288,10 @@ def test_the_sagemaker_endpoint_config_carries_the_async_inference_config_and_ev
         deployer.describe(settings)
     assert [(n.instance_type, n.instances) for n in deployer.creation_needs([settings, settings], 2)] == [
         ("ml.c5.xlarge", 4)]
+
+
+def test_the_example_file_loads_as_a_two_by_two_async_sweep(tmp_path):
+    sweep = load_sweep(ROOT / "examples" / "sweeps" / "async.yaml", out=tmp_path / "out")
+    assert sweep.spec.kind == "async" and len(sweep.configurations) == 4
+    assert sweep.plan.given["time_to_result_slo_ms"] == 2000.0 and sweep.plan.shape == "async"
+    assert [sweep.prices[c.index].instance_count for c in sweep.configurations] == [1, 1, 2, 2]
