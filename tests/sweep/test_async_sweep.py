@@ -84,6 +84,11 @@ def test_inconclusive_is_never_recommended_however_good_its_figures():
     assert rec.lost[1].startswith("INCONCLUSIVE: at 66 req/s") and "never recommended" in rec.lost[1]
     alone = recommend([best], OBJECTIVE)
     assert alone.winner is None and "INCONCLUSIVE" in alone.reason
+    # as the sweep hands it over: its row's status says it too (sweep.json, the exit code)
+    best.status, best.reason = "inconclusive", "its search could not decide: at 66 req/s ..."
+    rec = recommend([plain, best], OBJECTIVE)
+    assert rec.winner is plain and "(chosen without c1: INCONCLUSIVE" in rec.reason
+    assert rec.lost[1] == "INCONCLUSIVE: its search could not decide: at 66 req/s ..."
 
 
 def test_the_target_and_the_error_budget_disqualify_and_the_target_ranks_by_the_price_to_run():

@@ -213,7 +213,7 @@ def recommend(candidates: Sequence[AsyncCandidate], objective: Objective) -> Asy
                      f"({runner_up.label})")
     elif len(candidates) > 1:
         sentence += " — the only configuration that meets the objective"
-    undecided = [c.label for c in candidates if c.status == "ok" and c.inconclusive]
+    undecided = [c.label for c in candidates if c.inconclusive]
     if undecided:
         sentence += (f" (chosen without {', '.join(undecided)}: INCONCLUSIVE, a step above the capacity its search "
                      "could not decide; measure it with longer steps)")

@@ -65,6 +65,8 @@ class AsyncSweep(Sweep):
         m = measure(summary)
         cost = priced(m.capacity_rps, m.capacity_ci95, row.instance_count, row.price.usd_per_hour)
         row.figures = AsyncFigures(**vars(m), **vars(cost))
+        if m.inconclusive:  # its figures are kept, its status says it was not decided (exit code 1)
+            row.fail("inconclusive", f"its search could not decide: {m.inconclusive_reason}")
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
         assert isinstance(row, AsyncRow)
@@ -88,10 +90,11 @@ class AsyncSweep(Sweep):
         finished = [c for c in candidates if c.status not in ("pending", "running")]
         rec = recommend(finished, self.spec.objective)
         self.mark_rows(candidates, ordered, rec.lost, disqualification)
-        document = self.recommendation(rec, ordered)
-        earlier = document.get("inconclusive")  # client-bound twice; the searches' own besides
+        searched = {c.index for c in finished if c.inconclusive}  # the search's own doubt: rank.recommend words it
+        document = self.recommendation(rec, [r for r in ordered if r.index not in searched])
+        earlier = document.get("inconclusive")  # client-bound in both measurements
         document["inconclusive"] = [*(earlier if isinstance(earlier, list) else []),
-                                    *(c.label for c in finished if c.status == "ok" and c.inconclusive)]
+                                    *(c.label for c in finished if c.index in searched)]
         return {
             **self.document_head(render.SCHEMA, outcome, kind="async"),
             "async": self.section.as_dict(),
