@@ -101,7 +101,7 @@ def _apply_model(spec: SweepSpec, model: object) -> None:
 # none), and imported for a sweep of that kind only: the kinds' modules take about a second to import.
 # load(spec, *, out, client, poll_s) -> Sweep
 LOADERS = {"realtime": "sm_locust.sweep.realtime.sweep:load", "serverless": "sm_locust.sweep.serverless.sweep:load",
-           "autoscaling": "sm_locust.sweep.autoscaling.sweep:load"}
+           "autoscaling": "sm_locust.sweep.autoscaling.sweep:load", "async": "sm_locust.sweep.asynchronous.sweep:load"}
 # what `--cleanup ID` does for a kind, when more than its deployer's cleanup:
 # cleanup(sweep_id, *, deploy, region, profile, client, out_dir, progress) -> (deleted, left)
 CLEANUPS = {"autoscaling": "sm_locust.sweep.autoscaling.sagemaker:cleanup"}

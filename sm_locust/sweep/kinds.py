@@ -54,6 +54,7 @@ KINDS.add("serverless", SweepKind(
     hint="memory_size_mb, max_concurrency"))
 KINDS.add("autoscaling", SweepKind(
     "autoscaling", section="autoscaling", keys=("traffic",), hint="min_instances, max_instances, target_value"))
+KINDS.add("async", SweepKind("async", section="async", hint="instance_count, max_concurrent_invocations_per_instance"))
 DEFAULT_KIND = "realtime"
 
 

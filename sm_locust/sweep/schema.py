@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sm_locust.errors import UsageError
+from sm_locust.sweep.asynchronous import spec as async_spec
 from sm_locust.sweep.autoscaling import spec as autoscaling_spec
 from sm_locust.sweep.grid import Configuration, flatten
 from sm_locust.sweep.kinds import KIND_KEY, Section, kind_keys, kind_of
@@ -38,7 +39,8 @@ SHARED_KEYS = (
 )
 TOP_LEVEL_KEYS = SHARED_KEYS + (KIND_KEY,) + kind_keys()  # each kind's section and keys (sweep/kinds.py)
 # each kind's section parser (`parse_section`) and the shared keys it refuses (`REFUSED`), by kind name
-SECTION_PARSERS = {serverless_spec.SECTION: serverless_spec, autoscaling_spec.SECTION: autoscaling_spec}
+SECTION_PARSERS = {serverless_spec.SECTION: serverless_spec, autoscaling_spec.SECTION: autoscaling_spec,
+                   async_spec.SECTION: async_spec}
 OBJECTIVE_KEYS = ("target_rps", "slo_ms", "percentile", "max_error_rate", "safety_factor", "optimize",
                   "max_breach_s")  # max_breach_s: autoscaling sweeps only
 SWEEP_ID = re.compile(r"^[A-Za-z0-9](-?[A-Za-z0-9])*$")

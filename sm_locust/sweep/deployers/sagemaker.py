@@ -206,6 +206,11 @@ class SageMakerDeployer(Deployer):
                 "InstanceType": s["instance_type"], "InitialInstanceCount": int(s.get("instance_count") or 1),
                 "InitialVariantWeight": 1.0}
 
+    def endpoint_config_extra(self, deployment: Deployment) -> dict[str, Any]:
+        """CreateEndpointConfig's arguments beyond the name, tags and variant (an async sweep's deployer adds
+        AsyncInferenceConfig); none by default."""
+        return {}
+
     def deployed_info(self, deployment: Deployment) -> dict[str, Any]:
         """What was deployed, for sweep.json."""
         s = deployment.settings
@@ -221,7 +226,7 @@ class SageMakerDeployer(Deployer):
             ("create_model", request),
             ("create_endpoint_config",
              {"EndpointConfigName": deployment.resources["endpoint_config"], "Tags": self._tags(deployment),
-                                        "ProductionVariants": [self.production_variant(deployment)]}),
+              "ProductionVariants": [self.production_variant(deployment)], **self.endpoint_config_extra(deployment)}),
             ("create_endpoint", {"EndpointName": name, "EndpointConfigName": deployment.resources["endpoint_config"],
                                  "Tags": self._tags(deployment)}),
         ]
