@@ -497,6 +497,45 @@ class Async(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AsyncSearchStep(Record):
+    """One `async_search.steps[]` entry: a rate's backlog slope and, with an SLO, its time to result."""
+
+    rate_rps: float | None = json_field("number?")
+    backlog_slope_per_s: float | None = json_field("number?")
+    backlog_slope_ci95: Interval | None = json_field("interval?")
+    samples: int | None = json_field("count?")
+    tolerance_per_s: float | None = json_field("number?")
+    backlog: str | None = json_field("text?")  # bounded | grows | undecided
+    backlog_last: float | None = json_field("number?")
+    slo_ms: float | None = json_field("number?")
+    percentile: float | None = json_field("number?")
+    time_to_result_ms: float | None = json_field("number?")
+    time_to_result_ci95: Interval | None = json_field("interval?")
+    results: int | None = json_field("count?")
+    awaited: int | None = json_field("count?")
+    slo: str | None = json_field("text?")  # keeps | breach | undecided
+    extensions: int | None = json_field("count?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AsyncSearch(Record):
+    """`async_search`: the rate steps of `--shape async` and what stopped them (plateau.asyncsearch)."""
+
+    start_rps: float | None = json_field("number?")
+    step_rps: float | None = json_field("number?")
+    max_rps: float | None = json_field("number?")
+    capacity_rps: float | None = json_field("number?")
+    grows_at_rps: float | None = json_field("number?")
+    stop_reason: str | None = json_field("text?")
+    steps: tuple[AsyncSearchStep, ...] = json_field(ListOf(AsyncSearchStep), default=())
+    time_to_result_slo_ms: float | None = json_field("number?")
+    slo_percentile: float | None = json_field("number?")
+    slo_breach_at_rps: float | None = json_field("number?")
+    verdict: str | None = json_field("text?")  # conclusive | INCONCLUSIVE (with an SLO)
+    inconclusive_reason: str | None = json_field("text?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Hour(Record):
     """One `hours[]` entry."""
 
@@ -684,7 +723,7 @@ class Summary(Record):
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
     async_: Async | None = json_field(Async, "async")  # asynchronous inference (record.asyncsummary)
-    async_search: JsonObject | None = json_field("object?")  # --shape async (plateau.asyncsearch)
+    async_search: AsyncSearch | None = json_field(AsyncSearch)  # --shape async (plateau.asyncsearch)
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

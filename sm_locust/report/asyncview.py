@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from sm_locust.record.model import Async, AsyncSearch, Summary
 from sm_locust.report.metrics import ASYNC_METRICS
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import MISSING, compact, latency, number
@@ -45,8 +46,8 @@ class AsyncView:
     """What the section shows: summary.json's `async` and `async_search`, the backlog over time
     (client per second, CloudWatch per minute) and the CloudWatch figures per step."""
 
-    figures: Mapping[str, Any]
-    search: Mapping[str, Any] | None
+    figures: Async
+    search: AsyncSearch | None
     client_backlog: pd.DataFrame  # time, backlog
     endpoint: pd.DataFrame  # time + the async cw_ columns present, one row per minute with data
     steps: pd.DataFrame  # step + the async cw_ columns present
@@ -54,12 +55,13 @@ class AsyncView:
 
 def async_view(summary: Mapping[str, object], seconds: pd.DataFrame, steps: pd.DataFrame) -> AsyncView | None:
     """The section's data, or None for a run without `async`."""
-    figures = summary.get("async")
-    if not isinstance(figures, Mapping):
+    record = Summary.of(summary)
+    figures = record.async_
+    if figures is None:
         return None
-    started = pd.to_datetime(str(summary.get("started_at") or ""), utc=True, errors="coerce")
-    series = figures.get("backlog") or []
-    every = int(figures.get("backlog_every_s") or 1)
+    started = pd.to_datetime(record.started_at or "", utc=True, errors="coerce")
+    series = list(figures.backlog or [])
+    every = int(figures.backlog_every_s or 1)
     client = pd.DataFrame({"time": [started + pd.Timedelta(seconds=(i + 1) * every) for i in range(len(series))],
                            "backlog": series}) if series and not pd.isna(started) else pd.DataFrame()
     cw = [c for c in seconds.columns if c in ASYNC_COLUMNS] if "epoch_s" in seconds.columns else []
@@ -71,24 +73,24 @@ def async_view(summary: Mapping[str, object], seconds: pd.DataFrame, steps: pd.D
         endpoint.insert(0, "time", pd.to_datetime(endpoint["minute_s"], unit="s", utc=True))
     step_cols = [c for c, _, _ in STEP_COLUMNS if c in steps.columns]
     per_step = steps[["step", *step_cols]] if step_cols and "step" in steps.columns else pd.DataFrame()
-    search = summary.get("async_search")
-    return AsyncView(figures, search if isinstance(search, Mapping) else None, client, endpoint, per_step)
+    return AsyncView(figures, record.async_search, client, endpoint, per_step)
 
 
-def _client_rows(figures: Mapping[str, Any]) -> list[tuple[str, str]]:
-    ttr = figures.get("time_to_result") or {}
-    ci = (ttr.get("ci95") or {}).get("p50_ms")
+def _client_rows(figures: Async) -> list[tuple[str, str]]:
+    ttr = figures.time_to_result or {}
+    ci95 = ttr.get("ci95")
+    ci = ci95.get("p50_ms") if isinstance(ci95, Mapping) else None
     interval = f" (95 % {latency(ci[0])}-{latency(ci[1], ' ms')})" if isinstance(ci, list) and len(ci) == 2 else ""
-    failed = figures.get("failed") or {}
-    names = ", ".join(f"{name} x{n}" for name, n in list(failed.items())[:3]) if isinstance(failed, Mapping) else ""
+    failed = figures.failed or {}
+    names = ", ".join(f"{name} x{n}" for name, n in list(failed.items())[:3])
     return [
-        ("accepted", number(figures.get("accepted"), 0)),
-        ("results", number(figures.get("results"), 0)),
-        ("failures", number(figures.get("failures"), 0) + (f" ({names})" if names else "")),
+        ("accepted", number(figures.accepted, 0)),
+        ("results", number(figures.results, 0)),
+        ("failures", number(figures.failures, 0) + (f" ({names})" if names else "")),
         ("time to result p50", latency(ttr.get("p50_ms"), " ms") + interval),
         ("time to result p95 / p99", f"{latency(ttr.get('p95_ms'), ' ms')} / {latency(ttr.get('p99_ms'), ' ms')}"),
-        ("awaited at the stop", number(figures.get("awaited_at_stop"), 0)),
-        ("client-side backlog max", number(figures.get("backlog_max"), 0)),
+        ("awaited at the stop", number(figures.awaited_at_stop, 0)),
+        ("client-side backlog max", number(figures.backlog_max, 0)),
     ]
 
 
@@ -97,33 +99,33 @@ def _table(rows: list[tuple[str, str]], table_id: str) -> str:
     return f'<table id="{table_id}">{body}</table>'
 
 
-def _interval(ci: Any, digits: int) -> str:
-    return f"{number(ci[0], digits)} to {number(ci[1], digits)}" if isinstance(ci, list) and len(ci) == 2 else MISSING
+def _interval(ci: tuple[float, float] | None, digits: int) -> str:
+    return MISSING if ci is None else f"{number(ci[0], digits)} to {number(ci[1], digits)}"
 
 
-def _search_table(search: Mapping[str, Any]) -> str:
-    slo = search.get("time_to_result_slo_ms")
-    pct = compact(search.get("slo_percentile"))
+def _search_table(search: AsyncSearch) -> str:
+    slo = search.time_to_result_slo_ms
+    pct = compact(search.slo_percentile)
     head = ("<tr><th>rate req/s</th><th>backlog slope /s</th><th>95 % interval</th><th>backlog</th>"
             "<th>at the end</th>" + ("" if slo is None else f"<th>p{page_text(pct)} time to result ms</th>"
                                      "<th>95 % interval</th><th>awaited past the SLO</th><th>SLO</th>") + "</tr>")
     rows = []
-    for step in search.get("steps") or []:
-        cells = (f"<td>{compact(step.get('rate_rps'))}</td><td>{number(step.get('backlog_slope_per_s'), 2)}</td>"
-                 f"<td>{page_text(_interval(step.get('backlog_slope_ci95'), 2))}</td>"
-                 f"<td>{page_text(str(step.get('backlog')))}</td><td>{number(step.get('backlog_last'), 0)}</td>")
+    for step in search.steps:
+        cells = (f"<td>{compact(step.rate_rps)}</td><td>{number(step.backlog_slope_per_s, 2)}</td>"
+                 f"<td>{page_text(_interval(step.backlog_slope_ci95, 2))}</td>"
+                 f"<td>{page_text(str(step.backlog))}</td><td>{number(step.backlog_last, 0)}</td>")
         if slo is not None:
-            cells += (f"<td>{number(step.get('time_to_result_ms'), 0)}</td>"
-                      f"<td>{page_text(_interval(step.get('time_to_result_ci95'), 0))}</td>"
-                      f"<td>{number(step.get('awaited'), 0)}</td><td>{page_text(str(step.get('slo') or MISSING))}</td>")
+            cells += (f"<td>{number(step.time_to_result_ms, 0)}</td>"
+                      f"<td>{page_text(_interval(step.time_to_result_ci95, 0))}</td>"
+                      f"<td>{number(step.awaited, 0)}</td><td>{page_text(step.slo or MISSING)}</td>")
         rows.append(f"<tr>{cells}</tr>")
-    bracket = (f"capacity at least {compact(search.get('capacity_rps'))} req/s, below "
-               f"{compact(search.get('grows_at_rps') or search.get('slo_breach_at_rps'))} req/s")
+    bracket = (f"capacity at least {compact(search.capacity_rps)} req/s, below "
+               f"{compact(search.grows_at_rps or search.slo_breach_at_rps)} req/s")
     if slo is not None:
         bracket += f" (time-to-result SLO p{pct} <= {compact(slo)} ms)"
-        if search.get("verdict") == "INCONCLUSIVE":
-            bracket += f"; INCONCLUSIVE: {search.get('inconclusive_reason') or ''}"
-    return (f"<h3>Capacity search</h3><p>{page_text(bracket)}; {page_text(str(search.get('stop_reason') or ''))}</p>"
+        if search.verdict == "INCONCLUSIVE":
+            bracket += f"; INCONCLUSIVE: {search.inconclusive_reason or ''}"
+    return (f"<h3>Capacity search</h3><p>{page_text(bracket)}; {page_text(search.stop_reason or '')}</p>"
             f'<table id="async-search">{head}{"".join(rows)}</table>')
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from sm_locust.endpoint.asyncqueue import AsyncEndpointConfig
 from sm_locust.endpoint.asyncscaling import AsyncScalingConfig
@@ -42,7 +41,7 @@ NOT_WITH_ASYNC = ("workers", "environment.SAGEMAKER_MODEL_SERVER_WORKERS", "envi
 SECTION_SETTINGS = [INSTANCES_SETTING, WORKERS_SETTING]
 
 
-def split_settings(settings: Mapping[str, object]) -> tuple[int, int, dict[str, Any]]:
+def split_settings(settings: Mapping[str, object]) -> tuple[int, int, dict[str, object]]:
     """(instance count, MaxConcurrentInvocationsPerInstance, the rest of the settings)."""
     rest = {k: v for k, v in settings.items() if not k.startswith(PREFIX)}
     return int(settings[INSTANCES_SETTING]), int(settings[WORKERS_SETTING]), rest  # type: ignore[call-overload]
@@ -66,12 +65,12 @@ class LocalAsyncDeployer(LocalDeployer):
         super().check(settings, where)
 
     @staticmethod
-    def config(settings: Mapping[str, Any]) -> EndpointConfig:
+    def config(settings: Mapping[str, object]) -> EndpointConfig:
         if INSTANCES_SETTING not in settings:  # the base class's check of the settings alone
             return LocalDeployer.config(settings)
         instances, workers, rest = split_settings(settings)
         config = LocalDeployer.config({k: v for k, v in rest.items() if k not in LOCAL_ASYNC_KEYS})
-        given = {field: rest[key] for key, field in LOCAL_ASYNC_KEYS.items() if rest.get(key) is not None}
+        given = {field: str(rest[key]) for key, field in LOCAL_ASYNC_KEYS.items() if rest.get(key) is not None}
         fleet = AsyncScalingConfig(max_instances=instances, instances=instances, min_instances=instances,
                                    instance_start_s=0.0)  # no policy: the fleet stays as it starts
         return replace(config, async_inference=AsyncEndpointConfig(**given, max_concurrent=workers, scaling=fleet))
@@ -93,11 +92,12 @@ class SageMakerAsyncDeployer(SageMakerDeployer):
         return ([k for k in SAGEMAKER_KEYS if k != "instance_count"] + list(OUTPUT_CONFIG) + list(NOTIFICATION_CONFIG)
                 + SECTION_SETTINGS)
 
-    def check(self, settings: Mapping[str, Any], where: Callable[[str], str]) -> None:
+    def check(self, settings: Mapping[str, object], where: Callable[[str], str]) -> None:
         _missing_output(settings, where)
         for key in (*OUTPUT_CONFIG, *NOTIFICATION_CONFIG):
-            if key in settings and (not isinstance(settings[key], str) or not settings[key].strip()):
-                raise UsageError(f"{where(key)}: expected text, got {settings[key]!r}")
+            value = settings.get(key)
+            if key in settings and (not isinstance(value, str) or not value.strip()):
+                raise UsageError(f"{where(key)}: expected text, got {value!r}")
         for key in ("async_output_path", "async_failure_path"):
             if key in settings and not str(settings[key]).startswith(("s3://", "https://")):
                 raise UsageError(f"{where(key)}: expected an S3 URI (s3://bucket/prefix), got {settings[key]!r}")
@@ -111,28 +111,28 @@ class SageMakerAsyncDeployer(SageMakerDeployer):
         counted = [{**c, "instance_count": c.get(INSTANCES_SETTING, 1)} for c in configurations]
         return needs_for(counted, max_parallel)
 
-    def describe(self, settings: Mapping[str, Any]) -> str:
+    def describe(self, settings: Mapping[str, object]) -> str:
         instances, workers, rest = split_settings(settings)
         base = super().describe({**rest, "instance_count": instances})
         return f"{base}, async: MaxConcurrentInvocationsPerInstance {workers}, output {settings['async_output_path']}"
 
-    def production_variant(self, deployment: Deployment) -> dict[str, Any]:
+    def production_variant(self, deployment: Deployment) -> dict[str, object]:
         instances, _, _ = split_settings(deployment.settings)
         return {**super().production_variant(deployment), "InitialInstanceCount": instances}
 
-    def endpoint_config_extra(self, deployment: Deployment) -> dict[str, Any]:
+    def endpoint_config_extra(self, deployment: Deployment) -> dict[str, object]:
         return {"AsyncInferenceConfig": async_inference_config(deployment.settings)}
 
-    def deployed_info(self, deployment: Deployment) -> dict[str, Any]:
+    def deployed_info(self, deployment: Deployment) -> dict[str, object]:
         instances, workers, _ = split_settings(deployment.settings)
         return {**super().deployed_info(deployment), "instance_count": instances,
                 "async_inference_config": async_inference_config(deployment.settings)}
 
 
-def async_inference_config(settings: Mapping[str, Any]) -> dict[str, Any]:
+def async_inference_config(settings: Mapping[str, object]) -> dict[str, object]:
     """CreateEndpointConfig's AsyncInferenceConfig for a configuration's settings (docs/facts.md)."""
     _, workers, _ = split_settings(settings)
-    output: dict[str, Any] = {field: str(settings[key]) for key, field in OUTPUT_CONFIG.items() if settings.get(key)}
+    output: dict[str, object] = {field: str(settings[key]) for key, field in OUTPUT_CONFIG.items() if settings.get(key)}
     topics = {field: str(settings[key]) for key, field in NOTIFICATION_CONFIG.items() if settings.get(key)}
     if topics:
         output["NotificationConfig"] = topics

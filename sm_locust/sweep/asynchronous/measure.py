@@ -14,9 +14,7 @@ x 1e6, times the price (`report/cost.py`), with the same arithmetic at the brack
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from sm_locust.record.model import JsonObject, Summary
 from sm_locust.report.cost import cost_per_million
@@ -45,7 +43,7 @@ class AsyncMeasurement:
     awaited_at_stop: int | None = None
     backlog_max: int | None = None
     error_rate: float | None = None  # failures / accepted over the run
-    steps: list[dict[str, Any]] = field(default_factory=list)  # rate, backlog verdict, time to result, SLO verdict
+    steps: list[dict[str, object]] = field(default_factory=list)  # rate, backlog verdict, time to result, SLO verdict
 
 
 def _pair(value: object) -> list[float] | None:
@@ -69,34 +67,33 @@ def measure(summary: Summary | JsonObject) -> AsyncMeasurement:
         m.awaited_at_stop, m.backlog_max = waited.awaited_at_stop, waited.backlog_max
         m.error_rate = waited.failures / waited.accepted if waited.accepted else None
     search = record.async_search
-    if not isinstance(search, Mapping):
+    if search is None:
         m.no_capacity_reason = "the run has no async search (summary.json async_search): was it --shape async?"
         return m
-    steps = [s for s in (search.get("steps") or []) if isinstance(s, Mapping)]
-    m.steps = [{"rate_rps": s.get("rate_rps"), "backlog": s.get("backlog"), "backlog_last": s.get("backlog_last"),
-                "backlog_slope_per_s": s.get("backlog_slope_per_s"), "time_to_result_ms": s.get("time_to_result_ms"),
-                "time_to_result_ci95": s.get("time_to_result_ci95"), "slo": s.get("slo")} for s in steps]
-    m.stop_reason = search.get("stop_reason")
-    if search.get("verdict") == "INCONCLUSIVE":
+    m.steps = [{"rate_rps": s.rate_rps, "backlog": s.backlog, "backlog_last": s.backlog_last,
+                "backlog_slope_per_s": s.backlog_slope_per_s, "time_to_result_ms": s.time_to_result_ms,
+                "time_to_result_ci95": _pair(s.time_to_result_ci95), "slo": s.slo} for s in search.steps]
+    m.stop_reason = search.stop_reason
+    if search.verdict == "INCONCLUSIVE":
         m.inconclusive = True
-        m.inconclusive_reason = str(search.get("inconclusive_reason") or "the async search could not decide")
-    grows, breach = _number(search.get("grows_at_rps")), _number(search.get("slo_breach_at_rps"))
+        m.inconclusive_reason = search.inconclusive_reason or "the async search could not decide"
+    grows, breach = search.grows_at_rps, search.slo_breach_at_rps
     stop = grows if grows is not None else breach
     m.stopped_by = "backlog grows" if grows is not None else "time to result above the SLO" if breach is not None \
         else None
-    capacity = _number(search.get("capacity_rps"))
+    capacity = search.capacity_rps
     if capacity is None:
         m.no_capacity_reason = (f"no rate kept the time-to-result SLO with a bounded backlog ({m.stop_reason})"
                                 if m.stop_reason else "no rate kept the time-to-result SLO with a bounded backlog")
         return m
-    m.capacity_rps = capacity
-    m.capacity_ci95 = [capacity, stop]
-    at = next((s for s in reversed(steps) if _number(s.get("rate_rps")) == capacity), None)
+    m.capacity_rps = float(capacity)
+    m.capacity_ci95 = [m.capacity_rps, None if stop is None else float(stop)]
+    at = next((s for s in reversed(search.steps) if s.rate_rps == capacity), None)
     if at is not None:
-        m.time_to_result_ms = _number(at.get("time_to_result_ms"))
-        m.time_to_result_ci95 = _pair(at.get("time_to_result_ci95"))
-        m.backlog_slope_per_s = _number(at.get("backlog_slope_per_s"))
-        m.backlog_slope_ci95 = _pair(at.get("backlog_slope_ci95"))
+        m.time_to_result_ms = at.time_to_result_ms
+        m.time_to_result_ci95 = _pair(at.time_to_result_ci95)
+        m.backlog_slope_per_s = at.backlog_slope_per_s
+        m.backlog_slope_ci95 = _pair(at.backlog_slope_ci95)
     return m
 
 

@@ -4,7 +4,6 @@ run folder (written to sweep.json by `rows.Row.as_dict`; docs/async.md lists the
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from sm_locust.sweep.asynchronous.measure import AsyncMeasurement
 from sm_locust.sweep.costing import Price
@@ -20,7 +19,7 @@ class AsyncFigures(AsyncMeasurement):
     cost_per_1m: float | None = None
     cost_per_1m_ci95: list[float | None] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -36,7 +35,7 @@ class AsyncRow(Row):
         """What running the configuration costs per hour (price x instances), None without a price."""
         return None if self.price.usd_per_hour is None else self.price.usd_per_hour * self.instance_count
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"instance_count": self.instance_count,
                 "max_concurrent_invocations_per_instance": self.max_concurrent_invocations_per_instance,
                 "price_per_hour": self.price.usd_per_hour, "price_source": self.price.source,

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sm_locust.endpoint.options import MAX_ASYNC_CONCURRENT
 from sm_locust.scaling.policy import MAX_INSTANCES
@@ -43,12 +42,12 @@ class AsyncSpec:
 
     instance_counts: list[int]
     max_concurrent: list[int]
-    shared: dict[str, Any] = field(default_factory=dict)  # no shared settings of its own: endpoint: holds them
+    shared: dict[str, object] = field(default_factory=dict)  # no shared settings of its own: endpoint: holds them
 
-    def grid(self) -> dict[str, list[Any]]:
+    def grid(self) -> dict[str, list[object]]:
         return {INSTANCES_SETTING: list(self.instance_counts), WORKERS_SETTING: list(self.max_concurrent)}
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {INSTANCES: list(self.instance_counts), WORKERS: list(self.max_concurrent)}
 
 
@@ -63,7 +62,7 @@ def _whole(check: Checker, key: str, value: object, maximum: int) -> list[int]:
     return out
 
 
-def parse_section(data: Mapping[str, Any], check: Checker, deploy: str = "local",
+def parse_section(data: Mapping[str, object], check: Checker, deploy: str = "local",
                   base_dir: Path | None = None) -> AsyncSpec:
     """The `async:` section of a sweep file (`schema.py` calls it after checking `REFUSED`)."""
     if deploy not in ("local", "sagemaker"):

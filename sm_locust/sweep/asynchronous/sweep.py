@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sm_locust.aws.clients import AwsClient
 from sm_locust.record.model import Summary
@@ -84,7 +83,7 @@ class AsyncSweep(Sweep):
             inconclusive=f.inconclusive, inconclusive_reason=f.inconclusive_reason,
             no_capacity_reason=f.no_capacity_reason)
 
-    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, Any]:
+    def document(self, rows: Mapping[int, Row], outcome: RunOutcome | None = None) -> dict[str, object]:
         ordered = self.ordered_rows(rows)
         candidates = [self.candidate(r) for r in ordered if isinstance(r, AsyncRow)]
         finished = [c for c in candidates if c.status not in ("pending", "running")]
@@ -103,7 +102,7 @@ class AsyncSweep(Sweep):
             "why_not": self.why_not(rec),
         }
 
-    def write_outputs(self, document: dict[str, Any], html_too: bool = True) -> dict[str, Path]:
+    def write_outputs(self, document: dict[str, object], html_too: bool = True) -> dict[str, Path]:
         return render.write_all(self.out_dir, document, html_too)
 
 
