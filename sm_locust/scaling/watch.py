@@ -40,6 +40,7 @@ from sm_locust.scaling.aws import (
 from sm_locust.scaling.figures import autoscaling_figures, describe_change, describe_event
 from sm_locust.scaling.policy import ScalingPolicy
 from sm_locust.scaling.timeline import RunClock
+from sm_locust.util.formatting import count
 
 LOCAL_ROUTE = "/_sm_locust/scaling"
 
@@ -149,9 +150,8 @@ class ScalingWatch:
 
 def result_line(figures: Autoscaling) -> str:
     """`autoscaling: 3 scale events, peak 3 instances, 0.41 instance-hours ($0.09), 40 s over the SLO, 0 flaps`."""
-    events = len(figures.scale_events)
-    plural = "s" if events != 1 else ""
-    text = f"autoscaling: {events} scale event{plural}, peak {figures.peak_instances} instances"
+    text = f"autoscaling: {count(len(figures.scale_events), 'scale event')}, "
+    text += f"peak {count(figures.peak_instances or 0, 'instance')}"
     text += f", {figures.instance_hours or 0:.3f} instance-hours"
     if figures.cost_usd is not None:
         text += f" (${figures.cost_usd:.2f})"
@@ -161,7 +161,7 @@ def result_line(figures: Autoscaling) -> str:
         text += f", {figures.slo_breach_s:.0f} s{bounds} over the SLO"
         if figures.breach_client_bound_s:
             text += f" ({figures.breach_client_bound_s:.0f} s of it while the load generator was behind)"
-    return text + f", {figures.flaps or 0} flaps"
+    return text + f", {count(figures.flaps or 0, 'flap')}"
 
 
 def live_lines(say: Say) -> Callable[[InstanceReading, InstanceReading], None]:

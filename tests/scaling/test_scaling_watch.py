@@ -77,9 +77,9 @@ def test_the_closing_line_says_every_figure_the_record_holds():
                               "flaps": 1})
     assert result_line(figures) == ("autoscaling: 1 scale event, peak 3 instances, 0.412 instance-hours ($0.09), "
                                     "40 s [31, 52] over the SLO (5 s of it while the load generator was behind), "
-                                    "1 flaps")
+                                    "1 flap")
     bare = Autoscaling.of({"scale_events": [], "peak_instances": 1, "instance_hours": 0.1, "flaps": 0})
-    assert result_line(bare) == "autoscaling: 0 scale events, peak 1 instances, 0.100 instance-hours, 0 flaps"
+    assert result_line(bare) == "autoscaling: 0 scale events, peak 1 instance, 0.100 instance-hours, 0 flaps"
 
 
 @pytest.mark.e2e

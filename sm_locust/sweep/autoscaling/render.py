@@ -19,7 +19,7 @@ from sm_locust.sanitize import page_text
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.progress import PREFIX
 from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
-from sm_locust.util.formatting import duration
+from sm_locust.util.formatting import count, duration
 
 SCHEMA = 1
 POLICY_COLUMNS = ("min_instances", "max_instances", "target_value", "metric", "scale_out_cooldown_s",
@@ -66,7 +66,7 @@ def configuration_line(index: int, total: int, row: AutoscalingRow) -> str:
         parts.append(f"{scaling.instance_hours:.2f} instance-hours{cost}")
     if scaling.slo_breach_s is not None:
         parts.append(f"{scaling.slo_breach_s:.0f} s{bracket(scaling.breach_s_ci95)} over the SLO")
-    parts.append(f"{scaling.flaps or 0} flaps")
+    parts.append(count(scaling.flaps or 0, "flap"))
     text = head + ", ".join(parts)
     if row.resumed:
         text += " (measured before: run folder complete)"
