@@ -85,7 +85,8 @@ class EndpointApp:
             self.batcher = batching.Batcher(
                 config.max_batch_size, config.max_batch_delay_ms / 1000.0, runner,
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
-        self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
+        # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py), counting its prefill
+        self.llm = llm.engine_for(config, self.counters)
         # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle
         # (endpoint/serverless.py)
         self.serverless = serverless.emulator_for(config, self.counters, serverless_slots)
