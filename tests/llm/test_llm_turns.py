@@ -147,6 +147,28 @@ def test_turns_need_the_messages_template():
     assert LlmSettings("synthetic:8", "messages", turns=3).check().turns == 3
 
 
+@pytest.mark.parametrize("load, named", [
+    (["--target-rps", "2"], "the open shape sends open-loop arrivals"),
+    (["--shape", "plateau", "--search-mode", "rate"], "the rate search (--search-mode rate) sends open-loop arrivals"),
+    (["--traffic", "[{duration_s: 10, rps: 2}]"], "the traffic shape sends open-loop arrivals"),
+])
+def test_turns_in_open_loop_are_refused_in_one_line(load, named, tmp_path, capsys):
+    """A conversation's next turn waits for its last answer; open-loop arrivals wait for nothing: refused before
+    anything starts, never silently sent as single requests."""
+    from sm_locust.cli import main
+
+    out = tmp_path / "run"
+    code = main(["run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out", str(out),
+                 "--prompts", "synthetic:8", "--llm-template", "messages", "--turns", "3", *load])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "--turns 3 keeps each closed-loop user's conversation" in lines[0], lines
+    assert named in lines[0] and "drop --turns" in lines[0]
+    assert not out.exists()
+    settings = LlmSettings("synthetic:8", "messages", turns=3).check()
+    settings.check_load("step", open_loop=False)  # closed-loop users keep their conversations
+    LlmSettings("synthetic:8", "messages").check().check_load("open", open_loop=True)  # one turn: any load
+
+
 @pytest.mark.e2e
 def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(endpoint_factory, tmp_path):
     users = 2
