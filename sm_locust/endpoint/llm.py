@@ -439,15 +439,18 @@ class LlmEngine:
         self.tokenizer = config.prompt_tokenizer()
 
     # -- requests --
-    def start(self, body: bytes) -> tuple[Formatter, Sequence]:
-        """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence."""
+    def start(self, body: bytes, component: str | None = None) -> tuple[Formatter, Sequence]:
+        """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence; `component`:
+        the InferenceComponentName it named (an adapter's prompt blocks are its own in the prefix cache)."""
         request, ids = self._receive(body)
         fmt = request.format if self.config.format == AUTO else self.config.format
         length = self.output_length(request.max_new_tokens)
         sequence = Sequence(request.prompt_tokens, length, arrived=self._clock(), tokens=queue.SimpleQueue())
         if self.batcher.prefix_cache is not None:
             units: list[int] | list[str] = ids if ids is not None else request.prompt.split()
-            sequence.blocks, sequence.block_units = block_keys(units, self.config.block_tokens), len(units)
+            adapter = component if self.config.adapters and component != self.config.base_component else None
+            sequence.blocks = block_keys(units, self.config.block_tokens, adapter or "")
+            sequence.block_units = len(units)
         formatter = Formatter(fmt, request, length, self.config.server_counts)
         with self._work:
             self.batcher.submit(sequence)
@@ -584,11 +587,12 @@ def stream_fault(engine: LlmEngine, forced: str | None, model_stream_ratio: floa
 
 
 def invoke_stream(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, variant: str,
-                  attributes_header: str | None, fault: str | None = None):
+                  attributes_header: str | None, fault: str | None = None, component: str | None = None):
     """InvokeEndpointWithResponseStream on the LLM: one PayloadPart per token as the batch makes them; a
-    `fault` ends the stream half-way (endpoint/streaming.py decides it: `stream_fault`)."""
+    `fault` ends the stream half-way (endpoint/streaming.py decides it: `stream_fault`); `component`: the
+    InferenceComponentName the request named."""
     try:
-        formatter, sequence = engine.start(body)
+        formatter, sequence = engine.start(body, component)
     except BadLlmRequest as exc:
         return app.reject(start_response, exc)  # ModelError 424, before the stream starts
     _count_chat(app, formatter)
@@ -631,11 +635,13 @@ def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequenc
     app.counters.add(invocations=1, stream_errors=1, model_latency_us_sum=model_us)
 
 
-def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, headers: list):
-    """InvokeEndpoint on the LLM: the whole answer once every token is made."""
+def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, headers: list,
+           component: str | None = None):
+    """InvokeEndpoint on the LLM: the whole answer once every token is made (`component`: the
+    InferenceComponentName the request named)."""
     started = time.perf_counter()
     try:
-        formatter, sequence = engine.start(body)
+        formatter, sequence = engine.start(body, component)
     except BadLlmRequest as exc:
         return app.reject(start_response, exc)
     _count_chat(app, formatter)

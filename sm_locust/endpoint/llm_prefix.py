@@ -2,13 +2,14 @@
 
 A prompt is cut into full blocks of `--llm-block-tokens` tokens (token ids by `--llm-tokenizer`, else
 words); each block's key hashes its parent block's key with its own tokens, so a key names the whole
-prefix up to the block's end, as vLLM's automatic prefix caching keys its KV-cache blocks (docs/facts.md,
-"Prefix caching in vLLM"). When a request is admitted to the batch, the longest run of its leading
-blocks already cached is a hit and is not prefilled again; at least the prompt's last token is always
-prefilled (its logits make the first output token), so a prompt that is all cached blocks recomputes
-its last block. Every full block of the prompt is then cached, least recently used evicted first, at
-most N blocks; a prompt's blocks are touched last to first, so its first blocks (the ones shared) are
-evicted last. Pure: `PrefixCache` is fed block keys, `block_keys` makes them.
+prefix up to the block's end, and a LoRA adapter's requests start their chain from the adapter's name,
+as vLLM's automatic prefix caching keys its KV-cache blocks (docs/facts.md, "Prefix caching in vLLM").
+When a request is admitted to the batch, the longest run of its leading blocks already cached is a hit
+and is not prefilled again; at least the prompt's last token is always prefilled (its logits make the
+first output token), so a prompt that is all cached blocks recomputes its last block. Every full block
+of the prompt is then cached, least recently used evicted first, at most N blocks; a prompt's blocks
+are touched last to first, so its first blocks (the ones shared) are evicted last. Pure:
+`PrefixCache` is fed block keys, `block_keys` makes them.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from typing import cast
 KEY_BYTES = 8
 
 
-def block_keys(tokens: Sequence[int] | Sequence[str], block: int) -> tuple[bytes, ...]:
+def block_keys(tokens: Sequence[int] | Sequence[str], block: int, salt: str = "") -> tuple[bytes, ...]:
     """The chain key of each full `block`-token block of `tokens` (ids, or words): a hash of the parent
-    block's key and the block's tokens. A partial last block has none (only full blocks are cached)."""
+    block's key and the block's tokens, the first block's parent being `salt` (vLLM's extra key: the LoRA
+    adapter, so adapters never share blocks). A partial last block has none (only full blocks are cached)."""
     keys: list[bytes] = []
-    parent = b""
+    parent = hashlib.blake2b(salt.encode(), digest_size=KEY_BYTES).digest() if salt else b""
     for start in range(0, len(tokens) - block + 1, block):
         part = tokens[start:start + block]
         if isinstance(part[0], str):  # words hold no spaces: joined by one, unambiguous

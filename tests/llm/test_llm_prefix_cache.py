@@ -11,7 +11,7 @@ import time
 import orjson
 import pytest
 
-from sm_locust.endpoint.llm import BatchModel, ContinuousBatcher, LlmConfig, Sequence, admission_counts
+from sm_locust.endpoint.llm import BatchModel, ContinuousBatcher, LlmConfig, LlmEngine, Sequence, admission_counts
 from sm_locust.endpoint.llm_prefix import PrefixCache, block_keys
 from sm_locust.llm.trace import BLOCK_TOKENS, TracePrompts, TraceRow
 from sm_locust.payloads.llm import _WORDS, synthetic_prompts
@@ -49,6 +49,41 @@ def test_block_keys_chain_full_blocks_only():
     assert a[1] != c[1]  # the same second block behind another first block: another key (the chain)
     assert block_keys([1, 2, 3, 4, 5, 6], 3)[1] != block_keys([9, 2, 3, 4, 5, 6], 3)[1]  # token ids alike
     assert block_keys([1, 2], 3) == () and block_keys("a b".split(), 3) == ()
+
+
+def test_an_adapters_blocks_are_its_own():
+    words = "a b c d e f".split()
+    base, one, two = block_keys(words, 3), block_keys(words, 3, "adapter-1"), block_keys(words, 3, "adapter-2")
+    assert len({base[0], one[0], two[0]}) == 3 and len({base[1], one[1], two[1]}) == 3
+    assert block_keys(words, 3, "adapter-1") == one
+
+
+def engine_hits(engine: LlmEngine, prompt: str, component: str | None) -> int:
+    """Send one request to the live engine (a loop thread, no server) and read its answer: its cache hits."""
+    body = orjson.dumps({"inputs": prompt, "parameters": {"max_new_tokens": 1}})
+    formatter, s = engine.start(body, component)
+    list(engine.tokens(formatter, s))
+    return s.lookup.hits
+
+
+def test_the_engine_keys_blocks_by_adapter_and_counts_admissions():
+    counted: dict[str, int] = {}
+
+    class Counters:
+        def add(self, **amounts):
+            for k, v in amounts.items():
+                counted[k] = counted.get(k, 0) + v
+
+    engine = LlmEngine(LlmConfig(step_ms=0.5, step_ms_per_seq=0.0, prefill_ms_per_token=0.0, block_tokens=4,
+                                 prefix_cache_blocks=100, adapters="2"), counters=Counters())
+    prompt = " ".join(f"w{i}" for i in range(9))  # 2 full blocks of 4 words, then 1
+    assert [engine_hits(engine, prompt, c) for c in ("base", "base", "adapter-1", "adapter-1", "adapter-2", None)] \
+        == [0, 2, 0, 2, 0, 2]  # the base component and no component are the base model's
+    assert counted == {"llm_prefill_tokens": 6 * 9 - 3 * 8, "llm_prefix_cache_hit_blocks": 6,
+                       "llm_prefix_cache_miss_blocks": 6}
+    # without adapters hosted, a component name changes nothing (the request is refused before, by the server)
+    plain = LlmEngine(LlmConfig(step_ms=0.5, block_tokens=4, prefix_cache_blocks=100))
+    assert [engine_hits(plain, prompt, c) for c in (None, "adapter-1")] == [0, 2]
 
 
 def test_the_last_token_is_always_prefilled():
