@@ -13,9 +13,9 @@ import pytest
 
 from sm_locust.endpoint.llm import BatchModel, ContinuousBatcher, LlmConfig, LlmEngine, Sequence, admission_counts
 from sm_locust.endpoint.llm_prefix import PrefixCache, block_keys
-from sm_locust.llm.trace import BLOCK_TOKENS, TracePrompts, TraceRow
+from sm_locust.llm.trace import BLOCK_TOKENS, TracePrompts, TraceRow, read_trace
 from sm_locust.payloads.llm import _WORDS, synthetic_prompts
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 MODEL = BatchModel(max_sequences=16, step_ms=5.0, step_ms_per_seq=0.1, prefill_ms_per_token=0.2)
 
@@ -257,3 +257,29 @@ def test_the_endpoint_counts_hits_and_misses_of_what_it_received(endpoint_factor
     assert plain["llm_prefix_cache_hit_blocks"] == max(0, plain_n - 64)  # round-robin: a prompt's 2nd time
     assert prefixes == (4 if prefixed_n >= 64 else prefixes)
     assert prefixed["llm_prefix_cache_hit_blocks"] == prefixed_n - prefixes  # each prefix missed once only
+
+
+@pytest.mark.e2e
+def test_a_replayed_traces_equal_hash_ids_are_the_endpoints_hits(endpoint_factory, tmp_path):
+    """examples/llm/trace.jsonl (60 requests from 12 chats sharing a first block, each chat repeating its history)
+    replayed against `serve --llm --llm-prefix-cache-blocks` at the trace's 512-token blocks: the hits are what
+    the rows' hash_ids say, in the trace's order, and what the endpoint's own log implies."""
+    trace = ROOT / "examples" / "llm" / "trace.jsonl"
+    rows = read_trace(trace).rows
+    log = tmp_path / "received.jsonl"
+    ep = endpoint_factory(workers=1, llm=LlmConfig(max_sequences=64, step_ms=5.0, step_ms_per_seq=0.1,
+                                                   prefill_ms_per_token=0.01, prefix_cache_blocks=10_000,
+                                                   request_log=str(log)))
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--trace", str(trace), "--time-scale",
+                     "4", "--stream", "true", "--out", str(tmp_path / "run"), timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    received = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    received = [line for line in received if "prompt_tokens" in line]
+    assert [line["prompt_tokens"] for line in received] == [row.input_length for row in rows]  # the trace's order
+    stats = {k: ep.stats()[k] for k in ("llm_prefix_cache_hit_blocks", "llm_prefix_cache_miss_blocks",
+                                       "llm_prefill_tokens")}
+    assert stats == log_expectation(received, BLOCK_TOKENS)
+    hits = expected_trace_hits(list(rows))
+    assert stats["llm_prefix_cache_hit_blocks"] == sum(hits) > 0
+    assert stats["llm_prefill_tokens"] == sum(r.input_length - h * BLOCK_TOKENS for r, h in zip(rows, hits,
+                                                                                                strict=True))
