@@ -113,7 +113,7 @@ def plan_run(arguments: RunArguments, *, progress_every_s: float | None = None,
     shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic, trace=options.trace)
     check_async_shape(shape, options.async_result)
     shape_settings = ShapeSettings.from_options(options, run.spawn_rate).check(shape)
-    LlmSettings.from_options(options).check_load(shape, shape_settings.open_loop_shape(shape))  # --turns
+    LlmSettings.from_options(options).check_load(shape)  # --turns
     load = locust_load(options, users=run.users, spawn_rate=run.spawn_rate, run_time=run.run_time, shape=shape,
                        processes=run.processes, quiet=run.quiet, progress_every_s=progress_every_s,
                        locust_args=list(arguments.passthrough), locust_stats=run.locust_stats,

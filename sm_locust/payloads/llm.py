@@ -158,14 +158,12 @@ class LlmSettings:
                              "usage instead (stream_options.include_usage): drop --llm-details")
         return checked
 
-    def check_load(self, shape: str | None, open_loop: bool) -> None:
-        """`--turns` against the run's load: a conversation is a user's, each turn sent once the last answer is in;
-        open-loop arrivals (`open_loop`) are sent whatever the answers, by no user."""
-        if self.turns > 1 and open_loop:
-            load = "the rate search (--search-mode rate)" if shape == "plateau" else f"the {shape} shape"
-            raise UsageError(f"--turns {self.turns} keeps each closed-loop user's conversation, a turn sent when the "
-                             f"last answer is in; {load} sends open-loop arrivals no user waits for: drop --turns, or "
-                             "run users (-u N, --shape step or plateau)")
+    def check_load(self, shape: str | None) -> None:
+        """`--turns` against the run's load: a turn carries the answers before it, and the async shape's calls
+        are answered in S3, not to the caller."""
+        if self.turns > 1 and shape == "async":
+            raise UsageError(f"--turns {self.turns} carries each answer into the next turn; the async shape's "
+                             "calls are answered in S3, not to their caller: drop --turns (or --shape async)")
 
     def _check_trace(self, payload: str) -> LlmSettings:
         given = [flag for flag, value in (("--prompts", self.prompts), ("--max-new-tokens", self.max_new_tokens),

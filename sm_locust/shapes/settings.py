@@ -256,16 +256,11 @@ class ShapeSettings:
             raise UsageError(f"--spawn-rate must be more than 0, got {self.spawn_rate:g}")
         return self
 
-    def open_loop_shape(self, shape: str | None) -> bool:
-        """The shape sends open-loop arrivals (rate tokens, no user waits for an answer): open, traffic, async,
-        and the plateau search in rate mode."""
-        return shape in ("open", "traffic", "async") or (shape == "plateau" and self.search_mode == MODE_RATE)
-
     def check(self, shape: str | None) -> ShapeSettings:
         """Contradictions between the options and the chosen shape (None = constant users)."""
         if self.objective is not None:
             self.objective.check(shape, self.search_mode)
-        open_loop = self.open_loop_shape(shape)
+        open_loop = shape in ("open", "traffic", "async") or (shape == "plateau" and self.search_mode == MODE_RATE)
         if self.trace and shape != "trace":
             raise UsageError(f"--trace sets when each request is sent; it replaces the {shape or 'constant users'} "
                              "shape: leave --shape out (or --shape trace)")
