@@ -1,7 +1,8 @@
 """A local LLM for the local endpoint (`sm-locust serve --llm`): continuous batching with real dynamics.
 
 One loop runs decode steps; each gives one token to every sequence in the batch and lasts
-step_ms + step_ms_per_seq x sequences + prefill_ms_per_token x prompt tokens admitted; at most
+step_ms + step_ms_per_seq x sequences + prefill_ms_per_token x prompt tokens admitted (less the
+leading blocks a `--llm-prefix-cache-blocks` cache holds: endpoint/llm_prefix.py); at most
 `max_sequences` run, the rest queue (docs/llm.md). `BatchModel` (cost model, closed-form
 predictions) and `ContinuousBatcher` (the scheduler, `simulate` on a virtual clock) are pure;
 `LlmEngine` runs it in real time per worker and streams tokens in a real container's bytes
