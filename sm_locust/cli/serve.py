@@ -77,8 +77,8 @@ def endpoint_config(options: Options) -> EndpointConfig:
 
 
 LLM_KEYS = ("max_sequences", "step_ms", "step_ms_per_seq", "prefill_ms_per_token", "output_tokens", "format",
-            "server_counts", "error_ratio", "request_log", "tokenizer", "block_tokens", "adapters", "adapter_cache",
-            "adapter_load_ms", "base_component")
+            "server_counts", "error_ratio", "request_log", "tokenizer", "block_tokens", "prefix_cache_blocks",
+            "adapters", "adapter_cache", "adapter_load_ms", "base_component")
 
 
 def emulation_flags(options: Options, dests: dict[str, str], switch: str, what: str) -> dict[str, Any] | None:
@@ -234,7 +234,14 @@ def describe_llm(config) -> str:
     return (f"LLM emulation: up to {llm.max_sequences} sequences per worker ({config.workers} worker"
             f"{'s' if config.workers != 1 else ''}), decode step {llm.step_ms:g} ms + {llm.step_ms_per_seq:g} ms per "
             f"sequence + {llm.prefill_ms_per_token:g} ms per prompt token admitted; throughput stops growing at "
-            f"{llm.max_sequences * config.workers} concurrent requests")
+            f"{llm.max_sequences * config.workers} concurrent requests{_prefix_cache(llm)}")
+
+
+def _prefix_cache(llm) -> str:
+    if not llm.prefix_cache_blocks:
+        return ""
+    return (f"; prefix cache of {llm.prefix_cache_blocks:,} blocks of {llm.block_tokens} tokens per worker (leading "
+            "blocks found there are not prefilled)")
 
 
 def describe_triton(config) -> str:

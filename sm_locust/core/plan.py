@@ -23,6 +23,7 @@ from sm_locust.core.arguments import RunArguments
 from sm_locust.core.child import LoadSettings
 from sm_locust.core.rules import SHAPE_SPAWN_RATE, check_async_shape, check_users, chosen_shape, default_run_time
 from sm_locust.errors import UsageError
+from sm_locust.payloads.llm import LlmSettings
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.transport.options import check_async_result
 from sm_locust.util.numbers import check_number
@@ -111,6 +112,7 @@ def plan_run(arguments: RunArguments, *, progress_every_s: float | None = None,
     shape = chosen_shape(run.shape, target_rps=options.target_rps, traffic=options.traffic, trace=options.trace)
     check_async_shape(shape, options.async_result)
     shape_settings = ShapeSettings.from_options(options, run.spawn_rate).check(shape)
+    LlmSettings.from_options(options).check_load(shape)  # --turns
     load = locust_load(options, users=run.users, spawn_rate=run.spawn_rate, run_time=run.run_time, shape=shape,
                        processes=run.processes, quiet=run.quiet, progress_every_s=progress_every_s,
                        locust_args=list(arguments.passthrough), locust_stats=run.locust_stats,

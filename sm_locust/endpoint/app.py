@@ -40,6 +40,7 @@ from sm_locust.endpoint import (
     targets,
     triton,
 )
+from sm_locust.endpoint.components import COMPONENT_ENVIRON
 from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.faults import (
     DROP,
@@ -85,7 +86,8 @@ class EndpointApp:
             self.batcher = batching.Batcher(
                 config.max_batch_size, config.max_batch_delay_ms / 1000.0, runner,
                 self.slots, on_batch=lambda n: self.counters.add(batches=1))
-        self.llm = llm.engine_for(config)  # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py)
+        # sm-locust serve --llm: a continuous-batching LLM (endpoint/llm.py), counting its prefill
+        self.llm = llm.engine_for(config, self.counters)
         # sm-locust serve --serverless-*: throttles above MaxConcurrency, cold instances after idle
         # (endpoint/serverless.py)
         self.serverless = serverless.emulator_for(config, self.counters, serverless_slots)
@@ -185,7 +187,7 @@ class EndpointApp:
         if self.llm is not None:  # sm-locust serve --llm (endpoint/llm.py); its adapters' loads (--llm-adapters)
             headers = [("x-Amzn-Invoked-Production-Variant", variant)]
             return self.targets.serve(environ, start_response, lambda respond: llm.invoke(
-                self, self.llm, respond, body, headers), self._error)
+                self, self.llm, respond, body, headers, environ.get(COMPONENT_ENVIRON)), self._error)
         answer = (start_response, body, content_type, accept, attributes_header, variant, arrived, added_latency_ms)
         if self.targets.serves:  # the model's load (--multi-model) or a component's copy (--inference-components)
             return self.targets.serve(environ, start_response, lambda respond, service_s=None: self._answer(

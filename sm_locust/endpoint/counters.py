@@ -46,6 +46,9 @@ FIELDS: tuple[str, ...] = (
     "llm_roles_alternating",  # ... whose roles alternate user / assistant, ending with the user's
     "llm_assistant_messages",  # assistant messages received (a multi-turn chat's earlier answers)
     "llm_assistant_echoed",  # ... that are an answer this emulation streamed
+    "llm_prefill_tokens",  # LLM prompt tokens prefilled as requests entered the batch (after the prefix cache)
+    "llm_prefix_cache_hit_blocks",  # --llm-prefix-cache-blocks: prompt blocks the prefix cache supplied
+    "llm_prefix_cache_miss_blocks",  # ... full prompt blocks prefilled (endpoint/llm_prefix.py)
     "async_accepted",  # serve --async: InvokeEndpointAsync requests queued (endpoint/asyncqueue.py)
     "async_results",  # ... answers written to the OutputLocation
     "async_failures",  # ... failure documents written to the FailureLocation

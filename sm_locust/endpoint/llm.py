@@ -1,7 +1,8 @@
 """A local LLM for the local endpoint (`sm-locust serve --llm`): continuous batching with real dynamics.
 
 One loop runs decode steps; each gives one token to every sequence in the batch and lasts
-step_ms + step_ms_per_seq x sequences + prefill_ms_per_token x prompt tokens admitted; at most
+step_ms + step_ms_per_seq x sequences + prefill_ms_per_token x prompt tokens admitted (less the
+leading blocks a `--llm-prefix-cache-blocks` cache holds: endpoint/llm_prefix.py); at most
 `max_sequences` run, the rest queue (docs/llm.md). `BatchModel` (cost model, closed-form
 predictions) and `ContinuousBatcher` (the scheduler, `simulate` on a virtual clock) are pure;
 `LlmEngine` runs it in real time per worker and streams tokens in a real container's bytes
@@ -27,6 +28,7 @@ from typing import Any
 import orjson
 
 from sm_locust.endpoint.adapters import AdapterSpec, parse_adapters
+from sm_locust.endpoint.llm_prefix import PrefixCache, PrefixLookup, block_keys
 from sm_locust.endpoint.llm_wire import (
     AUTO,
     FORMATS,
@@ -84,7 +86,11 @@ class LlmConfig:
     """A Hugging Face tokenizer.json (or the folder holding one): each prompt is counted by it (its prefill,
     usage counts and request log), as `run --tokenizer` counts it; empty: words and punctuation marks."""
     block_tokens: int = RECORD_BLOCK_WORDS
-    """The request log's prompt blocks: a CRC-32 of each whole block of this many tokens."""
+    """Prompt blocks of this many tokens: the request log's (a CRC-32 of each whole block) and the prefix
+    cache's."""
+    prefix_cache_blocks: int = 0
+    """Automatic prefix caching (endpoint/llm_prefix.py): blocks each worker's cache holds, least recently
+    used evicted first; a request's leading blocks found there are not prefilled. 0: no prefix cache."""
     adapters: str = ""
     """LoRA adapters as inference components on the base component (endpoint/adapters.py): a count N
     (adapter-1 ... adapter-N) or names; empty: none (InferenceComponentName refused)."""
@@ -115,6 +121,8 @@ class LlmConfig:
                 raise ValueError(str(exc)) from None
         if self.block_tokens < 1:
             raise ValueError(f"--llm-block-tokens must be at least 1, got {self.block_tokens}")
+        if self.prefix_cache_blocks < 0:
+            raise ValueError(f"--llm-prefix-cache-blocks must not be negative, got {self.prefix_cache_blocks}")
         self.prompt_tokenizer()
         given = [flag for flag, on in (("--llm-adapter-cache", self.adapter_cache != 0),
                                        ("--llm-adapter-load-ms", self.adapter_load_ms != 500.0),
@@ -142,6 +150,10 @@ class LlmConfig:
             return load_tokenizer(self.tokenizer)
         except UsageError as exc:  # the serve command reports ValueErrors
             raise ValueError(str(exc).replace("--tokenizer", "--llm-tokenizer", 1)) from None
+
+    def prefix_cache(self) -> PrefixCache | None:
+        """A worker's prefix cache (None without `--llm-prefix-cache-blocks`)."""
+        return PrefixCache(self.prefix_cache_blocks, self.block_tokens) if self.prefix_cache_blocks else None
 
     def model(self) -> BatchModel:
         return BatchModel(self.max_sequences, self.step_ms, self.step_ms_per_seq, self.prefill_ms_per_token)
@@ -246,10 +258,22 @@ class Sequence:
     token_times: list[float] = field(default_factory=list)
     cancelled: bool = False
     tokens: Any = None  # the live engine's queue of produced tokens
+    blocks: tuple[bytes, ...] = ()
+    """The prompt's full blocks' chain keys (endpoint/llm_prefix.py), for the prefix cache."""
+    block_units: int = 0
+    """The prompt's length in the units its blocks are cut from (token ids, or words)."""
+    cached_tokens: int = 0
+    """Prompt tokens the prefix cache supplied when it was admitted: not prefilled."""
+    lookup: PrefixLookup | None = None
 
     @property
     def done(self) -> bool:
         return self.generated >= self.output_tokens or self.cancelled
+
+    @property
+    def prefill_tokens(self) -> int:
+        """What its admission adds to the step: its prompt less the tokens the prefix cache had."""
+        return self.prompt_tokens - self.cached_tokens
 
 
 @dataclass
@@ -264,8 +288,9 @@ class Step:
 class ContinuousBatcher:
     """The continuous-batching scheduler: a FIFO queue in front of a batch capped at `max_sequences`."""
 
-    def __init__(self, model: BatchModel):
+    def __init__(self, model: BatchModel, prefix_cache: PrefixCache | None = None):
         self.model = model
+        self.prefix_cache = prefix_cache
         self.waiting: collections.deque[Sequence] = collections.deque()
         self.active: list[Sequence] = []
 
@@ -291,12 +316,21 @@ class ContinuousBatcher:
         while self.waiting and len(self.active) < self.model.max_sequences:
             sequence = self.waiting.popleft()
             if not sequence.cancelled:
+                self._look_up(sequence)
                 self.active.append(sequence)
                 admitted.append(sequence)
         if not self.active:
             return None
-        prefill = sum(s.prompt_tokens for s in admitted)
+        prefill = sum(s.prefill_tokens for s in admitted)
         return Step(self.model.step_s(len(self.active), prefill), list(self.active), admitted)
+
+    def _look_up(self, sequence: Sequence) -> None:
+        """Its prompt's leading blocks the prefix cache holds are not prefilled (at least one token is)."""
+        if self.prefix_cache is None or not sequence.blocks:
+            return
+        sequence.lookup = self.prefix_cache.admit(sequence.blocks, sequence.block_units)
+        cached = sequence.lookup.hits * self.prefix_cache.block_tokens
+        sequence.cached_tokens = max(0, min(cached, sequence.prompt_tokens - 1))
 
     def finish(self, step: Step, now: float) -> list[Sequence]:
         """The step ran until `now`: one token for each of its sequences; returns those now complete."""
@@ -388,11 +422,12 @@ class LlmEngine:
     """
 
     def __init__(self, config: LlmConfig, seed: int | None = None, sleep: Callable[[float], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, counters: Any = None):
         config.validate()
         self.config = config
         self.model = config.model()
-        self.batcher = ContinuousBatcher(self.model)
+        self.batcher = ContinuousBatcher(self.model, config.prefix_cache())
+        self.counters = counters  # the endpoint's SharedCounters: prefill and prefix-cache counts (or None)
         self.lengths = (LengthDistribution.parse(config.output_tokens, "--llm-output-tokens")
                         if config.output_tokens else None)
         self.rng = random.Random(seed)
@@ -405,12 +440,18 @@ class LlmEngine:
         self.tokenizer = config.prompt_tokenizer()
 
     # -- requests --
-    def start(self, body: bytes) -> tuple[Formatter, Sequence]:
-        """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence."""
-        request = self.received(body)
+    def start(self, body: bytes, component: str | None = None) -> tuple[Formatter, Sequence]:
+        """Parse a request (BadLlmRequest when it is not an LLM request) and queue its sequence; `component`:
+        the InferenceComponentName it named (an adapter's prompt blocks are its own in the prefix cache)."""
+        request, ids = self._receive(body)
         fmt = request.format if self.config.format == AUTO else self.config.format
         length = self.output_length(request.max_new_tokens)
         sequence = Sequence(request.prompt_tokens, length, arrived=self._clock(), tokens=queue.SimpleQueue())
+        if self.batcher.prefix_cache is not None:
+            units: list[int] | list[str] = ids if ids is not None else request.prompt.split()
+            adapter = component if self.config.adapters and component != self.config.base_component else None
+            sequence.blocks = block_keys(units, self.config.block_tokens, adapter or "")
+            sequence.block_units = len(units)
         formatter = Formatter(fmt, request, length, self.config.server_counts)
         with self._work:
             self.batcher.submit(sequence)
@@ -421,6 +462,10 @@ class LlmEngine:
     def received(self, body: bytes) -> LlmRequest:
         """A request as the emulation reads it (BadLlmRequest when it is not an LLM request): its prompt
         counted by `--llm-tokenizer` when given, and logged to `--llm-request-log`."""
+        return self._receive(body)[0]
+
+    def _receive(self, body: bytes) -> tuple[LlmRequest, list[int] | None]:
+        """The request, and its prompt's token ids by `--llm-tokenizer` (None without one)."""
         arrived = time.time()
         request = parse_request(body)
         ids = None
@@ -429,7 +474,7 @@ class LlmEngine:
             request = replace(request, prompt_tokens=len(ids))
         if self.config.request_log:
             self._log(request_record(request, arrived, self.config.block_tokens, ids))
-        return request
+        return request, ids
 
     def _log(self, line: bytes) -> None:
         """One whole line per write, appended (O_APPEND: the workers' lines never interleave)."""
@@ -483,6 +528,8 @@ class LlmEngine:
                 while step is None:
                     self._work.wait()
                     step = self.batcher.plan()
+            if step.admitted and self.counters is not None:
+                self.counters.add(**admission_counts(step.admitted))
             now = self._clock()
             deadline = max(deadline, now) + step.duration_s  # an overslept step delays the next, as a slow GPU
             if deadline > now:
@@ -495,6 +542,17 @@ class LlmEngine:
                     sequence.tokens.put(True)
 
 
+def admission_counts(admitted: list[Sequence]) -> dict[str, int]:
+    """The endpoint's counters for the sequences a step admitted: the prompt tokens prefilled and, with a
+    prefix cache, the blocks it supplied (hits) and those prefilled (misses)."""
+    counts = {"llm_prefill_tokens": sum(s.prefill_tokens for s in admitted)}
+    lookups = [s.lookup for s in admitted if s.lookup is not None]
+    if lookups:
+        counts.update(llm_prefix_cache_hit_blocks=sum(x.hits for x in lookups),
+                      llm_prefix_cache_miss_blocks=sum(x.misses for x in lookups))
+    return counts
+
+
 def _gaps(times: list[float]) -> list[float]:
     return [round((b - a) * 1000.0, 3) for a, b in itertools.pairwise(times)]
 
@@ -503,10 +561,11 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)  # looked up per call: gevent-patched in the worker (the module is imported before the patch)
 
 
-def engine_for(config: object) -> LlmEngine | None:
-    """The engine an endpoint worker runs when `config.llm` (an LlmConfig) is set, else None."""
+def engine_for(config: object, counters: Any = None) -> LlmEngine | None:
+    """The engine an endpoint worker runs when `config.llm` (an LlmConfig) is set, else None; it adds its
+    prefill and prefix-cache counts to `counters` (the endpoint's SharedCounters)."""
     llm = getattr(config, "llm", None)
-    return LlmEngine(llm, getattr(config, "seed", None)) if llm is not None else None
+    return LlmEngine(llm, getattr(config, "seed", None), counters=counters) if llm is not None else None
 
 
 # -- the endpoint's handlers --------------------------------------------------------------------
@@ -529,11 +588,12 @@ def stream_fault(engine: LlmEngine, forced: str | None, model_stream_ratio: floa
 
 
 def invoke_stream(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, variant: str,
-                  attributes_header: str | None, fault: str | None = None):
+                  attributes_header: str | None, fault: str | None = None, component: str | None = None):
     """InvokeEndpointWithResponseStream on the LLM: one PayloadPart per token as the batch makes them; a
-    `fault` ends the stream half-way (endpoint/streaming.py decides it: `stream_fault`)."""
+    `fault` ends the stream half-way (endpoint/streaming.py decides it: `stream_fault`); `component`: the
+    InferenceComponentName the request named."""
     try:
-        formatter, sequence = engine.start(body)
+        formatter, sequence = engine.start(body, component)
     except BadLlmRequest as exc:
         return app.reject(start_response, exc)  # ModelError 424, before the stream starts
     _count_chat(app, formatter)
@@ -576,11 +636,13 @@ def _frames(app: Any, engine: LlmEngine, formatter: Formatter, sequence: Sequenc
     app.counters.add(invocations=1, stream_errors=1, model_latency_us_sum=model_us)
 
 
-def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, headers: list):
-    """InvokeEndpoint on the LLM: the whole answer once every token is made."""
+def invoke(app: Any, engine: LlmEngine, start_response: Callable, body: bytes, headers: list,
+           component: str | None = None):
+    """InvokeEndpoint on the LLM: the whole answer once every token is made (`component`: the
+    InferenceComponentName the request named)."""
     started = time.perf_counter()
     try:
-        formatter, sequence = engine.start(body)
+        formatter, sequence = engine.start(body, component)
     except BadLlmRequest as exc:
         return app.reject(start_response, exc)
     _count_chat(app, formatter)

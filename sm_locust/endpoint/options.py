@@ -140,8 +140,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
           "(default 500)", None, float, "llm", **NOT_NEGATIVE),
     _spec("--llm-base-component", "--llm-adapters: the base inference component's name, answered without an adapter "
           "(default base)", None, None, "llm"),
-    _spec("--llm-block-tokens", "--llm-request-log's prompt blocks: a hash of each whole block of this many tokens "
-          "(default 512)", None, int, "llm", minimum=1),
+    _spec("--llm-block-tokens", "prompt blocks of this many tokens (words without --llm-tokenizer): --llm-request-log "
+          "hashes each whole block, the prefix cache keeps them (default 512)", None, int, "llm", minimum=1),
+    _spec("--llm-prefix-cache-blocks", "automatic prefix caching: each worker keeps this many prompt blocks (least "
+          "recently used evicted); a request's leading blocks found there are not prefilled (default 0: none)", None,
+          int, "llm", minimum=0),
     # serverless emulation: defaults and ranges in sm_locust.endpoint.serverless.ServerlessConfig
     _spec("--serverless-memory-mb", "MemorySizeInMB, 1024-6144 in 1 GB steps: the model takes --service-time-ms x "
           "6144 / this (CPU share proportional to memory); turns the emulation on (default 2048 when another "

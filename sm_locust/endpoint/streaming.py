@@ -17,6 +17,7 @@ import orjson
 
 from sm_locust.endpoint import codecs, llm
 from sm_locust.endpoint.asyncqueue import Job
+from sm_locust.endpoint.components import COMPONENT_ENVIRON
 from sm_locust.endpoint.faults import FORCE_ATTRIBUTE
 from sm_locust.transport import eventstream as es
 
@@ -56,8 +57,9 @@ def invoke_stream(app, environ, start_response, endpoint_name: str):
     if app.llm is not None:  # sm-locust serve --llm: tokens as the batch makes them (endpoint/llm.py)
         variant = environ.get("HTTP_X_AMZN_SAGEMAKER_TARGET_VARIANT") or app.config.variant_name
         fault = llm.stream_fault(app.llm, forced, app.config.stream_error_ratio, app.plan.rng.random)
+        component = environ.get(COMPONENT_ENVIRON)
         return app.targets.serve(environ, start_response, lambda respond: llm.invoke_stream(  # an adapter's load
-            app, app.llm, respond, body, variant, attributes_header, fault), app._error)
+            app, app.llm, respond, body, variant, attributes_header, fault, component), app._error)
     try:
         feat_ids, feat_vals = app.decode(body, environ.get("CONTENT_TYPE"), attributes_header)
     except codecs.CodecError as exc:

@@ -4,11 +4,13 @@ Each request carries the earlier turns: turn k sends 2k - 1 messages (user, assi
 a system message a dataset line starts with stays first), the assistant's being the text it streamed
 (`answer_text`: OpenAI-style `delta.content` / `message.content`, TGI / LMI `token.text` /
 `generated_text`). After N turns, or a failed turn (nothing to carry on from), a new conversation
-starts. Pure: bodies in, bodies out.
+starts. Closed-loop users keep one each (`conversational`); open-loop arrivals take up the conversation
+answered longest ago (`OpenConversations`). Pure: bodies in, bodies out.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -117,11 +119,45 @@ def conversational(call: Callable, turns: int, count: Callable[[str], int] = est
     conversation = Conversation(turns)
 
     def send(invocation: Any, *args: Any, **kwargs: Any) -> Any:
-        body, turn, messages = conversation.next_request(invocation.body)
-        extra = {**invocation.extra, INPUT_TOKENS: sum(count(str(m.get("content", ""))) for m in messages),
-                 TURN: turn}
-        result = call(dataclasses.replace(invocation, body=body, extra=extra), *args, **kwargs)
-        conversation.answered(answer_text(result))
+        result, _text = _turn(conversation, call, count, invocation, args, kwargs)
         return result
 
     return send
+
+
+def _turn(conversation: Conversation, call: Callable, count: Callable[[str], int], invocation: Any,
+          args: tuple, kwargs: dict) -> tuple[Any, str | None]:
+    """One turn of `conversation` sent by `call`: (the result, the answer's text, None when it failed)."""
+    body, turn, messages = conversation.next_request(invocation.body)
+    extra = {**invocation.extra, INPUT_TOKENS: sum(count(str(m.get("content", ""))) for m in messages), TURN: turn}
+    result = call(dataclasses.replace(invocation, body=body, extra=extra), *args, **kwargs)
+    text = answer_text(result)
+    conversation.answered(text)
+    return result, text
+
+
+class OpenConversations:
+    """`--turns N` under open-loop arrivals: no user holds a conversation, so each arrival is the next turn of
+    the conversation answered longest ago (one still waiting for its answer never sends), else the first turn
+    of a new one. A conversation leaves after its N-th turn or a failed one. The arrivals keep their rate;
+    the time between a conversation's turns is the wait for an arrival to take it up."""
+
+    def __init__(self, call: Callable, turns: int, count: Callable[[str], int] = estimate_tokens):
+        self.call = call
+        self.turns = max(1, turns)
+        self.count = count
+        self.idle: collections.deque[Conversation] = collections.deque()
+        """Conversations answered and not finished, the longest answered first (at most one per request
+        answered, so no more than the requests in flight)."""
+        self.started = 0
+
+    def __call__(self, invocation: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.idle:
+            conversation = self.idle.popleft()
+        else:
+            conversation = Conversation(self.turns)
+            self.started += 1
+        result, text = _turn(conversation, self.call, self.count, invocation, args, kwargs)
+        if text is not None and conversation.turn < self.turns:
+            self.idle.append(conversation)
+        return result

@@ -1,10 +1,13 @@
-"""Prompt datasets as tables: CSV and Parquet files read row by row, with their columns mapped.
+"""Prompt datasets as tables: CSV and Parquet files, and Hugging Face `datasets` folders, read row by row,
+with their columns mapped.
 
 `--prompt-column` names the prompt's column (default `prompt`, else `messages`), and
 `--output-tokens-column` the answer length (default the first of `max_new_tokens`, `output_tokens`,
 `expected_output_tokens`). The file is streamed, never read whole: at most `MAX_PROMPTS` rows are
 kept, a seeded reservoir sample of the rest (`--payload-seed`); a prompt over SageMaker's 6 MB body
-is refused, naming its row. JSONL prompts are `payloads/llm.py`'s.
+is refused, naming its row. A folder is one `Dataset.save_to_disk` wrote (docs/facts.md, "Hugging Face
+datasets folders"): `state.json` names its Arrow IPC stream files, read with pyarrow batch by batch, so
+the `datasets` package is not needed. JSONL prompts are `payloads/llm.py`'s.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_PROMPTS = 100_000
 """Rows kept from a dataset (a seeded sample beyond): enough for any test's variety, bounded in memory."""
 PARQUET_BATCH_ROWS = 1024
+STATE_JSON = "state.json"
+"""A saved `Dataset`'s state: `_data_files` lists its Arrow files, in order."""
+DATASET_INFO_JSON = "dataset_info.json"
+DATASET_DICT_JSON = "dataset_dict.json"
+"""A saved `DatasetDict`: `splits` lists its splits, each a saved `Dataset` in a subfolder."""
+MAX_STATE_BYTES = 1 << 20
 PROMPT_KEYS = ("prompt", "messages")
 LENGTH_KEYS = ("max_new_tokens", "output_tokens", "expected_output_tokens")
 
@@ -45,8 +54,8 @@ DEFAULT_COLUMNS = Columns()
 
 
 def is_table(path: str | Path) -> bool:
-    """A dataset read by this module (by its suffix), not a JSONL file."""
-    return Path(path).suffix.lower() in CSV_SUFFIXES + PARQUET_SUFFIXES
+    """A dataset read by this module (a CSV or Parquet file by its suffix, or a folder), not a JSONL file."""
+    return Path(path).suffix.lower() in CSV_SUFFIXES + PARQUET_SUFFIXES or Path(path).is_dir()
 
 
 def mapped(row: dict, columns: Columns, where: str, names: Sequence[str]) -> dict:
@@ -118,9 +127,12 @@ def read_table(path: str | Path, seed: int = 0) -> Iterator[tuple[str, dict, lis
 
 
 def _rows(path: Path) -> Iterator[tuple[str, dict, list[str]]]:
+    if path.is_dir():
+        yield from _saved_dataset_rows(path)
+        return
     if not path.is_file():
-        raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL, CSV or Parquet dataset, or "
-                         "synthetic:LENGTH)")
+        raise UsageError(f"--prompts {str(path)!r}: no such file (a JSONL, CSV or Parquet dataset, a datasets "
+                         "folder, or synthetic:LENGTH)")
     if path.suffix.lower() in CSV_SUFFIXES:
         yield from _csv_rows(path)
     else:
@@ -158,3 +170,73 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, dict, list[str]]]:
         for row in batch.to_pylist():
             number += 1
             yield f"{path.name}:row {number}", row, names
+
+
+def _saved_dataset_rows(folder: Path) -> Iterator[tuple[str, dict, list[str]]]:
+    """The rows of a folder `Dataset.save_to_disk` wrote: each Arrow stream file `state.json` lists, batch by
+    batch; a `DatasetDict`'s folder of one split is that split."""
+    folder = _one_split(folder)
+    state = _json_file(folder / STATE_JSON, folder)
+    files = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(files, list) or not files or not all(isinstance(f, dict) for f in files):
+        raise UsageError(f"--prompts {str(folder)!r}: {STATE_JSON} lists no data files (\"_data_files\"); save the "
+                         "dataset again with save_to_disk")
+    try:
+        import pyarrow as pa  # lazy: pyarrow is heavy and only these datasets need it here
+    except ImportError:
+        raise UsageError("--prompts DIR (a datasets folder) needs pyarrow: pip install pyarrow") from None
+    number = 0
+    for entry in files:
+        name = entry.get("filename")
+        if not isinstance(name, str) or not name or name != Path(name).name or name in (".", ".."):
+            raise UsageError(f"--prompts {str(folder)!r}: {STATE_JSON} names a data file {str(name)[:80]!r} that is "
+                             "not a file name in the folder")
+        path = folder / name
+        if not path.is_file():
+            raise UsageError(f"--prompts {str(folder)!r}: no data file {name!r}, which {STATE_JSON} lists; copy the "
+                             "whole folder save_to_disk wrote")
+        try:
+            with pa.memory_map(str(path)) as source:
+                reader = pa.ipc.open_stream(source)
+                names = list(reader.schema.names)
+                for batch in reader:
+                    for row in batch.to_pylist():
+                        number += 1
+                        yield f"{folder.name}/{name}:row {number}", row, names
+        except pa.ArrowException as exc:
+            raise UsageError(f"{folder.name}/{name}: not an Arrow stream file ({str(exc).splitlines()[0][:200]}); "
+                             "save the dataset again with save_to_disk") from None
+        except OSError as exc:
+            raise UsageError(f"cannot read {folder.name}/{name}: {exc.strerror or exc}") from None
+
+
+def _one_split(folder: Path) -> Path:
+    """`folder` when it holds a saved Dataset; a DatasetDict's only split; else a one-line UsageError."""
+    if (folder / STATE_JSON).is_file():
+        return folder
+    if (folder / DATASET_DICT_JSON).is_file():
+        doc = _json_file(folder / DATASET_DICT_JSON, folder)
+        splits = doc.get("splits") if isinstance(doc, dict) else None
+        names = [s for s in splits if isinstance(s, str)] if isinstance(splits, list) else []
+        if len(names) == 1 and (folder / names[0] / STATE_JSON).is_file() and names[0] == Path(names[0]).name:
+            return folder / names[0]
+        listed = ", ".join(f"{str(folder / n)!r}" for n in names[:10]) or "none listed"
+        raise UsageError(f"--prompts {str(folder)!r} holds the splits of a DatasetDict; pass one split's folder: "
+                         f"{listed}")
+    raise UsageError(f"--prompts {str(folder)!r} is a folder without {STATE_JSON}; pass a folder datasets' "
+                     f"save_to_disk wrote ({STATE_JSON}, {DATASET_INFO_JSON}, data-*.arrow), or a JSONL, CSV or "
+                     "Parquet file")
+
+
+def _json_file(path: Path, folder: Path) -> object:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_STATE_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {folder.name}/{path.name}: {exc.strerror}") from None
+    if len(raw) > MAX_STATE_BYTES:
+        raise UsageError(f"{folder.name}/{path.name} is over {MAX_STATE_BYTES >> 20} MB; it is not a datasets folder's")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise UsageError(f"{folder.name}/{path.name}: not JSON; save the dataset again with save_to_disk") from None

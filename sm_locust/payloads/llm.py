@@ -1,12 +1,12 @@
 """LLM request templates: prompts in, request bodies for the common LLM containers out.
 
-`--prompts` (a JSONL file, a CSV/Parquet dataset via `payloads.datasets`, or `synthetic:DIST` with
-`sm_locust.llm.lengths`), `--llm-template` (`tgi`, the default, or `messages`) and `--max-new-tokens`
-replace `--payload`; the pool is built before the test (bodies and options: docs/llm.md). Templates
-ask for the server's token counts (`details: true`, `include_usage`) unless `--llm-details false`.
-Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`), used when the server does
-not count. Bad input (a line that is not JSON or does not match the template, LLM options without
-`--prompts`, `--prompts` with `--payload`) is one line, exit 2.
+`--prompts` (a JSONL file, a CSV/Parquet dataset or a `datasets` folder via `payloads.datasets`, or
+`synthetic:DIST` with `sm_locust.llm.lengths`), `--llm-template` (`tgi`, the default, or `messages`)
+and `--max-new-tokens` replace `--payload`; the pool is built before the test (bodies and options:
+docs/llm.md). Templates ask for the server's token counts (`details: true`, `include_usage`) unless
+`--llm-details false`. Each invocation carries its prompt's token count (`extra[INPUT_TOKENS]`), used
+when the server does not count. Bad input (a line that is not JSON or does not match the template, LLM
+options without `--prompts`, `--prompts` with `--payload`) is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def _command_line_only(flag: str):
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--prompts", "SM_LOCUST_PROMPTS", "",
                "LLM endpoints: prompts instead of --payload: a JSONL file ({\"prompt\": ..., \"max_new_tokens\": N} "
-               "per line) or synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)",
+               "per line), a CSV or Parquet dataset, a folder Hugging Face datasets' save_to_disk wrote, or "
+               "synthetic:LENGTH (synthetic:512, synthetic:256-1024, synthetic:512~64 tokens)",
                web_check=inline_only("--prompts", "synthetic:")),
     OptionSpec("--llm-template", "SM_LOCUST_LLM_TEMPLATE", "",
                "LLM endpoints: request schema for --prompts: tgi ({\"inputs\", \"parameters\"}: TGI, LMI; the default) "
@@ -143,7 +144,7 @@ class LlmSettings:
         if self.columns.given and self.prompts.startswith(SYNTHETIC):
             flag = "--prompt-column" if self.columns.prompt else "--output-tokens-column"
             raise UsageError(f"{flag} maps a dataset's columns; --prompts {self.prompts!r} is synthetic: "
-                             f"drop {flag} or pass --prompts FILE (JSONL, CSV or Parquet)")
+                             f"drop {flag} or pass --prompts FILE (JSONL, CSV or Parquet) or a datasets folder")
         if payload:
             raise UsageError(f"--payload {payload!r} and --prompts {self.prompts!r} both given; an LLM run sends the "
                              "prompts: drop --payload")
@@ -156,6 +157,13 @@ class LlmSettings:
             raise UsageError("--llm-details false shapes the tgi template's requests; the messages template asks for "
                              "usage instead (stream_options.include_usage): drop --llm-details")
         return checked
+
+    def check_load(self, shape: str | None) -> None:
+        """`--turns` against the run's load: a turn carries the answers before it, and the async shape's calls
+        are answered in S3, not to the caller."""
+        if self.turns > 1 and shape == "async":
+            raise UsageError(f"--turns {self.turns} carries each answer into the next turn; the async shape's "
+                             "calls are answered in S3, not to their caller: drop --turns (or --shape async)")
 
     def _check_trace(self, payload: str) -> LlmSettings:
         given = [flag for flag, value in (("--prompts", self.prompts), ("--max-new-tokens", self.max_new_tokens),

@@ -23,6 +23,8 @@ from sm_locust.config.openloop import DEFAULT_MAX_IN_FLIGHT, DEFAULT_RATE_PER_US
 from sm_locust.config.options import environment_options
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
+from sm_locust.llm.conversation import OpenConversations
+from sm_locust.llm.tokenizer import text_counter
 from sm_locust.plateau.arrival import ARRIVALS
 from sm_locust.transport.options import operation
 from sm_locust.users.sagemaker import SageMakerUser
@@ -126,7 +128,10 @@ class OpenLoopScheduler:
         self.pool = Pool(max_in_flight)
         self.counters = OpenLoopCounters.for_environment(environment)
         self.counters._pools.append(self.pool)
-        self.call = operation(client, environment_options(environment))  # --stream, --async-input-location
+        options = environment_options(environment)
+        self.call = operation(client, options)  # --stream, --async-input-location
+        if options.turns > 1:  # --turns: each arrival is a conversation's next turn (sm_locust.llm.conversation)
+            self.call = OpenConversations(self.call, options.turns, text_counter(options.tokenizer))
         self.users: set[int] = set()
         self._wake = Event()
         self._generation = 0

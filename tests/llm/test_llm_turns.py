@@ -5,6 +5,7 @@ the assistant's text what it streamed; the local endpoint counts the chats it re
 
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 import urllib.request
@@ -17,7 +18,7 @@ from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.endpoint.llm_wire import OPENAI, TGI, Formatter, LlmRequest, chat_counts, is_answer, parse_request
 from sm_locust.errors import UsageError
 from sm_locust.invocation import Invocation
-from sm_locust.llm.conversation import Conversation, answer_text, conversational
+from sm_locust.llm.conversation import Conversation, OpenConversations, answer_text, conversational
 from sm_locust.llm.tokens import INPUT_TOKENS, SERVER, TURN, RequestTokens
 from sm_locust.payloads.llm import LlmSettings, request_body
 from sm_locust.record.llm import LlmStats
@@ -147,6 +148,67 @@ def test_turns_need_the_messages_template():
     assert LlmSettings("synthetic:8", "messages", turns=3).check().turns == 3
 
 
+def test_open_loop_arrivals_take_up_the_conversation_answered_longest_ago():
+    """No user holds a conversation in open loop: an arrival continues the conversation answered longest ago,
+    else starts one; one waiting for its answer never sends; a failed or N-th turn ends it."""
+    pending: list = []  # calls whose answers have not come back: answered when the test says
+
+    def call(invocation):
+        pending.append(invocation)
+        return pending_answer.pop(0)
+
+    pending_answer: list = []
+    send = OpenConversations(call, 3)
+
+    def arrive(answer):
+        pending_answer.append(answer)
+        send(Invocation(body=body(f"q{len(pending)}"), extra={}))
+        return len(orjson.loads(pending[-1].body)["messages"]), pending[-1].extra[TURN]
+
+    # each answer arrives before the next arrival: one conversation, 1, 3, 5 messages, then a new one
+    assert [arrive(streamed(OPENAI, 2)) for _ in range(4)] == [(1, 1), (3, 2), (5, 3), (1, 1)]
+    assert send.started == 2 and len(send.idle) == 1
+    assert arrive(None) == (3, 2)  # the second conversation's turn 2 fails: it ends
+    assert send.idle == collections.deque() and arrive(streamed(OPENAI, 2)) == (1, 1) and send.started == 3
+    # every message list alternates and carries the answers it got
+    for invocation in pending:
+        roles = [m["role"] for m in orjson.loads(invocation.body)["messages"]]
+        assert roles == ["user", "assistant"] * (len(roles) // 2) + ["user"]
+
+
+def test_a_conversation_waiting_for_its_answer_is_not_taken_up():
+    """An arrival while a conversation's turn is in flight starts another conversation; the one answered first
+    is taken up first."""
+    sent = []
+
+    def call(invocation):
+        sent.append(orjson.loads(invocation.body)["messages"])
+        if len(sent) == 2:  # while conversation 1's second turn is in flight, another request arrives
+            send(Invocation(body=body("meanwhile"), extra={}))
+        return streamed(OPENAI, 1)
+
+    send = OpenConversations(call, 3)
+    send(Invocation(body=body("first"), extra={}))
+    send(Invocation(body=body("second"), extra={}))
+    assert [len(m) for m in sent] == [1, 3, 1] and send.started == 2 and len(send.idle) == 2
+    send(Invocation(body=body("third"), extra={}))  # conversation 2 was answered first: its turn 2
+    assert len(sent[3]) == 3 and sent[3][0]["content"] == "meanwhile" and sent[3][2]["content"] == "third"
+
+
+def test_turns_with_the_async_shape_are_refused_in_one_line(tmp_path, capsys):
+    """The async shape's calls are answered in S3, never to the caller: no answer to carry into the next turn."""
+    from sm_locust.cli import main
+
+    out = tmp_path / "run"
+    code = main(["run", "--endpoint-name", "ep", "--endpoint-url", "http://127.0.0.1:9", "--out", str(out),
+                 "--prompts", "synthetic:8", "--llm-template", "messages", "--turns", "3", "--shape", "async",
+                 "--async-result", "s3", "--async-input-location", "s3://bucket/in.json"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "--turns 3 carries each answer into the next turn" in lines[0], lines
+    assert not out.exists()
+    LlmSettings("synthetic:8", "messages", turns=3).check().check_load("open")  # open loop takes conversations up
+
+
 @pytest.mark.e2e
 def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(endpoint_factory, tmp_path):
     users = 2
@@ -176,3 +238,25 @@ def test_a_run_with_three_turns_sends_1_3_and_5_messages_and_counts_each_turn(en
     assert all(r["error"] is None for r in rows)
     assert Counter(r["turn"] for r in rows) == {t.turn: t.requests for t in turns}
     assert "turns 1-3: TTFT p95 " in result.stdout  # the closing lines say it too
+
+
+@pytest.mark.e2e
+def test_open_loop_arrivals_carry_conversations(endpoint_factory, tmp_path):
+    """`--turns 3 --target-rps 10` against `serve --llm` counting the chats it receives: every arrival is a
+    conversation's turn (1, 3 or 5 messages, roles alternating, each assistant message an answer it streamed),
+    a turn only after the one before it, and the rate is the arrivals'."""
+    ep = endpoint_factory(llm=LlmConfig(max_sequences=16, step_ms=5.0, step_ms_per_seq=0.1))
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "llm", "--endpoint-url", ep.url, "--prompts", "synthetic:10",
+                     "--llm-template", "messages", "--max-new-tokens", "4", "--stream", "true", "--turns", "3",
+                     "--target-rps", "10", "-t", "5s", "--out", str(out), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with urllib.request.urlopen(f"{ep.url}/_sm_locust/stats", timeout=10) as answer:
+        stats = json.loads(answer.read())
+    ones, threes, fives = stats["llm_messages_1"], stats["llm_messages_3"], stats["llm_messages_5"]
+    chats = ones + threes + fives
+    assert fives >= 3 and stats["llm_messages_other"] == 0 and stats["llm_roles_alternating"] == chats
+    assert ones >= threes >= fives  # a conversation's turn k + 1 only after its turn k
+    assert stats["llm_assistant_messages"] == threes + 2 * fives == stats["llm_assistant_echoed"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert chats <= summary["totals"]["open_loop"]["sent"]  # open loop: the arrivals, each one turn
