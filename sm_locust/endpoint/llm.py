@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from sm_locust.endpoint.adapters import AdapterSpec, parse_adapters
+from sm_locust.endpoint.counters import SharedCounters
 from sm_locust.endpoint.llm_prefix import PrefixCache, PrefixLookup, block_keys
 from sm_locust.endpoint.llm_wire import (
     AUTO,
@@ -422,7 +423,7 @@ class LlmEngine:
     """
 
     def __init__(self, config: LlmConfig, seed: int | None = None, sleep: Callable[[float], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter, counters: Any = None):
+                 clock: Callable[[], float] = time.perf_counter, counters: SharedCounters | None = None):
         config.validate()
         self.config = config
         self.model = config.model()
@@ -561,7 +562,7 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)  # looked up per call: gevent-patched in the worker (the module is imported before the patch)
 
 
-def engine_for(config: object, counters: Any = None) -> LlmEngine | None:
+def engine_for(config: object, counters: SharedCounters | None = None) -> LlmEngine | None:
     """The engine an endpoint worker runs when `config.llm` (an LlmConfig) is set, else None; it adds its
     prefill and prefix-cache counts to `counters` (the endpoint's SharedCounters)."""
     llm = getattr(config, "llm", None)

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from sm_locust.invocation import Invocation
 from sm_locust.llm.tokens import INPUT_TOKENS, TURN, estimate_tokens
 
 
@@ -125,8 +126,8 @@ def conversational(call: Callable, turns: int, count: Callable[[str], int] = est
     return send
 
 
-def _turn(conversation: Conversation, call: Callable, count: Callable[[str], int], invocation: Any,
-          args: tuple, kwargs: dict) -> tuple[Any, str | None]:
+def _turn(conversation: Conversation, call: Callable, count: Callable[[str], int], invocation: Invocation,
+          args: tuple, kwargs: dict) -> tuple[object, str | None]:
     """One turn of `conversation` sent by `call`: (the result, the answer's text, None when it failed)."""
     body, turn, messages = conversation.next_request(invocation.body)
     extra = {**invocation.extra, INPUT_TOKENS: sum(count(str(m.get("content", ""))) for m in messages), TURN: turn}
@@ -151,7 +152,7 @@ class OpenConversations:
         answered, so no more than the requests in flight)."""
         self.started = 0
 
-    def __call__(self, invocation: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, invocation: Invocation, *args: object, **kwargs: object) -> object:
         if self.idle:
             conversation = self.idle.popleft()
         else:
