@@ -126,8 +126,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _spec("--llm-error-ratio", "share of streams that end half-way with their format's in-band error (TGI's error "
           "event, LMI's error token, vLLM's error chunk) (0-1, default 0)", None, float, "llm"),
     _spec("--llm-request-log", "append one JSON line per request received to this file (arrival time, prompt "
-          "tokens, answer length asked, a hash of each 512-word prompt block): what the server saw", None, None,
-          "llm"),
+          "tokens, answer length asked, a hash of each whole --llm-block-tokens prompt block): what the server "
+          "saw", None, None, "llm"),
     _spec("--llm-tokenizer", "a Hugging Face tokenizer.json (or its folder): prompts counted by it, as run "
           "--tokenizer counts them (prefill, usage counts, --llm-request-log); default: words and punctuation "
           "marks", None, None, "llm"),
