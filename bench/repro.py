@@ -16,7 +16,11 @@ pins without hogs. It prints, per run and in total:
 - how often the verdicts agreed: the same knee load (within one granule: 1 user), every pair of
   capacity intervals overlapping, the same recommendation; INCONCLUSIVE runs are counted apart;
 - the capacity interval's coverage of what the local endpoint itself counted (its
-  `/_sm_locust/stats` successes) over the capacity step's steady window;
+  `/_sm_locust/stats` successes) over the capacity step's steady window, and the endpoint's own
+  mean latency there beside the client's p50 (the gap is the client's; `run<i>.endpoint.jsonl` keeps
+  the samples);
+- with `--reference RPS` (the endpoint's capacity measured apart, e.g. `--hogs 0`): how many runs
+  found the capacity within 5 % of it, ended INCONCLUSIVE naming the load generator, or neither;
 - the INCONCLUSIVE rate, the time each run took, and the load average (the machine may be shared).
 
 Figures are printed, not asserted (tests hold relations; timings and rates belong here).
@@ -85,13 +89,18 @@ class Counter:
     def __init__(self, endpoint, period_s: float = 0.25):
         self.endpoint, self.period_s = endpoint, period_s
         self.samples: list[tuple[float, float]] = []
+        self.latency: list[tuple[float, float, float]] = []  # (epoch, successes, its latency sum in us)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.samples.append((time.time(), float(self.endpoint.stats()["successes"])))
+                stats = self.endpoint.stats()
+                self.samples.append((time.time(), float(stats["successes"])))
+                self.latency.append((time.time(), float(stats["successes"]),
+                                     float(stats.get("model_latency_us_sum") or 0.0)
+                                     + float(stats.get("overhead_latency_us_sum") or 0.0)))
             except (OSError, KeyError, ValueError):
                 pass
             self._stop.wait(self.period_s)
@@ -116,6 +125,18 @@ class Counter:
         a, b = at(start), at(end)
         return None if a is None or b is None or end <= start else (b - a) / (end - start)
 
+    def mean_latency_ms(self, start: float, end: float) -> float | None:
+        """The endpoint's own mean latency (ModelLatency + OverheadLatency) over the calls it completed
+        between two sampling instants nearest `start` and `end`: what a response took inside it."""
+        inside = [row for row in self.latency if start <= row[0] <= end]
+        if len(inside) < 2 or inside[-1][1] <= inside[0][1]:
+            return None
+        return (inside[-1][2] - inside[0][2]) / (inside[-1][1] - inside[0][1]) / 1000.0
+
+    def write(self, path: Path) -> None:
+        """The samples, one JSON line each (epoch, successes, latency sum us): per-step comparisons later."""
+        path.write_text("".join(json.dumps(row) + "\n" for row in self.latency))
+
 
 @dataclass
 class Run:
@@ -131,6 +152,8 @@ class Run:
     ci95: list[float] | None = None
     unit: str = "req/s"
     counted: float | None = None  # what the local endpoint counted over the capacity step's window
+    endpoint_ms: float | None = None  # the endpoint's own mean latency over that window (ModelLatency + Overhead)
+    client_ms: float | None = None  # the client's p50 at the capacity step
     recommendation: str | None = None
     tied: bool = False  # a sweep's recommendation says it ties with another configuration
     text: str = ""
@@ -181,6 +204,8 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
         step = steps[index]
         end = datetime.fromisoformat(step["end"]).timestamp()
         run.counted = counter.rate(end - float(step.get("steady_s") or 0.0), end)
+        run.endpoint_ms = counter.mean_latency_ms(end - float(step.get("steady_s") or 0.0), end)
+        run.client_ms = step.get("p50_ms")
 
 
 def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, timeout_s: float) -> Run:
@@ -208,12 +233,26 @@ def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, 
     finally:
         if counter is not None:
             counter.__exit__()
+            counter.write(base / f"run{index}.endpoint.jsonl")
         log.close()
     run = Run(index, time.monotonic() - started, os.getloadavg()[0], code)
     read_run(run, out, counter)
     if code is None:
         run.notes.append(f"no answer within {timeout_s:g} s")
     return run
+
+
+def against_reference(runs: list[Run], reference: float, tolerance: float = 0.05) -> str:
+    """The issue's test of a starved client: each run finds the capacity within `tolerance` of what the
+    endpoint serves (`reference`, measured apart), or ends INCONCLUSIVE naming the load generator."""
+    right = [r for r in runs if r.status in CONCLUSIVE and r.figure is not None
+             and abs(r.figure - reference) <= tolerance * reference]
+    named = [r for r in runs if r.status == "inconclusive" and "load generator" in (r.reason or "")]
+    other = [r for r in runs if r.status == "inconclusive" and r not in named]
+    wrong = [r for r in runs if r.status in CONCLUSIVE and r not in right]
+    return (f"{len(right)} within {tolerance * 100:g} % of {reference:g}, {len(named)} INCONCLUSIVE naming the "
+            f"load generator, {len(other)} INCONCLUSIVE on other grounds, {len(wrong)} a wrong capacity "
+            f"without that warning (runs {', '.join(str(r.index) for r in wrong) or '-'})")
 
 
 def agreement(runs: list[Run]) -> dict[str, str]:
@@ -273,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", default=None, help="start `sm-locust serve` with these arguments once: {url}")
     ap.add_argument("--timeout-s", type=float, default=600.0)
     ap.add_argument("--keep", default=None, help="keep the run folders here")
+    ap.add_argument("--reference", type=float, default=None, help="the endpoint's capacity measured apart "
+                    "(req/s): count the runs within 5 %% of it, INCONCLUSIVE naming the load generator, or wrong")
     args = ap.parse_args(argv[:cut])
     if not command or args.runs < 1 or (args.hogs is not None and args.hogs < 0):
         print("repro: --runs must be >= 1, --hogs >= 0, and a command must follow --", file=sys.stderr)
@@ -305,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(run)
             figure = f"{_f(run.figure)} {run.unit} {run.ci95 or ''}".strip()
             counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
+            if run.endpoint_ms is not None:
+                counted += f", its own latency {_f(run.endpoint_ms)} ms (client p50 {_f(run.client_ms)} ms)"
             why = f" ({run.reason})" if run.reason else ""
             loads = f" {run.knee_loads}" if run.knee_loads else ""
             if run.recommendation is not None:
@@ -322,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, line in agreement(runs).items():
         print(f"  {name}: {line}")
+    if args.reference is not None:
+        print(f"  against the reference: {against_reference(runs, args.reference)}")
     times = [r.seconds for r in runs]
     print(f"  time per run: {', '.join(f'{t:.0f}' for t in times)} s; load average now {os.getloadavg()[0]:.1f}")
     print(f"  run folders and logs: {base}")
