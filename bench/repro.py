@@ -77,6 +77,18 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def autogroup_nice(pid: int | str, nice: int) -> str:
+    """Set the autogroup (session) nice of `pid`: with `kernel.sched_autogroup_enabled` a CPU is shared
+    between sessions first and a process's own nice counts only inside its session (sched(7)), so
+    the other sessions' `nice -n 15` does not yield the core to a measurement. What was done, in words."""
+    path = Path(f"/proc/{pid}/autogroup")
+    try:
+        path.write_text(f"{nice}\n")
+        return path.read_text().strip()
+    except OSError as exc:
+        return f"not set ({exc.strerror or exc})"
+
+
 def pin(pid: int, cpu: str) -> None:
     """Every thread of `pid` and of its descendants onto `cpu` (children started later inherit it)."""
     for each in descendants(pid):
@@ -314,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default=None, help="keep the run folders here")
     ap.add_argument("--reference", type=float, default=None, help="the endpoint's capacity measured apart "
                     "(req/s): count the runs within 5 %% of it, INCONCLUSIVE naming the load generator, or wrong")
+    ap.add_argument("--autogroup-nice", type=int, default=None, help="set this session's and the endpoint's "
+                    "autogroup nice (e.g. -10): other sessions' work then yields the two cores to the measurement")
     args = ap.parse_args(argv[:cut])
     if not command or args.runs < 1 or (args.hogs is not None and args.hogs < 0):
         print("repro: --runs must be >= 1, --hogs >= 0, and a command must follow --", file=sys.stderr)
@@ -331,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"repro: {args.runs} runs of: {shlex.join(command)}", flush=True)
     where = (f"client pinned to CPU 0 beside {args.hogs} CPU hogs, endpoint alone on CPU 1; " if pinned else "")
     print(f"  {os.cpu_count()} CPUs; {where}load average {os.getloadavg()[0]:.1f}", flush=True)
+    if args.autogroup_nice is not None:
+        print(f"  this session (the command and the hogs): {autogroup_nice('self', args.autogroup_nice)}", flush=True)
     try:
         if args.serve is not None:
             sys.path.insert(0, str(ROOT))
@@ -340,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
             endpoint = LocalEndpoint(log_path=base / "endpoint.log", **settings).start()
             if pinned and endpoint.process is not None:
                 pin(endpoint.process.pid, ENDPOINT_CPU)
+            if args.autogroup_nice is not None and endpoint.process is not None:
+                print(f"  the endpoint's session: {autogroup_nice(endpoint.process.pid, args.autogroup_nice)}",
+                      flush=True)
             print(f"  endpoint {endpoint.url}: {args.serve}", flush=True)
         for i in range(1, args.runs + 1):
             run = one_run(i, command, base, endpoint, pinned, args.timeout_s)
@@ -347,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
             figure = f"{_f(run.figure)} {run.unit} {run.ci95 or ''}".strip()
             counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
             if run.endpoint_ms is not None:
-                counted += f", its own latency {_f(run.endpoint_ms)} ms (client p50 {_f(run.client_ms)} ms)"
+                held = (run.counted or 0.0) * run.endpoint_ms / 1000.0  # Little's law inside the endpoint
+                counted += (f", its own latency {_f(run.endpoint_ms)} ms (client p50 {_f(run.client_ms)} ms), "
+                            f"{held:.1f} requests inside it on average")
             why = f" ({run.reason})" if run.reason else ""
             loads = f" {run.knee_loads}" if run.knee_loads else ""
             if run.recommendation is not None:
