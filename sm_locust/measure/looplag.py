@@ -25,7 +25,7 @@ MIN_LAG_SAMPLES = 100  # fewer oversleep samples than this (under a second of sa
 THROTTLED_PERIODS_LIMIT = 0.05  # throttled in >= 5 % of CFS periods: p95's requests may each have waited a period
 STARVED_WAIT_OF_RUN = 1.5  # waited for a CPU >= 1.5 times as long as it ran (quiet steps measured <= 1.3) ...
 STARVED_WAIT_PCT = 10.0  # ... over >= 10 % of the step: a response read that much later is 2x the search's tolerance
-STARVED_MIN_CPU_PCT = 5.0  # ... by a generator with work enough to hold the loop: under it, a step far below capacity
+STARVED_MIN_CPU_PCT = 5.0  # ... by a generator that ran more than 5 %: up to it, capacities measured right beside hogs
 FIX_WORKERS = "add workers"  # what a verdict says to do about a starved load generator ...
 FIX_CPU_LIMIT = "raise the pod's CPU limit"  # ... and about one its cgroup's CPU limit throttled
 
@@ -234,10 +234,11 @@ def starved_reason(cpu_pct: float | None, wait_pct: float | None) -> str | None:
     it off its throughput; waiting `STARVED_WAIT_OF_RUN` times as long as it ran says the waits are the
     CPU being given to others, not the wake-ups of a busy machine (docs/facts.md has both thresholds'
     evidence). Neither figure alone: a quiet generator at its busiest waits up to 22 % beside its own 17 %.
-    A generator that ran under `STARVED_MIN_CPU_PCT` is not judged: on a busy machine one at 1 user and
-    3 % CPU waited 29 % of the time, its latencies lengthened while the capacity, decided steps above,
-    was measured right (docs/plateau.md, "The client self-check")."""
-    if cpu_pct is None or wait_pct is None or wait_pct < STARVED_WAIT_PCT or cpu_pct < STARVED_MIN_CPU_PCT:
+    A generator that ran `STARVED_MIN_CPU_PCT` or less is not judged: README's plateau example (3-5 %
+    of a CPU at its capacity) measured the endpoint right beside 6 hogs, and on a busy machine one at
+    1 user and 3 % CPU waited 29 % of the time while the capacity, decided steps above, was measured
+    right (docs/plateau.md, "The client self-check")."""
+    if cpu_pct is None or wait_pct is None or wait_pct < STARVED_WAIT_PCT or cpu_pct <= STARVED_MIN_CPU_PCT:
         return None
     if wait_pct < STARVED_WAIT_OF_RUN * cpu_pct:
         return None
