@@ -220,7 +220,30 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
         run.client_ms = step.get("p50_ms")
 
 
-def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, timeout_s: float) -> Run:
+def _run_command(argv: list[str], log, timeout_s: float, nice: int | None) -> int | None:
+    """Run `argv` to its end (None: killed at `timeout_s`); with `nice`, every session it starts (sm-locust
+    starts Locust in a session of its own) gets that autogroup nice as soon as it appears."""
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT)
+    started = time.monotonic()
+    deadline, done, next_scan = started + timeout_s, set(), started
+    while process.poll() is None:
+        now = time.monotonic()
+        if now > deadline:
+            process.kill()
+            process.wait()
+            return None
+        if nice is not None and now >= next_scan:  # /proc walked often while Locust starts, then seldom
+            for pid in descendants(process.pid):
+                if pid not in done:
+                    autogroup_nice(pid, nice)
+                    done.add(pid)
+            next_scan = now + (0.1 if now - started < 5.0 else 2.0)
+        time.sleep(0.1)
+    return process.returncode
+
+
+def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, timeout_s: float,
+            nice: int | None = None) -> Run:
     out = base / f"run{index}"
     if out.exists():
         shutil.rmtree(out)
@@ -237,11 +260,7 @@ def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, 
     try:
         if counter is not None:
             counter.__enter__()
-        try:
-            code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT,
-                                  timeout=timeout_s).returncode
-        except subprocess.TimeoutExpired:
-            code = None
+        code = _run_command(argv, log, timeout_s, nice)
     finally:
         if counter is not None:
             counter.__exit__()
@@ -326,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default=None, help="keep the run folders here")
     ap.add_argument("--reference", type=float, default=None, help="the endpoint's capacity measured apart "
                     "(req/s): count the runs within 5 %% of it, INCONCLUSIVE naming the load generator, or wrong")
-    ap.add_argument("--autogroup-nice", type=int, default=None, help="set this session's and the endpoint's "
-                    "autogroup nice (e.g. -10): other sessions' work then yields the two cores to the measurement")
+    ap.add_argument("--autogroup-nice", type=int, default=None, help="set the autogroup nice of every session "
+                    "the measurement starts (the command's, each hog's, the endpoint's; e.g. -10): other sessions' "
+                    "work then yields the two cores to it")
     args = ap.parse_args(argv[:cut])
     if not command or args.runs < 1 or (args.hogs is not None and args.hogs < 0):
         print("repro: --runs must be >= 1, --hogs >= 0, and a command must follow --", file=sys.stderr)
@@ -338,15 +358,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sm-locust-repro-"))
     base.mkdir(parents=True, exist_ok=True)
-    hogs = [subprocess.Popen(["taskset", "-c", CLIENT_CPU, sys.executable, "-c", "while 1: pass"])
-            for _ in range(args.hogs or 0)]
+    # each hog in a session of its own: where the kernel shares a CPU between sessions first (autogroup),
+    # 6 hogs in one session weigh as one
+    hogs = [subprocess.Popen(["taskset", "-c", CLIENT_CPU, sys.executable, "-c", "while 1: pass"],
+                             start_new_session=True) for _ in range(args.hogs or 0)]
+    if args.autogroup_nice is not None and hogs:
+        print(f"  the hogs' sessions: {'; '.join(autogroup_nice(h.pid, args.autogroup_nice) for h in hogs)}",
+              flush=True)
     endpoint = None
     runs: list[Run] = []
     print(f"repro: {args.runs} runs of: {shlex.join(command)}", flush=True)
     where = (f"client pinned to CPU 0 beside {args.hogs} CPU hogs, endpoint alone on CPU 1; " if pinned else "")
     print(f"  {os.cpu_count()} CPUs; {where}load average {os.getloadavg()[0]:.1f}", flush=True)
     if args.autogroup_nice is not None:
-        print(f"  this session (the command and the hogs): {autogroup_nice('self', args.autogroup_nice)}", flush=True)
+        print(f"  this session (the command's first process): {autogroup_nice('self', args.autogroup_nice)}",
+              flush=True)
     try:
         if args.serve is not None:
             sys.path.insert(0, str(ROOT))
@@ -361,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
             print(f"  endpoint {endpoint.url}: {args.serve}", flush=True)
         for i in range(1, args.runs + 1):
-            run = one_run(i, command, base, endpoint, pinned, args.timeout_s)
+            run = one_run(i, command, base, endpoint, pinned, args.timeout_s, args.autogroup_nice)
             runs.append(run)
             figure = f"{_f(run.figure)} {run.unit} {run.ci95 or ''}".strip()
             counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
