@@ -370,7 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"repro: {args.runs} runs of: {shlex.join(command)}", flush=True)
     where = (f"client pinned to CPU 0 beside {args.hogs} CPU hogs, endpoint alone on CPU 1; " if pinned else "")
     print(f"  {os.cpu_count()} CPUs; {where}load average {os.getloadavg()[0]:.1f}", flush=True)
+    own_nice = None  # this session's autogroup nice before (a terminal's: given back at the end)
     if args.autogroup_nice is not None:
+        try:
+            own_nice = int(Path("/proc/self/autogroup").read_text().split()[-1])
+        except (OSError, ValueError, IndexError):
+            own_nice = None
         print(f"  this session (the command's first process): {autogroup_nice('self', args.autogroup_nice)}",
               flush=True)
     try:
@@ -409,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
         for hog in hogs:
             hog.terminate()
             hog.wait(timeout=5)
+        if own_nice is not None:
+            autogroup_nice("self", own_nice)
     print()
     for name, line in agreement(runs).items():
         print(f"  {name}: {line}")
