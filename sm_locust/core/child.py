@@ -40,7 +40,7 @@ from sm_locust.core.folder import (
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.record.model import Summary
-from sm_locust.record.summary import write_json
+from sm_locust.record.summary import mark_interrupted, write_json
 from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
@@ -145,6 +145,7 @@ def _execute_locked(settings: SageMakerSettings, load: LoadSettings, out: Path, 
     if forwarder.received is not None:
         name = signal.Signals(forwarder.received).name
         if summary_path.exists():
+            mark_interrupted(summary_path, name)  # its figures stand; its answer was not reached
             raise Interrupted(f"interrupted by {name}: Locust stopped; what it measured is in {out}/ (summary.json, "
                               "locust_stats.csv)", forwarder.received)
         raise Interrupted(f"interrupted by {name}: Locust stopped before writing summary.json; "

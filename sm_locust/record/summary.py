@@ -262,6 +262,30 @@ def verdict_of(plateau: Plateau | None, steps: Sequence[Step]) -> Verdict:
                         reason=f"step {index + 1} ({step.load}) was client-bound{more}: {step.client_bound_reason}")
 
 
+def interrupted_verdict(verdict: Verdict | None, signal_name: str) -> Verdict:
+    """The verdict of a run a signal stopped before its end: its answer is not decided (an `ok` search cut
+    short has no plateau; a constant load did not hold its duration), so `inconclusive`, saying so; a
+    verdict already inconclusive keeps its reason, with the interruption said first."""
+    cut = f"interrupted by {signal_name} before the run's end: its answer is not decided"
+    if verdict is not None and verdict.status == VERDICT_INCONCLUSIVE and verdict.reason:
+        return Verdict.make(status=VERDICT_INCONCLUSIVE, reason=f"{cut}; {verdict.reason}")
+    return Verdict.make(status=VERDICT_INCONCLUSIVE, reason=cut)
+
+
+def mark_interrupted(path: str | Path, signal_name: str) -> None:
+    """Rewrite the verdict of the summary.json at `path`, written by a run a signal stopped
+    (`interrupted_verdict`); a file that cannot be read as a JSON object is left as it is."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict):
+        before = data.get("verdict")
+        verdict = Verdict.from_json(before, check=False) if isinstance(before, Mapping) else None
+        data["verdict"] = interrupted_verdict(verdict, signal_name).to_json()
+        write_json(path, data)
+
+
 def run_verdict(plateau: Mapping[str, object] | None, steps: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """`verdict_of` on summary.json's objects: {"status": ..., "reason": ...}."""
     return verdict_of(Plateau.from_json(plateau, check=False) if isinstance(plateau, Mapping) else None,

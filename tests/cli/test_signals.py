@@ -100,6 +100,9 @@ def test_a_signal_to_run_stops_locust_writes_the_summary_and_exits_128_plus_n(en
     summary = json.loads((out / "summary.json").read_text())
     assert summary["totals"]["requests"] >= 30
     assert f"interrupted by {signal.Signals(signum).name}" in stderr and "Traceback" not in stderr + stdout
+    # its figures stand, its answer was not reached: never an `ok` a gate or a sweep would take
+    assert summary["verdict"] == {"status": "inconclusive", "reason": f"interrupted by {signal.Signals(signum).name} "
+                                  "before the run's end: its answer is not decided"}
 
 
 @pytest.mark.e2e

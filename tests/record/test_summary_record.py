@@ -193,3 +193,24 @@ def test_unjudged_reading_skips_a_section_it_cannot_read_and_writes_it_back():
         Summary.from_json(data)
     fixed = summary.adding(plateau={"users": 2})
     assert fixed.plateau is not None and fixed.plateau.users == 2 and fixed.to_json()["plateau"] == {"users": 2}
+
+
+def test_a_run_a_signal_stopped_says_its_answer_is_not_decided(tmp_path):
+    from sm_locust.record.model import Verdict
+    from sm_locust.record.summary import interrupted_verdict, mark_interrupted
+
+    cut = "interrupted by SIGTERM before the run's end: its answer is not decided"
+    assert interrupted_verdict(Verdict.make(status="ok", reason=None), "SIGTERM").to_json() == \
+        {"status": "inconclusive", "reason": cut}
+    assert interrupted_verdict(None, "SIGTERM").reason == cut
+    starved = Verdict.make(status="inconclusive", reason="the load generator was the bottleneck")
+    assert interrupted_verdict(starved, "SIGINT").reason == \
+        "interrupted by SIGINT before the run's end: its answer is not decided; the load generator was the bottleneck"
+    path = tmp_path / "summary.json"
+    path.write_text('{"schema": 1, "totals": {"requests": 40}, "verdict": {"status": "ok", "reason": null}}')
+    mark_interrupted(path, "SIGTERM")
+    data = json.loads(path.read_text())
+    assert data["totals"] == {"requests": 40} and data["verdict"] == {"status": "inconclusive", "reason": cut}
+    (tmp_path / "bad.json").write_text("[1, 2")
+    mark_interrupted(tmp_path / "bad.json", "SIGTERM")  # unreadable: left as it is
+    assert (tmp_path / "bad.json").read_text() == "[1, 2"
