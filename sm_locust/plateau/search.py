@@ -174,8 +174,8 @@ class Verdict:
         best = self._describe(self.plateau, listed) if self.plateau else None
         if self.client_bound:
             tail = f"; best endpoint-bound {best}" if best else ""
-            return (f"INCONCLUSIVE: the load generator was the bottleneck ({self.client_fix}): "
-                    f"{self.client_reason}{tail}")
+            fix = "" if self.client_fix in (self.client_reason or "") else f" ({self.client_fix})"
+            return f"INCONCLUSIVE: the load generator was the bottleneck{fix}: {self.client_reason}{tail}"
         prefix = f"INCONCLUSIVE ({self.inconclusive_reason}): " if self.inconclusive else ""
         if best is None:
             return f"{prefix}no acceptable step: {self.reason}"
