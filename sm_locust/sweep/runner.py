@@ -79,6 +79,8 @@ def is_complete(run_dir: Path, key: str) -> bool:
         marker = load_json((run_dir / MARKER).read_text())
     except (OSError, ValueError):
         return False
+    if not isinstance(marker, dict):  # not our marker (edited, or another tool's file): measured again
+        return False
     result = str(marker.get("result") or "summary.json")
     return marker.get("key") == key and marker.get("status") == "ok" and (run_dir / result).exists()
 

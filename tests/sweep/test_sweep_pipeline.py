@@ -179,3 +179,13 @@ def test_the_kept_counts_schedule_exactly_as_scanning_would(max_alive, monkeypat
     monkeypatch.setattr(module, "Pipeline", ScanningPipeline)
     slow = simulate(durations, max_alive)
     assert fast == slow and fast.peak_alive == max_alive
+
+
+def test_a_marker_that_is_not_a_json_object_means_measure_again(tmp_path):
+    from sm_locust.sweep.runner import MARKER, is_complete
+
+    (tmp_path / "summary.json").write_text("{}")
+    (tmp_path / MARKER).write_text('["key", "ok"]')  # edited by hand, or another tool's file
+    assert is_complete(tmp_path, "key") is False
+    (tmp_path / MARKER).write_text('{"key": "key", "status": "ok"}')
+    assert is_complete(tmp_path, "key") is True

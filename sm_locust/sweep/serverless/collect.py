@@ -99,6 +99,8 @@ class Collector:
             marker = load_json((run_dir / MARKER).read_text())
         except (OSError, ValueError):
             marker = {}
+        if not isinstance(marker, dict):
+            marker = {}
         endpoint = marker.get("endpoint_name")
         if not endpoint:
             return None
