@@ -38,6 +38,7 @@ from sm_locust.measure.steady import (
 from sm_locust.measure.timeline import Second
 from sm_locust.measure.uncertainty import UNKNOWN, Interval, percentile_cis, rate_ci
 from sm_locust.plateau.conditions import (
+    KIND_CONSTRAINT,
     KIND_LIMIT,
     Condition,
     LatencySLO,
@@ -46,7 +47,7 @@ from sm_locust.plateau.conditions import (
     latency_slos,
 )
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import Decision, PlateauSearch, Verdict, step_name
+from sm_locust.plateau.search import BOUND_ERRORS, BOUND_LATENCY, Decision, PlateauSearch, Verdict, step_name
 from sm_locust.util.formatting import latency, with_interval
 
 MIXED = "mixed"
@@ -533,14 +534,39 @@ def replicates_disagree(replicates: Sequence[tuple[StepMeasurement, StepMeasurem
             "--step-seconds")
 
 
+def broke_once(first: StepMeasurement, again: StepMeasurement, conditions: Sequence[Condition]) -> str | None:
+    """'5 users broke ITL p95 60 ms in one of two measurements (39.6 ms [38.0, 39.6], then 76.5 ms [72.3, 78.6])'
+    when one of a load's two measurements surely met the constraints and the other surely broke one, else
+    None. Such a load does not reliably meet its SLOs: it is taken as breaking, on its breaking measurement."""
+    decisions = slo_decision(first, conditions), slo_decision(again, conditions)
+    if set(decisions) != {MEETS, BREAKS}:
+        return None
+    breaking = again if decisions[1] == BREAKS else first
+    broken = next(c for c in conditions if c.kind == KIND_CONSTRAINT and c.check([breaking]))
+    if isinstance(broken, LatencySLO):
+        what = f"{broken.label} {latency(broken.max_ms, ' ms')}"
+        figures = ", then ".join(_ms(broken.value(m), broken.interval(m)) for m in (first, again))
+    else:
+        what, figures = broken.describe(), f"{constraint_violation([broken], breaking)}"
+    return f"{first.load_label()} broke {what} in one of two measurements ({figures})"
+
+
 class TokenPlateauSearch(PlateauSearch):
     """`PlateauSearch` fed `TokenStep`s (it compares output tokens/s); the verdict says tokens.
 
     Before it stops, the steps that place the knee (the knee, the first load above it) are measured
-    once more, the higher first (the reverse of their first order). Replicates that disagree
-    (`replicates_disagree`) make the run INCONCLUSIVE, saying why, never a confident other answer;
-    otherwise the knee stands where the first measurements put it. Not when a budget (duration,
-    invocations) stopped the search, or the client did."""
+    once more, the higher first (the reverse of their first order), and each load is judged on both
+    measurements. A load that surely met the constraints in one and surely broke one in the other does
+    not reliably meet them (`broke_once`): it is taken as breaking, on its breaking measurement. When
+    that is the knee, the knee moves to the search's knee among the loads below (the highest that met
+    them, on a rising curve), whose deciding steps not yet measured twice are measured once more: one
+    such re-confirmation at most. The run is INCONCLUSIVE, saying why, never a confident other answer,
+    when replicates disagree otherwise (`replicates_disagree`: an undecided one whose interval lies
+    apart), when no lower load is acceptable, or when the moved knee's replicates disagree too; the
+    knee stands where the measurements put it otherwise. Not when a budget (duration, invocations)
+    stopped the search, or the client did."""
+
+    max_confirmations = 2  # the knee's confirmation, then one more when a load that broke once moved it
 
     def __init__(self, *args, percentile: float = DEFAULT_SLO_PERCENTILE, confirm: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
@@ -550,6 +576,9 @@ class TokenPlateauSearch(PlateauSearch):
         self._first: dict[float, StepMeasurement] = {}  # each re-measured load's first measurement
         self._held: tuple[Decision, str | None] | None = None  # the stop decided before the confirmation
         self._moved: str | None = None
+        self._rounds = 0  # confirmations started
+        self._twice: set[float] = set()  # loads measured twice by a confirmation
+        self._broke_once: dict[float, str] = {}  # loads taken as breaking, and why (`broke_once`)
 
     @property
     def slos(self) -> list[TokenSLO]:
@@ -562,27 +591,43 @@ class TokenPlateauSearch(PlateauSearch):
         if not decision.stop or not self.confirm or self._held is not None or self._client is not None \
                 or self.budget_fired():
             return decision
+        self._held = (decision, self._stop_kind)
+        self._stop, self._stop_kind = None, None
+        return self._confirm_knee("confirming the knee") or self._resume()
+
+    def _confirm_knee(self, why: str) -> Decision | None:
+        """Measure the knee's deciding steps (the first load above it, then the knee) not yet measured
+        twice once more, or None: no knee, or nothing left to measure."""
         knee = self._plateau()
         if knee is None:
-            return decision
+            return None
         above = [m for m in self._by_load.values() if m.load > knee.load and not m.client_bound]
         loads = ([min(above, key=lambda m: m.load).load] if above else []) + [knee.load]
-        self._held = (decision, self._stop_kind)
+        loads = [load for load in loads if load not in self._twice]
+        if not loads:
+            return None
+        self._rounds += 1
         self._first = {load: self._by_load[load] for load in loads}
         self._confirming = loads
-        self._stop, self._stop_kind = None, None
-        return self._run(loads[0], self._confirm_reason(loads))
+        return self._run(loads[0], self._confirm_reason(loads, why))
 
-    def _confirm_reason(self, loads: Sequence[float]) -> str:
+    def _confirm_reason(self, loads: Sequence[float], why: str = "confirming the knee") -> str:
         steps = [self._first[load] for load in loads]
-        return f"confirming the knee: measuring {' then '.join(m.load_label() for m in steps)} again"
+        return f"{why}: measuring {' then '.join(m.load_label() for m in steps)} again"
+
+    def _resume(self) -> Decision:
+        """The stop decided before the confirmation."""
+        held, kind = self._held or (Decision(None, "confirmed"), None)
+        self._stop, self._stop_kind, self._pending = held, kind, None
+        return held
 
     def _feed_replicate(self, step: StepMeasurement) -> Decision:
-        """Record a confirmation step (as `feed` records any), then the next one, or the held stop."""
+        """Record a confirmation step (as `feed` records any), then the next one, or judge the round."""
         load = self._confirming.pop(0)
         step.load = load
         self.steps.append(step)
         self._by_load[load] = step
+        self._twice.add(load)
         step.latency_slos = latency_slos(self.conditions)
         if step.client_bound:
             self._client = f"{step.client_bound_reason} at {step.load_label()}"
@@ -593,15 +638,61 @@ class TokenPlateauSearch(PlateauSearch):
             self._confirming = []
         elif self._confirming:
             return self._run(self._confirming[0], self._confirm_reason(self._confirming))
-        replicates = [(self._first[m], self._by_load[m]) for m in sorted(self._first)
-                      if self._by_load[m] is not self._first[m]]
-        self._by_load.update(self._first)  # the knee stays where the first measurements put it ...
-        self._moved = replicates_disagree(replicates, self.conditions, self.slos)  # ... unless the replicates say no
-        held, kind = self._held or (Decision(None, "confirmed"), None)
+        again = self._judge_replicates(allow_move=not budget)
         if budget:
             return self._halt(budget, KIND_LIMIT)
-        self._stop, self._stop_kind, self._pending = held, kind, None
-        return held
+        return again or self._resume()
+
+    def _judge_replicates(self, allow_move: bool) -> Decision | None:
+        """Judge the round just measured. A load that broke once is taken as breaking, on its breaking
+        measurement (`broke_once`); the others keep their first measurement. Then the knee stands, or it
+        moved below a load that broke once (its deciding steps are measured again: the Decision), or the
+        run is INCONCLUSIVE (`_moved`), the knee where the round's first measurements put it."""
+        replicates = [(self._first[m], self._by_load[m]) for m in sorted(self._first)
+                      if self._by_load[m] is not self._first[m]]
+        self._by_load.update(self._first)
+        knee = self._plateau()
+        disagree = replicates_disagree(replicates, self.conditions, self.slos)
+        if disagree is None:
+            return None
+        broke = {a.load: (a, b) for a, b in replicates if broke_once(a, b, self.conditions)}
+        if any(a.load not in broke and replicates_disagree([(a, b)], self.conditions, self.slos)
+               for a, b in replicates):
+            self._inconclusive(disagree)  # an undecided replicate apart from the first: nothing settles it
+            return None
+        for load, (a, b) in broke.items():
+            self._by_load[load] = b if slo_decision(b, self.conditions) == BREAKS else a
+        moved = self._plateau()
+        if knee is None or moved is None or moved.load > knee.load:
+            self._inconclusive(disagree)  # no acceptable load below the one that broke once
+            return None
+        said = "; ".join(broke_once(a, b, self.conditions) or "" for a, b in broke.values())
+        if moved.load < knee.load and self._rounds >= self.max_confirmations:
+            self._inconclusive(f"the knee is not confirmed: {said}: the machine drifted between the replicates "
+                               "beyond the steps' intervals; measure on a quieter machine or with longer "
+                               "--step-seconds")
+            return None
+        self._broke_once.update({load: broke_once(a, b, self.conditions) or "" for load, (a, b) in broke.items()})
+        if moved.load == knee.load or not allow_move:
+            return None  # the knee's own measurements agree (or a budget ended the run): it stands
+        return self._confirm_knee(f"{said}: confirming the knee at {moved.load_label()}")
+
+    def _inconclusive(self, reason: str) -> None:
+        """The round's first measurements stand, and the run is INCONCLUSIVE for `reason` (after the
+        earlier round's load that broke once, when the knee had moved below it)."""
+        self._by_load.update(self._first)
+        earlier = "; ".join(self._broke_once.values())
+        self._moved = f"{earlier}, so the knee moved below it; then {reason}" if earlier else reason
+
+    def _verdict(self) -> Verdict:
+        """The search's verdict, its bound said as a load that broke once when it is one."""
+        verdict = super()._verdict()
+        knee = verdict.plateau
+        if knee is not None and verdict.bound in (BOUND_LATENCY, BOUND_ERRORS):
+            above = [m for m in self._violating() if m.load > knee.load]
+            if above and above[0].load in self._broke_once:
+                verdict.reason = self._broke_once[above[0].load]
+        return verdict
 
     def _unsupported(self, verdict: Verdict) -> list[str]:
         """The search's own (`Search._unsupported`: "no acceptable step" resting on an SLO the lowest load

@@ -1,13 +1,14 @@
 """The knee of a token search holds when measured again: its deciding steps (the knee, the first load
-above it) are measured once more, the higher first, and replicates that disagree make the run
-INCONCLUSIVE, saying why, never a confident other answer."""
+above it) are measured once more, the higher first. A load that surely met the SLOs once and surely broke
+one once is taken as breaking (a knee that did moves below it, confirmed once more); replicates that
+disagree otherwise make the run INCONCLUSIVE, saying why, never a confident other answer."""
 
 from __future__ import annotations
 
 from sm_locust.endpoint.llm import BatchModel
 from sm_locust.measure.steady import measure_step
 from sm_locust.measure.timeline import Second
-from sm_locust.plateau.conditions import ErrorRate
+from sm_locust.plateau.conditions import ErrorRate, MaxInvocations
 from sm_locust.plateau.tokens import (
     BREAKS,
     MEETS,
@@ -17,6 +18,7 @@ from sm_locust.plateau.tokens import (
     TokenSLO,
     TokenStep,
     _key,
+    broke_once,
     replicates_disagree,
     slo_decision,
 )
@@ -137,3 +139,119 @@ def test_no_acceptable_step_on_an_slo_the_lowest_load_could_not_decide_is_inconc
     # the lowest load surely breaks the SLO: "no acceptable step" is the endpoint's answer, not a doubt
     sure = search_on(lambda users: windowed_step(users, 5, [150] * 9)).verdict()
     assert sure.plateau is None and not sure.inconclusive, sure.inconclusive_reason
+
+
+def search_by_measurement(itl_of, conditions=None) -> tuple[TokenPlateauSearch, list[int], list[str]]:
+    """A search on steps of `users` answers a second for 9 s (output tokens/s = 60 x users: no plateau
+    below the SLO), every token gap at `itl_of(users, n)` ms in the n-th measurement of that load (each
+    interval [x, x]: surely one side of 60 ms). The loads run, and the reasons of the confirmation steps."""
+    search = TokenPlateauSearch(1, 64, conditions=conditions or [ITL_SLO, ErrorRate(0.05)], extend_unstable=False)
+    loads: list[int] = []
+    reasons: list[str] = []
+    decision = search.first()
+    while not decision.stop:
+        users = decision.users
+        loads.append(users)
+        if "confirming the knee" in decision.reason:
+            reasons.append(decision.reason)
+        step = windowed_step(users, users, [0] * 9, itl=itl_of(users, loads.count(users)))
+        step.undecided = search.undecided(step)
+        decision = search.feed(step)
+    return search, loads, reasons
+
+
+def knife_edge(users: int, n: int) -> float:
+    """The README's case on the emulation: 5 users read one decode step (40 ms) when first measured, two
+    (80 ms) on its replicate; 4 users and below always one, 6 and above always two."""
+    return 40.0 if users < 5 or (users == 5 and n == 1) else 80.0
+
+
+def test_broke_once_names_the_constraint_and_both_measurements_in_time_order():
+    met, broke = windowed_step(5, 5, [0] * 9), windowed_step(5, 5, [0] * 9, itl=80.0)
+    assert broke_once(met, broke, [ITL_SLO]) == ("5 users broke ITL p95 60 ms in one of two measurements "
+                                                 "(44.0 ms, then 80.0 ms)")
+    assert broke_once(broke, met, [ITL_SLO]).endswith("(80.0 ms, then 44.0 ms)")
+    assert broke_once(met, met, [ITL_SLO]) is None and broke_once(broke, broke, [ITL_SLO]) is None
+    wide = windowed_step(5, 5, SLOW_IN_3_OF_9)  # undecided: not a sure breach
+    assert broke_once(met, wide, [ITL_SLO]) is None
+
+
+def test_a_knee_that_broke_once_moves_below_it_and_is_confirmed_there():
+    """5 users met ITL p95 60 ms when first measured and surely broke it on its replicate: 5 users do not
+    reliably meet it, so the knee is 4 users (re-measured once, 5 users now its load above), not
+    INCONCLUSIVE."""
+    search, loads, reasons = search_by_measurement(knife_edge)
+    verdict = search.verdict()
+    assert not verdict.inconclusive, verdict.inconclusive_reason
+    assert verdict.plateau.users == 4
+    assert loads[-3:] == [6, 5, 4] and loads.count(4) == 2 and loads.count(5) == 2  # one re-confirmation
+    assert reasons[-1] == ("5 users broke ITL p95 60 ms in one of two measurements (40.0 ms, then 80.0 ms): "
+                           "confirming the knee at 4 users: measuring 4 users again")
+    assert verdict.reason == "5 users broke ITL p95 60 ms in one of two measurements (40.0 ms, then 80.0 ms)"
+    assert verdict.reason in verdict.text()
+    assert verdict.plateau is [s for s in search.steps if s.users == 4][0]  # the replicate agreed: first kept
+    fives = [s for s in search.steps if s.users == 5]
+    assert search._by_load[5] is fives[1]  # the breaking measurement is the one kept
+
+
+def test_a_load_above_the_knee_that_broke_once_leaves_the_knee_standing():
+    """The knee's own measurements agree; 6 users broke ITL first, then met it: 6 users do not reliably
+    meet it, so the knee stays 5 users, with no further step, and the verdict says why."""
+    search, loads, reasons = search_by_measurement(lambda u, n: 40.0 if u <= 5 or (u == 6 and n == 2) else 80.0)
+    verdict = search.verdict()
+    assert not verdict.inconclusive, verdict.inconclusive_reason
+    assert verdict.plateau.users == 5 and loads[-2:] == [6, 5] and len(reasons) == 2
+    assert verdict.reason == "6 users broke ITL p95 60 ms in one of two measurements (80.0 ms, then 40.0 ms)"
+    assert search._by_load[6] is [s for s in search.steps if s.users == 6][0]
+
+
+def test_a_moved_knee_whose_replicates_disagree_too_is_inconclusive_after_one_reconfirmation():
+    search, loads, _ = search_by_measurement(lambda u, n: 40.0 if u < 4 or (u in (4, 5) and n == 1) else 80.0)
+    verdict = search.verdict()
+    assert verdict.inconclusive and loads[-3:] == [6, 5, 4] and loads.count(3) == 0  # no second move
+    assert verdict.inconclusive_reason == (
+        "5 users broke ITL p95 60 ms in one of two measurements (40.0 ms, then 80.0 ms), so the knee moved "
+        "below it; then the knee is not confirmed: 4 users broke ITL p95 60 ms in one of two measurements (40.0 "
+        "ms, then 80.0 ms): the machine drifted between the replicates beyond the steps' intervals; measure on "
+        "a quieter machine or with longer --step-seconds")
+    assert verdict.plateau.users == 4  # where the measurements before the last round put it, said INCONCLUSIVE
+
+
+def test_a_knee_that_broke_once_with_no_acceptable_load_below_is_inconclusive():
+    search, loads, _ = search_by_measurement(lambda u, n: 40.0 if u == 1 and n == 1 else 80.0)
+    verdict = search.verdict()
+    assert verdict.inconclusive and loads.count(1) == 2 and loads[-1] == 1
+    assert verdict.inconclusive_reason.startswith("the knee is not confirmed: its deciding steps disagree between "
+                                                  "replicates (1 user: ITL p95 40.0 ms (meets), then ITL p95 80.0 "
+                                                  "ms (breaks))")
+
+
+def test_a_knee_whose_replicate_is_undecided_and_apart_stays_inconclusive():
+    """Not a sure breach: the replicate's interval straddles the SLO, wholly above the first's. No
+    measurement settles that, so nothing moves."""
+    def step_of(users: int, n: int) -> TokenStep:
+        if users == 5 and n == 2:
+            return windowed_step(5, 5, SLOW_IN_3_OF_9, itl=50.0)  # [50, 96]
+        return windowed_step(users, users, [0] * 9, itl=knife_edge(users, 1))
+
+    search = TokenPlateauSearch(1, 64, conditions=[ITL_SLO, ErrorRate(0.05)], extend_unstable=False)
+    loads: list[int] = []
+    decision = search.first()
+    while not decision.stop:
+        loads.append(decision.users)
+        step = step_of(decision.users, loads.count(decision.users))
+        step.undecided = search.undecided(step)
+        decision = search.feed(step)
+    verdict = search.verdict()
+    assert verdict.inconclusive and loads[-2:] == [6, 5] and loads.count(4) == 1
+    assert "5 users: ITL p95 40.0 ms (meets), then ITL p95" in verdict.inconclusive_reason
+    assert "(undecided)" in verdict.inconclusive_reason and verdict.plateau.users == 5
+
+
+def test_a_budget_that_fires_on_the_knee_replicate_moves_the_knee_without_measuring_it_again():
+    # the steps before the confirmation send 49 users x 9 answers = 441 requests, 6 then 5 users 99 more
+    search, loads, _ = search_by_measurement(knife_edge, [ITL_SLO, ErrorRate(0.05), MaxInvocations(540)])
+    verdict = search.verdict()
+    assert sum(s.total_requests for s in search.steps) == 540 and loads[-2:] == [6, 5] and loads.count(4) == 1
+    assert verdict.plateau.users == 4 and verdict.stop_reason.startswith("max invocations 540 reached")
+    assert verdict.reason == "5 users broke ITL p95 60 ms in one of two measurements (40.0 ms, then 80.0 ms)"
