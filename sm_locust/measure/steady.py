@@ -126,6 +126,7 @@ class StepMeasurement:
     percentiles: dict[float, float | None] = field(default_factory=dict)
     window: list[Second] = field(default_factory=list, repr=False, compare=False)  # the steady window's samples
     undecided: list[str] = field(default_factory=list)  # what its figures still could not decide at the step budget
+    measured_again: str | None = None  # why the search ran a load it had measured already again (AGAIN_*)
     _ci95: dict[str, Interval] | None = field(default=None, init=False, repr=False, compare=False)
     _pct_cis: dict[float, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -260,3 +260,7 @@ def test_a_search_beside_a_starved_client_ends_inconclusive_naming_it():
     assert decision.stop and verdict.client_bound and verdict.inconclusive
     assert verdict.inconclusive_reason.startswith("the load generator was the bottleneck: the load generator waited")
     assert "add workers" in verdict.inconclusive_reason and "(measured twice)" in verdict.inconclusive_reason
+    # the record says which step is the re-measure, and why: a repeated load in steps[] is never a mystery
+    records = [step_record(step) for step in search.steps]
+    assert [(r["users"], r.get("measured_again")) for r in records] == [(16, None), (16, "client-bound")]
+    assert step_line(2, records[1]).startswith("step 2: 16 users again (client-bound): ")
