@@ -264,3 +264,35 @@ def test_a_search_beside_a_starved_client_ends_inconclusive_naming_it():
     records = [step_record(step) for step in search.steps]
     assert [(r["users"], r.get("measured_again")) for r in records] == [(16, None), (16, "client-bound")]
     assert step_line(2, records[1]).startswith("step 2: 16 users again (client-bound): ")
+
+
+def test_the_e2e_tests_accept_only_a_verified_load_generator_verdict():
+    """tests/starved.py, fed what a run really records: a starved step's INCONCLUSIVE passes, re-checked
+    by the rule on the step's recorded figures; a wrong one (figures that do not meet it) fails."""
+    import pytest
+
+    from sm_locust.plateau.search import PlateauSearch
+    from tests.starved import load_generator_verdict
+
+    record = step_record(measure_step(starved_quietly()))
+    constant = {"steps": [record], "verdict": run_verdict(None, [record])}
+    assert load_generator_verdict(constant) is True
+    search = PlateauSearch(4, 64)
+    search.first()
+    for _ in range(2):
+        search.feed(measure_step(starved_quietly()))
+    steps = [step_record(step) for step in search.steps]
+    plateau = search.verdict().as_dict(search.steps)
+    assert load_generator_verdict({"plateau": plateau, "steps": steps, "verdict": run_verdict(plateau, steps)})
+    fine = step_record(measure_step(starved_quietly(cpu=19.0, wait=15.8)))
+    assert load_generator_verdict({"steps": [fine], "verdict": run_verdict(None, [fine])}) is False
+    wrong = {**record, "client_wait_pct": 12.0}  # said starved, but waited 12 % beside 7.5 % (1.6x): yes; 11: no
+    assert load_generator_verdict({"steps": [wrong], "verdict": run_verdict(None, [wrong])})
+    for wrong in ({**record, "client_wait_pct": 11.0}, {**record, "client_cpu_pct": 4.0}):
+        with pytest.raises(AssertionError, match="do not meet the rule"):
+            load_generator_verdict({"steps": [wrong], "verdict": run_verdict(None, [wrong])})
+    cut = {"steps": [fine], "verdict": {"status": "inconclusive", "reason": "interrupted by SIGINT"}}
+    with pytest.raises(AssertionError, match="no client-bound step"):
+        load_generator_verdict(cut)
+    with pytest.raises(AssertionError):  # a verdict that names another step's reason than the ones recorded
+        load_generator_verdict({"steps": [record], "verdict": {"status": "inconclusive", "reason": "x"}})
