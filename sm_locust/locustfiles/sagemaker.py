@@ -53,6 +53,7 @@ from sm_locust.record.llm_options import FigureTrim
 from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.requests_log import attach_request_log
+from sm_locust.record.schedwait import WorkerWaits
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
 from sm_locust.transport.options import check_async_result, operation
@@ -276,6 +277,12 @@ def _attach_target_stats(environment, **_kw) -> None:
 def _attach_loop_lag(environment, **_kw) -> None:
     """Every process samples its event loop's lag while a test runs (workers ship theirs to the master)."""
     LoopLagMonitor.for_environment(environment)
+
+
+@events.init.add_listener
+def _attach_worker_waits(environment, **_kw) -> None:
+    """Workers ship their share of time waiting for a CPU to the master, which judges the one waiting most."""
+    WorkerWaits.for_environment(environment)
 
 
 @events.init.add_listener

@@ -34,6 +34,7 @@ from sm_locust.record.asyncsummary import AsyncSummary
 from sm_locust.record.llm import LlmStats
 from sm_locust.record.looplag import LoopLagMonitor
 from sm_locust.record.progress import ProgressSample
+from sm_locust.record.schedwait import SchedWait, WorkerWaits
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
@@ -196,6 +197,7 @@ class RunRecorder:
         self.llm = LlmStats.for_environment(environment)  # tokens, TTFT, ITL (record/llm.py)
         self.targets = TargetStats.for_environment(environment)  # a mix's per-target figures (record/targets.py)
         self.loop_lag = LoopLagMonitor.for_environment(environment)  # the generator's own delay (record/looplag.py)
+        self.worker_waits = WorkerWaits.for_environment(environment)  # workers' CPU wait, on a master
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -329,7 +331,7 @@ class RunRecorder:
             hist=delta,
             interval=max(1e-6, now - self._last_t),
             client_cpu_pct=self._client_cpu(runner),
-            client_wait_pct=None if isinstance(runner, MasterRunner) else self._sched.percent(),
+            client_wait_pct=self._client_wait(runner),
             target_rate=target,
             sent=sent if open_loop else None,
             late=late if open_loop else None,
@@ -442,6 +444,12 @@ class RunRecorder:
                                 window_s=max(1, round(duration)))
         print(sample.line(), flush=True)
 
+    def _client_wait(self, runner) -> float | None:
+        """Load-generator CPU wait %: the worker waiting most on a master (every 3 s), this process otherwise."""
+        if isinstance(runner, MasterRunner):
+            return self.worker_waits.most(runner.clients.keys())
+        return self._sched.percent()
+
     def _client_cpu(self, runner) -> float | None:
         """Load-generator CPU %: the busiest worker on a master (every 3-5 s), this process otherwise."""
         if isinstance(runner, MasterRunner):
@@ -524,40 +532,6 @@ class RunRecorder:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-
-
-class SchedWait:
-    """The share of wall time this process spent runnable but waiting for a CPU, between two calls,
-    from Linux's /proc/self/schedstat (its second field: nanoseconds the main thread, where gevent
-    runs every greenlet, waited on a run queue). A load generator that the machine starves reads
-    low on its own CPU yet sends and reads late: this is how it shows. None where the file is not
-    there (not Linux, or a kernel without schedstats)."""
-
-    PATH = "/proc/self/schedstat"
-
-    def __init__(self) -> None:
-        self._last: tuple[float, int] | None = None
-        self._available = True
-
-    def _read(self) -> int | None:
-        try:
-            with open(self.PATH, encoding="ascii") as fh:
-                return int(fh.read().split()[1])
-        except (OSError, ValueError, IndexError):
-            self._available = False
-            return None
-
-    def percent(self) -> float | None:
-        if not self._available:
-            return None
-        now = time.monotonic()
-        waited = self._read()
-        if waited is None:
-            return None
-        last, self._last = self._last, (now, waited)
-        if last is None or now <= last[0]:
-            return None
-        return round(min(100.0, max(0.0, (waited - last[1]) / 1e9 / (now - last[0]) * 100.0)), 1)
 
 
 RECORDER_ATTRIBUTE = "sm_locust_recorder"  # where a run's recorder hangs on Locust's Environment

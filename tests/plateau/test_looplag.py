@@ -220,7 +220,7 @@ def test_starved_rule_pure():
     # a generator with little to do: 1 user at 3 % CPU waited 29 % on a busy machine, its capacity measured right
     assert starved_reason(3.0, 29.0) is None and starved_reason(STARVED_MIN_CPU_PCT, 29.0) is None
     assert starved_reason(STARVED_MIN_CPU_PCT + 0.1, 29.0) is not None
-    assert starved_reason(None, 50.0) is None and starved_reason(8.0, None) is None  # not measured (a master)
+    assert starved_reason(None, 50.0) is None and starved_reason(8.0, None) is None  # not measured (not Linux)
 
 
 def starved_quietly(n=10, cpu=7.5, wait=16.4, p50_ms=29):
