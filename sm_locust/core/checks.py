@@ -11,9 +11,9 @@ was judged on:
 - stop conditions (`--max-users`, `--max-rps`, `--max-duration`, `--max-invocations`) say how far
   the run went against them, and STOP when one of them ended it.
 
-A run whose verdict is INCONCLUSIVE (the load generator, not the endpoint, made its figures; a run
-cut short) decides no limit on those figures: its SLO, error-rate and token checks show the figure,
-n/a, and why (`run inconclusive: ...`), never PASS or FAIL. Stop conditions still say how far it went.
+A run whose verdict is INCONCLUSIVE because the load generator, not the endpoint, made its figures
+decides no limit on them: its SLO, error-rate and token checks show the figure, n/a, and why (`run
+inconclusive: ...`), never PASS or FAIL. Stop conditions still say how far it went.
 
 A latency limit is judged by the gates' one judge (`gates.decide`): on the figure's 95 % interval
 when summary.json records one (PASS or FAIL when the whole interval is on one side, INCONCLUSIVE
@@ -121,6 +121,16 @@ def inconclusive_words(reason: str | None) -> str:
     return f"{RUN_INCONCLUSIVE}: {first}" if first else RUN_INCONCLUSIVE
 
 
+def _the_clients_figures(summary: Summary) -> bool:
+    """The run is INCONCLUSIVE because the load generator made the figures it rests on: its reason
+    names a client-bound step's own reason (a search that stopped on one, its capacity or knee step
+    measured client-bound, any step of a constant load). An answer left undecided at the step budget
+    is not: its figures are the endpoint's, and each check's own interval judges them."""
+    reason = (summary.verdict.reason if summary.verdict else None) or ""
+    return summary.inconclusive and any(step.client_bound and step.client_bound_reason
+                                        and step.client_bound_reason in reason for step in summary.steps)
+
+
 def _not_deciding(check: Check, why: str) -> Check:
     """A figure check on an INCONCLUSIVE run: the figure shown, n/a, and why."""
     return Check(check.name, check.value, check.limit, NOT_JUDGED, why)
@@ -128,12 +138,12 @@ def _not_deciding(check: Check, why: str) -> Check:
 
 def run_checks(summary: Summary | JsonObject, options: Options) -> list[Check]:
     """One Check per limit given in `options` (parsed `Options`: `given` names the options set),
-    judged on summary.json's figures; [] when no SLO or stop condition was given. On an INCONCLUSIVE
-    run the figure checks are n/a (`_not_deciding`): its figures do not decide."""
+    judged on summary.json's figures; [] when no SLO or stop condition was given. On a run the load
+    generator made INCONCLUSIVE the figure checks are n/a (`_not_deciding`): its figures do not decide."""
     if not isinstance(summary, Summary):
         summary = Summary.from_json(summary, check=False)
     checks = _figure_checks(summary, options)
-    if summary.inconclusive:
+    if _the_clients_figures(summary):
         why = inconclusive_words(summary.verdict.reason if summary.verdict else None)
         checks = [_not_deciding(check, why) for check in checks]
     return checks + _stop_checks(summary, options, set(getattr(options, "given", ())))

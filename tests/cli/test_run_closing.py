@@ -61,8 +61,8 @@ def test_run_prints_no_periodic_table_the_verdict_once_and_its_checks(endpoint_f
     assert closing[1].split()[2:4] == ["p95", "latency"] and closing[2].split()[2:4] == ["error", "rate"]
     assert closing[-1].startswith("sm-locust: results in")
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    if not load_generator_verdict(summary):  # ok: both limits judged and held; max users ended the run
-        assert "INCONCLUSIVE" not in verdict, result.stdout
+    if not load_generator_verdict(summary):  # both limits judged and held; max users ended the run (ok, or
+        # INCONCLUSIVE on the endpoint's own figures: a capacity not known to +-5 % in 1.5-s steps)
         assert closing[0] == "sm-locust: checks: 2 of 2 passed", result.stdout
         assert [line.split()[1] for line in closing[1:4]] == ["PASS", "PASS", "STOP"], result.stdout
         return
