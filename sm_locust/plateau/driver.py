@@ -128,6 +128,8 @@ class SearchDriver:
         step under way as it stands (its figures as `measure_step` reads them), or None. Checked every
         tick: a budget bounds the run, not only the steps that end before it."""
         assert self.decision is not None
+        if not self.search.budgets:
+            return None
         seconds = _window(timeline, self.step_start, now)
         if not seconds:
             return None
