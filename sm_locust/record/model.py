@@ -377,6 +377,7 @@ class Step(Record, _Figures):
     """One `steps[]` entry: a held load's steady-window figures."""
 
     users: float | None = json_field("number")
+    users_running: int | None = json_field("count?")  # fewer than `users` ran in the steady window (absent: all did)
     start: str | None = json_field("time")
     end: str | None = json_field("time")
     duration_s: float | None = json_field("number?")
