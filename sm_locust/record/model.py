@@ -21,7 +21,7 @@ from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm",
            "LlmTurn", "Mix", "ModelCache", "Payload", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step",
-           "Summary",
+           "Summary", "SustainablePoint",
            "Target", "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
 
 SCHEMA_VERSION = 1
@@ -691,6 +691,37 @@ class Payload(Record):
     min_bytes: float | None = json_field("number?")
     avg_bytes: float | None = json_field("number?")
     max_bytes: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SustainablePoint(Record):
+    """`report.sustainable`: the sustainable point a report, compare and `sm-locust report` quote (report.merge
+    builds it): one step's own figures (`step`, 1-based) with their 95 % intervals, the capacity step's, the
+    verdict, and for a rate run the instances its rates are divided by (`per_instance`, report.policy)."""
+
+    users: float | None = json_field("number?")
+    rps: float | None = json_field("number?")
+    goodput_rps: float | None = json_field("number?")
+    p50_ms: float | None = json_field("number?")
+    p95_ms: float | None = json_field("number?")
+    p99_ms: float | None = json_field("number?")
+    source: str | None = json_field("text?")
+    stable: bool | None = json_field("bool?")
+    capacity_rps: float | None = json_field("number?")
+    capacity_ci95: Interval | None = json_field("interval?")
+    inconclusive: bool | None = json_field("bool?")
+    inconclusive_reason: str | None = json_field("text?")
+    step: int | None = json_field("count?")
+    capacity_step: int | None = json_field("count?")
+    capacity_users: float | None = json_field("number?")
+    capacity_p95_ms: float | None = json_field("number?")
+    rps_ci95: Interval | None = json_field("interval?")
+    goodput_rps_ci95: Interval | None = json_field("interval?")
+    p50_ms_ci95: Interval | None = json_field("interval?")
+    p95_ms_ci95: Interval | None = json_field("interval?")
+    p99_ms_ci95: Interval | None = json_field("interval?")
+    instances: int | None = json_field("count?")
+    per_instance: bool | None = json_field("bool?")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Llm, LlmTurn, Summary
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Llm, LlmTurn, Summary, SustainablePoint
 from sm_locust.report.cost import Cost, cost_interval, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number, with_interval
@@ -52,7 +52,7 @@ class LlmView:
     turns: tuple[LlmTurn, ...] = ()  # --turns: each turn index's figures
 
 
-def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView | None:
+def llm_view(summary: Summary | JsonObject, point: SustainablePoint | None) -> LlmView | None:
     """The run's token figures, or None when it counted none."""
     record = Summary.of(summary)
     if record.llm is None:
@@ -62,10 +62,10 @@ def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView
     return LlmView(record.llm, steps, at, where, record.llm.turns or ())
 
 
-def _at_point(summary: Summary, steps: Sequence[LlmStep], point: JsonObject | None) -> tuple[Llm, str]:
+def _at_point(summary: Summary, steps: Sequence[LlmStep], point: SustainablePoint | None) -> tuple[Llm, str]:
     if summary.plateau is not None and summary.plateau.llm is not None:
         return summary.plateau.llm, "the plateau's step"
-    users = (point or {}).get("users")
+    users = point.users if point is not None else None
     matching = [s for s in steps if users is not None and s.users == users]
     if matching:
         return matching[-1].llm, f"the step at {users} users"
@@ -97,7 +97,7 @@ def token_cost(cost: Cost, view: LlmView | None) -> Cost:
     return out
 
 
-def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: Cost) -> dict[str, object]:
+def llm_columns(summary: Summary | JsonObject, point: SustainablePoint | None, cost: Cost) -> dict[str, object]:
     """`sm-locust compare`'s token columns for one run ({} when it counted no tokens)."""
     view = llm_view(summary, point)
     if view is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from sm_locust.record.model import Autoscaling, Llm
+from sm_locust.record.model import Autoscaling, Llm, SustainablePoint
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, phase_steps
 from sm_locust.report.llm import LlmStep, LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
@@ -33,7 +33,8 @@ def steps_frame(users=USERS, goodput=GOODPUT, p95=P95) -> pd.DataFrame:
 
 
 def model(steps: pd.DataFrame, point: dict | None = None, **kwargs) -> ReportModel:
-    return ReportModel(title="t", run={}, steps=steps, seconds=pd.DataFrame({"epoch_s": []}), point=point,
+    sustainable = None if point is None else SustainablePoint.make(**point)
+    return ReportModel(title="t", run={}, steps=steps, seconds=pd.DataFrame({"epoch_s": []}), point=sustainable,
                        cost=kwargs.pop("cost", {}), errors={}, **kwargs)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sm_locust.record.model import SustainablePoint
 from sm_locust.report.policy import RateSlo, instances_during, per_instance_point, policy_lines, rate_slo
 from sm_locust.report.render import RateView, ReportModel, charts, closing_rows, headline_rows
 
@@ -40,12 +41,12 @@ LATE_QUIET = step(31, 39, 45.0, 60)  # run seconds 930-1170: three instances, wi
 
 def test_the_per_instance_figure_comes_from_a_step_that_held_the_slo_over_its_instances():
     point, why = per_instance_point(summary(QUIET, SURGE), rate_slo(summary(QUIET, SURGE), {}))
-    assert why is None and point["step"] == 1 and point["instances"] == 1 and point["goodput_rps"] == 20.0
+    assert why is None and point.step == 1 and point.instances == 1 and point.goodput_rps == 20.0
     # 45 req/s over the 3 instances in service then: 15 per instance, less than the quiet step's 20 over 1
     point, _ = per_instance_point(summary(QUIET, SURGE, LATE_QUIET), RateSlo(250.0))
-    assert point["step"] == 1
+    assert point.step == 1
     point, _ = per_instance_point(summary(SURGE, LATE_QUIET), RateSlo(250.0))
-    assert (point["step"], point["instances"]) == (2, 3)  # the surge (188.7 req/s) is never the point
+    assert (point.step, point.instances) == (2, 3)  # the surge (188.7 req/s) is never the point
 
 
 def test_no_slo_or_no_step_within_it_means_no_per_instance_figure_and_says_why():
@@ -78,7 +79,7 @@ def test_the_policy_verdict_rows():
     assert rows["Instance-hours and cost"] == "0.730 (no price: pass --price-per-hour)"
 
 
-def model(data: dict, point: dict | None, why: str | None, cost: dict | None = None) -> ReportModel:
+def model(data: dict, point: SustainablePoint | None, why: str | None, cost: dict | None = None) -> ReportModel:
     slo = rate_slo(data, {})
     return ReportModel(title="t", run={}, steps=pd.DataFrame(data["steps"]).assign(step=[1, 2][:len(data["steps"])]),
                        seconds=pd.DataFrame(), point=point, cost=cost or {}, errors={},

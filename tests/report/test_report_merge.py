@@ -116,8 +116,8 @@ def test_step_records_exact(merged):
 def test_sustainable_point_and_errors(merged):
     data, _, _, steps = merged
     point = merge.sustainable_point(data.summary, steps)
-    assert point["rps"] == 20.0 and point["users"] == 2 and point["step"] == 2
-    assert "plateau found during the run" in point["source"]
+    assert point.rps == 20.0 and point.users == 2 and point.step == 2
+    assert "plateau found during the run" in point.source
     assert merge.errors_by_code(data.summary, data.failures) == {"ModelError": 1, "ThrottlingException": 1}
     assert merge.errors_by_code({}, data.failures) == {"ModelError(424)": 1, "ThrottlingException": 1}
 
@@ -131,13 +131,13 @@ def test_steps_from_history_when_summary_has_none(merged):
     assert list(steps["requests"]) == [40, 100] and list(steps["rps"]) == [8.0, 20.0]
     assert list(steps["p95_ms"]) == [110, 140]
     point = merge.sustainable_point({"plateau": None}, steps)
-    assert point["rps"] == 20.0 and "no plateau" in point["source"]
+    assert point.rps == 20.0 and "no plateau" in point.source
 
 
 def test_error_heavy_step_is_not_sustainable():
     steps = pd.DataFrame({"step": [1, 2], "users": [1, 2], "rps": [10.0, 30.0], "error_rate": [0.0, 0.2],
                           "p50_ms": [1, 2], "p95_ms": [1, 2], "p99_ms": [1, 2]})
-    assert merge.sustainable_point({}, steps)["rps"] == 10.0
+    assert merge.sustainable_point({}, steps).rps == 10.0
 
 
 def test_parse_time():
