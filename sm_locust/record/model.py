@@ -20,9 +20,9 @@ from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm",
-           "LlmTurn", "Mix", "ModelCache", "Payload", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step",
-           "Summary", "SustainablePoint",
-           "Target", "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
+           "LlmTurn", "Mix", "ModelCache", "Payload", "Phase", "Plateau", "Record", "ScaleEvent", "ScalingSlo",
+           "ShapeError", "Step", "Summary", "SustainablePoint", "Target", "Totals", "Traffic", "Verdict", "load_words",
+           "percentile_key"]
 
 SCHEMA_VERSION = 1
 Interval = tuple[float, float]
@@ -642,6 +642,14 @@ class InstanceSample(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScalingSlo(Record):
+    """`autoscaling.slo`: the latency SLO the seconds over it were counted against."""
+
+    slo_ms: float | None = json_field("number?")
+    percentile: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Autoscaling(Record):
     """`autoscaling`: the instance counts, scale events and SLO breaches of a watched run (docs/autoscaling.md)."""
 
@@ -655,7 +663,7 @@ class Autoscaling(Record):
     peak_instances: int | None = json_field("count?")
     instance_hours: float | None = json_field("number?")
     cost_usd: float | None = json_field("number?")
-    slo: JsonObject | None = json_field("object?")
+    slo: ScalingSlo | None = json_field(ScalingSlo)
     slo_breach_s: float | None = json_field("number?")
     breach_s_ci95: Interval | None = json_field("interval?")  # each second's requests resampled (scaling.intervals)
     breach_client_bound_s: float | None = json_field("number?")  # of them, seconds the load generator was behind

@@ -292,7 +292,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     users: list[float] = []
     for r in runs:
         if not r.steps.empty and not r.rate_phases:
-            ordered = by_load(r.steps)
+            ordered: pd.DataFrame = by_load(r.steps)
             users += list(ordered["users"])
             thr.add_trace(go.Scatter(x=ordered["users"], y=ordered.get("goodput_rps", ordered["rps"]),
                                      mode="lines+markers", name=r.name))

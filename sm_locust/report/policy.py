@@ -71,9 +71,9 @@ class RateSlo:
 
 def rate_slo(summary: Summary | JsonObject, slos: JsonObject) -> RateSlo:
     block = Summary.of(summary).autoscaling
-    slo = (block.slo if block is not None else None) or {}
-    slo_ms = slo.get("slo_ms", slos.get("latency_slo_ms"))
-    percentile = slo.get("percentile") or slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE
+    slo = block.slo if block is not None else None
+    slo_ms = slo.slo_ms if slo is not None and slo.has("slo_ms") else slos.get("latency_slo_ms")
+    percentile = (slo.percentile if slo is not None else None) or slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE
     return RateSlo(None if is_missing(slo_ms) else _float(slo_ms), _float(percentile))
 
 

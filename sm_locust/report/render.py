@@ -208,7 +208,7 @@ MissingWriter = Callable[[str, str, str], T]
 def fig_throughput(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Throughput vs users, joined by load (the order the steps ran numbered on the markers), the knee
     marked on the line it belongs to and the capacity as a line; nothing marked for a constant load."""
-    s = m.steps
+    s: pd.DataFrame = m.steps
     if s.empty or not _has(s, "rps"):
         return missing("fig-throughput", "Throughput vs users",
                        "no per-step data (summary.json steps or Locust history)")
@@ -277,7 +277,7 @@ def fig_throughput_time(m: ReportModel, div: ChartWriter[T], missing: MissingWri
 
 def fig_latency_users(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Each percentile once, joined by load; the SLO as a line when one was given; the knee's load."""
-    s = m.steps
+    s: pd.DataFrame = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
     if s.empty or not cols:
         return missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
@@ -329,7 +329,7 @@ def fig_latency_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter
 
 
 def fig_endpoint_load(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
-    s = m.steps
+    s: pd.DataFrame = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
            if _has(s, c)]
@@ -362,7 +362,7 @@ def fig_errors(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -
 
 
 def fig_decomposition(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
-    s = m.steps
+    s: pd.DataFrame = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return missing("fig-decomposition", "Latency decomposition",
                        "needs CloudWatch ModelLatency and OverheadLatency next to Locust's latency")
