@@ -344,3 +344,17 @@ def test_a_cold_start_only_sweep_times_first_requests_and_resumes(tmp_path, caps
     monkeypatch.chdir(tmp_path)  # the rerun in this process, through the CLI's entry point
     assert main(["sweep", "cold.yaml", "--out", "out"]) == 1  # resumed; still nothing to recommend
     assert "0 to run (1 measured before)" in capsys.readouterr().out
+
+
+def test_serverless_json_reads_typed_and_an_older_one_without_the_load_run_reads_as_none():
+    from sm_locust.sweep.serverless.collect import ServerlessResults
+
+    results = ServerlessResults.of({"phases": [{"name": "stability"}], "load_started": 10.0, "load_ended": 70.0,
+                                    "cold_start": {"gap_s": 600, "start": 1.0, "end": 2.0, "requests": [{"code": "ok"}],
+                                                   "rounds": 3}})
+    assert (results.load_started, results.load_ended, results.phases) == (10.0, 70.0, [{"name": "stability"}])
+    assert results.cold_start is not None and (results.cold_start.gap_s, results.cold_start.end) == (600, 2.0)
+    assert results.cold_start.requests == [{"code": "ok"}] and results.cold_start.extra == {"rounds": 3}
+    older = ServerlessResults.of({"cold_start": {"gap_s": 600}})
+    assert (older.phases, older.endpoint_counters, older.load_started) == (None, None, None)
+    assert older.cold_start is not None and older.cold_start.start is None
