@@ -487,12 +487,12 @@ def whole_run_rows(m: ReportModel) -> list[tuple[str, str]]:
     if not t.has("requests") or t.requests is None:
         return []
     backoff = t.backoff or {}
-    ci = (t.ci95 or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    one_load = len(m.steps) <= 1  # a changing load: the steps' intervals, not the whole run's
     failures = t.failures if t.has("failures") else None
     return [("Whole run (invocations)",
              f"{number(t.requests, 0)} attempted, {number(failures, 0)} failed; "
-             f"{with_interval(t.rps, ci.get('rps'), '', 1)} req/s attempted, goodput "
-             f"{with_interval(t.goodput_rps, ci.get('goodput_rps'), '', 1)} req/s"
+             f"{with_interval(t.rps, t.interval('rps') if one_load else None, '', 1)} req/s attempted, goodput "
+             f"{with_interval(t.goodput_rps, t.interval('goodput_rps') if one_load else None, '', 1)} req/s"
              + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                 if backoff.get("count") else ""))]
 
