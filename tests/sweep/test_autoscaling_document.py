@@ -34,3 +34,21 @@ def test_the_csv_row_quotes_the_typed_scale_events_and_policy():
     assert rows[0]["scale_events"] == "out 1->3 at 30 s" and rows[0]["min_instances"] == 1
     assert rows[1]["scale_events"] == "" and rows[1]["min_instances"] is None
     assert header[-1] == "scale_events"
+
+
+def test_the_emulators_log_reads_typed_and_moves_to_the_run_seconds(tmp_path):
+    import json
+
+    from sm_locust.record.model import Summary
+    from sm_locust.sweep.autoscaling.runner import FLEET_LOG
+    from sm_locust.sweep.autoscaling.sweep import emulator_instances
+
+    summary = Summary.make(schema=1, started_at="2026-01-01T00:00:10Z")  # the run starts 10 s after the fleet
+    started = 1767225600.0  # 2026-01-01T00:00:00Z
+    log = {"time_scale": 2.0, "started_at": started, "instances": [{"t_s": 0, "desired": 1, "in_service": 1},
+                                                                   {"t_s": 30, "desired": 2, "in_service": 1}]}
+    (tmp_path / FLEET_LOG).write_text(json.dumps(log))
+    assert emulator_instances(tmp_path, summary) == [{"t_s": 0.0, "desired": 1, "in_service": 1},
+                                                     {"t_s": 10.0, "desired": 2, "in_service": 1}]
+    (tmp_path / FLEET_LOG).write_text(json.dumps({"instances": log["instances"]}))
+    assert emulator_instances(tmp_path, summary) is None  # no fleet start: nothing to place

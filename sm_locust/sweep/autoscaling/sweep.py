@@ -32,6 +32,7 @@ from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Summary
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample, RunClock
+from sm_locust.scaling.watch import FleetLog
 from sm_locust.sweep.autoscaling import render
 from sm_locust.sweep.autoscaling.deploy import LocalFleetDeployer
 from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan, autoscaling_load_plan
@@ -164,11 +165,13 @@ def emulator_instances(run_dir: Path, summary: Summary) -> list[dict[str, float 
     if not path.exists() or not summary.started_at:
         return None
 
-    log = load_json(path.read_text())
+    log = FleetLog.of(load_json(path.read_text()))
+    if log.started_at is None:  # not the emulation's log: nothing to place in the run's seconds
+        return None
     started = datetime.fromisoformat(summary.started_at.replace("Z", "+00:00")).timestamp()
-    offset = RunClock(started, float(log.get("time_scale") or 1.0)).run_s(float(log["started_at"]))
+    offset = RunClock(started, float(log.time_scale or 1.0)).run_s(float(log.started_at))
     out: list[dict[str, float | int]] = []
-    for item in log.get("instances") or []:
+    for item in log.instances or []:
         sample = InstanceSample.from_dict(item)
         t_s = sample.t_s + offset
         if t_s <= 0 and out and out[-1]["t_s"] == 0.0:
