@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sm_locust.aws.clients import AwsClient
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Summary
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, ScaleEvent, Summary
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample, RunClock
@@ -116,9 +116,10 @@ class AutoscalingSweep(Sweep):
             policy = policy_of(settings)
             start = float(settings.get(f"{PREFIX}instance_start_s") or 0.0)
             model = simulate(policy, self.autoscaling.traffic, instance_start_s=start)
-            figures.model_events = [{"t_s": d.t_s, "direction": d.direction, "from": d.from_count, "to": d.to_count,
-                                     "reaction_s": d.reaction_s, "ready_s": d.ready_s - d.alarm_start_s}
-                                    for d in model.decisions]
+            figures.model_events = tuple(ScaleEvent.make(t_s=d.t_s, direction=d.direction, from_=d.from_count,
+                                                         to=d.to_count, reaction_s=d.reaction_s,
+                                                         ready_s=d.ready_s - d.alarm_start_s)
+                                         for d in model.decisions)
             figures.emulator_instances = emulator_instances(run_dir, summary)
         row.figures = figures
 
