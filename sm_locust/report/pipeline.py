@@ -39,6 +39,7 @@ from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
 from sm_locust.report.policy import is_rate_run, per_instance_point, policy_lines, rate_slo
 from sm_locust.report.render import RateView, ReportModel, closing_rows, render_html
+from sm_locust.report.slos import RunSlos
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
@@ -377,7 +378,7 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
-def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: int,
+def rate_view(summary: Summary | JsonObject, slos: RunSlos, instance_count: int,
               price_per_hour: float | None) -> RateView | None:
     """A traffic or watched run's verdict and why it has no per-instance figure (report/policy.py)."""
     record = Summary.of(summary)
@@ -393,12 +394,12 @@ def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: i
 SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
 
 
-def run_slos(options: JsonObject | None) -> dict[str, float]:
+def run_slos(options: JsonObject | None) -> RunSlos:
     """The SLOs the run was given (options.json's parsed options), for the lines the charts draw."""
     parsed = (options or {}).get("options") if isinstance(options, Mapping) else None
     if not isinstance(parsed, Mapping):
-        return {}
-    return {k: parsed[k] for k in SLO_OPTIONS if parsed.get(k) is not None}
+        return RunSlos()
+    return RunSlos(**{k: parsed[k] for k in SLO_OPTIONS if parsed.get(k) is not None})
 
 
 @dataclass

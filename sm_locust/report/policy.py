@@ -35,6 +35,7 @@ from sm_locust.record.model import (
     percentile_key,
 )
 from sm_locust.report.merge import MAX_ERROR_RATE
+from sm_locust.report.slos import RunSlos
 from sm_locust.util.formatting import is_missing, money, number
 
 
@@ -69,11 +70,11 @@ class RateSlo:
         return f"p{self.percentile:g} <= {number(self.slo_ms, 0)} ms"
 
 
-def rate_slo(summary: Summary | JsonObject, slos: JsonObject) -> RateSlo:
+def rate_slo(summary: Summary | JsonObject, slos: RunSlos) -> RateSlo:
     block = Summary.of(summary).autoscaling
     slo = block.slo if block is not None else None
-    slo_ms = slo.slo_ms if slo is not None and slo.has("slo_ms") else slos.get("latency_slo_ms")
-    percentile = (slo.percentile if slo is not None else None) or slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE
+    slo_ms = slo.slo_ms if slo is not None and slo.has("slo_ms") else slos.latency_slo_ms
+    percentile = (slo.percentile if slo is not None else None) or slos.percentile
     return RateSlo(None if is_missing(slo_ms) else _float(slo_ms), _float(percentile))
 
 

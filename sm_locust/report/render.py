@@ -32,7 +32,7 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, SustainablePoint, Totals, percentile_key
+from sm_locust.record.model import SustainablePoint, Totals, percentile_key
 from sm_locust.report.asyncview import async_section
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, autoscaling_rows
 from sm_locust.report.cost import Cost
@@ -41,6 +41,7 @@ from sm_locust.report.llm import LlmView, llm_figures, llm_rows, llm_step_column
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
 from sm_locust.report.merge import describe_point
 from sm_locust.report.policy import RateSlo
+from sm_locust.report.slos import RunSlos
 from sm_locust.report.targets import TargetView, mix_rows, targets_section
 from sm_locust.sanitize import clean, page_text
 from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
@@ -81,7 +82,7 @@ class ReportModel:
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
     targets: TargetView | None = None  # when requests named models or components
     autoscaling: AutoscalingView | None = None  # when the run watched an endpoint's scaling
-    slos: dict[str, float] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+    slos: RunSlos = field(default_factory=RunSlos)  # the run's SLO options
     rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
     async_inference: Any = None  # report.asyncview.AsyncView when the run waited for async results
 
@@ -95,7 +96,7 @@ class ReportModel:
 
     @property
     def slo_label(self) -> str:
-        return f"p{self.slos.get('slo_percentile') or DEFAULT_SLO_PERCENTILE:g} SLO"
+        return f"p{self.slos.percentile:g} SLO"
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -172,8 +173,8 @@ def _point_on(steps: pd.DataFrame, point: SustainablePoint | None, column: str) 
 
 def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> pd.Series | None:
     """A mask of the steps whose SLO percentile was over the latency SLO (None: no SLO, no column)."""
-    slo = m.slos.get("latency_slo_ms")
-    column = percentile_key(float(m.slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
+    slo = m.slos.latency_slo_ms
+    column = percentile_key(float(m.slos.percentile))
     if slo is None or is_missing(slo) or column not in ordered.columns:
         return None
     return ordered[column].astype(float) > float(slo)
@@ -287,7 +288,7 @@ def fig_latency_users(m: ReportModel, div: ChartWriter[T], missing: MissingWrite
     for c in cols:
         name = c.replace("_ms", "").replace("client_", "")
         fig.add_trace(load_trace(ordered["users"], ordered[c], name, visits if c == "p95_ms" else None))
-    slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
+    slo_line(fig, m.slos.latency_slo_ms, m.slo_label)
     if m.point is not None and m.point.users is not None and not m.constant_load:
         fig.add_vline(x=m.point.users, line_dash="dash", line_color="crimson", annotation_text="knee",
                       annotation_position="top")
@@ -323,7 +324,7 @@ def fig_latency_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter
     for c in cols:
         fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=series_label(c),
                                  line={"dash": "dot"} if c.startswith("cw_") else {}))
-    slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
+    slo_line(fig, m.slos.latency_slo_ms, m.slo_label)
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
     return div(fig, "fig-latency-time")
 

@@ -13,6 +13,7 @@ from sm_locust.endpoint.llm import LlmConfig
 from sm_locust.record.model import SustainablePoint
 from sm_locust.report.cost import cost_per_million_tokens
 from sm_locust.report.llm import llm_columns, llm_rows, llm_view, token_cost
+from sm_locust.report.slos import RunSlos
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 SUMMARY = {
@@ -59,7 +60,7 @@ def test_the_llm_rows_lead_with_tokens_and_judge_ttft_and_itl_against_their_slos
                                               "ttft_p99_ms": 1500.0, "itl_p50_ms": 30.0, "itl_p95_ms": 70.0,
                                               "itl_p99_ms": 90.0}}]}
     rows = llm_rows(llm_view(summary, SustainablePoint.make(users=4)), {"price_per_hour_usd": 3.6},
-                    {"ttft_slo_ms": 1000.0, "itl_slo_ms": 60.0, "slo_percentile": 95.0})
+                    RunSlos(ttft_slo_ms=1000.0, itl_slo_ms=60.0, slo_percentile=95.0))
     assert [k for k, _ in rows][:4] == ["Output tokens/s (the step at 4 users)", "Time to first token p50 / p95 / p99",
                                         "Inter-token latency p50 / p95 / p99", "$ per 1M output tokens"]
     values = dict(rows)
