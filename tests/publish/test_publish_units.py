@@ -236,6 +236,8 @@ def test_thirty_seconds_of_throttling_loses_nothing_that_fits_the_buffer():
     report = sender.report()
     assert report["dropped"] == 0 and report["periods_sent"] == report["periods"] == 6
     assert report["published"]["requests"] == sum(100 + p for p in range(6))
+    assert list(report["published"]) == ["requests", "failures", "errors", "latency_count", "latency_sum_ms",
+                                         "latency_max_ms"]  # summary.json's order, as the dict accumulator wrote it
     assert "nothing dropped" in describe(report)
 
 
