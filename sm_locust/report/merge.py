@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -136,20 +137,21 @@ def with_time(seconds: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- steps
 
 
-class Span(TypedDict, total=False):
-    """A step's place on the time axis: its number (1-based), users, start and end (epoch s), where it
-    came from ("summary" or "history") and summary.json's record of it."""
+@dataclass(frozen=True)
+class Span:
+    """A step's place on the time axis: users, start and end (epoch s), its number (1-based; None: its
+    place in the list), where it came from ("summary" or "history") and summary.json's record of it."""
 
-    step: int
     users: float | None
     start_s: float
     end_s: float
-    source: str
-    summary: Step
+    step: int | None = None
+    source: str = "history"
+    summary: Step | None = None
 
 
 def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Span]:
-    """Steps as {step, users, start_s, end_s, source}: summary.json's if it has them (`step` is the
+    """Steps as Spans: summary.json's if it has them (`step` is the
     record's place in summary.json's list, 1-based, as every surface numbers steps), else runs of one
     user count in the history (ramps included; good enough for a run without a summary)."""
     spans: list[Span] = []
@@ -157,8 +159,7 @@ def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Spa
         start, end = parse_time(step.start), parse_time(step.end)
         if start is None or end is None or end <= start:
             continue
-        spans.append({"step": index, "users": step.users, "start_s": start, "end_s": end, "source": "summary",
-                      "summary": step})
+        spans.append(Span(step.users, start, end, step=index, source="summary", summary=step))
     if spans or "users" not in seconds.columns:
         return spans
     users = seconds["users"].ffill()
@@ -172,8 +173,7 @@ def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Spa
     for a, b in pairwise(bounds):
         if not valid[a]:
             continue
-        spans.append({"step": len(spans) + 1, "users": int(values[a]), "start_s": float(epochs[a]),
-                      "end_s": float(epochs[b - 1] + 1), "source": "history"})
+        spans.append(Span(int(values[a]), float(epochs[a]), float(epochs[b - 1] + 1), step=len(spans) + 1))
     return spans
 
 
@@ -264,20 +264,20 @@ def step_records(seconds: pd.DataFrame, spans: list[Span], period: int = 60) -> 
     share = bucket_share(epochs, period) if len(epochs) else np.array([])
     rows = []
     for i, span in enumerate(spans, start=1):
-        a = int(np.searchsorted(epochs, span["start_s"], side="left"))
-        b = int(np.searchsorted(epochs, span["end_s"], side="left"))
+        a = int(np.searchsorted(epochs, span.start_s, side="left"))
+        b = int(np.searchsorted(epochs, span.end_s, side="left"))
         part = seconds.iloc[a:b]
-        duration = span["end_s"] - span["start_s"]
-        given = span.get("summary")
+        duration = span.end_s - span.start_s
+        given = span.summary
 
         def col(name: str, part: pd.DataFrame = part) -> np.ndarray:
             return part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])
 
         row: dict[str, Any] = {  # Any: a frame's row (numbers, text, flags)
-            "step": span.get("step", i),
-            "users": span["users"],
-            "start": iso(span["start_s"], "seconds"),
-            "end": iso(span["end_s"], "seconds"),
+            "step": span.step if span.step is not None else i,
+            "users": span.users,
+            "start": iso(span.start_s, "seconds"),
+            "end": iso(span.end_s, "seconds"),
             "duration_s": round(duration, 3),
             "seconds_with_data": int(np.count_nonzero(~np.isnan(col("requests")))) if len(col("requests")) else 0,
         }
