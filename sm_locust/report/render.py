@@ -92,7 +92,8 @@ class ReportModel:
         phases (a watched autoscaling run) are not one level, whatever their user count."""
         if self.autoscaling is not None and self.autoscaling.phases:
             return False
-        return self.steps.empty or "users" not in self.steps.columns or self.steps["users"].nunique() <= 1
+        steps: pd.DataFrame = self.steps
+        return steps.empty or "users" not in steps.columns or steps["users"].nunique() <= 1
 
     @property
     def slo_label(self) -> str:
@@ -545,9 +546,10 @@ def decomposition_text(step: dict[str, Any]) -> str:
 
 
 def _point_step(m: ReportModel) -> dict[str, object] | None:
-    if m.point is None or m.steps.empty or m.point.step is None:
+    steps: pd.DataFrame = m.steps
+    if m.point is None or steps.empty or m.point.step is None:
         return None
-    match = m.steps[m.steps["step"] == m.point.step]
+    match = steps[steps["step"] == m.point.step]
     return {str(k): v for k, v in match.iloc[0].to_dict().items()} if len(match) else None
 
 

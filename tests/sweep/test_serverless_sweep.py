@@ -358,3 +358,15 @@ def test_serverless_json_reads_typed_and_an_older_one_without_the_load_run_reads
     older = ServerlessResults.of({"cold_start": {"gap_s": 600}})
     assert (older.phases, older.endpoint_counters, older.load_started) == (None, None, None)
     assert older.cold_start is not None and older.cold_start.start is None
+
+
+def test_the_counters_growth_over_a_phase_is_typed_from_the_last_samples_around_it():
+    from sm_locust.sweep.serverless.counters import CounterGrowth, counters_between
+
+    samples = [{"t": 1.0, "successes": 2, "model_latency_us_sum": 2000, "cold_starts": 1},
+               {"t": 2.0, "successes": 5, "model_latency_us_sum": 5000, "cold_starts": 1, "ThrottlingException": 1},
+               {"t": 3.0, "successes": 9, "model_latency_us_sum": 9500, "cold_starts": 2, "ThrottlingException": 1}]
+    assert counters_between(samples, 1.5, 3.0) == CounterGrowth(successes=7, model_latency_us_sum=7500, cold_starts=1,
+                                                                throttles=1)
+    assert counters_between(samples, 0.0, 1.0) == CounterGrowth(2, 2000, 1, 0)  # from zero: no sample before
+    assert counters_between(samples, 0.0, 0.5) is None

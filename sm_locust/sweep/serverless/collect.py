@@ -108,10 +108,10 @@ class Collector:
         samples = results.endpoint_counters or []
         if samples and stability_window is not None:
             grown = counters_between(samples, *stability_window)
-            if grown and grown["successes"]:
-                return {"source": "the local endpoint's counters, stability test", "count": int(grown["successes"]),
-                        "average_ms": grown["model_latency_us_sum"] / grown["successes"] / 1000.0,
-                        "cold_starts": int(grown["cold_starts"])}
+            if grown and grown.successes:
+                return {"source": "the local endpoint's counters, stability test", "count": int(grown.successes),
+                        "average_ms": grown.model_latency_us_sum / grown.successes / 1000.0,
+                        "cold_starts": int(grown.cold_starts)}
         if self.deploy == "sagemaker" and results.load_started and results.load_ended:
             return self.from_cloudwatch(run_dir, "ModelLatency", results.load_started, results.load_ended)
         return None
