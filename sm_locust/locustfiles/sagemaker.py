@@ -55,7 +55,7 @@ from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
-from sm_locust.transport.options import check_async_result, operation
+from sm_locust.transport.options import check_async_result, operation, prepare_async_clients
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
 from sm_locust.util.outputs import check_output_dir
@@ -121,6 +121,22 @@ def _local_credentials(environment, **_kw) -> None:
         settings = SageMakerSettings.from_options(parse_options(locust_values(environment.parsed_options)))
         if is_loopback(runtime_url(settings)):
             os.environ.update(aws_environment(settings))
+    except SmLocustError:
+        return  # _check_settings has said so and quits (a worker: the master did)
+
+
+@events.init.add_listener
+def _prepare_async_clients(environment, **_kw) -> None:
+    """`--async-result s3|sqs:...`: every process that sends starts building its S3 / SQS clients now, in a
+    native thread (transport/options.py), not when its first user starts: built on the loop as the test
+    starts, they held a worker's loop for seconds on a loaded machine, its heartbeats stopped and the
+    master counted it missing. After `_local_credentials`: the clients read the placeholder keys."""
+    if environment.parsed_options is None or isinstance(environment.runner, MasterRunner):
+        return
+    try:
+        options = parse_options(locust_values(environment.parsed_options))
+        settings = SageMakerSettings.from_options(options)
+        prepare_async_clients(environment, options, settings.region, settings.aws_profile)
     except SmLocustError:
         return  # _check_settings has said so and quits (a worker: the master did)
 
