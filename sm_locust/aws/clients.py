@@ -8,10 +8,6 @@ signature, botocore still signs; the run's preflight gives its Locust child the 
 timeouts by `Purpose` (the runtime request path one attempt: a throttle is a figure, never hidden
 behind a retry). The fast transport signs its own requests and takes its region and credentials
 from the same rules (`runtime_region`, `chain_credentials`).
-
-In a Locust process the building (boto3's import, the service model and endpoint rules parsed: CPU
-for seconds on a loaded machine) runs in a native thread (`util.offloop`), never on the gevent loop:
-the process's heartbeats, users and recorder go on meanwhile.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from urllib.parse import urlparse
 
 from sm_locust.aws.region import region_for
-from sm_locust.util.offloop import off_loop
 
 if TYPE_CHECKING:  # botocore loads when a client is made, never at import time
     from botocore.config import Config
@@ -106,14 +101,10 @@ def runtime_region(region: str | None, profile: str | None, endpoint_url: str | 
 
 def chain_credentials(profile: str | None = None) -> Credentials | None:
     """The credentials boto3's chain finds for `profile` (None when it finds none); no network call
-    beyond what the chain itself makes. Off the gevent loop (module doc)."""
+    beyond what the chain itself makes."""
+    import botocore.session  # lazy: botocore costs ~190 ms (measured); after Locust has patched gevent
 
-    def find() -> Credentials | None:
-        import botocore.session  # lazy: botocore costs ~190 ms (measured); after Locust has patched gevent
-
-        return botocore.session.Session(profile=profile or None).get_credentials()
-
-    return off_loop(find)
+    return botocore.session.Session(profile=profile or None).get_credentials()
 
 
 def config(purpose: Purpose, *, pool_size: int | None = None, connect_timeout: float | None = None,
@@ -154,18 +145,7 @@ def clients(services: Sequence[str], purpose: Purpose, *, region: str | None = N
             endpoint_url: str | None = None, default_region: str | None = None, keys: Keys | None = None,
             when_none: Missing = "local-placeholders", pool_size: int | None = None,
             connect_timeout: float | None = None, read_timeout: float | None = None) -> tuple[AwsClient, ...]:
-    """One client per service, from one session (a session costs more than a client), as `client`; built
-    off the gevent loop (module doc)."""
-    return off_loop(lambda: _clients(services, purpose, region=region, profile=profile, endpoint_url=endpoint_url,
-                                      default_region=default_region, keys=keys, when_none=when_none,
-                                      pool_size=pool_size, connect_timeout=connect_timeout,
-                                      read_timeout=read_timeout))
-
-
-def _clients(services: Sequence[str], purpose: Purpose, *, region: str | None, profile: str | None,
-             endpoint_url: str | None, default_region: str | None, keys: Keys | None, when_none: Missing,
-             pool_size: int | None, connect_timeout: float | None, read_timeout: float | None
-             ) -> tuple[AwsClient, ...]:
+    """One client per service, from one session (a session costs more than a client), as `client`."""
     import boto3  # lazy: boto3 costs ~230 ms to import (measured); only commands that talk to AWS need it
 
     picked = region_for(region, profile) or default_region or None  # first: its words for an unknown profile

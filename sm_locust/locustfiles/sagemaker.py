@@ -55,6 +55,7 @@ from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
+from sm_locust.transport.asyncwait import AsyncLedger
 from sm_locust.transport.options import check_async_result, operation, prepare_async_clients
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
@@ -127,16 +128,20 @@ def _local_credentials(environment, **_kw) -> None:
 
 @events.init.add_listener
 def _prepare_async_clients(environment, **_kw) -> None:
-    """`--async-result s3|sqs:...`: every process that sends starts building its S3 / SQS clients now, in a
-    native thread (transport/options.py), not when its first user starts: built on the loop as the test
-    starts, they held a worker's loop for seconds on a loaded machine, its heartbeats stopped and the
-    master counted it missing. After `_local_credentials`: the clients read the placeholder keys."""
-    if environment.parsed_options is None or isinstance(environment.runner, MasterRunner):
+    """`--async-result s3|sqs:...`: every process that sends builds its S3 / SQS clients now, before the test
+    (transport/options.py), not when its first user starts: built as the test started, they held a
+    worker's loop for seconds on a loaded machine, its heartbeats stopped and the master counted it
+    missing. After `_local_credentials`: the clients read the placeholder keys. The
+    process that writes summary.json writes its `async` even if no call was made (`AsyncLedger.wanted`)."""
+    if environment.parsed_options is None:
         return
     try:
         options = parse_options(locust_values(environment.parsed_options))
         settings = SageMakerSettings.from_options(options)
-        prepare_async_clients(environment, options, settings.region, settings.aws_profile)
+        if options.async_result != "none":
+            AsyncLedger.for_environment(environment).wanted = True
+        if not isinstance(environment.runner, MasterRunner):
+            prepare_async_clients(environment, options, settings.region, settings.aws_profile)
     except SmLocustError:
         return  # _check_settings has said so and quits (a worker: the master did)
 

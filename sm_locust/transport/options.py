@@ -2,9 +2,11 @@
 `--async-input-location`), and whether an async call waits for its result (`--async-result`,
 `--async-poll-ms`, `--async-timeout`; transport/asyncwait.py, transport/asyncnotify.py, docs/async.md).
 
-The AWS clients an async wait uses (S3, SQS) are built off the gevent loop (`aws.clients`), and a
-Locust process starts building them at its `init` (`prepare_async_clients`), before any user is
-spawned: the users' `on_start` then finds them built, or waits for them without holding the loop.
+The AWS clients an async wait uses (S3, SQS) are built when a Locust process starts (its `init`,
+`prepare_async_clients`), before any user is spawned, and kept per environment: the users' `on_start`
+only picks them up. Built there, as the test started, boto3's import and its service model's parse
+held a worker's gevent loop for seconds on a loaded machine (no heartbeat: the master counted it
+missing).
 
 Both transports fire the same entries with the same names and failure texts, so a run reads the
 same whichever is chosen; what differs is the client CPU per call (docs/transport.md, the bench).
@@ -27,7 +29,6 @@ from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from sm_locust.transport.asyncnotify import RECEIVE_WAIT_S, NotificationWaiter, listener_for
 from sm_locust.transport.asyncwait import AsyncLedger, OutputFetcher, ResultWaiter
 from sm_locust.transport.contract import DEFAULT_POOL_SIZE
-from sm_locust.util.offloop import begin_off_loop
 
 ASYNC_RESULTS = ("none", "s3")
 SQS_PREFIX = "sqs:"
@@ -125,10 +126,10 @@ def async_client_specs(options: Options, region: str | None, profile: str | None
 
 
 PREPARED_ATTRIBUTE = "sm_locust_async_clients"
-"""The environment's async AWS clients, built or being built: {AsyncClientSpec: the call that gives it}."""
+"""The environment's async AWS clients: {AsyncClientSpec: the client}."""
 
 
-def _prepared(environment: object) -> dict[AsyncClientSpec, Callable[[], AwsClient]]:
+def _prepared(environment: object) -> dict[AsyncClientSpec, AwsClient]:
     prepared = getattr(environment, PREPARED_ATTRIBUTE, None)
     if prepared is None:
         prepared = {}
@@ -138,25 +139,22 @@ def _prepared(environment: object) -> dict[AsyncClientSpec, Callable[[], AwsClie
 
 def prepare_async_clients(environment: object, options: Options, region: str | None, profile: str | None,
                           pool_size: int = DEFAULT_POOL_SIZE) -> tuple[AsyncClientSpec, ...]:
-    """Start building the AWS clients `options` will wait with, in a native thread (at a Locust process's
-    `init`, before users spawn: module doc); the specs started."""
+    """Build the AWS clients `options` will wait with (at a Locust process's `init`, before users spawn:
+    module doc); the specs built."""
     check_async_result(options)
-    prepared = _prepared(environment)
     specs = async_client_specs(options, region, profile, pool_size)
     for spec in specs:
-        if spec not in prepared:
-            prepared[spec] = begin_off_loop(spec.build)
+        async_aws_client(environment, spec)
     return specs
 
 
 def async_aws_client(environment: object, spec: AsyncClientSpec) -> AwsClient:
-    """The environment's client for `spec`: the one prepared (waited for, cooperatively), else built now
-    (off the loop) and kept."""
+    """The environment's client for `spec`: the one prepared, else built now and kept."""
     prepared = _prepared(environment)
-    result = prepared.get(spec)
-    if result is None:
-        result = prepared[spec] = begin_off_loop(spec.build)
-    return result()
+    built = prepared.get(spec)
+    if built is None:
+        built = prepared[spec] = spec.build()
+    return built
 
 
 def async_waiter(client: AwsClient, options: Options) -> ResultWaiter | NotificationWaiter | None:
