@@ -26,11 +26,11 @@ import sys
 from pathlib import Path
 
 import gevent
-from locust import events, task
+from locust import argument_parser, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.config.endpoint import SageMakerSettings
-from sm_locust.config.locust_parser import guard_parser
+from sm_locust.config.locust_parser import cache_default_args, guard_parser
 from sm_locust.config.options import Options, environment_options, locust_values, parse_options, register_options
 from sm_locust.config.preflight import (
     aws_environment,
@@ -71,6 +71,7 @@ def _register_options(parser, **_kw) -> None:
     register_options(parser)
     parser.set_defaults(web_host=LOCAL_BIND, master_bind_host=LOCAL_BIND)
     guard_parser(parser)  # locust.conf read as UTF-8 text; --processes / --users within this machine's bounds
+    cache_default_args(argument_parser)  # a worker's spawn messages: Locust's option names computed once
 
 
 def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:
