@@ -132,8 +132,8 @@ def _prepare_async_clients(environment, **_kw) -> None:
     """`--async-result s3|sqs:...`: every process that sends builds its S3 / SQS clients now, before the test
     (transport/options.py), not when its first user starts: built as the test started, they held a
     worker's loop for seconds on a loaded machine, its heartbeats stopped and the master counted it
-    missing. After `_local_credentials`: the clients read the placeholder keys. The
-    process that writes summary.json writes its `async` even if no call was made (`AsyncLedger.wanted`)."""
+    missing. After `_local_credentials`: the clients read the placeholder keys. The process that writes
+    summary.json writes its `async` even if no call was made (`AsyncLedger.wanted`)."""
     if environment.parsed_options is None:
         return
     try:
