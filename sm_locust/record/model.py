@@ -734,9 +734,28 @@ class SustainablePoint(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LostWorker(Record):
+    """One `workers.lost[]` entry: a Locust worker gone during the test (record.workers)."""
+
+    id: str | None = json_field("text?")
+    reason: str | None = json_field("text?")  # "missing" (no heartbeat) or "quit"
+    after_s: float | None = json_field("number?")  # seconds into the test
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workers(Record):
+    """`workers`: a distributed run's Locust workers, expected, connected, at the end, lost (record.workers)."""
+
+    expected: int | None = json_field("count?")
+    connected: int | None = json_field("count?")
+    at_end: int | None = json_field("count?")
+    lost: tuple[LostWorker, ...] = json_field(ListOf(LostWorker), default=())
+
+
+@dataclass(frozen=True, kw_only=True)
 class Summary(Record):
     """summary.json: a run's result (docs/summary.md). Sections this version does not type (publish,
-    workers, ...) are plain JSON objects."""
+    ...) are plain JSON objects."""
 
     schema: int | None = json_field("count")
     endpoint: str | None = json_field("text?")
@@ -764,6 +783,7 @@ class Summary(Record):
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
     async_: Async | None = json_field(Async, "async")  # asynchronous inference (record.asyncsummary)
     async_search: AsyncSearch | None = json_field(AsyncSearch)  # --shape async (plateau.asyncsearch)
+    workers: Workers | None = json_field(Workers)  # a distributed run's workers (record.workers)
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

@@ -483,8 +483,10 @@ class RunRecorder:
             loop_lag=self.loop_lag.figures(),
         ), (), started_at, ended_at, windows=[window for _record, window in measured])
         mix = self.extra.get("mix") or {}
-        if self.async_calls.active and complete is not False:  # --async-result s3 (record/asyncsummary.py): at
-            # the end only, ~1.5 s per 100,000 calls would stall the sampling every checkpoint
+        # --async-result (record/asyncsummary.py): at the end only, ~1.5 s per 100,000 calls would stall the
+        # sampling every checkpoint; a run that asked for results and made no call says so with zeros (every
+        # worker lost, say), not with no section
+        if (self.async_calls.active or self.async_calls.wanted) and complete is not False:
             summary["async"] = AsyncSummary.from_calls(self.async_calls.calls, started_at, ended_at,
                                                        self.async_calls.dropped).to_json()
         return self.targets.annotate(summary, models=mix.get("field") == TARGET_MODEL)
