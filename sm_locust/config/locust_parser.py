@@ -6,6 +6,12 @@ any sm-locust check runs. `guard_parser(parser)` makes Locust read its config fi
 load options once parsed (`check_locust_load`: the bounds of `util.numbers`); a refusal is one line,
 exit 2. Locust's first parser (looking for `-f`) reads the same files out of reach of any hook:
 `check_config_files` is what `sm-locust run` checks before it starts Locust.
+
+`cache_default_args` makes Locust's `default_args_dict()` (the names of Locust's own options) computed
+once per process: a Locust worker calls it once per option the master sends, for every spawn message
+(locust/runners.py, `WorkerRunner` "spawn"), a parser built and parsed each time; with sm-locust's
+options that held a worker's gevent loop ~0.4 s per spawn message on an idle 2-core machine, seconds
+on a loaded one (its heartbeats with it: docs/facts.md, "Locust").
 """
 
 from __future__ import annotations
@@ -74,6 +80,24 @@ def guard_parser(parser: Any) -> None:
         return options
 
     parser.parse_args = checked_parse_args
+
+
+def cache_default_args(argument_parser: Any) -> None:
+    """Replace `argument_parser.default_args_dict` (Locust's module) by one that computes it once and
+    hands out copies (module doc). Its keys are Locust's own options, fixed in a process; Locust reads
+    only the keys."""
+    original = argument_parser.default_args_dict
+    if getattr(original, "computed_once", False):
+        return
+    computed: dict[str, object] = {}
+
+    def default_args_dict() -> dict[str, object]:
+        if not computed:
+            computed.update(original())
+        return dict(computed)
+
+    setattr(default_args_dict, "computed_once", True)  # noqa: B010  (a function's attribute, read above)
+    argument_parser.default_args_dict = default_args_dict
 
 
 def _quit(exc: UsageError) -> NoReturn:

@@ -23,7 +23,7 @@ from sm_locust.errors import Interrupted, SmLocustError
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.model import Summary
-from sm_locust.scaling.watch import ScalingWatch, local_fleet, start_watch
+from sm_locust.scaling.watch import FleetLog, ScalingWatch, local_fleet, start_watch
 from sm_locust.shapes.settings import load_traffic
 
 
@@ -40,7 +40,7 @@ def with_traffic_defaults(run: RunSettings) -> RunSettings:
     if options.time_scale is not None or not url:
         return run
     info = local_fleet(url) if is_loopback(url) else None
-    scale = float((info or {}).get("time_scale") or 1.0)
+    scale = float((FleetLog.of(info).time_scale if info is not None else None) or 1.0)
     if scale == 1.0:
         return run
     print(f"sm-locust: --traffic durations are the local fleet's emulated seconds: time runs x{scale:g} "

@@ -1,5 +1,6 @@
-"""The verdict a run closes with: the whole-run line (totals, the plateau's verdict, INCONCLUSIVE),
-and the one-line reasons a run measured nothing (nothing completed, every request failed).
+"""The verdict a run closes with: the whole-run line (totals, the plateau's verdict, INCONCLUSIVE, the
+Locust workers lost), and the one-line reasons a run measured nothing (nothing completed, every
+request failed; every worker lost).
 
 Pure reads of summary.json's typed record (`record.model.Summary`; a dict is read as one), plus
 Locust's failures CSV for the first failure's text, sanitised: it quotes the endpoint.
@@ -39,6 +40,9 @@ def verdict_line(summary: Summary | JsonObject) -> str:
     if open_loop:
         line += (f"; open loop: {open_loop.get('sent', 0)} sent, {open_loop.get('late_fraction', 0) * 100:.1f} % late, "
                  f"{open_loop.get('dropped', 0)} dropped")
+    lost = lost_workers(record)
+    if lost:
+        line += f"; {lost}"
     published = (record.publish or {}).get("cloudwatch")
     if published:  # --publish cloudwatch (sm_locust.publish): what went out, and what did not
         line += f"; {closing_clause(published)}"
@@ -70,12 +74,30 @@ def inconclusive_reason(summary: Summary | JsonObject) -> str | None:
     return None
 
 
+def lost_workers(summary: Summary | JsonObject) -> str | None:
+    """`1 of 2 Locust workers lost (missing 4.1 s into the test)` when a distributed run lost workers
+    (summary.json `workers.lost`: `missing`, no heartbeat; `quit`), else None."""
+    workers = Summary.of(summary).workers
+    if workers is None or not workers.lost:
+        return None
+    whole = max(workers.expected or 0, workers.connected or 0, len(workers.lost))
+    each = ", ".join(f"{clean(str(w.reason or 'lost'), 20)} {number(w.after_s, 1)} s" for w in workers.lost)
+    return f"{len(workers.lost)} of {whole} Locust worker{'s' if whole != 1 else ''} lost ({each} into the test)"
+
+
 def nothing_completed(summary: Summary | JsonObject) -> str | None:
     """`no request completed: 4 were in flight at the stop (...)` when the run sent nothing that ended
-    (a test shorter than the endpoint's answers, a shape that never started a user); else None."""
-    totals = Summary.of(summary).totals
+    (a test shorter than the endpoint's answers, a shape that never started a user, every Locust
+    worker lost); else None."""
+    record = Summary.of(summary)
+    totals = record.totals
     if totals.requests:
         return None
+    lost = lost_workers(record)
+    if lost and record.workers is not None and not record.workers.at_end:
+        return (f"no request completed: {lost}, and Locust stops a test without workers (a worker whose "
+                "event loop stalls for ~4 s misses its heartbeats: see summary.json loop_lag; a loaded "
+                "machine, or fewer --processes)")
     in_flight = totals.in_flight_at_stop or 0
     if in_flight:
         return (f"no request completed: {in_flight} {'were' if in_flight != 1 else 'was'} in flight at the stop "

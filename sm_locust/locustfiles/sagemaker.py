@@ -26,11 +26,11 @@ import sys
 from pathlib import Path
 
 import gevent
-from locust import events, task
+from locust import argument_parser, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.config.endpoint import SageMakerSettings
-from sm_locust.config.locust_parser import guard_parser
+from sm_locust.config.locust_parser import cache_default_args, guard_parser
 from sm_locust.config.options import Options, environment_options, locust_values, parse_options, register_options
 from sm_locust.config.preflight import (
     aws_environment,
@@ -56,7 +56,8 @@ from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.schedwait import WorkerWaits
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.workers import attach
-from sm_locust.transport.options import check_async_result, operation
+from sm_locust.transport.asyncwait import AsyncLedger
+from sm_locust.transport.options import check_async_result, operation, prepare_async_clients
 from sm_locust.users import SageMakerUser
 from sm_locust.users.fanout import invoke_split
 from sm_locust.util.outputs import check_output_dir
@@ -71,6 +72,7 @@ def _register_options(parser, **_kw) -> None:
     register_options(parser)
     parser.set_defaults(web_host=LOCAL_BIND, master_bind_host=LOCAL_BIND)
     guard_parser(parser)  # locust.conf read as UTF-8 text; --processes / --users within this machine's bounds
+    cache_default_args(argument_parser)  # a worker's spawn messages: Locust's option names computed once
 
 
 def check_startup(options: Options, *, web_ui: bool) -> SageMakerSettings:
@@ -122,6 +124,26 @@ def _local_credentials(environment, **_kw) -> None:
         settings = SageMakerSettings.from_options(parse_options(locust_values(environment.parsed_options)))
         if is_loopback(runtime_url(settings)):
             os.environ.update(aws_environment(settings))
+    except SmLocustError:
+        return  # _check_settings has said so and quits (a worker: the master did)
+
+
+@events.init.add_listener
+def _prepare_async_clients(environment, **_kw) -> None:
+    """`--async-result s3|sqs:...`: every process that sends builds its S3 / SQS clients now, before the test
+    (transport/options.py), not when its first user starts: built as the test started, they held a
+    worker's loop for seconds on a loaded machine, its heartbeats stopped and the master counted it
+    missing. After `_local_credentials`: the clients read the placeholder keys. The process that writes
+    summary.json writes its `async` even if no call was made (`AsyncLedger.wanted`)."""
+    if environment.parsed_options is None:
+        return
+    try:
+        options = parse_options(locust_values(environment.parsed_options))
+        settings = SageMakerSettings.from_options(options)
+        if options.async_result != "none":
+            AsyncLedger.for_environment(environment).wanted = True
+        if not isinstance(environment.runner, MasterRunner):
+            prepare_async_clients(environment, options, settings.region, settings.aws_profile)
     except SmLocustError:
         return  # _check_settings has said so and quits (a worker: the master did)
 

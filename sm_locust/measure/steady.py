@@ -95,6 +95,9 @@ class StepMeasurement:
     """What one load step achieved in its steady window.
 
     `load` is what the search set: users (closed loop) or target req/s (open loop), per `mode`.
+    `users` is what the shape asked for (open loop: the rate tokens of its target rate; closed loop:
+    the step's user count); `users_running` the fewest that ran in the steady window when fewer did
+    (a spawn that lagged, users stopping), None when every second ran them all.
     `requests`, `failures`, `rps`, `error_rate` and percentiles cover the steady window only;
     `total_requests` and `t_start`/`t_end` cover the whole step (for budgets such as max
     invocations or max duration).
@@ -108,6 +111,7 @@ class StepMeasurement:
     hist: dict[int, int] = field(default_factory=dict)
     mode: str = MODE_USERS
     users: int = 0
+    users_running: int | None = None
     stable: bool = True
     spread: float = 0.0  # largest relative distance of a sub-window's rps from their mean
     unstable_reason: str | None = None
@@ -277,6 +281,7 @@ class StepMeasurement:
             "mode": self.mode,
             "load": self.load,
             "users": self.users,
+            "users_running": self.users_running,
             "rps": round(self.rps, 3),
             "goodput_rps": round(self.request_goodput_rps, 3),
             "requests": self.requests,
@@ -415,7 +420,9 @@ def measure_step(
     cpus = [s.client_cpu_pct for s in window if s.client_cpu_pct is not None]
     waits = [s.client_wait_pct for s in window if s.client_wait_pct is not None]
     targets = [s.target_rate for s in window if s.target_rate is not None]
-    users = window[-1].users
+    asked = [s.target_users for s in window if s.target_users is not None]
+    users = asked[-1] if asked else window[-1].users  # what the shape asked for, not a lagging sample
+    fewest = min(s.users for s in window)
     intended = sum(targets) / len(targets) if targets else None
     dropped_fraction = None
     sends = [(s.sent, s.dropped or 0, s.late or 0) for s in window if s.sent is not None]
@@ -440,6 +447,7 @@ def measure_step(
         hist=hist,
         mode=mode,
         users=users,
+        users_running=fewest if fewest < users else None,
         stable=stable,
         spread=spread,
         unstable_reason=why,

@@ -43,6 +43,7 @@ class Second:
     backoffs: int | None = None  # closed loop: back-offs users took after connection errors (users/backoff.py)
     loop_lag: LagCounts | None = None  # the generator's event-loop lag and CPU throttling (measure/looplag.py)
     async_backlog: int | None = None  # --async-result: calls accepted, result not seen yet, at the interval's end
+    target_users: int | None = None  # the users the shape asked for (open loop: its rate tokens), when it said
 
     @property
     def successes(self) -> int:
@@ -70,6 +71,8 @@ class Second:
             record["loop_lag"] = self.loop_lag.to_json()
         if self.async_backlog is not None:  # only when calls waited for their async results
             record["async_backlog"] = self.async_backlog
+        if self.target_users is not None:  # only when a shape said what it asked for
+            record["target_users"] = self.target_users
         return record
 
     @classmethod
@@ -91,4 +94,5 @@ class Second:
             backoffs=data.get("backoffs"),
             loop_lag=LagCounts.from_json(data["loop_lag"]) if isinstance(data.get("loop_lag"), dict) else None,
             async_backlog=None if data.get("async_backlog") is None else int(data["async_backlog"]),
+            target_users=None if data.get("target_users") is None else int(data["target_users"]),
         )

@@ -4,7 +4,9 @@
 feeds the step to the search and returns the next `Decision`. A step ends from `min_step_s` on as
 soon as it is stable and `Search.undecided` is empty, at the latest at `step_s` (what is undecided
 is recorded on it). Both limits count the timeline's seconds at the step's load, not wall time,
-unless the timeline lags more than `TIMELINE_LAG_S`. `ScheduleDriver` does the same for a clock-driven
+unless the timeline lags more than `TIMELINE_LAG_S`. A budget (`--max-duration`, `--max-invocations`)
+is checked every tick on the step under way too: when it fires the step ends there (judged as
+`finish` judges an outside stop), so a budget bounds the run. `ScheduleDriver` does the same for a clock-driven
 load (`traffic.Schedule`): levels shorter than `MIN_LEVEL_S` fold into the next, and budgets are
 checked during long levels. `finish(now, timeline, reason)` takes an outside stop.
 """
@@ -87,8 +89,13 @@ class SearchDriver:
             self.decision = self.search.first()
             self.step_start = now
             return self.decision
+        if self.decision.stop:
+            return self.decision
+        fired = self._budget_now(now, timeline)
+        if fired is not None:  # the step under way ends now: judged as it is when it lasted min_step_s
+            return self.finish(now, timeline, fired)
         elapsed = now - self.step_start
-        if self.decision.stop or elapsed < self.min_step_s - 1e-9:
+        if elapsed < self.min_step_s - 1e-9:
             return self.decision
         seconds = _window(timeline, self.step_start, now)
         stuck = elapsed >= self.step_s + TIMELINE_LAG_S  # the timeline is far behind: wall time decides
@@ -115,6 +122,20 @@ class SearchDriver:
         self.decision = self.search.feed(step)
         self.step_start = now
         return self.decision
+
+    def _budget_now(self, now: float, timeline: Sequence[Second]) -> str | None:
+        """A budget (`--max-duration`, `--max-invocations`) that fires on the steps judged so far plus the
+        step under way as it stands (its figures as `measure_step` reads them), or None. Checked every
+        tick: a budget bounds the run, not only the steps that end before it."""
+        assert self.decision is not None
+        if not self.search.budgets:
+            return None
+        seconds = _window(timeline, self.step_start, now)
+        if not seconds:
+            return None
+        probe = measure_step(seconds, mode=self.search.mode, load=self.decision.load, warmup_s=self.warmup_s,
+                             warmup_fraction=self.warmup_fraction, min_subwindow_s=self.min_subwindow_s)
+        return self.search.budget_fired(probe)
 
     def finish(self, now: float, timeline: Sequence[Second], reason: str) -> Decision:
         """Stop from outside: judge the step under way if it lasted `min_step_s`, and stop with `reason`."""

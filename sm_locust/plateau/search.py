@@ -645,12 +645,17 @@ class Search:
         measure between them: measure once above the highest load (PlateauSearch). None: stop."""
         return None
 
+    @property
+    def budgets(self) -> list[Condition]:
+        """Its budgets (max duration, invocations, IR's MaxInvocations per minute): the limits but the
+        maximum load."""
+        return [c for c in self.conditions if c.kind == KIND_LIMIT and not isinstance(c, MaxLoad)]
+
     def budget_fired(self, step: StepMeasurement | None = None) -> str | None:
-        """The first budget (max duration, invocations, IR's MaxInvocations per minute) that fires on
-        the steps so far, plus `step` when given (a step still running), or None."""
+        """The first budget that fires on the steps so far, plus `step` when given (a step still running),
+        or None."""
         history = self.steps + ([step] if step is not None else [])
-        fired = [f for f in check_all(self.conditions, history) if f.kind == KIND_LIMIT
-                 and not isinstance(f.condition, MaxLoad)]
+        fired = check_all(self.budgets, history)
         return fired[0].reason if fired else None
 
     def halt(self, reason: str) -> Decision:

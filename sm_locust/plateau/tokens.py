@@ -595,6 +595,18 @@ class TokenPlateauSearch(PlateauSearch):
         self._stop, self._stop_kind = None, None
         return self._confirm_knee("confirming the knee") or self._resume()
 
+    def feed_final(self, step: StepMeasurement, reason: str) -> Decision:
+        """A step cut short by an outside stop or a budget. During a confirmation it is recorded (it ran)
+        but judges nothing: each load keeps its first measurement, and the stop is `reason`."""
+        if not (self._confirming and self._stop is None and self._pending == self._confirming[0]):
+            return super().feed_final(step, reason)
+        step.load = self._confirming[0]
+        step.latency_slos = latency_slos(self.conditions)
+        self.steps.append(step)
+        self._confirming = []
+        self._by_load.update(self._first)
+        return self.halt(reason)
+
     def _confirm_knee(self, why: str) -> Decision | None:
         """Measure the knee's deciding steps (the first load above it, then the knee) not yet measured
         twice once more, or None: no knee, or nothing left to measure."""

@@ -197,24 +197,36 @@ class LivePublisher:
                 self._sending.join(timeout=READ_TIMEOUT_S + CONNECT_TIMEOUT_S)
                 self._sending = None
             self.sender.close(self.close_timeout_s)
-            self.recorder.extra[PUBLISH_KEY] = self.report()
+            cloudwatch = self.cloudwatch_report()
+            self.recorder.extra[PUBLISH_KEY] = self.publish_section(cloudwatch)
             if self.recorder.out_dir is not None:
                 self.recorder.write()
-            say(describe(self.recorder.extra[PUBLISH_KEY]["cloudwatch"]))
+            say(describe(cloudwatch or {}))
         if self.server is not None:
             self.server.shutdown()
             self.server = None
 
     def report(self) -> dict:
         """summary.json's `publish` (docs/live-metrics.md)."""
+        return self.publish_section(self.cloudwatch_report())
+
+    def cloudwatch_report(self) -> dict[str, object] | None:
+        """summary.json's `publish.cloudwatch`, None without a CloudWatch sender."""
+        if self.sender is None:
+            return None
+        cloudwatch = {**self.sender.report(), "dimensions": {d["Name"]: d["Value"] for d in self.dims},
+                      "storage_resolution": self.settings.storage_resolution}
+        if self.error_names.folded:
+            cloudwatch["errors_as_other"] = self.error_names.folded
+        if self.dashboard:
+            cloudwatch["dashboard"] = self.dashboard
+        return cloudwatch
+
+    def publish_section(self, cloudwatch: dict[str, object] | None) -> dict:
+        """summary.json's `publish` holding `cloudwatch` (cloudwatch_report)."""
         out: dict[str, Any] = {"period_s": self.settings.period_s}
-        if self.sender is not None:
-            out["cloudwatch"] = {**self.sender.report(), "dimensions": {d["Name"]: d["Value"] for d in self.dims},
-                                 "storage_resolution": self.settings.storage_resolution}
-            if self.error_names.folded:
-                out["cloudwatch"]["errors_as_other"] = self.error_names.folded
-            if self.dashboard:
-                out["cloudwatch"]["dashboard"] = self.dashboard
+        if cloudwatch is not None:
+            out["cloudwatch"] = cloudwatch
         if self.settings.prometheus is not None:
             out["prometheus"] = "{}:{}".format(*self.settings.prometheus)
         return out

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
 
 from sm_locust.aws.clients import AwsClient
 from sm_locust.publish.metric_data import ERROR_DIMENSION, calls
@@ -64,6 +64,23 @@ def backoff_s(attempt: int, rand: Callable[[], float] = random.random, first: fl
     return ceiling / 2 + rand() * ceiling / 2
 
 
+@dataclass
+class PublishedCounts:
+    """What the data points sent say, in the run's terms (summary.json `publish.cloudwatch.published`)."""
+
+    requests: int = 0
+    failures: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # Failures by error code
+    latency_count: int = 0
+    latency_sum_ms: float = 0.0
+    latency_max_ms: float | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"requests": self.requests, "failures": self.failures, "errors": dict(sorted(self.errors.items())),
+                "latency_count": self.latency_count, "latency_sum_ms": round(self.latency_sum_ms, 3),
+                "latency_max_ms": self.latency_max_ms}
+
+
 class CloudWatchSender:
     """The buffer and its account (module docstring)."""
 
@@ -88,8 +105,7 @@ class CloudWatchSender:
         self.data_points = 0
         self.periods_sent = 0
         self.dropped: dict[str, int] = {}
-        self.published: dict[str, Any] = {"requests": 0, "failures": 0, "errors": {}, "latency_count": 0,
-                                          "latency_sum_ms": 0.0, "latency_max_ms": None}
+        self.published = PublishedCounts()
 
     # -- the load side: no I/O ---------------------------------------------------------------------
     def add(self, datums: Iterable[Mapping]) -> int:
@@ -191,24 +207,23 @@ class CloudWatchSender:
         published = self.published
         if name == "EndToEndLatency":
             for value, count in zip(datum["Values"], datum["Counts"], strict=True):
-                published["latency_count"] += int(count)
-                published["latency_sum_ms"] += value * count
-                if published["latency_max_ms"] is None or value > published["latency_max_ms"]:
-                    published["latency_max_ms"] = value
+                published.latency_count += int(count)
+                published.latency_sum_ms += value * count
+                if published.latency_max_ms is None or value > published.latency_max_ms:
+                    published.latency_max_ms = value
         elif name == "Requests":
-            published["requests"] += int(datum["Value"])
+            published.requests += int(datum["Value"])
         elif name == "Failures":
             code = next((d["Value"] for d in datum["Dimensions"] if d["Name"] == ERROR_DIMENSION), None)
             if code is None:
-                published["failures"] += int(datum["Value"])
+                published.failures += int(datum["Value"])
             else:
-                published["errors"][code] = published["errors"].get(code, 0) + int(datum["Value"])
+                published.errors[code] = published.errors.get(code, 0) + int(datum["Value"])
 
     def report(self) -> dict:
         """summary.json's `publish.cloudwatch` (docs/live-metrics.md)."""
         dropped = sum(self.dropped.values())
-        published = dict(self.published, latency_sum_ms=round(self.published["latency_sum_ms"], 3),
-                         errors=dict(sorted(self.published["errors"].items())))
+        published = self.published.as_dict()
         return {"namespace": self.namespace, "periods": self._periods, "periods_sent": self.periods_sent,
                 "data_points": self.data_points, "calls": self.calls, "retries": self.retries,
                 "pending": len(self._buffer), "dropped": dropped, "dropped_reasons": dict(self.dropped),

@@ -12,7 +12,7 @@ fewer samples than requests right after a run reads "so far", not "wrong".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sm_locust.aws.clients import AwsClient
@@ -23,6 +23,16 @@ from sm_locust.record.model import JsonObject, Summary, Totals
 MAX_POINTS = 1440  # GetMetricStatistics answers at most 1,440 data points per call
 
 
+@dataclass(frozen=True)
+class Published:
+    """What CloudWatch holds of a run: its EndToEndLatency samples, their sum and maximum, Failures by error."""
+
+    samples: int
+    sum_ms: float
+    max_ms: float | None = None
+    errors: dict[str, int] = field(default_factory=dict)
+
+
 def _window(summary: Summary) -> tuple[datetime, datetime, int]:
     start = datetime.fromisoformat(str(summary.started_at).replace("Z", "+00:00"))
     end = datetime.fromisoformat(str(summary.ended_at).replace("Z", "+00:00"))
@@ -31,7 +41,7 @@ def _window(summary: Summary) -> tuple[datetime, datetime, int]:
     return start - timedelta(seconds=period + 60), end + timedelta(seconds=period + 60), period
 
 
-def read_published(cloudwatch: AwsClient, summary: Summary | JsonObject) -> dict | None:
+def read_published(cloudwatch: AwsClient, summary: Summary | JsonObject) -> Published | None:
     """The run's published figures as CloudWatch holds them; None when summary.json shows no publishing."""
     record = Summary.of(summary)
     report = (record.publish or {}).get("cloudwatch")
@@ -56,31 +66,29 @@ def read_published(cloudwatch: AwsClient, summary: Summary | JsonObject) -> dict
         if len(extra) == 1 and next(iter(extra))[0] == ERROR_DIMENSION and wanted <= own:
             code = next(iter(extra))[1]
             errors[code] = round(sum(p["Sum"] for p in points("Failures", ["Sum"], metric["Dimensions"])))
-    return {"samples": round(sum(p["SampleCount"] for p in latency)),
-            "sum_ms": sum(p["Sum"] for p in latency),
-            "max_ms": max((p["Maximum"] for p in latency), default=None),
-            "errors": dict(sorted(errors.items()))}
+    return Published(samples=round(sum(p["SampleCount"] for p in latency)), sum_ms=sum(p["Sum"] for p in latency),
+                     max_ms=max((p["Maximum"] for p in latency), default=None), errors=dict(sorted(errors.items())))
 
 
-def compare(published: Mapping, summary: Summary | JsonObject) -> tuple[bool, str]:
+def compare(published: Published, summary: Summary | JsonObject) -> tuple[bool, str]:
     """(equal, one line): CloudWatch's figures against summary.json's totals."""
     totals = Summary.of(summary).totals or Totals()
     requests = int(totals.requests or 0)
     in_flight = int(totals.in_flight_at_stop or 0)
-    samples = int(published.get("samples") or 0)
-    errors = fold_like(dict(published.get("errors") or {}), totals.errors or {})  # as published: a bounded set
+    samples = int(published.samples or 0)
+    errors = fold_like(dict(published.errors), totals.errors or {})  # as published: a bounded set
     same_count = requests <= samples <= requests + in_flight
-    same_errors = dict(published.get("errors") or {}) == errors
-    mean = published["sum_ms"] / samples if samples else None
+    same_errors = dict(published.errors) == errors
+    mean = published.sum_ms / samples if samples else None
     text = (f"CloudWatch holds {samples:,} EndToEndLatency samples for summary.json's {requests:,} requests"
             + (f" (+{in_flight} in flight at the stop)" if in_flight else ""))
     if mean is not None:
-        text += f", mean {mean:.1f} ms, max {published['max_ms']:.1f} ms"
+        text += f", mean {mean:.1f} ms, max {published.max_ms:.1f} ms"
     if same_count and same_errors:
         return True, text + ", failures by error equal: what was published equals summary.json"
     if samples < requests:
         return False, text + ": not all there yet (CloudWatch shows new data points after a few minutes)"
-    return False, text + f"; failures by error: CloudWatch {dict(published.get('errors') or {})}, summary.json {errors}"
+    return False, text + f"; failures by error: CloudWatch {dict(published.errors)}, summary.json {errors}"
 
 
 def published_line(summary: Summary | JsonObject, cloudwatch: AwsClient) -> str | None:

@@ -38,13 +38,13 @@ def _add_optional(a: int | None, b: int | None) -> int | None:
 
 
 class _Block:
-    """Consecutive seconds of one step merged: counts and histogram summed, CPU averaged."""
+    """Consecutive seconds of one step merged: counts and histogram summed, CPU averaged, the fewest users kept."""
 
-    __slots__ = ("t", "users", "target_rate", "requests", "failures", "hist", "interval", "cpu_sum", "cpu_n",
-                 "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "loop_lag", "n")
+    __slots__ = ("t", "users", "target_rate", "target_users", "requests", "failures", "hist", "interval", "cpu_sum",
+                 "cpu_n", "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "loop_lag", "n")
 
     def __init__(self, s: Second):
-        self.t, self.users, self.target_rate = s.t, s.users, s.target_rate
+        self.t, self.users, self.target_rate, self.target_users = s.t, s.users, s.target_rate, s.target_users
         self.requests, self.failures, self.hist, self.interval = s.requests, s.failures, dict(s.hist), s.interval
         self.cpu_sum = s.client_cpu_pct or 0.0
         self.cpu_n = 0 if s.client_cpu_pct is None else 1
@@ -55,7 +55,8 @@ class _Block:
         self.n = 1
 
     def merge(self, later: _Block) -> None:
-        self.t, self.users, self.target_rate = later.t, later.users, later.target_rate
+        self.t, self.target_rate, self.target_users = later.t, later.target_rate, later.target_users
+        self.users = min(self.users, later.users)  # a block keeps the fewest users that ran (`users_running`)
         self.requests += later.requests
         self.failures += later.failures
         hist = self.hist
@@ -79,7 +80,7 @@ class _Block:
                       client_cpu_pct=self.cpu_sum / self.cpu_n if self.cpu_n else None,
                       client_wait_pct=self.wait_sum / self.wait_n if self.wait_n else None,
                       target_rate=self.target_rate, sent=self.sent, late=self.late, dropped=self.dropped,
-                      backoffs=self.backoffs, loop_lag=self.loop_lag)
+                      backoffs=self.backoffs, loop_lag=self.loop_lag, target_users=self.target_users)
 
 
 class _Step:

@@ -20,9 +20,9 @@ from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
 from sm_locust.util.formatting import compact, load_words
 
 __all__ = ["DEFAULT_SLO_PERCENTILE", "Autoscaling", "CacheSide", "Hour", "InstanceSample", "JsonObject", "Llm",
-           "LlmTurn", "Mix", "ModelCache", "Payload", "Phase", "Plateau", "Record", "ScaleEvent", "ShapeError", "Step",
-           "Summary",
-           "Target", "Totals", "Traffic", "Verdict", "load_words", "percentile_key"]
+           "LlmTurn", "Mix", "ModelCache", "Payload", "Phase", "Plateau", "Record", "ScaleEvent", "ScalingSlo",
+           "ShapeError", "Step", "Summary", "SustainablePoint", "Target", "Totals", "Traffic", "Verdict", "load_words",
+           "percentile_key"]
 
 SCHEMA_VERSION = 1
 Interval = tuple[float, float]
@@ -377,6 +377,7 @@ class Step(Record, _Figures):
     """One `steps[]` entry: a held load's steady-window figures."""
 
     users: float | None = json_field("number")
+    users_running: int | None = json_field("count?")  # fewer than `users` ran in the steady window (absent: all did)
     start: str | None = json_field("time")
     end: str | None = json_field("time")
     duration_s: float | None = json_field("number?")
@@ -643,6 +644,14 @@ class InstanceSample(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ScalingSlo(Record):
+    """`autoscaling.slo`: the latency SLO the seconds over it were counted against."""
+
+    slo_ms: float | None = json_field("number?")
+    percentile: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Autoscaling(Record):
     """`autoscaling`: the instance counts, scale events and SLO breaches of a watched run (docs/autoscaling.md)."""
 
@@ -656,7 +665,7 @@ class Autoscaling(Record):
     peak_instances: int | None = json_field("count?")
     instance_hours: float | None = json_field("number?")
     cost_usd: float | None = json_field("number?")
-    slo: JsonObject | None = json_field("object?")
+    slo: ScalingSlo | None = json_field(ScalingSlo)
     slo_breach_s: float | None = json_field("number?")
     breach_s_ci95: Interval | None = json_field("interval?")  # each second's requests resampled (scaling.intervals)
     breach_client_bound_s: float | None = json_field("number?")  # of them, seconds the load generator was behind
@@ -695,9 +704,59 @@ class Payload(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SustainablePoint(Record):
+    """`report.sustainable`: the sustainable point a report, compare and `sm-locust report` quote (report.merge
+    builds it): one step's own figures (`step`, 1-based) with their 95 % intervals, the capacity step's, the
+    verdict, and for a rate run the instances its rates are divided by (`per_instance`, report.policy)."""
+
+    users: float | None = json_field("number?")
+    rps: float | None = json_field("number?")
+    goodput_rps: float | None = json_field("number?")
+    p50_ms: float | None = json_field("number?")
+    p95_ms: float | None = json_field("number?")
+    p99_ms: float | None = json_field("number?")
+    source: str | None = json_field("text?")
+    stable: bool | None = json_field("bool?")
+    capacity_rps: float | None = json_field("number?")
+    capacity_ci95: Interval | None = json_field("interval?")
+    inconclusive: bool | None = json_field("bool?")
+    inconclusive_reason: str | None = json_field("text?")
+    step: int | None = json_field("count?")
+    capacity_step: int | None = json_field("count?")
+    capacity_users: float | None = json_field("number?")
+    capacity_p95_ms: float | None = json_field("number?")
+    rps_ci95: Interval | None = json_field("interval?")
+    goodput_rps_ci95: Interval | None = json_field("interval?")
+    p50_ms_ci95: Interval | None = json_field("interval?")
+    p95_ms_ci95: Interval | None = json_field("interval?")
+    p99_ms_ci95: Interval | None = json_field("interval?")
+    instances: int | None = json_field("count?")
+    per_instance: bool | None = json_field("bool?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LostWorker(Record):
+    """One `workers.lost[]` entry: a Locust worker gone during the test (record.workers)."""
+
+    id: str | None = json_field("text?")
+    reason: str | None = json_field("text?")  # "missing" (no heartbeat) or "quit"
+    after_s: float | None = json_field("number?")  # seconds into the test
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workers(Record):
+    """`workers`: a distributed run's Locust workers, expected, connected, at the end, lost (record.workers)."""
+
+    expected: int | None = json_field("count?")
+    connected: int | None = json_field("count?")
+    at_end: int | None = json_field("count?")
+    lost: tuple[LostWorker, ...] = json_field(ListOf(LostWorker), default=())
+
+
+@dataclass(frozen=True, kw_only=True)
 class Summary(Record):
     """summary.json: a run's result (docs/summary.md). Sections this version does not type (publish,
-    workers, ...) are plain JSON objects."""
+    ...) are plain JSON objects."""
 
     schema: int | None = json_field("count")
     endpoint: str | None = json_field("text?")
@@ -725,6 +784,7 @@ class Summary(Record):
     loop_lag: JsonObject | None = json_field("object?")  # each generating process's loop lag, a master's workers
     async_: Async | None = json_field(Async, "async")  # asynchronous inference (record.asyncsummary)
     async_search: AsyncSearch | None = json_field(AsyncSearch)  # --shape async (plateau.asyncsearch)
+    workers: Workers | None = json_field(Workers)  # a distributed run's workers (record.workers)
     # what `sm-locust report` adds to the file (report/pipeline.py)
     cloudwatch: JsonObject | None = json_field("object?")
     cost: JsonObject | None = json_field("object?")

@@ -178,6 +178,7 @@ class RunRecorder:
         self.ended_at: float | None = None
         self.plateau: dict | None = None
         self.current_target_rate: float | None = None
+        self.current_target_users: int | None = None  # what the shape asked for (open loop), for the steps' `users`
         self._greenlet = None
         self._process: psutil.Process | None = None
         self._sched = SchedWait()
@@ -246,6 +247,7 @@ class RunRecorder:
             self._greenlet = None
         self.sample(final=True)
         self.current_target_rate = None
+        self.current_target_users = None
         self.ended_at = time.time()
         self._close_timeline()
         self.write()
@@ -339,6 +341,7 @@ class RunRecorder:
             backoffs=backoffs - self._last_backoffs,
             loop_lag=self.loop_lag.take_second(),
             async_backlog=self.async_calls.backlog if self.async_calls.active else None,
+            target_users=self.current_target_users,
         )
         self._last = (requests, failures, hist)
         self._last_sends = sends
@@ -406,7 +409,7 @@ class RunRecorder:
                 sent=None if state.sent is None and pending.sent is None else 0,
                 late=None if state.sent is None and pending.sent is None else 0,
                 dropped=None if state.sent is None and pending.sent is None else 0,
-                backoffs=0, async_backlog=state.async_backlog,
+                backoffs=0, async_backlog=state.async_backlog, target_users=state.target_users,
             )
             if self._next_second > upto:  # the last second emitted now carries what arrived
                 emitted.hist = {b: c for b, c in pending.hist.items() if c}
@@ -512,8 +515,10 @@ class RunRecorder:
             loop_lag=self.loop_lag.figures(),
         ), (), started_at, ended_at, windows=[window for _record, window in measured])
         mix = self.extra.get("mix") or {}
-        if self.async_calls.active and complete is not False:  # --async-result s3 (record/asyncsummary.py): at
-            # the end only, ~1.5 s per 100,000 calls would stall the sampling every checkpoint
+        # --async-result (record/asyncsummary.py): at the end only, ~1.5 s per 100,000 calls would stall the
+        # sampling every checkpoint; a run that asked for results and made no call says so with zeros (every
+        # worker lost, say), not with no section
+        if (self.async_calls.active or self.async_calls.wanted) and complete is not False:
             summary["async"] = AsyncSummary.from_calls(self.async_calls.calls, started_at, ended_at,
                                                        self.async_calls.dropped).to_json()
         return self.targets.annotate(summary, models=mix.get("field") == TARGET_MODEL)

@@ -82,6 +82,8 @@ def step_summary(step: StepMeasurement) -> Step:
         client_bound_reason=step.client_bound_reason,
         ci95=intervals_dict(step.ci95),
     )
+    if step.users_running is not None:  # fewer ran than were asked for: said, never relabelled
+        record = record.adding(users_running=step.users_running)
     if step.loop_lag is not None:
         record = record.adding(loop_lag=step.loop_lag.to_json())
     if step.measured_again:  # a load measured once more, and why (a repeated load in steps[])
@@ -112,6 +114,8 @@ def step_line(index: int, record: Step | Mapping[str, object]) -> str:
     step = record if isinstance(record, Step) else Step.from_json(record, check=False)
     again = f" again ({step.measured_again})" if step.measured_again else ""
     text = f"step {index}: {step.load}{again}: {with_interval(step.rps, step.interval('rps'), ' req/s', 1)}"
+    if step.users_running is not None and step.users is not None:
+        text += f" ({step.users_running} of the {step.users:g} users asked for running)"
     goodput, rps = step.goodput_rps, step.rps
     if goodput is not None and rps is not None and abs(goodput - rps) >= 0.05:
         text += f", goodput {with_interval(goodput, step.interval('goodput_rps'), ' req/s', 1)}"

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import Async, AsyncSearch, Summary
+from sm_locust.record.model import Async, AsyncSearch, Interval, Intervals, Record, Summary, json_field
 from sm_locust.report.metrics import ASYNC_METRICS
 from sm_locust.sanitize import page_text
 from sm_locust.util.formatting import MISSING, compact, latency, number
@@ -76,19 +76,33 @@ def async_view(summary: Mapping[str, object], seconds: pd.DataFrame, steps: pd.D
     return AsyncView(figures, record.async_search, client, endpoint, per_step)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TimeToResult(Record):
+    """`async.time_to_result`: the percentiles of the time from a call's acceptance to its result, with
+    their 95 % intervals (record.asyncsummary writes it); read without judging."""
+
+    p50_ms: float | None = json_field("number?")
+    p95_ms: float | None = json_field("number?")
+    p99_ms: float | None = json_field("number?")
+    ci95: Intervals | None = json_field("intervals?")
+
+    def interval(self, name: str) -> Interval | None:
+        """The 95 % interval of percentile `name` (`p50_ms`, ...) as recorded; None when none is."""
+        return (self.ci95 or {}).get(name)
+
+
 def _client_rows(figures: Async) -> list[tuple[str, str]]:
-    ttr = figures.time_to_result or {}
-    ci95 = ttr.get("ci95")
-    ci = ci95.get("p50_ms") if isinstance(ci95, Mapping) else None
-    interval = f" (95 % {latency(ci[0])}-{latency(ci[1], ' ms')})" if isinstance(ci, list) and len(ci) == 2 else ""
+    ttr = TimeToResult.of(figures.time_to_result or {})
+    ci = ttr.interval("p50_ms")
+    interval = f" (95 % {latency(ci[0])}-{latency(ci[1], ' ms')})" if ci is not None else ""
     failed = figures.failed or {}
     names = ", ".join(f"{name} x{n}" for name, n in list(failed.items())[:3])
     return [
         ("accepted", number(figures.accepted, 0)),
         ("results", number(figures.results, 0)),
         ("failures", number(figures.failures, 0) + (f" ({names})" if names else "")),
-        ("time to result p50", latency(ttr.get("p50_ms"), " ms") + interval),
-        ("time to result p95 / p99", f"{latency(ttr.get('p95_ms'), ' ms')} / {latency(ttr.get('p99_ms'), ' ms')}"),
+        ("time to result p50", latency(ttr.p50_ms, " ms") + interval),
+        ("time to result p95 / p99", f"{latency(ttr.p95_ms, ' ms')} / {latency(ttr.p99_ms, ' ms')}"),
         ("awaited at the stop", number(figures.awaited_at_stop, 0)),
         ("client-side backlog max", number(figures.backlog_max, 0)),
     ]

@@ -58,10 +58,11 @@ def autoscaling_view(summary: Summary | JsonObject, run_dir: Path) -> Autoscalin
     figures = record.autoscaling
     if figures is None:
         return None
-    slo = figures.slo or {}
-    percentile = float(slo.get("percentile") or DEFAULT_SLO_PERCENTILE)
+    slo = figures.slo
+    percentile = float((slo.percentile if slo is not None else None) or DEFAULT_SLO_PERCENTILE)
     phases = record.traffic.phases if record.traffic is not None else ()
-    view = AutoscalingView(figures, percentile=percentile, slo_ms=slo.get("slo_ms"), phases=phases)
+    view = AutoscalingView(figures, percentile=percentile, slo_ms=slo.slo_ms if slo is not None else None,
+                           phases=phases)
     path = timeline_path(run_dir)
     started = record.started_at
     if path is None or not started:

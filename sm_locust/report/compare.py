@@ -31,6 +31,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from sm_locust.record.model import SustainablePoint
 from sm_locust.record.runfolder import read_run
 from sm_locust.report import cost as cost_mod
 from sm_locust.report.llm import LLM_COLUMNS, LLM_FIGURES, llm_columns
@@ -178,31 +179,30 @@ def summarize_run(run_dir: str | os.PathLike[str], prices: cost_mod.PriceTable, 
                         steps[col] = saved_steps[col].to_numpy()
         except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError):
             gaps.append(f"{saved} could not be read")
+    p = point or SustainablePoint()  # no point: every figure None
     row: dict[str, object] = {
         "run": data.folder.name, "endpoint": opts.endpoint_name, "instance_type": opts.instance_type,
         "instance_count": opts.instance_count or 1,
-        "users": (point or {}).get("users"), "max_sustainable_rps": (point or {}).get("rps"),
-        "goodput_rps": (point or {}).get("goodput_rps"),
-        "p50_ms": (point or {}).get("p50_ms"), "p95_ms": (point or {}).get("p95_ms"),
-        "p99_ms": (point or {}).get("p99_ms"),
+        "users": p.users, "max_sustainable_rps": p.rps, "goodput_rps": p.goodput_rps,
+        "p50_ms": p.p50_ms, "p95_ms": p.p95_ms, "p99_ms": p.p99_ms,
         "usd_per_million": cost.get("usd_per_million"), "transactions_per_hour": cost.get("transactions_per_hour"),
         "autoscaling_target_invocations_per_instance": cost.get("autoscaling_target_invocations_per_instance"),
     }
-    p = point or {}
-    inconclusive, why = (bool(p.get("inconclusive")), p.get("inconclusive_reason")) if point else \
+    inconclusive, why = (bool(p.inconclusive), p.inconclusive_reason) if point is not None else \
         inconclusive_of(data.record)
-    row.update(step=p.get("step"), capacity_rps=p.get("capacity_rps"), inconclusive=inconclusive)
-    rate = p.get("rps_ci95")
-    for key, interval in (("rps", rate), ("p95_ms", p.get("p95_ms_ci95")),
-                          ("capacity", p.get("capacity_ci95")), ("usd_per_million", cost.get("usd_per_million_ci95")),
+    row.update(step=p.step, capacity_rps=p.capacity_rps, inconclusive=inconclusive)
+    rate = p.rps_ci95
+    for key, interval in (("rps", rate), ("p95_ms", p.p95_ms_ci95),
+                          ("capacity", p.capacity_ci95), ("usd_per_million", cost.get("usd_per_million_ci95")),
                           ("autoscaling_target", cost.get("autoscaling_target_invocations_per_instance_ci95")),
-                          ("goodput_rps", p.get("goodput_rps_ci95")), ("p50_ms", p.get("p50_ms_ci95")),
-                          ("p99_ms", p.get("p99_ms_ci95")),
+                          ("goodput_rps", p.goodput_rps_ci95), ("p50_ms", p.p50_ms_ci95),
+                          ("p99_ms", p.p99_ms_ci95),
                           ("transactions_per_hour", [cost_mod.transactions_per_hour(r) for r in rate]
-                           if isinstance(rate, list) and row["transactions_per_hour"] is not None else None)):
-        row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = interval if isinstance(interval, list) else (None, None)
-    if point and point.get("step") is not None and not steps.empty:
-        at = steps[steps["step"] == point["step"]].iloc[0]
+                           if rate is not None and row["transactions_per_hour"] is not None else None)):
+        pair = interval if isinstance(interval, (list, tuple)) else (None, None)
+        row[f"{key}_ci95_low"], row[f"{key}_ci95_high"] = pair
+    if point is not None and point.step is not None and not steps.empty:
+        at = steps[steps["step"] == point.step].iloc[0]
         row["error_rate"] = at.get("error_rate")
         for col in ("cw_CPUUtilization_avg_pct", "cw_MemoryUtilization_avg_pct", "cw_ModelLatency_avg_ms"):
             row[col] = at.get(col, float("nan"))
@@ -292,7 +292,7 @@ def render_compare(runs: list[RunComparison], table: pd.DataFrame) -> str:
     users: list[float] = []
     for r in runs:
         if not r.steps.empty and not r.rate_phases:
-            ordered = by_load(r.steps)
+            ordered: pd.DataFrame = by_load(r.steps)
             users += list(ordered["users"])
             thr.add_trace(go.Scatter(x=ordered["users"], y=ordered.get("goodput_rps", ordered["rps"]),
                                      mode="lines+markers", name=r.name))

@@ -32,8 +32,8 @@ from sm_locust.errors import UsageError
 from sm_locust.util.numbers import check_number
 from sm_locust.util.yamlsafe import load_json, read_text_file
 
-if TYPE_CHECKING:  # merge loads pandas: `run`'s parent imports this module (scaling/watch.py)
-    from sm_locust.report.merge import Point
+if TYPE_CHECKING:  # the record is only named here: `run`'s parent imports this module (scaling/watch.py)
+    from sm_locust.record.model import SustainablePoint
 
 DEFAULT_SAFETY_FACTOR = 0.5  # AWS's suggested starting point for InvocationsPerInstance targets
 
@@ -237,7 +237,7 @@ class Cost(TypedDict, total=False):
 
 
 def cost_summary(
-    point: Point | None,
+    point: SustainablePoint | None,
     *,
     prices: PriceTable,
     instance_type: str | None = None,
@@ -256,8 +256,8 @@ def cost_summary(
     """
     gaps: list[str] = []
     notes: list[str] = []
-    figures: Point = point or {}
-    rps = figures.get("rps")
+    rps = point.rps if point is not None else None
+    rate_ci95 = point.rps_ci95 if point is not None else None
     instance_count = instance_count or 1
     priced = prices.lookup(instance_type)
     if price_per_hour is not None:
@@ -290,17 +290,17 @@ def cost_summary(
         cost["transactions_per_hour"] = transactions_per_hour(rps)
         cost["autoscaling_target_invocations_per_instance"] = autoscaling_target(per_instance, safety_factor)
         cost["autoscaling_target_invocations_per_instance_ci95"] = autoscaling_target_interval(
-            figures.get("rps_ci95"), safety_factor, instance_count)
+            rate_ci95, safety_factor, instance_count)
         if price_per_hour is not None:
             cost["usd_per_million"] = cost_per_million(price_per_hour, instance_count, rps)
-            cost["usd_per_million_ci95"] = cost_interval(price_per_hour, instance_count, figures.get("rps_ci95"))
+            cost["usd_per_million_ci95"] = cost_interval(price_per_hour, instance_count, rate_ci95)
             cost["usd_per_hour_total"] = price_per_hour * instance_count
         if target_rps:
             cost["target_rps"] = target_rps
             needed = instances_needed(target_rps, per_instance, safety_factor)  # a number: rate and factor > 0
             cost["instances_needed"] = needed
             cost["instances_needed_no_headroom"] = instances_needed(target_rps, per_instance, 1.0)
-            cost["instances_needed_ci95"] = instances_interval(target_rps, figures.get("rps_ci95"), safety_factor,
+            cost["instances_needed_ci95"] = instances_interval(target_rps, rate_ci95, safety_factor,
                                                                instance_count)
             if price_per_hour is not None and needed is not None:
                 cost["usd_per_hour_at_target"] = price_per_hour * needed

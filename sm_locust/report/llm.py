@@ -11,7 +11,7 @@ and end-to-end percentiles with their 95 % intervals. `sm-locust compare` shows 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -19,9 +19,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, JsonObject, Llm, LlmTurn, Summary
+from sm_locust.record.model import JsonObject, Llm, LlmTurn, Summary, SustainablePoint
 from sm_locust.report.cost import Cost, cost_interval, cost_per_million_tokens
 from sm_locust.report.loadaxis import VISIT_NOTE, integer_axis, load_trace, slo_line
+from sm_locust.report.slos import RunSlos
 from sm_locust.util.formatting import MISSING, compact, is_missing, money, number, with_interval
 
 LLM_FIGURES = ("output_tokens_per_s", "ttft_p95_ms", "itl_p95_ms", "usd_per_million_output_tokens")
@@ -52,7 +53,7 @@ class LlmView:
     turns: tuple[LlmTurn, ...] = ()  # --turns: each turn index's figures
 
 
-def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView | None:
+def llm_view(summary: Summary | JsonObject, point: SustainablePoint | None) -> LlmView | None:
     """The run's token figures, or None when it counted none."""
     record = Summary.of(summary)
     if record.llm is None:
@@ -62,10 +63,10 @@ def llm_view(summary: Summary | JsonObject, point: JsonObject | None) -> LlmView
     return LlmView(record.llm, steps, at, where, record.llm.turns or ())
 
 
-def _at_point(summary: Summary, steps: Sequence[LlmStep], point: JsonObject | None) -> tuple[Llm, str]:
+def _at_point(summary: Summary, steps: Sequence[LlmStep], point: SustainablePoint | None) -> tuple[Llm, str]:
     if summary.plateau is not None and summary.plateau.llm is not None:
         return summary.plateau.llm, "the plateau's step"
-    users = (point or {}).get("users")
+    users = point.users if point is not None else None
     matching = [s for s in steps if users is not None and s.users == users]
     if matching:
         return matching[-1].llm, f"the step at {users} users"
@@ -97,7 +98,7 @@ def token_cost(cost: Cost, view: LlmView | None) -> Cost:
     return out
 
 
-def llm_columns(summary: Summary | JsonObject, point: JsonObject | None, cost: Cost) -> dict[str, object]:
+def llm_columns(summary: Summary | JsonObject, point: SustainablePoint | None, cost: Cost) -> dict[str, object]:
     """`sm-locust compare`'s token columns for one run ({} when it counted no tokens)."""
     view = llm_view(summary, point)
     if view is None:
@@ -129,22 +130,22 @@ def slo_verdict(value: float | None, slo: float | None) -> str:
 
 
 def llm_rows(view: LlmView | None, cost: Cost,
-             slos: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
+             slos: RunSlos | None = None) -> list[tuple[str, str]]:
     """Summary-table rows, the page's lead for an LLM run: output tokens/s, TTFT and ITL against their
     SLOs (at the SLO's percentile), each with its 95 % interval where the record has one, $ per 1M
     output tokens, then the whole run's tokens."""
     if view is None:
         return []
-    slos = slos or {}
+    slos = slos or RunSlos()
     at, run = _held(view) or Llm(), view.run
-    percentile = float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE)
+    percentile = float(slos.percentile)
     pct = compact(percentile)
     rows = [(f"Output tokens/s ({view.where})",
              _figure(at.output_tokens_per_s, at.interval("output_tokens_per_s"), " tokens/s", 1))]
     for key, label, digits in (("ttft", "Time to first token", 0), ("itl", "Inter-token latency", 1)):
         figures = " / ".join(_figure(at.percentile(p, f"{key}_"), at.interval(f"{key}_p{p}_ms"), "", digits)
                              for p in (50, 95, 99))
-        slo = slos.get(f"{key}_slo_ms")
+        slo = slos.token_slo_ms(key)
         judged = at.percentile(percentile, f"{key}_")
         rows.append((f"{label} p50 / p95 / p99",
                      f"{figures} ms{slo_verdict(judged, slo)}" + (f" (at p{pct})" if not is_missing(slo) else "")))
@@ -214,13 +215,13 @@ def _step_row(llm: Llm | None) -> dict[str, object]:
 
 
 def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..., T],
-                missing: Callable[[str, str, str], T], slos: Mapping[str, float] | None = None) -> list[T]:
+                missing: Callable[[str, str, str], T], slos: RunSlos | None = None) -> list[T]:
     """Output tokens/s vs users, and TTFT / ITL percentiles vs users with their SLOs (nothing without
     token figures), joined by load; `div` and `missing` are the report page's chart and placeholder
     writers, `knee_users` the knee's load (None: nothing to mark)."""
     if view is None:
         return []
-    slos = slos or {}
+    slos = slos or RunSlos()
     steps = [(i, s.users, s.llm) for i, s in enumerate(view.steps, start=1) if s.users is not None]
     if not steps:
         why = "no per-step token figures (a run without steps)"
@@ -239,9 +240,9 @@ def llm_figures(view: LlmView | None, knee_users: float | None, div: Callable[..
             latency_fig.add_trace(go.Scatter(x=users, y=[llm.percentile(p, f"{prefix}_") for _, _, llm in steps],
                                              mode="lines+markers", name=f"{prefix.upper()} p{p}",
                                              line={"dash": "dot"} if p == 50 else {}), row=row, col=1)
-    pct = compact(float(slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
-    slo_line(latency_fig, slos.get("ttft_slo_ms"), f"TTFT p{pct} SLO", row=1, col=1)
-    slo_line(latency_fig, slos.get("itl_slo_ms"), f"ITL p{pct} SLO", row=2, col=1)
+    pct = compact(float(slos.percentile))
+    slo_line(latency_fig, slos.ttft_slo_ms, f"TTFT p{pct} SLO", row=1, col=1)
+    slo_line(latency_fig, slos.itl_slo_ms, f"ITL p{pct} SLO", row=2, col=1)
     distinct = len(set(users)) > 1
     if knee_users is not None and distinct:
         tokens.add_vline(x=knee_users, line_dash="dash", line_color="crimson")

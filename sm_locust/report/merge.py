@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sm_locust.measure.looplag import LoopLag
-from sm_locust.record.model import Interval, Intervals, JsonObject, Step, Summary, Verdict
+from sm_locust.record.model import Intervals, JsonObject, Step, Summary, SustainablePoint, Verdict
 from sm_locust.record.summary import iso
 from sm_locust.report.metrics import STAT_ABBREV
 from sm_locust.util.formatting import is_missing, number, with_interval
@@ -136,50 +137,21 @@ def with_time(seconds: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- steps
 
 
-class Point(TypedDict, total=False):
-    """The sustainable point a report, compare and summary.json's `report.sustainable` quote: one step's
-    own figures (`step`, 1-based), the capacity step's, the verdict, and for a rate run the instances
-    its rates are divided by (report/policy.py)."""
+@dataclass(frozen=True)
+class Span:
+    """A step's place on the time axis: users, start and end (epoch s), its number (1-based; None: its
+    place in the list), where it came from ("summary" or "history") and summary.json's record of it."""
 
-    users: float | None
-    rps: float | None
-    goodput_rps: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-    source: str
-    stable: bool | None
-    capacity_rps: float | None
-    capacity_ci95: list[float] | None
-    inconclusive: bool
-    inconclusive_reason: str | None
-    step: int
-    capacity_step: int
-    capacity_users: float | None
-    capacity_p95_ms: float | None
-    rps_ci95: list[float] | None
-    goodput_rps_ci95: list[float] | None
-    p50_ms_ci95: list[float] | None
-    p95_ms_ci95: list[float] | None
-    p99_ms_ci95: list[float] | None
-    instances: int
-    per_instance: bool
-
-
-class Span(TypedDict, total=False):
-    """A step's place on the time axis: its number (1-based), users, start and end (epoch s), where it
-    came from ("summary" or "history") and summary.json's record of it."""
-
-    step: int
     users: float | None
     start_s: float
     end_s: float
-    source: str
-    summary: Step
+    step: int | None = None
+    source: str = "history"
+    summary: Step | None = None
 
 
 def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Span]:
-    """Steps as {step, users, start_s, end_s, source}: summary.json's if it has them (`step` is the
+    """Steps as Spans: summary.json's if it has them (`step` is the
     record's place in summary.json's list, 1-based, as every surface numbers steps), else runs of one
     user count in the history (ramps included; good enough for a run without a summary)."""
     spans: list[Span] = []
@@ -187,8 +159,7 @@ def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Spa
         start, end = parse_time(step.start), parse_time(step.end)
         if start is None or end is None or end <= start:
             continue
-        spans.append({"step": index, "users": step.users, "start_s": start, "end_s": end, "source": "summary",
-                      "summary": step})
+        spans.append(Span(step.users, start, end, step=index, source="summary", summary=step))
     if spans or "users" not in seconds.columns:
         return spans
     users = seconds["users"].ffill()
@@ -202,8 +173,7 @@ def step_spans(summary: Summary | JsonObject, seconds: pd.DataFrame) -> list[Spa
     for a, b in pairwise(bounds):
         if not valid[a]:
             continue
-        spans.append({"step": len(spans) + 1, "users": int(values[a]), "start_s": float(epochs[a]),
-                      "end_s": float(epochs[b - 1] + 1), "source": "history"})
+        spans.append(Span(int(values[a]), float(epochs[a]), float(epochs[b - 1] + 1), step=len(spans) + 1))
     return spans
 
 
@@ -294,20 +264,20 @@ def step_records(seconds: pd.DataFrame, spans: list[Span], period: int = 60) -> 
     share = bucket_share(epochs, period) if len(epochs) else np.array([])
     rows = []
     for i, span in enumerate(spans, start=1):
-        a = int(np.searchsorted(epochs, span["start_s"], side="left"))
-        b = int(np.searchsorted(epochs, span["end_s"], side="left"))
+        a = int(np.searchsorted(epochs, span.start_s, side="left"))
+        b = int(np.searchsorted(epochs, span.end_s, side="left"))
         part = seconds.iloc[a:b]
-        duration = span["end_s"] - span["start_s"]
-        given = span.get("summary")
+        duration = span.end_s - span.start_s
+        given = span.summary
 
         def col(name: str, part: pd.DataFrame = part) -> np.ndarray:
             return part[name].to_numpy(dtype="float64") if name in part.columns else np.array([])
 
         row: dict[str, Any] = {  # Any: a frame's row (numbers, text, flags)
-            "step": span.get("step", i),
-            "users": span["users"],
-            "start": iso(span["start_s"], "seconds"),
-            "end": iso(span["end_s"], "seconds"),
+            "step": span.step if span.step is not None else i,
+            "users": span.users,
+            "start": iso(span.start_s, "seconds"),
+            "end": iso(span.end_s, "seconds"),
             "duration_s": round(duration, 3),
             "seconds_with_data": int(np.count_nonzero(~np.isnan(col("requests")))) if len(col("requests")) else 0,
         }
@@ -363,7 +333,7 @@ def _isnan(x: object) -> bool:
 
 
 def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
-                      max_error_rate: float = MAX_ERROR_RATE) -> Point | None:
+                      max_error_rate: float = MAX_ERROR_RATE) -> SustainablePoint | None:
     """The max sustainable throughput: summary.json's plateau if the run found one, else the step
     with the highest goodput (successful invocations/s; rps without that column) among steps with
     error rate <= max_error_rate.
@@ -376,13 +346,13 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
     record = Summary.of(summary)
     plateau = record.plateau
     if plateau is not None and plateau.rps:
-        knee = _row_of(steps, plateau.knee_step, plateau.users)
-        capacity = _row_of(steps, plateau.capacity_step, None)
+        knee: pd.Series | None = _row_of(steps, plateau.knee_step, plateau.users)
+        capacity: pd.Series | None = _row_of(steps, plateau.capacity_step, None)
         point = _figures(knee) if knee is not None else _figures(plateau.to_json())
         point["source"] = "plateau found during the run" + (f" ({plateau.reason})" if plateau.reason else "")
         point["stable"] = plateau.stable
         point["capacity_rps"] = plateau.capacity_rps
-        point["capacity_ci95"] = _listed(plateau.capacity_ci95)
+        point["capacity_ci95"] = plateau.capacity_ci95
         point["inconclusive"], point["inconclusive_reason"] = inconclusive_of(record)
         if knee is not None:
             point["step"] = int(knee["step"])
@@ -391,7 +361,7 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
             point["capacity_step"] = int(capacity["step"])
             point["capacity_users"] = _plain(capacity.get("users"))
             point["capacity_p95_ms"] = _plain(capacity.get("p95_ms"))
-        return point
+        return SustainablePoint.make(**point)
     if steps.empty or "rps" not in steps.columns:
         return None
     ok = steps[(steps["error_rate"].fillna(0) <= max_error_rate) & steps["rps"].notna()]
@@ -405,19 +375,14 @@ def sustainable_point(summary: Summary | JsonObject, steps: pd.DataFrame,
     point["step"] = int(best["step"])
     _add_intervals(point, best)
     point["inconclusive"], point["inconclusive_reason"] = inconclusive_of(record)
-    return point
+    return SustainablePoint.make(**point)
 
 
-def _figures(row: Mapping[str, object] | pd.Series) -> Point:
+def _figures(row: Mapping[str, object] | pd.Series) -> dict[str, object]:
     """A step's (or the plateau's) users, rates and percentiles, as the point's first keys."""
     return {"users": _plain(row.get("users")), "rps": _plain(row.get("rps")),
             "goodput_rps": _plain(row.get("goodput_rps")), "p50_ms": _plain(row.get("p50_ms")),
             "p95_ms": _plain(row.get("p95_ms")), "p99_ms": _plain(row.get("p99_ms"))}
-
-
-def _listed(interval: Interval | None) -> list[float] | None:
-    """An interval as summary.json writes it ([low, high]), for the point's JSON."""
-    return None if interval is None else list(interval)
 
 
 def inconclusive_of(summary: Summary) -> tuple[bool, str | None]:
@@ -433,34 +398,34 @@ def inconclusive_of(summary: Summary) -> tuple[bool, str | None]:
     return bound, (plateau.inconclusive_reason or plateau.client_reason) if bound else None
 
 
-def describe_point(point: Point) -> dict[str, str]:
+def describe_point(point: SustainablePoint) -> dict[str, str]:
     """The point's figures in words, each naming its step and quoting that step's own figures, with
     their 95 % intervals: {"capacity": ..., "knee": ..., "latency": ..., "verdict": ...} (keys only for
     what the point has). One wording for the report's page and `sm-locust report`'s lines."""
     out: dict[str, str] = {}
-    capacity = point.get("capacity_rps")
+    capacity = point.capacity_rps
     if capacity is not None and not is_missing(capacity):
         where = ""
-        if point.get("capacity_step") is not None:
-            where = f" (step {point['capacity_step']}: {number(point.get('capacity_users'), 0)} users, p95 " \
-                    f"{number(point.get('capacity_p95_ms'), 0)} ms)"
-        out["capacity"] = with_interval(capacity, point.get("capacity_ci95"), " req/s", 1) + where
-    step = f"step {point['step']}: " if point.get("step") is not None else ""
-    goodput, rps = point.get("goodput_rps"), point.get("rps")
-    knee = f"{step}{with_interval(point.get('rps'), point.get('rps_ci95'), ' req/s', 1)} " \
-           f"at {number(point.get('users'), 0)} users"
+        if point.capacity_step is not None:
+            where = f" (step {point.capacity_step}: {number(point.capacity_users, 0)} users, p95 " \
+                    f"{number(point.capacity_p95_ms, 0)} ms)"
+        out["capacity"] = with_interval(capacity, point.capacity_ci95, " req/s", 1) + where
+    step = f"step {point.step}: " if point.step is not None else ""
+    goodput, rps = point.goodput_rps, point.rps
+    knee = f"{step}{with_interval(point.rps, point.rps_ci95, ' req/s', 1)} " \
+           f"at {number(point.users, 0)} users"
     if goodput is not None and rps is not None and not is_missing(goodput) and abs(goodput - rps) >= 0.05:
-        knee += f" (goodput {with_interval(goodput, point.get('goodput_rps_ci95'), ' req/s', 1)})"
+        knee += f" (goodput {with_interval(goodput, point.goodput_rps_ci95, ' req/s', 1)})"
     out["knee"] = knee
-    latencies = ((point.get("p50_ms"), point.get("p50_ms_ci95")), (point.get("p95_ms"), point.get("p95_ms_ci95")),
-                 (point.get("p99_ms"), point.get("p99_ms_ci95")))
+    latencies = ((point.p50_ms, point.p50_ms_ci95), (point.p95_ms, point.p95_ms_ci95),
+                 (point.p99_ms, point.p99_ms_ci95))
     out["latency"] = " / ".join(with_interval(value, interval) for value, interval in latencies) + " ms"
-    if point.get("inconclusive"):
-        out["verdict"] = f"INCONCLUSIVE: {point.get('inconclusive_reason')}"
+    if point.inconclusive:
+        out["verdict"] = f"INCONCLUSIVE: {point.inconclusive_reason}"
     return out
 
 
-def _row_of(steps: pd.DataFrame, index: int | None, users: float | None) -> dict[str, Any] | None:
+def _row_of(steps: pd.DataFrame, index: int | None, users: float | None) -> pd.Series | None:
     """The step row of summary.json's step `index` (0-based), or (no index: an older summary.json) the
     last step run at `users`; None when there is none."""
     if steps.empty or "step" not in steps.columns:
@@ -471,10 +436,10 @@ def _row_of(steps: pd.DataFrame, index: int | None, users: float | None) -> dict
         match = steps[steps["users"] == users]
     else:
         return None
-    return {str(k): v for k, v in match.iloc[-1].to_dict().items()} if len(match) else None
+    return match.iloc[-1] if len(match) else None
 
 
-def _add_intervals(point: Point, row: Mapping[str, object] | pd.Series) -> None:
+def _add_intervals(point: dict[str, object], row: Mapping[str, object] | pd.Series) -> None:
     """The step row's `<figure>_ci95` lists ([low, high] or None) for the point's figures."""
     point["rps_ci95"] = _pair(row, "rps")
     point["goodput_rps_ci95"] = _pair(row, "goodput_rps")

@@ -26,7 +26,7 @@ from sm_locust.aws.clients import is_loopback
 from sm_locust.aws.runtime_api import check_endpoint_name, check_header
 from sm_locust.config.options import parse_specs
 from sm_locust.mix.spec import TARGET_MODEL
-from sm_locust.record.model import JsonObject, Summary, Totals
+from sm_locust.record.model import JsonObject, Summary, SustainablePoint, Totals
 from sm_locust.record.runfolder import RunData, read_run
 from sm_locust.record.summary import iso
 from sm_locust.report import cost as cost_mod
@@ -37,9 +37,9 @@ from sm_locust.report.autoscaling import autoscaling_view
 from sm_locust.report.cost import Cost
 from sm_locust.report.hourly import hourly_rows
 from sm_locust.report.llm import llm_view, token_cost
-from sm_locust.report.merge import Point
 from sm_locust.report.policy import is_rate_run, per_instance_point, policy_lines, rate_slo
 from sm_locust.report.render import RateView, ReportModel, closing_rows, render_html
+from sm_locust.report.slos import RunSlos
 from sm_locust.report.sources import MetricRequest, MetricResult, create_source
 from sm_locust.report.tables import write_table, write_timeseries
 from sm_locust.report.targets import target_view
@@ -108,7 +108,7 @@ class ReportResult:
     gaps: list[str]
     notes: list[str]
     steps: pd.DataFrame
-    point: Point | None
+    point: SustainablePoint | None
     cost: Cost
     cloudwatch: dict[str, Any]
     answers: list[tuple[str, str]] = field(default_factory=list)  # render.closing_rows: the terminal's lines
@@ -299,16 +299,16 @@ def update_summary(path: Path, updates: dict[str, object]) -> bool:
     return True
 
 
-def serverless_duration(point: Point | None, steps: pd.DataFrame) -> float | None:
+def serverless_duration(point: SustainablePoint | None, steps: pd.DataFrame) -> float | None:
     """Billed duration estimate: ModelLatency avg at the sustainable step, else client p50."""
     if point is None:
         return None
-    row = steps[steps["step"] == point.get("step")] if point.get("step") is not None and not steps.empty else None
+    row = steps[steps["step"] == point.step] if point.step is not None and not steps.empty else None
     if row is not None and len(row):
         value = row.iloc[0].get("cw_ModelLatency_avg_ms")
         if value is not None and not (isinstance(value, float) and math.isnan(value)):
             return float(value)
-    return point.get("p50_ms")
+    return point.p50_ms
 
 
 def invocation_seconds(seconds: pd.DataFrame, timeline: pd.DataFrame | None) -> pd.DataFrame:
@@ -367,7 +367,7 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     point, instance_count = merge.sustainable_point(data.record, steps), opts.instance_count or 1
     if is_rate_run(data.record):  # rate phases: per instance only from a step that held the SLO (report/policy.py)
         point, _why = per_instance_point(data.record, rate_slo(data.record, run_slos(data.options)), instance_count)
-        instance_count = point["instances"] if point else instance_count
+        instance_count = point.instances if point is not None and point.instances is not None else instance_count
     cost, cost_gaps, cost_notes = cost_mod.cost_summary(
         point, prices=prices, instance_type=opts.instance_type, instance_count=instance_count,
         price_per_hour=opts.price_per_hour, target_rps=opts.target_rps, safety_factor=opts.safety_factor,
@@ -378,7 +378,7 @@ def compute(data: RunData, opts: ReportOptions, metrics: MetricResult, prices: c
     return seconds, steps, point, cost, errors, gaps + cost_gaps, cost_notes
 
 
-def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: int,
+def rate_view(summary: Summary | JsonObject, slos: RunSlos, instance_count: int,
               price_per_hour: float | None) -> RateView | None:
     """A traffic or watched run's verdict and why it has no per-instance figure (report/policy.py)."""
     record = Summary.of(summary)
@@ -394,12 +394,12 @@ def rate_view(summary: Summary | JsonObject, slos: JsonObject, instance_count: i
 SLO_OPTIONS = ("latency_slo_ms", "slo_percentile", "ttft_slo_ms", "itl_slo_ms")
 
 
-def run_slos(options: JsonObject | None) -> dict[str, float]:
+def run_slos(options: JsonObject | None) -> RunSlos:
     """The SLOs the run was given (options.json's parsed options), for the lines the charts draw."""
     parsed = (options or {}).get("options") if isinstance(options, Mapping) else None
     if not isinstance(parsed, Mapping):
-        return {}
-    return {k: parsed[k] for k in SLO_OPTIONS if parsed.get(k) is not None}
+        return RunSlos()
+    return RunSlos(**{k: parsed[k] for k in SLO_OPTIONS if parsed.get(k) is not None})
 
 
 @dataclass
@@ -489,7 +489,7 @@ def build_report(
             "cloudwatch": prepared.cloudwatch,
             "cost": model.cost,
             "report": {"generated_at": model.generated_at, "outputs": {k: str(v) for k, v in outputs.items()},
-                       "gaps": model.gaps, "sustainable": model.point},
+                       "gaps": model.gaps, "sustainable": None if model.point is None else model.point.to_json()},
         })
         if updated:
             outputs["summary"] = summary_path

@@ -31,9 +31,11 @@ from sm_locust.record.model import (
     JsonObject,
     Step,
     Summary,
+    SustainablePoint,
     percentile_key,
 )
-from sm_locust.report.merge import MAX_ERROR_RATE, Point
+from sm_locust.report.merge import MAX_ERROR_RATE
+from sm_locust.report.slos import RunSlos
 from sm_locust.util.formatting import is_missing, money, number
 
 
@@ -68,11 +70,11 @@ class RateSlo:
         return f"p{self.percentile:g} <= {number(self.slo_ms, 0)} ms"
 
 
-def rate_slo(summary: Summary | JsonObject, slos: JsonObject) -> RateSlo:
+def rate_slo(summary: Summary | JsonObject, slos: RunSlos) -> RateSlo:
     block = Summary.of(summary).autoscaling
-    slo = (block.slo if block is not None else None) or {}
-    slo_ms = slo.get("slo_ms", slos.get("latency_slo_ms"))
-    percentile = slo.get("percentile") or slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE
+    slo = block.slo if block is not None else None
+    slo_ms = slo.slo_ms if slo is not None and slo.has("slo_ms") else slos.latency_slo_ms
+    percentile = (slo.percentile if slo is not None else None) or slos.percentile
     return RateSlo(None if is_missing(slo_ms) else _float(slo_ms), _float(percentile))
 
 
@@ -100,7 +102,7 @@ def held_slo(step: Step, slo: RateSlo) -> bool:
 
 
 def per_instance_point(summary: Summary | JsonObject, slo: RateSlo,
-                       default_instances: int = 1) -> tuple[Point | None, str | None]:
+                       default_instances: int = 1) -> tuple[SustainablePoint | None, str | None]:
     """(the report's point, None) from the SLO-holding step with the most goodput per instance, or
     (None, why there is none). The point's figures are that step's own; `instances` is the count its
     rates are divided by (cost.cost_summary's instance count)."""
@@ -132,13 +134,13 @@ def per_instance_point(summary: Summary | JsonObject, slo: RateSlo,
     if best is None:
         return None, f"{what}: no step held the {slo.text} SLO"
     per, index, step, instances = best
-    point: Point = {"users": step.users, "rps": step.rps, "goodput_rps": step.goodput_rps, "p50_ms": step.p50_ms,
-                    "p95_ms": step.p95_ms, "p99_ms": step.p99_ms, "step": index, "stable": step.stable,
-                    "instances": instances, "per_instance": True,
-                    "source": (f"step {index}: the most goodput per instance among the steps that held the {slo.text} "
-                               f"SLO ({number(step.goodput_rps)} req/s over {instances} instance"
-                               f"{'s' if instances != 1 else ''} in service; the load the traffic offered then: "
-                               "a lower bound of what one instance sustains)")}
+    point = SustainablePoint.make(users=step.users, rps=step.rps, goodput_rps=step.goodput_rps, p50_ms=step.p50_ms,
+                                  p95_ms=step.p95_ms, p99_ms=step.p99_ms, step=index, stable=step.stable,
+                                  instances=instances, per_instance=True,
+                                  source=(f"step {index}: the most goodput per instance among the steps that held "
+                                          f"the {slo.text} SLO ({number(step.goodput_rps)} req/s over {instances} "
+                                          f"instance{'s' if instances != 1 else ''} in service; the load the traffic "
+                                          "offered then: a lower bound of what one instance sustains)"))
     return point, None
 
 

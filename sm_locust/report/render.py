@@ -32,15 +32,16 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Totals, percentile_key
+from sm_locust.record.model import SustainablePoint, Totals, percentile_key
 from sm_locust.report.asyncview import async_section
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, autoscaling_rows
 from sm_locust.report.cost import Cost
 from sm_locust.report.llm import STEP_COLUMNS as LLM_STEP_COLUMNS
 from sm_locust.report.llm import LlmView, llm_figures, llm_rows, llm_step_columns
 from sm_locust.report.loadaxis import VISIT_NOTE, by_load, integer_axis, load_trace, out_of_order, slo_line
-from sm_locust.report.merge import Point, describe_point
+from sm_locust.report.merge import describe_point
 from sm_locust.report.policy import RateSlo
+from sm_locust.report.slos import RunSlos
 from sm_locust.report.targets import TargetView, mix_rows, targets_section
 from sm_locust.sanitize import clean, page_text
 from sm_locust.util.formatting import MISSING, is_missing, money, number, percent, with_interval
@@ -70,7 +71,7 @@ class ReportModel:
     run: dict[str, str | None]  # endpoint, started_at, ended_at, run_dir, variant, instance_type ...
     steps: pd.DataFrame
     seconds: pd.DataFrame  # merged per-second frame
-    point: Point | None
+    point: SustainablePoint | None
     cost: Cost
     errors: dict[str, int]
     gaps: list[str] = field(default_factory=list)
@@ -81,7 +82,7 @@ class ReportModel:
     hours: pd.DataFrame | None = None  # report.hourly.hourly_rows: one row per hour of the run
     targets: TargetView | None = None  # when requests named models or components
     autoscaling: AutoscalingView | None = None  # when the run watched an endpoint's scaling
-    slos: dict[str, float] = field(default_factory=dict)  # the run's SLO options: latency_slo_ms, slo_percentile, ...
+    slos: RunSlos = field(default_factory=RunSlos)  # the run's SLO options
     rate: RateView | None = None  # a traffic or watched run: its policy verdict, and why no per-instance figure
     async_inference: Any = None  # report.asyncview.AsyncView when the run waited for async results
 
@@ -91,11 +92,12 @@ class ReportModel:
         phases (a watched autoscaling run) are not one level, whatever their user count."""
         if self.autoscaling is not None and self.autoscaling.phases:
             return False
-        return self.steps.empty or "users" not in self.steps.columns or self.steps["users"].nunique() <= 1
+        steps: pd.DataFrame = self.steps
+        return steps.empty or "users" not in steps.columns or steps["users"].nunique() <= 1
 
     @property
     def slo_label(self) -> str:
-        return f"p{self.slos.get('slo_percentile') or DEFAULT_SLO_PERCENTILE:g} SLO"
+        return f"p{self.slos.percentile:g} SLO"
 
 
 # -------------------------------------------------------------------------------------- helpers
@@ -160,11 +162,11 @@ def _div(fig, div_id: str, height: int = 420) -> str:
                                config={"displaylogo": False, "responsive": True})
 
 
-def _point_on(steps: pd.DataFrame, point: Point | None, column: str) -> float | None:
+def _point_on(steps: pd.DataFrame, point: SustainablePoint | None, column: str) -> float | None:
     """`column` of the step the point names (where its marker sits on the drawn line), else None."""
-    if not point or point.get("step") is None or steps.empty or column not in steps.columns:
+    if point is None or point.step is None or steps.empty or column not in steps.columns:
         return None
-    match = steps[steps["step"] == point["step"]]
+    match = steps[steps["step"] == point.step]
     if not len(match) or is_missing(match.iloc[0][column]):
         return None
     return float(match.iloc[0][column])
@@ -172,8 +174,8 @@ def _point_on(steps: pd.DataFrame, point: Point | None, column: str) -> float | 
 
 def _over_slo(ordered: pd.DataFrame, m: ReportModel) -> pd.Series | None:
     """A mask of the steps whose SLO percentile was over the latency SLO (None: no SLO, no column)."""
-    slo = m.slos.get("latency_slo_ms")
-    column = percentile_key(float(m.slos.get("slo_percentile") or DEFAULT_SLO_PERCENTILE))
+    slo = m.slos.latency_slo_ms
+    column = percentile_key(float(m.slos.percentile))
     if slo is None or is_missing(slo) or column not in ordered.columns:
         return None
     return ordered[column].astype(float) > float(slo)
@@ -208,7 +210,7 @@ MissingWriter = Callable[[str, str, str], T]
 def fig_throughput(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Throughput vs users, joined by load (the order the steps ran numbered on the markers), the knee
     marked on the line it belongs to and the capacity as a line; nothing marked for a constant load."""
-    s = m.steps
+    s: pd.DataFrame = m.steps
     if s.empty or not _has(s, "rps"):
         return missing("fig-throughput", "Throughput vs users",
                        "no per-step data (summary.json steps or Locust history)")
@@ -236,15 +238,17 @@ def fig_throughput(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T
                                  marker={"size": 13, "symbol": "circle-open", "color": "crimson",
                                          "line": {"width": 2}}))
     knee_y = _point_on(s, m.point, main)
-    if m.point and m.point.get("users") is not None and knee_y is not None and not m.constant_load:
-        right_half = m.point["users"] > (ordered["users"].min() + ordered["users"].max()) / 2
-        fig.add_trace(go.Scatter(x=[m.point["users"]], y=[knee_y], mode="markers+text", name="knee",
+    knee_users = m.point.users if m.point is not None else None
+    if m.point is not None and knee_users is not None and knee_y is not None and not m.constant_load:
+        right_half = knee_users > (ordered["users"].min() + ordered["users"].max()) / 2
+        fig.add_trace(go.Scatter(x=[knee_users], y=[knee_y], mode="markers+text", name="knee",
                                  marker={"size": 16, "symbol": "star", "color": "crimson"},
-                                 text=[f"knee: {knee_y:.1f} req/s at {m.point['users']} users"],
+                                 text=[f"knee: {knee_y:.1f} req/s at {knee_users} users"],
                                  textposition="bottom left" if right_half else "bottom right"))
-        if not is_missing(m.point.get("capacity_rps")):
-            fig.add_hline(y=m.point["capacity_rps"], line_dash="dot", line_color="crimson",
-                          annotation_text=f"capacity {m.point['capacity_rps']:.1f} req/s",
+        capacity = m.point.capacity_rps
+        if capacity is not None and not is_missing(capacity):
+            fig.add_hline(y=capacity, line_dash="dot", line_color="crimson",
+                          annotation_text=f"capacity {capacity:.1f} req/s",
                           annotation_position="top left")
     fig.update_layout(title=_load_title(m, "Throughput vs users"), xaxis_title="users", yaxis_title="requests/s")
     integer_axis(fig, ordered["users"])
@@ -275,7 +279,7 @@ def fig_throughput_time(m: ReportModel, div: ChartWriter[T], missing: MissingWri
 
 def fig_latency_users(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
     """Each percentile once, joined by load; the SLO as a line when one was given; the knee's load."""
-    s = m.steps
+    s: pd.DataFrame = m.steps
     cols = [c for c in ("p50_ms", "p95_ms", "p99_ms", "client_avg_ms") if _has(s, c)]
     if s.empty or not cols:
         return missing("fig-latency-users", "Latency percentiles vs users", "no per-step latency")
@@ -285,9 +289,9 @@ def fig_latency_users(m: ReportModel, div: ChartWriter[T], missing: MissingWrite
     for c in cols:
         name = c.replace("_ms", "").replace("client_", "")
         fig.add_trace(load_trace(ordered["users"], ordered[c], name, visits if c == "p95_ms" else None))
-    slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
-    if m.point and m.point.get("users") is not None and not m.constant_load:
-        fig.add_vline(x=m.point["users"], line_dash="dash", line_color="crimson", annotation_text="knee",
+    slo_line(fig, m.slos.latency_slo_ms, m.slo_label)
+    if m.point is not None and m.point.users is not None and not m.constant_load:
+        fig.add_vline(x=m.point.users, line_dash="dash", line_color="crimson", annotation_text="knee",
                       annotation_position="top")
     fig.update_layout(title=_load_title(m, "Client latency vs users"), xaxis_title="users", yaxis_title="ms")
     integer_axis(fig, ordered["users"])
@@ -321,13 +325,13 @@ def fig_latency_time(m: ReportModel, div: ChartWriter[T], missing: MissingWriter
     for c in cols:
         fig.add_trace(go.Scatter(x=d["time"], y=d[c], name=series_label(c),
                                  line={"dash": "dot"} if c.startswith("cw_") else {}))
-    slo_line(fig, m.slos.get("latency_slo_ms"), m.slo_label)
+    slo_line(fig, m.slos.latency_slo_ms, m.slo_label)
     fig.update_layout(title="Latency vs time (UTC; Locust percentiles are ~10 s windows)", yaxis_title="ms")
     return div(fig, "fig-latency-time")
 
 
 def fig_endpoint_load(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
-    s = m.steps
+    s: pd.DataFrame = m.steps
     pct = [c for c in ("cw_CPUUtilization_avg_pct", "cw_CPUUtilization_max_pct", "cw_MemoryUtilization_avg_pct",
                        "cw_MemoryUtilization_max_pct", "cw_GPUUtilization_avg_pct", "cw_GPUMemoryUtilization_avg_pct")
            if _has(s, c)]
@@ -360,7 +364,7 @@ def fig_errors(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -
 
 
 def fig_decomposition(m: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -> T:
-    s = m.steps
+    s: pd.DataFrame = m.steps
     if s.empty or not _has(s, "model_latency_ms") or not _has(s, "client_avg_ms"):
         return missing("fig-decomposition", "Latency decomposition",
                        "needs CloudWatch ModelLatency and OverheadLatency next to Locust's latency")
@@ -401,15 +405,15 @@ def rate_rows(m: ReportModel) -> list[tuple[str, str]]:
     """A traffic run's per-instance rows: the SLO-holding step's figures per instance, or the reason
     there are none (no sustainable throughput, autoscaling target or instances needed from a step
     that broke the SLO)."""
-    p, c = m.point or {}, m.cost or {}
-    if m.rate is None or m.rate.no_point_reason or not p:
+    p, c = m.point, m.cost or {}
+    if m.rate is None or m.rate.no_point_reason or p is None:
         return [("Per-instance figures", (m.rate.no_point_reason if m.rate else None) or MISSING)]
-    instances = p.get("instances") or 1
+    instances = p.instances or 1
     rows = [("Most goodput per instance within the SLO",
-             f"{number(c.get('rps_per_instance'), 1, ' req/s')} per instance (step {p.get('step')}: "
-             f"{number(p.get('goodput_rps'), 1, ' req/s')} over {instances} instance{'s' if instances != 1 else ''}, "
-             f"p95 {number(p.get('p95_ms'), 0, ' ms')})"),
-            ("How it was found", str(p.get("source") or MISSING)),
+             f"{number(c.get('rps_per_instance'), 1, ' req/s')} per instance (step {p.step}: "
+             f"{number(p.goodput_rps, 1, ' req/s')} over {instances} instance{'s' if instances != 1 else ''}, "
+             f"p95 {number(p.p95_ms, 0, ' ms')})"),
+            ("How it was found", str(p.source or MISSING)),
             ("Autoscaling target (SageMakerVariantInvocationsPerInstance)",
              f"{number(c.get('autoscaling_target_invocations_per_instance'), 0)} per minute "
              f"(= {number(c.get('rps_per_instance'))} rps/instance x safety factor {c.get('safety_factor')} x 60)")]
@@ -423,12 +427,12 @@ def rate_rows(m: ReportModel) -> list[tuple[str, str]]:
 def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
     if m.rate is not None:
         return rate_rows(m) + whole_run_rows(m)
-    p = m.point or {}
+    p = m.point
     c = m.cost or {}
-    words = describe_point(p) if p else {}
+    words = describe_point(p) if p is not None else {}
     knee = words.get("knee", MISSING)
-    if m.constant_load and p:
-        headline = [(f"Throughput (constant load: {number(p.get('users'), 0)} users, no knee to find)", knee)]
+    if m.constant_load and p is not None:
+        headline = [(f"Throughput (constant load: {number(p.users, 0)} users, no knee to find)", knee)]
     elif "capacity" in words:  # the plateau search's verdict: what it sustains, and where it starts
         headline = [("Capacity (best stable goodput at or beyond the knee)", words["capacity"]),
                     ("Knee (least load within 5 % of the plateau)", knee)]
@@ -438,7 +442,7 @@ def summary_rows(m: ReportModel) -> list[tuple[str, str]]:
         headline.insert(0, ("Verdict", words["verdict"]))
     rows = [
         *headline,
-        ("How it was found", p.get("source", "no plateau and no clean step")),
+        ("How it was found", (p.source if p is not None else None) or "no plateau and no clean step"),
         ("Request latency there, whole answers (p50 / p95 / p99)" if m.llm is not None else
          "Latency there (p50 / p95 / p99)", words.get("latency", MISSING)),
     ]
@@ -485,12 +489,12 @@ def whole_run_rows(m: ReportModel) -> list[tuple[str, str]]:
     if not t.has("requests") or t.requests is None:
         return []
     backoff = t.backoff or {}
-    ci = (t.ci95 or {}) if len(m.steps) <= 1 else {}  # a changing load: the steps' intervals
+    one_load = len(m.steps) <= 1  # a changing load: the steps' intervals, not the whole run's
     failures = t.failures if t.has("failures") else None
     return [("Whole run (invocations)",
              f"{number(t.requests, 0)} attempted, {number(failures, 0)} failed; "
-             f"{with_interval(t.rps, ci.get('rps'), '', 1)} req/s attempted, goodput "
-             f"{with_interval(t.goodput_rps, ci.get('goodput_rps'), '', 1)} req/s"
+             f"{with_interval(t.rps, t.interval('rps') if one_load else None, '', 1)} req/s attempted, goodput "
+             f"{with_interval(t.goodput_rps, t.interval('goodput_rps') if one_load else None, '', 1)} req/s"
              + (f"; {backoff['count']:,} back-offs after connection errors ({number(backoff.get('seconds'))} s)"
                 if backoff.get("count") else ""))]
 
@@ -542,9 +546,10 @@ def decomposition_text(step: dict[str, Any]) -> str:
 
 
 def _point_step(m: ReportModel) -> dict[str, object] | None:
-    if not m.point or m.steps.empty or m.point.get("step") is None:
+    steps: pd.DataFrame = m.steps
+    if m.point is None or steps.empty or m.point.step is None:
         return None
-    match = m.steps[m.steps["step"] == m.point["step"]]
+    match = steps[steps["step"] == m.point.step]
     return {str(k): v for k, v in match.iloc[0].to_dict().items()} if len(match) else None
 
 
@@ -643,8 +648,8 @@ def charts(model: ReportModel, div: ChartWriter[T], missing: MissingWriter[T]) -
         fig_errors)
     if model.rate is not None:  # rate phases: over time (the autoscaling figure draws the phases), never vs users
         page = (fig_throughput_time, fig_latency_time, fig_decomposition, fig_errors)
-    tokens = llm_figures(model.llm, None if model.constant_load else (model.point or {}).get("users"), div, missing,
-                         model.slos)
+    knee_users = None if model.constant_load or model.point is None else model.point.users
+    tokens = llm_figures(model.llm, knee_users, div, missing, model.slos)
     # the run's own question first: an LLM run's tokens, a watched run's scaling
     return [*autoscaling_figure(model.autoscaling, div, missing), *tokens,
             *(chart(model, div, missing) for chart in page)]

@@ -205,7 +205,8 @@ def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[S
     breach_ci95 = breach_interval(seconds, clock, slo_ms, percentile) if slo_ms is not None else None
     if breach_ci95 is not None and breach_s is not None:  # holding the figure itself (a bootstrap can miss it)
         breach_ci95 = [round(min(breach_ci95[0], breach_s), 3), round(max(breach_ci95[1], breach_s), 3)]
-    first_out = next((e for e in events if e["direction"] == OUT), None)
+    first_out = next((e for e in map(ScaleEvent.of, events) if e.direction == OUT), None)
+    first_interval = None if first_out is None else first_out.reaction_s_ci95
     failures = dict(failures or {})
     throttled = int(failures.pop(THROTTLE, 0))
     return {
@@ -224,7 +225,7 @@ def autoscaling_figures(instances: Sequence[InstanceSample], seconds: Sequence[S
         "breach_s_ci95": breach_ci95,
         "breach_client_bound_s": (breach_client_bound_s(seconds, clock, slo_ms, percentile)
                                   if slo_ms is not None else None),
-        "reaction_s_ci95": first_out.get("reaction_s_ci95") if first_out else None,
+        "reaction_s_ci95": None if first_interval is None else list(first_interval),
         "breaches": windows,
         "failed": int(sum(failures.values())),
         "throttled": throttled,

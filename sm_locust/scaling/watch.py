@@ -21,7 +21,7 @@ from sm_locust.aws.clients import LOCAL_DEFAULT_REGION, Purpose, client, is_loop
 from sm_locust.config.endpoint import SageMakerSettings
 from sm_locust.errors import UsageError
 from sm_locust.measure.steady import DEFAULT_SLO_PERCENTILE
-from sm_locust.record.model import Autoscaling, Summary
+from sm_locust.record.model import Autoscaling, JsonObject, Record, Summary, json_field
 from sm_locust.record.summary import write_json
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.report.cost import load_prices
@@ -49,6 +49,17 @@ Say = Callable[[str], None]
 
 def _say(text: str) -> None:
     print(f"sm-locust: {text}", flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetLog(Record):
+    """The local fleet emulation's own record (`GET /_sm_locust/scaling`, and `fleet_log.json` of an
+    autoscaling sweep's run): what a watcher reads of it; read without judging."""
+
+    time_scale: float | None = json_field("number?")  # emulated seconds per real second
+    started_at: float | None = json_field("number?")  # the fleet's emulated second 0, epoch seconds
+    policy: JsonObject | None = json_field("object?")  # scaling.policy.ScalingPolicy's fields, or None
+    instances: list[JsonObject] | None = json_field("list?")  # scaling.timeline.InstanceSample, emulated seconds
 
 
 def local_fleet(url: str, timeout: float = 3.0) -> dict[str, Any] | None:
@@ -205,10 +216,11 @@ def _start_local(settings: SageMakerSettings, url: str, *, say: Say, sm=None) ->
                     endpoint_url=url, default_region=LOCAL_DEFAULT_REGION)
     sm = read_only(sm)
     ref = choose_variant(sm, settings.endpoint_name, settings.target_variant)
-    policy = ScalingPolicy(**info["policy"]).check() if info.get("policy") else None
-    time_scale = float(info.get("time_scale") or 1.0)
+    log = FleetLog.of(info)
+    policy = ScalingPolicy(**log.policy).check() if log.policy else None
+    time_scale = float(log.time_scale or 1.0)
     say(f"watching the scaling of the local fleet at {url} ({ref.resource_id}"
         + (f", {policy.describe()}" if policy else "") + f", time scale {time_scale:g})")
     poller = InstancePoller(sm, ref, time_scale=time_scale, on_change=live_lines(say)).start()
     return ScalingWatch(ref, poller, policy, time_scale, "local fleet (DescribeEndpoint)",
-                        grid_epoch=info.get("started_at"))
+                        grid_epoch=log.started_at)

@@ -212,6 +212,7 @@ class SmLocustShape(LoadTestShape):
         per_user = self.settings.open_loop().rate_per_user
         users = max(1, round(rate / per_user))
         self.recorder.current_target_rate = users * per_user
+        self.recorder.current_target_users = users  # the step's users: asked for, whatever the spawn reached
         # Rate tokens cost nothing to start, but Locust warns above 100 users/s: a change of more
         # than 100 tokens takes a few seconds, marked as spawning and left out of the step.
         return users, min(MAX_SPAWN_RATE, max(1.0, float(users))), classes[:1]
@@ -233,5 +234,6 @@ class SmLocustShape(LoadTestShape):
     def open_loop_pause(self):
         """No open-loop sends (0 users) while the endpoint drains; these seconds belong to no step."""
         self.recorder.current_target_rate = None
+        self.recorder.current_target_users = None
         classes = [c for c in self.active_runner.user_classes if issubclass(c, OpenLoopUser)]
         return 0, MAX_SPAWN_RATE, classes[:1]

@@ -65,9 +65,23 @@ def configurations_table(document: dict[str, Any], columns: list[tuple[str, str,
                 text = "INCONCLUSIVE"  # said loudly: the client's figures, never a result of the endpoint
             if key == "status" and c.get("reason"):
                 text = f'{text}: {page_text(str(c["reason"]))}'
+            if key == "status":
+                text += first_measurement(c.get("remeasured"))
             cells.append(f"<td>{text}</td>")
         body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>{note}"
+
+
+def first_measurement(remeasured: object) -> str:
+    """The status cell's note for a configuration measured again by itself (sweep.json `remeasured`): why its
+    first measurement was not trusted, and a link to that run's report (its folder when none was drawn)."""
+    if not isinstance(remeasured, dict) or not remeasured.get("first_run_dir"):
+        return ""
+    folder = page_text(str(remeasured["first_run_dir"]))
+    report = remeasured.get("first_report")
+    kept = f'<a href="{page_text(str(report))}">{folder}</a>' if report else folder
+    why = page_text(str(remeasured.get("first_reason") or ""))
+    return f'<br><span class="note">measured again by itself; the first measurement, not trusted ({why}): {kept}</span>'
 
 
 def figure_html(fig: Any, div_id: str) -> str:

@@ -80,17 +80,21 @@ class Remeasure:
     first_run_dir: str  # the first run folder, renamed beside the configuration's (`<run_dir>.client-bound`)
     first_cost_usd: float | None = None  # what the first deployment was billed (added to the row's cost_usd)
     first_billed_s: float | None = None
+    first_report: str | None = None  # `<first_run_dir>/report.html` when that run's report was drawn
 
     def as_dict(self) -> dict[str, object]:
         return {"first_reason": self.first_reason, "first_run_dir": self.first_run_dir,
-                "first_cost_usd": self.first_cost_usd, "first_billed_s": self.first_billed_s}
+                "first_cost_usd": self.first_cost_usd, "first_billed_s": self.first_billed_s,
+                "first_report": self.first_report}
 
     @classmethod
     def from_dict(cls, data: object) -> Remeasure | None:
         if not isinstance(data, dict) or not data.get("first_reason"):
             return None
+        report = data.get("first_report")
         return cls(first_reason=str(data["first_reason"]), first_run_dir=str(data.get("first_run_dir") or ""),
-                   first_cost_usd=data.get("first_cost_usd"), first_billed_s=data.get("first_billed_s"))
+                   first_cost_usd=data.get("first_cost_usd"), first_billed_s=data.get("first_billed_s"),
+                   first_report=str(report) if report else None)
 
 
 @dataclass(kw_only=True)

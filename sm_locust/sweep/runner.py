@@ -240,11 +240,14 @@ class SweepRunner:
             if run_dir.exists():
                 run_dir.rename(first)
             teardown = row.teardown
+            report = first / "report.html"
             row.remeasure = Remeasure(first_reason=row.client_bound or "", first_run_dir=first.name,
                                       first_cost_usd=teardown.cost_usd if teardown else None,
-                                      first_billed_s=teardown.billed_s if teardown else None)
+                                      first_billed_s=teardown.billed_s if teardown else None,
+                                      first_report=f"{first.name}/report.html" if report.is_file() else None)
             say(self.printer, f"[{i}/{self.total}] {row.label}: measuring it again by itself (the first measurement "
-                             f"was not trusted: {untrusted_words(row.client_bound)}: {row.client_bound})")
+                             f"was not trusted: {untrusted_words(row.client_bound)}: {row.client_bound}; kept in "
+                             f"{first.name})")
             row.status, row.reason, row.figures, row.client_bound, row.marks = "pending", None, None, None, None
             row.resumed = False
             self.torn_down.discard(i)
@@ -638,7 +641,7 @@ class SweepRunner:
             line += " (second measurement, confirming the ranking)"
         elif row.status == "ok" and row.remeasure is not None:
             line += (f" (measured again by itself: the first measurement was not trusted: "
-                     f"{row.remeasure.first_reason})")
+                     f"{row.remeasure.first_reason}; kept in {row.remeasure.first_run_dir})")
         self.printer(line)
 
 

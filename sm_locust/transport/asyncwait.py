@@ -79,7 +79,8 @@ class AsyncLedger(WorkerShipped):
         self._shipped = 0
         self._shipped_dropped = 0
         self._shipped_opened = 0
-        self.active = False
+        self.active = False  # a call was made (here, or on a worker that shipped it)
+        self.wanted = False  # the run waits for async results (`--async-result`): `async` is written even with no call
 
     def open(self, accepted_s: float | None = None) -> None:
         """A call was accepted (at epoch `accepted_s`) and now waits for its result (counted in

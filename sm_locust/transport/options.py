@@ -2,6 +2,12 @@
 `--async-input-location`), and whether an async call waits for its result (`--async-result`,
 `--async-poll-ms`, `--async-timeout`; transport/asyncwait.py, transport/asyncnotify.py, docs/async.md).
 
+The AWS clients an async wait uses (S3, SQS) are built when a Locust process starts (its `init`,
+`prepare_async_clients`), before any user is spawned, and kept per environment: the users' `on_start`
+only picks them up. Built there, as the test started, boto3's import and its service model's parse
+held a worker's gevent loop for seconds on a loaded machine (no heartbeat: the master counted it
+missing).
+
 Both transports fire the same entries with the same names and failure texts, so a run reads the
 same whichever is chosen; what differs is the client CPU per call (docs/transport.md, the bench).
 The names are those of the `sm_locust.transport.TRANSPORTS` registry (`fast`, the default;
@@ -12,6 +18,7 @@ The names are those of the `sm_locust.transport.TRANSPORTS` registry (`fast`, th
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sm_locust.aws.clients import AwsClient, Purpose
 from sm_locust.aws.clients import client as aws_client
@@ -21,6 +28,7 @@ from sm_locust.plateau.asyncresults import DEFAULT_FIRST_POLL_MS, DEFAULT_MAX_PO
 from sm_locust.transport import DEFAULT_TRANSPORT, TRANSPORTS
 from sm_locust.transport.asyncnotify import RECEIVE_WAIT_S, NotificationWaiter, listener_for
 from sm_locust.transport.asyncwait import AsyncLedger, OutputFetcher, ResultWaiter
+from sm_locust.transport.contract import DEFAULT_POOL_SIZE
 
 ASYNC_RESULTS = ("none", "s3")
 SQS_PREFIX = "sqs:"
@@ -88,10 +96,71 @@ def check_async_result(options: Options) -> None:
         raise UsageError("--async-fetch reads each result's output: add --async-result s3 or sqs:QUEUE_URL")
 
 
+@dataclass(frozen=True)
+class AsyncClientSpec:
+    """One AWS client an async wait uses: its service and what it is built with (the cache's key)."""
+
+    service: str
+    region: str | None
+    profile: str | None
+    pool_size: int | None = None
+    read_timeout: float | None = None
+
+    def build(self) -> AwsClient:
+        return aws_client(self.service, Purpose.CONTROL, region=self.region, profile=self.profile, keys=None,
+                          pool_size=self.pool_size, read_timeout=self.read_timeout)
+
+
+def async_client_specs(options: Options, region: str | None, profile: str | None,
+                       pool_size: int = DEFAULT_POOL_SIZE) -> tuple[AsyncClientSpec, ...]:
+    """The AWS clients `--async-result` needs: SQS for `sqs:QUEUE_URL` (its long poll's read timeout), S3
+    for `s3` (HeadObject polls) and for `--async-fetch`; none for `none`."""
+    if options.async_result == "none":
+        return ()
+    region, profile = region or None, profile or None
+    sqs = AsyncClientSpec("sqs", region, profile, read_timeout=RECEIVE_WAIT_S + 30)
+    s3 = AsyncClientSpec("s3", region, profile, pool_size=pool_size)
+    if sqs_queue_url(options.async_result) is None:
+        return (s3,)
+    return (sqs, s3) if options.async_fetch else (sqs,)
+
+
+PREPARED_ATTRIBUTE = "sm_locust_async_clients"
+"""The environment's async AWS clients: {AsyncClientSpec: the client}."""
+
+
+def _prepared(environment: object) -> dict[AsyncClientSpec, AwsClient]:
+    prepared = getattr(environment, PREPARED_ATTRIBUTE, None)
+    if prepared is None:
+        prepared = {}
+        setattr(environment, PREPARED_ATTRIBUTE, prepared)
+    return prepared
+
+
+def prepare_async_clients(environment: object, options: Options, region: str | None, profile: str | None,
+                          pool_size: int = DEFAULT_POOL_SIZE) -> tuple[AsyncClientSpec, ...]:
+    """Build the AWS clients `options` will wait with (at a Locust process's `init`, before users spawn:
+    module doc); the specs built."""
+    check_async_result(options)
+    specs = async_client_specs(options, region, profile, pool_size)
+    for spec in specs:
+        async_aws_client(environment, spec)
+    return specs
+
+
+def async_aws_client(environment: object, spec: AsyncClientSpec) -> AwsClient:
+    """The environment's client for `spec`: the one prepared, else built now and kept."""
+    prepared = _prepared(environment)
+    built = prepared.get(spec)
+    if built is None:
+        built = prepared[spec] = spec.build()
+    return built
+
+
 def async_waiter(client: AwsClient, options: Options) -> ResultWaiter | NotificationWaiter | None:
     """The waiter `--async-result s3` (HeadObject polls) or `sqs:QUEUE_URL` (notifications) gives
-    `client`'s async calls (one per client, its AWS clients from the factory), or None (`none`: the
-    acceptance is timed)."""
+    `client`'s async calls (one per client, its AWS clients those of its environment: module doc), or
+    None (`none`: the acceptance is timed)."""
     check_async_result(options)
     if options.async_result == "none":
         return None
@@ -99,23 +168,20 @@ def async_waiter(client: AwsClient, options: Options) -> ResultWaiter | Notifica
     cached = getattr(client, "_sm_locust_async_waiter", None)
     if cached is not None and cached[0] == key:
         return cached[1]
-    settings = client.settings
-    ledger = AsyncLedger.for_environment(client.environment)
+    settings, environment = client.settings, client.environment
+    ledger = AsyncLedger.for_environment(environment)
     queue_url = sqs_queue_url(options.async_result)
+    specs = {spec.service: spec for spec in async_client_specs(options, settings.region, settings.profile,
+                                                                settings.pool_size)}
     waiter: ResultWaiter | NotificationWaiter
     if queue_url is not None:
-        listener = listener_for(queue_url, lambda: aws_client("sqs", Purpose.CONTROL, region=settings.region,
-                                                              profile=settings.profile, keys=None,
-                                                              read_timeout=RECEIVE_WAIT_S + 30))
+        listener = listener_for(queue_url, lambda: async_aws_client(environment, specs["sqs"]))
         waiter = NotificationWaiter(listener, options.async_timeout, ledger)
     else:
-        s3 = aws_client("s3", Purpose.CONTROL, region=settings.region, profile=settings.profile,
-                        keys=None, pool_size=settings.pool_size)
-        waiter = ResultWaiter(s3, PollSchedule(first_ms=options.async_poll_ms), options.async_timeout, ledger)
+        waiter = ResultWaiter(async_aws_client(environment, specs["s3"]), PollSchedule(first_ms=options.async_poll_ms),
+                              options.async_timeout, ledger)
     if options.async_fetch:
-        waiter.fetcher = OutputFetcher(waiter.s3 if isinstance(waiter, ResultWaiter) else aws_client(
-            "s3", Purpose.CONTROL, region=settings.region, profile=settings.profile, keys=None,
-            pool_size=settings.pool_size))
+        waiter.fetcher = OutputFetcher(async_aws_client(environment, specs["s3"]))
     client._sm_locust_async_waiter = (key, waiter)
     return waiter
 

@@ -43,6 +43,7 @@ import numpy as np
 import pytest
 
 from sm_locust.endpoint.server import free_port
+from sm_locust.sweep.runner import FIRST_SUFFIX, REPLICATE_SUFFIX
 from tests.conftest import ROOT
 
 MARK = re.compile(r"^<!-- runnable(?::\s*(?P<tag>[\w-]+))?\s*-->\s*\n```(?P<lang>\w*)\n(?P<body>.*?)^```", re.M | re.S)
@@ -223,6 +224,26 @@ def check_documents(documents: list[str], tmp_path: Path) -> list[Path]:
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
     assert status.stdout == "", f"the blocks of {documents} left files git sees:\n{status.stdout}"
     return sorted((clone / "reports").rglob("*.html"))
+
+
+def sweep_reports(folder: Path) -> list[Path]:
+    """Each configuration's final run report, as the sweep folder's sweep.json records them, checked against
+    the folder: every configuration has its report (`report`: `<run_dir>/report.html`, on disk), and every
+    other run folder with a report is one sweep.json records as a configuration's earlier measurement,
+    kept beside its own: `remeasured` (the first measurement, client-bound, `<run_dir>.client-bound`) or
+    `replicate` (the first replicate of a confirmation, `<run_dir>.replicate-1`)."""
+    configurations = json.loads((folder / "sweep.json").read_text())["configurations"]
+    finals, kept = [], set()
+    for c in configurations:
+        assert c["report"] == f"{c['run_dir']}/report.html" and (folder / c["report"]).is_file(), c
+        finals.append(folder / c["report"])
+        for key, suffix in (("remeasured", FIRST_SUFFIX), ("replicate", REPLICATE_SUFFIX)):
+            if c.get(key):
+                assert c[key]["first_run_dir"] == c["run_dir"] + suffix, c
+                kept.add(c[key]["first_run_dir"])
+    others = {p.parent.name for p in folder.glob("*/report.html")} - {c["run_dir"] for c in configurations}
+    assert others <= kept, f"run folders sweep.json does not record: {sorted(others - kept)}"
+    return finals
 
 
 SHOT_SIZE = (1400, 2400)  # the window of a command-line screenshot: 1400 px wide, as a laptop shows a page

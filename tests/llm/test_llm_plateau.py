@@ -93,6 +93,22 @@ def test_the_search_finds_the_models_knee_on_tokens():
     assert record["llm"]["tokens_source"] == "server" and record["capacity_output_tokens_per_s"] > 0
 
 
+def test_a_confirmation_cut_short_by_a_budget_judges_nothing():
+    """A budget that fires while the knee is measured again ends the replicate there: recorded (it ran), but
+    the loads keep their first measurements, so a cut-short replicate never moves the knee."""
+    search = TokenPlateauSearch(1, 256, conditions=[ErrorRate(0.05)], extend_unstable=False)
+    decision = search.first()
+    while not decision.reason.startswith("confirming the knee"):
+        decision = search.feed(token_step(decision.users))
+    assert decision.users == 16  # the load above the knee first, then the knee
+    slow = BatchModel(max_sequences=4, step_ms=20.0, step_ms_per_seq=1.5, prefill_ms_per_token=0.0)
+    stop = search.feed_final(token_step(16, slow, seconds=8), "max duration 100 s reached")
+    assert stop.stop and stop.reason == "max duration 100 s reached"
+    verdict = search.verdict()
+    assert verdict.plateau.users == MODEL.knee_users(PROMPT, OUTPUT) == 15  # the first measurements' knee
+    assert [s.load for s in search.steps][-1] == 16 and search.steps[-1].duration_s == 8  # the cut replicate
+
+
 def test_an_itl_slo_bounds_the_plateau_below_the_cap():
     # ITL = 20 + 1.5 x users ms: an SLO of 32 ms admits at most 8 sequences
     search = TokenPlateauSearch(1, 256, conditions=[TokenSLO("itl", 95, 32.0)], extend_unstable=False)
@@ -176,7 +192,15 @@ def test_a_plateau_on_tokens_on_the_emulation_finds_the_predicted_knee(endpoint_
                      "--step-seconds", "20", "--max-users", "8", "--max-duration", "100s", "--out", str(out),
                      timeout=150)  # steps run until their tokens/s is known to +-5 % (7-s steps never were)
     assert result.returncode == 0, result.stdout + result.stderr
-    plateau = json.loads((out / "summary.json").read_text())["plateau"]
+    summary = json.loads((out / "summary.json").read_text())
+    plateau = summary["plateau"]
+    budget = "max duration 100 s reached"
+    if not plateau["reached"] and budget in (summary.get("stop_reason") or ""):
+        # the budget ends the step under way and the run: a machine too slow to reach the knee within it gets
+        # a verdict that names the budget and claims no knee (INCONCLUSIVE too when a decision was undecided)
+        assert re.match(rf"(INCONCLUSIVE \(.+\): )?no plateau reached \({budget}", plateau["text"]), plateau["text"]
+        assert f"sm-locust: stopped: {budget}" in result.stdout, result.stdout
+        pytest.skip(f"the {budget} before the search reached the knee: {plateau['text']}")
     capacity = model.capacity(20, ANSWER_TOKENS)
     knee_line = re.search(rf"step \d+: {predicted} users: .*?; ([\d,.]+)(?: \(±[\d,.]+\)| \[[^]]*\])? output tokens/s",
                           result.stdout)

@@ -23,14 +23,12 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from sm_locust.record import model
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sm_locust"
 ANY_LIMIT = 500  # issue's done-when figure
-KEY_READS_DONE_WHEN = 60  # issue's done-when figure, not met yet (see the xfail below)
-KEY_READS_RATCHET = 197  # today's count: lower it as reads move onto the record's attributes
+KEY_READS_DONE_WHEN = 60  # issue's done-when figure
+KEY_READS_RATCHET = 59  # today's count: lower it as reads move onto the record's attributes
 ANY_WORD = re.compile(r"\bAny\b")
 TABLE_TYPE = re.compile(r"\b(DataFrame|Series)\b")
 
@@ -169,7 +167,6 @@ def test_record_keys_read_by_string_only_go_down():
         "instead:\n" + "\n".join(found))
 
 
-@pytest.mark.xfail(strict=True, reason="done-when figure not reached: reads still to move onto the record")
 def test_record_keys_read_by_string_within_the_done_when_limit():
     found = _key_read_offenders()
     assert len(found) <= KEY_READS_DONE_WHEN, f"{len(found)} reads (limit {KEY_READS_DONE_WHEN}):\n" + "\n".join(found)

@@ -189,3 +189,18 @@ def test_the_slo_option_belongs_to_the_async_shape():
     assert ShapeSettings(time_to_result_slo_ms=500.0).check("async").time_to_result_slo_ms == 500.0
     with pytest.raises(ValueError):
         TimeToResultSlo(95.0, 0.0)
+
+
+@pytest.mark.parametrize(("awaited", "clause"), [(0, ""), (1, ", 1 awaited past it"), (2, ", 2 awaited past it")])
+def test_the_breach_line_names_the_calls_still_awaited_past_the_slo(awaited, clause):
+    """A step at 3 req/s whose results all took 130 ms, against a p50 SLO of 60 ms: the same breach and
+    bracket whether or not a call accepted more than 60 ms before the judgment was still awaited then (a
+    value surely above the SLO, counted just above it); the line says how many there were, and none when none."""
+    slo = TimeToResultSlo(50.0, 60.0)
+    judged = judge_slo(slo, StepResults(tuple({130: 3} for _ in range(9)), awaited, (0,) * 8 + (awaited,)))
+    search = AsyncRateSearch(start_rps=3, step_rps=3, max_rps=3, slo=slo)
+    search.judge([1.0, 0.0] * 4 + [1.0], judged)
+    assert (judged.verdict, judged.results, judged.awaited) == (BREACH, 27, awaited)
+    assert search.stop_reason == (f"at 3 req/s the p50 time to result 130 ms (95 % 130-130 ms) above the SLO 60 ms"
+                                  f"{clause}: capacity below 3 req/s")
+    assert search.as_dict()["steps"][0]["awaited"] == awaited

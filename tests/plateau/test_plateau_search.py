@@ -304,3 +304,31 @@ def test_a_plateau_whose_throughput_falls_as_load_grows_says_so():
                                    "plateau; size for the lower load)"), verdict.text()
     flat = drive(StepSearch(1, 1, 4), from_series([100, 200, 300, 290]))[2]  # within 10 %: a plateau, no warning
     assert "WARNING" not in flat.text() and flat.falling() is None
+
+
+@pytest.mark.parametrize(("min_step_s", "budget", "cut_step_judged"), [(None, 50, False), (8.0, 43, True),
+                                                                  (8.0, 50, False)])
+def test_a_duration_budget_ends_the_step_under_way_at_the_tick_it_fires(min_step_s, budget, cut_step_judged):
+    """The budget bounds the run: the step under way when `budget` s are spent ends at that tick, judged as
+    it is when it ran `min_step_s` (else left out), and the stop names the budget."""
+    from sm_locust.plateau.driver import SearchDriver
+
+    endpoint = SyntheticEndpoint(concurrency=6, service_ms=50, noise=0.3)  # noisy: steps hold longer
+    search = PlateauSearch(1, 64, conditions=[MaxDuration(budget)], extend_unstable=False)
+    driver = SearchDriver(search, step_s=20, min_step_s=min_step_s, min_subwindow_s=1)
+    timeline: list = []
+    start = endpoint.clock
+    decision = driver.tick(start, timeline)
+    while not decision.stop:
+        timeline += endpoint.users_step(decision.users, 1, ramp_s=0)
+        decision = driver.tick(endpoint.clock, timeline)
+        assert endpoint.clock - start < 200, "the budget never ended the run"
+    assert decision.reason == f"max duration {budget} s reached"
+    assert endpoint.clock - start == budget  # the tick the budget fired at, not the end of the step under way
+    first, last = driver.measurements[0], driver.measurements[-1]
+    spent = last.t_end - first.t_start
+    if cut_step_judged:  # the step under way had run min_step_s: judged as it is, ending at the budget
+        assert spent == budget and min_step_s <= last.t_end - last.t_start < 20
+    else:  # it had not: left out, the steps before it stand
+        assert budget - (min_step_s or 20) < spent < budget
+    assert not search.verdict().reached and f"max duration {budget} s reached" in search.verdict().text()

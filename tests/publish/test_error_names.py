@@ -19,7 +19,7 @@ from sm_locust.publish.error_names import (
 from sm_locust.publish.interval import Interval
 from sm_locust.publish.metric_data import ERROR_DIMENSION, interval_datums
 from sm_locust.publish.prometheus import RunCollector, RunView
-from sm_locust.publish.verify import compare
+from sm_locust.publish.verify import Published, compare
 
 
 def codes(n: int, start: int = 0) -> dict[str, int]:
@@ -96,6 +96,5 @@ def test_verify_compares_summary_counts_folded_as_published():
     published = ErrorNames().fold(errors)
     summary = {"totals": {"requests": 25, "errors": errors}}
     assert fold_like(published, errors) == published
-    assert compare({"samples": 25, "sum_ms": 250.0, "max_ms": 10.0, "errors": published}, summary)[0]
-    assert not compare({"samples": 25, "sum_ms": 250.0, "max_ms": 10.0, "errors": {**published, OTHER: 4}},
-                       summary)[0]
+    assert compare(Published(samples=25, sum_ms=250.0, max_ms=10.0, errors=published), summary)[0]
+    assert not compare(Published(samples=25, sum_ms=250.0, max_ms=10.0, errors={**published, OTHER: 4}), summary)[0]

@@ -236,6 +236,8 @@ def test_thirty_seconds_of_throttling_loses_nothing_that_fits_the_buffer():
     report = sender.report()
     assert report["dropped"] == 0 and report["periods_sent"] == report["periods"] == 6
     assert report["published"]["requests"] == sum(100 + p for p in range(6))
+    assert list(report["published"]) == ["requests", "failures", "errors", "latency_count", "latency_sum_ms",
+                                         "latency_max_ms"]  # summary.json's order, as the dict accumulator wrote it
     assert "nothing dropped" in describe(report)
 
 
@@ -388,16 +390,18 @@ def test_a_missing_put_metric_data_permission_is_a_usage_error_naming_it():
 
 
 def test_the_published_line_says_equal_only_when_the_relation_holds():
-    from sm_locust.publish.verify import compare
+    from dataclasses import replace
+
+    from sm_locust.publish.verify import Published, compare
 
     summary = {"totals": {"requests": 100, "in_flight_at_stop": 2, "errors": {"ModelError": 3}}}
-    same = {"samples": 101, "sum_ms": 2020.0, "max_ms": 80.0, "errors": {"ModelError": 3}}
+    same = Published(samples=101, sum_ms=2020.0, max_ms=80.0, errors={"ModelError": 3})
     assert compare(same, summary) == (True, "CloudWatch holds 101 EndToEndLatency samples for summary.json's 100 "
                                       "requests (+2 in flight at the stop), mean 20.0 ms, max 80.0 ms, failures by "
                                       "error equal: what was published equals summary.json")
-    assert not compare({**same, "samples": 103}, summary)[0]
-    assert "not all there yet" in compare({**same, "samples": 40}, summary)[1]
-    assert not compare({**same, "errors": {"ModelError": 2}}, summary)[0]
+    assert not compare(replace(same, samples=103), summary)[0]
+    assert "not all there yet" in compare(replace(same, samples=40), summary)[1]
+    assert not compare(replace(same, errors={"ModelError": 2}), summary)[0]
 
 
 def test_a_period_closed_while_a_call_is_under_way_neither_loses_nor_repeats_its_data():

@@ -150,3 +150,20 @@ def test_the_async_backlog_rides_on_a_timeline_line_only_when_measured():
     assert line["async_backlog"] == 7 and decode_record(line).async_backlog == 7
     plain = orjson.loads(encode_line(Second(t=START, users=2, spawning=False, requests=3, failures=0)))
     assert "async_backlog" not in plain and decode_record(plain).async_backlog is None
+
+
+def test_a_run_that_asked_for_async_results_writes_the_section_with_no_call():
+    """Every worker lost before a call: `async` in zeros, not absent (the run asked for results)."""
+    import locust  # noqa: F401  (gevent patching first)
+    from locust.env import Environment
+
+    from sm_locust.record.recorder import RunRecorder
+    from sm_locust.transport.asyncwait import AsyncLedger
+
+    asked, plain = Environment(), Environment()
+    for environment in (asked, plain):
+        environment.create_local_runner()
+    AsyncLedger.for_environment(asked).wanted = True
+    figures = RunRecorder(asked, None).summary()["async"]
+    assert (figures["accepted"], figures["results"], figures["awaited_at_stop"]) == (0, 0, 0)
+    assert "async" not in RunRecorder(plain, None).summary()

@@ -214,3 +214,14 @@ def test_a_run_a_signal_stopped_says_its_answer_is_not_decided(tmp_path):
     (tmp_path / "bad.json").write_text("[1, 2")
     mark_interrupted(tmp_path / "bad.json", "SIGTERM")  # unreadable: left as it is
     assert (tmp_path / "bad.json").read_text() == "[1, 2"
+
+
+def test_the_scaling_slo_reads_typed_and_writes_back_as_read():
+    block = {"slo": {"slo_ms": 250.0, "percentile": 99, "unknown": 1}, "slo_breach_s": 4.0}
+    scaling = Summary.from_json({"schema": 1, "autoscaling": block}).autoscaling
+    assert scaling is not None and scaling.slo is not None
+    assert (scaling.slo.slo_ms, scaling.slo.percentile) == (250.0, 99)
+    assert scaling.to_json() == block
+    with pytest.raises(ShapeError, match=r"autoscaling\.slo\.slo_ms"):
+        Summary.from_json({"schema": 1, "autoscaling": {"slo": {"slo_ms": "fast"}}})
+    assert Summary.from_json({"schema": 1, "autoscaling": {"slo": None}}).autoscaling.slo is None

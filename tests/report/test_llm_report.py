@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 
 from sm_locust.endpoint.llm import LlmConfig
+from sm_locust.record.model import SustainablePoint
 from sm_locust.report.cost import cost_per_million_tokens
 from sm_locust.report.llm import llm_columns, llm_rows, llm_view, token_cost
+from sm_locust.report.slos import RunSlos
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 
 SUMMARY = {
@@ -28,23 +30,23 @@ def test_dollars_per_million_output_tokens():
 
 
 def test_token_figures_at_the_sustainable_point():
-    view = llm_view(SUMMARY, {"users": 4})
+    view = llm_view(SUMMARY, SustainablePoint.make(users=4))
     assert view.point.output_tokens_per_s == 150.0 and view.where == "the step at 4 users"
     assert [s.users for s in view.steps] == [2, 4]
-    assert llm_view(SUMMARY, {"users": 16}).where == "the whole run"
+    assert llm_view(SUMMARY, SustainablePoint.make(users=16)).where == "the whole run"
     plateau = {**SUMMARY, "plateau": {"users": 4, "llm": {"output_tokens_per_s": 140.0}}}
-    assert llm_view(plateau, {"users": 4}).point.output_tokens_per_s == 140.0
+    assert llm_view(plateau, SustainablePoint.make(users=4)).point.output_tokens_per_s == 140.0
     cost = token_cost({"price_per_hour_usd": 3.6, "instance_count": 2}, view)
     assert cost["usd_per_million_output_tokens"] == pytest.approx(3.6 * 2 / (150.0 * 3600) * 1e6)
     assert "usd_per_million_output_tokens" not in token_cost({"price_per_hour_usd": None}, view)
     assert llm_view({"steps": []}, None) is None and llm_columns({"steps": []}, None, {}) == {}
-    assert llm_columns(SUMMARY, {"users": 4}, {})["itl_p95_ms"] == 30.0
+    assert llm_columns(SUMMARY, SustainablePoint.make(users=4), {})["itl_p95_ms"] == 30.0
 
 
 def test_summary_rows_print_a_missing_token_figure_as_n_a_not_nan():
     summary = {"llm": {"output_tokens_per_s": float("nan"), "output_tokens": 5000},
                "steps": [{"users": 4, "llm": {"output_tokens_per_s": 150.0, "ttft_p95_ms": float("nan")}}]}
-    rows = dict(llm_rows(llm_view(summary, {"users": 4}), {"price_per_hour_usd": 3.6}))
+    rows = dict(llm_rows(llm_view(summary, SustainablePoint.make(users=4)), {"price_per_hour_usd": 3.6}))
     assert "nan" not in " ".join(rows.values())
     assert rows["Whole run (tokens)"].endswith("n/a output tokens/s")
     assert rows["Output tokens/s (the step at 4 users)"] == "150.0 tokens/s"
@@ -57,8 +59,8 @@ def test_the_llm_rows_lead_with_tokens_and_judge_ttft_and_itl_against_their_slos
                "steps": [{"users": 4, "llm": {"output_tokens_per_s": 150.0, "ttft_p50_ms": 200.0, "ttft_p95_ms": 900.0,
                                               "ttft_p99_ms": 1500.0, "itl_p50_ms": 30.0, "itl_p95_ms": 70.0,
                                               "itl_p99_ms": 90.0}}]}
-    rows = llm_rows(llm_view(summary, {"users": 4}), {"price_per_hour_usd": 3.6},
-                    {"ttft_slo_ms": 1000.0, "itl_slo_ms": 60.0, "slo_percentile": 95.0})
+    rows = llm_rows(llm_view(summary, SustainablePoint.make(users=4)), {"price_per_hour_usd": 3.6},
+                    RunSlos(ttft_slo_ms=1000.0, itl_slo_ms=60.0, slo_percentile=95.0))
     assert [k for k, _ in rows][:4] == ["Output tokens/s (the step at 4 users)", "Time to first token p50 / p95 / p99",
                                         "Inter-token latency p50 / p95 / p99", "$ per 1M output tokens"]
     values = dict(rows)
@@ -129,7 +131,7 @@ def test_the_steps_token_intervals_reach_the_step_table_the_lead_rows_and_compar
     recorded without one (an older summary.json) shows the figure alone."""
     from sm_locust.report.render import steps_table
 
-    view = llm_view(INTERVAL_SUMMARY, {"users": 4})
+    view = llm_view(INTERVAL_SUMMARY, SustainablePoint.make(users=4))
     table = steps_table(pd.DataFrame({"users": [2, 4], "rps": [1.0, 2.0]}), view)
     rows = table.split("<tr>")[2:]
     assert "<td>80.0</td><td>200</td>" in rows[0]  # no interval recorded: the figure alone
@@ -137,7 +139,7 @@ def test_the_steps_token_intervals_reach_the_step_table_the_lead_rows_and_compar
     lead = dict(llm_rows(view, {}))
     assert lead["Output tokens/s (the step at 4 users)"] == "150.0 tokens/s (±10.0)"
     assert lead["Time to first token p50 / p95 / p99"] == "200 [180, 230] / 900 [800, 990] / n/a ms"
-    columns = llm_columns(INTERVAL_SUMMARY, {"users": 4}, {})
+    columns = llm_columns(INTERVAL_SUMMARY, SustainablePoint.make(users=4), {})
     assert (columns["output_tokens_per_s_ci95_low"], columns["output_tokens_per_s_ci95_high"]) == (140.0, 160.0)
     assert (columns["itl_p95_ms_ci95_low"], columns["itl_p95_ms_ci95_high"]) == (62.0, 81.0)
-    assert llm_columns(INTERVAL_SUMMARY, {"users": 2}, {})["ttft_p95_ms_ci95_low"] is None
+    assert llm_columns(INTERVAL_SUMMARY, SustainablePoint.make(users=2), {})["ttft_p95_ms_ci95_low"] is None

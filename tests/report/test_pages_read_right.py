@@ -13,11 +13,12 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from sm_locust.record.model import Autoscaling, Llm
+from sm_locust.record.model import Autoscaling, Llm, SustainablePoint
 from sm_locust.report.autoscaling import AutoscalingView, autoscaling_figure, phase_steps
 from sm_locust.report.llm import LlmStep, LlmView
 from sm_locust.report.loadaxis import by_load, integer_ticks, out_of_order
 from sm_locust.report.render import ReportModel, figures, headline_rows, steps_table
+from sm_locust.report.slos import RunSlos
 from sm_locust.report.targets import TargetView
 from sm_locust.sweep.autoscaling.render import configuration_figures, fig_cost, fig_instances, seconds_title
 
@@ -33,7 +34,8 @@ def steps_frame(users=USERS, goodput=GOODPUT, p95=P95) -> pd.DataFrame:
 
 
 def model(steps: pd.DataFrame, point: dict | None = None, **kwargs) -> ReportModel:
-    return ReportModel(title="t", run={}, steps=steps, seconds=pd.DataFrame({"epoch_s": []}), point=point,
+    sustainable = None if point is None else SustainablePoint.make(**point)
+    return ReportModel(title="t", run={}, steps=steps, seconds=pd.DataFrame({"epoch_s": []}), point=sustainable,
                        cost=kwargs.pop("cost", {}), errors={}, **kwargs)
 
 
@@ -56,7 +58,7 @@ def test_load_axes_get_whole_number_ticks():
 
 def test_throughput_is_joined_by_load_with_numbered_markers_and_the_knee_on_its_line():
     m = model(steps_frame(), {"users": 12, "step": 5, "rps": 330.0, "capacity_rps": 319.0},
-              slos={"latency_slo_ms": 100.0, "slo_percentile": 95.0})
+              slos=RunSlos(latency_slo_ms=100.0, slo_percentile=95.0))
     fig = figures(m)["fig-throughput"]
     goodput = trace(fig, "goodput (successful/s)")
     assert list(goodput.x) == [1, 4, 5, 8, 12, 16]  # no line loops back
@@ -71,7 +73,7 @@ def test_throughput_is_joined_by_load_with_numbered_markers_and_the_knee_on_its_
 
 def test_each_percentile_once_and_the_slo_as_a_line():
     fig = figures(model(steps_frame(), {"users": 12, "step": 5, "rps": 318.0},
-                        slos={"latency_slo_ms": 100.0, "slo_percentile": 95.0}))["fig-latency-users"]
+                        slos=RunSlos(latency_slo_ms=100.0, slo_percentile=95.0)))["fig-latency-users"]
     names = [t.name for t in fig.data]
     assert names == ["p50", "p95", "p99", "avg"]
     assert [s.y0 for s in fig.layout.shapes if s.line.dash == "dash" and s.y0 == s.y1] == [100.0]
@@ -91,7 +93,7 @@ def test_an_llm_run_leads_with_tokens_and_draws_ttft_and_itl_with_their_slos():
               "itl_p50_ms": 20.0 + u, "itl_p95_ms": 30.0 + u} for u in (1, 4, 2)]
     held = tuple(LlmStep(s["users"], Llm.make(**{k: v for k, v in s.items() if k != "users"})) for s in steps)
     view = LlmView(run=Llm.make(output_tokens_per_s=100.0), steps=held, point=held[1].llm, where="the plateau's step")
-    slos = {"ttft_slo_ms": 1000.0, "itl_slo_ms": 60.0, "slo_percentile": 95.0}
+    slos = RunSlos(ttft_slo_ms=1000.0, itl_slo_ms=60.0, slo_percentile=95.0)
     m = model(steps_frame([1, 4, 2], [1.0, 3.0, 2.0], [900.0, 1500.0, 1100.0]), {"users": 4, "step": 2, "rps": 3.0},
               llm=view, slos=slos, cost={"price_per_hour_usd": 1.212, "instance_count": 1})
     rows = [k for k, _ in headline_rows(m)]

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sm_locust.record.model import SustainablePoint
 from sm_locust.report.policy import RateSlo, instances_during, per_instance_point, policy_lines, rate_slo
 from sm_locust.report.render import RateView, ReportModel, charts, closing_rows, headline_rows
+from sm_locust.report.slos import RunSlos
 
 STARTED = "2026-01-01T00:00:00.000Z"
 # x30: a 1-instance quiet phase within the SLO, a surge a 3-instance fleet drained at p95 7.1 s, the quiet again
@@ -39,13 +41,13 @@ LATE_QUIET = step(31, 39, 45.0, 60)  # run seconds 930-1170: three instances, wi
 
 
 def test_the_per_instance_figure_comes_from_a_step_that_held_the_slo_over_its_instances():
-    point, why = per_instance_point(summary(QUIET, SURGE), rate_slo(summary(QUIET, SURGE), {}))
-    assert why is None and point["step"] == 1 and point["instances"] == 1 and point["goodput_rps"] == 20.0
+    point, why = per_instance_point(summary(QUIET, SURGE), rate_slo(summary(QUIET, SURGE), RunSlos()))
+    assert why is None and point.step == 1 and point.instances == 1 and point.goodput_rps == 20.0
     # 45 req/s over the 3 instances in service then: 15 per instance, less than the quiet step's 20 over 1
     point, _ = per_instance_point(summary(QUIET, SURGE, LATE_QUIET), RateSlo(250.0))
-    assert point["step"] == 1
+    assert point.step == 1
     point, _ = per_instance_point(summary(SURGE, LATE_QUIET), RateSlo(250.0))
-    assert (point["step"], point["instances"]) == (2, 3)  # the surge (188.7 req/s) is never the point
+    assert (point.step, point.instances) == (2, 3)  # the surge (188.7 req/s) is never the point
 
 
 def test_no_slo_or_no_step_within_it_means_no_per_instance_figure_and_says_why():
@@ -78,8 +80,8 @@ def test_the_policy_verdict_rows():
     assert rows["Instance-hours and cost"] == "0.730 (no price: pass --price-per-hour)"
 
 
-def model(data: dict, point: dict | None, why: str | None, cost: dict | None = None) -> ReportModel:
-    slo = rate_slo(data, {})
+def model(data: dict, point: SustainablePoint | None, why: str | None, cost: dict | None = None) -> ReportModel:
+    slo = rate_slo(data, RunSlos())
     return ReportModel(title="t", run={}, steps=pd.DataFrame(data["steps"]).assign(step=[1, 2][:len(data["steps"])]),
                        seconds=pd.DataFrame(), point=point, cost=cost or {}, errors={},
                        rate=RateView(slo=slo, policy=policy_lines(data["autoscaling"], slo), no_point_reason=why))
@@ -119,3 +121,13 @@ def test_cloudwatch_series_are_labelled_in_words_and_per_minute():
     assert series_label("cw_CPUUtilization_avg_pct") == "CPUUtilization average % (CloudWatch, per minute)"
     assert series_label("cw_ModelLatency_max_ms") == "ModelLatency maximum ms (CloudWatch, per minute)"
     assert series_label("p95_ms") == "p95"
+
+
+def test_the_runs_slos_read_from_options_json_typed():
+    from sm_locust.record.model import DEFAULT_SLO_PERCENTILE
+    from sm_locust.report.pipeline import run_slos
+
+    given = {"options": {"latency_slo_ms": 250, "slo_percentile": 99, "ttft_slo_ms": None, "users": 4}}
+    assert run_slos(given) == RunSlos(latency_slo_ms=250, slo_percentile=99) and run_slos(given).percentile == 99
+    assert run_slos(None) == RunSlos() and run_slos({"options": {}}).percentile == DEFAULT_SLO_PERCENTILE
+    assert RunSlos(ttft_slo_ms=900.0).token_slo_ms("ttft") == 900.0 and RunSlos().token_slo_ms("itl") is None

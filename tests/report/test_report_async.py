@@ -125,3 +125,14 @@ def test_the_report_draws_the_endpoints_queue_from_cloudwatch(endpoint_factory, 
     assert "cw_ApproximateBacklogSize_max_count" in header and "cw_TimeInBacklog_avg_ms" in header
     summary = json.loads((out / "summary.json").read_text())
     assert summary["async"]["results"] > 0
+
+
+def test_time_to_result_reads_typed_and_an_older_one_without_intervals_shows_the_figures_alone():
+    from sm_locust.record.model import Async
+    from sm_locust.report.asyncview import TimeToResult, _client_rows
+
+    ttr = TimeToResult.of({"p50_ms": 420.0, "p95_ms": 900.0, "ci95": {"p50_ms": [400.0, 450.0], "p95_ms": None}})
+    assert (ttr.p50_ms, ttr.interval("p50_ms"), ttr.interval("p95_ms"), ttr.interval("p99_ms")) == \
+        (420.0, (400.0, 450.0), None, None)
+    rows = dict(_client_rows(Async.make(accepted=3, results=3, time_to_result={"p50_ms": 420.0, "p95_ms": 900.0})))
+    assert rows["time to result p50"] == "420 ms" and rows["time to result p95 / p99"] == "900 ms / n/a"

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from sm_locust.errors import UsageError
+from sm_locust.record.model import SustainablePoint
 from sm_locust.report import cost
 
 
@@ -33,9 +34,9 @@ def test_instances_and_the_autoscaling_target_carry_the_rates_interval():
     assert cost.instances_interval(100.0, [0.0, 52.0]) is None  # nothing bounds the fleet
     assert cost.instances_interval(100.0, None) is None
     assert cost.autoscaling_target_interval([44.0, 52.0], 0.5) == [1320.0, 1560.0]
-    summary, _, _ = cost.cost_summary({"rps": 48.0, "rps_ci95": [44.0, 52.0]}, instance_type="ml.c5.xlarge",
-                                      price_per_hour=None, target_rps=100.0, safety_factor=0.5,
-                                      prices=cost.load_prices())
+    point = SustainablePoint.make(rps=48.0, rps_ci95=[44.0, 52.0])
+    summary, _, _ = cost.cost_summary(point, instance_type="ml.c5.xlarge", price_per_hour=None, target_rps=100.0,
+                                      safety_factor=0.5, prices=cost.load_prices())
     assert summary["instances_needed"] == 5 and summary["instances_needed_ci95"] == [4, 5]
     low, high = summary["autoscaling_target_invocations_per_instance_ci95"]
     assert low < summary["autoscaling_target_invocations_per_instance"] < high
@@ -73,7 +74,7 @@ def test_user_price_file_overrides_entry_by_entry(tmp_path):
 
 def test_cost_summary():
     table = cost.load_prices()
-    point = {"rps": 200.0, "users": 8}
+    point = SustainablePoint.make(rps=200.0, users=8)
     c, gaps, notes = cost.cost_summary(point, prices=table, instance_type="ml.c5.xlarge", instance_count=2,
                                       target_rps=1000, safety_factor=0.5, serverless_memory_mb=1024,
                                       serverless_duration_ms=20)

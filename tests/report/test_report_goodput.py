@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from sm_locust.measure.timeline import Second
+from sm_locust.record.model import SustainablePoint
 from sm_locust.record.runfolder import read_run
 from sm_locust.record.timeline import encode_line
 from sm_locust.report import cost, merge
@@ -40,7 +41,7 @@ def test_sustainable_point_is_the_best_goodput_among_clean_steps():
                                        "p99_ms": [9, 10, 20]}))
     assert list(steps["goodput_rps"]) == pytest.approx([100.0, 199.0, 207.9])
     point = merge.sustainable_point({}, steps)
-    assert point["users"] == 4 and point["goodput_rps"] == pytest.approx(207.9)
+    assert point.users == 4 and point.goodput_rps == pytest.approx(207.9)
 
 
 def test_report_and_compare_show_goodput_and_the_exact_totals(tmp_path):
@@ -67,7 +68,7 @@ def test_report_and_compare_show_goodput_and_the_exact_totals(tmp_path):
 
 def test_a_run_in_another_region_than_the_price_table_gets_one_warning():
     prices = cost.load_prices()
-    point = {"rps": 100.0}
+    point = SustainablePoint.make(rps=100.0)
     _, _, notes = cost.cost_summary(point, prices=prices, instance_type="ml.c5.xlarge", region="eu-west-1")
     warnings = [n for n in notes if n.startswith("warning:")]
     assert len(warnings) == 1 and "us-east-1" in warnings[0] and "eu-west-1" in warnings[0]

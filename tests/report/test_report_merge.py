@@ -116,8 +116,8 @@ def test_step_records_exact(merged):
 def test_sustainable_point_and_errors(merged):
     data, _, _, steps = merged
     point = merge.sustainable_point(data.summary, steps)
-    assert point["rps"] == 20.0 and point["users"] == 2 and point["step"] == 2
-    assert "plateau found during the run" in point["source"]
+    assert point.rps == 20.0 and point.users == 2 and point.step == 2
+    assert "plateau found during the run" in point.source
     assert merge.errors_by_code(data.summary, data.failures) == {"ModelError": 1, "ThrottlingException": 1}
     assert merge.errors_by_code({}, data.failures) == {"ModelError(424)": 1, "ThrottlingException": 1}
 
@@ -125,19 +125,19 @@ def test_sustainable_point_and_errors(merged):
 def test_steps_from_history_when_summary_has_none(merged):
     data, _, seconds, _ = merged
     spans = merge.step_spans({}, seconds)
-    assert [(s["users"], s["start_s"], s["end_s"]) for s in spans] == [(1, BASE + 56, BASE + 61),
+    assert [(s.users, s.start_s, s.end_s) for s in spans] == [(1, BASE + 56, BASE + 61),
                                                                        (2, BASE + 61, BASE + 66)]
     steps = merge.step_records(seconds, spans)
     assert list(steps["requests"]) == [40, 100] and list(steps["rps"]) == [8.0, 20.0]
     assert list(steps["p95_ms"]) == [110, 140]
     point = merge.sustainable_point({"plateau": None}, steps)
-    assert point["rps"] == 20.0 and "no plateau" in point["source"]
+    assert point.rps == 20.0 and "no plateau" in point.source
 
 
 def test_error_heavy_step_is_not_sustainable():
     steps = pd.DataFrame({"step": [1, 2], "users": [1, 2], "rps": [10.0, 30.0], "error_rate": [0.0, 0.2],
                           "p50_ms": [1, 2], "p95_ms": [1, 2], "p99_ms": [1, 2]})
-    assert merge.sustainable_point({}, steps)["rps"] == 10.0
+    assert merge.sustainable_point({}, steps).rps == 10.0
 
 
 def test_parse_time():
@@ -161,8 +161,7 @@ def test_cloudwatch_invocations_read_the_client_rate_on_partial_minutes():
     # 10 req/s from :30 of minute 0 to :30 of minute 2: CloudWatch counts 300, 600, 300
     minutes = {BASE + 60 * i: {"cw_Invocations_sum_count": n} for i, n in enumerate((300, 600, 300))}
     seconds = synthetic_run(BASE + 30, BASE + 150, lambda t: 10, lambda t: 50, minutes)
-    spans = [{"users": u, "start_s": BASE + a, "end_s": BASE + b} for u, a, b in ((1, 30, 40), (2, 60, 120),
-                                                                                  (3, 140, 150))]
+    spans = [merge.Span(u, BASE + a, BASE + b) for u, a, b in ((1, 30, 40), (2, 60, 120), (3, 140, 150))]
     steps = merge.step_records(seconds, spans, 60)
     assert list(steps["rps"]) == [10.0, 10.0, 10.0]
     assert list(steps["cw_invocations_per_s"]) == pytest.approx([10.0, 10.0, 10.0])  # was 5, 10, 5
@@ -177,8 +176,7 @@ def test_latency_decomposition_compares_the_same_minutes_and_stays_positive():
                             lambda t: 200 if t < BASE + 30 else 20,
                             {BASE: {"cw_Invocations_sum_count": 330, "cw_ModelLatency_avg_ms": model,
                                     "cw_OverheadLatency_avg_ms": 2.0}})
-    steps = merge.step_records(seconds, [{"users": 10, "start_s": BASE, "end_s": BASE + 30},
-                                         {"users": 1, "start_s": BASE + 30, "end_s": BASE + 60}], 60)
+    steps = merge.step_records(seconds, [merge.Span(10, BASE, BASE + 30), merge.Span(1, BASE + 30, BASE + 60)], 60)
     light = steps.iloc[1]
     assert light["client_avg_ms"] == pytest.approx(20)  # the step's own average is unchanged
     assert light["client_avg_ms"] - model - 2 < 0  # what the page showed: a negative network share

@@ -18,12 +18,15 @@ import pytest
 
 from sm_locust.config.options import all_option_specs
 from sm_locust.locustfiles.sagemaker import InvokeEndpointUser
+from sm_locust.measure.steady import measure_step
+from sm_locust.measure.timeline import Second
 from sm_locust.payloads import load_payloads
 from sm_locust.plateau.search import MAX_GAIN_SPLITS, PLATEAU_TOLERANCE
 from sm_locust.plateau.synthetic import SyntheticEndpoint
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats
 from sm_locust.record.recorder import RunRecorder
+from sm_locust.record.summary import step_line, step_record
 from sm_locust.shapes import base as shape_base
 from sm_locust.shapes.open import OpenLoopShape
 from sm_locust.shapes.phases import PhasesShape
@@ -331,9 +334,36 @@ def test_open_loop_shape_sends_at_the_target_rate_and_counts_sends(endpoint_fact
     assert sends["late_fraction"] == round(sends["late"] / sends["scheduled"], 6)
     assert summary["totals"]["requests"] <= sends["sent"]
     (step,) = summary["steps"]
-    assert step["target_rate"] == 40.0 and step["users"] == 40  # one OpenLoopUser = 1 req/s
+    assert step["target_rate"] == 40.0 and step["users"] == 40  # one OpenLoopUser = 1 req/s, as asked for
+    assert step.get("users_running", 0) < 40  # a spawn that lagged (a loaded machine) is said, not relabelled
     assert step["sent_rps"] == pytest.approx(40, rel=0.35)
     assert summary["plateau"] is None
+
+
+def open_loop_seconds(running: list[int], asked: int | None = 40) -> list[Second]:
+    """Open-loop seconds at 40 req/s whose shape asked for `asked` rate tokens while `running` ran."""
+    return [Second(t=1000.0 + i, users=users, spawning=False, requests=40, failures=0, hist={10: 40},
+                   target_rate=40.0, target_users=asked, sent=40, late=0, dropped=0)
+            for i, users in enumerate(running, start=1)]
+
+
+def test_a_steps_users_are_those_asked_for_and_a_shortfall_is_said():
+    """The step's users are what the shape asked for (its label's load), not the last second's sample of
+    a spawn that lagged or users stopping; the fewest that ran is recorded beside them and said."""
+    step = measure_step(open_loop_seconds([40] * 9 + [31]), mode="rate", min_subwindow_s=1)
+    assert (step.users, step.users_running) == (40, 31)
+    timeline = RunTimeline(exact_s=4)  # older seconds merged into blocks keep their fewest users
+    timeline.extend(open_loop_seconds([40, 40, 31, 40, 40, 40, 40, 40, 40, 40]))
+    (record,) = timeline.steps()
+    assert (record["users"], record["users_running"]) == (40, 31)
+    assert "40 req/s offered: 40.0 req/s (31 of the 40 users asked for running)" in step_line(1, record)
+    full = step_record(measure_step(open_loop_seconds([40] * 10), mode="rate", min_subwindow_s=1))
+    assert full["users"] == 40 and "users_running" not in full and "users asked for" not in step_line(1, full)
+    # without what a shape asked for (a closed loop's count is its step's key): the count that ran
+    closed = measure_step(open_loop_seconds([12] * 10, asked=None), mode="rate", min_subwindow_s=1)
+    assert (closed.users, closed.users_running) == (12, None)
+    again = Second.from_dict(open_loop_seconds([31])[0].as_dict())
+    assert (again.users, again.target_users) == (31, 40)  # timeline.json keeps what was asked for
 
 
 @pytest.mark.e2e

@@ -344,3 +344,29 @@ def test_a_cold_start_only_sweep_times_first_requests_and_resumes(tmp_path, caps
     monkeypatch.chdir(tmp_path)  # the rerun in this process, through the CLI's entry point
     assert main(["sweep", "cold.yaml", "--out", "out"]) == 1  # resumed; still nothing to recommend
     assert "0 to run (1 measured before)" in capsys.readouterr().out
+
+
+def test_serverless_json_reads_typed_and_an_older_one_without_the_load_run_reads_as_none():
+    from sm_locust.sweep.serverless.collect import ServerlessResults
+
+    results = ServerlessResults.of({"phases": [{"name": "stability"}], "load_started": 10.0, "load_ended": 70.0,
+                                    "cold_start": {"gap_s": 600, "start": 1.0, "end": 2.0, "requests": [{"code": "ok"}],
+                                                   "rounds": 3}})
+    assert (results.load_started, results.load_ended, results.phases) == (10.0, 70.0, [{"name": "stability"}])
+    assert results.cold_start is not None and (results.cold_start.gap_s, results.cold_start.end) == (600, 2.0)
+    assert results.cold_start.requests == [{"code": "ok"}] and results.cold_start.extra == {"rounds": 3}
+    older = ServerlessResults.of({"cold_start": {"gap_s": 600}})
+    assert (older.phases, older.endpoint_counters, older.load_started) == (None, None, None)
+    assert older.cold_start is not None and older.cold_start.start is None
+
+
+def test_the_counters_growth_over_a_phase_is_typed_from_the_last_samples_around_it():
+    from sm_locust.sweep.serverless.counters import CounterGrowth, counters_between
+
+    samples = [{"t": 1.0, "successes": 2, "model_latency_us_sum": 2000, "cold_starts": 1},
+               {"t": 2.0, "successes": 5, "model_latency_us_sum": 5000, "cold_starts": 1, "ThrottlingException": 1},
+               {"t": 3.0, "successes": 9, "model_latency_us_sum": 9500, "cold_starts": 2, "ThrottlingException": 1}]
+    assert counters_between(samples, 1.5, 3.0) == CounterGrowth(successes=7, model_latency_us_sum=7500, cold_starts=1,
+                                                                throttles=1)
+    assert counters_between(samples, 0.0, 1.0) == CounterGrowth(2, 2000, 1, 0)  # from zero: no sample before
+    assert counters_between(samples, 0.0, 0.5) is None

@@ -225,6 +225,31 @@ def test_a_client_bound_configuration_is_measured_again_by_itself_and_then_trust
                                                                   "configuration again by itself") for line in bars)
 
 
+def test_the_kept_first_measurement_is_named_and_linked(tmp_path, payload):
+    """The first, client-bound run folder a configuration keeps when it is measured again is recorded in
+    sweep.json (`remeasured`: its folder and report), named on the lines and linked from the page's row."""
+    sweep = bound_sweep(tmp_path, bound_runs=1)
+    runner = sweep.runner_class
+    measure = runner.run_configuration
+
+    def with_report(self, i, d, run_dir):
+        measure(self, i, d, run_dir)
+        (run_dir / "report.html").write_text("<html></html>")  # as `report: true` draws it
+
+    sweep.runner_class = type("Runner", (runner,), {"run_configuration": with_report})
+    result, lines, _ = run(sweep)
+    row = result.document["configurations"][1]
+    first = row["remeasured"]["first_run_dir"]
+    assert first == row["run_dir"] + FIRST_SUFFIX and row["remeasured"]["first_report"] == f"{first}/report.html"
+    assert (result.sweep.out_dir / row["remeasured"]["first_report"]).is_file()
+    kept = [line for line in lines if f"kept in {first}" in line]
+    assert len(kept) == 2 and "measuring it again by itself (" in kept[0] and "(measured again by itself" in kept[1]
+    page = result.outputs["html"].read_text()
+    assert page.count(f'href="{first}/report.html"') == 1 and "the first measurement, not trusted (" in page
+    others = [c for c in result.document["configurations"] if c["index"] != 2]
+    assert all("remeasured" not in c for c in others)
+
+
 def test_still_client_bound_is_inconclusive_never_recommended_and_said_loudly(tmp_path, payload):
     sweep = bound_sweep(tmp_path, bound_runs=2)
     result, lines, runner = run(sweep)

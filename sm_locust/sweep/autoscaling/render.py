@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from sm_locust.record.runfolder import read_json
 from sm_locust.report.autoscaling import autoscaling_figure, autoscaling_view
 from sm_locust.sanitize import page_text
+from sm_locust.sweep.autoscaling.document import SweptConfiguration, read_document
 from sm_locust.sweep.autoscaling.rows import AutoscalingFigures, AutoscalingRow
 from sm_locust.sweep.progress import PREFIX
 from sm_locust.sweep.render import configurations_table, figure_html, page, write_files, write_rows
@@ -77,10 +78,11 @@ def csv_rows(document: dict[str, Any]) -> tuple[list[str], list[dict[str, object
     header = ["index", "label", "status", "reason", *POLICY_COLUMNS, "price_per_hour", *COLUMNS, "scale_events"]
     rows = []
     for c in document.get("configurations") or []:
+        typed = SweptConfiguration.of(c)
         row = {k: c.get(k) for k in ("index", "label", "status", "reason", "price_per_hour", *COLUMNS)}
-        row.update({k: (c.get("policy") or {}).get(k) for k in POLICY_COLUMNS})
-        events = c.get("scale_events") or []
-        row["scale_events"] = "; ".join(f"{e['direction']} {e['from']}->{e['to']} at {e['t_s']:.0f} s" for e in events)
+        row.update({k: (typed.policy or {}).get(k) for k in POLICY_COLUMNS})
+        events = typed.scale_events or ()
+        row["scale_events"] = "; ".join(f"{e.direction} {e.from_}->{e.to} at {e.t_s:.0f} s" for e in events)
         rows.append(row)
     return header, rows
 
@@ -101,11 +103,12 @@ def table(document: dict[str, Any]) -> str:
                ("throttled", "throttled", 0),
                ("flaps", "flaps", 0), ("why not", "lost_because", 0)]
 
-    def derived(c: dict[str, Any]) -> dict[str, object]:
-        out = {k: (c.get("policy") or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
-        breach, reaction = c.get("slo_breach_s"), c.get("reaction_s")
-        out["breach_text"] = None if breach is None else f"{breach:.0f}{bracket(c.get('breach_s_ci95'))}"
-        out["reaction_text"] = None if reaction is None else f"{reaction:.0f}{bracket(c.get('reaction_s_ci95'))}"
+    def derived(configuration: dict[str, Any]) -> dict[str, object]:
+        c = SweptConfiguration.of(configuration)
+        out = {k: (c.policy or {}).get(k) for k in ("min_instances", "max_instances", "target_value")}
+        breach, reaction = c.slo_breach_s, c.reaction_s
+        out["breach_text"] = None if breach is None else f"{breach:.0f}{bracket(c.breach_s_ci95)}"
+        out["reaction_text"] = None if reaction is None else f"{reaction:.0f}{bracket(c.reaction_s_ci95)}"
         return out
 
     note = ('<p class="note">Reaction: from the start of the first period above the target (below 90 % of it for a '
@@ -121,10 +124,11 @@ def table(document: dict[str, Any]) -> str:
 
 def seconds_title(document: dict[str, Any]) -> str:
     """The time axis's title: run seconds, said emulated (with the clock's factor) on a local sweep."""
-    if document.get("deploy") != "local":
+    typed = read_document(document)
+    if typed.deploy != "local":
         return "run seconds"
-    scales = {float(scale) for c in document.get("configurations") or []
-              if (scale := (c.get("settings") or {}).get("autoscaling.time_scale")) is not None}
+    scales = {float(scale) for c in typed.configurations or ()
+              if (scale := (c.settings or {}).get("autoscaling.time_scale")) is not None}
     return "run seconds (emulated" + (f", x{scales.pop():g})" if len(scales) == 1 else ")")
 
 
@@ -133,18 +137,18 @@ def fig_instances(document: dict[str, Any]) -> str:
     little wider (both show where they agree), whole-number ticks."""
     fig = go.Figure()
     top = 1
-    for i, c in enumerate(c for c in document.get("configurations") or [] if c.get("instances")):
-        steps = c["instances"]
-        end = c.get("duration_s") or steps[-1]["t_s"]
-        x = [s["t_s"] for s in steps] + [end]
+    for i, c in enumerate(c for c in read_document(document).configurations or () if c.instances):
+        steps = c.instances or ()
+        end = c.duration_s or steps[-1].t_s
+        x = [s.t_s for s in steps] + [end]
         color = ["#3367d6", "#e8710a", "#188038", "#a142f4", "#d93025"][i % 5]
-        in_service = [s["in_service"] for s in steps] + [steps[-1]["in_service"]]
-        desired = [s["desired"] for s in steps] + [steps[-1]["desired"]]
-        top = max(top, *in_service, *desired)
+        in_service = [s.in_service for s in steps] + [steps[-1].in_service]
+        desired = [s.desired for s in steps] + [steps[-1].desired]
+        top = max(top, *(n or 0 for n in in_service + desired))
         fig.add_trace(go.Scatter(x=x, y=in_service, mode="lines", line={"shape": "hv", "color": color, "width": 5},
-                                 opacity=0.45, name=f"{c['label']}: in service"))
+                                 opacity=0.45, name=f"{c.label}: in service"))
         fig.add_trace(go.Scatter(x=x, y=desired, mode="lines", line={"shape": "hv", "dash": "dash", "color": color,
-                                                                      "width": 2}, name=f"{c['label']}: desired"))
+                                                                      "width": 2}, name=f"{c.label}: desired"))
     if not fig.data:
         return '<p id="fig-as-instances">No instance timeline recorded.</p>'
     fig.update_layout(title="Instances over the traffic (in service: wide and pale; desired: dashed)",
@@ -158,17 +162,17 @@ def configuration_figures(document: dict[str, Any], folder: Path | None) -> str:
     """Each configuration's run as the run report draws a watched run's scaling (read from its run
     folder in the sweep folder), or a line saying why it is not drawn."""
     parts = []
-    for c in document.get("configurations") or []:
-        div_id = f"fig-as-run-{c.get('index')}"
-        title = f"{c.get('label')}: latency and instances over the traffic (over the SLO shaded)"
+    for c in read_document(document).configurations or ():
+        div_id = f"fig-as-run-{c.index}"
+        title = f"{c.label}: latency and instances over the traffic (over the SLO shaded)"
         summary = None
-        if folder is not None and c.get("run_dir"):
-            summary = read_json(folder / str(c["run_dir"]) / "summary.json", "summary", [])
-        view = autoscaling_view(summary, folder / str(c["run_dir"])) if summary and folder is not None else None
+        if folder is not None and c.run_dir:
+            summary = read_json(folder / str(c.run_dir) / "summary.json", "summary", [])
+        view = autoscaling_view(summary, folder / str(c.run_dir)) if summary and folder is not None else None
         if view is None:
             why = "its run folder has no summary.json with the scaling figures" if folder is not None else \
                 "the page was drawn without the sweep folder"
-            parts.append(f'<p id="{div_id}" class="note">{page_text(str(c.get("label")))}: not drawn: {why}.</p>')
+            parts.append(f'<p id="{div_id}" class="note">{page_text(str(c.label))}: not drawn: {why}.</p>')
             continue
 
         def div(fig: Any, fig_id: str, height: int = 640) -> str:
@@ -183,15 +187,15 @@ def configuration_figures(document: dict[str, Any], folder: Path | None) -> str:
 
 
 def fig_cost(document: dict[str, Any]) -> str:
-    points = [c for c in document.get("configurations") or [] if c.get("slo_breach_s") is not None
-              and (c.get("cost_usd") is not None or c.get("instance_hours") is not None)]
+    points = [c for c in read_document(document).configurations or () if c.slo_breach_s is not None
+              and (c.cost_usd is not None or c.instance_hours is not None)]
     if not points:
         return '<p id="fig-as-cost">No cost and SLO figures to compare.</p>'
-    priced = all(c.get("cost_usd") is not None for c in points)
-    points = [c for c in points if (c["cost_usd"] if priced else c.get("instance_hours")) is not None]
-    x = [float(c["cost_usd"] if priced else c["instance_hours"]) for c in points]
-    y = [float(c["slo_breach_s"]) for c in points]
-    fig = go.Figure(go.Scatter(x=x, y=y, mode="markers+text", text=[c["label"] for c in points],
+    priced = all(c.cost_usd is not None for c in points)
+    pairs = [(c, figure) for c in points if (figure := c.cost_usd if priced else c.instance_hours) is not None]
+    x = [float(figure) for _, figure in pairs]
+    y = [float(c.slo_breach_s or 0) for c, _ in pairs]  # not None: kept above
+    fig = go.Figure(go.Scatter(x=x, y=y, mode="markers+text", text=[c.label for c, _ in pairs],
                                textposition="top center", marker={"size": 12}))
     fig.update_layout(title="Cost of the traffic vs seconds over the SLO",
                       xaxis_title="$ for the traffic" if priced else "instance-hours",
@@ -211,10 +215,11 @@ def padded(values: list[float], below: float, above: float) -> list[float]:
 
 
 def render_html(document: dict[str, Any], folder: Path | None = None) -> str:
-    traffic = ", ".join(f"{p['rps']:g} req/s for {p['duration_s']:g} s" for p in document.get("traffic") or [])
-    note = (f"{document.get('description') or ''} deploy: {document.get('deploy', '')}; "
-            f"{len(document.get('configurations') or [])} configurations; traffic: {traffic}; "
-            f"{document.get('started_at', '')} to {document.get('ended_at', '')}.")
+    typed = read_document(document)
+    traffic = ", ".join(f"{p.rps:g} req/s for {p.duration_s:g} s" for p in typed.traffic or ())
+    note = (f"{typed.description or ''} deploy: {typed.deploy}; "
+            f"{len(typed.configurations or ())} configurations; traffic: {traffic}; "
+            f"{typed.started_at} to {typed.ended_at}.")
 
     return page(document, "Autoscaling sweep", page_text(note), [
         ("Configurations", table(document)),

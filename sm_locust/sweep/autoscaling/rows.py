@@ -22,16 +22,13 @@ FIGURE_KEYS = ("scale_events", "peak_instances", "instance_hours", "cost_usd", "
 accepted that had no result by the end (they count against the error budget as failures do)."""
 
 
-ModelEvent = dict[str, float | int | str | None]  # a model scale event (scaling.simulate) as sweep.json holds it
-
-
 @dataclass(kw_only=True)
 class AutoscalingFigures:
     scaling: Autoscaling = field(default_factory=Autoscaling)  # summary.json `autoscaling` (FIGURE_KEYS and more)
     requests: int | None = None
     failures: int | None = None
     latency_ms: float | None = None  # the objective's percentile over the whole run
-    model_events: list[ModelEvent] | None = None  # local: the model's scale events for this traffic
+    model_events: tuple[ScaleEvent, ...] | None = None  # local: the model's scale events for this traffic
     emulator_instances: list[dict[str, float | int]] | None = None  # local: the emulator's own log, in run seconds
     first_time_to_result_ms: float | None = None  # an async variant's: its first call's time to result (cold start)
     awaited: int | None = None  # an async variant's: calls accepted with no result by the end
@@ -54,8 +51,8 @@ class AutoscalingFigures:
         return None if interval is None else list(interval)
 
     @property
-    def model_out(self) -> ModelEvent | None:
-        return next((e for e in self.model_events or [] if e.get("direction") == "out"), None)
+    def model_out(self) -> ScaleEvent | None:
+        return next((e for e in self.model_events or () if e.direction == "out"), None)
 
     @property
     def error_rate(self) -> float | None:
@@ -70,9 +67,9 @@ class AutoscalingFigures:
         out = {key: written.get(key) for key in FIGURE_KEYS}
         out.update({
             "reaction_s": self.reaction_s, "reaction_s_ci95": self.reaction_s_ci95, "ready_s": self.ready_s,
-            "model_reaction_s": (self.model_out or {}).get("reaction_s"),
-            "model_ready_s": (self.model_out or {}).get("ready_s"),
-            "model_scale_events": self.model_events,
+            "model_reaction_s": None if self.model_out is None else self.model_out.reaction_s,
+            "model_ready_s": None if self.model_out is None else self.model_out.ready_s,
+            "model_scale_events": None if self.model_events is None else [e.to_json() for e in self.model_events],
             "emulator_instances": self.emulator_instances,
             "requests": self.requests, "failures": self.failures, "latency_ms": self.latency_ms,
             "error_rate": self.error_rate,

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sm_locust.aws.clients import AwsClient
-from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, Summary
+from sm_locust.record.model import DEFAULT_SLO_PERCENTILE, ScaleEvent, Summary
 from sm_locust.scaling.figures import breach_cause
 from sm_locust.scaling.simulate import simulate
 from sm_locust.scaling.timeline import InstanceSample, RunClock
+from sm_locust.scaling.watch import FleetLog
 from sm_locust.sweep.autoscaling import render
 from sm_locust.sweep.autoscaling.deploy import LocalFleetDeployer
 from sm_locust.sweep.autoscaling.plan import AutoscalingLoadPlan, autoscaling_load_plan
@@ -115,9 +116,10 @@ class AutoscalingSweep(Sweep):
             policy = policy_of(settings)
             start = float(settings.get(f"{PREFIX}instance_start_s") or 0.0)
             model = simulate(policy, self.autoscaling.traffic, instance_start_s=start)
-            figures.model_events = [{"t_s": d.t_s, "direction": d.direction, "from": d.from_count, "to": d.to_count,
-                                     "reaction_s": d.reaction_s, "ready_s": d.ready_s - d.alarm_start_s}
-                                    for d in model.decisions]
+            figures.model_events = tuple(ScaleEvent.make(t_s=d.t_s, direction=d.direction, from_=d.from_count,
+                                                         to=d.to_count, reaction_s=d.reaction_s,
+                                                         ready_s=d.ready_s - d.alarm_start_s)
+                                         for d in model.decisions)
             figures.emulator_instances = emulator_instances(run_dir, summary)
         row.figures = figures
 
@@ -164,11 +166,13 @@ def emulator_instances(run_dir: Path, summary: Summary) -> list[dict[str, float 
     if not path.exists() or not summary.started_at:
         return None
 
-    log = load_json(path.read_text())
+    log = FleetLog.of(load_json(path.read_text()))
+    if log.started_at is None:  # not the emulation's log: nothing to place in the run's seconds
+        return None
     started = datetime.fromisoformat(summary.started_at.replace("Z", "+00:00")).timestamp()
-    offset = RunClock(started, float(log.get("time_scale") or 1.0)).run_s(float(log["started_at"]))
+    offset = RunClock(started, float(log.time_scale or 1.0)).run_s(float(log.started_at))
     out: list[dict[str, float | int]] = []
-    for item in log.get("instances") or []:
+    for item in log.instances or []:
         sample = InstanceSample.from_dict(item)
         t_s = sample.t_s + offset
         if t_s <= 0 and out and out[-1]["t_s"] == 0.0:

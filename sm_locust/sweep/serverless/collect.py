@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sm_locust.aws.clients import AwsClient
-from sm_locust.record.model import Summary
+from sm_locust.record.model import JsonObject, Record, Summary, json_field
 from sm_locust.record.timeline import read_seconds, timeline_path
 from sm_locust.sweep.runner import MARKER
 from sm_locust.sweep.serverless.cost import ServerlessPrices, configuration_cost
@@ -34,6 +34,29 @@ CLIENT_DURATION = ("mean warm latency of the stability test, client side (ModelL
                    "billed duration)")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ColdStartTest(Record):
+    """`serverless.json`'s `cold_start`: the cold-start test's requests and, locally, the endpoint's setup time."""
+
+    requests: list[JsonObject] | None = json_field("list?")
+    gap_s: float | None = json_field("number?")
+    model_setup_time: JsonObject | None = json_field("object?")
+    start: float | None = json_field("number?")
+    end: float | None = json_field("number?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerlessResults(Record):
+    """`serverless.json` (runner.py writes it): the phases, the load run's times, the local endpoint's counters,
+    the cold-start test; read without judging (a key an older runner did not write reads as None)."""
+
+    phases: list[JsonObject] | None = json_field("list?")
+    load_started: float | None = json_field("number?")
+    load_ended: float | None = json_field("number?")
+    endpoint_counters: list[JsonObject] | None = json_field("list?")
+    cold_start: ColdStartTest | None = json_field(ColdStartTest)
+
+
 @dataclass
 class Collector:
     """Reads configurations' run folders into rows, for one sweep."""
@@ -45,11 +68,10 @@ class Collector:
 
     def figures(self, run_dir: Path, memory_mb: int) -> ServerlessFigures:
         """The configuration's figures and cost, from its run folder."""
-        results = load_json((run_dir / RESULTS).read_text())
-        phases = [Phase(**p) for p in results.get("phases") or []]
-        cold_data = results.get("cold_start") or {}
-        figures = ServerlessFigures(cold=cold_starts(cold_data.get("requests") or []),
-                                    cold_start_gap_s=cold_data.get("gap_s"))
+        results = ServerlessResults.of(load_json((run_dir / RESULTS).read_text()))
+        phases = [Phase(**p) for p in results.phases or []]
+        cold_data = results.cold_start or ColdStartTest()
+        figures = ServerlessFigures(cold=cold_starts(cold_data.requests or []), cold_start_gap_s=cold_data.gap_s)
         bytes_in, bytes_out, stability_window = 0.0, None, None
         if phases:
             summary = Summary.of(load_json((run_dir / "summary.json").read_text()))
@@ -62,11 +84,11 @@ class Collector:
             bytes_in = float((summary.payload.avg_bytes if summary.payload is not None else None) or 0.0)
             bytes_out = average_response_bytes(run_dir / "locust_stats.csv")
         if bytes_out is None:
-            sizes = [r["bytes_out"] for r in cold_data.get("requests") or [] if r.get("code") == "ok"]
+            sizes = [r["bytes_out"] for r in cold_data.requests or [] if r.get("code") == "ok"]
             bytes_out = sum(sizes) / len(sizes) if sizes else 0.0
-        setup = cold_data.get("model_setup_time")
-        if self.deploy == "sagemaker" and cold_data.get("start"):
-            setup = self.from_cloudwatch(run_dir, "ModelSetupTime", cold_data["start"], cold_data["end"]) or setup
+        setup = None if cold_data.model_setup_time is None else dict(cold_data.model_setup_time)
+        if self.deploy == "sagemaker" and cold_data.start and cold_data.end is not None:  # written together
+            setup = self.from_cloudwatch(run_dir, "ModelSetupTime", cold_data.start, cold_data.end) or setup
         figures.model_setup_time = setup
         figures.model_latency = self.model_latency(run_dir, results, stability_window)
         duration, source = figures.warm_mean_ms, CLIENT_DURATION
@@ -78,20 +100,20 @@ class Collector:
                                                             figures.warm_ci95("warm_mean_ms")))
         return figures
 
-    def model_latency(self, run_dir: Path, results: Mapping[str, Any],
+    def model_latency(self, run_dir: Path, results: ServerlessResults,
                       stability_window: tuple[float, float] | None) -> dict[str, Any] | None:
         """The container's mean time per successful request (what serverless bills): locally over the
         stability test (one caller: on this machine concurrent requests share its cores, on SageMaker each
         instance serves one request at a time), on AWS over the load run from CloudWatch."""
-        samples = results.get("endpoint_counters") or []
+        samples = results.endpoint_counters or []
         if samples and stability_window is not None:
             grown = counters_between(samples, *stability_window)
-            if grown and grown["successes"]:
-                return {"source": "the local endpoint's counters, stability test", "count": int(grown["successes"]),
-                        "average_ms": grown["model_latency_us_sum"] / grown["successes"] / 1000.0,
-                        "cold_starts": int(grown["cold_starts"])}
-        if self.deploy == "sagemaker" and results.get("load_started") and results.get("load_ended"):
-            return self.from_cloudwatch(run_dir, "ModelLatency", results["load_started"], results["load_ended"])
+            if grown and grown.successes:
+                return {"source": "the local endpoint's counters, stability test", "count": int(grown.successes),
+                        "average_ms": grown.model_latency_us_sum / grown.successes / 1000.0,
+                        "cold_starts": int(grown.cold_starts)}
+        if self.deploy == "sagemaker" and results.load_started and results.load_ended:
+            return self.from_cloudwatch(run_dir, "ModelLatency", results.load_started, results.load_ended)
         return None
 
     def from_cloudwatch(self, run_dir: Path, metric: str, start: float, end: float) -> dict[str, object] | None:

@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Self
 
 from sm_locust.aws.clients import is_loopback
@@ -62,7 +63,17 @@ class CounterPoller:
             self._thread.join(timeout=5)
 
 
-def counters_between(samples: list[Mapping[str, float]], start: float, end: float) -> dict[str, float] | None:
+@dataclass(frozen=True)
+class CounterGrowth:
+    """The counters' growth over a phase, in `CounterPoller.FIELDS`' order."""
+
+    successes: float
+    model_latency_us_sum: float
+    cold_starts: float
+    throttles: float  # ThrottlingException
+
+
+def counters_between(samples: list[Mapping[str, float]], start: float, end: float) -> CounterGrowth | None:
     """The counters' growth from the last sample at or before `start` to the last at or before `end`."""
     before = [s for s in samples if s["t"] <= start]
     until = [s for s in samples if s["t"] <= end]
@@ -70,6 +81,6 @@ def counters_between(samples: list[Mapping[str, float]], start: float, end: floa
         return None
     first = before[-1] if before else {k: 0 for k in CounterPoller.FIELDS}
     last = until[-1]
-    return {k: last.get(k, 0) - first.get(k, 0) for k in CounterPoller.FIELDS}
+    return CounterGrowth(*(last.get(k, 0) - first.get(k, 0) for k in CounterPoller.FIELDS))
 
 
