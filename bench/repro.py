@@ -16,7 +16,11 @@ pins without hogs. It prints, per run and in total:
 - how often the verdicts agreed: the same knee load (within one granule: 1 user), every pair of
   capacity intervals overlapping, the same recommendation; INCONCLUSIVE runs are counted apart;
 - the capacity interval's coverage of what the local endpoint itself counted (its
-  `/_sm_locust/stats` successes) over the capacity step's steady window;
+  `/_sm_locust/stats` successes) over the capacity step's steady window, and the endpoint's own
+  mean latency there beside the client's p50 (the gap is the client's; `run<i>.endpoint.jsonl` keeps
+  the samples);
+- with `--reference RPS` (the endpoint's capacity measured apart, e.g. `--hogs 0`): how many runs
+  found the capacity within 5 % of it, ended INCONCLUSIVE naming the load generator, or neither;
 - the INCONCLUSIVE rate, the time each run took, and the load average (the machine may be shared).
 
 Figures are printed, not asserted (tests hold relations; timings and rates belong here).
@@ -73,6 +77,18 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def autogroup_nice(pid: int | str, nice: int) -> str:
+    """Set the autogroup (session) nice of `pid`: with `kernel.sched_autogroup_enabled` a CPU is shared
+    between sessions first and a process's own nice counts only inside its session (sched(7)), so
+    the other sessions' `nice -n 15` does not yield the core to a measurement. What was done, in words."""
+    path = Path(f"/proc/{pid}/autogroup")
+    try:
+        path.write_text(f"{nice}\n")
+        return path.read_text().strip()
+    except OSError as exc:
+        return f"not set ({exc.strerror or exc})"
+
+
 def pin(pid: int, cpu: str) -> None:
     """Every thread of `pid` and of its descendants onto `cpu` (children started later inherit it)."""
     for each in descendants(pid):
@@ -85,13 +101,18 @@ class Counter:
     def __init__(self, endpoint, period_s: float = 0.25):
         self.endpoint, self.period_s = endpoint, period_s
         self.samples: list[tuple[float, float]] = []
+        self.latency: list[tuple[float, float, float]] = []  # (epoch, successes, its latency sum in us)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.samples.append((time.time(), float(self.endpoint.stats()["successes"])))
+                stats = self.endpoint.stats()
+                self.samples.append((time.time(), float(stats["successes"])))
+                self.latency.append((time.time(), float(stats["successes"]),
+                                     float(stats.get("model_latency_us_sum") or 0.0)
+                                     + float(stats.get("overhead_latency_us_sum") or 0.0)))
             except (OSError, KeyError, ValueError):
                 pass
             self._stop.wait(self.period_s)
@@ -116,6 +137,18 @@ class Counter:
         a, b = at(start), at(end)
         return None if a is None or b is None or end <= start else (b - a) / (end - start)
 
+    def mean_latency_ms(self, start: float, end: float) -> float | None:
+        """The endpoint's own mean latency (ModelLatency + OverheadLatency) over the calls it completed
+        between two sampling instants nearest `start` and `end`: what a response took inside it."""
+        inside = [row for row in self.latency if start <= row[0] <= end]
+        if len(inside) < 2 or inside[-1][1] <= inside[0][1]:
+            return None
+        return (inside[-1][2] - inside[0][2]) / (inside[-1][1] - inside[0][1]) / 1000.0
+
+    def write(self, path: Path) -> None:
+        """The samples, one JSON line each (epoch, successes, latency sum us): per-step comparisons later."""
+        path.write_text("".join(json.dumps(row) + "\n" for row in self.latency))
+
 
 @dataclass
 class Run:
@@ -131,6 +164,8 @@ class Run:
     ci95: list[float] | None = None
     unit: str = "req/s"
     counted: float | None = None  # what the local endpoint counted over the capacity step's window
+    endpoint_ms: float | None = None  # the endpoint's own mean latency over that window (ModelLatency + Overhead)
+    client_ms: float | None = None  # the client's p50 at the capacity step
     recommendation: str | None = None
     tied: bool = False  # a sweep's recommendation says it ties with another configuration
     text: str = ""
@@ -181,9 +216,34 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
         step = steps[index]
         end = datetime.fromisoformat(step["end"]).timestamp()
         run.counted = counter.rate(end - float(step.get("steady_s") or 0.0), end)
+        run.endpoint_ms = counter.mean_latency_ms(end - float(step.get("steady_s") or 0.0), end)
+        run.client_ms = step.get("p50_ms")
 
 
-def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, timeout_s: float) -> Run:
+def _run_command(argv: list[str], log, timeout_s: float, nice: int | None) -> int | None:
+    """Run `argv` to its end (None: killed at `timeout_s`); with `nice`, every session it starts (sm-locust
+    starts Locust in a session of its own) gets that autogroup nice as soon as it appears."""
+    process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT)
+    started = time.monotonic()
+    deadline, done, next_scan = started + timeout_s, set(), started
+    while process.poll() is None:
+        now = time.monotonic()
+        if now > deadline:
+            process.kill()
+            process.wait()
+            return None
+        if nice is not None and now >= next_scan:  # /proc walked often while Locust starts, then seldom
+            for pid in descendants(process.pid):
+                if pid not in done:
+                    autogroup_nice(pid, nice)
+                    done.add(pid)
+            next_scan = now + (0.1 if now - started < 5.0 else 2.0)
+        time.sleep(0.1)
+    return process.returncode
+
+
+def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, timeout_s: float,
+            nice: int | None = None) -> Run:
     out = base / f"run{index}"
     if out.exists():
         shutil.rmtree(out)
@@ -200,20 +260,30 @@ def one_run(index: int, command: list[str], base: Path, endpoint, pinned: bool, 
     try:
         if counter is not None:
             counter.__enter__()
-        try:
-            code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT,
-                                  timeout=timeout_s).returncode
-        except subprocess.TimeoutExpired:
-            code = None
+        code = _run_command(argv, log, timeout_s, nice)
     finally:
         if counter is not None:
             counter.__exit__()
+            counter.write(base / f"run{index}.endpoint.jsonl")
         log.close()
     run = Run(index, time.monotonic() - started, os.getloadavg()[0], code)
     read_run(run, out, counter)
     if code is None:
         run.notes.append(f"no answer within {timeout_s:g} s")
     return run
+
+
+def against_reference(runs: list[Run], reference: float, tolerance: float = 0.05) -> str:
+    """The issue's test of a starved client: each run finds the capacity within `tolerance` of what the
+    endpoint serves (`reference`, measured apart), or ends INCONCLUSIVE naming the load generator."""
+    right = [r for r in runs if r.status in CONCLUSIVE and r.figure is not None
+             and abs(r.figure - reference) <= tolerance * reference]
+    named = [r for r in runs if r.status == "inconclusive" and "load generator" in (r.reason or "")]
+    other = [r for r in runs if r.status == "inconclusive" and r not in named]
+    wrong = [r for r in runs if r.status in CONCLUSIVE and r not in right]
+    return (f"{len(right)} within {tolerance * 100:g} % of {reference:g}, {len(named)} INCONCLUSIVE naming the "
+            f"load generator, {len(other)} INCONCLUSIVE on other grounds, {len(wrong)} a wrong capacity "
+            f"without that warning (runs {', '.join(str(r.index) for r in wrong) or '-'})")
 
 
 def agreement(runs: list[Run]) -> dict[str, str]:
@@ -273,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--serve", default=None, help="start `sm-locust serve` with these arguments once: {url}")
     ap.add_argument("--timeout-s", type=float, default=600.0)
     ap.add_argument("--keep", default=None, help="keep the run folders here")
+    ap.add_argument("--reference", type=float, default=None, help="the endpoint's capacity measured apart "
+                    "(req/s): count the runs within 5 %% of it, INCONCLUSIVE naming the load generator, or wrong")
+    ap.add_argument("--autogroup-nice", type=int, default=None, help="set the autogroup nice of every session "
+                    "the measurement starts (the command's, each hog's, the endpoint's; e.g. -10): other sessions' "
+                    "work then yields the two cores to it")
     args = ap.parse_args(argv[:cut])
     if not command or args.runs < 1 or (args.hogs is not None and args.hogs < 0):
         print("repro: --runs must be >= 1, --hogs >= 0, and a command must follow --", file=sys.stderr)
@@ -283,13 +358,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sm-locust-repro-"))
     base.mkdir(parents=True, exist_ok=True)
-    hogs = [subprocess.Popen(["taskset", "-c", CLIENT_CPU, sys.executable, "-c", "while 1: pass"])
-            for _ in range(args.hogs or 0)]
+    # each hog in a session of its own: where the kernel shares a CPU between sessions first (autogroup),
+    # 6 hogs in one session weigh as one
+    hogs = [subprocess.Popen(["taskset", "-c", CLIENT_CPU, sys.executable, "-c", "while 1: pass"],
+                             start_new_session=True) for _ in range(args.hogs or 0)]
+    if args.autogroup_nice is not None and hogs:
+        print(f"  the hogs' sessions: {'; '.join(autogroup_nice(h.pid, args.autogroup_nice) for h in hogs)}",
+              flush=True)
     endpoint = None
     runs: list[Run] = []
     print(f"repro: {args.runs} runs of: {shlex.join(command)}", flush=True)
     where = (f"client pinned to CPU 0 beside {args.hogs} CPU hogs, endpoint alone on CPU 1; " if pinned else "")
     print(f"  {os.cpu_count()} CPUs; {where}load average {os.getloadavg()[0]:.1f}", flush=True)
+    own_nice = None  # this session's autogroup nice before (a terminal's: given back at the end)
+    if args.autogroup_nice is not None:
+        try:
+            own_nice = int(Path("/proc/self/autogroup").read_text().split()[-1])
+        except (OSError, ValueError, IndexError):
+            own_nice = None
+        print(f"  this session (the command's first process): {autogroup_nice('self', args.autogroup_nice)}",
+              flush=True)
     try:
         if args.serve is not None:
             sys.path.insert(0, str(ROOT))
@@ -299,12 +387,19 @@ def main(argv: list[str] | None = None) -> int:
             endpoint = LocalEndpoint(log_path=base / "endpoint.log", **settings).start()
             if pinned and endpoint.process is not None:
                 pin(endpoint.process.pid, ENDPOINT_CPU)
+            if args.autogroup_nice is not None and endpoint.process is not None:
+                print(f"  the endpoint's session: {autogroup_nice(endpoint.process.pid, args.autogroup_nice)}",
+                      flush=True)
             print(f"  endpoint {endpoint.url}: {args.serve}", flush=True)
         for i in range(1, args.runs + 1):
-            run = one_run(i, command, base, endpoint, pinned, args.timeout_s)
+            run = one_run(i, command, base, endpoint, pinned, args.timeout_s, args.autogroup_nice)
             runs.append(run)
             figure = f"{_f(run.figure)} {run.unit} {run.ci95 or ''}".strip()
             counted = f"; the endpoint counted {_f(run.counted)} req/s (held: {run.covers})" if run.counted else ""
+            if run.endpoint_ms is not None:
+                held = (run.counted or 0.0) * run.endpoint_ms / 1000.0  # Little's law inside the endpoint
+                counted += (f", its own latency {_f(run.endpoint_ms)} ms (client p50 {_f(run.client_ms)} ms), "
+                            f"{held:.1f} requests inside it on average")
             why = f" ({run.reason})" if run.reason else ""
             loads = f" {run.knee_loads}" if run.knee_loads else ""
             if run.recommendation is not None:
@@ -319,9 +414,13 @@ def main(argv: list[str] | None = None) -> int:
         for hog in hogs:
             hog.terminate()
             hog.wait(timeout=5)
+        if own_nice is not None:
+            autogroup_nice("self", own_nice)
     print()
     for name, line in agreement(runs).items():
         print(f"  {name}: {line}")
+    if args.reference is not None:
+        print(f"  against the reference: {against_reference(runs, args.reference)}")
     times = [r.seconds for r in runs]
     print(f"  time per run: {', '.join(f'{t:.0f}' for t in times)} s; load average now {os.getloadavg()[0]:.1f}")
     print(f"  run folders and logs: {base}")

@@ -11,6 +11,10 @@ was judged on:
 - stop conditions (`--max-users`, `--max-rps`, `--max-duration`, `--max-invocations`) say how far
   the run went against them, and STOP when one of them ended it.
 
+A run whose verdict is INCONCLUSIVE because the load generator, not the endpoint, made its figures
+decides no limit on them: its SLO, error-rate and token checks show the figure, n/a, and why (`run
+inconclusive: ...`), never PASS or FAIL. Stop conditions still say how far it went.
+
 A latency limit is judged by the gates' one judge (`gates.decide`): on the figure's 95 % interval
 when summary.json records one (PASS or FAIL when the whole interval is on one side, INCONCLUSIVE
 when it straddles the limit), on the point value otherwise. The error rate and the stop conditions
@@ -33,6 +37,7 @@ from sm_locust.util.formatting import MISSING, compact, is_missing, latency, per
 
 PASS, FAIL, INCONCLUSIVE = (decide.WORDS[status] for status in (decide.PASS, decide.FAIL, decide.INCONCLUSIVE))
 STOP, NOT_JUDGED = "STOP", "n/a"
+RUN_INCONCLUSIVE = "run inconclusive"  # the window of a figure check on a run whose figures do not decide
 
 
 @dataclass(frozen=True)
@@ -109,11 +114,43 @@ def _latency_check(name: str, value: object, interval: Interval | None, limit: f
                  f"{where}; its 95 % interval straddles the limit")
 
 
+def inconclusive_words(reason: str | None) -> str:
+    """What made the run INCONCLUSIVE, in the words a check line has room for: its reason's first
+    clause ('the load generator was the bottleneck'); the verdict line above says it whole."""
+    first = (reason or "").split(":", 1)[0].split(";", 1)[0].strip()
+    return f"{RUN_INCONCLUSIVE}: {first}" if first else RUN_INCONCLUSIVE
+
+
+def _the_clients_figures(summary: Summary) -> bool:
+    """The run is INCONCLUSIVE because the load generator made the figures it rests on: its reason
+    names a client-bound step's own reason (a search that stopped on one, its capacity or knee step
+    measured client-bound, any step of a constant load). An answer left undecided at the step budget
+    is not: its figures are the endpoint's, and each check's own interval judges them."""
+    reason = (summary.verdict.reason if summary.verdict else None) or ""
+    return summary.inconclusive and any(step.client_bound and step.client_bound_reason
+                                        and step.client_bound_reason in reason for step in summary.steps)
+
+
+def _not_deciding(check: Check, why: str) -> Check:
+    """A figure check on an INCONCLUSIVE run: the figure shown, n/a, and why."""
+    return Check(check.name, check.value, check.limit, NOT_JUDGED, why)
+
+
 def run_checks(summary: Summary | JsonObject, options: Options) -> list[Check]:
     """One Check per limit given in `options` (parsed `Options`: `given` names the options set),
-    judged on summary.json's figures; [] when no SLO or stop condition was given."""
+    judged on summary.json's figures; [] when no SLO or stop condition was given. On a run the load
+    generator made INCONCLUSIVE the figure checks are n/a (`_not_deciding`): its figures do not decide."""
     if not isinstance(summary, Summary):
         summary = Summary.from_json(summary, check=False)
+    checks = _figure_checks(summary, options)
+    if _the_clients_figures(summary):
+        why = inconclusive_words(summary.verdict.reason if summary.verdict else None)
+        checks = [_not_deciding(check, why) for check in checks]
+    return checks + _stop_checks(summary, options, set(getattr(options, "given", ())))
+
+
+def _figure_checks(summary: Summary, options: Options) -> list[Check]:
+    """The SLO, error-rate and token checks, judged on the verdict's window."""
     given = set(getattr(options, "given", ()))
     window = _judged(summary)
     checks: list[Check] = []
@@ -140,7 +177,6 @@ def run_checks(summary: Summary | JsonObject, options: Options) -> list[Check]:
             checks.append(_latency_check(f"{label} p{compact(pct)} <= {compact(slo)} ms",
                                          llm.percentile(pct, label.lower() + "_") if llm else None,
                                          llm.interval(key) if llm else None, slo, window.where))
-    checks += _stop_checks(summary, options, given)
     return checks
 
 
@@ -199,8 +235,10 @@ def checks_lines(checks: list[Check]) -> list[str]:
     passed = sum(c.status == PASS for c in judged)
     failed = sum(c.status == FAIL for c in judged)
     undecided = len(judged) - passed - failed
+    not_deciding = [c for c in checks if c.status == NOT_JUDGED and c.where.startswith(RUN_INCONCLUSIVE)]
     head = (f"checks: {passed} of {len(judged)} passed" + (f", {failed} FAILED" if failed else "")
-            + (f", {undecided} {INCONCLUSIVE}" if undecided else ""))
+            + (f", {undecided} {INCONCLUSIVE}" if undecided else "")
+            + (f", {len(not_deciding)} {NOT_JUDGED} ({not_deciding[0].where})" if not_deciding else ""))
     status_width = max(4, *(len(c.status) for c in checks))
     width = max(len(c.name) for c in checks)
     value_width = max(len(c.value) for c in checks)

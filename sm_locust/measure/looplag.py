@@ -5,8 +5,10 @@ timer waking late) shows it. `record.looplag` samples the lag and the cgroup's C
 `LagCounts` (one interval's mergeable readings), `LoopLag` (summary.json's figures) and
 `client_affected_reason`: lag p99 at `LAG_P99_OF_P50` of the step's p50 while lagging at least
 `LAGGING_LIMIT` of the time, throttled in `THROTTLED_PERIODS_LIMIT` of CFS periods, or an SLO broken
-by less than the lag p99 (`slo_margin_reason`). The rule's evidence is in docs/facts.md; the reason
-names the fix.
+by less than the lag p99 (`slo_margin_reason`), or a generator that waited for a CPU far longer than
+it ran (`starved_reason`: its wait is on every response that completed meanwhile, yet its timer
+oversleeps little, the stalls being shorter than the sampling interval). The rules' evidence is in
+docs/facts.md; the reason names the fix.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ LAG_P99_OF_P50 = 0.5  # lag p99 >= half the step's p50: the generator's stalls a
 LAGGING_LIMIT = 0.35  # ... and its loop was behind >= 35 % of the time: often enough to be in what it measured
 MIN_LAG_SAMPLES = 100  # fewer oversleep samples than this (under a second of sampling) judge nothing
 THROTTLED_PERIODS_LIMIT = 0.05  # throttled in >= 5 % of CFS periods: p95's requests may each have waited a period
+STARVED_WAIT_OF_RUN = 1.5  # waited for a CPU >= 1.5 times as long as it ran (quiet steps measured <= 1.3) ...
+STARVED_WAIT_PCT = 10.0  # ... over >= 10 % of the step: a response read that much later is 2x the search's tolerance
+STARVED_MIN_CPU_PCT = 5.0  # ... by a generator that ran more than 5 %: up to it, capacities measured right beside hogs
 FIX_WORKERS = "add workers"  # what a verdict says to do about a starved load generator ...
 FIX_CPU_LIMIT = "raise the pod's CPU limit"  # ... and about one its cgroup's CPU limit throttled
 
@@ -218,6 +223,30 @@ def client_affected_reason(lag: LoopLag | None, p50_ms: float | None) -> str | N
                 f"{(lag.lagging or 0.0) * 100:.0f} % of the time (>= {LAGGING_LIMIT * 100:g} %): responses waited for "
                 f"the client, so its latency and throughput are the client's ({fix})")
     return None
+
+
+def starved_reason(cpu_pct: float | None, wait_pct: float | None) -> str | None:
+    """Why a load generator that the machine starved of CPU made a step's figures its own, or None.
+
+    `cpu_pct` / `wait_pct`: the share of the step it ran and waited for a CPU (runnable, on a run
+    queue: Linux schedstat). Every response that completes while the generator waits is read late, so
+    a wait of `STARVED_WAIT_PCT` of the step adds about that share to a closed loop's cycle and takes
+    it off its throughput; waiting `STARVED_WAIT_OF_RUN` times as long as it ran says the waits are the
+    CPU being given to others, not the wake-ups of a busy machine (docs/facts.md has both thresholds'
+    evidence). Neither figure alone: a quiet generator at its busiest waits up to 22 % beside its own 17 %.
+    A generator that ran `STARVED_MIN_CPU_PCT` or less is not judged: README's plateau example (3-5 %
+    of a CPU at its capacity) measured the endpoint right beside 6 hogs, and on a busy machine one at
+    1 user and 3 % CPU waited 29 % of the time while the capacity, decided steps above, was measured
+    right (docs/plateau.md, "The client self-check")."""
+    if cpu_pct is None or wait_pct is None or wait_pct < STARVED_WAIT_PCT or cpu_pct <= STARVED_MIN_CPU_PCT:
+        return None
+    if wait_pct < STARVED_WAIT_OF_RUN * cpu_pct:
+        return None
+    times = f"{wait_pct / cpu_pct:.1f} times"
+    return (f"the load generator waited for a CPU {wait_pct:.0f} % of the step, {times} as long as it ran "
+            f"({cpu_pct:.0f} %; >= {STARVED_WAIT_PCT:g} % and {STARVED_WAIT_OF_RUN:g} times): responses that "
+            f"completed while it waited were read late, so its latency and throughput are partly the client's "
+            f"({FIX_WORKERS} on CPUs of their own, or give the load generator a CPU of its own)")
 
 
 def slo_margin_reason(lag: LoopLag | None, measured: Iterable[tuple[str, float | None, float]]) -> str | None:

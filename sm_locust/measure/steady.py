@@ -5,8 +5,9 @@ ramping seconds are dropped and the figures come from the window's merged histog
 each of `STABILITY_WINDOWS` sub-windows is within `STABILITY_TOLERANCE` of their mean (perf_analyzer's
 rule); sub-windows under `MIN_SUBWINDOW_S` make the step unstable. Client-bound: CPU at
 `CLIENT_CPU_LIMIT_PCT`, CPU plus wait at `CLIENT_BUSY_LIMIT_PCT`, open-loop sends late or under
-`MIN_ACHIEVED_RATIO`, or the generator's own delay (`measure.looplag`); drops at the in-flight cap do
-not count. A step with a failure majority (`FAILURE_MAJORITY`) is never client-bound.
+`MIN_ACHIEVED_RATIO`, or the generator's own delay (`measure.looplag`: waiting for a CPU far longer
+than it ran, its loop's lag); drops at the in-flight cap do not count. A step with a failure
+majority (`FAILURE_MAJORITY`) is never client-bound.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sm_locust.measure.looplag import (
     client_affected_reason,
     merge_counts,
     slo_margin_reason,
+    starved_reason,
     throttled_reason,
 )
 from sm_locust.measure.timeline import Second
@@ -128,6 +130,7 @@ class StepMeasurement:
     percentiles: dict[float, float | None] = field(default_factory=dict)
     window: list[Second] = field(default_factory=list, repr=False, compare=False)  # the steady window's samples
     undecided: list[str] = field(default_factory=list)  # what its figures still could not decide at the step budget
+    measured_again: str | None = None  # why the search ran a load it had measured already again (AGAIN_*)
     _ci95: dict[str, Interval] | None = field(default=None, init=False, repr=False, compare=False)
     _pct_cis: dict[float, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -242,7 +245,8 @@ class StepMeasurement:
         # a window without completed requests measured nothing the lag could have changed (on a master,
         # the workers' reports arrive in lumps: a worker's start-up stall can land on a second before any)
         if self.requests:
-            affected = client_affected_reason(self.loop_lag, self.p50_ms) or slo_margin_reason(
+            affected = starved_reason(self.client_cpu_pct, self.client_wait_pct) or client_affected_reason(
+                self.loop_lag, self.p50_ms) or slo_margin_reason(
                 self.loop_lag, [(percentile_label(p), self.percentile(p), ms) for p, ms in self.latency_slos])
             if affected is not None:
                 return affected

@@ -53,6 +53,9 @@ MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval i
 MAX_CLIENT_REMEASURES = 1  # a client-bound step is measured once more (the generator's stall may pass)
 MAX_GAIN_SPLITS = 2  # loads measured between two steps whose growth still straddles the threshold
 
+# why a step measures a load already measured once more (summary.json's steps[].measured_again)
+AGAIN_CLIENT_BOUND, AGAIN_UNSTABLE, AGAIN_CONTRADICTED, AGAIN_GAIN = "client-bound", "unstable", "contradicted", "gain"
+
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
 GAIN_OPEN = "throughput gain "  # how an undecided growth's reason starts (ThroughputGain.undecided)
 UNDECIDED_PREFIX = "undecided: "  # a constraint a step can neither be said to meet nor to break
@@ -320,6 +323,7 @@ class Search:
         self._by_load: dict[float, StepMeasurement] = {}  # latest measurement per load
         self._extensions: dict[float, int] = {}
         self._pending: float | None = None
+        self._again: str | None = None  # why the pending load is measured once more
         self._stop: Decision | None = None
         self._stop_kind: str | None = None
         self._client: str | None = None
@@ -348,9 +352,11 @@ class Search:
             raise UsageError(f"{what} users {value!r} must be a whole number")
         return load
 
-    def _run(self, load: float, reason: str, extend: bool = False) -> Decision:
+    def _run(self, load: float, reason: str, again: str | None = None) -> Decision:
+        """Run `load` next; `again`: why it is a load already measured, run once more (AGAIN_*), or None."""
         self._pending = load
-        return Decision(load, reason, self.mode, extend)
+        self._again = again
+        return Decision(load, reason, self.mode, again is not None)
 
     def _halt(self, reason: str, kind: str) -> Decision:
         self._pending = None
@@ -557,6 +563,7 @@ class Search:
             raise UsageError(f"a {step.mode!r} step was fed to a search stepping {self.mode!r}")
         load = self._pending
         step.load = load
+        step.measured_again = self._again
         self.steps.append(step)
         self._by_load[load] = step
         step.latency_slos = latency_slos(self.conditions)  # a breach within the client's loop lag is client-bound
@@ -566,19 +573,20 @@ class Search:
             if self.remeasures_client and self._client_remeasured.get(load, 0) < MAX_CLIENT_REMEASURES:
                 self._client_remeasured[load] = self._client_remeasured.get(load, 0) + 1
                 return self._run(load, f"{step.load_label()} client-bound ({step.client_bound_reason}): measuring it "
-                                       "again (the load generator's stall may be transient)", True)
+                                       "again (the load generator's stall may be transient)", AGAIN_CLIENT_BOUND)
             twice = " (measured twice)" if self._client_remeasured.get(load, 0) else ""
             self._client = f"{step.client_bound_reason} at {step.load_label()}{twice}"
             self._client_fix = generator_fix(step.loop_lag)
             return self._halt(self._client, "client")
         if not step.stable and self.extend_unstable and self._extensions.get(load, 0) < MAX_EXTENSIONS:
             self._extensions[load] = self._extensions.get(load, 0) + 1
-            return self._run(load, f"step at {step.load_label()} unstable ({step.unstable_reason}): extending", True)
+            return self._run(load, f"step at {step.load_label()} unstable ({step.unstable_reason}): extending",
+                             AGAIN_UNSTABLE)
         contradiction = self._contradiction(step) if self._violation(step) is None else None
         if contradiction is not None:
             if self._remeasured.get(load, 0) < MAX_REMEASURES:
                 self._remeasured[load] = self._remeasured.get(load, 0) + 1
-                return self._run(load, f"{contradiction}: measuring it again", True)
+                return self._run(load, f"{contradiction}: measuring it again", AGAIN_CONTRADICTED)
             self._contradicted.append(f"the plateau is unstable: {contradiction}, measured twice")
         decision = self._next(step)
         if decision.stop and self._stop_kind == "saturation":
@@ -609,7 +617,7 @@ class Search:
         self._remeasured[step.load] = self._remeasured.get(step.load, 0) + 1
         self._stop, self._stop_kind = None, None
         return self._run(step.load, f"throughput gain straddles {self.gain.min_gain * 100:g} %: "
-                                    f"measuring {step.load_label()} again to decide it", True)
+                                    f"measuring {step.load_label()} again to decide it", AGAIN_GAIN)
 
     def _split_gain(self, acceptable: list[StepMeasurement]) -> Decision | None:
         """The growth between the two steps compared still straddles the threshold once measured again:
@@ -661,6 +669,7 @@ class Search:
         """Record the step cut short by an outside stop (it counts in the verdict), then `halt(reason)`."""
         if self._stop is None and self._pending is not None and step.mode == self.mode:
             step.load = self._pending
+            step.measured_again = self._again
             self.steps.append(step)
             self._by_load[step.load] = step
             step.latency_slos = latency_slos(self.conditions)

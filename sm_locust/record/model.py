@@ -409,6 +409,7 @@ class Step(Record, _Figures):
     llm: Llm | None = json_field(Llm)
     loop_lag: JsonObject | None = json_field("object?")  # the load generator's loop lag (measure.looplag.LoopLag)
     undecided: list[str] | None = json_field("list?")  # what the step budget left undecided (docs/plateau.md)
+    measured_again: str | None = json_field("text?")  # a load measured already, run again: why (plateau.search AGAIN_*)
 
     @property
     def load(self) -> str:

@@ -265,8 +265,30 @@ class RunRecorder:
         two agree and the requests cut short by the stop are counted."""
         if isinstance(self.environment.runner, WorkerRunner) or self.started_at is None or self.out_dir is None:
             return
+        self.late_reports()
         self.write()
         rewrite_locust_csvs(self.environment)
+
+    def late_reports(self) -> None:
+        """On a master, the seconds its workers' last reports completed, appended after the stop.
+
+        A run that ends by quitting (`--run-time`, a signal) fires test_stop before the workers' last
+        reports arrive: Locust's quit stops without waiting for them, then gives them 0.5 s. On a busy
+        machine those reports can hold most of a short run, which the totals count; its seconds (and
+        the steps cut from them) are added to the timeline now, so summary.json's steps hold them too."""
+        runner = self.environment.runner
+        if not isinstance(runner, MasterRunner) or self.started_at is None or self.ended_at is None:
+            return
+        total = counted_entry(runner.stats)
+        arrived = max(total.num_reqs_per_sec, default=-1)
+        if total.num_requests == self._last[0] and (self._next_second is None or arrived < self._next_second):
+            return
+        if self.out_dir is not None:
+            self._writer = TimelineWriter(self.out_dir / TIMELINE_JSONL, append=True)
+        try:
+            self.sample(final=True)
+        finally:
+            self._close_timeline()
 
     # -- sampling ---------------------------------------------------------------------------
     def _sample_forever(self) -> None:
@@ -378,7 +400,7 @@ class RunRecorder:
         while self._next_second <= upto:
             s = self._next_second
             self._next_second += 1
-            state = next((self._states[k] for k in range(s, s - 10, -1) if k in self._states), now)
+            state = self._state_at(s, now)
             emitted = Second(
                 t=float(s + 1), users=state.users, spawning=state.spawning,
                 requests=total.num_reqs_per_sec.get(s, 0), failures=total.num_fail_per_sec.get(s, 0),
@@ -399,6 +421,16 @@ class RunRecorder:
             self._add(emitted)
         for old in [k for k in self._states if k < second - 30]:
             del self._states[old]
+
+    def _state_at(self, s: int, now: Second) -> Second:
+        """The load running at second `s`: the last sample at or before it (10 s back at most); for the
+        run's first, partial second, before any sample, the first sample after it (the load being
+        spawned), not the load running now."""
+        before = next((self._states[k] for k in range(s, s - 10, -1) if k in self._states), None)
+        if before is not None:
+            return before
+        after = min((k for k in self._states if k > s), default=None)
+        return now if after is None else self._states[after]
 
     def _print_progress(self) -> None:
         window = self.timeline.last(max(1, round(self.progress_every_s)))

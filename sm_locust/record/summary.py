@@ -86,6 +86,8 @@ def step_summary(step: StepMeasurement) -> Step:
         record = record.adding(users_running=step.users_running)
     if step.loop_lag is not None:
         record = record.adding(loop_lag=step.loop_lag.to_json())
+    if step.measured_again:  # a load measured once more, and why (a repeated load in steps[])
+        record = record.adding(measured_again=step.measured_again)
     if step.undecided:  # what the step budget left undecided (docs/plateau.md)
         record = record.adding(undecided=list(step.undecided))
     if step.mode == MODE_RATE:
@@ -107,9 +109,11 @@ def step_line(index: int, record: Step | Mapping[str, object]) -> str:
     """One step's figures on one line, from its summary.json record: the line printed when the step
     is judged (`sm-locust: step 5: ...`), so what the terminal says IS what summary.json holds.
 
-    `step 5: 12 users: 166.6 req/s (±2.1), p95 97 ms [90, 110], client CPU 40 %`"""
+    `step 5: 12 users: 166.6 req/s (±2.1), p95 97 ms [90, 110], client CPU 40 %`; a load measured again
+    says why: `step 6: 12 users again (client-bound): ...`"""
     step = record if isinstance(record, Step) else Step.from_json(record, check=False)
-    text = f"step {index}: {step.load}: {with_interval(step.rps, step.interval('rps'), ' req/s', 1)}"
+    again = f" again ({step.measured_again})" if step.measured_again else ""
+    text = f"step {index}: {step.load}{again}: {with_interval(step.rps, step.interval('rps'), ' req/s', 1)}"
     if step.users_running is not None and step.users is not None:
         text += f" ({step.users_running} of the {step.users:g} users asked for running)"
     goodput, rps = step.goodput_rps, step.rps

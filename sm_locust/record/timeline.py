@@ -72,12 +72,14 @@ class TimelineWriter:
     """Appends seconds to timeline.jsonl; whole lines reach the file every `flush_every_s` seconds
     (one unbuffered write each time, so a killed process leaves at most one line cut short)."""
 
-    def __init__(self, path: str | Path, flush_every_s: float = FLUSH_EVERY_S, clock=time.monotonic):
+    def __init__(self, path: str | Path, flush_every_s: float = FLUSH_EVERY_S, clock=time.monotonic,
+                 append: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_every_s = flush_every_s
         self._clock = clock
-        self._fh: BinaryIO | None = cast(BinaryIO, open_output(self.path, "wb", buffering=0))  # close() closes it
+        mode = "ab" if append else "wb"  # append: a master's seconds that arrived after the stop
+        self._fh: BinaryIO | None = cast(BinaryIO, open_output(self.path, mode, buffering=0))  # close() closes it
         self._pending: list[bytes] = []
         self._flushed_at = clock()
         self.lines = 0

@@ -5,6 +5,7 @@ stop conditions were given."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from sm_locust.core.child import ECHO_ALL, ECHO_DEFAULT, ECHO_QUIET, LoadSetting
 from sm_locust.core.plan import plan_run
 from sm_locust.errors import UsageError
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
+from tests.starved import load_generator_verdict
 
 TABLE_HEADER = "Type     Name"  # the first line of each of Locust's stats tables
 
@@ -56,9 +58,21 @@ def test_run_prints_no_periodic_table_the_verdict_once_and_its_checks(endpoint_f
     assert lines[head - 2].startswith("sm-locust: ") and " requests, " in lines[head - 2], result.stdout
     assert lines.count(verdict) == 1, result.stdout  # once: the shape did not print it too
     closing = lines[head:]
-    assert closing[0] == "sm-locust: checks: 2 of 2 passed" or "n/a" in closing[1], result.stdout
     assert closing[1].split()[2:4] == ["p95", "latency"] and closing[2].split()[2:4] == ["error", "rate"]
     assert closing[-1].startswith("sm-locust: results in")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    if not load_generator_verdict(summary):  # both limits judged and held; max users ended the run (ok, or
+        # INCONCLUSIVE on the endpoint's own figures: a capacity not known to +-5 % in 1.5-s steps)
+        assert closing[0] == "sm-locust: checks: 2 of 2 passed", result.stdout
+        assert [line.split()[1] for line in closing[1:4]] == ["PASS", "PASS", "STOP"], result.stdout
+        return
+    # INCONCLUSIVE, verified: the figures decide no limit, said once on each check, counted apart
+    assert verdict.startswith("sm-locust: INCONCLUSIVE: the load generator was the bottleneck"), result.stdout
+    why = "(run inconclusive: the load generator was the bottleneck)"
+    assert closing[0].startswith("sm-locust: checks: ") and closing[0].endswith(f", 2 n/a {why}"), result.stdout
+    assert [line.split()[1] for line in closing[1:3]] == ["n/a", "n/a"], result.stdout
+    assert all(line.endswith(why) for line in closing[1:3]), result.stdout
+    assert closing[3].split()[1:4] == ["PASS", "users", "<="] and closing[3].endswith("(stop condition)")
 
 
 INFO = "[2026-01-01 00:00:00,000] host/INFO/locust.main: Starting Locust 2.47.0"

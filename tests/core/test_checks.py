@@ -122,3 +122,35 @@ def test_a_whole_run_and_token_limits_read_their_own_intervals():
     constant["totals"]["ci95"] = {"p95_ms": None}  # recorded as too short for one: the point decides
     (check,) = run_checks(constant, parse_options({"latency_slo_ms": 100}))
     assert (check.value, check.status) == ("98 ms", PASS)
+
+
+STARVED_STEP = "the load generator waited for a CPU 27 % of the step, 2.1 times as long as it ran (13 %; ...)"
+STARVED = f"the load generator was the bottleneck: {STARVED_STEP} at 4 users (measured twice)"
+
+
+def test_an_inconclusive_run_judges_no_limit_on_its_figures():
+    """The run's figures are partly the load generator's: its SLO, error-rate and token checks show the
+    figure, n/a and why, never PASS or FAIL; the stop conditions still say how far it went."""
+    steps = [dict(s) for s in SEARCH["steps"]]
+    steps[1] = {**steps[1], "client_bound": True, "client_bound_reason": STARVED_STEP}
+    inconclusive = {**SEARCH, "steps": steps, "verdict": {"status": "inconclusive", "reason": STARVED}}
+    options = parse_options({"latency_slo_ms": 50, "max_error_rate": 0.01, "ttft_slo_ms": 250, "stream": "true",
+                             "max_users": 8, "max_invocations": 100000})
+    checks = run_checks(inconclusive, options)
+    decided = by_name(run_checks(SEARCH, options))
+    assert [c.name for c in checks] == list(decided)  # the same checks, in the same order
+    assert [c.status for c in checks] == [NOT_JUDGED] * 3 + [STOP, PASS]
+    for check in checks[:3]:
+        assert check.value == decided[check.name].value  # the figure is still shown ...
+        assert check.where == "run inconclusive: the load generator was the bottleneck"  # ... and why it is n/a
+    assert [decided[c.name].status for c in checks[:3]] == [PASS, PASS, FAIL]  # what they would have read
+    lines = checks_lines(checks)
+    assert lines[0] == "checks: 1 of 1 passed, 3 n/a (run inconclusive: the load generator was the bottleneck)"
+    assert [line.split()[0] for line in lines[1:]] == ["n/a", "n/a", "n/a", "STOP", "PASS"]
+    ok = {**SEARCH, "steps": steps, "verdict": {"status": "ok", "reason": None}}  # measured again: fine
+    assert run_checks(ok, options) == list(decided.values())  # an ok verdict: judged as before
+    # INCONCLUSIVE on the endpoint's own figures (the capacity not known to +-5 % at the step budget):
+    # each check's own interval judges them, as on an ok run
+    undecided = {**SEARCH, "verdict": {"status": "inconclusive", "reason": "the capacity 1,836.6 at 2 users is not "
+                                                                          "known to +-5 % (lengthen --step-seconds)"}}
+    assert run_checks(undecided, options) == list(decided.values())

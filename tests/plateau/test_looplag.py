@@ -202,3 +202,100 @@ def test_a_search_sees_a_breach_within_the_lag_as_client_bound():
             assert decision.stop and search.verdict().client_bound
             assert "over its SLO 100 ms by less than" in search.verdict().text()
             assert "over its SLO" in step_record(search.steps[0])["client_bound_reason"]  # the record says the same
+
+
+def test_starved_rule_pure():
+    from sm_locust.measure.looplag import STARVED_MIN_CPU_PCT, STARVED_WAIT_OF_RUN, STARVED_WAIT_PCT, starved_reason
+
+    # the development machine's steps (docs/facts.md): beside 6 CPU hogs 16 users ran 7.5 % and waited 16.4 %
+    why = starved_reason(7.5, 16.4)
+    assert why is not None and "waited for a CPU 16 %" in why and "2.2 times" in why and "add workers" in why
+    # the same client alone on its CPU, on the same busy machine: 37 users ran 19 % and waited 15.8 %,
+    # 128 users ran 17.3 % and waited 21.8 % (its busiest); 4 users beside the hogs waited 7.5 % of 3.8 %
+    for cpu, wait in ((19.0, 15.8), (17.3, 21.8), (3.8, 7.5)):
+        assert starved_reason(cpu, wait) is None
+    assert starved_reason(10.0, STARVED_WAIT_OF_RUN * 10.0) is not None  # at both limits: starved
+    assert starved_reason(10.0, STARVED_WAIT_OF_RUN * 10.0 - 0.1) is None
+    assert starved_reason(5.5, STARVED_WAIT_PCT - 0.1) is None  # a long wait of little: under a tenth of the step
+    # a generator with little to do: 1 user at 3 % CPU waited 29 % on a busy machine, its capacity measured right
+    assert starved_reason(3.0, 29.0) is None and starved_reason(STARVED_MIN_CPU_PCT, 29.0) is None
+    assert starved_reason(STARVED_MIN_CPU_PCT + 0.1, 29.0) is not None
+    assert starved_reason(None, 50.0) is None and starved_reason(8.0, None) is None  # not measured (not Linux)
+
+
+def starved_quietly(n=10, cpu=7.5, wait=16.4, p50_ms=29):
+    """The starved pattern measured beside 6 CPU hogs (16 users): the loop's timer wakes on time (100
+    samples a second, p99 about 7 ms, behind 8 % of the time), while the client waits for a CPU twice
+    as long as it runs: the lag rule and CPU + wait >= 90 % both read it as fine."""
+    out = []
+    for i in range(n):
+        lagc = counts([300.0] * 98 + [7_000.0] * 2, interval_us=10_000.0)
+        lagc.lag_us = 0.077 * lagc.span_us
+        out.append(Second(t=1000.0 + i, users=16, spawning=False, requests=526, failures=0,
+                          hist={p50_ms: 400, 40: 126}, client_cpu_pct=cpu, client_wait_pct=wait, loop_lag=lagc))
+    return out
+
+
+def test_a_client_starved_between_its_timers_wakeups_is_client_bound():
+    step = measure_step(starved_quietly())
+    assert step.loop_lag.p99_ms == 7.0 and step.loop_lag.lagging < LAGGING_LIMIT  # the lag rule passes it
+    assert client_affected_reason(step.loop_lag, step.p50_ms) is None
+    assert step.client_cpu_pct + step.client_wait_pct < 90  # ... and so does the CPU + wait rule
+    assert step.client_bound and "waited for a CPU 16 %" in step.client_bound_reason
+    verdict = run_verdict(None, [step_record(step)])
+    assert verdict["status"] == "inconclusive" and "waited for a CPU" in verdict["reason"]
+    quiet = measure_step(starved_quietly(cpu=19.0, wait=15.8))  # the client alone on its CPU, same busy machine
+    assert not quiet.client_bound
+
+
+def test_a_search_beside_a_starved_client_ends_inconclusive_naming_it():
+    from sm_locust.plateau.search import PlateauSearch
+
+    search = PlateauSearch(4, 64)
+    search.first()
+    decision = search.feed(measure_step(starved_quietly()))
+    assert not decision.stop and decision.load == 4 and decision.extend  # measured again: it may pass
+    decision = search.feed(measure_step(starved_quietly()))
+    verdict = search.verdict()
+    assert decision.stop and verdict.client_bound and verdict.inconclusive
+    assert verdict.inconclusive_reason.startswith("the load generator was the bottleneck: the load generator waited")
+    assert "add workers" in verdict.inconclusive_reason and "(measured twice)" in verdict.inconclusive_reason
+    # the record says which step is the re-measure, and why: a repeated load in steps[] is never a mystery
+    records = [step_record(step) for step in search.steps]
+    assert [(r["users"], r.get("measured_again")) for r in records] == [(16, None), (16, "client-bound")]
+    assert step_line(2, records[1]).startswith("step 2: 16 users again (client-bound): ")
+
+
+def test_the_e2e_tests_accept_only_a_verified_load_generator_verdict():
+    """tests/starved.py, fed what a run really records: a starved step's INCONCLUSIVE passes, re-checked
+    by the rule on the step's recorded figures; a wrong one (figures that do not meet it) fails."""
+    import pytest
+
+    from sm_locust.plateau.search import PlateauSearch
+    from tests.starved import load_generator_verdict
+
+    record = step_record(measure_step(starved_quietly()))
+    constant = {"steps": [record], "verdict": run_verdict(None, [record])}
+    assert load_generator_verdict(constant) is True
+    search = PlateauSearch(4, 64)
+    search.first()
+    for _ in range(2):
+        search.feed(measure_step(starved_quietly()))
+    steps = [step_record(step) for step in search.steps]
+    plateau = search.verdict().as_dict(search.steps)
+    assert load_generator_verdict({"plateau": plateau, "steps": steps, "verdict": run_verdict(plateau, steps)})
+    fine = step_record(measure_step(starved_quietly(cpu=19.0, wait=15.8)))
+    assert load_generator_verdict({"steps": [fine], "verdict": run_verdict(None, [fine])}) is False
+    wrong = {**record, "client_wait_pct": 12.0}  # said starved, but waited 12 % beside 7.5 % (1.6x): yes; 11: no
+    assert load_generator_verdict({"steps": [wrong], "verdict": run_verdict(None, [wrong])})
+    for wrong in ({**record, "client_wait_pct": 11.0}, {**record, "client_cpu_pct": 4.0}):
+        with pytest.raises(AssertionError, match="do not meet the rule"):
+            load_generator_verdict({"steps": [wrong], "verdict": run_verdict(None, [wrong])})
+    # INCONCLUSIVE on other grounds is not the load generator's: the test asserts its own answer
+    cut = {"steps": [fine], "verdict": {"status": "inconclusive", "reason": "interrupted by SIGINT"}}
+    assert load_generator_verdict(cut) is False
+    named = {"status": "inconclusive", "reason": "the load generator was the bottleneck: client CPU 95 % at 4 users"}
+    with pytest.raises(AssertionError, match="no client-bound step"):  # said, but no step recorded it
+        load_generator_verdict({"steps": [fine], "verdict": named})
+    with pytest.raises(AssertionError):  # a verdict naming a reason no client-bound step recorded
+        load_generator_verdict({"steps": [record], "verdict": named})

@@ -10,7 +10,7 @@ from sm_locust.measure.timeline import Second
 from sm_locust.measure.uncertainty import UNKNOWN, Interval
 from sm_locust.plateau.conditions import LatencySLO, ThroughputGain
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import PlateauSearch
+from sm_locust.plateau.search import PlateauSearch, StepSearch
 from sm_locust.plateau.significance import ABOVE, BELOW, UNDECIDED, growth_interval, min_count, precise, side
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
 from sm_locust.plateau.tokens import Bucket, TokenPlateauSearch, TokenSLO, TokenStep, _key
@@ -169,6 +169,22 @@ def test_a_step_that_contradicts_littles_law_is_measured_again_then_the_plateau_
     verdict = search.verdict()
     assert any(c for _, c, _ in seen), seen
     assert verdict.inconclusive and "the plateau is unstable" in verdict.inconclusive_reason, verdict.text()
+    # each step run again is marked so (summary.json's steps[].measured_again), and only those
+    assert [step.measured_again is not None for step in search.steps] == [again for _, _, again in seen]
+    assert "contradicted" in {step.measured_again for step in search.steps}
+
+
+def test_an_unstable_step_extended_is_marked_as_its_loads_second_measurement():
+    search = StepSearch(1, 2, 5, stop_at_knee=False)
+    decision, loads = search.first(), []
+    while not decision.stop:
+        load = int(decision.load)
+        loads.append(load)
+        uneven = load == 3 and loads.count(3) == 1  # the first measurement at 3 users doubles in its first third
+        counts = [100 * load if not uneven or i >= 4 else 50 * load for i in range(12)]
+        decision = search.feed(window_step(load, counts, t0=20.0 * len(loads)))
+    assert loads == [1, 3, 3, 5]
+    assert [step.measured_again for step in search.steps] == [None, None, "unstable", None]
 
 
 def test_the_knee_and_capacity_carry_intervals():

@@ -62,3 +62,66 @@ def test_master_seconds_count_requests_by_completion_second():
     lumps = 30 * sum(1 for now in range(100, 107) if now % 3 == 0)
     assert sum(sum(s.hist.values()) for s in recorder.seconds) == lumps  # every histogram lump kept once
     assert step_record(measure_step(recorder.seconds))["users"] == 4
+
+
+def test_a_master_stopped_before_its_workers_last_reports_still_records_their_steps(tmp_path):
+    """Quitting (--run-time) fires test_stop before the workers' last reports arrive: on a busy machine
+    they can hold the whole run. Those seconds are appended at quit, so summary.json's steps hold what
+    its totals count."""
+    import json
+    import time
+
+    from locust.runners import MasterRunner
+    from locust.stats import StatsEntry
+
+    class StoppedMaster(MasterRunner):  # the master's state, without its sockets
+        user_count = 4
+        state = "running"
+        greenlet = None
+        clients: dict = {}
+
+        def __init__(self, environment):
+            self.environment = environment
+
+    env = Environment()
+    env.runner = StoppedMaster(env)
+    recorder = RunRecorder(env, tmp_path)
+    recorder.on_test_start(env)
+    recorder.started_at -= 3  # a 3-s run (--run-time 3s), as the compose test runs
+    start = int(recorder.started_at)
+    recorder.on_test_stop(env)  # nothing reported yet: no second to record
+    assert recorder.timeline.steps() == [] and (tmp_path / "timeline.jsonl").read_bytes() == b""
+    report = StatsEntry(env.stats, "ep", "InvokeEndpoint")  # the workers' last reports, merged on quit
+    for _second in range(4):
+        for _ in range(50):
+            report.log(10, 100)
+    report.num_reqs_per_sec = {s: 50 for s in range(start, start + 4)}
+    env.stats.get("ep", "InvokeEndpoint").extend(report)
+    env.stats.total.extend(report)
+    recorder.ended_at = time.time()
+    env.runner.state = "stopped"
+    recorder.on_quit()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    lines = (tmp_path / "timeline.jsonl").read_text().splitlines()
+    assert summary["totals"]["requests"] == 200
+    assert sum(json.loads(line)["requests"] for line in lines) == 200  # every reported second, once
+    assert [step["users"] for step in summary["steps"]] == [4]
+    recorder.on_quit()  # nothing new arrived: nothing appended twice
+    assert (tmp_path / "timeline.jsonl").read_text().splitlines() == lines
+
+
+def test_a_masters_first_partial_second_takes_the_load_of_the_first_sample_after_it():
+    """The second the run started in has no sample of its own: it is ramp-up (the first sample says
+    spawning), not the load running when its requests were counted, and so no step of its own."""
+    env = Environment()
+    recorder = RunRecorder(env, None)
+    recorder.started_at = 99.6  # the first sample lands at 100.6, in second 100
+    total = SimpleNamespace(num_reqs_per_sec={99: 0, 100: 10, 101: 40, 102: 40, 103: 40, 104: 40},
+                            num_fail_per_sec={})
+    recorder._emit_master_seconds(Second(t=100.6, users=0, spawning=True, requests=0, failures=0), total,
+                                  final=False)
+    for now in range(101, 105):
+        recorder._emit_master_seconds(Second(t=now + 0.6, users=4, spawning=False, requests=0, failures=0),
+                                      total, final=now == 104)
+    assert [(s.t, s.users, s.spawning) for s in recorder.seconds][:2] == [(100.0, 0, True), (101.0, 0, True)]
+    assert [r["users"] for r in recorder.timeline.steps()] == [4]
