@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import statistics
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,3 +171,13 @@ def test_record_keys_read_by_string_only_go_down():
 def test_record_keys_read_by_string_within_the_done_when_limit():
     found = _key_read_offenders()
     assert len(found) <= KEY_READS_DONE_WHEN, f"{len(found)} reads (limit {KEY_READS_DONE_WHEN}):\n" + "\n".join(found)
+
+
+def test_module_docstrings_stay_short():
+    """Issue 37's done-when: module docstrings say what and why in a median of 10 lines or fewer."""
+    lengths = []
+    for path in _files():
+        doc = ast.get_docstring(ast.parse(path.read_text(), filename=str(path)), clean=False)
+        if doc:
+            lengths.append(len(doc.strip().splitlines()))
+    assert lengths and statistics.median(lengths) <= 10, statistics.median(lengths)
