@@ -23,6 +23,9 @@ pins without hogs. It prints, per run and in total:
   found the capacity within 5 % of it, ended INCONCLUSIVE naming the load generator, or neither;
 - the INCONCLUSIVE rate, the time each run took, and the load average (the machine may be shared).
 
+A run is cut after `--timeout-s` (30 min); a sweep cut before its end (its sweep.json a progress
+write) left no verdict: what it had ranked so far is not its recommendation.
+
 Figures are printed, not asserted (tests hold relations; timings and rates belong here).
 """
 
@@ -156,7 +159,8 @@ class Run:
     seconds: float
     load_average: float
     exit_code: int | None
-    status: str = "error"  # summary.json verdict.status: ok | inconclusive | below-lowest-load; error: no summary
+    status: str = "error"  # summary.json verdict.status: ok | inconclusive | below-lowest-load; error: no summary;
+    # unfinished: a sweep cut before its end
     reason: str | None = None
     knee: float | None = None
     knee_loads: list[float] | None = None  # summary.json plateau.knee_loads: the knee's interval in loads
@@ -191,6 +195,12 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
     sweep = out / "sweep.json"
     if sweep.is_file():
         doc = json.loads(sweep.read_text())
+        if doc.get("wall_s") is None or doc.get("interrupted"):
+            # a progress write (the sweep was cut: --timeout-s, a signal) ranks only what it had measured,
+            # before any confirmation: not the sweep's answer
+            run.status = "unfinished"
+            run.reason = "the sweep did not finish (sweep.json is a progress write, without its wall_s)"
+            return
         rec = doc.get("recommendation") or {}
         run.status, run.recommendation = "ok", str(rec.get("index"))
         run.text = str(rec.get("reason") or "")
@@ -341,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hogs", type=int, default=None, help="pin the command to CPU 0 beside K CPU hogs, "
                     "the endpoint alone on CPU 1")
     ap.add_argument("--serve", default=None, help="start `sm-locust serve` with these arguments once: {url}")
-    ap.add_argument("--timeout-s", type=float, default=600.0)
+    ap.add_argument("--timeout-s", type=float, default=1800.0, help="cut a run after this long "
+                    "(a batching sweep with its confirmation takes 10-13 min on 2 busy cores)")
     ap.add_argument("--keep", default=None, help="keep the run folders here")
     ap.add_argument("--reference", type=float, default=None, help="the endpoint's capacity measured apart "
                     "(req/s): count the runs within 5 %% of it, INCONCLUSIVE naming the load generator, or wrong")
