@@ -17,6 +17,8 @@
   after; names in `unknown` get SageMaker's ValidationError. No signature check.
 - `wait_exit(proc, timeout)`: poll a child process for its exit code; `stop_processes(procs)`: SIGINT,
   wait, then kill the session of whatever is left.
+- `BareWorker`, `BareMaster`: Locust runners of a kind and nothing else (no sockets, no greenlets), for
+  code that asks only which runner it is on; a `BareMaster` has `clients` named as given.
 - `MotoServer`: `moto_server` as a process on a free 127.0.0.1 port (S3 and other AWS stand-ins).
 - `moto_sagemaker(moto_url, runtime_url, monkeypatch)`: SageMaker and CloudWatch -> that moto server
   (reset), the runtime -> a local endpoint, and the model `my-model` (role `ROLE`) the sweeps clone;
@@ -40,6 +42,7 @@ from urllib.parse import unquote
 
 import locust  # noqa: F401  (gevent monkey-patching before botocore)
 from gevent.pywsgi import WSGIHandler, WSGIServer
+from locust.runners import MasterRunner, WorkerRunner
 
 import boto3
 import botocore.session
@@ -352,3 +355,23 @@ def moto_with_input(log_dir: Path, bucket: str, body: bytes, key: str = "in/requ
     yield server
     server.stop()
 
+
+
+class BareWorker(WorkerRunner):
+    """A worker runner by kind only (module doc)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def __del__(self) -> None:
+        pass
+
+
+class BareMaster(MasterRunner):
+    """A master runner by kind only, with `clients` named as given (module doc)."""
+
+    def __init__(self, clients: Iterable[str] = ()) -> None:
+        self.clients = {c: object() for c in clients}
+
+    def __del__(self) -> None:
+        pass

@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import gevent
 import locust  # noqa: F401
 from locust.env import Environment
-from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.measure.looplag import LagCounts
 from sm_locust.measure.timeline import Second
@@ -22,6 +21,7 @@ from sm_locust.record.looplag import (
 )
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.record.summary import build_summary
+from tests.fakes import BareMaster, BareWorker
 
 V2 = "usage_usec 812\nuser_usec 500\nsystem_usec 312\nnr_periods 40\nnr_throttled 6\nthrottled_usec 120000\n"
 V1 = "nr_periods 40\nnr_throttled 6\nthrottled_time 120000000\nnr_bursts 0\nburst_time 0\n"
@@ -56,22 +56,6 @@ def test_throttling_is_read_as_deltas(tmp_path):
     assert not nowhere.available and nowhere.take() is None
 
 
-class Worker(WorkerRunner):
-    def __init__(self):  # only its kind matters here: no sockets, no greenlets
-        pass
-
-    def __del__(self):
-        pass
-
-
-class Master(MasterRunner):
-    def __init__(self):
-        pass
-
-    def __del__(self):
-        pass
-
-
 def environment(runner_cls=None):
     env = Environment()
     if runner_cls is not None:
@@ -88,9 +72,9 @@ def test_worker_ships_deltas_and_master_merges_them_per_worker(tmp_path):
     stat = tmp_path / "cpu.stat"
     stat.write_text(V1)
     worker = LoopLagMonitor(throttling=CgroupThrottling([stat]))
-    worker.attach(environment(Worker))
+    worker.attach(environment(BareWorker))
     master = LoopLagMonitor(throttling=CgroupThrottling([tmp_path / "none"]))
-    master.attach(environment(Master))
+    master.attach(environment(BareMaster))
     feed(worker, [100.0] * 9)
     stat.write_text(V1.replace("nr_periods 40", "nr_periods 60").replace("nr_throttled 6", "nr_throttled 8"))
     report: dict = {}

@@ -5,26 +5,10 @@ from __future__ import annotations
 
 import locust  # noqa: F401
 from locust.env import Environment
-from locust.runners import MasterRunner, WorkerRunner
 
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.record.schedwait import SchedWait, WorkerWaits
-
-
-class Worker(WorkerRunner):
-    def __init__(self):  # only its kind matters here: no sockets, no greenlets
-        pass
-
-    def __del__(self):
-        pass
-
-
-class Master(MasterRunner):
-    def __init__(self, clients=()):
-        self.clients = {c: object() for c in clients}
-
-    def __del__(self):
-        pass
+from tests.fakes import BareMaster, BareWorker
 
 
 def environment(runner):
@@ -59,10 +43,10 @@ def test_schedstat_wait_is_a_share_of_wall_time_between_calls(tmp_path):
 
 def test_workers_ship_their_wait_and_the_master_takes_the_one_waiting_most():
     w1, w2 = WorkerWaits(FakeSched([12.0, 3.0])), WorkerWaits(FakeSched([40.0]))
-    w1.attach(environment(Worker()))
-    w2.attach(environment(Worker()))
+    w1.attach(environment(BareWorker()))
+    w2.attach(environment(BareWorker()))
     master = WorkerWaits(FakeSched([]))
-    master.attach(environment(Master()))
+    master.attach(environment(BareMaster()))
     for waits in (w1, w2, master):
         waits.reset()
     assert master.most(["w1", "w2"]) is None  # nothing reported yet
@@ -84,7 +68,7 @@ def test_workers_ship_their_wait_and_the_master_takes_the_one_waiting_most():
 
 
 def test_a_master_second_carries_the_workers_wait_not_its_own():
-    env = environment(Master(["w1", "w2"]))
+    env = environment(BareMaster(["w1", "w2"]))
     recorder = RunRecorder(env, None)
     recorder._sched = FakeSched([99.0] * 5)  # the master's own wait never judges
     recorder.worker_waits.workers = {"w1": 7.5, "w2": 31.0, "gone": 80.0}
