@@ -44,6 +44,26 @@ def quiet_gevent_worker():
     return QuietGeventWorker
 
 
+class SpawnFirstArbiter(Arbiter):
+    """gunicorn's master, which starts its own threads' work (`after_first_spawn`) once the first workers
+    are forked, never before. The CloudWatch publisher imports boto3 on its first publication: a worker
+    forked while that import runs in the master inherits a half-imported module (it failed to boot:
+    "partially initialized module 'boto3'"), and one forked after it inherits urllib3 and ssl imported
+    before gevent patched them (RecursionError in ssl): what the master imports, its gevent workers
+    must not. gunicorn starts its control server after the first spawn for the same reason."""
+
+    _spawned_once = False
+
+    def manage_workers(self) -> None:
+        super().manage_workers()
+        if not self._spawned_once:
+            self._spawned_once = True
+            self.after_first_spawn()
+
+    def after_first_spawn(self) -> None:
+        """The master's own work, started once the first workers are forked."""
+
+
 def serve_forever(config: EndpointConfig) -> int:
     """Run gunicorn in this process until SIGINT/SIGTERM; returns the exit code: 128 + the signal's
     number (130 / 143) when one stopped it, as for every sm-locust command (gunicorn itself exits 0)."""
@@ -74,7 +94,6 @@ def serve_forever(config: EndpointConfig) -> int:
             print(f"sm-locust endpoint: publishing CloudWatch metrics to {config.cloudwatch_url} every "
                   f"{config.metrics_interval_s:g} s (EndpointName={publisher.endpoint_name}, "
                   f"VariantName={publisher.variant_name})", flush=True)
-            publisher.start()
         if controller is not None:  # emulated second 0 is now
             controller.start()
 
@@ -101,9 +120,13 @@ def serve_forever(config: EndpointConfig) -> int:
         "proc_name": "sm-locust-endpoint",
     }
 
-    class _Arbiter(Arbiter):
+    class _Arbiter(SpawnFirstArbiter):
         """gunicorn's master, remembering which signal stopped it (it exits 0 for any)."""
         stopped_by: int | None = None
+
+        def after_first_spawn(self) -> None:
+            if publisher is not None:
+                publisher.start()
 
         def handle_term(self):
             self.stopped_by = signal.SIGTERM
