@@ -263,7 +263,7 @@ def test_the_endpoint_counts_hits_and_misses_of_what_it_received(endpoint_factor
 def test_a_replayed_traces_equal_hash_ids_are_the_endpoints_hits(endpoint_factory, tmp_path):
     """examples/llm/trace.jsonl (60 requests from 12 chats sharing a first block, each chat repeating its history)
     replayed against `serve --llm --llm-prefix-cache-blocks` at the trace's 512-token blocks: the hits are what
-    the rows' hash_ids say, in the trace's order, and what the endpoint's own log implies."""
+    the rows' hash_ids say, in the order the endpoint admitted them, and what the endpoint's own log implies."""
     trace = ROOT / "examples" / "llm" / "trace.jsonl"
     rows = read_trace(trace).rows
     log = tmp_path / "received.jsonl"
@@ -275,11 +275,17 @@ def test_a_replayed_traces_equal_hash_ids_are_the_endpoints_hits(endpoint_factor
     assert result.returncode == 0, result.stdout + result.stderr
     received = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     received = [line for line in received if "prompt_tokens" in line]
-    assert [line["prompt_tokens"] for line in received] == [row.input_length for row in rows]  # the trace's order
+    # every row arrived once; in the order the endpoint admitted them, which is the trace's except where two
+    # sends are a few ms apart (rows 54 and 55: 13 ms, 3 ms at --time-scale 4) and a busy machine swaps them
+    by_length: dict[int, list] = {}
+    for row in rows:
+        by_length.setdefault(row.input_length, []).append(row)
+    arrived = [by_length[line["prompt_tokens"]].pop(0) for line in received]
+    assert len(arrived) == len(rows) and not any(by_length.values())
     stats = {k: ep.stats()[k] for k in ("llm_prefix_cache_hit_blocks", "llm_prefix_cache_miss_blocks",
                                        "llm_prefill_tokens")}
     assert stats == log_expectation(received, BLOCK_TOKENS)
-    hits = expected_trace_hits(list(rows))
+    hits = expected_trace_hits(arrived)
     assert stats["llm_prefix_cache_hit_blocks"] == sum(hits) > 0
-    assert stats["llm_prefill_tokens"] == sum(r.input_length - h * BLOCK_TOKENS for r, h in zip(rows, hits,
+    assert stats["llm_prefill_tokens"] == sum(r.input_length - h * BLOCK_TOKENS for r, h in zip(arrived, hits,
                                                                                                 strict=True))
