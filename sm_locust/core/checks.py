@@ -12,8 +12,10 @@ was judged on:
   the run went against them, and STOP when one of them ended it.
 
 A run whose verdict is INCONCLUSIVE because the load generator, not the endpoint, made its figures
-decides no limit on them: its SLO, error-rate and token checks show the figure, n/a, and why (`run
-inconclusive: ...`), never PASS or FAIL. Stop conditions still say how far it went.
+(`gates.clientmade.client_made`, the rule the gates read too) decides no limit on them: its SLO,
+error-rate and token checks show the figure, n/a, and why (`run inconclusive: ...`), never PASS or
+FAIL. An answer left undecided at the step budget is not the client's: each check's own interval
+judges it. Stop conditions still say how far it went.
 
 A latency limit is judged by the gates' one judge (`gates.decide`): on the figure's 95 % interval
 when summary.json records one (PASS or FAIL when the whole interval is on one side, INCONCLUSIVE
@@ -32,6 +34,7 @@ from datetime import datetime
 
 from sm_locust.config.options import Options
 from sm_locust.gates import decide
+from sm_locust.gates.clientmade import client_made
 from sm_locust.record.model import Interval, JsonObject, Llm, Plateau, Step, Summary, load_words, percentile_key
 from sm_locust.util.formatting import MISSING, compact, is_missing, latency, percent, with_interval
 
@@ -121,16 +124,6 @@ def inconclusive_words(reason: str | None) -> str:
     return f"{RUN_INCONCLUSIVE}: {first}" if first else RUN_INCONCLUSIVE
 
 
-def _the_clients_figures(summary: Summary) -> bool:
-    """The run is INCONCLUSIVE because the load generator made the figures it rests on: its reason
-    names a client-bound step's own reason (a search that stopped on one, its capacity or knee step
-    measured client-bound, any step of a constant load). An answer left undecided at the step budget
-    is not: its figures are the endpoint's, and each check's own interval judges them."""
-    reason = (summary.verdict.reason if summary.verdict else None) or ""
-    return summary.inconclusive and any(step.client_bound and step.client_bound_reason
-                                        and step.client_bound_reason in reason for step in summary.steps)
-
-
 def _not_deciding(check: Check, why: str) -> Check:
     """A figure check on an INCONCLUSIVE run: the figure shown, n/a, and why."""
     return Check(check.name, check.value, check.limit, NOT_JUDGED, why)
@@ -143,7 +136,7 @@ def run_checks(summary: Summary | JsonObject, options: Options) -> list[Check]:
     if not isinstance(summary, Summary):
         summary = Summary.from_json(summary, check=False)
     checks = _figure_checks(summary, options)
-    if _the_clients_figures(summary):
+    if client_made(summary) is not None:  # the rule the gates share (gates/clientmade.py)
         why = inconclusive_words(summary.verdict.reason if summary.verdict else None)
         checks = [_not_deciding(check, why) for check in checks]
     return checks + _stop_checks(summary, options, set(getattr(options, "given", ())))

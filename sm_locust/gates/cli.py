@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sm_locust.config.options import ArgumentContainer, OptionSpec, add_spec_arguments, parse_specs
 from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
+from sm_locust.gates.clientmade import in_whole_run
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
@@ -43,7 +44,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
                f"fraction ({DEFAULT_TOLERANCE:g} = {DEFAULT_TOLERANCE * 100:g}%%)", float, minimum=0, web_ui=False,
                forward=False),
     OptionSpec("--inconclusive", "SM_LOCUST_INCONCLUSIVE", "fail", "a gate whose figure's 95%% interval straddles "
-               "its limit is INCONCLUSIVE: count it as a failure (fail) or let it pass (pass)",
+               "its limit, or whose figure the load generator made (a client-bound step), is INCONCLUSIVE: count "
+               "it as a failure (fail) or let it pass (pass)",
                choices=INCONCLUSIVE_CHOICES, web_ui=False, forward=False),
     OptionSpec("--junit", "SM_LOCUST_JUNIT", None, "write a JUnit XML report, one testcase per gate", metavar="PATH",
                web_ui=False, forward=False),
@@ -107,7 +109,9 @@ def gates_from_settings(settings: GateSettings) -> list[Gate]:
 
 
 def closing_line(verdicts: Sequence[Verdict], inconclusive_passes: bool = False) -> str:
-    """'3 of 4 gates passed, 1 inconclusive (counted as a failure: --inconclusive pass to accept it) - FAILED'."""
+    """'3 of 4 gates passed, 1 inconclusive (counted as a failure: --inconclusive pass to accept it) - FAILED';
+    the inconclusive ones the load generator made say so and the fix ('2 inconclusive (the load generator
+    was the bottleneck: add workers; counted as ...)')."""
     passed = sum(v.passed for v in verdicts)
     undecided = sum(v.inconclusive for v in verdicts)
     failed = sum(v.fails(inconclusive_passes) for v in verdicts)
@@ -115,6 +119,11 @@ def closing_line(verdicts: Sequence[Verdict], inconclusive_passes: bool = False)
     if undecided:
         how = ("counted as a pass: --inconclusive pass" if inconclusive_passes
                else "counted as a failure: --inconclusive pass to accept it")
+        client = [v for v in verdicts if v.inconclusive and v.client_fix]
+        if client:
+            fixes = " and ".join(dict.fromkeys(str(v.client_fix) for v in client))
+            some = "" if len(client) == undecided else f"{len(client)} of them: "
+            how = f"{some}the load generator was the bottleneck: {fixes}; {how}"
         text += f", {undecided} inconclusive ({how})"
     return text + (" - FAILED" if failed else "")
 
@@ -128,6 +137,10 @@ def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, pre
     verdicts = evaluate(gates, run)
     if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
         print(f"{prefix}: note: {clean(run.interrupted)}")  # from the run folder: a file
+    made = in_whole_run(run.record)
+    if made is not None and any(v.client_fix for v in verdicts):  # why, whole, once: each gate line is short
+        print(f"{prefix}: note: {clean(made.text)}")
+        properties = {**(properties or {}), "load_generator": made.text}
     for verdict in verdicts:
         print(f"{prefix}: {clean(verdict.line())}")
     print(f"{prefix}: {clean(closing_line(verdicts, lenient))}")

@@ -12,6 +12,12 @@ run folder from before intervals), or whose interval could not be computed (a ru
 one: summary.json's null), is judged on its point value, and the line says so. The error rate and
 the request count are counts of this run's invocations, judged as counted.
 
+A gate never judges the load generator: when a figure it reads was pooled over a client-bound step
+(`clientmade.in_whole_run`: every whole-run figure, totals or a request name's, holds every step's
+requests), `evaluate` answers INCONCLUSIVE, naming the steps and the fix (add workers, raise the
+pod's CPU limit), so `--inconclusive` decides the exit code as for any undecided gate. The request
+count is a fact of the run, not of the endpoint, and is judged as counted.
+
 What they count: logical invocations (a stream is one request, whatever TTFT / InterChunk entries
 it fired), error rates per invocation, and throughput as goodput, successful invocations per
 second: an endpoint answering errors fast, or a client retrying a dead one, does not pass a
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Literal
 
+from sm_locust.gates.clientmade import ClientMade, in_whole_run
 from sm_locust.gates.decide import (
     FAIL,
     INCONCLUSIVE,
@@ -74,6 +81,7 @@ class Verdict:
     status: str
     observed: str
     message: str = ""
+    client_fix: str | None = None  # INCONCLUSIVE because the load generator made the figure: what to do
 
     @property
     def passed(self) -> bool:
@@ -96,6 +104,7 @@ class Gate:
     """Base: a title (`name`) and `judge(run) -> Outcome`."""
 
     scope: str | None = None  # a request name, or None for the whole run
+    reads_figures = True  # judges the endpoint's figures (False: a count of what the run did)
 
     @property
     def name(self) -> str:  # pragma: no cover - every gate defines it
@@ -215,6 +224,7 @@ class MinRequests(Gate):
 
     limit: int = 1
     scope: str | None = None
+    reads_figures = False  # what the run sent, whoever held it back
 
     @property
     def name(self) -> str:
@@ -357,11 +367,24 @@ def _duration(run: RunData) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
+def client_words(observed: str, made: ClientMade, run: RunData) -> str:
+    """A gate's line on a figure the load generator made: the figure, the client-bound steps, the fix."""
+    return (f"{observed}, not judged: the load generator was the bottleneck in {made.where(run.record.steps)}, so "
+            f"the whole run's figures are partly the client's, not the endpoint's; {made.fix}, then run again")
+
+
 def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:
-    """Judge every gate against the run; one Verdict each, in order."""
+    """Judge every gate against the run; one Verdict each, in order. A gate that reads figures the load
+    generator made (`clientmade.in_whole_run`) is INCONCLUSIVE, saying why, whatever its own judge says."""
+    made = in_whole_run(run.record)
     verdicts = []
     for gate in gates:
+        observed = gate.observed(run)
+        metrics = run.scope(gate.scope)
+        if made is not None and gate.reads_figures and metrics is not None and metrics.requests:
+            verdicts.append(Verdict(gate=gate.name, status=INCONCLUSIVE, observed=observed,
+                                    message=client_words(observed, made, run), client_fix=made.fix))
+            continue
         outcome = gate.judge(run)
-        verdicts.append(Verdict(gate=gate.name, status=outcome.status, observed=gate.observed(run),
-                                message=outcome.message))
+        verdicts.append(Verdict(gate=gate.name, status=outcome.status, observed=observed, message=outcome.message))
     return verdicts
