@@ -9,6 +9,10 @@ otherwise:
   client-bound steps' recorded figures meet the rule each names, re-checked by the rule itself
   (`measure.looplag`, `measure.steady`), so a wrong INCONCLUSIVE still fails; False otherwise (the
   test asserts the full answer);
+- gates: `gates_held_by_the_load_generator(summary, output)` (a smoke run's printed lines) and
+  `verdicts_held_by_the_load_generator(summary, verdicts)` (in-process gates) are True when the run's
+  verdict is that verified INCONCLUSIVE and every gate on its figures answered INCONCLUSIVE naming the
+  load generator (the request count is still judged); False otherwise (the test asserts its gates);
 - a sweep: `skip_if_the_load_generator_was_the_bottleneck` accepts configurations INCONCLUSIVE because
   the load generator was the bottleneck twice, exit 1, and skips the claims only a full answer can meet.
 """
@@ -16,7 +20,7 @@ otherwise:
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -26,6 +30,8 @@ from sm_locust.measure.steady import CLIENT_BUSY_LIMIT_PCT, CLIENT_CPU_LIMIT_PCT
 
 LOAD_GENERATOR = "the load generator, not the endpoint, was the bottleneck in both measurements"
 CLIENTS = "its figures are the client's: not ranked, not recommended"
+GATE_HELD = "not judged: the load generator was the bottleneck in "  # a gate's line (gates.gates.client_words)
+GATE_WORDS = ("PASS", "FAIL", "INCONCLUSIVE")
 SEARCH_BOUND = "the load generator was the bottleneck: "  # a search's INCONCLUSIVE reason (plateau.search)
 RECORD_ROUNDING = 0.1  # summary.json rounds client_cpu_pct and client_wait_pct to 0.1
 
@@ -67,6 +73,35 @@ def load_generator_verdict(summary: Mapping[str, Any]) -> bool:
         return False
     assert bound, f"INCONCLUSIVE naming the load generator, with no client-bound step: {reason}"
     assert any(str(step["client_bound_reason"]) in reason for step in bound), (reason, bound)
+    return True
+
+
+def gates_held_by_the_load_generator(summary: Mapping[str, Any], output: str, prefix: str = "sm-locust smoke") -> bool:
+    """A gate-running command's `output` on the run of `summary`: True when the run's verdict is the
+    load generator's, verified (`load_generator_verdict`), and every gate line on a figure says
+    INCONCLUSIVE naming the load generator and its fix, after one note saying why; the request count
+    is judged. False when the verdict is not the load generator's: the test asserts its own gates."""
+    if not load_generator_verdict(summary):
+        return False
+    lines = [line.removeprefix(f"{prefix}: ") for line in output.splitlines() if line.startswith(f"{prefix}: ")]
+    gates = [line for line in lines if line.split(" ", 1)[0] in GATE_WORDS]
+    figures = [line for line in gates if not line.split(" ", 1)[1].startswith("requests >= ")]
+    assert figures, output
+    for line in figures:
+        assert line.startswith("INCONCLUSIVE ") and GATE_HELD in line, output
+        assert line.endswith(("add workers, then run again", "raise the pod's CPU limit, then run again")), output
+    assert sum(line.startswith("note: the run's verdict is INCONCLUSIVE: ") for line in lines) == 1, output
+    assert f"{len(figures)} inconclusive (the load generator was the bottleneck: " in output, output
+    return True
+
+
+def verdicts_held_by_the_load_generator(summary: Mapping[str, Any], verdicts: Sequence[Any]) -> bool:
+    """As `gates_held_by_the_load_generator`, for `sm_locust.gates.Verdict`s of an in-process run."""
+    if not load_generator_verdict(summary):
+        return False
+    figures = [v for v in verdicts if not v.gate.startswith("requests >= ")]
+    assert figures and all(v.status == "inconclusive" and v.client_fix and GATE_HELD in v.message
+                           for v in figures), [v.line() for v in verdicts]
     return True
 
 

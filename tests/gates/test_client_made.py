@@ -84,7 +84,7 @@ def test_a_starved_run_decides_no_gate_on_its_figures(data):
     assert verdicts[2].observed == "48 ms [46, 51]"  # the figure is still shown
     assert [v.fails() for v in verdicts] == [False] + [True] * 4
     assert not any(v.fails(inconclusive_passes=True) for v in verdicts)
-    assert closing_line(verdicts) == (f"1 of 5 gates passed, 4 inconclusive (the load generator was the bottleneck: "
+    assert closing_line(verdicts) == ("1 of 5 gates passed, 4 inconclusive (the load generator was the bottleneck: "
                                       f"{FIX_WORKERS}; counted as a failure: --inconclusive pass to accept it) "
                                       "- FAILED")
     made = client_made(data)
@@ -169,3 +169,21 @@ def test_the_exit_code_follows_inconclusive_and_junit_says_why(tmp_path, capsys,
 def test_a_clean_run_prints_no_load_generator_note(capsys):
     _, exit_code = report(GATES[:2], run(CLEAN), prefix="p")
     assert exit_code == 0 and "note" not in capsys.readouterr().out
+
+
+def test_the_e2e_tests_accept_only_gates_held_by_a_verified_load_generator(capsys):
+    """tests/starved.py's gate helpers, fed what `report` prints: True on a starved run whose figure gates
+    all said so; False on a clean run (the test judges its gates); a PASS on a starved run fails."""
+    from tests.starved import gates_held_by_the_load_generator, verdicts_held_by_the_load_generator
+
+    report(GATES, run(STARVED_CONSTANT), prefix="sm-locust smoke")
+    starved = capsys.readouterr().out
+    assert gates_held_by_the_load_generator(STARVED_CONSTANT, starved) is True
+    assert verdicts_held_by_the_load_generator(STARVED_CONSTANT, evaluate(GATES, run(STARVED_CONSTANT))) is True
+    report(GATES, run(CLEAN), prefix="sm-locust smoke")
+    assert gates_held_by_the_load_generator(CLEAN, capsys.readouterr().out) is False
+    judged = starved.replace("INCONCLUSIVE p95 <= 100 ms", "PASS p95 <= 100 ms", 1)
+    with pytest.raises(AssertionError):
+        gates_held_by_the_load_generator(STARVED_CONSTANT, judged)
+    with pytest.raises(AssertionError):
+        verdicts_held_by_the_load_generator(STARVED_CONSTANT, evaluate(GATES, run(CLEAN)))

@@ -13,6 +13,7 @@ from contextlib import ExitStack
 import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
+from tests.starved import gates_held_by_the_load_generator
 
 
 def smoke_args(endpoint, out, *gates: str, seconds: str = "3s", users: str = "2") -> list[str]:
@@ -22,6 +23,16 @@ def smoke_args(endpoint, out, *gates: str, seconds: str = "3s", users: str = "2"
 
 def smoke(endpoint, out, *gates: str, seconds: str = "3s", users: str = "2"):
     return run_cli(*smoke_args(endpoint, out, *gates, seconds=seconds, users=users))
+
+
+def held(base, name: str, result) -> bool:
+    """The run's verdict is a verified load-generator INCONCLUSIVE (a starved CI machine) and every gate
+    on its figures said so, exit 1: the right answer there (tests/starved.py); False: judge the gates."""
+    summary = json.loads((base / name / "summary.json").read_text())
+    if not gates_held_by_the_load_generator(summary, result.stdout):
+        return False
+    assert result.returncode == 1, result.stdout + result.stderr
+    return True
 
 
 def junit_cases(path) -> dict[str, bool]:
@@ -65,12 +76,16 @@ def runs(tmp_path_factory):
 def test_every_gate_passes_on_a_fast_endpoint(runs):
     base, results = runs
     result = results["fast"]
+    summary = json.loads((base / "fast" / "summary.json").read_text())
+    assert summary["totals"]["requests"] > 60
+    if held(base, "fast", result):
+        assert "1 of 6 gates passed, 5 inconclusive" in result.stdout
+        assert sorted(junit_cases(base / "fast" / "junit.xml").values()) == [False] * 5 + [True]
+        return
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("sm-locust smoke: PASS") == 6
     assert "6 of 6 gates passed" in result.stdout
     assert all(junit_cases(base / "fast" / "junit.xml").values())
-    summary = json.loads((base / "fast" / "summary.json").read_text())
-    assert summary["totals"]["requests"] > 60
 
 
 @pytest.mark.e2e
@@ -78,6 +93,9 @@ def test_latency_and_throughput_gates_fail_on_a_slow_endpoint(runs):
     base, results = runs
     result = results["slow"]
     assert result.returncode == 1, result.stdout + result.stderr
+    if held(base, "slow", result):
+        assert "1 of 6 gates passed, 5 inconclusive" in result.stdout
+        return
     # 3-s runs: a gate whose figure's interval straddles its limit is INCONCLUSIVE, never a PASS; each of
     # these four fails the run one way or the other (a 3-s run of a 120-ms endpoint decides the latency)
     lines = [line for line in result.stdout.splitlines()
@@ -98,6 +116,9 @@ def test_error_rate_gate_fails_on_a_failing_endpoint(runs):
     base, results = runs
     result = results["failing"]
     assert result.returncode == 1, result.stdout + result.stderr
+    if held(base, "failing", result):
+        assert "1 of 3 gates passed, 2 inconclusive" in result.stdout
+        return
     assert "FAIL error rate <= 5.00% (all requests): error rate was" in result.stdout
     assert "PASS p95 <= 1000 ms" in result.stdout
     suite = ET.parse(base / "failing" / "junit.xml").getroot().find("testsuite")
@@ -111,10 +132,12 @@ def test_a_slow_run_regresses_against_a_fast_baseline(runs):
     base, _ = runs
     result = run_cli("smoke", "--run-dir", str(base / "slow"), "--baseline", str(base / "fast"), "--tolerance", "0.5")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL p95 vs baseline" in result.stdout and "FAIL goodput vs baseline" in result.stdout
-    assert "beyond the 50% tolerance" in result.stdout  # 3-s runs: too short for an interval, said so
+    if not held(base, "slow", result):
+        assert "FAIL p95 vs baseline" in result.stdout and "FAIL goodput vs baseline" in result.stdout
+        assert "beyond the 50% tolerance" in result.stdout  # 3-s runs: too short for an interval, said so
     same = run_cli("smoke", "--run-dir", str(base / "fast"), "--baseline", str(base / "fast"))
-    assert same.returncode == 0, same.stdout
+    if not held(base, "fast", same):
+        assert same.returncode == 0, same.stdout
 
 
 @pytest.mark.e2e
