@@ -76,21 +76,26 @@ def load_generator_verdict(summary: Mapping[str, Any]) -> bool:
     return True
 
 
-def gates_held_by_the_load_generator(summary: Mapping[str, Any], output: str, prefix: str = "sm-locust smoke") -> bool:
-    """A gate-running command's `output` on the run of `summary`: True when the run's verdict is the
-    load generator's, verified (`load_generator_verdict`), and every gate line on a figure says
-    INCONCLUSIVE naming the load generator and its fix, after one note saying why; the request count
-    is judged. False when the verdict is not the load generator's: the test asserts its own gates."""
-    if not load_generator_verdict(summary):
+def gates_held_by_the_load_generator(summary: Mapping[str, Any], output: str, prefix: str = "sm-locust smoke",
+                                     baseline: Mapping[str, Any] | None = None) -> bool:
+    """A gate-running command's `output` on the run of `summary` (against `baseline`'s run, with
+    --baseline): True when the run's verdict is the load generator's, verified (`load_generator_verdict`),
+    or else the baseline's is, and every gate line on a figure says INCONCLUSIVE naming the load generator,
+    whose run and the fix, after one note saying why; the request count is judged. False when neither
+    verdict is the load generator's: the test asserts its own gates."""
+    own = load_generator_verdict(summary)
+    if not own and not (baseline is not None and load_generator_verdict(baseline)):
         return False
+    whose, again = ("the whole run's", "run again") if own else ("the baseline's", "measure the baseline again")
     lines = [line.removeprefix(f"{prefix}: ") for line in output.splitlines() if line.startswith(f"{prefix}: ")]
     gates = [line for line in lines if line.split(" ", 1)[0] in GATE_WORDS]
     figures = [line for line in gates if not line.split(" ", 1)[1].startswith("requests >= ")]
     assert figures, output
     for line in figures:
-        assert line.startswith("INCONCLUSIVE ") and GATE_HELD in line, output
-        assert line.endswith(("add workers, then run again", "raise the pod's CPU limit, then run again")), output
-    assert sum(line.startswith("note: the run's verdict is INCONCLUSIVE: ") for line in lines) == 1, output
+        assert line.startswith("INCONCLUSIVE ") and GATE_HELD in line and f"so {whose} figures" in line, output
+        assert line.endswith((f"add workers, then {again}", f"raise the pod's CPU limit, then {again}")), output
+    note = f"note: {'' if own else 'the baseline: '}the run's verdict is INCONCLUSIVE: "
+    assert sum(line.startswith(note) for line in lines) == 1, output
     assert f"{len(figures)} inconclusive (the load generator was the bottleneck: " in output, output
     return True
 

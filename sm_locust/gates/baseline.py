@@ -34,7 +34,7 @@ from sm_locust.gates.compare import (
     rate_replicates,
 )
 from sm_locust.gates.decide import FAIL, PASS, longer_run_factor_split, longer_run_text
-from sm_locust.gates.gates import Gate, NoRegression, Outcome
+from sm_locust.gates.gates import Gate, Held, NoRegression, Outcome
 from sm_locust.measure.timeline import Second
 from sm_locust.record.runfolder import RunData
 from sm_locust.record.timeline import read_seconds, timeline_path
@@ -86,6 +86,11 @@ class Regression(Gate):
     @property
     def key(self) -> str:
         return FIGURES[self.figure][0]
+
+    def held(self, run: RunData) -> Held | None:
+        """This run's figures made by the load generator, else the baseline's: a change from them is the client's."""
+        own = super().held(run)
+        return own if own is not None else Held.of(self.baseline, baseline=True)
 
     @property
     def unit(self) -> str:
@@ -194,5 +199,5 @@ def regression_gates(baseline: RunData, tolerance: float = DEFAULT_TOLERANCE,
     for figure, (key, _, _, _) in FIGURES.items():
         if getattr(totals, key):
             gates.append(Regression(figure, baseline, tolerance))
-    gates.append(NoRegression("error_rate", totals.error_rate, tolerance, slack=slack))
+    gates.append(NoRegression("error_rate", totals.error_rate, tolerance, slack=slack, source=baseline))
     return gates

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from sm_locust.config.options import ArgumentContainer, OptionSpec, add_spec_arguments, parse_specs
 from sm_locust.gates.baseline import DEFAULT_TOLERANCE, regression_gates
-from sm_locust.gates.clientmade import in_whole_run
 from sm_locust.gates.gates import Gate, MaxErrorRate, Verdict, evaluate
 from sm_locust.gates.junit import to_junit_xml
 from sm_locust.gates.spec import GateSpec
@@ -137,10 +136,11 @@ def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, pre
     verdicts = evaluate(gates, run)
     if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
         print(f"{prefix}: note: {clean(run.interrupted)}")  # from the run folder: a file
-    made = in_whole_run(run.record)
-    if made is not None and any(v.client_fix for v in verdicts):  # why, whole, once: each gate line is short
-        print(f"{prefix}: note: {clean(made.text)}")
-        properties = {**(properties or {}), "load_generator": made.text}
+    held = list(dict.fromkeys(v.held.text for v in verdicts if v.held is not None))
+    for text in held:  # why, whole, once (this run's, the baseline's): each gate line is short
+        print(f"{prefix}: note: {clean(text)}")
+    if held:
+        properties = {**(properties or {}), "load_generator": "; ".join(held)}
     for verdict in verdicts:
         print(f"{prefix}: {clean(verdict.line())}")
     print(f"{prefix}: {clean(closing_line(verdicts, lenient))}")

@@ -14,9 +14,10 @@ the request count are counts of this run's invocations, judged as counted.
 
 A gate never judges the load generator: when a figure it reads was pooled over a client-bound step
 (`clientmade.in_whole_run`: every whole-run figure, totals or a request name's, holds every step's
-requests), `evaluate` answers INCONCLUSIVE, naming the steps and the fix (add workers, raise the
-pod's CPU limit), so `--inconclusive` decides the exit code as for any undecided gate. The request
-count is a fact of the run, not of the endpoint, and is judged as counted.
+requests; a regression gate's baseline's too), `evaluate` answers INCONCLUSIVE (`Gate.held`), naming
+the steps and the fix (add workers, raise the pod's CPU limit), so `--inconclusive` decides the exit
+code as for any undecided gate. The request count is a fact of the run, not of the endpoint, and is
+judged as counted.
 
 What they count: logical invocations (a stream is one request, whatever TTFT / InterChunk entries
 it fired), error rates per invocation, and throughput as goodput, successful invocations per
@@ -27,7 +28,7 @@ throughput gate on its attempts.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Final, Literal
 
@@ -56,6 +57,41 @@ NO_INTERVAL: Final = _NoInterval.NO_INTERVAL  # summary.json records no interval
 Recorded = Interval | None | Literal[_NoInterval.NO_INTERVAL]  # what recorded_interval finds
 
 
+@dataclass(frozen=True)
+class Held:
+    """A gate's figure the load generator made: why (`clientmade.ClientMade`), in which run ("the
+    baseline" for a regression gate's earlier run, "" for this one), and that run's steps named."""
+
+    made: ClientMade
+    where: str
+    baseline: bool = False
+
+    @classmethod
+    def of(cls, run: RunData, baseline: bool = False) -> Held | None:
+        made = in_whole_run(run.record)
+        if made is None:
+            return None
+        return cls(made, made.where(run.record.steps), baseline)
+
+    @property
+    def fix(self) -> str:
+        return self.made.fix
+
+    @property
+    def text(self) -> str:
+        """The whole reason, once: a note before the gate lines, a JUnit property."""
+        return f"the baseline: {self.made.text}" if self.baseline else self.made.text
+
+    def words(self, observed: str) -> str:
+        """A gate's line: the figure, the client-bound steps, the fix."""
+        if self.baseline:
+            where, whose, again = f"the baseline's {self.where}", "the baseline's", "measure the baseline again"
+        else:
+            where, whose, again = self.where, "the whole run's", "run again"
+        return (f"{observed}, not judged: the load generator was the bottleneck in {where}, so {whose} figures "
+                f"are partly the client's, not the endpoint's; {self.fix}, then {again}")
+
+
 def _scope_label(name: str | None) -> str:
     return "all requests" if name is None else f"name {name!r}"
 
@@ -81,7 +117,12 @@ class Verdict:
     status: str
     observed: str
     message: str = ""
-    client_fix: str | None = None  # INCONCLUSIVE because the load generator made the figure: what to do
+    held: Held | None = None  # INCONCLUSIVE because the load generator made the figure: whose, why, the fix
+
+    @property
+    def client_fix(self) -> str | None:
+        """What to do about the load generator when it made this gate's figure, else None."""
+        return self.held.fix if self.held is not None else None
 
     @property
     def passed(self) -> bool:
@@ -115,6 +156,15 @@ class Gate:
 
     def judge(self, run: RunData) -> Outcome:  # pragma: no cover
         raise NotImplementedError
+
+    def held(self, run: RunData) -> Held | None:
+        """Why the load generator made the figures this gate reads, or None: a client-bound step in
+        the run, whose whole-run figures pooled it (`clientmade.in_whole_run`); only a gate that reads
+        figures, of a scope the run has requests in (else its own judge says there is nothing to judge)."""
+        metrics = run.scope(self.scope)
+        if not self.reads_figures or metrics is None or not metrics.requests:
+            return None
+        return Held.of(run)
 
     def _metrics(self, run: RunData) -> Metrics | str:
         """The scope's figures, or why there are none."""
@@ -266,6 +316,14 @@ class NoRegression(Gate):
     tolerance: float
     slack: float = 0.0
     scope: str | None = None
+    source: RunData | None = field(default=None, compare=False, repr=False)  # the baseline's run, when read
+
+    def held(self, run: RunData) -> Held | None:
+        """This run's figures made by the load generator, else the baseline's."""
+        own = super().held(run)
+        if own is not None or self.source is None or not self.reads_figures:
+            return own
+        return Held.of(self.source, baseline=True)
 
     @property
     def name(self) -> str:
@@ -367,23 +425,16 @@ def _duration(run: RunData) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
-def client_words(observed: str, made: ClientMade, run: RunData) -> str:
-    """A gate's line on a figure the load generator made: the figure, the client-bound steps, the fix."""
-    return (f"{observed}, not judged: the load generator was the bottleneck in {made.where(run.record.steps)}, so "
-            f"the whole run's figures are partly the client's, not the endpoint's; {made.fix}, then run again")
-
-
 def evaluate(gates: Iterable[Gate], run: RunData) -> list[Verdict]:
     """Judge every gate against the run; one Verdict each, in order. A gate that reads figures the load
-    generator made (`clientmade.in_whole_run`) is INCONCLUSIVE, saying why, whatever its own judge says."""
-    made = in_whole_run(run.record)
+    generator made (`Gate.held`) is INCONCLUSIVE, saying why, whatever its own judge says."""
     verdicts = []
     for gate in gates:
         observed = gate.observed(run)
-        metrics = run.scope(gate.scope)
-        if made is not None and gate.reads_figures and metrics is not None and metrics.requests:
+        held = gate.held(run)
+        if held is not None:
             verdicts.append(Verdict(gate=gate.name, status=INCONCLUSIVE, observed=observed,
-                                    message=client_words(observed, made, run), client_fix=made.fix))
+                                    message=held.words(observed), held=held))
             continue
         outcome = gate.judge(run)
         verdicts.append(Verdict(gate=gate.name, status=outcome.status, observed=observed, message=outcome.message))

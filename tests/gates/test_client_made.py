@@ -13,7 +13,7 @@ from sm_locust.config.options import parse_options
 from sm_locust.core import checks
 from sm_locust.core.checks import NOT_JUDGED, run_checks
 from sm_locust.gates import FAIL, INCONCLUSIVE, PASS, MaxErrorRate, MaxLatency, MinRequests, MinRps, evaluate
-from sm_locust.gates.baseline import Regression
+from sm_locust.gates.baseline import Regression, regression_gates
 from sm_locust.gates.cli import closing_line, report
 from sm_locust.gates.clientmade import client_made, in_whole_run
 from sm_locust.measure.looplag import FIX_CPU_LIMIT, FIX_WORKERS, LoopLag, starved_reason, throttled_reason
@@ -137,11 +137,25 @@ def test_a_gate_with_nothing_to_judge_still_says_so():
     assert verdict.status == FAIL and "no requests named 'nope'" in verdict.message
 
 
-def test_a_regression_gate_does_not_judge_a_starved_run(tmp_path):
-    baseline = RunData(summary=CLEAN)
-    verdicts = evaluate([Regression("p95", baseline, 0.1)], run(STARVED_CONSTANT))
-    assert verdicts[0].status == INCONCLUSIVE and verdicts[0].client_fix == FIX_WORKERS
-    assert evaluate([Regression("p95", baseline, 0.1)], run(CLEAN))[0].status == PASS
+def test_a_regression_gate_judges_neither_a_starved_run_nor_a_starved_baseline(capsys):
+    """A change from figures the load generator made, this run's or the baseline's, is the client's."""
+    clean, starved = RunData(summary=CLEAN), RunData(summary=STARVED_CONSTANT)
+    gates = regression_gates(clean, tolerance=0.1)
+    assert [type(g).__name__ for g in gates] == ["Regression", "Regression", "Regression", "NoRegression"]
+    assert [v.status for v in evaluate(gates, clean)] == [PASS] * 4
+    own = evaluate(gates, starved)
+    assert [v.status for v in own] == [INCONCLUSIVE] * 4 and all(v.client_fix == FIX_WORKERS for v in own)
+    assert "in step 1 (2 users) of 1, so the whole run's figures" in own[0].message
+    against = regression_gates(starved, tolerance=0.1)
+    verdicts, code = report(against, clean, prefix="p")
+    assert code == 1 and [v.status for v in verdicts] == [INCONCLUSIVE] * 4
+    assert verdicts[0].message.endswith("not judged: the load generator was the bottleneck in the baseline's step 1 "
+                                        "(2 users) of 1, so the baseline's figures are partly the client's, not the "
+                                        f"endpoint's; {FIX_WORKERS}, then measure the baseline again")
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if line.startswith("p: note: ")] == [
+        f"p: note: the baseline: the run's verdict is INCONCLUSIVE: step 1 (2 users) was client-bound: {STARVED_STEP}"]
+    assert evaluate([Regression("p95", clean, 0.1)], clean)[0].status == PASS  # a Regression built directly
 
 
 @pytest.mark.parametrize("inconclusive, code", [("fail", 1), ("pass", 0)])
@@ -187,3 +201,9 @@ def test_the_e2e_tests_accept_only_gates_held_by_a_verified_load_generator(capsy
         gates_held_by_the_load_generator(STARVED_CONSTANT, judged)
     with pytest.raises(AssertionError):
         verdicts_held_by_the_load_generator(STARVED_CONSTANT, evaluate(GATES, run(CLEAN)))
+    report(regression_gates(run(STARVED_CONSTANT), tolerance=0.1), run(CLEAN), prefix="sm-locust smoke")
+    against_starved = capsys.readouterr().out
+    assert gates_held_by_the_load_generator(CLEAN, against_starved) is False  # the baseline not given: judge
+    assert gates_held_by_the_load_generator(CLEAN, against_starved, baseline=STARVED_CONSTANT) is True
+    with pytest.raises(AssertionError):  # this run's figures were judged: not what a starved run answers
+        gates_held_by_the_load_generator(STARVED_CONSTANT, against_starved)
