@@ -34,7 +34,7 @@ from sm_locust.gates.compare import (
     rate_replicates,
 )
 from sm_locust.gates.decide import FAIL, PASS, longer_run_factor_split, longer_run_text
-from sm_locust.gates.gates import Gate, Held, NoRegression, Outcome
+from sm_locust.gates.gates import Gate, NoRegression, Outcome
 from sm_locust.measure.timeline import Second
 from sm_locust.record.runfolder import RunData
 from sm_locust.record.timeline import read_seconds, timeline_path
@@ -87,10 +87,8 @@ class Regression(Gate):
     def key(self) -> str:
         return FIGURES[self.figure][0]
 
-    def held(self, run: RunData) -> Held | None:
-        """This run's figures made by the load generator, else the baseline's: a change from them is the client's."""
-        own = super().held(run)
-        return own if own is not None else Held.of(self.baseline, baseline=True)
+    def baseline_run(self) -> RunData:
+        return self.baseline
 
     @property
     def unit(self) -> str:

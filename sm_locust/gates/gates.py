@@ -59,8 +59,8 @@ Recorded = Interval | None | Literal[_NoInterval.NO_INTERVAL]  # what recorded_i
 
 @dataclass(frozen=True)
 class Held:
-    """A gate's figure the load generator made: why (`clientmade.ClientMade`), in which run ("the
-    baseline" for a regression gate's earlier run, "" for this one), and that run's steps named."""
+    """A gate's figure the load generator made: why (`clientmade.ClientMade`), that run's client-bound
+    steps named, and whether that run is the baseline (a regression gate's earlier run) or this one."""
 
     made: ClientMade
     where: str
@@ -157,14 +157,20 @@ class Gate:
     def judge(self, run: RunData) -> Outcome:  # pragma: no cover
         raise NotImplementedError
 
+    def baseline_run(self) -> RunData | None:
+        """The earlier run this gate compares with (regression gates), else None."""
+        return None
+
     def held(self, run: RunData) -> Held | None:
         """Why the load generator made the figures this gate reads, or None: a client-bound step in
-        the run, whose whole-run figures pooled it (`clientmade.in_whole_run`); only a gate that reads
-        figures, of a scope the run has requests in (else its own judge says there is nothing to judge)."""
+        this run, whose whole-run figures pooled it (`clientmade.in_whole_run`), else in its baseline's.
+        Only a gate that reads figures, of a scope the run has requests in (else its own judge says
+        there is nothing to judge)."""
         metrics = run.scope(self.scope)
         if not self.reads_figures or metrics is None or not metrics.requests:
             return None
-        return Held.of(run)
+        baseline = self.baseline_run()
+        return Held.of(run) or (Held.of(baseline, baseline=True) if baseline is not None else None)
 
     def _metrics(self, run: RunData) -> Metrics | str:
         """The scope's figures, or why there are none."""
@@ -318,12 +324,8 @@ class NoRegression(Gate):
     scope: str | None = None
     source: RunData | None = field(default=None, compare=False, repr=False)  # the baseline's run, when read
 
-    def held(self, run: RunData) -> Held | None:
-        """This run's figures made by the load generator, else the baseline's."""
-        own = super().held(run)
-        if own is not None or self.source is None or not self.reads_figures:
-            return own
-        return Held.of(self.source, baseline=True)
+    def baseline_run(self) -> RunData | None:
+        return self.source
 
     @property
     def name(self) -> str:

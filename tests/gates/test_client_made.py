@@ -156,6 +156,9 @@ def test_a_regression_gate_judges_neither_a_starved_run_nor_a_starved_baseline(c
     assert [line for line in out if line.startswith("p: note: ")] == [
         f"p: note: the baseline: the run's verdict is INCONCLUSIVE: step 1 (2 users) was client-bound: {STARVED_STEP}"]
     assert evaluate([Regression("p95", clean, 0.1)], clean)[0].status == PASS  # a Regression built directly
+    empty = RunData(summary={"schema": 1, "totals": {"requests": 0, "failures": 0, "rps": 0.0}})
+    nothing = evaluate(against[:1], empty)[0]  # nothing to compare, whoever made the baseline: said so
+    assert nothing.status == FAIL and nothing.message == "no p95 to compare: the run has no requests"
 
 
 @pytest.mark.parametrize("inconclusive, code", [("fail", 1), ("pass", 0)])
