@@ -71,7 +71,8 @@ def run(data: dict) -> RunData:
 
 @pytest.mark.parametrize("data", [STARVED_CONSTANT, STARVED_SEARCH], ids=["constant", "search"])
 def test_a_starved_run_decides_no_gate_on_its_figures(data):
-    """Today's gates printed PASS and FAIL here, on figures the verdict says are partly the client's."""
+    """Judged by their intervals these would read PASS and FAIL, on figures the verdict says are partly the
+    client's: no gate decides on them, and the exit code follows --inconclusive."""
     verdicts = evaluate(GATES, run(data))
     assert [v.status for v in verdicts] == [PASS] + [INCONCLUSIVE] * 4  # the request count is a fact of the run
     bound = [i for i, s in enumerate(data["steps"]) if s.get("client_bound")]
@@ -210,3 +211,12 @@ def test_the_e2e_tests_accept_only_gates_held_by_a_verified_load_generator(capsy
     assert gates_held_by_the_load_generator(CLEAN, against_starved, baseline=STARVED_CONSTANT) is True
     with pytest.raises(AssertionError):  # this run's figures were judged: not what a starved run answers
         gates_held_by_the_load_generator(STARVED_CONSTANT, against_starved)
+
+
+def test_the_closing_line_counts_the_load_generators_inconclusive_gates_apart():
+    held = evaluate([MaxLatency(95, 100)], run(STARVED_CONSTANT))[0]
+    straddles = evaluate([MaxLatency(95, 50)], run(CLEAN))[0]
+    assert held.held is not None and straddles.held is None and straddles.client_fix is None
+    assert closing_line([held, straddles], inconclusive_passes=True) == (
+        "0 of 2 gates passed, 2 inconclusive (1 of them: the load generator was the bottleneck: add workers; "
+        "counted as a pass: --inconclusive pass)")
