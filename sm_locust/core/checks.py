@@ -33,6 +33,7 @@ from datetime import datetime
 from sm_locust.config.options import Options
 from sm_locust.gates import decide
 from sm_locust.record.model import Interval, JsonObject, Llm, Plateau, Step, Summary, load_words, percentile_key
+from sm_locust.record.summary import LOST_WORKER_FIX
 from sm_locust.util.formatting import MISSING, compact, is_missing, latency, percent, with_interval
 
 PASS, FAIL, INCONCLUSIVE = (decide.WORDS[status] for status in (decide.PASS, decide.FAIL, decide.INCONCLUSIVE))
@@ -124,11 +125,16 @@ def inconclusive_words(reason: str | None) -> str:
 def _the_clients_figures(summary: Summary) -> bool:
     """The run is INCONCLUSIVE because the load generator made the figures it rests on: its reason
     names a client-bound step's own reason (a search that stopped on one, its capacity or knee step
-    measured client-bound, any step of a constant load). An answer left undecided at the step budget
-    is not: its figures are the endpoint's, and each check's own interval judges them."""
+    measured client-bound, any step of a constant load), or a Locust worker lost before a step it rests
+    on ended (`record.summary.lost_worker_verdict`: less load than asked). An answer left undecided at
+    the step budget is not: its figures are the endpoint's, and each check's own interval judges them."""
     reason = (summary.verdict.reason if summary.verdict else None) or ""
-    return summary.inconclusive and any(step.client_bound and step.client_bound_reason
-                                        and step.client_bound_reason in reason for step in summary.steps)
+    if not summary.inconclusive:
+        return False
+    if summary.workers is not None and summary.workers.lost and f"({LOST_WORKER_FIX})" in reason:
+        return True
+    return any(step.client_bound and step.client_bound_reason and step.client_bound_reason in reason
+               for step in summary.steps)
 
 
 def _not_deciding(check: Check, why: str) -> Check:
