@@ -6,7 +6,8 @@ Runs on the local runner or the master. Once a second it appends a `Second` of d
 Totals come from the in-memory stats, not the CSVs (docs/facts.md, Locust). Memory stays flat
 (`record.accumulate.RunTimeline`). Only logical invocations count (`invocation.is_invocation`): TTFT,
 InterChunk and `/part` entries are not requests. Each `Second` also carries what judges the client:
-generator CPU, `client_wait_pct`, open-loop send counts, loop lag and CPU throttling.
+generator CPU, `client_wait_pct` (on a master, one worker's own pair, and each worker's: `client_workers`),
+open-loop send counts, loop lag and CPU throttling.
 """
 
 from __future__ import annotations
