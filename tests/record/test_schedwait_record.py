@@ -18,6 +18,7 @@ from sm_locust.measure.workercpu import WorkerCpu, judged, window_pair, workers_
 from sm_locust.record.accumulate import _Block
 from sm_locust.record.recorder import RunRecorder
 from sm_locust.record.schedwait import SchedWait, WorkerWaits
+from sm_locust.record.schema import summary_problem
 from sm_locust.record.summary import iso, step_line, step_record
 from sm_locust.record.timeline import read_seconds
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
@@ -174,6 +175,7 @@ def test_a_processes_2_run_records_each_workers_own_pair_and_judges_its_steps_on
     assert result.returncode in (0, 1), result.stdout + result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     summary = json.loads((out / "summary.json").read_text())
+    assert summary_problem(summary) is None
     seconds = read_seconds(out / "timeline.jsonl")
     paired = [s for s in seconds if s.client_workers]
     assert paired, "no second carried the workers' pairs"
