@@ -121,8 +121,9 @@ def closing_line(verdicts: Sequence[Verdict], inconclusive_passes: bool = False)
         client = [v for v in verdicts if v.inconclusive and v.client_fix]
         if client:
             fixes = " and ".join(dict.fromkeys(str(v.client_fix) for v in client))
+            whats = " and ".join(dict.fromkeys(v.held.what for v in client if v.held is not None))
             some = "" if len(client) == undecided else f"{len(client)} of them: "
-            how = f"{some}the load generator was the bottleneck: {fixes}; {how}"
+            how = f"{some}{whats}: {fixes}; {how}"
         text += f", {undecided} inconclusive ({how})"
     return text + (" - FAILED" if failed else "")
 

@@ -78,6 +78,11 @@ class Held:
         return self.made.fix
 
     @property
+    def what(self) -> str:
+        """What happened to the load generator ('the load generator was the bottleneck', a worker lost)."""
+        return self.made.what
+
+    @property
     def text(self) -> str:
         """The whole reason, once: a note before the gate lines, a JUnit property."""
         return f"the baseline: {self.made.text}" if self.baseline else self.made.text
@@ -88,7 +93,7 @@ class Held:
             where, whose, again = f"the baseline's {self.where}", "the baseline's", "measure the baseline again"
         else:
             where, whose, again = self.where, "the whole run's", "run again"
-        return (f"{observed}, not judged: the load generator was the bottleneck in {where}, so {whose} figures "
+        return (f"{observed}, not judged: {self.made.what} in {where}, so {whose} figures "
                 f"are partly the client's, not the endpoint's; {self.fix}, then {again}")
 
 

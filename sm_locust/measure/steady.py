@@ -26,6 +26,7 @@ from sm_locust.measure.looplag import (
 )
 from sm_locust.measure.timeline import Second
 from sm_locust.measure.uncertainty import UNKNOWN, Interval, percentile_ci, percentile_cis, rate_ci
+from sm_locust.measure.workercpu import window_pair
 from sm_locust.util.formatting import load_words
 
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0, 99.9)
@@ -118,6 +119,7 @@ class StepMeasurement:
     client_cpu_pct: float | None = None  # average over the steady window
     client_cpu_max: float | None = None
     client_wait_pct: float | None = None  # average over the steady window: runnable, waiting for a CPU
+    client_worker: str | None = None  # master: the worker whose own CPU and wait these are (measure/workercpu.py)
     intended_rps: float | None = None  # open loop: mean target rate over the steady window
     sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
@@ -295,6 +297,7 @@ class StepMeasurement:
             "client_cpu_pct": self.client_cpu_pct,
             "client_cpu_max": self.client_cpu_max,
             "client_wait_pct": self.client_wait_pct,
+            "client_worker": self.client_worker,
             "intended_rps": self.intended_rps,
             "sent_rps": self.sent_rps,
             "late_fraction": self.late_fraction,
@@ -435,6 +438,11 @@ def measure_step(
             late_fraction = sum(late for _, _, late in sends) / scheduled
         dropped_fraction = (scheduled - sent) / scheduled
     lag = merge_counts(s.loop_lag for s in window)
+    cpu_pct, cpu_max, wait_pct = (sum(cpus) / len(cpus) if cpus else None), max(cpus, default=None), (
+        sum(waits) / len(waits) if waits else None)
+    paired = window_pair(s.client_workers for s in window if s.client_workers)  # a master: one worker's pair
+    if paired is not None:
+        cpu_pct, wait_pct, cpu_max = paired[0].cpu_pct, paired[0].wait_pct, paired[1]
     if load is None:
         load = float(intended if mode == MODE_RATE and intended is not None else users)
     first = seconds[0]
@@ -451,9 +459,10 @@ def measure_step(
         stable=stable,
         spread=spread,
         unstable_reason=why,
-        client_cpu_pct=sum(cpus) / len(cpus) if cpus else None,
-        client_cpu_max=max(cpus) if cpus else None,
-        client_wait_pct=sum(waits) / len(waits) if waits else None,
+        client_cpu_pct=cpu_pct,
+        client_cpu_max=cpu_max,
+        client_wait_pct=wait_pct,
+        client_worker=paired[0].worker if paired is not None else None,
         intended_rps=intended if mode == MODE_RATE else None,
         sent_rps=sent_rps,
         late_fraction=late_fraction,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sm_locust.measure.looplag import LagCounts
+from sm_locust.measure.workercpu import WorkerCpu, workers_from_json, workers_json
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Second:
     failures: int
     hist: dict[int, int] = field(default_factory=dict)  # response time (ms bucket) -> count
     interval: float = 1.0
-    client_cpu_pct: float | None = None  # load-generator CPU, when measured
+    client_cpu_pct: float | None = None  # load-generator CPU, when measured (master: the judged worker's, below)
     client_wait_pct: float | None = None  # % of the interval the generator waited for a CPU (Linux schedstat)
     target_rate: float | None = None  # open-loop target arrival rate, when used
     sent: int | None = None  # open loop: sends made in the interval
@@ -44,6 +45,7 @@ class Second:
     loop_lag: LagCounts | None = None  # the generator's event-loop lag and CPU throttling (measure/looplag.py)
     async_backlog: int | None = None  # --async-result: calls accepted, result not seen yet, at the interval's end
     target_users: int | None = None  # the users the shape asked for (open loop: its rate tokens), when it said
+    client_workers: tuple[WorkerCpu, ...] | None = None  # master: each worker's own CPU and wait (measure/workercpu.py)
 
     @property
     def successes(self) -> int:
@@ -73,6 +75,8 @@ class Second:
             record["async_backlog"] = self.async_backlog
         if self.target_users is not None:  # only when a shape said what it asked for
             record["target_users"] = self.target_users
+        if self.client_workers is not None:  # only on a master whose workers shipped their CPU pairs
+            record["client_workers"] = workers_json(self.client_workers)
         return record
 
     @classmethod
@@ -95,4 +99,5 @@ class Second:
             loop_lag=LagCounts.from_json(data["loop_lag"]) if isinstance(data.get("loop_lag"), dict) else None,
             async_backlog=None if data.get("async_backlog") is None else int(data["async_backlog"]),
             target_users=None if data.get("target_users") is None else int(data["target_users"]),
+            client_workers=workers_from_json(data.get("client_workers")),
         )

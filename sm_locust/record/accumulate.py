@@ -26,6 +26,7 @@ from sm_locust.measure.steady import (
     steady_window,
 )
 from sm_locust.measure.timeline import Second
+from sm_locust.measure.workercpu import WorkerCpu
 from sm_locust.record.summary import RECORDER_SUBWINDOW_S, iso, step_record
 
 EXACT_S = 600  # the last 10 minutes are kept second by second
@@ -41,7 +42,7 @@ class _Block:
     """Consecutive seconds of one step merged: counts and histogram summed, CPU averaged, the fewest users kept."""
 
     __slots__ = ("t", "users", "target_rate", "target_users", "requests", "failures", "hist", "interval", "cpu_sum",
-                 "cpu_n", "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "loop_lag", "n")
+                 "cpu_n", "wait_sum", "wait_n", "sent", "late", "dropped", "backoffs", "loop_lag", "workers", "n")
 
     def __init__(self, s: Second):
         self.t, self.users, self.target_rate, self.target_users = s.t, s.users, s.target_rate, s.target_users
@@ -52,6 +53,10 @@ class _Block:
         self.wait_n = 0 if s.client_wait_pct is None else 1
         self.sent, self.late, self.dropped, self.backoffs = s.sent, s.late, s.dropped, s.backoffs
         self.loop_lag = merge_counts([s.loop_lag])  # a copy: merging later blocks must not change the second
+        self.workers: dict[str, list[float]] | None = None  # a master's workers: [cpu sum, n, wait sum, n] each
+        if s.client_workers is not None:
+            self.workers = {w.worker: [w.cpu_pct or 0.0, float(w.cpu_pct is not None), w.wait_pct or 0.0,
+                                       float(w.wait_pct is not None)] for w in s.client_workers}
         self.n = 1
 
     def merge(self, later: _Block) -> None:
@@ -72,6 +77,11 @@ class _Block:
         self.dropped = _add_optional(self.dropped, later.dropped)
         self.backoffs = _add_optional(self.backoffs, later.backoffs)
         self.loop_lag = merge_counts([self.loop_lag, later.loop_lag])
+        if later.workers is not None:
+            workers = self.workers if self.workers is not None else {}
+            for worker, sums in later.workers.items():
+                workers[worker] = [a + b for a, b in zip(workers.get(worker, [0.0] * 4), sums, strict=True)]
+            self.workers = workers
         self.n += later.n
 
     def second(self) -> Second:
@@ -80,7 +90,10 @@ class _Block:
                       client_cpu_pct=self.cpu_sum / self.cpu_n if self.cpu_n else None,
                       client_wait_pct=self.wait_sum / self.wait_n if self.wait_n else None,
                       target_rate=self.target_rate, sent=self.sent, late=self.late, dropped=self.dropped,
-                      backoffs=self.backoffs, loop_lag=self.loop_lag, target_users=self.target_users)
+                      backoffs=self.backoffs, loop_lag=self.loop_lag, target_users=self.target_users,
+                      client_workers=None if self.workers is None else tuple(
+                          WorkerCpu(worker, cpu / cpu_n if cpu_n else None, wait / wait_n if wait_n else None)
+                          for worker, (cpu, cpu_n, wait, wait_n) in self.workers.items()))
 
 
 class _Step:

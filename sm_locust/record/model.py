@@ -398,6 +398,7 @@ class Step(Record, _Figures):
     unstable_reason: str | None = json_field("text?")
     client_cpu_pct: float | None = json_field("number?")
     client_wait_pct: float | None = json_field("number?")
+    client_worker: str | None = json_field("text?")  # a master: the Locust worker whose own CPU and wait those are
     client_bound: bool | None = json_field("bool?")
     client_bound_reason: str | None = json_field("text?")
     ci95: Intervals | None = json_field("intervals?")

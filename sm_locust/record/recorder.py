@@ -6,7 +6,8 @@ Runs on the local runner or the master. Once a second it appends a `Second` of d
 Totals come from the in-memory stats, not the CSVs (docs/facts.md, Locust). Memory stays flat
 (`record.accumulate.RunTimeline`). Only logical invocations count (`invocation.is_invocation`): TTFT,
 InterChunk and `/part` entries are not requests. Each `Second` also carries what judges the client:
-generator CPU, `client_wait_pct`, open-loop send counts, loop lag and CPU throttling.
+generator CPU, `client_wait_pct` (on a master, one worker's own pair, and each worker's: `client_workers`),
+open-loop send counts, loop lag and CPU throttling.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sm_locust.invocation import error_code, is_invocation, is_latency_series
 from sm_locust.measure.looplag import merge_counts
 from sm_locust.measure.steady import histogram_percentile, intervals_dict, merge_histograms, window_intervals
 from sm_locust.measure.timeline import Second
+from sm_locust.measure.workercpu import WorkerCpu, judged
 from sm_locust.mix.spec import TARGET_MODEL
 from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.asyncsummary import AsyncSummary
@@ -324,6 +326,7 @@ class RunRecorder:
         target = self.current_target_rate
         if target is None and open_loop:
             target = offered_rate(runner)
+        cpu, wait, workers = self._client_figures(runner)
         second = Second(
             t=now,
             users=runner.user_count,
@@ -332,8 +335,9 @@ class RunRecorder:
             failures=failures - last_failures,
             hist=delta,
             interval=max(1e-6, now - self._last_t),
-            client_cpu_pct=self._client_cpu(runner),
-            client_wait_pct=self._client_wait(runner),
+            client_cpu_pct=cpu,
+            client_wait_pct=wait,
+            client_workers=workers,
             target_rate=target,
             sent=sent if open_loop else None,
             late=late if open_loop else None,
@@ -405,6 +409,7 @@ class RunRecorder:
                 t=float(s + 1), users=state.users, spawning=state.spawning,
                 requests=total.num_reqs_per_sec.get(s, 0), failures=total.num_fail_per_sec.get(s, 0),
                 hist={}, interval=1.0, client_cpu_pct=state.client_cpu_pct, client_wait_pct=state.client_wait_pct,
+                client_workers=state.client_workers,
                 target_rate=state.target_rate,
                 sent=None if state.sent is None and pending.sent is None else 0,
                 late=None if state.sent is None and pending.sent is None else 0,
@@ -447,17 +452,23 @@ class RunRecorder:
                                 window_s=max(1, round(duration)))
         print(sample.line(), flush=True)
 
-    def _client_wait(self, runner) -> float | None:
-        """Load-generator CPU wait %: the worker waiting most on a master (every 3 s), this process otherwise."""
-        if isinstance(runner, MasterRunner):
-            return self.worker_waits.most(runner.clients.keys())
-        return self._sched.percent()
+    def _client_figures(self, runner) -> tuple[float | None, float | None, tuple[WorkerCpu, ...] | None]:
+        """Load-generator CPU %, CPU-wait % and, on a master, each worker's own pair.
 
-    def _client_cpu(self, runner) -> float | None:
-        """Load-generator CPU %: the busiest worker on a master (every 3-5 s), this process otherwise."""
+        On a master: the pair of the worker it is judged on (`measure.workercpu.judged`), from the
+        workers' last reports (every 3 s); without any (workers without schedstat), the busiest
+        worker's heartbeat CPU and no wait. Otherwise this process's CPU and wait."""
         if isinstance(runner, MasterRunner):
+            workers = self.worker_waits.pairs(runner.clients.keys())
+            pair = judged(workers or ())
+            if pair is not None:
+                return pair.cpu_pct, pair.wait_pct, workers
             usages = [w.cpu_usage for w in runner.clients.values() if getattr(w, "cpu_usage", None) is not None]
-            return float(max(usages)) if usages else None
+            return (float(max(usages)) if usages else None), None, None
+        return self._process_cpu(), self._sched.percent(), None
+
+    def _process_cpu(self) -> float | None:
+        """This process's CPU % since the last call (None at the first)."""
         if self._process is None:
             self._process = psutil.Process()
             self._process.cpu_percent(None)

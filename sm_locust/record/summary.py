@@ -32,7 +32,8 @@ from sm_locust.measure.looplag import LoopLag
 from sm_locust.measure.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.measure.timeline import Second
 from sm_locust.plateau.search import BOUND_BELOW
-from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict
+from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict, Workers
+from sm_locust.sanitize import clean
 from sm_locust.util.formatting import with_interval
 from sm_locust.util.outputs import atomic_file
 
@@ -82,6 +83,8 @@ def step_summary(step: StepMeasurement) -> Step:
         client_bound_reason=step.client_bound_reason,
         ci95=intervals_dict(step.ci95),
     )
+    if step.client_worker is not None:  # a master: the worker whose own CPU and wait those are
+        record = record.adding(client_worker=step.client_worker)
     if step.users_running is not None:  # fewer ran than were asked for: said, never relabelled
         record = record.adding(users_running=step.users_running)
     if step.loop_lag is not None:
@@ -126,6 +129,8 @@ def step_line(index: int, record: Step | Mapping[str, object]) -> str:
         text += f", client CPU {step.client_cpu_pct:.0f} %"
     if step.client_wait_pct:
         text += f", waited for a CPU {step.client_wait_pct:.0f} %"
+    if step.client_worker and (step.client_cpu_pct is not None or step.client_wait_pct):
+        text += f" (worker {clean(step.client_worker, 60)})"
     lag = LoopLag.from_json(step.loop_lag)
     if lag is not None and lag.text():
         text += f", {lag.text()}"
@@ -205,6 +210,10 @@ with their share of the lag), from `record.looplag`."""
                                                  measure_timeline(seconds, timeline_mode(seconds),
                                                                   min_subwindow_s=RECORDER_SUBWINDOW_S)))
     found = Plateau.from_json(plateau, "plateau", check=False) if plateau else None
+    verdict = verdict_of(found, step_list)
+    workers = (extra or {}).get("workers")
+    if isinstance(workers, (Mapping, Workers)):  # a master's: a worker lost before a step ended (lost_worker_verdict)
+        verdict = lost_worker_verdict(verdict, step_list, Workers.of(workers), started_at)
     sections: dict[str, object] = {
         "schema": SCHEMA_VERSION,
         "endpoint": endpoint,
@@ -214,7 +223,7 @@ with their share of the lag), from `record.looplag`."""
         "totals": run_totals,
         "steps": step_list,
         "plateau": found,
-        "verdict": verdict_of(found, step_list),
+        "verdict": verdict,
     }
     if complete is not None:
         sections["complete"] = bool(complete)
@@ -268,6 +277,51 @@ def verdict_of(plateau: Plateau | None, steps: Sequence[Step]) -> Verdict:
     more = f" (and {len(bound) - 1} more step{'s' if len(bound) > 2 else ''})" if len(bound) > 1 else ""
     return Verdict.make(status=VERDICT_INCONCLUSIVE,
                         reason=f"step {index + 1} ({step.load}) was client-bound{more}: {step.client_bound_reason}")
+
+
+MISSING_SILENT_S = 4.0  # Locust marks a worker missing ~4 s after its last heartbeat (docs/facts.md, Locust)
+LOST_WORKER_FIX = "give the workers more CPU, or add workers"
+
+
+def steps_after_loss(steps: Sequence[Step], workers: Workers | None, started_at: float) -> list[int]:
+    """The judged steps (indexes) that ended after the first Locust worker was lost: they measured less
+    load than asked. A worker marked `missing` is taken as lost at its last heartbeat, `MISSING_SILENT_S`
+    before Locust marked it; `after_s` counts from the test's start (`started_at`, epoch)."""
+    lost_at = [started_at + w.after_s - (MISSING_SILENT_S if w.reason == "missing" else 0.0)
+               for w in (workers.lost if workers is not None else ()) if w.after_s is not None]
+    if not lost_at:
+        return []
+    first = min(lost_at)
+    return [i for i, step in enumerate(steps) if step.judged is not False and step.end is not None
+            and datetime.fromisoformat(step.end).timestamp() > first]
+
+
+def lost_worker_verdict(verdict: Verdict, steps: Sequence[Step], workers: Workers | None,
+                        started_at: float) -> Verdict:
+    """`verdict`, or `inconclusive` when a Locust worker was lost before a step the verdict rests on
+    ended: its users stopped with it, so that step and the ones after measured less load than asked.
+
+    The verdict rests on every judged step (a search decides on its last steps; a constant load is one
+    step), so it stands only when every one ended before the loss; a step cut short by the end of the
+    run (`judged: false`) decides nothing. A worker marked `missing` is taken as lost at its last
+    heartbeat, `MISSING_SILENT_S` earlier; `after_s` counts from the test's start (`started_at`, epoch).
+    A verdict already inconclusive keeps its reason, after the loss's."""
+    lost = [w for w in (workers.lost if workers is not None else ()) if w.after_s is not None]
+    after = steps_after_loss(steps, workers, started_at)
+    if not after:
+        return verdict
+    assert workers is not None
+    index = after[0]
+    step = steps[index]
+    whole = max(workers.expected or 0, workers.connected or 0, len(lost))
+    each = ", ".join(f"{clean(str(w.id or '?'), 80)} {clean(str(w.reason or 'lost'), 20)} {w.after_s:.1f} s"
+                     for w in lost)
+    reason = (f"{len(lost)} of {whole} Locust worker{'s' if whole != 1 else ''} lost ({each} into the test) "
+              f"before step {index + 1} ({step.load}) ended: its users stopped with it, so the steps from there "
+              f"measured less load than asked ({LOST_WORKER_FIX})")
+    if verdict.status == VERDICT_INCONCLUSIVE and verdict.reason:
+        reason += f"; {verdict.reason}"
+    return Verdict.make(status=VERDICT_INCONCLUSIVE, reason=reason)
 
 
 def interrupted_verdict(verdict: Verdict | None, signal_name: str) -> Verdict:

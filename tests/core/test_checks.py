@@ -7,6 +7,8 @@ from __future__ import annotations
 from sm_locust.config.options import parse_options
 from sm_locust.core.checks import FAIL, INCONCLUSIVE, NOT_JUDGED, PASS, STOP, checks_lines, percentile_key, run_checks
 from sm_locust.gates.decide import Bounds, judge
+from sm_locust.record.model import Step, Verdict, Workers
+from sm_locust.record.summary import lost_worker_verdict
 
 
 def step(users, **figures):
@@ -24,6 +26,9 @@ SEARCH = {
                 "stop_reason": "reached max users 8"},
     "stop_reason": "reached max users 8",
 }
+
+
+T0_SEARCH = 1767225600.0  # 2026-01-01T00:00:00Z: the search's start
 
 
 def by_name(checks):
@@ -154,3 +159,21 @@ def test_an_inconclusive_run_judges_no_limit_on_its_figures():
     undecided = {**SEARCH, "verdict": {"status": "inconclusive", "reason": "the capacity 1,836.6 at 2 users is not "
                                                                           "known to +-5 % (lengthen --step-seconds)"}}
     assert run_checks(undecided, options) == list(decided.values())
+
+
+
+def test_a_run_that_lost_a_worker_before_its_steps_ended_judges_no_limit_on_its_figures():
+    """Its steps measured less load than asked: the figure checks are n/a, saying the worker was lost."""
+    options = parse_options({"latency_slo_ms": 50, "max_error_rate": 0.01, "max_users": 8})
+    decided = by_name(run_checks(SEARCH, options))
+    workers = {"expected": 2, "connected": 2, "at_end": 1, "lost": [{"id": "w1", "reason": "missing", "after_s": 9.0}]}
+    reason = lost_worker_verdict(Verdict.make(status="ok", reason=None), [Step.from_json(s) for s in SEARCH["steps"]],
+                                 Workers.make(**workers), T0_SEARCH).reason
+    assert reason is not None
+    lost = {**SEARCH, "workers": workers, "verdict": {"status": "inconclusive", "reason": reason}}
+    checks = run_checks(lost, options)
+    assert [c.status for c in checks] == [NOT_JUDGED, NOT_JUDGED, STOP]
+    assert checks[0].where == f"run inconclusive: {reason.split(':')[0]}"
+    assert checks[0].where.startswith("run inconclusive: 1 of 2 Locust workers lost (w1 missing 9.0 s into the test)")
+    assert [decided[c.name].status for c in checks[:2]] == [PASS, PASS]  # what they would have read
+    assert run_checks({**SEARCH, "workers": workers}, options) == list(decided.values())  # its verdict stood

@@ -220,3 +220,31 @@ def test_the_closing_line_counts_the_load_generators_inconclusive_gates_apart():
     assert closing_line([held, straddles], inconclusive_passes=True) == (
         "0 of 2 gates passed, 2 inconclusive (1 of them: the load generator was the bottleneck: add workers; "
         "counted as a pass: --inconclusive pass)")
+
+
+def test_a_run_that_lost_a_worker_decides_no_gate_on_its_figures():
+    """A Locust worker lost before the last steps ended: those steps measured less load than asked, so the
+    figure gates are INCONCLUSIVE with the lost worker's reason and its fix, naming the steps after the loss;
+    the same run whose verdict stood (the loss after every judged step) is judged on its intervals."""
+    from sm_locust.record.model import Step, Verdict, Workers
+    from sm_locust.record.summary import LOST_WORKER_FIX, lost_worker_verdict
+
+    t0 = 1767225600.0  # 2026-01-01T00:00:00Z, the steps' start
+    steps = [{**step(1), "end": "2026-01-01T00:00:10Z"}, {**step(2), "start": "2026-01-01T00:00:10Z",
+                                                          "end": "2026-01-01T00:00:20Z"}]
+    workers = {"expected": 2, "connected": 2, "at_end": 1, "lost": [{"id": "w1", "reason": "missing", "after_s": 16.0}]}
+    verdict = lost_worker_verdict(Verdict.make(status="ok", reason=None), [Step.from_json(s) for s in steps],
+                                  Workers.make(**workers), t0)
+    assert verdict.status == "inconclusive" and verdict.reason and LOST_WORKER_FIX in verdict.reason
+    lost = {**summary(steps), "started_at": "2026-01-01T00:00:00Z", "workers": workers, "verdict": verdict.to_json()}
+    made = client_made(lost)
+    assert made is not None and made.steps == (1,) and made.fix == LOST_WORKER_FIX  # lost at 12 s: step 2 ended after
+    whole = in_whole_run(lost)
+    assert whole is not None and whole.steps == (1,) and whole.verdict
+    verdicts = evaluate(GATES, run(lost))
+    assert [v.status for v in verdicts] == [PASS] + [INCONCLUSIVE] * 4
+    assert all(v.client_fix == LOST_WORKER_FIX and "a Locust worker was lost in step 2 (2 users) of 2" in v.message
+               for v in verdicts[1:])
+    stood = {**lost, "verdict": {"status": "ok", "reason": None}}  # no loss named by the verdict
+    assert client_made(stood) is None and in_whole_run(stood) is None
+    assert [v.status for v in evaluate(GATES, run(stood))] == JUDGED

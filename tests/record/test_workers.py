@@ -1,5 +1,5 @@
-"""Master/worker correctness: a worker killed mid-run is recorded as lost while the run goes on,
-and `--expect-workers` that cannot be met is one line and exit 2. The cluster is the
+"""Master/worker correctness: a worker killed mid-run is recorded as lost while the run goes on (its
+verdict INCONCLUSIVE), and `--expect-workers` that cannot be met is one line and exit 2. The cluster is the
 docker-compose.yml topology run as local processes (tests/deploy/test_compose.py)."""
 
 from __future__ import annotations
@@ -104,6 +104,11 @@ def test_a_worker_killed_mid_run_is_recorded_and_the_run_continues(tmp_path):
     assert [entry["reason"] for entry in workers["lost"]] == ["missing"]
     assert workers["lost"][0]["id"].endswith(tuple("0123456789abcdef"))
     assert "lost (missing)" in topo.log("master")
+    # its users stopped with it: the one step, which ended after the loss, measured less load than asked
+    verdict = summary["verdict"]
+    assert verdict["status"] == "inconclusive", verdict
+    assert verdict["reason"].startswith(f"1 of 2 Locust workers lost ({workers['lost'][0]['id']} missing "), verdict
+    assert "(give the workers more CPU, or add workers)" in verdict["reason"]
     # the run went on to its end with the remaining worker's users
     assert summary["duration_s"] >= 7.5
     timeline = read_seconds(tmp_path / "reports" / "run" / "timeline.jsonl")
