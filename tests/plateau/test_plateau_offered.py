@@ -12,7 +12,7 @@ from sm_locust.measure.looplag import FIX_WORKERS
 from sm_locust.measure.steady import MIN_OFFERED_RATIO, measure_step
 from sm_locust.measure.timeline import Second
 from sm_locust.plateau.search import PLATEAU_TOLERANCE, PlateauSearch
-from sm_locust.record.summary import step_line, step_record
+from sm_locust.record.summary import run_verdict, step_line, step_record
 from sm_locust.sweep.trust import untrusted_words
 
 
@@ -106,3 +106,19 @@ def test_the_rate_search_measures_it_again_then_ends_inconclusive_naming_the_gen
     text = verdict.text()  # the fix said once: the reason names it
     assert text.startswith("INCONCLUSIVE: the load generator was the bottleneck: the load generator ran as few as 6 of "
                            "the 10 users asked for") and text.count(FIX_WORKERS) == 1
+
+
+def test_the_e2e_tests_accept_the_offers_verdict_only_when_the_record_meets_its_rule():
+    """tests/starved.py re-checks a client-bound step's rule on its recorded figures: the offer's interval."""
+    from tests.starved import load_generator_verdict
+
+    search = PlateauSearch(10, 1000, mode="rate")
+    rate = int(search.first().load)
+    for _ in range(2):
+        search.feed(measure(open_seconds(asked=rate, running=rate // 2)))
+    steps = [step_record(step) for step in search.steps]
+    plateau = search.verdict().as_dict(search.steps)
+    assert load_generator_verdict({"plateau": plateau, "steps": steps, "verdict": run_verdict(plateau, steps)})
+    wrong = [{**step, "offered_ci95": [step["offered_rps"], MIN_OFFERED_RATIO * rate]} for step in steps]
+    with pytest.raises(AssertionError, match="do not meet the rule"):
+        load_generator_verdict({"plateau": plateau, "steps": wrong, "verdict": run_verdict(plateau, wrong)})
