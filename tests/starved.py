@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from sm_locust.measure.looplag import LoopLag, client_affected_reason, starved_reason, throttled_reason
-from sm_locust.measure.steady import CLIENT_BUSY_LIMIT_PCT, CLIENT_CPU_LIMIT_PCT
+from sm_locust.measure.steady import CLIENT_BUSY_LIMIT_PCT, CLIENT_CPU_LIMIT_PCT, MIN_OFFERED_RATIO
 
 LOAD_GENERATOR = "the load generator, not the endpoint, was the bottleneck in both measurements"
 CLIENTS = "its figures are the client's: not ranked, not recommended"
@@ -38,8 +38,8 @@ RECORD_ROUNDING = 0.1  # summary.json rounds client_cpu_pct and client_wait_pct 
 
 def _meets_its_rule(step: Mapping[str, Any]) -> bool:
     """Whether a client-bound step's recorded figures meet the rule its `client_bound_reason` names,
-    judged again by that rule on summary.json's figures (a closed loop's rules: open-loop sends and an
-    SLO margin are not what a starved CI machine trips)."""
+    judged again by that rule on summary.json's figures (a closed loop's rules, and an open loop's offer
+    short of its rate; late open-loop sends and an SLO margin are not what a starved CI machine trips)."""
     reason = str(step.get("client_bound_reason") or "")
     cpu, wait = step.get("client_cpu_pct"), step.get("client_wait_pct")
     lag = LoopLag.from_json(step.get("loop_lag"))
@@ -51,6 +51,10 @@ def _meets_its_rule(step: Mapping[str, Any]) -> bool:
         return cpu is not None and wait is not None and cpu + wait >= CLIENT_BUSY_LIMIT_PCT - 2 * RECORD_ROUNDING
     if reason.startswith("the load generator was CPU-throttled"):
         return throttled_reason(lag) is not None
+    if reason.startswith(("the load generator ran as few as", "the load generator offered")):
+        offered, target = step.get("offered_ci95"), step.get("target_rate")
+        return isinstance(offered, list) and isinstance(target, (int, float)) \
+            and offered[1] < MIN_OFFERED_RATIO * target
     if reason.startswith("the load generator's event loop lagged"):
         return client_affected_reason(lag, step.get("p50_ms")) is not None
     return False

@@ -4,9 +4,11 @@ Only the step's own requests count (Locust's live figures mix in the previous st
 ramping seconds are dropped and the figures come from the window's merged histogram. Stable when
 each of `STABILITY_WINDOWS` sub-windows is within `STABILITY_TOLERANCE` of their mean (perf_analyzer's
 rule); sub-windows under `MIN_SUBWINDOW_S` make the step unstable. Client-bound: CPU at
-`CLIENT_CPU_LIMIT_PCT`, CPU plus wait at `CLIENT_BUSY_LIMIT_PCT`, open-loop sends late or under
-`MIN_ACHIEVED_RATIO`, or the generator's own delay (`measure.looplag`: waiting for a CPU far longer
-than it ran, its loop's lag); drops at the in-flight cap do not count. A step with a failure
+`CLIENT_CPU_LIMIT_PCT`, CPU plus wait at `CLIENT_BUSY_LIMIT_PCT`, the generator's own delay
+(`measure.looplag`: waiting for a CPU far longer than it ran, its loop's lag), an open loop that did
+not offer its rate (`undelivered_reason`: the rate of the sends it scheduled, dropped ones included,
+wholly under `MIN_OFFERED_RATIO` of the intended rate), or open-loop sends late or under `MIN_ACHIEVED_RATIO`;
+drops at the in-flight cap alone never count (a slow endpoint fills the cap). A step with a failure
 majority (`FAILURE_MAJORITY`) is never client-bound.
 """
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
 from sm_locust.measure.looplag import (
+    FIX_WORKERS,
     LoopLag,
     client_affected_reason,
     merge_counts,
@@ -39,6 +42,10 @@ MIN_SUBWINDOW_S = 3.0  # one Locust worker report period (a local runner's sampl
 CLIENT_CPU_LIMIT_PCT = 90.0
 CLIENT_BUSY_LIMIT_PCT = 90.0  # running + waiting for a CPU: the generator always had work it could not finish
 MIN_ACHIEVED_RATIO = 0.90
+# An open loop's offer under this share of its intended rate is the generator's shortfall: a rate search calls
+# a step served from 95 % of its offer completed (plateau.search PLATEAU_TOLERANCE), so less offered alone reads
+# as "not served"
+MIN_OFFERED_RATIO = 0.95
 FAILURE_MAJORITY = 0.5  # more than half the requests failed: the step is its failures (module docstring)
 
 MODE_USERS = "users"
@@ -122,6 +129,7 @@ class StepMeasurement:
     client_worker: str | None = None  # master: the worker whose own CPU and wait these are (measure/workercpu.py)
     intended_rps: float | None = None  # open loop: mean target rate over the steady window
     sent_rps: float | None = None  # open loop: rate the generator actually sent at, when known
+    offered_rps: float | None = None  # open loop: rate it scheduled sends at (sent + dropped at the in-flight cap)
     late_fraction: float | None = None  # open loop: share of sends made late (arrival.count_late)
     dropped_fraction: float | None = None  # open loop: share of intended sends skipped (in-flight cap)
     loop_lag: LoopLag | None = None  # the generator's event-loop lag and CPU throttling over the steady window
@@ -135,6 +143,7 @@ class StepMeasurement:
     measured_again: str | None = None  # why the search ran a load it had measured already again (AGAIN_*)
     _ci95: dict[str, Interval] | None = field(default=None, init=False, repr=False, compare=False)
     _pct_cis: dict[float, Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _offered_ci: Interval | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -212,6 +221,24 @@ class StepMeasurement:
         return self._pct_cis[pct]
 
     @property
+    def offered_ci(self) -> Interval:
+        """Open loop: the 95 % interval of `offered_rps` over the steady window's samples with send counts
+        (batch means, as the step's rps); unknown without them."""
+        if self.offered_rps is None:
+            return UNKNOWN
+        if self._offered_ci is None:
+            sends = [(s.sent + (s.dropped or 0), s.interval) for s in self.window if s.sent is not None]
+            self._offered_ci = rate_ci([n for n, _ in sends], [d for _, d in sends]) if sends else UNKNOWN
+        return self._offered_ci
+
+    @property
+    def offered_short(self) -> bool:
+        """Open loop: the generator offered less than `MIN_OFFERED_RATIO` of the intended rate (the point
+        value: the client-bound rule, `undelivered_reason`, asks its whole interval)."""
+        return self.offered_rps is not None and bool(self.intended_rps) \
+            and self.offered_rps < MIN_OFFERED_RATIO * (self.intended_rps or 0.0)
+
+    @property
     def achieved_ratio(self) -> float | None:
         """Open loop: achieved / intended rate (None in closed loop)."""
         if not self.intended_rps:
@@ -254,6 +281,10 @@ class StepMeasurement:
                 return affected
         if not self.intended_rps:
             return None
+        undelivered = undelivered_reason(self.offered_rps, self.offered_ci, self.intended_rps, self.users,
+                                         self.users_running)
+        if undelivered is not None:
+            return undelivered
         if self.late_fraction is not None:
             if self.late_fraction > 1.0 - MIN_ACHIEVED_RATIO:
                 return (
@@ -300,6 +331,7 @@ class StepMeasurement:
             "client_worker": self.client_worker,
             "intended_rps": self.intended_rps,
             "sent_rps": self.sent_rps,
+            "offered_rps": self.offered_rps,
             "late_fraction": self.late_fraction,
             "dropped_fraction": self.dropped_fraction,
             "loop_lag": self.loop_lag.to_json() if self.loop_lag is not None else None,
@@ -311,6 +343,27 @@ class StepMeasurement:
             "ci95": intervals_dict(self.ci95),
             "undecided": list(self.undecided),
         }
+
+
+def undelivered_reason(offered_rps: float | None, offered: Interval, intended_rps: float, users: int,
+                       users_running: int | None) -> str | None:
+    """Why an open-loop step's load was the generator's shortfall, not the endpoint's, or None.
+
+    `offered_rps` / `offered`: the rate the generator scheduled sends at and its 95 % interval: sent,
+    plus dropped at the in-flight cap (a saturated endpoint fills the cap: its drops are load it was
+    offered, so its capacity stays the search's to see). Client-bound when the whole interval is under
+    `MIN_OFFERED_RATIO` of `intended_rps`: the generator ran fewer rate tokens than the shape asked for
+    (a spawn that lagged, a worker that did not start its share) and sent only theirs. `users_running`
+    (the fewest tokens that ran, None when all did) names the cause when the runner saw it; alone it
+    decides nothing: a master's count trails its workers' reports, and one short second moves no rate."""
+    if offered_rps is None or offered.high is None or intended_rps <= 0:
+        return None
+    if offered.high >= MIN_OFFERED_RATIO * intended_rps:
+        return None
+    ran = f"ran as few as {users_running} of the {users} users asked for and " if users_running is not None else ""
+    return (f"the load generator {ran}offered {offered_rps:.1f} req/s [{offered.low or 0.0:.1f}, {offered.high:.1f}] "
+            f"of the {intended_rps:g} req/s asked for ({offered_rps / intended_rps * 100:.0f} %, < "
+            f"{MIN_OFFERED_RATIO * 100:g} %): the shortfall is its own, not the endpoint's ({FIX_WORKERS})")
 
 
 CI_FIGURES = ("rps", "goodput_rps", "p50_ms", "p95_ms", "p99_ms")  # the figures a window's `ci95` covers
@@ -427,7 +480,7 @@ def measure_step(
     users = asked[-1] if asked else window[-1].users  # what the shape asked for, not a lagging sample
     fewest = min(s.users for s in window)
     intended = sum(targets) / len(targets) if targets else None
-    dropped_fraction = None
+    dropped_fraction = offered_rps = None
     sends = [(s.sent, s.dropped or 0, s.late or 0) for s in window if s.sent is not None]
     scheduled = sum(sent + dropped for sent, dropped, _ in sends)
     if scheduled and duration > 0:  # open-loop send counts recorded in the timeline (sm_locust.users.openloop)
@@ -437,6 +490,8 @@ def measure_step(
         if late_fraction is None and scheduled:
             late_fraction = sum(late for _, _, late in sends) / scheduled
         dropped_fraction = (scheduled - sent) / scheduled
+        # what the generator tried to send, whatever the endpoint did with it (none counted: counts unknown)
+        offered_rps = scheduled / sum(s.interval for s in window if s.sent is not None)
     lag = merge_counts(s.loop_lag for s in window)
     cpu_pct, cpu_max, wait_pct = (sum(cpus) / len(cpus) if cpus else None), max(cpus, default=None), (
         sum(waits) / len(waits) if waits else None)
@@ -465,6 +520,7 @@ def measure_step(
         client_worker=paired[0].worker if paired is not None else None,
         intended_rps=intended if mode == MODE_RATE else None,
         sent_rps=sent_rps,
+        offered_rps=offered_rps,
         late_fraction=late_fraction,
         dropped_fraction=dropped_fraction,
         loop_lag=LoopLag.of(lag) if lag is not None else None,

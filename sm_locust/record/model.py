@@ -404,6 +404,8 @@ class Step(Record, _Figures):
     ci95: Intervals | None = json_field("intervals?")
     target_rate: float | None = json_field("number?")
     sent_rps: float | None = json_field("number?")
+    offered_rps: float | None = json_field("number?")  # open loop, when under 95 % of target_rate: sends scheduled/s
+    offered_ci95: Interval | None = json_field("interval?")  # ... its 95 % interval (measure.steady.undelivered_reason)
     late_fraction: float | None = json_field("number?")
     dropped_fraction: float | None = json_field("number?")
     judged: bool | None = json_field("bool?")

@@ -100,6 +100,8 @@ def step_summary(step: StepMeasurement) -> Step:
             late_fraction=_round(step.late_fraction, 6),
             dropped_fraction=_round(step.dropped_fraction, 6),
         )
+        if step.offered_short:  # the generator offered less than asked for: said with its interval
+            record = record.adding(offered_rps=_round(step.offered_rps), offered_ci95=step.offered_ci.as_list())
     return record
 
 
