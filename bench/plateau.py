@@ -15,9 +15,11 @@ capacity C = slots / service time, knee at about C x round-trip users), then:
    verdict (the whole `sm-locust run`, Locust start-up included) and the verdict.
 
 Targets (issue 11): capacity within +-5 % of the effective capacity, verdict within 3 minutes.
-Figures are printed, not asserted. One Locust process tops out near 450 req/s on a 2-core machine
-(docs/facts.md), so the 400 req/s profile runs Locust with `--processes 2`; on 2 cores the
-endpoint, the master and two workers then share the CPU: read that row with this in mind.
+Figures are printed, not asserted. The 400 req/s profile runs twice: with one Locust process, as a
+user would on the default (fast) transport, and with `--processes 2` (a master and two workers, the
+distributed case; on 2 cores the endpoint, the master and two workers then share the CPU: read that
+row with this in mind). Endpoints faster than ~450 req/s need the endpoint on a core of its own:
+`bench/repro.py --hogs 0 --reference RPS` pins it (docs/plateau.md).
 
     .venv/bin/python bench/plateau.py            # full: 50, 150, 400 req/s, users mode
     .venv/bin/python bench/plateau.py --modes users,rate
@@ -57,6 +59,7 @@ class Profile:
 PROFILES = [
     Profile("50 req/s (2 x 40 ms)", 2, 40.0),
     Profile("150 req/s (6 x 40 ms)", 6, 40.0),
+    Profile("400 req/s (40 x 100 ms)", 40, 100.0),
     Profile("400 req/s (40 x 100 ms)", 40, 100.0, processes=2),
 ]
 QUICK = [Profile("100 req/s (2 x 20 ms)", 2, 20.0)]
