@@ -11,7 +11,7 @@ import pytest
 
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PLATEAU_TOLERANCE, PlateauSearch
-from sm_locust.plateau.synthetic import SyntheticEndpoint
+from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
 
 # the plateau shape's defaults: a step ends from 10 s on once decided, at the latest at 30 s
 MIN_STEP_S, STEP_S = 10, 30
@@ -62,6 +62,21 @@ def test_the_resolution_is_five_per_cent_of_the_load_to_the_nearest_user_and_one
     assert search._below(34) == 32 and search._below(39) == 37 and search._below(6) == 5
     rates = PlateauSearch(10, 1000, mode="rate")
     assert rates._resolution(400) == pytest.approx(20.0) and rates._narrow(380, 400)
+
+
+def test_the_knees_bracket_below_a_constraint_is_closed_once_within_the_resolution():
+    # 20 users short of the plateau, 40 on it: Little's law (at most 34.2 req/s per user) lets no load
+    # under 39 reach 95 % of the level (1,370 req/s), so the knee is 39 or 40: within 2 users (5 % of 40)
+    def bracket(per_user_at_10):
+        search = PlateauSearch(1, 256)
+        search.first()
+        for load, rps in ((10, 10 * per_user_at_10), (20, 680.0), (40, 1340.0), (80, 1400.0)):
+            search._pending = float(load)  # the loads a search could have taken
+            search.feed(synthetic_step(load, rps))
+        return search.knee_bracket()
+
+    assert bracket(34.2) is None
+    assert bracket(36.95) == (20.0, 40.0)  # from 36 users on: wider than the resolution, refined
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
