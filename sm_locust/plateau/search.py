@@ -1046,7 +1046,7 @@ class PlateauSearch(Search):
         (`_guided_users`), the knee's bracket (`knee_bracket`) and the verdict's `knee_granule`: a knee
         placed within it is the same knee in another run."""
         width = self.tolerance * load
-        return max(self.granularity, math.floor(width + 0.5 + 1e-9) if self.mode == MODE_USERS else width)
+        return max(self.granularity, float(math.floor(width + 0.5 + 1e-9)) if self.mode == MODE_USERS else width)
 
     def _narrow(self, lo: float, hi: float) -> bool:
         """The boundary between `lo` and `hi` is placed: they are at most the resolution at `hi` apart."""
