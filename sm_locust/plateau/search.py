@@ -1126,7 +1126,7 @@ class PlateauSearch(Search):
         unqueued one by twice the tolerance): the model's load bounds the knee from below only if no
         user above `lo` cycles faster than at `lo`, and a `lo` that queued may have read slow (the
         1,500 req/s bench profile: 32 users cycled 28 ms, 34 users 23 ms; confirming from below each
-        load found on the plateau walked the knee down a granule a step, 41, 39, 38 ... 34).
+        load found on the plateau walked the knee down about a user a step, 43, 41, 39, 36, 34, 33).
         A `lo` that queues like a step past the knee yet read just under the level is taken for a
         noisy plateau step: the model's knee below it is measured first."""
         acceptable = self._acceptable()
