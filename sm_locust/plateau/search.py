@@ -962,10 +962,36 @@ class PlateauSearch(Search):
             unserved = self.mode == MODE_RATE and self.served_ratio(step) is not None and not self._is_served(step)
             if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
+                    between = self._below_maximum(step)
+                    if between is not None:
+                        return self._run(*between)
                     return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
-                return self._run(*self._grow_to(step))
+                load, why = self._grow_to(step)
+                top = self._by_load.get(load)
+                if top is not None and load >= self.max_load:  # the maximum, measured before this load below it
+                    return self._halt(MaxLoad(self.max_load, self.mode).check([top]) or "reached maximum", KIND_LIMIT)
+                return self._run(load, why)
             self.phase = "refine"
         return self._refine()
+
+    def _below_maximum(self, top: StepMeasurement) -> tuple[float, str] | None:
+        """Closed loop: growth reached the maximum load, `top`, with throughput still more than 5 % over the
+        load below it, yet `top` queued (its cycle over the unqueued one by twice the tolerance): the knee
+        lies below the maximum, the jump to it skipped the loads that would show throughput stop growing
+        (x4 from 64 users to 256). The load halfway between them (geometric) shows it: (load, reason).
+        None when `top` still follows the linear bound (the knee is beyond the maximum: no plateau
+        reached, as said) or that load is measured already."""
+        if self.mode != MODE_USERS or not self.use_model or not top.goodput_rps > 0:
+            return None
+        cycle = cycle_time_s(self._acceptable())
+        lower = [m.load for m in self._acceptable() if m.load < top.load]
+        if cycle is None or not lower or top.load / top.goodput_rps <= cycle * (1.0 + 2 * self.tolerance):
+            return None
+        mid = float(round(math.sqrt(max(lower) * top.load)))
+        if not max(lower) < mid < top.load or mid in self._by_load:
+            return None
+        return mid, (f"{top.load_label()} (the maximum) queued: {top.load / top.goodput_rps * 1000:.0f} ms cycle, "
+                     f"{cycle * 1000:.0f} unqueued: measuring {mid:g} to see throughput stop growing below it")
 
     def bracket(self) -> tuple[float | None, float | None, str]:
         """(lo, hi, why): the last load below the boundary, the first load past it, and the boundary's reason."""

@@ -1,6 +1,8 @@
 """The knee is placed to a resolution relative to its load (5 % of it, the refinement tolerance, to the
 nearest whole user, at least one), the one the verdict records as `knee_granule`: a knee of 34 users is
-placed to within 2 users in a few steps, not walked down to one user at a time; small knees keep theirs."""
+placed to within 2 users in a few steps, not walked down to one user at a time; small knees keep theirs.
+At the top of the range (2,000 req/s, a knee near 100 users) growth that jumped to the maximum past the
+knee measures below it instead of ending there."""
 
 from __future__ import annotations
 
@@ -118,3 +120,27 @@ def test_small_endpoints_keep_their_knee_to_one_user(concurrency, knee, seed):
     assert true_knee(SyntheticEndpoint(concurrency=concurrency, service_ms=40.0, overhead_ms=2.0)) == knee
     assert verdict.plateau.load == knee and verdict.knee_granule == 1, (loads, verdict.text())
     assert verdict.reached and not verdict.inconclusive, verdict.text()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_maximum_that_queued_is_not_the_end_of_growth_the_knee_below_it_is_found(seed):
+    # 100 slots x 50 ms (2,000 req/s, the top of the 75-2,000 req/s range), knee ~99 users: x4 from 64
+    # users (linear) jumps to the maximum, 256, which queued (128 ms cycles against 52 ms) and read 56 % more
+    # than 64. That stopped the search: "no plateau reached". 128, between them, shows throughput flat from
+    # there; the model then places the knee (to 5 users: 5 % of 100): 8 steps, one more for noise.
+    endpoint = SyntheticEndpoint(concurrency=100, service_ms=50.0, overhead_ms=2.0, noise=0.02, seed=seed)
+    loads, verdict = run(endpoint)
+    assert loads[:6] == [1, 4, 16, 64, 256, 128], loads
+    assert verdict.reached and verdict.bound == "throughput" and not verdict.inconclusive, verdict.text()
+    assert len(loads) <= 9, loads
+    knee = true_knee(SyntheticEndpoint(concurrency=100, service_ms=50.0, overhead_ms=2.0))
+    assert verdict.knee_granule == 5 and abs(verdict.plateau.load - knee) <= verdict.knee_granule, (loads, knee)
+
+
+def test_a_maximum_still_on_the_linear_bound_ends_the_search_as_before():
+    # 300 slots x 50 ms: the knee (~312 users) is beyond the maximum; 256 users still follow Little's law
+    # with no queueing, so nothing between 64 and 256 is measured: no plateau reached, said so
+    loads, verdict = run(SyntheticEndpoint(concurrency=300, service_ms=50.0, overhead_ms=2.0, noise=0.02, seed=1))
+    assert loads == [1, 4, 16, 64, 256], loads
+    assert not verdict.reached and verdict.bound == "limit", verdict.text()
+    assert verdict.text().startswith("no plateau reached (reached max users 256"), verdict.text()
