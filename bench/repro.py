@@ -13,7 +13,8 @@ pins without hogs. It prints, per run and in total:
 
 - the verdict (summary.json `verdict.status`: ok / inconclusive, and why), the knee load, the
   capacity (or, for an LLM run, output tokens/s) with its 95 % interval, a sweep's recommendation;
-- how often the verdicts agreed: the same knee load (within one granule: 1 user), every pair of
+- how often the verdicts agreed: the same knee load (within one granule: summary.json
+  `plateau.knee_granule`, the resolution the search placed that knee to), every pair of
   capacity intervals overlapping, the same recommendation; INCONCLUSIVE runs are counted apart;
 - the capacity interval's coverage of what the local endpoint itself counted (its
   `/_sm_locust/stats` successes) over the capacity step's steady window, and the endpoint's own
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import shutil
@@ -49,7 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT_CPU, ENDPOINT_CPU = "0", "1"
-KNEE_GRANULE = 1.0  # the plateau search's load resolution in users: knees this far apart agree
+KNEE_GRANULE = 1.0  # the knee's resolution when summary.json does not record it (`plateau.knee_granule`)
 CONCLUSIVE = ("ok", "below-lowest-load")  # verdict.status values that answer (the second: no load met the SLOs)
 
 
@@ -164,6 +164,7 @@ class Run:
     reason: str | None = None
     knee: float | None = None
     knee_loads: list[float] | None = None  # summary.json plateau.knee_loads: the knee's interval in loads
+    knee_granule: float = KNEE_GRANULE  # summary.json plateau.knee_granule: the resolution the knee was placed to
     figure: float | None = None  # capacity req/s, or output tokens/s for an LLM run
     ci95: list[float] | None = None
     unit: str = "req/s"
@@ -178,10 +179,10 @@ class Run:
     @property
     def knee_uncertain(self) -> bool:
         """The verdict said its knee is uncertain (`knee_loads`' low end further below the knee than the
-        search's resolution there: 1 user, or 5 % of the knee)."""
+        search's resolution there, `knee_granule`)."""
         if self.knee_loads is None or self.knee is None:
             return False
-        return self.knee - self.knee_loads[0] > max(KNEE_GRANULE, math.ceil(0.05 * self.knee - 1e-9)) + 1e-9
+        return self.knee - self.knee_loads[0] > self.knee_granule + 1e-9
 
     @property
     def covers(self) -> bool | None:
@@ -216,6 +217,9 @@ def read_run(run: Run, out: Path, counter: Counter | None) -> None:
     run.knee = plateau.get("load", plateau.get("users"))
     loads = plateau.get("knee_loads")
     run.knee_loads = [float(x) for x in loads] if isinstance(loads, list) and len(loads) == 2 else None
+    granule = plateau.get("knee_granule")
+    if isinstance(granule, (int, float)) and not isinstance(granule, bool) and granule > 0:
+        run.knee_granule = float(granule)
     if plateau.get("objective") == "output-tokens":
         run.unit = "output tokens/s"
         run.figure, run.ci95 = plateau.get("output_tokens_per_s"), plateau.get("output_tokens_per_s_ci95")
@@ -297,16 +301,18 @@ def against_reference(runs: list[Run], reference: float, tolerance: float = 0.05
 
 
 def agreement(runs: list[Run]) -> dict[str, str]:
-    """How often the conclusive runs agreed: knee within one granule, intervals overlapping, recommendation."""
+    """How often the conclusive runs agreed: the knee within one granule of the most common one (the
+    resolution the search recorded for that knee, `knee_granule`), intervals overlapping, recommendation."""
     ok = [r for r in runs if r.status in CONCLUSIVE]
     out: dict[str, str] = {}
     pairs = list(combinations(ok, 2))
     knees = [r.knee for r in ok if r.knee is not None]
     if knees:
         mode = max(set(knees), key=knees.count)
-        same = sum(1 for k in knees if abs(k - mode) <= KNEE_GRANULE)
-        said = sum(1 for r in ok if r.knee is not None and abs(r.knee - mode) > KNEE_GRANULE and r.knee_uncertain)
-        out["knee"] = (f"{same} of {len(ok)} conclusive runs within {KNEE_GRANULE:g} of {mode:g}"
+        granule = max(r.knee_granule for r in ok if r.knee == mode)
+        same = sum(1 for k in knees if abs(k - mode) <= granule + 1e-9)
+        said = sum(1 for r in ok if r.knee is not None and abs(r.knee - mode) > granule + 1e-9 and r.knee_uncertain)
+        out["knee"] = (f"{same} of {len(ok)} conclusive runs within one granule ({granule:g}) of {mode:g}"
                        + (f"; {said} more said their knee uncertain (knee_loads reaching further below it)"
                           if said else ""))
     with_ci = [(a.ci95, b.ci95) for a, b in pairs if a.ci95 and b.ci95]

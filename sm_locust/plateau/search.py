@@ -42,8 +42,8 @@ from sm_locust.util.formatting import latency, number, with_interval
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
 GROWTH_FACTOR = 2.0  # PlateauSearch doubles the load while throughput keeps growing
 GEOMETRIC_GAIN_WINDOW = 2  # one doubling that gains < 5 % is as telling as 3 flat linear steps
-REFINE_TOLERANCE = 0.05  # bisection ends when the boundary is bracketed to within 5 % ...
-LOAD_GRANULARITY = 1.0  # ... or to 1 user / 1 req/s
+REFINE_TOLERANCE = 0.05  # the knee's resolution: 5 % of its load (users: to the nearest whole user) ...
+LOAD_GRANULARITY = 1.0  # ... and never finer than 1 user / 1 req/s
 MAX_REFINE_STEPS = 12  # safety net: bisection of any sane range ends well before this
 MAX_EXTENSIONS = 1  # an unstable step is re-run once at the same load, then kept as "unstable"
 MODEL_TARGET = 1.0 - PLATEAU_TOLERANCE  # the model's knee: the fewest users it says reach the plateau
@@ -271,9 +271,10 @@ class Verdict:
 
     def support(self) -> Support:
         """How far the measurement supports this verdict (summary.json `plateau`: knee_ci95, knee_loads,
-        undecided)."""
+        undecided, knee_undecided, knee_granule)."""
         knee = self.plateau.ci95["goodput_rps"] if self.plateau is not None else UNKNOWN
-        return Support(knee, self.knee_loads, tuple(self.undecided), tuple(self.knee_undecided))
+        return Support(knee, self.knee_loads, tuple(self.undecided), tuple(self.knee_undecided),
+                       self.knee_granule if self.plateau is not None else None)
 
 
 def step_name(step: StepMeasurement, steps: Sequence[StepMeasurement]) -> str:
@@ -934,6 +935,7 @@ class PlateauSearch(Search):
         self._refine_steps = 0
         self._model_probes = 0
         self._model_loads: set[float] = set()
+        self._confirms: set[float] = set()  # model-placed loads that confirm a knee from below (meant to read short)
 
     def first(self) -> Decision:
         return self._run(self.start, "first step")
@@ -960,10 +962,36 @@ class PlateauSearch(Search):
             unserved = self.mode == MODE_RATE and self.served_ratio(step) is not None and not self._is_served(step)
             if not violation and not unserved and not self._saturation():
                 if step.load >= self.max_load:
+                    between = self._below_maximum(step)
+                    if between is not None:
+                        return self._run(*between)
                     return self._halt(MaxLoad(self.max_load, self.mode).check([step]) or "reached maximum", KIND_LIMIT)
-                return self._run(*self._grow_to(step))
+                load, why = self._grow_to(step)
+                top = self._by_load.get(load)
+                if top is not None and load >= self.max_load:  # the maximum, measured before this load below it
+                    return self._halt(MaxLoad(self.max_load, self.mode).check([top]) or "reached maximum", KIND_LIMIT)
+                return self._run(load, why)
             self.phase = "refine"
         return self._refine()
+
+    def _below_maximum(self, top: StepMeasurement) -> tuple[float, str] | None:
+        """Closed loop: growth reached the maximum load, `top`, with throughput still more than 5 % over the
+        load below it, yet `top` queued (its cycle over the unqueued one by twice the tolerance): the knee
+        lies below the maximum, the jump to it skipped the loads that would show throughput stop growing
+        (x4 from 64 users to 256). The load halfway between them (geometric) shows it: (load, reason).
+        None when `top` still follows the linear bound (the knee is beyond the maximum: no plateau
+        reached, as said) or that load is measured already."""
+        if self.mode != MODE_USERS or not self.use_model or not top.goodput_rps > 0:
+            return None
+        cycle = cycle_time_s(self._acceptable())
+        lower = [m.load for m in self._acceptable() if m.load < top.load]
+        if cycle is None or not lower or top.load / top.goodput_rps <= cycle * (1.0 + 2 * self.tolerance):
+            return None
+        mid = float(round(math.sqrt(max(lower) * top.load)))
+        if not max(lower) < mid < top.load or mid in self._by_load:
+            return None
+        return mid, (f"{top.load_label()} (the maximum) queued: {top.load / top.goodput_rps * 1000:.0f} ms cycle, "
+                     f"{cycle * 1000:.0f} unqueued: measuring {mid:g} to see throughput stop growing below it")
 
     def bracket(self) -> tuple[float | None, float | None, str]:
         """(lo, hi, why): the last load below the boundary, the first load past it, and the boundary's reason."""
@@ -1012,7 +1040,8 @@ class PlateauSearch(Search):
         per_user = max(m.goodput_rps / m.load for m in acceptable)
         floor = (1.0 - PLATEAU_TOLERANCE) * (self.level_of(acceptable) or 0.0)
         reach = math.ceil(floor / per_user / self.granule - 1e-9) * self.granule if per_user > 0 else knee.load
-        if max(max(below) + self.granule, reach) >= knee.load:
+        # the least load that may be the knee is max(below) + 1 granule or `reach`: placed once within the resolution
+        if self._narrow(max(max(below), reach - self.granule), knee.load):
             return None
         return max(below), knee.load
 
@@ -1036,11 +1065,18 @@ class PlateauSearch(Search):
                                "growing")
 
     def _resolution(self, load: float) -> float:
+        """How finely a boundary near `load` is placed: the refinement tolerance of it (5 %), in users to
+        the nearest whole user, never under the granularity (1 user): 1 user below 30 users, 2 from 30,
+        3 from 50, 5 from 90. One definition for the bracket that ends the refinement (`_narrow`), the
+        step that confirms a knee from below (`_below`), the least step above a load short of the knee
+        (`_guided_users`), the knee's bracket (`knee_bracket`) and the verdict's `knee_granule`: a knee
+        placed within it is the same knee in another run."""
         width = self.tolerance * load
-        return max(self.granularity, math.ceil(width - 1e-9) if self.mode == MODE_USERS else width)
+        return max(self.granularity, float(math.floor(width + 0.5 + 1e-9)) if self.mode == MODE_USERS else width)
 
     def _narrow(self, lo: float, hi: float) -> bool:
-        return (hi - lo) <= self.granularity + 1e-9 or (hi - lo) / hi <= self.tolerance + 1e-9
+        """The boundary between `lo` and `hi` is placed: they are at most the resolution at `hi` apart."""
+        return hi - lo <= self._resolution(hi) + 1e-9
 
     def _between(self, lo: float, hi: float) -> float | None:
         if self._narrow(lo, hi):
@@ -1093,9 +1129,8 @@ class PlateauSearch(Search):
         return self._guided_users(lo, hi) if self.mode == MODE_USERS else self._guided_rate(lo, hi)
 
     def _below(self, hi: float) -> float:
-        """The load just below `hi` that closes the bracket (within the tolerance or one granule)."""
-        width = max(self.granularity, self.tolerance * hi)
-        return hi - (math.floor(width) if self.mode == MODE_USERS else width)
+        """The load one resolution below `hi` (`_resolution`): read short of the plateau, it closes the bracket."""
+        return hi - self._resolution(hi)
 
     def _above(self, lo: float) -> float:
         """The load just above `lo` that closes the bracket."""
@@ -1107,9 +1142,17 @@ class PlateauSearch(Search):
         model says reach the plateau (95 % of its level), with the cycle measured at `lo`, the highest
         load below the plateau (cycles grow with load before the knee: client and endpoint CPU, queues
         in front of the slots; never shorter than the unqueued cycle). A load that falls just short
-        re-fits the cycle there (a Newton step); once the plateau starts where the model says, the
-        load just below it confirms the knee. After a load fell short by more than the tolerance (a
-        knee that bends early, or noise), the model's load is blended with the bracket's midpoint.
+        re-fits the cycle there (a Newton step), at least one resolution (`_resolution`) above `lo`
+        (closer, it would narrow the bracket by less). Once the plateau starts where the model says
+        (within one resolution of `hi`) and `lo` did not queue, the load one resolution below `hi`
+        confirms the knee (it is meant to read short: it never counts as a miss). After a load fell
+        short by more than the tolerance (a knee that bends early, or noise), the model's load is
+        blended with the bracket's midpoint. None (bisect) when the plateau starts more than one
+        resolution below the model's load, or at it from a `lo` that queued (its cycle over the
+        unqueued one by twice the tolerance): the model's load bounds the knee from below only if no
+        user above `lo` cycles faster than at `lo`, and a `lo` that queued may have read slow (the
+        1,500 req/s bench profile: 32 users cycled 28 ms, 34 users 23 ms; confirming from below each
+        load found on the plateau walked the knee down about a user a step, 43, 41, 39, 36, 34, 33).
         A `lo` that queues like a step past the knee yet read just under the level is taken for a
         noisy plateau step: the model's knee below it is measured first."""
         acceptable = self._acceptable()
@@ -1132,16 +1175,19 @@ class PlateauSearch(Search):
         target = float(model.users_reaching(MODEL_TARGET))
         how = (f"Little's law: knee ~ {model.knee:.1f} users "
                f"({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)")
-        missed = [self._by_load[x] for x in self._model_loads if self._by_load[x].goodput_rps < floor]
+        missed = [self._by_load[x] for x in self._model_loads - self._confirms if self._by_load[x].goodput_rps < floor]
         if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed) and target < hi:
             target = float(math.ceil((target + (lo + hi) / 2.0) / 2.0 - 1e-9))  # the model bent: halfway to bisection
             how += ", blended with the bracket's midpoint"
-        if self._untried(target, lo, hi):
-            return target, f"{how}: trying {target:g}"
-        if target >= hi:  # the plateau starts at hi, as the model says: confirm from just below
-            confirm = self._below(hi)
-            if self._untried(confirm, lo, hi):
-                return confirm, f"confirming the knee at {hi:g} users from below: {confirm:g}"
+        target = max(target, lo + self._resolution(lo))
+        if target < hi - self._resolution(hi):
+            return (target, f"{how}: trying {target:g}") if self._untried(target, lo, hi) else None
+        if queued or target > hi + self._resolution(hi):
+            return None  # the plateau starts below where the model can place it: bisect
+        confirm = self._below(hi)  # the plateau starts at hi, as the model says: confirm from below
+        if self._untried(confirm, lo, hi):
+            self._confirms.add(confirm)
+            return confirm, f"confirming the knee at {hi:g} users from below: {confirm:g}"
         return None
 
     def _quantum(self, rate: float) -> float:

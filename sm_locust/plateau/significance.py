@@ -70,17 +70,21 @@ def growth_interval(new: float, new_ci: Interval, base: float, base_ci: Interval
 class Support:
     """What summary.json's `plateau` adds about how far the measurement supports the verdict: the
     knee's goodput interval, the knee's interval in loads (against the capacity's interval), the
-    decisions left unsupported (each with its reason; not empty = INCONCLUSIVE), and those left open
-    that only place the knee within its interval in loads (`knee_undecided`: said, not INCONCLUSIVE)."""
+    decisions left unsupported (each with its reason; not empty = INCONCLUSIVE), those left open
+    that only place the knee within its interval in loads (`knee_undecided`: said, not INCONCLUSIVE),
+    and the resolution the search placed the knee to (`knee_granule`, in loads: knees of two runs
+    within one granule of each other are the same knee)."""
 
     knee_ci95: Interval = UNKNOWN
     knee_loads: tuple[float, float] | None = None
     undecided: tuple[str, ...] = ()
     knee_undecided: tuple[str, ...] = ()
+    knee_granule: float | None = None
 
     def to_json(self) -> dict:
         return {"knee_ci95": self.knee_ci95.as_list(),
                 "knee_loads": list(self.knee_loads) if self.knee_loads else None,
                 "undecided": list(self.undecided),
-                "knee_undecided": list(self.knee_undecided)}
+                "knee_undecided": list(self.knee_undecided),
+                "knee_granule": self.knee_granule}
 

@@ -44,3 +44,29 @@ def test_agreement_counts_only_finished_sweeps(tmp_path: Path) -> None:
     out = agreement(runs)
     assert out["recommendation"] == "2 of 2 recommend configuration 6"
     assert out["errors"].startswith("1 of 3 runs")
+
+
+def plateau_folder(tmp_path: Path, name: str, knee: float, loads: list[float], granule: float | None) -> Path:
+    out = tmp_path / name
+    out.mkdir()
+    plateau = {"load": knee, "users": knee, "knee_loads": loads, "capacity_rps": 1513.0,
+               "capacity_ci95": [1505.0, 1521.0], **({"knee_granule": granule} if granule is not None else {})}
+    (out / "summary.json").write_text(json.dumps({"verdict": {"status": "ok"}, "plateau": plateau}))
+    return out
+
+
+def test_knees_agree_within_the_granule_the_search_recorded(tmp_path: Path) -> None:
+    # a knee of 34 users is placed to 2 users (5 % of it): 36 is the same knee, 37 is not
+    runs = [read(plateau_folder(tmp_path, f"r{i}", knee, [knee - 1, knee], 2.0), i)
+            for i, knee in enumerate((34.0, 34.0, 36.0, 37.0), start=1)]
+    assert [r.knee_granule for r in runs] == [2.0] * 4
+    assert agreement(runs)["knee"] == "3 of 4 conclusive runs within one granule (2) of 34"
+    # uncertain: knee_loads reach further below the knee than its granule
+    wide = read(plateau_folder(tmp_path, "wide", 37.0, [34.0, 37.0], 2.0), 5)
+    assert wide.knee_uncertain and not runs[3].knee_uncertain
+    assert "1 more said their knee uncertain" in agreement([*runs[:3], wide])["knee"]
+    # a summary.json written before knee_granule was recorded: one user
+    old = [read(plateau_folder(tmp_path, f"o{i}", knee, [knee, knee], None), i)
+           for i, knee in enumerate((5.0, 5.0, 6.0, 7.0))]
+    assert old[0].knee_granule == 1.0
+    assert agreement(old)["knee"] == "3 of 4 conclusive runs within one granule (1) of 5"
