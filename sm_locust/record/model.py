@@ -452,6 +452,7 @@ class Plateau(Record):
     model_knee_users: float | None = json_field("number?")
     knee_ci95: Interval | None = json_field("interval?")  # the knee step's goodput interval (plateau.significance)
     knee_loads: list[float] | None = json_field("list?")  # the knee's interval in loads, against the capacity's
+    knee_granule: float | None = json_field("number?")  # the load resolution the search placed the knee to
     undecided: list[str] | None = json_field("list?")  # decisions the measurement did not support
     knee_undecided: list[str] | None = json_field("list?")  # decisions left open that only place the knee in knee_loads
     steps: int | None = json_field("count?")
