@@ -13,7 +13,7 @@ from locust.rpc.protocol import Message
 from sm_locust.measure.steady import MODE_RATE, measure_step
 from sm_locust.measure.timeline import Second
 from sm_locust.record.recorder import MASTER_LAG_S, RunRecorder
-from sm_locust.users.openloop import REPORT_KEY, OpenLoopCounters
+from sm_locust.users.openloop import KEEP_SECONDS, REPORT_KEY, OpenLoopCounters
 from tests.fakes import BareMaster, BareWorker, ManualClock
 
 START = 1000
@@ -106,6 +106,16 @@ def test_a_worker_ships_its_sends_by_the_second_they_were_scheduled_in():
     assert master.take_seconds(START + 1) == {START: (3, 0, 0), START + 1: (2, 0, 1)}
     assert master.take_seconds() == {START + 2: (4, 0, 0)}
     assert master.take_seconds() == {}
+
+
+def test_a_process_that_never_ships_keeps_only_its_latest_seconds():
+    """A local runner counts by second too, and never ships: its per-second counts stay bounded."""
+    worker = Worker("local")
+    for second in range(START, START + KEEP_SECONDS + 30):
+        worker.send(second, 1)
+    assert worker.counters.snapshot() == (KEEP_SECONDS + 30, 0, 0)
+    rows = worker.report()[REPORT_KEY][4]
+    assert [row[0] for row in rows] == list(range(START + 30, START + KEEP_SECONDS + 30))
 
 
 def test_a_masters_sends_land_in_the_seconds_they_were_scheduled_in():
