@@ -319,7 +319,10 @@ class RunRecorder:
         last_requests, last_failures, last_hist = self._last
         now = time.time()
         delta = {b: c - last_hist.get(b, 0) for b, c in hist.items() if c != last_hist.get(b, 0)}
-        sends = self.open_loop.snapshot()
+        master = isinstance(runner, MasterRunner)
+        # a master's workers ship their sends by second (placed in `_emit_master_seconds`); only what
+        # came without its second is attached to the sample it arrived in
+        sends = self.open_loop.unkeyed if master else self.open_loop.snapshot()
         sent, late, dropped = (a - b for a, b in zip(sends, self._last_sends, strict=True))
         backoffs = self.backoff.count
         open_loop = self.open_loop.active
@@ -351,7 +354,7 @@ class RunRecorder:
         self._last_sends = sends
         self._last_backoffs = backoffs
         self._last_t = now
-        if isinstance(runner, MasterRunner):
+        if master:
             self._emit_master_seconds(second, total, final)
         else:
             self._add(second)
@@ -383,8 +386,11 @@ class RunRecorder:
         uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
         completion second) into the master's total entry, so second S is complete about
         `MASTER_LAG_S` later; it is then appended with the load that was running at S. Histograms
-        open-loop send counts and loop lag have no per-second breakdown: what arrived is attached to the
-        second appended then (their ratios and percentiles, not their rates, are used).
+        and loop lag have no per-second breakdown: what arrived is attached to the second appended then
+        (their percentiles, not their rates, are used). Open-loop sends come by the second they were
+        scheduled in (`OpenLoopCounters.take_seconds`) and are added to that second, so a step's
+        offered rate per second is as even as on a local runner; sends for a second already appended
+        go to the first one appended now, and a worker's sends shipped without seconds to the last.
         """
         second = int(now.t)
         self._states[second] = now
@@ -401,19 +407,20 @@ class RunRecorder:
             upto = min(second, max(total.num_reqs_per_sec, default=upto))
         if self._next_second is None:
             self._next_second = int(self.started_at or now.t)
+        keyed = self.open_loop.take_seconds(None if final else upto) if self._next_second <= upto else {}
+        emitted_now: list[Second] = []
         while self._next_second <= upto:
             s = self._next_second
             self._next_second += 1
             state = self._state_at(s, now)
+            has_sends = state.sent is not None or pending.sent is not None or bool(keyed)
             emitted = Second(
                 t=float(s + 1), users=state.users, spawning=state.spawning,
                 requests=total.num_reqs_per_sec.get(s, 0), failures=total.num_fail_per_sec.get(s, 0),
                 hist={}, interval=1.0, client_cpu_pct=state.client_cpu_pct, client_wait_pct=state.client_wait_pct,
                 client_workers=state.client_workers,
                 target_rate=state.target_rate,
-                sent=None if state.sent is None and pending.sent is None else 0,
-                late=None if state.sent is None and pending.sent is None else 0,
-                dropped=None if state.sent is None and pending.sent is None else 0,
+                sent=0 if has_sends else None, late=0 if has_sends else None, dropped=0 if has_sends else None,
                 backoffs=0, async_backlog=state.async_backlog, target_users=state.target_users,
             )
             if self._next_second > upto:  # the last second emitted now carries what arrived
@@ -423,6 +430,15 @@ class RunRecorder:
                 if pending.sent is not None:
                     emitted.sent, emitted.late, emitted.dropped = pending.sent, pending.late, pending.dropped
                 self._pending = Second(t=0.0, users=0, spawning=False, requests=0, failures=0)
+            emitted_now.append(emitted)
+        if emitted_now:
+            first = int(emitted_now[0].t) - 1
+            for s, counts in keyed.items():
+                target = emitted_now[min(max(s - first, 0), len(emitted_now) - 1)]
+                target.sent = (target.sent or 0) + counts[0]
+                target.late = (target.late or 0) + counts[1]
+                target.dropped = (target.dropped or 0) + counts[2]
+        for emitted in emitted_now:
             self._add(emitted)
         for old in [k for k in self._states if k < second - 30]:
             del self._states[old]

@@ -6,7 +6,9 @@ arrival stream and only sleeps, so Locust's dispatcher, web UI and shapes work u
 `poisson`) and hands each invocation to a pool of `--max-in-flight` greenlets; response time runs
 from the intended send time. Every intended send is counted as `sent`, `late` (more than
 `SEND_LATE_TOLERANCE_S` behind) or `dropped` (the in-flight cap), shipped to the master into
-`OpenLoopCounters`; they are not Locust request entries (summary.json `totals.open_loop`).
+`OpenLoopCounters` keyed by the second they were scheduled in (as Locust ships its requests by
+completion second), so a master's timeline holds each second's sends; they are not Locust request
+entries (summary.json `totals.open_loop`).
 """
 
 from __future__ import annotations
@@ -37,34 +39,52 @@ REPORT_KEY = "sm_locust_open_loop"
 # module's 10 ms default (arrival.LATE_TOLERANCE_S): on a busy host the OS alone delays a runnable
 # process by ~10 ms now and then; 25 ms still catches a generator that is really behind.
 SEND_LATE_TOLERANCE_S = 0.025
+KEEP_SECONDS = 120  # seconds of per-second send counts kept unshipped (a local runner never ships them)
 IDLE_WAIT_S = 3600.0  # a rate token sleeps; Locust kills a waiting user at once when it stops it
 
 
 class OpenLoopCounters(WorkerShipped):
     """Cumulative open-loop send counts of this process, plus what workers reported to the master.
 
-    One per environment (`for_environment`). On a worker, each Locust report carries the counts not
-    yet reported (and its requests in flight); on the master they are added up; on a local runner
-    the scheduler adds directly.
+    One per environment (`for_environment`). A process counts its sends by the second they were
+    scheduled in; each Locust report of a worker carries the counts not yet reported, by second (and
+    its requests in flight). The master adds them up and keeps each second's counts until its
+    timeline takes them (`take_seconds`); a worker that ships only totals (no seconds) is counted in
+    `unkeyed`, attached to the timeline when it arrives. On a local runner the timeline samples the
+    totals every second.
     """
 
     ATTRIBUTE = "sm_locust_open_loop"
     REPORT_KEY = REPORT_KEY
 
-    def __init__(self):
+    def __init__(self, clock=time.time):
         self.sent = 0
         self.late = 0
         self.dropped = 0
         self.active = False  # any open-loop send scheduled (here or on a worker)
+        self._clock = clock
         self._reported = (0, 0, 0)
         self._pools: list[Pool] = []  # this process's in-flight pools
         self._worker_in_flight: dict[str, int] = {}  # master: latest in-flight count per worker
+        self._by_second: dict[int, list[int]] = {}  # this process's sends by second, not yet shipped
+        self._arrived: dict[int, list[int]] = {}  # master: workers' sends by second, not yet in the timeline
+        self.unkeyed = (0, 0, 0)  # master: sends workers shipped without their seconds
 
     def add(self, sent: int = 0, late: int = 0, dropped: int = 0) -> None:
+        """Sends this process scheduled now."""
         self.sent += sent
         self.late += late
         self.dropped += dropped
         self.active = True
+        second = int(self._clock())
+        counts = self._by_second.get(second)
+        if counts is None:
+            counts = self._by_second[second] = [0, 0, 0]
+            if len(self._by_second) > KEEP_SECONDS:
+                del self._by_second[min(self._by_second)]
+        counts[0] += sent
+        counts[1] += late
+        counts[2] += dropped
 
     @property
     def in_flight(self) -> int:
@@ -85,23 +105,51 @@ class OpenLoopCounters(WorkerShipped):
     def reset(self) -> None:
         self.sent = self.late = self.dropped = 0
         self._reported = (0, 0, 0)
+        self._by_second = {}
+        self._arrived = {}
+        self.unkeyed = (0, 0, 0)
         self.active = False
 
-    def take_delta(self) -> tuple[int, ...] | None:
+    def take_delta(self) -> tuple | None:
+        """(sent, late, dropped, in flight, [[second, sent, late, dropped], ...]): a master that reads
+        only the first four fields still adds the totals."""
         now = self.snapshot()
         delta = tuple(a - b for a, b in zip(now, self._reported, strict=True))
         self._reported = now
         if any(delta) or self._pools:  # the in-flight count too, while there are pools
-            return (*delta, sum(len(p) for p in self._pools))
+            seconds = [[s, *counts] for s, counts in sorted(self._by_second.items())]
+            self._by_second = {}
+            return (*delta, sum(len(p) for p in self._pools), seconds)
         return None
 
     def merge_delta(self, delta, client_id: str) -> None:
         if not delta:
             return
-        if any(delta[:3]):
-            self.add(*delta[:3])
+        totals = [int(n) for n in delta[:3]]
+        if any(totals):
+            self.sent += totals[0]
+            self.late += totals[1]
+            self.dropped += totals[2]
+            self.active = True
         if len(delta) > 3:
             self._worker_in_flight[client_id] = int(delta[3])
+        keyed = [0, 0, 0]
+        for row in (delta[4] if len(delta) > 4 and isinstance(delta[4], list | tuple) else ()):
+            counts = self._arrived.setdefault(int(row[0]), [0, 0, 0])
+            for i in range(3):
+                counts[i] += int(row[i + 1])
+                keyed[i] += int(row[i + 1])
+        # what the seconds do not hold (a worker that ships totals only): attached where it arrives
+        u = self.unkeyed
+        self.unkeyed = (u[0] + max(0, totals[0] - keyed[0]), u[1] + max(0, totals[1] - keyed[1]),
+                        u[2] + max(0, totals[2] - keyed[2]))
+
+    def take_seconds(self, upto: int | None = None) -> dict[int, tuple[int, int, int]]:
+        """Master: the workers' sends by second, up to `upto` (None: all), now taken."""
+        taken = {s: (c[0], c[1], c[2]) for s, c in self._arrived.items() if upto is None or s <= upto}
+        for s in taken:
+            del self._arrived[s]
+        return taken
 
 
 def invoke_from_intended(client, invocation: Invocation, intended: float, lag_s: float, call=None) -> None:
