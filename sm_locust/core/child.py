@@ -37,6 +37,7 @@ from sm_locust.core.folder import (
     make_out_dir,
     remove_run_files,
 )
+from sm_locust.endpoint.server import free_port
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.record.model import Summary
@@ -63,6 +64,21 @@ class LoadSettings:
     closing_verdict: bool = False  # the caller prints the verdict in its closing lines: the shape does not
 
 
+MASTER_FLAGS = ("--master-bind-host", "--master-bind-port", "--master-host", "--master-port")
+
+
+def local_master(args: list[str]) -> list[str]:
+    """`--processes`' master on 127.0.0.1 at a free port, its workers told where: Locust's default binds
+    every interface on 5557, so two runs on one machine (parallel CI jobs, a sweep beside a run) clashed
+    ('Address already in use') and the master listened beyond the host. Nothing when the Locust
+    arguments already place the master."""
+    if any(arg.split("=", 1)[0] in MASTER_FLAGS for arg in args):
+        return []
+    port = str(free_port())
+    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-host", "127.0.0.1",
+            "--master-port", port]
+
+
 def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[str]:
     """The Locust command line; `forwarded` are sm-locust option flags (see options.forwarded_arguments)."""
     files = [locustfile_path("sagemaker")]
@@ -79,6 +95,8 @@ def locust_command(forwarded: list[str], load: LoadSettings, out: Path) -> list[
         cmd += ["--run-time", load.run_time]
     if load.processes:
         cmd += ["--processes", str(load.processes)]
+    if load.processes or any(arg.split("=", 1)[0] == "--processes" for arg in load.locust_args):
+        cmd += local_master(list(load.locust_args) + forwarded)
     if load.quiet or not load.locust_stats:  # no table every 2 s; Locust's final summary stays in locust.log
         cmd += ["--only-summary"]
     if load.closing_verdict:

@@ -30,6 +30,23 @@ def test_locust_tables_are_off_unless_asked_for():
     assert "--sm-closing" not in locust_command([], LoadSettings(), out)
 
 
+def test_processes_put_their_master_on_loopback_at_a_free_port_unless_told_where(monkeypatch):
+    """Locust's default master binds every interface on 5557: two `--processes` runs on one machine clashed."""
+    ports = iter((23001, 23002, 23003))
+    monkeypatch.setattr("sm_locust.core.child.free_port", lambda: next(ports))  # the pick itself binds a socket
+    out = Path("/tmp/run")
+    first, second = (locust_command([], LoadSettings(processes=2), out) for _ in range(2))
+    for cmd in (first, second):
+        assert cmd[cmd.index("--master-bind-host") + 1] == cmd[cmd.index("--master-host") + 1] == "127.0.0.1"
+        assert cmd[cmd.index("--master-bind-port") + 1] == cmd[cmd.index("--master-port") + 1] != "5557"
+    assert first[first.index("--master-port") + 1] != second[second.index("--master-port") + 1]
+    assert "--master-bind-host" not in locust_command([], LoadSettings(), out)  # one process: no master
+    after = locust_command([], LoadSettings(locust_args=("--processes", "1")), out)  # `sm-locust run -- --processes 1`
+    assert after[after.index("--master-bind-host") + 1] == "127.0.0.1"
+    told = locust_command([], LoadSettings(processes=2, locust_args=("--master-bind-port", "6000")), out)
+    assert "--master-bind-host" not in told and told.count("--master-bind-port") == 1
+
+
 def _args(*argv: str) -> RunArguments:
     parser = argparse.ArgumentParser()
     add_run_arguments(parser)
