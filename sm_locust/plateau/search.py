@@ -1153,6 +1153,11 @@ class PlateauSearch(Search):
         user above `lo` cycles faster than at `lo`, and a `lo` that queued may have read slow (the
         1,500 req/s bench profile: 32 users cycled 28 ms, 34 users 23 ms; confirming from below each
         load found on the plateau walked the knee down about a user a step, 43, 41, 39, 36, 34, 33).
+        Such a `lo`, while the unqueued cycle still puts the knee above it, places the load halfway
+        between the two models' (the unqueued cycle's, the fewest users that can reach the plateau, and
+        `lo`'s): the knee lies between them, and from the middle the bracket closes a step sooner (that
+        profile: 37 users, then 34). A `lo` whose queueing the unqueued model cannot explain (its knee at
+        or under `lo`, yet `lo` short of the plateau: a soft knee) keeps `lo`'s cycle.
         A `lo` that queues like a step past the knee yet read just under the level is taken for a
         noisy plateau step: the model's knee below it is measured first."""
         acceptable = self._acceptable()
@@ -1171,10 +1176,15 @@ class PlateauSearch(Search):
             if target <= lo and self._untried(target, linear_side, hi):
                 return target, (f"{lo:g} users queue like a step past the knee ({below.goodput_rps:.0f} req/s): "
                                 f"Little's law puts the knee at ~{model.knee:.1f} users: trying {target:g}")
+        least = model.users_reaching(MODEL_TARGET)  # from the unqueued cycle: no fewer users reach the plateau
+        slow = queued and model.knee > lo  # ... and its knee lies above lo: lo may have read slow
         model = ClosedLoopModel(model.capacity, max(cycle, model.cycle_s))
         target = float(model.users_reaching(MODEL_TARGET))
         how = (f"Little's law: knee ~ {model.knee:.1f} users "
                f"({level:.0f} req/s x {model.cycle_s * 1000:.0f} ms cycle at {lo:g} users)")
+        if slow and least < target:
+            target = float(math.ceil((least + target) / 2.0 - 1e-9))
+            how += f", halfway to the {least:g} the unqueued cycle allows ({lo:g} users may have read slow)"
         missed = [self._by_load[x] for x in self._model_loads - self._confirms if self._by_load[x].goodput_rps < floor]
         if any(m.goodput_rps < (1.0 - self.tolerance) * floor for m in missed) and target < hi:
             target = float(math.ceil((target + (lo + hi) / 2.0) / 2.0 - 1e-9))  # the model bent: halfway to bisection

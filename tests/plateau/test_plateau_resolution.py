@@ -100,11 +100,14 @@ def test_a_knee_below_the_model_is_bisected_to_its_granule_not_walked_down_one_u
     # The 1,500 req/s runs: the model's 41 users is on the plateau, and so was every load confirming it
     # from one user below (41, 39, 38, 35, 34, 33: 12-13 steps, 122-133 s). A plateau starting more than a
     # granule below the model's load says the slow 32-user step misled it: bisect to 2 users (5 % of 34).
+    # The first knee step is placed halfway between the unqueued cycle's knee (32) and the slow step's
+    # (41): 37, then 34, where 41, 36-37, 34 took a step more.
     endpoint = MeasuredEndpoint(concurrency=32, service_ms=20.0, noise=0.02, seed=seed)
     loads, verdict = run(endpoint)
     grown = loads.index(128) + 1  # 1, 4, 16, 32, 64, 128: the 32-user step is bent, so x2 from 16
     assert loads[:grown] == [1, 4, 16, 32, 64, 128], loads
-    assert len(loads) - grown <= 3 and len(loads) <= 9, loads  # 90 s at the 10-s minimum
+    assert 36 <= loads[grown] <= 38, loads
+    assert len(loads) - grown <= 2 and len(loads) <= 8, loads  # 80 s at the 10-s minimum
     assert verdict.reached and not verdict.inconclusive, verdict.text()
     assert verdict.knee_granule == 2
     assert 0 <= verdict.plateau.load - true_knee(endpoint) <= verdict.knee_granule, (loads, verdict.text())
@@ -144,3 +147,30 @@ def test_a_maximum_still_on_the_linear_bound_ends_the_search_as_before():
     assert loads == [1, 4, 16, 64, 256], loads
     assert not verdict.reached and verdict.bound == "limit", verdict.text()
     assert verdict.text().startswith("no plateau reached (reached max users 256"), verdict.text()
+
+
+def _fed(series):
+    """A search fed `series` ((users, req/s), in the order it asks for them); the last decision."""
+    search = PlateauSearch(1, 256)
+    decision = search.first()
+    for load, rps in series:
+        assert decision.users == load, (decision, load)
+        decision = search.feed(synthetic_step(load, rps))
+    return decision
+
+
+def test_a_step_that_read_slow_below_the_knee_places_the_knee_halfway_to_the_unqueued_model():
+    # 32 users cycled 28 ms against 22 unqueued, yet the unqueued cycle puts the knee (33.4 users) above
+    # them: the knee lies between 32 (the fewest users that can reach 95 % of 1,512 req/s) and 41 (the
+    # 28-ms cycle's): 37 first, not 41
+    decision = _fed([(1, 46.0), (4, 180.0), (16, 658.0), (32, 1130.0), (64, 1510.0), (128, 1513.0)])
+    assert decision.load == 37 and "halfway to the 32 the unqueued cycle allows" in decision.reason, decision
+
+
+def test_a_soft_knee_keeps_the_queued_steps_cycle():
+    # 64 users cycled 38 ms against 21 unqueued and the unqueued cycle puts the knee at ~50 users, under
+    # them, yet they read 1,700 req/s, short of 2,325: the endpoint queues for real there (its capacity
+    # rises with concurrency); the knee is placed from 64's cycle (84 users), not halfway to 48
+    decision = _fed([(1, 47.0), (4, 188.0), (16, 700.0), (32, 1250.0), (64, 1700.0), (128, 2300.0),
+                     (256, 2350.0)])
+    assert decision.load == 84 and "halfway" not in decision.reason, decision
