@@ -21,6 +21,11 @@ INCONCLUSIVE whose every clause (summary.json's `plateau.undecided`) is one of
 False when the run is not INCONCLUSIVE, or INCONCLUSIVE on other grounds (the test then asserts its own
 answer). A clause of these kinds that the record does not bear out fails the test (AssertionError).
 `verify_clause` checks one such clause (the knee's `knee_undecided` are worded the same way).
+
+The async search's own (`async_budget_verdict`): `at 8 req/s the p50 time to result 990 ms (95 % 900-1100 ms)
+straddles the SLO 1000 ms after 2 extension(s) of the step: ...` is borne out by a recorded
+`async_search.steps[]` entry at that rate above the capacity, SLO `undecided` after those extensions, whose
+recorded interval holds the SLO (or whose calls are fewer than the percentile needs).
 """
 
 from __future__ import annotations
@@ -54,6 +59,12 @@ CAPACITY = re.compile(rf"the capacity (?P<figure>.+) at (?P<load>.+?) is not kno
 POINT_ONLY = re.compile(rf"the search stopped on throughput gain < (?P<line>{_NUMBER}) % over \d+ steps on its point "
                         rf"only \((?P<gain>{_NUMBER}) % \[(?P<low>{_NUMBER}), (?P<high>{_NUMBER})\]: its interval "
                         rf"straddles it\)")
+
+
+ASYNC = re.compile(rf"at (?P<rate>{_NUMBER}) req/s the p(?P<pct>[\d.]+) time to result (?:(?P<value>{_NUMBER}) ms "
+                   rf"(?:\(95 % (?P<low>{_NUMBER})-(?P<high>{_NUMBER}) ms\) )?straddles the SLO (?P<slo>{_NUMBER}) ms"
+                   rf"(?:, \d+ awaited past it)?|from (?P<count>\d+) calls \(needs (?P<needed>\d+)\)) after "
+                   rf"(?P<extensions>\d+) extension\(s\) of the step: hold steps longer \(--step-seconds\)")
 
 
 def _num(text: str) -> float:
@@ -216,3 +227,41 @@ def budget_verdict(summary: Mapping[str, Any]) -> bool:
     assert plateau.get("inconclusive") is True and verdict.get("reason") == plateau["inconclusive_reason"], verdict
     assert str(plateau.get("text")).startswith(f"INCONCLUSIVE ({plateau['inconclusive_reason']}): "), plateau["text"]
     return True
+
+
+def async_budget_verdict(summary: Mapping[str, Any]) -> bool:
+    """summary.json of a finished async search: True when it is INCONCLUSIVE because a step above its
+    capacity left the time-to-result SLO undecided after its extensions, verified from `async_search.steps[]`
+    (module doc); False when it is conclusive. An INCONCLUSIVE the record does not bear out fails."""
+    search = summary.get("async_search") or {}
+    if search.get("verdict") != "INCONCLUSIVE":
+        return False
+    reason = str(search.get("inconclusive_reason") or "")
+    found = ASYNC.fullmatch(reason)
+    assert found, f"not an SLO left undecided at the step budget: {reason}"
+    rate, capacity = _num(found["rate"]), search.get("capacity_rps")
+    assert capacity is None or rate > capacity, f"the step is not above the capacity {capacity}: {reason}"
+    steps = [s for s in search.get("steps", []) if s.get("rate_rps") == rate and s.get("slo") == UNDECIDED
+             and s.get("extensions") == int(found["extensions"]) and s.get("percentile") == float(found["pct"])]
+    assert steps, f"no recorded step at {rate:g} req/s left its SLO undecided after those extensions: {reason}"
+    for step in steps:
+        if found["count"] is not None:
+            counted = (step.get("results") or 0) + (step.get("awaited") or 0)
+            if int(found["count"]) == counted < int(found["needed"]) == min_count(float(found["pct"])):
+                return True
+            continue
+        recorded, slo = _interval(step.get("time_to_result_ci95")), _num(found["slo"])
+        if step.get("slo_ms") != slo:
+            continue
+        if found["low"] is None:  # enough calls, no interval: nothing to decide with
+            if not recorded.known:
+                return True
+            continue
+        if not recorded.known:
+            continue
+        assert recorded.low is not None and recorded.high is not None
+        quoted = (_num(found["low"]), _num(found["high"]))
+        if abs(recorded.low - quoted[0]) <= MS_TOL and abs(recorded.high - quoted[1]) <= MS_TOL \
+                and side(recorded, slo) == UNDECIDED:
+            return True
+    raise AssertionError(f"the record's own figures do not bear this out: {reason}; {steps}")

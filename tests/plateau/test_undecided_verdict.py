@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
-from tests.undecided import budget_verdict, verify_clause
+from sm_locust.plateau.asyncsearch import AsyncRateSearch
+from sm_locust.plateau.asyncslo import StepResults, TimeToResultSlo, judge_slo
+from sm_locust.plateau.synthetic import locust_bucket
+from tests.undecided import async_budget_verdict, budget_verdict, verify_clause
 
 GAIN_OPEN = "8 users still undecided at its step budget: throughput gain -0.4 % [-7.1, +6.2] straddles 5 %"
 
@@ -130,3 +134,39 @@ def test_a_stop_on_a_point_is_checked_against_two_recorded_steps():
     assert budget_verdict(record(undecided=(clause,))) is True
     with pytest.raises(AssertionError, match="no two recorded steps"):
         budget_verdict(record(undecided=(clause,), eight=(54.13, [52.55, 55.71])))
+
+
+def _async_record(times_ms, slo_ms=340.0, few=False) -> dict:
+    """summary.json's `async_search` as the search writes it, its one 5-req/s step held twice longer and
+    still undecided against `slo_ms` (or, `few`, from too few calls for a p95)."""
+    hists: list[dict[int, int]] = []
+    for i, ms in enumerate(times_ms[:12] if few else times_ms):
+        if i % 10 == 0:
+            hists.append({})
+        hists[-1][locust_bucket(ms)] = hists[-1].get(locust_bucket(ms), 0) + 1
+    slo = TimeToResultSlo(95.0, slo_ms)
+    search = AsyncRateSearch(start_rps=5, step_rps=5, max_rps=5, slo=slo)
+    search.judge([3.0] * 30, judge_slo(slo, StepResults(tuple(hists))), 2)
+    return {"async_search": search.as_dict()}
+
+
+def test_an_async_slo_left_undecided_is_checked_against_the_recorded_interval():
+    times = list(np.random.default_rng(1).uniform(250, 350, 300))
+    summary = _async_record(times)
+    assert summary["async_search"]["verdict"] == "INCONCLUSIVE"
+    assert async_budget_verdict(summary) is True
+    assert async_budget_verdict(_async_record(times, few=True)) is True  # 12 calls for a p95 that needs 20
+    wrong = copy.deepcopy(summary)
+    wrong["async_search"]["steps"][0]["time_to_result_ci95"] = [341.0, 350.0]  # wholly above: a breach
+    with pytest.raises(AssertionError, match="do not bear this out"):
+        async_budget_verdict(wrong)
+    elsewhere = copy.deepcopy(summary)
+    elsewhere["async_search"]["steps"][0]["rate_rps"] = 10.0  # the step named is not in the record
+    with pytest.raises(AssertionError, match="no recorded step at 5 req/s"):
+        async_budget_verdict(elsewhere)
+    below = copy.deepcopy(summary)
+    below["async_search"]["capacity_rps"] = 5.0
+    with pytest.raises(AssertionError, match="not above the capacity"):
+        async_budget_verdict(below)
+    conclusive = _async_record([200.0] * 100, slo_ms=1000.0)
+    assert conclusive["async_search"]["verdict"] == "conclusive" and async_budget_verdict(conclusive) is False
