@@ -34,6 +34,7 @@ from sm_locust.shapes.plateau import PlateauShape
 from sm_locust.users.openloop import OpenLoopUser
 from tests.conftest import SAMPLE_PAYLOAD
 from tests.starved import load_generator_verdict
+from tests.undecided import budget_verdict, verify_clause
 
 TRITON = {"TrafficPattern": {"TrafficType": "PHASES",
                              "Phases": [{"InitialNumberOfUsers": 2, "SpawnRate": 2, "DurationInSeconds": 1500}]}}
@@ -248,6 +249,7 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
         for line in plateau["knee_undecided"]:
             found = gain_open.fullmatch(line)
             assert found and int(found.group(1)) in (plateau["users"], above), plateau["text"]
+            verify_clause(summary, line)  # the step recorded it, and its recorded intervals straddle the line
         assert loads[0] <= plateau["users"] <= loads[1] and loads[1] - loads[0] <= granule, plateau["text"]
         assert "the knee only: " in text, text
         # and the endpoint's own count puts the knee there too, within one granule: the least load measured
@@ -264,6 +266,7 @@ def test_plateau_shape_reports_the_capacity_of_a_known_capacity_endpoint(endpoin
         found = gain_open.fullmatch(reason)
         assert found, plateau["text"]
         assert int(found.group(1)) in (plateau["users"], above), plateau["text"]
+        assert budget_verdict(summary), plateau["text"]  # each clause borne out by the record's own intervals
         assert loads is None or not loads[0] <= plateau["users"] <= loads[1] or loads[1] - loads[0] > granule, \
             plateau["text"]
     assert text.startswith("plateau: capacity ") and plateau["text"] in capsys.readouterr().out

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import SAMPLE_PAYLOAD, run_cli
 from tests.fakes import moto_with_input
+from tests.undecided import async_budget_verdict
 
 pytestmark = pytest.mark.e2e  # a moto server, local endpoints and Locust
 
@@ -44,6 +45,9 @@ def test_the_sweep_measures_prices_and_ranks_each_fleet(moto, tmp_path):
     assert list(rows) == [ONE, TWO]
     for label, row in rows.items():
         assert row["status"] in ("ok", "inconclusive"), (label, row["status"], row["reason"])
+        if row["inconclusive"]:  # its search could not decide: said in its run's record, and borne out by it
+            summary = json.loads((tmp_path / "out" / row["run_dir"] / "summary.json").read_text())
+            assert async_budget_verdict(summary), row
         if row["status"] != "ok":  # its search could not decide, or the load generator was the bottleneck twice
             assert row["inconclusive"] or row["client_bound"], row
             assert not row["meets_objective"] and row["lost_because"].startswith("INCONCLUSIVE"), row
