@@ -367,6 +367,18 @@ class BareWorker(WorkerRunner):
         pass
 
 
+class SocketlessMaster(MasterRunner):
+    """A running master's state (4 users, no workers) on an environment, without its sockets."""
+
+    user_count = 4
+    state = "running"
+    greenlet = None
+    clients: dict = {}
+
+    def __init__(self, environment) -> None:
+        self.environment = environment
+
+
 class BareMaster(MasterRunner):
     """A master runner by kind only, with `clients` named as given (module doc)."""
 

@@ -7,6 +7,7 @@ from sm_locust.measure.looplag import FIX_CPU_LIMIT, FIX_WORKERS, LoopLag, gener
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, ScheduleSearch, StepSearch
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
+from tests.plateau.feed import feed
 
 THROTTLED = LoopLag(samples=1000, p50_ms=0.1, p99_ms=2.0, max_ms=5.0, lagging=0.01, throttled_periods=0.2,
                     throttled_s=1.5)
@@ -83,14 +84,7 @@ def test_the_driver_holds_the_same_load_for_the_re_measure():
 
     endpoint = SyntheticEndpoint(concurrency=8, service_ms=40.0, overhead_ms=2.0, client_cpu=cpu)
     driver = SearchDriver(PlateauSearch(1, 64), step_s=30, min_step_s=10, min_subwindow_s=1)
-    timeline, users = [], None
-    decision = driver.tick(endpoint.clock, timeline)
-    while not decision.stop:
-        ramp = decision.users != users
-        users = decision.users
-        timeline.extend(endpoint.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
-        decision = driver.tick(endpoint.clock, timeline)
-        assert len(timeline) < 3000
+    feed(driver, endpoint, limit=3000)
     verdict = driver.search.verdict()
     bound = [m for m in driver.measurements if m.client_bound]
     assert len(bound) == 1, [(m.load, m.client_bound) for m in driver.measurements]

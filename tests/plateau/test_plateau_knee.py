@@ -13,6 +13,7 @@ from sm_locust.plateau.conditions import LatencySLO
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PlateauSearch, StepSearch, Verdict
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
+from tests.plateau.feed import feed
 
 
 def search_endpoint(search, endpoint, seconds=12):
@@ -146,14 +147,7 @@ class StraddlingEndpoint:
 def test_a_step_straddling_its_slo_for_the_whole_budget_is_bounded_and_said():
     driver = SearchDriver(PlateauSearch(1, 64, conditions=[LatencySLO(95, 130)]), step_s=30, min_step_s=10,
                           min_subwindow_s=1)
-    source, timeline, users = StraddlingEndpoint(), [], None
-    decision = driver.tick(source.clock, timeline)
-    while not decision.stop:
-        ramp = decision.users != users
-        users = decision.users
-        timeline.extend(source.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
-        decision = driver.tick(source.clock, timeline)
-        assert len(timeline) < 2000
+    feed(driver, StraddlingEndpoint(), limit=2000)
     verdict = driver.search.verdict()
     held = [(m.load, m.t_end - m.t_start) for m in driver.measurements]
     assert all(seconds <= 30 + 1 for _, seconds in held), held  # never past the budget

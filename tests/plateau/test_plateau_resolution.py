@@ -14,6 +14,7 @@ import pytest
 from sm_locust.plateau.driver import SearchDriver
 from sm_locust.plateau.search import PLATEAU_TOLERANCE, PlateauSearch
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
+from tests.plateau.feed import feed
 
 # the plateau shape's defaults: a step ends from 10 s on once decided, at the latest at 30 s
 MIN_STEP_S, STEP_S = 10, 30
@@ -22,14 +23,7 @@ MIN_STEP_S, STEP_S = 10, 30
 def run(endpoint: SyntheticEndpoint, search: PlateauSearch | None = None):
     """The search driven against `endpoint` one second at a time, as the plateau shape drives it."""
     driver = SearchDriver(search or PlateauSearch(1, 256), step_s=STEP_S, min_step_s=MIN_STEP_S, min_subwindow_s=1)
-    timeline, users = [], None
-    decision = driver.tick(endpoint.clock, timeline)
-    while not decision.stop:
-        ramp = decision.users != users
-        users = decision.users
-        timeline.extend(endpoint.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
-        decision = driver.tick(endpoint.clock, timeline)
-        assert len(timeline) < 2000, "the search never stopped"
+    feed(driver, endpoint, limit=2000)
     return [int(m.load) for m in driver.search.steps], driver.search.verdict()
 
 

@@ -9,6 +9,7 @@ from sm_locust.measure.steady import measure_step
 from sm_locust.plateau.conditions import ErrorRate, LatencySLO, MaxDuration, ThroughputGain
 from sm_locust.plateau.search import PlateauSearch, StepSearch
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
+from tests.plateau.feed import feed
 
 
 def drive(search, measure, limit=60):
@@ -165,14 +166,7 @@ def _sequential(search, endpoint, step_s=240.0):
     from sm_locust.plateau.driver import SearchDriver
 
     driver = SearchDriver(search, step_s=step_s, min_step_s=10, min_subwindow_s=1)
-    timeline, users = [], None
-    decision = driver.tick(endpoint.clock, timeline)
-    while not decision.stop:
-        ramp = decision.users != users
-        users = decision.users
-        timeline.extend(endpoint.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
-        decision = driver.tick(endpoint.clock, timeline)
-        assert len(timeline) < 5000, "search did not stop"
+    feed(driver, endpoint)
     return search.verdict()
 
 

@@ -14,6 +14,7 @@ from sm_locust.plateau.search import PlateauSearch, StepSearch
 from sm_locust.plateau.significance import ABOVE, BELOW, UNDECIDED, growth_interval, min_count, precise, side
 from sm_locust.plateau.synthetic import SyntheticEndpoint, synthetic_step
 from sm_locust.plateau.tokens import Bucket, TokenPlateauSearch, TokenSLO, TokenStep, _key
+from tests.plateau.feed import feed
 
 
 def seconds_of(users: int, counts: list[int], hists: list[dict[int, int]] | None = None, t0: float = 0.0):
@@ -118,14 +119,7 @@ def test_a_growth_at_the_threshold_is_decided_by_a_load_between_the_two_steps():
 
 
 def run_driver(driver, endpoint, limit=5000):
-    timeline, users = [], None
-    decision = driver.tick(endpoint.clock, timeline)
-    while not decision.stop:
-        ramp = decision.users != users
-        users = decision.users
-        timeline.extend(endpoint.users_step(users, seconds=0 if ramp else 1, ramp_s=1 if ramp else 0))
-        decision = driver.tick(endpoint.clock, timeline)
-        assert len(timeline) < limit, "the search never stopped"
+    feed(driver, endpoint, limit)
     return driver.search.verdict()
 
 

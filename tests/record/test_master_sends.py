@@ -149,19 +149,10 @@ def test_a_shortfall_on_a_master_step_is_client_bound():
 def test_a_masters_sample_adds_keyed_sends_once():
     """`RunRecorder.sample` on a master attaches only the sends shipped without seconds: the keyed ones
     are the timeline's seconds', not counted twice."""
-    from locust.runners import MasterRunner
-
-    class Master(MasterRunner):  # the master's state, without its sockets
-        user_count = 4
-        state = "running"
-        greenlet = None
-        clients: dict = {}
-
-        def __init__(self, environment):
-            self.environment = environment
+    from tests.fakes import SocketlessMaster
 
     env = Environment()
-    env.runner = Master(env)
+    env.runner = SocketlessMaster(env)
     recorder = RunRecorder(env, None)
     first = int(time.time()) - 10
     recorder.started_at = float(first)

@@ -71,20 +71,12 @@ def test_a_master_stopped_before_its_workers_last_reports_still_records_their_st
     import json
     import time
 
-    from locust.runners import MasterRunner
     from locust.stats import StatsEntry
 
-    class StoppedMaster(MasterRunner):  # the master's state, without its sockets
-        user_count = 4
-        state = "running"
-        greenlet = None
-        clients: dict = {}
-
-        def __init__(self, environment):
-            self.environment = environment
+    from tests.fakes import SocketlessMaster
 
     env = Environment()
-    env.runner = StoppedMaster(env)
+    env.runner = SocketlessMaster(env)
     recorder = RunRecorder(env, tmp_path)
     recorder.on_test_start(env)
     recorder.started_at -= 3  # a 3-s run (--run-time 3s), as the compose test runs
