@@ -36,7 +36,7 @@ from sm_locust.plateau.conditions import (
     latency_slos,
 )
 from sm_locust.plateau.model import ClosedLoopModel, cycle_time_s
-from sm_locust.plateau.significance import Support, growth_interval, precise
+from sm_locust.plateau.significance import BELOW, Support, growth_interval, precise, side
 from sm_locust.util.formatting import latency, number, with_interval
 
 PLATEAU_TOLERANCE = 0.05  # the plateau step is within 5 % of the best acceptable throughput
@@ -51,10 +51,12 @@ MAX_MODEL_PROBES = 3  # loads placed by the model before the search falls back o
 MODEL_MARGIN = 0.15  # a model-placed step reading this far under the model's figure contradicts it
 MAX_REMEASURES = 1  # a step that contradicts Little's law beyond its interval is measured once more
 MAX_CLIENT_REMEASURES = 1  # a client-bound step is measured once more (the generator's stall may pass)
+DEFER_QUEUE = 1.5  # a growth step whose cycle is under this x the unqueued one is not held for its own precision
 MAX_GAIN_SPLITS = 2  # loads measured between two steps whose growth still straddles the threshold
 
 # why a step measures a load already measured once more (summary.json's steps[].measured_again)
 AGAIN_CLIENT_BOUND, AGAIN_UNSTABLE, AGAIN_CONTRADICTED, AGAIN_GAIN = "client-bound", "unstable", "contradicted", "gain"
+AGAIN_IMPRECISE = "imprecise"  # a growth step not held for its own precision turned out to be the capacity
 
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
 GAIN_OPEN = "throughput gain "  # how an undecided growth's reason starts (ThroughputGain.undecided)
@@ -329,6 +331,7 @@ class Search:
         self._stop_kind: str | None = None
         self._client: str | None = None
         self._remeasured: dict[float, int] = {}
+        self._imprecise_remeasured: dict[float, int] = {}  # capacities measured again for their precision
         self._client_remeasured: dict[float, int] = {}
         self._gain_splits = 0
         self._grown_to_decide = False  # one step above the highest load measured to decide a straddling growth
@@ -398,7 +401,7 @@ class Search:
         if not step.window or step.client_bound:
             return []
         reasons = []
-        if not precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE):
+        if not precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE) and not self._surely_growing(step):
             reasons.append(f"{IMPRECISE}{self._figure(step)} not known to +-{PLATEAU_TOLERANCE * 100:g} %")
         slo = constraint_undecided(self.conditions, step)
         lower = [m for m in self._acceptable() if m.load < step.load]
@@ -410,6 +413,12 @@ class Search:
             if gain:
                 reasons.append(gain)
         return reasons
+
+    def _surely_growing(self, step: StepMeasurement) -> bool:
+        """The step's own precision decides nothing yet: the search is growing and the step surely grew
+        by more than the gain threshold over every acceptable load below it (PlateauSearch). Its goodput
+        matters only if it later becomes the capacity, and then it is measured again (`_remeasure_imprecise`)."""
+        return False
 
     def _flat(self, lower: StepMeasurement, higher: StepMeasurement) -> bool:
         """Closed loop: `higher` surely gained less than the gain threshold over `lower` (the growth's
@@ -594,9 +603,13 @@ class Search:
             again = self._remeasure_gain()
             if again is not None:
                 return again
+        budget = self.budget_fired()
+        if decision.stop and not budget:
+            again = self._remeasure_imprecise()
+            if again is not None:
+                return again
         if decision.stop and self._stop_kind != KIND_LIMIT:
             return decision  # a constraint or saturation: the plateau's own reason
-        budget = self.budget_fired()
         if budget:  # a budget that fired is the condition that stopped the run, not the end of the schedule
             return self._halt(budget, KIND_LIMIT)
         return decision
@@ -619,6 +632,32 @@ class Search:
         self._stop, self._stop_kind = None, None
         return self._run(step.load, f"throughput gain straddles {self.gain.min_gain * 100:g} %: "
                                     f"measuring {step.load_label()} again to decide it", AGAIN_GAIN)
+
+    def _remeasure_imprecise(self) -> Decision | None:
+        """The search would stop on a step whose goodput is known to worse than +-`PLATEAU_TOLERANCE`,
+        not held for it (it surely grew while the search was growing: `_surely_growing`), that the verdict
+        rests on: the capacity, or a load below the knee whose interval reaches the knee's floor (95 % of
+        the plateau level: it may be on the plateau, the knee at or below it). Measure it once more, held
+        until its goodput is known (the search no longer grows), instead of ending INCONCLUSIVE on the
+        capacity's precision or placing the knee on a point. Once per load. None: stop as decided."""
+        verdict = self._verdict()
+        if verdict.client_bound or verdict.plateau is None:
+            return None
+        knee = verdict.plateau
+        floor = (1.0 - PLATEAU_TOLERANCE) * (self.level_of(self._acceptable()) or 0.0)
+        below = [m for m in self._acceptable() if m.load < knee.load and (m.goodput_ci.high or 0.0) >= floor]
+        capacity = self._capacity(knee)
+        for step in ([capacity] if capacity is not None else []) + sorted(below, key=lambda m: -m.load):
+            if (not step.window or precise(step.goodput_rps, step.goodput_ci, PLATEAU_TOLERANCE)
+                    or any(r.startswith(IMPRECISE) for r in step.undecided)
+                    or self._imprecise_remeasured.get(step.load, 0) >= MAX_REMEASURES):
+                continue
+            self._imprecise_remeasured[step.load] = self._imprecise_remeasured.get(step.load, 0) + 1
+            self._stop, self._stop_kind = None, None
+            what = "the capacity" if step is capacity else "below the knee,"
+            return self._run(step.load, f"{what} {self._figure(step)} req/s at {step.load_label()} is not known to "
+                                        f"+-{PLATEAU_TOLERANCE * 100:g} %: measuring it again", AGAIN_IMPRECISE)
+        return None
 
     def _split_gain(self, acceptable: list[StepMeasurement]) -> Decision | None:
         """The growth between the two steps compared still straddles the threshold once measured again:
@@ -939,6 +978,30 @@ class PlateauSearch(Search):
 
     def first(self) -> Decision:
         return self._run(self.start, "first step")
+
+    def _surely_growing(self, step: StepMeasurement) -> bool:
+        """Closed loop, growing below the maximum: the step's growth over every acceptable load below it
+        (`growth_interval`, from both intervals) lies wholly above the gain threshold, and it surely bent:
+        its interval wholly under the linear bound (`_on_linear_bound`: so it grows x`factor`, and its
+        cycle is not the unqueued one the model is built on), its cycle under `DEFER_QUEUE` x the
+        unqueued one. The next move is the same whatever its goodput reads within its interval, so the
+        step is not held to narrow it. A step that queued more is likely on the
+        plateau already, where its goodput is what the next step's growth is measured from, or the best
+        one read (the capacity): measured again later it would cost a whole step, so it is held now."""
+        if self.mode != MODE_USERS or self.phase != "grow" or step.load >= self.max_load or not step.goodput_rps > 0:
+            return False
+        lower = [m for m in self._acceptable() if m.load < step.load]
+        cycle = cycle_time_s(lower)
+        if not lower or cycle is None or step.users / step.goodput_rps >= DEFER_QUEUE * cycle:
+            return False
+        bound = (1.0 - PLATEAU_TOLERANCE) * step.users / cycle  # `_on_linear_bound`: x4 above it, x2 below
+        if side(step.goodput_ci, bound) != BELOW:
+            return False  # its goodput decides how far to grow, or its cycle is the model's unqueued one
+        for m in lower:
+            growth = growth_interval(step.goodput_rps, step.goodput_ci, m.goodput_rps, m.goodput_ci)
+            if growth.low is None or not growth.low > self.gain.min_gain:
+                return False
+        return True
 
     def _on_linear_bound(self, step: StepMeasurement) -> bool:
         """Closed loop: the step still gets what Little's law allows with no queueing (within 5 %):
