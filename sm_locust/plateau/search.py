@@ -56,7 +56,7 @@ MAX_GAIN_SPLITS = 2  # loads measured between two steps whose growth still strad
 
 # why a step measures a load already measured once more (summary.json's steps[].measured_again)
 AGAIN_CLIENT_BOUND, AGAIN_UNSTABLE, AGAIN_CONTRADICTED, AGAIN_GAIN = "client-bound", "unstable", "contradicted", "gain"
-AGAIN_IMPRECISE = "imprecise"  # a growth step not held for its own precision turned out to be the capacity
+AGAIN_IMPRECISE = "imprecise"  # a growth step not held for its own precision turned out to be one the verdict rests on
 
 IMPRECISE = "goodput "  # how a step's own precision reason starts (Search.undecided)
 GAIN_OPEN = "throughput gain "  # how an undecided growth's reason starts (ThroughputGain.undecided)
@@ -331,7 +331,7 @@ class Search:
         self._stop_kind: str | None = None
         self._client: str | None = None
         self._remeasured: dict[float, int] = {}
-        self._imprecise_remeasured: dict[float, int] = {}  # capacities measured again for their precision
+        self._imprecise_remeasured: dict[float, int] = {}  # steps not held for their goodput, measured again for it
         self._client_remeasured: dict[float, int] = {}
         self._gain_splits = 0
         self._grown_to_decide = False  # one step above the highest load measured to decide a straddling growth
@@ -415,9 +415,9 @@ class Search:
         return reasons
 
     def _surely_growing(self, step: StepMeasurement) -> bool:
-        """The step's own precision decides nothing yet: the search is growing and the step surely grew
-        by more than the gain threshold over every acceptable load below it (PlateauSearch). Its goodput
-        matters only if it later becomes the capacity, and then it is measured again (`_remeasure_imprecise`)."""
+        """The step's own goodput decides nothing yet, so it is not held for it (PlateauSearch: growing,
+        and it surely grew past the gain threshold). Should the verdict come to rest on it, it is measured
+        again (`_remeasure_imprecise`). The step and schedule searches hold every step for it."""
         return False
 
     def _flat(self, lower: StepMeasurement, higher: StepMeasurement) -> bool:
@@ -616,6 +616,7 @@ class Search:
 
     remeasures_client = True  # a client-bound step is measured once more before the search gives up
     remeasures_gain = False  # PlateauSearch: its refinement judges the bracket whatever load ran last
+    remeasures_imprecise = False  # PlateauSearch: a step it did not hold for its goodput (`_surely_growing`)
 
     def _remeasure_gain(self) -> Decision | None:
         """The search would stop on a growth whose interval straddles the threshold: measure the less
@@ -640,6 +641,8 @@ class Search:
         the plateau level: it may be on the plateau, the knee at or below it). Measure it once more, held
         until its goodput is known (the search no longer grows), instead of ending INCONCLUSIVE on the
         capacity's precision or placing the knee on a point. Once per load. None: stop as decided."""
+        if not self.remeasures_imprecise:
+            return None
         verdict = self._verdict()
         if verdict.client_bound or verdict.plateau is None:
             return None
@@ -941,6 +944,7 @@ class PlateauSearch(Search):
 
     default_gain_window = GEOMETRIC_GAIN_WINDOW
     remeasures_gain = True
+    remeasures_imprecise = True
 
     def __init__(
         self,
@@ -985,9 +989,9 @@ class PlateauSearch(Search):
         its interval wholly under the linear bound (`_on_linear_bound`: so it grows x`factor`, and its
         cycle is not the unqueued one the model is built on), its cycle under `DEFER_QUEUE` x the
         unqueued one. The next move is the same whatever its goodput reads within its interval, so the
-        step is not held to narrow it. A step that queued more is likely on the
-        plateau already, where its goodput is what the next step's growth is measured from, or the best
-        one read (the capacity): measured again later it would cost a whole step, so it is held now."""
+        step is not held to narrow it. A step that queued more is likely on the plateau already, where
+        its goodput is what the next step's growth is measured from, or the best one read (the
+        capacity): measured again later it would cost a whole step, so it is held now."""
         if self.mode != MODE_USERS or self.phase != "grow" or step.load >= self.max_load or not step.goodput_rps > 0:
             return False
         lower = [m for m in self._acceptable() if m.load < step.load]

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from sm_locust.measure.steady import measure_step
 from sm_locust.plateau.driver import SearchDriver
-from sm_locust.plateau.search import AGAIN_IMPRECISE, IMPRECISE, PLATEAU_TOLERANCE, PlateauSearch
+from sm_locust.plateau.search import AGAIN_IMPRECISE, IMPRECISE, PLATEAU_TOLERANCE, PlateauSearch, ScheduleSearch
 from sm_locust.plateau.significance import precise
+from sm_locust.plateau.synthetic import SyntheticEndpoint
 from tests.plateau.feed import feed
 from tests.plateau.test_plateau_resolution import MIN_STEP_S, STEP_S, MeasuredEndpoint, true_knee
 
@@ -105,3 +107,16 @@ def test_a_growth_step_that_queued_is_still_held_for_its_precision(seed):
     assert slot.duration_s > search.steps[loads.index(16)].duration_s, (slot.duration_s, slot.goodput_ci)
     assert precise(slot.goodput_rps, slot.goodput_ci, PLATEAU_TOLERANCE) or any(
         r.startswith(IMPRECISE) for r in slot.undecided), slot.undecided
+
+
+def test_a_schedule_search_never_measures_a_step_again_for_its_precision():
+    # they hold no step for its goodput's sake outside the driver (a schedule owns the clock): an imprecise
+    # capacity there ends INCONCLUSIVE as it says, nothing is run again
+    endpoint = SyntheticEndpoint(concurrency=4, service_ms=40.0, noise=0.4, seed=1)
+    schedule = ScheduleSearch(2, 8)
+    schedule.first()
+    schedule.follow(measure_step(endpoint.users_step(2, 6)), 8)
+    decision = schedule.follow(measure_step(endpoint.users_step(8, 6)), None)
+    assert decision.stop and [m.measured_again for m in schedule.steps] == [None, None], decision
+    capacity = schedule.verdict().capacity
+    assert not precise(capacity.goodput_rps, capacity.goodput_ci, PLATEAU_TOLERANCE), capacity.goodput_ci
