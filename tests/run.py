@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -207,8 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     if stopping and code == 0:
         code = 128 + stopping[0]
     wall = time.monotonic() - began
-    print(f"tests/run.py: {len(shards)} pytest processes in {wall:.0f} s ({wall / 60:.1f} min), exit {code}; "
-          f"outputs in {folder}")
+    if code == 0:  # every log is printed above; a passing run's ~1 GB of tmp_paths would pile up run after run
+        shutil.rmtree(folder, ignore_errors=True)
+        where = "outputs removed (all passed)"
+    else:
+        where = f"outputs kept in {folder}"
+    print(f"tests/run.py: {len(shards)} pytest processes in {wall:.0f} s ({wall / 60:.1f} min), exit {code}; {where}")
     print(f"tests: {total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")
     return code
 
