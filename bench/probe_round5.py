@@ -472,7 +472,7 @@ def endpoint_checks(triton_url: str) -> list[tuple[str, str, Callable[[], str | 
 
 def signal_checks() -> list[tuple[str, str, Callable[[], str | None]]]:
     def serve_sighup() -> str | None:
-        from sm_locust.endpoint.server import free_port
+        from sm_locust.util.ports import free_port
 
         proc = subprocess.Popen([PY, "-m", "sm_locust", "serve", "--port", str(free_port()), "--workers", "2"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)

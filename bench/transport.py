@@ -398,7 +398,7 @@ def drive(args) -> int:
             stop(server, signal.SIGQUIT if args.server == "nginx" else signal.SIGINT)
         if args.endpoint:  # the local endpoint's own ceiling, same raw client
             sys.path.insert(0, str(ROOT))
-            from sm_locust.endpoint.server import free_port as endpoint_port
+            from sm_locust.util.ports import free_port as endpoint_port
 
             eport = endpoint_port()
             command = [sys.executable, "-m", "sm_locust", "serve", "--port", str(eport)]

@@ -51,11 +51,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from sm_locust.endpoint.server import free_port
 from sm_locust.invocation import MODEL_WAIT_HEADER
 from sm_locust.testing.fakehttp import KeepAliveServer
 from sm_locust.transport import create_client
 from sm_locust.transport.contract import SageMakerClient
+from sm_locust.util.ports import free_port
 
 ACCESS_KEY = "AKIDTESTONLY0000"
 SECRET_KEY = "test/secret+key=not-real"

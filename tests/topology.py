@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from sm_locust.endpoint.server import free_port
+from sm_locust.util.ports import free_port
 from tests.fakes import stop_processes
 
 ROOT = Path(__file__).resolve().parents[1]

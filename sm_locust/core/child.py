@@ -37,7 +37,6 @@ from sm_locust.core.folder import (
     make_out_dir,
     remove_run_files,
 )
-from sm_locust.endpoint.server import free_port
 from sm_locust.errors import Interrupted, RunError, UsageError
 from sm_locust.locustfiles import path as locustfile_path
 from sm_locust.record.model import Summary
@@ -46,6 +45,7 @@ from sm_locust.sanitize import clean
 from sm_locust.shapes import SHAPES
 from sm_locust.util import lifeline
 from sm_locust.util.outputs import locked_folder, open_output, promote, refuse_links_in
+from sm_locust.util.ports import free_port
 
 
 @dataclass(frozen=True)

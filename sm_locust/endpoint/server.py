@@ -14,7 +14,6 @@ import dataclasses
 import errno
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -51,35 +50,6 @@ def check_port_free(host: str, port: int) -> None:
             if exc.errno == errno.EADDRINUSE:
                 raise RunError(f"port {port} on {host} is already in use; choose another with --port") from None
             raise RunError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-
-
-def _ephemeral_low() -> int | None:
-    """The low end of Linux's ephemeral port range, from which bind(port 0) and outgoing connections
-    take their ports; None where it cannot be read."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on host right now, for another process to bind (the local endpoint binds
-    its own: `listening_socket`). Picked at random below the ephemeral range where there is room, so no
-    bind(port 0) or outgoing connection of another process takes it before that process binds it;
-    only another such pick could (about 1 in 12,000)."""
-    low = _ephemeral_low()
-    if low is not None and low > 1024 + 4096:
-        for _ in range(64):
-            port = random.randrange(max(1024, low - 12768), low)
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind((host, port))
-                except OSError:
-                    continue
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def listening_socket(host: str = "127.0.0.1") -> socket.socket:

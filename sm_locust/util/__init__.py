@@ -5,4 +5,5 @@
     registry.py    name -> implementation, aliases, helpful unknown-name errors
     outputs.py     output places checked before anything starts; folders locked while written
     lifeline.py    how children run: SIGINT restored, and they stop when their parent is gone
+    ports.py       a TCP port free right now, for a child process to bind
 """

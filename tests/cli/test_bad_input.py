@@ -27,12 +27,12 @@ import psutil
 import pytest
 
 from sm_locust.cli import main
-from sm_locust.endpoint.server import free_port
 from sm_locust.errors import UsageError
 from sm_locust.payloads import load_payloads
 from sm_locust.payloads.pickles import loads_plain
 from sm_locust.record.schema import drop_malformed_rows
 from sm_locust.testing.mounts import mount_tmpfs, unmount
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 
 HISTORY_HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,95%,Total Request Count,"

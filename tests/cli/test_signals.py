@@ -135,7 +135,7 @@ def test_sigterm_to_demo_stops_locust_and_the_local_endpoint(tmp_path):
 
 @pytest.mark.e2e
 def test_sigterm_to_serve_stops_its_workers(tmp_path):
-    from sm_locust.endpoint.server import free_port
+    from sm_locust.util.ports import free_port
 
     proc = start("serve", "--port", str(free_port()), "--workers", "2")
     wait_for(lambda: len(descendants(proc)) >= 2, proc, what="two workers")
@@ -148,7 +148,7 @@ def test_sigterm_to_serve_stops_its_workers(tmp_path):
 @pytest.mark.e2e
 def test_sighup_to_serve_stops_it_instead_of_reloading(tmp_path):
     """Was: gunicorn reloaded on SIGHUP (new workers, the emulation's state reset) and kept serving."""
-    from sm_locust.endpoint.server import free_port
+    from sm_locust.util.ports import free_port
 
     proc = start("serve", "--port", str(free_port()), "--workers", "2")
     wait_for(lambda: len(descendants(proc)) >= 2, proc, what="two workers")
@@ -164,7 +164,7 @@ def test_sighup_to_serve_stops_it_instead_of_reloading(tmp_path):
 def test_ctrl_c_on_serve_stops_it_without_a_traceback(tmp_path, extra):
     """A terminal's Ctrl+C reaches the whole process group (gunicorn's master and its gevent worker):
     the worker raised SystemExit in a greenlet, which gevent printed as a traceback."""
-    from sm_locust.endpoint.server import free_port
+    from sm_locust.util.ports import free_port
 
     out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "serve", "--port", str(free_port()), *extra],

@@ -37,7 +37,7 @@ import pytest
 import yaml
 
 import sm_locust
-from sm_locust.endpoint.server import free_port
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT
 from tests.fakes import MotoServer, stop_processes, wait_exit
 

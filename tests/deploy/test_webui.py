@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from sm_locust.config.options import GROUPS, all_option_specs, option_help, option_label
-from sm_locust.endpoint.server import free_port
 from sm_locust.locustfiles._webui import form_layout
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT, SAMPLE_PAYLOAD
 from tests.fakes import wait_exit
 

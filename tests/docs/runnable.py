@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sm_locust.endpoint.server import free_port
 from sm_locust.sweep.runner import FIRST_SUFFIX, REPLICATE_SUFFIX
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT
 
 MARK = re.compile(r"^<!-- runnable(?::\s*(?P<tag>[\w-]+))?\s*-->\s*\n```(?P<lang>\w*)\n(?P<body>.*?)^```", re.M | re.S)

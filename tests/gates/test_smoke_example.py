@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sm_locust.endpoint.server import free_port
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT
 from tests.fakes import wait_exit
 from tests.starved import gates_held_by_the_load_generator

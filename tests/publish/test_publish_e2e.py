@@ -32,7 +32,7 @@ import locust  # noqa: F401  (gevent patching before boto3)
 import boto3
 import pytest
 
-from sm_locust.endpoint.server import free_port
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import stop_processes, wait_exit
 

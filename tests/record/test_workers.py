@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from sm_locust.endpoint.server import free_port
 from sm_locust.record.timeline import read_seconds
 from sm_locust.record.workers import WorkerLedger, timeout_message, wait_for_final_reports
+from sm_locust.util.ports import free_port
 from tests.conftest import ROOT, SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import wait_exit
 from tests.topology import demo_topology, endpoint_stats, start_cluster

@@ -23,8 +23,8 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from sm_locust.aws.s3 import MARKER_NAME, S3Location, check_writable, download_folder, fetch_run, upload_folder
-from sm_locust.endpoint.server import free_port
 from sm_locust.errors import RunError, UsageError
+from sm_locust.util.ports import free_port
 from tests.conftest import SAMPLE_PAYLOAD, assert_one_line_error, run_cli
 from tests.fakes import MotoServer
 
