@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from sm_locust.measure.looplag import LoopLag, client_affected_reason, starved_reason, throttled_reason
+from sm_locust.measure.looplag import LoopLag, client_affected_reason, quotes_reason, starved_reason, throttled_reason
 from sm_locust.measure.steady import CLIENT_BUSY_LIMIT_PCT, CLIENT_CPU_LIMIT_PCT, MIN_OFFERED_RATIO
 
 LOAD_GENERATOR = "the load generator, not the endpoint, was the bottleneck in both measurements"
@@ -76,7 +76,7 @@ def load_generator_verdict(summary: Mapping[str, Any]) -> bool:
     if verdict.get("status") != "inconclusive" or not named:
         return False
     assert bound, f"INCONCLUSIVE naming the load generator, with no client-bound step: {reason}"
-    assert any(str(step["client_bound_reason"]) in reason for step in bound), (reason, bound)
+    assert any(quotes_reason(reason, str(step["client_bound_reason"])) for step in bound), (reason, bound)
     return True
 
 

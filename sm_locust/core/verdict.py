@@ -12,6 +12,7 @@ import csv
 from collections.abc import Mapping
 from pathlib import Path
 
+from sm_locust.measure.looplag import BOTTLENECK
 from sm_locust.publish.sender import closing_clause
 from sm_locust.record.model import Interval, JsonObject, Summary
 from sm_locust.sanitize import clean
@@ -70,7 +71,7 @@ def inconclusive_reason(summary: Summary | JsonObject) -> str | None:
     record = Summary.of(summary)
     if record.inconclusive:
         assert record.verdict is not None
-        return str(record.verdict.reason or "the load generator was the bottleneck")
+        return str(record.verdict.reason or BOTTLENECK)
     return None
 
 

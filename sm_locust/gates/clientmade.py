@@ -24,12 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sm_locust.measure.looplag import FIX_CPU_LIMIT, FIX_WORKERS, LoopLag, generator_fix
+from sm_locust.measure.looplag import BOTTLENECK, FIX_CPU_LIMIT, FIX_WORKERS, LoopLag, generator_fix, quotes_reason
 from sm_locust.record.model import JsonObject, Step, Summary
 from sm_locust.record.summary import LOST_WORKER_FIX, steps_after_loss
 
 SHOWN_STEPS = 3  # steps named in a gate's line; more are counted
-BOTTLENECK = "the load generator was the bottleneck"
 WORKER_LOST = "a Locust worker was lost"
 
 
@@ -93,7 +92,7 @@ def client_made(summary: Summary | JsonObject) -> ClientMade | None:
     lost = _lost_worker(record, reason)
     if lost is not None:
         return lost
-    named = [i for i in _bound(record) if str(record.steps[i].client_bound_reason) in reason]
+    named = [i for i in _bound(record) if quotes_reason(reason, str(record.steps[i].client_bound_reason))]
     if not named:
         return None
     return ClientMade(tuple(named), reason, _fix(record, named), verdict=True)

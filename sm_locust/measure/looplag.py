@@ -28,6 +28,30 @@ STARVED_WAIT_PCT = 10.0  # ... over >= 10 % of the step: a response read that mu
 STARVED_MIN_CPU_PCT = 5.0  # ... by a generator that ran more than 5 %: up to it, capacities measured right beside hogs
 FIX_WORKERS = "add workers"  # what a verdict says to do about a starved load generator ...
 FIX_CPU_LIMIT = "raise the pod's CPU limit"  # ... and about one its cgroup's CPU limit throttled
+BOTTLENECK = "the load generator was the bottleneck"  # a verdict's words when the client held back a step it rests on
+_SUBJECTS = (("the load generator's ", "its "), ("the load generator ", "it "), ("the client ", "it "))
+
+
+def continuing(reason: str) -> str:
+    """A step's client-bound reason read after `BOTTLENECK`, its subject not said twice: 'the load
+    generator ran ...' continues 'it ran ...', 'the load generator's event loop ...' 'its event loop ...'."""
+    for subject, pronoun in _SUBJECTS:
+        if reason.startswith(subject):
+            return pronoun + reason[len(subject):]
+    return reason
+
+
+def bottleneck_reason(reason: str, fix: str) -> str:
+    """The one wording of a verdict the load generator decided: 'the load generator was the bottleneck
+    (add workers): client CPU 97 % ...', the fix left out where the reason names it already
+    ('...: it ran as few as 6 of the 10 users ... (add workers)'). `reason`: the step's own."""
+    lead = BOTTLENECK if not fix or fix in reason else f"{BOTTLENECK} ({fix})"
+    return f"{lead}: {continuing(reason)}" if reason else lead
+
+
+def quotes_reason(text: str, reason: str) -> bool:
+    """`text` (a verdict's reason) quotes the step's client-bound `reason`, as written or as `continuing` words it."""
+    return bool(reason) and (reason in text or continuing(reason) in text)
 
 
 def lag_bucket_us(lag_us: float) -> int:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from sm_locust.errors import UsageError
-from sm_locust.measure.looplag import FIX_WORKERS, generator_fix
+from sm_locust.measure.looplag import FIX_WORKERS, bottleneck_reason, generator_fix
 from sm_locust.measure.steady import MODE_RATE, MODE_USERS, MODES, STABILITY_TOLERANCE, StepMeasurement
 from sm_locust.measure.uncertainty import UNKNOWN
 from sm_locust.plateau.conditions import (
@@ -157,9 +157,7 @@ class Verdict:
         capacity known to worse than the tolerance, a step that contradicted Little's law twice).
         Never a pass or fail of the endpoint."""
         if self.client_bound:
-            reason = self.client_reason or ""
-            fix = "" if self.client_fix in reason else f" ({self.client_fix})"
-            return f"the load generator was the bottleneck: {reason}{fix}"
+            return bottleneck_reason(self.client_reason or "", self.client_fix)
         for what, step in (("capacity", self.capacity), ("knee", self.plateau)):
             if step is not None and step.client_bound:
                 return f"the {what} step ({step.load_label()}) was client-bound: {step.client_bound_reason}"
@@ -179,8 +177,7 @@ class Verdict:
         best = self._describe(self.plateau, listed) if self.plateau else None
         if self.client_bound:
             tail = f"; best endpoint-bound {best}" if best else ""
-            fix = "" if self.client_fix in (self.client_reason or "") else f" ({self.client_fix})"
-            return f"INCONCLUSIVE: the load generator was the bottleneck{fix}: {self.client_reason}{tail}"
+            return f"INCONCLUSIVE: {bottleneck_reason(self.client_reason or '', self.client_fix)}{tail}"
         prefix = f"INCONCLUSIVE ({self.inconclusive_reason}): " if self.inconclusive else ""
         if best is None:
             return f"{prefix}no acceptable step: {self.reason}"

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sm_locust.measure.looplag import BOTTLENECK
 from sm_locust.measure.uncertainty import t_quantile
 
 REPEAT_JSON = "repeat.json"
@@ -124,6 +125,6 @@ def repeat_lines(document: Mapping[str, Any]) -> list[str]:
                 text += f": the runs differ {s['spread_ratio']:.1f}x as much as one run's interval says"
         lines.append(text)
     if document.get("inconclusive_runs"):
-        lines.append(f"INCONCLUSIVE runs (the load generator was the bottleneck): "
+        lines.append(f"INCONCLUSIVE runs ({BOTTLENECK}): "
                      f"{', '.join(document['inconclusive_runs'])}")
     return lines

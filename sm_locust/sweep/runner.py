@@ -47,7 +47,7 @@ from sm_locust.sweep.pipeline import (
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Confirm, Remeasure, Row, Teardown, Timing
-from sm_locust.sweep.trust import untrusted_words
+from sm_locust.sweep.trust import untrusted_because, untrusted_words
 from sm_locust.util.formatting import count
 from sm_locust.util.outputs import locked_folder, write_atomic
 from sm_locust.util.yamlsafe import load_json
@@ -228,9 +228,8 @@ class SweepRunner:
             i = self.remeasure_queue.pop(0)
             row = self.rows[i]
             if not self.sweep.budget_allows(i, self.rows, []):
-                row.fail("inconclusive", f"{untrusted_words(row.client_bound)} "
-                         f"({row.client_bound}); not measured again: max_cost_usd {self.spec.max_cost_usd:g} would be "
-                         "passed")
+                row.fail("inconclusive", f"{untrusted_because(row.client_bound)}; not measured again: "
+                         f"max_cost_usd {self.spec.max_cost_usd:g} would be passed")
                 self._line(i)
                 continue
             run_dir = self.sweep.run_dir(self.sweep.configuration(i))
@@ -246,7 +245,7 @@ class SweepRunner:
                                       first_billed_s=teardown.billed_s if teardown else None,
                                       first_report=f"{first.name}/report.html" if report.is_file() else None)
             say(self.printer, f"[{i}/{self.total}] {row.label}: measuring it again by itself (the first measurement "
-                             f"was not trusted: {untrusted_words(row.client_bound)}: {row.client_bound}; kept in "
+                             f"was not trusted: {untrusted_because(row.client_bound)}; kept in "
                              f"{first.name})")
             row.status, row.reason, row.figures, row.client_bound, row.marks = "pending", None, None, None, None
             row.resumed = False
@@ -635,8 +634,8 @@ class SweepRunner:
         row = self.rows[i]
         line = self.sweep.configuration_line(i, self.total, row)
         if row.status == "ok" and row.client_bound and i in self.remeasure_queue:
-            why = untrusted_words(row.client_bound, short=True)
-            line += f" - NOT TRUSTED: {why} ({row.client_bound}); measuring it again by itself once the others are done"
+            why = untrusted_because(row.client_bound, short=True)
+            line += f" - NOT TRUSTED: {why}; measuring it again by itself once the others are done"
         elif row.status == "ok" and self.confirming == i:
             line += " (second measurement, confirming the ranking)"
         elif row.status == "ok" and row.remeasure is not None:

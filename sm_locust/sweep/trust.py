@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from sm_locust.measure.looplag import BOTTLENECK
 from sm_locust.measure.steady import MIN_ACHIEVED_RATIO
 from sm_locust.record.model import JsonObject, Step, Summary
 
@@ -27,7 +28,7 @@ Interval = tuple[float, float]
 def _step_reason(index: int, step: Step) -> str:
     rate = step.target_rate
     load = f"{rate:g} req/s offered" if isinstance(rate, (int, float)) else f"{step.users} users"
-    return f"step {index + 1} ({load}): {step.client_bound_reason or 'the load generator was the bottleneck'}"
+    return f"step {index + 1} ({load}): {step.client_bound_reason or BOTTLENECK}"
 
 
 def _deciding_steps(summary: Summary) -> list[int]:
@@ -65,9 +66,19 @@ def untrusted_words(reason: str | None, *, short: bool = False) -> str:
     intervals did not support: plateau.search `undecided`)."""
     text = (reason or "").lower()
     if any(word in text for word in ("load generator", "client", "throttl", "loop lag", "late", "sent ")):
-        return ("the load generator was the bottleneck" if short
-                else "the load generator, not the endpoint, was the bottleneck")
+        return BOTTLENECK if short else "the load generator, not the endpoint, was the bottleneck"
     return "the measurement did not decide"
+
+
+def untrusted_because(reason: str | None, *, short: bool = False) -> str:
+    """`untrusted_words` and the reason, its words said once: 'the load generator was the bottleneck
+    (step 4 (8 users) was client-bound: ...)', and a reason that opens with them (a search's verdict:
+    'the load generator was the bottleneck (add workers): client CPU 97 % ...') continues them instead."""
+    words = untrusted_words(reason, short=short)
+    text = reason or ""
+    if text.startswith(BOTTLENECK) and words.endswith("was the bottleneck"):
+        return words + text[len(BOTTLENECK):]
+    return f"{words} ({text})" if text else words
 
 
 def only_undecided(summary: Summary | JsonObject) -> bool:

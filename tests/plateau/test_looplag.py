@@ -1,6 +1,7 @@
 """The load generator's own delay: loop-lag counts, their figures, and the client-affected rule."""
 
 from sm_locust.measure.looplag import (
+    FIX_WORKERS,
     LAG_P99_OF_P50,
     LAGGING_LIMIT,
     MIN_LAG_SAMPLES,
@@ -10,6 +11,7 @@ from sm_locust.measure.looplag import (
     client_affected_reason,
     lag_bucket_us,
     merge_counts,
+    starved_reason,
 )
 from sm_locust.measure.steady import measure_step
 from sm_locust.measure.timeline import Second
@@ -258,7 +260,7 @@ def test_a_search_beside_a_starved_client_ends_inconclusive_naming_it():
     decision = search.feed(measure_step(starved_quietly()))
     verdict = search.verdict()
     assert decision.stop and verdict.client_bound and verdict.inconclusive
-    assert verdict.inconclusive_reason.startswith("the load generator was the bottleneck: the load generator waited")
+    assert verdict.inconclusive_reason.startswith("the load generator was the bottleneck: it waited for a CPU ")
     assert "add workers" in verdict.inconclusive_reason and "(measured twice)" in verdict.inconclusive_reason
     # the record says which step is the re-measure, and why: a repeated load in steps[] is never a mystery
     records = [step_record(step) for step in search.steps]
@@ -299,3 +301,27 @@ def test_the_e2e_tests_accept_only_a_verified_load_generator_verdict():
         load_generator_verdict({"steps": [fine], "verdict": named})
     with pytest.raises(AssertionError):  # a verdict naming a reason no client-bound step recorded
         load_generator_verdict({"steps": [record], "verdict": named})
+
+
+def test_a_verdict_the_load_generator_decided_names_it_once():
+    """`bottleneck_reason`: the one wording; a step reason that opens on the load generator continues on
+    'it' / 'its', and the fix is said once, up front unless the reason names it."""
+    from sm_locust.measure.looplag import BOTTLENECK, bottleneck_reason, quotes_reason
+
+    starved = starved_reason(7.5, 15.0)
+    lagged = client_affected_reason(LoopLag(samples=500, p50_ms=5.0, p99_ms=40.0, max_ms=60.0, lagging=0.5), 50.0)
+    assert starved is not None and lagged is not None
+    assert bottleneck_reason(starved, FIX_WORKERS) == f"{BOTTLENECK}: it waited for a CPU{starved.split('a CPU', 1)[1]}"
+    assert bottleneck_reason(lagged, FIX_WORKERS).startswith(f"{BOTTLENECK}: its event loop lagged p99 40 ms")
+    assert bottleneck_reason("the client ran or waited for a CPU 97 % of the time", FIX_WORKERS) == (
+        f"{BOTTLENECK} ({FIX_WORKERS}): it ran or waited for a CPU 97 % of the time")
+    assert bottleneck_reason("client CPU 97 % >= 90 %", FIX_WORKERS) == (
+        f"{BOTTLENECK} ({FIX_WORKERS}): client CPU 97 % >= 90 %")
+    assert bottleneck_reason("", FIX_WORKERS) == f"{BOTTLENECK} ({FIX_WORKERS})"
+    for reason in (starved, lagged):
+        text = bottleneck_reason(reason, FIX_WORKERS)
+        # the lead's subject replaces the reason's own: no more mentions than the reason had (its fix may name it)
+        assert text.count("the load generator") == reason.count("the load generator") and text.count(FIX_WORKERS) == 1
+        # the step's own reason is found in the verdict's, in this wording and in the one before it
+        assert quotes_reason(text, reason) and quotes_reason(f"{BOTTLENECK}: {reason}", reason)
+    assert not quotes_reason(bottleneck_reason(starved, FIX_WORKERS), lagged) and not quotes_reason("anything", "")

@@ -46,8 +46,10 @@ def test_client_bound_twice_ends_inconclusive_naming_the_generator_and_the_fix()
     assert stop.stop and "measured twice" in stop.reason
     verdict = search.verdict()
     assert verdict.inconclusive and verdict.client_bound
-    assert verdict.text().startswith(f"INCONCLUSIVE: the load generator was the bottleneck ({FIX_WORKERS}): ")
-    assert verdict.inconclusive_reason.endswith(f"({FIX_WORKERS})")
+    # one wording on every surface: the console line is the verdict's reason, the fix up front
+    assert verdict.text() == f"INCONCLUSIVE: {verdict.inconclusive_reason}"
+    assert verdict.inconclusive_reason.startswith(f"the load generator was the bottleneck ({FIX_WORKERS}): client CPU ")
+    assert verdict.inconclusive_reason.count(FIX_WORKERS) == 1
     # throttled by its cgroup: the fix is the pod's CPU limit, not more workers
     search = PlateauSearch(2, 64)
     search.first()
@@ -55,7 +57,8 @@ def test_client_bound_twice_ends_inconclusive_naming_the_generator_and_the_fix()
     assert search.feed(throttled_step(2, 100)).stop
     verdict = search.verdict()
     # the fix is named once: the throttling reason names it already, so the line does not repeat it up front
-    assert verdict.text().startswith("INCONCLUSIVE: the load generator was the bottleneck: ")
+    assert verdict.text().startswith("INCONCLUSIVE: the load generator was the bottleneck: it was CPU-throttled by "
+                                     "its cgroup limit in ")  # the load generator said once
     assert verdict.text().count(FIX_CPU_LIMIT) == 1
     assert FIX_CPU_LIMIT in verdict.inconclusive_reason and FIX_WORKERS not in verdict.inconclusive_reason
 

@@ -104,7 +104,7 @@ def test_the_rate_search_measures_it_again_then_ends_inconclusive_naming_the_gen
     verdict = search.verdict()
     assert verdict.inconclusive and verdict.client_bound and verdict.plateau is None
     text = verdict.text()  # the fix said once: the reason names it
-    assert text.startswith("INCONCLUSIVE: the load generator was the bottleneck: the load generator ran as few as 6 of "
+    assert text.startswith("INCONCLUSIVE: the load generator was the bottleneck: it ran as few as 6 of "
                            "the 10 users asked for") and text.count(FIX_WORKERS) == 1
 
 

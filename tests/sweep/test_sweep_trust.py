@@ -310,6 +310,20 @@ def test_untrusted_words_name_the_load_generator_only_when_the_reason_does():
     assert untrusted_words(None) == "the measurement did not decide"
 
 
+def test_a_sweep_line_says_the_load_generator_was_the_bottleneck_once():
+    """`untrusted_because`: the words and the reason; a search's verdict that opens with them continues them."""
+    from sm_locust.sweep.trust import untrusted_because
+
+    search = "the load generator was the bottleneck (add workers): client CPU 97 % >= 90 % at 5 users (measured twice)"
+    assert untrusted_because(search, short=True) == search
+    assert untrusted_because(search) == ("the load generator, not the endpoint, was the bottleneck (add workers): "
+                                         "client CPU 97 % >= 90 % at 5 users (measured twice)")
+    step = "step 4 (8 users) was client-bound: 13 % of sends were late (> 10 %)"
+    assert untrusted_because(step, short=True) == f"the load generator was the bottleneck ({step})"
+    undecided = "the capacity 84 (±26) at 4 users is not known to +-5 % (lengthen --step-seconds)"
+    assert untrusted_because(undecided) == f"the measurement did not decide ({undecided})"
+
+
 def test_a_verdict_left_undecided_by_its_budget_is_ranked_by_its_intervals_not_measured_again():
     from sm_locust.sweep.trust import client_bound_reason
 
