@@ -34,6 +34,7 @@ from sm_locust.gates.cli import GateSettings, add_gate_arguments, gates_from_set
 from sm_locust.gates.spec import with_default_error_gate
 from sm_locust.record.model import Summary
 from sm_locust.record.runfolder import load_run
+from sm_locust.sanitize import clean
 from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
 # Gate options that are also `run` options, declared once there: `--max-error-rate` (the shapes' stop
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         out, summary_duration = _short_run(args)
         run_data = load_run(out)
     _, code = report(gates, run_data, junit=settings.junit, prefix="sm-locust smoke", duration_s=summary_duration,
-                     properties={"run_dir": str(out)}, inconclusive=settings.inconclusive)
+                     properties={"run_dir": str(out)}, inconclusive=settings.inconclusive,
+                     verdict_said=not args.run_dir)
     return code
 
 
@@ -95,7 +97,8 @@ def _short_run(args: argparse.Namespace):
         changes.update(quiet=False, locust_stats=True)
     arguments = dataclasses.replace(arguments, run=run.replace(**changes))
     out, summary = start_run(plan_run(arguments))
-    print(f"sm-locust smoke: {verdict_line(summary).splitlines()[0]}")
+    for line in verdict_line(summary).splitlines():  # every line: a note under the totals is the verdict's why
+        print(f"sm-locust smoke: {clean(line, None)}")
     print(f"sm-locust smoke: results in {out}/")
     failed = nothing_completed(summary)
     if failed:  # no gate can judge a run in which nothing completed

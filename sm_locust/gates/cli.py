@@ -130,16 +130,21 @@ def closing_line(verdicts: Sequence[Verdict], inconclusive_passes: bool = False)
 
 def report(gates: Sequence[Gate], run: RunData, *, junit: str | None = None, prefix: str = "sm-locust",
            duration_s: float = 0.0, properties: dict | None = None,
-           inconclusive: str = "fail") -> tuple[list[Verdict], int]:
+           inconclusive: str = "fail", verdict_said: bool = False) -> tuple[list[Verdict], int]:
     """Evaluate, print one line per gate and a closing line, write JUnit; return (verdicts, exit code).
-    `inconclusive`: "fail" (an inconclusive gate fails the run) or "pass"."""
+    `inconclusive`: "fail" (an inconclusive gate fails the run) or "pass". `verdict_said`: the run's
+    verdict, with its INCONCLUSIVE reason, was printed just before (`smoke` after its run): the note
+    that repeats it is left out (the JUnit file still carries it)."""
     lenient = inconclusive == "pass"
     verdicts = evaluate(gates, run)
     if run.interrupted:  # a killed run's last checkpoint (record.runfolder): judged, and said so
         print(f"{prefix}: note: {clean(run.interrupted)}")  # from the run folder: a file
     held = list(dict.fromkeys(v.held.text for v in verdicts if v.held is not None))
+    said = {v.held.text for v in verdicts if verdict_said and v.held is not None and v.held.made.verdict
+            and not v.held.baseline}
     for text in held:  # why, whole, once (this run's, the baseline's): each gate line is short
-        print(f"{prefix}: note: {clean(text)}")
+        if text not in said:
+            print(f"{prefix}: note: {clean(text)}")
     if held:
         properties = {**(properties or {}), "load_generator": "; ".join(held)}
     for verdict in verdicts:

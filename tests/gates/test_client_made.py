@@ -184,6 +184,23 @@ def test_the_exit_code_follows_inconclusive_and_junit_says_why(tmp_path, capsys,
     assert all("INCONCLUSIVE" in (case.findtext("system-out") or "") for case in suite.findall("testcase")[1:])
 
 
+def test_smoke_after_its_run_gives_the_reason_once_in_its_verdict_not_again_in_a_note(tmp_path, capsys):
+    """`verdict_said`: `smoke` printed the run's INCONCLUSIVE verdict; the note repeating it is left out,
+    the JUnit file keeps it, and a baseline's own note (no verdict said it) stays."""
+    junit = tmp_path / "junit.xml"
+    verdicts, exit_code = report(GATES, run(STARVED_CONSTANT), junit=str(junit), prefix="p", verdict_said=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert exit_code == 1 and not [line for line in lines if "note" in line]
+    assert sum(line.startswith("p: INCONCLUSIVE ") for line in lines) == 4  # the gate lines, as without it
+    properties = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert properties["load_generator"].endswith(f"step 1 (2 users) was client-bound: {STARVED_STEP}")
+    against = regression_gates(run(STARVED_CONSTANT), 0.1)
+    report(against, run(CLEAN), prefix="p", verdict_said=True)
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("p: note: ")]
+    assert notes == [f"p: note: the baseline: the run's verdict is INCONCLUSIVE: step 1 (2 users) was client-bound: "
+                     f"{STARVED_STEP}"]
+
+
 def test_a_clean_run_prints_no_load_generator_note(capsys):
     _, exit_code = report(GATES[:2], run(CLEAN), prefix="p")
     assert exit_code == 0 and "note" not in capsys.readouterr().out
