@@ -448,13 +448,15 @@ class Search:
                 continue
             bound = low * step.load / other.load * (1.0 - PLATEAU_TOLERANCE)
             if high < bound:
-                return (f"{step.load_label()} read {self._figure(step)} req/s, under the {bound:.1f} that the "
-                        f"{other.load_label()} step's {self._figure(other)} imply by Little's law")
+                return (f"{step.load_label()} read {self._figure(step)} req/s, its 95 % interval "
+                        f"{(1 - high / bound) * 100:.0f} % under the {bound:.1f} that the {other.load_label()} "
+                        f"step's {self._figure(other)} imply by Little's law")
         if step.load in self._model_loads:
             model = ClosedLoopModel.from_steps(self._acceptable(), self.level_of(self._acceptable()) or 0.0)
             if model is not None and high < (1.0 - MODEL_MARGIN) * model.predict(step.load):
-                return (f"{step.load_label()} read {self._figure(step)} req/s, {MODEL_MARGIN * 100:g} %+ under the "
-                        f"{model.predict(step.load):.1f} the model predicts there")
+                return (f"{step.load_label()} read {self._figure(step)} req/s, its 95 % interval "
+                        f"{(1 - high / model.predict(step.load)) * 100:.0f} % under the "
+                        f"{model.predict(step.load):.1f} the model predicts there (> {MODEL_MARGIN * 100:g} %)")
         return None
 
     def _acceptable(self) -> list[StepMeasurement]:
@@ -594,7 +596,7 @@ class Search:
             if self._remeasured.get(load, 0) < MAX_REMEASURES:
                 self._remeasured[load] = self._remeasured.get(load, 0) + 1
                 return self._run(load, f"{contradiction}: measuring it again", AGAIN_CONTRADICTED)
-            self._contradicted.append(f"the plateau is unstable: {contradiction}, measured twice")
+            self._contradicted.append(f"a step contradicted the closed-loop model, measured twice: {contradiction}")
         decision = self._next(step)
         if decision.stop and self._stop_kind == "saturation":
             again = self._remeasure_gain()
