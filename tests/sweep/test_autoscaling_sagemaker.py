@@ -13,6 +13,7 @@ but scales nothing, so these tests hold the calls, the polling and the restore t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -121,7 +122,8 @@ def test_a_signal_during_the_traffic_puts_the_scaling_back(aws, tmp_path, signam
     before = state(aas, sm)
     write(tmp_path, first=60, second=60)
     script = (f"{sys.executable} -m sm_locust sweep sweep.yaml --yes --out out > sweep.log 2>&1 & pid=$!; "
-              "for i in $(seq 600); do ls out/*/locust_stats_history.csv > /dev/null 2>&1 && break; sleep 0.1; done; "
+              # until the traffic runs (no deadline: a sweep that ended first fails on its exit code below)
+              "until ls out/*/locust_stats_history.csv > /dev/null 2>&1; do kill -0 $pid || break; sleep 0.1; done; "
               f"sleep 1; kill -{signame} $pid; wait $pid")
     r = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=180)
     log = (tmp_path / "sweep.log").read_text()
@@ -133,27 +135,48 @@ def test_a_signal_during_the_traffic_puts_the_scaling_back(aws, tmp_path, signam
                 if str(tmp_path / "out") in " ".join(p.info["cmdline"] or [])]
 
 
+def until(condition, proc: subprocess.Popen, log) -> None:
+    """Poll `condition` until it holds; the sweep `proc` ending first fails the test with its log. No
+    deadline of its own: a slow machine only waits longer (pytest-timeout guards a hang)."""
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"the sweep ended (exit {proc.returncode}) before the test could kill it:\n{log.read_text()}")
+        time.sleep(0.1)
+
+
+def kill_the_sweep(proc: subprocess.Popen, out) -> None:
+    """SIGKILL the sweep's process group, then any Locust it started (in a session of its own): nothing restores."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for p in psutil.process_iter(["cmdline"]):
+        if str(out) in " ".join(p.info["cmdline"] or []):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+
+
 def test_cleanup_finishes_the_restore_after_a_kill(aws, tmp_path):
     aas, sm = aws
     before = state(aas, sm)
     write(tmp_path, first=60, second=60)
-    proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "sweep", "sweep.yaml", "--yes", "--out", "out"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
-                            start_new_session=True)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and not list((tmp_path / "out").glob("*/locust_stats_history.csv")):
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and the Locust it started: nothing restores
-    proc.wait(10)
-    for p in psutil.process_iter(["cmdline"]):  # Locust runs in a session of its own
-        if str(tmp_path / "out") in " ".join(p.info["cmdline"] or []):
-            p.kill()
+    log = tmp_path / "sweep.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "sm_locust", "sweep", "sweep.yaml", "--yes", "--out", "out"],
+                                cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                start_new_session=True)
+    try:  # killed during the traffic: its Locust writes the history once the load runs
+        until(lambda: bool(list((tmp_path / "out").glob("*/locust_stats_history.csv"))), proc, log)
+        # the order the restore rests on: the policy was applied, and journaled so, before any traffic
+        assert [j["state"] for j in journals(tmp_path)] == ["applied"], log.read_text()
+    finally:
+        kill_the_sweep(proc, tmp_path / "out")
     during = state(aas, sm)
     assert during["sm-locust policies"] == ["sm-locust-ranker-scaling"] and during != before
     r = run_cli("sweep", "--cleanup", "ranker-scaling", "--out", "out", cwd=tmp_path)  # the folder says its kind
     assert r.returncode == 0, r.stdout + r.stderr
     assert "scaling of endpoint/ranker/variant/AllTraffic" in r.stdout
     assert state(aas, sm) == before
+    assert [j["state"] for j in journals(tmp_path)] == ["restored"]
     again = run_cli("sweep", "sweep.yaml", "--cleanup", "ranker-scaling", "--out", "out", cwd=tmp_path)
     assert again.returncode == 0 and "deleted 0" in again.stdout
 
