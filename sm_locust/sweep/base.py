@@ -20,6 +20,7 @@ from sm_locust.aws.clients import AwsClient
 from sm_locust.core.folder import holds_run
 from sm_locust.errors import UsageError
 from sm_locust.record.repeat import REPEAT_JSON, median_run
+from sm_locust.record.summary import LOST_WORKER_FIX
 from sm_locust.report.cost import load_prices
 from sm_locust.sweep.costing import Estimate, Price, estimate, price_of
 from sm_locust.sweep.deployers import Deployer, Deployment
@@ -31,7 +32,14 @@ from sm_locust.sweep.replicates import confirmation_note, drift_note
 from sm_locust.sweep.rows import Marks, Row
 from sm_locust.sweep.runner import CONFIRM_ROUNDS, RunOutcome, SweepRunner, is_complete
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.sweep.trust import Criterion, client_bound_reason, deciding, untrusted_words
+from sm_locust.sweep.trust import (
+    WORKER_LOST,
+    Criterion,
+    client_bound_reason,
+    deciding,
+    lost_worker_reason,
+    untrusted_words,
+)
 from sm_locust.util.outputs import IN_USE, check_output_dir, refuse_unusable, run_in_progress
 from sm_locust.util.yamlsafe import load_json
 
@@ -118,7 +126,7 @@ class Sweep:
 
     runner_class: ClassVar[type[SweepRunner]] = SweepRunner  # what runs this kind
     every_step_decides: ClassVar[bool] = False  # a client-bound step anywhere in the run makes it untrustworthy
-    judges_client: ClassVar[bool] = True  # whether `client_bound` reads the run's summary.json at all
+    judges_client: ClassVar[bool] = True  # whether `client_bound` reads client-bound steps (a lost worker: always)
     confirms: ClassVar[bool] = False  # the kind ranks on replicates: `contenders` names who to measure again
 
     def confirmation_estimate(self) -> Estimate | None:
@@ -166,17 +174,18 @@ class Sweep:
 
     def client_bound(self, run_dir: Path) -> str | None:
         """Why this configuration's run measured the load generator rather than the endpoint, or None
-        (sweep/trust.py reads the run's summary.json; with `repeat:`, every run's: one bound run is enough)."""
-        if not self.judges_client:
-            return None
+        (sweep/trust.py reads the run's summary.json; with `repeat:`, every run's: one bound run is enough).
+        A kind that does not judge client-bound steps (`judges_client`) still reads a lost Locust worker."""
         reasons = []
         for label, folder in self.result_dirs(run_dir):
             try:
                 summary = load_json((folder / "summary.json").read_text())
             except (OSError, ValueError):
                 continue
-            reason = (client_bound_reason(summary, every_step=self.every_step_decides)
-                      if isinstance(summary, dict) else None)
+            if not isinstance(summary, dict):
+                continue
+            reason = (client_bound_reason(summary, every_step=self.every_step_decides) if self.judges_client
+                      else lost_worker_reason(summary))
             if reason:
                 reasons.append(f"{label}: {reason}" if label else reason)
         return "; ".join(reasons) or None
@@ -355,7 +364,7 @@ class Sweep:
         if inconclusive:
             why = untrusted_words(" ".join(r.reason or "" for r in rows if r.status == "inconclusive"))
             fix = ("measure it on a less busy machine or with more workers" if "load generator" in why
-                   else "measure it with longer steps")
+                   else LOST_WORKER_FIX if why.startswith(WORKER_LOST) else "measure it with longer steps")
             reason += f" (chosen without {', '.join(inconclusive)}: INCONCLUSIVE, {why} in both measurements; {fix})"
         tied = [self.configuration(i).label for i in getattr(rec, "tied", [])]
         return {"index": winner.index, "label": winner.label, "settings": self.configuration(winner.index).settings,

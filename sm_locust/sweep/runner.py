@@ -47,7 +47,7 @@ from sm_locust.sweep.pipeline import (
 )
 from sm_locust.sweep.progress import Printer, StepEcho, eta_s, progress_line, say
 from sm_locust.sweep.rows import Confirm, Remeasure, Row, Teardown, Timing
-from sm_locust.sweep.trust import untrusted_because, untrusted_words
+from sm_locust.sweep.trust import WORKER_LOST, untrusted_because, untrusted_words
 from sm_locust.util.formatting import count
 from sm_locust.util.outputs import locked_folder, write_atomic
 from sm_locust.util.yamlsafe import load_json
@@ -647,6 +647,8 @@ class SweepRunner:
 def inconclusive_reason(first: str, again: str) -> str:
     """Why a configuration is INCONCLUSIVE after its second measurement."""
     words = untrusted_words(f"{first} {again}")
-    figures = "its figures are the client's" if "load generator" in words else "its figures are not decided"
+    figures = ("its figures are the client's" if "load generator" in words
+               else "its figures were measured with less load than asked" if words.startswith(WORKER_LOST)
+               else "its figures are not decided")
     return (f"{words} in both measurements (first: {first}; again by itself: {again}); {figures}: not ranked, "
             "not recommended")

@@ -4,7 +4,11 @@
 steps that decide its answer; with `every_step` (an autoscaling run) a client that offered less than
 the traffic asks (under `MIN_ACHIEVED_RATIO`) makes the result untrustworthy, and one that sent late
 and caught up only makes the breaches that `autoscaling.breach_client_bound_s` alone causes the
-client's. Such a configuration is measured once more; still bound, it is INCONCLUSIVE, never ranked.
+client's. A Locust worker lost before a step the run's figures rest on ended (`lost_worker_reason`,
+summary.json `workers.lost`) makes them untrustworthy for every kind, whatever the verdict says: its users
+stopped with it, so those steps measured less load than asked (an async search's backlog then stays bounded
+at rates it never really offered). Such a configuration is measured once more; still untrusted, it is
+INCONCLUSIVE, never ranked.
 Ties: `rank_by_intervals` ranks by `Criterion`s in order, grouping configurations whose 95 %
 intervals overlap, directly or through a chain, into one tier (a figure without an interval ties);
 `deciding` and `tie_note` say why one lost or where they tied.
@@ -14,12 +18,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from sm_locust.measure.looplag import BOTTLENECK
 from sm_locust.measure.steady import MIN_ACHIEVED_RATIO
-from sm_locust.record.model import JsonObject, Step, Summary
+from sm_locust.record.model import JsonObject, Step, Summary, Verdict
+from sm_locust.record.summary import LOST_WORKER_FIX, MISSING_SILENT_S, lost_worker_verdict
+from sm_locust.sanitize import clean
 
 T = TypeVar("T")
 Interval = tuple[float, float]
@@ -60,11 +67,51 @@ def _short_of(step: Step) -> str:
     return ""
 
 
+WORKER_LOST = "a Locust worker was lost"
+
+
+def _epoch(iso: str | None) -> float | None:
+    try:
+        return datetime.fromisoformat(iso).timestamp() if iso else None
+    except ValueError:
+        return None
+
+
+def lost_worker_reason(summary: Summary | JsonObject) -> str | None:
+    """Why this run measured less load than it asked for because a Locust worker was lost (summary.json
+    `workers.lost`), or None: lost before a judged step ended (`record.summary.lost_worker_verdict`, the run
+    verdict's own words), or, when no step says when it ended, before the run's end. A worker without a time is
+    taken as lost from the start."""
+    record = Summary.of(summary)
+    workers = record.workers
+    if workers is None or not workers.lost:
+        return None
+    lost = tuple(w if w.after_s is not None else replace(w, after_s=0.0) for w in workers.lost)
+    workers = replace(workers, lost=lost)
+    started = _epoch(record.started_at)
+    if started is not None and any(s.end is not None and s.judged is not False for s in record.steps):
+        verdict = lost_worker_verdict(Verdict.make(status="ok", reason=None), record.steps, workers, started)
+        return verdict.reason
+    duration = record.duration_s
+    during = [w for w in lost if duration is None
+              or (w.after_s or 0.0) - (MISSING_SILENT_S if w.reason == "missing" else 0.0) < duration]
+    if not during:
+        return None
+    whole = max(workers.expected or 0, workers.connected or 0, len(lost))
+    each = ", ".join(f"{clean(str(w.id or '?'), 80)} {clean(str(w.reason or 'lost'), 20)} {w.after_s:.1f} s"
+                     for w in during)
+    return (f"{len(during)} of {whole} Locust worker{'s' if whole != 1 else ''} lost ({each} into the test) before "
+            f"the run ended: its users stopped with it, so the run measured less load than asked ({LOST_WORKER_FIX})")
+
+
 def untrusted_words(reason: str | None, *, short: bool = False) -> str:
-    """Why a measurement is not trusted, in a few words, from its reason: the load generator when the
-    reason names it (a client-bound or throttled step), else the search's own doubt (a decision its
-    intervals did not support: plateau.search `undecided`)."""
+    """Why a measurement is not trusted, in a few words, from its reason: a lost Locust worker when the
+    reason names one (`lost_worker_reason`), the load generator when it names it (a client-bound or
+    throttled step), else the search's own doubt (a decision its intervals did not support: plateau.search
+    `undecided`)."""
     text = (reason or "").lower()
+    if LOST_WORKER_FIX.lower() in text:
+        return WORKER_LOST if short else f"{WORKER_LOST}, so the endpoint was offered less load than asked"
     if any(word in text for word in ("load generator", "client", "throttl", "loop lag", "late", "sent ")):
         return BOTTLENECK if short else "the load generator, not the endpoint, was the bottleneck"
     return "the measurement did not decide"
@@ -100,6 +147,10 @@ def client_bound_reason(summary: Summary | JsonObject, *, every_step: bool = Fal
     record = Summary.of(summary)
     reasons: list[str] = []
     verdict, steps = record.verdict, record.steps
+    said = verdict is not None and verdict.status == "inconclusive" and f"({LOST_WORKER_FIX})" in (verdict.reason or "")
+    lost = lost_worker_reason(record)
+    if lost and (every_step or not said):  # not already in the verdict's reason, read below
+        reasons.append(lost)
     if every_step:  # the run's own verdict knows no objective: judged here from its steps and breach
         reasons += [_step_reason(i, s) + _short_of(s) for i, s in enumerate(steps)
                     if s.client_bound and under_offered(s)]

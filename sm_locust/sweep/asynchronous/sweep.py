@@ -39,6 +39,7 @@ from sm_locust.sweep.load import check_payload
 from sm_locust.sweep.rows import Row
 from sm_locust.sweep.runner import RunOutcome
 from sm_locust.sweep.schema import SweepSpec
+from sm_locust.sweep.trust import lost_worker_reason
 from sm_locust.util.yamlsafe import load_json
 
 PRICING_ONLY = ("instance_type", "price_per_hour")  # locally they price a configuration without changing it
@@ -64,7 +65,9 @@ class AsyncSweep(Sweep):
         m = measure(summary)
         cost = priced(m.capacity_rps, m.capacity_ci95, row.instance_count, row.price.usd_per_hour)
         row.figures = AsyncFigures(**vars(m), **vars(cost))
-        if m.inconclusive:  # its figures are kept, its status says it was not decided (exit code 1)
+        # its figures are kept, its status says it was not decided (exit code 1); a search that lost a Locust
+        # worker is measured again first (the runner reads `trust.lost_worker_reason`): the loss may be its doubt
+        if m.inconclusive and lost_worker_reason(summary) is None:
             row.fail("inconclusive", f"its search could not decide: {m.inconclusive_reason}")
 
     def configuration_line(self, index: int, total: int, row: Row) -> str:
