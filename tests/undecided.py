@@ -19,7 +19,10 @@ INCONCLUSIVE whose every clause (summary.json's `plateau.undecided`) is one of
   straddles it)`: two recorded steps reproduce that gain interval, and it straddles the line.
 
 False when the run is not INCONCLUSIVE, or INCONCLUSIVE on other grounds (the test then asserts its own
-answer). A clause of these kinds that the record does not bear out fails the test (AssertionError).
+answer). A clause of these kinds that the record does not bear out fails the test (AssertionError), and so
+does a token plateau whose knee or capacity figures in `plateau` are not their steps' own `llm` ones: a
+step's recorded token figures are the ones the search judged it on, so a gain re-derived from them matches
+the quoted one to the print's rounding.
 `verify_clause` checks one such clause (the knee's `knee_undecided` are worded the same way).
 
 The async search's own (`async_budget_verdict`): `at 8 req/s the p50 time to result 990 ms (95 % 900-1100 ms)
@@ -42,11 +45,6 @@ from sm_locust.util.formatting import load_words
 
 TOKENS = "output-tokens"  # summary.json's plateau.objective when the search judged output tokens/s
 GAIN_TOL = 0.002  # a gain re-derived from the record matches the quoted one: 0.1 % printed, 3-decimal figures
-# Token objective: a step's `llm` figures are the recorder's, over its own cut of the step's seconds, not the
-# search's window (a CI-loaded run: the search's 8-user interval 10 % wider than the record's, the gain's ends
-# 0.21 % apart); the gain then matches within this share of its half-width more (the knee's and capacity's
-# own figures, in `plateau`, are the search's)
-TOKEN_WINDOW_SHARE = 0.15
 ROUNDING = 0.0005  # the quoted gain's own rounding (0.1 %): a bound printed on the line counts as on it
 MS_TOL = 0.51  # a percentile's interval is printed in whole milliseconds
 
@@ -82,15 +80,9 @@ def _interval(value: object) -> Interval:
 
 def _throughput(summary: Mapping[str, Any], step: Mapping[str, Any]) -> tuple[float | None, Interval]:
     """What the search compared of `step`, as recorded: its output tokens/s for the token objective
-    (`llm`), else its goodput (summary.json's goodput is the request goodput whatever was judged)."""
-    plateau = summary.get("plateau") or {}
-    if plateau.get("objective") == TOKENS:
-        steps = summary.get("steps", [])
-        for key, prefix in (("knee_step", "output_tokens_per_s"), ("capacity_step", "capacity_output_tokens_per_s")):
-            index = plateau.get(key)
-            if isinstance(index, int) and 0 <= index < len(steps) and steps[index] is step \
-                    and plateau.get(prefix) is not None:
-                return plateau[prefix], _interval(plateau.get(f"{prefix}_ci95"))
+    (`llm`: the figures the search judged the step on), else its goodput (summary.json's goodput is the
+    request goodput whatever was judged)."""
+    if (summary.get("plateau") or {}).get("objective") == TOKENS:
         llm = step.get("llm") or {}
         return llm.get("output_tokens_per_s"), _interval((llm.get("ci95") or {}).get("output_tokens_per_s"))
     return step.get("goodput_rps"), _interval((step.get("ci95") or {}).get("goodput_rps"))
@@ -133,13 +125,11 @@ def _gain_borne_out(summary: Mapping[str, Any], found: re.Match, named: Mapping[
     line, gain = _num(found["line"]) / 100, _num(found["gain"]) / 100
     low, high = _num(found["low"]) / 100, _num(found["high"]) / 100
     assert low - ROUNDING <= line <= high + ROUNDING, f"the quoted gain does not straddle {line:%}: {found[0]}"
-    tokens = (summary.get("plateau") or {}).get("objective") == TOKENS
     for point, interval in _gains(summary, named):
         assert interval.low is not None and interval.high is not None
-        slack = TOKEN_WINDOW_SHARE * (interval.high - interval.low) / 2 if tokens else 0.0
-        tol = GAIN_TOL + slack
-        if abs(point - gain) <= tol and abs(interval.low - low) <= tol and abs(interval.high - high) <= tol:
-            widened = Interval(interval.low - ROUNDING - slack, interval.high + ROUNDING + slack)
+        if abs(point - gain) <= GAIN_TOL and abs(interval.low - low) <= GAIN_TOL \
+                and abs(interval.high - high) <= GAIN_TOL:
+            widened = Interval(interval.low - ROUNDING, interval.high + ROUNDING)
             return side(widened, line) == UNDECIDED
     return False
 
@@ -225,6 +215,24 @@ def verify_clause(summary: Mapping[str, Any], clause: str) -> None:
     raise AssertionError(f"not an undecided-at-the-budget clause: {clause}")
 
 
+def _one_figure(summary: Mapping[str, Any]) -> None:
+    """Token objective: the knee's and the capacity's output tokens/s and interval in `plateau` are their
+    steps' recorded `llm` figures (one figure, one definition: the search's)."""
+    plateau = summary.get("plateau") or {}
+    if plateau.get("objective") != TOKENS:
+        return
+    steps = summary.get("steps", [])
+    for name, key, prefix in (("knee", "knee_step", "output_tokens_per_s"),
+                              ("capacity", "capacity_step", "capacity_output_tokens_per_s")):
+        index = plateau.get(key)
+        llm = (steps[index].get("llm") if isinstance(index, int) and 0 <= index < len(steps) else None) or {}
+        if plateau.get(prefix) is None or llm.get("output_tokens_per_s") is None:
+            continue
+        said = (plateau[prefix], _interval(plateau.get(f"{prefix}_ci95")))
+        recorded = (llm["output_tokens_per_s"], _interval((llm.get("ci95") or {}).get("output_tokens_per_s")))
+        assert said == recorded, f"the {name}'s output tokens/s {said} is not its step's {recorded}"
+
+
 def budget_verdict(summary: Mapping[str, Any]) -> bool:
     """summary.json of a finished plateau run: True when its verdict is INCONCLUSIVE only for what the
     step budget left undecided, every clause verified from the record (`verify_clause`); False when it is
@@ -236,6 +244,7 @@ def budget_verdict(summary: Mapping[str, Any]) -> bool:
         return False
     if plateau.get("inconclusive_reason") != "; ".join(clauses) or not all(map(is_budget_clause, clauses)):
         return False  # a client-bound knee or capacity step, a contradiction, nothing acceptable: not this
+    _one_figure(summary)
     for clause in clauses:
         verify_clause(summary, clause)
     assert plateau.get("inconclusive") is True and verdict.get("reason") == plateau["inconclusive_reason"], verdict

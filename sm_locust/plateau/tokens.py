@@ -226,6 +226,7 @@ class TokenStep(StepMeasurement):
     per_second: list[tuple[float, Bucket]] = field(default_factory=list, repr=False, compare=False)
     """The window's answers second by second (duration, bucket): what the token intervals come from."""
     _token_cis: dict[tuple[str, float], Interval] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _intervals: dict[str, list[float] | None] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def of(cls, step: StepMeasurement, tokens: Bucket, duration_s: float, stable: bool | None = None,
@@ -259,9 +260,21 @@ class TokenStep(StepMeasurement):
         return token_percentile_cis(self.per_second, series, (pct,))[float(pct)]
 
     def token_intervals(self) -> dict[str, list[float] | None]:
-        """The step's `llm.ci95` (`token_intervals` over its seconds): what summary.json and the report
-        show beside its tokens/s, TTFT and ITL, the intervals its decisions used."""
-        return token_intervals(self.per_second)
+        """The step's `llm.ci95` (`token_intervals` over its seconds, computed once): what summary.json
+        and the report show beside its tokens/s, TTFT and ITL, the intervals its decisions used."""
+        if self._intervals is None:
+            self._intervals = token_intervals(self.per_second)
+        return dict(self._intervals)
+
+    def llm_figures(self) -> dict | None:
+        """The step's `llm` object: its window's figures (`Bucket.figures`) and their `ci95`
+        (`token_intervals`), over the seconds the search judged it on. The one source of a judged
+        step's token figures: summary.json's `steps[].llm` (`record.summary.step_summary`), the token
+        plateau's `llm` and, through them, the report. None when no tokens were counted."""
+        figures = self.tokens.figures(self.tokens_s)
+        if figures is not None:
+            figures["ci95"] = self.token_intervals()
+        return figures
 
     def token_count(self, series: str) -> int:
         """How many values a TTFT (answers) or ITL (token gaps) percentile comes from."""
@@ -484,9 +497,7 @@ class TokenVerdict(Verdict):
             out["goodput_rps"] = round(step.request_goodput_rps, 3)
             out["output_tokens_per_s"] = round(step.output_tokens_per_s, 3)
             out["output_tokens_per_s_ci95"] = step.output_tokens_ci.as_list()
-            out["llm"] = step.tokens.figures(step.tokens_s)
-            if out["llm"] is not None:
-                out["llm"]["ci95"] = step.token_intervals()
+            out["llm"] = step.llm_figures()
         if isinstance(capacity, TokenStep):
             out["capacity_rps"] = round(capacity.request_goodput_rps, 3)
             out["capacity_output_tokens_per_s"] = round(capacity.output_tokens_per_s, 3)

@@ -6,9 +6,10 @@
 to the master; memory is bounded (seconds merge into minutes, then hours) and the run's figures stay
 exact. `annotate` adds summary.json's `llm` object for the run and each step's steady window (keys:
 docs/summary.md); `output_tokens_per_s` counts each token in the second it arrived, and the run's
-and each step's `ci95` hold the intervals (`plateau.tokens.token_intervals`, what the token search
-decides on). A `--turns` run's answers are also kept per turn
-index (an `LlmStats` each, the same buckets and intervals), summary.json's `llm.turns`. docs/llm.md.
+and each step's `ci95` hold the intervals (`plateau.tokens.token_intervals`). A step the token search
+judged already carries its own `llm`, the figures it decided on (`TokenStep.llm_figures`): it is kept,
+never recut. A `--turns` run's answers are also kept per turn index (an `LlmStats` each, the same
+buckets and intervals), summary.json's `llm.turns`. docs/llm.md.
 """
 
 from __future__ import annotations
@@ -283,15 +284,15 @@ class LlmStats(WorkerShipped):
         return self.spans([(s.t - s.interval, s.t) for s in seconds])
 
     def _step_figures(self, window: Sequence[Second]) -> dict | None:
-        """A step window's figures and their `ci95` (from the window's seconds one by one, as `TokenDriver`
-        measures a step); kept once the window has settled (its seconds may be merged later)."""
+        """A step window's figures and their `ci95` (from the window's seconds one by one): a step no token
+        search judged; kept once the window has settled (its seconds may be merged later)."""
         if not window:
             return None
         key = (window[0].t, window[-1].t, len(window))
         if key in self._settled:
             return self._settled[key]
         figures = self.over(window).figures(sum(s.interval for s in window))
-        if figures is not None:  # the intervals the token search computes for the same seconds (TokenStep)
+        if figures is not None:  # the one interval function, over the window's seconds
             figures["ci95"] = token_intervals([(e - a, self.spans([(a, e)])) for a, e in one_second_pieces(window)])
         if self._newest is not None and window[-1].t < self._newest - SETTLED_S:
             self._settled[key] = figures
@@ -325,7 +326,9 @@ class LlmStats(WorkerShipped):
         """Add `llm` to summary.json and to each of its steps when tokens were counted; returns it.
         `windows`: each step's steady window when already cut (the recorder keeps no whole timeline).
         `self.trim` (`--warmup-s`, `--cooldown-s`) leaves the run's first and last seconds, and each
-        step's last, out of the figures; `llm.excluded` says what was left out."""
+        step's last, out of the figures; `llm.excluded` says what was left out. A step whose record
+        already holds `llm` keeps it: the token search's step (`TokenStep.llm_figures`), whose figures
+        and intervals are the ones it was judged on, over its own window and answers as they stood then."""
         everything = merged([*self.coarse.values(), *self.buckets.values()])
         trim = self.trim
         counted = trim.run_window(started_at, ended_at) if trim.active else None
@@ -348,6 +351,8 @@ class LlmStats(WorkerShipped):
         windows = step_windows(seconds) if windows is None else windows
         if len(windows) == len(steps):
             for record, window in zip(steps, windows, strict=True):
+                if record.get("llm") is not None:  # a token search's step: the figures it was judged on
+                    continue
                 figures = self._step_figures(trim.step_window(window))
                 if figures is not None:
                     record["llm"] = figures

@@ -10,10 +10,10 @@ left out. `FigureTrim` is their typed view (record/llm.py applies it; declared a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from sm_locust.config.options import Options, OptionSpec
+from sm_locust.measure.timeline import Second
 
 OPTIONS: list[OptionSpec] = [
     OptionSpec("--warmup-s", "SM_LOCUST_WARMUP_S", 0.0,
@@ -45,12 +45,20 @@ class FigureTrim:
         start, end = started_at + self.warmup_s, ended_at - self.cooldown_s
         return (start, end) if end > start else None
 
-    def step_window(self, window: Sequence[Any]) -> list[Any]:
-        """A step's steady window (timeline seconds: `.t` is when each ended) without its last `cooldown_s`."""
+    def step_window(self, window: Sequence[Second]) -> list[Second]:
+        """A step's steady window (`.t` is when each sample ended) without its last `cooldown_s`; a sample
+        the cut falls inside (the recorder keeps a window as its contiguous spans, one `Second` each) ends
+        at the cut."""
         if not self.cooldown_s or not window:
             return list(window)
         last = window[-1].t - self.cooldown_s
-        return [s for s in window if s.t <= last + 1e-9]
+        kept = []
+        for s in window:
+            if s.t <= last + 1e-9:
+                kept.append(s)
+            elif s.t - s.interval < last - 1e-9:
+                kept.append(replace(s, t=last, interval=last - (s.t - s.interval)))
+        return kept
 
 
 NO_TRIM = FigureTrim()

@@ -32,6 +32,7 @@ from sm_locust.measure.looplag import LoopLag
 from sm_locust.measure.steady import MODE_RATE, StepMeasurement, intervals_dict, measure_timeline, timeline_mode
 from sm_locust.measure.timeline import Second
 from sm_locust.plateau.search import BOUND_BELOW
+from sm_locust.plateau.tokens import TokenStep
 from sm_locust.record.model import SCHEMA_VERSION, Plateau, Step, Summary, Totals, Verdict, Workers
 from sm_locust.sanitize import clean
 from sm_locust.util.formatting import with_interval
@@ -102,6 +103,10 @@ def step_summary(step: StepMeasurement) -> Step:
         )
         if step.offered_short:  # the generator offered less than asked for: said with its interval
             record = record.adding(offered_rps=_round(step.offered_rps), offered_ci95=step.offered_ci.as_list())
+    if isinstance(step, TokenStep):  # judged on tokens: its token figures are the ones the search judged
+        llm = step.llm_figures()
+        if llm is not None:
+            record = record.adding(llm=llm)
     return record
 
 

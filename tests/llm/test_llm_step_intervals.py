@@ -3,13 +3,18 @@ compute them with the one function (`plateau.tokens.token_intervals`) over the s
 
 from __future__ import annotations
 
+import json
 import random
+
+import pytest
 
 from sm_locust.measure.timeline import Second
 from sm_locust.plateau.tokens import Bucket, TokenDriver, TokenPlateauSearch, TokenVerdict, token_intervals
+from sm_locust.record.accumulate import RunTimeline
 from sm_locust.record.llm import LlmStats, one_second_pieces, step_windows
+from sm_locust.record.llm_options import FigureTrim
 from sm_locust.record.model import Summary
-from sm_locust.record.summary import step_records
+from sm_locust.record.summary import build_summary, step_records
 from tests.llm.test_llm_metrics import sample, steady_timeline
 
 T0 = 1_000_000.0
@@ -88,3 +93,75 @@ def test_the_recorders_merged_spans_give_the_same_intervals_as_the_seconds():
     assert one_second_pieces([span]) == [(w.t - w.interval, w.t) for w in window]
     assert one_second_pieces([Second(t=10.0, users=1, spawning=False, requests=0, failures=0, interval=2.4)]) == \
         [(7.6, 8.6), (8.6, 10.0)]  # a remainder under half a second joins the second before it
+
+
+def _irregular_timeline() -> list[Second]:
+    """One 4-user step of 20 s sampled every 0.6 s and 1.4 s by turns (a loaded master's samples are not
+    one second long): the recorder's 1-s pieces of the window's span are not the search's samples."""
+    seconds, t = [], T0
+    for i in range(20):
+        t += 0.6 if i % 2 == 0 else 1.4
+        seconds.append(Second(t=t, users=4, spawning=False, requests=10, failures=0, hist={50: 10},
+                              interval=0.6 if i % 2 == 0 else 1.4))
+    return seconds
+
+
+def _late(stats: LlmStats, step) -> None:
+    """A worker's report arriving after the search judged the step: more answers in its window's seconds."""
+    draw = random.Random(2)
+    for s in step.window[::3]:
+        for _ in range(draw.randint(5, 15)):
+            stats.add(sample(draw.uniform(300.0, 600.0), [draw.uniform(40.0, 90.0)] * 4, 5, 700.0),
+                      now=s.t - 0.5)
+
+
+@pytest.mark.parametrize("case", ["irregular samples", "--cooldown-s", "late answers"])
+def test_a_judged_token_steps_record_holds_the_interval_the_search_decided_on(case):
+    """The recorder's own cut of a step's answers can differ from the search's: other samples, a
+    `--cooldown-s` trim, answers reported after the step was judged. summary.json's step (and the report,
+    and `tests/undecided.py`, reading it) must still hold the figures and intervals the search judged."""
+    seconds = _irregular_timeline() if case == "irregular samples" else steady_timeline(T0, (4,), 20)
+    stats = noisy_stats()
+    step = measured(stats, seconds)
+    if case == "late answers":
+        _late(stats, step)
+    if case == "--cooldown-s":
+        stats.trim = FigureTrim(cooldown_s=3.0)
+    timeline = RunTimeline()
+    timeline.extend(seconds)
+    timeline.judge(step)
+    steps = timeline.measured_steps()
+    assert len(steps) == 1
+    recut = stats._step_figures(stats.trim.step_window(steps[0][1]))  # what the recorder alone would say
+    judged = {**step.tokens.figures(step.tokens_s), "ci95": step.token_intervals()}
+    assert recut is not None and recut["ci95"] != judged["ci95"]  # the two cuts differ here
+    summary = stats.annotate(build_summary(endpoint="e", started_at=T0, ended_at=seconds[-1].t, totals={},
+                                           errors={}, seconds=(), steps=[record for record, _ in steps]),
+                             (), T0, seconds[-1].t, windows=[window for _, window in steps])
+    recorded = json.loads(json.dumps(summary))["steps"][0]["llm"]
+    assert recorded == json.loads(json.dumps(judged))
+    low, high = recorded["ci95"]["output_tokens_per_s"]
+    assert low < recorded["output_tokens_per_s"] < high  # a real width
+    assert recorded["ci95"]["itl_p95_ms"] == step.token_interval("itl", 95).as_list()
+    search = TokenPlateauSearch(4, 8)
+    search.first()
+    search.feed(step)
+    assert search.verdict().as_dict()["llm"] == recorded  # the plateau's and the step's: one figure
+
+
+def test_a_step_no_token_search_judged_is_cut_by_the_recorder_cooldown_and_all():
+    """A step cut by user count (a step shape, a requests plateau) has its `llm` from the recorder, over
+    the window it keeps (its contiguous span: one `Second` of 16 s here) less `--cooldown-s`: the cut ends
+    the span 3 s early, it does not drop it."""
+    seconds = steady_timeline(T0, users_per_step=(4,), step_s=20)
+    stats = noisy_stats()
+    stats.trim = FigureTrim(cooldown_s=3.0)
+    timeline = RunTimeline()
+    timeline.extend(seconds)
+    (record, kept), = timeline.measured_steps()
+    assert len(kept) == 1 and kept[0].interval == 16.0
+    llm = stats.annotate({"steps": [record]}, (), T0, T0 + 20, windows=[kept])["steps"][0]["llm"]
+    window = step_windows(seconds)[0][:-3]
+    assert llm == stats._step_figures(window) and llm["requests"] == stats.over(window).requests > 0
+    assert llm["requests"] < stats.over(step_windows(seconds)[0]).requests
+    assert llm["ci95"]["output_tokens_per_s"] is not None
