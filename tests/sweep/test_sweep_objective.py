@@ -145,3 +145,22 @@ def test_the_headline_figures_carry_their_intervals():
         "instances_needed_ci95"]
     text = recommend([c], OBJECTIVE).reason
     assert text.startswith("max_concurrency 2: 48 req/s (±4), p95 45 ms (±2); 3 [2, 3] instances for 100 req/s; $1.16")
+
+
+def test_a_configuration_whose_slo_is_undecided_is_named_and_whether_it_could_win_is_said():
+    # 48 req/s needs 3 instances for 100 req/s, 121 needs 1: the winner is cheaper beyond the intervals, so the
+    # one whose p95 straddles the SLO (380 [300, 460] against 400) would lose anyway; a faster one could win
+    ok = priced(2, "b", 121.0, 100.0)
+    slow = priced(1, "a", 48.0, 380.0, latency_ci95=[300.0, 460.0])
+    rec = recommend([slow, ok], OBJECTIVE)
+    assert rec.winner is ok and rec.lost[1].endswith("straddles the SLO 400 ms: undecided (measure the knee longer)")
+    assert rec.reason.endswith("— the only configuration known to meet the objective (a's p95 380 ms (±80) "
+                               "straddles the SLO 400 ms, but it would lose on $ per hour at 100 req/s anyway: "
+                               "$0.60 vs $0.20)"), rec.reason
+    fast = priced(1, "a", 250.0, 380.0, latency_ci95=[300.0, 460.0])
+    rec = recommend([fast, ok], OBJECTIVE)
+    assert rec.winner is ok and rec.reason.endswith(
+        "(a's p95 380 ms (±80) straddles the SLO 400 ms: chosen without it, and it could win should it meet "
+        "the SLO; measure its knee longer)"), rec.reason
+    surely = priced(1, "a", 250.0, 450.0)  # surely over the SLO: nothing more to say of it
+    assert recommend([surely, ok], OBJECTIVE).reason.endswith("— the only configuration that meets the objective")

@@ -85,6 +85,29 @@ def disqualification(c: Candidate, objective: Objective) -> str | None:
     return None
 
 
+def _slo_undecided(c: Candidate, objective: Objective) -> bool:
+    """`c` ran and would be eligible but for an SLO its percentile's interval straddles."""
+    if c.status != "ok" or not c.capacity_rps or objective.slo_ms is None or c.latency_ms is None:
+        return False
+    if c.error_rate is not None and c.error_rate > objective.max_error_rate:
+        return False
+    return _slo_verdict(c.latency_ms, c.latency_ci95, objective.slo_ms) == INCONCLUSIVE
+
+
+def _undecided_tail(winner: Candidate, other: Candidate, order: Sequence[Criterion[Candidate]],
+                    objective: Objective) -> str:
+    """What the recommendation says of a configuration left out only because its SLO is undecided: it would
+    lose anyway when the winner beats it beyond their intervals on the deciding figure, else the choice was
+    made without it (it could win if it meets the SLO)."""
+    p = objective.percentile_label
+    figure = _interval_text(other.latency_ms, other.latency_ci95, " ms")
+    head = f" ({other.label}'s {p} {figure} straddles the SLO {objective.slo_ms:g} ms"
+    why, _ = deciding(winner, other, order)
+    if why is order[0]:
+        return f"{head}, but it would lose on {why.name} anyway: {why.text(other)} vs {why.text(winner)})"
+    return f"{head}: chosen without it, and it could win should it meet the SLO; measure its knee longer)"
+
+
 def _slo_verdict(value: float, interval: Sequence[float] | None, slo_ms: float) -> str:
     """The gates' judge of the SLO at the knee: on the 95 % interval when there is one, else the point."""
     if interval is not None and len(interval) == 2:
@@ -275,9 +298,11 @@ def recommend(candidates: Sequence[Candidate], objective: Objective) -> Recommen
     sentence = headline(winner, objective)
     if len(ranked) > 1 and not tie_text:
         sentence += f" — {_comparison(winner, ranked[1], mode, objective)}"
-    elif len(ranked) == 1 and len(candidates) > 1:
-        sentence += " — the only configuration that meets the objective"
+    undecided = [c for c in candidates if c not in ranked and _slo_undecided(c, objective)]
+    if len(ranked) == 1 and len(candidates) > 1:
+        sentence += f" — the only configuration {'known to meet' if undecided else 'that meets'} the objective"
     sentence += tie_text
+    sentence += "".join(_undecided_tail(winner, c, order, objective) for c in undecided)
     if mode != objective.optimize:
         sentence += " (no prices known: ranked by throughput)"
     return Recommendation(winner, sentence, lost, ranked, [c.index for c in tied])
