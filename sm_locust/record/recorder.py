@@ -40,6 +40,7 @@ from sm_locust.record.schedwait import SchedWait, WorkerWaits
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
+from sm_locust.record.watermark import ReportWatermarks
 from sm_locust.transport.asyncwait import AsyncLedger
 from sm_locust.transport.inflight import StoppedRequests
 from sm_locust.users.backoff import ConnectionBackoff
@@ -49,7 +50,7 @@ from sm_locust.util.outputs import atomic_file
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
-MASTER_LAG_S = 4  # workers report every 3 s: on a master, second S is complete ~4 s later
+MASTER_LAG_S = 4  # on a master, second S is appended at most this long after it (record/watermark.py)
 CHECKPOINT_ENV = "SM_LOCUST_CHECKPOINT_SECONDS"
 DEFAULT_CHECKPOINT_S = 60.0
 KEEP_PER_SECOND_S = 120  # Locust's per-second counters older than this are dropped (current_rps reads ~12 s)
@@ -201,6 +202,7 @@ class RunRecorder:
         self.targets = TargetStats.for_environment(environment)  # a mix's per-target figures (record/targets.py)
         self.loop_lag = LoopLagMonitor.for_environment(environment)  # the generator's own delay (record/looplag.py)
         self.worker_waits = WorkerWaits.for_environment(environment)  # workers' CPU wait, on a master
+        self.watermarks = ReportWatermarks.for_environment(environment)  # how far workers reported, on a master
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -381,11 +383,12 @@ class RunRecorder:
     def _emit_master_seconds(self, now: Second, total, final: bool) -> None:
         """On a master, count each second's requests by when they COMPLETED on the workers.
 
-        Workers report every 3 s, so the master's totals move in 3-s lumps: a 24-s window would hold
-        8 or 9 reports per worker (+-12 % on its rps) and every stability sub-window would look
-        uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
-        completion second) into the master's total entry, so second S is complete about
-        `MASTER_LAG_S` later; it is then appended with the load that was running at S. Histograms
+        Workers report every second or few, so the master's totals move in lumps: a 24-s window would
+        hold 8 or 9 reports per worker at 3 s (+-12 % on its rps) and every stability sub-window would
+        look uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
+        completion second) into the master's total entry; second S is appended, with the load that
+        was running at S, once every live worker's report watermark has reached S, and at most
+        `MASTER_LAG_S` after S by the master's clock (`record.watermark.appendable_through`). Histograms
         and loop lag have no per-second breakdown: what arrived is attached to the second appended then
         (their percentiles, not their rates, are used). Open-loop sends come by the second they were
         scheduled in (`OpenLoopCounters.take_seconds`) and are added to that second, so a step's
@@ -402,7 +405,8 @@ class RunRecorder:
             pending.sent = (pending.sent or 0) + now.sent
             pending.late = (pending.late or 0) + (now.late or 0)
             pending.dropped = (pending.dropped or 0) + (now.dropped or 0)
-        upto = second - MASTER_LAG_S
+        runner = self.environment.runner
+        upto = self.watermarks.through(second, getattr(runner, "clients", None) or {}, MASTER_LAG_S)
         if final:  # up to the last second a request completed in: later ones are after the users stopped
             upto = min(second, max(total.num_reqs_per_sec, default=upto))
         if self._next_second is None:
