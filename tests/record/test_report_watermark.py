@@ -18,7 +18,7 @@ import pytest
 
 from sm_locust.measure.timeline import Second
 from sm_locust.record.recorder import MASTER_LAG_S, RunRecorder
-from sm_locust.record.watermark import ReportWatermarks, appendable_through, live_workers
+from sm_locust.record.watermark import REPORT_INTERVAL_S, ReportWatermarks, appendable_through, live_workers
 from tests.fakes import BareMaster, BareWorker, ManualClock
 
 LAG = MASTER_LAG_S
@@ -68,6 +68,7 @@ def worker_env(monkeypatch, clock: ManualClock, locust_first: bool = True) -> En
     """A worker's environment: Locust's stats listener registered as its runner does, the watermark as the
     locustfile's init does (after it, or before with `locust_first=False`); Locust's stats on `clock`."""
     monkeypatch.setattr(locust.stats, "time", SimpleNamespace(time=clock))
+    monkeypatch.setattr(locust.runners, "WORKER_REPORT_INTERVAL", locust.runners.WORKER_REPORT_INTERVAL)
     env = Environment()
     env.runner = BareWorker()
     if locust_first:
@@ -107,6 +108,37 @@ def test_every_request_of_a_second_up_to_the_watermark_is_in_the_reports_so_far(
     assert marks == sorted(marks) and marks[-1] >= 104
     if locust_first:  # the moment of this report: the second before it
         assert marks[-1] == int(reported) - 1
+
+
+def test_a_worker_reports_every_second_and_locusts_loop_reads_it(monkeypatch):
+    """The interval is set once, on workers only, and Locust's worker loop sleeps what it is set to: a
+    Locust that stopped reading the module's value there (an upgrade) fails this."""
+    monkeypatch.setattr(locust.runners, "WORKER_REPORT_INTERVAL", 3.0)
+    master = Environment()
+    master.runner = BareMaster(["w"])
+    ReportWatermarks().attach(master)
+    assert locust.runners.WORKER_REPORT_INTERVAL == 3.0  # a master or local runner leaves it alone
+    worker = Environment()
+    worker.runner = BareWorker()
+    ReportWatermarks().attach(worker)
+    assert locust.runners.WORKER_REPORT_INTERVAL == REPORT_INTERVAL_S == 1.0
+
+    slept: list[float] = []
+
+    class Stop(Exception):
+        pass
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 2:
+            raise Stop
+
+    monkeypatch.setattr(locust.runners.gevent, "sleep", sleep)
+    sends = SimpleNamespace(count=0)
+    reporter = SimpleNamespace(_send_stats=lambda: setattr(sends, "count", sends.count + 1))
+    with pytest.raises(Stop):
+        locust.runners.WorkerRunner.stats_reporter(reporter)  # type: ignore[arg-type]
+    assert slept == [REPORT_INTERVAL_S, REPORT_INTERVAL_S] and sends.count == 2
 
 
 # -- a master's timeline fed synthetic reports -----------------------------------------------------------
