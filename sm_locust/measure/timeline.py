@@ -2,7 +2,7 @@
 
 Locust keeps cumulative counters and a response-time histogram (`StatsEntry.response_times`,
 bucketed to ~2 significant digits) per entry, on the local runner and on the master (where worker
-reports are merged every 3 s). Sampling the total entry once a second and keeping the difference
+reports are merged as they arrive, every second with sm-locust's workers). Sampling the total entry once a second and keeping the difference
 gives a timeline that works the same in local and distributed runs, from which per-step figures
 are computed over exactly the step's own requests (not Locust's cumulative or 10-s windows).
 

@@ -249,7 +249,9 @@ class RunRecorder:
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
-        self.sample(final=True)
+        # headless, Locust quits next and `on_quit` appends what the workers' last reports complete: a
+        # master holds back the seconds they may still add to (the web UI may never quit: it does not)
+        self.sample(final=True, hold=bool(getattr(environment.parsed_options, "headless", False)))
         self.current_target_rate = None
         self.current_target_users = None
         self.ended_at = time.time()
@@ -267,9 +269,11 @@ class RunRecorder:
         """Locust's last word, after its users are stopped (a Ctrl+C stops them after `quitting`):
         summary.json and Locust's own CSVs are written once more from the same final stats, so the
         two agree and the requests cut short by the stop are counted."""
-        if isinstance(self.environment.runner, WorkerRunner) or self.started_at is None or self.out_dir is None:
+        if isinstance(self.environment.runner, WorkerRunner) or self.started_at is None:
             return
         self.late_reports()
+        if self.out_dir is None:
+            return
         self.write()
         rewrite_locust_csvs(self.environment)
 
@@ -279,7 +283,8 @@ class RunRecorder:
         A run that ends by quitting (`--run-time`, a signal) fires test_stop before the workers' last
         reports arrive: Locust's quit stops without waiting for them, then gives them 0.5 s. On a busy
         machine those reports can hold most of a short run, which the totals count; its seconds (and
-        the steps cut from them) are added to the timeline now, so summary.json's steps hold them too."""
+        the steps cut from them) are added to the timeline now, with the seconds a headless stop held back
+        for them (`sample(hold=True)`), so summary.json's steps hold them too, each second whole."""
         runner = self.environment.runner
         if not isinstance(runner, MasterRunner) or self.started_at is None or self.ended_at is None:
             return
@@ -314,7 +319,10 @@ class RunRecorder:
             self._writer.flush()
         self.write(complete=False)
 
-    def sample(self, final: bool = False) -> Second:
+    def sample(self, final: bool = False, hold: bool = False) -> Second:
+        """One second's sample: appended (local runner) or placed by completion second (master). `final`:
+        the test stopped, every second a request completed in is appended; on a master, `hold` keeps
+        back those the workers' watermarks do not cover yet (their last reports arrive after the stop)."""
         runner = self.environment.runner
         total = counted_entry(runner.stats)
         requests, failures, hist = total.num_requests, total.num_failures, dict(total.response_times)
@@ -357,7 +365,7 @@ class RunRecorder:
         self._last_backoffs = backoffs
         self._last_t = now
         if master:
-            self._emit_master_seconds(second, total, final)
+            self._emit_master_seconds(second, total, final, hold)
         else:
             self._add(second)
         return second
@@ -380,7 +388,7 @@ class RunRecorder:
         self._hour_errors = errors
         print(f"sm-locust: {hour_line(hour)}", flush=True)
 
-    def _emit_master_seconds(self, now: Second, total, final: bool) -> None:
+    def _emit_master_seconds(self, now: Second, total, final: bool, hold: bool = False) -> None:
         """On a master, count each second's requests by when they COMPLETED on the workers.
 
         Workers report every second or few, so the master's totals move in lumps: a 24-s window would
@@ -394,6 +402,8 @@ class RunRecorder:
         scheduled in (`OpenLoopCounters.take_seconds`) and are added to that second, so a step's
         offered rate per second is as even as on a local runner; sends for a second already appended
         go to the first one appended now, and a worker's sends shipped without seconds to the last.
+        `final` appends through the last second a request completed in; with `hold`, only as far as the
+        watermarks say is whole (the rest, and its sends, wait for `late_reports`).
         """
         second = int(now.t)
         self._states[second] = now
@@ -406,12 +416,16 @@ class RunRecorder:
             pending.late = (pending.late or 0) + (now.late or 0)
             pending.dropped = (pending.dropped or 0) + (now.dropped or 0)
         runner = self.environment.runner
-        upto = self.watermarks.through(second, getattr(runner, "clients", None) or {}, MASTER_LAG_S)
+        whole = self.watermarks.through(second, getattr(runner, "clients", None) or {}, MASTER_LAG_S)
+        upto = whole
         if final:  # up to the last second a request completed in: later ones are after the users stopped
             upto = min(second, max(total.num_reqs_per_sec, default=upto))
+            if hold:
+                upto = min(upto, whole)
         if self._next_second is None:
             self._next_second = int(self.started_at or now.t)
-        keyed = self.open_loop.take_seconds(None if final else upto) if self._next_second <= upto else {}
+        every = final and not hold
+        keyed = self.open_loop.take_seconds(None if every else upto) if self._next_second <= upto else {}
         emitted_now: list[Second] = []
         while self._next_second <= upto:
             s = self._next_second
@@ -476,7 +490,7 @@ class RunRecorder:
         """Load-generator CPU %, CPU-wait % and, on a master, each worker's own pair.
 
         On a master: the pair of the worker it is judged on (`measure.workercpu.judged`), from the
-        workers' last reports (every 3 s); without any (workers without schedstat), the busiest
+        workers' last reports (every second); without any (workers without schedstat), the busiest
         worker's heartbeat CPU and no wait. Otherwise this process's CPU and wait."""
         if isinstance(runner, MasterRunner):
             workers = self.worker_waits.pairs(runner.clients.keys())

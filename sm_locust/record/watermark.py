@@ -10,7 +10,8 @@ appends S once every live worker's watermark has reached S (`appendable_through`
 the worker's clock, so clocks that differ between hosts change nothing; the master's own lag
 (`lag_s`, by its clock) stays the upper bound for a worker that sends no watermark (an older
 release, one not yet reported, one stalled or being lost: a worker Locust has marked missing no
-longer holds seconds back).
+longer holds seconds back), and for one whose clock runs behind the master's by more than it: its
+seconds are appended at the lag, before all of them arrived (docs/plateau.md, "Distributed runs").
 
 Workers also report every `REPORT_INTERVAL_S` instead of Locust's 3 s (`WORKER_REPORT_INTERVAL`,
 read by the worker's `stats_reporter` loop before each sleep), set here, once, when a worker's

@@ -269,3 +269,71 @@ def test_final_flush_appends_up_to_the_last_second_a_request_completed_in():
     recorder._emit_master_seconds(Second(t=START + 7.5, users=0, spawning=False, requests=0, failures=0), total,
                                   final=True)
     assert [int(s.t) - 1 for s in recorder.seconds] == list(range(START, START + 6))
+
+
+# -- a real master and two workers ---------------------------------------------------------------------
+
+@pytest.mark.e2e
+def test_a_processes_2_run_counts_each_second_by_when_its_requests_completed(endpoint, tmp_path):
+    """`--processes 2 --log-requests`: the master's timeline, appended by the workers' watermarks, holds every
+    request once: its seconds (each once, in order) add up to the totals, which a second appended before a
+    report that added to it would not (its late requests would be in no second); and each request is in the
+    second it completed in, as the workers' own logs say, but for Locust logging a request a little after
+    its end (a busy event loop)."""
+    import gzip
+    import json
+
+    from sm_locust.record.timeline import read_seconds
+    from tests.conftest import SAMPLE_PAYLOAD, run_cli
+
+    out = tmp_path / "run"
+    result = run_cli("run", "--endpoint-name", "ep", "--endpoint-url", endpoint.url, "--payload",
+                     str(SAMPLE_PAYLOAD), "-u", "4", "-r", "100", "-t", "10s", "--processes", "2",
+                     "--log-requests", "true", "--out", str(out), "-q")
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["workers"]["connected"] == 2 and summary["workers"]["lost"] == []
+    seconds = read_seconds(out / "timeline.jsonl")
+    keys = [round(s.t) - 1 for s in seconds]
+    assert keys == list(range(keys[0], keys[0] + len(keys)))  # each second once, in order
+    assert sum(s.requests for s in seconds) == summary["totals"]["requests"] > 100
+    ends: list[float] = []
+    for path in sorted(out.glob("requests.w*.jsonl.gz")):
+        with gzip.open(path, "rt") as fh:
+            ends += [row["t"] + row["e2e_ms"] / 1000 for row in map(json.loads, fh) if row.get("e2e_ms") is not None]
+    assert len(ends) == summary["totals"]["requests"]
+    slack = 0.25  # a request's end to Locust logging it, on a loaded machine
+    counted = 0
+    for second, s in zip(keys, seconds, strict=True):  # the requests up to each second's end
+        counted += s.requests
+        surely = sum(1 for end in ends if end < second + 1 - slack)
+        maybe = sum(1 for end in ends if end < second + 1 + slack)
+        assert surely <= counted <= maybe, (second, surely, counted, maybe)
+
+
+def test_a_headless_stop_holds_back_the_seconds_the_workers_last_reports_complete_until_quit():
+    """Locust fires test_stop on a master before its workers' last reports arrive: appended then, the last
+    seconds would miss their requests for good. A headless stop appends only what the watermarks cover;
+    the quit (after every final report) appends the rest, whole, and their keyed sends with them."""
+    env = Environment()
+    env.runner = BareMaster(["a", "b"])
+    recorder = RunRecorder(env, None)
+    recorder.started_at = float(START)
+    recorder.open_loop.merge_delta([60, 0, 0, 0, [[s, 10, 0, 0] for s in range(START, START + 6)]], "a")
+    recorder.watermarks.merge_delta(START + 3, "a")
+    recorder.watermarks.merge_delta(START + 4, "b")
+    total = SimpleNamespace(num_reqs_per_sec={s: 2 * RPS for s in range(START, START + 6)}, num_fail_per_sec={})
+    total.num_reqs_per_sec[START + 5] = RPS  # half of it still to come
+    stop = Second(t=START + 6.2, users=20, spawning=False, requests=0, failures=0, target_rate=20.0, sent=0)
+    recorder._emit_master_seconds(stop, total, final=True, hold=True)
+    assert [int(s.t) - 1 for s in recorder.seconds] == list(range(START, START + 4))
+    total.num_reqs_per_sec[START + 5] = 2 * RPS  # the last reports, then the quit
+    recorder._emit_master_seconds(Second(t=START + 7.1, users=0, spawning=False, requests=0, failures=0), total,
+                                  final=True)
+    assert [(int(s.t) - 1, s.requests) for s in recorder.seconds] == [(s, 2 * RPS) for s in range(START, START + 6)]
+    assert [s.sent for s in recorder.seconds] == [10] * 6
+    unheld = RunRecorder(Environment(), None)  # without hold (the web UI's stop): everything there is, now
+    unheld.environment.runner = BareMaster(["a"])
+    unheld.started_at = float(START)
+    unheld._emit_master_seconds(stop, total, final=True)
+    assert [int(s.t) - 1 for s in unheld.seconds] == list(range(START, START + 6))
