@@ -203,6 +203,8 @@ class RunRecorder:
         self.loop_lag = LoopLagMonitor.for_environment(environment)  # the generator's own delay (record/looplag.py)
         self.worker_waits = WorkerWaits.for_environment(environment)  # workers' CPU wait, on a master
         self.watermarks = ReportWatermarks.for_environment(environment)  # how far workers reported, on a master
+        self.watermarks.on_advance = self._append_reported
+        self.clock = time.time  # the master's clock when a report arrives (tests: a simulated one)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -415,6 +417,28 @@ class RunRecorder:
             pending.sent = (pending.sent or 0) + now.sent
             pending.late = (pending.late or 0) + (now.late or 0)
             pending.dropped = (pending.dropped or 0) + (now.dropped or 0)
+        self._append_master_seconds(second, now, total, final, hold)
+        for old in [k for k in self._states if k < second - 30]:
+            del self._states[old]
+
+    def _append_reported(self) -> None:
+        """A worker's report moved its watermark: on a master whose test runs, the seconds now whole are
+        appended at once, with the load last sampled, rather than at the next 1-s sample (the shape, on
+        its own 1-s tick, sees them up to a second sooner)."""
+        runner = self.environment.runner
+        if (not isinstance(runner, MasterRunner) or self.started_at is None or self.ended_at is not None
+                or not self._states):
+            return
+        try:  # a listener's exception would mark Locust's run as failed: logged, as the sampling's are
+            latest = self._states[max(self._states)]
+            self._append_master_seconds(int(self.clock()), latest, counted_entry(self.environment.stats), final=False)
+        except Exception:
+            log.exception("sm-locust: timeline sampling failed")
+
+    def _append_master_seconds(self, second: int, now: Second, total, final: bool, hold: bool = False) -> None:
+        """The master's seconds now appendable at `second` (its clock), `now` the latest sample
+        (`_emit_master_seconds`)."""
+        pending = self._pending
         runner = self.environment.runner
         whole = self.watermarks.through(second, getattr(runner, "clients", None) or {}, MASTER_LAG_S)
         upto = whole
@@ -458,8 +482,6 @@ class RunRecorder:
                 target.dropped = (target.dropped or 0) + counts[2]
         for emitted in emitted_now:
             self._add(emitted)
-        for old in [k for k in self._states if k < second - 30]:
-            del self._states[old]
 
     def _state_at(self, s: int, now: Second) -> Second:
         """The load running at second `s`: the last sample at or before it (10 s back at most); for the

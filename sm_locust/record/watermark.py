@@ -21,7 +21,7 @@ watermark is attached: the master then appends a second ~1 s after it ended rath
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import locust.runners
 from locust.runners import STATE_MISSING, WorkerRunner
@@ -57,6 +57,7 @@ class ReportWatermarks(WorkerShipped):
     def __init__(self) -> None:
         self._environment: object | None = None
         self.marks: dict[str, int] = {}  # master: each worker's watermark (its clock's second)
+        self.on_advance: Callable[[], None] | None = None  # master: called when a watermark moves on
 
     def listen(self, environment: object) -> None:
         self._environment = environment
@@ -79,7 +80,12 @@ class ReportWatermarks(WorkerShipped):
         if isinstance(delta, bool) or not isinstance(delta, int):
             return  # not what a worker of this version sends: that worker holds the master to its lag
         worker = str(client_id)
-        self.marks[worker] = max(delta, self.marks.get(worker, delta))
+        before = self.marks.get(worker)
+        if before is not None and delta <= before:
+            return
+        self.marks[worker] = delta
+        if self.on_advance is not None:
+            self.on_advance()
 
     def through(self, master_second: int, clients: Mapping[str, object], lag_s: int) -> int:
         """`appendable_through` for this master's connected workers."""
