@@ -397,8 +397,9 @@ class RunRecorder:
         hold 8 or 9 reports per worker at 3 s (+-12 % on its rps) and every stability sub-window would
         look uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
         completion second) into the master's total entry; second S is appended, with the load that
-        was running at S, once every live worker's report watermark has reached S, and at most
-        `MASTER_LAG_S` after S by the master's clock (`record.watermark.appendable_through`). Histograms
+        was running at S, once every live worker's report watermark has reached S (checked here and when
+        a report arrives: `_append_reported`), and at most `MASTER_LAG_S` after S by the master's clock
+        (`record.watermark.appendable_through`). Histograms
         and loop lag have no per-second breakdown: what arrived is attached to the second appended then
         (their percentiles, not their rates, are used). Open-loop sends come by the second they were
         scheduled in (`OpenLoopCounters.take_seconds`) and are added to that second, so a step's

@@ -6,7 +6,8 @@ worker's counts into its own entry). S may be appended once no worker can still 
 S. Building a worker's report empties its total entry, whose `start_time` becomes that moment: every
 request logged before it is in this report or an earlier one, so the second before it is complete.
 Each report carries that second (the worker's watermark); the master keeps each worker's highest and
-appends S once every live worker's watermark has reached S (`appendable_through`). Both ends use
+appends S once every live worker's watermark has reached S (`appendable_through`), checked at each
+sample and when a report moves a watermark (`on_advance`: the recorder appends at once). Both ends use
 the worker's clock, so clocks that differ between hosts change nothing; the master's own lag
 (`lag_s`, by its clock) stays the upper bound for a worker that sends no watermark (an older
 release, one not yet reported, one stalled or being lost: a worker Locust has marked missing no
