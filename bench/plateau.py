@@ -52,6 +52,11 @@ class Profile:
     processes: int | None = None
 
     @property
+    def label(self) -> str:
+        """The profile's name, with its process count when it runs distributed."""
+        return f"{self.name} (--processes {self.processes})" if self.processes else self.name
+
+    @property
     def nominal(self) -> float:
         return self.slots / (self.service_ms / 1000.0)
 
@@ -164,10 +169,9 @@ def _row(profile: Profile, mode: str, effective: float | None, found: dict) -> s
         knee = f"{found['users']} users ({found['rps']:.1f} req/s)"
     else:
         knee = f"{found['rate']:g} req/s offered ({found['rps']:.1f} req/s)"
-    procs = f" (--processes {profile.processes})" if profile.processes else ""
     eff = "-" if effective is None else f"{effective:.1f}"
     cap = "-" if capacity is None else f"{capacity:.1f}"
-    return (f"| {profile.name}{procs} | {mode} | {profile.nominal:.0f} | {eff} | {cap} | {err} | {knee} "
+    return (f"| {profile.label} | {mode} | {profile.nominal:.0f} | {eff} | {cap} | {err} | {knee} "
             f"| {found.get('steps', '-')} | {found['wall_s']:.0f} |")
 
 
@@ -179,14 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="users", help="comma list of users,rate (default users: the default options)")
     ap.add_argument("--timeout-s", type=float, default=400.0, help="give up on a search after this long")
     ap.add_argument("--keep", default=None, help="keep the run folders here")
-    ap.add_argument("--only", default=None, help="run the profiles whose name contains this text")
+    ap.add_argument("--only", default=None, help="run the profiles whose name contains this text (e.g. 'processes 2')")
     args = ap.parse_args(argv)
 
     from sm_locust.endpoint.server import LocalEndpoint
 
     profiles = QUICK if args.quick else PROFILES
     if args.only:
-        profiles = [p for p in profiles if args.only in p.name]
+        profiles = [p for p in profiles if args.only in p.label]
     reference_s = args.reference_s or (10.0 if args.quick else 20.0)
     modes = args.modes.split(",")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sm-locust-bench-"))

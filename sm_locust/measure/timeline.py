@@ -2,9 +2,10 @@
 
 Locust keeps cumulative counters and a response-time histogram (`StatsEntry.response_times`,
 bucketed to ~2 significant digits) per entry, on the local runner and on the master (where worker
-reports are merged every 3 s). Sampling the total entry once a second and keeping the difference
-gives a timeline that works the same in local and distributed runs, from which per-step figures
-are computed over exactly the step's own requests (not Locust's cumulative or 10-s windows).
+reports are merged as they arrive, every second with sm-locust's workers). Sampling the total entry
+once a second and keeping the difference gives a timeline that works the same in local and
+distributed runs, from which per-step figures are computed over exactly the step's own requests
+(not Locust's cumulative or 10-s windows).
 
 `Second` is plain data and lives here, beside the pure code that measures steps from it
 (`steady.py`, the searches, `synthetic.py`), so that `sm_locust.plateau` depends on nothing above

@@ -40,6 +40,7 @@ from sm_locust.record.schedwait import SchedWait, WorkerWaits
 from sm_locust.record.summary import build_summary, write_json
 from sm_locust.record.targets import TargetStats
 from sm_locust.record.timeline import TIMELINE_JSONL, TimelineWriter
+from sm_locust.record.watermark import ReportWatermarks
 from sm_locust.transport.asyncwait import AsyncLedger
 from sm_locust.transport.inflight import StoppedRequests
 from sm_locust.users.backoff import ConnectionBackoff
@@ -49,7 +50,7 @@ from sm_locust.util.outputs import atomic_file
 
 log = logging.getLogger(__name__)
 SAMPLE_INTERVAL_S = 1.0
-MASTER_LAG_S = 4  # workers report every 3 s: on a master, second S is complete ~4 s later
+MASTER_LAG_S = 4  # on a master, second S is appended at most this long after it (record/watermark.py)
 CHECKPOINT_ENV = "SM_LOCUST_CHECKPOINT_SECONDS"
 DEFAULT_CHECKPOINT_S = 60.0
 KEEP_PER_SECOND_S = 120  # Locust's per-second counters older than this are dropped (current_rps reads ~12 s)
@@ -201,6 +202,9 @@ class RunRecorder:
         self.targets = TargetStats.for_environment(environment)  # a mix's per-target figures (record/targets.py)
         self.loop_lag = LoopLagMonitor.for_environment(environment)  # the generator's own delay (record/looplag.py)
         self.worker_waits = WorkerWaits.for_environment(environment)  # workers' CPU wait, on a master
+        self.watermarks = ReportWatermarks.for_environment(environment)  # how far workers reported, on a master
+        self.watermarks.on_advance = self._append_reported
+        self.clock = time.time  # the master's clock when a report arrives (tests: a simulated one)
         events = environment.events
         events.test_start.add_listener(self.on_test_start)
         events.test_stop.add_listener(self.on_test_stop)
@@ -247,7 +251,9 @@ class RunRecorder:
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
-        self.sample(final=True)
+        # headless, Locust quits next and `on_quit` appends what the workers' last reports complete: a
+        # master holds back the seconds they may still add to (the web UI may never quit: it does not)
+        self.sample(final=True, hold=bool(getattr(environment.parsed_options, "headless", False)))
         self.current_target_rate = None
         self.current_target_users = None
         self.ended_at = time.time()
@@ -265,9 +271,11 @@ class RunRecorder:
         """Locust's last word, after its users are stopped (a Ctrl+C stops them after `quitting`):
         summary.json and Locust's own CSVs are written once more from the same final stats, so the
         two agree and the requests cut short by the stop are counted."""
-        if isinstance(self.environment.runner, WorkerRunner) or self.started_at is None or self.out_dir is None:
+        if isinstance(self.environment.runner, WorkerRunner) or self.started_at is None:
             return
         self.late_reports()
+        if self.out_dir is None:
+            return
         self.write()
         rewrite_locust_csvs(self.environment)
 
@@ -277,7 +285,8 @@ class RunRecorder:
         A run that ends by quitting (`--run-time`, a signal) fires test_stop before the workers' last
         reports arrive: Locust's quit stops without waiting for them, then gives them 0.5 s. On a busy
         machine those reports can hold most of a short run, which the totals count; its seconds (and
-        the steps cut from them) are added to the timeline now, so summary.json's steps hold them too."""
+        the steps cut from them) are added to the timeline now, with the seconds a headless stop held back
+        for them (`sample(hold=True)`), so summary.json's steps hold them too, each second whole."""
         runner = self.environment.runner
         if not isinstance(runner, MasterRunner) or self.started_at is None or self.ended_at is None:
             return
@@ -312,7 +321,10 @@ class RunRecorder:
             self._writer.flush()
         self.write(complete=False)
 
-    def sample(self, final: bool = False) -> Second:
+    def sample(self, final: bool = False, hold: bool = False) -> Second:
+        """One second's sample: appended (local runner) or placed by completion second (master). `final`:
+        the test stopped, every second a request completed in is appended; on a master, `hold` keeps
+        back those the workers' watermarks do not cover yet (their last reports arrive after the stop)."""
         runner = self.environment.runner
         total = counted_entry(runner.stats)
         requests, failures, hist = total.num_requests, total.num_failures, dict(total.response_times)
@@ -355,7 +367,7 @@ class RunRecorder:
         self._last_backoffs = backoffs
         self._last_t = now
         if master:
-            self._emit_master_seconds(second, total, final)
+            self._emit_master_seconds(second, total, final, hold)
         else:
             self._add(second)
         return second
@@ -378,19 +390,23 @@ class RunRecorder:
         self._hour_errors = errors
         print(f"sm-locust: {hour_line(hour)}", flush=True)
 
-    def _emit_master_seconds(self, now: Second, total, final: bool) -> None:
+    def _emit_master_seconds(self, now: Second, total, final: bool, hold: bool = False) -> None:
         """On a master, count each second's requests by when they COMPLETED on the workers.
 
-        Workers report every 3 s, so the master's totals move in 3-s lumps: a 24-s window would hold
-        8 or 9 reports per worker (+-12 % on its rps) and every stability sub-window would look
-        uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
-        completion second) into the master's total entry, so second S is complete about
-        `MASTER_LAG_S` later; it is then appended with the load that was running at S. Histograms
+        Workers report every second or few, so the master's totals move in lumps: a 24-s window would
+        hold 8 or 9 reports per worker at 3 s (+-12 % on its rps) and every stability sub-window would
+        look uneven. Locust merges each worker's per-second counts (`num_reqs_per_sec`, keyed by the
+        completion second) into the master's total entry; second S is appended, with the load that
+        was running at S, once every live worker's report watermark has reached S (checked here and when
+        a report arrives: `_append_reported`), and at most `MASTER_LAG_S` after S by the master's clock
+        (`record.watermark.appendable_through`). Histograms
         and loop lag have no per-second breakdown: what arrived is attached to the second appended then
         (their percentiles, not their rates, are used). Open-loop sends come by the second they were
         scheduled in (`OpenLoopCounters.take_seconds`) and are added to that second, so a step's
         offered rate per second is as even as on a local runner; sends for a second already appended
         go to the first one appended now, and a worker's sends shipped without seconds to the last.
+        `final` appends through the last second a request completed in; with `hold`, only as far as the
+        watermarks say is whole (the rest, and its sends, wait for `late_reports`).
         """
         second = int(now.t)
         self._states[second] = now
@@ -402,12 +418,39 @@ class RunRecorder:
             pending.sent = (pending.sent or 0) + now.sent
             pending.late = (pending.late or 0) + (now.late or 0)
             pending.dropped = (pending.dropped or 0) + (now.dropped or 0)
-        upto = second - MASTER_LAG_S
+        self._append_master_seconds(second, now, total, final, hold)
+        for old in [k for k in self._states if k < second - 30]:
+            del self._states[old]
+
+    def _append_reported(self) -> None:
+        """A worker's report moved its watermark: on a master whose test runs, the seconds now whole are
+        appended at once, with the load last sampled, rather than at the next 1-s sample (the shape, on
+        its own 1-s tick, sees them up to a second sooner)."""
+        runner = self.environment.runner
+        if (not isinstance(runner, MasterRunner) or self.started_at is None or self.ended_at is not None
+                or not self._states):
+            return
+        try:  # a listener's exception would mark Locust's run as failed: logged, as the sampling's are
+            latest = self._states[max(self._states)]
+            self._append_master_seconds(int(self.clock()), latest, counted_entry(self.environment.stats), final=False)
+        except Exception:
+            log.exception("sm-locust: timeline sampling failed")
+
+    def _append_master_seconds(self, second: int, now: Second, total, final: bool, hold: bool = False) -> None:
+        """The master's seconds now appendable at `second` (its clock), `now` the latest sample
+        (`_emit_master_seconds`)."""
+        pending = self._pending
+        runner = self.environment.runner
+        whole = self.watermarks.through(second, getattr(runner, "clients", None) or {}, MASTER_LAG_S)
+        upto = whole
         if final:  # up to the last second a request completed in: later ones are after the users stopped
             upto = min(second, max(total.num_reqs_per_sec, default=upto))
+            if hold:
+                upto = min(upto, whole)
         if self._next_second is None:
             self._next_second = int(self.started_at or now.t)
-        keyed = self.open_loop.take_seconds(None if final else upto) if self._next_second <= upto else {}
+        every = final and not hold
+        keyed = self.open_loop.take_seconds(None if every else upto) if self._next_second <= upto else {}
         emitted_now: list[Second] = []
         while self._next_second <= upto:
             s = self._next_second
@@ -440,8 +483,6 @@ class RunRecorder:
                 target.dropped = (target.dropped or 0) + counts[2]
         for emitted in emitted_now:
             self._add(emitted)
-        for old in [k for k in self._states if k < second - 30]:
-            del self._states[old]
 
     def _state_at(self, s: int, now: Second) -> Second:
         """The load running at second `s`: the last sample at or before it (10 s back at most); for the
@@ -472,7 +513,7 @@ class RunRecorder:
         """Load-generator CPU %, CPU-wait % and, on a master, each worker's own pair.
 
         On a master: the pair of the worker it is judged on (`measure.workercpu.judged`), from the
-        workers' last reports (every 3 s); without any (workers without schedstat), the busiest
+        workers' last reports (every second); without any (workers without schedstat), the busiest
         worker's heartbeat CPU and no wait. Otherwise this process's CPU and wait."""
         if isinstance(runner, MasterRunner):
             workers = self.worker_waits.pairs(runner.clients.keys())

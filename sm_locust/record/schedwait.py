@@ -3,7 +3,7 @@
 `SchedWait` reads this process's shares of wall time spent running and runnable but waiting on a
 run queue. A local runner's recorder takes the wait once a second; `WorkerWaits` ships each worker's
 pair (run and wait over the same interval) to the master with Locust's worker reports
-(`util.shipped`, every 3 s), where the recorder judges each worker on its own pair
+(`util.shipped`, every second: `record.watermark`), where the recorder judges each worker on its own pair
 (`measure.workercpu`): the master's own figures say nothing about the workers that measure, and one
 worker's wait beside another's CPU judges neither.
 """
