@@ -54,10 +54,10 @@ def test_a_worker_lost_mid_run_is_not_trusted_and_the_configuration_is_measured_
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     killed = None
     try:
-        deadline = time.monotonic() + 180
-        while killed is None:
-            assert time.monotonic() < deadline and proc.poll() is None, "no distributed test got under way"
-            # the master's recorder writes a second ~4 s after it ended: its first line says the test is under way,
+        while killed is None:  # (pytest-timeout guards a hang: no wall-clock bound here)
+            assert proc.poll() is None, "the sweep ended before its distributed test got under way"
+            # the master's recorder writes a second once the workers' reports cover it: its first line says the test
+            # is under way,
             # early enough that the master marks the worker missing long before the run's end
             timelines = list(out.glob("*/timeline.jsonl"))
             workers = forked_workers(psutil.Process(proc.pid))
