@@ -19,7 +19,9 @@ SWEEP = f"""\
 name: local-e2e
 endpoint: {{service_time_ms: 40}}
 grid: {{max_concurrency: [2, 5]}}
-load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 6s}}    # enough seconds for a 95 % interval
+load: {{payload: {SAMPLE_PAYLOAD}, users: 6, run_time: 12s}}    # ~11 steady seconds: 5 batches for a rate's 95 %
+# interval (t 2.78); 6 s left 5 seconds, 2 batches (t 12.7), and one second slowed by a client stall on a loaded CI
+# machine (78 req/s of ~115) read max_concurrency 5's capacity as 103 [9.7, 197]: a tie the data could not break
 objective: {{target_rps: 80, slo_ms: 400, percentile: 95}}
 price_per_hour: 0.2
 confirm: false    # one measurement each: the sentence and the resume below; confirmation: test_sweep_replicates.py
