@@ -28,7 +28,7 @@ from sm_locust.config.options import OptionSpec, add_spec_arguments, parse_optio
 from sm_locust.config.preflight import preflight
 from sm_locust.core.child import LoadSettings, execute
 from sm_locust.core.folder import check_out_dir, make_out_dir, remove_run_files
-from sm_locust.core.verdict import verdict_line
+from sm_locust.core.verdict import verdict_lines
 from sm_locust.endpoint.faults import EndpointConfig
 from sm_locust.endpoint.server import LocalEndpoint
 from sm_locust.errors import UsageError
@@ -176,7 +176,8 @@ def run(namespace: argparse.Namespace) -> int:
         summary = execute(settings, load, out, extra_env, options=options)
         server = endpoint.stats()
         endpoint.stop()  # the endpoint publishes its last metrics window as it stops
-        print(f"sm-locust demo: {verdict_line(summary).splitlines()[0]}")
+        for line in verdict_lines(summary):
+            print(f"sm-locust demo: {line}")
         print(f"sm-locust demo: the endpoint counted {server['requests']:.0f} requests")
         published = read_published(stand_in.client(), summary) if stand_in is not None else None
         if published is not None:

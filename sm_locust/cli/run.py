@@ -16,7 +16,7 @@ from sm_locust.core.checks import checks_lines, run_checks
 from sm_locust.core.plan import plan_run
 from sm_locust.core.repeat import start_repeated
 from sm_locust.core.start import start_run
-from sm_locust.core.verdict import every_request_failed, nothing_completed, verdict_line
+from sm_locust.core.verdict import every_request_failed, nothing_completed, verdict_lines
 from sm_locust.errors import RunError
 from sm_locust.record.repeat import REPEAT_JSON, repeat_lines
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if planned.repeat > 1:
         return _repeated(planned)
     out, summary = start_run(planned)
-    closing = [*verdict_line(summary).splitlines(), *answer_lines(summary),
+    closing = [*verdict_lines(summary), *answer_lines(summary),
                *checks_lines(run_checks(summary, planned.options))]
     for line in closing:
         print(f"sm-locust: {line}")

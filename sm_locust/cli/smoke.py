@@ -28,13 +28,12 @@ from sm_locust.config.options import add_cli_options
 from sm_locust.core.arguments import RunArguments, add_load_arguments
 from sm_locust.core.plan import plan_run
 from sm_locust.core.start import start_run
-from sm_locust.core.verdict import nothing_completed, verdict_line
+from sm_locust.core.verdict import nothing_completed, verdict_lines
 from sm_locust.errors import RunError, UsageError
 from sm_locust.gates.cli import GateSettings, add_gate_arguments, gates_from_settings, report
 from sm_locust.gates.spec import with_default_error_gate
 from sm_locust.record.model import Summary
 from sm_locust.record.runfolder import load_run
-from sm_locust.sanitize import clean
 from sm_locust.util.outputs import check_output_file, refuse_in_progress
 
 # Gate options that are also `run` options, declared once there: `--max-error-rate` (the shapes' stop
@@ -97,8 +96,8 @@ def _short_run(args: argparse.Namespace):
         changes.update(quiet=False, locust_stats=True)
     arguments = dataclasses.replace(arguments, run=run.replace(**changes))
     out, summary = start_run(plan_run(arguments))
-    for line in verdict_line(summary).splitlines():  # every line: a note under the totals is the verdict's why
-        print(f"sm-locust smoke: {clean(line, None)}")
+    for line in verdict_lines(summary):
+        print(f"sm-locust smoke: {line}")
     print(f"sm-locust smoke: results in {out}/")
     failed = nothing_completed(summary)
     if failed:  # no gate can judge a run in which nothing completed

@@ -16,7 +16,7 @@ from pathlib import Path
 from sm_locust.core.folder import RUN_MARKS, holds_run
 from sm_locust.core.plan import RunSettings
 from sm_locust.core.start import start_run
-from sm_locust.core.verdict import verdict_line
+from sm_locust.core.verdict import verdict_lines
 from sm_locust.errors import UsageError
 from sm_locust.record.folders import choose_out_dir
 from sm_locust.record.model import Summary
@@ -53,7 +53,8 @@ def start_repeated(run: RunSettings, *, echo: Callable[[str], None] | None = Non
         one = dataclasses.replace(run, out=str(parent / name), repeat=1, upload=upload)
         say(f"sm-locust: repeat {k} of {run.repeat}: {parent / name}/")
         _, summary = start_run(one, echo=echo, env=env)
-        say(f"sm-locust: repeat {k} of {run.repeat}: {verdict_line(summary).splitlines()[0]}")
+        for line in verdict_lines(summary):
+            say(f"sm-locust: repeat {k} of {run.repeat}: {line}")
         summaries.append(summary)
         folders.append(name)
         document = repeat_document([s.to_json() for s in summaries], folders)

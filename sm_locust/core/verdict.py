@@ -56,6 +56,12 @@ def verdict_line(summary: Summary | JsonObject) -> str:
     return line
 
 
+def verdict_lines(summary: Summary | JsonObject) -> list[str]:
+    """`verdict_line`'s lines, each sanitised for a terminal: what every command that ends a run prints
+    (an INCONCLUSIVE note under the totals is the verdict's why, so no caller keeps only the first)."""
+    return [clean(line, None) for line in verdict_line(summary).splitlines()]
+
+
 def whole_run_intervals(summary: Summary | JsonObject) -> Mapping[str, Interval | None]:
     """summary.json's `totals.ci95` when the run held one load (at most one step): over a run whose
     load changed, the whole-run rate averages different loads and its interval says nothing useful

@@ -65,6 +65,29 @@ def test_repeat_must_be_a_whole_number_of_runs():
     assert plan_run(run_arguments({**given, "repeat": None}, [])).repeat == 1
 
 
+def test_each_repeat_prints_its_whole_verdict_sanitised(monkeypatch, tmp_path):
+    # an INCONCLUSIVE run's why is the line under its totals: a repeat that printed only the first
+    # line said "whole run: ..." and hid it
+    from sm_locust.core import repeat as core_repeat
+    from sm_locust.core.verdict import verdict_line
+    from sm_locust.record.model import Summary
+    inconclusive = summary(90.0, 40.0, verdict="inconclusive")
+    inconclusive["verdict"]["reason"] = "the load generator was the bottleneck\x1b[2J"
+    runs = iter([summary(80.0, 50.0), inconclusive])
+    monkeypatch.setattr(core_repeat, "start_run", lambda one, echo=None, env=None: (one.out, Summary.of(next(runs))))
+    from sm_locust.api.options import run_arguments
+    planned = plan_run(run_arguments({"endpoint_name": "ep", "endpoint_url": "http://127.0.0.1:9", "repeat": 2,
+                                      "payload": str(SAMPLE_PAYLOAD), "out": str(tmp_path / "reps")}, []))
+    said: list[str] = []
+    core_repeat.start_repeated(planned, say=said.append)
+    second = [line for line in said if line.startswith("sm-locust: repeat 2 of 2: ") and not line.endswith("/")]
+    assert len(verdict_line(inconclusive).splitlines()) == 2
+    assert [line.split(": ", 2)[2][:40] for line in second] == [
+        verdict_line(inconclusive).splitlines()[0][:40],
+        "INCONCLUSIVE: the load generator was the"]
+    assert "\x1b" not in "".join(said) and "\\x1b[2J" in second[1]  # the escape shown, not obeyed
+
+
 @pytest.mark.e2e
 def test_run_repeat_writes_each_run_and_the_spread(endpoint, tmp_path):
     out = tmp_path / "rep"
