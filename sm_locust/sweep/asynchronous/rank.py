@@ -205,15 +205,15 @@ def recommend(candidates: Sequence[AsyncCandidate], objective: Objective) -> Asy
     winner = ranked[0]
     sentence = headline(winner, objective)
     tied = [c for c in ranked[1:] if order[0].same(winner, c)]
+    undecided = [c.label for c in candidates if c.inconclusive]
     if tied:
         sentence += _tie_tail(winner, tied, order)
     elif len(ranked) > 1:
         runner_up = ranked[1]
         sentence += (f" — {order[0].name} {order[0].text(winner)} vs {order[0].text(runner_up)} "
                      f"({runner_up.label})")
-    elif len(candidates) > 1:
-        sentence += " — the only configuration that meets the objective"
-    undecided = [c.label for c in candidates if c.inconclusive]
+    elif len(candidates) > 1:  # "known to": an INCONCLUSIVE configuration might meet it too
+        sentence += f" — the only configuration {'known to meet' if undecided else 'that meets'} the objective"
     if undecided:
         sentence += (f" (chosen without {', '.join(undecided)}: INCONCLUSIVE, a step above the capacity its search "
                      "could not decide; measure it with longer steps)")
