@@ -335,7 +335,7 @@ class Search:
         self._client_fix = FIX_WORKERS
         self.granule = LOAD_GRANULARITY  # the load resolution the knee is placed to (StepSearch: its step)
         self._model_loads: set[float] = set()  # loads the closed-loop model placed (PlateauSearch)
-        self._contradicted: list[str] = []
+        self._contradicted: list[str] = []  # each step read under the model twice: what it read, against what
 
     # -- helpers ---------------------------------------------------------------------------------
     def _resolution(self, load: float) -> float:
@@ -596,7 +596,7 @@ class Search:
             if self._remeasured.get(load, 0) < MAX_REMEASURES:
                 self._remeasured[load] = self._remeasured.get(load, 0) + 1
                 return self._run(load, f"{contradiction}: measuring it again", AGAIN_CONTRADICTED)
-            self._contradicted.append(f"a step contradicted the closed-loop model, measured twice: {contradiction}")
+            self._contradicted.append(contradiction)
         decision = self._next(step)
         if decision.stop and self._stop_kind == "saturation":
             again = self._remeasure_gain()
@@ -787,7 +787,12 @@ class Search:
             out.append(f"the search stopped on {stop}")
         if verdict.plateau is None and verdict.bound != BOUND_BELOW:
             out.append(self._nothing_acceptable(verdict))
-        return out + self._contradicted
+        if self._contradicted:  # one clause, each step's reading in it: the claim is said once
+            many = len(self._contradicted) > 1
+            head = (f"{len(self._contradicted)} steps contradicted the closed-loop model, each measured twice" if many
+                    else "a step contradicted the closed-loop model, measured twice")
+            out.append(f"{head}: {'; '.join(self._contradicted)}")
+        return out
 
     @staticmethod
     def _open(step: StepMeasurement) -> str:
