@@ -55,7 +55,7 @@ from sm_locust.record.recorder import RunRecorder, attach_recorder, recorder_of
 from sm_locust.record.requests_log import attach_request_log
 from sm_locust.record.schedwait import WorkerWaits
 from sm_locust.record.targets import TargetStats
-from sm_locust.record.watermark import ReportWatermarks
+from sm_locust.record.watermark import ReportWatermarks, report_every_second
 from sm_locust.record.workers import attach
 from sm_locust.transport.asyncwait import AsyncLedger
 from sm_locust.transport.options import check_async_result, operation, prepare_async_clients
@@ -313,6 +313,7 @@ def _attach_report_watermarks(environment, **_kw) -> None:
     """Workers say how far their reports are complete (and report every second): the master appends each
     second of its timeline as soon as all of them have (sm_locust.record.watermark)."""
     ReportWatermarks.for_environment(environment)
+    report_every_second(environment)
 
 
 @events.init.add_listener

@@ -14,9 +14,10 @@ release, one not yet reported, one stalled or being lost: a worker Locust has ma
 longer holds seconds back), and for one whose clock runs behind the master's by more than it: its
 seconds are appended at the lag, before all of them arrived (docs/plateau.md, "Distributed runs").
 
-Workers also report every `REPORT_INTERVAL_S` instead of Locust's 3 s (`WORKER_REPORT_INTERVAL`,
-read by the worker's `stats_reporter` loop before each sleep), set here, once, when a worker's
-watermark is attached: the master then appends a second ~1 s after it ended rather than ~3 s.
+Workers also report every `REPORT_INTERVAL_S` instead of Locust's 3 s (`report_every_second`, called
+by the locustfile's init beside the watermark: Locust's `WORKER_REPORT_INTERVAL`, read by the worker's
+`stats_reporter` loop before each sleep): the master then appends a second ~1 s after it ended rather
+than ~3 s.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def appendable_through(master_second: int, marks: Mapping[str, int], live: Itera
     return min(master_second - 1, max(fallback, min(marks[worker] for worker in live)))
 
 
+def report_every_second(environment: object) -> None:
+    """On a worker, make Locust send its stats report every `REPORT_INTERVAL_S` (its module global
+    `WORKER_REPORT_INTERVAL`, read before each sleep of the worker's report loop); a master or a local
+    runner is left alone."""
+    if isinstance(getattr(environment, "runner", None), WorkerRunner):
+        locust.runners.WORKER_REPORT_INTERVAL = REPORT_INTERVAL_S
+
+
 def live_workers(clients: Mapping[str, object]) -> list[str]:
     """The workers whose reports a master still waits for: every connected one Locust has not marked missing."""
     return [str(cid) for cid, node in clients.items() if getattr(node, "state", None) != STATE_MISSING]
@@ -62,8 +71,6 @@ class ReportWatermarks(WorkerShipped):
 
     def listen(self, environment: object) -> None:
         self._environment = environment
-        if isinstance(getattr(environment, "runner", None), WorkerRunner):
-            locust.runners.WORKER_REPORT_INTERVAL = REPORT_INTERVAL_S
 
     def reset(self) -> None:
         self.marks = {}

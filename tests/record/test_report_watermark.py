@@ -19,7 +19,13 @@ import pytest
 
 from sm_locust.measure.timeline import Second
 from sm_locust.record.recorder import MASTER_LAG_S, RunRecorder
-from sm_locust.record.watermark import REPORT_INTERVAL_S, ReportWatermarks, appendable_through, live_workers
+from sm_locust.record.watermark import (
+    REPORT_INTERVAL_S,
+    ReportWatermarks,
+    appendable_through,
+    live_workers,
+    report_every_second,
+)
 from tests.fakes import BareMaster, BareWorker, ManualClock
 
 LAG = MASTER_LAG_S
@@ -117,12 +123,20 @@ def test_a_worker_reports_every_second_and_locusts_loop_reads_it(monkeypatch):
     monkeypatch.setattr(locust.runners, "WORKER_REPORT_INTERVAL", 3.0)
     master = Environment()
     master.runner = BareMaster(["w"])
-    ReportWatermarks().attach(master)
+    report_every_second(master)
     assert locust.runners.WORKER_REPORT_INTERVAL == 3.0  # a master or local runner leaves it alone
     worker = Environment()
     worker.runner = BareWorker()
-    ReportWatermarks().attach(worker)
+    report_every_second(worker)
     assert locust.runners.WORKER_REPORT_INTERVAL == REPORT_INTERVAL_S == 1.0
+
+    monkeypatch.setattr(locust.runners, "WORKER_REPORT_INTERVAL", 3.0)  # and the locustfile's init does it
+    from sm_locust.locustfiles.sagemaker import _attach_report_watermarks
+    worker = Environment()
+    worker.runner = BareWorker()
+    _attach_report_watermarks(worker)
+    assert locust.runners.WORKER_REPORT_INTERVAL == REPORT_INTERVAL_S
+    assert isinstance(getattr(worker, ReportWatermarks.ATTRIBUTE), ReportWatermarks)
 
     slept: list[float] = []
 
