@@ -2,11 +2,11 @@
 
 A rate's 95 % interval comes from batch means over the steady window's one-second samples
 (`measure.uncertainty.batch_count`, Student's t with batches - 1 degrees of freedom): 5 steady
-seconds make 2 batches and t = 12.7, wide enough for two configurations 2.5 x apart to tie. Rule:
-under `MIN_BATCHES` batches (t(3) = 3.18; 3 batches: 4.30) the plan says so, naming the shortest
+seconds make 2 batches and t = 12.7 (a loaded CI run saw two configurations 2.5 x apart tie). Rule:
+under `MIN_BATCHES` batches (4: t 3.18; 3: 4.30; 2: 12.7) the plan says so, naming the shortest
 whole run time from which every test's window makes `MIN_BATCHES` batches, however much longer it
-runs. A note, not an error: the sweep runs as written. `repeat` runs a test again but each run keeps
-its own interval (the median run's is quoted), so it adds no batch.
+runs. A note, not an error: the sweep runs as written. `repeat` adds no batch: the median run's own
+interval is quoted, only widened by the runs' spread.
 """
 
 from __future__ import annotations
