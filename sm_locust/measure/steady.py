@@ -442,6 +442,15 @@ def steady_window(
     return window
 
 
+def steady_samples(run_s: float) -> int:
+    """How many one-second samples the steady window of a constant run of `run_s` seconds keeps:
+    `steady_window` with the recorder's defaults over its whole seconds at one load, none ramping (a
+    sweep's constant users start at once). For plans: what the run's intervals will rest on."""
+    whole = max(0, int(run_s + 1e-9))
+    return len(steady_window([Second(t=float(i + 1), users=1, spawning=False, requests=0, failures=0)
+                              for i in range(whole)]))
+
+
 def measure_step(
     seconds: Sequence[Second],
     *,

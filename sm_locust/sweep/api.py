@@ -153,7 +153,8 @@ def plan_totals(sweep: Sweep) -> dict[str, Any]:
 
 
 def plan_lines(sweep: Sweep) -> list[str]:
-    """`--plan`: each configuration, what it would deploy, its estimate; the totals; the load."""
+    """`--plan`: each configuration, what it would deploy, its estimate; the totals; the load (and a note
+    when its run time is too short for a useful interval: `sweep.shortrun`)."""
     spec = sweep.spec
     how_many = count(len(sweep.configurations), "configuration")
     lines = [f"sm-locust sweep: plan for {spec.name!r}: {how_many} on {spec.deploy} "
@@ -182,6 +183,9 @@ def plan_lines(sweep: Sweep) -> list[str]:
                       for k, v in sweep.plan.given.items() if k not in ("payload", "shape"))
     lines.append(f"  load per configuration: shape {sweep.plan.shape or 'constant users'}"
                  + (f", {shown}" if shown else "") + f"; about {duration(sweep.plan.expected_test_s())} per test")
+    short = sweep.plan.short_run()
+    if short is not None:
+        lines.append(f"  {short.text()}")
     extra = sweep.confirmation_estimate()
     if extra is not None:
         lines.append(f"  confirmation: when the leader and the runner-up are told apart by their intervals, both are "
@@ -216,6 +220,9 @@ def run_sweep(sweep: Sweep, *, yes: bool = False, confirm: Callable[[str], bool]
     say(printer, f"{sweep.spec.name}: {how_many} on {sweep.spec.deploy}, {t['to_run']} to run"
                 + (f" ({t['measured_before']} measured before)" if t["measured_before"] else "")
                 + f", about {duration(t['wall_s'])}; results in {sweep.out_dir}/")
+    short = sweep.plan.short_run() if t["to_run"] else None
+    if short is not None:
+        say(printer, short.text())
     outcome = sweep.runner_class(sweep, printer, handle_signals=handle_signals).run()
     document = sweep.document(outcome.rows, outcome)
     outputs = sweep.write_outputs(document)

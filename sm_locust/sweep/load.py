@@ -21,15 +21,18 @@ from sm_locust.core.child import LoadSettings
 from sm_locust.core.plan import locust_load
 from sm_locust.core.rules import DEFAULT_RUN_TIME, check_users, chosen_shape
 from sm_locust.errors import UsageError
+from sm_locust.measure.steady import steady_samples
 from sm_locust.payloads.options import prepare_payloads
 from sm_locust.shapes.settings import ShapeSettings, parse_seconds
 from sm_locust.sweep.objective import Objective
+from sm_locust.sweep.shortrun import ShortRun, Window, short_run
 from sm_locust.sweep.validate import Checker
 
 RUN_KEYS = ("users", "spawn_rate", "run_time", "shape", "processes", "locust_args", "repeat")
 SET_BY_DEPLOYER = ("endpoint_name", "endpoint_url")
 PATH_KEYS = ("payload", "traffic_pattern")
 SEARCH_SHAPES = ("plateau", "step", "phases")
+FIXED_LENGTH_SHAPES = (None, "open")  # one load for the run time: constant users, a constant open-loop rate
 PLATEAU_STEPS_GUESS = 10  # for estimates only: the adaptive search takes ~2 log2(knee users) steps
 LOCUST_OVERHEAD_S = 6.0  # start and stop of the Locust process, per configuration (measured here: 4-6 s)
 
@@ -75,6 +78,17 @@ class LoadPlan:
         else:
             seconds = parse_seconds(DEFAULT_RUN_TIME, "run_time")
         return (float(seconds or 0.0) + LOCUST_OVERHEAD_S) * self.repeat
+
+    def short_run(self) -> ShortRun | None:
+        """The plan's note when a fixed-length load (`run_time` with constant users or the open
+        shape) leaves each test's steady window too few seconds for a useful rate interval
+        (`sweep.shortrun`); None for a search or a pattern, which decide their own steps."""
+        if not self.load.run_time or self.shape not in FIXED_LENGTH_SHAPES:
+            return None
+        run_s = float(parse_seconds(self.load.run_time, "run_time") or 0.0)
+        if self.shape_settings.max_duration_s:  # the open shape stops at the sooner of the two
+            run_s = min(run_s, float(self.shape_settings.max_duration_s))
+        return short_run(f"load.run_time {self.load.run_time}", run_s, [Window("per test", "rate", steady_samples)])
 
 
 def _specs() -> dict[str, OptionSpec]:

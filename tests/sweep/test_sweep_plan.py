@@ -105,3 +105,15 @@ def test_a_sagemaker_sdk_model_gives_the_shared_settings():
     assert settings["image"] == Model.image_uri and settings["role"] == Model.role
     assert settings["model_data_url"] == Model.model_data and settings["environment.OMP_NUM_THREADS"] == "1"
     assert "image 123456789012.dkr.ecr.us-east-1.amazonaws.com/ranker:1" in plan_lines(sweep)[1]
+
+
+def test_a_run_time_too_short_for_a_useful_interval_is_noted_after_the_load():
+    load = {"payload": str(SAMPLE_PAYLOAD), "users": 2, "run_time": "6s"}
+    lines = plan_lines(load_sweep(workers(load=load), out="unused"))
+    notes = [i for i, line in enumerate(lines) if line.startswith("  note: ")]
+    assert len(notes) == 1 and lines[notes[0] - 1].startswith("  load per configuration: ")
+    assert lines[notes[0]] == ("  note: load.run_time 6s leaves about 5 steady seconds per test: its 95 % rate "
+                               "intervals rest on 2 batches (Student's t 12.7), so close configurations will tie; "
+                               "9s or more gives at least 4 batches (t 3.18 or less)")
+    long_enough = plan_lines(load_sweep(workers(load={**load, "run_time": "12s"}), out="unused"))
+    assert not [line for line in long_enough if "note:" in line] and len(long_enough) == len(lines) - 1

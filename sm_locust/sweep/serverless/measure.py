@@ -227,6 +227,15 @@ def steady(window: Sequence[Second], start: float, end: float) -> list[Second]:
     return in_window(window, start + warmup, end)
 
 
+def phase_samples(phase_s: float) -> tuple[int, int]:
+    """(stability, concurrency): how many one-second samples a test phase of `phase_s` seconds keeps,
+    the stability test's whole phase and a concurrency phase's `steady` window (for plans)."""
+    whole = [Second(t=float(i + 1), users=1, spawning=False, requests=0, failures=0)
+             for i in range(max(0, int(phase_s + 1e-9)))]
+    start = _begin(whole[0]) if whole else 0.0
+    return len(in_window(whole, start, start + phase_s)), len(steady(whole, start, start + phase_s))
+
+
 def cold_starts(samples: Iterable[Mapping[str, Any]]) -> ColdStartFigures:
     """`samples`: {"ms": latency, "code": "ok" or the error code} per first request after a gap."""
     f = ColdStartFigures()

@@ -23,8 +23,9 @@ from sm_locust.shapes.settings import parse_seconds
 from sm_locust.sweep.load import LoadPlan, parse_load
 from sm_locust.sweep.objective import Objective
 from sm_locust.sweep.schema import SweepSpec
-from sm_locust.sweep.serverless.measure import Phase
+from sm_locust.sweep.serverless.measure import Phase, phase_samples
 from sm_locust.sweep.serverless.spec import PREFIX, ServerlessSpec
+from sm_locust.sweep.shortrun import ShortRun, Window, short_run
 
 RESULTS = "serverless.json"  # in each configuration's run folder: the phases, the counters, the cold-start requests
 DEFAULT_PHASE_S = 30.0  # each test phase, when load.run_time is not given
@@ -76,6 +77,17 @@ class ServerlessLoadPlan(LoadPlan):
                                                      self.serverless.idle_timeout_s(self.serverless.shared))
             seconds += self.serverless.cold_start.rounds * (gap + COLD_ROUND_S)
         return seconds
+
+    def short_run(self) -> ShortRun | None:
+        """The plan's note when each test phase (`run_time`) leaves the rate intervals too few steady
+        seconds: the stability test's warm mean (its $ per 1M) over the whole phase, the concurrency
+        phases' goodput after their warm-up (`measure.phase_samples`); cold starts are timed one by one."""
+        windows = []
+        if "stability" in self.serverless.tests:
+            windows.append(Window("in the stability test", "warm-mean ($ per 1M)", lambda s: phase_samples(s)[0]))
+        if "concurrency" in self.serverless.tests:
+            windows.append(Window("per concurrency phase", "goodput", lambda s: phase_samples(s)[1]))
+        return short_run(f"load.run_time {self.phase_s:g}s", self.phase_s, windows)
 
 
 def serverless_load_plan(spec: SweepSpec) -> ServerlessLoadPlan:
