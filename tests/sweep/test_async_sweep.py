@@ -81,7 +81,7 @@ def test_inconclusive_is_never_recommended_however_good_its_figures():
     plain = candidate(2, 2, 1, 6, 9)
     rec = recommend([best, plain], OBJECTIVE)
     assert rec.winner is plain and "(chosen without c1: INCONCLUSIVE" in rec.reason, rec.reason
-    assert " — the only configuration known to meet the objective (chosen without c1: " in rec.reason  # not "that meets"
+    assert " — the only configuration known to meet the objective (chosen without c1: " in rec.reason  # not "meets"
     assert rec.lost[1].startswith("INCONCLUSIVE: at 66 req/s") and "never recommended" in rec.lost[1]
     alone = recommend([best], OBJECTIVE)
     assert alone.winner is None and "INCONCLUSIVE" in alone.reason
