@@ -170,7 +170,8 @@ def run(namespace: argparse.Namespace) -> int:
             extra_env["AWS_ENDPOINT_URL_CLOUDWATCH"] = stand_in.url
         options = parse_options({**vars(settings), "start_users": 1, "step_users": schedule.step_users,
                                  "step_seconds": schedule.step_seconds, "max_users": schedule.max_users, **publish})
-        load = LoadSettings(shape="step", spawn_rate=100.0, quiet=not args.verbose, progress_every_s=5.0)
+        load = LoadSettings(shape="step", spawn_rate=100.0, quiet=not args.verbose, progress_every_s=5.0,
+                            closing_verdict=True)  # the plateau said once, in the closing lines below
         print(f"sm-locust demo: step load {schedule.start_users} -> {schedule.max_users} users, "
               f"+{schedule.step_users} every {schedule.step_seconds:g} s (~{schedule.duration:.0f} s)", flush=True)
         summary = execute(settings, load, out, extra_env, options=options)

@@ -43,6 +43,11 @@ def test_demo_writes_the_report_with_the_endpoints_cloudwatch_columns(tmp_path):
     # steps depends on what else the machine runs: a plateau's growth is tested on a synthetic clock)
     assert all(s["rps"] > 0 and s["requests"] > 0 for s in summary["steps"])
     assert "CloudWatch stand-in (moto) on http://127.0.0.1:" in result.stdout
+    # the search's verdict said once, among the demo's closing lines (the shape does not say it too)
+    verdict = str((summary.get("plateau") or {}).get("text") or "").splitlines()
+    assert verdict, summary.get("plateau")
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if verdict[0] in line] == [f"sm-locust demo: {verdict[0]}"], result.stdout
     assert f"report in {out / 'report.html'}" in result.stdout
     assert "missing:" not in result.stdout, result.stdout  # every expected metric arrived, no minute left out
     assert re.search(r"UTC: Invocations +\d+  ModelLatency +\d+\.\d ms", result.stdout), result.stdout
