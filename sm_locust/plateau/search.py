@@ -428,6 +428,9 @@ class Search:
             return growth.high < self.gain.min_gain
         return higher.goodput_rps / lower.goodput_rps - 1.0 < self.gain.min_gain
 
+    figure_unit = "req/s"  # what `goodput_rps` counts in this search's sentences
+    model_contradicts = True  # a model-placed step far under the closed-loop model's figure contradicts it
+
     @staticmethod
     def _figure(step: StepMeasurement) -> str:
         return with_interval(step.goodput_rps, step.goodput_ci, "", 1)
@@ -436,9 +439,9 @@ class Search:
         """Closed loop: a step whose goodput interval lies wholly below what the measured steps imply,
         beyond a margin (a stall, a busy neighbour, a noisy plateau), or None. Two bounds: fewer users
         cannot lose more than their share of a larger step's throughput, less the tolerance (Little's
-        law: a user's cycle only lengthens with load, so X(n) >= X(m) x n / m for n < m); and a load
-        the model placed cannot read more than `MODEL_MARGIN` under the model's own prediction (a knee
-        that bends early loses less)."""
+        law: a user's cycle only lengthens with load, so X(n) >= X(m) x n / m for n < m); and, where
+        `model_contradicts`, a load the model placed cannot read more than `MODEL_MARGIN` under the
+        model's own prediction (a knee that bends early loses less)."""
         high = step.goodput_ci.high
         if self.mode != MODE_USERS or high is None:
             return None
@@ -448,13 +451,13 @@ class Search:
                 continue
             bound = low * step.load / other.load * (1.0 - PLATEAU_TOLERANCE)
             if high < bound:
-                return (f"{step.load_label()} read {self._figure(step)} req/s, its 95 % interval "
+                return (f"{step.load_label()} read {self._figure(step)} {self.figure_unit}, its 95 % interval "
                         f"{(1 - high / bound) * 100:.0f} % under the {bound:.1f} that the {other.load_label()} "
                         f"step's {self._figure(other)} imply by Little's law")
-        if step.load in self._model_loads:
+        if self.model_contradicts and step.load in self._model_loads:
             model = ClosedLoopModel.from_steps(self._acceptable(), self.level_of(self._acceptable()) or 0.0)
             if model is not None and high < (1.0 - MODEL_MARGIN) * model.predict(step.load):
-                return (f"{step.load_label()} read {self._figure(step)} req/s, its 95 % interval "
+                return (f"{step.load_label()} read {self._figure(step)} {self.figure_unit}, its 95 % interval "
                         f"{(1 - high / model.predict(step.load)) * 100:.0f} % under the "
                         f"{model.predict(step.load):.1f} the model predicts there (> {MODEL_MARGIN * 100:g} %)")
         return None
@@ -657,7 +660,8 @@ class Search:
             self._imprecise_remeasured[step.load] = self._imprecise_remeasured.get(step.load, 0) + 1
             self._stop, self._stop_kind = None, None
             what = "the capacity" if step is capacity else "below the knee,"
-            return self._run(step.load, f"{what} {self._figure(step)} req/s at {step.load_label()} is not known to "
+            figure = f"{self._figure(step)} {self.figure_unit}"
+            return self._run(step.load, f"{what} {figure} at {step.load_label()} is not known to "
                                         f"+-{PLATEAU_TOLERANCE * 100:g} %: measuring it again", AGAIN_IMPRECISE)
         return None
 

@@ -95,6 +95,39 @@ def test_the_search_finds_the_models_knee_on_tokens():
     assert record["llm"]["tokens_source"] == "server" and record["capacity_output_tokens_per_s"] > 0
 
 
+def test_batching_that_slows_each_step_does_not_contradict_the_closed_loop_model():
+    """Below the knee, continuous batching gives less than n x one user's tokens/s (each decode step grows
+    with the batch): 40 ms + 8 ms a sequence reads 3 users 16 % under the closed-loop model's
+    min(n / cycle, capacity) with no noise at all. A CI run beside a CPU hog ended INCONCLUSIVE on that
+    ("3 users read 44.7 (±0.2) req/s, its 95 % interval 17 % under the 54.3 the model predicts there"):
+    the token search judges a contradiction by Little's law only, and names tokens/s."""
+    from tests.plateau.test_plateau_significance import token_step as seconds_step
+
+    def tokens_per_s(users: int, slow3: float) -> float:
+        k = min(users, 4)
+        return k / (0.040 + 0.008 * k) * 0.975 * (slow3 if users == 3 else 1.0)
+
+    for slow3 in (1.0, 0.97):  # as modelled; 3 % slower, as a busy host ran it
+        search = TokenPlateauSearch(1, 8, conditions=[ErrorRate(0.05)], extend_unstable=False)
+        decision, loads = search.first(), []
+        while not decision.stop:
+            loads.append(int(decision.users))
+            decision = search.feed(seconds_step(loads[-1], [0] * 9, rate=tokens_per_s(loads[-1], slow3), jitter=0.003))
+        verdict = search.verdict()
+        assert 3 in loads and not verdict.inconclusive, verdict.text()  # the model placed 3 users and measured them
+        assert verdict.plateau.users == 4
+    # Little's law still judges: 3 users reading under 3/4 of 4 users' tokens/s (less 5 %) contradict it
+    search = TokenPlateauSearch(1, 8, conditions=[ErrorRate(0.05)], extend_unstable=False)
+    decision = search.first()
+    while not decision.stop:
+        users = int(decision.users)
+        decision = search.feed(seconds_step(users, [0] * 9, rate=tokens_per_s(users, 0.6), jitter=0.003))
+    verdict = search.verdict()
+    assert verdict.inconclusive and "3 users read " in verdict.inconclusive_reason, verdict.text()
+    assert " output tokens/s, its 95 % interval " in verdict.inconclusive_reason
+    assert "imply by Little's law" in verdict.inconclusive_reason and "req/s" not in verdict.inconclusive_reason
+
+
 def test_a_confirmation_cut_short_by_a_budget_judges_nothing():
     """A budget that fires while the knee is measured again ends the replicate there: recorded (it ran), but
     the loads keep their first measurements, so a cut-short replicate never moves the knee."""
